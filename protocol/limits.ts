@@ -1,0 +1,32 @@
+/** Defaults of protocol-v1 §2 and §7. Every limit is also an option of the host. */
+export const Limits = {
+  /** @default 1 MiB — larger frames close the socket with 1009. */
+  maxPayloadBytes: 1024 * 1024,
+  /** @default 256 — open streams per socket. */
+  maxStreamsPerSocket: 256,
+  /** Decoder limits for untrusted MessagePack. */
+  maxStrBytes: 64 * 1024,
+  maxBinBytes: 1024 * 1024,
+  maxArrayLength: 10_000,
+  maxMapLength: 1_000,
+  maxDepth: 32,
+  /** Stored user message text is capped at this many characters. */
+  maxMessageChars: 16_000,
+  /** Inline attachment bytes in a prompt. */
+  maxInlineAttachmentBytes: 512 * 1024,
+  /** Uploaded attachments via POST /v1/attachments. */
+  maxAttachmentBytes: 10 * 1024 * 1024,
+  /** Events per `events` item during replay. */
+  replayBatch: 500,
+  /** HTTP request bodies. */
+  maxHttpBodyBytes: 1024 * 1024,
+  /** @default 15 s */
+  pingIntervalMs: 15_000,
+  /** @default 4 MiB buffered on a socket before live pushes pause for that follower. */
+  followerHighWaterBytes: 4 * 1024 * 1024,
+} as const;
+
+export const SUBPROTOCOL = "sessionmux.v1";
+export const BEARER_SUBPROTOCOL_PREFIX = "bearer.";
+export const MUX_PATH = "/api/remote.mux";
+export const PROTOCOL_VERSION = 1;

@@ -1,0 +1,270 @@
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { AttachmentShell, Resolution, SessionEventSchema } from "./events.js";
+import { OpaqueIdSchema, SessionIdSchema } from "./ids.js";
+import { Interaction, Job, QueueItem, SessionHeader, SessionRow } from "./rows.js";
+
+/**
+ * §4 activation rules. `cold`: reads or writes persistence, never starts an agent.
+ * `live-only`: acts on a live agent or pending item only, else `agent_not_live`.
+ * `resume`: may start or resume the session's agent because the command asks for work.
+ * `explicit`: never starts an agent, but stops a live one (delete).
+ */
+export type Activation = "cold" | "live-only" | "resume" | "explicit";
+
+const strict = { additionalProperties: false } as const;
+const Empty = Type.Object({}, strict);
+const Limit = (max: number) => Type.Integer({ minimum: 1, maximum: max });
+
+export const AttachmentInput = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 256 }),
+    type: Type.String({ maxLength: 256 }),
+    attachmentId: Type.Optional(OpaqueIdSchema),
+    url: Type.Optional(Type.String({ maxLength: 4096 })),
+    bytes: Type.Optional(Type.Uint8Array({ maxByteLength: 512 * 1024 })),
+  },
+  strict,
+);
+export type AttachmentInput = Static<typeof AttachmentInput>;
+
+export const QueueOp = Type.Union([
+  Type.Object({ remove: Type.Literal(true), itemId: OpaqueIdSchema }, strict),
+  Type.Object({ edit: Type.Literal(true), itemId: OpaqueIdSchema, text: Type.String({ maxLength: 16_000 }) }, strict),
+  Type.Object({ steer: Type.Literal(true), itemId: OpaqueIdSchema }, strict),
+  Type.Object({ clear: Type.Literal(true) }, strict),
+]);
+export type QueueOp = Static<typeof QueueOp>;
+
+const PageResult = Type.Object({
+  header: SessionHeader,
+  epoch: Type.String(),
+  headSeq: Type.Integer(),
+  events: Type.Array(SessionEventSchema),
+  hasMore: Type.Boolean(),
+  projection: SessionRow,
+});
+
+interface MethodSpec {
+  readonly kind: "call" | "stream";
+  readonly activation: Activation;
+  readonly params: TSchema;
+  /** For calls: the `result` value. For streams: one `item` value. */
+  readonly value: TSchema;
+}
+
+const call = <P extends TSchema, V extends TSchema>(activation: Activation, params: P, value: V) =>
+  ({ kind: "call", activation, params, value }) as const;
+const stream = <P extends TSchema, V extends TSchema>(activation: Activation, params: P, value: V) =>
+  ({ kind: "stream", activation, params, value }) as const;
+
+/** Follow items, §5. */
+export const FollowItem = Type.Union([
+  Type.Object({ kind: Type.Literal("opened"), epoch: Type.String(), headSeq: Type.Integer() }),
+  Type.Object({ kind: Type.Literal("reset"), epoch: Type.String() }),
+  Type.Object({ kind: Type.Literal("events"), events: Type.Array(SessionEventSchema) }),
+  Type.Object({ kind: Type.Literal("caughtUp"), seq: Type.Integer() }),
+]);
+export type FollowItem = Static<typeof FollowItem>;
+
+export const AgentStatus = Type.Object({
+  sessionId: Type.String(),
+  state: Type.Union([Type.Literal("attached"), Type.Literal("running"), Type.Literal("idle")]),
+});
+export const SessionQueue = Type.Object({ sessionId: Type.String(), items: Type.Array(QueueItem) });
+export const SessionJobs = Type.Object({ sessionId: Type.String(), jobs: Type.Array(Job) });
+
+/** Control items, §5. */
+export const ControlItem = Type.Union([
+  Type.Object({
+    kind: Type.Literal("baseline"),
+    generation: Type.String(),
+    agents: Type.Array(AgentStatus),
+    queues: Type.Array(SessionQueue),
+    jobs: Type.Array(SessionJobs),
+    interactions: Type.Array(Interaction),
+    projections: Type.Array(SessionRow),
+  }),
+  Type.Object({
+    kind: Type.Literal("agent"),
+    sessionId: Type.String(),
+    state: Type.Union([
+      Type.Literal("attached"),
+      Type.Literal("running"),
+      Type.Literal("idle"),
+      Type.Literal("detached"),
+    ]),
+  }),
+  Type.Object({ kind: Type.Literal("queue"), sessionId: Type.String(), items: Type.Array(QueueItem) }),
+  Type.Object({ kind: Type.Literal("jobs"), sessionId: Type.String(), jobs: Type.Array(Job) }),
+  Type.Object({ kind: Type.Literal("interaction.requested"), interaction: Interaction }),
+  Type.Object({ kind: Type.Literal("interaction.resolved"), interactionId: Type.String(), resolution: Resolution }),
+  Type.Object({ kind: Type.Literal("projection"), sessionId: Type.String(), projection: SessionRow }),
+]);
+export type ControlItem = Static<typeof ControlItem>;
+
+/** The method table: one place the host, the SDK and the tests read. */
+export const Methods = {
+  "session.list": call(
+    "cold",
+    Type.Object(
+      {
+        limit: Type.Optional(Limit(200)),
+        parked: Type.Optional(Type.Boolean()),
+        before: Type.Optional(Type.String({ maxLength: 512 })),
+      },
+      strict,
+    ),
+    Type.Object({ sessions: Type.Array(SessionRow), next: Type.Optional(Type.String()) }),
+  ),
+  "session.page": call(
+    "cold",
+    Type.Object(
+      {
+        sessionId: SessionIdSchema,
+        beforeSeq: Type.Optional(Type.Integer({ minimum: 1 })),
+        afterSeq: Type.Optional(Type.Integer({ minimum: 0 })),
+        limit: Type.Optional(Limit(1000)),
+      },
+      strict,
+    ),
+    PageResult,
+  ),
+  "session.search": call(
+    "cold",
+    Type.Object({ query: Type.String({ minLength: 1, maxLength: 512 }), limit: Type.Optional(Limit(200)) }, strict),
+    Type.Object({
+      hits: Type.Array(Type.Object({ sessionId: Type.String(), seq: Type.Integer(), snippet: Type.String() })),
+    }),
+  ),
+  "session.models": call(
+    "cold",
+    Empty,
+    Type.Object({
+      models: Type.Array(Type.Object({ id: Type.String(), label: Type.String() })),
+      default: Type.String(),
+    }),
+  ),
+  "session.attachment": call(
+    "cold",
+    Type.Object({ sessionId: SessionIdSchema, attachmentId: OpaqueIdSchema }, strict),
+    Type.Object({ name: Type.String(), type: Type.String(), size: Type.Integer(), bytes: Type.Uint8Array() }),
+  ),
+  "session.create": call(
+    "resume",
+    Type.Object(
+      {
+        sessionId: Type.Optional(SessionIdSchema),
+        title: Type.Optional(Type.String({ maxLength: 512 })),
+        model: Type.Optional(Type.String({ maxLength: 256 })),
+      },
+      strict,
+    ),
+    Type.Object({ header: SessionHeader }),
+  ),
+  "session.fork": call(
+    "resume",
+    Type.Object(
+      {
+        sourceId: SessionIdSchema,
+        atSeq: Type.Optional(Type.Integer({ minimum: 0 })),
+        sessionId: Type.Optional(SessionIdSchema),
+      },
+      strict,
+    ),
+    Type.Object({ header: SessionHeader }),
+  ),
+  "session.prompt": call(
+    "resume",
+    Type.Object(
+      {
+        sessionId: SessionIdSchema,
+        text: Type.String({ maxLength: 1_000_000 }),
+        clientMessageId: OpaqueIdSchema,
+        attachments: Type.Optional(Type.Array(AttachmentInput, { maxItems: 32 })),
+        display: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+        hidden: Type.Optional(Type.Boolean()),
+      },
+      strict,
+    ),
+    Type.Object({
+      queued: Type.Boolean(),
+      seq: Type.Optional(Type.Integer()),
+      turnId: Type.Optional(Type.String()),
+      itemId: Type.Optional(Type.String()),
+    }),
+  ),
+  "session.rename": call(
+    "cold",
+    Type.Object({ sessionId: SessionIdSchema, title: Type.String({ maxLength: 512 }) }, strict),
+    Type.Object({ seq: Type.Integer() }),
+  ),
+  "session.selectModel": call(
+    "resume",
+    Type.Object({ sessionId: SessionIdSchema, model: Type.String({ minLength: 1, maxLength: 256 }) }, strict),
+    Type.Object({ seq: Type.Integer() }),
+  ),
+  "session.cancel": call(
+    "live-only",
+    Type.Object({ sessionId: SessionIdSchema }, strict),
+    Type.Object({ cancelled: Type.Boolean() }),
+  ),
+  "session.updateQueue": call(
+    "live-only",
+    Type.Object({ sessionId: SessionIdSchema, op: QueueOp }, strict),
+    Type.Object({ items: Type.Array(QueueItem) }),
+  ),
+  "session.respond": call(
+    "live-only",
+    Type.Object({ interactionId: OpaqueIdSchema, response: Resolution }, strict),
+    Type.Object({ resolved: Type.Literal(true) }),
+  ),
+  "session.ack": call(
+    "cold",
+    Type.Object({ sessionId: SessionIdSchema, completionSettledAt: Type.Number({ minimum: 0 }) }, strict),
+    Type.Object({ hasUnseenCompletion: Type.Boolean() }),
+  ),
+  "session.clear": call(
+    "cold",
+    Type.Object({ sessionId: SessionIdSchema, expectedEpoch: Type.Optional(Type.String({ maxLength: 128 })) }, strict),
+    Type.Object({ epoch: Type.String() }),
+  ),
+  "session.delete": call(
+    "explicit",
+    Type.Object({ sessionId: SessionIdSchema }, strict),
+    Type.Object({ deleted: Type.Literal(true) }),
+  ),
+  "session.follow": stream(
+    "cold",
+    Type.Object(
+      {
+        sessionId: SessionIdSchema,
+        afterSeq: Type.Optional(Type.Integer({ minimum: 0 })),
+        epoch: Type.Optional(Type.String({ maxLength: 128 })),
+      },
+      strict,
+    ),
+    FollowItem,
+  ),
+  "session.control": stream("cold", Empty, ControlItem),
+} as const satisfies Record<string, MethodSpec>;
+
+export type MethodName = keyof typeof Methods;
+export type CallMethod = { [K in MethodName]: (typeof Methods)[K]["kind"] extends "call" ? K : never }[MethodName];
+export type StreamMethod = { [K in MethodName]: (typeof Methods)[K]["kind"] extends "stream" ? K : never }[MethodName];
+export type ParamsOf<M extends MethodName> = Static<(typeof Methods)[M]["params"]>;
+export type ResultOf<M extends CallMethod> = Static<(typeof Methods)[M]["value"]>;
+export type ItemOf<M extends StreamMethod> = Static<(typeof Methods)[M]["value"]>;
+
+export const METHOD_NAMES = Object.keys(Methods) as MethodName[];
+
+export function isMethodName(value: unknown): value is MethodName {
+  return typeof value === "string" && Object.hasOwn(Methods, value);
+}
+
+/** The activation table, derived from the method table so code and tests read one source. */
+export const ActivationTable: Readonly<Record<MethodName, Activation>> = Object.fromEntries(
+  METHOD_NAMES.map((m) => [m, Methods[m].activation]),
+) as Record<MethodName, Activation>;
+
+export type PageResult = Static<typeof PageResult>;
+export type { AttachmentShell };

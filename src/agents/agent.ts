@@ -1,0 +1,62 @@
+import type { Resolution, SessionEvent } from "../../protocol/index.js";
+
+/** What an agent may append during its turn; the controller adds `turnId`. */
+export type AgentEmit =
+  | { type: "assistant/delta"; text: string }
+  | { type: "reasoning/delta"; text: string }
+  | { type: "tool/call"; toolCallId: string; name: string; args: unknown }
+  | { type: "tool/result"; toolCallId: string; ok: boolean; result: unknown; durationMs: number };
+
+export type InteractionRequest =
+  | { kind: "approval"; action: string }
+  | { kind: "question"; question: string; options?: string[] };
+
+export interface JobHandle {
+  readonly jobId: string;
+  /** 0..1 */
+  progress(value: number): void;
+  complete(): void;
+  fail(): void;
+}
+
+export interface TurnAttachment {
+  name: string;
+  type: string;
+  size: number;
+  bytes?: Uint8Array;
+  url?: string;
+}
+
+/** Everything a turn may do. Every emit resolves after the event is committed. */
+export interface TurnContext {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly model: string;
+  /** The model-facing prompt (not the stored `display` text); empty for server-fired turns. */
+  readonly prompt: { text: string; attachments: TurnAttachment[] };
+  /** Aborted by `session.cancel`, `session.delete` or host shutdown. */
+  readonly signal: AbortSignal;
+  /** The session's committed log so far (for agents that send history to a model). */
+  history(): Promise<SessionEvent[]>;
+  emit(event: AgentEmit): Promise<void>;
+  /** Records `interaction/requested`, parks the turn as `input-required`, resolves with the answer. */
+  requestInteraction(request: InteractionRequest): Promise<Resolution>;
+  /** Steered queue items delivered since the last call (already recorded as interjections). */
+  takeInterjections(): string[];
+  /** A background job that may outlive the turn. */
+  startJob(label: string): JobHandle;
+}
+
+export interface TurnOutcome {
+  state: "completed" | "failed" | "cancelled";
+  error?: string;
+}
+
+/** A pluggable executor of turns (`demo`, `openai`, …). */
+export interface AgentDriver {
+  readonly name: string;
+  models(): { id: string; label: string }[];
+  readonly defaultModel: string;
+  runTurn(turn: TurnContext): Promise<TurnOutcome>;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,39 @@
+import type {
+  CallMethod,
+  Notification,
+  ParamsOf,
+  ResultOf,
+} from "../../protocol/index.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { Baseline, ControlDelta } from "./live/live-state.js";
+import type { Principal } from "./principal.js";
+
+/**
+ * What the transports (mux, HTTP) see of the host. Every call goes through the activation table;
+ * errors are thrown as `SessionmuxError`.
+ */
+export interface HostApi {
+  readonly hostId: string;
+  /** Changes at every host start. */
+  readonly generation: string;
+  readonly store: SessionStore;
+
+  /** Params must already be validated against the method's schema. */
+  call<M extends CallMethod>(principal: Principal, method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
+
+  /**
+   * Cold check that `principal` may read `sessionId`: throws `session_not_found` (also for another
+   * principal's session) or `session_retired`. Never starts an agent.
+   */
+  authorizeRead(principal: Principal, sessionId: string): Promise<void>;
+
+  /** Control feed for `session.control`, filtered to what the principal may see. */
+  subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void;
+  controlBaseline(principal: Principal): Promise<Baseline>;
+
+  /** §6 notifications, filtered to what the principal may see. */
+  subscribeNotifications(principal: Principal, listener: (notification: Notification) => void): () => void;
+
+  /** Detaches agents, closes open turns as interrupted. Does not close the store. */
+  shutdown(): Promise<void>;
+}

@@ -1,0 +1,84 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { AgentDriver } from "./agents/agent.js";
+import { DemoAgent } from "./agents/demo-agent.js";
+import { SessionHost } from "./host/session-host.js";
+import { SqliteSessionStore } from "./store/sqlite-store.js";
+import { Authenticator, type TokenSpec } from "./transport/auth.js";
+import { createHttpHandler, type HttpOptions } from "./transport/http/router.js";
+import { HostMetrics } from "./transport/metrics.js";
+import { attachMux, type MuxOptions } from "./transport/mux/mux-server.js";
+
+export interface HostOptions {
+  /** @default "127.0.0.1" */
+  host?: string;
+  /** @default 8787; 0 picks a free port */
+  port?: number;
+  dbPath: string;
+  tokens: TokenSpec[];
+  /** @default new DemoAgent() */
+  agent?: AgentDriver;
+  /** @default 600_000 (10 minutes) */
+  idleDetachMs?: number;
+  allowedOrigins?: string[];
+  logger?: Logger;
+  mux?: Partial<MuxOptions>;
+  http?: Partial<HttpOptions>;
+}
+
+export interface RunningHost {
+  readonly port: number;
+  /** `http://host:port` */
+  readonly url: string;
+  /** `ws://host:port/api/remote.mux` */
+  readonly wsUrl: string;
+  readonly host: SessionHost;
+  readonly store: SqliteSessionStore;
+  readonly metrics: HostMetrics;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+/** The composition root: store → host → HTTP server with the mux and the read routes. */
+export async function startHost(options: HostOptions): Promise<RunningHost> {
+  const metrics = new HostMetrics();
+  const store = SqliteSessionStore.open(options.dbPath, { metrics });
+  const host = new SessionHost({
+    store,
+    agent: options.agent ?? new DemoAgent(),
+    idleDetachMs: options.idleDetachMs ?? 600_000,
+    metrics,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  await host.start();
+  const auth = new Authenticator(options.tokens, { allowedOrigins: options.allowedOrigins ?? [] });
+  const server = createServer(createHttpHandler(host, auth, { metrics, ...options.http }));
+  const mux = attachMux(server, host, auth, { metrics, ...options.mux });
+  server.listen(options.port ?? 8787, options.host ?? "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  const hostname = options.host ?? "127.0.0.1";
+  const authority = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    url: `http://${authority}`,
+    wsUrl: `ws://${authority}/api/remote.mux`,
+    host,
+    store,
+    metrics,
+    server,
+    close() {
+      closing ??= (async () => {
+        await mux.close();
+        await host.shutdown();
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}

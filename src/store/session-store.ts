@@ -1,0 +1,163 @@
+import type {
+  LastState,
+  NewEvent,
+  PageResult,
+  SessionEvent,
+  SessionHeader,
+} from "../../protocol/index.js";
+
+/**
+ * The durable store boundary. The host only ever awaits these methods, so a PostgreSQL store
+ * (leases with fencing, LISTEN/NOTIFY fanout) can replace the embedded SQLite one.
+ * Expected outcomes are result values (`status`), exceptions are faults (`persistence_failure`).
+ */
+export interface SessionStore {
+  create(input: CreateInput): Promise<CreateOutcome>;
+  fork(input: ForkInput): Promise<CreateOutcome | { status: "source_not_found" } | { status: "source_retired" }>;
+  /** Group-committed: resolves only after the transaction holding these events committed. */
+  append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome>;
+  /** Compare-and-clear; refused while the log shows an open turn. */
+  clear(sessionId: string, options?: { expectedEpoch?: string; at?: number }): Promise<ClearOutcome>;
+  /** Deletes events, projection and attachments; writes a tombstone that never expires. */
+  delete(sessionId: string): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }>;
+
+  header(sessionId: string): Promise<HeaderOutcome>;
+  projection(sessionId: string): Promise<SessionProjection | null>;
+  page(sessionId: string, query: PageQuery): Promise<PageOutcome>;
+  /** Events with seq > afterSeq in the current epoch, ascending, at most `limit`. */
+  readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome>;
+  list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }>;
+  search(query: string, limit: number, owner?: string): Promise<{ sessionId: string; seq: number; snippet: string }[]>;
+  isRetired(sessionId: string): Promise<boolean>;
+
+  findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null>;
+  recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void>;
+  /** Clears `hasUnseenCompletion` only if `completionSettledAt` is still the newest completion. */
+  ack(sessionId: string, completionSettledAt: number): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }>;
+
+  putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string>;
+  getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
+
+  /** Closes every turn the log shows open with `turn/end {state:"interrupted"}`; returns the session ids. */
+  interruptOpenTurns(at: number): Promise<string[]>;
+  rebuildProjections(): Promise<void>;
+
+  /** Per-session commit notices, delivered synchronously right after the commit, in commit order. */
+  subscribe(sessionId: string, listener: CommitListener): () => void;
+  /** Every session's commit notices, with the projection row computed in the same transaction. */
+  subscribeAll(listener: (sessionId: string, notice: CommitNotice, projection: SessionProjection | null) => void): () => void;
+  close(): Promise<void>;
+}
+
+export type CommitNotice =
+  | { kind: "append"; epoch: string; events: SessionEvent[] }
+  | { kind: "clear"; epoch: string }
+  | { kind: "delete" }
+  | { kind: "create"; epoch: string; events: SessionEvent[] }
+  | { kind: "meta" };
+export type CommitListener = (notice: CommitNotice) => void;
+
+export interface CreateInput {
+  sessionId: string;
+  owner: string;
+  title?: string;
+  model: string;
+  origin?: string;
+  at?: number;
+}
+export interface ForkInput {
+  sourceId: string;
+  targetId: string;
+  owner: string;
+  /** Default: the source's head. */
+  atSeq?: number;
+  at?: number;
+}
+export type CreateOutcome =
+  | { status: "created"; header: SessionHeader; events: SessionEvent[] }
+  | { status: "exists" }
+  | { status: "retired" };
+
+export interface AppendOptions {
+  expectedEpoch?: string;
+  /** Recorded in the same transaction: a retried prompt finds it and appends nothing. */
+  prompt?: { clientMessageId: string; record: PromptRecord };
+  at?: number;
+}
+export type AppendOutcome =
+  | { status: "appended"; epoch: string; events: SessionEvent[] }
+  | { status: "not_found" }
+  | { status: "retired" }
+  | { status: "epoch_mismatch"; epoch: string };
+
+export type ClearOutcome =
+  | { status: "cleared"; epoch: string }
+  | { status: "busy" }
+  | { status: "epoch_mismatch"; epoch: string }
+  | { status: "not_found" }
+  | { status: "retired" };
+
+export type HeaderOutcome =
+  | { status: "ok"; header: SessionHeader; headSeq: number }
+  | { status: "not_found" }
+  | { status: "retired" };
+
+export interface PageQuery {
+  afterSeq?: number;
+  beforeSeq?: number;
+  limit: number;
+}
+export type PageOutcome =
+  | ({ status: "ok" } & Omit<PageResult, "projection"> & { projection: SessionProjection })
+  | { status: "not_found" }
+  | { status: "retired" };
+
+export type ReadOutcome =
+  | { status: "ok"; epoch: string; headSeq: number; events: SessionEvent[] }
+  | { status: "not_found" }
+  | { status: "retired" };
+
+export interface ListQuery {
+  limit: number;
+  parked?: boolean;
+  before?: string;
+  /** Undefined = every owner (admin). */
+  owner?: string;
+}
+
+/** The cached projection row; the host adds `live` and `running` from live state. */
+export interface SessionProjection {
+  sessionId: string;
+  owner: string;
+  title: string;
+  model: string;
+  createdAt: number;
+  updatedAt: number;
+  lastPromptAt: number | null;
+  turnCount: number;
+  blank: boolean;
+  lastState: LastState;
+  messageCount: number;
+  /** The log seq this row reflects. */
+  seq: number;
+  epoch: string;
+  openTurnId: string | null;
+  hasUnseenCompletion: boolean;
+  completionSettledAt: number | null;
+}
+
+export interface PromptRecord {
+  queued: boolean;
+  seq?: number;
+  turnId?: string;
+  itemId?: string;
+}
+
+export interface StoredAttachment {
+  attachmentId: string;
+  owner: string;
+  name: string;
+  type: string;
+  size: number;
+  bytes: Uint8Array;
+}

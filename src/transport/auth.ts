@@ -1,0 +1,102 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { BEARER_SUBPROTOCOL_PREFIX } from "../../protocol/index.js";
+import type { Principal } from "../host/principal.js";
+
+export interface TokenSpec {
+  /** Principal name; `admin` principals see every session. */
+  name: string;
+  secret: string;
+  admin: boolean;
+}
+
+/**
+ * Parses `--token` values: a bare `T` is the admin principal, `name=secret` an ordinary one.
+ */
+export function parseTokenSpec(value: string): TokenSpec {
+  const eq = value.indexOf("=");
+  if (eq <= 0) return { name: "admin", secret: value, admin: true };
+  return { name: value.slice(0, eq), secret: value.slice(eq + 1), admin: false };
+}
+
+export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; code: string };
+
+/** Bearer-token authentication and Origin checks shared by the mux upgrade and the HTTP routes. */
+export class Authenticator {
+  readonly #tokens: { digest: Buffer; principal: Principal }[];
+  readonly #allowedOrigins: Set<string>;
+
+  constructor(tokens: TokenSpec[], options: { allowedOrigins?: string[] } = {}) {
+    if (tokens.length === 0) throw new Error("at least one token is required");
+    this.#tokens = tokens.map((t) => ({
+      digest: digest(t.secret),
+      principal: Object.freeze({ name: t.name, admin: t.admin }),
+    }));
+    this.#allowedOrigins = new Set((options.allowedOrigins ?? []).map((o) => o.toLowerCase()));
+  }
+
+  /**
+   * Compares digests in constant time; every configured token is compared so timing does not
+   * reveal which one matched.
+   */
+  principalFor(secret: string | undefined): Principal | undefined {
+    if (secret === undefined || secret.length === 0 || secret.length > 4096) return undefined;
+    const d = digest(secret);
+    let found: Principal | undefined;
+    for (const t of this.#tokens) {
+      if (timingSafeEqual(d, t.digest) && !found) found = t.principal;
+    }
+    return found;
+  }
+
+  /** The bearer token of a request: the Authorization header, else the `bearer.` subprotocol entry. */
+  static tokenOf(req: IncomingMessage, options: { allowSubprotocol: boolean }): string | undefined {
+    const header = req.headers.authorization;
+    if (typeof header === "string") {
+      const m = /^Bearer +(\S+)\s*$/i.exec(header);
+      return m?.[1];
+    }
+    if (!options.allowSubprotocol) return undefined;
+    const proto = req.headers["sec-websocket-protocol"];
+    if (typeof proto !== "string" || proto.length > 8192) return undefined;
+    for (const raw of proto.split(",")) {
+      const entry = raw.trim();
+      if (entry.startsWith(BEARER_SUBPROTOCOL_PREFIX)) {
+        return decodeBase64Url(entry.slice(BEARER_SUBPROTOCOL_PREFIX.length));
+      }
+    }
+    return undefined;
+  }
+
+  /** An Origin that is present must be the request's own or a configured one. */
+  originAllowed(req: IncomingMessage): boolean {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true;
+    const o = origin.toLowerCase();
+    if (this.#allowedOrigins.has(o)) return true;
+    const host = req.headers.host;
+    if (!host) return false;
+    const h = host.toLowerCase();
+    return o === `http://${h}` || o === `https://${h}`;
+  }
+
+  authenticate(req: IncomingMessage, options: { allowSubprotocol: boolean }): AuthOutcome {
+    const principal = this.principalFor(Authenticator.tokenOf(req, options));
+    if (!principal) return { ok: false, status: 401, code: "unauthorized" };
+    if (!this.originAllowed(req)) return { ok: false, status: 403, code: "forbidden_origin" };
+    return { ok: true, principal };
+  }
+}
+
+function digest(secret: string): Buffer {
+  return createHash("sha256").update(secret, "utf8").digest();
+}
+
+function decodeBase64Url(value: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]*={0,2}$/.test(value)) return undefined;
+  return Buffer.from(value, "base64url").toString("utf8");
+}
+
+export function encodeBearerSubprotocol(token: string): string {
+  return BEARER_SUBPROTOCOL_PREFIX + Buffer.from(token, "utf8").toString("base64url");
+}

@@ -1,0 +1,46 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
+export class HostMetrics {
+  readonly registry = new Registry();
+  readonly connections = new Gauge({ name: "sessionmux_connections", help: "Open mux sockets", registers: [this.registry] });
+  readonly openStreams = new Gauge({
+    name: "sessionmux_open_streams",
+    help: "Open logical streams by method",
+    labelNames: ["method"] as const,
+    registers: [this.registry],
+  });
+  readonly framesIn = new Counter({ name: "sessionmux_frames_in_total", help: "Frames received", registers: [this.registry] });
+  readonly framesOut = new Counter({ name: "sessionmux_frames_out_total", help: "Frames sent", registers: [this.registry] });
+  readonly bytesIn = new Counter({ name: "sessionmux_bytes_in_total", help: "Bytes received", registers: [this.registry] });
+  readonly bytesOut = new Counter({ name: "sessionmux_bytes_out_total", help: "Bytes sent", registers: [this.registry] });
+  readonly appends = new Counter({ name: "sessionmux_appends_total", help: "Events appended", registers: [this.registry] });
+  readonly commitSeconds = new Histogram({
+    name: "sessionmux_commit_seconds",
+    help: "Group-commit transaction latency",
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly followerLag = new Histogram({
+    name: "sessionmux_follower_lag_events",
+    help: "Events a follower was behind the head when served from the log",
+    buckets: [0, 1, 10, 100, 1000, 10000, 100000],
+    registers: [this.registry],
+  });
+  readonly slowFollowers = new Gauge({
+    name: "sessionmux_slow_followers",
+    help: "Followers paused above the high-water mark",
+    registers: [this.registry],
+  });
+  readonly agentsLive = new Gauge({ name: "sessionmux_agents_live", help: "Live agents", registers: [this.registry] });
+  readonly httpRequests = new Counter({
+    name: "sessionmux_http_requests_total",
+    help: "HTTP requests by route and status",
+    labelNames: ["route", "status"] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+}
