@@ -1,0 +1,43 @@
+import type { AgentDriver } from "../../src/agents/agent.js";
+import { type HostOptions, type RunningHost, startHost } from "../../src/server.js";
+import { tempDir } from "./temp-dir.js";
+
+export const ADMIN_TOKEN = "admin-secret-token";
+export const ALICE_TOKEN = "alice-secret";
+export const BOB_TOKEN = "bob-secret";
+
+export interface TestHost extends RunningHost {
+  readonly dbPath: string;
+  /** Closes the host and deletes its folder. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * A real host on 127.0.0.1, port 0, with a real SQLite file in a temp folder.
+ * Tokens: ADMIN_TOKEN (admin), `alice=ALICE_TOKEN`, `bob=BOB_TOKEN`.
+ */
+export async function startTestHost(
+  options: Partial<HostOptions> & { agent?: AgentDriver; dbPath?: string } = {},
+): Promise<TestHost> {
+  const dir = options.dbPath ? undefined : tempDir();
+  const dbPath = options.dbPath ?? dir!.file("sessions.db");
+  const running = await startHost({
+    port: 0,
+    host: "127.0.0.1",
+    tokens: [
+      { name: "admin", secret: ADMIN_TOKEN, admin: true },
+      { name: "alice", secret: ALICE_TOKEN, admin: false },
+      { name: "bob", secret: BOB_TOKEN, admin: false },
+    ],
+    ...options,
+    dbPath,
+  });
+  return Object.assign(Object.create(null) as object, running, {
+    dbPath,
+    close: running.close,
+    async dispose() {
+      await running.close();
+      dir?.remove();
+    },
+  }) as TestHost;
+}
