@@ -5,7 +5,7 @@ import type {
   ResultOf,
 } from "../../protocol/index.js";
 import type { SessionStore } from "../store/session-store.js";
-import type { Baseline, ControlDelta } from "./live/live-state.js";
+import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import type { Principal } from "./principal.js";
 
 /**
@@ -17,6 +17,8 @@ export interface HostApi {
   /** Changes at every host start. */
   readonly generation: string;
   readonly store: SessionStore;
+  /** Read-only view of live state (pending interactions, queues, jobs, agent status). */
+  readonly live: LiveState;
 
   /** Params must already be validated against the method's schema. */
   call<M extends CallMethod>(principal: Principal, method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
