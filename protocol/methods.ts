@@ -98,6 +98,8 @@ export const ControlItem = Type.Union([
   Type.Object({ kind: Type.Literal("jobs"), sessionId: Type.String(), jobs: Type.Array(Job) }),
   Type.Object({ kind: Type.Literal("interaction.requested"), interaction: Interaction }),
   Type.Object({ kind: Type.Literal("interaction.resolved"), interactionId: Type.String(), resolution: Resolution }),
+  /** The turn that asked ended without an answer (cancelled, failed); drop it from the mirror. */
+  Type.Object({ kind: Type.Literal("interaction.withdrawn"), interactionId: Type.String() }),
   Type.Object({ kind: Type.Literal("projection"), sessionId: Type.String(), projection: SessionRow }),
 ]);
 export type ControlItem = Static<typeof ControlItem>;

@@ -13,6 +13,8 @@ export type InteractionRequest =
 
 export interface JobHandle {
   readonly jobId: string;
+  /** Aborted when the job is cancelled (its session detached or the host shut down). */
+  readonly signal: AbortSignal;
   /** 0..1 */
   progress(value: number): void;
   complete(): void;

@@ -13,7 +13,7 @@ import type {
  */
 export interface SessionStore {
   create(input: CreateInput): Promise<CreateOutcome>;
-  fork(input: ForkInput): Promise<CreateOutcome | { status: "source_not_found" } | { status: "source_retired" }>;
+  fork(input: ForkInput): Promise<ForkOutcome>;
   /** Group-committed: resolves only after the transaction holding these events committed. */
   append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome>;
   /** Compare-and-clear; refused while the log shows an open turn. */
@@ -77,6 +77,7 @@ export type CreateOutcome =
   | { status: "created"; header: SessionHeader; events: SessionEvent[] }
   | { status: "exists" }
   | { status: "retired" };
+export type ForkOutcome = CreateOutcome | { status: "source_not_found" } | { status: "source_retired" };
 
 export interface AppendOptions {
   expectedEpoch?: string;
@@ -88,7 +89,9 @@ export type AppendOutcome =
   | { status: "appended"; epoch: string; events: SessionEvent[] }
   | { status: "not_found" }
   | { status: "retired" }
-  | { status: "epoch_mismatch"; epoch: string };
+  | { status: "epoch_mismatch"; epoch: string }
+  /** `options.prompt` was already recorded (a concurrent retry won): nothing was appended. */
+  | { status: "duplicate"; record: PromptRecord };
 
 export type ClearOutcome =
   | { status: "cleared"; epoch: string }

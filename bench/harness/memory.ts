@@ -1,0 +1,14 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+
+setFlagsFromString("--expose-gc");
+const collect = runInNewContext("gc") as () => void;
+
+/** Bytes this process holds on the JS heap and in buffers, after a full collection. */
+export function heldBytes(): number {
+  collect();
+  collect();
+  const usage = process.memoryUsage();
+  // `external` already includes `arrayBuffers`.
+  return usage.heapUsed + usage.external;
+}

@@ -1,0 +1,104 @@
+import { RawSqlite } from "../baselines/raw-sqlite.js";
+import type { DurableStreamsPeer } from "../peers/durable-streams.js";
+import { MuxCaller } from "../harness/mux-caller.js";
+import { tempFolder } from "../harness/temp-folder.js";
+import { deltaEvent, sessionIds } from "../harness/workload.js";
+import { BENCH_OWNER, BENCH_TOKEN, startSessionmux } from "./sessionmux-subject.js";
+
+export interface AppendShape {
+  writers: number;
+  appendsPerWriter: number;
+}
+
+const rate = (count: number, ms: number) => (count * 1000) / ms;
+
+/** Raw better-sqlite3: the writers' rows in batches of one row per writer, one transaction each. */
+export async function rawBatchedInsert(shape: AppendShape): Promise<{ value: number; detail: string }> {
+  const folder = tempFolder("raw-sqlite");
+  const db = new RawSqlite(folder.file("raw.db"));
+  try {
+    const ids = sessionIds(shape.writers);
+    const started = performance.now();
+    for (let seq = 1; seq <= shape.appendsPerWriter; seq++)
+      db.insertBatch(ids.map((sessionId, i) => ({ sessionId, seq, event: deltaEvent(i) })));
+    const elapsed = performance.now() - started;
+    const total = shape.writers * shape.appendsPerWriter;
+    return { value: rate(total, elapsed), detail: `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}` };
+  } finally {
+    db.close();
+    folder.remove();
+  }
+}
+
+/** The sessionmux store: `writers` concurrent writers, each awaiting one `append` at a time. */
+export async function storeAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+  const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
+  const folder = tempFolder("store");
+  const store = SqliteSessionStore.open(folder.file("sessions.db"));
+  try {
+    const ids = sessionIds(shape.writers);
+    for (const sessionId of ids) await store.create({ sessionId, owner: BENCH_OWNER, model: "demo" });
+    const started = performance.now();
+    await Promise.all(
+      ids.map(async (sessionId, i) => {
+        for (let n = 0; n < shape.appendsPerWriter; n++) {
+          const outcome = await store.append(sessionId, [deltaEvent(i)]);
+          if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+        }
+      }),
+    );
+    const elapsed = performance.now() - started;
+    const total = shape.writers * shape.appendsPerWriter;
+    return { value: rate(total, elapsed), detail: `${total} acknowledged appends, ${shape.writers} writers` };
+  } finally {
+    await store.close();
+    folder.remove();
+  }
+}
+
+/** Acknowledged appends over the wire: `session.rename` (one event, answered after commit) per call. */
+export async function wireAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+  const subject = await startSessionmux();
+  const callers: MuxCaller[] = [];
+  try {
+    const ids = sessionIds(shape.writers);
+    await subject.prepare(ids);
+    for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(subject.url, BENCH_TOKEN));
+    const started = performance.now();
+    await Promise.all(
+      ids.map(async (sessionId, i) => {
+        for (let n = 0; n < shape.appendsPerWriter; n++)
+          await callers[i]!.call("session.rename", { sessionId, title: `title ${n}` });
+      }),
+    );
+    const elapsed = performance.now() - started;
+    const total = shape.writers * shape.appendsPerWriter;
+    return { value: rate(total, elapsed), detail: `${total} acknowledged appends over the mux, ${shape.writers} sockets` };
+  } finally {
+    for (const caller of callers) caller.close();
+    await subject.close();
+  }
+}
+
+/** The Durable Streams reference: one stream per writer, one awaited client `append` per event. */
+export async function durableStreamsAppends(
+  start: () => Promise<DurableStreamsPeer>,
+  shape: AppendShape,
+): Promise<{ value: number; detail: string }> {
+  const peer = await start();
+  try {
+    const ids = sessionIds(shape.writers);
+    const handles = await Promise.all(ids.map((id) => peer.create(id)));
+    const started = performance.now();
+    await Promise.all(
+      handles.map(async (handle, i) => {
+        for (let n = 0; n < shape.appendsPerWriter; n++) await peer.appendOne(handle, deltaEvent(i));
+      }),
+    );
+    const elapsed = performance.now() - started;
+    const total = shape.writers * shape.appendsPerWriter;
+    return { value: rate(total, elapsed), detail: `${total} acknowledged appends over HTTP, ${shape.writers} writers` };
+  } finally {
+    await peer.close();
+  }
+}

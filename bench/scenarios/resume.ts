@@ -1,0 +1,55 @@
+import { Fleet } from "../harness/fleet.js";
+import type { SubjectFactory } from "../harness/subject.js";
+import { sessionIds } from "../harness/workload.js";
+import { publishRoundRobin } from "./publish.js";
+
+export interface ResumeShape {
+  followers: number;
+  /** Events each follower misses while disconnected. */
+  behind: number;
+}
+
+/**
+ * Many followers of one session drop their sockets, miss `behind` events, then all reconnect at
+ * once; the figure is the wall time (ms) from the reconnect until every one has caught up exactly.
+ */
+export async function measureResume(
+  factory: SubjectFactory,
+  shape: ResumeShape,
+): Promise<{ value: number; detail: string }> {
+  const subject = await factory();
+  const fleet = Fleet.start();
+  try {
+    const ids = sessionIds(1);
+    await subject.prepare(ids);
+    const [head] = await publishRoundRobin(subject, 1, shape.behind, 50, 1);
+    await fleet.send({
+      cmd: "connect",
+      kind: subject.kind,
+      url: subject.url,
+      ...(subject.token ? { token: subject.token } : {}),
+      count: shape.followers,
+      streams: [{ id: 1, sessionId: ids[0]!, afterSeq: 0 }],
+      concurrency: 100,
+    });
+    await fleet.send({ cmd: "target", targets: [[1, head!]], timeoutMs: 120_000 });
+    await fleet.send({ cmd: "drop" });
+    // Let the server see every socket go before the events they will miss are appended.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const [newHead] = await publishRoundRobin(subject, 1, shape.behind, 50, 1);
+    const cpuBefore = process.cpuUsage();
+    const reconnect = await fleet.send({ cmd: "reconnect", concurrency: shape.followers }, 180_000);
+    const done = await fleet.send({ cmd: "target", targets: [[1, newHead!]], timeoutMs: 120_000 }, 150_000);
+    const cpu = process.cpuUsage(cpuBefore);
+    const { stats } = await fleet.send({ cmd: "stats" });
+    if (stats!.dup > 0 || stats!.gap > 0) throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
+    const elapsed = done.at - reconnect.at;
+    return {
+      value: elapsed,
+      detail: `${shape.followers} followers × ${shape.behind} missed events, server CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, exact`,
+    };
+  } finally {
+    await fleet.stop();
+    await subject.close();
+  }
+}

@@ -1,0 +1,402 @@
+import type {
+  AttachmentShell,
+  InteractionKind,
+  MessageSource,
+  Resolution,
+  SessionEvent,
+  TurnEndState,
+  TurnTrigger,
+  UserMessageMeta,
+} from "./events.js";
+
+/**
+ * The one transcript reducer (§5 events → what a person reads). The HTTP views, the SDK and the
+ * console all fold events through `applyEvents`, so a transcript rebuilt from history and one
+ * watched live cannot differ: feeding events one at a time or all at once gives equal states.
+ * Pure and browser-safe: it imports only from `protocol/`.
+ */
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: unknown;
+  /** `null` until the `tool/result` arrives. */
+  ok: boolean | null;
+  result: unknown;
+  duration_ms: number | null;
+}
+
+/** An approval or question card, placed in the assistant message where it was asked. */
+export interface InteractionBlock {
+  type: "interaction";
+  interactionId: string;
+  kind: InteractionKind;
+  action?: string;
+  question?: string;
+  options?: string[];
+  /** `null` while pending or when the turn ended without an answer. */
+  resolution: Resolution | null;
+}
+
+export type Segment =
+  | { kind: "text"; text: string }
+  | { kind: "tool"; toolId: string }
+  | { kind: "block"; block: InteractionBlock };
+
+export interface UserTranscriptMessage {
+  role: "user";
+  id: string;
+  seq: number;
+  at: number;
+  turnId: string | null;
+  /** The text as shown to the operator (`display` when the prompt carried one). */
+  text: string;
+  source: MessageSource;
+  attachments: AttachmentShell[];
+  interjection: boolean;
+  hidden: boolean;
+  meta: UserMessageMeta;
+}
+
+export interface AssistantTranscriptMessage {
+  role: "assistant";
+  /** `<turnId>.<n>`: stable, so a live view and a replay name the same message alike. */
+  id: string;
+  seq: number;
+  at: number;
+  updatedAt: number;
+  turnId: string;
+  text: string;
+  reasoning: string;
+  segments: Segment[];
+  toolCalls: ToolCall[];
+}
+
+export type TranscriptMessage = UserTranscriptMessage | AssistantTranscriptMessage;
+
+export type TurnStatus = "working" | "input-required" | TurnEndState;
+
+export interface TranscriptTurn {
+  turnId: string;
+  trigger: TurnTrigger;
+  state: TurnStatus;
+  startedAt: number;
+  endedAt: number | null;
+  startSeq: number;
+  interrupted: boolean;
+  error?: string;
+}
+
+export interface PendingInteraction {
+  interactionId: string;
+  turnId: string;
+  kind: InteractionKind;
+  requestedAt: number;
+  seq: number;
+  action?: string;
+  question?: string;
+  options?: string[];
+}
+
+export interface TranscriptState {
+  /** Highest seq applied; events at or below it are ignored, so re-delivery is harmless. */
+  lastSeq: number;
+  title: string;
+  model: string | null;
+  origin: string | null;
+  createdAt: number | null;
+  forkOf: { sessionId: string; seq: number } | null;
+  messages: TranscriptMessage[];
+  turns: TranscriptTurn[];
+  /** Interactions requested and neither resolved nor closed by their turn's end. */
+  pending: PendingInteraction[];
+  openTurnId: string | null;
+  /** A turn is open: assistant output may still arrive. */
+  streaming: boolean;
+  /** Index of the assistant message that takes the next output of the open turn, or -1. */
+  tail: number;
+}
+
+/** A fresh transcript; a follow `reset` means: start again from this. */
+export function emptyTranscript(): TranscriptState {
+  return {
+    lastSeq: 0,
+    title: "",
+    model: null,
+    origin: null,
+    createdAt: null,
+    forkOf: null,
+    messages: [],
+    turns: [],
+    pending: [],
+    openTurnId: null,
+    streaming: false,
+    tail: -1,
+  };
+}
+
+export function applyEvent(state: TranscriptState, event: SessionEvent): TranscriptState {
+  return applyEvents(state, [event]);
+}
+
+/**
+ * Folds `events` (ascending seq) into `state` without mutating it. Copy-on-write: the arrays and
+ * the messages a batch touches are copied once per batch, not once per event, so replaying a
+ * long log costs about as much as one pass over it.
+ */
+export function applyEvents(state: TranscriptState, events: readonly SessionEvent[]): TranscriptState {
+  let draft: Draft | undefined;
+  for (const event of events) {
+    if (event.seq <= (draft?.s.lastSeq ?? state.lastSeq)) continue;
+    draft ??= new Draft(state);
+    draft.apply(event);
+  }
+  return draft ? draft.s : state;
+}
+
+class Draft {
+  readonly s: TranscriptState;
+  /** Objects created in this batch, safe to mutate in place. */
+  readonly #owned = new WeakSet<object>();
+
+  constructor(base: TranscriptState) {
+    this.s = {
+      ...base,
+      messages: base.messages.slice(),
+      turns: base.turns.slice(),
+      pending: base.pending.slice(),
+    };
+  }
+
+  apply(e: SessionEvent): void {
+    const s = this.s;
+    s.lastSeq = e.seq;
+    switch (e.type) {
+      case "session/created":
+        s.title = e.data.title ?? s.title;
+        s.model = e.data.model ?? s.model;
+        s.origin = e.data.origin ?? s.origin;
+        s.createdAt = e.at;
+        s.forkOf = e.data.forkOf ?? null;
+        return;
+      case "session/renamed":
+        s.title = e.data.title;
+        return;
+      case "session/model":
+        s.model = e.data.model;
+        return;
+      case "turn/start":
+        s.turns.push({
+          turnId: e.data.turnId,
+          trigger: e.data.trigger,
+          state: "working",
+          startedAt: e.at,
+          endedAt: null,
+          startSeq: e.seq,
+          interrupted: false,
+        });
+        s.openTurnId = e.data.turnId;
+        s.streaming = true;
+        s.tail = -1;
+        return;
+      case "user/message": {
+        const d = e.data;
+        s.messages.push({
+          role: "user",
+          id: d.messageId,
+          seq: e.seq,
+          at: e.at,
+          turnId: s.openTurnId,
+          text: d.display ?? d.text,
+          source: d.source,
+          attachments: d.attachments,
+          interjection: d.interjection === true,
+          hidden: d.hidden === true || d.meta.hidden === true,
+          meta: d.meta,
+        });
+        // Output after an interjection belongs below it, on a new assistant message.
+        s.tail = -1;
+        return;
+      }
+      case "assistant/delta": {
+        if (e.data.text.length === 0) return;
+        const m = this.#assistant(e.data.turnId, e);
+        m.text += e.data.text;
+        const last = m.segments[m.segments.length - 1];
+        if (last?.kind === "text")
+          m.segments[m.segments.length - 1] = { kind: "text", text: last.text + e.data.text };
+        else m.segments.push({ kind: "text", text: e.data.text });
+        return;
+      }
+      case "reasoning/delta":
+        this.#assistant(e.data.turnId, e).reasoning += e.data.text;
+        return;
+      case "tool/call": {
+        const m = this.#assistant(e.data.turnId, e);
+        const d = e.data;
+        m.toolCalls.push({
+          id: d.toolCallId,
+          name: d.name,
+          args: d.args,
+          ok: null,
+          result: null,
+          duration_ms: null,
+        });
+        m.segments.push({ kind: "tool", toolId: d.toolCallId });
+        return;
+      }
+      case "tool/result": {
+        const d = e.data;
+        this.#updateToolCall(d.turnId, d.toolCallId, (c) => ({
+          ...c,
+          ok: d.ok,
+          result: d.result,
+          duration_ms: d.durationMs,
+        }));
+        return;
+      }
+      case "interaction/requested": {
+        const d = e.data;
+        const pending: PendingInteraction = {
+          interactionId: d.interactionId,
+          turnId: d.turnId,
+          kind: d.kind,
+          requestedAt: e.at,
+          seq: e.seq,
+        };
+        const block: InteractionBlock = {
+          type: "interaction",
+          interactionId: d.interactionId,
+          kind: d.kind,
+          resolution: null,
+        };
+        if (d.action !== undefined) pending.action = block.action = d.action;
+        if (d.question !== undefined) pending.question = block.question = d.question;
+        if (d.options !== undefined) pending.options = block.options = d.options;
+        s.pending.push(pending);
+        this.#assistant(d.turnId, e).segments.push({ kind: "block", block });
+        this.#setTurnState(d.turnId, "input-required");
+        return;
+      }
+      case "interaction/resolved": {
+        const idx = s.pending.findIndex((p) => p.interactionId === e.data.interactionId);
+        if (idx < 0) return;
+        const [p] = s.pending.splice(idx, 1);
+        this.#resolveBlock(p!.turnId, p!.interactionId, e.data.resolution);
+        if (!s.pending.some((q) => q.turnId === p!.turnId)) this.#setTurnState(p!.turnId, "working");
+        return;
+      }
+      case "turn/end": {
+        const d = e.data;
+        const i = this.#turnIndex(d.turnId);
+        if (i >= 0) {
+          const t: TranscriptTurn = {
+            ...s.turns[i]!,
+            state: d.state,
+            endedAt: e.at,
+            interrupted: d.state === "interrupted",
+          };
+          if (d.error !== undefined) t.error = d.error;
+          s.turns[i] = t;
+        }
+        // An interaction of an ended turn can no longer be answered.
+        if (s.pending.some((p) => p.turnId === d.turnId))
+          s.pending = s.pending.filter((p) => p.turnId !== d.turnId);
+        if (s.openTurnId === d.turnId) {
+          s.openTurnId = null;
+          s.streaming = false;
+          s.tail = -1;
+        }
+        return;
+      }
+    }
+  }
+
+  /** The assistant message taking output of `turnId` now: the trailing one, or a new one. */
+  #assistant(turnId: string, e: SessionEvent): AssistantTranscriptMessage {
+    const s = this.s;
+    const current = s.tail >= 0 ? s.messages[s.tail] : undefined;
+    if (current?.role === "assistant" && current.turnId === turnId) {
+      const owned = this.#own(s.tail, current);
+      owned.updatedAt = e.at;
+      return owned;
+    }
+    let n = 0;
+    for (let i = s.messages.length - 1; i >= 0; i--) {
+      const m = s.messages[i]!;
+      if (m.turnId !== turnId) break;
+      if (m.role === "assistant") n++;
+    }
+    const created: AssistantTranscriptMessage = {
+      role: "assistant",
+      id: `${turnId}.${n}`,
+      seq: e.seq,
+      at: e.at,
+      updatedAt: e.at,
+      turnId,
+      text: "",
+      reasoning: "",
+      segments: [],
+      toolCalls: [],
+    };
+    this.#owned.add(created);
+    s.messages.push(created);
+    s.tail = s.messages.length - 1;
+    return created;
+  }
+
+  #own(index: number, m: AssistantTranscriptMessage): AssistantTranscriptMessage {
+    if (this.#owned.has(m)) return m;
+    const copy = { ...m, segments: m.segments.slice(), toolCalls: m.toolCalls.slice() };
+    this.#owned.add(copy);
+    this.s.messages[index] = copy;
+    return copy;
+  }
+
+  /** Scans back over the messages of `turnId` only (they sit at the end of the log). */
+  #forEachAssistantOfTurn(
+    turnId: string,
+    visit: (m: AssistantTranscriptMessage, index: number) => boolean,
+  ): void {
+    const messages = this.s.messages;
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const m = messages[i]!;
+      if (m.turnId !== turnId) break;
+      if (m.role === "assistant" && visit(m, i)) return;
+    }
+  }
+
+  #updateToolCall(turnId: string, toolId: string, update: (c: ToolCall) => ToolCall): void {
+    this.#forEachAssistantOfTurn(turnId, (m, i) => {
+      const k = m.toolCalls.findIndex((c) => c.id === toolId);
+      if (k < 0) return false;
+      const owned = this.#own(i, m);
+      owned.toolCalls[k] = update(owned.toolCalls[k]!);
+      return true;
+    });
+  }
+
+  #resolveBlock(turnId: string, interactionId: string, resolution: Resolution): void {
+    this.#forEachAssistantOfTurn(turnId, (m, i) => {
+      const k = m.segments.findIndex((g) => g.kind === "block" && g.block.interactionId === interactionId);
+      if (k < 0) return false;
+      const owned = this.#own(i, m);
+      const seg = owned.segments[k] as Extract<Segment, { kind: "block" }>;
+      owned.segments[k] = { kind: "block", block: { ...seg.block, resolution } };
+      return true;
+    });
+  }
+
+  #turnIndex(turnId: string): number {
+    const turns = this.s.turns;
+    for (let i = turns.length - 1; i >= 0; i--) if (turns[i]!.turnId === turnId) return i;
+    return -1;
+  }
+
+  #setTurnState(turnId: string, state: "working" | "input-required"): void {
+    const i = this.#turnIndex(turnId);
+    const t = this.s.turns[i];
+    if (!t || t.endedAt !== null || t.state === state) return;
+    this.s.turns[i] = { ...t, state };
+  }
+}

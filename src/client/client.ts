@@ -1,0 +1,193 @@
+import { map, Observable, type Observable as ObservableType } from "rxjs";
+import type {
+  CallMethod,
+  HelloFrame,
+  ItemOf,
+  NotificationName,
+  NotificationValue,
+  ParamsOf,
+  ResultOf,
+  StreamMethod,
+} from "../../protocol/index.js";
+import type { BackoffPolicy } from "./backoff.js";
+import { isResendable } from "./call-retry.js";
+import { Connection } from "./connection.js";
+import type { ConnectionState } from "./connection-state.js";
+import { RemoteStreamCarrierError } from "./remote-errors.js";
+import { browserSocketFactory, type SocketFactory, type WebSocketConstructor } from "./socket.js";
+
+export interface ClientOptions {
+  /** `ws://host:port/api/remote.mux` */
+  url: string;
+  token: string;
+  /** A browser-style WebSocket class; the token then rides as the `bearer.` subprotocol. @default globalThis.WebSocket */
+  WebSocket?: WebSocketConstructor;
+  /** Overrides `WebSocket`: how to open one authenticated socket (the Node entry passes one using headers). */
+  socketFactory?: SocketFactory;
+  /** @default { baseMs: 250, capMs: 10_000 } */
+  backoff?: Partial<BackoffPolicy>;
+  /** @default Math.random */
+  random?: () => number;
+}
+
+/** `session.prompt` params where `clientMessageId` is optional: one is generated when missing. */
+export type PromptParams = Omit<ParamsOf<"session.prompt">, "clientMessageId"> & { clientMessageId?: string };
+
+type Handler = (value: unknown) => void;
+
+/** A typed client over one WebSocket that reconnects by itself (protocol-v1 §2–§6). */
+export class SessionmuxClient {
+  readonly #connection: Connection;
+  readonly #handlers = new Map<string, Set<Handler>>();
+
+  constructor(options: ClientOptions) {
+    const factory = options.socketFactory ?? browserSocketFactory(options.WebSocket ?? defaultWebSocket());
+    this.#connection = new Connection({
+      url: options.url,
+      token: options.token,
+      socketFactory: factory,
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.random ? { random: options.random } : {}),
+      onNotification: (name, value) => {
+        for (const handler of [...(this.#handlers.get(name) ?? [])]) handler(value);
+      },
+    });
+  }
+
+  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `closed`). */
+  get state$(): ObservableType<ConnectionState> {
+    return this.#connection.state$;
+  }
+
+  /** The current connection state. */
+  get state(): ConnectionState {
+    return this.#connection.state;
+  }
+
+  /** The `hello` of the open socket, if any: `hostId` and `generation`. */
+  get hello(): HelloFrame | undefined {
+    const s = this.#connection.state;
+    return s.name === "open" ? s.hello : undefined;
+  }
+
+  /** Emits each `hello` (every successful connect), so a caller can notice a host restart. */
+  get hello$(): ObservableType<HelloFrame> {
+    return new Observable<HelloFrame>((subscriber) => {
+      let last: HelloFrame | undefined;
+      return this.#connection.state$.subscribe({
+        next: (s) => {
+          if (s.name === "open" && s.hello !== last) {
+            last = s.hello;
+            subscriber.next(s.hello);
+          }
+        },
+        complete: () => subscriber.complete(),
+      });
+    });
+  }
+
+  /**
+   * One unary call. Waits for an open socket; if that socket dies, resendable methods are sent again
+   * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with `RemoteError`.
+   */
+  async call<M extends CallMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    for (;;) {
+      const link = await this.#connection.whenOpen();
+      try {
+        return (await link.call(method, params)) as ResultOf<M>;
+      } catch (error) {
+        if (error instanceof RemoteStreamCarrierError && error.retryable && isResendable(method)) continue;
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * One logical stream as a cold Observable: subscribing sends `open` once a socket is open,
+   * unsubscribing sends `close`. A lost socket errors it with `RemoteStreamCarrierError`.
+   */
+  open<M extends StreamMethod>(method: M, params: ParamsOf<M>): ObservableType<ItemOf<M>> {
+    return new Observable<unknown>((subscriber) => {
+      let unsubscribed = false;
+      let teardown: (() => void) | undefined;
+      this.#connection.whenOpen().then(
+        (link) => {
+          if (unsubscribed) return;
+          const id = link.openStream(method, params, {
+            item: (value) => subscriber.next(value),
+            end: () => subscriber.complete(),
+            error: (error) => subscriber.error(error),
+          });
+          teardown = () => link.closeStream(id);
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+      return () => {
+        unsubscribed = true;
+        teardown?.();
+      };
+    }).pipe(map((value) => value as ItemOf<M>));
+  }
+
+  /** Registers a handler for a §6 notification; returns the function that removes it. */
+  on<N extends NotificationName>(name: N, handler: (value: NotificationValue<N>) => void): () => void {
+    let set = this.#handlers.get(name);
+    if (!set) {
+      set = new Set();
+      this.#handlers.set(name, set);
+    }
+    const h = handler as Handler;
+    set.add(h);
+    return () => {
+      set.delete(h);
+    };
+  }
+
+  /** `session.prompt`, exactly once: the same `clientMessageId` (generated if missing) is reused on every resend. */
+  prompt(params: PromptParams): Promise<ResultOf<"session.prompt">> {
+    const clientMessageId = params.clientMessageId ?? newClientMessageId();
+    return this.call("session.prompt", { ...params, clientMessageId });
+  }
+
+  /** `session.list`. */
+  list(params: ParamsOf<"session.list"> = {}): Promise<ResultOf<"session.list">> {
+    return this.call("session.list", params);
+  }
+
+  /** `session.page`. */
+  page(params: ParamsOf<"session.page">): Promise<ResultOf<"session.page">> {
+    return this.call("session.page", params);
+  }
+
+  /** `session.create`. */
+  create(params: ParamsOf<"session.create"> = {}): Promise<ResultOf<"session.create">> {
+    return this.call("session.create", params);
+  }
+
+  /** Skips the rest of a backoff wait and connects now (e.g. a "retry now" button). */
+  reconnectNow(): void {
+    this.#connection.reconnectNow();
+  }
+
+  /** Stops reconnecting, closes the socket and waits until no timer or socket is left. */
+  close(): Promise<void> {
+    this.#handlers.clear();
+    return this.#connection.close();
+  }
+}
+
+/** A fresh id for `session.prompt`, in the id alphabet of §1. */
+export function newClientMessageId(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+function defaultWebSocket(): WebSocketConstructor {
+  const ws = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  if (!ws) throw new TypeError("no global WebSocket: pass options.WebSocket or use createNodeClient");
+  return ws;
+}
+
+/** Creates a client and starts connecting at once; the socket stays open with zero streams. */
+export function createClient(options: ClientOptions): SessionmuxClient {
+  return new SessionmuxClient(options);
+}

@@ -1,0 +1,267 @@
+import { BehaviorSubject, filter, firstValueFrom, map, type Observable } from "rxjs";
+import { encodeFrame, decodeFrame } from "../../protocol/codec.js";
+import {
+  type ClientFrame,
+  type HelloFrame,
+  HostFrame,
+  type NotificationName,
+  validator,
+} from "../../protocol/index.js";
+import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
+import { type ConnectionEvent, type ConnectionState, INITIAL_STATE, transition } from "./connection-state.js";
+import { RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
+import { RequestRegistry, type StreamSink } from "./request-registry.js";
+import type { SocketFactory, WebSocketLike } from "./socket.js";
+
+const hostFrame = validator(HostFrame);
+/**
+ * The host is trusted more than a peer is trusted by the host: these limits only guard against a
+ * runaway frame, and are wide enough for every value the host may legitimately send.
+ */
+const CLIENT_DECODE_LIMITS = {
+  maxStrBytes: 16 * 1024 * 1024,
+  maxBinBytes: 16 * 1024 * 1024,
+  maxArrayLength: 1_000_000,
+  maxMapLength: 100_000,
+  maxDepth: 256,
+} as const;
+/** How long `close()` waits for the closing handshake before dropping the socket. */
+const CLOSE_GRACE_MS = 1_000;
+
+export interface ConnectionOptions {
+  url: string;
+  token: string;
+  socketFactory: SocketFactory;
+  /** @default { baseMs: 250, capMs: 10_000 } */
+  backoff?: Partial<BackoffPolicy>;
+  /** @default Math.random */
+  random?: () => number;
+  onNotification?: (name: NotificationName | string, value: unknown) => void;
+}
+
+/** One open physical socket: send calls and streams over it while it lives. */
+export interface SocketLink {
+  readonly socketId: number;
+  call(method: string, params: unknown): Promise<unknown>;
+  /** Returns the frame id of the new stream. */
+  openStream(method: string, params: unknown, sink: StreamSink): number;
+  /** Forgets the stream and sends `close` if it was still in flight. */
+  closeStream(id: number): void;
+}
+
+interface LiveSocket {
+  readonly socketId: number;
+  readonly socket: WebSocketLike;
+  readonly registry: RequestRegistry;
+  readonly link: SocketLink;
+  readonly closed: Promise<void>;
+}
+
+/**
+ * The physical connection: one socket at a time, one background reconnect loop with full-jitter
+ * backoff, state exposed as an observable. Events of a superseded socket are ignored by socket id.
+ */
+export class Connection {
+  readonly #options: ConnectionOptions;
+  readonly #policy: BackoffPolicy;
+  readonly #state$ = new BehaviorSubject<ConnectionState>(INITIAL_STATE);
+  #current: LiveSocket | undefined;
+  #nextFrameId = 1;
+  #fatal: RemoteError | undefined;
+  #wake: (() => void) | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #loop: Promise<void>;
+
+  constructor(options: ConnectionOptions) {
+    this.#options = options;
+    this.#policy = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.#loop = this.#run();
+  }
+
+  /** The connection state; replays the current one to new subscribers. */
+  get state$(): Observable<ConnectionState> {
+    return this.#state$.asObservable();
+  }
+
+  get state(): ConnectionState {
+    return this.#state$.value;
+  }
+
+  /** Resolves with the open socket, waiting through reconnects; rejects once the client is closed. */
+  whenOpen(): Promise<SocketLink> {
+    return firstValueFrom(
+      this.#state$.pipe(
+        filter((s) => s.name === "open" || s.name === "closed"),
+        map((s) => {
+          const current = this.#current;
+          if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
+          if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
+          throw this.#fatal ?? new RemoteStreamCarrierError("client_closed");
+        }),
+      ),
+    );
+  }
+
+  /** Skips the rest of a backoff wait and connects now. */
+  reconnectNow(): void {
+    this.#wake?.();
+  }
+
+  /** Stops backoff, closes the socket, waits for the background loop to finish. */
+  async close(): Promise<void> {
+    this.#dispatch({ type: "close" });
+    this.#wake?.();
+    const current = this.#current;
+    if (current) {
+      current.registry.failAll(new RemoteStreamCarrierError("client_closed"));
+      await this.#closeSocket(current);
+    }
+    await this.#loop;
+    this.#state$.complete();
+  }
+
+  #dispatch(event: ConnectionEvent): void {
+    const next = transition(this.#state$.value, event, {
+      now: Date.now(),
+      random: this.#options.random ?? Math.random,
+      policy: this.#policy,
+    });
+    if (next !== this.#state$.value) this.#state$.next(next);
+  }
+
+  async #run(): Promise<void> {
+    let socketId = 1;
+    for (;;) {
+      await this.#connectOnce(socketId);
+      const state = this.#state$.value;
+      if (state.name === "closed") return;
+      if (state.name === "backoff") await this.#sleep(state.nextAttemptAt - Date.now());
+      // close() may have run during the wait: state is re-checked after every await.
+      if (this.#state$.value.name === "closed") return;
+      socketId += 1;
+      this.#dispatch({ type: "retry", socketId });
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        if (this.#timer !== undefined) clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#wake = undefined;
+        resolve();
+      };
+      this.#wake = done;
+      this.#timer = setTimeout(done, Math.max(0, ms));
+    });
+  }
+
+  /** Opens one socket and resolves when it is gone. */
+  #connectOnce(socketId: number): Promise<void> {
+    let socket: WebSocketLike;
+    try {
+      socket = this.#options.socketFactory(this.#options.url, this.#options.token);
+    } catch {
+      this.#dispatch({ type: "lost", socketId });
+      return Promise.resolve();
+    }
+    socket.binaryType = "arraybuffer";
+    const registry = new RequestRegistry();
+    let resolveClosed!: () => void;
+    const closed = new Promise<void>((resolve) => {
+      resolveClosed = resolve;
+    });
+    const live: LiveSocket = { socketId, socket, registry, link: this.#link(socketId, socket, registry), closed };
+    this.#current = live;
+    socket.onmessage = (event) => {
+      if (this.#current !== live) return;
+      this.#receive(live, event.data);
+    };
+    socket.onerror = () => {};
+    socket.onclose = () => {
+      socket.onmessage = null;
+      socket.onclose = null;
+      registry.failAll(new RemoteStreamCarrierError("socket_lost"));
+      if (this.#current === live) this.#current = undefined;
+      if (socket.authRejected !== undefined) {
+        this.#fatal = new RemoteError(
+          socket.authRejected === 401 ? "unauthorized" : "forbidden_origin",
+          `the host refused the connection (HTTP ${socket.authRejected}); check the token and origin`,
+        );
+        this.#dispatch({ type: "close" });
+      } else {
+        this.#dispatch({ type: "lost", socketId });
+      }
+      resolveClosed();
+    };
+    if (this.#state$.value.name === "closed") this.#closeSocket(live);
+    return closed;
+  }
+
+  #receive(live: LiveSocket, data: unknown): void {
+    // Text frames are bad input in v1 (§2); the host never sends them, so they are dropped.
+    if (!(data instanceof ArrayBuffer)) return;
+    let frame: unknown;
+    try {
+      frame = decodeFrame(new Uint8Array(data), CLIENT_DECODE_LIMITS);
+    } catch {
+      return;
+    }
+    if (!hostFrame.check(frame)) return;
+    switch (frame.type) {
+      case "hello":
+        this.#dispatch({ type: "hello", socketId: live.socketId, hello: frame as HelloFrame });
+        return;
+      case "event":
+        this.#options.onNotification?.(frame.name, frame.value);
+        return;
+      default:
+        live.registry.deliver(frame);
+    }
+  }
+
+  #link(socketId: number, socket: WebSocketLike, registry: RequestRegistry): SocketLink {
+    const send = (frame: ClientFrame): void => {
+      try {
+        socket.send(encodeFrame(frame));
+      } catch {
+        // The socket is closing; its close event fails whatever was registered on it.
+      }
+    };
+    return {
+      socketId,
+      call: (method, params) =>
+        new Promise((resolve, reject) => {
+          const id = this.#nextFrameId++;
+          registry.addCall(id, { resolve, reject });
+          send({ type: "call", id, method, params });
+        }),
+      openStream: (method, params, sink) => {
+        const id = this.#nextFrameId++;
+        registry.addStream(id, sink);
+        send({ type: "open", id, method, params });
+        return id;
+      },
+      closeStream: (id) => {
+        if (registry.removeStream(id) && this.#current?.socketId === socketId) send({ type: "close", id });
+      },
+    };
+  }
+
+  async #closeSocket(live: LiveSocket): Promise<void> {
+    try {
+      live.socket.close(1000, "client closed");
+    } catch {
+      live.socket.terminate?.();
+    }
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      grace = setTimeout(() => {
+        live.socket.terminate?.();
+        resolve();
+      }, CLOSE_GRACE_MS);
+    });
+    await Promise.race([live.closed, timedOut]);
+    clearTimeout(grace);
+  }
+}

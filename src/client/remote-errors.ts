@@ -1,0 +1,51 @@
+import { type ErrorCode, SessionmuxError, type WireError } from "../../protocol/index.js";
+
+/**
+ * A business, protocol or internal error answered by the host for one call or stream (§3).
+ * `terminal` is true when retrying the same request cannot help.
+ */
+export class RemoteError extends SessionmuxError {
+  readonly terminal: boolean;
+
+  constructor(code: ErrorCode, message: string, options: { data?: unknown; cause?: unknown } = {}) {
+    super(code, message, options);
+    this.name = "RemoteError";
+    this.terminal = !this.retryable;
+  }
+
+  /** Rebuilds the host's `error` value; an unknown code from a newer host maps to `internal_error`. */
+  static fromWireError(wire: WireError): RemoteError {
+    const base = SessionmuxError.fromWire(wire);
+    return new RemoteError(base.code, wire.message, { data: wire.data });
+  }
+}
+
+/** Why a carrier error happened: the socket died, or the caller closed the client. */
+export type CarrierReason = "socket_lost" | "client_closed";
+
+/**
+ * The socket carrying a call or stream died before it finished (§3: "a lost socket is not a
+ * frame"). Not a host answer: the request may or may not have taken effect.
+ */
+export class RemoteStreamCarrierError extends Error {
+  readonly reason: CarrierReason;
+  /** A carrier loss can be retried unless the client itself was closed. */
+  readonly retryable: boolean;
+
+  constructor(reason: CarrierReason, message?: string) {
+    super(message ?? (reason === "client_closed" ? "client closed" : "connection to the host was lost; retry"));
+    this.name = "RemoteStreamCarrierError";
+    this.reason = reason;
+    this.retryable = reason === "socket_lost";
+  }
+}
+
+/**
+ * The retry decision, a pure function of the error: carrier losses retry (unless the client was
+ * closed), host answers retry only when their code is marked retryable in `protocol/errors.ts`.
+ */
+export function shouldRetry(error: unknown): boolean {
+  if (error instanceof RemoteStreamCarrierError) return error.retryable;
+  if (error instanceof SessionmuxError) return error.retryable;
+  return false;
+}

@@ -1,0 +1,112 @@
+import { type Activation, SessionmuxError } from "../../protocol/index.js";
+import type { SessionHeader } from "../../protocol/index.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { AgentRegistry } from "./agent-registry.js";
+import type { LiveRegistry } from "./live/live-registry.js";
+import type { LiveSession } from "./live-session.js";
+import { canSee, type Principal } from "./principal.js";
+import { agentNotLive, interactionNotFound, notFound, refusal } from "./store-outcomes.js";
+
+/** What a cold inspection learns: enough to authorise and to attach an agent later. */
+export interface ColdSession {
+  header: SessionHeader;
+  headSeq: number;
+}
+
+/**
+ * The three resolvers of §4. A handler receives only the resolvers its activation permits, so a
+ * `cold` method cannot start an agent even by mistake: the other resolvers throw.
+ */
+export interface Resolvers {
+  /** Cold inspection: reads persistence, never touches agents. */
+  inspect(principal: Principal, sessionId: string): Promise<ColdSession>;
+  /** Live-only lookup: the live session, or `agent_not_live`; never starts one. */
+  live(principal: Principal, sessionId: string): Promise<LiveSession>;
+  /** Resume-permitted resolution: the live session, attaching an agent when cold. */
+  resume(principal: Principal, sessionId: string): Promise<LiveSession>;
+  /** Live-only lookup of a pending (or just resolved) interaction; unknown or foreign → `interaction_not_found`. */
+  interaction(principal: Principal, interactionId: string): LiveInteraction;
+}
+
+export interface LiveInteraction {
+  interactionId: string;
+  sessionId: string;
+}
+
+export class ActivationPolicy {
+  readonly #store: SessionStore;
+  readonly #agents: AgentRegistry;
+  readonly #live: LiveRegistry;
+  readonly #scopes: Record<Activation, Resolvers>;
+
+  constructor(store: SessionStore, agents: AgentRegistry, liveState: LiveRegistry) {
+    this.#store = store;
+    this.#agents = agents;
+    this.#live = liveState;
+    const inspect = this.inspect.bind(this);
+    const live = this.lookupLive.bind(this);
+    const resume = this.resolveForWork.bind(this);
+    const interaction = this.lookupInteraction.bind(this);
+    const coldOnly = (a: Activation) => ({
+      inspect,
+      live: forbidden(a, "live"),
+      resume: forbidden(a, "resume"),
+      interaction: forbidden(a, "interaction"),
+    });
+    this.#scopes = {
+      cold: coldOnly("cold"),
+      explicit: coldOnly("explicit"),
+      "live-only": { inspect, live, interaction, resume: forbidden("live-only", "resume") },
+      resume: { inspect, live, interaction, resume },
+    };
+  }
+
+  /** The resolvers a method of this activation may use. */
+  scope(activation: Activation): Resolvers {
+    return this.#scopes[activation];
+  }
+
+  async inspect(principal: Principal, sessionId: string): Promise<ColdSession> {
+    const outcome = await this.#store.header(sessionId);
+    if (outcome.status !== "ok") throw refusal(sessionId, outcome);
+    if (!canSee(principal, outcome.header.owner)) throw notFound(sessionId);
+    return { header: outcome.header, headSeq: outcome.headSeq };
+  }
+
+  async lookupLive(principal: Principal, sessionId: string): Promise<LiveSession> {
+    const session = this.#agents.get(sessionId);
+    if (session) {
+      if (!canSee(principal, session.owner)) throw notFound(sessionId);
+      return session;
+    }
+    // a missing or foreign session must answer `session_not_found`, not reveal liveness
+    await this.inspect(principal, sessionId);
+    throw agentNotLive(sessionId);
+  }
+
+  lookupInteraction(principal: Principal, interactionId: string): LiveInteraction {
+    const sessionId = this.#live.sessionOfInteraction(interactionId);
+    const owner = sessionId === undefined ? undefined : this.#live.ownerOf(sessionId);
+    if (sessionId === undefined || owner === undefined || !canSee(principal, owner)) {
+      throw interactionNotFound(interactionId);
+    }
+    return { interactionId, sessionId };
+  }
+
+  async resolveForWork(principal: Principal, sessionId: string): Promise<LiveSession> {
+    const existing = this.#agents.get(sessionId);
+    if (existing) {
+      if (!canSee(principal, existing.owner)) throw notFound(sessionId);
+      return this.#agents.attach(sessionId, existing);
+    }
+    const cold = await this.inspect(principal, sessionId);
+    // get-or-create after the await: a concurrent resume may have attached meanwhile
+    return this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
+  }
+}
+
+function forbidden(activation: Activation, resolver: string) {
+  return (): never => {
+    throw new SessionmuxError("internal_error", `a ${activation} method may not use the ${resolver} resolver`);
+  };
+}

@@ -1,0 +1,99 @@
+import type { Logger } from "pino";
+import type { HostMetrics } from "../transport/metrics.js";
+import type { LiveRegistry } from "./live/live-registry.js";
+import { LiveSession } from "./live-session.js";
+
+/**
+ * Which sessions have a live agent. Attaching is synchronous get-or-create, so two prompts racing
+ * to resume one cold session always share one agent. Idle agents detach after `idleDetachMs`.
+ */
+export class AgentRegistry {
+  readonly #sessions = new Map<string, LiveSession>();
+  readonly #live: LiveRegistry;
+  readonly #idleDetachMs: number;
+  readonly #metrics: HostMetrics | undefined;
+  readonly #logger: Logger;
+
+  constructor(options: { live: LiveRegistry; idleDetachMs: number; metrics?: HostMetrics; logger: Logger }) {
+    this.#live = options.live;
+    this.#idleDetachMs = options.idleDetachMs;
+    this.#metrics = options.metrics;
+    this.#logger = options.logger;
+  }
+
+  get(sessionId: string): LiveSession | undefined {
+    return this.#sessions.get(sessionId);
+  }
+
+  all(): LiveSession[] {
+    return [...this.#sessions.values()];
+  }
+
+  /** Returns the live session, attaching an agent if there is none; either way its idle clock restarts. */
+  attach(sessionId: string, info: { owner: string; model: string }): LiveSession {
+    const existing = this.#sessions.get(sessionId);
+    if (existing) {
+      if (!existing.turn) this.#scheduleIdle(existing);
+      return existing;
+    }
+    const session = new LiveSession(sessionId, info.owner, info.model);
+    this.#sessions.set(sessionId, session);
+    this.#live.attach(sessionId, info.owner);
+    this.#metrics?.agentsLive.set(this.#sessions.size);
+    this.#logger.debug({ sessionId }, "agent attached");
+    this.#scheduleIdle(session);
+    return session;
+  }
+
+  /** The agent has nothing to do: report `idle` and start the idle clock. */
+  markIdle(session: LiveSession): void {
+    if (session.detached) return;
+    this.#live.status.set(session.sessionId, "idle");
+    this.#scheduleIdle(session);
+  }
+
+  markRunning(session: LiveSession): void {
+    this.#cancelIdle(session);
+    this.#live.status.set(session.sessionId, "running");
+  }
+
+  /** Drops the live session and its live state. The caller stops its turn first. */
+  detach(sessionId: string): void {
+    const session = this.#sessions.get(sessionId);
+    if (!session) return;
+    session.detached = true;
+    this.#cancelIdle(session);
+    this.#sessions.delete(sessionId);
+    this.#live.detach(sessionId);
+    this.#metrics?.agentsLive.set(this.#sessions.size);
+    this.#logger.debug({ sessionId }, "agent detached");
+  }
+
+  /** Stops every idle clock (shutdown leaves no timers behind). */
+  stopTimers(): void {
+    for (const session of this.#sessions.values()) this.#cancelIdle(session);
+  }
+
+  #scheduleIdle(session: LiveSession): void {
+    this.#cancelIdle(session);
+    const timer = setTimeout(() => this.#idleElapsed(session), this.#idleDetachMs);
+    timer.unref();
+    session.idleTimer = timer;
+  }
+
+  #idleElapsed(session: LiveSession): void {
+    session.idleTimer = undefined;
+    if (session.detached || this.#sessions.get(session.sessionId) !== session) return;
+    // a running turn or background job is work: look again after another idle period
+    if (session.turn || this.#live.jobRegistry.hasRunning(session.sessionId)) {
+      this.#scheduleIdle(session);
+      return;
+    }
+    this.detach(session.sessionId);
+  }
+
+  #cancelIdle(session: LiveSession): void {
+    if (session.idleTimer) clearTimeout(session.idleTimer);
+    session.idleTimer = undefined;
+  }
+}

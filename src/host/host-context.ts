@@ -1,0 +1,33 @@
+import type { Logger } from "pino";
+import type { CallMethod, ParamsOf, ResultOf } from "../../protocol/index.js";
+import type { AgentDriver } from "../agents/agent.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { Resolvers } from "./activation-policy.js";
+import type { AgentRegistry } from "./agent-registry.js";
+import type { LiveRegistry } from "./live/live-registry.js";
+import type { NotificationHub } from "./notifications.js";
+import type { Principal } from "./principal.js";
+import type { TurnRunner } from "./turn-runner.js";
+
+/** What method handlers share. Agents are reached only through the `Resolvers` a handler is given. */
+export interface HostContext {
+  readonly store: SessionStore;
+  readonly agent: AgentDriver;
+  readonly live: LiveRegistry;
+  readonly agents: AgentRegistry;
+  readonly runner: TurnRunner;
+  readonly notifications: NotificationHub;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */
+  readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;
+}
+
+export type MethodHandler<M extends CallMethod> = (
+  ctx: HostContext,
+  resolvers: Resolvers,
+  principal: Principal,
+  params: ParamsOf<M>,
+) => Promise<ResultOf<M>>;
+
+export type HandlerTable = { [M in CallMethod]: MethodHandler<M> };

@@ -1,0 +1,78 @@
+import { randomUUID } from "node:crypto";
+import type { HostContext, MethodHandler } from "../host-context.js";
+import type { Principal } from "../principal.js";
+import { toRow } from "../session-row.js";
+import { notFound, refusal } from "../store-outcomes.js";
+import { chooseModel } from "./model-choice.js";
+
+export const create: MethodHandler<"session.create"> = async (ctx, resolvers, principal, params) => {
+  const sessionId = params.sessionId ?? randomUUID();
+  const outcome = await ctx.store.create({
+    sessionId,
+    owner: principal.name,
+    model: chooseModel(ctx.agent, params.model),
+    at: ctx.now(),
+    ...(params.title !== undefined ? { title: params.title } : {}),
+  });
+  if (outcome.status !== "created") throw refusal(sessionId, outcome);
+  await resolvers.resume(principal, sessionId);
+  await announce(ctx, principal, sessionId);
+  return { header: outcome.header };
+};
+
+/** Reads the source cold; only the new target gets an agent. */
+export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, principal, params) => {
+  await resolvers.inspect(principal, params.sourceId);
+  const targetId = params.sessionId ?? randomUUID();
+  const outcome = await ctx.store.fork({
+    sourceId: params.sourceId,
+    targetId,
+    owner: principal.name,
+    at: ctx.now(),
+    ...(params.atSeq !== undefined ? { atSeq: params.atSeq } : {}),
+  });
+  if (outcome.status === "source_not_found") throw notFound(params.sourceId);
+  if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
+  if (outcome.status !== "created") throw refusal(targetId, outcome);
+  await resolvers.resume(principal, targetId);
+  await announce(ctx, principal, targetId);
+  return { header: outcome.header };
+};
+
+/** Stops a live agent (its turn is aborted and not closed: the log goes away), then retires the id. */
+export const remove: MethodHandler<"session.delete"> = async (ctx, resolvers, principal, params) => {
+  const { sessionId } = params;
+  const cold = await resolvers.inspect(principal, sessionId);
+  stopLive(ctx, sessionId);
+  const outcome = await ctx.store.delete(sessionId);
+  // a prompt that resolved the session just before the tombstone may have attached meanwhile
+  stopLive(ctx, sessionId);
+  if (outcome.status !== "deleted") throw refusal(sessionId, outcome);
+  ctx.notifications.publish(cold.header.owner, { name: "session.removed", value: { sessionId } });
+  return { deleted: true };
+};
+
+export const clear: MethodHandler<"session.clear"> = async (ctx, resolvers, principal, params) => {
+  const { sessionId } = params;
+  await resolvers.inspect(principal, sessionId);
+  // the live check covers a turn whose opening append is still in flight
+  if (ctx.agents.get(sessionId)?.turn) throw refusal(sessionId, { status: "busy" });
+  const outcome = await ctx.store.clear(sessionId, {
+    at: ctx.now(),
+    ...(params.expectedEpoch !== undefined ? { expectedEpoch: params.expectedEpoch } : {}),
+  });
+  if (outcome.status !== "cleared") throw refusal(sessionId, outcome);
+  return { epoch: outcome.epoch };
+};
+
+function stopLive(ctx: HostContext, sessionId: string): void {
+  const session = ctx.agents.get(sessionId);
+  if (!session) return;
+  session.turn?.stop("delete");
+  ctx.agents.detach(sessionId);
+}
+
+async function announce(ctx: HostContext, principal: Principal, sessionId: string): Promise<void> {
+  const projection = await ctx.store.projection(sessionId);
+  if (projection) ctx.notifications.publish(principal.name, { name: "session.added", value: { row: toRow(projection, ctx.live) } });
+}

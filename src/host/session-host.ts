@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import { pino, type Logger } from "pino";
+import {
+  ActivationTable,
+  type CallMethod,
+  Methods,
+  type Notification,
+  type ParamsOf,
+  type ResultOf,
+  SessionmuxError,
+  validator,
+} from "../../protocol/index.js";
+import type { AgentDriver } from "../agents/agent.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { HostMetrics } from "../transport/metrics.js";
+import { ActivationPolicy } from "./activation-policy.js";
+import { AgentRegistry } from "./agent-registry.js";
+import { ControlFeed } from "./control-feed.js";
+import type { HostApi } from "./host-api.js";
+import type { HostContext } from "./host-context.js";
+import { watchListChanges } from "./list-notifier.js";
+import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
+import { LiveRegistry } from "./live/live-registry.js";
+import { HANDLERS } from "./method-handlers/handler-table.js";
+import { NotificationHub } from "./notifications.js";
+import type { Principal } from "./principal.js";
+import { TurnRunner } from "./turn-runner.js";
+
+export interface SessionHostOptions {
+  store: SessionStore;
+  agent: AgentDriver;
+  /** @default 600_000 (10 minutes) */
+  idleDetachMs?: number;
+  metrics?: HostMetrics;
+  logger?: Logger;
+  /** @default a random id */
+  hostId?: string;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * The session controller behind every transport: a thin dispatcher that sends each §4 method
+ * through the activation table to its handler, with the resolvers its activation permits.
+ */
+export class SessionHost implements HostApi {
+  readonly hostId: string;
+  readonly generation = randomUUID();
+  readonly store: SessionStore;
+  readonly live: LiveState;
+  readonly #registry = new LiveRegistry();
+  readonly #agents: AgentRegistry;
+  readonly #policy: ActivationPolicy;
+  readonly #hub = new NotificationHub();
+  readonly #control: ControlFeed;
+  readonly #ctx: HostContext;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  #stopWatching: (() => void) | undefined;
+  #closing = false;
+  #shutdown: Promise<void> | undefined;
+
+  constructor(options: SessionHostOptions) {
+    this.store = options.store;
+    this.live = this.#registry;
+    this.hostId = options.hostId ?? randomUUID();
+    this.#logger = options.logger ?? pino({ enabled: false });
+    this.#now = options.now ?? Date.now;
+    this.#agents = new AgentRegistry({
+      live: this.#registry,
+      idleDetachMs: options.idleDetachMs ?? 600_000,
+      logger: this.#logger,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    });
+    this.#policy = new ActivationPolicy(this.store, this.#agents, this.#registry);
+    this.#control = new ControlFeed(this.store, this.#registry, this.generation);
+    const runner = new TurnRunner({
+      store: this.store,
+      agent: options.agent,
+      live: this.#registry,
+      agents: this.#agents,
+      notifications: this.#hub,
+      logger: this.#logger,
+      now: this.#now,
+      closing: () => this.#closing,
+    });
+    this.#ctx = {
+      store: this.store,
+      agent: options.agent,
+      live: this.#registry,
+      agents: this.#agents,
+      runner,
+      notifications: this.#hub,
+      logger: this.#logger,
+      now: this.#now,
+      prompts: new Map(),
+    };
+  }
+
+  /** Closes turns a previous process left open, then starts watching commits. */
+  async start(): Promise<void> {
+    const interrupted = await this.store.interruptOpenTurns(this.#now());
+    if (interrupted.length > 0) this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
+    this.#control.start();
+    this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
+  }
+
+  async call<M extends CallMethod>(principal: Principal, method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    if (this.#closing) throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
+    const spec = Methods[method] as (typeof Methods)[CallMethod] | undefined;
+    if (!spec || spec.kind !== "call") throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
+    const parsed = validator(spec.params).parse(params) as ParamsOf<M>;
+    const handler = HANDLERS[method];
+    return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, parsed);
+  }
+
+  async authorizeRead(principal: Principal, sessionId: string): Promise<void> {
+    await this.#policy.inspect(principal, sessionId);
+  }
+
+  subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {
+    return this.#control.subscribe(principal, listener);
+  }
+
+  controlBaseline(principal: Principal): Promise<Baseline> {
+    return this.#control.baseline(principal);
+  }
+
+  subscribeNotifications(principal: Principal, listener: (notification: Notification) => void): () => void {
+    return this.#hub.subscribe(principal, listener);
+  }
+
+  /** Stops accepting work, closes running turns as interrupted, detaches every agent. */
+  shutdown(): Promise<void> {
+    this.#shutdown ??= this.#stop();
+    return this.#shutdown;
+  }
+
+  async #stop(): Promise<void> {
+    this.#closing = true;
+    this.#agents.stopTimers();
+    const turns = this.#agents.all().flatMap((s) => (s.turn ? [s.turn] : []));
+    for (const turn of turns) turn.stop("shutdown");
+    await Promise.all(turns.map((t) => t.done));
+    for (const session of this.#agents.all()) this.#agents.detach(session.sessionId);
+    this.#stopWatching?.();
+    this.#control.stop();
+    this.#hub.clear();
+    await this.#ctx.agent.close?.();
+  }
+}

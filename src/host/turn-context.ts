@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import type { Interaction, NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
+import type {
+  AgentEmit,
+  InteractionRequest,
+  JobHandle,
+  TurnAttachment,
+  TurnContext,
+} from "../agents/agent.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { LiveRegistry } from "./live/live-registry.js";
+import type { LiveSession, RunningTurn } from "./live-session.js";
+import { refusal } from "./store-outcomes.js";
+
+/** History is read in pages of this many events. */
+const HISTORY_PAGE = 1000;
+
+/** The agent's handle on one running turn: every write goes to the log, every wait honours the abort. */
+export class HostTurnContext implements TurnContext {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly model: string;
+  readonly prompt: { text: string; attachments: TurnAttachment[] };
+  readonly signal: AbortSignal;
+  readonly #store: SessionStore;
+  readonly #live: LiveRegistry;
+  readonly #turn: RunningTurn;
+  readonly #now: () => number;
+
+  constructor(deps: {
+    store: SessionStore;
+    live: LiveRegistry;
+    session: LiveSession;
+    turn: RunningTurn;
+    prompt: { text: string; attachments: TurnAttachment[] };
+    now: () => number;
+  }) {
+    this.sessionId = deps.session.sessionId;
+    this.turnId = deps.turn.turnId;
+    this.model = deps.session.model;
+    this.prompt = deps.prompt;
+    this.signal = deps.turn.abort.signal;
+    this.#store = deps.store;
+    this.#live = deps.live;
+    this.#turn = deps.turn;
+    this.#now = deps.now;
+  }
+
+  async history(): Promise<SessionEvent[]> {
+    const events: SessionEvent[] = [];
+    for (;;) {
+      const outcome = await this.#store.readAfter(this.sessionId, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
+      if (outcome.status !== "ok") throw refusal(this.sessionId, outcome);
+      events.push(...outcome.events);
+      if (outcome.events.length < HISTORY_PAGE) return events;
+    }
+  }
+
+  async emit(event: AgentEmit): Promise<void> {
+    const { type, ...rest } = event;
+    await this.#append({ type, data: { turnId: this.turnId, ...rest } } as NewEvent);
+  }
+
+  async requestInteraction(request: InteractionRequest): Promise<Resolution> {
+    this.signal.throwIfAborted();
+    const interaction: Interaction = {
+      interactionId: randomUUID(),
+      sessionId: this.sessionId,
+      turnId: this.turnId,
+      requestedAt: this.#now(),
+      ...request,
+    };
+    // registered before the commit, so an answer can never find it missing once it is visible
+    const answered = this.#live.interactionRegistry.request(interaction);
+    const { sessionId: _s, requestedAt: _r, ...data } = interaction;
+    await this.#append({ type: "interaction/requested", data }, interaction.requestedAt);
+    return untilAborted(answered, this.signal);
+  }
+
+  takeInterjections(): string[] {
+    return this.#turn.interjections.splice(0);
+  }
+
+  startJob(label: string): JobHandle {
+    return this.#live.jobRegistry.start(this.sessionId, label);
+  }
+
+  async #append(event: NewEvent, at = this.#now()): Promise<void> {
+    this.signal.throwIfAborted();
+    const outcome = await this.#store.append(this.sessionId, [event], { at });
+    if (outcome.status === "appended") return;
+    if (outcome.status === "duplicate") return;
+    throw refusal(this.sessionId, outcome);
+  }
+}
+
+/** Resolves with the promise or rejects with the abort reason, whichever comes first. */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}

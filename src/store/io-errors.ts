@@ -1,0 +1,31 @@
+import { SessionmuxError } from "../../protocol/index.js";
+
+// Result codes that mean the storage itself failed (full, read-only, I/O, corruption, locked by
+// another process), as opposed to a fault in one operation's data.
+const STORAGE_CODES = [
+  "SQLITE_FULL",
+  "SQLITE_IOERR",
+  "SQLITE_READONLY",
+  "SQLITE_CANTOPEN",
+  "SQLITE_BUSY",
+  "SQLITE_LOCKED",
+  "SQLITE_CORRUPT",
+  "SQLITE_NOTADB",
+  "SQLITE_NOMEM",
+  "SQLITE_PROTOCOL",
+  "SQLITE_NOLFS",
+];
+
+export function isStorageFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && STORAGE_CODES.some((prefix) => code === prefix || code.startsWith(`${prefix}_`));
+}
+
+/** What a caller sees when the database could not do its part; retryable once storage recovers. */
+export function persistenceFailure(err: unknown): SessionmuxError {
+  const code = (err as { code?: unknown } | null)?.code;
+  return new SessionmuxError("persistence_failure", "the session store could not write; retry later", {
+    data: typeof code === "string" ? { sqlite: code } : undefined,
+    cause: err,
+  });
+}

@@ -1,0 +1,212 @@
+import type { EventDataOf, NewEvent, SessionEvent } from "../../protocol/index.js";
+import { decodeValue, encodeValue } from "./event-codec.js";
+import { initialProjection, type ProjectionBase, projectEvent, publicProjection } from "./projection.js";
+import type { SessionState, SessionStateRow } from "./session-state.js";
+import { stateFromRow, projectionParams } from "./session-state.js";
+import type { Statements } from "./sqlite-statements.js";
+import { shapeUserMessage } from "./user-message-shape.js";
+import type { WriteBatch } from "./write-batch.js";
+
+/** An event to store with its own timestamp (fork copies keep the source's `at`). */
+export type TimedEvent = NewEvent & { at: number };
+
+export interface StoredRow {
+  seq: number;
+  at: number;
+  type: string;
+  data: Uint8Array;
+}
+
+export function decodeRow(row: StoredRow): SessionEvent {
+  return { seq: row.seq, at: row.at, type: row.type, data: decodeValue(row.data) } as SessionEvent;
+}
+
+/**
+ * The log's write path, run only inside a group-commit transaction. It keeps the writer's view of
+ * each session (head, epoch, projection) in a cache whose entries are written back once per
+ * transaction; if a transaction fails the owner drops the cache, so the next one reloads what is
+ * actually on disk and the head resumes at the last committed seq.
+ */
+export class LogWriter {
+  private readonly cache = new Map<string, SessionState | "retired">();
+
+  constructor(
+    private readonly statements: Statements,
+    private readonly maxCached = 20_000,
+  ) {}
+
+  /** Called between transactions only: a state loaded in a transaction must stay cached until COMMIT. */
+  trimCache(): void {
+    if (this.cache.size > this.maxCached) this.cache.clear();
+  }
+
+  dropCache(): void {
+    this.cache.clear();
+  }
+
+  load(sessionId: string): SessionState | "retired" | null {
+    const cached = this.cache.get(sessionId);
+    if (cached !== undefined) return cached;
+    const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+    if (row) {
+      const state = stateFromRow(row);
+      this.cache.set(sessionId, state);
+      return state;
+    }
+    if (this.statements.tombstone.get(sessionId) !== undefined) {
+      this.cache.set(sessionId, "retired");
+      return "retired";
+    }
+    return null;
+  }
+
+  /** Inserts the header and an empty projection; the caller appends `session/created`. */
+  insertSession(batch: WriteBatch, base: ProjectionBase, forkOf: SessionState["forkOf"]): SessionState {
+    this.statements.insertSession.run({
+      sessionId: base.sessionId,
+      owner: base.owner,
+      epoch: base.epoch,
+      createdAt: base.createdAt,
+      forkOfSession: forkOf?.sessionId ?? null,
+      forkOfSeq: forkOf?.seq ?? null,
+      title: base.title,
+      titleExplicit: base.titleExplicit ? 1 : 0,
+      model: base.model,
+    });
+    const projection = initialProjection(base);
+    this.statements.insertProjection.run(projectionParams(projection));
+    const state: SessionState = {
+      sessionId: base.sessionId,
+      owner: base.owner,
+      epoch: base.epoch,
+      createdAt: base.createdAt,
+      forkOf,
+      headSeq: 0,
+      base,
+      projection,
+    };
+    this.cache.set(base.sessionId, state);
+    batch.touch(state);
+    return state;
+  }
+
+  /** Appends at head+1…, shaping user messages, indexing text and folding the projection. */
+  appendEvents(batch: WriteBatch, state: SessionState, events: readonly TimedEvent[]): SessionEvent[] {
+    const stored: SessionEvent[] = [];
+    for (const input of events) {
+      const data = input.type === "user/message" ? shapeUserMessage(input.data) : input.data;
+      const event = { seq: state.headSeq + 1, at: input.at, type: input.type, data } as SessionEvent;
+      this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
+      state.headSeq = event.seq;
+      state.projection = projectEvent(state.projection, event);
+      this.afterInsert(state, event);
+      stored.push(event);
+    }
+    batch.appendedEvents += stored.length;
+    batch.touch(state);
+    return stored;
+  }
+
+  /** Writes head and projection of every touched session; runs last in each transaction. */
+  writeBack(batch: WriteBatch): void {
+    for (const state of batch.dirty.values()) {
+      this.statements.updateHead.run(state.headSeq, state.sessionId);
+      this.statements.updateProjection.run(projectionParams(state.projection));
+    }
+  }
+
+  /** Deletes the log and starts a new epoch whose projection begins from the current header. */
+  resetEpoch(batch: WriteBatch, state: SessionState, epoch: string): void {
+    this.statements.deleteEvents.run(state.sessionId);
+    this.deleteSearch(state.sessionId);
+    const base: ProjectionBase = {
+      ...state.base,
+      epoch,
+      title: state.projection.title,
+      titleExplicit: state.projection.titleExplicit,
+      model: state.projection.model,
+      ackedSettledAt: null,
+    };
+    this.statements.resetEpoch.run({
+      sessionId: state.sessionId,
+      epoch,
+      title: base.title,
+      titleExplicit: base.titleExplicit ? 1 : 0,
+      model: base.model,
+    });
+    state.epoch = epoch;
+    state.headSeq = 0;
+    state.base = base;
+    state.projection = initialProjection(base);
+    batch.touch(state);
+  }
+
+  /** Removes everything of the session and writes its tombstone. */
+  retire(batch: WriteBatch, sessionId: string, at: number): void {
+    this.statements.deleteEvents.run(sessionId);
+    this.statements.deleteProjection.run(sessionId);
+    this.statements.deleteSession.run(sessionId);
+    this.statements.deleteAttachments.run(sessionId);
+    this.statements.deletePrompts.run(sessionId);
+    this.deleteSearch(sessionId);
+    this.statements.insertTombstone.run(sessionId, at);
+    this.cache.set(sessionId, "retired");
+    batch.forget(sessionId);
+  }
+
+  setAcked(batch: WriteBatch, state: SessionState, ackedSettledAt: number): void {
+    this.statements.setAcked.run(ackedSettledAt, state.sessionId);
+    state.base = { ...state.base, ackedSettledAt };
+    batch.touch(state);
+  }
+
+  /** Recomputes the projection from the log with the same fold the incremental path uses. */
+  rebuild(batch: WriteBatch, state: SessionState): void {
+    let projection = initialProjection(state.base);
+    for (const row of this.statements.allEvents.iterate(state.sessionId) as Iterable<StoredRow>) {
+      projection = projectEvent(projection, decodeRow(row));
+    }
+    state.projection = projection;
+    batch.touch(state);
+  }
+
+  snapshot(state: SessionState) {
+    return publicProjection(state.projection);
+  }
+
+  private afterInsert(state: SessionState, event: SessionEvent): void {
+    if (event.type === "user/message") {
+      for (const attachment of event.data.attachments) {
+        if (attachment.attachmentId) this.statements.linkAttachment.run(state.sessionId, attachment.attachmentId);
+      }
+      if (!event.data.hidden && !event.data.meta.incognito) this.index(state.sessionId, event.seq, event.data.text);
+    } else if (event.type === "turn/end") {
+      this.indexTurn(state.sessionId, event.data.turnId);
+    }
+  }
+
+  /** At `turn/end`, the turn's assistant text is indexed as one document at its first delta. */
+  private indexTurn(sessionId: string, turnId: string): void {
+    const startSeq = this.statements.lastTurnStart.get(sessionId) as number | undefined;
+    let firstSeq = 0;
+    const parts: string[] = [];
+    for (const row of this.statements.turnDeltas.iterate(sessionId, startSeq ?? 0) as Iterable<StoredRow>) {
+      const data = decodeValue<EventDataOf<"assistant/delta">>(row.data);
+      if (data.turnId !== turnId) continue;
+      if (firstSeq === 0) firstSeq = row.seq;
+      parts.push(data.text);
+    }
+    if (firstSeq > 0) this.index(sessionId, firstSeq, parts.join(""));
+  }
+
+  private index(sessionId: string, seq: number, text: string): void {
+    if (text.trim().length === 0) return;
+    const docId = this.statements.insertSearchDoc.run(sessionId, seq).lastInsertRowid;
+    this.statements.insertSearchText.run(docId, text);
+  }
+
+  private deleteSearch(sessionId: string): void {
+    this.statements.deleteSearchText.run(sessionId);
+    this.statements.deleteSearchDocs.run(sessionId);
+  }
+}

@@ -1,0 +1,111 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Versioned schema. `PRAGMA user_version` holds the number of migrations applied; each entry runs
+ * once, in order, inside its own transaction. Never edit a shipped entry: append a new one.
+ */
+const MIGRATIONS: readonly string[] = [
+  // 1: the log, its header, the list projection, tombstones, prompt keys, attachments, search.
+  `
+  CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    epoch TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    fork_of_session TEXT,
+    fork_of_seq INTEGER,
+    head_seq INTEGER NOT NULL,
+    -- the header as it stood when the current epoch began: the projection folds the log from here
+    base_title TEXT NOT NULL,
+    base_title_explicit INTEGER NOT NULL,
+    base_model TEXT NOT NULL,
+    -- the newest completion an ack has covered; not an event, so rebuilds read it from here
+    acked_settled_at INTEGER
+  ) WITHOUT ROWID;
+
+  CREATE TABLE events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE projections (
+    session_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    epoch TEXT NOT NULL,
+    title TEXT NOT NULL,
+    title_explicit INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_prompt_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    turn_count INTEGER NOT NULL,
+    blank INTEGER NOT NULL,
+    last_state TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    open_turn_id TEXT,
+    turn_has_text INTEGER NOT NULL,
+    has_unseen_completion INTEGER NOT NULL,
+    completion_settled_at INTEGER,
+    acked_settled_at INTEGER
+  ) WITHOUT ROWID;
+  CREATE INDEX projections_by_update ON projections (updated_at DESC, session_id);
+  CREATE INDEX projections_by_owner ON projections (owner, updated_at DESC, session_id);
+  CREATE INDEX projections_by_state ON projections (last_state, updated_at DESC, session_id);
+
+  CREATE TABLE tombstones (
+    session_id TEXT PRIMARY KEY,
+    deleted_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE prompt_keys (
+    session_id TEXT NOT NULL,
+    client_message_id TEXT NOT NULL,
+    record BLOB NOT NULL,
+    PRIMARY KEY (session_id, client_message_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE attachments (
+    attachment_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    session_id TEXT,
+    name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    bytes BLOB NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX attachments_by_session ON attachments (session_id) WHERE session_id IS NOT NULL;
+
+  -- FTS5 rows are addressed by rowid; this side table maps them to sessions so a delete or a
+  -- clear removes a session's rows without scanning the whole index.
+  CREATE TABLE search_docs (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL
+  );
+  CREATE INDEX search_docs_by_session ON search_docs (session_id);
+  CREATE VIRTUAL TABLE search_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Brings the database up to `SCHEMA_VERSION`; refuses a database written by a newer version. */
+export function migrate(db: Database.Database): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`database schema version ${current} is newer than this build (${SCHEMA_VERSION}); upgrade`);
+  }
+  for (let version = current; version < SCHEMA_VERSION; version++) {
+    const sql = MIGRATIONS[version]!;
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${version + 1}`);
+    }).immediate();
+  }
+}

@@ -1,0 +1,154 @@
+import type { LastState, SessionHeader } from "../../protocol/index.js";
+import type { ProjectionBase, ProjectionState } from "./projection.js";
+
+/** One session as the writer knows it: header, head of the log, and its projection. */
+export interface SessionState {
+  sessionId: string;
+  owner: string;
+  epoch: string;
+  createdAt: number;
+  forkOf: { sessionId: string; seq: number } | null;
+  headSeq: number;
+  base: ProjectionBase;
+  projection: ProjectionState;
+}
+
+/** The joined `sessions` + `projections` row read by `sessionState`. */
+export interface SessionStateRow {
+  session_id: string;
+  owner: string;
+  epoch: string;
+  created_at: number;
+  fork_of_session: string | null;
+  fork_of_seq: number | null;
+  head_seq: number;
+  base_title: string;
+  base_title_explicit: number;
+  base_model: string;
+  base_acked: number | null;
+  title: string;
+  title_explicit: number;
+  model: string;
+  last_prompt_at: number | null;
+  updated_at: number;
+  turn_count: number;
+  blank: number;
+  last_state: string;
+  message_count: number;
+  seq: number;
+  open_turn_id: string | null;
+  turn_has_text: number;
+  has_unseen_completion: number;
+  completion_settled_at: number | null;
+  acked_settled_at: number | null;
+}
+
+export function stateFromRow(row: SessionStateRow): SessionState {
+  const base: ProjectionBase = {
+    sessionId: row.session_id,
+    owner: row.owner,
+    epoch: row.epoch,
+    createdAt: row.created_at,
+    title: row.base_title,
+    titleExplicit: row.base_title_explicit === 1,
+    model: row.base_model,
+    ackedSettledAt: row.base_acked,
+  };
+  return {
+    sessionId: row.session_id,
+    owner: row.owner,
+    epoch: row.epoch,
+    createdAt: row.created_at,
+    forkOf:
+      row.fork_of_session === null ? null : { sessionId: row.fork_of_session, seq: row.fork_of_seq ?? 0 },
+    headSeq: row.head_seq,
+    base,
+    projection: projectionFromRow(row),
+  };
+}
+
+/** A `projections` row as SQLite returns it. */
+export type ProjectionRow = Pick<
+  SessionStateRow,
+  | "session_id"
+  | "owner"
+  | "epoch"
+  | "created_at"
+  | "title"
+  | "title_explicit"
+  | "model"
+  | "last_prompt_at"
+  | "updated_at"
+  | "turn_count"
+  | "blank"
+  | "last_state"
+  | "message_count"
+  | "seq"
+  | "open_turn_id"
+  | "turn_has_text"
+  | "has_unseen_completion"
+  | "completion_settled_at"
+  | "acked_settled_at"
+>;
+
+export function projectionFromRow(row: ProjectionRow): ProjectionState {
+  return {
+    sessionId: row.session_id,
+    owner: row.owner,
+    title: row.title,
+    model: row.model,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lastPromptAt: row.last_prompt_at,
+    turnCount: row.turn_count,
+    blank: row.blank === 1,
+    lastState: row.last_state as LastState,
+    messageCount: row.message_count,
+    seq: row.seq,
+    epoch: row.epoch,
+    openTurnId: row.open_turn_id,
+    hasUnseenCompletion: row.has_unseen_completion === 1,
+    completionSettledAt: row.completion_settled_at,
+    titleExplicit: row.title_explicit === 1,
+    turnHasText: row.turn_has_text === 1,
+    ackedSettledAt: row.acked_settled_at,
+  };
+}
+
+/** Named parameters for `insertProjection` / `updateProjection`. */
+export function projectionParams(row: ProjectionState) {
+  return {
+    sessionId: row.sessionId,
+    owner: row.owner,
+    epoch: row.epoch,
+    title: row.title,
+    titleExplicit: row.titleExplicit ? 1 : 0,
+    model: row.model,
+    createdAt: row.createdAt,
+    lastPromptAt: row.lastPromptAt,
+    updatedAt: row.updatedAt,
+    turnCount: row.turnCount,
+    blank: row.blank ? 1 : 0,
+    lastState: row.lastState,
+    messageCount: row.messageCount,
+    seq: row.seq,
+    openTurnId: row.openTurnId,
+    turnHasText: row.turnHasText ? 1 : 0,
+    hasUnseenCompletion: row.hasUnseenCompletion ? 1 : 0,
+    completionSettledAt: row.completionSettledAt,
+    ackedSettledAt: row.ackedSettledAt,
+  };
+}
+
+export function headerOf(state: SessionState): SessionHeader {
+  const header: SessionHeader = {
+    sessionId: state.sessionId,
+    title: state.projection.title,
+    model: state.projection.model,
+    createdAt: state.createdAt,
+    epoch: state.epoch,
+    owner: state.owner,
+  };
+  if (state.forkOf) header.forkOf = { ...state.forkOf };
+  return header;
+}

@@ -1,0 +1,318 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import type { HostMetrics } from "../transport/metrics.js";
+import { decodeValue } from "./event-codec.js";
+import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
+import { isStorageFailure, persistenceFailure } from "./io-errors.js";
+import { ListQueries } from "./list-query.js";
+import { decodeRow, LogWriter, type StoredRow } from "./log-writer.js";
+import { migrate } from "./migrations.js";
+import { publicProjection } from "./projection.js";
+import { headerOf, type SessionStateRow, stateFromRow } from "./session-state.js";
+import type {
+  AppendOptions,
+  AppendOutcome,
+  ClearOutcome,
+  CommitListener,
+  CommitNotice,
+  CreateInput,
+  CreateOutcome,
+  ForkInput,
+  ForkOutcome,
+  HeaderOutcome,
+  ListQuery,
+  PageOutcome,
+  PageQuery,
+  PromptRecord,
+  ReadOutcome,
+  SessionProjection,
+  SessionStore,
+  StoredAttachment,
+} from "./session-store.js";
+import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import { toFtsQuery } from "./search-query.js";
+import type { PendingNotice } from "./write-batch.js";
+import { WriteOperations } from "./write-operations.js";
+
+export interface SqliteStoreOptions {
+  metrics?: HostMetrics;
+  /** Clock for `at` of events the store stamps itself. @default Date.now */
+  now?: () => number;
+}
+
+type GlobalListener = (sessionId: string, notice: CommitNotice, projection: SessionProjection | null) => void;
+
+/**
+ * The embedded durable store: one better-sqlite3 connection in WAL mode with
+ * `synchronous=FULL`, group-committed writes (see `GroupCommit`) and synchronous reads.
+ */
+export class SqliteSessionStore implements SessionStore {
+  private readonly statements: Statements;
+  private readonly writer: LogWriter;
+  private readonly writes: GroupCommit;
+  private readonly ops: WriteOperations;
+  private readonly lists: ListQueries;
+  private readonly listeners = new Map<string, Set<CommitListener>>();
+  private readonly globalListeners = new Set<GlobalListener>();
+  private readonly defaultMaxPages: number;
+  private closed: Promise<void> | undefined;
+
+  private constructor(
+    private readonly db: Database.Database,
+    options: SqliteStoreOptions,
+  ) {
+    this.statements = prepareStatements(db);
+    this.writer = new LogWriter(this.statements);
+    this.ops = new WriteOperations(this.writer, this.statements, options.now ?? Date.now);
+    this.lists = new ListQueries(db);
+    this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
+    this.writes = new GroupCommit(
+      db,
+      {
+        beforeTransaction: () => this.writer.trimCache(),
+        finishTransaction: (batch) => this.writer.writeBack(batch),
+        afterRollback: () => this.writer.dropCache(),
+        deliver: (notices) => this.deliver(notices),
+      },
+      options.metrics,
+    );
+  }
+
+  /** Opens (creating the folder and file if missing) and migrates the database at `path`. */
+  static open(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    try {
+      db.pragma("journal_mode = WAL");
+      // an acknowledged append must survive power loss, not only a process crash
+      db.pragma("synchronous = FULL");
+      db.pragma("foreign_keys = OFF");
+      db.pragma("busy_timeout = 5000");
+      migrate(db);
+      return new SqliteSessionStore(db, options);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  create(input: CreateInput): Promise<CreateOutcome> {
+    return this.writes.submit(this.ops.create(input));
+  }
+
+  fork(input: ForkInput): Promise<ForkOutcome> {
+    return this.writes.submit(this.ops.fork(input));
+  }
+
+  append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+    return this.writes.submit(this.ops.append(sessionId, events, options));
+  }
+
+  clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {
+    return this.writes.submit(this.ops.clear(sessionId, options.expectedEpoch));
+  }
+
+  delete(sessionId: string): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+    return this.writes.submit(this.ops.delete(sessionId));
+  }
+
+  ack(
+    sessionId: string,
+    completionSettledAt: number,
+  ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
+    return this.writes.submit(this.ops.ack(sessionId, completionSettledAt));
+  }
+
+  recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void> {
+    return this.writes.submit(this.ops.recordPrompt(sessionId, clientMessageId, result));
+  }
+
+  putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
+    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+  }
+
+  interruptOpenTurns(at: number): Promise<string[]> {
+    return this.writes.submit(this.ops.interruptOpenTurns(at));
+  }
+
+  rebuildProjections(): Promise<void> {
+    return this.writes.submit(this.ops.rebuildProjections());
+  }
+
+  header(sessionId: string): Promise<HeaderOutcome> {
+    return this.read(() => {
+      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      if (!row) return this.missing(sessionId);
+      const state = stateFromRow(row);
+      return { status: "ok", header: headerOf(state), headSeq: state.headSeq };
+    });
+  }
+
+  projection(sessionId: string): Promise<SessionProjection | null> {
+    return this.read(() => {
+      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      return row ? publicProjection(stateFromRow(row).projection) : null;
+    });
+  }
+
+  /** Ascending events; no cursor = the newest `limit` (the tail). */
+  page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
+    return this.read(() => {
+      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      if (!row) return this.missing(sessionId);
+      const state = stateFromRow(row);
+      let events: SessionEvent[];
+      let hasMore: boolean;
+      if (query.afterSeq !== undefined) {
+        const rows = this.statements.eventsAfter.all(sessionId, query.afterSeq, query.limit) as StoredRow[];
+        events = rows.map(decodeRow);
+        hasMore = (events[events.length - 1]?.seq ?? state.headSeq) < state.headSeq;
+      } else {
+        const before = query.beforeSeq ?? state.headSeq + 1;
+        const rows = this.statements.eventsBefore.all(sessionId, before, query.limit) as StoredRow[];
+        events = rows.reverse().map(decodeRow);
+        hasMore = (events[0]?.seq ?? 1) > 1;
+      }
+      return {
+        status: "ok",
+        header: headerOf(state),
+        epoch: state.epoch,
+        headSeq: state.headSeq,
+        events,
+        hasMore,
+        projection: publicProjection(state.projection),
+      };
+    });
+  }
+
+  readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
+    return this.read(() => {
+      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      if (!row) return this.missing(sessionId);
+      const rows = this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[];
+      return { status: "ok", epoch: row.epoch, headSeq: row.head_seq, events: rows.map(decodeRow) };
+    });
+  }
+
+  list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }> {
+    return this.read(() => this.lists.run(query));
+  }
+
+  /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */
+  search(query: string, limit: number, owner?: string): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
+    return this.read(() => {
+      const match = toFtsQuery(query);
+      if (match === null) return [];
+      const statement = owner === undefined ? this.statements.search : this.statements.searchOwned;
+      const params = owner === undefined ? [match, limit] : [match, owner, limit];
+      return statement.all(...params) as { sessionId: string; seq: number; snippet: string }[];
+    });
+  }
+
+  isRetired(sessionId: string): Promise<boolean> {
+    return this.read(() => this.statements.tombstone.get(sessionId) !== undefined);
+  }
+
+  findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
+    return this.read(() => {
+      const stored = this.statements.findPrompt.get(sessionId, clientMessageId) as Uint8Array | undefined;
+      return stored ? decodeValue<PromptRecord>(stored) : null;
+    });
+  }
+
+  getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
+    return this.read(() => {
+      const row = this.statements.attachment.get(attachmentId) as
+        | { attachment_id: string; owner: string; name: string; type: string; size: number; bytes: Buffer }
+        | undefined;
+      if (!row) return null;
+      const { attachment_id: id, owner, name, type, size, bytes } = row;
+      return { attachmentId: id, owner, name, type, size, bytes: new Uint8Array(bytes) };
+    });
+  }
+
+  subscribe(sessionId: string, listener: CommitListener): () => void {
+    let set = this.listeners.get(sessionId);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(sessionId, set);
+    }
+    set.add(listener);
+    return () => {
+      const current = this.listeners.get(sessionId);
+      current?.delete(listener);
+      if (current?.size === 0) this.listeners.delete(sessionId);
+    };
+  }
+
+  subscribeAll(listener: GlobalListener): () => void {
+    this.globalListeners.add(listener);
+    return () => this.globalListeners.delete(listener);
+  }
+
+  /** Write-transaction counters; `transactions` grows by one per group commit. */
+  stats(): GroupCommitStats {
+    return this.writes.stats();
+  }
+
+  /**
+   * Caps the database file at about `maxBytes` (null lifts the cap). Writes past it fail with
+   * `persistence_failure` exactly like a full disk, and resume once the cap is lifted.
+   */
+  limitSize(maxBytes: number | null): void {
+    const pageSize = this.db.pragma("page_size", { simple: true }) as number;
+    const pages = maxBytes === null ? this.defaultMaxPages : Math.max(1, Math.floor(maxBytes / pageSize));
+    this.db.pragma(`max_page_count = ${pages}`);
+  }
+
+  /** `PRAGMA integrity_check`: "ok" when the file is sound. */
+  integrityCheck(): string {
+    const rows = this.db.pragma("integrity_check") as { integrity_check: string }[];
+    return rows.map((row) => row.integrity_check).join("\n");
+  }
+
+  /** Settles queued writes, checkpoints the WAL into the main file and closes the connection. */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      await this.writes.close();
+      try {
+        this.db.pragma("wal_checkpoint(TRUNCATE)");
+      } finally {
+        this.db.close();
+      }
+    })();
+    return this.closed;
+  }
+
+  private missing(sessionId: string): { status: "retired" } | { status: "not_found" } {
+    return this.statements.tombstone.get(sessionId) !== undefined ? { status: "retired" } : { status: "not_found" };
+  }
+
+  private read<T>(run: () => T): Promise<T> {
+    try {
+      return Promise.resolve(run());
+    } catch (err) {
+      return Promise.reject(isStorageFailure(err) ? persistenceFailure(err) : err);
+    }
+  }
+
+  private deliver(notices: readonly PendingNotice[]): void {
+    for (const { sessionId, notice, projection } of notices) {
+      const set = this.listeners.get(sessionId);
+      if (set) for (const listener of [...set]) this.safely(() => listener(notice));
+      for (const listener of [...this.globalListeners]) this.safely(() => listener(sessionId, notice, projection));
+    }
+  }
+
+  private safely(run: () => void): void {
+    try {
+      run();
+    } catch (err) {
+      // a throwing listener must not stop delivery to the others nor fail the committed writes
+      process.emitWarning(`a commit listener threw: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import type { SessionProjection } from "./session-store.js";
+import type { CommitNotice } from "./session-store.js";
+import type { SessionState } from "./session-state.js";
+
+/** A commit notice waiting for its transaction to commit. */
+export interface PendingNotice {
+  sessionId: string;
+  notice: CommitNotice;
+  projection: SessionProjection | null;
+}
+
+/**
+ * What one group-commit transaction accumulates: sessions whose head and projection must be
+ * written before COMMIT (once per session, however many appends touched it) and the notices to
+ * deliver after it.
+ */
+export class WriteBatch {
+  readonly dirty = new Map<string, SessionState>();
+  readonly notices: PendingNotice[] = [];
+  appendedEvents = 0;
+
+  touch(state: SessionState): void {
+    this.dirty.set(state.sessionId, state);
+  }
+
+  forget(sessionId: string): void {
+    this.dirty.delete(sessionId);
+  }
+
+  notify(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
+    this.notices.push({ sessionId, notice, projection });
+  }
+}

@@ -1,0 +1,231 @@
+import { randomBytes } from "node:crypto";
+import type { NewEvent } from "../../protocol/index.js";
+import { decodeValue, encodeValue } from "./event-codec.js";
+import type { WriteOperation } from "./group-commit.js";
+import { decodeRow, type LogWriter, type StoredRow, type TimedEvent } from "./log-writer.js";
+import { applyAck, DEFAULT_TITLE } from "./projection.js";
+import { headerOf } from "./session-state.js";
+import type {
+  AppendOptions,
+  AppendOutcome,
+  ClearOutcome,
+  CreateInput,
+  CreateOutcome,
+  ForkInput,
+  ForkOutcome,
+  PromptRecord,
+} from "./session-store.js";
+import type { Statements } from "./sqlite-statements.js";
+
+/** Epochs are opaque to clients; 96 random bits make a reused one practically impossible. */
+export function newEpoch(): string {
+  return randomBytes(12).toString("base64url");
+}
+
+/**
+ * The store's writes as group-commit operations. Each runs synchronously inside the shared
+ * transaction, checks its preconditions there (so the check and the write are atomic), and
+ * returns a result value for every expected refusal.
+ */
+export class WriteOperations {
+  constructor(
+    private readonly writer: LogWriter,
+    private readonly statements: Statements,
+    private readonly now: () => number,
+  ) {}
+
+  create(input: CreateInput): WriteOperation<CreateOutcome> {
+    return (batch) => {
+      const existing = this.writer.load(input.sessionId);
+      if (existing === "retired") return { status: "retired" };
+      if (existing) return { status: "exists" };
+      const at = input.at ?? this.now();
+      const state = this.writer.insertSession(
+        batch,
+        {
+          sessionId: input.sessionId,
+          owner: input.owner,
+          epoch: newEpoch(),
+          createdAt: at,
+          title: input.title ?? DEFAULT_TITLE,
+          titleExplicit: input.title !== undefined,
+          model: input.model,
+          ackedSettledAt: null,
+        },
+        null,
+      );
+      const data: { title?: string; model: string; origin?: string } = { model: input.model };
+      if (input.title !== undefined) data.title = input.title;
+      if (input.origin !== undefined) data.origin = input.origin;
+      const events = this.writer.appendEvents(batch, state, [{ type: "session/created", data, at }]);
+      batch.notify(state.sessionId, { kind: "create", epoch: state.epoch, events }, this.writer.snapshot(state));
+      return { status: "created", header: headerOf(state), events };
+    };
+  }
+
+  append(sessionId: string, events: NewEvent[], options: AppendOptions = {}): WriteOperation<AppendOutcome> {
+    return (batch) => {
+      const state = this.writer.load(sessionId);
+      if (state === "retired") return { status: "retired" };
+      if (!state) return { status: "not_found" };
+      if (options.expectedEpoch !== undefined && options.expectedEpoch !== state.epoch) {
+        return { status: "epoch_mismatch", epoch: state.epoch };
+      }
+      const prompt = options.prompt;
+      if (prompt) {
+        const stored = this.statements.findPrompt.get(sessionId, prompt.clientMessageId) as Uint8Array | undefined;
+        if (stored) return { status: "duplicate", record: decodeValue<PromptRecord>(stored) };
+      }
+      const at = options.at ?? this.now();
+      const appended = this.writer.appendEvents(
+        batch,
+        state,
+        events.map((event) => ({ ...event, at }) as TimedEvent),
+      );
+      if (prompt) {
+        const record = { ...prompt.record };
+        // the prompt's seq is its stored user/message, known only now
+        const message = appended.find((event) => event.type === "user/message");
+        if (record.seq === undefined && !record.queued && message) record.seq = message.seq;
+        this.statements.insertPrompt.run(sessionId, prompt.clientMessageId, encodeValue(record));
+      }
+      if (appended.length > 0) {
+        batch.notify(sessionId, { kind: "append", epoch: state.epoch, events: appended }, this.writer.snapshot(state));
+      }
+      return { status: "appended", epoch: state.epoch, events: appended };
+    };
+  }
+
+  clear(sessionId: string, expectedEpoch: string | undefined): WriteOperation<ClearOutcome> {
+    return (batch) => {
+      const state = this.writer.load(sessionId);
+      if (state === "retired") return { status: "retired" };
+      if (!state) return { status: "not_found" };
+      if (expectedEpoch !== undefined && expectedEpoch !== state.epoch) {
+        return { status: "epoch_mismatch", epoch: state.epoch };
+      }
+      if (state.projection.openTurnId !== null) return { status: "busy" };
+      this.writer.resetEpoch(batch, state, newEpoch());
+      batch.notify(sessionId, { kind: "clear", epoch: state.epoch }, this.writer.snapshot(state));
+      return { status: "cleared", epoch: state.epoch };
+    };
+  }
+
+  delete(sessionId: string): WriteOperation<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+    return (batch) => {
+      const state = this.writer.load(sessionId);
+      if (state === "retired") return { status: "retired" };
+      if (!state) return { status: "not_found" };
+      this.writer.retire(batch, sessionId, this.now());
+      batch.notify(sessionId, { kind: "delete" }, null);
+      return { status: "deleted" };
+    };
+  }
+
+  /**
+   * The fork's seq 1 records its lineage; the source's events up to `atSeq` follow, re-sequenced
+   * (its own `session/created` is not copied). `atSeq` is clamped to the source's head. A prefix
+   * that ends inside a turn gets that turn closed as interrupted. The source is only read.
+   */
+  fork(input: ForkInput): WriteOperation<ForkOutcome> {
+    return (batch) => {
+      const source = this.writer.load(input.sourceId);
+      if (source === "retired") return { status: "source_retired" };
+      if (!source) return { status: "source_not_found" };
+      const existing = this.writer.load(input.targetId);
+      if (existing === "retired") return { status: "retired" };
+      if (existing) return { status: "exists" };
+      const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
+      const at = input.at ?? this.now();
+      const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[])
+        .map(decodeRow)
+        .filter((event) => event.type !== "session/created");
+      const forkOf = { sessionId: input.sourceId, seq: atSeq };
+      const { title, model } = source.projection;
+      const state = this.writer.insertSession(
+        batch,
+        {
+          sessionId: input.targetId,
+          owner: input.owner,
+          epoch: newEpoch(),
+          createdAt: at,
+          title,
+          titleExplicit: true,
+          model,
+          ackedSettledAt: null,
+        },
+        forkOf,
+      );
+      const events: TimedEvent[] = [{ type: "session/created", data: { forkOf, title, model }, at }];
+      for (const event of copied) events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);
+      const stored = this.writer.appendEvents(batch, state, events);
+      const openTurn = state.projection.openTurnId;
+      if (openTurn !== null) {
+        const end: TimedEvent = { type: "turn/end", data: { turnId: openTurn, state: "interrupted" }, at };
+        stored.push(...this.writer.appendEvents(batch, state, [end]));
+      }
+      batch.notify(state.sessionId, { kind: "create", epoch: state.epoch, events: stored }, this.writer.snapshot(state));
+      return { status: "created", header: headerOf(state), events: stored };
+    };
+  }
+
+  ack(
+    sessionId: string,
+    completionSettledAt: number,
+  ): WriteOperation<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
+    return (batch) => {
+      const state = this.writer.load(sessionId);
+      if (!state || state === "retired") return { status: "not_found" };
+      const acked = applyAck(state.projection, completionSettledAt);
+      if (acked !== state.projection && acked.ackedSettledAt !== null) {
+        state.projection = acked;
+        this.writer.setAcked(batch, state, acked.ackedSettledAt);
+        batch.notify(sessionId, { kind: "meta" }, this.writer.snapshot(state));
+      }
+      return { status: "ok", hasUnseenCompletion: state.projection.hasUnseenCompletion };
+    };
+  }
+
+  recordPrompt(sessionId: string, clientMessageId: string, record: PromptRecord): WriteOperation<void> {
+    return () => {
+      this.statements.insertPrompt.run(sessionId, clientMessageId, encodeValue(record));
+    };
+  }
+
+  putAttachment(id: string, input: { owner: string; name: string; type: string; bytes: Uint8Array }): WriteOperation<string> {
+    return () => {
+      const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
+      this.statements.insertAttachment.run(id, input.owner, input.name, input.type, bytes.byteLength, bytes, this.now());
+      return id;
+    };
+  }
+
+  interruptOpenTurns(at: number): WriteOperation<string[]> {
+    return (batch) => {
+      const closed: string[] = [];
+      for (const sessionId of this.statements.openTurns.all() as string[]) {
+        const state = this.writer.load(sessionId);
+        if (!state || state === "retired" || state.projection.openTurnId === null) continue;
+        const end: TimedEvent = {
+          type: "turn/end",
+          data: { turnId: state.projection.openTurnId, state: "interrupted" },
+          at,
+        };
+        const events = this.writer.appendEvents(batch, state, [end]);
+        batch.notify(sessionId, { kind: "append", epoch: state.epoch, events }, this.writer.snapshot(state));
+        closed.push(sessionId);
+      }
+      return closed;
+    };
+  }
+
+  rebuildProjections(): WriteOperation<void> {
+    return (batch) => {
+      for (const sessionId of this.statements.allSessionIds.all() as string[]) {
+        const state = this.writer.load(sessionId);
+        if (state && state !== "retired") this.writer.rebuild(batch, state);
+      }
+    };
+  }
+}
+

@@ -1,0 +1,75 @@
+import { Limits } from "../../../protocol/index.js";
+import { canSee } from "../../host/principal.js";
+import { fail, sendJson } from "./http-reply.js";
+import { readBody } from "./request-body.js";
+import { idParam, type Route } from "./route-context.js";
+
+/** Header values are latin-1 on the wire; names outside it arrive percent-encoded. */
+function filenameOf(raw: string | string[] | undefined): string {
+  if (raw === undefined) return "attachment";
+  if (Array.isArray(raw)) throw fail("bad_request", "one X-Filename header only", { field: "x-filename" });
+  let name: string;
+  try {
+    name = decodeURIComponent(raw.trim());
+  } catch {
+    name = raw.trim();
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (name.length === 0 || name.length > 256 || /[\u0000-\u001f\u007f/\\]/.test(name)) {
+    throw fail("bad_request", "X-Filename must be 1-256 characters without control characters or slashes", {
+      field: "x-filename",
+    });
+  }
+  return name;
+}
+
+function contentTypeOf(raw: string | undefined): string {
+  const type = (raw ?? "application/octet-stream").trim();
+  if (type.length === 0 || type.length > 256) {
+    throw fail("bad_request", "Content-Type must be 1-256 characters", { field: "content-type" });
+  }
+  return type;
+}
+
+/** `POST /v1/attachments` (raw body up to 10 MiB) and `GET /v1/attachments/{id}` for its owner. */
+export const attachmentRoutes: Route[] = [
+  {
+    method: "POST",
+    pattern: /^\/v1\/attachments$/,
+    name: "POST /v1/attachments",
+    async handle(ctx) {
+      const name = filenameOf(ctx.req.headers["x-filename"]);
+      const type = contentTypeOf(ctx.req.headers["content-type"]);
+      const bytes = await readBody(ctx.req, Limits.maxAttachmentBytes);
+      const attachmentId = await ctx.host.store.putAttachment({
+        owner: ctx.principal.name,
+        name,
+        type,
+        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      });
+      sendJson(ctx.res, 200, { attachmentId });
+    },
+  },
+  {
+    method: "GET",
+    pattern: /^\/v1\/attachments\/([^/]+)$/,
+    name: "GET /v1/attachments/:id",
+    async handle(ctx) {
+      const attachmentId = idParam(ctx, 0, "attachmentId");
+      const found = await ctx.host.store.getAttachment(attachmentId);
+      // Someone else's attachment answers exactly like a missing one.
+      if (!found || !canSee(ctx.principal, found.owner))
+        throw fail("attachment_not_found", "no such attachment");
+      ctx.res.writeHead(200, {
+        "content-type": found.type,
+        "content-length": found.bytes.byteLength,
+        "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(found.name)}`,
+        // Stored bytes are untrusted: never let a browser run them as a page of this origin.
+        "content-security-policy": "sandbox",
+        "x-content-type-options": "nosniff",
+        "cache-control": "private, no-store",
+      });
+      ctx.res.end(found.bytes);
+    },
+  },
+];

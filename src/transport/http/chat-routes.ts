@@ -1,0 +1,70 @@
+import type { LastState } from "../../../protocol/index.js";
+import { turnRows } from "./a2a-turns.js";
+import { sendJson } from "./http-reply.js";
+import { boolQuery, idParam, intQuery, type Route } from "./route-context.js";
+import { readSessionTranscript } from "./session-transcript.js";
+
+/** One row of `GET /api/chat/sessions`. */
+export interface ChatSessionRow {
+  session_id: string;
+  title: string;
+  /** ISO 8601 of `updatedAt` (max of creation and the newest operator prompt), like A2A timestamps. */
+  last_updated: string;
+  turn_count: number;
+  last_state: LastState;
+}
+
+/** `/api/chat/*`: the session list, turns as A2A tasks, retire and clear. */
+export const chatRoutes: Route[] = [
+  {
+    method: "GET",
+    pattern: /^\/api\/chat\/sessions$/,
+    name: "GET /api/chat/sessions",
+    async handle(ctx) {
+      const limit = intQuery(ctx, "limit", 1, 200, 50);
+      const parked = boolQuery(ctx, "parked");
+      const { sessions } = await ctx.host.call(
+        ctx.principal,
+        "session.list",
+        parked ? { limit, parked } : { limit },
+      );
+      const rows: ChatSessionRow[] = sessions.map((r) => ({
+        session_id: r.sessionId,
+        title: r.title,
+        last_updated: new Date(r.updatedAt).toISOString(),
+        turn_count: r.turnCount,
+        last_state: r.lastState,
+      }));
+      sendJson(ctx.res, 200, { sessions: rows });
+    },
+  },
+  {
+    method: "GET",
+    pattern: /^\/api\/chat\/sessions\/([^/]+)\/turns$/,
+    name: "GET /api/chat/sessions/:id/turns",
+    async handle(ctx) {
+      const sessionId = idParam(ctx, 0, "sessionId");
+      const limit = intQuery(ctx, "limit", 1, 200, 50);
+      const snap = await readSessionTranscript(ctx.host, ctx.principal, sessionId, ctx.transcripts);
+      sendJson(ctx.res, 200, {
+        turns: turnRows(sessionId, snap.transcript, ctx.host.live.queue(sessionId), limit),
+      });
+    },
+  },
+  {
+    method: "DELETE",
+    pattern: /^\/api\/chat\/sessions\/([^/]+)$/,
+    name: "DELETE /api/chat/sessions/:id",
+    async handle(ctx) {
+      const sessionId = idParam(ctx, 0, "sessionId");
+      const retire = boolQuery(ctx, "retire") ?? true;
+      if (retire) {
+        await ctx.host.call(ctx.principal, "session.delete", { sessionId });
+        sendJson(ctx.res, 200, { deleted: true });
+        return;
+      }
+      const { epoch } = await ctx.host.call(ctx.principal, "session.clear", { sessionId });
+      sendJson(ctx.res, 200, { cleared: true, epoch });
+    },
+  },
+];

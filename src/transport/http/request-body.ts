@@ -1,0 +1,57 @@
+import type { IncomingMessage } from "node:http";
+import { fail } from "./http-reply.js";
+
+/**
+ * Reads a request body up to `limit` bytes. A declared or streamed size above the limit fails
+ * `payload_too_large` as soon as it is known; the caller answers and closes the connection
+ * instead of reading the rest.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers["content-length"];
+  if (declared !== undefined && Number(declared) > limit) {
+    return Promise.reject(fail("payload_too_large", `body over ${limit} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (err: unknown, value?: Buffer) => {
+      if (settled) return;
+      settled = true;
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      if (err) reject(err);
+      else resolve(value!);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.pause();
+        finish(fail("payload_too_large", `body over ${limit} bytes`));
+        return;
+      }
+      parts.push(chunk);
+    };
+    const onEnd = () => finish(undefined, Buffer.concat(parts, size));
+    const onError = (err: Error) => finish(fail("bad_request", `body unreadable: ${err.message}`));
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+}
+
+/** A JSON object body; anything else (malformed, an array, a number) is `bad_request`. */
+export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+  const bytes = await readBody(req, limit);
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    throw fail("bad_request", "body is not valid JSON", { field: "/" });
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw fail("bad_request", "body must be a JSON object", { field: "/" });
+  }
+  return value as Record<string, unknown>;
+}

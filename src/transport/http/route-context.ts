@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { isSessionId } from "../../../protocol/index.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
+import { fail } from "./http-reply.js";
+import type { TranscriptCache } from "./session-transcript.js";
+
+/** What a route handler gets: the authenticated principal and the parts of the URL it matched. */
+export interface RouteContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly host: HostApi;
+  readonly principal: Principal;
+  /** Capture groups of the route pattern, still percent-encoded. */
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly maxBodyBytes: number;
+  readonly transcripts: TranscriptCache;
+}
+
+export interface Route {
+  readonly method: "GET" | "POST" | "DELETE";
+  readonly pattern: RegExp;
+  /** The metrics label, e.g. `GET /v1/sessions/:id`. */
+  readonly name: string;
+  handle(ctx: RouteContext): Promise<void>;
+}
+
+/** A session, interaction or attachment id from the path; outside the id alphabet is `bad_request`. */
+export function idParam(ctx: RouteContext, index: number, field: string): string {
+  let value: string;
+  try {
+    value = decodeURIComponent(ctx.params[index] ?? "");
+  } catch {
+    throw fail("bad_request", `${field} is not valid percent-encoding`, { field });
+  }
+  if (!isSessionId(value))
+    throw fail("bad_request", `${field} must be 1-128 chars of [A-Za-z0-9_-]`, { field });
+  return value;
+}
+
+/** An integer query parameter in [min, max]; absent gives `fallback`. */
+export function intQuery(
+  ctx: RouteContext,
+  name: string,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
+  const raw = ctx.query.get(name);
+  if (raw === null) return fallback;
+  if (!/^[0-9]{1,10}$/.test(raw)) throw fail("bad_request", `${name} must be an integer`, { field: name });
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw fail("bad_request", `${name} must be in ${min}..${max}`, { field: name });
+  return value;
+}
+
+/** `true`/`false` (or `1`/`0`); absent gives undefined. */
+export function boolQuery(ctx: RouteContext, name: string): boolean | undefined {
+  const raw = ctx.query.get(name);
+  if (raw === null) return undefined;
+  if (raw === "true" || raw === "1") return true;
+  if (raw === "false" || raw === "0") return false;
+  throw fail("bad_request", `${name} must be true or false`, { field: name });
+}

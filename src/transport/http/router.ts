@@ -1,0 +1,141 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Limits, toSessionmuxError } from "../../../protocol/index.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Authenticator } from "../auth.js";
+import type { HostMetrics } from "../metrics.js";
+import { attachmentRoutes } from "./attachment-routes.js";
+import { chatRoutes } from "./chat-routes.js";
+import { fail, sendError, sendJson } from "./http-reply.js";
+import type { Route } from "./route-context.js";
+import { sessionRoutes } from "./session-routes.js";
+import { TranscriptCache } from "./session-transcript.js";
+import { defaultWebRoot, serveConsole } from "./static-console.js";
+
+export interface HttpOptions {
+  metrics?: HostMetrics;
+  /**
+   * Folder holding the built console (`index.html` and assets), served at `/` without auth.
+   * @default "<package root>/dist/web"
+   */
+  webRoot?: string;
+  /** @default 1 MiB (JSON bodies; attachment uploads allow 10 MiB) */
+  maxBodyBytes?: number;
+}
+
+const ROUTES: readonly Route[] = [...chatRoutes, ...sessionRoutes, ...attachmentRoutes];
+
+/** Paths that need a bearer token; everything else is the console or `/healthz`. */
+function isProtected(pathname: string): boolean {
+  return pathname === "/metrics" || pathname.startsWith("/api/") || pathname.startsWith("/v1/");
+}
+
+/**
+ * The HTTP request handler of the host (protocol-v1 §8): `/healthz`, `/metrics`, the read routes
+ * and the console. Checks run in the order auth (401) → route (404) → body (400/413) → resource
+ * (404/409); a client mistake is never answered with a 5xx.
+ */
+export function createHttpHandler(
+  host: HostApi,
+  auth: Authenticator,
+  options: Partial<HttpOptions>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const maxBodyBytes = options.maxBodyBytes ?? Limits.maxHttpBodyBytes;
+  const webRoot = options.webRoot ?? defaultWebRoot();
+  const metrics = options.metrics;
+  const transcripts = new TranscriptCache();
+
+  async function handle(req: IncomingMessage, res: ServerResponse, label: { route: string }): Promise<void> {
+    const url = parseUrl(req.url);
+    if (!url) throw fail("bad_request", "unparseable request target");
+    const { pathname } = url;
+    const method = req.method ?? "GET";
+
+    if (pathname === "/healthz" && (method === "GET" || method === "HEAD")) {
+      label.route = "GET /healthz";
+      sendJson(res, 200, { ok: true });
+      return;
+    }
+    if (!isProtected(pathname)) {
+      label.route = "static";
+      if ((method === "GET" || method === "HEAD") && serveConsole(req, res, webRoot, pathname)) return;
+      throw fail("not_found", "no such route");
+    }
+
+    let route: Route | undefined;
+    let params: string[] = [];
+    for (const r of ROUTES) {
+      if (r.method !== method) continue;
+      const m = r.pattern.exec(pathname);
+      if (m) {
+        route = r;
+        params = m.slice(1);
+        break;
+      }
+    }
+    label.route = route?.name ?? (pathname === "/metrics" ? "GET /metrics" : "unmatched");
+
+    const outcome = auth.authenticate(req, { allowSubprotocol: false });
+    if (!outcome.ok) {
+      if (outcome.status === 401) res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
+      throw fail(
+        outcome.code === "forbidden_origin" ? "forbidden_origin" : "unauthorized",
+        "bearer token required",
+      );
+    }
+
+    if (pathname === "/metrics" && method === "GET" && metrics) {
+      const text = await metrics.registry.metrics();
+      res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+      res.end(text);
+      return;
+    }
+    if (!route) throw fail("not_found", "no such route");
+    await route.handle({
+      req,
+      res,
+      host,
+      principal: outcome.principal,
+      params,
+      query: url.searchParams,
+      maxBodyBytes,
+      transcripts,
+    });
+  }
+
+  return (req, res) => {
+    const label = { route: "unmatched" };
+    if (metrics) {
+      res.once("finish", () =>
+        metrics.httpRequests.inc({ route: label.route, status: String(res.statusCode) }),
+      );
+    }
+    handle(req, res, label).catch((err: unknown) => {
+      const error = toSessionmuxError(err);
+      if (error.code === "payload_too_large") closeAfterReply(req, res);
+      sendError(res, error);
+    });
+  };
+}
+
+function parseUrl(target: string | undefined): URL | undefined {
+  if (!target?.startsWith("/")) return undefined;
+  try {
+    return new URL(target, "http://host.invalid");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An oversized body is not read to its end: the reply says `Connection: close`, and the socket
+ * is destroyed shortly after the reply is flushed (a grace period so the peer can read it before
+ * the unread bytes reset the connection).
+ */
+function closeAfterReply(req: IncomingMessage, res: ServerResponse): void {
+  if (res.headersSent) return;
+  res.setHeader("connection", "close");
+  res.once("finish", () => {
+    req.socket.end();
+    setTimeout(() => req.socket.destroy(), 2_000).unref();
+  });
+}

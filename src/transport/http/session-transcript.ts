@@ -1,0 +1,90 @@
+import { applyEvents, emptyTranscript, type TranscriptState } from "../../../protocol/transcript.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
+import type { SessionProjection } from "../../store/session-store.js";
+import { fail } from "./http-reply.js";
+
+/** Events per store read; a 2,000-message session takes a handful of reads the first time. */
+const PAGE = 1000;
+/** A clear racing the read restarts it; more than this many in a row is reported as a conflict. */
+const MAX_RESTARTS = 3;
+
+export interface SessionSnapshot {
+  transcript: TranscriptState;
+  projection: SessionProjection;
+  createdAt: number;
+  epoch: string;
+}
+
+/**
+ * Folded transcripts of recently read sessions, keyed by session and epoch. A read folds only the
+ * events committed since the cached `lastSeq` (the reducer is incremental by design), so polling
+ * a long session costs one empty store read. A clear changes the epoch and drops the entry.
+ * @default 32 sessions, least recently read evicted first
+ */
+export class TranscriptCache {
+  readonly #entries = new Map<string, { epoch: string; transcript: TranscriptState }>();
+
+  constructor(readonly capacity = 32) {}
+
+  get(sessionId: string, epoch: string): TranscriptState | undefined {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return undefined;
+    this.#entries.delete(sessionId);
+    if (entry.epoch !== epoch) return undefined;
+    this.#entries.set(sessionId, entry);
+    return entry.transcript;
+  }
+
+  put(sessionId: string, epoch: string, transcript: TranscriptState): void {
+    this.#entries.delete(sessionId);
+    this.#entries.set(sessionId, { epoch, transcript });
+    while (this.#entries.size > this.capacity) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done) break;
+      this.#entries.delete(oldest.value);
+    }
+  }
+}
+
+/**
+ * The whole log of a session folded through the transcript reducer, after the host's read check
+ * (another principal's session fails exactly like a missing one). Cold: never starts an agent.
+ */
+export async function readSessionTranscript(
+  host: HostApi,
+  principal: Principal,
+  sessionId: string,
+  cache?: TranscriptCache,
+): Promise<SessionSnapshot> {
+  await host.authorizeRead(principal, sessionId);
+  for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
+    const header = await host.store.header(sessionId);
+    if (header.status !== "ok") throw missing(header.status);
+    const epoch = header.header.epoch;
+    let transcript = cache?.get(sessionId, epoch) ?? emptyTranscript();
+    let stale = false;
+    for (;;) {
+      const page = await host.store.readAfter(sessionId, transcript.lastSeq, PAGE);
+      if (page.status !== "ok") throw missing(page.status);
+      if (page.epoch !== epoch) {
+        stale = true;
+        break;
+      }
+      transcript = applyEvents(transcript, page.events);
+      if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) break;
+    }
+    if (stale) continue;
+    const projection = await host.store.projection(sessionId);
+    if (!projection) throw missing("not_found");
+    cache?.put(sessionId, epoch, transcript);
+    return { transcript, projection, createdAt: header.header.createdAt, epoch };
+  }
+  throw fail("session_busy", "the session was cleared repeatedly while being read; try again");
+}
+
+function missing(status: "not_found" | "retired") {
+  return status === "retired"
+    ? fail("session_retired", "the session was deleted")
+    : fail("session_not_found", "no such session");
+}

@@ -1,0 +1,164 @@
+import type { AttachmentShell, Interaction } from "../../../protocol/index.js";
+import type {
+  PendingInteraction,
+  TranscriptMessage,
+  TranscriptState,
+  TranscriptTurn,
+} from "../../../protocol/transcript.js";
+import type { SessionSnapshot } from "./session-transcript.js";
+
+export interface ViewMessage {
+  id: string;
+  role: "user" | "assistant";
+  content: string;
+  ts_ms: number;
+  /** User rows only, lifted from `metadata.attachments`. */
+  attachments?: AttachmentShell[];
+  metadata: Record<string, unknown>;
+}
+
+export interface PendingQuestion {
+  id: string;
+  kind: "approval" | "question";
+  turn_id: string;
+  requested_at_ms: number;
+  action?: string;
+  question?: string;
+  options?: string[];
+}
+
+/** The body of `GET /v1/sessions/{id}`. */
+export interface SessionView {
+  id: string;
+  title: string;
+  origin: string | null;
+  kind: "chat";
+  created_at_ms: number;
+  updated_at_ms: number;
+  message_count: number;
+  has_unseen_completion: boolean;
+  completion_settled_at_ms: number | null;
+  messages: ViewMessage[];
+  is_streaming: boolean;
+  pending_questions: PendingQuestion[];
+}
+
+/** The serialized `messages` of a transcript state; the reducer keeps a state object as long as nothing changes. */
+const messagesJson = new WeakMap<TranscriptState, { json: string; count: number }>();
+
+function viewMessages(t: TranscriptState): ViewMessage[] {
+  const turns = new Map<string, TranscriptTurn>();
+  for (const turn of t.turns) turns.set(turn.turnId, turn);
+  const messages: ViewMessage[] = [];
+  for (const m of t.messages) {
+    if (m.role === "user" && m.hidden) continue;
+    messages.push(viewMessage(m, m.turnId === null ? undefined : turns.get(m.turnId)));
+  }
+  return messages;
+}
+
+/**
+ * Builds the session view from a snapshot and the live interactions of the session. Pending
+ * questions are the union of what the log shows unanswered and what live state holds (live
+ * wins), so an interaction registered a moment before its event commits is already answerable.
+ */
+export function sessionView(sessionId: string, snap: SessionSnapshot, live: Interaction[]): SessionView {
+  const messages = viewMessages(snap.transcript);
+  return { ...viewHead(sessionId, snap, live, messages.length), messages };
+}
+
+/**
+ * `sessionView` as JSON text, equal to `JSON.stringify(sessionView(…))` up to key order: the
+ * messages (almost all of the bytes) are serialized once per transcript state and reused while
+ * the session does not change, so polling a long session re-serializes only the small head.
+ */
+export function renderSessionView(sessionId: string, snap: SessionSnapshot, live: Interaction[]): string {
+  let cached = messagesJson.get(snap.transcript);
+  if (!cached) {
+    const messages = viewMessages(snap.transcript);
+    cached = { json: JSON.stringify(messages), count: messages.length };
+    messagesJson.set(snap.transcript, cached);
+  }
+  const head = JSON.stringify(viewHead(sessionId, snap, live, cached.count));
+  return `${head.slice(0, -1)},"messages":${cached.json}}`;
+}
+
+function viewHead(
+  sessionId: string,
+  snap: SessionSnapshot,
+  live: Interaction[],
+  messageCount: number,
+): Omit<SessionView, "messages"> {
+  const { transcript: t, projection: p } = snap;
+  return {
+    id: sessionId,
+    title: t.title || p.title,
+    origin: t.origin,
+    kind: "chat",
+    created_at_ms: snap.createdAt,
+    updated_at_ms: p.updatedAt,
+    message_count: messageCount,
+    has_unseen_completion: p.hasUnseenCompletion,
+    completion_settled_at_ms: p.completionSettledAt,
+    is_streaming: t.streaming,
+    pending_questions: pendingQuestions(t.pending, live),
+  };
+}
+
+function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): ViewMessage {
+  const turnMeta = turn
+    ? { turn_id: turn.turnId, turn_state: turn.state, interrupted: turn.interrupted }
+    : {};
+  if (m.role === "user") {
+    return {
+      id: m.id,
+      role: "user",
+      content: m.text,
+      ts_ms: m.at,
+      attachments: m.attachments,
+      metadata: {
+        ...turnMeta,
+        attachments: m.attachments,
+        interjection: m.interjection,
+        source: m.source,
+        ...m.meta,
+      },
+    };
+  }
+  return {
+    id: m.id,
+    role: "assistant",
+    content: m.text,
+    ts_ms: m.at,
+    metadata: {
+      ...turnMeta,
+      segments: m.segments,
+      toolCalls: m.toolCalls,
+      reasoning: m.reasoning,
+      updated_at_ms: m.updatedAt,
+    },
+  };
+}
+
+function pendingQuestions(fromLog: PendingInteraction[], live: Interaction[]): PendingQuestion[] {
+  const byId = new Map<string, PendingQuestion>();
+  for (const p of fromLog)
+    byId.set(p.interactionId, question(p.interactionId, p.kind, p.turnId, p.requestedAt, p));
+  for (const i of live)
+    byId.set(i.interactionId, question(i.interactionId, i.kind, i.turnId, i.requestedAt, i));
+  return [...byId.values()].sort((a, b) => a.requested_at_ms - b.requested_at_ms || (a.id < b.id ? -1 : 1));
+}
+
+function question(
+  id: string,
+  kind: PendingQuestion["kind"],
+  turnId: string,
+  at: number,
+  extra: { action?: string; question?: string; options?: string[] },
+): PendingQuestion {
+  const q: PendingQuestion = { id, kind, turn_id: turnId, requested_at_ms: at };
+  if (extra.action !== undefined) q.action = extra.action;
+  if (extra.question !== undefined) q.question = extra.question;
+  if (extra.options !== undefined) q.options = extra.options;
+  return q;
+}

@@ -1,0 +1,95 @@
+import { SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { ControlDelta } from "../../host/live/live-state.js";
+import type { Principal } from "../../host/principal.js";
+import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
+
+export interface ControlContext {
+  readonly host: HostApi;
+  readonly principal: Principal;
+  readonly outlet: StreamOutlet;
+  /** Socket backlog above which deltas wait in this stream's queue. */
+  readonly highWaterBytes: number;
+  /** Deltas allowed to wait; one more ends the stream with `slow_consumer`. */
+  readonly maxQueued: number;
+  readonly logInternal: (err: unknown, context: string) => void;
+}
+
+/**
+ * One `session.control` stream (protocol-v1 §5). Listeners first, then one baseline, then the
+ * deltas that arrived while it was built (deltas are snapshots or idempotent, so one already in
+ * the baseline does no harm), then live deltas. Live state has no durable sequence to replay
+ * from, so a reader that falls too far behind is ended with `slow_consumer` and reopens.
+ */
+export class ControlStream implements MuxStream {
+  readonly #ctx: ControlContext;
+  readonly #wake = () => this.#flush();
+  #state: "building" | "live" | "ended" = "building";
+  /** Deltas not yet sent: arrived during the baseline, or held back by a full socket. */
+  #queue: ControlDelta[] = [];
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(ctx: ControlContext) {
+    this.#ctx = ctx;
+  }
+
+  async start(): Promise<void> {
+    const { host, principal, outlet } = this.#ctx;
+    this.#unsubscribe = host.subscribeControl(principal, (delta) => this.#onDelta(delta));
+    try {
+      const baseline = await host.controlBaseline(principal);
+      if (this.#state === "ended") return;
+      outlet.item(baseline);
+      this.#state = "live";
+      this.#flush();
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  stop(): void {
+    this.#cleanup();
+  }
+
+  #onDelta(delta: ControlDelta): void {
+    if (this.#state === "ended") return;
+    this.#queue.push(delta);
+    if (this.#queue.length > this.#ctx.maxQueued) {
+      this.#fail(
+        new SessionmuxError("slow_consumer", "control reader fell too far behind; reopen session.control for a fresh baseline", {
+          data: { queued: this.#queue.length },
+        }),
+      );
+      return;
+    }
+    if (this.#state === "live" && this.#queue.length === 1) this.#flush();
+  }
+
+  #flush(): void {
+    if (this.#state !== "live") return;
+    const { outlet, highWaterBytes } = this.#ctx;
+    let sent = 0;
+    while (sent < this.#queue.length && outlet.writer.buffered <= highWaterBytes) {
+      outlet.item(this.#queue[sent]);
+      sent++;
+    }
+    this.#queue = sent === this.#queue.length ? [] : this.#queue.slice(sent);
+    if (this.#queue.length > 0) outlet.writer.onDrain(this.#wake);
+  }
+
+  #fail(err: unknown): void {
+    if (this.#state === "ended") return;
+    const error = toSessionmuxError(err);
+    if (error.code === "internal_error") this.#ctx.logInternal(err, "session.control");
+    this.#cleanup();
+    this.#ctx.outlet.fail(error);
+  }
+
+  #cleanup(): void {
+    this.#state = "ended";
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    this.#queue = [];
+    this.#ctx.outlet.writer.cancelDrain(this.#wake);
+  }
+}

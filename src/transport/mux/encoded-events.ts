@@ -1,0 +1,18 @@
+import { encodeFrame } from "../../../protocol/codec.js";
+import type { SessionEvent } from "../../../protocol/index.js";
+
+/**
+ * The encoded `{kind:"events", events}` item value of one committed batch, cached on the batch's
+ * array: the store hands the same notice to every follower of a session, so the batch is encoded
+ * once and the bytes are shared by every socket (protocol-v1 §5, fanout).
+ */
+const cache = new WeakMap<readonly SessionEvent[], Uint8Array>();
+
+export function encodedEventsItem(events: readonly SessionEvent[]): Uint8Array {
+  let bytes = cache.get(events);
+  if (bytes === undefined) {
+    bytes = encodeFrame({ kind: "events", events });
+    cache.set(events, bytes);
+  }
+  return bytes;
+}

@@ -1,0 +1,259 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { encodeFrame } from "../../../protocol/codec.js";
+import { type ParamsOf, type SessionEvent, SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
+import type { CommitNotice } from "../../store/session-store.js";
+import type { HostMetrics } from "../metrics.js";
+import { encodedEventsItem } from "./encoded-events.js";
+import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
+import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
+
+export interface FollowContext {
+  readonly host: HostApi;
+  readonly principal: Principal;
+  readonly outlet: StreamOutlet;
+  /** Events per `events` item during replay. */
+  readonly replayBatch: number;
+  /** Socket backlog above which live pushes pause. */
+  readonly highWaterBytes: number;
+  readonly metrics: HostMetrics | undefined;
+  readonly logInternal: (err: unknown, context: string) => void;
+}
+
+/**
+ * One `session.follow` stream (protocol-v1 §5). The commit listener is installed before anything
+ * is read, so a commit made during a read is either in the read or in the buffer; the buffer is
+ * only ever used to continue the last sent seq, and any doubt (a gap, a clear, an overflowing
+ * buffer) is settled by reading the log again. A paused follower costs its socket's backlog and
+ * a cursor, nothing more: it is served from the log once the socket drains.
+ */
+export class FollowStream implements MuxStream {
+  readonly #ctx: FollowContext;
+  readonly #sessionId: string;
+  readonly #params: ParamsOf<"session.follow">;
+  readonly #wake = () => this.#onDrained();
+  #state: FollowState = "opening";
+  #epoch = "";
+  #lastSent = 0;
+  #caughtUpSent = false;
+  #pending: CommitNotice[] = [];
+  #pendingEvents = 0;
+  #pendingOverflow = false;
+  #pumping = false;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(ctx: FollowContext, params: ParamsOf<"session.follow">) {
+    this.#ctx = ctx;
+    this.#params = params;
+    this.#sessionId = params.sessionId;
+  }
+
+  get state(): FollowState {
+    return this.#state;
+  }
+
+  async start(): Promise<void> {
+    const { host, principal, outlet } = this.#ctx;
+    this.#unsubscribe = host.store.subscribe(this.#sessionId, (notice) => this.#onNotice(notice));
+    try {
+      await host.authorizeRead(principal, this.#sessionId);
+      if (this.#ended()) return;
+      const head = await host.store.header(this.#sessionId);
+      if (this.#ended()) return;
+      if (head.status === "retired") return this.#fail(retired(this.#sessionId));
+      if (head.status === "not_found") return this.#fail(notFound(this.#sessionId));
+      const epoch = head.header.epoch;
+      const afterSeq = this.#params.afterSeq ?? 0;
+      outlet.item({ kind: "opened", epoch, headSeq: head.headSeq });
+      this.#epoch = epoch;
+      if (this.#params.epoch !== undefined && this.#params.epoch !== epoch) {
+        outlet.item({ kind: "reset", epoch });
+        this.#lastSent = 0;
+      } else if (afterSeq > head.headSeq) {
+        return this.#fail(
+          new SessionmuxError("cursor_ahead", `afterSeq ${afterSeq} is past the head ${head.headSeq}; follow from the head`, {
+            data: { afterSeq, headSeq: head.headSeq, epoch },
+          }),
+        );
+      } else {
+        this.#lastSent = afterSeq;
+      }
+      this.#to("opened");
+      await this.#pump();
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  stop(): void {
+    this.#cleanup();
+  }
+
+  /** Re-checked after every await: the stream may have been closed meanwhile. */
+  #ended(): boolean {
+    return this.#state === "ended";
+  }
+
+  #onNotice(notice: CommitNotice): void {
+    try {
+      const state = this.#state;
+      if (state === "ended") return;
+      if (notice.kind === "delete") return this.#fail(retired(this.#sessionId));
+      if (buffersNotices(state)) return this.#buffer(notice);
+      if (state !== "live" || notice.kind === "meta") return;
+      if (notice.kind === "clear" || notice.epoch !== this.#epoch) return this.#catchUp();
+      if (this.#ctx.outlet.writer.buffered > this.#ctx.highWaterBytes) return this.#pause();
+      if (!this.#pushContiguous(notice.events)) this.#catchUp();
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  #buffer(notice: CommitNotice): void {
+    if (this.#pendingOverflow) return;
+    const size = notice.kind === "append" || notice.kind === "create" ? notice.events.length : 1;
+    this.#pendingEvents += size;
+    if (this.#pendingEvents > this.#ctx.replayBatch * 4) {
+      // The log holds all of it; the next read serves it without buffering it twice.
+      this.#pending = [];
+      this.#pendingOverflow = true;
+      return;
+    }
+    this.#pending.push(notice);
+  }
+
+  /** Reads the log from the last sent seq until the head, then continues with buffered commits. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    let firstRead = true;
+    try {
+      for (;;) {
+        if (this.#state !== "replaying" && this.#state !== "catchingUp") return;
+        if (this.#ctx.outlet.writer.buffered > this.#ctx.highWaterBytes) return this.#pause();
+        // Everything committed before this read is issued is visible to it or to a later page.
+        this.#pending = [];
+        this.#pendingEvents = 0;
+        this.#pendingOverflow = false;
+        const read = await this.#ctx.host.store.readAfter(this.#sessionId, this.#lastSent, this.#ctx.replayBatch);
+        if (this.#ended()) return;
+        if (read.status === "retired") return this.#fail(retired(this.#sessionId));
+        if (read.status === "not_found") return this.#fail(notFound(this.#sessionId));
+        if (firstRead && this.#state === "catchingUp") this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
+        firstRead = false;
+        if (read.epoch !== this.#epoch) {
+          this.#epoch = read.epoch;
+          this.#lastSent = 0;
+          this.#ctx.outlet.item({ kind: "reset", epoch: read.epoch });
+          continue;
+        }
+        if (read.events.length > 0) this.#send(read.events, false);
+        if (read.events.length >= this.#ctx.replayBatch) {
+          await yieldToEventLoop();
+          continue;
+        }
+        if (!this.#continueWithBuffered()) continue;
+        if (!this.#caughtUpSent) {
+          this.#caughtUpSent = true;
+          this.#ctx.outlet.item({ kind: "caughtUp", seq: this.#lastSent });
+        }
+        this.#to("reachedHead");
+        return;
+      }
+    } catch (err) {
+      this.#fail(err);
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** Sends the buffered commits that continue the last sent seq; false if the log must be read. */
+  #continueWithBuffered(): boolean {
+    const pending = this.#pending;
+    const overflow = this.#pendingOverflow;
+    this.#pending = [];
+    this.#pendingEvents = 0;
+    this.#pendingOverflow = false;
+    if (overflow) return false;
+    for (const notice of pending) {
+      if (notice.kind === "meta" || notice.kind === "delete") continue;
+      if (notice.kind === "clear") {
+        if (notice.epoch === this.#epoch) continue;
+        return false;
+      }
+      if (notice.epoch !== this.#epoch || !this.#pushContiguous(notice.events)) return false;
+    }
+    return true;
+  }
+
+  /** Sends the part of a committed batch after the last sent seq; false on a gap. */
+  #pushContiguous(events: readonly SessionEvent[]): boolean {
+    const first = events[0];
+    const last = events[events.length - 1];
+    if (!first || !last || last.seq <= this.#lastSent) return true;
+    if (first.seq === this.#lastSent + 1) {
+      this.#send(events, true);
+      return true;
+    }
+    if (first.seq > this.#lastSent + 1) return false;
+    this.#send(
+      events.filter((e) => e.seq > this.#lastSent),
+      false,
+    );
+    return true;
+  }
+
+  #send(events: readonly SessionEvent[], committedBatch: boolean): void {
+    const last = events[events.length - 1];
+    if (!last) return;
+    this.#ctx.outlet.itemEncoded(committedBatch ? encodedEventsItem(events) : encodeFrame({ kind: "events", events }));
+    this.#lastSent = last.seq;
+  }
+
+  #catchUp(): void {
+    if (this.#to("gap")) void this.#pump();
+  }
+
+  #pause(): void {
+    if (this.#to("highWater")) this.#ctx.outlet.writer.onDrain(this.#wake);
+  }
+
+  #onDrained(): void {
+    if (this.#to("drained")) void this.#pump();
+  }
+
+  #to(trigger: FollowTrigger): boolean {
+    const next = nextFollowState(this.#state, trigger);
+    if (next === undefined) return false;
+    const slow = this.#ctx.metrics?.slowFollowers;
+    if (this.#state === "paused") slow?.dec();
+    if (next === "paused") slow?.inc();
+    this.#state = next;
+    return true;
+  }
+
+  #fail(err: unknown): void {
+    if (this.#ended()) return;
+    const error = toSessionmuxError(err);
+    if (error.code === "internal_error") this.#ctx.logInternal(err, `session.follow ${this.#sessionId}`);
+    this.#cleanup();
+    this.#ctx.outlet.fail(error);
+  }
+
+  #cleanup(): void {
+    this.#to("finish");
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    this.#ctx.outlet.writer.cancelDrain(this.#wake);
+    this.#pending = [];
+  }
+}
+
+function retired(sessionId: string): SessionmuxError {
+  return new SessionmuxError("session_retired", `session ${sessionId} was deleted`, { data: { sessionId } });
+}
+
+function notFound(sessionId: string): SessionmuxError {
+  return new SessionmuxError("session_not_found", `session ${sessionId} does not exist`, { data: { sessionId } });
+}

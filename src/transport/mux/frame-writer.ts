@@ -1,0 +1,92 @@
+import type { Socket } from "node:net";
+import type WebSocket from "ws";
+import { encodeFrame } from "../../../protocol/codec.js";
+import type { HostFrame } from "../../../protocol/index.js";
+import type { HostMetrics } from "../metrics.js";
+
+/** `ws` keeps the TCP socket private; we read its write backlog and cork it. */
+interface WebSocketInternals {
+  _socket?: Socket;
+}
+
+/**
+ * Everything one mux socket sends goes through here. Writes made in the same tick are corked
+ * into one `writev` (a replay page, `caughtUp`, and live batches of several streams leave
+ * together), and frame/byte counters are flushed to metrics once per tick, off the hot path.
+ */
+export class FrameWriter {
+  readonly #ws: WebSocket;
+  readonly #raw: Socket | undefined;
+  readonly #metrics: HostMetrics | undefined;
+  readonly #drainWaiters = new Set<() => void>();
+  #corked = false;
+  #frames = 0;
+  #bytes = 0;
+
+  constructor(ws: WebSocket, metrics: HostMetrics | undefined) {
+    this.#ws = ws;
+    this.#raw = (ws as unknown as WebSocketInternals)._socket;
+    this.#metrics = metrics;
+    this.#raw?.on("drain", () => this.#onDrain());
+  }
+
+  get open(): boolean {
+    return this.#ws.readyState === this.#ws.OPEN;
+  }
+
+  /** Bytes accepted but not yet handed to the kernel. */
+  get buffered(): number {
+    return this.#ws.bufferedAmount;
+  }
+
+  /** Bytes handed to the kernel so far; growth while a backlog exists means the peer reads. */
+  get dispatched(): number {
+    const raw = this.#raw;
+    return raw ? raw.bytesWritten - raw.writableLength : 0;
+  }
+
+  sendFrame(frame: HostFrame): void {
+    this.send(encodeFrame(frame));
+  }
+
+  send(bytes: Uint8Array): void {
+    if (!this.open) return;
+    if (!this.#corked && this.#raw) {
+      this.#corked = true;
+      this.#raw.cork();
+      process.nextTick(() => this.#flush());
+    }
+    this.#frames++;
+    this.#bytes += bytes.length;
+    this.#ws.send(bytes, { binary: true });
+  }
+
+  /** Calls `wake` once when the socket's backlog has been handed to the kernel. */
+  onDrain(wake: () => void): void {
+    this.#drainWaiters.add(wake);
+    // A backlog that exists only inside the cork drains when the tick ends, without a 'drain'.
+    if (this.#raw && this.#raw.writableLength === 0) process.nextTick(() => this.#onDrain());
+  }
+
+  cancelDrain(wake: () => void): void {
+    this.#drainWaiters.delete(wake);
+  }
+
+  #flush(): void {
+    this.#corked = false;
+    this.#raw?.uncork();
+    if (this.#metrics && this.#frames > 0) {
+      this.#metrics.framesOut.inc(this.#frames);
+      this.#metrics.bytesOut.inc(this.#bytes);
+    }
+    this.#frames = 0;
+    this.#bytes = 0;
+  }
+
+  #onDrain(): void {
+    if (this.#drainWaiters.size === 0) return;
+    const waiters = [...this.#drainWaiters];
+    this.#drainWaiters.clear();
+    for (const wake of waiters) wake();
+  }
+}

@@ -1,0 +1,231 @@
+import type WebSocket from "ws";
+import { decodeFrame } from "../../../protocol/codec.js";
+import {
+  type CallMethod,
+  type MethodName,
+  PROTOCOL_VERSION,
+  type ParamsOf,
+  SessionmuxError,
+  toSessionmuxError,
+} from "../../../protocol/index.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
+import { type ClientRequest, isRefusal, parseClientFrame } from "./client-frame.js";
+import { ControlStream } from "./control-stream.js";
+import { FollowStream } from "./follow-stream.js";
+import { FrameWriter } from "./frame-writer.js";
+import type { MuxOptions } from "./mux-options.js";
+import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
+
+type InFlight = { kind: "call" } | { kind: "stream"; method: MethodName; stream: MuxStream; outlet: StreamOutlet };
+
+/**
+ * One mux socket (protocol-v1 §2–§7): validates every frame, routes calls through the host,
+ * runs streams, forwards notifications. A failure is answered on the id it concerns and touches
+ * nothing else on the socket.
+ */
+export class MuxConnection {
+  readonly writer: FrameWriter;
+  readonly #ws: WebSocket;
+  readonly #host: HostApi;
+  readonly #principal: Principal;
+  readonly #options: MuxOptions;
+  readonly #inFlight = new Map<number, InFlight>();
+  #streams = 0;
+  #closed = false;
+  #unsubscribeNotifications: (() => void) | undefined;
+  /** Heard from the peer (pong or any frame) since the last heartbeat tick. */
+  #heard = true;
+  #lastBacklog = 0;
+  #lastDispatched = 0;
+
+  constructor(ws: WebSocket, host: HostApi, principal: Principal, options: MuxOptions) {
+    this.#ws = ws;
+    this.#host = host;
+    this.#principal = principal;
+    this.#options = options;
+    this.writer = new FrameWriter(ws, options.metrics);
+    ws.on("message", (data, isBinary) => this.#onMessage(data, isBinary));
+    ws.on("pong", () => {
+      this.#heard = true;
+    });
+    ws.on("ping", () => {
+      this.#heard = true;
+    });
+    ws.on("error", () => {
+      // `ws` closes the socket after an error (1009 over maxPayload, bad framing); 'close' cleans up.
+    });
+  }
+
+  get streams(): number {
+    return this.#streams;
+  }
+
+  start(): void {
+    this.writer.sendFrame({
+      type: "hello",
+      protocol: PROTOCOL_VERSION,
+      hostId: this.#host.hostId,
+      generation: this.#host.generation,
+      serverTime: Date.now(),
+    });
+    this.#unsubscribeNotifications = this.#host.subscribeNotifications(this.#principal, (n) => {
+      this.writer.sendFrame({ type: "event", name: n.name, value: n.value });
+    });
+  }
+
+  /**
+   * Called every ping interval. A peer is alive if it answered since the last tick, or if the
+   * kernel took bytes from a backlog since then (a slow reader is still reading): a slow reader
+   * is never dropped for being slow, a silent one is dropped within two intervals.
+   */
+  heartbeat(): void {
+    const backlog = this.writer.buffered;
+    const dispatched = this.writer.dispatched;
+    const progressed = this.#lastBacklog > 0 && dispatched > this.#lastDispatched;
+    this.#lastBacklog = backlog;
+    this.#lastDispatched = dispatched;
+    if (!this.#heard && !progressed) {
+      this.#ws.terminate();
+      return;
+    }
+    this.#heard = false;
+    this.#ws.ping();
+  }
+
+  /** The socket is gone: free everything without sending. */
+  dispose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribeNotifications?.();
+    for (const entry of [...this.#inFlight.values()]) {
+      if (entry.kind === "stream") {
+        entry.stream.stop();
+        entry.outlet.release();
+      }
+    }
+    this.#inFlight.clear();
+  }
+
+  /** Host shutdown: every open stream ends with `host_shutting_down`. */
+  shutDown(): void {
+    for (const entry of [...this.#inFlight.values()]) {
+      if (entry.kind === "stream") {
+        entry.stream.stop();
+        entry.outlet.fail(new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect later"));
+      }
+    }
+  }
+
+  #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
+    this.#heard = true;
+    if (this.#closed) return;
+    const bytes = asBytes(data);
+    const metrics = this.#options.metrics;
+    metrics?.framesIn.inc();
+    metrics?.bytesIn.inc(bytes.length);
+    if (!isBinary) return this.#refuse(new SessionmuxError("bad_frame", "frames must be binary MessagePack, not text"));
+    let value: unknown;
+    try {
+      value = decodeFrame(bytes, this.#options.decodeLimits);
+    } catch (err) {
+      return this.#refuse(toSessionmuxError(err));
+    }
+    const request = parseClientFrame(value, (id) => this.#inFlight.has(id));
+    if (isRefusal(request)) return this.#refuse(request.refused, request.id);
+    this.#dispatch(request);
+  }
+
+  #dispatch(request: ClientRequest): void {
+    if (request.type === "close") return this.#closeStream(request.id);
+    if (request.type === "call") return void this.#call(request.id, request.method as CallMethod, request.params);
+    if (this.#streams >= this.#options.maxStreamsPerSocket) {
+      return this.#refuse(
+        new SessionmuxError("too_many_streams", `at most ${this.#options.maxStreamsPerSocket} streams per socket; close one first`, {
+          data: { limit: this.#options.maxStreamsPerSocket },
+        }),
+        request.id,
+      );
+    }
+    this.#open(request.id, request.method, request.params);
+  }
+
+  async #call(id: number, method: CallMethod, params: unknown): Promise<void> {
+    this.#inFlight.set(id, { kind: "call" });
+    try {
+      const value = await this.#host.call(this.#principal, method, params as ParamsOf<typeof method>);
+      if (!this.#closed) this.writer.sendFrame({ type: "result", id, value });
+    } catch (err) {
+      const error = toSessionmuxError(err);
+      if (error.code === "internal_error") this.#logInternal(err, method);
+      if (!this.#closed) this.writer.sendFrame({ type: "error", id, error: error.toWire() });
+    } finally {
+      this.#inFlight.delete(id);
+    }
+  }
+
+  #open(id: number, method: MethodName, params: unknown): void {
+    const metrics = this.#options.metrics;
+    const outlet = new StreamOutlet(id, this.writer, () => {
+      this.#inFlight.delete(id);
+      this.#streams--;
+      metrics?.openStreams.dec({ method });
+    });
+    const common = { host: this.#host, principal: this.#principal, outlet, logInternal: this.#logInternal };
+    let stream: FollowStream | ControlStream;
+    if (method === "session.follow") {
+      stream = new FollowStream(
+        {
+          ...common,
+          replayBatch: this.#options.replayBatch,
+          highWaterBytes: this.#options.followerHighWaterBytes,
+          metrics,
+        },
+        params as ParamsOf<"session.follow">,
+      );
+    } else {
+      stream = new ControlStream({
+        ...common,
+        highWaterBytes: this.#options.followerHighWaterBytes,
+        maxQueued: this.#options.controlMaxQueued,
+      });
+    }
+    this.#inFlight.set(id, { kind: "stream", method, stream, outlet });
+    this.#streams++;
+    metrics?.openStreams.inc({ method });
+    stream.start().catch((err: unknown) => {
+      this.#logInternal(err, method);
+      outlet.fail(toSessionmuxError(err));
+    });
+  }
+
+  /**
+   * `close` of an open stream ends it with `end`. A close naming a call in flight is ignored (its
+   * result still comes); a close naming nothing in flight is answered `end`, so closing twice or
+   * racing the host's own end is harmless.
+   */
+  #closeStream(id: number): void {
+    const entry = this.#inFlight.get(id);
+    if (entry?.kind === "call") return;
+    if (entry) {
+      entry.stream.stop();
+      entry.outlet.end();
+      return;
+    }
+    this.writer.sendFrame({ type: "end", id });
+  }
+
+  #refuse(error: SessionmuxError, id?: number): void {
+    this.writer.sendFrame(id === undefined ? { type: "error", error: error.toWire() } : { type: "error", id, error: error.toWire() });
+  }
+
+  readonly #logInternal = (err: unknown, context: string): void => {
+    this.#options.logger.error({ err, context, principal: this.#principal.name }, "mux internal error");
+  };
+}
+
+function asBytes(data: WebSocket.RawData): Uint8Array {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  return data;
+}

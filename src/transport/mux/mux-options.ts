@@ -1,0 +1,48 @@
+import { type DecodeLimits, DEFAULT_DECODE_LIMITS } from "../../../protocol/codec.js";
+import { Limits } from "../../../protocol/index.js";
+import type { HostMetrics } from "../metrics.js";
+
+/** Where the mux reports faults that are not the client's doing (pino-compatible). */
+export interface MuxLogger {
+  error(obj: object, msg: string): void;
+}
+
+/** Limits and knobs of the WebSocket mux (protocol-v1 §2, §5, §7). */
+export interface MuxOptions {
+  /** @default 1 MiB — a larger frame closes the socket with 1009. */
+  maxPayloadBytes: number;
+  /** @default 256 — open streams per socket; one more is `too_many_streams`. */
+  maxStreamsPerSocket: number;
+  /** @default 15000 — WebSocket ping interval; a peer silent for two intervals is dropped. */
+  pingIntervalMs: number;
+  /** @default 4 MiB — socket backlog above which a follower stops receiving live pushes. */
+  followerHighWaterBytes: number;
+  /** @default 500 — events per `events` item during replay. */
+  replayBatch: number;
+  /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
+  controlMaxQueued: number;
+  /** @default the limits of protocol-v1 §7 — MessagePack decoder limits for client frames. */
+  decodeLimits: DecodeLimits;
+  /** @default console — internal errors are logged here (never sent to the peer). */
+  logger: MuxLogger;
+  /** @default none — frames, bytes, streams, lag and slow followers are counted here. */
+  metrics: HostMetrics | undefined;
+}
+
+const consoleLogger: MuxLogger = {
+  error: (obj, msg) => console.error(msg, obj),
+};
+
+export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
+  return {
+    maxPayloadBytes: options.maxPayloadBytes ?? Limits.maxPayloadBytes,
+    maxStreamsPerSocket: options.maxStreamsPerSocket ?? Limits.maxStreamsPerSocket,
+    pingIntervalMs: options.pingIntervalMs ?? Limits.pingIntervalMs,
+    followerHighWaterBytes: options.followerHighWaterBytes ?? Limits.followerHighWaterBytes,
+    replayBatch: options.replayBatch ?? Limits.replayBatch,
+    controlMaxQueued: options.controlMaxQueued ?? 5000,
+    decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },
+    logger: options.logger ?? consoleLogger,
+    metrics: options.metrics,
+  };
+}

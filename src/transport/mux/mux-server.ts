@@ -1,0 +1,93 @@
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { SUBPROTOCOL } from "../../../protocol/index.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Authenticator } from "../auth.js";
+import type { HostMetrics } from "../metrics.js";
+import { MuxConnection } from "./mux-connection.js";
+import { type MuxOptions, resolveMuxOptions } from "./mux-options.js";
+import { isMuxPath, judgeUpgrade, refuseUpgrade } from "./upgrade-gate.js";
+
+export type { MuxLogger, MuxOptions } from "./mux-options.js";
+
+export interface MuxHandle {
+  /** Ends every stream with `host_shutting_down`, closes every socket, stops accepting. */
+  close(): Promise<void>;
+  readonly connections: number;
+}
+
+/** Grace period for close handshakes at shutdown before sockets are cut. */
+const CLOSE_GRACE_MS = 1000;
+
+/**
+ * Serves the WebSocket mux on `server` at `/api/remote.mux` (protocol-v1 §2). Upgrade requests
+ * are judged on the raw socket: a refusal is a plain HTTP answer and no WebSocket ever exists.
+ */
+export function attachMux(
+  server: Server,
+  host: HostApi,
+  auth: Authenticator,
+  options: Partial<MuxOptions> & { metrics?: HostMetrics },
+): MuxHandle {
+  const resolved = resolveMuxOptions(options);
+  const wss = new WebSocketServer({
+    noServer: true,
+    clientTracking: false,
+    perMessageDeflate: false,
+    maxPayload: resolved.maxPayloadBytes,
+    // The `bearer.` entry, if offered, stays out of the answer: the host answers sessionmux.v1 only.
+    handleProtocols: () => SUBPROTOCOL,
+  });
+  const live = new Map<import("ws").WebSocket, MuxConnection>();
+  let closing = false;
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy());
+    if (!isMuxPath(req.url) && server.listenerCount("upgrade") > 1) return;
+    const verdict = judgeUpgrade(req, auth);
+    if (!verdict.ok) return refuseUpgrade(socket, verdict);
+    if (closing) return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const connection = new MuxConnection(ws, host, verdict.principal, resolved);
+      live.set(ws, connection);
+      resolved.metrics?.connections.inc();
+      ws.once("close", () => {
+        connection.dispose();
+        live.delete(ws);
+        resolved.metrics?.connections.dec();
+      });
+      connection.start();
+    });
+  };
+  server.on("upgrade", onUpgrade);
+
+  const heartbeat = setInterval(() => {
+    for (const connection of live.values()) connection.heartbeat();
+  }, resolved.pingIntervalMs);
+  heartbeat.unref();
+
+  return {
+    get connections() {
+      return live.size;
+    },
+    async close() {
+      if (closing) return;
+      closing = true;
+      clearInterval(heartbeat);
+      server.off("upgrade", onUpgrade);
+      const closed = [...live.keys()].map(
+        (ws) =>
+          new Promise<void>((resolve) => {
+            if (ws.readyState === ws.CLOSED) return resolve();
+            ws.once("close", () => resolve());
+            live.get(ws)?.shutDown();
+            ws.close(1001, "host shutting down");
+            setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+          }),
+      );
+      await Promise.all(closed);
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}

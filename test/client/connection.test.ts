@@ -1,0 +1,210 @@
+import { firstValueFrom, type Subscription } from "rxjs";
+import WebSocket from "ws";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createClient, type SessionmuxClient } from "../../src/client/index.js";
+import type { ConnectionState } from "../../src/client/connection-state.js";
+import { createNodeClient } from "../../src/client/node.js";
+import { RemoteError, RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
+import { base64Url } from "../../src/client/socket.js";
+import { startFakePeer } from "./fake-peer.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function peer(options: Parameters<typeof startFakePeer>[0] = {}) {
+  const p = await startFakePeer(options);
+  cleanups.push(() => p.stop());
+  return p;
+}
+function track(client: SessionmuxClient): SessionmuxClient {
+  cleanups.push(() => client.close());
+  return client;
+}
+const fast = { baseMs: 5, capMs: 20 };
+const states = (client: SessionmuxClient) => {
+  const seen: ConnectionState[] = [];
+  const sub = client.state$.subscribe((s) => seen.push(s));
+  cleanups.push(async () => sub.unsubscribe());
+  return seen;
+};
+
+describe("client connection", () => {
+  it("Node client authenticates with the Authorization header and the sessionmux.v1 subprotocol", async () => {
+    const p = await peer();
+    const client = track(createNodeClient({ url: p.url, token: "tok en/+" }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const req = p.connections[0]!.request;
+    expect(req.headers.authorization).toBe("Bearer tok en/+");
+    expect(req.headers["sec-websocket-protocol"]).toBe("sessionmux.v1");
+    expect(client.hello).toMatchObject({ hostId: "fake", generation: "g1" });
+  });
+
+  it("browser-style client puts the token in a bearer.<base64url> subprotocol, never a header", async () => {
+    const p = await peer();
+    const client = track(createClient({ url: p.url, token: "tok en/+?", WebSocket }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const req = p.connections[0]!.request;
+    expect(req.headers.authorization).toBeUndefined();
+    const offered = String(req.headers["sec-websocket-protocol"]).split(",").map((e) => e.trim());
+    expect(offered).toEqual(["sessionmux.v1", `bearer.${base64Url("tok en/+?")}`]);
+    expect(base64Url("tok en/+?")).toMatch(/^[A-Za-z0-9_-]+$/);
+  });
+
+  it("keeps the socket open with zero streams", async () => {
+    const p = await peer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const sub = client.open("session.control", {}).subscribe();
+    await vi.waitFor(() => expect(p.connections[0]!.received.some((f) => f.type === "open")).toBe(true));
+    sub.unsubscribe();
+    await vi.waitFor(() => expect(p.connections[0]!.received.some((f) => f.type === "close")).toBe(true));
+    expect(client.state.name).toBe("open");
+    expect(p.connections).toHaveLength(1);
+  });
+
+  it("answers calls and turns host errors into terminal RemoteErrors with code and category", async () => {
+    const p = await peer({
+      onCall: (conn, f) => {
+        if (f.method === "session.models") return { models: [], default: "demo" };
+        conn.send({
+          type: "error",
+          id: f.id,
+          error: { code: "session_not_found", message: "no", category: "business", retryable: false },
+        });
+        return undefined;
+      },
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await expect(client.call("session.models", {})).resolves.toEqual({ models: [], default: "demo" });
+    const error = await client.page({ sessionId: "nope" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RemoteError);
+    expect(error).toMatchObject({ code: "session_not_found", category: "business", terminal: true });
+  });
+
+  it("a lost socket fails a non-resendable call with a carrier error but resends a read", async () => {
+    let pageCalls = 0;
+    const p = await peer({
+      onCall: (conn, f) => {
+        if (f.method === "session.page") {
+          pageCalls += 1;
+          if (pageCalls === 1) conn.socket.terminate();
+          else return { ok: true };
+        }
+        if (f.method === "session.rename") conn.socket.terminate();
+        return undefined;
+      },
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
+    const renamed = await client.call("session.rename", { sessionId: "s", title: "x" }).catch((e: unknown) => e);
+    expect(renamed).toBeInstanceOf(RemoteStreamCarrierError);
+    expect(renamed).toMatchObject({ reason: "socket_lost", retryable: true });
+    await expect(client.page({ sessionId: "s" })).resolves.toEqual({ ok: true });
+    expect(pageCalls).toBe(2);
+  });
+
+  it("a resent prompt carries the same generated clientMessageId", async () => {
+    const seenIds: string[] = [];
+    const p = await peer({
+      onCall: (conn, f) => {
+        seenIds.push((f.params as { clientMessageId: string }).clientMessageId);
+        if (seenIds.length === 1) conn.socket.terminate();
+        else return { queued: false, seq: 2 };
+        return undefined;
+      },
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
+    await expect(client.prompt({ sessionId: "s", text: "hi" })).resolves.toEqual({ queued: false, seq: 2 });
+    expect(seenIds).toHaveLength(2);
+    expect(seenIds[0]).toMatch(/^[A-Za-z0-9_-]{1,128}$/);
+    expect(seenIds[1]).toBe(seenIds[0]);
+  });
+
+  it("an open stream errors with RemoteStreamCarrierError when its socket dies", async () => {
+    const p = await peer({ onOpen: (conn, f) => conn.send({ type: "item", id: f.id, value: { kind: "x" } }) });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
+    const items: unknown[] = [];
+    let failure: unknown;
+    const sub: Subscription = client.open("session.control", {}).subscribe({
+      next: (v) => items.push(v),
+      error: (e: unknown) => {
+        failure = e;
+      },
+    });
+    cleanups.push(async () => sub.unsubscribe());
+    await vi.waitFor(() => expect(items).toHaveLength(1));
+    p.killAll();
+    await vi.waitFor(() => expect(failure).toBeInstanceOf(RemoteStreamCarrierError));
+  });
+
+  it("reconnects after a failed first connect with backoff, exposing the next attempt time", async () => {
+    const p = await peer({ refuse: (attempt) => (attempt <= 3 ? 503 : undefined) });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 10, capMs: 40 } }));
+    const seen = states(client);
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const names = seen.map((s) => s.name);
+    expect(names).toEqual(["connecting", "backoff", "connecting", "backoff", "connecting", "backoff", "connecting", "open"]);
+    const backoffs = seen.filter((s) => s.name === "backoff");
+    for (const [i, s] of backoffs.entries()) {
+      expect(s.attempt).toBe(i + 1);
+      expect(s.delayMs).toBeLessThan(Math.min(40, 10 * 2 ** i));
+      expect(s.nextAttemptAt).toBeGreaterThan(0);
+    }
+  });
+
+  it("resets the attempt count after a successful hello", async () => {
+    const p = await peer();
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
+    const seen = states(client);
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    p.killAll();
+    await vi.waitFor(() => expect(p.connections).toHaveLength(2));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    p.killAll();
+    await vi.waitFor(() => expect(p.connections).toHaveLength(3));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const attempts = seen.filter((s) => s.name === "backoff").map((s) => s.attempt);
+    expect(attempts).toEqual([1, 1]);
+  });
+
+  it("stops for good when the host refuses the token with 401", async () => {
+    const p = await peer({ refuse: () => 401 });
+    const client = track(createNodeClient({ url: p.url, token: "wrong", backoff: fast }));
+    const error = await client.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RemoteError);
+    expect(error).toMatchObject({ code: "unauthorized" });
+    expect(client.state.name).toBe("closed");
+    expect(p.attempts).toBe(1);
+  });
+
+  it("delivers notifications to handlers until they unsubscribe", async () => {
+    const p = await peer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const got: string[] = [];
+    const off = client.on("session.removed", (v) => got.push(v.sessionId));
+    p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "a" } });
+    await vi.waitFor(() => expect(got).toEqual(["a"]));
+    off();
+    p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "b" } });
+    p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "c" } });
+    const probe: string[] = [];
+    client.on("session.removed", (v) => probe.push(v.sessionId));
+    await vi.waitFor(() => expect(probe).toEqual(["b", "c"]));
+    expect(got).toEqual(["a"]);
+  });
+
+  it("close() rejects waiting calls with a client_closed carrier error and completes state$", async () => {
+    const p = await peer({ refuse: () => 503 });
+    const client = createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 60_000, capMs: 60_000 } });
+    await vi.waitFor(() => expect(client.state.name).toBe("backoff"));
+    const pending = client.list().catch((e: unknown) => e);
+    const done = firstValueFrom(client.state$, { defaultValue: undefined });
+    await client.close();
+    expect(await pending).toMatchObject({ reason: "client_closed", retryable: false });
+    expect(client.state.name).toBe("closed");
+    await done;
+  });
+});
+

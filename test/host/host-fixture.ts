@@ -1,0 +1,84 @@
+import type { SessionEvent } from "../../protocol/index.js";
+import { expect, vi } from "vitest";
+import type { AgentDriver } from "../../src/agents/agent.js";
+import { DemoAgent } from "../../src/agents/demo-agent.js";
+import { SessionHost } from "../../src/host/session-host.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { HostMetrics } from "../../src/transport/metrics.js";
+import { tempDir } from "../support/temp-dir.js";
+
+export interface HostFixture {
+  host: SessionHost;
+  store: SqliteSessionStore;
+  metrics: HostMetrics;
+  dbPath: string;
+  /** Shuts the host down and opens a new one on the same database (a host restart). */
+  restart(options?: { idleDetachMs?: number }): Promise<void>;
+  /** Shuts down, closes the store, removes the folder. */
+  dispose(): Promise<void>;
+}
+
+/** A real SessionHost on a real SQLite file in a temp folder; no transport. */
+export async function openHost(
+  options: { idleDetachMs?: number; agent?: AgentDriver; dbPath?: string } = {},
+): Promise<HostFixture> {
+  const dir = options.dbPath ? undefined : tempDir();
+  const dbPath = options.dbPath ?? dir!.file("sessions.db");
+  const agent = options.agent ?? new DemoAgent();
+  const boot = async (idleDetachMs = options.idleDetachMs) => {
+    const metrics = new HostMetrics();
+    const store = SqliteSessionStore.open(dbPath, { metrics });
+    const host = new SessionHost({ store, agent, metrics, ...(idleDetachMs ? { idleDetachMs } : {}) });
+    await host.start();
+    return { host, store, metrics };
+  };
+  const fixture = { dbPath, ...(await boot()) } as HostFixture;
+  fixture.restart = async (restartOptions = {}) => {
+    await fixture.host.shutdown();
+    await fixture.store.close();
+    Object.assign(fixture, await boot(restartOptions.idleDetachMs ?? options.idleDetachMs));
+  };
+  fixture.dispose = async () => {
+    await fixture.host.shutdown();
+    await fixture.store.close();
+    dir?.remove();
+  };
+  return fixture;
+}
+
+/** Every event of the session's current epoch. */
+export async function readLog(store: SqliteSessionStore, sessionId: string): Promise<SessionEvent[]> {
+  const outcome = await store.readAfter(sessionId, 0, 100_000);
+  if (outcome.status !== "ok") throw new Error(`log of ${sessionId}: ${outcome.status}`);
+  return outcome.events;
+}
+
+/** Waits until the turn's `turn/end` is committed and returns the turn's events. */
+export async function turnEvents(store: SqliteSessionStore, sessionId: string, turnId: string): Promise<SessionEvent[]> {
+  return vi.waitFor(
+    async () => {
+      const log = await readLog(store, sessionId);
+      const start = log.findIndex((e) => e.type === "turn/start" && e.data.turnId === turnId);
+      const end = log.findIndex((e) => e.type === "turn/end" && e.data.turnId === turnId);
+      expect(start).toBeGreaterThanOrEqual(0);
+      expect(end).toBeGreaterThan(start);
+      return log.slice(start, end + 1);
+    },
+    { timeout: 10_000, interval: 10 },
+  );
+}
+
+/** Runs `fn` and returns the SessionmuxError code it fails with. */
+export async function errorCode(fn: () => Promise<unknown>): Promise<{ code: string; data: unknown }> {
+  try {
+    await fn();
+  } catch (err) {
+    const e = err as { code?: string; data?: unknown };
+    return { code: e.code ?? "thrown-without-code", data: e.data };
+  }
+  return { code: "succeeded", data: undefined };
+}
+
+export function assistantText(events: SessionEvent[]): string {
+  return events.flatMap((e) => (e.type === "assistant/delta" ? [e.data.text] : [])).join("");
+}

@@ -1,0 +1,349 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import { applyEvent, applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
+
+/** Numbers the events the way the log does: seq from 1, `at` rising. */
+function commit(events: NewEvent[], start = 1_700_000_000_000): SessionEvent[] {
+  return events.map((e, i) => ({ seq: i + 1, at: start + i * 10, ...e }) as SessionEvent);
+}
+
+const created: NewEvent = { type: "session/created", data: { title: "t", model: "demo" } };
+const start = (turnId: string): NewEvent => ({ type: "turn/start", data: { turnId, trigger: "prompt" } });
+const user = (
+  messageId: string,
+  text: string,
+  extra: Partial<Extract<NewEvent, { type: "user/message" }>["data"]> = {},
+): NewEvent => ({
+  type: "user/message",
+  data: { messageId, source: "user", text, attachments: [], meta: {}, ...extra },
+});
+const delta = (turnId: string, text: string): NewEvent => ({
+  type: "assistant/delta",
+  data: { turnId, text },
+});
+const end = (
+  turnId: string,
+  state: "completed" | "failed" | "cancelled" | "interrupted" = "completed",
+): NewEvent => ({
+  type: "turn/end",
+  data: { turnId, state },
+});
+
+type Action =
+  | { a: "prompt"; text: string; display: boolean }
+  | { a: "delta"; text: string }
+  | { a: "reasoning"; text: string }
+  | { a: "toolCall"; name: string }
+  | { a: "toolResult"; ok: boolean }
+  | { a: "ask"; kind: "approval" | "question" }
+  | { a: "resolve"; approve: boolean }
+  | { a: "interject"; text: string }
+  | { a: "end"; state: "completed" | "failed" | "cancelled" | "interrupted" }
+  | { a: "rename"; title: string };
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  fc.record({ a: fc.constant("prompt" as const), text: fc.string({ maxLength: 8 }), display: fc.boolean() }),
+  fc.record({ a: fc.constant("delta" as const), text: fc.string({ maxLength: 6 }) }),
+  fc.record({ a: fc.constant("reasoning" as const), text: fc.string({ maxLength: 6 }) }),
+  fc.record({ a: fc.constant("toolCall" as const), name: fc.constantFrom("grep", "read") }),
+  fc.record({ a: fc.constant("toolResult" as const), ok: fc.boolean() }),
+  fc.record({
+    a: fc.constant("ask" as const),
+    kind: fc.constantFrom("approval" as const, "question" as const),
+  }),
+  fc.record({ a: fc.constant("resolve" as const), approve: fc.boolean() }),
+  fc.record({ a: fc.constant("interject" as const), text: fc.string({ maxLength: 6 }) }),
+  fc.record({
+    a: fc.constant("end" as const),
+    state: fc.constantFrom(
+      "completed" as const,
+      "failed" as const,
+      "cancelled" as const,
+      "interrupted" as const,
+    ),
+  }),
+  fc.record({ a: fc.constant("rename" as const), title: fc.string({ maxLength: 6 }) }),
+);
+
+/** Turns random actions into a history the host could have written (actions that do not fit are skipped). */
+function historyOf(actions: Action[]): SessionEvent[] {
+  const out: NewEvent[] = [created];
+  let turn: string | null = null;
+  let turns = 0;
+  let ids = 0;
+  const openTools: string[] = [];
+  const pending: string[] = [];
+  for (const act of actions) {
+    if (act.a === "rename") out.push({ type: "session/renamed", data: { title: act.title } });
+    else if (act.a === "prompt") {
+      if (turn) continue;
+      turn = `t${++turns}`;
+      out.push(start(turn), user(`m${++ids}`, act.text, act.display ? { display: `shown ${act.text}` } : {}));
+    } else if (!turn) {
+    } else if (act.a === "delta") out.push(delta(turn, act.text));
+    else if (act.a === "reasoning")
+      out.push({ type: "reasoning/delta", data: { turnId: turn, text: act.text } });
+    else if (act.a === "toolCall") {
+      const id = `c${++ids}`;
+      openTools.push(id);
+      out.push({
+        type: "tool/call",
+        data: { turnId: turn, toolCallId: id, name: act.name, args: { q: id } },
+      });
+    } else if (act.a === "toolResult") {
+      const id = openTools.shift();
+      if (id)
+        out.push({
+          type: "tool/result",
+          data: { turnId: turn, toolCallId: id, ok: act.ok, result: id, durationMs: 3 },
+        });
+    } else if (act.a === "ask") {
+      const id = `i${++ids}`;
+      pending.push(id);
+      out.push({
+        type: "interaction/requested",
+        data: {
+          turnId: turn,
+          interactionId: id,
+          kind: act.kind,
+          ...(act.kind === "approval" ? { action: "rm" } : { question: "?" }),
+        },
+      });
+    } else if (act.a === "resolve") {
+      const id = pending.shift();
+      if (id) {
+        out.push({
+          type: "interaction/resolved",
+          data: { interactionId: id, resolution: act.approve ? { outcome: "approve" } : { answer: "yes" } },
+        });
+      }
+    } else if (act.a === "interject") out.push(user(`m${++ids}`, act.text, { interjection: true }));
+    else if (act.a === "end") {
+      out.push(end(turn, act.state));
+      turn = null;
+      openTools.length = 0;
+      pending.length = 0;
+    }
+  }
+  return commit(out);
+}
+
+function chunks<T>(items: T[], cuts: number[]): T[][] {
+  const points = [...new Set(cuts.map((c) => c % (items.length + 1)))].sort((a, b) => a - b);
+  const out: T[][] = [];
+  let from = 0;
+  for (const p of [...points, items.length]) {
+    out.push(items.slice(from, p));
+    from = p;
+  }
+  return out;
+}
+
+describe("transcript reducer: live equals replay", () => {
+  it("gives the same transcript fed one event at a time, all at once, or in random chunks", () => {
+    fc.assert(
+      fc.property(
+        fc.array(actionArb, { maxLength: 80 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (actions, cuts) => {
+          const events = historyOf(actions);
+          const replay = applyEvents(emptyTranscript(), events);
+          let live = emptyTranscript();
+          for (const e of events) live = applyEvent(live, e);
+          let chunked = emptyTranscript();
+          for (const part of chunks(events, cuts)) {
+            const before: TranscriptState = structuredClone(chunked);
+            const next = applyEvents(chunked, part);
+            // Pure: the previous state is untouched by the next batch.
+            expect(chunked).toEqual(before);
+            chunked = next;
+          }
+          expect(live).toEqual(replay);
+          expect(chunked).toEqual(replay);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("ignores events at or below the last applied seq (re-delivery)", () => {
+    const events = historyOf([
+      { a: "prompt", text: "hi", display: false },
+      { a: "delta", text: "yo" },
+    ]);
+    const once = applyEvents(emptyTranscript(), events);
+    expect(applyEvents(once, events)).toBe(once);
+  });
+});
+
+describe("transcript reducer: rules", () => {
+  it("shows the operator's display text and keeps attachments", () => {
+    const shell = { name: "a.png", type: "image/png", size: 3, attachmentId: "att1" };
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "model text", { display: "shown text", attachments: [shell] }),
+      ]),
+    );
+    expect(s.messages).toEqual([
+      expect.objectContaining({
+        role: "user",
+        id: "m1",
+        text: "shown text",
+        attachments: [shell],
+        turnId: "t1",
+      }),
+    ]);
+    expect(s.title).toBe("t");
+  });
+
+  it("joins deltas into one assistant message with one text segment", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([created, start("t1"), user("m1", "q"), delta("t1", "a"), delta("t1", "b")]),
+    );
+    const a = s.messages[1];
+    expect(a).toMatchObject({
+      role: "assistant",
+      id: "t1.0",
+      text: "ab",
+      segments: [{ kind: "text", text: "ab" }],
+    });
+    expect(s.streaming).toBe(true);
+    expect(s.turns[0]).toMatchObject({ turnId: "t1", state: "working", endedAt: null });
+  });
+
+  it("places an interjection at its position and puts later text on a new trailing assistant message", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "q"),
+        delta("t1", "before"),
+        user("m2", "wait", { interjection: true }),
+        delta("t1", "after"),
+        end("t1"),
+      ]),
+    );
+    expect(s.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "q"],
+      ["assistant", "before"],
+      ["user", "wait"],
+      ["assistant", "after"],
+    ]);
+    expect(s.messages[2]).toMatchObject({ interjection: true, turnId: "t1" });
+    expect(s.messages[3]?.id).toBe("t1.1");
+  });
+
+  it("records tool calls with their results and a tool segment in order", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "q"),
+        delta("t1", "look"),
+        { type: "tool/call", data: { turnId: "t1", toolCallId: "c1", name: "grep", args: { q: 1 } } },
+        {
+          type: "tool/result",
+          data: { turnId: "t1", toolCallId: "c1", ok: true, result: "found", durationMs: 12 },
+        },
+        delta("t1", "done"),
+      ]),
+    );
+    const a = s.messages[1];
+    expect(a).toMatchObject({
+      segments: [
+        { kind: "text", text: "look" },
+        { kind: "tool", toolId: "c1" },
+        { kind: "text", text: "done" },
+      ],
+      toolCalls: [{ id: "c1", name: "grep", args: { q: 1 }, ok: true, result: "found", duration_ms: 12 }],
+    });
+  });
+
+  it("tracks pending interactions, the input-required state and the answer in a block segment", () => {
+    const asked = commit([
+      created,
+      start("t1"),
+      user("m1", "q"),
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "rm -rf" },
+      },
+    ]);
+    const s1 = applyEvents(emptyTranscript(), asked);
+    expect(s1.pending).toEqual([
+      {
+        interactionId: "i1",
+        turnId: "t1",
+        kind: "approval",
+        action: "rm -rf",
+        requestedAt: asked[3]!.at,
+        seq: 4,
+      },
+    ]);
+    expect(s1.turns[0]?.state).toBe("input-required");
+    const s2 = applyEvent(s1, {
+      seq: 5,
+      at: asked[3]!.at + 1,
+      type: "interaction/resolved",
+      data: { interactionId: "i1", resolution: { outcome: "deny" } },
+    });
+    expect(s2.pending).toEqual([]);
+    expect(s2.turns[0]?.state).toBe("working");
+    expect(s2.messages[1]).toMatchObject({
+      segments: [
+        { kind: "block", block: { interactionId: "i1", kind: "approval", resolution: { outcome: "deny" } } },
+      ],
+    });
+    expect(s1.messages[1]).toMatchObject({ segments: [{ kind: "block", block: { resolution: null } }] });
+  });
+
+  it("marks an interrupted turn, closes streaming and drops its unanswered interactions", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "q"),
+        {
+          type: "interaction/requested",
+          data: { turnId: "t1", interactionId: "i1", kind: "question", question: "?" },
+        },
+        end("t1", "interrupted"),
+      ]),
+    );
+    expect(s.turns[0]).toMatchObject({ state: "interrupted", interrupted: true });
+    expect(s.turns[0]?.endedAt).not.toBeNull();
+    expect(s.pending).toEqual([]);
+    expect(s.streaming).toBe(false);
+    expect(s.openTurnId).toBeNull();
+  });
+
+  it("starts each turn's assistant output on its own message", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "a"),
+        delta("t1", "x"),
+        end("t1"),
+        start("t2"),
+        user("m2", "b"),
+        delta("t2", "y"),
+      ]),
+    );
+    expect(s.messages.map((m) => m.id)).toEqual(["m1", "t1.0", "m2", "t2.0"]);
+    expect(s.turns.map((t) => t.state)).toEqual(["completed", "working"]);
+  });
+
+  it("a reset is a fresh state", () => {
+    expect(emptyTranscript()).toEqual(applyEvents(emptyTranscript(), []));
+  });
+});

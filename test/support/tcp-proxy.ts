@@ -1,0 +1,116 @@
+import { once } from "node:events";
+import { createConnection, createServer, type Socket } from "node:net";
+
+export interface RandomCuts {
+  /** Shortest and longest pause between two cuts, in ms. */
+  minMs: number;
+  maxMs: number;
+  /** How many cuts to make before stopping. */
+  count: number;
+}
+
+export interface TcpProxy {
+  /** The port on 127.0.0.1 that forwards to the target. */
+  readonly port: number;
+  /** Cuts made so far (by `cutAll` or random cuts). */
+  readonly cuts: number;
+  /** Connections accepted so far. */
+  readonly accepted: number;
+  /** Destroys every forwarded connection now (both sides); new connections are still accepted. */
+  cutAll(): number;
+  /** Cuts everything at random pauses in [minMs, maxMs]; resolves after `count` cuts or `stop()`. */
+  startRandomCuts(options: RandomCuts): Promise<void>;
+  /** Stops random cuts, destroys every connection and closes the listener. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 port 0 forwarding to 127.0.0.1:`targetPort`, able to cut every
+ * connection on demand or at random intervals. Cutting destroys both sockets, so the client sees
+ * an abrupt loss (no WebSocket close frame), as after a network failure.
+ */
+export async function startTcpProxy(targetPort: number, options: { random?: () => number } = {}): Promise<TcpProxy> {
+  const random = options.random ?? Math.random;
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
+  let cuts = 0;
+  let accepted = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let finishCuts: (() => void) | undefined;
+
+  const server = createServer((client) => {
+    accepted += 1;
+    const upstream = createConnection({ host: "127.0.0.1", port: targetPort });
+    const pair = { client, upstream };
+    pairs.add(pair);
+    const drop = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", drop).on("close", drop);
+    upstream.on("error", drop).on("close", drop);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("proxy has no TCP address");
+
+  const cutAll = (): number => {
+    const n = pairs.size;
+    for (const { client, upstream } of [...pairs]) {
+      client.destroy();
+      upstream.destroy();
+    }
+    pairs.clear();
+    cuts += 1;
+    return n;
+  };
+
+  const stopCuts = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    finishCuts?.();
+    finishCuts = undefined;
+  };
+
+  return {
+    port: address.port,
+    get cuts() {
+      return cuts;
+    },
+    get accepted() {
+      return accepted;
+    },
+    cutAll,
+    startRandomCuts({ minMs, maxMs, count }) {
+      stopCuts();
+      return new Promise<void>((resolve) => {
+        let left = count;
+        finishCuts = resolve;
+        const schedule = () => {
+          if (left <= 0) return stopCuts();
+          timer = setTimeout(
+            () => {
+              left -= 1;
+              cutAll();
+              schedule();
+            },
+            minMs + random() * (maxMs - minMs),
+          );
+        };
+        schedule();
+      });
+    },
+    async stop() {
+      stopCuts();
+      for (const { client, upstream } of [...pairs]) {
+        client.destroy();
+        upstream.destroy();
+      }
+      pairs.clear();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

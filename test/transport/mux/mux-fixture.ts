@@ -1,0 +1,61 @@
+import { expect } from "vitest";
+import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
+import { ADMIN_TOKEN, type TestHost } from "../../support/host.js";
+import { MuxPeer, type MuxPeerOptions } from "../../support/mux-peer.js";
+
+export function connect(host: TestHost, options: MuxPeerOptions = {}): Promise<MuxPeer> {
+  return MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN, ...options });
+}
+
+export async function createSession(peer: MuxPeer, params: Record<string, unknown> = {}): Promise<string> {
+  const { header } = await peer.call<{ header: { sessionId: string } }>("session.create", params);
+  return header.sessionId;
+}
+
+/** Appends `count` deltas straight to the log in batches of `batch` (fast, no agent involved). */
+export async function appendDeltas(host: TestHost, sessionId: string, count: number, batch = 1000, text = "x"): Promise<number> {
+  let head = 0;
+  for (let done = 0; done < count; done += batch) {
+    const n = Math.min(batch, count - done);
+    const events: NewEvent[] = Array.from({ length: n }, () => ({
+      type: "assistant/delta",
+      data: { turnId: "bulk", text },
+    }));
+    const outcome = await host.store.append(sessionId, events);
+    if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+    head = outcome.events[outcome.events.length - 1]?.seq ?? head;
+  }
+  return head;
+}
+
+export async function headSeq(host: TestHost, sessionId: string): Promise<number> {
+  const head = await host.store.header(sessionId);
+  if (head.status !== "ok") throw new Error(head.status);
+  return head.headSeq;
+}
+
+/** Exactly `from … to`, each once, in order. */
+export function expectRange(events: readonly SessionEvent[], from: number, to: number): void {
+  const seqs = events.map((e) => e.seq);
+  expect(seqs.length).toBe(Math.max(0, to - from + 1));
+  for (let i = 0; i < seqs.length; i++) {
+    if (seqs[i] !== from + i) expect.fail(`event #${i} has seq ${seqs[i]}, expected ${from + i}`);
+  }
+}
+
+/** A follower on `peer` that must keep receiving: used as the canary of bad-input tests. */
+export async function openCanary(host: TestHost, peer: MuxPeer): Promise<{ id: number; sessionId: string; check(): Promise<void> }> {
+  const sessionId = await createSession(peer);
+  const id = peer.follow(sessionId);
+  await peer.waitItem(id, (i) => i.kind === "caughtUp");
+  return {
+    id,
+    sessionId,
+    async check() {
+      const head = await appendDeltas(host, sessionId, 1);
+      await peer.waitSeq(id, head);
+      expect(peer.terminal(id)).toBeUndefined();
+      expectRange(peer.events(id), 1, head);
+    },
+  };
+}

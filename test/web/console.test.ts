@@ -1,0 +1,167 @@
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { type BrowserProfile, hasChromium, launchProfile, openConsole } from "./browser.js";
+import { buildConsole } from "./console-build.js";
+import { assistantText, readLog, turnEnds } from "./host-log.js";
+
+const docs = fileURLToPath(new URL("../../docs/", import.meta.url));
+
+const transcriptText = (page: Page) =>
+  page.$$eval('[data-testid="assistant-text"]', (els) => els.map((e) => e.textContent ?? "").join(""));
+
+async function newSession(page: Page): Promise<string> {
+  await page.click('[data-testid="new-session"]');
+  await page.waitForSelector('[data-testid="session"]:not([hidden])');
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
+  return page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  await page.fill('[data-testid="composer-input"]', text);
+  await page.press('[data-testid="composer-input"]', "Enter");
+}
+
+describe.skipIf(!hasChromium)("browser console", () => {
+  let host: TestHost;
+  let removeBuild: () => void;
+  let client: SessionmuxClient;
+  let profile: BrowserProfile;
+
+  beforeAll(async () => {
+    const built = await buildConsole();
+    removeBuild = built.remove;
+    host = await startTestHost({ http: { webRoot: built.webRoot } });
+    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    profile = await launchProfile();
+  });
+
+  afterAll(async () => {
+    await profile?.close();
+    await client?.close();
+    await host?.dispose();
+    removeBuild?.();
+  });
+
+  /** Waits for the session's log to hold `count` finished turns; returns the log. */
+  async function settled(sessionId: string, count: number) {
+    await expect
+      .poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 30_000 })
+      .toBe(count);
+    return readLog(client, sessionId);
+  }
+
+  it("streams a /stream 200 10 answer and continues it after a reload mid-stream with no chunk lost or repeated", async () => {
+    const page = await profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    // The token is kept for this tab and gone from the address bar.
+    expect(page.url()).not.toContain(ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/stream 200 10");
+    await page.waitForSelector('[data-testid="user-message"]');
+    await page.waitForSelector(
+      '[data-testid="assistant-message"][data-streaming="true"] [data-testid="assistant-text"]',
+    );
+    const before = await transcriptText(page);
+    await page.reload();
+    const deltasAtReload = (await readLog(client, sessionId)).filter(
+      (e) => e.type === "assistant/delta",
+    ).length;
+    // The reload really happened mid-stream.
+    expect(before.length).toBeGreaterThan(0);
+    expect(deltasAtReload).toBeLessThan(200);
+    await page.waitForSelector('[data-testid="connection"][data-state="open"]');
+    const log = await settled(sessionId, 1);
+    const expected = assistantText(log);
+    // The demo agent numbers its chunks, so a lost or repeated chunk shows in the text itself.
+    expect(expected).toBe(Array.from({ length: 200 }, (_, i) => `chunk ${i + 1} `).join(""));
+    await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(expected);
+    expect(expected.startsWith(before)).toBe(true);
+    expect(await page.locator('[data-testid="user-message"]').count()).toBe(1);
+    await expect.poll(() => page.getAttribute('[data-testid="follow-state"]', "data-mode")).toBe("live");
+    await page.close();
+  });
+
+  it("shows an approval in two tabs and answering it in one removes the card from the other", async () => {
+    const first = await profile.newPage();
+    await openConsole(first, host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(first);
+    const second = await profile.newPage();
+    await openConsole(second, host.url, ADMIN_TOKEN, sessionId);
+    await send(first, "/approve deploy");
+    for (const page of [first, second]) {
+      await page.waitForSelector('[data-testid="interaction-card"][data-kind="approval"]');
+      expect(await page.textContent('[data-testid="interaction-card"] .card-body')).toContain("deploy");
+    }
+    await second.click('[data-testid="interaction-card"] [data-testid="approve"]');
+    for (const page of [first, second]) {
+      await page.waitForSelector('[data-testid="interaction-card"]', { state: "detached" });
+      await page.waitForSelector('[data-testid="interaction-resolved"]');
+      expect(await page.textContent('[data-testid="interaction-resolved"]')).toContain("Approved");
+    }
+    const log = await settled(sessionId, 1);
+    expect(log.filter((e) => e.type === "interaction/resolved")).toHaveLength(1);
+    await first.close();
+    await second.close();
+  });
+
+  it("rebuilds every known session from the host in a fresh browser profile", async () => {
+    const ids: string[] = [];
+    for (const text of ["hello there", "/stream 20 5"]) {
+      const { header } = await client.call("session.create", { title: `Seeded: ${text}` });
+      await client.prompt({ sessionId: header.sessionId, text });
+      ids.push(header.sessionId);
+    }
+    const logs = await Promise.all(ids.map((id) => settled(id, 1)));
+    const fresh = await launchProfile();
+    try {
+      const page = await fresh.newPage();
+      await openConsole(page, host.url, ADMIN_TOKEN);
+      const stored = await page.evaluate(
+        () => Object.keys(localStorage).filter((k) => k.includes(".s.")).length,
+      );
+      expect(stored).toBe(0);
+      for (const [i, id] of ids.entries()) {
+        await page.click(`[data-testid="session-item"][data-session-id="${id}"]`);
+        await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(assistantText(logs[i]!));
+        expect(await page.textContent('[data-testid="session-title"]')).toContain("Seeded");
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("saves screenshots of the list, an approval card and a job progress bar", async () => {
+    mkdirSync(docs, { recursive: true });
+    const page = await profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await client.call("session.rename", { sessionId, title: "Deploy the staging cluster" });
+    await send(page, "Check the release notes, then deploy.");
+    await settled(sessionId, 1);
+    await send(page, "/approve deploy staging");
+    await page.waitForSelector('[data-testid="interaction-card"]');
+    await page.screenshot({ path: `${docs}console-approval.png` });
+    await page.click('[data-testid="approve"]');
+    await settled(sessionId, 2);
+
+    await send(page, "/job 30");
+    await expect
+      .poll(() => page.textContent('[data-testid="job-percent"]').catch(() => ""), { timeout: 15_000 })
+      .toMatch(/^([1-9]\d?)%$/);
+    await page.screenshot({ path: `${docs}console-job.png` });
+
+    await page.click('[data-testid="new-session"]');
+    await page.waitForSelector('[data-testid="session-item"] >> nth=3');
+    await page.screenshot({ path: `${docs}console-list.png` });
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${host.url}/#s=${sessionId}`);
+    await page.waitForSelector('[data-testid="assistant-message"]');
+    await page.screenshot({ path: `${docs}console-phone.png` });
+    await page.close();
+  });
+});

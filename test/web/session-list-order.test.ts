@@ -1,0 +1,82 @@
+import { describe, expect, it } from "vitest";
+import type { LastState, SessionRow } from "../../protocol/index.js";
+import { LIST_SIZE, MAX_PINNED, orderSessions } from "../../web/src/session-list-order.js";
+
+const row = (n: number, lastState: LastState = "completed"): SessionRow => ({
+  sessionId: `s${n}`,
+  title: `Session ${n}`,
+  createdAt: n,
+  updatedAt: n * 1000,
+  lastPromptAt: n * 1000,
+  turnCount: 1,
+  blank: false,
+  lastState,
+  live: false,
+  running: false,
+  seq: 3,
+});
+
+const ids = (rows: SessionRow[]) => rows.map((r) => r.sessionId);
+
+describe("session list order", () => {
+  it("puts the newest updatedAt first", () => {
+    const { pinned, recent } = orderSessions([row(1), row(3), row(2)]);
+    expect(pinned).toEqual([]);
+    expect(ids(recent)).toEqual(["s3", "s2", "s1"]);
+  });
+
+  it("pins sessions waiting on the operator above newer ones", () => {
+    const { pinned, recent } = orderSessions([
+      row(1, "input-required"),
+      row(5),
+      row(4, "input-required"),
+      row(3),
+    ]);
+    expect(ids(pinned)).toEqual(["s4", "s1"]);
+    expect(ids(recent)).toEqual(["s5", "s3"]);
+  });
+
+  it("caps pins so a pile of parked sessions never hides the newest ones", () => {
+    const parked = Array.from({ length: 60 }, (_, i) => row(i + 1, "input-required"));
+    const fresh = Array.from({ length: 40 }, (_, i) => row(1000 + i));
+    const { pinned, recent } = orderSessions([...parked, ...fresh]);
+    expect(pinned).toHaveLength(MAX_PINNED);
+    expect(pinned.every((r) => r.lastState === "input-required")).toBe(true);
+    expect(pinned.length + recent.length).toBe(LIST_SIZE);
+    // The newest 30 (all unparked) fill the rest, newest first.
+    expect(ids(recent)).toEqual(
+      fresh
+        .slice(10)
+        .reverse()
+        .map((r) => r.sessionId),
+    );
+  });
+
+  it("shows parked sessions beyond the cap in their time order", () => {
+    const parked = Array.from({ length: 25 }, (_, i) => row(i + 1, "input-required"));
+    const { pinned, recent } = orderSessions(parked);
+    expect(ids(pinned)).toEqual([
+      "s25",
+      "s24",
+      "s23",
+      "s22",
+      "s21",
+      "s20",
+      "s19",
+      "s18",
+      "s17",
+      "s16",
+      "s15",
+      "s14",
+      "s13",
+      "s12",
+      "s11",
+      "s10",
+      "s9",
+      "s8",
+      "s7",
+      "s6",
+    ]);
+    expect(ids(recent)).toEqual(["s5", "s4", "s3", "s2", "s1"]);
+  });
+});

@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/torture/**/*.test.ts"],
+    pool: "forks",
+    // One scenario at a time: each one loads both cores on its own.
+    fileParallelism: false,
+    maxWorkers: 1,
+    testTimeout: 600_000,
+    hookTimeout: 120_000,
+  },
+});

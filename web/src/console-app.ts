@@ -1,0 +1,291 @@
+import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
+import type { ConsoleElements } from "./console-elements.js";
+import type { ConsoleLink } from "./console-link.js";
+import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
+import type { SessionCache } from "./session-cache.js";
+import { SessionListModel } from "./session-list-model.js";
+import { renderSearchHits, renderSessionList, rowTitle, type SearchHit } from "./session-list-view.js";
+import { SessionModel } from "./session-model.js";
+import { TranscriptView } from "./transcript-view.js";
+
+const SEARCH_DELAY_MS = 250;
+
+/** The console: owns the models, draws them once per animation frame, turns clicks into calls. */
+export class ConsoleApp {
+  private readonly list: SessionListModel;
+  private readonly transcriptView: TranscriptView;
+  private session: SessionModel | undefined;
+  private mirror: ControlMirror | undefined;
+  private connection: ConnectionState | undefined;
+  private wasOpen = false;
+  private searchHits: SearchHit[] | undefined;
+  private searchSeq = 0;
+  private frame = 0;
+  /** What each region was last drawn from; a region is redrawn only when its input changed. */
+  private readonly drawn = new Map<string, unknown>();
+
+  constructor(
+    private readonly el: ConsoleElements,
+    private readonly link: ConsoleLink,
+    private readonly cache: SessionCache,
+    private readonly onSelect: (sessionId: string | undefined) => void,
+  ) {
+    this.list = new SessionListModel(link, cache, () => this.schedule());
+    this.transcriptView = new TranscriptView(el.transcript);
+  }
+
+  start(initialSession: string | undefined): void {
+    this.link.onConnection((state) => this.connected(state));
+    this.link.onListChange((change) => {
+      if (change.kind === "agent-error") {
+        this.toast(`Agent error: ${change.message}`);
+        return;
+      }
+      if (change.kind === "removed" && change.sessionId === this.session?.sessionId) this.select(undefined);
+      this.list.apply(change);
+    });
+    this.link.onMirror(
+      (mirror) => {
+        this.mirror = mirror;
+        for (const row of Object.values(mirror.projections)) this.list.project(row);
+        if (mirror.generationChanged) this.el.restartNotice.hidden = false;
+        this.schedule();
+      },
+      (error) => this.toast(`Live state unavailable: ${String(error)}`),
+    );
+    this.bindEvents();
+    if (initialSession) this.select(initialSession);
+    this.schedule();
+    setInterval(() => {
+      if (this.connection?.name === "backoff") this.drawConnection();
+    }, 250);
+    addEventListener("pagehide", () => this.session?.flush());
+  }
+
+  select(sessionId: string | undefined): void {
+    if (sessionId === this.session?.sessionId) return;
+    this.session?.dispose();
+    this.transcriptView.clear();
+    this.session = sessionId
+      ? new SessionModel(sessionId, this.link, this.cache, () => this.schedule())
+      : undefined;
+    this.session?.start();
+    this.el.app.classList.remove("sidebar-open");
+    this.onSelect(sessionId);
+    this.drawn.clear();
+    this.schedule();
+  }
+
+  private connected(state: ConnectionState): void {
+    this.connection = state;
+    if (state.name === "open") {
+      // Notifications carry no sequence: anything missed while away is recovered by a fresh list.
+      this.wasOpen = true;
+      void this.list.refresh().catch((e: unknown) => this.toast(`Could not load sessions: ${String(e)}`));
+    }
+    if (state.name === "closed" && !this.wasOpen) this.el.authNotice.hidden = false;
+    this.drawConnection();
+  }
+
+  private drawConnection(): void {
+    const state = this.connection;
+    if (!state) return;
+    this.el.connection.dataset.state = state.name;
+    this.el.connectionLabel.textContent = connectionLabel(state, Date.now());
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  private draw(): void {
+    const s = this.session;
+    const selected = s?.sessionId;
+    // Live agent status is authoritative while the session is live; rows only catch up at the next list change.
+    const agents = this.mirror?.agents ?? {};
+    const rows = [...this.list.rows.values()].map((row) => {
+      const agent = agents[row.sessionId];
+      return agent === undefined ? row : { ...row, running: agent === "running" };
+    });
+    this.region("list", JSON.stringify(rows) + selected, () => renderSessionList(this.el.sessionList, rows, selected));
+    this.region("hits", this.searchHits, () =>
+      renderSearchHits(this.el.searchHits, this.searchHits, (id) =>
+        rowTitle(this.list.rows.get(id) ?? { title: "", sessionId: id }),
+      ),
+    );
+    this.el.emptyState.hidden = s !== undefined;
+    this.el.session.hidden = s === undefined;
+    if (!s) return;
+    const row = this.list.rows.get(s.sessionId);
+    this.el.sessionTitle.textContent =
+      s.mode === "gone"
+        ? "Session not available"
+        : rowTitle({ title: s.transcript.title || row?.title || "", sessionId: s.sessionId });
+    const mode =
+      s.mode === "live" ? "live" : s.mode === "gone" ? "" : s.mode === "loading" ? "loading" : "replaying";
+    this.el.followState.textContent = mode;
+    this.el.followState.dataset.mode = mode;
+    const agent = this.mirror?.agents[s.sessionId];
+    this.el.agentStatus.textContent = agent ? `agent ${agent}` : "agent cold";
+    this.el.agentStatus.dataset.state = agent ?? "cold";
+    const jobs = this.mirror?.jobs[s.sessionId] ?? [];
+    const queue = this.mirror?.queues[s.sessionId] ?? [];
+    this.region("jobs", JSON.stringify(jobs), () => renderJobs(this.el.jobs, jobs));
+    this.region("queue", JSON.stringify(queue), () => renderQueue(this.el.queue, queue));
+    this.el.cancelTurn.hidden = !s.transcript.streaming;
+    this.transcriptView.render(s.transcript);
+  }
+
+  private region(name: string, input: unknown, draw: () => void): void {
+    if (this.drawn.has(name) && this.drawn.get(name) === input) return;
+    this.drawn.set(name, input);
+    draw();
+  }
+
+  private toast(text: string): void {
+    this.el.toast.textContent = text;
+    this.el.toast.hidden = false;
+    clearTimeout(Number(this.el.toast.dataset.timer));
+    this.el.toast.dataset.timer = String(setTimeout(() => (this.el.toast.hidden = true), 5000));
+  }
+
+  /** Runs a call, reporting a failure instead of throwing into an event handler. */
+  private run(what: string, work: () => Promise<unknown>): void {
+    work().catch((error: unknown) => {
+      const code = (error as { code?: string }).code;
+      // Another tab answered first: the follow stream will show the winner.
+      if (code === "interaction_already_resolved" || code === "interaction_not_found") return;
+      this.toast(`${what} failed: ${code ?? String(error)}`);
+    });
+  }
+
+  private send(): void {
+    const s = this.session;
+    const text = this.el.composerInput.value;
+    if (!s || text.trim() === "") return;
+    this.el.composerInput.value = "";
+    s.touch();
+    this.run("Send", () => this.link.prompt(s.sessionId, text));
+  }
+
+  private search(query: string): void {
+    const mine = ++this.searchSeq;
+    if (query.trim() === "") {
+      this.searchHits = undefined;
+      this.schedule();
+      return;
+    }
+    setTimeout(() => {
+      if (mine !== this.searchSeq) return;
+      this.run("Search", async () => {
+        const { hits } = await this.link.search(query.trim());
+        if (mine !== this.searchSeq) return; // the query changed while this one was in flight
+        this.searchHits = hits;
+        this.schedule();
+      });
+    }, SEARCH_DELAY_MS);
+  }
+
+  private bindEvents(): void {
+    const el = this.el;
+    const pick = (event: Event) => {
+      const item = (event.target as HTMLElement).closest<HTMLElement>("[data-session-id]");
+      if (item?.dataset.sessionId) this.select(item.dataset.sessionId);
+    };
+    el.sessionList.addEventListener("click", pick);
+    el.searchHits.addEventListener("click", pick);
+    el.sessionList.addEventListener("keydown", (e) => e.key === "Enter" && pick(e));
+    el.search.addEventListener("input", () => this.search(el.search.value));
+    el.toggleSidebar.addEventListener("click", () => el.app.classList.toggle("sidebar-open"));
+    el.dismissNotice.addEventListener("click", () => (el.restartNotice.hidden = true));
+    el.newSession.addEventListener("click", () =>
+      this.run("Create", async () => {
+        const { header } = await this.link.create();
+        this.select(header.sessionId);
+        el.composerInput.focus();
+      }),
+    );
+    el.composer.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.send();
+    });
+    el.composerInput.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        this.send();
+      }
+    });
+    el.cancelTurn.addEventListener("click", () => {
+      const s = this.session;
+      if (s) this.run("Stop", () => this.link.cancel(s.sessionId));
+    });
+    el.renameSession.addEventListener("click", () => {
+      const s = this.session;
+      const title = s ? prompt("Rename session", s.transcript.title) : null;
+      if (!s || title === null) return;
+      s.touch();
+      this.run("Rename", () => this.link.rename(s.sessionId, title));
+    });
+    el.forkSession.addEventListener("click", () => {
+      const s = this.session;
+      if (s) this.run("Fork", async () => this.select((await this.link.fork(s.sessionId)).header.sessionId));
+    });
+    el.clearSession.addEventListener("click", () => {
+      const s = this.session;
+      if (!s || !confirm("Clear this session's history? The session is kept.")) return;
+      s.cleared();
+      this.run("Clear", () => this.link.clear(s.sessionId, s.epoch));
+    });
+    el.deleteSession.addEventListener("click", () => {
+      const s = this.session;
+      if (!s || !confirm("Delete this session for good?")) return;
+      s.deleted();
+      this.list.apply({ kind: "removed", sessionId: s.sessionId });
+      this.select(undefined);
+      this.run("Delete", () => this.link.remove(s.sessionId));
+    });
+    el.transcript.addEventListener("click", (e) => this.cardAction(e.target as HTMLElement));
+    el.queue.addEventListener("click", (e) => this.queueAction(e.target as HTMLElement));
+  }
+
+  private cardAction(target: HTMLElement): void {
+    const button = target.closest<HTMLButtonElement>("button[data-action]");
+    const id = button?.dataset.interactionId;
+    if (!button || !id) return;
+    const action = button.dataset.action;
+    if (action === "approve" || action === "deny") {
+      button.disabled = true;
+      this.run("Answer", () => this.link.respond(id, { outcome: action }));
+    } else if (action === "answer" || action === "answer-option") {
+      const input = button.closest(".card")?.querySelector<HTMLInputElement>("input");
+      const answer = action === "answer-option" ? (button.dataset.answer ?? "") : (input?.value ?? "");
+      if (answer.trim() === "") {
+        input?.focus();
+        return;
+      }
+      button.disabled = true;
+      this.run("Answer", () => this.link.respond(id, { answer }));
+    }
+  }
+
+  private queueAction(target: HTMLElement): void {
+    const button = target.closest<HTMLButtonElement>("button[data-action]");
+    const itemId = button?.dataset.itemId;
+    const s = this.session;
+    if (!button || !itemId || !s) return;
+    s.touch();
+    if (button.dataset.action === "queue-steer")
+      this.run("Steer", () => this.link.steer(s.sessionId, itemId));
+    if (button.dataset.action === "queue-remove")
+      this.run("Remove", () => this.link.removeQueued(s.sessionId, itemId));
+    if (button.dataset.action === "queue-edit") {
+      const current = this.mirror?.queues[s.sessionId]?.find((q) => q.itemId === itemId)?.text ?? "";
+      const text = prompt("Edit queued prompt", current);
+      if (text !== null) this.run("Edit", () => this.link.editQueue(s.sessionId, itemId, text));
+    }
+  }
+}

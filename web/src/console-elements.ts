@@ -1,0 +1,70 @@
+/** The fixed elements of `index.html` the console draws into, looked up once by `data-testid`. */
+export interface ConsoleElements {
+  app: HTMLElement;
+  connection: HTMLElement;
+  connectionLabel: HTMLElement;
+  restartNotice: HTMLElement;
+  dismissNotice: HTMLButtonElement;
+  authNotice: HTMLElement;
+  toast: HTMLElement;
+  toggleSidebar: HTMLButtonElement;
+  newSession: HTMLButtonElement;
+  search: HTMLInputElement;
+  searchHits: HTMLElement;
+  sessionList: HTMLElement;
+  emptyState: HTMLElement;
+  session: HTMLElement;
+  sessionTitle: HTMLElement;
+  followState: HTMLElement;
+  agentStatus: HTMLElement;
+  renameSession: HTMLButtonElement;
+  forkSession: HTMLButtonElement;
+  clearSession: HTMLButtonElement;
+  deleteSession: HTMLButtonElement;
+  jobs: HTMLElement;
+  transcript: HTMLElement;
+  queue: HTMLElement;
+  composer: HTMLFormElement;
+  composerInput: HTMLTextAreaElement;
+  cancelTurn: HTMLButtonElement;
+}
+
+function byTestId<T extends HTMLElement>(root: ParentNode, id: string): T {
+  const el = root.querySelector<T>(`[data-testid="${id}"]`);
+  if (!el) throw new Error(`index.html lacks [data-testid="${id}"]`);
+  return el;
+}
+
+export function findElements(root: ParentNode): ConsoleElements {
+  const get = <T extends HTMLElement>(id: string) => byTestId<T>(root, id);
+  const connection = get("connection");
+  return {
+    app: get("app"),
+    connection,
+    connectionLabel: connection.querySelector<HTMLElement>(".connection-label")!,
+    restartNotice: get("restart-notice"),
+    dismissNotice: get("dismiss-notice"),
+    authNotice: get("auth-notice"),
+    toast: get("toast"),
+    toggleSidebar: get("toggle-sidebar"),
+    newSession: get("new-session"),
+    search: get("search"),
+    searchHits: get("search-hits"),
+    sessionList: get("session-list"),
+    emptyState: get("empty-state"),
+    session: get("session"),
+    sessionTitle: get("session-title"),
+    followState: get("follow-state"),
+    agentStatus: get("agent-status"),
+    renameSession: get("rename-session"),
+    forkSession: get("fork-session"),
+    clearSession: get("clear-session"),
+    deleteSession: get("delete-session"),
+    jobs: get("jobs"),
+    transcript: get("transcript"),
+    queue: get("queue"),
+    composer: get("composer"),
+    composerInput: get("composer-input"),
+    cancelTurn: get("cancel-turn"),
+  };
+}

@@ -1,0 +1,126 @@
+import type { ResultOf, SessionRow } from "../../protocol/index.js";
+import {
+  type ConnectionState,
+  type ControlMirror,
+  controlMirror,
+  createClient,
+  type FollowUpdate,
+  followSession,
+  type SessionmuxClient,
+} from "../../src/client/index.js";
+
+/** The list notifications of §6, as one callback. */
+export type ListChange =
+  | { kind: "upsert"; row: SessionRow }
+  | { kind: "removed"; sessionId: string }
+  | { kind: "agent-error"; sessionId: string; message: string };
+
+/** A prompt id in the §1 alphabet; `randomUUID` is missing on plain-http origins other than localhost. */
+function clientMessageId(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The console's one connection to the host: a single SDK client (one WebSocket per tab), with the
+ * calls and streams the console uses given plain callback shapes.
+ */
+export class ConsoleLink {
+  readonly client: SessionmuxClient;
+
+  constructor(url: string, token: string) {
+    this.client = createClient({ url, token });
+  }
+
+  onConnection(listener: (state: ConnectionState) => void): () => void {
+    const sub = this.client.state$.subscribe(listener);
+    return () => sub.unsubscribe();
+  }
+
+  onMirror(listener: (mirror: ControlMirror) => void, onError: (error: unknown) => void): () => void {
+    const sub = controlMirror(this.client).subscribe({ next: listener, error: onError });
+    return () => sub.unsubscribe();
+  }
+
+  onListChange(listener: (change: ListChange) => void): () => void {
+    const offs = [
+      this.client.on("session.added", (v) => listener({ kind: "upsert", row: v.row })),
+      this.client.on("session.updated", (v) => listener({ kind: "upsert", row: v.row })),
+      this.client.on("session.removed", (v) => listener({ kind: "removed", sessionId: v.sessionId })),
+      this.client.on("agent.error", (v) => listener({ kind: "agent-error", ...v })),
+    ];
+    return () => {
+      for (const off of offs) off();
+    };
+  }
+
+  follow(
+    sessionId: string,
+    from: { afterSeq: number; epoch?: string },
+    next: (update: FollowUpdate) => void,
+    onError: (error: unknown) => void,
+  ): () => void {
+    const sub = followSession(this.client, sessionId, from).subscribe({ next, error: onError });
+    return () => sub.unsubscribe();
+  }
+
+  page(sessionId: string, afterSeq: number, limit: number): Promise<ResultOf<"session.page">> {
+    return this.client.call("session.page", { sessionId, afterSeq, limit });
+  }
+
+  list(limit: number, parked?: boolean): Promise<ResultOf<"session.list">> {
+    return this.client.call("session.list", parked ? { limit, parked } : { limit });
+  }
+
+  search(query: string): Promise<ResultOf<"session.search">> {
+    return this.client.call("session.search", { query, limit: 20 });
+  }
+
+  create(): Promise<ResultOf<"session.create">> {
+    return this.client.call("session.create", {});
+  }
+
+  prompt(sessionId: string, text: string): Promise<ResultOf<"session.prompt">> {
+    return this.client.prompt({ sessionId, text, clientMessageId: clientMessageId() });
+  }
+
+  rename(sessionId: string, title: string): Promise<unknown> {
+    return this.client.call("session.rename", { sessionId, title });
+  }
+
+  fork(sourceId: string): Promise<ResultOf<"session.fork">> {
+    return this.client.call("session.fork", { sourceId });
+  }
+
+  clear(sessionId: string, expectedEpoch: string | undefined): Promise<ResultOf<"session.clear">> {
+    return this.client.call("session.clear", expectedEpoch ? { sessionId, expectedEpoch } : { sessionId });
+  }
+
+  remove(sessionId: string): Promise<unknown> {
+    return this.client.call("session.delete", { sessionId });
+  }
+
+  cancel(sessionId: string): Promise<unknown> {
+    return this.client.call("session.cancel", { sessionId });
+  }
+
+  respond(
+    interactionId: string,
+    response: { outcome: "approve" | "deny" } | { answer: string },
+  ): Promise<unknown> {
+    return this.client.call("session.respond", { interactionId, response });
+  }
+
+  editQueue(sessionId: string, itemId: string, text: string): Promise<unknown> {
+    return this.client.call("session.updateQueue", { sessionId, op: { edit: true, itemId, text } });
+  }
+
+  removeQueued(sessionId: string, itemId: string): Promise<unknown> {
+    return this.client.call("session.updateQueue", { sessionId, op: { remove: true, itemId } });
+  }
+
+  steer(sessionId: string, itemId: string): Promise<unknown> {
+    return this.client.call("session.updateQueue", { sessionId, op: { steer: true, itemId } });
+  }
+}

@@ -1,0 +1,69 @@
+import type { SessionRow } from "../../protocol/index.js";
+import type { ConsoleLink, ListChange } from "./console-link.js";
+import type { SessionCache } from "./session-cache.js";
+import { LIST_SIZE, MAX_PINNED } from "./session-list-order.js";
+
+/**
+ * The rows the list draws from: a `session.list` snapshot kept current by §6 notifications and
+ * by control projections. Notifications carry no sequence, so after a reconnect the snapshot is
+ * fetched again; a snapshot that returns after a local or notified change is refetched rather
+ * than applied over the newer rows.
+ */
+export class SessionListModel {
+  readonly rows = new Map<string, SessionRow>();
+  /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
+  private readonly removed = new Set<string>();
+  private version = 0;
+
+  constructor(
+    private readonly link: ConsoleLink,
+    private readonly cache: SessionCache,
+    private readonly onChange: () => void,
+  ) {
+    for (const row of cache.loadRows()) this.rows.set(row.sessionId, row);
+  }
+
+  async refresh(): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const version = this.version;
+      const [recent, parked] = await Promise.all([
+        this.link.list(LIST_SIZE),
+        this.link.list(MAX_PINNED, true),
+      ]);
+      if (version !== this.version) continue;
+      this.rows.clear();
+      for (const row of [...recent.sessions, ...parked.sessions]) {
+        if (!this.removed.has(row.sessionId)) this.rows.set(row.sessionId, row);
+      }
+      this.changed();
+      return;
+    }
+  }
+
+  apply(change: ListChange): void {
+    if (change.kind === "agent-error") return;
+    this.version += 1;
+    if (change.kind === "removed") {
+      this.removed.add(change.sessionId);
+      this.rows.delete(change.sessionId);
+    } else if (!this.removed.has(change.row.sessionId)) {
+      this.rows.set(change.row.sessionId, change.row);
+    }
+    this.changed();
+  }
+
+  /** A live projection from the control stream; the row with the higher watermark wins. */
+  project(row: SessionRow): void {
+    const current = this.rows.get(row.sessionId);
+    if (this.removed.has(row.sessionId) || current === row) return;
+    if (current && current.seq > row.seq) return;
+    if (current && JSON.stringify(current) === JSON.stringify(row)) return;
+    this.rows.set(row.sessionId, row);
+    this.changed();
+  }
+
+  private changed(): void {
+    this.cache.saveRows([...this.rows.values()]);
+    this.onChange();
+  }
+}
