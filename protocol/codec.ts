@@ -50,7 +50,9 @@ export function decodeFrame(bytes: Uint8Array, limits?: Partial<DecodeLimits>): 
   try {
     return decoderFor(effective).decode(bytes);
   } catch (err) {
-    throw new SessionmuxError("bad_frame", `undecodable MessagePack: ${(err as Error).message}`, { cause: err });
+    throw new SessionmuxError("bad_frame", `undecodable MessagePack: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 
@@ -194,15 +196,21 @@ function scanMessagePack(bytes: Uint8Array, limits: DecodeLimits): void {
       if (strLen > limits.maxStrBytes) badFrame(`string of ${strLen} bytes over the limit`, start);
       need(strLen);
       if (!isValidUtf8(bytes, pos, pos + strLen)) badFrame("invalid UTF-8", pos);
-      if (expectingKey && strLen <= LONGEST_FORBIDDEN_KEY && FORBIDDEN_KEYS.has(asciiOf(bytes, pos, strLen))) {
+      if (
+        expectingKey &&
+        strLen <= LONGEST_FORBIDDEN_KEY &&
+        FORBIDDEN_KEYS.has(asciiOf(bytes, pos, strLen))
+      ) {
         badFrame("forbidden map key", start);
       }
       pos += strLen;
     }
     if (depth > 0) left[depth - 1] = (left[depth - 1] as number) - 1;
     if (container >= 0) {
-      if (containerIsMap && container / 2 > limits.maxMapLength) badFrame(`map of ${container / 2} entries over the limit`, start);
-      if (!containerIsMap && container > limits.maxArrayLength) badFrame(`array of ${container} items over the limit`, start);
+      if (containerIsMap && container / 2 > limits.maxMapLength)
+        badFrame(`map of ${container / 2} entries over the limit`, start);
+      if (!containerIsMap && container > limits.maxArrayLength)
+        badFrame(`array of ${container} items over the limit`, start);
       if (depth + 1 > limits.maxDepth) badFrame(`nesting deeper than ${limits.maxDepth}`, start);
       if (container > 0) {
         left.push(container);

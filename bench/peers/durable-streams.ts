@@ -3,6 +3,19 @@ import { DurableStreamTestServer } from "@durable-streams/server";
 import { tempFolder } from "../harness/temp-folder.js";
 import type { DeltaEvent } from "../harness/workload.js";
 
+const originalInfo = console.info;
+
+/**
+ * The reference server logs every append slower than a few ms with a synchronous `console.info`,
+ * which would flood the report and slow the peer down; its info lines are dropped while it runs.
+ */
+function quietInfoLog(): void {
+  console.info = (...args: unknown[]) => {
+    if (typeof args[0] === "string" && args[0].startsWith("[info]")) return;
+    originalInfo(...args);
+  };
+}
+
 /**
  * The Durable Streams reference server, file-backed (it fsyncs every append), driven through its
  * own client: one JSON stream per session, one JSON message per event.
@@ -15,6 +28,7 @@ export class DurableStreamsPeer {
 
   /** A server on 127.0.0.1 with its files in a fresh folder, removed on close. */
   static async start(): Promise<DurableStreamsPeer> {
+    quietInfoLog();
     const folder = tempFolder("durable-streams");
     const server = new DurableStreamTestServer({ port: 0, host: "127.0.0.1", dataDir: folder.path, compression: false });
     await server.start();
@@ -52,5 +66,6 @@ export class DurableStreamsPeer {
   async close(): Promise<void> {
     await this.server.stop();
     this.folder.remove();
+    console.info = originalInfo;
   }
 }

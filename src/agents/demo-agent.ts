@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { AgentDriver, TurnContext, TurnOutcome } from "./agent.js";
 import { abortableSleep } from "./abortable-sleep.js";
+import type { AgentDriver, TurnContext, TurnOutcome } from "./agent.js";
 import { type DemoCommand, parseDemoCommand } from "./demo-command.js";
 
 /** Progress reports of a `/job`. */
@@ -35,7 +35,8 @@ export class DemoAgent implements AgentDriver {
     const say = (text: string) => turn.emit({ type: "assistant/delta", text: withInterjections(turn, text) });
     switch (command.kind) {
       case "text": {
-        if (turn.model === "demo-careful") await turn.emit({ type: "reasoning/delta", text: "Echoing the prompt." });
+        if (turn.model === "demo-careful")
+          await turn.emit({ type: "reasoning/delta", text: "Echoing the prompt." });
         for (const chunk of splitEcho(`Echo: ${command.text}`)) await say(chunk);
         return { state: "completed" };
       }
@@ -47,7 +48,12 @@ export class DemoAgent implements AgentDriver {
         return { state: "completed" };
       case "approve": {
         const toolCallId = randomUUID();
-        await turn.emit({ type: "tool/call", toolCallId, name: "demo.action", args: { action: command.action } });
+        await turn.emit({
+          type: "tool/call",
+          toolCallId,
+          name: "demo.action",
+          args: { action: command.action },
+        });
         const started = Date.now();
         const resolution = await turn.requestInteraction({ kind: "approval", action: command.action });
         const approved = "outcome" in resolution && resolution.outcome === "approve";
@@ -55,7 +61,9 @@ export class DemoAgent implements AgentDriver {
           type: "tool/result",
           toolCallId,
           ok: approved,
-          result: approved ? { action: command.action, done: true } : { action: command.action, denied: true },
+          result: approved
+            ? { action: command.action, done: true }
+            : { action: command.action, denied: true },
           durationMs: Math.max(0, Date.now() - started),
         });
         await say(approved ? `Approved: ${command.action}` : `Denied: ${command.action}`);

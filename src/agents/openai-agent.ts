@@ -55,14 +55,23 @@ export class OpenAIAgent implements AgentDriver {
       return await this.#stream(turn);
     } catch (err) {
       if (turn.signal.aborted) return { state: "cancelled" };
-      return { state: "failed", error: `chat completion failed: ${err instanceof Error ? err.message : String(err)}` };
+      return {
+        state: "failed",
+        error: `chat completion failed: ${err instanceof Error ? err.message : String(err)}`,
+      };
     }
   }
 
   async #stream(turn: TurnContext): Promise<TurnOutcome> {
     const url = `${this.#options.baseURL}/chat/completions`;
-    const messages = [...chatHistory(await turn.history(), turn.turnId), { role: "user", content: turn.prompt.text }];
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+    const messages = [
+      ...chatHistory(await turn.history(), turn.turnId),
+      { role: "user", content: turn.prompt.text },
+    ];
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "text/event-stream",
+    };
     if (this.#options.apiKey) headers.authorization = `Bearer ${this.#options.apiKey}`;
     const response = await fetch(url, {
       method: "POST",
@@ -79,7 +88,8 @@ export class OpenAIAgent implements AgentDriver {
       const chunk = parseChunk(data);
       const delta = chunk?.choices?.[0]?.delta;
       if (!delta) continue;
-      if (delta.reasoning_content) await turn.emit({ type: "reasoning/delta", text: delta.reasoning_content });
+      if (delta.reasoning_content)
+        await turn.emit({ type: "reasoning/delta", text: delta.reasoning_content });
       if (delta.content) await turn.emit({ type: "assistant/delta", text: delta.content });
       for (const call of delta.tool_calls ?? []) {
         const index = call.index ?? 0;

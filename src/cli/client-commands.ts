@@ -41,17 +41,26 @@ function withConnection(command: Command): Command {
 
 function connect(options: ConnectOptions): SessionmuxClient {
   const token = options.token ?? process.env.SESSIONMUX_TOKEN;
-  if (!token) throw new InvalidArgumentError("missing token: pass --token or set SESSIONMUX_TOKEN");
+  // A plain Error: the entry point prints its message (a CommanderError would exit silently).
+  if (!token) throw new Error("missing token: pass --token or set SESSIONMUX_TOKEN");
   return createNodeClient({ url: options.url, token });
 }
 
 /** Runs one request, prints its result as one JSON line, and always closes the client. */
-async function oneShot(options: ConnectOptions, run: (client: SessionmuxClient) => Promise<unknown>): Promise<void> {
+async function oneShot(
+  options: ConnectOptions,
+  run: (client: SessionmuxClient) => Promise<unknown>,
+): Promise<void> {
   const client = connect(options);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`timeout: no answer within ${options.timeout} ms; is the host running at ${options.url}?`)),
+      () =>
+        reject(
+          new Error(
+            `timeout: no answer within ${options.timeout} ms; is the host running at ${options.url}?`,
+          ),
+        ),
       options.timeout,
     );
   });
@@ -64,7 +73,10 @@ async function oneShot(options: ConnectOptions, run: (client: SessionmuxClient) 
 }
 
 /** Runs until the stream ends, SIGINT/SIGTERM arrives, or a terminal error (thrown for the caller to print). */
-function untilDone(client: SessionmuxClient, start: (finish: (error?: unknown) => void) => Subscription): Promise<void> {
+function untilDone(
+  client: SessionmuxClient,
+  start: (finish: (error?: unknown) => void) => Subscription,
+): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let subscription: Subscription | undefined;
     let finished = false;
@@ -102,7 +114,9 @@ export function registerClientCommands(program: Command): void {
     .option("--epoch <epoch>", "the epoch --after belongs to (a stale one replays from seq 1)")
     .option("--until <seq>", "exit 0 once this seq has been printed", integer("--until", 1))
     .addOption(
-      new Option("--on-reset <policy>", "what to do when history is cleared").choices(["continue", "exit"]).default("continue"),
+      new Option("--on-reset <policy>", "what to do when history is cleared")
+        .choices(["continue", "exit"])
+        .default("continue"),
     )
     .action(async (sessionId: string, options: FollowCliOptions) => {
       const client = connect(options);
@@ -165,15 +179,16 @@ export function registerClientCommands(program: Command): void {
     .option("--after <seq>", "events after this seq", integer("--after", 0))
     .option("--before <seq>", "events before this seq", integer("--before", 1))
     .option("--limit <n>", "how many events", integer("--limit", 1))
-    .action((sessionId: string, options: ConnectOptions & { after?: number; before?: number; limit?: number }) =>
-      oneShot(options, (client) =>
-        client.page({
-          sessionId,
-          ...(options.after !== undefined ? { afterSeq: options.after } : {}),
-          ...(options.before !== undefined ? { beforeSeq: options.before } : {}),
-          ...(options.limit !== undefined ? { limit: options.limit } : {}),
-        }),
-      ),
+    .action(
+      (sessionId: string, options: ConnectOptions & { after?: number; before?: number; limit?: number }) =>
+        oneShot(options, (client) =>
+          client.page({
+            sessionId,
+            ...(options.after !== undefined ? { afterSeq: options.after } : {}),
+            ...(options.before !== undefined ? { beforeSeq: options.before } : {}),
+            ...(options.limit !== undefined ? { limit: options.limit } : {}),
+          }),
+        ),
     );
 
   withConnection(program.command("create"))

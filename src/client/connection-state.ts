@@ -8,7 +8,12 @@ import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 export type ConnectionState =
   | { readonly name: "connecting"; readonly attempt: number; readonly socketId: number }
   | { readonly name: "open"; readonly socketId: number; readonly hello: HelloFrame }
-  | { readonly name: "backoff"; readonly attempt: number; readonly nextAttemptAt: number; readonly delayMs: number }
+  | {
+      readonly name: "backoff";
+      readonly attempt: number;
+      readonly nextAttemptAt: number;
+      readonly delayMs: number;
+    }
   | { readonly name: "closed" };
 
 export type ConnectionStateName = ConnectionState["name"];
@@ -69,8 +74,15 @@ const TABLE: Table = {
 };
 
 /** The one transition function: pure, table-driven, total (unknown pairs return the state unchanged). */
-export function transition(state: ConnectionState, event: ConnectionEvent, ctx: TransitionContext): ConnectionState {
-  const row = TABLE[state.name] as Record<string, Handler<ConnectionStateName, ConnectionEvent["type"]> | undefined>;
+export function transition(
+  state: ConnectionState,
+  event: ConnectionEvent,
+  ctx: TransitionContext,
+): ConnectionState {
+  const row = TABLE[state.name] as Record<
+    string,
+    Handler<ConnectionStateName, ConnectionEvent["type"]> | undefined
+  >;
   const handler = row[event.type];
   return handler ? handler(state as never, event as never, ctx) : state;
 }

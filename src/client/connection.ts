@@ -1,5 +1,5 @@
 import { BehaviorSubject, filter, firstValueFrom, map, type Observable } from "rxjs";
-import { encodeFrame, decodeFrame } from "../../protocol/codec.js";
+import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import {
   type ClientFrame,
   type HelloFrame,
@@ -83,12 +83,17 @@ export class Connection {
     return this.#state$.asObservable();
   }
 
+  /** The current connection state. */
   get state(): ConnectionState {
     return this.#state$.value;
   }
 
   /** Resolves with the open socket, waiting through reconnects; rejects once the client is closed. */
   whenOpen(): Promise<SocketLink> {
+    // A completed subject replays nothing, so a closed connection answers directly.
+    if (this.#state$.value.name === "closed") {
+      return Promise.reject(this.#fatal ?? new RemoteStreamCarrierError("client_closed"));
+    }
     return firstValueFrom(
       this.#state$.pipe(
         filter((s) => s.name === "open" || s.name === "closed"),
@@ -171,7 +176,13 @@ export class Connection {
     const closed = new Promise<void>((resolve) => {
       resolveClosed = resolve;
     });
-    const live: LiveSocket = { socketId, socket, registry, link: this.#link(socketId, socket, registry), closed };
+    const live: LiveSocket = {
+      socketId,
+      socket,
+      registry,
+      link: this.#link(socketId, socket, registry),
+      closed,
+    };
     this.#current = live;
     socket.onmessage = (event) => {
       if (this.#current !== live) return;

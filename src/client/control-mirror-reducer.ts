@@ -98,7 +98,11 @@ export function reduceControl(mirror: ControlMirror, item: ControlItem): Control
       const current = mirror.projections[item.sessionId];
       // Merge by watermark: an older projection arriving late never overwrites a newer one.
       if (current && current.seq > item.projection.seq) return { ...mirror, lastChange: item };
-      return { ...mirror, projections: { ...mirror.projections, [item.sessionId]: item.projection }, lastChange: item };
+      return {
+        ...mirror,
+        projections: { ...mirror.projections, [item.sessionId]: item.projection },
+        lastChange: item,
+      };
     }
     default:
       // An item kind from a newer host: nothing to apply.

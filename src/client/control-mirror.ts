@@ -14,7 +14,10 @@ export interface ControlMirrorOptions {
  * marks itself `stale` while the stream is down, reopens by itself and is replaced by each new
  * baseline; `generationChanged` tells the caller the host restarted. Errors only on terminal errors.
  */
-export function controlMirror(client: SessionmuxClient, options: ControlMirrorOptions = {}): Observable<ControlMirror> {
+export function controlMirror(
+  client: SessionmuxClient,
+  options: ControlMirrorOptions = {},
+): Observable<ControlMirror> {
   const policy = { ...DEFAULT_BACKOFF, ...options.backoff };
   return new Observable<ControlMirror>((subscriber) => {
     let mirror = EMPTY_MIRROR;

@@ -10,7 +10,12 @@ export interface FollowCursor {
 
 /** What `followSession` tells its subscriber. Every update carries the cursor after it. */
 export type FollowUpdate =
-  | { readonly kind: "opened"; readonly epoch: string; readonly headSeq: number; readonly cursor: FollowCursor }
+  | {
+      readonly kind: "opened";
+      readonly epoch: string;
+      readonly headSeq: number;
+      readonly cursor: FollowCursor;
+    }
   | { readonly kind: "reset"; readonly epoch: string; readonly cursor: FollowCursor }
   | { readonly kind: "events"; readonly events: SessionEvent[]; readonly cursor: FollowCursor }
   | { readonly kind: "caughtUp"; readonly seq: number; readonly cursor: FollowCursor };
@@ -18,7 +23,12 @@ export type FollowUpdate =
 /** The outcome of applying one `session.follow` item to a cursor. */
 export type FollowStep =
   | { readonly ok: true; readonly cursor: FollowCursor; readonly update: FollowUpdate | undefined }
-  | { readonly ok: false; readonly cursor: FollowCursor; readonly expectedSeq: number; readonly gotSeq: number };
+  | {
+      readonly ok: false;
+      readonly cursor: FollowCursor;
+      readonly expectedSeq: number;
+      readonly gotSeq: number;
+    };
 
 /** The cursor of a follower that has applied everything up to `seq`. */
 export function initialCursor(seq = 0, epoch?: string): FollowCursor {
@@ -26,7 +36,10 @@ export function initialCursor(seq = 0, epoch?: string): FollowCursor {
 }
 
 /** The params to (re)open `session.follow` from a cursor: after the last applied seq, in its epoch. */
-export function reopenParams(sessionId: string, cursor: FollowCursor): {
+export function reopenParams(
+  sessionId: string,
+  cursor: FollowCursor,
+): {
   sessionId: string;
   afterSeq: number;
   epoch?: string;
@@ -44,7 +57,11 @@ export function applyFollowItem(cursor: FollowCursor, item: FollowItem): FollowS
   switch (item.kind) {
     case "opened": {
       const next = { epoch: item.epoch, seq: cursor.seq, caughtUp: false };
-      return { ok: true, cursor: next, update: { kind: "opened", epoch: item.epoch, headSeq: item.headSeq, cursor: next } };
+      return {
+        ok: true,
+        cursor: next,
+        update: { kind: "opened", epoch: item.epoch, headSeq: item.headSeq, cursor: next },
+      };
     }
     case "reset": {
       const next = { epoch: item.epoch, seq: 0, caughtUp: false };

@@ -1,7 +1,13 @@
 import { Observable, type Subscription } from "rxjs";
 import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 import type { SessionmuxClient } from "./client.js";
-import { applyFollowItem, type FollowCursor, type FollowUpdate, initialCursor, reopenParams } from "./follow-cursor.js";
+import {
+  applyFollowItem,
+  type FollowCursor,
+  type FollowUpdate,
+  initialCursor,
+  reopenParams,
+} from "./follow-cursor.js";
 import { RemoteStreamCarrierError, shouldRetry } from "./remote-errors.js";
 
 export interface FollowOptions {
@@ -59,8 +65,8 @@ export function followSession(
 
     const retry = (delayed: boolean): void => {
       if (stopped) return;
-      if (!delayed) return open();
-      timer = setTimeout(open, backoffDelay(failures++, policy));
+      if (delayed) timer = setTimeout(open, backoffDelay(failures++, policy));
+      else open();
     };
 
     open();

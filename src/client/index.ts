@@ -4,9 +4,20 @@
  */
 export { type BackoffPolicy, backoffCeiling, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 export { isResendable } from "./call-retry.js";
-export { type ClientOptions, createClient, newClientMessageId, type PromptParams, SessionmuxClient } from "./client.js";
-export { type ConnectionEvent, type ConnectionState, type ConnectionStateName, transition } from "./connection-state.js";
-export { controlMirror, type ControlMirrorOptions } from "./control-mirror.js";
+export {
+  type ClientOptions,
+  createClient,
+  newClientMessageId,
+  type PromptParams,
+  SessionmuxClient,
+} from "./client.js";
+export {
+  type ConnectionEvent,
+  type ConnectionState,
+  type ConnectionStateName,
+  transition,
+} from "./connection-state.js";
+export { type ControlMirrorOptions, controlMirror } from "./control-mirror.js";
 export { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
 export { applyFollowItem, type FollowCursor, type FollowUpdate, initialCursor } from "./follow-cursor.js";
 export { type FollowOptions, followSession } from "./follow-session.js";

@@ -5,23 +5,42 @@ import type { SocketFactory, WebSocketLike } from "./socket.js";
 
 export * from "./index.js";
 
-/** A socket factory for Node: `ws` with the token in the `Authorization: Bearer` header (§2). */
-export const nodeSocketFactory: SocketFactory = (url, token) => {
-  const socket = new WebSocket(url, [SUBPROTOCOL], {
-    headers: { Authorization: `Bearer ${token}` },
-    perMessageDeflate: false,
-    maxPayload: Limits.maxPayloadBytes,
-  });
-  const like = socket as unknown as WebSocketLike;
-  socket.on("unexpected-response", (request, response) => {
-    if (response.statusCode === 401 || response.statusCode === 403) like.authRejected = response.statusCode;
-    // Without a listener ws would abort for us; with one we must, or the socket hangs.
-    request.destroy();
-    response.destroy();
-    socket.terminate();
-  });
-  return like;
-};
+/**
+ * A socket silent this long is treated as dead (half-open TCP): the host pings every 15 s by
+ * default (§2), so three missed pings.
+ */
+export const DEFAULT_SILENCE_TIMEOUT_MS = 3 * Limits.pingIntervalMs;
+
+/** A Node socket factory: `ws` with the token in the `Authorization: Bearer` header (§2). */
+export function createNodeSocketFactory(options: { silenceTimeoutMs?: number } = {}): SocketFactory {
+  const silenceMs = options.silenceTimeoutMs ?? DEFAULT_SILENCE_TIMEOUT_MS;
+  return (url, token) => {
+    const socket = new WebSocket(url, [SUBPROTOCOL], {
+      headers: { Authorization: `Bearer ${token}` },
+      perMessageDeflate: false,
+      maxPayload: Limits.maxPayloadBytes,
+    });
+    const like = socket as unknown as WebSocketLike;
+    socket.on("unexpected-response", (request, response) => {
+      if (response.statusCode === 401 || response.statusCode === 403) like.authRejected = response.statusCode;
+      // Without a listener ws would abort for us; with one we must, or the socket hangs.
+      request.destroy();
+      response.destroy();
+      socket.terminate();
+    });
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const heard = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => socket.terminate(), silenceMs);
+    };
+    socket.on("open", heard).on("ping", heard).on("message", heard);
+    socket.on("close", () => clearTimeout(watchdog));
+    return like;
+  };
+}
+
+/** The default Node socket factory (see `createNodeSocketFactory`). */
+export const nodeSocketFactory: SocketFactory = createNodeSocketFactory();
 
 /** `createClient` for Node: uses `ws` with the Authorization header unless a factory is given. */
 export function createNodeClient(options: Omit<ClientOptions, "WebSocket">): SessionmuxClient {

@@ -33,7 +33,9 @@ export class RemoteStreamCarrierError extends Error {
   readonly retryable: boolean;
 
   constructor(reason: CarrierReason, message?: string) {
-    super(message ?? (reason === "client_closed" ? "client closed" : "connection to the host was lost; retry"));
+    super(
+      message ?? (reason === "client_closed" ? "client closed" : "connection to the host was lost; retry"),
+    );
     this.name = "RemoteStreamCarrierError";
     this.reason = reason;
     this.retryable = reason === "socket_lost";

@@ -26,14 +26,14 @@ export class RequestRegistry {
 
   /** Registers a call; if the socket already died the call fails at once. */
   addCall(id: number, pending: PendingCall): void {
-    if (this.#failed) return pending.reject(this.#failed);
-    this.#calls.set(id, pending);
+    if (this.#failed) pending.reject(this.#failed);
+    else this.#calls.set(id, pending);
   }
 
   /** Registers a stream; if the socket already died the stream fails at once. */
   addStream(id: number, sink: StreamSink): void {
-    if (this.#failed) return sink.error(this.#failed);
-    this.#streams.set(id, sink);
+    if (this.#failed) sink.error(this.#failed);
+    else this.#streams.set(id, sink);
   }
 
   /** Forgets a stream the caller no longer wants; returns whether it was still in flight. */

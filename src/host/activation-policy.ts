@@ -1,5 +1,5 @@
-import { type Activation, SessionmuxError } from "../../protocol/index.js";
 import type { SessionHeader } from "../../protocol/index.js";
+import { type Activation, SessionmuxError } from "../../protocol/index.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import type { LiveRegistry } from "./live/live-registry.js";
@@ -107,6 +107,9 @@ export class ActivationPolicy {
 
 function forbidden(activation: Activation, resolver: string) {
   return (): never => {
-    throw new SessionmuxError("internal_error", `a ${activation} method may not use the ${resolver} resolver`);
+    throw new SessionmuxError(
+      "internal_error",
+      `a ${activation} method may not use the ${resolver} resolver`,
+    );
   };
 }

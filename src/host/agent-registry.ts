@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { SessionmuxError } from "../../protocol/index.js";
 import type { HostMetrics } from "../transport/metrics.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { LiveSession } from "./live-session.js";
@@ -13,6 +14,7 @@ export class AgentRegistry {
   readonly #idleDetachMs: number;
   readonly #metrics: HostMetrics | undefined;
   readonly #logger: Logger;
+  #closed = false;
 
   constructor(options: { live: LiveRegistry; idleDetachMs: number; metrics?: HostMetrics; logger: Logger }) {
     this.#live = options.live;
@@ -31,6 +33,8 @@ export class AgentRegistry {
 
   /** Returns the live session, attaching an agent if there is none; either way its idle clock restarts. */
   attach(sessionId: string, info: { owner: string; model: string }): LiveSession {
+    if (this.#closed)
+      throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
     const existing = this.#sessions.get(sessionId);
     if (existing) {
       if (!existing.turn) this.#scheduleIdle(existing);
@@ -47,7 +51,7 @@ export class AgentRegistry {
 
   /** The agent has nothing to do: report `idle` and start the idle clock. */
   markIdle(session: LiveSession): void {
-    if (session.detached) return;
+    if (session.detached || this.#closed) return;
     this.#live.status.set(session.sessionId, "idle");
     this.#scheduleIdle(session);
   }
@@ -69,13 +73,15 @@ export class AgentRegistry {
     this.#logger.debug({ sessionId }, "agent detached");
   }
 
-  /** Stops every idle clock (shutdown leaves no timers behind). */
-  stopTimers(): void {
+  /** Refuses new agents and stops every idle clock (shutdown leaves no timers behind). */
+  close(): void {
+    this.#closed = true;
     for (const session of this.#sessions.values()) this.#cancelIdle(session);
   }
 
   #scheduleIdle(session: LiveSession): void {
     this.#cancelIdle(session);
+    if (this.#closed) return;
     const timer = setTimeout(() => this.#idleElapsed(session), this.#idleDetachMs);
     timer.unref();
     session.idleTimer = timer;

@@ -1,6 +1,6 @@
 import type { SessionStore } from "../store/session-store.js";
-import type { Baseline, ControlDelta } from "./live/live-state.js";
 import type { LiveRegistry } from "./live/live-registry.js";
+import type { Baseline, ControlDelta } from "./live/live-state.js";
 import { canSee, type Principal } from "./principal.js";
 import { toRow } from "./session-row.js";
 
@@ -35,7 +35,11 @@ export class ControlFeed {
       }),
       this.#store.subscribeAll((sessionId, notice, projection) => {
         if (!projection || notice.kind === "delete" || this.#subscribers.size === 0) return;
-        this.#fanOut(projection.owner, { kind: "projection", sessionId, projection: toRow(projection, this.#live) });
+        this.#fanOut(projection.owner, {
+          kind: "projection",
+          sessionId,
+          projection: toRow(projection, this.#live),
+        });
       }),
     );
   }

@@ -1,9 +1,4 @@
-import type {
-  CallMethod,
-  Notification,
-  ParamsOf,
-  ResultOf,
-} from "../../protocol/index.js";
+import type { CallMethod, Notification, ParamsOf, ResultOf } from "../../protocol/index.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import type { Principal } from "./principal.js";

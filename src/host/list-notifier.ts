@@ -13,6 +13,7 @@ export function watchListChanges(store: SessionStore, live: LiveState, hub: Noti
     const moved = notice.events.some(
       (e) => e.type === "session/renamed" || (e.type === "user/message" && e.data.source === "user"),
     );
-    if (moved) hub.publish(projection.owner, { name: "session.updated", value: { row: toRow(projection, live) } });
+    if (moved)
+      hub.publish(projection.owner, { name: "session.updated", value: { row: toRow(projection, live) } });
   });
 }

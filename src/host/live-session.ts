@@ -1,6 +1,14 @@
 /** Why a running turn was aborted; decides the state its `turn/end` records. */
 export type TurnStop = "cancel" | "shutdown" | "delete";
 
+/** The abort reason a stopped turn's signal carries: an Error, so agents that rethrow it stay readable. */
+export class TurnStopped extends Error {
+  constructor(readonly stop: TurnStop) {
+    super(`turn stopped: ${stop}`);
+    this.name = "AbortError";
+  }
+}
+
 /** The turn a live session runs now. Set synchronously when the turn is decided, so concurrent prompts queue. */
 export class RunningTurn {
   readonly abort = new AbortController();
@@ -21,11 +29,12 @@ export class RunningTurn {
   }
 
   stop(reason: TurnStop): void {
-    if (!this.abort.signal.aborted) this.abort.abort(reason);
+    if (!this.abort.signal.aborted) this.abort.abort(new TurnStopped(reason));
   }
 
   get stopReason(): TurnStop | undefined {
-    return this.abort.signal.aborted ? (this.abort.signal.reason as TurnStop) : undefined;
+    const reason: unknown = this.abort.signal.reason;
+    return reason instanceof TurnStopped ? reason.stop : undefined;
   }
 }
 

@@ -29,9 +29,13 @@ export async function prepareAttachments(
     } else if (a.attachmentId) {
       const found = await store.getAttachment(a.attachmentId);
       if (!found || found.owner !== owner) {
-        throw new SessionmuxError("attachment_not_found", `no attachment ${a.attachmentId}; upload it first`, {
-          data: { attachmentId: a.attachmentId },
-        });
+        throw new SessionmuxError(
+          "attachment_not_found",
+          `no attachment ${a.attachmentId}; upload it first`,
+          {
+            data: { attachmentId: a.attachmentId },
+          },
+        );
       }
       prepared.stored.push({ name: a.name, type: a.type, attachmentId: a.attachmentId, size: found.size });
       prepared.agent.push({ name: a.name, type: a.type, size: found.size, bytes: found.bytes });
@@ -39,7 +43,11 @@ export async function prepareAttachments(
       const shell: UserMessageAttachmentInput = { name: a.name, type: a.type, size: 0 };
       if (a.url !== undefined) shell.url = a.url;
       prepared.stored.push(shell);
-      prepared.agent.push(a.url !== undefined ? { name: a.name, type: a.type, size: 0, url: a.url } : { name: a.name, type: a.type, size: 0 });
+      prepared.agent.push(
+        a.url !== undefined
+          ? { name: a.name, type: a.type, size: 0, url: a.url }
+          : { name: a.name, type: a.type, size: 0 },
+      );
     }
   }
   return prepared;

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 import {
   ActivationTable,
   type CallMethod,
+  isMethodName,
   Methods,
   type Notification,
   type ParamsOf,
@@ -19,8 +20,8 @@ import { ControlFeed } from "./control-feed.js";
 import type { HostApi } from "./host-api.js";
 import type { HostContext } from "./host-context.js";
 import { watchListChanges } from "./list-notifier.js";
-import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { LiveRegistry } from "./live/live-registry.js";
+import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { HANDLERS } from "./method-handlers/handler-table.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
@@ -100,16 +101,24 @@ export class SessionHost implements HostApi {
   /** Closes turns a previous process left open, then starts watching commits. */
   async start(): Promise<void> {
     const interrupted = await this.store.interruptOpenTurns(this.#now());
-    if (interrupted.length > 0) this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
+    if (interrupted.length > 0)
+      this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
   }
 
-  async call<M extends CallMethod>(principal: Principal, method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
-    if (this.#closing) throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
-    const spec = Methods[method] as (typeof Methods)[CallMethod] | undefined;
-    if (!spec || spec.kind !== "call") throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
-    const parsed = validator(spec.params).parse(params) as ParamsOf<M>;
+  async call<M extends CallMethod>(
+    principal: Principal,
+    method: M,
+    params: ParamsOf<M>,
+  ): Promise<ResultOf<M>> {
+    if (this.#closing) {
+      throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
+    }
+    if (!isMethodName(method) || Methods[method].kind !== "call") {
+      throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
+    }
+    const parsed = validator(Methods[method].params).parse(params) as ParamsOf<M>;
     const handler = HANDLERS[method];
     return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, parsed);
   }
@@ -138,7 +147,7 @@ export class SessionHost implements HostApi {
 
   async #stop(): Promise<void> {
     this.#closing = true;
-    this.#agents.stopTimers();
+    this.#agents.close();
     const turns = this.#agents.all().flatMap((s) => (s.turn ? [s.turn] : []));
     for (const turn of turns) turn.stop("shutdown");
     await Promise.all(turns.map((t) => t.done));

@@ -3,23 +3,36 @@ import { SessionmuxError } from "../../protocol/index.js";
 /** Turns an expected store outcome that refuses the call into the §7 error the caller sees. */
 export function refusal(
   sessionId: string,
-  outcome: { status: "not_found" } | { status: "retired" } | { status: "epoch_mismatch"; epoch: string } | { status: "busy" } | { status: "exists" },
+  outcome:
+    | { status: "not_found" }
+    | { status: "retired" }
+    | { status: "epoch_mismatch"; epoch: string }
+    | { status: "busy" }
+    | { status: "exists" },
 ): SessionmuxError {
   switch (outcome.status) {
     case "not_found":
       return notFound(sessionId);
     case "retired":
-      return new SessionmuxError("session_retired", `session ${sessionId} was deleted; create a new session`, {
-        data: { sessionId },
-      });
+      return new SessionmuxError(
+        "session_retired",
+        `session ${sessionId} was deleted; create a new session`,
+        {
+          data: { sessionId },
+        },
+      );
     case "epoch_mismatch":
       return new SessionmuxError("epoch_mismatch", `session ${sessionId} is at another epoch; reload it`, {
         data: { sessionId, epoch: outcome.epoch },
       });
     case "busy":
-      return new SessionmuxError("session_busy", `session ${sessionId} is running a turn; cancel it or wait`, {
-        data: { sessionId },
-      });
+      return new SessionmuxError(
+        "session_busy",
+        `session ${sessionId} is running a turn; cancel it or wait`,
+        {
+          data: { sessionId },
+        },
+      );
     case "exists":
       return new SessionmuxError("session_exists", `session ${sessionId} already exists; pick another id`, {
         data: { sessionId },
@@ -39,7 +52,11 @@ export function interactionNotFound(interactionId: string): SessionmuxError {
 }
 
 export function agentNotLive(sessionId: string): SessionmuxError {
-  return new SessionmuxError("agent_not_live", `session ${sessionId} has no live agent; send a prompt first`, {
-    data: { sessionId },
-  });
+  return new SessionmuxError(
+    "agent_not_live",
+    `session ${sessionId} has no live agent; send a prompt first`,
+    {
+      data: { sessionId },
+    },
+  );
 }

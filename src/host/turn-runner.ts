@@ -76,7 +76,8 @@ export class TurnRunner {
         return outcome;
       }
       if (outcome.status !== "appended") throw refusal(session.sessionId, outcome);
-      const seq = outcome.events.find((e) => e.type === "user/message")?.seq ?? outcome.events.at(-1)?.seq ?? 0;
+      const seq =
+        outcome.events.find((e) => e.type === "user/message")?.seq ?? outcome.events.at(-1)?.seq ?? 0;
       void this.#run(session, turn, { text: input.text, attachments: attachments.agent });
       return { status: "started", seq, turnId: turn.turnId };
     } catch (err) {
@@ -103,8 +104,11 @@ export class TurnRunner {
       const end: EventDataOf<"turn/end"> = { turnId: turn.turnId, state };
       if (state === "failed") end.error = outcome.error ?? "turn failed";
       try {
-        const closed = await store.append(session.sessionId, [{ type: "turn/end", data: end }], { at: this.#deps.now() });
-        if (closed.status !== "appended") logger.debug({ sessionId: session.sessionId, status: closed.status }, "turn/end not recorded");
+        const closed = await store.append(session.sessionId, [{ type: "turn/end", data: end }], {
+          at: this.#deps.now(),
+        });
+        if (closed.status !== "appended")
+          logger.debug({ sessionId: session.sessionId, status: closed.status }, "turn/end not recorded");
       } catch (err) {
         logger.error({ err, sessionId: session.sessionId }, "recording turn/end failed");
       }

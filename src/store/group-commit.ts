@@ -48,12 +48,20 @@ export class GroupCommit {
   private closed = false;
   private readonly counters: GroupCommitStats = { transactions: 0, operations: 0, rollbacks: 0 };
   private drainWaiters: (() => void)[] = [];
+  private readonly transaction: Database.Transaction<
+    (ops: Queued[], batch: WriteBatch, results: unknown[]) => void
+  >;
 
   constructor(
-    private readonly db: Database.Database,
+    db: Database.Database,
     private readonly hooks: GroupCommitHooks,
     private readonly metrics?: HostMetrics,
-  ) {}
+  ) {
+    this.transaction = db.transaction((ops: Queued[], batch: WriteBatch, results: unknown[]) => {
+      for (const op of ops) results.push(op.run(batch));
+      this.hooks.finishTransaction(batch);
+    });
+  }
 
   submit<R>(run: WriteOperation<R>): Promise<R> {
     if (this.closed) {
@@ -101,12 +109,7 @@ export class GroupCommit {
     const results: unknown[] = [];
     const started = performance.now();
     try {
-      this.db
-        .transaction(() => {
-          for (const op of ops) results.push(op.run(batch));
-          this.hooks.finishTransaction(batch);
-        })
-        .immediate();
+      this.transaction.immediate(ops, batch, results);
     } catch (err) {
       this.counters.rollbacks++;
       this.hooks.afterRollback();

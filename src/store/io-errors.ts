@@ -18,7 +18,10 @@ const STORAGE_CODES = [
 
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && STORAGE_CODES.some((prefix) => code === prefix || code.startsWith(`${prefix}_`));
+  return (
+    typeof code === "string" &&
+    STORAGE_CODES.some((prefix) => code === prefix || code.startsWith(`${prefix}_`))
+  );
 }
 
 /** What a caller sees when the database could not do its part; retryable once storage recovers. */

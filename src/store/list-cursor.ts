@@ -17,9 +17,13 @@ export function decodeListCursor(cursor: string): ListPosition {
   const updatedAt = Number(text.slice(0, colon));
   const sessionId = text.slice(colon + 1);
   if (colon <= 0 || !Number.isSafeInteger(updatedAt) || sessionId.length === 0) {
-    throw new SessionmuxError("bad_request", "`before` is not a cursor this host issued; list again without it", {
-      data: { field: "before" },
-    });
+    throw new SessionmuxError(
+      "bad_request",
+      "`before` is not a cursor this host issued; list again without it",
+      {
+        data: { field: "before" },
+      },
+    );
   }
   return { updatedAt, sessionId };
 }

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
 import { decodeListCursor, encodeListCursor } from "./list-cursor.js";
 import { publicProjection } from "./projection.js";
-import type { ListQuery, SessionProjection } from "./session-store.js";
 import { type ProjectionRow, projectionFromRow } from "./session-state.js";
+import type { ListQuery, SessionProjection } from "./session-store.js";
 
 /**
  * `list`: newest `updatedAt` first, ties by ascending session id, keyset-paged so a page costs the

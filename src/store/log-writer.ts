@@ -2,13 +2,13 @@ import type { EventDataOf, NewEvent, SessionEvent } from "../../protocol/index.j
 import { decodeValue, encodeValue } from "./event-codec.js";
 import { initialProjection, type ProjectionBase, projectEvent, publicProjection } from "./projection.js";
 import type { SessionState, SessionStateRow } from "./session-state.js";
-import { stateFromRow, projectionParams } from "./session-state.js";
+import { progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
 import { shapeUserMessage } from "./user-message-shape.js";
 import type { WriteBatch } from "./write-batch.js";
 
-/** An event to store with its own timestamp (fork copies keep the source's `at`). */
-export type TimedEvent = NewEvent & { at: number };
+/** An event to store; fork copies carry their own `at`, others take the append's. */
+export type TimedEvent = NewEvent & { at?: number };
 
 export interface StoredRow {
   seq: number;
@@ -84,6 +84,11 @@ export class LogWriter {
       headSeq: 0,
       base,
       projection,
+      persisted: {
+        updatedAt: projection.updatedAt,
+        lastState: projection.lastState,
+        epoch: projection.epoch,
+      },
     };
     this.cache.set(base.sessionId, state);
     batch.touch(state);
@@ -91,11 +96,16 @@ export class LogWriter {
   }
 
   /** Appends at head+1…, shaping user messages, indexing text and folding the projection. */
-  appendEvents(batch: WriteBatch, state: SessionState, events: readonly TimedEvent[]): SessionEvent[] {
+  appendEvents(
+    batch: WriteBatch,
+    state: SessionState,
+    events: readonly TimedEvent[],
+    at: number,
+  ): SessionEvent[] {
     const stored: SessionEvent[] = [];
     for (const input of events) {
       const data = input.type === "user/message" ? shapeUserMessage(input.data) : input.data;
-      const event = { seq: state.headSeq + 1, at: input.at, type: input.type, data } as SessionEvent;
+      const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
       this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
@@ -110,8 +120,21 @@ export class LogWriter {
   /** Writes head and projection of every touched session; runs last in each transaction. */
   writeBack(batch: WriteBatch): void {
     for (const state of batch.dirty.values()) {
-      this.statements.updateHead.run(state.headSeq, state.sessionId);
-      this.statements.updateProjection.run(projectionParams(state.projection));
+      const { projection, persisted } = state;
+      const listOrderUnchanged =
+        projection.updatedAt === persisted.updatedAt &&
+        projection.lastState === persisted.lastState &&
+        projection.epoch === persisted.epoch;
+      if (listOrderUnchanged) {
+        this.statements.updateProjectionProgress.run(...progressParams(projection));
+      } else {
+        this.statements.updateProjection.run(projectionParams(projection));
+        state.persisted = {
+          updatedAt: projection.updatedAt,
+          lastState: projection.lastState,
+          epoch: projection.epoch,
+        };
+      }
     }
   }
 
@@ -177,9 +200,11 @@ export class LogWriter {
   private afterInsert(state: SessionState, event: SessionEvent): void {
     if (event.type === "user/message") {
       for (const attachment of event.data.attachments) {
-        if (attachment.attachmentId) this.statements.linkAttachment.run(state.sessionId, attachment.attachmentId);
+        if (attachment.attachmentId)
+          this.statements.linkAttachment.run(state.sessionId, attachment.attachmentId);
       }
-      if (!event.data.hidden && !event.data.meta.incognito) this.index(state.sessionId, event.seq, event.data.text);
+      if (!event.data.hidden && !event.data.meta.incognito)
+        this.index(state.sessionId, event.seq, event.data.text);
     } else if (event.type === "turn/end") {
       this.indexTurn(state.sessionId, event.data.turnId);
     }

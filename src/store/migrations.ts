@@ -7,6 +7,8 @@ import type Database from "better-sqlite3";
 const MIGRATIONS: readonly string[] = [
   // 1: the log, its header, the list projection, tombstones, prompt keys, attachments, search.
   `
+  -- A session's head seq is not stored: it is max(seq) of its events (one index seek), so the
+  -- head can never disagree with the log.
   CREATE TABLE sessions (
     session_id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -14,7 +16,6 @@ const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL,
     fork_of_session TEXT,
     fork_of_seq INTEGER,
-    head_seq INTEGER NOT NULL,
     -- the header as it stood when the current epoch began: the projection folds the log from here
     base_title TEXT NOT NULL,
     base_title_explicit INTEGER NOT NULL,
@@ -97,15 +98,17 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Brings the database up to `SCHEMA_VERSION`; refuses a database written by a newer version. */
 export function migrate(db: Database.Database): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
-  if (current > SCHEMA_VERSION) {
-    throw new Error(`database schema version ${current} is newer than this build (${SCHEMA_VERSION}); upgrade`);
+  const version = () => db.pragma("user_version", { simple: true }) as number;
+  if (version() > SCHEMA_VERSION) {
+    throw new Error(`database schema version ${version()} is newer than this build (${SCHEMA_VERSION}); upgrade`);
   }
-  for (let version = current; version < SCHEMA_VERSION; version++) {
-    const sql = MIGRATIONS[version]!;
+  while (version() < SCHEMA_VERSION) {
     db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${version + 1}`);
+      // read again under the write lock: another process may have migrated meanwhile
+      const current = version();
+      if (current >= SCHEMA_VERSION) return;
+      db.exec(MIGRATIONS[current]!);
+      db.pragma(`user_version = ${current + 1}`);
     }).immediate();
   }
 }

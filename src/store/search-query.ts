@@ -10,5 +10,7 @@ export function toFtsQuery(input: string): string | null {
     .filter((word) => /[\p{L}\p{N}]/u.test(word))
     .slice(0, 32);
   if (words.length === 0) return null;
-  return words.map((word, index) => `"${word.replaceAll('"', '""')}"${index === words.length - 1 ? "*" : ""}`).join(" ");
+  return words
+    .map((word, index) => `"${word.replaceAll('"', '""')}"${index === words.length - 1 ? "*" : ""}`)
+    .join(" ");
 }

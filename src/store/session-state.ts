@@ -11,6 +11,8 @@ export interface SessionState {
   headSeq: number;
   base: ProjectionBase;
   projection: ProjectionState;
+  /** The list-order columns as last written: unchanged ones let the write skip index upkeep. */
+  persisted: { updatedAt: number; lastState: LastState; epoch: string };
 }
 
 /** The joined `sessions` + `projections` row read by `sessionState`. */
@@ -54,6 +56,7 @@ export function stateFromRow(row: SessionStateRow): SessionState {
     model: row.base_model,
     ackedSettledAt: row.base_acked,
   };
+  const projection = projectionFromRow(row);
   return {
     sessionId: row.session_id,
     owner: row.owner,
@@ -63,7 +66,8 @@ export function stateFromRow(row: SessionStateRow): SessionState {
       row.fork_of_session === null ? null : { sessionId: row.fork_of_session, seq: row.fork_of_seq ?? 0 },
     headSeq: row.head_seq,
     base,
-    projection: projectionFromRow(row),
+    projection,
+    persisted: { updatedAt: projection.updatedAt, lastState: projection.lastState, epoch: projection.epoch },
   };
 }
 
@@ -151,4 +155,24 @@ export function headerOf(state: SessionState): SessionHeader {
   };
   if (state.forkOf) header.forkOf = { ...state.forkOf };
   return header;
+}
+
+/** Positional parameters for `updateProjectionProgress`, in its column order (the hot path). */
+export function progressParams(row: ProjectionState): unknown[] {
+  return [
+    row.title,
+    row.titleExplicit ? 1 : 0,
+    row.model,
+    row.turnCount,
+    row.blank ? 1 : 0,
+    row.messageCount,
+    row.seq,
+    row.openTurnId,
+    row.turnHasText ? 1 : 0,
+    row.hasUnseenCompletion ? 1 : 0,
+    row.completionSettledAt,
+    row.ackedSettledAt,
+    row.lastPromptAt,
+    row.sessionId,
+  ];
 }

@@ -1,10 +1,4 @@
-import type {
-  LastState,
-  NewEvent,
-  PageResult,
-  SessionEvent,
-  SessionHeader,
-} from "../../protocol/index.js";
+import type { LastState, NewEvent, PageResult, SessionEvent, SessionHeader } from "../../protocol/index.js";
 
 /**
  * The durable store boundary. The host only ever awaits these methods, so a PostgreSQL store
@@ -27,13 +21,20 @@ export interface SessionStore {
   /** Events with seq > afterSeq in the current epoch, ascending, at most `limit`. */
   readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome>;
   list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }>;
-  search(query: string, limit: number, owner?: string): Promise<{ sessionId: string; seq: number; snippet: string }[]>;
+  search(
+    query: string,
+    limit: number,
+    owner?: string,
+  ): Promise<{ sessionId: string; seq: number; snippet: string }[]>;
   isRetired(sessionId: string): Promise<boolean>;
 
   findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null>;
   recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void>;
   /** Clears `hasUnseenCompletion` only if `completionSettledAt` is still the newest completion. */
-  ack(sessionId: string, completionSettledAt: number): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }>;
+  ack(
+    sessionId: string,
+    completionSettledAt: number,
+  ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }>;
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string>;
   getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
@@ -45,7 +46,9 @@ export interface SessionStore {
   /** Per-session commit notices, delivered synchronously right after the commit, in commit order. */
   subscribe(sessionId: string, listener: CommitListener): () => void;
   /** Every session's commit notices, with the projection row computed in the same transaction. */
-  subscribeAll(listener: (sessionId: string, notice: CommitNotice, projection: SessionProjection | null) => void): () => void;
+  subscribeAll(
+    listener: (sessionId: string, notice: CommitNotice, projection: SessionProjection | null) => void,
+  ): () => void;
   close(): Promise<void>;
 }
 
@@ -159,6 +162,8 @@ export interface PromptRecord {
 export interface StoredAttachment {
   attachmentId: string;
   owner: string;
+  /** The session whose stored message references it; null until a message does. */
+  sessionId?: string | null;
   name: string;
   type: string;
   size: number;

@@ -11,6 +11,7 @@ import { ListQueries } from "./list-query.js";
 import { decodeRow, LogWriter, type StoredRow } from "./log-writer.js";
 import { migrate } from "./migrations.js";
 import { publicProjection } from "./projection.js";
+import { toFtsQuery } from "./search-query.js";
 import { headerOf, type SessionStateRow, stateFromRow } from "./session-state.js";
 import type {
   AppendOptions,
@@ -33,7 +34,6 @@ import type {
   StoredAttachment,
 } from "./session-store.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
-import { toFtsQuery } from "./search-query.js";
 import type { PendingNotice } from "./write-batch.js";
 import { WriteOperations } from "./write-operations.js";
 
@@ -115,7 +115,9 @@ export class SqliteSessionStore implements SessionStore {
     return this.writes.submit(this.ops.clear(sessionId, options.expectedEpoch));
   }
 
-  delete(sessionId: string): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+  delete(
+    sessionId: string,
+  ): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
     return this.writes.submit(this.ops.delete(sessionId));
   }
 
@@ -202,7 +204,11 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */
-  search(query: string, limit: number, owner?: string): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
+  search(
+    query: string,
+    limit: number,
+    owner?: string,
+  ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
     return this.read(() => {
       const match = toFtsQuery(query);
       if (match === null) return [];
@@ -226,11 +232,19 @@ export class SqliteSessionStore implements SessionStore {
   getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
     return this.read(() => {
       const row = this.statements.attachment.get(attachmentId) as
-        | { attachment_id: string; owner: string; name: string; type: string; size: number; bytes: Buffer }
+        | {
+            attachment_id: string;
+            owner: string;
+            session_id: string | null;
+            name: string;
+            type: string;
+            size: number;
+            bytes: Buffer;
+          }
         | undefined;
       if (!row) return null;
-      const { attachment_id: id, owner, name, type, size, bytes } = row;
-      return { attachmentId: id, owner, name, type, size, bytes: new Uint8Array(bytes) };
+      const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
+      return { attachmentId: id, owner, sessionId, name, type, size, bytes: new Uint8Array(bytes) };
     });
   }
 
@@ -288,7 +302,9 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   private missing(sessionId: string): { status: "retired" } | { status: "not_found" } {
-    return this.statements.tombstone.get(sessionId) !== undefined ? { status: "retired" } : { status: "not_found" };
+    return this.statements.tombstone.get(sessionId) !== undefined
+      ? { status: "retired" }
+      : { status: "not_found" };
   }
 
   private read<T>(run: () => T): Promise<T> {
@@ -303,7 +319,8 @@ export class SqliteSessionStore implements SessionStore {
     for (const { sessionId, notice, projection } of notices) {
       const set = this.listeners.get(sessionId);
       if (set) for (const listener of [...set]) this.safely(() => listener(notice));
-      for (const listener of [...this.globalListeners]) this.safely(() => listener(sessionId, notice, projection));
+      for (const listener of [...this.globalListeners])
+        this.safely(() => listener(sessionId, notice, projection));
     }
   }
 

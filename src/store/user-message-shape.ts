@@ -1,4 +1,9 @@
-import { type AttachmentShell, type EventDataOf, Limits, type UserMessageMeta } from "../../protocol/index.js";
+import {
+  type AttachmentShell,
+  type EventDataOf,
+  Limits,
+  type UserMessageMeta,
+} from "../../protocol/index.js";
 
 export interface UserMessageAttachmentInput {
   name: string;
@@ -53,7 +58,8 @@ function capText(text: string): string {
 
 function shapeAttachment(input: UserMessageAttachmentInput): AttachmentShell {
   const inline = input.bytes instanceof Uint8Array ? input.bytes.byteLength : undefined;
-  const declared = typeof input.size === "number" && Number.isInteger(input.size) && input.size >= 0 ? input.size : 0;
+  const declared =
+    typeof input.size === "number" && Number.isInteger(input.size) && input.size >= 0 ? input.size : 0;
   const shell: AttachmentShell = {
     name: String(input.name ?? ""),
     type: String(input.type ?? ""),

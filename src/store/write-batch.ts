@@ -1,6 +1,5 @@
-import type { SessionProjection } from "./session-store.js";
-import type { CommitNotice } from "./session-store.js";
 import type { SessionState } from "./session-state.js";
+import type { CommitNotice, SessionProjection } from "./session-store.js";
 
 /** A commit notice waiting for its transaction to commit. */
 export interface PendingNotice {

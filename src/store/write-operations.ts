@@ -57,8 +57,12 @@ export class WriteOperations {
       const data: { title?: string; model: string; origin?: string } = { model: input.model };
       if (input.title !== undefined) data.title = input.title;
       if (input.origin !== undefined) data.origin = input.origin;
-      const events = this.writer.appendEvents(batch, state, [{ type: "session/created", data, at }]);
-      batch.notify(state.sessionId, { kind: "create", epoch: state.epoch, events }, this.writer.snapshot(state));
+      const events = this.writer.appendEvents(batch, state, [{ type: "session/created", data }], at);
+      batch.notify(
+        state.sessionId,
+        { kind: "create", epoch: state.epoch, events },
+        this.writer.snapshot(state),
+      );
       return { status: "created", header: headerOf(state), events };
     };
   }
@@ -73,15 +77,13 @@ export class WriteOperations {
       }
       const prompt = options.prompt;
       if (prompt) {
-        const stored = this.statements.findPrompt.get(sessionId, prompt.clientMessageId) as Uint8Array | undefined;
+        const stored = this.statements.findPrompt.get(sessionId, prompt.clientMessageId) as
+          | Uint8Array
+          | undefined;
         if (stored) return { status: "duplicate", record: decodeValue<PromptRecord>(stored) };
       }
       const at = options.at ?? this.now();
-      const appended = this.writer.appendEvents(
-        batch,
-        state,
-        events.map((event) => ({ ...event, at }) as TimedEvent),
-      );
+      const appended = this.writer.appendEvents(batch, state, events, at);
       if (prompt) {
         const record = { ...prompt.record };
         // the prompt's seq is its stored user/message, known only now
@@ -90,7 +92,11 @@ export class WriteOperations {
         this.statements.insertPrompt.run(sessionId, prompt.clientMessageId, encodeValue(record));
       }
       if (appended.length > 0) {
-        batch.notify(sessionId, { kind: "append", epoch: state.epoch, events: appended }, this.writer.snapshot(state));
+        batch.notify(
+          sessionId,
+          { kind: "append", epoch: state.epoch, events: appended },
+          this.writer.snapshot(state),
+        );
       }
       return { status: "appended", epoch: state.epoch, events: appended };
     };
@@ -111,7 +117,9 @@ export class WriteOperations {
     };
   }
 
-  delete(sessionId: string): WriteOperation<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+  delete(
+    sessionId: string,
+  ): WriteOperation<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
     return (batch) => {
       const state = this.writer.load(sessionId);
       if (state === "retired") return { status: "retired" };
@@ -157,14 +165,19 @@ export class WriteOperations {
         forkOf,
       );
       const events: TimedEvent[] = [{ type: "session/created", data: { forkOf, title, model }, at }];
-      for (const event of copied) events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);
-      const stored = this.writer.appendEvents(batch, state, events);
+      for (const event of copied)
+        events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);
+      const stored = this.writer.appendEvents(batch, state, events, at);
       const openTurn = state.projection.openTurnId;
       if (openTurn !== null) {
-        const end: TimedEvent = { type: "turn/end", data: { turnId: openTurn, state: "interrupted" }, at };
-        stored.push(...this.writer.appendEvents(batch, state, [end]));
+        const end: TimedEvent = { type: "turn/end", data: { turnId: openTurn, state: "interrupted" } };
+        stored.push(...this.writer.appendEvents(batch, state, [end], at));
       }
-      batch.notify(state.sessionId, { kind: "create", epoch: state.epoch, events: stored }, this.writer.snapshot(state));
+      batch.notify(
+        state.sessionId,
+        { kind: "create", epoch: state.epoch, events: stored },
+        this.writer.snapshot(state),
+      );
       return { status: "created", header: headerOf(state), events: stored };
     };
   }
@@ -192,10 +205,21 @@ export class WriteOperations {
     };
   }
 
-  putAttachment(id: string, input: { owner: string; name: string; type: string; bytes: Uint8Array }): WriteOperation<string> {
+  putAttachment(
+    id: string,
+    input: { owner: string; name: string; type: string; bytes: Uint8Array },
+  ): WriteOperation<string> {
     return () => {
       const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
-      this.statements.insertAttachment.run(id, input.owner, input.name, input.type, bytes.byteLength, bytes, this.now());
+      this.statements.insertAttachment.run(
+        id,
+        input.owner,
+        input.name,
+        input.type,
+        bytes.byteLength,
+        bytes,
+        this.now(),
+      );
       return id;
     };
   }
@@ -209,9 +233,8 @@ export class WriteOperations {
         const end: TimedEvent = {
           type: "turn/end",
           data: { turnId: state.projection.openTurnId, state: "interrupted" },
-          at,
         };
-        const events = this.writer.appendEvents(batch, state, [end]);
+        const events = this.writer.appendEvents(batch, state, [end], at);
         batch.notify(sessionId, { kind: "append", epoch: state.epoch, events }, this.writer.snapshot(state));
         closed.push(sessionId);
       }
@@ -228,4 +251,3 @@ export class WriteOperations {
     };
   }
 }
-

@@ -21,7 +21,11 @@ export interface ChildHost {
 }
 
 /** Runs `sessionmux serve` as a child process and resolves once it printed `listening on`. */
-export async function startChildHost(options: { port: number; dbPath: string; token: string }): Promise<ChildHost> {
+export async function startChildHost(options: {
+  port: number;
+  dbPath: string;
+  token: string;
+}): Promise<ChildHost> {
   const child = spawn(
     process.execPath,
     [

@@ -36,10 +36,17 @@ describe("client.close() handles", () => {
   it("leaves no timer or socket behind, whether open or backing off", async () => {
     const p = await startFakePeer();
     const refusing = await startFakePeer({ refuse: () => 503 });
-    cleanups.push(() => p.stop(), () => refusing.stop());
+    cleanups.push(
+      () => p.stop(),
+      () => refusing.stop(),
+    );
     const before = resources();
     const open = createNodeClient({ url: p.url, token: "t" });
-    const waiting = createNodeClient({ url: refusing.url, token: "t", backoff: { baseMs: 30_000, capMs: 30_000 } });
+    const waiting = createNodeClient({
+      url: refusing.url,
+      token: "t",
+      backoff: { baseMs: 30_000, capMs: 30_000 },
+    });
     const stream = open.open("session.control", {}).subscribe({ error: () => {} });
     await vi.waitFor(() => expect(open.state.name).toBe("open"));
     await vi.waitFor(() => expect(waiting.state.name).toBe("backoff"));

@@ -11,7 +11,11 @@ import {
 const hello: HelloFrame = { type: "hello", protocol: 1, hostId: "h", generation: "g1", serverTime: 0 };
 const ctx: TransitionContext = { now: 1_000, random: () => 0.5, policy: { baseMs: 250, capMs: 10_000 } };
 
-const connecting = (attempt: number, socketId: number): ConnectionState => ({ name: "connecting", attempt, socketId });
+const connecting = (attempt: number, socketId: number): ConnectionState => ({
+  name: "connecting",
+  attempt,
+  socketId,
+});
 const open = (socketId: number): ConnectionState => ({ name: "open", socketId, hello });
 const backoff = (attempt: number, delayMs: number): ConnectionState => ({
   name: "backoff",
@@ -23,15 +27,50 @@ const closed: ConnectionState = { name: "closed" };
 
 const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
   ["first hello opens", connecting(0, 1), { type: "hello", socketId: 1, hello }, open(1)],
-  ["failed first connect backs off 0.5·250", connecting(0, 1), { type: "lost", socketId: 1 }, backoff(1, 125)],
-  ["third failed connect backs off 0.5·1000", connecting(2, 3), { type: "lost", socketId: 3 }, backoff(3, 500)],
-  ["hello after retries opens (attempt reset)", connecting(5, 6), { type: "hello", socketId: 6, hello }, open(6)],
+  [
+    "failed first connect backs off 0.5·250",
+    connecting(0, 1),
+    { type: "lost", socketId: 1 },
+    backoff(1, 125),
+  ],
+  [
+    "third failed connect backs off 0.5·1000",
+    connecting(2, 3),
+    { type: "lost", socketId: 3 },
+    backoff(3, 500),
+  ],
+  [
+    "hello after retries opens (attempt reset)",
+    connecting(5, 6),
+    { type: "hello", socketId: 6, hello },
+    open(6),
+  ],
   ["lost open socket backs off from attempt 0", open(4), { type: "lost", socketId: 4 }, backoff(1, 125)],
-  ["retry connects with the new socket id", backoff(2, 250), { type: "retry", socketId: 9 }, connecting(2, 9)],
+  [
+    "retry connects with the new socket id",
+    backoff(2, 250),
+    { type: "retry", socketId: 9 },
+    connecting(2, 9),
+  ],
   ["superseded socket's lost is ignored", open(4), { type: "lost", socketId: 3 }, open(4)],
-  ["superseded socket's hello is ignored", connecting(1, 5), { type: "hello", socketId: 4, hello }, connecting(1, 5)],
-  ["superseded socket's lost while connecting is ignored", connecting(1, 5), { type: "lost", socketId: 4 }, connecting(1, 5)],
-  ["hello while backing off is ignored", backoff(1, 100), { type: "hello", socketId: 2, hello }, backoff(1, 100)],
+  [
+    "superseded socket's hello is ignored",
+    connecting(1, 5),
+    { type: "hello", socketId: 4, hello },
+    connecting(1, 5),
+  ],
+  [
+    "superseded socket's lost while connecting is ignored",
+    connecting(1, 5),
+    { type: "lost", socketId: 4 },
+    connecting(1, 5),
+  ],
+  [
+    "hello while backing off is ignored",
+    backoff(1, 100),
+    { type: "hello", socketId: 2, hello },
+    backoff(1, 100),
+  ],
   ["retry while open is ignored", open(2), { type: "retry", socketId: 3 }, open(2)],
   ["close from connecting", connecting(0, 1), { type: "close" }, closed],
   ["close from open", open(1), { type: "close" }, closed],
@@ -51,7 +90,11 @@ describe("connection state machine", () => {
   });
 
   it("caps the backoff delay at 10 s after many failures", () => {
-    const next = transition(connecting(40, 41), { type: "lost", socketId: 41 }, { ...ctx, random: () => 0.999 });
+    const next = transition(
+      connecting(40, 41),
+      { type: "lost", socketId: 41 },
+      { ...ctx, random: () => 0.999 },
+    );
     expect(next.name).toBe("backoff");
     if (next.name === "backoff") {
       expect(next.delayMs).toBeCloseTo(9990, 5);

@@ -1,9 +1,9 @@
 import { firstValueFrom, type Subscription } from "rxjs";
-import WebSocket from "ws";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createClient, type SessionmuxClient } from "../../src/client/index.js";
+import WebSocket from "ws";
 import type { ConnectionState } from "../../src/client/connection-state.js";
-import { createNodeClient } from "../../src/client/node.js";
+import { createClient, type SessionmuxClient } from "../../src/client/index.js";
+import { createNodeClient, createNodeSocketFactory } from "../../src/client/node.js";
 import { RemoteError, RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
 import { base64Url } from "../../src/client/socket.js";
 import { startFakePeer } from "./fake-peer.js";
@@ -47,7 +47,9 @@ describe("client connection", () => {
     await vi.waitFor(() => expect(client.state.name).toBe("open"));
     const req = p.connections[0]!.request;
     expect(req.headers.authorization).toBeUndefined();
-    const offered = String(req.headers["sec-websocket-protocol"]).split(",").map((e) => e.trim());
+    const offered = String(req.headers["sec-websocket-protocol"])
+      .split(",")
+      .map((e) => e.trim());
     expect(offered).toEqual(["sessionmux.v1", `bearer.${base64Url("tok en/+?")}`]);
     expect(base64Url("tok en/+?")).toMatch(/^[A-Za-z0-9_-]+$/);
   });
@@ -97,7 +99,9 @@ describe("client connection", () => {
       },
     });
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
-    const renamed = await client.call("session.rename", { sessionId: "s", title: "x" }).catch((e: unknown) => e);
+    const renamed = await client
+      .call("session.rename", { sessionId: "s", title: "x" })
+      .catch((e: unknown) => e);
     expect(renamed).toBeInstanceOf(RemoteStreamCarrierError);
     expect(renamed).toMatchObject({ reason: "socket_lost", retryable: true });
     await expect(client.page({ sessionId: "s" })).resolves.toEqual({ ok: true });
@@ -122,7 +126,9 @@ describe("client connection", () => {
   });
 
   it("an open stream errors with RemoteStreamCarrierError when its socket dies", async () => {
-    const p = await peer({ onOpen: (conn, f) => conn.send({ type: "item", id: f.id, value: { kind: "x" } }) });
+    const p = await peer({
+      onOpen: (conn, f) => conn.send({ type: "item", id: f.id, value: { kind: "x" } }),
+    });
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
     const items: unknown[] = [];
     let failure: unknown;
@@ -144,7 +150,16 @@ describe("client connection", () => {
     const seen = states(client);
     await vi.waitFor(() => expect(client.state.name).toBe("open"));
     const names = seen.map((s) => s.name);
-    expect(names).toEqual(["connecting", "backoff", "connecting", "backoff", "connecting", "backoff", "connecting", "open"]);
+    expect(names).toEqual([
+      "connecting",
+      "backoff",
+      "connecting",
+      "backoff",
+      "connecting",
+      "backoff",
+      "connecting",
+      "open",
+    ]);
     const backoffs = seen.filter((s) => s.name === "backoff");
     for (const [i, s] of backoffs.entries()) {
       expect(s.attempt).toBe(i + 1);
@@ -205,6 +220,48 @@ describe("client connection", () => {
     expect(await pending).toMatchObject({ reason: "client_closed", retryable: false });
     expect(client.state.name).toBe("closed");
     await done;
+    const after = await client.list().catch((e: unknown) => e);
+    expect(after).toBeInstanceOf(RemoteStreamCarrierError);
+    expect(after).toMatchObject({ reason: "client_closed" });
   });
 });
 
+describe("half-open sockets", () => {
+  it("a Node socket that hears nothing (no ping, no frame) for the silence timeout is dropped and replaced", async () => {
+    const p = await peer();
+    const client = track(
+      createClient({
+        url: p.url,
+        token: "t",
+        socketFactory: createNodeSocketFactory({ silenceTimeoutMs: 150 }),
+        backoff: fast,
+      }),
+    );
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    // The fake peer never pings: the client must give up on the silent socket and reconnect.
+    await vi.waitFor(() => expect(p.connections.length).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+  });
+
+  it("pings keep a quiet socket alive", async () => {
+    const p = await peer();
+    const client = track(
+      createClient({
+        url: p.url,
+        token: "t",
+        socketFactory: createNodeSocketFactory({ silenceTimeoutMs: 300 }),
+      }),
+    );
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const pinger = setInterval(() => p.connections[0]?.socket.ping(), 50);
+    cleanups.push(async () => clearInterval(pinger));
+    // Poll well past the timeout: the one socket must still be the only one.
+    const until = Date.now() + 900;
+    await vi.waitFor(
+      () => {
+        expect(p.connections).toHaveLength(1);
+        expect(Date.now()).toBeGreaterThan(until);
+      },
+      { timeout: 3_000, interval: 50 },
+    );
+  });
+});

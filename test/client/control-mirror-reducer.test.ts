@@ -41,8 +41,22 @@ const apply = (items: ControlItem[], from = EMPTY_MIRROR) => items.reduce(reduce
 describe("control mirror reducer", () => {
   it("a baseline replaces the whole mirror", () => {
     const dirty = apply([baseline("g1"), { kind: "agent", sessionId: "z", state: "running" }]);
-    const m = reduceControl(dirty, { ...baseline("g1"), agents: [], queues: [], jobs: [], interactions: [], projections: [] });
-    expect(m).toMatchObject({ agents: {}, queues: {}, jobs: {}, interactions: {}, projections: {}, stale: false });
+    const m = reduceControl(dirty, {
+      ...baseline("g1"),
+      agents: [],
+      queues: [],
+      jobs: [],
+      interactions: [],
+      projections: [],
+    });
+    expect(m).toMatchObject({
+      agents: {},
+      queues: {},
+      jobs: {},
+      interactions: {},
+      projections: {},
+      stale: false,
+    });
   });
 
   it("reports a generation change from the second baseline until the next one", () => {
@@ -98,7 +112,13 @@ describe("control mirror reducer", () => {
   it("never mutates the mirror it was given", () => {
     const before = apply([baseline("g")]);
     const snapshot = structuredClone(before);
-    apply([{ kind: "agent", sessionId: "a", state: "detached" }, { kind: "queue", sessionId: "b", items: [] }], before);
+    apply(
+      [
+        { kind: "agent", sessionId: "a", state: "detached" },
+        { kind: "queue", sessionId: "b", items: [] },
+      ],
+      before,
+    );
     expect(before).toEqual(snapshot);
   });
 

@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import { RemoteError, RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
 import { RequestRegistry } from "../../src/client/request-registry.js";
 
-const wireError = { code: "session_not_found", message: "no such session", category: "business", retryable: false } as const;
+const wireError = {
+  code: "session_not_found",
+  message: "no such session",
+  category: "business",
+  retryable: false,
+} as const;
 
 function recorder() {
   const log: unknown[] = [];
@@ -56,7 +61,11 @@ describe("request registry", () => {
     const r = new RequestRegistry();
     const rec = recorder();
     r.addStream(3, rec.sink);
-    r.deliver({ type: "error", id: 3, error: { ...wireError, code: "from_the_future", category: "internal" } });
+    r.deliver({
+      type: "error",
+      id: 3,
+      error: { ...wireError, code: "from_the_future", category: "internal" },
+    });
     expect((rec.log[0] as [string, RemoteError])[1].code).toBe("internal_error");
   });
 
@@ -64,7 +73,9 @@ describe("request registry", () => {
     const r = new RequestRegistry();
     const rec = recorder();
     r.addStream(4, rec.sink);
-    expect(r.deliver({ type: "error", error: { ...wireError, code: "bad_frame", category: "protocol" } })).toBe(false);
+    expect(
+      r.deliver({ type: "error", error: { ...wireError, code: "bad_frame", category: "protocol" } }),
+    ).toBe(false);
     expect(r.removeStream(4)).toBe(true);
     expect(r.removeStream(4)).toBe(false);
     expect(r.deliver({ type: "item", id: 4, value: 1 })).toBe(false);

@@ -48,7 +48,11 @@ afterEach(async () => fx?.dispose());
 async function coldSessionAfterRestart(): Promise<HostFixture> {
   const fixture = await openHost();
   await fixture.host.call(ADMIN, "session.create", { sessionId: COLD });
-  const r = await fixture.host.call(ADMIN, "session.prompt", { sessionId: COLD, text: "hello", clientMessageId: "seed" });
+  const r = await fixture.host.call(ADMIN, "session.prompt", {
+    sessionId: COLD,
+    text: "hello",
+    clientMessageId: "seed",
+  });
   await turnEvents(fixture.store, COLD, r.turnId!);
   await fixture.restart();
   expect(fixture.host.live.agents()).toEqual([]);
@@ -75,7 +79,9 @@ describe("the activation table", () => {
   });
 
   const byActivation = (activation: string) =>
-    METHOD_NAMES.filter((m): m is CallMethod => Methods[m].kind === "call" && ActivationTable[m] === activation);
+    METHOD_NAMES.filter(
+      (m): m is CallMethod => Methods[m].kind === "call" && ActivationTable[m] === activation,
+    );
 
   test.each(byActivation("cold").concat(byActivation("explicit")))(
     "%s leaves the live-agent set unchanged on a cold session after a restart",
@@ -100,12 +106,16 @@ describe("the activation table", () => {
     },
   );
 
-  test.each(byActivation("resume"))("%s may start the agent of the session it asks work of", async (method) => {
-    fx = await coldSessionAfterRestart();
-    await callAny(fx.host, method, sampleParams[method]);
-    const target = method === "session.create" ? "created-here" : method === "session.fork" ? "forked-here" : COLD;
-    expect(liveSet(fx.host)).toEqual([target]);
-  });
+  test.each(byActivation("resume"))(
+    "%s may start the agent of the session it asks work of",
+    async (method) => {
+      fx = await coldSessionAfterRestart();
+      await callAny(fx.host, method, sampleParams[method]);
+      const target =
+        method === "session.create" ? "created-here" : method === "session.fork" ? "forked-here" : COLD;
+      expect(liveSet(fx.host)).toEqual([target]);
+    },
+  );
 
   test("stream methods are cold: authorizing a follow and building a control baseline start nothing", async () => {
     fx = await coldSessionAfterRestart();

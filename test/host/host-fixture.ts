@@ -1,5 +1,5 @@
-import type { SessionEvent } from "../../protocol/index.js";
 import { expect, vi } from "vitest";
+import type { SessionEvent } from "../../protocol/index.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { SessionHost } from "../../src/host/session-host.js";
@@ -54,7 +54,11 @@ export async function readLog(store: SqliteSessionStore, sessionId: string): Pro
 }
 
 /** Waits until the turn's `turn/end` is committed and returns the turn's events. */
-export async function turnEvents(store: SqliteSessionStore, sessionId: string, turnId: string): Promise<SessionEvent[]> {
+export async function turnEvents(
+  store: SqliteSessionStore,
+  sessionId: string,
+  turnId: string,
+): Promise<SessionEvent[]> {
   return vi.waitFor(
     async () => {
       const log = await readLog(store, sessionId);

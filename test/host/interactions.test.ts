@@ -8,11 +8,16 @@ afterEach(async () => fx?.dispose());
 
 const S = "asks";
 
-async function pendingInteraction(text: string, clientMessageId: string): Promise<{ turnId: string; interaction: Interaction }> {
+async function pendingInteraction(
+  text: string,
+  clientMessageId: string,
+): Promise<{ turnId: string; interaction: Interaction }> {
   const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text, clientMessageId });
-  const interaction = await vi.waitFor(() => {
+  const interaction = await vi.waitFor(async () => {
     const found = fx.host.live.interactions().find((i) => i.turnId === r.turnId);
     expect(found).toBeDefined();
+    // registered before its commit: wait until the log shows it too
+    expect((await fx.store.projection(S))?.lastState).toBe("input-required");
     return found!;
   });
   return { turnId: r.turnId!, interaction };
@@ -44,12 +49,17 @@ describe("session.respond", () => {
         });
       }
       const again = await errorCode(() =>
-        fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response: winning }),
+        fx.host.call(ADMIN, "session.respond", {
+          interactionId: interaction.interactionId,
+          response: winning,
+        }),
       );
       expect(again.code).toBe("succeeded");
       const events = await turnEvents(fx.store, S, turnId);
       expect(events.filter((e) => e.type === "interaction/resolved")).toHaveLength(1);
-      expect(events.find((e) => e.type === "assistant/delta")).toMatchObject({ data: { text: `You answered: answer ${winners[0]}` } });
+      expect(events.find((e) => e.type === "assistant/delta")).toMatchObject({
+        data: { text: `You answered: answer ${winners[0]}` },
+      });
     }
   });
 
@@ -60,23 +70,32 @@ describe("session.respond", () => {
       const { turnId, interaction } = await pendingInteraction(`/approve deploy ${round}`, `round-${round}`);
       expect(interaction).toMatchObject({ kind: "approval", action: `deploy ${round}`, sessionId: S });
       expect((await fx.store.projection(S))?.lastState).toBe("input-required");
-      const answers: Resolution[] = Array.from({ length: 16 }, (_, i) => ({ outcome: i % 2 === 0 ? "approve" : "deny" }));
+      const answers: Resolution[] = Array.from({ length: 16 }, (_, i) => ({
+        outcome: i % 2 === 0 ? "approve" : "deny",
+      }));
       const outcomes = await Promise.all(
         answers.map((response) =>
-          errorCode(() => fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response })),
+          errorCode(() =>
+            fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response }),
+          ),
         ),
       );
       const winners = outcomes.filter((o) => o.code === "succeeded");
       const losers = outcomes.filter((o) => o.code !== "succeeded");
       const winning = fx.host.live.resolution(interaction.interactionId)!;
       // the same answer as the winner's is an idempotent success, a different one is refused with the winner
-      expect(winners.length).toBe(answers.filter((a) => JSON.stringify(a) === JSON.stringify(winning)).length);
+      expect(winners.length).toBe(
+        answers.filter((a) => JSON.stringify(a) === JSON.stringify(winning)).length,
+      );
       for (const loser of losers) {
         expect(loser.code).toBe("interaction_already_resolved");
         expect(loser.data).toMatchObject({ interactionId: interaction.interactionId, resolution: winning });
       }
       const again = await errorCode(() =>
-        fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response: winning }),
+        fx.host.call(ADMIN, "session.respond", {
+          interactionId: interaction.interactionId,
+          response: winning,
+        }),
       );
       expect(again.code).toBe("succeeded");
       const events = await turnEvents(fx.store, S, turnId);
@@ -112,7 +131,10 @@ describe("session.respond", () => {
     expect(withdrawn).toEqual([interaction.interactionId]);
     expect(fx.host.live.interactions()).toEqual([]);
     const late = await errorCode(() =>
-      fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response: { answer: "me" } }),
+      fx.host.call(ADMIN, "session.respond", {
+        interactionId: interaction.interactionId,
+        response: { answer: "me" },
+      }),
     );
     expect(late.code).toBe("interaction_not_found");
   });
@@ -124,7 +146,10 @@ describe("session.respond", () => {
     await fx.host.call(ADMIN, "session.delete", { sessionId: S });
     expect(fx.host.live.interactions()).toEqual([]);
     const late = await errorCode(() =>
-      fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response: { outcome: "approve" } }),
+      fx.host.call(ADMIN, "session.respond", {
+        interactionId: interaction.interactionId,
+        response: { outcome: "approve" },
+      }),
     );
     expect(late.code).toBe("interaction_not_found");
   });
@@ -134,7 +159,10 @@ describe("session.respond", () => {
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
     const { turnId, interaction } = await pendingInteraction("/ask favourite colour?", "q");
     expect(interaction).toMatchObject({ kind: "question", question: "favourite colour?" });
-    await fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response: { answer: "teal" } });
+    await fx.host.call(ADMIN, "session.respond", {
+      interactionId: interaction.interactionId,
+      response: { answer: "teal" },
+    });
     const events = await turnEvents(fx.store, S, turnId);
     expect(events.map((e) => e.type)).toEqual([
       "turn/start",

@@ -43,14 +43,44 @@ describe("session.prompt", () => {
     const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "hi", clientMessageId: "m" });
     const events = await turnEvents(fx.store, S, r.turnId!);
     expect(events[0]).toMatchObject({ type: "turn/start", data: { turnId: r.turnId, trigger: "prompt" } });
-    expect(events[1]).toMatchObject({ seq: r.seq, type: "user/message", data: { text: "hi", source: "user" } });
+    expect(events[1]).toMatchObject({
+      seq: r.seq,
+      type: "user/message",
+      data: { text: "hi", source: "user" },
+    });
     expect(events[0]!.seq + 1).toBe(r.seq);
+  });
+
+  test("display is stored, text goes to the agent, inline bytes are kept aside as an attachment", async () => {
+    fx = await coldSession();
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "model text",
+      display: "shown text",
+      clientMessageId: "att",
+      attachments: [{ name: "a.bin", type: "application/octet-stream", bytes }],
+    });
+    const events = await turnEvents(fx.store, S, r.turnId!);
+    const message = events.find((e) => e.type === "user/message");
+    expect(message?.data).toMatchObject({
+      text: "shown text",
+      attachments: [{ name: "a.bin", type: "application/octet-stream", size: 4, omittedBytes: 4 }],
+    });
+    expect(assistantText(events)).toBe("Echo: model text");
+    const attachmentId = message?.type === "user/message" ? message.data.attachments[0]?.attachmentId : undefined;
+    expect(attachmentId).toEqual(expect.any(String));
+    const stored = await fx.host.call(ADMIN, "session.attachment", { sessionId: S, attachmentId: attachmentId! });
+    expect(stored).toMatchObject({ name: "a.bin", size: 4 });
+    expect([...stored.bytes]).toEqual([1, 2, 3, 4]);
   });
 
   test("the same clientMessageId twice, sequentially and concurrently, stores one user/message", async () => {
     fx = await coldSession();
     const params = { sessionId: S, text: "once", clientMessageId: "dup" };
-    const concurrent = await Promise.all(Array.from({ length: 8 }, () => fx.host.call(ADMIN, "session.prompt", params)));
+    const concurrent = await Promise.all(
+      Array.from({ length: 8 }, () => fx.host.call(ADMIN, "session.prompt", params)),
+    );
     const again = await fx.host.call(ADMIN, "session.prompt", params);
     for (const r of [...concurrent, again]) expect(r).toEqual(concurrent[0]);
     await turnEvents(fx.store, S, concurrent[0]!.turnId!);
@@ -73,15 +103,26 @@ describe("session.prompt", () => {
   test("queued prompts run in order after the current turn", async () => {
     fx = await coldSession();
     // the first turn waits for an answer, so the queue fills deterministically while it runs
-    const first = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "/ask go?", clientMessageId: "0" });
+    const first = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "/ask go?",
+      clientMessageId: "0",
+    });
     for (let i = 1; i <= 3; i++) {
-      const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: `q${i}`, clientMessageId: `${i}` });
+      const r = await fx.host.call(ADMIN, "session.prompt", {
+        sessionId: S,
+        text: `q${i}`,
+        clientMessageId: `${i}`,
+      });
       expect(r.queued).toBe(true);
     }
     expect(fx.host.live.queue(S).map((i) => i.text)).toEqual(["q1", "q2", "q3"]);
     await vi.waitFor(() => expect(fx.host.live.interactions()).toHaveLength(1));
     const [question] = fx.host.live.interactions();
-    await fx.host.call(ADMIN, "session.respond", { interactionId: question!.interactionId, response: { answer: "yes" } });
+    await fx.host.call(ADMIN, "session.respond", {
+      interactionId: question!.interactionId,
+      response: { answer: "yes" },
+    });
     await turnEvents(fx.store, S, first.turnId!);
     await vi.waitFor(async () => {
       const log = await readLog(fx.store, S);
@@ -101,7 +142,11 @@ describe("session.updateQueue", () => {
       text: "/stream 30 20",
       clientMessageId: "run",
     });
-    const queued = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "turn left", clientMessageId: "q" });
+    const queued = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "turn left",
+      clientMessageId: "q",
+    });
     // wait until the turn has streamed a little, so the interjection lands mid-turn
     await vi.waitFor(async () => {
       const log = await readLog(fx.store, S);
@@ -127,12 +172,21 @@ describe("session.updateQueue", () => {
 
   test("remove, edit and clear change the queue and answer its new snapshot", async () => {
     fx = await coldSession();
-    await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "/sleep 30000", clientMessageId: "run" });
+    await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "/sleep 30000",
+      clientMessageId: "run",
+    });
     const ids: string[] = [];
     for (const t of ["a", "b", "c"]) {
-      ids.push((await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: t, clientMessageId: t })).itemId!);
+      ids.push(
+        (await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: t, clientMessageId: t })).itemId!,
+      );
     }
-    const removed = await fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { remove: true, itemId: ids[1]! } });
+    const removed = await fx.host.call(ADMIN, "session.updateQueue", {
+      sessionId: S,
+      op: { remove: true, itemId: ids[1]! },
+    });
     expect(removed.items.map((i) => i.text)).toEqual(["a", "c"]);
     const edited = await fx.host.call(ADMIN, "session.updateQueue", {
       sessionId: S,

@@ -12,11 +12,23 @@ describe("attachments", () => {
     current = openTempStore();
     const { store } = current;
     const bytes = new Uint8Array([1, 2, 3, 250]);
-    const used = await store.putAttachment({ owner: "o", name: "a.bin", type: "application/octet-stream", bytes });
-    const spare = await store.putAttachment({ owner: "o", name: "b.bin", type: "text/plain", bytes: new Uint8Array(2) });
+    const used = await store.putAttachment({
+      owner: "o",
+      sessionId: null,
+      name: "a.bin",
+      type: "application/octet-stream",
+      bytes,
+    });
+    const spare = await store.putAttachment({
+      owner: "o",
+      name: "b.bin",
+      type: "text/plain",
+      bytes: new Uint8Array(2),
+    });
     expect(await store.getAttachment(used)).toEqual({
       attachmentId: used,
       owner: "o",
+      sessionId: null,
       name: "a.bin",
       type: "application/octet-stream",
       size: 4,
@@ -35,6 +47,7 @@ describe("attachments", () => {
         },
       },
     ]);
+    expect((await store.getAttachment(used))?.sessionId).toBe("s");
     await store.delete("s");
     expect(await store.getAttachment(used)).toBeNull();
     // an upload no session used is not the deleted session's to remove

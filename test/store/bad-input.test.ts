@@ -45,7 +45,9 @@ describe("expected refusals are result values", () => {
     const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
     const reopened = SqliteSessionStore.open(path);
     try {
-      expect(await reopened.create({ sessionId: "gone", owner: "o", model: "m" })).toEqual({ status: "retired" });
+      expect(await reopened.create({ sessionId: "gone", owner: "o", model: "m" })).toEqual({
+        status: "retired",
+      });
       const outcome = await reopened.append("kept", [delta("t", "y")]);
       expect(outcome.status === "appended" && outcome.events[0]!.seq).toBe(3);
     } finally {
@@ -60,6 +62,8 @@ describe("expected refusals are result values", () => {
     const pending = store.append("a", [delta("t", "queued before close")]);
     await store.close();
     expect((await pending).status).toBe("appended");
-    await expect(store.append("a", [delta("t", "late")])).rejects.toMatchObject({ code: "host_shutting_down" });
+    await expect(store.append("a", [delta("t", "late")])).rejects.toMatchObject({
+      code: "host_shutting_down",
+    });
   });
 });

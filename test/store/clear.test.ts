@@ -63,7 +63,9 @@ describe("clear", () => {
     const { store } = current;
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     const kinds: string[] = [];
-    store.subscribe("a", (notice) => kinds.push(notice.kind === "clear" ? `clear:${notice.epoch}` : notice.kind));
+    store.subscribe("a", (notice) =>
+      kinds.push(notice.kind === "clear" ? `clear:${notice.epoch}` : notice.kind),
+    );
     const cleared = await store.clear("a");
     if (cleared.status !== "cleared") throw new Error(cleared.status);
     expect(kinds).toEqual([`clear:${cleared.epoch}`]);

@@ -44,7 +44,10 @@ describe("delete racing late appends", () => {
             await Promise.all([appender(0), appender(1), appender(2), deleter()]);
             expect(await store.isRetired(sessionId)).toBe(true);
             expect((await store.readAfter(sessionId, 0, 10)).status).toBe("retired");
-            const rows = raw.prepare("SELECT count(*) FROM events WHERE session_id = ?").pluck().get(sessionId);
+            const rows = raw
+              .prepare("SELECT count(*) FROM events WHERE session_id = ?")
+              .pluck()
+              .get(sessionId);
             expect(rows).toBe(0);
           }),
         );

@@ -12,7 +12,9 @@ async function seeded() {
   const { store } = current;
   await store.create({ sessionId: "src", owner: "o", model: "m1", title: "Source" });
   // seq 2..5: a finished turn; seq 6..8: a turn still open
-  await store.append("src", [turnStart("t1"), userMessage("first"), delta("t1", "answer"), turnEnd("t1")], { at: 2_000 });
+  await store.append("src", [turnStart("t1"), userMessage("first"), delta("t1", "answer"), turnEnd("t1")], {
+    at: 2_000,
+  });
   await store.append("src", [turnStart("t2"), userMessage("second"), delta("t2", "part")], { at: 3_000 });
   return store;
 }
@@ -44,7 +46,12 @@ describe("fork", () => {
     expect(read.events[2]!.at).toBe(2_000);
     expect(await store.page("src", { limit: 100 })).toEqual(before);
     const projection = await store.projection("dst");
-    expect(projection).toMatchObject({ title: "Source", turnCount: 1, lastState: "completed", openTurnId: null });
+    expect(projection).toMatchObject({
+      title: "Source",
+      turnCount: 1,
+      lastState: "completed",
+      openTurnId: null,
+    });
   });
 
   it("closes a turn the copied prefix leaves open as interrupted", async () => {
@@ -59,12 +66,18 @@ describe("fork", () => {
 
   it("answers source_not_found, source_retired, exists and retired as values", async () => {
     const store = await seeded();
-    expect(await store.fork({ sourceId: "nobody", targetId: "x", owner: "o" })).toEqual({ status: "source_not_found" });
+    expect(await store.fork({ sourceId: "nobody", targetId: "x", owner: "o" })).toEqual({
+      status: "source_not_found",
+    });
     expect(await store.fork({ sourceId: "src", targetId: "src", owner: "o" })).toEqual({ status: "exists" });
     await store.create({ sessionId: "gone", owner: "o", model: "m" });
     await store.delete("gone");
-    expect(await store.fork({ sourceId: "gone", targetId: "x", owner: "o" })).toEqual({ status: "source_retired" });
-    expect(await store.fork({ sourceId: "src", targetId: "gone", owner: "o" })).toEqual({ status: "retired" });
+    expect(await store.fork({ sourceId: "gone", targetId: "x", owner: "o" })).toEqual({
+      status: "source_retired",
+    });
+    expect(await store.fork({ sourceId: "src", targetId: "gone", owner: "o" })).toEqual({
+      status: "retired",
+    });
     expect(await store.isRetired("x")).toBe(false);
     expect(await store.header("x")).toEqual({ status: "not_found" });
   });

@@ -32,9 +32,12 @@ describe("group commit", () => {
     for (const [w, sessionId] of ids.entries()) {
       const read = await store.readAfter(sessionId, 0, 10_000);
       if (read.status !== "ok") throw new Error(read.status);
-      const expected = 1 + 10 + Array.from({ length: 20 }, (_, round) => 1 + ((round + w) % 3)).reduce((a, b) => a + b);
+      const expected =
+        1 + 10 + Array.from({ length: 20 }, (_, round) => 1 + ((round + w) % 3)).reduce((a, b) => a + b);
       expect(read.headSeq).toBe(expected);
-      expect(read.events.map((event) => event.seq)).toEqual(Array.from({ length: expected }, (_, i) => i + 1));
+      expect(read.events.map((event) => event.seq)).toEqual(
+        Array.from({ length: expected }, (_, i) => i + 1),
+      );
     }
     expect(store.integrityCheck()).toBe("ok");
   });
@@ -52,7 +55,9 @@ describe("group commit", () => {
         const outcome = await promise;
         if (outcome.status !== "appended") throw new Error(outcome.status);
         const seq = outcome.events[0]!.seq;
-        const visible = reader.prepare("SELECT count(*) FROM events WHERE session_id = 'a' AND seq = ?").pluck();
+        const visible = reader
+          .prepare("SELECT count(*) FROM events WHERE session_id = 'a' AND seq = ?")
+          .pluck();
         expect(visible.get(seq)).toBe(1);
       }
       expect(count.get()).toBe(51);
@@ -96,7 +101,9 @@ describe("group commit", () => {
     const metrics = new HostMetrics();
     current = openTempStore({ metrics });
     const { store } = current;
-    await Promise.all(Array.from({ length: 10 }, (_, i) => store.create({ sessionId: `s${i}`, owner: "o", model: "m" })));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) => store.create({ sessionId: `s${i}`, owner: "o", model: "m" })),
+    );
     const before = store.stats().transactions;
     const outcomes = await Promise.all(
       Array.from({ length: 200 }, (_, i) => store.append(`s${i % 10}`, [delta("t", `x${i}`)])),

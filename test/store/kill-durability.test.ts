@@ -9,7 +9,9 @@ const fixture = fileURLToPath(new URL("./fixtures/appender.ts", import.meta.url)
 
 /** Runs the appender, SIGKILLs it `killAfterMs` after it is ready; returns the highest acked seq per session. */
 async function runAndKill(dbPath: string, killAfterMs: number): Promise<Map<string, number>> {
-  const child = spawn(process.execPath, ["--import", "tsx", fixture, dbPath], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", fixture, dbPath], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const acked = new Map<string, number>();
   let buffer = "";
   let stderr = "";
@@ -24,7 +26,8 @@ async function runAndKill(dbPath: string, killAfterMs: number): Promise<Map<stri
     for (const line of lines) {
       if (line === "ready") timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
       const [tag, sessionId, seq] = line.split(" ");
-      if (tag === "ack" && sessionId && seq) acked.set(sessionId, Math.max(acked.get(sessionId) ?? 0, Number(seq)));
+      if (tag === "ack" && sessionId && seq)
+        acked.set(sessionId, Math.max(acked.get(sessionId) ?? 0, Number(seq)));
     }
   });
   const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

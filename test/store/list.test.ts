@@ -45,7 +45,10 @@ describe("list", () => {
     await store.create({ sessionId: "b", owner: "bob", model: "m" });
     await store.append("b", [
       turnStart("t"),
-      { type: "interaction/requested", data: { turnId: "t", interactionId: "i", kind: "approval", action: "rm" } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t", interactionId: "i", kind: "approval", action: "rm" },
+      },
     ]);
     expect((await store.list({ limit: 10, owner: "alice" })).rows.map((row) => row.sessionId)).toEqual(["a"]);
     expect((await store.list({ limit: 10, parked: true })).rows.map((row) => row.sessionId)).toEqual(["b"]);

@@ -1,4 +1,4 @@
-import { type SqliteStoreOptions, SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { SqliteSessionStore, type SqliteStoreOptions } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /** A store on a real SQLite file in a fresh temp folder; `dispose()` closes it and deletes the folder. */
@@ -28,7 +28,10 @@ export function turnStart(turnId: string) {
   return { type: "turn/start" as const, data: { turnId, trigger: "prompt" as const } };
 }
 
-export function turnEnd(turnId: string, state: "completed" | "failed" | "cancelled" | "interrupted" = "completed") {
+export function turnEnd(
+  turnId: string,
+  state: "completed" | "failed" | "cancelled" | "interrupted" = "completed",
+) {
   return { type: "turn/end" as const, data: { turnId, state } };
 }
 

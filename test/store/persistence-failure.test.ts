@@ -51,7 +51,9 @@ describe("persistence failure", () => {
       expect(outcome.status === "appended" && outcome.events[0]!.seq).toBe(acked.get(id)! + 1);
       const read = await store.readAfter(id, 0, 1_000);
       if (read.status !== "ok") throw new Error(read.status);
-      expect(read.events.map((event) => event.seq)).toEqual(Array.from({ length: acked.get(id)! + 1 }, (_, i) => i + 1));
+      expect(read.events.map((event) => event.seq)).toEqual(
+        Array.from({ length: acked.get(id)! + 1 }, (_, i) => i + 1),
+      );
     }
     // no notice was delivered for an event that never committed
     expect(noticed).toEqual(Array.from({ length: acked.get("a")! }, (_, i) => i + 2));

@@ -16,10 +16,24 @@ type Step =
   | { op: "tick"; ms: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ op: fc.constant("event" as const), pick: fc.nat(11), text: fc.string({ maxLength: 90 }), session: fc.nat(2) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      op: fc.constant("event" as const),
+      pick: fc.nat(11),
+      text: fc.string({ maxLength: 90 }),
+      session: fc.nat(2),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("clear" as const), session: fc.nat(2) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant("ack" as const), session: fc.nat(2), stale: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant("tick" as const), ms: fc.integer({ min: 1, max: 5_000 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant("ack" as const), session: fc.nat(2), stale: fc.boolean() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant("tick" as const), ms: fc.integer({ min: 1, max: 5_000 }) }),
+  },
 );
 
 /** A random but protocol-shaped event: turns open and close, interactions come and go. */
@@ -30,13 +44,19 @@ function eventFor(pick: number, text: string, turn: string): NewEvent {
     case 1:
       return userMessage(text);
     case 2:
-      return { type: "user/message", data: { messageId: "s", source: "server", text, attachments: [], meta: {} } };
+      return {
+        type: "user/message",
+        data: { messageId: "s", source: "server", text, attachments: [], meta: {} },
+      };
     case 3:
       return { type: "assistant/delta", data: { turnId: turn, text } };
     case 4:
       return { type: "interaction/requested", data: { turnId: turn, interactionId: "i", kind: "approval" } };
     case 5:
-      return { type: "interaction/resolved", data: { interactionId: "i", resolution: { outcome: "approve" } } };
+      return {
+        type: "interaction/resolved",
+        data: { interactionId: "i", resolution: { outcome: "approve" } },
+      };
     case 6:
       return turnEnd(turn, "completed");
     case 7:
@@ -46,7 +66,10 @@ function eventFor(pick: number, text: string, turn: string): NewEvent {
     case 9:
       return { type: "session/model", data: { model: `m-${text.length}` } };
     case 10:
-      return { type: "user/message", data: { messageId: "h", source: "user", text, hidden: true, attachments: [], meta: {} } };
+      return {
+        type: "user/message",
+        data: { messageId: "h", source: "user", text, hidden: true, attachments: [], meta: {} },
+      };
     default:
       return { type: "reasoning/delta", data: { turnId: turn, text } };
   }
@@ -61,7 +84,8 @@ describe("projection", () => {
         try {
           const { store } = run;
           const ids = ["p0", "p1", "p2"];
-          for (const id of ids) await store.create({ sessionId: id, owner: "o", model: "m", ...(titled ? { title: "T" } : {}) });
+          for (const id of ids)
+            await store.create({ sessionId: id, owner: "o", model: "m", ...(titled ? { title: "T" } : {}) });
           let turn = 0;
           for (const s of steps) {
             if (s.op === "tick") clock += s.ms;
@@ -107,11 +131,20 @@ describe("projection", () => {
     await store.append("a", [turnStart("t1"), userMessage(long)]);
     let row = await store.projection("a");
     expect(row?.title).toBe("word ".repeat(16).trim());
-    expect(row).toMatchObject({ blank: false, lastState: "working", turnCount: 1, lastPromptAt: 2_000, updatedAt: 2_000 });
+    expect(row).toMatchObject({
+      blank: false,
+      lastState: "working",
+      turnCount: 1,
+      lastPromptAt: 2_000,
+      updatedAt: 2_000,
+    });
     await store.append("a", [
       { type: "assistant/delta", data: { turnId: "t1", text: "a" } },
       { type: "assistant/delta", data: { turnId: "t1", text: "b" } },
-      { type: "interaction/requested", data: { turnId: "t1", interactionId: "i1", kind: "question", question: "?" } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "question", question: "?" },
+      },
     ]);
     row = await store.projection("a");
     expect(row).toMatchObject({ lastState: "input-required", messageCount: 2, openTurnId: "t1" });
@@ -122,10 +155,20 @@ describe("projection", () => {
       turnEnd("t1"),
     ]);
     row = await store.projection("a");
-    expect(row).toMatchObject({ lastState: "completed", openTurnId: null, hasUnseenCompletion: true, completionSettledAt: 3_000 });
+    expect(row).toMatchObject({
+      lastState: "completed",
+      openTurnId: null,
+      hasUnseenCompletion: true,
+      completionSettledAt: 3_000,
+    });
     // a server message neither moves the session in the list nor counts as an operator prompt
     clock = 9_000;
-    await store.append("a", [{ type: "user/message", data: { messageId: "s", source: "server", text: "x", attachments: [], meta: {} } }]);
+    await store.append("a", [
+      {
+        type: "user/message",
+        data: { messageId: "s", source: "server", text: "x", attachments: [], meta: {} },
+      },
+    ]);
     row = await store.projection("a");
     expect(row).toMatchObject({ updatedAt: 2_000, lastPromptAt: 2_000, messageCount: 3 });
     await store.append("a", [{ type: "session/renamed", data: { title: "Named" } }]);

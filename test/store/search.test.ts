@@ -16,8 +16,20 @@ async function seeded() {
   await store.append("a", [delta("t1", "Paint "), delta("t1", "the stripes white."), turnEnd("t1")]);
   await store.append("b", [turnStart("t1"), userMessage("zebra facts please")]);
   await store.append("b", [
-    { type: "user/message", data: { messageId: "h", source: "user", text: "", hidden: true, attachments: [], meta: {} } },
-    { type: "user/message", data: { messageId: "i", source: "user", text: "zebra incognito", attachments: [], meta: { incognito: true } } },
+    {
+      type: "user/message",
+      data: { messageId: "h", source: "user", text: "", hidden: true, attachments: [], meta: {} },
+    },
+    {
+      type: "user/message",
+      data: {
+        messageId: "i",
+        source: "user",
+        text: "zebra incognito",
+        attachments: [],
+        meta: { incognito: true },
+      },
+    },
   ]);
   return store;
 }
@@ -53,7 +65,24 @@ describe("search", () => {
 
   it("never fails on FTS syntax in the query", async () => {
     const store = await seeded();
-    for (const query of ['"', 'zebra"', "zebra OR", "NEAR(", "a AND", "*", "^zebra", "col:zebra", "(", ")", "-", "'", "zebra*", "\\", "\u0000", "   "]) {
+    for (const query of [
+      '"',
+      'zebra"',
+      "zebra OR",
+      "NEAR(",
+      "a AND",
+      "*",
+      "^zebra",
+      "col:zebra",
+      "(",
+      ")",
+      "-",
+      "'",
+      "zebra*",
+      "\\",
+      "\u0000",
+      "   ",
+    ]) {
       await expect(store.search(query, 10)).resolves.toBeInstanceOf(Array);
     }
     expect((await store.search('zebra"', 10)).length).toBe(2);

@@ -15,7 +15,12 @@ describe("shapeUserMessage", () => {
   });
 
   it("stores the display text instead of the model-facing text", () => {
-    const shaped = shapeUserMessage({ messageId: "m", source: "user", text: "long expanded prompt", display: "/short" });
+    const shaped = shapeUserMessage({
+      messageId: "m",
+      source: "user",
+      text: "long expanded prompt",
+      display: "/short",
+    });
     expect(shaped.text).toBe("/short");
   });
 

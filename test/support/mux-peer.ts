@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import WebSocket from "ws";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
-import { SUBPROTOCOL, type SessionEvent, SessionmuxError, type WireError } from "../../protocol/index.js";
+import { type SessionEvent, SessionmuxError, SUBPROTOCOL, type WireError } from "../../protocol/index.js";
 import { encodeBearerSubprotocol } from "../../src/transport/auth.js";
 
 /** A decoded host frame, loosely typed: tests assert its shape themselves. */
@@ -26,10 +26,19 @@ export interface MuxPeerOptions {
   autoPong?: boolean;
   /** Path and query appended to the origin of `url`. */
   path?: string;
+  /**
+   * @default true; false keeps no `events` items (only their last seq and any order violations),
+   * for load tests that measure the memory of the process they run in.
+   */
+  keepEvents?: boolean;
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function until<T>(check: () => T | undefined | false, timeoutMs = 10_000, what = "condition"): Promise<T> {
+export async function until<T>(
+  check: () => T | undefined | false,
+  timeoutMs = 10_000,
+  what = "condition",
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = check();
@@ -48,6 +57,8 @@ export class MuxPeer {
   readonly frames: PeerFrame[] = [];
   readonly #byId = new Map<number, PeerFrame[]>();
   readonly #lastSeq = new Map<number, number>();
+  readonly #violations: string[] = [];
+  #keepEvents = true;
   #nextId = 1;
   readonly closed: Promise<{ code: number; reason: string }>;
 
@@ -58,13 +69,18 @@ export class MuxPeer {
     });
     ws.on("message", (data, isBinary) => {
       if (!isBinary) throw new Error("host sent a text frame");
-      const frame = decodeFrame(toBytes(data), { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000 }) as PeerFrame;
+      const frame = decodeFrame(toBytes(data), {
+        maxStrBytes: 16 * 1024 * 1024,
+        maxArrayLength: 1_000_000,
+      }) as PeerFrame;
+      if (typeof frame.id === "number") this.#track(frame.id, frame);
+      if (!this.#keepEvents && frame.type === "item" && (frame.value as { kind?: string }).kind === "events")
+        return;
       this.frames.push(frame);
       if (typeof frame.id === "number") {
-        let list = this.#byId.get(frame.id);
-        if (!list) this.#byId.set(frame.id, (list = []));
-        list.push(frame);
-        this.#track(frame.id, frame);
+        const list = this.#byId.get(frame.id);
+        if (list) list.push(frame);
+        else this.#byId.set(frame.id, [frame]);
       }
     });
     ws.on("error", () => {});
@@ -74,14 +90,26 @@ export class MuxPeer {
     if (frame.type !== "item") return;
     const value = frame.value as { kind?: string; events?: SessionEvent[] };
     if (value.kind === "reset") this.#lastSeq.set(id, 0);
-    const last = value.kind === "events" ? value.events?.[value.events.length - 1] : undefined;
-    if (last) this.#lastSeq.set(id, last.seq);
+    if (value.kind !== "events" || !value.events) return;
+    let last = this.#lastSeq.get(id);
+    for (const event of value.events) {
+      if (last !== undefined && event.seq !== last + 1)
+        this.#violations.push(`stream ${id}: seq ${event.seq} after ${last}`);
+      last = event.seq;
+    }
+    if (last !== undefined) this.#lastSeq.set(id, last);
+  }
+
+  /** Events that did not continue their stream's previous seq (a gap, duplicate or reorder). */
+  get violations(): readonly string[] {
+    return this.#violations;
   }
 
   /** Connects and waits for `hello`. */
   static async connect(wsUrl: string, options: MuxPeerOptions = {}): Promise<MuxPeer> {
     const ws = MuxPeer.socket(wsUrl, options);
     const peer = new MuxPeer(ws);
+    peer.#keepEvents = options.keepEvents ?? true;
     await once(ws, "open");
     await until(() => peer.frames.length > 0, 10_000, "hello");
     return peer;
@@ -92,8 +120,13 @@ export class MuxPeer {
     const protocols = options.protocols ?? [SUBPROTOCOL];
     const headers: Record<string, string> = { ...options.headers };
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    const all = options.subprotocolToken !== undefined ? [...protocols, encodeBearerSubprotocol(options.subprotocolToken)] : protocols;
-    const url = options.path ? new URL(options.path, wsUrl.replace(/^ws/, "http")).href.replace(/^http/, "ws") : wsUrl;
+    const all =
+      options.subprotocolToken !== undefined
+        ? [...protocols, encodeBearerSubprotocol(options.subprotocolToken)]
+        : protocols;
+    const url = options.path
+      ? new URL(options.path, wsUrl.replace(/^ws/, "http")).href.replace(/^http/, "ws")
+      : wsUrl;
     return new WebSocket(url, all, { headers, autoPong: options.autoPong ?? true, perMessageDeflate: false });
   }
 
@@ -119,7 +152,11 @@ export class MuxPeer {
   async call<T = unknown>(method: string, params?: unknown, timeoutMs = 20_000): Promise<T> {
     const id = this.nextId();
     this.send(params === undefined ? { type: "call", id, method } : { type: "call", id, method, params });
-    const answer = await until(() => this.of(id).find((f) => f.type === "result" || f.type === "error"), timeoutMs, `answer to ${method}`);
+    const answer = await until(
+      () => this.of(id).find((f) => f.type === "result" || f.type === "error"),
+      timeoutMs,
+      `answer to ${method}`,
+    );
     if (answer.type === "error" && answer.error) throw SessionmuxError.fromWire(answer.error);
     return answer.value as T;
   }
@@ -141,7 +178,9 @@ export class MuxPeer {
   }
 
   follow(sessionId: string, cursor: { afterSeq?: number; epoch?: string } = {}): number {
-    return this.open("session.follow", { sessionId, ...cursor });
+    const id = this.nextId();
+    this.#lastSeq.set(id, cursor.afterSeq ?? 0);
+    return this.open("session.follow", { sessionId, ...cursor }, id);
   }
 
   close(id: number): void {
@@ -161,10 +200,12 @@ export class MuxPeer {
 
   /** The events a follow stream delivered, flattened in arrival order. */
   events(id: number): SessionEvent[] {
-    return this.items<{ kind: string; events?: SessionEvent[] }>(id).flatMap((item) => (item.kind === "events" ? (item.events ?? []) : []));
+    return this.items<{ kind: string; events?: SessionEvent[] }>(id).flatMap((item) =>
+      item.kind === "events" ? (item.events ?? []) : [],
+    );
   }
 
-  /** The seq of the newest event `id` delivered (0 before any, and right after a reset). */
+  /** The seq of the newest event `id` delivered (its `afterSeq` before any; 0 right after a reset). */
   lastSeq(id: number): number {
     return this.#lastSeq.get(id) ?? 0;
   }
@@ -178,7 +219,11 @@ export class MuxPeer {
     return until(() => this.terminal(id), timeoutMs, `end or error of ${id}`);
   }
 
-  async waitItem<T = Record<string, unknown>>(id: number, match: (item: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  async waitItem<T = Record<string, unknown>>(
+    id: number,
+    match: (item: T) => boolean,
+    timeoutMs = 10_000,
+  ): Promise<T> {
     return until(() => this.items<T>(id).find(match), timeoutMs, `item on ${id}`);
   }
 
@@ -188,7 +233,9 @@ export class MuxPeer {
 
   /** Errors that could not be tied to an id. */
   unidentifiedErrors(): WireError[] {
-    return this.frames.filter((f) => f.type === "error" && f.id === undefined).map((f) => f.error as WireError);
+    return this.frames
+      .filter((f) => f.type === "error" && f.id === undefined)
+      .map((f) => f.error as WireError);
   }
 
   async waitUnidentifiedError(count: number, timeoutMs = 10_000): Promise<WireError> {

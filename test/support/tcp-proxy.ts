@@ -29,7 +29,10 @@ export interface TcpProxy {
  * connection on demand or at random intervals. Cutting destroys both sockets, so the client sees
  * an abrupt loss (no WebSocket close frame), as after a network failure.
  */
-export async function startTcpProxy(targetPort: number, options: { random?: () => number } = {}): Promise<TcpProxy> {
+export async function startTcpProxy(
+  targetPort: number,
+  options: { random?: () => number } = {},
+): Promise<TcpProxy> {
   const random = options.random ?? Math.random;
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let cuts = 0;

@@ -36,9 +36,7 @@ export async function launchProfile(viewport = { width: 1280, height: 800 }): Pr
   return {
     context,
     async newPage() {
-      const page = await context.newPage();
-      page.on("dialog", (dialog) => void dialog.accept());
-      return page;
+      return context.newPage();
     },
     async close() {
       await context.close();

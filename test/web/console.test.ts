@@ -134,8 +134,78 @@ describe.skipIf(!hasChromium)("browser console", () => {
     }
   });
 
+  it("renames, searches, forks, clears and deletes sessions, and steers a queued prompt into the running turn", async () => {
+    const page = await profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "a message about the zebra migration");
+    await settled(sessionId, 1);
+
+    page.once("dialog", (dialog) => void dialog.accept("Zebra migration"));
+    await page.click('[data-testid="rename-session"]');
+    await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Zebra migration");
+    const item = `[data-testid="session-item"][data-session-id="${sessionId}"]`;
+    await expect
+      .poll(() => page.textContent(`${item} [data-testid="session-item-title"]`))
+      .toBe("Zebra migration");
+
+    await page.fill('[data-testid="search"]', "zebra");
+    await page.waitForSelector(`[data-testid="search-hit"][data-session-id="${sessionId}"]`);
+    await page.fill('[data-testid="search"]', "");
+
+    await page.click('[data-testid="fork-session"]');
+    await page.waitForFunction(
+      (id) => new URLSearchParams(location.hash.slice(1)).get("s") !== id,
+      sessionId,
+    );
+    const forkId = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+    await expect
+      .poll(() => page.textContent('[data-testid="user-message"] .bubble').catch(() => ""))
+      .toBe("a message about the zebra migration");
+
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click('[data-testid="clear-session"]');
+    await page.waitForSelector('[data-testid="user-message"]', { state: "detached" });
+    expect((await readLog(client, forkId)).some((e) => e.type === "user/message")).toBe(false);
+
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click('[data-testid="delete-session"]');
+    await page.waitForSelector('[data-testid="empty-state"]:not([hidden])');
+    await page.waitForSelector(`[data-testid="session-item"][data-session-id="${forkId}"]`, {
+      state: "detached",
+    });
+    await expect(client.call("session.page", { sessionId: forkId })).rejects.toMatchObject({
+      code: "session_retired",
+    });
+
+    // A prompt sent while a turn runs waits in the queue; Steer delivers it into that turn.
+    await page.click(item);
+    await send(page, "/sleep 2500");
+    await page.waitForSelector(
+      '[data-testid="assistant-message"][data-streaming="true"], [data-testid="cancel-turn"]:not([hidden])',
+    );
+    await send(page, "also check the replicas");
+    await page.waitForSelector('[data-testid="queue-item"]');
+    await page.click('[data-testid="queue-item"] [data-action="queue-steer"]');
+    await page.waitForSelector('[data-testid="queue-item"]', { state: "detached" });
+    const interjection = page.locator('[data-testid="user-message"][data-interjection="true"]');
+    await expect
+      .poll(() => interjection.textContent().catch(() => ""), { timeout: 15_000 })
+      .toContain("also check the replicas");
+    const log = await settled(sessionId, 2);
+    await expect.poll(() => transcriptText(page), { timeout: 10_000 }).toBe(assistantText(log));
+    await page.close();
+  });
+
   it("saves screenshots of the list, an approval card and a job progress bar", async () => {
     mkdirSync(docs, { recursive: true });
+    for (const [title, text] of [
+      ["Summarise yesterday's incidents", "Summarise yesterday's incidents in three bullet points."],
+      ["Pick a rollout region", "/ask Which region goes first?"],
+    ] as const) {
+      const { header } = await client.call("session.create", { title });
+      await client.prompt({ sessionId: header.sessionId, text });
+    }
     const page = await profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
@@ -144,6 +214,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await settled(sessionId, 1);
     await send(page, "/approve deploy staging");
     await page.waitForSelector('[data-testid="interaction-card"]');
+    await page.waitForSelector('[data-testid="session-item"][data-state="input-required"] >> nth=1');
     await page.screenshot({ path: `${docs}console-approval.png` });
     await page.click('[data-testid="approve"]');
     await settled(sessionId, 2);
@@ -154,13 +225,14 @@ describe.skipIf(!hasChromium)("browser console", () => {
       .toMatch(/^([1-9]\d?)%$/);
     await page.screenshot({ path: `${docs}console-job.png` });
 
-    await page.click('[data-testid="new-session"]');
-    await page.waitForSelector('[data-testid="session-item"] >> nth=3');
+    const seeded = page.locator('[data-testid="session-item"]', { hasText: "Summarise yesterday" });
+    await seeded.click();
+    await page.waitForSelector('[data-testid="assistant-message"]');
     await page.screenshot({ path: `${docs}console-list.png` });
 
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${host.url}/#s=${sessionId}`);
-    await page.waitForSelector('[data-testid="assistant-message"]');
+    await page.waitForSelector('[data-testid="job"]');
     await page.screenshot({ path: `${docs}console-phone.png` });
     await page.close();
   });

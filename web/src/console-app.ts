@@ -111,7 +111,9 @@ export class ConsoleApp {
       const agent = agents[row.sessionId];
       return agent === undefined ? row : { ...row, running: agent === "running" };
     });
-    this.region("list", JSON.stringify(rows) + selected, () => renderSessionList(this.el.sessionList, rows, selected));
+    this.region("list", JSON.stringify(rows) + selected, () =>
+      renderSessionList(this.el.sessionList, rows, selected),
+    );
     this.region("hits", this.searchHits, () =>
       renderSearchHits(this.el.searchHits, this.searchHits, (id) =>
         rowTitle(this.list.rows.get(id) ?? { title: "", sessionId: id }),

@@ -27,10 +27,11 @@ function clientMessageId(): string {
  * calls and streams the console uses given plain callback shapes.
  */
 export class ConsoleLink {
-  readonly client: SessionmuxClient;
+  constructor(readonly client: SessionmuxClient) {}
 
-  constructor(url: string, token: string) {
-    this.client = createClient({ url, token });
+  /** The browser's link: one native WebSocket to the mux, the token as the `bearer.` subprotocol entry. */
+  static open(url: string, token: string): ConsoleLink {
+    return new ConsoleLink(createClient({ url, token }));
   }
 
   onConnection(listener: (state: ConnectionState) => void): () => void {

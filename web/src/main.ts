@@ -26,7 +26,7 @@ if (!token) {
 } else {
   const app = new ConsoleApp(
     elements,
-    new ConsoleLink(muxUrl(location), token),
+    ConsoleLink.open(muxUrl(location), token),
     new SessionCache(localStorage, token),
     rememberSession,
   );

@@ -68,7 +68,9 @@ export class InteractionRegistry {
 
   /** The session an interaction (pending or recently resolved) belongs to. */
   sessionOf(interactionId: string): string | undefined {
-    return this.#pending.get(interactionId)?.interaction.sessionId ?? this.#resolved.get(interactionId)?.sessionId;
+    return (
+      this.#pending.get(interactionId)?.interaction.sessionId ?? this.#resolved.get(interactionId)?.sessionId
+    );
   }
 
   resolution(interactionId: string): Resolution | undefined {
@@ -119,13 +121,15 @@ export class InteractionRegistry {
   /** Withdraws pending interactions of one turn (it ended without an answer). */
   withdrawTurn(sessionId: string, turnId: string): void {
     for (const [id, p] of this.#pending) {
-      if (p.interaction.sessionId === sessionId && p.interaction.turnId === turnId) this.#withdraw(id, p, true);
+      if (p.interaction.sessionId === sessionId && p.interaction.turnId === turnId)
+        this.#withdraw(id, p, true);
     }
   }
 
   /** Drops everything of a detached session; a later answer finds nothing. */
   forget(sessionId: string): void {
-    for (const [id, p] of this.#pending) if (p.interaction.sessionId === sessionId) this.#withdraw(id, p, false);
+    for (const [id, p] of this.#pending)
+      if (p.interaction.sessionId === sessionId) this.#withdraw(id, p, false);
     for (const [id, r] of this.#resolved) if (r.sessionId === sessionId) this.#resolved.delete(id);
   }
 

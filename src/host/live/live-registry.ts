@@ -13,18 +13,26 @@ import { PromptQueue } from "./prompt-queue.js";
 export class LiveRegistry implements LiveState {
   readonly #listeners = new Set<(delta: ControlDelta, sessionId: string) => void>();
   readonly #owners = new Map<string, string>();
-  readonly promptQueue = new PromptQueue((sessionId, items) => this.#emit({ kind: "queue", sessionId, items }, sessionId));
+  readonly promptQueue = new PromptQueue((sessionId, items) =>
+    this.#emit({ kind: "queue", sessionId, items }, sessionId),
+  );
   readonly interactionRegistry = new InteractionRegistry({
-    requested: (interaction) => this.#emit({ kind: "interaction.requested", interaction }, interaction.sessionId),
+    requested: (interaction) =>
+      this.#emit({ kind: "interaction.requested", interaction }, interaction.sessionId),
     resolved: (interaction, resolution) =>
       this.#emit(
         { kind: "interaction.resolved", interactionId: interaction.interactionId, resolution },
         interaction.sessionId,
       ),
     withdrawn: (interaction) =>
-      this.#emit({ kind: "interaction.withdrawn", interactionId: interaction.interactionId }, interaction.sessionId),
+      this.#emit(
+        { kind: "interaction.withdrawn", interactionId: interaction.interactionId },
+        interaction.sessionId,
+      ),
   });
-  readonly jobRegistry = new JobRegistry((sessionId, jobs) => this.#emit({ kind: "jobs", sessionId, jobs }, sessionId));
+  readonly jobRegistry = new JobRegistry((sessionId, jobs) =>
+    this.#emit({ kind: "jobs", sessionId, jobs }, sessionId),
+  );
   readonly status = new AgentStatusBoard((sessionId, state) =>
     this.#emit({ kind: "agent", sessionId, state }, sessionId),
   );

@@ -82,7 +82,8 @@ export class PromptQueue {
 
   all(): { sessionId: string; items: QueueItem[] }[] {
     const out: { sessionId: string; items: QueueItem[] }[] = [];
-    for (const [sessionId, queue] of this.#queues) if (queue.length > 0) out.push({ sessionId, items: queue.map(toItem) });
+    for (const [sessionId, queue] of this.#queues)
+      if (queue.length > 0) out.push({ sessionId, items: queue.map(toItem) });
     return out;
   }
 
@@ -94,5 +95,9 @@ export class PromptQueue {
 }
 
 function toItem(prompt: QueuedPrompt): QueueItem {
-  return { itemId: prompt.itemId, text: prompt.input.display ?? prompt.input.text, queuedAt: prompt.queuedAt };
+  return {
+    itemId: prompt.itemId,
+    text: prompt.input.display ?? prompt.input.text,
+    queuedAt: prompt.queuedAt,
+  };
 }

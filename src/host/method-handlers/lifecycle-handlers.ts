@@ -74,5 +74,9 @@ function stopLive(ctx: HostContext, sessionId: string): void {
 
 async function announce(ctx: HostContext, principal: Principal, sessionId: string): Promise<void> {
   const projection = await ctx.store.projection(sessionId);
-  if (projection) ctx.notifications.publish(principal.name, { name: "session.added", value: { row: toRow(projection, ctx.live) } });
+  if (projection)
+    ctx.notifications.publish(principal.name, {
+      name: "session.added",
+      value: { row: toRow(projection, ctx.live) },
+    });
 }

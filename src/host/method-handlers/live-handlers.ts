@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { SessionmuxError } from "../../../protocol/index.js";
+import { shapeUserMessage } from "../../store/user-message-shape.js";
 import type { MethodHandler } from "../host-context.js";
 import { prepareAttachments } from "../prompt-attachments.js";
-import { shapeUserMessage } from "../../store/user-message-shape.js";
 import { interactionNotFound, refusal } from "../store-outcomes.js";
 
 /** Live-only methods: each acts on a live agent or a pending item and never starts one. */
@@ -14,7 +14,12 @@ export const cancel: MethodHandler<"session.cancel"> = async (_ctx, resolvers, p
   return { cancelled: true };
 };
 
-export const updateQueue: MethodHandler<"session.updateQueue"> = async (ctx, resolvers, principal, params) => {
+export const updateQueue: MethodHandler<"session.updateQueue"> = async (
+  ctx,
+  resolvers,
+  principal,
+  params,
+) => {
   const { sessionId, op } = params;
   const session = await resolvers.live(principal, sessionId);
   const queue = ctx.live.promptQueue;
@@ -42,7 +47,9 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (ctx, res
         ...(item.input.hidden !== undefined ? { hidden: item.input.hidden } : {}),
         attachments: attachments.stored,
       });
-      const outcome = await ctx.store.append(sessionId, [{ type: "user/message", data: message }], { at: ctx.now() });
+      const outcome = await ctx.store.append(sessionId, [{ type: "user/message", data: message }], {
+        at: ctx.now(),
+      });
       if (outcome.status !== "appended" && outcome.status !== "duplicate") throw refusal(sessionId, outcome);
       turn.interjections.push(item.input.text);
     }
@@ -60,19 +67,28 @@ export const respond: MethodHandler<"session.respond"> = async (ctx, resolvers, 
     case "not_found":
       throw interactionNotFound(interactionId);
     case "conflict":
-      throw new SessionmuxError("interaction_already_resolved", `interaction ${interactionId} was already answered`, {
-        data: { interactionId, resolution: claim.winner },
-      });
+      throw new SessionmuxError(
+        "interaction_already_resolved",
+        `interaction ${interactionId} was already answered`,
+        {
+          data: { interactionId, resolution: claim.winner },
+        },
+      );
     case "repeat":
       await claim.committed;
       return { resolved: true };
     case "won": {
       const commit = ctx.store
-        .append(sessionId, [{ type: "interaction/resolved", data: { interactionId, resolution: params.response } }], {
-          at: ctx.now(),
-        })
+        .append(
+          sessionId,
+          [{ type: "interaction/resolved", data: { interactionId, resolution: params.response } }],
+          {
+            at: ctx.now(),
+          },
+        )
         .then((outcome) => {
-          if (outcome.status !== "appended" && outcome.status !== "duplicate") throw refusal(sessionId, outcome);
+          if (outcome.status !== "appended" && outcome.status !== "duplicate")
+            throw refusal(sessionId, outcome);
         });
       claim.finish(commit);
       await commit;

@@ -5,5 +5,7 @@ import type { AgentDriver } from "../../agents/agent.js";
 export function chooseModel(agent: AgentDriver, model: string | undefined): string {
   if (model === undefined) return agent.defaultModel;
   if (agent.models().some((m) => m.id === model)) return model;
-  throw new SessionmuxError("bad_request", `unknown model ${model}; see session.models`, { data: { field: "/model" } });
+  throw new SessionmuxError("bad_request", `unknown model ${model}; see session.models`, {
+    data: { field: "/model" },
+  });
 }

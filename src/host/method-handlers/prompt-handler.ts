@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { ParamsOf, ResultOf } from "../../../protocol/index.js";
+import type { PromptRecord } from "../../store/session-store.js";
 import type { Resolvers } from "../activation-policy.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import type { PromptInput } from "../live/prompt-queue.js";
 import type { Principal } from "../principal.js";
-import type { PromptRecord } from "../../store/session-store.js";
 
 type PromptResult = ResultOf<"session.prompt">;
 

@@ -19,7 +19,9 @@ export const list: MethodHandler<"session.list"> = async (ctx, _r, principal, pa
 
 export const page: MethodHandler<"session.page"> = async (ctx, resolvers, principal, params) => {
   if (params.afterSeq !== undefined && params.beforeSeq !== undefined) {
-    throw new SessionmuxError("bad_request", "give afterSeq or beforeSeq, not both", { data: { field: "/beforeSeq" } });
+    throw new SessionmuxError("bad_request", "give afterSeq or beforeSeq, not both", {
+      data: { field: "/beforeSeq" },
+    });
   }
   await resolvers.inspect(principal, params.sessionId);
   const outcome = await ctx.store.page(params.sessionId, {
@@ -39,7 +41,11 @@ export const page: MethodHandler<"session.page"> = async (ctx, resolvers, princi
 };
 
 export const search: MethodHandler<"session.search"> = async (ctx, _r, principal, params) => {
-  const hits = await ctx.store.search(params.query, params.limit ?? 20, principal.admin ? undefined : principal.name);
+  const hits = await ctx.store.search(
+    params.query,
+    params.limit ?? 20,
+    principal.admin ? undefined : principal.name,
+  );
   return { hits };
 };
 

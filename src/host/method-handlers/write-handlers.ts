@@ -5,7 +5,9 @@ import { chooseModel } from "./model-choice.js";
 
 export const rename: MethodHandler<"session.rename"> = async (ctx, resolvers, principal, params) => {
   await resolvers.inspect(principal, params.sessionId);
-  return { seq: await appendOne(ctx, params.sessionId, { type: "session/renamed", data: { title: params.title } }) };
+  return {
+    seq: await appendOne(ctx, params.sessionId, { type: "session/renamed", data: { title: params.title } }),
+  };
 };
 
 export const ack: MethodHandler<"session.ack"> = async (ctx, resolvers, principal, params) => {
@@ -15,7 +17,12 @@ export const ack: MethodHandler<"session.ack"> = async (ctx, resolvers, principa
   return { hasUnseenCompletion: outcome.hasUnseenCompletion };
 };
 
-export const selectModel: MethodHandler<"session.selectModel"> = async (ctx, resolvers, principal, params) => {
+export const selectModel: MethodHandler<"session.selectModel"> = async (
+  ctx,
+  resolvers,
+  principal,
+  params,
+) => {
   const model = chooseModel(ctx.agent, params.model);
   const session = await resolvers.resume(principal, params.sessionId);
   const seq = await appendOne(ctx, params.sessionId, { type: "session/model", data: { model } });

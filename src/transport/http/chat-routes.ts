@@ -1,6 +1,6 @@
 import type { LastState } from "../../../protocol/index.js";
 import { turnRows } from "./a2a-turns.js";
-import { sendJson } from "./http-reply.js";
+import { sendJson, sendJsonParts } from "./http-reply.js";
 import { boolQuery, idParam, intQuery, type Route } from "./route-context.js";
 import { readSessionTranscript } from "./session-transcript.js";
 
@@ -23,19 +23,20 @@ export const chatRoutes: Route[] = [
     async handle(ctx) {
       const limit = intQuery(ctx, "limit", 1, 200, 50);
       const parked = boolQuery(ctx, "parked");
-      const { sessions } = await ctx.host.call(
-        ctx.principal,
-        "session.list",
-        parked ? { limit, parked } : { limit },
-      );
-      const rows: ChatSessionRow[] = sessions.map((r) => ({
-        session_id: r.sessionId,
-        title: r.title,
-        last_updated: new Date(r.updatedAt).toISOString(),
-        turn_count: r.turnCount,
-        last_state: r.lastState,
-      }));
-      sendJson(ctx.res, 200, { sessions: rows });
+      const key = `${ctx.principal.admin ? "*" : ctx.principal.name}\u0000${limit}\u0000${parked === true}`;
+      const body = await ctx.sessionLists.get(key, async () => {
+        const params = parked ? { limit, parked } : { limit };
+        const { sessions } = await ctx.host.call(ctx.principal, "session.list", params);
+        const rows: ChatSessionRow[] = sessions.map((r) => ({
+          session_id: r.sessionId,
+          title: r.title,
+          last_updated: new Date(r.updatedAt).toISOString(),
+          turn_count: r.turnCount,
+          last_state: r.lastState,
+        }));
+        return Buffer.from(JSON.stringify({ sessions: rows }), "utf8");
+      });
+      sendJsonParts(ctx.res, 200, [body]);
     },
   },
   {

@@ -11,15 +11,28 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   sendJsonText(res, status, JSON.stringify(body));
 }
 
-/** For bodies already serialized (or assembled from cached pieces). */
+/** For bodies already serialized. */
 export function sendJsonText(res: ServerResponse, status: number, json: string): void {
-  const bytes = Buffer.from(json, "utf8");
+  sendJsonParts(res, status, [Buffer.from(json, "utf8")]);
+}
+
+/** A JSON body assembled from encoded pieces (cached parts are written as they are, not re-encoded). */
+export function sendJsonParts(res: ServerResponse, status: number, parts: Buffer[]): void {
+  let length = 0;
+  for (const part of parts) length += part.length;
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
-    "content-length": bytes.length,
+    "content-length": length,
     "cache-control": "no-store",
   });
-  res.end(bytes);
+  if (parts.length === 1) {
+    res.end(parts[0]);
+    return;
+  }
+  res.cork();
+  for (const part of parts) res.write(part);
+  res.end();
+  res.uncork();
 }
 
 /**

@@ -21,6 +21,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
+      req.off("close", onClose);
       if (err) reject(err);
       else resolve(value!);
     };
@@ -35,7 +36,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     };
     const onEnd = () => finish(undefined, Buffer.concat(parts, size));
     const onError = (err: Error) => finish(fail("bad_request", `body unreadable: ${err.message}`));
+    // A peer that goes away mid-body must not leave the read pending forever.
+    const onClose = () => finish(fail("bad_request", "the connection closed before the body ended"));
     req.on("data", onData);
+    req.on("close", onClose);
     req.on("end", onEnd);
     req.on("error", onError);
   });

@@ -3,6 +3,7 @@ import { isSessionId } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import { fail } from "./http-reply.js";
+import type { SessionListCache } from "./session-list-cache.js";
 import type { TranscriptCache } from "./session-transcript.js";
 
 /** What a route handler gets: the authenticated principal and the parts of the URL it matched. */
@@ -16,6 +17,7 @@ export interface RouteContext {
   readonly query: URLSearchParams;
   readonly maxBodyBytes: number;
   readonly transcripts: TranscriptCache;
+  readonly sessionLists: SessionListCache;
 }
 
 export interface Route {

@@ -7,6 +7,7 @@ import { attachmentRoutes } from "./attachment-routes.js";
 import { chatRoutes } from "./chat-routes.js";
 import { fail, sendError, sendJson } from "./http-reply.js";
 import type { Route } from "./route-context.js";
+import { SessionListCache } from "./session-list-cache.js";
 import { sessionRoutes } from "./session-routes.js";
 import { TranscriptCache } from "./session-transcript.js";
 import { defaultWebRoot, serveConsole } from "./static-console.js";
@@ -43,6 +44,7 @@ export function createHttpHandler(
   const webRoot = options.webRoot ?? defaultWebRoot();
   const metrics = options.metrics;
   const transcripts = new TranscriptCache();
+  const sessionLists = new SessionListCache(host.store);
 
   async function handle(req: IncomingMessage, res: ServerResponse, label: { route: string }): Promise<void> {
     const url = parseUrl(req.url);
@@ -99,6 +101,7 @@ export function createHttpHandler(
       query: url.searchParams,
       maxBodyBytes,
       transcripts,
+      sessionLists,
     });
   }
 

@@ -1,5 +1,5 @@
 import { Resolution, validator } from "../../../protocol/index.js";
-import { fail, sendJson, sendJsonText } from "./http-reply.js";
+import { fail, sendJson, sendJsonParts } from "./http-reply.js";
 import { readJsonObject } from "./request-body.js";
 import { idParam, type Route } from "./route-context.js";
 import { readSessionTranscript } from "./session-transcript.js";
@@ -17,7 +17,7 @@ export const sessionRoutes: Route[] = [
       const sessionId = idParam(ctx, 0, "sessionId");
       const snap = await readSessionTranscript(ctx.host, ctx.principal, sessionId, ctx.transcripts);
       const live = ctx.host.live.interactions().filter((i) => i.sessionId === sessionId);
-      sendJsonText(ctx.res, 200, renderSessionView(sessionId, snap, live));
+      sendJsonParts(ctx.res, 200, renderSessionView(sessionId, snap, live));
     },
   },
   {

@@ -20,12 +20,12 @@ export interface SessionSnapshot {
  * Folded transcripts of recently read sessions, keyed by session and epoch. A read folds only the
  * events committed since the cached `lastSeq` (the reducer is incremental by design), so polling
  * a long session costs one empty store read. A clear changes the epoch and drops the entry.
- * @default 32 sessions, least recently read evicted first
+ * @default 16 sessions, least recently read evicted first
  */
 export class TranscriptCache {
   readonly #entries = new Map<string, { epoch: string; transcript: TranscriptState }>();
 
-  constructor(readonly capacity = 32) {}
+  constructor(readonly capacity = 16) {}
 
   get(sessionId: string, epoch: string): TranscriptState | undefined {
     const entry = this.#entries.get(sessionId);

@@ -44,7 +44,7 @@ export interface SessionView {
 }
 
 /** The serialized `messages` of a transcript state; the reducer keeps a state object as long as nothing changes. */
-const messagesJson = new WeakMap<TranscriptState, { json: string; count: number }>();
+const messagesJson = new WeakMap<TranscriptState, { json: Buffer; count: number }>();
 
 function viewMessages(t: TranscriptState): ViewMessage[] {
   const turns = new Map<string, TranscriptTurn>();
@@ -68,20 +68,22 @@ export function sessionView(sessionId: string, snap: SessionSnapshot, live: Inte
 }
 
 /**
- * `sessionView` as JSON text, equal to `JSON.stringify(sessionView(…))` up to key order: the
- * messages (almost all of the bytes) are serialized once per transcript state and reused while
- * the session does not change, so polling a long session re-serializes only the small head.
+ * `sessionView` as UTF-8 JSON pieces, equal to `JSON.stringify(sessionView(…))` up to key order:
+ * the messages (almost all of the bytes) are serialized and encoded once per transcript state and
+ * reused while the session does not change, so polling a long session re-serializes only the head.
  */
-export function renderSessionView(sessionId: string, snap: SessionSnapshot, live: Interaction[]): string {
+export function renderSessionView(sessionId: string, snap: SessionSnapshot, live: Interaction[]): Buffer[] {
   let cached = messagesJson.get(snap.transcript);
   if (!cached) {
     const messages = viewMessages(snap.transcript);
-    cached = { json: JSON.stringify(messages), count: messages.length };
+    cached = { json: Buffer.from(JSON.stringify(messages), "utf8"), count: messages.length };
     messagesJson.set(snap.transcript, cached);
   }
   const head = JSON.stringify(viewHead(sessionId, snap, live, cached.count));
-  return `${head.slice(0, -1)},"messages":${cached.json}}`;
+  return [Buffer.from(`${head.slice(0, -1)},"messages":`, "utf8"), cached.json, CLOSE_BRACE];
 }
+
+const CLOSE_BRACE = Buffer.from("}");
 
 function viewHead(
   sessionId: string,

@@ -1,9 +1,9 @@
 import {
   FrameId,
+  isMethodName,
   type MethodName,
   Methods,
   SessionmuxError,
-  isMethodName,
   validator,
 } from "../../../protocol/index.js";
 
@@ -31,26 +31,37 @@ const paramValidators = new Map(
  * A `call` naming a stream method, or an `open` naming a call method, is `unknown_method`:
  * there is no such call (or stream), just as for a name that does not exist.
  */
-export function parseClientFrame(value: unknown, inFlight: (id: number) => boolean): ClientRequest | FrameRefusal {
+export function parseClientFrame(
+  value: unknown,
+  inFlight: (id: number) => boolean,
+): ClientRequest | FrameRefusal {
   if (typeof value !== "object" || value === null || Array.isArray(value) || value instanceof Uint8Array) {
     return { refused: new SessionmuxError("bad_frame", "a frame must be a MessagePack map") };
   }
   const frame = value as Record<string, unknown>;
   if (!frameId.check(frame.id)) {
     return {
-      refused: new SessionmuxError("bad_frame", "`id` must be a positive safe integer", { data: { field: "/id" } }),
+      refused: new SessionmuxError("bad_frame", "`id` must be a positive safe integer", {
+        data: { field: "/id" },
+      }),
     };
   }
   const id = frame.id;
   const type = frame.type;
   if (type === "close") return { type: "close", id };
   if (inFlight(id)) {
-    return { refused: new SessionmuxError("duplicate_id", `id ${id} is already in flight; pick a new id`, { data: { id } }) };
+    return {
+      refused: new SessionmuxError("duplicate_id", `id ${id} is already in flight; pick a new id`, {
+        data: { id },
+      }),
+    };
   }
   if (type !== "call" && type !== "open") {
     return {
       id,
-      refused: new SessionmuxError("bad_frame", "`type` must be call, open or close", { data: { field: "/type" } }),
+      refused: new SessionmuxError("bad_frame", "`type` must be call, open or close", {
+        data: { field: "/type" },
+      }),
     };
   }
   const method = frame.method;
@@ -62,7 +73,9 @@ export function parseClientFrame(value: unknown, inFlight: (id: number) => boole
   }
   const wanted = type === "call" ? "call" : "stream";
   if (!isMethodName(method) || Methods[method].kind !== wanted) {
-    const hint = isMethodName(method) ? ` (it is a ${Methods[method].kind}; use ${type === "call" ? "open" : "call"})` : "";
+    const hint = isMethodName(method)
+      ? ` (it is a ${Methods[method].kind}; use ${type === "call" ? "open" : "call"})`
+      : "";
     return {
       id,
       refused: new SessionmuxError("unknown_method", `no ${wanted} method ${truncate(method)}${hint}`, {
@@ -75,7 +88,10 @@ export function parseClientFrame(value: unknown, inFlight: (id: number) => boole
     const params = check ? check.parse(frame.params ?? {}) : {};
     return { type, id, method, params };
   } catch (err) {
-    return { id, refused: err instanceof SessionmuxError ? err : new SessionmuxError("bad_request", "invalid params") };
+    return {
+      id,
+      refused: err instanceof SessionmuxError ? err : new SessionmuxError("bad_request", "invalid params"),
+    };
   }
 }
 

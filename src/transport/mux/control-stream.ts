@@ -56,9 +56,13 @@ export class ControlStream implements MuxStream {
     this.#queue.push(delta);
     if (this.#queue.length > this.#ctx.maxQueued) {
       this.#fail(
-        new SessionmuxError("slow_consumer", "control reader fell too far behind; reopen session.control for a fresh baseline", {
-          data: { queued: this.#queue.length },
-        }),
+        new SessionmuxError(
+          "slow_consumer",
+          "control reader fell too far behind; reopen session.control for a fresh baseline",
+          {
+            data: { queued: this.#queue.length },
+          },
+        ),
       );
       return;
     }

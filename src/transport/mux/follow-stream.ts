@@ -1,6 +1,11 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { encodeFrame } from "../../../protocol/codec.js";
-import { type ParamsOf, type SessionEvent, SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
+import {
+  type ParamsOf,
+  type SessionEvent,
+  SessionmuxError,
+  toSessionmuxError,
+} from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { CommitNotice } from "../../store/session-store.js";
@@ -72,9 +77,13 @@ export class FollowStream implements MuxStream {
         this.#lastSent = 0;
       } else if (afterSeq > head.headSeq) {
         return this.#fail(
-          new SessionmuxError("cursor_ahead", `afterSeq ${afterSeq} is past the head ${head.headSeq}; follow from the head`, {
-            data: { afterSeq, headSeq: head.headSeq, epoch },
-          }),
+          new SessionmuxError(
+            "cursor_ahead",
+            `afterSeq ${afterSeq} is past the head ${head.headSeq}; follow from the head`,
+            {
+              data: { afterSeq, headSeq: head.headSeq, epoch },
+            },
+          ),
         );
       } else {
         this.#lastSent = afterSeq;
@@ -99,12 +108,12 @@ export class FollowStream implements MuxStream {
     try {
       const state = this.#state;
       if (state === "ended") return;
-      if (notice.kind === "delete") return this.#fail(retired(this.#sessionId));
-      if (buffersNotices(state)) return this.#buffer(notice);
-      if (state !== "live" || notice.kind === "meta") return;
-      if (notice.kind === "clear" || notice.epoch !== this.#epoch) return this.#catchUp();
-      if (this.#ctx.outlet.writer.buffered > this.#ctx.highWaterBytes) return this.#pause();
-      if (!this.#pushContiguous(notice.events)) this.#catchUp();
+      if (notice.kind === "delete") this.#fail(retired(this.#sessionId));
+      else if (buffersNotices(state)) this.#buffer(notice);
+      else if (state !== "live" || notice.kind === "meta") return;
+      else if (notice.kind === "clear" || notice.epoch !== this.#epoch) this.#catchUp();
+      else if (this.#ctx.outlet.writer.buffered > this.#ctx.highWaterBytes) this.#pause();
+      else if (!this.#pushContiguous(notice.events)) this.#catchUp();
     } catch (err) {
       this.#fail(err);
     }
@@ -136,11 +145,16 @@ export class FollowStream implements MuxStream {
         this.#pending = [];
         this.#pendingEvents = 0;
         this.#pendingOverflow = false;
-        const read = await this.#ctx.host.store.readAfter(this.#sessionId, this.#lastSent, this.#ctx.replayBatch);
+        const read = await this.#ctx.host.store.readAfter(
+          this.#sessionId,
+          this.#lastSent,
+          this.#ctx.replayBatch,
+        );
         if (this.#ended()) return;
         if (read.status === "retired") return this.#fail(retired(this.#sessionId));
         if (read.status === "not_found") return this.#fail(notFound(this.#sessionId));
-        if (firstRead && this.#state === "catchingUp") this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
+        if (firstRead && this.#state === "catchingUp")
+          this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
         firstRead = false;
         if (read.epoch !== this.#epoch) {
           this.#epoch = read.epoch;
@@ -207,7 +221,9 @@ export class FollowStream implements MuxStream {
   #send(events: readonly SessionEvent[], committedBatch: boolean): void {
     const last = events[events.length - 1];
     if (!last) return;
-    this.#ctx.outlet.itemEncoded(committedBatch ? encodedEventsItem(events) : encodeFrame({ kind: "events", events }));
+    this.#ctx.outlet.itemEncoded(
+      committedBatch ? encodedEventsItem(events) : encodeFrame({ kind: "events", events }),
+    );
     this.#lastSent = last.seq;
   }
 
@@ -255,5 +271,7 @@ function retired(sessionId: string): SessionmuxError {
 }
 
 function notFound(sessionId: string): SessionmuxError {
-  return new SessionmuxError("session_not_found", `session ${sessionId} does not exist`, { data: { sessionId } });
+  return new SessionmuxError("session_not_found", `session ${sessionId} does not exist`, {
+    data: { sessionId },
+  });
 }

@@ -3,8 +3,8 @@ import { decodeFrame } from "../../../protocol/codec.js";
 import {
   type CallMethod,
   type MethodName,
-  PROTOCOL_VERSION,
   type ParamsOf,
+  PROTOCOL_VERSION,
   SessionmuxError,
   toSessionmuxError,
 } from "../../../protocol/index.js";
@@ -17,7 +17,9 @@ import { FrameWriter } from "./frame-writer.js";
 import type { MuxOptions } from "./mux-options.js";
 import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
 
-type InFlight = { kind: "call" } | { kind: "stream"; method: MethodName; stream: MuxStream; outlet: StreamOutlet };
+type InFlight =
+  | { kind: "call" }
+  | { kind: "stream"; method: MethodName; stream: MuxStream; outlet: StreamOutlet };
 
 /**
  * One mux socket (protocol-v1 §2–§7): validates every frame, routes calls through the host,
@@ -112,7 +114,9 @@ export class MuxConnection {
     for (const entry of [...this.#inFlight.values()]) {
       if (entry.kind === "stream") {
         entry.stream.stop();
-        entry.outlet.fail(new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect later"));
+        entry.outlet.fail(
+          new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect later"),
+        );
       }
     }
   }
@@ -124,28 +128,43 @@ export class MuxConnection {
     const metrics = this.#options.metrics;
     metrics?.framesIn.inc();
     metrics?.bytesIn.inc(bytes.length);
-    if (!isBinary) return this.#refuse(new SessionmuxError("bad_frame", "frames must be binary MessagePack, not text"));
+    if (!isBinary) {
+      this.#refuse(new SessionmuxError("bad_frame", "frames must be binary MessagePack, not text"));
+      return;
+    }
     let value: unknown;
     try {
       value = decodeFrame(bytes, this.#options.decodeLimits);
     } catch (err) {
-      return this.#refuse(toSessionmuxError(err));
+      this.#refuse(toSessionmuxError(err));
+      return;
     }
     const request = parseClientFrame(value, (id) => this.#inFlight.has(id));
-    if (isRefusal(request)) return this.#refuse(request.refused, request.id);
-    this.#dispatch(request);
+    if (isRefusal(request)) this.#refuse(request.refused, request.id);
+    else this.#dispatch(request);
   }
 
   #dispatch(request: ClientRequest): void {
-    if (request.type === "close") return this.#closeStream(request.id);
-    if (request.type === "call") return void this.#call(request.id, request.method as CallMethod, request.params);
+    if (request.type === "close") {
+      this.#closeStream(request.id);
+      return;
+    }
+    if (request.type === "call") {
+      void this.#call(request.id, request.method as CallMethod, request.params);
+      return;
+    }
     if (this.#streams >= this.#options.maxStreamsPerSocket) {
-      return this.#refuse(
-        new SessionmuxError("too_many_streams", `at most ${this.#options.maxStreamsPerSocket} streams per socket; close one first`, {
-          data: { limit: this.#options.maxStreamsPerSocket },
-        }),
+      this.#refuse(
+        new SessionmuxError(
+          "too_many_streams",
+          `at most ${this.#options.maxStreamsPerSocket} streams per socket; close one first`,
+          {
+            data: { limit: this.#options.maxStreamsPerSocket },
+          },
+        ),
         request.id,
       );
+      return;
     }
     this.#open(request.id, request.method, request.params);
   }
@@ -216,7 +235,11 @@ export class MuxConnection {
   }
 
   #refuse(error: SessionmuxError, id?: number): void {
-    this.writer.sendFrame(id === undefined ? { type: "error", error: error.toWire() } : { type: "error", id, error: error.toWire() });
+    this.writer.sendFrame(
+      id === undefined
+        ? { type: "error", error: error.toWire() }
+        : { type: "error", id, error: error.toWire() },
+    );
   }
 
   readonly #logInternal = (err: unknown, context: string): void => {

@@ -1,4 +1,4 @@
-import { type DecodeLimits, DEFAULT_DECODE_LIMITS } from "../../../protocol/codec.js";
+import { DEFAULT_DECODE_LIMITS, type DecodeLimits } from "../../../protocol/codec.js";
 import { Limits } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
 

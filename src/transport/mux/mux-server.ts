@@ -47,7 +47,8 @@ export function attachMux(
     if (!isMuxPath(req.url) && server.listenerCount("upgrade") > 1) return;
     const verdict = judgeUpgrade(req, auth);
     if (!verdict.ok) return refuseUpgrade(socket, verdict);
-    if (closing) return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+    if (closing)
+      return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
     wss.handleUpgrade(req, socket, head, (ws) => {
       const connection = new MuxConnection(ws, host, verdict.principal, resolved);
       live.set(ws, connection);

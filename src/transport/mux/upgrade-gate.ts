@@ -14,7 +14,8 @@ export type UpgradeVerdict =
  * subprotocol.
  */
 export function judgeUpgrade(req: IncomingMessage, auth: Authenticator): UpgradeVerdict {
-  if (pathOf(req.url) !== MUX_PATH) return { ok: false, status: 404, code: "not_found", message: "no such route" };
+  if (pathOf(req.url) !== MUX_PATH)
+    return { ok: false, status: 404, code: "not_found", message: "no such route" };
   const outcome = auth.authenticate(req, { allowSubprotocol: true });
   if (!outcome.ok) {
     return outcome.status === 401
@@ -34,7 +35,9 @@ export function isMuxPath(url: string | undefined): boolean {
 /** Answers a refused upgrade on the raw socket and closes it. */
 export function refuseUpgrade(socket: Duplex, verdict: Extract<UpgradeVerdict, { ok: false }>): void {
   const body = JSON.stringify({ error: verdict.code, message: verdict.message });
-  const reason = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found" }[verdict.status];
+  const reason = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found" }[
+    verdict.status
+  ];
   const head = [
     `HTTP/1.1 ${verdict.status} ${reason}`,
     "Connection: close",

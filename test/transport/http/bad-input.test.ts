@@ -76,6 +76,20 @@ describe("bad input over HTTP", () => {
     }
   });
 
+  it("refuses a foreign Origin with 403 even with a valid token; the request's own origin passes", async () => {
+    const foreign = await api(h, "/api/chat/sessions", {
+      token: ALICE_TOKEN,
+      headers: { origin: "https://evil.example" },
+    });
+    expect(foreign.status).toBe(403);
+    expect(foreign.json).toEqual({ error: "forbidden_origin" });
+    const own = await api(h, "/api/chat/sessions", {
+      token: ALICE_TOKEN,
+      headers: { origin: `http://127.0.0.1:${h.port}` },
+    });
+    expect(own.status).toBe(200);
+  });
+
   it("checks auth before the route: an unknown API route without a token is 401", async () => {
     const r = await api(h, "/v1/nothing");
     expect(r.status).toBe(401);

@@ -49,6 +49,24 @@ describe("GET /api/chat/sessions", () => {
     });
   });
 
+  it("reflects new, changed and deleted sessions on the next read", async () => {
+    const ids = async () =>
+      (
+        (await api(h, "/api/chat/sessions?limit=200", { token: ALICE_TOKEN })).json as {
+          sessions: { session_id: string }[];
+        }
+      ).sessions.map((s) => s.session_id);
+    const before = await ids();
+    const sessionId = await newSession(h, ALICE);
+    expect(before).not.toContain(sessionId);
+    expect(await ids()).toContain(sessionId);
+    await prompt(h, ALICE, sessionId, "bump");
+    await completed(sessionId);
+    expect((await ids())[0]).toBe(sessionId);
+    await api(h, `/api/chat/sessions/${sessionId}`, { method: "DELETE", token: ALICE_TOKEN });
+    expect(await ids()).not.toContain(sessionId);
+  });
+
   it("honours limit", async () => {
     await newSession(h, ALICE);
     await newSession(h, ALICE);
@@ -225,6 +243,30 @@ describe("GET /v1/sessions/{id}", () => {
     ]);
     const ts = v.messages.map((m) => m.ts_ms as number);
     expect([...ts].sort((a, b) => a - b)).toEqual(ts);
+  });
+
+  it("follows new turns and clears between reads of the same session", async () => {
+    const sessionId = await newSession(h, ALICE, "one");
+    await completed(sessionId);
+    const contents = async () =>
+      (
+        (await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN })).json as {
+          messages: { role: string; content: string }[];
+        }
+      ).messages
+        .filter((m) => m.role === "user")
+        .map((m) => m.content);
+    expect(await contents()).toEqual(["one"]);
+    await prompt(h, ALICE, sessionId, "two");
+    await vi.waitFor(async () => expect((await h.store.projection(sessionId))?.turnCount).toBe(2), {
+      interval: 20,
+    });
+    await completed(sessionId);
+    expect(await contents()).toEqual(["one", "two"]);
+    await api(h, `/api/chat/sessions/${sessionId}?retire=false`, { method: "DELETE", token: ALICE_TOKEN });
+    expect(await contents()).toEqual([]);
+    await prompt(h, ALICE, sessionId, "three");
+    await vi.waitFor(async () => expect(await contents()).toEqual(["three"]), { interval: 20 });
   });
 
   it("unknown id answers 404 session_not_found", async () => {

@@ -11,11 +11,22 @@ const fixstr = (s: string) => {
   return [0xa0 | bytes.length, ...bytes];
 };
 /** `{type:"call", id:1, method:"session.models"}` with one key replaced by `badKey`. */
-const callWithKey = (badKey: number[]) => b(0x84, fixstr("type"), fixstr("call"), fixstr("id"), 0x01, fixstr("method"), fixstr("session.models"), badKey, 0xc0);
+const callWithKey = (badKey: number[]) =>
+  b(
+    0x84,
+    fixstr("type"),
+    fixstr("call"),
+    fixstr("id"),
+    0x01,
+    fixstr("method"),
+    fixstr("session.models"),
+    badKey,
+    0xc0,
+  );
 
 /** Frames that cannot be tied to an id: answered `bad_frame` without id. */
 const UNTIED: [string, Uint8Array | string][] = [
-  ["text frame", "{\"type\":\"call\",\"id\":1}"],
+  ["text frame", '{"type":"call","id":1}'],
   ["empty frame", b()],
   ["truncated msgpack", encodeFrame({ type: "call", id: 1, method: "session.models" }).slice(0, 10)],
   ["trailing bytes", b(Array.from(encodeFrame({ type: "call", id: 1, method: "session.models" })), 0xc0)],
@@ -41,7 +52,26 @@ const UNTIED: [string, Uint8Array | string][] = [
   ["fractional id", encodeFrame({ type: "call", id: 1.5, method: "session.models" })],
   ["string id", encodeFrame({ type: "call", id: "1", method: "session.models" })],
   ["id above 2^53", encodeFrame({ type: "call", id: 2 ** 53 + 2, method: "session.models" })],
-  ["uint64 id above 2^53", b(0x83, fixstr("type"), fixstr("call"), fixstr("id"), 0xcf, 0, 0x20, 0, 0, 0, 0, 0, 1, fixstr("method"), fixstr("session.models"))],
+  [
+    "uint64 id above 2^53",
+    b(
+      0x83,
+      fixstr("type"),
+      fixstr("call"),
+      fixstr("id"),
+      0xcf,
+      0,
+      0x20,
+      0,
+      0,
+      0,
+      0,
+      0,
+      1,
+      fixstr("method"),
+      fixstr("session.models"),
+    ),
+  ],
   ["object id", encodeFrame({ type: "call", id: { n: 1 }, method: "session.models" })],
 ];
 
@@ -55,7 +85,8 @@ describe("bad input (protocol-v1 §7): each answered, a canary follower on the s
     host = await startTestHost();
     peer = await connect(host);
     canary = await openCanary(host, peer);
-    sessionsBefore = (await peer.call<{ sessions: unknown[] }>("session.list", { limit: 200 })).sessions.length;
+    sessionsBefore = (await peer.call<{ sessions: unknown[] }>("session.list", { limit: 200 })).sessions
+      .length;
   });
   afterAll(async () => {
     await peer?.disconnect();
@@ -85,7 +116,11 @@ describe("bad input (protocol-v1 §7): each answered, a canary follower on the s
     ["unknown type", { type: "subscribe", method: "session.models" }, "bad_frame"],
     ["method not a string", { type: "call", method: 42 }, "bad_frame"],
     ["unknown method", { type: "call", method: "session.explode" }, "unknown_method"],
-    ["a call of a stream method", { type: "call", method: "session.follow", params: { sessionId: "x" } }, "unknown_method"],
+    [
+      "a call of a stream method",
+      { type: "call", method: "session.follow", params: { sessionId: "x" } },
+      "unknown_method",
+    ],
     ["an open of a call method", { type: "open", method: "session.list" }, "unknown_method"],
   ])("%s → %s with the id", async (_name, frame, code) => {
     const id = peer.nextId();
@@ -149,7 +184,11 @@ describe("bad input (protocol-v1 §7): each answered, a canary follower on the s
   it("one stream over the limit → too_many_streams; the open ones keep working", async () => {
     const ids: number[] = [];
     for (let i = 0; i < 255; i++) ids.push(peer.follow(canary.sessionId));
-    await until(() => ids.every((id) => peer.items(id).some((item) => item.kind === "caughtUp")), 30_000, "255 followers");
+    await until(
+      () => ids.every((id) => peer.items(id).some((item) => item.kind === "caughtUp")),
+      30_000,
+      "255 followers",
+    );
     const over = peer.follow(canary.sessionId);
     const answer = await peer.waitTerminal(over);
     expect(answer.error?.code).toBe("too_many_streams");
@@ -169,7 +208,10 @@ describe("bad input (protocol-v1 §7): each answered, a canary follower on the s
   });
 
   it("unknown interaction → interaction_not_found", async () => {
-    const error = await peer.callError("session.respond", { interactionId: "nope", response: { outcome: "approve" } });
+    const error = await peer.callError("session.respond", {
+      interactionId: "nope",
+      response: { outcome: "approve" },
+    });
     expect(error.code).toBe("interaction_not_found");
     await canary.check();
   });
@@ -195,7 +237,9 @@ describe("bad input (protocol-v1 §7): each answered, a canary follower on the s
 
   it("changed nothing durable", async () => {
     // The only sessions created here are the ones the business-error tests created on purpose.
-    const { sessions } = await peer.call<{ sessions: { sessionId: string }[] }>("session.list", { limit: 200 });
+    const { sessions } = await peer.call<{ sessions: { sessionId: string }[] }>("session.list", {
+      limit: 200,
+    });
     expect(sessions.length).toBe(sessionsBefore + 1);
     expect(sessions.some((row) => row.sessionId === "cold-one")).toBe(true);
   });

@@ -43,7 +43,10 @@ describe("decodeFrame: the decoder-attack corpus of reliability.md is refused wi
     ["__proto__ key", bytes(0x81, ...str("__proto__"), 0x80)],
     ["constructor key", bytes(0x81, ...str("constructor"), 0x80)],
     ["prototype key", bytes(0x81, ...str("prototype"), 0x80)],
-    ["nested __proto__ key", bytes(0x81, ...str("params"), 0x81, ...str("__proto__"), 0x81, ...str("x"), 0x01)],
+    [
+      "nested __proto__ key",
+      bytes(0x81, ...str("params"), 0x81, ...str("__proto__"), 0x81, ...str("x"), 0x01),
+    ],
     ["integer key", bytes(0x81, 0x01, 0x02)],
     ["nil key", bytes(0x81, 0xc0, 0x02)],
     ["array key", bytes(0x81, 0x90, 0x02)],
@@ -151,7 +154,10 @@ describe("decodeFrame on arbitrary input", () => {
 });
 
 describe("item frames spliced around a shared value", () => {
-  const value = { kind: "events", events: [{ seq: 1, at: 5, type: "assistant/delta", data: { turnId: "t", text: "hé" } }] };
+  const value = {
+    kind: "events",
+    events: [{ seq: 1, at: 5, type: "assistant/delta", data: { turnId: "t", text: "hé" } }],
+  };
   for (const id of [1, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, Number.MAX_SAFE_INTEGER]) {
     it(`decodes as {type:"item", id:${id}, value}`, () => {
       const frame = spliceItemFrame(itemFramePrefix(id), encodeFrame(value));

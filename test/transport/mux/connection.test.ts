@@ -9,7 +9,10 @@ import { connect, createSession } from "./mux-fixture.js";
 
 /** The HTTP status of a refused upgrade. */
 async function refusedStatus(ws: WebSocket): Promise<number> {
-  const [, res] = (await once(ws, "unexpected-response")) as [unknown, { statusCode: number; destroy(): void }];
+  const [, res] = (await once(ws, "unexpected-response")) as [
+    unknown,
+    { statusCode: number; destroy(): void },
+  ];
   res.destroy();
   return res.statusCode;
 }
@@ -57,7 +60,12 @@ describe("mux connection (protocol-v1 §2)", () => {
   it("sends hello first with hostId, generation and serverTime, and answers sessionmux.v1 only", async () => {
     const peer = await MuxPeer.connect(host.wsUrl, { subprotocolToken: ADMIN_TOKEN });
     expect(peer.ws.protocol).toBe("sessionmux.v1");
-    expect(peer.hello).toMatchObject({ type: "hello", protocol: 1, hostId: host.host.hostId, generation: host.host.generation });
+    expect(peer.hello).toMatchObject({
+      type: "hello",
+      protocol: 1,
+      hostId: host.host.hostId,
+      generation: host.host.generation,
+    });
     expect(typeof peer.hello.serverTime).toBe("number");
     await peer.disconnect();
   });
@@ -73,14 +81,20 @@ describe("mux connection (protocol-v1 §2)", () => {
     ["a wrong header token", { token: "wrong" }],
     ["a wrong subprotocol token", { subprotocolToken: "wrong" }],
     ["a garbled Authorization header", { headers: { authorization: "Basic abc" } }],
-    ["the token in the URL query only", { path: `/api/remote.mux?token=${ADMIN_TOKEN}&access_token=${ADMIN_TOKEN}` }],
+    [
+      "the token in the URL query only",
+      { path: `/api/remote.mux?token=${ADMIN_TOKEN}&access_token=${ADMIN_TOKEN}` },
+    ],
   ])("refuses %s with 401 before any WebSocket exists", async (_name, options) => {
     const ws = MuxPeer.socket(host.wsUrl, options);
     expect(await refusedStatus(ws)).toBe(401);
   });
 
   it("refuses a foreign Origin with 403 and accepts the host's own", async () => {
-    const foreign = MuxPeer.socket(host.wsUrl, { token: ADMIN_TOKEN, headers: { origin: "https://evil.example" } });
+    const foreign = MuxPeer.socket(host.wsUrl, {
+      token: ADMIN_TOKEN,
+      headers: { origin: "https://evil.example" },
+    });
     expect(await refusedStatus(foreign)).toBe(403);
     const own = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN, headers: { origin: host.url } });
     expect(own.hello.type).toBe("hello");

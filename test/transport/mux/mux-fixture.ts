@@ -13,7 +13,13 @@ export async function createSession(peer: MuxPeer, params: Record<string, unknow
 }
 
 /** Appends `count` deltas straight to the log in batches of `batch` (fast, no agent involved). */
-export async function appendDeltas(host: TestHost, sessionId: string, count: number, batch = 1000, text = "x"): Promise<number> {
+export async function appendDeltas(
+  host: TestHost,
+  sessionId: string,
+  count: number,
+  batch = 1000,
+  text = "x",
+): Promise<number> {
   let head = 0;
   for (let done = 0; done < count; done += batch) {
     const n = Math.min(batch, count - done);
@@ -44,7 +50,10 @@ export function expectRange(events: readonly SessionEvent[], from: number, to: n
 }
 
 /** A follower on `peer` that must keep receiving: used as the canary of bad-input tests. */
-export async function openCanary(host: TestHost, peer: MuxPeer): Promise<{ id: number; sessionId: string; check(): Promise<void> }> {
+export async function openCanary(
+  host: TestHost,
+  peer: MuxPeer,
+): Promise<{ id: number; sessionId: string; check(): Promise<void> }> {
   const sessionId = await createSession(peer);
   const id = peer.follow(sessionId);
   await peer.waitItem(id, (i) => i.kind === "caughtUp");

@@ -1,0 +1,130 @@
+import type {
+  AttachmentShell,
+  InteractionKind,
+  MessageSource,
+  Resolution,
+  TurnEndState,
+  TurnTrigger,
+  UserMessageMeta,
+} from "./events.js";
+
+/** The transcript shapes the reducer in `transcript.ts` produces (§5 events as a person reads them). */
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: unknown;
+  /** `null` until the `tool/result` arrives. */
+  ok: boolean | null;
+  result: unknown;
+  duration_ms: number | null;
+}
+
+/** An approval or question card, placed in the assistant message where it was asked. */
+export interface InteractionBlock {
+  type: "interaction";
+  interactionId: string;
+  kind: InteractionKind;
+  action?: string;
+  question?: string;
+  options?: string[];
+  /** `null` while pending or when the turn ended without an answer. */
+  resolution: Resolution | null;
+}
+
+export type Segment =
+  | { kind: "text"; text: string }
+  | { kind: "tool"; toolId: string }
+  | { kind: "block"; block: InteractionBlock };
+
+export interface UserTranscriptMessage {
+  role: "user";
+  id: string;
+  seq: number;
+  at: number;
+  turnId: string | null;
+  /** The text as shown to the operator (`display` when the prompt carried one). */
+  text: string;
+  source: MessageSource;
+  attachments: AttachmentShell[];
+  interjection: boolean;
+  hidden: boolean;
+  meta: UserMessageMeta;
+}
+
+export interface AssistantTranscriptMessage {
+  role: "assistant";
+  /** `<turnId>.<n>`: stable, so a live view and a replay name the same message alike. */
+  id: string;
+  seq: number;
+  at: number;
+  updatedAt: number;
+  turnId: string;
+  text: string;
+  reasoning: string;
+  segments: Segment[];
+  toolCalls: ToolCall[];
+}
+
+export type TranscriptMessage = UserTranscriptMessage | AssistantTranscriptMessage;
+
+export type TurnStatus = "working" | "input-required" | TurnEndState;
+
+export interface TranscriptTurn {
+  turnId: string;
+  trigger: TurnTrigger;
+  state: TurnStatus;
+  startedAt: number;
+  endedAt: number | null;
+  startSeq: number;
+  interrupted: boolean;
+  error?: string;
+}
+
+export interface PendingInteraction {
+  interactionId: string;
+  turnId: string;
+  kind: InteractionKind;
+  requestedAt: number;
+  seq: number;
+  action?: string;
+  question?: string;
+  options?: string[];
+}
+
+export interface TranscriptState {
+  /** Highest seq applied; events at or below it are ignored, so re-delivery is harmless. */
+  lastSeq: number;
+  title: string;
+  model: string | null;
+  origin: string | null;
+  createdAt: number | null;
+  forkOf: { sessionId: string; seq: number } | null;
+  messages: TranscriptMessage[];
+  turns: TranscriptTurn[];
+  /** Interactions requested and neither resolved nor closed by their turn's end. */
+  pending: PendingInteraction[];
+  openTurnId: string | null;
+  /** A turn is open: assistant output may still arrive. */
+  streaming: boolean;
+  /** Index of the assistant message that takes the next output of the open turn, or -1. */
+  tail: number;
+}
+
+/** A fresh transcript; a follow `reset` means: start again from this. */
+export function emptyTranscript(): TranscriptState {
+  return {
+    lastSeq: 0,
+    title: "",
+    model: null,
+    origin: null,
+    createdAt: null,
+    forkOf: null,
+    messages: [],
+    turns: [],
+    pending: [],
+    openTurnId: null,
+    streaming: false,
+    tail: -1,
+  };
+}

@@ -1,0 +1,218 @@
+import { createHook } from "node:async_hooks";
+import { afterEach, describe, expect, test, vi } from "vitest";
+import { ADMIN } from "../../src/host/principal.js";
+import { errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+
+let fx: HostFixture;
+afterEach(async () => fx?.dispose());
+
+const S = "life";
+
+function liveSet(): string[] {
+  return fx.host.live
+    .agents()
+    .map((a) => a.sessionId)
+    .sort();
+}
+
+describe("session.create", () => {
+  test("assigns a random id, the principal as owner and the agent's default model; refuses an existing id", async () => {
+    fx = await openHost();
+    const { header } = await fx.host.call({ name: "alice", admin: false }, "session.create", { title: "T" });
+    expect(header).toMatchObject({ owner: "alice", model: "demo-fast", title: "T" });
+    expect(header.sessionId).toMatch(/^[A-Za-z0-9_-]{1,128}$/);
+    const again = await errorCode(() =>
+      fx.host.call(ADMIN, "session.create", { sessionId: header.sessionId }),
+    );
+    expect(again.code).toBe("session_exists");
+    const badModel = await errorCode(() => fx.host.call(ADMIN, "session.create", { model: "gpt-9" }));
+    expect(badModel).toMatchObject({ code: "bad_request", data: { field: "/model" } });
+  });
+
+  test("params are validated again when called directly", async () => {
+    fx = await openHost();
+    const outcome = await errorCode(() => fx.host.call(ADMIN, "session.create", { sessionId: "../.." }));
+    expect(outcome).toMatchObject({ code: "bad_request", data: { field: "/sessionId" } });
+    const limit = await errorCode(() => fx.host.call(ADMIN, "session.list", { limit: 0 }));
+    expect(limit).toMatchObject({ code: "bad_request", data: { field: "/limit" } });
+  });
+});
+
+describe("session.clear", () => {
+  test("is refused session_busy while a turn runs; afterwards it changes the epoch", async () => {
+    fx = await openHost();
+    const { header } = await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "/ask wait",
+      clientMessageId: "1",
+    });
+    const busy = await errorCode(() => fx.host.call(ADMIN, "session.clear", { sessionId: S }));
+    expect(busy.code).toBe("session_busy");
+    await fx.host.call(ADMIN, "session.cancel", { sessionId: S });
+    await turnEvents(fx.store, S, r.turnId!);
+    await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
+    const stale = await errorCode(() =>
+      fx.host.call(ADMIN, "session.clear", { sessionId: S, expectedEpoch: "other" }),
+    );
+    expect(stale.code).toBe("epoch_mismatch");
+    const { epoch } = await fx.host.call(ADMIN, "session.clear", {
+      sessionId: S,
+      expectedEpoch: header.epoch,
+    });
+    expect(epoch).not.toBe(header.epoch);
+    expect(await readLog(fx.store, S)).toEqual([]);
+  });
+});
+
+describe("session.delete", () => {
+  test("during a running turn stops it, detaches the agent, and later writes fail session_retired", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "/stream 1000 5",
+      clientMessageId: "1",
+    });
+    await vi.waitFor(async () =>
+      expect((await readLog(fx.store, S)).filter((e) => e.type === "assistant/delta").length).toBeGreaterThan(
+        1,
+      ),
+    );
+    const removed: string[] = [];
+    fx.host.subscribeNotifications(ADMIN, (n) => {
+      if (n.name === "session.removed") removed.push(n.value.sessionId);
+    });
+    expect(await fx.host.call(ADMIN, "session.delete", { sessionId: S })).toEqual({ deleted: true });
+    expect(liveSet()).toEqual([]);
+    expect(removed).toEqual([S]);
+    for (const call of [
+      () => fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "x", clientMessageId: "2" }),
+      () => fx.host.call(ADMIN, "session.rename", { sessionId: S, title: "x" }),
+      () => fx.host.call(ADMIN, "session.create", { sessionId: S }),
+      () => fx.host.call(ADMIN, "session.page", { sessionId: S }),
+    ]) {
+      expect((await errorCode(call)).code).toBe("session_retired");
+    }
+    // the stopped turn wrote nothing after the tombstone
+    expect((await fx.store.readAfter(S, 0, 10)).status).toBe("retired");
+    expect(await fx.store.isRetired(S)).toBe(true);
+  });
+});
+
+describe("session.fork", () => {
+  test("copies the prefix with lineage, activates only the target and reads the source cold", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "src" });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "src",
+      text: "hello",
+      clientMessageId: "1",
+    });
+    await turnEvents(fx.store, "src", r.turnId!);
+    await fx.restart();
+    const { header } = await fx.host.call(ADMIN, "session.fork", {
+      sourceId: "src",
+      sessionId: "dst",
+      atSeq: r.seq!,
+    });
+    expect(header.forkOf).toEqual({ sessionId: "src", seq: r.seq });
+    expect(liveSet()).toEqual(["dst"]);
+    const copied = await readLog(fx.store, "dst");
+    expect(copied[0]).toMatchObject({
+      type: "session/created",
+      data: { forkOf: { sessionId: "src", seq: r.seq } },
+    });
+    expect(copied.some((e) => e.type === "user/message" && e.data.text === "hello")).toBe(true);
+    const missing = await errorCode(() => fx.host.call(ADMIN, "session.fork", { sourceId: "nope" }));
+    expect(missing.code).toBe("session_not_found");
+  });
+});
+
+describe("agent lifecycle", () => {
+  test("an idle agent detaches after idleDetachMs, emitting detached", async () => {
+    fx = await openHost({ idleDetachMs: 50 });
+    const states: string[] = [];
+    fx.host.live.subscribe((d) => {
+      if (d.kind === "agent") states.push(d.state);
+    });
+    // created cold, so the prompt attaches and starts its turn in one step
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "hi", clientMessageId: "1" });
+    await turnEvents(fx.store, S, r.turnId!);
+    await vi.waitFor(() => expect(liveSet()).toEqual([]), { timeout: 5000, interval: 10 });
+    expect(states).toEqual(["attached", "running", "idle", "detached"]);
+    expect((await fx.metrics.agentsLive.get()).values[0]?.value).toBe(0);
+  });
+
+  test("an agent with a running background job is not detached while the job runs", async () => {
+    fx = await openHost({ idleDetachMs: 20 });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "/job 0.5", clientMessageId: "1" });
+    await vi.waitFor(() => expect(fx.host.live.jobs(S)[0]?.progress).toBeGreaterThan(0));
+    expect(liveSet()).toEqual([S]);
+    await vi.waitFor(() => expect(fx.host.live.jobs(S)[0]?.state ?? "gone").not.toBe("running"), {
+      timeout: 5000,
+    });
+    await vi.waitFor(() => expect(liveSet()).toEqual([]), { timeout: 5000 });
+  });
+
+  test("a restart closes turns the log shows open as interrupted", async () => {
+    fx = await openHost();
+    // what a crashed process leaves behind: a turn opened and never closed
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await fx.store.append(S, [{ type: "turn/start", data: { turnId: "t-open", trigger: "prompt" } }]);
+    await fx.restart();
+    const log = await readLog(fx.store, S);
+    expect(log.at(-1)).toMatchObject({ type: "turn/end", data: { turnId: "t-open", state: "interrupted" } });
+    expect((await fx.store.projection(S))?.lastState).toBe("interrupted");
+  });
+
+  test("shutdown interrupts running turns, refuses new work and leaves no timers behind", async () => {
+    // every timer created from here on is tracked until it fires or is cleared
+    const timers = new Set<number>();
+    const hook = createHook({
+      init(asyncId, type) {
+        if (type === "Timeout") timers.add(asyncId);
+      },
+      destroy(asyncId) {
+        timers.delete(asyncId);
+      },
+    }).enable();
+    try {
+      fx = await openHost({ idleDetachMs: 60_000 });
+      await fx.host.call(ADMIN, "session.create", { sessionId: S });
+      await fx.host.call(ADMIN, "session.create", { sessionId: "idle-one" });
+      const r = await fx.host.call(ADMIN, "session.prompt", {
+        sessionId: S,
+        text: "/sleep 60000",
+        clientMessageId: "1",
+      });
+      await fx.host.call(ADMIN, "session.prompt", {
+        sessionId: "idle-one",
+        text: "/job 60",
+        clientMessageId: "2",
+      });
+      await vi.waitFor(() =>
+        expect(fx.host.live.agents()).toContainEqual({ sessionId: "idle-one", state: "idle" }),
+      );
+      expect(fx.host.live.jobs("idle-one")).toMatchObject([{ state: "running" }]);
+      // the sleeping turn, the job's next step and the idle clock of "idle-one" at least
+      expect(timers.size).toBeGreaterThanOrEqual(3);
+      await fx.host.shutdown();
+      const events = await turnEvents(fx.store, S, r.turnId!);
+      expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "interrupted" } });
+      expect(fx.host.live.agents()).toEqual([]);
+      const refused = await errorCode(() => fx.host.call(ADMIN, "session.list", {}));
+      expect(refused.code).toBe("host_shutting_down");
+      // destroy hooks run asynchronously: wait for exactly the timers that existed at shutdown's end
+      const leftAtShutdown = [...timers];
+      await vi.waitFor(() => expect(leftAtShutdown.filter((id) => timers.has(id))).toEqual([]), {
+        timeout: 5000,
+        interval: 10,
+      });
+    } finally {
+      hook.disable();
+    }
+  });
+});

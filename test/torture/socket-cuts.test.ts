@@ -1,0 +1,90 @@
+import type { Subscription } from "rxjs";
+import { afterEach, describe, expect, it } from "vitest";
+import { createNodeClient, followSession, type SessionmuxClient } from "../../src/client/node.js";
+import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { reportCounts, scaled } from "./torture-scale.js";
+
+const FOLLOWERS = 20;
+const SESSION = "cuts";
+
+let host: TestHost | undefined;
+let proxy: TcpProxy | undefined;
+const clients: SessionmuxClient[] = [];
+const subscriptions: Subscription[] = [];
+
+afterEach(async () => {
+  for (const subscription of subscriptions.splice(0)) subscription.unsubscribe();
+  await Promise.all(clients.splice(0).map((client) => client.close()));
+  await proxy?.stop();
+  await host?.dispose();
+});
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("torture: random socket cuts while a session streams", () => {
+  it("every follower ends with exactly 1..N through 200 cuts", async () => {
+    const cuts = scaled(200);
+    host = await startTestHost();
+    proxy = await startTcpProxy(host.port);
+    const created = await host.store.create({ sessionId: SESSION, owner: "admin", model: "demo" });
+    expect(created.status).toBe("created");
+    const acked = [1];
+    const url = `ws://127.0.0.1:${proxy.port}/api/remote.mux`;
+    const observed: number[][] = [];
+    const failures: unknown[] = [];
+    for (let i = 0; i < FOLLOWERS; i++) {
+      const client = createNodeClient({ url, token: ADMIN_TOKEN, backoff: { baseMs: 10, capMs: 100 } });
+      clients.push(client);
+      const seqs: number[] = [];
+      observed.push(seqs);
+      subscriptions.push(
+        followSession(client, SESSION).subscribe({
+          next: (update) => {
+            if (update.kind === "events") for (const event of update.events) seqs.push(event.seq);
+          },
+          error: (error: unknown) => failures.push(error),
+        }),
+      );
+    }
+
+    // Appends keep flowing for as long as the cuts last (bounded by count and by time).
+    let cutting = true;
+    const cutsDone = proxy.startRandomCuts({ minMs: 10, maxMs: 80, count: cuts }).finally(() => {
+      cutting = false;
+    });
+    const writer = (async () => {
+      const stopAt = Date.now() + 120_000;
+      while (cutting && Date.now() < stopAt) {
+        const outcome = await host!.store.append(
+          SESSION,
+          Array.from({ length: 5 }, (_, i) => ({ type: "assistant/delta" as const, data: { turnId: "t", text: `x${i}` } })),
+        );
+        if (outcome.status !== "appended") throw new Error(outcome.status);
+        for (const event of outcome.events) acked.push(event.seq);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    await Promise.all([cutsDone, writer]);
+    const head = acked.at(-1)!;
+    await until(() => observed.every((seqs) => seqs.at(-1) === head), 120_000, "followers catch up");
+
+    const read = await host.store.readAfter(SESSION, 0, 10_000_000);
+    const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
+    const reports = observed.map((seqs) => checkHistory({ acknowledged: acked, log, observed: seqs }));
+    const total = sumCounts(reports);
+    reportCounts("socket-cuts", cuts, { ...total, acked: acked.length });
+    expect(failures).toEqual([]);
+    expect(proxy.cuts).toBe(cuts);
+    expect(proxy.accepted).toBeGreaterThan(cuts);
+    expect(isClean(total)).toBe(true);
+    for (const seqs of observed) expect(seqs.length).toBe(head);
+  });
+});

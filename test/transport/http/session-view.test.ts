@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
+import { applyEvents, emptyTranscript } from "../../../protocol/transcript.js";
+import type { SessionProjection } from "../../../src/store/session-store.js";
+import type { SessionSnapshot } from "../../../src/transport/http/session-transcript.js";
+import { renderSessionView, sessionView } from "../../../src/transport/http/session-view.js";
+
+const events: NewEvent[] = [
+  { type: "session/created", data: { title: "demo", origin: "cli" } },
+  { type: "turn/start", data: { turnId: "t1", trigger: "prompt" } },
+  {
+    type: "user/message",
+    data: { messageId: "m1", source: "user", text: "hé ✓", attachments: [], meta: {} },
+  },
+  {
+    type: "user/message",
+    data: { messageId: "m0", source: "user", text: "", hidden: true, attachments: [], meta: {} },
+  },
+  { type: "assistant/delta", data: { turnId: "t1", text: "ok \u2028 done" } },
+  {
+    type: "interaction/requested",
+    data: { turnId: "t1", interactionId: "i1", kind: "question", question: "why?" },
+  },
+];
+
+function snapshot(): SessionSnapshot {
+  const committed = events.map((e, i) => ({ seq: i + 1, at: 1000 + i, ...e }) as SessionEvent);
+  const projection = {
+    title: "demo",
+    updatedAt: 2000,
+    hasUnseenCompletion: false,
+    completionSettledAt: null,
+  } as unknown as SessionProjection;
+  return { transcript: applyEvents(emptyTranscript(), committed), projection, createdAt: 1000, epoch: "e1" };
+}
+
+describe("session view rendering", () => {
+  it("the cached, pieced-together JSON equals the plain serialization", () => {
+    const snap = snapshot();
+    const live = [
+      {
+        interactionId: "i2",
+        sessionId: "s",
+        turnId: "t1",
+        kind: "approval" as const,
+        requestedAt: 1010,
+        action: "rm",
+      },
+    ];
+    const plain = JSON.parse(JSON.stringify(sessionView("s", snap, live)));
+    for (let i = 0; i < 2; i++) {
+      const pieced = JSON.parse(Buffer.concat(renderSessionView("s", snap, live)).toString("utf8"));
+      expect(pieced).toEqual(plain);
+    }
+    expect(plain).toMatchObject({
+      id: "s",
+      title: "demo",
+      origin: "cli",
+      kind: "chat",
+      message_count: 2,
+      is_streaming: true,
+      pending_questions: [
+        { id: "i1", kind: "question", turn_id: "t1", requested_at_ms: 1005, question: "why?" },
+        { id: "i2", kind: "approval", turn_id: "t1", requested_at_ms: 1010, action: "rm" },
+      ],
+    });
+    expect(plain.messages.map((m: { id: string }) => m.id)).toEqual(["m1", "t1.0"]);
+  });
+});

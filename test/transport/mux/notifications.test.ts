@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { type MuxPeer, until } from "../../support/mux-peer.js";
+import { connect, createSession } from "./mux-fixture.js";
+
+describe("event frames (protocol-v1 §6)", () => {
+  let host: TestHost;
+  let alice: MuxPeer;
+  let bob: MuxPeer;
+  beforeAll(async () => {
+    host = await startTestHost();
+    alice = await connect(host, { token: ALICE_TOKEN });
+    bob = await connect(host, { token: BOB_TOKEN });
+  });
+  afterAll(async () => {
+    await alice?.disconnect();
+    await bob?.disconnect();
+    await host?.dispose();
+  });
+
+  const named = (peer: MuxPeer, name: string, sessionId: string) =>
+    peer.notifications().find((f) => {
+      const value = f.value as { row?: { sessionId: string }; sessionId?: string };
+      return f.name === name && (value.row?.sessionId ?? value.sessionId) === sessionId;
+    });
+
+  it("session.added, session.updated and session.removed reach the owner, with no id and no sequence", async () => {
+    const sessionId = await createSession(alice);
+    const added = await until(() => named(alice, "session.added", sessionId), 10_000, "session.added");
+    expect(added.id).toBeUndefined();
+    expect(added.value).toMatchObject({ row: { sessionId } });
+    await alice.call("session.rename", { sessionId, title: "renamed" });
+    const updated = await until(
+      () =>
+        alice
+          .notifications()
+          .find(
+            (f) =>
+              f.name === "session.updated" && (f.value as { row: { title: string } }).row.title === "renamed",
+          ),
+      10_000,
+      "session.updated",
+    );
+    expect(updated.value).toMatchObject({ row: { sessionId, title: "renamed" } });
+    await alice.call("session.delete", { sessionId });
+    const removed = await until(() => named(alice, "session.removed", sessionId), 10_000, "session.removed");
+    expect(removed.value).toEqual({ sessionId });
+  });
+
+  it("another principal never sees them", async () => {
+    const sessionId = await createSession(alice);
+    await until(() => named(alice, "session.added", sessionId), 10_000, "session.added");
+    const own = await createSession(bob);
+    await until(() => named(bob, "session.added", own), 10_000, "bob's own session.added");
+    expect(named(bob, "session.added", sessionId)).toBeUndefined();
+  });
+});
