@@ -14,7 +14,6 @@ describe("attachments", () => {
     const bytes = new Uint8Array([1, 2, 3, 250]);
     const used = await store.putAttachment({
       owner: "o",
-      sessionId: null,
       name: "a.bin",
       type: "application/octet-stream",
       bytes,
@@ -28,6 +27,7 @@ describe("attachments", () => {
     expect(await store.getAttachment(used)).toEqual({
       attachmentId: used,
       owner: "o",
+      sessionId: null,
       sessionId: null,
       name: "a.bin",
       type: "application/octet-stream",

@@ -15,7 +15,14 @@ const ARGS = [
   "--disable-sync",
 ];
 
+/**
+ * The browser suite runs wherever Chromium is installed, and CI always installs it: a missing
+ * browser there is a failure, not a skip. Elsewhere the suite is skipped so `npm test` still runs.
+ */
 export const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium && process.env.CI) {
+  throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)`);
+}
 
 export interface BrowserProfile {
   readonly context: BrowserContext;
