@@ -102,6 +102,7 @@ async function fanoutSessionmux(clients: Clients): Promise<{ cpu: number; wall: 
       if (outcome.status !== "appended") throw new Error(outcome.status);
     }
     if (process.env.MUX_BENCH_DEBUG) console.error("appended", performance.now() - t0, cpuMs(cpu0));
+    if (process.env.MUX_BENCH_DEBUG) setTimeout(() => { for (const f of (globalThis as any).__follows) console.error(f.debug); }, 5000);
     const reply = await clients.reply("done");
     return { cpu: cpuMs(cpu0), wall: performance.now() - t0, exact: reply.exact === true };
   } finally {

@@ -136,7 +136,6 @@ async function buildTailDatabase(path: string): Promise<void> {
     for (let s = 0; s < TAIL_SESSIONS; s++) {
       for (let seq = 2; seq <= perSession; seq++) insert.run(`t${s}`, seq, "assistant/delta", seq, data);
     }
-    db.prepare("UPDATE sessions SET head_seq = ?").run(perSession);
     db.prepare("UPDATE projections SET seq = ?").run(perSession);
   }).immediate();
   db.pragma("wal_checkpoint(TRUNCATE)");
@@ -169,8 +168,8 @@ async function listPage(): Promise<{ p50: number; p99: number }> {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = OFF");
   const session = db.prepare(
-    `INSERT INTO sessions (session_id, owner, epoch, created_at, head_seq, base_title, base_title_explicit, base_model)
-     VALUES (?, ?, 'e', ?, 1, 'New chat', 0, 'm')`,
+    `INSERT INTO sessions (session_id, owner, epoch, created_at, base_title, base_title_explicit, base_model)
+     VALUES (?, ?, 'e', ?, 'New chat', 0, 'm')`,
   );
   const projection = db.prepare(
     `INSERT INTO projections (session_id, owner, epoch, title, title_explicit, model, created_at, last_prompt_at,

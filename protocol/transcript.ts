@@ -1,13 +1,12 @@
-import type { SessionEvent } from "./events.js";
-import {
-  type AssistantTranscriptMessage,
-  emptyTranscript,
-  type InteractionBlock,
-  type PendingInteraction,
-  type Segment,
-  type ToolCall,
-  type TranscriptState,
-  type TranscriptTurn,
+import type { Resolution, SessionEvent } from "./events.js";
+import type {
+  AssistantTranscriptMessage,
+  InteractionBlock,
+  PendingInteraction,
+  Segment,
+  ToolCall,
+  TranscriptState,
+  TranscriptTurn,
 } from "./transcript-model.js";
 
 export * from "./transcript-model.js";

@@ -7,6 +7,7 @@ import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { tempDir } from "../support/temp-dir.js";
 import { type ChildHost, freePort, startChildHost } from "./child-host.js";
+import { startCliFollower } from "./cli-follower.js";
 
 const TOKEN = "restart-token";
 const backoff = { baseMs: 20, capMs: 300 };
@@ -25,7 +26,7 @@ async function fullLog(client: SessionmuxClient, sessionId: string): Promise<Ses
 }
 
 describe("host killed with SIGKILL and restarted mid-stream", () => {
-  it("followers resume without gap or duplicate, the mirror rebuilds with a new generation, prompts append once", async () => {
+  it("SDK and CLI followers resume without gap or duplicate, the mirror rebuilds with a new generation, prompts append once", async () => {
     const dir = tempDir();
     cleanups.push(() => dir.remove());
     const port = await freePort();
@@ -50,6 +51,10 @@ describe("host killed with SIGKILL and restarted mid-stream", () => {
       error: (e: unknown) => followErrors.push(e),
     });
     cleanups.push(() => follow.unsubscribe());
+    const cli = startCliFollower(host.url, "streaming", TOKEN);
+    cleanups.push(async () => {
+      cli.child.kill("SIGKILL");
+    });
     const mirrors: ControlMirror[] = [];
     const control = controlMirror(client).subscribe((m) => mirrors.push(m));
     cleanups.push(() => control.unsubscribe());
@@ -58,6 +63,7 @@ describe("host killed with SIGKILL and restarted mid-stream", () => {
 
     await client.prompt({ sessionId: "streaming", text: "/stream 100000 2" });
     await vi.waitFor(() => expect(seqs.length).toBeGreaterThan(300), { timeout: 30_000 });
+    await vi.waitFor(() => expect(cli.lines.length).toBeGreaterThan(0), { timeout: 30_000 });
 
     // Prompts into idle sessions, sent together with the kill: each is answered or lost in flight.
     const prompts = prompted.map((sessionId) =>
@@ -87,6 +93,10 @@ describe("host killed with SIGKILL and restarted mid-stream", () => {
     expect(seqs.length).toBeGreaterThanOrEqual(killedAt);
     expect(resets).toEqual([]);
     expect(followErrors).toEqual([]);
+    // The CLI follower resumed silently too: every committed event printed exactly once.
+    await vi.waitFor(() => expect(cli.lines.length).toBeGreaterThanOrEqual(log.length), { timeout: 30_000 });
+    expect(await cli.stop()).toBe(0);
+    expect(cli.lines.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual(log.map((e) => e.seq));
 
     for (const sessionId of prompted) {
       const messages = (await fullLog(client, sessionId)).filter((e) => e.type === "user/message");

@@ -28,7 +28,6 @@ describe("attachments", () => {
       attachmentId: used,
       owner: "o",
       sessionId: null,
-      sessionId: null,
       name: "a.bin",
       type: "application/octet-stream",
       size: 4,

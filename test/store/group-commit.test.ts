@@ -140,4 +140,22 @@ describe("group commit", () => {
       "turn/start",
     ]);
   });
+
+  it("isolates a faulty write: only it fails, the rest of its batch commits", async () => {
+    current = openTempStore();
+    const { store } = current;
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const unencodable = { type: "tool/result", data: { turnId: "t", toolCallId: "c", ok: true, result: () => 1, durationMs: 1 } };
+    const [ok1, bad, ok2] = await Promise.allSettled([
+      store.append("a", [delta("t", "one")]),
+      store.append("a", [unencodable as never]),
+      store.append("a", [delta("t", "two")]),
+    ]);
+    expect(ok1.status === "fulfilled" && ok1.value.status).toBe("appended");
+    expect(bad.status).toBe("rejected");
+    expect(ok2.status === "fulfilled" && ok2.value.status).toBe("appended");
+    expect(store.stats().rollbacks).toBeGreaterThanOrEqual(1);
+    const read = await store.readAfter("a", 0, 10);
+    expect(read.status === "ok" && read.events.map((event) => event.seq)).toEqual([1, 2, 3]);
+  });
 });
