@@ -145,7 +145,10 @@ describe("group commit", () => {
     current = openTempStore();
     const { store } = current;
     await store.create({ sessionId: "a", owner: "o", model: "m" });
-    const unencodable = { type: "tool/result", data: { turnId: "t", toolCallId: "c", ok: true, result: () => 1, durationMs: 1 } };
+    const unencodable = {
+      type: "tool/result",
+      data: { turnId: "t", toolCallId: "c", ok: true, result: () => 1, durationMs: 1 },
+    };
     const [ok1, bad, ok2] = await Promise.allSettled([
       store.append("a", [delta("t", "one")]),
       store.append("a", [unencodable as never]),

@@ -1,51 +1,50 @@
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import WebSocket from "ws";
 import { afterEach, describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
-import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
-import { MuxPeer } from "../support/mux-peer.js";
-import { tempDir } from "../support/temp-dir.js";
-import { type CliHost, spawnCliHost } from "./cli-host.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
-const TOKEN = "torture-stall-token";
 const SESSION = "stall";
 const HEALTHY = 10;
 const MIB = 1024 * 1024;
 
-/** A follower that keeps only the seqs it saw, so 100k events cost the test little memory. */
+/** A follower that keeps only the seqs it saw, in a buffer allocated up front (no growth during the flow). */
 class SeqFollower {
-  readonly seqs: number[] = [];
-  private constructor(readonly ws: WebSocket) {
+  private readonly buffer: Int32Array;
+  count = 0;
+  private constructor(
+    readonly ws: WebSocket,
+    capacity: number,
+  ) {
+    this.buffer = new Int32Array(capacity);
     ws.on("message", (data: Buffer) => {
       const frame = decodeFrame(data, { maxArrayLength: 1 << 20, maxStrBytes: 1 << 24 }) as {
         type: string;
         value?: { kind: string; events?: { seq: number }[] };
       };
       if (frame.type === "item" && frame.value?.kind === "events")
-        for (const event of frame.value.events ?? []) this.seqs.push(event.seq);
+        for (const event of frame.value.events ?? []) if (this.count < capacity) this.buffer[this.count++] = event.seq;
     });
     ws.on("error", () => {});
   }
 
-  static async follow(url: string): Promise<SeqFollower> {
-    const ws = new WebSocket(url, ["sessionmux.v1"], { headers: { authorization: `Bearer ${TOKEN}` } });
-    const follower = new SeqFollower(ws);
+  static async follow(url: string, capacity: number): Promise<SeqFollower> {
+    const ws = new WebSocket(url, ["sessionmux.v1"], { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const follower = new SeqFollower(ws, capacity);
     await once(ws, "open");
     ws.send(encodeFrame({ type: "open", id: 1, method: "session.follow", params: { sessionId: SESSION } }));
     return follower;
   }
 
   get last(): number {
-    return this.seqs.at(-1) ?? 0;
+    return this.count === 0 ? 0 : this.buffer[this.count - 1]!;
   }
-}
 
-function rssOf(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(match?.[1] ?? 0) * 1024;
+  seqs(): number[] {
+    return Array.from(this.buffer.subarray(0, this.count));
+  }
 }
 
 async function until(check: () => boolean, ms: number, what: string): Promise<void> {
@@ -56,60 +55,66 @@ async function until(check: () => boolean, ms: number, what: string): Promise<vo
   }
 }
 
-let host: CliHost | undefined;
-const dir = tempDir("sessionmux-torture-stall-");
+let host: TestHost | undefined;
 const followers: SeqFollower[] = [];
 afterEach(async () => {
   for (const follower of followers.splice(0)) follower.ws.terminate();
-  await host?.kill9();
-  dir.remove();
+  await host?.dispose();
+});
+
+const delta = (i: number) => ({
+  type: "assistant/delta" as const,
+  data: { turnId: "t", text: `chunk ${i} of a long streamed answer that a slow reader must not hold in memory` },
 });
 
 describe("torture: a follower that stops reading while 100k events flow", () => {
   it("keeps host memory growth under 32 MiB and the stalled follower catches up exactly", async () => {
     const events = scaled(100_000);
-    const dbPath = dir.file("sessions.db");
-    host = await spawnCliHost({ dbPath, token: TOKEN });
-    const operator = await MuxPeer.connect(host.wsUrl, { token: TOKEN });
-    await operator.call("session.create", { sessionId: SESSION });
-    for (let i = 0; i < HEALTHY; i++) followers.push(await SeqFollower.follow(host.wsUrl));
-    const stalled = await SeqFollower.follow(host.wsUrl);
+    const capacity = events + 10_000;
+    host = await startTestHost();
+    await host.store.create({ sessionId: SESSION, owner: "admin", model: "demo" });
+    for (let i = 0; i < HEALTHY; i++) followers.push(await SeqFollower.follow(host.wsUrl, capacity));
+    const stalled = await SeqFollower.follow(host.wsUrl, capacity);
     followers.push(stalled);
-    // Warm the host (code paths, caches) before the baseline.
-    await operator.call("session.prompt", { sessionId: SESSION, text: "/stream 2000 0", clientMessageId: "warm" });
-    await until(() => followers.every((f) => f.last > 2000), 60_000, "warm-up delivered");
-    const warmHead = stalled.last;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Warm the host (code paths, caches, a few batches) before the baseline.
+    let head = 1;
+    for (let i = 0; i < 20; i++) {
+      const outcome = await host.store.append(SESSION, Array.from({ length: 100 }, (_, j) => delta(j)));
+      if (outcome.status === "appended") head = outcome.events.at(-1)!.seq;
+    }
+    await until(() => followers.every((f) => f.last === head), 60_000, "warm-up delivered");
     stalled.ws.pause();
-    const baseline = rssOf(host.child.pid!);
+    global.gc?.();
+    const baseline = process.memoryUsage().rss;
     let peak = baseline;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, rssOf(host!.child.pid!));
-    }, 50);
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 25);
+    const healthy = followers.slice(0, HEALTHY);
     try {
-      await operator.call("session.prompt", { sessionId: SESSION, text: `/stream ${events} 0`, clientMessageId: "flow" });
-      const expectedHead = warmHead + events + 3;
-      const healthy = followers.slice(0, HEALTHY);
-      await until(() => healthy.every((f) => f.last >= expectedHead - 1), 400_000, "healthy followers reach the head");
+      // The flow: batches the way a busy agent's group commits arrive, bounded in count and time.
+      const stopAt = Date.now() + 300_000;
+      for (let sent = 0; sent < events && Date.now() < stopAt; sent += 100) {
+        const outcome = await host.store.append(SESSION, Array.from({ length: 100 }, (_, j) => delta(sent + j)));
+        if (outcome.status !== "appended") throw new Error(outcome.status);
+        head = outcome.events.at(-1)!.seq;
+        // Pace the producer to the healthy readers so the measured growth is the stalled one's.
+        if (sent % 5_000 === 0) await until(() => healthy.every((f) => f.last >= head - 5_000), 60_000, "healthy keep up");
+      }
+      await until(() => healthy.every((f) => f.last === head), 120_000, "healthy followers reach the head");
     } finally {
       clearInterval(sampler);
     }
     const growth = peak - baseline;
     stalled.ws.resume();
-    const head = followers[0]!.last;
-    await until(() => stalled.last >= head, 120_000, "stalled follower catches up");
-    operator.ws.terminate();
-    await host.kill9();
-    host = undefined;
+    await until(() => stalled.last === head, 120_000, "stalled follower catches up");
 
-    const store = SqliteSessionStore.open(dbPath);
-    const read = await store.readAfter(SESSION, 0, 10_000_000);
-    await store.close();
+    const read = await host.store.readAfter(SESSION, 0, 10_000_000);
     const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
-    const reports = followers.map((f) => checkHistory({ acknowledged: log, log, observed: f.seqs }));
+    const reports = followers.map((f) => checkHistory({ acknowledged: log, log, observed: f.seqs() }));
     reportCounts("stalled-follower", 1, { ...sumCounts(reports), acked: log.length });
     process.stdout.write(
-      `torture stalled-follower: events=${events} host RSS growth=${(growth / MIB).toFixed(1)} MiB (bound 32 MiB)\n`,
+      `torture stalled-follower: events=${events} process RSS growth=${(growth / MIB).toFixed(1)} MiB (bound 32 MiB)\n`,
     );
     expect(isClean(sumCounts(reports))).toBe(true);
     expect(growth).toBeLessThan(32 * MIB);

@@ -57,7 +57,7 @@ export class FollowStream implements MuxStream {
   }
 
   get debug(): string {
-    return `${this.#state} last=${this.#lastSent} buf=${this.#ctx.outlet.writer.buffered} pumping=${this.#pumping} pending=${this.#pending.length}`;
+    return `${this.#state} last=${this.#lastSent} buf=${this.#ctx.outlet.writer.buffered} pumping=${this.#pumping} pending=${this.#pending.length} ${this.#ctx.outlet.writer.debug}`;
   }
 
   get state(): FollowState {

@@ -34,6 +34,11 @@ export class FrameWriter {
     return this.#ws.readyState === this.#ws.OPEN;
   }
 
+  get debug(): string {
+    const r = this.#raw as any;
+    return `corked=${r?.writableCorked} needDrain=${r?.writableNeedDrain} writing=${r?._writableState?.writing} bufferedChunks=${r?._writableState?.buffered?.length} destroyed=${r?.destroyed} myCork=${this.#corked} waiters=${this.#drainWaiters.size}`;
+  }
+
   /** Bytes accepted but not yet handed to the kernel. */
   get buffered(): number {
     return this.#ws.bufferedAmount;

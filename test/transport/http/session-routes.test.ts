@@ -2,8 +2,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { ALICE, api, newSession, prompt, settledState } from "./http-client.js";
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
 let h: TestHost;
 beforeAll(async () => {
   h = await startTestHost();

@@ -80,7 +80,8 @@ describe("static console", () => {
     expect((await api(bare, "/assets/app.js")).status).toBe(404);
   });
 
-  it("finds the package root from the source folder", () => {
+  it("finds the package root from the source folder and from the compiled one", () => {
     expect(packageRoot()).toBe(process.cwd());
+    expect(packageRoot(join(process.cwd(), "dist", "src", "transport", "http"))).toBe(process.cwd());
   });
 });
