@@ -93,6 +93,7 @@ export function reduceControl(mirror: ControlMirror, item: ControlItem): Control
         lastChange: item,
       };
     case "interaction.resolved":
+    case "interaction.withdrawn":
       return { ...mirror, interactions: without(mirror.interactions, item.interactionId), lastChange: item };
     case "projection": {
       const current = mirror.projections[item.sessionId];

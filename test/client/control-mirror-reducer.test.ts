@@ -100,6 +100,11 @@ describe("control mirror reducer", () => {
     expect(Object.keys(m.interactions).sort()).toEqual(["i2", "i3"]);
   });
 
+  it("a withdrawn interaction leaves the mirror", () => {
+    const m = apply([baseline("g"), { kind: "interaction.withdrawn", interactionId: "i2" }]);
+    expect(Object.keys(m.interactions)).toEqual(["i1"]);
+  });
+
   it("detach clears that session's agent, queue, jobs and interactions only", () => {
     const m = apply([baseline("g"), { kind: "agent", sessionId: "a", state: "detached" }]);
     expect(m.agents).toEqual({ b: "idle" });
