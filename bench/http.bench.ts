@@ -1,7 +1,7 @@
 /**
  * HTTP read routes against a bare `node:http` handler that returns the same bytes, in one run:
  * `GET /v1/sessions/{id}` for a 2,000-message session and `GET /api/chat/sessions`.
- * Bounded: 4 autocannon runs of BENCH_SECONDS (default 8) each. `npm run bench:http`.
+ * Bounded: per route 4 autocannon runs of BENCH_SECONDS/2 (default 8 s in all per side), ABBA order. `npm run bench:http`.
  */
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
@@ -101,14 +101,30 @@ interface Figures {
   errors: number;
 }
 
-async function load(url: string): Promise<Figures> {
+async function measure(url: string, seconds: number): Promise<Figures> {
   const r = await autocannon({
     url,
     connections: CONNECTIONS,
-    duration: SECONDS,
+    duration: seconds,
     headers: { authorization: `Bearer ${TOKEN}` },
   });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** ABBA order (host, bare, bare, host) so load from other processes drifting over the run hits both alike. */
+async function compare(host: string, bare: string): Promise<[Figures, Figures]> {
+  const half = SECONDS / 2;
+  const a1 = await measure(host, half);
+  const b1 = await measure(bare, half);
+  const b2 = await measure(bare, half);
+  const a2 = await measure(host, half);
+  const mean = (x: Figures, y: Figures): Figures => ({
+    rps: (x.rps + y.rps) / 2,
+    p50: (x.p50 + y.p50) / 2,
+    p99: (x.p99 + y.p99) / 2,
+    errors: x.errors + y.errors,
+  });
+  return [mean(a1, a2), mean(b1, b2)];
 }
 
 const rows: string[] = [];
@@ -116,8 +132,7 @@ for (const path of [`/v1/sessions/${big}`, "/api/chat/sessions?limit=50"]) {
   const { body, type } = await fetchOnce(path);
   const bare = await bareServer(body, type);
   const port = (bare.address() as AddressInfo).port;
-  const ours = await load(`${running.url}${path}`);
-  const base = await load(`http://127.0.0.1:${port}${path}`);
+  const [ours, base] = await compare(`${running.url}${path}`, `http://127.0.0.1:${port}${path}`);
   bare.close();
   rows.push(
     `${path.padEnd(34)} ${String(body.length).padStart(8)} B  host ${ours.rps.toFixed(0).padStart(6)} req/s ` +

@@ -56,7 +56,9 @@ function follow(command: Command): void {
   let caughtUp = 0;
   let finished = 0;
   const progress = process.env.MUX_BENCH_DEBUG
-    ? setInterval(() => console.error("follow progress", Math.min(...trackers.map((t) => t.last)), Math.max(...trackers.map((t) => t.last))), 1000)
+    ? setInterval(() => {
+        console.error("follow progress", Math.min(...trackers.map((t) => t.last)), Math.max(...trackers.map((t) => t.last)));
+      }, 3000)
     : undefined;
   for (let i = 0; i < sockets; i++) {
     const tracker = new SeqTracker(afterSeq);
@@ -92,11 +94,15 @@ function follow(command: Command): void {
       }
     });
     ws.on("error", (err) => reply({ op: "failed", message: String(err) }));
+    ws.on("close", (code) => {
+      if (!reachedEnd) reply({ op: "failed", message: `follower ${i} closed with ${code} at seq ${tracker.last}` });
+    });
   }
 }
 
 function raw(command: Command): void {
-  const { url, sockets, until } = command as unknown as { url: string; sockets: number; until: number };
+  const { url, sockets, until, latency } = command as unknown as { url: string; sockets: number; until: number; latency?: boolean };
+  const latencies: number[] = [];
   const trackers: SeqTracker[] = [];
   const all: WebSocket[] = [];
   let open = 0;
@@ -114,10 +120,14 @@ function raw(command: Command): void {
       const frame = frameOf(data);
       if (frame.value?.kind !== "events" || !frame.value.events) return;
       tracker.take(frame.value.events);
+      if (latency) {
+        const now = performance.timeOrigin + performance.now();
+        for (const e of frame.value.events) latencies.push(now - Number(e.data.text));
+      }
       if (!reachedEnd && tracker.last >= until) {
         reachedEnd = true;
         if (++finished === sockets) {
-          reply({ op: "done", exact: trackers.every((t) => t.exact && t.last === until) });
+          reply({ op: "done", exact: trackers.every((t) => t.exact && t.last === until), latencies });
           for (const s of all) s.terminate();
         }
       }

@@ -15,7 +15,13 @@ import { durableStreamsAppends, rawBatchedInsert, storeAppends, wireAppends } fr
 import { measureFanout } from "./scenarios/fanout.js";
 import { measureLatency } from "./scenarios/latency.js";
 import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
-import { buildSessionmuxLog, durableStreamsReplay, rawPageRead, storeReplay, wireReplay } from "./scenarios/replay.js";
+import {
+  buildSessionmuxLog,
+  durableStreamsReplay,
+  rawPageRead,
+  storeReplay,
+  wireReplay,
+} from "./scenarios/replay.js";
 import { measureResume } from "./scenarios/resume.js";
 import { startSessionmux } from "./scenarios/sessionmux-subject.js";
 
@@ -34,17 +40,25 @@ type Step = { label: string; run: () => Promise<void> };
 
 function plan(results: ScenarioResult[]): Step[] {
   const steps: Step[] = [];
-  const add = (result: ScenarioResult, subjects: [string, () => Promise<{ value: number; detail?: string }>][]) => {
+  const add = (
+    result: ScenarioResult,
+    subjects: [string, () => Promise<{ value: number; detail?: string }>][],
+  ) => {
     results.push(result);
     for (const [subject, run] of subjects)
       steps.push({ label: `${result.title}: ${subject}`, run: () => measureSubject(result, subject, run) });
   };
 
   const appendShape = { writers: 100, appendsPerWriter: 100 };
-  add(newScenario("append-store", "Append, 100 writers (store)", "events/s", true, [{ against: RAW_SQLITE, min: 0.8 }]), [
-    [SESSIONMUX, () => storeAppends(appendShape)],
-    [RAW_SQLITE, () => rawBatchedInsert(appendShape)],
-  ]);
+  add(
+    newScenario("append-store", "Append, 100 writers (store)", "events/s", true, [
+      { against: RAW_SQLITE, min: 0.8 },
+    ]),
+    [
+      [SESSIONMUX, () => storeAppends(appendShape)],
+      [RAW_SQLITE, () => rawBatchedInsert(appendShape)],
+    ],
+  );
   const wireShape = { writers: 100, appendsPerWriter: 20 };
   add(
     newScenario("append-wire", "Append, 100 writers (over the network)", "events/s", true, [
@@ -60,7 +74,13 @@ function plan(results: ScenarioResult[]): Step[] {
     { against: RAW_WS, min: 0.5 },
     { against: SOCKET_IO, min: 3 },
   ];
-  const fanout = newScenario("fanout-1x100", "Fanout 1 session → 100 followers", "deliveries per server CPU-s", true, fanoutGoals);
+  const fanout = newScenario(
+    "fanout-1x100",
+    "Fanout 1 session → 100 followers",
+    "deliveries per server CPU-s",
+    true,
+    fanoutGoals,
+  );
   add(
     fanout,
     fanoutSubjects.map(([name, factory]) => [
@@ -68,7 +88,13 @@ function plan(results: ScenarioResult[]): Step[] {
       () => measureFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
     ]),
   );
-  const many = newScenario("fanout-100x10", "100 sessions × 10 followers", "deliveries per server CPU-s", true, fanoutGoals);
+  const many = newScenario(
+    "fanout-100x10",
+    "100 sessions × 10 followers",
+    "deliveries per server CPU-s",
+    true,
+    fanoutGoals,
+  );
   add(
     many,
     fanoutSubjects.map(([name, factory]) => [
@@ -80,10 +106,15 @@ function plan(results: ScenarioResult[]): Step[] {
   const replayEvents = 100_000;
   let log: Awaited<ReturnType<typeof buildSessionmuxLog>> | undefined;
   const builtLog = async () => (log ??= await buildSessionmuxLog(replayEvents));
-  add(newScenario("replay-store", "Cold replay of a 100k-event session (store)", "events/s", true, [{ against: RAW_SQLITE, min: 0.8 }]), [
-    [SESSIONMUX, async () => storeReplay(await builtLog())],
-    [RAW_SQLITE, () => rawPageRead(replayEvents)],
-  ]);
+  add(
+    newScenario("replay-store", "Cold replay of a 100k-event session (store)", "events/s", true, [
+      { against: RAW_SQLITE, min: 0.8 },
+    ]),
+    [
+      [SESSIONMUX, async () => storeReplay(await builtLog())],
+      [RAW_SQLITE, () => rawPageRead(replayEvents)],
+    ],
+  );
   add(
     newScenario("replay-wire", "Cold replay of a 100k-event session (over the network)", "events/s", true, [
       { against: DURABLE_STREAMS, min: 3 },
@@ -99,7 +130,10 @@ function plan(results: ScenarioResult[]): Step[] {
     newScenario("resume", "Resume: 1,000 followers × 100 events behind", "ms until all caught up", false, [
       { against: SOCKET_IO, min: 3 },
     ]),
-    fanoutSubjects.map(([name, factory]) => [name, () => measureResume(factory, { followers: 1_000, behind: 100 })]),
+    fanoutSubjects.map(([name, factory]) => [
+      name,
+      () => measureResume(factory, { followers: 1_000, behind: 100 }),
+    ]),
   );
 
   const p50 = newScenario("latency-p50", "Append→delivery latency p50", "ms", false);
@@ -114,7 +148,8 @@ function plan(results: ScenarioResult[]): Step[] {
           measured = await measureLatency(factory, { followers: 10, events: 1_000, gapMs: 2 });
           return { value: measured.p50, detail: `${measured.samples} samples, 10 followers` };
         });
-        if (measured) p99.figures.push({ subject: name, value: measured.p99, detail: `${measured.samples} samples` });
+        if (measured)
+          p99.figures.push({ subject: name, value: measured.p99, detail: `${measured.samples} samples` });
       },
     });
   }

@@ -1,4 +1,4 @@
-import { encode, decode } from "@msgpack/msgpack";
+import { decode, encode } from "@msgpack/msgpack";
 import Database from "better-sqlite3";
 import type { DeltaEvent } from "../harness/workload.js";
 
@@ -19,7 +19,9 @@ export class RawSqlite {
       "CREATE TABLE IF NOT EXISTS events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, " +
         "at INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID",
     );
-    this.insert = this.db.prepare("INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)");
+    this.insert = this.db.prepare(
+      "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
+    );
     this.page = this.db.prepare(
       "SELECT seq, type, at, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     );
@@ -28,14 +30,22 @@ export class RawSqlite {
   /** One transaction for the whole batch, the way a group commit of concurrent writers would. */
   insertBatch(rows: readonly { sessionId: string; seq: number; event: DeltaEvent }[]): void {
     const at = Date.now();
-    this.db.transaction(() => {
-      for (const row of rows) this.insert.run(row.sessionId, row.seq, row.event.type, at, encode(row.event.data));
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const row of rows)
+          this.insert.run(row.sessionId, row.seq, row.event.type, at, encode(row.event.data));
+      })
+      .immediate();
   }
 
   /** Reads and decodes one page of events after `afterSeq`. */
   readPage(sessionId: string, afterSeq: number, limit: number): { seq: number; data: unknown }[] {
-    const rows = this.page.all(sessionId, afterSeq, limit) as { seq: number; type: string; at: number; data: Buffer }[];
+    const rows = this.page.all(sessionId, afterSeq, limit) as {
+      seq: number;
+      type: string;
+      at: number;
+      data: Buffer;
+    }[];
     return rows.map((row) => ({ seq: row.seq, type: row.type, at: row.at, data: decode(row.data) }));
   }
 

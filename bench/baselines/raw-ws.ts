@@ -50,7 +50,12 @@ export async function startRawWs(): Promise<FanoutSubject> {
     async publish(index, events: readonly DeltaEvent[]) {
       const session = sessions[index]!;
       const at = Date.now();
-      const stored = events.map((e, i) => ({ seq: session.events.length + i + 1, at, type: e.type, data: e.data }));
+      const stored = events.map((e, i) => ({
+        seq: session.events.length + i + 1,
+        at,
+        type: e.type,
+        data: e.data,
+      }));
       session.events.push(...stored);
       const bytes = frame(index, stored);
       for (const socket of session.followers) socket.send(bytes);

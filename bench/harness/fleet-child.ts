@@ -7,8 +7,8 @@ import { Decoder, encode } from "@msgpack/msgpack";
 import { io, type Socket } from "socket.io-client";
 import WebSocket from "ws";
 import type { FleetCommand, FleetConnect, FleetReply, FleetStats } from "./fleet-protocol.js";
-import { sentAt } from "./workload.js";
 import { wallNow } from "./stats.js";
+import { sentAt } from "./workload.js";
 
 interface StreamEvent {
   seq: number;
@@ -41,7 +41,8 @@ function apply(follower: Follower, streamId: number, events: StreamEvent[]): voi
     else if (event.seq > last + 1) stats.gap += event.seq - last - 1;
     if (event.seq > last) last = event.seq;
     stats.events += 1;
-    if (recordLatency && stats.latencies.length < 200_000) stats.latencies.push(now - sentAt(event.data?.text));
+    if (recordLatency && stats.latencies.length < 200_000)
+      stats.latencies.push(now - sentAt(event.data?.text));
   }
   follower.last.set(streamId, last);
   const target = targets.get(streamId);
@@ -52,7 +53,11 @@ function apply(follower: Follower, streamId: number, events: StreamEvent[]): voi
 }
 
 function onMuxFrame(follower: Follower, bytes: Uint8Array): void {
-  const frame = decode(bytes) as { type: string; id?: number; value?: { kind: string; events?: StreamEvent[] } };
+  const frame = decode(bytes) as {
+    type: string;
+    id?: number;
+    value?: { kind: string; events?: StreamEvent[] };
+  };
   if (frame.type === "item" && frame.id !== undefined && frame.value) {
     if (frame.value.kind === "events") apply(follower, frame.id, frame.value.events ?? []);
     else if (frame.value.kind === "opened") follower.opened += 1;
@@ -66,7 +71,8 @@ async function open(follower: Follower, index: number): Promise<void> {
   const s = spec!;
   const streams = s.streams;
   if (s.kind === "sio") {
-    const socket = follower.sio ?? io(s.url, { transports: ["websocket"], reconnection: false, forceNew: true });
+    const socket =
+      follower.sio ?? io(s.url, { transports: ["websocket"], reconnection: false, forceNew: true });
     follower.sio = socket;
     socket.removeAllListeners("events");
     socket.on("events", (streamId: number, events: StreamEvent[]) => apply(follower, streamId, events));
@@ -81,7 +87,11 @@ async function open(follower: Follower, index: number): Promise<void> {
     if (!socket.recovered) {
       socket.emit(
         "follow",
-        streams.map((st) => ({ id: st.id, sessionId: st.sessionId, afterSeq: follower.last.get(st.id) ?? st.afterSeq })),
+        streams.map((st) => ({
+          id: st.id,
+          sessionId: st.sessionId,
+          afterSeq: follower.last.get(st.id) ?? st.afterSeq,
+        })),
       );
     }
     return;
@@ -125,7 +135,11 @@ async function open(follower: Follower, index: number): Promise<void> {
   }
 }
 
-async function inBatches(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+async function inBatches(
+  count: number,
+  concurrency: number,
+  task: (i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const workers = Array.from({ length: Math.min(concurrency, count) }, async () => {
     while (next < count) {
@@ -167,7 +181,9 @@ async function handle(command: FleetCommand): Promise<FleetReply> {
         const reached = new Promise<void>((resolve) => {
           onTargets = resolve;
         });
-        const timeout = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), command.timeoutMs));
+        const timeout = new Promise<"timeout">((resolve) =>
+          setTimeout(() => resolve("timeout"), command.timeoutMs),
+        );
         if ((await Promise.race([reached, timeout])) === "timeout")
           return { ok: false, at: wallNow(), ms: 0, error: `${remaining} follower streams short of target` };
       }
@@ -211,7 +227,14 @@ process.on("message", (message: { seq: number; command: FleetCommand }) => {
     (error: unknown) =>
       process.send?.({
         seq: message.seq,
-        reply: { ok: false, at: wallNow(), ms: 0, error: error instanceof Error ? error.message : String(error) },
+        reply: {
+          ok: false,
+          at: wallNow(),
+          ms: 0,
+          error: error instanceof Error ? error.message : String(error),
+        },
       }),
   );
 });
+
+process.send?.({ ready: true });

@@ -18,7 +18,9 @@ export class Fleet {
   }
 
   static start(): Fleet {
-    return new Fleet(fork(CHILD, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+    return new Fleet(
+      fork(CHILD, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+    );
   }
 
   async send(command: FleetCommand, timeoutMs = 120_000): Promise<FleetReply> {

@@ -1,4 +1,4 @@
-import { cpus, totalmem, platform, release } from "node:os";
+import { cpus, platform, release, totalmem } from "node:os";
 
 export interface MachineDescription {
   cpuModel: string;

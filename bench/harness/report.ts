@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatMachine, type MachineDescription } from "./machine.js";
-import { ratioAgainst, SESSIONMUX, type ScenarioResult } from "./result.js";
+import { ratioAgainst, type ScenarioResult, SESSIONMUX } from "./result.js";
 
 export interface BenchReport {
   date: string;
@@ -51,7 +51,8 @@ export function renderMarkdown(report: BenchReport): string {
         `| ${scenario.title} | ${figure.subject} | ${number(figure.value)} | ${scenario.unit} (${better}) | ${ratio} | ${figure.detail ?? ""} |`,
       );
     }
-    for (const error of scenario.errors) out.push(`| ${scenario.title} | (failed) | – | | | ${error.replaceAll("|", "/")} |`);
+    for (const error of scenario.errors)
+      out.push(`| ${scenario.title} | (failed) | – | | | ${error.replaceAll("|", "/")} |`);
   }
   out.push("", "## Goals", "", ...goalLines(report));
   const notes = report.scenarios.flatMap((s) => s.notes.map((n) => `- ${s.title}: ${n}`));
@@ -60,7 +61,10 @@ export function renderMarkdown(report: BenchReport): string {
 }
 
 /** Writes `bench/results/<date>.json` and `.md`; returns the markdown. */
-export function writeReport(report: BenchReport, folder: string): { json: string; md: string; markdown: string } {
+export function writeReport(
+  report: BenchReport,
+  folder: string,
+): { json: string; md: string; markdown: string } {
   mkdirSync(folder, { recursive: true });
   const json = join(folder, `${report.date}.json`);
   const md = join(folder, `${report.date}.md`);

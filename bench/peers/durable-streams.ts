@@ -30,7 +30,12 @@ export class DurableStreamsPeer {
   static async start(): Promise<DurableStreamsPeer> {
     quietInfoLog();
     const folder = tempFolder("durable-streams");
-    const server = new DurableStreamTestServer({ port: 0, host: "127.0.0.1", dataDir: folder.path, compression: false });
+    const server = new DurableStreamTestServer({
+      port: 0,
+      host: "127.0.0.1",
+      dataDir: folder.path,
+      compression: false,
+    });
     await server.start();
     return new DurableStreamsPeer(server, folder);
   }
@@ -40,7 +45,11 @@ export class DurableStreamsPeer {
   }
 
   async create(sessionId: string): Promise<DurableStream> {
-    return DurableStream.create({ url: this.url(sessionId), contentType: "application/json", warnOnHttp: false });
+    return DurableStream.create({
+      url: this.url(sessionId),
+      contentType: "application/json",
+      warnOnHttp: false,
+    });
   }
 
   /** One awaited append per event: the acknowledged-append job sessionmux does per event. */
@@ -58,7 +67,12 @@ export class DurableStreamsPeer {
 
   /** Catch-up read of the whole stream from its start; resolves with the number of items read. */
   async readAll(sessionId: string): Promise<number> {
-    const response = await stream<DeltaEvent>({ url: this.url(sessionId), offset: "-1", live: false, warnOnHttp: false });
+    const response = await stream<DeltaEvent>({
+      url: this.url(sessionId),
+      offset: "-1",
+      live: false,
+      warnOnHttp: false,
+    });
     const items = await response.json();
     return items.length;
   }

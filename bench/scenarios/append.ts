@@ -1,8 +1,8 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
-import type { DurableStreamsPeer } from "../peers/durable-streams.js";
 import { MuxCaller } from "../harness/mux-caller.js";
 import { tempFolder } from "../harness/temp-folder.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
+import type { DurableStreamsPeer } from "../peers/durable-streams.js";
 import { BENCH_OWNER, BENCH_TOKEN, startSessionmux } from "./sessionmux-subject.js";
 
 export interface AppendShape {
@@ -23,7 +23,10 @@ export async function rawBatchedInsert(shape: AppendShape): Promise<{ value: num
       db.insertBatch(ids.map((sessionId, i) => ({ sessionId, seq, event: deltaEvent(i) })));
     const elapsed = performance.now() - started;
     const total = shape.writers * shape.appendsPerWriter;
-    return { value: rate(total, elapsed), detail: `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}` };
+    return {
+      value: rate(total, elapsed),
+      detail: `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}`,
+    };
   } finally {
     db.close();
     folder.remove();
@@ -38,6 +41,7 @@ export async function storeAppends(shape: AppendShape): Promise<{ value: number;
   try {
     const ids = sessionIds(shape.writers);
     for (const sessionId of ids) await store.create({ sessionId, owner: BENCH_OWNER, model: "demo" });
+    const before = store.stats().transactions;
     const started = performance.now();
     await Promise.all(
       ids.map(async (sessionId, i) => {
@@ -49,7 +53,11 @@ export async function storeAppends(shape: AppendShape): Promise<{ value: number;
     );
     const elapsed = performance.now() - started;
     const total = shape.writers * shape.appendsPerWriter;
-    return { value: rate(total, elapsed), detail: `${total} acknowledged appends, ${shape.writers} writers` };
+    const transactions = store.stats().transactions - before;
+    return {
+      value: rate(total, elapsed),
+      detail: `${total} acknowledged appends, ${shape.writers} writers, ${transactions} transactions`,
+    };
   } finally {
     await store.close();
     folder.remove();
@@ -64,6 +72,7 @@ export async function wireAppends(shape: AppendShape): Promise<{ value: number; 
     const ids = sessionIds(shape.writers);
     await subject.prepare(ids);
     for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(subject.url, BENCH_TOKEN));
+    const before = subject.running.store.stats().transactions;
     const started = performance.now();
     await Promise.all(
       ids.map(async (sessionId, i) => {
@@ -73,7 +82,11 @@ export async function wireAppends(shape: AppendShape): Promise<{ value: number; 
     );
     const elapsed = performance.now() - started;
     const total = shape.writers * shape.appendsPerWriter;
-    return { value: rate(total, elapsed), detail: `${total} acknowledged appends over the mux, ${shape.writers} sockets` };
+    const transactions = subject.running.store.stats().transactions - before;
+    return {
+      value: rate(total, elapsed),
+      detail: `${total} acknowledged appends over the mux, ${shape.writers} sockets, ${transactions} transactions`,
+    };
   } finally {
     for (const caller of callers) caller.close();
     await subject.close();
@@ -97,7 +110,10 @@ export async function durableStreamsAppends(
     );
     const elapsed = performance.now() - started;
     const total = shape.writers * shape.appendsPerWriter;
-    return { value: rate(total, elapsed), detail: `${total} acknowledged appends over HTTP, ${shape.writers} writers` };
+    return {
+      value: rate(total, elapsed),
+      detail: `${total} acknowledged appends over HTTP, ${shape.writers} writers`,
+    };
   } finally {
     await peer.close();
   }

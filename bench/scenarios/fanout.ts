@@ -22,7 +22,7 @@ export async function measureFanout(
   shape: FanoutShape,
 ): Promise<{ value: number; detail: string }> {
   const subject = await factory();
-  const fleet = Fleet.start();
+  const fleet = await Fleet.start();
   try {
     const ids = sessionIds(shape.sessions);
     await subject.prepare(ids);
@@ -38,12 +38,16 @@ export async function measureFanout(
     await fleet.send({ cmd: "target", targets: warm.map((seq, i) => [i + 1, seq]), timeoutMs: 60_000 });
     await fleet.send({ cmd: "stats" });
     const expected = warm.map((seq) => seq + shape.eventsPerSession);
-    const reached = fleet.send({ cmd: "target", targets: expected.map((seq, i) => [i + 1, seq]), timeoutMs: 180_000 }, 200_000);
+    const reached = fleet.send(
+      { cmd: "target", targets: expected.map((seq, i) => [i + 1, seq]), timeoutMs: 180_000 },
+      200_000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     const cpuBefore = process.cpuUsage();
     const started = wallNow();
     const last = await publishRoundRobin(subject, shape.sessions, shape.eventsPerSession, shape.batch);
-    if (last.some((seq, i) => seq !== expected[i])) throw new Error("publisher seqs differ from the expected head");
+    if (last.some((seq, i) => seq !== expected[i]))
+      throw new Error("publisher seqs differ from the expected head");
     const done = await reached;
     const cpu = process.cpuUsage(cpuBefore);
     const { stats } = await fleet.send({ cmd: "stats" });

@@ -16,7 +16,7 @@ export async function measureLatency(
   shape: LatencyShape,
 ): Promise<{ p50: number; p99: number; samples: number }> {
   const subject = await factory();
-  const fleet = Fleet.start();
+  const fleet = await Fleet.start();
   try {
     const ids = sessionIds(1);
     await subject.prepare(ids);
@@ -39,7 +39,8 @@ export async function measureLatency(
     }
     await fleet.send({ cmd: "target", targets: [[1, last]], timeoutMs: 60_000 });
     const { stats } = await fleet.send({ cmd: "stats" });
-    if (stats!.dup > 0 || stats!.gap > 0) throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
+    if (stats!.dup > 0 || stats!.gap > 0)
+      throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
     const samples = stats!.latencies.filter((ms) => Number.isFinite(ms));
     return { p50: percentile(samples, 50), p99: percentile(samples, 99), samples: samples.length };
   } finally {

@@ -7,9 +7,12 @@ import { publishRoundRobin } from "./publish.js";
 const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
 
 /** Bytes the server holds per connected socket with no stream open. */
-export async function measureIdleMemory(factory: SubjectFactory, connections: number): Promise<{ value: number; detail: string }> {
+export async function measureIdleMemory(
+  factory: SubjectFactory,
+  connections: number,
+): Promise<{ value: number; detail: string }> {
   const subject = await factory();
-  const fleet = Fleet.start();
+  const fleet = await Fleet.start();
   try {
     await subject.prepare(sessionIds(1));
     await settle();
@@ -43,7 +46,7 @@ export async function measureStalledMemory(
   events: number,
 ): Promise<{ value: number; detail: string }> {
   const subject = await factory();
-  const fleet = Fleet.start();
+  const fleet = await Fleet.start();
   try {
     const ids = sessionIds(1);
     await subject.prepare(ids);
@@ -66,7 +69,8 @@ export async function measureStalledMemory(
     await settle();
     const caughtUp = heldBytes();
     const { stats } = await fleet.send({ cmd: "stats" });
-    if (stats!.dup > 0 || stats!.gap > 0) throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
+    if (stats!.dup > 0 || stats!.gap > 0)
+      throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
     return {
       value: Math.max(0, whileStalled - caughtUp) / stalled,
       detail: `${stalled} stalled followers, ${events.toLocaleString("en-US")} events, caught up exactly`,

@@ -16,7 +16,8 @@ export async function publishRoundRobin(
   const last = new Array<number>(sessions).fill(0);
   const jobs: { index: number; size: number }[] = [];
   for (let offset = 0; offset < perSession; offset += batch)
-    for (let index = 0; index < sessions; index++) jobs.push({ index, size: Math.min(batch, perSession - offset) });
+    for (let index = 0; index < sessions; index++)
+      jobs.push({ index, size: Math.min(batch, perSession - offset) });
   let next = 0;
   let counter = 0;
   const worker = async () => {

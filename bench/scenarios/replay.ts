@@ -1,9 +1,9 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
-import { DurableStreamsPeer } from "../peers/durable-streams.js";
 import { Fleet } from "../harness/fleet.js";
-import { tempFolder } from "../harness/temp-folder.js";
 import { wallNow } from "../harness/stats.js";
+import { tempFolder } from "../harness/temp-folder.js";
 import { deltaEvent } from "../harness/workload.js";
+import { DurableStreamsPeer } from "../peers/durable-streams.js";
 import { BENCH_OWNER, BENCH_TOKEN, startSessionmux } from "./sessionmux-subject.js";
 
 const PAGE = 500;
@@ -31,7 +31,10 @@ export async function rawPageRead(events: number): Promise<{ value: number; deta
     }
     const elapsed = performance.now() - started;
     if (after !== events) throw new Error(`read ${after} of ${events}`);
-    return { value: rate(events, elapsed), detail: `${events.toLocaleString("en-US")} events in ${elapsed.toFixed(0)} ms` };
+    return {
+      value: rate(events, elapsed),
+      detail: `${events.toLocaleString("en-US")} events in ${elapsed.toFixed(0)} ms`,
+    };
   } finally {
     db.close();
     folder.remove();
@@ -39,7 +42,9 @@ export async function rawPageRead(events: number): Promise<{ value: number; deta
 }
 
 /** Fills a sessionmux database with one session of `events` events; returns its path and head. */
-export async function buildSessionmuxLog(events: number): Promise<{ dbPath: string; head: number; remove(): void }> {
+export async function buildSessionmuxLog(
+  events: number,
+): Promise<{ dbPath: string; head: number; remove(): void }> {
   const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
   const folder = tempFolder("replay");
   const dbPath = folder.file("sessions.db");
@@ -57,7 +62,10 @@ export async function buildSessionmuxLog(events: number): Promise<{ dbPath: stri
 }
 
 /** The store freshly opened (cold): `readAfter` pages of 500 until the head. */
-export async function storeReplay(log: { dbPath: string; head: number }): Promise<{ value: number; detail: string }> {
+export async function storeReplay(log: {
+  dbPath: string;
+  head: number;
+}): Promise<{ value: number; detail: string }> {
   const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
   const store = SqliteSessionStore.open(log.dbPath);
   try {
@@ -71,16 +79,22 @@ export async function storeReplay(log: { dbPath: string; head: number }): Promis
     }
     const elapsed = performance.now() - started;
     if (after !== log.head) throw new Error(`read ${after} of ${log.head}`);
-    return { value: rate(log.head, elapsed), detail: `${log.head.toLocaleString("en-US")} events, cold store` };
+    return {
+      value: rate(log.head, elapsed),
+      detail: `${log.head.toLocaleString("en-US")} events, cold store`,
+    };
   } finally {
     await store.close();
   }
 }
 
 /** A freshly started host; one follower opens `session.follow` from 0 and reads to the head. */
-export async function wireReplay(log: { dbPath: string; head: number }): Promise<{ value: number; detail: string }> {
+export async function wireReplay(log: {
+  dbPath: string;
+  head: number;
+}): Promise<{ value: number; detail: string }> {
   const subject = await startSessionmux({ dbPath: log.dbPath });
-  const fleet = Fleet.start();
+  const fleet = await Fleet.start();
   try {
     const started = wallNow();
     await fleet.send({
@@ -95,7 +109,10 @@ export async function wireReplay(log: { dbPath: string; head: number }): Promise
     const { stats } = await fleet.send({ cmd: "stats" });
     if (stats!.dup > 0 || stats!.gap > 0) throw new Error(`follower saw dup=${stats!.dup} gap=${stats!.gap}`);
     const elapsed = done.at - started;
-    return { value: rate(log.head, elapsed), detail: `${log.head.toLocaleString("en-US")} events over the mux in ${elapsed.toFixed(0)} ms, exact` };
+    return {
+      value: rate(log.head, elapsed),
+      detail: `${log.head.toLocaleString("en-US")} events over the mux in ${elapsed.toFixed(0)} ms, exact`,
+    };
   } finally {
     await fleet.stop();
     await subject.close();
@@ -112,7 +129,10 @@ export async function durableStreamsReplay(events: number): Promise<{ value: num
     const read = await peer.readAll(SESSION);
     const elapsed = performance.now() - started;
     if (read !== events) throw new Error(`read ${read} of ${events}`);
-    return { value: rate(events, elapsed), detail: `${events.toLocaleString("en-US")} events over HTTP in ${elapsed.toFixed(0)} ms` };
+    return {
+      value: rate(events, elapsed),
+      detail: `${events.toLocaleString("en-US")} events over HTTP in ${elapsed.toFixed(0)} ms`,
+    };
   } finally {
     await peer.close();
   }

@@ -18,7 +18,7 @@ export async function measureResume(
   shape: ResumeShape,
 ): Promise<{ value: number; detail: string }> {
   const subject = await factory();
-  const fleet = Fleet.start();
+  const fleet = await Fleet.start();
   try {
     const ids = sessionIds(1);
     await subject.prepare(ids);
@@ -42,7 +42,8 @@ export async function measureResume(
     const done = await fleet.send({ cmd: "target", targets: [[1, newHead!]], timeoutMs: 120_000 }, 150_000);
     const cpu = process.cpuUsage(cpuBefore);
     const { stats } = await fleet.send({ cmd: "stats" });
-    if (stats!.dup > 0 || stats!.gap > 0) throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
+    if (stats!.dup > 0 || stats!.gap > 0)
+      throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
     const elapsed = done.at - reconnect.at;
     return {
       value: elapsed,

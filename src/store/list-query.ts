@@ -36,7 +36,8 @@ export class ListQueries {
       const where: string[] = [];
       if (byOwner) where.push("owner = ?");
       if (parked) where.push("last_state = 'input-required'");
-      if (paged) where.push("(updated_at < ? OR (updated_at = ? AND session_id > ?))");
+      // the leading `updated_at <= ?` is what lets SQLite seek the index instead of scanning it
+      if (paged) where.push("updated_at <= ? AND (updated_at < ? OR session_id > ?)");
       const sql = `SELECT * FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
         ORDER BY updated_at DESC, session_id LIMIT ?`;
       statement = this.db.prepare(sql);

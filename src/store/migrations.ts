@@ -100,7 +100,9 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 export function migrate(db: Database.Database): void {
   const version = () => db.pragma("user_version", { simple: true }) as number;
   if (version() > SCHEMA_VERSION) {
-    throw new Error(`database schema version ${version()} is newer than this build (${SCHEMA_VERSION}); upgrade`);
+    throw new Error(
+      `database schema version ${version()} is newer than this build (${SCHEMA_VERSION}); upgrade`,
+    );
   }
   while (version() < SCHEMA_VERSION) {
     db.transaction(() => {

@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import type { HostMetrics } from "../transport/metrics.js";
+import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
@@ -18,7 +19,6 @@ import type {
   AppendOutcome,
   ClearOutcome,
   CommitListener,
-  CommitNotice,
   CreateInput,
   CreateOutcome,
   ForkInput,
@@ -34,7 +34,6 @@ import type {
   StoredAttachment,
 } from "./session-store.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
-import type { PendingNotice } from "./write-batch.js";
 import { WriteOperations } from "./write-operations.js";
 
 export interface SqliteStoreOptions {
@@ -42,8 +41,6 @@ export interface SqliteStoreOptions {
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
 }
-
-type GlobalListener = (sessionId: string, notice: CommitNotice, projection: SessionProjection | null) => void;
 
 /**
  * The embedded durable store: one better-sqlite3 connection in WAL mode with
@@ -55,8 +52,7 @@ export class SqliteSessionStore implements SessionStore {
   private readonly writes: GroupCommit;
   private readonly ops: WriteOperations;
   private readonly lists: ListQueries;
-  private readonly listeners = new Map<string, Set<CommitListener>>();
-  private readonly globalListeners = new Set<GlobalListener>();
+  private readonly listeners = new CommitListeners();
   private readonly defaultMaxPages: number;
   private closed: Promise<void> | undefined;
 
@@ -75,7 +71,7 @@ export class SqliteSessionStore implements SessionStore {
         beforeTransaction: () => this.writer.trimCache(),
         finishTransaction: (batch) => this.writer.writeBack(batch),
         afterRollback: () => this.writer.dropCache(),
-        deliver: (notices) => this.deliver(notices),
+        deliver: (notices) => this.listeners.deliver(notices),
       },
       options.metrics,
     );
@@ -249,22 +245,11 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
-    let set = this.listeners.get(sessionId);
-    if (!set) {
-      set = new Set();
-      this.listeners.set(sessionId, set);
-    }
-    set.add(listener);
-    return () => {
-      const current = this.listeners.get(sessionId);
-      current?.delete(listener);
-      if (current?.size === 0) this.listeners.delete(sessionId);
-    };
+    return this.listeners.subscribe(sessionId, listener);
   }
 
-  subscribeAll(listener: GlobalListener): () => void {
-    this.globalListeners.add(listener);
-    return () => this.globalListeners.delete(listener);
+  subscribeAll(listener: GlobalCommitListener): () => void {
+    return this.listeners.subscribeAll(listener);
   }
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
@@ -312,24 +297,6 @@ export class SqliteSessionStore implements SessionStore {
       return Promise.resolve(run());
     } catch (err) {
       return Promise.reject(isStorageFailure(err) ? persistenceFailure(err) : err);
-    }
-  }
-
-  private deliver(notices: readonly PendingNotice[]): void {
-    for (const { sessionId, notice, projection } of notices) {
-      const set = this.listeners.get(sessionId);
-      if (set) for (const listener of [...set]) this.safely(() => listener(notice));
-      for (const listener of [...this.globalListeners])
-        this.safely(() => listener(sessionId, notice, projection));
-    }
-  }
-
-  private safely(run: () => void): void {
-    try {
-      run();
-    } catch (err) {
-      // a throwing listener must not stop delivery to the others nor fail the committed writes
-      process.emitWarning(`a commit listener threw: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 }

@@ -2,12 +2,21 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkHistory, formatCounts, isClean, sumCounts } from "./history-checker.js";
 
-const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const range = (from: number, to: number): number[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe("history checker", () => {
   it("accepts an exact follower of a contiguous log", () => {
     const report = checkHistory({ acknowledged: range(1, 50), log: range(1, 60), observed: range(1, 60) });
-    expect(report).toMatchObject({ acked: 50, lost: 0, dup: 0, gap: 0, reorder: 0, phantom: 0, resurrected: 0 });
+    expect(report).toMatchObject({
+      acked: 50,
+      lost: 0,
+      dup: 0,
+      gap: 0,
+      reorder: 0,
+      phantom: 0,
+      resurrected: 0,
+    });
     expect(isClean(report)).toBe(true);
   });
 

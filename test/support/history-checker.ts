@@ -57,7 +57,8 @@ export function checkHistory(input: HistoryInput): HistoryReport {
   };
   const note = (category: keyof HistoryReport["examples"], seq: number, weight = 1): void => {
     report[category] += weight;
-    const list = (report.examples[category] ??= []);
+    const list = report.examples[category] ?? [];
+    report.examples[category] = list;
     if (list.length < EXAMPLES) list.push(seq);
   };
 
@@ -116,7 +117,5 @@ export function formatCounts(scenario: string, runs: number, counts: HistoryCoun
 
 /** True when no category but `acked` is non-zero. */
 export function isClean(counts: HistoryCounts): boolean {
-  return (
-    counts.lost + counts.dup + counts.gap + counts.reorder + counts.phantom + counts.resurrected === 0
-  );
+  return counts.lost + counts.dup + counts.gap + counts.reorder + counts.phantom + counts.resurrected === 0;
 }

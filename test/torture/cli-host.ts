@@ -12,7 +12,11 @@ export interface CliHost {
 }
 
 /** `sessionmux serve` as a child process, for scenarios that must kill the host for real. */
-export async function spawnCliHost(options: { dbPath: string; token: string; extra?: string[] }): Promise<CliHost> {
+export async function spawnCliHost(options: {
+  dbPath: string;
+  token: string;
+  extra?: string[];
+}): Promise<CliHost> {
   const child = spawn(
     process.execPath,
     [

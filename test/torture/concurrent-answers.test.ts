@@ -30,7 +30,11 @@ describe("torture: concurrent answers to one approval", () => {
 
     for (let round = 0; round < rounds; round++) {
       const seen = operator.events(stream).length;
-      await operator.call("session.prompt", { sessionId: SESSION, text: `/approve step-${round}`, clientMessageId: `r${round}` });
+      await operator.call("session.prompt", {
+        sessionId: SESSION,
+        text: `/approve step-${round}`,
+        clientMessageId: `r${round}`,
+      });
       const requested = await waitEvent(operator, stream, seen, "interaction/requested");
       const interactionId = (requested.data as { interactionId: string }).interactionId;
       const outcomes = await Promise.all(
@@ -51,7 +55,8 @@ describe("torture: concurrent answers to one approval", () => {
       for (const o of outcomes) {
         if (o.ok) continue;
         if (o.code !== "interaction_already_resolved") problems.push(`round ${round}: ${o.code}`);
-        else if (o.response.outcome === winner) problems.push(`round ${round}: the winning answer was refused`);
+        else if (o.response.outcome === winner)
+          problems.push(`round ${round}: the winning answer was refused`);
       }
       await waitEvent(operator, stream, seen, "turn/end");
       const resolved = operator
@@ -59,16 +64,23 @@ describe("torture: concurrent answers to one approval", () => {
         .slice(seen)
         .filter((event) => event.type === "interaction/resolved");
       resolvedEvents += resolved.length;
-      if (resolved.length !== 1) problems.push(`round ${round}: ${resolved.length} interaction/resolved events`);
+      if (resolved.length !== 1)
+        problems.push(`round ${round}: ${resolved.length} interaction/resolved events`);
       else if ((resolved[0]!.data as { resolution: { outcome?: string } }).resolution.outcome !== winner)
         problems.push(`round ${round}: the log records a different winner`);
     }
 
     const read = await host.store.readAfter(SESSION, 0, 1_000_000);
     const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
-    const report = checkHistory({ log, observed: operator.events(stream).map((event) => event.seq), complete: false });
+    const report = checkHistory({
+      log,
+      observed: operator.events(stream).map((event) => event.seq),
+      complete: false,
+    });
     reportCounts("concurrent-answers", rounds, report);
-    process.stdout.write(`torture concurrent-answers: rounds=${rounds} winners=${resolvedEvents} problems=${problems.length}\n`);
+    process.stdout.write(
+      `torture concurrent-answers: rounds=${rounds} winners=${resolvedEvents} problems=${problems.length}\n`,
+    );
     expect(problems).toEqual([]);
     expect(resolvedEvents).toBe(rounds);
     expect(isClean(report)).toBe(true);

@@ -21,7 +21,8 @@ describe("torture: delete racing late appends", () => {
     const deleter = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN });
     const follower = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN });
     peers.push(deleter, follower);
-    for (let i = 0; i < LATE_WRITERS; i++) peers.push(await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN }));
+    for (let i = 0; i < LATE_WRITERS; i++)
+      peers.push(await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN }));
     const writers = peers.slice(2);
     const reports: HistoryCounts[] = [];
     const badCodes: string[] = [];

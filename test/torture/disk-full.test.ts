@@ -85,12 +85,16 @@ describe("torture: disk full during appends", () => {
         await appendUntilFailing(peers, acked, codes);
         if (codes.length === 0) problems.push(`run ${run}: the disk never filled`);
         const wrong = codes.filter((code) => code !== "persistence_failure");
-        if (wrong.length > 0) problems.push(`run ${run}: ${wrong.length} failures were not persistence_failure (${wrong[0]})`);
+        if (wrong.length > 0)
+          problems.push(`run ${run}: ${wrong.length} failures were not persistence_failure (${wrong[0]})`);
         // Space comes back: the very next append lands at head+1.
         if (mode === "tmpfs") rmSync(filler);
         else host.store.limitSize(null);
         const head = Math.max(...acked);
-        const { seq } = await peers[0]!.call<{ seq: number }>("session.rename", { sessionId: SESSION, title: "back" });
+        const { seq } = await peers[0]!.call<{ seq: number }>("session.rename", {
+          sessionId: SESSION,
+          title: "back",
+        });
         acked.push(seq);
         if (seq !== head + 1) problems.push(`run ${run}: resumed at ${seq}, head was ${head}`);
         const read = await host.store.readAfter(SESSION, 0, 1_000_000);
@@ -124,7 +128,9 @@ describe("torture: read-only database directory during appends", () => {
       await peer.call("session.create", { sessionId: SESSION });
       const acked = [1];
       for (let i = 0; i < 20; i++)
-        acked.push((await peer.call<{ seq: number }>("session.rename", { sessionId: SESSION, title: `t${i}` })).seq);
+        acked.push(
+          (await peer.call<{ seq: number }>("session.rename", { sessionId: SESSION, title: `t${i}` })).seq,
+        );
       let refused: string | undefined;
       try {
         execFileSync("mount", ["-o", "remount,ro", mountPoint], { stdio: "pipe" });
@@ -134,7 +140,9 @@ describe("torture: read-only database directory during appends", () => {
       if (refused !== undefined) {
         // Linux refuses to make a file system read-only while a process holds files open for
         // writing, and directory permissions do not apply to descriptors already open (nor to root).
-        process.stdout.write(`torture read-only: skipped: remount refused while the database is open (${refused})\n`);
+        process.stdout.write(
+          `torture read-only: skipped: remount refused while the database is open (${refused})\n`,
+        );
         ctx.skip();
       }
       const codes: string[] = [];
@@ -146,10 +154,16 @@ describe("torture: read-only database directory during appends", () => {
       }
       execFileSync("mount", ["-o", "remount,rw", mountPoint], { stdio: "pipe" });
       const head = Math.max(...acked);
-      const { seq } = await peer.call<{ seq: number }>("session.rename", { sessionId: SESSION, title: "back" });
+      const { seq } = await peer.call<{ seq: number }>("session.rename", {
+        sessionId: SESSION,
+        title: "back",
+      });
       acked.push(seq);
       const read = await host.store.readAfter(SESSION, 0, 1_000_000);
-      const report = checkHistory({ acknowledged: acked, log: read.status === "ok" ? read.events.map((e) => e.seq) : [] });
+      const report = checkHistory({
+        acknowledged: acked,
+        log: read.status === "ok" ? read.events.map((e) => e.seq) : [],
+      });
       reportCounts("read-only", 1, report);
       expect(codes.length).toBeGreaterThan(0);
       expect(codes.every((code) => code === "persistence_failure")).toBe(true);

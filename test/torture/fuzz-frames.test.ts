@@ -1,8 +1,8 @@
 import { once } from "node:events";
 import { encode } from "@msgpack/msgpack";
 import fc from "fast-check";
-import WebSocket from "ws";
 import { afterEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { checkHistory, isClean } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
@@ -122,7 +122,10 @@ describe("torture: fuzzed and mutated frames", () => {
       }
     })();
 
-    const anything = fc.sample(fc.anything({ maxDepth: 4, maxKeys: 6 }), { numRuns: Math.ceil(total / 2), seed: 7 });
+    const anything = fc.sample(fc.anything({ maxDepth: 4, maxKeys: 6 }), {
+      numRuns: Math.ceil(total / 2),
+      seed: 7,
+    });
     let seed = 12345;
     const random = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -150,7 +153,9 @@ describe("torture: fuzzed and mutated frames", () => {
       socket.ws.send(bytes);
       const answered = () =>
         socket.closeCode !== undefined ||
-        socket.frames.slice(seen).some((f) => (f.type === "error" && f.id === undefined) || (id !== undefined && f.id === id));
+        socket.frames
+          .slice(seen)
+          .some((f) => (f.type === "error" && f.id === undefined) || (id !== undefined && f.id === id));
       const deadline = Date.now() + 5_000;
       while (!answered() && Date.now() < deadline) await socket.next(deadline - Date.now());
       if (socket.closeCode !== undefined) {

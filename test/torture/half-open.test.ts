@@ -1,6 +1,6 @@
 import { once } from "node:events";
-import WebSocket from "ws";
 import { afterEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { scaled } from "./torture-scale.js";
 

@@ -15,7 +15,11 @@ const WRITERS_PER_SESSION = 4;
  * (`session.rename` answers with the committed seq), SIGKILL at a random moment. Returns the seqs
  * each session acknowledged before the kill.
  */
-async function appendAndKill(dbPath: string, killAfterMs: number, maxAppends: number): Promise<Map<string, number[]>> {
+async function appendAndKill(
+  dbPath: string,
+  killAfterMs: number,
+  maxAppends: number,
+): Promise<Map<string, number[]>> {
   const host = await spawnCliHost({ dbPath, token: TOKEN });
   const acked = new Map<string, number[]>();
   const peers: MuxPeer[] = [];
@@ -27,21 +31,33 @@ async function appendAndKill(dbPath: string, killAfterMs: number, maxAppends: nu
       await setup.call("session.create", { sessionId });
       acked.set(sessionId, [1]);
     }
-    for (let i = 0; i < SESSIONS * WRITERS_PER_SESSION; i++) peers.push(await MuxPeer.connect(host.wsUrl, { token: TOKEN }));
+    for (let i = 0; i < SESSIONS * WRITERS_PER_SESSION; i++)
+      peers.push(await MuxPeer.connect(host.wsUrl, { token: TOKEN }));
     let budget = maxAppends;
+    let markKilled: () => void = () => {};
+    const killed = new Promise<never>((_, reject) => {
+      markKilled = () => reject(new Error("killed"));
+    });
+    killed.catch(() => {});
     const writers = peers.slice(1).map(async (peer, i) => {
       const sessionId = ids[i % SESSIONS]!;
       while (budget > 0) {
         budget -= 1;
         try {
-          const { seq } = await peer.call<{ seq: number }>("session.rename", { sessionId, title: `t${budget}` }, 10_000);
+          const { seq } = await peer.call<{ seq: number }>(
+            "session.rename",
+            { sessionId, title: `t${budget}` },
+            10_000,
+          );
           acked.get(sessionId)!.push(seq);
         } catch {
           return; // the host is gone: whatever was not answered was never acknowledged
         }
       }
     });
-    const kill = new Promise<void>((resolve) => setTimeout(resolve, killAfterMs)).then(() => host.kill9());
+    const kill = new Promise<void>((resolve) => setTimeout(resolve, killAfterMs))
+      .then(() => host.kill9())
+      .then(() => markKilled());
     await Promise.all([kill, ...writers]);
   } finally {
     for (const peer of peers) peer.ws.terminate();

@@ -65,7 +65,10 @@ describe("torture: random socket cuts while a session streams", () => {
       while (cutting && Date.now() < stopAt) {
         const outcome = await host!.store.append(
           SESSION,
-          Array.from({ length: 5 }, (_, i) => ({ type: "assistant/delta" as const, data: { turnId: "t", text: `x${i}` } })),
+          Array.from({ length: 5 }, (_, i) => ({
+            type: "assistant/delta" as const,
+            data: { turnId: "t", text: `x${i}` },
+          })),
         );
         if (outcome.status !== "appended") throw new Error(outcome.status);
         for (const event of outcome.events) acked.push(event.seq);

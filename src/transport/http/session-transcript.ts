@@ -27,13 +27,12 @@ export class TranscriptCache {
 
   constructor(readonly capacity = 16) {}
 
-  get(sessionId: string, epoch: string): TranscriptState | undefined {
+  get(sessionId: string): { epoch: string; transcript: TranscriptState } | undefined {
     const entry = this.#entries.get(sessionId);
     if (!entry) return undefined;
     this.#entries.delete(sessionId);
-    if (entry.epoch !== epoch) return undefined;
     this.#entries.set(sessionId, entry);
-    return entry.transcript;
+    return entry;
   }
 
   put(sessionId: string, epoch: string, transcript: TranscriptState): void {
@@ -58,15 +57,16 @@ export async function readSessionTranscript(
   cache?: TranscriptCache,
 ): Promise<SessionSnapshot> {
   await host.authorizeRead(principal, sessionId);
+  let cached = cache?.get(sessionId);
   for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
-    const header = await host.store.header(sessionId);
-    if (header.status !== "ok") throw missing(header.status);
-    const epoch = header.header.epoch;
-    let transcript = cache?.get(sessionId, epoch) ?? emptyTranscript();
+    // The epoch of the first page decides: a cached fold from another epoch (a clear) is dropped.
+    let epoch = cached?.epoch;
+    let transcript = cached?.transcript ?? emptyTranscript();
     let stale = false;
     for (;;) {
       const page = await host.store.readAfter(sessionId, transcript.lastSeq, PAGE);
       if (page.status !== "ok") throw missing(page.status);
+      if (epoch === undefined && transcript.lastSeq === 0) epoch = page.epoch;
       if (page.epoch !== epoch) {
         stale = true;
         break;
@@ -74,11 +74,18 @@ export async function readSessionTranscript(
       transcript = applyEvents(transcript, page.events);
       if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) break;
     }
-    if (stale) continue;
+    if (stale || epoch === undefined) {
+      cached = undefined;
+      continue;
+    }
     const projection = await host.store.projection(sessionId);
     if (!projection) throw missing("not_found");
+    if (projection.epoch !== epoch) {
+      cached = undefined;
+      continue;
+    }
     cache?.put(sessionId, epoch, transcript);
-    return { transcript, projection, createdAt: header.header.createdAt, epoch };
+    return { transcript, projection, createdAt: projection.createdAt, epoch };
   }
   throw fail("session_busy", "the session was cleared repeatedly while being read; try again");
 }

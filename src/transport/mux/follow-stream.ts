@@ -49,15 +49,9 @@ export class FollowStream implements MuxStream {
   #unsubscribe: (() => void) | undefined;
 
   constructor(ctx: FollowContext, params: ParamsOf<"session.follow">) {
-    (globalThis as any).__follows ??= [];
-    (globalThis as any).__follows.push(this);
     this.#ctx = ctx;
     this.#params = params;
     this.#sessionId = params.sessionId;
-  }
-
-  get debug(): string {
-    return `${this.#state} last=${this.#lastSent} buf=${this.#ctx.outlet.writer.buffered} pumping=${this.#pumping} pending=${this.#pending.length} ${this.#ctx.outlet.writer.debug}`;
   }
 
   get state(): FollowState {

@@ -9,6 +9,12 @@ interface WebSocketInternals {
   _socket?: Socket;
 }
 
+/** Node's own counters of a TCP socket: bytes handed to libuv, and what libuv still holds. */
+interface SocketInternals {
+  _bytesDispatched?: number;
+  _handle?: { writeQueueSize?: number } | null;
+}
+
 /**
  * Everything one mux socket sends goes through here. Writes made in the same tick are corked
  * into one `writev` (a replay page, `caughtUp`, and live batches of several streams leave
@@ -34,20 +40,24 @@ export class FrameWriter {
     return this.#ws.readyState === this.#ws.OPEN;
   }
 
-  get debug(): string {
-    const r = this.#raw as any;
-    return `corked=${r?.writableCorked} needDrain=${r?.writableNeedDrain} writing=${r?._writableState?.writing} bufferedChunks=${r?._writableState?.buffered?.length} destroyed=${r?.destroyed} myCork=${this.#corked} waiters=${this.#drainWaiters.size}`;
-  }
-
   /** Bytes accepted but not yet handed to the kernel. */
   get buffered(): number {
     return this.#ws.bufferedAmount;
   }
 
-  /** Bytes handed to the kernel so far; growth while a backlog exists means the peer reads. */
+  /**
+   * Bytes the kernel has accepted so far; growth while a backlog exists means the peer reads.
+   * Counts partial progress of a large write (libuv completes a write only once all of it is in).
+   */
   get dispatched(): number {
     const raw = this.#raw;
-    return raw ? raw.bytesWritten - raw.writableLength : 0;
+    if (!raw) return 0;
+    const internals = raw as unknown as SocketInternals;
+    const queued = internals._handle?.writeQueueSize;
+    if (typeof internals._bytesDispatched === "number" && typeof queued === "number") {
+      return internals._bytesDispatched - queued;
+    }
+    return raw.bytesWritten - raw.writableLength;
   }
 
   sendFrame(frame: HostFrame): void {
@@ -56,14 +66,31 @@ export class FrameWriter {
 
   send(bytes: Uint8Array): void {
     if (!this.open) return;
-    if (!this.#corked && this.#raw) {
-      this.#corked = true;
-      this.#raw.cork();
-      process.nextTick(() => this.#flush());
-    }
+    this.#cork();
     this.#frames++;
     this.#bytes += bytes.length;
     this.#ws.send(bytes, { binary: true });
+  }
+
+  /**
+   * Sends one message made of two parts without joining them: `head` then `body` as two
+   * fragments of the same WebSocket message (RFC 6455 §5.4), so a body shared by many sockets is
+   * never copied per socket. Nothing can come between them: `ws` sends both synchronously.
+   */
+  sendParts(head: Uint8Array, body: Uint8Array): void {
+    if (!this.open) return;
+    this.#cork();
+    this.#frames++;
+    this.#bytes += head.length + body.length;
+    this.#ws.send(head, { binary: true, fin: false });
+    this.#ws.send(body, { binary: true, fin: true });
+  }
+
+  #cork(): void {
+    if (this.#corked || !this.#raw) return;
+    this.#corked = true;
+    this.#raw.cork();
+    process.nextTick(() => this.#flush());
   }
 
   /** Calls `wake` once when the socket's backlog has been handed to the kernel. */

@@ -1,7 +1,7 @@
 import { encodeFrame } from "../../../protocol/codec.js";
 import type { SessionmuxError } from "../../../protocol/index.js";
 import type { FrameWriter } from "./frame-writer.js";
-import { itemFramePrefix, spliceItemFrame } from "./item-frame.js";
+import { itemFramePrefix } from "./item-frame.js";
 
 /** A logical stream on a mux socket, as the connection sees it. */
 export interface MuxStream {
@@ -41,7 +41,7 @@ export class StreamOutlet {
   itemEncoded(value: Uint8Array): void {
     if (this.#finished) return;
     this.#prefix ??= itemFramePrefix(this.id);
-    this.writer.send(spliceItemFrame(this.#prefix, value));
+    this.writer.sendParts(this.#prefix, value);
   }
 
   end(): void {
