@@ -36,7 +36,10 @@ export const InteractionKind = Type.Union([Type.Literal("approval"), Type.Litera
 export type InteractionKind = Static<typeof InteractionKind>;
 
 export const Resolution = Type.Union([
-  Type.Object({ outcome: Type.Union([Type.Literal("approve"), Type.Literal("deny")]) }, { additionalProperties: false }),
+  Type.Object(
+    { outcome: Type.Union([Type.Literal("approve"), Type.Literal("deny")]) },
+    { additionalProperties: false },
+  ),
   Type.Object({ answer: Type.String({ maxLength: 16_000 }) }, { additionalProperties: false }),
 ]);
 export type Resolution = Static<typeof Resolution>;
@@ -103,7 +106,9 @@ export type EventDataOf<T extends EventType> = Static<(typeof EventData)[T]>;
 export type NewEvent = { [T in EventType]: { type: T; data: EventDataOf<T> } }[EventType];
 
 /** A committed event (§5): `at` in epoch milliseconds, `seq` contiguous from 1 per epoch. */
-export type SessionEvent = { [T in EventType]: { seq: number; at: number; type: T; data: EventDataOf<T> } }[EventType];
+export type SessionEvent = {
+  [T in EventType]: { seq: number; at: number; type: T; data: EventDataOf<T> };
+}[EventType];
 
 export const SessionEventSchema = Type.Object({
   seq: Type.Integer({ minimum: 1 }),

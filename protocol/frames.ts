@@ -37,7 +37,9 @@ export const Notifications = {
 } as const;
 export type NotificationName = keyof typeof Notifications;
 export type NotificationValue<N extends NotificationName> = Static<(typeof Notifications)[N]>;
-export type Notification = { [N in NotificationName]: { name: N; value: NotificationValue<N> } }[NotificationName];
+export type Notification = {
+  [N in NotificationName]: { name: N; value: NotificationValue<N> };
+}[NotificationName];
 
 export const HostFrame = Type.Union([
   Type.Object({

@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { AttachmentShell, Resolution, SessionEventSchema } from "./events.js";
+import { type AttachmentShell, Resolution, SessionEventSchema } from "./events.js";
 import { OpaqueIdSchema, SessionIdSchema } from "./ids.js";
 import { Interaction, Job, QueueItem, SessionHeader, SessionRow } from "./rows.js";
 
@@ -29,7 +29,10 @@ export type AttachmentInput = Static<typeof AttachmentInput>;
 
 export const QueueOp = Type.Union([
   Type.Object({ remove: Type.Literal(true), itemId: OpaqueIdSchema }, strict),
-  Type.Object({ edit: Type.Literal(true), itemId: OpaqueIdSchema, text: Type.String({ maxLength: 16_000 }) }, strict),
+  Type.Object(
+    { edit: Type.Literal(true), itemId: OpaqueIdSchema, text: Type.String({ maxLength: 16_000 }) },
+    strict,
+  ),
   Type.Object({ steer: Type.Literal(true), itemId: OpaqueIdSchema }, strict),
   Type.Object({ clear: Type.Literal(true) }, strict),
 ]);
@@ -97,7 +100,11 @@ export const ControlItem = Type.Union([
   Type.Object({ kind: Type.Literal("queue"), sessionId: Type.String(), items: Type.Array(QueueItem) }),
   Type.Object({ kind: Type.Literal("jobs"), sessionId: Type.String(), jobs: Type.Array(Job) }),
   Type.Object({ kind: Type.Literal("interaction.requested"), interaction: Interaction }),
-  Type.Object({ kind: Type.Literal("interaction.resolved"), interactionId: Type.String(), resolution: Resolution }),
+  Type.Object({
+    kind: Type.Literal("interaction.resolved"),
+    interactionId: Type.String(),
+    resolution: Resolution,
+  }),
   /** The turn that asked ended without an answer (cancelled, failed); drop it from the mirror. */
   Type.Object({ kind: Type.Literal("interaction.withdrawn"), interactionId: Type.String() }),
   Type.Object({ kind: Type.Literal("projection"), sessionId: Type.String(), projection: SessionRow }),
@@ -133,9 +140,14 @@ export const Methods = {
   ),
   "session.search": call(
     "cold",
-    Type.Object({ query: Type.String({ minLength: 1, maxLength: 512 }), limit: Type.Optional(Limit(200)) }, strict),
+    Type.Object(
+      { query: Type.String({ minLength: 1, maxLength: 512 }), limit: Type.Optional(Limit(200)) },
+      strict,
+    ),
     Type.Object({
-      hits: Type.Array(Type.Object({ sessionId: Type.String(), seq: Type.Integer(), snippet: Type.String() })),
+      hits: Type.Array(
+        Type.Object({ sessionId: Type.String(), seq: Type.Integer(), snippet: Type.String() }),
+      ),
     }),
   ),
   "session.models": call(
@@ -227,7 +239,10 @@ export const Methods = {
   ),
   "session.clear": call(
     "cold",
-    Type.Object({ sessionId: SessionIdSchema, expectedEpoch: Type.Optional(Type.String({ maxLength: 128 })) }, strict),
+    Type.Object(
+      { sessionId: SessionIdSchema, expectedEpoch: Type.Optional(Type.String({ maxLength: 128 })) },
+      strict,
+    ),
     Type.Object({ epoch: Type.String() }),
   ),
   "session.delete": call(
@@ -251,8 +266,12 @@ export const Methods = {
 } as const satisfies Record<string, MethodSpec>;
 
 export type MethodName = keyof typeof Methods;
-export type CallMethod = { [K in MethodName]: (typeof Methods)[K]["kind"] extends "call" ? K : never }[MethodName];
-export type StreamMethod = { [K in MethodName]: (typeof Methods)[K]["kind"] extends "stream" ? K : never }[MethodName];
+export type CallMethod = {
+  [K in MethodName]: (typeof Methods)[K]["kind"] extends "call" ? K : never;
+}[MethodName];
+export type StreamMethod = {
+  [K in MethodName]: (typeof Methods)[K]["kind"] extends "stream" ? K : never;
+}[MethodName];
 export type ParamsOf<M extends MethodName> = Static<(typeof Methods)[M]["params"]>;
 export type ResultOf<M extends CallMethod> = Static<(typeof Methods)[M]["value"]>;
 export type ItemOf<M extends StreamMethod> = Static<(typeof Methods)[M]["value"]>;

@@ -1,5 +1,5 @@
 import type { Static, TSchema } from "@sinclair/typebox";
-import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { SessionmuxError } from "./errors.js";
 
 /** A compiled validator that turns the first schema violation into `bad_request` naming the field. */
@@ -24,9 +24,13 @@ export function validator<T extends TSchema>(schema: T): Validator<T> {
       if (c.Check(value)) return value;
       const first = c.Errors(value).First();
       const field = first?.path ? first.path : "/";
-      throw new SessionmuxError("bad_request", `${what}${field === "/" ? "" : field}: ${first?.message ?? "invalid"}`, {
-        data: { field },
-      });
+      throw new SessionmuxError(
+        "bad_request",
+        `${what}${field === "/" ? "" : field}: ${first?.message ?? "invalid"}`,
+        {
+          data: { field },
+        },
+      );
     },
   };
 }

@@ -1,4 +1,4 @@
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 
 /** Structured logs go to stderr so stdout stays free for command output (JSON lines, URLs). */
 export function createLogger(level: string): Logger {

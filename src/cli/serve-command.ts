@@ -52,7 +52,12 @@ export function registerServeCommand(program: Command): void {
     .option("--token <token>", "bearer token: T (admin) or name=secret (repeatable)", collect, [])
     .option("--tokens-file <file>", "file with one token spec per line")
     .addOption(new Option("--agent <name>", "agent driver").choices(["demo", "openai"]).default("demo"))
-    .option("--idle-detach-ms <ms>", "detach idle agents after this long", integer("--idle-detach-ms", 1), 600_000)
+    .option(
+      "--idle-detach-ms <ms>",
+      "detach idle agents after this long",
+      integer("--idle-detach-ms", 1),
+      600_000,
+    )
     .option("--ping-interval-ms <ms>", "WebSocket ping interval", integer("--ping-interval-ms", 10), 15_000)
     .option("--allowed-origin <origin>", "extra allowed Origin (repeatable)", collect, [])
     .option("--log-level <level>", "pino log level", "info")
@@ -73,7 +78,10 @@ export function registerServeCommand(program: Command): void {
       process.stdout.write(`listening on ${running.url}\n`);
       if (generated) process.stdout.write(`console: ${running.url}/#token=${generated}\n`);
       else process.stdout.write(`console: ${running.url}/ (append #token=<your token>)\n`);
-      logger.info({ url: running.url, db: options.db, agent: options.agent, generation: running.host.generation }, "host ready");
+      logger.info(
+        { url: running.url, db: options.db, agent: options.agent, generation: running.host.generation },
+        "host ready",
+      );
 
       let stopping = false;
       const stop = (signal: string) => {

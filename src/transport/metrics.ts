@@ -1,20 +1,44 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
 export class HostMetrics {
   readonly registry = new Registry();
-  readonly connections = new Gauge({ name: "sessionmux_connections", help: "Open mux sockets", registers: [this.registry] });
+  readonly connections = new Gauge({
+    name: "sessionmux_connections",
+    help: "Open mux sockets",
+    registers: [this.registry],
+  });
   readonly openStreams = new Gauge({
     name: "sessionmux_open_streams",
     help: "Open logical streams by method",
     labelNames: ["method"] as const,
     registers: [this.registry],
   });
-  readonly framesIn = new Counter({ name: "sessionmux_frames_in_total", help: "Frames received", registers: [this.registry] });
-  readonly framesOut = new Counter({ name: "sessionmux_frames_out_total", help: "Frames sent", registers: [this.registry] });
-  readonly bytesIn = new Counter({ name: "sessionmux_bytes_in_total", help: "Bytes received", registers: [this.registry] });
-  readonly bytesOut = new Counter({ name: "sessionmux_bytes_out_total", help: "Bytes sent", registers: [this.registry] });
-  readonly appends = new Counter({ name: "sessionmux_appends_total", help: "Events appended", registers: [this.registry] });
+  readonly framesIn = new Counter({
+    name: "sessionmux_frames_in_total",
+    help: "Frames received",
+    registers: [this.registry],
+  });
+  readonly framesOut = new Counter({
+    name: "sessionmux_frames_out_total",
+    help: "Frames sent",
+    registers: [this.registry],
+  });
+  readonly bytesIn = new Counter({
+    name: "sessionmux_bytes_in_total",
+    help: "Bytes received",
+    registers: [this.registry],
+  });
+  readonly bytesOut = new Counter({
+    name: "sessionmux_bytes_out_total",
+    help: "Bytes sent",
+    registers: [this.registry],
+  });
+  readonly appends = new Counter({
+    name: "sessionmux_appends_total",
+    help: "Events appended",
+    registers: [this.registry],
+  });
   readonly commitSeconds = new Histogram({
     name: "sessionmux_commit_seconds",
     help: "Group-commit transaction latency",
@@ -32,7 +56,11 @@ export class HostMetrics {
     help: "Followers paused above the high-water mark",
     registers: [this.registry],
   });
-  readonly agentsLive = new Gauge({ name: "sessionmux_agents_live", help: "Live agents", registers: [this.registry] });
+  readonly agentsLive = new Gauge({
+    name: "sessionmux_agents_live",
+    help: "Live agents",
+    registers: [this.registry],
+  });
   readonly httpRequests = new Counter({
     name: "sessionmux_http_requests_total",
     help: "HTTP requests by route and status",

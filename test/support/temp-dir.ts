@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** A fresh folder under the OS temp dir; `remove()` deletes it. */
-export function tempDir(prefix = "sessionmux-"): { path: string; file(name: string): string; remove(): void } {
+export function tempDir(prefix = "sessionmux-"): {
+  path: string;
+  file(name: string): string;
+  remove(): void;
+} {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return {
     path,
