@@ -68,9 +68,13 @@ describe("session.prompt", () => {
       attachments: [{ name: "a.bin", type: "application/octet-stream", size: 4, omittedBytes: 4 }],
     });
     expect(assistantText(events)).toBe("Echo: model text");
-    const attachmentId = message?.type === "user/message" ? message.data.attachments[0]?.attachmentId : undefined;
+    const attachmentId =
+      message?.type === "user/message" ? message.data.attachments[0]?.attachmentId : undefined;
     expect(attachmentId).toEqual(expect.any(String));
-    const stored = await fx.host.call(ADMIN, "session.attachment", { sessionId: S, attachmentId: attachmentId! });
+    const stored = await fx.host.call(ADMIN, "session.attachment", {
+      sessionId: S,
+      attachmentId: attachmentId!,
+    });
     expect(stored).toMatchObject({ name: "a.bin", size: 4 });
     expect([...stored.bytes]).toEqual([1, 2, 3, 4]);
   });
