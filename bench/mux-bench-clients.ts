@@ -32,11 +32,18 @@ class SeqTracker {
 }
 
 function muxSocket(url: string, token: string): WebSocket {
-  return new WebSocket(url, ["sessionmux.v1"], { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+  return new WebSocket(url, ["sessionmux.v1"], {
+    headers: { authorization: `Bearer ${token}` },
+    perMessageDeflate: false,
+  });
 }
 
 function frameOf(data: WebSocket.RawData): Frame {
-  const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+  const bytes = Array.isArray(data)
+    ? Buffer.concat(data)
+    : data instanceof ArrayBuffer
+      ? new Uint8Array(data)
+      : data;
   return decodeFrame(bytes, LIMITS) as Frame;
 }
 
@@ -55,11 +62,6 @@ function follow(command: Command): void {
   const all: WebSocket[] = [];
   let caughtUp = 0;
   let finished = 0;
-  const progress = process.env.MUX_BENCH_DEBUG
-    ? setInterval(() => {
-        console.error("follow progress", Math.min(...trackers.map((t) => t.last)), Math.max(...trackers.map((t) => t.last)));
-      }, 3000)
-    : undefined;
   for (let i = 0; i < sockets; i++) {
     const tracker = new SeqTracker(afterSeq);
     trackers.push(tracker);
@@ -69,7 +71,9 @@ function follow(command: Command): void {
     ws.on("message", (data) => {
       const frame = frameOf(data);
       if (frame.type === "hello") {
-        ws.send(encodeFrame({ type: "open", id: 1, method: "session.follow", params: { sessionId, afterSeq } }));
+        ws.send(
+          encodeFrame({ type: "open", id: 1, method: "session.follow", params: { sessionId, afterSeq } }),
+        );
         return;
       }
       const value = frame.value;
@@ -87,21 +91,30 @@ function follow(command: Command): void {
       if (!reachedEnd && tracker.last >= until) {
         reachedEnd = true;
         if (++finished === sockets) {
-          clearInterval(progress);
-          reply({ op: "done", exact: trackers.every((t) => t.exact && t.last === until), latencies: latency ? latencies : [] });
+          reply({
+            op: "done",
+            exact: trackers.every((t) => t.exact && t.last === until),
+            latencies: latency ? latencies : [],
+          });
           for (const s of all) s.terminate();
         }
       }
     });
     ws.on("error", (err) => reply({ op: "failed", message: String(err) }));
     ws.on("close", (code) => {
-      if (!reachedEnd) reply({ op: "failed", message: `follower ${i} closed with ${code} at seq ${tracker.last}` });
+      if (!reachedEnd)
+        reply({ op: "failed", message: `follower ${i} closed with ${code} at seq ${tracker.last}` });
     });
   }
 }
 
 function raw(command: Command): void {
-  const { url, sockets, until, latency } = command as unknown as { url: string; sockets: number; until: number; latency?: boolean };
+  const { url, sockets, until, latency } = command as unknown as {
+    url: string;
+    sockets: number;
+    until: number;
+    latency?: boolean;
+  };
   const latencies: number[] = [];
   const trackers: SeqTracker[] = [];
   const all: WebSocket[] = [];
@@ -160,7 +173,9 @@ function replay(command: Command): void {
       ws.terminate();
     }
   });
-  ws.send(encodeFrame({ type: "open", id: 1, method: "session.follow", params: { sessionId: command.sessionId } }));
+  ws.send(
+    encodeFrame({ type: "open", id: 1, method: "session.follow", params: { sessionId: command.sessionId } }),
+  );
 }
 
 const idle: WebSocket[] = [];

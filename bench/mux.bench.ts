@@ -72,11 +72,19 @@ let dbCounter = 0;
 const freshDb = () => join(root, `db-${dbCounter++}.sqlite`);
 
 function start(dbPath: string): Promise<RunningHost> {
-  return startHost({ port: 0, host: "127.0.0.1", dbPath, tokens: [{ name: "admin", secret: TOKEN, admin: true }] });
+  return startHost({
+    port: 0,
+    host: "127.0.0.1",
+    dbPath,
+    tokens: [{ name: "admin", secret: TOKEN, admin: true }],
+  });
 }
 
 const deltas = (n: number, text: (i: number) => string): NewEvent[] =>
-  Array.from({ length: n }, (_, i) => ({ type: "assistant/delta", data: { turnId: "bench", text: text(i) } }));
+  Array.from({ length: n }, (_, i) => ({
+    type: "assistant/delta",
+    data: { turnId: "bench", text: text(i) },
+  }));
 
 async function newSession(host: RunningHost, sessionId: string): Promise<number> {
   const created = await host.store.create({ sessionId, owner: "admin", model: "demo" });
@@ -93,15 +101,25 @@ async function fanoutSessionmux(clients: Clients): Promise<{ cpu: number; wall: 
   const host = await start(freshDb());
   try {
     const head = await newSession(host, "fanout");
-    clients.send({ op: "follow", url: host.wsUrl, token: TOKEN, sessionId: "fanout", sockets: FOLLOWERS, afterSeq: head, until: head + FANOUT_EVENTS });
+    clients.send({
+      op: "follow",
+      url: host.wsUrl,
+      token: TOKEN,
+      sessionId: "fanout",
+      sockets: FOLLOWERS,
+      afterSeq: head,
+      until: head + FANOUT_EVENTS,
+    });
     await clients.reply("ready");
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let done = 0; done < FANOUT_EVENTS; done += FANOUT_BATCH) {
-      const outcome = await host.store.append("fanout", deltas(FANOUT_BATCH, (i) => `token ${done + i}`));
+      const outcome = await host.store.append(
+        "fanout",
+        deltas(FANOUT_BATCH, (i) => `token ${done + i}`),
+      );
       if (outcome.status !== "appended") throw new Error(outcome.status);
     }
-    if (process.env.MUX_BENCH_DEBUG) console.error("appended", performance.now() - t0, cpuMs(cpu0));
     const reply = await clients.reply("done");
     return { cpu: cpuMs(cpu0), wall: performance.now() - t0, exact: reply.exact === true };
   } finally {
@@ -116,7 +134,10 @@ async function appendsAlone(): Promise<number> {
     await newSession(host, "fanout");
     const cpu0 = process.cpuUsage();
     for (let done = 0; done < FANOUT_EVENTS; done += FANOUT_BATCH) {
-      await host.store.append("fanout", deltas(FANOUT_BATCH, (i) => `token ${done + i}`));
+      await host.store.append(
+        "fanout",
+        deltas(FANOUT_BATCH, (i) => `token ${done + i}`),
+      );
     }
     return cpuMs(cpu0);
   } finally {
@@ -130,7 +151,11 @@ async function fanoutRawWs(clients: Clients): Promise<{ cpu: number; wall: numbe
   const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const frames: Uint8Array[] = [];
   for (let done = 0; done < FANOUT_EVENTS; done += FANOUT_BATCH) {
-    const events = deltas(FANOUT_BATCH, (i) => `token ${done + i}`).map((e, i) => ({ seq: done + i + 1, at: Date.now(), ...e }));
+    const events = deltas(FANOUT_BATCH, (i) => `token ${done + i}`).map((e, i) => ({
+      seq: done + i + 1,
+      at: Date.now(),
+      ...e,
+    }));
     frames.push(encodeFrame({ type: "item", id: 1, value: { kind: "events", events } }));
   }
   try {
@@ -152,11 +177,17 @@ async function fanoutRawWs(clients: Clients): Promise<{ cpu: number; wall: numbe
   }
 }
 
-async function replaySessionmux(clients: Clients, dbPath: string): Promise<{ wall: number; exact: boolean; events: number }> {
+async function replaySessionmux(
+  clients: Clients,
+  dbPath: string,
+): Promise<{ wall: number; exact: boolean; events: number }> {
   const builder = await start(dbPath);
   let head = await newSession(builder, "replay");
   for (let done = 0; done < REPLAY_EVENTS; done += 1_000) {
-    const outcome = await builder.store.append("replay", deltas(1_000, (i) => `token ${done + i} of the replay`));
+    const outcome = await builder.store.append(
+      "replay",
+      deltas(1_000, (i) => `token ${done + i} of the replay`),
+    );
     if (outcome.status === "appended") head = outcome.events[outcome.events.length - 1]?.seq ?? head;
   }
   await builder.close();
@@ -174,9 +205,15 @@ async function replaySessionmux(clients: Clients, dbPath: string): Promise<{ wal
 }
 
 /** The floor: page through the same table with better-sqlite3 and send each page as one frame. */
-async function replayRaw(clients: Clients, dbPath: string, until: number): Promise<{ wall: number; exact: boolean }> {
+async function replayRaw(
+  clients: Clients,
+  dbPath: string,
+  until: number,
+): Promise<{ wall: number; exact: boolean }> {
   const db = new Database(dbPath, { readonly: true });
-  const page = db.prepare("SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500");
+  const page = db.prepare(
+    "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500",
+  );
   const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
   await once(server, "listening");
   const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -204,12 +241,23 @@ async function replayRaw(clients: Clients, dbPath: string, until: number): Promi
   }
 }
 
-async function latency(clients: Clients): Promise<{ p50: number; p99: number; commitP50: number; commitP99: number; samples: number }> {
+async function latency(
+  clients: Clients,
+): Promise<{ p50: number; p99: number; commitP50: number; commitP99: number; samples: number }> {
   const host = await start(freshDb());
   try {
     const head = await newSession(host, "latency");
     const total = LATENCY_RATE * LATENCY_SECONDS;
-    clients.send({ op: "follow", url: host.wsUrl, token: TOKEN, sessionId: "latency", sockets: FOLLOWERS, afterSeq: head, until: head + total, latency: true });
+    clients.send({
+      op: "follow",
+      url: host.wsUrl,
+      token: TOKEN,
+      sessionId: "latency",
+      sockets: FOLLOWERS,
+      afterSeq: head,
+      until: head + total,
+      latency: true,
+    });
     await clients.reply("ready");
     const commit: number[] = [];
     const t0 = performance.now();
@@ -218,7 +266,14 @@ async function latency(clients: Clients): Promise<{ p50: number; p99: number; co
       const due = Math.min(total, Math.floor(((performance.now() - t0) * LATENCY_RATE) / 1000) + 1);
       for (; sent < due; sent++) {
         const at = performance.timeOrigin + performance.now();
-        pending.push(host.store.append("latency", deltas(1, () => String(at))).then(() => commit.push(performance.timeOrigin + performance.now() - at)));
+        pending.push(
+          host.store
+            .append(
+              "latency",
+              deltas(1, () => String(at)),
+            )
+            .then(() => commit.push(performance.timeOrigin + performance.now() - at)),
+        );
       }
       await new Promise((r) => setTimeout(r, 1));
     }
@@ -226,7 +281,13 @@ async function latency(clients: Clients): Promise<{ p50: number; p99: number; co
     const reply = await clients.reply("done");
     const sorted = (reply.latencies as number[]).sort((a, b) => a - b);
     commit.sort((a, b) => a - b);
-    return { p50: pct(sorted, 50), p99: pct(sorted, 99), commitP50: pct(commit, 50), commitP99: pct(commit, 99), samples: sorted.length };
+    return {
+      p50: pct(sorted, 50),
+      p99: pct(sorted, 99),
+      commitP50: pct(commit, 50),
+      commitP99: pct(commit, 99),
+      samples: sorted.length,
+    };
   } finally {
     await host.close();
   }
@@ -246,7 +307,14 @@ async function latencyRawWs(clients: Clients): Promise<{ p50: number; p99: numbe
       const due = Math.min(total, Math.floor(((performance.now() - t0) * LATENCY_RATE) / 1000) + 1);
       for (; sent < due; sent++) {
         const at = performance.timeOrigin + performance.now();
-        const events = [{ seq: sent + 1, at: Date.now(), type: "assistant/delta", data: { turnId: "bench", text: String(at) } }];
+        const events = [
+          {
+            seq: sent + 1,
+            at: Date.now(),
+            type: "assistant/delta",
+            data: { turnId: "bench", text: String(at) },
+          },
+        ];
         const frame = encodeFrame({ type: "item", id: 1, value: { kind: "events", events } });
         for (const socket of server.clients) socket.send(frame);
       }
@@ -292,7 +360,8 @@ async function idleMemory(clients: Clients): Promise<number> {
   }
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main(): Promise<void> {
   const clients = new Clients();
@@ -302,8 +371,11 @@ async function main(): Promise<void> {
   try {
     const deliveries = FANOUT_EVENTS * FOLLOWERS;
     const mux = await fanoutSessionmux(clients);
+    // Profiling aid: `MUX_BENCH_ONLY=fanout node --cpu-prof --import tsx bench/mux.bench.ts`.
     if (process.env.MUX_BENCH_ONLY === "fanout") {
-      console.log(`sessionmux fanout: server CPU ${fmt(mux.cpu)} ms, wall ${fmt(mux.wall)} ms, exact ${mux.exact}`);
+      console.log(
+        `sessionmux fanout: server CPU ${fmt(mux.cpu)} ms, wall ${fmt(mux.wall)} ms, exact ${mux.exact}`,
+      );
       return;
     }
     const raw = await fanoutRawWs(clients);
@@ -343,7 +415,9 @@ async function main(): Promise<void> {
     console.log(lines.slice(-4).join("\n"));
 
     const perIdle = await idleMemory(clients);
-    lines.push(`memory per idle connection: ${fmt(perIdle / 1024, 1)} KiB over ${IDLE_SOCKETS} sockets (goal ≤ 64 KiB — ${goal(perIdle <= 64 * 1024)})`);
+    lines.push(
+      `memory per idle connection: ${fmt(perIdle / 1024, 1)} KiB over ${IDLE_SOCKETS} sockets (goal ≤ 64 KiB — ${goal(perIdle <= 64 * 1024)})`,
+    );
     console.log(lines.slice(-1).join("\n"));
     console.log(`total ${fmt((performance.now() - started) / 1000, 1)} s`);
   } finally {

@@ -3,7 +3,7 @@ import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { checkHistory, type HistoryCounts, isClean, sumCounts } from "../support/history-checker.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
-import { spawnCliHost } from "./cli-host.js";
+import { type CliHost, spawnCliHost } from "./cli-host.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const TOKEN = "torture-kill9-token";
@@ -72,10 +72,15 @@ describe("torture: kill -9 during concurrent appends", () => {
     const dir = tempDir("sessionmux-torture-kill9-");
     const reports: HistoryCounts[] = [];
     const integrity: string[] = [];
+    // The next run's host starts while this one runs: process start-up dominates a run otherwise.
+    const spawn = (run: number) => spawnCliHost({ dbPath: dir.file(`run-${run}.db`), token: TOKEN });
+    let next: Promise<CliHost> | undefined = spawn(0);
     try {
       for (let run = 0; run < runs; run++) {
         const dbPath = dir.file(`run-${run}.db`);
-        const acked = await appendAndKill(dbPath, 200 + Math.floor(Math.random() * 1_200), 5_000);
+        const host: CliHost = await next!;
+        next = run + 1 < runs ? spawn(run + 1) : undefined;
+        const acked = await appendAndKill(host, 200 + Math.floor(Math.random() * 1_200), 5_000);
         const store = SqliteSessionStore.open(dbPath);
         try {
           integrity.push(store.integrityCheck());
@@ -89,6 +94,7 @@ describe("torture: kill -9 during concurrent appends", () => {
         }
       }
     } finally {
+      await next?.then((host) => host.kill9()).catch(() => {});
       dir.remove();
     }
     const total = sumCounts(reports);
