@@ -16,11 +16,10 @@ const WRITERS_PER_SESSION = 4;
  * each session acknowledged before the kill.
  */
 async function appendAndKill(
-  dbPath: string,
+  host: CliHost,
   killAfterMs: number,
   maxAppends: number,
 ): Promise<Map<string, number[]>> {
-  const host = await spawnCliHost({ dbPath, token: TOKEN });
   const acked = new Map<string, number[]>();
   const peers: MuxPeer[] = [];
   try {
