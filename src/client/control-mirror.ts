@@ -1,8 +1,8 @@
-import { Observable, type Subscription } from "rxjs";
-import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
+import { Observable } from "rxjs";
+import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import type { SessionmuxClient } from "./client.js";
 import { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
-import { RemoteStreamCarrierError, shouldRetry } from "./remote-errors.js";
+import { superviseStream } from "./stream-supervisor.js";
 
 export interface ControlMirrorOptions {
   /** Delay before reopening after a retryable host error such as `slow_consumer`. */
@@ -21,41 +21,22 @@ export function controlMirror(
   const policy = { ...DEFAULT_BACKOFF, ...options.backoff };
   return new Observable<ControlMirror>((subscriber) => {
     let mirror = EMPTY_MIRROR;
-    let inner: Subscription | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let failures = 0;
-    let stopped = false;
-
-    const open = (): void => {
-      timer = undefined;
-      if (stopped) return;
-      inner = client.open("session.control", {}).subscribe({
-        next: (item) => {
-          if (item.kind === "baseline") failures = 0;
+    return superviseStream(
+      subscriber,
+      () => client.open("session.control", {}),
+      {
+        next: (item, control) => {
+          if (item.kind === "baseline") control.progressed();
           mirror = reduceControl(mirror, item);
           subscriber.next(mirror);
         },
-        error: (error: unknown) => {
-          if (error instanceof RemoteStreamCarrierError && !error.retryable) return subscriber.complete();
-          if (!shouldRetry(error)) return subscriber.error(error);
-          if (mirror.generation !== undefined && !mirror.stale) {
-            mirror = markStale(mirror);
-            subscriber.next(mirror);
-          }
-          if (error instanceof RemoteStreamCarrierError) open();
-          else timer = setTimeout(open, backoffDelay(failures++, policy));
+        interrupted: () => {
+          if (mirror.generation === undefined || mirror.stale) return;
+          mirror = markStale(mirror);
+          subscriber.next(mirror);
         },
-        complete: () => {
-          timer = setTimeout(open, backoffDelay(failures++, policy));
-        },
-      });
-    };
-
-    open();
-    return () => {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      inner?.unsubscribe();
-    };
+      },
+      policy,
+    );
   });
 }

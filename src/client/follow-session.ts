@@ -1,5 +1,5 @@
-import { Observable, type Subscription } from "rxjs";
-import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
+import { Observable } from "rxjs";
+import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import type { SessionmuxClient } from "./client.js";
 import {
   applyFollowItem,
@@ -8,7 +8,7 @@ import {
   initialCursor,
   reopenParams,
 } from "./follow-cursor.js";
-import { RemoteStreamCarrierError, shouldRetry } from "./remote-errors.js";
+import { superviseStream } from "./stream-supervisor.js";
 
 export interface FollowOptions {
   /** The last seq the caller already has. @default 0 */
@@ -32,48 +32,20 @@ export function followSession(
   const policy = { ...DEFAULT_BACKOFF, ...options.backoff };
   return new Observable<FollowUpdate>((subscriber) => {
     let cursor: FollowCursor = initialCursor(options.afterSeq ?? 0, options.epoch);
-    let inner: Subscription | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let failures = 0;
-    let stopped = false;
-
-    const open = (): void => {
-      timer = undefined;
-      if (stopped) return;
-      inner = client.open("session.follow", reopenParams(sessionId, cursor)).subscribe({
-        next: (item) => {
+    return superviseStream(
+      subscriber,
+      () => client.open("session.follow", reopenParams(sessionId, cursor)),
+      {
+        next: (item, control) => {
           const step = applyFollowItem(cursor, item);
-          if (!step.ok) {
-            // The host promises no gaps; if one shows, reopening from the cursor repairs it.
-            inner?.unsubscribe();
-            retry(true);
-            return;
-          }
+          // The host promises no gaps; if one shows, reopening from the cursor repairs it.
+          if (!step.ok) return control.reopen();
           cursor = step.cursor;
-          if (item.kind === "events") failures = 0;
+          if (item.kind === "events") control.progressed();
           if (step.update) subscriber.next(step.update);
         },
-        error: (error: unknown) => {
-          if (error instanceof RemoteStreamCarrierError && !error.retryable) subscriber.complete();
-          else if (shouldRetry(error)) retry(!(error instanceof RemoteStreamCarrierError));
-          else subscriber.error(error);
-        },
-        // The host ends a follow only after our `close`; an unexpected end is treated as a loss.
-        complete: () => retry(true),
-      });
-    };
-
-    const retry = (delayed: boolean): void => {
-      if (stopped) return;
-      if (delayed) timer = setTimeout(open, backoffDelay(failures++, policy));
-      else open();
-    };
-
-    open();
-    return () => {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      inner?.unsubscribe();
-    };
+      },
+      policy,
+    );
   });
 }

@@ -43,11 +43,14 @@ async function appendAndKill(
       while (budget > 0) {
         budget -= 1;
         try {
-          const { seq } = await peer.call<{ seq: number }>(
+          const call = peer.call<{ seq: number }>(
             "session.rename",
             { sessionId, title: `t${budget}` },
             10_000,
           );
+          call.catch(() => {});
+          // An answer that had not arrived when the host died was never acknowledged.
+          const { seq } = await Promise.race([call, killed]);
           acked.get(sessionId)!.push(seq);
         } catch {
           return; // the host is gone: whatever was not answered was never acknowledged
@@ -77,7 +80,9 @@ describe("torture: kill -9 during concurrent appends", () => {
     try {
       for (let run = 0; run < runs; run++) {
         const dbPath = dir.file(`run-${run}.db`);
+        const runStarted = Date.now();
         const host: CliHost = await next!;
+        const spawnedMs = Date.now() - runStarted;
         next = run + 1 < runs ? spawn(run + 1) : undefined;
         const acked = await appendAndKill(host, 200 + Math.floor(Math.random() * 1_200), 5_000);
         const store = SqliteSessionStore.open(dbPath);
@@ -91,6 +96,9 @@ describe("torture: kill -9 during concurrent appends", () => {
         } finally {
           await store.close();
         }
+        process.stdout.write(
+          `kill9 run ${run}: waited ${spawnedMs} ms for the host, ${Date.now() - runStarted} ms in all\n`,
+        );
       }
     } finally {
       await next?.then((host) => host.kill9()).catch(() => {});

@@ -1,4 +1,5 @@
 import { request } from "node:http";
+import { expect, vi } from "vitest";
 import type { Principal } from "../../../src/host/principal.js";
 import type { TestHost } from "../../support/host.js";
 
@@ -88,8 +89,16 @@ export async function prompt(
   });
 }
 
-/** Waits (by polling the projection) until the newest turn of the session is in `state`. */
+/** The newest turn's state as the projection shows it. */
 export async function settledState(host: TestHost, sessionId: string): Promise<string> {
   const p = await host.store.projection(sessionId);
   return p?.lastState ?? "missing";
+}
+
+/** Waits (by polling the projection) until the newest turn of the session is in `state`. */
+export async function waitForState(host: TestHost, sessionId: string, state = "completed"): Promise<void> {
+  await vi.waitFor(async () => expect(await settledState(host, sessionId)).toBe(state), {
+    timeout: 10_000,
+    interval: 20,
+  });
 }

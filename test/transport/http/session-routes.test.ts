@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import { ALICE, api, newSession, prompt, settledState } from "./http-client.js";
+import { ALICE, api, newSession, prompt, waitForState } from "./http-client.js";
 
 let h: TestHost;
 beforeAll(async () => {
@@ -10,12 +10,7 @@ afterAll(async () => {
   await h?.dispose();
 });
 
-async function completed(sessionId: string, state = "completed") {
-  await vi.waitFor(async () => expect(await settledState(h, sessionId)).toBe(state), {
-    timeout: 10_000,
-    interval: 20,
-  });
-}
+const completed = (sessionId: string, state = "completed") => waitForState(h, sessionId, state);
 
 describe("GET /healthz", () => {
   it("answers without a token", async () => {
