@@ -2,8 +2,13 @@ import type { SessionRow } from "../../protocol/index.js";
 import type { SessionProjection } from "../store/session-store.js";
 import type { LiveState } from "./live/live-state.js";
 
-/** §4 `Row`: the stored projection plus `live`/`running` from live state. */
+/**
+ * §4 `Row`: the stored projection plus `live` from live state. `running` is read from the
+ * projection's open turn, not from the agent, so a row is one consistent cut at its `seq`: the
+ * row of a `turn/end` commit never claims the turn still runs.
+ */
 export function toRow(projection: SessionProjection, live: LiveState): SessionRow {
+  const isLive = live.isLive(projection.sessionId);
   return {
     sessionId: projection.sessionId,
     title: projection.title,
@@ -13,8 +18,8 @@ export function toRow(projection: SessionProjection, live: LiveState): SessionRo
     turnCount: projection.turnCount,
     blank: projection.blank,
     lastState: projection.lastState,
-    live: live.isLive(projection.sessionId),
-    running: live.isRunning(projection.sessionId),
+    live: isLive,
+    running: isLive && projection.openTurnId !== null,
     seq: projection.seq,
   };
 }

@@ -83,6 +83,12 @@ describe("session.control feed", () => {
     const seqs = deltas.flatMap((d) => (d.kind === "projection" ? [d.projection.seq] : []));
     expect(seqs.length).toBeGreaterThan(3);
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+    // Each projection row is one cut at its seq: running exactly while the log shows an open turn.
+    const rows = deltas.flatMap((d) => (d.kind === "projection" ? [d.projection] : []));
+    for (const row of rows) {
+      const open = row.lastState === "working" || row.lastState === "input-required";
+      expect({ seq: row.seq, running: row.running }).toEqual({ seq: row.seq, running: open });
+    }
   });
 });
 
