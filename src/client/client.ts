@@ -178,7 +178,12 @@ export class SessionmuxClient {
 
 /** A fresh id for `session.prompt`, in the id alphabet of §1. */
 export function newClientMessageId(): string {
-  return globalThis.crypto.randomUUID();
+  // randomUUID exists only in secure contexts; a console opened over plain http on a LAN address
+  // still has getRandomValues.
+  const crypto = globalThis.crypto;
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function defaultWebSocket(): WebSocketConstructor {

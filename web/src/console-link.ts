@@ -6,6 +6,7 @@ import {
   createClient,
   type FollowUpdate,
   followSession,
+  newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
 
@@ -14,13 +15,6 @@ export type ListChange =
   | { kind: "upsert"; row: SessionRow }
   | { kind: "removed"; sessionId: string }
   | { kind: "agent-error"; sessionId: string; message: string };
-
-/** A prompt id in the §1 alphabet; `randomUUID` is missing on plain-http origins other than localhost. */
-function clientMessageId(): string {
-  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /**
  * The console's one connection to the host: a single SDK client (one WebSocket per tab), with the
@@ -83,7 +77,7 @@ export class ConsoleLink {
   }
 
   prompt(sessionId: string, text: string): Promise<ResultOf<"session.prompt">> {
-    return this.client.prompt({ sessionId, text, clientMessageId: clientMessageId() });
+    return this.client.prompt({ sessionId, text, clientMessageId: newClientMessageId() });
   }
 
   rename(sessionId: string, title: string): Promise<unknown> {
