@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { startRawWs } from "./baselines/raw-ws.js";
 import { describeMachine } from "./harness/machine.js";
 import { Progress } from "./harness/progress.js";
-import { type BenchReport, writeReport } from "./harness/report.js";
+import { type BenchReport, renderMarkdown, writeReport } from "./harness/report.js";
 import { measureSubject, newScenario, type ScenarioResult, SESSIONMUX } from "./harness/result.js";
 import type { SubjectFactory } from "./harness/subject.js";
 import { DurableStreamsPeer } from "./peers/durable-streams.js";
@@ -38,12 +38,20 @@ const fanoutSubjects: [string, SubjectFactory][] = [
 
 type Step = { label: string; run: () => Promise<void> };
 
-function plan(results: ScenarioResult[]): Step[] {
+/** `--only <id>` (e.g. `append-wire`): scenario ids to run, or undefined for all. */
+function onlyScenarios(argv: readonly string[]): Set<string> | undefined {
+  const ids = argv.flatMap((arg, i) => (arg === "--only" && argv[i + 1] ? argv[i + 1]!.split(",") : []));
+  return ids.length > 0 ? new Set(ids) : undefined;
+}
+
+function plan(results: ScenarioResult[], only: Set<string> | undefined): Step[] {
   const steps: Step[] = [];
+  const wanted = (id: string) => !only || only.has(id);
   const add = (
     result: ScenarioResult,
     subjects: [string, () => Promise<{ value: number; detail?: string }>][],
   ) => {
+    if (!wanted(result.id)) return;
     results.push(result);
     for (const [subject, run] of subjects)
       steps.push({ label: `${result.title}: ${subject}`, run: () => measureSubject(result, subject, run) });
@@ -138,8 +146,8 @@ function plan(results: ScenarioResult[]): Step[] {
 
   const p50 = newScenario("latency-p50", "Append→delivery latency p50", "ms", false);
   const p99 = newScenario("latency-p99", "Append→delivery latency p99", "ms", false);
-  results.push(p50, p99);
-  for (const [name, factory] of fanoutSubjects) {
+  if (wanted(p50.id) || wanted(p99.id)) results.push(p50, p99);
+  for (const [name, factory] of wanted(p50.id) || wanted(p99.id) ? fanoutSubjects : []) {
     steps.push({
       label: `latency: ${name}`,
       run: async () => {
@@ -168,7 +176,8 @@ function plan(results: ScenarioResult[]): Step[] {
 async function main(): Promise<void> {
   const started = Date.now();
   const results: ScenarioResult[] = [];
-  const steps = plan(results);
+  const only = onlyScenarios(process.argv.slice(2));
+  const steps = plan(results, only);
   const progress = new Progress(steps.length);
   for (const step of steps) {
     progress.next(step.label);
@@ -181,6 +190,11 @@ async function main(): Promise<void> {
     durationMs: Date.now() - started,
     scenarios: results,
   };
+  if (only) {
+    // A partial run must not overwrite the day's full results.
+    process.stdout.write(renderMarkdown(report));
+    return;
+  }
   const written = writeReport(report, fileURLToPath(new URL("./results/", import.meta.url)));
   process.stdout.write(written.markdown);
   process.stdout.write(`\nwritten: ${written.json}, ${written.md}\n`);

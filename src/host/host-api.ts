@@ -30,6 +30,14 @@ export interface HostApi {
 
   /** §6 notifications, filtered to what the principal may see. */
   subscribeNotifications(principal: Principal, listener: (notification: Notification) => void): () => void;
+  /**
+   * The same, one call per tick with the tick's coalesced notifications; principals who see the
+   * same ones get the same frozen array, so it can be encoded once (keyed by identity).
+   */
+  subscribeNotificationLists(
+    principal: Principal,
+    listener: (list: readonly Notification[]) => void,
+  ): () => void;
 
   /** Detaches agents, closes open turns as interrupted. Does not close the store. */
   shutdown(): Promise<void>;

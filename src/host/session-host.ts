@@ -139,6 +139,13 @@ export class SessionHost implements HostApi {
     return this.#hub.subscribe(principal, listener);
   }
 
+  subscribeNotificationLists(
+    principal: Principal,
+    listener: (list: readonly Notification[]) => void,
+  ): () => void {
+    return this.#hub.subscribeLists(principal, listener);
+  }
+
   /** Stops accepting work, closes running turns as interrupted, detaches every agent. */
   shutdown(): Promise<void> {
     this.#shutdown ??= this.#stop();

@@ -3,6 +3,7 @@ import type WebSocket from "ws";
 import { encodeFrame } from "../../../protocol/codec.js";
 import type { HostFrame } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
+import type { SharedEventFrames } from "./shared-event-frames.js";
 
 /** `ws` keeps the TCP socket private; we read its write backlog and cork it. */
 interface WebSocketInternals {
@@ -84,6 +85,23 @@ export class FrameWriter {
     this.#bytes += head.length + body.length;
     this.#ws.send(head, { binary: true, fin: false });
     this.#ws.send(body, { binary: true, fin: true });
+  }
+
+  /**
+   * A tick's event frames, built once for many sockets, in one write of ready WebSocket bytes.
+   * Writing beside `ws` keeps order: with compression off and no Blobs sent, `ws` never queues a
+   * message, so everything it sends is already on the socket when this is called.
+   */
+  sendShared(frames: SharedEventFrames): void {
+    if (!this.open) return;
+    this.#cork();
+    this.#frames += frames.payloads.length;
+    this.#bytes += frames.payloadBytes;
+    if (this.#raw) {
+      this.#raw.write(frames.wire);
+      return;
+    }
+    for (const payload of frames.payloads) this.#ws.send(payload, { binary: true });
   }
 
   #cork(): void {

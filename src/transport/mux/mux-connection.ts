@@ -15,6 +15,7 @@ import { ControlStream } from "./control-stream.js";
 import { FollowStream } from "./follow-stream.js";
 import { FrameWriter } from "./frame-writer.js";
 import type { MuxOptions } from "./mux-options.js";
+import { sharedEventFrames } from "./shared-event-frames.js";
 import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
 
 type InFlight =
@@ -71,8 +72,8 @@ export class MuxConnection {
       generation: this.#host.generation,
       serverTime: Date.now(),
     });
-    this.#unsubscribeNotifications = this.#host.subscribeNotifications(this.#principal, (n) => {
-      this.writer.sendFrame({ type: "event", name: n.name, value: n.value });
+    this.#unsubscribeNotifications = this.#host.subscribeNotificationLists(this.#principal, (list) => {
+      this.writer.sendShared(sharedEventFrames(list));
     });
   }
 

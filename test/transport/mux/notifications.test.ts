@@ -6,14 +6,17 @@ import { connect, createSession } from "./mux-fixture.js";
 describe("event frames (protocol-v1 §6)", () => {
   let host: TestHost;
   let alice: MuxPeer;
+  let alice2: MuxPeer;
   let bob: MuxPeer;
   beforeAll(async () => {
     host = await startTestHost();
     alice = await connect(host, { token: ALICE_TOKEN });
+    alice2 = await connect(host, { token: ALICE_TOKEN });
     bob = await connect(host, { token: BOB_TOKEN });
   });
   afterAll(async () => {
     await alice?.disconnect();
+    await alice2?.disconnect();
     await bob?.disconnect();
     await host?.dispose();
   });
@@ -53,5 +56,46 @@ describe("event frames (protocol-v1 §6)", () => {
     const own = await createSession(bob);
     await until(() => named(bob, "session.added", own), 10_000, "bob's own session.added");
     expect(named(bob, "session.added", sessionId)).toBeUndefined();
+  });
+
+  const titles = (peer: MuxPeer, sessionId: string) =>
+    peer
+      .notifications()
+      .filter((f) => f.name === "session.updated")
+      .map((f) => (f.value as { row: { sessionId: string; title: string } }).row)
+      .filter((row) => row.sessionId === sessionId)
+      .map((row) => row.title);
+
+  it("one notification reaches every socket of the principal, in the same frames, and none of another", async () => {
+    const sessionId = await createSession(alice);
+    await alice2.call("session.rename", { sessionId, title: "shared" });
+    for (const peer of [alice, alice2])
+      await until(() => titles(peer, sessionId).includes("shared") || undefined, 10_000, "session.updated");
+    const about = (peer: MuxPeer) =>
+      peer.notifications().filter((f) => {
+        const value = f.value as { row?: { sessionId: string }; sessionId?: string };
+        return (value.row?.sessionId ?? value.sessionId) === sessionId;
+      });
+    expect(about(alice).map((f) => f.name)).toEqual(["session.added", "session.updated"]);
+    expect(about(alice2)).toEqual(about(alice));
+    expect(about(bob)).toEqual([]);
+  });
+
+  it("renames committed together send only the newest row; a later one still comes", async () => {
+    const sessionId = await createSession(alice);
+    await until(() => named(alice2, "session.added", sessionId), 10_000, "session.added");
+    // submitted in one tick, so the store commits them in one transaction and notifies in one run
+    const together = await Promise.all(
+      ["first", "second"].map((title) =>
+        host.store.append(sessionId, [{ type: "session/renamed", data: { title } }]),
+      ),
+    );
+    expect(together.map((o) => o.status)).toEqual(["appended", "appended"]);
+    await alice.call("session.rename", { sessionId, title: "third" });
+    for (const peer of [alice, alice2]) {
+      await until(() => titles(peer, sessionId).includes("third") || undefined, 10_000, "third rename");
+      expect(titles(peer, sessionId)).toEqual(["second", "third"]);
+      expect(named(peer, "session.added", sessionId)).toBeDefined();
+    }
   });
 });
