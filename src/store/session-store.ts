@@ -20,6 +20,19 @@ export interface SessionStore {
   page(sessionId: string, query: PageQuery): Promise<PageOutcome>;
   /** Events with seq > afterSeq in the current epoch, ascending, at most `limit`. */
   readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome>;
+  /**
+   * The same events as `readAfter`, already MessagePack-encoded: arrays of at most `perArray`
+   * `{seq, at, type, data}` maps, each decoding to exactly what `readAfter` returns for its part,
+   * and each preceded by `envelope` (default none) so a caller's wrapper costs no copy. The bytes
+   * may be shared with other callers and must not be modified.
+   */
+  readAfterEncoded(
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+    perArray: number,
+    envelope?: Uint8Array,
+  ): Promise<EncodedReadOutcome>;
   list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }>;
   search(
     query: string,
@@ -120,6 +133,21 @@ export type PageOutcome =
 
 export type ReadOutcome =
   | { status: "ok"; epoch: string; headSeq: number; events: SessionEvent[] }
+  | { status: "not_found" }
+  | { status: "retired" };
+
+export type EncodedReadOutcome =
+  | {
+      status: "ok";
+      epoch: string;
+      headSeq: number;
+      /** Events in all arrays together. */
+      count: number;
+      /** Seq of the last event read; `afterSeq` when none was. */
+      lastSeq: number;
+      /** Each is `envelope` followed by one MessagePack array. */
+      arrays: readonly Uint8Array[];
+    }
   | { status: "not_found" }
   | { status: "retired" };
 

@@ -38,6 +38,9 @@ const SQL = {
   allSessionIds: "SELECT session_id FROM sessions ORDER BY session_id",
   insertEvent: "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
   eventsAfter: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  /** `eventsAfter` as `[seq, at, type, data]` arrays (see `RAW`). */
+  eventsAfterRaw:
+    "SELECT seq, at, type, hex(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
   eventsBefore:
     "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
   eventsRange:
@@ -82,13 +85,16 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "findPrompt",
 ] as const);
 
+/** Statements that return rows as arrays, skipping an object per row on hot paths. */
+const RAW: ReadonlySet<keyof typeof SQL> = new Set(["eventsAfterRaw"] as const);
+
 export type Statements = { readonly [K in keyof typeof SQL]: Database.Statement };
 
 export function prepareStatements(db: Database.Database): Statements {
   const prepared = {} as Record<keyof typeof SQL, Database.Statement>;
   for (const name of Object.keys(SQL) as (keyof typeof SQL)[]) {
     const statement = db.prepare(SQL[name]);
-    prepared[name] = PLUCKED.has(name) ? statement.pluck() : statement;
+    prepared[name] = PLUCKED.has(name) ? statement.pluck() : RAW.has(name) ? statement.raw() : statement;
   }
   return prepared;
 }

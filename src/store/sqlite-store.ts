@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import type { HostMetrics } from "../transport/metrics.js";
 import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
+import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
@@ -12,6 +13,7 @@ import { ListQueries } from "./list-query.js";
 import { decodeRow, LogWriter, type StoredRow } from "./log-writer.js";
 import { migrate } from "./migrations.js";
 import { publicProjection } from "./projection.js";
+import { ReadCache } from "./read-cache.js";
 import { toFtsQuery } from "./search-query.js";
 import { headerOf, type SessionStateRow, stateFromRow } from "./session-state.js";
 import type {
@@ -21,6 +23,7 @@ import type {
   CommitListener,
   CreateInput,
   CreateOutcome,
+  EncodedReadOutcome,
   ForkInput,
   ForkOutcome,
   HeaderOutcome,
@@ -53,6 +56,7 @@ export class SqliteSessionStore implements SessionStore {
   private readonly ops: WriteOperations;
   private readonly lists: ListQueries;
   private readonly listeners = new CommitListeners();
+  private readonly cache = new ReadCache();
   private readonly defaultMaxPages: number;
   private closed: Promise<void> | undefined;
 
@@ -69,8 +73,14 @@ export class SqliteSessionStore implements SessionStore {
       db,
       {
         beforeTransaction: () => this.writer.trimCache(),
-        finishTransaction: (batch) => this.writer.writeBack(batch),
-        afterRollback: () => this.writer.dropCache(),
+        finishTransaction: (batch) => {
+          this.cache.clear();
+          this.writer.writeBack(batch);
+        },
+        afterRollback: () => {
+          this.cache.clear();
+          this.writer.dropCache();
+        },
         deliver: (notices) => this.listeners.deliver(notices),
       },
       options.metrics,
@@ -142,7 +152,7 @@ export class SqliteSessionStore implements SessionStore {
 
   header(sessionId: string): Promise<HeaderOutcome> {
     return this.read(() => {
-      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      const row = this.stateRow(sessionId);
       if (!row) return this.missing(sessionId);
       const state = stateFromRow(row);
       return { status: "ok", header: headerOf(state), headSeq: state.headSeq };
@@ -151,7 +161,7 @@ export class SqliteSessionStore implements SessionStore {
 
   projection(sessionId: string): Promise<SessionProjection | null> {
     return this.read(() => {
-      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      const row = this.stateRow(sessionId);
       return row ? publicProjection(stateFromRow(row).projection) : null;
     });
   }
@@ -159,7 +169,7 @@ export class SqliteSessionStore implements SessionStore {
   /** Ascending events; no cursor = the newest `limit` (the tail). */
   page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
     return this.read(() => {
-      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      const row = this.stateRow(sessionId);
       if (!row) return this.missing(sessionId);
       const state = stateFromRow(row);
       let events: SessionEvent[];
@@ -188,10 +198,37 @@ export class SqliteSessionStore implements SessionStore {
 
   readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
     return this.read(() => {
-      const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
+      const row = this.stateRow(sessionId);
       if (!row) return this.missing(sessionId);
       const rows = this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[];
       return { status: "ok", epoch: row.epoch, headSeq: row.head_seq, events: rows.map(decodeRow) };
+    });
+  }
+
+  readAfterEncoded(
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+    perArray: number,
+    envelope?: Uint8Array,
+  ): Promise<EncodedReadOutcome> {
+    return this.read(() => {
+      const key = this.cache.encodedReadKey(sessionId, afterSeq, limit, perArray, envelope);
+      const cached = this.cache.encodedRead(key);
+      if (cached !== undefined) return cached;
+      const row = this.stateRow(sessionId);
+      if (!row) return this.missing(sessionId);
+      const rows = this.statements.eventsAfterRaw.all(sessionId, afterSeq, limit) as EncodedRow[];
+      const outcome = {
+        status: "ok" as const,
+        epoch: row.epoch,
+        headSeq: row.head_seq,
+        count: rows.length,
+        lastSeq: rows[rows.length - 1]?.[0] ?? afterSeq,
+        arrays: encodeEventArrays(rows, perArray, envelope),
+      };
+      this.cache.keepEncodedRead(key, outcome);
+      return outcome;
     });
   }
 
@@ -284,6 +321,13 @@ export class SqliteSessionStore implements SessionStore {
       }
     })();
     return this.closed;
+  }
+
+  private stateRow(sessionId: string): SessionStateRow | undefined {
+    return this.cache.state(
+      sessionId,
+      () => this.statements.sessionState.get(sessionId) as SessionStateRow | undefined,
+    );
   }
 
   private missing(sessionId: string): { status: "retired" } | { status: "not_found" } {

@@ -16,3 +16,12 @@ export function encodedEventsItem(events: readonly SessionEvent[]): Uint8Array {
   }
   return bytes;
 }
+
+/**
+ * `{kind:"events", events:` as MessagePack (a two-entry map, then the key of the array): the
+ * envelope the store writes before each replay array (`readAfterEncoded`), so an array it
+ * encoded is a whole `events` item value as it stands.
+ */
+export const EVENTS_VALUE_ENVELOPE: Uint8Array = Buffer.from(
+  encodeFrame({ kind: "events", events: [] }),
+).subarray(0, -1);

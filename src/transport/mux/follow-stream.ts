@@ -10,9 +10,17 @@ import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { CommitNotice } from "../../store/session-store.js";
 import type { HostMetrics } from "../metrics.js";
-import { encodedEventsItem } from "./encoded-events.js";
+import { EVENTS_VALUE_ENVELOPE, encodedEventsItem } from "./encoded-events.js";
 import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
+
+/**
+ * A log read serves up to this many `events` items (of `replayBatch` events each) before the
+ * stream yields to other sockets, while its items stay under `READ_BUDGET_BYTES`: the high-water
+ * check runs before every read, so a slow socket holds at most one read beyond its mark.
+ */
+const MAX_ITEMS_PER_READ = 8;
+const READ_BUDGET_BYTES = 1024 * 1024;
 
 export interface FollowContext {
   readonly host: HostApi;
@@ -46,12 +54,15 @@ export class FollowStream implements MuxStream {
   #pendingEvents = 0;
   #pendingOverflow = false;
   #pumping = false;
+  /** Events per log read: one item at first, more while the events read so far are small. */
+  #readLimit: number;
   #unsubscribe: (() => void) | undefined;
 
   constructor(ctx: FollowContext, params: ParamsOf<"session.follow">) {
     this.#ctx = ctx;
     this.#params = params;
     this.#sessionId = params.sessionId;
+    this.#readLimit = ctx.replayBatch;
   }
 
   get state(): FollowState {
@@ -145,10 +156,13 @@ export class FollowStream implements MuxStream {
         this.#pending = [];
         this.#pendingEvents = 0;
         this.#pendingOverflow = false;
-        const read = await this.#ctx.host.store.readAfter(
+        const readLimit = this.#readLimit;
+        const read = await this.#ctx.host.store.readAfterEncoded(
           this.#sessionId,
           this.#lastSent,
+          readLimit,
           this.#ctx.replayBatch,
+          EVENTS_VALUE_ENVELOPE,
         );
         if (this.#ended()) return;
         if (read.status === "retired") return this.#fail(retired(this.#sessionId));
@@ -162,8 +176,16 @@ export class FollowStream implements MuxStream {
           this.#ctx.outlet.item({ kind: "reset", epoch: read.epoch });
           continue;
         }
-        if (read.events.length > 0) this.#send(read.events, false);
-        if (read.events.length >= this.#ctx.replayBatch) {
+        if (read.count > 0) {
+          let bytes = 0;
+          for (const value of read.arrays) {
+            this.#ctx.outlet.itemEncoded(value);
+            bytes += value.length;
+          }
+          this.#lastSent = read.lastSeq;
+          this.#readLimit = nextReadLimit(this.#ctx.replayBatch, bytes / read.count);
+        }
+        if (read.count >= readLimit) {
           await yieldToEventLoop();
           continue;
         }
@@ -264,6 +286,12 @@ export class FollowStream implements MuxStream {
     this.#ctx.outlet.writer.cancelDrain(this.#wake);
     this.#pending = [];
   }
+}
+
+/** Whole items of `replayBatch` events, as many as fit the budget at `bytesPerEvent`, at least one. */
+function nextReadLimit(replayBatch: number, bytesPerEvent: number): number {
+  const items = Math.floor(READ_BUDGET_BYTES / Math.max(1, bytesPerEvent * replayBatch));
+  return replayBatch * Math.min(MAX_ITEMS_PER_READ, Math.max(1, items));
 }
 
 function retired(sessionId: string): SessionmuxError {

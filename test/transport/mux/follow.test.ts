@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SessionEvent } from "../../../protocol/index.js";
+import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { type MuxPeer, until } from "../../support/mux-peer.js";
 import { appendDeltas, connect, createSession, expectRange, headSeq } from "./mux-fixture.js";
@@ -91,6 +91,42 @@ describe("session.follow (protocol-v1 §5)", () => {
     await peer.waitSeq(id, head + 3);
     expectRange(peer.events(id), 1, head + 3);
     expect(peer.items<Item>(id).filter((i) => i.kind === "caughtUp")).toHaveLength(1);
+  });
+
+  it("replays unicode, binary and nested data exactly as readAfter returns it, across several log reads", async () => {
+    const sessionId = await createSession(peer);
+    const texts = [
+      "plain",
+      "héllo wörld ✓",
+      "日本語のテキスト",
+      "emoji 👩‍👩‍👧‍👦 and \u0000 nul",
+      "x".repeat(300),
+    ];
+    const events: NewEvent[] = Array.from({ length: 4_321 }, (_, i) =>
+      i % 3 === 0
+        ? {
+            type: "tool/call",
+            data: {
+              turnId: "t",
+              toolCallId: `c${i}`,
+              name: texts[i % texts.length] as string,
+              args: { bytes: Uint8Array.of(i & 0xff, 0, 0xff), big: 2 ** 40 + i, neg: -i, ratio: i / 7 },
+            },
+          }
+        : { type: "assistant/delta", data: { turnId: "t", text: `${texts[i % texts.length]} ${i}` } },
+    );
+    for (let i = 0; i < events.length; i += 1_000)
+      await host.store.append(sessionId, events.slice(i, i + 1_000));
+    const head = await headSeq(host, sessionId);
+    const afterSeq = 7;
+    const id = peer.follow(sessionId, { afterSeq });
+    await peer.waitItem(id, (i) => i.kind === "caughtUp", 30_000);
+    const stored = await host.store.readAfter(sessionId, afterSeq, 10_000);
+    if (stored.status !== "ok") throw new Error(stored.status);
+    expect(stored.events).toHaveLength(head - afterSeq);
+    expect(peer.events(id)).toEqual(stored.events);
+    const batches = peer.items<Item>(id).filter((i) => i.kind === "events");
+    expect(batches.every((i) => (i.events?.length ?? 0) <= 500)).toBe(true);
   });
 
   it("a stale epoch gets reset, then the log from seq 1", async () => {
