@@ -56,7 +56,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const auth = new Authenticator(options.tokens, { allowedOrigins: options.allowedOrigins ?? [] });
   const server = createServer(createHttpHandler(host, auth, { metrics, ...options.http }));
   const mux = attachMux(server, host, auth, { metrics, ...options.mux });
-  server.listen(options.port ?? 8787, options.host ?? "127.0.0.1");
+  // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.
+  server.listen({ port: options.port ?? 8787, host: options.host ?? "127.0.0.1", backlog: 4096 });
   await once(server, "listening");
   const { port } = server.address() as AddressInfo;
   const hostname = options.host ?? "127.0.0.1";

@@ -96,6 +96,8 @@ export async function wireReplay(log: {
   const subject = await startSessionmux({ dbPath: log.dbPath });
   const fleet = await Fleet.start();
   try {
+    // A first round trip proves the follower process has finished starting: its start-up is not replay time.
+    await fleet.send({ cmd: "stats" });
     const started = wallNow();
     await fleet.send({
       cmd: "connect",

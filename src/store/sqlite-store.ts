@@ -304,6 +304,15 @@ export class SqliteSessionStore implements SessionStore {
     this.db.pragma(`max_page_count = ${pages}`);
   }
 
+  /**
+   * Makes the connection refuse every write with SQLITE_READONLY, as storage that turned
+   * read-only does. For fault tests: Linux refuses to remount a file system read-only while the
+   * database holds it open for writing, so this is the closest reproducible read-only disk.
+   */
+  refuseWrites(refuse: boolean): void {
+    this.db.pragma(`query_only = ${refuse ? "ON" : "OFF"}`);
+  }
+
   /** `PRAGMA integrity_check`: "ok" when the file is sound. */
   integrityCheck(): string {
     const rows = this.db.pragma("integrity_check") as { integrity_check: string }[];
