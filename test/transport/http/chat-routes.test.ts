@@ -15,7 +15,7 @@ afterAll(async () => {
 const completed = (sessionId: string, state = "completed") => waitForState(h, sessionId, state);
 
 describe("GET /api/chat/sessions", () => {
-  it("lists the principal's sessions newest first in the seeds' shape", async () => {
+  it("lists the principal's sessions newest first in the §8 shape", async () => {
     const older = await newSession(h, ALICE, "first");
     await completed(older);
     const newer = await newSession(h, ALICE, "second");
