@@ -55,7 +55,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   await host.start();
   const auth = new Authenticator(options.tokens, { allowedOrigins: options.allowedOrigins ?? [] });
   const server = createServer(createHttpHandler(host, auth, { metrics, ...options.http }));
-  const mux = attachMux(server, host, auth, { metrics, ...options.mux });
+  const mux = attachMux(server, host, auth, {
+    metrics,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...options.mux,
+  });
   // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.
   server.listen({ port: options.port ?? 8787, host: options.host ?? "127.0.0.1", backlog: 4096 });
   await once(server, "listening");

@@ -56,6 +56,11 @@ export class HostMetrics {
     help: "Followers paused above the high-water mark",
     registers: [this.registry],
   });
+  readonly notificationsDropped = new Counter({
+    name: "sessionmux_notifications_dropped_total",
+    help: "Notifications not sent to a socket whose backlog was above its high-water mark",
+    registers: [this.registry],
+  });
   readonly agentsLive = new Gauge({
     name: "sessionmux_agents_live",
     help: "Live agents",

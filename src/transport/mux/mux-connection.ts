@@ -73,6 +73,10 @@ export class MuxConnection {
       serverTime: Date.now(),
     });
     this.#unsubscribeNotifications = this.#host.subscribeNotificationLists(this.#principal, (list) => {
+      if (this.writer.buffered > this.#options.notificationHighWaterBytes) {
+        this.#options.metrics?.notificationsDropped.inc(list.length);
+        return;
+      }
       this.writer.sendShared(sharedEventFrames(list));
     });
   }

@@ -17,6 +17,12 @@ export interface MuxOptions {
   pingIntervalMs: number;
   /** @default 4 MiB — socket backlog above which a follower stops receiving live pushes. */
   followerHighWaterBytes: number;
+  /**
+   * @default 4 MiB — socket backlog above which `event` notifications are dropped for that socket.
+   * Notifications carry no sequence (§6) and a client recovers with `session.list`; dropping them
+   * keeps a reader that stopped reading from growing the host's memory without bound.
+   */
+  notificationHighWaterBytes: number;
   /** @default 500 — events per `events` item during replay. */
   replayBatch: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
@@ -39,6 +45,7 @@ export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
     maxStreamsPerSocket: options.maxStreamsPerSocket ?? Limits.maxStreamsPerSocket,
     pingIntervalMs: options.pingIntervalMs ?? Limits.pingIntervalMs,
     followerHighWaterBytes: options.followerHighWaterBytes ?? Limits.followerHighWaterBytes,
+    notificationHighWaterBytes: options.notificationHighWaterBytes ?? Limits.followerHighWaterBytes,
     replayBatch: options.replayBatch ?? Limits.replayBatch,
     controlMaxQueued: options.controlMaxQueued ?? 5000,
     decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },

@@ -98,4 +98,44 @@ describe("event frames (protocol-v1 §6)", () => {
       expect(named(peer, "session.added", sessionId)).toBeDefined();
     }
   });
+
+  it("a socket that stops reading gets no notifications past its high-water mark and stays open", async () => {
+    const small = await startTestHost({ mux: { notificationHighWaterBytes: 64 * 1024 } });
+    const reader = await connect(small, { token: ALICE_TOKEN });
+    const stalled = await connect(small, { token: ALICE_TOKEN });
+    try {
+      const ids = Array.from({ length: 200 }, (_, i) => `n${i}`);
+      await Promise.all(
+        ids.map((sessionId) => small.store.create({ sessionId, owner: "alice", model: "demo-fast" })),
+      );
+      stalled.pause();
+      // 120 rounds × 200 sessions × ~600 bytes ≈ 14 MiB: more than loopback buffers can hide.
+      const filler = "t".repeat(500);
+      for (let round = 0; round < 120; round++) {
+        await Promise.all(
+          ids.map((sessionId) =>
+            small.store.append(sessionId, [
+              { type: "session/renamed", data: { title: `${round} ${filler}` } },
+            ]),
+          ),
+        );
+      }
+      const dropped = (await small.metrics.notificationsDropped.get()).values[0]?.value ?? 0;
+      expect(dropped).toBeGreaterThan(0);
+      // The reading socket of the same principal was never throttled.
+      await until(
+        () => titles(reader, "n199").some((t) => t.startsWith("119 ")) || undefined,
+        20_000,
+        "last round on the reading socket",
+      );
+      expect(stalled.ws.readyState).toBe(stalled.ws.OPEN);
+      stalled.resume();
+      const listed = await stalled.call<{ sessions: unknown[] }>("session.list", { limit: 5 });
+      expect(listed.sessions).toHaveLength(5);
+    } finally {
+      await reader.disconnect();
+      await stalled.disconnect();
+      await small.dispose();
+    }
+  });
 });
