@@ -1,7 +1,15 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { type AttachmentShell, Resolution, SessionEventSchema } from "./events.js";
 import { OpaqueIdSchema, SessionIdSchema } from "./ids.js";
-import { Interaction, Job, QueueItem, SessionHeader, SessionRow } from "./rows.js";
+import {
+  AgentState,
+  Interaction,
+  Job,
+  LiveAgentState,
+  QueueItem,
+  SessionHeader,
+  SessionRow,
+} from "./rows.js";
 
 /**
  * §4 activation rules. `cold`: reads or writes persistence, never starts an agent.
@@ -71,7 +79,7 @@ export type FollowItem = Static<typeof FollowItem>;
 
 export const AgentStatus = Type.Object({
   sessionId: Type.String(),
-  state: Type.Union([Type.Literal("attached"), Type.Literal("running"), Type.Literal("idle")]),
+  state: LiveAgentState,
 });
 export const SessionQueue = Type.Object({ sessionId: Type.String(), items: Type.Array(QueueItem) });
 export const SessionJobs = Type.Object({ sessionId: Type.String(), jobs: Type.Array(Job) });
@@ -90,12 +98,7 @@ export const ControlItem = Type.Union([
   Type.Object({
     kind: Type.Literal("agent"),
     sessionId: Type.String(),
-    state: Type.Union([
-      Type.Literal("attached"),
-      Type.Literal("running"),
-      Type.Literal("idle"),
-      Type.Literal("detached"),
-    ]),
+    state: AgentState,
   }),
   Type.Object({ kind: Type.Literal("queue"), sessionId: Type.String(), items: Type.Array(QueueItem) }),
   Type.Object({ kind: Type.Literal("jobs"), sessionId: Type.String(), jobs: Type.Array(Job) }),

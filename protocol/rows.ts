@@ -1,15 +1,12 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { InteractionKind } from "./events.js";
+import { InteractionKind, TurnState } from "./events.js";
 
-/** `lastState` of a list row (§4). */
+/** `lastState` of a list row (§4): before a turn, during one, or how the newest turn ended. */
 export const LastState = Type.Union([
   Type.Literal("idle"),
   Type.Literal("working"),
   Type.Literal("input-required"),
-  Type.Literal("completed"),
-  Type.Literal("failed"),
-  Type.Literal("cancelled"),
-  Type.Literal("interrupted"),
+  ...TurnState.anyOf,
 ]);
 export type LastState = Static<typeof LastState>;
 
@@ -40,12 +37,16 @@ export const SessionRow = Type.Object({
 });
 export type SessionRow = Static<typeof SessionRow>;
 
-export const AgentState = Type.Union([
+/** A live agent's status as the control baseline reports it. */
+export const LiveAgentState = Type.Union([
   Type.Literal("attached"),
   Type.Literal("running"),
   Type.Literal("idle"),
-  Type.Literal("detached"),
 ]);
+export type LiveAgentState = Static<typeof LiveAgentState>;
+
+/** Agent status as a control delta reports it; `detached` clears that session's live state. */
+export const AgentState = Type.Union([...LiveAgentState.anyOf, Type.Literal("detached")]);
 export type AgentState = Static<typeof AgentState>;
 
 export const QueueItem = Type.Object({ itemId: Type.String(), text: Type.String(), queuedAt: Type.Number() });

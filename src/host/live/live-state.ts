@@ -1,7 +1,14 @@
-import type { ControlItem, Interaction, Job, QueueItem, Resolution } from "../../../protocol/index.js";
+import type {
+  ControlItem,
+  Interaction,
+  Job,
+  LiveAgentState,
+  QueueItem,
+  Resolution,
+} from "../../../protocol/index.js";
 
 /** Agent status as control reports it; `detached` is only ever a delta. */
-export type LiveAgentState = "attached" | "running" | "idle";
+export type { LiveAgentState };
 
 export type Baseline = Extract<ControlItem, { kind: "baseline" }>;
 export type ControlDelta = Exclude<ControlItem, { kind: "baseline" }>;
