@@ -1,7 +1,8 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { withDeadline } from "./deadline.js";
-import type { FleetCommand, FleetReply } from "./fleet-protocol.js";
+import type { FleetCommand, FleetConnect, FleetReply } from "./fleet-protocol.js";
+import type { FanoutSubject } from "./subject.js";
 
 const CHILD = fileURLToPath(new URL("./fleet-child.ts", import.meta.url));
 
@@ -30,6 +31,20 @@ export class Fleet {
     const answer = await withDeadline(reply, timeoutMs, `fleet ${command.cmd}`);
     if (!answer.ok) throw new Error(`fleet ${command.cmd}: ${answer.error ?? "failed"}`);
     return answer;
+  }
+
+  /** Connects `count` followers to a subject with the subject's own wire kind, address and token. */
+  connectTo(
+    subject: Pick<FanoutSubject, "kind" | "url" | "token">,
+    connect: Omit<FleetConnect, "cmd" | "kind" | "url" | "token">,
+  ): Promise<FleetReply> {
+    return this.send({
+      cmd: "connect",
+      kind: subject.kind,
+      url: subject.url,
+      ...(subject.token ? { token: subject.token } : {}),
+      ...connect,
+    });
   }
 
   async stop(): Promise<void> {

@@ -27,11 +27,7 @@ export async function measureFanout(
     const ids = sessionIds(shape.sessions);
     await subject.prepare(ids);
     const warm = await Promise.all(ids.map((_, i) => subject.publish(i, [deltaEvent(0)])));
-    await fleet.send({
-      cmd: "connect",
-      kind: subject.kind,
-      url: subject.url,
-      ...(subject.token ? { token: subject.token } : {}),
+    await fleet.connectTo(subject, {
       count: shape.connections,
       streams: ids.map((sessionId, i) => ({ id: i + 1, sessionId, afterSeq: 0 })),
     });

@@ -21,11 +21,7 @@ export async function measureLatency(
     const ids = sessionIds(1);
     await subject.prepare(ids);
     const warm = await subject.publish(0, [deltaEvent(0)]);
-    await fleet.send({
-      cmd: "connect",
-      kind: subject.kind,
-      url: subject.url,
-      ...(subject.token ? { token: subject.token } : {}),
+    await fleet.connectTo(subject, {
       count: shape.followers,
       streams: [{ id: 1, sessionId: ids[0]!, afterSeq: 0 }],
       recordLatency: true,

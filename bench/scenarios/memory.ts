@@ -17,11 +17,7 @@ export async function measureIdleMemory(
     await subject.prepare(sessionIds(1));
     await settle();
     const before = heldBytes();
-    await fleet.send({
-      cmd: "connect",
-      kind: subject.kind,
-      url: subject.url,
-      ...(subject.token ? { token: subject.token } : {}),
+    await fleet.connectTo(subject, {
       count: connections,
       streams: [],
       concurrency: 100,
@@ -51,11 +47,7 @@ export async function measureStalledMemory(
     const ids = sessionIds(1);
     await subject.prepare(ids);
     const [warm] = await publishRoundRobin(subject, 1, 1, 1, 1);
-    await fleet.send({
-      cmd: "connect",
-      kind: subject.kind,
-      url: subject.url,
-      ...(subject.token ? { token: subject.token } : {}),
+    await fleet.connectTo(subject, {
       count: stalled,
       streams: [{ id: 1, sessionId: ids[0]!, afterSeq: 0 }],
     });

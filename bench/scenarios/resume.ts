@@ -23,11 +23,7 @@ export async function measureResume(
     const ids = sessionIds(1);
     await subject.prepare(ids);
     const [head] = await publishRoundRobin(subject, 1, shape.behind, 50, 1);
-    await fleet.send({
-      cmd: "connect",
-      kind: subject.kind,
-      url: subject.url,
-      ...(subject.token ? { token: subject.token } : {}),
+    await fleet.connectTo(subject, {
       count: shape.followers,
       streams: [{ id: 1, sessionId: ids[0]!, afterSeq: 0 }],
       concurrency: 100,
