@@ -1,13 +1,14 @@
-import { Decoder, Encoder } from "@msgpack/msgpack";
+import { Decoder } from "@msgpack/msgpack";
+import { encodeFrame } from "../../protocol/codec.js";
 
-// `undefined` fields are dropped rather than stored as nil, so an optional field that was absent
-// reads back absent instead of `null`.
-const encoder = new Encoder({ ignoreUndefined: true });
+// Stored bytes are spliced into wire frames as they are (readAfterEncoded), so they are written by
+// the wire's own encoder: one encoding, `undefined` fields dropped rather than stored as nil.
+// Reading trusts what this store wrote, so it skips the wire decoder's limits.
 const decoder = new Decoder();
 
 /** Event data and prompt records are stored as MessagePack BLOBs. */
 export function encodeValue(value: unknown): Uint8Array {
-  return encoder.encode(value);
+  return encodeFrame(value);
 }
 
 export function decodeValue<T>(bytes: Uint8Array): T {
