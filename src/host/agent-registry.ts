@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { SessionmuxError } from "../../protocol/index.js";
-import type { HostMetrics } from "../transport/metrics.js";
+import type { HostMeters } from "./host-meters.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { LiveSession } from "./live-session.js";
 
@@ -12,11 +12,11 @@ export class AgentRegistry {
   readonly #sessions = new Map<string, LiveSession>();
   readonly #live: LiveRegistry;
   readonly #idleDetachMs: number;
-  readonly #metrics: HostMetrics | undefined;
+  readonly #metrics: HostMeters | undefined;
   readonly #logger: Logger;
   #closed = false;
 
-  constructor(options: { live: LiveRegistry; idleDetachMs: number; metrics?: HostMetrics; logger: Logger }) {
+  constructor(options: { live: LiveRegistry; idleDetachMs: number; metrics?: HostMeters; logger: Logger }) {
     this.#live = options.live;
     this.#idleDetachMs = options.idleDetachMs;
     this.#metrics = options.metrics;
@@ -43,7 +43,7 @@ export class AgentRegistry {
     const session = new LiveSession(sessionId, info.owner, info.model);
     this.#sessions.set(sessionId, session);
     this.#live.attach(sessionId, info.owner);
-    this.#metrics?.agentsLive.set(this.#sessions.size);
+    this.#metrics?.agentsLive(this.#sessions.size);
     this.#logger.debug({ sessionId }, "agent attached");
     this.#scheduleIdle(session);
     return session;
@@ -69,7 +69,7 @@ export class AgentRegistry {
     this.#cancelIdle(session);
     this.#sessions.delete(sessionId);
     this.#live.detach(sessionId);
-    this.#metrics?.agentsLive.set(this.#sessions.size);
+    this.#metrics?.agentsLive(this.#sessions.size);
     this.#logger.debug({ sessionId }, "agent detached");
   }
 

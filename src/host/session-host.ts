@@ -13,12 +13,12 @@ import {
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
 import type { SessionStore } from "../store/session-store.js";
-import type { HostMetrics } from "../transport/metrics.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
 import type { HostApi } from "./host-api.js";
 import type { HostContext } from "./host-context.js";
+import type { HostMeters } from "./host-meters.js";
 import { watchListChanges } from "./list-notifier.js";
 import { LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
@@ -32,7 +32,7 @@ export interface SessionHostOptions {
   agent: AgentDriver;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
-  metrics?: HostMetrics;
+  metrics?: HostMeters;
   logger?: Logger;
   /** @default a random id */
   hostId?: string;

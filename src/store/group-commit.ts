@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { SessionmuxError } from "../../protocol/index.js";
-import type { HostMetrics } from "../transport/metrics.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
+import type { StoreMetrics } from "./store-metrics.js";
 import type { PendingNotice } from "./write-batch.js";
 import { WriteBatch } from "./write-batch.js";
 
@@ -55,7 +55,7 @@ export class GroupCommit {
   constructor(
     db: Database.Database,
     private readonly hooks: GroupCommitHooks,
-    private readonly metrics?: HostMetrics,
+    private readonly metrics?: StoreMetrics,
   ) {
     this.transaction = db.transaction((ops: Queued[], batch: WriteBatch, results: unknown[]) => {
       for (const op of ops) results.push(op.run(batch));
@@ -120,10 +120,7 @@ export class GroupCommit {
     }
     this.counters.transactions++;
     this.counters.operations += ops.length;
-    if (this.metrics) {
-      this.metrics.commitSeconds.observe((performance.now() - started) / 1000);
-      if (batch.appendedEvents > 0) this.metrics.appends.inc(batch.appendedEvents);
-    }
+    this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
     this.hooks.deliver(batch.notices);
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;

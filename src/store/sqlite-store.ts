@@ -3,7 +3,6 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
-import type { HostMetrics } from "../transport/metrics.js";
 import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
@@ -37,10 +36,11 @@ import type {
   StoredAttachment,
 } from "./session-store.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import type { StoreMetrics } from "./store-metrics.js";
 import { WriteOperations } from "./write-operations.js";
 
 export interface SqliteStoreOptions {
-  metrics?: HostMetrics;
+  metrics?: StoreMetrics;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
 }

@@ -1,7 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { HostMeters } from "../host/host-meters.js";
+import type { StoreMetrics } from "../store/store-metrics.js";
 
 /** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
-export class HostMetrics {
+export class HostMetrics implements StoreMetrics, HostMeters {
   readonly registry = new Registry();
   readonly connections = new Gauge({
     name: "sessionmux_connections",
@@ -61,7 +63,7 @@ export class HostMetrics {
     help: "Notifications not sent to a socket whose backlog was above its high-water mark",
     registers: [this.registry],
   });
-  readonly agentsLive = new Gauge({
+  readonly agentsLiveGauge = new Gauge({
     name: "sessionmux_agents_live",
     help: "Live agents",
     registers: [this.registry],
@@ -75,5 +77,14 @@ export class HostMetrics {
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  committed(seconds: number, appendedEvents: number): void {
+    this.commitSeconds.observe(seconds);
+    if (appendedEvents > 0) this.appends.inc(appendedEvents);
+  }
+
+  agentsLive(count: number): void {
+    this.agentsLiveGauge.set(count);
   }
 }

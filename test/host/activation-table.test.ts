@@ -91,7 +91,7 @@ describe("the activation table", () => {
       const outcome = await errorCode(() => callAny(fx.host, method, sampleParams[method]));
       expect(outcome.code).toBe(coldRefusals[method] ?? "succeeded");
       expect(liveSet(fx.host)).toEqual(before);
-      expect((await fx.metrics.agentsLive.get()).values[0]?.value ?? 0).toBe(0);
+      expect((await fx.metrics.agentsLiveGauge.get()).values[0]?.value ?? 0).toBe(0);
     },
   );
 

@@ -142,7 +142,7 @@ describe("agent lifecycle", () => {
     await turnEvents(fx.store, S, r.turnId!);
     await vi.waitFor(() => expect(liveSet()).toEqual([]), { timeout: 5000, interval: 10 });
     expect(states).toEqual(["attached", "running", "idle", "detached"]);
-    expect((await fx.metrics.agentsLive.get()).values[0]?.value).toBe(0);
+    expect((await fx.metrics.agentsLiveGauge.get()).values[0]?.value).toBe(0);
   });
 
   test("an agent with a running background job is not detached while the job runs", async () => {

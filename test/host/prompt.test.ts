@@ -26,7 +26,7 @@ describe("session.prompt", () => {
       fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "second", clientMessageId: "b" }),
     ]);
     expect(attached).toEqual([S]);
-    expect((await fx.metrics.agentsLive.get()).values[0]?.value).toBe(1);
+    expect((await fx.metrics.agentsLiveGauge.get()).values[0]?.value).toBe(1);
     expect(a.queued).toBe(false);
     expect(b.queued).toBe(true);
     expect(b.itemId).toEqual(expect.any(String));

@@ -1,0 +1,8 @@
+/**
+ * What a store reports about its writes. The store knows nothing of Prometheus: the host's
+ * metrics registry (in transport, the layer that serves `/metrics`) implements this.
+ */
+export interface StoreMetrics {
+  /** One committed write transaction: its duration and the events it appended. */
+  committed(seconds: number, appendedEvents: number): void;
+}
