@@ -16,10 +16,14 @@ export async function spawnCliHost(options: {
   dbPath: string;
   token: string;
   extra?: string[];
+  /** A command the host runs under, e.g. a system-call tracer: `[tool, ...toolArgs]`. */
+  wrapper?: string[];
 }): Promise<CliHost> {
+  const [command, ...prefix] = [...(options.wrapper ?? []), process.execPath];
   const child = spawn(
-    process.execPath,
+    command!,
     [
+      ...prefix,
       "--import",
       "tsx",
       MAIN,

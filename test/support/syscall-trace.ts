@@ -1,0 +1,159 @@
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { decodeFrame } from "../../protocol/codec.js";
+
+/** One traced system call that wrote bytes to, or synced, a file or socket. */
+export interface TracedCall {
+  /** Position in the trace: the calls of one thread are in program order. */
+  index: number;
+  kind: "write" | "sync";
+  /** What the descriptor pointed at (`strace -yy`): a path, or `TCP:[local->remote]`. */
+  target: string;
+  /** The bytes the call wrote (only the `= n` bytes the kernel took). */
+  bytes: Buffer;
+}
+
+/** A host frame taken from a socket's byte stream, and the call that wrote its last byte. */
+export interface TracedFrame {
+  target: string;
+  writtenBy: number;
+  frame: { type?: string; id?: number; value?: unknown };
+}
+
+/** System calls that move bytes toward a file or socket, or make them durable. */
+const WRITES = ["write", "writev", "pwrite64", "pwritev", "pwritev2", "sendto", "sendmsg"];
+const SYNCS = ["fsync", "fdatasync", "sync_file_range"];
+
+/** True when `strace` can run here. */
+export function straceAvailable(): boolean {
+  return spawnSync("strace", ["-V"], { stdio: "ignore" }).status === 0;
+}
+
+/** The command prefix that traces a process and its threads into `outFile`, every byte in hex. */
+export function straceWrapper(outFile: string): string[] {
+  return [
+    "strace",
+    "-f",
+    "-qq",
+    "-yy",
+    "-xx",
+    "-s",
+    "1048576",
+    "-e",
+    `trace=${[...WRITES, ...SYNCS]}`,
+    "-o",
+    outFile,
+  ];
+}
+
+const CALL = /^(\d+)\s+(\w+)\((\d+)<((?:TCP|TCPv6|UDP|UNIX)[^\]]*\]|[^>]*)>(.*)$/;
+const RESUMED = /^(\d+)\s+<\.\.\. (\w+) resumed>(.*)$/;
+const HEX_STRING = /"((?:\\x[0-9a-f]{2})*)"/g;
+const RESULT = /\)\s+=\s+(-?\d+)/;
+
+/** Parses an `strace -f -yy -xx` log into the write and sync calls it holds, in trace order. */
+export function readTrace(file: string): TracedCall[] {
+  const calls: TracedCall[] = [];
+  const pending = new Map<string, { call: TracedCall; args: string }>();
+  const finish = (call: TracedCall, args: string, tail: string) => {
+    const result = RESULT.exec(tail);
+    const written = result ? Number(result[1]) : -1;
+    if (call.kind === "write") {
+      if (written <= 0) return;
+      const parts = [...args.matchAll(HEX_STRING)].map((m) =>
+        Buffer.from(m[1]!.replaceAll("\\x", ""), "hex"),
+      );
+      call.bytes = Buffer.concat(parts).subarray(0, written);
+    } else if (written !== 0) return;
+    calls.push(call);
+  };
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const resumed = RESUMED.exec(line);
+    if (resumed) {
+      const open = pending.get(resumed[1]!);
+      pending.delete(resumed[1]!);
+      if (open) finish(open.call, open.args + resumed[3]!, resumed[3]!);
+      continue;
+    }
+    const match = CALL.exec(line);
+    if (!match) continue;
+    const [, pid, name, , target, rest] = match as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    const kind = WRITES.includes(name) ? "write" : SYNCS.includes(name) ? "sync" : undefined;
+    if (!kind) continue;
+    const call: TracedCall = { index: calls.length, kind, target: unhex(target), bytes: Buffer.alloc(0) };
+    if (rest.endsWith("<unfinished ...>")) pending.set(pid, { call, args: rest });
+    else finish(call, rest, rest);
+  }
+  calls.forEach((call, index) => {
+    call.index = index;
+  });
+  return calls;
+}
+
+/** `-xx` prints paths in hex too. */
+function unhex(text: string): string {
+  return text.replace(/(?:\\x[0-9a-f]{2})+/g, (run) =>
+    Buffer.from(run.replaceAll("\\x", ""), "hex").toString(),
+  );
+}
+
+/**
+ * Rebuilds each TCP connection's outgoing byte stream and decodes the host's WebSocket frames
+ * (unmasked, binary, msgpack; a message may be split into fragments) after the HTTP upgrade answer.
+ */
+export function hostFrames(calls: readonly TracedCall[]): TracedFrame[] {
+  const streams = new Map<
+    string,
+    { bytes: Buffer[]; ends: { end: number; index: number }[]; size: number }
+  >();
+  for (const call of calls) {
+    if (call.kind !== "write" || !call.target.startsWith("TCP")) continue;
+    let stream = streams.get(call.target);
+    if (!stream) {
+      stream = { bytes: [], ends: [], size: 0 };
+      streams.set(call.target, stream);
+    }
+    stream.bytes.push(call.bytes);
+    stream.size += call.bytes.length;
+    stream.ends.push({ end: stream.size, index: call.index });
+  }
+  const frames: TracedFrame[] = [];
+  for (const [target, stream] of streams) {
+    const all = Buffer.concat(stream.bytes);
+    const head = all.indexOf("\r\n\r\n");
+    if (!all.subarray(0, 12).toString().startsWith("HTTP/1.1 101") || head < 0) continue;
+    let at = head + 4;
+    let message: Buffer[] = [];
+    while (at + 2 <= all.length) {
+      const opcode = all[at]! & 0x0f;
+      let length = all[at + 1]! & 0x7f;
+      let start = at + 2;
+      if (length === 126) {
+        length = all.readUInt16BE(start);
+        start += 2;
+      } else if (length === 127) {
+        length = Number(all.readBigUInt64BE(start));
+        start += 8;
+      }
+      const end = start + length;
+      if (end > all.length) break;
+      const fin = (all[at]! & 0x80) !== 0;
+      if (opcode === 2 || opcode === 0) message.push(all.subarray(start, end));
+      if ((opcode === 2 || opcode === 0) && fin) {
+        const writtenBy = stream.ends.find((write) => write.end >= end)!.index;
+        const frame = decodeFrame(Buffer.concat(message)) as TracedFrame["frame"];
+        frames.push({ target, writtenBy, frame });
+        message = [];
+      }
+      at = end;
+    }
+  }
+  return frames;
+}
