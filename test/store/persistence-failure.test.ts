@@ -1,6 +1,42 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { tempDir } from "../support/temp-dir.js";
 import { delta, openTempStore } from "./open-store.js";
+
+const commitFailureAppender = fileURLToPath(
+  new URL("./fixtures/commit-failure-appender.ts", import.meta.url),
+);
+
+/** Runs the appender with files limited to `limitKiB`; returns its output lines. */
+async function appendUnderFileSizeLimit(dbPath: string, limitKiB: number): Promise<string[]> {
+  const child = spawn(
+    "bash",
+    [
+      "-c",
+      `ulimit -f ${limitKiB} && exec "$0" "$@"`,
+      process.execPath,
+      "--import",
+      "tsx",
+      commitFailureAppender,
+      dbPath,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  if (code !== 0) throw new Error(`appender exited ${code}: ${err}`);
+  return out.split("\n").filter(Boolean);
+}
 
 let current: ReturnType<typeof openTempStore> | undefined;
 afterEach(async () => {
@@ -59,4 +95,34 @@ describe("persistence failure", () => {
     expect(noticed).toEqual(Array.from({ length: acked.get("a")! }, (_, i) => i + 2));
     expect(store.integrityCheck()).toBe("ok");
   });
+
+  it("sends no notice and resolves nothing when COMMIT itself fails", async () => {
+    // WAL mode writes the log at COMMIT: with the WAL file capped (ulimit -f), every statement of
+    // the transaction succeeds and the COMMIT fails. A notice sent before COMMIT would show here.
+    const dir = tempDir("sessionmux-commit-failure-");
+    try {
+      const dbPath = dir.file("sessions.db");
+      const lines = await appendUnderFileSizeLimit(dbPath, 1_024);
+      const seqs = (tag: string) =>
+        lines.filter((l) => l.startsWith(`${tag} `)).map((l) => Number(l.split(" ")[1]));
+      const failures = lines.filter((line) => line.startsWith("fail "));
+      expect(lines.at(-1)).toBe("done");
+      // the WAL write of the COMMIT failed, not an insert (SQLITE_FULL from a page limit would be)
+      expect(failures).toEqual(Array(3).fill("fail persistence_failure SQLITE_IOERR_WRITE"));
+      const store = SqliteSessionStore.open(dbPath);
+      try {
+        expect(store.integrityCheck()).toBe("ok");
+        const read = await store.readAfter("a", 0, 100_000);
+        if (read.status !== "ok") throw new Error(read.status);
+        const committed = read.events.map((event) => event.seq).filter((seq) => seq > 1);
+        expect(committed.length).toBeGreaterThan(10);
+        expect(seqs("ack")).toEqual(committed);
+        expect(seqs("notice")).toEqual(committed);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      dir.remove();
+    }
+  }, 60_000);
 });
