@@ -5,6 +5,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     exclude: ["test/torture/**", "node_modules/**"],
     pool: "forks",
+    setupFiles: ["test/support/listener-errors.setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     fileParallelism: true,

@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/torture/**/*.test.ts"],
     pool: "forks",
+    setupFiles: ["test/support/listener-errors.setup.ts"],
     // One scenario at a time: each one loads both cores on its own.
     fileParallelism: false,
     maxWorkers: 1,

@@ -44,7 +44,13 @@ export interface RunningHost {
 /** The composition root: store → host → HTTP server with the mux and the read routes. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const metrics = new HostMetrics();
-  const store = SqliteSessionStore.open(options.dbPath, { metrics });
+  const logger = options.logger;
+  const store = SqliteSessionStore.open(options.dbPath, {
+    metrics,
+    ...(logger
+      ? { onListenerError: (err: unknown) => logger.error({ err }, "a commit listener threw") }
+      : {}),
+  });
   const host = new SessionHost({
     store,
     agent: options.agent ?? new DemoAgent(),

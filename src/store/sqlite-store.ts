@@ -3,7 +3,12 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
-import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
+import {
+  CommitListeners,
+  type GlobalCommitListener,
+  type ListenerErrorHandler,
+  warnListenerError,
+} from "./commit-listeners.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
@@ -43,6 +48,8 @@ export interface SqliteStoreOptions {
   metrics?: StoreMetrics;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
+  /** Told of every exception a commit listener threw. @default a process warning */
+  onListenerError?: ListenerErrorHandler;
 }
 
 /**
@@ -55,7 +62,7 @@ export class SqliteSessionStore implements SessionStore {
   private readonly writes: GroupCommit;
   private readonly ops: WriteOperations;
   private readonly lists: ListQueries;
-  private readonly listeners = new CommitListeners();
+  private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
   private readonly defaultMaxPages: number;
   private closed: Promise<void> | undefined;
@@ -64,6 +71,11 @@ export class SqliteSessionStore implements SessionStore {
     private readonly db: Database.Database,
     options: SqliteStoreOptions,
   ) {
+    const onListenerError = options.onListenerError ?? warnListenerError;
+    this.listeners = new CommitListeners((err) => {
+      options.metrics?.listenerFailed?.();
+      onListenerError(err);
+    });
     this.statements = prepareStatements(db);
     this.writer = new LogWriter(this.statements);
     this.ops = new WriteOperations(this.writer, this.statements, options.now ?? Date.now);

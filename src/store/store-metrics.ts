@@ -5,4 +5,6 @@
 export interface StoreMetrics {
   /** One committed write transaction: its duration and the events it appended. */
   committed(seconds: number, appendedEvents: number): void;
+  /** A commit listener threw (the store went on delivering to the others). */
+  listenerFailed?(): void;
 }

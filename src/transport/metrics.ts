@@ -63,6 +63,11 @@ export class HostMetrics implements StoreMetrics, HostMeters {
     help: "Notifications not sent to a socket whose backlog was above its high-water mark",
     registers: [this.registry],
   });
+  readonly listenerFailures = new Counter({
+    name: "sessionmux_commit_listener_failures_total",
+    help: "Exceptions thrown by commit listeners (delivery to the others went on)",
+    registers: [this.registry],
+  });
   readonly agentsLiveGauge = new Gauge({
     name: "sessionmux_agents_live",
     help: "Live agents",
@@ -82,6 +87,10 @@ export class HostMetrics implements StoreMetrics, HostMeters {
   committed(seconds: number, appendedEvents: number): void {
     this.commitSeconds.observe(seconds);
     if (appendedEvents > 0) this.appends.inc(appendedEvents);
+  }
+
+  listenerFailed(): void {
+    this.listenerFailures.inc();
   }
 
   agentsLive(count: number): void {
