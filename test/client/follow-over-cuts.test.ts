@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { startCliFollower } from "./cli-follower.js";
@@ -17,11 +18,12 @@ const fastBackoff = { baseMs: 20, capMs: 500 };
 
 let host: TestHost;
 let proxy: TcpProxy;
+const wire = new FollowWireCheck();
 let admin: SessionmuxClient;
 
 beforeAll(async () => {
   host = await startTestHost();
-  proxy = await startTcpProxy(host.port);
+  proxy = await startTcpProxy(host.port, { tap: () => wire.connection() });
   admin = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
 });
 afterAll(async () => {
@@ -103,6 +105,11 @@ describe("followers through a proxy that cuts every connection at random", () =>
       expect(cli.lines).toEqual(
         log.map((e) => JSON.stringify({ seq: e.seq, type: e.type, at: e.at, data: e.data })),
       );
+      // The host's own promise, on the bytes it sent before the SDK's dedupe: every follow stream
+      // of every connection (SDK and CLI) continued its afterSeq exactly.
+      expect(wire.violations).toEqual([]);
+      expect(wire.streams).toBeGreaterThan(FOLLOWERS + 1);
+      expect(wire.events).toBeGreaterThanOrEqual((FOLLOWERS + 1) * TOTAL);
       expect(proxy.cuts).toBe(CUTS);
       // Far more connections than the 21 first ones: the followers really were cut and came back.
       expect(proxy.accepted).toBeGreaterThan(CUTS);

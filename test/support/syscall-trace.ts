@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { decodeFrame } from "../../protocol/codec.js";
+import { WsFrameReader } from "./ws-frame-reader.js";
 
 /** One traced system call that wrote bytes to, or synced, a file or socket. */
 export interface TracedCall {
@@ -104,55 +105,23 @@ function unhex(text: string): string {
   );
 }
 
-/**
- * Rebuilds each TCP connection's outgoing byte stream and decodes the host's WebSocket frames
- * (unmasked, binary, msgpack; a message may be split into fragments) after the HTTP upgrade answer.
- */
+/** Decodes the host's WebSocket messages on each upgraded TCP connection, in the order written. */
 export function hostFrames(calls: readonly TracedCall[]): TracedFrame[] {
-  const streams = new Map<
-    string,
-    { bytes: Buffer[]; ends: { end: number; index: number }[]; size: number }
-  >();
+  const readers = new Map<string, WsFrameReader | null>();
+  const frames: TracedFrame[] = [];
   for (const call of calls) {
     if (call.kind !== "write" || !call.target.startsWith("TCP")) continue;
-    let stream = streams.get(call.target);
-    if (!stream) {
-      stream = { bytes: [], ends: [], size: 0 };
-      streams.set(call.target, stream);
+    let reader = readers.get(call.target);
+    if (reader === undefined) {
+      reader = call.bytes.subarray(0, 12).toString() === "HTTP/1.1 101" ? new WsFrameReader() : null;
+      readers.set(call.target, reader);
     }
-    stream.bytes.push(call.bytes);
-    stream.size += call.bytes.length;
-    stream.ends.push({ end: stream.size, index: call.index });
-  }
-  const frames: TracedFrame[] = [];
-  for (const [target, stream] of streams) {
-    const all = Buffer.concat(stream.bytes);
-    const head = all.indexOf("\r\n\r\n");
-    if (!all.subarray(0, 12).toString().startsWith("HTTP/1.1 101") || head < 0) continue;
-    let at = head + 4;
-    let message: Buffer[] = [];
-    while (at + 2 <= all.length) {
-      const opcode = all[at]! & 0x0f;
-      let length = all[at + 1]! & 0x7f;
-      let start = at + 2;
-      if (length === 126) {
-        length = all.readUInt16BE(start);
-        start += 2;
-      } else if (length === 127) {
-        length = Number(all.readBigUInt64BE(start));
-        start += 8;
-      }
-      const end = start + length;
-      if (end > all.length) break;
-      const fin = (all[at]! & 0x80) !== 0;
-      if (opcode === 2 || opcode === 0) message.push(all.subarray(start, end));
-      if ((opcode === 2 || opcode === 0) && fin) {
-        const writtenBy = stream.ends.find((write) => write.end >= end)!.index;
-        const frame = decodeFrame(Buffer.concat(message)) as TracedFrame["frame"];
-        frames.push({ target, writtenBy, frame });
-        message = [];
-      }
-      at = end;
+    for (const message of reader?.push(call.bytes) ?? []) {
+      frames.push({
+        target: call.target,
+        writtenBy: call.index,
+        frame: decodeFrame(message) as TracedFrame["frame"],
+      });
     }
   }
   return frames;

@@ -31,7 +31,11 @@ export interface TcpProxy {
  */
 export async function startTcpProxy(
   targetPort: number,
-  options: { random?: () => number } = {},
+  options: {
+    random?: () => number;
+    /** Called per accepted connection: it is handed every byte each side sends. */
+    tap?: () => { fromClient(chunk: Buffer): void; fromHost(chunk: Buffer): void };
+  } = {},
 ): Promise<TcpProxy> {
   const random = options.random ?? Math.random;
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
@@ -52,6 +56,11 @@ export async function startTcpProxy(
     };
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
+    const tap = options.tap?.();
+    if (tap) {
+      client.on("data", (chunk: Buffer) => tap.fromClient(chunk));
+      upstream.on("data", (chunk: Buffer) => tap.fromHost(chunk));
+    }
     client.pipe(upstream);
     upstream.pipe(client);
   });
