@@ -4,7 +4,7 @@
  * removed). For tests that check what really crossed the wire, beneath any client library.
  */
 export class WsFrameReader {
-  #buffer = Buffer.alloc(0);
+  #buffer: Buffer = Buffer.alloc(0);
   #upgraded = false;
   #fragments: Buffer[] = [];
 
