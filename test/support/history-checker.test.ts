@@ -39,7 +39,7 @@ describe("history checker", () => {
   });
 
   it("counts duplicates, reorders, skipped seqs and phantoms separately", () => {
-    const report = checkHistory({ log: range(1, 6), observed: [1, 2, 2, 4, 3, 6, 9] });
+    const report = checkHistory({ acknowledged: [1, 2], log: range(1, 6), observed: [1, 2, 2, 4, 3, 6, 9] });
     expect(report.dup).toBe(1);
     expect(report.reorder).toBe(1);
     // 3 skipped after 2, 5 after 4, 7 and 8 after 6
@@ -49,9 +49,20 @@ describe("history checker", () => {
   });
 
   it("counts every seq after the tombstone as resurrected", () => {
-    const report = checkHistory({ afterTombstone: [7, 8, 8] });
+    const report = checkHistory({ acknowledged: [1, 7], log: [1, 7], afterTombstone: [7, 8, 8] });
     expect(report.resurrected).toBe(2);
     expect(isClean(report)).toBe(false);
+  });
+
+  it("refuses an empty history unless told it may be empty", () => {
+    expect(() => checkHistory({})).toThrow(/empty history/);
+    expect(() => checkHistory({ acknowledged: [], log: [], observed: [] })).toThrow(/empty history/);
+    expect(isClean(checkHistory({ acknowledged: [], log: [], observed: [], allowEmpty: true }))).toBe(true);
+  });
+
+  it("refuses acknowledged seqs with nothing to check them against", () => {
+    expect(() => checkHistory({ acknowledged: [1, 2] })).toThrow(/incomplete history/);
+    expect(() => checkHistory({ acknowledged: [1], afterTombstone: [] })).toThrow(/incomplete history/);
   });
 
   it("sums and formats counts in the one torture line format", () => {

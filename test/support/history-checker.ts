@@ -23,6 +23,12 @@ export interface HistoryInput {
   complete?: boolean;
   /** Seqs acknowledged, delivered or still stored after the session's tombstone was acknowledged. */
   afterTombstone?: Iterable<number>;
+  /**
+   * Accept a history with no acknowledged seq. Off by default: a scenario whose writes were never
+   * acknowledged (or whose acks were not recorded) proves nothing and must not pass as clean.
+   * @default false
+   */
+  allowEmpty?: boolean;
 }
 
 export interface HistoryCounts {
@@ -42,8 +48,13 @@ export interface HistoryReport extends HistoryCounts {
 
 const EXAMPLES = 10;
 
+/** Checks one history; throws when it is empty or has nothing to check the acknowledged seqs against. */
 export function checkHistory(input: HistoryInput): HistoryReport {
   const acknowledged = new Set(input.acknowledged ?? []);
+  if (acknowledged.size === 0 && !input.allowEmpty)
+    throw new Error("empty history: no acknowledged seq (pass the seqs the acks carried, or allowEmpty)");
+  if (input.log === undefined && input.observed === undefined)
+    throw new Error("incomplete history: neither the durable log nor an observed delivery to check against");
   const log = input.log === undefined ? undefined : new Set(input.log);
   const report: HistoryReport = {
     acked: acknowledged.size,
