@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { AgentDriver } from "./agents/agent.js";
 import { DemoAgent } from "./agents/demo-agent.js";
 import { SessionHost } from "./host/session-host.js";
+import type { SessionStore } from "./store/session-store.js";
 import { SqliteSessionStore } from "./store/sqlite-store.js";
 import { Authenticator, type TokenSpec } from "./transport/auth.js";
 import { createHttpHandler, type HttpOptions } from "./transport/http/router.js";
@@ -26,6 +27,12 @@ export interface HostOptions {
   logger?: Logger;
   mux?: Partial<MuxOptions>;
   http?: Partial<HttpOptions>;
+  /**
+   * How the host sees the store: tests put an asynchronous double in between, so the paths a
+   * networked store takes (reads interleaved with commits) run against the embedded one.
+   * @default the store itself
+   */
+  storeView?: (store: SessionStore) => SessionStore;
 }
 
 export interface RunningHost {
@@ -52,7 +59,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       : {}),
   });
   const host = new SessionHost({
-    store,
+    store: options.storeView?.(store) ?? store,
     agent: options.agent ?? new DemoAgent(),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     metrics,

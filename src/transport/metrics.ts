@@ -53,6 +53,12 @@ export class HostMetrics implements StoreMetrics, HostMeters {
     buckets: [0, 1, 10, 100, 1000, 10000, 100000],
     registers: [this.registry],
   });
+  readonly followContinuations = new Counter({
+    name: "sessionmux_follow_continuations_total",
+    help: "Commits buffered during a follower's log read: sent (buffered), already in the read (overlap), or not continuing it so the log was read again (gap)",
+    labelNames: ["path"] as const,
+    registers: [this.registry],
+  });
   readonly slowFollowers = new Gauge({
     name: "sessionmux_slow_followers",
     help: "Followers paused above the high-water mark",

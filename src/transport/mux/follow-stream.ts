@@ -211,16 +211,25 @@ export class FollowStream implements MuxStream {
     this.#pending = [];
     this.#pendingEvents = 0;
     this.#pendingOverflow = false;
-    if (overflow) return false;
+    const continued = this.#ctx.metrics?.followContinuations;
+    if (overflow) return this.#readAgain();
     for (const notice of pending) {
       if (notice.kind === "meta" || notice.kind === "delete") continue;
       if (notice.kind === "clear") {
         if (notice.epoch === this.#epoch) continue;
         return false;
       }
-      if (notice.epoch !== this.#epoch || !this.#pushContiguous(notice.events)) return false;
+      const before = this.#lastSent;
+      if (notice.epoch !== this.#epoch || !this.#pushContiguous(notice.events)) return this.#readAgain();
+      continued?.inc({ path: this.#lastSent > before ? "buffered" : "overlap" });
     }
     return true;
+  }
+
+  /** The buffered commits do not continue the read (a gap, or too many of them): read the log again. */
+  #readAgain(): false {
+    this.#ctx.metrics?.followContinuations.inc({ path: "gap" });
+    return false;
   }
 
   /** Sends the part of a committed batch after the last sent seq; false on a gap. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { type MuxPeer, until } from "../../support/mux-peer.js";
-import { appendDeltas, connect, createSession } from "./mux-fixture.js";
+import { appendDeltas, connect, createSession, STORE_VARIANTS } from "./mux-fixture.js";
 
 interface Interaction {
   interactionId: string;
@@ -29,10 +29,10 @@ async function openControl(peer: MuxPeer): Promise<{ id: number; baseline: Contr
   return { id, baseline };
 }
 
-describe("session.control (protocol-v1 §5)", () => {
+describe.each(STORE_VARIANTS)("session.control (protocol-v1 §5) ($name)", ({ options: variant }) => {
   let host: TestHost;
   beforeAll(async () => {
-    host = await startTestHost();
+    host = await startTestHost(variant);
   });
   afterAll(async () => {
     await host?.dispose();
@@ -164,10 +164,13 @@ describe("session.control (protocol-v1 §5)", () => {
   });
 });
 
-describe("session.control slow consumer", () => {
+describe.each(STORE_VARIANTS)("session.control slow consumer ($name)", ({ options: variant }) => {
   let host: TestHost;
   beforeAll(async () => {
-    host = await startTestHost({ mux: { controlMaxQueued: 20, followerHighWaterBytes: 64 * 1024 } });
+    host = await startTestHost({
+      ...variant,
+      mux: { controlMaxQueued: 20, followerHighWaterBytes: 64 * 1024 },
+    });
   });
   afterAll(async () => {
     await host?.dispose();

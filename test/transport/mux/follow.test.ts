@@ -2,15 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { type MuxPeer, until } from "../../support/mux-peer.js";
-import { appendDeltas, connect, createSession, expectRange, headSeq } from "./mux-fixture.js";
+import { appendDeltas, connect, createSession, expectRange, headSeq, STORE_VARIANTS } from "./mux-fixture.js";
 
 type Item = { kind: string; epoch?: string; headSeq?: number; seq?: number; events?: SessionEvent[] };
 
-describe("session.follow (protocol-v1 §5)", () => {
+describe.each(STORE_VARIANTS)("session.follow (protocol-v1 §5) ($name)", ({ options: variant }) => {
   let host: TestHost;
   let peer: MuxPeer;
   beforeAll(async () => {
-    host = await startTestHost();
+    host = await startTestHost(variant);
     peer = await connect(host);
   });
   afterAll(async () => {

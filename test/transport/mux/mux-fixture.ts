@@ -1,5 +1,7 @@
 import { expect } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
+import type { HostOptions } from "../../../src/server.js";
+import { asyncStore } from "../../support/async-store.js";
 import { ADMIN_TOKEN, type TestHost } from "../../support/host.js";
 import { MuxPeer, type MuxPeerOptions } from "../../support/mux-peer.js";
 
@@ -68,3 +70,12 @@ export async function openCanary(
     },
   };
 }
+
+/**
+ * The stores the follow and control suites run against: the embedded SQLite store as it is, and
+ * the same store behind the asynchronous double (reads delayed and reordered around commits).
+ */
+export const STORE_VARIANTS: readonly { name: string; options: Partial<HostOptions> }[] = [
+  { name: "sqlite store", options: {} },
+  { name: "async store double", options: { storeView: (store) => asyncStore(store).store } },
+];
