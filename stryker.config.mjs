@@ -23,7 +23,7 @@ export default {
   reporters: ["clear-text", "progress", "json"],
   jsonReporter: { fileName: "reports/mutation/mutation.json" },
   concurrency: 1,
-  timeoutMS: 30_000,
+  timeoutMS: 10_000,
   tempDirName: ".stryker-tmp",
   cleanTempDir: "always",
 };

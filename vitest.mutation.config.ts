@@ -4,10 +4,14 @@ import { defineConfig } from "vitest/config";
  * The suite StrykerJS runs against each mutant (`npm run test:mutation`): in-process tests only.
  * Tests that drive a child process (a real `sessionmux serve`, the CLI, a browser) run code the
  * mutant switch never reaches, and are the slowest; the torture suite is its own run.
+ * `MUTATION_TESTS` (comma-separated globs) narrows the suite to a module's own tests, e.g.
+ * `MUTATION_TESTS='test/store/**' npm run test:mutation -- --mutate src/store/group-commit.ts`.
  */
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    include: process.env.MUTATION_TESTS?.split(",").map((glob) =>
+      glob.endsWith(".ts") ? glob : `${glob}/*.test.ts`,
+    ) ?? ["test/**/*.test.ts"],
     exclude: [
       "node_modules/**",
       "test/torture/**",
@@ -20,8 +24,9 @@ export default defineConfig({
     ],
     pool: "forks",
     setupFiles: ["test/support/listener-errors.setup.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A mutant that makes a write never settle must fail fast, not hold the run for a minute.
+    testTimeout: 8_000,
+    hookTimeout: 8_000,
     maxWorkers: 1,
   },
 });
