@@ -9,7 +9,8 @@ import { LISTENER_WARNING_CODE } from "../../src/store/commit-listeners.js";
 const KEY = Symbol.for("sessionmux.test.listenerWarnings");
 const state = globalThis as { [KEY]?: string[] };
 const firstLoad = state[KEY] === undefined;
-const thrown = (state[KEY] ??= []);
+state[KEY] ??= [];
+const thrown = state[KEY];
 
 /** For the test of the warning itself: takes the warnings raised so far, so they fail nothing. */
 export async function takeListenerWarnings(): Promise<string[]> {
