@@ -1,14 +1,10 @@
-import { mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
-import { type BrowserProfile, hasChromium, launchProfile, openConsole } from "./browser.js";
+import { hasChromium, launchProfile, openConsole, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
-
-const docs = fileURLToPath(new URL("../../docs/", import.meta.url));
 
 const transcriptText = (page: Page) =>
   page.$$eval('[data-testid="assistant-text"]', (els) => els.map((e) => e.textContent ?? "").join(""));
@@ -29,18 +25,16 @@ describe.skipIf(!hasChromium)("browser console", () => {
   let host: TestHost;
   let removeBuild: () => void;
   let client: SessionmuxClient;
-  let profile: BrowserProfile;
+  const browser = useBrowser();
 
   beforeAll(async () => {
     const built = await buildConsole();
     removeBuild = built.remove;
     host = await startTestHost({ http: { webRoot: built.webRoot } });
     client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-    profile = await launchProfile();
   });
 
   afterAll(async () => {
-    await profile?.close();
     await client?.close();
     await host?.dispose();
     removeBuild?.();
@@ -55,7 +49,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
   }
 
   it("streams a /stream 200 10 answer and continues it after a reload mid-stream with no chunk lost or repeated", async () => {
-    const page = await profile.newPage();
+    const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     // The token is kept for this tab and gone from the address bar.
     expect(page.url()).not.toContain(ADMIN_TOKEN);
@@ -86,10 +80,10 @@ describe.skipIf(!hasChromium)("browser console", () => {
   });
 
   it("shows an approval in two tabs and answering it in one removes the card from the other", async () => {
-    const first = await profile.newPage();
+    const first = await browser.profile.newPage();
     await openConsole(first, host.url, ADMIN_TOKEN);
     const sessionId = await newSession(first);
-    const second = await profile.newPage();
+    const second = await browser.profile.newPage();
     await openConsole(second, host.url, ADMIN_TOKEN, sessionId);
     await send(first, "/approve deploy");
     for (const page of [first, second]) {
@@ -135,7 +129,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
   });
 
   it("renames, searches, forks, clears and deletes sessions, and steers a queued prompt into the running turn", async () => {
-    const page = await profile.newPage();
+    const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "a message about the zebra migration");
@@ -194,46 +188,6 @@ describe.skipIf(!hasChromium)("browser console", () => {
       .toContain("also check the replicas");
     const log = await settled(sessionId, 2);
     await expect.poll(() => transcriptText(page), { timeout: 10_000 }).toBe(assistantText(log));
-    await page.close();
-  });
-
-  it("saves screenshots of the list, an approval card and a job progress bar", async () => {
-    mkdirSync(docs, { recursive: true });
-    for (const [title, text] of [
-      ["Summarise yesterday's incidents", "Summarise yesterday's incidents in three bullet points."],
-      ["Pick a rollout region", "/ask Which region goes first?"],
-    ] as const) {
-      const { header } = await client.call("session.create", { title });
-      await client.prompt({ sessionId: header.sessionId, text });
-    }
-    const page = await profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
-    const sessionId = await newSession(page);
-    await client.call("session.rename", { sessionId, title: "Deploy the staging cluster" });
-    await send(page, "Check the release notes, then deploy.");
-    await settled(sessionId, 1);
-    await send(page, "/approve deploy staging");
-    await page.waitForSelector('[data-testid="interaction-card"]');
-    await page.waitForSelector('[data-testid="session-item"][data-state="input-required"] >> nth=1');
-    await page.screenshot({ path: `${docs}console-approval.png` });
-    await page.click('[data-testid="approve"]');
-    await settled(sessionId, 2);
-
-    await send(page, "/job 30");
-    await expect
-      .poll(() => page.textContent('[data-testid="job-percent"]').catch(() => ""), { timeout: 15_000 })
-      .toMatch(/^([1-9]\d?)%$/);
-    await page.screenshot({ path: `${docs}console-job.png` });
-
-    const seeded = page.locator('[data-testid="session-item"]', { hasText: "Summarise yesterday" });
-    await seeded.click();
-    await page.waitForSelector('[data-testid="assistant-message"]');
-    await page.screenshot({ path: `${docs}console-list.png` });
-
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(`${host.url}/#s=${sessionId}`);
-    await page.waitForSelector('[data-testid="job"]');
-    await page.screenshot({ path: `${docs}console-phone.png` });
     await page.close();
   });
 });

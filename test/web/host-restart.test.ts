@@ -5,7 +5,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { tempDir } from "../support/temp-dir.js";
-import { type BrowserProfile, hasChromium, launchProfile, openConsole } from "./browser.js";
+import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
@@ -49,18 +49,16 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
   const dir = tempDir();
   let webRoot: string;
   let removeBuild: () => void;
-  let profile: BrowserProfile;
+  const browser = useBrowser();
   const children: ChildProcess[] = [];
 
   beforeAll(async () => {
     const built = await buildConsole();
     webRoot = built.webRoot;
     removeBuild = built.remove;
-    profile = await launchProfile();
   });
 
   afterAll(async () => {
-    await profile?.close();
     for (const child of children) await kill(child);
     removeBuild?.();
     dir.remove();
@@ -71,7 +69,7 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     const first = await spawnHost(0, dbPath, webRoot);
     children.push(first.child);
     const url = `http://127.0.0.1:${first.port}`;
-    const page = await profile.newPage();
+    const page = await browser.profile.newPage();
     await openConsole(page, url, TOKEN);
     await page.click('[data-testid="new-session"]');
     await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
@@ -80,6 +78,8 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     await page.press('[data-testid="composer-input"]', "Enter");
     await page.waitForSelector('[data-testid="assistant-message"]:not([data-streaming])');
 
+    // Chromium logs each refused reconnect attempt while the host is down.
+    browser.allowConsoleErrors(NETWORK_FAILURE);
     await kill(first.child);
     // The indicator counts down to the next attempt while the host is gone.
     await page.waitForSelector('[data-testid="connection"][data-state="backoff"]');

@@ -47,7 +47,11 @@ export class KeyedList<T> {
       let entry = this.rendered.get(key);
       if (!entry || !this.same(entry.item, item)) {
         const el = this.create(item);
-        if (entry) entry.el.replaceWith(el);
+        if (entry) {
+          // The cursor may be the element being replaced: it must keep pointing into the container.
+          if (cursor === entry.el) cursor = el;
+          entry.el.replaceWith(el);
+        }
         entry = { item, el };
         this.rendered.set(key, entry);
       }
