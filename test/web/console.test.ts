@@ -9,6 +9,23 @@ import { assistantText, readLog, turnEnds } from "./host-log.js";
 const transcriptText = (page: Page) =>
   page.$$eval('[data-testid="assistant-text"]', (els) => els.map((e) => e.textContent ?? "").join(""));
 
+/** Pixels between the transcript's scroll position and its end, read after the next painted frame. */
+const distanceFromEnd = (page: Page) =>
+  page.evaluate(async () => {
+    await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    const el = document.querySelector<HTMLElement>('[data-testid="transcript"]')!;
+    return el.scrollHeight - el.scrollTop - el.clientHeight;
+  });
+
+/** Whether the end of the newest answer text is inside the transcript's visible box. */
+const lastTextInView = (page: Page) =>
+  page.evaluate(() => {
+    const box = document.querySelector('[data-testid="transcript"]')!.getBoundingClientRect();
+    const texts = document.querySelectorAll('[data-testid="assistant-text"]');
+    const last = texts[texts.length - 1]?.getBoundingClientRect();
+    return last !== undefined && last.bottom <= box.bottom + 1 && last.bottom > box.top;
+  });
+
 async function newSession(page: Page): Promise<string> {
   await page.click('[data-testid="new-session"]');
   await page.waitForSelector('[data-testid="session"]:not([hidden])');
@@ -76,6 +93,42 @@ describe.skipIf(!hasChromium)("browser console", () => {
     expect(expected.startsWith(before)).toBe(true);
     expect(await page.locator('[data-testid="user-message"]').count()).toBe(1);
     await expect.poll(() => page.getAttribute('[data-testid="follow-state"]', "data-mode")).toBe("live");
+    await page.close();
+  });
+
+  it("shows all 400 chunks of /stream 400 10 once with the last one in view, and offers jump to latest after scrolling up", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/stream 400 10");
+    await page.waitForSelector('[data-testid="assistant-message"][data-streaming="true"]');
+    // While the answer grows, the view follows it: sampled after a painted frame, never left behind.
+    const behind: number[] = [];
+    while ((await page.locator('[data-testid="assistant-message"][data-streaming="true"]').count()) > 0) {
+      behind.push(await distanceFromEnd(page));
+    }
+    expect(behind.length).toBeGreaterThan(3);
+    expect(Math.max(...behind)).toBeLessThan(80);
+    const log = await settled(sessionId, 1);
+    const expected = Array.from({ length: 400 }, (_, i) => `chunk ${i + 1} `).join("");
+    expect(assistantText(log)).toBe(expected);
+    await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(expected);
+    expect(await lastTextInView(page)).toBe(true);
+
+    // Scrolled up, the view stays put while the next answer streams and offers a way back.
+    await page.hover('[data-testid="transcript"]');
+    await page.mouse.wheel(0, -600);
+    await expect.poll(() => page.isVisible('[data-testid="jump-latest"]')).toBe(true);
+    const scrolledTo = await page.$eval('[data-testid="transcript"]', (el) => el.scrollTop);
+    await send(page, "/stream 60 10");
+    await settled(sessionId, 2);
+    await expect
+      .poll(() => transcriptText(page), { timeout: 15_000 })
+      .toBe(assistantText(await readLog(client, sessionId)));
+    expect(await page.$eval('[data-testid="transcript"]', (el) => el.scrollTop)).toBe(scrolledTo);
+    await page.click('[data-testid="jump-latest"]');
+    await expect.poll(() => lastTextInView(page)).toBe(true);
+    expect(await page.isVisible('[data-testid="jump-latest"]')).toBe(false);
     await page.close();
   });
 

@@ -31,7 +31,7 @@ export class ConsoleApp {
     private readonly onSelect: (sessionId: string | undefined) => void,
   ) {
     this.list = new SessionListModel(link, cache, () => this.schedule());
-    this.transcriptView = new TranscriptView(el.transcript);
+    this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest);
   }
 
   start(initialSession: string | undefined): void {
@@ -137,9 +137,9 @@ export class ConsoleApp {
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
     this.region("jobs", JSON.stringify(jobs), () => renderJobs(this.el.jobs, jobs));
-    this.region("queue", JSON.stringify(queue), () => renderQueue(this.el.queue, queue));
+    this.region("queue", JSON.stringify(queue), () => renderQueue(this.el.queue, queue, true));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
-    this.transcriptView.render(s.transcript);
+    this.transcriptView.render(s.transcript, { actionable: true });
   }
 
   private region(name: string, input: unknown, draw: () => void): void {

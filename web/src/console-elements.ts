@@ -23,6 +23,7 @@ export interface ConsoleElements {
   deleteSession: HTMLButtonElement;
   jobs: HTMLElement;
   transcript: HTMLElement;
+  jumpLatest: HTMLButtonElement;
   queue: HTMLElement;
   composer: HTMLFormElement;
   composerInput: HTMLTextAreaElement;
@@ -62,6 +63,7 @@ export function findElements(root: ParentNode): ConsoleElements {
     deleteSession: get("delete-session"),
     jobs: get("jobs"),
     transcript: get("transcript"),
+    jumpLatest: get("jump-latest"),
     queue: get("queue"),
     composer: get("composer"),
     composerInput: get("composer-input"),
