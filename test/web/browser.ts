@@ -127,12 +127,8 @@ export function useBrowser(): BrowserFixture {
   };
 }
 
-/**
- * Chromium's own console lines for a socket or request the host refused or never answered, and for
- * a frame the SDK sent on a socket that had just died (browsers log that instead of throwing).
- */
-export const NETWORK_FAILURE =
-  /WebSocket connection to .* failed|Failed to load resource|WebSocket is already in CLOSING or CLOSED state/;
+/** Chromium's own console lines for a socket or request the host refused or never answered. */
+export const NETWORK_FAILURE = /WebSocket connection to .* failed|Failed to load resource/;
 
 /** Opens the console the way `sessionmux serve` prints it: the token in the fragment, once. */
 export async function openConsole(

@@ -38,7 +38,7 @@ describe("console session model against a real host", () => {
   beforeAll(async () => {
     host = await startTestHost();
     client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-    link = new ConsoleLink(client);
+    link = new ConsoleLink(() => client, ADMIN_TOKEN);
     const { header } = await client.call("session.create", { title: "model" });
     sessionId = header.sessionId;
     await client.prompt({ sessionId, text: "/stream 30 1" });

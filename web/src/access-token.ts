@@ -18,6 +18,11 @@ export function takeAccessToken(loc: Location, storage: Storage, history: Histor
   return storage.getItem(STORAGE_KEY) ?? undefined;
 }
 
+/** Keeps a token typed into the console for this tab, as one taken from the URL is kept. */
+export function keepAccessToken(storage: Storage, token: string): void {
+  storage.setItem(STORAGE_KEY, token);
+}
+
 /** `ws://` or `wss://` to the mux on the same host that served the page. */
 export function muxUrl(loc: Location): string {
   const scheme = loc.protocol === "https:" ? "wss:" : "ws:";

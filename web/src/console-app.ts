@@ -1,6 +1,6 @@
-import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
+import type { ControlMirror } from "../../src/client/index.js";
 import type { ConsoleElements } from "./console-elements.js";
-import type { ConsoleLink } from "./console-link.js";
+import type { ConsoleLink, LinkState } from "./console-link.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
@@ -10,14 +10,23 @@ import { TranscriptView } from "./transcript-view.js";
 
 const SEARCH_DELAY_MS = 250;
 
+function markStale(badge: HTMLElement, stale: boolean): void {
+  if (stale) {
+    badge.dataset.stale = "true";
+    badge.title = "Last known state: the console is not connected to the host";
+  } else {
+    delete badge.dataset.stale;
+    badge.removeAttribute("title");
+  }
+}
+
 /** The console: owns the models, draws them once per animation frame, turns clicks into calls. */
 export class ConsoleApp {
   private readonly list: SessionListModel;
   private readonly transcriptView: TranscriptView;
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
-  private connection: ConnectionState | undefined;
-  private wasOpen = false;
+  private connection: LinkState | undefined;
   private searchHits: SearchHit[] | undefined;
   private searchSeq = 0;
   private frame = 0;
@@ -62,6 +71,23 @@ export class ConsoleApp {
     addEventListener("pagehide", () => this.session?.flush());
   }
 
+  /**
+   * Connects with a new token without a reload (the host mints a new one each time it starts).
+   * The shown session is opened again on the new connection, from its cached prefix.
+   */
+  useToken(token: string): void {
+    const shown = this.session?.sessionId;
+    this.session?.dispose();
+    this.session = undefined;
+    this.link.useToken(token);
+    this.select(shown);
+  }
+
+  /** Calls can reach the host: the socket is open. Otherwise actions are disabled and live state is stale. */
+  private get online(): boolean {
+    return this.connection?.name === "open";
+  }
+
   select(sessionId: string | undefined): void {
     if (sessionId === this.session?.sessionId) return;
     this.session?.dispose();
@@ -76,15 +102,23 @@ export class ConsoleApp {
     this.schedule();
   }
 
-  private connected(state: ConnectionState): void {
+  private connected(state: LinkState): void {
     this.connection = state;
     if (state.name === "open") {
       // Notifications carry no sequence: anything missed while away is recovered by a fresh list.
-      this.wasOpen = true;
+      this.el.authNotice.hidden = true;
       void this.list.refresh().catch((e: unknown) => this.toast(`Could not load sessions: ${String(e)}`));
     }
-    if (state.name === "closed" && !this.wasOpen) this.el.authNotice.hidden = false;
+    if (state.name === "unauthorized") {
+      this.el.authMessage.textContent =
+        state.status === 401
+          ? "The host refused this console's access token (HTTP 401): it mints a new one each time it starts."
+          : "The host refused this page's origin (HTTP 403).";
+      this.el.authNotice.hidden = false;
+      this.el.tokenInput.focus();
+    }
     this.drawConnection();
+    this.schedule();
   }
 
   private drawConnection(): void {
@@ -119,6 +153,8 @@ export class ConsoleApp {
         rowTitle(this.list.rows.get(id) ?? { title: "", sessionId: id }),
       ),
     );
+    const online = this.online;
+    for (const control of [this.el.newSession, this.el.search]) control.disabled = !online;
     this.el.emptyState.hidden = s !== undefined;
     this.el.session.hidden = s === undefined;
     if (!s) return;
@@ -134,12 +170,25 @@ export class ConsoleApp {
     const agent = this.mirror?.agents[s.sessionId];
     this.el.agentStatus.textContent = agent ? `agent ${agent}` : "agent cold";
     this.el.agentStatus.dataset.state = agent ?? "cold";
+    // Offline, the badges show the last known state, marked so it never passes for the current one.
+    markStale(this.el.followState, !online);
+    markStale(this.el.agentStatus, !online || this.mirror === undefined || this.mirror.stale);
+    for (const control of [
+      this.el.send,
+      this.el.cancelTurn,
+      this.el.renameSession,
+      this.el.forkSession,
+      this.el.clearSession,
+      this.el.deleteSession,
+    ]) {
+      control.disabled = !online || s.mode === "gone";
+    }
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
     this.region("jobs", JSON.stringify(jobs), () => renderJobs(this.el.jobs, jobs));
-    this.region("queue", JSON.stringify(queue), () => renderQueue(this.el.queue, queue, true));
+    this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
-    this.transcriptView.render(s.transcript, { actionable: true });
+    this.transcriptView.render(s.transcript, { actionable: online });
   }
 
   private region(name: string, input: unknown, draw: () => void): void {
@@ -168,7 +217,7 @@ export class ConsoleApp {
   private send(): void {
     const s = this.session;
     const text = this.el.composerInput.value;
-    if (!s || text.trim() === "") return;
+    if (!s || text.trim() === "" || !this.online) return;
     this.el.composerInput.value = "";
     s.touch();
     this.run("Send", () => this.link.prompt(s.sessionId, text));

@@ -6,6 +6,10 @@ export interface ConsoleElements {
   restartNotice: HTMLElement;
   dismissNotice: HTMLButtonElement;
   authNotice: HTMLElement;
+  authMessage: HTMLElement;
+  tokenForm: HTMLFormElement;
+  tokenInput: HTMLInputElement;
+  send: HTMLButtonElement;
   toast: HTMLElement;
   toggleSidebar: HTMLButtonElement;
   newSession: HTMLButtonElement;
@@ -46,6 +50,10 @@ export function findElements(root: ParentNode): ConsoleElements {
     restartNotice: get("restart-notice"),
     dismissNotice: get("dismiss-notice"),
     authNotice: get("auth-notice"),
+    authMessage: get("auth-message"),
+    tokenForm: get("token-form"),
+    tokenInput: get("token-input"),
+    send: get("send"),
     toast: get("toast"),
     toggleSidebar: get("toggle-sidebar"),
     newSession: get("new-session"),

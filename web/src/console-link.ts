@@ -1,3 +1,4 @@
+import { BehaviorSubject, combineLatest, map, Observable, switchMap } from "rxjs";
 import type { ResultOf, SessionRow } from "../../protocol/index.js";
 import {
   type ConnectionState,
@@ -9,6 +10,14 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
+import { refusalProbingSocketFactory } from "./refusal-probing-socket.js";
+
+/**
+ * The connection as the console shows it: the SDK's states, plus `unauthorized` when the host
+ * refused the token (HTTP 401) or the page's origin (403). It is terminal: only a new token (or
+ * trying the same one again) leaves it.
+ */
+export type LinkState = ConnectionState | { readonly name: "unauthorized"; readonly status: 401 | 403 };
 
 /** The list notifications of §6, as one callback. */
 export type ListChange =
@@ -16,38 +25,98 @@ export type ListChange =
   | { kind: "removed"; sessionId: string }
   | { kind: "agent-error"; sessionId: string; message: string };
 
+interface Linked {
+  readonly client: SessionmuxClient;
+  /** Set once the host refused this client's token or origin. */
+  readonly refused: BehaviorSubject<401 | 403 | undefined>;
+}
+
 /**
  * The console's one connection to the host: a single SDK client (one WebSocket per tab), with the
- * calls and streams the console uses given plain callback shapes.
+ * calls and streams the console uses given plain callback shapes. A new token replaces the client
+ * without a reload: connection, control and list listeners move to the new one by themselves;
+ * follow streams belong to one client and are reopened by their owner.
  */
 export class ConsoleLink {
-  constructor(readonly client: SessionmuxClient) {}
+  private readonly linked: BehaviorSubject<Linked>;
+
+  /** `connect` makes a client for a token; it calls `onRefused` when the host refuses that token. */
+  constructor(
+    private readonly connectClient: (
+      token: string,
+      onRefused: (status: 401 | 403) => void,
+    ) => SessionmuxClient,
+    token: string,
+  ) {
+    this.linked = new BehaviorSubject(this.connect(token));
+  }
 
   /** The browser's link: one native WebSocket to the mux, the token as the `bearer.` subprotocol entry. */
   static open(url: string, token: string): ConsoleLink {
-    return new ConsoleLink(createClient({ url, token }));
+    return new ConsoleLink(
+      (t, onRefused) =>
+        createClient({ url, token: t, socketFactory: refusalProbingSocketFactory(onRefused) }),
+      token,
+    );
   }
 
-  onConnection(listener: (state: ConnectionState) => void): () => void {
-    const sub = this.client.state$.subscribe(listener);
+  get client(): SessionmuxClient {
+    return this.linked.value.client;
+  }
+
+  /** Connects with `token` from now on; the old client is closed and its streams end. */
+  useToken(token: string): void {
+    const old = this.linked.value.client;
+    this.linked.next(this.connect(token));
+    void old.close();
+  }
+
+  private connect(token: string): Linked {
+    const refused = new BehaviorSubject<401 | 403 | undefined>(undefined);
+    const client = this.connectClient(token, (status) => refused.next(status));
+    return { client, refused };
+  }
+
+  private perClient<T>(project: (linked: Linked) => Observable<T>): Observable<T> {
+    return this.linked.pipe(switchMap(project));
+  }
+
+  onConnection(listener: (state: LinkState) => void): () => void {
+    const sub = this.perClient(({ client, refused }) =>
+      combineLatest([client.state$, refused]).pipe(
+        map(
+          ([state, status]): LinkState =>
+            state.name === "closed" && status !== undefined ? { name: "unauthorized", status } : state,
+        ),
+      ),
+    ).subscribe(listener);
     return () => sub.unsubscribe();
   }
 
   onMirror(listener: (mirror: ControlMirror) => void, onError: (error: unknown) => void): () => void {
-    const sub = controlMirror(this.client).subscribe({ next: listener, error: onError });
+    const sub = this.perClient(({ client }) => controlMirror(client)).subscribe({
+      next: listener,
+      error: onError,
+    });
     return () => sub.unsubscribe();
   }
 
   onListChange(listener: (change: ListChange) => void): () => void {
-    const offs = [
-      this.client.on("session.added", (v) => listener({ kind: "upsert", row: v.row })),
-      this.client.on("session.updated", (v) => listener({ kind: "upsert", row: v.row })),
-      this.client.on("session.removed", (v) => listener({ kind: "removed", sessionId: v.sessionId })),
-      this.client.on("agent.error", (v) => listener({ kind: "agent-error", ...v })),
-    ];
-    return () => {
-      for (const off of offs) off();
-    };
+    const sub = this.perClient(
+      ({ client }) =>
+        new Observable<ListChange>((subscriber) => {
+          const offs = [
+            client.on("session.added", (v) => subscriber.next({ kind: "upsert", row: v.row })),
+            client.on("session.updated", (v) => subscriber.next({ kind: "upsert", row: v.row })),
+            client.on("session.removed", (v) => subscriber.next({ kind: "removed", sessionId: v.sessionId })),
+            client.on("agent.error", (v) => subscriber.next({ kind: "agent-error", ...v })),
+          ];
+          return () => {
+            for (const off of offs) off();
+          };
+        }),
+    ).subscribe(listener);
+    return () => sub.unsubscribe();
   }
 
   follow(

@@ -1,4 +1,4 @@
-import { muxUrl, takeAccessToken } from "./access-token.js";
+import { keepAccessToken, muxUrl, takeAccessToken } from "./access-token.js";
 import { ConsoleApp } from "./console-app.js";
 import { findElements } from "./console-elements.js";
 import { ConsoleLink } from "./console-link.js";
@@ -18,19 +18,48 @@ function rememberSession(sessionId: string | undefined): void {
 }
 
 const elements = findElements(document);
-const token = takeAccessToken(location, sessionStorage, history);
-if (!token) {
-  elements.authNotice.hidden = false;
-  elements.connection.dataset.state = "closed";
-  elements.connectionLabel.textContent = "No token";
-} else {
-  const app = new ConsoleApp(
+let app: ConsoleApp | undefined;
+
+function start(token: string): void {
+  if (app) {
+    app.useToken(token);
+    return;
+  }
+  app = new ConsoleApp(
     elements,
     ConsoleLink.open(muxUrl(location), token),
     new SessionCache(localStorage, token),
     rememberSession,
   );
   app.start(sessionFromFragment());
+}
+
+// A token typed into the notice, or a printed URL opened again in this tab, continues without a reload.
+elements.tokenForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = elements.tokenInput.value.trim();
+  if (token === "") return;
+  elements.tokenInput.value = "";
+  keepAccessToken(sessionStorage, token);
+  start(token);
+});
+addEventListener("hashchange", () => {
+  const fresh = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fresh) {
+    const shown = sessionFromFragment();
+    start(takeAccessToken(location, sessionStorage, history) ?? fresh);
+    if (shown) app?.select(shown);
+    return;
+  }
   // A link or a typed `#s=<id>` switches the session without a reload.
-  addEventListener("hashchange", () => app.select(sessionFromFragment()));
+  app?.select(sessionFromFragment());
+});
+
+const token = takeAccessToken(location, sessionStorage, history);
+if (token) {
+  start(token);
+} else {
+  elements.authNotice.hidden = false;
+  elements.connection.dataset.state = "closed";
+  elements.connectionLabel.textContent = "No token";
 }
