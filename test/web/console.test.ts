@@ -26,6 +26,25 @@ const lastTextInView = (page: Page) =>
     return last !== undefined && last.bottom <= box.bottom + 1 && last.bottom > box.top;
   });
 
+/** How many transcripts the console's IndexedDB cache holds, over every partition. */
+const cachedSessions = (page: Page) =>
+  page.evaluate(
+    () =>
+      new Promise<number>((resolve, reject) => {
+        const open = indexedDB.open("sessionmux-cache");
+        open.onupgradeneeded = () => open.result.createObjectStore("entries");
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const all = db.transaction("entries").objectStore("entries").getAllKeys();
+          all.onsuccess = () => {
+            db.close();
+            resolve(all.result.filter((key) => String(key).includes("/s/")).length);
+          };
+        };
+      }),
+  );
+
 async function newSession(page: Page): Promise<string> {
   await page.click('[data-testid="new-session"]');
   await page.waitForSelector('[data-testid="session"]:not([hidden])');
@@ -132,6 +151,23 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.close();
   });
 
+  it("caches transcripts in IndexedDB, not localStorage, and forgets them and the token on request", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/stream 5 1");
+    await settled(sessionId, 1);
+    await expect.poll(() => cachedSessions(page), { timeout: 10_000 }).toBeGreaterThan(0);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click('[data-testid="forget-browser"]');
+    await page.waitForSelector('[data-testid="auth-notice"]:not([hidden])');
+    expect(await page.textContent('[data-testid="connection"]')).toContain("No token");
+    expect(await cachedSessions(page)).toBe(0);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
   it("shows an approval in two tabs and answering it in one removes the card from the other", async () => {
     const first = await browser.profile.newPage();
     await openConsole(first, host.url, ADMIN_TOKEN);
@@ -167,10 +203,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     try {
       const page = await fresh.newPage();
       await openConsole(page, host.url, ADMIN_TOKEN);
-      const stored = await page.evaluate(
-        () => Object.keys(localStorage).filter((k) => k.includes(".s.")).length,
-      );
-      expect(stored).toBe(0);
+      expect(await cachedSessions(page)).toBe(0);
       for (const [i, id] of ids.entries()) {
         await page.click(`[data-testid="session-item"][data-session-id="${id}"]`);
         await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(assistantText(logs[i]!));

@@ -22,7 +22,7 @@ function markStale(badge: HTMLElement, stale: boolean): void {
 
 /** The console: owns the models, draws them once per animation frame, turns clicks into calls. */
 export class ConsoleApp {
-  private readonly list: SessionListModel;
+  private list: SessionListModel;
   private readonly transcriptView: TranscriptView;
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
@@ -36,7 +36,7 @@ export class ConsoleApp {
   constructor(
     private readonly el: ConsoleElements,
     private readonly link: ConsoleLink,
-    private readonly cache: SessionCache,
+    private cache: SessionCache,
     private readonly onSelect: (sessionId: string | undefined) => void,
   ) {
     this.list = new SessionListModel(link, cache, () => this.schedule());
@@ -75,10 +75,12 @@ export class ConsoleApp {
    * Connects with a new token without a reload (the host mints a new one each time it starts).
    * The shown session is opened again on the new connection, from its cached prefix.
    */
-  useToken(token: string): void {
+  useToken(token: string, cache: SessionCache): void {
     const shown = this.session?.sessionId;
     this.session?.dispose();
     this.session = undefined;
+    this.cache = cache;
+    this.list = new SessionListModel(this.link, cache, () => this.schedule());
     this.link.useToken(token);
     this.select(shown);
   }

@@ -13,6 +13,7 @@ export interface ConsoleElements {
   toast: HTMLElement;
   toggleSidebar: HTMLButtonElement;
   newSession: HTMLButtonElement;
+  forgetBrowser: HTMLButtonElement;
   search: HTMLInputElement;
   searchHits: HTMLElement;
   sessionList: HTMLElement;
@@ -57,6 +58,7 @@ export function findElements(root: ParentNode): ConsoleElements {
     toast: get("toast"),
     toggleSidebar: get("toggle-sidebar"),
     newSession: get("new-session"),
+    forgetBrowser: get("forget-browser"),
     search: get("search"),
     searchHits: get("search-hits"),
     sessionList: get("session-list"),

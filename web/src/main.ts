@@ -1,8 +1,8 @@
-import { keepAccessToken, muxUrl, takeAccessToken } from "./access-token.js";
+import { cachePartition, dropAccessToken, keepAccessToken, muxUrl, takeAccessToken } from "./access-token.js";
 import { ConsoleApp } from "./console-app.js";
 import { findElements } from "./console-elements.js";
 import { ConsoleLink } from "./console-link.js";
-import { SessionCache } from "./session-cache.js";
+import { forgetBrowser, openCacheStores, SessionCache } from "./session-cache.js";
 
 /** The shown session lives in the fragment (`#s=<id>`) so a reload comes back to it. */
 function sessionFromFragment(): string | undefined {
@@ -18,21 +18,29 @@ function rememberSession(sessionId: string | undefined): void {
 }
 
 const elements = findElements(document);
+const cacheStores = openCacheStores();
 let app: ConsoleApp | undefined;
+let cache: SessionCache | undefined;
 
+/** Starts the console with `token` (kept for this tab already), or moves the running one to it. */
 function start(token: string): void {
+  cache?.close();
+  cache = new SessionCache(cachePartition(sessionStorage), cacheStores);
   if (app) {
-    app.useToken(token);
+    app.useToken(token, cache);
     return;
   }
-  app = new ConsoleApp(
-    elements,
-    ConsoleLink.open(muxUrl(location), token),
-    new SessionCache(localStorage, token),
-    rememberSession,
-  );
+  app = new ConsoleApp(elements, ConsoleLink.open(muxUrl(location), token), cache, rememberSession);
   app.start(sessionFromFragment());
 }
+
+// Everything this console kept in this browser goes: cached transcripts of every token, and the token.
+elements.forgetBrowser.addEventListener("click", () => {
+  if (!confirm("Forget this browser? Cached transcripts and this tab's access token are removed.")) return;
+  dropAccessToken(sessionStorage);
+  cache?.close();
+  void forgetBrowser(cacheStores).finally(() => location.replace(location.pathname));
+});
 
 // A token typed into the notice, or a printed URL opened again in this tab, continues without a reload.
 elements.tokenForm.addEventListener("submit", (event) => {
