@@ -168,6 +168,41 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.close();
   });
 
+  it("answers a question with Enter, closes the rename dialog with Escape, and serves its favicon", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/ask Which region?");
+    await page.click('[data-testid="answer-input"]');
+    await page.keyboard.type("eu-west");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('[data-testid="interaction-resolved"]');
+    expect(await page.textContent('[data-testid="interaction-resolved"]')).toContain("Answered: eu-west");
+    await settled(sessionId, 1);
+
+    const title = await page.textContent('[data-testid="session-title"]');
+    await page.click('[data-testid="rename-session"]');
+    await page.waitForSelector('[data-testid="text-dialog"][open]');
+    await page.keyboard.type("never saved");
+    await page.keyboard.press("Escape");
+    await page.waitForSelector('[data-testid="text-dialog"]:not([open])', { state: "attached" });
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe(
+      "rename-session",
+    );
+    expect(await page.textContent('[data-testid="session-title"]')).toBe(title);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('[data-testid="text-dialog"][open]');
+    await page.fill('[data-testid="text-dialog-input"]', "Regions");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Regions");
+
+    const icon = await page.$eval('link[rel="icon"]', (el) => (el as HTMLLinkElement).href);
+    const response = await page.request.get(icon);
+    expect(response.status()).toBe(200);
+    expect(response.headers()["content-type"]).toBe("image/svg+xml");
+    await page.close();
+  });
+
   it("shows an approval in two tabs and answering it in one removes the card from the other", async () => {
     const first = await browser.profile.newPage();
     await openConsole(first, host.url, ADMIN_TOKEN);
@@ -221,8 +256,9 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await send(page, "a message about the zebra migration");
     await settled(sessionId, 1);
 
-    page.once("dialog", (dialog) => void dialog.accept("Zebra migration"));
     await page.click('[data-testid="rename-session"]');
+    await page.fill('[data-testid="text-dialog-input"]', "Zebra migration");
+    await page.press('[data-testid="text-dialog-input"]', "Enter");
     await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Zebra migration");
     const item = `[data-testid="session-item"][data-session-id="${sessionId}"]`;
     await expect

@@ -1,4 +1,5 @@
 import type { ControlMirror } from "../../src/client/index.js";
+import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./console-actions.js";
 import type { ConsoleElements } from "./console-elements.js";
 import type { ConsoleLink, LinkState } from "./console-link.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
@@ -6,6 +7,7 @@ import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
 import { renderSearchHits, renderSessionList, rowTitle, type SearchHit } from "./session-list-view.js";
 import { SessionModel } from "./session-model.js";
+import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
 
 const SEARCH_DELAY_MS = 250;
@@ -24,6 +26,8 @@ function markStale(badge: HTMLElement, stale: boolean): void {
 export class ConsoleApp {
   private list: SessionListModel;
   private readonly transcriptView: TranscriptView;
+  /** What the card, queue and keyboard handlers may use. */
+  private readonly actions: ActionContext;
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
   private connection: LinkState | undefined;
@@ -40,6 +44,15 @@ export class ConsoleApp {
     private readonly onSelect: (sessionId: string | undefined) => void,
   ) {
     this.list = new SessionListModel(link, cache, () => this.schedule());
+    this.actions = {
+      el,
+      link,
+      session: () => this.session,
+      queued: (sessionId, itemId) =>
+        this.mirror?.queues[sessionId]?.find((q) => q.itemId === itemId)?.text ?? "",
+      run: (what, work) => this.run(what, work),
+      search: (query) => this.search(query),
+    };
     this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest);
   }
 
@@ -276,10 +289,11 @@ export class ConsoleApp {
       const s = this.session;
       if (s) this.run("Stop", () => this.link.cancel(s.sessionId));
     });
-    el.renameSession.addEventListener("click", () => {
+    el.renameSession.addEventListener("click", async () => {
       const s = this.session;
-      const title = s ? prompt("Rename session", s.transcript.title) : null;
-      if (!s || title === null) return;
+      if (!s) return;
+      const title = await askText(el.textDialog, "Rename session", s.transcript.title);
+      if (title === null) return;
       s.touch();
       this.run("Rename", () => this.link.rename(s.sessionId, title));
     });
@@ -301,44 +315,8 @@ export class ConsoleApp {
       this.select(undefined);
       this.run("Delete", () => this.link.remove(s.sessionId));
     });
-    el.transcript.addEventListener("click", (e) => this.cardAction(e.target as HTMLElement));
-    el.queue.addEventListener("click", (e) => this.queueAction(e.target as HTMLElement));
-  }
-
-  private cardAction(target: HTMLElement): void {
-    const button = target.closest<HTMLButtonElement>("button[data-action]");
-    const id = button?.dataset.interactionId;
-    if (!button || !id) return;
-    const action = button.dataset.action;
-    if (action === "approve" || action === "deny") {
-      button.disabled = true;
-      this.run("Answer", () => this.link.respond(id, { outcome: action }));
-    } else if (action === "answer" || action === "answer-option") {
-      const input = button.closest(".card")?.querySelector<HTMLInputElement>("input");
-      const answer = action === "answer-option" ? (button.dataset.answer ?? "") : (input?.value ?? "");
-      if (answer.trim() === "") {
-        input?.focus();
-        return;
-      }
-      button.disabled = true;
-      this.run("Answer", () => this.link.respond(id, { answer }));
-    }
-  }
-
-  private queueAction(target: HTMLElement): void {
-    const button = target.closest<HTMLButtonElement>("button[data-action]");
-    const itemId = button?.dataset.itemId;
-    const s = this.session;
-    if (!button || !itemId || !s) return;
-    s.touch();
-    if (button.dataset.action === "queue-steer")
-      this.run("Steer", () => this.link.steer(s.sessionId, itemId));
-    if (button.dataset.action === "queue-remove")
-      this.run("Remove", () => this.link.removeQueued(s.sessionId, itemId));
-    if (button.dataset.action === "queue-edit") {
-      const current = this.mirror?.queues[s.sessionId]?.find((q) => q.itemId === itemId)?.text ?? "";
-      const text = prompt("Edit queued prompt", current);
-      if (text !== null) this.run("Edit", () => this.link.editQueue(s.sessionId, itemId, text));
-    }
+    el.transcript.addEventListener("click", (e) => answerCard(this.actions, e.target as HTMLElement));
+    bindKeyboard(this.actions);
+    el.queue.addEventListener("click", (e) => queueAction(this.actions, e.target as HTMLElement));
   }
 }

@@ -33,6 +33,7 @@ export interface ConsoleElements {
   composer: HTMLFormElement;
   composerInput: HTMLTextAreaElement;
   cancelTurn: HTMLButtonElement;
+  textDialog: HTMLDialogElement;
 }
 
 function byTestId<T extends HTMLElement>(root: ParentNode, id: string): T {
@@ -78,5 +79,6 @@ export function findElements(root: ParentNode): ConsoleElements {
     composer: get("composer"),
     composerInput: get("composer-input"),
     cancelTurn: get("cancel-turn"),
+    textDialog: get("text-dialog"),
   };
 }
