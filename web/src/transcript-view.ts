@@ -40,6 +40,7 @@ export class TranscriptView {
   private ctx: RowContext = { actionable: true };
   private pinned = true;
   private frame = 0;
+  private drawing = false;
 
   constructor(
     private readonly container: HTMLElement,
@@ -57,8 +58,12 @@ export class TranscriptView {
       observeElementRect,
       observeElementOffset,
       measureElement: readElementSize,
-      // Scrolling and re-measured rows change which rows are drawn and where.
-      onChange: () => this.schedule(),
+      // Scrolling and re-measured rows change which rows are drawn and where. A scroll is drawn at
+      // once, in the same frame, so a fast scroll never shows a band without rows.
+      onChange: (_, scrolling) => {
+        if (scrolling && !this.drawing) this.draw();
+        else this.schedule();
+      },
     });
     this.virtualizer._didMount();
     container.addEventListener(
@@ -109,6 +114,15 @@ export class TranscriptView {
   }
 
   private draw(): void {
+    this.drawing = true;
+    try {
+      this.drawRows();
+    } finally {
+      this.drawing = false;
+    }
+  }
+
+  private drawRows(): void {
     const v = this.virtualizer;
     const rows = this.rows;
     const ctx = this.ctx;
