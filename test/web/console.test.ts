@@ -1,9 +1,8 @@
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, launchProfile, openConsole, useBrowser } from "./browser.js";
-import { buildConsole } from "./console-build.js";
+import { useConsoleHost } from "./console-host.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
 const transcriptText = (page: Page) =>
@@ -58,35 +57,20 @@ async function send(page: Page, text: string): Promise<void> {
 }
 
 describe.skipIf(!hasChromium)("browser console", () => {
-  let host: TestHost;
-  let removeBuild: () => void;
-  let client: SessionmuxClient;
   const browser = useBrowser();
-
-  beforeAll(async () => {
-    const built = await buildConsole();
-    removeBuild = built.remove;
-    host = await startTestHost({ http: { webRoot: built.webRoot } });
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-  });
-
-  afterAll(async () => {
-    await client?.close();
-    await host?.dispose();
-    removeBuild?.();
-  });
+  const fixture = useConsoleHost();
 
   /** Waits for the session's log to hold `count` finished turns; returns the log. */
   async function settled(sessionId: string, count: number) {
     await expect
-      .poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 30_000 })
+      .poll(async () => turnEnds(await readLog(fixture.client, sessionId)), { timeout: 30_000 })
       .toBe(count);
-    return readLog(client, sessionId);
+    return readLog(fixture.client, sessionId);
   }
 
   it("streams a /stream 200 10 answer and continues it after a reload mid-stream with no chunk lost or repeated", async () => {
     const page = await browser.profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     // The token is kept for this tab and gone from the address bar.
     expect(page.url()).not.toContain(ADMIN_TOKEN);
     const sessionId = await newSession(page);
@@ -97,7 +81,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     );
     const before = await transcriptText(page);
     await page.reload();
-    const deltasAtReload = (await readLog(client, sessionId)).filter(
+    const deltasAtReload = (await readLog(fixture.client, sessionId)).filter(
       (e) => e.type === "assistant/delta",
     ).length;
     // The reload really happened mid-stream.
@@ -117,7 +101,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
 
   it("shows all 400 chunks of /stream 400 10 once with the last one in view, and offers jump to latest after scrolling up", async () => {
     const page = await browser.profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "/stream 400 10");
     await page.waitForSelector('[data-testid="assistant-message"][data-streaming="true"]');
@@ -143,7 +127,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await settled(sessionId, 2);
     await expect
       .poll(() => transcriptText(page), { timeout: 15_000 })
-      .toBe(assistantText(await readLog(client, sessionId)));
+      .toBe(assistantText(await readLog(fixture.client, sessionId)));
     expect(await page.$eval('[data-testid="transcript"]', (el) => el.scrollTop)).toBe(scrolledTo);
     await page.click('[data-testid="jump-latest"]');
     await expect.poll(() => lastTextInView(page)).toBe(true);
@@ -153,7 +137,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
 
   it("caches transcripts in IndexedDB, not localStorage, and forgets them and the token on request", async () => {
     const page = await browser.profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "/stream 5 1");
     await settled(sessionId, 1);
@@ -170,7 +154,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
 
   it("answers a question with Enter, closes the rename dialog with Escape, and serves its favicon", async () => {
     const page = await browser.profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "/ask Which region?");
     await page.click('[data-testid="answer-input"]');
@@ -205,10 +189,10 @@ describe.skipIf(!hasChromium)("browser console", () => {
 
   it("shows an approval in two tabs and answering it in one removes the card from the other", async () => {
     const first = await browser.profile.newPage();
-    await openConsole(first, host.url, ADMIN_TOKEN);
+    await openConsole(first, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(first);
     const second = await browser.profile.newPage();
-    await openConsole(second, host.url, ADMIN_TOKEN, sessionId);
+    await openConsole(second, fixture.host.url, ADMIN_TOKEN, sessionId);
     await send(first, "/approve deploy");
     for (const page of [first, second]) {
       await page.waitForSelector('[data-testid="interaction-card"][data-kind="approval"]');
@@ -229,15 +213,15 @@ describe.skipIf(!hasChromium)("browser console", () => {
   it("rebuilds every known session from the host in a fresh browser profile", async () => {
     const ids: string[] = [];
     for (const text of ["hello there", "/stream 20 5"]) {
-      const { header } = await client.call("session.create", { title: `Seeded: ${text}` });
-      await client.prompt({ sessionId: header.sessionId, text });
+      const { header } = await fixture.client.call("session.create", { title: `Seeded: ${text}` });
+      await fixture.client.prompt({ sessionId: header.sessionId, text });
       ids.push(header.sessionId);
     }
     const logs = await Promise.all(ids.map((id) => settled(id, 1)));
     const fresh = await launchProfile();
     try {
       const page = await fresh.newPage();
-      await openConsole(page, host.url, ADMIN_TOKEN);
+      await openConsole(page, fixture.host.url, ADMIN_TOKEN);
       expect(await cachedSessions(page)).toBe(0);
       for (const [i, id] of ids.entries()) {
         await page.click(`[data-testid="session-item"][data-session-id="${id}"]`);
@@ -251,7 +235,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
 
   it("renames, searches, forks, clears and deletes sessions, and steers a queued prompt into the running turn", async () => {
     const page = await browser.profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "a message about the zebra migration");
     await settled(sessionId, 1);
@@ -282,7 +266,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click('[data-testid="clear-session"]');
     await page.waitForSelector('[data-testid="user-message"]', { state: "detached" });
-    expect((await readLog(client, forkId)).some((e) => e.type === "user/message")).toBe(false);
+    expect((await readLog(fixture.client, forkId)).some((e) => e.type === "user/message")).toBe(false);
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click('[data-testid="delete-session"]');
@@ -290,7 +274,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.waitForSelector(`[data-testid="session-item"][data-session-id="${forkId}"]`, {
       state: "detached",
     });
-    await expect(client.call("session.page", { sessionId: forkId })).rejects.toMatchObject({
+    await expect(fixture.client.call("session.page", { sessionId: forkId })).rejects.toMatchObject({
       code: "session_retired",
     });
 

@@ -37,6 +37,7 @@ class RefusalProbingSocket implements WebSocketLike {
   authRejected?: 401 | 403;
   private readonly socket: WebSocket;
   private opened = false;
+  private refusal: Promise<401 | 403 | undefined> | undefined;
 
   constructor(url: string, token: string, onRefused: (status: 401 | 403) => void) {
     const socket = new WebSocket(url, browserSubprotocols(token));
@@ -52,7 +53,8 @@ class RefusalProbingSocket implements WebSocketLike {
         this.onclose?.(event);
         return;
       }
-      void askRefusal(url, token).then((status) => {
+      this.refusal ??= askRefusal(url, token);
+      void this.refusal.then((status) => {
         if (status !== undefined) {
           this.authRejected = status;
           onRefused(status);
@@ -60,6 +62,11 @@ class RefusalProbingSocket implements WebSocketLike {
         this.onclose?.(event);
       });
     };
+  }
+
+  /** The refusal this socket learned, for a client that asks its socket rather than reading `authRejected`. */
+  upgradeStatus(): Promise<number | undefined> {
+    return this.refusal ?? Promise.resolve(undefined);
   }
 
   get binaryType(): string {

@@ -91,6 +91,8 @@ export class TranscriptView {
     this.rows = [];
     this.pinned = true;
     this.jumpButton.hidden = true;
+    // Row sizes are kept by row key: drop the last session's so the map stays bounded.
+    this.virtualizer.measure();
     this.draw();
   }
 
