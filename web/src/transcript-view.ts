@@ -17,7 +17,24 @@ const PINNED_PX = 80;
 const PADDING_PX = 20;
 /** Rows drawn beyond each edge of the viewport, so a fast scroll rarely shows a blank band. */
 const OVERSCAN = 6;
-const ESTIMATED_ROW_PX = 90;
+/** Pixels of a bubble line, and characters a line holds at the transcript's width (15 px text, 760 px column). */
+const LINE_PX = 22;
+const LINE_CHARS = 85;
+
+/**
+ * A row's height before it is measured, from its text. The closer the guess, the less the view
+ * shifts when the row is measured as it scrolls into range.
+ */
+function estimateHeight(row: TranscriptRow | undefined): number {
+  if (!row || row.kind === "turn-flag") return 50;
+  const lines = (text: string) => Math.max(1, Math.ceil(text.length / LINE_CHARS)) * LINE_PX;
+  // Role label, row gap, and per bubble its padding.
+  if (row.kind === "user") return 40 + 22 + lines(row.msg.text);
+  let height = 40;
+  for (const s of row.msg.segments)
+    height += s.kind === "text" ? 30 + lines(s.text) : s.kind === "tool" ? 50 : 140;
+  return height;
+}
 
 /** What a row's drawing depends on; the row is redrawn only when one of these changed. */
 function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
@@ -49,7 +66,7 @@ export class TranscriptView {
     this.virtualizer = new Virtualizer<HTMLElement, HTMLElement>({
       count: 0,
       getScrollElement: () => container,
-      estimateSize: () => ESTIMATED_ROW_PX,
+      estimateSize: (i) => estimateHeight(this.rows[i]),
       getItemKey: (i) => this.rows[i]?.key ?? i,
       overscan: OVERSCAN,
       paddingStart: PADDING_PX,
