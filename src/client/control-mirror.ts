@@ -36,7 +36,7 @@ export function controlMirror(
           subscriber.next(mirror);
         },
       },
-      policy,
+      { policy, hello$: client.hello$, generation: () => client.hello?.generation },
     );
   });
 }

@@ -45,7 +45,7 @@ export function followSession(
           if (step.update) subscriber.next(step.update);
         },
       },
-      policy,
+      { policy, hello$: client.hello$, generation: () => client.hello?.generation },
     );
   });
 }
