@@ -54,7 +54,7 @@ export class SessionmuxClient {
     });
   }
 
-  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `closed`). */
+  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `unauthorized`, `rejected`, `closed`). */
   get state$(): ObservableType<ConnectionState> {
     return this.#connection.state$;
   }
@@ -164,9 +164,17 @@ export class SessionmuxClient {
     return this.call("session.create", params);
   }
 
-  /** Skips the rest of a backoff wait and connects now (e.g. a "retry now" button). */
+  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now (a "retry now" button). */
   reconnectNow(): void {
     this.#connection.reconnectNow();
+  }
+
+  /**
+   * Uses a new token for every later connect and leaves the `unauthorized` state at once;
+   * supervised streams (`followSession`, `controlMirror`) resume on the new socket.
+   */
+  setToken(token: string): void {
+    this.#connection.setToken(token);
   }
 
   /** Stops reconnecting, closes the socket and waits until no timer or socket is left. */

@@ -8,8 +8,15 @@ import {
   validator,
 } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
-import { type ConnectionEvent, type ConnectionState, INITIAL_STATE, transition } from "./connection-state.js";
-import { RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
+import {
+  type ConnectionEvent,
+  type ConnectionState,
+  INITIAL_SOCKET_ID,
+  INITIAL_STATE,
+  isTerminal,
+  transition,
+} from "./connection-state.js";
+import { ConnectionRefusedError, RemoteStreamCarrierError } from "./remote-errors.js";
 import { RequestRegistry, type StreamSink } from "./request-registry.js";
 import type { SocketFactory, WebSocketLike } from "./socket.js";
 
@@ -67,13 +74,15 @@ export class Connection {
   readonly #state$ = new BehaviorSubject<ConnectionState>(INITIAL_STATE);
   #current: LiveSocket | undefined;
   #nextFrameId = 1;
-  #fatal: RemoteError | undefined;
+  #token: string;
+  #lastSocketId = INITIAL_SOCKET_ID;
   #wake: (() => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #loop: Promise<void>;
 
   constructor(options: ConnectionOptions) {
     this.#options = options;
+    this.#token = options.token;
     this.#policy = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.#loop = this.#run();
   }
@@ -88,28 +97,50 @@ export class Connection {
     return this.#state$.value;
   }
 
-  /** Resolves with the open socket, waiting through reconnects; rejects once the client is closed. */
+  /**
+   * Resolves with the open socket, waiting through reconnects; rejects with
+   * `ConnectionRefusedError` while the host refuses the connection and once the client is closed.
+   */
   whenOpen(): Promise<SocketLink> {
     // A completed subject replays nothing, so a closed connection answers directly.
-    if (this.#state$.value.name === "closed") {
-      return Promise.reject(this.#fatal ?? new RemoteStreamCarrierError("client_closed"));
-    }
+    if (this.#state$.value.name === "closed")
+      return Promise.reject(new RemoteStreamCarrierError("client_closed"));
     return firstValueFrom(
       this.#state$.pipe(
-        filter((s) => s.name === "open" || s.name === "closed"),
+        filter((s) => s.name === "open" || isTerminal(s)),
         map((s) => {
           const current = this.#current;
           if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
           if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
-          throw this.#fatal ?? new RemoteStreamCarrierError("client_closed");
+          if (s.name === "closed") throw new RemoteStreamCarrierError("client_closed");
+          throw new ConnectionRefusedError(
+            s.name === "unauthorized" || s.name === "rejected" ? s.status : 0,
+            this.#options.url,
+          );
         }),
       ),
     );
   }
 
-  /** Skips the rest of a backoff wait and connects now. */
+  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now. */
   reconnectNow(): void {
+    this.#leaveRefusal();
     this.#wake?.();
+  }
+
+  /** Uses `token` for every later connect; leaves `unauthorized` at once. The open socket stays. */
+  setToken(token: string): void {
+    this.#token = token;
+    if (this.#state$.value.name === "unauthorized") this.reconnectNow();
+  }
+
+  /** Leaves `unauthorized`/`rejected` synchronously, so a call made right after waits for the new socket. */
+  #leaveRefusal(): void {
+    const name = this.#state$.value.name;
+    if (name === "unauthorized" || name === "rejected") {
+      this.#lastSocketId += 1;
+      this.#dispatch({ type: "reconnect", socketId: this.#lastSocketId });
+    }
   }
 
   /** Stops backoff, closes the socket, waits for the background loop to finish. */
@@ -134,17 +165,30 @@ export class Connection {
     if (next !== this.#state$.value) this.#state$.next(next);
   }
 
+  /** The reconnect loop: state is re-checked after every await (close() may have run meanwhile). */
   async #run(): Promise<void> {
-    let socketId = 1;
     for (;;) {
-      await this.#connectOnce(socketId);
       const state = this.#state$.value;
-      if (state.name === "closed") return;
-      if (state.name === "backoff") await this.#sleep(state.nextAttemptAt - Date.now());
-      // close() may have run during the wait: state is re-checked after every await.
-      if (this.#state$.value.name === "closed") return;
-      socketId += 1;
-      this.#dispatch({ type: "retry", socketId });
+      switch (state.name) {
+        case "closed":
+          return;
+        case "connecting":
+          await this.#connectOnce(state.socketId);
+          break;
+        case "open":
+          await this.#current?.closed;
+          break;
+        case "backoff":
+          await this.#sleep(state.nextAttemptAt - Date.now());
+          if (this.#state$.value.name === "backoff") {
+            this.#lastSocketId += 1;
+            this.#dispatch({ type: "retry", socketId: this.#lastSocketId });
+          }
+          break;
+        default:
+          // unauthorized or rejected: the caller leaves it (setToken, reconnectNow) or closes.
+          await this.#sleep(Number.POSITIVE_INFINITY);
+      }
     }
   }
 
@@ -157,7 +201,8 @@ export class Connection {
         resolve();
       };
       this.#wake = done;
-      this.#timer = setTimeout(done, Math.max(0, ms));
+      // A terminal state waits for the caller (no timer), so an idle client keeps no handle open.
+      if (Number.isFinite(ms)) this.#timer = setTimeout(done, Math.max(0, ms));
     });
   }
 
@@ -165,7 +210,7 @@ export class Connection {
   #connectOnce(socketId: number): Promise<void> {
     let socket: WebSocketLike;
     try {
-      socket = this.#options.socketFactory(this.#options.url, this.#options.token);
+      socket = this.#options.socketFactory(this.#options.url, this.#token);
     } catch {
       this.#dispatch({ type: "lost", socketId });
       return Promise.resolve();
@@ -188,22 +233,27 @@ export class Connection {
       if (this.#current !== live) return;
       this.#receive(live, event.data);
     };
+    let upgraded = false;
+    socket.onopen = () => {
+      upgraded = true;
+    };
     socket.onerror = () => {};
     socket.onclose = () => {
       socket.onmessage = null;
       socket.onclose = null;
       registry.failAll(new RemoteStreamCarrierError("socket_lost"));
       if (this.#current === live) this.#current = undefined;
-      if (socket.authRejected !== undefined) {
-        this.#fatal = new RemoteError(
-          socket.authRejected === 401 ? "unauthorized" : "forbidden_origin",
-          `the host refused the connection (HTTP ${socket.authRejected}); check the token and origin`,
-        );
-        this.#dispatch({ type: "close" });
-      } else {
+      if (upgraded) {
+        // Synchronously, so a call retried right after its carrier error waits for the next socket.
         this.#dispatch({ type: "lost", socketId });
+        return resolveClosed();
       }
-      resolveClosed();
+      void refusalStatus(socket).then((status) => {
+        this.#dispatch(
+          status === undefined ? { type: "lost", socketId } : { type: "refused", socketId, status },
+        );
+        resolveClosed();
+      });
     };
     if (this.#state$.value.name === "closed") this.#closeSocket(live);
     return closed;
@@ -274,5 +324,15 @@ export class Connection {
     });
     await Promise.race([live.closed, timedOut]);
     clearTimeout(grace);
+  }
+}
+
+/** The HTTP status a socket that never upgraded was refused with, if its factory can tell. */
+async function refusalStatus(socket: WebSocketLike): Promise<number | undefined> {
+  if (socket.authRejected !== undefined) return socket.authRejected;
+  try {
+    return await socket.upgradeStatus?.();
+  } catch {
+    return undefined;
   }
 }

@@ -21,8 +21,10 @@ export function createNodeSocketFactory(options: { silenceTimeoutMs?: number } =
       maxPayload: Limits.maxPayloadBytes,
     });
     const like = socket as unknown as WebSocketLike;
+    let refusedWith: number | undefined;
+    like.upgradeStatus = () => Promise.resolve(refusedWith);
     socket.on("unexpected-response", (request, response) => {
-      if (response.statusCode === 401 || response.statusCode === 403) like.authRejected = response.statusCode;
+      refusedWith = response.statusCode;
       // Without a listener ws would abort for us; with one we must, or the socket hangs.
       request.destroy();
       response.destroy();

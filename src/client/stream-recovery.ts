@@ -1,5 +1,5 @@
 import { SessionmuxError } from "../../protocol/index.js";
-import { RemoteStreamCarrierError } from "./remote-errors.js";
+import { ConnectionRefusedError, RemoteStreamCarrierError } from "./remote-errors.js";
 
 /**
  * What a supervised stream does after it failed:
@@ -7,10 +7,12 @@ import { RemoteStreamCarrierError } from "./remote-errors.js";
  *   reconnect loop paces it).
  * - `retry`: the host refused or ended it with a retryable code; one isolated retry per host
  *   generation, then wait for the next generation.
+ * - `await-open`: the host refused the connection (a bad token or path); reopen once a socket
+ *   opens again, after the caller supplied a new token.
  * - `complete`: the client was closed.
  * - `fail`: terminal; published as the stream's error.
  */
-export type StreamRecovery = "reconnect" | "retry" | "complete" | "fail";
+export type StreamRecovery = "reconnect" | "retry" | "await-open" | "complete" | "fail";
 
 /**
  * The supervisor's decision, a pure function of the error. `persistence_failure` is terminal for
@@ -19,6 +21,7 @@ export type StreamRecovery = "reconnect" | "retry" | "complete" | "fail";
  */
 export function streamRecovery(error: unknown): StreamRecovery {
   if (error instanceof RemoteStreamCarrierError) return error.retryable ? "reconnect" : "complete";
+  if (error instanceof ConnectionRefusedError) return "await-open";
   if (error instanceof SessionmuxError && error.retryable && error.code !== "persistence_failure") {
     return "retry";
   }

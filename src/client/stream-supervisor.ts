@@ -61,7 +61,8 @@ export function superviseStream<I, O>(
       retriedIn = undefined;
     },
   };
-  const untilNextGeneration = (seen: string): void => {
+  /** Starts again on the next `hello` whose generation is not `seen` (any, if undefined). */
+  const untilHello = (seen: string | undefined): void => {
     waiting = options.hello$.pipe(first((hello) => hello.generation !== seen)).subscribe({
       next: () => start(),
       // The client closed before the host came back.
@@ -76,11 +77,12 @@ export function superviseStream<I, O>(
     else {
       hooks.interrupted?.();
       const generation = options.generation();
-      if (recovery === "reconnect" || generation === undefined) start();
+      if (recovery === "await-open") untilHello(undefined);
+      else if (recovery === "reconnect" || generation === undefined) start();
       else if (retriedIn !== generation) {
         retriedIn = generation;
         later();
-      } else untilNextGeneration(generation);
+      } else untilHello(generation);
     }
   };
   function start(): void {
