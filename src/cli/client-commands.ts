@@ -1,16 +1,16 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { Subscription } from "rxjs";
-import type { SessionEvent } from "../../protocol/index.js";
+import { filter, firstValueFrom, type Subscription } from "rxjs";
+import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import { controlMirror } from "../client/control-mirror.js";
 import { followSession } from "../client/follow-session.js";
-import { createNodeClient, type SessionmuxClient } from "../client/node.js";
+import { createNodeClient, createNodeSocketFactory, type SessionmuxClient } from "../client/node.js";
 
 const DEFAULT_URL = "ws://127.0.0.1:8787/api/remote.mux";
 
 interface ConnectOptions {
   url: string;
   token?: string;
-  /** One-shot commands give up after this long without an answer. */
+  /** One-shot commands give up after this long without an answer; also bounds the first connect. */
   timeout: number;
 }
 
@@ -39,11 +39,47 @@ function withConnection(command: Command): Command {
     .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
 }
 
-function connect(options: ConnectOptions): SessionmuxClient {
+/**
+ * Connects and waits for the first `hello`, failing fast: a host that is not there (the first
+ * attempt failed), a refused token or a wrong path (terminal states) each end the command with a
+ * message saying what to check. Reconnects after a first success stay silent.
+ */
+async function connect(options: ConnectOptions): Promise<SessionmuxClient> {
   const token = options.token ?? process.env.SESSIONMUX_TOKEN;
   // A plain Error: the entry point prints its message (a CommanderError would exit silently).
   if (!token) throw new Error("missing token: pass --token or set SESSIONMUX_TOKEN");
-  return createNodeClient({ url: options.url, token });
+  const client = createNodeClient({
+    url: options.url,
+    token,
+    callTimeoutMs: options.timeout,
+    socketFactory: createNodeSocketFactory({ handshakeTimeoutMs: options.timeout }),
+  });
+  const first = await firstValueFrom(client.state$.pipe(filter((s) => s.name !== "connecting")));
+  if (first.name === "open") return client;
+  await client.close();
+  throw firstConnectError(
+    first.name === "unauthorized" || first.name === "rejected" ? first.status : undefined,
+    options.url,
+  );
+}
+
+function firstConnectError(status: number | undefined, url: string): Error {
+  if (status === 401 || status === 403) {
+    return new SessionmuxError(
+      status === 401 ? "unauthorized" : "forbidden_origin",
+      `the host at ${url} refused the token (HTTP ${status}); check --token or SESSIONMUX_TOKEN`,
+    );
+  }
+  if (status === 404) {
+    return new SessionmuxError(
+      "not_found",
+      `no sessionmux mux at ${url} (HTTP 404); the path is /api/remote.mux`,
+    );
+  }
+  if (status !== undefined) {
+    return new SessionmuxError("bad_request", `the host at ${url} refused the connection (HTTP ${status})`);
+  }
+  return new Error(`cannot reach a sessionmux host at ${url}; is \`sessionmux serve\` running there?`);
 }
 
 /** Runs one request, prints its result as one JSON line, and always closes the client. */
@@ -51,23 +87,11 @@ async function oneShot(
   options: ConnectOptions,
   run: (client: SessionmuxClient) => Promise<unknown>,
 ): Promise<void> {
-  const client = connect(options);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `timeout: no answer within ${options.timeout} ms; is the host running at ${options.url}?`,
-          ),
-        ),
-      options.timeout,
-    );
-  });
+  const client = await connect(options);
   try {
-    process.stdout.write(jsonLine(await Promise.race([run(client), timedOut])));
+    // The client's call timeout (--timeout) settles the call with a `timeout` error.
+    process.stdout.write(jsonLine(await run(client)));
   } finally {
-    clearTimeout(timer);
     await client.close();
   }
 }
@@ -119,7 +143,7 @@ export function registerClientCommands(program: Command): void {
         .default("continue"),
     )
     .action(async (sessionId: string, options: FollowCliOptions) => {
-      const client = connect(options);
+      const client = await connect(options);
       await untilDone(client, (finish) =>
         followSession(client, sessionId, {
           afterSeq: options.after,
@@ -212,7 +236,7 @@ export function registerClientCommands(program: Command): void {
         '{"kind":"stale"} while disconnected, {"kind":"generationChanged"} after a host restart)',
     )
     .action(async (options: ConnectOptions) => {
-      const client = connect(options);
+      const client = await connect(options);
       await untilDone(client, (finish) =>
         controlMirror(client).subscribe({
           next: (mirror) => {

@@ -10,6 +10,7 @@ import type {
   StreamMethod,
 } from "../../protocol/index.js";
 import type { BackoffPolicy } from "./backoff.js";
+import { type CallOptions, callDeadline, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 import { isResendable } from "./call-retry.js";
 import { Connection } from "./connection.js";
 import type { ConnectionState } from "./connection-state.js";
@@ -28,6 +29,8 @@ export interface ClientOptions {
   backoff?: Partial<BackoffPolicy>;
   /** @default Math.random */
   random?: () => number;
+  /** Default timeout of every unary call, including the wait for a socket; `Infinity` disables it. @default 30_000 */
+  callTimeoutMs?: number;
 }
 
 /** `session.prompt` params where `clientMessageId` is optional: one is generated when missing. */
@@ -39,8 +42,10 @@ type Handler = (value: unknown) => void;
 export class SessionmuxClient {
   readonly #connection: Connection;
   readonly #handlers = new Map<string, Set<Handler>>();
+  readonly #callTimeoutMs: number;
 
   constructor(options: ClientOptions) {
+    this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const factory = options.socketFactory ?? browserSocketFactory(options.WebSocket ?? defaultWebSocket());
     this.#connection = new Connection({
       url: options.url,
@@ -88,17 +93,30 @@ export class SessionmuxClient {
 
   /**
    * One unary call. Waits for an open socket; if that socket dies, resendable methods are sent again
-   * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with `RemoteError`.
+   * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with
+   * `RemoteError`; a refused connection with `ConnectionRefusedError`; the timeout (default 30 s)
+   * and the caller's signal with a SessionmuxError coded `timeout` or `aborted`.
    */
-  async call<M extends CallMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
-    for (;;) {
-      const link = await this.#connection.whenOpen();
-      try {
-        return (await link.call(method, params)) as ResultOf<M>;
-      } catch (error) {
-        if (error instanceof RemoteStreamCarrierError && error.retryable && isResendable(method)) continue;
-        throw error;
+  async call<M extends CallMethod>(
+    method: M,
+    params: ParamsOf<M>,
+    options: CallOptions = {},
+  ): Promise<ResultOf<M>> {
+    const deadline = callDeadline(method, options.timeoutMs ?? this.#callTimeoutMs, options.signal, () =>
+      describeState(this.#connection.state),
+    );
+    try {
+      for (;;) {
+        const link = await this.#connection.whenOpen(deadline.signal);
+        try {
+          return (await link.call(method, params, deadline.signal)) as ResultOf<M>;
+        } catch (error) {
+          if (error instanceof RemoteStreamCarrierError && error.retryable && isResendable(method)) continue;
+          throw error;
+        }
       }
+    } finally {
+      deadline.dispose();
     }
   }
 
@@ -144,24 +162,27 @@ export class SessionmuxClient {
   }
 
   /** `session.prompt`, exactly once: the same `clientMessageId` (generated if missing) is reused on every resend. */
-  prompt(params: PromptParams): Promise<ResultOf<"session.prompt">> {
+  prompt(params: PromptParams, options?: CallOptions): Promise<ResultOf<"session.prompt">> {
     const clientMessageId = params.clientMessageId ?? newClientMessageId();
-    return this.call("session.prompt", { ...params, clientMessageId });
+    return this.call("session.prompt", { ...params, clientMessageId }, options);
   }
 
   /** `session.list`. */
-  list(params: ParamsOf<"session.list"> = {}): Promise<ResultOf<"session.list">> {
-    return this.call("session.list", params);
+  list(params: ParamsOf<"session.list"> = {}, options?: CallOptions): Promise<ResultOf<"session.list">> {
+    return this.call("session.list", params, options);
   }
 
   /** `session.page`. */
-  page(params: ParamsOf<"session.page">): Promise<ResultOf<"session.page">> {
-    return this.call("session.page", params);
+  page(params: ParamsOf<"session.page">, options?: CallOptions): Promise<ResultOf<"session.page">> {
+    return this.call("session.page", params, options);
   }
 
   /** `session.create`. */
-  create(params: ParamsOf<"session.create"> = {}): Promise<ResultOf<"session.create">> {
-    return this.call("session.create", params);
+  create(
+    params: ParamsOf<"session.create"> = {},
+    options?: CallOptions,
+  ): Promise<ResultOf<"session.create">> {
+    return this.call("session.create", params, options);
   }
 
   /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now (a "retry now" button). */
@@ -192,6 +213,20 @@ export function newClientMessageId(): string {
   if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Why a call may have had no answer, for the `timeout` message. */
+function describeState(state: ConnectionState): string {
+  switch (state.name) {
+    case "open":
+      return "the socket is open; the host did not answer";
+    case "backoff":
+      return `the host is unreachable; reconnect attempt ${state.attempt} pending`;
+    case "connecting":
+      return "still connecting to the host";
+    default:
+      return `connection ${state.name}`;
+  }
 }
 
 function defaultWebSocket(): WebSocketConstructor {

@@ -1,4 +1,14 @@
-import { BehaviorSubject, filter, firstValueFrom, map, type Observable } from "rxjs";
+import {
+  BehaviorSubject,
+  filter,
+  firstValueFrom,
+  fromEvent,
+  map,
+  NEVER,
+  type Observable,
+  take,
+  takeUntil,
+} from "rxjs";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import {
   type ClientFrame,
@@ -49,7 +59,8 @@ export interface ConnectionOptions {
 /** One open physical socket: send calls and streams over it while it lives. */
 export interface SocketLink {
   readonly socketId: number;
-  call(method: string, params: unknown): Promise<unknown>;
+  /** Rejects with `signal.reason` when the signal fires first. */
+  call(method: string, params: unknown, signal?: AbortSignal): Promise<unknown>;
   /** Returns the frame id of the new stream. */
   openStream(method: string, params: unknown, sink: StreamSink): number;
   /** Forgets the stream and sends `close` if it was still in flight. */
@@ -101,11 +112,11 @@ export class Connection {
    * Resolves with the open socket, waiting through reconnects; rejects with
    * `ConnectionRefusedError` while the host refuses the connection and once the client is closed.
    */
-  whenOpen(): Promise<SocketLink> {
+  whenOpen(signal?: AbortSignal): Promise<SocketLink> {
     // A completed subject replays nothing, so a closed connection answers directly.
     if (this.#state$.value.name === "closed")
       return Promise.reject(new RemoteStreamCarrierError("client_closed"));
-    return firstValueFrom(
+    const opened = firstValueFrom(
       this.#state$.pipe(
         filter((s) => s.name === "open" || isTerminal(s)),
         map((s) => {
@@ -118,8 +129,13 @@ export class Connection {
             this.#options.url,
           );
         }),
+        takeUntil(signal ? aborted(signal) : NEVER),
       ),
     );
+    // takeUntil completes without a value, which firstValueFrom turns into an EmptyError.
+    return signal
+      ? opened.catch((error: unknown) => Promise.reject(signal.aborted ? signal.reason : error))
+      : opened;
   }
 
   /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now. */
@@ -291,10 +307,26 @@ export class Connection {
     };
     return {
       socketId,
-      call: (method, params) =>
+      call: (method, params, signal) =>
         new Promise((resolve, reject) => {
           const id = this.#nextFrameId++;
-          registry.addCall(id, { resolve, reject });
+          // No cancel frame exists (§3): an aborted call is forgotten here, a late answer dropped.
+          const onAbort = () => {
+            if (registry.removeCall(id)) reject(signal?.reason);
+          };
+          const settled = () => signal?.removeEventListener("abort", onAbort);
+          registry.addCall(id, {
+            resolve: (value) => {
+              settled();
+              resolve(value);
+            },
+            reject: (error) => {
+              settled();
+              reject(error);
+            },
+          });
+          if (signal?.aborted) return onAbort();
+          signal?.addEventListener("abort", onAbort, { once: true });
           send({ type: "call", id, method, params });
         }),
       openStream: (method, params, sink) => {
@@ -335,4 +367,9 @@ async function refusalStatus(socket: WebSocketLike): Promise<number | undefined>
   } catch {
     return undefined;
   }
+}
+
+/** Emits once when `signal` aborts (at once if it already has). */
+function aborted(signal: AbortSignal): Observable<unknown> {
+  return signal.aborted ? new BehaviorSubject<unknown>(undefined) : fromEvent(signal, "abort").pipe(take(1));
 }

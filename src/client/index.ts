@@ -3,6 +3,7 @@
  * Node callers use `./node.js`, which supplies `ws` with the Authorization header.
  */
 export { type BackoffPolicy, backoffCeiling, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
+export { type CallOptions, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 export { isResendable } from "./call-retry.js";
 export {
   type ClientOptions,
@@ -15,13 +16,20 @@ export {
   type ConnectionEvent,
   type ConnectionState,
   type ConnectionStateName,
+  isTerminal,
   transition,
 } from "./connection-state.js";
 export { type ControlMirrorOptions, controlMirror } from "./control-mirror.js";
 export { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
 export { applyFollowItem, type FollowCursor, type FollowUpdate, initialCursor } from "./follow-cursor.js";
 export { type FollowOptions, followSession } from "./follow-session.js";
-export { type CarrierReason, RemoteError, RemoteStreamCarrierError, shouldRetry } from "./remote-errors.js";
+export {
+  type CarrierReason,
+  ConnectionRefusedError,
+  RemoteError,
+  RemoteStreamCarrierError,
+  shouldRetry,
+} from "./remote-errors.js";
 export {
   base64Url,
   browserSocketFactory,
@@ -30,3 +38,4 @@ export {
   type WebSocketConstructor,
   type WebSocketLike,
 } from "./socket.js";
+export { type StreamRecovery, streamRecovery } from "./stream-recovery.js";

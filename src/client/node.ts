@@ -11,14 +11,26 @@ export * from "./index.js";
  */
 export const DEFAULT_SILENCE_TIMEOUT_MS = 3 * Limits.pingIntervalMs;
 
+/** How long a Node client waits for the host to answer the upgrade. */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** A Node socket factory: `ws` with the token in the `Authorization: Bearer` header (§2). */
-export function createNodeSocketFactory(options: { silenceTimeoutMs?: number } = {}): SocketFactory {
+export function createNodeSocketFactory(
+  options: {
+    /** Drop a socket that heard nothing (no ping, no frame) this long. @default 45_000 */
+    silenceTimeoutMs?: number;
+    /** Give up an upgrade the host does not answer within this long. @default 10_000 */
+    handshakeTimeoutMs?: number;
+  } = {},
+): SocketFactory {
   const silenceMs = options.silenceTimeoutMs ?? DEFAULT_SILENCE_TIMEOUT_MS;
+  const handshakeTimeout = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
   return (url, token) => {
     const socket = new WebSocket(url, [SUBPROTOCOL], {
       headers: { Authorization: `Bearer ${token}` },
       perMessageDeflate: false,
       maxPayload: Limits.maxPayloadBytes,
+      handshakeTimeout,
     });
     const like = socket as unknown as WebSocketLike;
     let refusedWith: number | undefined;

@@ -36,6 +36,11 @@ export class RequestRegistry {
     else this.#streams.set(id, sink);
   }
 
+  /** Forgets a call the caller gave up on; returns whether it was still in flight. */
+  removeCall(id: number): boolean {
+    return this.#calls.delete(id);
+  }
+
   /** Forgets a stream the caller no longer wants; returns whether it was still in flight. */
   removeStream(id: number): boolean {
     return this.#streams.delete(id);
