@@ -1,4 +1,4 @@
-import { map, Observable, type Observable as ObservableType } from "rxjs";
+import { map, Observable, type Observable as ObservableType, Subject } from "rxjs";
 import type {
   CallMethod,
   HelloFrame,
@@ -7,6 +7,7 @@ import type {
   NotificationValue,
   ParamsOf,
   ResultOf,
+  SessionmuxError,
   StreamMethod,
 } from "../../protocol/index.js";
 import type { BackoffPolicy } from "./backoff.js";
@@ -14,6 +15,7 @@ import { type CallOptions, callDeadline, DEFAULT_CALL_TIMEOUT_MS } from "./call-
 import { isResendable } from "./call-retry.js";
 import { Connection } from "./connection.js";
 import type { ConnectionState } from "./connection-state.js";
+import type { KeepAliveOptions } from "./keepalive.js";
 import { RemoteStreamCarrierError } from "./remote-errors.js";
 import { browserSocketFactory, type SocketFactory, type WebSocketConstructor } from "./socket.js";
 
@@ -31,6 +33,14 @@ export interface ClientOptions {
   random?: () => number;
   /** Default timeout of every unary call, including the wait for a socket; `Infinity` disables it. @default 30_000 */
   callTimeoutMs?: number;
+  /**
+   * Reports what the client could not tie to a call: an undecodable or invalid host frame (the call
+   * it names, if readable, is answered with `invalid_host_frame`), a host `error` frame without id.
+   * Every report is also on `errors$`. @default console.warn
+   */
+  onError?: (error: SessionmuxError) => void;
+  /** Client keepalive (§2 "Clients may ping"); `false` turns it off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
+  keepAlive?: Partial<KeepAliveOptions> | false;
 }
 
 /** `session.prompt` params where `clientMessageId` is optional: one is generated when missing. */
@@ -43,6 +53,7 @@ export class SessionmuxClient {
   readonly #connection: Connection;
   readonly #handlers = new Map<string, Set<Handler>>();
   readonly #callTimeoutMs: number;
+  readonly #errors$ = new Subject<SessionmuxError>();
 
   constructor(options: ClientOptions) {
     this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
@@ -53,6 +64,11 @@ export class SessionmuxClient {
       socketFactory: factory,
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.random ? { random: options.random } : {}),
+      ...(options.keepAlive !== undefined ? { keepAlive: options.keepAlive } : {}),
+      onError: (error) => {
+        (options.onError ?? defaultOnError)(error);
+        this.#errors$.next(error);
+      },
       onNotification: (name, value) => {
         for (const handler of [...(this.#handlers.get(name) ?? [])]) handler(value);
       },
@@ -62,6 +78,11 @@ export class SessionmuxClient {
   /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `unauthorized`, `rejected`, `closed`). */
   get state$(): ObservableType<ConnectionState> {
     return this.#connection.state$;
+  }
+
+  /** Host frames the client could not read and host errors tied to no call (see `ClientOptions.onError`). */
+  get errors$(): ObservableType<SessionmuxError> {
+    return this.#errors$.asObservable();
   }
 
   /** The current connection state. */
@@ -199,9 +220,10 @@ export class SessionmuxClient {
   }
 
   /** Stops reconnecting, closes the socket and waits until no timer or socket is left. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.#handlers.clear();
-    return this.#connection.close();
+    await this.#connection.close();
+    this.#errors$.complete();
   }
 }
 
@@ -227,6 +249,10 @@ function describeState(state: ConnectionState): string {
     default:
       return `connection ${state.name}`;
   }
+}
+
+function defaultOnError(error: SessionmuxError): void {
+  console.warn(`sessionmux client: ${error.code}: ${error.message}`);
 }
 
 function defaultWebSocket(): WebSocketConstructor {

@@ -9,14 +9,8 @@ import {
   take,
   takeUntil,
 } from "rxjs";
-import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
-import {
-  type ClientFrame,
-  type HelloFrame,
-  HostFrame,
-  type NotificationName,
-  validator,
-} from "../../protocol/index.js";
+import { encodeFrame } from "../../protocol/codec.js";
+import type { ClientFrame, HelloFrame, NotificationName, SessionmuxError } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import {
   type ConnectionEvent,
@@ -26,22 +20,12 @@ import {
   isTerminal,
   transition,
 } from "./connection-state.js";
-import { ConnectionRefusedError, RemoteStreamCarrierError } from "./remote-errors.js";
+import { readHostFrame } from "./host-frame-reader.js";
+import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions } from "./keepalive.js";
+import { ConnectionRefusedError, RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
 import { RequestRegistry, type StreamSink } from "./request-registry.js";
 import type { SocketFactory, WebSocketLike } from "./socket.js";
 
-const hostFrame = validator(HostFrame);
-/**
- * The host is trusted more than a peer is trusted by the host: these limits only guard against a
- * runaway frame, and are wide enough for every value the host may legitimately send.
- */
-const CLIENT_DECODE_LIMITS = {
-  maxStrBytes: 16 * 1024 * 1024,
-  maxBinBytes: 16 * 1024 * 1024,
-  maxArrayLength: 1_000_000,
-  maxMapLength: 100_000,
-  maxDepth: 256,
-} as const;
 /** How long `close()` waits for the closing handshake before dropping the socket. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -54,6 +38,10 @@ export interface ConnectionOptions {
   /** @default Math.random */
   random?: () => number;
   onNotification?: (name: NotificationName | string, value: unknown) => void;
+  /** A host frame the client could not read, or a host `error` frame tied to no call. */
+  onError?: (error: SessionmuxError) => void;
+  /** `false` turns the client keepalive off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
+  keepAlive?: Partial<KeepAliveOptions> | false;
 }
 
 /** One open physical socket: send calls and streams over it while it lives. */
@@ -245,16 +233,21 @@ export class Connection {
       closed,
     };
     this.#current = live;
+    const keepAlive = this.#keepAlive(live);
     socket.onmessage = (event) => {
       if (this.#current !== live) return;
+      keepAlive?.heard();
       this.#receive(live, event.data);
     };
+    socket.onheartbeat = () => keepAlive?.heard();
     let upgraded = false;
     socket.onopen = () => {
       upgraded = true;
+      keepAlive?.heard();
     };
     socket.onerror = () => {};
     socket.onclose = () => {
+      keepAlive?.stop();
       socket.onmessage = null;
       socket.onclose = null;
       registry.failAll(new RemoteStreamCarrierError("socket_lost"));
@@ -275,22 +268,62 @@ export class Connection {
     return closed;
   }
 
+  /**
+   * The socket's keepalive probe: a WebSocket ping where the factory can send one (`ws`), else —
+   * browsers cannot ping — a `close` for an id never used, which the host answers with `end` (§9).
+   * A dead path is dropped like a lost socket.
+   */
+  #keepAlive(live: LiveSocket): KeepAlive | undefined {
+    if (this.#options.keepAlive === false) return undefined;
+    const { socket } = live;
+    const probe = socket.keepAlivePing
+      ? () => socket.keepAlivePing?.()
+      : () => {
+          try {
+            socket.send(encodeFrame({ type: "close", id: this.#nextFrameId++ }));
+          } catch {
+            // Closing already: its close event follows.
+          }
+        };
+    return new KeepAlive({ ...DEFAULT_KEEPALIVE, ...this.#options.keepAlive }, probe, () => this.#drop(live));
+  }
+
+  /** Gives up a socket whose path is dead: now, without waiting for TCP or a closing handshake. */
+  #drop(live: LiveSocket): void {
+    const { socket } = live;
+    const onclose = socket.onclose;
+    if (socket.terminate) socket.terminate();
+    else {
+      try {
+        socket.close(4000, "keepalive timeout");
+      } catch {
+        // Already closing.
+      }
+    }
+    // A browser fires `close` only after its closing handshake times out; settle everything now.
+    onclose?.({ code: 4000, reason: "keepalive timeout" });
+  }
+
   #receive(live: LiveSocket, data: unknown): void {
-    // Text frames are bad input in v1 (§2); the host never sends them, so they are dropped.
-    if (!(data instanceof ArrayBuffer)) return;
-    let frame: unknown;
-    try {
-      frame = decodeFrame(new Uint8Array(data), CLIENT_DECODE_LIMITS);
-    } catch {
+    const reading = readHostFrame(data);
+    if (!reading.ok) {
+      // Answer the call or stream the frame was for, so it does not wait for a socket death.
+      if (reading.id !== undefined) live.registry.fail(reading.id, reading.error);
+      this.#options.onError?.(reading.error);
       return;
     }
-    if (!hostFrame.check(frame)) return;
+    const frame = reading.frame;
     switch (frame.type) {
       case "hello":
         this.#dispatch({ type: "hello", socketId: live.socketId, hello: frame as HelloFrame });
         return;
       case "event":
         this.#options.onNotification?.(frame.name, frame.value);
+        return;
+      case "error":
+        if (frame.id === undefined || !live.registry.deliver(frame)) {
+          this.#options.onError?.(RemoteError.fromWireError(frame.error));
+        }
         return;
       default:
         live.registry.deliver(frame);

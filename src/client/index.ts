@@ -21,8 +21,16 @@ export {
 } from "./connection-state.js";
 export { type ControlMirrorOptions, controlMirror } from "./control-mirror.js";
 export { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
-export { applyFollowItem, type FollowCursor, type FollowUpdate, initialCursor } from "./follow-cursor.js";
+export {
+  applyFollowItem,
+  type FollowCursor,
+  type FollowStep,
+  type FollowUpdate,
+  initialCursor,
+  reopenParams,
+} from "./follow-cursor.js";
 export { type FollowOptions, followSession } from "./follow-session.js";
+export { DEFAULT_KEEPALIVE, type KeepAliveOptions } from "./keepalive.js";
 export {
   type CarrierReason,
   ConnectionRefusedError,

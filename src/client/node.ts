@@ -47,7 +47,11 @@ export function createNodeSocketFactory(
       clearTimeout(watchdog);
       watchdog = setTimeout(() => socket.terminate(), silenceMs);
     };
-    socket.on("open", heard).on("ping", heard).on("message", heard);
+    socket.on("open", heard).on("ping", heard).on("message", heard).on("pong", heard);
+    like.keepAlivePing = () => {
+      if (socket.readyState === WebSocket.OPEN) socket.ping();
+    };
+    socket.on("ping", () => like.onheartbeat?.()).on("pong", () => like.onheartbeat?.());
     socket.on("close", () => clearTimeout(watchdog));
     return like;
   };

@@ -23,6 +23,10 @@ export interface WebSocketLike {
    * can learn it (`ws` sees it; a browser asks the host over HTTP).
    */
   upgradeStatus?(): Promise<number | undefined>;
+  /** Sends a WebSocket ping, where the factory can (`ws`; browsers cannot). */
+  keepAlivePing?(): void;
+  /** Set by the client; a factory that sees pings or pongs calls it (they prove the path works). */
+  onheartbeat?: (() => void) | null;
 }
 
 /** A browser-style WebSocket constructor (the global `WebSocket`, or `ws`'s class). */
