@@ -1,4 +1,4 @@
-import { SessionmuxError } from "../../protocol/index.js";
+import { SessionmuxError } from "../../protocol/errors.js";
 
 /** Per-call options of every unary call. */
 export interface CallOptions {

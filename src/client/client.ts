@@ -1,4 +1,4 @@
-import { map, Observable, type Observable as ObservableType, Subject } from "rxjs";
+import { Observable, type Observable as ObservableType, Subject } from "rxjs";
 import type {
   CallMethod,
   HelloFrame,
@@ -146,14 +146,14 @@ export class SessionmuxClient {
    * unsubscribing sends `close`. A lost socket errors it with `RemoteStreamCarrierError`.
    */
   open<M extends StreamMethod>(method: M, params: ParamsOf<M>): ObservableType<ItemOf<M>> {
-    return new Observable<unknown>((subscriber) => {
+    return new Observable<ItemOf<M>>((subscriber) => {
       let unsubscribed = false;
       let teardown: (() => void) | undefined;
       this.#connection.whenOpen().then(
         (link) => {
           if (unsubscribed) return;
           const id = link.openStream(method, params, {
-            item: (value) => subscriber.next(value),
+            item: (value) => subscriber.next(value as ItemOf<M>),
             end: () => subscriber.complete(),
             error: (error) => subscriber.error(error),
           });
@@ -165,7 +165,7 @@ export class SessionmuxClient {
         unsubscribed = true;
         teardown?.();
       };
-    }).pipe(map((value) => value as ItemOf<M>));
+    });
   }
 
   /** Registers a handler for a §6 notification; returns the function that removes it. */

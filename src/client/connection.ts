@@ -1,14 +1,4 @@
-import {
-  BehaviorSubject,
-  filter,
-  firstValueFrom,
-  fromEvent,
-  map,
-  NEVER,
-  type Observable,
-  take,
-  takeUntil,
-} from "rxjs";
+import { BehaviorSubject, type Observable } from "rxjs";
 import { encodeFrame } from "../../protocol/codec.js";
 import type { ClientFrame, HelloFrame, NotificationName, SessionmuxError } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
@@ -20,6 +10,7 @@ import {
   isTerminal,
   transition,
 } from "./connection-state.js";
+import { firstMatch } from "./first-match.js";
 import { readHostFrame } from "./host-frame-reader.js";
 import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions } from "./keepalive.js";
 import { ConnectionRefusedError, RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
@@ -101,29 +92,41 @@ export class Connection {
    * `ConnectionRefusedError` while the host refuses the connection and once the client is closed.
    */
   whenOpen(signal?: AbortSignal): Promise<SocketLink> {
-    // A completed subject replays nothing, so a closed connection answers directly.
-    if (this.#state$.value.name === "closed")
-      return Promise.reject(new RemoteStreamCarrierError("client_closed"));
-    const opened = firstValueFrom(
-      this.#state$.pipe(
-        filter((s) => s.name === "open" || isTerminal(s)),
-        map((s) => {
-          const current = this.#current;
-          if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
-          if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
-          if (s.name === "closed") throw new RemoteStreamCarrierError("client_closed");
-          throw new ConnectionRefusedError(
-            s.name === "unauthorized" || s.name === "rejected" ? s.status : 0,
-            this.#options.url,
-          );
-        }),
-        takeUntil(signal ? aborted(signal) : NEVER),
-      ),
-    );
-    // takeUntil completes without a value, which firstValueFrom turns into an EmptyError.
-    return signal
-      ? opened.catch((error: unknown) => Promise.reject(signal.aborted ? signal.reason : error))
-      : opened;
+    return new Promise<SocketLink>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        stop();
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      // A completed subject replays nothing: a closed connection ends at once through `done`.
+      const stop = firstMatch(
+        this.#state$,
+        (s) => s.name === "open" || isTerminal(s),
+        (s) => {
+          signal?.removeEventListener("abort", onAbort);
+          try {
+            resolve(this.#linkIn(s));
+          } catch (error) {
+            reject(error);
+          }
+        },
+        () => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(new RemoteStreamCarrierError("client_closed"));
+        },
+      );
+    });
+  }
+
+  /** The link of the socket an `open` state names, or the error a terminal state means. */
+  #linkIn(s: ConnectionState): SocketLink {
+    const current = this.#current;
+    if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
+    if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
+    if (s.name === "unauthorized" || s.name === "rejected")
+      throw new ConnectionRefusedError(s.status, this.#options.url);
+    throw new RemoteStreamCarrierError("client_closed");
   }
 
   /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now. */
@@ -400,9 +403,4 @@ async function refusalStatus(socket: WebSocketLike): Promise<number | undefined>
   } catch {
     return undefined;
   }
-}
-
-/** Emits once when `signal` aborts (at once if it already has). */
-function aborted(signal: AbortSignal): Observable<unknown> {
-  return signal.aborted ? new BehaviorSubject<unknown>(undefined) : fromEvent(signal, "abort").pipe(take(1));
 }

@@ -1,7 +1,8 @@
 import { decodeFrame } from "../../protocol/codec.js";
-import { HostFrame, SessionmuxError, validator } from "../../protocol/index.js";
+import { SessionmuxError } from "../../protocol/errors.js";
+import type { HostFrame } from "../../protocol/index.js";
+import { isHostFrame } from "./host-frame-check.js";
 
-const hostFrame = validator(HostFrame);
 /**
  * The host is trusted more than a peer is trusted by the host: these limits only guard against a
  * runaway frame, and are wide enough for every value the host may legitimately send.
@@ -28,7 +29,7 @@ export function readHostFrame(data: unknown): HostFrameReading {
   } catch (cause) {
     return invalid("an undecodable frame", undefined, cause);
   }
-  if (hostFrame.check(frame)) return { ok: true, frame };
+  if (isHostFrame(frame)) return { ok: true, frame };
   const id = (frame as { id?: unknown } | null)?.id;
   const readable = Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : undefined;
   const type = (frame as { type?: unknown } | null)?.type;

@@ -1,5 +1,5 @@
 import WebSocket from "ws";
-import { Limits, SUBPROTOCOL } from "../../protocol/index.js";
+import { Limits, SUBPROTOCOL } from "../../protocol/limits.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "./client.js";
 import type { SocketFactory, WebSocketLike } from "./socket.js";
 

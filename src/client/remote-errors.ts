@@ -1,4 +1,4 @@
-import { type ErrorCode, SessionmuxError, type WireError } from "../../protocol/index.js";
+import { type ErrorCode, SessionmuxError, type WireError } from "../../protocol/errors.js";
 
 /**
  * A business, protocol or internal error answered by the host for one call or stream (§3).

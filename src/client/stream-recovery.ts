@@ -1,4 +1,4 @@
-import { SessionmuxError } from "../../protocol/index.js";
+import { SessionmuxError } from "../../protocol/errors.js";
 import { ConnectionRefusedError, RemoteStreamCarrierError } from "./remote-errors.js";
 
 /**

@@ -1,6 +1,7 @@
-import { first, type Observable, type Subscriber, type Subscription } from "rxjs";
+import type { Observable, Subscriber, Subscription } from "rxjs";
 import type { HelloFrame } from "../../protocol/index.js";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
+import { firstMatch } from "./first-match.js";
 import { streamRecovery } from "./stream-recovery.js";
 
 /** What an item handler may ask of the supervisor. */
@@ -40,7 +41,7 @@ export function superviseStream<I, O>(
   options: SupervisorOptions,
 ): () => void {
   let inner: Subscription | undefined;
-  let waiting: Subscription | undefined;
+  let stopWaiting: (() => void) | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let failures = 0;
   /** The generation whose one isolated retry was spent. */
@@ -63,11 +64,13 @@ export function superviseStream<I, O>(
   };
   /** Starts again on the next `hello` whose generation is not `seen` (any, if undefined). */
   const untilHello = (seen: string | undefined): void => {
-    waiting = options.hello$.pipe(first((hello) => hello.generation !== seen)).subscribe({
-      next: () => start(),
+    stopWaiting = firstMatch(
+      options.hello$,
+      (hello) => hello.generation !== seen,
+      () => start(),
       // The client closed before the host came back.
-      error: () => subscriber.complete(),
-    });
+      () => subscriber.complete(),
+    );
   };
   const failed = (error: unknown): void => {
     if (stopped) return;
@@ -100,7 +103,7 @@ export function superviseStream<I, O>(
   return () => {
     stopped = true;
     if (timer !== undefined) clearTimeout(timer);
-    waiting?.unsubscribe();
+    stopWaiting?.();
     inner?.unsubscribe();
   };
 }
