@@ -10,11 +10,16 @@ import type {
   SessionmuxError,
   StreamMethod,
 } from "../../protocol/index.js";
+import { type IterateOptions, type LiveStream, liveStream } from "./async-iteration.js";
 import type { BackoffPolicy } from "./backoff.js";
 import { type CallOptions, callDeadline, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 import { isResendable } from "./call-retry.js";
 import { Connection } from "./connection.js";
 import type { ConnectionState } from "./connection-state.js";
+import { type ControlMirrorOptions, controlMirror } from "./control-mirror.js";
+import type { ControlMirror } from "./control-mirror-reducer.js";
+import type { FollowUpdate } from "./follow-cursor.js";
+import { type FollowOptions, followSession } from "./follow-session.js";
 import type { KeepAliveOptions } from "./keepalive.js";
 import { RemoteStreamCarrierError } from "./remote-errors.js";
 import { browserSocketFactory, type SocketFactory, type WebSocketConstructor } from "./socket.js";
@@ -166,6 +171,19 @@ export class SessionmuxClient {
         teardown?.();
       };
     });
+  }
+
+  /**
+   * `followSession` as a method: the session's updates across reconnects, as an Observable that
+   * can also be read with `for await (const update of client.follow(id))`.
+   */
+  follow(sessionId: string, options: FollowOptions & IterateOptions = {}): LiveStream<FollowUpdate> {
+    return liveStream(followSession(this, sessionId, options), options);
+  }
+
+  /** `controlMirror` as a method: the live-state mirror, as an Observable that can also be read with `for await`. */
+  control(options: ControlMirrorOptions & IterateOptions = {}): LiveStream<ControlMirror> {
+    return liveStream(controlMirror(this, options), options);
   }
 
   /** Registers a handler for a §6 notification; returns the function that removes it. */

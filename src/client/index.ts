@@ -2,6 +2,13 @@
  * The sessionmux client SDK, browser-safe: nothing here (or below) imports a Node module.
  * Node callers use `./node.js`, which supplies `ws` with the Authorization header.
  */
+export {
+  DEFAULT_MAX_BUFFERED,
+  type IterateOptions,
+  iterate,
+  type LiveStream,
+  liveStream,
+} from "./async-iteration.js";
 export { type BackoffPolicy, backoffCeiling, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 export { type CallOptions, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 export { isResendable } from "./call-retry.js";
