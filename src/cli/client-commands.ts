@@ -1,9 +1,14 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { filter, firstValueFrom, type Subscription } from "rxjs";
+import { filter, firstValueFrom, of, type Subscription, timeout } from "rxjs";
 import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import { controlMirror } from "../client/control-mirror.js";
 import { followSession } from "../client/follow-session.js";
-import { createNodeClient, createNodeSocketFactory, type SessionmuxClient } from "../client/node.js";
+import {
+  createNodeClient,
+  createNodeSocketFactory,
+  type SessionmuxClient,
+  type WebSocketLike,
+} from "../client/node.js";
 
 const DEFAULT_URL = "ws://127.0.0.1:8787/api/remote.mux";
 
@@ -39,24 +44,43 @@ function withConnection(command: Command): Command {
     .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
 }
 
+/** Socket failures that mean nothing is there to answer: retrying at once cannot help a script. */
+const NOTHING_THERE: ReadonlySet<string | undefined> = new Set(["ECONNREFUSED", "ENOTFOUND"]);
+
 /**
- * Connects and waits for the first `hello`, failing fast: a host that is not there (the first
- * attempt failed), a refused token or a wrong path (terminal states) each end the command with a
- * message saying what to check. Reconnects after a first success stay silent.
+ * Connects and waits for the first `hello`, failing fast: nothing listening at the URL (the
+ * connection refused), a refused token or a wrong path (terminal states) each end the command
+ * with a message saying what to check. Other first failures (a cut, a slow host) are retried
+ * until `--timeout`; reconnects after a first success stay silent.
  */
 async function connect(options: ConnectOptions): Promise<SessionmuxClient> {
   const token = options.token ?? process.env.SESSIONMUX_TOKEN;
   // A plain Error: the entry point prints its message (a CommanderError would exit silently).
   if (!token) throw new Error("missing token: pass --token or set SESSIONMUX_TOKEN");
+  const nodeFactory = createNodeSocketFactory({ handshakeTimeoutMs: options.timeout });
+  let last: WebSocketLike | undefined;
   const client = createNodeClient({
     url: options.url,
     token,
     callTimeoutMs: options.timeout,
-    socketFactory: createNodeSocketFactory({ handshakeTimeoutMs: options.timeout }),
+    socketFactory: (url, secret) => {
+      last = nodeFactory(url, secret);
+      return last;
+    },
   });
-  const first = await firstValueFrom(client.state$.pipe(filter((s) => s.name !== "connecting")));
-  if (first.name === "open") return client;
+  const first = await firstValueFrom(
+    client.state$.pipe(
+      filter(
+        (s) => s.name !== "connecting" && (s.name !== "backoff" || NOTHING_THERE.has(last?.failureCode)),
+      ),
+      timeout({ first: options.timeout, with: () => of(undefined) }),
+    ),
+  );
+  if (first?.name === "open") return client;
   await client.close();
+  if (first === undefined) {
+    throw new Error(`no answer from ${options.url} within ${options.timeout} ms; is the host healthy?`);
+  }
   throw firstConnectError(
     first.name === "unauthorized" || first.name === "rejected" ? first.status : undefined,
     options.url,

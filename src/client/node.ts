@@ -48,6 +48,9 @@ export function createNodeSocketFactory(
       watchdog = setTimeout(() => socket.terminate(), silenceMs);
     };
     socket.on("open", heard).on("ping", heard).on("message", heard).on("pong", heard);
+    socket.on("error", (error: Error & { code?: string }) => {
+      like.failureCode = error.code;
+    });
     like.keepAlivePing = () => {
       if (socket.readyState === WebSocket.OPEN) socket.ping();
     };

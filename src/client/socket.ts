@@ -23,6 +23,8 @@ export interface WebSocketLike {
    * can learn it (`ws` sees it; a browser asks the host over HTTP).
    */
   upgradeStatus?(): Promise<number | undefined>;
+  /** Set by a factory that saw the socket fail, e.g. `ECONNREFUSED` when nothing listens. */
+  failureCode?: string;
   /** Sends a WebSocket ping, where the factory can (`ws`; browsers cannot). */
   keepAlivePing?(): void;
   /** Set by the client; a factory that sees pings or pongs calls it (they prove the path works). */
