@@ -1,6 +1,5 @@
 import { BehaviorSubject, type Observable } from "rxjs";
-import { encodeFrame } from "../../protocol/codec.js";
-import type { ClientFrame, HelloFrame, NotificationName, SessionmuxError } from "../../protocol/index.js";
+import type { HelloFrame, NotificationName, SessionmuxError } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import {
   type ConnectionEvent,
@@ -12,10 +11,11 @@ import {
 } from "./connection-state.js";
 import { firstMatch } from "./first-match.js";
 import { readHostFrame } from "./host-frame-reader.js";
-import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions } from "./keepalive.js";
+import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions, keepAliveProbe } from "./keepalive.js";
 import { ConnectionRefusedError, RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
-import { RequestRegistry, type StreamSink } from "./request-registry.js";
-import type { SocketFactory, WebSocketLike } from "./socket.js";
+import { RequestRegistry } from "./request-registry.js";
+import { refusalStatus, type SocketFactory, type WebSocketLike } from "./socket.js";
+import { createSocketLink, type SocketLink } from "./socket-link.js";
 
 /** How long `close()` waits for the closing handshake before dropping the socket. */
 const CLOSE_GRACE_MS = 1_000;
@@ -33,17 +33,6 @@ export interface ConnectionOptions {
   onError?: (error: SessionmuxError) => void;
   /** `false` turns the client keepalive off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
   keepAlive?: Partial<KeepAliveOptions> | false;
-}
-
-/** One open physical socket: send calls and streams over it while it lives. */
-export interface SocketLink {
-  readonly socketId: number;
-  /** Rejects with `signal.reason` when the signal fires first. */
-  call(method: string, params: unknown, signal?: AbortSignal): Promise<unknown>;
-  /** Returns the frame id of the new stream. */
-  openStream(method: string, params: unknown, sink: StreamSink): number;
-  /** Forgets the stream and sends `close` if it was still in flight. */
-  closeStream(id: number): void;
 }
 
 interface LiveSocket {
@@ -232,7 +221,13 @@ export class Connection {
       socketId,
       socket,
       registry,
-      link: this.#link(socketId, socket, registry),
+      link: createSocketLink({
+        socketId,
+        socket,
+        registry,
+        nextFrameId: () => this.#nextFrameId++,
+        isCurrent: () => this.#current?.socketId === socketId,
+      }),
       closed,
     };
     this.#current = live;
@@ -271,23 +266,10 @@ export class Connection {
     return closed;
   }
 
-  /**
-   * The socket's keepalive probe: a WebSocket ping where the factory can send one (`ws`), else —
-   * browsers cannot ping — a `close` for an id never used, which the host answers with `end` (§9).
-   * A dead path is dropped like a lost socket.
-   */
+  /** The socket's keepalive, unless turned off; a dead path is dropped like a lost socket. */
   #keepAlive(live: LiveSocket): KeepAlive | undefined {
     if (this.#options.keepAlive === false) return undefined;
-    const { socket } = live;
-    const probe = socket.keepAlivePing
-      ? () => socket.keepAlivePing?.()
-      : () => {
-          try {
-            socket.send(encodeFrame({ type: "close", id: this.#nextFrameId++ }));
-          } catch {
-            // Closing already: its close event follows.
-          }
-        };
+    const probe = keepAliveProbe(live.socket, () => this.#nextFrameId++);
     return new KeepAlive({ ...DEFAULT_KEEPALIVE, ...this.#options.keepAlive }, probe, () => this.#drop(live));
   }
 
@@ -333,50 +315,6 @@ export class Connection {
     }
   }
 
-  #link(socketId: number, socket: WebSocketLike, registry: RequestRegistry): SocketLink {
-    const send = (frame: ClientFrame): void => {
-      try {
-        socket.send(encodeFrame(frame));
-      } catch {
-        // The socket is closing; its close event fails whatever was registered on it.
-      }
-    };
-    return {
-      socketId,
-      call: (method, params, signal) =>
-        new Promise((resolve, reject) => {
-          const id = this.#nextFrameId++;
-          // No cancel frame exists (§3): an aborted call is forgotten here, a late answer dropped.
-          const onAbort = () => {
-            if (registry.removeCall(id)) reject(signal?.reason);
-          };
-          const settled = () => signal?.removeEventListener("abort", onAbort);
-          registry.addCall(id, {
-            resolve: (value) => {
-              settled();
-              resolve(value);
-            },
-            reject: (error) => {
-              settled();
-              reject(error);
-            },
-          });
-          if (signal?.aborted) return onAbort();
-          signal?.addEventListener("abort", onAbort, { once: true });
-          send({ type: "call", id, method, params });
-        }),
-      openStream: (method, params, sink) => {
-        const id = this.#nextFrameId++;
-        registry.addStream(id, sink);
-        send({ type: "open", id, method, params });
-        return id;
-      },
-      closeStream: (id) => {
-        if (registry.removeStream(id) && this.#current?.socketId === socketId) send({ type: "close", id });
-      },
-    };
-  }
-
   async #closeSocket(live: LiveSocket): Promise<void> {
     try {
       live.socket.close(1000, "client closed");
@@ -392,15 +330,5 @@ export class Connection {
     });
     await Promise.race([live.closed, timedOut]);
     clearTimeout(grace);
-  }
-}
-
-/** The HTTP status a socket that never upgraded was refused with, if its factory can tell. */
-async function refusalStatus(socket: WebSocketLike): Promise<number | undefined> {
-  if (socket.authRejected !== undefined) return socket.authRejected;
-  try {
-    return await socket.upgradeStatus?.();
-  } catch {
-    return undefined;
   }
 }

@@ -1,3 +1,6 @@
+import { encodeFrame } from "../../protocol/codec.js";
+import type { WebSocketLike } from "./socket.js";
+
 /** Client keepalive timing (protocol-v1 §2 "Clients may ping"). */
 export interface KeepAliveOptions {
   /** Probe a socket that has been quiet this long. @default 10_000 */
@@ -46,4 +49,19 @@ export class KeepAlive {
     this.#idle = undefined;
     this.#deadline = undefined;
   }
+}
+
+/**
+ * The probe for one socket: a WebSocket ping where the factory can send one (`ws`), else —
+ * browsers cannot ping — a `close` for an id never used, which the host answers with `end` (§9).
+ */
+export function keepAliveProbe(socket: WebSocketLike, nextFrameId: () => number): () => void {
+  if (socket.keepAlivePing) return () => socket.keepAlivePing?.();
+  return () => {
+    try {
+      socket.send(encodeFrame({ type: "close", id: nextFrameId() }));
+    } catch {
+      // Closing already: its close event follows.
+    }
+  };
 }

@@ -76,3 +76,12 @@ async function askRefusal(url: string, token: string): Promise<number | undefine
   await response.body?.cancel();
   return response.status === 401 || response.status === 403 ? response.status : undefined;
 }
+/** The HTTP status a socket that never upgraded was refused with, if its factory can tell. */
+export async function refusalStatus(socket: WebSocketLike): Promise<number | undefined> {
+  if (socket.authRejected !== undefined) return socket.authRejected;
+  try {
+    return await socket.upgradeStatus?.();
+  } catch {
+    return undefined;
+  }
+}
