@@ -9,6 +9,7 @@ export interface IterateOptions {
   maxBuffered?: number;
 }
 
+/** The default of `IterateOptions.maxBuffered`. */
 export const DEFAULT_MAX_BUFFERED = 10_000;
 
 /** An Observable that can also be read with `for await`. */

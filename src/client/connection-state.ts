@@ -40,7 +40,9 @@ export interface TransitionContext {
   readonly policy: BackoffPolicy;
 }
 
+/** The id of the first socket; every retry or reconnect takes the next one. */
 export const INITIAL_SOCKET_ID = 1;
+/** A client starts connecting with its first socket. */
 export const INITIAL_STATE: ConnectionState = { name: "connecting", attempt: 0, socketId: INITIAL_SOCKET_ID };
 
 type Handler<S extends ConnectionState["name"], E extends ConnectionEvent["type"]> = (

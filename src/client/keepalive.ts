@@ -9,6 +9,7 @@ export interface KeepAliveOptions {
   pongTimeoutMs: number;
 }
 
+/** The client's default keepalive: probe after 10 s of quiet, give up 5 s later. */
 export const DEFAULT_KEEPALIVE: Readonly<KeepAliveOptions> = Object.freeze({
   intervalMs: 10_000,
   pongTimeoutMs: 5_000,
