@@ -31,8 +31,9 @@ export interface SupervisorOptions {
  * Keeps one logical stream open until unsubscribed, by the rules of `streamRecovery`: after a
  * carrier loss it reopens on the next socket; after a retryable host error it retries once per
  * host generation after a backoff delay, then waits for the next generation; `persistence_failure`
- * and non-retryable errors are published as the stream's error; an `end` the caller did not ask
- * for completes it. Returns the teardown.
+ * and non-retryable errors are published as the stream's error; a refused connection waits for
+ * the next open socket (after `setToken`); an `end` the caller did not ask for completes it.
+ * Returns the teardown.
  */
 export function superviseStream<I, O>(
   subscriber: Subscriber<O>,
