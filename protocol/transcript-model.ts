@@ -39,6 +39,9 @@ export type Segment =
 
 export interface UserTranscriptMessage {
   role: "user";
+  /** 1-based position in the transcript of this epoch: stable, since messages are only appended. */
+  index: number;
+  /** The stored `messageId`. */
   id: string;
   seq: number;
   at: number;
@@ -54,6 +57,8 @@ export interface UserTranscriptMessage {
 
 export interface AssistantTranscriptMessage {
   role: "assistant";
+  /** 1-based position in the transcript of this epoch: stable, since messages are only appended. */
+  index: number;
   /** `<turnId>.<n>`: stable, so a live view and a replay name the same message alike. */
   id: string;
   seq: number;
@@ -77,6 +82,7 @@ export interface TranscriptTurn {
   startedAt: number;
   endedAt: number | null;
   startSeq: number;
+  /** Stopped before it ran to its own end: `cancelled` by a person or `interrupted` by the host. */
   interrupted: boolean;
   error?: string;
 }

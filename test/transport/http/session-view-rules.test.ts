@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Interaction, SessionEvent } from "../../../protocol/index.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { connect, createSession, expectRange } from "../mux/mux-fixture.js";
+import { api, waitForState } from "./http-client.js";
+
+/** The rules of `GET /v1/sessions/{id}` that a client builds on: cursor, ids, stop flags, one interaction shape. */
+
+interface View {
+  seq: number;
+  epoch: string;
+  is_streaming: boolean;
+  messages: { id: number; message_id: string; role: string; metadata: Record<string, unknown> }[];
+  pending_questions: Record<string, unknown>[];
+}
+
+let h: TestHost;
+beforeAll(async () => {
+  h = await startTestHost();
+});
+afterAll(async () => {
+  await h?.dispose();
+});
+
+async function view(sessionId: string): Promise<View> {
+  const r = await api(h, `/v1/sessions/${sessionId}`, { token: ADMIN_TOKEN });
+  expect(r.status).toBe(200);
+  return r.json as View;
+}
+
+/** The control stream's camelCase field names in the view's spelling: snake_case, `…At` as `…_at_ms`. */
+function snakeCase(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    out[key.endsWith("At") ? `${snake}_ms` : snake] = v;
+  }
+  return out;
+}
+
+describe("GET /v1/sessions/{id} rules", () => {
+  it("names the cursor it was rendered at: a follow from (seq, epoch) continues with no gap and no repeat", async () => {
+    const peer = await connect(h);
+    try {
+      const sessionId = await createSession(peer);
+      await peer.call("session.prompt", { sessionId, text: "first", clientMessageId: "c1" });
+      await waitForState(h, sessionId);
+      const rendered = await view(sessionId);
+      const head = await h.store.header(sessionId);
+      expect(head.status === "ok" && [head.headSeq, head.header.epoch]).toEqual([
+        rendered.seq,
+        rendered.epoch,
+      ]);
+      const id = peer.follow(sessionId, { afterSeq: rendered.seq, epoch: rendered.epoch });
+      await peer.waitItem(id, (i) => i.kind === "caughtUp");
+      await peer.call("session.prompt", { sessionId, text: "second", clientMessageId: "c2" });
+      await waitForState(h, sessionId);
+      const after = await view(sessionId);
+      await peer.waitSeq(id, after.seq);
+      expect(peer.items(id).some((i) => i.kind === "reset")).toBe(false);
+      expectRange(peer.events(id), rendered.seq + 1, after.seq);
+      const added = peer.events(id).filter((e: SessionEvent) => e.type === "user/message");
+      expect(added.map((e) => (e.type === "user/message" ? e.data.text : ""))).toEqual(["second"]);
+    } finally {
+      await peer.disconnect();
+    }
+  });
+
+  it("gives each message a stable integer id 1, 2, 3… and keeps the stored id as message_id", async () => {
+    const peer = await connect(h);
+    try {
+      const sessionId = await createSession(peer);
+      await peer.call("session.prompt", { sessionId, text: "one", clientMessageId: "c1" });
+      await waitForState(h, sessionId);
+      const first = await view(sessionId);
+      await peer.call("session.prompt", { sessionId, text: "two", clientMessageId: "c2" });
+      await waitForState(h, sessionId);
+      const second = await view(sessionId);
+      expect(second.messages.map((m) => m.id)).toEqual([1, 2, 3, 4]);
+      expect(second.messages.slice(0, 2)).toEqual(first.messages);
+      expect(second.messages[0]!.message_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(second.messages[1]!.message_id).toBe(`${second.messages[1]!.metadata.turn_id}.0`);
+    } finally {
+      await peer.disconnect();
+    }
+  });
+
+  it("reports interrupted: true for a turn stopped early, cancelled included", async () => {
+    const peer = await connect(h);
+    try {
+      const sessionId = await createSession(peer);
+      await peer.call("session.prompt", { sessionId, text: "done", clientMessageId: "c1" });
+      await waitForState(h, sessionId);
+      await peer.call("session.prompt", { sessionId, text: "/sleep 600000", clientMessageId: "c2" });
+      expect(await peer.call("session.cancel", { sessionId })).toEqual({ cancelled: true });
+      await waitForState(h, sessionId, "cancelled");
+      const flags = (await view(sessionId)).messages.map((m) => [
+        m.metadata.turn_state,
+        m.metadata.interrupted,
+      ]);
+      expect(flags[0]).toEqual(["completed", false]);
+      expect(flags.at(-1)).toEqual(["cancelled", true]);
+      const turns = await api(h, `/api/chat/sessions/${sessionId}/turns`, { token: ADMIN_TOKEN });
+      const rows = (turns.json as { turns: { state: string; metadata: Record<string, unknown> }[] }).turns;
+      expect(rows.map((r) => [r.state, r.metadata.interrupted])).toEqual([
+        ["canceled", true],
+        ["completed", undefined],
+      ]);
+    } finally {
+      await peer.disconnect();
+    }
+  });
+
+  it("renders pending questions as the control stream's Interaction, field for field in snake_case", async () => {
+    const peer = await connect(h);
+    try {
+      const control = peer.open("session.control");
+      await peer.waitItem(control, (i) => i.kind === "baseline");
+      const sessionId = await createSession(peer);
+      await peer.call("session.prompt", { sessionId, text: "/approve deploy", clientMessageId: "c1" });
+      const requested = await peer.waitItem<{ kind: string; interaction: Interaction }>(
+        control,
+        (i) => i.kind === "interaction.requested" && (i.interaction as Interaction).sessionId === sessionId,
+      );
+      await waitForState(h, sessionId, "input-required");
+      expect((await view(sessionId)).pending_questions).toEqual([snakeCase({ ...requested.interaction })]);
+      await peer.call("session.prompt", { sessionId, text: "/ask which colour?", clientMessageId: "c2" });
+      await peer.call("session.respond", {
+        interactionId: requested.interaction.interactionId,
+        response: { outcome: "approve" },
+      });
+      const question = await peer.waitItem<{ kind: string; interaction: Interaction }>(
+        control,
+        (i) => i.kind === "interaction.requested" && (i.interaction as Interaction).kind === "question",
+      );
+      await waitForState(h, sessionId, "input-required");
+      expect((await view(sessionId)).pending_questions).toEqual([snakeCase({ ...question.interaction })]);
+    } finally {
+      await peer.disconnect();
+    }
+  });
+});
