@@ -51,6 +51,7 @@ export interface UserTranscriptMessage {
   source: MessageSource;
   attachments: AttachmentShell[];
   interjection: boolean;
+  /** Left out of a shown transcript: sent hidden, or stamped `hidden` or with an `origin` (see `applyEvents`). */
   hidden: boolean;
   meta: UserMessageMeta;
 }

@@ -84,7 +84,7 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
       source: d.source,
       attachments: d.attachments,
       interjection: d.interjection === true,
-      hidden: d.hidden === true || d.meta.hidden === true,
+      hidden: skipsPrompt(d),
       meta: d.meta,
     });
     // Output after an interjection belongs below it, on a new assistant message.
@@ -178,6 +178,15 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
     }
   },
 };
+
+/**
+ * A prompt a rebuilt transcript leaves out: one sent hidden, or stamped `hidden` or with an
+ * `origin` (sent on a person's behalf, not typed by them). Every reader (HTTP views, SDK, console)
+ * skips these through this one rule.
+ */
+function skipsPrompt(d: EventOf<"user/message">["data"]): boolean {
+  return d.hidden === true || d.meta.hidden === true || d.meta.origin !== undefined;
+}
 
 /** End states of a turn that did not run to its own end: a person cancelled it, or the host stopped. */
 const STOPPED_EARLY: ReadonlySet<TranscriptTurn["state"]> = new Set(["cancelled", "interrupted"]);

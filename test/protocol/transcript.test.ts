@@ -386,6 +386,33 @@ describe("transcript reducer: rules", () => {
     expect(live.messages.map((m) => m.index)).toEqual(whole.messages.map((m) => m.index));
   });
 
+  it("skips prompts stamped with an origin or hidden, and only those", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "typed", { meta: { voiceInput: true, incognito: true } }),
+        end("t1"),
+        start("t2"),
+        user("m2", "scheduled", { meta: { origin: "scheduler" } }),
+        end("t2"),
+        start("t3"),
+        user("m3", "stamped", { meta: { hidden: true } }),
+        end("t3"),
+        start("t4"),
+        user("m4", "", { hidden: true }),
+        end("t4"),
+      ]),
+    );
+    expect(s.messages.map((m) => [m.id, m.role === "user" && m.hidden])).toEqual([
+      ["m1", false],
+      ["m2", true],
+      ["m3", true],
+      ["m4", true],
+    ]);
+  });
+
   it("a reset is a fresh state", () => {
     expect(emptyTranscript()).toEqual(applyEvents(emptyTranscript(), []));
   });

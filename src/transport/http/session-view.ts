@@ -1,4 +1,4 @@
-import type { AttachmentShell, Interaction } from "../../../protocol/index.js";
+import type { AttachmentShell, Interaction, UserMessageMeta } from "../../../protocol/index.js";
 import type {
   PendingInteraction,
   TranscriptMessage,
@@ -137,7 +137,7 @@ function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): Vi
         attachments: m.attachments,
         interjection: m.interjection,
         source: m.source,
-        ...m.meta,
+        ...metaView(m.meta),
       },
     };
   }
@@ -155,6 +155,14 @@ function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): Vi
       updated_at_ms: m.updatedAt,
     },
   };
+}
+
+/** The message metadata in the view's spelling: `hitlResume` → `hitl_resume`, `voiceDurationMs` → `voice_duration_ms`. */
+function metaView(meta: UserMessageMeta): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(meta))
+    out[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return out;
 }
 
 function pendingQuestions(

@@ -10,7 +10,13 @@ interface View {
   seq: number;
   epoch: string;
   is_streaming: boolean;
-  messages: { id: number; message_id: string; role: string; metadata: Record<string, unknown> }[];
+  messages: {
+    id: number;
+    message_id: string;
+    role: string;
+    content: string;
+    metadata: Record<string, unknown>;
+  }[];
   pending_questions: Record<string, unknown>[];
 }
 
@@ -135,6 +141,102 @@ describe("GET /v1/sessions/{id} rules", () => {
       );
       await waitForState(h, sessionId, "input-required");
       expect((await view(sessionId)).pending_questions).toEqual([snakeCase({ ...question.interaction })]);
+    } finally {
+      await peer.disconnect();
+    }
+  });
+
+  it("returns a prompt's whitelisted metadata in the spec's snake_case spelling, and the session's origin", async () => {
+    const peer = await connect(h);
+    try {
+      const sessionId = await createSession(peer, { origin: "web" });
+      const meta = {
+        incognito: true,
+        hitlResume: true,
+        voiceInput: true,
+        voiceDurationMs: 1500,
+        voiceLanguage: "de",
+      };
+      await peer.call("session.prompt", { sessionId, text: "spoken", clientMessageId: "c1", meta });
+      await waitForState(h, sessionId);
+      const rendered = (await api(h, `/v1/sessions/${sessionId}`, { token: ADMIN_TOKEN })).json as View & {
+        origin: string;
+      };
+      expect(rendered.origin).toBe("web");
+      expect(rendered.messages[0]!.metadata).toMatchObject({
+        incognito: true,
+        hitl_resume: true,
+        voice_input: true,
+        voice_duration_ms: 1500,
+        voice_language: "de",
+      });
+      expect(rendered.messages[0]!.metadata).not.toHaveProperty("hitlResume");
+    } finally {
+      await peer.disconnect();
+    }
+  });
+
+  it("skips prompts stamped with an origin or hidden in every rebuilt transcript", async () => {
+    const peer = await connect(h);
+    try {
+      const sessionId = await createSession(peer);
+      const prompts = [
+        { text: "typed" },
+        { text: "on a schedule", meta: { origin: "scheduler" } },
+        { text: "stamped hidden", meta: { hidden: true } },
+        { text: "sent hidden", hidden: true },
+      ];
+      for (const [i, p] of prompts.entries()) {
+        await peer.call("session.prompt", { sessionId, clientMessageId: `c${i}`, ...p });
+        await waitForState(h, sessionId);
+      }
+      const users = (await view(sessionId)).messages.filter((m) => m.role === "user");
+      expect(users.map((m) => m.content)).toEqual(["typed"]);
+      const turns = await api(h, `/api/chat/sessions/${sessionId}/turns`, { token: ADMIN_TOKEN });
+      const rows = (turns.json as { turns: { history: { role: string; parts: { text?: string }[] }[] }[] })
+        .turns;
+      expect(rows).toHaveLength(4);
+      const shown = rows.flatMap((r) =>
+        r.history.filter((m) => m.role === "user").map((m) => m.parts[0]?.text),
+      );
+      expect(shown).toEqual(["typed"]);
+    } finally {
+      await peer.disconnect();
+    }
+  });
+
+  it("serves an inline data: URL attachment as a link to the attachment store, never the payload", async () => {
+    const peer = await connect(h);
+    try {
+      const sessionId = await createSession(peer);
+      const url = `data:text/plain;base64,${Buffer.from("inline note").toString("base64")}`;
+      await peer.call("session.prompt", {
+        sessionId,
+        text: "see attached",
+        clientMessageId: "c1",
+        attachments: [{ name: "note.txt", type: "", url }],
+      });
+      await waitForState(h, sessionId);
+      const viewReply = await api(h, `/v1/sessions/${sessionId}`, { token: ADMIN_TOKEN });
+      const turnsReply = await api(h, `/api/chat/sessions/${sessionId}/turns`, { token: ADMIN_TOKEN });
+      for (const reply of [viewReply, turnsReply]) expect(reply.text).not.toContain("data:");
+      const shell = (viewReply.json as View & { messages: { attachments?: Record<string, unknown>[] }[] })
+        .messages[0]!.attachments![0]!;
+      expect(shell).toEqual({
+        name: "note.txt",
+        type: "text/plain",
+        size: 11,
+        omittedBytes: 11,
+        attachmentId: expect.any(String),
+      });
+      const rows = (
+        turnsReply.json as { turns: { history: { parts: { kind: string; file?: { uri: string } }[] }[] }[] }
+      ).turns;
+      const uri = rows[0]!.history[0]!.parts.find((p) => p.kind === "file")!.file!.uri;
+      expect(uri).toBe(`/v1/attachments/${shell.attachmentId}`);
+      const bytes = await api(h, uri, { token: ADMIN_TOKEN });
+      expect(bytes.status).toBe(200);
+      expect(bytes.text).toBe("inline note");
     } finally {
       await peer.disconnect();
     }
