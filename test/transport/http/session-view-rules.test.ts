@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Interaction, SessionEvent } from "../../../protocol/index.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
 import { connect, createSession, expectRange } from "../mux/mux-fixture.js";
 import { api, waitForState } from "./http-client.js";
 
@@ -28,6 +29,16 @@ afterAll(async () => {
   await h?.dispose();
 });
 
+/** Runs `test` with a fresh admin socket, closed afterwards whatever happens. */
+async function withPeer(test: (peer: MuxPeer) => Promise<void>): Promise<void> {
+  const peer = await connect(h);
+  try {
+    await test(peer);
+  } finally {
+    await peer.disconnect();
+  }
+}
+
 async function view(sessionId: string): Promise<View> {
   const r = await api(h, `/v1/sessions/${sessionId}`, { token: ADMIN_TOKEN });
   expect(r.status).toBe(200);
@@ -45,9 +56,8 @@ function snakeCase(value: Record<string, unknown>): Record<string, unknown> {
 }
 
 describe("GET /v1/sessions/{id} rules", () => {
-  it("names the cursor it was rendered at: a follow from (seq, epoch) continues with no gap and no repeat", async () => {
-    const peer = await connect(h);
-    try {
+  it("names the cursor it was rendered at: a follow from (seq, epoch) continues with no gap and no repeat", async () =>
+    withPeer(async (peer) => {
       const sessionId = await createSession(peer);
       await peer.call("session.prompt", { sessionId, text: "first", clientMessageId: "c1" });
       await waitForState(h, sessionId);
@@ -67,14 +77,10 @@ describe("GET /v1/sessions/{id} rules", () => {
       expectRange(peer.events(id), rendered.seq + 1, after.seq);
       const added = peer.events(id).filter((e: SessionEvent) => e.type === "user/message");
       expect(added.map((e) => (e.type === "user/message" ? e.data.text : ""))).toEqual(["second"]);
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 
-  it("gives each message a stable integer id 1, 2, 3… and keeps the stored id as message_id", async () => {
-    const peer = await connect(h);
-    try {
+  it("gives each message a stable integer id 1, 2, 3… and keeps the stored id as message_id", async () =>
+    withPeer(async (peer) => {
       const sessionId = await createSession(peer);
       await peer.call("session.prompt", { sessionId, text: "one", clientMessageId: "c1" });
       await waitForState(h, sessionId);
@@ -86,14 +92,10 @@ describe("GET /v1/sessions/{id} rules", () => {
       expect(second.messages.slice(0, 2)).toEqual(first.messages);
       expect(second.messages[0]!.message_id).toMatch(/^[0-9a-f-]{36}$/);
       expect(second.messages[1]!.message_id).toBe(`${second.messages[1]!.metadata.turn_id}.0`);
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 
-  it("reports interrupted: true for a turn stopped early, cancelled included", async () => {
-    const peer = await connect(h);
-    try {
+  it("reports interrupted: true for a turn stopped early, cancelled included", async () =>
+    withPeer(async (peer) => {
       const sessionId = await createSession(peer);
       await peer.call("session.prompt", { sessionId, text: "done", clientMessageId: "c1" });
       await waitForState(h, sessionId);
@@ -112,14 +114,10 @@ describe("GET /v1/sessions/{id} rules", () => {
         ["canceled", true],
         ["completed", undefined],
       ]);
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 
-  it("renders pending questions as the control stream's Interaction, field for field in snake_case", async () => {
-    const peer = await connect(h);
-    try {
+  it("renders pending questions as the control stream's Interaction, field for field in snake_case", async () =>
+    withPeer(async (peer) => {
       const control = peer.open("session.control");
       await peer.waitItem(control, (i) => i.kind === "baseline");
       const sessionId = await createSession(peer);
@@ -141,14 +139,10 @@ describe("GET /v1/sessions/{id} rules", () => {
       );
       await waitForState(h, sessionId, "input-required");
       expect((await view(sessionId)).pending_questions).toEqual([snakeCase({ ...question.interaction })]);
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 
-  it("returns a prompt's whitelisted metadata in the spec's snake_case spelling, and the session's origin", async () => {
-    const peer = await connect(h);
-    try {
+  it("returns a prompt's whitelisted metadata in the spec's snake_case spelling, and the session's origin", async () =>
+    withPeer(async (peer) => {
       const sessionId = await createSession(peer, { origin: "web" });
       const meta = {
         incognito: true,
@@ -171,14 +165,10 @@ describe("GET /v1/sessions/{id} rules", () => {
         voice_language: "de",
       });
       expect(rendered.messages[0]!.metadata).not.toHaveProperty("hitlResume");
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 
-  it("skips prompts stamped with an origin or hidden in every rebuilt transcript", async () => {
-    const peer = await connect(h);
-    try {
+  it("skips prompts stamped with an origin or hidden in every rebuilt transcript", async () =>
+    withPeer(async (peer) => {
       const sessionId = await createSession(peer);
       const prompts = [
         { text: "typed" },
@@ -200,14 +190,10 @@ describe("GET /v1/sessions/{id} rules", () => {
         r.history.filter((m) => m.role === "user").map((m) => m.parts[0]?.text),
       );
       expect(shown).toEqual(["typed"]);
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 
-  it("serves an inline data: URL attachment as a link to the attachment store, never the payload", async () => {
-    const peer = await connect(h);
-    try {
+  it("serves an inline data: URL attachment as a link to the attachment store, never the payload", async () =>
+    withPeer(async (peer) => {
       const sessionId = await createSession(peer);
       const url = `data:text/plain;base64,${Buffer.from("inline note").toString("base64")}`;
       await peer.call("session.prompt", {
@@ -237,8 +223,5 @@ describe("GET /v1/sessions/{id} rules", () => {
       const bytes = await api(h, uri, { token: ADMIN_TOKEN });
       expect(bytes.status).toBe(200);
       expect(bytes.text).toBe("inline note");
-    } finally {
-      await peer.disconnect();
-    }
-  });
+    }));
 });
