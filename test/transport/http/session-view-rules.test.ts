@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Interaction, SessionEvent } from "../../../protocol/index.js";
+import { applyEvents, emptyTranscript } from "../../../protocol/transcript.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
 import { connect, createSession, expectRange } from "../mux/mux-fixture.js";
@@ -77,6 +78,25 @@ describe("GET /v1/sessions/{id} rules", () => {
       expectRange(peer.events(id), rendered.seq + 1, after.seq);
       const added = peer.events(id).filter((e: SessionEvent) => e.type === "user/message");
       expect(added.map((e) => (e.type === "user/message" ? e.data.text : ""))).toEqual(["second"]);
+    }));
+
+  it("renders messages exactly as the log up to its seq folds, while a turn streams", async () =>
+    withPeer(async (peer) => {
+      const sessionId = await createSession(peer);
+      await peer.call("session.prompt", { sessionId, text: "/stream 400 1", clientMessageId: "c1" });
+      const seen = new Set<number>();
+      let streaming = true;
+      for (let read = 0; read < 500 && streaming; read++) {
+        const rendered = await view(sessionId);
+        streaming = rendered.is_streaming;
+        seen.add(rendered.seq);
+        const log = await h.store.readAfter(sessionId, 0, rendered.seq);
+        if (log.status !== "ok") throw new Error(log.status);
+        const folded = applyEvents(emptyTranscript(), log.events);
+        expect(rendered.messages.map((m) => m.content)).toEqual(folded.messages.map((m) => m.text));
+        expect(rendered.is_streaming).toBe(folded.streaming);
+      }
+      expect(seen.size).toBeGreaterThan(1);
     }));
 
   it("gives each message a stable integer id 1, 2, 3… and keeps the stored id as message_id", async () =>
