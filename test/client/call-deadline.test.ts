@@ -26,6 +26,8 @@ describe("every call settles: timeout and AbortSignal", () => {
   it("a call the host never answers rejects with timeout, and its late answer is dropped", async () => {
     const p = await silentPeer();
     const client = track(createNodeClient({ url: p.url, token: "t" }));
+    // Open first, so the call is on the wire before its timeout fires, however slow the machine.
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
     const error = await client.page({ sessionId: "s" }, { timeoutMs: 100 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SessionmuxError);
     expect(error).toMatchObject({
@@ -33,6 +35,7 @@ describe("every call settles: timeout and AbortSignal", () => {
       retryable: true,
       data: { method: "session.page", timeoutMs: 100 },
     });
+    await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
     const late = calls(p)[0] as { id: number };
     p.connections[0]!.send({ type: "result", id: late.id, value: { late: true } });
     // The socket stays usable: the next call on it is answered.
