@@ -13,5 +13,15 @@ export type {
   TurnOutcome,
 } from "./agents/agent.js";
 export { DemoAgent } from "./agents/demo-agent.js";
+export {
+  createSessionmux,
+  type RequestHandler,
+  type Sessionmux,
+  type SessionmuxOptions,
+  type UpgradeHandler,
+} from "./embed/create-sessionmux.js";
+export { StartupError, type StartupErrorCode } from "./embed/startup-error.js";
 export type { Principal } from "./host/principal.js";
+export type { SessionStore } from "./store/session-store.js";
 export type { TokenSpec } from "./transport/auth.js";
+export type { HostMetrics } from "./transport/metrics.js";

@@ -61,13 +61,15 @@ export function registerServeCommand(program: Command): void {
     .option("--ping-interval-ms <ms>", "WebSocket ping interval", integer("--ping-interval-ms", 10), 15_000)
     .option("--allowed-origin <origin>", "extra allowed Origin (repeatable)", collect, [])
     .option("--log-level <level>", "pino log level", "info")
-    .action(async (options: ServeOptions) => {
+    .action(async (options: ServeOptions, command: Command) => {
       const logger = createLogger(options.logLevel);
       const { tokens, generated } = tokensOf(options);
       const running = await startHost({
         host: options.host,
         port: options.port,
         dbPath: resolve(options.db),
+        // the default location is created on first start; a path given by hand must exist
+        createDbFolder: command.getOptionValueSource("db") === "default",
         tokens,
         agent: createAgent(options.agent),
         idleDetachMs: options.idleDetachMs,

@@ -1,0 +1,157 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import cors from "cors";
+import { type Logger, pino } from "pino";
+import { DemoAgent } from "../agents/demo-agent.js";
+import type { Principal } from "../host/principal.js";
+import { SessionHost } from "../host/session-host.js";
+import { SqliteSessionStore } from "../store/sqlite-store.js";
+import { Authenticator } from "../transport/auth.js";
+import { createHttpHandler } from "../transport/http/router.js";
+import { HostMetrics } from "../transport/metrics.js";
+import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
+import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
+import { BasePath } from "./base-path.js";
+import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
+import { prepareDatabasePath } from "./database-path.js";
+
+/** What the CLI and `startHost` see: the concrete parts. */
+export interface MountedSessionmux extends Sessionmux {
+  readonly host: SessionHost;
+  readonly store: SqliteSessionStore;
+}
+
+/** `claimAll`: the server is sessionmux's alone, so it answers every path (the console at `/`). */
+export async function mountSessionmux(
+  options: SessionmuxOptions,
+  mode: { claimAll: boolean },
+): Promise<MountedSessionmux> {
+  const base = new BasePath(options.basePath, mode.claimAll);
+  const logger = options.logger ?? pino({ enabled: false });
+  const auth = new Authenticator(options.tokens ?? [], {
+    allowedOrigins: options.cors ?? [],
+    ...(options.authenticate ? { resolve: guarded(options.authenticate, logger) } : {}),
+    onRefused: (req, code) =>
+      logger.warn({ code, remote: req.socket.remoteAddress, path: req.url }, "request refused"),
+  });
+  const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
+  const store = SqliteSessionStore.open(
+    prepareDatabasePath(options.db, { createFolder: options.createDbFolder }),
+    {
+      metrics,
+    },
+  );
+  const host = new SessionHost({
+    store,
+    agent: options.agent ?? new DemoAgent(),
+    idleDetachMs: options.idleDetachMs ?? 600_000,
+    metrics,
+    logger,
+  });
+  try {
+    await host.start();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const http = createHttpHandler(host, auth, { ...options.http, metrics });
+  const mux = createMuxUpgradeHandler(host, auth, { ...options.mux, metrics, logger });
+  const corsMiddleware =
+    options.cors && options.cors.length > 0
+      ? cors({
+          origin: options.cors,
+          methods: ["GET", "HEAD", "POST", "PUT", "DELETE"],
+          allowedHeaders: ["authorization", "content-type"],
+          maxAge: 600,
+        })
+      : undefined;
+
+  const handler: RequestHandler = (req, res, next) => {
+    const inner = base.claim(req.url);
+    if (inner === undefined) {
+      if (next) return next();
+      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
+      return;
+    }
+    req.url = inner;
+    if (corsMiddleware) corsMiddleware(req, res, () => http(req, res));
+    else http(req, res);
+  };
+  const upgrade: UpgradeHandler = (req, socket, head) => {
+    const inner = base.claimUpgrade(req.url);
+    if (inner === undefined) return false;
+    req.url = inner;
+    mux.handleUpgrade(req, socket, head);
+    return true;
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    basePath: base.prefix,
+    muxPath: `${base.prefix}/api/remote.mux`,
+    handler,
+    upgrade,
+    host,
+    store,
+    metrics,
+    attach(server) {
+      const appListeners = server.listeners("request") as ((
+        req: IncomingMessage,
+        res: ServerResponse,
+      ) => void)[];
+      server.removeAllListeners("request");
+      const onRequest = (req: IncomingMessage, res: ServerResponse) =>
+        handler(req, res, () => {
+          if (appListeners.length === 0) {
+            res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
+          }
+          for (const listener of appListeners) listener.call(server, req, res);
+        });
+      const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        if (upgrade(req, socket, head) || server.listenerCount("upgrade") > 1) return;
+        refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "no such route" });
+      };
+      server.on("request", onRequest);
+      server.on("upgrade", onUpgrade);
+      return () => {
+        server.off("request", onRequest);
+        server.off("upgrade", onUpgrade);
+        for (const listener of appListeners) server.on("request", listener);
+      };
+    },
+    close() {
+      closing ??= (async () => {
+        await mux.close();
+        await host.shutdown();
+        await store.close();
+        logger.info({ db: options.db }, "shutdown complete");
+      })();
+      return closing;
+    },
+  };
+}
+
+/** An app's authenticate that throws refuses that request only; the fault goes to the log. */
+function guarded(
+  authenticate: (request: IncomingMessage) => Principal | undefined,
+  logger: Logger,
+): (request: IncomingMessage) => Principal | undefined {
+  return (request) => {
+    let principal: Principal | undefined;
+    try {
+      principal = authenticate(request);
+    } catch (err) {
+      logger.error({ err, path: request.url }, "authenticate threw; request refused");
+      return undefined;
+    }
+    if (principal === undefined || principal === null) return undefined;
+    if (typeof principal.name !== "string" || principal.name.length === 0) {
+      logger.error(
+        { path: request.url },
+        "authenticate returned a principal without a name; request refused",
+      );
+      return undefined;
+    }
+    return Object.freeze({ name: principal.name, admin: principal.admin === true });
+  };
+}
