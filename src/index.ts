@@ -20,8 +20,8 @@ export {
   type SessionmuxOptions,
   type UpgradeHandler,
 } from "./embed/create-sessionmux.js";
-export { StartupError, type StartupErrorCode } from "./embed/startup-error.js";
 export type { Principal } from "./host/principal.js";
+export { StartupError, type StartupErrorCode } from "./operations/startup-error.js";
 export type { SessionStore } from "./store/session-store.js";
 export type { TokenSpec } from "./transport/auth.js";
 export type { HostMetrics } from "./transport/metrics.js";

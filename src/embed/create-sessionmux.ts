@@ -39,6 +39,8 @@ export interface SessionmuxOptions {
   http?: Partial<Omit<HttpOptions, "metrics">>;
   /** Node process metrics (CPU, memory, event loop lag) at `/metrics`. @default true */
   processMetrics?: boolean;
+  /** How often `/readyz` checks that the database takes a write lock. @default 5000 */
+  readinessIntervalMs?: number;
 }
 
 /** Express/Connect-style: `next` is called for every request that is not sessionmux's. */

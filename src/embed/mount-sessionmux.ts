@@ -5,6 +5,10 @@ import { type Logger, pino } from "pino";
 import { DemoAgent } from "../agents/demo-agent.js";
 import type { Principal } from "../host/principal.js";
 import { SessionHost } from "../host/session-host.js";
+import { meteredAgent } from "../host/turn-meters.js";
+import { prepareDatabasePath } from "../operations/database-path.js";
+import { ReadinessProbe } from "../operations/readiness-probe.js";
+import { sqliteWritableCheck } from "../operations/sqlite-writable-check.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { Authenticator } from "../transport/auth.js";
 import { createHttpHandler } from "../transport/http/router.js";
@@ -13,7 +17,7 @@ import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
 import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
-import { prepareDatabasePath } from "./database-path.js";
+import { meteredCalls } from "./metered-calls.js";
 
 /** What the CLI and `startHost` see: the concrete parts. */
 export interface MountedSessionmux extends Sessionmux {
@@ -35,27 +39,36 @@ export async function mountSessionmux(
       logger.warn({ code, remote: req.socket.remoteAddress, path: req.url }, "request refused"),
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
-  const store = SqliteSessionStore.open(
-    prepareDatabasePath(options.db, { createFolder: options.createDbFolder }),
-    {
-      metrics,
-    },
-  );
+  const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
+  const store = SqliteSessionStore.open(dbFile, { metrics });
   const host = new SessionHost({
     store,
-    agent: options.agent ?? new DemoAgent(),
+    agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     metrics,
     logger,
   });
+  const writable = sqliteWritableCheck(dbFile);
+  const readiness = new ReadinessProbe(() => writable.check(), options.readinessIntervalMs ?? 5000);
   try {
     await host.start();
+    await readiness.start();
   } catch (err) {
+    readiness.stop();
+    writable.close();
     await store.close();
     throw err;
   }
-  const http = createHttpHandler(host, auth, { ...options.http, metrics });
-  const mux = createMuxUpgradeHandler(host, auth, { ...options.mux, metrics, logger });
+  const http = createHttpHandler(host, auth, {
+    ...options.http,
+    metrics,
+    readiness: () => readiness.current(),
+  });
+  const mux = createMuxUpgradeHandler(meteredCalls(host, metrics.callSeconds), auth, {
+    ...options.mux,
+    metrics,
+    logger,
+  });
   const corsMiddleware =
     options.cors && options.cors.length > 0
       ? cors({
@@ -121,10 +134,12 @@ export async function mountSessionmux(
     },
     close() {
       closing ??= (async () => {
+        readiness.stop();
         await mux.close();
         await host.shutdown();
+        writable.close();
         await store.close();
-        logger.info({ db: options.db }, "shutdown complete");
+        logger.info({ db: dbFile }, "shutdown complete");
       })();
       return closing;
     },

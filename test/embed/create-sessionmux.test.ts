@@ -111,6 +111,14 @@ describe("createSessionmux on an app's own http.Server", () => {
     const end = events.at(-1);
     expect(end?.type === "turn/end" && end.data.state).toBe("completed");
 
+    const metrics = await (
+      await fetch(`http://${authority}/chat/metrics`, { headers: { authorization: "Bearer user:root" } })
+    ).text();
+    expect(metrics).toContain('sessionmux_turn_seconds_count{state="completed"} 1');
+    expect(metrics).toContain("sessionmux_turn_first_token_seconds_count 1");
+    expect(metrics).toContain('sessionmux_call_seconds_count{method="session.prompt",outcome="ok"} 1');
+    expect(metrics).toContain("process_resident_memory_bytes");
+
     // The session belongs to the principal the app's authenticate returned.
     const bob = createNodeClient({ url: `ws://${authority}/chat/api/remote.mux`, token: "user:bob" });
     cleanups.push(() => bob.close());

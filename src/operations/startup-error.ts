@@ -10,6 +10,7 @@ export const StartupErrorCodes = [
   "address_in_use",
   "listen_failed",
   "token_file_unreadable",
+  "backup_target_exists",
 ] as const;
 export type StartupErrorCode = (typeof StartupErrorCodes)[number];
 
