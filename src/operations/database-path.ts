@@ -8,6 +8,7 @@ import { StartupError } from "./startup-error.js";
  * empty database and the real one would look lost.
  */
 export function prepareDatabasePath(path: string, options: { createFolder?: boolean } = {}): string {
+  if (path === ":memory:") return path;
   const file = resolve(path);
   const folder = dirname(file);
   if (existsSync(folder)) {
