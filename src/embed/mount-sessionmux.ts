@@ -9,6 +9,7 @@ import { meteredAgent } from "../host/turn-meters.js";
 import { prepareDatabasePath } from "../operations/database-path.js";
 import { ReadinessProbe } from "../operations/readiness-probe.js";
 import { sqliteWritableCheck } from "../operations/sqlite-writable-check.js";
+import { StartupError } from "../operations/startup-error.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { Authenticator } from "../transport/auth.js";
 import { createHttpHandler } from "../transport/http/router.js";
@@ -40,7 +41,7 @@ export async function mountSessionmux(
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
   const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
-  const store = SqliteSessionStore.open(dbFile, { metrics });
+  const store = openStore(dbFile, metrics);
   const host = new SessionHost({
     store,
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
@@ -144,6 +145,16 @@ export async function mountSessionmux(
       return closing;
     },
   };
+}
+
+/** A file that is no database (or not readable) is named in the error, with SQLite's reason. */
+function openStore(file: string, metrics: HostMetrics): SqliteSessionStore {
+  try {
+    return SqliteSessionStore.open(file, { metrics });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
+  }
 }
 
 /** An app's authenticate that throws refuses that request only; the fault goes to the log. */

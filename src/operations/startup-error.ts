@@ -7,6 +7,7 @@ export const StartupErrorCodes = [
   "db_folder_missing",
   "db_missing",
   "db_in_use",
+  "db_unreadable",
   "address_in_use",
   "listen_failed",
   "token_file_unreadable",

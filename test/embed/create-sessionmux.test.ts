@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { firstValueFrom } from "rxjs";
@@ -223,5 +224,19 @@ describe("createSessionmux on an app's own http.Server", () => {
       tokens: [{ name: "a", secret: "s", admin: true }],
     });
     await mux.close();
+  });
+
+  it("names a file that is not a database", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("notes.txt");
+    writeFileSync(db, "these are my notes, not a database ".repeat(200));
+    await expect(
+      createSessionmux({ db, tokens: [{ name: "a", secret: "s", admin: true }] }),
+    ).rejects.toMatchObject({
+      code: "db_unreadable",
+      message: expect.stringContaining(db),
+    });
+    expect(readFileSync(db, "utf8")).toMatch(/^these are my notes/);
   });
 });
