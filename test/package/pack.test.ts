@@ -1,8 +1,9 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { tempDir } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
@@ -105,6 +106,39 @@ describe("the packed sessionmux package", () => {
       timeout: 60_000,
     });
     expect(JSON.parse(stdout)).toEqual({ app: "app route", health: 200, refused: 401, listed: 200 });
+  });
+
+  it("runs its CLI from the installed package and serves the shipped console", async () => {
+    const main = join(project.path, "node_modules", "sessionmux", "dist", "src", "cli", "main.js");
+    const child = spawn(
+      process.execPath,
+      [main, "serve", "--port", "0", "--db", join(project.path, "cli.db")],
+      {
+        cwd: project.path,
+        env: { ...process.env, SESSIONMUX_TOKEN: "packed" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    try {
+      let output = "";
+      child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+      const url = await vi.waitFor(
+        () => {
+          const found = /listening on (\S+)/.exec(output)?.[1];
+          if (!found) throw new Error(`not listening yet: ${output}`);
+          return found;
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+      const page = await fetch(`${url}/`);
+      expect(page.status).toBe(200);
+      // the built page, not the "console is not built" fallback
+      expect(await page.text()).toMatch(/assets\/index-[\w-]+\.js/);
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    } finally {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    }
   });
 
   it("type-checks a consumer with skipLibCheck off and only @types/node", async () => {
