@@ -2,12 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { AgentDriver } from "../agents/agent.js";
-import type { Principal } from "../host/principal.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { TokenSpec } from "../transport/auth.js";
 import type { HttpOptions } from "../transport/http/router.js";
 import type { HostMetrics } from "../transport/metrics.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
+import type { AuthenticateRequest } from "./app-authentication.js";
 import { mountSessionmux } from "./mount-sessionmux.js";
 
 export interface SessionmuxOptions {
@@ -20,11 +20,11 @@ export interface SessionmuxOptions {
   /** Bearer tokens: the default authentication. Required unless `authenticate` is given. */
   tokens?: TokenSpec[];
   /**
-   * The app's own authentication, replacing the token list: return the caller's principal, or
-   * `undefined` to refuse with 401. Called for every HTTP request and every mux upgrade; an
-   * exception refuses the request and is logged.
+   * The app's own authentication, replacing the token list: return (or resolve to) the caller's
+   * principal, or `undefined` to refuse with 401. Called once for every HTTP request and mux
+   * upgrade sessionmux answers; an exception refuses the request and is logged.
    */
-  authenticate?: (request: IncomingMessage) => Principal | undefined;
+  authenticate?: AuthenticateRequest;
   /** Browser origins allowed to call the HTTP routes (CORS) and open the mux. @default [] */
   cors?: string[];
   /** Path prefix of every route and of the mux, e.g. `"/chat"`. @default "" (the API paths at the root) */

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import cors from "cors";
-import { type Logger, pino } from "pino";
+import { pino } from "pino";
 import { DemoAgent } from "../agents/demo-agent.js";
-import type { Principal } from "../host/principal.js";
 import { SessionHost } from "../host/session-host.js";
 import { meteredAgent } from "../host/turn-meters.js";
 import { prepareDatabasePath } from "../operations/database-path.js";
@@ -16,6 +15,7 @@ import { createHttpHandler } from "../transport/http/router.js";
 import { HostMetrics } from "../transport/metrics.js";
 import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
 import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
+import { AppAuthentication } from "./app-authentication.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
 import { meteredCalls } from "./metered-calls.js";
@@ -33,9 +33,10 @@ export async function mountSessionmux(
 ): Promise<MountedSessionmux> {
   const base = new BasePath(options.basePath, mode.claimAll);
   const logger = options.logger ?? pino({ enabled: false });
+  const appAuth = options.authenticate ? new AppAuthentication(options.authenticate, logger) : undefined;
   const auth = new Authenticator(options.tokens ?? [], {
     allowedOrigins: options.cors ?? [],
-    ...(options.authenticate ? { resolve: guarded(options.authenticate, logger) } : {}),
+    ...(appAuth ? { resolve: appAuth.resolve } : {}),
     onRefused: (req, code) =>
       logger.warn({ code, remote: req.socket.remoteAddress, path: req.url }, "request refused"),
   });
@@ -88,14 +89,25 @@ export async function mountSessionmux(
       return;
     }
     req.url = inner;
-    if (corsMiddleware) corsMiddleware(req, res, () => http(req, res));
-    else http(req, res);
+    const dispatch = () => {
+      if (corsMiddleware) corsMiddleware(req, res, () => http(req, res));
+      else http(req, res);
+    };
+    if (appAuth) void appAuth.settle(req).then(dispatch);
+    else dispatch();
   };
   const upgrade: UpgradeHandler = (req, socket, head) => {
     const inner = base.claimUpgrade(req.url);
     if (inner === undefined) return false;
     req.url = inner;
-    mux.handleUpgrade(req, socket, head);
+    if (!appAuth) {
+      mux.handleUpgrade(req, socket, head);
+      return true;
+    }
+    socket.on("error", () => socket.destroy());
+    void appAuth.settle(req).then(() => {
+      if (!socket.destroyed) mux.handleUpgrade(req, socket, head);
+    });
     return true;
   };
 
@@ -155,29 +167,4 @@ function openStore(file: string, metrics: HostMetrics): SqliteSessionStore {
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
   }
-}
-
-/** An app's authenticate that throws refuses that request only; the fault goes to the log. */
-function guarded(
-  authenticate: (request: IncomingMessage) => Principal | undefined,
-  logger: Logger,
-): (request: IncomingMessage) => Principal | undefined {
-  return (request) => {
-    let principal: Principal | undefined;
-    try {
-      principal = authenticate(request);
-    } catch (err) {
-      logger.error({ err, path: request.url }, "authenticate threw; request refused");
-      return undefined;
-    }
-    if (principal === undefined || principal === null) return undefined;
-    if (typeof principal.name !== "string" || principal.name.length === 0) {
-      logger.error(
-        { path: request.url },
-        "authenticate returned a principal without a name; request refused",
-      );
-      return undefined;
-    }
-    return Object.freeze({ name: principal.name, admin: principal.admin === true });
-  };
 }

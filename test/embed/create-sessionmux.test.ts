@@ -13,9 +13,14 @@ import { createSessionmux, type Sessionmux } from "../../src/index.js";
 import { tempDir } from "../support/temp-dir.js";
 import { ShoutAgent } from "./shout-agent.js";
 
-/** The app's own auth: `Bearer user:<name>`; the name `root` is an admin. */
-function appAuthenticate(req: IncomingMessage) {
+/**
+ * The app's own auth: `Bearer user:<name>`; the name `root` is an admin. Async, as a session
+ * lookup would be; `user:broken` makes it throw.
+ */
+async function appAuthenticate(req: IncomingMessage) {
+  await new Promise((resolve) => setImmediate(resolve));
   const match = /^Bearer user:([a-z]+)$/.exec(req.headers.authorization ?? "");
+  if (match?.[1] === "broken") throw new Error("session store unreachable");
   return match?.[1] ? { name: match[1], admin: match[1] === "root" } : undefined;
 }
 
@@ -146,6 +151,13 @@ describe("createSessionmux on an app's own http.Server", () => {
     expect(
       await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:nobody1" }),
     ).toBe(401);
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:broken" }),
+    ).toBe(401);
+    const broken = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      headers: { authorization: "Bearer user:broken" },
+    });
+    expect(broken.status).toBe(401);
     expect(
       await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:alice" }),
     ).toBe(101);
