@@ -19,6 +19,7 @@ import { AppAuthentication } from "./app-authentication.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
 import { meteredCalls } from "./metered-calls.js";
+import { RefusalLog } from "./refusal-log.js";
 
 /** What the CLI and `startHost` see: the concrete parts. */
 export interface MountedSessionmux extends Sessionmux {
@@ -37,8 +38,7 @@ export async function mountSessionmux(
   const auth = new Authenticator(options.tokens ?? [], {
     allowedOrigins: options.cors ?? [],
     ...(appAuth ? { resolve: appAuth.resolve } : {}),
-    onRefused: (req, code) =>
-      logger.warn({ code, remote: req.socket.remoteAddress, path: req.url }, "request refused"),
+    onRefused: new RefusalLog(logger).refused,
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
   const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
