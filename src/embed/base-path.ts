@@ -1,8 +1,11 @@
 import { MUX_PATH } from "../../protocol/index.js";
 
-/** The first path segments the host answers when it shares the root of an app's server. */
-const API_PREFIXES = ["/api/", "/v1/"];
-const API_PATHS = ["/healthz", "/readyz", "/metrics"];
+/**
+ * What the host answers when it shares the root of an app's server (protocol-v1 §2, §8): its own
+ * resources only, so an app's `/api/users` or `/v1/orders` stays the app's.
+ */
+const API_PREFIXES = ["/api/chat/", "/v1/sessions/", "/v1/interactions/", "/v1/attachments/"];
+const API_PATHS = ["/healthz", "/readyz", "/metrics", "/api/remote.mux", "/v1/attachments"];
 
 /**
  * Which requests of a shared server belong to sessionmux. Under a non-empty `basePath` every

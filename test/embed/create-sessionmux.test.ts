@@ -212,6 +212,10 @@ describe("createSessionmux on an app's own http.Server", () => {
     });
     expect(await (await fetch(`http://${authority}/`)).text()).toBe("app: /");
     expect(await (await fetch(`http://${authority}/chat`)).text()).toBe("app: /chat");
+    expect(await (await fetch(`http://${authority}/api/users`)).text()).toBe("app: /api/users");
+    expect(await (await fetch(`http://${authority}/v1/orders/7`)).text()).toBe("app: /v1/orders/7");
+    expect((await fetch(`http://${authority}/api/chat/sessions`)).status).toBe(401);
+    expect((await fetch(`http://${authority}/v1/sessions/s1`)).status).toBe(401);
     expect((await fetch(`http://${authority}/healthz`)).status).toBe(200);
     expect((await fetch(`http://${authority}/metrics`)).status).toBe(401);
     const client = createNodeClient({ url: `ws://${authority}/api/remote.mux`, token: "s3cret" });
