@@ -1,16 +1,10 @@
 import { MUX_PATH } from "../../protocol/index.js";
-
-/**
- * What the host answers when it shares the root of an app's server (protocol-v1 §2, §8): its own
- * resources only, so an app's `/api/users` or `/v1/orders` stays the app's.
- */
-const API_PREFIXES = ["/api/chat/", "/v1/sessions/", "/v1/interactions/", "/v1/attachments/"];
-const API_PATHS = ["/healthz", "/readyz", "/metrics", "/api/remote.mux", "/v1/attachments"];
+import { isHostRoute } from "../transport/http/router.js";
 
 /**
  * Which requests of a shared server belong to sessionmux. Under a non-empty `basePath` every
- * path below it does (the console included); at the root only the API paths do, so the app keeps
- * `/` and everything else.
+ * path below it does (the console included); at the root only the host's own routes do, so an
+ * app keeps `/`, its `/api/users` and everything else.
  */
 export class BasePath {
   readonly prefix: string;
@@ -28,9 +22,7 @@ export class BasePath {
     const inner = this.#strip(url);
     if (inner === undefined) return undefined;
     if (this.claimAll || this.prefix !== "") return inner;
-    const path = pathOf(inner);
-    if (API_PATHS.includes(path) || API_PREFIXES.some((p) => path.startsWith(p))) return inner;
-    return undefined;
+    return isHostRoute(pathOf(inner)) ? inner : undefined;
   }
 
   /** The upgrade target relative to the base path when it is the mux's, else `undefined`. */

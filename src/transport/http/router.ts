@@ -27,6 +27,16 @@ export interface HttpOptions {
 
 const ROUTES: readonly Route[] = [...chatRoutes, ...sessionRoutes, ...attachmentRoutes];
 
+/** Whether `pathname` is one of the host's HTTP routes (any method): what it claims on a shared root. */
+export function isHostRoute(pathname: string): boolean {
+  return (
+    pathname === "/healthz" ||
+    pathname === "/readyz" ||
+    pathname === "/metrics" ||
+    ROUTES.some((route) => route.pattern.test(pathname))
+  );
+}
+
 /** Paths that need a bearer token; everything else is the console, `/healthz` or `/readyz`. */
 function isProtected(pathname: string): boolean {
   return pathname === "/metrics" || pathname.startsWith("/api/") || pathname.startsWith("/v1/");
