@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { AgentDriver } from "./agents/agent.js";
+import type { AuthenticateRequest } from "./embed/app-authentication.js";
 import { mountSessionmux } from "./embed/mount-sessionmux.js";
 import type { SessionHost } from "./host/session-host.js";
 import { StartupError } from "./operations/startup-error.js";
@@ -21,6 +22,8 @@ export interface HostOptions {
   /** @default false — a missing database folder is refused */
   createDbFolder?: boolean;
   tokens: TokenSpec[];
+  /** Replaces `tokens` (see `SessionmuxOptions.authenticate`). */
+  authenticate?: AuthenticateRequest;
   /** @default new DemoAgent() */
   agent?: AgentDriver;
   /** @default 600_000 (10 minutes) */
@@ -53,6 +56,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       db: options.dbPath,
       createDbFolder: options.createDbFolder ?? false,
       tokens: options.tokens,
+      ...(options.authenticate ? { authenticate: options.authenticate } : {}),
       cors: options.allowedOrigins ?? [],
       processMetrics: options.processMetrics ?? false,
       ...(options.agent ? { agent: options.agent } : {}),

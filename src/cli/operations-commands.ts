@@ -56,6 +56,6 @@ export function registerOperationsCommands(program: Command): void {
         throw new StartupError("db_missing", `${err.message} (the token is kept in ${folder})`);
       }
       process.stdout.write(`${rotateToken(file)}\n`);
-      process.stderr.write(`token written to ${file}; restart the host to use it\n`);
+      process.stderr.write(`token written to ${file}; the old one is refused from now on\n`);
     });
 }

@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import { type Command, Option } from "commander";
 import { AGENT_NAMES, type AgentName, createAgent } from "../agents/registry.js";
+import type { AuthenticateRequest } from "../embed/app-authentication.js";
 import { prepareDatabasePath } from "../operations/database-path.js";
+import { keptTokenAuthenticate } from "../operations/kept-token-auth.js";
 import { StartupError } from "../operations/startup-error.js";
 import { readOrCreateToken, tokenFilePath } from "../operations/token-file.js";
 import { startHost } from "../server.js";
@@ -23,14 +25,16 @@ interface ServeOptions {
   logLevel: string;
 }
 
+type Authentication =
+  | { tokens: TokenSpec[] }
+  | { tokens: []; authenticate: AuthenticateRequest; kept: { token: string; file: string } };
+
 /**
  * Tokens from `--token` (repeatable) and `--tokens-file` (one `name=secret` or bare admin token
- * per line); without either, the admin token kept beside the database (minted on first start).
+ * per line); without either, the admin token kept beside the database (minted on first start,
+ * re-read when `token rotate` replaces it).
  */
-function tokensOf(
-  options: ServeOptions,
-  dbFile: string,
-): { tokens: TokenSpec[]; kept?: { token: string; file: string } } {
+function authenticationOf(options: ServeOptions, dbFile: string): Authentication {
   const specs = options.token.map(parseTokenSpec);
   if (options.tokensFile) {
     let text: string;
@@ -40,9 +44,7 @@ function tokensOf(
       throw new StartupError(
         "token_file_unreadable",
         `cannot read --tokens-file ${options.tokensFile}: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
+        { cause: err },
       );
     }
     for (const line of text.split(/\r?\n/)) {
@@ -53,7 +55,7 @@ function tokensOf(
   if (specs.length > 0) return { tokens: specs };
   const file = tokenFilePath(dbFile);
   const { token } = readOrCreateToken(file);
-  return { tokens: [{ name: "admin", secret: token, admin: true }], kept: { token, file } };
+  return { tokens: [], authenticate: keptTokenAuthenticate(file), kept: { token, file } };
 }
 
 /** Every flag also reads an environment variable, named in `--help`. */
@@ -122,12 +124,14 @@ export function registerServeCommand(program: Command): void {
       const dbFile = prepareDatabasePath(options.db, {
         createFolder: options.createDbFolder === true || command.getOptionValueSource("db") === "default",
       });
-      const { tokens, kept } = tokensOf(options, dbFile);
+      const authentication = authenticationOf(options, dbFile);
+      const kept = "kept" in authentication ? authentication.kept : undefined;
       const running = await startHost({
+        tokens: authentication.tokens,
+        ...("authenticate" in authentication ? { authenticate: authentication.authenticate } : {}),
         host: options.host,
         port: options.port,
         dbPath: dbFile,
-        tokens,
         agent: createAgent(options.agent),
         idleDetachMs: options.idleDetachMs,
         allowedOrigins: options.allowedOrigin,

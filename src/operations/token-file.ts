@@ -34,7 +34,7 @@ export function readOrCreateToken(path: string): { token: string; created: boole
   return { token, created: true };
 }
 
-/** Replaces the kept token; a host picks the new one up at its next start. */
+/** Replaces the kept token (atomically: a host re-reading it sees the old or the new one, whole). */
 export function rotateToken(path: string): string {
   const token = mint();
   const temp = `${path}.${process.pid}.tmp`;

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { statSync } from "node:fs";
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { createNodeClient } from "../../src/client/node.js";
 import { tempDir } from "../support/temp-dir.js";
 import { runCli, startServe } from "./run-cli.js";
 
@@ -50,14 +51,28 @@ describe("sessionmux serve: operations", () => {
 
     const second = await serve(env);
     expect(second.token).toBe(first.token);
-    await second.stop();
-    stops.pop();
+    const list = (token: string | undefined) =>
+      fetch(`${second.url}/api/chat/sessions`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await list(first.token)).status).toBe(200);
 
+    // rotated while the host runs: the old token is refused at once, the new one works
     const rotated = await runCli(["token", "rotate"], env);
     expect(rotated.code).toBe(0);
     const fresh = rotated.stdout.trim();
+    expect(fresh).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(fresh).not.toBe(first.token);
     expect(statSync(dir.file("sessionmux.token")).mode & 0o777).toBe(0o600);
+    expect((await list(first.token)).status).toBe(401);
+    expect((await list(fresh)).status).toBe(200);
+    const client = createNodeClient({
+      url: `${second.url.replace("http", "ws")}/api/remote.mux`,
+      token: fresh,
+    });
+    stops.push(() => client.close());
+    expect((await client.list()).sessions).toEqual([]);
+    await second.stop();
+    stops.splice(stops.indexOf(second.stop), 1);
+
     const third = await serve(env);
     expect(third.token).toBe(fresh);
   });
