@@ -50,14 +50,15 @@ export async function mountSessionmux(
     metrics,
     logger,
   });
-  const writable = sqliteWritableCheck(dbFile);
-  const readiness = new ReadinessProbe(() => writable.check(), options.readinessIntervalMs ?? 5000);
+  let writable: ReturnType<typeof sqliteWritableCheck> | undefined;
+  const readiness = new ReadinessProbe(() => writable?.check(), options.readinessIntervalMs ?? 5000);
   try {
+    writable = sqliteWritableCheck(dbFile);
     await host.start();
     await readiness.start();
   } catch (err) {
     readiness.stop();
-    writable.close();
+    writable?.close();
     await store.close();
     throw err;
   }
@@ -85,8 +86,7 @@ export async function mountSessionmux(
     const inner = base.claim(req.url);
     if (inner === undefined) {
       if (next) return next();
-      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
-      return;
+      return notFound(res);
     }
     req.url = inner;
     const dispatch = () => {
@@ -128,9 +128,7 @@ export async function mountSessionmux(
       server.removeAllListeners("request");
       const onRequest = (req: IncomingMessage, res: ServerResponse) =>
         handler(req, res, () => {
-          if (appListeners.length === 0) {
-            res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
-          }
+          if (appListeners.length === 0) notFound(res);
           for (const listener of appListeners) listener.call(server, req, res);
         });
       const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -150,13 +148,17 @@ export async function mountSessionmux(
         readiness.stop();
         await mux.close();
         await host.shutdown();
-        writable.close();
+        writable?.close();
         await store.close();
         logger.info({ db: dbFile }, "shutdown complete");
       })();
       return closing;
     },
   };
+}
+
+function notFound(res: ServerResponse): void {
+  res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
 }
 
 /** A file that is no database (or not readable) is named in the error, with SQLite's reason. */
