@@ -1,7 +1,7 @@
-import type { ControlMirror } from "../../src/client/index.js";
+import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
 import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./console-actions.js";
 import type { ConsoleElements } from "./console-elements.js";
-import type { ConsoleLink, LinkState } from "./console-link.js";
+import type { ConsoleLink } from "./console-link.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
@@ -30,7 +30,7 @@ export class ConsoleApp {
   private readonly actions: ActionContext;
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
-  private connection: LinkState | undefined;
+  private connection: ConnectionState | undefined;
   private searchHits: SearchHit[] | undefined;
   private searchSeq = 0;
   private frame = 0;
@@ -117,7 +117,7 @@ export class ConsoleApp {
     this.schedule();
   }
 
-  private connected(state: LinkState): void {
+  private connected(state: ConnectionState): void {
     this.connection = state;
     if (state.name === "open") {
       // Notifications carry no sequence: anything missed while away is recovered by a fresh list.
@@ -132,6 +132,7 @@ export class ConsoleApp {
       this.el.authNotice.hidden = false;
       this.el.tokenInput.focus();
     }
+    if (state.name === "rejected") this.toast(`The host refused the connection (HTTP ${state.status}).`);
     this.drawConnection();
     this.schedule();
   }

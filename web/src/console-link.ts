@@ -1,4 +1,4 @@
-import { BehaviorSubject, combineLatest, map, Observable, switchMap } from "rxjs";
+import { BehaviorSubject, Observable, switchMap } from "rxjs";
 import type { ResultOf, SessionRow } from "../../protocol/index.js";
 import {
   type ConnectionState,
@@ -10,14 +10,7 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
-import { refusalProbingSocketFactory } from "./refusal-probing-socket.js";
-
-/**
- * The connection as the console shows it: the SDK's states, plus `unauthorized` when the host
- * refused the token (HTTP 401) or the page's origin (403). It is terminal: only a new token (or
- * trying the same one again) leaves it.
- */
-export type LinkState = ConnectionState | { readonly name: "unauthorized"; readonly status: 401 | 403 };
+import { openOnlySocketFactory } from "./open-only-socket.js";
 
 /** The list notifications of §6, as one callback. */
 export type ListChange =
@@ -25,76 +18,54 @@ export type ListChange =
   | { kind: "removed"; sessionId: string }
   | { kind: "agent-error"; sessionId: string; message: string };
 
-interface Linked {
-  readonly client: SessionmuxClient;
-  /** Set once the host refused this client's token or origin. */
-  readonly refused: BehaviorSubject<401 | 403 | undefined>;
-}
-
 /**
  * The console's one connection to the host: a single SDK client (one WebSocket per tab), with the
  * calls and streams the console uses given plain callback shapes. A new token replaces the client
- * without a reload: connection, control and list listeners move to the new one by themselves;
- * follow streams belong to one client and are reopened by their owner.
+ * without a reload (so nothing of the old token's principal lingers on the new connection):
+ * connection, control and list listeners move to the new one by themselves; follow streams
+ * belong to one client and are reopened by their owner.
  */
 export class ConsoleLink {
-  private readonly linked: BehaviorSubject<Linked>;
+  private readonly linked: BehaviorSubject<SessionmuxClient>;
 
-  /** `connect` makes a client for a token; it calls `onRefused` when the host refuses that token. */
+  /** `connect` makes a client for a token. */
   constructor(
-    private readonly connectClient: (
-      token: string,
-      onRefused: (status: 401 | 403) => void,
-    ) => SessionmuxClient,
+    private readonly connect: (token: string) => SessionmuxClient,
     token: string,
   ) {
-    this.linked = new BehaviorSubject(this.connect(token));
+    this.linked = new BehaviorSubject(connect(token));
   }
 
   /** The browser's link: one native WebSocket to the mux, the token as the `bearer.` subprotocol entry. */
   static open(url: string, token: string): ConsoleLink {
     return new ConsoleLink(
-      (t, onRefused) =>
-        createClient({ url, token: t, socketFactory: refusalProbingSocketFactory(onRefused) }),
+      (t) => createClient({ url, token: t, socketFactory: openOnlySocketFactory() }),
       token,
     );
   }
 
   get client(): SessionmuxClient {
-    return this.linked.value.client;
+    return this.linked.value;
   }
 
   /** Connects with `token` from now on; the old client is closed and its streams end. */
   useToken(token: string): void {
-    const old = this.linked.value.client;
+    const old = this.linked.value;
     this.linked.next(this.connect(token));
     void old.close();
   }
 
-  private connect(token: string): Linked {
-    const refused = new BehaviorSubject<401 | 403 | undefined>(undefined);
-    const client = this.connectClient(token, (status) => refused.next(status));
-    return { client, refused };
-  }
-
-  private perClient<T>(project: (linked: Linked) => Observable<T>): Observable<T> {
+  private perClient<T>(project: (client: SessionmuxClient) => Observable<T>): Observable<T> {
     return this.linked.pipe(switchMap(project));
   }
 
-  onConnection(listener: (state: LinkState) => void): () => void {
-    const sub = this.perClient(({ client, refused }) =>
-      combineLatest([client.state$, refused]).pipe(
-        map(
-          ([state, status]): LinkState =>
-            state.name === "closed" && status !== undefined ? { name: "unauthorized", status } : state,
-        ),
-      ),
-    ).subscribe(listener);
+  onConnection(listener: (state: ConnectionState) => void): () => void {
+    const sub = this.perClient((client) => client.state$).subscribe(listener);
     return () => sub.unsubscribe();
   }
 
   onMirror(listener: (mirror: ControlMirror) => void, onError: (error: unknown) => void): () => void {
-    const sub = this.perClient(({ client }) => controlMirror(client)).subscribe({
+    const sub = this.perClient((client) => controlMirror(client)).subscribe({
       next: listener,
       error: onError,
     });
@@ -103,7 +74,7 @@ export class ConsoleLink {
 
   onListChange(listener: (change: ListChange) => void): () => void {
     const sub = this.perClient(
-      ({ client }) =>
+      (client) =>
         new Observable<ListChange>((subscriber) => {
           const offs = [
             client.on("session.added", (v) => subscriber.next({ kind: "upsert", row: v.row })),

@@ -1,7 +1,7 @@
 import { html, nothing, render } from "lit-html";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { Job, QueueItem } from "../../protocol/index.js";
-import type { LinkState } from "./console-link.js";
+import type { ConnectionState } from "../../src/client/index.js";
 
 /** Background jobs of the shown session, each with a progress bar. */
 export function renderJobs(container: HTMLElement, jobs: readonly Job[]): void {
@@ -50,7 +50,7 @@ export function renderQueue(container: HTMLElement, items: readonly QueueItem[],
 }
 
 /** The text of the connection indicator; a backoff shows the seconds until the next attempt. */
-export function connectionLabel(state: LinkState, now: number): string {
+export function connectionLabel(state: ConnectionState, now: number): string {
   switch (state.name) {
     case "open":
       return "Connected";
@@ -62,7 +62,9 @@ export function connectionLabel(state: LinkState, now: number): string {
     }
     case "unauthorized":
       return state.status === 401 ? "Token refused" : "Origin refused";
-    default:
+    case "rejected":
+      return `Refused (HTTP ${state.status})`;
+    case "closed":
       return "Disconnected";
   }
 }
