@@ -1,0 +1,86 @@
+import { expect, it } from "vitest";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, type Opener, storeFixture } from "./backends.js";
+
+async function seeded(open: Opener) {
+  const { store } = await open({ now: () => 1_000 });
+  await store.create({ sessionId: "src", owner: "o", model: "m1", title: "Source" });
+  // seq 2..5: a finished turn; seq 6..8: a turn still open
+  await store.append("src", [turnStart("t1"), userMessage("first"), delta("t1", "answer"), turnEnd("t1")], {
+    at: 2_000,
+  });
+  await store.append("src", [turnStart("t2"), userMessage("second"), delta("t2", "part")], { at: 3_000 });
+  return store;
+}
+
+describeContract("fork", (backend) => {
+  const open = storeFixture(backend);
+  it("records lineage at seq 1 and copies the prefix re-sequenced, leaving the source untouched", async () => {
+    const store = await seeded(open);
+    const before = await store.page("src", { limit: 100 });
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "p", atSeq: 5 });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 5 });
+    expect(forked.header.owner).toBe("p");
+    const read = await store.readAfter("dst", 0, 100);
+    if (read.status !== "ok") throw new Error(read.status);
+    expect(read.events[0]).toEqual({
+      seq: 1,
+      at: 1_000,
+      type: "session/created",
+      data: { forkOf: { sessionId: "src", seq: 5 }, title: "Source", model: "m1" },
+    });
+    expect(read.events.map((event) => [event.seq, event.type])).toEqual([
+      [1, "session/created"],
+      [2, "turn/start"],
+      [3, "user/message"],
+      [4, "assistant/delta"],
+      [5, "turn/end"],
+    ]);
+    // copies keep their original time
+    expect(read.events[2]!.at).toBe(2_000);
+    expect(await store.page("src", { limit: 100 })).toEqual(before);
+    const projection = await store.projection("dst");
+    expect(projection).toMatchObject({
+      title: "Source",
+      turnCount: 1,
+      lastState: "completed",
+      openTurnId: null,
+    });
+  });
+
+  it("closes a turn the copied prefix leaves open as interrupted", async () => {
+    const store = await seeded(open);
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o" });
+    if (forked.status !== "created") throw new Error(forked.status);
+    const last = forked.events[forked.events.length - 1]!;
+    expect(last).toMatchObject({ seq: 9, type: "turn/end", data: { turnId: "t2", state: "interrupted" } });
+    expect((await store.projection("dst"))?.lastState).toBe("interrupted");
+    expect((await store.projection("src"))?.openTurnId).toBe("t2");
+  });
+
+  it("answers source_not_found, source_retired, exists and retired as values", async () => {
+    const store = await seeded(open);
+    expect(await store.fork({ sourceId: "nobody", targetId: "x", owner: "o" })).toEqual({
+      status: "source_not_found",
+    });
+    expect(await store.fork({ sourceId: "src", targetId: "src", owner: "o" })).toEqual({ status: "exists" });
+    await store.create({ sessionId: "gone", owner: "o", model: "m" });
+    await store.delete("gone");
+    expect(await store.fork({ sourceId: "gone", targetId: "x", owner: "o" })).toEqual({
+      status: "source_retired",
+    });
+    expect(await store.fork({ sourceId: "src", targetId: "gone", owner: "o" })).toEqual({
+      status: "retired",
+    });
+    expect(await store.isRetired("x")).toBe(false);
+    expect(await store.header("x")).toEqual({ status: "not_found" });
+  });
+
+  it("clamps atSeq beyond the head to the head", async () => {
+    const store = await seeded(open);
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 999 });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 8 });
+  });
+});

@@ -1,0 +1,206 @@
+import fc from "fast-check";
+import { expect, it } from "vitest";
+import type { NewEvent } from "../../../protocol/index.js";
+import { turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
+
+type Step =
+  | { op: "event"; pick: number; text: string; session: number }
+  | { op: "clear"; session: number }
+  | { op: "ack"; session: number; stale: boolean }
+  | { op: "tick"; ms: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      op: fc.constant("event" as const),
+      pick: fc.nat(11),
+      text: fc.string({ maxLength: 90 }),
+      session: fc.nat(2),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("clear" as const), session: fc.nat(2) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant("ack" as const), session: fc.nat(2), stale: fc.boolean() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant("tick" as const), ms: fc.integer({ min: 1, max: 5_000 }) }),
+  },
+);
+
+/** A random but protocol-shaped event: turns open and close, interactions come and go. */
+function eventFor(pick: number, text: string, turn: string): NewEvent {
+  switch (pick) {
+    case 0:
+      return turnStart(turn);
+    case 1:
+      return userMessage(text);
+    case 2:
+      return {
+        type: "user/message",
+        data: { messageId: "s", source: "server", text, attachments: [], meta: {} },
+      };
+    case 3:
+      return { type: "assistant/delta", data: { turnId: turn, text } };
+    case 4:
+      return { type: "interaction/requested", data: { turnId: turn, interactionId: "i", kind: "approval" } };
+    case 5:
+      return {
+        type: "interaction/resolved",
+        data: { interactionId: "i", resolution: { outcome: "approve" } },
+      };
+    case 6:
+      return turnEnd(turn, "completed");
+    case 7:
+      return turnEnd(turn, "failed");
+    case 8:
+      return { type: "session/renamed", data: { title: text } };
+    case 9:
+      return { type: "session/model", data: { model: `m-${text.length}` } };
+    case 10:
+      return {
+        type: "user/message",
+        data: { messageId: "h", source: "user", text, hidden: true, attachments: [], meta: {} },
+      };
+    default:
+      return { type: "reasoning/delta", data: { turnId: turn, text } };
+  }
+}
+
+describeContract("projection", (backend) => {
+  const open = storeFixture(backend);
+  it("equals a rebuild from the log for random histories", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 60 }), fc.boolean(), async (steps, titled) => {
+        let clock = 1_000_000;
+        const run = await backend.open({ now: () => clock });
+        try {
+          const { store } = run;
+          const ids = ["p0", "p1", "p2"];
+          for (const id of ids)
+            await store.create({ sessionId: id, owner: "o", model: "m", ...(titled ? { title: "T" } : {}) });
+          let turn = 0;
+          for (const s of steps) {
+            if (s.op === "tick") clock += s.ms;
+            else if (s.op === "clear") await store.clear(ids[s.session]!);
+            else if (s.op === "ack") {
+              const row = await store.projection(ids[s.session]!);
+              await store.ack(ids[s.session]!, (row?.completionSettledAt ?? 0) - (s.stale ? 1 : 0));
+            } else {
+              if (s.pick === 0) turn++;
+              await store.append(ids[s.session]!, [eventFor(s.pick, s.text, `t${turn}`)]);
+            }
+          }
+          const incremental = await Promise.all(ids.map((id) => store.projection(id)));
+          const listed = (await store.list({ limit: 10 })).rows;
+          await store.rebuildProjections();
+          const rebuilt = await Promise.all(ids.map((id) => store.projection(id)));
+          expect(rebuilt).toEqual(incremental);
+          expect((await store.list({ limit: 10 })).rows).toEqual(listed);
+        } finally {
+          await run.dispose();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it("follows the documented rules for a typical history", async () => {
+    let clock = 1_000;
+    const { store } = await open({ now: () => clock });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    expect(await store.projection("a")).toMatchObject({
+      title: "New chat",
+      blank: true,
+      lastState: "idle",
+      turnCount: 0,
+      messageCount: 0,
+      updatedAt: 1_000,
+      lastPromptAt: null,
+    });
+    clock = 2_000;
+    const long = `${"word ".repeat(30)}\nsecond line`;
+    await store.append("a", [turnStart("t1"), userMessage(long)]);
+    let row = await store.projection("a");
+    expect(row?.title).toBe("word ".repeat(16).trim());
+    expect(row).toMatchObject({
+      blank: false,
+      lastState: "working",
+      turnCount: 1,
+      lastPromptAt: 2_000,
+      updatedAt: 2_000,
+    });
+    await store.append("a", [
+      { type: "assistant/delta", data: { turnId: "t1", text: "a" } },
+      { type: "assistant/delta", data: { turnId: "t1", text: "b" } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "question", question: "?" },
+      },
+    ]);
+    row = await store.projection("a");
+    expect(row).toMatchObject({ lastState: "input-required", messageCount: 2, openTurnId: "t1" });
+    expect((await store.list({ limit: 10, parked: true })).rows.map((r) => r.sessionId)).toEqual(["a"]);
+    clock = 3_000;
+    await store.append("a", [
+      { type: "interaction/resolved", data: { interactionId: "i1", resolution: { answer: "x" } } },
+      turnEnd("t1"),
+    ]);
+    row = await store.projection("a");
+    expect(row).toMatchObject({
+      lastState: "completed",
+      openTurnId: null,
+      hasUnseenCompletion: true,
+      completionSettledAt: 3_000,
+    });
+    // a server message neither moves the session in the list nor counts as an operator prompt
+    clock = 9_000;
+    await store.append("a", [
+      {
+        type: "user/message",
+        data: { messageId: "s", source: "server", text: "x", attachments: [], meta: {} },
+      },
+    ]);
+    row = await store.projection("a");
+    expect(row).toMatchObject({ updatedAt: 2_000, lastPromptAt: 2_000, messageCount: 3 });
+    await store.append("a", [{ type: "session/renamed", data: { title: "Named" } }]);
+    expect((await store.header("a")).status === "ok").toBe(true);
+    expect((await store.projection("a"))?.title).toBe("Named");
+  });
+
+  it("lets a stale ack never hide a newer completion", async () => {
+    let clock = 1_000;
+    const { store } = await open({ now: () => clock });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [turnStart("t1"), turnEnd("t1")]);
+    clock = 2_000;
+    await store.append("a", [turnStart("t2"), turnEnd("t2")]);
+    expect(await store.ack("a", 1_000)).toEqual({ status: "ok", hasUnseenCompletion: true });
+    expect(await store.ack("a", 2_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    clock = 3_000;
+    await store.append("a", [turnStart("t3"), turnEnd("t3")]);
+    expect((await store.projection("a"))?.hasUnseenCompletion).toBe(true);
+    expect(await store.ack("nobody", 1)).toEqual({ status: "not_found" });
+  });
+
+  it("closes every open turn as interrupted on interruptOpenTurns", async () => {
+    const { store } = await open();
+    for (const id of ["a", "b", "c"]) await store.create({ sessionId: id, owner: "o", model: "m" });
+    await store.append("a", [turnStart("ta")]);
+    await store.append("b", [turnStart("tb"), turnEnd("tb")]);
+    await store.append("c", [turnStart("tc")]);
+    expect((await store.interruptOpenTurns(5)).sort()).toEqual(["a", "c"]);
+    const page = await store.page("a", { limit: 1 });
+    expect(page.status === "ok" && page.events[0]).toEqual({
+      seq: 3,
+      at: 5,
+      type: "turn/end",
+      data: { turnId: "ta", state: "interrupted" },
+    });
+    expect((await store.projection("c"))?.lastState).toBe("interrupted");
+    expect(await store.interruptOpenTurns(6)).toEqual([]);
+  });
+});

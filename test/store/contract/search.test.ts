@@ -1,0 +1,93 @@
+import { expect, it } from "vitest";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, type Opener, storeFixture } from "./backends.js";
+
+async function seeded(open: Opener) {
+  const { store } = await open();
+  await store.create({ sessionId: "a", owner: "alice", model: "m" });
+  await store.create({ sessionId: "b", owner: "bob", model: "m" });
+  await store.append("a", [turnStart("t1"), userMessage("How do I configure the zebra crossing?")]);
+  await store.append("a", [delta("t1", "Paint "), delta("t1", "the stripes white."), turnEnd("t1")]);
+  await store.append("b", [turnStart("t1"), userMessage("zebra facts please")]);
+  await store.append("b", [
+    {
+      type: "user/message",
+      data: { messageId: "h", source: "user", text: "", hidden: true, attachments: [], meta: {} },
+    },
+    {
+      type: "user/message",
+      data: {
+        messageId: "i",
+        source: "user",
+        text: "zebra incognito",
+        attachments: [],
+        meta: { incognito: true },
+      },
+    },
+  ]);
+  return store;
+}
+
+describeContract("search", (backend) => {
+  const open = storeFixture(backend);
+  it("finds user message text with a snippet and the message seq", async () => {
+    const store = await seeded(open);
+    const hits = await store.search("zebra", 10);
+    expect(hits.map((hit) => [hit.sessionId, hit.seq]).sort()).toEqual([
+      ["a", 3],
+      ["b", 3],
+    ]);
+    expect(hits.find((hit) => hit.sessionId === "a")?.snippet).toContain("**zebra**");
+  });
+
+  it("indexes a turn's joined assistant text at turn/end, at its first delta", async () => {
+    const store = await seeded(open);
+    expect(await store.search("stripes white", 10)).toEqual([
+      { sessionId: "a", seq: 4, snippet: "Paint the **stripes** **white**." },
+    ]);
+  });
+
+  it("matches the last word as a prefix and ANDs words", async () => {
+    const store = await seeded(open);
+    expect((await store.search("configure zeb", 10)).map((hit) => hit.sessionId)).toEqual(["a"]);
+    expect(await store.search("zebra absentword", 10)).toEqual([]);
+  });
+
+  it("filters by owner", async () => {
+    const store = await seeded(open);
+    expect((await store.search("zebra", 10, "bob")).map((hit) => hit.sessionId)).toEqual(["b"]);
+  });
+
+  it("never fails on FTS syntax in the query", async () => {
+    const store = await seeded(open);
+    for (const query of [
+      '"',
+      'zebra"',
+      "zebra OR",
+      "NEAR(",
+      "a AND",
+      "*",
+      "^zebra",
+      "col:zebra",
+      "(",
+      ")",
+      "-",
+      "'",
+      "zebra*",
+      "\\",
+      "\u0000",
+      "   ",
+    ]) {
+      await expect(store.search(query, 10)).resolves.toBeInstanceOf(Array);
+    }
+    expect((await store.search('zebra"', 10)).length).toBe(2);
+    expect((await store.search("(zebra)", 10)).length).toBe(2);
+  });
+
+  it("does not index hidden or incognito messages, nor keep text of deleted sessions", async () => {
+    const store = await seeded(open);
+    expect(await store.search("incognito", 10)).toEqual([]);
+    await store.delete("a");
+    expect((await store.search("zebra", 10)).map((hit) => hit.sessionId)).toEqual(["b"]);
+  });
+});
