@@ -32,6 +32,8 @@ export class PgCommitFeed {
   private readonly interest = new Map<string, number>();
   private globalListeners = 0;
   private readonly delivered = new Map<string, Delivered>();
+  /** Local notices held back behind another host's rows this store has not read yet. */
+  private readonly held = new Map<string, PendingNotice[]>();
   private remote: Promise<void> = Promise.resolve();
   private outbox: PendingNotice[] = [];
   private sending: Promise<void> | undefined;
@@ -89,7 +91,7 @@ export class PgCommitFeed {
 
   /** After a local COMMIT: deliver now, in commit order, then tell the other hosts. */
   committed(notices: readonly PendingNotice[]): void {
-    for (const { sessionId, notice, projection } of notices) this.deliver(sessionId, notice, projection);
+    for (const pending of notices) this.deliverLocal(pending);
     if (notices.length === 0 || this.closed) return;
     this.outbox.push(...notices);
     this.sending ??= this.send();
@@ -152,11 +154,18 @@ export class PgCommitFeed {
   }
 
   /** Reads and delivers every row above the delivered head (from `fromSeq` when none is known). */
-  private async catchUp(sessionId: string, epoch: string, fromSeq: number, created = false): Promise<void> {
+  private async catchUp(
+    sessionId: string,
+    epoch: string,
+    fromSeq: number,
+    created = false,
+    untilSeq = Number.MAX_SAFE_INTEGER,
+  ): Promise<void> {
     for (;;) {
       const head = this.delivered.get(sessionId);
       const after = head === undefined ? Math.max(0, fromSeq - 1) : head.epoch === epoch ? head.seq : 0;
-      const read = await this.reads.readAfter(sessionId, after, READ_PAGE);
+      if (after >= untilSeq) return;
+      const read = await this.reads.readAfter(sessionId, after, Math.min(READ_PAGE, untilSeq - after));
       if (read.status === "retired") return this.deliver(sessionId, { kind: "delete" }, null);
       if (read.status !== "ok") return;
       const current = this.delivered.get(sessionId);
@@ -170,9 +179,43 @@ export class PgCommitFeed {
           ? { kind: "create", epoch: read.epoch, events: read.events }
           : { kind: "append", epoch: read.epoch, events: read.events };
       this.deliver(sessionId, notice, await this.projectionFor(sessionId));
-      if (read.events.length < READ_PAGE) return;
+      if (read.events.length < Math.min(READ_PAGE, untilSeq - after)) return;
       epoch = read.epoch;
     }
+  }
+
+  /**
+   * Synchronous unless another host appended to this session just before this commit and its
+   * NOTIFY has not been handled yet: then this notice waits until those rows were read and
+   * delivered, so a subscriber never sees a gap.
+   */
+  private deliverLocal(pending: PendingNotice): void {
+    const { sessionId, notice, projection } = pending;
+    const waiting = this.held.get(sessionId);
+    if (waiting) {
+      waiting.push(pending);
+      return;
+    }
+    const head = this.delivered.get(sessionId);
+    const firstSeq = notice.kind === "append" ? (notice.events[0]?.seq ?? 0) : 0;
+    if (
+      head === undefined ||
+      notice.kind !== "append" ||
+      head.epoch !== notice.epoch ||
+      firstSeq <= head.seq + 1
+    ) {
+      this.deliver(sessionId, notice, projection);
+      return;
+    }
+    this.held.set(sessionId, [pending]);
+    this.remote = this.remote
+      .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
+      .catch(() => undefined)
+      .then(() => {
+        const release = this.held.get(sessionId) ?? [];
+        this.held.delete(sessionId);
+        for (const next of release) this.deliver(next.sessionId, next.notice, next.projection);
+      });
   }
 
   private async projectionFor(sessionId: string): Promise<SessionProjection | null> {

@@ -90,8 +90,7 @@ export class PgGroupCommit {
     const batch = new PgWriteBatch(client);
     const results: unknown[] = [];
     try {
-      await client.query("BEGIN");
-      await batch.lock(ops.flatMap(({ op }) => op.sessions));
+      await batch.begin(ops.flatMap(({ op }) => op.sessions));
       for (const { op } of ops) results.push(await op.run(batch));
       await batch.finish();
       await client.query("COMMIT");

@@ -4,7 +4,8 @@ import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import type { SessionState } from "../session-state.js";
 import { shapeUserMessage } from "../user-message-shape.js";
-import { type PgWriteBatch, storableText } from "./pg-write-batch.js";
+import { storableText } from "./pg-pending-rows.js";
+import type { PgWriteBatch } from "./pg-write-batch.js";
 
 const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_at, fork_of_session, fork_of_seq,
     base_title, base_title_explicit, base_model)
