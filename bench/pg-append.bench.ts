@@ -13,7 +13,8 @@ import { encodeValue } from "../src/store/event-codec.js";
 import { openPool } from "../src/store/postgres/pg-pool.js";
 import { PostgresSessionStore } from "../src/store/postgres/postgres-store.js";
 
-const URL = process.argv[2] ?? process.env.SESSIONMUX_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const URL =
+  process.argv[2] ?? process.env.SESSIONMUX_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const WRITERS = 100;
 const APPENDS_PER_WRITER = 30;
 const ROUNDS = 3;
@@ -103,7 +104,10 @@ async function storeAppends(): Promise<{ rate: number; transactions: number }> {
       }),
     );
     const elapsed = performance.now() - started;
-    return { rate: rate(WRITERS * APPENDS_PER_WRITER, elapsed), transactions: store.stats().transactions - before };
+    return {
+      rate: rate(WRITERS * APPENDS_PER_WRITER, elapsed),
+      transactions: store.stats().transactions - before,
+    };
   } finally {
     await store.close();
     await dropSchema(schema);
