@@ -13,7 +13,7 @@ const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_
 const TURN_DELTAS = `SELECT seq, data FROM events WHERE session_id = $1 AND type = 'assistant/delta'
     AND seq > coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND type = 'turn/start'), 0)
   ORDER BY seq`;
-const RESET_EPOCH = `UPDATE sessions SET epoch = $2, head_seq = 0, base_title = $3, base_title_explicit = $4,
+const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title_explicit = $4,
     base_model = $5, acked_settled_at = NULL WHERE session_id = $1`;
 const DELETE_EVENTS = "DELETE FROM events WHERE session_id = $1";
 const DELETE_SEARCH = "DELETE FROM search_docs WHERE session_id = $1";
@@ -23,7 +23,7 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
     a AS (DELETE FROM attachments WHERE session_id = $1),
     k AS (DELETE FROM prompt_keys WHERE session_id = $1),
     d AS (DELETE FROM search_docs WHERE session_id = $1)
-  UPDATE sessions SET retired_at = $2, head_seq = 0 WHERE session_id = $1`;
+  UPDATE sessions SET retired_at = $2 WHERE session_id = $1`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
 const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
 

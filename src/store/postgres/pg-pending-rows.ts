@@ -67,7 +67,7 @@ function unnest(types: readonly string[]): string {
 /**
  * Rows a transaction's operations produced, kept column-wise and written by ONE statement (one
  * round trip) whose parts are data-modifying CTEs: events, prompt keys, attachment links, search
- * documents, then heads and projections of the touched sessions. Each part is one `unnest`, so a
+ * documents, then the projections (which hold the heads) of the touched sessions. Each part is one `unnest`, so a
  * batch of a hundred appends costs what one multi-row insert costs.
  */
 export class PendingRows {
@@ -102,7 +102,7 @@ export class PendingRows {
   }
 
   /**
-   * The statement writing everything pending (and, when given, the heads and projections of
+   * The statement writing everything pending (and, when given, the projections (heads) of
    * `states`, inserting the projections of `created` sessions); null when there is nothing to
    * write. Taking it empties the pending rows.
    */
@@ -137,11 +137,6 @@ export class PendingRows {
       });
     }
     if (states.length > 0) {
-      parts.push({
-        sql: `UPDATE sessions s SET head_seq = v.head_seq FROM ${unnest(["text", "bigint"])}
-          AS v(session_id, head_seq) WHERE s.session_id = v.session_id`,
-        params: [states.map((s) => s.sessionId), states.map((s) => s.headSeq)],
-      });
       const fresh = states.filter((s) => created.has(s.sessionId)).map((s) => s.projection);
       const known = states.filter((s) => !created.has(s.sessionId)).map((s) => s.projection);
       const types = PROJECTION_COLUMNS.map(([, type]) => type);

@@ -36,8 +36,9 @@ const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE se
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
 // The head and the events come from one statement, hence one snapshot: `headSeq` is never behind
 // the events returned, even while another host commits.
-const AFTER = `SELECT s.epoch, s.head_seq, s.retired_at IS NOT NULL AS retired, e.seq, e.at, e.type, e.data
-  FROM sessions s LEFT JOIN LATERAL (
+const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
+    e.seq, e.at, e.type, e.data
+  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
     SELECT seq, at, type, data FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
 const AFTER_ENCODED = AFTER.replaceAll("e.data", "encode(e.data, 'hex') AS data");

@@ -13,8 +13,6 @@ const MIGRATIONS: readonly string[] = [
   -- are the same in both stores and do not depend on the database's locale.
   -- One row per session id ever created. A deleted session keeps its row with retired_at set:
   -- the primary key alone then refuses to create the id again, on every host, for ever.
-  -- head_seq is written in the same transaction as the events and read under the row lock
-  -- (SELECT ... FOR UPDATE), so concurrent writers from any host append one after the other.
   CREATE TABLE sessions (
     session_id text COLLATE "C" PRIMARY KEY,
     owner text NOT NULL,
@@ -22,7 +20,6 @@ const MIGRATIONS: readonly string[] = [
     created_at bigint NOT NULL,
     fork_of_session text,
     fork_of_seq bigint,
-    head_seq bigint NOT NULL DEFAULT 0 CHECK (head_seq >= 0),
     base_title text NOT NULL,
     base_title_explicit boolean NOT NULL,
     base_model text NOT NULL,
@@ -41,6 +38,10 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, seq)
   );
 
+  -- A live session's projection row is also its head: seq is the last seq of the log. Every write
+  -- to a live session locks this row (SELECT ... FOR UPDATE) and writes it back in the same
+  -- transaction as the events, so writers from any host append one after the other. Free space
+  -- on each page lets that rewrite be a HOT update when no indexed column changed.
   CREATE TABLE projections (
     session_id text COLLATE "C" PRIMARY KEY,
     owner text NOT NULL,
@@ -61,7 +62,7 @@ const MIGRATIONS: readonly string[] = [
     has_unseen_completion boolean NOT NULL,
     completion_settled_at bigint,
     acked_settled_at bigint
-  );
+  ) WITH (fillfactor = 70);
   CREATE INDEX projections_by_update ON projections (updated_at DESC, session_id);
   CREATE INDEX projections_by_owner ON projections (owner, updated_at DESC, session_id);
   CREATE INDEX projections_parked ON projections (updated_at DESC, session_id)

@@ -6,7 +6,7 @@ import type { PendingNotice } from "../write-batch.js";
 import { PendingRows } from "./pg-pending-rows.js";
 
 /** The joined session + projection row in the shape `stateFromRow` reads (booleans as 0/1). */
-const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq, s.head_seq,
+const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq, p.seq AS head_seq,
   s.base_title, s.base_title_explicit::int AS base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
   p.title, p.title_explicit::int AS title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count,
   p.blank::int AS blank, p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text::int AS turn_has_text,
@@ -140,7 +140,7 @@ export class PgWriteBatch {
     const ids = textArray(this.client, wanted);
     const statements = [
       begin,
-      `SELECT 1 FROM sessions WHERE session_id = ANY(${ids}) ORDER BY session_id FOR UPDATE`,
+      `SELECT 1 FROM projections WHERE session_id = ANY(${ids}) ORDER BY session_id FOR UPDATE`,
       `${SELECT_STATE} WHERE s.session_id = ANY(${ids}) AND s.retired_at IS NULL`,
       `SELECT session_id FROM sessions WHERE session_id = ANY(${ids}) AND retired_at IS NOT NULL`,
     ].filter((part) => part !== null);
