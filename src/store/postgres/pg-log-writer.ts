@@ -3,7 +3,6 @@ import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import type { SessionState } from "../session-state.js";
-import { shapeUserMessage } from "../user-message-shape.js";
 import { storableText } from "./pg-pending-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -29,7 +28,7 @@ const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1
 
 /**
  * The log's write path on PostgreSQL, run only inside a group-commit transaction: the same
- * shaping, projection fold and search indexing as the SQLite store (shared pure functions),
+ * projection fold and search indexing as the SQLite store (shared pure functions),
  * with rows queued on the batch and written set-wise before COMMIT.
  */
 export class PgLogWriter {
@@ -71,7 +70,7 @@ export class PgLogWriter {
     return state;
   }
 
-  /** Appends at head+1…, shaping user messages, indexing text and folding the projection. */
+  /** Appends at head+1…, indexing text and folding the projection (the host shapes user messages). */
   async appendEvents(
     batch: PgWriteBatch,
     state: SessionState,
@@ -80,7 +79,7 @@ export class PgLogWriter {
   ): Promise<SessionEvent[]> {
     const stored: SessionEvent[] = [];
     for (const input of events) {
-      const data = input.type === "user/message" ? shapeUserMessage(input.data) : input.data;
+      const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
       batch.addEvent(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
       state.headSeq = event.seq;
