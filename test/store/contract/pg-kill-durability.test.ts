@@ -30,9 +30,9 @@ function startAppender(url: string, schema: string, name: string) {
       if (line === "ready") markReady();
       const [tag, sessionId, seq] = line.split(" ");
       if (tag === "ack" && sessionId && seq) {
-        let set = acked.get(sessionId);
-        if (!set) acked.set(sessionId, (set = new Set()));
+        const set = acked.get(sessionId) ?? new Set<number>();
         set.add(Number(seq));
+        acked.set(sessionId, set);
       }
     }
   });
