@@ -33,6 +33,14 @@ const INSERT_ATTACHMENT = `INSERT INTO attachments (attachment_id, owner, sessio
 const OPEN_TURNS = "SELECT session_id FROM projections WHERE open_turn_id IS NOT NULL ORDER BY session_id";
 const LIVE_SESSIONS = "SELECT session_id FROM sessions WHERE retired_at IS NULL ORDER BY session_id";
 
+/** Another host created (and maybe already retired) the id since this batch looked. */
+async function lostCreateRace(
+  batch: PgWriteBatch,
+  sessionId: string,
+): Promise<{ status: "retired" } | { status: "exists" }> {
+  return (await batch.reload(sessionId)) === "retired" ? { status: "retired" } : { status: "exists" };
+}
+
 /**
  * The store's writes as PostgreSQL group-commit operations. Each checks its preconditions on rows
  * it holds locked inside the shared transaction (so check and write are atomic on every host) and
@@ -66,11 +74,7 @@ export class PgWriteOperations {
           },
           null,
         );
-        // another host created (and maybe already retired) the id since this batch looked
-        if (!state)
-          return (await batch.reload(input.sessionId)) === "retired"
-            ? { status: "retired" }
-            : { status: "exists" };
+        if (!state) return lostCreateRace(batch, input.sessionId);
         const data: { title?: string; model: string; origin?: string } = { model: input.model };
         if (input.title !== undefined) data.title = input.title;
         if (input.origin !== undefined) data.origin = input.origin;
@@ -186,10 +190,7 @@ export class PgWriteOperations {
           },
           forkOf,
         );
-        if (!state)
-          return (await batch.reload(input.targetId)) === "retired"
-            ? { status: "retired" }
-            : { status: "exists" };
+        if (!state) return lostCreateRace(batch, input.targetId);
         const events: TimedEvent[] = [{ type: "session/created", data: { forkOf, title, model }, at }];
         for (const event of copied)
           events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);

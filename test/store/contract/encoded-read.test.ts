@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import type { SessionStore } from "../../../src/store/session-store.js";
+import { wireValue } from "../fixtures/wire-value.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 
@@ -21,23 +22,6 @@ function decodeArrays(arrays: readonly Uint8Array[], perArray: number, envelope 
   }
   return events;
 }
-
-/** Any MessagePack-representable value without `undefined`: unicode strings, binary, big numbers. */
-const wireValue = fc.letrec((tie) => ({
-  value: fc.oneof(
-    { depthSize: "small" },
-    fc.string({ unit: "grapheme", maxLength: 40 }),
-    fc.string({ unit: "binary", maxLength: 300 }),
-    fc.uint8Array({ maxLength: 300 }),
-    fc.integer({ min: -(2 ** 31), max: 2 ** 32 }),
-    fc.maxSafeInteger(),
-    fc.double({ noNaN: true }),
-    fc.boolean(),
-    fc.constant(null),
-    fc.array(tie("value"), { maxLength: 5 }),
-    fc.dictionary(fc.string({ unit: "grapheme", maxLength: 12 }), tie("value"), { maxKeys: 5 }),
-  ),
-})).value;
 
 const newEvent: fc.Arbitrary<NewEvent> = fc.oneof(
   fc.string({ unit: "grapheme", maxLength: 200 }).map((text) => delta("t1", text)),
