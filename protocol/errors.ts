@@ -44,6 +44,8 @@ export const ErrorCodes = {
   slow_consumer: { category: "internal", retryable: true, status: 503 },
   host_shutting_down: { category: "internal", retryable: true, status: 503 },
   internal_error: { category: "internal", retryable: false, status: 500 },
+  // limits (§7): the host protects itself from one peer; retry after reading answers or waiting
+  overloaded: { category: "internal", retryable: true, status: 503 },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

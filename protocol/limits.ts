@@ -24,6 +24,12 @@ export const Limits = {
   pingIntervalMs: 15_000,
   /** @default 4 MiB buffered on a socket before live pushes pause for that follower. */
   followerHighWaterBytes: 4 * 1024 * 1024,
+  /** @default 4 MiB buffered on a socket before the host stops reading it and starts no call. */
+  sendHighWaterBytes: 4 * 1024 * 1024,
+  /** @default 4 calls running at once per socket. */
+  maxCallsInFlight: 4,
+  /** @default 256 calls waiting per socket; one more is `overloaded`. */
+  maxQueuedCalls: 256,
 } as const;
 
 export const SUBPROTOCOL = "sessionmux.v1";

@@ -43,7 +43,7 @@ export interface RunningHost {
 
 /** The composition root: store → host → HTTP server with the mux and the read routes. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
-  const metrics = new HostMetrics();
+  const metrics = new HostMetrics({ defaultMetrics: true });
   const store = SqliteSessionStore.open(options.dbPath, { metrics });
   const host = new SessionHost({
     store,

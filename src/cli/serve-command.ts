@@ -5,9 +5,10 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { createAgent } from "../agents/registry.js";
 import { startHost } from "../server.js";
 import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
+import { addLimitOptions, type LimitValues, muxLimitsOf } from "./limit-options.js";
 import { createLogger } from "./logger.js";
 
-interface ServeOptions {
+interface ServeOptions extends LimitValues {
   host: string;
   port: number;
   db: string;
@@ -43,7 +44,7 @@ function tokensOf(options: ServeOptions): { tokens: TokenSpec[]; generated?: str
 }
 
 export function registerServeCommand(program: Command): void {
-  program
+  const serve = program
     .command("serve")
     .description("run the host: durable log, WebSocket mux, HTTP routes and the console")
     .option("--host <address>", "address to listen on", "127.0.0.1")
@@ -60,46 +61,46 @@ export function registerServeCommand(program: Command): void {
     )
     .option("--ping-interval-ms <ms>", "WebSocket ping interval", integer("--ping-interval-ms", 10), 15_000)
     .option("--allowed-origin <origin>", "extra allowed Origin (repeatable)", collect, [])
-    .option("--log-level <level>", "pino log level", "info")
-    .action(async (options: ServeOptions) => {
-      const logger = createLogger(options.logLevel);
-      const { tokens, generated } = tokensOf(options);
-      const running = await startHost({
-        host: options.host,
-        port: options.port,
-        dbPath: resolve(options.db),
-        tokens,
-        agent: createAgent(options.agent),
-        idleDetachMs: options.idleDetachMs,
-        allowedOrigins: options.allowedOrigin,
-        logger,
-        mux: { pingIntervalMs: options.pingIntervalMs },
-      });
-      process.stdout.write(`listening on ${running.url}\n`);
-      if (generated) process.stdout.write(`console: ${running.url}/#token=${generated}\n`);
-      else process.stdout.write(`console: ${running.url}/ (append #token=<your token>)\n`);
-      logger.info(
-        { url: running.url, db: options.db, agent: options.agent, generation: running.host.generation },
-        "host ready",
-      );
-
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ signal }, "shutting down");
-        running.close().then(
-          () => {
-            logger.flush();
-            process.exit(0);
-          },
-          (err: unknown) => {
-            logger.error({ err }, "shutdown failed");
-            process.exit(1);
-          },
-        );
-      };
-      process.on("SIGTERM", () => stop("SIGTERM"));
-      process.on("SIGINT", () => stop("SIGINT"));
+    .option("--log-level <level>", "pino log level", "info");
+  addLimitOptions(serve).action(async (options: ServeOptions) => {
+    const logger = createLogger(options.logLevel);
+    const { tokens, generated } = tokensOf(options);
+    const running = await startHost({
+      host: options.host,
+      port: options.port,
+      dbPath: resolve(options.db),
+      tokens,
+      agent: createAgent(options.agent),
+      idleDetachMs: options.idleDetachMs,
+      allowedOrigins: options.allowedOrigin,
+      logger,
+      mux: { pingIntervalMs: options.pingIntervalMs, ...muxLimitsOf(options) },
     });
+    process.stdout.write(`listening on ${running.url}\n`);
+    if (generated) process.stdout.write(`console: ${running.url}/#token=${generated}\n`);
+    else process.stdout.write(`console: ${running.url}/ (append #token=<your token>)\n`);
+    logger.info(
+      { url: running.url, db: options.db, agent: options.agent, generation: running.host.generation },
+      "host ready",
+    );
+
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, "shutting down");
+      running.close().then(
+        () => {
+          logger.flush();
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  });
 }

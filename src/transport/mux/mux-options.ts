@@ -23,6 +23,15 @@ export interface MuxOptions {
    * keeps a reader that stopped reading from growing the host's memory without bound.
    */
   notificationHighWaterBytes: number;
+  /**
+   * @default 4 MiB — socket backlog above which the host stops reading the socket and starts no
+   * call, whatever the frames are (results, items, notifications).
+   */
+  sendHighWaterBytes: number;
+  /** @default 4 — calls running at once per socket; the next ones wait. */
+  maxCallsInFlight: number;
+  /** @default 256 — calls waiting for a slot per socket; one more is answered `overloaded`. */
+  maxQueuedCalls: number;
   /** @default 500 — events per `events` item during replay. */
   replayBatch: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
@@ -46,6 +55,9 @@ export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
     pingIntervalMs: options.pingIntervalMs ?? Limits.pingIntervalMs,
     followerHighWaterBytes: options.followerHighWaterBytes ?? Limits.followerHighWaterBytes,
     notificationHighWaterBytes: options.notificationHighWaterBytes ?? Limits.followerHighWaterBytes,
+    sendHighWaterBytes: options.sendHighWaterBytes ?? Limits.sendHighWaterBytes,
+    maxCallsInFlight: options.maxCallsInFlight ?? Limits.maxCallsInFlight,
+    maxQueuedCalls: options.maxQueuedCalls ?? Limits.maxQueuedCalls,
     replayBatch: options.replayBatch ?? Limits.replayBatch,
     controlMaxQueued: options.controlMaxQueued ?? 5000,
     decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { SUBPROTOCOL } from "../../../protocol/index.js";
@@ -50,7 +51,8 @@ export function attachMux(
     if (closing)
       return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const connection = new MuxConnection(ws, host, verdict.principal, resolved);
+      // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
+      const connection = new MuxConnection(ws, socket as Socket, host, verdict.principal, resolved);
       live.set(ws, connection);
       resolved.metrics?.connections.inc();
       ws.once("close", () => {
