@@ -46,6 +46,7 @@ export const ErrorCodes = {
   internal_error: { category: "internal", retryable: false, status: 500 },
   // limits (§7): the host protects itself from one peer; retry after reading answers or waiting
   overloaded: { category: "internal", retryable: true, status: 503 },
+  upload_quota_exceeded: { category: "business", retryable: false, status: 413 },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

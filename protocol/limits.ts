@@ -16,6 +16,10 @@ export const Limits = {
   maxInlineAttachmentBytes: 512 * 1024,
   /** Uploaded attachments via POST /v1/attachments. */
   maxAttachmentBytes: 10 * 1024 * 1024,
+  /** @default 64 MiB of uploads per principal that no prompt references yet. */
+  uploadQuotaBytes: 64 * 1024 * 1024,
+  /** @default 1 hour: an upload no prompt references by then is deleted. */
+  uploadTtlMs: 60 * 60 * 1000,
   /** Events per `events` item during replay. */
   replayBatch: 500,
   /** HTTP request bodies. */

@@ -2,12 +2,14 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
+import { Limits } from "../protocol/index.js";
 import type { AgentDriver } from "./agents/agent.js";
 import { DemoAgent } from "./agents/demo-agent.js";
 import { SessionHost } from "./host/session-host.js";
 import { SqliteSessionStore } from "./store/sqlite-store.js";
 import { Authenticator, type TokenSpec } from "./transport/auth.js";
 import { createHttpHandler, type HttpOptions } from "./transport/http/router.js";
+import { applyServerLimits, type HttpServerLimits } from "./transport/http/server-limits.js";
 import { HostMetrics } from "./transport/metrics.js";
 import { attachMux, type MuxOptions } from "./transport/mux/mux-server.js";
 
@@ -26,6 +28,9 @@ export interface HostOptions {
   logger?: Logger;
   mux?: Partial<MuxOptions>;
   http?: Partial<HttpOptions>;
+  httpServer?: Partial<HttpServerLimits>;
+  /** @default 1 hour — uploads no prompt references by then are deleted. */
+  uploadTtlMs?: number;
 }
 
 export interface RunningHost {
@@ -54,7 +59,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   });
   await host.start();
   const auth = new Authenticator(options.tokens, { allowedOrigins: options.allowedOrigins ?? [] });
-  const server = createServer(createHttpHandler(host, auth, { metrics, ...options.http }));
+  const uploads = store.attachmentSweeper();
+  const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
+  uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
+    options.logger?.error({ err }, "upload sweep failed"),
+  );
+  const server = createServer(
+    createHttpHandler(host, auth, { metrics, uploadLedger: uploads, ...options.http }),
+  );
+  applyServerLimits(server, options.httpServer);
   const mux = attachMux(server, host, auth, {
     metrics,
     ...(options.logger ? { logger: options.logger } : {}),
@@ -81,6 +94,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         await host.shutdown();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
+        uploads.stop();
         await store.close();
       })();
       return closing;

@@ -43,9 +43,31 @@ const MUX_FLAGS = {
   },
 } as const satisfies Partial<Record<keyof MuxOptions, LimitFlag>>;
 
-type MuxLimitName = keyof typeof MUX_FLAGS;
+const UPLOAD_FLAGS = {
+  maxUploadBytes: {
+    flag: "--max-upload-bytes <n>",
+    env: "SESSIONMUX_MAX_UPLOAD_BYTES",
+    description: "size of one upload",
+    fallback: Limits.maxAttachmentBytes,
+    min: 1,
+  },
+  uploadQuotaBytes: {
+    flag: "--upload-quota-bytes <n>",
+    env: "SESSIONMUX_UPLOAD_QUOTA_BYTES",
+    description: "bytes of uploads per principal that no prompt references yet",
+    fallback: Limits.uploadQuotaBytes,
+    min: 1,
+  },
+  uploadTtlMs: {
+    flag: "--upload-ttl-ms <ms>",
+    env: "SESSIONMUX_UPLOAD_TTL_MS",
+    description: "age at which an upload no prompt references is deleted",
+    fallback: Limits.uploadTtlMs,
+    min: 1_000,
+  },
+} as const satisfies Record<string, LimitFlag>;
 
-export type LimitValues = Record<MuxLimitName, number>;
+export type LimitValues = Record<keyof typeof MUX_FLAGS | keyof typeof UPLOAD_FLAGS, number>;
 
 const integer = (flag: string, min: number) => (value: string) => {
   const n = Number(value);
@@ -55,7 +77,7 @@ const integer = (flag: string, min: number) => (value: string) => {
 };
 
 export function addLimitOptions(command: Command): Command {
-  for (const spec of Object.values(MUX_FLAGS) as LimitFlag[]) {
+  for (const spec of [...Object.values(MUX_FLAGS), ...Object.values(UPLOAD_FLAGS)] as LimitFlag[]) {
     command.addOption(
       new Option(spec.flag, spec.description)
         .env(spec.env)
@@ -64,6 +86,11 @@ export function addLimitOptions(command: Command): Command {
     );
   }
   return command;
+}
+
+/** The upload options the limit flags set. */
+export function uploadLimitsOf(values: LimitValues): { maxUploadBytes: number; uploadQuotaBytes: number } {
+  return { maxUploadBytes: values.maxUploadBytes, uploadQuotaBytes: values.uploadQuotaBytes };
 }
 
 /** The mux options the limit flags set. */

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
@@ -277,7 +278,16 @@ export class SqliteSessionStore implements SessionStore {
         | undefined;
       if (!row) return null;
       const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
-      return { attachmentId: id, owner, sessionId, name, type, size, bytes: new Uint8Array(bytes) };
+      // The row's Buffer is already this read's own copy: no second one.
+      return {
+        attachmentId: id,
+        owner,
+        sessionId,
+        name,
+        type,
+        size,
+        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      };
     });
   }
 
@@ -287,6 +297,11 @@ export class SqliteSessionStore implements SessionStore {
 
   subscribeAll(listener: GlobalCommitListener): () => void {
     return this.listeners.subscribeAll(listener);
+  }
+
+  /** Quota and expiry of uploads that no prompt references yet. */
+  attachmentSweeper(): AttachmentSweeper {
+    return new AttachmentSweeper(this.db);
   }
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */

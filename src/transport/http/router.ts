@@ -1,15 +1,18 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
+import type { StoredAttachment } from "../../store/session-store.js";
 import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
 import { attachmentRoutes } from "./attachment-routes.js";
 import { chatRoutes } from "./chat-routes.js";
+import { awaitTurn } from "./connection-turns.js";
 import { fail, sendError, sendJson } from "./http-reply.js";
-import type { Route } from "./route-context.js";
+import type { Route, UploadLedger, UploadLimits } from "./route-context.js";
 import { SessionListCache } from "./session-list-cache.js";
 import { sessionRoutes } from "./session-routes.js";
 import { TranscriptCache } from "./session-transcript.js";
+import { SharedBodies } from "./shared-bodies.js";
 import { defaultWebRoot, serveConsole } from "./static-console.js";
 
 export interface HttpOptions {
@@ -19,8 +22,16 @@ export interface HttpOptions {
    * @default "<package root>/dist/web"
    */
   webRoot?: string;
-  /** @default 1 MiB (JSON bodies; attachment uploads allow 10 MiB) */
+  /** @default 1 MiB (JSON bodies; attachment uploads have their own limit) */
   maxBodyBytes?: number;
+  /** @default 10 MiB */
+  maxUploadBytes?: number;
+  /** @default 64 MiB */
+  uploadQuotaBytes?: number;
+  /** Counts a principal's unreferenced uploads; without one there is no upload quota. */
+  uploadLedger?: UploadLedger;
+  /** @default 4 MiB — unsent bytes on a connection above which its next request waits. */
+  sendHighWaterBytes?: number;
 }
 
 const ROUTES: readonly Route[] = [...chatRoutes, ...sessionRoutes, ...attachmentRoutes];
@@ -45,6 +56,13 @@ export function createHttpHandler(
   const metrics = options.metrics;
   const transcripts = new TranscriptCache();
   const sessionLists = new SessionListCache(host.store);
+  const bodies = new SharedBodies<StoredAttachment>();
+  const uploads: UploadLimits = {
+    maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,
+    quotaBytes: options.uploadQuotaBytes ?? Limits.uploadQuotaBytes,
+    ledger: options.uploadLedger,
+  };
+  const highWaterBytes = options.sendHighWaterBytes ?? Limits.sendHighWaterBytes;
 
   async function handle(req: IncomingMessage, res: ServerResponse, label: { route: string }): Promise<void> {
     const url = parseUrl(req.url);
@@ -102,6 +120,8 @@ export function createHttpHandler(
       maxBodyBytes,
       transcripts,
       sessionLists,
+      uploads,
+      bodies,
     });
   }
 
@@ -112,11 +132,15 @@ export function createHttpHandler(
         metrics.httpRequests.inc({ route: label.route, status: String(res.statusCode) }),
       );
     }
-    handle(req, res, label).catch((err: unknown) => {
-      const error = toSessionmuxError(err);
-      if (error.code === "payload_too_large") closeAfterReply(req, res);
-      sendError(res, error);
-    });
+    awaitTurn(req, res, highWaterBytes)
+      .then(() => handle(req, res, label))
+      .catch((err: unknown) => {
+        const error = toSessionmuxError(err);
+        // The body was not read to its end: close rather than read what was refused.
+        if (error.code === "payload_too_large" || error.code === "upload_quota_exceeded")
+          closeAfterReply(req, res);
+        sendError(res, error);
+      });
   };
 }
 
