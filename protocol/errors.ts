@@ -47,6 +47,9 @@ export const ErrorCodes = {
   // limits (§7): the host protects itself from one peer; retry after reading answers or waiting
   overloaded: { category: "internal", retryable: true, status: 503 },
   upload_quota_exceeded: { category: "business", retryable: false, status: 413 },
+  rate_limited: { category: "business", retryable: true, status: 429 },
+  too_many_connections: { category: "protocol", retryable: true, status: 429 },
+  forbidden: { category: "protocol", retryable: false, status: 403 },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

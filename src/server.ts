@@ -12,6 +12,7 @@ import { createHttpHandler, type HttpOptions } from "./transport/http/router.js"
 import { applyServerLimits, type HttpServerLimits } from "./transport/http/server-limits.js";
 import { HostMetrics } from "./transport/metrics.js";
 import { attachMux, type MuxOptions } from "./transport/mux/mux-server.js";
+import { type PrincipalLimitOptions, PrincipalLimits } from "./transport/principal-limits.js";
 
 export interface HostOptions {
   /** @default "127.0.0.1" */
@@ -29,6 +30,9 @@ export interface HostOptions {
   mux?: Partial<MuxOptions>;
   http?: Partial<HttpOptions>;
   httpServer?: Partial<HttpServerLimits>;
+  /** A token that reads `/metrics` only (admin tokens read it too). */
+  metricsToken?: string;
+  principals?: Partial<PrincipalLimitOptions>;
   /** @default 1 hour — uploads no prompt references by then are deleted. */
   uploadTtlMs?: number;
 }
@@ -48,6 +52,11 @@ export interface RunningHost {
 
 /** The composition root: store → host → HTTP server with the mux and the read routes. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
+  // Checked first: a bad token configuration refuses to start before the store is touched.
+  const auth = new Authenticator(options.tokens, {
+    allowedOrigins: options.allowedOrigins ?? [],
+    ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+  });
   const metrics = new HostMetrics({ defaultMetrics: true });
   const store = SqliteSessionStore.open(options.dbPath, { metrics });
   const host = new SessionHost({
@@ -58,7 +67,6 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     ...(options.logger ? { logger: options.logger } : {}),
   });
   await host.start();
-  const auth = new Authenticator(options.tokens, { allowedOrigins: options.allowedOrigins ?? [] });
   const uploads = store.attachmentSweeper();
   const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
   uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
@@ -70,6 +78,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   applyServerLimits(server, options.httpServer);
   const mux = attachMux(server, host, auth, {
     metrics,
+    principalLimits: new PrincipalLimits(options.principals),
     ...(options.logger ? { logger: options.logger } : {}),
     ...options.mux,
   });

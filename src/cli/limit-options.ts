@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { Limits } from "../../protocol/index.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
+import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
 
 /** One limit of the host a flag (or its environment variable) can change. */
 interface LimitFlag {
@@ -67,7 +68,33 @@ const UPLOAD_FLAGS = {
   },
 } as const satisfies Record<string, LimitFlag>;
 
-export type LimitValues = Record<keyof typeof MUX_FLAGS | keyof typeof UPLOAD_FLAGS, number>;
+const PRINCIPAL_FLAGS = {
+  maxSocketsPerPrincipal: {
+    flag: "--max-sockets-per-principal <n>",
+    env: "SESSIONMUX_MAX_SOCKETS_PER_PRINCIPAL",
+    description: "mux sockets one principal may hold open",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.maxSocketsPerPrincipal,
+    min: 1,
+  },
+  sessionCreateBurst: {
+    flag: "--session-create-burst <n>",
+    env: "SESSIONMUX_SESSION_CREATE_BURST",
+    description: "sessions a principal may create in a burst",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.sessionCreateBurst,
+    min: 1,
+  },
+  sessionCreatePerSecond: {
+    flag: "--session-create-per-second <n>",
+    env: "SESSIONMUX_SESSION_CREATE_PER_SECOND",
+    description: "sessions per second a principal's burst refills",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.sessionCreatePerSecond,
+    min: 1,
+  },
+} as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
+
+const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...PRINCIPAL_FLAGS };
+
+export type LimitValues = Record<keyof typeof ALL_FLAGS, number> & { metricsToken?: string };
 
 const integer = (flag: string, min: number) => (value: string) => {
   const n = Number(value);
@@ -77,7 +104,12 @@ const integer = (flag: string, min: number) => (value: string) => {
 };
 
 export function addLimitOptions(command: Command): Command {
-  for (const spec of [...Object.values(MUX_FLAGS), ...Object.values(UPLOAD_FLAGS)] as LimitFlag[]) {
+  command.addOption(
+    new Option("--metrics-token <token>", "a token that reads /metrics only (admin tokens can too)").env(
+      "SESSIONMUX_METRICS_TOKEN",
+    ),
+  );
+  for (const spec of Object.values(ALL_FLAGS) as LimitFlag[]) {
     command.addOption(
       new Option(spec.flag, spec.description)
         .env(spec.env)
@@ -86,6 +118,15 @@ export function addLimitOptions(command: Command): Command {
     );
   }
   return command;
+}
+
+/** The per-principal limits the flags set. */
+export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
+  return {
+    maxSocketsPerPrincipal: values.maxSocketsPerPrincipal,
+    sessionCreateBurst: values.sessionCreateBurst,
+    sessionCreatePerSecond: values.sessionCreatePerSecond,
+  };
 }
 
 /** The upload options the limit flags set. */

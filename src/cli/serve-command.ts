@@ -5,7 +5,13 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { createAgent } from "../agents/registry.js";
 import { startHost } from "../server.js";
 import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
-import { addLimitOptions, type LimitValues, muxLimitsOf, uploadLimitsOf } from "./limit-options.js";
+import {
+  addLimitOptions,
+  type LimitValues,
+  muxLimitsOf,
+  principalLimitsOf,
+  uploadLimitsOf,
+} from "./limit-options.js";
 import { createLogger } from "./logger.js";
 
 interface ServeOptions extends LimitValues {
@@ -77,6 +83,8 @@ export function registerServeCommand(program: Command): void {
       mux: { pingIntervalMs: options.pingIntervalMs, ...muxLimitsOf(options) },
       http: uploadLimitsOf(options),
       uploadTtlMs: options.uploadTtlMs,
+      principals: principalLimitsOf(options),
+      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
     });
     process.stdout.write(`listening on ${running.url}\n`);
     if (generated) process.stdout.write(`console: ${running.url}/#token=${generated}\n`);

@@ -19,6 +19,41 @@ export function parseTokenSpec(value: string): TokenSpec {
   return { name: value.slice(0, eq), secret: value.slice(eq + 1), admin: false };
 }
 
+/** Letters, digits and `._@-`, starting with a letter or digit: what the logs and the store can show. */
+const PRINCIPAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/**
+ * Refuses a token configuration in which two entries could be mistaken for each other: a
+ * principal is its token entry, and its name is what the store records as a session's owner, so
+ * names must be unique and none may pose as the admin (`admin`) or a wildcard (`*`). Throws an
+ * Error whose message names the entry and says what to change.
+ */
+export function checkTokenSpecs(tokens: readonly TokenSpec[]): void {
+  if (tokens.length === 0) throw new Error("at least one token is required");
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  for (const t of tokens) {
+    const entry = t.admin ? "the bare (admin) token" : `--token ${t.name}=…`;
+    if (!t.admin && t.name === "admin")
+      throw new Error(`${entry}: the name "admin" is reserved for the bare admin token; pick another name`);
+    if (!t.admin && !PRINCIPAL_NAME.test(t.name))
+      throw new Error(
+        `${entry}: a principal name is 1-64 of letters, digits and ._@- starting with a letter or digit`,
+      );
+    if (t.secret.length === 0 || t.secret.length > 4096)
+      throw new Error(`${entry}: a secret is 1-4096 characters`);
+    if (names.has(t.name))
+      throw new Error(
+        t.admin
+          ? "more than one bare (admin) token: configure exactly one"
+          : `${entry}: the name ${t.name} is used twice`,
+      );
+    if (secrets.has(t.secret)) throw new Error(`${entry}: the same secret is configured twice`);
+    names.add(t.name);
+    secrets.add(t.secret);
+  }
+}
+
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; code: string };
 
 /** Bearer-token authentication and Origin checks shared by the mux upgrade and the HTTP routes. */
@@ -26,8 +61,14 @@ export class Authenticator {
   readonly #tokens: { digest: Buffer; principal: Principal }[];
   readonly #allowedOrigins: Set<string>;
 
-  constructor(tokens: TokenSpec[], options: { allowedOrigins?: string[] } = {}) {
-    if (tokens.length === 0) throw new Error("at least one token is required");
+  readonly #metricsDigest: Buffer | undefined;
+
+  /** `metricsToken`, if given, reads `/metrics` and nothing else (as does any admin token). */
+  constructor(tokens: TokenSpec[], options: { allowedOrigins?: string[]; metricsToken?: string } = {}) {
+    checkTokenSpecs(tokens);
+    if (options.metricsToken !== undefined && tokens.some((t) => t.secret === options.metricsToken))
+      throw new Error("the metrics token must differ from every principal's token");
+    this.#metricsDigest = options.metricsToken === undefined ? undefined : digest(options.metricsToken);
     this.#tokens = tokens.map((t) => ({
       digest: digest(t.secret),
       principal: Object.freeze({ name: t.name, admin: t.admin }),
@@ -47,6 +88,20 @@ export class Authenticator {
       if (timingSafeEqual(d, t.digest) && !found) found = t.principal;
     }
     return found;
+  }
+
+  /**
+   * `/metrics` shows every principal's activity: readable with an admin token or the separate
+   * metrics token only.
+   */
+  metricsAccess(req: IncomingMessage): "ok" | "unauthorized" | "forbidden" {
+    const secret = Authenticator.tokenOf(req, { allowSubprotocol: false });
+    if (secret !== undefined && this.#metricsDigest !== undefined && secret.length <= 4096) {
+      if (timingSafeEqual(digest(secret), this.#metricsDigest)) return "ok";
+    }
+    const principal = this.principalFor(secret);
+    if (!principal) return "unauthorized";
+    return principal.admin ? "ok" : "forbidden";
   }
 
   /** The bearer token of a request: the Authorization header, else the `bearer.` subprotocol entry. */

@@ -94,6 +94,20 @@ export function createHttpHandler(
     }
     label.route = route?.name ?? (pathname === "/metrics" ? "GET /metrics" : "unmatched");
 
+    if (pathname === "/metrics" && method === "GET" && metrics) {
+      const access = auth.originAllowed(req) ? auth.metricsAccess(req) : "forbidden_origin";
+      if (access === "unauthorized") res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
+      if (access !== "ok")
+        throw fail(
+          access,
+          access === "forbidden" ? "an admin or the metrics token is required" : "bearer token required",
+        );
+      const text = await metrics.registry.metrics();
+      res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+      res.end(text);
+      return;
+    }
+
     const outcome = auth.authenticate(req, { allowSubprotocol: false });
     if (!outcome.ok) {
       if (outcome.status === 401) res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
@@ -103,12 +117,6 @@ export function createHttpHandler(
       );
     }
 
-    if (pathname === "/metrics" && method === "GET" && metrics) {
-      const text = await metrics.registry.metrics();
-      res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
-      res.end(text);
-      return;
-    }
     if (!route) throw fail("not_found", "no such route");
     await route.handle({
       req,

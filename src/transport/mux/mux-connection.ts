@@ -220,6 +220,8 @@ export class MuxConnection {
 
   async #call(id: number, method: CallMethod, params: unknown): Promise<void> {
     try {
+      if (method === "session.create" || method === "session.fork")
+        this.#options.principalLimits.takeSessionCreation(this.#principal);
       const value = await this.#host.call(this.#principal, method, params as ParamsOf<typeof method>);
       if (!this.#closed) this.writer.sendFrame({ type: "result", id, value });
     } catch (err) {

@@ -1,6 +1,7 @@
 import { DEFAULT_DECODE_LIMITS, type DecodeLimits } from "../../../protocol/codec.js";
 import { Limits } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
+import { PrincipalLimits } from "../principal-limits.js";
 
 /** Where the mux reports faults that are not the client's doing (pino-compatible). */
 export interface MuxLogger {
@@ -40,6 +41,8 @@ export interface MuxOptions {
   decodeLimits: DecodeLimits;
   /** @default console — internal errors are logged here (never sent to the peer). */
   logger: MuxLogger;
+  /** @default the defaults of `PrincipalLimits` — sockets and session creations per principal. */
+  principalLimits: PrincipalLimits;
   /** @default none — frames, bytes, streams, lag and slow followers are counted here. */
   metrics: HostMetrics | undefined;
 }
@@ -62,6 +65,7 @@ export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
     controlMaxQueued: options.controlMaxQueued ?? 5000,
     decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },
     logger: options.logger ?? consoleLogger,
+    principalLimits: options.principalLimits ?? new PrincipalLimits(),
     metrics: options.metrics,
   };
 }

@@ -50,6 +50,17 @@ export function attachMux(
     if (!verdict.ok) return refuseUpgrade(socket, verdict);
     if (closing)
       return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+    const releaseSocket = resolved.principalLimits.acquireSocket(verdict.principal);
+    if (!releaseSocket) {
+      const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
+      return refuseUpgrade(socket, {
+        ok: false,
+        status: 429,
+        code: "too_many_connections",
+        message: `at most ${limit} sockets per principal; close one first`,
+      });
+    }
+    socket.once("close", releaseSocket);
     wss.handleUpgrade(req, socket, head, (ws) => {
       // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
       const connection = new MuxConnection(ws, socket as Socket, host, verdict.principal, resolved);

@@ -65,13 +65,16 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
     const bytesIn = async () =>
       Number(/sessionmux_frames_in_total (\d+)/.exec(await host!.metrics.registry.metrics())?.[1]);
     const before = await bytesIn();
-    for (let i = 0; i < CALLS; i++)
+    // One call per event-loop turn, so they reach the host in separate reads.
+    for (let i = 0; i < CALLS; i++) {
       stalled.send({
         type: "call",
         id: stalled.nextId(),
         method: "session.attachment",
         params: { sessionId, attachmentId },
       });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     // Calls keep being answered on the other socket while the stalled one holds its backlog.
     for (let i = 0; i < 5; i++) expect(await reader.call("session.models")).toHaveProperty("default");
     const heard = (await bytesIn()) - before;
