@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
+import { DatabaseLock } from "./database-lock.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
@@ -64,6 +65,7 @@ export class SqliteSessionStore implements SessionStore {
   private constructor(
     private readonly db: Database.Database,
     options: SqliteStoreOptions,
+    private readonly lock?: DatabaseLock,
   ) {
     this.statements = prepareStatements(db);
     this.writer = new LogWriter(this.statements);
@@ -91,6 +93,7 @@ export class SqliteSessionStore implements SessionStore {
   /** Opens (creating the folder and file if missing) and migrates the database at `path`. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    const lock = path === ":memory:" ? undefined : DatabaseLock.acquire(path);
     const db = new Database(path);
     try {
       db.pragma("journal_mode = WAL");
@@ -99,9 +102,10 @@ export class SqliteSessionStore implements SessionStore {
       db.pragma("foreign_keys = OFF");
       db.pragma("busy_timeout = 5000");
       migrate(db);
-      return new SqliteSessionStore(db, options);
+      return new SqliteSessionStore(db, options, lock);
     } catch (err) {
       db.close();
+      lock?.release();
       throw err;
     }
   }
@@ -342,6 +346,7 @@ export class SqliteSessionStore implements SessionStore {
         this.db.pragma("wal_checkpoint(TRUNCATE)");
       } finally {
         this.db.close();
+        this.lock?.release();
       }
     })();
     return this.closed;
