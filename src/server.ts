@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Logger } from "pino";
+import { type Logger, pino } from "pino";
 import { Limits } from "../protocol/index.js";
 import type { AgentDriver } from "./agents/agent.js";
 import { DemoAgent } from "./agents/demo-agent.js";
@@ -57,29 +57,31 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     allowedOrigins: options.allowedOrigins ?? [],
     ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
   });
+  // One logger for every layer; without one, nothing is logged anywhere.
+  const logger = options.logger ?? pino({ enabled: false });
   const metrics = new HostMetrics({ defaultMetrics: true });
-  const store = SqliteSessionStore.open(options.dbPath, { metrics });
+  const store = SqliteSessionStore.open(options.dbPath, { metrics, logger });
   const host = new SessionHost({
     store,
     agent: options.agent ?? new DemoAgent(),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     metrics,
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger,
   });
   await host.start();
   const uploads = store.attachmentSweeper();
   const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
   uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
-    options.logger?.error({ err }, "upload sweep failed"),
+    logger.error({ err }, "upload sweep failed"),
   );
   const server = createServer(
-    createHttpHandler(host, auth, { metrics, uploadLedger: uploads, ...options.http }),
+    createHttpHandler(host, auth, { metrics, logger, uploadLedger: uploads, ...options.http }),
   );
   applyServerLimits(server, options.httpServer);
   const mux = attachMux(server, host, auth, {
     metrics,
     principalLimits: new PrincipalLimits(options.principals),
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger,
     ...options.mux,
   });
   // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.

@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
-import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
+import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import { DatabaseLock } from "./database-lock.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
@@ -43,6 +43,8 @@ import { WriteOperations } from "./write-operations.js";
 
 export interface SqliteStoreOptions {
   metrics?: StoreMetrics;
+  /** @default process warnings — where a throwing commit listener is reported. */
+  logger?: StoreFaultLog;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
 }
@@ -57,7 +59,7 @@ export class SqliteSessionStore implements SessionStore {
   private readonly writes: GroupCommit;
   private readonly ops: WriteOperations;
   private readonly lists: ListQueries;
-  private readonly listeners = new CommitListeners();
+  private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
   private readonly defaultMaxPages: number;
   private closed: Promise<void> | undefined;
@@ -67,6 +69,7 @@ export class SqliteSessionStore implements SessionStore {
     options: SqliteStoreOptions,
     private readonly lock?: DatabaseLock,
   ) {
+    this.listeners = new CommitListeners(options.logger);
     this.statements = prepareStatements(db);
     this.writer = new LogWriter(this.statements);
     this.ops = new WriteOperations(this.writer, this.statements, options.now ?? Date.now);

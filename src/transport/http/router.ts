@@ -3,6 +3,7 @@ import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { StoredAttachment } from "../../store/session-store.js";
 import type { Authenticator } from "../auth.js";
+import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
 import { attachmentRoutes } from "./attachment-routes.js";
 import { chatRoutes } from "./chat-routes.js";
@@ -17,6 +18,8 @@ import { defaultWebRoot, serveConsole } from "./static-console.js";
 
 export interface HttpOptions {
   metrics?: HostMetrics;
+  /** @default none — unexpected errors (answered 500) are logged here with their route. */
+  logger?: FaultLog;
   /**
    * Folder holding the built console (`index.html` and assets), served at `/` without auth.
    * @default "<package root>/dist/web"
@@ -144,6 +147,8 @@ export function createHttpHandler(
       .then(() => handle(req, res, label))
       .catch((err: unknown) => {
         const error = toSessionmuxError(err);
+        if (error.code === "internal_error")
+          options.logger?.error({ err, route: label.route, method: req.method }, "http internal error");
         // The body was not read to its end: close rather than read what was refused.
         if (error.code === "payload_too_large" || error.code === "upload_quota_exceeded")
           closeAfterReply(req, res);

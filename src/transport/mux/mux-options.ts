@@ -1,12 +1,11 @@
 import { DEFAULT_DECODE_LIMITS, type DecodeLimits } from "../../../protocol/codec.js";
 import { Limits } from "../../../protocol/index.js";
+import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
 import { PrincipalLimits } from "../principal-limits.js";
 
-/** Where the mux reports faults that are not the client's doing (pino-compatible). */
-export interface MuxLogger {
-  error(obj: object, msg: string): void;
-}
+/** Where the mux reports faults that are not the client's doing. */
+export type MuxLogger = FaultLog;
 
 /** Limits and knobs of the WebSocket mux (protocol-v1 §2, §5, §7). */
 export interface MuxOptions {
