@@ -1,4 +1,3 @@
-import { canSee } from "../../host/principal.js";
 import { fail, sendJson } from "./http-reply.js";
 import { readBody } from "./request-body.js";
 import { idParam, type Route, type RouteContext } from "./route-context.js";
@@ -57,8 +56,7 @@ export const attachmentRoutes: Route[] = [
       const bytes = await readBody(ctx.req, ctx.uploads.maxBytes);
       // Again with the real size: another upload of the same principal may have landed meanwhile.
       await checkQuota(ctx, bytes.byteLength);
-      const attachmentId = await ctx.host.store.putAttachment({
-        owner: ctx.principal.name,
+      const attachmentId = await ctx.host.putAttachment(ctx.principal, {
         name,
         type,
         bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
@@ -73,13 +71,12 @@ export const attachmentRoutes: Route[] = [
     async handle(ctx) {
       const attachmentId = idParam(ctx, 0, "attachmentId");
       const { value: found, release } = await ctx.bodies.acquire(attachmentId, () =>
-        ctx.host.store.getAttachment(attachmentId),
+        ctx.host.readAttachment(ctx.principal, attachmentId),
       );
       if (ctx.res.destroyed) release();
       else ctx.res.once("close", release);
       // Someone else's attachment answers exactly like a missing one.
-      if (!found || !canSee(ctx.principal, found.owner))
-        throw fail("attachment_not_found", "no such attachment");
+      if (!found) throw fail("attachment_not_found", "no such attachment");
       ctx.res.writeHead(200, {
         "content-type": found.type,
         "content-length": found.bytes.byteLength,

@@ -58,7 +58,7 @@ export function createHttpHandler(
   const webRoot = options.webRoot ?? defaultWebRoot();
   const metrics = options.metrics;
   const transcripts = new TranscriptCache();
-  const sessionLists = new SessionListCache(host.store);
+  const sessionLists = new SessionListCache(host);
   const bodies = new SharedBodies<StoredAttachment>();
   const uploads: UploadLimits = {
     maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,

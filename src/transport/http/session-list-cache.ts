@@ -1,5 +1,5 @@
+import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
-import type { SessionStore } from "../../store/session-store.js";
 
 /**
  * Encoded `GET /api/chat/sessions` answers, dropped on every commit of any session. The rows
@@ -15,10 +15,10 @@ export class SessionListCache {
   #generation = 0;
 
   constructor(
-    store: SessionStore,
+    host: Pick<HostApi, "onAnyCommit">,
     readonly capacity = 64,
   ) {
-    store.subscribeAll(() => {
+    host.onAnyCommit(() => {
       this.#generation++;
       this.#clear();
     });

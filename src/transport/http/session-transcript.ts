@@ -56,7 +56,7 @@ export async function readSessionTranscript(
   sessionId: string,
   cache?: TranscriptCache,
 ): Promise<SessionSnapshot> {
-  await host.authorizeRead(principal, sessionId);
+  const reader = await host.openRead(principal, sessionId);
   let cached = cache?.get(sessionId);
   for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
     // The epoch of the first page decides: a cached fold from another epoch (a clear) is dropped.
@@ -64,8 +64,7 @@ export async function readSessionTranscript(
     let transcript = cached?.transcript ?? emptyTranscript();
     let stale = false;
     for (;;) {
-      const page = await host.store.readAfter(sessionId, transcript.lastSeq, PAGE);
-      if (page.status !== "ok") throw missing(page.status);
+      const page = await reader.readAfter(transcript.lastSeq, PAGE);
       if (epoch === undefined && transcript.lastSeq === 0) epoch = page.epoch;
       if (page.epoch !== epoch) {
         stale = true;
@@ -78,8 +77,7 @@ export async function readSessionTranscript(
       cached = undefined;
       continue;
     }
-    const projection = await host.store.projection(sessionId);
-    if (!projection) throw missing("not_found");
+    const projection = await reader.projection();
     if (projection.epoch !== epoch) {
       cached = undefined;
       continue;
@@ -88,10 +86,4 @@ export async function readSessionTranscript(
     return { transcript, projection, createdAt: projection.createdAt, epoch };
   }
   throw fail("session_busy", "the session was cleared repeatedly while being read; try again");
-}
-
-function missing(status: "not_found" | "retired") {
-  return status === "retired"
-    ? fail("session_retired", "the session was deleted")
-    : fail("session_not_found", "no such session");
 }
