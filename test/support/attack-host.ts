@@ -48,6 +48,17 @@ export class AttackHost {
     return this.cli.wsUrl;
   }
 
+  /** Uploads `bytes` bytes as the admin; answers the attachment id. */
+  async upload(bytes: number): Promise<string> {
+    const res = await fetch(`${this.url}/v1/attachments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/octet-stream" },
+      body: new Uint8Array(bytes).fill(1),
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { attachmentId: string }).attachmentId;
+  }
+
   /** The host's resident set size now. */
   rssBytes(): number {
     return this.#status("VmRSS");

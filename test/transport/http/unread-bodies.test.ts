@@ -22,12 +22,7 @@ afterEach(async () => {
 describe("HTTP: pipelined requests for a large body on connections that are never read (§8)", () => {
   it(`${CONNECTIONS} connections x ${PIPELINED} GET /v1/attachments/{id}: memory bounded, others served`, async () => {
     host = await AttackHost.start();
-    const upload = await fetch(`${host.url}/v1/attachments`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/octet-stream" },
-      body: new Uint8Array(10 * MIB).fill(2),
-    });
-    const { attachmentId } = (await upload.json()) as { attachmentId: string };
+    const attachmentId = await host.upload(10 * MIB);
     const canary = await Canary.start(host);
     const request =
       `GET /v1/attachments/${attachmentId} HTTP/1.1\r\nHost: 127.0.0.1\r\n` +

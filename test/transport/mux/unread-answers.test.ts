@@ -20,12 +20,7 @@ afterEach(async () => {
 describe("a socket that sends calls and never reads their answers (protocol-v1 §7, §9)", () => {
   it(`${CALLS} calls for a 10 MiB attachment: host memory stays bounded, others are served`, async () => {
     host = await AttackHost.start();
-    const upload = await fetch(`${host.url}/v1/attachments`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/octet-stream" },
-      body: new Uint8Array(10 * MIB).fill(1),
-    });
-    const { attachmentId } = (await upload.json()) as { attachmentId: string };
+    const attachmentId = await host.upload(10 * MIB);
     const canary = await Canary.start(host);
 
     const attacker = new WebSocket(host.wsUrl, ["sessionmux.v1"], {
