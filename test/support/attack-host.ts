@@ -99,7 +99,7 @@ export class AttackHost {
   }
 
   /** Milliseconds one `/healthz` took, failing past `limitMs`. */
-  async healthzMs(limitMs = 2_000): Promise<number> {
+  async healthzMs(limitMs = 5_000): Promise<number> {
     const started = performance.now();
     const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(limitMs) });
     expect(res.status).toBe(200);
