@@ -3,7 +3,6 @@ import type { Logger } from "pino";
 import type { EventDataOf, TurnTrigger } from "../../protocol/index.js";
 import type { AgentDriver, TurnOutcome } from "../agents/agent.js";
 import type { PromptRecord, SessionStore } from "../store/session-store.js";
-import { shapeUserMessage } from "../store/user-message-shape.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { PromptInput } from "./live/prompt-queue.js";
@@ -12,6 +11,7 @@ import type { NotificationHub } from "./notifications.js";
 import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 import { HostTurnContext } from "./turn-context.js";
+import { promptMessage } from "./user-message-shape.js";
 
 export type BeginOutcome =
   | { status: "started"; seq: number; turnId: string }
@@ -51,14 +51,7 @@ export class TurnRunner {
     this.#deps.agents.markRunning(session);
     try {
       const attachments = await prepareAttachments(this.#deps.store, session.owner, input);
-      const message = shapeUserMessage({
-        messageId: randomUUID(),
-        source: "user",
-        text: input.text,
-        ...(input.display !== undefined ? { display: input.display } : {}),
-        ...(input.hidden !== undefined ? { hidden: input.hidden } : {}),
-        attachments: attachments.stored,
-      });
+      const message = promptMessage(input, attachments.stored);
       const prompt =
         input.clientMessageId !== undefined && trigger === "prompt"
           ? { clientMessageId: input.clientMessageId, record: { queued: false, turnId: turn.turnId } }

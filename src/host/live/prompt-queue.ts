@@ -1,4 +1,4 @@
-import type { AttachmentInput, QueueItem } from "../../../protocol/index.js";
+import type { AttachmentInput, QueueItem, UserMessageMeta } from "../../../protocol/index.js";
 
 /** What a queued prompt needs to become a turn later; the wire sees only `QueueItem`. */
 export interface PromptInput {
@@ -7,6 +7,7 @@ export interface PromptInput {
   display?: string;
   hidden?: boolean;
   attachments?: AttachmentInput[];
+  meta?: UserMessageMeta;
 }
 
 export interface QueuedPrompt {

@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { SessionmuxError } from "../../../protocol/index.js";
-import { shapeUserMessage } from "../../store/user-message-shape.js";
 import type { MethodHandler } from "../host-context.js";
 import { prepareAttachments } from "../prompt-attachments.js";
 import { interactionNotFound, refusal } from "../store-outcomes.js";
+import { promptMessage } from "../user-message-shape.js";
 
 /** Live-only methods: each acts on a live agent or a pending item and never starts one. */
 
@@ -38,15 +37,7 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
     if (turn?.acceptsInterjections) {
       const item = queue.take(sessionId, op.itemId)!;
       const attachments = await prepareAttachments(ctx.store, session.owner, item.input);
-      const message = shapeUserMessage({
-        messageId: randomUUID(),
-        source: "user",
-        text: item.input.text,
-        interjection: true,
-        ...(item.input.display !== undefined ? { display: item.input.display } : {}),
-        ...(item.input.hidden !== undefined ? { hidden: item.input.hidden } : {}),
-        attachments: attachments.stored,
-      });
+      const message = promptMessage(item.input, attachments.stored, true);
       const outcome = await ctx.store.append(sessionId, [{ type: "user/message", data: message }], {
         at: ctx.now(),
       });

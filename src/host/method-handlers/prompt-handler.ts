@@ -43,6 +43,7 @@ async function answerPrompt(
     ...(params.display !== undefined ? { display: params.display } : {}),
     ...(params.hidden !== undefined ? { hidden: params.hidden } : {}),
     ...(params.attachments !== undefined ? { attachments: params.attachments } : {}),
+    ...(params.meta !== undefined ? { meta: params.meta } : {}),
   };
   // no await between this check and claiming the turn or queueing: prompts keep their order
   if (session.turn || ctx.live.promptQueue.size(session.sessionId) > 0) {

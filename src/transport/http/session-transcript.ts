@@ -1,6 +1,7 @@
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../../protocol/transcript.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import type { SessionReadHandle } from "../../host/session-read-handle.js";
 import type { SessionProjection } from "../../store/session-store.js";
 import { fail } from "./http-reply.js";
 
@@ -8,8 +9,15 @@ import { fail } from "./http-reply.js";
 const PAGE = 1000;
 /** A clear racing the read restarts it; more than this many in a row is reported as a conflict. */
 const MAX_RESTARTS = 3;
+/**
+ * Rounds of reading the commits that landed between the fold and the projection read. Past them
+ * (a session committing faster than it is read) the view's head may be a few events newer than
+ * its messages; `seq` still names exactly what the messages show.
+ */
+const MAX_CATCH_UP = 4;
 
 export interface SessionSnapshot {
+  /** Folded up to `transcript.lastSeq` of `epoch`: the cursor a follower continues from. */
   transcript: TranscriptState;
   projection: SessionProjection;
   createdAt: number;
@@ -63,27 +71,41 @@ export async function readSessionTranscript(
     let epoch = cached?.epoch;
     let transcript = cached?.transcript ?? emptyTranscript();
     let stale = false;
-    for (;;) {
-      const page = await reader.readAfter(transcript.lastSeq, PAGE);
-      if (epoch === undefined && transcript.lastSeq === 0) epoch = page.epoch;
-      if (page.epoch !== epoch) {
+    for (let round = 0; ; round++) {
+      const read = await foldToHead(reader, transcript, epoch);
+      if (read === "stale") {
         stale = true;
         break;
       }
-      transcript = applyEvents(transcript, page.events);
-      if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) break;
+      ({ transcript, epoch } = read);
+      const projection = await reader.projection();
+      if (projection.epoch !== epoch) {
+        stale = true;
+        break;
+      }
+      // One cut: the row must not reflect commits the fold has not seen; a few rounds catch up.
+      if (projection.seq > transcript.lastSeq && round < MAX_CATCH_UP) continue;
+      cache?.put(sessionId, epoch, transcript);
+      return { transcript, projection, createdAt: projection.createdAt, epoch };
     }
-    if (stale || epoch === undefined) {
-      cached = undefined;
-      continue;
-    }
-    const projection = await reader.projection();
-    if (projection.epoch !== epoch) {
-      cached = undefined;
-      continue;
-    }
-    cache?.put(sessionId, epoch, transcript);
-    return { transcript, projection, createdAt: projection.createdAt, epoch };
+    if (stale) cached = undefined;
   }
   throw fail("session_busy", "the session was cleared repeatedly while being read; try again");
+}
+
+/** Folds the pages after `transcript.lastSeq` up to the head; "stale" when the epoch changed. */
+async function foldToHead(
+  reader: SessionReadHandle,
+  from: TranscriptState,
+  knownEpoch: string | undefined,
+): Promise<{ transcript: TranscriptState; epoch: string } | "stale"> {
+  let transcript = from;
+  let epoch = knownEpoch;
+  for (;;) {
+    const page = await reader.readAfter(transcript.lastSeq, PAGE);
+    epoch ??= page.epoch;
+    if (page.epoch !== epoch) return "stale";
+    transcript = applyEvents(transcript, page.events);
+    if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) return { transcript, epoch };
+  }
 }
