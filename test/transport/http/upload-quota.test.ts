@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AttackHost } from "../../support/attack-host.js";
 import { ADMIN_TOKEN } from "../../support/host.js";
+import { MuxPeer } from "../../support/mux-peer.js";
 
 const MIB = 1024 * 1024;
 
@@ -28,7 +29,7 @@ async function download(id: string): Promise<number> {
 }
 
 describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
-  it("past the quota an upload is upload_quota_exceeded; unreferenced uploads expire and free their pages", async () => {
+  it("past the quota an upload is upload_quota_exceeded; unreferenced uploads expire, used ones stay", async () => {
     host = await AttackHost.start([
       "--max-upload-bytes",
       String(2 * MIB),
@@ -49,18 +50,31 @@ describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
     expect(await over.json()).toEqual({ error: "upload_quota_exceeded" });
     expect(await download(ids[0]!)).toBe(200);
 
+    // One of them is used by a prompt before it expires: it belongs to the session from then on.
+    const peer = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN });
+    const { header } = await peer.call<{ header: { sessionId: string } }>("session.create", {});
+    const used = ids.pop()!;
+    await peer.call("session.prompt", {
+      sessionId: header.sessionId,
+      text: "see the file",
+      clientMessageId: "with-file",
+      attachments: [{ name: "f.bin", type: "application/octet-stream", attachmentId: used }],
+    });
+    await peer.disconnect();
+
     // Nobody references them: they expire, their bytes are freed, and the quota is free again.
-    await vi.waitFor(async () => expect(await Promise.all(ids.map(download))).toEqual([404, 404, 404]), {
+    await vi.waitFor(async () => expect(await Promise.all(ids.map(download))).toEqual([404, 404]), {
       timeout: 30_000,
       interval: 200,
     });
     const db = new Database(host.dbPath, { readonly: true });
     try {
-      expect(db.prepare("SELECT count(*) AS n FROM attachments").get()).toEqual({ n: 0 });
-      expect(db.pragma("freelist_count", { simple: true }) as number).toBeGreaterThan((3 * MIB) / 4096 / 2);
+      expect(db.prepare("SELECT attachment_id AS id FROM attachments").all()).toEqual([{ id: used }]);
+      expect(db.pragma("freelist_count", { simple: true }) as number).toBeGreaterThan((2 * MIB) / 4096 / 2);
     } finally {
       db.close();
     }
     expect((await upload(MIB)).status).toBe(200);
+    expect(await download(used)).toBe(200);
   });
 });
