@@ -50,6 +50,10 @@ export const ErrorCodes = {
   rate_limited: { category: "business", retryable: true, status: 429 },
   too_many_connections: { category: "protocol", retryable: true, status: 429 },
   forbidden: { category: "protocol", retryable: false, status: 403 },
+  // client side: raised by the SDK itself, never sent by a host
+  timeout: { category: "internal", retryable: true, status: 504 },
+  aborted: { category: "protocol", retryable: false, status: 499 },
+  invalid_host_frame: { category: "internal", retryable: false, status: 502 },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -1,18 +1,19 @@
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Logger, pino } from "pino";
-import { Limits } from "../protocol/index.js";
+import type { Logger } from "pino";
 import type { AgentDriver } from "./agents/agent.js";
-import { DemoAgent } from "./agents/demo-agent.js";
-import { SessionHost } from "./host/session-host.js";
-import { SqliteSessionStore } from "./store/sqlite-store.js";
-import { Authenticator, type TokenSpec } from "./transport/auth.js";
-import { createHttpHandler, type HttpOptions } from "./transport/http/router.js";
+import type { AuthenticateRequest } from "./embed/app-authentication.js";
+import { mountSessionmux } from "./embed/mount-sessionmux.js";
+import type { SessionHost } from "./host/session-host.js";
+import { StartupError } from "./operations/startup-error.js";
+import type { SqliteSessionStore } from "./store/sqlite-store.js";
+import type { TokenSpec } from "./transport/auth.js";
+import type { HttpOptions } from "./transport/http/router.js";
 import { applyServerLimits, type HttpServerLimits } from "./transport/http/server-limits.js";
-import { HostMetrics } from "./transport/metrics.js";
-import { attachMux, type MuxOptions } from "./transport/mux/mux-server.js";
-import { type PrincipalLimitOptions, PrincipalLimits } from "./transport/principal-limits.js";
+import type { HostMetrics } from "./transport/metrics.js";
+import type { MuxOptions } from "./transport/mux/mux-server.js";
+import type { PrincipalLimitOptions } from "./transport/principal-limits.js";
 
 export interface HostOptions {
   /** @default "127.0.0.1" */
@@ -20,7 +21,11 @@ export interface HostOptions {
   /** @default 8787; 0 picks a free port */
   port?: number;
   dbPath: string;
+  /** @default false — a missing database folder is refused */
+  createDbFolder?: boolean;
   tokens: TokenSpec[];
+  /** Replaces `tokens` (see `SessionmuxOptions.authenticate`). */
+  authenticate?: AuthenticateRequest;
   /** @default new DemoAgent() */
   agent?: AgentDriver;
   /** @default 600_000 (10 minutes) */
@@ -29,6 +34,9 @@ export interface HostOptions {
   logger?: Logger;
   mux?: Partial<MuxOptions>;
   http?: Partial<HttpOptions>;
+  /** @default false */
+  processMetrics?: boolean;
+  /** Node's guards against slow or greedy HTTP clients on the host's own server. */
   httpServer?: Partial<HttpServerLimits>;
   /** A token that reads `/metrics` only (admin tokens read it too). */
   metricsToken?: string;
@@ -50,65 +58,81 @@ export interface RunningHost {
   close(): Promise<void>;
 }
 
-/** The composition root: store → host → HTTP server with the mux and the read routes. */
+/** A host on a server of its own: `createSessionmux` answering every path, plus `listen`. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
-  // Checked first: a bad token configuration refuses to start before the store is touched.
-  const auth = new Authenticator(options.tokens, {
-    allowedOrigins: options.allowedOrigins ?? [],
-    ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
-  });
-  // One logger for every layer; without one, nothing is logged anywhere.
-  const logger = options.logger ?? pino({ enabled: false });
-  const metrics = new HostMetrics({ defaultMetrics: true });
-  const store = SqliteSessionStore.open(options.dbPath, { metrics, logger });
-  const host = new SessionHost({
-    store,
-    agent: options.agent ?? new DemoAgent(),
-    idleDetachMs: options.idleDetachMs ?? 600_000,
-    metrics,
-    logger,
-  });
-  await host.start();
-  const uploads = store.attachmentSweeper();
-  const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
-  uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
-    logger.error({ err }, "upload sweep failed"),
+  const mounted = await mountSessionmux(
+    {
+      db: options.dbPath,
+      createDbFolder: options.createDbFolder ?? false,
+      tokens: options.tokens,
+      ...(options.authenticate ? { authenticate: options.authenticate } : {}),
+      cors: options.allowedOrigins ?? [],
+      processMetrics: options.processMetrics ?? false,
+      ...(options.agent ? { agent: options.agent } : {}),
+      ...(options.idleDetachMs !== undefined ? { idleDetachMs: options.idleDetachMs } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.mux ? { mux: options.mux } : {}),
+      ...(options.http ? { http: options.http } : {}),
+      ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
+      ...(options.principals ? { principals: options.principals } : {}),
+      ...(options.uploadTtlMs !== undefined ? { uploadTtlMs: options.uploadTtlMs } : {}),
+    },
+    { claimAll: true },
   );
-  const server = createServer(
-    createHttpHandler(host, auth, { metrics, logger, uploadLedger: uploads, ...options.http }),
-  );
+  const server = createServer();
   applyServerLimits(server, options.httpServer);
-  const mux = attachMux(server, host, auth, {
-    metrics,
-    principalLimits: new PrincipalLimits(options.principals),
-    logger,
-    ...options.mux,
-  });
-  // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.
-  server.listen({ port: options.port ?? 8787, host: options.host ?? "127.0.0.1", backlog: 4096 });
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
+  mounted.attach(server);
   const hostname = options.host ?? "127.0.0.1";
-  const authority = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+  const port = options.port ?? 8787;
+  try {
+    await listen(server, hostname, port);
+  } catch (err) {
+    await mounted.close();
+    throw err;
+  }
+  const { port: bound } = server.address() as AddressInfo;
+  const authority = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${bound}`;
   let closing: Promise<void> | undefined;
   return {
-    port,
+    port: bound,
     url: `http://${authority}`,
     wsUrl: `ws://${authority}/api/remote.mux`,
-    host,
-    store,
-    metrics,
+    host: mounted.host,
+    store: mounted.store,
+    metrics: mounted.metrics,
     server,
     close() {
       closing ??= (async () => {
-        await mux.close();
-        await host.shutdown();
+        await mounted.close();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
-        uploads.stop();
-        await store.close();
       })();
       return closing;
     },
   };
+}
+
+async function listen(server: Server, host: string, port: number): Promise<void> {
+  // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.
+  server.listen({ port, host, backlog: 4096 });
+  try {
+    await once(server, "listening");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") {
+      throw new StartupError(
+        "address_in_use",
+        `port ${port} on ${host} is already in use; stop the other process or pick another --port`,
+        { cause: err },
+      );
+    }
+    if (code === "EADDRNOTAVAIL" || code === "EACCES") {
+      throw new StartupError(
+        "listen_failed",
+        `cannot listen on ${host}:${port} (${code}); check --host and --port`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
 }

@@ -1,7 +1,8 @@
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, Option } from "commander";
 import { Limits } from "../../protocol/index.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
 import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
+import { integer } from "./cli-options.js";
 
 /** One limit of the host a flag (or its environment variable) can change. */
 interface LimitFlag {
@@ -96,13 +97,6 @@ const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...PRINCIPAL_FLAGS };
 
 export type LimitValues = Record<keyof typeof ALL_FLAGS, number> & { metricsToken?: string };
 
-const integer = (flag: string, min: number) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < min)
-    throw new InvalidArgumentError(`${flag.split(" ")[0]} must be an integer ≥ ${min}`);
-  return n;
-};
-
 export function addLimitOptions(command: Command): Command {
   command.addOption(
     new Option("--metrics-token <token>", "a token that reads /metrics only (admin tokens can too)").env(
@@ -113,7 +107,7 @@ export function addLimitOptions(command: Command): Command {
     command.addOption(
       new Option(spec.flag, spec.description)
         .env(spec.env)
-        .argParser(integer(spec.flag, spec.min))
+        .argParser(integer(spec.flag.split(" ")[0] ?? spec.flag, spec.min))
         .default(spec.fallback),
     );
   }

@@ -56,19 +56,35 @@ export function checkTokenSpecs(tokens: readonly TokenSpec[]): void {
 
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; code: string };
 
+/** Finds the principal of a request by other means than the token list (an app's own auth). */
+export type PrincipalResolver = (req: IncomingMessage) => Principal | undefined;
+
+export interface AuthenticatorOptions {
+  allowedOrigins?: string[];
+  /** Replaces the token list: `undefined` refuses the request with 401. */
+  resolve?: PrincipalResolver;
+  /** A token that reads `/metrics` and nothing else (as does any admin token). */
+  metricsToken?: string;
+  /** Told of every refusal, for the log. */
+  onRefused?: (req: IncomingMessage, code: "unauthorized" | "forbidden_origin") => void;
+}
+
 /** Bearer-token authentication and Origin checks shared by the mux upgrade and the HTTP routes. */
 export class Authenticator {
   readonly #tokens: { digest: Buffer; principal: Principal }[];
   readonly #allowedOrigins: Set<string>;
+  readonly #resolve: PrincipalResolver | undefined;
+  readonly #onRefused: AuthenticatorOptions["onRefused"];
 
   readonly #metricsDigest: Buffer | undefined;
 
-  /** `metricsToken`, if given, reads `/metrics` and nothing else (as does any admin token). */
-  constructor(tokens: TokenSpec[], options: { allowedOrigins?: string[]; metricsToken?: string } = {}) {
-    checkTokenSpecs(tokens);
+  constructor(tokens: TokenSpec[], options: AuthenticatorOptions = {}) {
+    if (!options.resolve || tokens.length > 0) checkTokenSpecs(tokens);
     if (options.metricsToken !== undefined && tokens.some((t) => t.secret === options.metricsToken))
       throw new Error("the metrics token must differ from every principal's token");
     this.#metricsDigest = options.metricsToken === undefined ? undefined : digest(options.metricsToken);
+    this.#resolve = options.resolve;
+    this.#onRefused = options.onRefused;
     this.#tokens = tokens.map((t) => ({
       digest: digest(t.secret),
       principal: Object.freeze({ name: t.name, admin: t.admin }),
@@ -99,7 +115,7 @@ export class Authenticator {
     if (secret !== undefined && this.#metricsDigest !== undefined && secret.length <= 4096) {
       if (timingSafeEqual(digest(secret), this.#metricsDigest)) return "ok";
     }
-    const principal = this.principalFor(secret);
+    const principal = this.#resolve ? this.#resolve(req) : this.principalFor(secret);
     if (!principal) return "unauthorized";
     return principal.admin ? "ok" : "forbidden";
   }
@@ -136,9 +152,17 @@ export class Authenticator {
   }
 
   authenticate(req: IncomingMessage, options: { allowSubprotocol: boolean }): AuthOutcome {
-    const principal = this.principalFor(Authenticator.tokenOf(req, options));
-    if (!principal) return { ok: false, status: 401, code: "unauthorized" };
-    if (!this.originAllowed(req)) return { ok: false, status: 403, code: "forbidden_origin" };
+    const principal = this.#resolve
+      ? this.#resolve(req)
+      : this.principalFor(Authenticator.tokenOf(req, options));
+    if (!principal) {
+      this.#onRefused?.(req, "unauthorized");
+      return { ok: false, status: 401, code: "unauthorized" };
+    }
+    if (!this.originAllowed(req)) {
+      this.#onRefused?.(req, "forbidden_origin");
+      return { ok: false, status: 403, code: "forbidden_origin" };
+    }
     return { ok: true, principal };
   }
 }
