@@ -7,10 +7,25 @@ export type GlobalCommitListener = (
   projection: SessionProjection | null,
 ) => void;
 
+/** Where the store reports faults that are not a caller's outcome (pino-compatible). */
+export interface StoreFaultLog {
+  error(obj: object, msg: string): void;
+}
+
+/** Without a log, a fault still surfaces as a process warning rather than nowhere. */
+const warningLog: StoreFaultLog = {
+  error: (obj, msg) => {
+    const err = (obj as { err?: unknown }).err;
+    process.emitWarning(`${msg}: ${err instanceof Error ? err.message : String(err)}`);
+  },
+};
+
 /** Per-session and store-wide commit listeners; notices go out synchronously, in commit order. */
 export class CommitListeners {
   private readonly bySession = new Map<string, Set<CommitListener>>();
   private readonly global = new Set<GlobalCommitListener>();
+
+  constructor(private readonly log: StoreFaultLog = warningLog) {}
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
     let set = this.bySession.get(sessionId);
@@ -34,17 +49,18 @@ export class CommitListeners {
   deliver(notices: readonly PendingNotice[]): void {
     for (const { sessionId, notice, projection } of notices) {
       const set = this.bySession.get(sessionId);
-      if (set) for (const listener of [...set]) safely(() => listener(notice));
-      for (const listener of [...this.global]) safely(() => listener(sessionId, notice, projection));
+      if (set) for (const listener of [...set]) this.safely(sessionId, () => listener(notice));
+      for (const listener of [...this.global])
+        this.safely(sessionId, () => listener(sessionId, notice, projection));
     }
   }
-}
 
-function safely(run: () => void): void {
-  try {
-    run();
-  } catch (err) {
-    // a throwing listener must not stop delivery to the others nor fail the committed writes
-    process.emitWarning(`a commit listener threw: ${err instanceof Error ? err.message : String(err)}`);
+  private safely(sessionId: string, run: () => void): void {
+    try {
+      run();
+    } catch (err) {
+      // a throwing listener must not stop delivery to the others nor fail the committed writes
+      this.log.error({ err, sessionId }, "a commit listener threw");
+    }
   }
 }
