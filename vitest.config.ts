@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["test/torture/**", "node_modules/**"],
+    globalSetup: ["test/support/postgres-global-setup.ts"],
     pool: "forks",
     setupFiles: ["test/support/listener-errors.setup.ts"],
     testTimeout: 60_000,

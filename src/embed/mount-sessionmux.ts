@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import cors from "cors";
 import { type Logger, pino } from "pino";
+import { Limits } from "../../protocol/index.js";
 import { DemoAgent } from "../agents/demo-agent.js";
 import { SessionHost } from "../host/session-host.js";
 import { meteredAgent } from "../host/turn-meters.js";
@@ -16,6 +17,7 @@ import { createHttpHandler } from "../transport/http/router.js";
 import { HostMetrics } from "../transport/metrics.js";
 import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
 import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
+import { PrincipalLimits } from "../transport/principal-limits.js";
 import { AppAuthentication } from "./app-authentication.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
@@ -48,9 +50,12 @@ export async function mountSessionmux(
     allowedOrigins: options.cors ?? [],
     ...(appAuth ? { resolve: appAuth.resolve } : {}),
     onRefused: new RefusalLog(logger).refused,
+    ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
   const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
+  // the app's logger only: the disabled default would hide a throwing commit listener, which
+  // without a logger surfaces as a process warning
   const store = openStore(dbFile, metrics, options.logger);
   const host = new SessionHost({
     store: mode.storeView?.(store) ?? store,
@@ -71,13 +76,21 @@ export async function mountSessionmux(
     await store.close();
     throw err;
   }
+  const uploads = store.attachmentSweeper();
+  const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
+  uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
+    logger.error({ err }, "upload sweep failed"),
+  );
   const http = createHttpHandler(host, auth, {
     ...options.http,
     metrics,
+    logger,
+    uploadLedger: uploads,
     readiness: () => readiness.current(),
   });
   const mux = createMuxUpgradeHandler(meteredCalls(host, metrics.callSeconds), auth, {
     ...options.mux,
+    principalLimits: new PrincipalLimits(options.principals),
     metrics,
     logger,
   });
@@ -158,6 +171,7 @@ export async function mountSessionmux(
         await mux.close();
         await host.shutdown();
         writable?.close();
+        uploads.stop();
         await store.close();
         logger.info({ db: dbFile }, "shutdown complete");
       })();
@@ -173,13 +187,7 @@ function notFound(res: ServerResponse): void {
 /** A file that is no database (or not readable) is named in the error, with SQLite's reason. */
 function openStore(file: string, metrics: HostMetrics, logger: Logger | undefined): SqliteSessionStore {
   try {
-    return SqliteSessionStore.open(file, {
-      metrics,
-      // without a logger of the app's, a throwing commit listener is a process warning (stderr)
-      ...(logger
-        ? { onListenerError: (err: unknown) => logger.error({ err }, "a commit listener threw") }
-        : {}),
-    });
+    return SqliteSessionStore.open(file, { metrics, ...(logger ? { logger } : {}) });
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });

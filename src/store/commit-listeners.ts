@@ -7,26 +7,37 @@ export type GlobalCommitListener = (
   projection: SessionProjection | null,
 ) => void;
 
-/** What a store does with an exception a commit listener threw. */
-export type ListenerErrorHandler = (err: unknown) => void;
+/** Where the store reports faults that are not a caller's outcome (pino-compatible). */
+export interface StoreFaultLog {
+  error(obj: object, msg: string): void;
+}
 
-/** The `code` of the process warning a listener failure raises when no handler is given. */
+/** The `code` of the process warning a listener failure raises when the store has no log. */
 export const LISTENER_WARNING_CODE = "SESSIONMUX_COMMIT_LISTENER";
 
-/** The default handler: a process warning (a log line on stderr), never a crash. */
-export function warnListenerError(err: unknown): void {
-  process.emitWarning(`a commit listener threw: ${err instanceof Error ? err.message : String(err)}`, {
-    code: LISTENER_WARNING_CODE,
-  });
-}
+/** Without a log, a fault still surfaces as a process warning rather than nowhere. */
+const warningLog: StoreFaultLog = {
+  error: (obj, msg) => {
+    const err = (obj as { err?: unknown }).err;
+    process.emitWarning(`${msg}: ${err instanceof Error ? err.message : String(err)}`, {
+      code: LISTENER_WARNING_CODE,
+    });
+  },
+};
 
 /** Per-session and store-wide commit listeners; notices go out synchronously, in commit order. */
 export class CommitListeners {
   private readonly bySession = new Map<string, Set<CommitListener>>();
   private readonly global = new Set<GlobalCommitListener>();
 
-  /** @param onError told of every listener that threw; delivery to the others goes on. */
-  constructor(private readonly onError: ListenerErrorHandler = warnListenerError) {}
+  /**
+   * @param log told of every listener that threw; delivery to the others goes on
+   * @param failed counts those failures (a metric)
+   */
+  constructor(
+    private readonly log: StoreFaultLog = warningLog,
+    private readonly failed?: () => void,
+  ) {}
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
     let set = this.bySession.get(sessionId);
@@ -50,17 +61,19 @@ export class CommitListeners {
   deliver(notices: readonly PendingNotice[]): void {
     for (const { sessionId, notice, projection } of notices) {
       const set = this.bySession.get(sessionId);
-      if (set) for (const listener of [...set]) this.safely(() => listener(notice));
-      for (const listener of [...this.global]) this.safely(() => listener(sessionId, notice, projection));
+      if (set) for (const listener of [...set]) this.safely(sessionId, () => listener(notice));
+      for (const listener of [...this.global])
+        this.safely(sessionId, () => listener(sessionId, notice, projection));
     }
   }
 
-  private safely(run: () => void): void {
+  private safely(sessionId: string, run: () => void): void {
     try {
       run();
     } catch (err) {
       // a throwing listener must not stop delivery to the others nor fail the committed writes
-      this.onError(err);
+      this.failed?.();
+      this.log.error({ err, sessionId }, "a commit listener threw");
     }
   }
 }

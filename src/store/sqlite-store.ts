@@ -3,12 +3,9 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
-import {
-  CommitListeners,
-  type GlobalCommitListener,
-  type ListenerErrorHandler,
-  warnListenerError,
-} from "./commit-listeners.js";
+import { AttachmentSweeper } from "./attachment-sweeper.js";
+import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
+import { DatabaseLock } from "./database-lock.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
@@ -46,10 +43,10 @@ import { WriteOperations } from "./write-operations.js";
 
 export interface SqliteStoreOptions {
   metrics?: StoreMetrics;
+  /** @default process warnings — where a throwing commit listener is reported. */
+  logger?: StoreFaultLog;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
-  /** Told of every exception a commit listener threw. @default a process warning */
-  onListenerError?: ListenerErrorHandler;
 }
 
 /**
@@ -70,12 +67,9 @@ export class SqliteSessionStore implements SessionStore {
   private constructor(
     private readonly db: Database.Database,
     options: SqliteStoreOptions,
+    private readonly lock?: DatabaseLock,
   ) {
-    const onListenerError = options.onListenerError ?? warnListenerError;
-    this.listeners = new CommitListeners((err) => {
-      options.metrics?.listenerFailed?.();
-      onListenerError(err);
-    });
+    this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
     this.statements = prepareStatements(db);
     this.writer = new LogWriter(this.statements);
     this.ops = new WriteOperations(this.writer, this.statements, options.now ?? Date.now);
@@ -102,6 +96,7 @@ export class SqliteSessionStore implements SessionStore {
   /** Opens (creating the folder and file if missing) and migrates the database at `path`. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    const lock = path === ":memory:" ? undefined : DatabaseLock.acquire(path);
     const db = new Database(path);
     try {
       db.pragma("journal_mode = WAL");
@@ -110,9 +105,10 @@ export class SqliteSessionStore implements SessionStore {
       db.pragma("foreign_keys = OFF");
       db.pragma("busy_timeout = 5000");
       migrate(db);
-      return new SqliteSessionStore(db, options);
+      return new SqliteSessionStore(db, options, lock);
     } catch (err) {
       db.close();
+      lock?.release();
       throw err;
     }
   }
@@ -289,7 +285,16 @@ export class SqliteSessionStore implements SessionStore {
         | undefined;
       if (!row) return null;
       const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
-      return { attachmentId: id, owner, sessionId, name, type, size, bytes: new Uint8Array(bytes) };
+      // The row's Buffer is already this read's own copy: no second one.
+      return {
+        attachmentId: id,
+        owner,
+        sessionId,
+        name,
+        type,
+        size,
+        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      };
     });
   }
 
@@ -299,6 +304,11 @@ export class SqliteSessionStore implements SessionStore {
 
   subscribeAll(listener: GlobalCommitListener): () => void {
     return this.listeners.subscribeAll(listener);
+  }
+
+  /** Quota and expiry of uploads that no prompt references yet. */
+  attachmentSweeper(): AttachmentSweeper {
+    return new AttachmentSweeper(this.db);
   }
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
@@ -339,6 +349,7 @@ export class SqliteSessionStore implements SessionStore {
         this.db.pragma("wal_checkpoint(TRUNCATE)");
       } finally {
         this.db.close();
+        this.lock?.release();
       }
     })();
     return this.closed;

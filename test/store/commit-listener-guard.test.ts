@@ -14,7 +14,10 @@ describe("commit listener guard", () => {
   it("keeps delivering past a throwing listener, and reports the failure to the handler and the metric", async () => {
     const reported: unknown[] = [];
     const metrics = new HostMetrics();
-    current = openTempStore({ metrics, onListenerError: (err) => reported.push(err) });
+    current = openTempStore({
+      metrics,
+      logger: { error: (obj) => reported.push((obj as { err: unknown }).err) },
+    });
     const { store } = current;
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     const after: number[] = [];
