@@ -19,6 +19,8 @@ export interface AsyncStoreOptions {
   random?: () => number;
   /** Longest delay before a read runs and again before its result is handed back, in ms. @default 4 */
   maxDelayMs?: number;
+  /** Share of delays that are ten times longer: a networked store's latency tail. @default 0.05 */
+  slowShare?: number;
 }
 
 export interface AsyncStoreStats {
@@ -56,7 +58,11 @@ export function asyncStore<S extends SessionStore>(
   const random = options.random ?? Math.random;
   const maxDelayMs = options.maxDelayMs ?? 4;
   const stats: AsyncStoreStats = { reorderedReads: 0, commitsDuringReads: 0 };
-  const delay = () => new Promise<void>((resolve) => setTimeout(resolve, random() * maxDelayMs));
+  const slowShare = options.slowShare ?? 0.05;
+  const delay = () =>
+    new Promise<void>((resolve) =>
+      setTimeout(resolve, random() * maxDelayMs * (random() < slowShare ? 10 : 1)),
+    );
   let issued = 0;
   let newestCompleted = 0;
   let readsInFlight = 0;

@@ -3,13 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AsyncStoreStats, asyncStore, seededRandom } from "../../support/async-store.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
-import { connect, createSession, expectRange, headSeq } from "./mux-fixture.js";
+import { appendDeltas, connect, createSession, expectRange, headSeq } from "./mux-fixture.js";
 
 const SEED = Number(process.env.ASYNC_STORE_SEED ?? Date.now() % 1_000_000);
-const WRITERS = 4;
+const WRITERS = 2;
 /** The bound on the load: appends over all writers. */
 const MAX_APPENDS = 4_000;
 const FOLLOWERS = 30;
+/** More followers open (at most this many) until every path was taken. */
+const MAX_FOLLOWERS = 150;
+/** Events in the log before the followers open: replayed in many reads. */
+const BACKLOG = 500;
 /** Small items, so a few commits during one read overflow the buffer (4 items) and force a re-read. */
 const REPLAY_BATCH = 5;
 
@@ -27,7 +31,7 @@ describe(`follow continuation paths with reads interleaved with commits (seed ${
     host = await startTestHost({
       mux: { replayBatch: REPLAY_BATCH },
       storeView: (store) => {
-        const double = asyncStore(store, { random: seededRandom(SEED), maxDelayMs: 15 });
+        const double = asyncStore(store, { random: seededRandom(SEED), maxDelayMs: 4 });
         stats = double.stats;
         return double.store;
       },
@@ -42,7 +46,7 @@ describe(`follow continuation paths with reads interleaved with commits (seed ${
     const peers = [await connect(host), await connect(host), await connect(host)];
     const sessionId = await createSession(peers[0]!);
     const followers: { peer: MuxPeer; id: number; afterSeq: number }[] = [];
-    let head = await headSeq(host, sessionId);
+    let head = await appendDeltas(host, sessionId, BACKLOG, 100);
     const paths = async () =>
       Object.fromEntries(
         (await host.metrics.followContinuations.get()).values.map((v) => [v.labels.path, v.value]),
@@ -65,18 +69,19 @@ describe(`follow continuation paths with reads interleaved with commits (seed ${
         await yieldToEventLoop();
       }
     });
-    // Followers open at random cursors while the writers run; the writers stop once every path
-    // was taken (or after MAX_APPENDS, and the assertions below fail).
-    let openedAt = head;
+    // Followers open at random cursors into a backlog, so each replays it in many small reads
+    // while the writers commit; the writers stop once every path was taken (or after MAX_APPENDS,
+    // and the assertions below fail).
+    let openedAt = 0;
     while (appends < MAX_APPENDS) {
-      if (followers.length < FOLLOWERS && head >= openedAt + 10) {
+      if (followers.length < MAX_FOLLOWERS && head >= openedAt + 20) {
         openedAt = head;
         const peer = peers[followers.length % peers.length]!;
         const afterSeq = Math.floor(random() * (head + 1));
         followers.push({ peer, id: peer.follow(sessionId, { afterSeq }), afterSeq });
       }
       const taken = await paths();
-      if (followers.length === FOLLOWERS && taken.buffered && taken.overlap && taken.gap) break;
+      if (followers.length >= FOLLOWERS && taken.buffered && taken.overlap && taken.gap) break;
       await yieldToEventLoop();
     }
     writing = false;
@@ -94,7 +99,7 @@ describe(`follow continuation paths with reads interleaved with commits (seed ${
       `follow paths (seed ${SEED}): ${JSON.stringify(taken)} appends=${appends} reads reordered=${stats.reorderedReads} ` +
         `commits during reads=${stats.commitsDuringReads}\n`,
     );
-    expect(followers).toHaveLength(FOLLOWERS);
+    expect(followers.length).toBeGreaterThanOrEqual(FOLLOWERS);
     expect(stats.commitsDuringReads).toBeGreaterThan(0);
     expect(stats.reorderedReads).toBeGreaterThan(0);
     expect(taken.buffered ?? 0).toBeGreaterThan(0);
