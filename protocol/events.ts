@@ -93,6 +93,7 @@ export const EventData = {
     action: Type.Optional(Type.String()),
     question: Type.Optional(Type.String()),
     options: Type.Optional(Type.Array(Type.String())),
+    toolCallId: Type.Optional(Type.String()),
   }),
   "interaction/resolved": Type.Object({ interactionId: Type.String(), resolution: Resolution }),
   "turn/end": Type.Object({ turnId: Type.String(), state: TurnState, error: Type.Optional(Type.String()) }),

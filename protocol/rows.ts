@@ -76,5 +76,7 @@ export const Interaction = Type.Object({
   action: Type.Optional(Type.String()),
   question: Type.Optional(Type.String()),
   options: Type.Optional(Type.Array(Type.String())),
+  /** The tool call an approval is about, so a tool-loop agent can map the answer back to it. */
+  toolCallId: Type.Optional(Type.String()),
 });
 export type Interaction = Static<typeof Interaction>;

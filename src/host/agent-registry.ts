@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { SessionmuxError } from "../../protocol/index.js";
 import type { HostMeters } from "./host-meters.js";
 import type { LiveRegistry } from "./live/live-registry.js";
-import { LiveSession } from "./live-session.js";
+import { LiveSession, RunningTurn } from "./live-session.js";
 
 /**
  * Which sessions have a live agent. Attaching is synchronous get-or-create, so two prompts racing
@@ -41,6 +41,12 @@ export class AgentRegistry {
       return existing;
     }
     const session = new LiveSession(sessionId, info.owner, info.model);
+    // a turn a previous process left waiting on a person keeps the session busy: prompts queue
+    const parked = this.#live.interactionRegistry.parkedTurn(sessionId);
+    if (parked !== undefined) {
+      session.turn = new RunningTurn(parked);
+      session.turn.parked = true;
+    }
     this.#sessions.set(sessionId, session);
     this.#live.attach(sessionId, info.owner);
     this.#metrics?.agentsLive(this.#sessions.size);

@@ -12,7 +12,7 @@ import {
   validator,
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { HostStore } from "../store/live-state-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
@@ -27,8 +27,17 @@ import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { TurnRunner } from "./turn-runner.js";
 
+/** Queued prompts one session may hold. */
+export const DEFAULT_MAX_QUEUED_PER_SESSION = 100;
+/** Bytes of queued prompts (text, display, inline attachments) one principal may hold. */
+export const DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL = 16 * 1024 * 1024;
+
 export interface SessionHostOptions {
-  store: SessionStore;
+  store: HostStore;
+  /** Past it a prompt is refused `queue_full`. @default 100 */
+  maxQueuedPromptsPerSession?: number;
+  /** Past it a prompt is refused `queue_full`. @default 16 MiB */
+  maxQueuedBytesPerPrincipal?: number;
   agent: AgentDriver;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
@@ -47,7 +56,7 @@ export interface SessionHostOptions {
 export class SessionHost implements HostApi {
   readonly hostId: string;
   readonly generation = randomUUID();
-  readonly store: SessionStore;
+  readonly store: HostStore;
   readonly live: LiveState;
   readonly #registry = new LiveRegistry();
   readonly #agents: AgentRegistry;
@@ -55,9 +64,11 @@ export class SessionHost implements HostApi {
   readonly #hub = new NotificationHub();
   readonly #control: ControlFeed;
   readonly #ctx: HostContext;
+  readonly #runner: TurnRunner;
   readonly #logger: Logger;
   readonly #now: () => number;
   #stopWatching: (() => void) | undefined;
+  #stopLive: (() => void) | undefined;
   #closing = false;
   #shutdown: Promise<void> | undefined;
 
@@ -73,9 +84,9 @@ export class SessionHost implements HostApi {
       logger: this.#logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    this.#policy = new ActivationPolicy(this.store, this.#agents, this.#registry);
+    this.#policy = new ActivationPolicy(this.store, this.#agents);
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
-    const runner = new TurnRunner({
+    this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,
       live: this.#registry,
@@ -90,21 +101,50 @@ export class SessionHost implements HostApi {
       agent: options.agent,
       live: this.#registry,
       agents: this.#agents,
-      runner,
+      runner: this.#runner,
       notifications: this.#hub,
       logger: this.#logger,
       now: this.#now,
+      limits: {
+        queue: {
+          maxItemsPerSession: options.maxQueuedPromptsPerSession ?? DEFAULT_MAX_QUEUED_PER_SESSION,
+          maxBytesPerOwner: options.maxQueuedBytesPerPrincipal ?? DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL,
+        },
+      },
       prompts: new Map(),
     };
   }
 
-  /** Closes turns a previous process left open, then starts watching commits. */
+  /**
+   * Closes turns a previous process left running (not those parked on a person), takes over the
+   * durable live state, then restores it: sessions with queued prompts get their agent back and
+   * their next prompt started; parked sessions stay parked until answered.
+   */
   async start(): Promise<void> {
     const interrupted = await this.store.interruptOpenTurns(this.#now());
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
+    this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
+    const snapshot = await this.store.takeOverLiveState(
+      { hostId: this.hostId, generation: this.generation },
+      this.#now(),
+    );
+    this.#registry.load(snapshot);
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
+    await this.#restoreQueues(snapshot.queues);
+  }
+
+  async #restoreQueues(queues: readonly { sessionId: string }[]): Promise<void> {
+    let restored = 0;
+    for (const { sessionId } of queues) {
+      const header = await this.store.header(sessionId);
+      if (header.status !== "ok" || this.#closing) continue;
+      const session = this.#agents.attach(sessionId, header.header);
+      this.#runner.kick(session);
+      restored++;
+    }
+    if (restored > 0) this.#logger.info({ sessions: restored }, "restored queued prompts");
   }
 
   async call<M extends CallMethod>(
@@ -155,11 +195,13 @@ export class SessionHost implements HostApi {
   async #stop(): Promise<void> {
     this.#closing = true;
     this.#agents.close();
-    const turns = this.#agents.all().flatMap((s) => (s.turn ? [s.turn] : []));
+    // a parked turn of a previous process runs no agent: there is nothing to stop or wait for
+    const turns = this.#agents.all().flatMap((s) => (s.turn && !s.turn.parked ? [s.turn] : []));
     for (const turn of turns) turn.stop("shutdown");
     await Promise.all(turns.map((t) => t.done));
     for (const session of this.#agents.all()) this.#agents.detach(session.sessionId);
     this.#stopWatching?.();
+    this.#stopLive?.();
     this.#control.stop();
     this.#hub.clear();
     await this.#ctx.agent.close?.();

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Interaction, NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
 import type {
   AgentEmit,
   InteractionRequest,
@@ -63,18 +63,23 @@ export class HostTurnContext implements TurnContext {
 
   async requestInteraction(request: InteractionRequest): Promise<Resolution> {
     this.signal.throwIfAborted();
-    const interaction: Interaction = {
-      interactionId: randomUUID(),
-      sessionId: this.sessionId,
-      turnId: this.turnId,
-      requestedAt: this.#now(),
-      ...request,
-    };
-    // registered before the commit, so an answer can never find it missing once it is visible
-    const answered = this.#live.interactionRegistry.request(interaction);
-    const { sessionId: _s, requestedAt: _r, ...data } = interaction;
-    await this.#append({ type: "interaction/requested", data }, interaction.requestedAt);
-    return untilAborted(answered, this.signal);
+    const interactionId = randomUUID();
+    const waiters = this.#live.interactionRegistry;
+    // waited for before the commit, so an answer can never find nobody waiting once it is visible
+    const answered = waiters.wait(interactionId);
+    this.#turn.waiting++;
+    try {
+      await this.#append({
+        type: "interaction/requested",
+        data: { turnId: this.turnId, interactionId, ...request },
+      });
+      return await untilAborted(answered, this.signal);
+    } catch (err) {
+      waiters.abandon(interactionId);
+      throw err;
+    } finally {
+      this.#turn.waiting--;
+    }
   }
 
   takeInterjections(): string[] {

@@ -67,6 +67,57 @@ const SQL = {
   insertSearchText: "INSERT INTO search_fts (rowid, text) VALUES (?, ?)",
   deleteSearchText: "DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE session_id = ?)",
   deleteSearchDocs: "DELETE FROM search_docs WHERE session_id = ?",
+  queueNextPosition: "SELECT coalesce(max(position), 0) + 1 FROM queue_items WHERE session_id = ?",
+  queueCount: "SELECT count(*) FROM queue_items WHERE session_id = ?",
+  queuedBytesOfOwner: "SELECT coalesce(sum(bytes), 0) FROM queue_items WHERE owner = ?",
+  insertQueueItem: `INSERT INTO queue_items (session_id, item_id, position, client_message_id, input, bytes, queued_at, owner)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  queueItems: `SELECT item_id, session_id, owner, queued_at, input FROM queue_items
+       WHERE session_id = ? ORDER BY position`,
+  queueItem: `SELECT item_id, session_id, owner, queued_at, input, client_message_id FROM queue_items
+       WHERE session_id = ? AND item_id = ?`,
+  allQueueItems:
+    "SELECT item_id, session_id, owner, queued_at, input FROM queue_items ORDER BY session_id, position",
+  updateQueueInput: "UPDATE queue_items SET input = ?, bytes = ? WHERE session_id = ? AND item_id = ?",
+  deleteQueueItem: "DELETE FROM queue_items WHERE session_id = ? AND item_id = ?",
+  deleteQueue: "DELETE FROM queue_items WHERE session_id = ?",
+  updatePrompt: "UPDATE prompt_keys SET record = ? WHERE session_id = ? AND client_message_id = ?",
+  insertInteraction: `INSERT OR IGNORE INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state)
+       VALUES (?, ?, ?, ?, ?, ?, 'pending')`,
+  interactionRow: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, s.owner
+       FROM interactions i JOIN sessions s ON s.session_id = i.session_id WHERE i.interaction_id = ?`,
+  turnInteractionRows: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, s.owner
+       FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+       WHERE i.session_id = ? AND i.turn_id = ? ORDER BY i.requested_at, i.interaction_id`,
+  pendingInteractionRows: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, s.owner
+       FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+       WHERE i.state = 'pending' ORDER BY i.session_id, i.requested_at, i.interaction_id`,
+  resolveInteraction: `UPDATE interactions SET state = 'resolved', resolution = ?, resolved_at = ?
+       WHERE interaction_id = ? AND state = 'pending'`,
+  pendingInTurn:
+    "SELECT count(*) FROM interactions WHERE session_id = ? AND turn_id = ? AND state = 'pending'",
+  pendingIdsOfTurn:
+    "SELECT interaction_id FROM interactions WHERE session_id = ? AND turn_id = ? AND state = 'pending'",
+  withdrawTurn: `UPDATE interactions SET state = 'withdrawn', resolved_at = ?
+       WHERE session_id = ? AND turn_id = ? AND state = 'pending'`,
+  pendingInteractionIds: "SELECT interaction_id FROM interactions WHERE session_id = ? AND state = 'pending'",
+  parkedTurns: `SELECT DISTINCT i.session_id AS sessionId, i.turn_id AS turnId
+       FROM interactions i JOIN projections p ON p.session_id = i.session_id AND p.open_turn_id = i.turn_id
+       WHERE i.state = 'pending'`,
+  deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
+  takeOverLiveOwners: `INSERT INTO live_owners (session_id, host_id, generation, since)
+       SELECT session_id, @hostId, @generation, @at FROM (
+         SELECT session_id FROM queue_items UNION SELECT session_id FROM interactions WHERE state = 'pending')
+       WHERE true
+       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
+              since = excluded.since`,
+  upsertLiveOwner: `INSERT INTO live_owners (session_id, host_id, generation, since) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
+              since = excluded.since WHERE live_owners.generation <> excluded.generation`,
+  deleteLiveOwner: "DELETE FROM live_owners WHERE session_id = ?",
   search: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
        FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,
@@ -83,6 +134,12 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "allSessionIds",
   "lastTurnStart",
   "findPrompt",
+  "queueNextPosition",
+  "queueCount",
+  "queuedBytesOfOwner",
+  "pendingInTurn",
+  "pendingIdsOfTurn",
+  "pendingInteractionIds",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

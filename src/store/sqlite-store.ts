@@ -2,13 +2,27 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
 import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import { ListQueries } from "./list-query.js";
+import { LiveRows } from "./live-rows.js";
+import { LiveStateOperations } from "./live-state-operations.js";
+import type {
+  EnqueueInput,
+  EnqueueOutcome,
+  LiveOwner,
+  LiveStateNotice,
+  LiveStateSnapshot,
+  LiveStateStore,
+  QueueChangeOutcome,
+  ResolveOutcome,
+  StoredInteraction,
+  StoredQueueItem,
+} from "./live-state-store.js";
 import { decodeRow, LogWriter, type StoredRow } from "./log-writer.js";
 import { migrate } from "./migrations.js";
 import { publicProjection } from "./projection.js";
@@ -49,11 +63,14 @@ export interface SqliteStoreOptions {
  * The embedded durable store: one better-sqlite3 connection in WAL mode with
  * `synchronous=FULL`, group-committed writes (see `GroupCommit`) and synchronous reads.
  */
-export class SqliteSessionStore implements SessionStore {
+export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private readonly statements: Statements;
   private readonly writer: LogWriter;
   private readonly writes: GroupCommit;
   private readonly ops: WriteOperations;
+  private readonly liveRows: LiveRows;
+  private readonly liveOps: LiveStateOperations;
+  private readonly liveListeners = new Set<(notice: LiveStateNotice) => void>();
   private readonly lists: ListQueries;
   private readonly listeners = new CommitListeners();
   private readonly cache = new ReadCache();
@@ -65,8 +82,11 @@ export class SqliteSessionStore implements SessionStore {
     options: SqliteStoreOptions,
   ) {
     this.statements = prepareStatements(db);
-    this.writer = new LogWriter(this.statements);
-    this.ops = new WriteOperations(this.writer, this.statements, options.now ?? Date.now);
+    this.liveRows = new LiveRows(this.statements);
+    this.writer = new LogWriter(this.statements, this.liveRows);
+    const now = options.now ?? Date.now;
+    this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, now);
+    this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.lists = new ListQueries(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
     this.writes = new GroupCommit(
@@ -81,7 +101,10 @@ export class SqliteSessionStore implements SessionStore {
           this.cache.clear();
           this.writer.dropCache();
         },
-        deliver: (notices) => this.listeners.deliver(notices),
+        deliver: (batch) => {
+          this.listeners.deliver(batch.notices);
+          for (const notice of batch.liveNotices) this.deliverLive(notice);
+        },
       },
       options.metrics,
     );
@@ -148,6 +171,52 @@ export class SqliteSessionStore implements SessionStore {
 
   rebuildProjections(): Promise<void> {
     return this.writes.submit(this.ops.rebuildProjections());
+  }
+
+  enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome> {
+    return this.writes.submit(this.liveOps.enqueue(input));
+  }
+
+  editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.edit(sessionId, itemId, text));
+  }
+
+  removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.remove(sessionId, itemId));
+  }
+
+  clearQueue(sessionId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.clear(sessionId));
+  }
+
+  queue(sessionId: string): Promise<StoredQueueItem[]> {
+    return this.read(() => this.liveRows.queue(sessionId));
+  }
+
+  resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
+    return this.writes.submit(this.liveOps.resolve(interactionId, resolution, at));
+  }
+
+  interaction(interactionId: string): Promise<StoredInteraction | null> {
+    return this.read(() => this.liveRows.interaction(interactionId) ?? null);
+  }
+
+  turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]> {
+    return this.read(() => this.liveRows.turnInteractions(sessionId, turnId));
+  }
+
+  takeOverLiveState(owner: LiveOwner, at: number): Promise<LiveStateSnapshot> {
+    return this.writes.submit(this.liveOps.takeOver(owner, at));
+  }
+
+  liveState(): Promise<LiveStateSnapshot> {
+    // one read transaction, so queues and interactions are one cut
+    return this.read(() => this.db.transaction(() => this.liveRows.snapshot())());
+  }
+
+  subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
+    this.liveListeners.add(listener);
+    return () => this.liveListeners.delete(listener);
   }
 
   header(sessionId: string): Promise<HeaderOutcome> {
@@ -330,6 +399,19 @@ export class SqliteSessionStore implements SessionStore {
       }
     })();
     return this.closed;
+  }
+
+  private deliverLive(notice: LiveStateNotice): void {
+    for (const listener of [...this.liveListeners]) {
+      try {
+        listener(notice);
+      } catch (err) {
+        // a throwing listener must not stop delivery to the others nor fail the committed writes
+        process.emitWarning(
+          `a live-state listener threw: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
   }
 
   private stateRow(sessionId: string): SessionStateRow | undefined {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { NewEvent } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
+import type { LiveRows } from "./live-rows.js";
 import { decodeRow, type LogWriter, type StoredRow, type TimedEvent } from "./log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "./projection.js";
 import { headerOf } from "./session-state.js";
@@ -31,6 +32,7 @@ export class WriteOperations {
   constructor(
     private readonly writer: LogWriter,
     private readonly statements: Statements,
+    private readonly liveRows: LiveRows,
     private readonly now: () => number,
   ) {}
 
@@ -82,8 +84,21 @@ export class WriteOperations {
           | undefined;
         if (stored) return { status: "duplicate", record: decodeValue<PromptRecord>(stored) };
       }
+      const dequeued = options.dequeue && this.liveRows.queueItem(sessionId, options.dequeue.itemId);
+      if (options.dequeue && !dequeued) return { status: "queue_item_gone" };
       const at = options.at ?? this.now();
       const appended = this.writer.appendEvents(batch, state, events, at);
+      if (options.dequeue && dequeued) {
+        this.statements.deleteQueueItem.run(sessionId, dequeued.itemId);
+        const message = appended.find((event) => event.type === "user/message");
+        // a retry of the queued prompt now answers with the turn it became, never a stale itemId
+        if (dequeued.clientMessageId !== undefined) {
+          const started: PromptRecord = { queued: false, turnId: options.dequeue.turnId };
+          if (message) started.seq = message.seq;
+          this.statements.updatePrompt.run(encodeValue(started), sessionId, dequeued.clientMessageId);
+        }
+        this.liveRows.queueChanged(batch, sessionId, state.owner, at);
+      }
       if (prompt) {
         const record = { ...prompt.record };
         // the prompt's seq is its stored user/message, known only now
@@ -124,7 +139,7 @@ export class WriteOperations {
       const state = this.writer.load(sessionId);
       if (state === "retired") return { status: "retired" };
       if (!state) return { status: "not_found" };
-      this.writer.retire(batch, sessionId, this.now());
+      this.writer.retire(batch, sessionId, state.owner, this.now());
       batch.notify(sessionId, { kind: "delete" }, null);
       return { status: "deleted" };
     };
@@ -230,6 +245,8 @@ export class WriteOperations {
       for (const sessionId of this.statements.openTurns.all() as string[]) {
         const state = this.writer.load(sessionId);
         if (!state || state === "retired" || state.projection.openTurnId === null) continue;
+        // a turn waiting on a person keeps waiting: its answer resumes it (`continueTurn`)
+        if (this.liveRows.pendingInTurn(sessionId, state.projection.openTurnId) > 0) continue;
         const end: TimedEvent = {
           type: "turn/end",
           data: { turnId: state.projection.openTurnId, state: "interrupted" },
