@@ -57,7 +57,10 @@ export const JobState = Type.Union([
   Type.Literal("completed"),
   Type.Literal("failed"),
   Type.Literal("cancelled"),
+  /** The host stopped or crashed while the job ran. */
+  Type.Literal("interrupted"),
 ]);
+export type JobState = Static<typeof JobState>;
 export const Job = Type.Object({
   jobId: Type.String(),
   label: Type.String(),

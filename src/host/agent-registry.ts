@@ -67,14 +67,14 @@ export class AgentRegistry {
     this.#live.status.set(session.sessionId, "running");
   }
 
-  /** Drops the live session and its live state. The caller stops its turn first. */
-  detach(sessionId: string): void {
+  /** Drops the live session and its process-local state. The caller stops its turn first. */
+  detach(sessionId: string, jobsEnd: "cancelled" | "interrupted" = "cancelled"): void {
     const session = this.#sessions.get(sessionId);
     if (!session) return;
     session.detached = true;
     this.#cancelIdle(session);
     this.#sessions.delete(sessionId);
-    this.#live.detach(sessionId);
+    this.#live.detach(sessionId, jobsEnd);
     this.#metrics?.agentsLive(this.#sessions.size);
     this.#logger.debug({ sessionId }, "agent detached");
   }

@@ -58,7 +58,7 @@ export class SessionHost implements HostApi {
   readonly generation = randomUUID();
   readonly store: HostStore;
   readonly live: LiveState;
-  readonly #registry = new LiveRegistry();
+  readonly #registry: LiveRegistry;
   readonly #agents: AgentRegistry;
   readonly #policy: ActivationPolicy;
   readonly #hub = new NotificationHub();
@@ -74,6 +74,15 @@ export class SessionHost implements HostApi {
 
   constructor(options: SessionHostOptions) {
     this.store = options.store;
+    const store = options.store;
+    this.#registry = new LiveRegistry({
+      append: async (sessionId, event) => {
+        await store.append(sessionId, [event], { at: this.#now() });
+      },
+      progress: async (jobId, progress) => {
+        await store.setJobProgress(jobId, progress);
+      },
+    });
     this.live = this.#registry;
     this.hostId = options.hostId ?? randomUUID();
     this.#logger = options.logger ?? pino({ enabled: false });
@@ -199,7 +208,9 @@ export class SessionHost implements HostApi {
     const turns = this.#agents.all().flatMap((s) => (s.turn && !s.turn.parked ? [s.turn] : []));
     for (const turn of turns) turn.stop("shutdown");
     await Promise.all(turns.map((t) => t.done));
-    for (const session of this.#agents.all()) this.#agents.detach(session.sessionId);
+    // jobs still running end `interrupted`, recorded before the store closes
+    for (const session of this.#agents.all()) this.#agents.detach(session.sessionId, "interrupted");
+    await this.#registry.jobRegistry.settled();
     this.#stopWatching?.();
     this.#stopLive?.();
     this.#control.stop();

@@ -87,7 +87,7 @@ export class HostTurnContext implements TurnContext {
   }
 
   startJob(label: string): JobHandle {
-    return this.#live.jobRegistry.start(this.sessionId, label);
+    return this.#live.jobRegistry.start(this.sessionId, this.turnId, label);
   }
 
   async #append(event: NewEvent, at = this.#now()): Promise<void> {

@@ -149,6 +149,12 @@ export class LiveRows {
         ...body,
       };
       batch.notifyLive({ kind: "interaction.requested", owner, interaction });
+    } else if (event.type === "job/started") {
+      const { jobId, turnId, label } = event.data;
+      this.statements.insertJob.run(jobId, sessionId, turnId, label, event.at);
+    } else if (event.type === "job/ended") {
+      const { jobId, state } = event.data;
+      this.statements.endJob.run(state, event.at, state, jobId);
     } else if (event.type === "turn/end") {
       const { turnId } = event.data;
       const ids = this.statements.pendingIdsOfTurn.all(sessionId, turnId) as string[];
@@ -168,6 +174,7 @@ export class LiveRows {
       batch.notifyLive({ kind: "queue", sessionId, owner, items: [] });
     this.statements.deleteQueue.run(sessionId);
     this.statements.deleteInteractions.run(sessionId);
+    this.statements.deleteJobs.run(sessionId);
     this.statements.deleteLiveOwner.run(sessionId);
   }
 

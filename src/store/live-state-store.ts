@@ -33,6 +33,9 @@ export interface LiveStateStore {
   /** Every interaction a turn requested, in request order. */
   turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]>;
 
+  /** A running job's progress (0..1), row only; `not_found` once the job ended. */
+  setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }>;
+
   /**
    * Records `hostId`/`generation` as the owner of every session's live state (the SQLite store
    * serves one host at a time, so taking over at start is explicit; a shared store makes this a

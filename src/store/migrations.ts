@@ -92,7 +92,7 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX search_docs_by_session ON search_docs (session_id);
   CREATE VIRTUAL TABLE search_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
   `,
-  // 2: live state (protocol-v1 §5): queued prompts, interactions, and which host owns a session's
+  // 2: live state (protocol-v1 §5): queued prompts, interactions, jobs, and which host owns a session's
   // live state. Interaction rows follow the log (`interaction/requested`, `interaction/resolved`,
   // `turn/end`) in the same transaction as those events.
   `
@@ -125,6 +125,20 @@ const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX interactions_by_turn ON interactions (session_id, turn_id);
   CREATE INDEX interactions_pending ON interactions (state) WHERE state = 'pending';
+
+  -- background jobs; rows follow \`job/started\` and \`job/ended\`, progress is written on its own
+  CREATE TABLE jobs (
+    job_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    progress REAL NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER
+  ) WITHOUT ROWID;
+  CREATE INDEX jobs_running ON jobs (state) WHERE state = 'running';
+  CREATE INDEX jobs_by_session ON jobs (session_id);
 
   CREATE TABLE live_owners (
     session_id TEXT PRIMARY KEY,

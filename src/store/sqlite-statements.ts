@@ -107,6 +107,14 @@ const SQL = {
   parkedTurns: `SELECT DISTINCT i.session_id AS sessionId, i.turn_id AS turnId
        FROM interactions i JOIN projections p ON p.session_id = i.session_id AND p.open_turn_id = i.turn_id
        WHERE i.state = 'pending'`,
+  insertJob: `INSERT OR IGNORE INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
+       VALUES (?, ?, ?, ?, 0, 'running', ?)`,
+  endJob: `UPDATE jobs SET state = ?, ended_at = ?, progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END
+       WHERE job_id = ? AND state = 'running'`,
+  setJobProgress: "UPDATE jobs SET progress = ? WHERE job_id = ? AND state = 'running'",
+  runningJobs:
+    "SELECT job_id AS jobId, session_id AS sessionId FROM jobs WHERE state = 'running' ORDER BY session_id",
+  deleteJobs: "DELETE FROM jobs WHERE session_id = ?",
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
   takeOverLiveOwners: `INSERT INTO live_owners (session_id, host_id, generation, since)
        SELECT session_id, @hostId, @generation, @at FROM (

@@ -205,6 +205,10 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     return this.read(() => this.liveRows.turnInteractions(sessionId, turnId));
   }
 
+  setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
+    return this.writes.submit(this.ops.setJobProgress(jobId, progress));
+  }
+
   takeOverLiveState(owner: LiveOwner, at: number): Promise<LiveStateSnapshot> {
     return this.writes.submit(this.liveOps.takeOver(owner, at));
   }

@@ -198,3 +198,56 @@ describe("live state across a restart", () => {
     expect(fx.host.live.queue(S)).toEqual([]);
   });
 });
+
+describe("jobs in the log", () => {
+  test("a job records job/started and job/ended completed; its progress is kept", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await prompt("/job 0.2", "job");
+    const log = await vi.waitFor(
+      async () => {
+        const events = await readLog(fx.store, S);
+        expect(events.some((e) => e.type === "job/ended")).toBe(true);
+        return events;
+      },
+      { timeout: 10_000 },
+    );
+    const started = log.find((e) => e.type === "job/started");
+    const jobId = started?.type === "job/started" ? started.data.jobId : "";
+    expect(started?.data).toMatchObject({ label: "demo job (0.2s)", turnId: expect.any(String) });
+    expect(log.find((e) => e.type === "job/ended")?.data).toEqual({ jobId, state: "completed" });
+    expect(fx.host.live.jobs(S)).toEqual([
+      { jobId, label: "demo job (0.2s)", progress: 1, state: "completed" },
+    ]);
+  });
+
+  test("a job running at shutdown ends interrupted, with its event", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await prompt("/job 600", "job");
+    await vi.waitFor(
+      async () => expect((await readLog(fx.store, S)).some((e) => e.type === "job/started")).toBe(true),
+      {
+        timeout: 10_000,
+      },
+    );
+    await fx.restart();
+    const ended = (await readLog(fx.store, S)).filter((e) => e.type === "job/ended");
+    expect(ended.map((e) => e.data)).toEqual([{ jobId: expect.any(String), state: "interrupted" }]);
+  });
+
+  test("a job a crashed process left running is ended interrupted at start", async () => {
+    fx = await openHost();
+    // what a crash leaves behind: a job started, never ended
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await fx.store.append(S, [
+      { type: "job/started", data: { jobId: "j-lost", label: "lost", turnId: "t" } },
+    ]);
+    await fx.restart();
+    const log = await readLog(fx.store, S);
+    expect(log.at(-1)).toMatchObject({ type: "job/ended", data: { jobId: "j-lost", state: "interrupted" } });
+    // only once: a second restart finds nothing running
+    await fx.restart();
+    expect((await readLog(fx.store, S)).filter((e) => e.type === "job/ended")).toHaveLength(1);
+  });
+});

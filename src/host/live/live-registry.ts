@@ -2,7 +2,7 @@ import type { Interaction, Job, QueueItem } from "../../../protocol/index.js";
 import type { LiveStateNotice, LiveStateSnapshot } from "../../store/live-state-store.js";
 import { AgentStatusBoard } from "./agent-status.js";
 import { InteractionRegistry } from "./interaction-registry.js";
-import { JobRegistry } from "./job-registry.js";
+import { type JobRecorder, JobRegistry } from "./job-registry.js";
 import type { ControlDelta, LiveAgentState, LiveState } from "./live-state.js";
 import { PromptQueue } from "./prompt-queue.js";
 
@@ -28,12 +28,17 @@ export class LiveRegistry implements LiveState {
     withdrawn: (sessionId, owner, interactionId) =>
       this.#emit({ kind: "interaction.withdrawn", interactionId }, sessionId, owner),
   });
-  readonly jobRegistry = new JobRegistry((sessionId, jobs) =>
-    this.#emitLocal({ kind: "jobs", sessionId, jobs }),
-  );
+  readonly jobRegistry: JobRegistry;
   readonly status = new AgentStatusBoard((sessionId, state) =>
     this.#emitLocal({ kind: "agent", sessionId, state }),
   );
+
+  constructor(jobs: JobRecorder) {
+    this.jobRegistry = new JobRegistry(
+      (sessionId, list) => this.#emitLocal({ kind: "jobs", sessionId, jobs: list }),
+      jobs,
+    );
+  }
 
   /** Replaces the durable caches with a snapshot read from the store. */
   load(snapshot: LiveStateSnapshot): void {
@@ -74,8 +79,8 @@ export class LiveRegistry implements LiveState {
    * `detached` ends the agent's process-local state (status, jobs). Queued prompts and pending
    * interactions are durable and stay: they belong to the session, not to its agent.
    */
-  detach(sessionId: string): void {
-    this.jobRegistry.forget(sessionId);
+  detach(sessionId: string, jobsEnd: "cancelled" | "interrupted" = "cancelled"): void {
+    this.jobRegistry.forget(sessionId, jobsEnd);
     this.status.remove(sessionId);
     this.#owners.delete(sessionId);
   }
