@@ -32,6 +32,9 @@ export const DEFAULT_MAX_QUEUED_PER_SESSION = 100;
 /** Bytes of queued prompts (text, display, inline attachments) one principal may hold. */
 export const DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL = 16 * 1024 * 1024;
 
+/** Sessions read per page when live state is restored at start. */
+const RESTORE_PAGE = 200;
+
 export interface SessionHostOptions {
   store: HostStore;
   /** Past it a prompt is refused `queue_full`. @default 100 */
@@ -134,25 +137,28 @@ export class SessionHost implements HostApi {
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
     this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
-    const snapshot = await this.store.takeOverLiveState(
-      { hostId: this.hostId, generation: this.generation },
-      this.#now(),
-    );
-    this.#registry.load(snapshot);
+    await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
-    await this.#restoreQueues(snapshot.queues);
+    await this.#restore();
   }
 
-  async #restoreQueues(queues: readonly { sessionId: string }[]): Promise<void> {
+  /** Page by page, yielding between pages, so a large restore never holds the event loop long. */
+  async #restore(): Promise<void> {
     let restored = 0;
-    for (const { sessionId } of queues) {
-      const header = await this.store.header(sessionId);
-      if (header.status !== "ok" || this.#closing) continue;
-      const session = this.#agents.attach(sessionId, header.header);
-      this.#runner.kick(session);
-      restored++;
-    }
+    let after: string | null = null;
+    do {
+      const page = await this.store.liveStatePage(after, RESTORE_PAGE);
+      this.#registry.load(page.sessions);
+      for (const s of page.sessions) {
+        // a parked session stays cold until answered; its queue waits behind the parked turn
+        if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
+        this.#runner.kick(this.#agents.attach(s.sessionId, s));
+        restored++;
+      }
+      after = page.next;
+      if (after !== null) await new Promise<void>((resolve) => setImmediate(resolve));
+    } while (after !== null);
     if (restored > 0) this.#logger.info({ sessions: restored }, "restored queued prompts");
   }
 

@@ -3,8 +3,9 @@ import { decodeValue, encodeValue } from "./event-codec.js";
 import type {
   InteractionState,
   LiveOwner,
-  LiveStateSnapshot,
+  LiveStatePage,
   QueuedPromptInput,
+  SessionLiveState,
   StoredInteraction,
   StoredQueueItem,
 } from "./live-state-store.js";
@@ -99,22 +100,32 @@ export class LiveRows {
     );
   }
 
-  pendingInteractions(): StoredInteraction[] {
-    return (this.statements.pendingInteractionRows.all() as InteractionRow[]).map(interactionFromRow);
-  }
-
-  /** One read of every session's live state (the caller runs it in one transaction or read). */
-  snapshot(): LiveStateSnapshot {
-    const queues: LiveStateSnapshot["queues"] = [];
-    for (const row of this.statements.allQueueItems.iterate() as Iterable<QueueRow>) {
-      const item = queueItemFromRow(row);
-      const last = queues.at(-1);
-      if (last?.sessionId === item.sessionId) last.items.push(item);
-      else queues.push({ sessionId: item.sessionId, owner: item.owner, items: [item] });
+  /** See `LiveStateStore.liveStatePage`; the caller runs it in one read. */
+  page(after: string | null, limit: number): LiveStatePage {
+    // each list is an index range scan; their merge is the page
+    const queued = this.statements.queuedSessionsPage.all(after ?? "", limit) as string[];
+    const parked = this.statements.parkedSessionsPage.all(after ?? "", limit) as string[];
+    const ids = [...new Set([...queued, ...parked])].sort().slice(0, limit);
+    const sessions: SessionLiveState[] = [];
+    for (const sessionId of ids) {
+      const header = this.statements.liveSessionHeader.get(sessionId) as
+        | { owner: string; model: string; open_turn_id: string | null }
+        | undefined;
+      if (!header) continue;
+      const interactions = (
+        this.statements.pendingInteractionsOfSession.all(sessionId) as InteractionRow[]
+      ).map((row) => interactionFromRow(row).interaction);
+      const open = header.open_turn_id;
+      sessions.push({
+        sessionId,
+        owner: header.owner,
+        model: header.model,
+        queue: this.queue(sessionId),
+        interactions,
+        parkedTurnId: open !== null && interactions.some((i) => i.turnId === open) ? open : null,
+      });
     }
-    const interactions = this.pendingInteractions().map(({ interaction, owner }) => ({ interaction, owner }));
-    const parked = this.statements.parkedTurns.all() as { sessionId: string; turnId: string }[];
-    return { queues, interactions, parked };
+    return { sessions, next: ids.length < limit ? null : (ids.at(-1) ?? null) };
   }
 
   pendingInTurn(sessionId: string, turnId: string): number {

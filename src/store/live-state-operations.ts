@@ -6,7 +6,6 @@ import type {
   EnqueueInput,
   EnqueueOutcome,
   LiveOwner,
-  LiveStateSnapshot,
   QueueChangeOutcome,
   ResolveOutcome,
 } from "./live-state-store.js";
@@ -138,11 +137,10 @@ export class LiveStateOperations {
     };
   }
 
-  takeOver(owner: LiveOwner, at: number): WriteOperation<LiveStateSnapshot> {
+  takeOver(owner: LiveOwner, at: number): WriteOperation<void> {
     return () => {
       this.rows.owner = owner;
       this.statements.takeOverLiveOwners.run({ hostId: owner.hostId, generation: owner.generation, at });
-      return this.rows.snapshot();
     };
   }
 

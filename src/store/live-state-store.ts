@@ -39,11 +39,15 @@ export interface LiveStateStore {
   /**
    * Records `hostId`/`generation` as the owner of every session's live state (the SQLite store
    * serves one host at a time, so taking over at start is explicit; a shared store makes this a
-   * lease with fencing) and returns what there is to restore.
+   * lease with fencing, checked in every write).
    */
-  takeOverLiveState(owner: LiveOwner, at: number): Promise<LiveStateSnapshot>;
-  /** A consistent cut of every session's live state, for control baselines. */
-  liveState(): Promise<LiveStateSnapshot>;
+  takeOverLiveState(owner: LiveOwner, at: number): Promise<void>;
+  /**
+   * The live state of up to `limit` sessions with queued prompts or pending interactions, in
+   * session id order after `after` (null: from the start); `next` continues, null at the end.
+   * Paged so that restoring thousands of sessions never holds the event loop for long.
+   */
+  liveStatePage(after: string | null, limit: number): Promise<LiveStatePage>;
 
   /** Live-state notices, delivered synchronously after each commit, in commit order. */
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void;
@@ -120,11 +124,20 @@ export type ResolveOutcome =
   | { status: "conflict"; winner: Resolution }
   | { status: "not_found" };
 
-export interface LiveStateSnapshot {
-  queues: { sessionId: string; owner: string; items: StoredQueueItem[] }[];
-  interactions: { interaction: Interaction; owner: string }[];
-  /** Sessions whose log shows an open turn parked on pending interactions. */
-  parked: { sessionId: string; turnId: string }[];
+export interface SessionLiveState {
+  sessionId: string;
+  owner: string;
+  model: string;
+  queue: StoredQueueItem[];
+  /** Pending ones only. */
+  interactions: Interaction[];
+  /** The open turn when it waits on pending interactions (parked), else null. */
+  parkedTurnId: string | null;
+}
+
+export interface LiveStatePage {
+  sessions: SessionLiveState[];
+  next: string | null;
 }
 
 export type LiveStateNotice =

@@ -124,7 +124,7 @@ const MIGRATIONS: readonly string[] = [
     resolved_at INTEGER
   ) WITHOUT ROWID;
   CREATE INDEX interactions_by_turn ON interactions (session_id, turn_id);
-  CREATE INDEX interactions_pending ON interactions (state) WHERE state = 'pending';
+  CREATE INDEX interactions_pending ON interactions (session_id) WHERE state = 'pending';
 
   -- background jobs; rows follow \`job/started\` and \`job/ended\`, progress is written on its own
   CREATE TABLE jobs (

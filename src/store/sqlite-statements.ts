@@ -34,7 +34,11 @@ const SQL = {
               message_count = ?, seq = ?, open_turn_id = ?, turn_has_text = ?, has_unseen_completion = ?,
               completion_settled_at = ?, acked_settled_at = ?, last_prompt_at = ?
        WHERE session_id = ?`,
-  openTurns: "SELECT session_id FROM projections WHERE open_turn_id IS NOT NULL ORDER BY session_id",
+  /** Open turns not parked on a pending interaction: a restart closes these. */
+  openTurns: `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = p.session_id
+                       AND i.turn_id = p.open_turn_id AND i.state = 'pending')
+       ORDER BY p.session_id`,
   allSessionIds: "SELECT session_id FROM sessions ORDER BY session_id",
   insertEvent: "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
   eventsAfter: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -91,10 +95,6 @@ const SQL = {
               i.resolution, s.owner
        FROM interactions i JOIN sessions s ON s.session_id = i.session_id
        WHERE i.session_id = ? AND i.turn_id = ? ORDER BY i.requested_at, i.interaction_id`,
-  pendingInteractionRows: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
-              i.resolution, s.owner
-       FROM interactions i JOIN sessions s ON s.session_id = i.session_id
-       WHERE i.state = 'pending' ORDER BY i.session_id, i.requested_at, i.interaction_id`,
   resolveInteraction: `UPDATE interactions SET state = 'resolved', resolution = ?, resolved_at = ?
        WHERE interaction_id = ? AND state = 'pending'`,
   pendingInTurn:
@@ -104,9 +104,15 @@ const SQL = {
   withdrawTurn: `UPDATE interactions SET state = 'withdrawn', resolved_at = ?
        WHERE session_id = ? AND turn_id = ? AND state = 'pending'`,
   pendingInteractionIds: "SELECT interaction_id FROM interactions WHERE session_id = ? AND state = 'pending'",
-  parkedTurns: `SELECT DISTINCT i.session_id AS sessionId, i.turn_id AS turnId
-       FROM interactions i JOIN projections p ON p.session_id = i.session_id AND p.open_turn_id = i.turn_id
-       WHERE i.state = 'pending'`,
+  queuedSessionsPage:
+    "SELECT DISTINCT session_id FROM queue_items WHERE session_id > ? ORDER BY session_id LIMIT ?",
+  parkedSessionsPage: `SELECT DISTINCT session_id FROM interactions
+       WHERE state = 'pending' AND session_id > ? ORDER BY session_id LIMIT ?`,
+  pendingInteractionsOfSession: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, p.owner
+       FROM interactions i JOIN projections p ON p.session_id = i.session_id
+       WHERE i.session_id = ? AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
+  liveSessionHeader: "SELECT owner, model, open_turn_id FROM projections WHERE session_id = ?",
   insertJob: `INSERT OR IGNORE INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
        VALUES (?, ?, ?, ?, 0, 'running', ?)`,
   endJob: `UPDATE jobs SET state = ?, ended_at = ?, progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END
@@ -148,6 +154,8 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "pendingInTurn",
   "pendingIdsOfTurn",
   "pendingInteractionIds",
+  "queuedSessionsPage",
+  "parkedSessionsPage",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

@@ -16,7 +16,7 @@ import type {
   EnqueueOutcome,
   LiveOwner,
   LiveStateNotice,
-  LiveStateSnapshot,
+  LiveStatePage,
   LiveStateStore,
   QueueChangeOutcome,
   ResolveOutcome,
@@ -209,13 +209,13 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     return this.writes.submit(this.ops.setJobProgress(jobId, progress));
   }
 
-  takeOverLiveState(owner: LiveOwner, at: number): Promise<LiveStateSnapshot> {
+  takeOverLiveState(owner: LiveOwner, at: number): Promise<void> {
     return this.writes.submit(this.liveOps.takeOver(owner, at));
   }
 
-  liveState(): Promise<LiveStateSnapshot> {
-    // one read transaction, so queues and interactions are one cut
-    return this.read(() => this.db.transaction(() => this.liveRows.snapshot())());
+  liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {
+    // one read transaction, so a session's queue and interactions are one cut
+    return this.read(() => this.db.transaction(() => this.liveRows.page(after, limit))());
   }
 
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {

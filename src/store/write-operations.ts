@@ -253,8 +253,7 @@ export class WriteOperations {
       for (const sessionId of this.statements.openTurns.all() as string[]) {
         const state = this.writer.load(sessionId);
         if (!state || state === "retired" || state.projection.openTurnId === null) continue;
-        // a turn waiting on a person keeps waiting: its answer resumes it (\`continueTurn\`)
-        if (this.liveRows.pendingInTurn(sessionId, state.projection.openTurnId) > 0) continue;
+        // (turns waiting on a person are not selected: their answer resumes them, `continueTurn`)
         const end: TimedEvent = {
           type: "turn/end",
           data: { turnId: state.projection.openTurnId, state: "interrupted" },

@@ -155,7 +155,9 @@ describe("live state across a restart", () => {
     const { turnId, interaction } = await parkedApproval("wipe");
     await prompt("then this", "then");
     await fx.restart();
-    // the queued prompt brought the agent back, waiting behind the parked turn
+    // a parked session stays cold until asked for work; a prompt attaches it and queues behind the turn
+    expect(fx.host.live.agents()).toEqual([]);
+    expect(await prompt("and this", "and")).toMatchObject({ queued: true });
     expect(fx.host.live.agents().map((a) => a.sessionId)).toEqual([S]);
     expect(await fx.host.call(ADMIN, "session.cancel", { sessionId: S })).toEqual({ cancelled: true });
     const events = await turnEvents(fx.store, S, turnId);
@@ -168,9 +170,11 @@ describe("live state across a restart", () => {
       }),
     );
     expect(late.code).toBe("interaction_not_found");
-    await vi.waitFor(async () => expect(userTexts(await readLog(fx.store, S))).toContain("then this"), {
-      timeout: 10_000,
-    });
+    await vi.waitFor(
+      async () =>
+        expect(userTexts(await readLog(fx.store, S))).toEqual(["/approve wipe", "then this", "and this"]),
+      { timeout: 10_000 },
+    );
   });
 
   test("queue edits, removals and clears are durable", async () => {

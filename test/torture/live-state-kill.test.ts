@@ -161,7 +161,7 @@ describe("torture: durable live state through real kills", () => {
 
   it("a prompt flood with kills: every acknowledged prompt reaches the log exactly once", async () => {
     const kills = scaled(3);
-    const perRound = 80;
+    const perRound = 120;
     const sessions = ["f0", "f1", "f2", "f3"];
     const dbPath = dir.file("flood.db");
     let { host, peer } = await start(dbPath);
@@ -188,7 +188,7 @@ describe("torture: durable live state through real kills", () => {
           }
         }
       });
-      await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(Math.random() * 300)));
+      await new Promise((resolve) => setTimeout(resolve, 300 + Math.floor(Math.random() * 600)));
       await host.kill9();
       await Promise.all(flood);
       ({ host, peer } = await start(dbPath));

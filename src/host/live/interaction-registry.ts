@@ -59,10 +59,9 @@ export class InteractionRegistry {
     return this.#waiters.has(interactionId);
   }
 
-  load(interactions: readonly { interaction: Interaction; owner: string }[]): void {
-    this.#pending.clear();
-    this.#bySession.clear();
-    for (const p of interactions) this.#add(p);
+  /** A pending interaction as read from the store (at start), without a delta. */
+  load(interaction: Interaction, owner: string): void {
+    this.#add({ interaction, owner });
   }
 
   #add(pending: Pending): void {

@@ -1,5 +1,5 @@
 import type { Interaction, Job, QueueItem } from "../../../protocol/index.js";
-import type { LiveStateNotice, LiveStateSnapshot } from "../../store/live-state-store.js";
+import type { LiveStateNotice, SessionLiveState } from "../../store/live-state-store.js";
 import { AgentStatusBoard } from "./agent-status.js";
 import { InteractionRegistry } from "./interaction-registry.js";
 import { type JobRecorder, JobRegistry } from "./job-registry.js";
@@ -40,10 +40,12 @@ export class LiveRegistry implements LiveState {
     );
   }
 
-  /** Replaces the durable caches with a snapshot read from the store. */
-  load(snapshot: LiveStateSnapshot): void {
-    this.promptQueue.load(snapshot.queues);
-    this.interactionRegistry.load(snapshot.interactions);
+  /** Adds sessions read from the store to the durable caches (at start, page by page). */
+  load(sessions: readonly SessionLiveState[]): void {
+    for (const s of sessions) {
+      this.promptQueue.load(s.sessionId, s.queue);
+      for (const interaction of s.interactions) this.interactionRegistry.load(interaction, s.owner);
+    }
   }
 
   /** A committed live-state change, from the store. */

@@ -17,10 +17,9 @@ export class PromptQueue {
     this.#onChange = onChange;
   }
 
-  /** Replaces the whole cache (at start, from the store). */
-  load(queues: readonly { sessionId: string; items: StoredQueueItem[] }[]): void {
-    this.#queues.clear();
-    for (const { sessionId, items } of queues) if (items.length > 0) this.#queues.set(sessionId, items);
+  /** A session's queue as read from the store (at start), without a delta. */
+  load(sessionId: string, items: StoredQueueItem[]): void {
+    if (items.length > 0) this.#queues.set(sessionId, items);
   }
 
   /** A committed change of one session's queue. */

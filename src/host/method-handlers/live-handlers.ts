@@ -26,11 +26,16 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
   params,
 ) => {
   const { sessionId, op } = params;
-  const session = await resolvers.live(principal, sessionId);
+  // queued items are durable pending items: a session parked by a previous process keeps them
+  // without a live agent, and they can still be edited, removed or cleared
+  const queuedWithoutAgent =
+    ctx.agents.get(sessionId) === undefined && ctx.live.promptQueue.size(sessionId) > 0;
+  if (queuedWithoutAgent) await resolvers.inspect(principal, sessionId);
+  const session = queuedWithoutAgent ? undefined : await resolvers.live(principal, sessionId);
   let outcome: QueueChangeOutcome | undefined;
   if ("remove" in op) outcome = await ctx.store.removeQueueItem(sessionId, op.itemId);
   else if ("edit" in op) outcome = await ctx.store.editQueueItem(sessionId, op.itemId, op.text);
-  else if ("steer" in op) await steer(ctx, session, op.itemId);
+  else if ("steer" in op) await steer(ctx, session, sessionId, op.itemId);
   else outcome = await ctx.store.clearQueue(sessionId);
   if (outcome?.status === "item_not_found") throw missing("itemId" in op ? op.itemId : "");
   if (outcome?.status === "not_found") throw refusal(sessionId, outcome);
@@ -41,11 +46,16 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
  * Delivers a queued item into the running turn: the interjection and the item's removal commit
  * together. Between the agent's return and `turn/end` nobody would read it: it then stays queued.
  */
-async function steer(ctx: HostContext, session: LiveSession, itemId: string): Promise<void> {
-  const item = ctx.live.promptQueue.find(session.sessionId, itemId);
+async function steer(
+  ctx: HostContext,
+  session: LiveSession | undefined,
+  sessionId: string,
+  itemId: string,
+): Promise<void> {
+  const item = ctx.live.promptQueue.find(sessionId, itemId);
   if (!item) throw missing(itemId);
-  const turn = session.turn;
-  if (!turn?.acceptsInterjections || turn.parked) return;
+  const turn = session?.turn;
+  if (!session || !turn?.acceptsInterjections || turn.parked) return;
   const attachments = await prepareAttachments(ctx.store, session.owner, item.input);
   const message = shapeUserMessage({
     messageId: randomUUID(),
