@@ -29,6 +29,8 @@ import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
 export const DEFAULT_MAX_QUEUED_PER_SESSION = 100;
+/** Live agents one principal may hold at once. */
+export const DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL = 1000;
 /** Bytes of queued prompts (text, display, inline attachments) one principal may hold. */
 export const DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL = 16 * 1024 * 1024;
 
@@ -41,6 +43,11 @@ export interface SessionHostOptions {
   maxQueuedPromptsPerSession?: number;
   /** Past it a prompt is refused `queue_full`. @default 16 MiB */
   maxQueuedBytesPerPrincipal?: number;
+  /**
+   * Live agents one principal may hold; past it idle ones are detached (least recently used
+   * first), and with none idle the call is refused `too_many_agents`. @default 1000
+   */
+  maxLiveAgentsPerPrincipal?: number;
   agent: AgentDriver;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
@@ -93,6 +100,7 @@ export class SessionHost implements HostApi {
     this.#agents = new AgentRegistry({
       live: this.#registry,
       idleDetachMs: options.idleDetachMs ?? 600_000,
+      maxLiveAgentsPerOwner: options.maxLiveAgentsPerPrincipal ?? DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL,
       logger: this.#logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
@@ -153,8 +161,13 @@ export class SessionHost implements HostApi {
       for (const s of page.sessions) {
         // a parked session stays cold until answered; its queue waits behind the parked turn
         if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
-        this.#runner.kick(this.#agents.attach(s.sessionId, s));
-        restored++;
+        try {
+          this.#runner.kick(this.#agents.attach(s.sessionId, s));
+          restored++;
+        } catch (err) {
+          // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
+          this.#logger.warn({ err, sessionId: s.sessionId }, "queued prompts not restored");
+        }
       }
       after = page.next;
       if (after !== null) await new Promise<void>((resolve) => setImmediate(resolve));
