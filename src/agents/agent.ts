@@ -50,8 +50,12 @@ export interface TurnContext {
   emit(event: AgentEmit): Promise<void>;
   /** Records `interaction/requested`, parks the turn as `input-required`, resolves with the answer. */
   requestInteraction(request: InteractionRequest): Promise<Resolution>;
-  /** Steered queue items delivered since the last call (already recorded as interjections). */
-  takeInterjections(): string[];
+  /**
+   * Steered queue items delivered since the last call; taking them records each as an interjection
+   * (`user/message {interjection:true}`) where the agent reads it. Items never taken before the
+   * turn ends run as the next prompt instead.
+   */
+  takeInterjections(): Promise<string[]>;
   /** A background job that may outlive the turn. */
   startJob(label: string): JobHandle;
 }

@@ -131,12 +131,12 @@ async function finishQuestion(turn: TurnContext, resolution: Resolution): Promis
 }
 
 function sayIn(turn: TurnContext, text: string): Promise<void> {
-  return turn.emit({ type: "assistant/delta", text: withInterjections(turn, text) });
+  return withInterjections(turn, text).then((noted) => turn.emit({ type: "assistant/delta", text: noted }));
 }
 
 /** Steered messages are acknowledged in the next delta, so the operator sees the turn read them. */
-function withInterjections(turn: TurnContext, text: string): string {
-  const taken = turn.takeInterjections();
+async function withInterjections(turn: TurnContext, text: string): Promise<string> {
+  const taken = await turn.takeInterjections();
   if (taken.length === 0) return text;
   return taken.map((t) => `[noted: ${t}] `).join("") + text;
 }

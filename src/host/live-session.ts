@@ -12,7 +12,7 @@ export class TurnStopped extends Error {
 /** The turn a live session runs now. Set synchronously when the turn is decided, so concurrent prompts queue. */
 export class RunningTurn {
   readonly abort = new AbortController();
-  /** Steered texts the agent has not taken yet. */
+  /** Queue items steered into this turn that the agent has not taken yet. */
   readonly interjections: string[] = [];
   /** False once the agent returned: a steer then becomes its own turn instead. */
   acceptsInterjections = true;

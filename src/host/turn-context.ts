@@ -8,8 +8,10 @@ import type {
   TurnContext,
 } from "../agents/agent.js";
 import type { SessionStore } from "../store/session-store.js";
+import { shapeUserMessage } from "../store/user-message-shape.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { LiveSession, RunningTurn } from "./live-session.js";
+import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 
 /** History is read in pages of this many events. */
@@ -25,6 +27,7 @@ export class HostTurnContext implements TurnContext {
   readonly #store: SessionStore;
   readonly #live: LiveRegistry;
   readonly #turn: RunningTurn;
+  readonly #owner: string;
   readonly #now: () => number;
 
   constructor(deps: {
@@ -43,6 +46,7 @@ export class HostTurnContext implements TurnContext {
     this.#store = deps.store;
     this.#live = deps.live;
     this.#turn = deps.turn;
+    this.#owner = deps.session.owner;
     this.#now = deps.now;
   }
 
@@ -82,8 +86,30 @@ export class HostTurnContext implements TurnContext {
     }
   }
 
-  takeInterjections(): string[] {
-    return this.#turn.interjections.splice(0);
+  async takeInterjections(): Promise<string[]> {
+    const taken: string[] = [];
+    for (const itemId of this.#turn.interjections.splice(0)) {
+      // removed or edited since it was steered: what is queued now is what the agent reads
+      const item = this.#live.promptQueue.find(this.sessionId, itemId);
+      if (!item) continue;
+      const attachments = await prepareAttachments(this.#store, this.#owner, item.input);
+      const message = shapeUserMessage({
+        messageId: randomUUID(),
+        source: "user",
+        text: item.input.text,
+        interjection: true,
+        ...(item.input.display !== undefined ? { display: item.input.display } : {}),
+        ...(item.input.hidden !== undefined ? { hidden: item.input.hidden } : {}),
+        attachments: attachments.stored,
+      });
+      // the interjection and the item's removal commit together
+      const outcome = await this.#store.append(this.sessionId, [{ type: "user/message", data: message }], {
+        at: this.#now(),
+        dequeue: { itemId, turnId: this.turnId },
+      });
+      if (outcome.status === "appended") taken.push(item.input.text);
+    }
+    return taken;
   }
 
   startJob(label: string): JobHandle {

@@ -100,6 +100,17 @@ export class LiveStateOperations {
     });
   }
 
+  /**
+   * Marks an item steered into a running turn and moves it first: the agent takes it (appending
+   * it with `dequeue`), or, untaken when the turn ends, it is the next prompt to run.
+   */
+  steer(sessionId: string, itemId: string, turnId: string): WriteOperation<QueueChangeOutcome> {
+    return this.changeQueue(sessionId, (owner) => {
+      const first = this.statements.queueFirstPosition.get(sessionId) as number;
+      return this.statements.steerQueueItem.run(turnId, first, sessionId, itemId).changes > 0 ? owner : false;
+    });
+  }
+
   resolve(interactionId: string, resolution: Resolution, at?: number): WriteOperation<ResolveOutcome> {
     return (batch) => {
       const stored = this.rows.interaction(interactionId);

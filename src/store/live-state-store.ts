@@ -20,6 +20,11 @@ export interface LiveStateStore {
   editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome>;
   removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome>;
   clearQueue(sessionId: string): Promise<QueueChangeOutcome>;
+  /**
+   * Steers an item into the running turn `turnId`: it moves first and stays queued until the
+   * agent takes it (an `append` with `dequeue`); untaken at the turn's end it runs next.
+   */
+  steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome>;
   queue(sessionId: string): Promise<StoredQueueItem[]>;
 
   /**

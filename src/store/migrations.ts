@@ -106,6 +106,8 @@ const MIGRATIONS: readonly string[] = [
     bytes INTEGER NOT NULL,
     queued_at INTEGER NOT NULL,
     owner TEXT NOT NULL,
+    -- the turn it was steered into; it stays queued (first) until that turn's agent takes it
+    steered_turn TEXT,
     PRIMARY KEY (session_id, item_id)
   ) WITHOUT ROWID;
   CREATE INDEX queue_items_by_position ON queue_items (session_id, position);

@@ -82,6 +82,9 @@ const SQL = {
        WHERE session_id = ? AND item_id = ?`,
   allQueueItems:
     "SELECT item_id, session_id, owner, queued_at, input FROM queue_items ORDER BY session_id, position",
+  queueFirstPosition: "SELECT coalesce(min(position), 1) - 1 FROM queue_items WHERE session_id = ?",
+  steerQueueItem:
+    "UPDATE queue_items SET steered_turn = ?, position = ? WHERE session_id = ? AND item_id = ?",
   updateQueueInput: "UPDATE queue_items SET input = ?, bytes = ? WHERE session_id = ? AND item_id = ?",
   deleteQueueItem: "DELETE FROM queue_items WHERE session_id = ? AND item_id = ?",
   deleteQueue: "DELETE FROM queue_items WHERE session_id = ?",
@@ -149,6 +152,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "lastTurnStart",
   "findPrompt",
   "queueNextPosition",
+  "queueFirstPosition",
   "queueCount",
   "queuedBytesOfOwner",
   "pendingInTurn",

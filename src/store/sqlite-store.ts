@@ -189,6 +189,10 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     return this.writes.submit(this.liveOps.clear(sessionId));
   }
 
+  steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.steer(sessionId, itemId, turnId));
+  }
+
   queue(sessionId: string): Promise<StoredQueueItem[]> {
     return this.read(() => this.liveRows.queue(sessionId));
   }

@@ -1,11 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { QueueChangeOutcome } from "../../store/live-state-store.js";
-import { shapeUserMessage } from "../../store/user-message-shape.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import { toItem } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
-import { prepareAttachments } from "../prompt-attachments.js";
 import { interactionNotFound, refusal } from "../store-outcomes.js";
 
 /** Methods that act on a live agent or a pending item; only `session.respond` may resume one. */
@@ -35,7 +32,7 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
   let outcome: QueueChangeOutcome | undefined;
   if ("remove" in op) outcome = await ctx.store.removeQueueItem(sessionId, op.itemId);
   else if ("edit" in op) outcome = await ctx.store.editQueueItem(sessionId, op.itemId, op.text);
-  else if ("steer" in op) await steer(ctx, session, sessionId, op.itemId);
+  else if ("steer" in op) outcome = await steer(ctx, session, sessionId, op.itemId);
   else outcome = await ctx.store.clearQueue(sessionId);
   if (outcome?.status === "item_not_found") throw missing("itemId" in op ? op.itemId : "");
   if (outcome?.status === "not_found") throw refusal(sessionId, outcome);
@@ -43,37 +40,22 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
 };
 
 /**
- * Delivers a queued item into the running turn: the interjection and the item's removal commit
- * together. Between the agent's return and `turn/end` nobody would read it: it then stays queued.
+ * Steers a queued item into the running turn: it moves first and is recorded as an interjection
+ * when the agent takes it. Between the agent's return and `turn/end` nobody would read it: it then
+ * stays queued where it is.
  */
 async function steer(
   ctx: HostContext,
   session: LiveSession | undefined,
   sessionId: string,
   itemId: string,
-): Promise<void> {
-  const item = ctx.live.promptQueue.find(sessionId, itemId);
-  if (!item) throw missing(itemId);
+): Promise<QueueChangeOutcome | undefined> {
+  if (!ctx.live.promptQueue.find(sessionId, itemId)) throw missing(itemId);
   const turn = session?.turn;
-  if (!session || !turn?.acceptsInterjections || turn.parked) return;
-  const attachments = await prepareAttachments(ctx.store, session.owner, item.input);
-  const message = shapeUserMessage({
-    messageId: randomUUID(),
-    source: "user",
-    text: item.input.text,
-    interjection: true,
-    ...(item.input.display !== undefined ? { display: item.input.display } : {}),
-    ...(item.input.hidden !== undefined ? { hidden: item.input.hidden } : {}),
-    attachments: attachments.stored,
-  });
-  const outcome = await ctx.store.append(session.sessionId, [{ type: "user/message", data: message }], {
-    at: ctx.now(),
-    dequeue: { itemId, turnId: turn.turnId },
-  });
-  if (outcome.status === "queue_item_gone") throw missing(itemId);
-  if (outcome.status !== "appended" && outcome.status !== "duplicate")
-    throw refusal(session.sessionId, outcome);
-  turn.interjections.push(item.input.text);
+  if (!turn?.acceptsInterjections || turn.parked) return undefined;
+  const outcome = await ctx.store.steerQueueItem(sessionId, itemId, turn.turnId);
+  if (outcome.status === "ok" && turn.acceptsInterjections) turn.interjections.push(itemId);
+  return outcome;
 }
 
 function missing(itemId: string): SessionmuxError {
