@@ -70,7 +70,6 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private readonly ops: WriteOperations;
   private readonly liveRows: LiveRows;
   private readonly liveOps: LiveStateOperations;
-  private readonly liveListeners = new Set<(notice: LiveStateNotice) => void>();
   private readonly lists: ListQueries;
   private readonly listeners = new CommitListeners();
   private readonly cache = new ReadCache();
@@ -101,10 +100,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
           this.cache.clear();
           this.writer.dropCache();
         },
-        deliver: (batch) => {
-          this.listeners.deliver(batch.notices);
-          for (const notice of batch.liveNotices) this.deliverLive(notice);
-        },
+        deliver: (batch) => this.listeners.deliver(batch.notices, batch.liveNotices),
       },
       options.metrics,
     );
@@ -223,8 +219,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   }
 
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
-    this.liveListeners.add(listener);
-    return () => this.liveListeners.delete(listener);
+    return this.listeners.subscribeLive(listener);
   }
 
   header(sessionId: string): Promise<HeaderOutcome> {
@@ -407,19 +402,6 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
       }
     })();
     return this.closed;
-  }
-
-  private deliverLive(notice: LiveStateNotice): void {
-    for (const listener of [...this.liveListeners]) {
-      try {
-        listener(notice);
-      } catch (err) {
-        // a throwing listener must not stop delivery to the others nor fail the committed writes
-        process.emitWarning(
-          `a live-state listener threw: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
-    }
   }
 
   private stateRow(sessionId: string): SessionStateRow | undefined {
