@@ -381,14 +381,19 @@ async function main(): Promise<void> {
     const raw = await fanoutRawWs(clients);
     const store = await appendsAlone();
     const muxRate = deliveries / (mux.cpu / 1000);
-    const muxOnlyRate = deliveries / (Math.max(1, mux.cpu - store) / 1000);
     const rawRate = deliveries / (raw.cpu / 1000);
+    // The store's share was measured in another run, so it only informs; the verdict compares the
+    // two subjects measured here, and a share larger than the whole run is reported, not floored.
+    const muxPart =
+      mux.cpu > store
+        ? `mux part alone (store's separately measured CPU subtracted) ${fmt(deliveries / ((mux.cpu - store) / 1000) / rawRate, 2)}×`
+        : "mux part alone not measurable (the store's separate run took more CPU than this one)";
     lines.push(
       `fanout ${fmt(FANOUT_EVENTS)} events × ${FOLLOWERS} followers (${FANOUT_BATCH} per commit):`,
-      `  sessionmux  server CPU ${fmt(mux.cpu)} ms (store appends alone ${fmt(store)} ms), wall ${fmt(mux.wall)} ms, exact ${mux.exact}`,
+      `  sessionmux  server CPU ${fmt(mux.cpu)} ms (store appends alone, separate run: ${fmt(store)} ms), wall ${fmt(mux.wall)} ms, exact ${mux.exact}`,
       `  raw ws      server CPU ${fmt(raw.cpu)} ms, wall ${fmt(raw.wall)} ms, exact ${raw.exact}`,
-      `  deliveries per server CPU-s: sessionmux ${fmt(muxRate)} (mux without the store's appends ${fmt(muxOnlyRate)}), raw ws ${fmt(rawRate)}`,
-      `  ratio ${fmt(muxRate / rawRate, 2)}× (mux part alone ${fmt(muxOnlyRate / rawRate, 2)}×), goal ≥ 0.5× — ${goal(muxOnlyRate / rawRate >= 0.5)}`,
+      `  deliveries per server CPU-s: sessionmux ${fmt(muxRate)}, raw ws ${fmt(rawRate)}`,
+      `  ratio ${fmt(muxRate / rawRate, 2)}× (${muxPart}), goal ≥ 0.5× — ${goal(muxRate / rawRate >= 0.5)}`,
     );
     console.log(lines.slice(-5).join("\n"));
 
