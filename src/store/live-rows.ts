@@ -142,14 +142,9 @@ export class LiveRows {
   afterEvent(batch: WriteBatch, owner: string, sessionId: string, event: SessionEvent): void {
     if (event.type === "interaction/requested") {
       const { turnId, interactionId, kind, ...body } = event.data;
-      this.statements.insertInteraction.run(
-        interactionId,
-        sessionId,
-        turnId,
-        kind,
-        encodeValue(body),
-        event.at,
-      );
+      const row = [interactionId, sessionId, turnId, kind, encodeValue(body), event.at];
+      // a fork copies its source's events: the interaction stays the source's, never a second one
+      if (this.statements.insertInteraction.run(...row).changes === 0) return;
       this.claim(sessionId, event.at);
       const interaction: Interaction = {
         interactionId,

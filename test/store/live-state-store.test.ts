@@ -176,3 +176,21 @@ describe("restart support", () => {
     }
   });
 });
+
+describe("forks", () => {
+  test("a fork of a parked session copies the log, not the pending interaction", async () => {
+    env = openTempStore();
+    const { store } = env;
+    const notices: LiveStateNotice[] = [];
+    await store.create({ sessionId: S, owner: "alice", model: "m" });
+    await parked(store);
+    store.subscribeLive((n) => notices.push(n));
+    const fork = await store.fork({ sourceId: S, targetId: "copy", owner: "alice" });
+    expect(fork.status).toBe("created");
+    expect(notices).toEqual([]);
+    expect((await store.interaction("i1"))?.interaction.sessionId).toBe(S);
+    expect((await store.interaction("i1"))?.state).toBe("pending");
+    const page = await store.liveStatePage(null, 10);
+    expect(page.sessions.map((s) => s.sessionId)).toEqual([S]);
+  });
+});
