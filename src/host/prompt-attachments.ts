@@ -1,7 +1,8 @@
-import { SessionmuxError } from "../../protocol/index.js";
+import { randomUUID } from "node:crypto";
+import { type EventDataOf, SessionmuxError } from "../../protocol/index.js";
 import type { TurnAttachment } from "../agents/agent.js";
 import type { SessionStore } from "../store/session-store.js";
-import type { UserMessageAttachmentInput } from "../store/user-message-shape.js";
+import { shapeUserMessage, type UserMessageAttachmentInput } from "../store/user-message-shape.js";
 import type { PromptInput } from "./live/prompt-queue.js";
 
 export interface PreparedAttachments {
@@ -51,4 +52,27 @@ export async function prepareAttachments(
     }
   }
   return prepared;
+}
+
+/**
+ * A prompt as its stored `user/message` (an interjection when steered into a running turn) and
+ * the attachments the agent receives.
+ */
+export async function preparePromptMessage(
+  store: SessionStore,
+  owner: string,
+  input: PromptInput,
+  interjection = false,
+): Promise<{ message: EventDataOf<"user/message">; agent: TurnAttachment[] }> {
+  const attachments = await prepareAttachments(store, owner, input);
+  const message = shapeUserMessage({
+    messageId: randomUUID(),
+    source: "user",
+    text: input.text,
+    ...(interjection ? { interjection: true } : {}),
+    ...(input.display !== undefined ? { display: input.display } : {}),
+    ...(input.hidden !== undefined ? { hidden: input.hidden } : {}),
+    attachments: attachments.stored,
+  });
+  return { message, agent: attachments.agent };
 }

@@ -8,10 +8,9 @@ import type {
   TurnContext,
 } from "../agents/agent.js";
 import type { SessionStore } from "../store/session-store.js";
-import { shapeUserMessage } from "../store/user-message-shape.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { LiveSession, RunningTurn } from "./live-session.js";
-import { prepareAttachments } from "./prompt-attachments.js";
+import { preparePromptMessage } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 
 /** History is read in pages of this many events. */
@@ -92,16 +91,7 @@ export class HostTurnContext implements TurnContext {
       // removed or edited since it was steered: what is queued now is what the agent reads
       const item = this.#live.promptQueue.find(this.sessionId, itemId);
       if (!item) continue;
-      const attachments = await prepareAttachments(this.#store, this.#owner, item.input);
-      const message = shapeUserMessage({
-        messageId: randomUUID(),
-        source: "user",
-        text: item.input.text,
-        interjection: true,
-        ...(item.input.display !== undefined ? { display: item.input.display } : {}),
-        ...(item.input.hidden !== undefined ? { hidden: item.input.hidden } : {}),
-        attachments: attachments.stored,
-      });
+      const { message } = await preparePromptMessage(this.#store, this.#owner, item.input, true);
       // the interjection and the item's removal commit together
       const outcome = await this.#store.append(this.sessionId, [{ type: "user/message", data: message }], {
         at: this.#now(),

@@ -4,13 +4,12 @@ import type { EventDataOf, TurnTrigger } from "../../protocol/index.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { PromptRecord } from "../store/session-store.js";
-import { shapeUserMessage } from "../store/user-message-shape.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { PromptInput } from "./live/prompt-queue.js";
 import { type LiveSession, RunningTurn } from "./live-session.js";
 import type { NotificationHub } from "./notifications.js";
-import { prepareAttachments } from "./prompt-attachments.js";
+import { preparePromptMessage } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 import { HostTurnContext } from "./turn-context.js";
 
@@ -62,15 +61,7 @@ export class TurnRunner {
     session.turn = turn;
     this.#deps.agents.markRunning(session);
     try {
-      const attachments = await prepareAttachments(this.#deps.store, session.owner, input);
-      const message = shapeUserMessage({
-        messageId: randomUUID(),
-        source: "user",
-        text: input.text,
-        ...(input.display !== undefined ? { display: input.display } : {}),
-        ...(input.hidden !== undefined ? { hidden: input.hidden } : {}),
-        attachments: attachments.stored,
-      });
+      const { message, agent } = await preparePromptMessage(this.#deps.store, session.owner, input);
       const prompt =
         input.clientMessageId !== undefined && itemId === undefined
           ? { clientMessageId: input.clientMessageId, record: { queued: false, turnId: turn.turnId } }
@@ -94,7 +85,7 @@ export class TurnRunner {
       if (outcome.status !== "appended") throw refusal(session.sessionId, outcome);
       const seq =
         outcome.events.find((e) => e.type === "user/message")?.seq ?? outcome.events.at(-1)?.seq ?? 0;
-      const ctx = this.#context(session, turn, { text: input.text, attachments: attachments.agent });
+      const ctx = this.#context(session, turn, { text: input.text, attachments: agent });
       void this.#run(session, turn, ctx, (c) => this.#deps.agent.runTurn(c));
       return { status: "started", seq, turnId: turn.turnId };
     } catch (err) {
