@@ -20,13 +20,25 @@ export const AttachmentShell = Type.Object({
 });
 export type AttachmentShell = Static<typeof AttachmentShell>;
 
-/** Only the metadata a transcript reads back is stored. */
-export const UserMessageMeta = Type.Object({
-  incognito: Type.Optional(Type.Boolean()),
-  hidden: Type.Optional(Type.Boolean()),
-  hitlResume: Type.Optional(Type.Boolean()),
-  origin: Type.Optional(Type.String()),
-});
+/**
+ * The metadata a prompt may carry (`session.prompt` `meta`) and its stored `user/message` keeps:
+ * only what a transcript reads back. `origin` names who sent the prompt on a person's behalf (a
+ * scheduler, a resume after an answer); a person's own typed prompt carries none. The voice keys
+ * say the text was dictated: `voiceInput`, the recording's `voiceDurationMs`, and the BCP 47 tag
+ * of the recognised speech, `voiceLanguage`.
+ */
+export const UserMessageMeta = Type.Object(
+  {
+    incognito: Type.Optional(Type.Boolean()),
+    hidden: Type.Optional(Type.Boolean()),
+    hitlResume: Type.Optional(Type.Boolean()),
+    origin: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    voiceInput: Type.Optional(Type.Boolean()),
+    voiceDurationMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
+    voiceLanguage: Type.Optional(Type.String({ minLength: 1, maxLength: 35 })),
+  },
+  { additionalProperties: false },
+);
 export type UserMessageMeta = Static<typeof UserMessageMeta>;
 
 export const MessageSource = Type.Union([Type.Literal("user"), Type.Literal("server")]);

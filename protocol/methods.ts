@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { type AttachmentShell, Resolution, SessionEventSchema } from "./events.js";
+import { type AttachmentShell, Resolution, SessionEventSchema, UserMessageMeta } from "./events.js";
 import { OpaqueIdSchema, SessionIdSchema } from "./ids.js";
 import {
   AgentState,
@@ -173,6 +173,8 @@ export const Methods = {
         sessionId: Type.Optional(SessionIdSchema),
         title: Type.Optional(Type.String({ maxLength: 512 })),
         model: Type.Optional(Type.String({ maxLength: 256 })),
+        /** Where the session was started (`"web"`, `"cli"`); the session view's `origin`. */
+        origin: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
       },
       strict,
     ),
@@ -200,6 +202,7 @@ export const Methods = {
         attachments: Type.Optional(Type.Array(AttachmentInput, { maxItems: 32 })),
         display: Type.Optional(Type.String({ maxLength: 1_000_000 })),
         hidden: Type.Optional(Type.Boolean()),
+        meta: Type.Optional(UserMessageMeta),
       },
       strict,
     ),

@@ -39,6 +39,9 @@ export type Segment =
 
 export interface UserTranscriptMessage {
   role: "user";
+  /** 1-based position in the transcript of this epoch: stable, since messages are only appended. */
+  index: number;
+  /** The stored `messageId`. */
   id: string;
   seq: number;
   at: number;
@@ -48,12 +51,15 @@ export interface UserTranscriptMessage {
   source: MessageSource;
   attachments: AttachmentShell[];
   interjection: boolean;
+  /** Left out of a shown transcript: sent hidden, or stamped `hidden` or with an `origin` (see `applyEvents`). */
   hidden: boolean;
   meta: UserMessageMeta;
 }
 
 export interface AssistantTranscriptMessage {
   role: "assistant";
+  /** 1-based position in the transcript of this epoch: stable, since messages are only appended. */
+  index: number;
   /** `<turnId>.<n>`: stable, so a live view and a replay name the same message alike. */
   id: string;
   seq: number;
@@ -77,6 +83,7 @@ export interface TranscriptTurn {
   startedAt: number;
   endedAt: number | null;
   startSeq: number;
+  /** Stopped before it ran to its own end: `cancelled` by a person or `interrupted` by the host. */
   interrupted: boolean;
   error?: string;
 }

@@ -1,4 +1,4 @@
-import type { Resolution, SessionEvent } from "./events.js";
+import type { EventType, Resolution, SessionEvent } from "./events.js";
 import type {
   AssistantTranscriptMessage,
   InteractionBlock,
@@ -32,10 +32,167 @@ export function applyEvents(state: TranscriptState, events: readonly SessionEven
   for (const event of events) {
     if (event.seq <= (draft?.s.lastSeq ?? state.lastSeq)) continue;
     draft ??= new Draft(state);
-    draft.apply(event);
+    draft.s.lastSeq = event.seq;
+    // an event type from a newer host is skipped, not a reason to stop reading
+    if (Object.hasOwn(handlers, event.type)) (handlers[event.type] as Handler<EventType>)(draft, event);
   }
   return draft ? draft.s : state;
 }
+
+type EventOf<T extends EventType> = Extract<SessionEvent, { type: T }>;
+type Handler<T extends EventType> = (d: Draft, e: EventOf<T>) => void;
+
+/** One small handler per event type; each changes only what its event says. */
+const handlers: { readonly [T in EventType]: Handler<T> } = {
+  "session/created": ({ s }, e) => {
+    s.title = e.data.title ?? s.title;
+    s.model = e.data.model ?? s.model;
+    s.origin = e.data.origin ?? s.origin;
+    s.createdAt = e.at;
+    s.forkOf = e.data.forkOf ?? null;
+  },
+  "session/renamed": ({ s }, e) => {
+    s.title = e.data.title;
+  },
+  "session/model": ({ s }, e) => {
+    s.model = e.data.model;
+  },
+  "turn/start": ({ s }, e) => {
+    s.turns.push({
+      turnId: e.data.turnId,
+      trigger: e.data.trigger,
+      state: "working",
+      startedAt: e.at,
+      endedAt: null,
+      startSeq: e.seq,
+      interrupted: false,
+    });
+    s.openTurnId = e.data.turnId;
+    s.streaming = true;
+    s.tail = -1;
+  },
+  "user/message": ({ s }, e) => {
+    const d = e.data;
+    s.messages.push({
+      role: "user",
+      index: s.messages.length + 1,
+      id: d.messageId,
+      seq: e.seq,
+      at: e.at,
+      turnId: s.openTurnId,
+      text: d.display ?? d.text,
+      source: d.source,
+      attachments: d.attachments,
+      interjection: d.interjection === true,
+      hidden: skipsPrompt(d),
+      meta: d.meta,
+    });
+    // Output after an interjection belongs below it, on a new assistant message.
+    s.tail = -1;
+  },
+  "assistant/delta": (draft, e) => {
+    if (e.data.text.length === 0) return;
+    const m = draft.assistant(e.data.turnId, e);
+    m.text += e.data.text;
+    const last = m.segments[m.segments.length - 1];
+    if (last?.kind === "text")
+      m.segments[m.segments.length - 1] = { kind: "text", text: last.text + e.data.text };
+    else m.segments.push({ kind: "text", text: e.data.text });
+  },
+  "reasoning/delta": (draft, e) => {
+    draft.assistant(e.data.turnId, e).reasoning += e.data.text;
+  },
+  "tool/call": (draft, e) => {
+    const m = draft.assistant(e.data.turnId, e);
+    const d = e.data;
+    m.toolCalls.push({
+      id: d.toolCallId,
+      name: d.name,
+      args: d.args,
+      ok: null,
+      result: null,
+      duration_ms: null,
+    });
+    m.segments.push({ kind: "tool", toolId: d.toolCallId });
+  },
+  "tool/result": (draft, e) => {
+    const d = e.data;
+    draft.updateToolCall(d.turnId, d.toolCallId, (c) => ({
+      ...c,
+      ok: d.ok,
+      result: d.result,
+      duration_ms: d.durationMs,
+    }));
+  },
+  "interaction/requested": (draft, e) => {
+    const d = e.data;
+    const pending: PendingInteraction = {
+      interactionId: d.interactionId,
+      turnId: d.turnId,
+      kind: d.kind,
+      requestedAt: e.at,
+      seq: e.seq,
+    };
+    const block: InteractionBlock = {
+      type: "interaction",
+      interactionId: d.interactionId,
+      kind: d.kind,
+      resolution: null,
+    };
+    if (d.action !== undefined) pending.action = block.action = d.action;
+    if (d.question !== undefined) pending.question = block.question = d.question;
+    if (d.options !== undefined) pending.options = block.options = d.options;
+    draft.s.pending.push(pending);
+    draft.assistant(d.turnId, e).segments.push({ kind: "block", block });
+    draft.setTurnState(d.turnId, "input-required");
+  },
+  "interaction/resolved": (draft, e) => {
+    const { s } = draft;
+    const idx = s.pending.findIndex((p) => p.interactionId === e.data.interactionId);
+    if (idx < 0) return;
+    const [p] = s.pending.splice(idx, 1);
+    draft.resolveBlock(p!.turnId, p!.interactionId, e.data.resolution);
+    if (!s.pending.some((q) => q.turnId === p!.turnId)) draft.setTurnState(p!.turnId, "working");
+  },
+  "turn/end": (draft, e) => {
+    const { s } = draft;
+    const d = e.data;
+    const i = draft.turnIndex(d.turnId);
+    if (i >= 0) {
+      const t: TranscriptTurn = {
+        ...s.turns[i]!,
+        state: d.state,
+        endedAt: e.at,
+        interrupted: STOPPED_EARLY.has(d.state),
+      };
+      if (d.error !== undefined) t.error = d.error;
+      s.turns[i] = t;
+    }
+    // An interaction of an ended turn can no longer be answered.
+    if (s.pending.some((p) => p.turnId === d.turnId))
+      s.pending = s.pending.filter((p) => p.turnId !== d.turnId);
+    if (s.openTurnId === d.turnId) {
+      s.openTurnId = null;
+      s.streaming = false;
+      s.tail = -1;
+    }
+  },
+  // jobs are shown by the control stream (`jobs`); their log events leave the messages as they are
+  "job/started": () => {},
+  "job/ended": () => {},
+};
+
+/**
+ * A prompt a rebuilt transcript leaves out: one sent hidden, or stamped `hidden` or with an
+ * `origin` (sent on a person's behalf, not typed by them). Every reader (HTTP views, SDK, console)
+ * skips these through this one rule.
+ */
+function skipsPrompt(d: EventOf<"user/message">["data"]): boolean {
+  return d.hidden === true || d.meta.hidden === true || d.meta.origin !== undefined;
+}
+
+/** End states of a turn that did not run to its own end: a person cancelled it, or the host stopped. */
+const STOPPED_EARLY: ReadonlySet<TranscriptTurn["state"]> = new Set(["cancelled", "interrupted"]);
 
 class Draft {
   readonly s: TranscriptState;
@@ -51,152 +208,8 @@ class Draft {
     };
   }
 
-  apply(e: SessionEvent): void {
-    const s = this.s;
-    s.lastSeq = e.seq;
-    switch (e.type) {
-      case "session/created":
-        s.title = e.data.title ?? s.title;
-        s.model = e.data.model ?? s.model;
-        s.origin = e.data.origin ?? s.origin;
-        s.createdAt = e.at;
-        s.forkOf = e.data.forkOf ?? null;
-        return;
-      case "session/renamed":
-        s.title = e.data.title;
-        return;
-      case "session/model":
-        s.model = e.data.model;
-        return;
-      case "turn/start":
-        s.turns.push({
-          turnId: e.data.turnId,
-          trigger: e.data.trigger,
-          state: "working",
-          startedAt: e.at,
-          endedAt: null,
-          startSeq: e.seq,
-          interrupted: false,
-        });
-        s.openTurnId = e.data.turnId;
-        s.streaming = true;
-        s.tail = -1;
-        return;
-      case "user/message": {
-        const d = e.data;
-        s.messages.push({
-          role: "user",
-          id: d.messageId,
-          seq: e.seq,
-          at: e.at,
-          turnId: s.openTurnId,
-          text: d.display ?? d.text,
-          source: d.source,
-          attachments: d.attachments,
-          interjection: d.interjection === true,
-          hidden: d.hidden === true || d.meta.hidden === true,
-          meta: d.meta,
-        });
-        // Output after an interjection belongs below it, on a new assistant message.
-        s.tail = -1;
-        return;
-      }
-      case "assistant/delta": {
-        if (e.data.text.length === 0) return;
-        const m = this.#assistant(e.data.turnId, e);
-        m.text += e.data.text;
-        const last = m.segments[m.segments.length - 1];
-        if (last?.kind === "text")
-          m.segments[m.segments.length - 1] = { kind: "text", text: last.text + e.data.text };
-        else m.segments.push({ kind: "text", text: e.data.text });
-        return;
-      }
-      case "reasoning/delta":
-        this.#assistant(e.data.turnId, e).reasoning += e.data.text;
-        return;
-      case "tool/call": {
-        const m = this.#assistant(e.data.turnId, e);
-        const d = e.data;
-        m.toolCalls.push({
-          id: d.toolCallId,
-          name: d.name,
-          args: d.args,
-          ok: null,
-          result: null,
-          duration_ms: null,
-        });
-        m.segments.push({ kind: "tool", toolId: d.toolCallId });
-        return;
-      }
-      case "tool/result": {
-        const d = e.data;
-        this.#updateToolCall(d.turnId, d.toolCallId, (c) => ({
-          ...c,
-          ok: d.ok,
-          result: d.result,
-          duration_ms: d.durationMs,
-        }));
-        return;
-      }
-      case "interaction/requested": {
-        const d = e.data;
-        const pending: PendingInteraction = {
-          interactionId: d.interactionId,
-          turnId: d.turnId,
-          kind: d.kind,
-          requestedAt: e.at,
-          seq: e.seq,
-        };
-        const block: InteractionBlock = {
-          type: "interaction",
-          interactionId: d.interactionId,
-          kind: d.kind,
-          resolution: null,
-        };
-        if (d.action !== undefined) pending.action = block.action = d.action;
-        if (d.question !== undefined) pending.question = block.question = d.question;
-        if (d.options !== undefined) pending.options = block.options = d.options;
-        s.pending.push(pending);
-        this.#assistant(d.turnId, e).segments.push({ kind: "block", block });
-        this.#setTurnState(d.turnId, "input-required");
-        return;
-      }
-      case "interaction/resolved": {
-        const idx = s.pending.findIndex((p) => p.interactionId === e.data.interactionId);
-        if (idx < 0) return;
-        const [p] = s.pending.splice(idx, 1);
-        this.#resolveBlock(p!.turnId, p!.interactionId, e.data.resolution);
-        if (!s.pending.some((q) => q.turnId === p!.turnId)) this.#setTurnState(p!.turnId, "working");
-        return;
-      }
-      case "turn/end": {
-        const d = e.data;
-        const i = this.#turnIndex(d.turnId);
-        if (i >= 0) {
-          const t: TranscriptTurn = {
-            ...s.turns[i]!,
-            state: d.state,
-            endedAt: e.at,
-            interrupted: d.state === "interrupted",
-          };
-          if (d.error !== undefined) t.error = d.error;
-          s.turns[i] = t;
-        }
-        // An interaction of an ended turn can no longer be answered.
-        if (s.pending.some((p) => p.turnId === d.turnId))
-          s.pending = s.pending.filter((p) => p.turnId !== d.turnId);
-        if (s.openTurnId === d.turnId) {
-          s.openTurnId = null;
-          s.streaming = false;
-          s.tail = -1;
-        }
-        return;
-      }
-    }
-  }
-
   /** The assistant message taking output of `turnId` now: the trailing one, or a new one. */
-  #assistant(turnId: string, e: SessionEvent): AssistantTranscriptMessage {
+  assistant(turnId: string, e: SessionEvent): AssistantTranscriptMessage {
     const s = this.s;
     const current = s.tail >= 0 ? s.messages[s.tail] : undefined;
     if (current?.role === "assistant" && current.turnId === turnId) {
@@ -212,6 +225,7 @@ class Draft {
     }
     const created: AssistantTranscriptMessage = {
       role: "assistant",
+      index: s.messages.length + 1,
       id: `${turnId}.${n}`,
       seq: e.seq,
       at: e.at,
@@ -249,7 +263,7 @@ class Draft {
     }
   }
 
-  #updateToolCall(turnId: string, toolId: string, update: (c: ToolCall) => ToolCall): void {
+  updateToolCall(turnId: string, toolId: string, update: (c: ToolCall) => ToolCall): void {
     this.#forEachAssistantOfTurn(turnId, (m, i) => {
       const k = m.toolCalls.findIndex((c) => c.id === toolId);
       if (k < 0) return false;
@@ -259,7 +273,7 @@ class Draft {
     });
   }
 
-  #resolveBlock(turnId: string, interactionId: string, resolution: Resolution): void {
+  resolveBlock(turnId: string, interactionId: string, resolution: Resolution): void {
     this.#forEachAssistantOfTurn(turnId, (m, i) => {
       const k = m.segments.findIndex((g) => g.kind === "block" && g.block.interactionId === interactionId);
       if (k < 0) return false;
@@ -270,14 +284,14 @@ class Draft {
     });
   }
 
-  #turnIndex(turnId: string): number {
+  turnIndex(turnId: string): number {
     const turns = this.s.turns;
     for (let i = turns.length - 1; i >= 0; i--) if (turns[i]!.turnId === turnId) return i;
     return -1;
   }
 
-  #setTurnState(turnId: string, state: "working" | "input-required"): void {
-    const i = this.#turnIndex(turnId);
+  setTurnState(turnId: string, state: "working" | "input-required"): void {
+    const i = this.turnIndex(turnId);
     const t = this.s.turns[i];
     if (!t || t.endedAt !== null || t.state === state) return;
     this.s.turns[i] = { ...t, state };

@@ -1,20 +1,20 @@
-import { randomUUID } from "node:crypto";
-import { type EventDataOf, SessionmuxError } from "../../protocol/index.js";
+import { type AttachmentInput, SessionmuxError } from "../../protocol/index.js";
 import type { TurnAttachment } from "../agents/agent.js";
 import type { SessionStore } from "../store/session-store.js";
-import { shapeUserMessage, type UserMessageAttachmentInput } from "../store/user-message-shape.js";
 import type { PromptInput } from "./live/prompt-queue.js";
+import type { UserMessageAttachmentInput } from "./user-message-shape.js";
 
 export interface PreparedAttachments {
-  /** What the stored `user/message` records (shaped again by the store: bytes become `omittedBytes`). */
+  /** What the stored `user/message` records (shaped by `promptMessage`: bytes become `omittedBytes`). */
   stored: UserMessageAttachmentInput[];
   /** What the agent receives, bytes included. */
   agent: TurnAttachment[];
 }
 
 /**
- * §4 attachments: inline bytes are kept in the attachment store (so the transcript can link them),
- * uploaded ones are looked up for the agent; either way the log keeps only the shell.
+ * §4 attachments: inline bytes, raw or as a `data:` URL, are kept in the attachment store (so the
+ * transcript can link them) and leave a plain shell in the log; uploaded ones are looked up for
+ * the agent; a link to elsewhere is kept as a link.
  */
 export async function prepareAttachments(
   store: SessionStore,
@@ -22,11 +22,14 @@ export async function prepareAttachments(
   input: PromptInput,
 ): Promise<PreparedAttachments> {
   const prepared: PreparedAttachments = { stored: [], agent: [] };
-  for (const a of input.attachments ?? []) {
-    if (a.bytes) {
-      const attachmentId = await store.putAttachment({ owner, name: a.name, type: a.type, bytes: a.bytes });
-      prepared.stored.push({ name: a.name, type: a.type, attachmentId, bytes: a.bytes });
-      prepared.agent.push({ name: a.name, type: a.type, size: a.bytes.byteLength, bytes: a.bytes });
+  const attachments = input.attachments ?? [];
+  for (const [index, a] of attachments.entries()) {
+    const inline = a.bytes ? { type: a.type, bytes: a.bytes } : await decodeDataUrl(a, index);
+    if (inline) {
+      const { type, bytes } = inline;
+      const attachmentId = await store.putAttachment({ owner, name: a.name, type, bytes });
+      prepared.stored.push({ name: a.name, type, attachmentId, bytes });
+      prepared.agent.push({ name: a.name, type, size: bytes.byteLength, bytes });
     } else if (a.attachmentId) {
       const found = await store.getAttachment(a.attachmentId);
       if (!found || found.owner !== owner) {
@@ -55,24 +58,26 @@ export async function prepareAttachments(
 }
 
 /**
- * A prompt as its stored `user/message` (an interjection when steered into a running turn) and
- * the attachments the agent receives.
+ * The bytes of a `data:` URL, decoded by the WHATWG data URL processor Node's `fetch` implements
+ * (no network is involved for this scheme); its media type fills an empty `type`.
  */
-export async function preparePromptMessage(
-  store: SessionStore,
-  owner: string,
-  input: PromptInput,
-  interjection = false,
-): Promise<{ message: EventDataOf<"user/message">; agent: TurnAttachment[] }> {
-  const attachments = await prepareAttachments(store, owner, input);
-  const message = shapeUserMessage({
-    messageId: randomUUID(),
-    source: "user",
-    text: input.text,
-    ...(interjection ? { interjection: true } : {}),
-    ...(input.display !== undefined ? { display: input.display } : {}),
-    ...(input.hidden !== undefined ? { hidden: input.hidden } : {}),
-    attachments: attachments.stored,
-  });
-  return { message, agent: attachments.agent };
+async function decodeDataUrl(
+  a: AttachmentInput,
+  index: number,
+): Promise<{ type: string; bytes: Uint8Array } | undefined> {
+  const url = a.url === undefined ? undefined : URL.parse(a.url);
+  if (url?.protocol !== "data:") return undefined;
+  try {
+    const response = await fetch(url);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return { type: a.type || (response.headers.get("content-type") ?? ""), bytes };
+  } catch {
+    throw new SessionmuxError(
+      "bad_request",
+      "the attachment's data: URL cannot be decoded; send valid base64 or percent-encoded data",
+      {
+        data: { field: `/attachments/${index}/url` },
+      },
+    );
+  }
 }

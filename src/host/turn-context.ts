@@ -10,8 +10,9 @@ import type {
 import type { SessionStore } from "../store/session-store.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { LiveSession, RunningTurn } from "./live-session.js";
-import { preparePromptMessage } from "./prompt-attachments.js";
+import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
+import { promptMessage } from "./user-message-shape.js";
 
 /** History is read in pages of this many events. */
 const HISTORY_PAGE = 1000;
@@ -91,7 +92,8 @@ export class HostTurnContext implements TurnContext {
       // removed or edited since it was steered: what is queued now is what the agent reads
       const item = this.#live.promptQueue.find(this.sessionId, itemId);
       if (!item) continue;
-      const { message } = await preparePromptMessage(this.#store, this.#owner, item.input, true);
+      const attachments = await prepareAttachments(this.#store, this.#owner, item.input);
+      const message = promptMessage(item.input, attachments.stored, true);
       // the interjection and the item's removal commit together
       const outcome = await this.#store.append(this.sessionId, [{ type: "user/message", data: message }], {
         at: this.#now(),

@@ -9,9 +9,10 @@ import type { LiveRegistry } from "./live/live-registry.js";
 import type { PromptInput } from "./live/prompt-queue.js";
 import { type LiveSession, RunningTurn } from "./live-session.js";
 import type { NotificationHub } from "./notifications.js";
-import { preparePromptMessage } from "./prompt-attachments.js";
+import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 import { HostTurnContext } from "./turn-context.js";
+import { promptMessage } from "./user-message-shape.js";
 
 export type BeginOutcome =
   | { status: "started"; seq: number; turnId: string }
@@ -61,7 +62,8 @@ export class TurnRunner {
     session.turn = turn;
     this.#deps.agents.markRunning(session);
     try {
-      const { message, agent } = await preparePromptMessage(this.#deps.store, session.owner, input);
+      const attachments = await prepareAttachments(this.#deps.store, session.owner, input);
+      const message = promptMessage(input, attachments.stored);
       const prompt =
         input.clientMessageId !== undefined && itemId === undefined
           ? { clientMessageId: input.clientMessageId, record: { queued: false, turnId: turn.turnId } }
@@ -85,7 +87,7 @@ export class TurnRunner {
       if (outcome.status !== "appended") throw refusal(session.sessionId, outcome);
       const seq =
         outcome.events.find((e) => e.type === "user/message")?.seq ?? outcome.events.at(-1)?.seq ?? 0;
-      const ctx = this.#context(session, turn, { text: input.text, attachments: agent });
+      const ctx = this.#context(session, turn, { text: input.text, attachments: attachments.agent });
       void this.#run(session, turn, ctx, (c) => this.#deps.agent.runTurn(c));
       return { status: "started", seq, turnId: turn.turnId };
     } catch (err) {

@@ -63,7 +63,9 @@ export function interactionFromRow(row: InteractionRow): StoredInteraction {
 /** Bytes a queued prompt holds: what the per-owner queue limit counts. */
 export function queuedBytes(input: QueuedPromptInput): number {
   let bytes = Buffer.byteLength(input.text) + Buffer.byteLength(input.display ?? "");
-  for (const a of input.attachments ?? []) bytes += a.bytes?.byteLength ?? 0;
+  // inline payloads count, raw or as a `data:` URL
+  for (const a of input.attachments ?? [])
+    bytes += (a.bytes?.byteLength ?? 0) + Buffer.byteLength(a.url ?? "");
   return bytes;
 }
 

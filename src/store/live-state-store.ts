@@ -1,4 +1,10 @@
-import type { AttachmentInput, Interaction, Resolution, SessionEvent } from "../../protocol/index.js";
+import type {
+  AttachmentInput,
+  Interaction,
+  Resolution,
+  SessionEvent,
+  UserMessageMeta,
+} from "../../protocol/index.js";
 import type { PromptRecord, SessionStore } from "./session-store.js";
 
 /** What a host needs: the log contract and the live-state contract, from one store. */
@@ -70,6 +76,7 @@ export interface QueuedPromptInput {
   display?: string;
   hidden?: boolean;
   attachments?: AttachmentInput[];
+  meta?: UserMessageMeta;
 }
 
 export interface StoredQueueItem {

@@ -5,7 +5,6 @@ import { initialProjection, type ProjectionBase, projectEvent, publicProjection 
 import type { SessionState, SessionStateRow } from "./session-state.js";
 import { progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
-import { shapeUserMessage } from "./user-message-shape.js";
 import type { WriteBatch } from "./write-batch.js";
 
 /** An event to store; fork copies carry their own `at`, others take the append's. */
@@ -97,7 +96,7 @@ export class LogWriter {
     return state;
   }
 
-  /** Appends at head+1…, shaping user messages, indexing text and folding the projection. */
+  /** Appends at head+1…, indexing text and folding the projection (the host shapes user messages). */
   appendEvents(
     batch: WriteBatch,
     state: SessionState,
@@ -106,7 +105,7 @@ export class LogWriter {
   ): SessionEvent[] {
     const stored: SessionEvent[] = [];
     for (const input of events) {
-      const data = input.type === "user/message" ? shapeUserMessage(input.data) : input.data;
+      const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
       this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
       state.headSeq = event.seq;

@@ -343,6 +343,76 @@ describe("transcript reducer: rules", () => {
     expect(s.turns.map((t) => t.state)).toEqual(["completed", "working"]);
   });
 
+  it("interrupted is true whenever the turn was stopped early, cancelled included", () => {
+    const states = ["completed", "failed", "cancelled", "interrupted"] as const;
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        ...states.flatMap((state, i) => [start(`t${i}`), user(`m${i}`, "q"), end(`t${i}`, state)]),
+      ]),
+    );
+    expect(s.turns.map((t) => [t.state, t.interrupted])).toEqual([
+      ["completed", false],
+      ["failed", false],
+      ["cancelled", true],
+      ["interrupted", true],
+    ]);
+  });
+
+  it("numbers messages 1, 2, 3… in transcript order, the same live and replayed", () => {
+    const log = commit([
+      created,
+      start("t1"),
+      user("m1", "a"),
+      delta("t1", "x"),
+      user("m2", "steer", { interjection: true }),
+      delta("t1", "y"),
+      end("t1"),
+      start("t2"),
+      user("m3", "b"),
+      delta("t2", "z"),
+    ]);
+    const whole = applyEvents(emptyTranscript(), log);
+    expect(whole.messages.map((m) => [m.index, m.id])).toEqual([
+      [1, "m1"],
+      [2, "t1.0"],
+      [3, "m2"],
+      [4, "t1.1"],
+      [5, "m3"],
+      [6, "t2.0"],
+    ]);
+    const live = log.reduce((state, e) => applyEvents(state, [e]), emptyTranscript());
+    expect(live.messages.map((m) => m.index)).toEqual(whole.messages.map((m) => m.index));
+  });
+
+  it("skips prompts stamped with an origin or hidden, and only those", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "typed", { meta: { voiceInput: true, incognito: true } }),
+        end("t1"),
+        start("t2"),
+        user("m2", "scheduled", { meta: { origin: "scheduler" } }),
+        end("t2"),
+        start("t3"),
+        user("m3", "stamped", { meta: { hidden: true } }),
+        end("t3"),
+        start("t4"),
+        user("m4", "", { hidden: true }),
+        end("t4"),
+      ]),
+    );
+    expect(s.messages.map((m) => [m.id, m.role === "user" && m.hidden])).toEqual([
+      ["m1", false],
+      ["m2", true],
+      ["m3", true],
+      ["m4", true],
+    ]);
+  });
+
   it("a reset is a fresh state", () => {
     expect(emptyTranscript()).toEqual(applyEvents(emptyTranscript(), []));
   });

@@ -13,6 +13,7 @@ export const create: MethodHandler<"session.create"> = async (ctx, resolvers, pr
     model: chooseModel(ctx.agent, params.model),
     at: ctx.now(),
     ...(params.title !== undefined ? { title: params.title } : {}),
+    ...(params.origin !== undefined ? { origin: params.origin } : {}),
   });
   if (outcome.status !== "created") throw refusal(sessionId, outcome);
   await resolvers.resume(principal, sessionId);

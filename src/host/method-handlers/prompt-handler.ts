@@ -46,6 +46,7 @@ async function answerPrompt(
     ...(params.display !== undefined ? { display: params.display } : {}),
     ...(params.hidden !== undefined ? { hidden: params.hidden } : {}),
     ...(params.attachments !== undefined ? { attachments: params.attachments } : {}),
+    ...(params.meta !== undefined ? { meta: params.meta } : {}),
   };
   // no await between this check and claiming the turn or starting to queue: prompts keep their order
   if (session.turn || session.pendingEnqueues > 0 || ctx.live.promptQueue.size(session.sessionId) > 0) {

@@ -52,7 +52,8 @@ export interface TurnRow extends A2ATask {
 
 /**
  * `interrupted` (the host stopped while the turn ran) maps to `failed`: the turn did not finish
- * and nobody asked it to stop, which is what `canceled` means in A2A. `metadata.interrupted` says so.
+ * and nobody asked it to stop, which is what `canceled` means in A2A. `metadata.interrupted` is
+ * true for both: the turn was stopped early.
  */
 export function a2aState(state: TranscriptTurn["state"]): A2ATaskState {
   switch (state) {

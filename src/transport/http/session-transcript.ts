@@ -8,8 +8,15 @@ import { fail } from "./http-reply.js";
 const PAGE = 1000;
 /** A clear racing the read restarts it; more than this many in a row is reported as a conflict. */
 const MAX_RESTARTS = 3;
+/**
+ * Rounds of reading the commits that landed between the fold and the projection read. Past them
+ * (a session committing faster than it is read) the view's head may be a few events newer than
+ * its messages; `seq` still names exactly what the messages show.
+ */
+const MAX_CATCH_UP = 4;
 
 export interface SessionSnapshot {
+  /** Folded up to `transcript.lastSeq` of `epoch`: the cursor a follower continues from. */
   transcript: TranscriptState;
   projection: SessionProjection;
   createdAt: number;
@@ -63,31 +70,46 @@ export async function readSessionTranscript(
     let epoch = cached?.epoch;
     let transcript = cached?.transcript ?? emptyTranscript();
     let stale = false;
-    for (;;) {
-      const page = await host.store.readAfter(sessionId, transcript.lastSeq, PAGE);
-      if (page.status !== "ok") throw missing(page.status);
-      if (epoch === undefined && transcript.lastSeq === 0) epoch = page.epoch;
-      if (page.epoch !== epoch) {
+    for (let round = 0; ; round++) {
+      const read = await foldToHead(host, sessionId, transcript, epoch);
+      if (read === "stale") {
         stale = true;
         break;
       }
-      transcript = applyEvents(transcript, page.events);
-      if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) break;
+      ({ transcript, epoch } = read);
+      const projection = await host.store.projection(sessionId);
+      if (!projection) throw missing("not_found");
+      if (projection.epoch !== epoch) {
+        stale = true;
+        break;
+      }
+      // One cut: the row must not reflect commits the fold has not seen; a few rounds catch up.
+      if (projection.seq > transcript.lastSeq && round < MAX_CATCH_UP) continue;
+      cache?.put(sessionId, epoch, transcript);
+      return { transcript, projection, createdAt: projection.createdAt, epoch };
     }
-    if (stale || epoch === undefined) {
-      cached = undefined;
-      continue;
-    }
-    const projection = await host.store.projection(sessionId);
-    if (!projection) throw missing("not_found");
-    if (projection.epoch !== epoch) {
-      cached = undefined;
-      continue;
-    }
-    cache?.put(sessionId, epoch, transcript);
-    return { transcript, projection, createdAt: projection.createdAt, epoch };
+    if (stale) cached = undefined;
   }
   throw fail("session_busy", "the session was cleared repeatedly while being read; try again");
+}
+
+/** Folds the pages after `transcript.lastSeq` up to the head; "stale" when the epoch changed. */
+async function foldToHead(
+  host: HostApi,
+  sessionId: string,
+  from: TranscriptState,
+  knownEpoch: string | undefined,
+): Promise<{ transcript: TranscriptState; epoch: string } | "stale"> {
+  let transcript = from;
+  let epoch = knownEpoch;
+  for (;;) {
+    const page = await host.store.readAfter(sessionId, transcript.lastSeq, PAGE);
+    if (page.status !== "ok") throw missing(page.status);
+    epoch ??= page.epoch;
+    if (page.epoch !== epoch) return "stale";
+    transcript = applyEvents(transcript, page.events);
+    if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) return { transcript, epoch };
+  }
 }
 
 function missing(status: "not_found" | "retired") {

@@ -1,4 +1,4 @@
-import type { AttachmentShell, Interaction } from "../../../protocol/index.js";
+import type { AttachmentShell, Interaction, UserMessageMeta } from "../../../protocol/index.js";
 import type {
   PendingInteraction,
   TranscriptMessage,
@@ -8,7 +8,10 @@ import type {
 import type { SessionSnapshot } from "./session-transcript.js";
 
 export interface ViewMessage {
-  id: string;
+  /** 1-based position in the transcript of this epoch; stable while the log is not cleared. */
+  id: number;
+  /** The stored `messageId` of a user message; `<turnId>.<n>` for an assistant one. */
+  message_id: string;
   role: "user" | "assistant";
   content: string;
   ts_ms: number;
@@ -17,10 +20,15 @@ export interface ViewMessage {
   metadata: Record<string, unknown>;
 }
 
+/**
+ * The control stream's `Interaction` in the view's spelling: every field, snake_case, epoch
+ * milliseconds suffixed `_ms` (the rule the whole view follows), so one decoder reads both.
+ */
 export interface PendingQuestion {
-  id: string;
-  kind: "approval" | "question";
+  interaction_id: string;
+  session_id: string;
   turn_id: string;
+  kind: Interaction["kind"];
   requested_at_ms: number;
   action?: string;
   question?: string;
@@ -41,6 +49,9 @@ export interface SessionView {
   messages: ViewMessage[];
   is_streaming: boolean;
   pending_questions: PendingQuestion[];
+  /** The log cursor the messages were rendered at: open `session.follow` with `afterSeq: seq, epoch`. */
+  seq: number;
+  epoch: string;
 }
 
 /** The serialized `messages` of a transcript state; the reducer keeps a state object as long as nothing changes. */
@@ -103,7 +114,9 @@ function viewHead(
     has_unseen_completion: p.hasUnseenCompletion,
     completion_settled_at_ms: p.completionSettledAt,
     is_streaming: t.streaming,
-    pending_questions: pendingQuestions(t.pending, live),
+    pending_questions: pendingQuestions(sessionId, t.pending, live),
+    seq: t.lastSeq,
+    epoch: snap.epoch,
   };
 }
 
@@ -113,7 +126,8 @@ function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): Vi
     : {};
   if (m.role === "user") {
     return {
-      id: m.id,
+      id: m.index,
+      message_id: m.id,
       role: "user",
       content: m.text,
       ts_ms: m.at,
@@ -123,12 +137,13 @@ function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): Vi
         attachments: m.attachments,
         interjection: m.interjection,
         source: m.source,
-        ...m.meta,
+        ...metaView(m.meta),
       },
     };
   }
   return {
-    id: m.id,
+    id: m.index,
+    message_id: m.id,
     role: "assistant",
     content: m.text,
     ts_ms: m.at,
@@ -142,25 +157,37 @@ function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): Vi
   };
 }
 
-function pendingQuestions(fromLog: PendingInteraction[], live: Interaction[]): PendingQuestion[] {
-  const byId = new Map<string, PendingQuestion>();
-  for (const p of fromLog)
-    byId.set(p.interactionId, question(p.interactionId, p.kind, p.turnId, p.requestedAt, p));
-  for (const i of live)
-    byId.set(i.interactionId, question(i.interactionId, i.kind, i.turnId, i.requestedAt, i));
-  return [...byId.values()].sort((a, b) => a.requested_at_ms - b.requested_at_ms || (a.id < b.id ? -1 : 1));
+/** The message metadata in the view's spelling: `hitlResume` → `hitl_resume`, `voiceDurationMs` → `voice_duration_ms`. */
+function metaView(meta: UserMessageMeta): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(meta))
+    out[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return out;
 }
 
-function question(
-  id: string,
-  kind: PendingQuestion["kind"],
-  turnId: string,
-  at: number,
-  extra: { action?: string; question?: string; options?: string[] },
-): PendingQuestion {
-  const q: PendingQuestion = { id, kind, turn_id: turnId, requested_at_ms: at };
-  if (extra.action !== undefined) q.action = extra.action;
-  if (extra.question !== undefined) q.question = extra.question;
-  if (extra.options !== undefined) q.options = extra.options;
+function pendingQuestions(
+  sessionId: string,
+  fromLog: PendingInteraction[],
+  live: Interaction[],
+): PendingQuestion[] {
+  const byId = new Map<string, Interaction>();
+  for (const { seq: _seq, ...p } of fromLog) byId.set(p.interactionId, { ...p, sessionId });
+  for (const i of live) byId.set(i.interactionId, i);
+  return [...byId.values()]
+    .sort((a, b) => a.requestedAt - b.requestedAt || (a.interactionId < b.interactionId ? -1 : 1))
+    .map(interactionView);
+}
+
+function interactionView(i: Interaction): PendingQuestion {
+  const q: PendingQuestion = {
+    interaction_id: i.interactionId,
+    session_id: i.sessionId,
+    turn_id: i.turnId,
+    kind: i.kind,
+    requested_at_ms: i.requestedAt,
+  };
+  if (i.action !== undefined) q.action = i.action;
+  if (i.question !== undefined) q.question = i.question;
+  if (i.options !== undefined) q.options = i.options;
   return q;
 }

@@ -31,7 +31,8 @@ describe("GET /v1/sessions/{id}", () => {
     const v = r.json as Record<string, unknown> & { messages: Record<string, unknown>[] };
     // Example: {"id":"s1","title":"","origin":null,"kind":"chat","created_at_ms":1,"updated_at_ms":2,"message_count":4,
     //           "has_unseen_completion":true,"completion_settled_at_ms":3,"messages":[…],"is_streaming":true,
-    //           "pending_questions":[{"id":"i1","kind":"approval","turn_id":"t2","requested_at_ms":4,"action":"deploy"}]}
+    //           "pending_questions":[{"interaction_id":"i1","session_id":"s1","turn_id":"t2","kind":"approval",
+    //           "requested_at_ms":4,"action":"deploy"}],"seq":9,"epoch":"…"}
     expect(v).toMatchObject({
       id: sessionId,
       title: expect.any(String),
@@ -59,10 +60,11 @@ describe("GET /v1/sessions/{id}", () => {
     };
     expect(approval.segments.map((s) => s.kind)).toEqual(expect.arrayContaining(["tool", "block"]));
     expect(approval.toolCalls).toHaveLength(1);
-    const pending = v.pending_questions as { id: string; kind: string; action?: string }[];
+    const pending = v.pending_questions as { interaction_id: string; kind: string; action?: string }[];
     expect(pending).toEqual([
       expect.objectContaining({
-        id: expect.any(String),
+        interaction_id: expect.any(String),
+        session_id: sessionId,
         kind: "approval",
         turn_id: expect.any(String),
         action: "deploy",
@@ -108,7 +110,8 @@ describe("POST /v1/interactions/{id}/answer", () => {
     const sessionId = await newSession(h, ALICE, "/approve ship it");
     await completed(sessionId, "input-required");
     const view = await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN });
-    const id = (view.json as { pending_questions: { id: string }[] }).pending_questions[0]!.id;
+    const id = (view.json as { pending_questions: { interaction_id: string }[] }).pending_questions[0]!
+      .interaction_id;
     const first = await api(h, `/v1/interactions/${id}/answer`, {
       method: "POST",
       token: ALICE_TOKEN,
@@ -146,9 +149,10 @@ describe("POST /v1/interactions/{id}/answer", () => {
     const sessionId = await newSession(h, ALICE, "/ask favourite number?");
     await completed(sessionId, "input-required");
     const view = await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN });
-    const q = (view.json as { pending_questions: { id: string; kind: string }[] }).pending_questions[0]!;
+    const q = (view.json as { pending_questions: { interaction_id: string; kind: string }[] })
+      .pending_questions[0]!;
     expect(q.kind).toBe("question");
-    const r = await api(h, `/v1/interactions/${q.id}/answer`, {
+    const r = await api(h, `/v1/interactions/${q.interaction_id}/answer`, {
       method: "POST",
       token: ALICE_TOKEN,
       body: { answer: "42" },

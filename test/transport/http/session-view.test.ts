@@ -60,10 +60,28 @@ describe("session view rendering", () => {
       message_count: 2,
       is_streaming: true,
       pending_questions: [
-        { id: "i1", kind: "question", turn_id: "t1", requested_at_ms: 1005, question: "why?" },
-        { id: "i2", kind: "approval", turn_id: "t1", requested_at_ms: 1010, action: "rm" },
+        {
+          interaction_id: "i1",
+          session_id: "s",
+          turn_id: "t1",
+          kind: "question",
+          requested_at_ms: 1005,
+          question: "why?",
+        },
+        {
+          interaction_id: "i2",
+          session_id: "s",
+          turn_id: "t1",
+          kind: "approval",
+          requested_at_ms: 1010,
+          action: "rm",
+        },
       ],
     });
-    expect(plain.messages.map((m: { id: string }) => m.id)).toEqual(["m1", "t1.0"]);
+    expect(plain.messages.map((m: { id: number; message_id: string }) => [m.id, m.message_id])).toEqual([
+      [1, "m1"],
+      [3, "t1.0"],
+    ]);
+    expect(plain).toMatchObject({ seq: events.length, epoch: "e1" });
   });
 });

@@ -1,0 +1,201 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { EventDataOf } from "../../protocol/index.js";
+import type { AgentDriver, TurnContext } from "../../src/agents/agent.js";
+import { ADMIN } from "../../src/host/principal.js";
+import { shapeUserMessage } from "../../src/host/user-message-shape.js";
+import { errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+
+let fx: HostFixture | undefined;
+afterEach(async () => {
+  await fx?.dispose();
+  fx = undefined;
+});
+
+/** An agent that records what each turn received and finishes at once. */
+function recordingAgent(): AgentDriver & { prompts: TurnContext["prompt"][] } {
+  const prompts: TurnContext["prompt"][] = [];
+  return {
+    name: "recording",
+    defaultModel: "m",
+    models: () => [{ id: "m", label: "m" }],
+    prompts,
+    async runTurn(turn) {
+      prompts.push(turn.prompt);
+      return { state: "completed" };
+    },
+  };
+}
+
+async function storedMessage(sessionId: string, turnId: string): Promise<EventDataOf<"user/message">> {
+  const events = await turnEvents(fx!.store, sessionId, turnId);
+  const message = events.find((e) => e.type === "user/message");
+  if (message?.type !== "user/message") throw new Error("no user/message in the turn");
+  return message.data;
+}
+
+describe("shapeUserMessage", () => {
+  it("caps text at 16,000 characters", () => {
+    const shaped = shapeUserMessage({ messageId: "m", source: "user", text: "x".repeat(20_000) });
+    expect(shaped.text.length).toBe(16_000);
+  });
+
+  it("stores the display text instead of the model-facing text", () => {
+    const shaped = shapeUserMessage({
+      messageId: "m",
+      source: "user",
+      text: "long expanded prompt",
+      display: "/short",
+    });
+    expect(shaped.text).toBe("/short");
+  });
+
+  it("stores no text for a hidden message", () => {
+    expect(shapeUserMessage({ messageId: "m", source: "server", text: "secret", hidden: true })).toEqual({
+      messageId: "m",
+      source: "server",
+      text: "",
+      hidden: true,
+      attachments: [],
+      meta: {},
+    });
+  });
+
+  it("keeps attachment shells and records inline bytes as omittedBytes", () => {
+    const shaped = shapeUserMessage({
+      messageId: "m",
+      source: "user",
+      text: "see",
+      attachments: [
+        { name: "a.png", type: "image/png", bytes: new Uint8Array(1234) },
+        { name: "b.pdf", type: "application/pdf", attachmentId: "att1", size: 99 },
+        { name: "c", type: "text/html", url: "https://example.invalid/c" },
+      ],
+    });
+    expect(shaped.attachments).toEqual([
+      { name: "a.png", type: "image/png", size: 1234, omittedBytes: 1234 },
+      { name: "b.pdf", type: "application/pdf", size: 99, attachmentId: "att1" },
+      { name: "c", type: "text/html", size: 0, url: "https://example.invalid/c" },
+    ]);
+  });
+});
+
+describe("a prompt's stored user/message (shaped once, by the host)", () => {
+  it("records any inline payload, raw bytes or a data: URL, as omittedBytes in a plain shell", async () => {
+    const agent = recordingAgent();
+    fx = await openHost({ agent });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "inline" });
+    const dataUrl = `data:text/plain;base64,${Buffer.from("hello").toString("base64")}`;
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "inline",
+      text: "see",
+      clientMessageId: "c1",
+      attachments: [
+        { name: "raw.bin", type: "application/octet-stream", bytes: new Uint8Array([1, 2, 3]) },
+        { name: "note.txt", type: "", url: dataUrl },
+        { name: "pct.txt", type: "text/plain", url: "data:,a%20b" },
+        { name: "link", type: "text/html", url: "https://example.invalid/page" },
+      ],
+    });
+    const shells = (await storedMessage("inline", r.turnId!)).attachments;
+    expect(shells).toEqual([
+      {
+        name: "raw.bin",
+        type: "application/octet-stream",
+        size: 3,
+        omittedBytes: 3,
+        attachmentId: expect.any(String),
+      },
+      { name: "note.txt", type: "text/plain", size: 5, omittedBytes: 5, attachmentId: expect.any(String) },
+      { name: "pct.txt", type: "text/plain", size: 3, omittedBytes: 3, attachmentId: expect.any(String) },
+      { name: "link", type: "text/html", size: 0, url: "https://example.invalid/page" },
+    ]);
+    expect(JSON.stringify(await readLog(fx.store, "inline"))).not.toContain("data:");
+    const kept = await fx.store.getAttachment(shells[1]!.attachmentId!);
+    expect(Buffer.from(kept!.bytes).toString()).toBe("hello");
+    expect(agent.prompts[0]!.attachments.map((a) => a.bytes && Buffer.from(a.bytes).toString())).toEqual([
+      "\u0001\u0002\u0003",
+      "hello",
+      "a b",
+      undefined,
+    ]);
+  });
+
+  it("refuses an undecodable data: URL with bad_request naming the field, and records nothing", async () => {
+    fx = await openHost({ agent: recordingAgent() });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "bad" });
+    const before = await readLog(fx.store, "bad");
+    const failure = await errorCode(() =>
+      fx!.host.call(ADMIN, "session.prompt", {
+        sessionId: "bad",
+        text: "see",
+        clientMessageId: "c1",
+        attachments: [{ name: "x", type: "text/plain", url: "data:text/plain;base64,@@@" }],
+      }),
+    );
+    expect(failure).toEqual({ code: "bad_request", data: { field: "/attachments/0/url" } });
+    expect(await readLog(fx.store, "bad")).toEqual(before);
+  });
+
+  it("records the whitelisted message metadata a prompt carries, on a started and on a queued prompt", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "meta" });
+    const meta = {
+      incognito: true,
+      hitlResume: true,
+      voiceInput: true,
+      voiceDurationMs: 4200,
+      voiceLanguage: "en-GB",
+    };
+    const [first, queued] = await Promise.all([
+      fx.host.call(ADMIN, "session.prompt", {
+        sessionId: "meta",
+        text: "/sleep 50",
+        clientMessageId: "a",
+        meta,
+      }),
+      fx.host.call(ADMIN, "session.prompt", {
+        sessionId: "meta",
+        text: "later",
+        clientMessageId: "b",
+        meta: { origin: "scheduler" },
+      }),
+    ]);
+    expect(queued.queued).toBe(true);
+    expect((await storedMessage("meta", first.turnId!)).meta).toEqual(meta);
+    const later = await turnEventsOfText("meta", "later");
+    expect(later.meta).toEqual({ origin: "scheduler" });
+  });
+
+  it("refuses metadata outside the whitelist with bad_request", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "junk" });
+    const junk: unknown[] = [{ apiKey: "k" }, { origin: "" }, { voiceDurationMs: -1 }, { hidden: "yes" }];
+    for (const meta of junk) {
+      const failure = await errorCode(() =>
+        fx!.host.call(ADMIN, "session.prompt", {
+          sessionId: "junk",
+          text: "t",
+          clientMessageId: "c",
+          meta,
+        } as never),
+      );
+      expect(failure.code).toBe("bad_request");
+    }
+    expect((await readLog(fx.store, "junk")).map((e) => e.type)).toEqual(["session/created"]);
+  });
+});
+
+/** The stored user/message whose text is `text`, once its turn ended. */
+async function turnEventsOfText(sessionId: string, text: string): Promise<EventDataOf<"user/message">> {
+  return vi.waitFor(
+    async () => {
+      const log = await readLog(fx!.store, sessionId);
+      const message = log.find((e) => e.type === "user/message" && e.data.text === text);
+      if (message?.type !== "user/message") throw new Error("not yet");
+      const turnId = log.filter((e) => e.type === "turn/start" && e.seq < message.seq).at(-1);
+      if (turnId?.type !== "turn/start") throw new Error("no turn");
+      return storedMessage(sessionId, turnId.data.turnId);
+    },
+    { timeout: 10_000, interval: 20 },
+  );
+}
