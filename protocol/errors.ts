@@ -48,6 +48,10 @@ export const ErrorCodes = {
   slow_consumer: { category: "internal", retryable: true, status: 503 },
   host_shutting_down: { category: "internal", retryable: true, status: 503 },
   internal_error: { category: "internal", retryable: false, status: 500 },
+  // client side: raised by the SDK itself, never sent by a host
+  timeout: { category: "internal", retryable: true, status: 504 },
+  aborted: { category: "protocol", retryable: false, status: 499 },
+  invalid_host_frame: { category: "internal", retryable: false, status: 502 },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

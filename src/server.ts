@@ -3,13 +3,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { AgentDriver } from "./agents/agent.js";
-import { DemoAgent } from "./agents/demo-agent.js";
-import { SessionHost } from "./host/session-host.js";
-import { SqliteSessionStore } from "./store/sqlite-store.js";
-import { Authenticator, type TokenSpec } from "./transport/auth.js";
-import { createHttpHandler, type HttpOptions } from "./transport/http/router.js";
-import { HostMetrics } from "./transport/metrics.js";
-import { attachMux, type MuxOptions } from "./transport/mux/mux-server.js";
+import type { AuthenticateRequest } from "./embed/app-authentication.js";
+import { mountSessionmux } from "./embed/mount-sessionmux.js";
+import type { SessionHost } from "./host/session-host.js";
+import { StartupError } from "./operations/startup-error.js";
+import type { SqliteSessionStore } from "./store/sqlite-store.js";
+import type { TokenSpec } from "./transport/auth.js";
+import type { HttpOptions } from "./transport/http/router.js";
+import type { HostMetrics } from "./transport/metrics.js";
+import type { MuxOptions } from "./transport/mux/mux-server.js";
 
 export interface HostOptions {
   /** @default "127.0.0.1" */
@@ -17,7 +19,11 @@ export interface HostOptions {
   /** @default 8787; 0 picks a free port */
   port?: number;
   dbPath: string;
+  /** @default false — a missing database folder is refused */
+  createDbFolder?: boolean;
   tokens: TokenSpec[];
+  /** Replaces `tokens` (see `SessionmuxOptions.authenticate`). */
+  authenticate?: AuthenticateRequest;
   /** @default new DemoAgent() */
   agent?: AgentDriver;
   /** @default 600_000 (10 minutes) */
@@ -26,6 +32,8 @@ export interface HostOptions {
   logger?: Logger;
   mux?: Partial<MuxOptions>;
   http?: Partial<HttpOptions>;
+  /** @default false */
+  processMetrics?: boolean;
 }
 
 export interface RunningHost {
@@ -41,49 +49,77 @@ export interface RunningHost {
   close(): Promise<void>;
 }
 
-/** The composition root: store → host → HTTP server with the mux and the read routes. */
+/** A host on a server of its own: `createSessionmux` answering every path, plus `listen`. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
-  const metrics = new HostMetrics();
-  const store = SqliteSessionStore.open(options.dbPath, { metrics });
-  const host = new SessionHost({
-    store,
-    agent: options.agent ?? new DemoAgent(),
-    idleDetachMs: options.idleDetachMs ?? 600_000,
-    metrics,
-    ...(options.logger ? { logger: options.logger } : {}),
-  });
-  await host.start();
-  const auth = new Authenticator(options.tokens, { allowedOrigins: options.allowedOrigins ?? [] });
-  const server = createServer(createHttpHandler(host, auth, { metrics, ...options.http }));
-  const mux = attachMux(server, host, auth, {
-    metrics,
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...options.mux,
-  });
-  // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.
-  server.listen({ port: options.port ?? 8787, host: options.host ?? "127.0.0.1", backlog: 4096 });
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
+  const mounted = await mountSessionmux(
+    {
+      db: options.dbPath,
+      createDbFolder: options.createDbFolder ?? false,
+      tokens: options.tokens,
+      ...(options.authenticate ? { authenticate: options.authenticate } : {}),
+      cors: options.allowedOrigins ?? [],
+      processMetrics: options.processMetrics ?? false,
+      ...(options.agent ? { agent: options.agent } : {}),
+      ...(options.idleDetachMs !== undefined ? { idleDetachMs: options.idleDetachMs } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.mux ? { mux: options.mux } : {}),
+      ...(options.http ? { http: options.http } : {}),
+    },
+    { claimAll: true },
+  );
+  const server = createServer();
+  mounted.attach(server);
   const hostname = options.host ?? "127.0.0.1";
-  const authority = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+  const port = options.port ?? 8787;
+  try {
+    await listen(server, hostname, port);
+  } catch (err) {
+    await mounted.close();
+    throw err;
+  }
+  const { port: bound } = server.address() as AddressInfo;
+  const authority = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${bound}`;
   let closing: Promise<void> | undefined;
   return {
-    port,
+    port: bound,
     url: `http://${authority}`,
     wsUrl: `ws://${authority}/api/remote.mux`,
-    host,
-    store,
-    metrics,
+    host: mounted.host,
+    store: mounted.store,
+    metrics: mounted.metrics,
     server,
     close() {
       closing ??= (async () => {
-        await mux.close();
-        await host.shutdown();
+        await mounted.close();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
-        await store.close();
       })();
       return closing;
     },
   };
+}
+
+async function listen(server: Server, host: string, port: number): Promise<void> {
+  // A reconnect storm (every tab of a restarted host at once) overflows Node's default backlog of 511.
+  server.listen({ port, host, backlog: 4096 });
+  try {
+    await once(server, "listening");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") {
+      throw new StartupError(
+        "address_in_use",
+        `port ${port} on ${host} is already in use; stop the other process or pick another --port`,
+        { cause: err },
+      );
+    }
+    if (code === "EADDRNOTAVAIL" || code === "EACCES") {
+      throw new StartupError(
+        "listen_failed",
+        `cannot listen on ${host}:${port} (${code}); check --host and --port`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
 }

@@ -1,16 +1,21 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { Subscription } from "rxjs";
-import type { SessionEvent } from "../../protocol/index.js";
+import { filter, firstValueFrom, of, type Subscription, timeout } from "rxjs";
+import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import { controlMirror } from "../client/control-mirror.js";
 import { followSession } from "../client/follow-session.js";
-import { createNodeClient, type SessionmuxClient } from "../client/node.js";
+import {
+  createNodeClient,
+  createNodeSocketFactory,
+  type SessionmuxClient,
+  type WebSocketLike,
+} from "../client/node.js";
 
 const DEFAULT_URL = "ws://127.0.0.1:8787/api/remote.mux";
 
 interface ConnectOptions {
   url: string;
   token?: string;
-  /** One-shot commands give up after this long without an answer. */
+  /** One-shot commands give up after this long without an answer; also bounds the first connect. */
   timeout: number;
 }
 
@@ -39,11 +44,66 @@ function withConnection(command: Command): Command {
     .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
 }
 
-function connect(options: ConnectOptions): SessionmuxClient {
+/** Socket failures that mean nothing is there to answer: retrying at once cannot help a script. */
+const NOTHING_THERE: ReadonlySet<string | undefined> = new Set(["ECONNREFUSED", "ENOTFOUND"]);
+
+/**
+ * Connects and waits for the first `hello`, failing fast: nothing listening at the URL (the
+ * connection refused), a refused token or a wrong path (terminal states) each end the command
+ * with a message saying what to check. Other first failures (a cut, a slow host) are retried
+ * until `--timeout`; reconnects after a first success stay silent.
+ */
+async function connect(options: ConnectOptions): Promise<SessionmuxClient> {
   const token = options.token ?? process.env.SESSIONMUX_TOKEN;
   // A plain Error: the entry point prints its message (a CommanderError would exit silently).
   if (!token) throw new Error("missing token: pass --token or set SESSIONMUX_TOKEN");
-  return createNodeClient({ url: options.url, token });
+  const nodeFactory = createNodeSocketFactory({ handshakeTimeoutMs: options.timeout });
+  let last: WebSocketLike | undefined;
+  const client = createNodeClient({
+    url: options.url,
+    token,
+    callTimeoutMs: options.timeout,
+    socketFactory: (url, secret) => {
+      last = nodeFactory(url, secret);
+      return last;
+    },
+  });
+  const first = await firstValueFrom(
+    client.state$.pipe(
+      filter(
+        (s) => s.name !== "connecting" && (s.name !== "backoff" || NOTHING_THERE.has(last?.failureCode)),
+      ),
+      timeout({ first: options.timeout, with: () => of(undefined) }),
+    ),
+  );
+  if (first?.name === "open") return client;
+  await client.close();
+  if (first === undefined) {
+    throw new Error(`no answer from ${options.url} within ${options.timeout} ms; is the host healthy?`);
+  }
+  throw firstConnectError(
+    first.name === "unauthorized" || first.name === "rejected" ? first.status : undefined,
+    options.url,
+  );
+}
+
+function firstConnectError(status: number | undefined, url: string): Error {
+  if (status === 401 || status === 403) {
+    return new SessionmuxError(
+      status === 401 ? "unauthorized" : "forbidden_origin",
+      `the host at ${url} refused the token (HTTP ${status}); check --token or SESSIONMUX_TOKEN`,
+    );
+  }
+  if (status === 404) {
+    return new SessionmuxError(
+      "not_found",
+      `no sessionmux mux at ${url} (HTTP 404); the path is /api/remote.mux`,
+    );
+  }
+  if (status !== undefined) {
+    return new SessionmuxError("bad_request", `the host at ${url} refused the connection (HTTP ${status})`);
+  }
+  return new Error(`cannot reach a sessionmux host at ${url}; is \`sessionmux serve\` running there?`);
 }
 
 /** Runs one request, prints its result as one JSON line, and always closes the client. */
@@ -51,23 +111,11 @@ async function oneShot(
   options: ConnectOptions,
   run: (client: SessionmuxClient) => Promise<unknown>,
 ): Promise<void> {
-  const client = connect(options);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `timeout: no answer within ${options.timeout} ms; is the host running at ${options.url}?`,
-          ),
-        ),
-      options.timeout,
-    );
-  });
+  const client = await connect(options);
   try {
-    process.stdout.write(jsonLine(await Promise.race([run(client), timedOut])));
+    // The client's call timeout (--timeout) settles the call with a `timeout` error.
+    process.stdout.write(jsonLine(await run(client)));
   } finally {
-    clearTimeout(timer);
     await client.close();
   }
 }
@@ -119,7 +167,7 @@ export function registerClientCommands(program: Command): void {
         .default("continue"),
     )
     .action(async (sessionId: string, options: FollowCliOptions) => {
-      const client = connect(options);
+      const client = await connect(options);
       await untilDone(client, (finish) =>
         followSession(client, sessionId, {
           afterSeq: options.after,
@@ -212,7 +260,7 @@ export function registerClientCommands(program: Command): void {
         '{"kind":"stale"} while disconnected, {"kind":"generationChanged"} after a host restart)',
     )
     .action(async (options: ConnectOptions) => {
-      const client = connect(options);
+      const client = await connect(options);
       await untilDone(client, (finish) =>
         controlMirror(client).subscribe({
           next: (mirror) => {

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { SessionmuxError } from "../../protocol/index.js";
+import { StartupError } from "../operations/startup-error.js";
 import { registerClientCommands } from "./client-commands.js";
-import { registerRebuildCommand } from "./rebuild-command.js";
+import { registerOperationsCommands } from "./operations-commands.js";
 import { registerServeCommand } from "./serve-command.js";
 
 const program = new Command()
@@ -12,12 +13,12 @@ const program = new Command()
   .showHelpAfterError();
 
 registerServeCommand(program);
-registerRebuildCommand(program);
+registerOperationsCommands(program);
 registerClientCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode);
-  if (err instanceof SessionmuxError) {
+  if (err instanceof SessionmuxError || err instanceof StartupError) {
     process.stderr.write(`error: ${err.code}: ${err.message}\n`);
     process.exit(2);
   }

@@ -1,88 +1,155 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
-import { type Command, InvalidArgumentError, Option } from "commander";
-import { createAgent } from "../agents/registry.js";
+import { type Command, Option } from "commander";
+import { AGENT_NAMES, type AgentName, createAgent } from "../agents/registry.js";
+import type { AuthenticateRequest } from "../embed/app-authentication.js";
+import { prepareDatabasePath } from "../operations/database-path.js";
+import { keptTokenAuthenticate } from "../operations/kept-token-auth.js";
+import { StartupError } from "../operations/startup-error.js";
+import { readOrCreateToken, tokenFilePath } from "../operations/token-file.js";
 import { startHost } from "../server.js";
 import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
+import { collectList, dbOption, integer } from "./cli-options.js";
 import { createLogger } from "./logger.js";
 
 interface ServeOptions {
   host: string;
   port: number;
   db: string;
+  createDbFolder?: boolean;
   token: string[];
   tokensFile?: string;
-  agent: "demo" | "openai";
+  agent: AgentName;
   idleDetachMs: number;
   pingIntervalMs: number;
   allowedOrigin: string[];
   logLevel: string;
 }
 
-const integer = (name: string, min: number) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
-  return n;
-};
-const collect = (value: string, previous: string[]) => [...previous, value];
+type Authentication =
+  | { tokens: TokenSpec[] }
+  | { tokens: []; authenticate: AuthenticateRequest; kept: { token: string; file: string } };
 
-/** Tokens from `--token` (repeatable) and `--tokens-file` (one `name=secret` or bare admin token per line). */
-function tokensOf(options: ServeOptions): { tokens: TokenSpec[]; generated?: string } {
+/**
+ * Tokens from `--token` (repeatable) and `--tokens-file` (one `name=secret` or bare admin token
+ * per line); without either, the admin token kept beside the database (minted on first start,
+ * re-read when `token rotate` replaces it).
+ */
+function authenticationOf(options: ServeOptions, dbFile: string): Authentication {
   const specs = options.token.map(parseTokenSpec);
   if (options.tokensFile) {
-    for (const line of readFileSync(options.tokensFile, "utf8").split(/\r?\n/)) {
+    let text: string;
+    try {
+      text = readFileSync(options.tokensFile, "utf8");
+    } catch (err) {
+      throw new StartupError(
+        "token_file_unreadable",
+        `cannot read --tokens-file ${options.tokensFile}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    for (const line of text.split(/\r?\n/)) {
       const trimmed = line.trim();
       if (trimmed && !trimmed.startsWith("#")) specs.push(parseTokenSpec(trimmed));
     }
   }
   if (specs.length > 0) return { tokens: specs };
-  // Like Jupyter: without a configured token, mint one and print a console URL that carries it.
-  const generated = randomBytes(24).toString("base64url");
-  return { tokens: [{ name: "admin", secret: generated, admin: true }], generated };
+  const file = tokenFilePath(dbFile);
+  const { token } = readOrCreateToken(file);
+  return { tokens: [], authenticate: keptTokenAuthenticate(file), kept: { token, file } };
 }
 
+/** Every flag also reads an environment variable, named in `--help`. */
 export function registerServeCommand(program: Command): void {
   program
     .command("serve")
     .description("run the host: durable log, WebSocket mux, HTTP routes and the console")
-    .option("--host <address>", "address to listen on", "127.0.0.1")
-    .option("--port <port>", "port to listen on (0 picks a free one)", integer("--port", 0), 8787)
-    .option("--db <file>", "SQLite database file", "./data/sessions.db")
-    .option("--token <token>", "bearer token: T (admin) or name=secret (repeatable)", collect, [])
-    .option("--tokens-file <file>", "file with one token spec per line")
-    .addOption(new Option("--agent <name>", "agent driver").choices(["demo", "openai"]).default("demo"))
-    .option(
-      "--idle-detach-ms <ms>",
-      "detach idle agents after this long",
-      integer("--idle-detach-ms", 1),
-      600_000,
+    .addOption(
+      new Option("--host <address>", "address to listen on").env("SESSIONMUX_HOST").default("127.0.0.1"),
     )
-    .option("--ping-interval-ms <ms>", "WebSocket ping interval", integer("--ping-interval-ms", 10), 15_000)
-    .option("--allowed-origin <origin>", "extra allowed Origin (repeatable)", collect, [])
-    .option("--log-level <level>", "pino log level", "info")
-    .action(async (options: ServeOptions) => {
+    .addOption(
+      new Option("--port <port>", "port to listen on (0 picks a free one)")
+        .env("SESSIONMUX_PORT")
+        .argParser(integer("--port", 0))
+        .default(8787),
+    )
+    .addOption(dbOption())
+    .addOption(
+      new Option(
+        "--create-db-folder",
+        "create the database folder if missing (default: only for the default --db)",
+      ).env("SESSIONMUX_CREATE_DB_FOLDER"),
+    )
+    .addOption(
+      new Option("--token <token>", "bearer token: T (admin) or name=secret (repeatable, or comma-separated)")
+        .env("SESSIONMUX_TOKEN")
+        .argParser(collectList)
+        .default([]),
+    )
+    .addOption(
+      new Option("--tokens-file <file>", "file with one token spec per line").env("SESSIONMUX_TOKENS_FILE"),
+    )
+    .addOption(
+      new Option("--agent <name>", "agent driver")
+        .choices(AGENT_NAMES)
+        .env("SESSIONMUX_AGENT")
+        .default("demo"),
+    )
+    .addOption(
+      new Option("--idle-detach-ms <ms>", "detach idle agents after this long")
+        .env("SESSIONMUX_IDLE_DETACH_MS")
+        .argParser(integer("--idle-detach-ms", 1))
+        .default(600_000),
+    )
+    .addOption(
+      new Option("--ping-interval-ms <ms>", "WebSocket ping interval")
+        .env("SESSIONMUX_PING_INTERVAL_MS")
+        .argParser(integer("--ping-interval-ms", 10))
+        .default(15_000),
+    )
+    .addOption(
+      new Option(
+        "--allowed-origin <origin>",
+        "extra allowed Origin, also for CORS (repeatable, or comma-separated)",
+      )
+        .env("SESSIONMUX_ALLOWED_ORIGINS")
+        .argParser(collectList)
+        .default([]),
+    )
+    .addOption(
+      new Option("--log-level <level>", "pino log level").env("SESSIONMUX_LOG_LEVEL").default("info"),
+    )
+    .action(async (options: ServeOptions, command: Command) => {
       const logger = createLogger(options.logLevel);
-      const { tokens, generated } = tokensOf(options);
+      // the default location is created on first start; a path given by hand must exist
+      const dbFile = prepareDatabasePath(options.db, {
+        createFolder: options.createDbFolder === true || command.getOptionValueSource("db") === "default",
+      });
+      const authentication = authenticationOf(options, dbFile);
+      const kept = "kept" in authentication ? authentication.kept : undefined;
       const running = await startHost({
+        tokens: authentication.tokens,
+        ...("authenticate" in authentication ? { authenticate: authentication.authenticate } : {}),
         host: options.host,
         port: options.port,
-        dbPath: resolve(options.db),
-        tokens,
+        dbPath: dbFile,
         agent: createAgent(options.agent),
         idleDetachMs: options.idleDetachMs,
         allowedOrigins: options.allowedOrigin,
         logger,
+        processMetrics: true,
         mux: { pingIntervalMs: options.pingIntervalMs },
       });
-      process.stdout.write(`listening on ${running.url}\n`);
-      if (generated) process.stdout.write(`console: ${running.url}/#token=${generated}\n`);
-      else process.stdout.write(`console: ${running.url}/ (append #token=<your token>)\n`);
+      // one write, so a reader that stops at the console line has the whole banner
+      const banner = [`listening on ${running.url}`];
+      if (kept) {
+        banner.push(`token kept in ${kept.file} (sessionmux token rotate replaces it)`);
+        banner.push(`console: ${running.url}/#token=${kept.token}`);
+      } else banner.push(`console: ${running.url}/ (append #token=<your token>)`);
+      process.stdout.write(`${banner.join("\n")}\n`);
       logger.info(
-        { url: running.url, db: options.db, agent: options.agent, generation: running.host.generation },
+        { url: running.url, db: dbFile, agent: options.agent, generation: running.host.generation },
         "host ready",
       );
-
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -95,6 +162,7 @@ export function registerServeCommand(program: Command): void {
           },
           (err: unknown) => {
             logger.error({ err }, "shutdown failed");
+            logger.flush();
             process.exit(1);
           },
         );

@@ -6,6 +6,7 @@ export interface BackoffPolicy {
   capMs: number;
 }
 
+/** The client's default backoff: 250 ms base, 10 s cap. */
 export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ baseMs: 250, capMs: 10_000 });
 
 /** The upper bound of the delay before retry number `attempt` (0-based): `min(cap, base * 2^attempt)`. */

@@ -1,4 +1,4 @@
-import { map, Observable, type Observable as ObservableType } from "rxjs";
+import { Observable, type Observable as ObservableType, Subject } from "rxjs";
 import type {
   CallMethod,
   HelloFrame,
@@ -7,12 +7,20 @@ import type {
   NotificationValue,
   ParamsOf,
   ResultOf,
+  SessionmuxError,
   StreamMethod,
 } from "../../protocol/index.js";
+import { type IterateOptions, type LiveStream, liveStream } from "./async-iteration.js";
 import type { BackoffPolicy } from "./backoff.js";
+import { type CallOptions, callDeadline, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 import { isResendable } from "./call-retry.js";
 import { Connection } from "./connection.js";
 import type { ConnectionState } from "./connection-state.js";
+import { type ControlMirrorOptions, controlMirror } from "./control-mirror.js";
+import type { ControlMirror } from "./control-mirror-reducer.js";
+import type { FollowUpdate } from "./follow-cursor.js";
+import { type FollowOptions, followSession } from "./follow-session.js";
+import type { KeepAliveOptions } from "./keepalive.js";
 import { RemoteStreamCarrierError } from "./remote-errors.js";
 import { browserSocketFactory, type SocketFactory, type WebSocketConstructor } from "./socket.js";
 
@@ -28,6 +36,16 @@ export interface ClientOptions {
   backoff?: Partial<BackoffPolicy>;
   /** @default Math.random */
   random?: () => number;
+  /** Default timeout of every unary call, including the wait for a socket; `Infinity` disables it. @default 30_000 */
+  callTimeoutMs?: number;
+  /**
+   * Reports what the client could not tie to a call: an undecodable or invalid host frame (the call
+   * it names, if readable, is answered with `invalid_host_frame`), a host `error` frame without id.
+   * Every report is also on `errors$`. @default console.warn
+   */
+  onError?: (error: SessionmuxError) => void;
+  /** Client keepalive (§2 "Clients may ping"); `false` turns it off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
+  keepAlive?: Partial<KeepAliveOptions> | false;
 }
 
 /** `session.prompt` params where `clientMessageId` is optional: one is generated when missing. */
@@ -39,8 +57,11 @@ type Handler = (value: unknown) => void;
 export class SessionmuxClient {
   readonly #connection: Connection;
   readonly #handlers = new Map<string, Set<Handler>>();
+  readonly #callTimeoutMs: number;
+  readonly #errors$ = new Subject<SessionmuxError>();
 
   constructor(options: ClientOptions) {
+    this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const factory = options.socketFactory ?? browserSocketFactory(options.WebSocket ?? defaultWebSocket());
     this.#connection = new Connection({
       url: options.url,
@@ -48,15 +69,25 @@ export class SessionmuxClient {
       socketFactory: factory,
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.random ? { random: options.random } : {}),
+      ...(options.keepAlive !== undefined ? { keepAlive: options.keepAlive } : {}),
+      onError: (error) => {
+        (options.onError ?? defaultOnError)(error);
+        this.#errors$.next(error);
+      },
       onNotification: (name, value) => {
         for (const handler of [...(this.#handlers.get(name) ?? [])]) handler(value);
       },
     });
   }
 
-  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `closed`). */
+  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `unauthorized`, `rejected`, `closed`). */
   get state$(): ObservableType<ConnectionState> {
     return this.#connection.state$;
+  }
+
+  /** Host frames the client could not read and host errors tied to no call (see `ClientOptions.onError`). */
+  get errors$(): ObservableType<SessionmuxError> {
+    return this.#errors$.asObservable();
   }
 
   /** The current connection state. */
@@ -88,17 +119,30 @@ export class SessionmuxClient {
 
   /**
    * One unary call. Waits for an open socket; if that socket dies, resendable methods are sent again
-   * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with `RemoteError`.
+   * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with
+   * `RemoteError`; a refused connection with `ConnectionRefusedError`; the timeout (default 30 s)
+   * and the caller's signal with a SessionmuxError coded `timeout` or `aborted`.
    */
-  async call<M extends CallMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
-    for (;;) {
-      const link = await this.#connection.whenOpen();
-      try {
-        return (await link.call(method, params)) as ResultOf<M>;
-      } catch (error) {
-        if (error instanceof RemoteStreamCarrierError && error.retryable && isResendable(method)) continue;
-        throw error;
+  async call<M extends CallMethod>(
+    method: M,
+    params: ParamsOf<M>,
+    options: CallOptions = {},
+  ): Promise<ResultOf<M>> {
+    const deadline = callDeadline(method, options.timeoutMs ?? this.#callTimeoutMs, options.signal, () =>
+      describeState(this.#connection.state),
+    );
+    try {
+      for (;;) {
+        const link = await this.#connection.whenOpen(deadline.signal);
+        try {
+          return (await link.call(method, params, deadline.signal)) as ResultOf<M>;
+        } catch (error) {
+          if (error instanceof RemoteStreamCarrierError && error.retryable && isResendable(method)) continue;
+          throw error;
+        }
       }
+    } finally {
+      deadline.dispose();
     }
   }
 
@@ -107,14 +151,14 @@ export class SessionmuxClient {
    * unsubscribing sends `close`. A lost socket errors it with `RemoteStreamCarrierError`.
    */
   open<M extends StreamMethod>(method: M, params: ParamsOf<M>): ObservableType<ItemOf<M>> {
-    return new Observable<unknown>((subscriber) => {
+    return new Observable<ItemOf<M>>((subscriber) => {
       let unsubscribed = false;
       let teardown: (() => void) | undefined;
       this.#connection.whenOpen().then(
         (link) => {
           if (unsubscribed) return;
           const id = link.openStream(method, params, {
-            item: (value) => subscriber.next(value),
+            item: (value) => subscriber.next(value as ItemOf<M>),
             end: () => subscriber.complete(),
             error: (error) => subscriber.error(error),
           });
@@ -126,7 +170,20 @@ export class SessionmuxClient {
         unsubscribed = true;
         teardown?.();
       };
-    }).pipe(map((value) => value as ItemOf<M>));
+    });
+  }
+
+  /**
+   * `followSession` as a method: the session's updates across reconnects, as an Observable that
+   * can also be read with `for await (const update of client.follow(id))`.
+   */
+  follow(sessionId: string, options: FollowOptions & IterateOptions = {}): LiveStream<FollowUpdate> {
+    return liveStream(followSession(this, sessionId, options), options);
+  }
+
+  /** `controlMirror` as a method: the live-state mirror, as an Observable that can also be read with `for await`. */
+  control(options: ControlMirrorOptions & IterateOptions = {}): LiveStream<ControlMirror> {
+    return liveStream(controlMirror(this, options), options);
   }
 
   /** Registers a handler for a §6 notification; returns the function that removes it. */
@@ -144,35 +201,47 @@ export class SessionmuxClient {
   }
 
   /** `session.prompt`, exactly once: the same `clientMessageId` (generated if missing) is reused on every resend. */
-  prompt(params: PromptParams): Promise<ResultOf<"session.prompt">> {
+  prompt(params: PromptParams, options?: CallOptions): Promise<ResultOf<"session.prompt">> {
     const clientMessageId = params.clientMessageId ?? newClientMessageId();
-    return this.call("session.prompt", { ...params, clientMessageId });
+    return this.call("session.prompt", { ...params, clientMessageId }, options);
   }
 
   /** `session.list`. */
-  list(params: ParamsOf<"session.list"> = {}): Promise<ResultOf<"session.list">> {
-    return this.call("session.list", params);
+  list(params: ParamsOf<"session.list"> = {}, options?: CallOptions): Promise<ResultOf<"session.list">> {
+    return this.call("session.list", params, options);
   }
 
   /** `session.page`. */
-  page(params: ParamsOf<"session.page">): Promise<ResultOf<"session.page">> {
-    return this.call("session.page", params);
+  page(params: ParamsOf<"session.page">, options?: CallOptions): Promise<ResultOf<"session.page">> {
+    return this.call("session.page", params, options);
   }
 
   /** `session.create`. */
-  create(params: ParamsOf<"session.create"> = {}): Promise<ResultOf<"session.create">> {
-    return this.call("session.create", params);
+  create(
+    params: ParamsOf<"session.create"> = {},
+    options?: CallOptions,
+  ): Promise<ResultOf<"session.create">> {
+    return this.call("session.create", params, options);
   }
 
-  /** Skips the rest of a backoff wait and connects now (e.g. a "retry now" button). */
+  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now (a "retry now" button). */
   reconnectNow(): void {
     this.#connection.reconnectNow();
   }
 
+  /**
+   * Uses a new token for every later connect and leaves the `unauthorized` state at once;
+   * supervised streams (`followSession`, `controlMirror`) resume on the new socket.
+   */
+  setToken(token: string): void {
+    this.#connection.setToken(token);
+  }
+
   /** Stops reconnecting, closes the socket and waits until no timer or socket is left. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.#handlers.clear();
-    return this.#connection.close();
+    await this.#connection.close();
+    this.#errors$.complete();
   }
 }
 
@@ -184,6 +253,24 @@ export function newClientMessageId(): string {
   if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Why a call may have had no answer, for the `timeout` message. */
+function describeState(state: ConnectionState): string {
+  switch (state.name) {
+    case "open":
+      return "the socket is open; the host did not answer";
+    case "backoff":
+      return `the host is unreachable; reconnect attempt ${state.attempt} pending`;
+    case "connecting":
+      return "still connecting to the host";
+    default:
+      return `connection ${state.name}`;
+  }
+}
+
+function defaultOnError(error: SessionmuxError): void {
+  console.warn(`sessionmux client: ${error.code}: ${error.message}`);
 }
 
 function defaultWebSocket(): WebSocketConstructor {

@@ -4,6 +4,8 @@ import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 /**
  * The client's connection as a closed set of named states (style.md take 7).
  * `attempt` counts consecutive failed connects; it resets when a `hello` arrives.
+ * `unauthorized` (HTTP 401/403 at upgrade) and `rejected` (any other 4xx, e.g. 404 for a wrong
+ * path) are terminal: no retry loop; `setToken` or `reconnectNow` leaves them.
  */
 export type ConnectionState =
   | { readonly name: "connecting"; readonly attempt: number; readonly socketId: number }
@@ -14,6 +16,8 @@ export type ConnectionState =
       readonly nextAttemptAt: number;
       readonly delayMs: number;
     }
+  | { readonly name: "unauthorized"; readonly status: 401 | 403 }
+  | { readonly name: "rejected"; readonly status: number }
   | { readonly name: "closed" };
 
 export type ConnectionStateName = ConnectionState["name"];
@@ -23,6 +27,10 @@ export type ConnectionEvent =
   | { readonly type: "hello"; readonly socketId: number; readonly hello: HelloFrame }
   | { readonly type: "lost"; readonly socketId: number }
   | { readonly type: "retry"; readonly socketId: number }
+  /** The host answered the upgrade with an HTTP status instead of switching protocols. */
+  | { readonly type: "refused"; readonly socketId: number; readonly status: number }
+  /** Leave a terminal state (a new token, or the caller asked to try again). */
+  | { readonly type: "reconnect"; readonly socketId: number }
   | { readonly type: "close" };
 
 /** The inputs of a transition that are not state: the clock, the random source and the policy. */
@@ -32,7 +40,10 @@ export interface TransitionContext {
   readonly policy: BackoffPolicy;
 }
 
-export const INITIAL_STATE: ConnectionState = { name: "connecting", attempt: 0, socketId: 1 };
+/** The id of the first socket; every retry or reconnect takes the next one. */
+export const INITIAL_SOCKET_ID = 1;
+/** A client starts connecting with its first socket. */
+export const INITIAL_STATE: ConnectionState = { name: "connecting", attempt: 0, socketId: INITIAL_SOCKET_ID };
 
 type Handler<S extends ConnectionState["name"], E extends ConnectionEvent["type"]> = (
   state: Extract<ConnectionState, { name: S }>,
@@ -52,6 +63,26 @@ const toBackoff = (attempt: number, ctx: TransitionContext): ConnectionState => 
 const closed: ConnectionState = { name: "closed" };
 
 /**
+ * Where a refused upgrade leads: a refused token or origin is `unauthorized`, another client error
+ * (404 wrong path, 400 bad subprotocol) is `rejected`; 408, 429 and 5xx are passing, so back off.
+ */
+const refusal = (attempt: number, status: number, ctx: TransitionContext): ConnectionState => {
+  if (status === 401 || status === 403) return { name: "unauthorized", status };
+  if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { name: "rejected", status };
+  return toBackoff(attempt, ctx);
+};
+const restart = (_s: ConnectionState, e: { socketId: number }): ConnectionState => ({
+  name: "connecting",
+  attempt: 0,
+  socketId: e.socketId,
+});
+
+/** Whether a state ends the reconnect loop until the caller acts (`setToken`, `reconnectNow`). */
+export function isTerminal(state: ConnectionState): boolean {
+  return state.name === "unauthorized" || state.name === "rejected" || state.name === "closed";
+}
+
+/**
  * Every legal transition. A missing entry means the event is ignored in that state, which is how
  * events from a superseded socket (a different `socketId`) fall away.
  */
@@ -59,6 +90,7 @@ const TABLE: Table = {
   connecting: {
     hello: (s, e) => (e.socketId === s.socketId ? { name: "open", socketId: s.socketId, hello: e.hello } : s),
     lost: (s, e, ctx) => (e.socketId === s.socketId ? toBackoff(s.attempt, ctx) : s),
+    refused: (s, e, ctx) => (e.socketId === s.socketId ? refusal(s.attempt, e.status, ctx) : s),
     close: () => closed,
   },
   open: {
@@ -70,6 +102,8 @@ const TABLE: Table = {
     retry: (s, e) => ({ name: "connecting", attempt: s.attempt, socketId: e.socketId }),
     close: () => closed,
   },
+  unauthorized: { reconnect: restart, close: () => closed },
+  rejected: { reconnect: restart, close: () => closed },
   closed: {},
 };
 

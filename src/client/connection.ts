@@ -1,30 +1,22 @@
-import { BehaviorSubject, filter, firstValueFrom, map, type Observable } from "rxjs";
-import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
-import {
-  type ClientFrame,
-  type HelloFrame,
-  HostFrame,
-  type NotificationName,
-  validator,
-} from "../../protocol/index.js";
+import { BehaviorSubject, type Observable } from "rxjs";
+import type { HelloFrame, NotificationName, SessionmuxError } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
-import { type ConnectionEvent, type ConnectionState, INITIAL_STATE, transition } from "./connection-state.js";
-import { RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
-import { RequestRegistry, type StreamSink } from "./request-registry.js";
-import type { SocketFactory, WebSocketLike } from "./socket.js";
+import {
+  type ConnectionEvent,
+  type ConnectionState,
+  INITIAL_SOCKET_ID,
+  INITIAL_STATE,
+  isTerminal,
+  transition,
+} from "./connection-state.js";
+import { firstMatch } from "./first-match.js";
+import { readHostFrame } from "./host-frame-reader.js";
+import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions, keepAliveProbe } from "./keepalive.js";
+import { ConnectionRefusedError, RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
+import { RequestRegistry } from "./request-registry.js";
+import { refusalStatus, type SocketFactory, type WebSocketLike } from "./socket.js";
+import { createSocketLink, type SocketLink } from "./socket-link.js";
 
-const hostFrame = validator(HostFrame);
-/**
- * The host is trusted more than a peer is trusted by the host: these limits only guard against a
- * runaway frame, and are wide enough for every value the host may legitimately send.
- */
-const CLIENT_DECODE_LIMITS = {
-  maxStrBytes: 16 * 1024 * 1024,
-  maxBinBytes: 16 * 1024 * 1024,
-  maxArrayLength: 1_000_000,
-  maxMapLength: 100_000,
-  maxDepth: 256,
-} as const;
 /** How long `close()` waits for the closing handshake before dropping the socket. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -37,16 +29,10 @@ export interface ConnectionOptions {
   /** @default Math.random */
   random?: () => number;
   onNotification?: (name: NotificationName | string, value: unknown) => void;
-}
-
-/** One open physical socket: send calls and streams over it while it lives. */
-export interface SocketLink {
-  readonly socketId: number;
-  call(method: string, params: unknown): Promise<unknown>;
-  /** Returns the frame id of the new stream. */
-  openStream(method: string, params: unknown, sink: StreamSink): number;
-  /** Forgets the stream and sends `close` if it was still in flight. */
-  closeStream(id: number): void;
+  /** A host frame the client could not read, or a host `error` frame tied to no call. */
+  onError?: (error: SessionmuxError) => void;
+  /** `false` turns the client keepalive off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
+  keepAlive?: Partial<KeepAliveOptions> | false;
 }
 
 interface LiveSocket {
@@ -67,13 +53,15 @@ export class Connection {
   readonly #state$ = new BehaviorSubject<ConnectionState>(INITIAL_STATE);
   #current: LiveSocket | undefined;
   #nextFrameId = 1;
-  #fatal: RemoteError | undefined;
+  #token: string;
+  #lastSocketId = INITIAL_SOCKET_ID;
   #wake: (() => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #loop: Promise<void>;
 
   constructor(options: ConnectionOptions) {
     this.#options = options;
+    this.#token = options.token;
     this.#policy = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.#loop = this.#run();
   }
@@ -88,28 +76,67 @@ export class Connection {
     return this.#state$.value;
   }
 
-  /** Resolves with the open socket, waiting through reconnects; rejects once the client is closed. */
-  whenOpen(): Promise<SocketLink> {
-    // A completed subject replays nothing, so a closed connection answers directly.
-    if (this.#state$.value.name === "closed") {
-      return Promise.reject(this.#fatal ?? new RemoteStreamCarrierError("client_closed"));
-    }
-    return firstValueFrom(
-      this.#state$.pipe(
-        filter((s) => s.name === "open" || s.name === "closed"),
-        map((s) => {
-          const current = this.#current;
-          if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
-          if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
-          throw this.#fatal ?? new RemoteStreamCarrierError("client_closed");
-        }),
-      ),
-    );
+  /**
+   * Resolves with the open socket, waiting through reconnects; rejects with
+   * `ConnectionRefusedError` while the host refuses the connection and once the client is closed.
+   */
+  whenOpen(signal?: AbortSignal): Promise<SocketLink> {
+    return new Promise<SocketLink>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        stop();
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      // A completed subject replays nothing: a closed connection ends at once through `done`.
+      const stop = firstMatch(
+        this.#state$,
+        (s) => s.name === "open" || isTerminal(s),
+        (s) => {
+          signal?.removeEventListener("abort", onAbort);
+          try {
+            resolve(this.#linkIn(s));
+          } catch (error) {
+            reject(error);
+          }
+        },
+        () => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(new RemoteStreamCarrierError("client_closed"));
+        },
+      );
+    });
   }
 
-  /** Skips the rest of a backoff wait and connects now. */
+  /** The link of the socket an `open` state names, or the error a terminal state means. */
+  #linkIn(s: ConnectionState): SocketLink {
+    const current = this.#current;
+    if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
+    if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
+    if (s.name === "unauthorized" || s.name === "rejected")
+      throw new ConnectionRefusedError(s.status, this.#options.url);
+    throw new RemoteStreamCarrierError("client_closed");
+  }
+
+  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now. */
   reconnectNow(): void {
+    this.#leaveRefusal();
     this.#wake?.();
+  }
+
+  /** Uses `token` for every later connect; leaves `unauthorized` at once. The open socket stays. */
+  setToken(token: string): void {
+    this.#token = token;
+    if (this.#state$.value.name === "unauthorized") this.reconnectNow();
+  }
+
+  /** Leaves `unauthorized`/`rejected` synchronously, so a call made right after waits for the new socket. */
+  #leaveRefusal(): void {
+    const name = this.#state$.value.name;
+    if (name === "unauthorized" || name === "rejected") {
+      this.#lastSocketId += 1;
+      this.#dispatch({ type: "reconnect", socketId: this.#lastSocketId });
+    }
   }
 
   /** Stops backoff, closes the socket, waits for the background loop to finish. */
@@ -134,17 +161,30 @@ export class Connection {
     if (next !== this.#state$.value) this.#state$.next(next);
   }
 
+  /** The reconnect loop: state is re-checked after every await (close() may have run meanwhile). */
   async #run(): Promise<void> {
-    let socketId = 1;
     for (;;) {
-      await this.#connectOnce(socketId);
       const state = this.#state$.value;
-      if (state.name === "closed") return;
-      if (state.name === "backoff") await this.#sleep(state.nextAttemptAt - Date.now());
-      // close() may have run during the wait: state is re-checked after every await.
-      if (this.#state$.value.name === "closed") return;
-      socketId += 1;
-      this.#dispatch({ type: "retry", socketId });
+      switch (state.name) {
+        case "closed":
+          return;
+        case "connecting":
+          await this.#connectOnce(state.socketId);
+          break;
+        case "open":
+          await this.#current?.closed;
+          break;
+        case "backoff":
+          await this.#sleep(state.nextAttemptAt - Date.now());
+          if (this.#state$.value.name === "backoff") {
+            this.#lastSocketId += 1;
+            this.#dispatch({ type: "retry", socketId: this.#lastSocketId });
+          }
+          break;
+        default:
+          // unauthorized or rejected: the caller leaves it (setToken, reconnectNow) or closes.
+          await this.#sleep(Number.POSITIVE_INFINITY);
+      }
     }
   }
 
@@ -157,7 +197,8 @@ export class Connection {
         resolve();
       };
       this.#wake = done;
-      this.#timer = setTimeout(done, Math.max(0, ms));
+      // A terminal state waits for the caller (no timer), so an idle client keeps no handle open.
+      if (Number.isFinite(ms)) this.#timer = setTimeout(done, Math.max(0, ms));
     });
   }
 
@@ -165,7 +206,7 @@ export class Connection {
   #connectOnce(socketId: number): Promise<void> {
     let socket: WebSocketLike;
     try {
-      socket = this.#options.socketFactory(this.#options.url, this.#options.token);
+      socket = this.#options.socketFactory(this.#options.url, this.#token);
     } catch {
       this.#dispatch({ type: "lost", socketId });
       return Promise.resolve();
@@ -180,45 +221,83 @@ export class Connection {
       socketId,
       socket,
       registry,
-      link: this.#link(socketId, socket, registry),
+      link: createSocketLink({
+        socketId,
+        socket,
+        registry,
+        nextFrameId: () => this.#nextFrameId++,
+        isCurrent: () => this.#current?.socketId === socketId,
+      }),
       closed,
     };
     this.#current = live;
+    const keepAlive = this.#keepAlive(live);
     socket.onmessage = (event) => {
       if (this.#current !== live) return;
+      keepAlive?.heard();
       this.#receive(live, event.data);
+    };
+    socket.onheartbeat = () => keepAlive?.heard();
+    let upgraded = false;
+    socket.onopen = () => {
+      upgraded = true;
+      keepAlive?.heard();
     };
     socket.onerror = () => {};
     socket.onclose = () => {
+      keepAlive?.stop();
       socket.onmessage = null;
       socket.onclose = null;
       registry.failAll(new RemoteStreamCarrierError("socket_lost"));
       if (this.#current === live) this.#current = undefined;
-      if (socket.authRejected !== undefined) {
-        this.#fatal = new RemoteError(
-          socket.authRejected === 401 ? "unauthorized" : "forbidden_origin",
-          `the host refused the connection (HTTP ${socket.authRejected}); check the token and origin`,
-        );
-        this.#dispatch({ type: "close" });
-      } else {
+      if (upgraded) {
+        // Synchronously, so a call retried right after its carrier error waits for the next socket.
         this.#dispatch({ type: "lost", socketId });
+        return resolveClosed();
       }
-      resolveClosed();
+      void refusalStatus(socket).then((status) => {
+        this.#dispatch(
+          status === undefined ? { type: "lost", socketId } : { type: "refused", socketId, status },
+        );
+        resolveClosed();
+      });
     };
     if (this.#state$.value.name === "closed") this.#closeSocket(live);
     return closed;
   }
 
+  /** The socket's keepalive, unless turned off; a dead path is dropped like a lost socket. */
+  #keepAlive(live: LiveSocket): KeepAlive | undefined {
+    if (this.#options.keepAlive === false) return undefined;
+    const probe = keepAliveProbe(live.socket, () => this.#nextFrameId++);
+    return new KeepAlive({ ...DEFAULT_KEEPALIVE, ...this.#options.keepAlive }, probe, () => this.#drop(live));
+  }
+
+  /** Gives up a socket whose path is dead: now, without waiting for TCP or a closing handshake. */
+  #drop(live: LiveSocket): void {
+    const { socket } = live;
+    const onclose = socket.onclose;
+    if (socket.terminate) socket.terminate();
+    else {
+      try {
+        socket.close(4000, "keepalive timeout");
+      } catch {
+        // Already closing.
+      }
+    }
+    // A browser fires `close` only after its closing handshake times out; settle everything now.
+    onclose?.({ code: 4000, reason: "keepalive timeout" });
+  }
+
   #receive(live: LiveSocket, data: unknown): void {
-    // Text frames are bad input in v1 (§2); the host never sends them, so they are dropped.
-    if (!(data instanceof ArrayBuffer)) return;
-    let frame: unknown;
-    try {
-      frame = decodeFrame(new Uint8Array(data), CLIENT_DECODE_LIMITS);
-    } catch {
+    const reading = readHostFrame(data);
+    if (!reading.ok) {
+      // Answer the call or stream the frame was for, so it does not wait for a socket death.
+      if (reading.id !== undefined) live.registry.fail(reading.id, reading.error);
+      this.#options.onError?.(reading.error);
       return;
     }
-    if (!hostFrame.check(frame)) return;
+    const frame = reading.frame;
     switch (frame.type) {
       case "hello":
         this.#dispatch({ type: "hello", socketId: live.socketId, hello: frame as HelloFrame });
@@ -226,37 +305,14 @@ export class Connection {
       case "event":
         this.#options.onNotification?.(frame.name, frame.value);
         return;
+      case "error":
+        if (frame.id === undefined || !live.registry.deliver(frame)) {
+          this.#options.onError?.(RemoteError.fromWireError(frame.error));
+        }
+        return;
       default:
         live.registry.deliver(frame);
     }
-  }
-
-  #link(socketId: number, socket: WebSocketLike, registry: RequestRegistry): SocketLink {
-    const send = (frame: ClientFrame): void => {
-      try {
-        socket.send(encodeFrame(frame));
-      } catch {
-        // The socket is closing; its close event fails whatever was registered on it.
-      }
-    };
-    return {
-      socketId,
-      call: (method, params) =>
-        new Promise((resolve, reject) => {
-          const id = this.#nextFrameId++;
-          registry.addCall(id, { resolve, reject });
-          send({ type: "call", id, method, params });
-        }),
-      openStream: (method, params, sink) => {
-        const id = this.#nextFrameId++;
-        registry.addStream(id, sink);
-        send({ type: "open", id, method, params });
-        return id;
-      },
-      closeStream: (id) => {
-        if (registry.removeStream(id) && this.#current?.socketId === socketId) send({ type: "close", id });
-      },
-    };
   }
 
   async #closeSocket(live: LiveSocket): Promise<void> {

@@ -25,6 +25,7 @@ export interface ControlMirror {
   readonly lastChange: ControlItem | { readonly kind: "stale" } | undefined;
 }
 
+/** The mirror before any baseline. */
 export const EMPTY_MIRROR: ControlMirror = Object.freeze({
   generation: undefined,
   generationChanged: false,

@@ -12,7 +12,8 @@ export interface ControlMirrorOptions {
 /**
  * The host's live state as an Observable mirror (§5 `session.control`): emits after every change,
  * marks itself `stale` while the stream is down, reopens by itself and is replaced by each new
- * baseline; `generationChanged` tells the caller the host restarted. Errors only on terminal errors.
+ * baseline; `generationChanged` tells the caller the host restarted. Recovery follows
+ * `superviseStream`; it errors with a terminal `RemoteError` (`persistence_failure` included).
  */
 export function controlMirror(
   client: SessionmuxClient,
@@ -36,7 +37,7 @@ export function controlMirror(
           subscriber.next(mirror);
         },
       },
-      policy,
+      { policy, hello$: client.hello$, generation: () => client.hello?.generation },
     );
   });
 }

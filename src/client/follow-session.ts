@@ -21,8 +21,10 @@ export interface FollowOptions {
 
 /**
  * Follows a session's log across disconnects and host restarts (§5): reopens from the last applied
- * seq, drops anything at or below it, passes `reset` on so the caller drops its mirror. Completes
- * only when the client is closed; errors only with a terminal `RemoteError`.
+ * seq, drops anything at or below it, passes `reset` on so the caller drops its mirror. Recovery
+ * follows `superviseStream`: it waits through a refused token until `setToken`, completes when the
+ * client closes (or the host ends the stream unasked), errors with a terminal `RemoteError`
+ * (`persistence_failure` included).
  */
 export function followSession(
   client: SessionmuxClient,
@@ -45,7 +47,7 @@ export function followSession(
           if (step.update) subscriber.next(step.update);
         },
       },
-      policy,
+      { policy, hello$: client.hello$, generation: () => client.hello?.generation },
     );
   });
 }

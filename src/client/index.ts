@@ -2,7 +2,15 @@
  * The sessionmux client SDK, browser-safe: nothing here (or below) imports a Node module.
  * Node callers use `./node.js`, which supplies `ws` with the Authorization header.
  */
+export {
+  DEFAULT_MAX_BUFFERED,
+  type IterateOptions,
+  iterate,
+  type LiveStream,
+  liveStream,
+} from "./async-iteration.js";
 export { type BackoffPolicy, backoffCeiling, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
+export { type CallOptions, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 export { isResendable } from "./call-retry.js";
 export {
   type ClientOptions,
@@ -15,13 +23,28 @@ export {
   type ConnectionEvent,
   type ConnectionState,
   type ConnectionStateName,
+  isTerminal,
   transition,
 } from "./connection-state.js";
 export { type ControlMirrorOptions, controlMirror } from "./control-mirror.js";
 export { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
-export { applyFollowItem, type FollowCursor, type FollowUpdate, initialCursor } from "./follow-cursor.js";
+export {
+  applyFollowItem,
+  type FollowCursor,
+  type FollowStep,
+  type FollowUpdate,
+  initialCursor,
+  reopenParams,
+} from "./follow-cursor.js";
 export { type FollowOptions, followSession } from "./follow-session.js";
-export { type CarrierReason, RemoteError, RemoteStreamCarrierError, shouldRetry } from "./remote-errors.js";
+export { DEFAULT_KEEPALIVE, type KeepAliveOptions } from "./keepalive.js";
+export {
+  type CarrierReason,
+  ConnectionRefusedError,
+  RemoteError,
+  RemoteStreamCarrierError,
+  shouldRetry,
+} from "./remote-errors.js";
 export {
   base64Url,
   browserSocketFactory,
@@ -30,3 +53,4 @@ export {
   type WebSocketConstructor,
   type WebSocketLike,
 } from "./socket.js";
+export { type StreamRecovery, streamRecovery } from "./stream-recovery.js";

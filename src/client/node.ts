@@ -1,5 +1,5 @@
 import WebSocket from "ws";
-import { Limits, SUBPROTOCOL } from "../../protocol/index.js";
+import { Limits, SUBPROTOCOL } from "../../protocol/limits.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "./client.js";
 import type { SocketFactory, WebSocketLike } from "./socket.js";
 
@@ -11,18 +11,32 @@ export * from "./index.js";
  */
 export const DEFAULT_SILENCE_TIMEOUT_MS = 3 * Limits.pingIntervalMs;
 
+/** How long a Node client waits for the host to answer the upgrade. */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** A Node socket factory: `ws` with the token in the `Authorization: Bearer` header (§2). */
-export function createNodeSocketFactory(options: { silenceTimeoutMs?: number } = {}): SocketFactory {
+export function createNodeSocketFactory(
+  options: {
+    /** Drop a socket that heard nothing (no ping, no frame) this long. @default 45_000 */
+    silenceTimeoutMs?: number;
+    /** Give up an upgrade the host does not answer within this long. @default 10_000 */
+    handshakeTimeoutMs?: number;
+  } = {},
+): SocketFactory {
   const silenceMs = options.silenceTimeoutMs ?? DEFAULT_SILENCE_TIMEOUT_MS;
+  const handshakeTimeout = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
   return (url, token) => {
     const socket = new WebSocket(url, [SUBPROTOCOL], {
       headers: { Authorization: `Bearer ${token}` },
       perMessageDeflate: false,
       maxPayload: Limits.maxPayloadBytes,
+      handshakeTimeout,
     });
     const like = socket as unknown as WebSocketLike;
+    let refusedWith: number | undefined;
+    like.upgradeStatus = () => Promise.resolve(refusedWith);
     socket.on("unexpected-response", (request, response) => {
-      if (response.statusCode === 401 || response.statusCode === 403) like.authRejected = response.statusCode;
+      refusedWith = response.statusCode;
       // Without a listener ws would abort for us; with one we must, or the socket hangs.
       request.destroy();
       response.destroy();
@@ -33,7 +47,14 @@ export function createNodeSocketFactory(options: { silenceTimeoutMs?: number } =
       clearTimeout(watchdog);
       watchdog = setTimeout(() => socket.terminate(), silenceMs);
     };
-    socket.on("open", heard).on("ping", heard).on("message", heard);
+    socket.on("open", heard).on("ping", heard).on("message", heard).on("pong", heard);
+    socket.on("error", (error: Error & { code?: string }) => {
+      like.failureCode = error.code;
+    });
+    like.keepAlivePing = () => {
+      if (socket.readyState === WebSocket.OPEN) socket.ping();
+    };
+    socket.on("ping", () => like.onheartbeat?.()).on("pong", () => like.onheartbeat?.());
     socket.on("close", () => clearTimeout(watchdog));
     return like;
   };

@@ -1,4 +1,4 @@
-import { type ErrorCode, SessionmuxError, type WireError } from "../../protocol/index.js";
+import { type ErrorCode, SessionmuxError, type WireError } from "../../protocol/errors.js";
 
 /**
  * A business, protocol or internal error answered by the host for one call or stream (§3).
@@ -18,6 +18,35 @@ export class RemoteError extends SessionmuxError {
     const base = SessionmuxError.fromWire(wire);
     return new RemoteError(base.code, wire.message, { data: wire.data });
   }
+}
+
+/**
+ * The host answered the WebSocket upgrade with an HTTP error (the connection state is then
+ * `unauthorized` or `rejected`): retrying with the same token and URL cannot help.
+ */
+export class ConnectionRefusedError extends RemoteError {
+  readonly status: number;
+
+  constructor(status: number, url: string) {
+    super(refusalCode(status), refusalMessage(status, url), { data: { status } });
+    this.name = "ConnectionRefusedError";
+    this.status = status;
+  }
+}
+
+function refusalCode(status: number): ErrorCode {
+  if (status === 401) return "unauthorized";
+  if (status === 403) return "forbidden_origin";
+  if (status === 404) return "not_found";
+  return "bad_request";
+}
+
+function refusalMessage(status: number, url: string): string {
+  if (status === 401) return `the host refused the token (HTTP 401) at ${url}; supply a valid one (setToken)`;
+  if (status === 403) return `the host refused this origin or token (HTTP 403) at ${url}; check both`;
+  if (status === 404)
+    return `nothing serves the mux at ${url} (HTTP 404); check the URL path (/api/remote.mux)`;
+  return `the host refused the connection (HTTP ${status}) at ${url}; check the URL and client version`;
 }
 
 /** Why a carrier error happened: the socket died, or the caller closed the client. */

@@ -36,6 +36,26 @@ export class RequestRegistry {
     else this.#streams.set(id, sink);
   }
 
+  /** Fails the one call or stream with this id (an answer that could not be read); returns whether one was. */
+  fail(id: number, error: Error): boolean {
+    const call = this.#calls.get(id);
+    if (call) {
+      this.#calls.delete(id);
+      call.reject(error);
+      return true;
+    }
+    const sink = this.#streams.get(id);
+    if (!sink) return false;
+    this.#streams.delete(id);
+    sink.error(error);
+    return true;
+  }
+
+  /** Forgets a call the caller gave up on; returns whether it was still in flight. */
+  removeCall(id: number): boolean {
+    return this.#calls.delete(id);
+  }
+
   /** Forgets a stream the caller no longer wants; returns whether it was still in flight. */
   removeStream(id: number): boolean {
     return this.#streams.delete(id);

@@ -1,4 +1,4 @@
-import { BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL } from "../../protocol/index.js";
+import { BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL } from "../../protocol/limits.js";
 
 /**
  * The part of the WebSocket API the client uses: the browser's `WebSocket` and `ws` both fit.
@@ -16,7 +16,19 @@ export interface WebSocketLike {
   close(code?: number, reason?: string): void;
   /** `ws` only: drop the socket without a closing handshake. */
   terminate?(): void;
+  /** Set by a factory that saw the upgrade refused with 401/403 (kept for custom factories). */
   authRejected?: 401 | 403;
+  /**
+   * For a socket that closed without upgrading: the HTTP status the host answered, if the factory
+   * can learn it (`ws` sees it; a browser asks the host over HTTP).
+   */
+  upgradeStatus?(): Promise<number | undefined>;
+  /** Set by a factory that saw the socket fail, e.g. `ECONNREFUSED` when nothing listens. */
+  failureCode?: string;
+  /** Sends a WebSocket ping, where the factory can (`ws`; browsers cannot). */
+  keepAlivePing?(): void;
+  /** Set by the client; a factory that sees pings or pongs calls it (they prove the path works). */
+  onheartbeat?: (() => void) | null;
 }
 
 /** A browser-style WebSocket constructor (the global `WebSocket`, or `ws`'s class). */
@@ -37,7 +49,39 @@ export function browserSubprotocols(token: string): string[] {
   return [SUBPROTOCOL, `${BEARER_SUBPROTOCOL_PREFIX}${base64Url(token)}`];
 }
 
-/** A factory for browsers, which cannot set headers: the token rides as a subprotocol entry. */
+/** How long a browser waits for the HTTP question that explains a refused upgrade. */
+const PROBE_TIMEOUT_MS = 5_000;
+
+/**
+ * A factory for browsers, which cannot set headers: the token rides as a subprotocol entry. A
+ * browser hides the HTTP status of a refused upgrade, so when a socket fails before upgrading the
+ * client asks the host over HTTP with the same token (auth is checked before the route, §8): a
+ * 401/403 answer means the token was refused. Cross-origin hosts without CORS leave it unknown,
+ * and the client keeps retrying as for a host that is down.
+ */
 export function browserSocketFactory(WebSocketClass: WebSocketConstructor): SocketFactory {
-  return (url, token) => new WebSocketClass(url, browserSubprotocols(token)) as WebSocketLike;
+  return (url, token) => {
+    const socket = new WebSocketClass(url, browserSubprotocols(token)) as WebSocketLike;
+    socket.upgradeStatus = () => askRefusal(url, token);
+    return socket;
+  };
+}
+
+async function askRefusal(url: string, token: string): Promise<number | undefined> {
+  if (typeof fetch !== "function") return undefined;
+  const response = await fetch(url.replace(/^ws/, "http"), {
+    headers: { Authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+  });
+  await response.body?.cancel();
+  return response.status === 401 || response.status === 403 ? response.status : undefined;
+}
+/** The HTTP status a socket that never upgraded was refused with, if its factory can tell. */
+export async function refusalStatus(socket: WebSocketLike): Promise<number | undefined> {
+  if (socket.authRejected !== undefined) return socket.authRejected;
+  try {
+    return await socket.upgradeStatus?.();
+  } catch {
+    return undefined;
+  }
 }

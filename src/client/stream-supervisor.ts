@@ -1,12 +1,14 @@
 import type { Observable, Subscriber, Subscription } from "rxjs";
+import type { HelloFrame } from "../../protocol/index.js";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
-import { RemoteStreamCarrierError, shouldRetry } from "./remote-errors.js";
+import { firstMatch } from "./first-match.js";
+import { streamRecovery } from "./stream-recovery.js";
 
 /** What an item handler may ask of the supervisor. */
 export interface SupervisorControl {
-  /** Drops the current stream and reopens it after a backoff delay. */
+  /** Drops the current stream and reopens it after a backoff delay (a client-side repair). */
   reopen(): void;
-  /** The stream made progress: the next failure starts the backoff from the beginning. */
+  /** The stream made progress: the backoff and the isolated retry start afresh. */
   progressed(): void;
 }
 
@@ -16,50 +18,85 @@ export interface SupervisorHooks<I> {
   interrupted?(): void;
 }
 
+/** Where the supervisor learns the host generation (§3 `hello`). */
+export interface SupervisorOptions {
+  readonly policy: BackoffPolicy;
+  /** Every `hello`, replaying the current one; completes when the client closes. */
+  readonly hello$: Observable<HelloFrame>;
+  /** The generation of the open socket, if one is open. */
+  readonly generation: () => string | undefined;
+}
+
 /**
- * Keeps one logical stream open until unsubscribed: after a carrier loss it reopens at once (the
- * connection's reconnect loop paces it), after a retryable host error or an unexpected end it
- * waits a backoff delay; it completes when the client closes and errors on a terminal error.
+ * Keeps one logical stream open until unsubscribed, by the rules of `streamRecovery`: after a
+ * carrier loss it reopens on the next socket; after a retryable host error it retries once per
+ * host generation after a backoff delay, then waits for the next generation; `persistence_failure`
+ * and non-retryable errors are published as the stream's error; a refused connection waits for
+ * the next open socket (after `setToken`); an `end` the caller did not ask for completes it.
  * Returns the teardown.
  */
 export function superviseStream<I, O>(
   subscriber: Subscriber<O>,
   open: () => Observable<I>,
   hooks: SupervisorHooks<I>,
-  policy: BackoffPolicy,
+  options: SupervisorOptions,
 ): () => void {
   let inner: Subscription | undefined;
+  let stopWaiting: (() => void) | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let failures = 0;
+  /** The generation whose one isolated retry was spent. */
+  let retriedIn: string | undefined;
   let stopped = false;
 
-  const retry = (delayed: boolean): void => {
-    if (stopped) return;
-    hooks.interrupted?.();
-    if (delayed) timer = setTimeout(start, backoffDelay(failures++, policy));
-    else start();
+  const later = (): void => {
+    timer = setTimeout(start, backoffDelay(failures++, options.policy));
   };
   const control: SupervisorControl = {
     reopen: () => {
       inner?.unsubscribe();
-      retry(true);
+      hooks.interrupted?.();
+      later();
     },
     progressed: () => {
       failures = 0;
+      retriedIn = undefined;
     },
+  };
+  /** Starts again on the next `hello` whose generation is not `seen` (any, if undefined). */
+  const untilHello = (seen: string | undefined): void => {
+    stopWaiting = firstMatch(
+      options.hello$,
+      (hello) => hello.generation !== seen,
+      () => start(),
+      // The client closed before the host came back.
+      () => subscriber.complete(),
+    );
+  };
+  const failed = (error: unknown): void => {
+    if (stopped) return;
+    const recovery = streamRecovery(error);
+    if (recovery === "complete") subscriber.complete();
+    else if (recovery === "fail") subscriber.error(error);
+    else {
+      hooks.interrupted?.();
+      const generation = options.generation();
+      if (recovery === "await-open") untilHello(undefined);
+      else if (recovery === "reconnect" || generation === undefined) start();
+      else if (retriedIn !== generation) {
+        retriedIn = generation;
+        later();
+      } else untilHello(generation);
+    }
   };
   function start(): void {
     timer = undefined;
     if (stopped) return;
     inner = open().subscribe({
       next: (item) => hooks.next(item, control),
-      error: (error: unknown) => {
-        if (error instanceof RemoteStreamCarrierError && !error.retryable) subscriber.complete();
-        else if (shouldRetry(error)) retry(!(error instanceof RemoteStreamCarrierError));
-        else subscriber.error(error);
-      },
-      // The host ends a stream only after our `close`; an unexpected end is treated as a loss.
-      complete: () => retry(true),
+      error: failed,
+      // The host ends follow and control only after our `close` or at its own will: not a loss.
+      complete: () => subscriber.complete(),
     });
   }
 
@@ -67,6 +104,7 @@ export function superviseStream<I, O>(
   return () => {
     stopped = true;
     if (timer !== undefined) clearTimeout(timer);
+    stopWaiting?.();
     inner?.unsubscribe();
   };
 }

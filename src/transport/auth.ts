@@ -21,13 +21,28 @@ export function parseTokenSpec(value: string): TokenSpec {
 
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; code: string };
 
+/** Finds the principal of a request by other means than the token list (an app's own auth). */
+export type PrincipalResolver = (req: IncomingMessage) => Principal | undefined;
+
+export interface AuthenticatorOptions {
+  allowedOrigins?: string[];
+  /** Replaces the token list: `undefined` refuses the request with 401. */
+  resolve?: PrincipalResolver;
+  /** Told of every refusal, for the log. */
+  onRefused?: (req: IncomingMessage, code: "unauthorized" | "forbidden_origin") => void;
+}
+
 /** Bearer-token authentication and Origin checks shared by the mux upgrade and the HTTP routes. */
 export class Authenticator {
   readonly #tokens: { digest: Buffer; principal: Principal }[];
   readonly #allowedOrigins: Set<string>;
+  readonly #resolve: PrincipalResolver | undefined;
+  readonly #onRefused: AuthenticatorOptions["onRefused"];
 
-  constructor(tokens: TokenSpec[], options: { allowedOrigins?: string[] } = {}) {
-    if (tokens.length === 0) throw new Error("at least one token is required");
+  constructor(tokens: TokenSpec[], options: AuthenticatorOptions = {}) {
+    if (tokens.length === 0 && !options.resolve) throw new Error("at least one token is required");
+    this.#resolve = options.resolve;
+    this.#onRefused = options.onRefused;
     this.#tokens = tokens.map((t) => ({
       digest: digest(t.secret),
       principal: Object.freeze({ name: t.name, admin: t.admin }),
@@ -81,9 +96,17 @@ export class Authenticator {
   }
 
   authenticate(req: IncomingMessage, options: { allowSubprotocol: boolean }): AuthOutcome {
-    const principal = this.principalFor(Authenticator.tokenOf(req, options));
-    if (!principal) return { ok: false, status: 401, code: "unauthorized" };
-    if (!this.originAllowed(req)) return { ok: false, status: 403, code: "forbidden_origin" };
+    const principal = this.#resolve
+      ? this.#resolve(req)
+      : this.principalFor(Authenticator.tokenOf(req, options));
+    if (!principal) {
+      this.#onRefused?.(req, "unauthorized");
+      return { ok: false, status: 401, code: "unauthorized" };
+    }
+    if (!this.originAllowed(req)) {
+      this.#onRefused?.(req, "forbidden_origin");
+      return { ok: false, status: 403, code: "forbidden_origin" };
+    }
     return { ok: true, principal };
   }
 }

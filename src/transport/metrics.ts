@@ -1,9 +1,10 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { HostMeters } from "../host/host-meters.js";
+import type { TurnMeters } from "../host/turn-meters.js";
 import type { StoreMetrics } from "../store/store-metrics.js";
 
 /** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
-export class HostMetrics implements StoreMetrics, HostMeters {
+export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   readonly registry = new Registry();
   readonly connections = new Gauge({
     name: "sessionmux_connections",
@@ -74,6 +75,33 @@ export class HostMetrics implements StoreMetrics, HostMeters {
     labelNames: ["route", "status"] as const,
     registers: [this.registry],
   });
+  readonly httpSeconds = new Histogram({
+    name: "sessionmux_http_request_seconds",
+    help: "HTTP request latency, until the response is finished, by route",
+    labelNames: ["route"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly callSeconds = new Histogram({
+    name: "sessionmux_call_seconds",
+    help: "Mux call latency in the host, by method and outcome (ok or the error code)",
+    labelNames: ["method", "outcome"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly turnSeconds = new Histogram({
+    name: "sessionmux_turn_seconds",
+    help: "Agent run time of a turn, by end state",
+    labelNames: ["state"] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900],
+    registers: [this.registry],
+  });
+  readonly firstTokenSeconds = new Histogram({
+    name: "sessionmux_turn_first_token_seconds",
+    help: "Time from the start of an agent run to its first committed text",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+    registers: [this.registry],
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
@@ -86,5 +114,13 @@ export class HostMetrics implements StoreMetrics, HostMeters {
 
   agentsLive(count: number): void {
     this.agentsLiveGauge.set(count);
+  }
+
+  turnEnded(seconds: number, state: string): void {
+    this.turnSeconds.observe({ state }, seconds);
+  }
+
+  firstToken(seconds: number): void {
+    this.firstTokenSeconds.observe(seconds);
   }
 }

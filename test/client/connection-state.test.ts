@@ -24,6 +24,8 @@ const backoff = (attempt: number, delayMs: number): ConnectionState => ({
   nextAttemptAt: ctx.now + delayMs,
 });
 const closed: ConnectionState = { name: "closed" };
+const unauthorized = (status: 401 | 403): ConnectionState => ({ name: "unauthorized", status });
+const rejected = (status: number): ConnectionState => ({ name: "rejected", status });
 
 const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
   ["first hello opens", connecting(0, 1), { type: "hello", socketId: 1, hello }, open(1)],
@@ -78,6 +80,71 @@ const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
   ["closed absorbs hello", closed, { type: "hello", socketId: 1, hello }, closed],
   ["closed absorbs lost", closed, { type: "lost", socketId: 1 }, closed],
   ["closed absorbs retry", closed, { type: "retry", socketId: 2 }, closed],
+  [
+    "a refused token is unauthorized",
+    connecting(3, 4),
+    { type: "refused", socketId: 4, status: 401 },
+    unauthorized(401),
+  ],
+  [
+    "a refused origin is unauthorized",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 403 },
+    unauthorized(403),
+  ],
+  [
+    "a wrong path is rejected",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 404 },
+    rejected(404),
+  ],
+  [
+    "a refused subprotocol is rejected",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 400 },
+    rejected(400),
+  ],
+  [
+    "a 503 at upgrade backs off",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 503 },
+    backoff(1, 125),
+  ],
+  [
+    "a 429 at upgrade backs off",
+    connecting(1, 2),
+    { type: "refused", socketId: 2, status: 429 },
+    backoff(2, 250),
+  ],
+  [
+    "a superseded socket's refusal is ignored",
+    connecting(0, 2),
+    { type: "refused", socketId: 1, status: 401 },
+    connecting(0, 2),
+  ],
+  [
+    "unauthorized waits: lost is ignored",
+    unauthorized(401),
+    { type: "lost", socketId: 1 },
+    unauthorized(401),
+  ],
+  [
+    "unauthorized waits: retry is ignored",
+    unauthorized(401),
+    { type: "retry", socketId: 2 },
+    unauthorized(401),
+  ],
+  [
+    "a new token reconnects from attempt 0",
+    unauthorized(401),
+    { type: "reconnect", socketId: 7 },
+    connecting(0, 7),
+  ],
+  ["rejected reconnects on request", rejected(404), { type: "reconnect", socketId: 3 }, connecting(0, 3)],
+  ["close from unauthorized", unauthorized(403), { type: "close" }, closed],
+  ["close from rejected", rejected(404), { type: "close" }, closed],
+  ["reconnect while open is ignored", open(2), { type: "reconnect", socketId: 3 }, open(2)],
+  ["closed absorbs reconnect", closed, { type: "reconnect", socketId: 3 }, closed],
 ];
 
 describe("connection state machine", () => {

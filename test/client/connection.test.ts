@@ -4,7 +4,11 @@ import WebSocket from "ws";
 import type { ConnectionState } from "../../src/client/connection-state.js";
 import { createClient, type SessionmuxClient } from "../../src/client/index.js";
 import { createNodeClient, createNodeSocketFactory } from "../../src/client/node.js";
-import { RemoteError, RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
+import {
+  ConnectionRefusedError,
+  RemoteError,
+  RemoteStreamCarrierError,
+} from "../../src/client/remote-errors.js";
 import { base64Url } from "../../src/client/socket.js";
 import { startFakePeer } from "./fake-peer.js";
 
@@ -183,14 +187,25 @@ describe("client connection", () => {
     expect(attempts).toEqual([1, 1]);
   });
 
-  it("stops for good when the host refuses the token with 401", async () => {
-    const p = await peer({ refuse: () => 401 });
+  it("a refused token is the terminal unauthorized state until setToken supplies a new one", async () => {
+    let good = "old";
+    const p = await peer({
+      refuse: () => (p.connections.length === 0 && good === "old" ? 401 : undefined),
+      onCall: () => ({ ok: true }),
+    });
     const client = track(createNodeClient({ url: p.url, token: "wrong", backoff: fast }));
     const error = await client.list().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RemoteError);
-    expect(error).toMatchObject({ code: "unauthorized" });
-    expect(client.state.name).toBe("closed");
+    expect(error).toBeInstanceOf(ConnectionRefusedError);
+    expect(error).toMatchObject({ code: "unauthorized", status: 401 });
+    expect(client.state).toEqual({ name: "unauthorized", status: 401 });
+    // No retry loop: a second call fails at once and the host saw one attempt.
+    await expect(client.list()).rejects.toMatchObject({ code: "unauthorized" });
     expect(p.attempts).toBe(1);
+
+    good = "new";
+    client.setToken("new-token");
+    await expect(client.list()).resolves.toEqual({ ok: true });
+    expect(p.connections[0]!.request.headers.authorization).toBe("Bearer new-token");
   });
 
   it("delivers notifications to handlers until they unsubscribe", async () => {

@@ -18,6 +18,11 @@ export interface TcpProxy {
   readonly accepted: number;
   /** Destroys every forwarded connection now (both sides); new connections are still accepted. */
   cutAll(): number;
+  /**
+   * Stops forwarding on every current connection without closing it, as a dead network path does:
+   * both TCP connections stay established and nothing more arrives. New connections still work.
+   */
+  silenceAll(): number;
   /** Cuts everything at random pauses in [minMs, maxMs]; resolves after `count` cuts or `stop()`. */
   startRandomCuts(options: RandomCuts): Promise<void>;
   /** Stops random cuts, destroys every connection and closes the listener. */
@@ -71,6 +76,16 @@ export async function startTcpProxy(
     return n;
   };
 
+  const silenceAll = (): number => {
+    for (const { client, upstream } of pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+    return pairs.size;
+  };
+
   const stopCuts = () => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
@@ -87,6 +102,7 @@ export async function startTcpProxy(
       return accepted;
     },
     cutAll,
+    silenceAll,
     startRandomCuts({ minMs, maxMs, count }) {
       stopCuts();
       return new Promise<void>((resolve) => {

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { tempDir } from "../support/temp-dir.js";
 
 /** Debian's Chromium; CI installs it with apt-get. Never a downloaded browser. */
@@ -31,6 +32,50 @@ export interface BrowserProfile {
   close(): Promise<void>;
 }
 
+/**
+ * What went wrong inside the pages of the profiles a test file launched: uncaught exceptions and
+ * `console.error` messages. Every browser test fails on any of them (see `useBrowser`), so a
+ * console that throws while it renders can never pass. A test that provokes a network failure on
+ * purpose (a host killed, a token refused) names the console errors it expects with `allow`.
+ */
+class PageErrors {
+  private readonly seen: string[] = [];
+  private allowed: RegExp[] = [];
+
+  watch(context: BrowserContext): void {
+    const attach = (page: Page) => {
+      page.on("pageerror", (error) => this.seen.push(`pageerror on ${page.url()}: ${error.stack ?? error}`));
+      page.on("console", (message) => {
+        if (message.type() !== "error") return;
+        const text = message.text();
+        if (this.allowed.some((pattern) => pattern.test(text))) return;
+        const where = message.location();
+        this.seen.push(`console.error at ${where.url}:${where.lineNumber}: ${text}`);
+      });
+    };
+    for (const page of context.pages()) attach(page);
+    context.on("page", attach);
+  }
+
+  allow(pattern: RegExp): void {
+    this.allowed.push(pattern);
+  }
+
+  /** Throws when anything was seen since the last check, then starts over for the next test. */
+  check(): void {
+    const seen = this.seen.splice(0);
+    this.allowed = [];
+    if (seen.length > 0) {
+      throw new Error(`the console reported ${seen.length} error(s):\n${seen.slice(0, 20).join("\n")}`);
+    }
+  }
+}
+
+const pageErrors = new PageErrors();
+
+/** Throws when a page of any profile threw or logged an error since the last check. */
+export const takePageErrors = (): void => pageErrors.check();
+
 /** A headless Chromium with a fresh profile (its own user-data-dir: storage starts empty). */
 export async function launchProfile(viewport = { width: 1280, height: 800 }): Promise<BrowserProfile> {
   const dir = tempDir("sessionmux-profile-");
@@ -40,6 +85,7 @@ export async function launchProfile(viewport = { width: 1280, height: 800 }): Pr
     args: ARGS,
     viewport,
   });
+  pageErrors.watch(context);
   return {
     context,
     async newPage() {
@@ -51,6 +97,38 @@ export async function launchProfile(viewport = { width: 1280, height: 800 }): Pr
     },
   };
 }
+
+export interface BrowserFixture {
+  /** The profile launched before the file's first test. */
+  readonly profile: BrowserProfile;
+  /** Console errors matching `pattern` are expected in the running test (network failures it causes). */
+  allowConsoleErrors(pattern: RegExp): void;
+}
+
+/**
+ * The shared fixture of every browser test file: one profile for the file, and after each test a
+ * check that no page of any profile the test launched threw or logged an error.
+ */
+export function useBrowser(): BrowserFixture {
+  let profile: BrowserProfile | undefined;
+  beforeAll(async () => {
+    profile = await launchProfile();
+  });
+  afterEach(takePageErrors);
+  afterAll(async () => {
+    await profile?.close();
+  });
+  return {
+    get profile() {
+      if (!profile) throw new Error("the browser profile is launched in beforeAll");
+      return profile;
+    },
+    allowConsoleErrors: (pattern) => pageErrors.allow(pattern),
+  };
+}
+
+/** Chromium's own console lines for a socket or request the host refused or never answered. */
+export const NETWORK_FAILURE = /WebSocket connection to .* failed|Failed to load resource/;
 
 /** Opens the console the way `sessionmux serve` prints it: the token in the fragment, once. */
 export async function openConsole(

@@ -1,17 +1,48 @@
-import { mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
-import { type BrowserProfile, hasChromium, launchProfile, openConsole } from "./browser.js";
-import { buildConsole } from "./console-build.js";
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN } from "../support/host.js";
+import { hasChromium, launchProfile, openConsole, useBrowser } from "./browser.js";
+import { useConsoleHost } from "./console-host.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
-
-const docs = fileURLToPath(new URL("../../docs/", import.meta.url));
 
 const transcriptText = (page: Page) =>
   page.$$eval('[data-testid="assistant-text"]', (els) => els.map((e) => e.textContent ?? "").join(""));
+
+/** Pixels between the transcript's scroll position and its end, read after the next painted frame. */
+const distanceFromEnd = (page: Page) =>
+  page.evaluate(async () => {
+    await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    const el = document.querySelector<HTMLElement>('[data-testid="transcript"]')!;
+    return el.scrollHeight - el.scrollTop - el.clientHeight;
+  });
+
+/** Whether the end of the newest answer text is inside the transcript's visible box. */
+const lastTextInView = (page: Page) =>
+  page.evaluate(() => {
+    const box = document.querySelector('[data-testid="transcript"]')!.getBoundingClientRect();
+    const texts = document.querySelectorAll('[data-testid="assistant-text"]');
+    const last = texts[texts.length - 1]?.getBoundingClientRect();
+    return last !== undefined && last.bottom <= box.bottom + 1 && last.bottom > box.top;
+  });
+
+/** How many transcripts the console's IndexedDB cache holds, over every partition. */
+const cachedSessions = (page: Page) =>
+  page.evaluate(
+    () =>
+      new Promise<number>((resolve, reject) => {
+        const open = indexedDB.open("sessionmux-cache");
+        open.onupgradeneeded = () => open.result.createObjectStore("entries");
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const all = db.transaction("entries").objectStore("entries").getAllKeys();
+          all.onsuccess = () => {
+            db.close();
+            resolve(all.result.filter((key) => String(key).includes("/s/")).length);
+          };
+        };
+      }),
+  );
 
 async function newSession(page: Page): Promise<string> {
   await page.click('[data-testid="new-session"]');
@@ -26,37 +57,20 @@ async function send(page: Page, text: string): Promise<void> {
 }
 
 describe.skipIf(!hasChromium)("browser console", () => {
-  let host: TestHost;
-  let removeBuild: () => void;
-  let client: SessionmuxClient;
-  let profile: BrowserProfile;
-
-  beforeAll(async () => {
-    const built = await buildConsole();
-    removeBuild = built.remove;
-    host = await startTestHost({ http: { webRoot: built.webRoot } });
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-    profile = await launchProfile();
-  });
-
-  afterAll(async () => {
-    await profile?.close();
-    await client?.close();
-    await host?.dispose();
-    removeBuild?.();
-  });
+  const browser = useBrowser();
+  const fixture = useConsoleHost();
 
   /** Waits for the session's log to hold `count` finished turns; returns the log. */
   async function settled(sessionId: string, count: number) {
     await expect
-      .poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 30_000 })
+      .poll(async () => turnEnds(await readLog(fixture.client, sessionId)), { timeout: 30_000 })
       .toBe(count);
-    return readLog(client, sessionId);
+    return readLog(fixture.client, sessionId);
   }
 
   it("streams a /stream 200 10 answer and continues it after a reload mid-stream with no chunk lost or repeated", async () => {
-    const page = await profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     // The token is kept for this tab and gone from the address bar.
     expect(page.url()).not.toContain(ADMIN_TOKEN);
     const sessionId = await newSession(page);
@@ -67,7 +81,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     );
     const before = await transcriptText(page);
     await page.reload();
-    const deltasAtReload = (await readLog(client, sessionId)).filter(
+    const deltasAtReload = (await readLog(fixture.client, sessionId)).filter(
       (e) => e.type === "assistant/delta",
     ).length;
     // The reload really happened mid-stream.
@@ -85,12 +99,100 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.close();
   });
 
+  it("shows all 400 chunks of /stream 400 10 once with the last one in view, and offers jump to latest after scrolling up", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/stream 400 10");
+    await page.waitForSelector('[data-testid="assistant-message"][data-streaming="true"]');
+    // While the answer grows, the view follows it: sampled after a painted frame, never left behind.
+    const behind: number[] = [];
+    while ((await page.locator('[data-testid="assistant-message"][data-streaming="true"]').count()) > 0) {
+      behind.push(await distanceFromEnd(page));
+    }
+    expect(behind.length).toBeGreaterThan(3);
+    expect(Math.max(...behind)).toBeLessThan(80);
+    const log = await settled(sessionId, 1);
+    const expected = Array.from({ length: 400 }, (_, i) => `chunk ${i + 1} `).join("");
+    expect(assistantText(log)).toBe(expected);
+    await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(expected);
+    expect(await lastTextInView(page)).toBe(true);
+
+    // Scrolled up, the view stays put while the next answer streams and offers a way back.
+    await page.hover('[data-testid="transcript"]');
+    await page.mouse.wheel(0, -600);
+    await expect.poll(() => page.isVisible('[data-testid="jump-latest"]')).toBe(true);
+    const scrolledTo = await page.$eval('[data-testid="transcript"]', (el) => el.scrollTop);
+    await send(page, "/stream 60 10");
+    await settled(sessionId, 2);
+    await expect
+      .poll(() => transcriptText(page), { timeout: 15_000 })
+      .toBe(assistantText(await readLog(fixture.client, sessionId)));
+    expect(await page.$eval('[data-testid="transcript"]', (el) => el.scrollTop)).toBe(scrolledTo);
+    await page.click('[data-testid="jump-latest"]');
+    await expect.poll(() => lastTextInView(page)).toBe(true);
+    expect(await page.isVisible('[data-testid="jump-latest"]')).toBe(false);
+    await page.close();
+  });
+
+  it("caches transcripts in IndexedDB, not localStorage, and forgets them and the token on request", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/stream 5 1");
+    await settled(sessionId, 1);
+    await expect.poll(() => cachedSessions(page), { timeout: 10_000 }).toBeGreaterThan(0);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click('[data-testid="forget-browser"]');
+    await page.waitForSelector('[data-testid="auth-notice"]:not([hidden])');
+    expect(await page.textContent('[data-testid="connection"]')).toContain("No token");
+    expect(await cachedSessions(page)).toBe(0);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  it("answers a question with Enter, closes the rename dialog with Escape, and serves its favicon", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/ask Which region?");
+    await page.click('[data-testid="answer-input"]');
+    await page.keyboard.type("eu-west");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('[data-testid="interaction-resolved"]');
+    expect(await page.textContent('[data-testid="interaction-resolved"]')).toContain("Answered: eu-west");
+    await settled(sessionId, 1);
+
+    const title = await page.textContent('[data-testid="session-title"]');
+    await page.click('[data-testid="rename-session"]');
+    await page.waitForSelector('[data-testid="text-dialog"][open]');
+    await page.keyboard.type("never saved");
+    await page.keyboard.press("Escape");
+    await page.waitForSelector('[data-testid="text-dialog"]:not([open])', { state: "attached" });
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe(
+      "rename-session",
+    );
+    expect(await page.textContent('[data-testid="session-title"]')).toBe(title);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('[data-testid="text-dialog"][open]');
+    await page.fill('[data-testid="text-dialog-input"]', "Regions");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Regions");
+
+    const icon = await page.$eval('link[rel="icon"]', (el) => (el as HTMLLinkElement).href);
+    const response = await page.request.get(icon);
+    expect(response.status()).toBe(200);
+    expect(response.headers()["content-type"]).toBe("image/svg+xml");
+    await page.close();
+  });
+
   it("shows an approval in two tabs and answering it in one removes the card from the other", async () => {
-    const first = await profile.newPage();
-    await openConsole(first, host.url, ADMIN_TOKEN);
+    const first = await browser.profile.newPage();
+    await openConsole(first, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(first);
-    const second = await profile.newPage();
-    await openConsole(second, host.url, ADMIN_TOKEN, sessionId);
+    const second = await browser.profile.newPage();
+    await openConsole(second, fixture.host.url, ADMIN_TOKEN, sessionId);
     await send(first, "/approve deploy");
     for (const page of [first, second]) {
       await page.waitForSelector('[data-testid="interaction-card"][data-kind="approval"]');
@@ -111,19 +213,16 @@ describe.skipIf(!hasChromium)("browser console", () => {
   it("rebuilds every known session from the host in a fresh browser profile", async () => {
     const ids: string[] = [];
     for (const text of ["hello there", "/stream 20 5"]) {
-      const { header } = await client.call("session.create", { title: `Seeded: ${text}` });
-      await client.prompt({ sessionId: header.sessionId, text });
+      const { header } = await fixture.client.call("session.create", { title: `Seeded: ${text}` });
+      await fixture.client.prompt({ sessionId: header.sessionId, text });
       ids.push(header.sessionId);
     }
     const logs = await Promise.all(ids.map((id) => settled(id, 1)));
     const fresh = await launchProfile();
     try {
       const page = await fresh.newPage();
-      await openConsole(page, host.url, ADMIN_TOKEN);
-      const stored = await page.evaluate(
-        () => Object.keys(localStorage).filter((k) => k.includes(".s.")).length,
-      );
-      expect(stored).toBe(0);
+      await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+      expect(await cachedSessions(page)).toBe(0);
       for (const [i, id] of ids.entries()) {
         await page.click(`[data-testid="session-item"][data-session-id="${id}"]`);
         await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(assistantText(logs[i]!));
@@ -135,14 +234,15 @@ describe.skipIf(!hasChromium)("browser console", () => {
   });
 
   it("renames, searches, forks, clears and deletes sessions, and steers a queued prompt into the running turn", async () => {
-    const page = await profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "a message about the zebra migration");
     await settled(sessionId, 1);
 
-    page.once("dialog", (dialog) => void dialog.accept("Zebra migration"));
     await page.click('[data-testid="rename-session"]');
+    await page.fill('[data-testid="text-dialog-input"]', "Zebra migration");
+    await page.press('[data-testid="text-dialog-input"]', "Enter");
     await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Zebra migration");
     const item = `[data-testid="session-item"][data-session-id="${sessionId}"]`;
     await expect
@@ -166,7 +266,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click('[data-testid="clear-session"]');
     await page.waitForSelector('[data-testid="user-message"]', { state: "detached" });
-    expect((await readLog(client, forkId)).some((e) => e.type === "user/message")).toBe(false);
+    expect((await readLog(fixture.client, forkId)).some((e) => e.type === "user/message")).toBe(false);
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click('[data-testid="delete-session"]');
@@ -174,7 +274,7 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.waitForSelector(`[data-testid="session-item"][data-session-id="${forkId}"]`, {
       state: "detached",
     });
-    await expect(client.call("session.page", { sessionId: forkId })).rejects.toMatchObject({
+    await expect(fixture.client.call("session.page", { sessionId: forkId })).rejects.toMatchObject({
       code: "session_retired",
     });
 
@@ -194,46 +294,6 @@ describe.skipIf(!hasChromium)("browser console", () => {
       .toContain("also check the replicas");
     const log = await settled(sessionId, 2);
     await expect.poll(() => transcriptText(page), { timeout: 10_000 }).toBe(assistantText(log));
-    await page.close();
-  });
-
-  it("saves screenshots of the list, an approval card and a job progress bar", async () => {
-    mkdirSync(docs, { recursive: true });
-    for (const [title, text] of [
-      ["Summarise yesterday's incidents", "Summarise yesterday's incidents in three bullet points."],
-      ["Pick a rollout region", "/ask Which region goes first?"],
-    ] as const) {
-      const { header } = await client.call("session.create", { title });
-      await client.prompt({ sessionId: header.sessionId, text });
-    }
-    const page = await profile.newPage();
-    await openConsole(page, host.url, ADMIN_TOKEN);
-    const sessionId = await newSession(page);
-    await client.call("session.rename", { sessionId, title: "Deploy the staging cluster" });
-    await send(page, "Check the release notes, then deploy.");
-    await settled(sessionId, 1);
-    await send(page, "/approve deploy staging");
-    await page.waitForSelector('[data-testid="interaction-card"]');
-    await page.waitForSelector('[data-testid="session-item"][data-state="input-required"] >> nth=1');
-    await page.screenshot({ path: `${docs}console-approval.png` });
-    await page.click('[data-testid="approve"]');
-    await settled(sessionId, 2);
-
-    await send(page, "/job 30");
-    await expect
-      .poll(() => page.textContent('[data-testid="job-percent"]').catch(() => ""), { timeout: 15_000 })
-      .toMatch(/^([1-9]\d?)%$/);
-    await page.screenshot({ path: `${docs}console-job.png` });
-
-    const seeded = page.locator('[data-testid="session-item"]', { hasText: "Summarise yesterday" });
-    await seeded.click();
-    await page.waitForSelector('[data-testid="assistant-message"]');
-    await page.screenshot({ path: `${docs}console-list.png` });
-
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(`${host.url}/#s=${sessionId}`);
-    await page.waitForSelector('[data-testid="job"]');
-    await page.screenshot({ path: `${docs}console-phone.png` });
     await page.close();
   });
 });

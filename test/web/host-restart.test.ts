@@ -1,46 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { tempDir } from "../support/temp-dir.js";
-import { type BrowserProfile, hasChromium, launchProfile, openConsole } from "./browser.js";
+import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
+import { killHost as kill, spawnHost } from "./spawned-host.js";
 
 const TOKEN = "restart-test-token";
-const script = fileURLToPath(new URL("./host-process.ts", import.meta.url));
-const root = fileURLToPath(new URL("../../", import.meta.url));
-
-/** Starts the host in a child process and resolves with its port once it listens. */
-async function spawnHost(
-  port: number,
-  dbPath: string,
-  webRoot: string,
-): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["--import", "tsx", script, String(port), dbPath, TOKEN, webRoot], {
-    cwd: root,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  const ready = new Promise<number>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /ready (\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    child.once("exit", (code) => reject(new Error(`host exited early with ${code}`)));
-  });
-  return { child, port: await ready };
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, "exit");
-  child.kill("SIGKILL");
-  await exited;
-}
 
 const transcriptText = (page: Page) =>
   page.$$eval('[data-testid="assistant-text"]', (els) => els.map((e) => e.textContent ?? "").join(""));
@@ -49,18 +17,16 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
   const dir = tempDir();
   let webRoot: string;
   let removeBuild: () => void;
-  let profile: BrowserProfile;
+  const browser = useBrowser();
   const children: ChildProcess[] = [];
 
   beforeAll(async () => {
     const built = await buildConsole();
     webRoot = built.webRoot;
     removeBuild = built.remove;
-    profile = await launchProfile();
   });
 
   afterAll(async () => {
-    await profile?.close();
     for (const child of children) await kill(child);
     removeBuild?.();
     dir.remove();
@@ -68,10 +34,10 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
 
   it("reconnects by itself after SIGKILL and a restart on the same port, then keeps working", async () => {
     const dbPath = dir.file("sessions.db");
-    const first = await spawnHost(0, dbPath, webRoot);
+    const first = await spawnHost(0, dbPath, TOKEN, webRoot);
     children.push(first.child);
     const url = `http://127.0.0.1:${first.port}`;
-    const page = await profile.newPage();
+    const page = await browser.profile.newPage();
     await openConsole(page, url, TOKEN);
     await page.click('[data-testid="new-session"]');
     await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
@@ -80,12 +46,14 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     await page.press('[data-testid="composer-input"]', "Enter");
     await page.waitForSelector('[data-testid="assistant-message"]:not([data-streaming])');
 
+    // Chromium logs each refused reconnect attempt while the host is down.
+    browser.allowConsoleErrors(NETWORK_FAILURE);
     await kill(first.child);
     // The indicator counts down to the next attempt while the host is gone.
     await page.waitForSelector('[data-testid="connection"][data-state="backoff"]');
     expect(await page.textContent('[data-testid="connection"]')).toMatch(/retrying in \d+s/);
 
-    const second = await spawnHost(first.port, dbPath, webRoot);
+    const second = await spawnHost(first.port, dbPath, TOKEN, webRoot);
     children.push(second.child);
     await page.waitForSelector('[data-testid="connection"][data-state="open"]', { timeout: 20_000 });
     await page.waitForSelector('[data-testid="restart-notice"]:not([hidden])', { timeout: 20_000 });

@@ -1,32 +1,22 @@
+import "fake-indexeddb/auto";
+import { createStore, keys } from "idb-keyval";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ConsoleLink } from "../../web/src/console-link.js";
-import { SessionCache } from "../../web/src/session-cache.js";
+import { type CacheStores, SessionCache } from "../../web/src/session-cache.js";
 import { SessionModel } from "../../web/src/session-model.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
-/** The Web Storage API over a Map: the shape `localStorage` has in the browser. */
-class MemoryStorage implements Storage {
-  private readonly map = new Map<string, string>();
-  get length() {
-    return this.map.size;
-  }
-  clear() {
-    this.map.clear();
-  }
-  getItem(key: string) {
-    return this.map.get(key) ?? null;
-  }
-  key(index: number) {
-    return [...this.map.keys()][index] ?? null;
-  }
-  removeItem(key: string) {
-    this.map.delete(key);
-  }
-  setItem(key: string, value: string) {
-    this.map.set(key, value);
-  }
+let stores = 0;
+/** A cache over fresh IndexedDB stores (fake-indexeddb: the same API as the browser's, in memory). */
+function freshCache(): { cache: SessionCache; stores: CacheStores } {
+  stores += 1;
+  const pair = {
+    data: createStore(`model-test-${stores}`, "entries"),
+    usage: createStore(`model-test-usage-${stores}`, "usage"),
+  };
+  return { cache: new SessionCache("partition", pair), stores: pair };
 }
 
 describe("console session model against a real host", () => {
@@ -38,7 +28,7 @@ describe("console session model against a real host", () => {
   beforeAll(async () => {
     host = await startTestHost();
     client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-    link = new ConsoleLink(client);
+    link = new ConsoleLink(() => client, ADMIN_TOKEN);
     const { header } = await client.call("session.create", { title: "model" });
     sessionId = header.sessionId;
     await client.prompt({ sessionId, text: "/stream 30 1" });
@@ -53,29 +43,30 @@ describe("console session model against a real host", () => {
   });
 
   it("rebuilds a session missing from the cache through the shared reducer, caches it, and resumes from the cache", async () => {
-    const storage = new MemoryStorage();
-    const cache = new SessionCache(storage, ADMIN_TOKEN);
+    const { cache } = freshCache();
     const expected = assistantText(await readLog(client, sessionId));
     const model = new SessionModel(sessionId, link, cache, () => {});
     model.start();
     await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
     expect(model.transcript.messages.find((m) => m.role === "assistant")?.text).toBe(expected);
     model.dispose();
-    const cached = cache.load(sessionId);
+    await cache.settled();
+    const cached = await cache.load(sessionId);
     expect(cached?.events.length).toBe(model.transcript.lastSeq);
 
     // A second visit paints from the cache before any answer from the host arrives.
-    const again = new SessionModel(sessionId, link, cache, () => {});
+    const painted: { mode: string; lastSeq: number }[] = [];
+    const again: SessionModel = new SessionModel(sessionId, link, cache, () =>
+      painted.push({ mode: again.mode, lastSeq: again.transcript.lastSeq }),
+    );
     again.start();
-    expect(again.transcript.lastSeq).toBe(cached?.events.length);
-    expect(again.mode).toBe("replaying");
     await expect.poll(() => again.mode, { timeout: 10_000 }).toBe("live");
+    expect(painted[0]).toEqual({ mode: "replaying", lastSeq: cached?.events.length });
     again.dispose();
   });
 
   it("discards a rebuild that returns after the session was deleted locally: nothing painted, nothing cached", async () => {
-    const storage = new MemoryStorage();
-    const cache = new SessionCache(storage, ADMIN_TOKEN);
+    const { cache, stores } = freshCache();
     let changes = 0;
     const model = new SessionModel(sessionId, link, cache, () => changes++);
     model.start(); // the rebuild's `session.page` is now in flight
@@ -86,12 +77,13 @@ describe("console session model against a real host", () => {
     expect(model.transcript.messages).toEqual([]);
     expect(model.mode).toBe("gone");
     expect(changes).toBe(0);
-    expect(cache.load(sessionId)).toBeUndefined();
-    expect(storage.length).toBe(0);
+    await cache.settled();
+    expect(await cache.load(sessionId)).toBeUndefined();
+    expect(await keys(stores.data)).toEqual([]);
   });
 
   it("restarts a rebuild superseded by an edit, and ends with the host's log", async () => {
-    const cache = new SessionCache(new MemoryStorage(), ADMIN_TOKEN);
+    const { cache } = freshCache();
     const model = new SessionModel(sessionId, link, cache, () => {});
     model.start();
     model.touch(); // as the composer does on send

@@ -1,4 +1,5 @@
 const STORAGE_KEY = "sessionmux.token";
+const PARTITION_KEY = "sessionmux.cachePartition";
 
 /**
  * The token arrives once in the URL fragment (`/#token=…`, as `sessionmux serve` prints it). It is
@@ -9,13 +10,42 @@ export function takeAccessToken(loc: Location, storage: Storage, history: Histor
   const fragment = new URLSearchParams(loc.hash.startsWith("#") ? loc.hash.slice(1) : loc.hash);
   const fromUrl = fragment.get("token");
   if (fromUrl) {
-    storage.setItem(STORAGE_KEY, fromUrl);
+    keepAccessToken(storage, fromUrl);
     fragment.delete("token");
     const rest = fragment.toString();
     history.replaceState(history.state, "", `${loc.pathname}${loc.search}${rest ? `#${rest}` : ""}`);
     return fromUrl;
   }
   return storage.getItem(STORAGE_KEY) ?? undefined;
+}
+
+/**
+ * Keeps a token for this tab. A token other than the kept one starts a new cache partition: what
+ * one token's principal cached is never shown under another token.
+ */
+export function keepAccessToken(storage: Storage, token: string): void {
+  if (storage.getItem(STORAGE_KEY) !== token) storage.removeItem(PARTITION_KEY);
+  storage.setItem(STORAGE_KEY, token);
+}
+
+/** Forgets this tab's token and cache partition ("forget this browser"). */
+export function dropAccessToken(storage: Storage): void {
+  storage.removeItem(STORAGE_KEY);
+  storage.removeItem(PARTITION_KEY);
+}
+
+/**
+ * The name of this tab's cache partition: random, kept beside the token (so a reload finds its
+ * cache) and never derived from it.
+ */
+export function cachePartition(storage: Storage): string {
+  let partition = storage.getItem(PARTITION_KEY);
+  if (!partition) {
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    partition = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    storage.setItem(PARTITION_KEY, partition);
+  }
+  return partition;
 }
 
 /** `ws://` or `wss://` to the mux on the same host that served the page. */

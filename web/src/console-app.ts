@@ -1,4 +1,5 @@
 import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
+import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./console-actions.js";
 import type { ConsoleElements } from "./console-elements.js";
 import type { ConsoleLink } from "./console-link.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
@@ -6,18 +7,30 @@ import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
 import { renderSearchHits, renderSessionList, rowTitle, type SearchHit } from "./session-list-view.js";
 import { SessionModel } from "./session-model.js";
+import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
 
 const SEARCH_DELAY_MS = 250;
 
+function markStale(badge: HTMLElement, stale: boolean): void {
+  if (stale) {
+    badge.dataset.stale = "true";
+    badge.title = "Last known state: the console is not connected to the host";
+  } else {
+    delete badge.dataset.stale;
+    badge.removeAttribute("title");
+  }
+}
+
 /** The console: owns the models, draws them once per animation frame, turns clicks into calls. */
 export class ConsoleApp {
-  private readonly list: SessionListModel;
+  private list: SessionListModel;
   private readonly transcriptView: TranscriptView;
+  /** What the card, queue and keyboard handlers may use. */
+  private readonly actions: ActionContext;
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
   private connection: ConnectionState | undefined;
-  private wasOpen = false;
   private searchHits: SearchHit[] | undefined;
   private searchSeq = 0;
   private frame = 0;
@@ -27,11 +40,20 @@ export class ConsoleApp {
   constructor(
     private readonly el: ConsoleElements,
     private readonly link: ConsoleLink,
-    private readonly cache: SessionCache,
+    private cache: SessionCache,
     private readonly onSelect: (sessionId: string | undefined) => void,
   ) {
     this.list = new SessionListModel(link, cache, () => this.schedule());
-    this.transcriptView = new TranscriptView(el.transcript);
+    this.actions = {
+      el,
+      link,
+      session: () => this.session,
+      queued: (sessionId, itemId) =>
+        this.mirror?.queues[sessionId]?.find((q) => q.itemId === itemId)?.text ?? "",
+      run: (what, work) => this.run(what, work),
+      search: (query) => this.search(query),
+    };
+    this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest);
   }
 
   start(initialSession: string | undefined): void {
@@ -62,6 +84,25 @@ export class ConsoleApp {
     addEventListener("pagehide", () => this.session?.flush());
   }
 
+  /**
+   * Connects with a new token without a reload (the host mints a new one each time it starts).
+   * The shown session is opened again on the new connection, from its cached prefix.
+   */
+  useToken(token: string, cache: SessionCache): void {
+    const shown = this.session?.sessionId;
+    this.session?.dispose();
+    this.session = undefined;
+    this.cache = cache;
+    this.list = new SessionListModel(this.link, cache, () => this.schedule());
+    this.link.useToken(token);
+    this.select(shown);
+  }
+
+  /** Calls can reach the host: the socket is open. Otherwise actions are disabled and live state is stale. */
+  private get online(): boolean {
+    return this.connection?.name === "open";
+  }
+
   select(sessionId: string | undefined): void {
     if (sessionId === this.session?.sessionId) return;
     this.session?.dispose();
@@ -80,11 +121,20 @@ export class ConsoleApp {
     this.connection = state;
     if (state.name === "open") {
       // Notifications carry no sequence: anything missed while away is recovered by a fresh list.
-      this.wasOpen = true;
+      this.el.authNotice.hidden = true;
       void this.list.refresh().catch((e: unknown) => this.toast(`Could not load sessions: ${String(e)}`));
     }
-    if (state.name === "closed" && !this.wasOpen) this.el.authNotice.hidden = false;
+    if (state.name === "unauthorized") {
+      this.el.authMessage.textContent =
+        state.status === 401
+          ? "The host refused this console's access token (HTTP 401): it mints a new one each time it starts."
+          : "The host refused this page's origin (HTTP 403).";
+      this.el.authNotice.hidden = false;
+      this.el.tokenInput.focus();
+    }
+    if (state.name === "rejected") this.toast(`The host refused the connection (HTTP ${state.status}).`);
     this.drawConnection();
+    this.schedule();
   }
 
   private drawConnection(): void {
@@ -119,6 +169,8 @@ export class ConsoleApp {
         rowTitle(this.list.rows.get(id) ?? { title: "", sessionId: id }),
       ),
     );
+    const online = this.online;
+    for (const control of [this.el.newSession, this.el.search]) control.disabled = !online;
     this.el.emptyState.hidden = s !== undefined;
     this.el.session.hidden = s === undefined;
     if (!s) return;
@@ -134,12 +186,25 @@ export class ConsoleApp {
     const agent = this.mirror?.agents[s.sessionId];
     this.el.agentStatus.textContent = agent ? `agent ${agent}` : "agent cold";
     this.el.agentStatus.dataset.state = agent ?? "cold";
+    // Offline, the badges show the last known state, marked so it never passes for the current one.
+    markStale(this.el.followState, !online);
+    markStale(this.el.agentStatus, !online || this.mirror === undefined || this.mirror.stale);
+    for (const control of [
+      this.el.send,
+      this.el.cancelTurn,
+      this.el.renameSession,
+      this.el.forkSession,
+      this.el.clearSession,
+      this.el.deleteSession,
+    ]) {
+      control.disabled = !online || s.mode === "gone";
+    }
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
     this.region("jobs", JSON.stringify(jobs), () => renderJobs(this.el.jobs, jobs));
-    this.region("queue", JSON.stringify(queue), () => renderQueue(this.el.queue, queue));
+    this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
-    this.transcriptView.render(s.transcript);
+    this.transcriptView.render(s.transcript, { actionable: online });
   }
 
   private region(name: string, input: unknown, draw: () => void): void {
@@ -168,7 +233,7 @@ export class ConsoleApp {
   private send(): void {
     const s = this.session;
     const text = this.el.composerInput.value;
-    if (!s || text.trim() === "") return;
+    if (!s || text.trim() === "" || !this.online) return;
     this.el.composerInput.value = "";
     s.touch();
     this.run("Send", () => this.link.prompt(s.sessionId, text));
@@ -225,10 +290,11 @@ export class ConsoleApp {
       const s = this.session;
       if (s) this.run("Stop", () => this.link.cancel(s.sessionId));
     });
-    el.renameSession.addEventListener("click", () => {
+    el.renameSession.addEventListener("click", async () => {
       const s = this.session;
-      const title = s ? prompt("Rename session", s.transcript.title) : null;
-      if (!s || title === null) return;
+      if (!s) return;
+      const title = await askText(el.textDialog, "Rename session", s.transcript.title);
+      if (title === null) return;
       s.touch();
       this.run("Rename", () => this.link.rename(s.sessionId, title));
     });
@@ -250,44 +316,8 @@ export class ConsoleApp {
       this.select(undefined);
       this.run("Delete", () => this.link.remove(s.sessionId));
     });
-    el.transcript.addEventListener("click", (e) => this.cardAction(e.target as HTMLElement));
-    el.queue.addEventListener("click", (e) => this.queueAction(e.target as HTMLElement));
-  }
-
-  private cardAction(target: HTMLElement): void {
-    const button = target.closest<HTMLButtonElement>("button[data-action]");
-    const id = button?.dataset.interactionId;
-    if (!button || !id) return;
-    const action = button.dataset.action;
-    if (action === "approve" || action === "deny") {
-      button.disabled = true;
-      this.run("Answer", () => this.link.respond(id, { outcome: action }));
-    } else if (action === "answer" || action === "answer-option") {
-      const input = button.closest(".card")?.querySelector<HTMLInputElement>("input");
-      const answer = action === "answer-option" ? (button.dataset.answer ?? "") : (input?.value ?? "");
-      if (answer.trim() === "") {
-        input?.focus();
-        return;
-      }
-      button.disabled = true;
-      this.run("Answer", () => this.link.respond(id, { answer }));
-    }
-  }
-
-  private queueAction(target: HTMLElement): void {
-    const button = target.closest<HTMLButtonElement>("button[data-action]");
-    const itemId = button?.dataset.itemId;
-    const s = this.session;
-    if (!button || !itemId || !s) return;
-    s.touch();
-    if (button.dataset.action === "queue-steer")
-      this.run("Steer", () => this.link.steer(s.sessionId, itemId));
-    if (button.dataset.action === "queue-remove")
-      this.run("Remove", () => this.link.removeQueued(s.sessionId, itemId));
-    if (button.dataset.action === "queue-edit") {
-      const current = this.mirror?.queues[s.sessionId]?.find((q) => q.itemId === itemId)?.text ?? "";
-      const text = prompt("Edit queued prompt", current);
-      if (text !== null) this.run("Edit", () => this.link.editQueue(s.sessionId, itemId, text));
-    }
+    el.transcript.addEventListener("click", (e) => answerCard(this.actions, e.target as HTMLElement));
+    bindKeyboard(this.actions);
+    el.queue.addEventListener("click", (e) => queueAction(this.actions, e.target as HTMLElement));
   }
 }

@@ -6,9 +6,14 @@ export interface ConsoleElements {
   restartNotice: HTMLElement;
   dismissNotice: HTMLButtonElement;
   authNotice: HTMLElement;
+  authMessage: HTMLElement;
+  tokenForm: HTMLFormElement;
+  tokenInput: HTMLInputElement;
+  send: HTMLButtonElement;
   toast: HTMLElement;
   toggleSidebar: HTMLButtonElement;
   newSession: HTMLButtonElement;
+  forgetBrowser: HTMLButtonElement;
   search: HTMLInputElement;
   searchHits: HTMLElement;
   sessionList: HTMLElement;
@@ -23,10 +28,12 @@ export interface ConsoleElements {
   deleteSession: HTMLButtonElement;
   jobs: HTMLElement;
   transcript: HTMLElement;
+  jumpLatest: HTMLButtonElement;
   queue: HTMLElement;
   composer: HTMLFormElement;
   composerInput: HTMLTextAreaElement;
   cancelTurn: HTMLButtonElement;
+  textDialog: HTMLDialogElement;
 }
 
 function byTestId<T extends HTMLElement>(root: ParentNode, id: string): T {
@@ -45,9 +52,14 @@ export function findElements(root: ParentNode): ConsoleElements {
     restartNotice: get("restart-notice"),
     dismissNotice: get("dismiss-notice"),
     authNotice: get("auth-notice"),
+    authMessage: get("auth-message"),
+    tokenForm: get("token-form"),
+    tokenInput: get("token-input"),
+    send: get("send"),
     toast: get("toast"),
     toggleSidebar: get("toggle-sidebar"),
     newSession: get("new-session"),
+    forgetBrowser: get("forget-browser"),
     search: get("search"),
     searchHits: get("search-hits"),
     sessionList: get("session-list"),
@@ -62,9 +74,11 @@ export function findElements(root: ParentNode): ConsoleElements {
     deleteSession: get("delete-session"),
     jobs: get("jobs"),
     transcript: get("transcript"),
+    jumpLatest: get("jump-latest"),
     queue: get("queue"),
     composer: get("composer"),
     composerInput: get("composer-input"),
     cancelTurn: get("cancel-turn"),
+    textDialog: get("text-dialog"),
   };
 }

@@ -1,3 +1,4 @@
+import { BehaviorSubject, Observable, switchMap } from "rxjs";
 import type { ResultOf, SessionRow } from "../../protocol/index.js";
 import {
   type ConnectionState,
@@ -9,6 +10,7 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
+import { openOnlySocketFactory } from "./open-only-socket.js";
 
 /** The list notifications of §6, as one callback. */
 export type ListChange =
@@ -18,36 +20,74 @@ export type ListChange =
 
 /**
  * The console's one connection to the host: a single SDK client (one WebSocket per tab), with the
- * calls and streams the console uses given plain callback shapes.
+ * calls and streams the console uses given plain callback shapes. A new token replaces the client
+ * without a reload (so nothing of the old token's principal lingers on the new connection):
+ * connection, control and list listeners move to the new one by themselves; follow streams
+ * belong to one client and are reopened by their owner.
  */
 export class ConsoleLink {
-  constructor(readonly client: SessionmuxClient) {}
+  private readonly linked: BehaviorSubject<SessionmuxClient>;
+
+  /** `connect` makes a client for a token. */
+  constructor(
+    private readonly connect: (token: string) => SessionmuxClient,
+    token: string,
+  ) {
+    this.linked = new BehaviorSubject(connect(token));
+  }
 
   /** The browser's link: one native WebSocket to the mux, the token as the `bearer.` subprotocol entry. */
   static open(url: string, token: string): ConsoleLink {
-    return new ConsoleLink(createClient({ url, token }));
+    return new ConsoleLink(
+      (t) => createClient({ url, token: t, socketFactory: openOnlySocketFactory() }),
+      token,
+    );
+  }
+
+  get client(): SessionmuxClient {
+    return this.linked.value;
+  }
+
+  /** Connects with `token` from now on; the old client is closed and its streams end. */
+  useToken(token: string): void {
+    const old = this.linked.value;
+    this.linked.next(this.connect(token));
+    void old.close();
+  }
+
+  private perClient<T>(project: (client: SessionmuxClient) => Observable<T>): Observable<T> {
+    return this.linked.pipe(switchMap(project));
   }
 
   onConnection(listener: (state: ConnectionState) => void): () => void {
-    const sub = this.client.state$.subscribe(listener);
+    const sub = this.perClient((client) => client.state$).subscribe(listener);
     return () => sub.unsubscribe();
   }
 
   onMirror(listener: (mirror: ControlMirror) => void, onError: (error: unknown) => void): () => void {
-    const sub = controlMirror(this.client).subscribe({ next: listener, error: onError });
+    const sub = this.perClient((client) => controlMirror(client)).subscribe({
+      next: listener,
+      error: onError,
+    });
     return () => sub.unsubscribe();
   }
 
   onListChange(listener: (change: ListChange) => void): () => void {
-    const offs = [
-      this.client.on("session.added", (v) => listener({ kind: "upsert", row: v.row })),
-      this.client.on("session.updated", (v) => listener({ kind: "upsert", row: v.row })),
-      this.client.on("session.removed", (v) => listener({ kind: "removed", sessionId: v.sessionId })),
-      this.client.on("agent.error", (v) => listener({ kind: "agent-error", ...v })),
-    ];
-    return () => {
-      for (const off of offs) off();
-    };
+    const sub = this.perClient(
+      (client) =>
+        new Observable<ListChange>((subscriber) => {
+          const offs = [
+            client.on("session.added", (v) => subscriber.next({ kind: "upsert", row: v.row })),
+            client.on("session.updated", (v) => subscriber.next({ kind: "upsert", row: v.row })),
+            client.on("session.removed", (v) => subscriber.next({ kind: "removed", sessionId: v.sessionId })),
+            client.on("agent.error", (v) => subscriber.next({ kind: "agent-error", ...v })),
+          ];
+          return () => {
+            for (const off of offs) off();
+          };
+        }),
+    ).subscribe(listener);
+    return () => sub.unsubscribe();
   }
 
   follow(

@@ -1,63 +1,51 @@
+import { html, nothing, render } from "lit-html";
+import { repeat } from "lit-html/directives/repeat.js";
 import type { Job, QueueItem } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/index.js";
-import { h } from "./element-builder.js";
 
 /** Background jobs of the shown session, each with a progress bar. */
 export function renderJobs(container: HTMLElement, jobs: readonly Job[]): void {
-  container.replaceChildren(
-    ...jobs.map((job) => {
-      const percent = Math.round(job.progress * 100);
-      return h(
-        "div",
-        { class: "job", "data-testid": "job", "data-job-id": job.jobId, "data-state": job.state },
-        h("span", { class: "job-label" }, job.label),
-        h(
-          "span",
-          { class: "job-percent", "data-testid": "job-percent" },
-          job.state === "running" ? `${percent}%` : job.state,
-        ),
-        h(
-          "div",
-          {
-            class: "job-bar",
-            role: "progressbar",
-            "aria-valuemin": 0,
-            "aria-valuemax": 100,
-            "aria-valuenow": percent,
-          },
-          h("span", { style: `width:${percent}%` }),
-        ),
-      );
-    }),
+  render(
+    repeat(
+      jobs,
+      (job) => job.jobId,
+      (job) => {
+        const percent = Math.round(job.progress * 100);
+        return html`<div class="job" data-testid="job" data-job-id=${job.jobId} data-state=${job.state}>
+          <span class="job-label">${job.label}</span>
+          <span class="job-percent" data-testid="job-percent">${job.state === "running" ? `${percent}%` : job.state}</span>
+          <div class="job-bar" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow=${percent}>
+            <span style="width:${percent}%"></span>
+          </div>
+        </div>`;
+      },
+    ),
+    container,
   );
 }
 
-/** Prompts waiting behind the running turn, with edit, remove and steer (deliver now as an interjection). */
-export function renderQueue(container: HTMLElement, items: readonly QueueItem[]): void {
-  if (items.length === 0) {
-    container.replaceChildren();
-    return;
-  }
-  container.replaceChildren(
-    h("div", { class: "list-heading" }, `Queued (${items.length})`),
-    ...items.map((q) =>
-      h(
-        "div",
-        { class: "queue-item", "data-testid": "queue-item", "data-item-id": q.itemId },
-        h("span", { class: "queue-text" }, q.text),
-        h(
-          "button",
-          {
-            "data-action": "queue-steer",
-            "data-item-id": q.itemId,
-            title: "Send now, into the running turn",
-          },
-          "Steer",
-        ),
-        h("button", { "data-action": "queue-edit", "data-item-id": q.itemId }, "Edit"),
-        h("button", { "data-action": "queue-remove", "data-item-id": q.itemId }, "Remove"),
-      ),
-    ),
+/**
+ * Prompts waiting behind the running turn, with edit, remove and steer (deliver now as an
+ * interjection). `actionable` is false while the console cannot reach the host.
+ */
+export function renderQueue(container: HTMLElement, items: readonly QueueItem[], actionable: boolean): void {
+  const off = !actionable;
+  render(
+    items.length === 0
+      ? nothing
+      : html`<div class="list-heading">Queued (${items.length})</div>
+          ${repeat(
+            items,
+            (q) => q.itemId,
+            (q) => html`<div class="queue-item" data-testid="queue-item" data-item-id=${q.itemId}>
+              <span class="queue-text">${q.text}</span>
+              <button data-action="queue-steer" data-item-id=${q.itemId} title="Send now, into the running turn"
+                ?disabled=${off}>Steer</button>
+              <button data-action="queue-edit" data-item-id=${q.itemId} ?disabled=${off}>Edit</button>
+              <button data-action="queue-remove" data-item-id=${q.itemId} ?disabled=${off}>Remove</button>
+            </div>`,
+          )}`,
+    container,
   );
 }
 
@@ -72,6 +60,10 @@ export function connectionLabel(state: ConnectionState, now: number): string {
       const seconds = Math.max(0, Math.ceil((state.nextAttemptAt - now) / 1000));
       return `Offline · retrying in ${seconds}s`;
     }
+    case "unauthorized":
+      return state.status === 401 ? "Token refused" : "Origin refused";
+    case "rejected":
+      return `Refused (HTTP ${state.status})`;
     case "closed":
       return "Disconnected";
   }

@@ -1,3 +1,4 @@
+import { clear, createStore, del, entries, get, set, type UseStore } from "idb-keyval";
 import type { SessionEvent, SessionRow } from "../../protocol/index.js";
 
 /** What the console keeps of one session between visits: the log prefix it has applied. */
@@ -6,101 +7,169 @@ export interface CachedSession {
   events: SessionEvent[];
 }
 
-interface CacheIndex {
-  /** sessionId → last write time, for evicting the stalest session when storage is full. */
-  touched: Record<string, number>;
+/** How much the cache may hold; past `totalBytes` the least recently used entries go first. */
+export interface CacheLimits {
+  /** @default 64 MiB over every partition of this browser profile */
+  totalBytes: number;
+  /** A session larger than this is not cached (it is rebuilt from the host instead). @default 16 MiB */
+  sessionBytes: number;
 }
 
-/** A short, non-secret tag of the token so two principals on one origin never share a cache. */
-function fingerprint(token: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < token.length; i++) {
-    h ^= token.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
+export const DEFAULT_CACHE_LIMITS: CacheLimits = {
+  totalBytes: 64 * 1024 * 1024,
+  sessionBytes: 16 * 1024 * 1024,
+};
+
+/** The size and last use of one cached entry: the least recently used is evicted first. */
+interface Usage {
+  bytes: number;
+  usedAt: number;
+}
+
+/** The two IndexedDB stores: entries, and their usage (small, so eviction never reads the entries). */
+export interface CacheStores {
+  data: UseStore;
+  usage: UseStore;
+}
+
+export function openCacheStores(): CacheStores {
+  return {
+    data: createStore("sessionmux-cache", "entries"),
+    usage: createStore("sessionmux-cache-usage", "usage"),
+  };
+}
+
+/** Clears every partition of this browser profile ("forget this browser"). */
+export async function forgetBrowser(stores: CacheStores): Promise<void> {
+  await Promise.all([clear(stores.data), clear(stores.usage)]);
+}
+
+/** Approximate stored size of an event, computed once per event object. */
+const sizes = new WeakMap<object, number>();
+function eventBytes(event: SessionEvent): number {
+  let size = sizes.get(event);
+  if (size === undefined) {
+    size = JSON.stringify(event).length;
+    sizes.set(event, size);
   }
-  return (h >>> 0).toString(36);
+  return size;
 }
 
 /**
- * The local cache, in `localStorage` so a reload can paint the transcript synchronously before the
- * socket opens. Every read is validated loosely: a corrupt entry counts as missing and is rebuilt
- * from the host.
+ * The console's transcript cache in IndexedDB (asynchronous, so a large session never blocks the
+ * page), in one partition per access token held by a tab: two tokens never see each other's
+ * cache, and the partition name is random, never derived from the token. Reads are validated
+ * loosely: a corrupt entry counts as missing and is rebuilt from the host. Writes run in order,
+ * so a `forget` after a `save` always wins.
  */
 export class SessionCache {
-  private readonly prefix: string;
+  private writes: Promise<unknown> = Promise.resolve();
+  private closed = false;
 
   constructor(
-    private readonly storage: Storage,
-    token: string,
-  ) {
-    this.prefix = `sessionmux.v1.${fingerprint(token)}.`;
+    private readonly partition: string,
+    private readonly stores: CacheStores = openCacheStores(),
+    private readonly limits: CacheLimits = DEFAULT_CACHE_LIMITS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private key(name: string): string {
+    return `${this.partition}/${name}`;
   }
 
-  load(sessionId: string): CachedSession | undefined {
-    const value = this.read(`s.${sessionId}`) as Partial<CachedSession> | undefined;
+  async load(sessionId: string): Promise<CachedSession | undefined> {
+    const key = this.key(`s/${sessionId}`);
+    const value = (await this.read(key)) as Partial<CachedSession> | undefined;
     if (!value || typeof value.epoch !== "string" || !Array.isArray(value.events)) return undefined;
     const events = value.events;
     // A cached log must be 1..n with no hole; anything else is rebuilt rather than trusted.
     for (let i = 0; i < events.length; i++) if (events[i]?.seq !== i + 1) return undefined;
+    this.touch(key);
     return { epoch: value.epoch, events };
   }
 
-  save(sessionId: string, entry: CachedSession): void {
-    const key = `s.${sessionId}`;
-    const index = this.index();
-    index.touched[sessionId] = Date.now();
-    if (this.write(key, entry)) {
-      this.write("index", index);
-      return;
-    }
-    // Storage full: drop the stalest other sessions until this one fits, then give up on it.
-    const others = Object.entries(index.touched)
-      .filter(([id]) => id !== sessionId)
-      .sort((a, b) => a[1] - b[1]);
-    for (const [id] of others) {
-      this.forget(id);
-      delete index.touched[id];
-      if (this.write(key, entry)) {
-        this.write("index", index);
-        return;
-      }
-    }
-    this.forget(sessionId);
+  save(sessionId: string, entry: CachedSession): Promise<void> {
+    let bytes = entry.epoch.length;
+    for (const event of entry.events) bytes += eventBytes(event);
+    if (bytes > this.limits.sessionBytes) return this.forget(sessionId);
+    // A copy of the list: the caller goes on appending while the write waits its turn.
+    return this.write(
+      this.key(`s/${sessionId}`),
+      { epoch: entry.epoch, events: entry.events.slice() },
+      bytes,
+    );
   }
 
-  forget(sessionId: string): void {
-    this.storage.removeItem(this.prefix + `s.${sessionId}`);
+  forget(sessionId: string): Promise<void> {
+    const key = this.key(`s/${sessionId}`);
+    return this.enqueue(() => Promise.all([del(key, this.stores.data), del(key, this.stores.usage)]));
   }
 
-  loadRows(): SessionRow[] {
-    const rows = this.read("rows");
+  async loadRows(): Promise<SessionRow[]> {
+    const rows = await this.read(this.key("rows"));
     return Array.isArray(rows) ? (rows as SessionRow[]).filter((r) => typeof r?.sessionId === "string") : [];
   }
 
-  saveRows(rows: SessionRow[]): void {
-    this.write("rows", rows);
+  saveRows(rows: SessionRow[]): Promise<void> {
+    return this.write(this.key("rows"), rows, JSON.stringify(rows).length);
   }
 
-  private index(): CacheIndex {
-    const value = this.read("index") as Partial<CacheIndex> | undefined;
-    return { touched: value?.touched && typeof value.touched === "object" ? value.touched : {} };
+  /** Drops every later write (the browser is being forgotten; a last save on page hide must not undo it). */
+  close(): void {
+    this.closed = true;
   }
 
-  private read(key: string): unknown {
+  /** Waits for every write queued so far. */
+  settled(): Promise<void> {
+    return this.writes.then(() => undefined);
+  }
+
+  private async read(key: string): Promise<unknown> {
     try {
-      const raw = this.storage.getItem(this.prefix + key);
-      return raw === null ? undefined : JSON.parse(raw);
+      return await get(key, this.stores.data);
     } catch {
       return undefined;
     }
   }
 
-  private write(key: string, value: unknown): boolean {
-    try {
-      this.storage.setItem(this.prefix + key, JSON.stringify(value));
-      return true;
-    } catch {
-      return false;
+  private touch(key: string): void {
+    void this.enqueue(async () => {
+      const usage = (await get(key, this.stores.usage)) as Usage | undefined;
+      if (usage) await set(key, { ...usage, usedAt: this.now() } satisfies Usage, this.stores.usage);
+    });
+  }
+
+  private write(key: string, value: unknown, bytes: number): Promise<void> {
+    return this.enqueue(async () => {
+      await set(key, value, this.stores.data);
+      await set(key, { bytes, usedAt: this.now() } satisfies Usage, this.stores.usage);
+      await this.evict(key);
+    });
+  }
+
+  /** Drops the least recently used entries of any partition until the total fits again. */
+  private async evict(keep: string): Promise<void> {
+    const usage = await entries<string, Usage>(this.stores.usage);
+    let total = usage.reduce((sum, [, u]) => sum + (u?.bytes ?? 0), 0);
+    if (total <= this.limits.totalBytes) return;
+    usage.sort((a, b) => (a[1]?.usedAt ?? 0) - (b[1]?.usedAt ?? 0));
+    for (const [key, u] of usage) {
+      if (total <= this.limits.totalBytes) break;
+      if (key === keep) continue;
+      await Promise.all([del(key, this.stores.data), del(key, this.stores.usage)]);
+      total -= u?.bytes ?? 0;
     }
+  }
+
+  /** Runs cache writes one at a time; a failed write (quota, a closed database) is a miss, not a fault. */
+  private enqueue(op: () => Promise<unknown>): Promise<void> {
+    const run = this.writes
+      .then(() => (this.closed ? undefined : op()))
+      .then(
+        () => undefined,
+        () => undefined,
+      );
+    this.writes = run;
+    return run;
   }
 }

@@ -14,13 +14,20 @@ export class SessionListModel {
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
+  /** Set by the first snapshot from the host: cached rows arriving later are older, and dropped. */
+  private fresh = false;
 
   constructor(
     private readonly link: ConsoleLink,
     private readonly cache: SessionCache,
     private readonly onChange: () => void,
   ) {
-    for (const row of cache.loadRows()) this.rows.set(row.sessionId, row);
+    const version = this.version;
+    void cache.loadRows().then((rows) => {
+      if (this.fresh || version !== this.version || rows.length === 0) return;
+      for (const row of rows) this.rows.set(row.sessionId, row);
+      this.onChange();
+    });
   }
 
   async refresh(): Promise<void> {
@@ -31,6 +38,7 @@ export class SessionListModel {
         this.link.list(MAX_PINNED, true),
       ]);
       if (version !== this.version) continue;
+      this.fresh = true;
       this.rows.clear();
       for (const row of [...recent.sessions, ...parked.sessions]) {
         if (!this.removed.has(row.sessionId)) this.rows.set(row.sessionId, row);
@@ -63,7 +71,7 @@ export class SessionListModel {
   }
 
   private changed(): void {
-    this.cache.saveRows([...this.rows.values()]);
+    void this.cache.saveRows([...this.rows.values()]);
     this.onChange();
   }
 }

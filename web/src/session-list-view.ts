@@ -1,5 +1,6 @@
+import { html, nothing, render, type TemplateResult } from "lit-html";
+import { repeat } from "lit-html/directives/repeat.js";
 import type { SessionRow } from "../../protocol/index.js";
-import { h, relativeTime } from "./element-builder.js";
 import { orderSessions } from "./session-list-order.js";
 
 const STATE_LABEL: Record<SessionRow["lastState"], string> = {
@@ -15,29 +16,30 @@ const STATE_LABEL: Record<SessionRow["lastState"], string> = {
 export const rowTitle = (row: Pick<SessionRow, "title" | "sessionId">): string =>
   row.title || "Untitled session";
 
-function item(row: SessionRow, selected: boolean, now: number): HTMLElement {
-  const state = row.lastState === "input-required" || !row.running ? row.lastState : "working";
-  return h(
-    "li",
-    {
-      class: "session-item",
-      "data-testid": "session-item",
-      "data-session-id": row.sessionId,
-      "data-state": row.lastState,
-      "aria-current": selected ? "true" : undefined,
-      tabindex: 0,
-    },
-    h("span", { class: "row-title", "data-testid": "session-item-title" }, rowTitle(row)),
-    h(
-      "span",
-      { class: "row-meta" },
-      h("span", { class: "state-pill", "data-state": state }, STATE_LABEL[state]),
-      h("span", {}, `${row.turnCount} turn${row.turnCount === 1 ? "" : "s"}`),
-      h("span", {}, "·"),
-      h("span", { title: new Date(row.updatedAt).toLocaleString() }, relativeTime(row.updatedAt, now)),
-    ),
-  );
+/** Short relative time for list rows ("now", "5m", "3h", "2d", then a date). */
+export function relativeTime(at: number, now: number): string {
+  const s = Math.max(0, Math.round((now - at) / 1000));
+  if (s < 45) return "now";
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  if (s < 86_400) return `${Math.round(s / 3600)}h`;
+  if (s < 7 * 86_400) return `${Math.round(s / 86_400)}d`;
+  return new Date(at).toLocaleDateString();
 }
+
+function item(row: SessionRow, selected: boolean, now: number): TemplateResult {
+  const state = row.lastState === "input-required" || !row.running ? row.lastState : "working";
+  return html`<li class="session-item" data-testid="session-item" data-session-id=${row.sessionId}
+    data-state=${row.lastState} aria-current=${selected ? "true" : nothing} tabindex="0">
+    <span class="row-title" data-testid="session-item-title">${rowTitle(row)}</span>
+    <span class="row-meta">
+      <span class="state-pill" data-state=${state}>${STATE_LABEL[state]}</span>
+      <span>${row.turnCount} turn${row.turnCount === 1 ? "" : "s"}</span><span>·</span>
+      <span title=${new Date(row.updatedAt).toLocaleString()}>${relativeTime(row.updatedAt, now)}</span>
+    </span>
+  </li>`;
+}
+
+const heading = (text: string) => html`<li class="list-heading">${text}</li>`;
 
 /** Draws the session list: parked sessions pinned under their own heading, then the newest. */
 export function renderSessionList(
@@ -47,15 +49,18 @@ export function renderSessionList(
 ): void {
   const { pinned, recent } = orderSessions(rows);
   const now = Date.now();
-  const children: HTMLElement[] = [];
-  if (pinned.length > 0) {
-    children.push(h("li", { class: "list-heading" }, "Waiting on you"));
-    for (const row of pinned) children.push(item(row, row.sessionId === selected, now));
-    if (recent.length > 0) children.push(h("li", { class: "list-heading" }, "Recent"));
-  }
-  for (const row of recent) children.push(item(row, row.sessionId === selected, now));
-  if (children.length === 0) children.push(h("li", { class: "list-heading" }, "No sessions yet"));
-  list.replaceChildren(...children);
+  const items = (group: SessionRow[]) =>
+    repeat(
+      group,
+      (row) => row.sessionId,
+      (row) => item(row, row.sessionId === selected, now),
+    );
+  render(
+    html`${pinned.length > 0 ? html`${heading("Waiting on you")}${items(pinned)}` : nothing}
+      ${pinned.length > 0 && recent.length > 0 ? heading("Recent") : nothing}${items(recent)}
+      ${pinned.length + recent.length === 0 ? heading("No sessions yet") : nothing}`,
+    list,
+  );
 }
 
 export interface SearchHit {
@@ -70,25 +75,18 @@ export function renderSearchHits(
   titleOf: (sessionId: string) => string,
 ): void {
   list.hidden = hits === undefined;
-  if (!hits) {
-    list.replaceChildren();
-    return;
-  }
-  const children =
-    hits.length === 0
-      ? [h("li", { class: "list-heading" }, "No matches")]
-      : hits.map((hit) =>
-          h(
-            "li",
-            {
-              class: "session-item",
-              "data-testid": "search-hit",
-              "data-session-id": hit.sessionId,
-              tabindex: 0,
-            },
-            h("span", { class: "row-title" }, titleOf(hit.sessionId)),
-            h("span", { class: "hit-snippet" }, hit.snippet),
-          ),
-        );
-  list.replaceChildren(h("li", { class: "list-heading" }, "Search results"), ...children);
+  render(
+    hits === undefined
+      ? nothing
+      : html`${heading("Search results")}
+          ${hits.length === 0 ? heading("No matches") : nothing}
+          ${hits.map(
+            (hit) => html`<li class="session-item" data-testid="search-hit" data-session-id=${hit.sessionId}
+              tabindex="0">
+              <span class="row-title">${titleOf(hit.sessionId)}</span>
+              <span class="hit-snippet">${hit.snippet}</span>
+            </li>`,
+          )}`,
+    list,
+  );
 }

@@ -38,10 +38,17 @@ export class SessionModel {
     private readonly onChange: () => void,
   ) {}
 
-  /** Paints the cached transcript at once when there is one, then resumes or rebuilds. */
+  /** Paints the cached transcript as soon as it is read, then resumes; without one, rebuilds. */
   start(): void {
-    const cached = this.cache.load(this.sessionId);
-    if (cached && cached.events.length > 0) {
+    void this.open();
+  }
+
+  private async open(): Promise<void> {
+    const version = this.version;
+    const cached = await this.cache.load(this.sessionId).catch(() => undefined);
+    if (this.disposed) return;
+    // Changed by the operator meanwhile (sent, cleared): the cached prefix may be out of date.
+    if (cached && cached.events.length > 0 && version === this.version) {
       this.events = cached.events;
       this.epoch = cached.epoch;
       this.transcript = applyEvents(emptyTranscript(), cached.events);
@@ -61,13 +68,13 @@ export class SessionModel {
   /** After `session.clear`: forget the log; the follow stream's `reset` brings the new one. */
   cleared(): void {
     this.touch();
-    this.cache.forget(this.sessionId);
+    void this.cache.forget(this.sessionId);
   }
 
   /** After `session.delete`: nothing of it may be written back. */
   deleted(): void {
     this.touch();
-    this.cache.forget(this.sessionId);
+    void this.cache.forget(this.sessionId);
     this.mode = "gone";
     this.dispose();
   }
@@ -85,7 +92,7 @@ export class SessionModel {
     if (this.saveTimer !== undefined) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
     if (this.disposed || this.mode === "gone" || this.epoch === undefined || this.events.length === 0) return;
-    this.cache.save(this.sessionId, { epoch: this.epoch, events: this.events });
+    void this.cache.save(this.sessionId, { epoch: this.epoch, events: this.events });
   }
 
   private async rebuild(): Promise<void> {
@@ -164,7 +171,7 @@ export class SessionModel {
     if (this.disposed) return;
     const code = (error as { code?: string }).code;
     if (code === "session_not_found" || code === "session_retired") {
-      this.cache.forget(this.sessionId);
+      void this.cache.forget(this.sessionId);
       this.mode = "gone";
     }
     this.error = code ?? (error instanceof Error ? error.message : String(error));

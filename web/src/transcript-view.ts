@@ -1,232 +1,172 @@
-import type {
-  AssistantTranscriptMessage,
-  InteractionBlock,
-  ToolCall,
-  TranscriptState,
-  TranscriptTurn,
-  UserTranscriptMessage,
-} from "../../protocol/transcript.js";
-import { h, KeyedList } from "./element-builder.js";
+import {
+  elementScroll,
+  observeElementOffset,
+  observeElementRect,
+  measureElement as readElementSize,
+  Virtualizer,
+} from "@tanstack/virtual-core";
+import { html, render } from "lit-html";
+import { guard } from "lit-html/directives/guard.js";
+import { repeat } from "lit-html/directives/repeat.js";
+import type { TranscriptState } from "../../protocol/transcript.js";
+import { type TranscriptRow, transcriptRows } from "./transcript-rows.js";
+import { type RowContext, rowTemplate } from "./transcript-templates.js";
 
-/** One row of the transcript as drawn: a message, or the mark of a turn that did not complete. */
-type Row =
-  | { kind: "user"; key: string; msg: UserTranscriptMessage }
-  | { kind: "assistant"; key: string; msg: AssistantTranscriptMessage; streaming: boolean; pending: string }
-  | { kind: "turn-flag"; key: string; turn: TranscriptTurn };
+/** Within this many pixels of the end, the view counts as following the latest output. */
+const PINNED_PX = 80;
+const PADDING_PX = 20;
+/** Rows drawn beyond each edge of the viewport, so a fast scroll rarely shows a blank band. */
+const OVERSCAN = 6;
+/** Pixels of a bubble line, and characters a line holds at the transcript's width (15 px text, 760 px column). */
+const LINE_PX = 22;
+const LINE_CHARS = 85;
 
-const sameRow = (a: Row, b: Row): boolean => {
-  if (a.kind === "assistant" && b.kind === "assistant")
-    return a.msg === b.msg && a.streaming === b.streaming && a.pending === b.pending;
-  if (a.kind === "turn-flag" && b.kind === "turn-flag") return a.turn === b.turn;
-  return a.kind === b.kind && (a as { msg?: unknown }).msg === (b as { msg?: unknown }).msg;
-};
-
-function rows(state: TranscriptState): Row[] {
-  const pendingIds = new Set(state.pending.map((p) => p.interactionId));
-  const flagged = new Map(
-    state.turns
-      .filter((t) => t.state === "interrupted" || t.state === "failed" || t.state === "cancelled")
-      .map((t) => [t.turnId, t]),
-  );
-  const lastIndexOfTurn = new Map<string, number>();
-  state.messages.forEach((m, i) => {
-    if (m.turnId) lastIndexOfTurn.set(m.turnId, i);
-  });
-  const out: Row[] = [];
-  state.messages.forEach((m, i) => {
-    if (m.role === "user") {
-      if (!m.hidden) out.push({ kind: "user", key: `u:${m.id}`, msg: m });
-    } else {
-      const streaming = state.streaming && i === state.tail;
-      const pending = m.segments
-        .filter((s) => s.kind === "block" && pendingIds.has(s.block.interactionId))
-        .map((s) => (s.kind === "block" ? s.block.interactionId : ""))
-        .join(",");
-      out.push({ kind: "assistant", key: `a:${m.id}`, msg: m, streaming, pending });
-    }
-    const turn = m.turnId ? flagged.get(m.turnId) : undefined;
-    if (turn && lastIndexOfTurn.get(turn.turnId) === i)
-      out.push({ kind: "turn-flag", key: `f:${turn.turnId}`, turn });
-  });
-  return out;
+/**
+ * A row's height before it is measured, from its text. The closer the guess, the less the view
+ * shifts when the row is measured as it scrolls into range.
+ */
+function estimateHeight(row: TranscriptRow | undefined): number {
+  if (!row || row.kind === "turn-flag") return 50;
+  const lines = (text: string) => Math.max(1, Math.ceil(text.length / LINE_CHARS)) * LINE_PX;
+  // Role label, row gap, and per bubble its padding.
+  if (row.kind === "user") return 40 + 22 + lines(row.msg.text);
+  let height = 40;
+  for (const s of row.msg.segments)
+    height += s.kind === "text" ? 30 + lines(s.text) : s.kind === "tool" ? 50 : 140;
+  return height;
 }
 
-const formatJson = (value: unknown): string => {
-  if (typeof value === "string") return value;
-  try {
-    return JSON.stringify(value, null, 2) ?? String(value);
-  } catch {
-    return String(value);
-  }
-};
-
-function toolElement(call: ToolCall | undefined, toolId: string): HTMLElement {
-  if (!call) return h("div", { class: "tool" });
-  const status = call.ok === null ? "running…" : call.ok ? `ok · ${call.duration_ms ?? 0} ms` : "failed";
-  return h(
-    "details",
-    { class: "tool", "data-testid": "tool-call", "data-tool-id": toolId },
-    h(
-      "summary",
-      {},
-      h("span", {}, "Tool"),
-      h("span", { class: "tool-name" }, call.name),
-      h("span", { class: "tool-status", "data-ok": call.ok === null ? undefined : String(call.ok) }, status),
-    ),
-    h("pre", {}, `args: ${formatJson(call.args)}`),
-    call.ok === null ? null : h("pre", { "data-testid": "tool-result" }, formatJson(call.result)),
-  );
+/** What a row's drawing depends on; the row is redrawn only when one of these changed. */
+function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
+  if (row.kind === "assistant") return [row.msg, row.streaming, row.pending.join(","), ctx.actionable];
+  return [row.kind === "user" ? row.msg : row.turn];
 }
 
-function resolutionText(block: InteractionBlock): string {
-  const r = block.resolution;
-  if (!r) return "No answer: the turn ended";
-  return "outcome" in r ? (r.outcome === "approve" ? "Approved" : "Denied") : `Answered: ${r.answer}`;
-}
-
-function cardElement(block: InteractionBlock, actionable: boolean): HTMLElement {
-  const isApproval = block.kind === "approval";
-  const title = isApproval ? "Approval needed" : "Question";
-  const body = isApproval ? (block.action ?? "") : (block.question ?? "");
-  if (!actionable) {
-    return h(
-      "div",
-      {
-        class: "card resolved",
-        "data-testid": "interaction-resolved",
-        "data-interaction-id": block.interactionId,
-      },
-      h("div", { class: "card-title" }, `${title}: ${body}`),
-      h("div", {}, resolutionText(block)),
-    );
-  }
-  const id = block.interactionId;
-  const actions = isApproval
-    ? [
-        h(
-          "button",
-          { class: "primary", "data-action": "approve", "data-interaction-id": id, "data-testid": "approve" },
-          "Approve",
-        ),
-        h("button", { "data-action": "deny", "data-interaction-id": id, "data-testid": "deny" }, "Deny"),
-      ]
-    : [
-        ...(block.options ?? []).map((o) =>
-          h("button", { "data-action": "answer-option", "data-interaction-id": id, "data-answer": o }, o),
-        ),
-        h("input", { type: "text", placeholder: "Your answer", "data-testid": "answer-input" }),
-        h(
-          "button",
-          { class: "primary", "data-action": "answer", "data-interaction-id": id, "data-testid": "answer" },
-          "Answer",
-        ),
-      ];
-  return h(
-    "div",
-    { class: "card", "data-testid": "interaction-card", "data-interaction-id": id, "data-kind": block.kind },
-    h("div", { class: "card-title" }, title),
-    h("div", { class: "card-body" }, body),
-    h("div", { class: "card-actions" }, ...actions),
-  );
-}
-
-function userElement(m: UserTranscriptMessage): HTMLElement {
-  const role = m.interjection ? "Interjection" : m.source === "server" ? "Server" : "You";
-  const names = m.attachments.map((a) => `📎 ${a.name}`).join("  ");
-  return h(
-    "div",
-    {
-      class: `message user${m.interjection ? " interjection" : ""}`,
-      "data-testid": "user-message",
-      "data-seq": m.seq,
-      "data-interjection": m.interjection ? "true" : undefined,
-    },
-    h("span", { class: "role" }, role),
-    h("div", { class: "bubble" }, m.text, names ? `\n${names}` : null),
-  );
-}
-
-function assistantElement(
-  m: AssistantTranscriptMessage,
-  streaming: boolean,
-  pending: Set<string>,
-): HTMLElement {
-  const el = h("div", {
-    class: "message assistant",
-    "data-testid": "assistant-message",
-    "data-streaming": streaming ? "true" : undefined,
-  });
-  el.append(h("span", { class: "role" }, "Agent"));
-  const lastText = m.segments.reduce((last, s, i) => (s.kind === "text" ? i : last), -1);
-  m.segments.forEach((s, i) => {
-    if (s.kind === "text") {
-      const caret = streaming && i === lastText && i === m.segments.length - 1;
-      el.append(
-        h(
-          "div",
-          { class: `bubble${caret ? " streaming-caret" : ""}`, "data-testid": "assistant-text" },
-          s.text,
-        ),
-      );
-    } else if (s.kind === "tool") {
-      el.append(
-        toolElement(
-          m.toolCalls.find((c) => c.id === s.toolId),
-          s.toolId,
-        ),
-      );
-    } else {
-      el.append(cardElement(s.block, s.block.resolution === null && pending.has(s.block.interactionId)));
-    }
-  });
-  if (streaming && lastText !== m.segments.length - 1)
-    el.append(h("div", { class: "bubble streaming-caret" }));
-  return el;
-}
-
-function flagElement(turn: TranscriptTurn): HTMLElement {
-  const text =
-    turn.state === "interrupted"
-      ? "Turn interrupted (the host stopped before it finished)"
-      : turn.state === "cancelled"
-        ? "Turn cancelled"
-        : `Turn failed${turn.error ? `: ${turn.error}` : ""}`;
-  return h(
-    "div",
-    { class: "message" },
-    h(
-      "div",
-      { class: `turn-flag ${turn.state}`, "data-testid": "turn-flag", "data-state": turn.state },
-      text,
-    ),
-  );
-}
-
-/** Draws a transcript into its scroll container, keeping the view pinned to the bottom while it grows. */
+/**
+ * Draws a transcript into its scroll container. Only the rows in and near the viewport exist in
+ * the DOM (TanStack Virtual measures each drawn row, lit-html's keyed `repeat` keeps a row's
+ * element while it stays in range), so a session of any length costs the same to draw.
+ *
+ * The view follows the live answer while the person is at the end; once they scroll up it stays
+ * where they are and offers "jump to latest".
+ */
 export class TranscriptView {
-  private readonly list: KeyedList<Row>;
+  private readonly virtualizer: Virtualizer<HTMLElement, HTMLElement>;
+  private rows: TranscriptRow[] = [];
+  private state: TranscriptState | undefined;
+  private ctx: RowContext = { actionable: true };
+  private pinned = true;
+  private frame = 0;
+  private drawing = false;
 
-  constructor(private readonly container: HTMLElement) {
-    this.list = new KeyedList<Row>(
-      container,
-      (r) => r.key,
-      (r) => {
-        if (r.kind === "user") return userElement(r.msg);
-        if (r.kind === "turn-flag") return flagElement(r.turn);
-        return assistantElement(r.msg, r.streaming, new Set(r.pending ? r.pending.split(",") : []));
+  constructor(
+    private readonly container: HTMLElement,
+    private readonly jumpButton: HTMLButtonElement,
+  ) {
+    this.virtualizer = new Virtualizer<HTMLElement, HTMLElement>({
+      count: 0,
+      getScrollElement: () => container,
+      estimateSize: (i) => estimateHeight(this.rows[i]),
+      getItemKey: (i) => this.rows[i]?.key ?? i,
+      overscan: OVERSCAN,
+      paddingStart: PADDING_PX,
+      paddingEnd: PADDING_PX,
+      scrollToFn: elementScroll,
+      observeElementRect,
+      observeElementOffset,
+      measureElement: readElementSize,
+      // Scrolling and re-measured rows change which rows are drawn and where. A scroll is drawn at
+      // once, in the same frame, so a fast scroll never shows a band without rows.
+      onChange: (_, scrolling) => {
+        if (scrolling && !this.drawing) this.draw();
+        else this.schedule();
       },
-      sameRow,
+    });
+    this.virtualizer._didMount();
+    container.addEventListener(
+      "scroll",
+      () => {
+        this.pinned = this.distanceFromEnd() < PINNED_PX;
+        this.jumpButton.hidden = this.pinned;
+      },
+      { passive: true },
     );
+    jumpButton.addEventListener("click", () => this.jumpToLatest());
   }
 
-  render(state: TranscriptState): void {
-    const c = this.container;
-    const atBottom = c.scrollHeight - c.scrollTop - c.clientHeight < 80;
-    this.list.update(rows(state));
-    if (atBottom) c.scrollTop = c.scrollHeight;
+  render(state: TranscriptState, ctx: RowContext): void {
+    if (state === this.state && ctx.actionable === this.ctx.actionable) return;
+    if (state !== this.state) this.rows = transcriptRows(state);
+    this.state = state;
+    this.ctx = ctx;
+    this.draw();
   }
 
+  /** Another session is shown: start at its end. */
   clear(): void {
-    this.list.clear();
+    this.state = undefined;
+    this.rows = [];
+    this.pinned = true;
+    this.jumpButton.hidden = true;
+    // Row sizes are kept by row key: drop the last session's so the map stays bounded.
+    this.virtualizer.measure();
+    this.draw();
+  }
+
+  jumpToLatest(): void {
+    this.pinned = true;
+    this.jumpButton.hidden = true;
+    this.draw();
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  private distanceFromEnd(): number {
+    const c = this.container;
+    return c.scrollHeight - c.scrollTop - c.clientHeight;
+  }
+
+  private draw(): void {
+    this.drawing = true;
+    try {
+      this.drawRows();
+    } finally {
+      this.drawing = false;
+    }
+  }
+
+  private drawRows(): void {
+    const v = this.virtualizer;
+    const rows = this.rows;
+    const ctx = this.ctx;
+    v.setOptions({ ...v.options, count: rows.length });
+    v._willUpdate();
+    const items = v.getVirtualItems();
+    render(
+      html`<div class="transcript-space" style="height:${v.getTotalSize()}px">
+        ${repeat(
+          items,
+          (item) => item.key,
+          (item) => {
+            const row = rows[item.index]!;
+            return html`<div class="transcript-row" data-index=${item.index} data-key=${row.key}
+              style="transform:translateY(${item.start}px)">
+              ${guard(rowInputs(row, ctx), () => rowTemplate(row, ctx))}
+            </div>`;
+          },
+        )}
+      </div>`,
+      this.container,
+    );
+    for (const el of this.container.querySelectorAll<HTMLElement>(".transcript-row")) v.measureElement(el);
+    if (this.pinned && this.distanceFromEnd() > 1) {
+      this.container.scrollTop = this.container.scrollHeight;
+    }
   }
 }

@@ -21,11 +21,23 @@ export interface HttpOptions {
   webRoot?: string;
   /** @default 1 MiB (JSON bodies; attachment uploads allow 10 MiB) */
   maxBodyBytes?: number;
+  /** Answers `/readyz`; without it `/readyz` answers as `/healthz`. */
+  readiness?: () => { ready: boolean; checkedAt: number; reason?: string };
 }
 
 const ROUTES: readonly Route[] = [...chatRoutes, ...sessionRoutes, ...attachmentRoutes];
 
-/** Paths that need a bearer token; everything else is the console or `/healthz`. */
+/** Whether `pathname` is one of the host's HTTP routes (any method): what it claims on a shared root. */
+export function isHostRoute(pathname: string): boolean {
+  return (
+    pathname === "/healthz" ||
+    pathname === "/readyz" ||
+    pathname === "/metrics" ||
+    ROUTES.some((route) => route.pattern.test(pathname))
+  );
+}
+
+/** Paths that need a bearer token; everything else is the console, `/healthz` or `/readyz`. */
 function isProtected(pathname: string): boolean {
   return pathname === "/metrics" || pathname.startsWith("/api/") || pathname.startsWith("/v1/");
 }
@@ -52,9 +64,17 @@ export function createHttpHandler(
     const { pathname } = url;
     const method = req.method ?? "GET";
 
+    // Liveness: the process answers. Readiness: the database took a write lock recently.
     if (pathname === "/healthz" && (method === "GET" || method === "HEAD")) {
       label.route = "GET /healthz";
       sendJson(res, 200, { ok: true });
+      return;
+    }
+    if (pathname === "/readyz" && (method === "GET" || method === "HEAD")) {
+      label.route = "GET /readyz";
+      const state = options.readiness?.() ?? { ready: true, checkedAt: Date.now() };
+      res.setHeader("cache-control", "no-store");
+      sendJson(res, state.ready ? 200 : 503, state);
       return;
     }
     if (!isProtected(pathname)) {
@@ -108,9 +128,11 @@ export function createHttpHandler(
   return (req, res) => {
     const label = { route: "unmatched" };
     if (metrics) {
-      res.once("finish", () =>
-        metrics.httpRequests.inc({ route: label.route, status: String(res.statusCode) }),
-      );
+      const started = performance.now();
+      res.once("finish", () => {
+        metrics.httpRequests.inc({ route: label.route, status: String(res.statusCode) });
+        metrics.httpSeconds.observe({ route: label.route }, (performance.now() - started) / 1000);
+      });
     }
     handle(req, res, label).catch((err: unknown) => {
       const error = toSessionmuxError(err);

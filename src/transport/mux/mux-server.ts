@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server } from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { SUBPROTOCOL } from "../../../protocol/index.js";
@@ -7,7 +7,7 @@ import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
 import { MuxConnection } from "./mux-connection.js";
 import { type MuxOptions, resolveMuxOptions } from "./mux-options.js";
-import { isMuxPath, judgeUpgrade, refuseUpgrade } from "./upgrade-gate.js";
+import { judgeUpgrade, refuseUpgrade } from "./upgrade-gate.js";
 
 export type { MuxLogger, MuxOptions } from "./mux-options.js";
 
@@ -20,16 +20,21 @@ export interface MuxHandle {
 /** Grace period for close handshakes at shutdown before sockets are cut. */
 const CLOSE_GRACE_MS = 1000;
 
+/** The mux without a server of its own: the caller hands it upgrade requests for the mux path. */
+export interface MuxUpgradeHandler extends MuxHandle {
+  /** Takes the socket: refused on the raw socket, or upgraded to a mux connection. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+}
+
 /**
- * Serves the WebSocket mux on `server` at `/api/remote.mux` (protocol-v1 §2). Upgrade requests
- * are judged on the raw socket: a refusal is a plain HTTP answer and no WebSocket ever exists.
+ * The mux's upgrade handling (protocol-v1 §2). Upgrade requests are judged on the raw socket: a
+ * refusal is a plain HTTP answer and no WebSocket ever exists.
  */
-export function attachMux(
-  server: Server,
+export function createMuxUpgradeHandler(
   host: HostApi,
   auth: Authenticator,
   options: Partial<MuxOptions> & { metrics?: HostMetrics },
-): MuxHandle {
+): MuxUpgradeHandler {
   const resolved = resolveMuxOptions(options);
   const wss = new WebSocketServer({
     noServer: true,
@@ -42,9 +47,8 @@ export function attachMux(
   const live = new Map<import("ws").WebSocket, MuxConnection>();
   let closing = false;
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
-    if (!isMuxPath(req.url) && server.listenerCount("upgrade") > 1) return;
     const verdict = judgeUpgrade(req, auth);
     if (!verdict.ok) return refuseUpgrade(socket, verdict);
     if (closing)
@@ -61,14 +65,13 @@ export function attachMux(
       connection.start();
     });
   };
-  server.on("upgrade", onUpgrade);
-
   const heartbeat = setInterval(() => {
     for (const connection of live.values()) connection.heartbeat();
   }, resolved.pingIntervalMs);
   heartbeat.unref();
 
   return {
+    handleUpgrade,
     get connections() {
       return live.size;
     },
@@ -76,7 +79,6 @@ export function attachMux(
       if (closing) return;
       closing = true;
       clearInterval(heartbeat);
-      server.off("upgrade", onUpgrade);
       const closed = [...live.keys()].map(
         (ws) =>
           new Promise<void>((resolve) => {

@@ -1,0 +1,101 @@
+import type { Observable, Subscription } from "rxjs";
+import { SessionmuxError } from "../../protocol/errors.js";
+
+/** How an Observable is read with `for await`. */
+export interface IterateOptions {
+  /** Ends the iteration with an `aborted` error. */
+  signal?: AbortSignal;
+  /** Values allowed to wait for a slow loop body; one more ends it with `slow_consumer`. @default 10_000 */
+  maxBuffered?: number;
+}
+
+/** The default of `IterateOptions.maxBuffered`. */
+export const DEFAULT_MAX_BUFFERED = 10_000;
+
+/** An Observable that can also be read with `for await`. */
+export type LiveStream<T> = Observable<T> & AsyncIterable<T>;
+
+/** Makes `source` readable with `for await` as well; each loop subscribes on its own. */
+export function liveStream<T>(source: Observable<T>, options: IterateOptions = {}): LiveStream<T> {
+  return Object.assign(source, { [Symbol.asyncIterator]: () => iterate(source, options) });
+}
+
+/**
+ * Reads an Observable as an async iterator: subscribes at once, buffers what arrives while the
+ * loop body runs (bounded by `maxBuffered`), rethrows the Observable's error, ends on complete,
+ * and unsubscribes when the loop exits early (`break`, `return`, a throw).
+ */
+export function iterate<T>(source: Observable<T>, options: IterateOptions = {}): AsyncIterableIterator<T> {
+  const max = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
+  const buffer: T[] = [];
+  let waiter: { resolve(r: IteratorResult<T>): void; reject(e: unknown): void } | undefined;
+  let ended: { error: unknown } | "complete" | undefined;
+  let subscription: Subscription | undefined;
+
+  const end = (outcome: { error: unknown } | "complete"): void => {
+    if (ended) return;
+    ended = outcome;
+    subscription?.unsubscribe();
+    options.signal?.removeEventListener("abort", onAbort);
+    const w = waiter;
+    waiter = undefined;
+    if (!w) return;
+    if (outcome === "complete") w.resolve({ value: undefined, done: true });
+    else w.reject(outcome.error);
+  };
+  const onAbort = () =>
+    end({
+      error: new SessionmuxError("aborted", "the iteration was aborted", { cause: options.signal?.reason }),
+    });
+
+  if (options.signal?.aborted) onAbort();
+  else {
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    subscription = source.subscribe({
+      next: (value) => {
+        if (ended) return;
+        if (waiter) {
+          const w = waiter;
+          waiter = undefined;
+          w.resolve({ value, done: false });
+        } else if (buffer.length >= max) {
+          end({
+            error: new SessionmuxError(
+              "slow_consumer",
+              `the loop fell ${max} values behind; raise maxBuffered or read faster`,
+              {
+                data: { maxBuffered: max },
+              },
+            ),
+          });
+        } else buffer.push(value);
+      },
+      error: (error: unknown) => end({ error }),
+      complete: () => end("complete"),
+    });
+    if (ended) subscription.unsubscribe();
+  }
+
+  return {
+    next(): Promise<IteratorResult<T>> {
+      if (buffer.length > 0) return Promise.resolve({ value: buffer.shift() as T, done: false });
+      if (ended === "complete") return Promise.resolve({ value: undefined, done: true });
+      if (ended) {
+        const { error } = ended;
+        ended = "complete";
+        return Promise.reject(error);
+      }
+      return new Promise((resolve, reject) => {
+        waiter = { resolve, reject };
+      });
+    },
+    return(): Promise<IteratorResult<T>> {
+      buffer.length = 0;
+      end("complete");
+      return Promise.resolve({ value: undefined, done: true });
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { SessionmuxError } from "../../protocol/errors.js";
+
+/** Per-call options of every unary call. */
+export interface CallOptions {
+  /** Settle with `timeout` after this long, counting the wait for a socket and any resend. @default the client's `callTimeoutMs` (30 s) */
+  timeoutMs?: number;
+  /** Settles the call with `aborted` when it fires. The host may still carry the call out. */
+  signal?: AbortSignal;
+}
+
+/** The default of `ClientOptions.callTimeoutMs`. */
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+
+/** One call's deadline: a signal that aborts with a typed `timeout` or `aborted` error. */
+export interface CallDeadline {
+  readonly signal: AbortSignal;
+  /** Clears the timer and the listener on the caller's signal. */
+  dispose(): void;
+}
+
+/**
+ * Joins the caller's signal and the timeout into one signal whose `reason` is a SessionmuxError
+ * (`timeout` or `aborted`). `describe` tells, at the moment it fires, why nothing answered.
+ */
+export function callDeadline(
+  method: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  describe: () => string,
+): CallDeadline {
+  const controller = new AbortController();
+  const onAbort = () =>
+    controller.abort(
+      new SessionmuxError("aborted", `${method} was aborted by the caller`, { cause: signal?.reason }),
+    );
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  const timer = Number.isFinite(timeoutMs)
+    ? setTimeout(
+        () =>
+          controller.abort(
+            new SessionmuxError("timeout", `${method}: no answer within ${timeoutMs} ms (${describe()})`, {
+              data: { method, timeoutMs },
+            }),
+          ),
+        timeoutMs,
+      )
+    : undefined;
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    },
+  };
+}

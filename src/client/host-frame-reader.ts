@@ -1,0 +1,49 @@
+import { decodeFrame } from "../../protocol/codec.js";
+import { SessionmuxError } from "../../protocol/errors.js";
+import type { HostFrame } from "../../protocol/index.js";
+import { isHostFrame } from "./host-frame-check.js";
+
+/**
+ * The host is trusted more than a peer is trusted by the host: these limits only guard against a
+ * runaway frame, and are wide enough for every value the host may legitimately send.
+ */
+const CLIENT_DECODE_LIMITS = {
+  maxStrBytes: 16 * 1024 * 1024,
+  maxBinBytes: 16 * 1024 * 1024,
+  maxArrayLength: 1_000_000,
+  maxMapLength: 100_000,
+  maxDepth: 256,
+} as const;
+
+/** One message from the host: a valid frame, or an `invalid_host_frame` error and the id it names if readable. */
+export type HostFrameReading =
+  | { readonly ok: true; readonly frame: HostFrame }
+  | { readonly ok: false; readonly error: SessionmuxError; readonly id: number | undefined };
+
+/** Decodes and validates one WebSocket message from the host (§2, §3). */
+export function readHostFrame(data: unknown): HostFrameReading {
+  if (!(data instanceof ArrayBuffer)) return invalid("a text frame (v1 frames are binary)", undefined);
+  let frame: unknown;
+  try {
+    frame = decodeFrame(new Uint8Array(data), CLIENT_DECODE_LIMITS);
+  } catch (cause) {
+    return invalid("an undecodable frame", undefined, cause);
+  }
+  if (isHostFrame(frame)) return { ok: true, frame };
+  const id = (frame as { id?: unknown } | null)?.id;
+  const readable = Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : undefined;
+  const type = (frame as { type?: unknown } | null)?.type;
+  return invalid(`an invalid ${typeof type === "string" ? `"${type}" ` : ""}frame`, readable);
+}
+
+function invalid(what: string, id: number | undefined, cause?: unknown): HostFrameReading {
+  const error = new SessionmuxError(
+    "invalid_host_frame",
+    `the host sent ${what}; the client cannot read it`,
+    {
+      data: id === undefined ? undefined : { id },
+      cause,
+    },
+  );
+  return { ok: false, error, id };
+}

@@ -1,0 +1,68 @@
+import { encodeFrame } from "../../protocol/codec.js";
+import type { WebSocketLike } from "./socket.js";
+
+/** Client keepalive timing (protocol-v1 §2 "Clients may ping"). */
+export interface KeepAliveOptions {
+  /** Probe a socket that has been quiet this long. @default 10_000 */
+  intervalMs: number;
+  /** Declare the socket dead when nothing arrives this long after a probe. @default 5_000 */
+  pongTimeoutMs: number;
+}
+
+/** The client's default keepalive: probe after 10 s of quiet, give up 5 s later. */
+export const DEFAULT_KEEPALIVE: Readonly<KeepAliveOptions> = Object.freeze({
+  intervalMs: 10_000,
+  pongTimeoutMs: 5_000,
+});
+
+/**
+ * One socket's keepalive, as tRPC's ws link does it: after `intervalMs` without hearing anything,
+ * send a probe; if nothing at all arrives within `pongTimeoutMs`, the path is dead. Anything heard
+ * (a frame, a ping, a pong) proves the path and restarts the wait, so a busy socket is never probed.
+ */
+export class KeepAlive {
+  readonly #options: KeepAliveOptions;
+  readonly #probe: () => void;
+  readonly #dead: () => void;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+  #deadline: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: KeepAliveOptions, probe: () => void, dead: () => void) {
+    this.#options = options;
+    this.#probe = probe;
+    this.#dead = dead;
+  }
+
+  /** Something arrived: the path works. Starts (or restarts) the quiet wait. */
+  heard(): void {
+    this.stop();
+    this.#idle = setTimeout(() => {
+      this.#idle = undefined;
+      this.#deadline = setTimeout(this.#dead, this.#options.pongTimeoutMs);
+      this.#probe();
+    }, this.#options.intervalMs);
+  }
+
+  /** Clears both timers (the socket is gone). */
+  stop(): void {
+    clearTimeout(this.#idle);
+    clearTimeout(this.#deadline);
+    this.#idle = undefined;
+    this.#deadline = undefined;
+  }
+}
+
+/**
+ * The probe for one socket: a WebSocket ping where the factory can send one (`ws`), else —
+ * browsers cannot ping — a `close` for an id never used, which the host answers with `end` (§9).
+ */
+export function keepAliveProbe(socket: WebSocketLike, nextFrameId: () => number): () => void {
+  if (socket.keepAlivePing) return () => socket.keepAlivePing?.();
+  return () => {
+    try {
+      socket.send(encodeFrame({ type: "close", id: nextFrameId() }));
+    } catch {
+      // Closing already: its close event follows.
+    }
+  };
+}

@@ -1,0 +1,80 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import type { AgentDriver } from "../agents/agent.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { TokenSpec } from "../transport/auth.js";
+import type { HttpOptions } from "../transport/http/router.js";
+import type { HostMetrics } from "../transport/metrics.js";
+import type { MuxOptions } from "../transport/mux/mux-server.js";
+import type { AuthenticateRequest } from "./app-authentication.js";
+import { mountSessionmux } from "./mount-sessionmux.js";
+
+export interface SessionmuxOptions {
+  /** SQLite database file; its folder must exist unless `createDbFolder` is set. */
+  db: string;
+  /** @default false — a missing database folder is refused (most often a misspelled path). */
+  createDbFolder?: boolean;
+  /** @default new DemoAgent() */
+  agent?: AgentDriver;
+  /** Bearer tokens: the default authentication. Required unless `authenticate` is given. */
+  tokens?: TokenSpec[];
+  /**
+   * The app's own authentication, replacing the token list: return (or resolve to) the caller's
+   * principal, or `undefined` to refuse with 401. Called once for every HTTP request and mux
+   * upgrade sessionmux answers; an exception refuses the request and is logged.
+   */
+  authenticate?: AuthenticateRequest;
+  /** Browser origins allowed to call the HTTP routes (CORS) and open the mux. @default [] */
+  cors?: string[];
+  /** Path prefix of every route and of the mux, e.g. `"/chat"`. @default "" (the API paths at the root) */
+  basePath?: string;
+  /** @default 600_000 (10 minutes) */
+  idleDetachMs?: number;
+  /** @default a disabled pino logger */
+  logger?: Logger;
+  /** Mux limits (protocol-v1 §7), passed through. */
+  mux?: Partial<Omit<MuxOptions, "logger" | "metrics">>;
+  /** HTTP limits and the console folder, passed through. */
+  http?: Partial<Omit<HttpOptions, "metrics">>;
+  /** Node process metrics (CPU, memory, event loop lag) at `/metrics`. @default true */
+  processMetrics?: boolean;
+  /** How often `/readyz` checks that the database takes a write lock. @default 5000 */
+  readinessIntervalMs?: number;
+}
+
+/** Express/Connect-style: `next` is called for every request that is not sessionmux's. */
+export type RequestHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: (err?: unknown) => void,
+) => void;
+/** Returns false, leaving the socket untouched, when the upgrade is not for the mux. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+export interface Sessionmux {
+  /** The normalized base path (`""` at the root). */
+  readonly basePath: string;
+  /** The mux URL path, e.g. `/chat/api/remote.mux`. */
+  readonly muxPath: string;
+  readonly handler: RequestHandler;
+  readonly upgrade: UpgradeHandler;
+  /**
+   * Mounts on `server`: its request listeners registered so far get every request that is not
+   * sessionmux's; upgrades for other paths are left to its other `upgrade` listeners. Returns a
+   * function that undoes this.
+   */
+  attach(server: Server): () => void;
+  readonly store: SessionStore;
+  readonly metrics: HostMetrics;
+  /** Closes the mux connections, stops the agents and closes the database; the server stays up. */
+  close(): Promise<void>;
+}
+
+/**
+ * Embeds sessionmux in an existing Node HTTP server: the durable store, the host, the mux and
+ * the HTTP routes, under `basePath`, leaving every other request of the app untouched.
+ */
+export function createSessionmux(options: SessionmuxOptions): Promise<Sessionmux> {
+  return mountSessionmux(options, { claimAll: false });
+}

@@ -1,0 +1,172 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import cors from "cors";
+import { pino } from "pino";
+import { DemoAgent } from "../agents/demo-agent.js";
+import { SessionHost } from "../host/session-host.js";
+import { meteredAgent } from "../host/turn-meters.js";
+import { prepareDatabasePath } from "../operations/database-path.js";
+import { ReadinessProbe } from "../operations/readiness-probe.js";
+import { sqliteWritableCheck } from "../operations/sqlite-writable-check.js";
+import { StartupError } from "../operations/startup-error.js";
+import { SqliteSessionStore } from "../store/sqlite-store.js";
+import { Authenticator } from "../transport/auth.js";
+import { createHttpHandler } from "../transport/http/router.js";
+import { HostMetrics } from "../transport/metrics.js";
+import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
+import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
+import { AppAuthentication } from "./app-authentication.js";
+import { BasePath } from "./base-path.js";
+import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
+import { meteredCalls } from "./metered-calls.js";
+import { RefusalLog } from "./refusal-log.js";
+
+/** What the CLI and `startHost` see: the concrete parts. */
+export interface MountedSessionmux extends Sessionmux {
+  readonly host: SessionHost;
+  readonly store: SqliteSessionStore;
+}
+
+/** `claimAll`: the server is sessionmux's alone, so it answers every path (the console at `/`). */
+export async function mountSessionmux(
+  options: SessionmuxOptions,
+  mode: { claimAll: boolean },
+): Promise<MountedSessionmux> {
+  const base = new BasePath(options.basePath, mode.claimAll);
+  const logger = options.logger ?? pino({ enabled: false });
+  const appAuth = options.authenticate ? new AppAuthentication(options.authenticate, logger) : undefined;
+  const auth = new Authenticator(options.tokens ?? [], {
+    allowedOrigins: options.cors ?? [],
+    ...(appAuth ? { resolve: appAuth.resolve } : {}),
+    onRefused: new RefusalLog(logger).refused,
+  });
+  const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
+  const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
+  const store = openStore(dbFile, metrics);
+  const host = new SessionHost({
+    store,
+    agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
+    idleDetachMs: options.idleDetachMs ?? 600_000,
+    metrics,
+    logger,
+  });
+  let writable: ReturnType<typeof sqliteWritableCheck> | undefined;
+  const readiness = new ReadinessProbe(() => writable?.check(), options.readinessIntervalMs ?? 5000);
+  try {
+    writable = sqliteWritableCheck(dbFile);
+    await host.start();
+    await readiness.start();
+  } catch (err) {
+    readiness.stop();
+    writable?.close();
+    await store.close();
+    throw err;
+  }
+  const http = createHttpHandler(host, auth, {
+    ...options.http,
+    metrics,
+    readiness: () => readiness.current(),
+  });
+  const mux = createMuxUpgradeHandler(meteredCalls(host, metrics.callSeconds), auth, {
+    ...options.mux,
+    metrics,
+    logger,
+  });
+  const corsMiddleware =
+    options.cors && options.cors.length > 0
+      ? cors({
+          origin: options.cors,
+          methods: ["GET", "HEAD", "POST", "PUT", "DELETE"],
+          allowedHeaders: ["authorization", "content-type"],
+          maxAge: 600,
+        })
+      : undefined;
+
+  const handler: RequestHandler = (req, res, next) => {
+    const inner = base.claim(req.url);
+    if (inner === undefined) {
+      if (next) return next();
+      return notFound(res);
+    }
+    req.url = inner;
+    const dispatch = () => {
+      if (corsMiddleware) corsMiddleware(req, res, () => http(req, res));
+      else http(req, res);
+    };
+    if (appAuth) void appAuth.settle(req).then(dispatch);
+    else dispatch();
+  };
+  const upgrade: UpgradeHandler = (req, socket, head) => {
+    const inner = base.claimUpgrade(req.url);
+    if (inner === undefined) return false;
+    req.url = inner;
+    if (!appAuth) {
+      mux.handleUpgrade(req, socket, head);
+      return true;
+    }
+    socket.on("error", () => socket.destroy());
+    void appAuth.settle(req).then(() => {
+      if (!socket.destroyed) mux.handleUpgrade(req, socket, head);
+    });
+    return true;
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    basePath: base.prefix,
+    muxPath: `${base.prefix}/api/remote.mux`,
+    handler,
+    upgrade,
+    host,
+    store,
+    metrics,
+    attach(server) {
+      const appListeners = server.listeners("request") as ((
+        req: IncomingMessage,
+        res: ServerResponse,
+      ) => void)[];
+      server.removeAllListeners("request");
+      const onRequest = (req: IncomingMessage, res: ServerResponse) =>
+        handler(req, res, () => {
+          if (appListeners.length === 0) notFound(res);
+          for (const listener of appListeners) listener.call(server, req, res);
+        });
+      const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        if (upgrade(req, socket, head) || server.listenerCount("upgrade") > 1) return;
+        refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "no such route" });
+      };
+      server.on("request", onRequest);
+      server.on("upgrade", onUpgrade);
+      return () => {
+        server.off("request", onRequest);
+        server.off("upgrade", onUpgrade);
+        for (const listener of appListeners) server.on("request", listener);
+      };
+    },
+    close() {
+      closing ??= (async () => {
+        readiness.stop();
+        await mux.close();
+        await host.shutdown();
+        writable?.close();
+        await store.close();
+        logger.info({ db: dbFile }, "shutdown complete");
+      })();
+      return closing;
+    },
+  };
+}
+
+function notFound(res: ServerResponse): void {
+  res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
+}
+
+/** A file that is no database (or not readable) is named in the error, with SQLite's reason. */
+function openStore(file: string, metrics: HostMetrics): SqliteSessionStore {
+  try {
+    return SqliteSessionStore.open(file, { metrics });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * The `sessionmux` package root: the host to embed or run, the agent interface, and the wire
+ * types. Every type reachable from here resolves with the package's own dependencies.
+ */
+export * from "../protocol/index.js";
+export type {
+  AgentDriver,
+  AgentEmit,
+  InteractionRequest,
+  JobHandle,
+  TurnAttachment,
+  TurnContext,
+  TurnOutcome,
+} from "./agents/agent.js";
+export { DemoAgent } from "./agents/demo-agent.js";
+export type { AuthenticateRequest } from "./embed/app-authentication.js";
+export {
+  createSessionmux,
+  type RequestHandler,
+  type Sessionmux,
+  type SessionmuxOptions,
+  type UpgradeHandler,
+} from "./embed/create-sessionmux.js";
+export type { Principal } from "./host/principal.js";
+export { StartupError, type StartupErrorCode } from "./operations/startup-error.js";
+export type { SessionStore } from "./store/session-store.js";
+export type { TokenSpec } from "./transport/auth.js";
+export type { HostMetrics } from "./transport/metrics.js";

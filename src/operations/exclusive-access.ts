@@ -1,0 +1,30 @@
+import Database from "better-sqlite3";
+import { existingDatabase } from "./database-path.js";
+import { StartupError } from "./startup-error.js";
+
+/**
+ * Refuses when another process has the database open (a live host). A connection in exclusive
+ * locking mode can begin an exclusive transaction on a WAL database only when no other connection
+ * has it open; SQLite's own locks say so, so a crashed host leaves nothing stale behind.
+ */
+export function assertNotInUse(path: string): string {
+  const file = existingDatabase(path);
+  const db = new Database(file, { fileMustExist: true, timeout: 0 });
+  try {
+    db.pragma("locking_mode = EXCLUSIVE");
+    db.exec("BEGIN EXCLUSIVE");
+    db.exec("ROLLBACK");
+  } catch (err) {
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new StartupError(
+        "db_in_use",
+        `database ${file} is open in another process (a running host?); stop it first`,
+        { cause: err },
+      );
+    }
+    throw err;
+  } finally {
+    db.close();
+  }
+  return file;
+}

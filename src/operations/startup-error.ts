@@ -1,0 +1,26 @@
+/**
+ * Why a host could not start. These never travel on the wire (protocol/errors.ts lists those):
+ * they reach whoever started the host, the CLI prints them, and the message names the path or
+ * port and what to do next.
+ */
+export const StartupErrorCodes = [
+  "db_folder_missing",
+  "db_missing",
+  "db_in_use",
+  "db_unreadable",
+  "address_in_use",
+  "listen_failed",
+  "token_file_unreadable",
+  "backup_target_exists",
+] as const;
+export type StartupErrorCode = (typeof StartupErrorCodes)[number];
+
+export class StartupError extends Error {
+  readonly code: StartupErrorCode;
+
+  constructor(code: StartupErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StartupError";
+    this.code = code;
+  }
+}

@@ -1,0 +1,55 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../client/child-host.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+
+let host: TestHost;
+beforeAll(async () => {
+  host = await startTestHost();
+});
+afterAll(async () => {
+  await host?.dispose();
+});
+
+/** Runs the CLI with a 60 s `--timeout`, so only failing fast can finish within the test timeout. */
+async function run(
+  args: string[],
+  url: string,
+): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "src/cli/main.ts", ...args, "--url", url, "--timeout", "60000"],
+    {
+      cwd: process.cwd(),
+      env: { ...process.env, SESSIONMUX_TOKEN: ADMIN_TOKEN },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stderr = "";
+  let stdout = "";
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  const [code] = (await once(child, "exit")) as [number | null];
+  return { code, stderr, stdout };
+}
+
+describe("CLI client commands fail fast", () => {
+  it("when nothing listens at the URL, with a message naming it", async () => {
+    const url = `ws://127.0.0.1:${await freePort()}/api/remote.mux`;
+    const result = await run(["list"], url);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(`cannot reach a sessionmux host at ${url}`);
+    expect(result.stdout).toBe("");
+  }, 20_000);
+
+  it("when the path is wrong (HTTP 404), for one-shot and streaming commands alike", async () => {
+    const url = host.wsUrl.replace("/api/remote.mux", "/remote.mux");
+    for (const args of [["list"], ["follow", "any"], ["control"]]) {
+      const result = await run(args, url);
+      expect(result.code, args.join(" ")).not.toBe(0);
+      expect(result.stderr).toContain("not_found");
+      expect(result.stderr).toContain("HTTP 404");
+    }
+  }, 30_000);
+});

@@ -1,0 +1,65 @@
+import { execFile, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const repo = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `sessionmux <args>` from the sources to its end, however it exits. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", ...args],
+      { cwd: repo, env: { ...process.env, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Starts `sessionmux serve`; resolves with its console line once it listens, or its output once it exits. */
+export function startServe(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ stdout: string; stderr: string; exited?: number; stop(): Promise<string> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve", ...args], {
+    cwd: repo,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number>((resolve) => child.once("exit", (code) => resolve(code ?? 1)));
+  const stop = async () => {
+    child.kill("SIGTERM");
+    await exited;
+    return stderr;
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`serve did not start: ${stdout}${stderr}`));
+    }, 60_000);
+    const onData = () => {
+      if (/console: .*\n/.test(stdout)) {
+        clearTimeout(timer);
+        child.stdout.off("data", onData);
+        resolve({ stdout, stderr, stop });
+      }
+    };
+    child.stdout.on("data", onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, exited: code, stop: async () => stderr });
+    });
+  });
+}

@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { SessionmuxError } from "../../protocol/index.js";
+import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { freePort } from "./child-host.js";
+import { startFakePeer } from "./fake-peer.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+function track(client: SessionmuxClient): SessionmuxClient {
+  cleanups.push(() => client.close());
+  return client;
+}
+async function silentPeer() {
+  const p = await startFakePeer({
+    onCall: (_conn, f) => (f.method === "session.models" ? { models: [] } : undefined),
+  });
+  cleanups.push(() => p.stop());
+  return p;
+}
+const calls = (p: Awaited<ReturnType<typeof silentPeer>>) =>
+  p.connections.flatMap((c) => c.received).filter((f) => f.type === "call");
+
+describe("every call settles: timeout and AbortSignal", () => {
+  it("a call the host never answers rejects with timeout, and its late answer is dropped", async () => {
+    const p = await silentPeer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    // Open first, so the call is on the wire before its timeout fires, however slow the machine.
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const error = await client.page({ sessionId: "s" }, { timeoutMs: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionmuxError);
+    expect(error).toMatchObject({
+      code: "timeout",
+      retryable: true,
+      data: { method: "session.page", timeoutMs: 100 },
+    });
+    await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
+    const late = calls(p)[0] as { id: number };
+    p.connections[0]!.send({ type: "result", id: late.id, value: { late: true } });
+    // The socket stays usable: the next call on it is answered.
+    await expect(client.call("session.models", {})).resolves.toEqual({ models: [] });
+  });
+
+  it("the client's callTimeoutMs is the default for every call", async () => {
+    const p = await silentPeer();
+    const client = track(createNodeClient({ url: p.url, token: "t", callTimeoutMs: 80 }));
+    await expect(client.list()).rejects.toMatchObject({ code: "timeout" });
+  });
+
+  it("an AbortSignal settles a call in flight with aborted, carrying the caller's reason", async () => {
+    const p = await silentPeer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    const controller = new AbortController();
+    const pending = client.list({}, { signal: controller.signal }).catch((e: unknown) => e);
+    await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
+    controller.abort("user left");
+    const error = await pending;
+    expect(error).toMatchObject({ code: "aborted", retryable: false });
+    expect((error as Error).cause).toBe("user left");
+  });
+
+  it("an already aborted signal rejects without sending anything", async () => {
+    const p = await silentPeer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await client.call("session.models", {});
+    await expect(client.list({}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: "aborted" });
+    await client.call("session.models", {});
+    expect(calls(p).map((f) => f.method)).toEqual(["session.models", "session.models"]);
+  });
+
+  it("a call against a host that is down settles with timeout naming the reconnect state", async () => {
+    const port = await freePort();
+    const client = track(
+      createNodeClient({
+        url: `ws://127.0.0.1:${port}/api/remote.mux`,
+        token: "t",
+        backoff: { baseMs: 5, capMs: 20 },
+      }),
+    );
+    const error = await client.list({}, { timeoutMs: 150 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "timeout" });
+    expect(["backoff", "connecting"]).toContain(client.state.name);
+  });
+});

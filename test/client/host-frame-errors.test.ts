@@ -1,0 +1,88 @@
+import type { Subscription } from "rxjs";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { SessionmuxError } from "../../protocol/index.js";
+import { followSession } from "../../src/client/follow-session.js";
+import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { RemoteError } from "../../src/client/remote-errors.js";
+import { startFakePeer } from "./fake-peer.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A peer whose answers are broken on purpose, per method. */
+async function brokenPeer() {
+  const p = await startFakePeer({
+    onCall: (conn, f) => {
+      if (f.method === "session.list") conn.send({ type: "result", id: f.id }); // no `value`
+      if (f.method === "session.page") {
+        conn.send({ type: "error", id: f.id, error: { code: "session_not_found", message: 5 } });
+      }
+      if (f.method === "session.models") return { models: [], default: "d" };
+      return undefined;
+    },
+  });
+  cleanups.push(() => p.stop());
+  return p;
+}
+function client(url: string, reports: SessionmuxError[]): SessionmuxClient {
+  const c = createNodeClient({ url, token: "t", onError: (e) => reports.push(e) });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+describe("host frames the client cannot read are answered and reported, never dropped", () => {
+  it("an invalid result answers its call with invalid_host_frame and is reported", async () => {
+    const p = await brokenPeer();
+    const reports: SessionmuxError[] = [];
+    const c = client(p.url, reports);
+    const error = await c.list().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "invalid_host_frame", data: { id: 1 } });
+    expect(reports.map((r) => r.code)).toEqual(["invalid_host_frame"]);
+  });
+
+  it("an error frame with a malformed error value answers its call too", async () => {
+    const p = await brokenPeer();
+    const reports: SessionmuxError[] = [];
+    const c = client(p.url, reports);
+    await expect(c.page({ sessionId: "s" })).rejects.toMatchObject({ code: "invalid_host_frame" });
+    expect(reports).toHaveLength(1);
+  });
+
+  it("undecodable bytes, a text frame and an error frame without id are reported; the socket stays usable", async () => {
+    const p = await brokenPeer();
+    const reports: SessionmuxError[] = [];
+    const c = client(p.url, reports);
+    const seen: SessionmuxError[] = [];
+    const sub = c.errors$.subscribe((e) => seen.push(e));
+    cleanups.push(() => sub.unsubscribe());
+    await vi.waitFor(() => expect(c.state.name).toBe("open"));
+    const conn = p.connections[0]!;
+    conn.socket.send(Buffer.from([0xc1]));
+    conn.socket.send("not binary");
+    conn.send({
+      type: "error",
+      error: { code: "bad_frame", message: "what", category: "protocol", retryable: false },
+    });
+    await vi.waitFor(() => expect(reports).toHaveLength(3));
+    expect(reports.map((r) => r.code)).toEqual(["invalid_host_frame", "invalid_host_frame", "bad_frame"]);
+    expect(reports[2]).toBeInstanceOf(RemoteError);
+    expect(seen.map((r) => r.code)).toEqual(reports.map((r) => r.code));
+    await expect(c.call("session.models", {})).resolves.toEqual({ models: [], default: "d" });
+  });
+
+  it("an invalid stream item ends the stream with invalid_host_frame instead of leaving it open", async () => {
+    const p = await startFakePeer({
+      onOpen: (conn, f) => conn.send({ type: "item", id: f.id }), // no `value`
+    });
+    cleanups.push(() => p.stop());
+    const reports: SessionmuxError[] = [];
+    const c = client(p.url, reports);
+    let failure: unknown;
+    const sub: Subscription = followSession(c, "s").subscribe({ error: (e: unknown) => (failure = e) });
+    cleanups.push(() => sub.unsubscribe());
+    await vi.waitFor(() => expect(failure).toMatchObject({ code: "invalid_host_frame" }));
+    expect(reports.map((r) => r.code)).toEqual(["invalid_host_frame"]);
+  });
+});

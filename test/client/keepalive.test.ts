@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import WebSocket from "ws";
+import type { ConnectionState } from "../../src/client/connection-state.js";
+import type { FollowUpdate } from "../../src/client/follow-cursor.js";
+import { followSession } from "../../src/client/follow-session.js";
+import { type ClientOptions, createClient, type SessionmuxClient } from "../../src/client/index.js";
+import { createNodeClient } from "../../src/client/node.js";
+import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+import { startFakePeer } from "./fake-peer.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+const keepAlive = { intervalMs: 100, pongTimeoutMs: 1_000 };
+const backoff = { baseMs: 5, capMs: 20 };
+
+type Make = (options: Omit<ClientOptions, "WebSocket">) => SessionmuxClient;
+const kinds: [string, Make][] = [
+  ["Node (WebSocket ping frames)", (o) => createNodeClient(o)],
+  ["browser-style (close probe)", (o) => createClient({ ...o, WebSocket })],
+];
+
+describe.each(kinds)("client keepalive, %s", (_kind, make) => {
+  it("drops a socket whose path went silent and resumes the follow on a new one", async () => {
+    const host = await startTestHost();
+    cleanups.push(() => host.dispose());
+    const proxy = await startTcpProxy(host.port);
+    cleanups.push(() => proxy.stop());
+    const admin = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    cleanups.push(() => admin.close());
+    await admin.create({ sessionId: "ka" });
+
+    const client = make({
+      url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
+      token: ADMIN_TOKEN,
+      keepAlive,
+      backoff,
+    });
+    cleanups.push(() => client.close());
+    const states: ConnectionState[] = [];
+    const stateSub = client.state$.subscribe((s) => states.push(s));
+    cleanups.push(() => stateSub.unsubscribe());
+    const updates: FollowUpdate[] = [];
+    const sub = followSession(client, "ka").subscribe((u) => updates.push(u));
+    cleanups.push(() => sub.unsubscribe());
+    await vi.waitFor(() => expect(updates.some((u) => u.kind === "caughtUp")).toBe(true));
+
+    expect(proxy.silenceAll()).toBe(1);
+    await vi.waitFor(() => expect(proxy.accepted).toBeGreaterThanOrEqual(2), { timeout: 15_000 });
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    expect(states.some((s) => s.name === "backoff")).toBe(true);
+    const { seq } = await admin.call("session.rename", { sessionId: "ka", title: "after silence" });
+    await vi.waitFor(() =>
+      expect(updates.some((u) => u.kind === "events" && u.events.some((e) => e.seq === seq))).toBe(true),
+    );
+  });
+});
+
+describe("client keepalive on a healthy quiet socket", () => {
+  it("probes with pings (Node) and close probes (browser) and keeps the socket", async () => {
+    const p = await startFakePeer();
+    cleanups.push(() => p.stop());
+    const quick = { intervalMs: 30, pongTimeoutMs: 2_000 };
+    const node = createNodeClient({ url: p.url, token: "t", keepAlive: quick });
+    const browser = createClient({ url: p.url, token: "t", WebSocket, keepAlive: quick });
+    cleanups.push(
+      () => node.close(),
+      () => browser.close(),
+    );
+    await vi.waitFor(() => expect(p.connections).toHaveLength(2));
+    const pings = [0, 0];
+    for (const [i, conn] of p.connections.entries()) conn.socket.on("ping", () => (pings[i]! += 1));
+    const probes = () => p.connections.map((c) => c.received.filter((f) => f.type === "close").length);
+    await vi.waitFor(
+      () => {
+        // One client probes with pings, the other with close frames; each at least 5 times.
+        expect(Math.max(pings[0]!, probes()[0]!)).toBeGreaterThanOrEqual(5);
+        expect(Math.max(pings[1]!, probes()[1]!)).toBeGreaterThanOrEqual(5);
+      },
+      { timeout: 10_000 },
+    );
+    expect(p.connections).toHaveLength(2);
+    expect(node.state.name).toBe("open");
+    expect(browser.state.name).toBe("open");
+  });
+});

@@ -1,0 +1,258 @@
+import { once } from "node:events";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { firstValueFrom } from "rxjs";
+import { filter, scan } from "rxjs/operators";
+import { afterEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { type SessionEvent, SUBPROTOCOL } from "../../protocol/index.js";
+import { followSession } from "../../src/client/follow-session.js";
+import { createNodeClient } from "../../src/client/node.js";
+import { createSessionmux, type Sessionmux } from "../../src/index.js";
+import { tempDir } from "../support/temp-dir.js";
+import { ShoutAgent } from "./shout-agent.js";
+
+/**
+ * The app's own auth: `Bearer user:<name>`; the name `root` is an admin. Async, as a session
+ * lookup would be; `user:broken` makes it throw.
+ */
+async function appAuthenticate(req: IncomingMessage) {
+  await new Promise((resolve) => setImmediate(resolve));
+  const match = /^Bearer user:([a-z]+)$/.exec(req.headers.authorization ?? "");
+  if (match?.[1] === "broken") throw new Error("session store unreachable");
+  return match?.[1] ? { name: match[1], admin: match[1] === "root" } : undefined;
+}
+
+/** The app: one route of its own, 404 for anything else, and its own WebSocket path. */
+function appServer(): Server {
+  const server = createServer((req, res) => {
+    if (req.url === "/hello") return void res.end("hello from the app");
+    res.writeHead(404).end("app 404");
+  });
+  server.on("upgrade", (req, socket) => {
+    if (req.url === "/app-socket") socket.end("HTTP/1.1 418 I'm a teapot\r\nConnection: close\r\n\r\n");
+  });
+  return server;
+}
+
+async function listen(server: Server): Promise<string> {
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, [SUBPROTOCOL], { headers });
+    ws.on("unexpected-response", (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.on("open", () => {
+      resolve(101);
+      ws.close();
+    });
+    ws.on("error", reject);
+  });
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function mounted(options: { cors?: string[] } = {}): Promise<{ mux: Sessionmux; authority: string }> {
+  const dir = tempDir();
+  cleanups.push(() => dir.remove());
+  const mux = await createSessionmux({
+    db: dir.file("sessions.db"),
+    basePath: "/chat",
+    agent: new ShoutAgent(),
+    authenticate: appAuthenticate,
+    ...options,
+  });
+  cleanups.push(() => mux.close());
+  const server = appServer();
+  mux.attach(server);
+  const authority = await listen(server);
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { mux, authority };
+}
+
+describe("createSessionmux on an app's own http.Server", () => {
+  it("drives a whole turn of a custom agent through the SDK, with the app's authenticate", async () => {
+    const { authority } = await mounted();
+    const client = createNodeClient({ url: `ws://${authority}/chat/api/remote.mux`, token: "user:alice" });
+    cleanups.push(() => client.close());
+    const { sessionId } = (await client.create({ title: "shouting" })).header;
+    await client.prompt({ sessionId, text: "make it loud" });
+    const events = await firstValueFrom(
+      followSession(client, sessionId).pipe(
+        scan(
+          (all: SessionEvent[], update) => (update.kind === "events" ? [...all, ...update.events] : all),
+          [],
+        ),
+        filter((all) => all.some((e) => e.type === "turn/end")),
+      ),
+    );
+    expect(events.map((e) => e.type)).toEqual([
+      "session/created",
+      "turn/start",
+      "user/message",
+      "tool/call",
+      "tool/result",
+      "assistant/delta",
+      "assistant/delta",
+      "assistant/delta",
+      "turn/end",
+    ]);
+    const result = events.find((e) => e.type === "tool/result");
+    expect(result?.type === "tool/result" && result.data.result).toBe("MAKE IT LOUD");
+    const text = events.flatMap((e) => (e.type === "assistant/delta" ? [e.data.text] : [])).join("");
+    expect(text).toBe("MAKE IT LOUD");
+    const end = events.at(-1);
+    expect(end?.type === "turn/end" && end.data.state).toBe("completed");
+
+    const metrics = await (
+      await fetch(`http://${authority}/chat/metrics`, { headers: { authorization: "Bearer user:root" } })
+    ).text();
+    expect(metrics).toContain('sessionmux_turn_seconds_count{state="completed"} 1');
+    expect(metrics).toContain("sessionmux_turn_first_token_seconds_count 1");
+    expect(metrics).toContain('sessionmux_call_seconds_count{method="session.prompt",outcome="ok"} 1');
+    expect(metrics).toContain("process_resident_memory_bytes");
+
+    // The session belongs to the principal the app's authenticate returned.
+    const bob = createNodeClient({ url: `ws://${authority}/chat/api/remote.mux`, token: "user:bob" });
+    cleanups.push(() => bob.close());
+    expect((await bob.list()).sessions.map((r) => r.sessionId)).not.toContain(sessionId);
+    expect((await client.list()).sessions.map((r) => r.sessionId)).toContain(sessionId);
+  });
+
+  it("leaves the app's routes and upgrades alone and answers its own under the base path", async () => {
+    const { authority } = await mounted();
+    const hello = await fetch(`http://${authority}/hello`);
+    expect(await hello.text()).toBe("hello from the app");
+    const missing = await fetch(`http://${authority}/api/chat/sessions`);
+    expect([missing.status, await missing.text()]).toEqual([404, "app 404"]);
+
+    expect((await fetch(`http://${authority}/chat/healthz`)).status).toBe(200);
+    expect((await fetch(`http://${authority}/chat/api/chat/sessions`)).status).toBe(401);
+    const listed = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      headers: { authorization: "Bearer user:alice" },
+    });
+    expect(listed.status).toBe(200);
+
+    expect(await upgradeStatus(`ws://${authority}/app-socket`)).toBe(418);
+    expect(await upgradeStatus(`ws://${authority}/chat/api/remote.mux`)).toBe(401);
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:nobody1" }),
+    ).toBe(401);
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:broken" }),
+    ).toBe(401);
+    const broken = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      headers: { authorization: "Bearer user:broken" },
+    });
+    expect(broken.status).toBe(401);
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:alice" }),
+    ).toBe(101);
+  });
+
+  it("answers CORS preflights for the configured origins only", async () => {
+    const { authority } = await mounted({ cors: ["https://app.example"] });
+    const preflight = (origin: string) =>
+      fetch(`http://${authority}/chat/api/chat/sessions`, {
+        method: "OPTIONS",
+        headers: {
+          origin,
+          "access-control-request-method": "GET",
+          "access-control-request-headers": "authorization",
+        },
+      });
+    const allowed = await preflight("https://app.example");
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    expect(allowed.headers.get("access-control-allow-headers")).toContain("authorization");
+    const other = await preflight("https://evil.example");
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+
+    const get = (origin: string) =>
+      fetch(`http://${authority}/chat/api/chat/sessions`, {
+        headers: { origin, authorization: "Bearer user:alice" },
+      });
+    const fromApp = await get("https://app.example");
+    expect(fromApp.status).toBe(200);
+    expect(fromApp.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    expect((await get("https://evil.example")).status).toBe(403);
+  });
+
+  it("works as Connect-style middleware and an upgrade handler without attach", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const mux = await createSessionmux({
+      db: dir.file("sessions.db"),
+      tokens: [{ name: "admin", secret: "s3cret", admin: true }],
+    });
+    cleanups.push(() => mux.close());
+    const server = createServer((req, res) =>
+      mux.handler(req, res, () => res.writeHead(200).end(`app: ${req.url}`)),
+    );
+    server.on("upgrade", (req, socket, head) => {
+      if (!mux.upgrade(req, socket, head)) socket.destroy();
+    });
+    const authority = await listen(server);
+    cleanups.push(() => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    expect(await (await fetch(`http://${authority}/`)).text()).toBe("app: /");
+    expect(await (await fetch(`http://${authority}/chat`)).text()).toBe("app: /chat");
+    expect(await (await fetch(`http://${authority}/api/users`)).text()).toBe("app: /api/users");
+    expect(await (await fetch(`http://${authority}/v1/orders/7`)).text()).toBe("app: /v1/orders/7");
+    expect((await fetch(`http://${authority}/api/chat/sessions`)).status).toBe(401);
+    expect((await fetch(`http://${authority}/v1/sessions/s1`)).status).toBe(401);
+    expect((await fetch(`http://${authority}/healthz`)).status).toBe(200);
+    expect((await fetch(`http://${authority}/metrics`)).status).toBe(401);
+    const client = createNodeClient({ url: `ws://${authority}/api/remote.mux`, token: "s3cret" });
+    cleanups.push(() => client.close());
+    const { sessionId } = (await client.create({})).header;
+    expect((await client.list()).sessions.map((r) => r.sessionId)).toContain(sessionId);
+  });
+
+  it("refuses a database whose folder does not exist unless asked to create it", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("missing/sessions.db");
+    await expect(
+      createSessionmux({ db, tokens: [{ name: "a", secret: "s", admin: true }] }),
+    ).rejects.toMatchObject({
+      code: "db_folder_missing",
+      message: expect.stringContaining(dir.file("missing")),
+    });
+    const mux = await createSessionmux({
+      db,
+      createDbFolder: true,
+      tokens: [{ name: "a", secret: "s", admin: true }],
+    });
+    await mux.close();
+  });
+
+  it("names a file that is not a database", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("notes.txt");
+    writeFileSync(db, "these are my notes, not a database ".repeat(200));
+    await expect(
+      createSessionmux({ db, tokens: [{ name: "a", secret: "s", admin: true }] }),
+    ).rejects.toMatchObject({
+      code: "db_unreadable",
+      message: expect.stringContaining(db),
+    });
+    expect(readFileSync(db, "utf8")).toMatch(/^these are my notes/);
+  });
+});

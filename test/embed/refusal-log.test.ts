@@ -1,0 +1,33 @@
+import type { IncomingMessage } from "node:http";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { RefusalLog } from "../../src/embed/refusal-log.js";
+
+describe("RefusalLog", () => {
+  it("logs at most its quota per window and counts what it left out", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          done();
+        },
+      }),
+    );
+    let now = 0;
+    const log = new RefusalLog(logger, 3, 1_000, () => now);
+    const req = { socket: { remoteAddress: "127.0.0.1" }, url: "/api/x" } as unknown as IncomingMessage;
+    for (let i = 0; i < 1_000; i++) log.refused(req, "unauthorized");
+    now = 1_000;
+    log.refused(req, "forbidden_origin");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((l) => [l.msg, l.code, l.suppressedBefore])).toEqual([
+      ["request refused", "unauthorized", undefined],
+      ["request refused", "unauthorized", undefined],
+      ["request refused", "unauthorized", undefined],
+      ["request refused", "forbidden_origin", 997],
+    ]);
+    expect(lines[0]).toMatchObject({ remote: "127.0.0.1", path: "/api/x" });
+  });
+});

@@ -1,0 +1,140 @@
+import type { ChildProcess } from "node:child_process";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { tempDir } from "../support/temp-dir.js";
+import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
+import { buildConsole } from "./console-build.js";
+import { killHost, spawnHost } from "./spawned-host.js";
+
+const FIRST_TOKEN = "token-of-the-first-run";
+const SECOND_TOKEN = "token-of-the-second-run";
+
+const connectionState = (page: Page) => page.getAttribute('[data-testid="connection"]', "data-state");
+const isDisabled = (page: Page, selector: string) =>
+  page.$eval(selector, (el) => (el as HTMLButtonElement).disabled);
+const staleMark = (page: Page, testId: string) =>
+  page.getAttribute(`[data-testid="${testId}"]`, "data-stale");
+
+/** Everything that would need the host: none of it may look usable while the host cannot be reached. */
+async function expectActionsDisabled(page: Page): Promise<void> {
+  for (const id of [
+    "approve",
+    "deny",
+    "send",
+    "new-session",
+    "rename-session",
+    "fork-session",
+    "delete-session",
+  ]) {
+    expect(await isDisabled(page, `[data-testid="${id}"]`), id).toBe(true);
+  }
+  expect(await staleMark(page, "follow-state")).toBe("true");
+  expect(await staleMark(page, "agent-status")).toBe("true");
+}
+
+describe.skipIf(!hasChromium)("browser console connection states", () => {
+  const dir = tempDir();
+  const browser = useBrowser();
+  let webRoot: string;
+  let removeBuild: () => void;
+  let host: TestHost;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    const built = await buildConsole();
+    webRoot = built.webRoot;
+    removeBuild = built.remove;
+    host = await startTestHost({ http: { webRoot } });
+  });
+
+  afterAll(async () => {
+    for (const child of children) await killHost(child);
+    await host?.dispose();
+    removeBuild?.();
+    dir.remove();
+  });
+
+  it("shows a host restarted with a new token as refused, with stale badges and disabled actions, and continues with the new token without a reload", async () => {
+    const dbPath = dir.file("sessions.db");
+    const first = await spawnHost(0, dbPath, FIRST_TOKEN, webRoot);
+    children.push(first.child);
+    const page = await browser.profile.newPage();
+    await openConsole(page, `http://127.0.0.1:${first.port}`, FIRST_TOKEN);
+    await page.click('[data-testid="new-session"]');
+    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
+    await page.fill('[data-testid="composer-input"]', "/approve deploy");
+    await page.press('[data-testid="composer-input"]', "Enter");
+    await page.waitForSelector('[data-testid="interaction-card"] [data-testid="approve"]:not([disabled])');
+    await page.waitForSelector('[data-testid="agent-status"]:not([data-stale])');
+    expect(await page.textContent('[data-testid="follow-state"]')).toBe("live");
+
+    browser.allowConsoleErrors(NETWORK_FAILURE);
+    await killHost(first.child);
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("backoff");
+    await expectActionsDisabled(page);
+
+    const second = await spawnHost(first.port, dbPath, SECOND_TOKEN, webRoot);
+    children.push(second.child);
+    await expect.poll(() => connectionState(page), { timeout: 30_000 }).toBe("unauthorized");
+    expect(await page.isVisible('[data-testid="auth-notice"]')).toBe(true);
+    expect(await page.textContent('[data-testid="auth-message"]')).toContain("401");
+    expect(await page.textContent('[data-testid="connection"]')).toContain("Token refused");
+    await expectActionsDisabled(page);
+
+    // The same document goes on: no reload, the shown session comes back on the new connection.
+    await page.evaluate(() => {
+      (window as { sameDocument?: boolean }).sameDocument = true;
+    });
+    await page.fill('[data-testid="token-input"]', SECOND_TOKEN);
+    await page.press('[data-testid="token-input"]', "Enter");
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("open");
+    expect(await page.evaluate(() => (window as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    expect(await page.isVisible('[data-testid="auth-notice"]')).toBe(false);
+    // The host restarted mid-turn: the tab says so instead of waiting for an approval that is gone.
+    await page.waitForSelector('[data-testid="turn-flag"][data-state="interrupted"]', { timeout: 20_000 });
+    await page.waitForSelector('[data-testid="interaction-card"]', { state: "detached" });
+    await page.waitForSelector('[data-testid="send"]:not([disabled])');
+    await page.fill('[data-testid="composer-input"]', "/stream 5 10");
+    await page.press('[data-testid="composer-input"]', "Enter");
+    await expect
+      .poll(() => page.textContent('[data-testid="transcript"]'), { timeout: 20_000 })
+      .toContain("chunk 5");
+    expect(await page.textContent('[data-testid="follow-state"]')).toBe("live");
+    expect(await staleMark(page, "follow-state")).toBeNull();
+    await page.close();
+  });
+
+  it("shows a wrong token in the printed URL as refused instead of retrying, and connects once the right one is entered", async () => {
+    browser.allowConsoleErrors(NETWORK_FAILURE);
+    const page = await browser.profile.newPage();
+    await page.goto(`${host.url}/#token=WRONG`);
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("unauthorized");
+    expect(await page.isVisible('[data-testid="auth-notice"]')).toBe(true);
+    expect(await page.textContent('[data-testid="connection"]')).not.toContain("retrying");
+    expect(await isDisabled(page, '[data-testid="new-session"]')).toBe(true);
+    // The token input has the focus: typing the right one and Enter is all it takes.
+    await page.keyboard.type(ADMIN_TOKEN);
+    await page.keyboard.press("Enter");
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("open");
+    expect(await isDisabled(page, '[data-testid="new-session"]')).toBe(false);
+    await page.close();
+  });
+
+  it("opens a printed URL with a new token in the same tab without a reload", async () => {
+    browser.allowConsoleErrors(NETWORK_FAILURE);
+    const page = await browser.profile.newPage();
+    await page.goto(`${host.url}/#token=WRONG`);
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("unauthorized");
+    await page.evaluate(() => {
+      (window as { sameDocument?: boolean }).sameDocument = true;
+    });
+    await page.evaluate((token) => {
+      location.hash = `token=${encodeURIComponent(token)}`;
+    }, ADMIN_TOKEN);
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("open");
+    expect(await page.evaluate(() => (window as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    expect(page.url()).not.toContain(ADMIN_TOKEN);
+    await page.close();
+  });
+});

@@ -1,0 +1,99 @@
+import "fake-indexeddb/auto";
+import { createStore, keys, set } from "idb-keyval";
+import { describe, expect, it } from "vitest";
+import type { SessionEvent } from "../../protocol/index.js";
+import { type CacheStores, forgetBrowser, SessionCache } from "../../web/src/session-cache.js";
+
+let opened = 0;
+function freshStores(): CacheStores {
+  opened += 1;
+  return {
+    data: createStore(`cache-test-${opened}`, "entries"),
+    usage: createStore(`cache-test-usage-${opened}`, "usage"),
+  };
+}
+
+/** A contiguous log of `n` user messages, each about `size` characters when stored. */
+function log(n: number, size = 100): SessionEvent[] {
+  return Array.from(
+    { length: n },
+    (_, i) =>
+      ({
+        seq: i + 1,
+        at: 0,
+        type: "user/message",
+        data: { text: "x".repeat(size) },
+      }) as unknown as SessionEvent,
+  );
+}
+
+describe("console transcript cache (IndexedDB)", () => {
+  it("keeps each token's partition apart: one partition never reads another's sessions", async () => {
+    const stores = freshStores();
+    const mine = new SessionCache("partition-a", stores);
+    const theirs = new SessionCache("partition-b", stores);
+    await mine.save("s1", { epoch: "e1", events: log(3) });
+    expect((await mine.load("s1"))?.events).toHaveLength(3);
+    expect(await theirs.load("s1")).toBeUndefined();
+    await mine.saveRows([{ sessionId: "s1" } as never]);
+    expect(await theirs.loadRows()).toEqual([]);
+    expect(await mine.loadRows()).toHaveLength(1);
+  });
+
+  it("evicts the least recently used sessions of any partition once the total passes its bound", async () => {
+    const stores = freshStores();
+    let now = 0;
+    const limits = { totalBytes: 5_000, sessionBytes: 4_000 };
+    const a = new SessionCache("a", stores, limits, () => now);
+    const b = new SessionCache("b", stores, limits, () => now);
+    // Each session holds ~10 events of ~150 bytes: about 1,500 bytes.
+    now = 1;
+    await a.save("old", { epoch: "e", events: log(10) });
+    now = 2;
+    await b.save("used", { epoch: "e", events: log(10) });
+    now = 3;
+    await a.save("newer", { epoch: "e", events: log(10) });
+    // Reading "old" makes it recently used: "used" is now the least recently used.
+    now = 4;
+    expect(await a.load("old")).toBeDefined();
+    await a.settled();
+    now = 5;
+    await b.save("newest", { epoch: "e", events: log(10) });
+    expect(await b.load("used")).toBeUndefined();
+    for (const id of ["old", "newer"]) expect(await a.load(id), id).toBeDefined();
+    expect(await b.load("newest")).toBeDefined();
+    expect((await keys(stores.data)).sort()).toEqual(["a/s/newer", "a/s/old", "b/s/newest"]);
+  });
+
+  it("does not cache a session past the per-session bound, and drops its older copy", async () => {
+    const stores = freshStores();
+    const cache = new SessionCache("p", stores, { totalBytes: 1_000_000, sessionBytes: 2_000 });
+    await cache.save("s", { epoch: "e", events: log(5) });
+    expect(await cache.load("s")).toBeDefined();
+    await cache.save("s", { epoch: "e", events: log(50) });
+    expect(await cache.load("s")).toBeUndefined();
+    expect(await keys(stores.usage)).toEqual([]);
+  });
+
+  it("treats a corrupt or holed entry as missing", async () => {
+    const stores = freshStores();
+    const cache = new SessionCache("p", stores);
+    await set("p/s/holed", { epoch: "e", events: [log(3)[0], log(3)[2]] }, stores.data);
+    await set("p/s/junk", "not a cached session", stores.data);
+    expect(await cache.load("holed")).toBeUndefined();
+    expect(await cache.load("junk")).toBeUndefined();
+  });
+
+  it("runs a forget queued after a save last, and forgets the whole browser on request", async () => {
+    const stores = freshStores();
+    const cache = new SessionCache("p", stores);
+    void cache.save("s", { epoch: "e", events: log(3) });
+    await cache.forget("s");
+    expect(await cache.load("s")).toBeUndefined();
+    await cache.save("t", { epoch: "e", events: log(3) });
+    await new SessionCache("q", stores).save("u", { epoch: "e", events: log(3) });
+    await forgetBrowser(stores);
+    expect(await keys(stores.data)).toEqual([]);
+    expect(await keys(stores.usage)).toEqual([]);
+  });
+});

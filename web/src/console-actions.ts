@@ -1,0 +1,80 @@
+import type { ConsoleElements } from "./console-elements.js";
+import type { ConsoleLink } from "./console-link.js";
+import type { SessionModel } from "./session-model.js";
+import { askText } from "./text-dialog.js";
+
+/** What the handlers of cards, queued prompts and keys need from the console. */
+export interface ActionContext {
+  readonly el: ConsoleElements;
+  readonly link: ConsoleLink;
+  session(): SessionModel | undefined;
+  /** The text of a queued prompt, as the control stream last reported it. */
+  queued(sessionId: string, itemId: string): string;
+  /** Runs a call, reporting a failure instead of throwing into an event handler. */
+  run(what: string, work: () => Promise<unknown>): void;
+  search(query: string): void;
+}
+
+/** Approve, deny or answer from an interaction card. */
+export function answerCard(ctx: ActionContext, target: HTMLElement): void {
+  const button = target.closest<HTMLButtonElement>("button[data-action]");
+  const id = button?.dataset.interactionId;
+  if (!button || !id || button.disabled) return;
+  const action = button.dataset.action;
+  if (action === "approve" || action === "deny") {
+    button.disabled = true;
+    ctx.run("Answer", () => ctx.link.respond(id, { outcome: action }));
+  } else if (action === "answer" || action === "answer-option") {
+    const input = button.closest(".card")?.querySelector<HTMLInputElement>("input");
+    const answer = action === "answer-option" ? (button.dataset.answer ?? "") : (input?.value ?? "");
+    if (answer.trim() === "") {
+      input?.focus();
+      return;
+    }
+    button.disabled = true;
+    ctx.run("Answer", () => ctx.link.respond(id, { answer }));
+  }
+}
+
+/** Steer, edit or remove a queued prompt. */
+export function queueAction(ctx: ActionContext, target: HTMLElement): void {
+  const button = target.closest<HTMLButtonElement>("button[data-action]");
+  const itemId = button?.dataset.itemId;
+  const s = ctx.session();
+  if (!button || !itemId || !s || button.disabled) return;
+  s.touch();
+  const action = button.dataset.action;
+  if (action === "queue-steer") ctx.run("Steer", () => ctx.link.steer(s.sessionId, itemId));
+  if (action === "queue-remove") ctx.run("Remove", () => ctx.link.removeQueued(s.sessionId, itemId));
+  if (action === "queue-edit") {
+    void askText(ctx.el.textDialog, "Edit queued prompt", ctx.queued(s.sessionId, itemId)).then((text) => {
+      if (text !== null) ctx.run("Edit", () => ctx.link.editQueue(s.sessionId, itemId, text));
+    });
+  }
+}
+
+/**
+ * Keys beyond what the elements do by themselves: Enter in a question's answer box answers it;
+ * Escape closes what is open over the page (the narrow-screen session list, then search results).
+ * The text dialog closes on Escape natively.
+ */
+export function bindKeyboard(ctx: ActionContext): void {
+  const el = ctx.el;
+  el.transcript.addEventListener("keydown", (e) => {
+    const input = e.target as HTMLElement;
+    if (e.key !== "Enter" || e.isComposing || input.dataset.testid !== "answer-input") return;
+    e.preventDefault();
+    const answer = input.closest(".card")?.querySelector<HTMLButtonElement>('button[data-action="answer"]');
+    if (answer) answerCard(ctx, answer);
+  });
+  addEventListener("keydown", (e) => {
+    if (e.key !== "Escape" || el.textDialog.open) return;
+    if (el.app.classList.contains("sidebar-open")) {
+      el.app.classList.remove("sidebar-open");
+      el.toggleSidebar.focus();
+    } else if (document.activeElement === el.search && el.search.value !== "") {
+      el.search.value = "";
+      ctx.search("");
+    }
+  });
+}

@@ -1,0 +1,57 @@
+import type {
+  AssistantTranscriptMessage,
+  TranscriptState,
+  TranscriptTurn,
+  UserTranscriptMessage,
+} from "../../protocol/transcript.js";
+
+/** One row of the transcript as drawn: a message, or the mark of a turn that did not complete. */
+export type TranscriptRow =
+  | { kind: "user"; key: string; msg: UserTranscriptMessage }
+  | {
+      kind: "assistant";
+      key: string;
+      msg: AssistantTranscriptMessage;
+      streaming: boolean;
+      /** Interaction ids of this message still waiting for an answer. */
+      pending: readonly string[];
+    }
+  | { kind: "turn-flag"; key: string; turn: TranscriptTurn };
+
+const FLAGGED = new Set(["interrupted", "failed", "cancelled"]);
+
+/**
+ * The rows of a transcript, keyed by message (or turn) id so a row keeps its element while the
+ * transcript grows. The reducer copies what it touches, so a row whose `msg` is the same object
+ * as last time has not changed.
+ */
+export function transcriptRows(state: TranscriptState): TranscriptRow[] {
+  const pendingIds = new Set(state.pending.map((p) => p.interactionId));
+  const flagged = new Map(state.turns.filter((t) => FLAGGED.has(t.state)).map((t) => [t.turnId, t]));
+  const lastIndexOfTurn = new Map<string, number>();
+  state.messages.forEach((m, i) => {
+    if (m.turnId) lastIndexOfTurn.set(m.turnId, i);
+  });
+  const out: TranscriptRow[] = [];
+  state.messages.forEach((m, i) => {
+    if (m.role === "user") {
+      if (!m.hidden) out.push({ kind: "user", key: `u:${m.id}`, msg: m });
+    } else {
+      const pending: string[] = [];
+      for (const s of m.segments) {
+        if (s.kind === "block" && pendingIds.has(s.block.interactionId)) pending.push(s.block.interactionId);
+      }
+      out.push({
+        kind: "assistant",
+        key: `a:${m.id}`,
+        msg: m,
+        streaming: state.streaming && i === state.tail,
+        pending,
+      });
+    }
+    const turn = m.turnId ? flagged.get(m.turnId) : undefined;
+    if (turn && lastIndexOfTurn.get(turn.turnId) === i)
+      out.push({ kind: "turn-flag", key: `f:${turn.turnId}`, turn });
+  });
+  return out;
+}

@@ -1,0 +1,137 @@
+import { html, nothing, type TemplateResult } from "lit-html";
+import type {
+  AssistantTranscriptMessage,
+  InteractionBlock,
+  ToolCall,
+  TranscriptTurn,
+  UserTranscriptMessage,
+} from "../../protocol/transcript.js";
+import type { TranscriptRow } from "./transcript-rows.js";
+
+/**
+ * How rows are drawn right now. While the console is offline or its token was refused, open
+ * questions stay visible but cannot be answered: an answer could not reach the host anyway.
+ */
+export interface RowContext {
+  readonly actionable: boolean;
+}
+
+const formatJson = (value: unknown): string => {
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    return String(value);
+  }
+};
+
+function toolTemplate(call: ToolCall | undefined, toolId: string): TemplateResult {
+  if (!call) return html`<div class="tool"></div>`;
+  const status = call.ok === null ? "running…" : call.ok ? `ok · ${call.duration_ms ?? 0} ms` : "failed";
+  return html`<details class="tool" data-testid="tool-call" data-tool-id=${toolId}>
+    <summary>
+      <span>Tool</span><span class="tool-name">${call.name}</span>
+      <span class="tool-status" data-ok=${call.ok === null ? nothing : String(call.ok)}>${status}</span>
+    </summary>
+    <pre>args: ${formatJson(call.args)}</pre>
+    ${call.ok === null ? nothing : html`<pre data-testid="tool-result">${formatJson(call.result)}</pre>`}
+  </details>`;
+}
+
+function resolutionText(block: InteractionBlock): string {
+  const r = block.resolution;
+  if (!r) return "No answer: the turn ended";
+  return "outcome" in r ? (r.outcome === "approve" ? "Approved" : "Denied") : `Answered: ${r.answer}`;
+}
+
+function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): TemplateResult {
+  const isApproval = block.kind === "approval";
+  const title = isApproval ? "Approval needed" : "Question";
+  const body = isApproval ? (block.action ?? "") : (block.question ?? "");
+  const id = block.interactionId;
+  if (!open) {
+    return html`<div class="card resolved" data-testid="interaction-resolved" data-interaction-id=${id}>
+      <div class="card-title">${title}: ${body}</div>
+      <div>${resolutionText(block)}</div>
+    </div>`;
+  }
+  const off = !ctx.actionable;
+  const actions = isApproval
+    ? html`<button class="primary" data-action="approve" data-interaction-id=${id} data-testid="approve"
+          ?disabled=${off}>Approve</button>
+        <button data-action="deny" data-interaction-id=${id} data-testid="deny" ?disabled=${off}>Deny</button>`
+    : html`${(block.options ?? []).map(
+        (o) =>
+          html`<button data-action="answer-option" data-interaction-id=${id} data-answer=${o} ?disabled=${off}>
+              ${o}
+            </button>`,
+      )}
+        <input type="text" placeholder="Your answer" aria-label="Your answer" data-testid="answer-input"
+          data-interaction-id=${id} ?disabled=${off} />
+        <button class="primary" data-action="answer" data-interaction-id=${id} data-testid="answer" ?disabled=${off}>
+          Answer
+        </button>`;
+  return html`<div class="card" data-testid="interaction-card" data-interaction-id=${id} data-kind=${block.kind}
+    data-stale=${off ? "true" : nothing}>
+    <div class="card-title">${title}</div>
+    <div class="card-body">${body}</div>
+    <div class="card-actions">${actions}</div>
+  </div>`;
+}
+
+function userTemplate(m: UserTranscriptMessage): TemplateResult {
+  const role = m.interjection ? "Interjection" : m.source === "server" ? "Server" : "You";
+  const names = m.attachments.map((a) => `📎 ${a.name}`).join("  ");
+  return html`<div class="message user${m.interjection ? " interjection" : ""}" data-testid="user-message"
+    data-seq=${m.seq} data-interjection=${m.interjection ? "true" : nothing}>
+    <span class="role">${role}</span>
+    <div class="bubble">${m.text}${names ? `\n${names}` : nothing}</div>
+  </div>`;
+}
+
+function assistantTemplate(
+  m: AssistantTranscriptMessage,
+  streaming: boolean,
+  pending: readonly string[],
+  ctx: RowContext,
+): TemplateResult {
+  const lastText = m.segments.reduce((last, s, i) => (s.kind === "text" ? i : last), -1);
+  const last = m.segments.length - 1;
+  const segments = m.segments.map((s, i) => {
+    if (s.kind === "text") {
+      const caret = streaming && i === lastText && i === last;
+      return html`<div class="bubble${caret ? " streaming-caret" : ""}" data-testid="assistant-text">${s.text}</div>`;
+    }
+    if (s.kind === "tool")
+      return toolTemplate(
+        m.toolCalls.find((c) => c.id === s.toolId),
+        s.toolId,
+      );
+    const open = s.block.resolution === null && pending.includes(s.block.interactionId);
+    return cardTemplate(s.block, open, ctx);
+  });
+  return html`<div class="message assistant" data-testid="assistant-message"
+    data-streaming=${streaming ? "true" : nothing}>
+    <span class="role">Agent</span>
+    ${segments}
+    ${streaming && lastText !== last ? html`<div class="bubble streaming-caret"></div>` : nothing}
+  </div>`;
+}
+
+function flagTemplate(turn: TranscriptTurn): TemplateResult {
+  const text =
+    turn.state === "interrupted"
+      ? "Turn interrupted (the host stopped before it finished)"
+      : turn.state === "cancelled"
+        ? "Turn cancelled"
+        : `Turn failed${turn.error ? `: ${turn.error}` : ""}`;
+  return html`<div class="message">
+    <div class="turn-flag ${turn.state}" data-testid="turn-flag" data-state=${turn.state}>${text}</div>
+  </div>`;
+}
+
+export function rowTemplate(row: TranscriptRow, ctx: RowContext): TemplateResult {
+  if (row.kind === "user") return userTemplate(row.msg);
+  if (row.kind === "turn-flag") return flagTemplate(row.turn);
+  return assistantTemplate(row.msg, row.streaming, row.pending, ctx);
+}
