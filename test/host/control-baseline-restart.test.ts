@@ -139,7 +139,9 @@ describe("control baseline across a restart", () => {
         fx = f;
         try {
           for (const sessionId of SESSIONS) await f.host.call(ADMIN, "session.create", { sessionId });
-          for (const [n, o] of ops.entries()) await apply(f, o, n);
+          // every run starts with some durable live state; the random ops change it from there
+          const seeded: Op[] = [{ kind: "park", s: 0 }, { kind: "enqueue", s: 0, text: "seed" }, ...ops];
+          for (const [n, o] of seeded.entries()) await apply(f, o, n);
           await settle(f);
           const before = await baselineOf(f.host);
           if (before.queues.length > 0) withQueues++;
