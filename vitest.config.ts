@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["test/torture/**", "node_modules/**"],
+    globalSetup: ["test/support/postgres-global-setup.ts"],
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 60_000,

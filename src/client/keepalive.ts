@@ -1,5 +1,5 @@
 import { encodeFrame } from "../../protocol/codec.js";
-import type { WebSocketLike } from "./socket.js";
+import { sendIfOpen, type WebSocketLike } from "./socket.js";
 
 /** Client keepalive timing (protocol-v1 §2 "Clients may ping"). */
 export interface KeepAliveOptions {
@@ -58,11 +58,5 @@ export class KeepAlive {
  */
 export function keepAliveProbe(socket: WebSocketLike, nextFrameId: () => number): () => void {
   if (socket.keepAlivePing) return () => socket.keepAlivePing?.();
-  return () => {
-    try {
-      socket.send(encodeFrame({ type: "close", id: nextFrameId() }));
-    } catch {
-      // Closing already: its close event follows.
-    }
-  };
+  return () => sendIfOpen(socket, encodeFrame({ type: "close", id: nextFrameId() }));
 }

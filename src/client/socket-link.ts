@@ -1,7 +1,7 @@
 import { encodeFrame } from "../../protocol/codec.js";
 import type { ClientFrame } from "../../protocol/index.js";
 import type { RequestRegistry, StreamSink } from "./request-registry.js";
-import type { WebSocketLike } from "./socket.js";
+import { sendIfOpen, type WebSocketLike } from "./socket.js";
 
 /** One open physical socket: send calls and streams over it while it lives. */
 export interface SocketLink {
@@ -26,13 +26,7 @@ export interface LinkContext {
 /** Sends §3 frames over one socket and registers what awaits an answer in its registry. */
 export function createSocketLink(ctx: LinkContext): SocketLink {
   const { socket, registry } = ctx;
-  const send = (frame: ClientFrame): void => {
-    try {
-      socket.send(encodeFrame(frame));
-    } catch {
-      // The socket is closing; its close event fails whatever was registered on it.
-    }
-  };
+  const send = (frame: ClientFrame): void => sendIfOpen(socket, encodeFrame(frame));
   return {
     socketId: ctx.socketId,
     call: (method, params, signal) =>

@@ -31,6 +31,22 @@ export interface WebSocketLike {
   onheartbeat?: (() => void) | null;
 }
 
+/** WebSocket `readyState` of an open socket (the same in browsers and `ws`). */
+const OPEN = 1;
+
+/**
+ * Sends only on an open socket: a frame for a closing one is lost anyway (its close event fails
+ * whatever waits on it), and browsers log an error for each such send.
+ */
+export function sendIfOpen(socket: WebSocketLike, data: Uint8Array): void {
+  if (socket.readyState !== OPEN) return;
+  try {
+    socket.send(data);
+  } catch {
+    // closing between the check and the send: its close event follows
+  }
+}
+
 /** A browser-style WebSocket constructor (the global `WebSocket`, or `ws`'s class). */
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => unknown;
 

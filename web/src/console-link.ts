@@ -1,6 +1,7 @@
 import { BehaviorSubject, Observable, switchMap } from "rxjs";
 import type { ResultOf, SessionRow } from "../../protocol/index.js";
 import {
+  browserSocketFactory,
   type ConnectionState,
   type ControlMirror,
   controlMirror,
@@ -10,7 +11,6 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
-import { openOnlySocketFactory } from "./open-only-socket.js";
 
 /** The list notifications of §6, as one callback. */
 export type ListChange =
@@ -39,7 +39,7 @@ export class ConsoleLink {
   /** The browser's link: one native WebSocket to the mux, the token as the `bearer.` subprotocol entry. */
   static open(url: string, token: string): ConsoleLink {
     return new ConsoleLink(
-      (t) => createClient({ url, token: t, socketFactory: openOnlySocketFactory() }),
+      (t) => createClient({ url, token: t, socketFactory: browserSocketFactory(WebSocket) }),
       token,
     );
   }

@@ -1,15 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { delta, openTempStore, turnEnd, turnStart, userMessage } from "./open-store.js";
+import { expect, it } from "vitest";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, type Opener, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-async function seeded() {
-  current = openTempStore();
-  const { store } = current;
+async function seeded(open: Opener) {
+  const { store } = await open();
   await store.create({ sessionId: "a", owner: "alice", model: "m" });
   await store.create({ sessionId: "b", owner: "bob", model: "m" });
   await store.append("a", [turnStart("t1"), userMessage("How do I configure the zebra crossing?")]);
@@ -34,9 +28,10 @@ async function seeded() {
   return store;
 }
 
-describe("search", () => {
+describeContract("search", (backend) => {
+  const open = storeFixture(backend);
   it("finds user message text with a snippet and the message seq", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     const hits = await store.search("zebra", 10);
     expect(hits.map((hit) => [hit.sessionId, hit.seq]).sort()).toEqual([
       ["a", 3],
@@ -46,25 +41,25 @@ describe("search", () => {
   });
 
   it("indexes a turn's joined assistant text at turn/end, at its first delta", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     expect(await store.search("stripes white", 10)).toEqual([
       { sessionId: "a", seq: 4, snippet: "Paint the **stripes** **white**." },
     ]);
   });
 
   it("matches the last word as a prefix and ANDs words", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     expect((await store.search("configure zeb", 10)).map((hit) => hit.sessionId)).toEqual(["a"]);
     expect(await store.search("zebra absentword", 10)).toEqual([]);
   });
 
   it("filters by owner", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     expect((await store.search("zebra", 10, "bob")).map((hit) => hit.sessionId)).toEqual(["b"]);
   });
 
   it("never fails on FTS syntax in the query", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     for (const query of [
       '"',
       'zebra"',
@@ -90,7 +85,7 @@ describe("search", () => {
   });
 
   it("does not index hidden or incognito messages, nor keep text of deleted sessions", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     expect(await store.search("incognito", 10)).toEqual([]);
     await store.delete("a");
     expect((await store.search("zebra", 10)).map((hit) => hit.sessionId)).toEqual(["b"]);

@@ -1,15 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { delta, openTempStore, turnEnd, turnStart, userMessage } from "./open-store.js";
+import { expect, it } from "vitest";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, type Opener, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-async function seeded() {
-  current = openTempStore({ now: () => 1_000 });
-  const { store } = current;
+async function seeded(open: Opener) {
+  const { store } = await open({ now: () => 1_000 });
   await store.create({ sessionId: "src", owner: "o", model: "m1", title: "Source" });
   // seq 2..5: a finished turn; seq 6..8: a turn still open
   await store.append("src", [turnStart("t1"), userMessage("first"), delta("t1", "answer"), turnEnd("t1")], {
@@ -19,9 +13,10 @@ async function seeded() {
   return store;
 }
 
-describe("fork", () => {
+describeContract("fork", (backend) => {
+  const open = storeFixture(backend);
   it("records lineage at seq 1 and copies the prefix re-sequenced, leaving the source untouched", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     const before = await store.page("src", { limit: 100 });
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "p", atSeq: 5 });
     if (forked.status !== "created") throw new Error(forked.status);
@@ -55,7 +50,7 @@ describe("fork", () => {
   });
 
   it("closes a turn the copied prefix leaves open as interrupted", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o" });
     if (forked.status !== "created") throw new Error(forked.status);
     const last = forked.events[forked.events.length - 1]!;
@@ -65,7 +60,7 @@ describe("fork", () => {
   });
 
   it("answers source_not_found, source_retired, exists and retired as values", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     expect(await store.fork({ sourceId: "nobody", targetId: "x", owner: "o" })).toEqual({
       status: "source_not_found",
     });
@@ -83,7 +78,7 @@ describe("fork", () => {
   });
 
   it("clamps atSeq beyond the head to the head", async () => {
-    const store = await seeded();
+    const store = await seeded(open);
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 999 });
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 8 });

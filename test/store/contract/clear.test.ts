@@ -1,16 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { delta, openTempStore, turnEnd, turnStart, userMessage } from "./open-store.js";
+import { expect, it } from "vitest";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-describe("clear", () => {
+describeContract("clear", (backend) => {
+  const open = storeFixture(backend);
   it("is refused busy while a turn is open, and starts a new epoch from seq 1 after it ends", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     const created = await store.create({ sessionId: "a", owner: "o", model: "m", title: "Kept" });
     if (created.status !== "created") throw new Error(created.status);
     await store.append("a", [turnStart("t1"), userMessage("hello"), delta("t1", "hi")]);
@@ -33,8 +28,7 @@ describe("clear", () => {
   });
 
   it("checks busy inside the same transaction as a turn/start queued before it", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     const [started, cleared] = await Promise.all([store.append("a", [turnStart("t1")]), store.clear("a")]);
     expect(started.status).toBe("appended");
@@ -42,8 +36,7 @@ describe("clear", () => {
   });
 
   it("compare-and-clear: clears only when the expected epoch is current", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     const created = await store.create({ sessionId: "a", owner: "o", model: "m" });
     if (created.status !== "created") throw new Error(created.status);
     const first = await store.clear("a", { expectedEpoch: created.header.epoch });
@@ -59,8 +52,7 @@ describe("clear", () => {
   });
 
   it("notifies subscribers of the new epoch", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     const kinds: string[] = [];
     store.subscribe("a", (notice) =>
@@ -72,8 +64,7 @@ describe("clear", () => {
   });
 
   it("answers not_found and retired as values", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     expect(await store.clear("nobody")).toEqual({ status: "not_found" });
     await store.create({ sessionId: "gone", owner: "o", model: "m" });
     await store.delete("gone");

@@ -1,16 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { delta, openTempStore, turnStart } from "./open-store.js";
+import { expect, it } from "vitest";
+import { delta, turnStart } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-describe("expected refusals are result values", () => {
+describeContract("expected refusals are result values", (backend) => {
+  const open = storeFixture(backend);
   it("answers unknown sessions with not_found everywhere", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     expect(await store.append("nobody", [turnStart("t")])).toEqual({ status: "not_found" });
     expect(await store.delete("nobody")).toEqual({ status: "not_found" });
     expect(await store.header("nobody")).toEqual({ status: "not_found" });
@@ -21,8 +16,7 @@ describe("expected refusals are result values", () => {
   });
 
   it("answers retired sessions with retired everywhere, and a second create with exists", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     expect(await store.create({ sessionId: "a", owner: "p", model: "m" })).toEqual({ status: "exists" });
     expect(await store.delete("a")).toEqual({ status: "deleted" });
@@ -34,30 +28,25 @@ describe("expected refusals are result values", () => {
     expect(await store.readAfter("a", 0, 10)).toEqual({ status: "retired" });
   });
 
-  it("survives reopening: tombstones and logs are on disk", async () => {
-    current = openTempStore();
-    const { store, path } = current;
+  it("survives reopening: tombstones and logs are durable", async () => {
+    const { store, openAnother } = await open();
     await store.create({ sessionId: "kept", owner: "o", model: "m" });
     await store.append("kept", [delta("t", "x")]);
     await store.create({ sessionId: "gone", owner: "o", model: "m" });
     await store.delete("gone");
     await store.close();
-    const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
-    const reopened = SqliteSessionStore.open(path);
-    try {
+    const reopened = await openAnother();
+    {
       expect(await reopened.create({ sessionId: "gone", owner: "o", model: "m" })).toEqual({
         status: "retired",
       });
       const outcome = await reopened.append("kept", [delta("t", "y")]);
       expect(outcome.status === "appended" && outcome.events[0]!.seq).toBe(3);
-    } finally {
-      await reopened.close();
     }
   });
 
   it("refuses writes after close with host_shutting_down", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     const pending = store.append("a", [delta("t", "queued before close")]);
     await store.close();

@@ -1,16 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { openTempStore, turnStart, userMessage } from "./open-store.js";
+import { expect, it } from "vitest";
+import { turnStart, userMessage } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-describe("prompt idempotency keys", () => {
+describeContract("prompt idempotency keys", (backend) => {
+  const open = storeFixture(backend);
   it("records the prompt with its append and refuses a second append under the same key", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     const prompt = { clientMessageId: "c1", record: { queued: false, turnId: "t1" } };
     const [first, retry] = await Promise.all([
@@ -26,8 +21,7 @@ describe("prompt idempotency keys", () => {
   });
 
   it("keeps an explicitly recorded prompt and scopes keys by session", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     await store.recordPrompt("a", "c2", { queued: true, itemId: "q1" });
     await store.recordPrompt("a", "c2", { queued: false, seq: 9 });
@@ -36,8 +30,7 @@ describe("prompt idempotency keys", () => {
   });
 
   it("forgets the keys of a deleted session", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     await store.recordPrompt("a", "c3", { queued: true });
     await store.delete("a");

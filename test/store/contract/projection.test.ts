@@ -1,13 +1,8 @@
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import type { NewEvent } from "../../protocol/index.js";
-import { openTempStore, turnEnd, turnStart, userMessage } from "./open-store.js";
-
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
+import { expect, it } from "vitest";
+import type { NewEvent } from "../../../protocol/index.js";
+import { turnEnd, turnStart, userMessage } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
 
 type Step =
   | { op: "event"; pick: number; text: string; session: number }
@@ -75,12 +70,13 @@ function eventFor(pick: number, text: string, turn: string): NewEvent {
   }
 }
 
-describe("projection", () => {
+describeContract("projection", (backend) => {
+  const open = storeFixture(backend);
   it("equals a rebuild from the log for random histories", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { maxLength: 60 }), fc.boolean(), async (steps, titled) => {
         let clock = 1_000_000;
-        const run = openTempStore({ now: () => clock });
+        const run = await backend.open({ now: () => clock });
         try {
           const { store } = run;
           const ids = ["p0", "p1", "p2"];
@@ -114,8 +110,7 @@ describe("projection", () => {
 
   it("follows the documented rules for a typical history", async () => {
     let clock = 1_000;
-    current = openTempStore({ now: () => clock });
-    const { store } = current;
+    const { store } = await open({ now: () => clock });
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     expect(await store.projection("a")).toMatchObject({
       title: "New chat",
@@ -178,8 +173,7 @@ describe("projection", () => {
 
   it("lets a stale ack never hide a newer completion", async () => {
     let clock = 1_000;
-    current = openTempStore({ now: () => clock });
-    const { store } = current;
+    const { store } = await open({ now: () => clock });
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     await store.append("a", [turnStart("t1"), turnEnd("t1")]);
     clock = 2_000;
@@ -193,8 +187,7 @@ describe("projection", () => {
   });
 
   it("closes every open turn as interrupted on interruptOpenTurns", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     for (const id of ["a", "b", "c"]) await store.create({ sessionId: id, owner: "o", model: "m" });
     await store.append("a", [turnStart("ta")]);
     await store.append("b", [turnStart("tb"), turnEnd("tb")]);

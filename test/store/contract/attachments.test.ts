@@ -1,16 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { openTempStore } from "./open-store.js";
+import { expect, it } from "vitest";
+import { describeContract, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-describe("attachments", () => {
+describeContract("attachments", (backend) => {
+  const open = storeFixture(backend);
   it("stores bytes, links them to the session whose message uses them, and deletes them with it", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     const bytes = new Uint8Array([1, 2, 3, 250]);
     const used = await store.putAttachment({
       owner: "o",
@@ -54,7 +48,7 @@ describe("attachments", () => {
   });
 
   it("answers null for an unknown id", async () => {
-    current = openTempStore();
-    expect(await current.store.getAttachment("nope")).toBeNull();
+    const { store } = await open();
+    expect(await store.getAttachment("nope")).toBeNull();
   });
 });

@@ -1,18 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionmuxError } from "../../protocol/index.js";
-import { openTempStore, turnStart, userMessage } from "./open-store.js";
+import { expect, it } from "vitest";
+import { SessionmuxError } from "../../../protocol/index.js";
+import { turnStart, userMessage } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
 
-let current: ReturnType<typeof openTempStore> | undefined;
-afterEach(async () => {
-  await current?.dispose();
-  current = undefined;
-});
-
-describe("list", () => {
+describeContract("list", (backend) => {
+  const open = storeFixture(backend);
   it("orders by updatedAt desc then session id, and pages with a cursor without gaps or repeats", async () => {
     let clock = 1_000;
-    current = openTempStore({ now: () => clock });
-    const { store } = current;
+    const { store } = await open({ now: () => clock });
     const expected: { id: string; updatedAt: number }[] = [];
     for (let i = 0; i < 37; i++) {
       // several sessions share an updatedAt so ties must be broken by id
@@ -39,8 +34,7 @@ describe("list", () => {
   });
 
   it("filters by owner and by parked", async () => {
-    current = openTempStore();
-    const { store } = current;
+    const { store } = await open();
     await store.create({ sessionId: "a", owner: "alice", model: "m" });
     await store.create({ sessionId: "b", owner: "bob", model: "m" });
     await store.append("b", [
@@ -59,8 +53,8 @@ describe("list", () => {
   });
 
   it("refuses a cursor it did not issue with bad_request", async () => {
-    current = openTempStore();
-    const error = await current.store.list({ limit: 5, before: "garbage!" }).catch((err: unknown) => err);
+    const { store } = await open();
+    const error = await store.list({ limit: 5, before: "garbage!" }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(SessionmuxError);
     expect((error as SessionmuxError).code).toBe("bad_request");
   });

@@ -1,0 +1,280 @@
+import type pg from "pg";
+import { CommitListeners, type GlobalCommitListener } from "../commit-listeners.js";
+import type { CommitListener, CommitNotice, SessionProjection } from "../session-store.js";
+import type { PendingNotice } from "../write-batch.js";
+import { type ChangedSession, decodePayload, encodePayload } from "./pg-notice-payload.js";
+import type { PgReads } from "./pg-reads.js";
+
+/** Events read per round trip when catching up with another host's commits. */
+const READ_PAGE = 500;
+/** Sessions whose delivered head is remembered; past it the oldest is forgotten (harmless). */
+const MAX_HEADS = 50_000;
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+interface Delivered {
+  epoch: string;
+  seq: number;
+}
+
+/**
+ * Commit notices for this store's subscribers, whichever host committed. Local commits are
+ * delivered synchronously right after COMMIT (as in SQLite). After each commit the host sends one
+ * NOTIFY on a channel per schema, from outside the write transaction so it adds no lock to the
+ * commit, carrying only (session, kind, epoch, seq range); batches committed while one NOTIFY is in
+ * flight share the next one. A store that hears another host's NOTIFY reads the rows above what it
+ * delivered for that session and delivers them through the same `subscribe` API. Every delivery,
+ * local or remote, goes through one per-session watermark, so nothing is delivered twice; a missed
+ * NOTIFY only delays delivery until the next one (or a reconnect) makes the store read again.
+ */
+export class PgCommitFeed {
+  private readonly listeners = new CommitListeners();
+  private readonly interest = new Map<string, number>();
+  private globalListeners = 0;
+  private readonly delivered = new Map<string, Delivered>();
+  /** Local notices held back behind another host's rows this store has not read yet. */
+  private readonly held = new Map<string, PendingNotice[]>();
+  private remote: Promise<void> = Promise.resolve();
+  private outbox: PendingNotice[] = [];
+  private sending: Promise<void> | undefined;
+  private client: pg.Client | undefined;
+  private reconnectDelay = RECONNECT_MIN_MS;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly connect: () => pg.Client,
+    private readonly pool: pg.Pool,
+    private readonly reads: PgReads,
+    private readonly hostId: string,
+    private readonly channel: string,
+  ) {}
+
+  async start(): Promise<void> {
+    const client = this.connect();
+    client.on("notification", (message) => {
+      if (message.channel === this.channel && message.payload !== undefined) this.heard(message.payload);
+    });
+    client.on("error", () => this.lost(client));
+    client.on("end", () => this.lost(client));
+    await client.connect();
+    await client.query(`LISTEN "${this.channel}"`);
+    this.client = client;
+    this.reconnectDelay = RECONNECT_MIN_MS;
+  }
+
+  subscribe(sessionId: string, listener: CommitListener): () => void {
+    this.interest.set(sessionId, (this.interest.get(sessionId) ?? 0) + 1);
+    const unsubscribe = this.listeners.subscribe(sessionId, listener);
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      unsubscribe();
+      const left = (this.interest.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.interest.set(sessionId, left);
+      else this.interest.delete(sessionId);
+    };
+  }
+
+  subscribeAll(listener: GlobalCommitListener): () => void {
+    this.globalListeners++;
+    const unsubscribe = this.listeners.subscribeAll(listener);
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      this.globalListeners--;
+      unsubscribe();
+    };
+  }
+
+  /** After a local COMMIT: deliver now, in commit order, then tell the other hosts. */
+  committed(notices: readonly PendingNotice[]): void {
+    for (const pending of notices) this.deliverLocal(pending);
+    if (notices.length === 0 || this.closed) return;
+    this.outbox.push(...notices);
+    this.sending ??= this.send();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    await this.sending;
+    await this.remote;
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private interested(sessionId: string): boolean {
+    return this.globalListeners > 0 || this.interest.has(sessionId);
+  }
+
+  private async send(): Promise<void> {
+    while (this.outbox.length > 0) {
+      const notices = this.outbox;
+      this.outbox = [];
+      try {
+        await this.pool.query("SELECT pg_notify($1, $2)", [
+          this.channel,
+          encodePayload(this.hostId, notices),
+        ]);
+      } catch {
+        // a lost wake-up is harmless: other hosts read by seq on the next one
+      }
+    }
+    this.sending = undefined;
+  }
+
+  private heard(text: string): void {
+    const payload = decodePayload(text);
+    if (payload.host === this.hostId) return;
+    this.remote = this.remote.then(() => this.apply(payload.changes)).catch(() => undefined);
+  }
+
+  private async apply(changes: ChangedSession[] | "all"): Promise<void> {
+    if (changes === "all") {
+      for (const [sessionId, head] of this.delivered) {
+        if (this.interested(sessionId)) await this.catchUp(sessionId, head.epoch, head.seq + 1);
+      }
+      return;
+    }
+    for (const change of changes) {
+      if (this.closed || !this.interested(change.sessionId)) continue;
+      const { sessionId } = change;
+      if (change.kind === "delete") this.deliver(sessionId, { kind: "delete" }, null);
+      else if (change.kind === "meta")
+        this.deliver(sessionId, { kind: "meta" }, await this.projectionFor(sessionId));
+      else if (change.kind === "clear") {
+        const projection = await this.projectionFor(sessionId);
+        this.deliver(sessionId, { kind: "clear", epoch: change.epoch }, projection);
+      } else await this.catchUp(sessionId, change.epoch, change.fromSeq, change.kind === "create");
+    }
+  }
+
+  /** Reads and delivers every row above the delivered head (from `fromSeq` when none is known). */
+  private async catchUp(
+    sessionId: string,
+    epoch: string,
+    fromSeq: number,
+    created = false,
+    untilSeq = Number.MAX_SAFE_INTEGER,
+  ): Promise<void> {
+    for (;;) {
+      const head = this.delivered.get(sessionId);
+      const after = head === undefined ? Math.max(0, fromSeq - 1) : head.epoch === epoch ? head.seq : 0;
+      if (after >= untilSeq) return;
+      const read = await this.reads.readAfter(sessionId, after, Math.min(READ_PAGE, untilSeq - after));
+      if (read.status === "retired") return this.deliver(sessionId, { kind: "delete" }, null);
+      if (read.status !== "ok") return;
+      const current = this.delivered.get(sessionId);
+      if (current !== undefined && current.epoch !== read.epoch && !created) {
+        // a clear this store has not heard of yet: say so before the new epoch's events
+        this.deliver(sessionId, { kind: "clear", epoch: read.epoch }, null);
+      }
+      if (read.events.length === 0) return;
+      const notice: CommitNotice =
+        created && read.events[0]?.seq === 1
+          ? { kind: "create", epoch: read.epoch, events: read.events }
+          : { kind: "append", epoch: read.epoch, events: read.events };
+      this.deliver(sessionId, notice, await this.projectionFor(sessionId));
+      if (read.events.length < Math.min(READ_PAGE, untilSeq - after)) return;
+      epoch = read.epoch;
+    }
+  }
+
+  /**
+   * Synchronous unless another host appended to this session just before this commit and its
+   * NOTIFY has not been handled yet: then this notice waits until those rows were read and
+   * delivered, so a subscriber never sees a gap.
+   */
+  private deliverLocal(pending: PendingNotice): void {
+    const { sessionId, notice, projection } = pending;
+    const waiting = this.held.get(sessionId);
+    if (waiting) {
+      waiting.push(pending);
+      return;
+    }
+    const head = this.delivered.get(sessionId);
+    const firstSeq = notice.kind === "append" ? (notice.events[0]?.seq ?? 0) : 0;
+    if (
+      head === undefined ||
+      notice.kind !== "append" ||
+      head.epoch !== notice.epoch ||
+      firstSeq <= head.seq + 1
+    ) {
+      this.deliver(sessionId, notice, projection);
+      return;
+    }
+    this.held.set(sessionId, [pending]);
+    this.remote = this.remote
+      .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
+      .catch(() => undefined)
+      .then(() => {
+        const release = this.held.get(sessionId) ?? [];
+        this.held.delete(sessionId);
+        for (const next of release) this.deliver(next.sessionId, next.notice, next.projection);
+      });
+  }
+
+  private async projectionFor(sessionId: string): Promise<SessionProjection | null> {
+    return this.globalListeners > 0 ? this.reads.projection(sessionId) : null;
+  }
+
+  /** The one place notices reach listeners: drops what was delivered already, advances the head. */
+  private deliver(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
+    if (!this.interested(sessionId)) return;
+    const head = this.delivered.get(sessionId);
+    let out = notice;
+    if (notice.kind === "append" || notice.kind === "create") {
+      const events =
+        head !== undefined && head.epoch === notice.epoch
+          ? notice.events.filter((event) => event.seq > head.seq)
+          : notice.events;
+      const last = events[events.length - 1];
+      if (!last) return;
+      if (events.length !== notice.events.length) out = { ...notice, events };
+      this.remember(sessionId, { epoch: notice.epoch, seq: last.seq });
+    } else if (notice.kind === "clear") {
+      if (head !== undefined && head.epoch === notice.epoch) return;
+      this.remember(sessionId, { epoch: notice.epoch, seq: 0 });
+    } else if (notice.kind === "delete") {
+      if (head !== undefined && head.seq < 0) return;
+      this.remember(sessionId, { epoch: "", seq: -1 });
+    }
+    this.listeners.deliver([{ sessionId, notice: out, projection }]);
+  }
+
+  private remember(sessionId: string, head: Delivered): void {
+    this.delivered.delete(sessionId);
+    if (this.delivered.size >= MAX_HEADS) {
+      const oldest = this.delivered.keys().next().value;
+      if (oldest !== undefined) this.delivered.delete(oldest);
+    }
+    this.delivered.set(sessionId, head);
+  }
+
+  /** The LISTEN connection dropped: reconnect with jittered backoff, then re-read what is followed. */
+  private lost(client: pg.Client): void {
+    if (this.client !== client || this.closed) return;
+    this.client = undefined;
+    client.end().catch(() => undefined);
+    const delay = Math.random() * this.reconnectDelay;
+    this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
+    this.reconnectTimer = setTimeout(() => {
+      this.start()
+        .then(() => {
+          this.remote = this.remote.then(() => this.apply("all")).catch(() => undefined);
+        })
+        .catch(() => this.retryLater());
+    }, delay);
+  }
+
+  private retryLater(): void {
+    if (this.closed) return;
+    const delay = Math.random() * this.reconnectDelay;
+    this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
+    this.reconnectTimer = setTimeout(() => this.start().catch(() => this.retryLater()), delay);
+  }
+}

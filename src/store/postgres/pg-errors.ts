@@ -1,0 +1,34 @@
+import { SessionmuxError } from "../../../protocol/index.js";
+
+// SQLSTATE classes that mean the database as a whole could not do its part (connection lost,
+// out of disk or memory, shutting down, read-only standby), as opposed to a fault in one
+// operation's data: 08 connection, 53 insufficient resources, 57 operator intervention,
+// 58 system error, XX internal, 25006 read-only transaction.
+const STORAGE_CLASSES = ["08", "53", "57", "58", "XX"];
+const STORAGE_CODES = new Set(["25006"]);
+/** The transaction lost a race (deadlock, serialization): retrying it alone is expected to work. */
+const RETRY_CODES = new Set(["40001", "40P01"]);
+
+export function isPgStorageFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code.length === 5) {
+    return STORAGE_CLASSES.includes(code.slice(0, 2)) || STORAGE_CODES.has(code);
+  }
+  // node errors of a lost socket (ECONNRESET, ECONNREFUSED) and pg's own "Connection terminated"
+  if (typeof code === "string" && code.startsWith("E")) return true;
+  return err instanceof Error && /connection terminated|not queryable|timeout/i.test(err.message);
+}
+
+export function isPgRetryable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && RETRY_CODES.has(code);
+}
+
+/** What a caller sees when PostgreSQL could not do its part; retryable once it recovers. */
+export function pgPersistenceFailure(err: unknown): SessionmuxError {
+  const code = (err as { code?: unknown } | null)?.code;
+  return new SessionmuxError("persistence_failure", "the session store could not write; retry later", {
+    data: typeof code === "string" ? { postgres: code } : undefined,
+    cause: err,
+  });
+}

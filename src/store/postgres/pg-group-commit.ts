@@ -1,0 +1,119 @@
+import type pg from "pg";
+import { SessionmuxError } from "../../../protocol/index.js";
+import type { GroupCommitStats } from "../group-commit.js";
+import type { StoreMetrics } from "../store-metrics.js";
+import type { PendingNotice } from "../write-batch.js";
+import { isPgRetryable, isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
+import { PgWriteBatch } from "./pg-write-batch.js";
+import type { PgWriteOperation } from "./pg-write-operations.js";
+
+interface Queued {
+  op: PgWriteOperation<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+export interface PgGroupCommitHooks {
+  /** Delivers notices synchronously after COMMIT, in commit order. */
+  deliver(notices: readonly PendingNotice[]): void;
+}
+
+/** A transaction that lost a lock race (deadlock across hosts) is run again this many times. */
+const RACE_RETRIES = 3;
+
+/**
+ * Group commit per host: one transaction at a time on one pooled connection; every write queued
+ * while it runs joins the next one, so the batch grows with the load. Each caller's promise settles
+ * only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk) and after the
+ * notices went out. Expected refusals are result values, so one refused write never fails the
+ * others; a storage failure fails every caller with `persistence_failure`; any other fault re-runs
+ * the operations one per transaction so only the faulty one fails.
+ */
+export class PgGroupCommit {
+  private queue: Queued[] = [];
+  private running: Promise<void> | undefined;
+  private closed = false;
+  private readonly counters: GroupCommitStats = { transactions: 0, operations: 0, rollbacks: 0 };
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly hooks: PgGroupCommitHooks,
+    private readonly metrics?: StoreMetrics,
+  ) {}
+
+  submit<R>(op: PgWriteOperation<R>): Promise<R> {
+    if (this.closed) {
+      return Promise.reject(new SessionmuxError("host_shutting_down", "the session store is closed"));
+    }
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ op, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.running) {
+        // let every write issued in this tick join the first batch
+        this.running = new Promise<void>((done) => setImmediate(done)).then(() => this.drain());
+      }
+    });
+  }
+
+  stats(): GroupCommitStats {
+    return { ...this.counters };
+  }
+
+  /** Stops accepting writes and resolves once everything queued has settled. */
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.running) await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const ops = this.queue;
+        this.queue = [];
+        const settled = await this.commit(ops);
+        if (!settled) for (const op of ops) await this.commit([op]);
+      }
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  /** Returns false when the batch should be retried one operation at a time. */
+  private async commit(ops: Queued[], attempt = 0): Promise<boolean> {
+    const started = performance.now();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      for (const op of ops) op.reject(pgPersistenceFailure(err));
+      return true;
+    }
+    const batch = new PgWriteBatch(client);
+    const results: unknown[] = [];
+    try {
+      await batch.begin(ops.flatMap(({ op }) => op.sessions));
+      for (const { op } of ops) results.push(await op.run(batch));
+      await batch.finish();
+      await client.query("COMMIT");
+    } catch (err) {
+      this.counters.rollbacks++;
+      const storage = isPgStorageFailure(err);
+      if (storage) client.release(err instanceof Error ? err : true);
+      else {
+        await client.query("ROLLBACK").catch(() => undefined);
+        client.release();
+      }
+      if (isPgRetryable(err) && attempt < RACE_RETRIES) return this.commit(ops, attempt + 1);
+      if (ops.length > 1 && !storage) return false;
+      const failure = storage ? pgPersistenceFailure(err) : err;
+      for (const op of ops) op.reject(failure);
+      return true;
+    }
+    client.release();
+    this.counters.transactions++;
+    this.counters.operations += ops.length;
+    this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
+    this.hooks.deliver(batch.notices);
+    for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
+    return true;
+  }
+}

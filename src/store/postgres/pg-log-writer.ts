@@ -1,0 +1,180 @@
+import type { EventDataOf, SessionEvent } from "../../../protocol/index.js";
+import { decodeValue, encodeValue } from "../event-codec.js";
+import type { TimedEvent } from "../log-writer.js";
+import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
+import type { SessionState } from "../session-state.js";
+import { storableText } from "./pg-pending-rows.js";
+import type { PgWriteBatch } from "./pg-write-batch.js";
+
+const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_at, fork_of_session, fork_of_seq,
+    base_title, base_title_explicit, base_model)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (session_id) DO NOTHING RETURNING session_id`;
+const TURN_DELTAS = `SELECT seq, data FROM events WHERE session_id = $1 AND type = 'assistant/delta'
+    AND seq > coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND type = 'turn/start'), 0)
+  ORDER BY seq`;
+const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title_explicit = $4,
+    base_model = $5, acked_settled_at = NULL WHERE session_id = $1`;
+const DELETE_EVENTS = "DELETE FROM events WHERE session_id = $1";
+const DELETE_SEARCH = "DELETE FROM search_docs WHERE session_id = $1";
+// the session row stays, with retired_at set: it is the tombstone, and it never expires
+const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
+    p AS (DELETE FROM projections WHERE session_id = $1),
+    a AS (DELETE FROM attachments WHERE session_id = $1),
+    k AS (DELETE FROM prompt_keys WHERE session_id = $1),
+    d AS (DELETE FROM search_docs WHERE session_id = $1)
+  UPDATE sessions SET retired_at = $2 WHERE session_id = $1`;
+const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
+const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
+
+/**
+ * The log's write path on PostgreSQL, run only inside a group-commit transaction: the same
+ * projection fold and search indexing as the SQLite store (shared pure functions),
+ * with rows queued on the batch and written set-wise before COMMIT.
+ */
+export class PgLogWriter {
+  /** Inserts the header; null when another transaction created the id first. */
+  async insertSession(
+    batch: PgWriteBatch,
+    base: ProjectionBase,
+    forkOf: SessionState["forkOf"],
+  ): Promise<SessionState | null> {
+    const inserted = await batch.read(INSERT_SESSION, [
+      base.sessionId,
+      base.owner,
+      base.epoch,
+      base.createdAt,
+      forkOf?.sessionId ?? null,
+      forkOf?.seq ?? null,
+      storableText(base.title),
+      base.titleExplicit,
+      storableText(base.model),
+    ]);
+    if (inserted.length === 0) return null;
+    const projection = initialProjection(base);
+    const state: SessionState = {
+      sessionId: base.sessionId,
+      owner: base.owner,
+      epoch: base.epoch,
+      createdAt: base.createdAt,
+      forkOf,
+      headSeq: 0,
+      base,
+      projection,
+      persisted: {
+        updatedAt: projection.updatedAt,
+        lastState: projection.lastState,
+        epoch: projection.epoch,
+      },
+    };
+    batch.remember(base.sessionId, state);
+    return state;
+  }
+
+  /** Appends at head+1…, indexing text and folding the projection (the host shapes user messages). */
+  async appendEvents(
+    batch: PgWriteBatch,
+    state: SessionState,
+    events: readonly TimedEvent[],
+    at: number,
+  ): Promise<SessionEvent[]> {
+    const stored: SessionEvent[] = [];
+    for (const input of events) {
+      const data = input.data;
+      const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
+      batch.addEvent(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
+      state.headSeq = event.seq;
+      state.projection = projectEvent(state.projection, event);
+      await this.afterInsert(batch, state, event);
+      stored.push(event);
+    }
+    batch.appendedEvents += stored.length;
+    batch.touch(state);
+    return stored;
+  }
+
+  /** Deletes the log and starts a new epoch whose projection begins from the current header. */
+  async resetEpoch(batch: PgWriteBatch, state: SessionState, epoch: string): Promise<void> {
+    await batch.execute(DELETE_EVENTS, [state.sessionId]);
+    await batch.execute(DELETE_SEARCH, [state.sessionId]);
+    const base: ProjectionBase = {
+      ...state.base,
+      epoch,
+      title: state.projection.title,
+      titleExplicit: state.projection.titleExplicit,
+      model: state.projection.model,
+      ackedSettledAt: null,
+    };
+    await batch.execute(RESET_EPOCH, [
+      state.sessionId,
+      epoch,
+      storableText(base.title),
+      base.titleExplicit,
+      storableText(base.model),
+    ]);
+    state.epoch = epoch;
+    state.headSeq = 0;
+    state.base = base;
+    state.projection = initialProjection(base);
+    batch.touch(state);
+  }
+
+  /** Removes everything of the session and marks its row retired (the tombstone). */
+  async retire(batch: PgWriteBatch, sessionId: string, at: number): Promise<void> {
+    await batch.execute(RETIRE, [sessionId, at]);
+    batch.remember(sessionId, "retired");
+  }
+
+  async setAcked(batch: PgWriteBatch, state: SessionState, ackedSettledAt: number): Promise<void> {
+    await batch.execute(SET_ACKED, [state.sessionId, ackedSettledAt]);
+    state.base = { ...state.base, ackedSettledAt };
+    batch.touch(state);
+  }
+
+  /** Recomputes the projection from the log with the same fold the incremental path uses. */
+  async rebuild(batch: PgWriteBatch, state: SessionState): Promise<void> {
+    let projection = initialProjection(state.base);
+    const rows = await batch.read<{ seq: number; at: number; type: string; data: Buffer }>(ALL_EVENTS, [
+      state.sessionId,
+    ]);
+    for (const row of rows) {
+      projection = projectEvent(projection, {
+        seq: row.seq,
+        at: row.at,
+        type: row.type,
+        data: decodeValue(row.data),
+      } as SessionEvent);
+    }
+    state.projection = projection;
+    batch.touch(state);
+  }
+
+  private async afterInsert(batch: PgWriteBatch, state: SessionState, event: SessionEvent): Promise<void> {
+    if (event.type === "user/message") {
+      for (const attachment of event.data.attachments) {
+        if (attachment.attachmentId) batch.linkAttachment(state.sessionId, attachment.attachmentId);
+      }
+      if (!event.data.hidden && !event.data.meta.incognito)
+        this.index(batch, state, event.seq, event.data.text);
+    } else if (event.type === "turn/end") {
+      await this.indexTurn(batch, state, event.data.turnId);
+    }
+  }
+
+  /** At `turn/end`, the turn's assistant text is indexed as one document at its first delta. */
+  private async indexTurn(batch: PgWriteBatch, state: SessionState, turnId: string): Promise<void> {
+    const rows = await batch.read<{ seq: number; data: Buffer }>(TURN_DELTAS, [state.sessionId]);
+    let firstSeq = 0;
+    const parts: string[] = [];
+    for (const row of rows) {
+      const data = decodeValue<EventDataOf<"assistant/delta">>(row.data);
+      if (data.turnId !== turnId) continue;
+      if (firstSeq === 0) firstSeq = row.seq;
+      parts.push(data.text);
+    }
+    if (firstSeq > 0) this.index(batch, state, firstSeq, parts.join(""));
+  }
+
+  private index(batch: PgWriteBatch, state: SessionState, seq: number, text: string): void {
+    if (text.trim().length > 0) batch.index(state.sessionId, seq, text);
+  }
+}

@@ -1,0 +1,216 @@
+import type pg from "pg";
+import type { SessionEvent } from "../../../protocol/index.js";
+import { type EncodedRow, encodeEventArrays } from "../encoded-event-arrays.js";
+import { decodeValue } from "../event-codec.js";
+import { decodeListCursor, encodeListCursor } from "../list-cursor.js";
+import { decodeRow, type StoredRow } from "../log-writer.js";
+import { publicProjection } from "../projection.js";
+import {
+  headerOf,
+  type ProjectionRow,
+  projectionFromRow,
+  type SessionStateRow,
+  stateFromRow,
+} from "../session-state.js";
+import type {
+  EncodedReadOutcome,
+  HeaderOutcome,
+  ListQuery,
+  PageOutcome,
+  PageQuery,
+  PromptRecord,
+  ReadOutcome,
+  SessionProjection,
+  StoredAttachment,
+} from "../session-store.js";
+import { SELECT_STATE } from "./pg-write-batch.js";
+
+/** A projections row in the shape `projectionFromRow` reads (booleans as 0/1). */
+const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_explicit::int AS title_explicit, model,
+  last_prompt_at, updated_at, turn_count, blank::int AS blank, last_state, message_count, seq, open_turn_id,
+  turn_has_text::int AS turn_has_text, has_unseen_completion::int AS has_unseen_completion,
+  completion_settled_at, acked_settled_at`;
+
+const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;
+const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
+const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
+// The head and the events come from one statement, hence one snapshot: `headSeq` is never behind
+// the events returned, even while another host commits.
+const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
+    e.seq, e.at, e.type, e.data
+  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
+    SELECT seq, at, type, data FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
+  ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
+const AFTER_ENCODED = AFTER.replaceAll("e.data", "encode(e.data, 'hex') AS data");
+const PAGE_AFTER = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
+  FROM (${STATE}) st LEFT JOIN LATERAL (
+    SELECT seq, at, type, data FROM events WHERE session_id = st.session_id AND seq > $2 ORDER BY seq LIMIT $3
+  ) e ON true ORDER BY e.seq`;
+const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
+  FROM (${STATE}) st LEFT JOIN LATERAL (
+    SELECT seq, at, type, data FROM events WHERE session_id = st.session_id
+      AND seq < coalesce($2, st.head_seq + 1) ORDER BY seq DESC LIMIT $3
+  ) e ON true ORDER BY e.seq`;
+const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
+const ATTACHMENT = `SELECT attachment_id, owner, session_id, name, type, size, bytes FROM attachments
+  WHERE attachment_id = $1`;
+
+type Missing = { status: "retired" } | { status: "not_found" };
+type AfterRow = {
+  epoch: string;
+  head_seq: number;
+  retired: boolean;
+  seq: number | null;
+  at: number;
+  type: string;
+  data: Buffer;
+};
+type PageRow = SessionStateRow & { e_seq: number | null; e_at: number; e_type: string; e_data: Buffer };
+
+/**
+ * The store's reads on PostgreSQL. Every read that returns a head together with events is one
+ * statement, so it is a consistent cut; nothing is cached, since other hosts write too.
+ */
+export class PgReads {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async header(sessionId: string): Promise<HeaderOutcome> {
+    const row = (await this.pool.query<SessionStateRow>(STATE, [sessionId])).rows[0];
+    if (!row) return this.missing(sessionId);
+    const state = stateFromRow(row);
+    return { status: "ok", header: headerOf(state), headSeq: state.headSeq };
+  }
+
+  async projection(sessionId: string): Promise<SessionProjection | null> {
+    const row = (await this.pool.query<ProjectionRow>(PROJECTION, [sessionId])).rows[0];
+    return row ? publicProjection(projectionFromRow(row)) : null;
+  }
+
+  /** Ascending events; no cursor = the newest `limit` (the tail). */
+  async page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
+    const after = query.afterSeq !== undefined;
+    const rows = (
+      await this.pool.query<PageRow>(after ? PAGE_AFTER : PAGE_BEFORE, [
+        sessionId,
+        after ? query.afterSeq : (query.beforeSeq ?? null),
+        query.limit,
+      ])
+    ).rows;
+    const first = rows[0];
+    if (!first) return this.missing(sessionId);
+    const state = stateFromRow(first);
+    const events = rows
+      .filter((row) => row.e_seq !== null)
+      .map((row) => decodeRow({ seq: row.e_seq!, at: row.e_at, type: row.e_type, data: row.e_data }));
+    const hasMore = after
+      ? (events[events.length - 1]?.seq ?? state.headSeq) < state.headSeq
+      : (events[0]?.seq ?? 1) > 1;
+    return {
+      status: "ok",
+      header: headerOf(state),
+      epoch: state.epoch,
+      headSeq: state.headSeq,
+      events,
+      hasMore,
+      projection: publicProjection(state.projection),
+    };
+  }
+
+  async readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
+    const rows = (await this.pool.query<AfterRow>(AFTER, [sessionId, afterSeq, limit])).rows;
+    const first = rows[0];
+    if (!first) return { status: "not_found" };
+    if (first.retired) return { status: "retired" };
+    const events: SessionEvent[] = [];
+    for (const row of rows) if (row.seq !== null) events.push(decodeRow(row as StoredRow));
+    return { status: "ok", epoch: first.epoch, headSeq: first.head_seq, events };
+  }
+
+  async readAfterEncoded(
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+    perArray: number,
+    envelope?: Uint8Array,
+  ): Promise<EncodedReadOutcome> {
+    const rows = (
+      await this.pool.query<Omit<AfterRow, "data"> & { data: string }>(AFTER_ENCODED, [
+        sessionId,
+        afterSeq,
+        limit,
+      ])
+    ).rows;
+    const first = rows[0];
+    if (!first) return { status: "not_found" };
+    if (first.retired) return { status: "retired" };
+    const encoded: EncodedRow[] = [];
+    for (const row of rows) if (row.seq !== null) encoded.push([row.seq, row.at, row.type, row.data]);
+    return {
+      status: "ok",
+      epoch: first.epoch,
+      headSeq: first.head_seq,
+      count: encoded.length,
+      lastSeq: encoded[encoded.length - 1]?.[0] ?? afterSeq,
+      arrays: encodeEventArrays(encoded, perArray, envelope),
+    };
+  }
+
+  /** Newest `updatedAt` first, ties by ascending session id, keyset-paged with the shared cursor. */
+  async list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }> {
+    const after = query.before === undefined ? undefined : decodeListCursor(query.before);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.owner !== undefined) {
+      params.push(query.owner);
+      where.push(`owner = $${params.length}`);
+    }
+    if (query.parked === true) where.push("last_state = 'input-required'");
+    if (after) {
+      params.push(after.updatedAt, after.sessionId);
+      where.push(`updated_at <= $${params.length - 1}`);
+      where.push(`(updated_at < $${params.length - 1} OR session_id > $${params.length})`);
+    }
+    params.push(query.limit + 1);
+    const sql = `SELECT ${PROJECTION_COLUMNS} FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+      ORDER BY updated_at DESC, session_id LIMIT $${params.length}`;
+    const found = (await this.pool.query<ProjectionRow>(sql, params)).rows;
+    const rows = found.slice(0, query.limit).map((row) => publicProjection(projectionFromRow(row)));
+    const last = rows[rows.length - 1];
+    if (found.length > query.limit && last) {
+      return { rows, next: encodeListCursor({ updatedAt: last.updatedAt, sessionId: last.sessionId }) };
+    }
+    return { rows };
+  }
+
+  async isRetired(sessionId: string): Promise<boolean> {
+    return (await this.missing(sessionId)).status === "retired";
+  }
+
+  async findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
+    const row = (await this.pool.query<{ record: Buffer }>(FIND_PROMPT, [sessionId, clientMessageId]))
+      .rows[0];
+    return row ? decodeValue<PromptRecord>(row.record) : null;
+  }
+
+  async getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
+    const row = (
+      await this.pool.query<{
+        attachment_id: string;
+        owner: string;
+        session_id: string | null;
+        name: string;
+        type: string;
+        size: number;
+        bytes: Buffer;
+      }>(ATTACHMENT, [attachmentId])
+    ).rows[0];
+    if (!row) return null;
+    const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
+    return { attachmentId: id, owner, sessionId, name, type, size, bytes: new Uint8Array(bytes) };
+  }
+
+  private async missing(sessionId: string): Promise<Missing> {
+    const row = (await this.pool.query<{ retired: boolean }>(RETIRED, [sessionId])).rows[0];
+    return row?.retired ? { status: "retired" } : { status: "not_found" };
+  }
+}

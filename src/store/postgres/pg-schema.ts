@@ -1,0 +1,149 @@
+import type pg from "pg";
+
+/**
+ * Versioned schema of the PostgreSQL store. `schema_migrations` holds one row per applied entry;
+ * each entry runs once, in order, in one transaction under an advisory lock, so any number of
+ * hosts may open the same database at once. Never edit a shipped entry: append a new one.
+ */
+const MIGRATIONS: readonly string[] = [
+  // 1: the log, its header (which doubles as the tombstone), the list projection, prompt keys,
+  // attachments and full-text search.
+  `
+  -- Session ids sort and compare bytewise (COLLATE "C"), as in SQLite, so list order and cursors
+  -- are the same in both stores and do not depend on the database's locale.
+  -- One row per session id ever created. A deleted session keeps its row with retired_at set:
+  -- the primary key alone then refuses to create the id again, on every host, for ever.
+  CREATE TABLE sessions (
+    session_id text COLLATE "C" PRIMARY KEY,
+    owner text NOT NULL,
+    epoch text NOT NULL,
+    created_at bigint NOT NULL,
+    fork_of_session text,
+    fork_of_seq bigint,
+    base_title text NOT NULL,
+    base_title_explicit boolean NOT NULL,
+    base_model text NOT NULL,
+    acked_settled_at bigint,
+    retired_at bigint
+  );
+
+  -- data holds the event's MessagePack bytes exactly as the wire writes them, so replays splice
+  -- them into frames without decoding.
+  CREATE TABLE events (
+    session_id text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL CHECK (seq > 0),
+    type text NOT NULL,
+    at bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  );
+
+  -- A live session's projection row is also its head: seq is the last seq of the log. Every write
+  -- to a live session locks this row (SELECT ... FOR UPDATE) and writes it back in the same
+  -- transaction as the events, so writers from any host append one after the other. Free space
+  -- on each page lets that rewrite be a HOT update when no indexed column changed.
+  CREATE TABLE projections (
+    session_id text COLLATE "C" PRIMARY KEY,
+    owner text NOT NULL,
+    epoch text NOT NULL,
+    title text NOT NULL,
+    title_explicit boolean NOT NULL,
+    model text NOT NULL,
+    created_at bigint NOT NULL,
+    last_prompt_at bigint,
+    updated_at bigint NOT NULL,
+    turn_count integer NOT NULL,
+    blank boolean NOT NULL,
+    last_state text NOT NULL,
+    message_count integer NOT NULL,
+    seq bigint NOT NULL,
+    open_turn_id text,
+    turn_has_text boolean NOT NULL,
+    has_unseen_completion boolean NOT NULL,
+    completion_settled_at bigint,
+    acked_settled_at bigint
+  ) WITH (fillfactor = 70);
+  CREATE INDEX projections_by_update ON projections (updated_at DESC, session_id);
+  CREATE INDEX projections_by_owner ON projections (owner, updated_at DESC, session_id);
+  CREATE INDEX projections_parked ON projections (updated_at DESC, session_id)
+    WHERE last_state = 'input-required';
+  CREATE INDEX projections_open_turns ON projections (session_id) WHERE open_turn_id IS NOT NULL;
+
+  -- The unique key is what makes a retried prompt append nothing, whichever host it reaches.
+  CREATE TABLE prompt_keys (
+    session_id text COLLATE "C" NOT NULL,
+    client_message_id text NOT NULL,
+    record bytea NOT NULL,
+    PRIMARY KEY (session_id, client_message_id)
+  );
+
+  CREATE TABLE attachments (
+    attachment_id text PRIMARY KEY,
+    owner text NOT NULL,
+    session_id text COLLATE "C",
+    name text NOT NULL,
+    type text NOT NULL,
+    size integer NOT NULL,
+    bytes bytea NOT NULL,
+    created_at bigint NOT NULL
+  );
+  CREATE INDEX attachments_by_session ON attachments (session_id) WHERE session_id IS NOT NULL;
+
+  -- 'simple': no stemming and no stop words, like the SQLite store's unicode61 tokenizer.
+  CREATE TABLE search_docs (
+    id bigserial PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL,
+    text text NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED
+  );
+  CREATE INDEX search_docs_by_session ON search_docs (session_id);
+  CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
+  `,
+];
+
+export const PG_SCHEMA_VERSION = MIGRATIONS.length;
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Quoted schema identifier; refuses names that would need escaping rather than escaping them. */
+export function schemaIdentifier(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new Error(`schema name "${schema}" must match ${SCHEMA_NAME.source}`);
+  }
+  return `"${schema}"`;
+}
+
+/**
+ * Creates the schema if missing and brings it up to `PG_SCHEMA_VERSION`; refuses a schema written
+ * by a newer build. Concurrent openers wait on one transaction-scoped advisory lock per schema.
+ */
+export async function migrate(client: pg.ClientBase, schema: string): Promise<void> {
+  const ident = schemaIdentifier(schema);
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7346))", [`sessionmux:${schema}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${ident}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${ident}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const found = await client.query<{ version: number | null }>(
+      `SELECT max(version) AS version FROM ${ident}.schema_migrations`,
+    );
+    const current = found.rows[0]?.version ?? 0;
+    if (current > PG_SCHEMA_VERSION) {
+      throw new Error(
+        `database schema version ${current} is newer than this build (${PG_SCHEMA_VERSION}); upgrade`,
+      );
+    }
+    await client.query(`SET LOCAL search_path TO ${ident}`);
+    for (let version = current + 1; version <= PG_SCHEMA_VERSION; version++) {
+      await client.query(MIGRATIONS[version - 1]!);
+      await client.query(`INSERT INTO ${ident}.schema_migrations (version) VALUES ($1)`, [version]);
+    }
+    await client.query("COMMIT");
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,311 @@
+import type { NewEvent } from "../../../protocol/index.js";
+import { decodeValue, encodeValue } from "../event-codec.js";
+import { decodeRow, type StoredRow, type TimedEvent } from "../log-writer.js";
+import { applyAck, DEFAULT_TITLE } from "../projection.js";
+import { headerOf } from "../session-state.js";
+import type {
+  AppendOptions,
+  AppendOutcome,
+  ClearOutcome,
+  CreateInput,
+  CreateOutcome,
+  ForkInput,
+  ForkOutcome,
+  PromptRecord,
+} from "../session-store.js";
+import { newEpoch } from "../write-operations.js";
+import type { PgLogWriter } from "./pg-log-writer.js";
+import type { PgWriteBatch } from "./pg-write-batch.js";
+
+/** One write: the sessions it locks up front (in one statement per batch) and its steps. */
+export interface PgWriteOperation<R> {
+  sessions: readonly string[];
+  run(batch: PgWriteBatch): Promise<R>;
+}
+
+const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
+const INSERT_PROMPT = `INSERT INTO prompt_keys (session_id, client_message_id, record) VALUES ($1, $2, $3)
+  ON CONFLICT DO NOTHING`;
+const EVENTS_UP_TO =
+  "SELECT seq, at, type, data FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq";
+const INSERT_ATTACHMENT = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
+  VALUES ($1, $2, NULL, $3, $4, $5, $6, $7)`;
+const OPEN_TURNS = "SELECT session_id FROM projections WHERE open_turn_id IS NOT NULL ORDER BY session_id";
+const LIVE_SESSIONS = "SELECT session_id FROM sessions WHERE retired_at IS NULL ORDER BY session_id";
+
+/** Another host created (and maybe already retired) the id since this batch looked. */
+async function lostCreateRace(
+  batch: PgWriteBatch,
+  sessionId: string,
+): Promise<{ status: "retired" } | { status: "exists" }> {
+  return (await batch.reload(sessionId)) === "retired" ? { status: "retired" } : { status: "exists" };
+}
+
+/**
+ * The store's writes as PostgreSQL group-commit operations. Each checks its preconditions on rows
+ * it holds locked inside the shared transaction (so check and write are atomic on every host) and
+ * returns a result value for every expected refusal. Mirrors the SQLite `WriteOperations`.
+ */
+export class PgWriteOperations {
+  constructor(
+    private readonly writer: PgLogWriter,
+    private readonly now: () => number,
+  ) {}
+
+  create(input: CreateInput): PgWriteOperation<CreateOutcome> {
+    return {
+      sessions: [input.sessionId],
+      run: async (batch) => {
+        const at = input.at ?? this.now();
+        const existing = await batch.load(input.sessionId);
+        if (existing === "retired") return { status: "retired" };
+        if (existing) return { status: "exists" };
+        const state = await this.writer.insertSession(
+          batch,
+          {
+            sessionId: input.sessionId,
+            owner: input.owner,
+            epoch: newEpoch(),
+            createdAt: at,
+            title: input.title ?? DEFAULT_TITLE,
+            titleExplicit: input.title !== undefined,
+            model: input.model,
+            ackedSettledAt: null,
+          },
+          null,
+        );
+        if (!state) return lostCreateRace(batch, input.sessionId);
+        const data: { title?: string; model: string; origin?: string } = { model: input.model };
+        if (input.title !== undefined) data.title = input.title;
+        if (input.origin !== undefined) data.origin = input.origin;
+        const events = await this.writer.appendEvents(batch, state, [{ type: "session/created", data }], at);
+        batch.notify(state.sessionId, { kind: "create", epoch: state.epoch, events }, batch.snapshot(state));
+        return { status: "created", header: headerOf(state), events };
+      },
+    };
+  }
+
+  append(
+    sessionId: string,
+    events: NewEvent[],
+    options: AppendOptions = {},
+  ): PgWriteOperation<AppendOutcome> {
+    return {
+      sessions: [sessionId],
+      run: async (batch) => {
+        const state = await batch.load(sessionId);
+        if (state === "retired") return { status: "retired" };
+        if (!state) return { status: "not_found" };
+        if (options.expectedEpoch !== undefined && options.expectedEpoch !== state.epoch) {
+          return { status: "epoch_mismatch", epoch: state.epoch };
+        }
+        const prompt = options.prompt;
+        if (prompt) {
+          const found = await this.findPrompt(batch, sessionId, prompt.clientMessageId);
+          if (found) return { status: "duplicate", record: found };
+        }
+        const appended = await this.writer.appendEvents(batch, state, events, options.at ?? this.now());
+        if (prompt) {
+          const record = { ...prompt.record };
+          // the prompt's seq is its stored user/message, known only now
+          const message = appended.find((event) => event.type === "user/message");
+          if (record.seq === undefined && !record.queued && message) record.seq = message.seq;
+          batch.addPrompt(sessionId, prompt.clientMessageId, record, encodeValue(record));
+        }
+        if (appended.length > 0) {
+          batch.notify(
+            sessionId,
+            { kind: "append", epoch: state.epoch, events: appended },
+            batch.snapshot(state),
+          );
+        }
+        return { status: "appended", epoch: state.epoch, events: appended };
+      },
+    };
+  }
+
+  clear(sessionId: string, expectedEpoch: string | undefined): PgWriteOperation<ClearOutcome> {
+    return {
+      sessions: [sessionId],
+      run: async (batch) => {
+        const state = await batch.load(sessionId);
+        if (state === "retired") return { status: "retired" };
+        if (!state) return { status: "not_found" };
+        if (expectedEpoch !== undefined && expectedEpoch !== state.epoch) {
+          return { status: "epoch_mismatch", epoch: state.epoch };
+        }
+        if (state.projection.openTurnId !== null) return { status: "busy" };
+        await this.writer.resetEpoch(batch, state, newEpoch());
+        batch.notify(sessionId, { kind: "clear", epoch: state.epoch }, batch.snapshot(state));
+        return { status: "cleared", epoch: state.epoch };
+      },
+    };
+  }
+
+  delete(
+    sessionId: string,
+  ): PgWriteOperation<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+    return {
+      sessions: [sessionId],
+      run: async (batch) => {
+        const state = await batch.load(sessionId);
+        if (state === "retired") return { status: "retired" };
+        if (!state) return { status: "not_found" };
+        await this.writer.retire(batch, sessionId, this.now());
+        batch.notify(sessionId, { kind: "delete" }, null);
+        return { status: "deleted" };
+      },
+    };
+  }
+
+  /** As the SQLite store: lineage at seq 1, the source prefix re-sequenced, an open turn closed. */
+  fork(input: ForkInput): PgWriteOperation<ForkOutcome> {
+    return {
+      sessions: [input.sourceId, input.targetId],
+      run: async (batch) => {
+        const source = await batch.load(input.sourceId);
+        if (source === "retired") return { status: "source_retired" };
+        if (!source) return { status: "source_not_found" };
+        const existing = await batch.load(input.targetId);
+        if (existing === "retired") return { status: "retired" };
+        if (existing) return { status: "exists" };
+        const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
+        const at = input.at ?? this.now();
+        const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq]))
+          .map(decodeRow)
+          .filter((event) => event.type !== "session/created");
+        const forkOf = { sessionId: input.sourceId, seq: atSeq };
+        const { title, model } = source.projection;
+        const state = await this.writer.insertSession(
+          batch,
+          {
+            sessionId: input.targetId,
+            owner: input.owner,
+            epoch: newEpoch(),
+            createdAt: at,
+            title,
+            titleExplicit: true,
+            model,
+            ackedSettledAt: null,
+          },
+          forkOf,
+        );
+        if (!state) return lostCreateRace(batch, input.targetId);
+        const events: TimedEvent[] = [{ type: "session/created", data: { forkOf, title, model }, at }];
+        for (const event of copied)
+          events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);
+        const stored = await this.writer.appendEvents(batch, state, events, at);
+        const openTurn = state.projection.openTurnId;
+        if (openTurn !== null) {
+          const end: TimedEvent = { type: "turn/end", data: { turnId: openTurn, state: "interrupted" } };
+          stored.push(...(await this.writer.appendEvents(batch, state, [end], at)));
+        }
+        batch.notify(
+          state.sessionId,
+          { kind: "create", epoch: state.epoch, events: stored },
+          batch.snapshot(state),
+        );
+        return { status: "created", header: headerOf(state), events: stored };
+      },
+    };
+  }
+
+  ack(
+    sessionId: string,
+    completionSettledAt: number,
+  ): PgWriteOperation<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
+    return {
+      sessions: [sessionId],
+      run: async (batch) => {
+        const state = await batch.load(sessionId);
+        if (!state || state === "retired") return { status: "not_found" };
+        const acked = applyAck(state.projection, completionSettledAt);
+        if (acked !== state.projection && acked.ackedSettledAt !== null) {
+          state.projection = acked;
+          await this.writer.setAcked(batch, state, acked.ackedSettledAt);
+          batch.notify(sessionId, { kind: "meta" }, batch.snapshot(state));
+        }
+        return { status: "ok", hasUnseenCompletion: state.projection.hasUnseenCompletion };
+      },
+    };
+  }
+
+  /** The first record under a key wins; later ones are ignored (as the SQLite store does). */
+  recordPrompt(sessionId: string, clientMessageId: string, record: PromptRecord): PgWriteOperation<void> {
+    return {
+      sessions: [],
+      run: (batch) =>
+        batch.execute(INSERT_PROMPT, [sessionId, clientMessageId, Buffer.from(encodeValue(record))]),
+    };
+  }
+
+  putAttachment(
+    id: string,
+    input: { owner: string; name: string; type: string; bytes: Uint8Array },
+  ): PgWriteOperation<string> {
+    return {
+      sessions: [],
+      run: async (batch) => {
+        const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
+        await batch.execute(INSERT_ATTACHMENT, [
+          id,
+          input.owner,
+          input.name,
+          input.type,
+          bytes.byteLength,
+          bytes,
+          this.now(),
+        ]);
+        return id;
+      },
+    };
+  }
+
+  interruptOpenTurns(at: number): PgWriteOperation<string[]> {
+    return {
+      sessions: [],
+      run: async (batch) => {
+        const open = await batch.read<{ session_id: string }>(OPEN_TURNS, []);
+        await batch.lock(open.map((row) => row.session_id));
+        const closed: string[] = [];
+        for (const { session_id: sessionId } of open) {
+          const state = await batch.load(sessionId);
+          if (!state || state === "retired" || state.projection.openTurnId === null) continue;
+          const end: TimedEvent = {
+            type: "turn/end",
+            data: { turnId: state.projection.openTurnId, state: "interrupted" },
+          };
+          const events = await this.writer.appendEvents(batch, state, [end], at);
+          batch.notify(sessionId, { kind: "append", epoch: state.epoch, events }, batch.snapshot(state));
+          closed.push(sessionId);
+        }
+        return closed;
+      },
+    };
+  }
+
+  rebuildProjections(): PgWriteOperation<void> {
+    return {
+      sessions: [],
+      run: async (batch) => {
+        const live = await batch.read<{ session_id: string }>(LIVE_SESSIONS, []);
+        await batch.lock(live.map((row) => row.session_id));
+        for (const { session_id: sessionId } of live) {
+          const state = await batch.load(sessionId);
+          if (state && state !== "retired") await this.writer.rebuild(batch, state);
+        }
+      },
+    };
+  }
+
+  private async findPrompt(
+    batch: PgWriteBatch,
+    sessionId: string,
+    clientMessageId: string,
+  ): Promise<PromptRecord | null> {
+    const pending = batch.pendingPrompt(sessionId, clientMessageId);
+    if (pending) return pending;
+    const rows = await batch.read<{ record: Buffer }>(FIND_PROMPT, [sessionId, clientMessageId]);
+    return rows[0] ? decodeValue<PromptRecord>(rows[0].record) : null;
+  }
+}

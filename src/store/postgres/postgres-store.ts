@@ -1,0 +1,219 @@
+import { randomBytes } from "node:crypto";
+import type pg from "pg";
+import type { NewEvent } from "../../../protocol/index.js";
+import type { GlobalCommitListener } from "../commit-listeners.js";
+import type { GroupCommitStats } from "../group-commit.js";
+import type {
+  AppendOptions,
+  AppendOutcome,
+  ClearOutcome,
+  CommitListener,
+  CreateInput,
+  CreateOutcome,
+  EncodedReadOutcome,
+  ForkInput,
+  ForkOutcome,
+  HeaderOutcome,
+  ListQuery,
+  PageOutcome,
+  PageQuery,
+  PromptRecord,
+  ReadOutcome,
+  SessionProjection,
+  SessionStore,
+  StoredAttachment,
+} from "../session-store.js";
+import type { StoreMetrics } from "../store-metrics.js";
+import { PgCommitFeed } from "./pg-commit-feed.js";
+import { PgGroupCommit } from "./pg-group-commit.js";
+import { PgLogWriter } from "./pg-log-writer.js";
+import { openClient, openPool } from "./pg-pool.js";
+import { PgReads } from "./pg-reads.js";
+import { migrate } from "./pg-schema.js";
+import { searchMessages } from "./pg-search.js";
+import { PgWriteOperations } from "./pg-write-operations.js";
+
+export interface PostgresStoreOptions {
+  /** Schema holding the tables; created and migrated on open. @default "public" */
+  schema?: string;
+  /** Pooled connections (reads, the writer, NOTIFY); LISTEN uses one more. @default 10 */
+  maxConnections?: number;
+  /** Names this host in NOTIFY payloads, so it skips its own. @default random */
+  hostId?: string;
+  metrics?: StoreMetrics;
+  /** Clock for `at` of events the store stamps itself. @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * The session store on PostgreSQL: any number of hosts may open one database (one schema). Every
+ * rule is enforced by PostgreSQL: contiguous seq by the `(session_id, seq)` key and the session's
+ * projection row (its head) locked inside each append transaction, tombstones by the session row
+ * that stays, prompt idempotency by a unique key, compare-and-clear by the locked row. Writes are group-committed per
+ * host with `synchronous_commit = on`; commit notices reach subscribers on every host (see
+ * `PgCommitFeed`).
+ */
+export class PostgresSessionStore implements SessionStore {
+  private readonly ops: PgWriteOperations;
+  private readonly writes: PgGroupCommit;
+  private closed: Promise<void> | undefined;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly reads: PgReads,
+    private readonly feed: PgCommitFeed,
+    options: PostgresStoreOptions,
+  ) {
+    this.ops = new PgWriteOperations(new PgLogWriter(), options.now ?? Date.now);
+    this.writes = new PgGroupCommit(pool, { deliver: (notices) => feed.committed(notices) }, options.metrics);
+  }
+
+  /** Connects, creates and migrates the schema (safe with concurrent openers) and starts listening. */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresSessionStore> {
+    const schema = options.schema ?? "public";
+    const poolOptions = { schema, max: options.maxConnections ?? 10 };
+    const pool = openPool(url, poolOptions);
+    // an idle connection that drops must not crash the process: the next query reconnects
+    pool.on("error", () => undefined);
+    try {
+      const client = await pool.connect();
+      try {
+        await migrate(client, schema);
+      } finally {
+        client.release();
+      }
+      const reads = new PgReads(pool);
+      const hostId = options.hostId ?? randomBytes(6).toString("hex");
+      const feed = new PgCommitFeed(
+        () => openClient(url, poolOptions),
+        pool,
+        reads,
+        hostId,
+        `sessionmux_${schema}`,
+      );
+      await feed.start();
+      return new PostgresSessionStore(pool, reads, feed, options);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  create(input: CreateInput): Promise<CreateOutcome> {
+    return this.writes.submit(this.ops.create(input));
+  }
+
+  fork(input: ForkInput): Promise<ForkOutcome> {
+    return this.writes.submit(this.ops.fork(input));
+  }
+
+  append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+    return this.writes.submit(this.ops.append(sessionId, events, options));
+  }
+
+  clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {
+    return this.writes.submit(this.ops.clear(sessionId, options.expectedEpoch));
+  }
+
+  delete(
+    sessionId: string,
+  ): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+    return this.writes.submit(this.ops.delete(sessionId));
+  }
+
+  ack(
+    sessionId: string,
+    completionSettledAt: number,
+  ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
+    return this.writes.submit(this.ops.ack(sessionId, completionSettledAt));
+  }
+
+  recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void> {
+    return this.writes.submit(this.ops.recordPrompt(sessionId, clientMessageId, result));
+  }
+
+  putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
+    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+  }
+
+  interruptOpenTurns(at: number): Promise<string[]> {
+    return this.writes.submit(this.ops.interruptOpenTurns(at));
+  }
+
+  rebuildProjections(): Promise<void> {
+    return this.writes.submit(this.ops.rebuildProjections());
+  }
+
+  header(sessionId: string): Promise<HeaderOutcome> {
+    return this.reads.header(sessionId);
+  }
+
+  projection(sessionId: string): Promise<SessionProjection | null> {
+    return this.reads.projection(sessionId);
+  }
+
+  page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
+    return this.reads.page(sessionId, query);
+  }
+
+  readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
+    return this.reads.readAfter(sessionId, afterSeq, limit);
+  }
+
+  readAfterEncoded(
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+    perArray: number,
+    envelope?: Uint8Array,
+  ): Promise<EncodedReadOutcome> {
+    return this.reads.readAfterEncoded(sessionId, afterSeq, limit, perArray, envelope);
+  }
+
+  list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }> {
+    return this.reads.list(query);
+  }
+
+  search(
+    query: string,
+    limit: number,
+    owner?: string,
+  ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
+    return searchMessages(this.pool, query, limit, owner);
+  }
+
+  isRetired(sessionId: string): Promise<boolean> {
+    return this.reads.isRetired(sessionId);
+  }
+
+  findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
+    return this.reads.findPrompt(sessionId, clientMessageId);
+  }
+
+  getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
+    return this.reads.getAttachment(attachmentId);
+  }
+
+  subscribe(sessionId: string, listener: CommitListener): () => void {
+    return this.feed.subscribe(sessionId, listener);
+  }
+
+  subscribeAll(listener: GlobalCommitListener): () => void {
+    return this.feed.subscribeAll(listener);
+  }
+
+  /** Write-transaction counters; `transactions` grows by one per group commit. */
+  stats(): GroupCommitStats {
+    return this.writes.stats();
+  }
+
+  /** Settles queued writes, stops listening and closes every connection. */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      await this.writes.close();
+      await this.feed.close();
+      await this.pool.end();
+    })();
+    return this.closed;
+  }
+}

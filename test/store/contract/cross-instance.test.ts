@@ -1,0 +1,114 @@
+import { describe, expect, it, vi } from "vitest";
+import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
+import { delta, turnEnd, turnStart } from "../open-store.js";
+import { backends, storeFixture } from "./backends.js";
+
+/** What one subscriber saw of one session: notices in order, appended seqs per epoch. */
+function recorder() {
+  const notices: CommitNotice[] = [];
+  const seqs: number[] = [];
+  return {
+    notices,
+    seqs,
+    listener(notice: CommitNotice) {
+      notices.push(notice);
+      if (notice.kind === "append" || notice.kind === "create") seqs.push(...notice.events.map((e) => e.seq));
+      if (notice.kind === "clear") seqs.push(0);
+    },
+  };
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+if (!backends.some((backend) => backend.sharedWriters)) {
+  it.skip("cross-instance commit notices need a backend several instances may write (PostgreSQL)", () => {});
+}
+
+for (const backend of backends.filter((b) => b.sharedWriters)) {
+  describe(`commit notices across instances [${backend.name}]`, () => {
+    const open = storeFixture(backend);
+
+    it("a subscriber on B sees A's create, appends, clear and delete exactly once, in order", async () => {
+      const { store: a, openAnother } = await open();
+      const b = await openAnother();
+      const seen = recorder();
+      const global: [string, CommitNotice["kind"], SessionProjection | null][] = [];
+      b.subscribe("s", seen.listener);
+      b.subscribeAll((sessionId, notice, projection) => global.push([sessionId, notice.kind, projection]));
+
+      const created = await a.create({ sessionId: "s", owner: "o", model: "m" });
+      if (created.status !== "created") throw new Error(created.status);
+      for (let i = 0; i < 60; i++) await a.append("s", [delta("t", `x${i}`), delta("t", `y${i}`)]);
+      // many writes in flight at once: several batches, each with at most one NOTIFY
+      await Promise.all(range(1, 40).map((i) => a.append("s", [delta("t", `z${i}`)])));
+      await vi.waitFor(() => expect(seen.seqs.at(-1)).toBe(161), { timeout: 20_000 });
+      expect(seen.seqs).toEqual(range(1, 161));
+      expect(seen.notices[0]?.kind).toBe("create");
+
+      const cleared = await a.clear("s");
+      if (cleared.status !== "cleared") throw new Error(cleared.status);
+      await a.append("s", [turnStart("t1"), turnEnd("t1")]);
+      await vi.waitFor(() => expect(seen.seqs.at(-1)).toBe(2), { timeout: 20_000 });
+      await a.delete("s");
+      await vi.waitFor(() => expect(seen.notices.at(-1)?.kind).toBe("delete"), { timeout: 20_000 });
+
+      expect(seen.seqs).toEqual([...range(1, 161), 0, 1, 2]);
+      const clear = seen.notices.find((notice) => notice.kind === "clear");
+      expect(clear).toEqual({ kind: "clear", epoch: cleared.epoch });
+      expect(seen.notices.filter((notice) => notice.kind === "delete")).toHaveLength(1);
+      // store-wide listeners on B get the projection row read after the commit
+      const lastAppend = global.filter(([, kind]) => kind === "append").at(-1);
+      expect(lastAppend?.[2]).toMatchObject({ sessionId: "s", epoch: cleared.epoch, lastState: "completed" });
+      expect(global.at(-1)).toEqual(["s", "delete", null]);
+    });
+
+    it("two instances appending to one session keep seq contiguous; each subscriber sees every seq once", async () => {
+      const { store: a, openAnother } = await open();
+      const b = await openAnother();
+      await a.create({ sessionId: "s", owner: "o", model: "m" });
+      const onA = recorder();
+      const onB = recorder();
+      a.subscribe("s", onA.listener);
+      b.subscribe("s", onB.listener);
+      const writer = (store: typeof a, name: string) =>
+        Promise.all(
+          range(1, 8).map(async (w) => {
+            for (let i = 0; i < 15; i++) {
+              const outcome = await store.append("s", [delta("t", `${name}${w}:${i}`)]);
+              expect(outcome.status).toBe("appended");
+            }
+          }),
+        );
+      await Promise.all([writer(a, "a"), writer(b, "b")]);
+      const read = await b.readAfter("s", 0, 1_000);
+      if (read.status !== "ok") throw new Error(read.status);
+      const head = 1 + 2 * 8 * 15;
+      expect(read.events.map((event) => event.seq)).toEqual(range(1, head));
+      await vi.waitFor(() => expect(onA.seqs.at(-1)).toBe(head), { timeout: 20_000 });
+      await vi.waitFor(() => expect(onB.seqs.at(-1)).toBe(head), { timeout: 20_000 });
+      // B may also hear of the create it subscribed just after: a seq at most once, ascending, no gap
+      expect(onA.seqs).toEqual(range(2, head));
+      expect(onB.seqs).toEqual(range(Math.min(onB.seqs[0] ?? 2, 2), head));
+    });
+
+    it("delivers nothing for sessions nobody on B follows, and stops after unsubscribe", async () => {
+      const { store: a, openAnother } = await open();
+      const b = await openAnother();
+      await a.create({ sessionId: "followed", owner: "o", model: "m" });
+      await a.create({ sessionId: "other", owner: "o", model: "m" });
+      const seen = recorder();
+      const unsubscribe = b.subscribe("followed", seen.listener);
+      await a.append("other", [delta("t", "x")]);
+      await a.append("followed", [delta("t", "y")]);
+      await vi.waitFor(() => expect(seen.seqs).toEqual([2]), { timeout: 20_000 });
+      unsubscribe();
+      await a.append("followed", [delta("t", "z")]);
+      // a later subscriber on the same session proves the NOTIFY was handled meanwhile
+      const later = recorder();
+      b.subscribe("followed", later.listener);
+      await a.append("followed", [delta("t", "w")]);
+      await vi.waitFor(() => expect(later.seqs.at(-1)).toBe(4), { timeout: 20_000 });
+      expect(seen.seqs).toEqual([2]);
+    });
+  });
+}
