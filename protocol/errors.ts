@@ -48,6 +48,12 @@ export const ErrorCodes = {
   slow_consumer: { category: "internal", retryable: true, status: 503 },
   host_shutting_down: { category: "internal", retryable: true, status: 503 },
   internal_error: { category: "internal", retryable: false, status: 500 },
+  // limits (§7): the host protects itself from one peer; retry after reading answers or waiting
+  overloaded: { category: "internal", retryable: true, status: 503 },
+  upload_quota_exceeded: { category: "business", retryable: false, status: 413 },
+  rate_limited: { category: "business", retryable: true, status: 429 },
+  too_many_connections: { category: "protocol", retryable: true, status: 429 },
+  forbidden: { category: "protocol", retryable: false, status: 403 },
   // client side: raised by the SDK itself, never sent by a host
   timeout: { category: "internal", retryable: true, status: 504 },
   aborted: { category: "protocol", retryable: false, status: 499 },

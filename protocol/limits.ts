@@ -16,6 +16,10 @@ export const Limits = {
   maxInlineAttachmentBytes: 512 * 1024,
   /** Uploaded attachments via POST /v1/attachments. */
   maxAttachmentBytes: 10 * 1024 * 1024,
+  /** @default 64 MiB of uploads per principal that no prompt references yet. */
+  uploadQuotaBytes: 64 * 1024 * 1024,
+  /** @default 1 hour: an upload no prompt references by then is deleted. */
+  uploadTtlMs: 60 * 60 * 1000,
   /** Events per `events` item during replay. */
   replayBatch: 500,
   /** HTTP request bodies. */
@@ -24,6 +28,12 @@ export const Limits = {
   pingIntervalMs: 15_000,
   /** @default 4 MiB buffered on a socket before live pushes pause for that follower. */
   followerHighWaterBytes: 4 * 1024 * 1024,
+  /** @default 4 MiB buffered on a socket before the host stops reading it and starts no call. */
+  sendHighWaterBytes: 4 * 1024 * 1024,
+  /** @default 4 calls running at once per socket. */
+  maxCallsInFlight: 4,
+  /** @default 256 calls waiting per socket; one more is `overloaded`. */
+  maxQueuedCalls: 256,
 } as const;
 
 export const SUBPROTOCOL = "sessionmux.v1";

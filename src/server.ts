@@ -10,8 +10,10 @@ import { StartupError } from "./operations/startup-error.js";
 import type { SqliteSessionStore } from "./store/sqlite-store.js";
 import type { TokenSpec } from "./transport/auth.js";
 import type { HttpOptions } from "./transport/http/router.js";
+import { applyServerLimits, type HttpServerLimits } from "./transport/http/server-limits.js";
 import type { HostMetrics } from "./transport/metrics.js";
 import type { MuxOptions } from "./transport/mux/mux-server.js";
+import type { PrincipalLimitOptions } from "./transport/principal-limits.js";
 
 export interface HostOptions {
   /** @default "127.0.0.1" */
@@ -34,6 +36,13 @@ export interface HostOptions {
   http?: Partial<HttpOptions>;
   /** @default false */
   processMetrics?: boolean;
+  /** Node's guards against slow or greedy HTTP clients on the host's own server. */
+  httpServer?: Partial<HttpServerLimits>;
+  /** A token that reads `/metrics` only (admin tokens read it too). */
+  metricsToken?: string;
+  principals?: Partial<PrincipalLimitOptions>;
+  /** @default 1 hour — uploads no prompt references by then are deleted. */
+  uploadTtlMs?: number;
 }
 
 export interface RunningHost {
@@ -64,10 +73,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.mux ? { mux: options.mux } : {}),
       ...(options.http ? { http: options.http } : {}),
+      ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
+      ...(options.principals ? { principals: options.principals } : {}),
+      ...(options.uploadTtlMs !== undefined ? { uploadTtlMs: options.uploadTtlMs } : {}),
     },
     { claimAll: true },
   );
   const server = createServer();
+  applyServerLimits(server, options.httpServer);
   mounted.attach(server);
   const hostname = options.host ?? "127.0.0.1";
   const port = options.port ?? 8787;

@@ -9,9 +9,16 @@ import { readOrCreateToken, tokenFilePath } from "../operations/token-file.js";
 import { startHost } from "../server.js";
 import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
 import { collectList, dbOption, integer } from "./cli-options.js";
+import {
+  addLimitOptions,
+  type LimitValues,
+  muxLimitsOf,
+  principalLimitsOf,
+  uploadLimitsOf,
+} from "./limit-options.js";
 import { createLogger } from "./logger.js";
 
-interface ServeOptions {
+interface ServeOptions extends LimitValues {
   host: string;
   port: number;
   db: string;
@@ -60,7 +67,7 @@ function authenticationOf(options: ServeOptions, dbFile: string): Authentication
 
 /** Every flag also reads an environment variable, named in `--help`. */
 export function registerServeCommand(program: Command): void {
-  program
+  const serve = program
     .command("serve")
     .description("run the host: durable log, WebSocket mux, HTTP routes and the console")
     .addOption(
@@ -117,57 +124,61 @@ export function registerServeCommand(program: Command): void {
     )
     .addOption(
       new Option("--log-level <level>", "pino log level").env("SESSIONMUX_LOG_LEVEL").default("info"),
-    )
-    .action(async (options: ServeOptions, command: Command) => {
-      const logger = createLogger(options.logLevel);
-      // the default location is created on first start; a path given by hand must exist
-      const dbFile = prepareDatabasePath(options.db, {
-        createFolder: options.createDbFolder === true || command.getOptionValueSource("db") === "default",
-      });
-      const authentication = authenticationOf(options, dbFile);
-      const kept = "kept" in authentication ? authentication.kept : undefined;
-      const running = await startHost({
-        tokens: authentication.tokens,
-        ...("authenticate" in authentication ? { authenticate: authentication.authenticate } : {}),
-        host: options.host,
-        port: options.port,
-        dbPath: dbFile,
-        agent: createAgent(options.agent),
-        idleDetachMs: options.idleDetachMs,
-        allowedOrigins: options.allowedOrigin,
-        logger,
-        processMetrics: true,
-        mux: { pingIntervalMs: options.pingIntervalMs },
-      });
-      // one write, so a reader that stops at the console line has the whole banner
-      const banner = [`listening on ${running.url}`];
-      if (kept) {
-        banner.push(`token kept in ${kept.file} (sessionmux token rotate replaces it)`);
-        banner.push(`console: ${running.url}/#token=${kept.token}`);
-      } else banner.push(`console: ${running.url}/ (append #token=<your token>)`);
-      process.stdout.write(`${banner.join("\n")}\n`);
-      logger.info(
-        { url: running.url, db: dbFile, agent: options.agent, generation: running.host.generation },
-        "host ready",
-      );
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ signal }, "shutting down");
-        running.close().then(
-          () => {
-            logger.flush();
-            process.exit(0);
-          },
-          (err: unknown) => {
-            logger.error({ err }, "shutdown failed");
-            logger.flush();
-            process.exit(1);
-          },
-        );
-      };
-      process.on("SIGTERM", () => stop("SIGTERM"));
-      process.on("SIGINT", () => stop("SIGINT"));
+    );
+  addLimitOptions(serve).action(async (options: ServeOptions, command: Command) => {
+    const logger = createLogger(options.logLevel);
+    // the default location is created on first start; a path given by hand must exist
+    const dbFile = prepareDatabasePath(options.db, {
+      createFolder: options.createDbFolder === true || command.getOptionValueSource("db") === "default",
     });
+    const authentication = authenticationOf(options, dbFile);
+    const kept = "kept" in authentication ? authentication.kept : undefined;
+    const running = await startHost({
+      tokens: authentication.tokens,
+      ...("authenticate" in authentication ? { authenticate: authentication.authenticate } : {}),
+      host: options.host,
+      port: options.port,
+      dbPath: dbFile,
+      agent: createAgent(options.agent),
+      idleDetachMs: options.idleDetachMs,
+      allowedOrigins: options.allowedOrigin,
+      logger,
+      processMetrics: true,
+      mux: { pingIntervalMs: options.pingIntervalMs, ...muxLimitsOf(options) },
+      http: uploadLimitsOf(options),
+      uploadTtlMs: options.uploadTtlMs,
+      principals: principalLimitsOf(options),
+      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+    });
+    // one write, so a reader that stops at the console line has the whole banner
+    const banner = [`listening on ${running.url}`];
+    if (kept) {
+      banner.push(`token kept in ${kept.file} (sessionmux token rotate replaces it)`);
+      banner.push(`console: ${running.url}/#token=${kept.token}`);
+    } else banner.push(`console: ${running.url}/ (append #token=<your token>)`);
+    process.stdout.write(`${banner.join("\n")}\n`);
+    logger.info(
+      { url: running.url, db: dbFile, agent: options.agent, generation: running.host.generation },
+      "host ready",
+    );
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, "shutting down");
+      running.close().then(
+        () => {
+          logger.flush();
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          logger.flush();
+          process.exit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  });
 }

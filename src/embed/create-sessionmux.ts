@@ -7,6 +7,7 @@ import type { TokenSpec } from "../transport/auth.js";
 import type { HttpOptions } from "../transport/http/router.js";
 import type { HostMetrics } from "../transport/metrics.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
+import type { PrincipalLimitOptions } from "../transport/principal-limits.js";
 import type { AuthenticateRequest } from "./app-authentication.js";
 import { mountSessionmux } from "./mount-sessionmux.js";
 
@@ -41,6 +42,12 @@ export interface SessionmuxOptions {
   processMetrics?: boolean;
   /** How often `/readyz` checks that the database takes a write lock. @default 5000 */
   readinessIntervalMs?: number;
+  /** A token that reads `/metrics` and nothing else (admin tokens read it too). */
+  metricsToken?: string;
+  /** Sockets and session creations per principal (docs/reliability.md, "Limits"). */
+  principals?: Partial<PrincipalLimitOptions>;
+  /** @default 1 hour — uploads no prompt references by then are deleted. */
+  uploadTtlMs?: number;
 }
 
 /** Express/Connect-style: `next` is called for every request that is not sessionmux's. */

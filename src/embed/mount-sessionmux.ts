@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import cors from "cors";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
+import { Limits } from "../../protocol/index.js";
 import { DemoAgent } from "../agents/demo-agent.js";
 import { SessionHost } from "../host/session-host.js";
 import { meteredAgent } from "../host/turn-meters.js";
@@ -15,6 +16,7 @@ import { createHttpHandler } from "../transport/http/router.js";
 import { HostMetrics } from "../transport/metrics.js";
 import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
 import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
+import { PrincipalLimits } from "../transport/principal-limits.js";
 import { AppAuthentication } from "./app-authentication.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
@@ -39,10 +41,11 @@ export async function mountSessionmux(
     allowedOrigins: options.cors ?? [],
     ...(appAuth ? { resolve: appAuth.resolve } : {}),
     onRefused: new RefusalLog(logger).refused,
+    ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
   const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
-  const store = openStore(dbFile, metrics);
+  const store = openStore(dbFile, metrics, logger);
   const host = new SessionHost({
     store,
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
@@ -62,13 +65,21 @@ export async function mountSessionmux(
     await store.close();
     throw err;
   }
+  const uploads = store.attachmentSweeper();
+  const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
+  uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
+    logger.error({ err }, "upload sweep failed"),
+  );
   const http = createHttpHandler(host, auth, {
     ...options.http,
     metrics,
+    logger,
+    uploadLedger: uploads,
     readiness: () => readiness.current(),
   });
   const mux = createMuxUpgradeHandler(meteredCalls(host, metrics.callSeconds), auth, {
     ...options.mux,
+    principalLimits: new PrincipalLimits(options.principals),
     metrics,
     logger,
   });
@@ -149,6 +160,7 @@ export async function mountSessionmux(
         await mux.close();
         await host.shutdown();
         writable?.close();
+        uploads.stop();
         await store.close();
         logger.info({ db: dbFile }, "shutdown complete");
       })();
@@ -162,9 +174,9 @@ function notFound(res: ServerResponse): void {
 }
 
 /** A file that is no database (or not readable) is named in the error, with SQLite's reason. */
-function openStore(file: string, metrics: HostMetrics): SqliteSessionStore {
+function openStore(file: string, metrics: HostMetrics, logger: Logger): SqliteSessionStore {
   try {
-    return SqliteSessionStore.open(file, { metrics });
+    return SqliteSessionStore.open(file, { metrics, logger });
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });

@@ -1,7 +1,8 @@
 import type { CallMethod, Notification, ParamsOf, ResultOf } from "../../protocol/index.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { StoredAttachment } from "../store/session-store.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import type { Principal } from "./principal.js";
+import type { SessionReadHandle } from "./session-read-handle.js";
 
 /**
  * What the transports (mux, HTTP) see of the host. Every call goes through the activation table;
@@ -11,7 +12,6 @@ export interface HostApi {
   readonly hostId: string;
   /** Changes at every host start. */
   readonly generation: string;
-  readonly store: SessionStore;
   /** Read-only view of live state (pending interactions, queues, jobs, agent status). */
   readonly live: LiveState;
 
@@ -23,6 +23,22 @@ export interface HostApi {
    * principal's session) or `session_retired`. Never starts an agent.
    */
   authorizeRead(principal: Principal, sessionId: string): Promise<void>;
+
+  /**
+   * The same check, then a handle to read that session (its header and head as checked, its log,
+   * its projection, its commits). Transports read sessions through this, never the store.
+   */
+  openRead(principal: Principal, sessionId: string): Promise<SessionReadHandle>;
+
+  /** An upload `principal` may read; another principal's answers exactly like a missing one (null). */
+  readAttachment(principal: Principal, attachmentId: string): Promise<StoredAttachment | null>;
+  /** Stores an upload owned by `principal`; answers its id. */
+  putAttachment(
+    principal: Principal,
+    input: { name: string; type: string; bytes: Uint8Array },
+  ): Promise<string>;
+  /** Called after every commit of any session (for caches of list answers). */
+  onAnyCommit(listener: () => void): () => void;
 
   /** Control feed for `session.control`, filtered to what the principal may see. */
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void;

@@ -13,6 +13,7 @@ import {
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
+import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
@@ -25,6 +26,7 @@ import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { HANDLERS } from "./method-handlers/handler-table.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
+import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -193,6 +195,25 @@ export class SessionHost implements HostApi {
 
   async authorizeRead(principal: Principal, sessionId: string): Promise<void> {
     await this.#policy.inspect(principal, sessionId);
+  }
+
+  async openRead(principal: Principal, sessionId: string): Promise<SessionReadHandle> {
+    return new SessionReadHandle(this.store, sessionId, await this.#policy.inspect(principal, sessionId));
+  }
+
+  readAttachment(principal: Principal, attachmentId: string): Promise<StoredAttachment | null> {
+    return visibleAttachment(this.store, principal, attachmentId);
+  }
+
+  putAttachment(
+    principal: Principal,
+    input: { name: string; type: string; bytes: Uint8Array },
+  ): Promise<string> {
+    return this.store.putAttachment({ owner: principal.name, ...input });
+  }
+
+  onAnyCommit(listener: () => void): () => void {
+    return this.store.subscribeAll(() => listener());
   }
 
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {

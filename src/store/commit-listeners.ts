@@ -8,6 +8,19 @@ export type GlobalCommitListener = (
   projection: SessionProjection | null,
 ) => void;
 
+/** Where the store reports faults that are not a caller's outcome (pino-compatible). */
+export interface StoreFaultLog {
+  error(obj: object, msg: string): void;
+}
+
+/** Without a log, a fault still surfaces as a process warning rather than nowhere. */
+const warningLog: StoreFaultLog = {
+  error: (obj, msg) => {
+    const err = (obj as { err?: unknown }).err;
+    process.emitWarning(`${msg}: ${err instanceof Error ? err.message : String(err)}`);
+  },
+};
+
 /**
  * Per-session and store-wide commit listeners, and live-state listeners; notices go out
  * synchronously, in commit order.
@@ -16,6 +29,8 @@ export class CommitListeners {
   private readonly bySession = new Map<string, Set<CommitListener>>();
   private readonly global = new Set<GlobalCommitListener>();
   private readonly live = new Set<(notice: LiveStateNotice) => void>();
+
+  constructor(private readonly log: StoreFaultLog = warningLog) {}
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
     let set = this.bySession.get(sessionId);
@@ -45,24 +60,27 @@ export class CommitListeners {
   deliver(notices: readonly PendingNotice[], liveNotices: readonly LiveStateNotice[] = []): void {
     this.deliverCommits(notices);
     for (const notice of liveNotices) {
-      for (const listener of [...this.live]) safely(() => listener(notice));
+      const sessionId =
+        notice.kind === "interaction.requested" ? notice.interaction.sessionId : notice.sessionId;
+      for (const listener of [...this.live]) this.safely(sessionId, () => listener(notice));
     }
   }
 
   private deliverCommits(notices: readonly PendingNotice[]): void {
     for (const { sessionId, notice, projection } of notices) {
       const set = this.bySession.get(sessionId);
-      if (set) for (const listener of [...set]) safely(() => listener(notice));
-      for (const listener of [...this.global]) safely(() => listener(sessionId, notice, projection));
+      if (set) for (const listener of [...set]) this.safely(sessionId, () => listener(notice));
+      for (const listener of [...this.global])
+        this.safely(sessionId, () => listener(sessionId, notice, projection));
     }
   }
-}
 
-function safely(run: () => void): void {
-  try {
-    run();
-  } catch (err) {
-    // a throwing listener must not stop delivery to the others nor fail the committed writes
-    process.emitWarning(`a store listener threw: ${err instanceof Error ? err.message : String(err)}`);
+  private safely(sessionId: string, run: () => void): void {
+    try {
+      run();
+    } catch (err) {
+      // a throwing listener must not stop delivery to the others nor fail the committed writes
+      this.log.error({ err, sessionId }, "a commit listener threw");
+    }
   }
 }

@@ -3,7 +3,9 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
-import { CommitListeners, type GlobalCommitListener } from "./commit-listeners.js";
+import { AttachmentSweeper } from "./attachment-sweeper.js";
+import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
+import { DatabaseLock } from "./database-lock.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
@@ -55,6 +57,8 @@ import { WriteOperations } from "./write-operations.js";
 
 export interface SqliteStoreOptions {
   metrics?: StoreMetrics;
+  /** @default process warnings — where a throwing commit listener is reported. */
+  logger?: StoreFaultLog;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
 }
@@ -71,7 +75,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private readonly liveRows: LiveRows;
   private readonly liveOps: LiveStateOperations;
   private readonly lists: ListQueries;
-  private readonly listeners = new CommitListeners();
+  private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
   private readonly defaultMaxPages: number;
   private closed: Promise<void> | undefined;
@@ -79,7 +83,9 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private constructor(
     private readonly db: Database.Database,
     options: SqliteStoreOptions,
+    private readonly lock?: DatabaseLock,
   ) {
+    this.listeners = new CommitListeners(options.logger);
     this.statements = prepareStatements(db);
     this.liveRows = new LiveRows(this.statements);
     this.writer = new LogWriter(this.statements, this.liveRows);
@@ -109,6 +115,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   /** Opens (creating the folder and file if missing) and migrates the database at `path`. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    const lock = path === ":memory:" ? undefined : DatabaseLock.acquire(path);
     const db = new Database(path);
     try {
       db.pragma("journal_mode = WAL");
@@ -117,9 +124,10 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
       db.pragma("foreign_keys = OFF");
       db.pragma("busy_timeout = 5000");
       migrate(db);
-      return new SqliteSessionStore(db, options);
+      return new SqliteSessionStore(db, options, lock);
     } catch (err) {
       db.close();
+      lock?.release();
       throw err;
     }
   }
@@ -349,7 +357,16 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
         | undefined;
       if (!row) return null;
       const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
-      return { attachmentId: id, owner, sessionId, name, type, size, bytes: new Uint8Array(bytes) };
+      // The row's Buffer is already this read's own copy: no second one.
+      return {
+        attachmentId: id,
+        owner,
+        sessionId,
+        name,
+        type,
+        size,
+        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      };
     });
   }
 
@@ -359,6 +376,11 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
 
   subscribeAll(listener: GlobalCommitListener): () => void {
     return this.listeners.subscribeAll(listener);
+  }
+
+  /** Quota and expiry of uploads that no prompt references yet. */
+  attachmentSweeper(): AttachmentSweeper {
+    return new AttachmentSweeper(this.db);
   }
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
@@ -399,6 +421,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
         this.db.pragma("wal_checkpoint(TRUNCATE)");
       } finally {
         this.db.close();
+        this.lock?.release();
       }
     })();
     return this.closed;

@@ -19,6 +19,41 @@ export function parseTokenSpec(value: string): TokenSpec {
   return { name: value.slice(0, eq), secret: value.slice(eq + 1), admin: false };
 }
 
+/** Letters, digits and `._@-`, starting with a letter or digit: what the logs and the store can show. */
+const PRINCIPAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/**
+ * Refuses a token configuration in which two entries could be mistaken for each other: a
+ * principal is its token entry, and its name is what the store records as a session's owner, so
+ * names must be unique and none may pose as the admin (`admin`) or a wildcard (`*`). Throws an
+ * Error whose message names the entry and says what to change.
+ */
+export function checkTokenSpecs(tokens: readonly TokenSpec[]): void {
+  if (tokens.length === 0) throw new Error("at least one token is required");
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  for (const t of tokens) {
+    const entry = t.admin ? "the bare (admin) token" : `--token ${t.name}=…`;
+    if (!t.admin && t.name === "admin")
+      throw new Error(`${entry}: the name "admin" is reserved for the bare admin token; pick another name`);
+    if (!t.admin && !PRINCIPAL_NAME.test(t.name))
+      throw new Error(
+        `${entry}: a principal name is 1-64 of letters, digits and ._@- starting with a letter or digit`,
+      );
+    if (t.secret.length === 0 || t.secret.length > 4096)
+      throw new Error(`${entry}: a secret is 1-4096 characters`);
+    if (names.has(t.name))
+      throw new Error(
+        t.admin
+          ? "more than one bare (admin) token: configure exactly one"
+          : `${entry}: the name ${t.name} is used twice`,
+      );
+    if (secrets.has(t.secret)) throw new Error(`${entry}: the same secret is configured twice`);
+    names.add(t.name);
+    secrets.add(t.secret);
+  }
+}
+
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; code: string };
 
 /** Finds the principal of a request by other means than the token list (an app's own auth). */
@@ -28,6 +63,8 @@ export interface AuthenticatorOptions {
   allowedOrigins?: string[];
   /** Replaces the token list: `undefined` refuses the request with 401. */
   resolve?: PrincipalResolver;
+  /** A token that reads `/metrics` and nothing else (as does any admin token). */
+  metricsToken?: string;
   /** Told of every refusal, for the log. */
   onRefused?: (req: IncomingMessage, code: "unauthorized" | "forbidden_origin") => void;
 }
@@ -39,8 +76,13 @@ export class Authenticator {
   readonly #resolve: PrincipalResolver | undefined;
   readonly #onRefused: AuthenticatorOptions["onRefused"];
 
+  readonly #metricsDigest: Buffer | undefined;
+
   constructor(tokens: TokenSpec[], options: AuthenticatorOptions = {}) {
-    if (tokens.length === 0 && !options.resolve) throw new Error("at least one token is required");
+    if (!options.resolve || tokens.length > 0) checkTokenSpecs(tokens);
+    if (options.metricsToken !== undefined && tokens.some((t) => t.secret === options.metricsToken))
+      throw new Error("the metrics token must differ from every principal's token");
+    this.#metricsDigest = options.metricsToken === undefined ? undefined : digest(options.metricsToken);
     this.#resolve = options.resolve;
     this.#onRefused = options.onRefused;
     this.#tokens = tokens.map((t) => ({
@@ -62,6 +104,20 @@ export class Authenticator {
       if (timingSafeEqual(d, t.digest) && !found) found = t.principal;
     }
     return found;
+  }
+
+  /**
+   * `/metrics` shows every principal's activity: readable with an admin token or the separate
+   * metrics token only.
+   */
+  metricsAccess(req: IncomingMessage): "ok" | "unauthorized" | "forbidden" {
+    const secret = Authenticator.tokenOf(req, { allowSubprotocol: false });
+    if (secret !== undefined && this.#metricsDigest !== undefined && secret.length <= 4096) {
+      if (timingSafeEqual(digest(secret), this.#metricsDigest)) return "ok";
+    }
+    const principal = this.#resolve ? this.#resolve(req) : this.principalFor(secret);
+    if (!principal) return "unauthorized";
+    return principal.admin ? "ok" : "forbidden";
   }
 
   /** The bearer token of a request: the Authorization header, else the `bearer.` subprotocol entry. */

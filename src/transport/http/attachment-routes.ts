@@ -1,8 +1,6 @@
-import { Limits } from "../../../protocol/index.js";
-import { canSee } from "../../host/principal.js";
 import { fail, sendJson } from "./http-reply.js";
 import { readBody } from "./request-body.js";
-import { idParam, type Route } from "./route-context.js";
+import { idParam, type Route, type RouteContext } from "./route-context.js";
 
 /** Header values are latin-1 on the wire; names outside it arrive percent-encoded. */
 function filenameOf(raw: string | string[] | undefined): string {
@@ -31,6 +29,20 @@ function contentTypeOf(raw: string | undefined): string {
   return type;
 }
 
+/** Refuses an upload that would take the principal's unreferenced uploads over the quota. */
+async function checkQuota(ctx: RouteContext, incoming: number): Promise<void> {
+  const { ledger, quotaBytes } = ctx.uploads;
+  if (!ledger) return;
+  const pending = await ledger.pendingBytes(ctx.principal.name);
+  if (pending + incoming > quotaBytes) {
+    throw fail(
+      "upload_quota_exceeded",
+      `uploads not yet used by a prompt may total ${quotaBytes} bytes; use or wait for older ones to expire`,
+      { limit: quotaBytes },
+    );
+  }
+}
+
 /** `POST /v1/attachments` (raw body up to 10 MiB) and `GET /v1/attachments/{id}` for its owner. */
 export const attachmentRoutes: Route[] = [
   {
@@ -40,9 +52,11 @@ export const attachmentRoutes: Route[] = [
     async handle(ctx) {
       const name = filenameOf(ctx.req.headers["x-filename"]);
       const type = contentTypeOf(ctx.req.headers["content-type"]);
-      const bytes = await readBody(ctx.req, Limits.maxAttachmentBytes);
-      const attachmentId = await ctx.host.store.putAttachment({
-        owner: ctx.principal.name,
+      await checkQuota(ctx, Number(ctx.req.headers["content-length"] ?? 0));
+      const bytes = await readBody(ctx.req, ctx.uploads.maxBytes);
+      // Again with the real size: another upload of the same principal may have landed meanwhile.
+      await checkQuota(ctx, bytes.byteLength);
+      const attachmentId = await ctx.host.putAttachment(ctx.principal, {
         name,
         type,
         bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
@@ -56,10 +70,13 @@ export const attachmentRoutes: Route[] = [
     name: "GET /v1/attachments/:id",
     async handle(ctx) {
       const attachmentId = idParam(ctx, 0, "attachmentId");
-      const found = await ctx.host.store.getAttachment(attachmentId);
+      const { value: found, release } = await ctx.bodies.acquire(attachmentId, () =>
+        ctx.host.readAttachment(ctx.principal, attachmentId),
+      );
+      if (ctx.res.destroyed) release();
+      else ctx.res.once("close", release);
       // Someone else's attachment answers exactly like a missing one.
-      if (!found || !canSee(ctx.principal, found.owner))
-        throw fail("attachment_not_found", "no such attachment");
+      if (!found) throw fail("attachment_not_found", "no such attachment");
       ctx.res.writeHead(200, {
         "content-type": found.type,
         "content-length": found.bytes.byteLength,

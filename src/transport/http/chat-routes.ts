@@ -23,8 +23,8 @@ export const chatRoutes: Route[] = [
     async handle(ctx) {
       const limit = intQuery(ctx, "limit", 1, 200, 50);
       const parked = boolQuery(ctx, "parked");
-      const key = `${ctx.principal.admin ? "*" : ctx.principal.name}\u0000${limit}\u0000${parked === true}`;
-      const body = await ctx.sessionLists.get(key, async () => {
+      const key = `${limit}\u0000${parked === true}`;
+      const body = await ctx.sessionLists.get(ctx.principal, key, async () => {
         const params = parked ? { limit, parked } : { limit };
         const { sessions } = await ctx.host.call(ctx.principal, "session.list", params);
         const rows: ChatSessionRow[] = sessions.map((r) => ({

@@ -2,9 +2,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isSessionId } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import type { StoredAttachment } from "../../store/session-store.js";
 import { fail } from "./http-reply.js";
 import type { SessionListCache } from "./session-list-cache.js";
 import type { TranscriptCache } from "./session-transcript.js";
+import type { SharedBodies } from "./shared-bodies.js";
 
 /** What a route handler gets: the authenticated principal and the parts of the URL it matched. */
 export interface RouteContext {
@@ -18,6 +20,22 @@ export interface RouteContext {
   readonly maxBodyBytes: number;
   readonly transcripts: TranscriptCache;
   readonly sessionLists: SessionListCache;
+  readonly uploads: UploadLimits;
+  readonly bodies: SharedBodies<StoredAttachment>;
+}
+
+/** What `POST /v1/attachments` may accept (docs/reliability.md "Limits"). */
+export interface UploadLimits {
+  /** @default 10 MiB — one upload; more is `payload_too_large`. */
+  readonly maxBytes: number;
+  /** @default 64 MiB — a principal's uploads no prompt references yet; more is `upload_quota_exceeded`. */
+  readonly quotaBytes: number;
+  /** Where those pending bytes are counted; without one there is no quota. */
+  readonly ledger: UploadLedger | undefined;
+}
+
+export interface UploadLedger {
+  pendingBytes(owner: string): Promise<number>;
 }
 
 export interface Route {

@@ -1,26 +1,40 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
+import type { StoredAttachment } from "../../store/session-store.js";
 import type { Authenticator } from "../auth.js";
+import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
 import { attachmentRoutes } from "./attachment-routes.js";
 import { chatRoutes } from "./chat-routes.js";
+import { awaitTurn } from "./connection-turns.js";
 import { fail, sendError, sendJson } from "./http-reply.js";
-import type { Route } from "./route-context.js";
+import type { Route, UploadLedger, UploadLimits } from "./route-context.js";
 import { SessionListCache } from "./session-list-cache.js";
 import { sessionRoutes } from "./session-routes.js";
 import { TranscriptCache } from "./session-transcript.js";
+import { SharedBodies } from "./shared-bodies.js";
 import { defaultWebRoot, serveConsole } from "./static-console.js";
 
 export interface HttpOptions {
   metrics?: HostMetrics;
+  /** @default none — unexpected errors (answered 500) are logged here with their route. */
+  logger?: FaultLog;
   /**
    * Folder holding the built console (`index.html` and assets), served at `/` without auth.
    * @default "<package root>/dist/web"
    */
   webRoot?: string;
-  /** @default 1 MiB (JSON bodies; attachment uploads allow 10 MiB) */
+  /** @default 1 MiB (JSON bodies; attachment uploads have their own limit) */
   maxBodyBytes?: number;
+  /** @default 10 MiB */
+  maxUploadBytes?: number;
+  /** @default 64 MiB */
+  uploadQuotaBytes?: number;
+  /** Counts a principal's unreferenced uploads; without one there is no upload quota. */
+  uploadLedger?: UploadLedger;
+  /** @default 4 MiB — unsent bytes on a connection above which its next request waits. */
+  sendHighWaterBytes?: number;
   /** Answers `/readyz`; without it `/readyz` answers as `/healthz`. */
   readiness?: () => { ready: boolean; checkedAt: number; reason?: string };
 }
@@ -56,7 +70,14 @@ export function createHttpHandler(
   const webRoot = options.webRoot ?? defaultWebRoot();
   const metrics = options.metrics;
   const transcripts = new TranscriptCache();
-  const sessionLists = new SessionListCache(host.store);
+  const sessionLists = new SessionListCache(host);
+  const bodies = new SharedBodies<StoredAttachment>();
+  const uploads: UploadLimits = {
+    maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,
+    quotaBytes: options.uploadQuotaBytes ?? Limits.uploadQuotaBytes,
+    ledger: options.uploadLedger,
+  };
+  const highWaterBytes = options.sendHighWaterBytes ?? Limits.sendHighWaterBytes;
 
   async function handle(req: IncomingMessage, res: ServerResponse, label: { route: string }): Promise<void> {
     const url = parseUrl(req.url);
@@ -96,6 +117,20 @@ export function createHttpHandler(
     }
     label.route = route?.name ?? (pathname === "/metrics" ? "GET /metrics" : "unmatched");
 
+    if (pathname === "/metrics" && method === "GET" && metrics) {
+      const access = auth.originAllowed(req) ? auth.metricsAccess(req) : "forbidden_origin";
+      if (access === "unauthorized") res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
+      if (access !== "ok")
+        throw fail(
+          access,
+          access === "forbidden" ? "an admin or the metrics token is required" : "bearer token required",
+        );
+      const text = await metrics.registry.metrics();
+      res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+      res.end(text);
+      return;
+    }
+
     const outcome = auth.authenticate(req, { allowSubprotocol: false });
     if (!outcome.ok) {
       if (outcome.status === 401) res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
@@ -105,12 +140,6 @@ export function createHttpHandler(
       );
     }
 
-    if (pathname === "/metrics" && method === "GET" && metrics) {
-      const text = await metrics.registry.metrics();
-      res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
-      res.end(text);
-      return;
-    }
     if (!route) throw fail("not_found", "no such route");
     await route.handle({
       req,
@@ -122,6 +151,8 @@ export function createHttpHandler(
       maxBodyBytes,
       transcripts,
       sessionLists,
+      uploads,
+      bodies,
     });
   }
 
@@ -134,11 +165,17 @@ export function createHttpHandler(
         metrics.httpSeconds.observe({ route: label.route }, (performance.now() - started) / 1000);
       });
     }
-    handle(req, res, label).catch((err: unknown) => {
-      const error = toSessionmuxError(err);
-      if (error.code === "payload_too_large") closeAfterReply(req, res);
-      sendError(res, error);
-    });
+    awaitTurn(req, res, highWaterBytes)
+      .then(() => handle(req, res, label))
+      .catch((err: unknown) => {
+        const error = toSessionmuxError(err);
+        if (error.code === "internal_error")
+          options.logger?.error({ err, route: label.route, method: req.method }, "http internal error");
+        // The body was not read to its end: close rather than read what was refused.
+        if (error.code === "payload_too_large" || error.code === "upload_quota_exceeded")
+          closeAfterReply(req, res);
+        sendError(res, error);
+      });
   };
 }
 

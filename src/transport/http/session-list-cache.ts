@@ -1,35 +1,49 @@
-import type { SessionStore } from "../../store/session-store.js";
+import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
 
 /**
  * Encoded `GET /api/chat/sessions` answers, dropped on every commit of any session. The rows
  * it serves are pure projection fields (written in the commit transaction), so a commit notice
  * is the only thing that can change them. A read that overlapped a commit is not kept: the
- * generation it started under no longer matches.
+ * generation it started under no longer matches. Answers are kept per principal object (one
+ * per token entry), never per name, so no configured name can read another principal's list.
  * @default 64 distinct (principal, limit, parked) keys
  */
 export class SessionListCache {
-  readonly #bodies = new Map<string, Buffer>();
+  readonly #bodies = new Map<Principal, Map<string, Buffer>>();
+  #size = 0;
   #generation = 0;
 
   constructor(
-    store: SessionStore,
+    host: Pick<HostApi, "onAnyCommit">,
     readonly capacity = 64,
   ) {
-    store.subscribeAll(() => {
+    host.onAnyCommit(() => {
       this.#generation++;
-      this.#bodies.clear();
+      this.#clear();
     });
   }
 
-  async get(key: string, compute: () => Promise<Buffer>): Promise<Buffer> {
-    const hit = this.#bodies.get(key);
+  async get(principal: Principal, key: string, compute: () => Promise<Buffer>): Promise<Buffer> {
+    const hit = this.#bodies.get(principal)?.get(key);
     if (hit !== undefined) return hit;
     const generation = this.#generation;
     const body = await compute();
     if (generation === this.#generation) {
-      if (this.#bodies.size >= this.capacity) this.#bodies.clear();
-      this.#bodies.set(key, body);
+      if (this.#size >= this.capacity) this.#clear();
+      let own = this.#bodies.get(principal);
+      if (!own) {
+        own = new Map();
+        this.#bodies.set(principal, own);
+      }
+      if (!own.has(key)) this.#size++;
+      own.set(key, body);
     }
     return body;
+  }
+
+  #clear(): void {
+    this.#bodies.clear();
+    this.#size = 0;
   }
 }

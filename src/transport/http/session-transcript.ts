@@ -1,6 +1,7 @@
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../../protocol/transcript.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import type { SessionReadHandle } from "../../host/session-read-handle.js";
 import type { SessionProjection } from "../../store/session-store.js";
 import { fail } from "./http-reply.js";
 
@@ -63,7 +64,7 @@ export async function readSessionTranscript(
   sessionId: string,
   cache?: TranscriptCache,
 ): Promise<SessionSnapshot> {
-  await host.authorizeRead(principal, sessionId);
+  const reader = await host.openRead(principal, sessionId);
   let cached = cache?.get(sessionId);
   for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
     // The epoch of the first page decides: a cached fold from another epoch (a clear) is dropped.
@@ -71,14 +72,13 @@ export async function readSessionTranscript(
     let transcript = cached?.transcript ?? emptyTranscript();
     let stale = false;
     for (let round = 0; ; round++) {
-      const read = await foldToHead(host, sessionId, transcript, epoch);
+      const read = await foldToHead(reader, transcript, epoch);
       if (read === "stale") {
         stale = true;
         break;
       }
       ({ transcript, epoch } = read);
-      const projection = await host.store.projection(sessionId);
-      if (!projection) throw missing("not_found");
+      const projection = await reader.projection();
       if (projection.epoch !== epoch) {
         stale = true;
         break;
@@ -95,25 +95,17 @@ export async function readSessionTranscript(
 
 /** Folds the pages after `transcript.lastSeq` up to the head; "stale" when the epoch changed. */
 async function foldToHead(
-  host: HostApi,
-  sessionId: string,
+  reader: SessionReadHandle,
   from: TranscriptState,
   knownEpoch: string | undefined,
 ): Promise<{ transcript: TranscriptState; epoch: string } | "stale"> {
   let transcript = from;
   let epoch = knownEpoch;
   for (;;) {
-    const page = await host.store.readAfter(sessionId, transcript.lastSeq, PAGE);
-    if (page.status !== "ok") throw missing(page.status);
+    const page = await reader.readAfter(transcript.lastSeq, PAGE);
     epoch ??= page.epoch;
     if (page.epoch !== epoch) return "stale";
     transcript = applyEvents(transcript, page.events);
     if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) return { transcript, epoch };
   }
-}
-
-function missing(status: "not_found" | "retired") {
-  return status === "retired"
-    ? fail("session_retired", "the session was deleted")
-    : fail("session_not_found", "no such session");
 }

@@ -8,6 +8,8 @@ import {
 } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import type { SessionReadHandle } from "../../host/session-read-handle.js";
+import { refusal } from "../../host/store-outcomes.js";
 import type { CommitNotice } from "../../store/session-store.js";
 import type { HostMetrics } from "../metrics.js";
 import { EVENTS_VALUE_ENVELOPE, encodedEventsItem } from "./encoded-events.js";
@@ -57,6 +59,7 @@ export class FollowStream implements MuxStream {
   /** Events per log read: one item at first, more while the events read so far are small. */
   #readLimit: number;
   #unsubscribe: (() => void) | undefined;
+  #reader: SessionReadHandle | undefined;
 
   constructor(ctx: FollowContext, params: ParamsOf<"session.follow">) {
     this.#ctx = ctx;
@@ -71,14 +74,13 @@ export class FollowStream implements MuxStream {
 
   async start(): Promise<void> {
     const { host, principal, outlet } = this.#ctx;
-    this.#unsubscribe = host.store.subscribe(this.#sessionId, (notice) => this.#onNotice(notice));
     try {
-      await host.authorizeRead(principal, this.#sessionId);
+      const reader = await host.openRead(principal, this.#sessionId);
       if (this.#ended()) return;
-      const head = await host.store.header(this.#sessionId);
-      if (this.#ended()) return;
-      if (head.status === "retired") return this.#fail(retired(this.#sessionId));
-      if (head.status === "not_found") return this.#fail(notFound(this.#sessionId));
+      this.#reader = reader;
+      // Listener before read: whatever commits from here on is either in a log read or a notice.
+      this.#unsubscribe = reader.subscribe((notice) => this.#onNotice(notice));
+      const head = { header: reader.header, headSeq: reader.headSeq };
       const epoch = head.header.epoch;
       const afterSeq = this.#params.afterSeq ?? 0;
       outlet.item({ kind: "opened", epoch, headSeq: head.headSeq });
@@ -119,7 +121,7 @@ export class FollowStream implements MuxStream {
     try {
       const state = this.#state;
       if (state === "ended") return;
-      if (notice.kind === "delete") this.#fail(retired(this.#sessionId));
+      if (notice.kind === "delete") this.#fail(refusal(this.#sessionId, { status: "retired" }));
       else if (buffersNotices(state)) this.#buffer(notice);
       else if (state !== "live" || notice.kind === "meta") return;
       else if (notice.kind === "clear" || notice.epoch !== this.#epoch) this.#catchUp();
@@ -157,16 +159,15 @@ export class FollowStream implements MuxStream {
         this.#pendingEvents = 0;
         this.#pendingOverflow = false;
         const readLimit = this.#readLimit;
-        const read = await this.#ctx.host.store.readAfterEncoded(
-          this.#sessionId,
+        const reader = this.#reader;
+        if (!reader) return;
+        const read = await reader.readAfterEncoded(
           this.#lastSent,
           readLimit,
           this.#ctx.replayBatch,
           EVENTS_VALUE_ENVELOPE,
         );
         if (this.#ended()) return;
-        if (read.status === "retired") return this.#fail(retired(this.#sessionId));
-        if (read.status === "not_found") return this.#fail(notFound(this.#sessionId));
         if (firstRead && this.#state === "catchingUp")
           this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
         firstRead = false;
@@ -292,14 +293,4 @@ export class FollowStream implements MuxStream {
 function nextReadLimit(replayBatch: number, bytesPerEvent: number): number {
   const items = Math.floor(READ_BUDGET_BYTES / Math.max(1, bytesPerEvent * replayBatch));
   return replayBatch * Math.min(MAX_ITEMS_PER_READ, Math.max(1, items));
-}
-
-function retired(sessionId: string): SessionmuxError {
-  return new SessionmuxError("session_retired", `session ${sessionId} was deleted`, { data: { sessionId } });
-}
-
-function notFound(sessionId: string): SessionmuxError {
-  return new SessionmuxError("session_not_found", `session ${sessionId} does not exist`, {
-    data: { sessionId },
-  });
 }

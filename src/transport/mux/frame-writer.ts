@@ -4,17 +4,7 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import type { HostFrame } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
 import type { SharedEventFrames } from "./shared-event-frames.js";
-
-/** `ws` keeps the TCP socket private; we read its write backlog and cork it. */
-interface WebSocketInternals {
-  _socket?: Socket;
-}
-
-/** Node's own counters of a TCP socket: bytes handed to libuv, and what libuv still holds. */
-interface SocketInternals {
-  _bytesDispatched?: number;
-  _handle?: { writeQueueSize?: number } | null;
-}
+import { bytesTakenByKernel } from "./ws-framing.js";
 
 /**
  * Everything one mux socket sends goes through here. Writes made in the same tick are corked
@@ -23,18 +13,19 @@ interface SocketInternals {
  */
 export class FrameWriter {
   readonly #ws: WebSocket;
-  readonly #raw: Socket | undefined;
+  /** The TCP socket under `ws`, as the upgrade handed it over: corked per tick, drained, measured. */
+  readonly #raw: Socket;
   readonly #metrics: HostMetrics | undefined;
   readonly #drainWaiters = new Set<() => void>();
   #corked = false;
   #frames = 0;
   #bytes = 0;
 
-  constructor(ws: WebSocket, metrics: HostMetrics | undefined) {
+  constructor(ws: WebSocket, raw: Socket, metrics: HostMetrics | undefined) {
     this.#ws = ws;
-    this.#raw = (ws as unknown as WebSocketInternals)._socket;
+    this.#raw = raw;
     this.#metrics = metrics;
-    this.#raw?.on("drain", () => this.#onDrain());
+    raw.on("drain", () => this.#onDrain());
   }
 
   get open(): boolean {
@@ -51,14 +42,7 @@ export class FrameWriter {
    * Counts partial progress of a large write (libuv completes a write only once all of it is in).
    */
   get dispatched(): number {
-    const raw = this.#raw;
-    if (!raw) return 0;
-    const internals = raw as unknown as SocketInternals;
-    const queued = internals._handle?.writeQueueSize;
-    if (typeof internals._bytesDispatched === "number" && typeof queued === "number") {
-      return internals._bytesDispatched - queued;
-    }
-    return raw.bytesWritten - raw.writableLength;
+    return bytesTakenByKernel(this.#raw);
   }
 
   sendFrame(frame: HostFrame): void {
@@ -89,15 +73,16 @@ export class FrameWriter {
 
   /**
    * A tick's event frames, built once for many sockets, in one write of ready WebSocket bytes.
-   * Writing beside `ws` keeps order: with compression off and no Blobs sent, `ws` never queues a
-   * message, so everything it sends is already on the socket when this is called.
+   * Writing beside `ws` keeps order only while `ws` holds no message of its own (it queues one
+   * only while compressing or reading a Blob, neither of which the mux does): its
+   * `bufferedAmount` is then exactly the socket's backlog. Otherwise the frames go through `ws`.
    */
   sendShared(frames: SharedEventFrames): void {
     if (!this.open) return;
     this.#cork();
     this.#frames += frames.payloads.length;
     this.#bytes += frames.payloadBytes;
-    if (this.#raw) {
+    if (this.#ws.bufferedAmount === this.#raw.writableLength) {
       this.#raw.write(frames.wire);
       return;
     }
@@ -105,7 +90,7 @@ export class FrameWriter {
   }
 
   #cork(): void {
-    if (this.#corked || !this.#raw) return;
+    if (this.#corked) return;
     this.#corked = true;
     this.#raw.cork();
     process.nextTick(() => this.#flush());
@@ -115,7 +100,7 @@ export class FrameWriter {
   onDrain(wake: () => void): void {
     this.#drainWaiters.add(wake);
     // A backlog that exists only inside the cork drains when the tick ends, without a 'drain'.
-    if (this.#raw && this.#raw.writableLength === 0) process.nextTick(() => this.#onDrain());
+    if (this.#raw.writableLength === 0) process.nextTick(() => this.#onDrain());
   }
 
   cancelDrain(wake: () => void): void {
@@ -124,7 +109,7 @@ export class FrameWriter {
 
   #flush(): void {
     this.#corked = false;
-    this.#raw?.uncork();
+    this.#raw.uncork();
     if (this.#metrics && this.#frames > 0) {
       this.#metrics.framesOut.inc(this.#frames);
       this.#metrics.bytesOut.inc(this.#bytes);

@@ -1,3 +1,4 @@
+import type { Socket } from "node:net";
 import type WebSocket from "ws";
 import { decodeFrame } from "../../../protocol/codec.js";
 import {
@@ -10,6 +11,7 @@ import {
 } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import { CallGate } from "./call-gate.js";
 import { type ClientRequest, isRefusal, parseClientFrame } from "./client-frame.js";
 import { ControlStream } from "./control-stream.js";
 import { FollowStream } from "./follow-stream.js";
@@ -34,6 +36,7 @@ export class MuxConnection {
   readonly #principal: Principal;
   readonly #options: MuxOptions;
   readonly #inFlight = new Map<number, InFlight>();
+  readonly #gate: CallGate;
   #streams = 0;
   #closed = false;
   #unsubscribeNotifications: (() => void) | undefined;
@@ -42,12 +45,18 @@ export class MuxConnection {
   #lastBacklog = 0;
   #lastDispatched = 0;
 
-  constructor(ws: WebSocket, host: HostApi, principal: Principal, options: MuxOptions) {
+  constructor(ws: WebSocket, raw: Socket, host: HostApi, principal: Principal, options: MuxOptions) {
     this.#ws = ws;
     this.#host = host;
     this.#principal = principal;
     this.#options = options;
-    this.writer = new FrameWriter(ws, options.metrics);
+    this.writer = new FrameWriter(ws, raw, options.metrics);
+    this.#gate = new CallGate({
+      maxInFlight: options.maxCallsInFlight,
+      maxQueued: options.maxQueuedCalls,
+      canStart: () => this.writer.buffered <= options.sendHighWaterBytes,
+      changed: () => this.#updateReading(),
+    });
     ws.on("message", (data, isBinary) => this.#onMessage(data, isBinary));
     ws.on("pong", () => {
       this.#heard = true;
@@ -92,7 +101,9 @@ export class MuxConnection {
     const progressed = this.#lastBacklog > 0 && dispatched > this.#lastDispatched;
     this.#lastBacklog = backlog;
     this.#lastDispatched = dispatched;
-    if (!this.#heard && !progressed) {
+    // Not reading the socket is then the host's doing (its calls are busy), not the peer's silence.
+    const holding = this.#ws.isPaused && backlog <= this.#options.sendHighWaterBytes;
+    if (!this.#heard && !progressed && !holding) {
       this.#ws.terminate();
       return;
     }
@@ -105,6 +116,8 @@ export class MuxConnection {
     if (this.#closed) return;
     this.#closed = true;
     this.#unsubscribeNotifications?.();
+    this.#gate.clear();
+    this.writer.cancelDrain(this.#drained);
     for (const entry of [...this.#inFlight.values()]) {
       if (entry.kind === "stream") {
         entry.stream.stop();
@@ -147,7 +160,26 @@ export class MuxConnection {
     const request = parseClientFrame(value, (id) => this.#inFlight.has(id));
     if (isRefusal(request)) this.#refuse(request.refused, request.id);
     else this.#dispatch(request);
+    this.#updateReading();
   }
+
+  /**
+   * Stops reading the socket while calls wait for a slot or the send backlog is above the
+   * high-water mark (protocol-v1 §7), and reads again once neither holds: a peer that does not
+   * read its answers cannot make the host hold more of them.
+   */
+  #updateReading(): void {
+    if (this.#closed) return;
+    const hold = this.#gate.waiting > 0 || this.writer.buffered > this.#options.sendHighWaterBytes;
+    if (hold) {
+      if (!this.#ws.isPaused) this.#ws.pause();
+      if (this.writer.buffered > 0) this.writer.onDrain(this.#drained);
+    } else if (this.#ws.isPaused) {
+      this.#ws.resume();
+    }
+  }
+
+  readonly #drained = (): void => this.#gate.pump();
 
   #dispatch(request: ClientRequest): void {
     if (request.type === "close") {
@@ -155,7 +187,19 @@ export class MuxConnection {
       return;
     }
     if (request.type === "call") {
-      void this.#call(request.id, request.method as CallMethod, request.params);
+      const { id, method, params } = request;
+      this.#inFlight.set(id, { kind: "call" });
+      if (!this.#gate.submit(() => this.#call(id, method as CallMethod, params))) {
+        this.#inFlight.delete(id);
+        this.#refuse(
+          new SessionmuxError(
+            "overloaded",
+            `at most ${this.#options.maxQueuedCalls} calls may wait on one socket; read the answers, then retry`,
+            { data: { limit: this.#options.maxQueuedCalls } },
+          ),
+          id,
+        );
+      }
       return;
     }
     if (this.#streams >= this.#options.maxStreamsPerSocket) {
@@ -175,8 +219,9 @@ export class MuxConnection {
   }
 
   async #call(id: number, method: CallMethod, params: unknown): Promise<void> {
-    this.#inFlight.set(id, { kind: "call" });
     try {
+      if (method === "session.create" || method === "session.fork")
+        this.#options.principalLimits.takeSessionCreation(this.#principal);
       const value = await this.#host.call(this.#principal, method, params as ParamsOf<typeof method>);
       if (!this.#closed) this.writer.sendFrame({ type: "result", id, value });
     } catch (err) {

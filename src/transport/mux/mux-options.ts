@@ -1,11 +1,11 @@
 import { DEFAULT_DECODE_LIMITS, type DecodeLimits } from "../../../protocol/codec.js";
 import { Limits } from "../../../protocol/index.js";
+import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
+import { PrincipalLimits } from "../principal-limits.js";
 
-/** Where the mux reports faults that are not the client's doing (pino-compatible). */
-export interface MuxLogger {
-  error(obj: object, msg: string): void;
-}
+/** Where the mux reports faults that are not the client's doing. */
+export type MuxLogger = FaultLog;
 
 /** Limits and knobs of the WebSocket mux (protocol-v1 §2, §5, §7). */
 export interface MuxOptions {
@@ -23,6 +23,15 @@ export interface MuxOptions {
    * keeps a reader that stopped reading from growing the host's memory without bound.
    */
   notificationHighWaterBytes: number;
+  /**
+   * @default 4 MiB — socket backlog above which the host stops reading the socket and starts no
+   * call, whatever the frames are (results, items, notifications).
+   */
+  sendHighWaterBytes: number;
+  /** @default 4 — calls running at once per socket; the next ones wait. */
+  maxCallsInFlight: number;
+  /** @default 256 — calls waiting for a slot per socket; one more is answered `overloaded`. */
+  maxQueuedCalls: number;
   /** @default 500 — events per `events` item during replay. */
   replayBatch: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
@@ -31,6 +40,8 @@ export interface MuxOptions {
   decodeLimits: DecodeLimits;
   /** @default console — internal errors are logged here (never sent to the peer). */
   logger: MuxLogger;
+  /** @default the defaults of `PrincipalLimits` — sockets and session creations per principal. */
+  principalLimits: PrincipalLimits;
   /** @default none — frames, bytes, streams, lag and slow followers are counted here. */
   metrics: HostMetrics | undefined;
 }
@@ -46,10 +57,14 @@ export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
     pingIntervalMs: options.pingIntervalMs ?? Limits.pingIntervalMs,
     followerHighWaterBytes: options.followerHighWaterBytes ?? Limits.followerHighWaterBytes,
     notificationHighWaterBytes: options.notificationHighWaterBytes ?? Limits.followerHighWaterBytes,
+    sendHighWaterBytes: options.sendHighWaterBytes ?? Limits.sendHighWaterBytes,
+    maxCallsInFlight: options.maxCallsInFlight ?? Limits.maxCallsInFlight,
+    maxQueuedCalls: options.maxQueuedCalls ?? Limits.maxQueuedCalls,
     replayBatch: options.replayBatch ?? Limits.replayBatch,
     controlMaxQueued: options.controlMaxQueued ?? 5000,
     decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },
     logger: options.logger ?? consoleLogger,
+    principalLimits: options.principalLimits ?? new PrincipalLimits(),
     metrics: options.metrics,
   };
 }

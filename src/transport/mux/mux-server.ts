@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { SUBPROTOCOL } from "../../../protocol/index.js";
@@ -53,8 +54,20 @@ export function createMuxUpgradeHandler(
     if (!verdict.ok) return refuseUpgrade(socket, verdict);
     if (closing)
       return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+    const releaseSocket = resolved.principalLimits.acquireSocket(verdict.principal);
+    if (!releaseSocket) {
+      const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
+      return refuseUpgrade(socket, {
+        ok: false,
+        status: 429,
+        code: "too_many_connections",
+        message: `at most ${limit} sockets per principal; close one first`,
+      });
+    }
+    socket.once("close", releaseSocket);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const connection = new MuxConnection(ws, host, verdict.principal, resolved);
+      // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
+      const connection = new MuxConnection(ws, socket as Socket, host, verdict.principal, resolved);
       live.set(ws, connection);
       resolved.metrics?.connections.inc();
       ws.once("close", () => {

@@ -1,5 +1,6 @@
 import { encodeFrame } from "../../../protocol/codec.js";
 import type { Notification } from "../../../protocol/index.js";
+import { binaryMessageHeader } from "./ws-framing.js";
 
 /** One tick's §6 `event` frames, encoded once for every socket that receives the same list. */
 export interface SharedEventFrames {
@@ -27,38 +28,11 @@ export function sharedEventFrames(list: readonly Notification[]): SharedEventFra
 
 function build(list: readonly Notification[]): SharedEventFrames {
   const payloads = list.map((n) => encodeFrame({ type: "event", name: n.name, value: n.value }));
+  const parts: Uint8Array[] = [];
   let payloadBytes = 0;
-  let wireBytes = 0;
   for (const p of payloads) {
     payloadBytes += p.length;
-    wireBytes += headerLength(p.length) + p.length;
+    parts.push(binaryMessageHeader(p), p);
   }
-  const wire = Buffer.allocUnsafe(wireBytes);
-  let at = 0;
-  for (const p of payloads) {
-    at = writeHeader(wire, at, p.length);
-    wire.set(p, at);
-    at += p.length;
-  }
-  return { payloads, payloadBytes, wire };
-}
-
-const headerLength = (length: number): number => (length < 126 ? 2 : length < 0x10000 ? 4 : 10);
-
-/** FIN + binary opcode, then the 7-bit, 16-bit or 64-bit payload length, no mask. */
-function writeHeader(target: Buffer, at: number, length: number): number {
-  target[at] = 0x82;
-  if (length < 126) {
-    target[at + 1] = length;
-    return at + 2;
-  }
-  if (length < 0x10000) {
-    target[at + 1] = 126;
-    target.writeUInt16BE(length, at + 2);
-    return at + 4;
-  }
-  target[at + 1] = 127;
-  target.writeUInt32BE(Math.floor(length / 0x1_0000_0000), at + 2);
-  target.writeUInt32BE(length >>> 0, at + 6);
-  return at + 10;
+  return { payloads, payloadBytes, wire: Buffer.concat(parts) };
 }

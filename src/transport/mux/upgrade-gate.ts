@@ -6,7 +6,7 @@ import type { Authenticator } from "../auth.js";
 
 export type UpgradeVerdict =
   | { ok: true; principal: Principal }
-  | { ok: false; status: 400 | 401 | 403 | 404; code: string; message: string };
+  | { ok: false; status: 400 | 401 | 403 | 404 | 429; code: string; message: string };
 
 /**
  * Decides an upgrade request before any WebSocket exists (protocol-v1 §2): path, then token
@@ -35,9 +35,13 @@ export function isMuxPath(url: string | undefined): boolean {
 /** Answers a refused upgrade on the raw socket and closes it. */
 export function refuseUpgrade(socket: Duplex, verdict: Extract<UpgradeVerdict, { ok: false }>): void {
   const body = JSON.stringify({ error: verdict.code, message: verdict.message });
-  const reason = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found" }[
-    verdict.status
-  ];
+  const reason = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+  }[verdict.status];
   const head = [
     `HTTP/1.1 ${verdict.status} ${reason}`,
     "Connection: close",

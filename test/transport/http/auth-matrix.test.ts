@@ -95,7 +95,6 @@ const ROUTES: RouteCase[] = [
     }),
   },
   { name: "GET attachment", owned: true, call: (t) => ({ path: `/v1/attachments/${t.attachmentId}` }) },
-  { name: "GET /metrics", owned: false, call: () => ({ path: "/metrics" }) },
 ];
 
 describe.each(ROUTES)("auth matrix: $name", (route) => {

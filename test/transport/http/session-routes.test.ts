@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { ALICE, api, newSession, prompt, waitForState } from "./http-client.js";
 
 let h: TestHost;
@@ -168,7 +168,7 @@ describe("POST /v1/interactions/{id}/answer", () => {
 describe("GET /metrics", () => {
   it("serves Prometheus text with the HTTP request counter by route and status", async () => {
     await api(h, "/healthz");
-    const r = await api(h, "/metrics", { token: ALICE_TOKEN });
+    const r = await api(h, "/metrics", { token: ADMIN_TOKEN });
     expect(r.status).toBe(200);
     expect(r.headers["content-type"]).toMatch(/^text\/plain/);
     expect(r.text).toMatch(/sessionmux_http_requests_total\{route="GET \/healthz",status="200"\} \d+/);

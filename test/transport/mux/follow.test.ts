@@ -18,6 +18,21 @@ describe("session.follow (protocol-v1 §5)", () => {
     await host?.dispose();
   });
 
+  it("a deleted session refuses every read alike: one mapping of store outcomes (§7)", async () => {
+    const sessionId = await createSession(peer);
+    const live = peer.follow(sessionId);
+    await peer.waitItem(live, (item) => item.kind === "caughtUp");
+    await peer.call("session.delete", { sessionId });
+    const during = (await peer.waitTerminal(live)).error;
+    const after = (await peer.waitTerminal(peer.follow(sessionId))).error;
+    const page = (await peer.callError("session.page", { sessionId })).toWire();
+    for (const error of [during, after, page]) {
+      expect(error?.code).toBe("session_retired");
+      expect(error?.data).toEqual({ sessionId });
+    }
+    expect(new Set([during?.message, after?.message, page.message]).size).toBe(1);
+  });
+
   it("listener before read: followers opened at random moments during /stream 2000 1 see exactly afterSeq+1 … end", async () => {
     const peers = [peer, await connect(host), await connect(host)];
     const sessionId = await createSession(peer);

@@ -1,0 +1,139 @@
+import { type Command, Option } from "commander";
+import { Limits } from "../../protocol/index.js";
+import type { MuxOptions } from "../transport/mux/mux-server.js";
+import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
+import { integer } from "./cli-options.js";
+
+/** One limit of the host a flag (or its environment variable) can change. */
+interface LimitFlag {
+  readonly flag: string;
+  readonly env: string;
+  readonly description: string;
+  readonly fallback: number;
+  readonly min: number;
+}
+
+/** Every limit of docs/reliability.md "Limits", with the flag and variable that change it. */
+const MUX_FLAGS = {
+  sendHighWaterBytes: {
+    flag: "--send-high-water-bytes <n>",
+    env: "SESSIONMUX_SEND_HIGH_WATER_BYTES",
+    description: "unsent bytes on a socket above which the host stops reading it",
+    fallback: Limits.sendHighWaterBytes,
+    min: 1024,
+  },
+  maxCallsInFlight: {
+    flag: "--max-calls-in-flight <n>",
+    env: "SESSIONMUX_MAX_CALLS_IN_FLIGHT",
+    description: "calls running at once per socket",
+    fallback: Limits.maxCallsInFlight,
+    min: 1,
+  },
+  maxQueuedCalls: {
+    flag: "--max-queued-calls <n>",
+    env: "SESSIONMUX_MAX_QUEUED_CALLS",
+    description: "calls waiting per socket before one is answered overloaded",
+    fallback: Limits.maxQueuedCalls,
+    min: 0,
+  },
+  maxStreamsPerSocket: {
+    flag: "--max-streams-per-socket <n>",
+    env: "SESSIONMUX_MAX_STREAMS_PER_SOCKET",
+    description: "open streams per socket",
+    fallback: Limits.maxStreamsPerSocket,
+    min: 1,
+  },
+} as const satisfies Partial<Record<keyof MuxOptions, LimitFlag>>;
+
+const UPLOAD_FLAGS = {
+  maxUploadBytes: {
+    flag: "--max-upload-bytes <n>",
+    env: "SESSIONMUX_MAX_UPLOAD_BYTES",
+    description: "size of one upload",
+    fallback: Limits.maxAttachmentBytes,
+    min: 1,
+  },
+  uploadQuotaBytes: {
+    flag: "--upload-quota-bytes <n>",
+    env: "SESSIONMUX_UPLOAD_QUOTA_BYTES",
+    description: "bytes of uploads per principal that no prompt references yet",
+    fallback: Limits.uploadQuotaBytes,
+    min: 1,
+  },
+  uploadTtlMs: {
+    flag: "--upload-ttl-ms <ms>",
+    env: "SESSIONMUX_UPLOAD_TTL_MS",
+    description: "age at which an upload no prompt references is deleted",
+    fallback: Limits.uploadTtlMs,
+    min: 1_000,
+  },
+} as const satisfies Record<string, LimitFlag>;
+
+const PRINCIPAL_FLAGS = {
+  maxSocketsPerPrincipal: {
+    flag: "--max-sockets-per-principal <n>",
+    env: "SESSIONMUX_MAX_SOCKETS_PER_PRINCIPAL",
+    description: "mux sockets one principal may hold open",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.maxSocketsPerPrincipal,
+    min: 1,
+  },
+  sessionCreateBurst: {
+    flag: "--session-create-burst <n>",
+    env: "SESSIONMUX_SESSION_CREATE_BURST",
+    description: "sessions a principal may create in a burst",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.sessionCreateBurst,
+    min: 1,
+  },
+  sessionCreatePerSecond: {
+    flag: "--session-create-per-second <n>",
+    env: "SESSIONMUX_SESSION_CREATE_PER_SECOND",
+    description: "sessions per second a principal's burst refills",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.sessionCreatePerSecond,
+    min: 1,
+  },
+} as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
+
+const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...PRINCIPAL_FLAGS };
+
+export type LimitValues = Record<keyof typeof ALL_FLAGS, number> & { metricsToken?: string };
+
+export function addLimitOptions(command: Command): Command {
+  command.addOption(
+    new Option("--metrics-token <token>", "a token that reads /metrics only (admin tokens can too)").env(
+      "SESSIONMUX_METRICS_TOKEN",
+    ),
+  );
+  for (const spec of Object.values(ALL_FLAGS) as LimitFlag[]) {
+    command.addOption(
+      new Option(spec.flag, spec.description)
+        .env(spec.env)
+        .argParser(integer(spec.flag.split(" ")[0] ?? spec.flag, spec.min))
+        .default(spec.fallback),
+    );
+  }
+  return command;
+}
+
+/** The per-principal limits the flags set. */
+export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
+  return {
+    maxSocketsPerPrincipal: values.maxSocketsPerPrincipal,
+    sessionCreateBurst: values.sessionCreateBurst,
+    sessionCreatePerSecond: values.sessionCreatePerSecond,
+  };
+}
+
+/** The upload options the limit flags set. */
+export function uploadLimitsOf(values: LimitValues): { maxUploadBytes: number; uploadQuotaBytes: number } {
+  return { maxUploadBytes: values.maxUploadBytes, uploadQuotaBytes: values.uploadQuotaBytes };
+}
+
+/** The mux options the limit flags set. */
+export function muxLimitsOf(values: LimitValues): Partial<MuxOptions> {
+  return {
+    sendHighWaterBytes: values.sendHighWaterBytes,
+    maxCallsInFlight: values.maxCallsInFlight,
+    maxQueuedCalls: values.maxQueuedCalls,
+    maxStreamsPerSocket: values.maxStreamsPerSocket,
+  };
+}

@@ -1,0 +1,101 @@
+import { hostname } from "node:os";
+import Database from "better-sqlite3";
+
+interface Holder {
+  pid: number;
+  host: string;
+  started_at: number;
+}
+
+/**
+ * One host per database file. The lock is a sidecar SQLite file, `<db>.lock`, in which the
+ * holder keeps a write transaction open (`BEGIN IMMEDIATE`: SQLite's RESERVED lock), after
+ * writing who it is: another process can still read that row to say who holds the lock, and the
+ * operating system drops the lock when the holder dies, even by `kill -9`. The database itself
+ * is never locked exclusively, so an online backup can read it while the host runs.
+ */
+export class DatabaseLock {
+  readonly path: string;
+  #db: Database.Database | undefined;
+
+  private constructor(path: string, db: Database.Database) {
+    this.path = path;
+    this.#db = db;
+  }
+
+  /** Takes the lock of `dbPath`, or throws an Error naming the file and, if known, its holder. */
+  static acquire(dbPath: string): DatabaseLock {
+    const path = `${dbPath}.lock`;
+    const db = new Database(path);
+    try {
+      db.pragma("busy_timeout = 0");
+      db.exec(
+        "CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL)",
+      );
+      // Free a moment ago: say who we are, then hold the lock. A process that raced us between
+      // the two steps makes one of them busy, and we refuse.
+      if (!tryBegin(db)) throw inUse(dbPath, db);
+      db.exec("ROLLBACK");
+      try {
+        db.transaction(() => {
+          db.exec("DELETE FROM holder");
+          db.prepare("INSERT INTO holder (pid, host, started_at) VALUES (?, ?, ?)").run(
+            process.pid,
+            hostname(),
+            Date.now(),
+          );
+        })();
+      } catch (err) {
+        if (isBusy(err)) throw inUse(dbPath, db);
+        throw err;
+      }
+      if (!tryBegin(db)) throw inUse(dbPath, db);
+      return new DatabaseLock(path, db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  release(): void {
+    const db = this.#db;
+    this.#db = undefined;
+    if (!db) return;
+    try {
+      db.exec("ROLLBACK");
+    } finally {
+      db.close();
+    }
+  }
+}
+
+function tryBegin(db: Database.Database): boolean {
+  try {
+    db.exec("BEGIN IMMEDIATE");
+    return true;
+  } catch (err) {
+    if (isBusy(err)) return false;
+    throw err;
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
+}
+
+function inUse(dbPath: string, db: Database.Database): Error {
+  let holder: Holder | undefined;
+  try {
+    holder = db.prepare("SELECT pid, host, started_at FROM holder").get() as Holder | undefined;
+  } catch {
+    holder = undefined;
+  }
+  const who =
+    holder && holder.pid !== process.pid
+      ? `process ${holder.pid} on ${holder.host}, started ${new Date(holder.started_at).toISOString()}`
+      : "another process";
+  return new Error(
+    `the database ${dbPath} is in use by ${who}; stop that host first (one host per database file)`,
+  );
+}

@@ -1,0 +1,80 @@
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AttackHost } from "../../support/attack-host.js";
+import { ADMIN_TOKEN } from "../../support/host.js";
+import { MuxPeer } from "../../support/mux-peer.js";
+
+const MIB = 1024 * 1024;
+
+let host: AttackHost | undefined;
+afterEach(async () => {
+  await host?.dispose();
+  host = undefined;
+});
+
+async function upload(bytes: number): Promise<Response> {
+  return fetch(`${host!.url}/v1/attachments`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/octet-stream" },
+    body: new Uint8Array(bytes).fill(3),
+  });
+}
+
+async function download(id: string): Promise<number> {
+  const res = await fetch(`${host!.url}/v1/attachments/${id}`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
+  it("past the quota an upload is upload_quota_exceeded; unreferenced uploads expire, used ones stay", async () => {
+    host = await AttackHost.start([
+      "--max-upload-bytes",
+      String(2 * MIB),
+      "--upload-quota-bytes",
+      String(3 * MIB),
+      "--upload-ttl-ms",
+      "2000",
+    ]);
+    expect((await upload(2 * MIB + 1)).status).toBe(413);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await upload(MIB);
+      expect(res.status).toBe(200);
+      ids.push(((await res.json()) as { attachmentId: string }).attachmentId);
+    }
+    const over = await upload(MIB);
+    expect(over.status).toBe(413);
+    expect(await over.json()).toEqual({ error: "upload_quota_exceeded" });
+    expect(await download(ids[0]!)).toBe(200);
+
+    // One of them is used by a prompt before it expires: it belongs to the session from then on.
+    const peer = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN });
+    const { header } = await peer.call<{ header: { sessionId: string } }>("session.create", {});
+    const used = ids.pop()!;
+    await peer.call("session.prompt", {
+      sessionId: header.sessionId,
+      text: "see the file",
+      clientMessageId: "with-file",
+      attachments: [{ name: "f.bin", type: "application/octet-stream", attachmentId: used }],
+    });
+    await peer.disconnect();
+
+    // Nobody references them: they expire, their bytes are freed, and the quota is free again.
+    await vi.waitFor(async () => expect(await Promise.all(ids.map(download))).toEqual([404, 404]), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    const db = new Database(host.dbPath, { readonly: true });
+    try {
+      expect(db.prepare("SELECT attachment_id AS id FROM attachments").all()).toEqual([{ id: used }]);
+      expect(db.pragma("freelist_count", { simple: true }) as number).toBeGreaterThan((2 * MIB) / 4096 / 2);
+    } finally {
+      db.close();
+    }
+    expect((await upload(MIB)).status).toBe(200);
+    expect(await download(used)).toBe(200);
+  });
+});

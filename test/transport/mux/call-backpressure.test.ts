@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestHost, type TestHost } from "../../support/host.js";
+import { MuxPeer, until } from "../../support/mux-peer.js";
+import { connect, createSession } from "./mux-fixture.js";
+
+const MIB = 1024 * 1024;
+const CALLS = 100;
+
+let host: TestHost | undefined;
+const peers: MuxPeer[] = [];
+afterEach(async () => {
+  for (const peer of peers.splice(0)) await peer.disconnect();
+  await host?.dispose();
+  host = undefined;
+});
+
+async function attachmentOf(test: TestHost, bytes: number): Promise<string> {
+  return test.store.putAttachment({
+    owner: "admin",
+    name: "big.bin",
+    type: "application/octet-stream",
+    bytes: new Uint8Array(bytes).fill(7),
+  });
+}
+
+describe("calls under backpressure (protocol-v1 §7, §9)", () => {
+  it("past the running and waiting bounds a call is overloaded; the others are all answered in order", async () => {
+    host = await startTestHost({
+      mux: { maxCallsInFlight: 1, maxQueuedCalls: 2, sendHighWaterBytes: 64 * 1024 },
+    });
+    const peer = await connect(host);
+    peers.push(peer);
+    const sessionId = await createSession(peer);
+    const attachmentId = await attachmentOf(host, MIB);
+    // One synchronous burst: the host reads all ten from one chunk before any answer is ready.
+    const ids = Array.from({ length: 10 }, () => peer.nextId());
+    for (const id of ids)
+      peer.send({ type: "call", id, method: "session.attachment", params: { sessionId, attachmentId } });
+    const answers = await until(
+      () => {
+        const got = ids.map((id) => peer.of(id).find((f) => f.type === "result" || f.type === "error"));
+        return got.every((f) => f !== undefined) ? got : undefined;
+      },
+      20_000,
+      "every call answered",
+    );
+    const results = answers.filter((f) => f?.type === "result");
+    const refused = answers.filter((f) => f?.type === "error");
+    // One running and two waiting when the burst was read.
+    expect(results.map((f) => f?.id)).toEqual(ids.slice(0, 3));
+    expect(refused.map((f) => f?.error?.code)).toEqual(Array(7).fill("overloaded"));
+    expect(refused[0]?.error?.retryable).toBe(true);
+    // The socket is read again once the answers drain: a later call goes through.
+    expect(await peer.call("session.models")).toHaveProperty("default");
+  });
+
+  it("a socket that does not read its answers is not read either; another socket is served meanwhile", async () => {
+    host = await startTestHost({ mux: { sendHighWaterBytes: 256 * 1024 } });
+    const reader = await connect(host);
+    const stalled = await MuxPeer.connect(host.wsUrl, { token: "admin-secret-token" });
+    peers.push(reader, stalled);
+    const sessionId = await createSession(reader);
+    const attachmentId = await attachmentOf(host, MIB / 2);
+    stalled.pause();
+    const bytesIn = async () =>
+      Number(/sessionmux_frames_in_total (\d+)/.exec(await host!.metrics.registry.metrics())?.[1]);
+    const before = await bytesIn();
+    // One call per event-loop turn, so they reach the host in separate reads.
+    for (let i = 0; i < CALLS; i++) {
+      stalled.send({
+        type: "call",
+        id: stalled.nextId(),
+        method: "session.attachment",
+        params: { sessionId, attachmentId },
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Calls keep being answered on the other socket while the stalled one holds its backlog.
+    for (let i = 0; i < 5; i++) expect(await reader.call("session.models")).toHaveProperty("default");
+    const heard = (await bytesIn()) - before;
+    // The host stopped reading the stalled socket long before its calls: at most the running
+    // and waiting bounds, plus what one read had already taken in, were decoded.
+    expect(heard).toBeLessThan(CALLS / 2);
+    stalled.resume();
+    await until(
+      () => stalled.frames.filter((f) => f.type === "result" || f.type === "error").length === CALLS,
+      60_000,
+      "the stalled socket gets its answers once it reads",
+    );
+  });
+});

@@ -1,0 +1,86 @@
+import { once } from "node:events";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Principal } from "../../src/host/principal.js";
+import { SessionListCache } from "../../src/transport/http/session-list-cache.js";
+import { AttackHost, Canary, report } from "../support/attack-host.js";
+import { ALICE_TOKEN } from "../support/host.js";
+import { MuxPeer } from "../support/mux-peer.js";
+import { tempDir } from "../support/temp-dir.js";
+import { spawnCliHost } from "../torture/cli-host.js";
+
+let host: AttackHost | undefined;
+const peers: MuxPeer[] = [];
+afterEach(async () => {
+  for (const peer of peers.splice(0)) await peer.disconnect();
+  await host?.dispose();
+  host = undefined;
+});
+
+describe("principals are token entries (docs/reliability.md, Limits)", () => {
+  it.each([
+    [["--token", "*=x"], /name/],
+    [["--token", "admin=y"], /reserved/],
+    [["--token", "alice=a", "--token", "alice=b"], /used twice/],
+    [["--token", "alice=same", "--token", "bob=same"], /same secret/],
+    [["--token", "other"], /more than one bare/],
+  ])("a host with %j refuses to start and says why", async (extra, message) => {
+    const dir = tempDir();
+    try {
+      await expect(spawnCliHost({ dbPath: dir.file("s.db"), token: "admin-secret", extra })).rejects.toThrow(
+        message,
+      );
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it("cached session lists are kept per principal object, not per name", async () => {
+    const cache = new SessionListCache({ onAnyCommit: () => () => {} });
+    const admin: Principal = Object.freeze({ name: "same", admin: true });
+    const other: Principal = Object.freeze({ name: "same", admin: false });
+    await cache.get(admin, "k", async () => Buffer.from("admin's list"));
+    const seen = await cache.get(other, "k", async () => Buffer.from("own list"));
+    expect(seen.toString()).toBe("own list");
+  });
+});
+
+describe("per-principal limits against a real host", () => {
+  it("sockets past the limit get 429 too_many_connections; creations past the bucket rate_limited", async () => {
+    host = await AttackHost.start([
+      "--token",
+      `alice=${ALICE_TOKEN}`,
+      "--max-sockets-per-principal",
+      "3",
+      "--session-create-burst",
+      "5",
+      "--session-create-per-second",
+      "1",
+    ]);
+    const canary = await Canary.start(host);
+    const measured = await host.measure(async () => {
+      await canary.stream(40, 25);
+      for (let i = 0; i < 3; i++) peers.push(await MuxPeer.connect(host!.wsUrl, { token: ALICE_TOKEN }));
+      const refused = MuxPeer.socket(host!.wsUrl, { token: ALICE_TOKEN });
+      refused.on("error", () => {});
+      const [, response] = (await once(refused, "unexpected-response")) as [unknown, { statusCode: number }];
+      expect(response.statusCode).toBe(429);
+      refused.terminate();
+
+      const alice = peers[0]!;
+      for (let i = 0; i < 5; i++) await alice.call("session.create", {});
+      const limited = await alice.callError("session.create", {});
+      expect(limited.code).toBe("rate_limited");
+      expect((limited.data as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0);
+      // The admin's own bucket and sockets are untouched.
+      await canary.peer.call("session.create", {});
+      return canary.check();
+    });
+    report("per-principal sockets and creations", measured);
+    expect(measured.result).toBeGreaterThan(40);
+
+    // A closed socket frees its slot.
+    await peers.shift()!.disconnect();
+    peers.push(await MuxPeer.connect(host.wsUrl, { token: ALICE_TOKEN }));
+    await canary.dispose();
+  });
+});
