@@ -61,6 +61,11 @@ export interface SqliteStoreOptions {
   logger?: StoreFaultLog;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
+  /**
+   * A reader beside the host that holds the file (tools, tests): takes no lock, refuses every
+   * write (`query_only`) and never migrates. @default false
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -115,9 +120,15 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   /** Opens (creating the folder and file if missing) and migrates the database at `path`. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-    const lock = path === ":memory:" ? undefined : DatabaseLock.acquire(path);
+    const readOnly = options.readOnly === true;
+    const lock = path === ":memory:" || readOnly ? undefined : DatabaseLock.acquire(path);
     const db = new Database(path);
     try {
+      if (readOnly) {
+        db.pragma("query_only = ON");
+        db.pragma("busy_timeout = 5000");
+        return new SqliteSessionStore(db, options);
+      }
       db.pragma("journal_mode = WAL");
       // an acknowledged append must survive power loss, not only a process crash
       db.pragma("synchronous = FULL");

@@ -20,6 +20,8 @@ export interface StoreUnderTest {
   store: ContractStore;
   /** Another store instance on the same database, as a second process would open it. */
   openAnother(options?: OpenOptions): Promise<ContractStore>;
+  /** A reading instance beside `store` while it runs (SQLite: read-only, as one host holds the file). */
+  openReader(): Promise<ContractStore>;
   /** Closes `store` and every other instance, then removes the database. */
   dispose(): Promise<void>;
 }
@@ -49,6 +51,11 @@ const sqlite: Backend = {
         others.push(other);
         return other;
       },
+      async openReader() {
+        const reader = SqliteSessionStore.open(path, { readOnly: true });
+        others.push(reader);
+        return reader;
+      },
       async dispose() {
         await Promise.all([store, ...others].map((s) => s.close()));
         dir.remove();
@@ -72,6 +79,11 @@ function postgres(url: string): Backend {
           const other = await PostgresSessionStore.open(url, { schema, maxConnections: 4, ...more });
           others.push(other);
           return other;
+        },
+        async openReader() {
+          const reader = await PostgresSessionStore.open(url, { schema, maxConnections: 4 });
+          others.push(reader);
+          return reader;
         },
         async dispose() {
           await Promise.all([store, ...others].map((s) => s.close()));

@@ -36,9 +36,9 @@ describeContract("group commit", (backend) => {
   });
 
   it("resolves an append only after its commit is visible to another connection", async () => {
-    const { store, openAnother } = await open();
+    const { store, openReader } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
-    const reader = await openAnother();
+    const reader = await openReader();
     const pending = Array.from({ length: 50 }, (_, i) => store.append("a", [delta("t", `x${i}`)]));
     for (const promise of pending) {
       const outcome = await promise;
