@@ -52,6 +52,7 @@ import type {
   StoredAttachment,
 } from "./session-store.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import { assertStorable } from "./storable-data.js";
 import type { StoreMetrics } from "./store-metrics.js";
 import { WriteOperations } from "./write-operations.js";
 
@@ -152,6 +153,11 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   }
 
   append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+    try {
+      assertStorable(events);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.writes.submit(this.ops.append(sessionId, events, options));
   }
 
