@@ -39,6 +39,10 @@ export const ErrorCodes = {
   attachment_not_found: { category: "business", retryable: false, status: 404 },
   agent_not_live: { category: "business", retryable: false, status: 409 },
   queue_item_not_found: { category: "business", retryable: false, status: 404 },
+  /** A live-state limit (queued prompts per session, queued bytes per principal) was reached. */
+  queue_full: { category: "business", retryable: false, status: 429 },
+  /** A principal has the most live agents allowed and none of them is idle. */
+  too_many_agents: { category: "business", retryable: false, status: 429 },
   // internal: the host failed
   persistence_failure: { category: "internal", retryable: true, status: 503 },
   slow_consumer: { category: "internal", retryable: true, status: 503 },

@@ -105,9 +105,14 @@ export const EventData = {
     action: Type.Optional(Type.String()),
     question: Type.Optional(Type.String()),
     options: Type.Optional(Type.Array(Type.String())),
+    toolCallId: Type.Optional(Type.String()),
   }),
   "interaction/resolved": Type.Object({ interactionId: Type.String(), resolution: Resolution }),
   "turn/end": Type.Object({ turnId: Type.String(), state: TurnState, error: Type.Optional(Type.String()) }),
+  /** A background job began (it may outlive its turn). */
+  "job/started": Type.Object({ jobId: Type.String(), label: Type.String(), turnId: Type.String() }),
+  /** A job ended; `interrupted` when its host stopped or crashed while it ran. */
+  "job/ended": Type.Object({ jobId: Type.String(), state: TurnState }),
 } as const satisfies Record<string, TSchema>;
 
 export type EventType = keyof typeof EventData;

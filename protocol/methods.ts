@@ -234,7 +234,7 @@ export const Methods = {
     Type.Object({ items: Type.Array(QueueItem) }),
   ),
   "session.respond": call(
-    "live-only",
+    "resume",
     Type.Object({ interactionId: OpaqueIdSchema, response: Resolution }, strict),
     Type.Object({ resolved: Type.Literal(true) }),
   ),

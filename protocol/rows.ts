@@ -57,7 +57,10 @@ export const JobState = Type.Union([
   Type.Literal("completed"),
   Type.Literal("failed"),
   Type.Literal("cancelled"),
+  /** The host stopped or crashed while the job ran. */
+  Type.Literal("interrupted"),
 ]);
+export type JobState = Static<typeof JobState>;
 export const Job = Type.Object({
   jobId: Type.String(),
   label: Type.String(),
@@ -76,5 +79,7 @@ export const Interaction = Type.Object({
   action: Type.Optional(Type.String()),
   question: Type.Optional(Type.String()),
   options: Type.Optional(Type.Array(Type.String())),
+  /** The tool call an approval is about, so a tool-loop agent can map the answer back to it. */
+  toolCallId: Type.Optional(Type.String()),
 });
 export type Interaction = Static<typeof Interaction>;

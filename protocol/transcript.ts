@@ -177,6 +177,9 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
       s.tail = -1;
     }
   },
+  // jobs are shown by the control stream (`jobs`); their log events leave the messages as they are
+  "job/started": () => {},
+  "job/ended": () => {},
 };
 
 /**

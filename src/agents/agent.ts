@@ -1,4 +1,4 @@
-import type { Resolution, SessionEvent } from "../../protocol/index.js";
+import type { Interaction, Resolution, SessionEvent } from "../../protocol/index.js";
 
 /** What an agent may append during its turn; the controller adds `turnId`. */
 export type AgentEmit =
@@ -7,9 +7,16 @@ export type AgentEmit =
   | { type: "tool/call"; toolCallId: string; name: string; args: unknown }
   | { type: "tool/result"; toolCallId: string; ok: boolean; result: unknown; durationMs: number };
 
+/** `toolCallId` names the tool call an interaction is about, so an answer maps back to it. */
 export type InteractionRequest =
-  | { kind: "approval"; action: string }
-  | { kind: "question"; question: string; options?: string[] };
+  | { kind: "approval"; action: string; toolCallId?: string }
+  | { kind: "question"; question: string; options?: string[]; toolCallId?: string };
+
+/** An interaction of a parked turn and the answer it got while no process was waiting for it. */
+export interface ParkedAnswer {
+  interaction: Interaction;
+  resolution: Resolution;
+}
 
 export interface JobHandle {
   readonly jobId: string;
@@ -43,8 +50,12 @@ export interface TurnContext {
   emit(event: AgentEmit): Promise<void>;
   /** Records `interaction/requested`, parks the turn as `input-required`, resolves with the answer. */
   requestInteraction(request: InteractionRequest): Promise<Resolution>;
-  /** Steered queue items delivered since the last call (already recorded as interjections). */
-  takeInterjections(): string[];
+  /**
+   * Steered queue items delivered since the last call; taking them records each as an interjection
+   * (`user/message {interjection:true}`) where the agent reads it. Items never taken before the
+   * turn ends run as the next prompt instead.
+   */
+  takeInterjections(): Promise<string[]>;
   /** A background job that may outlive the turn. */
   startJob(label: string): JobHandle;
 }
@@ -60,5 +71,11 @@ export interface AgentDriver {
   models(): { id: string; label: string }[];
   readonly defaultModel: string;
   runTurn(turn: TurnContext): Promise<TurnOutcome>;
+  /**
+   * Continues a turn that was parked on interactions when its host stopped. Called once every
+   * pending interaction of the turn is answered, with the same turn id; `turn.history()` holds the
+   * turn's events so far. A driver without it has such a turn closed as `interrupted` once answered.
+   */
+  continueTurn?(turn: TurnContext, answers: ParkedAnswer[]): Promise<TurnOutcome>;
   close?(): Promise<void>;
 }

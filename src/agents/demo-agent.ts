@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
+import type { Resolution } from "../../protocol/index.js";
 import { abortableSleep } from "./abortable-sleep.js";
-import type { AgentDriver, TurnContext, TurnOutcome } from "./agent.js";
+import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "./agent.js";
 import { type DemoCommand, parseDemoCommand } from "./demo-command.js";
 
 /** Progress reports of a `/job`. */
@@ -31,8 +32,31 @@ export class DemoAgent implements AgentDriver {
     }
   }
 
+  /** A parked `/approve` or `/ask` answered after a restart: the same ending as the live path. */
+  async continueTurn(turn: TurnContext, answers: ParkedAnswer[]): Promise<TurnOutcome> {
+    try {
+      for (const { interaction, resolution } of answers) {
+        if (interaction.kind === "approval") {
+          await finishApproval(
+            turn,
+            interaction.action ?? "proceed",
+            interaction.toolCallId ?? randomUUID(),
+            interaction.requestedAt,
+            resolution,
+          );
+        } else {
+          await finishQuestion(turn, resolution);
+        }
+      }
+      return { state: "completed" };
+    } catch (err) {
+      if (turn.signal.aborted) return { state: "cancelled" };
+      throw err;
+    }
+  }
+
   async #run(turn: TurnContext, command: DemoCommand): Promise<TurnOutcome> {
-    const say = (text: string) => turn.emit({ type: "assistant/delta", text: withInterjections(turn, text) });
+    const say = (text: string) => sayIn(turn, text);
     switch (command.kind) {
       case "text": {
         if (turn.model === "demo-careful")
@@ -55,24 +79,16 @@ export class DemoAgent implements AgentDriver {
           args: { action: command.action },
         });
         const started = Date.now();
-        const resolution = await turn.requestInteraction({ kind: "approval", action: command.action });
-        const approved = "outcome" in resolution && resolution.outcome === "approve";
-        await turn.emit({
-          type: "tool/result",
+        const resolution = await turn.requestInteraction({
+          kind: "approval",
+          action: command.action,
           toolCallId,
-          ok: approved,
-          result: approved
-            ? { action: command.action, done: true }
-            : { action: command.action, denied: true },
-          durationMs: Math.max(0, Date.now() - started),
         });
-        await say(approved ? `Approved: ${command.action}` : `Denied: ${command.action}`);
-        return { state: "completed" };
+        return finishApproval(turn, command.action, toolCallId, started, resolution);
       }
       case "ask": {
         const resolution = await turn.requestInteraction({ kind: "question", question: command.question });
-        await say(`You answered: ${"answer" in resolution ? resolution.answer : resolution.outcome}`);
-        return { state: "completed" };
+        return finishQuestion(turn, resolution);
       }
       case "job": {
         const job = turn.startJob(`demo job (${command.seconds}s)`);
@@ -90,9 +106,37 @@ export class DemoAgent implements AgentDriver {
   }
 }
 
+async function finishApproval(
+  turn: TurnContext,
+  action: string,
+  toolCallId: string,
+  started: number,
+  resolution: Resolution,
+): Promise<TurnOutcome> {
+  const approved = "outcome" in resolution && resolution.outcome === "approve";
+  await turn.emit({
+    type: "tool/result",
+    toolCallId,
+    ok: approved,
+    result: approved ? { action, done: true } : { action, denied: true },
+    durationMs: Math.max(0, Date.now() - started),
+  });
+  await sayIn(turn, approved ? `Approved: ${action}` : `Denied: ${action}`);
+  return { state: "completed" };
+}
+
+async function finishQuestion(turn: TurnContext, resolution: Resolution): Promise<TurnOutcome> {
+  await sayIn(turn, `You answered: ${"answer" in resolution ? resolution.answer : resolution.outcome}`);
+  return { state: "completed" };
+}
+
+function sayIn(turn: TurnContext, text: string): Promise<void> {
+  return withInterjections(turn, text).then((noted) => turn.emit({ type: "assistant/delta", text: noted }));
+}
+
 /** Steered messages are acknowledged in the next delta, so the operator sees the turn read them. */
-function withInterjections(turn: TurnContext, text: string): string {
-  const taken = turn.takeInterjections();
+async function withInterjections(turn: TurnContext, text: string): Promise<string> {
+  const taken = await turn.takeInterjections();
   if (taken.length === 0) return text;
   return taken.map((t) => `[noted: ${t}] `).join("") + text;
 }

@@ -1,5 +1,6 @@
-import type { AgentDriver, TurnContext, TurnOutcome } from "./agent.js";
-import { chatHistory } from "./chat-history.js";
+import type { Resolution } from "../../protocol/index.js";
+import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "./agent.js";
+import { type ChatMessage, chatHistory, turnSoFar } from "./chat-history.js";
 import { sseData } from "./sse-data.js";
 
 export interface OpenAIAgentOptions {
@@ -51,8 +52,30 @@ export class OpenAIAgent implements AgentDriver {
   }
 
   async runTurn(turn: TurnContext): Promise<TurnOutcome> {
+    return this.#guarded(turn, async () => [
+      ...chatHistory(await turn.history(), turn.turnId),
+      { role: "user", content: turn.prompt.text },
+    ]);
+  }
+
+  /**
+   * A turn parked on interactions when its host stopped: the conversation continues from the log
+   * (earlier turns, then this turn so far) with the answers given as the operator's next message.
+   */
+  async continueTurn(turn: TurnContext, answers: ParkedAnswer[]): Promise<TurnOutcome> {
+    return this.#guarded(turn, async () => {
+      const history = await turn.history();
+      return [
+        ...chatHistory(history, turn.turnId),
+        ...turnSoFar(history, turn.turnId),
+        { role: "user", content: answers.map(describeAnswer).join("\n") },
+      ];
+    });
+  }
+
+  async #guarded(turn: TurnContext, messages: () => Promise<ChatMessage[]>): Promise<TurnOutcome> {
     try {
-      return await this.#stream(turn);
+      return await this.#stream(turn, await messages());
     } catch (err) {
       if (turn.signal.aborted) return { state: "cancelled" };
       return {
@@ -62,12 +85,8 @@ export class OpenAIAgent implements AgentDriver {
     }
   }
 
-  async #stream(turn: TurnContext): Promise<TurnOutcome> {
+  async #stream(turn: TurnContext, messages: ChatMessage[]): Promise<TurnOutcome> {
     const url = `${this.#options.baseURL}/chat/completions`;
-    const messages = [
-      ...chatHistory(await turn.history(), turn.turnId),
-      { role: "user", content: turn.prompt.text },
-    ];
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
@@ -114,6 +133,21 @@ export class OpenAIAgent implements AgentDriver {
   #modelFor(turn: TurnContext): string {
     return turn.model === this.#options.model ? turn.model : this.defaultModel;
   }
+}
+
+/** An answer as the operator's words, naming what it answers (and the tool call, when one). */
+function describeAnswer({ interaction, resolution }: ParkedAnswer): string {
+  const tool = interaction.toolCallId ? ` (tool call ${interaction.toolCallId})` : "";
+  const subject =
+    interaction.kind === "approval"
+      ? `Approval of "${interaction.action ?? ""}"${tool}`
+      : `Answer to "${interaction.question ?? ""}"${tool}`;
+  return `${subject}: ${answerText(resolution)}`;
+}
+
+function answerText(resolution: Resolution): string {
+  if ("outcome" in resolution) return resolution.outcome === "approve" ? "approved" : "denied";
+  return resolution.answer;
 }
 
 function parseChunk(data: string): StreamChunk | undefined {

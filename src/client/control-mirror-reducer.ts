@@ -70,16 +70,11 @@ export function reduceControl(mirror: ControlMirror, item: ControlItem): Control
       if (item.state !== "detached") {
         return { ...mirror, agents: { ...mirror.agents, [item.sessionId]: item.state }, lastChange: item };
       }
-      // §5: detached clears that session's queue, jobs and interactions.
-      const interactions = Object.fromEntries(
-        Object.entries(mirror.interactions).filter(([, i]) => i.sessionId !== item.sessionId),
-      );
+      // §5: detached clears that session's jobs; its durable queue and interactions stay.
       return {
         ...mirror,
         agents: without(mirror.agents, item.sessionId),
-        queues: without(mirror.queues, item.sessionId),
         jobs: without(mirror.jobs, item.sessionId),
-        interactions,
         lastChange: item,
       };
     }

@@ -1,8 +1,7 @@
 import type { SessionHeader } from "../../protocol/index.js";
 import { type Activation, SessionmuxError } from "../../protocol/index.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { HostStore } from "../store/live-state-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
-import type { LiveRegistry } from "./live/live-registry.js";
 import type { LiveSession } from "./live-session.js";
 import { canSee, type Principal } from "./principal.js";
 import { agentNotLive, interactionNotFound, notFound, refusal } from "./store-outcomes.js";
@@ -24,8 +23,8 @@ export interface Resolvers {
   live(principal: Principal, sessionId: string): Promise<LiveSession>;
   /** Resume-permitted resolution: the live session, attaching an agent when cold. */
   resume(principal: Principal, sessionId: string): Promise<LiveSession>;
-  /** Live-only lookup of a pending (or just resolved) interaction; unknown or foreign → `interaction_not_found`. */
-  interaction(principal: Principal, interactionId: string): LiveInteraction;
+  /** A durable interaction (pending or answered); unknown or foreign → `interaction_not_found`. */
+  interaction(principal: Principal, interactionId: string): Promise<LiveInteraction>;
 }
 
 export interface LiveInteraction {
@@ -34,15 +33,13 @@ export interface LiveInteraction {
 }
 
 export class ActivationPolicy {
-  readonly #store: SessionStore;
+  readonly #store: HostStore;
   readonly #agents: AgentRegistry;
-  readonly #live: LiveRegistry;
   readonly #scopes: Record<Activation, Resolvers>;
 
-  constructor(store: SessionStore, agents: AgentRegistry, liveState: LiveRegistry) {
+  constructor(store: HostStore, agents: AgentRegistry) {
     this.#store = store;
     this.#agents = agents;
-    this.#live = liveState;
     const inspect = this.inspect.bind(this);
     const live = this.lookupLive.bind(this);
     const resume = this.resolveForWork.bind(this);
@@ -84,13 +81,10 @@ export class ActivationPolicy {
     throw agentNotLive(sessionId);
   }
 
-  lookupInteraction(principal: Principal, interactionId: string): LiveInteraction {
-    const sessionId = this.#live.sessionOfInteraction(interactionId);
-    const owner = sessionId === undefined ? undefined : this.#live.ownerOf(sessionId);
-    if (sessionId === undefined || owner === undefined || !canSee(principal, owner)) {
-      throw interactionNotFound(interactionId);
-    }
-    return { interactionId, sessionId };
+  async lookupInteraction(principal: Principal, interactionId: string): Promise<LiveInteraction> {
+    const stored = await this.#store.interaction(interactionId);
+    if (!stored || !canSee(principal, stored.owner)) throw interactionNotFound(interactionId);
+    return { interactionId, sessionId: stored.interaction.sessionId };
   }
 
   async resolveForWork(principal: Principal, sessionId: string): Promise<LiveSession> {

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { SessionmuxError } from "../../protocol/index.js";
 import type { HostMeters } from "./host-meters.js";
 import type { LiveRegistry } from "./live/live-registry.js";
-import { LiveSession } from "./live-session.js";
+import { LiveSession, RunningTurn } from "./live-session.js";
 
 /**
  * Which sessions have a live agent. Attaching is synchronous get-or-create, so two prompts racing
@@ -10,14 +10,24 @@ import { LiveSession } from "./live-session.js";
  */
 export class AgentRegistry {
   readonly #sessions = new Map<string, LiveSession>();
+  /** Live sessions per owner, least recently asked for work first. */
+  readonly #byOwner = new Map<string, Set<LiveSession>>();
+  readonly #maxPerOwner: number;
   readonly #live: LiveRegistry;
   readonly #idleDetachMs: number;
   readonly #metrics: HostMeters | undefined;
   readonly #logger: Logger;
   #closed = false;
 
-  constructor(options: { live: LiveRegistry; idleDetachMs: number; metrics?: HostMeters; logger: Logger }) {
+  constructor(options: {
+    live: LiveRegistry;
+    idleDetachMs: number;
+    maxLiveAgentsPerOwner: number;
+    metrics?: HostMeters;
+    logger: Logger;
+  }) {
     this.#live = options.live;
+    this.#maxPerOwner = options.maxLiveAgentsPerOwner;
     this.#idleDetachMs = options.idleDetachMs;
     this.#metrics = options.metrics;
     this.#logger = options.logger;
@@ -38,10 +48,19 @@ export class AgentRegistry {
     const existing = this.#sessions.get(sessionId);
     if (existing) {
       if (!existing.turn) this.#scheduleIdle(existing);
+      this.#touch(existing);
       return existing;
     }
+    this.#makeRoom(sessionId, info.owner);
     const session = new LiveSession(sessionId, info.owner, info.model);
+    // a turn a previous process left waiting on a person keeps the session busy: prompts queue
+    const parked = this.#live.interactionRegistry.parkedTurn(sessionId);
+    if (parked !== undefined) {
+      session.turn = new RunningTurn(parked);
+      session.turn.parked = true;
+    }
     this.#sessions.set(sessionId, session);
+    this.#touch(session);
     this.#live.attach(sessionId, info.owner);
     this.#metrics?.agentsLive(this.#sessions.size);
     this.#logger.debug({ sessionId }, "agent attached");
@@ -61,14 +80,17 @@ export class AgentRegistry {
     this.#live.status.set(session.sessionId, "running");
   }
 
-  /** Drops the live session and its live state. The caller stops its turn first. */
-  detach(sessionId: string): void {
+  /** Drops the live session and its process-local state. The caller stops its turn first. */
+  detach(sessionId: string, jobsEnd: "cancelled" | "interrupted" = "cancelled"): void {
     const session = this.#sessions.get(sessionId);
     if (!session) return;
     session.detached = true;
     this.#cancelIdle(session);
     this.#sessions.delete(sessionId);
-    this.#live.detach(sessionId);
+    const owned = this.#byOwner.get(session.owner);
+    owned?.delete(session);
+    if (owned?.size === 0) this.#byOwner.delete(session.owner);
+    this.#live.detach(sessionId, jobsEnd);
     this.#metrics?.agentsLive(this.#sessions.size);
     this.#logger.debug({ sessionId }, "agent detached");
   }
@@ -77,6 +99,38 @@ export class AgentRegistry {
   close(): void {
     this.#closed = true;
     for (const session of this.#sessions.values()) this.#cancelIdle(session);
+  }
+
+  /**
+   * Keeps an owner under its live-agent limit: idle agents (no turn, no running job) are detached,
+   * least recently used first; with none idle the new agent is refused. Nothing durable is lost:
+   * a refused prompt was not accepted, and queues and interactions stay in the store.
+   */
+  #makeRoom(sessionId: string, owner: string): void {
+    const owned = this.#byOwner.get(owner);
+    if (!owned || owned.size < this.#maxPerOwner) return;
+    for (const candidate of [...owned]) {
+      if (owned.size < this.#maxPerOwner) return;
+      if (!candidate.turn && !this.#live.jobRegistry.hasRunning(candidate.sessionId))
+        this.detach(candidate.sessionId);
+    }
+    if (owned.size >= this.#maxPerOwner) {
+      throw new SessionmuxError(
+        "too_many_agents",
+        `${owner} already has ${this.#maxPerOwner} agents at work; wait for a turn to finish or cancel one`,
+        { data: { sessionId, max: this.#maxPerOwner } },
+      );
+    }
+  }
+
+  #touch(session: LiveSession): void {
+    let owned = this.#byOwner.get(session.owner);
+    if (!owned) {
+      owned = new Set();
+      this.#byOwner.set(session.owner, owned);
+    }
+    owned.delete(session);
+    owned.add(session);
   }
 
   #scheduleIdle(session: LiveSession): void {

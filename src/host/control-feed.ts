@@ -1,4 +1,4 @@
-import type { SessionStore } from "../store/session-store.js";
+import type { HostStore } from "../store/live-state-store.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta } from "./live/live-state.js";
 import { canSee, type Principal } from "./principal.js";
@@ -9,19 +9,23 @@ interface Subscriber {
   readonly listener: (delta: ControlDelta) => void;
 }
 
+/** Projections read between two yields to the event loop while a baseline is built. */
+const BASELINE_BATCH = 256;
+
 /**
- * §5 `session.control`: live-state deltas plus projection deltas from the store's commits, each
- * filtered to what a principal may see. The transport subscribes first, then asks for a baseline,
- * so nothing that changes while the baseline is built is lost.
+ * §5 `session.control`: live-state deltas (queues and interactions from the store's live-state
+ * notices, agents and jobs from this process) plus projection deltas from the store's commits,
+ * each filtered to what a principal may see. The transport subscribes first, then asks for a
+ * baseline, so nothing that changes while the baseline is built is lost.
  */
 export class ControlFeed {
   readonly #subscribers = new Set<Subscriber>();
-  readonly #store: SessionStore;
+  readonly #store: HostStore;
   readonly #live: LiveRegistry;
   readonly #generation: string;
   #unsubscribe: (() => void)[] = [];
 
-  constructor(store: SessionStore, live: LiveRegistry, generation: string) {
+  constructor(store: HostStore, live: LiveRegistry, generation: string) {
     this.#store = store;
     this.#live = live;
     this.#generation = generation;
@@ -29,10 +33,7 @@ export class ControlFeed {
 
   start(): void {
     this.#unsubscribe.push(
-      this.#live.subscribeWithSession((delta, sessionId) => {
-        const owner = this.#live.ownerOf(sessionId);
-        if (owner !== undefined) this.#fanOut(owner, delta);
-      }),
+      this.#live.subscribeWithOwner((delta, _sessionId, owner) => this.#fanOut(owner, delta)),
       this.#store.subscribeAll((sessionId, notice, projection) => {
         if (!projection || notice.kind === "delete" || this.#subscribers.size === 0) return;
         this.#fanOut(projection.owner, {
@@ -56,25 +57,36 @@ export class ControlFeed {
     return () => this.#subscribers.delete(subscriber);
   }
 
-  /** Live state is read in one synchronous cut; each projection carries the seq it reflects. */
+  /**
+   * Live state is read in one synchronous cut (agents, jobs, and the durable queues and
+   * interactions of every visible session); projections of those sessions follow, read in batches
+   * that yield to the event loop, each carrying the seq it reflects.
+   */
   async baseline(principal: Principal): Promise<Baseline> {
-    const visible = (sessionId: string) => {
-      const owner = this.#live.ownerOf(sessionId);
-      return owner !== undefined && canSee(principal, owner);
-    };
-    const agents = this.#live.agents().filter((a) => visible(a.sessionId));
+    const sees = (owner: string | undefined) => owner !== undefined && canSee(principal, owner);
+    const agents = this.#live.agents().filter((a) => sees(this.#live.ownerOf(a.sessionId)));
+    const queues = this.#live.promptQueue.all().filter((q) => sees(q.owner));
+    const interactions = this.#live.interactionRegistry.pending().filter((p) => sees(p.owner));
     const baseline: Baseline = {
       kind: "baseline",
       generation: this.#generation,
       agents,
-      queues: this.#live.queues().filter((q) => visible(q.sessionId)),
-      jobs: this.#live.allJobs().filter((j) => visible(j.sessionId)),
-      interactions: this.#live.interactions().filter((i) => visible(i.sessionId)),
+      queues: queues.map(({ sessionId, items }) => ({ sessionId, items })),
+      jobs: this.#live.allJobs().filter((j) => sees(this.#live.ownerOf(j.sessionId))),
+      interactions: interactions.map((p) => p.interaction),
       projections: [],
     };
-    for (const { sessionId } of agents) {
-      const projection = await this.#store.projection(sessionId);
-      if (projection) baseline.projections.push(toRow(projection, this.#live));
+    const sessions = new Set<string>(agents.map((a) => a.sessionId));
+    for (const q of queues) sessions.add(q.sessionId);
+    for (const p of interactions) sessions.add(p.interaction.sessionId);
+    const ids = [...sessions];
+    for (let start = 0; start < ids.length; start += BASELINE_BATCH) {
+      if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      const batch = await Promise.all(
+        ids.slice(start, start + BASELINE_BATCH).map((id) => this.#store.projection(id)),
+      );
+      for (const projection of batch)
+        if (projection) baseline.projections.push(toRow(projection, this.#live));
     }
     return baseline;
   }

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { CallMethod, ParamsOf, ResultOf } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { HostStore, QueueLimits } from "../store/live-state-store.js";
 import type { Resolvers } from "./activation-policy.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import type { LiveRegistry } from "./live/live-registry.js";
@@ -11,7 +11,7 @@ import type { TurnRunner } from "./turn-runner.js";
 
 /** What method handlers share. Agents are reached only through the `Resolvers` a handler is given. */
 export interface HostContext {
-  readonly store: SessionStore;
+  readonly store: HostStore;
   readonly agent: AgentDriver;
   readonly live: LiveRegistry;
   readonly agents: AgentRegistry;
@@ -19,6 +19,7 @@ export interface HostContext {
   readonly notifications: NotificationHub;
   readonly logger: Logger;
   readonly now: () => number;
+  readonly limits: { readonly queue: QueueLimits };
   /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */
   readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;
 }

@@ -12,10 +12,19 @@ export class TurnStopped extends Error {
 /** The turn a live session runs now. Set synchronously when the turn is decided, so concurrent prompts queue. */
 export class RunningTurn {
   readonly abort = new AbortController();
-  /** Steered texts the agent has not taken yet. */
+  /** Queue items steered into this turn that the agent has not taken yet. */
   readonly interjections: string[] = [];
   /** False once the agent returned: a steer then becomes its own turn instead. */
   acceptsInterjections = true;
+  /** Interactions the agent is waiting on right now. */
+  waiting = 0;
+  /**
+   * A turn of a previous process, parked on interactions: no agent runs it until they are all
+   * answered (`TurnRunner.continueParked`). Prompts queue behind it like behind any turn.
+   */
+  parked = false;
+  /** Stopped by shutdown while waiting on a person: its `turn/end` is not written, it stays parked. */
+  leftParked = false;
   /** Settles when the turn is fully over (its `turn/end` committed or given up, or it never opened). */
   readonly done: Promise<void>;
   readonly finished: () => void;
@@ -29,7 +38,9 @@ export class RunningTurn {
   }
 
   stop(reason: TurnStop): void {
-    if (!this.abort.signal.aborted) this.abort.abort(new TurnStopped(reason));
+    if (this.abort.signal.aborted) return;
+    if (reason === "shutdown" && this.waiting > 0) this.leftParked = true;
+    this.abort.abort(new TurnStopped(reason));
   }
 
   get stopReason(): TurnStop | undefined {
@@ -44,6 +55,8 @@ export class LiveSession {
   idleTimer: NodeJS.Timeout | undefined;
   /** Set when the session detached; work scheduled for it afterwards is dropped. */
   detached = false;
+  /** Prompts being queued (their store write not yet committed); the queue's order waits for them. */
+  pendingEnqueues = 0;
 
   constructor(
     readonly sessionId: string,

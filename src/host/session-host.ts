@@ -12,7 +12,8 @@ import {
   validator,
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
-import type { SessionStore, StoredAttachment } from "../store/session-store.js";
+import type { HostStore } from "../store/live-state-store.js";
+import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
@@ -28,8 +29,27 @@ import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
 import { TurnRunner } from "./turn-runner.js";
 
+/** Queued prompts one session may hold. */
+export const DEFAULT_MAX_QUEUED_PER_SESSION = 100;
+/** Live agents one principal may hold at once. */
+export const DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL = 1000;
+/** Bytes of queued prompts (text, display, inline attachments) one principal may hold. */
+export const DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL = 16 * 1024 * 1024;
+
+/** Sessions read per page when live state is restored at start. */
+const RESTORE_PAGE = 200;
+
 export interface SessionHostOptions {
-  store: SessionStore;
+  store: HostStore;
+  /** Past it a prompt is refused `queue_full`. @default 100 */
+  maxQueuedPromptsPerSession?: number;
+  /** Past it a prompt is refused `queue_full`. @default 16 MiB */
+  maxQueuedBytesPerPrincipal?: number;
+  /**
+   * Live agents one principal may hold; past it idle ones are detached (least recently used
+   * first), and with none idle the call is refused `too_many_agents`. @default 1000
+   */
+  maxLiveAgentsPerPrincipal?: number;
   agent: AgentDriver;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
@@ -48,22 +68,33 @@ export interface SessionHostOptions {
 export class SessionHost implements HostApi {
   readonly hostId: string;
   readonly generation = randomUUID();
-  readonly store: SessionStore;
+  readonly store: HostStore;
   readonly live: LiveState;
-  readonly #registry = new LiveRegistry();
+  readonly #registry: LiveRegistry;
   readonly #agents: AgentRegistry;
   readonly #policy: ActivationPolicy;
   readonly #hub = new NotificationHub();
   readonly #control: ControlFeed;
   readonly #ctx: HostContext;
+  readonly #runner: TurnRunner;
   readonly #logger: Logger;
   readonly #now: () => number;
   #stopWatching: (() => void) | undefined;
+  #stopLive: (() => void) | undefined;
   #closing = false;
   #shutdown: Promise<void> | undefined;
 
   constructor(options: SessionHostOptions) {
     this.store = options.store;
+    const store = options.store;
+    this.#registry = new LiveRegistry({
+      append: async (sessionId, event) => {
+        await store.append(sessionId, [event], { at: this.#now() });
+      },
+      progress: async (jobId, progress) => {
+        await store.setJobProgress(jobId, progress);
+      },
+    });
     this.live = this.#registry;
     this.hostId = options.hostId ?? randomUUID();
     this.#logger = options.logger ?? pino({ enabled: false });
@@ -71,12 +102,13 @@ export class SessionHost implements HostApi {
     this.#agents = new AgentRegistry({
       live: this.#registry,
       idleDetachMs: options.idleDetachMs ?? 600_000,
+      maxLiveAgentsPerOwner: options.maxLiveAgentsPerPrincipal ?? DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL,
       logger: this.#logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    this.#policy = new ActivationPolicy(this.store, this.#agents, this.#registry);
+    this.#policy = new ActivationPolicy(this.store, this.#agents);
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
-    const runner = new TurnRunner({
+    this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,
       live: this.#registry,
@@ -91,21 +123,58 @@ export class SessionHost implements HostApi {
       agent: options.agent,
       live: this.#registry,
       agents: this.#agents,
-      runner,
+      runner: this.#runner,
       notifications: this.#hub,
       logger: this.#logger,
       now: this.#now,
+      limits: {
+        queue: {
+          maxItemsPerSession: options.maxQueuedPromptsPerSession ?? DEFAULT_MAX_QUEUED_PER_SESSION,
+          maxBytesPerOwner: options.maxQueuedBytesPerPrincipal ?? DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL,
+        },
+      },
       prompts: new Map(),
     };
   }
 
-  /** Closes turns a previous process left open, then starts watching commits. */
+  /**
+   * Closes turns a previous process left running (not those parked on a person), takes over the
+   * durable live state, then restores it: sessions with queued prompts get their agent back and
+   * their next prompt started; parked sessions stay parked until answered.
+   */
   async start(): Promise<void> {
     const interrupted = await this.store.interruptOpenTurns(this.#now());
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
+    this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
+    await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
+    await this.#restore();
+  }
+
+  /** Page by page, yielding between pages, so a large restore never holds the event loop long. */
+  async #restore(): Promise<void> {
+    let restored = 0;
+    let after: string | null = null;
+    do {
+      const page = await this.store.liveStatePage(after, RESTORE_PAGE);
+      this.#registry.load(page.sessions);
+      for (const s of page.sessions) {
+        // a parked session stays cold until answered; its queue waits behind the parked turn
+        if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
+        try {
+          this.#runner.kick(this.#agents.attach(s.sessionId, s));
+          restored++;
+        } catch (err) {
+          // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
+          this.#logger.warn({ err, sessionId: s.sessionId }, "queued prompts not restored");
+        }
+      }
+      after = page.next;
+      if (after !== null) await new Promise<void>((resolve) => setImmediate(resolve));
+    } while (after !== null);
+    if (restored > 0) this.#logger.info({ sessions: restored }, "restored queued prompts");
   }
 
   async call<M extends CallMethod>(
@@ -175,11 +244,15 @@ export class SessionHost implements HostApi {
   async #stop(): Promise<void> {
     this.#closing = true;
     this.#agents.close();
-    const turns = this.#agents.all().flatMap((s) => (s.turn ? [s.turn] : []));
+    // a parked turn of a previous process runs no agent: there is nothing to stop or wait for
+    const turns = this.#agents.all().flatMap((s) => (s.turn && !s.turn.parked ? [s.turn] : []));
     for (const turn of turns) turn.stop("shutdown");
     await Promise.all(turns.map((t) => t.done));
-    for (const session of this.#agents.all()) this.#agents.detach(session.sessionId);
+    // jobs still running end `interrupted`, recorded before the store closes
+    for (const session of this.#agents.all()) this.#agents.detach(session.sessionId, "interrupted");
+    await this.#registry.jobRegistry.settled();
     this.#stopWatching?.();
+    this.#stopLive?.();
     this.#control.stop();
     this.#hub.clear();
     await this.#ctx.agent.close?.();

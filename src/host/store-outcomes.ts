@@ -8,9 +8,18 @@ export function refusal(
     | { status: "retired" }
     | { status: "epoch_mismatch"; epoch: string }
     | { status: "busy" }
-    | { status: "exists" },
+    | { status: "exists" }
+    | { status: "queue_item_gone" },
 ): SessionmuxError {
   switch (outcome.status) {
+    case "queue_item_gone":
+      return new SessionmuxError(
+        "queue_item_not_found",
+        "the queued item is no longer queued; it may have started",
+        {
+          data: { sessionId },
+        },
+      );
     case "not_found":
       return notFound(sessionId);
     case "retired":

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Interaction, NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
 import type {
   AgentEmit,
   InteractionRequest,
@@ -10,7 +10,9 @@ import type {
 import type { SessionStore } from "../store/session-store.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { LiveSession, RunningTurn } from "./live-session.js";
+import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
+import { promptMessage } from "./user-message-shape.js";
 
 /** History is read in pages of this many events. */
 const HISTORY_PAGE = 1000;
@@ -25,6 +27,7 @@ export class HostTurnContext implements TurnContext {
   readonly #store: SessionStore;
   readonly #live: LiveRegistry;
   readonly #turn: RunningTurn;
+  readonly #owner: string;
   readonly #now: () => number;
 
   constructor(deps: {
@@ -43,6 +46,7 @@ export class HostTurnContext implements TurnContext {
     this.#store = deps.store;
     this.#live = deps.live;
     this.#turn = deps.turn;
+    this.#owner = deps.session.owner;
     this.#now = deps.now;
   }
 
@@ -63,26 +67,45 @@ export class HostTurnContext implements TurnContext {
 
   async requestInteraction(request: InteractionRequest): Promise<Resolution> {
     this.signal.throwIfAborted();
-    const interaction: Interaction = {
-      interactionId: randomUUID(),
-      sessionId: this.sessionId,
-      turnId: this.turnId,
-      requestedAt: this.#now(),
-      ...request,
-    };
-    // registered before the commit, so an answer can never find it missing once it is visible
-    const answered = this.#live.interactionRegistry.request(interaction);
-    const { sessionId: _s, requestedAt: _r, ...data } = interaction;
-    await this.#append({ type: "interaction/requested", data }, interaction.requestedAt);
-    return untilAborted(answered, this.signal);
+    const interactionId = randomUUID();
+    const waiters = this.#live.interactionRegistry;
+    // waited for before the commit, so an answer can never find nobody waiting once it is visible
+    const answered = waiters.wait(interactionId);
+    this.#turn.waiting++;
+    try {
+      await this.#append({
+        type: "interaction/requested",
+        data: { turnId: this.turnId, interactionId, ...request },
+      });
+      return await untilAborted(answered, this.signal);
+    } catch (err) {
+      waiters.abandon(interactionId);
+      throw err;
+    } finally {
+      this.#turn.waiting--;
+    }
   }
 
-  takeInterjections(): string[] {
-    return this.#turn.interjections.splice(0);
+  async takeInterjections(): Promise<string[]> {
+    const taken: string[] = [];
+    for (const itemId of this.#turn.interjections.splice(0)) {
+      // removed or edited since it was steered: what is queued now is what the agent reads
+      const item = this.#live.promptQueue.find(this.sessionId, itemId);
+      if (!item) continue;
+      const attachments = await prepareAttachments(this.#store, this.#owner, item.input);
+      const message = promptMessage(item.input, attachments.stored, true);
+      // the interjection and the item's removal commit together
+      const outcome = await this.#store.append(this.sessionId, [{ type: "user/message", data: message }], {
+        at: this.#now(),
+        dequeue: { itemId, turnId: this.turnId },
+      });
+      if (outcome.status === "appended") taken.push(item.input.text);
+    }
+    return taken;
   }
 
   startJob(label: string): JobHandle {
-    return this.#live.jobRegistry.start(this.sessionId, label);
+    return this.#live.jobRegistry.start(this.sessionId, this.turnId, label);
   }
 
   async #append(event: NewEvent, at = this.#now()): Promise<void> {

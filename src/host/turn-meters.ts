@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { AgentDriver, AgentEmit, TurnContext, TurnOutcome } from "../agents/agent.js";
+import type { AgentDriver, AgentEmit, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 
 /** What the host reports about turns; implemented by the metrics registry in transport. */
 export interface TurnMeters {
@@ -11,48 +11,57 @@ export interface TurnMeters {
 
 /**
  * Wraps an agent so every turn is timed and every failure logged, without the turn runner
- * knowing: the durations are those of `runTurn`, from its call to its outcome.
+ * knowing: the durations are those of `runTurn` (or `continueTurn`), from its call to its outcome.
  */
 export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Logger): AgentDriver {
+  const measured = async (turn: TurnContext, run: (timed: TurnContext) => Promise<TurnOutcome>) => {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    let firstTokenSeen = false;
+    // explicit delegation: the host's context keeps its state in private fields
+    const timed: TurnContext = {
+      sessionId: turn.sessionId,
+      turnId: turn.turnId,
+      model: turn.model,
+      prompt: turn.prompt,
+      signal: turn.signal,
+      history: () => turn.history(),
+      requestInteraction: (request) => turn.requestInteraction(request),
+      takeInterjections: () => turn.takeInterjections(),
+      startJob: (label) => turn.startJob(label),
+      emit: async (event: AgentEmit) => {
+        await turn.emit(event);
+        if (!firstTokenSeen && (event.type === "assistant/delta" || event.type === "reasoning/delta")) {
+          firstTokenSeen = true;
+          meters.firstToken(seconds());
+        }
+      },
+    };
+    const where = { sessionId: turn.sessionId, turnId: turn.turnId, agent: agent.name, model: turn.model };
+    try {
+      const outcome = await run(timed);
+      meters.turnEnded(seconds(), outcome.state);
+      if (outcome.state === "failed") logger.warn({ ...where, error: outcome.error }, "agent turn failed");
+      return outcome;
+    } catch (err) {
+      meters.turnEnded(seconds(), "failed");
+      logger.error({ ...where, err }, "agent threw during a turn");
+      throw err;
+    }
+  };
+  const continueTurn = agent.continueTurn?.bind(agent);
   return {
     name: agent.name,
     defaultModel: agent.defaultModel,
     models: () => agent.models(),
     ...(agent.close ? { close: () => agent.close?.() ?? Promise.resolve() } : {}),
-    async runTurn(turn: TurnContext): Promise<TurnOutcome> {
-      const started = performance.now();
-      const seconds = () => (performance.now() - started) / 1000;
-      let firstTokenSeen = false;
-      // explicit delegation: the host's context keeps its state in private fields
-      const timed: TurnContext = {
-        sessionId: turn.sessionId,
-        turnId: turn.turnId,
-        model: turn.model,
-        prompt: turn.prompt,
-        signal: turn.signal,
-        history: () => turn.history(),
-        requestInteraction: (request) => turn.requestInteraction(request),
-        takeInterjections: () => turn.takeInterjections(),
-        startJob: (label) => turn.startJob(label),
-        emit: async (event: AgentEmit) => {
-          await turn.emit(event);
-          if (!firstTokenSeen && (event.type === "assistant/delta" || event.type === "reasoning/delta")) {
-            firstTokenSeen = true;
-            meters.firstToken(seconds());
-          }
-        },
-      };
-      const where = { sessionId: turn.sessionId, turnId: turn.turnId, agent: agent.name, model: turn.model };
-      try {
-        const outcome = await agent.runTurn(timed);
-        meters.turnEnded(seconds(), outcome.state);
-        if (outcome.state === "failed") logger.warn({ ...where, error: outcome.error }, "agent turn failed");
-        return outcome;
-      } catch (err) {
-        meters.turnEnded(seconds(), "failed");
-        logger.error({ ...where, err }, "agent threw during a turn");
-        throw err;
-      }
-    },
+    runTurn: (turn) => measured(turn, (timed) => agent.runTurn(timed)),
+    // a parked turn continued after a restart is timed from its continuation
+    ...(continueTurn
+      ? {
+          continueTurn: (turn: TurnContext, answers: ParkedAnswer[]) =>
+            measured(turn, (timed) => continueTurn(timed, answers)),
+        }
+      : {}),
   };
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { EventDataOf, TurnTrigger } from "../../protocol/index.js";
-import type { AgentDriver, TurnOutcome } from "../agents/agent.js";
-import type { PromptRecord, SessionStore } from "../store/session-store.js";
+import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
+import type { HostStore } from "../store/live-state-store.js";
+import type { PromptRecord } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { PromptInput } from "./live/prompt-queue.js";
@@ -16,10 +17,12 @@ import { promptMessage } from "./user-message-shape.js";
 export type BeginOutcome =
   | { status: "started"; seq: number; turnId: string }
   /** The prompt was already recorded by a concurrent call: its first answer stands. */
-  | { status: "duplicate"; record: PromptRecord };
+  | { status: "duplicate"; record: PromptRecord }
+  /** The queued item to start was removed meanwhile: nothing started. */
+  | { status: "queue_item_gone" };
 
 export interface TurnRunnerDeps {
-  store: SessionStore;
+  store: HostStore;
   agent: AgentDriver;
   live: LiveRegistry;
   agents: AgentRegistry;
@@ -30,9 +33,12 @@ export interface TurnRunnerDeps {
   closing: () => boolean;
 }
 
+type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
+
 /**
- * Runs turns: opens one with `turn/start` + `user/message` in a single append, runs the agent,
- * closes it with `turn/end`, then starts the next queued prompt or marks the agent idle.
+ * Runs turns: opens one with `turn/start` + `user/message` in a single append (which also takes a
+ * queued prompt off the durable queue), runs the agent, closes it with `turn/end`, then starts the
+ * next queued prompt or marks the agent idle.
  */
 export class TurnRunner {
   readonly #deps: TurnRunnerDeps;
@@ -44,8 +50,14 @@ export class TurnRunner {
   /**
    * Claims the session for a turn synchronously (the caller checked `session.turn` is empty) and
    * resolves once the opening events are committed; the agent then runs in the background.
+   * `itemId` names the queued item this prompt comes from.
    */
-  async begin(session: LiveSession, input: PromptInput, trigger: TurnTrigger): Promise<BeginOutcome> {
+  async begin(
+    session: LiveSession,
+    input: PromptInput,
+    trigger: TurnTrigger,
+    itemId?: string,
+  ): Promise<BeginOutcome> {
     const turn = new RunningTurn(randomUUID());
     session.turn = turn;
     this.#deps.agents.markRunning(session);
@@ -53,7 +65,7 @@ export class TurnRunner {
       const attachments = await prepareAttachments(this.#deps.store, session.owner, input);
       const message = promptMessage(input, attachments.stored);
       const prompt =
-        input.clientMessageId !== undefined && trigger === "prompt"
+        input.clientMessageId !== undefined && itemId === undefined
           ? { clientMessageId: input.clientMessageId, record: { queued: false, turnId: turn.turnId } }
           : undefined;
       const outcome = await this.#deps.store.append(
@@ -62,16 +74,21 @@ export class TurnRunner {
           { type: "turn/start", data: { turnId: turn.turnId, trigger } },
           { type: "user/message", data: message },
         ],
-        { at: this.#deps.now(), ...(prompt ? { prompt } : {}) },
+        {
+          at: this.#deps.now(),
+          ...(prompt ? { prompt } : {}),
+          ...(itemId !== undefined ? { dequeue: { itemId, turnId: turn.turnId } } : {}),
+        },
       );
-      if (outcome.status === "duplicate") {
+      if (outcome.status === "duplicate" || outcome.status === "queue_item_gone") {
         this.#release(session, turn);
         return outcome;
       }
       if (outcome.status !== "appended") throw refusal(session.sessionId, outcome);
       const seq =
         outcome.events.find((e) => e.type === "user/message")?.seq ?? outcome.events.at(-1)?.seq ?? 0;
-      void this.#run(session, turn, { text: input.text, attachments: attachments.agent });
+      const ctx = this.#context(session, turn, { text: input.text, attachments: attachments.agent });
+      void this.#run(session, turn, ctx, (c) => this.#deps.agent.runTurn(c));
       return { status: "started", seq, turnId: turn.turnId };
     } catch (err) {
       this.#release(session, turn);
@@ -79,40 +96,103 @@ export class TurnRunner {
     }
   }
 
-  async #run(session: LiveSession, turn: RunningTurn, prompt: HostTurnContext["prompt"]): Promise<void> {
-    const { store, live, logger } = this.#deps;
-    const ctx = new HostTurnContext({ store, live, session, turn, prompt, now: this.#deps.now });
-    let outcome: TurnOutcome;
+  /**
+   * Every interaction of a parked turn is answered: the agent continues it (`continueTurn`), or,
+   * without that, the turn is closed as interrupted. Runs at most once per parked turn.
+   */
+  async continueParked(session: LiveSession, turnId: string): Promise<void> {
+    const turn = session.turn;
+    if (!turn?.parked || turn.turnId !== turnId) return;
+    turn.parked = false;
+    this.#deps.agents.markRunning(session);
     try {
-      outcome = await this.#deps.agent.runTurn(ctx);
+      const answers: ParkedAnswer[] = [];
+      for (const stored of await this.#deps.store.turnInteractions(session.sessionId, turnId)) {
+        if (stored.state === "resolved" && stored.resolution)
+          answers.push({ interaction: stored.interaction, resolution: stored.resolution });
+      }
+      const agent = this.#deps.agent;
+      const ctx = this.#context(session, turn, { text: "", attachments: [] });
+      void this.#run(session, turn, ctx, (c) =>
+        agent.continueTurn ? agent.continueTurn(c, answers) : Promise.resolve("interrupted" as const),
+      );
+    } catch (err) {
+      this.#deps.logger.error({ err, sessionId: session.sessionId }, "a parked turn could not continue");
+      this.#release(session, turn);
+    }
+  }
+
+  /** Closes a parked turn nobody will answer (cancelled): its pending interactions are withdrawn. */
+  async endParked(session: LiveSession): Promise<boolean> {
+    const turn = session.turn;
+    if (!turn?.parked) return false;
+    turn.parked = false;
+    await this.#close(session, turn, { turnId: turn.turnId, state: "cancelled" });
+    this.#release(session, turn);
+    return true;
+  }
+
+  /** Starts the next queued prompt when the session is free; marks the agent idle when none is. */
+  kick(session: LiveSession): void {
+    if (session.turn || session.detached || this.#deps.closing()) return;
+    const next = this.#deps.live.promptQueue.first(session.sessionId);
+    if (!next) {
+      // a prompt still being queued kicks again once its write commits
+      if (session.pendingEnqueues === 0) this.#deps.agents.markIdle(session);
+      return;
+    }
+    this.begin(session, next.input, "queue", next.itemId).catch((err: unknown) => {
+      this.#deps.logger.warn({ err, sessionId: session.sessionId }, "queued prompt could not start");
+    });
+  }
+
+  #context(session: LiveSession, turn: RunningTurn, prompt: HostTurnContext["prompt"]): HostTurnContext {
+    const { store, live, now } = this.#deps;
+    return new HostTurnContext({ store, live, session, turn, prompt, now });
+  }
+
+  async #run(session: LiveSession, turn: RunningTurn, ctx: TurnContext, drive: Drive): Promise<void> {
+    let outcome: TurnOutcome | "interrupted";
+    try {
+      outcome = await drive(ctx);
     } catch (err) {
       outcome = { state: "failed", error: describe(err) };
     }
     turn.acceptsInterjections = false;
-    live.interactionRegistry.withdrawTurn(session.sessionId, turn.turnId);
     const stop = turn.stopReason;
-    const state = stop === "cancel" ? "cancelled" : stop === undefined ? outcome.state : "interrupted";
-    // a deleted session has no log to close
-    if (stop !== "delete") {
+    // a deleted session has no log to close; a turn left waiting on a person stays open, parked
+    if (stop !== "delete" && !turn.leftParked) {
+      const state =
+        stop === "cancel"
+          ? "cancelled"
+          : stop !== undefined || outcome === "interrupted"
+            ? "interrupted"
+            : outcome.state;
       const end: EventDataOf<"turn/end"> = { turnId: turn.turnId, state };
-      if (state === "failed") end.error = outcome.error ?? "turn failed";
-      try {
-        const closed = await store.append(session.sessionId, [{ type: "turn/end", data: end }], {
-          at: this.#deps.now(),
-        });
-        if (closed.status !== "appended")
-          logger.debug({ sessionId: session.sessionId, status: closed.status }, "turn/end not recorded");
-      } catch (err) {
-        logger.error({ err, sessionId: session.sessionId }, "recording turn/end failed");
-      }
-      if (state === "failed") {
-        this.#deps.notifications.publish(session.owner, {
-          name: "agent.error",
-          value: { sessionId: session.sessionId, message: end.error ?? "turn failed" },
-        });
-      }
+      if (state === "failed") end.error = (outcome !== "interrupted" && outcome.error) || "turn failed";
+      await this.#close(session, turn, end);
     }
     this.#release(session, turn);
+  }
+
+  /** `turn/end` withdraws the turn's pending interactions in the same transaction (store rule). */
+  async #close(session: LiveSession, turn: RunningTurn, end: EventDataOf<"turn/end">): Promise<void> {
+    const { store, logger } = this.#deps;
+    try {
+      const closed = await store.append(session.sessionId, [{ type: "turn/end", data: end }], {
+        at: this.#deps.now(),
+      });
+      if (closed.status !== "appended")
+        logger.debug({ sessionId: session.sessionId, status: closed.status }, "turn/end not recorded");
+    } catch (err) {
+      logger.error({ err, sessionId: session.sessionId, turnId: turn.turnId }, "recording turn/end failed");
+    }
+    if (end.state === "failed") {
+      this.#deps.notifications.publish(session.owner, {
+        name: "agent.error",
+        value: { sessionId: session.sessionId, message: end.error ?? "turn failed" },
+      });
+    }
   }
 
   /** Frees the session after a turn; the next queued prompt starts in the same tick so none can overtake it. */
@@ -120,15 +200,7 @@ export class TurnRunner {
     turn.finished();
     if (session.turn !== turn) return;
     session.turn = undefined;
-    if (session.detached || this.#deps.closing()) return;
-    const next = this.#deps.live.promptQueue.shift(session.sessionId);
-    if (!next) {
-      this.#deps.agents.markIdle(session);
-      return;
-    }
-    this.begin(session, next.input, "queue").catch((err: unknown) => {
-      this.#deps.logger.warn({ err, sessionId: session.sessionId }, "queued prompt could not start");
-    });
+    this.kick(session);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { LiveStateNotice } from "./live-state-store.js";
 import type { CommitListener, CommitNotice, SessionProjection } from "./session-store.js";
 import type { PendingNotice } from "./write-batch.js";
 
@@ -25,10 +26,14 @@ const warningLog: StoreFaultLog = {
   },
 };
 
-/** Per-session and store-wide commit listeners; notices go out synchronously, in commit order. */
+/**
+ * Per-session and store-wide commit listeners, and live-state listeners; notices go out
+ * synchronously, in commit order.
+ */
 export class CommitListeners {
   private readonly bySession = new Map<string, Set<CommitListener>>();
   private readonly global = new Set<GlobalCommitListener>();
+  private readonly live = new Set<(notice: LiveStateNotice) => void>();
 
   /**
    * @param log told of every listener that threw; delivery to the others goes on
@@ -58,7 +63,22 @@ export class CommitListeners {
     return () => this.global.delete(listener);
   }
 
-  deliver(notices: readonly PendingNotice[]): void {
+  subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
+    this.live.add(listener);
+    return () => this.live.delete(listener);
+  }
+
+  /** A transaction's commit notices, then its live-state notices. */
+  deliver(notices: readonly PendingNotice[], liveNotices: readonly LiveStateNotice[] = []): void {
+    this.deliverCommits(notices);
+    for (const notice of liveNotices) {
+      const sessionId =
+        notice.kind === "interaction.requested" ? notice.interaction.sessionId : notice.sessionId;
+      for (const listener of [...this.live]) this.safely(sessionId, () => listener(notice));
+    }
+  }
+
+  private deliverCommits(notices: readonly PendingNotice[]): void {
     for (const { sessionId, notice, projection } of notices) {
       const set = this.bySession.get(sessionId);
       if (set) for (const listener of [...set]) this.safely(sessionId, () => listener(notice));

@@ -2,7 +2,6 @@ import type Database from "better-sqlite3";
 import { SessionmuxError } from "../../protocol/index.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import type { StoreMetrics } from "./store-metrics.js";
-import type { PendingNotice } from "./write-batch.js";
 import { WriteBatch } from "./write-batch.js";
 
 /** One write: runs synchronously inside the shared transaction and returns its outcome. */
@@ -22,7 +21,7 @@ export interface GroupCommitHooks {
   /** After a failed transaction: forget in-memory state so it is reloaded from disk. */
   afterRollback(): void;
   /** Delivers notices synchronously after COMMIT, in commit order. */
-  deliver(notices: readonly PendingNotice[]): void;
+  deliver(batch: WriteBatch): void;
 }
 
 export interface GroupCommitStats {
@@ -121,7 +120,7 @@ export class GroupCommit {
     this.counters.transactions++;
     this.counters.operations += ops.length;
     this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
-    this.hooks.deliver(batch.notices);
+    this.hooks.deliver(batch);
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;
   }

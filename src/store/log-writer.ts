@@ -1,5 +1,6 @@
 import type { EventDataOf, NewEvent, SessionEvent } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
+import type { LiveRows } from "./live-rows.js";
 import { initialProjection, type ProjectionBase, projectEvent, publicProjection } from "./projection.js";
 import type { SessionState, SessionStateRow } from "./session-state.js";
 import { progressParams, projectionParams, stateFromRow } from "./session-state.js";
@@ -31,6 +32,7 @@ export class LogWriter {
 
   constructor(
     private readonly statements: Statements,
+    private readonly liveRows: LiveRows,
     private readonly maxCached = 20_000,
   ) {}
 
@@ -109,6 +111,7 @@ export class LogWriter {
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
       this.afterInsert(state, event);
+      this.liveRows.afterEvent(batch, state.owner, state.sessionId, event);
       stored.push(event);
     }
     batch.appendedEvents += stored.length;
@@ -141,6 +144,8 @@ export class LogWriter {
   resetEpoch(batch: WriteBatch, state: SessionState, epoch: string): void {
     this.statements.deleteEvents.run(state.sessionId);
     this.deleteSearch(state.sessionId);
+    // a clear is refused while a turn is open, so only settled interactions go; the queue stays
+    this.statements.deleteInteractions.run(state.sessionId);
     const base: ProjectionBase = {
       ...state.base,
       epoch,
@@ -164,7 +169,8 @@ export class LogWriter {
   }
 
   /** Removes everything of the session and writes its tombstone. */
-  retire(batch: WriteBatch, sessionId: string, at: number): void {
+  retire(batch: WriteBatch, sessionId: string, owner: string, at: number): void {
+    this.liveRows.forget(batch, sessionId, owner);
     this.statements.deleteEvents.run(sessionId);
     this.statements.deleteProjection.run(sessionId);
     this.statements.deleteSession.run(sessionId);

@@ -92,6 +92,63 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX search_docs_by_session ON search_docs (session_id);
   CREATE VIRTUAL TABLE search_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
   `,
+  // 2: live state (protocol-v1 §5): queued prompts, interactions, jobs, and which host owns a session's
+  // live state. Interaction rows follow the log (`interaction/requested`, `interaction/resolved`,
+  // `turn/end`) in the same transaction as those events.
+  `
+  CREATE TABLE queue_items (
+    session_id TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    client_message_id TEXT,
+    -- the prompt input as accepted (text, display, hidden, attachments), MessagePack
+    input BLOB NOT NULL,
+    bytes INTEGER NOT NULL,
+    queued_at INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    -- the turn it was steered into; it stays queued (first) until that turn's agent takes it
+    steered_turn TEXT,
+    PRIMARY KEY (session_id, item_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX queue_items_by_position ON queue_items (session_id, position);
+  CREATE INDEX queue_items_by_owner ON queue_items (owner);
+
+  CREATE TABLE interactions (
+    interaction_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    -- action / question / options / toolCallId, MessagePack
+    body BLOB NOT NULL,
+    requested_at INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'resolved', 'withdrawn')),
+    resolution BLOB,
+    resolved_at INTEGER
+  ) WITHOUT ROWID;
+  CREATE INDEX interactions_by_turn ON interactions (session_id, turn_id);
+  CREATE INDEX interactions_pending ON interactions (session_id) WHERE state = 'pending';
+
+  -- background jobs; rows follow \`job/started\` and \`job/ended\`, progress is written on its own
+  CREATE TABLE jobs (
+    job_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    progress REAL NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER
+  ) WITHOUT ROWID;
+  CREATE INDEX jobs_running ON jobs (state) WHERE state = 'running';
+  CREATE INDEX jobs_by_session ON jobs (session_id);
+
+  CREATE TABLE live_owners (
+    session_id TEXT PRIMARY KEY,
+    host_id TEXT NOT NULL,
+    generation TEXT NOT NULL,
+    since INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -52,7 +52,10 @@ export interface SessionStore {
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string>;
   getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
 
-  /** Closes every turn the log shows open with `turn/end {state:"interrupted"}`; returns the session ids. */
+  /**
+   * Closes every turn the log shows open with `turn/end {state:"interrupted"}`, except turns parked
+   * on pending interactions (they wait for their answer); returns the closed sessions' ids.
+   */
   interruptOpenTurns(at: number): Promise<string[]>;
   rebuildProjections(): Promise<void>;
 
@@ -99,6 +102,12 @@ export interface AppendOptions {
   expectedEpoch?: string;
   /** Recorded in the same transaction: a retried prompt finds it and appends nothing. */
   prompt?: { clientMessageId: string; record: PromptRecord };
+  /**
+   * Deletes this queue item in the same transaction (a queued prompt starting, or steered into
+   * `turnId`), and rewrites its prompt key to `{queued:false, turnId, seq}` of the appended
+   * `user/message`. When the item is no longer queued nothing is appended: `queue_item_gone`.
+   */
+  dequeue?: { itemId: string; turnId: string };
   at?: number;
 }
 export type AppendOutcome =
@@ -107,7 +116,9 @@ export type AppendOutcome =
   | { status: "retired" }
   | { status: "epoch_mismatch"; epoch: string }
   /** `options.prompt` was already recorded (a concurrent retry won): nothing was appended. */
-  | { status: "duplicate"; record: PromptRecord };
+  | { status: "duplicate"; record: PromptRecord }
+  /** `options.dequeue` named an item no longer queued (removed or started): nothing was appended. */
+  | { status: "queue_item_gone" };
 
 export type ClearOutcome =
   | { status: "cleared"; epoch: string }

@@ -34,7 +34,11 @@ const SQL = {
               message_count = ?, seq = ?, open_turn_id = ?, turn_has_text = ?, has_unseen_completion = ?,
               completion_settled_at = ?, acked_settled_at = ?, last_prompt_at = ?
        WHERE session_id = ?`,
-  openTurns: "SELECT session_id FROM projections WHERE open_turn_id IS NOT NULL ORDER BY session_id",
+  /** Open turns not parked on a pending interaction: a restart closes these. */
+  openTurns: `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = p.session_id
+                       AND i.turn_id = p.open_turn_id AND i.state = 'pending')
+       ORDER BY p.session_id`,
   allSessionIds: "SELECT session_id FROM sessions ORDER BY session_id",
   insertEvent: "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
   eventsAfter: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -67,6 +71,70 @@ const SQL = {
   insertSearchText: "INSERT INTO search_fts (rowid, text) VALUES (?, ?)",
   deleteSearchText: "DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE session_id = ?)",
   deleteSearchDocs: "DELETE FROM search_docs WHERE session_id = ?",
+  queueNextPosition: "SELECT coalesce(max(position), 0) + 1 FROM queue_items WHERE session_id = ?",
+  queueCount: "SELECT count(*) FROM queue_items WHERE session_id = ?",
+  queuedBytesOfOwner: "SELECT coalesce(sum(bytes), 0) FROM queue_items WHERE owner = ?",
+  insertQueueItem: `INSERT INTO queue_items (session_id, item_id, position, client_message_id, input, bytes, queued_at, owner)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  queueItems: `SELECT item_id, session_id, owner, queued_at, input FROM queue_items
+       WHERE session_id = ? ORDER BY position`,
+  queueItem: `SELECT item_id, session_id, owner, queued_at, input, client_message_id FROM queue_items
+       WHERE session_id = ? AND item_id = ?`,
+  allQueueItems:
+    "SELECT item_id, session_id, owner, queued_at, input FROM queue_items ORDER BY session_id, position",
+  queueFirstPosition: "SELECT coalesce(min(position), 1) - 1 FROM queue_items WHERE session_id = ?",
+  steerQueueItem:
+    "UPDATE queue_items SET steered_turn = ?, position = ? WHERE session_id = ? AND item_id = ?",
+  updateQueueInput: "UPDATE queue_items SET input = ?, bytes = ? WHERE session_id = ? AND item_id = ?",
+  deleteQueueItem: "DELETE FROM queue_items WHERE session_id = ? AND item_id = ?",
+  deleteQueue: "DELETE FROM queue_items WHERE session_id = ?",
+  updatePrompt: "UPDATE prompt_keys SET record = ? WHERE session_id = ? AND client_message_id = ?",
+  insertInteraction: `INSERT OR IGNORE INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state)
+       VALUES (?, ?, ?, ?, ?, ?, 'pending')`,
+  interactionRow: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, s.owner
+       FROM interactions i JOIN sessions s ON s.session_id = i.session_id WHERE i.interaction_id = ?`,
+  turnInteractionRows: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, s.owner
+       FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+       WHERE i.session_id = ? AND i.turn_id = ? ORDER BY i.requested_at, i.interaction_id`,
+  resolveInteraction: `UPDATE interactions SET state = 'resolved', resolution = ?, resolved_at = ?
+       WHERE interaction_id = ? AND state = 'pending'`,
+  pendingInTurn:
+    "SELECT count(*) FROM interactions WHERE session_id = ? AND turn_id = ? AND state = 'pending'",
+  pendingIdsOfTurn:
+    "SELECT interaction_id FROM interactions WHERE session_id = ? AND turn_id = ? AND state = 'pending'",
+  withdrawTurn: `UPDATE interactions SET state = 'withdrawn', resolved_at = ?
+       WHERE session_id = ? AND turn_id = ? AND state = 'pending'`,
+  pendingInteractionIds: "SELECT interaction_id FROM interactions WHERE session_id = ? AND state = 'pending'",
+  queuedSessionsPage:
+    "SELECT DISTINCT session_id FROM queue_items WHERE session_id > ? ORDER BY session_id LIMIT ?",
+  parkedSessionsPage: `SELECT DISTINCT session_id FROM interactions
+       WHERE state = 'pending' AND session_id > ? ORDER BY session_id LIMIT ?`,
+  pendingInteractionsOfSession: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+              i.resolution, p.owner
+       FROM interactions i JOIN projections p ON p.session_id = i.session_id
+       WHERE i.session_id = ? AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
+  liveSessionHeader: "SELECT owner, model, open_turn_id FROM projections WHERE session_id = ?",
+  insertJob: `INSERT OR IGNORE INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
+       VALUES (?, ?, ?, ?, 0, 'running', ?)`,
+  endJob: `UPDATE jobs SET state = ?, ended_at = ?, progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END
+       WHERE job_id = ? AND state = 'running'`,
+  setJobProgress: "UPDATE jobs SET progress = ? WHERE job_id = ? AND state = 'running'",
+  runningJobs:
+    "SELECT job_id AS jobId, session_id AS sessionId FROM jobs WHERE state = 'running' ORDER BY session_id",
+  deleteJobs: "DELETE FROM jobs WHERE session_id = ?",
+  deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
+  takeOverLiveOwners: `INSERT INTO live_owners (session_id, host_id, generation, since)
+       SELECT session_id, @hostId, @generation, @at FROM (
+         SELECT session_id FROM queue_items UNION SELECT session_id FROM interactions WHERE state = 'pending')
+       WHERE true
+       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
+              since = excluded.since`,
+  upsertLiveOwner: `INSERT INTO live_owners (session_id, host_id, generation, since) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
+              since = excluded.since WHERE live_owners.generation <> excluded.generation`,
+  deleteLiveOwner: "DELETE FROM live_owners WHERE session_id = ?",
   search: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
        FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,
@@ -83,6 +151,15 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "allSessionIds",
   "lastTurnStart",
   "findPrompt",
+  "queueNextPosition",
+  "queueFirstPosition",
+  "queueCount",
+  "queuedBytesOfOwner",
+  "pendingInTurn",
+  "pendingIdsOfTurn",
+  "pendingInteractionIds",
+  "queuedSessionsPage",
+  "parkedSessionsPage",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import { DatabaseLock } from "./database-lock.js";
@@ -11,6 +11,20 @@ import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import { ListQueries } from "./list-query.js";
+import { LiveRows } from "./live-rows.js";
+import { LiveStateOperations } from "./live-state-operations.js";
+import type {
+  EnqueueInput,
+  EnqueueOutcome,
+  LiveOwner,
+  LiveStateNotice,
+  LiveStatePage,
+  LiveStateStore,
+  QueueChangeOutcome,
+  ResolveOutcome,
+  StoredInteraction,
+  StoredQueueItem,
+} from "./live-state-store.js";
 import { decodeRow, LogWriter, type StoredRow } from "./log-writer.js";
 import { migrate } from "./migrations.js";
 import { publicProjection } from "./projection.js";
@@ -38,6 +52,7 @@ import type {
   StoredAttachment,
 } from "./session-store.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import { assertStorable } from "./storable-data.js";
 import type { StoreMetrics } from "./store-metrics.js";
 import { WriteOperations } from "./write-operations.js";
 
@@ -58,11 +73,13 @@ export interface SqliteStoreOptions {
  * The embedded durable store: one better-sqlite3 connection in WAL mode with
  * `synchronous=FULL`, group-committed writes (see `GroupCommit`) and synchronous reads.
  */
-export class SqliteSessionStore implements SessionStore {
+export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private readonly statements: Statements;
   private readonly writer: LogWriter;
   private readonly writes: GroupCommit;
   private readonly ops: WriteOperations;
+  private readonly liveRows: LiveRows;
+  private readonly liveOps: LiveStateOperations;
   private readonly lists: ListQueries;
   private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
@@ -76,8 +93,11 @@ export class SqliteSessionStore implements SessionStore {
   ) {
     this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
     this.statements = prepareStatements(db);
-    this.writer = new LogWriter(this.statements);
-    this.ops = new WriteOperations(this.writer, this.statements, options.now ?? Date.now);
+    this.liveRows = new LiveRows(this.statements);
+    this.writer = new LogWriter(this.statements, this.liveRows);
+    const now = options.now ?? Date.now;
+    this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, now);
+    this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.lists = new ListQueries(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
     this.writes = new GroupCommit(
@@ -92,7 +112,7 @@ export class SqliteSessionStore implements SessionStore {
           this.cache.clear();
           this.writer.dropCache();
         },
-        deliver: (notices) => this.listeners.deliver(notices),
+        deliver: (batch) => this.listeners.deliver(batch.notices, batch.liveNotices),
       },
       options.metrics,
     );
@@ -133,6 +153,11 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+    try {
+      assertStorable(events);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.writes.submit(this.ops.append(sessionId, events, options));
   }
 
@@ -167,6 +192,59 @@ export class SqliteSessionStore implements SessionStore {
 
   rebuildProjections(): Promise<void> {
     return this.writes.submit(this.ops.rebuildProjections());
+  }
+
+  enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome> {
+    return this.writes.submit(this.liveOps.enqueue(input));
+  }
+
+  editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.edit(sessionId, itemId, text));
+  }
+
+  removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.remove(sessionId, itemId));
+  }
+
+  clearQueue(sessionId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.clear(sessionId));
+  }
+
+  steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.steer(sessionId, itemId, turnId));
+  }
+
+  queue(sessionId: string): Promise<StoredQueueItem[]> {
+    return this.read(() => this.liveRows.queue(sessionId));
+  }
+
+  resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
+    return this.writes.submit(this.liveOps.resolve(interactionId, resolution, at));
+  }
+
+  interaction(interactionId: string): Promise<StoredInteraction | null> {
+    return this.read(() => this.liveRows.interaction(interactionId) ?? null);
+  }
+
+  turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]> {
+    return this.read(() => this.liveRows.turnInteractions(sessionId, turnId));
+  }
+
+  setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
+    return this.writes.submit(this.ops.setJobProgress(jobId, progress));
+  }
+
+  takeOverLiveState(owner: LiveOwner, at: number): Promise<void> {
+    return this.writes.submit(this.liveOps.takeOver(owner, at));
+  }
+
+  liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {
+    // one read transaction, so a session's queue and interactions are one cut
+    return this.read(() => this.db.transaction(() => this.liveRows.page(after, limit))());
+  }
+
+  subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
+    return this.listeners.subscribeLive(listener);
   }
 
   header(sessionId: string): Promise<HeaderOutcome> {

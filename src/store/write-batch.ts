@@ -1,3 +1,4 @@
+import type { LiveStateNotice } from "./live-state-store.js";
 import type { SessionState } from "./session-state.js";
 import type { CommitNotice, SessionProjection } from "./session-store.js";
 
@@ -16,6 +17,8 @@ export interface PendingNotice {
 export class WriteBatch {
   readonly dirty = new Map<string, SessionState>();
   readonly notices: PendingNotice[] = [];
+  /** Live-state notices, delivered after the commit notices of the same transaction. */
+  readonly liveNotices: LiveStateNotice[] = [];
   appendedEvents = 0;
 
   touch(state: SessionState): void {
@@ -28,5 +31,9 @@ export class WriteBatch {
 
   notify(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
     this.notices.push({ sessionId, notice, projection });
+  }
+
+  notifyLive(notice: LiveStateNotice): void {
+    this.liveNotices.push(notice);
   }
 }

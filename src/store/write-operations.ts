@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
-import type { NewEvent } from "../../protocol/index.js";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
+import type { LiveRows } from "./live-rows.js";
 import { decodeRow, type LogWriter, type StoredRow, type TimedEvent } from "./log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "./projection.js";
-import { headerOf } from "./session-state.js";
+import { headerOf, type SessionState } from "./session-state.js";
 import type {
   AppendOptions,
   AppendOutcome,
@@ -16,6 +17,7 @@ import type {
   PromptRecord,
 } from "./session-store.js";
 import type { Statements } from "./sqlite-statements.js";
+import type { WriteBatch } from "./write-batch.js";
 
 /** Epochs are opaque to clients; 96 random bits make a reused one practically impossible. */
 export function newEpoch(): string {
@@ -31,6 +33,7 @@ export class WriteOperations {
   constructor(
     private readonly writer: LogWriter,
     private readonly statements: Statements,
+    private readonly liveRows: LiveRows,
     private readonly now: () => number,
   ) {}
 
@@ -82,8 +85,21 @@ export class WriteOperations {
           | undefined;
         if (stored) return { status: "duplicate", record: decodeValue<PromptRecord>(stored) };
       }
+      const dequeued = options.dequeue && this.liveRows.queueItem(sessionId, options.dequeue.itemId);
+      if (options.dequeue && !dequeued) return { status: "queue_item_gone" };
       const at = options.at ?? this.now();
       const appended = this.writer.appendEvents(batch, state, events, at);
+      if (options.dequeue && dequeued) {
+        this.statements.deleteQueueItem.run(sessionId, dequeued.itemId);
+        const message = appended.find((event) => event.type === "user/message");
+        // a retry of the queued prompt now answers with the turn it became, never a stale itemId
+        if (dequeued.clientMessageId !== undefined) {
+          const started: PromptRecord = { queued: false, turnId: options.dequeue.turnId };
+          if (message) started.seq = message.seq;
+          this.statements.updatePrompt.run(encodeValue(started), sessionId, dequeued.clientMessageId);
+        }
+        this.liveRows.queueChanged(batch, sessionId, state.owner, at);
+      }
       if (prompt) {
         const record = { ...prompt.record };
         // the prompt's seq is its stored user/message, known only now
@@ -124,7 +140,7 @@ export class WriteOperations {
       const state = this.writer.load(sessionId);
       if (state === "retired") return { status: "retired" };
       if (!state) return { status: "not_found" };
-      this.writer.retire(batch, sessionId, this.now());
+      this.writer.retire(batch, sessionId, state.owner, this.now());
       batch.notify(sessionId, { kind: "delete" }, null);
       return { status: "deleted" };
     };
@@ -227,19 +243,45 @@ export class WriteOperations {
   interruptOpenTurns(at: number): WriteOperation<string[]> {
     return (batch) => {
       const closed: string[] = [];
+      // jobs outlive turns, so they are ended on their own: each with an event the transcript shows
+      for (const job of this.statements.runningJobs.all() as { jobId: string; sessionId: string }[]) {
+        const state = this.writer.load(job.sessionId);
+        if (!state || state === "retired") continue;
+        const end: TimedEvent = { type: "job/ended", data: { jobId: job.jobId, state: "interrupted" } };
+        this.notifyAppended(batch, state, this.writer.appendEvents(batch, state, [end], at));
+      }
       for (const sessionId of this.statements.openTurns.all() as string[]) {
         const state = this.writer.load(sessionId);
         if (!state || state === "retired" || state.projection.openTurnId === null) continue;
+        // (turns waiting on a person are not selected: their answer resumes them, `continueTurn`)
         const end: TimedEvent = {
           type: "turn/end",
           data: { turnId: state.projection.openTurnId, state: "interrupted" },
         };
-        const events = this.writer.appendEvents(batch, state, [end], at);
-        batch.notify(sessionId, { kind: "append", epoch: state.epoch, events }, this.writer.snapshot(state));
+        this.notifyAppended(batch, state, this.writer.appendEvents(batch, state, [end], at));
         closed.push(sessionId);
       }
       return closed;
     };
+  }
+
+  /** Row-only: progress is not an event (there may be many), the job's end is. */
+  setJobProgress(
+    jobId: string,
+    progress: number,
+  ): WriteOperation<{ status: "ok" } | { status: "not_found" }> {
+    return () =>
+      this.statements.setJobProgress.run(progress, jobId).changes > 0
+        ? { status: "ok" }
+        : { status: "not_found" };
+  }
+
+  private notifyAppended(batch: WriteBatch, state: SessionState, events: SessionEvent[]): void {
+    batch.notify(
+      state.sessionId,
+      { kind: "append", epoch: state.epoch, events },
+      this.writer.snapshot(state),
+    );
   }
 
   rebuildProjections(): WriteOperation<void> {

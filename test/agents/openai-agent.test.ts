@@ -95,6 +95,42 @@ describe("OpenAIAgent", () => {
     ]);
   });
 
+  test("a turn parked by a restart continues from the log with the answer as the next message", async () => {
+    endpoint.reply = (res) => sse(res, [delta({ content: "Hello!" })]);
+    await run("hi there");
+    await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
+    // what a host that stopped mid-approval leaves: the turn so far and a pending interaction
+    const turnId = "parked-turn";
+    await fx.store.append(S, [
+      { type: "turn/start", data: { turnId, trigger: "prompt" } },
+      {
+        type: "user/message",
+        data: { messageId: "m-deploy", source: "user", text: "deploy?", attachments: [], meta: {} },
+      },
+      { type: "assistant/delta", data: { turnId, text: "Let me check." } },
+      {
+        type: "interaction/requested",
+        data: { turnId, interactionId: "i-deploy", kind: "approval", action: "deploy", toolCallId: "call_1" },
+      },
+    ]);
+    await fx.restart();
+    endpoint.reply = (res) => sse(res, [delta({ content: "Deployed." })]);
+    await fx.host.call(ADMIN, "session.respond", {
+      interactionId: "i-deploy",
+      response: { outcome: "approve" },
+    });
+    const events = await turnEvents(fx.store, S, turnId);
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
+    expect(assistantText(events)).toBe("Let me check.Deployed.");
+    expect(endpoint.requests.at(-1)!.body.messages).toEqual([
+      { role: "user", content: "hi there" },
+      { role: "assistant", content: "Hello!" },
+      { role: "user", content: "deploy?" },
+      { role: "assistant", content: "Let me check." },
+      { role: "user", content: 'Approval of "deploy" (tool call call_1): approved' },
+    ]);
+  });
+
   test("reasoning_content becomes reasoning deltas", async () => {
     endpoint.reply = (res) =>
       sse(res, [

@@ -105,12 +105,14 @@ describe("control mirror reducer", () => {
     expect(Object.keys(m.interactions)).toEqual(["i1"]);
   });
 
-  it("detach clears that session's agent, queue, jobs and interactions only", () => {
-    const m = apply([baseline("g"), { kind: "agent", sessionId: "a", state: "detached" }]);
+  it("detach clears that session's agent and jobs only: its durable queue and interactions stay", () => {
+    const before = apply([baseline("g")]);
+    const m = apply([{ kind: "agent", sessionId: "a", state: "detached" }], before);
     expect(m.agents).toEqual({ b: "idle" });
-    expect(m.queues.a).toBeUndefined();
     expect(m.jobs.a).toBeUndefined();
-    expect(Object.keys(m.interactions)).toEqual(["i2"]);
+    expect(m.queues.a).toEqual(before.queues.a);
+    expect(m.queues.a).toBeDefined();
+    expect(Object.keys(m.interactions).sort()).toEqual(["i1", "i2"]);
     expect(m.projections.a?.seq).toBe(5);
   });
 

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "vitest";
+import { afterEach, describe, expect, test, vi } from "vitest";
 import {
   ActivationTable,
   type CallMethod,
@@ -59,6 +59,22 @@ async function coldSessionAfterRestart(): Promise<HostFixture> {
   return fixture;
 }
 
+/** A session whose host was restarted while its turn waited on an approval: parked, not live. */
+async function parkedSessionAfterRestart(): Promise<{ fixture: HostFixture; interactionId: string }> {
+  const fixture = await openHost();
+  await fixture.host.call(ADMIN, "session.create", { sessionId: COLD });
+  await fixture.host.call(ADMIN, "session.prompt", {
+    sessionId: COLD,
+    text: "/approve go",
+    clientMessageId: "p",
+  });
+  await vi.waitFor(() => expect(fixture.host.live.interactions()).toHaveLength(1), { timeout: 10_000 });
+  const interactionId = fixture.host.live.interactions()[0]!.interactionId;
+  await fixture.restart();
+  expect(fixture.host.live.agents()).toEqual([]);
+  return { fixture, interactionId };
+}
+
 function liveSet(host: SessionHost): string[] {
   return host.live
     .agents()
@@ -100,8 +116,7 @@ describe("the activation table", () => {
     async (method) => {
       fx = await coldSessionAfterRestart();
       const outcome = await errorCode(() => callAny(fx.host, method, sampleParams[method]));
-      // respond's live-only lookup is keyed by interaction: no live agent holds it
-      expect(outcome.code).toBe(method === "session.respond" ? "interaction_not_found" : "agent_not_live");
+      expect(outcome.code).toBe("agent_not_live");
       expect(liveSet(fx.host)).toEqual([]);
     },
   );
@@ -109,8 +124,18 @@ describe("the activation table", () => {
   test.each(byActivation("resume"))(
     "%s may start the agent of the session it asks work of",
     async (method) => {
-      fx = await coldSessionAfterRestart();
-      await callAny(fx.host, method, sampleParams[method]);
+      if (method === "session.respond") {
+        // answering a turn parked by the previous process resumes its agent to finish the turn
+        const parked = await parkedSessionAfterRestart();
+        fx = parked.fixture;
+        await callAny(fx.host, method, {
+          interactionId: parked.interactionId,
+          response: { outcome: "approve" },
+        });
+      } else {
+        fx = await coldSessionAfterRestart();
+        await callAny(fx.host, method, sampleParams[method]);
+      }
       const target =
         method === "session.create" ? "created-here" : method === "session.fork" ? "forked-here" : COLD;
       expect(liveSet(fx.host)).toEqual([target]);

@@ -82,7 +82,7 @@ describe("session.respond", () => {
       );
       const winners = outcomes.filter((o) => o.code === "succeeded");
       const losers = outcomes.filter((o) => o.code !== "succeeded");
-      const winning = fx.host.live.resolution(interaction.interactionId)!;
+      const winning = (await fx.store.interaction(interaction.interactionId))!.resolution!;
       // the same answer as the winner's is an idempotent success, a different one is refused with the winner
       expect(winners.length).toBe(
         answers.filter((a) => JSON.stringify(a) === JSON.stringify(winning)).length,

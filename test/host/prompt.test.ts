@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
+import type { AgentDriver } from "../../src/agents/agent.js";
+import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { assistantText, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
@@ -160,7 +162,8 @@ describe("session.updateQueue", () => {
       sessionId: S,
       op: { steer: true, itemId: queued.itemId! },
     });
-    expect(items).toEqual([]);
+    // recorded where the agent takes it: until then it stays queued, first
+    expect(items.map((i) => i.itemId)).toEqual([queued.itemId]);
     const events = await turnEvents(fx.store, S, running.turnId!);
     const at = events.findIndex((e) => e.type === "user/message" && e.data.interjection === true);
     expect(at).toBeGreaterThan(2);
@@ -170,8 +173,67 @@ describe("session.updateQueue", () => {
     expect(assistantText(later)).toContain("[noted: turn left]");
     expect(assistantText(events.slice(0, at))).not.toContain("[noted");
     expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
-    // steered, not queued: no second turn
+    // steered, not queued: no second turn, and the retry of the steered prompt answers its turn
     expect((await readLog(fx.store, S)).filter((e) => e.type === "turn/start")).toHaveLength(1);
+    expect(fx.host.live.queue(S)).toEqual([]);
+    expect(
+      await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "turn left", clientMessageId: "q" }),
+    ).toEqual({ queued: false, turnId: running.turnId, seq: events[at]!.seq });
+  });
+
+  test("a steer the agent never takes before its turn ends becomes the next prompt, run once", async () => {
+    // an agent that never reads interjections: its first turn waits until the test lets it end
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const agent = new DemoAgent();
+    const silent: AgentDriver = {
+      name: "silent",
+      defaultModel: "demo-fast",
+      models: () => agent.models(),
+      runTurn: async (turn) => {
+        if (turn.prompt.text === "wait") await gate;
+        return { state: "completed" };
+      },
+    };
+    fx = await openHost({ agent: silent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const running = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "wait",
+      clientMessageId: "run",
+    });
+    const other = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "queued first",
+      clientMessageId: "o",
+    });
+    const steered = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "steered",
+      clientMessageId: "s",
+    });
+    const { items } = await fx.host.call(ADMIN, "session.updateQueue", {
+      sessionId: S,
+      op: { steer: true, itemId: steered.itemId! },
+    });
+    expect(items.map((i) => i.itemId)).toEqual([steered.itemId, other.itemId]);
+    release();
+    await turnEvents(fx.store, S, running.turnId!);
+    await vi.waitFor(async () => {
+      const log = await readLog(fx.store, S);
+      expect(log.filter((e) => e.type === "turn/end")).toHaveLength(3);
+    });
+    const log = await readLog(fx.store, S);
+    const messages = log.flatMap((e) =>
+      e.type === "user/message" ? [[e.data.text, e.data.interjection ?? false]] : [],
+    );
+    expect(messages).toEqual([
+      ["wait", false],
+      ["steered", false],
+      ["queued first", false],
+    ]);
   });
 
   test("remove, edit and clear change the queue and answer its new snapshot", async () => {

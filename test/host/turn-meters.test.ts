@@ -14,7 +14,7 @@ function turn(emitted: string[]): TurnContext {
     history: async () => [],
     emit: async (event) => void emitted.push(event.type),
     requestInteraction: async () => ({ outcome: "approve" }) as never,
-    takeInterjections: () => [],
+    takeInterjections: async () => [],
     startJob: () => {
       throw new Error("unused");
     },

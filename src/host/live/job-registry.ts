@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Job } from "../../../protocol/index.js";
+import type { Job, NewEvent } from "../../../protocol/index.js";
 import type { JobHandle } from "../../agents/agent.js";
 
 /** Finished jobs a session keeps showing, newest last. */
@@ -8,25 +8,43 @@ const FINISHED_KEPT = 20;
 interface Entry {
   job: Job;
   readonly abort: AbortController;
+  /** The job's writes, in order: `job/started`, progress, `job/ended`. */
+  written: Promise<void>;
+}
+
+/** Where a job's changes are made durable (the log for start and end, a row for progress). */
+export interface JobRecorder {
+  append(sessionId: string, event: NewEvent): Promise<void>;
+  progress(jobId: string, progress: number): Promise<void>;
 }
 
 /**
  * Background jobs per session. A job may outlive its turn; it is cancelled (its signal aborted)
- * when the session detaches. Every change reports the session's complete job list.
+ * when the session detaches. Its start and end are log events (`job/started`, `job/ended`) and its
+ * progress a store row, so a job running when the host stops or crashes ends `interrupted`; the
+ * AbortControllers are the process-local part. Every change reports the session's job list.
  */
 export class JobRegistry {
   readonly #jobs = new Map<string, Entry[]>();
   readonly #onChange: (sessionId: string, jobs: Job[]) => void;
+  readonly #recorder: JobRecorder;
+  readonly #writes = new Set<Promise<void>>();
 
-  constructor(onChange: (sessionId: string, jobs: Job[]) => void) {
+  constructor(onChange: (sessionId: string, jobs: Job[]) => void, recorder: JobRecorder) {
     this.#onChange = onChange;
+    this.#recorder = recorder;
   }
 
-  start(sessionId: string, label: string): JobHandle {
+  start(sessionId: string, turnId: string, label: string): JobHandle {
+    const jobId = randomUUID();
     const entry: Entry = {
-      job: { jobId: randomUUID(), label, progress: 0, state: "running" },
+      job: { jobId, label, progress: 0, state: "running" },
       abort: new AbortController(),
+      written: Promise.resolve(),
     };
+    this.#write(entry, () =>
+      this.#recorder.append(sessionId, { type: "job/started", data: { jobId, label, turnId } }),
+    );
     const list = this.#jobs.get(sessionId) ?? [];
     list.push(entry);
     this.#jobs.set(sessionId, list);
@@ -34,11 +52,17 @@ export class JobRegistry {
     const update = (patch: Partial<Job>) => {
       if (entry.job.state !== "running") return;
       entry.job = { ...entry.job, ...patch };
-      if (entry.job.state !== "running") this.#trim(sessionId);
+      if (entry.job.state !== "running") {
+        this.#end(sessionId, entry);
+        this.#trim(sessionId);
+      } else if (patch.progress !== undefined) {
+        const progress = patch.progress;
+        this.#write(entry, () => this.#recorder.progress(jobId, progress));
+      }
       this.#changed(sessionId);
     };
     return {
-      jobId: entry.job.jobId,
+      jobId,
       signal: entry.abort.signal,
       progress: (value) => update({ progress: clamp(value) }),
       complete: () => update({ progress: 1, state: "completed" }),
@@ -58,14 +82,39 @@ export class JobRegistry {
     return (this.#jobs.get(sessionId) ?? []).some((e) => e.job.state === "running");
   }
 
-  /** Cancels a detached session's jobs without a delta: `detached` already tells clients. */
-  forget(sessionId: string): void {
+  /**
+   * Ends a detached session's running jobs (`cancelled`, or `interrupted` when the host stops)
+   * without a delta: `detached` already tells clients. Their `job/ended` is still recorded.
+   */
+  forget(sessionId: string, state: "cancelled" | "interrupted"): void {
     const list = this.#jobs.get(sessionId) ?? [];
     this.#jobs.delete(sessionId);
     for (const e of list) {
-      if (e.job.state === "running") e.job = { ...e.job, state: "cancelled" };
+      if (e.job.state === "running") {
+        e.job = { ...e.job, state };
+        this.#end(sessionId, e);
+      }
       e.abort.abort(new Error("session detached"));
     }
+  }
+
+  /** Settles once every job write issued so far has settled (shutdown waits for it). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#writes]);
+  }
+
+  #end(sessionId: string, entry: Entry): void {
+    const { jobId, state } = entry.job;
+    if (state === "running") return;
+    this.#write(entry, () => this.#recorder.append(sessionId, { type: "job/ended", data: { jobId, state } }));
+  }
+
+  #write(entry: Entry, run: () => Promise<void>): void {
+    // a failed write (a deleted session, a full disk) must not stop the job's later writes
+    const next = entry.written.then(run).catch(() => undefined);
+    entry.written = next;
+    this.#writes.add(next);
+    void next.then(() => this.#writes.delete(next));
   }
 
   #trim(sessionId: string): void {

@@ -1,41 +1,75 @@
-import type { Interaction, Job, QueueItem, Resolution } from "../../../protocol/index.js";
+import type { Interaction, Job, QueueItem } from "../../../protocol/index.js";
+import type { LiveStateNotice, SessionLiveState } from "../../store/live-state-store.js";
 import { AgentStatusBoard } from "./agent-status.js";
 import { InteractionRegistry } from "./interaction-registry.js";
-import { JobRegistry } from "./job-registry.js";
+import { type JobRecorder, JobRegistry } from "./job-registry.js";
 import type { ControlDelta, LiveAgentState, LiveState } from "./live-state.js";
 import { PromptQueue } from "./prompt-queue.js";
 
+export type OwnedDeltaListener = (delta: ControlDelta, sessionId: string, owner: string) => void;
+
 /**
- * The host's process-local live state: one object composing the queue, interactions, jobs and
- * agent status, with one listener list fed in change order. It also remembers each live
- * session's owner so feeds can be filtered per principal.
+ * The host's view of live state, with one listener list fed in change order. Queues and
+ * interactions are caches of the store's durable rows, changed only by its live-state notices
+ * (`apply`); agent status and jobs are process-local. It remembers each live session's owner so
+ * process-local deltas can be filtered per principal too.
  */
 export class LiveRegistry implements LiveState {
-  readonly #listeners = new Set<(delta: ControlDelta, sessionId: string) => void>();
+  readonly #listeners = new Set<OwnedDeltaListener>();
   readonly #owners = new Map<string, string>();
-  readonly promptQueue = new PromptQueue((sessionId, items) =>
-    this.#emit({ kind: "queue", sessionId, items }, sessionId),
+  readonly promptQueue = new PromptQueue((sessionId, owner, items) =>
+    this.#emit({ kind: "queue", sessionId, items }, sessionId, owner),
   );
   readonly interactionRegistry = new InteractionRegistry({
-    requested: (interaction) =>
-      this.#emit({ kind: "interaction.requested", interaction }, interaction.sessionId),
-    resolved: (interaction, resolution) =>
-      this.#emit(
-        { kind: "interaction.resolved", interactionId: interaction.interactionId, resolution },
-        interaction.sessionId,
-      ),
-    withdrawn: (interaction) =>
-      this.#emit(
-        { kind: "interaction.withdrawn", interactionId: interaction.interactionId },
-        interaction.sessionId,
-      ),
+    requested: (interaction, owner) =>
+      this.#emit({ kind: "interaction.requested", interaction }, interaction.sessionId, owner),
+    resolved: (sessionId, owner, interactionId, resolution) =>
+      this.#emit({ kind: "interaction.resolved", interactionId, resolution }, sessionId, owner),
+    withdrawn: (sessionId, owner, interactionId) =>
+      this.#emit({ kind: "interaction.withdrawn", interactionId }, sessionId, owner),
   });
-  readonly jobRegistry = new JobRegistry((sessionId, jobs) =>
-    this.#emit({ kind: "jobs", sessionId, jobs }, sessionId),
-  );
+  readonly jobRegistry: JobRegistry;
   readonly status = new AgentStatusBoard((sessionId, state) =>
-    this.#emit({ kind: "agent", sessionId, state }, sessionId),
+    this.#emitLocal({ kind: "agent", sessionId, state }),
   );
+
+  constructor(jobs: JobRecorder) {
+    this.jobRegistry = new JobRegistry(
+      (sessionId, list) => this.#emitLocal({ kind: "jobs", sessionId, jobs: list }),
+      jobs,
+    );
+  }
+
+  /** Adds sessions read from the store to the durable caches (at start, page by page). */
+  load(sessions: readonly SessionLiveState[]): void {
+    for (const s of sessions) {
+      this.promptQueue.load(s.sessionId, s.queue);
+      for (const interaction of s.interactions) this.interactionRegistry.load(interaction, s.owner);
+    }
+  }
+
+  /** A committed live-state change, from the store. */
+  apply(notice: LiveStateNotice): void {
+    switch (notice.kind) {
+      case "queue":
+        this.promptQueue.apply(notice.sessionId, notice.owner, notice.items);
+        break;
+      case "interaction.requested":
+        this.interactionRegistry.requested(notice.interaction, notice.owner);
+        break;
+      case "interaction.resolved":
+        this.interactionRegistry.resolved(
+          notice.sessionId,
+          notice.owner,
+          notice.interactionId,
+          notice.resolution,
+        );
+        break;
+      case "interaction.withdrawn":
+        this.interactionRegistry.withdrawn(notice.sessionId, notice.owner, notice.interactionId);
+        break;
+    }
+  }
 
   /** Marks a session live for `owner`; the first status is `attached`. */
   attach(sessionId: string, owner: string): void {
@@ -43,22 +77,19 @@ export class LiveRegistry implements LiveState {
     this.status.set(sessionId, "attached");
   }
 
-  /** `detached` clears the session's queue, jobs and interactions (clients clear their mirror too). */
-  detach(sessionId: string): void {
-    this.promptQueue.forget(sessionId);
-    this.jobRegistry.forget(sessionId);
-    this.interactionRegistry.forget(sessionId);
+  /**
+   * `detached` ends the agent's process-local state (status, jobs). Queued prompts and pending
+   * interactions are durable and stay: they belong to the session, not to its agent.
+   */
+  detach(sessionId: string, jobsEnd: "cancelled" | "interrupted" = "cancelled"): void {
+    this.jobRegistry.forget(sessionId, jobsEnd);
     this.status.remove(sessionId);
     this.#owners.delete(sessionId);
   }
 
-  /** Owner of a live session, or of the session a live interaction belongs to. */
+  /** Owner of a live session. */
   ownerOf(sessionId: string): string | undefined {
     return this.#owners.get(sessionId);
-  }
-
-  sessionOfInteraction(interactionId: string): string | undefined {
-    return this.interactionRegistry.sessionOf(interactionId);
   }
 
   agents(): { sessionId: string; state: LiveAgentState }[] {
@@ -68,7 +99,7 @@ export class LiveRegistry implements LiveState {
     return this.promptQueue.items(sessionId);
   }
   queues(): { sessionId: string; items: QueueItem[] }[] {
-    return this.promptQueue.all();
+    return this.promptQueue.all().map(({ sessionId, items }) => ({ sessionId, items }));
   }
   jobs(sessionId: string): Job[] {
     return this.jobRegistry.jobs(sessionId);
@@ -77,13 +108,10 @@ export class LiveRegistry implements LiveState {
     return this.jobRegistry.all();
   }
   interactions(): Interaction[] {
-    return this.interactionRegistry.pending();
+    return this.interactionRegistry.pending().map((p) => p.interaction);
   }
   interaction(interactionId: string): Interaction | undefined {
     return this.interactionRegistry.get(interactionId);
-  }
-  resolution(interactionId: string): Resolution | undefined {
-    return this.interactionRegistry.resolution(interactionId);
   }
   isLive(sessionId: string): boolean {
     return this.status.get(sessionId) !== undefined;
@@ -93,19 +121,24 @@ export class LiveRegistry implements LiveState {
   }
 
   subscribe(listener: (delta: ControlDelta) => void): () => void {
-    return this.subscribeWithSession((delta) => listener(delta));
+    return this.subscribeWithOwner((delta) => listener(delta));
   }
 
-  /** Like `subscribe`, plus the session each delta is about (for per-principal filtering). */
-  subscribeWithSession(listener: (delta: ControlDelta, sessionId: string) => void): () => void {
+  /** Like `subscribe`, plus the session and owner each delta is about (for per-principal filtering). */
+  subscribeWithOwner(listener: OwnedDeltaListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  #emit(delta: ControlDelta, sessionId: string): void {
+  #emitLocal(delta: Extract<ControlDelta, { sessionId: string }>): void {
+    const owner = this.#owners.get(delta.sessionId);
+    if (owner !== undefined) this.#emit(delta, delta.sessionId, owner);
+  }
+
+  #emit(delta: ControlDelta, sessionId: string, owner: string): void {
     for (const listener of this.#listeners) {
       try {
-        listener(delta, sessionId);
+        listener(delta, sessionId, owner);
       } catch {
         // one faulty subscriber must not stop the others or the change that caused the delta
       }

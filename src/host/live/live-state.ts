@@ -1,11 +1,4 @@
-import type {
-  ControlItem,
-  Interaction,
-  Job,
-  LiveAgentState,
-  QueueItem,
-  Resolution,
-} from "../../../protocol/index.js";
+import type { ControlItem, Interaction, Job, LiveAgentState, QueueItem } from "../../../protocol/index.js";
 
 /** Agent status as control reports it; `detached` is only ever a delta. */
 export type { LiveAgentState };
@@ -14,8 +7,8 @@ export type Baseline = Extract<ControlItem, { kind: "baseline" }>;
 export type ControlDelta = Exclude<ControlItem, { kind: "baseline" }>;
 
 /**
- * Process-local live state (protocol-v1 §1): queues, interactions, jobs, agent status.
- * Behind an interface so a second host (or a shared store) can implement it.
+ * Live state (protocol-v1 §1): queues and interactions (cached from the durable store), jobs and
+ * agent status (process-local).
  * Listeners are called synchronously after each change, in change order.
  */
 export interface LiveState {
@@ -26,8 +19,6 @@ export interface LiveState {
   allJobs(): { sessionId: string; jobs: Job[] }[];
   interactions(): Interaction[];
   interaction(interactionId: string): Interaction | undefined;
-  /** The winning resolution of an interaction resolved recently (for idempotent repeats). */
-  resolution(interactionId: string): Resolution | undefined;
   isLive(sessionId: string): boolean;
   isRunning(sessionId: string): boolean;
   /** Every change as a control delta (projection deltas excluded: those come from the store). */

@@ -1,76 +1,40 @@
-import type { AttachmentInput, QueueItem, UserMessageMeta } from "../../../protocol/index.js";
+import type { QueueItem } from "../../../protocol/index.js";
+import type { QueuedPromptInput, StoredQueueItem } from "../../store/live-state-store.js";
 
 /** What a queued prompt needs to become a turn later; the wire sees only `QueueItem`. */
-export interface PromptInput {
-  clientMessageId?: string;
-  text: string;
-  display?: string;
-  hidden?: boolean;
-  attachments?: AttachmentInput[];
-  meta?: UserMessageMeta;
-}
-
-export interface QueuedPrompt {
-  readonly itemId: string;
-  readonly queuedAt: number;
-  input: PromptInput;
-}
+export type PromptInput = QueuedPromptInput;
 
 /**
- * Per-session FIFO of prompts that arrived while a turn ran. Every change reports the complete
- * snapshot of that session's queue (control deltas are snapshots, last wins).
+ * A cache of the store's durable queues, kept by the store's live-state notices (each carries a
+ * session's whole queue, last wins). It answers synchronous questions (is anything queued, which
+ * item is next) without an await; every change goes through the store.
  */
 export class PromptQueue {
-  readonly #queues = new Map<string, QueuedPrompt[]>();
-  readonly #onChange: (sessionId: string, items: QueueItem[]) => void;
+  readonly #queues = new Map<string, StoredQueueItem[]>();
+  readonly #onChange: (sessionId: string, owner: string, items: QueueItem[]) => void;
 
-  constructor(onChange: (sessionId: string, items: QueueItem[]) => void) {
+  constructor(onChange: (sessionId: string, owner: string, items: QueueItem[]) => void) {
     this.#onChange = onChange;
   }
 
-  enqueue(sessionId: string, prompt: QueuedPrompt): void {
-    const queue = this.#queues.get(sessionId) ?? [];
-    queue.push(prompt);
-    this.#queues.set(sessionId, queue);
-    this.#changed(sessionId);
+  /** A session's queue as read from the store (at start), without a delta. */
+  load(sessionId: string, items: StoredQueueItem[]): void {
+    if (items.length > 0) this.#queues.set(sessionId, items);
   }
 
-  /** Removes and returns the oldest item, if any. */
-  shift(sessionId: string): QueuedPrompt | undefined {
-    const queue = this.#queues.get(sessionId);
-    const first = queue?.shift();
-    if (first) this.#changed(sessionId);
-    return first;
+  /** A committed change of one session's queue. */
+  apply(sessionId: string, owner: string, items: StoredQueueItem[]): void {
+    if (items.length > 0) this.#queues.set(sessionId, items);
+    else this.#queues.delete(sessionId);
+    this.#onChange(sessionId, owner, items.map(toItem));
   }
 
-  /** Removes and returns one item; undefined when it is not queued. */
-  take(sessionId: string, itemId: string): QueuedPrompt | undefined {
-    const queue = this.#queues.get(sessionId);
-    const index = queue?.findIndex((p) => p.itemId === itemId) ?? -1;
-    if (!queue || index < 0) return undefined;
-    const [taken] = queue.splice(index, 1);
-    this.#changed(sessionId);
-    return taken;
+  first(sessionId: string): StoredQueueItem | undefined {
+    return this.#queues.get(sessionId)?.[0];
   }
 
-  edit(sessionId: string, itemId: string, text: string): boolean {
-    const item = this.#queues.get(sessionId)?.find((p) => p.itemId === itemId);
-    if (!item) return false;
-    // the stored message shows what the operator typed last, so an edit replaces both texts
-    item.input = { ...item.input, text, display: undefined };
-    this.#changed(sessionId);
-    return true;
-  }
-
-  clear(sessionId: string): void {
-    const had = (this.#queues.get(sessionId)?.length ?? 0) > 0;
-    this.#queues.delete(sessionId);
-    if (had) this.#changed(sessionId);
-  }
-
-  /** Drops a detached session's queue without a delta: `detached` already tells clients. */
-  forget(sessionId: string): void {
-    this.#queues.delete(sessionId);
+  find(sessionId: string, itemId: string): StoredQueueItem | undefined {
+    return this.#queues.get(sessionId)?.find((item) => item.itemId === itemId);
   }
 
   items(sessionId: string): QueueItem[] {
@@ -81,21 +45,15 @@ export class PromptQueue {
     return this.#queues.get(sessionId)?.length ?? 0;
   }
 
-  all(): { sessionId: string; items: QueueItem[] }[] {
-    const out: { sessionId: string; items: QueueItem[] }[] = [];
+  all(): { sessionId: string; owner: string; items: QueueItem[] }[] {
+    const out: { sessionId: string; owner: string; items: QueueItem[] }[] = [];
     for (const [sessionId, queue] of this.#queues)
-      if (queue.length > 0) out.push({ sessionId, items: queue.map(toItem) });
+      out.push({ sessionId, owner: queue[0]!.owner, items: queue.map(toItem) });
     return out;
-  }
-
-  #changed(sessionId: string): void {
-    const queue = this.#queues.get(sessionId);
-    if (queue && queue.length === 0) this.#queues.delete(sessionId);
-    this.#onChange(sessionId, this.items(sessionId));
   }
 }
 
-function toItem(prompt: QueuedPrompt): QueueItem {
+export function toItem(prompt: StoredQueueItem): QueueItem {
   return {
     itemId: prompt.itemId,
     text: prompt.input.display ?? prompt.input.text,

@@ -1,14 +1,17 @@
 import { SessionmuxError } from "../../../protocol/index.js";
-import type { MethodHandler } from "../host-context.js";
-import { prepareAttachments } from "../prompt-attachments.js";
+import type { QueueChangeOutcome } from "../../store/live-state-store.js";
+import type { HostContext, MethodHandler } from "../host-context.js";
+import { toItem } from "../live/prompt-queue.js";
+import type { LiveSession } from "../live-session.js";
 import { interactionNotFound, refusal } from "../store-outcomes.js";
-import { promptMessage } from "../user-message-shape.js";
 
-/** Live-only methods: each acts on a live agent or a pending item and never starts one. */
+/** Methods that act on a live agent or a pending item; only `session.respond` may resume one. */
 
-export const cancel: MethodHandler<"session.cancel"> = async (_ctx, resolvers, principal, params) => {
+export const cancel: MethodHandler<"session.cancel"> = async (ctx, resolvers, principal, params) => {
   const session = await resolvers.live(principal, params.sessionId);
   if (!session.turn) return { cancelled: false };
+  // a parked turn of a previous process has no agent to stop: it is closed here
+  if (await ctx.runner.endParked(session)) return { cancelled: true };
   session.turn.stop("cancel");
   return { cancelled: true };
 };
@@ -20,70 +23,78 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
   params,
 ) => {
   const { sessionId, op } = params;
-  const session = await resolvers.live(principal, sessionId);
-  const queue = ctx.live.promptQueue;
-  const missing = (itemId: string) =>
-    new SessionmuxError("queue_item_not_found", `no queued item ${itemId}; it may have started already`, {
-      data: { itemId },
-    });
-  if ("remove" in op) {
-    if (!queue.take(sessionId, op.itemId)) throw missing(op.itemId);
-  } else if ("edit" in op) {
-    if (!queue.edit(sessionId, op.itemId, op.text)) throw missing(op.itemId);
-  } else if ("steer" in op) {
-    const turn = session.turn;
-    if (!queue.items(sessionId).some((i) => i.itemId === op.itemId)) throw missing(op.itemId);
-    // between the agent's return and turn/end nobody would read it: the item then stays queued
-    if (turn?.acceptsInterjections) {
-      const item = queue.take(sessionId, op.itemId)!;
-      const attachments = await prepareAttachments(ctx.store, session.owner, item.input);
-      const message = promptMessage(item.input, attachments.stored, true);
-      const outcome = await ctx.store.append(sessionId, [{ type: "user/message", data: message }], {
-        at: ctx.now(),
-      });
-      if (outcome.status !== "appended" && outcome.status !== "duplicate") throw refusal(sessionId, outcome);
-      turn.interjections.push(item.input.text);
-    }
-  } else {
-    queue.clear(sessionId);
-  }
-  return { items: queue.items(sessionId) };
+  // queued items are durable pending items: a session parked by a previous process keeps them
+  // without a live agent, and they can still be edited, removed or cleared
+  const queuedWithoutAgent =
+    ctx.agents.get(sessionId) === undefined && ctx.live.promptQueue.size(sessionId) > 0;
+  if (queuedWithoutAgent) await resolvers.inspect(principal, sessionId);
+  const session = queuedWithoutAgent ? undefined : await resolvers.live(principal, sessionId);
+  let outcome: QueueChangeOutcome | undefined;
+  if ("remove" in op) outcome = await ctx.store.removeQueueItem(sessionId, op.itemId);
+  else if ("edit" in op) outcome = await ctx.store.editQueueItem(sessionId, op.itemId, op.text);
+  else if ("steer" in op) outcome = await steer(ctx, session, sessionId, op.itemId);
+  else outcome = await ctx.store.clearQueue(sessionId);
+  if (outcome?.status === "item_not_found") throw missing("itemId" in op ? op.itemId : "");
+  if (outcome?.status === "not_found") throw refusal(sessionId, outcome);
+  return { items: outcome?.status === "ok" ? outcome.items.map(toItem) : ctx.live.queue(sessionId) };
 };
 
-/** First responder wins; the same answer again is idempotent; a different one is refused with the winner. */
+/**
+ * Steers a queued item into the running turn: it moves first and is recorded as an interjection
+ * when the agent takes it. Between the agent's return and `turn/end` nobody would read it: it then
+ * stays queued where it is.
+ */
+async function steer(
+  ctx: HostContext,
+  session: LiveSession | undefined,
+  sessionId: string,
+  itemId: string,
+): Promise<QueueChangeOutcome | undefined> {
+  if (!ctx.live.promptQueue.find(sessionId, itemId)) throw missing(itemId);
+  const turn = session?.turn;
+  if (!turn?.acceptsInterjections || turn.parked) return undefined;
+  const outcome = await ctx.store.steerQueueItem(sessionId, itemId, turn.turnId);
+  if (outcome.status === "ok" && turn.acceptsInterjections) turn.interjections.push(itemId);
+  return outcome;
+}
+
+function missing(itemId: string): SessionmuxError {
+  return new SessionmuxError(
+    "queue_item_not_found",
+    `no queued item ${itemId}; it may have started already`,
+    {
+      data: { itemId },
+    },
+  );
+}
+
+/**
+ * First responder wins, decided by the store in one transaction; the same answer again is
+ * idempotent; a different one is refused with the winner. An answer that completes a turn parked
+ * by a previous process resumes the session's agent to continue it.
+ */
 export const respond: MethodHandler<"session.respond"> = async (ctx, resolvers, principal, params) => {
-  const { sessionId, interactionId } = resolvers.interaction(principal, params.interactionId);
-  const claim = ctx.live.interactionRegistry.claim(interactionId, params.response);
-  switch (claim.status) {
+  const { sessionId, interactionId } = await resolvers.interaction(principal, params.interactionId);
+  // no turn of this process waits for it: the turn is parked; attaching the agent first adopts it,
+  // so no prompt can start another turn between the answer and the continuation
+  const parked = ctx.live.interactionRegistry.hasWaiter(interactionId)
+    ? undefined
+    : await resolvers.resume(principal, sessionId);
+  const outcome = await ctx.store.resolveInteraction(interactionId, params.response, ctx.now());
+  switch (outcome.status) {
     case "not_found":
       throw interactionNotFound(interactionId);
     case "conflict":
       throw new SessionmuxError(
         "interaction_already_resolved",
         `interaction ${interactionId} was already answered`,
-        {
-          data: { interactionId, resolution: claim.winner },
-        },
+        { data: { interactionId, resolution: outcome.winner } },
       );
     case "repeat":
-      await claim.committed;
       return { resolved: true };
-    case "won": {
-      const commit = ctx.store
-        .append(
-          sessionId,
-          [{ type: "interaction/resolved", data: { interactionId, resolution: params.response } }],
-          {
-            at: ctx.now(),
-          },
-        )
-        .then((outcome) => {
-          if (outcome.status !== "appended" && outcome.status !== "duplicate")
-            throw refusal(sessionId, outcome);
-        });
-      claim.finish(commit);
-      await commit;
+    case "resolved":
+      if (parked && outcome.pendingInTurn === 0)
+        await ctx.runner.continueParked(parked, outcome.interaction.turnId);
       return { resolved: true };
-    }
   }
 };

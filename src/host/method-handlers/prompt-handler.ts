@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { ParamsOf, ResultOf } from "../../../protocol/index.js";
+import { type ParamsOf, type ResultOf, SessionmuxError } from "../../../protocol/index.js";
+import type { EnqueueOutcome } from "../../store/live-state-store.js";
 import type { PromptRecord } from "../../store/session-store.js";
 import type { Resolvers } from "../activation-policy.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import type { PromptInput } from "../live/prompt-queue.js";
+import type { LiveSession } from "../live-session.js";
 import type { Principal } from "../principal.js";
+import { refusal } from "../store-outcomes.js";
 
 type PromptResult = ResultOf<"session.prompt">;
 
@@ -45,16 +48,50 @@ async function answerPrompt(
     ...(params.attachments !== undefined ? { attachments: params.attachments } : {}),
     ...(params.meta !== undefined ? { meta: params.meta } : {}),
   };
-  // no await between this check and claiming the turn or queueing: prompts keep their order
-  if (session.turn || ctx.live.promptQueue.size(session.sessionId) > 0) {
-    const itemId = randomUUID();
-    ctx.live.promptQueue.enqueue(session.sessionId, { itemId, queuedAt: ctx.now(), input });
-    await ctx.store.recordPrompt(session.sessionId, params.clientMessageId, { queued: true, itemId });
-    return { queued: true, itemId };
+  // no await between this check and claiming the turn or starting to queue: prompts keep their order
+  if (session.turn || session.pendingEnqueues > 0 || ctx.live.promptQueue.size(session.sessionId) > 0) {
+    return enqueue(ctx, session, input);
   }
   const begun = await ctx.runner.begin(session, input, "prompt");
   if (begun.status === "duplicate") return fromRecord(begun.record);
+  if (begun.status !== "started") throw refusal(session.sessionId, begun);
   return { queued: false, seq: begun.seq, turnId: begun.turnId };
+}
+
+/** The queue item and the prompt key commit together; the runner starts it when the session is free. */
+async function enqueue(ctx: HostContext, session: LiveSession, input: PromptInput): Promise<PromptResult> {
+  const itemId = randomUUID();
+  session.pendingEnqueues++;
+  let outcome: EnqueueOutcome;
+  try {
+    outcome = await ctx.store.enqueuePrompt({
+      sessionId: session.sessionId,
+      itemId,
+      queuedAt: ctx.now(),
+      input,
+      limits: ctx.limits.queue,
+    });
+  } finally {
+    session.pendingEnqueues--;
+    // the turn may have ended while the write was in flight: nobody else would start the item
+    ctx.runner.kick(session);
+  }
+  switch (outcome.status) {
+    case "queued":
+      return { queued: true, itemId };
+    case "duplicate":
+      return fromRecord(outcome.record);
+    case "queue_full":
+      throw new SessionmuxError(
+        "queue_full",
+        outcome.limit === "items_per_session"
+          ? `session ${session.sessionId} already has ${outcome.max} queued prompts; wait for them to run or remove some`
+          : `your queued prompts hold the most bytes allowed (${outcome.max}); wait for them to run or remove some`,
+        { data: { sessionId: session.sessionId, limit: outcome.limit, max: outcome.max } },
+      );
+    default:
+      throw refusal(session.sessionId, outcome);
+  }
 }
 
 function fromRecord(record: PromptRecord): PromptResult {

@@ -23,6 +23,7 @@ import type {
   SessionStore,
   StoredAttachment,
 } from "../session-store.js";
+import { assertStorable } from "../storable-data.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
@@ -108,6 +109,11 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+    try {
+      assertStorable(events);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.writes.submit(this.ops.append(sessionId, events, options));
   }
 

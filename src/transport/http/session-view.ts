@@ -33,6 +33,7 @@ export interface PendingQuestion {
   action?: string;
   question?: string;
   options?: string[];
+  tool_call_id?: string;
 }
 
 /** The body of `GET /v1/sessions/{id}`. */
@@ -189,5 +190,6 @@ function interactionView(i: Interaction): PendingQuestion {
   if (i.action !== undefined) q.action = i.action;
   if (i.question !== undefined) q.question = i.question;
   if (i.options !== undefined) q.options = i.options;
+  if (i.toolCallId !== undefined) q.tool_call_id = i.toolCallId;
   return q;
 }

@@ -15,6 +15,27 @@ describeContract("expected refusals are result values", (backend) => {
     expect(await store.isRetired("nobody")).toBe(false);
   });
 
+  it("refuses event data with a key no client may decode, writing nothing, and stays readable", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [delta("t", "before")]);
+    for (const key of ["__proto__", "constructor", "prototype"]) {
+      const args = JSON.parse(`{"nested":[{"${key}":1}]}`) as unknown;
+      const refused = store.append("a", [
+        delta("t", "same batch"),
+        { type: "tool/call", data: { turnId: "t", toolCallId: "c", name: "x", args } },
+      ]);
+      await expect(refused).rejects.toMatchObject({ code: "bad_request" });
+    }
+    const read = await store.readAfter("a", 0, 10);
+    expect(read.status === "ok" && read.events.map((e) => e.type)).toEqual([
+      "session/created",
+      "assistant/delta",
+    ]);
+    const encoded = await store.readAfterEncoded("a", 0, 10, 10);
+    expect(encoded.status === "ok" && encoded.count).toBe(2);
+  });
+
   it("answers retired sessions with retired everywhere, and a second create with exists", async () => {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });

@@ -1,0 +1,176 @@
+import type { Resolution } from "../../protocol/index.js";
+import { decodeValue, encodeValue } from "./event-codec.js";
+import type { WriteOperation } from "./group-commit.js";
+import { type LiveRows, queuedBytes } from "./live-rows.js";
+import type {
+  EnqueueInput,
+  EnqueueOutcome,
+  LiveOwner,
+  QueueChangeOutcome,
+  ResolveOutcome,
+} from "./live-state-store.js";
+import type { LogWriter } from "./log-writer.js";
+import type { PromptRecord } from "./session-store.js";
+import type { Statements } from "./sqlite-statements.js";
+
+/**
+ * The live-state writes as group-commit operations: each checks its preconditions inside the
+ * shared transaction, writes the rows (and the log events they imply) and queues the notices.
+ */
+export class LiveStateOperations {
+  constructor(
+    private readonly writer: LogWriter,
+    private readonly rows: LiveRows,
+    private readonly statements: Statements,
+    private readonly now: () => number,
+  ) {}
+
+  enqueue(input: EnqueueInput): WriteOperation<EnqueueOutcome> {
+    return (batch) => {
+      const state = this.writer.load(input.sessionId);
+      if (state === "retired") return { status: "retired" };
+      if (!state) return { status: "not_found" };
+      const key = input.input.clientMessageId;
+      if (key !== undefined) {
+        const stored = this.statements.findPrompt.get(input.sessionId, key) as Uint8Array | undefined;
+        if (stored) return { status: "duplicate", record: decodeValue<PromptRecord>(stored) };
+      }
+      const bytes = queuedBytes(input.input);
+      const limits = input.limits;
+      if (limits) {
+        const items = this.statements.queueCount.get(input.sessionId) as number;
+        if (items >= limits.maxItemsPerSession)
+          return { status: "queue_full", limit: "items_per_session", max: limits.maxItemsPerSession };
+        const held = this.statements.queuedBytesOfOwner.get(state.owner) as number;
+        if (held + bytes > limits.maxBytesPerOwner)
+          return { status: "queue_full", limit: "bytes_per_owner", max: limits.maxBytesPerOwner };
+      }
+      const position = this.statements.queueNextPosition.get(input.sessionId) as number;
+      this.statements.insertQueueItem.run(
+        input.sessionId,
+        input.itemId,
+        position,
+        key ?? null,
+        encodeValue(input.input),
+        bytes,
+        input.queuedAt,
+        state.owner,
+      );
+      if (key !== undefined) {
+        const record: PromptRecord = { queued: true, itemId: input.itemId };
+        this.statements.insertPrompt.run(input.sessionId, key, encodeValue(record));
+      }
+      this.rows.queueChanged(batch, input.sessionId, state.owner, input.queuedAt);
+      return {
+        status: "queued",
+        item: {
+          itemId: input.itemId,
+          sessionId: input.sessionId,
+          owner: state.owner,
+          queuedAt: input.queuedAt,
+          input: input.input,
+        },
+      };
+    };
+  }
+
+  /** The stored message shows what the operator typed last, so an edit replaces both texts. */
+  edit(sessionId: string, itemId: string, text: string): WriteOperation<QueueChangeOutcome> {
+    return this.changeQueue(sessionId, (owner) => {
+      const item = this.rows.queueItem(sessionId, itemId);
+      if (!item) return false;
+      const { display: _display, ...rest } = item.input;
+      const input = { ...rest, text };
+      this.statements.updateQueueInput.run(encodeValue(input), queuedBytes(input), sessionId, itemId);
+      return owner;
+    });
+  }
+
+  remove(sessionId: string, itemId: string): WriteOperation<QueueChangeOutcome> {
+    return this.changeQueue(sessionId, (owner) => {
+      const removed = this.statements.deleteQueueItem.run(sessionId, itemId).changes > 0;
+      return removed ? owner : false;
+    });
+  }
+
+  clear(sessionId: string): WriteOperation<QueueChangeOutcome> {
+    return this.changeQueue(sessionId, (owner) => {
+      this.statements.deleteQueue.run(sessionId);
+      return owner;
+    });
+  }
+
+  /**
+   * Marks an item steered into a running turn and moves it first: the agent takes it (appending
+   * it with `dequeue`), or, untaken when the turn ends, it is the next prompt to run.
+   */
+  steer(sessionId: string, itemId: string, turnId: string): WriteOperation<QueueChangeOutcome> {
+    return this.changeQueue(sessionId, (owner) => {
+      const first = this.statements.queueFirstPosition.get(sessionId) as number;
+      return this.statements.steerQueueItem.run(turnId, first, sessionId, itemId).changes > 0 ? owner : false;
+    });
+  }
+
+  resolve(interactionId: string, resolution: Resolution, at?: number): WriteOperation<ResolveOutcome> {
+    return (batch) => {
+      const stored = this.rows.interaction(interactionId);
+      if (!stored || stored.state === "withdrawn") return { status: "not_found" };
+      if (stored.state === "resolved") {
+        return sameResolution(stored.resolution!, resolution)
+          ? { status: "repeat", interaction: stored.interaction }
+          : { status: "conflict", winner: stored.resolution! };
+      }
+      const { sessionId, turnId } = stored.interaction;
+      const state = this.writer.load(sessionId);
+      if (!state || state === "retired") return { status: "not_found" };
+      const when = at ?? this.now();
+      this.statements.resolveInteraction.run(encodeValue(resolution), when, interactionId);
+      const events = this.writer.appendEvents(
+        batch,
+        state,
+        [{ type: "interaction/resolved", data: { interactionId, resolution } }],
+        when,
+      );
+      batch.notify(sessionId, { kind: "append", epoch: state.epoch, events }, this.writer.snapshot(state));
+      batch.notifyLive({
+        kind: "interaction.resolved",
+        owner: state.owner,
+        sessionId,
+        interactionId,
+        resolution,
+      });
+      return {
+        status: "resolved",
+        interaction: stored.interaction,
+        events,
+        pendingInTurn: this.rows.pendingInTurn(sessionId, turnId),
+      };
+    };
+  }
+
+  takeOver(owner: LiveOwner, at: number): WriteOperation<void> {
+    return () => {
+      this.rows.owner = owner;
+      this.statements.takeOverLiveOwners.run({ hostId: owner.hostId, generation: owner.generation, at });
+    };
+  }
+
+  private changeQueue(
+    sessionId: string,
+    change: (owner: string) => string | false,
+  ): WriteOperation<QueueChangeOutcome> {
+    return (batch) => {
+      const state = this.writer.load(sessionId);
+      if (!state || state === "retired") return { status: "not_found" };
+      const owner = change(state.owner);
+      if (owner === false) return { status: "item_not_found" };
+      this.rows.queueChanged(batch, sessionId, owner, this.now());
+      return { status: "ok", items: this.rows.queue(sessionId) };
+    };
+  }
+}
+
+export function sameResolution(a: Resolution, b: Resolution): boolean {
+  if ("outcome" in a) return "outcome" in b && a.outcome === b.outcome;
+  return "answer" in b && a.answer === b.answer;
+}

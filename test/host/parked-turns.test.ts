@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, test } from "vitest";
+import type { AgentDriver } from "../../src/agents/agent.js";
+import { DemoAgent } from "../../src/agents/demo-agent.js";
+import { ADMIN } from "../../src/host/principal.js";
+import { assistantText, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+
+/** Turns parked on interactions by a previous process, and how their answers finish them. */
+
+let fx: HostFixture;
+afterEach(async () => fx?.dispose());
+
+const S = "parked";
+
+/** What a host that stopped mid-turn leaves: an open turn waiting on `interactions`. */
+async function parkedTurn(
+  f: HostFixture,
+  turnId: string,
+  interactions: {
+    interactionId: string;
+    kind: "approval" | "question";
+    action?: string;
+    question?: string;
+  }[],
+) {
+  await f.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+  await f.store.append(S, [
+    { type: "turn/start", data: { turnId, trigger: "prompt" } },
+    {
+      type: "user/message",
+      data: { messageId: "m1", source: "user", text: "two things", attachments: [], meta: {} },
+    },
+    ...interactions.map((i) => ({ type: "interaction/requested" as const, data: { turnId, ...i } })),
+  ]);
+}
+
+describe("parked turns after a restart", () => {
+  test("the turn continues only once every interaction of it is answered, with all the answers", async () => {
+    fx = await openHost();
+    await parkedTurn(fx, "t", [
+      { interactionId: "i-a", kind: "approval", action: "deploy" },
+      { interactionId: "i-q", kind: "question", question: "which region?" },
+    ]);
+    await fx.restart();
+    await fx.host.call(ADMIN, "session.respond", { interactionId: "i-a", response: { outcome: "deny" } });
+    // one still pending: the turn stays open and parked
+    expect((await fx.store.projection(S))?.openTurnId).toBe("t");
+    expect(fx.host.live.interactions().map((i) => i.interactionId)).toEqual(["i-q"]);
+    await fx.host.call(ADMIN, "session.respond", { interactionId: "i-q", response: { answer: "eu" } });
+    const events = await turnEvents(fx.store, S, "t");
+    expect(assistantText(events)).toBe("Denied: deployYou answered: eu");
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
+  });
+
+  test("a driver without continueTurn has the answered turn closed as interrupted", async () => {
+    const demo = new DemoAgent();
+    const plain: AgentDriver = {
+      name: "plain",
+      defaultModel: demo.defaultModel,
+      models: () => demo.models(),
+      runTurn: (turn) => demo.runTurn(turn),
+    };
+    fx = await openHost({ agent: plain });
+    await parkedTurn(fx, "t", [{ interactionId: "i", kind: "approval", action: "x" }]);
+    await fx.restart();
+    expect((await fx.store.projection(S))?.lastState).toBe("input-required");
+    await fx.host.call(ADMIN, "session.respond", { interactionId: "i", response: { outcome: "approve" } });
+    const events = await turnEvents(fx.store, S, "t");
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { turnId: "t", state: "interrupted" } });
+    // the answer itself is recorded
+    expect((await readLog(fx.store, S)).filter((e) => e.type === "interaction/resolved")).toHaveLength(1);
+  });
+});
