@@ -7,7 +7,7 @@ import type { AuthenticateRequest } from "./embed/app-authentication.js";
 import { mountSessionmux } from "./embed/mount-sessionmux.js";
 import type { SessionHost } from "./host/session-host.js";
 import { StartupError } from "./operations/startup-error.js";
-import type { SessionStore } from "./store/session-store.js";
+import type { HostStore } from "./store/live-state-store.js";
 import type { SqliteSessionStore } from "./store/sqlite-store.js";
 import type { TokenSpec } from "./transport/auth.js";
 import type { HttpOptions } from "./transport/http/router.js";
@@ -45,7 +45,7 @@ export interface HostOptions {
   /** @default 1 hour — uploads no prompt references by then are deleted. */
   uploadTtlMs?: number;
   /** Tests only: how the host sees the store (see `mountSessionmux`). @default the store itself */
-  storeView?: (store: SessionStore) => SessionStore;
+  storeView?: (store: HostStore) => HostStore;
 }
 
 export interface RunningHost {

@@ -10,7 +10,7 @@ import { prepareDatabasePath } from "../operations/database-path.js";
 import { ReadinessProbe } from "../operations/readiness-probe.js";
 import { sqliteWritableCheck } from "../operations/sqlite-writable-check.js";
 import { StartupError } from "../operations/startup-error.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { HostStore } from "../store/live-state-store.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { Authenticator } from "../transport/auth.js";
 import { createHttpHandler } from "../transport/http/router.js";
@@ -40,7 +40,7 @@ export async function mountSessionmux(
      * networked store takes (reads interleaved with commits) run against the embedded one.
      * @default the store itself
      */
-    storeView?: (store: SessionStore) => SessionStore;
+    storeView?: (store: HostStore) => HostStore;
   },
 ): Promise<MountedSessionmux> {
   const base = new BasePath(options.basePath, mode.claimAll);

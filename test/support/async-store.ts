@@ -54,7 +54,7 @@ export function seededRandom(seed: number): () => number {
 export function asyncStore<S extends SessionStore>(
   inner: S,
   options: AsyncStoreOptions = {},
-): { store: SessionStore; stats: AsyncStoreStats } {
+): { store: S; stats: AsyncStoreStats } {
   const random = options.random ?? Math.random;
   const maxDelayMs = options.maxDelayMs ?? 4;
   const stats: AsyncStoreStats = { reorderedReads: 0, commitsDuringReads: 0 };
