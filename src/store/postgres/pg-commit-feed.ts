@@ -210,11 +210,18 @@ export class PgCommitFeed {
     this.held.set(sessionId, [pending]);
     this.remote = this.remote
       .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
-      .catch(() => undefined)
-      .then(() => {
+      .then(
+        () => true,
+        () => false,
+      )
+      .then((caughtUp) => {
         const release = this.held.get(sessionId) ?? [];
         this.held.delete(sessionId);
-        for (const next of release) this.deliver(next.sessionId, next.notice, next.projection);
+        // each through the same check: another host may have committed between two held notices;
+        // after a failed read they go out as they are (followers repair a gap by reading the log)
+        for (const next of release)
+          if (caughtUp) this.deliverLocal(next);
+          else this.deliver(next.sessionId, next.notice, next.projection);
       });
   }
 
