@@ -5,6 +5,7 @@ import type { WriteOperation } from "./group-commit.js";
 import type { LiveRows } from "./live-rows.js";
 import { decodeRow, type LogWriter, type StoredRow, type TimedEvent } from "./log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "./projection.js";
+import { promptRecordAfterAppend } from "./prompt-record.js";
 import { headerOf, type SessionState } from "./session-state.js";
 import type {
   AppendOptions,
@@ -101,10 +102,7 @@ export class WriteOperations {
         this.liveRows.queueChanged(batch, sessionId, state.owner, at);
       }
       if (prompt) {
-        const record = { ...prompt.record };
-        // the prompt's seq is its stored user/message, known only now
-        const message = appended.find((event) => event.type === "user/message");
-        if (record.seq === undefined && !record.queued && message) record.seq = message.seq;
+        const record = promptRecordAfterAppend(prompt.record, appended);
         this.statements.insertPrompt.run(sessionId, prompt.clientMessageId, encodeValue(record));
       }
       if (appended.length > 0) {

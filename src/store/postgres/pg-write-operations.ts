@@ -2,6 +2,7 @@ import type { NewEvent } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
 import { decodeRow, type StoredRow, type TimedEvent } from "../log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "../projection.js";
+import { promptRecordAfterAppend } from "../prompt-record.js";
 import { headerOf } from "../session-state.js";
 import type {
   AppendOptions,
@@ -106,10 +107,7 @@ export class PgWriteOperations {
         }
         const appended = await this.writer.appendEvents(batch, state, events, options.at ?? this.now());
         if (prompt) {
-          const record = { ...prompt.record };
-          // the prompt's seq is its stored user/message, known only now
-          const message = appended.find((event) => event.type === "user/message");
-          if (record.seq === undefined && !record.queued && message) record.seq = message.seq;
+          const record = promptRecordAfterAppend(prompt.record, appended);
           batch.addPrompt(sessionId, prompt.clientMessageId, record, encodeValue(record));
         }
         if (appended.length > 0) {
