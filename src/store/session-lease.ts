@@ -1,0 +1,53 @@
+/**
+ * Leases: at most one host runs a session's agent at a time. A lease carries a fencing token
+ * (`generation`, strictly increasing per session) that every append made on the agent's behalf
+ * passes as `AppendOptions.fence`; the store checks it inside the append's own transaction, so a
+ * host that lost its lease (paused, partitioned, expired) can never append again. Expiry is judged
+ * by the store's clock (PostgreSQL's `now()`), never by a host's.
+ *
+ * Writes any host may make (enqueue, queue edits, answers, create, clear, delete) are not fenced:
+ * they are decided by rows and constraints, and the owner learns of them through `subscribeLive`,
+ * which on a shared store carries every host's notices.
+ */
+export interface SessionLeaseStore {
+  /**
+   * Takes the lease of `sessionId` for `hostId` when it is free, expired or already this host's
+   * (then it is renewed and keeps its generation). Taking over an expired lease from another host
+   * closes that session's running turn (not a parked one) as `interrupted` in the same transaction.
+   */
+  acquireLease(sessionId: string, hostId: string, ttlMs: number): Promise<LeaseOutcome>;
+  /** Extends this host's leases still current; the ones already lost are listed in `lost`. */
+  renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome>;
+  /** Gives the lease up (detach, shutdown) so another host may take it at once. */
+  releaseLease(lease: SessionLease): Promise<void>;
+  /** The current holder, or null when nobody holds an unexpired lease. */
+  leaseHolder(sessionId: string): Promise<LeaseHolder | null>;
+}
+
+export interface SessionLease {
+  sessionId: string;
+  hostId: string;
+  /** The fencing token: strictly increasing per session across all hosts. */
+  generation: number;
+}
+
+export interface LeaseHolder extends SessionLease {
+  /** Epoch milliseconds by the store's clock. */
+  expiresAt: number;
+}
+
+export type LeaseOutcome =
+  | {
+      status: "acquired";
+      lease: SessionLease;
+      /** Another host's expired lease was taken over; `interrupted` names the turn closed. */
+      takeover: { fromHost: string; interruptedTurnId: string | null } | null;
+    }
+  | { status: "held"; holder: LeaseHolder }
+  | { status: "not_found" }
+  | { status: "retired" };
+
+export interface RenewOutcome {
+  renewed: SessionLease[];
+  lost: SessionLease[];
+}
