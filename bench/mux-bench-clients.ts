@@ -5,6 +5,7 @@
  */
 import WebSocket from "ws";
 import { decodeFrame, encodeFrame } from "../protocol/codec.js";
+import { rawDataBytes } from "../src/transport/mux/raw-data.js";
 
 type Command = { op: string; [key: string]: unknown };
 interface Frame {
@@ -39,12 +40,7 @@ function muxSocket(url: string, token: string): WebSocket {
 }
 
 function frameOf(data: WebSocket.RawData): Frame {
-  const bytes = Array.isArray(data)
-    ? Buffer.concat(data)
-    : data instanceof ArrayBuffer
-      ? new Uint8Array(data)
-      : data;
-  return decodeFrame(bytes, LIMITS) as Frame;
+  return decodeFrame(rawDataBytes(data), LIMITS) as Frame;
 }
 
 function follow(command: Command): void {

@@ -1,5 +1,5 @@
+import { heldBytes } from "../../test/support/held-bytes.js";
 import { Fleet } from "../harness/fleet.js";
-import { heldBytes } from "../harness/memory.js";
 import type { SubjectFactory } from "../harness/subject.js";
 import { sessionIds } from "../harness/workload.js";
 import { publishRoundRobin } from "./publish.js";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { MuxPeer, until } from "../support/mux-peer.js";
+import { MuxPeer } from "../support/mux-peer.js";
 import {
   hostFrames,
   readTrace,
@@ -9,6 +9,7 @@ import {
   type TracedCall,
 } from "../support/syscall-trace.js";
 import { tempDir } from "../support/temp-dir.js";
+import { until } from "../support/until.js";
 import { spawnCliHost } from "../torture/cli-host.js";
 
 const TOKEN = "fsync-probe-token";

@@ -3,8 +3,9 @@ import { expect } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { type CliHost, spawnCliHost } from "../torture/cli-host.js";
 import { ADMIN_TOKEN } from "./host.js";
-import { MuxPeer, until } from "./mux-peer.js";
+import { MuxPeer } from "./mux-peer.js";
 import { tempDir } from "./temp-dir.js";
+import { until } from "./until.js";
 
 const MIB = 1024 * 1024;
 

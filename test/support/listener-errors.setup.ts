@@ -2,7 +2,7 @@ import { afterEach } from "vitest";
 import { LISTENER_WARNING_CODE } from "../../src/store/commit-listeners.js";
 
 /**
- * Every store a test opens without its own `onListenerError` reports a throwing commit listener
+ * Every store a test opens without a logger of its own reports a throwing commit listener
  * as a process warning. The guard keeps production up; in a test it would hide a failed `expect`
  * inside a listener, so any such warning fails the test that raised it.
  */

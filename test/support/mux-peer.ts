@@ -3,6 +3,8 @@ import WebSocket from "ws";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { type SessionEvent, SessionmuxError, SUBPROTOCOL, type WireError } from "../../protocol/index.js";
 import { encodeBearerSubprotocol } from "../../src/transport/auth.js";
+import { rawDataBytes } from "../../src/transport/mux/raw-data.js";
+import { until } from "./until.js";
 
 /** A decoded host frame, loosely typed: tests assert its shape themselves. */
 export interface PeerFrame {
@@ -33,21 +35,6 @@ export interface MuxPeerOptions {
   keepEvents?: boolean;
 }
 
-/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function until<T>(
-  check: () => T | undefined | false,
-  timeoutMs = 10_000,
-  what = "condition",
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /**
  * A raw protocol peer for tests: speaks protocol-v1 frames over a real `ws` socket and keeps every
  * frame it received, per id, so a test can assert exact sequences.
@@ -69,7 +56,7 @@ export class MuxPeer {
     });
     ws.on("message", (data, isBinary) => {
       if (!isBinary) throw new Error("host sent a text frame");
-      const frame = decodeFrame(toBytes(data), {
+      const frame = decodeFrame(rawDataBytes(data), {
         maxStrBytes: 16 * 1024 * 1024,
         maxArrayLength: 1_000_000,
       }) as PeerFrame;
@@ -260,10 +247,4 @@ export class MuxPeer {
     this.ws.terminate();
     await this.closed;
   }
-}
-
-function toBytes(data: WebSocket.RawData): Uint8Array {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return data;
 }

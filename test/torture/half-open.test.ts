@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { until } from "../support/until.js";
 import { scaled } from "./torture-scale.js";
 
 // Small enough to keep the test short, large enough that 1,000 healthy peers in this one process keep up.
@@ -17,14 +18,6 @@ afterEach(async () => {
 async function openConnections(): Promise<number> {
   const gauge = await host!.metrics.connections.get();
   return gauge.values[0]?.value ?? 0;
-}
-
-async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe("torture: half-open sockets", () => {

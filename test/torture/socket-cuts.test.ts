@@ -5,6 +5,7 @@ import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { until } from "../support/until.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const FOLLOWERS = 20;
@@ -21,14 +22,6 @@ afterEach(async () => {
   await proxy?.stop();
   await host?.dispose();
 });
-
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe("torture: random socket cuts while a session streams", () => {
   it("every follower ends with exactly 1..N through 200 cuts", async () => {

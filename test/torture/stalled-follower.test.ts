@@ -1,11 +1,11 @@
 import { once } from "node:events";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { heldBytes } from "../support/held-bytes.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { until } from "../support/until.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const SESSION = "stall";
@@ -57,24 +57,6 @@ class SeqFollower {
   }
 }
 
-setFlagsFromString("--expose-gc");
-const collect = runInNewContext("gc") as () => void;
-
-/** Bytes this process retains on the JS heap and in buffers (socket backlogs included) after a full GC. */
-function retainedBytes(): number {
-  collect();
-  const usage = process.memoryUsage();
-  return usage.heapUsed + usage.external;
-}
-
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 let host: TestHost | undefined;
 const followers: SeqFollower[] = [];
 afterEach(async () => {
@@ -120,12 +102,12 @@ describe("torture: a follower that stops reading while 100k events flow", () => 
     }
     await until(() => followers.every((f) => f.last === head), 60_000, "warm-up delivered");
     stalled.ws.pause();
-    const baseline = retainedBytes();
+    const baseline = heldBytes();
     const rssBaseline = process.memoryUsage().rss;
     let peak = baseline;
     let rssPeak = rssBaseline;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, retainedBytes());
+      peak = Math.max(peak, heldBytes());
       rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
     }, 200);
     const healthy = followers.slice(0, HEALTHY);

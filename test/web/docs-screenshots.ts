@@ -8,19 +8,12 @@ import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { createNodeClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
+import { until } from "../support/until.js";
 import { launchProfile, openConsole, takePageErrors } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { readLog, turnEnds } from "./host-log.js";
 
 const docs = fileURLToPath(new URL("../../docs/", import.meta.url));
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 async function send(page: Page, text: string): Promise<void> {
   await page.fill('[data-testid="composer-input"]', text);
@@ -40,7 +33,7 @@ const profile = await launchProfile();
 try {
   mkdirSync(docs, { recursive: true });
   const settled = (sessionId: string, turns: number) =>
-    until(`${turns} turns`, async () => turnEnds(await readLog(client, sessionId)) === turns);
+    until(async () => turnEnds(await readLog(client, sessionId)) === turns, 30_000, `${turns} turns`);
   for (const [title, text] of [
     ["Summarise yesterday's incidents", "Summarise yesterday's incidents in three bullet points."],
     ["Pick a rollout region", "/ask Which region goes first?"],
@@ -62,8 +55,11 @@ try {
   await settled(sessionId, 2);
 
   await send(page, "/job 30");
-  await until("a job in progress", async () =>
-    /^([1-9]\d?)%$/.test((await page.textContent('[data-testid="job-percent"]').catch(() => "")) ?? ""),
+  await until(
+    async () =>
+      /^([1-9]\d?)%$/.test((await page.textContent('[data-testid="job-percent"]').catch(() => "")) ?? ""),
+    30_000,
+    "a job in progress",
   );
   await shoot(page, "console-job");
 

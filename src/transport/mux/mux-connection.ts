@@ -17,6 +17,7 @@ import { ControlStream } from "./control-stream.js";
 import { FollowStream } from "./follow-stream.js";
 import { FrameWriter } from "./frame-writer.js";
 import type { MuxOptions } from "./mux-options.js";
+import { rawDataBytes } from "./raw-data.js";
 import { sharedEventFrames } from "./shared-event-frames.js";
 import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
 
@@ -142,7 +143,7 @@ export class MuxConnection {
   #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     this.#heard = true;
     if (this.#closed) return;
-    const bytes = asBytes(data);
+    const bytes = rawDataBytes(data);
     const metrics = this.#options.metrics;
     metrics?.framesIn.inc();
     metrics?.bytesIn.inc(bytes.length);
@@ -295,10 +296,4 @@ export class MuxConnection {
   readonly #logInternal = (err: unknown, context: string): void => {
     this.#options.logger.error({ err, context, principal: this.#principal.name }, "mux internal error");
   };
-}
-
-function asBytes(data: WebSocket.RawData): Uint8Array {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return data;
 }

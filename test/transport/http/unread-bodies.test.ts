@@ -3,7 +3,7 @@ import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { AttackHost, Canary, mib, report } from "../../support/attack-host.js";
 import { ADMIN_TOKEN } from "../../support/host.js";
-import { until } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 
 const MIB = 1024 * 1024;
 const CONNECTIONS = 5;

@@ -3,7 +3,8 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import type { WireError } from "../../../protocol/index.js";
 import { DurableContent, type DurableSnapshot } from "../../support/durable-snapshot.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
-import { type MuxPeer, until } from "../../support/mux-peer.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { connect, createSession, openCanary } from "./mux-fixture.js";
 
 const b = (...parts: (number | number[])[]) => Uint8Array.from(parts.flat());

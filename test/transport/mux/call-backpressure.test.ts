@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../../support/host.js";
-import { MuxPeer, until } from "../../support/mux-peer.js";
+import { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 const MIB = 1024 * 1024;

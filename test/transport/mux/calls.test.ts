@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../../support/host.js";
-import { type MuxPeer, until } from "../../support/mux-peer.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { connect, createSession, headSeq } from "./mux-fixture.js";
 
 describe("unary calls over the mux (protocol-v1 §4)", () => {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { encodeFrame } from "../../../protocol/codec.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import { MuxPeer, until } from "../../support/mux-peer.js";
+import { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 /** The HTTP status of a refused upgrade. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import { type MuxPeer, until } from "../../support/mux-peer.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { appendDeltas, connect, createSession, STORE_VARIANTS } from "./mux-fixture.js";
 
 interface Interaction {

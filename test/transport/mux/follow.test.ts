@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import { type MuxPeer, until } from "../../support/mux-peer.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { appendDeltas, connect, createSession, expectRange, headSeq, STORE_VARIANTS } from "./mux-fixture.js";
 
 type Item = { kind: string; epoch?: string; headSeq?: number; seq?: number; events?: SessionEvent[] };

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import { type MuxPeer, until } from "../../support/mux-peer.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 describe("event frames (protocol-v1 §6)", () => {

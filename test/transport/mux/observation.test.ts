@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../../support/host.js";
-import { until } from "../../support/mux-peer.js";
 import { tempDir } from "../../support/temp-dir.js";
+import { until } from "../../support/until.js";
 import { connect, createSession, headSeq } from "./mux-fixture.js";
 
 describe("observation never activates (reliability.md promise 4), through the wire", () => {

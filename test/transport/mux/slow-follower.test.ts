@@ -1,20 +1,8 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { heldBytes } from "../../support/held-bytes.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
 import { appendDeltas, connect, createSession, headSeq } from "./mux-fixture.js";
-
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
-
-/** Heap plus Buffers (socket backlogs live outside the V8 heap), after a full collection. */
-function liveBytes(): number {
-  gc();
-  gc();
-  const m = process.memoryUsage();
-  return m.heapUsed + m.external;
-}
 
 const EVENTS = 100_000;
 const HEALTHY = 10;
@@ -50,17 +38,17 @@ describe("slow follower (protocol-v1 §5, reliability.md)", () => {
       await f.peer.waitItem(f.id, (i) => i.kind === "caughtUp");
     slow.pause();
 
-    const before = liveBytes();
+    const before = heldBytes();
     let peak = 0;
     // ~150 bytes per event on the wire: about 15 MiB the stalled reader does not read.
     const text = "y".repeat(100);
     let end = start;
     for (let done = 0; done < EVENTS; done += 10_000) {
       end = await appendDeltas(host, sessionId, 10_000, 1_000, text);
-      peak = Math.max(peak, liveBytes() - before);
+      peak = Math.max(peak, heldBytes() - before);
     }
     for (const f of healthy) await f.peer.waitSeq(f.id, end, 60_000);
-    peak = Math.max(peak, liveBytes() - before);
+    peak = Math.max(peak, heldBytes() - before);
 
     const slowGauge = async () => (await host.metrics.slowFollowers.get()).values[0]?.value ?? 0;
     expect(await slowGauge()).toBe(1);

@@ -4,7 +4,7 @@ import WebSocket from "ws";
 import { encodeFrame } from "../../../protocol/codec.js";
 import { AttackHost, Canary, mib, report } from "../../support/attack-host.js";
 import { ADMIN_TOKEN } from "../../support/host.js";
-import { until } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 
 const MIB = 1024 * 1024;
 const CALLS = 40;

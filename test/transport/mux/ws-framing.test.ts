@@ -5,7 +5,7 @@ import type { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import * as wsModule from "ws";
 import { binaryMessageHeader, bytesTakenByKernel } from "../../../src/transport/mux/ws-framing.js";
-import { until } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 
 const { Receiver } = wsModule as unknown as {
   Receiver: new (options: { isServer: boolean; maxPayload: number }) => Writable;
