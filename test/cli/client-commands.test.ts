@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import { eventLine, jsonLine } from "../../src/cli/client-commands.js";
+import { eventLine, jsonLine } from "../../src/cli/json-line.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 
 let host: TestHost;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
 import type { StoredAttachment } from "../../store/session-store.js";
 import type { Authenticator } from "../auth.js";
 import type { FaultLog } from "../fault-log.js";
@@ -84,69 +85,23 @@ export function createHttpHandler(
     if (!url) throw fail("bad_request", "unparseable request target");
     const { pathname } = url;
     const method = req.method ?? "GET";
-
-    // Liveness: the process answers. Readiness: the database took a write lock recently.
-    if (pathname === "/healthz" && (method === "GET" || method === "HEAD")) {
-      label.route = "GET /healthz";
-      sendJson(res, 200, { ok: true });
-      return;
-    }
-    if (pathname === "/readyz" && (method === "GET" || method === "HEAD")) {
-      label.route = "GET /readyz";
-      const state = options.readiness?.() ?? { ready: true, checkedAt: Date.now() };
-      res.setHeader("cache-control", "no-store");
-      sendJson(res, state.ready ? 200 : 503, state);
-      return;
-    }
+    if (answerProbe(pathname, method, res, label, options.readiness)) return;
     if (!isProtected(pathname)) {
       label.route = "static";
       if ((method === "GET" || method === "HEAD") && serveConsole(req, res, webRoot, pathname)) return;
       throw fail("not_found", "no such route");
     }
-
-    let route: Route | undefined;
-    let params: string[] = [];
-    for (const r of ROUTES) {
-      if (r.method !== method) continue;
-      const m = r.pattern.exec(pathname);
-      if (m) {
-        route = r;
-        params = m.slice(1);
-        break;
-      }
-    }
-    label.route = route?.name ?? (pathname === "/metrics" ? "GET /metrics" : "unmatched");
-
-    if (pathname === "/metrics" && method === "GET" && metrics) {
-      const access = auth.originAllowed(req) ? auth.metricsAccess(req) : "forbidden_origin";
-      if (access === "unauthorized") res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
-      if (access !== "ok")
-        throw fail(
-          access,
-          access === "forbidden" ? "an admin or the metrics token is required" : "bearer token required",
-        );
-      const text = await metrics.registry.metrics();
-      res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
-      res.end(text);
-      return;
-    }
-
-    const outcome = auth.authenticate(req, { allowSubprotocol: false });
-    if (!outcome.ok) {
-      if (outcome.status === 401) res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
-      throw fail(
-        outcome.code === "forbidden_origin" ? "forbidden_origin" : "unauthorized",
-        "bearer token required",
-      );
-    }
-
-    if (!route) throw fail("not_found", "no such route");
-    await route.handle({
+    const match = matchRoute(method, pathname);
+    label.route = match?.route.name ?? (pathname === "/metrics" ? "GET /metrics" : "unmatched");
+    if (pathname === "/metrics" && method === "GET" && metrics) return serveMetrics(req, res, auth, metrics);
+    const principal = authenticated(req, res, auth);
+    if (!match) throw fail("not_found", "no such route");
+    await match.route.handle({
       req,
       res,
       host,
-      principal: outcome.principal,
-      params,
+      principal,
+      params: match.params,
       query: url.searchParams,
       maxBodyBytes,
       transcripts,
@@ -158,13 +113,7 @@ export function createHttpHandler(
 
   return (req, res) => {
     const label = { route: "unmatched" };
-    if (metrics) {
-      const started = performance.now();
-      res.once("finish", () => {
-        metrics.httpRequests.inc({ route: label.route, status: String(res.statusCode) });
-        metrics.httpSeconds.observe({ route: label.route }, (performance.now() - started) / 1000);
-      });
-    }
+    if (metrics) observeRequest(res, label, metrics);
     awaitTurn(req, res, highWaterBytes)
       .then(() => handle(req, res, label))
       .catch((err: unknown) => {
@@ -177,6 +126,78 @@ export function createHttpHandler(
         sendError(res, error);
       });
   };
+}
+
+/** Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the database took a write lock recently). */
+function answerProbe(
+  pathname: string,
+  method: string,
+  res: ServerResponse,
+  label: { route: string },
+  readiness: HttpOptions["readiness"],
+): boolean {
+  if (method !== "GET" && method !== "HEAD") return false;
+  if (pathname === "/healthz") {
+    label.route = "GET /healthz";
+    sendJson(res, 200, { ok: true });
+    return true;
+  }
+  if (pathname === "/readyz") {
+    label.route = "GET /readyz";
+    const state = readiness?.() ?? { ready: true, checkedAt: Date.now() };
+    res.setHeader("cache-control", "no-store");
+    sendJson(res, state.ready ? 200 : 503, state);
+    return true;
+  }
+  return false;
+}
+
+function matchRoute(method: string, pathname: string): { route: Route; params: string[] } | undefined {
+  for (const route of ROUTES) {
+    if (route.method !== method) continue;
+    const m = route.pattern.exec(pathname);
+    if (m) return { route, params: m.slice(1) };
+  }
+  return undefined;
+}
+
+/** `/metrics` for an admin or the metrics token. */
+async function serveMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  auth: Authenticator,
+  metrics: HostMetrics,
+): Promise<void> {
+  const access = auth.originAllowed(req) ? auth.metricsAccess(req) : "forbidden_origin";
+  if (access === "unauthorized") res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
+  if (access !== "ok")
+    throw fail(
+      access,
+      access === "forbidden" ? "an admin or the metrics token is required" : "bearer token required",
+    );
+  const text = await metrics.registry.metrics();
+  res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+  res.end(text);
+}
+
+/** The request's principal, or a 401/403 refusal thrown. */
+function authenticated(req: IncomingMessage, res: ServerResponse, auth: Authenticator): Principal {
+  const outcome = auth.authenticate(req, { allowSubprotocol: false });
+  if (outcome.ok) return outcome.principal;
+  if (outcome.status === 401) res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
+  throw fail(
+    outcome.code === "forbidden_origin" ? "forbidden_origin" : "unauthorized",
+    "bearer token required",
+  );
+}
+
+/** Counts the request and its duration under its route once the reply is finished. */
+function observeRequest(res: ServerResponse, label: { route: string }, metrics: HostMetrics): void {
+  const started = performance.now();
+  res.once("finish", () => {
+    metrics.httpRequests.inc({ route: label.route, status: String(res.statusCode) });
+    metrics.httpSeconds.observe({ route: label.route }, (performance.now() - started) / 1000);
+  });
 }
 
 function parseUrl(target: string | undefined): URL | undefined {

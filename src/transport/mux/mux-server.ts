@@ -1,14 +1,16 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { WebSocketServer } from "ws";
+import { type WebSocket, WebSocketServer } from "ws";
 import { SUBPROTOCOL } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
 import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
+import type { PrincipalLimits } from "../principal-limits.js";
 import { MuxConnection } from "./mux-connection.js";
 import { type MuxOptions, resolveMuxOptions } from "./mux-options.js";
-import { judgeUpgrade, refuseUpgrade } from "./upgrade-gate.js";
+import { judgeUpgrade, refuseUpgrade, type UpgradeVerdict } from "./upgrade-gate.js";
 
 export type { MuxLogger, MuxOptions } from "./mux-options.js";
 
@@ -37,37 +39,17 @@ export function createMuxUpgradeHandler(
   options: Partial<MuxOptions> & { metrics?: HostMetrics },
 ): MuxUpgradeHandler {
   const resolved = resolveMuxOptions(options);
-  const wss = new WebSocketServer({
-    noServer: true,
-    clientTracking: false,
-    perMessageDeflate: false,
-    maxPayload: resolved.maxPayloadBytes,
-    // The `bearer.` entry, if offered, stays out of the answer: the host answers sessionmux.v1 only.
-    handleProtocols: () => SUBPROTOCOL,
-  });
-  const live = new Map<import("ws").WebSocket, MuxConnection>();
+  const wss = muxSocketServer(resolved.maxPayloadBytes);
+  const live = new Map<WebSocket, MuxConnection>();
   let closing = false;
 
   const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
-    const verdict = judgeUpgrade(req, auth);
-    if (!verdict.ok) return refuseUpgrade(socket, verdict);
-    if (closing)
-      return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
-    const releaseSocket = resolved.principalLimits.acquireSocket(verdict.principal);
-    if (!releaseSocket) {
-      const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
-      return refuseUpgrade(socket, {
-        ok: false,
-        status: 429,
-        code: "too_many_connections",
-        message: `at most ${limit} sockets per principal; close one first`,
-      });
-    }
-    socket.once("close", releaseSocket);
+    const admitted = admit(req, socket, auth, resolved.principalLimits, closing);
+    if (!admitted) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
       // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
-      const connection = new MuxConnection(ws, socket as Socket, host, verdict.principal, resolved);
+      const connection = new MuxConnection(ws, socket as Socket, host, admitted, resolved);
       live.set(ws, connection);
       resolved.metrics?.connections.inc();
       ws.once("close", () => {
@@ -92,18 +74,65 @@ export function createMuxUpgradeHandler(
       if (closing) return;
       closing = true;
       clearInterval(heartbeat);
-      const closed = [...live.keys()].map(
-        (ws) =>
-          new Promise<void>((resolve) => {
-            if (ws.readyState === ws.CLOSED) return resolve();
-            ws.once("close", () => resolve());
-            live.get(ws)?.shutDown();
-            ws.close(1001, "host shutting down");
-            setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
-          }),
-      );
-      await Promise.all(closed);
+      await Promise.all([...live].map(([ws, connection]) => shutDown(ws, connection)));
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
+}
+
+/** A `ws` server that only upgrades the sockets handed to it; the mux tracks its connections itself. */
+function muxSocketServer(maxPayload: number): WebSocketServer {
+  return new WebSocketServer({
+    noServer: true,
+    clientTracking: false,
+    perMessageDeflate: false,
+    maxPayload,
+    // The `bearer.` entry, if offered, stays out of the answer: the host answers sessionmux.v1 only.
+    handleProtocols: () => SUBPROTOCOL,
+  });
+}
+
+/**
+ * The principal of an upgrade the host takes, its socket slot released when the socket closes;
+ * otherwise the upgrade is refused on the raw socket and nothing is returned.
+ */
+function admit(
+  req: IncomingMessage,
+  socket: Duplex,
+  auth: Authenticator,
+  principalLimits: PrincipalLimits,
+  closing: boolean,
+): Principal | undefined {
+  const verdict = judgeUpgrade(req, auth);
+  if (!verdict.ok) return refused(socket, verdict);
+  if (closing)
+    return refused(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+  const releaseSocket = principalLimits.acquireSocket(verdict.principal);
+  if (!releaseSocket) {
+    const limit = principalLimits.options.maxSocketsPerPrincipal;
+    return refused(socket, {
+      ok: false,
+      status: 429,
+      code: "too_many_connections",
+      message: `at most ${limit} sockets per principal; close one first`,
+    });
+  }
+  socket.once("close", releaseSocket);
+  return verdict.principal;
+}
+
+function refused(socket: Duplex, verdict: Extract<UpgradeVerdict, { ok: false }>): undefined {
+  refuseUpgrade(socket, verdict);
+  return undefined;
+}
+
+/** Ends the connection's streams, then closes its socket, cut after a grace period. */
+function shutDown(ws: WebSocket, connection: MuxConnection): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (ws.readyState === ws.CLOSED) return resolve();
+    ws.once("close", () => resolve());
+    connection.shutDown();
+    ws.close(1001, "host shutting down");
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+  });
 }
