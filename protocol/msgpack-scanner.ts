@@ -1,0 +1,182 @@
+import type { DecodeLimits } from "./codec.js";
+import { SessionmuxError } from "./errors.js";
+import { isValidUtf8 } from "./utf8.js";
+
+/**
+ * The structural scanner in front of the MessagePack decoder (protocol-v1 §2, §7): it walks
+ * untrusted bytes and enforces every limit without building values and without recursion (so
+ * 10,000-deep nesting costs a counter, not a stack).
+ */
+
+/** Keys that could reach an object's prototype chain in careless consumers. */
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+const LONGEST_FORBIDDEN_KEY = 11;
+
+/** Scalars of a fixed size after the type byte: floats and sized integers. */
+const FIXED_SIZE: ReadonlyMap<number, number> = new Map([
+  [0xca, 4],
+  [0xcb, 8],
+  [0xcc, 1],
+  [0xcd, 2],
+  [0xce, 4],
+  [0xcf, 8],
+  [0xd0, 1],
+  [0xd1, 2],
+  [0xd2, 4],
+  [0xd3, 8],
+]);
+
+// What one type byte opens (`Scanner.head`).
+const SCALAR = 0;
+const STRING = 1;
+const ARRAY = 2;
+const MAP = 3;
+type Head = typeof SCALAR | typeof STRING | typeof ARRAY | typeof MAP;
+
+function badFrame(reason: string, at: number): never {
+  throw new SessionmuxError("bad_frame", `${reason} at byte ${at}`, { data: { offset: at } });
+}
+
+/**
+ * Validates the structure of one MessagePack value filling `bytes` exactly. Each open container
+ * is one slot of `left` (items still expected; a map of n entries expects 2n, keys at even counts).
+ */
+export function scanMessagePack(bytes: Uint8Array, limits: DecodeLimits): void {
+  if (bytes.length === 0) badFrame("empty frame", 0);
+  const scan = new Scanner(bytes, limits);
+  const left: number[] = [];
+  const isMap: boolean[] = [];
+  for (;;) {
+    const depth = left.length;
+    const expectingKey = depth > 0 && isMap[depth - 1] === true && (left[depth - 1] ?? 0) % 2 === 0;
+    const start = scan.pos;
+    const head = scan.head(expectingKey);
+    if (head === STRING) scan.string(start, expectingKey);
+    if (depth > 0) left[depth - 1] = (left[depth - 1] as number) - 1;
+    if (head === ARRAY || head === MAP) {
+      const items = scan.length;
+      checkContainer(head, items, depth + 1, limits, start);
+      if (items > 0) {
+        left.push(items);
+        isMap.push(head === MAP);
+        continue;
+      }
+    }
+    while (left.length > 0 && left[left.length - 1] === 0) {
+      left.pop();
+      isMap.pop();
+    }
+    if (left.length === 0) break;
+  }
+  if (scan.pos !== bytes.length) badFrame(`${bytes.length - scan.pos} trailing bytes`, scan.pos);
+}
+
+function checkContainer(head: Head, items: number, depth: number, limits: DecodeLimits, start: number): void {
+  if (head === MAP && items / 2 > limits.maxMapLength)
+    badFrame(`map of ${items / 2} entries over the limit`, start);
+  if (head === ARRAY && items > limits.maxArrayLength)
+    badFrame(`array of ${items} items over the limit`, start);
+  if (depth > limits.maxDepth) badFrame(`nesting deeper than ${limits.maxDepth}`, start);
+}
+
+/** A read position in the frame; `length` is what the last `head` opened (string bytes, or items). */
+class Scanner {
+  pos = 0;
+  length = 0;
+  readonly #view: DataView;
+
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly limits: DecodeLimits,
+  ) {
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /** Reads one type byte and its length field; scalars and binaries are skipped whole. */
+  head(expectingKey: boolean): Head {
+    const start = this.pos;
+    const b = this.#uint(1);
+    if (expectingKey && !(b >= 0xa0 && b <= 0xbf) && b !== 0xd9 && b !== 0xda && b !== 0xdb) {
+      badFrame("map keys must be strings", start);
+    }
+    if (b <= 0x7f || b >= 0xe0) return SCALAR; // fixint
+    if (b <= 0x8f) return this.#opens(MAP, (b & 0x0f) * 2);
+    if (b <= 0x9f) return this.#opens(ARRAY, b & 0x0f);
+    if (b <= 0xbf) return this.#opens(STRING, b & 0x1f);
+    const fixed = FIXED_SIZE.get(b);
+    if (fixed !== undefined) {
+      this.#skip(fixed);
+      return SCALAR;
+    }
+    switch (b) {
+      case 0xc0:
+      case 0xc2:
+      case 0xc3:
+        return SCALAR;
+      case 0xc4:
+      case 0xc5:
+      case 0xc6:
+        this.#binary(b === 0xc4 ? 1 : b === 0xc5 ? 2 : 4, start);
+        return SCALAR;
+      case 0xd9:
+      case 0xda:
+      case 0xdb:
+        return this.#opens(STRING, this.#uint(b === 0xd9 ? 1 : b === 0xda ? 2 : 4));
+      case 0xdc:
+      case 0xdd:
+        return this.#opens(ARRAY, this.#uint(b === 0xdc ? 2 : 4));
+      case 0xde:
+      case 0xdf:
+        return this.#opens(MAP, this.#uint(b === 0xde ? 2 : 4) * 2);
+      default:
+        // 0xc1 (never used), 0xc7–0xc9 and 0xd4–0xd8 (extension types)
+        return badFrame(b === 0xc1 ? "reserved type byte 0xc1" : "extension types are not accepted", start);
+    }
+  }
+
+  /** The string `head` opened: within the limit, strict UTF-8, and never a forbidden map key. */
+  string(start: number, isKey: boolean): void {
+    const { bytes, pos, length } = this;
+    if (length > this.limits.maxStrBytes) badFrame(`string of ${length} bytes over the limit`, start);
+    this.#need(length);
+    if (!isValidUtf8(bytes, pos, pos + length)) badFrame("invalid UTF-8", pos);
+    if (isKey && length <= LONGEST_FORBIDDEN_KEY && FORBIDDEN_KEYS.has(asciiOf(bytes, pos, length))) {
+      badFrame("forbidden map key", start);
+    }
+    this.pos += length;
+  }
+
+  #opens(head: Head, length: number): Head {
+    this.length = length;
+    return head;
+  }
+
+  #binary(width: number, start: number): void {
+    const len = this.#uint(width);
+    if (len > this.limits.maxBinBytes) badFrame(`binary of ${len} bytes over the limit`, start);
+    this.#skip(len);
+  }
+
+  #need(n: number): void {
+    if (this.pos + n > this.bytes.length) badFrame("truncated MessagePack", this.pos);
+  }
+
+  #skip(n: number): void {
+    this.#need(n);
+    this.pos += n;
+  }
+
+  #uint(width: number): number {
+    this.#need(width);
+    const view = this.#view;
+    const pos = this.pos;
+    this.pos += width;
+    return width === 1 ? view.getUint8(pos) : width === 2 ? view.getUint16(pos) : view.getUint32(pos);
+  }
+}
+
+function asciiOf(bytes: Uint8Array, pos: number, len: number): string {
+  let s = "";
+  for (let i = pos; i < pos + len; i++) s += String.fromCharCode(bytes[i] as number);
+  return s;
+}
