@@ -1,6 +1,6 @@
 import type { SessionEvent } from "../../protocol/index.js";
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
-import type { FollowUpdate } from "../../src/client/follow-cursor.js";
+import type { FollowUpdate } from "../../src/client/index.js";
 import type { ConsoleLink } from "./console-link.js";
 import type { SessionCache } from "./session-cache.js";
 
