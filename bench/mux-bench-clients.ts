@@ -6,6 +6,7 @@
 import WebSocket from "ws";
 import { decodeFrame, encodeFrame } from "../protocol/codec.js";
 import { rawDataBytes } from "../src/transport/mux/raw-data.js";
+import { wallNow } from "./harness/stats.js";
 
 type Command = { op: string; [key: string]: unknown };
 interface Frame {
@@ -81,7 +82,7 @@ function follow(command: Command): void {
       if (value.kind !== "events" || !value.events) return;
       tracker.take(value.events);
       if (latency) {
-        const now = performance.timeOrigin + performance.now();
+        const now = wallNow();
         for (const e of value.events) latencies.push(now - Number(e.data.text));
       }
       if (!reachedEnd && tracker.last >= until) {
@@ -130,7 +131,7 @@ function raw(command: Command): void {
       if (frame.value?.kind !== "events" || !frame.value.events) return;
       tracker.take(frame.value.events);
       if (latency) {
-        const now = performance.timeOrigin + performance.now();
+        const now = wallNow();
         for (const e of frame.value.events) latencies.push(now - Number(e.data.text));
       }
       if (!reachedEnd && tracker.last >= until) {

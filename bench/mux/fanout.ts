@@ -5,12 +5,12 @@ import {
   deltas,
   FOLLOWERS,
   fmt,
+  followedHost,
   freshDb,
   goal,
   newSession,
   rawWsServer,
   startBenchHost,
-  TOKEN,
 } from "./fixture.js";
 
 /**
@@ -29,19 +29,8 @@ interface Run {
 const batch = (done: number) => deltas(FANOUT_BATCH, (i) => `token ${done + i}`);
 
 async function fanoutSessionmux(clients: Clients): Promise<Run> {
-  const host = await startBenchHost(freshDb());
+  const host = await followedHost(clients, "fanout", FANOUT_EVENTS);
   try {
-    const head = await newSession(host, "fanout");
-    clients.send({
-      op: "follow",
-      url: host.wsUrl,
-      token: TOKEN,
-      sessionId: "fanout",
-      sockets: FOLLOWERS,
-      afterSeq: head,
-      until: head + FANOUT_EVENTS,
-    });
-    await clients.reply("ready");
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let done = 0; done < FANOUT_EVENTS; done += FANOUT_BATCH) {

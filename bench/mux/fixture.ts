@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import type { NewEvent } from "../../protocol/index.js";
 import { type RunningHost, startHost } from "../../src/server.js";
+import type { Clients } from "./clients-process.js";
 
 /** What every mux benchmark scenario shares: the host it starts, the events it appends, the figures it prints. */
 export const TOKEN = "bench-token";
@@ -45,6 +46,37 @@ export async function newSession(host: RunningHost, sessionId: string): Promise<
   return created.events.length;
 }
 
+/**
+ * A fresh host with one session that `FOLLOWERS` client sockets follow from its head, waiting
+ * for `events` more; returns once every follower is ready.
+ */
+export async function followedHost(
+  clients: Clients,
+  sessionId: string,
+  events: number,
+  options: { latency?: boolean } = {},
+): Promise<RunningHost> {
+  const host = await startBenchHost(freshDb());
+  try {
+    const head = await newSession(host, sessionId);
+    clients.send({
+      op: "follow",
+      url: host.wsUrl,
+      token: TOKEN,
+      sessionId,
+      sockets: FOLLOWERS,
+      afterSeq: head,
+      until: head + events,
+      ...(options.latency ? { latency: true } : {}),
+    });
+    await clients.reply("ready");
+    return host;
+  } catch (err) {
+    await host.close();
+    throw err;
+  }
+}
+
 /** A bare `ws` server on a free loopback port: the baseline every scenario compares against. */
 export async function rawWsServer(): Promise<{
   server: WebSocketServer;
@@ -66,10 +98,6 @@ export async function rawWsServer(): Promise<{
 export function cpuMs(since: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(since);
   return (d.user + d.system) / 1000;
-}
-
-export function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
 }
 
 export const fmt = (n: number, digits = 0) =>

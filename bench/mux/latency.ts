@@ -1,17 +1,7 @@
 import { encodeFrame } from "../../protocol/codec.js";
+import { percentile, wallNow } from "../harness/stats.js";
 import type { Clients } from "./clients-process.js";
-import {
-  deltas,
-  FOLLOWERS,
-  fmt,
-  freshDb,
-  goal,
-  newSession,
-  pct,
-  rawWsServer,
-  startBenchHost,
-  TOKEN,
-} from "./fixture.js";
+import { deltas, FOLLOWERS, fmt, followedHost, goal, rawWsServer } from "./fixture.js";
 
 /** latency: append→delivery with 100 followers at 1,000 events/s (goal p50 ≤ 2 ms, p99 ≤ 10 ms). */
 const LATENCY_RATE = 1_000;
@@ -23,7 +13,7 @@ async function paced(produce: (index: number, at: number) => void): Promise<void
   const t0 = performance.now();
   for (let sent = 0; sent < TOTAL; ) {
     const due = Math.min(TOTAL, Math.floor(((performance.now() - t0) * LATENCY_RATE) / 1000) + 1);
-    for (; sent < due; sent++) produce(sent, performance.timeOrigin + performance.now());
+    for (; sent < due; sent++) produce(sent, wallNow());
     await new Promise((r) => setTimeout(r, 1));
   }
 }
@@ -31,20 +21,8 @@ async function paced(produce: (index: number, at: number) => void): Promise<void
 async function latencySessionmux(
   clients: Clients,
 ): Promise<{ p50: number; p99: number; commitP50: number; commitP99: number; samples: number }> {
-  const host = await startBenchHost(freshDb());
+  const host = await followedHost(clients, "latency", TOTAL, { latency: true });
   try {
-    const head = await newSession(host, "latency");
-    clients.send({
-      op: "follow",
-      url: host.wsUrl,
-      token: TOKEN,
-      sessionId: "latency",
-      sockets: FOLLOWERS,
-      afterSeq: head,
-      until: head + TOTAL,
-      latency: true,
-    });
-    await clients.reply("ready");
     const commit: number[] = [];
     const pending: Promise<unknown>[] = [];
     await paced((_index, at) => {
@@ -54,19 +32,18 @@ async function latencySessionmux(
             "latency",
             deltas(1, () => String(at)),
           )
-          .then(() => commit.push(performance.timeOrigin + performance.now() - at)),
+          .then(() => commit.push(wallNow() - at)),
       );
     });
     await Promise.all(pending);
     const reply = await clients.reply("done");
-    const sorted = (reply.latencies as number[]).sort((a, b) => a - b);
-    commit.sort((a, b) => a - b);
+    const latencies = reply.latencies as number[];
     return {
-      p50: pct(sorted, 50),
-      p99: pct(sorted, 99),
-      commitP50: pct(commit, 50),
-      commitP99: pct(commit, 99),
-      samples: sorted.length,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      commitP50: percentile(commit, 50),
+      commitP99: percentile(commit, 99),
+      samples: latencies.length,
     };
   } finally {
     await host.close();
@@ -92,8 +69,8 @@ async function latencyRawWs(clients: Clients): Promise<{ p50: number; p99: numbe
       for (const socket of raw.server.clients) socket.send(frame);
     });
     const reply = await clients.reply("done");
-    const sorted = (reply.latencies as number[]).sort((a, b) => a - b);
-    return { p50: pct(sorted, 50), p99: pct(sorted, 99) };
+    const latencies = reply.latencies as number[];
+    return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
   } finally {
     await raw.close();
   }
