@@ -14,6 +14,7 @@ import { median } from "./harness/stats.js";
 import type { SubjectFactory } from "./harness/subject.js";
 import { DurableStreamsPeer } from "./peers/durable-streams.js";
 import { startSocketIo } from "./peers/socketio.js";
+import { agentsStreaming, durableLimit } from "./scenarios/agents-streaming.js";
 import { durableStreamsAppends, rawBatchedInsert, storeAppends, wireAppends } from "./scenarios/append.js";
 import { measureFanout } from "./scenarios/fanout.js";
 import { measureLatency } from "./scenarios/latency.js";
@@ -32,6 +33,8 @@ const RAW_WS = "raw ws";
 const RAW_SQLITE = "raw better-sqlite3";
 const SOCKET_IO = "Socket.IO 4";
 const DURABLE_STREAMS = "Durable Streams";
+/** better-sqlite3 group commit + bare ws frames of the same events, in a process of its own. */
+const DURABLE_LIMIT = "durable limit";
 
 const fanoutSubjects: [string, SubjectFactory][] = [
   [SESSIONMUX, startSessionmux],
@@ -56,6 +59,7 @@ function methodFor(argv: readonly string[]): NonNullable<BenchReport["method"]> 
 }
 
 type Run = () => Promise<Measurement>;
+type Template = Awaited<ReturnType<typeof agentsStreaming>>["template"];
 
 function plan(results: ScenarioResult[], only: Set<string> | undefined, method: RoundsOptions): Step[] {
   const steps: Step[] = [];
@@ -128,6 +132,25 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       name,
       () => measureFanout(factory, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 }),
     ]),
+  );
+
+  const agentsShape = { sessions: 25, followers: 4, deltas: 1_000 };
+  let template: Promise<Template> | undefined;
+  // the limit commits the events a real turn of this shape produced (taken once, from a small run)
+  const turnTemplate = () =>
+    (template ??= agentsStreaming({ ...agentsShape, sessions: 1, followers: 1 }).then((m) => m.template));
+  add(
+    newScenario(
+      "agents-streaming",
+      `Agents streaming: ${agentsShape.sessions} sessions × ${agentsShape.followers} followers, ${agentsShape.deltas} deltas per turn`,
+      "deliveries per server CPU-s",
+      true,
+      [{ against: DURABLE_LIMIT, min: 0.6 }],
+    ),
+    [
+      [SESSIONMUX, () => agentsStreaming(agentsShape)],
+      [DURABLE_LIMIT, async () => durableLimit(agentsShape, await turnTemplate())],
+    ],
   );
 
   const replayEvents = 100_000;
