@@ -1,4 +1,5 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
+import { startRawWsAppend } from "../baselines/raw-ws-append.js";
 import { MuxCaller } from "../harness/mux-caller.js";
 import { tempFolder } from "../harness/temp-folder.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
@@ -116,5 +117,33 @@ export async function durableStreamsAppends(
     };
   } finally {
     await peer.close();
+  }
+}
+
+/** The limit over the network: the same calls answered by bare `ws` + batched better-sqlite3 inserts. */
+export async function rawWsAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+  const folder = tempFolder("raw-ws-append");
+  const server = await startRawWsAppend(folder.file("raw.db"));
+  const callers: MuxCaller[] = [];
+  try {
+    const ids = sessionIds(shape.writers);
+    for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(server.url, BENCH_TOKEN));
+    const started = performance.now();
+    await Promise.all(
+      ids.map(async (sessionId, i) => {
+        for (let n = 0; n < shape.appendsPerWriter; n++)
+          await callers[i]!.call("session.rename", { sessionId, title: `title ${n}` });
+      }),
+    );
+    const elapsed = performance.now() - started;
+    const total = shape.writers * shape.appendsPerWriter;
+    return {
+      value: rate(total, elapsed),
+      detail: `${total} acknowledged appends over bare ws, ${shape.writers} sockets`,
+    };
+  } finally {
+    for (const caller of callers) caller.close();
+    await server.close();
+    folder.remove();
   }
 }
