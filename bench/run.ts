@@ -219,6 +219,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
           return { value: measured.p50, detail: `${measured.samples} samples, 10 followers` };
         },
       ]),
+      // no ratio goals: three rounds show the spread
+      { rounds: 3 },
     );
     results.push(p99);
     steps.push({

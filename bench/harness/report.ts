@@ -55,7 +55,7 @@ function methodLines(report: BenchReport): string[] {
     const m = report.method;
     lines.push(
       `Method: ${m.rounds} measured rounds per scenario after ${m.warmup} warm-up, subjects alternating ` +
-        `(A B C, B C A, …); throughput rounds repeated until ≥ ${m.minCpuMs} ms of server CPU` +
+        `(A B C, B C A, …); a throughput round repeats each subject as often as the slowest needs for ≥ ${m.minCpuMs} ms of server CPU` +
         `${m.quick ? "; **--quick run: not for claims**" : ""}.`,
     );
   }

@@ -22,8 +22,9 @@ export interface RoundsOptions {
   /** Rounds run first and discarded (JIT, page cache, sockets' first use). */
   warmup: number;
   /**
-   * A throughput round whose runs report `cpuMs` is repeated until the slowest subject spent at
-   * least this much server CPU, so a round is never decided by timer resolution or one GC pause.
+   * Throughput subjects whose runs report `cpuMs` run several times per round, as many as the
+   * slowest one needs to spend at least this much server CPU, so a round is never decided by
+   * timer resolution or one GC pause. Decided from the first round.
    */
   minCpuMs?: number;
   /** Upper bound on repeats of one subject within one round (bounded loops). */
@@ -32,23 +33,16 @@ export interface RoundsOptions {
   onRun?: (label: string) => void;
 }
 
-/** Runs one subject until its CPU reaches `minCpuMs` (or `maxRepeats`), combining the work done. */
-async function runLongEnough(
-  subject: RoundSubject,
-  minCpuMs: number,
-  maxRepeats: number,
-): Promise<Measurement> {
+/** Runs one subject `repeats` times, combining the work done into one figure. */
+async function runRepeated(subject: RoundSubject, repeats: number): Promise<Measurement> {
   const first = await subject.run();
-  if (first.cpuMs === undefined || first.count === undefined || first.cpuMs >= minCpuMs) return first;
+  if (repeats <= 1 || first.cpuMs === undefined || first.count === undefined) return first;
   let cpuMs = first.cpuMs;
   let count = first.count;
-  let repeats = 1;
-  while (cpuMs < minCpuMs && repeats < maxRepeats) {
+  for (let i = 1; i < repeats; i++) {
     const more = await subject.run();
-    if (more.cpuMs === undefined || more.count === undefined) break;
-    cpuMs += more.cpuMs;
-    count += more.count;
-    repeats++;
+    cpuMs += more.cpuMs ?? 0;
+    count += more.count ?? 0;
   }
   return {
     value: (count * 1000) / cpuMs,
@@ -56,6 +50,16 @@ async function runLongEnough(
     cpuMs,
     count,
   };
+}
+
+/**
+ * Runs per subject in each round so the slowest subject (the most server CPU in the first round)
+ * spends at least `minCpuMs`: every subject then does the same work per round.
+ */
+function repeatsFor(first: readonly Measurement[], minCpuMs: number, maxRepeats: number): number {
+  const slowest = Math.max(0, ...first.map((m) => m.cpuMs ?? 0));
+  if (!(slowest > 0) || minCpuMs <= 0) return 1;
+  return Math.min(maxRepeats, Math.max(1, Math.ceil(minCpuMs / slowest)));
 }
 
 /**
@@ -73,7 +77,9 @@ export async function measureRounds(
   const details = new Map<string, string>();
   const failed = new Set<string>();
   const total = options.warmup + options.rounds;
+  let repeats = 1;
   for (let round = 0; round < total; round++) {
+    const measured: Measurement[] = [];
     const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]!);
     for (const subject of order) {
       if (failed.has(subject.name)) continue;
@@ -81,7 +87,8 @@ export async function measureRounds(
         round < options.warmup ? "warm-up" : `round ${round - options.warmup + 1}/${options.rounds}`;
       options.onRun?.(`${result.title}: ${subject.name} (${label})`);
       try {
-        const m = await runLongEnough(subject, options.minCpuMs ?? 0, options.maxRepeats ?? 8);
+        const m = await runRepeated(subject, repeats);
+        measured.push(m);
         if (round < options.warmup) continue;
         rounds[subject.name]!.push(m.value);
         if (m.detail) details.set(subject.name, m.detail);
@@ -90,6 +97,7 @@ export async function measureRounds(
         result.errors.push(`${subject.name}: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
+    if (round === 0) repeats = repeatsFor(measured, options.minCpuMs ?? 0, options.maxRepeats ?? 8);
   }
   result.rounds = {};
   for (const subject of subjects) {
