@@ -162,4 +162,10 @@ export type LiveStateNotice =
       interactionId: string;
       resolution: Resolution;
     }
-  | { kind: "interaction.withdrawn"; owner: string; sessionId: string; interactionId: string };
+  | { kind: "interaction.withdrawn"; owner: string; sessionId: string; interactionId: string }
+  | { kind: "job.progress"; owner: string; sessionId: string; jobId: string; progress: number }
+  /**
+   * The session's lease changed: taken (`hostId`), or released or expired-and-closed (`hostId`
+   * null). `generation` is the lease's fencing token. Renewals are not announced.
+   */
+  | { kind: "lease"; owner: string; sessionId: string; hostId: string | null; generation: number };
