@@ -74,8 +74,8 @@ export interface SessionHostOptions {
 }
 
 export interface ClusterOptions {
-  /** The leases of the shared store (usually the store itself). */
-  leases: SessionLeaseStore;
+  /** The leases of the shared store. @default the store itself */
+  leases?: SessionLeaseStore;
   /** Where calls for sessions another host owns are sent, and this host's are served from. */
   inbox: CallInbox;
   /** A lease lives this long unless renewed (every third of it). @default 10_000 */
@@ -102,7 +102,6 @@ export class SessionHost implements HostApi {
   readonly #runner: TurnRunner;
   readonly #logger: Logger;
   readonly #now: () => number;
-  readonly #ownership: Ownership;
   readonly #leases: HostLeases | undefined;
   readonly #router: CallRouter | undefined;
   readonly #cluster: ClusterOptions | undefined;
@@ -121,7 +120,7 @@ export class SessionHost implements HostApi {
     this.#cluster = options.cluster;
     this.#leases = options.cluster
       ? new HostLeases({
-          store: options.cluster.leases,
+          store: options.cluster.leases ?? options.store,
           hostId: this.hostId,
           logger: this.#logger,
           onLost: (lease) => this.#leaseLost(lease),
@@ -129,7 +128,6 @@ export class SessionHost implements HostApi {
         })
       : undefined;
     const ownership: Ownership = this.#leases ?? new SoleOwnership();
-    this.#ownership = ownership;
     this.#registry = new LiveRegistry({
       // job events are the agent's writes too: fenced, and dropped once the lease is gone
       append: async (sessionId, event) => {
@@ -191,7 +189,7 @@ export class SessionHost implements HostApi {
         ? new CallRouter({
             hostId: this.hostId,
             store: this.store,
-            leaseStore: options.cluster.leases,
+            leaseStore: options.cluster.leases ?? options.store,
             leases: this.#leases,
             inbox: options.cluster.inbox,
             run: (principal, method, params) => this.#run(principal, method, params),
