@@ -13,7 +13,7 @@ import {
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
 import type { CallInbox } from "../store/call-inbox.js";
-import type { HostStore } from "../store/live-state-store.js";
+import type { HostStore, LiveStateNotice } from "../store/live-state-store.js";
 import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js";
 import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
@@ -107,6 +107,7 @@ export class SessionHost implements HostApi {
   readonly #cluster: ClusterOptions | undefined;
   #stopServing: (() => void) | undefined;
   #stopWatching: (() => void) | undefined;
+  #stopCommits: (() => void) | undefined;
   #stopLive: (() => void) | undefined;
   #closing = false;
   #shutdown: Promise<void> | undefined;
@@ -128,18 +129,21 @@ export class SessionHost implements HostApi {
         })
       : undefined;
     const ownership: Ownership = this.#leases ?? new SoleOwnership();
-    this.#registry = new LiveRegistry({
-      // job events are the agent's writes too: fenced, and dropped once the lease is gone
-      append: async (sessionId, event) => {
-        const fence = ownership.fence(sessionId);
-        if (!fence) return;
-        const outcome = await store.append(sessionId, [event], { at: this.#now(), ...fence });
-        if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+    this.#registry = new LiveRegistry(
+      {
+        // job events are the agent's writes too: fenced, and dropped once the lease is gone
+        append: async (sessionId, event) => {
+          const fence = ownership.fence(sessionId);
+          if (!fence) return;
+          const outcome = await store.append(sessionId, [event], { at: this.#now(), ...fence });
+          if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+        },
+        progress: async (jobId, progress) => {
+          await store.setJobProgress(jobId, progress);
+        },
       },
-      progress: async (jobId, progress) => {
-        await store.setJobProgress(jobId, progress);
-      },
-    });
+      this.#leases ? this.hostId : undefined,
+    );
     this.live = this.#registry;
     this.#agents = new AgentRegistry({
       live: this.#registry,
@@ -220,9 +224,16 @@ export class SessionHost implements HostApi {
     );
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
-    this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
-    if (!this.#leases)
+    this.#stopLive = this.store.subscribeLive((notice) => this.#liveNotice(notice));
+    if (this.#leases) {
+      const registry = this.#registry;
+      this.#stopCommits = this.store.subscribeAll((sessionId, notice) => {
+        if (notice.kind === "append") registry.committed(sessionId, notice.events);
+      });
+      await this.#loadRemoteAgents();
+    } else {
       await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
+    }
     this.#leases?.start();
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
@@ -254,6 +265,29 @@ export class SessionHost implements HostApi {
       if (!this.#agents.get(sessionId))
         return leases.release(sessionId, () => this.#agents.get(sessionId) !== undefined);
     });
+  }
+
+  /** A store notice; another host taking a lease this host holds means this host lost it. */
+  #liveNotice(notice: LiveStateNotice): void {
+    if (notice.kind === "lease" && notice.hostId !== this.hostId) {
+      const held = this.#leases?.lease(notice.sessionId);
+      if (held && notice.generation > held.generation) this.#leases?.fenced(held);
+    }
+    this.#registry.apply(notice);
+  }
+
+  /** Agents other hosts run, from their leases, for control (sessions with live rows come with them). */
+  async #loadRemoteAgents(): Promise<void> {
+    let after: string | null = null;
+    do {
+      const page = await this.store.leasePage(after, RESTORE_PAGE);
+      for (const lease of page.leases) {
+        if (lease.hostId === this.hostId) continue;
+        const projection = await this.store.projection(lease.sessionId);
+        if (projection) this.#registry.loadRemote(lease.sessionId, projection.owner, lease.hostId);
+      }
+      after = page.next;
+    } while (after !== null);
   }
 
   /** This host lost the session's lease: its agent stops at once and writes nothing more. */
@@ -376,6 +410,7 @@ export class SessionHost implements HostApi {
     // another host may take these sessions at once
     await this.#leases?.releaseAll();
     this.#stopWatching?.();
+    this.#stopCommits?.();
     this.#stopLive?.();
     this.#control.stop();
     this.#hub.clear();
