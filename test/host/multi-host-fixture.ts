@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
 import { inject, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
@@ -24,31 +25,42 @@ export interface ClusterHost {
 export interface Cluster {
   schema: string;
   hosts: ClusterHost[];
+  /** Starts one more host on the same schema (as a new process would). */
+  addHost(): Promise<ClusterHost>;
   dispose(): Promise<void>;
 }
 
 /** `count` SessionHosts in this process, each with its own store and inbox on one fresh schema. */
-export async function openCluster(count: number, options: { leaseTtlMs?: number } = {}): Promise<Cluster> {
+export async function openCluster(
+  count: number,
+  options: { leaseTtlMs?: number; logger?: (hostId: string) => Logger } = {},
+): Promise<Cluster> {
   const url = pgUrl;
   if (!url) throw new Error("no PostgreSQL");
   const schema = `mh_${randomBytes(5).toString("hex")}`;
   const hosts: ClusterHost[] = [];
-  for (let i = 0; i < count; i++) {
-    const id = `host-${String.fromCharCode(97 + i)}`;
+  const addHost = async () => {
+    const id = `host-${String.fromCharCode(97 + hosts.length)}`;
     const store = await PostgresSessionStore.open(url, { schema, hostId: id, maxConnections: 4 });
     const inbox = await PgCallInbox.open(url, { schema, pollMs: 250 });
+    const logger = options.logger?.(id);
     const host = new SessionHost({
       store,
       agent: new DemoAgent(),
       hostId: id,
+      ...(logger ? { logger } : {}),
       cluster: { inbox, ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}) },
     });
     await host.start();
-    hosts.push({ id, host, store, inbox });
-  }
+    const added = { id, host, store, inbox };
+    hosts.push(added);
+    return added;
+  };
+  for (let i = 0; i < count; i++) await addHost();
   return {
     schema,
     hosts,
+    addHost,
     async dispose() {
       for (const h of hosts) await h.host.shutdown();
       for (const h of hosts) {
