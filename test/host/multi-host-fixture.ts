@@ -85,7 +85,7 @@ export function turnEnd(store: PostgresSessionStore, sessionId: string, turnId: 
       const end = (await readLog(store, sessionId)).find(
         (e) => e.type === "turn/end" && e.data.turnId === turnId,
       );
-      if (!end || end.type !== "turn/end") throw new Error("turn still open");
+      if (end?.type !== "turn/end") throw new Error("turn still open");
       return end.data.state;
     },
     { timeout: 20_000, interval: 25 },
