@@ -53,7 +53,7 @@ describeContract("leases with fencing", (backend) => {
 
   it("an expired lease is taken over: new generation, running turn and jobs interrupted, stale fence refused", async () => {
     const { a, b } = await twoHosts();
-    const first = await a.acquireLease(S, "host-a", SHORT);
+    const first = await a.acquireLease(S, "host-a", LONG);
     if (first.status !== "acquired") throw new Error(first.status);
     const fenceA = first.lease;
     const ok = await a.append(
@@ -67,6 +67,8 @@ describeContract("leases with fencing", (backend) => {
     );
     expect(ok.status).toBe("appended");
     await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "next" } });
+    // a renewal sets the remaining time: one millisecond lets it expire now, whatever the load
+    await a.renewLeases("host-a", [fenceA], 1);
     await untilExpired(b);
     // expired is lost: its owner can neither append nor renew, even before anyone takes it
     expect(await a.append(S, [delta("t1", "late")], { fence: fenceA })).toEqual({ status: "fenced" });
