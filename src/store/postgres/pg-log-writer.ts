@@ -2,7 +2,7 @@ import type { EventDataOf, SessionEvent } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
-import type { SessionState } from "../session-state.js";
+import { newSessionState, type SessionState } from "../session-state.js";
 import { afterLiveEvent } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
@@ -54,22 +54,7 @@ export class PgLogWriter {
       storableText(base.model),
     ]);
     if (inserted.length === 0) return null;
-    const projection = initialProjection(base);
-    const state: SessionState = {
-      sessionId: base.sessionId,
-      owner: base.owner,
-      epoch: base.epoch,
-      createdAt: base.createdAt,
-      forkOf,
-      headSeq: 0,
-      base,
-      projection,
-      persisted: {
-        updatedAt: projection.updatedAt,
-        lastState: projection.lastState,
-        epoch: projection.epoch,
-      },
-    };
+    const state = newSessionState(base, forkOf);
     batch.remember(base.sessionId, state);
     return state;
   }
