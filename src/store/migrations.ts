@@ -149,6 +149,15 @@ const MIGRATIONS: readonly string[] = [
     since INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // 3: "keep running" dismissals: which principal took which session off their own list.
+  `
+  CREATE TABLE dismissals (
+    principal TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    dismissed_at INTEGER NOT NULL,
+    PRIMARY KEY (principal, session_id)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -6,6 +6,7 @@ import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import { DatabaseLock } from "./database-lock.js";
+import { type DismissalOutcome, SqliteDismissals } from "./dismissals.js";
 import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
@@ -81,6 +82,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private readonly liveRows: LiveRows;
   private readonly liveOps: LiveStateOperations;
   private readonly lists: ListQueries;
+  private readonly dismissals: SqliteDismissals;
   private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
   private readonly defaultMaxPages: number;
@@ -99,6 +101,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, now);
     this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.lists = new ListQueries(db);
+    this.dismissals = new SqliteDismissals(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
     this.writes = new GroupCommit(
       db,
@@ -331,6 +334,18 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
 
   list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }> {
     return this.read(() => this.lists.run(query));
+  }
+
+  dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
+    return this.writes.submit(this.dismissals.dismiss(sessionId, principal, at));
+  }
+
+  restore(sessionId: string, principal: string): Promise<DismissalOutcome> {
+    return this.writes.submit(this.dismissals.restore(sessionId, principal));
+  }
+
+  isDismissed(sessionId: string, principal: string): Promise<boolean> {
+    return this.read(() => this.dismissals.isDismissed(sessionId, principal));
   }
 
   /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */

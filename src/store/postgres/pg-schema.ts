@@ -100,6 +100,15 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX search_docs_by_session ON search_docs (session_id);
   CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
   `,
+  // 2: "keep running" dismissals: which principal took which session off their own list.
+  `
+  CREATE TABLE dismissals (
+    principal text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    dismissed_at bigint NOT NULL,
+    PRIMARY KEY (principal, session_id)
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
