@@ -32,12 +32,15 @@ export interface LiveInteraction {
   sessionId: string;
 }
 
+/** Told of every session a `resume` call acts on for a principal (a dismissed one is restored). */
+export type WorkNotice = (principal: Principal, sessionId: string) => void;
+
 export class ActivationPolicy {
   readonly #store: HostStore;
   readonly #agents: AgentRegistry;
   readonly #scopes: Record<Activation, Resolvers>;
 
-  constructor(store: HostStore, agents: AgentRegistry) {
+  constructor(store: HostStore, agents: AgentRegistry, onWork: WorkNotice = () => undefined) {
     this.#store = store;
     this.#agents = agents;
     const inspect = this.inspect.bind(this);
@@ -54,7 +57,19 @@ export class ActivationPolicy {
       cold: coldOnly("cold"),
       explicit: coldOnly("explicit"),
       "live-only": { inspect, live, interaction, resume: forbidden("live-only", "resume") },
-      resume: { inspect, live, interaction, resume },
+      resume: {
+        inspect,
+        live,
+        interaction: async (principal, interactionId) => {
+          const found = await interaction(principal, interactionId);
+          onWork(principal, found.sessionId);
+          return found;
+        },
+        resume: (principal, sessionId) => {
+          onWork(principal, sessionId);
+          return resume(principal, sessionId);
+        },
+      },
     };
   }
 

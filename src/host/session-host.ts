@@ -17,6 +17,7 @@ import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
+import { Dismissals } from "./dismissals.js";
 import type { HostApi } from "./host-api.js";
 import type { HostContext } from "./host-context.js";
 import type { HostMeters } from "./host-meters.js";
@@ -74,6 +75,7 @@ export class SessionHost implements HostApi {
   readonly #agents: AgentRegistry;
   readonly #policy: ActivationPolicy;
   readonly #hub = new NotificationHub();
+  readonly #dismissals: Dismissals;
   readonly #control: ControlFeed;
   readonly #ctx: HostContext;
   readonly #runner: TurnRunner;
@@ -106,7 +108,10 @@ export class SessionHost implements HostApi {
       logger: this.#logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    this.#policy = new ActivationPolicy(this.store, this.#agents);
+    this.#dismissals = new Dismissals(this.store, this.#registry, this.#hub, this.#now, this.#logger);
+    this.#policy = new ActivationPolicy(this.store, this.#agents, (principal, sessionId) =>
+      this.#dismissals.restoreForWork(principal, sessionId),
+    );
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
     this.#runner = new TurnRunner({
       store: this.store,
@@ -125,6 +130,7 @@ export class SessionHost implements HostApi {
       agents: this.#agents,
       runner: this.#runner,
       notifications: this.#hub,
+      dismissals: this.#dismissals,
       logger: this.#logger,
       now: this.#now,
       limits: {
@@ -213,7 +219,13 @@ export class SessionHost implements HostApi {
   }
 
   onAnyCommit(listener: () => void): () => void {
-    return this.store.subscribeAll(() => listener());
+    const offCommits = this.store.subscribeAll(() => listener());
+    // a dismissal changes a principal's list without a commit notice
+    const offDismissals = this.#dismissals.onChange(listener);
+    return () => {
+      offCommits();
+      offDismissals();
+    };
   }
 
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {
