@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import WebSocket from "ws";
 import { Limits, SUBPROTOCOL } from "../../protocol/limits.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "./client.js";
@@ -21,6 +22,8 @@ export function createNodeSocketFactory(
     silenceTimeoutMs?: number;
     /** Give up an upgrade the host does not answer within this long. @default 10_000 */
     handshakeTimeoutMs?: number;
+    /** The connection to upgrade, instead of a TCP connection to the URL's host (in-process). */
+    createConnection?: () => Duplex;
   } = {},
 ): SocketFactory {
   const silenceMs = options.silenceTimeoutMs ?? DEFAULT_SILENCE_TIMEOUT_MS;
@@ -31,6 +34,7 @@ export function createNodeSocketFactory(
       perMessageDeflate: false,
       maxPayload: Limits.maxPayloadBytes,
       handshakeTimeout,
+      ...(options.createConnection ? { createConnection: options.createConnection as never } : {}),
     });
     const like = socket as unknown as WebSocketLike;
     let refusedWith: number | undefined;
