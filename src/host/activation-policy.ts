@@ -65,9 +65,11 @@ export class ActivationPolicy {
           onWork(principal, found.sessionId);
           return found;
         },
-        resume: (principal, sessionId) => {
+        resume: async (principal, sessionId) => {
+          // after the resolver authorised it: a refused call restores nothing
+          const session = await resume(principal, sessionId);
           onWork(principal, sessionId);
-          return resume(principal, sessionId);
+          return session;
         },
       },
     };
