@@ -1,4 +1,3 @@
-import type { Duplex } from "node:stream";
 import WebSocket from "ws";
 import { Limits, SUBPROTOCOL } from "../../protocol/limits.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "./client.js";
@@ -22,8 +21,11 @@ export function createNodeSocketFactory(
     silenceTimeoutMs?: number;
     /** Give up an upgrade the host does not answer within this long. @default 10_000 */
     handshakeTimeoutMs?: number;
-    /** The connection to upgrade, instead of a TCP connection to the URL's host (in-process). */
-    createConnection?: () => Duplex;
+    /**
+     * The connection to upgrade (a `stream.Duplex`), instead of a TCP connection to the URL's host:
+     * in-process callers. Typed loosely so the client's types need no Node declarations.
+     */
+    createConnection?: () => unknown;
   } = {},
 ): SocketFactory {
   const silenceMs = options.silenceTimeoutMs ?? DEFAULT_SILENCE_TIMEOUT_MS;
