@@ -127,6 +127,8 @@ export const Methods = {
         limit: Type.Optional(Limit(200)),
         parked: Type.Optional(Type.Boolean()),
         before: Type.Optional(Type.String({ maxLength: 512 })),
+        /** `true`: only the sessions the caller dismissed; otherwise those are left out. */
+        dismissed: Type.Optional(Type.Boolean()),
       },
       strict,
     ),
@@ -254,6 +256,16 @@ export const Methods = {
       strict,
     ),
     Type.Object({ epoch: Type.String() }),
+  ),
+  "session.dismiss": call(
+    "cold",
+    Type.Object({ sessionId: SessionIdSchema }, strict),
+    Type.Object({ dismissed: Type.Literal(true) }),
+  ),
+  "session.restore": call(
+    "cold",
+    Type.Object({ sessionId: SessionIdSchema }, strict),
+    Type.Object({ dismissed: Type.Literal(false) }),
   ),
   "session.delete": call(
     "explicit",

@@ -2,9 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { AgentDriver } from "../agents/agent.js";
+import type { SessionmuxClient } from "../client/client.js";
+import type { Principal } from "../host/principal.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { TokenSpec } from "../transport/auth.js";
 import type { HttpOptions } from "../transport/http/router.js";
+import type { InProcessClientOptions } from "../transport/in-process/in-process-connector.js";
 import type { HostMetrics } from "../transport/metrics.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
 import type { PrincipalLimitOptions } from "../transport/principal-limits.js";
@@ -74,6 +77,13 @@ export interface Sessionmux {
   attach(server: Server): () => void;
   readonly store: SessionStore;
   readonly metrics: HostMetrics;
+  /**
+   * A client for code in this process (a scheduler, the app itself) acting as `principal`: the
+   * SDK's client (`call`, `follow`, `control`, notifications) over an in-memory connection through
+   * the same mux, so the same activation policy, limits and visibility rules apply. Closed by
+   * `close()` if still open.
+   */
+  connect(principal: Principal, options?: InProcessClientOptions): SessionmuxClient;
   /** Closes the mux connections, stops the agents and closes the database; the server stays up. */
   close(): Promise<void>;
 }

@@ -14,6 +14,7 @@ import type { HostStore } from "../store/live-state-store.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { Authenticator } from "../transport/auth.js";
 import { createHttpHandler } from "../transport/http/router.js";
+import { InProcessConnector } from "../transport/in-process/in-process-connector.js";
 import { HostMetrics } from "../transport/metrics.js";
 import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
 import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
@@ -94,6 +95,7 @@ export async function mountSessionmux(
     metrics,
     logger,
   });
+  const inProcess = new InProcessConnector(mux, `${base.prefix}/api/remote.mux`);
   const corsMiddleware =
     options.cors && options.cors.length > 0
       ? cors({
@@ -142,6 +144,7 @@ export async function mountSessionmux(
     host,
     store,
     metrics,
+    connect: (principal, clientOptions) => inProcess.connect(principal, clientOptions),
     attach(server) {
       const appListeners = server.listeners("request") as ((
         req: IncomingMessage,
@@ -168,6 +171,7 @@ export async function mountSessionmux(
     close() {
       closing ??= (async () => {
         readiness.stop();
+        await inProcess.close();
         await mux.close();
         await host.shutdown();
         writable?.close();

@@ -32,6 +32,9 @@ export interface LiveInteraction {
   sessionId: string;
 }
 
+/** Told of every session a `resume` call acts on for a principal (a dismissed one is restored). */
+export type WorkNotice = (principal: Principal, sessionId: string) => void;
+
 export class ActivationPolicy {
   readonly #store: HostStore;
   readonly #agents: AgentRegistry;
@@ -42,14 +45,20 @@ export class ActivationPolicy {
   /**
    * `claim` makes this host the session's owner before a cold session gets an agent (the resume
    * rule: on a shared store, its lease), or throws `NotOwner`; `unclaim` gives it back when the
-   * agent could not attach after all.
+   * agent could not attach after all; `onWork` hears of every session a `resume` call acts on.
    */
   constructor(
     store: HostStore,
     agents: AgentRegistry,
-    claim: (sessionId: string) => Promise<void> = async () => undefined,
-    unclaim: (sessionId: string) => void = () => undefined,
+    hooks: {
+      claim?: (sessionId: string) => Promise<void>;
+      unclaim?: (sessionId: string) => void;
+      onWork?: WorkNotice;
+    } = {},
   ) {
+    const claim = hooks.claim ?? (async () => undefined);
+    const unclaim = hooks.unclaim ?? (() => undefined);
+    const onWork = hooks.onWork ?? (() => undefined);
     this.#store = store;
     this.#agents = agents;
     this.#claim = claim;
@@ -68,7 +77,21 @@ export class ActivationPolicy {
       cold: coldOnly("cold"),
       explicit: coldOnly("explicit"),
       "live-only": { inspect, live, interaction, resume: forbidden("live-only", "resume") },
-      resume: { inspect, live, interaction, resume },
+      resume: {
+        inspect,
+        live,
+        interaction: async (principal, interactionId) => {
+          const found = await interaction(principal, interactionId);
+          onWork(principal, found.sessionId);
+          return found;
+        },
+        resume: async (principal, sessionId) => {
+          // after the resolver authorised it: a refused call restores nothing
+          const session = await resume(principal, sessionId);
+          onWork(principal, sessionId);
+          return session;
+        },
+      },
     };
   }
 

@@ -37,7 +37,7 @@ export interface HostApi {
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },
   ): Promise<string>;
-  /** Called after every commit of any session (for caches of list answers). */
+  /** Called after every commit of any session and every dismissal (for caches of list answers). */
   onAnyCommit(listener: () => void): () => void;
 
   /** Control feed for `session.control`, filtered to what the principal may see. */

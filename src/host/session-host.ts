@@ -17,6 +17,7 @@ import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
+import { Dismissals } from "./dismissals.js";
 import type { HostApi } from "./host-api.js";
 import { type ClusterOptions, HostCluster } from "./host-cluster.js";
 import type { HostContext } from "./host-context.js";
@@ -85,6 +86,7 @@ export class SessionHost implements HostApi {
   readonly #agents: AgentRegistry;
   readonly #policy: ActivationPolicy;
   readonly #hub = new NotificationHub();
+  readonly #dismissals: Dismissals;
   readonly #control: ControlFeed;
   readonly #ctx: HostContext;
   readonly #runner: TurnRunner;
@@ -139,12 +141,12 @@ export class SessionHost implements HostApi {
       onDetached: (sessionId) => this.#cluster?.detached(sessionId),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    this.#policy = new ActivationPolicy(
-      this.store,
-      this.#agents,
-      async (sessionId) => this.#cluster?.claim(sessionId),
-      (sessionId) => this.#cluster?.detached(sessionId),
-    );
+    this.#dismissals = new Dismissals(this.store, this.#registry, this.#hub, this.#now, this.#logger);
+    this.#policy = new ActivationPolicy(this.store, this.#agents, {
+      claim: async (sessionId) => this.#cluster?.claim(sessionId),
+      unclaim: (sessionId) => this.#cluster?.detached(sessionId),
+      onWork: (principal, sessionId) => this.#dismissals.restoreForWork(principal, sessionId),
+    });
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
     this.#runner = new TurnRunner({
       store: this.store,
@@ -164,6 +166,7 @@ export class SessionHost implements HostApi {
       agents: this.#agents,
       runner: this.#runner,
       notifications: this.#hub,
+      dismissals: this.#dismissals,
       logger: this.#logger,
       now: this.#now,
       limits: {
@@ -277,7 +280,13 @@ export class SessionHost implements HostApi {
   }
 
   onAnyCommit(listener: () => void): () => void {
-    return this.store.subscribeAll(() => listener());
+    const offCommits = this.store.subscribeAll(() => listener());
+    // a dismissal changes a principal's list without a commit notice
+    const offDismissals = this.#dismissals.onChange(listener);
+    return () => {
+      offCommits();
+      offDismissals();
+    };
   }
 
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {

@@ -159,6 +159,15 @@ const MIGRATIONS: readonly string[] = [
     expires_at INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // 4: "keep running" dismissals: which principal took which session off their own list.
+  `
+  CREATE TABLE dismissals (
+    principal TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    dismissed_at INTEGER NOT NULL,
+    PRIMARY KEY (principal, session_id)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

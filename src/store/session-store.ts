@@ -1,4 +1,5 @@
 import type { LastState, NewEvent, PageResult, SessionEvent, SessionHeader } from "../../protocol/index.js";
+import type { DismissalFilter, DismissalStore } from "./dismissals.js";
 import type { SessionLease } from "./session-lease.js";
 
 /**
@@ -6,7 +7,7 @@ import type { SessionLease } from "./session-lease.js";
  * (leases with fencing, LISTEN/NOTIFY fanout) can replace the embedded SQLite one.
  * Expected outcomes are result values (`status`), exceptions are faults (`persistence_failure`).
  */
-export interface SessionStore {
+export interface SessionStore extends DismissalStore {
   create(input: CreateInput): Promise<CreateOutcome>;
   fork(input: ForkInput): Promise<ForkOutcome>;
   /** Group-committed: resolves only after the transaction holding these events committed. */
@@ -179,6 +180,8 @@ export interface ListQuery {
   before?: string;
   /** Undefined = every owner (admin). */
   owner?: string;
+  /** Seen through one principal's dismissals. Undefined = every session, dismissed or not. */
+  dismissals?: DismissalFilter;
 }
 
 /** The cached projection row; the host adds `live` and `running` from live state. */

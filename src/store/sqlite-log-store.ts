@@ -4,6 +4,7 @@ import type { NewEvent } from "../../protocol/index.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import type { DatabaseLock } from "./database-lock.js";
+import { type DismissalOutcome, SqliteDismissals } from "./dismissals.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import { ListQueries } from "./list-query.js";
@@ -65,6 +66,7 @@ export class SqliteLogStore implements SessionStore {
   protected readonly liveOps: LiveStateOperations;
   protected readonly leases: SqliteLeaseOperations;
   protected readonly reads: SqliteReads;
+  protected readonly dismissals: SqliteDismissals;
   protected readonly listeners: CommitListeners;
   protected readonly cache = new ReadCache();
   protected readonly defaultMaxPages: number;
@@ -84,6 +86,7 @@ export class SqliteLogStore implements SessionStore {
     this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, this.leases, now);
     this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache);
+    this.dismissals = new SqliteDismissals(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
     this.writes = new GroupCommit(
       db,
@@ -195,6 +198,18 @@ export class SqliteLogStore implements SessionStore {
 
   isRetired(sessionId: string): Promise<boolean> {
     return this.read(() => this.reads.isRetired(sessionId));
+  }
+
+  dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
+    return this.writes.submit(this.dismissals.dismiss(sessionId, principal, at));
+  }
+
+  restore(sessionId: string, principal: string): Promise<DismissalOutcome> {
+    return this.writes.submit(this.dismissals.restore(sessionId, principal));
+  }
+
+  isDismissed(sessionId: string, principal: string): Promise<boolean> {
+    return this.read(() => this.dismissals.isDismissed(sessionId, principal));
   }
 
   findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {

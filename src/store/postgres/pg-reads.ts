@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { SessionEvent } from "../../../protocol/index.js";
+import { dismissalCondition } from "../dismissals.js";
 import { type EncodedRow, encodeEventArrays } from "../encoded-event-arrays.js";
 import { decodeValue } from "../event-codec.js";
 import { decodeListCursor, encodeListCursor } from "../list-cursor.js";
@@ -163,6 +164,10 @@ export class PgReads {
     if (query.owner !== undefined) {
       params.push(query.owner);
       where.push(`owner = $${params.length}`);
+    }
+    if (query.dismissals) {
+      params.push(query.dismissals.principal);
+      where.push(dismissalCondition(query.dismissals, `$${params.length}`));
     }
     if (query.parked === true) where.push("last_state = 'input-required'");
     if (after) {

@@ -180,6 +180,15 @@ const MIGRATIONS: readonly string[] = [
     WHERE claimed_at IS NULL;
   CREATE INDEX forwarded_calls_expiry ON forwarded_calls (expires_at);
   `,
+  // 4: "keep running" dismissals: which principal took which session off their own list.
+  `
+  CREATE TABLE dismissals (
+    principal text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    dismissed_at bigint NOT NULL,
+    PRIMARY KEY (principal, session_id)
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

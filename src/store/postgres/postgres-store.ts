@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import type { NewEvent, Resolution } from "../../../protocol/index.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
+import type { DismissalOutcome } from "../dismissals.js";
 import type { GroupCommitStats } from "../group-commit.js";
 import type {
   EnqueueInput,
@@ -38,6 +39,7 @@ import type {
 import { assertStorable } from "../storable-data.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
+import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
 import { PgLeaseOperations } from "./pg-lease-operations.js";
 import { PgLiveOperations } from "./pg-live-operations.js";
@@ -285,6 +287,18 @@ export class PostgresSessionStore implements HostStore {
     owner?: string,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
     return searchMessages(this.pool, query, limit, owner);
+  }
+
+  dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
+    return this.writes.submit(pgDismissals.dismiss(sessionId, principal, at));
+  }
+
+  restore(sessionId: string, principal: string): Promise<DismissalOutcome> {
+    return this.writes.submit(pgDismissals.restore(sessionId, principal));
+  }
+
+  isDismissed(sessionId: string, principal: string): Promise<boolean> {
+    return pgDismissals.isDismissed(this.pool, sessionId, principal);
   }
 
   isRetired(sessionId: string): Promise<boolean> {

@@ -4,6 +4,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { SUBPROTOCOL } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
+import type { Principal } from "../../host/principal.js";
 import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
 import { MuxConnection } from "./mux-connection.js";
@@ -25,6 +26,11 @@ const CLOSE_GRACE_MS = 1000;
 export interface MuxUpgradeHandler extends MuxHandle {
   /** Takes the socket: refused on the raw socket, or upgraded to a mux connection. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /**
+   * The same, for a caller whose principal is already known (an in-process connection): every
+   * rule after authentication applies, the per-principal socket limit first.
+   */
+  admit(principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer): void;
 }
 
 /**
@@ -52,9 +58,12 @@ export function createMuxUpgradeHandler(
     socket.on("error", () => socket.destroy());
     const verdict = judgeUpgrade(req, auth);
     if (!verdict.ok) return refuseUpgrade(socket, verdict);
+    admit(verdict.principal, req, socket, head);
+  };
+  const admit = (principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (closing)
       return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
-    const releaseSocket = resolved.principalLimits.acquireSocket(verdict.principal);
+    const releaseSocket = resolved.principalLimits.acquireSocket(principal);
     if (!releaseSocket) {
       const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
       return refuseUpgrade(socket, {
@@ -66,8 +75,8 @@ export function createMuxUpgradeHandler(
     }
     socket.once("close", releaseSocket);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
-      const connection = new MuxConnection(ws, socket as Socket, host, verdict.principal, resolved);
+      // A TCP socket, or an in-process one that offers the same counters (see MemorySocket).
+      const connection = new MuxConnection(ws, socket as Socket, host, principal, resolved);
       live.set(ws, connection);
       resolved.metrics?.connections.inc();
       ws.once("close", () => {
@@ -85,6 +94,10 @@ export function createMuxUpgradeHandler(
 
   return {
     handleUpgrade,
+    admit(principal, req, socket, head) {
+      socket.on("error", () => socket.destroy());
+      admit(principal, req, socket, head);
+    },
     get connections() {
       return live.size;
     },
