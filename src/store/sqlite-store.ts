@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
+import { readWhole, SqliteAttachmentChunks } from "./attachment-chunks.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import { DatabaseLock } from "./database-lock.js";
@@ -34,6 +35,7 @@ import { headerOf, type SessionStateRow, stateFromRow } from "./session-state.js
 import type {
   AppendOptions,
   AppendOutcome,
+  AttachmentInfo,
   ClearOutcome,
   CommitListener,
   CreateInput,
@@ -81,6 +83,8 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   private readonly liveRows: LiveRows;
   private readonly liveOps: LiveStateOperations;
   private readonly lists: ListQueries;
+  private readonly attachments: SqliteAttachmentChunks;
+  private readonly now: () => number;
   private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
   private readonly defaultMaxPages: number;
@@ -96,6 +100,8 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     this.liveRows = new LiveRows(this.statements);
     this.writer = new LogWriter(this.statements, this.liveRows);
     const now = options.now ?? Date.now;
+    this.now = now;
+    this.attachments = new SqliteAttachmentChunks(db);
     this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, now);
     this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.lists = new ListQueries(db);
@@ -130,6 +136,10 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
         db.pragma("busy_timeout = 5000");
         return new SqliteSessionStore(db, options);
       }
+      // Takes effect only on a new file, and only before WAL mode writes its header: pages freed by
+      // deletes (expired uploads) can then be given back to the file system (AttachmentSweeper).
+      // An older file keeps auto_vacuum off and reuses freed pages instead.
+      db.pragma("auto_vacuum = INCREMENTAL");
       db.pragma("journal_mode = WAL");
       // an acknowledged append must survive power loss, not only a process crash
       db.pragma("synchronous = FULL");
@@ -183,7 +193,7 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
-    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+    return this.writes.submit(this.attachments.put(randomBytes(16).toString("base64url"), input, this.now()));
   }
 
   interruptOpenTurns(at: number): Promise<string[]> {
@@ -360,31 +370,17 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   }
 
   getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
-    return this.read(() => {
-      const row = this.statements.attachment.get(attachmentId) as
-        | {
-            attachment_id: string;
-            owner: string;
-            session_id: string | null;
-            name: string;
-            type: string;
-            size: number;
-            bytes: Buffer;
-          }
-        | undefined;
-      if (!row) return null;
-      const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
-      // The row's Buffer is already this read's own copy: no second one.
-      return {
-        attachmentId: id,
-        owner,
-        sessionId,
-        name,
-        type,
-        size,
-        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-      };
-    });
+    return this.attachmentInfo(attachmentId).then((info) =>
+      readWhole(info, (id) => this.attachments.chunks(id)),
+    );
+  }
+
+  attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null> {
+    return this.attachments.info(attachmentId);
+  }
+
+  attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array> {
+    return this.attachments.chunks(attachmentId);
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {

@@ -219,25 +219,6 @@ export class WriteOperations {
     };
   }
 
-  putAttachment(
-    id: string,
-    input: { owner: string; name: string; type: string; bytes: Uint8Array },
-  ): WriteOperation<string> {
-    return () => {
-      const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
-      this.statements.insertAttachment.run(
-        id,
-        input.owner,
-        input.name,
-        input.type,
-        bytes.byteLength,
-        bytes,
-        this.now(),
-      );
-      return id;
-    };
-  }
-
   interruptOpenTurns(at: number): WriteOperation<string[]> {
     return (batch) => {
       const closed: string[] = [];

@@ -29,8 +29,6 @@ const INSERT_PROMPT = `INSERT INTO prompt_keys (session_id, client_message_id, r
   ON CONFLICT DO NOTHING`;
 const EVENTS_UP_TO =
   "SELECT seq, at, type, data FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq";
-const INSERT_ATTACHMENT = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
-  VALUES ($1, $2, NULL, $3, $4, $5, $6, $7)`;
 const OPEN_TURNS = "SELECT session_id FROM projections WHERE open_turn_id IS NOT NULL ORDER BY session_id";
 const LIVE_SESSIONS = "SELECT session_id FROM sessions WHERE retired_at IS NULL ORDER BY session_id";
 
@@ -234,28 +232,6 @@ export class PgWriteOperations {
       sessions: [],
       run: (batch) =>
         batch.execute(INSERT_PROMPT, [sessionId, clientMessageId, Buffer.from(encodeValue(record))]),
-    };
-  }
-
-  putAttachment(
-    id: string,
-    input: { owner: string; name: string; type: string; bytes: Uint8Array },
-  ): PgWriteOperation<string> {
-    return {
-      sessions: [],
-      run: async (batch) => {
-        const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
-        await batch.execute(INSERT_ATTACHMENT, [
-          id,
-          input.owner,
-          input.name,
-          input.type,
-          bytes.byteLength,
-          bytes,
-          this.now(),
-        ]);
-        return id;
-      },
     };
   }
 

@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import type { NewEvent } from "../../../protocol/index.js";
+import { readWhole } from "../attachment-chunks.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
 import type { GroupCommitStats } from "../group-commit.js";
 import type {
   AppendOptions,
   AppendOutcome,
+  AttachmentInfo,
   ClearOutcome,
   CommitListener,
   CreateInput,
@@ -25,6 +27,7 @@ import type {
 } from "../session-store.js";
 import { assertStorable } from "../storable-data.js";
 import type { StoreMetrics } from "../store-metrics.js";
+import { PgAttachmentChunks } from "./pg-attachments.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
 import { PgLogWriter } from "./pg-log-writer.js";
@@ -56,6 +59,8 @@ export interface PostgresStoreOptions {
  */
 export class PostgresSessionStore implements SessionStore {
   private readonly ops: PgWriteOperations;
+  private readonly attachments: PgAttachmentChunks;
+  private readonly now: () => number;
   private readonly writes: PgGroupCommit;
   private closed: Promise<void> | undefined;
 
@@ -65,7 +70,9 @@ export class PostgresSessionStore implements SessionStore {
     private readonly feed: PgCommitFeed,
     options: PostgresStoreOptions,
   ) {
-    this.ops = new PgWriteOperations(new PgLogWriter(), options.now ?? Date.now);
+    this.now = options.now ?? Date.now;
+    this.ops = new PgWriteOperations(new PgLogWriter(), this.now);
+    this.attachments = new PgAttachmentChunks(pool);
     this.writes = new PgGroupCommit(pool, { deliver: (notices) => feed.committed(notices) }, options.metrics);
   }
 
@@ -139,7 +146,7 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
-    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+    return this.writes.submit(this.attachments.put(randomBytes(16).toString("base64url"), input, this.now));
   }
 
   interruptOpenTurns(at: number): Promise<string[]> {
@@ -196,8 +203,16 @@ export class PostgresSessionStore implements SessionStore {
     return this.reads.findPrompt(sessionId, clientMessageId);
   }
 
-  getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
-    return this.reads.getAttachment(attachmentId);
+  async getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
+    return readWhole(await this.attachments.info(attachmentId), (id) => this.attachments.chunks(id));
+  }
+
+  attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null> {
+    return this.attachments.info(attachmentId);
+  }
+
+  attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array> {
+    return this.attachments.chunks(attachmentId);
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
