@@ -11,6 +11,9 @@ import type { AttachmentInfo, StoredAttachment } from "./session-store.js";
  */
 export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
 
+/** Chunks an upload writes per SQLite transaction (1 MiB). */
+const CHUNKS_PER_TRANSACTION = 4;
+
 /** Views of `bytes` in chunk-sized pieces, without copying. */
 export function* chunksOf(bytes: Uint8Array): Generator<Buffer> {
   for (let at = 0; at < bytes.byteLength; at += ATTACHMENT_CHUNK_BYTES) {
@@ -37,10 +40,17 @@ export async function readWhole(
   chunks: (attachmentId: string) => AsyncIterable<Uint8Array>,
 ): Promise<StoredAttachment | null> {
   if (!info) return null;
-  const parts: Uint8Array[] = [];
-  for await (const chunk of chunks(info.attachmentId)) parts.push(chunk);
-  const bytes = Buffer.concat(parts, info.size);
-  return { ...info, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+  // Each chunk is copied in as it arrives, in its own event-loop turn: one copy of the whole body
+  // at the end would block the loop for tens of milliseconds on a loaded machine.
+  const bytes = new Uint8Array(info.size);
+  let at = 0;
+  for await (const chunk of chunks(info.attachmentId)) {
+    if (at + chunk.byteLength > info.size) throw attachmentGone(info.attachmentId);
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  if (at !== info.size) throw attachmentGone(info.attachmentId);
+  return { ...info, bytes };
 }
 
 interface InfoRow {
@@ -62,6 +72,8 @@ export class SqliteAttachmentChunks {
   readonly #insertChunk: Database.Statement;
   readonly #info: Database.Statement;
   readonly #chunk: Database.Statement;
+  readonly #delete: Database.Statement;
+  readonly #deleteChunks: Database.Statement;
 
   constructor(db: Database.Database) {
     this.#insertInfo = db.prepare(
@@ -71,6 +83,8 @@ export class SqliteAttachmentChunks {
     this.#insertChunk = db.prepare(
       "INSERT INTO attachment_chunks (attachment_id, idx, bytes) VALUES (?, ?, ?)",
     );
+    this.#delete = db.prepare("DELETE FROM attachments WHERE attachment_id = ?");
+    this.#deleteChunks = db.prepare("DELETE FROM attachment_chunks WHERE attachment_id = ?");
     this.#info = db.prepare(
       "SELECT attachment_id, owner, session_id, name, type, size FROM attachments WHERE attachment_id = ?",
     );
@@ -79,18 +93,43 @@ export class SqliteAttachmentChunks {
       .pluck();
   }
 
-  /** The write of one upload: its row and all its chunks, in the caller's transaction. */
-  put(
+  /**
+   * Stores one upload: its row with the first chunks, then the rest a few chunks per transaction,
+   * so the synchronous writes of a 10 MiB body never hold the event loop in one go. The id is
+   * answered only once every chunk is in, and ids are unguessable, so nobody reads a partial
+   * body; one a crash leaves behind is unreferenced and expires like any upload.
+   */
+  async put(
     id: string,
     input: { owner: string; name: string; type: string; bytes: Uint8Array },
     now: number,
-  ): WriteOperation<string> {
-    return () => {
-      this.#insertInfo.run(id, input.owner, input.name, input.type, input.bytes.byteLength, now);
-      let index = 0;
-      for (const chunk of chunksOf(input.bytes)) this.#insertChunk.run(id, index++, chunk);
-      return id;
+    submit: <R>(op: WriteOperation<R>) => Promise<R>,
+  ): Promise<string> {
+    const chunks = [...chunksOf(input.bytes)];
+    const insert = (from: number) => {
+      const end = Math.min(from + CHUNKS_PER_TRANSACTION, chunks.length);
+      for (let index = from; index < end; index++) this.#insertChunk.run(id, index, chunks[index]);
     };
+    await submit(() => {
+      this.#insertInfo.run(id, input.owner, input.name, input.type, input.bytes.byteLength, now);
+      insert(0);
+    });
+    try {
+      for (let from = CHUNKS_PER_TRANSACTION; from < chunks.length; from += CHUNKS_PER_TRANSACTION) {
+        await submit(() => {
+          // swept meanwhile (an upload slower than the upload lifetime): keep no orphan chunks
+          if (!this.#info.get(id)) throw attachmentGone(id);
+          insert(from);
+        });
+      }
+    } catch (err) {
+      await submit(() => {
+        this.#delete.run(id);
+        this.#deleteChunks.run(id);
+      }).catch(() => undefined);
+      throw err;
+    }
+    return id;
   }
 
   info(attachmentId: string): Promise<AttachmentInfo | null> {

@@ -193,7 +193,9 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
-    return this.writes.submit(this.attachments.put(randomBytes(16).toString("base64url"), input, this.now()));
+    return this.attachments.put(randomBytes(16).toString("base64url"), input, this.now(), (op) =>
+      this.writes.submit(op),
+    );
   }
 
   interruptOpenTurns(at: number): Promise<string[]> {
