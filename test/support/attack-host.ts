@@ -101,13 +101,12 @@ export class AttackHost {
   async #cpuWindow(): Promise<{ maxMs: number; p99Ms: number }> {
     const seen = this.#stderr.length;
     this.cli.child.kill("SIGUSR2");
-    let line: RegExpExecArray | null = null;
-    await until(
-      () => (line = /loop-cpu (\{.*\})\n/.exec(this.#stderr.slice(seen))) !== null,
+    const line = await until(
+      () => /loop-cpu (\{.*\})\n/.exec(this.#stderr.slice(seen)) ?? undefined,
       10_000,
       "the host's CPU probe answers",
     );
-    return JSON.parse(line![1]!) as { maxMs: number; p99Ms: number };
+    return JSON.parse(line[1]!) as { maxMs: number; p99Ms: number };
   }
 
   /** Event-loop delay since `startLoopWindow`. */
