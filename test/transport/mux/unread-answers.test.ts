@@ -55,5 +55,5 @@ describe("a socket that sends calls and never reads their answers (protocol-v1 Â
     await until(() => answers === CALLS + 1, 60_000, "every answer once the socket is read");
     attacker.terminate();
     await canary.dispose();
-  });
+  }, 180_000);
 });
