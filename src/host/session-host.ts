@@ -13,7 +13,7 @@ import {
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
-import type { StoredAttachment } from "../store/session-store.js";
+import type { AttachmentBody } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
@@ -268,7 +268,7 @@ export class SessionHost implements HostApi {
     return new SessionReadHandle(this.store, sessionId, await this.#policy.inspect(principal, sessionId));
   }
 
-  readAttachment(principal: Principal, attachmentId: string): Promise<StoredAttachment | null> {
+  readAttachment(principal: Principal, attachmentId: string): Promise<AttachmentBody | null> {
     return visibleAttachment(this.store, principal, attachmentId);
   }
 

@@ -52,7 +52,12 @@ export interface SessionStore extends DismissalStore {
   ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }>;
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string>;
+  /** The whole body in one buffer (a prompt hands it to the agent); streams use `attachmentChunks`. */
   getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
+  /** Who owns an attachment, its name, type and size, without reading its bytes. */
+  attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null>;
+  /** Its bytes in stored chunks, each read when the consumer asks for it. */
+  attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array>;
 
   /**
    * Closes every turn the log shows open with `turn/end {state:"interrupted"}` (and running jobs
@@ -212,7 +217,7 @@ export interface PromptRecord {
   itemId?: string;
 }
 
-export interface StoredAttachment {
+export interface AttachmentInfo {
   attachmentId: string;
   owner: string;
   /** The session whose stored message references it; null until a message does. */
@@ -220,5 +225,13 @@ export interface StoredAttachment {
   name: string;
   type: string;
   size: number;
+}
+
+/** An attachment whose bytes are read, chunk by chunk, as `chunks()` is iterated. */
+export interface AttachmentBody extends AttachmentInfo {
+  chunks(): AsyncIterable<Uint8Array>;
+}
+
+export interface StoredAttachment extends AttachmentInfo {
   bytes: Uint8Array;
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { NewEvent } from "../../protocol/index.js";
+import { readWhole, SqliteAttachmentChunks } from "./attachment-chunks.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import type { DatabaseLock } from "./database-lock.js";
@@ -15,6 +16,7 @@ import { ReadCache } from "./read-cache.js";
 import type {
   AppendOptions,
   AppendOutcome,
+  AttachmentInfo,
   ClearOutcome,
   CommitListener,
   CreateInput,
@@ -67,6 +69,8 @@ export class SqliteLogStore implements SessionStore {
   protected readonly leases: SqliteLeaseOperations;
   protected readonly reads: SqliteReads;
   protected readonly dismissals: SqliteDismissals;
+  protected readonly attachments: SqliteAttachmentChunks;
+  protected readonly now: () => number;
   protected readonly listeners: CommitListeners;
   protected readonly cache = new ReadCache();
   protected readonly defaultMaxPages: number;
@@ -82,11 +86,13 @@ export class SqliteLogStore implements SessionStore {
     this.liveRows = new LiveRows(this.statements);
     this.writer = new LogWriter(this.statements, this.liveRows);
     const now = options.now ?? Date.now;
+    this.now = now;
     this.leases = new SqliteLeaseOperations(this.writer, this.statements, now);
     this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, this.leases, now);
     this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache);
     this.dismissals = new SqliteDismissals(db);
+    this.attachments = new SqliteAttachmentChunks(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
     this.writes = new GroupCommit(
       db,
@@ -145,7 +151,9 @@ export class SqliteLogStore implements SessionStore {
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
-    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+    return this.attachments.put(randomBytes(16).toString("base64url"), input, this.now(), (op) =>
+      this.writes.submit(op),
+    );
   }
 
   interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
@@ -217,7 +225,17 @@ export class SqliteLogStore implements SessionStore {
   }
 
   getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
-    return this.read(() => this.reads.getAttachment(attachmentId));
+    return this.attachmentInfo(attachmentId).then((info) =>
+      readWhole(info, (id) => this.attachments.chunks(id)),
+    );
+  }
+
+  attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null> {
+    return this.attachments.info(attachmentId);
+  }
+
+  attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array> {
+    return this.attachments.chunks(attachmentId);
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {

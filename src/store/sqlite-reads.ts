@@ -129,32 +129,6 @@ export class SqliteReads {
     return stored ? decodeValue<PromptRecord>(stored) : null;
   }
 
-  getAttachment(attachmentId: string): StoredAttachment | null {
-    const row = this.statements.attachment.get(attachmentId) as
-      | {
-          attachment_id: string;
-          owner: string;
-          session_id: string | null;
-          name: string;
-          type: string;
-          size: number;
-          bytes: Buffer;
-        }
-      | undefined;
-    if (!row) return null;
-    const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
-    // The row's Buffer is already this read's own copy: no second one.
-    return {
-      attachmentId: id,
-      owner,
-      sessionId,
-      name,
-      type,
-      size,
-      bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    };
-  }
-
   private stateRow(sessionId: string): SessionStateRow | undefined {
     return this.cache.state(
       sessionId,

@@ -61,11 +61,7 @@ const SQL = {
   findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",
   deletePrompts: "DELETE FROM prompt_keys WHERE session_id = ?",
-  insertAttachment: `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
-       VALUES (?, ?, NULL, ?, ?, ?, ?, ?)`,
   linkAttachment: "UPDATE attachments SET session_id = ? WHERE attachment_id = ? AND session_id IS NULL",
-  attachment:
-    "SELECT attachment_id, owner, session_id, name, type, size, bytes FROM attachments WHERE attachment_id = ?",
   deleteAttachments: "DELETE FROM attachments WHERE session_id = ?",
   insertSearchDoc: "INSERT INTO search_docs (session_id, seq) VALUES (?, ?)",
   insertSearchText: "INSERT INTO search_fts (rowid, text) VALUES (?, ?)",

@@ -44,6 +44,10 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
         db.pragma("busy_timeout = 5000");
         return new SqliteSessionStore(db, options);
       }
+      // Takes effect only on a new file, and only before WAL mode writes its header: pages freed by
+      // deletes (expired uploads) can then be given back to the file system (AttachmentSweeper).
+      // An older file keeps auto_vacuum off and reuses freed pages instead.
+      db.pragma("auto_vacuum = INCREMENTAL");
       db.pragma("journal_mode = WAL");
       // an acknowledged append must survive power loss, not only a process crash
       db.pragma("synchronous = FULL");

@@ -224,25 +224,6 @@ export class WriteOperations {
     };
   }
 
-  putAttachment(
-    id: string,
-    input: { owner: string; name: string; type: string; bytes: Uint8Array },
-  ): WriteOperation<string> {
-    return () => {
-      const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
-      this.statements.insertAttachment.run(
-        id,
-        input.owner,
-        input.name,
-        input.type,
-        bytes.byteLength,
-        bytes,
-        this.now(),
-      );
-      return id;
-    };
-  }
-
   /** See `SessionStore.interruptOpenTurns`: skips sessions whose lease another host holds. */
   interruptOpenTurns(at: number, hostId?: string): WriteOperation<string[]> {
     return (batch) => {

@@ -189,6 +189,21 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (principal, session_id)
   );
   `,
+  // 5: attachment bodies in chunks of 256 KiB, so a download streams them one query at a time
+  // instead of reading a whole value per request; existing bodies are split here.
+  `
+  CREATE TABLE attachment_chunks (
+    attachment_id text NOT NULL REFERENCES attachments (attachment_id) ON DELETE CASCADE,
+    idx integer NOT NULL,
+    bytes bytea NOT NULL,
+    PRIMARY KEY (attachment_id, idx)
+  );
+  INSERT INTO attachment_chunks (attachment_id, idx, bytes)
+    SELECT a.attachment_id, n.i, substring(a.bytes FROM n.i * 262144 + 1 FOR 262144)
+    FROM attachments a, generate_series(0, (length(a.bytes) - 1) / 262144) AS n(i)
+    WHERE length(a.bytes) > 0;
+  UPDATE attachments SET bytes = '\\x' WHERE length(bytes) > 0;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -33,8 +33,6 @@ const INSERT_PROMPT = `INSERT INTO prompt_keys (session_id, client_message_id, r
   ON CONFLICT DO NOTHING`;
 const EVENTS_UP_TO =
   "SELECT seq, at, type, data FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq";
-const INSERT_ATTACHMENT = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
-  VALUES ($1, $2, NULL, $3, $4, $5, $6, $7)`;
 // open turns not parked on a person, and running jobs: what a restart or a dead owner leaves
 const OPEN_WORK = `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = p.session_id
@@ -257,28 +255,6 @@ export class PgWriteOperations {
       sessions: [],
       run: (batch) =>
         batch.execute(INSERT_PROMPT, [sessionId, clientMessageId, Buffer.from(encodeValue(record))]),
-    };
-  }
-
-  putAttachment(
-    id: string,
-    input: { owner: string; name: string; type: string; bytes: Uint8Array },
-  ): PgWriteOperation<string> {
-    return {
-      sessions: [],
-      run: async (batch) => {
-        const bytes = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
-        await batch.execute(INSERT_ATTACHMENT, [
-          id,
-          input.owner,
-          input.name,
-          input.type,
-          bytes.byteLength,
-          bytes,
-          this.now(),
-        ]);
-        return id;
-      },
     };
   }
 

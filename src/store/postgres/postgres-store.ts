@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import type { NewEvent, Resolution } from "../../../protocol/index.js";
+import { readWhole } from "../attachment-chunks.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
 import type { DismissalOutcome } from "../dismissals.js";
 import type { GroupCommitStats } from "../group-commit.js";
@@ -20,6 +21,7 @@ import type { LeaseHolder, LeaseOutcome, RenewOutcome, SessionLease } from "../s
 import type {
   AppendOptions,
   AppendOutcome,
+  AttachmentInfo,
   ClearOutcome,
   CommitListener,
   CreateInput,
@@ -38,6 +40,7 @@ import type {
 } from "../session-store.js";
 import { assertStorable } from "../storable-data.js";
 import type { StoreMetrics } from "../store-metrics.js";
+import { PgAttachmentChunks } from "./pg-attachments.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
@@ -76,6 +79,8 @@ export class PostgresSessionStore implements HostStore {
   private readonly liveOps: PgLiveOperations;
   private readonly leases: PgLeaseOperations;
   private readonly writes: PgGroupCommit;
+  private readonly attachments: PgAttachmentChunks;
+  private readonly now: () => number;
   private closed: Promise<void> | undefined;
 
   private constructor(
@@ -87,6 +92,8 @@ export class PostgresSessionStore implements HostStore {
   ) {
     const writer = new PgLogWriter();
     const now = options.now ?? Date.now;
+    this.now = now;
+    this.attachments = new PgAttachmentChunks(pool);
     this.leases = new PgLeaseOperations(writer);
     this.ops = new PgWriteOperations(writer, this.leases, now);
     this.liveOps = new PgLiveOperations(writer, now);
@@ -169,7 +176,7 @@ export class PostgresSessionStore implements HostStore {
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
-    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+    return this.writes.submit(this.attachments.put(randomBytes(16).toString("base64url"), input, this.now));
   }
 
   interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
@@ -309,8 +316,16 @@ export class PostgresSessionStore implements HostStore {
     return this.reads.findPrompt(sessionId, clientMessageId);
   }
 
-  getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
-    return this.reads.getAttachment(attachmentId);
+  async getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
+    return readWhole(await this.attachments.info(attachmentId), (id) => this.attachments.chunks(id));
+  }
+
+  attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null> {
+    return this.attachments.info(attachmentId);
+  }
+
+  attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array> {
+    return this.attachments.chunks(attachmentId);
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {

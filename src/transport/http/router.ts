@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
-import type { StoredAttachment } from "../../store/session-store.js";
 import type { Authenticator } from "../auth.js";
 import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
@@ -13,7 +12,6 @@ import type { Route, UploadLedger, UploadLimits } from "./route-context.js";
 import { SessionListCache } from "./session-list-cache.js";
 import { sessionRoutes } from "./session-routes.js";
 import { TranscriptCache } from "./session-transcript.js";
-import { SharedBodies } from "./shared-bodies.js";
 import { defaultWebRoot, serveConsole } from "./static-console.js";
 
 export interface HttpOptions {
@@ -71,7 +69,6 @@ export function createHttpHandler(
   const metrics = options.metrics;
   const transcripts = new TranscriptCache();
   const sessionLists = new SessionListCache(host);
-  const bodies = new SharedBodies<StoredAttachment>();
   const uploads: UploadLimits = {
     maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,
     quotaBytes: options.uploadQuotaBytes ?? Limits.uploadQuotaBytes,
@@ -152,7 +149,6 @@ export function createHttpHandler(
       transcripts,
       sessionLists,
       uploads,
-      bodies,
     });
   }
 
