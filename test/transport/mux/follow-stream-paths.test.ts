@@ -26,6 +26,8 @@ function harness(
     replayBatch?: number;
     highWaterBytes?: number;
     openRead?: () => Promise<SessionReadHandle>;
+    /** A host without metrics: every path must run without them. */
+    withoutMetrics?: boolean;
   } = {},
 ) {
   const writer = new RecordingWriter();
@@ -42,7 +44,7 @@ function harness(
       outlet,
       replayBatch: options.replayBatch ?? 2,
       highWaterBytes: options.highWaterBytes ?? 1_000,
-      metrics,
+      metrics: options.withoutMetrics ? undefined : metrics,
       logInternal: (err, context) => logged.push({ err, context }),
     },
     params,
@@ -379,6 +381,12 @@ describe("follow stream: live", () => {
     log.notify({ kind: "append", epoch: "E1", events: [] });
     expect(h.seqs()).toEqual(range(1, 7));
     expect(log.reads).toHaveLength(reads);
+    // a batch starting at the last sent seq: only what follows it
+    const next = log.commit(2); // 8, 9
+    log.notify({ kind: "append", epoch: "E1", events: [log.events[6]!, ...next] });
+    expect(h.seqs()).toEqual(range(1, 9));
+    expect(log.reads).toHaveLength(reads);
+    expect(h.writer.errors).toEqual([]);
   });
 
   it("a live gap is served from the log, once, without a second caughtUp", async () => {
@@ -437,13 +445,17 @@ describe("follow stream: live", () => {
     expect(h.stream.state).toBe("paused");
     expect(await h.slow()).toBe(1);
     expect(h.writer.waiters.size).toBe(1);
+    // the backlog fell, but 'drain' has not fired: still paused, the log serves it after
+    h.writer.buffered = 0;
+    log.append(1);
+    expect(h.seqs()).toEqual([1, 2, 3]);
     h.writer.drain();
     await idle();
-    expect(h.seqs()).toEqual(range(1, 6));
+    expect(h.seqs()).toEqual(range(1, 7));
     expect(h.stream.state).toBe("live");
     expect(await h.slow()).toBe(0);
     expect(h.kinds().filter((k) => k === "caughtUp")).toHaveLength(1);
-    expect(await h.lag()).toEqual({ count: 1, sum: 3 });
+    expect(await h.lag()).toEqual({ count: 1, sum: 4 });
   });
 
   it("a replay that fills the socket pauses before its next read and resumes where it stopped", async () => {
@@ -470,6 +482,57 @@ describe("follow stream: live", () => {
     h.writer.buffered = 100;
     await idle();
     expect(h.seqs()).toEqual([1, 2]);
+  });
+});
+
+describe("follow stream: catch-up and metrics", () => {
+  it("a catch-up of several reads observes the follower's lag once, at its first read", async () => {
+    const log = new ScriptedLog();
+    log.commit(1);
+    const h = harness(log, { highWaterBytes: 10 });
+    await idle();
+    h.writer.buffered = 11;
+    log.append(1); // pauses
+    log.commit(40); // while paused: 2 + 40 = 42, the follower sent 1
+    h.writer.drain();
+    await idle();
+    expect(h.seqs()).toEqual(range(1, 42));
+    expect(log.reads.length).toBeGreaterThan(2);
+    expect(await h.lag()).toEqual({ count: 1, sum: 41 });
+  });
+
+  it("every path runs on a host without metrics", async () => {
+    const log = new ScriptedLog();
+    log.autoRelease = false;
+    log.commit(3);
+    const h = harness(log, { withoutMetrics: true, replayBatch: 4, highWaterBytes: 10 });
+    await idle();
+    log.nextRead().release();
+    log.append(1); // buffered
+    log.autoRelease = true;
+    await idle();
+    log.commit(1);
+    log.append(1); // a live gap: catch-up
+    await idle();
+    h.writer.buffered = 11;
+    log.append(1); // paused
+    h.writer.drain();
+    await idle();
+    log.autoRelease = false;
+    log.clear("E2");
+    log.notify({ kind: "clear", epoch: "E2" });
+    await idle();
+    log.append(2);
+    log.nextRead().release(); // the epoch changed: reset
+    await idle();
+    log.commit(1);
+    log.append(1); // a gap in the buffer
+    log.nextRead().release();
+    log.autoRelease = true;
+    await idle();
+    expect(h.writer.errors).toEqual([]);
+    expect(h.logged).toEqual([]);
+    expect(h.seqs()).toEqual([...range(1, 7), ...range(1, 4)]);
   });
 });
 
@@ -507,6 +570,18 @@ describe("follow stream: endings", () => {
     expect(h.items()).toEqual([]);
     expect(log.listeners.size).toBe(0);
     expect(log.reads).toEqual([]);
+
+    // a refusal arriving after the close is not sent, nor logged
+    let refuse: (err: unknown) => void = () => undefined;
+    const late = harness(log, { openRead: () => new Promise((_, reject) => (refuse = reject)) });
+    late.stream.stop();
+    refuse(new Error("late bug"));
+    await idle();
+    expect(late.writer.errors).toEqual([]);
+    expect(late.logged).toEqual([]);
+    expect(late.stream.state).toBe("ended");
+    late.stream.stop();
+    expect(late.stream.state).toBe("ended");
   });
 
   it("closed during a read: the read's events are not sent and no other read starts", async () => {
