@@ -120,6 +120,19 @@ describe("control stream: order and flow control", () => {
     expect(h.writer.waiters.size).toBe(0);
   });
 
+  it("a delta behind held ones waits with them for the drain, even when the backlog already fell", async () => {
+    const h = harness({ highWaterBytes: 100 });
+    await h.baseline();
+    h.writer.buffered = 101;
+    h.emit(delta(1));
+    h.writer.buffered = 0; // the kernel took the bytes; 'drain' has not fired yet
+    h.emit(delta(2));
+    expect(kinds(h.writer.values)).toEqual(["baseline"]);
+    expect(h.writer.drainRequests).toBe(1);
+    h.writer.drain();
+    expect(kinds(h.writer.values)).toEqual(["baseline", "s1", "s2"]);
+  });
+
   it("a flush that fills the socket again sends only what fits and waits for the next drain", async () => {
     const h = harness({ highWaterBytes: 100 });
     h.writer.growth = 60;

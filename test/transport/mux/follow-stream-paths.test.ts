@@ -475,6 +475,24 @@ describe("follow stream: live", () => {
     expect(h.items().at(-1)).toEqual({ kind: "caughtUp", seq: 6 });
   });
 
+  it("a follower paused between two reads takes no live commit before the drain", async () => {
+    const log = new ScriptedLog();
+    log.commit(2);
+    const h = harness(log, { highWaterBytes: 100 });
+    h.writer.growth = 60;
+    await idle();
+    expect(h.stream.state).toBe("paused");
+    expect(h.seqs()).toEqual([1, 2]);
+    h.writer.growth = 0;
+    h.writer.buffered = 0; // the backlog fell; 'drain' has not fired yet
+    log.append(1);
+    expect(h.seqs()).toEqual([1, 2]);
+    h.writer.drain();
+    await idle();
+    expect(h.seqs()).toEqual([1, 2, 3]);
+    expect(h.items().at(-1)).toEqual({ kind: "caughtUp", seq: 3 });
+  });
+
   it("a read is started at the mark, not above it", async () => {
     const log = new ScriptedLog();
     log.commit(2);
@@ -525,9 +543,9 @@ describe("follow stream: catch-up and metrics", () => {
     log.append(2);
     log.nextRead().release(); // the epoch changed: reset
     await idle();
+    log.nextRead().release();
     log.commit(1);
     log.append(1); // a gap in the buffer
-    log.nextRead().release();
     log.autoRelease = true;
     await idle();
     expect(h.writer.errors).toEqual([]);
