@@ -118,4 +118,24 @@ describe("activation policy", () => {
     expect(await codeOf(policy.scope("live-only").live(ALICE, "missing"))).toBe("session_not_found");
     expect(attached).toEqual([]);
   });
+
+  it("an interaction resolves to its session for a principal who may see it, and reads as missing to others", async () => {
+    const { policy, store } = await setup();
+    await store.append("a1", [
+      { type: "turn/start", data: { turnId: "t1", trigger: "prompt" } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "x" },
+      },
+    ]);
+    expect(await policy.scope("live-only").interaction(ALICE, "i1")).toEqual({
+      interactionId: "i1",
+      sessionId: "a1",
+    });
+    expect(await policy.scope("resume").interaction(ADMIN, "i1")).toEqual({
+      interactionId: "i1",
+      sessionId: "a1",
+    });
+    expect(await codeOf(policy.scope("resume").interaction(BOB, "i1"))).toBe("interaction_not_found");
+  });
 });
