@@ -1,0 +1,115 @@
+import type { Logger } from "pino";
+import type { GroupCommitStats } from "../store/group-commit.js";
+import type { HostStore } from "../store/live-state-store.js";
+import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
+import { SqliteSessionStore } from "../store/sqlite-store.js";
+import type { StoreMetrics } from "../store/store-metrics.js";
+import type { UploadLedger } from "../transport/http/route-context.js";
+import { prepareDatabasePath } from "./database-path.js";
+import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "./database-target.js";
+import { pgReadyCheck } from "./pg-ready-check.js";
+import { sqliteWritableCheck } from "./sqlite-writable-check.js";
+import { StartupError } from "./startup-error.js";
+
+/** Expires uploads no prompt references (both stores ship one). */
+export interface UploadSweeper extends UploadLedger {
+  start(ttlMs: number, everyMs: number, onError: (err: unknown) => void): void;
+  stop(): void;
+}
+
+/** What a host runs on, whichever database `--db` names. */
+export type HostDatabaseStore = HostStore & {
+  attachmentSweeper(): UploadSweeper;
+  /** Write-transaction counters of the store's group commit. */
+  stats(): GroupCommitStats;
+  close(): Promise<void>;
+};
+
+export interface HostDatabaseOptions {
+  db: string;
+  /** PostgreSQL only. @default "public" */
+  schema?: string;
+  /** SQLite only: create a missing folder. */
+  createFolder?: boolean;
+  /** PostgreSQL only: this host's id in commit notices (its own are skipped). */
+  hostId: string;
+  /** PostgreSQL only: pooled connections of the store. @default 10 */
+  poolSize?: number;
+  metrics: StoreMetrics;
+  logger?: Logger;
+}
+
+export interface HostDatabase {
+  readonly target: DatabaseTarget;
+  readonly store: HostDatabaseStore;
+  /** For `/readyz`: throws when the database would not take this host's writes now. */
+  ready(): Promise<void>;
+  /** How logs name the database (a PostgreSQL password is masked). */
+  readonly description: string;
+  close(): Promise<void>;
+}
+
+/** Opens (creating and migrating when missing) the store `db` names: a file path or a postgres:// URL. */
+export async function openHostDatabase(options: HostDatabaseOptions): Promise<HostDatabase> {
+  const target = databaseTarget(options.db, options.schema);
+  if (target.kind === "sqlite") return openSqlite(target.path, options);
+  let store: PostgresSessionStore;
+  try {
+    store = await PostgresSessionStore.open(target.url, {
+      schema: target.schema,
+      hostId: options.hostId,
+      metrics: options.metrics,
+      ...(options.poolSize !== undefined ? { maxConnections: options.poolSize } : {}),
+    });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError(
+      "db_unreachable",
+      `cannot open PostgreSQL database ${redactUrl(target.url)} (schema ${target.schema}): ${reason}`,
+      { cause: err },
+    );
+  }
+  const check = pgReadyCheck(target.url);
+  return {
+    target,
+    store,
+    ready: () => check.check(),
+    description: describeTarget(target),
+    async close() {
+      await check.close();
+      await store.close();
+    },
+  };
+}
+
+function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
+  const file = prepareDatabasePath(path, { createFolder: options.createFolder ?? false });
+  let store: SqliteSessionStore;
+  try {
+    store = SqliteSessionStore.open(file, {
+      metrics: options.metrics,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  } catch (err) {
+    // a file that is no database (or not readable) is named in the error, with SQLite's reason
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
+  }
+  let writable: ReturnType<typeof sqliteWritableCheck>;
+  try {
+    writable = sqliteWritableCheck(file);
+  } catch (err) {
+    void store.close();
+    throw err;
+  }
+  return {
+    target: { kind: "sqlite", path: file },
+    store,
+    ready: async () => writable.check(),
+    description: file,
+    async close() {
+      writable.close();
+      await store.close();
+    },
+  };
+}
