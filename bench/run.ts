@@ -15,6 +15,7 @@ import { durableStreamsAppends, rawBatchedInsert, storeAppends, wireAppends } fr
 import { measureFanout } from "./scenarios/fanout.js";
 import { measureLatency } from "./scenarios/latency.js";
 import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
+import { postgresSteps } from "./scenarios/pg-steps.js";
 import {
   buildSessionmuxLog,
   durableStreamsReplay,
@@ -161,6 +162,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined): Step[] 
       },
     });
   }
+
+  for (const step of postgresSteps(results, wanted)) steps.push(step);
 
   add(
     newScenario("memory-idle", "Memory per idle connection", "bytes", false),

@@ -1,0 +1,94 @@
+import type { FanoutSubject } from "../harness/subject.js";
+import type { DeltaEvent } from "../harness/workload.js";
+import { type FanoutShape, measureFanout } from "./fanout.js";
+import { dropSchema, median, newSchema } from "./pg-append.js";
+import { BENCH_OWNER, BENCH_TOKEN } from "./sessionmux-subject.js";
+
+/**
+ * Two hosts on one PostgreSQL schema, in this process: the writer's host A commits, the followers
+ * connect to `followOn` ("A": same host; "B": every event crosses hosts by LISTEN/NOTIFY and a
+ * read of the rows). Events enter through A's store the way an agent's emits do.
+ */
+async function startPgPair(url: string, followOn: "A" | "B"): Promise<FanoutSubject> {
+  const { startHost } = await import("../../src/server.js");
+  const schema = newSchema(`fanout_${followOn.toLowerCase()}`);
+  const start = (hostId: string) =>
+    startHost({
+      host: "127.0.0.1",
+      port: 0,
+      dbPath: url,
+      dbSchema: schema,
+      hostId,
+      tokens: [{ name: BENCH_OWNER, secret: BENCH_TOKEN, admin: true }],
+    });
+  const a = await start("bench-a");
+  const b = await start("bench-b");
+  const ids: string[] = [];
+  return {
+    name: followOn === "A" ? "same host (PostgreSQL)" : "sessionmux",
+    kind: "mux",
+    url: followOn === "A" ? a.wsUrl : b.wsUrl,
+    token: BENCH_TOKEN,
+    async prepare(sessionIds) {
+      for (const sessionId of sessionIds) {
+        const outcome = await a.store.create({ sessionId, owner: BENCH_OWNER, model: "demo" });
+        if (outcome.status !== "created") throw new Error(`create ${sessionId}: ${outcome.status}`);
+        ids.push(sessionId);
+      }
+    },
+    async publish(index, events: readonly DeltaEvent[]) {
+      const outcome = await a.store.append(ids[index]!, [...events]);
+      if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+      return outcome.events.at(-1)!.seq;
+    },
+    async close() {
+      await b.close();
+      await a.close();
+      await dropSchema(url, schema);
+    },
+  };
+}
+
+export interface PgFanoutRounds {
+  crossHost: number[];
+  sameHost: number[];
+  /** Deliveries per wall-clock second, same order. */
+  crossWall: number[];
+  sameWall: number[];
+  detail: string;
+}
+
+const wallRate = (detail: string) =>
+  Number(/\(([\d,]+)\/s\)/.exec(detail)?.[1]?.replaceAll(",", "") ?? "NaN");
+
+/** Cross-host and same-host fanout, alternated round by round; each figure is a median. */
+export async function pgFanoutRounds(
+  url: string,
+  shape: FanoutShape,
+  rounds: number,
+): Promise<PgFanoutRounds> {
+  const result: PgFanoutRounds = { crossHost: [], sameHost: [], crossWall: [], sameWall: [], detail: "" };
+  const cross = async () => {
+    const measured = await measureFanout(() => startPgPair(url, "B"), shape);
+    result.crossHost.push(measured.value);
+    result.crossWall.push(wallRate(measured.detail));
+    result.detail = measured.detail;
+  };
+  const same = async () => {
+    const measured = await measureFanout(() => startPgPair(url, "A"), shape);
+    result.sameHost.push(measured.value);
+    result.sameWall.push(wallRate(measured.detail));
+  };
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      await cross();
+      await same();
+    } else {
+      await same();
+      await cross();
+    }
+  }
+  return result;
+}
+
+export { median };
