@@ -12,21 +12,27 @@ import {
   validator,
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
+import type { CallInbox } from "../store/call-inbox.js";
 import type { HostStore } from "../store/live-state-store.js";
+import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js";
 import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
+import { CallRouter } from "./call-router.js";
 import { ControlFeed } from "./control-feed.js";
 import type { HostApi } from "./host-api.js";
 import type { HostContext } from "./host-context.js";
+import { HostLeases, type Ownership, SoleOwnership } from "./host-leases.js";
 import type { HostMeters } from "./host-meters.js";
 import { watchListChanges } from "./list-notifier.js";
 import { LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { HANDLERS } from "./method-handlers/handler-table.js";
+import { NotOwner } from "./not-owner.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
+import { refusal } from "./store-outcomes.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -59,6 +65,23 @@ export interface SessionHostOptions {
   hostId?: string;
   /** @default Date.now */
   now?: () => number;
+  /**
+   * Several hosts on one shared store (PostgreSQL): a session's agent runs only on the host
+   * holding its lease, calls reaching another host are forwarded to it, and control shows the
+   * agents of every host. Absent: this host owns every session (the embedded SQLite store).
+   */
+  cluster?: ClusterOptions;
+}
+
+export interface ClusterOptions {
+  /** The leases of the shared store (usually the store itself). */
+  leases: SessionLeaseStore;
+  /** Where calls for sessions another host owns are sent, and this host's are served from. */
+  inbox: CallInbox;
+  /** A lease lives this long unless renewed (every third of it). @default 10_000 */
+  leaseTtlMs?: number;
+  /** A forwarded call waits this long before the owner is resolved again. @default 5_000 */
+  forwardTimeoutMs?: number;
 }
 
 /**
@@ -79,6 +102,11 @@ export class SessionHost implements HostApi {
   readonly #runner: TurnRunner;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #ownership: Ownership;
+  readonly #leases: HostLeases | undefined;
+  readonly #router: CallRouter | undefined;
+  readonly #cluster: ClusterOptions | undefined;
+  #stopServing: (() => void) | undefined;
   #stopWatching: (() => void) | undefined;
   #stopLive: (() => void) | undefined;
   #closing = false;
@@ -87,32 +115,55 @@ export class SessionHost implements HostApi {
   constructor(options: SessionHostOptions) {
     this.store = options.store;
     const store = options.store;
+    this.hostId = options.hostId ?? randomUUID();
+    this.#logger = (options.logger ?? pino({ enabled: false })).child({ hostId: this.hostId });
+    this.#now = options.now ?? Date.now;
+    this.#cluster = options.cluster;
+    this.#leases = options.cluster
+      ? new HostLeases({
+          store: options.cluster.leases,
+          hostId: this.hostId,
+          logger: this.#logger,
+          onLost: (lease) => this.#leaseLost(lease),
+          ...(options.cluster.leaseTtlMs !== undefined ? { ttlMs: options.cluster.leaseTtlMs } : {}),
+        })
+      : undefined;
+    const ownership: Ownership = this.#leases ?? new SoleOwnership();
+    this.#ownership = ownership;
     this.#registry = new LiveRegistry({
+      // job events are the agent's writes too: fenced, and dropped once the lease is gone
       append: async (sessionId, event) => {
-        await store.append(sessionId, [event], { at: this.#now() });
+        const fence = ownership.fence(sessionId);
+        if (!fence) return;
+        const outcome = await store.append(sessionId, [event], { at: this.#now(), ...fence });
+        if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
       },
       progress: async (jobId, progress) => {
         await store.setJobProgress(jobId, progress);
       },
     });
     this.live = this.#registry;
-    this.hostId = options.hostId ?? randomUUID();
-    this.#logger = options.logger ?? pino({ enabled: false });
-    this.#now = options.now ?? Date.now;
     this.#agents = new AgentRegistry({
       live: this.#registry,
       idleDetachMs: options.idleDetachMs ?? 600_000,
       maxLiveAgentsPerOwner: options.maxLiveAgentsPerPrincipal ?? DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL,
       logger: this.#logger,
+      onDetached: (sessionId) => this.#detached(sessionId),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    this.#policy = new ActivationPolicy(this.store, this.#agents);
+    this.#policy = new ActivationPolicy(
+      this.store,
+      this.#agents,
+      (sessionId) => this.#claim(sessionId),
+      (sessionId) => this.#detached(sessionId),
+    );
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
     this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,
       live: this.#registry,
       agents: this.#agents,
+      ownership,
       notifications: this.#hub,
       logger: this.#logger,
       now: this.#now,
@@ -135,6 +186,27 @@ export class SessionHost implements HostApi {
       },
       prompts: new Map(),
     };
+    this.#router =
+      options.cluster && this.#leases
+        ? new CallRouter({
+            hostId: this.hostId,
+            store: this.store,
+            leaseStore: options.cluster.leases,
+            leases: this.#leases,
+            inbox: options.cluster.inbox,
+            run: (principal, method, params) => this.#run(principal, method, params),
+            logger: this.#logger,
+            closing: () => this.#closing,
+            ...(options.cluster.forwardTimeoutMs !== undefined
+              ? { forwardTimeoutMs: options.cluster.forwardTimeoutMs }
+              : {}),
+          })
+        : undefined;
+  }
+
+  /** This host's session leases on a shared store; undefined when it owns every session. */
+  get leases(): HostLeases | undefined {
+    return this.#leases;
   }
 
   /**
@@ -143,14 +215,55 @@ export class SessionHost implements HostApi {
    * their next prompt started; parked sessions stay parked until answered.
    */
   async start(): Promise<void> {
-    const interrupted = await this.store.interruptOpenTurns(this.#now());
+    // on a shared store, sessions whose lease another live host holds are left alone
+    const interrupted = await this.store.interruptOpenTurns(
+      this.#now(),
+      this.#leases ? { hostId: this.hostId } : undefined,
+    );
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
     this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
-    await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
+    if (!this.#leases)
+      await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
+    this.#leases?.start();
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
     await this.#restore();
+    if (this.#cluster && this.#router) {
+      const router = this.#router;
+      this.#stopServing = this.#cluster.inbox.serve(this.hostId, (call) => router.serve(call));
+    }
+  }
+
+  /**
+   * Makes this host the owner of a cold session before its agent attaches: on a shared store it
+   * takes the session's lease (free or expired), or throws `NotOwner` naming the live holder.
+   */
+  async #claim(sessionId: string): Promise<void> {
+    const leases = this.#leases;
+    if (!leases || leases.lease(sessionId)) return;
+    const outcome = await leases.acquire(sessionId);
+    if (outcome.status === "acquired") return;
+    if (outcome.status === "held") throw new NotOwner(sessionId, outcome.holder.hostId);
+    throw refusal(sessionId, outcome);
+  }
+
+  /** A detached agent's lease goes once its last job writes settled, unless it attached again. */
+  #detached(sessionId: string): void {
+    const leases = this.#leases;
+    if (!leases || this.#closing) return;
+    void this.#registry.jobRegistry.settled().then(() => {
+      if (!this.#agents.get(sessionId))
+        return leases.release(sessionId, () => this.#agents.get(sessionId) !== undefined);
+    });
+  }
+
+  /** This host lost the session's lease: its agent stops at once and writes nothing more. */
+  #leaseLost(lease: SessionLease): void {
+    const session = this.#agents.get(lease.sessionId);
+    if (!session) return;
+    session.turn?.stop("lost");
+    this.#agents.detach(lease.sessionId, "interrupted");
   }
 
   /** Page by page, yielding between pages, so a large restore never holds the event loop long. */
@@ -164,9 +277,13 @@ export class SessionHost implements HostApi {
         // a parked session stays cold until answered; its queue waits behind the parked turn
         if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
         try {
+          await this.#claim(s.sessionId);
           this.#runner.kick(this.#agents.attach(s.sessionId, s));
           restored++;
         } catch (err) {
+          // a live host owns it and runs its queue
+          if (err instanceof NotOwner) continue;
+          this.#detached(s.sessionId);
           // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
           this.#logger.warn({ err, sessionId: s.sessionId }, "queued prompts not restored");
         }
@@ -189,8 +306,14 @@ export class SessionHost implements HostApi {
       throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
     }
     const parsed = validator(Methods[method].params).parse(params) as ParamsOf<M>;
-    const handler = HANDLERS[method];
-    return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, parsed);
+    if (this.#router) return (await this.#router.call(principal, method, parsed)) as ResultOf<M>;
+    return (await this.#run(principal, method, parsed)) as ResultOf<M>;
+  }
+
+  /** Runs a parsed call on this host, through its activation policy and handlers. */
+  #run(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
+    const handler = HANDLERS[method] as (...args: unknown[]) => Promise<unknown>;
+    return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, params);
   }
 
   async authorizeRead(principal: Principal, sessionId: string): Promise<void> {
@@ -243,6 +366,7 @@ export class SessionHost implements HostApi {
 
   async #stop(): Promise<void> {
     this.#closing = true;
+    this.#stopServing?.();
     this.#agents.close();
     // a parked turn of a previous process runs no agent: there is nothing to stop or wait for
     const turns = this.#agents.all().flatMap((s) => (s.turn && !s.turn.parked ? [s.turn] : []));
@@ -251,6 +375,8 @@ export class SessionHost implements HostApi {
     // jobs still running end `interrupted`, recorded before the store closes
     for (const session of this.#agents.all()) this.#agents.detach(session.sessionId, "interrupted");
     await this.#registry.jobRegistry.settled();
+    // another host may take these sessions at once
+    await this.#leases?.releaseAll();
     this.#stopWatching?.();
     this.#stopLive?.();
     this.#control.stop();

@@ -30,6 +30,13 @@ import { migrate } from "./migrations.js";
 import { publicProjection } from "./projection.js";
 import { ReadCache } from "./read-cache.js";
 import { toFtsQuery } from "./search-query.js";
+import type {
+  LeaseHolder,
+  LeaseOutcome,
+  RenewOutcome,
+  SessionLease,
+  SessionLeaseStore,
+} from "./session-lease.js";
 import { headerOf, type SessionStateRow, stateFromRow } from "./session-state.js";
 import type {
   AppendOptions,
@@ -51,6 +58,7 @@ import type {
   SessionStore,
   StoredAttachment,
 } from "./session-store.js";
+import { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import { assertStorable } from "./storable-data.js";
 import type { StoreMetrics } from "./store-metrics.js";
@@ -73,13 +81,14 @@ export interface SqliteStoreOptions {
  * The embedded durable store: one better-sqlite3 connection in WAL mode with
  * `synchronous=FULL`, group-committed writes (see `GroupCommit`) and synchronous reads.
  */
-export class SqliteSessionStore implements SessionStore, LiveStateStore {
+export class SqliteSessionStore implements SessionStore, LiveStateStore, SessionLeaseStore {
   private readonly statements: Statements;
   private readonly writer: LogWriter;
   private readonly writes: GroupCommit;
   private readonly ops: WriteOperations;
   private readonly liveRows: LiveRows;
   private readonly liveOps: LiveStateOperations;
+  private readonly leases: SqliteLeaseOperations;
   private readonly lists: ListQueries;
   private readonly listeners: CommitListeners;
   private readonly cache = new ReadCache();
@@ -96,7 +105,8 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     this.liveRows = new LiveRows(this.statements);
     this.writer = new LogWriter(this.statements, this.liveRows);
     const now = options.now ?? Date.now;
-    this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, now);
+    this.leases = new SqliteLeaseOperations(this.writer, this.statements, now);
+    this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, this.leases, now);
     this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
     this.lists = new ListQueries(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
@@ -186,8 +196,28 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
     return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
   }
 
-  interruptOpenTurns(at: number): Promise<string[]> {
-    return this.writes.submit(this.ops.interruptOpenTurns(at));
+  interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
+    return this.writes.submit(this.ops.interruptOpenTurns(at, options.hostId));
+  }
+
+  acquireLease(sessionId: string, hostId: string, ttlMs: number): Promise<LeaseOutcome> {
+    return this.writes.submit(this.leases.acquire(sessionId, hostId, ttlMs));
+  }
+
+  renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
+    return this.writes.submit(this.leases.renew(hostId, leases, ttlMs));
+  }
+
+  releaseLease(lease: SessionLease): Promise<void> {
+    return this.writes.submit(this.leases.release(lease));
+  }
+
+  leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
+    return this.read(() => this.leases.holder(sessionId));
+  }
+
+  leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }> {
+    return this.read(() => this.leases.page(after, limit));
   }
 
   rebuildProjections(): Promise<void> {
@@ -240,7 +270,9 @@ export class SqliteSessionStore implements SessionStore, LiveStateStore {
 
   liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {
     // one read transaction, so a session's queue and interactions are one cut
-    return this.read(() => this.db.transaction(() => this.liveRows.page(after, limit))());
+    return this.read(() =>
+      this.db.transaction(() => this.liveRows.page(after, limit, (id) => this.leases.holder(id)))(),
+    );
   }
 
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {

@@ -100,6 +100,24 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX search_docs_by_session ON search_docs (session_id);
   CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
   `,
+  // 2: calls a host forwards to the host that owns a session's agent. A row lives from `send`
+  // until its sender read the reply or gave up (then deleted); rows whose sender vanished expire.
+  `
+  CREATE TABLE forwarded_calls (
+    call_id text PRIMARY KEY,
+    target_host text NOT NULL,
+    from_host text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    body bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires_at timestamptz NOT NULL,
+    claimed_at timestamptz,
+    reply bytea
+  );
+  CREATE INDEX forwarded_calls_unclaimed ON forwarded_calls (target_host, created_at)
+    WHERE claimed_at IS NULL;
+  CREATE INDEX forwarded_calls_expiry ON forwarded_calls (expires_at);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
