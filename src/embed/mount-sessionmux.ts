@@ -70,7 +70,14 @@ export async function mountSessionmux(
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     hostId,
-    ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
+    ...(database.shared
+      ? {
+          cluster: {
+            ...database.shared,
+            ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
+          },
+        }
+      : {}),
     metrics,
     logger,
   });

@@ -1,7 +1,10 @@
 import type { Logger } from "pino";
+import type { CallInbox } from "../store/call-inbox.js";
 import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
+import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
+import type { SessionLeaseStore } from "../store/session-lease.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import type { StoreMetrics } from "../store/store-metrics.js";
 import type { UploadLedger } from "../transport/http/route-context.js";
@@ -46,6 +49,8 @@ export interface HostDatabase {
   ready(): Promise<void>;
   /** How logs name the database (a PostgreSQL password is masked). */
   readonly description: string;
+  /** A shared database (PostgreSQL): the leases and the call inbox hosts coordinate through. */
+  readonly shared?: { leases: SessionLeaseStore; inbox: CallInbox };
   close(): Promise<void>;
 }
 
@@ -53,7 +58,8 @@ export interface HostDatabase {
 export async function openHostDatabase(options: HostDatabaseOptions): Promise<HostDatabase> {
   const target = databaseTarget(options.db, options.schema);
   if (target.kind === "sqlite") return openSqlite(target.path, options);
-  let store: PostgresSessionStore;
+  let store: PostgresSessionStore | undefined;
+  let inbox: PgCallInbox;
   try {
     store = await PostgresSessionStore.open(target.url, {
       schema: target.schema,
@@ -61,7 +67,9 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
       metrics: options.metrics,
       ...(options.poolSize !== undefined ? { maxConnections: options.poolSize } : {}),
     });
+    inbox = await PgCallInbox.open(target.url, { schema: target.schema });
   } catch (err) {
+    await store?.close();
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError(
       "db_unreachable",
@@ -70,14 +78,17 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     );
   }
   const check = pgReadyCheck(target.url);
+  const opened = store;
   return {
     target,
-    store,
+    store: opened,
     ready: () => check.check(),
     description: describeTarget(target),
+    shared: { leases: opened, inbox },
     async close() {
       await check.close();
-      await store.close();
+      await inbox.close();
+      await opened.close();
     },
   };
 }
