@@ -90,7 +90,7 @@ export async function mountSessionmux(
     await database.close();
     throw err;
   }
-  const uploads = store.attachmentSweeper();
+  const uploads = database.uploads;
   const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
   uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
     logger.error({ err }, "upload sweep failed"),

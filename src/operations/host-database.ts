@@ -11,6 +11,7 @@ import type { UploadLedger } from "../transport/http/route-context.js";
 import { prepareDatabasePath } from "./database-path.js";
 import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "./database-target.js";
 import { pgReadyCheck } from "./pg-ready-check.js";
+import { pgUploadSweeper } from "./pg-upload-sweeper.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
 import { StartupError } from "./startup-error.js";
 
@@ -22,7 +23,6 @@ export interface UploadSweeper extends UploadLedger {
 
 /** What a host runs on, whichever database `--db` names. */
 export type HostDatabaseStore = HostStore & {
-  attachmentSweeper(): UploadSweeper;
   /** Write-transaction counters of the store's group commit. */
   stats(): GroupCommitStats;
   close(): Promise<void>;
@@ -45,6 +45,8 @@ export interface HostDatabaseOptions {
 export interface HostDatabase {
   readonly target: DatabaseTarget;
   readonly store: HostDatabaseStore;
+  /** Expiry and quota of uploads no prompt references yet. */
+  readonly uploads: UploadSweeper;
   /** For `/readyz`: throws when the database would not take this host's writes now. */
   ready(): Promise<void>;
   /** How logs name the database (a PostgreSQL password is masked). */
@@ -78,15 +80,18 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     );
   }
   const check = pgReadyCheck(target.url);
+  const uploads = pgUploadSweeper(target.url, target.schema);
   const opened = store;
   return {
     target,
     store: opened,
+    uploads,
     ready: () => check.check(),
     description: describeTarget(target),
     shared: { leases: opened, inbox },
     async close() {
       await check.close();
+      await uploads.close();
       await inbox.close();
       await opened.close();
     },
@@ -116,6 +121,7 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
   return {
     target: { kind: "sqlite", path: file },
     store,
+    uploads: store.attachmentSweeper(),
     ready: async () => writable.check(),
     description: file,
     async close() {

@@ -3,6 +3,7 @@ import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import type { SessionState } from "../session-state.js";
+import { afterLiveEvent } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -21,7 +22,10 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
     p AS (DELETE FROM projections WHERE session_id = $1),
     a AS (DELETE FROM attachments WHERE session_id = $1),
     k AS (DELETE FROM prompt_keys WHERE session_id = $1),
-    d AS (DELETE FROM search_docs WHERE session_id = $1)
+    d AS (DELETE FROM search_docs WHERE session_id = $1),
+    i AS (DELETE FROM interactions WHERE session_id = $1),
+    j AS (DELETE FROM jobs WHERE session_id = $1),
+    l AS (DELETE FROM leases WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
 const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
@@ -158,6 +162,7 @@ export class PgLogWriter {
     } else if (event.type === "turn/end") {
       await this.indexTurn(batch, state, event.data.turnId);
     }
+    await afterLiveEvent(batch, state.owner, state.sessionId, event);
   }
 
   /** At `turn/end`, the turn's assistant text is indexed as one document at its first delta. */
