@@ -97,3 +97,6 @@ export function threeHosts(cluster: Cluster): [ServeProcess, ServeProcess, Serve
   if (!a || !b || !c) throw new Error("the cluster has fewer than three hosts");
   return [a, b, c];
 }
+
+/** Three processes starting on two shared cores take a while; every wait inside is bounded too. */
+export const CLUSTER_TEST_TIMEOUT_MS = 300_000;

@@ -1,7 +1,14 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { MuxPeer } from "../support/mux-peer.js";
-import { CLUSTER_TOKEN, type Cluster, oneTo, startCluster, threeHosts } from "./cluster.js";
+import {
+  CLUSTER_TEST_TIMEOUT_MS,
+  CLUSTER_TOKEN,
+  type Cluster,
+  oneTo,
+  startCluster,
+  threeHosts,
+} from "./cluster.js";
 
 const pgUrl = inject("pgUrl");
 let cluster: Cluster | undefined;
@@ -22,57 +29,63 @@ async function peer(wsUrl: string): Promise<MuxPeer> {
 const turnIdOf = (event: SessionEvent) => (event.data as { turnId?: string }).turnId;
 
 describe.skipIf(!pgUrl)("an owner paused past its lease (SIGSTOP), then resumed (SIGCONT)", () => {
-  it("cannot append once another host took the session over: nothing it wrote after losing the lease is in the log", async () => {
-    cluster = await startCluster(pgUrl!);
-    const [a, b, c] = threeHosts(cluster);
-    const owner = await peer(a.wsUrl);
-    const onB = await peer(b.wsUrl);
-    const onC = await peer(c.wsUrl);
-    await owner.call("session.create", { sessionId: "fence" });
-    const followC = onC.follow("fence");
-    await owner.call("session.prompt", {
-      sessionId: "fence",
-      text: "/stream 5000 10",
-      clientMessageId: "p1",
-    });
-    await expect
-      .poll(() => onC.events(followC).filter((e) => e.type === "assistant/delta").length, { timeout: 60_000 })
-      .toBeGreaterThanOrEqual(5);
-    const firstTurn = turnIdOf(onC.events(followC).find((e) => e.type === "turn/start")!)!;
-    const before = await cluster.reader.leaseHolder("fence");
-    expect(before?.hostId).toBe(a.hostId);
+  it(
+    "cannot append once another host took the session over: nothing it wrote after losing the lease is in the log",
+    async () => {
+      cluster = await startCluster(pgUrl!);
+      const [a, b, c] = threeHosts(cluster);
+      const owner = await peer(a.wsUrl);
+      const onB = await peer(b.wsUrl);
+      const onC = await peer(c.wsUrl);
+      await owner.call("session.create", { sessionId: "fence" });
+      const followC = onC.follow("fence");
+      await owner.call("session.prompt", {
+        sessionId: "fence",
+        text: "/stream 5000 10",
+        clientMessageId: "p1",
+      });
+      await expect
+        .poll(() => onC.events(followC).filter((e) => e.type === "assistant/delta").length, {
+          timeout: 60_000,
+        })
+        .toBeGreaterThanOrEqual(5);
+      const firstTurn = turnIdOf(onC.events(followC).find((e) => e.type === "turn/start")!)!;
+      const before = await cluster.reader.leaseHolder("fence");
+      expect(before?.hostId).toBe(a.hostId);
 
-    a.pause();
-    owner.ws.terminate();
-    // PostgreSQL's clock says when the lease ran out; nobody holds it until a host takes it
-    await expect.poll(() => cluster!.reader.leaseHolder("fence"), { timeout: 60_000 }).toBeNull();
-    await onB.call(
-      "session.prompt",
-      { sessionId: "fence", text: "taken over", clientMessageId: "p2" },
-      90_000,
-    );
-    const ends = () => onC.events(followC).filter((e) => e.type === "turn/end");
-    await expect.poll(() => ends().length, { timeout: 90_000 }).toBe(2);
-    expect(ends().map((e) => (e.data as { state: string }).state)).toEqual(["interrupted", "completed"]);
-    const after = await cluster.reader.leaseHolder("fence");
-    expect(after?.hostId).toBe(b.hostId);
-    expect(after!.generation).toBeGreaterThan(before!.generation);
+      a.pause();
+      owner.ws.terminate();
+      // PostgreSQL's clock says when the lease ran out; nobody holds it until a host takes it
+      await expect.poll(() => cluster!.reader.leaseHolder("fence"), { timeout: 60_000 }).toBeNull();
+      await onB.call(
+        "session.prompt",
+        { sessionId: "fence", text: "taken over", clientMessageId: "p2" },
+        90_000,
+      );
+      const ends = () => onC.events(followC).filter((e) => e.type === "turn/end");
+      await expect.poll(() => ends().length, { timeout: 90_000 }).toBe(2);
+      expect(ends().map((e) => (e.data as { state: string }).state)).toEqual(["interrupted", "completed"]);
+      const after = await cluster.reader.leaseHolder("fence");
+      expect(after?.hostId).toBe(b.hostId);
+      expect(after!.generation).toBeGreaterThan(before!.generation);
 
-    // A runs again, still in the middle of its turn: its next append carries the old generation
-    const logged = a.log().length;
-    a.resume();
-    await expect.poll(() => /lease/i.test(a.log().slice(logged)), { timeout: 60_000 }).toBe(true);
-    expect(a.log().slice(logged)).toMatch(/fenc|lost|refused/i);
+      // A runs again, still in the middle of its turn: its next append carries the old generation
+      const logged = a.log().length;
+      a.resume();
+      await expect.poll(() => /lease/i.test(a.log().slice(logged)), { timeout: 60_000 }).toBe(true);
+      expect(a.log().slice(logged)).toMatch(/fenc|lost|refused/i);
 
-    const read = await cluster.reader.readAfter("fence", 0, 1_000_000);
-    if (read.status !== "ok") throw new Error(read.status);
-    const log = read.events;
-    expect(log.map((e) => e.seq)).toEqual(oneTo(log.length));
-    const firstEnd = log.findIndex((e) => e.type === "turn/end" && turnIdOf(e) === firstTurn);
-    expect(firstEnd).toBeGreaterThan(0);
-    expect((log[firstEnd]!.data as { state: string }).state).toBe("interrupted");
-    // not one event of A's turn after B closed it
-    expect(log.slice(firstEnd + 1).filter((e) => turnIdOf(e) === firstTurn)).toEqual([]);
-    expect(onC.violations).toEqual([]);
-  });
+      const read = await cluster.reader.readAfter("fence", 0, 1_000_000);
+      if (read.status !== "ok") throw new Error(read.status);
+      const log = read.events;
+      expect(log.map((e) => e.seq)).toEqual(oneTo(log.length));
+      const firstEnd = log.findIndex((e) => e.type === "turn/end" && turnIdOf(e) === firstTurn);
+      expect(firstEnd).toBeGreaterThan(0);
+      expect((log[firstEnd]!.data as { state: string }).state).toBe("interrupted");
+      // not one event of A's turn after B closed it
+      expect(log.slice(firstEnd + 1).filter((e) => turnIdOf(e) === firstTurn)).toEqual([]);
+      expect(onC.violations).toEqual([]);
+    },
+    CLUSTER_TEST_TIMEOUT_MS,
+  );
 });
