@@ -20,6 +20,17 @@ const types = {
 };
 
 /**
+ * A host paused in the middle of a transaction (SIGSTOP, a frozen VM, a partition) would hold its
+ * row locks for as long as it is gone, and every other host's write to those sessions, a lease
+ * takeover included, would wait on them. PostgreSQL ends such a session after this long idle
+ * inside a transaction; no transaction of the store waits on anything but its own statements.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
+
+const sessionSettings = (schema: string) =>
+  `-c search_path=${schema} -c synchronous_commit=on -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
+
+/**
  * A pool whose every connection runs in the store's schema with `synchronous_commit = on`, so a
  * COMMIT returns only after the WAL reached disk: an acknowledged write survives a crash.
  */
@@ -29,7 +40,7 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
     connectionString: url,
     max: options.max ?? 10,
     types,
-    options: `-c search_path=${schema} -c synchronous_commit=on`,
+    options: sessionSettings(schema),
     application_name: "sessionmux",
   });
 }
@@ -40,7 +51,7 @@ export function openClient(url: string, options: PgPoolOptions = {}): pg.Client 
   return new pg.Client({
     connectionString: url,
     types,
-    options: `-c search_path=${schema} -c synchronous_commit=on`,
+    options: sessionSettings(schema),
     application_name: "sessionmux-listen",
   });
 }
