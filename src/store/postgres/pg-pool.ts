@@ -36,13 +36,19 @@ const sessionSettings = (schema: string) =>
  */
 export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   const schema = schemaIdentifier(options.schema ?? "public");
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     types,
     options: sessionSettings(schema),
     application_name: "sessionmux",
   });
+  // A connection that ends while checked out between two queries (the server ended an idle
+  // transaction, restarted, or the network dropped) emits `error` with no query to fail: without a
+  // listener that would end the process. Its next query rejects instead, and the pool drops it on
+  // release because it is no longer queryable.
+  pool.on("connect", (client) => client.on("error", () => undefined));
+  return pool;
 }
 
 /** A single connection with the same settings, for LISTEN (it must stay out of the pool). */
