@@ -25,7 +25,7 @@ import {
 import { measureFanout } from "./scenarios/fanout.js";
 import { measureLatency } from "./scenarios/latency.js";
 import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
-import { postgresSteps } from "./scenarios/pg-steps.js";
+import { postgresScenarios } from "./scenarios/pg-scenarios.js";
 import {
   buildSessionmuxLog,
   durableStreamsReplay,
@@ -242,7 +242,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     });
   }
 
-  for (const step of postgresSteps(results, wanted)) steps.push(step);
+  for (const [result, subjects, options] of postgresScenarios()) add(result, subjects, options);
 
   add(
     newScenario("memory-idle", "Memory per idle connection", "bytes", false),

@@ -1,7 +1,6 @@
 import type { FanoutSubject } from "../harness/subject.js";
 import type { DeltaEvent } from "../harness/workload.js";
-import { type FanoutShape, measureFanout } from "./fanout.js";
-import { dropSchema, median, newSchema } from "./pg-append.js";
+import { dropSchema, newSchema } from "./pg-append.js";
 import { BENCH_OWNER, BENCH_TOKEN } from "./sessionmux-subject.js";
 
 /**
@@ -9,7 +8,7 @@ import { BENCH_OWNER, BENCH_TOKEN } from "./sessionmux-subject.js";
  * connect to `followOn` ("A": same host; "B": every event crosses hosts by LISTEN/NOTIFY and a
  * read of the rows). Events enter through A's store the way an agent's emits do.
  */
-async function startPgPair(url: string, followOn: "A" | "B"): Promise<FanoutSubject> {
+export async function startPgPair(url: string, followOn: "A" | "B"): Promise<FanoutSubject> {
   const { startHost } = await import("../../src/server.js");
   const schema = newSchema(`fanout_${followOn.toLowerCase()}`);
   const start = (hostId: string) =>
@@ -48,47 +47,3 @@ async function startPgPair(url: string, followOn: "A" | "B"): Promise<FanoutSubj
     },
   };
 }
-
-export interface PgFanoutRounds {
-  crossHost: number[];
-  sameHost: number[];
-  /** Deliveries per wall-clock second, same order. */
-  crossWall: number[];
-  sameWall: number[];
-  detail: string;
-}
-
-const wallRate = (detail: string) =>
-  Number(/\(([\d,]+)\/s\)/.exec(detail)?.[1]?.replaceAll(",", "") ?? "NaN");
-
-/** Cross-host and same-host fanout, alternated round by round; each figure is a median. */
-export async function pgFanoutRounds(
-  url: string,
-  shape: FanoutShape,
-  rounds: number,
-): Promise<PgFanoutRounds> {
-  const result: PgFanoutRounds = { crossHost: [], sameHost: [], crossWall: [], sameWall: [], detail: "" };
-  const cross = async () => {
-    const measured = await measureFanout(() => startPgPair(url, "B"), shape);
-    result.crossHost.push(measured.value);
-    result.crossWall.push(wallRate(measured.detail));
-    result.detail = measured.detail;
-  };
-  const same = async () => {
-    const measured = await measureFanout(() => startPgPair(url, "A"), shape);
-    result.sameHost.push(measured.value);
-    result.sameWall.push(wallRate(measured.detail));
-  };
-  for (let round = 0; round < rounds; round++) {
-    if (round % 2 === 0) {
-      await cross();
-      await same();
-    } else {
-      await same();
-      await cross();
-    }
-  }
-  return result;
-}
-
-export { median };
