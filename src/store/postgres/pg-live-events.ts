@@ -9,12 +9,11 @@ const INSERT_JOB = `INSERT INTO jobs (job_id, session_id, turn_id, label, progre
   VALUES ($1, $2, $3, $4, 0, 'running', $5) ON CONFLICT DO NOTHING`;
 const END_JOB = `UPDATE jobs SET state = $2, ended_at = $3, progress = CASE WHEN $2 = 'completed' THEN 1 ELSE progress END
   WHERE job_id = $1 AND state = 'running'`;
-const WITHDRAW_TURN = `UPDATE interactions SET state = 'withdrawn', resolved_at = $3
-  WHERE session_id = $1 AND turn_id = $2 AND state = 'pending' RETURNING interaction_id`;
 
 /**
  * Keeps interaction and job rows in step with the events just appended, in the same transaction
- * (as the SQLite store's `LiveRows.afterEvent`): the log and the rows never disagree.
+ * (as the SQLite store's `LiveRows.afterEvent`): the log and the rows never disagree. A turn's
+ * end withdraws its pending interactions in the writer's turn-end statement (`withdrawn`).
  */
 export async function afterLiveEvent(
   batch: PgWriteBatch,
@@ -47,13 +46,15 @@ export async function afterLiveEvent(
     await batch.execute(INSERT_JOB, [jobId, sessionId, turnId, label, event.at]);
   } else if (event.type === "job/ended") {
     await batch.execute(END_JOB, [event.data.jobId, event.data.state, event.at]);
-  } else if (event.type === "turn/end") {
-    const withdrawn = await batch.read<{ interaction_id: string }>(WITHDRAW_TURN, [
-      sessionId,
-      event.data.turnId,
-      event.at,
-    ]);
-    for (const { interaction_id: interactionId } of withdrawn)
-      batch.notifyLive({ kind: "interaction.withdrawn", owner, sessionId, interactionId });
   }
+}
+
+/** Announces an interaction withdrawn because its turn ended without an answer. */
+export function withdrawn(
+  batch: PgWriteBatch,
+  owner: string,
+  sessionId: string,
+  interactionId: string,
+): void {
+  batch.notifyLive({ kind: "interaction.withdrawn", owner, sessionId, interactionId });
 }

@@ -20,6 +20,8 @@ export interface StoreUnderTest {
   store: ContractStore;
   /** SQLite only: the database file, for checks of rows the contract does not expose. */
   path?: string;
+  /** PostgreSQL only: the schema holding this database's tables. */
+  schema?: string;
   /** Another store instance on the same database, as a second process would open it. */
   openAnother(options?: OpenOptions): Promise<ContractStore>;
   /** A reading instance beside `store` while it runs (SQLite: read-only, as one host holds the file). */
@@ -78,6 +80,7 @@ function postgres(url: string): Backend {
       const store = await PostgresSessionStore.open(url, { schema, maxConnections: 4, ...options });
       return {
         store,
+        schema,
         async openAnother(more = {}) {
           const other = await PostgresSessionStore.open(url, { schema, maxConnections: 4, ...more });
           others.push(other);
