@@ -12,17 +12,15 @@ import {
   validator,
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
-import type { CallInbox } from "../store/call-inbox.js";
 import type { HostStore } from "../store/live-state-store.js";
-import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js";
 import type { StoredAttachment } from "../store/session-store.js";
 import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
-import { CallRouter } from "./call-router.js";
 import { ControlFeed } from "./control-feed.js";
 import type { HostApi } from "./host-api.js";
+import { type ClusterOptions, HostCluster } from "./host-cluster.js";
 import type { HostContext } from "./host-context.js";
-import { HostLeases, type Ownership, SoleOwnership } from "./host-leases.js";
+import { type HostLeases, type Ownership, SoleOwnership } from "./host-leases.js";
 import type { HostMeters } from "./host-meters.js";
 import { watchListChanges } from "./list-notifier.js";
 import { LiveRegistry } from "./live/live-registry.js";
@@ -32,7 +30,6 @@ import { NotOwner } from "./not-owner.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
-import { refusal } from "./store-outcomes.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -73,16 +70,7 @@ export interface SessionHostOptions {
   cluster?: ClusterOptions;
 }
 
-export interface ClusterOptions {
-  /** The leases of the shared store (usually the store itself). */
-  leases: SessionLeaseStore;
-  /** Where calls for sessions another host owns are sent, and this host's are served from. */
-  inbox: CallInbox;
-  /** A lease lives this long unless renewed (every third of it). @default 10_000 */
-  leaseTtlMs?: number;
-  /** A forwarded call waits this long before the owner is resolved again. @default 5_000 */
-  forwardTimeoutMs?: number;
-}
+export type { ClusterOptions };
 
 /**
  * The session controller behind every transport: a thin dispatcher that sends each §4 method
@@ -102,11 +90,7 @@ export class SessionHost implements HostApi {
   readonly #runner: TurnRunner;
   readonly #logger: Logger;
   readonly #now: () => number;
-  readonly #ownership: Ownership;
-  readonly #leases: HostLeases | undefined;
-  readonly #router: CallRouter | undefined;
-  readonly #cluster: ClusterOptions | undefined;
-  #stopServing: (() => void) | undefined;
+  readonly #cluster: HostCluster | undefined;
   #stopWatching: (() => void) | undefined;
   #stopLive: (() => void) | undefined;
   #closing = false;
@@ -118,44 +102,48 @@ export class SessionHost implements HostApi {
     this.hostId = options.hostId ?? randomUUID();
     this.#logger = (options.logger ?? pino({ enabled: false })).child({ hostId: this.hostId });
     this.#now = options.now ?? Date.now;
-    this.#cluster = options.cluster;
-    this.#leases = options.cluster
-      ? new HostLeases({
-          store: options.cluster.leases,
+    this.#cluster = options.cluster
+      ? new HostCluster({
+          options: options.cluster,
           hostId: this.hostId,
+          store,
           logger: this.#logger,
-          onLost: (lease) => this.#leaseLost(lease),
-          ...(options.cluster.leaseTtlMs !== undefined ? { ttlMs: options.cluster.leaseTtlMs } : {}),
+          agents: () => this.#agents,
+          registry: () => this.#registry,
+          run: (principal, method, params) => this.#run(principal, method, params),
+          closing: () => this.#closing,
         })
       : undefined;
-    const ownership: Ownership = this.#leases ?? new SoleOwnership();
-    this.#ownership = ownership;
-    this.#registry = new LiveRegistry({
-      // job events are the agent's writes too: fenced, and dropped once the lease is gone
-      append: async (sessionId, event) => {
-        const fence = ownership.fence(sessionId);
-        if (!fence) return;
-        const outcome = await store.append(sessionId, [event], { at: this.#now(), ...fence });
-        if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+    const ownership: Ownership = this.#cluster?.leases ?? new SoleOwnership();
+    this.#registry = new LiveRegistry(
+      {
+        // job events are the agent's writes too: fenced, and dropped once the lease is gone
+        append: async (sessionId, event) => {
+          const fence = ownership.fence(sessionId);
+          if (!fence) return;
+          const outcome = await store.append(sessionId, [event], { at: this.#now(), ...fence });
+          if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+        },
+        progress: async (jobId, progress) => {
+          await store.setJobProgress(jobId, progress);
+        },
       },
-      progress: async (jobId, progress) => {
-        await store.setJobProgress(jobId, progress);
-      },
-    });
+      this.#cluster ? this.hostId : undefined,
+    );
     this.live = this.#registry;
     this.#agents = new AgentRegistry({
       live: this.#registry,
       idleDetachMs: options.idleDetachMs ?? 600_000,
       maxLiveAgentsPerOwner: options.maxLiveAgentsPerPrincipal ?? DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL,
       logger: this.#logger,
-      onDetached: (sessionId) => this.#detached(sessionId),
+      onDetached: (sessionId) => this.#cluster?.detached(sessionId),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     this.#policy = new ActivationPolicy(
       this.store,
       this.#agents,
-      (sessionId) => this.#claim(sessionId),
-      (sessionId) => this.#detached(sessionId),
+      async (sessionId) => this.#cluster?.claim(sessionId),
+      (sessionId) => this.#cluster?.detached(sessionId),
     );
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
     this.#runner = new TurnRunner({
@@ -186,27 +174,11 @@ export class SessionHost implements HostApi {
       },
       prompts: new Map(),
     };
-    this.#router =
-      options.cluster && this.#leases
-        ? new CallRouter({
-            hostId: this.hostId,
-            store: this.store,
-            leaseStore: options.cluster.leases,
-            leases: this.#leases,
-            inbox: options.cluster.inbox,
-            run: (principal, method, params) => this.#run(principal, method, params),
-            logger: this.#logger,
-            closing: () => this.#closing,
-            ...(options.cluster.forwardTimeoutMs !== undefined
-              ? { forwardTimeoutMs: options.cluster.forwardTimeoutMs }
-              : {}),
-          })
-        : undefined;
   }
 
   /** This host's session leases on a shared store; undefined when it owns every session. */
   get leases(): HostLeases | undefined {
-    return this.#leases;
+    return this.#cluster?.leases;
   }
 
   /**
@@ -218,52 +190,21 @@ export class SessionHost implements HostApi {
     // on a shared store, sessions whose lease another live host holds are left alone
     const interrupted = await this.store.interruptOpenTurns(
       this.#now(),
-      this.#leases ? { hostId: this.hostId } : undefined,
+      this.#cluster ? { hostId: this.hostId } : undefined,
     );
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
-    this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
-    if (!this.#leases)
+    this.#stopLive = this.store.subscribeLive((notice) => {
+      this.#cluster?.noticed(notice);
+      this.#registry.apply(notice);
+    });
+    if (this.#cluster) await this.#cluster.start();
+    else
       await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
-    this.#leases?.start();
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
     await this.#restore();
-    if (this.#cluster && this.#router) {
-      const router = this.#router;
-      this.#stopServing = this.#cluster.inbox.serve(this.hostId, (call) => router.serve(call));
-    }
-  }
-
-  /**
-   * Makes this host the owner of a cold session before its agent attaches: on a shared store it
-   * takes the session's lease (free or expired), or throws `NotOwner` naming the live holder.
-   */
-  async #claim(sessionId: string): Promise<void> {
-    const leases = this.#leases;
-    if (!leases || leases.lease(sessionId)) return;
-    const outcome = await leases.acquire(sessionId);
-    if (outcome.status === "acquired") return;
-    if (outcome.status === "held") throw new NotOwner(sessionId, outcome.holder.hostId);
-    throw refusal(sessionId, outcome);
-  }
-
-  /** A detached agent's lease goes once its last job writes settled, unless it attached again. */
-  #detached(sessionId: string): void {
-    const leases = this.#leases;
-    if (!leases || this.#closing) return;
-    void this.#registry.jobRegistry.settled().then(() => {
-      if (!this.#agents.get(sessionId))
-        return leases.release(sessionId, () => this.#agents.get(sessionId) !== undefined);
-    });
-  }
-
-  /** This host lost the session's lease: its agent stops at once and writes nothing more. */
-  #leaseLost(lease: SessionLease): void {
-    const session = this.#agents.get(lease.sessionId);
-    if (!session) return;
-    session.turn?.stop("lost");
-    this.#agents.detach(lease.sessionId, "interrupted");
+    this.#cluster?.serve();
   }
 
   /** Page by page, yielding between pages, so a large restore never holds the event loop long. */
@@ -277,13 +218,13 @@ export class SessionHost implements HostApi {
         // a parked session stays cold until answered; its queue waits behind the parked turn
         if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
         try {
-          await this.#claim(s.sessionId);
+          await this.#cluster?.claim(s.sessionId);
           this.#runner.kick(this.#agents.attach(s.sessionId, s));
           restored++;
         } catch (err) {
           // a live host owns it and runs its queue
           if (err instanceof NotOwner) continue;
-          this.#detached(s.sessionId);
+          this.#cluster?.detached(s.sessionId);
           // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
           this.#logger.warn({ err, sessionId: s.sessionId }, "queued prompts not restored");
         }
@@ -306,7 +247,7 @@ export class SessionHost implements HostApi {
       throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
     }
     const parsed = validator(Methods[method].params).parse(params) as ParamsOf<M>;
-    if (this.#router) return (await this.#router.call(principal, method, parsed)) as ResultOf<M>;
+    if (this.#cluster) return (await this.#cluster.router.call(principal, method, parsed)) as ResultOf<M>;
     return (await this.#run(principal, method, parsed)) as ResultOf<M>;
   }
 
@@ -366,7 +307,7 @@ export class SessionHost implements HostApi {
 
   async #stop(): Promise<void> {
     this.#closing = true;
-    this.#stopServing?.();
+    this.#cluster?.stopServing();
     this.#agents.close();
     // a parked turn of a previous process runs no agent: there is nothing to stop or wait for
     const turns = this.#agents.all().flatMap((s) => (s.turn && !s.turn.parked ? [s.turn] : []));
@@ -376,7 +317,7 @@ export class SessionHost implements HostApi {
     for (const session of this.#agents.all()) this.#agents.detach(session.sessionId, "interrupted");
     await this.#registry.jobRegistry.settled();
     // another host may take these sessions at once
-    await this.#leases?.releaseAll();
+    await this.#cluster?.stop();
     this.#stopWatching?.();
     this.#stopLive?.();
     this.#control.stop();
