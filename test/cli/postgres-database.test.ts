@@ -8,6 +8,8 @@ import { tempDir } from "../support/temp-dir.js";
 import { runCli } from "./run-cli.js";
 
 const pgUrl = inject("pgUrl");
+/** Each test runs the CLI several times from the sources: slow on a loaded machine, still bounded. */
+const CLI_TEST_TIMEOUT_MS = 180_000;
 const schemas: string[] = [];
 const dirs: { remove(): void }[] = [];
 
@@ -43,7 +45,7 @@ async function appliedVersion(schema: string): Promise<number | null> {
   }
 }
 
-describe.skipIf(!pgUrl)("sessionmux commands on a PostgreSQL URL", () => {
+describe.skipIf(!pgUrl)("sessionmux commands on a PostgreSQL URL", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("migrate creates the schema, applies every step once, and says so", async () => {
     const schema = newSchema();
     expect(await appliedVersion(schema)).toBeNull();

@@ -42,7 +42,7 @@ async function metrics(url: string, token: string): Promise<string> {
   return res.text();
 }
 
-describe.skipIf(!pgUrl)("sessionmux serve on PostgreSQL", () => {
+describe.skipIf(!pgUrl)("sessionmux serve on PostgreSQL", { timeout: 180_000 }, () => {
   it("applies a missing schema, names its host in the banner, the log and /metrics", async () => {
     const schema = newSchema();
     const host = await serve(["--db", pgUrl!, "--db-schema", schema, "--host-id", "edge-1", "--token", "t1"]);
