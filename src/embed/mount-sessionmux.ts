@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import cors from "cors";
-import { type Logger, pino } from "pino";
+import { pino } from "pino";
 import { Limits } from "../../protocol/index.js";
 import { DemoAgent } from "../agents/demo-agent.js";
 import { SessionHost } from "../host/session-host.js";

@@ -16,7 +16,6 @@ import type {
   PromptRecord,
   ReadOutcome,
   SessionProjection,
-  StoredAttachment,
 } from "./session-store.js";
 import type { Statements } from "./sqlite-statements.js";
 
