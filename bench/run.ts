@@ -25,6 +25,7 @@ import {
 import { measureFanout } from "./scenarios/fanout.js";
 import { measureLatency } from "./scenarios/latency.js";
 import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
+import { postgresScenarios } from "./scenarios/pg-scenarios.js";
 import {
   buildSessionmuxLog,
   durableStreamsReplay,
@@ -240,6 +241,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       },
     });
   }
+
+  for (const [result, subjects, options] of postgresScenarios()) add(result, subjects, options);
 
   add(
     newScenario("memory-idle", "Memory per idle connection", "bytes", false),

@@ -33,6 +33,8 @@ export const Notifications = {
   "session.added": Type.Object({ row: SessionRow }),
   "session.removed": Type.Object({ sessionId: Type.String() }),
   "session.updated": Type.Object({ row: SessionRow }),
+  /** To the principal who dismissed or restored it, on every socket of theirs. */
+  "session.dismissed": Type.Object({ sessionId: Type.String(), dismissed: Type.Boolean(), row: SessionRow }),
   "agent.error": Type.Object({ sessionId: Type.String(), message: Type.String() }),
 } as const;
 export type NotificationName = keyof typeof Notifications;

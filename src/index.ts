@@ -25,4 +25,5 @@ export type { Principal } from "./host/principal.js";
 export { StartupError, type StartupErrorCode } from "./operations/startup-error.js";
 export type { SessionStore } from "./store/session-store.js";
 export type { TokenSpec } from "./transport/auth.js";
+export type { InProcessClientOptions } from "./transport/in-process/in-process-connector.js";
 export type { HostMetrics } from "./transport/metrics.js";

@@ -6,9 +6,9 @@ import type { AgentDriver } from "./agents/agent.js";
 import type { AuthenticateRequest } from "./embed/app-authentication.js";
 import { mountSessionmux } from "./embed/mount-sessionmux.js";
 import type { SessionHost } from "./host/session-host.js";
+import type { HostDatabaseStore } from "./operations/host-database.js";
 import { StartupError } from "./operations/startup-error.js";
 import type { HostStore } from "./store/live-state-store.js";
-import type { SqliteSessionStore } from "./store/sqlite-store.js";
 import type { TokenSpec } from "./transport/auth.js";
 import type { HttpOptions } from "./transport/http/router.js";
 import { applyServerLimits, type HttpServerLimits } from "./transport/http/server-limits.js";
@@ -21,7 +21,16 @@ export interface HostOptions {
   host?: string;
   /** @default 8787; 0 picks a free port */
   port?: number;
+  /** A SQLite file, or a `postgres://` URL (see `SessionmuxOptions.db`). */
   dbPath: string;
+  /** PostgreSQL only. @default "public" */
+  dbSchema?: string;
+  /** PostgreSQL only. @default 10 */
+  dbPoolSize?: number;
+  /** @default generated (see `SessionmuxOptions.hostId`) */
+  hostId?: string;
+  /** @default 10_000 */
+  leaseTtlMs?: number;
   /** @default false — a missing database folder is refused */
   createDbFolder?: boolean;
   tokens: TokenSpec[];
@@ -55,7 +64,8 @@ export interface RunningHost {
   /** `ws://host:port/api/remote.mux` */
   readonly wsUrl: string;
   readonly host: SessionHost;
-  readonly store: SqliteSessionStore;
+  readonly store: HostDatabaseStore;
+  readonly hostId: string;
   readonly metrics: HostMetrics;
   readonly server: Server;
   close(): Promise<void>;
@@ -67,6 +77,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     {
       db: options.dbPath,
       createDbFolder: options.createDbFolder ?? false,
+      ...(options.dbSchema !== undefined ? { dbSchema: options.dbSchema } : {}),
+      ...(options.dbPoolSize !== undefined ? { dbPoolSize: options.dbPoolSize } : {}),
+      ...(options.hostId !== undefined ? { hostId: options.hostId } : {}),
+      ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
       tokens: options.tokens,
       ...(options.authenticate ? { authenticate: options.authenticate } : {}),
       cors: options.allowedOrigins ?? [],
@@ -102,6 +116,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     wsUrl: `ws://${authority}/api/remote.mux`,
     host: mounted.host,
     store: mounted.store,
+    hostId: mounted.hostId,
     metrics: mounted.metrics,
     server,
     close() {

@@ -20,5 +20,23 @@ export const DEFAULT_DB = "./data/sessions.db";
 
 /** `--db`, also from `SESSIONMUX_DB`, for every command that works on the database. */
 export function dbOption(): Option {
-  return new Option("--db <file>", "SQLite database file").env("SESSIONMUX_DB").default(DEFAULT_DB);
+  return new Option("--db <file|url>", "SQLite database file, or a postgres://user@host:5432/db URL")
+    .env("SESSIONMUX_DB")
+    .default(DEFAULT_DB);
+}
+
+/** `--db-schema`: the PostgreSQL schema holding the tables (separate deployments, or tests, share a database). */
+export function dbSchemaOption(): Option {
+  return new Option("--db-schema <name>", "PostgreSQL schema holding the tables (default public)").env(
+    "SESSIONMUX_DB_SCHEMA",
+  );
+}
+
+export const DEFAULT_DATA_DIR = "./data";
+
+/** `--data-dir`: where a host on PostgreSQL keeps its admin token (on SQLite it sits beside the file). */
+export function dataDirOption(): Option {
+  return new Option("--data-dir <folder>", "folder of the kept admin token when --db is a PostgreSQL URL")
+    .env("SESSIONMUX_DATA_DIR")
+    .default(DEFAULT_DATA_DIR);
 }

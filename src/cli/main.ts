@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { SessionmuxError } from "../../protocol/index.js";
 import { StartupError } from "../operations/startup-error.js";
 import { registerClientCommands } from "./client-commands.js";
+import { registerMigrateCommand } from "./migrate-command.js";
 import { registerOperationsCommands } from "./operations-commands.js";
 import { registerServeCommand } from "./serve-command.js";
 
@@ -13,6 +14,7 @@ const program = new Command()
   .showHelpAfterError();
 
 registerServeCommand(program);
+registerMigrateCommand(program);
 registerOperationsCommands(program);
 registerClientCommands(program);
 

@@ -1,12 +1,20 @@
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { existingDatabase } from "../operations/database-path.js";
+import { databaseTarget, redactUrl } from "../operations/database-target.js";
 import { assertNotInUse } from "../operations/exclusive-access.js";
+import { keptTokenFile } from "../operations/kept-token-location.js";
 import { backupDatabase } from "../operations/sqlite-backup.js";
 import { StartupError } from "../operations/startup-error.js";
 import { rotateToken, tokenFilePath } from "../operations/token-file.js";
+import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
-import { dbOption } from "./cli-options.js";
+import { dataDirOption, dbOption, dbSchemaOption } from "./cli-options.js";
+
+interface DbOptions {
+  db: string;
+  dbSchema?: string;
+}
 
 /** Commands on the database and data folder: backup, rebuild-projections, token rotate. */
 export function registerOperationsCommands(program: Command): void {
@@ -17,6 +25,15 @@ export function registerOperationsCommands(program: Command): void {
     )
     .addOption(dbOption())
     .action(async (file: string, options: { db: string }) => {
+      const target = databaseTarget(options.db);
+      if (target.kind === "postgres") {
+        throw new StartupError(
+          "sqlite_only",
+          `backup copies a SQLite file; back up PostgreSQL with its own tools, e.g. ` +
+            `pg_dump --schema=<schema> --format=custom --file=${file} '${redactUrl(target.url)}' ` +
+            "(or continuous archiving for point-in-time recovery)",
+        );
+      }
       const report = await backupDatabase(options.db, resolve(file));
       process.stdout.write(`${JSON.stringify(report)}\n`);
       if (report.integrity !== "ok") process.exitCode = 1;
@@ -25,11 +42,27 @@ export function registerOperationsCommands(program: Command): void {
   program
     .command("rebuild-projections")
     .description(
-      "rebuild the session list cache from the event log (refused while a host has the database open)",
+      "rebuild the session list cache from the event log (SQLite: refused while a host has the file open; " +
+        "PostgreSQL: online, in one transaction that holds every session's head)",
     )
     .addOption(dbOption())
-    .action(async (options: { db: string }) => {
-      const file = assertNotInUse(options.db);
+    .addOption(dbSchemaOption())
+    .action(async (options: DbOptions) => {
+      const target = databaseTarget(options.db, options.dbSchema);
+      if (target.kind === "postgres") {
+        const store = await PostgresSessionStore.open(target.url, {
+          schema: target.schema,
+          maxConnections: 2,
+        });
+        try {
+          await store.rebuildProjections();
+          process.stdout.write("projections rebuilt\n");
+        } finally {
+          await store.close();
+        }
+        return;
+      }
+      const file = assertNotInUse(target.path);
       const store = SqliteSessionStore.open(file);
       try {
         await store.rebuildProjections();
@@ -39,14 +72,24 @@ export function registerOperationsCommands(program: Command): void {
       }
     });
 
-  const token = program.command("token").description("the admin token kept beside the database");
+  const token = program
+    .command("token")
+    .description("the admin token kept beside the database (PostgreSQL: in --data-dir)");
   token
     .command("rotate")
     .description(
       "replace the kept token and print the new one; a running host uses it after its next restart",
     )
     .addOption(dbOption())
-    .action((options: { db: string }) => {
+    .addOption(dataDirOption())
+    .action((options: { db: string; dataDir: string }) => {
+      const target = databaseTarget(options.db);
+      if (target.kind === "postgres") {
+        const file = keptTokenFile(target, options.dataDir, { createFolder: false });
+        process.stdout.write(`${rotateToken(file)}\n`);
+        process.stderr.write(`token written to ${file}; the old one is refused from now on\n`);
+        return;
+      }
       const folder = dirname(resolve(options.db));
       const file = tokenFilePath(resolve(options.db));
       try {

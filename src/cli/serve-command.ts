@@ -3,12 +3,15 @@ import { type Command, Option } from "commander";
 import { AGENT_NAMES, type AgentName, createAgent } from "../agents/registry.js";
 import type { AuthenticateRequest } from "../embed/app-authentication.js";
 import { prepareDatabasePath } from "../operations/database-path.js";
+import { type DatabaseTarget, databaseTarget, describeTarget } from "../operations/database-target.js";
+import { hostIdOf } from "../operations/host-id.js";
 import { keptTokenAuthenticate } from "../operations/kept-token-auth.js";
+import { keptTokenFile } from "../operations/kept-token-location.js";
 import { StartupError } from "../operations/startup-error.js";
-import { readOrCreateToken, tokenFilePath } from "../operations/token-file.js";
+import { readOrCreateToken } from "../operations/token-file.js";
 import { startHost } from "../server.js";
 import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
-import { collectList, dbOption, integer } from "./cli-options.js";
+import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import {
   addLimitOptions,
   type LimitValues,
@@ -22,6 +25,11 @@ interface ServeOptions extends LimitValues {
   host: string;
   port: number;
   db: string;
+  dbSchema?: string;
+  dbPoolSize: number;
+  dataDir: string;
+  hostId?: string;
+  leaseTtlMs: number;
   createDbFolder?: boolean;
   token: string[];
   tokensFile?: string;
@@ -38,10 +46,10 @@ type Authentication =
 
 /**
  * Tokens from `--token` (repeatable) and `--tokens-file` (one `name=secret` or bare admin token
- * per line); without either, the admin token kept beside the database (minted on first start,
- * re-read when `token rotate` replaces it).
+ * per line); without either, the admin token kept beside the database, or in `--data-dir` for
+ * PostgreSQL (minted on first start, re-read when `token rotate` replaces it).
  */
-function authenticationOf(options: ServeOptions, dbFile: string): Authentication {
+function authenticationOf(options: ServeOptions, keptFile: () => string): Authentication {
   const specs = options.token.map(parseTokenSpec);
   if (options.tokensFile) {
     let text: string;
@@ -60,7 +68,7 @@ function authenticationOf(options: ServeOptions, dbFile: string): Authentication
     }
   }
   if (specs.length > 0) return { tokens: specs };
-  const file = tokenFilePath(dbFile);
+  const file = keptFile();
   const { token } = readOrCreateToken(file);
   return { tokens: [], authenticate: keptTokenAuthenticate(file), kept: { token, file } };
 }
@@ -80,6 +88,28 @@ export function registerServeCommand(program: Command): void {
         .default(8787),
     )
     .addOption(dbOption())
+    .addOption(dbSchemaOption())
+    .addOption(
+      new Option("--db-pool-size <n>", "PostgreSQL connections this host's store pools (one more listens)")
+        .env("SESSIONMUX_DB_POOL_SIZE")
+        .argParser(integer("--db-pool-size", 2))
+        .default(10),
+    )
+    .addOption(dataDirOption())
+    .addOption(
+      new Option("--host-id <id>", "names this host among several on one database (default: generated)").env(
+        "SESSIONMUX_HOST_ID",
+      ),
+    )
+    .addOption(
+      new Option(
+        "--lease-ttl-ms <ms>",
+        "how long a host owns a session's agent without renewing; past it another host takes over",
+      )
+        .env("SESSIONMUX_LEASE_TTL_MS")
+        .argParser(integer("--lease-ttl-ms", 100))
+        .default(10_000),
+    )
     .addOption(
       new Option(
         "--create-db-folder",
@@ -127,18 +157,29 @@ export function registerServeCommand(program: Command): void {
     );
   addLimitOptions(serve).action(async (options: ServeOptions, command: Command) => {
     const logger = createLogger(options.logLevel);
+    const target = databaseTarget(options.db, options.dbSchema);
+    const hostId = hostIdOf(options.hostId);
     // the default location is created on first start; a path given by hand must exist
-    const dbFile = prepareDatabasePath(options.db, {
-      createFolder: options.createDbFolder === true || command.getOptionValueSource("db") === "default",
-    });
-    const authentication = authenticationOf(options, dbFile);
+    const createFolder = (option: string) =>
+      options.createDbFolder === true || command.getOptionValueSource(option) === "default";
+    const db =
+      target.kind === "sqlite"
+        ? prepareDatabasePath(target.path, { createFolder: createFolder("db") })
+        : target.url;
+    const located: DatabaseTarget = target.kind === "sqlite" ? { kind: "sqlite", path: db } : target;
+    const authentication = authenticationOf(options, () =>
+      keptTokenFile(located, options.dataDir, { createFolder: createFolder("dataDir") }),
+    );
     const kept = "kept" in authentication ? authentication.kept : undefined;
     const running = await startHost({
       tokens: authentication.tokens,
       ...("authenticate" in authentication ? { authenticate: authentication.authenticate } : {}),
       host: options.host,
       port: options.port,
-      dbPath: dbFile,
+      dbPath: db,
+      ...(target.kind === "postgres" ? { dbSchema: target.schema, dbPoolSize: options.dbPoolSize } : {}),
+      hostId,
+      leaseTtlMs: options.leaseTtlMs,
       agent: createAgent(options.agent),
       idleDetachMs: options.idleDetachMs,
       allowedOrigins: options.allowedOrigin,
@@ -151,14 +192,20 @@ export function registerServeCommand(program: Command): void {
       ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
     });
     // one write, so a reader that stops at the console line has the whole banner
-    const banner = [`listening on ${running.url}`];
+    const banner = [`listening on ${running.url}`, `host id ${running.hostId}`];
     if (kept) {
       banner.push(`token kept in ${kept.file} (sessionmux token rotate replaces it)`);
       banner.push(`console: ${running.url}/#token=${kept.token}`);
     } else banner.push(`console: ${running.url}/ (append #token=<your token>)`);
     process.stdout.write(`${banner.join("\n")}\n`);
     logger.info(
-      { url: running.url, db: dbFile, agent: options.agent, generation: running.host.generation },
+      {
+        url: running.url,
+        db: describeTarget(located),
+        hostId: running.hostId,
+        agent: options.agent,
+        generation: running.host.generation,
+      },
       "host ready",
     );
     let stopping = false;

@@ -21,6 +21,11 @@ export function createNodeSocketFactory(
     silenceTimeoutMs?: number;
     /** Give up an upgrade the host does not answer within this long. @default 10_000 */
     handshakeTimeoutMs?: number;
+    /**
+     * The connection to upgrade (a `stream.Duplex`), instead of a TCP connection to the URL's host:
+     * in-process callers. Typed loosely so the client's types need no Node declarations.
+     */
+    createConnection?: () => unknown;
   } = {},
 ): SocketFactory {
   const silenceMs = options.silenceTimeoutMs ?? DEFAULT_SILENCE_TIMEOUT_MS;
@@ -31,6 +36,7 @@ export function createNodeSocketFactory(
       perMessageDeflate: false,
       maxPayload: Limits.maxPayloadBytes,
       handshakeTimeout,
+      ...(options.createConnection ? { createConnection: options.createConnection as never } : {}),
     });
     const like = socket as unknown as WebSocketLike;
     let refusedWith: number | undefined;

@@ -2,9 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { AgentDriver } from "../agents/agent.js";
+import type { SessionmuxClient } from "../client/client.js";
+import type { Principal } from "../host/principal.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { TokenSpec } from "../transport/auth.js";
 import type { HttpOptions } from "../transport/http/router.js";
+import type { InProcessClientOptions } from "../transport/in-process/in-process-connector.js";
 import type { HostMetrics } from "../transport/metrics.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
 import type { PrincipalLimitOptions } from "../transport/principal-limits.js";
@@ -12,10 +15,28 @@ import type { AuthenticateRequest } from "./app-authentication.js";
 import { mountSessionmux } from "./mount-sessionmux.js";
 
 export interface SessionmuxOptions {
-  /** SQLite database file; its folder must exist unless `createDbFolder` is set. */
+  /**
+   * A SQLite database file (its folder must exist unless `createDbFolder` is set), or a
+   * `postgres://user@host:5432/db` URL: any number of hosts may share one PostgreSQL database.
+   * The schema is created and migrated when missing.
+   */
   db: string;
   /** @default false — a missing database folder is refused (most often a misspelled path). */
   createDbFolder?: boolean;
+  /** PostgreSQL only: the schema holding the tables. @default "public" */
+  dbSchema?: string;
+  /** PostgreSQL only: pooled connections of the store (one more listens). @default 10 */
+  dbPoolSize?: number;
+  /**
+   * Names this host among several on one database (leases, forwarded calls, `/metrics`):
+   * letters, digits, `.`, `_`, `-`. @default the machine's name and a random suffix
+   */
+  hostId?: string;
+  /**
+   * How long a host's lease on a session's agent lasts without renewal; past it another host may
+   * take the session over (docs/reliability.md, "Several hosts"). @default 10_000
+   */
+  leaseTtlMs?: number;
   /** @default new DemoAgent() */
   agent?: AgentDriver;
   /** Bearer tokens: the default authentication. Required unless `authenticate` is given. */
@@ -74,6 +95,15 @@ export interface Sessionmux {
   attach(server: Server): () => void;
   readonly store: SessionStore;
   readonly metrics: HostMetrics;
+  /**
+   * A client for code in this process (a scheduler, the app itself) acting as `principal`: the
+   * SDK's client (`call`, `follow`, `control`, notifications) over an in-memory connection through
+   * the same mux, so the same activation policy, limits and visibility rules apply. Closed by
+   * `close()` if still open.
+   */
+  connect(principal: Principal, options?: InProcessClientOptions): SessionmuxClient;
+  /** This host's id (see `hostId`). */
+  readonly hostId: string;
   /** Closes the mux connections, stops the agents and closes the database; the server stays up. */
   close(): Promise<void>;
 }

@@ -1,19 +1,18 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import cors from "cors";
-import { type Logger, pino } from "pino";
+import { pino } from "pino";
 import { Limits } from "../../protocol/index.js";
 import { DemoAgent } from "../agents/demo-agent.js";
 import { SessionHost } from "../host/session-host.js";
 import { meteredAgent } from "../host/turn-meters.js";
-import { prepareDatabasePath } from "../operations/database-path.js";
+import { type HostDatabaseStore, openHostDatabase } from "../operations/host-database.js";
+import { hostIdOf } from "../operations/host-id.js";
 import { ReadinessProbe } from "../operations/readiness-probe.js";
-import { sqliteWritableCheck } from "../operations/sqlite-writable-check.js";
-import { StartupError } from "../operations/startup-error.js";
 import type { HostStore } from "../store/live-state-store.js";
-import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { Authenticator } from "../transport/auth.js";
 import { createHttpHandler } from "../transport/http/router.js";
+import { InProcessConnector } from "../transport/in-process/in-process-connector.js";
 import { HostMetrics } from "../transport/metrics.js";
 import { createMuxUpgradeHandler } from "../transport/mux/mux-server.js";
 import { refuseUpgrade } from "../transport/mux/upgrade-gate.js";
@@ -27,7 +26,7 @@ import { RefusalLog } from "./refusal-log.js";
 /** What the CLI and `startHost` see: the concrete parts. */
 export interface MountedSessionmux extends Sessionmux {
   readonly host: SessionHost;
-  readonly store: SqliteSessionStore;
+  readonly store: HostDatabaseStore;
 }
 
 /** `claimAll`: the server is sessionmux's alone, so it answers every path (the console at `/`). */
@@ -53,30 +52,46 @@ export async function mountSessionmux(
     ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
-  const dbFile = prepareDatabasePath(options.db, { createFolder: options.createDbFolder });
-  // the app's logger only: the disabled default would hide a throwing commit listener, which
-  // without a logger surfaces as a process warning
-  const store = openStore(dbFile, metrics, options.logger);
+  const hostId = hostIdOf(options.hostId);
+  metrics.hostInfo(hostId);
+  const database = await openHostDatabase({
+    db: options.db,
+    ...(options.dbSchema !== undefined ? { schema: options.dbSchema } : {}),
+    ...(options.dbPoolSize !== undefined ? { poolSize: options.dbPoolSize } : {}),
+    createFolder: options.createDbFolder ?? false,
+    hostId,
+    metrics,
+    // the app's logger only: the disabled default would hide a throwing commit listener, which
+    // without a logger surfaces as a process warning
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const store = database.store;
   const host = new SessionHost({
     store: mode.storeView?.(store) ?? store,
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
+    hostId,
+    ...(database.shared
+      ? {
+          cluster: {
+            ...database.shared,
+            ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
+          },
+        }
+      : {}),
     metrics,
     logger,
   });
-  let writable: ReturnType<typeof sqliteWritableCheck> | undefined;
-  const readiness = new ReadinessProbe(() => writable?.check(), options.readinessIntervalMs ?? 5000);
+  const readiness = new ReadinessProbe(() => database.ready(), options.readinessIntervalMs ?? 5000);
   try {
-    writable = sqliteWritableCheck(dbFile);
     await host.start();
     await readiness.start();
   } catch (err) {
     readiness.stop();
-    writable?.close();
-    await store.close();
+    await database.close();
     throw err;
   }
-  const uploads = store.attachmentSweeper();
+  const uploads = database.uploads;
   const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
   uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
     logger.error({ err }, "upload sweep failed"),
@@ -94,6 +109,7 @@ export async function mountSessionmux(
     metrics,
     logger,
   });
+  const inProcess = new InProcessConnector(mux, `${base.prefix}/api/remote.mux`);
   const corsMiddleware =
     options.cors && options.cors.length > 0
       ? cors({
@@ -142,6 +158,8 @@ export async function mountSessionmux(
     host,
     store,
     metrics,
+    connect: (principal, clientOptions) => inProcess.connect(principal, clientOptions),
+    hostId,
     attach(server) {
       const appListeners = server.listeners("request") as ((
         req: IncomingMessage,
@@ -168,12 +186,12 @@ export async function mountSessionmux(
     close() {
       closing ??= (async () => {
         readiness.stop();
+        await inProcess.close();
         await mux.close();
         await host.shutdown();
-        writable?.close();
         uploads.stop();
-        await store.close();
-        logger.info({ db: dbFile }, "shutdown complete");
+        await database.close();
+        logger.info({ db: database.description, hostId }, "shutdown complete");
       })();
       return closing;
     },
@@ -182,14 +200,4 @@ export async function mountSessionmux(
 
 function notFound(res: ServerResponse): void {
   res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
-}
-
-/** A file that is no database (or not readable) is named in the error, with SQLite's reason. */
-function openStore(file: string, metrics: HostMetrics, logger: Logger | undefined): SqliteSessionStore {
-  try {
-    return SqliteSessionStore.open(file, { metrics, ...(logger ? { logger } : {}) });
-  } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
-  }
 }

@@ -32,14 +32,37 @@ export interface LiveInteraction {
   sessionId: string;
 }
 
+/** Told of every session a `resume` call acts on for a principal (a dismissed one is restored). */
+export type WorkNotice = (principal: Principal, sessionId: string) => void;
+
 export class ActivationPolicy {
   readonly #store: HostStore;
   readonly #agents: AgentRegistry;
+  readonly #claim: (sessionId: string) => Promise<void>;
+  readonly #unclaim: (sessionId: string) => void;
   readonly #scopes: Record<Activation, Resolvers>;
 
-  constructor(store: HostStore, agents: AgentRegistry) {
+  /**
+   * `claim` makes this host the session's owner before a cold session gets an agent (the resume
+   * rule: on a shared store, its lease), or throws `NotOwner`; `unclaim` gives it back when the
+   * agent could not attach after all; `onWork` hears of every session a `resume` call acts on.
+   */
+  constructor(
+    store: HostStore,
+    agents: AgentRegistry,
+    hooks: {
+      claim?: (sessionId: string) => Promise<void>;
+      unclaim?: (sessionId: string) => void;
+      onWork?: WorkNotice;
+    } = {},
+  ) {
+    const claim = hooks.claim ?? (async () => undefined);
+    const unclaim = hooks.unclaim ?? (() => undefined);
+    const onWork = hooks.onWork ?? (() => undefined);
     this.#store = store;
     this.#agents = agents;
+    this.#claim = claim;
+    this.#unclaim = unclaim;
     const inspect = this.inspect.bind(this);
     const live = this.lookupLive.bind(this);
     const resume = this.resolveForWork.bind(this);
@@ -54,7 +77,21 @@ export class ActivationPolicy {
       cold: coldOnly("cold"),
       explicit: coldOnly("explicit"),
       "live-only": { inspect, live, interaction, resume: forbidden("live-only", "resume") },
-      resume: { inspect, live, interaction, resume },
+      resume: {
+        inspect,
+        live,
+        interaction: async (principal, interactionId) => {
+          const found = await interaction(principal, interactionId);
+          onWork(principal, found.sessionId);
+          return found;
+        },
+        resume: async (principal, sessionId) => {
+          // after the resolver authorised it: a refused call restores nothing
+          const session = await resume(principal, sessionId);
+          onWork(principal, sessionId);
+          return session;
+        },
+      },
     };
   }
 
@@ -94,8 +131,14 @@ export class ActivationPolicy {
       return this.#agents.attach(sessionId, existing);
     }
     const cold = await this.inspect(principal, sessionId);
-    // get-or-create after the await: a concurrent resume may have attached meanwhile
-    return this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
+    await this.#claim(sessionId);
+    // get-or-create after the awaits: a concurrent resume may have attached meanwhile
+    try {
+      return this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
+    } catch (err) {
+      this.#unclaim(sessionId);
+      throw err;
+    }
   }
 }
 

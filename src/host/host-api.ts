@@ -1,5 +1,5 @@
 import type { CallMethod, Notification, ParamsOf, ResultOf } from "../../protocol/index.js";
-import type { StoredAttachment } from "../store/session-store.js";
+import type { AttachmentBody } from "../store/session-store.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import type { Principal } from "./principal.js";
 import type { SessionReadHandle } from "./session-read-handle.js";
@@ -30,14 +30,17 @@ export interface HostApi {
    */
   openRead(principal: Principal, sessionId: string): Promise<SessionReadHandle>;
 
-  /** An upload `principal` may read; another principal's answers exactly like a missing one (null). */
-  readAttachment(principal: Principal, attachmentId: string): Promise<StoredAttachment | null>;
+  /**
+   * An upload `principal` may read, its body read chunk by chunk as `chunks` is iterated;
+   * another principal's answers exactly like a missing one (null).
+   */
+  readAttachment(principal: Principal, attachmentId: string): Promise<AttachmentBody | null>;
   /** Stores an upload owned by `principal`; answers its id. */
   putAttachment(
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },
   ): Promise<string>;
-  /** Called after every commit of any session (for caches of list answers). */
+  /** Called after every commit of any session and every dismissal (for caches of list answers). */
   onAnyCommit(listener: () => void): () => void;
 
   /** Control feed for `session.control`, filtered to what the principal may see. */

@@ -4,6 +4,7 @@ import type { AgentDriver } from "../agents/agent.js";
 import type { HostStore, QueueLimits } from "../store/live-state-store.js";
 import type { Resolvers } from "./activation-policy.js";
 import type { AgentRegistry } from "./agent-registry.js";
+import type { Dismissals } from "./dismissals.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
@@ -17,6 +18,7 @@ export interface HostContext {
   readonly agents: AgentRegistry;
   readonly runner: TurnRunner;
   readonly notifications: NotificationHub;
+  readonly dismissals: Dismissals;
   readonly logger: Logger;
   readonly now: () => number;
   readonly limits: { readonly queue: QueueLimits };

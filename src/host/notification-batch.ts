@@ -1,9 +1,14 @@
 import type { Notification } from "../../protocol/index.js";
+import type { Principal } from "./principal.js";
 
-/** A notification waiting for the end of the tick, with the owner its visibility is judged by. */
+/**
+ * A notification waiting for the end of the tick, with the owner its visibility is judged by, or
+ * the one principal it is for (`only`: a dismissal concerns the principal who made it).
+ */
 export interface PendingNotification {
   readonly owner: string;
   readonly notification: Notification;
+  readonly only?: Principal;
 }
 
 /**
@@ -18,12 +23,20 @@ export class NotificationBatch {
   /** Where each session's pending `session.updated` sits, until an added/removed of it. */
   readonly #updateAt = new Map<string, number>();
 
+  /** Some entry is for one principal only: principals of the same rank may see different lists. */
+  #personal = false;
+
   get entries(): readonly PendingNotification[] {
     return this.#entries;
   }
 
-  add(owner: string, notification: Notification): void {
-    const entry = { owner, notification };
+  get personal(): boolean {
+    return this.#personal;
+  }
+
+  add(owner: string, notification: Notification, only?: Principal): void {
+    const entry = only ? { owner, notification, only } : { owner, notification };
+    if (only) this.#personal = true;
     if (notification.name === "session.updated") {
       const sessionId = notification.value.row.sessionId;
       const at = this.#updateAt.get(sessionId);
@@ -34,7 +47,7 @@ export class NotificationBatch {
       this.#updateAt.set(sessionId, this.#entries.length);
     } else if (notification.name === "session.added") {
       this.#updateAt.delete(notification.value.row.sessionId);
-    } else if (notification.name === "session.removed") {
+    } else if (notification.name === "session.removed" || notification.name === "session.dismissed") {
       this.#updateAt.delete(notification.value.sessionId);
     }
     this.#entries.push(entry);

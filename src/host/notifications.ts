@@ -43,11 +43,20 @@ export class NotificationHub {
   }
 
   publish(owner: string, notification: Notification): void {
+    this.#batch().add(owner, notification);
+  }
+
+  #batch(): NotificationBatch {
     if (!this.#pending) {
       this.#pending = new NotificationBatch();
       queueMicrotask(() => this.#flush());
     }
-    this.#pending.add(owner, notification);
+    return this.#pending;
+  }
+
+  /** For `principal` alone (same name and rank), whoever else may see the session. */
+  publishTo(principal: Principal, owner: string, notification: Notification): void {
+    this.#batch().add(owner, notification, principal);
   }
 
   clear(): void {
@@ -59,15 +68,18 @@ export class NotificationHub {
     const batch = this.#pending;
     this.#pending = undefined;
     if (!batch) return;
-    // canSee(principal, owner) depends only on `admin` and `name`: one list per admin/name.
+    // canSee(principal, owner) depends only on `admin` and `name`: one list per admin/name, and
+    // one for all admins unless an entry is for one principal only.
     let forAdmins: NotificationList | undefined;
     const byName = new Map<string, NotificationList>();
+    const shareAdmins = !batch.personal;
     for (const s of this.#subscribers) {
-      const cached = s.principal.admin ? forAdmins : byName.get(s.principal.name);
+      const shared = s.principal.admin && shareAdmins;
+      const cached = shared ? forAdmins : byName.get(`${s.principal.admin}:${s.principal.name}`);
       const list = cached ?? visibleTo(s.principal, batch);
       if (!cached) {
-        if (s.principal.admin) forAdmins = list;
-        else byName.set(s.principal.name, list);
+        if (shared) forAdmins = list;
+        else byName.set(`${s.principal.admin}:${s.principal.name}`, list);
       }
       if (list.length === 0) continue;
       try {
@@ -81,6 +93,11 @@ export class NotificationHub {
 
 function visibleTo(principal: Principal, batch: NotificationBatch): NotificationList {
   const list: Notification[] = [];
-  for (const e of batch.entries) if (canSee(principal, e.owner)) list.push(e.notification);
+  for (const e of batch.entries) {
+    const visible = e.only
+      ? e.only.name === principal.name && e.only.admin === principal.admin
+      : canSee(principal, e.owner);
+    if (visible) list.push(e.notification);
+  }
   return Object.freeze(list);
 }

@@ -1,11 +1,11 @@
 import type { SessionHeader } from "../../protocol/index.js";
 import type {
+  AttachmentBody,
   CommitListener,
   EncodedReadOutcome,
   ReadOutcome,
   SessionProjection,
   SessionStore,
-  StoredAttachment,
 } from "../store/session-store.js";
 import { canSee, type Principal } from "./principal.js";
 import { refusal } from "./store-outcomes.js";
@@ -70,7 +70,9 @@ export async function visibleAttachment(
   store: SessionStore,
   principal: Principal,
   attachmentId: string,
-): Promise<StoredAttachment | null> {
-  const found = await store.getAttachment(attachmentId);
-  return found && canSee(principal, found.owner) ? found : null;
+): Promise<AttachmentBody | null> {
+  const found = await store.attachmentInfo(attachmentId);
+  return found && canSee(principal, found.owner)
+    ? { ...found, chunks: () => store.attachmentChunks(attachmentId) }
+    : null;
 }

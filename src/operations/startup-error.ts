@@ -12,6 +12,10 @@ export const StartupErrorCodes = [
   "listen_failed",
   "token_file_unreadable",
   "backup_target_exists",
+  "db_option_invalid",
+  "db_unreachable",
+  "host_id_invalid",
+  "sqlite_only",
 ] as const;
 export type StartupErrorCode = (typeof StartupErrorCodes)[number];
 

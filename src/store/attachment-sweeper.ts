@@ -1,7 +1,10 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type Database from "better-sqlite3";
 
 /** Rows deleted per step, so a sweep of many large uploads never holds the event loop long. */
 const STEP_ROWS = 4;
+/** Free pages given back to the file system per step (1 MiB of 4 KiB pages). */
+const STEP_PAGES = 256;
 
 /**
  * Uploads not yet referenced by a prompt (`session_id IS NULL`): what a principal holds of them
@@ -12,9 +15,14 @@ const STEP_ROWS = 4;
 export class AttachmentSweeper {
   readonly #pendingBytes: Database.Statement;
   readonly #expire: Database.Statement;
+  readonly #db: Database.Database;
+  readonly #incremental: boolean;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(db: Database.Database) {
+    this.#db = db;
+    // 2 = INCREMENTAL; a file created before it was the default stays at 0 (NONE)
+    this.#incremental = db.pragma("auto_vacuum", { simple: true }) === 2;
     this.#pendingBytes = db.prepare(
       "SELECT COALESCE(SUM(size), 0) AS bytes FROM attachments WHERE owner = ? AND session_id IS NULL",
     );
@@ -29,14 +37,29 @@ export class AttachmentSweeper {
     return Promise.resolve((this.#pendingBytes.get(owner) as { bytes: number }).bytes);
   }
 
-  /** Deletes unreferenced uploads created before `before` (ms), a few rows per event-loop turn. */
+  /**
+   * Deletes unreferenced uploads created before `before` (ms), a few rows per event-loop turn,
+   * then gives the freed pages back to the file system, a bounded number per turn.
+   */
   async sweep(before: number): Promise<number> {
     let deleted = 0;
     for (;;) {
       const { changes } = this.#expire.run(before);
       deleted += changes;
-      if (changes < STEP_ROWS) return deleted;
-      await new Promise((resolve) => setImmediate(resolve));
+      if (changes < STEP_ROWS) break;
+      await nextTurn();
+    }
+    if (deleted > 0) await this.#shrink();
+    return deleted;
+  }
+
+  async #shrink(): Promise<void> {
+    if (!this.#incremental) return;
+    // bounded even if writers free pages as fast as this gives them back
+    for (let step = 0; step < 1024; step++) {
+      if ((this.#db.pragma("freelist_count", { simple: true }) as number) === 0) return;
+      this.#db.pragma(`incremental_vacuum(${STEP_PAGES})`);
+      await nextTurn();
     }
   }
 

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { type DismissalFilter, dismissalCondition } from "./dismissals.js";
 import { decodeListCursor, encodeListCursor } from "./list-cursor.js";
 import { publicProjection } from "./projection.js";
 import { type ProjectionRow, projectionFromRow } from "./session-state.js";
@@ -17,9 +18,15 @@ export class ListQueries {
     const after = query.before === undefined ? undefined : decodeListCursor(query.before);
     const params: unknown[] = [];
     if (query.owner !== undefined) params.push(query.owner);
+    if (query.dismissals) params.push(query.dismissals.principal);
     if (after) params.push(after.updatedAt, after.updatedAt, after.sessionId);
     params.push(query.limit + 1);
-    const statement = this.statement(query.owner !== undefined, query.parked === true, after !== undefined);
+    const statement = this.statement(
+      query.owner !== undefined,
+      query.parked === true,
+      after !== undefined,
+      query.dismissals,
+    );
     const found = statement.all(...params) as ProjectionRow[];
     const rows = found.slice(0, query.limit).map((row) => publicProjection(projectionFromRow(row)));
     const last = rows[rows.length - 1];
@@ -29,12 +36,18 @@ export class ListQueries {
     return { rows };
   }
 
-  private statement(byOwner: boolean, parked: boolean, paged: boolean): Database.Statement {
-    const key = `${byOwner}:${parked}:${paged}`;
+  private statement(
+    byOwner: boolean,
+    parked: boolean,
+    paged: boolean,
+    dismissals: DismissalFilter | undefined,
+  ): Database.Statement {
+    const key = `${byOwner}:${parked}:${paged}:${dismissals?.dismissed ?? "-"}`;
     let statement = this.statements.get(key);
     if (!statement) {
       const where: string[] = [];
       if (byOwner) where.push("owner = ?");
+      if (dismissals) where.push(dismissalCondition(dismissals, "?"));
       if (parked) where.push("last_state = 'input-required'");
       // the leading `updated_at <= ?` is what lets SQLite seek the index instead of scanning it
       if (paged) where.push("updated_at <= ? AND (updated_at < ? OR session_id > ?)");

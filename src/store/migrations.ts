@@ -149,6 +149,47 @@ const MIGRATIONS: readonly string[] = [
     since INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // 3: leases with fencing (see session-lease.ts): one row per session ever leased, kept on release
+  // (host_id NULL) so the generation only ever grows.
+  `
+  CREATE TABLE leases (
+    session_id TEXT PRIMARY KEY,
+    host_id TEXT,
+    generation INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
+  // 4: "keep running" dismissals: which principal took which session off their own list.
+  `
+  CREATE TABLE dismissals (
+    principal TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    dismissed_at INTEGER NOT NULL,
+    PRIMARY KEY (principal, session_id)
+  ) WITHOUT ROWID;
+  `,
+  // 5: attachment bodies in chunks of 256 KiB, so a download streams them one at a time instead of
+  // reading a whole blob per request; existing bodies are split here. Rows stay in a rowid table:
+  // each is far larger than a page. The trigger keeps every delete of an attachment row whole.
+  `
+  CREATE TABLE attachment_chunks (
+    attachment_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    bytes BLOB NOT NULL,
+    PRIMARY KEY (attachment_id, idx)
+  );
+  CREATE TRIGGER attachment_chunks_follow AFTER DELETE ON attachments BEGIN
+    DELETE FROM attachment_chunks WHERE attachment_id = old.attachment_id;
+  END;
+  WITH RECURSIVE n(i) AS (
+    SELECT 0 UNION ALL
+    SELECT i + 1 FROM n WHERE (i + 1) * 262144 < (SELECT max(length(bytes)) FROM attachments)
+  )
+  INSERT INTO attachment_chunks (attachment_id, idx, bytes)
+    SELECT a.attachment_id, n.i, substr(a.bytes, n.i * 262144 + 1, 262144)
+    FROM attachments a JOIN n ON n.i * 262144 < length(a.bytes);
+  UPDATE attachments SET bytes = x'' WHERE length(bytes) > 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,11 +1,13 @@
 import type { LastState, NewEvent, PageResult, SessionEvent, SessionHeader } from "../../protocol/index.js";
+import type { DismissalFilter, DismissalStore } from "./dismissals.js";
+import type { SessionLease } from "./session-lease.js";
 
 /**
  * The durable store boundary. The host only ever awaits these methods, so a PostgreSQL store
  * (leases with fencing, LISTEN/NOTIFY fanout) can replace the embedded SQLite one.
  * Expected outcomes are result values (`status`), exceptions are faults (`persistence_failure`).
  */
-export interface SessionStore {
+export interface SessionStore extends DismissalStore {
   create(input: CreateInput): Promise<CreateOutcome>;
   fork(input: ForkInput): Promise<ForkOutcome>;
   /** Group-committed: resolves only after the transaction holding these events committed. */
@@ -50,13 +52,20 @@ export interface SessionStore {
   ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }>;
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string>;
+  /** The whole body in one buffer (a prompt hands it to the agent); streams use `attachmentChunks`. */
   getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
+  /** Who owns an attachment, its name, type and size, without reading its bytes. */
+  attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null>;
+  /** Its bytes in stored chunks, each read when the consumer asks for it. */
+  attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array>;
 
   /**
-   * Closes every turn the log shows open with `turn/end {state:"interrupted"}`, except turns parked
-   * on pending interactions (they wait for their answer); returns the closed sessions' ids.
+   * Closes every turn the log shows open with `turn/end {state:"interrupted"}` (and running jobs
+   * with `job/ended`), except turns parked on pending interactions (they wait for their answer)
+   * and sessions whose unexpired lease another host than `options.hostId` holds (any host, when
+   * omitted): their agent still runs there. Returns the closed sessions' ids.
    */
-  interruptOpenTurns(at: number): Promise<string[]>;
+  interruptOpenTurns(at: number, options?: { hostId?: string }): Promise<string[]>;
   rebuildProjections(): Promise<void>;
 
   /** Per-session commit notices, delivered synchronously right after the commit, in commit order. */
@@ -108,6 +117,12 @@ export interface AppendOptions {
    * `user/message`. When the item is no longer queued nothing is appended: `queue_item_gone`.
    */
   dequeue?: { itemId: string; turnId: string };
+  /**
+   * The lease the append is made under (an agent's own events, `continueTurn`, job events):
+   * checked inside the append transaction; unless it is still the session's current, unexpired
+   * lease nothing is appended and the outcome is `fenced`.
+   */
+  fence?: SessionLease;
   at?: number;
 }
 export type AppendOutcome =
@@ -118,7 +133,9 @@ export type AppendOutcome =
   /** `options.prompt` was already recorded (a concurrent retry won): nothing was appended. */
   | { status: "duplicate"; record: PromptRecord }
   /** `options.dequeue` named an item no longer queued (removed or started): nothing was appended. */
-  | { status: "queue_item_gone" };
+  | { status: "queue_item_gone" }
+  /** `options.fence` is no longer the session's current lease (taken over, expired, released): nothing was appended. */
+  | { status: "fenced" };
 
 export type ClearOutcome =
   | { status: "cleared"; epoch: string }
@@ -168,6 +185,8 @@ export interface ListQuery {
   before?: string;
   /** Undefined = every owner (admin). */
   owner?: string;
+  /** Seen through one principal's dismissals. Undefined = every session, dismissed or not. */
+  dismissals?: DismissalFilter;
 }
 
 /** The cached projection row; the host adds `live` and `running` from live state. */
@@ -198,7 +217,7 @@ export interface PromptRecord {
   itemId?: string;
 }
 
-export interface StoredAttachment {
+export interface AttachmentInfo {
   attachmentId: string;
   owner: string;
   /** The session whose stored message references it; null until a message does. */
@@ -206,5 +225,13 @@ export interface StoredAttachment {
   name: string;
   type: string;
   size: number;
+}
+
+/** An attachment whose bytes are read, chunk by chunk, as `chunks()` is iterated. */
+export interface AttachmentBody extends AttachmentInfo {
+  chunks(): AsyncIterable<Uint8Array>;
+}
+
+export interface StoredAttachment extends AttachmentInfo {
   bytes: Uint8Array;
 }

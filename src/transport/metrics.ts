@@ -6,6 +6,12 @@ import type { StoreMetrics } from "../store/store-metrics.js";
 /** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
 export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   readonly registry = new Registry();
+  readonly #hostInfo = new Gauge({
+    name: "sessionmux_host_info",
+    help: "This host's id (1 while it runs): tells the hosts sharing one database apart",
+    labelNames: ["host_id"] as const,
+    registers: [this.registry],
+  });
   readonly connections = new Gauge({
     name: "sessionmux_connections",
     help: "Open mux sockets",
@@ -116,6 +122,12 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Names this host in `/metrics` (one series, value 1). */
+  hostInfo(hostId: string): void {
+    this.#hostInfo.reset();
+    this.#hostInfo.set({ host_id: hostId }, 1);
   }
 
   committed(seconds: number, appendedEvents: number): void {

@@ -35,6 +35,8 @@ const sampleParams: { [M in CallMethod]: ParamsOf<M> } = {
   "session.respond": { interactionId: "no-such-interaction", response: { outcome: "approve" } },
   "session.ack": { sessionId: COLD, completionSettledAt: 0 },
   "session.clear": { sessionId: COLD },
+  "session.dismiss": { sessionId: COLD },
+  "session.restore": { sessionId: COLD },
   "session.delete": { sessionId: COLD },
 };
 

@@ -29,6 +29,8 @@ const aimedAtAlice: { [M in CallMethod]?: ParamsOf<M> } = {
   "session.updateQueue": { sessionId: A, op: { clear: true } },
   "session.ack": { sessionId: A, completionSettledAt: 0 },
   "session.clear": { sessionId: A },
+  "session.dismiss": { sessionId: A },
+  "session.restore": { sessionId: A },
   "session.delete": { sessionId: A },
 };
 

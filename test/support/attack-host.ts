@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { type CliHost, spawnCliHost } from "../torture/cli-host.js";
@@ -8,6 +9,7 @@ import { tempDir } from "./temp-dir.js";
 import { until } from "./until.js";
 
 const MIB = 1024 * 1024;
+const CPU_PROBE = fileURLToPath(new URL("./loop-cpu-probe.mjs", import.meta.url));
 
 export interface Measured<T> {
   result: T;
@@ -16,10 +18,17 @@ export interface Measured<T> {
   stall: LoopStall;
 }
 
-/** Event-loop delay inside the host over a window, from its own `monitorEventLoopDelay` (prom-client). */
+/**
+ * Event-loop delay inside the host over a window: wall-clock, from its own
+ * `monitorEventLoopDelay` (prom-client), which also counts time the machine's other processes
+ * kept the host off the cores; and in CPU time (`loop-cpu-probe.mjs`), which shows what the host
+ * itself blocks on.
+ */
 export interface LoopStall {
   maxMs: number;
   p99Ms: number;
+  cpuMaxMs: number;
+  cpuP99Ms: number;
 }
 
 /**
@@ -28,16 +37,22 @@ export interface LoopStall {
  * must keep receiving every event exactly once while `/healthz` keeps answering.
  */
 export class AttackHost {
+  #stderr = "";
+
   private constructor(
     readonly cli: CliHost,
     readonly dbPath: string,
     private readonly removeDir: () => void,
-  ) {}
+  ) {
+    cli.child.stderr!.on("data", (chunk: Buffer) => {
+      this.#stderr += chunk.toString();
+    });
+  }
 
   static async start(extra: string[] = []): Promise<AttackHost> {
     const dir = tempDir();
     const dbPath = dir.file("sessions.db");
-    const cli = await spawnCliHost({ dbPath, token: ADMIN_TOKEN, extra });
+    const cli = await spawnCliHost({ dbPath, token: ADMIN_TOKEN, extra, nodeArgs: ["--import", CPU_PROBE] });
     return new AttackHost(cli, dbPath, dir.remove);
   }
 
@@ -80,6 +95,19 @@ export class AttackHost {
   /** Starts a measurement window: the host's delay histogram is reset at each scrape. */
   async startLoopWindow(): Promise<void> {
     await this.#metricsText();
+    await this.#cpuWindow();
+  }
+
+  /** The CPU probe's figures since its last window (it starts a new one). */
+  async #cpuWindow(): Promise<{ maxMs: number; p99Ms: number }> {
+    const seen = this.#stderr.length;
+    this.cli.child.kill("SIGUSR2");
+    const line = await until(
+      () => /loop-cpu (\{.*\})\n/.exec(this.#stderr.slice(seen)) ?? undefined,
+      10_000,
+      "the host's CPU probe answers",
+    );
+    return JSON.parse(line[1]!) as { maxMs: number; p99Ms: number };
   }
 
   /** Event-loop delay since `startLoopWindow`. */
@@ -87,9 +115,12 @@ export class AttackHost {
     const text = await this.#metricsText();
     const seconds = (name: string) =>
       Number(new RegExp(`^${name} ([0-9.e+-]+)$`, "m").exec(text)?.[1] ?? NaN);
+    const cpu = await this.#cpuWindow();
     return {
       maxMs: seconds("nodejs_eventloop_lag_max_seconds") * 1000,
       p99Ms: seconds("nodejs_eventloop_lag_p99_seconds") * 1000,
+      cpuMaxMs: cpu.maxMs,
+      cpuP99Ms: cpu.p99Ms,
     };
   }
 
@@ -198,6 +229,7 @@ export function report(scenario: string, measured: Measured<unknown>, extra = ""
   const { rssGrowth, healthzWorstMs, stall } = measured;
   process.stdout.write(
     `${scenario}: host RSS growth ${mib(rssGrowth)} MiB, healthz worst ${healthzWorstMs.toFixed(1)} ms, ` +
-      `event loop max ${stall.maxMs.toFixed(1)} ms p99 ${stall.p99Ms.toFixed(1)} ms${extra}\n`,
+      `event loop max ${stall.maxMs.toFixed(1)} ms p99 ${stall.p99Ms.toFixed(1)} ms, ` +
+      `in CPU time max ${stall.cpuMaxMs.toFixed(1)} ms p99 ${stall.cpuP99Ms.toFixed(1)} ms${extra}\n`,
   );
 }

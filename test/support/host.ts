@@ -1,5 +1,6 @@
 import type { AgentDriver } from "../../src/agents/agent.js";
 import { type HostOptions, type RunningHost, startHost } from "../../src/server.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "./temp-dir.js";
 
 export const ADMIN_TOKEN = "admin-secret-token";
@@ -8,6 +9,8 @@ export const BOB_TOKEN = "bob-secret";
 
 export interface TestHost extends RunningHost {
   readonly dbPath: string;
+  /** A test host runs on SQLite: its store's fault switches are at hand. */
+  readonly store: SqliteSessionStore;
   /** Closes the host and deletes its folder. */
   dispose(): Promise<void>;
 }
@@ -32,6 +35,7 @@ export async function startTestHost(
     ...options,
     dbPath,
   });
+  if (!(running.store instanceof SqliteSessionStore)) throw new Error("a test host runs on SQLite");
   return Object.assign(Object.create(null) as object, running, {
     dbPath,
     close: running.close,

@@ -32,10 +32,11 @@ export interface TcpProxy {
 /**
  * A TCP proxy on 127.0.0.1 port 0 forwarding to 127.0.0.1:`targetPort`, able to cut every
  * connection on demand or at random intervals. Cutting destroys both sockets, so the client sees
- * an abrupt loss (no WebSocket close frame), as after a network failure.
+ * an abrupt loss (no WebSocket close frame), as after a network failure. A function as
+ * `targetPort` picks the target per connection, as a load balancer over several hosts does.
  */
 export async function startTcpProxy(
-  targetPort: number,
+  targetPort: number | (() => number),
   options: {
     random?: () => number;
     /** Called per accepted connection: it is handed every byte each side sends. */
@@ -51,7 +52,8 @@ export async function startTcpProxy(
 
   const server = createServer((client) => {
     accepted += 1;
-    const upstream = createConnection({ host: "127.0.0.1", port: targetPort });
+    const port = typeof targetPort === "number" ? targetPort : targetPort();
+    const upstream = createConnection({ host: "127.0.0.1", port });
     const pair = { client, upstream };
     pairs.add(pair);
     const drop = () => {

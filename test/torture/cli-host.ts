@@ -18,12 +18,15 @@ export async function spawnCliHost(options: {
   extra?: string[];
   /** A command the host runs under, e.g. a system-call tracer: `[tool, ...toolArgs]`. */
   wrapper?: string[];
+  /** Options for node itself, before the host's script (e.g. `--import` of a probe). */
+  nodeArgs?: string[];
 }): Promise<CliHost> {
   const [command, ...prefix] = [...(options.wrapper ?? []), process.execPath];
   const child = spawn(
     command!,
     [
       ...prefix,
+      ...(options.nodeArgs ?? []),
       "--import",
       "tsx",
       MAIN,

@@ -102,12 +102,12 @@ describe("torture: a follower that stops reading while 100k events flow", () => 
     }
     await until(() => followers.every((f) => f.last === head), 60_000, "warm-up delivered");
     stalled.ws.pause();
-    const baseline = heldBytes();
+    const baseline = heldBytes(1);
     const rssBaseline = process.memoryUsage().rss;
     let peak = baseline;
     let rssPeak = rssBaseline;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, heldBytes());
+      peak = Math.max(peak, heldBytes(1));
       rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
     }, 200);
     const healthy = followers.slice(0, HEALTHY);

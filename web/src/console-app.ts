@@ -2,10 +2,17 @@ import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
 import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./console-actions.js";
 import type { ConsoleElements } from "./console-elements.js";
 import type { ConsoleLink } from "./console-link.js";
+import { DismissalActions } from "./dismissal-actions.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
-import { renderSearchHits, renderSessionList, rowTitle, type SearchHit } from "./session-list-view.js";
+import {
+  type ListView,
+  renderSearchHits,
+  renderSessionList,
+  rowTitle,
+  type SearchHit,
+} from "./session-list-view.js";
 import { SessionModel } from "./session-model.js";
 import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
@@ -26,12 +33,15 @@ function markStale(badge: HTMLElement, stale: boolean): void {
 export class ConsoleApp {
   private list: SessionListModel;
   private readonly transcriptView: TranscriptView;
+  private readonly dismissals: DismissalActions;
   /** What the card, queue and keyboard handlers may use. */
   private readonly actions: ActionContext;
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
   private connection: ConnectionState | undefined;
   private searchHits: SearchHit[] | undefined;
+  /** The list, or the sessions this principal dismissed (they keep running). */
+  private listView: ListView = "list";
   private searchSeq = 0;
   private frame = 0;
   /** What each region was last drawn from; a region is redrawn only when its input changed. */
@@ -44,6 +54,17 @@ export class ConsoleApp {
     private readonly onSelect: (sessionId: string | undefined) => void,
   ) {
     this.list = new SessionListModel(link, cache, () => this.schedule());
+    this.dismissals = new DismissalActions({
+      link,
+      list: () => this.list,
+      online: () => this.online,
+      run: (what, work) => this.run(what, work),
+      show: (view, sessionId) => {
+        this.listView = view;
+        if (sessionId !== undefined) this.select(sessionId);
+        this.schedule();
+      },
+    });
     this.actions = {
       el,
       link,
@@ -157,16 +178,19 @@ export class ConsoleApp {
     const selected = s?.sessionId;
     // Live agent status is authoritative while the session is live; rows only catch up at the next list change.
     const agents = this.mirror?.agents ?? {};
-    const rows = [...this.list.rows.values()].map((row) => {
+    const view = this.listView;
+    const shown = view === "list" ? this.list.rows : this.list.dismissed;
+    const rows = [...shown.values()].map((row) => {
       const agent = agents[row.sessionId];
       return agent === undefined ? row : { ...row, running: agent === "running" };
     });
-    this.region("list", JSON.stringify(rows) + selected, () =>
-      renderSessionList(this.el.sessionList, rows, selected),
+    this.region("list", JSON.stringify(rows) + selected + view, () =>
+      renderSessionList(this.el.sessionList, rows, selected, view),
     );
+    this.el.showDismissed.setAttribute("aria-pressed", String(view === "dismissed"));
     this.region("hits", this.searchHits, () =>
       renderSearchHits(this.el.searchHits, this.searchHits, (id) =>
-        rowTitle(this.list.rows.get(id) ?? { title: "", sessionId: id }),
+        rowTitle(this.list.row(id) ?? { title: "", sessionId: id }),
       ),
     );
     const online = this.online;
@@ -174,7 +198,7 @@ export class ConsoleApp {
     this.el.emptyState.hidden = s !== undefined;
     this.el.session.hidden = s === undefined;
     if (!s) return;
-    const row = this.list.rows.get(s.sessionId);
+    const row = this.list.row(s.sessionId);
     this.el.sessionTitle.textContent =
       s.mode === "gone"
         ? "Session not available"
@@ -260,12 +284,23 @@ export class ConsoleApp {
   private bindEvents(): void {
     const el = this.el;
     const pick = (event: Event) => {
-      const item = (event.target as HTMLElement).closest<HTMLElement>("[data-session-id]");
-      if (item?.dataset.sessionId) this.select(item.dataset.sessionId);
+      const target = event.target as HTMLElement;
+      const item = target.closest<HTMLElement>("[data-session-id]");
+      const action = target.closest<HTMLElement>("[data-action]")?.dataset.action;
+      const sessionId = item?.dataset.sessionId;
+      if (sessionId && !this.dismissals.open(sessionId, action)) this.select(sessionId);
     };
     el.sessionList.addEventListener("click", pick);
     el.searchHits.addEventListener("click", pick);
-    el.sessionList.addEventListener("keydown", (e) => e.key === "Enter" && pick(e));
+    // Enter on a row's own button clicks it already
+    el.sessionList.addEventListener(
+      "keydown",
+      (e) => e.key === "Enter" && !(e.target instanceof HTMLButtonElement) && pick(e),
+    );
+    el.showDismissed.addEventListener("click", () => {
+      this.listView = this.listView === "list" ? "dismissed" : "list";
+      this.schedule();
+    });
     el.search.addEventListener("input", () => this.search(el.search.value));
     el.toggleSidebar.addEventListener("click", () => el.app.classList.toggle("sidebar-open"));
     el.dismissNotice.addEventListener("click", () => (el.restartNotice.hidden = true));

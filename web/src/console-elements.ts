@@ -13,6 +13,7 @@ export interface ConsoleElements {
   toast: HTMLElement;
   toggleSidebar: HTMLButtonElement;
   newSession: HTMLButtonElement;
+  showDismissed: HTMLButtonElement;
   forgetBrowser: HTMLButtonElement;
   search: HTMLInputElement;
   searchHits: HTMLElement;
@@ -59,6 +60,7 @@ export function findElements(root: ParentNode): ConsoleElements {
     toast: get("toast"),
     toggleSidebar: get("toggle-sidebar"),
     newSession: get("new-session"),
+    showDismissed: get("show-dismissed"),
     forgetBrowser: get("forget-browser"),
     search: get("search"),
     searchHits: get("search-hits"),

@@ -16,6 +16,8 @@ import {
 export type ListChange =
   | { kind: "upsert"; row: SessionRow }
   | { kind: "removed"; sessionId: string }
+  /** This principal dismissed (`true`) or restored (`false`) it, in this tab or another. */
+  | { kind: "dismissed"; sessionId: string; dismissed: boolean; row: SessionRow }
   | { kind: "agent-error"; sessionId: string; message: string };
 
 /**
@@ -80,6 +82,7 @@ export class ConsoleLink {
             client.on("session.added", (v) => subscriber.next({ kind: "upsert", row: v.row })),
             client.on("session.updated", (v) => subscriber.next({ kind: "upsert", row: v.row })),
             client.on("session.removed", (v) => subscriber.next({ kind: "removed", sessionId: v.sessionId })),
+            client.on("session.dismissed", (v) => subscriber.next({ kind: "dismissed", ...v })),
             client.on("agent.error", (v) => subscriber.next({ kind: "agent-error", ...v })),
           ];
           return () => {
@@ -104,8 +107,17 @@ export class ConsoleLink {
     return this.client.call("session.page", { sessionId, afterSeq, limit });
   }
 
-  list(limit: number, parked?: boolean): Promise<ResultOf<"session.list">> {
-    return this.client.call("session.list", parked ? { limit, parked } : { limit });
+  list(limit: number, filter: { parked?: true; dismissed?: true } = {}): Promise<ResultOf<"session.list">> {
+    return this.client.call("session.list", { limit, ...filter });
+  }
+
+  /** Off this principal's list; the session keeps running. */
+  dismiss(sessionId: string): Promise<unknown> {
+    return this.client.call("session.dismiss", { sessionId });
+  }
+
+  restore(sessionId: string): Promise<unknown> {
+    return this.client.call("session.restore", { sessionId });
   }
 
   search(query: string): Promise<ResultOf<"session.search">> {

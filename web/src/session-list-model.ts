@@ -8,9 +8,14 @@ import { LIST_SIZE, MAX_PINNED } from "./session-list-order.js";
  * by control projections. Notifications carry no sequence, so after a reconnect the snapshot is
  * fetched again; a snapshot that returns after a local or notified change is refetched rather
  * than applied over the newer rows.
+ *
+ * Sessions this principal dismissed are kept apart (`dismissed`): notifications and control
+ * projections still describe them (they keep running), so a row known dismissed goes there and
+ * never back into the list until restored.
  */
 export class SessionListModel {
   readonly rows = new Map<string, SessionRow>();
+  readonly dismissed = new Map<string, SessionRow>();
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
@@ -33,15 +38,21 @@ export class SessionListModel {
   async refresh(): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const version = this.version;
-      const [recent, parked] = await Promise.all([
+      const [recent, parked, dismissed] = await Promise.all([
         this.link.list(LIST_SIZE),
-        this.link.list(MAX_PINNED, true),
+        this.link.list(MAX_PINNED, { parked: true }),
+        this.link.list(LIST_SIZE, { dismissed: true }),
       ]);
       if (version !== this.version) continue;
       this.fresh = true;
       this.rows.clear();
+      this.dismissed.clear();
+      for (const row of dismissed.sessions) {
+        if (!this.removed.has(row.sessionId)) this.dismissed.set(row.sessionId, row);
+      }
       for (const row of [...recent.sessions, ...parked.sessions]) {
-        if (!this.removed.has(row.sessionId)) this.rows.set(row.sessionId, row);
+        if (!this.removed.has(row.sessionId) && !this.dismissed.has(row.sessionId))
+          this.rows.set(row.sessionId, row);
       }
       this.changed();
       return;
@@ -54,23 +65,48 @@ export class SessionListModel {
     if (change.kind === "removed") {
       this.removed.add(change.sessionId);
       this.rows.delete(change.sessionId);
+      this.dismissed.delete(change.sessionId);
+    } else if (change.kind === "dismissed") {
+      this.setDismissed(change.row, change.dismissed);
     } else if (!this.removed.has(change.row.sessionId)) {
-      this.rows.set(change.row.sessionId, change.row);
+      this.place(change.row);
     }
     this.changed();
   }
 
+  /** Moves a row between the list and the dismissed ones (a local action, or another tab's). */
+  setDismissed(row: SessionRow, dismissed: boolean): void {
+    this.version += 1;
+    if (this.removed.has(row.sessionId)) return;
+    const newest = (dismissed ? this.rows : this.dismissed).get(row.sessionId) ?? row;
+    const current = newest.seq > row.seq ? newest : row;
+    this.rows.delete(row.sessionId);
+    this.dismissed.delete(row.sessionId);
+    (dismissed ? this.dismissed : this.rows).set(row.sessionId, current);
+    this.changed();
+  }
+
+  /** The row a session shows, in whichever of the two lists it is in. */
+  row(sessionId: string): SessionRow | undefined {
+    return this.rows.get(sessionId) ?? this.dismissed.get(sessionId);
+  }
+
+  private place(row: SessionRow): void {
+    (this.dismissed.has(row.sessionId) ? this.dismissed : this.rows).set(row.sessionId, row);
+  }
+
   /** A live projection from the control stream; the row with the higher watermark wins. */
   project(row: SessionRow): void {
-    const current = this.rows.get(row.sessionId);
+    const current = this.row(row.sessionId);
     if (this.removed.has(row.sessionId) || current === row) return;
     if (current && current.seq > row.seq) return;
     if (current && JSON.stringify(current) === JSON.stringify(row)) return;
-    this.rows.set(row.sessionId, row);
+    this.place(row);
     this.changed();
   }
 
   private changed(): void {
+    // only the list is cached: a reload paints it at once, dismissed rows come with the snapshot
     void this.cache.saveRows([...this.rows.values()]);
     this.onChange();
   }

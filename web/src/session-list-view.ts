@@ -26,10 +26,23 @@ export function relativeTime(at: number, now: number): string {
   return new Date(at).toLocaleDateString();
 }
 
-function item(row: SessionRow, selected: boolean, now: number): TemplateResult {
+/** Which sessions the list shows: the principal's list, or those they dismissed. */
+export type ListView = "list" | "dismissed";
+
+/** The row's own button: take it off the list (it keeps running), or put it back. */
+function rowAction(row: SessionRow, view: ListView): TemplateResult {
+  return view === "list"
+    ? html`<button type="button" class="row-action" data-testid="dismiss-session" data-action="dismiss"
+        title="Keep running, remove from my list" aria-label=${`Dismiss ${rowTitle(row)}`}>×</button>`
+    : html`<button type="button" class="row-action" data-testid="restore-session" data-action="restore"
+        title="Put back on my list" aria-label=${`Restore ${rowTitle(row)}`}>↩</button>`;
+}
+
+function item(row: SessionRow, selected: boolean, now: number, view: ListView): TemplateResult {
   const state = row.lastState === "input-required" || !row.running ? row.lastState : "working";
   return html`<li class="session-item" data-testid="session-item" data-session-id=${row.sessionId}
     data-state=${row.lastState} aria-current=${selected ? "true" : nothing} tabindex="0">
+    ${rowAction(row, view)}
     <span class="row-title" data-testid="session-item-title">${rowTitle(row)}</span>
     <span class="row-meta">
       <span class="state-pill" data-state=${state}>${STATE_LABEL[state]}</span>
@@ -41,20 +54,32 @@ function item(row: SessionRow, selected: boolean, now: number): TemplateResult {
 
 const heading = (text: string) => html`<li class="list-heading">${text}</li>`;
 
-/** Draws the session list: parked sessions pinned under their own heading, then the newest. */
+/**
+ * Draws the session list: parked sessions pinned under their own heading, then the newest. The
+ * dismissed view lists the dismissed sessions newest first, each with its restore button.
+ */
 export function renderSessionList(
   list: HTMLElement,
   rows: Iterable<SessionRow>,
   selected: string | undefined,
+  view: ListView = "list",
 ): void {
-  const { pinned, recent } = orderSessions(rows);
   const now = Date.now();
   const items = (group: SessionRow[]) =>
     repeat(
       group,
       (row) => row.sessionId,
-      (row) => item(row, row.sessionId === selected, now),
+      (row) => item(row, row.sessionId === selected, now, view),
     );
+  if (view === "dismissed") {
+    const newest = [...rows].sort((a, b) => b.updatedAt - a.updatedAt);
+    render(
+      html`${heading(newest.length > 0 ? "Dismissed, still running" : "No dismissed sessions")}${items(newest)}`,
+      list,
+    );
+    return;
+  }
+  const { pinned, recent } = orderSessions(rows);
   render(
     html`${pinned.length > 0 ? html`${heading("Waiting on you")}${items(pinned)}` : nothing}
       ${pinned.length > 0 && recent.length > 0 ? heading("Recent") : nothing}${items(recent)}

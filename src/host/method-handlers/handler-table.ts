@@ -1,4 +1,5 @@
 import type { HandlerTable } from "../host-context.js";
+import { dismiss, restore } from "./dismissal-handlers.js";
 import { clear, create, fork, remove } from "./lifecycle-handlers.js";
 import { cancel, respond, updateQueue } from "./live-handlers.js";
 import { prompt } from "./prompt-handler.js";
@@ -22,5 +23,7 @@ export const HANDLERS: HandlerTable = {
   "session.respond": respond,
   "session.ack": ack,
   "session.clear": clear,
+  "session.dismiss": dismiss,
+  "session.restore": restore,
   "session.delete": remove,
 };

@@ -12,6 +12,7 @@ export const list: MethodHandler<"session.list"> = async (ctx, _r, principal, pa
     ...(params.parked !== undefined ? { parked: params.parked } : {}),
     ...(params.before !== undefined ? { before: params.before } : {}),
     ...(principal.admin ? {} : { owner: principal.name }),
+    dismissals: { principal: principal.name, dismissed: params.dismissed === true },
   });
   const sessions = rows.map((row) => toRow(row, ctx.live));
   return next === undefined ? { sessions } : { sessions, next };

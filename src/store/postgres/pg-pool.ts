@@ -20,18 +20,35 @@ const types = {
 };
 
 /**
+ * A host paused in the middle of a transaction (SIGSTOP, a frozen VM, a partition) would hold its
+ * row locks for as long as it is gone, and every other host's write to those sessions, a lease
+ * takeover included, would wait on them. PostgreSQL ends such a session after this long idle
+ * inside a transaction; no transaction of the store waits on anything but its own statements.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
+
+const sessionSettings = (schema: string) =>
+  `-c search_path=${schema} -c synchronous_commit=on -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
+
+/**
  * A pool whose every connection runs in the store's schema with `synchronous_commit = on`, so a
  * COMMIT returns only after the WAL reached disk: an acknowledged write survives a crash.
  */
 export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   const schema = schemaIdentifier(options.schema ?? "public");
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     types,
-    options: `-c search_path=${schema} -c synchronous_commit=on`,
+    options: sessionSettings(schema),
     application_name: "sessionmux",
   });
+  // A connection that ends while checked out between two queries (the server ended an idle
+  // transaction, restarted, or the network dropped) emits `error` with no query to fail: without a
+  // listener that would end the process. Its next query rejects instead, and the pool drops it on
+  // release because it is no longer queryable.
+  pool.on("connect", (client) => client.on("error", () => undefined));
+  return pool;
 }
 
 /** A single connection with the same settings, for LISTEN (it must stay out of the pool). */
@@ -40,7 +57,7 @@ export function openClient(url: string, options: PgPoolOptions = {}): pg.Client 
   return new pg.Client({
     connectionString: url,
     types,
-    options: `-c search_path=${schema} -c synchronous_commit=on`,
+    options: sessionSettings(schema),
     application_name: "sessionmux-listen",
   });
 }

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { SessionEvent } from "../../../protocol/index.js";
+import { dismissalCondition } from "../dismissals.js";
 import { type EncodedRow, encodeEventArrays } from "../encoded-event-arrays.js";
 import { decodeValue } from "../event-codec.js";
 import { decodeListCursor, encodeListCursor } from "../list-cursor.js";
@@ -21,7 +22,6 @@ import type {
   PromptRecord,
   ReadOutcome,
   SessionProjection,
-  StoredAttachment,
 } from "../session-store.js";
 import { SELECT_STATE } from "./pg-write-batch.js";
 
@@ -52,8 +52,6 @@ const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type
       AND seq < coalesce($2, st.head_seq + 1) ORDER BY seq DESC LIMIT $3
   ) e ON true ORDER BY e.seq`;
 const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
-const ATTACHMENT = `SELECT attachment_id, owner, session_id, name, type, size, bytes FROM attachments
-  WHERE attachment_id = $1`;
 
 type Missing = { status: "retired" } | { status: "not_found" };
 type AfterRow = {
@@ -164,6 +162,10 @@ export class PgReads {
       params.push(query.owner);
       where.push(`owner = $${params.length}`);
     }
+    if (query.dismissals) {
+      params.push(query.dismissals.principal);
+      where.push(dismissalCondition(query.dismissals, `$${params.length}`));
+    }
     if (query.parked === true) where.push("last_state = 'input-required'");
     if (after) {
       params.push(after.updatedAt, after.sessionId);
@@ -190,23 +192,6 @@ export class PgReads {
     const row = (await this.pool.query<{ record: Buffer }>(FIND_PROMPT, [sessionId, clientMessageId]))
       .rows[0];
     return row ? decodeValue<PromptRecord>(row.record) : null;
-  }
-
-  async getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
-    const row = (
-      await this.pool.query<{
-        attachment_id: string;
-        owner: string;
-        session_id: string | null;
-        name: string;
-        type: string;
-        size: number;
-        bytes: Buffer;
-      }>(ATTACHMENT, [attachmentId])
-    ).rows[0];
-    if (!row) return null;
-    const { attachment_id: id, owner, session_id: sessionId, name, type, size, bytes } = row;
-    return { attachmentId: id, owner, sessionId, name, type, size, bytes: new Uint8Array(bytes) };
   }
 
   private async missing(sessionId: string): Promise<Missing> {

@@ -1,3 +1,5 @@
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { fail, sendJson } from "./http-reply.js";
 import { readBody } from "./request-body.js";
 import { idParam, type Route, type RouteContext } from "./route-context.js";
@@ -43,7 +45,10 @@ async function checkQuota(ctx: RouteContext, incoming: number): Promise<void> {
   }
 }
 
-/** `POST /v1/attachments` (raw body up to 10 MiB) and `GET /v1/attachments/{id}` for its owner. */
+/**
+ * `POST /v1/attachments` (raw body up to 10 MiB) and `GET /v1/attachments/{id}` for its owner,
+ * streamed from the store chunk by chunk.
+ */
 export const attachmentRoutes: Route[] = [
   {
     method: "POST",
@@ -70,23 +75,23 @@ export const attachmentRoutes: Route[] = [
     name: "GET /v1/attachments/:id",
     async handle(ctx) {
       const attachmentId = idParam(ctx, 0, "attachmentId");
-      const { value: found, release } = await ctx.bodies.acquire(attachmentId, () =>
-        ctx.host.readAttachment(ctx.principal, attachmentId),
-      );
-      if (ctx.res.destroyed) release();
-      else ctx.res.once("close", release);
+      const found = await ctx.host.readAttachment(ctx.principal, attachmentId);
       // Someone else's attachment answers exactly like a missing one.
       if (!found) throw fail("attachment_not_found", "no such attachment");
       ctx.res.writeHead(200, {
         "content-type": found.type,
-        "content-length": found.bytes.byteLength,
+        "content-length": found.size,
         "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(found.name)}`,
         // Stored bytes are untrusted: never let a browser run them as a page of this origin.
         "content-security-policy": "sandbox",
         "x-content-type-options": "nosniff",
         "cache-control": "private, no-store",
       });
-      ctx.res.end(found.bytes);
+      // One stored chunk is read only when the socket has taken the one before: a reader that
+      // stops reading holds the host to a chunk and the socket's backlog, never a whole body.
+      // A body deleted while sent (session deleted, upload expired) ends the connection early,
+      // so the client sees fewer bytes than Content-Length announced.
+      await pipeline(Readable.from(found.chunks(), { objectMode: false }), ctx.res).catch(() => undefined);
     },
   },
 ];

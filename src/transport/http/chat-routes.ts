@@ -23,9 +23,11 @@ export const chatRoutes: Route[] = [
     async handle(ctx) {
       const limit = intQuery(ctx, "limit", 1, 200, 50);
       const parked = boolQuery(ctx, "parked");
-      const key = `${limit}\u0000${parked === true}`;
+      // the caller's dismissed sessions are left out unless asked for (`dismissed=true`: only them)
+      const dismissed = boolQuery(ctx, "dismissed") === true;
+      const key = `${limit}\u0000${parked === true}\u0000${dismissed}`;
       const body = await ctx.sessionLists.get(ctx.principal, key, async () => {
-        const params = parked ? { limit, parked } : { limit };
+        const params = { limit, ...(parked ? { parked } : {}), ...(dismissed ? { dismissed } : {}) };
         const { sessions } = await ctx.host.call(ctx.principal, "session.list", params);
         const rows: ChatSessionRow[] = sessions.map((r) => ({
           session_id: r.sessionId,

@@ -2,11 +2,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isSessionId } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
-import type { StoredAttachment } from "../../store/session-store.js";
 import { fail } from "./http-reply.js";
 import type { SessionListCache } from "./session-list-cache.js";
 import type { TranscriptCache } from "./session-transcript.js";
-import type { SharedBodies } from "./shared-bodies.js";
 
 /** What a route handler gets: the authenticated principal and the parts of the URL it matched. */
 export interface RouteContext {
@@ -21,7 +19,6 @@ export interface RouteContext {
   readonly transcripts: TranscriptCache;
   readonly sessionLists: SessionListCache;
   readonly uploads: UploadLimits;
-  readonly bodies: SharedBodies<StoredAttachment>;
 }
 
 /** What `POST /v1/attachments` may accept (docs/reliability.md "Limits"). */

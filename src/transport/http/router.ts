@@ -1,8 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
+<<<<<<< HEAD
 import type { Principal } from "../../host/principal.js";
 import type { StoredAttachment } from "../../store/session-store.js";
+=======
+>>>>>>> main
 import type { Authenticator } from "../auth.js";
 import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
@@ -14,7 +17,6 @@ import type { Route, UploadLedger, UploadLimits } from "./route-context.js";
 import { SessionListCache } from "./session-list-cache.js";
 import { sessionRoutes } from "./session-routes.js";
 import { TranscriptCache } from "./session-transcript.js";
-import { SharedBodies } from "./shared-bodies.js";
 import { defaultWebRoot, serveConsole } from "./static-console.js";
 
 export interface HttpOptions {
@@ -72,7 +74,6 @@ export function createHttpHandler(
   const metrics = options.metrics;
   const transcripts = new TranscriptCache();
   const sessionLists = new SessionListCache(host);
-  const bodies = new SharedBodies<StoredAttachment>();
   const uploads: UploadLimits = {
     maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,
     quotaBytes: options.uploadQuotaBytes ?? Limits.uploadQuotaBytes,
@@ -107,7 +108,6 @@ export function createHttpHandler(
       transcripts,
       sessionLists,
       uploads,
-      bodies,
     });
   }
 

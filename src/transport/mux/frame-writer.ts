@@ -4,6 +4,7 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import type { HostFrame } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
 import type { SharedEventFrames } from "./shared-event-frames.js";
+import { splitTrailingBinary } from "./trailing-binary.js";
 import { bytesTakenByKernel } from "./ws-framing.js";
 
 /**
@@ -46,7 +47,9 @@ export class FrameWriter {
   }
 
   sendFrame(frame: HostFrame): void {
-    this.send(encodeFrame(frame));
+    const split = splitTrailingBinary(frame);
+    if (split) this.sendParts(split.head, split.body);
+    else this.send(encodeFrame(frame));
   }
 
   send(bytes: Uint8Array): void {

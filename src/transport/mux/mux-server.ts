@@ -27,6 +27,11 @@ const CLOSE_GRACE_MS = 1000;
 export interface MuxUpgradeHandler extends MuxHandle {
   /** Takes the socket: refused on the raw socket, or upgraded to a mux connection. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /**
+   * The same, for a caller whose principal is already known (an in-process connection): every
+   * rule after authentication applies, the per-principal socket limit first.
+   */
+  admit(principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer): void;
 }
 
 /**
@@ -45,11 +50,35 @@ export function createMuxUpgradeHandler(
 
   const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
+<<<<<<< HEAD
     const admitted = admit(req, socket, auth, resolved.principalLimits, closing);
     if (!admitted) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
       // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
       const connection = new MuxConnection(ws, socket as Socket, host, admitted, resolved);
+=======
+    const verdict = judgeUpgrade(req, auth);
+    if (!verdict.ok) return refuseUpgrade(socket, verdict);
+    admit(verdict.principal, req, socket, head);
+  };
+  const admit = (principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (closing)
+      return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+    const releaseSocket = resolved.principalLimits.acquireSocket(principal);
+    if (!releaseSocket) {
+      const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
+      return refuseUpgrade(socket, {
+        ok: false,
+        status: 429,
+        code: "too_many_connections",
+        message: `at most ${limit} sockets per principal; close one first`,
+      });
+    }
+    socket.once("close", releaseSocket);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      // A TCP socket, or an in-process one that offers the same counters (see MemorySocket).
+      const connection = new MuxConnection(ws, socket as Socket, host, principal, resolved);
+>>>>>>> main
       live.set(ws, connection);
       resolved.metrics?.connections.inc();
       ws.once("close", () => {
@@ -67,6 +96,10 @@ export function createMuxUpgradeHandler(
 
   return {
     handleUpgrade,
+    admit(principal, req, socket, head) {
+      socket.on("error", () => socket.destroy());
+      admit(principal, req, socket, head);
+    },
     get connections() {
       return live.size;
     },

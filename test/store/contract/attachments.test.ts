@@ -1,5 +1,17 @@
+import { randomBytes } from "node:crypto";
 import { expect, it } from "vitest";
+import { ATTACHMENT_CHUNK_BYTES } from "../../../src/store/attachment-chunks.js";
+import type { SessionStore } from "../../../src/store/session-store.js";
 import { describeContract, storeFixture } from "./backends.js";
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return parts;
+}
+
+const put = (store: SessionStore, bytes: Uint8Array) =>
+  store.putAttachment({ owner: "o", name: "big.bin", type: "application/octet-stream", bytes });
 
 describeContract("attachments", (backend) => {
   const open = storeFixture(backend);
@@ -50,5 +62,51 @@ describeContract("attachments", (backend) => {
   it("answers null for an unknown id", async () => {
     const { store } = await open();
     expect(await store.getAttachment("nope")).toBeNull();
+  });
+
+  it("keeps a body in chunks: read one at a time, joined exactly, info without the bytes", async () => {
+    const { store } = await open();
+    const bytes = new Uint8Array(randomBytes(2 * ATTACHMENT_CHUNK_BYTES + 1234));
+    const id = await put(store, bytes);
+    expect(await store.attachmentInfo(id)).toEqual({
+      attachmentId: id,
+      owner: "o",
+      sessionId: null,
+      name: "big.bin",
+      type: "application/octet-stream",
+      size: bytes.byteLength,
+    });
+    const parts = await collect(store.attachmentChunks(id));
+    expect(parts.map((p) => p.byteLength)).toEqual([ATTACHMENT_CHUNK_BYTES, ATTACHMENT_CHUNK_BYTES, 1234]);
+    expect(Buffer.concat(parts).equals(bytes)).toBe(true);
+    expect(Buffer.from((await store.getAttachment(id))!.bytes).equals(bytes)).toBe(true);
+    // an empty upload has no chunks at all
+    const empty = await put(store, new Uint8Array(0));
+    expect(await collect(store.attachmentChunks(empty))).toEqual([]);
+    expect((await store.getAttachment(empty))?.bytes).toEqual(new Uint8Array(0));
+  });
+
+  it("a body deleted while it is read ends the read with attachment_not_found, and its chunks are gone", async () => {
+    const { store } = await open();
+    const id = await put(store, new Uint8Array(3 * ATTACHMENT_CHUNK_BYTES).fill(7));
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    await store.append("s", [
+      {
+        type: "user/message",
+        data: {
+          messageId: "m",
+          source: "user",
+          text: "see file",
+          attachments: [{ name: "big.bin", type: "application/octet-stream", size: 1, attachmentId: id }],
+          meta: {},
+        },
+      },
+    ]);
+    const reading = store.attachmentChunks(id)[Symbol.asyncIterator]();
+    expect((await reading.next()).value?.byteLength).toBe(ATTACHMENT_CHUNK_BYTES);
+    await store.delete("s");
+    await expect(reading.next()).rejects.toMatchObject({ code: "attachment_not_found" });
+    await expect(collect(store.attachmentChunks(id))).rejects.toMatchObject({ code: "attachment_not_found" });
+    expect(await store.attachmentInfo(id)).toBeNull();
   });
 });

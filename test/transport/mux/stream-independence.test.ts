@@ -2,20 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlItem } from "../../../protocol/index.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
-import { connect, createSession, expectRange, headSeq } from "./mux-fixture.js";
+import { connect, createSession, expectRange, headSeq, STORE_VARIANTS } from "./mux-fixture.js";
 
 /**
  * Session-controller note, verification item: streams on one socket are independent. Closing a
  * follow stream leaves the control stream on the same socket untouched, and the reverse.
  */
-
-let h: TestHost;
-beforeAll(async () => {
-  h = await startTestHost();
-});
-afterAll(async () => {
-  await h?.dispose();
-});
 
 /** Frames of `id` after its terminal frame: there must be none. */
 function afterEnd(peer: MuxPeer, id: number): number {
@@ -24,7 +16,15 @@ function afterEnd(peer: MuxPeer, id: number): number {
   return end < 0 ? 0 : frames.length - end - 1;
 }
 
-describe("streams sharing one socket", () => {
+describe.each(STORE_VARIANTS)("streams sharing one socket ($name)", ({ options }) => {
+  let h: TestHost;
+  beforeAll(async () => {
+    h = await startTestHost(options);
+  });
+  afterAll(async () => {
+    await h?.dispose();
+  });
+
   it("closing a follow stream leaves the control stream on the same socket untouched", async () => {
     const peer = await connect(h);
     try {

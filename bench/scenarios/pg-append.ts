@@ -1,0 +1,158 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { encodeValue } from "../../src/store/event-codec.js";
+import { openPool } from "../../src/store/postgres/pg-pool.js";
+import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+
+export const DEFAULT_PG_URL =
+  process.env.SESSIONMUX_TEST_PG_URL ??
+  process.env.SESSIONMUX_BENCH_PG_URL ??
+  "postgres://postgres@127.0.0.1:5432/test";
+
+export interface PgAppendShape {
+  writers: number;
+  appendsPerWriter: number;
+}
+
+/** Every phase gives up past this, so a stuck database cannot hang the run. */
+const PHASE_LIMIT_MS = 120_000;
+
+const deltaData = (i: number) => ({ turnId: "t", text: `token ${i} of a streamed answer` });
+const rate = (count: number, ms: number) => (count * 1000) / ms;
+export const median = (values: readonly number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+export const newSchema = (name: string) => `bench_${name}_${randomBytes(4).toString("hex")}`;
+
+export async function bounded<T>(label: string, run: Promise<T>, limitMs = PHASE_LIMIT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label} exceeded ${limitMs} ms`)), limitMs);
+  });
+  try {
+    return await Promise.race([run, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+const idsOf = (shape: PgAppendShape) => Array.from({ length: shape.writers }, (_, i) => `bench-${i}`);
+
+/**
+ * The baseline: the same rows with the same driver (`pg`) and durability (`synchronous_commit =
+ * on`), as fast as PostgreSQL takes them: per round one transaction inserting one row per writer
+ * with one `unnest` statement, no head, no projection, no notice.
+ */
+export async function rawPgBatchedInsert(url: string, shape: PgAppendShape): Promise<number> {
+  const ids = idsOf(shape);
+  const schema = newSchema("raw");
+  const setup = new pg.Client({ connectionString: url });
+  await setup.connect();
+  await setup.query(`CREATE SCHEMA "${schema}"`);
+  await setup.end();
+  const pool = openPool(url, { schema, max: 2 });
+  try {
+    await pool.query(`CREATE TABLE events (session_id text COLLATE "C" NOT NULL, seq bigint NOT NULL,
+      type text NOT NULL, at bigint NOT NULL, data bytea NOT NULL, PRIMARY KEY (session_id, seq))`);
+    const client = await pool.connect();
+    const started = performance.now();
+    try {
+      for (let seq = 1; seq <= shape.appendsPerWriter; seq++) {
+        await client.query("BEGIN");
+        await client.query(
+          `INSERT INTO events SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[])`,
+          [
+            ids,
+            ids.map(() => seq),
+            ids.map(() => "assistant/delta"),
+            ids.map(() => Date.now()),
+            ids.map((_, i) => Buffer.from(encodeValue(deltaData(i)))),
+          ],
+        );
+        await client.query("COMMIT");
+      }
+    } finally {
+      client.release();
+    }
+    return rate(shape.writers * shape.appendsPerWriter, performance.now() - started);
+  } finally {
+    await pool.end();
+    await dropSchema(url, schema);
+  }
+}
+
+/** The store: `writers` concurrent writers, each awaiting one acknowledged `append` at a time. */
+export async function pgStoreAppends(
+  url: string,
+  shape: PgAppendShape,
+): Promise<{ rate: number; transactions: number }> {
+  const ids = idsOf(shape);
+  const schema = newSchema("store");
+  const store = await PostgresSessionStore.open(url, { schema });
+  try {
+    await Promise.all(ids.map((sessionId) => store.create({ sessionId, owner: "bench", model: "demo" })));
+    const before = store.stats().transactions;
+    const started = performance.now();
+    await Promise.all(
+      ids.map(async (sessionId, i) => {
+        for (let n = 0; n < shape.appendsPerWriter; n++) {
+          const outcome = await store.append(sessionId, [{ type: "assistant/delta", data: deltaData(i) }]);
+          if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+        }
+      }),
+    );
+    const elapsed = performance.now() - started;
+    return {
+      rate: rate(shape.writers * shape.appendsPerWriter, elapsed),
+      transactions: store.stats().transactions - before,
+    };
+  } finally {
+    await store.close();
+    await dropSchema(url, schema);
+  }
+}
+
+export interface PgAppendRounds {
+  store: number[];
+  raw: number[];
+  /** Group-commit transactions of the last store round. */
+  transactions: number;
+}
+
+/**
+ * Alternates raw and store rounds (raw first in even rounds, store first in odd ones), so drift
+ * in the machine's load falls on both alike; the medians are compared.
+ */
+export async function pgAppendRounds(
+  url: string,
+  shape: PgAppendShape,
+  rounds: number,
+): Promise<PgAppendRounds> {
+  const result: PgAppendRounds = { store: [], raw: [], transactions: 0 };
+  const raw = async () =>
+    result.raw.push(await bounded("raw batched insert", rawPgBatchedInsert(url, shape)));
+  const store = async () => {
+    const measured = await bounded("store appends", pgStoreAppends(url, shape));
+    result.store.push(measured.rate);
+    result.transactions = measured.transactions;
+  };
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      await raw();
+      await store();
+    } else {
+      await store();
+      await raw();
+    }
+  }
+  return result;
+}

@@ -1,0 +1,62 @@
+import { newScenario, type ScenarioResult, SESSIONMUX } from "../harness/result.js";
+import type { Measurement, RoundsOptions } from "../harness/rounds.js";
+import { measureFanout } from "./fanout.js";
+import { DEFAULT_PG_URL, pgStoreAppends, rawPgBatchedInsert } from "./pg-append.js";
+import { startPgPair } from "./pg-fanout.js";
+
+export const RAW_PG = "raw pg batched insert";
+export const SAME_HOST_PG = "same host (PostgreSQL)";
+
+type PgScenario = [ScenarioResult, [string, () => Promise<Measurement>][], Partial<RoundsOptions>];
+
+/**
+ * The PostgreSQL scenarios of `npm run bench` (database at SESSIONMUX_TEST_PG_URL, default the
+ * local test one; each run in a schema of its own, dropped after): append with 100 writers
+ * against a raw batched insert with the same driver, and fanout with the writer on host A and
+ * the followers on host B against followers on A. Rounds rotate the subjects like every scenario.
+ */
+export function postgresScenarios(url = DEFAULT_PG_URL): PgScenario[] {
+  const appendShape = { writers: 100, appendsPerWriter: 50 };
+  const fanoutShape = { sessions: 1, connections: 50, eventsPerSession: 2_000, batch: 20 };
+  return [
+    [
+      newScenario("append-pg", "Append, 100 writers (PostgreSQL store)", "events/s", true, [
+        { against: RAW_PG, min: 0.8 },
+      ]),
+      [
+        [
+          SESSIONMUX,
+          async () => {
+            const measured = await pgStoreAppends(url, appendShape);
+            return {
+              value: measured.rate,
+              detail: `${measured.transactions} transactions, synchronous_commit=on`,
+            };
+          },
+        ],
+        [
+          RAW_PG,
+          async () => ({
+            value: await rawPgBatchedInsert(url, appendShape),
+            detail: "one unnest INSERT of 100 rows per transaction, synchronous_commit=on",
+          }),
+        ],
+      ],
+      { rounds: 5, warmup: 1 },
+    ],
+    [
+      newScenario(
+        "fanout-pg-cross-host",
+        "Fanout on PostgreSQL: writer on host A, 50 followers on host B",
+        "deliveries per server CPU-s",
+        true,
+        [{ against: SAME_HOST_PG, min: 0.8 }],
+      ),
+      [
+        [SESSIONMUX, () => measureFanout(() => startPgPair(url, "B"), fanoutShape)],
+        [SAME_HOST_PG, () => measureFanout(() => startPgPair(url, "A"), fanoutShape)],
+      ],
+      { rounds: 5, warmup: 1, minCpuMs: 0 },
+    ],
+  ];
+}

@@ -1,0 +1,67 @@
+import type { Command } from "commander";
+import pg from "pg";
+import { existingDatabase } from "../operations/database-path.js";
+import { databaseTarget, redactUrl } from "../operations/database-target.js";
+import { StartupError } from "../operations/startup-error.js";
+import { migrate, PG_SCHEMA_VERSION, schemaIdentifier } from "../store/postgres/pg-schema.js";
+import { SqliteSessionStore } from "../store/sqlite-store.js";
+import { dbOption, dbSchemaOption } from "./cli-options.js";
+
+interface MigrateOptions {
+  db: string;
+  dbSchema?: string;
+}
+
+/**
+ * `sessionmux migrate`: brings the database's schema to this build's version (`serve` does the
+ * same on start when it is behind). Safe while hosts run and with several at once: PostgreSQL
+ * applies each step in one transaction under an advisory lock.
+ */
+export function registerMigrateCommand(program: Command): void {
+  program
+    .command("migrate")
+    .description("create or upgrade the database schema (PostgreSQL: the tables in --db-schema)")
+    .addOption(dbOption())
+    .addOption(dbSchemaOption())
+    .action(async (options: MigrateOptions) => {
+      const target = databaseTarget(options.db, options.dbSchema);
+      if (target.kind === "sqlite") {
+        // opening applies the migrations; a file held by a running host is refused by its lock
+        const store = SqliteSessionStore.open(existingDatabase(target.path));
+        await store.close();
+        process.stdout.write(`${JSON.stringify({ db: target.path, migrated: true })}\n`);
+        return;
+      }
+      const client = new pg.Client({ connectionString: target.url, connectionTimeoutMillis: 10_000 });
+      try {
+        await client.connect();
+      } catch (err) {
+        throw new StartupError(
+          "db_unreachable",
+          `cannot connect to ${redactUrl(target.url)}: ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+      try {
+        const before = await schemaVersion(client, target.schema);
+        await migrate(client, target.schema);
+        const after = await schemaVersion(client, target.schema);
+        process.stdout.write(
+          `${JSON.stringify({ db: redactUrl(target.url), schema: target.schema, from: before, to: after, latest: PG_SCHEMA_VERSION })}\n`,
+        );
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    });
+}
+
+/** The highest applied migration of `schema`, 0 when it has none (or does not exist). */
+async function schemaVersion(client: pg.Client, schema: string): Promise<number> {
+  const table = `${schemaIdentifier(schema)}.schema_migrations`;
+  const exists = await client.query<{ found: string | null }>("SELECT to_regclass($1) AS found", [table]);
+  if (!exists.rows[0]?.found) return 0;
+  const { rows } = await client.query<{ version: number | null }>(
+    `SELECT max(version) AS version FROM ${table}`,
+  );
+  return Number(rows[0]?.version ?? 0);
+}

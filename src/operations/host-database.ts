@@ -1,0 +1,132 @@
+import type { Logger } from "pino";
+import type { CallInbox } from "../store/call-inbox.js";
+import type { GroupCommitStats } from "../store/group-commit.js";
+import type { HostStore } from "../store/live-state-store.js";
+import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
+import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
+import type { SessionLeaseStore } from "../store/session-lease.js";
+import { SqliteSessionStore } from "../store/sqlite-store.js";
+import type { StoreMetrics } from "../store/store-metrics.js";
+import type { UploadLedger } from "../transport/http/route-context.js";
+import { prepareDatabasePath } from "./database-path.js";
+import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "./database-target.js";
+import { pgReadyCheck } from "./pg-ready-check.js";
+import { pgUploadSweeper } from "./pg-upload-sweeper.js";
+import { sqliteWritableCheck } from "./sqlite-writable-check.js";
+import { StartupError } from "./startup-error.js";
+
+/** Expires uploads no prompt references (both stores ship one). */
+export interface UploadSweeper extends UploadLedger {
+  start(ttlMs: number, everyMs: number, onError: (err: unknown) => void): void;
+  stop(): void;
+}
+
+/** What a host runs on, whichever database `--db` names. */
+export type HostDatabaseStore = HostStore & {
+  /** Write-transaction counters of the store's group commit. */
+  stats(): GroupCommitStats;
+  close(): Promise<void>;
+};
+
+export interface HostDatabaseOptions {
+  db: string;
+  /** PostgreSQL only. @default "public" */
+  schema?: string;
+  /** SQLite only: create a missing folder. */
+  createFolder?: boolean;
+  /** PostgreSQL only: this host's id in commit notices (its own are skipped). */
+  hostId: string;
+  /** PostgreSQL only: pooled connections of the store. @default 10 */
+  poolSize?: number;
+  metrics: StoreMetrics;
+  logger?: Logger;
+}
+
+export interface HostDatabase {
+  readonly target: DatabaseTarget;
+  readonly store: HostDatabaseStore;
+  /** Expiry and quota of uploads no prompt references yet. */
+  readonly uploads: UploadSweeper;
+  /** For `/readyz`: throws when the database would not take this host's writes now. */
+  ready(): Promise<void>;
+  /** How logs name the database (a PostgreSQL password is masked). */
+  readonly description: string;
+  /** A shared database (PostgreSQL): the leases and the call inbox hosts coordinate through. */
+  readonly shared?: { leases: SessionLeaseStore; inbox: CallInbox };
+  close(): Promise<void>;
+}
+
+/** Opens (creating and migrating when missing) the store `db` names: a file path or a postgres:// URL. */
+export async function openHostDatabase(options: HostDatabaseOptions): Promise<HostDatabase> {
+  const target = databaseTarget(options.db, options.schema);
+  if (target.kind === "sqlite") return openSqlite(target.path, options);
+  let store: PostgresSessionStore | undefined;
+  let inbox: PgCallInbox;
+  try {
+    store = await PostgresSessionStore.open(target.url, {
+      schema: target.schema,
+      hostId: options.hostId,
+      metrics: options.metrics,
+      ...(options.poolSize !== undefined ? { maxConnections: options.poolSize } : {}),
+    });
+    inbox = await PgCallInbox.open(target.url, { schema: target.schema });
+  } catch (err) {
+    await store?.close();
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError(
+      "db_unreachable",
+      `cannot open PostgreSQL database ${redactUrl(target.url)} (schema ${target.schema}): ${reason}`,
+      { cause: err },
+    );
+  }
+  const check = pgReadyCheck(target.url);
+  const uploads = pgUploadSweeper(target.url, target.schema);
+  const opened = store;
+  return {
+    target,
+    store: opened,
+    uploads,
+    ready: () => check.check(),
+    description: describeTarget(target),
+    shared: { leases: opened, inbox },
+    async close() {
+      await check.close();
+      await uploads.close();
+      await inbox.close();
+      await opened.close();
+    },
+  };
+}
+
+function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
+  const file = prepareDatabasePath(path, { createFolder: options.createFolder ?? false });
+  let store: SqliteSessionStore;
+  try {
+    store = SqliteSessionStore.open(file, {
+      metrics: options.metrics,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  } catch (err) {
+    // a file that is no database (or not readable) is named in the error, with SQLite's reason
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
+  }
+  let writable: ReturnType<typeof sqliteWritableCheck>;
+  try {
+    writable = sqliteWritableCheck(file);
+  } catch (err) {
+    void store.close();
+    throw err;
+  }
+  return {
+    target: { kind: "sqlite", path: file },
+    store,
+    uploads: store.attachmentSweeper(),
+    ready: async () => writable.check(),
+    description: file,
+    async close() {
+      writable.close();
+      await store.close();
+    },
+  };
+}

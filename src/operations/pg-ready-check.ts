@@ -1,0 +1,29 @@
+import pg from "pg";
+
+/**
+ * `/readyz` on PostgreSQL: one connection of its own (so a pool exhausted by a burst of writes
+ * reads as busy, not as down), asking whether the server accepts writes. A standby (read-only,
+ * `pg_is_in_recovery()`) or an unreachable server is not ready; both checks time out quickly.
+ */
+export function pgReadyCheck(
+  url: string,
+  timeoutMs = 2_000,
+): { check(): Promise<void>; close(): Promise<void> } {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 1,
+    idleTimeoutMillis: 60_000,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+    application_name: "sessionmux-ready",
+  });
+  // a dropped idle connection is reconnected by the next check, never a process crash
+  pool.on("error", () => undefined);
+  return {
+    async check() {
+      const { rows } = await pool.query<{ standby: boolean }>("SELECT pg_is_in_recovery() AS standby");
+      if (rows[0]?.standby) throw new Error("the PostgreSQL server is a read-only standby");
+    },
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,63 @@
+import type pg from "pg";
+import { openPool } from "../store/postgres/pg-pool.js";
+import type { UploadSweeper } from "./host-database.js";
+
+/** Rows deleted per statement, so one sweep of many large uploads never holds a lock long. */
+const STEP_ROWS = 16;
+
+/**
+ * Uploads not yet referenced by a prompt (`session_id IS NULL`) on PostgreSQL: what a principal
+ * holds of them (the upload quota) and their expiry. Each host sweeps; the outer `session_id IS
+ * NULL` is re-checked on a row a prompt claimed meanwhile, so a referenced upload is never deleted,
+ * and `SKIP LOCKED` keeps two hosts' sweeps from waiting on each other.
+ */
+export function pgUploadSweeper(url: string, schema: string): UploadSweeper & { close(): Promise<void> } {
+  const pool: pg.Pool = openPool(url, { schema, max: 1 });
+  pool.on("error", () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  let sweeping = false;
+  const sweep = async (before: number): Promise<number> => {
+    let deleted = 0;
+    for (;;) {
+      const { rowCount } = await pool.query(
+        `DELETE FROM attachments WHERE session_id IS NULL AND created_at < $1 AND attachment_id IN (
+           SELECT attachment_id FROM attachments WHERE session_id IS NULL AND created_at < $1
+           LIMIT ${STEP_ROWS} FOR UPDATE SKIP LOCKED)`,
+        [before],
+      );
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < STEP_ROWS) return deleted;
+    }
+  };
+  const stop = () => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  return {
+    async pendingBytes(owner) {
+      const { rows } = await pool.query<{ bytes: number }>(
+        "SELECT COALESCE(SUM(size), 0)::bigint AS bytes FROM attachments WHERE owner = $1 AND session_id IS NULL",
+        [owner],
+      );
+      return Number(rows[0]?.bytes ?? 0);
+    },
+    start(ttlMs, everyMs, onError) {
+      stop();
+      timer = setInterval(() => {
+        if (sweeping) return;
+        sweeping = true;
+        sweep(Date.now() - ttlMs)
+          .catch(onError)
+          .finally(() => {
+            sweeping = false;
+          });
+      }, everyMs);
+      timer.unref();
+    },
+    stop,
+    async close() {
+      stop();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import type pg from "pg";
+import { attachmentGone, chunkCount, chunksOf } from "../attachment-chunks.js";
+import type { AttachmentInfo } from "../session-store.js";
+import type { PgWriteOperation } from "./pg-write-operations.js";
+
+const INSERT_INFO = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
+  VALUES ($1, $2, NULL, $3, $4, $5, '\\x', $6)`;
+const INSERT_CHUNK = "INSERT INTO attachment_chunks (attachment_id, idx, bytes) VALUES ($1, $2, $3)";
+const INFO =
+  "SELECT attachment_id, owner, session_id, name, type, size FROM attachments WHERE attachment_id = $1";
+const CHUNK = "SELECT bytes FROM attachment_chunks WHERE attachment_id = $1 AND idx = $2";
+
+interface InfoRow {
+  attachment_id: string;
+  owner: string;
+  session_id: string | null;
+  name: string;
+  type: string;
+  size: number;
+}
+
+/**
+ * Attachment bodies of the PostgreSQL store, kept as rows of `attachment_chunks` (deleted with
+ * their `attachments` row by the foreign key). A reader fetches one chunk per query when its
+ * consumer asks, so no request holds a whole body.
+ */
+export class PgAttachmentChunks {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /** The write of one upload: its row and all its chunks, in one transaction. */
+  put(
+    id: string,
+    input: { owner: string; name: string; type: string; bytes: Uint8Array },
+    now: () => number,
+  ): PgWriteOperation<string> {
+    return {
+      sessions: [],
+      run: async (batch) => {
+        await batch.execute(INSERT_INFO, [
+          id,
+          input.owner,
+          input.name,
+          input.type,
+          input.bytes.byteLength,
+          now(),
+        ]);
+        let index = 0;
+        for (const chunk of chunksOf(input.bytes)) await batch.execute(INSERT_CHUNK, [id, index++, chunk]);
+        return id;
+      },
+    };
+  }
+
+  async info(attachmentId: string): Promise<AttachmentInfo | null> {
+    const row = (await this.pool.query<InfoRow>(INFO, [attachmentId])).rows[0];
+    if (!row) return null;
+    const { attachment_id: id, owner, session_id: sessionId, name, type, size } = row;
+    return { attachmentId: id, owner, sessionId, name, type, size };
+  }
+
+  /** The body, one query per chunk; ends with `attachment_not_found` if it vanishes. */
+  async *chunks(attachmentId: string): AsyncGenerator<Uint8Array> {
+    const info = await this.info(attachmentId);
+    if (!info) throw attachmentGone(attachmentId);
+    for (let index = 0; index < chunkCount(info.size); index++) {
+      const row = (await this.pool.query<{ bytes: Buffer }>(CHUNK, [attachmentId, index])).rows[0];
+      if (!row) throw attachmentGone(attachmentId);
+      yield new Uint8Array(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength);
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import pg from "pg";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { createNodeClient } from "../../src/client/node.js";
+import { createSessionmux } from "../../src/index.js";
+import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { ShoutAgent } from "./shout-agent.js";
+
+const pgUrl = inject("pgUrl");
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
+  it("creates the schema, serves prompts, keeps the log in PostgreSQL and names its host in /metrics", async () => {
+    const schema = `embed_${randomBytes(5).toString("hex")}`;
+    cleanups.push(async () => {
+      const client = new pg.Client({ connectionString: pgUrl! });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client.end();
+    });
+    const mux = await createSessionmux({
+      db: pgUrl!,
+      dbSchema: schema,
+      hostId: "embedded-1",
+      tokens: [{ name: "admin", secret: "embed-token", admin: true }],
+      agent: new ShoutAgent(),
+      basePath: "/chat",
+    });
+    cleanups.push(() => mux.close());
+    expect(mux.hostId).toBe("embedded-1");
+    expect(mux.store).toBeInstanceOf(PostgresSessionStore);
+    const server = createServer();
+    mux.attach(server);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const origin = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const client = createNodeClient({ url: `ws://${origin}/chat/api/remote.mux`, token: "embed-token" });
+    cleanups.push(() => client.close());
+    await client.create({ sessionId: "pg-embed" });
+    await client.prompt({ sessionId: "pg-embed", text: "hello there" });
+    // read back from PostgreSQL by another store instance: the turn ran and was committed there
+    const reader = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 1 });
+    cleanups.push(() => reader.close());
+    await expect
+      .poll(async () => {
+        const read = await reader.readAfter("pg-embed", 0, 1000);
+        return read.status === "ok" ? read.events.map((event) => event.type) : [];
+      })
+      .toContain("turn/end");
+
+    const metrics = await fetch(`http://${origin}/chat/metrics`, {
+      headers: { authorization: "Bearer embed-token" },
+    });
+    expect(await metrics.text()).toContain('sessionmux_host_info{host_id="embedded-1"} 1');
+  });
+});

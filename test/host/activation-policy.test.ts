@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { type Activation, SessionmuxError } from "../../protocol/index.js";
+import { ActivationPolicy } from "../../src/host/activation-policy.js";
+import type { AgentRegistry } from "../../src/host/agent-registry.js";
+import type { LiveSession } from "../../src/host/live-session.js";
+import { ADMIN, type Principal } from "../../src/host/principal.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/**
+ * The resolvers each activation gets (§4), against a real SQLite store: a method may use only the
+ * resolvers of its activation, a live session is found without reading the store, and a foreign
+ * session reads exactly like a missing one. `activation-table.test.ts` checks every method of
+ * the table through the host.
+ */
+const ALICE: Principal = { name: "alice", admin: false };
+const BOB: Principal = { name: "bob", admin: false };
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** The agent registry's two questions, answered from a map: attach is get-or-create. */
+function agentsOf(live: Map<string, LiveSession>) {
+  const attached: { sessionId: string; info: { owner: string; model: string } }[] = [];
+  const agents = {
+    get: (sessionId: string) => live.get(sessionId),
+    attach: (sessionId: string, info: { owner: string; model: string }) => {
+      attached.push({ sessionId, info });
+      const existing = live.get(sessionId);
+      if (existing) return existing;
+      const session = { sessionId, owner: info.owner, model: info.model } as unknown as LiveSession;
+      live.set(sessionId, session);
+      return session;
+    },
+  } as unknown as AgentRegistry;
+  return { agents, attached };
+}
+
+async function setup() {
+  const dir = tempDir("sessionmux-activation-");
+  const store = SqliteSessionStore.open(dir.file("s.db"));
+  cleanups.push(() => dir.remove());
+  cleanups.push(() => store.close());
+  await store.create({ sessionId: "a1", owner: "alice", model: "demo" });
+  const live = new Map<string, LiveSession>();
+  const { agents, attached } = agentsOf(live);
+  const policy = new ActivationPolicy(store, agents);
+  const headers = vi.spyOn(store, "header");
+  return { store, live, attached, policy, headers };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof SessionmuxError)) throw new Error(`expected a SessionmuxError, got ${String(err)}`);
+  return err.code;
+}
+
+function forbiddenCall(call: () => unknown, activation: Activation, resolver: string): void {
+  let thrown: unknown;
+  try {
+    call();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(SessionmuxError);
+  expect((thrown as SessionmuxError).code).toBe("internal_error");
+  // the message is for the developer who wired a method to the wrong resolver
+  expect((thrown as Error).message).toBe(`a ${activation} method may not use the ${resolver} resolver`);
+}
+
+describe("activation policy", () => {
+  it("cold and explicit methods get only cold inspection; live-only cannot resume", async () => {
+    const { policy } = await setup();
+    for (const activation of ["cold", "explicit"] as const) {
+      const scope = policy.scope(activation);
+      forbiddenCall(() => scope.live(ADMIN, "a1"), activation, "live");
+      forbiddenCall(() => scope.resume(ADMIN, "a1"), activation, "resume");
+      forbiddenCall(() => scope.interaction(ADMIN, "i1"), activation, "interaction");
+      expect((await scope.inspect(ADMIN, "a1")).header.sessionId).toBe("a1");
+    }
+    const liveOnly = policy.scope("live-only");
+    forbiddenCall(() => liveOnly.resume(ADMIN, "a1"), "live-only", "resume");
+    expect(await codeOf(liveOnly.live(ADMIN, "a1"))).toBe("agent_not_live");
+    expect(await codeOf(liveOnly.interaction(ADMIN, "nope"))).toBe("interaction_not_found");
+  });
+
+  it("resume attaches a cold session with the owner and model of its header", async () => {
+    const { policy, attached, live } = await setup();
+    const session = await policy.scope("resume").resume(ALICE, "a1");
+    expect(attached).toEqual([{ sessionId: "a1", info: { owner: "alice", model: "demo" } }]);
+    expect(live.get("a1")).toBe(session);
+    expect(await codeOf(policy.scope("resume").resume(BOB, "a1"))).toBe("session_not_found");
+    expect(await codeOf(policy.scope("resume").resume(ALICE, "missing"))).toBe("session_not_found");
+  });
+
+  it("a live session is resolved without reading the store, and refused to another principal", async () => {
+    const { policy, live, headers } = await setup();
+    const running = { sessionId: "a1", owner: "alice", model: "demo" } as unknown as LiveSession;
+    live.set("a1", running);
+    headers.mockClear();
+    expect(await policy.scope("resume").resume(ALICE, "a1")).toBe(running);
+    expect(await policy.scope("resume").live(ALICE, "a1")).toBe(running);
+    expect(headers).not.toHaveBeenCalled();
+    expect(await codeOf(policy.scope("resume").resume(BOB, "a1"))).toBe("session_not_found");
+    expect(await codeOf(policy.scope("resume").live(BOB, "a1"))).toBe("session_not_found");
+    expect(headers).not.toHaveBeenCalled();
+  });
+
+  it("the live-only lookup of a cold session says agent_not_live only to a principal who may see it", async () => {
+    const { policy, attached } = await setup();
+    expect(await codeOf(policy.scope("live-only").live(ALICE, "a1"))).toBe("agent_not_live");
+    expect(await codeOf(policy.scope("live-only").live(BOB, "a1"))).toBe("session_not_found");
+    expect(await codeOf(policy.scope("live-only").live(ALICE, "missing"))).toBe("session_not_found");
+    expect(attached).toEqual([]);
+  });
+
+  it("an interaction resolves to its session for a principal who may see it, and reads as missing to others", async () => {
+    const { policy, store } = await setup();
+    await store.append("a1", [
+      { type: "turn/start", data: { turnId: "t1", trigger: "prompt" } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "x" },
+      },
+    ]);
+    expect(await policy.scope("live-only").interaction(ALICE, "i1")).toEqual({
+      interactionId: "i1",
+      sessionId: "a1",
+    });
+    expect(await policy.scope("resume").interaction(ADMIN, "i1")).toEqual({
+      interactionId: "i1",
+      sessionId: "a1",
+    });
+    expect(await codeOf(policy.scope("resume").interaction(BOB, "i1"))).toBe("interaction_not_found");
+  });
+});

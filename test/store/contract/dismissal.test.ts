@@ -1,0 +1,96 @@
+import { expect, it } from "vitest";
+import { turnStart, userMessage } from "../open-store.js";
+import { describeContract, storeFixture } from "./backends.js";
+
+const ids = (page: { rows: { sessionId: string }[] }) => page.rows.map((row) => row.sessionId);
+
+describeContract("dismissal", (backend) => {
+  const open = storeFixture(backend);
+
+  it("a dismissed session leaves only that principal's list, keeps its log, and comes back when restored", async () => {
+    let clock = 1_000;
+    const { store } = await open({ now: () => clock });
+    for (const id of ["a", "b", "c"]) {
+      clock += 10;
+      await store.create({ sessionId: id, owner: "alice", model: "m" });
+    }
+    expect(await store.dismiss("b", "alice", clock)).toEqual({ status: "ok", changed: true });
+    expect(await store.dismiss("b", "alice", clock)).toEqual({ status: "ok", changed: false });
+    const alice = { principal: "alice", dismissed: false };
+    expect(ids(await store.list({ limit: 10, dismissals: alice }))).toEqual(["c", "a"]);
+    expect(ids(await store.list({ limit: 10, dismissals: { ...alice, dismissed: true } }))).toEqual(["b"]);
+    // another principal's view (an admin) and the unfiltered list still show it
+    expect(
+      ids(await store.list({ limit: 10, dismissals: { principal: "admin", dismissed: false } })),
+    ).toEqual(["c", "b", "a"]);
+    expect(ids(await store.list({ limit: 10 }))).toEqual(["c", "b", "a"]);
+    expect(await store.isDismissed("b", "alice")).toBe(true);
+    expect(await store.isDismissed("b", "admin")).toBe(false);
+    // the log and its projection are untouched, and writes to it still land
+    clock += 10;
+    await store.append("b", [turnStart("t"), userMessage("still running")]);
+    expect((await store.projection("b"))?.turnCount).toBe(1);
+    expect(ids(await store.list({ limit: 10, dismissals: alice }))).toEqual(["c", "a"]);
+
+    expect(await store.restore("b", "alice")).toEqual({ status: "ok", changed: true });
+    expect(await store.restore("b", "alice")).toEqual({ status: "ok", changed: false });
+    expect(ids(await store.list({ limit: 10, dismissals: alice }))).toEqual(["b", "c", "a"]);
+    expect(await store.isDismissed("b", "alice")).toBe(false);
+  });
+
+  it("a dismissal is durable: another instance on the same database sees it", async () => {
+    const s = await open();
+    await s.store.create({ sessionId: "kept", owner: "bob", model: "m" });
+    await s.store.dismiss("kept", "bob", 5);
+    await s.store.close();
+    const again = await s.openAnother();
+    expect(await again.isDismissed("kept", "bob")).toBe(true);
+    expect(
+      ids(await again.list({ limit: 10, dismissals: { principal: "bob", dismissed: true }, owner: "bob" })),
+    ).toEqual(["kept"]);
+  });
+
+  it("dismissal filters combine with owner, parked and paging without gaps or repeats", async () => {
+    let clock = 1_000;
+    const { store } = await open({ now: () => clock });
+    const kept: string[] = [];
+    for (let i = 0; i < 23; i++) {
+      clock = 1_000 + Math.floor(i / 2) * 10;
+      const id = `s${String(i).padStart(2, "0")}`;
+      await store.create({ sessionId: id, owner: "carol", model: "m" });
+      if (i % 3 === 0) await store.dismiss(id, "carol", clock);
+      else kept.push(id);
+    }
+    const seen: string[] = [];
+    let before: string | undefined;
+    for (let page = 0; page < 20; page++) {
+      const got = await store.list({
+        limit: 4,
+        owner: "carol",
+        dismissals: { principal: "carol", dismissed: false },
+        ...(before ? { before } : {}),
+      });
+      seen.push(...ids(got));
+      if (!got.next) break;
+      before = got.next;
+    }
+    expect([...seen].sort()).toEqual(kept);
+    expect(new Set(seen).size).toBe(seen.length);
+    const parked = await store.list({
+      limit: 10,
+      parked: true,
+      dismissals: { principal: "carol", dismissed: true },
+    });
+    expect(parked.rows).toEqual([]);
+  });
+
+  it("dismissing or restoring an unknown or deleted session answers not_found and records nothing", async () => {
+    const { store } = await open();
+    expect(await store.dismiss("nobody", "alice", 1)).toEqual({ status: "not_found" });
+    await store.create({ sessionId: "gone", owner: "alice", model: "m" });
+    await store.delete("gone");
+    expect(await store.dismiss("gone", "alice", 1)).toEqual({ status: "not_found" });
+    expect(await store.restore("gone", "alice")).toEqual({ status: "not_found" });
+    expect(await store.isDismissed("gone", "alice")).toBe(false);
+  });
+});
