@@ -8,8 +8,8 @@ import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
-import { until } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
+import { until } from "../support/until.js";
 
 /**
  * Code in the host's process gets the SDK's client without a socket to a port

@@ -4,8 +4,8 @@ import { createNodeClient, followSession, type SessionmuxClient } from "../../sr
 import { CLUSTER_TEST_TIMEOUT_MS, CLUSTER_TOKEN, type Cluster, startCluster } from "../cluster/cluster.js";
 import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
-import { until } from "../support/mux-peer.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { until } from "../support/until.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const FOLLOWERS = 12;

@@ -1,11 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
-<<<<<<< HEAD
 import type { Principal } from "../../host/principal.js";
-import type { StoredAttachment } from "../../store/session-store.js";
-=======
->>>>>>> main
 import type { Authenticator } from "../auth.js";
 import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";

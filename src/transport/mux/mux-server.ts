@@ -48,37 +48,11 @@ export function createMuxUpgradeHandler(
   const live = new Map<WebSocket, MuxConnection>();
   let closing = false;
 
-  const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on("error", () => socket.destroy());
-<<<<<<< HEAD
-    const admitted = admit(req, socket, auth, resolved.principalLimits, closing);
-    if (!admitted) return;
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      // The upgrade's socket is a TCP socket: the HTTP server only accepts those.
-      const connection = new MuxConnection(ws, socket as Socket, host, admitted, resolved);
-=======
-    const verdict = judgeUpgrade(req, auth);
-    if (!verdict.ok) return refuseUpgrade(socket, verdict);
-    admit(verdict.principal, req, socket, head);
-  };
   const admit = (principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (closing)
-      return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
-    const releaseSocket = resolved.principalLimits.acquireSocket(principal);
-    if (!releaseSocket) {
-      const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
-      return refuseUpgrade(socket, {
-        ok: false,
-        status: 429,
-        code: "too_many_connections",
-        message: `at most ${limit} sockets per principal; close one first`,
-      });
-    }
-    socket.once("close", releaseSocket);
+    if (!claimSocket(principal, socket, resolved.principalLimits, closing)) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
       // A TCP socket, or an in-process one that offers the same counters (see MemorySocket).
       const connection = new MuxConnection(ws, socket as Socket, host, principal, resolved);
->>>>>>> main
       live.set(ws, connection);
       resolved.metrics?.connections.inc();
       ws.once("close", () => {
@@ -93,6 +67,13 @@ export function createMuxUpgradeHandler(
     for (const connection of live.values()) connection.heartbeat();
   }, resolved.pingIntervalMs);
   heartbeat.unref();
+
+  const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy());
+    const verdict = judgeUpgrade(req, auth);
+    if (!verdict.ok) return refuseUpgrade(socket, verdict);
+    admit(verdict.principal, req, socket, head);
+  };
 
   return {
     handleUpgrade,
@@ -126,21 +107,18 @@ function muxSocketServer(maxPayload: number): WebSocketServer {
 }
 
 /**
- * The principal of an upgrade the host takes, its socket slot released when the socket closes;
- * otherwise the upgrade is refused on the raw socket and nothing is returned.
+ * Whether the host takes an authenticated upgrade, its socket slot released when the socket
+ * closes; otherwise the upgrade is refused on the raw socket.
  */
-function admit(
-  req: IncomingMessage,
+function claimSocket(
+  principal: Principal,
   socket: Duplex,
-  auth: Authenticator,
   principalLimits: PrincipalLimits,
   closing: boolean,
-): Principal | undefined {
-  const verdict = judgeUpgrade(req, auth);
-  if (!verdict.ok) return refused(socket, verdict);
+): boolean {
   if (closing)
     return refused(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
-  const releaseSocket = principalLimits.acquireSocket(verdict.principal);
+  const releaseSocket = principalLimits.acquireSocket(principal);
   if (!releaseSocket) {
     const limit = principalLimits.options.maxSocketsPerPrincipal;
     return refused(socket, {
@@ -151,12 +129,12 @@ function admit(
     });
   }
   socket.once("close", releaseSocket);
-  return verdict.principal;
+  return true;
 }
 
-function refused(socket: Duplex, verdict: Extract<UpgradeVerdict, { ok: false }>): undefined {
+function refused(socket: Duplex, verdict: Extract<UpgradeVerdict, { ok: false }>): false {
   refuseUpgrade(socket, verdict);
-  return undefined;
+  return false;
 }
 
 /** Ends the connection's streams, then closes its socket, cut after a grace period. */

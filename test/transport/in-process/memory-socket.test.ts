@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 import { MemorySocket } from "../../../src/transport/in-process/memory-socket.js";
-import { until } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 
 describe("MemorySocket, the in-process stand-in for a TCP connection", () => {
   it("holds writes back while the other end does not read, like a full TCP window, and delivers every byte in order", async () => {

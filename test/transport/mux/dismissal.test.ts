@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionRow } from "../../../protocol/index.js";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import { type MuxPeer, until } from "../../support/mux-peer.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
 import { tempDir } from "../../support/temp-dir.js";
+import { until } from "../../support/until.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 /**
