@@ -14,7 +14,7 @@ export interface ChatRequest {
 }
 
 /** How the endpoint answers one request. */
-export type Reply = (res: ServerResponse, request: ChatRequest) => void | Promise<void>;
+export type Reply = (res: ServerResponse, request: ChatRequest) => unknown;
 
 export interface ScriptedCall {
   id: string;

@@ -4,7 +4,7 @@ import { OpenAIAgent, type OpenAIAgentOptions } from "../../src/agents/openai-ag
 import { createAgent } from "../../src/agents/registry.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
-import { chunk, FakeChatCompletions, streamed, textReply } from "./fake-chat-completions.js";
+import { chunk, FakeChatCompletions, type Reply, streamed, textReply } from "./fake-chat-completions.js";
 import { capturedLogger } from "./log-capture.js";
 
 const S = "chat";
@@ -37,10 +37,14 @@ async function run(text: string): Promise<SessionEvent[]> {
 /** Type and data of each event, without the fields every event of a turn shares. */
 const shape = (events: SessionEvent[]) =>
   events.map((e) => {
-    const { turnId: _t, messageId: _m, attachments: _a, meta: _x, source: _s, ...data } = e.data as Record<
-      string,
-      unknown
-    >;
+    const {
+      turnId: _t,
+      messageId: _m,
+      attachments: _a,
+      meta: _x,
+      source: _s,
+      ...data
+    } = e.data as Record<string, unknown>;
     return [e.type, data];
   });
 
@@ -104,7 +108,7 @@ describe("OpenAIAgent on the AI SDK", () => {
 
   test("an HTTP 500, retried, fails the turn with the status and body, notified and logged", async () => {
     await host({ maxRetries: 1 });
-    const boom = (res: import("node:http").ServerResponse) =>
+    const boom: Reply = (res) =>
       res.writeHead(500, { "content-type": "application/json" }).end('{"error":"boom"}');
     fake.script(boom, boom);
     const notified: string[] = [];
@@ -141,11 +145,14 @@ describe("OpenAIAgent on the AI SDK", () => {
     ]);
     const end = events.at(-1)!;
     expect(end.type).toBe("turn/end");
-    expect(end.data).toMatchObject({ state: "failed", error: expect.stringMatching(/^model call failed: .+/) });
+    expect(end.data).toMatchObject({
+      state: "failed",
+      error: expect.stringMatching(/^model call failed: .+/),
+    });
     // the root cause is named, not just "failed"
-    expect((end.data as { error: string }).error).toBe(
-      `model call failed: ${fake.baseURL}/chat/completions: Failed to process successful response: terminated: other side closed`,
-    );
+    const error = (end.data as { error: string }).error;
+    expect(error.startsWith(`model call failed: ${fake.baseURL}/chat/completions: `)).toBe(true);
+    expect(error).toMatch(/terminated: other side closed$/);
     expect(events).toHaveLength(4);
     expect(failures()).toHaveLength(1);
   });
@@ -168,7 +175,11 @@ describe("OpenAIAgent on the AI SDK", () => {
       res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "partial" }))}\n\n`);
       // the stream stays open until the client goes away
     });
-    const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "long", clientMessageId: "long" });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "long",
+      clientMessageId: "long",
+    });
     await vi.waitFor(async () => {
       expect((await readLog(fx.store, S)).some((e) => e.type === "assistant/delta")).toBe(true);
     });
