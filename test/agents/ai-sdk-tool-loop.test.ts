@@ -6,7 +6,7 @@ import { defineTool } from "../../src/agents/agent-tool.js";
 import { OpenAIAgent } from "../../src/agents/openai-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
-import { FakeChatCompletions, textReply, toolCallReply } from "./fake-chat-completions.js";
+import { chunk, FakeChatCompletions, textReply, toolCallReply } from "./fake-chat-completions.js";
 import { capturedLogger } from "./log-capture.js";
 
 const S = "tools";
@@ -176,5 +176,55 @@ describe("the AI SDK agent's tool loop, through a real host", () => {
     // steered, not queued: nothing else runs after the turn
     expect(fx.host.live.queue(S)).toEqual([]);
     expect(lines.filter((l) => l.msg === "agent turn failed")).toEqual([]);
+  });
+
+  test("a prompt steered while the model's last answer streams is answered in the same turn", async () => {
+    fx = await openHost({ agent: new OpenAIAgent({ baseURL: fake.baseURL, model: "fake-model" }) });
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    let finish!: () => void;
+    const steered = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    fake.script(async (res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "Hello" }))}\n\n`);
+      // the answer ends only once the test has steered a prompt into the turn
+      await steered;
+      res.write(`data: ${JSON.stringify(chunk({}, "stop"))}\n\n`);
+      res.end("data: [DONE]\n\n");
+    }, textReply("And Bergen too."));
+    const started = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "hi",
+      clientMessageId: "a",
+    });
+    await vi.waitFor(async () =>
+      expect((await readLog(fx.store, S)).some((e) => e.type === "assistant/delta")).toBe(true),
+    );
+    const queued = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "Bergen?",
+      clientMessageId: "b",
+    });
+    await fx.host.call(ADMIN, "session.updateQueue", {
+      sessionId: S,
+      op: { steer: true, itemId: queued.itemId! },
+    });
+    finish();
+    const events = await turnEvents(fx.store, S, started.turnId!);
+    expect(shape(events)).toEqual([
+      ["turn/start", { trigger: "prompt" }],
+      ["user/message", { text: "hi", interjection: undefined }],
+      ["assistant/delta", { text: "Hello" }],
+      ["user/message", { text: "Bergen?", interjection: true }],
+      ["assistant/delta", { text: "And Bergen too." }],
+      ["turn/end", { state: "completed" }],
+    ]);
+    expect(fake.requests[1]!.body.messages).toEqual([
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "Hello" },
+      { role: "user", content: "Bergen?" },
+    ]);
+    expect((await readLog(fx.store, S)).filter((e) => e.type === "turn/start")).toHaveLength(1);
   });
 });

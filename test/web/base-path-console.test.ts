@@ -77,6 +77,13 @@ describe.skipIf(!hasChromium)("the console under a base path of an app's server"
     expect(requested.length).toBeGreaterThan(2);
     expect(requested.filter((path) => path !== "/chat" && !path.startsWith("/chat/"))).toEqual([]);
     expect(appRequests).toEqual([]);
+
+    // only the bare base path of a page load is sent to its folder; an API call is never redirected
+    const bare = await fetch(`${origin}/chat?x=1`, { redirect: "manual" });
+    expect([bare.status, bare.headers.get("location")]).toEqual([308, "/chat/?x=1"]);
+    expect((await fetch(`${origin}/chat`, { method: "POST", redirect: "manual" })).status).not.toBe(308);
+    expect((await fetch(`${origin}/chatroom`)).status).toBe(200);
+    expect(appRequests).toEqual(["/chatroom"]);
     const appPage = await fetch(`${origin}/`);
     expect(await appPage.text()).toBe("the app's own page");
     await page.close();
