@@ -170,7 +170,8 @@ describe("the packed sessionmux package", () => {
       (err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }),
     );
     expect(result.stdout).toBe("");
-  });
+    // a whole-program check of the declarations: minutes on a loaded machine
+  }, 300_000);
 
   it("offers the AI SDK agents at sessionmux/ai-sdk, whose types check with skipLibCheck off", async () => {
     writeFileSync(
