@@ -1,12 +1,16 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatMachine, type MachineDescription } from "./machine.js";
-import { ratioAgainst, type ScenarioResult, SESSIONMUX } from "./result.js";
+import { ratioAgainst, roundRatios, type ScenarioResult, SESSIONMUX } from "./result.js";
 
 export interface BenchReport {
   date: string;
   machine: MachineDescription;
   durationMs: number;
+  /** The 1-minute load average before the first scenario and after the last. */
+  load?: { before: number; after: number };
+  /** Measured rounds per scenario (after warm-up), and whether this was a `--quick` run. */
+  method?: { rounds: number; warmup: number; minCpuMs: number; quick: boolean };
   scenarios: ScenarioResult[];
 }
 
@@ -19,6 +23,13 @@ const number = (value: number): string =>
         ? value.toFixed(2)
         : value.toPrecision(2);
 
+/** "0.82× (0.78–0.90, 7 rounds)" from the per-round ratios, or the plain ratio. */
+function ratioText(scenario: ScenarioResult, subject: string): string {
+  const stats = roundRatios(scenario, subject);
+  if (!stats) return `${number(ratioAgainst(scenario, subject))}×`;
+  return `${number(stats.median)}× (${number(stats.min)}–${number(stats.max)}, ${stats.rounds} rounds)`;
+}
+
 /** The goal lines: met / missed with the figure. */
 export function goalLines(report: BenchReport): string[] {
   const lines: string[] = [];
@@ -26,8 +37,27 @@ export function goalLines(report: BenchReport): string[] {
     for (const goal of scenario.goals) {
       const ratio = ratioAgainst(scenario, goal.against);
       const verdict = Number.isNaN(ratio) ? "not measured" : ratio >= goal.min ? "met" : "missed";
-      lines.push(`- ${scenario.title}: ≥ ${goal.min}× ${goal.against} — **${verdict}** (${number(ratio)}×)`);
+      lines.push(
+        `- ${scenario.title}: ≥ ${goal.min}× ${goal.against} — **${verdict}** (${ratioText(scenario, goal.against)})`,
+      );
     }
+  }
+  return lines;
+}
+
+function methodLines(report: BenchReport): string[] {
+  const lines: string[] = [];
+  if (report.load)
+    lines.push(
+      `Load average (1 min): ${report.load.before.toFixed(2)} before, ${report.load.after.toFixed(2)} after.`,
+    );
+  if (report.method) {
+    const m = report.method;
+    lines.push(
+      `Method: ${m.rounds} measured rounds per scenario after ${m.warmup} warm-up, subjects alternating ` +
+        `(A B C, B C A, …); a throughput round repeats each subject as often as the slowest needs for ≥ ${m.minCpuMs} ms of server CPU` +
+        `${m.quick ? "; **--quick run: not for claims**" : ""}.`,
+    );
   }
   return lines;
 }
@@ -38,7 +68,9 @@ export function renderMarkdown(report: BenchReport): string {
     `# sessionmux benchmark, ${report.date}`,
     "",
     `Machine: ${formatMachine(report.machine)}. Total run ${(report.durationMs / 1000).toFixed(0)} s.`,
-    "Every ratio compares sessionmux with a subject measured in the same run (> 1× = sessionmux better).",
+    ...methodLines(report),
+    "Every ratio compares sessionmux with a subject measured in the same run (> 1× = sessionmux better):",
+    "the median of the per-round ratios, with their min–max.",
     "",
     "| scenario | subject | figure | unit | sessionmux is | detail |",
     "|---|---|---:|---|---:|---|",
@@ -46,7 +78,7 @@ export function renderMarkdown(report: BenchReport): string {
   for (const scenario of report.scenarios) {
     const better = scenario.higherIsBetter ? "higher is better" : "lower is better";
     for (const figure of scenario.figures) {
-      const ratio = figure.subject === SESSIONMUX ? "" : `${number(ratioAgainst(scenario, figure.subject))}×`;
+      const ratio = figure.subject === SESSIONMUX ? "" : ratioText(scenario, figure.subject);
       out.push(
         `| ${scenario.title} | ${figure.subject} | ${number(figure.value)} | ${scenario.unit} (${better}) | ${ratio} | ${figure.detail ?? ""} |`,
       );

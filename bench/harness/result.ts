@@ -1,3 +1,5 @@
+import { median } from "./stats.js";
+
 /** One measured figure of one subject (sessionmux, a baseline or a peer) in one scenario. */
 export interface Figure {
   subject: string;
@@ -23,12 +25,19 @@ export interface ScenarioResult {
   notes: string[];
   /** Set when a subject could not run; the scenario still reports what did. */
   errors: string[];
+  /** Per-subject values of each measured round, in round order (see measureRounds). */
+  rounds?: Record<string, number[]>;
 }
 
 export const SESSIONMUX = "sessionmux";
 
-/** How many times better sessionmux is than `subject` (> 1 = better), or NaN if either is missing. */
+/**
+ * How many times better sessionmux is than `subject` (> 1 = better), or NaN if either is missing:
+ * the median of the per-round ratios when the scenario ran in rounds, else the figures' ratio.
+ */
 export function ratioAgainst(result: ScenarioResult, subject: string, of = SESSIONMUX): number {
+  const stats = roundRatios(result, subject, of);
+  if (stats) return stats.median;
   const ours = result.figures.find((f) => f.subject === of)?.value;
   const theirs = result.figures.find((f) => f.subject === subject)?.value;
   if (ours === undefined || theirs === undefined || !(ours > 0) || !(theirs > 0)) return Number.NaN;
@@ -57,4 +66,37 @@ export async function measureSubject(
   } catch (error) {
     result.errors.push(`${subject}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+export interface RatioStats {
+  median: number;
+  min: number;
+  max: number;
+  rounds: number;
+}
+
+/**
+ * Per-round ratios of sessionmux against `subject` (> 1 = sessionmux better), paired by round, so a
+ * round the whole machine ran slow counts against both sides at once. Null when either side has
+ * no rounds (then the report falls back to the figures).
+ */
+export function roundRatios(result: ScenarioResult, subject: string, of = SESSIONMUX): RatioStats | null {
+  const ours = result.rounds?.[of];
+  const theirs = result.rounds?.[subject];
+  if (!ours || !theirs || ours.length === 0 || theirs.length === 0) return null;
+  const n = Math.min(ours.length, theirs.length);
+  const ratios: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = ours[i]!;
+    const b = theirs[i]!;
+    if (!(a > 0) || !(b > 0)) continue;
+    ratios.push(result.higherIsBetter ? a / b : b / a);
+  }
+  if (ratios.length === 0) return null;
+  return {
+    median: median(ratios),
+    min: Math.min(...ratios),
+    max: Math.max(...ratios),
+    rounds: ratios.length,
+  };
 }

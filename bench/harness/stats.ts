@@ -14,3 +14,11 @@ export function wallNow(): number {
 export function perSecond(count: number, elapsedMs: number): number {
   return elapsedMs > 0 ? (count * 1000) / elapsedMs : Number.NaN;
 }
+
+/** The middle value (mean of the two middle ones for an even count); NaN when empty. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}

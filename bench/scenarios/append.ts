@@ -1,9 +1,10 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
+import { startRawWsAppend } from "../baselines/raw-ws-append.js";
 import { MuxCaller } from "../harness/mux-caller.js";
 import { tempFolder } from "../harness/temp-folder.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
 import type { DurableStreamsPeer } from "../peers/durable-streams.js";
-import { BENCH_OWNER, BENCH_TOKEN, startSessionmux } from "./sessionmux-subject.js";
+import { BENCH_OWNER, BENCH_TOKEN, startSessionmux, writerName, writerToken } from "./sessionmux-subject.js";
 
 export interface AppendShape {
   writers: number;
@@ -64,14 +65,23 @@ export async function storeAppends(shape: AppendShape): Promise<{ value: number;
   }
 }
 
-/** Acknowledged appends over the wire: `session.rename` (one event, answered after commit) per call. */
+/**
+ * Acknowledged appends over the wire: `session.rename` (one event, answered after commit) per call.
+ * Each writer is its own principal owning its session, as independent agents or users are: a
+ * principal's sockets all hear of its sessions' changes, which 100 sockets of one principal would
+ * multiply by 100 in this process (the callers share it with the host).
+ */
 export async function wireAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
-  const subject = await startSessionmux();
+  const subject = await startSessionmux({ writers: shape.writers });
   const callers: MuxCaller[] = [];
   try {
     const ids = sessionIds(shape.writers);
-    await subject.prepare(ids);
-    for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(subject.url, BENCH_TOKEN));
+    for (const [i, sessionId] of ids.entries()) {
+      const created = await subject.running.store.create({ sessionId, owner: writerName(i), model: "demo" });
+      if (created.status !== "created") throw new Error(`create ${sessionId}: ${created.status}`);
+    }
+    for (let i = 0; i < shape.writers; i++)
+      callers.push(await MuxCaller.connect(subject.url, writerToken(i)));
     const before = subject.running.store.stats().transactions;
     const started = performance.now();
     await Promise.all(
@@ -116,5 +126,33 @@ export async function durableStreamsAppends(
     };
   } finally {
     await peer.close();
+  }
+}
+
+/** The limit over the network: the same calls answered by bare `ws` + batched better-sqlite3 inserts. */
+export async function rawWsAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+  const folder = tempFolder("raw-ws-append");
+  const server = await startRawWsAppend(folder.file("raw.db"));
+  const callers: MuxCaller[] = [];
+  try {
+    const ids = sessionIds(shape.writers);
+    for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(server.url, BENCH_TOKEN));
+    const started = performance.now();
+    await Promise.all(
+      ids.map(async (sessionId, i) => {
+        for (let n = 0; n < shape.appendsPerWriter; n++)
+          await callers[i]!.call("session.rename", { sessionId, title: `title ${n}` });
+      }),
+    );
+    const elapsed = performance.now() - started;
+    const total = shape.writers * shape.appendsPerWriter;
+    return {
+      value: rate(total, elapsed),
+      detail: `${total} acknowledged appends over bare ws, ${shape.writers} sockets`,
+    };
+  } finally {
+    for (const caller of callers) caller.close();
+    await server.close();
+    folder.remove();
   }
 }

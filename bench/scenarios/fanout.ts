@@ -1,4 +1,5 @@
 import { Fleet } from "../harness/fleet.js";
+import type { Measurement } from "../harness/rounds.js";
 import { wallNow } from "../harness/stats.js";
 import type { SubjectFactory } from "../harness/subject.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
@@ -17,10 +18,7 @@ export interface FanoutShape {
  * checked for exactly 1..N. CPU rather than wall time because on a small machine the followers'
  * decoding, not the server, bounds the wall-clock rate; the wall rate is kept in the detail.
  */
-export async function measureFanout(
-  factory: SubjectFactory,
-  shape: FanoutShape,
-): Promise<{ value: number; detail: string }> {
+export async function measureFanout(factory: SubjectFactory, shape: FanoutShape): Promise<Measurement> {
   const subject = await factory();
   const fleet = await Fleet.start();
   try {
@@ -54,6 +52,8 @@ export async function measureFanout(
     const cpuMs = (cpu.user + cpu.system) / 1000;
     return {
       value: (delivered * 1000) / cpuMs,
+      cpuMs,
+      count: delivered,
       detail:
         `${delivered.toLocaleString("en-US")} deliveries, server CPU ${cpuMs.toFixed(0)} ms, ` +
         `wall ${elapsed.toFixed(0)} ms (${Math.round((delivered * 1000) / elapsed).toLocaleString("en-US")}/s), exact 1..N`,

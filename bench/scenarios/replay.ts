@@ -1,4 +1,5 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
+import { startRawWsReplay } from "../baselines/raw-ws-replay.js";
 import { Fleet } from "../harness/fleet.js";
 import { wallNow } from "../harness/stats.js";
 import { tempFolder } from "../harness/temp-folder.js";
@@ -137,5 +138,41 @@ export async function durableStreamsReplay(events: number): Promise<{ value: num
     };
   } finally {
     await peer.close();
+  }
+}
+
+/** The limit over the network: raw SQLite pages sent over bare `ws` to the same follower. */
+export async function rawWireReplay(events: number): Promise<{ value: number; detail: string }> {
+  const folder = tempFolder("raw-wire-replay");
+  const path = folder.file("raw.db");
+  const db = new RawSqlite(path);
+  const batch = [...deltas(1000)];
+  for (let base = 0; base < events; base += 1000)
+    db.insertBatch(batch.map((event, i) => ({ sessionId: SESSION, seq: base + i + 1, event })));
+  db.close();
+  const server = await startRawWsReplay(path, SESSION);
+  const fleet = await Fleet.start();
+  try {
+    await fleet.send({ cmd: "stats" });
+    const started = wallNow();
+    await fleet.send({
+      cmd: "connect",
+      kind: "raw",
+      url: server.url,
+      count: 1,
+      streams: [{ id: 1, sessionId: SESSION, afterSeq: 0 }],
+    });
+    const done = await fleet.send({ cmd: "target", targets: [[1, events]], timeoutMs: 120_000 }, 150_000);
+    const { stats } = await fleet.send({ cmd: "stats" });
+    if (stats!.dup > 0 || stats!.gap > 0) throw new Error(`follower saw dup=${stats!.dup} gap=${stats!.gap}`);
+    const elapsed = done.at - started;
+    return {
+      value: rate(events, elapsed),
+      detail: `${events.toLocaleString("en-US")} events over bare ws in ${elapsed.toFixed(0)} ms, exact`,
+    };
+  } finally {
+    await fleet.stop();
+    await server.close();
+    folder.remove();
   }
 }

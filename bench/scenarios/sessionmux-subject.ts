@@ -6,6 +6,10 @@ import type { DeltaEvent } from "../harness/workload.js";
 export const BENCH_TOKEN = "bench-admin-token";
 export const BENCH_OWNER = "admin";
 
+/** Principal `i` of `writers` (see `startSessionmux`): one per independent writer. */
+export const writerName = (i: number) => `writer-${i}`;
+export const writerToken = (i: number) => `bench-writer-token-${i}`;
+
 export interface SessionmuxSubject extends FanoutSubject {
   readonly running: RunningHost;
 }
@@ -15,7 +19,7 @@ export interface SessionmuxSubject extends FanoutSubject {
  * way an agent's emits do, and leave through `session.follow`.
  */
 export async function startSessionmux(
-  options: { dbPath?: string; mux?: Record<string, unknown> } = {},
+  options: { dbPath?: string; mux?: Record<string, unknown>; writers?: number } = {},
 ): Promise<SessionmuxSubject> {
   const { startHost } = await import("../../src/server.js");
   const folder = options.dbPath ? undefined : tempFolder("host");
@@ -23,7 +27,14 @@ export async function startSessionmux(
     host: "127.0.0.1",
     port: 0,
     dbPath: options.dbPath ?? folder!.file("sessions.db"),
-    tokens: [{ name: BENCH_OWNER, secret: BENCH_TOKEN, admin: true }],
+    tokens: [
+      { name: BENCH_OWNER, secret: BENCH_TOKEN, admin: true },
+      ...Array.from({ length: options.writers ?? 0 }, (_, i) => ({
+        name: writerName(i),
+        secret: writerToken(i),
+        admin: false,
+      })),
+    ],
     ...(options.mux ? { mux: options.mux } : {}),
   });
   const ids: string[] = [];
