@@ -80,6 +80,8 @@ export type FollowItem = Static<typeof FollowItem>;
 export const AgentStatus = Type.Object({
   sessionId: Type.String(),
   state: LiveAgentState,
+  /** Hosts sharing one store: the host the agent runs on. */
+  hostId: Type.Optional(Type.String()),
 });
 export const SessionQueue = Type.Object({ sessionId: Type.String(), items: Type.Array(QueueItem) });
 export const SessionJobs = Type.Object({ sessionId: Type.String(), jobs: Type.Array(Job) });
@@ -99,6 +101,8 @@ export const ControlItem = Type.Union([
     kind: Type.Literal("agent"),
     sessionId: Type.String(),
     state: AgentState,
+    /** Hosts sharing one store: the host the agent runs on (absent on `detached`). */
+    hostId: Type.Optional(Type.String()),
   }),
   Type.Object({ kind: Type.Literal("queue"), sessionId: Type.String(), items: Type.Array(QueueItem) }),
   Type.Object({ kind: Type.Literal("jobs"), sessionId: Type.String(), jobs: Type.Array(Job) }),

@@ -35,11 +35,25 @@ export interface LiveInteraction {
 export class ActivationPolicy {
   readonly #store: HostStore;
   readonly #agents: AgentRegistry;
+  readonly #claim: (sessionId: string) => Promise<void>;
+  readonly #unclaim: (sessionId: string) => void;
   readonly #scopes: Record<Activation, Resolvers>;
 
-  constructor(store: HostStore, agents: AgentRegistry) {
+  /**
+   * `claim` makes this host the session's owner before a cold session gets an agent (the resume
+   * rule: on a shared store, its lease), or throws `NotOwner`; `unclaim` gives it back when the
+   * agent could not attach after all.
+   */
+  constructor(
+    store: HostStore,
+    agents: AgentRegistry,
+    claim: (sessionId: string) => Promise<void> = async () => undefined,
+    unclaim: (sessionId: string) => void = () => undefined,
+  ) {
     this.#store = store;
     this.#agents = agents;
+    this.#claim = claim;
+    this.#unclaim = unclaim;
     const inspect = this.inspect.bind(this);
     const live = this.lookupLive.bind(this);
     const resume = this.resolveForWork.bind(this);
@@ -94,8 +108,14 @@ export class ActivationPolicy {
       return this.#agents.attach(sessionId, existing);
     }
     const cold = await this.inspect(principal, sessionId);
-    // get-or-create after the await: a concurrent resume may have attached meanwhile
-    return this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
+    await this.#claim(sessionId);
+    // get-or-create after the awaits: a concurrent resume may have attached meanwhile
+    try {
+      return this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
+    } catch (err) {
+      this.#unclaim(sessionId);
+      throw err;
+    }
   }
 }
 

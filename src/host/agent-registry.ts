@@ -17,6 +17,7 @@ export class AgentRegistry {
   readonly #idleDetachMs: number;
   readonly #metrics: HostMeters | undefined;
   readonly #logger: Logger;
+  readonly #onDetached: ((sessionId: string) => void) | undefined;
   #closed = false;
 
   constructor(options: {
@@ -25,12 +26,15 @@ export class AgentRegistry {
     maxLiveAgentsPerOwner: number;
     metrics?: HostMeters;
     logger: Logger;
+    /** After a session's agent detached (its lease, if any, may go). */
+    onDetached?: (sessionId: string) => void;
   }) {
     this.#live = options.live;
     this.#maxPerOwner = options.maxLiveAgentsPerOwner;
     this.#idleDetachMs = options.idleDetachMs;
     this.#metrics = options.metrics;
     this.#logger = options.logger;
+    this.#onDetached = options.onDetached;
   }
 
   get(sessionId: string): LiveSession | undefined {
@@ -93,6 +97,7 @@ export class AgentRegistry {
     this.#live.detach(sessionId, jobsEnd);
     this.#metrics?.agentsLive(this.#sessions.size);
     this.#logger.debug({ sessionId }, "agent detached");
+    this.#onDetached?.(sessionId);
   }
 
   /** Refuses new agents and stops every idle clock (shutdown leaves no timers behind). */

@@ -1,5 +1,8 @@
-/** Why a running turn was aborted; decides the state its `turn/end` records. */
-export type TurnStop = "cancel" | "shutdown" | "delete";
+/**
+ * Why a running turn was aborted; decides the state its `turn/end` records. `lost`: this host
+ * lost the session's lease, so it records nothing more (the new owner closes the turn).
+ */
+export type TurnStop = "cancel" | "shutdown" | "delete" | "lost";
 
 /** The abort reason a stopped turn's signal carries: an Error, so agents that rethrow it stay readable. */
 export class TurnStopped extends Error {

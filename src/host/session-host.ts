@@ -18,12 +18,15 @@ import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
 import type { HostApi } from "./host-api.js";
+import { type ClusterOptions, HostCluster } from "./host-cluster.js";
 import type { HostContext } from "./host-context.js";
+import { type HostLeases, type Ownership, SoleOwnership } from "./host-leases.js";
 import type { HostMeters } from "./host-meters.js";
 import { watchListChanges } from "./list-notifier.js";
 import { LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { HANDLERS } from "./method-handlers/handler-table.js";
+import { NotOwner } from "./not-owner.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
@@ -59,7 +62,15 @@ export interface SessionHostOptions {
   hostId?: string;
   /** @default Date.now */
   now?: () => number;
+  /**
+   * Several hosts on one shared store (PostgreSQL): a session's agent runs only on the host
+   * holding its lease, calls reaching another host are forwarded to it, and control shows the
+   * agents of every host. Absent: this host owns every session (the embedded SQLite store).
+   */
+  cluster?: ClusterOptions;
 }
+
+export type { ClusterOptions };
 
 /**
  * The session controller behind every transport: a thin dispatcher that sends each §4 method
@@ -79,6 +90,7 @@ export class SessionHost implements HostApi {
   readonly #runner: TurnRunner;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #cluster: HostCluster | undefined;
   #stopWatching: (() => void) | undefined;
   #stopLive: (() => void) | undefined;
   #closing = false;
@@ -87,32 +99,59 @@ export class SessionHost implements HostApi {
   constructor(options: SessionHostOptions) {
     this.store = options.store;
     const store = options.store;
-    this.#registry = new LiveRegistry({
-      append: async (sessionId, event) => {
-        await store.append(sessionId, [event], { at: this.#now() });
-      },
-      progress: async (jobId, progress) => {
-        await store.setJobProgress(jobId, progress);
-      },
-    });
-    this.live = this.#registry;
     this.hostId = options.hostId ?? randomUUID();
-    this.#logger = options.logger ?? pino({ enabled: false });
+    this.#logger = (options.logger ?? pino({ enabled: false })).child({ hostId: this.hostId });
     this.#now = options.now ?? Date.now;
+    this.#cluster = options.cluster
+      ? new HostCluster({
+          options: options.cluster,
+          hostId: this.hostId,
+          store,
+          logger: this.#logger,
+          agents: () => this.#agents,
+          registry: () => this.#registry,
+          run: (principal, method, params) => this.#run(principal, method, params),
+          closing: () => this.#closing,
+        })
+      : undefined;
+    const ownership: Ownership = this.#cluster?.leases ?? new SoleOwnership();
+    this.#registry = new LiveRegistry(
+      {
+        // job events are the agent's writes too: fenced, and dropped once the lease is gone
+        append: async (sessionId, event) => {
+          const fence = ownership.fence(sessionId);
+          if (!fence) return;
+          const outcome = await store.append(sessionId, [event], { at: this.#now(), ...fence });
+          if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+        },
+        progress: async (jobId, progress) => {
+          await store.setJobProgress(jobId, progress);
+        },
+      },
+      this.#cluster ? this.hostId : undefined,
+    );
+    this.live = this.#registry;
     this.#agents = new AgentRegistry({
       live: this.#registry,
       idleDetachMs: options.idleDetachMs ?? 600_000,
       maxLiveAgentsPerOwner: options.maxLiveAgentsPerPrincipal ?? DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL,
       logger: this.#logger,
+      onDetached: (sessionId) => this.#cluster?.detached(sessionId),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    this.#policy = new ActivationPolicy(this.store, this.#agents);
+    this.#policy = new ActivationPolicy(
+      this.store,
+      this.#agents,
+      async (sessionId) => this.#cluster?.claim(sessionId),
+      (sessionId) => this.#cluster?.detached(sessionId),
+    );
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
     this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,
       live: this.#registry,
       agents: this.#agents,
+      ownership,
       notifications: this.#hub,
       logger: this.#logger,
       now: this.#now,
@@ -137,20 +176,35 @@ export class SessionHost implements HostApi {
     };
   }
 
+  /** This host's session leases on a shared store; undefined when it owns every session. */
+  get leases(): HostLeases | undefined {
+    return this.#cluster?.leases;
+  }
+
   /**
    * Closes turns a previous process left running (not those parked on a person), takes over the
    * durable live state, then restores it: sessions with queued prompts get their agent back and
    * their next prompt started; parked sessions stay parked until answered.
    */
   async start(): Promise<void> {
-    const interrupted = await this.store.interruptOpenTurns(this.#now());
+    // on a shared store, sessions whose lease another live host holds are left alone
+    const interrupted = await this.store.interruptOpenTurns(
+      this.#now(),
+      this.#cluster ? { hostId: this.hostId } : undefined,
+    );
     if (interrupted.length > 0)
       this.#logger.info({ sessions: interrupted.length }, "closed open turns as interrupted");
-    this.#stopLive = this.store.subscribeLive((notice) => this.#registry.apply(notice));
-    await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
+    this.#stopLive = this.store.subscribeLive((notice) => {
+      this.#cluster?.noticed(notice);
+      this.#registry.apply(notice);
+    });
+    if (this.#cluster) await this.#cluster.start();
+    else
+      await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
     await this.#restore();
+    this.#cluster?.serve();
   }
 
   /** Page by page, yielding between pages, so a large restore never holds the event loop long. */
@@ -164,9 +218,13 @@ export class SessionHost implements HostApi {
         // a parked session stays cold until answered; its queue waits behind the parked turn
         if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
         try {
+          await this.#cluster?.claim(s.sessionId);
           this.#runner.kick(this.#agents.attach(s.sessionId, s));
           restored++;
         } catch (err) {
+          // a live host owns it and runs its queue
+          if (err instanceof NotOwner) continue;
+          this.#cluster?.detached(s.sessionId);
           // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
           this.#logger.warn({ err, sessionId: s.sessionId }, "queued prompts not restored");
         }
@@ -189,8 +247,14 @@ export class SessionHost implements HostApi {
       throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
     }
     const parsed = validator(Methods[method].params).parse(params) as ParamsOf<M>;
-    const handler = HANDLERS[method];
-    return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, parsed);
+    if (this.#cluster) return (await this.#cluster.router.call(principal, method, parsed)) as ResultOf<M>;
+    return (await this.#run(principal, method, parsed)) as ResultOf<M>;
+  }
+
+  /** Runs a parsed call on this host, through its activation policy and handlers. */
+  #run(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
+    const handler = HANDLERS[method] as (...args: unknown[]) => Promise<unknown>;
+    return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, params);
   }
 
   async authorizeRead(principal: Principal, sessionId: string): Promise<void> {
@@ -243,6 +307,7 @@ export class SessionHost implements HostApi {
 
   async #stop(): Promise<void> {
     this.#closing = true;
+    this.#cluster?.stopServing();
     this.#agents.close();
     // a parked turn of a previous process runs no agent: there is nothing to stop or wait for
     const turns = this.#agents.all().flatMap((s) => (s.turn && !s.turn.parked ? [s.turn] : []));
@@ -251,6 +316,8 @@ export class SessionHost implements HostApi {
     // jobs still running end `interrupted`, recorded before the store closes
     for (const session of this.#agents.all()) this.#agents.detach(session.sessionId, "interrupted");
     await this.#registry.jobRegistry.settled();
+    // another host may take these sessions at once
+    await this.#cluster?.stop();
     this.#stopWatching?.();
     this.#stopLive?.();
     this.#control.stop();

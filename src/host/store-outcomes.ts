@@ -9,9 +9,13 @@ export function refusal(
     | { status: "epoch_mismatch"; epoch: string }
     | { status: "busy" }
     | { status: "exists" }
-    | { status: "queue_item_gone" },
+    | { status: "queue_item_gone" }
+    | { status: "fenced" },
 ): SessionmuxError {
   switch (outcome.status) {
+    case "fenced":
+      // this host lost the session's lease while the call ran: the agent runs elsewhere now
+      return agentNotLive(sessionId);
     case "queue_item_gone":
       return new SessionmuxError(
         "queue_item_not_found",

@@ -7,9 +7,10 @@ import type {
   TurnAttachment,
   TurnContext,
 } from "../agents/agent.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { AppendOptions, SessionStore } from "../store/session-store.js";
+import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
-import type { LiveSession, RunningTurn } from "./live-session.js";
+import { type LiveSession, type RunningTurn, TurnStopped } from "./live-session.js";
 import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 import { promptMessage } from "./user-message-shape.js";
@@ -26,6 +27,7 @@ export class HostTurnContext implements TurnContext {
   readonly signal: AbortSignal;
   readonly #store: SessionStore;
   readonly #live: LiveRegistry;
+  readonly #ownership: Ownership;
   readonly #turn: RunningTurn;
   readonly #owner: string;
   readonly #now: () => number;
@@ -33,6 +35,7 @@ export class HostTurnContext implements TurnContext {
   constructor(deps: {
     store: SessionStore;
     live: LiveRegistry;
+    ownership: Ownership;
     session: LiveSession;
     turn: RunningTurn;
     prompt: { text: string; attachments: TurnAttachment[] };
@@ -45,6 +48,7 @@ export class HostTurnContext implements TurnContext {
     this.signal = deps.turn.abort.signal;
     this.#store = deps.store;
     this.#live = deps.live;
+    this.#ownership = deps.ownership;
     this.#turn = deps.turn;
     this.#owner = deps.session.owner;
     this.#now = deps.now;
@@ -95,7 +99,7 @@ export class HostTurnContext implements TurnContext {
       const attachments = await prepareAttachments(this.#store, this.#owner, item.input);
       const message = promptMessage(item.input, attachments.stored, true);
       // the interjection and the item's removal commit together
-      const outcome = await this.#store.append(this.sessionId, [{ type: "user/message", data: message }], {
+      const outcome = await this.#fencedAppend([{ type: "user/message", data: message }], {
         at: this.#now(),
         dequeue: { itemId, turnId: this.turnId },
       });
@@ -110,10 +114,30 @@ export class HostTurnContext implements TurnContext {
 
   async #append(event: NewEvent, at = this.#now()): Promise<void> {
     this.signal.throwIfAborted();
-    const outcome = await this.#store.append(this.sessionId, [event], { at });
+    const outcome = await this.#fencedAppend([event], { at });
     if (outcome.status === "appended") return;
     if (outcome.status === "duplicate") return;
     throw refusal(this.sessionId, outcome);
+  }
+
+  /**
+   * Appends under this host's lease of the session. Once the lease is gone nothing is written:
+   * the turn is stopped as `lost` and the agent's wait ends with that reason.
+   */
+  async #fencedAppend(events: NewEvent[], options: AppendOptions) {
+    const fence = this.#ownership.fence(this.sessionId);
+    if (!fence) throw this.#lost();
+    const outcome = await this.#store.append(this.sessionId, events, { ...options, ...fence });
+    if (outcome.status === "fenced") {
+      if (fence.fence) this.#ownership.fenced(fence.fence);
+      throw this.#lost();
+    }
+    return outcome;
+  }
+
+  #lost(): Error {
+    this.#turn.stop("lost");
+    return this.signal.reason instanceof Error ? this.signal.reason : new TurnStopped("lost");
   }
 }
 

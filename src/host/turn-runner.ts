@@ -5,9 +5,11 @@ import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../age
 import type { HostStore } from "../store/live-state-store.js";
 import type { PromptRecord } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
+import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { PromptInput } from "./live/prompt-queue.js";
 import { type LiveSession, RunningTurn } from "./live-session.js";
+import { NotOwner } from "./not-owner.js";
 import type { NotificationHub } from "./notifications.js";
 import { prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
@@ -26,6 +28,8 @@ export interface TurnRunnerDeps {
   agent: AgentDriver;
   live: LiveRegistry;
   agents: AgentRegistry;
+  /** The fence every append on an agent's behalf carries; null once this host lost the session. */
+  ownership: Ownership;
   notifications: NotificationHub;
   logger: Logger;
   now: () => number;
@@ -68,6 +72,8 @@ export class TurnRunner {
         input.clientMessageId !== undefined && itemId === undefined
           ? { clientMessageId: input.clientMessageId, record: { queued: false, turnId: turn.turnId } }
           : undefined;
+      const fence = this.#deps.ownership.fence(session.sessionId);
+      if (!fence) throw new NotOwner(session.sessionId, null);
       const outcome = await this.#deps.store.append(
         session.sessionId,
         [
@@ -76,10 +82,15 @@ export class TurnRunner {
         ],
         {
           at: this.#deps.now(),
+          ...fence,
           ...(prompt ? { prompt } : {}),
           ...(itemId !== undefined ? { dequeue: { itemId, turnId: turn.turnId } } : {}),
         },
       );
+      if (outcome.status === "fenced" && fence.fence) {
+        this.#deps.ownership.fenced(fence.fence);
+        throw new NotOwner(session.sessionId, null);
+      }
       if (outcome.status === "duplicate" || outcome.status === "queue_item_gone") {
         this.#release(session, turn);
         return outcome;
@@ -147,8 +158,8 @@ export class TurnRunner {
   }
 
   #context(session: LiveSession, turn: RunningTurn, prompt: HostTurnContext["prompt"]): HostTurnContext {
-    const { store, live, now } = this.#deps;
-    return new HostTurnContext({ store, live, session, turn, prompt, now });
+    const { store, live, now, ownership } = this.#deps;
+    return new HostTurnContext({ store, live, ownership, session, turn, prompt, now });
   }
 
   async #run(session: LiveSession, turn: RunningTurn, ctx: TurnContext, drive: Drive): Promise<void> {
@@ -160,8 +171,9 @@ export class TurnRunner {
     }
     turn.acceptsInterjections = false;
     const stop = turn.stopReason;
-    // a deleted session has no log to close; a turn left waiting on a person stays open, parked
-    if (stop !== "delete" && !turn.leftParked) {
+    // a deleted session has no log to close; a turn left waiting on a person stays open, parked;
+    // a host that lost the lease writes nothing more (the new owner closes the turn)
+    if (stop !== "delete" && stop !== "lost" && !turn.leftParked) {
       const state =
         stop === "cancel"
           ? "cancelled"
@@ -177,12 +189,16 @@ export class TurnRunner {
 
   /** `turn/end` withdraws the turn's pending interactions in the same transaction (store rule). */
   async #close(session: LiveSession, turn: RunningTurn, end: EventDataOf<"turn/end">): Promise<void> {
-    const { store, logger } = this.#deps;
+    const { store, logger, ownership } = this.#deps;
+    const fence = ownership.fence(session.sessionId);
+    if (!fence) return;
     try {
       const closed = await store.append(session.sessionId, [{ type: "turn/end", data: end }], {
         at: this.#deps.now(),
+        ...fence,
       });
-      if (closed.status !== "appended")
+      if (closed.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+      else if (closed.status !== "appended")
         logger.debug({ sessionId: session.sessionId, status: closed.status }, "turn/end not recorded");
     } catch (err) {
       logger.error({ err, sessionId: session.sessionId, turnId: turn.turnId }, "recording turn/end failed");

@@ -7,8 +7,10 @@ import type {
   QueuedPromptInput,
   SessionLiveState,
   StoredInteraction,
+  StoredJob,
   StoredQueueItem,
 } from "./live-state-store.js";
+import type { LeaseHolder } from "./session-lease.js";
 import type { Statements } from "./sqlite-statements.js";
 import type { WriteBatch } from "./write-batch.js";
 
@@ -103,11 +105,12 @@ export class LiveRows {
   }
 
   /** See `LiveStateStore.liveStatePage`; the caller runs it in one read. */
-  page(after: string | null, limit: number): LiveStatePage {
+  page(after: string | null, limit: number, lease: (sessionId: string) => LeaseHolder | null): LiveStatePage {
     // each list is an index range scan; their merge is the page
     const queued = this.statements.queuedSessionsPage.all(after ?? "", limit) as string[];
     const parked = this.statements.parkedSessionsPage.all(after ?? "", limit) as string[];
-    const ids = [...new Set([...queued, ...parked])].sort().slice(0, limit);
+    const working = this.statements.jobSessionsPage.all(after ?? "", limit) as string[];
+    const ids = [...new Set([...queued, ...parked, ...working])].sort().slice(0, limit);
     const sessions: SessionLiveState[] = [];
     for (const sessionId of ids) {
       const header = this.statements.liveSessionHeader.get(sessionId) as
@@ -125,6 +128,8 @@ export class LiveRows {
         queue: this.queue(sessionId),
         interactions,
         parkedTurnId: open !== null && interactions.some((i) => i.turnId === open) ? open : null,
+        jobs: this.statements.runningJobsOfSession.all(sessionId) as StoredJob[],
+        lease: lease(sessionId),
       });
     }
     return { sessions, next: ids.length < limit ? null : (ids.at(-1) ?? null) };
@@ -184,6 +189,7 @@ export class LiveRows {
     this.statements.deleteInteractions.run(sessionId);
     this.statements.deleteJobs.run(sessionId);
     this.statements.deleteLiveOwner.run(sessionId);
+    this.statements.deleteLease.run(sessionId);
   }
 
   /** Records this host as the owner of the session's live state. */

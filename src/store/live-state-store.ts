@@ -5,10 +5,11 @@ import type {
   SessionEvent,
   UserMessageMeta,
 } from "../../protocol/index.js";
+import type { LeaseHolder, SessionLeaseStore } from "./session-lease.js";
 import type { PromptRecord, SessionStore } from "./session-store.js";
 
-/** What a host needs: the log contract and the live-state contract, from one store. */
-export type HostStore = SessionStore & LiveStateStore;
+/** What a host needs: the log, live-state and lease contracts, from one store. */
+export type HostStore = SessionStore & LiveStateStore & SessionLeaseStore;
 
 /**
  * The durable live state of protocol-v1 §5 (queued prompts, pending interactions, ownership),
@@ -44,23 +45,31 @@ export interface LiveStateStore {
   /** Every interaction a turn requested, in request order. */
   turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]>;
 
-  /** A running job's progress (0..1), row only; `not_found` once the job ended. */
+  /**
+   * A running job's progress (0..1), row only (announced as `job.progress`); `not_found` once
+   * the job ended.
+   */
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }>;
 
   /**
-   * Records `hostId`/`generation` as the owner of every session's live state (the SQLite store
-   * serves one host at a time, so taking over at start is explicit; a shared store makes this a
-   * lease with fencing, checked in every write).
+   * Records `hostId`/`generation` as the owner of every session's live state. A single-host idea:
+   * the SQLite store serves one host at a time, so taking over at start is explicit. On a shared
+   * store (PostgreSQL) it records nothing and closes nothing: ownership is per session, by lease
+   * (`SessionLeaseStore`), and taking an expired lease closes the dead owner's running turn.
    */
   takeOverLiveState(owner: LiveOwner, at: number): Promise<void>;
   /**
-   * The live state of up to `limit` sessions with queued prompts or pending interactions, in
-   * session id order after `after` (null: from the start); `next` continues, null at the end.
-   * Paged so that restoring thousands of sessions never holds the event loop for long.
+   * The live state of up to `limit` sessions with queued prompts, pending interactions or running
+   * jobs, in session id order after `after` (null: from the start); `next` continues, null at the
+   * end. Paged so that restoring thousands of sessions never holds the event loop for long.
    */
   liveStatePage(after: string | null, limit: number): Promise<LiveStatePage>;
 
-  /** Live-state notices, delivered synchronously after each commit, in commit order. */
+  /**
+   * Live-state notices, in commit order: this instance's synchronously after each commit; on a
+   * shared store also every other instance's (after their commit, re-read from the rows, each
+   * delivered once; a missed wake-up is repaired by re-reading).
+   */
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void;
 }
 
@@ -145,6 +154,20 @@ export interface SessionLiveState {
   interactions: Interaction[];
   /** The open turn when it waits on pending interactions (parked), else null. */
   parkedTurnId: string | null;
+  /** Jobs still running. */
+  jobs: StoredJob[];
+  /** The unexpired lease of the session's agent, null when none (always null on SQLite without leases). */
+  lease: LeaseHolder | null;
+}
+
+export interface StoredJob {
+  jobId: string;
+  sessionId: string;
+  turnId: string;
+  label: string;
+  /** 0..1 */
+  progress: number;
+  startedAt: number;
 }
 
 export interface LiveStatePage {
@@ -162,4 +185,10 @@ export type LiveStateNotice =
       interactionId: string;
       resolution: Resolution;
     }
-  | { kind: "interaction.withdrawn"; owner: string; sessionId: string; interactionId: string };
+  | { kind: "interaction.withdrawn"; owner: string; sessionId: string; interactionId: string }
+  | { kind: "job.progress"; owner: string; sessionId: string; jobId: string; progress: number }
+  /**
+   * The session's lease changed: taken (`hostId`), or released or expired-and-closed (`hostId`
+   * null). `generation` is the lease's fencing token. Renewals are not announced.
+   */
+  | { kind: "lease"; owner: string; sessionId: string; hostId: string | null; generation: number };

@@ -3,7 +3,7 @@ import { decodeValue, encodeValue } from "./event-codec.js";
 import type { LiveRows } from "./live-rows.js";
 import { initialProjection, type ProjectionBase, projectEvent, publicProjection } from "./projection.js";
 import type { SessionState, SessionStateRow } from "./session-state.js";
-import { progressParams, projectionParams, stateFromRow } from "./session-state.js";
+import { newSessionState, progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
 import type { WriteBatch } from "./write-batch.js";
 
@@ -74,23 +74,8 @@ export class LogWriter {
       titleExplicit: base.titleExplicit ? 1 : 0,
       model: base.model,
     });
-    const projection = initialProjection(base);
-    this.statements.insertProjection.run(projectionParams(projection));
-    const state: SessionState = {
-      sessionId: base.sessionId,
-      owner: base.owner,
-      epoch: base.epoch,
-      createdAt: base.createdAt,
-      forkOf,
-      headSeq: 0,
-      base,
-      projection,
-      persisted: {
-        updatedAt: projection.updatedAt,
-        lastState: projection.lastState,
-        epoch: projection.epoch,
-      },
-    };
+    const state = newSessionState(base, forkOf);
+    this.statements.insertProjection.run(projectionParams(state.projection));
     this.cache.set(base.sessionId, state);
     batch.touch(state);
     return state;

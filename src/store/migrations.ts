@@ -149,6 +149,16 @@ const MIGRATIONS: readonly string[] = [
     since INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // 3: leases with fencing (see session-lease.ts): one row per session ever leased, kept on release
+  // (host_id NULL) so the generation only ever grows.
+  `
+  CREATE TABLE leases (
+    session_id TEXT PRIMARY KEY,
+    host_id TEXT,
+    generation INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,5 +1,5 @@
+import type { HostStore } from "./live-state-store.js";
 import { PostgresSessionStore } from "./postgres/postgres-store.js";
-import type { SessionStore } from "./session-store.js";
 import { SqliteSessionStore } from "./sqlite-store.js";
 import type { StoreMetrics } from "./store-metrics.js";
 
@@ -15,7 +15,7 @@ export function isPostgresUrl(db: string): boolean {
 }
 
 /** Opens (and migrates) the store `db` names: PostgreSQL for a URL, otherwise a SQLite file. */
-export async function openStore(db: string, options: OpenStoreOptions = {}): Promise<SessionStore> {
+export async function openStore(db: string, options: OpenStoreOptions = {}): Promise<HostStore> {
   if (isPostgresUrl(db)) {
     const storeOptions: { schema?: string; metrics?: StoreMetrics } = {};
     if (options.schema !== undefined) storeOptions.schema = options.schema;

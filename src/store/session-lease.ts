@@ -2,26 +2,34 @@
  * Leases: at most one host runs a session's agent at a time. A lease carries a fencing token
  * (`generation`, strictly increasing per session) that every append made on the agent's behalf
  * passes as `AppendOptions.fence`; the store checks it inside the append's own transaction, so a
- * host that lost its lease (paused, partitioned, expired) can never append again. Expiry is judged
- * by the store's clock (PostgreSQL's `now()`), never by a host's.
+ * host that lost its lease (paused, partitioned, expired) can never append again: such an append
+ * is refused as `{status:"fenced"}` and writes nothing. Expiry is judged by the store's clock
+ * (PostgreSQL's `now()`, the SQLite store's `now`), never by a host's. An expired lease is lost
+ * even before another host takes it: its fence is refused and it cannot be renewed.
  *
  * Writes any host may make (enqueue, queue edits, answers, create, clear, delete) are not fenced:
  * they are decided by rows and constraints, and the owner learns of them through `subscribeLive`,
- * which on a shared store carries every host's notices.
+ * which on a shared store carries every host's notices (including `{kind:"lease"}` changes).
  */
 export interface SessionLeaseStore {
   /**
    * Takes the lease of `sessionId` for `hostId` when it is free, expired or already this host's
-   * (then it is renewed and keeps its generation). Taking over an expired lease from another host
-   * closes that session's running turn (not a parked one) as `interrupted` in the same transaction.
+   * (then it is renewed and keeps its generation). Any other take bumps the generation. Taking
+   * over an expired lease (from any host, this one included) closes that session's running turn
+   * (not a parked one) and its running jobs as `interrupted` in the same transaction.
    */
   acquireLease(sessionId: string, hostId: string, ttlMs: number): Promise<LeaseOutcome>;
-  /** Extends this host's leases still current; the ones already lost are listed in `lost`. */
+  /** Extends this host's leases still current; the ones already lost (taken, expired, released) are in `lost`. */
   renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome>;
-  /** Gives the lease up (detach, shutdown) so another host may take it at once. */
+  /** Gives the lease up (detach, shutdown) so another host may take it at once; a lost one is left alone. */
   releaseLease(lease: SessionLease): Promise<void>;
   /** The current holder, or null when nobody holds an unexpired lease. */
   leaseHolder(sessionId: string): Promise<LeaseHolder | null>;
+  /**
+   * Unexpired leases in session id order after `after` (null: from the start), at most `limit`;
+   * `next` continues, null at the end. For a control baseline of agents other hosts run.
+   */
+  leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }>;
 }
 
 export interface SessionLease {
@@ -40,7 +48,12 @@ export type LeaseOutcome =
   | {
       status: "acquired";
       lease: SessionLease;
-      /** Another host's expired lease was taken over; `interrupted` names the turn closed. */
+      /** Epoch milliseconds by the store's clock. */
+      expiresAt: number;
+      /**
+       * An expired lease was taken over (also one this host had let expire); `interruptedTurnId`
+       * names the running turn closed as interrupted, null when none was running.
+       */
       takeover: { fromHost: string; interruptedTurnId: string | null } | null;
     }
   | { status: "held"; holder: LeaseHolder }

@@ -1,5 +1,5 @@
 import type { LastState, SessionHeader } from "../../protocol/index.js";
-import type { ProjectionBase, ProjectionState } from "./projection.js";
+import { initialProjection, type ProjectionBase, type ProjectionState } from "./projection.js";
 
 /** One session as the writer knows it: header, head of the log, and its projection. */
 export interface SessionState {
@@ -175,4 +175,20 @@ export function progressParams(row: ProjectionState): unknown[] {
     row.lastPromptAt,
     row.sessionId,
   ];
+}
+
+/** A just-created session's state: empty log, the initial projection, nothing persisted yet. */
+export function newSessionState(base: ProjectionBase, forkOf: SessionState["forkOf"]): SessionState {
+  const projection = initialProjection(base);
+  return {
+    sessionId: base.sessionId,
+    owner: base.owner,
+    epoch: base.epoch,
+    createdAt: base.createdAt,
+    forkOf,
+    headSeq: 0,
+    base,
+    projection,
+    persisted: { updatedAt: projection.updatedAt, lastState: projection.lastState, epoch: projection.epoch },
+  };
 }

@@ -1,4 +1,5 @@
 import type { LastState, NewEvent, PageResult, SessionEvent, SessionHeader } from "../../protocol/index.js";
+import type { SessionLease } from "./session-lease.js";
 
 /**
  * The durable store boundary. The host only ever awaits these methods, so a PostgreSQL store
@@ -53,10 +54,12 @@ export interface SessionStore {
   getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
 
   /**
-   * Closes every turn the log shows open with `turn/end {state:"interrupted"}`, except turns parked
-   * on pending interactions (they wait for their answer); returns the closed sessions' ids.
+   * Closes every turn the log shows open with `turn/end {state:"interrupted"}` (and running jobs
+   * with `job/ended`), except turns parked on pending interactions (they wait for their answer)
+   * and sessions whose unexpired lease another host than `options.hostId` holds (any host, when
+   * omitted): their agent still runs there. Returns the closed sessions' ids.
    */
-  interruptOpenTurns(at: number): Promise<string[]>;
+  interruptOpenTurns(at: number, options?: { hostId?: string }): Promise<string[]>;
   rebuildProjections(): Promise<void>;
 
   /** Per-session commit notices, delivered synchronously right after the commit, in commit order. */
@@ -108,6 +111,12 @@ export interface AppendOptions {
    * `user/message`. When the item is no longer queued nothing is appended: `queue_item_gone`.
    */
   dequeue?: { itemId: string; turnId: string };
+  /**
+   * The lease the append is made under (an agent's own events, `continueTurn`, job events):
+   * checked inside the append transaction; unless it is still the session's current, unexpired
+   * lease nothing is appended and the outcome is `fenced`.
+   */
+  fence?: SessionLease;
   at?: number;
 }
 export type AppendOutcome =
@@ -118,7 +127,9 @@ export type AppendOutcome =
   /** `options.prompt` was already recorded (a concurrent retry won): nothing was appended. */
   | { status: "duplicate"; record: PromptRecord }
   /** `options.dequeue` named an item no longer queued (removed or started): nothing was appended. */
-  | { status: "queue_item_gone" };
+  | { status: "queue_item_gone" }
+  /** `options.fence` is no longer the session's current lease (taken over, expired, released): nothing was appended. */
+  | { status: "fenced" };
 
 export type ClearOutcome =
   | { status: "cleared"; epoch: string }

@@ -124,6 +124,22 @@ const SQL = {
   runningJobs:
     "SELECT job_id AS jobId, session_id AS sessionId FROM jobs WHERE state = 'running' ORDER BY session_id",
   deleteJobs: "DELETE FROM jobs WHERE session_id = ?",
+  runningJobsOfSession: `SELECT job_id AS jobId, session_id AS sessionId, turn_id AS turnId, label, progress,
+              started_at AS startedAt FROM jobs WHERE session_id = ? AND state = 'running' ORDER BY started_at, job_id`,
+  jobSessionsPage: `SELECT DISTINCT session_id FROM jobs
+       WHERE state = 'running' AND session_id > ? ORDER BY session_id LIMIT ?`,
+  jobSession:
+    "SELECT j.session_id AS sessionId, p.owner FROM jobs j JOIN projections p USING (session_id) WHERE j.job_id = ?",
+  leaseRow: "SELECT host_id AS hostId, generation, expires_at AS expiresAt FROM leases WHERE session_id = ?",
+  upsertLease: `INSERT INTO leases (session_id, host_id, generation, expires_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
+              expires_at = excluded.expires_at`,
+  renewLease: `UPDATE leases SET expires_at = ? WHERE session_id = ? AND host_id = ? AND generation = ?
+       AND expires_at > ?`,
+  releaseLease: "UPDATE leases SET host_id = NULL WHERE session_id = ? AND host_id = ? AND generation = ?",
+  leasesPage: `SELECT session_id AS sessionId, host_id AS hostId, generation, expires_at AS expiresAt FROM leases
+       WHERE host_id IS NOT NULL AND expires_at > ? AND session_id > ? ORDER BY session_id LIMIT ?`,
+  deleteLease: "DELETE FROM leases WHERE session_id = ?",
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
   takeOverLiveOwners: `INSERT INTO live_owners (session_id, host_id, generation, since)
        SELECT session_id, @hostId, @generation, @at FROM (
@@ -160,6 +176,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "pendingInteractionIds",
   "queuedSessionsPage",
   "parkedSessionsPage",
+  "jobSessionsPage",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

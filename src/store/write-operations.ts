@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
-import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import type { NewEvent } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
+import { heldElsewhere, leaseIsCurrent } from "./lease-rules.js";
 import type { LiveRows } from "./live-rows.js";
 import { decodeRow, type LogWriter, type StoredRow, type TimedEvent } from "./log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "./projection.js";
 import { promptRecordAfterAppend } from "./prompt-record.js";
-import { headerOf, type SessionState } from "./session-state.js";
+import { headerOf } from "./session-state.js";
 import type {
   AppendOptions,
   AppendOutcome,
@@ -17,8 +18,8 @@ import type {
   ForkOutcome,
   PromptRecord,
 } from "./session-store.js";
+import type { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
 import type { Statements } from "./sqlite-statements.js";
-import type { WriteBatch } from "./write-batch.js";
 
 /** Epochs are opaque to clients; 96 random bits make a reused one practically impossible. */
 export function newEpoch(): string {
@@ -35,6 +36,7 @@ export class WriteOperations {
     private readonly writer: LogWriter,
     private readonly statements: Statements,
     private readonly liveRows: LiveRows,
+    private readonly leases: SqliteLeaseOperations,
     private readonly now: () => number,
   ) {}
 
@@ -79,6 +81,9 @@ export class WriteOperations {
       if (options.expectedEpoch !== undefined && options.expectedEpoch !== state.epoch) {
         return { status: "epoch_mismatch", epoch: state.epoch };
       }
+      const fence = options.fence;
+      if (fence && !leaseIsCurrent(this.leases.row(sessionId), fence, this.now()))
+        return { status: "fenced" };
       const prompt = options.prompt;
       if (prompt) {
         const stored = this.statements.findPrompt.get(sessionId, prompt.clientMessageId) as
@@ -238,48 +243,41 @@ export class WriteOperations {
     };
   }
 
-  interruptOpenTurns(at: number): WriteOperation<string[]> {
+  /** See `SessionStore.interruptOpenTurns`: skips sessions whose lease another host holds. */
+  interruptOpenTurns(at: number, hostId?: string): WriteOperation<string[]> {
     return (batch) => {
       const closed: string[] = [];
-      // jobs outlive turns, so they are ended on their own: each with an event the transcript shows
-      for (const job of this.statements.runningJobs.all() as { jobId: string; sessionId: string }[]) {
-        const state = this.writer.load(job.sessionId);
-        if (!state || state === "retired") continue;
-        const end: TimedEvent = { type: "job/ended", data: { jobId: job.jobId, state: "interrupted" } };
-        this.notifyAppended(batch, state, this.writer.appendEvents(batch, state, [end], at));
-      }
-      for (const sessionId of this.statements.openTurns.all() as string[]) {
+      const now = this.now();
+      const jobSessions = (this.statements.runningJobs.all() as { sessionId: string }[]).map(
+        (j) => j.sessionId,
+      );
+      // (turns waiting on a person are not selected: their answer resumes them, `continueTurn`)
+      const turnSessions = this.statements.openTurns.all() as string[];
+      for (const sessionId of [...new Set([...jobSessions, ...turnSessions])].sort()) {
+        if (heldElsewhere(this.leases.row(sessionId), hostId, now)) continue;
         const state = this.writer.load(sessionId);
-        if (!state || state === "retired" || state.projection.openTurnId === null) continue;
-        // (turns waiting on a person are not selected: their answer resumes them, `continueTurn`)
-        const end: TimedEvent = {
-          type: "turn/end",
-          data: { turnId: state.projection.openTurnId, state: "interrupted" },
-        };
-        this.notifyAppended(batch, state, this.writer.appendEvents(batch, state, [end], at));
-        closed.push(sessionId);
+        if (!state || state === "retired") continue;
+        // jobs outlive turns, so they are ended too: each with an event the transcript shows
+        if (this.leases.closeRunningWork(batch, state, at) !== null) closed.push(sessionId);
       }
       return closed;
     };
   }
 
-  /** Row-only: progress is not an event (there may be many), the job's end is. */
+  /**
+   * Row-only: progress is not an event (there may be many), the job's end is. Announced, so other
+   * control streams show it.
+   */
   setJobProgress(
     jobId: string,
     progress: number,
   ): WriteOperation<{ status: "ok" } | { status: "not_found" }> {
-    return () =>
-      this.statements.setJobProgress.run(progress, jobId).changes > 0
-        ? { status: "ok" }
-        : { status: "not_found" };
-  }
-
-  private notifyAppended(batch: WriteBatch, state: SessionState, events: SessionEvent[]): void {
-    batch.notify(
-      state.sessionId,
-      { kind: "append", epoch: state.epoch, events },
-      this.writer.snapshot(state),
-    );
+    return (batch) => {
+      if (this.statements.setJobProgress.run(progress, jobId).changes === 0) return { status: "not_found" };
+      const job = this.statements.jobSession.get(jobId) as { sessionId: string; owner: string };
+      batch.notifyLive({ kind: "job.progress", owner: job.owner, sessionId: job.sessionId, jobId, progress });
+      return { status: "ok" };
+    };
   }
 
   rebuildProjections(): WriteOperation<void> {

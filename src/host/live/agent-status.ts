@@ -1,18 +1,26 @@
 import type { LiveAgentState } from "./live-state.js";
 
-/** Agent status of live sessions; leaving the map is the `detached` transition. */
-export class AgentStatusBoard {
-  readonly #states = new Map<string, LiveAgentState>();
-  readonly #onChange: (sessionId: string, state: LiveAgentState | "detached") => void;
+interface Entry {
+  state: LiveAgentState;
+  /** The host running the agent (hosts sharing a store); undefined on a single host. */
+  hostId: string | undefined;
+}
 
-  constructor(onChange: (sessionId: string, state: LiveAgentState | "detached") => void) {
+/** Agent status of live sessions (this host's and, on a shared store, other hosts'); leaving the map is `detached`. */
+export class AgentStatusBoard {
+  readonly #states = new Map<string, Entry>();
+  readonly #onChange: (sessionId: string, state: LiveAgentState | "detached", hostId?: string) => void;
+
+  constructor(onChange: (sessionId: string, state: LiveAgentState | "detached", hostId?: string) => void) {
     this.#onChange = onChange;
   }
 
-  set(sessionId: string, state: LiveAgentState): void {
-    if (this.#states.get(sessionId) === state) return;
-    this.#states.set(sessionId, state);
-    this.#onChange(sessionId, state);
+  set(sessionId: string, state: LiveAgentState, hostId?: string): void {
+    const entry = this.#states.get(sessionId);
+    const host = hostId ?? entry?.hostId;
+    if (entry?.state === state && entry.hostId === host) return;
+    this.#states.set(sessionId, { state, hostId: host });
+    this.#onChange(sessionId, state, host);
   }
 
   remove(sessionId: string): void {
@@ -21,10 +29,16 @@ export class AgentStatusBoard {
   }
 
   get(sessionId: string): LiveAgentState | undefined {
-    return this.#states.get(sessionId);
+    return this.#states.get(sessionId)?.state;
   }
 
-  all(): { sessionId: string; state: LiveAgentState }[] {
-    return [...this.#states].map(([sessionId, state]) => ({ sessionId, state }));
+  hostOf(sessionId: string): string | undefined {
+    return this.#states.get(sessionId)?.hostId;
+  }
+
+  all(): { sessionId: string; state: LiveAgentState; hostId?: string }[] {
+    return [...this.#states].map(([sessionId, { state, hostId }]) =>
+      hostId === undefined ? { sessionId, state } : { sessionId, state, hostId },
+    );
   }
 }

@@ -1,10 +1,11 @@
-import type { Interaction, Job, QueueItem } from "../../../protocol/index.js";
+import type { Interaction, Job, QueueItem, SessionEvent } from "../../../protocol/index.js";
 import type { LiveStateNotice, SessionLiveState } from "../../store/live-state-store.js";
 import { AgentStatusBoard } from "./agent-status.js";
 import { InteractionRegistry } from "./interaction-registry.js";
 import { type JobRecorder, JobRegistry } from "./job-registry.js";
 import type { ControlDelta, LiveAgentState, LiveState } from "./live-state.js";
 import { PromptQueue } from "./prompt-queue.js";
+import { RemoteAgents } from "./remote-agents.js";
 
 export type OwnedDeltaListener = (delta: ControlDelta, sessionId: string, owner: string) => void;
 
@@ -29,11 +30,24 @@ export class LiveRegistry implements LiveState {
       this.#emit({ kind: "interaction.withdrawn", interactionId }, sessionId, owner),
   });
   readonly jobRegistry: JobRegistry;
-  readonly status = new AgentStatusBoard((sessionId, state) =>
-    this.#emitLocal({ kind: "agent", sessionId, state }),
+  readonly status = new AgentStatusBoard((sessionId, state, hostId) => {
+    this.#emitLocal({
+      kind: "agent",
+      sessionId,
+      state,
+      ...(hostId !== undefined && state !== "detached" ? { hostId } : {}),
+    });
+    if (state === "detached") this.#owners.delete(sessionId);
+  });
+  /** Other hosts' agents (a shared store only). */
+  readonly remote = new RemoteAgents(this.status, (sessionId, jobs) =>
+    this.#emitLocal({ kind: "jobs", sessionId, jobs }),
   );
+  /** This host's id when it shares the store with others: agent status then names hosts. */
+  readonly #hostId: string | undefined;
 
-  constructor(jobs: JobRecorder) {
+  constructor(jobs: JobRecorder, hostId?: string) {
+    this.#hostId = hostId;
     this.jobRegistry = new JobRegistry(
       (sessionId, list) => this.#emitLocal({ kind: "jobs", sessionId, jobs: list }),
       jobs,
@@ -45,7 +59,23 @@ export class LiveRegistry implements LiveState {
     for (const s of sessions) {
       this.promptQueue.load(s.sessionId, s.queue);
       for (const interaction of s.interactions) this.interactionRegistry.load(interaction, s.owner);
+      if (s.lease && this.#hostId !== undefined && s.lease.hostId !== this.#hostId) {
+        this.#owners.set(s.sessionId, s.owner);
+        this.remote.attach(s.sessionId, s.lease.hostId, s.jobs);
+      }
     }
+  }
+
+  /** An agent another host runs (read from its lease at start). */
+  loadRemote(sessionId: string, owner: string, hostId: string): void {
+    if (hostId === this.#hostId || this.#owners.has(sessionId)) return;
+    this.#owners.set(sessionId, owner);
+    this.remote.attach(sessionId, hostId);
+  }
+
+  /** Commits of sessions whose agent another host runs move their status and jobs. */
+  committed(sessionId: string, events: readonly SessionEvent[]): void {
+    this.remote.committed(sessionId, events);
   }
 
   /** A committed live-state change, from the store. */
@@ -68,13 +98,34 @@ export class LiveRegistry implements LiveState {
       case "interaction.withdrawn":
         this.interactionRegistry.withdrawn(notice.sessionId, notice.owner, notice.interactionId);
         break;
+      case "job.progress":
+        this.remote.progress(notice.sessionId, notice.jobId, notice.progress);
+        break;
+      case "lease":
+        this.#leaseMoved(notice.sessionId, notice.owner, notice.hostId);
+        break;
     }
+  }
+
+  /** Another host took the lease (attached there) or it went (detached); this host's own moves are its attach/detach. */
+  #leaseMoved(sessionId: string, owner: string, hostId: string | null): void {
+    if (this.#hostId === undefined || hostId === this.#hostId) return;
+    if (hostId === null) {
+      this.remote.detach(sessionId);
+      return;
+    }
+    // a local agent still here means its lease was just lost: the host detaches it first
+    if (this.status.get(sessionId) !== undefined && !this.remote.has(sessionId)) return;
+    this.#owners.set(sessionId, owner);
+    this.remote.attach(sessionId, hostId);
   }
 
   /** Marks a session live for `owner`; the first status is `attached`. */
   attach(sessionId: string, owner: string): void {
+    // the session's agent moved here from another host
+    this.remote.detach(sessionId, false);
     this.#owners.set(sessionId, owner);
-    this.status.set(sessionId, "attached");
+    this.status.set(sessionId, "attached", this.#hostId);
   }
 
   /**
@@ -102,10 +153,10 @@ export class LiveRegistry implements LiveState {
     return this.promptQueue.all().map(({ sessionId, items }) => ({ sessionId, items }));
   }
   jobs(sessionId: string): Job[] {
-    return this.jobRegistry.jobs(sessionId);
+    return this.remote.jobs(sessionId) ?? this.jobRegistry.jobs(sessionId);
   }
   allJobs(): { sessionId: string; jobs: Job[] }[] {
-    return this.jobRegistry.all();
+    return [...this.jobRegistry.all(), ...this.remote.all()];
   }
   interactions(): Interaction[] {
     return this.interactionRegistry.pending().map((p) => p.interaction);

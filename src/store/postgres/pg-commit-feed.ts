@@ -1,9 +1,13 @@
 import type pg from "pg";
 import { CommitListeners, type GlobalCommitListener } from "../commit-listeners.js";
+import type { LiveStateNotice } from "../live-state-store.js";
 import type { CommitListener, CommitNotice, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
+import { PgLiveFeed } from "./pg-live-feed.js";
+import type { PgLiveReads } from "./pg-live-rows.js";
 import { type ChangedSession, decodePayload, encodePayload } from "./pg-notice-payload.js";
 import type { PgReads } from "./pg-reads.js";
+import type { PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
 const READ_PAGE = 500;
@@ -36,6 +40,9 @@ export class PgCommitFeed {
   private readonly held = new Map<string, PendingNotice[]>();
   private remote: Promise<void> = Promise.resolve();
   private outbox: PendingNotice[] = [];
+  private liveOutbox: PgLiveNotice[] = [];
+  private liveListeners = 0;
+  private readonly live: PgLiveFeed;
   private sending: Promise<void> | undefined;
   private client: pg.Client | undefined;
   private reconnectDelay = RECONNECT_MIN_MS;
@@ -48,7 +55,10 @@ export class PgCommitFeed {
     private readonly reads: PgReads,
     private readonly hostId: string,
     private readonly channel: string,
-  ) {}
+    liveReads: PgLiveReads,
+  ) {
+    this.live = new PgLiveFeed(this.listeners, liveReads);
+  }
 
   async start(): Promise<void> {
     const client = this.connect();
@@ -89,11 +99,25 @@ export class PgCommitFeed {
     };
   }
 
-  /** After a local COMMIT: deliver now, in commit order, then tell the other hosts. */
-  committed(notices: readonly PendingNotice[]): void {
+  subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
+    this.liveListeners++;
+    const unsubscribe = this.listeners.subscribeLive(listener);
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      this.liveListeners--;
+      unsubscribe();
+    };
+  }
+
+  /** After a local COMMIT: deliver now, in commit order, then tell the other hosts (one NOTIFY). */
+  committed(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[] = []): void {
     for (const pending of notices) this.deliverLocal(pending);
-    if (notices.length === 0 || this.closed) return;
+    this.live.local(liveNotices);
+    if ((notices.length === 0 && liveNotices.length === 0) || this.closed) return;
     this.outbox.push(...notices);
+    this.liveOutbox.push(...liveNotices);
     this.sending ??= this.send();
   }
 
@@ -112,13 +136,15 @@ export class PgCommitFeed {
   }
 
   private async send(): Promise<void> {
-    while (this.outbox.length > 0) {
+    while (this.outbox.length > 0 || this.liveOutbox.length > 0) {
       const notices = this.outbox;
+      const live = this.liveOutbox;
       this.outbox = [];
+      this.liveOutbox = [];
       try {
         await this.pool.query("SELECT pg_notify($1, $2)", [
           this.channel,
-          encodePayload(this.hostId, notices),
+          encodePayload(this.hostId, notices, live),
         ]);
       } catch {
         // a lost wake-up is harmless: other hosts read by seq on the next one
@@ -130,7 +156,10 @@ export class PgCommitFeed {
   private heard(text: string): void {
     const payload = decodePayload(text);
     if (payload.host === this.hostId) return;
-    this.remote = this.remote.then(() => this.apply(payload.changes)).catch(() => undefined);
+    this.remote = this.remote
+      .then(() => this.apply(payload.changes))
+      .then(() => (this.liveListeners > 0 && !this.closed ? this.live.remote(payload.live) : undefined))
+      .catch(() => undefined);
   }
 
   private async apply(changes: ChangedSession[] | "all"): Promise<void> {
@@ -272,7 +301,10 @@ export class PgCommitFeed {
     this.reconnectTimer = setTimeout(() => {
       this.start()
         .then(() => {
-          this.remote = this.remote.then(() => this.apply("all")).catch(() => undefined);
+          this.remote = this.remote
+            .then(() => this.apply("all"))
+            .then(() => (this.liveListeners > 0 ? this.live.rereadAll() : undefined))
+            .catch(() => undefined);
         })
         .catch(() => this.retryLater());
     }, delay);

@@ -4,7 +4,7 @@ import type { GroupCommitStats } from "../group-commit.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
 import { isPgRetryable, isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
-import { PgWriteBatch } from "./pg-write-batch.js";
+import { type PgLiveNotice, PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
 interface Queued {
@@ -15,7 +15,7 @@ interface Queued {
 
 export interface PgGroupCommitHooks {
   /** Delivers notices synchronously after COMMIT, in commit order. */
-  deliver(notices: readonly PendingNotice[]): void;
+  deliver(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): void;
 }
 
 /** A transaction that lost a lock race (deadlock across hosts) is run again this many times. */
@@ -112,7 +112,7 @@ export class PgGroupCommit {
     this.counters.transactions++;
     this.counters.operations += ops.length;
     this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
-    this.hooks.deliver(batch.notices);
+    this.hooks.deliver(batch.notices, batch.liveNotices);
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;
   }

@@ -2,14 +2,20 @@ import type { EventDataOf, SessionEvent } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
-import type { SessionState } from "../session-state.js";
+import { newSessionState, type SessionState } from "../session-state.js";
+import { afterLiveEvent, withdrawn } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
 const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_at, fork_of_session, fork_of_seq,
     base_title, base_title_explicit, base_model)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (session_id) DO NOTHING RETURNING session_id`;
-const TURN_DELTAS = `SELECT seq, data FROM events WHERE session_id = $1 AND type = 'assistant/delta'
+// At a turn's end, one round trip: its pending interactions are withdrawn (rows marked `w`, see
+// pg-live-events.ts) and its assistant text is read for the search index (rows marked `d`).
+const TURN_END = `WITH w AS (UPDATE interactions SET state = 'withdrawn', resolved_at = $3
+    WHERE session_id = $1 AND turn_id = $2 AND state = 'pending' RETURNING interaction_id)
+  SELECT 'w' AS k, interaction_id AS id, NULL::bigint AS seq, NULL::bytea AS data FROM w
+  UNION ALL SELECT 'd', NULL, seq, data FROM events WHERE session_id = $1 AND type = 'assistant/delta'
     AND seq > coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND type = 'turn/start'), 0)
   ORDER BY seq`;
 const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title_explicit = $4,
@@ -21,7 +27,10 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
     p AS (DELETE FROM projections WHERE session_id = $1),
     a AS (DELETE FROM attachments WHERE session_id = $1),
     k AS (DELETE FROM prompt_keys WHERE session_id = $1),
-    d AS (DELETE FROM search_docs WHERE session_id = $1)
+    d AS (DELETE FROM search_docs WHERE session_id = $1),
+    i AS (DELETE FROM interactions WHERE session_id = $1),
+    j AS (DELETE FROM jobs WHERE session_id = $1),
+    l AS (DELETE FROM leases WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
 const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
@@ -50,22 +59,7 @@ export class PgLogWriter {
       storableText(base.model),
     ]);
     if (inserted.length === 0) return null;
-    const projection = initialProjection(base);
-    const state: SessionState = {
-      sessionId: base.sessionId,
-      owner: base.owner,
-      epoch: base.epoch,
-      createdAt: base.createdAt,
-      forkOf,
-      headSeq: 0,
-      base,
-      projection,
-      persisted: {
-        updatedAt: projection.updatedAt,
-        lastState: projection.lastState,
-        epoch: projection.epoch,
-      },
-    };
+    const state = newSessionState(base, forkOf);
     batch.remember(base.sessionId, state);
     return state;
   }
@@ -156,13 +150,20 @@ export class PgLogWriter {
       if (!event.data.hidden && !event.data.meta.incognito)
         this.index(batch, state, event.seq, event.data.text);
     } else if (event.type === "turn/end") {
-      await this.indexTurn(batch, state, event.data.turnId);
+      await this.endTurn(batch, state, event.data.turnId, event.at);
     }
+    await afterLiveEvent(batch, state.owner, state.sessionId, event);
   }
 
-  /** At `turn/end`, the turn's assistant text is indexed as one document at its first delta. */
-  private async indexTurn(batch: PgWriteBatch, state: SessionState, turnId: string): Promise<void> {
-    const rows = await batch.read<{ seq: number; data: Buffer }>(TURN_DELTAS, [state.sessionId]);
+  /** At `turn/end`: pending interactions are withdrawn; the assistant text is indexed at its first delta. */
+  private async endTurn(batch: PgWriteBatch, state: SessionState, turnId: string, at: number): Promise<void> {
+    const found = await batch.read<{ k: "w" | "d"; id: string; seq: number; data: Buffer }>(TURN_END, [
+      state.sessionId,
+      turnId,
+      at,
+    ]);
+    const rows = found.filter((row) => row.k === "d");
+    for (const row of found) if (row.k === "w") withdrawn(batch, state.owner, state.sessionId, row.id);
     let firstSeq = 0;
     const parts: string[] = [];
     for (const row of rows) {

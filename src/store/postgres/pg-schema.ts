@@ -100,6 +100,86 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX search_docs_by_session ON search_docs (session_id);
   CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
   `,
+  // 2: live state (protocol-v1 §5) as in the SQLite store: queued prompts, interactions, jobs; and
+  // leases with fencing. Every write to these rows locks the session's projection row first.
+  `
+  CREATE TABLE queue_items (
+    session_id text COLLATE "C" NOT NULL,
+    item_id text NOT NULL,
+    position bigint NOT NULL,
+    client_message_id text,
+    input bytea NOT NULL,
+    bytes bigint NOT NULL,
+    queued_at bigint NOT NULL,
+    owner text NOT NULL,
+    steered_turn text,
+    PRIMARY KEY (session_id, item_id)
+  );
+  CREATE INDEX queue_items_by_position ON queue_items (session_id, position);
+  CREATE INDEX queue_items_by_owner ON queue_items (owner);
+
+  -- bumped by every queue change: other hosts re-read a queue only when its version moved, so each
+  -- change is announced to them once
+  CREATE TABLE queue_versions (
+    session_id text COLLATE "C" PRIMARY KEY,
+    version bigint NOT NULL
+  );
+
+  -- the primary key is what lets a fork's copied interaction/requested never make a second row
+  CREATE TABLE interactions (
+    interaction_id text PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL,
+    turn_id text NOT NULL,
+    kind text NOT NULL,
+    body bytea NOT NULL,
+    requested_at bigint NOT NULL,
+    state text NOT NULL CHECK (state IN ('pending', 'resolved', 'withdrawn')),
+    resolution bytea,
+    resolved_at bigint
+  );
+  CREATE INDEX interactions_by_turn ON interactions (session_id, turn_id);
+  CREATE INDEX interactions_pending ON interactions (session_id) WHERE state = 'pending';
+
+  CREATE TABLE jobs (
+    job_id text PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL,
+    turn_id text NOT NULL,
+    label text NOT NULL,
+    progress double precision NOT NULL,
+    state text NOT NULL CHECK (state IN ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+    started_at bigint NOT NULL,
+    ended_at bigint
+  );
+  CREATE INDEX jobs_running ON jobs (session_id) WHERE state = 'running';
+
+  -- one row per session ever leased, kept on release (host_id NULL) so generation only grows;
+  -- expires_at is epoch milliseconds by the database clock
+  CREATE TABLE leases (
+    session_id text COLLATE "C" PRIMARY KEY,
+    host_id text,
+    generation bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  CREATE INDEX leases_held ON leases (session_id) WHERE host_id IS NOT NULL;
+  `,
+  // 3: calls a host forwards to the host that owns a session's agent. A row lives from `send`
+  // until its sender read the reply or gave up (then deleted); rows whose sender vanished expire.
+  `
+  CREATE TABLE forwarded_calls (
+    call_id text PRIMARY KEY,
+    target_host text NOT NULL,
+    from_host text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    body bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires_at timestamptz NOT NULL,
+    claimed_at timestamptz,
+    reply bytea
+  );
+  CREATE INDEX forwarded_calls_unclaimed ON forwarded_calls (target_host, created_at)
+    WHERE claimed_at IS NULL;
+  CREATE INDEX forwarded_calls_expiry ON forwarded_calls (expires_at);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

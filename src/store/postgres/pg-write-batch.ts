@@ -1,9 +1,16 @@
 import type pg from "pg";
+import type { LiveStateNotice } from "../live-state-store.js";
 import { publicProjection } from "../projection.js";
 import { type SessionState, type SessionStateRow, stateFromRow } from "../session-state.js";
 import type { CommitNotice, PromptRecord, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
 import { PendingRows } from "./pg-pending-rows.js";
+
+/** A live-state notice of this host's transaction, with what other hosts need to announce it once. */
+export interface PgLiveNotice {
+  notice: LiveStateNotice;
+  queueVersion?: number;
+}
 
 /** The joined session + projection row in the shape `stateFromRow` reads (booleans as 0/1). */
 const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq, p.seq AS head_seq,
@@ -28,6 +35,8 @@ function textArray(client: pg.ClientBase, values: readonly string[]): string {
  */
 export class PgWriteBatch {
   readonly notices: PendingNotice[] = [];
+  /** Live-state notices, delivered after the commit notices of the same transaction. */
+  readonly liveNotices: PgLiveNotice[] = [];
   appendedEvents = 0;
   private readonly states = new Map<string, SessionState | "retired" | null>();
   private readonly dirty = new Map<string, SessionState>();
@@ -79,6 +88,11 @@ export class PgWriteBatch {
 
   notify(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
     this.notices.push({ sessionId, notice, projection });
+  }
+
+  /** `queueVersion`: the version a queue notice announces, so other hosts announce it once. */
+  notifyLive(notice: LiveStateNotice, queueVersion?: number): void {
+    this.liveNotices.push(queueVersion === undefined ? { notice } : { notice, queueVersion });
   }
 
   snapshot(state: SessionState): SessionProjection {

@@ -1,5 +1,7 @@
-import type { NewEvent } from "../../../protocol/index.js";
-import { decodeValue, encodeValue } from "../event-codec.js";
+import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
+import { encodeValue } from "../event-codec.js";
+import { heldElsewhere, leaseIsCurrent } from "../lease-rules.js";
+import type { QueueRow } from "../live-rows.js";
 import { decodeRow, type StoredRow, type TimedEvent } from "../log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "../projection.js";
 import { promptRecordAfterAppend } from "../prompt-record.js";
@@ -15,6 +17,9 @@ import type {
   PromptRecord,
 } from "../session-store.js";
 import { newEpoch } from "../write-operations.js";
+import { type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
+import { findPrompt } from "./pg-live-operations.js";
+import { QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -24,14 +29,22 @@ export interface PgWriteOperation<R> {
   run(batch: PgWriteBatch): Promise<R>;
 }
 
-const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
 const INSERT_PROMPT = `INSERT INTO prompt_keys (session_id, client_message_id, record) VALUES ($1, $2, $3)
   ON CONFLICT DO NOTHING`;
 const EVENTS_UP_TO =
   "SELECT seq, at, type, data FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq";
 const INSERT_ATTACHMENT = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
   VALUES ($1, $2, NULL, $3, $4, $5, $6, $7)`;
-const OPEN_TURNS = "SELECT session_id FROM projections WHERE open_turn_id IS NOT NULL ORDER BY session_id";
+// open turns not parked on a person, and running jobs: what a restart or a dead owner leaves
+const OPEN_WORK = `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = p.session_id
+                    AND i.turn_id = p.open_turn_id AND i.state = 'pending')
+  UNION SELECT session_id FROM jobs WHERE state = 'running' ORDER BY 1`;
+const DELETE_ITEM = "DELETE FROM queue_items WHERE session_id = $1 AND item_id = $2";
+const UPDATE_PROMPT = "UPDATE prompt_keys SET record = $3 WHERE session_id = $1 AND client_message_id = $2";
+const PENDING_OF_SESSION =
+  "SELECT interaction_id FROM interactions WHERE session_id = $1 AND state = 'pending'";
+const DELETE_QUEUE = "DELETE FROM queue_items WHERE session_id = $1 RETURNING item_id";
 const LIVE_SESSIONS = "SELECT session_id FROM sessions WHERE retired_at IS NULL ORDER BY session_id";
 
 /** Another host created (and maybe already retired) the id since this batch looked. */
@@ -50,6 +63,7 @@ async function lostCreateRace(
 export class PgWriteOperations {
   constructor(
     private readonly writer: PgLogWriter,
+    private readonly leases: PgLeaseOperations,
     private readonly now: () => number,
   ) {}
 
@@ -100,12 +114,20 @@ export class PgWriteOperations {
         if (options.expectedEpoch !== undefined && options.expectedEpoch !== state.epoch) {
           return { status: "epoch_mismatch", epoch: state.epoch };
         }
+        if (options.fence) {
+          const { now, row } = await readLease(batch, sessionId);
+          if (!leaseIsCurrent(row, options.fence, now)) return { status: "fenced" };
+        }
         const prompt = options.prompt;
         if (prompt) {
-          const found = await this.findPrompt(batch, sessionId, prompt.clientMessageId);
+          const found = await findPrompt(batch, sessionId, prompt.clientMessageId);
           if (found) return { status: "duplicate", record: found };
         }
+        const dequeue = options.dequeue;
+        const dequeued = dequeue && (await batch.read<QueueRow>(QUEUE_ITEM, [sessionId, dequeue.itemId]))[0];
+        if (dequeue && !dequeued) return { status: "queue_item_gone" };
         const appended = await this.writer.appendEvents(batch, state, events, options.at ?? this.now());
+        if (dequeue && dequeued) await this.dequeued(batch, state.owner, dequeued, dequeue.turnId, appended);
         if (prompt) {
           const record = promptRecordAfterAppend(prompt.record, appended);
           batch.addPrompt(sessionId, prompt.clientMessageId, record, encodeValue(record));
@@ -149,6 +171,7 @@ export class PgWriteOperations {
         const state = await batch.load(sessionId);
         if (state === "retired") return { status: "retired" };
         if (!state) return { status: "not_found" };
+        await forgetLiveState(batch, sessionId, state.owner);
         await this.writer.retire(batch, sessionId, this.now());
         batch.notify(sessionId, { kind: "delete" }, null);
         return { status: "deleted" };
@@ -259,23 +282,20 @@ export class PgWriteOperations {
     };
   }
 
-  interruptOpenTurns(at: number): PgWriteOperation<string[]> {
+  /** See `SessionStore.interruptOpenTurns`; each session is re-checked under its lock. */
+  interruptOpenTurns(at: number, hostId: string | undefined): PgWriteOperation<string[]> {
     return {
       sessions: [],
       run: async (batch) => {
-        const open = await batch.read<{ session_id: string }>(OPEN_TURNS, []);
+        const open = await batch.read<{ session_id: string }>(OPEN_WORK, []);
         await batch.lock(open.map((row) => row.session_id));
         const closed: string[] = [];
         for (const { session_id: sessionId } of open) {
           const state = await batch.load(sessionId);
-          if (!state || state === "retired" || state.projection.openTurnId === null) continue;
-          const end: TimedEvent = {
-            type: "turn/end",
-            data: { turnId: state.projection.openTurnId, state: "interrupted" },
-          };
-          const events = await this.writer.appendEvents(batch, state, [end], at);
-          batch.notify(sessionId, { kind: "append", epoch: state.epoch, events }, batch.snapshot(state));
-          closed.push(sessionId);
+          if (!state || state === "retired") continue;
+          const { now, row } = await readLease(batch, sessionId);
+          if (heldElsewhere(row, hostId, now)) continue;
+          if ((await this.leases.closeRunningWork(batch, state, at)) !== null) closed.push(sessionId);
         }
         return closed;
       },
@@ -296,14 +316,34 @@ export class PgWriteOperations {
     };
   }
 
-  private async findPrompt(
+  /** The started item leaves the queue; a retry of its prompt now finds the turn it became. */
+  private async dequeued(
     batch: PgWriteBatch,
-    sessionId: string,
-    clientMessageId: string,
-  ): Promise<PromptRecord | null> {
-    const pending = batch.pendingPrompt(sessionId, clientMessageId);
-    if (pending) return pending;
-    const rows = await batch.read<{ record: Buffer }>(FIND_PROMPT, [sessionId, clientMessageId]);
-    return rows[0] ? decodeValue<PromptRecord>(rows[0].record) : null;
+    owner: string,
+    item: QueueRow,
+    turnId: string,
+    appended: readonly SessionEvent[],
+  ): Promise<void> {
+    await batch.execute(DELETE_ITEM, [item.session_id, item.item_id]);
+    if (item.client_message_id) {
+      const started: PromptRecord = { queued: false, turnId };
+      const message = appended.find((event) => event.type === "user/message");
+      if (message) started.seq = message.seq;
+      await batch.execute(UPDATE_PROMPT, [
+        item.session_id,
+        item.client_message_id,
+        Buffer.from(encodeValue(started)),
+      ]);
+    }
+    await queueChanged(batch, item.session_id, owner);
   }
+}
+
+/** Everything live of a deleted session goes with its log; watchers learn it from the notices. */
+async function forgetLiveState(batch: PgWriteBatch, sessionId: string, owner: string): Promise<void> {
+  const pending = await batch.read<{ interaction_id: string }>(PENDING_OF_SESSION, [sessionId]);
+  for (const { interaction_id: interactionId } of pending)
+    batch.notifyLive({ kind: "interaction.withdrawn", owner, sessionId, interactionId });
+  const removed = await batch.read(DELETE_QUEUE, [sessionId]);
+  if (removed.length > 0) await queueChanged(batch, sessionId, owner);
 }

@@ -1,8 +1,21 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
-import type { NewEvent } from "../../../protocol/index.js";
+import type { NewEvent, Resolution } from "../../../protocol/index.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
 import type { GroupCommitStats } from "../group-commit.js";
+import type {
+  EnqueueInput,
+  EnqueueOutcome,
+  HostStore,
+  LiveOwner,
+  LiveStateNotice,
+  LiveStatePage,
+  QueueChangeOutcome,
+  ResolveOutcome,
+  StoredInteraction,
+  StoredQueueItem,
+} from "../live-state-store.js";
+import type { LeaseHolder, LeaseOutcome, RenewOutcome, SessionLease } from "../session-lease.js";
 import type {
   AppendOptions,
   AppendOutcome,
@@ -20,13 +33,15 @@ import type {
   PromptRecord,
   ReadOutcome,
   SessionProjection,
-  SessionStore,
   StoredAttachment,
 } from "../session-store.js";
 import { assertStorable } from "../storable-data.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
+import { PgLeaseOperations } from "./pg-lease-operations.js";
+import { PgLiveOperations } from "./pg-live-operations.js";
+import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
 import { openClient, openPool } from "./pg-pool.js";
 import { PgReads } from "./pg-reads.js";
@@ -54,8 +69,10 @@ export interface PostgresStoreOptions {
  * host with `synchronous_commit = on`; commit notices reach subscribers on every host (see
  * `PgCommitFeed`).
  */
-export class PostgresSessionStore implements SessionStore {
+export class PostgresSessionStore implements HostStore {
   private readonly ops: PgWriteOperations;
+  private readonly liveOps: PgLiveOperations;
+  private readonly leases: PgLeaseOperations;
   private readonly writes: PgGroupCommit;
   private closed: Promise<void> | undefined;
 
@@ -63,10 +80,19 @@ export class PostgresSessionStore implements SessionStore {
     private readonly pool: pg.Pool,
     private readonly reads: PgReads,
     private readonly feed: PgCommitFeed,
+    private readonly liveReads: PgLiveReads,
     options: PostgresStoreOptions,
   ) {
-    this.ops = new PgWriteOperations(new PgLogWriter(), options.now ?? Date.now);
-    this.writes = new PgGroupCommit(pool, { deliver: (notices) => feed.committed(notices) }, options.metrics);
+    const writer = new PgLogWriter();
+    const now = options.now ?? Date.now;
+    this.leases = new PgLeaseOperations(writer);
+    this.ops = new PgWriteOperations(writer, this.leases, now);
+    this.liveOps = new PgLiveOperations(writer, now);
+    this.writes = new PgGroupCommit(
+      pool,
+      { deliver: (notices, live) => feed.committed(notices, live) },
+      options.metrics,
+    );
   }
 
   /** Connects, creates and migrates the schema (safe with concurrent openers) and starts listening. */
@@ -84,6 +110,7 @@ export class PostgresSessionStore implements SessionStore {
         client.release();
       }
       const reads = new PgReads(pool);
+      const liveReads = new PgLiveReads(pool);
       const hostId = options.hostId ?? randomBytes(6).toString("hex");
       const feed = new PgCommitFeed(
         () => openClient(url, poolOptions),
@@ -91,9 +118,10 @@ export class PostgresSessionStore implements SessionStore {
         reads,
         hostId,
         `sessionmux_${schema}`,
+        liveReads,
       );
       await feed.start();
-      return new PostgresSessionStore(pool, reads, feed, options);
+      return new PostgresSessionStore(pool, reads, feed, liveReads, options);
     } catch (err) {
       await pool.end().catch(() => undefined);
       throw err;
@@ -142,8 +170,79 @@ export class PostgresSessionStore implements SessionStore {
     return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
   }
 
-  interruptOpenTurns(at: number): Promise<string[]> {
-    return this.writes.submit(this.ops.interruptOpenTurns(at));
+  interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
+    return this.writes.submit(this.ops.interruptOpenTurns(at, options.hostId));
+  }
+
+  enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome> {
+    return this.writes.submit(this.liveOps.enqueue(input));
+  }
+
+  editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.edit(sessionId, itemId, text));
+  }
+
+  removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.remove(sessionId, itemId));
+  }
+
+  clearQueue(sessionId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.clear(sessionId));
+  }
+
+  steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome> {
+    return this.writes.submit(this.liveOps.steer(sessionId, itemId, turnId));
+  }
+
+  queue(sessionId: string): Promise<StoredQueueItem[]> {
+    return this.liveReads.queue(sessionId);
+  }
+
+  resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
+    return this.writes.submit(this.liveOps.resolve(interactionId, resolution, at));
+  }
+
+  interaction(interactionId: string): Promise<StoredInteraction | null> {
+    return this.liveReads.interaction(interactionId);
+  }
+
+  turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]> {
+    return this.liveReads.turnInteractions(sessionId, turnId);
+  }
+
+  setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
+    return this.writes.submit(this.liveOps.setJobProgress(jobId, progress));
+  }
+
+  /** Records nothing on a shared store: ownership is per session, by lease (see the interface). */
+  async takeOverLiveState(_owner: LiveOwner, _at: number): Promise<void> {}
+
+  liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {
+    return this.liveReads.page(after, limit);
+  }
+
+  subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
+    return this.feed.subscribeLive(listener);
+  }
+
+  acquireLease(sessionId: string, hostId: string, ttlMs: number): Promise<LeaseOutcome> {
+    return this.writes.submit(this.leases.acquire(sessionId, hostId, ttlMs));
+  }
+
+  renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
+    return this.writes.submit(this.leases.renew(hostId, leases, ttlMs));
+  }
+
+  releaseLease(lease: SessionLease): Promise<void> {
+    return this.writes.submit(this.leases.release(lease));
+  }
+
+  leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
+    return this.liveReads.leaseHolder(sessionId);
+  }
+
+  leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }> {
+    return this.liveReads.leasePage(after, limit);
   }
 
   rebuildProjections(): Promise<void> {

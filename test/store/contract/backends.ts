@@ -2,13 +2,13 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, inject } from "vitest";
 import type { GroupCommitStats } from "../../../src/store/group-commit.js";
+import type { HostStore } from "../../../src/store/live-state-store.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
-import type { SessionStore } from "../../../src/store/session-store.js";
 import { SqliteSessionStore } from "../../../src/store/sqlite-store.js";
 import type { StoreMetrics } from "../../../src/store/store-metrics.js";
 import { tempDir } from "../../support/temp-dir.js";
 
-export type ContractStore = SessionStore & { stats(): GroupCommitStats };
+export type ContractStore = HostStore & { stats(): GroupCommitStats };
 
 export interface OpenOptions {
   now?: () => number;
@@ -18,6 +18,10 @@ export interface OpenOptions {
 /** One store on its own database (a temp SQLite file, or a PostgreSQL schema of its own). */
 export interface StoreUnderTest {
   store: ContractStore;
+  /** SQLite only: the database file, for checks of rows the contract does not expose. */
+  path?: string;
+  /** PostgreSQL only: the schema holding this database's tables. */
+  schema?: string;
   /** Another store instance on the same database, as a second process would open it. */
   openAnother(options?: OpenOptions): Promise<ContractStore>;
   /** A reading instance beside `store` while it runs (SQLite: read-only, as one host holds the file). */
@@ -46,6 +50,7 @@ const sqlite: Backend = {
     const store = SqliteSessionStore.open(path, options);
     return {
       store,
+      path,
       async openAnother(more = {}) {
         const other = SqliteSessionStore.open(path, more);
         others.push(other);
@@ -75,6 +80,7 @@ function postgres(url: string): Backend {
       const store = await PostgresSessionStore.open(url, { schema, maxConnections: 4, ...options });
       return {
         store,
+        schema,
         async openAnother(more = {}) {
           const other = await PostgresSessionStore.open(url, { schema, maxConnections: 4, ...more });
           others.push(other);

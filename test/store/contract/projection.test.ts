@@ -106,7 +106,8 @@ describeContract("projection", (backend) => {
       }),
       { numRuns: 40 },
     );
-  });
+    // each run creates and migrates a database of its own (on PostgreSQL a schema: DDL, not appends)
+  }, 180_000);
 
   it("follows the documented rules for a typical history", async () => {
     let clock = 1_000;

@@ -1,0 +1,155 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import {
+  ActivationTable,
+  type CallMethod,
+  isErrorCode,
+  isMethodName,
+  Methods,
+  SessionmuxError,
+  validator,
+} from "../../protocol/index.js";
+import type { CallInbox, ForwardedCall, ForwardReply } from "../store/call-inbox.js";
+import type { HostStore } from "../store/live-state-store.js";
+import type { SessionLeaseStore } from "../store/session-lease.js";
+import type { HostLeases } from "./host-leases.js";
+import { NotOwner } from "./not-owner.js";
+import type { Principal } from "./principal.js";
+
+/** How long a forwarded call may wait for the owner before the owner is resolved again. */
+export const DEFAULT_FORWARD_TIMEOUT_MS = 5_000;
+/** Owner resolutions per call: a lease that keeps moving (or an owner that keeps timing out) ends here. */
+const MAX_ROUTES = 4;
+
+/** Runs a parsed call here, through this host's activation policy and handlers. */
+export type LocalRun = (principal: Principal, method: CallMethod, params: unknown) => Promise<unknown>;
+
+export interface CallRouterOptions {
+  hostId: string;
+  store: HostStore;
+  leaseStore: SessionLeaseStore;
+  leases: HostLeases;
+  inbox: CallInbox;
+  run: LocalRun;
+  logger: Logger;
+  forwardTimeoutMs?: number;
+  /** True once the host stops accepting work: forwarded calls are then answered `not_owner`. */
+  closing: () => boolean;
+}
+
+/**
+ * Commands across hosts. A call that may act on a session's agent (activation `resume`,
+ * `live-only` or `explicit`) runs where that agent runs: here when this host holds the session's
+ * lease or nobody does (the resume rule then takes it here), else it is forwarded through the
+ * call inbox to the holder, which runs it through its own policy and handlers as the same
+ * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` or
+ * `not_owner` makes the router resolve the owner again (an expired lease is then taken here).
+ */
+export class CallRouter {
+  readonly #options: CallRouterOptions;
+  readonly #timeoutMs: number;
+
+  constructor(options: CallRouterOptions) {
+    this.#options = options;
+    this.#timeoutMs = options.forwardTimeoutMs ?? DEFAULT_FORWARD_TIMEOUT_MS;
+  }
+
+  async call(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
+    const { run } = this.#options;
+    if (!routed(method)) return run(principal, method, params);
+    for (let attempt = 0; attempt < MAX_ROUTES; attempt++) {
+      const sessionId = await this.#sessionOf(method, params);
+      const target = sessionId === null ? null : await this.#owner(sessionId);
+      if (target === null || sessionId === null) {
+        try {
+          return await run(principal, method, params);
+        } catch (err) {
+          if (err instanceof NotOwner) continue;
+          throw err;
+        }
+      }
+      const call: ForwardedCall = {
+        callId: randomUUID(),
+        fromHost: this.#options.hostId,
+        sessionId,
+        principal: { name: principal.name, admin: principal.admin },
+        method,
+        params,
+      };
+      const outcome = await this.#options.inbox.send(target, call, this.#timeoutMs);
+      if (outcome.status === "ok") return outcome.result;
+      if (outcome.status === "error") {
+        throw new SessionmuxError(
+          isErrorCode(outcome.code) ? outcome.code : "internal_error",
+          outcome.message,
+          {
+            data: outcome.data,
+          },
+        );
+      }
+      this.#options.logger.debug(
+        { sessionId, target, method, status: outcome.status },
+        "forwarded call not served",
+      );
+    }
+    throw new SessionmuxError(
+      "overloaded",
+      "the host running this session's agent did not answer; retry shortly",
+      {
+        data: { method },
+      },
+    );
+  }
+
+  /** The owner's side: a call forwarded here runs only while this host still holds the lease. */
+  async serve(call: ForwardedCall): Promise<ForwardReply> {
+    if (this.#options.closing() || !this.#options.leases.lease(call.sessionId))
+      return { status: "not_owner" };
+    if (!isMethodName(call.method) || Methods[call.method].kind !== "call") {
+      return { status: "error", code: "unknown_method", message: `unknown method ${call.method}` };
+    }
+    const method = call.method as CallMethod;
+    try {
+      const params = validator(Methods[method].params).parse(call.params);
+      const result = await this.#options.run(call.principal, method, params);
+      return { status: "ok", result };
+    } catch (err) {
+      if (err instanceof NotOwner) return { status: "not_owner" };
+      if (err instanceof SessionmuxError)
+        return {
+          status: "error",
+          code: err.code,
+          message: err.message,
+          ...(err.data !== undefined ? { data: err.data } : {}),
+        };
+      this.#options.logger.error({ err, method, sessionId: call.sessionId }, "a forwarded call failed");
+      return { status: "error", code: "internal_error", message: "internal error" };
+    }
+  }
+
+  /** The session a call acts on; null when it names none this host could route by. */
+  async #sessionOf(method: CallMethod, params: unknown): Promise<string | null> {
+    const p = params as { sessionId?: unknown; interactionId?: unknown };
+    if (method === "session.respond") {
+      if (typeof p.interactionId !== "string") return null;
+      const stored = await this.#options.store.interaction(p.interactionId);
+      return stored?.interaction.sessionId ?? null;
+    }
+    return typeof p.sessionId === "string" ? p.sessionId : null;
+  }
+
+  /** Null: run here (this host holds the lease, or nobody does). Else the live holder's host id. */
+  async #owner(sessionId: string): Promise<string | null> {
+    const { leases, leaseStore, hostId } = this.#options;
+    if (leases.lease(sessionId)) return null;
+    const holder = await leaseStore.leaseHolder(sessionId);
+    if (!holder || holder.hostId === hostId) return null;
+    return holder.hostId;
+  }
+}
+
+/** Calls that may act on an agent; `create` and `fork` make a new session, which nobody owns yet. */
+function routed(method: CallMethod): boolean {
+  if (method === "session.create" || method === "session.fork") return false;
+  return ActivationTable[method] !== "cold";
+}

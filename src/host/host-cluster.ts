@@ -1,0 +1,157 @@
+import type { Logger } from "pino";
+import type { CallInbox } from "../store/call-inbox.js";
+import type { HostStore, LiveStateNotice } from "../store/live-state-store.js";
+import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js";
+import type { AgentRegistry } from "./agent-registry.js";
+import { CallRouter, type LocalRun } from "./call-router.js";
+import { HostLeases } from "./host-leases.js";
+import type { LiveRegistry } from "./live/live-registry.js";
+import { NotOwner } from "./not-owner.js";
+import { refusal } from "./store-outcomes.js";
+
+/** Leases read per page when other hosts' agents are loaded at start. */
+const LEASE_PAGE = 200;
+
+export interface ClusterOptions {
+  /** The leases of the shared store. @default the store itself */
+  leases?: SessionLeaseStore;
+  /** Where calls for sessions another host owns are sent, and this host's are served from. */
+  inbox: CallInbox;
+  /** A lease lives this long unless renewed (every third of it). @default 10_000 */
+  leaseTtlMs?: number;
+  /** A forwarded call waits this long before the owner is resolved again. @default 5_000 */
+  forwardTimeoutMs?: number;
+}
+
+export interface HostClusterDeps {
+  options: ClusterOptions;
+  hostId: string;
+  store: HostStore;
+  logger: Logger;
+  /** Bound late: the agent registry needs the cluster's detach hook first. */
+  agents: () => AgentRegistry;
+  registry: () => LiveRegistry;
+  run: LocalRun;
+  closing: () => boolean;
+}
+
+/**
+ * One host's part in a cluster of hosts sharing a store: the leases of the sessions whose agents
+ * it runs (taken on resume, released on detach, lost → agent stopped), the router that sends other
+ * sessions' calls to their owners and serves the calls sent here, and other hosts' agents in view.
+ */
+export class HostCluster {
+  readonly leases: HostLeases;
+  readonly router: CallRouter;
+  readonly #deps: HostClusterDeps;
+  #stopServing: (() => void) | undefined;
+  #stopCommits: (() => void) | undefined;
+
+  constructor(deps: HostClusterDeps) {
+    this.#deps = deps;
+    const leaseStore = deps.options.leases ?? deps.store;
+    this.leases = new HostLeases({
+      store: leaseStore,
+      hostId: deps.hostId,
+      logger: deps.logger,
+      onLost: (lease) => this.#lost(lease),
+      ...(deps.options.leaseTtlMs !== undefined ? { ttlMs: deps.options.leaseTtlMs } : {}),
+    });
+    this.router = new CallRouter({
+      hostId: deps.hostId,
+      store: deps.store,
+      leaseStore,
+      leases: this.leases,
+      inbox: deps.options.inbox,
+      run: deps.run,
+      logger: deps.logger,
+      closing: deps.closing,
+      ...(deps.options.forwardTimeoutMs !== undefined
+        ? { forwardTimeoutMs: deps.options.forwardTimeoutMs }
+        : {}),
+    });
+  }
+
+  /** Before live state is restored: other hosts' agents in view, and the renewal clock running. */
+  async start(): Promise<void> {
+    const registry = this.#deps.registry();
+    this.#stopCommits = this.#deps.store.subscribeAll((sessionId, notice) => {
+      if (notice.kind === "append") registry.committed(sessionId, notice.events);
+    });
+    await this.#loadRemoteAgents();
+    this.leases.start();
+  }
+
+  /** After restore: calls forwarded to this host are served (also those recorded while it was away). */
+  serve(): void {
+    this.#stopServing = this.#deps.options.inbox.serve(this.#deps.hostId, (call) => this.router.serve(call));
+  }
+
+  /** Stops serving forwarded calls (they are answered `not_owner` by nobody and time out to a new owner). */
+  stopServing(): void {
+    this.#stopServing?.();
+  }
+
+  /** After the agents stopped: the leases go, so another host may take the sessions at once. */
+  async stop(): Promise<void> {
+    await this.leases.releaseAll();
+    this.#stopCommits?.();
+  }
+
+  /**
+   * Makes this host the owner of a cold session before its agent attaches: takes the session's
+   * lease (free or expired), or throws `NotOwner` naming the live holder.
+   */
+  async claim(sessionId: string): Promise<void> {
+    if (this.leases.lease(sessionId)) return;
+    const outcome = await this.leases.acquire(sessionId);
+    if (outcome.status === "acquired") return;
+    if (outcome.status === "held") throw new NotOwner(sessionId, outcome.holder.hostId);
+    throw refusal(sessionId, outcome);
+  }
+
+  /** A detached agent's lease goes once its last job writes settled, unless it attached again. */
+  detached(sessionId: string): void {
+    if (this.#deps.closing()) return;
+    const agents = this.#deps.agents();
+    void this.#deps
+      .registry()
+      .jobRegistry.settled()
+      .then(() => {
+        if (!agents.get(sessionId))
+          return this.leases.release(sessionId, () => agents.get(sessionId) !== undefined);
+      });
+  }
+
+  /** Another host taking a lease this host holds means this host lost it (before the renewal says so). */
+  noticed(notice: LiveStateNotice): void {
+    if (notice.kind !== "lease" || notice.hostId === this.#deps.hostId) return;
+    const held = this.leases.lease(notice.sessionId);
+    if (held && notice.generation > held.generation) this.leases.fenced(held);
+  }
+
+  /** This host lost the session's lease: its agent stops at once and writes nothing more. */
+  #lost(lease: SessionLease): void {
+    const agents = this.#deps.agents();
+    const session = agents.get(lease.sessionId);
+    if (!session) return;
+    session.turn?.stop("lost");
+    agents.detach(lease.sessionId, "interrupted");
+  }
+
+  /** Agents other hosts run, from their leases (sessions with live rows also come with those). */
+  async #loadRemoteAgents(): Promise<void> {
+    const { store, hostId } = this.#deps;
+    const registry = this.#deps.registry();
+    let after: string | null = null;
+    do {
+      const page = await store.leasePage(after, LEASE_PAGE);
+      for (const lease of page.leases) {
+        if (lease.hostId === hostId) continue;
+        const projection = await store.projection(lease.sessionId);
+        if (projection) registry.loadRemote(lease.sessionId, projection.owner, lease.hostId);
+      }
+      after = page.next;
+    } while (after !== null);
+  }
+}

@@ -1,0 +1,320 @@
+import { decode, encode } from "@msgpack/msgpack";
+import type pg from "pg";
+import { SessionmuxError } from "../../../protocol/index.js";
+import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../call-inbox.js";
+import { openClient, openPool } from "./pg-pool.js";
+import { migrate } from "./pg-schema.js";
+
+export interface PgCallInboxOptions {
+  /** Schema holding the store's tables. @default "public" */
+  schema?: string;
+  /** Calls this host may have forwarded and not yet seen answered; past it `overloaded`. @default 256 */
+  maxPending?: number;
+  /**
+   * How often rows are re-read without a notification (a LISTEN connection that blipped loses
+   * them): calls addressed to this host, replies to its calls, expired rows. @default 1000
+   */
+  pollMs?: number;
+  /** @default 3 */
+  maxConnections?: number;
+}
+
+/** Calls claimed per read; a drain reads again until fewer come back. */
+const CLAIM_BATCH = 64;
+/** Rows whose sender vanished are deleted this long after they expired. */
+const EXPIRED_GRACE_MS = 60_000;
+
+interface Waiter {
+  /** Wakes the sender to look for its reply (a notification or a poll saw one). */
+  wake: () => void;
+}
+
+interface ClaimedRow {
+  call_id: string;
+  from_host: string;
+  session_id: string;
+  body: Buffer;
+  created_at: Date;
+}
+
+/**
+ * The PostgreSQL call inbox: a forwarded call is a row (`forwarded_calls`) its target claims and
+ * answers in place, with a NOTIFY on one channel per schema as the wake-up (`c:<host>` for a new
+ * call, `r:<callId>` for a reply). Rows are the truth: a poll re-reads them, so a call recorded
+ * while a listener was away is still served, and a reply notification lost in a blip still
+ * reaches its sender. Each call is answered at most once (`reply IS NULL` guards the update) and
+ * its row is deleted once its sender read the reply or gave up; a sender that gave up deletes the
+ * row first, so a late reply can never be mistaken for a delivered one.
+ */
+export class PgCallInbox implements CallInbox {
+  readonly #pool: pg.Pool;
+  readonly #connect: () => pg.Client;
+  readonly #channel: string;
+  readonly #maxPending: number;
+  readonly #waiters = new Map<string, Waiter>();
+  readonly #served = new Map<string, (call: ForwardedCall) => Promise<ForwardReply>>();
+  readonly #draining = new Map<string, Promise<void>>();
+  readonly #redrain = new Set<string>();
+  /** Calls of one session run one after another, in the order they were recorded. */
+  readonly #chains = new Map<string, Promise<void>>();
+  readonly #timer: NodeJS.Timeout;
+  #client: pg.Client | undefined;
+  #connecting: Promise<void> | undefined;
+  #ticks = 0;
+  #closed = false;
+
+  private constructor(pool: pg.Pool, connect: () => pg.Client, schema: string, options: PgCallInboxOptions) {
+    this.#pool = pool;
+    this.#connect = connect;
+    this.#channel = `sessionmux_calls_${schema}`.slice(0, 63);
+    this.#maxPending = options.maxPending ?? 256;
+    this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
+    this.#timer.unref();
+  }
+
+  static async open(url: string, options: PgCallInboxOptions = {}): Promise<PgCallInbox> {
+    const schema = options.schema ?? "public";
+    const pool = openPool(url, { schema, max: options.maxConnections ?? 3 });
+    // an idle connection that drops must not crash the process: the next query reconnects
+    pool.on("error", () => undefined);
+    try {
+      const client = await pool.connect();
+      try {
+        await migrate(client, schema);
+      } finally {
+        client.release();
+      }
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+    const inbox = new PgCallInbox(pool, () => openClient(url, { schema }), schema, options);
+    await inbox.#listen();
+    return inbox;
+  }
+
+  async send(targetHost: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome> {
+    if (this.#closed) throw shuttingDown();
+    if (this.#waiters.size >= this.#maxPending) {
+      throw new SessionmuxError(
+        "overloaded",
+        `this host already waits on ${this.#maxPending} calls forwarded to other hosts; retry shortly`,
+        { data: { max: this.#maxPending } },
+      );
+    }
+    let wake!: () => void;
+    let woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    this.#waiters.set(call.callId, { wake: () => wake() });
+    try {
+      const body = encode(
+        { principal: call.principal, method: call.method, params: call.params },
+        { ignoreUndefined: true },
+      );
+      await this.#pool.query(
+        `WITH recorded AS (
+           INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
+           VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
+           RETURNING target_host)
+         SELECT pg_notify($7, 'c:' || target_host) FROM recorded`,
+        [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
+      );
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const left = deadline - Date.now();
+        const timedOut = left <= 0 || (await wakeOrTimeout(woken, left)) === "timeout";
+        if (this.#closed) return { status: "timeout" };
+        woken = new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        // giving up deletes the row, so the target can no longer answer it; a reply already
+        // written is read by the same statement and delivered instead
+        const taken = await this.#pool.query<{ reply: Buffer | null }>(
+          `DELETE FROM forwarded_calls WHERE call_id = $1 ${timedOut ? "" : "AND reply IS NOT NULL"}
+           RETURNING reply`,
+          [call.callId],
+        );
+        const reply = taken.rows[0]?.reply;
+        if (reply) return decode(plain(reply)) as ForwardReply;
+        if (timedOut) return { status: "timeout" };
+      }
+    } finally {
+      this.#waiters.delete(call.callId);
+    }
+  }
+
+  serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void {
+    this.#served.set(hostId, handler);
+    this.#drain(hostId);
+    return () => {
+      if (this.#served.get(hostId) === handler) this.#served.delete(hostId);
+    };
+  }
+
+  /** Stops serving and listening; calls still waiting resolve `timeout` (their rows are left to expire). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#served.clear();
+    for (const waiter of this.#waiters.values()) waiter.wake();
+    await Promise.all([...this.#draining.values(), ...this.#chains.values()]);
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => undefined);
+    await this.#pool.end().catch(() => undefined);
+  }
+
+  async #listen(): Promise<void> {
+    const client = this.#connect();
+    client.on("notification", (message) => {
+      if (message.channel === this.#channel && message.payload) this.#heard(message.payload);
+    });
+    const lost = () => {
+      if (this.#client !== client) return;
+      this.#client = undefined;
+      client.end().catch(() => undefined);
+    };
+    client.on("error", lost);
+    client.on("end", lost);
+    await client.connect();
+    await client.query(`LISTEN "${this.#channel}"`);
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+  }
+
+  #heard(payload: string): void {
+    const id = payload.slice(2);
+    if (payload.startsWith("c:") && this.#served.has(id)) this.#drain(id);
+    else if (payload.startsWith("r:")) this.#waiters.get(id)?.wake();
+  }
+
+  /** The safety net behind notifications: reconnect, serve, look for replies, delete expired rows. */
+  #poll(): void {
+    if (this.#closed) return;
+    if (!this.#client && !this.#connecting) {
+      this.#connecting = this.#listen()
+        .catch(() => undefined)
+        .finally(() => {
+          this.#connecting = undefined;
+        });
+    }
+    for (const hostId of this.#served.keys()) this.#drain(hostId);
+    if (this.#waiters.size > 0) {
+      this.#pool
+        .query<{ call_id: string }>(
+          "SELECT call_id FROM forwarded_calls WHERE call_id = ANY($1) AND reply IS NOT NULL",
+          [[...this.#waiters.keys()]],
+        )
+        .then((found) => {
+          for (const row of found.rows) this.#waiters.get(row.call_id)?.wake();
+        })
+        .catch(() => undefined);
+    }
+    if (++this.#ticks % 10 === 0) {
+      this.#pool
+        .query(
+          "DELETE FROM forwarded_calls WHERE expires_at < clock_timestamp() - $1 * interval '1 millisecond'",
+          [EXPIRED_GRACE_MS],
+        )
+        .catch(() => undefined);
+    }
+  }
+
+  /** Claims and runs the calls addressed to `hostId`, oldest first; one drain per host at a time. */
+  #drain(hostId: string): void {
+    if (this.#closed) return;
+    if (this.#draining.has(hostId)) {
+      this.#redrain.add(hostId);
+      return;
+    }
+    const run = async () => {
+      do {
+        this.#redrain.delete(hostId);
+        let claimed: ClaimedRow[];
+        do {
+          claimed = await this.#claim(hostId);
+          for (const row of claimed) this.#run(hostId, row);
+        } while (claimed.length === CLAIM_BATCH && !this.#closed);
+      } while (this.#redrain.has(hostId) && !this.#closed);
+    };
+    const drained = run()
+      .catch(() => undefined)
+      .finally(() => this.#draining.delete(hostId));
+    this.#draining.set(hostId, drained);
+  }
+
+  async #claim(hostId: string): Promise<ClaimedRow[]> {
+    const claimed = await this.#pool.query<ClaimedRow>(
+      `UPDATE forwarded_calls SET claimed_at = clock_timestamp()
+       WHERE call_id IN (
+         SELECT call_id FROM forwarded_calls
+         WHERE target_host = $1 AND claimed_at IS NULL AND expires_at > clock_timestamp()
+         ORDER BY created_at LIMIT ${CLAIM_BATCH} FOR UPDATE SKIP LOCKED)
+       RETURNING call_id, from_host, session_id, body, created_at`,
+      [hostId],
+    );
+    return claimed.rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+  }
+
+  #run(hostId: string, row: ClaimedRow): void {
+    const body = decode(plain(row.body)) as Pick<ForwardedCall, "principal" | "method" | "params">;
+    const call: ForwardedCall = {
+      callId: row.call_id,
+      fromHost: row.from_host,
+      sessionId: row.session_id,
+      ...body,
+    };
+    const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const handler = this.#served.get(hostId);
+      const reply: ForwardReply = handler
+        ? await handler(call).catch((err: unknown) => asReply(err))
+        : { status: "not_owner" };
+      await this.#pool.query(
+        `WITH answered AS (
+           UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
+         SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
+        [call.callId, encode(reply, { ignoreUndefined: true }), this.#channel],
+      );
+    });
+    const settled = next.catch(() => undefined);
+    this.#chains.set(row.session_id, settled);
+    void settled.then(() => {
+      if (this.#chains.get(row.session_id) === settled) this.#chains.delete(row.session_id);
+    });
+  }
+}
+
+function asReply(err: unknown): ForwardReply {
+  if (err instanceof SessionmuxError) {
+    return {
+      status: "error",
+      code: err.code,
+      message: err.message,
+      ...(err.data !== undefined ? { data: err.data } : {}),
+    };
+  }
+  return { status: "error", code: "internal_error", message: "the owning host failed to run the call" };
+}
+
+/** Decoded bytes then come back as plain Uint8Arrays, as the wire gives them, not as Buffers. */
+function plain(bytes: Buffer): Uint8Array {
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function shuttingDown(): SessionmuxError {
+  return new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
+}
+
+function wakeOrTimeout(woken: Promise<void>, ms: number): Promise<"woken" | "timeout"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), ms);
+  });
+  return Promise.race([woken.then(() => "woken" as const), timeout]).finally(() => clearTimeout(timer));
+}

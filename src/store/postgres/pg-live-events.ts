@@ -1,0 +1,60 @@
+import type { Interaction, SessionEvent } from "../../../protocol/index.js";
+import { encodeValue } from "../event-codec.js";
+import type { PgWriteBatch } from "./pg-write-batch.js";
+
+// a fork copies its source's events: the interaction stays the source's, never a second one
+const INSERT_INTERACTION = `INSERT INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state)
+  VALUES ($1, $2, $3, $4, $5, $6, 'pending') ON CONFLICT DO NOTHING RETURNING interaction_id`;
+const INSERT_JOB = `INSERT INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
+  VALUES ($1, $2, $3, $4, 0, 'running', $5) ON CONFLICT DO NOTHING`;
+const END_JOB = `UPDATE jobs SET state = $2, ended_at = $3, progress = CASE WHEN $2 = 'completed' THEN 1 ELSE progress END
+  WHERE job_id = $1 AND state = 'running'`;
+
+/**
+ * Keeps interaction and job rows in step with the events just appended, in the same transaction
+ * (as the SQLite store's `LiveRows.afterEvent`): the log and the rows never disagree. A turn's
+ * end withdraws its pending interactions in the writer's turn-end statement (`withdrawn`).
+ */
+export async function afterLiveEvent(
+  batch: PgWriteBatch,
+  owner: string,
+  sessionId: string,
+  event: SessionEvent,
+): Promise<void> {
+  if (event.type === "interaction/requested") {
+    const { turnId, interactionId, kind, ...body } = event.data;
+    const inserted = await batch.read(INSERT_INTERACTION, [
+      interactionId,
+      sessionId,
+      turnId,
+      kind,
+      Buffer.from(encodeValue(body)),
+      event.at,
+    ]);
+    if (inserted.length === 0) return;
+    const interaction: Interaction = {
+      interactionId,
+      sessionId,
+      turnId,
+      kind,
+      requestedAt: event.at,
+      ...body,
+    };
+    batch.notifyLive({ kind: "interaction.requested", owner, interaction });
+  } else if (event.type === "job/started") {
+    const { jobId, turnId, label } = event.data;
+    await batch.execute(INSERT_JOB, [jobId, sessionId, turnId, label, event.at]);
+  } else if (event.type === "job/ended") {
+    await batch.execute(END_JOB, [event.data.jobId, event.data.state, event.at]);
+  }
+}
+
+/** Announces an interaction withdrawn because its turn ended without an answer. */
+export function withdrawn(
+  batch: PgWriteBatch,
+  owner: string,
+  sessionId: string,
+  interactionId: string,
+): void {
+  batch.notifyLive({ kind: "interaction.withdrawn", owner, sessionId, interactionId });
+}

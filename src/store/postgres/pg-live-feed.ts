@@ -1,0 +1,164 @@
+import type { CommitListeners } from "../commit-listeners.js";
+import type { InteractionState, LiveStateNotice, StoredInteraction } from "../live-state-store.js";
+import type { PgLiveReads } from "./pg-live-rows.js";
+import type { LiveHint } from "./pg-notice-payload.js";
+import type { PgLiveNotice } from "./pg-write-batch.js";
+
+/** Entries each memory keeps; past it the oldest is forgotten (at worst a notice repeats). */
+const MAX_REMEMBERED = 50_000;
+
+interface KnownInteraction {
+  state: InteractionState;
+  sessionId: string;
+  owner: string;
+}
+
+/** A Map that forgets its oldest entry past `MAX_REMEMBERED`. */
+class Memory<V> extends Map<string, V> {
+  override set(key: string, value: V): this {
+    super.delete(key);
+    if (this.size >= MAX_REMEMBERED) {
+      const oldest = this.keys().next().value;
+      if (oldest !== undefined) super.delete(oldest);
+    }
+    return super.set(key, value);
+  }
+}
+
+/**
+ * Live-state notices of every host for this store's `subscribeLive` listeners. Local ones go out
+ * right after COMMIT; another host's arrive as hints in its NOTIFY and are re-read from the rows.
+ * What was announced is remembered per queue (its version), interaction (its state) and lease
+ * (its generation), so each change reaches a listener once whichever way it came, and a re-read
+ * of everything (after a missed NOTIFY) announces only what changed meanwhile.
+ */
+export class PgLiveFeed {
+  private readonly queues = new Memory<number>();
+  private readonly interactions = new Memory<KnownInteraction>();
+  /** Per session: generation × 2, plus 1 once released; a notice must rank above it. */
+  private readonly leases = new Memory<number>();
+
+  constructor(
+    private readonly listeners: CommitListeners,
+    private readonly reads: PgLiveReads,
+  ) {}
+
+  /** This host's notices, after its COMMIT. */
+  local(notices: readonly PgLiveNotice[]): void {
+    for (const { notice, queueVersion } of notices) {
+      if (notice.kind === "queue" && queueVersion !== undefined) {
+        if (queueVersion <= (this.queues.get(notice.sessionId) ?? 0)) continue;
+        this.queues.set(notice.sessionId, queueVersion);
+      }
+      if (notice.kind === "lease" && !this.leaseChanged(notice)) continue;
+      if (notice.kind === "interaction.requested") {
+        const { interactionId, sessionId } = notice.interaction;
+        this.interactions.set(interactionId, { state: "pending", sessionId, owner: notice.owner });
+      } else if (notice.kind === "interaction.resolved" || notice.kind === "interaction.withdrawn") {
+        const state = notice.kind === "interaction.resolved" ? "resolved" : "withdrawn";
+        this.interactions.set(notice.interactionId, {
+          state,
+          sessionId: notice.sessionId,
+          owner: notice.owner,
+        });
+      }
+      this.emit(notice);
+    }
+  }
+
+  /** Another host's hints: re-reads what they name (everything, for `all`). */
+  async remote(hints: readonly LiveHint[] | "all"): Promise<void> {
+    if (hints === "all") return this.rereadAll();
+    for (const hint of hints) {
+      if (hint.kind === "queue") {
+        if (hint.version > (this.queues.get(hint.sessionId) ?? 0)) await this.rereadQueue(hint.sessionId);
+      } else if (hint.kind === "interaction") {
+        await this.rereadInteraction(hint.interactionId, await this.reads.interaction(hint.interactionId));
+      } else if (hint.kind === "job") {
+        const { sessionId, owner, jobId, progress } = hint;
+        this.emit({ kind: "job.progress", owner, sessionId, jobId, progress });
+      } else {
+        const { sessionId, owner, hostId, generation } = hint;
+        const notice: LiveStateNotice = { kind: "lease", owner, sessionId, hostId, generation };
+        if (this.leaseChanged(notice)) this.emit(notice);
+      }
+    }
+  }
+
+  /** Repairs missed wake-ups: every queue that moved, every interaction that changed state, leases. */
+  async rereadAll(): Promise<void> {
+    for (const { session_id: sessionId, version } of await this.reads.queueVersions()) {
+      if (version > (this.queues.get(sessionId) ?? 0)) await this.rereadQueue(sessionId);
+    }
+    const pending = await this.reads.pendingInteractions();
+    const pendingIds = new Set(pending.map((p) => p.interaction.interactionId));
+    for (const stored of pending) await this.rereadInteraction(stored.interaction.interactionId, stored);
+    for (const [interactionId, known] of [...this.interactions]) {
+      if (known.state === "pending" && !pendingIds.has(interactionId))
+        await this.rereadInteraction(interactionId, await this.reads.interaction(interactionId));
+    }
+    let after: string | null = null;
+    const held = new Set<string>();
+    do {
+      const page = await this.reads.leasePage(after, 500);
+      for (const lease of page.leases) {
+        held.add(lease.sessionId);
+        const owner = (await this.reads.versionedQueue(lease.sessionId)).owner;
+        if (owner === null) continue;
+        const notice: LiveStateNotice = { kind: "lease", owner, ...lease };
+        if (this.leaseChanged(notice)) this.emit(notice);
+      }
+      after = page.next;
+    } while (after !== null);
+  }
+
+  private async rereadQueue(sessionId: string): Promise<void> {
+    const queue = await this.reads.versionedQueue(sessionId);
+    if (queue.version <= (this.queues.get(sessionId) ?? 0)) return;
+    this.queues.set(sessionId, queue.version);
+    if (queue.owner !== null) this.emit({ kind: "queue", sessionId, owner: queue.owner, items: queue.items });
+  }
+
+  /** Announces the transitions from the state last announced to the row's (a missing row: withdrawn). */
+  private async rereadInteraction(interactionId: string, stored: StoredInteraction | null): Promise<void> {
+    const known = this.interactions.get(interactionId);
+    if (known !== undefined && known.state !== "pending") return;
+    if (!stored) {
+      if (known === undefined) return;
+      this.interactions.set(interactionId, { ...known, state: "withdrawn" });
+      this.emit({
+        kind: "interaction.withdrawn",
+        owner: known.owner,
+        sessionId: known.sessionId,
+        interactionId,
+      });
+      return;
+    }
+    const { interaction, owner, state } = stored;
+    const sessionId = interaction.sessionId;
+    if (known === undefined) this.emit({ kind: "interaction.requested", owner, interaction });
+    this.interactions.set(interactionId, { state, sessionId, owner });
+    if (state === "resolved" && stored.resolution)
+      this.emit({
+        kind: "interaction.resolved",
+        owner,
+        sessionId,
+        interactionId,
+        resolution: stored.resolution,
+      });
+    else if (state === "withdrawn")
+      this.emit({ kind: "interaction.withdrawn", owner, sessionId, interactionId });
+  }
+
+  /** True (and remembered) when a lease notice is newer than what was announced (a late hint is not). */
+  private leaseChanged(notice: Extract<LiveStateNotice, { kind: "lease" }>): boolean {
+    const rank = notice.generation * 2 + (notice.hostId === null ? 1 : 0);
+    if (rank <= (this.leases.get(notice.sessionId) ?? 0)) return false;
+    this.leases.set(notice.sessionId, rank);
+    return true;
+  }
+
+  private emit(notice: LiveStateNotice): void {
+    this.listeners.deliver([], [notice]);
+  }
+}

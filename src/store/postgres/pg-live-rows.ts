@@ -1,0 +1,179 @@
+import type pg from "pg";
+import type { Interaction } from "../../../protocol/index.js";
+import { interactionFromRow, type QueueRow, queueItemFromRow } from "../live-rows.js";
+import type {
+  LiveStatePage,
+  SessionLiveState,
+  StoredInteraction,
+  StoredJob,
+  StoredQueueItem,
+} from "../live-state-store.js";
+import type { LeaseHolder } from "../session-lease.js";
+import type { PgWriteBatch } from "./pg-write-batch.js";
+
+/** Epoch milliseconds by the database clock: lease expiry is judged by it on every host. */
+export const DB_NOW = "(extract(epoch FROM now()) * 1000)::bigint";
+
+export const QUEUE_ITEMS = `SELECT item_id, session_id, owner, queued_at, input FROM queue_items
+  WHERE session_id = $1 ORDER BY position`;
+export const QUEUE_ITEM = `SELECT item_id, session_id, owner, queued_at, input, client_message_id FROM queue_items
+  WHERE session_id = $1 AND item_id = $2`;
+const BUMP_QUEUE = `INSERT INTO queue_versions (session_id, version) VALUES ($1, 1)
+  ON CONFLICT (session_id) DO UPDATE SET version = queue_versions.version + 1 RETURNING version`;
+/** The queue, its version and the session's owner in one statement (one snapshot). */
+export const VERSIONED_QUEUE = `SELECT v.version, v.owner, q.item_id, q.session_id, q.owner AS item_owner, q.queued_at, q.input
+  FROM (SELECT coalesce((SELECT version FROM queue_versions WHERE session_id = $1), 0) AS version,
+               (SELECT owner FROM sessions WHERE session_id = $1) AS owner) v
+  LEFT JOIN LATERAL (SELECT * FROM queue_items WHERE session_id = $1 ORDER BY position) q ON true`;
+const INTERACTION_COLUMNS = `i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
+  i.resolution, s.owner`;
+export const INTERACTION = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
+  JOIN sessions s ON s.session_id = i.session_id WHERE i.interaction_id = $1`;
+const TURN_INTERACTIONS = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
+  JOIN sessions s ON s.session_id = i.session_id
+  WHERE i.session_id = $1 AND i.turn_id = $2 ORDER BY i.requested_at, i.interaction_id`;
+export const PENDING_IN_TURN = `SELECT count(*)::int AS n FROM interactions
+  WHERE session_id = $1 AND turn_id = $2 AND state = 'pending'`;
+const JOB_COLUMNS = `job_id AS "jobId", session_id AS "sessionId", turn_id AS "turnId", label, progress,
+  started_at AS "startedAt"`;
+export const RUNNING_JOBS_OF = `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = $1 AND state = 'running'
+  ORDER BY started_at, job_id`;
+const LEASE_COLUMNS = `session_id AS "sessionId", host_id AS "hostId", generation, expires_at AS "expiresAt"`;
+export const HELD_LEASES = `SELECT ${LEASE_COLUMNS} FROM leases
+  WHERE host_id IS NOT NULL AND expires_at > ${DB_NOW} AND session_id > $1 ORDER BY session_id LIMIT $2`;
+const LIVE_SESSION_IDS = `SELECT session_id FROM (
+    SELECT session_id FROM queue_items WHERE session_id > $1
+    UNION SELECT session_id FROM interactions WHERE state = 'pending' AND session_id > $1
+    UNION SELECT session_id FROM jobs WHERE state = 'running' AND session_id > $1) ids
+  ORDER BY session_id LIMIT $2`;
+
+type InteractionRow = Parameters<typeof interactionFromRow>[0];
+
+/** Announces a session's whole queue and bumps its version, inside the transaction. */
+export async function queueChanged(batch: PgWriteBatch, sessionId: string, owner: string): Promise<void> {
+  const version = (await batch.read<{ version: number }>(BUMP_QUEUE, [sessionId]))[0]!.version;
+  const items = (await batch.read<QueueRow>(QUEUE_ITEMS, [sessionId])).map(queueItemFromRow);
+  batch.notifyLive({ kind: "queue", sessionId, owner, items }, version);
+}
+
+/** Live-state reads outside write transactions; nothing is cached (other hosts write too). */
+export class PgLiveReads {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async queue(sessionId: string): Promise<StoredQueueItem[]> {
+    return (await this.pool.query<QueueRow>(QUEUE_ITEMS, [sessionId])).rows.map(queueItemFromRow);
+  }
+
+  /** The queue with its version and the session's owner (null owner: no such session). */
+  async versionedQueue(
+    sessionId: string,
+  ): Promise<{ version: number; owner: string | null; items: StoredQueueItem[] }> {
+    const rows = (
+      await this.pool.query<QueueRow & { version: number; item_owner: string }>(VERSIONED_QUEUE, [sessionId])
+    ).rows;
+    const first = rows[0]!;
+    const items = rows
+      .filter((row) => row.item_id !== null)
+      .map((row) => queueItemFromRow({ ...row, owner: row.item_owner }));
+    return { version: first.version, owner: first.owner, items };
+  }
+
+  async interaction(interactionId: string): Promise<StoredInteraction | null> {
+    const row = (await this.pool.query<InteractionRow>(INTERACTION, [interactionId])).rows[0];
+    return row ? interactionFromRow(row) : null;
+  }
+
+  async turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]> {
+    return (await this.pool.query<InteractionRow>(TURN_INTERACTIONS, [sessionId, turnId])).rows.map(
+      interactionFromRow,
+    );
+  }
+
+  async leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
+    const sql = `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = $1 AND host_id IS NOT NULL
+      AND expires_at > ${DB_NOW}`;
+    return (await this.pool.query<LeaseHolder>(sql, [sessionId])).rows[0] ?? null;
+  }
+
+  async leasePage(
+    after: string | null,
+    limit: number,
+  ): Promise<{ leases: LeaseHolder[]; next: string | null }> {
+    const leases = (await this.pool.query<LeaseHolder>(HELD_LEASES, [after ?? "", limit])).rows;
+    return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
+  }
+
+  /** Every pending interaction (for a re-read after missed wake-ups). */
+  async pendingInteractions(): Promise<StoredInteraction[]> {
+    const sql = `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+      WHERE i.state = 'pending' ORDER BY i.session_id, i.requested_at`;
+    return (await this.pool.query<InteractionRow>(sql)).rows.map(interactionFromRow);
+  }
+
+  async queueVersions(): Promise<{ session_id: string; version: number }[]> {
+    return (
+      await this.pool.query<{ session_id: string; version: number }>(
+        "SELECT session_id, version FROM queue_versions",
+      )
+    ).rows;
+  }
+
+  /** See `LiveStateStore.liveStatePage`: one repeatable-read snapshot, so the page is one cut. */
+  async page(after: string | null, limit: number): Promise<LiveStatePage> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      const ids = (
+        await client.query<{ session_id: string }>(LIVE_SESSION_IDS, [after ?? "", limit])
+      ).rows.map((row) => row.session_id);
+      const [headers, queues, interactions, jobs, leases] = await Promise.all([
+        client.query<{ session_id: string; owner: string; model: string; open_turn_id: string | null }>(
+          "SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)",
+          [ids],
+        ),
+        client.query<QueueRow>(
+          "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
+          [ids],
+        ),
+        client.query<InteractionRow>(
+          `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+            WHERE i.session_id = ANY($1) AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
+          [ids],
+        ),
+        client.query<StoredJob>(
+          `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
+          [ids],
+        ),
+        client.query<LeaseHolder>(
+          `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
+          [ids],
+        ),
+      ]);
+      await client.query("COMMIT");
+      const sessions: SessionLiveState[] = [];
+      for (const header of headers.rows.sort((a, b) => (a.session_id < b.session_id ? -1 : 1))) {
+        const sessionId = header.session_id;
+        const pending: Interaction[] = interactions.rows
+          .filter((row) => row.session_id === sessionId)
+          .map((row) => interactionFromRow(row).interaction);
+        const open = header.open_turn_id;
+        sessions.push({
+          sessionId,
+          owner: header.owner,
+          model: header.model,
+          queue: queues.rows.filter((row) => row.session_id === sessionId).map(queueItemFromRow),
+          interactions: pending,
+          parkedTurnId: open !== null && pending.some((i) => i.turnId === open) ? open : null,
+          jobs: jobs.rows.filter((job) => job.sessionId === sessionId),
+          lease: leases.rows.find((lease) => lease.sessionId === sessionId) ?? null,
+        });
+      }
+      return { sessions, next: ids.length < limit ? null : (ids.at(-1) ?? null) };
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

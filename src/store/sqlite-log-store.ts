@@ -1,0 +1,272 @@
+import { randomBytes } from "node:crypto";
+import type Database from "better-sqlite3";
+import type { NewEvent } from "../../protocol/index.js";
+import { AttachmentSweeper } from "./attachment-sweeper.js";
+import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
+import type { DatabaseLock } from "./database-lock.js";
+import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
+import { isStorageFailure, persistenceFailure } from "./io-errors.js";
+import { ListQueries } from "./list-query.js";
+import { LiveRows } from "./live-rows.js";
+import { LiveStateOperations } from "./live-state-operations.js";
+import { LogWriter } from "./log-writer.js";
+import { ReadCache } from "./read-cache.js";
+import type {
+  AppendOptions,
+  AppendOutcome,
+  ClearOutcome,
+  CommitListener,
+  CreateInput,
+  CreateOutcome,
+  EncodedReadOutcome,
+  ForkInput,
+  ForkOutcome,
+  HeaderOutcome,
+  ListQuery,
+  PageOutcome,
+  PageQuery,
+  PromptRecord,
+  ReadOutcome,
+  SessionProjection,
+  SessionStore,
+  StoredAttachment,
+} from "./session-store.js";
+import { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
+import { SqliteReads } from "./sqlite-reads.js";
+import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import { assertStorable } from "./storable-data.js";
+import type { StoreMetrics } from "./store-metrics.js";
+import { WriteOperations } from "./write-operations.js";
+
+export interface SqliteStoreOptions {
+  metrics?: StoreMetrics;
+  /** @default process warnings — where a throwing commit listener is reported. */
+  logger?: StoreFaultLog;
+  /** Clock for `at` of events the store stamps itself. @default Date.now */
+  now?: () => number;
+  /**
+   * A reader beside the host that holds the file (tools, tests): takes no lock, refuses every
+   * write (`query_only`) and never migrates. @default false
+   */
+  readOnly?: boolean;
+}
+
+/**
+ * The log half of the embedded durable store (the live state and leases are added by
+ * `SqliteSessionStore`): one better-sqlite3 connection in WAL mode with
+ * `synchronous=FULL`, group-committed writes (see `GroupCommit`) and synchronous reads.
+ */
+export class SqliteLogStore implements SessionStore {
+  protected readonly statements: Statements;
+  protected readonly writer: LogWriter;
+  protected readonly writes: GroupCommit;
+  protected readonly ops: WriteOperations;
+  protected readonly liveRows: LiveRows;
+  protected readonly liveOps: LiveStateOperations;
+  protected readonly leases: SqliteLeaseOperations;
+  protected readonly reads: SqliteReads;
+  protected readonly listeners: CommitListeners;
+  protected readonly cache = new ReadCache();
+  protected readonly defaultMaxPages: number;
+  private closed: Promise<void> | undefined;
+
+  protected constructor(
+    protected readonly db: Database.Database,
+    options: SqliteStoreOptions,
+    protected readonly lock?: DatabaseLock,
+  ) {
+    this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
+    this.statements = prepareStatements(db);
+    this.liveRows = new LiveRows(this.statements);
+    this.writer = new LogWriter(this.statements, this.liveRows);
+    const now = options.now ?? Date.now;
+    this.leases = new SqliteLeaseOperations(this.writer, this.statements, now);
+    this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, this.leases, now);
+    this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
+    this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache);
+    this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
+    this.writes = new GroupCommit(
+      db,
+      {
+        beforeTransaction: () => this.writer.trimCache(),
+        finishTransaction: (batch) => {
+          this.cache.clear();
+          this.writer.writeBack(batch);
+        },
+        afterRollback: () => {
+          this.cache.clear();
+          this.writer.dropCache();
+        },
+        deliver: (batch) => this.listeners.deliver(batch.notices, batch.liveNotices),
+      },
+      options.metrics,
+    );
+  }
+
+  create(input: CreateInput): Promise<CreateOutcome> {
+    return this.writes.submit(this.ops.create(input));
+  }
+
+  fork(input: ForkInput): Promise<ForkOutcome> {
+    return this.writes.submit(this.ops.fork(input));
+  }
+
+  append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+    try {
+      assertStorable(events);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.writes.submit(this.ops.append(sessionId, events, options));
+  }
+
+  clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {
+    return this.writes.submit(this.ops.clear(sessionId, options.expectedEpoch));
+  }
+
+  delete(
+    sessionId: string,
+  ): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
+    return this.writes.submit(this.ops.delete(sessionId));
+  }
+
+  ack(
+    sessionId: string,
+    completionSettledAt: number,
+  ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
+    return this.writes.submit(this.ops.ack(sessionId, completionSettledAt));
+  }
+
+  recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void> {
+    return this.writes.submit(this.ops.recordPrompt(sessionId, clientMessageId, result));
+  }
+
+  putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
+    return this.writes.submit(this.ops.putAttachment(randomBytes(16).toString("base64url"), input));
+  }
+
+  interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
+    return this.writes.submit(this.ops.interruptOpenTurns(at, options.hostId));
+  }
+
+  rebuildProjections(): Promise<void> {
+    return this.writes.submit(this.ops.rebuildProjections());
+  }
+
+  header(sessionId: string): Promise<HeaderOutcome> {
+    return this.read(() => this.reads.header(sessionId));
+  }
+
+  projection(sessionId: string): Promise<SessionProjection | null> {
+    return this.read(() => this.reads.projection(sessionId));
+  }
+
+  /** Ascending events; no cursor = the newest `limit` (the tail). */
+  page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
+    return this.read(() => this.reads.page(sessionId, query));
+  }
+
+  readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
+    return this.read(() => this.reads.readAfter(sessionId, afterSeq, limit));
+  }
+
+  readAfterEncoded(
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+    perArray: number,
+    envelope?: Uint8Array,
+  ): Promise<EncodedReadOutcome> {
+    return this.read(() => this.reads.readAfterEncoded(sessionId, afterSeq, limit, perArray, envelope));
+  }
+
+  list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }> {
+    return this.read(() => this.reads.list(query));
+  }
+
+  /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */
+  search(
+    query: string,
+    limit: number,
+    owner?: string,
+  ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
+    return this.read(() => this.reads.search(query, limit, owner));
+  }
+
+  isRetired(sessionId: string): Promise<boolean> {
+    return this.read(() => this.reads.isRetired(sessionId));
+  }
+
+  findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
+    return this.read(() => this.reads.findPrompt(sessionId, clientMessageId));
+  }
+
+  getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
+    return this.read(() => this.reads.getAttachment(attachmentId));
+  }
+
+  subscribe(sessionId: string, listener: CommitListener): () => void {
+    return this.listeners.subscribe(sessionId, listener);
+  }
+
+  subscribeAll(listener: GlobalCommitListener): () => void {
+    return this.listeners.subscribeAll(listener);
+  }
+
+  /** Quota and expiry of uploads that no prompt references yet. */
+  attachmentSweeper(): AttachmentSweeper {
+    return new AttachmentSweeper(this.db);
+  }
+
+  /** Write-transaction counters; `transactions` grows by one per group commit. */
+  stats(): GroupCommitStats {
+    return this.writes.stats();
+  }
+
+  /**
+   * Caps the database file at about `maxBytes` (null lifts the cap). Writes past it fail with
+   * `persistence_failure` exactly like a full disk, and resume once the cap is lifted.
+   */
+  limitSize(maxBytes: number | null): void {
+    const pageSize = this.db.pragma("page_size", { simple: true }) as number;
+    const pages = maxBytes === null ? this.defaultMaxPages : Math.max(1, Math.floor(maxBytes / pageSize));
+    this.db.pragma(`max_page_count = ${pages}`);
+  }
+
+  /**
+   * Makes the connection refuse every write with SQLITE_READONLY, as storage that turned
+   * read-only does. For fault tests: Linux refuses to remount a file system read-only while the
+   * database holds it open for writing, so this is the closest reproducible read-only disk.
+   */
+  refuseWrites(refuse: boolean): void {
+    this.db.pragma(`query_only = ${refuse ? "ON" : "OFF"}`);
+  }
+
+  /** `PRAGMA integrity_check`: "ok" when the file is sound. */
+  integrityCheck(): string {
+    const rows = this.db.pragma("integrity_check") as { integrity_check: string }[];
+    return rows.map((row) => row.integrity_check).join("\n");
+  }
+
+  /** Settles queued writes, checkpoints the WAL into the main file and closes the connection. */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      await this.writes.close();
+      try {
+        this.db.pragma("wal_checkpoint(TRUNCATE)");
+      } finally {
+        this.db.close();
+        this.lock?.release();
+      }
+    })();
+    return this.closed;
+  }
+
+  protected read<T>(run: () => T): Promise<T> {
+    try {
+      return Promise.resolve(run());
+    } catch (err) {
+      return Promise.reject(isStorageFailure(err) ? persistenceFailure(err) : err);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { inject, vi } from "vitest";
+import type { SessionEvent } from "../../protocol/index.js";
+import { DemoAgent } from "../../src/agents/demo-agent.js";
+import { ADMIN, type Principal } from "../../src/host/principal.js";
+import { SessionHost } from "../../src/host/session-host.js";
+import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
+import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { dropSchema } from "../store/contract/backends.js";
+
+/** The PostgreSQL of this run, or null (the global setup said so, and fails under CI=true). */
+export const pgUrl = inject("pgUrl");
+
+export const ALICE: Principal = { name: "alice", admin: false };
+export { ADMIN };
+
+export interface ClusterHost {
+  id: string;
+  host: SessionHost;
+  store: PostgresSessionStore;
+  inbox: PgCallInbox;
+}
+
+export interface Cluster {
+  schema: string;
+  hosts: ClusterHost[];
+  /** Starts one more host on the same schema (as a new process would). */
+  addHost(): Promise<ClusterHost>;
+  dispose(): Promise<void>;
+}
+
+/** `count` SessionHosts in this process, each with its own store and inbox on one fresh schema. */
+export async function openCluster(
+  count: number,
+  options: { leaseTtlMs?: number; logger?: (hostId: string) => Logger } = {},
+): Promise<Cluster> {
+  const url = pgUrl;
+  if (!url) throw new Error("no PostgreSQL");
+  const schema = `mh_${randomBytes(5).toString("hex")}`;
+  const hosts: ClusterHost[] = [];
+  const addHost = async () => {
+    const id = `host-${String.fromCharCode(97 + hosts.length)}`;
+    const store = await PostgresSessionStore.open(url, { schema, hostId: id, maxConnections: 4 });
+    const inbox = await PgCallInbox.open(url, { schema, pollMs: 250 });
+    const logger = options.logger?.(id);
+    const host = new SessionHost({
+      store,
+      agent: new DemoAgent(),
+      hostId: id,
+      ...(logger ? { logger } : {}),
+      cluster: { inbox, ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}) },
+    });
+    await host.start();
+    const added = { id, host, store, inbox };
+    hosts.push(added);
+    return added;
+  };
+  for (let i = 0; i < count; i++) await addHost();
+  return {
+    schema,
+    hosts,
+    addHost,
+    async dispose() {
+      for (const h of hosts) await h.host.shutdown();
+      for (const h of hosts) {
+        await h.inbox.close();
+        await h.store.close();
+      }
+      await dropSchema(url, schema);
+    },
+  };
+}
+
+export async function readLog(store: PostgresSessionStore, sessionId: string): Promise<SessionEvent[]> {
+  const outcome = await store.readAfter(sessionId, 0, 100_000);
+  if (outcome.status !== "ok") throw new Error(`log of ${sessionId}: ${outcome.status}`);
+  return outcome.events;
+}
+
+/** Waits for the turn's `turn/end` and returns its state. */
+export function turnEnd(store: PostgresSessionStore, sessionId: string, turnId: string): Promise<string> {
+  return vi.waitFor(
+    async () => {
+      const end = (await readLog(store, sessionId)).find(
+        (e) => e.type === "turn/end" && e.data.turnId === turnId,
+      );
+      if (end?.type !== "turn/end") throw new Error("turn still open");
+      return end.data.state;
+    },
+    { timeout: 20_000, interval: 25 },
+  );
+}
+
+export async function createSession(host: SessionHost): Promise<string> {
+  const { header } = await host.call(ALICE, "session.create", {});
+  return header.sessionId;
+}

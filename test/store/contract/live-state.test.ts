@@ -1,0 +1,192 @@
+import Database from "better-sqlite3";
+import { describe, expect, test } from "vitest";
+import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
+import { turnStart, userMessage } from "../open-store.js";
+import { type ContractStore, describeContract, storeFixture } from "./backends.js";
+
+/** The live-state contract of both stores: outcomes as values, rows and events in one transaction. */
+
+const S = "live";
+
+async function parked(store: ContractStore, turnId = "t1", interactionId = "i1") {
+  await store.append(S, [
+    turnStart(turnId),
+    userMessage("/approve x"),
+    { type: "interaction/requested", data: { turnId, interactionId, kind: "approval", action: "x" } },
+  ]);
+}
+
+describeContract("live state", (backend) => {
+  const open = storeFixture(backend);
+  describe("queue items", () => {
+    test("enqueue records the prompt key; a repeat is a duplicate; limits refuse without writing", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      const limits = { maxItemsPerSession: 2, maxBytesPerOwner: 10 };
+      const queued = await store.enqueuePrompt({
+        sessionId: S,
+        itemId: "a",
+        queuedAt: 1,
+        input: { clientMessageId: "ka", text: "aaaa" },
+        limits,
+      });
+      expect(queued.status).toBe("queued");
+      expect(await store.findPrompt(S, "ka")).toEqual({ queued: true, itemId: "a" });
+      expect(
+        await store.enqueuePrompt({
+          sessionId: S,
+          itemId: "a2",
+          queuedAt: 2,
+          input: { clientMessageId: "ka", text: "again" },
+          limits,
+        }),
+      ).toEqual({ status: "duplicate", record: { queued: true, itemId: "a" } });
+      expect(
+        await store.enqueuePrompt({
+          sessionId: S,
+          itemId: "big",
+          queuedAt: 3,
+          input: { text: "0123456789" },
+          limits,
+        }),
+      ).toEqual({ status: "queue_full", limit: "bytes_per_owner", max: 10 });
+      await store.enqueuePrompt({ sessionId: S, itemId: "b", queuedAt: 4, input: { text: "b" }, limits });
+      expect(
+        await store.enqueuePrompt({ sessionId: S, itemId: "c", queuedAt: 5, input: { text: "c" }, limits }),
+      ).toEqual({
+        status: "queue_full",
+        limit: "items_per_session",
+        max: 2,
+      });
+      expect((await store.queue(S)).map((i) => i.itemId)).toEqual(["a", "b"]);
+      expect(
+        await store.enqueuePrompt({ sessionId: "nope", itemId: "x", queuedAt: 1, input: { text: "x" } }),
+      ).toEqual({
+        status: "not_found",
+      });
+    });
+
+    test("starting an item removes it and rewrites its key in the same append; a gone item appends nothing", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await store.enqueuePrompt({
+        sessionId: S,
+        itemId: "a",
+        queuedAt: 1,
+        input: { clientMessageId: "ka", text: "a" },
+      });
+      const started = await store.append(S, [turnStart("t1"), userMessage("a")], {
+        dequeue: { itemId: "a", turnId: "t1" },
+      });
+      expect(started.status).toBe("appended");
+      const seq = started.status === "appended" ? started.events[1]!.seq : 0;
+      expect(await store.findPrompt(S, "ka")).toEqual({ queued: false, turnId: "t1", seq });
+      expect(await store.queue(S)).toEqual([]);
+      expect(
+        await store.append(S, [turnStart("t2"), userMessage("a")], {
+          dequeue: { itemId: "a", turnId: "t2" },
+        }),
+      ).toEqual({ status: "queue_item_gone" });
+      const log = await store.readAfter(S, 0, 100);
+      expect(log.status === "ok" ? log.headSeq : 0).toBe(seq);
+    });
+  });
+
+  describe("interactions", () => {
+    test("first responder wins in one transaction; repeat, conflict, and not_found once withdrawn", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await parked(store);
+      await parked(store, "t1", "i2");
+      const answers = await Promise.all([
+        store.resolveInteraction("i1", { outcome: "approve" }),
+        store.resolveInteraction("i1", { outcome: "deny" }),
+        store.resolveInteraction("i1", { outcome: "approve" }),
+      ]);
+      expect(answers.map((a) => a.status)).toEqual(["resolved", "conflict", "repeat"]);
+      expect(answers[0]).toMatchObject({ pendingInTurn: 1 });
+      expect(answers[1]).toEqual({ status: "conflict", winner: { outcome: "approve" } });
+      await store.append(S, [{ type: "turn/end", data: { turnId: "t1", state: "cancelled" } }]);
+      expect(await store.resolveInteraction("i2", { outcome: "approve" })).toEqual({ status: "not_found" });
+      expect((await store.interaction("i2"))?.state).toBe("withdrawn");
+      expect(await store.resolveInteraction("unknown", { answer: "x" })).toEqual({ status: "not_found" });
+      const log = await store.readAfter(S, 0, 100);
+      const resolved = log.status === "ok" ? log.events.filter((e) => e.type === "interaction/resolved") : [];
+      expect(resolved).toHaveLength(1);
+    });
+
+    test("notices follow commits: requested, resolved, withdrawn, and the queue snapshot", async () => {
+      const { store } = await open();
+      const notices: LiveStateNotice[] = [];
+      store.subscribeLive((n) => notices.push(n));
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await parked(store);
+      await store.enqueuePrompt({ sessionId: S, itemId: "a", queuedAt: 1, input: { text: "a" } });
+      await store.resolveInteraction("i1", { outcome: "deny" });
+      await parked(store, "t1", "i3");
+      await store.delete(S);
+      expect(notices.map((n) => n.kind)).toEqual([
+        "interaction.requested",
+        "queue",
+        "interaction.resolved",
+        "interaction.requested",
+        "interaction.withdrawn",
+        "queue",
+      ]);
+      expect(notices.at(-1)).toEqual({ kind: "queue", sessionId: S, owner: "alice", items: [] });
+    });
+  });
+
+  describe("restart support", () => {
+    test("interruptOpenTurns leaves parked turns open; pages list live state; ownership is recorded", async () => {
+      const { store, path } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await store.create({ sessionId: "running", owner: "bob", model: "m" });
+      await parked(store);
+      await store.append("running", [turnStart("r1")]);
+      await store.enqueuePrompt({ sessionId: "running", itemId: "q", queuedAt: 1, input: { text: "next" } });
+      expect(await store.interruptOpenTurns(10)).toEqual(["running"]);
+      expect((await store.projection(S))?.openTurnId).toBe("t1");
+      await store.takeOverLiveState({ hostId: "h1", generation: "g1" }, 20);
+      const first = await store.liveStatePage(null, 1);
+      const second = await store.liveStatePage(first.next, 1);
+      expect(
+        [...first.sessions, ...second.sessions].map((s) => [s.sessionId, s.parkedTurnId, s.queue.length]),
+      ).toEqual([
+        [S, "t1", 0],
+        ["running", null, 1],
+      ]);
+      expect((await store.liveStatePage(second.next, 1)).sessions).toEqual([]);
+      if (path === undefined) return;
+      // the single-host store records the taking host as owner of each session's live state
+      const db = new Database(path, { readonly: true });
+      try {
+        expect(
+          db.prepare("SELECT session_id, host_id, generation FROM live_owners ORDER BY session_id").all(),
+        ).toEqual([
+          { session_id: S, host_id: "h1", generation: "g1" },
+          { session_id: "running", host_id: "h1", generation: "g1" },
+        ]);
+      } finally {
+        db.close();
+      }
+    });
+  });
+
+  describe("forks", () => {
+    test("a fork of a parked session copies the log, not the pending interaction", async () => {
+      const { store } = await open();
+      const notices: LiveStateNotice[] = [];
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await parked(store);
+      store.subscribeLive((n) => notices.push(n));
+      const fork = await store.fork({ sourceId: S, targetId: "copy", owner: "alice" });
+      expect(fork.status).toBe("created");
+      expect(notices).toEqual([]);
+      expect((await store.interaction("i1"))?.interaction.sessionId).toBe(S);
+      expect((await store.interaction("i1"))?.state).toBe("pending");
+      const page = await store.liveStatePage(null, 10);
+      expect(page.sessions.map((s) => s.sessionId)).toEqual([S]);
+    });
+  });
+});
