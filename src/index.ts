@@ -8,6 +8,7 @@ export type {
   AgentEmit,
   InteractionRequest,
   JobHandle,
+  ParkedAnswer,
   TurnAttachment,
   TurnContext,
   TurnOutcome,

@@ -33,14 +33,3 @@ export function chatHistory(events: SessionEvent[], currentTurnId: string): Chat
   flush();
   return messages;
 }
-
-/**
- * The current turn as far as the log holds it (its operator messages and assistant text), for a
- * turn continued after a restart: the model sees what it already said before the answers.
- */
-export function turnSoFar(events: SessionEvent[], turnId: string): ChatMessage[] {
-  const start = events.findIndex((e) => e.type === "turn/start" && e.data.turnId === turnId);
-  if (start < 0) return [];
-  // no turn id is empty, so nothing of the slice is left out
-  return chatHistory(events.slice(start), "");
-}

@@ -31,6 +31,17 @@ export class BasePath {
     return inner !== undefined && pathOf(inner) === MUX_PATH ? inner : undefined;
   }
 
+  /**
+   * `/chat/` for a request of `/chat` itself (query kept): the console's assets and its mux URL
+   * are relative to the page's folder, which is the base path only with its trailing slash.
+   */
+  slashRedirect(url: string | undefined): string | undefined {
+    if (this.prefix === "" || url === undefined) return undefined;
+    return url === this.prefix || url.startsWith(`${this.prefix}?`)
+      ? `${this.prefix}/${url.slice(this.prefix.length)}`
+      : undefined;
+  }
+
   #strip(url: string): string | undefined {
     if (this.prefix === "") return url;
     if (!url.startsWith(this.prefix)) return undefined;

@@ -121,6 +121,11 @@ export async function mountSessionmux(
       : undefined;
 
   const handler: RequestHandler = (req, res, next) => {
+    const withSlash = base.slashRedirect(req.url);
+    if (withSlash !== undefined && (req.method === "GET" || req.method === "HEAD")) {
+      res.writeHead(308, { location: withSlash }).end();
+      return;
+    }
     const inner = base.claim(req.url);
     if (inner === undefined) {
       if (next) return next();

@@ -1,221 +1,205 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import { OpenAIAgent } from "../../src/agents/openai-agent.js";
+import { OpenAIAgent, type OpenAIAgentOptions } from "../../src/agents/openai-agent.js";
 import { createAgent } from "../../src/agents/registry.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { assistantText, type HostFixture, openHost, turnEvents } from "../host/host-fixture.js";
+import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
+import { chunk, FakeChatCompletions, type Reply, streamed, textReply } from "./fake-chat-completions.js";
+import { capturedLogger } from "./log-capture.js";
 
-/** A real HTTP server on 127.0.0.1 speaking the streaming chat-completions dialect. */
-interface FakeEndpoint {
-  baseURL: string;
-  requests: {
-    headers: IncomingMessage["headers"];
-    body: { model: string; stream: boolean; messages: unknown[] };
-  }[];
-  reply: (res: ServerResponse) => void;
-  server: Server;
-}
-
-function sse(res: ServerResponse, chunks: unknown[]): void {
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-  res.end("data: [DONE]\n\n");
-}
-
-const delta = (d: object) => ({ choices: [{ index: 0, delta: d }] });
-
-async function startEndpoint(): Promise<FakeEndpoint> {
-  const endpoint = { requests: [], reply: (res: ServerResponse) => sse(res, []) } as unknown as FakeEndpoint;
-  endpoint.server = createServer(async (req, res) => {
-    const parts: Buffer[] = [];
-    for await (const part of req) parts.push(part as Buffer);
-    if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
-      res.writeHead(404).end();
-      return;
-    }
-    endpoint.requests.push({ headers: req.headers, body: JSON.parse(Buffer.concat(parts).toString("utf8")) });
-    endpoint.reply(res);
-  });
-  endpoint.server.listen(0, "127.0.0.1");
-  await once(endpoint.server, "listening");
-  endpoint.baseURL = `http://127.0.0.1:${(endpoint.server.address() as AddressInfo).port}/v1`;
-  return endpoint;
-}
-
-let endpoint: FakeEndpoint;
-let fx: HostFixture;
 const S = "chat";
+let fake: FakeChatCompletions;
+let fx: HostFixture;
+let log: ReturnType<typeof capturedLogger>;
 let n = 0;
 
-beforeEach(async () => {
-  endpoint = await startEndpoint();
+async function host(options: Partial<OpenAIAgentOptions> = {}): Promise<void> {
+  log = capturedLogger();
   fx = await openHost({
-    agent: new OpenAIAgent({ baseURL: endpoint.baseURL, model: "fake-model", apiKey: "sk-test" }),
+    agent: new OpenAIAgent({
+      baseURL: fake.baseURL,
+      model: "fake-model",
+      apiKey: "sk-test",
+      logger: log.logger,
+      ...options,
+    }),
   });
   await fx.host.call(ADMIN, "session.create", { sessionId: S });
-});
-afterEach(async () => {
-  await fx.dispose();
-  endpoint.server.closeAllConnections();
-  await new Promise<void>((resolve) => endpoint.server.close(() => resolve()));
-});
+}
 
 async function run(text: string): Promise<SessionEvent[]> {
   const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text, clientMessageId: `m${++n}` });
-  return turnEvents(fx.store, S, r.turnId!);
+  const events = await turnEvents(fx.store, S, r.turnId!);
+  await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
+  return events;
 }
 
-describe("OpenAIAgent", () => {
-  test("streamed content becomes assistant deltas; the request carries model, key and the history", async () => {
-    endpoint.reply = (res) =>
-      sse(res, [delta({ role: "assistant" }), delta({ content: "Hel" }), delta({ content: "lo!" })]);
-    const first = await run("hi there");
-    expect(
-      first
-        .filter((e) => e.type === "assistant/delta")
-        .map((e) => e.type === "assistant/delta" && e.data.text),
-    ).toEqual(["Hel", "lo!"]);
-    expect(first.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
-    await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
+/** Type and data of each event, without the fields every event of a turn shares. */
+const shape = (events: SessionEvent[]) =>
+  events.map((e) => {
+    const {
+      turnId: _t,
+      messageId: _m,
+      attachments: _a,
+      meta: _x,
+      source: _s,
+      ...data
+    } = e.data as Record<string, unknown>;
+    return [e.type, data];
+  });
+
+const failures = () => log.lines.filter((l) => l.msg === "agent turn failed");
+
+beforeEach(async () => {
+  fake = await FakeChatCompletions.start();
+});
+afterEach(async () => {
+  await fx.dispose();
+  await fake.close();
+});
+
+describe("OpenAIAgent on the AI SDK", () => {
+  test("streamed text becomes deltas in order; the next request carries the history", async () => {
+    await host();
+    fake.script(textReply("Hel", "lo", "!"), textReply("Again."));
+    expect(shape(await run("hi there"))).toEqual([
+      ["turn/start", { trigger: "prompt" }],
+      ["user/message", { text: "hi there" }],
+      ["assistant/delta", { text: "Hel" }],
+      ["assistant/delta", { text: "lo" }],
+      ["assistant/delta", { text: "!" }],
+      ["turn/end", { state: "completed" }],
+    ]);
     await run("and again");
-    const [req1, req2] = endpoint.requests;
+    const [req1, req2] = fake.requests;
     expect(req1!.headers.authorization).toBe("Bearer sk-test");
     expect(req1!.body).toMatchObject({
       model: "fake-model",
       stream: true,
       messages: [{ role: "user", content: "hi there" }],
     });
+    // no tools declared: none are sent
+    expect(req1!.body.tools).toBeUndefined();
     expect(req2!.body.messages).toEqual([
       { role: "user", content: "hi there" },
       { role: "assistant", content: "Hello!" },
       { role: "user", content: "and again" },
     ]);
+    expect(failures()).toEqual([]);
   });
 
-  test("a turn parked by a restart continues from the log with the answer as the next message", async () => {
-    endpoint.reply = (res) => sse(res, [delta({ content: "Hello!" })]);
-    await run("hi there");
-    await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
-    // what a host that stopped mid-approval leaves: the turn so far and a pending interaction
-    const turnId = "parked-turn";
-    await fx.store.append(S, [
-      { type: "turn/start", data: { turnId, trigger: "prompt" } },
-      {
-        type: "user/message",
-        data: { messageId: "m-deploy", source: "user", text: "deploy?", attachments: [], meta: {} },
-      },
-      { type: "assistant/delta", data: { turnId, text: "Let me check." } },
-      {
-        type: "interaction/requested",
-        data: { turnId, interactionId: "i-deploy", kind: "approval", action: "deploy", toolCallId: "call_1" },
-      },
-    ]);
-    await fx.restart();
-    endpoint.reply = (res) => sse(res, [delta({ content: "Deployed." })]);
-    await fx.host.call(ADMIN, "session.respond", {
-      interactionId: "i-deploy",
-      response: { outcome: "approve" },
-    });
-    const events = await turnEvents(fx.store, S, turnId);
-    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
-    expect(assistantText(events)).toBe("Let me check.Deployed.");
-    expect(endpoint.requests.at(-1)!.body.messages).toEqual([
-      { role: "user", content: "hi there" },
-      { role: "assistant", content: "Hello!" },
-      { role: "user", content: "deploy?" },
-      { role: "assistant", content: "Let me check." },
-      { role: "user", content: 'Approval of "deploy" (tool call call_1): approved' },
+  test("reasoning_content becomes reasoning deltas before the answer", async () => {
+    await host();
+    fake.script(
+      streamed([
+        chunk({ role: "assistant", reasoning_content: "Let me think. " }),
+        chunk({ reasoning_content: "Done." }),
+        chunk({ content: "42" }),
+        chunk({}, "stop"),
+      ]),
+    );
+    expect(shape(await run("meaning?")).slice(2)).toEqual([
+      ["reasoning/delta", { text: "Let me think. " }],
+      ["reasoning/delta", { text: "Done." }],
+      ["assistant/delta", { text: "42" }],
+      ["turn/end", { state: "completed" }],
     ]);
   });
 
-  test("reasoning_content becomes reasoning deltas", async () => {
-    endpoint.reply = (res) =>
-      sse(res, [
-        delta({ reasoning_content: "Let me think. " }),
-        delta({ reasoning_content: "Done." }),
-        delta({ content: "42" }),
-      ]);
-    const events = await run("meaning?");
-    expect(
-      events
-        .filter((e) => e.type === "reasoning/delta")
-        .map((e) => e.type === "reasoning/delta" && e.data.text),
-    ).toEqual(["Let me think. ", "Done."]);
-    expect(assistantText(events)).toBe("42");
-  });
-
-  test("tool calls streamed in pieces are assembled into tool/call events", async () => {
-    endpoint.reply = (res) =>
-      sse(res, [
-        delta({
-          tool_calls: [
-            { index: 0, id: "call_a", type: "function", function: { name: "get_weather", arguments: "" } },
-          ],
-        }),
-        delta({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
-        delta({
-          tool_calls: [
-            { index: 1, id: "call_b", type: "function", function: { name: "get_time", arguments: "{}" } },
-          ],
-        }),
-        delta({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }),
-        { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
-      ]);
-    const events = await run("weather?");
-    const calls = events.filter((e) => e.type === "tool/call").map((e) => e.data);
-    expect(calls).toEqual([
-      { turnId: expect.any(String), toolCallId: "call_a", name: "get_weather", args: { city: "Oslo" } },
-      { turnId: expect.any(String), toolCallId: "call_b", name: "get_time", args: {} },
-    ]);
-    expect(events.at(-1)).toMatchObject({ data: { state: "completed" } });
-  });
-
-  test("an HTTP 500 fails the turn with an error naming the status", async () => {
-    endpoint.reply = (res) =>
+  test("an HTTP 500, retried, fails the turn with the status and body, notified and logged", async () => {
+    await host({ maxRetries: 1 });
+    const boom: Reply = (res) =>
       res.writeHead(500, { "content-type": "application/json" }).end('{"error":"boom"}');
-    const errors: string[] = [];
+    fake.script(boom, boom);
+    const notified: string[] = [];
     fx.host.subscribeNotifications(ADMIN, (nt) => {
-      if (nt.name === "agent.error") errors.push(nt.value.message);
+      if (nt.name === "agent.error") notified.push(nt.value.message);
     });
     const events = await run("hello");
-    expect(events.at(-1)).toMatchObject({
-      type: "turn/end",
-      data: { state: "failed", error: expect.stringContaining("HTTP 500") },
-    });
-    expect(errors).toEqual([expect.stringContaining("boom")]);
+    const error = `model call failed: HTTP 500 from ${fake.baseURL}/chat/completions: {"error":"boom"} (after 2 attempts)`;
+    expect(shape(events)).toEqual([
+      ["turn/start", { trigger: "prompt" }],
+      ["user/message", { text: "hello" }],
+      ["turn/end", { state: "failed", error }],
+    ]);
+    expect(fake.requests).toHaveLength(2);
+    await vi.waitFor(() => expect(notified).toEqual([error]));
+    expect(failures()).toEqual([
+      expect.objectContaining({ level: 40, sessionId: S, agent: "openai", error, err: expect.any(Object) }),
+    ]);
   });
 
-  test("cancel aborts the request mid-stream and ends the turn cancelled", async () => {
-    endpoint.reply = (res) => {
+  test("a stream broken mid-answer fails the turn with the socket's cause; the text so far stays", async () => {
+    await host();
+    fake.script((res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(`data: ${JSON.stringify(delta({ content: "partial" }))}\n\n`);
+      res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "Half an" }))}\n\n`);
+      // flushed, then the connection dies without an end
+      setImmediate(() => res.socket?.destroy());
+    });
+    const events = await run("tell me");
+    expect(shape(events).slice(0, 3)).toEqual([
+      ["turn/start", { trigger: "prompt" }],
+      ["user/message", { text: "tell me" }],
+      ["assistant/delta", { text: "Half an" }],
+    ]);
+    const end = events.at(-1)!;
+    expect(end.type).toBe("turn/end");
+    expect(end.data).toMatchObject({
+      state: "failed",
+      error: expect.stringMatching(/^model call failed: .+/),
+    });
+    // the root cause is named, not just "failed"
+    const error = (end.data as { error: string }).error;
+    expect(error.startsWith(`model call failed: ${fake.baseURL}/chat/completions: `)).toBe(true);
+    expect(error).toMatch(/terminated: other side closed$/);
+    expect(events).toHaveLength(4);
+    expect(failures()).toHaveLength(1);
+  });
+
+  test("a chunk that is not JSON fails the turn naming the parse error", async () => {
+    await host();
+    fake.script((res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end("data: {not json\n\ndata: [DONE]\n\n");
+    });
+    const end = (await run("x")).at(-1)!;
+    expect(end.data).toMatchObject({ state: "failed", error: expect.stringMatching(/JSON/i) });
+    expect(failures()).toHaveLength(1);
+  });
+
+  test("cancel aborts the request mid-stream and ends the turn cancelled, logging no failure", async () => {
+    await host();
+    fake.script((res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "partial" }))}\n\n`);
       // the stream stays open until the client goes away
-    };
+    });
     const r = await fx.host.call(ADMIN, "session.prompt", {
       sessionId: S,
       text: "long",
       clientMessageId: "long",
     });
     await vi.waitFor(async () => {
-      const out = await fx.store.readAfter(S, 0, 100);
-      expect(out.status === "ok" && out.events.some((e) => e.type === "assistant/delta")).toBe(true);
+      expect((await readLog(fx.store, S)).some((e) => e.type === "assistant/delta")).toBe(true);
     });
     await fx.host.call(ADMIN, "session.cancel", { sessionId: S });
     const events = await turnEvents(fx.store, S, r.turnId!);
     expect(events.at(-1)).toMatchObject({ data: { state: "cancelled" } });
+    expect(failures()).toEqual([]);
   });
 
   test("fromEnv reads SESSIONMUX_OPENAI_* first, then OPENAI_*; createAgent builds both agents", () => {
+    fx = { dispose: async () => {} } as HostFixture;
     const a = OpenAIAgent.fromEnv({
       SESSIONMUX_OPENAI_MODEL: "m1",
       OPENAI_MODEL: "m2",
       OPENAI_BASE_URL: "http://127.0.0.1:1/v1",
     });
     expect(a.defaultModel).toBe("m1");
+    expect(a.models()).toEqual([{ id: "m1", label: "m1" }]);
     expect(OpenAIAgent.fromEnv({ OPENAI_MODEL: "m2" }).defaultModel).toBe("m2");
+    expect(OpenAIAgent.fromEnv({}).defaultModel).toBe("gpt-4o-mini");
     expect(createAgent("demo").name).toBe("demo");
     expect(createAgent("openai").name).toBe("openai");
   });

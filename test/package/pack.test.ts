@@ -59,7 +59,7 @@ beforeAll(async () => {
     symlinkSync(join(repo, "node_modules", name), link, "dir");
   }
   writeFileSync(join(project.path, "package.json"), JSON.stringify({ name: "consumer", type: "module" }));
-}, 180_000);
+}, 600_000);
 
 afterAll(() => project.remove());
 
@@ -170,5 +170,53 @@ describe("the packed sessionmux package", () => {
       (err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }),
     );
     expect(result.stdout).toBe("");
-  });
+    // a whole-program check of the declarations: minutes on a loaded machine
+  }, 300_000);
+
+  it("offers the AI SDK agents at sessionmux/ai-sdk, whose types check with skipLibCheck off", async () => {
+    writeFileSync(
+      join(project.path, "ai.ts"),
+      [
+        'import type { AgentDriver } from "sessionmux";',
+        'import { defineTool, OpenAIAgent } from "sessionmux/ai-sdk";',
+        "const echo = defineTool({",
+        '  name: "echo",',
+        '  inputSchema: { type: "object", properties: { text: { type: "string" } } },',
+        "  needsApproval: true,",
+        "  execute: (input: { text: string }) => input.text,",
+        "});",
+        'export const agent: AgentDriver = new OpenAIAgent({ baseURL: "http://127.0.0.1:9/v1", model: "m", tools: [echo] });',
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(project.path, "tsconfig.ai.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          types: ["node"],
+        },
+        files: ["ai.ts"],
+      }),
+    );
+    const tsc = join(repo, "node_modules", "typescript", "bin", "tsc");
+    const checked = await run(process.execPath, [tsc, "-p", join(project.path, "tsconfig.ai.json")], {
+      cwd: project.path,
+    }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }));
+    expect(checked.stdout).toBe("");
+    const loaded = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        'const { OpenAIAgent } = await import("sessionmux/ai-sdk"); process.stdout.write(new OpenAIAgent({ baseURL: "http://127.0.0.1:9/v1", model: "m" }).name);',
+      ],
+      { cwd: project.path },
+    );
+    expect(loaded.stdout).toBe("openai");
+  }, 300_000);
 });

@@ -48,8 +48,14 @@ export function cachePartition(storage: Storage): string {
   return partition;
 }
 
-/** `ws://` or `wss://` to the mux on the same host that served the page. */
-export function muxUrl(loc: Location): string {
-  const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${loc.host}/api/remote.mux`;
+/**
+ * `ws://` or `wss://` to the mux beside the page: resolved against the page's folder, so a
+ * console served under a base path (`/chat/`) reaches `/chat/api/remote.mux`, and one at the
+ * root reaches `/api/remote.mux`.
+ */
+export function muxUrl(loc: Pick<Location, "href">): string {
+  const url = new URL("api/remote.mux", loc.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  url.hash = "";
+  return url.href;
 }

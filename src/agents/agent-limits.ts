@@ -1,0 +1,33 @@
+/**
+ * What one model may make the host hold during a turn. A model that goes past a bound ends the
+ * turn `failed` with an {@link AgentLimitError}, whose code leads the turn's error message.
+ */
+export interface AgentLimits {
+  /** Model calls in one turn (each tool round trip is one more). @default 16 */
+  maxStepsPerTurn: number;
+  /** Tool calls the model may ask for in one step. @default 16 */
+  maxToolCallsPerStep: number;
+  /** Characters of text, reasoning and tool input streamed in one step. @default 1_000_000 */
+  maxStepChars: number;
+}
+
+export const DEFAULT_AGENT_LIMITS: AgentLimits = {
+  maxStepsPerTurn: 16,
+  maxToolCallsPerStep: 16,
+  maxStepChars: 1_000_000,
+};
+
+export type AgentLimitCode = "too_many_steps" | "too_many_tool_calls" | "step_too_long";
+
+/** A model went past one of the {@link AgentLimits}; the turn fails and nothing more is streamed. */
+export class AgentLimitError extends Error {
+  readonly code: AgentLimitCode;
+  readonly limit: number;
+
+  constructor(code: AgentLimitCode, limit: number, message: string) {
+    super(`${code}: ${message}`);
+    this.name = "AgentLimitError";
+    this.code = code;
+    this.limit = limit;
+  }
+}
