@@ -81,7 +81,6 @@ export class SessionHost implements HostApi {
   readonly hostId: string;
   readonly generation = randomUUID();
   readonly store: HostStore;
-  readonly live: LiveState;
   readonly #registry: LiveRegistry;
   readonly #agents: AgentRegistry;
   readonly #policy: ActivationPolicy;
@@ -132,7 +131,6 @@ export class SessionHost implements HostApi {
       },
       this.#cluster ? this.hostId : undefined,
     );
-    this.live = this.#registry;
     this.#agents = new AgentRegistry({
       live: this.#registry,
       idleDetachMs: options.idleDetachMs ?? 600_000,
@@ -182,6 +180,11 @@ export class SessionHost implements HostApi {
   /** This host's session leases on a shared store; undefined when it owns every session. */
   get leases(): HostLeases | undefined {
     return this.#cluster?.leases;
+  }
+
+  /** The live registry, read-only: queues, interactions, jobs and agent status. */
+  get live(): LiveState {
+    return this.#registry;
   }
 
   /**

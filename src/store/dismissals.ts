@@ -1,6 +1,3 @@
-import type Database from "better-sqlite3";
-import type { WriteOperation } from "./group-commit.js";
-
 /**
  * "Keep running" dismissal: a principal takes a session off their own list. Nothing about the
  * session changes (its log, its agent, its queue); only whose list shows it. Rows are keyed by
@@ -31,39 +28,4 @@ export interface DismissalFilter {
 export function dismissalCondition(filter: DismissalFilter, placeholder: string): string {
   const exists = `EXISTS (SELECT 1 FROM dismissals d WHERE d.principal = ${placeholder} AND d.session_id = projections.session_id)`;
   return filter.dismissed ? exists : `NOT ${exists}`;
-}
-
-/** The SQLite side: statements on the store's connection, writes run inside its group commit. */
-export class SqliteDismissals {
-  private readonly live: Database.Statement;
-  private readonly insert: Database.Statement;
-  private readonly remove: Database.Statement;
-  private readonly find: Database.Statement;
-
-  constructor(db: Database.Database) {
-    this.live = db.prepare("SELECT 1 FROM projections WHERE session_id = ?");
-    this.insert = db.prepare(
-      "INSERT OR IGNORE INTO dismissals (principal, session_id, dismissed_at) VALUES (?, ?, ?)",
-    );
-    this.remove = db.prepare("DELETE FROM dismissals WHERE principal = ? AND session_id = ?");
-    this.find = db.prepare("SELECT 1 FROM dismissals WHERE principal = ? AND session_id = ?");
-  }
-
-  dismiss(sessionId: string, principal: string, at: number): WriteOperation<DismissalOutcome> {
-    return () => {
-      if (this.live.get(sessionId) === undefined) return { status: "not_found" };
-      return { status: "ok", changed: this.insert.run(principal, sessionId, at).changes > 0 };
-    };
-  }
-
-  restore(sessionId: string, principal: string): WriteOperation<DismissalOutcome> {
-    return () => {
-      if (this.live.get(sessionId) === undefined) return { status: "not_found" };
-      return { status: "ok", changed: this.remove.run(principal, sessionId).changes > 0 };
-    };
-  }
-
-  isDismissed(sessionId: string, principal: string): boolean {
-    return this.find.get(principal, sessionId) !== undefined;
-  }
 }

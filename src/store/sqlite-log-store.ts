@@ -5,7 +5,7 @@ import { readWhole, SqliteAttachmentChunks } from "./attachment-chunks.js";
 import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import type { DatabaseLock } from "./database-lock.js";
-import { type DismissalOutcome, SqliteDismissals } from "./dismissals.js";
+import type { DismissalOutcome } from "./dismissals.js";
 import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import { ListQueries } from "./list-query.js";
@@ -34,6 +34,7 @@ import type {
   SessionStore,
   StoredAttachment,
 } from "./session-store.js";
+import { SqliteDismissals } from "./sqlite-dismissals.js";
 import { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
 import { SqliteReads } from "./sqlite-reads.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
@@ -61,9 +62,9 @@ export interface SqliteStoreOptions {
  */
 export class SqliteLogStore implements SessionStore {
   protected readonly statements: Statements;
-  protected readonly writer: LogWriter;
-  protected readonly writes: GroupCommit;
-  protected readonly ops: WriteOperations;
+  protected readonly logWriter: LogWriter;
+  protected readonly groupCommit: GroupCommit;
+  protected readonly writeOperations: WriteOperations;
   protected readonly liveRows: LiveRows;
   protected readonly liveOps: LiveStateOperations;
   protected readonly leases: SqliteLeaseOperations;
@@ -84,27 +85,33 @@ export class SqliteLogStore implements SessionStore {
     this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
     this.statements = prepareStatements(db);
     this.liveRows = new LiveRows(this.statements);
-    this.writer = new LogWriter(this.statements, this.liveRows);
+    this.logWriter = new LogWriter(this.statements, this.liveRows);
     const now = options.now ?? Date.now;
     this.now = now;
-    this.leases = new SqliteLeaseOperations(this.writer, this.statements, now);
-    this.ops = new WriteOperations(this.writer, this.statements, this.liveRows, this.leases, now);
-    this.liveOps = new LiveStateOperations(this.writer, this.liveRows, this.statements, now);
+    this.leases = new SqliteLeaseOperations(this.logWriter, this.statements, now);
+    this.writeOperations = new WriteOperations(
+      this.logWriter,
+      this.statements,
+      this.liveRows,
+      this.leases,
+      now,
+    );
+    this.liveOps = new LiveStateOperations(this.logWriter, this.liveRows, this.statements, now);
     this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache);
     this.dismissals = new SqliteDismissals(db);
     this.attachments = new SqliteAttachmentChunks(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;
-    this.writes = new GroupCommit(
+    this.groupCommit = new GroupCommit(
       db,
       {
-        beforeTransaction: () => this.writer.trimCache(),
+        beforeTransaction: () => this.logWriter.trimCache(),
         finishTransaction: (batch) => {
           this.cache.clear();
-          this.writer.writeBack(batch);
+          this.logWriter.writeBack(batch);
         },
         afterRollback: () => {
           this.cache.clear();
-          this.writer.dropCache();
+          this.logWriter.dropCache();
         },
         deliver: (batch) => this.listeners.deliver(batch.notices, batch.liveNotices),
       },
@@ -113,11 +120,11 @@ export class SqliteLogStore implements SessionStore {
   }
 
   create(input: CreateInput): Promise<CreateOutcome> {
-    return this.writes.submit(this.ops.create(input));
+    return this.groupCommit.submit(this.writeOperations.create(input));
   }
 
   fork(input: ForkInput): Promise<ForkOutcome> {
-    return this.writes.submit(this.ops.fork(input));
+    return this.groupCommit.submit(this.writeOperations.fork(input));
   }
 
   append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
@@ -126,42 +133,42 @@ export class SqliteLogStore implements SessionStore {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.writes.submit(this.ops.append(sessionId, events, options));
+    return this.groupCommit.submit(this.writeOperations.append(sessionId, events, options));
   }
 
   clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {
-    return this.writes.submit(this.ops.clear(sessionId, options.expectedEpoch));
+    return this.groupCommit.submit(this.writeOperations.clear(sessionId, options.expectedEpoch));
   }
 
   delete(
     sessionId: string,
   ): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
-    return this.writes.submit(this.ops.delete(sessionId));
+    return this.groupCommit.submit(this.writeOperations.delete(sessionId));
   }
 
   ack(
     sessionId: string,
     completionSettledAt: number,
   ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
-    return this.writes.submit(this.ops.ack(sessionId, completionSettledAt));
+    return this.groupCommit.submit(this.writeOperations.ack(sessionId, completionSettledAt));
   }
 
   recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void> {
-    return this.writes.submit(this.ops.recordPrompt(sessionId, clientMessageId, result));
+    return this.groupCommit.submit(this.writeOperations.recordPrompt(sessionId, clientMessageId, result));
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
     return this.attachments.put(randomBytes(16).toString("base64url"), input, this.now(), (op) =>
-      this.writes.submit(op),
+      this.groupCommit.submit(op),
     );
   }
 
   interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
-    return this.writes.submit(this.ops.interruptOpenTurns(at, options.hostId));
+    return this.groupCommit.submit(this.writeOperations.interruptOpenTurns(at, options.hostId));
   }
 
   rebuildProjections(): Promise<void> {
-    return this.writes.submit(this.ops.rebuildProjections());
+    return this.groupCommit.submit(this.writeOperations.rebuildProjections());
   }
 
   header(sessionId: string): Promise<HeaderOutcome> {
@@ -209,11 +216,11 @@ export class SqliteLogStore implements SessionStore {
   }
 
   dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
-    return this.writes.submit(this.dismissals.dismiss(sessionId, principal, at));
+    return this.groupCommit.submit(this.dismissals.dismiss(sessionId, principal, at));
   }
 
   restore(sessionId: string, principal: string): Promise<DismissalOutcome> {
-    return this.writes.submit(this.dismissals.restore(sessionId, principal));
+    return this.groupCommit.submit(this.dismissals.restore(sessionId, principal));
   }
 
   isDismissed(sessionId: string, principal: string): Promise<boolean> {
@@ -253,7 +260,7 @@ export class SqliteLogStore implements SessionStore {
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
   stats(): GroupCommitStats {
-    return this.writes.stats();
+    return this.groupCommit.stats();
   }
 
   /**
@@ -284,7 +291,7 @@ export class SqliteLogStore implements SessionStore {
   /** Settles queued writes, checkpoints the WAL into the main file and closes the connection. */
   close(): Promise<void> {
     this.closed ??= (async () => {
-      await this.writes.close();
+      await this.groupCommit.close();
       try {
         this.db.pragma("wal_checkpoint(TRUNCATE)");
       } finally {

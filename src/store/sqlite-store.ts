@@ -63,15 +63,15 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
   }
 
   acquireLease(sessionId: string, hostId: string, ttlMs: number): Promise<LeaseOutcome> {
-    return this.writes.submit(this.leases.acquire(sessionId, hostId, ttlMs));
+    return this.groupCommit.submit(this.leases.acquire(sessionId, hostId, ttlMs));
   }
 
   renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
-    return this.writes.submit(this.leases.renew(hostId, leases, ttlMs));
+    return this.groupCommit.submit(this.leases.renew(hostId, leases, ttlMs));
   }
 
   releaseLease(lease: SessionLease): Promise<void> {
-    return this.writes.submit(this.leases.release(lease));
+    return this.groupCommit.submit(this.leases.release(lease));
   }
 
   leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
@@ -83,23 +83,23 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
   }
 
   enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome> {
-    return this.writes.submit(this.liveOps.enqueue(input));
+    return this.groupCommit.submit(this.liveOps.enqueue(input));
   }
 
   editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.edit(sessionId, itemId, text));
+    return this.groupCommit.submit(this.liveOps.edit(sessionId, itemId, text));
   }
 
   removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.remove(sessionId, itemId));
+    return this.groupCommit.submit(this.liveOps.remove(sessionId, itemId));
   }
 
   clearQueue(sessionId: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.clear(sessionId));
+    return this.groupCommit.submit(this.liveOps.clear(sessionId));
   }
 
   steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.steer(sessionId, itemId, turnId));
+    return this.groupCommit.submit(this.liveOps.steer(sessionId, itemId, turnId));
   }
 
   queue(sessionId: string): Promise<StoredQueueItem[]> {
@@ -107,7 +107,7 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
   }
 
   resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
-    return this.writes.submit(this.liveOps.resolve(interactionId, resolution, at));
+    return this.groupCommit.submit(this.liveOps.resolve(interactionId, resolution, at));
   }
 
   interaction(interactionId: string): Promise<StoredInteraction | null> {
@@ -119,11 +119,11 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
   }
 
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
-    return this.writes.submit(this.ops.setJobProgress(jobId, progress));
+    return this.groupCommit.submit(this.writeOperations.setJobProgress(jobId, progress));
   }
 
   takeOverLiveState(owner: LiveOwner, at: number): Promise<void> {
-    return this.writes.submit(this.liveOps.takeOver(owner, at));
+    return this.groupCommit.submit(this.liveOps.takeOver(owner, at));
   }
 
   liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {

@@ -75,10 +75,10 @@ export interface PostgresStoreOptions {
  * `PgCommitFeed`).
  */
 export class PostgresSessionStore implements HostStore {
-  private readonly ops: PgWriteOperations;
+  private readonly writeOperations: PgWriteOperations;
   private readonly liveOps: PgLiveOperations;
   private readonly leases: PgLeaseOperations;
-  private readonly writes: PgGroupCommit;
+  private readonly groupCommit: PgGroupCommit;
   private readonly attachments: PgAttachmentChunks;
   private readonly now: () => number;
   private closed: Promise<void> | undefined;
@@ -95,9 +95,9 @@ export class PostgresSessionStore implements HostStore {
     this.now = now;
     this.attachments = new PgAttachmentChunks(pool);
     this.leases = new PgLeaseOperations(writer);
-    this.ops = new PgWriteOperations(writer, this.leases, now);
+    this.writeOperations = new PgWriteOperations(writer, this.leases, now);
     this.liveOps = new PgLiveOperations(writer, now);
-    this.writes = new PgGroupCommit(
+    this.groupCommit = new PgGroupCommit(
       pool,
       { deliver: (notices, live) => feed.committed(notices, live) },
       options.metrics,
@@ -138,11 +138,11 @@ export class PostgresSessionStore implements HostStore {
   }
 
   create(input: CreateInput): Promise<CreateOutcome> {
-    return this.writes.submit(this.ops.create(input));
+    return this.groupCommit.submit(this.writeOperations.create(input));
   }
 
   fork(input: ForkInput): Promise<ForkOutcome> {
-    return this.writes.submit(this.ops.fork(input));
+    return this.groupCommit.submit(this.writeOperations.fork(input));
   }
 
   append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
@@ -151,56 +151,58 @@ export class PostgresSessionStore implements HostStore {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.writes.submit(this.ops.append(sessionId, events, options));
+    return this.groupCommit.submit(this.writeOperations.append(sessionId, events, options));
   }
 
   clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {
-    return this.writes.submit(this.ops.clear(sessionId, options.expectedEpoch));
+    return this.groupCommit.submit(this.writeOperations.clear(sessionId, options.expectedEpoch));
   }
 
   delete(
     sessionId: string,
   ): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
-    return this.writes.submit(this.ops.delete(sessionId));
+    return this.groupCommit.submit(this.writeOperations.delete(sessionId));
   }
 
   ack(
     sessionId: string,
     completionSettledAt: number,
   ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }> {
-    return this.writes.submit(this.ops.ack(sessionId, completionSettledAt));
+    return this.groupCommit.submit(this.writeOperations.ack(sessionId, completionSettledAt));
   }
 
   recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void> {
-    return this.writes.submit(this.ops.recordPrompt(sessionId, clientMessageId, result));
+    return this.groupCommit.submit(this.writeOperations.recordPrompt(sessionId, clientMessageId, result));
   }
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string> {
-    return this.writes.submit(this.attachments.put(randomBytes(16).toString("base64url"), input, this.now));
+    return this.groupCommit.submit(
+      this.attachments.put(randomBytes(16).toString("base64url"), input, this.now),
+    );
   }
 
   interruptOpenTurns(at: number, options: { hostId?: string } = {}): Promise<string[]> {
-    return this.writes.submit(this.ops.interruptOpenTurns(at, options.hostId));
+    return this.groupCommit.submit(this.writeOperations.interruptOpenTurns(at, options.hostId));
   }
 
   enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome> {
-    return this.writes.submit(this.liveOps.enqueue(input));
+    return this.groupCommit.submit(this.liveOps.enqueue(input));
   }
 
   editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.edit(sessionId, itemId, text));
+    return this.groupCommit.submit(this.liveOps.edit(sessionId, itemId, text));
   }
 
   removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.remove(sessionId, itemId));
+    return this.groupCommit.submit(this.liveOps.remove(sessionId, itemId));
   }
 
   clearQueue(sessionId: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.clear(sessionId));
+    return this.groupCommit.submit(this.liveOps.clear(sessionId));
   }
 
   steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome> {
-    return this.writes.submit(this.liveOps.steer(sessionId, itemId, turnId));
+    return this.groupCommit.submit(this.liveOps.steer(sessionId, itemId, turnId));
   }
 
   queue(sessionId: string): Promise<StoredQueueItem[]> {
@@ -208,7 +210,7 @@ export class PostgresSessionStore implements HostStore {
   }
 
   resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
-    return this.writes.submit(this.liveOps.resolve(interactionId, resolution, at));
+    return this.groupCommit.submit(this.liveOps.resolve(interactionId, resolution, at));
   }
 
   interaction(interactionId: string): Promise<StoredInteraction | null> {
@@ -220,7 +222,7 @@ export class PostgresSessionStore implements HostStore {
   }
 
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
-    return this.writes.submit(this.liveOps.setJobProgress(jobId, progress));
+    return this.groupCommit.submit(this.liveOps.setJobProgress(jobId, progress));
   }
 
   /** Records nothing on a shared store: ownership is per session, by lease (see the interface). */
@@ -235,15 +237,15 @@ export class PostgresSessionStore implements HostStore {
   }
 
   acquireLease(sessionId: string, hostId: string, ttlMs: number): Promise<LeaseOutcome> {
-    return this.writes.submit(this.leases.acquire(sessionId, hostId, ttlMs));
+    return this.groupCommit.submit(this.leases.acquire(sessionId, hostId, ttlMs));
   }
 
   renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
-    return this.writes.submit(this.leases.renew(hostId, leases, ttlMs));
+    return this.groupCommit.submit(this.leases.renew(hostId, leases, ttlMs));
   }
 
   releaseLease(lease: SessionLease): Promise<void> {
-    return this.writes.submit(this.leases.release(lease));
+    return this.groupCommit.submit(this.leases.release(lease));
   }
 
   leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
@@ -255,7 +257,7 @@ export class PostgresSessionStore implements HostStore {
   }
 
   rebuildProjections(): Promise<void> {
-    return this.writes.submit(this.ops.rebuildProjections());
+    return this.groupCommit.submit(this.writeOperations.rebuildProjections());
   }
 
   header(sessionId: string): Promise<HeaderOutcome> {
@@ -297,11 +299,11 @@ export class PostgresSessionStore implements HostStore {
   }
 
   dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
-    return this.writes.submit(pgDismissals.dismiss(sessionId, principal, at));
+    return this.groupCommit.submit(pgDismissals.dismiss(sessionId, principal, at));
   }
 
   restore(sessionId: string, principal: string): Promise<DismissalOutcome> {
-    return this.writes.submit(pgDismissals.restore(sessionId, principal));
+    return this.groupCommit.submit(pgDismissals.restore(sessionId, principal));
   }
 
   isDismissed(sessionId: string, principal: string): Promise<boolean> {
@@ -338,13 +340,13 @@ export class PostgresSessionStore implements HostStore {
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
   stats(): GroupCommitStats {
-    return this.writes.stats();
+    return this.groupCommit.stats();
   }
 
   /** Settles queued writes, stops listening and closes every connection. */
   close(): Promise<void> {
     this.closed ??= (async () => {
-      await this.writes.close();
+      await this.groupCommit.close();
       await this.feed.close();
       await this.pool.end();
     })();
