@@ -1,19 +1,13 @@
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent, SessionmuxError } from "../../protocol/index.js";
-import { MuxPeer } from "../support/mux-peer.js";
-import { CLUSTER_TEST_TIMEOUT_MS, CLUSTER_TOKEN, type Cluster, oneTo, startCluster } from "./cluster.js";
+import type { MuxPeer } from "../support/mux-peer.js";
+import { CLUSTER_TEST_TIMEOUT_MS, oneTo } from "./cluster.js";
+import { clusterFixture } from "./cluster-fixture.js";
 
 const ANSWERERS = 16;
 const ROUNDS = 4;
 const pgUrl = inject("pgUrl");
-let cluster: Cluster | undefined;
-const peers: MuxPeer[] = [];
-
-afterEach(async () => {
-  for (const peer of peers.splice(0)) peer.ws.terminate();
-  await cluster?.dispose();
-  cluster = undefined;
-});
+const fixture = clusterFixture(pgUrl);
 
 const ofType = (events: SessionEvent[], type: string, from = 0) =>
   events.slice(from).filter((event) => event.type === type);
@@ -22,14 +16,12 @@ describe.skipIf(!pgUrl)("answers to one approval, spread over three hosts", () =
   it(
     "has exactly one winner per round; every other different answer is interaction_already_resolved",
     async () => {
-      cluster = await startCluster(pgUrl!);
+      const cluster = await fixture.start();
       const hosts = cluster.hosts;
-      const operator = await MuxPeer.connect(hosts[0]!.wsUrl, { token: CLUSTER_TOKEN });
-      peers.push(operator);
+      const operator = await fixture.peer(hosts[0]!.wsUrl);
       const answerers: MuxPeer[] = [];
       for (let i = 0; i < ANSWERERS; i++) {
-        const answerer = await MuxPeer.connect(hosts[i % hosts.length]!.wsUrl, { token: CLUSTER_TOKEN });
-        peers.push(answerer);
+        const answerer = await fixture.peer(hosts[i % hosts.length]!.wsUrl);
         answerers.push(answerer);
       }
       await operator.call("session.create", { sessionId: "race" });

@@ -1,30 +1,12 @@
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import { MuxPeer } from "../support/mux-peer.js";
-import {
-  CLUSTER_TEST_TIMEOUT_MS,
-  CLUSTER_TOKEN,
-  type Cluster,
-  oneTo,
-  startCluster,
-  threeHosts,
-} from "./cluster.js";
+import { CLUSTER_TEST_TIMEOUT_MS, oneTo, threeHosts } from "./cluster.js";
+import { clusterFixture } from "./cluster-fixture.js";
 
 const pgUrl = inject("pgUrl");
-let cluster: Cluster | undefined;
-const peers: MuxPeer[] = [];
+const fixture = clusterFixture(pgUrl);
 
-afterEach(async () => {
-  for (const peer of peers.splice(0)) peer.ws.terminate();
-  await cluster?.dispose();
-  cluster = undefined;
-});
-
-async function peer(wsUrl: string): Promise<MuxPeer> {
-  const connected = await MuxPeer.connect(wsUrl, { token: CLUSTER_TOKEN });
-  peers.push(connected);
-  return connected;
-}
+const peer = fixture.peer;
 
 const ofType = (events: SessionEvent[], type: string) => events.filter((event) => event.type === type);
 
@@ -32,7 +14,7 @@ describe.skipIf(!pgUrl)("three serve processes on one PostgreSQL schema", () => 
   it(
     "followers on B and C see A's commits live, exactly once on the wire",
     async () => {
-      cluster = await startCluster(pgUrl!);
+      const cluster = await fixture.start();
       const [a, b, c] = threeHosts(cluster);
       const writer = await peer(a.wsUrl);
       const onB = await peer(b.wsUrl);

@@ -1,30 +1,13 @@
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import { MuxPeer } from "../support/mux-peer.js";
-import {
-  CLUSTER_TEST_TIMEOUT_MS,
-  CLUSTER_TOKEN,
-  type Cluster,
-  oneTo,
-  startCluster,
-  threeHosts,
-} from "./cluster.js";
+import type { MuxPeer } from "../support/mux-peer.js";
+import { CLUSTER_TEST_TIMEOUT_MS, oneTo, threeHosts } from "./cluster.js";
+import { clusterFixture } from "./cluster-fixture.js";
 
 const pgUrl = inject("pgUrl");
-let cluster: Cluster | undefined;
-const peers: MuxPeer[] = [];
+const fixture = clusterFixture(pgUrl);
 
-afterEach(async () => {
-  for (const peer of peers.splice(0)) peer.ws.terminate();
-  await cluster?.dispose();
-  cluster = undefined;
-});
-
-async function peer(wsUrl: string): Promise<MuxPeer> {
-  const connected = await MuxPeer.connect(wsUrl, { token: CLUSTER_TOKEN });
-  peers.push(connected);
-  return connected;
-}
+const peer = fixture.peer;
 
 const turnEnds = (events: SessionEvent[]) =>
   events
@@ -35,7 +18,7 @@ describe.skipIf(!pgUrl)("kill -9 of the host that owns a session, mid-turn", () 
   it(
     "keeps followers on other hosts streaming, closes the turn as interrupted, runs the next prompt elsewhere",
     async () => {
-      cluster = await startCluster(pgUrl!);
+      const cluster = await fixture.start();
       const [a, b, c] = threeHosts(cluster);
       const owner = await peer(a.wsUrl);
       const onB = await peer(b.wsUrl);

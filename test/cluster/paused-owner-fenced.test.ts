@@ -1,33 +1,15 @@
 import pg from "pg";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import { MuxPeer } from "../support/mux-peer.js";
-import {
-  CLUSTER_TEST_TIMEOUT_MS,
-  CLUSTER_TOKEN,
-  type Cluster,
-  oneTo,
-  startCluster,
-  threeHosts,
-} from "./cluster.js";
+import { CLUSTER_TEST_TIMEOUT_MS, oneTo, threeHosts } from "./cluster.js";
+import { clusterFixture } from "./cluster-fixture.js";
 import { pgClientPorts } from "./process-pg-ports.js";
 import type { ServeProcess } from "./serve-process.js";
 
 const pgUrl = inject("pgUrl");
-let cluster: Cluster | undefined;
-const peers: MuxPeer[] = [];
+const fixture = clusterFixture(pgUrl);
 
-afterEach(async () => {
-  for (const peer of peers.splice(0)) peer.ws.terminate();
-  await cluster?.dispose();
-  cluster = undefined;
-});
-
-async function peer(wsUrl: string): Promise<MuxPeer> {
-  const connected = await MuxPeer.connect(wsUrl, { token: CLUSTER_TOKEN });
-  peers.push(connected);
-  return connected;
-}
+const peer = fixture.peer;
 
 /**
  * SIGSTOPs `host` at a moment PostgreSQL shows it `inside` an open transaction (one of its
@@ -66,7 +48,7 @@ describe.skipIf(!pgUrl)("an owner paused past its lease (SIGSTOP), then resumed 
   ] as const)(
     "paused %s; nothing it wrote after losing the lease is in the log",
     async (_title, where) => {
-      cluster = await startCluster(pgUrl!);
+      const cluster = await fixture.start();
       const [a, b, c] = threeHosts(cluster);
       const owner = await peer(a.wsUrl);
       const onB = await peer(b.wsUrl);
