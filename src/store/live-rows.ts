@@ -47,6 +47,19 @@ export function queueItemFromRow(row: QueueRow): StoredQueueItem {
   };
 }
 
+/**
+ * An `interaction/requested` event as the interaction it announces and the encoded body its row
+ * keeps (every field but the row's own columns): one reading for both stores.
+ */
+export function requestedInteraction(
+  sessionId: string,
+  event: Extract<SessionEvent, { type: "interaction/requested" }>,
+): { interaction: Interaction; body: Uint8Array } {
+  const { turnId, interactionId, kind, ...rest } = event.data;
+  const interaction: Interaction = { interactionId, sessionId, turnId, kind, requestedAt: event.at, ...rest };
+  return { interaction, body: encodeValue(rest) };
+}
+
 export function interactionFromRow(row: InteractionRow): StoredInteraction {
   const body = decodeValue<InteractionBody>(row.body);
   const interaction: Interaction = {
@@ -148,19 +161,12 @@ export class LiveRows {
   /** Keeps interaction rows in step with the events just inserted into the log. */
   afterEvent(batch: WriteBatch, owner: string, sessionId: string, event: SessionEvent): void {
     if (event.type === "interaction/requested") {
-      const { turnId, interactionId, kind, ...body } = event.data;
-      const row = [interactionId, sessionId, turnId, kind, encodeValue(body), event.at];
+      const { interaction, body } = requestedInteraction(sessionId, event);
+      const { interactionId, turnId, kind } = interaction;
+      const row = [interactionId, sessionId, turnId, kind, body, event.at];
       // a fork copies its source's events: the interaction stays the source's, never a second one
       if (this.statements.insertInteraction.run(...row).changes === 0) return;
       this.claim(sessionId, event.at);
-      const interaction: Interaction = {
-        interactionId,
-        sessionId,
-        turnId,
-        kind,
-        requestedAt: event.at,
-        ...body,
-      };
       batch.notifyLive({ kind: "interaction.requested", owner, interaction });
     } else if (event.type === "job/started") {
       const { jobId, turnId, label } = event.data;

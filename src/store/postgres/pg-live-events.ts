@@ -1,5 +1,5 @@
-import type { Interaction, SessionEvent } from "../../../protocol/index.js";
-import { encodeValue } from "../event-codec.js";
+import type { SessionEvent } from "../../../protocol/index.js";
+import { requestedInteraction } from "../live-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
 // a fork copies its source's events: the interaction stays the source's, never a second one
@@ -22,24 +22,16 @@ export async function afterLiveEvent(
   event: SessionEvent,
 ): Promise<void> {
   if (event.type === "interaction/requested") {
-    const { turnId, interactionId, kind, ...body } = event.data;
+    const { interaction, body } = requestedInteraction(sessionId, event);
     const inserted = await batch.read(INSERT_INTERACTION, [
-      interactionId,
+      interaction.interactionId,
       sessionId,
-      turnId,
-      kind,
-      Buffer.from(encodeValue(body)),
+      interaction.turnId,
+      interaction.kind,
+      Buffer.from(body),
       event.at,
     ]);
     if (inserted.length === 0) return;
-    const interaction: Interaction = {
-      interactionId,
-      sessionId,
-      turnId,
-      kind,
-      requestedAt: event.at,
-      ...body,
-    };
     batch.notifyLive({ kind: "interaction.requested", owner, interaction });
   } else if (event.type === "job/started") {
     const { jobId, turnId, label } = event.data;
