@@ -1,11 +1,10 @@
-import type { Subscription } from "rxjs";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { createNodeClient, followSession, type SessionmuxClient } from "../../src/client/node.js";
 import { CLUSTER_TEST_TIMEOUT_MS, CLUSTER_TOKEN, type Cluster, startCluster } from "../cluster/cluster.js";
 import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { until } from "../support/until.js";
+import { SdkFollowers } from "./sdk-followers.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const FOLLOWERS = 12;
@@ -14,12 +13,11 @@ const pgUrl = inject("pgUrl");
 
 let cluster: Cluster | undefined;
 let proxy: TcpProxy | undefined;
-const clients: SessionmuxClient[] = [];
-const subscriptions: Subscription[] = [];
+let followers: SdkFollowers | undefined;
 
 afterEach(async () => {
-  for (const subscription of subscriptions.splice(0)) subscription.unsubscribe();
-  await Promise.all(clients.splice(0).map((client) => client.close()));
+  await followers?.close();
+  followers = undefined;
   await proxy?.stop();
   await cluster?.dispose();
 });
@@ -50,22 +48,8 @@ describe.skipIf(!pgUrl)(
         expect(created.status).toBe("created");
         const acked = [1];
         const url = `ws://127.0.0.1:${proxy.port}/api/remote.mux`;
-        const observed: number[][] = [];
-        const failures: unknown[] = [];
-        for (let i = 0; i < FOLLOWERS; i++) {
-          const client = createNodeClient({ url, token: CLUSTER_TOKEN, backoff: { baseMs: 10, capMs: 100 } });
-          clients.push(client);
-          const seqs: number[] = [];
-          observed.push(seqs);
-          subscriptions.push(
-            followSession(client, SESSION).subscribe({
-              next: (update) => {
-                if (update.kind === "events") for (const event of update.events) seqs.push(event.seq);
-              },
-              error: (error: unknown) => failures.push(error),
-            }),
-          );
-        }
+        followers = new SdkFollowers(url, CLUSTER_TOKEN, SESSION, FOLLOWERS);
+        const { observed, failures } = followers;
 
         // Each cut waits until half the followers have reopened their streams (on whichever host
         // they landed), then 10–80 ms more: three hosts on two loaded cores upgrade slowly, and a

@@ -1,11 +1,10 @@
-import type { Subscription } from "rxjs";
 import { afterEach, describe, expect, it } from "vitest";
-import { createNodeClient, followSession, type SessionmuxClient } from "../../src/client/node.js";
 import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { until } from "../support/until.js";
+import { SdkFollowers } from "./sdk-followers.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const FOLLOWERS = 20;
@@ -13,12 +12,11 @@ const SESSION = "cuts";
 
 let host: TestHost | undefined;
 let proxy: TcpProxy | undefined;
-const clients: SessionmuxClient[] = [];
-const subscriptions: Subscription[] = [];
+let followers: SdkFollowers | undefined;
 
 afterEach(async () => {
-  for (const subscription of subscriptions.splice(0)) subscription.unsubscribe();
-  await Promise.all(clients.splice(0).map((client) => client.close()));
+  await followers?.close();
+  followers = undefined;
   await proxy?.stop();
   await host?.dispose();
 });
@@ -33,22 +31,8 @@ describe("torture: random socket cuts while a session streams", () => {
     expect(created.status).toBe("created");
     const acked = [1];
     const url = `ws://127.0.0.1:${proxy.port}/api/remote.mux`;
-    const observed: number[][] = [];
-    const failures: unknown[] = [];
-    for (let i = 0; i < FOLLOWERS; i++) {
-      const client = createNodeClient({ url, token: ADMIN_TOKEN, backoff: { baseMs: 10, capMs: 100 } });
-      clients.push(client);
-      const seqs: number[] = [];
-      observed.push(seqs);
-      subscriptions.push(
-        followSession(client, SESSION).subscribe({
-          next: (update) => {
-            if (update.kind === "events") for (const event of update.events) seqs.push(event.seq);
-          },
-          error: (error: unknown) => failures.push(error),
-        }),
-      );
-    }
+    followers = new SdkFollowers(url, ADMIN_TOKEN, SESSION, FOLLOWERS);
+    const { observed, failures } = followers;
 
     // Appends keep flowing for as long as the cuts last (bounded by count and by time).
     let cutting = true;
