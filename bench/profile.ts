@@ -39,14 +39,16 @@ export function selfTimes(profile: CpuProfile): { name: string; ms: number; shar
 }
 
 if (process.argv[2] === "--child") {
-  const { measureFanout } = await import("./scenarios/fanout.js");
+  const { openFanout } = await import("./scenarios/fanout.js");
   const { startSessionmux } = await import("./scenarios/sessionmux-subject.js");
-  const m = await measureFanout(startSessionmux, {
+  const fanout = await openFanout(startSessionmux, {
     sessions: 100,
     connections: 10,
     eventsPerSession: 1_000,
     batch: 10,
   });
+  const m = await fanout.measure();
+  await fanout.close();
   process.stdout.write(`${m.detail}\n`);
   process.exit(0);
 } else {

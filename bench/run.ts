@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every scenario of the performance claims, each run side by side with its
- * baselines and peers in the same process run, written to bench/results/<date>.json and .md.
+ * baselines and peers in the same process run, written to bench/results/<date>T<hhmm>.json and .md
+ * (UTC start time); `npm run bench:compare` shows how consecutive runs agree.
  */
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -9,12 +10,18 @@ import { describeMachine } from "./harness/machine.js";
 import { Progress } from "./harness/progress.js";
 import { type BenchReport, renderMarkdown, writeReport } from "./harness/report.js";
 import { newScenario, type ScenarioResult, SESSIONMUX } from "./harness/result.js";
-import { type Measurement, measureRounds, type RoundsOptions } from "./harness/rounds.js";
+import {
+  type Measurement,
+  measureRounds,
+  type RoundSubject,
+  type RoundsOptions,
+  selfContained,
+} from "./harness/rounds.js";
 import { median } from "./harness/stats.js";
 import type { SubjectFactory } from "./harness/subject.js";
 import { DurableStreamsPeer } from "./peers/durable-streams.js";
 import { startSocketIo } from "./peers/socketio.js";
-import { agentsStreaming, durableLimit } from "./scenarios/agents-streaming.js";
+import { openAgentsStreaming, openDurableLimit } from "./scenarios/agents-streaming.js";
 import {
   durableStreamsAppends,
   rawBatchedInsert,
@@ -22,19 +29,19 @@ import {
   storeAppends,
   wireAppends,
 } from "./scenarios/append.js";
-import { measureFanout } from "./scenarios/fanout.js";
+import { openFanout } from "./scenarios/fanout.js";
 import { measureLatency } from "./scenarios/latency.js";
 import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
 import { postgresScenarios } from "./scenarios/pg-scenarios.js";
 import {
   buildSessionmuxLog,
-  durableStreamsReplay,
-  rawPageRead,
-  rawWireReplay,
+  openDurableStreamsReplay,
+  openRawPageRead,
+  openRawWireReplay,
+  openWireReplay,
   storeReplay,
-  wireReplay,
 } from "./scenarios/replay.js";
-import { measureResume } from "./scenarios/resume.js";
+import { openResume } from "./scenarios/resume.js";
 import { startSessionmux } from "./scenarios/sessionmux-subject.js";
 
 const RAW_WS = "raw ws";
@@ -69,24 +76,31 @@ function methodFor(argv: readonly string[]): NonNullable<BenchReport["method"]> 
 }
 
 type Run = () => Promise<Measurement>;
-type Template = Awaited<ReturnType<typeof agentsStreaming>>["template"];
+type Template = Awaited<ReturnType<Awaited<ReturnType<typeof openAgentsStreaming>>["measure"]>>["template"];
 
 function plan(results: ScenarioResult[], only: Set<string> | undefined, method: RoundsOptions): Step[] {
   const steps: Step[] = [];
   const wanted = (id: string) => !only || only.has(id);
-  const add = (result: ScenarioResult, subjects: [string, Run][], options: Partial<RoundsOptions> = {}) => {
+  const add = (
+    result: ScenarioResult,
+    subjects: ([string, Run] | RoundSubject)[],
+    options: Partial<RoundsOptions> = {},
+  ) => {
     if (!wanted(result.id)) return;
     results.push(result);
     const rounds = { ...method, ...options };
     steps.push({
       label: result.title,
       runs: subjects.length * (rounds.rounds + rounds.warmup),
-      run: (onRun) =>
-        measureRounds(
+      run: async (onRun) => {
+        const started = Date.now();
+        await measureRounds(
           result,
-          subjects.map(([name, run]) => ({ name, run })),
+          subjects.map((s) => (Array.isArray(s) ? selfContained(s[0], s[1]) : s)),
           { ...rounds, onRun },
-        ),
+        );
+        result.durationMs = Date.now() - started;
+      },
     });
   };
 
@@ -125,10 +139,10 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   );
   add(
     fanout,
-    fanoutSubjects.map(([name, factory]) => [
+    fanoutSubjects.map(([name, factory]) => ({
       name,
-      () => measureFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
-    ]),
+      open: () => openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
+    })),
   );
   const many = newScenario(
     "fanout-100x10",
@@ -142,17 +156,24 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   );
   add(
     many,
-    fanoutSubjects.map(([name, factory]) => [
+    fanoutSubjects.map(([name, factory]) => ({
       name,
-      () => measureFanout(factory, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 }),
-    ]),
+      open: () => openFanout(factory, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 }),
+    })),
   );
 
   const agentsShape = { sessions: 25, followers: 4, deltas: 1_000 };
   let template: Promise<Template> | undefined;
   // the limit commits the events a real turn of this shape produced (taken once, from a small run)
   const turnTemplate = () =>
-    (template ??= agentsStreaming({ ...agentsShape, sessions: 1, followers: 1 }).then((m) => m.template));
+    (template ??= (async () => {
+      const one = await openAgentsStreaming({ ...agentsShape, sessions: 1, followers: 1 });
+      try {
+        return (await one.measure()).template;
+      } finally {
+        await one.close();
+      }
+    })());
   add(
     newScenario(
       "agents-streaming",
@@ -162,8 +183,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       [{ against: DURABLE_LIMIT, min: 0.6 }],
     ),
     [
-      [SESSIONMUX, () => agentsStreaming(agentsShape)],
-      [DURABLE_LIMIT, async () => durableLimit(agentsShape, await turnTemplate())],
+      { name: SESSIONMUX, open: () => openAgentsStreaming(agentsShape) },
+      { name: DURABLE_LIMIT, open: async () => openDurableLimit(agentsShape, await turnTemplate()) },
     ],
   );
 
@@ -176,7 +197,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     ]),
     [
       [SESSIONMUX, async () => storeReplay(await builtLog())],
-      [RAW_SQLITE, () => rawPageRead(replayEvents)],
+      { name: RAW_SQLITE, open: () => openRawPageRead(replayEvents) },
     ],
   );
   add(
@@ -185,22 +206,28 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       { against: DURABLE_STREAMS, min: 2 },
     ]),
     [
-      [SESSIONMUX, async () => wireReplay(await builtLog())],
-      [RAW_WS_SQLITE, () => rawWireReplay(replayEvents)],
-      [DURABLE_STREAMS, () => durableStreamsReplay(replayEvents)],
+      { name: SESSIONMUX, open: async () => openWireReplay(await builtLog()) },
+      { name: RAW_WS_SQLITE, open: () => openRawWireReplay(replayEvents) },
+      { name: DURABLE_STREAMS, open: () => openDurableStreamsReplay(replayEvents) },
     ],
   );
   steps.push({ label: "cleanup", runs: 0, run: async () => log?.remove() });
 
   add(
-    newScenario("resume", "Resume: 1,000 followers × 100 events behind", "ms until all caught up", false, [
-      { against: RAW_WS, min: 0.95 },
-      { against: SOCKET_IO, min: 3 },
-    ]),
-    fanoutSubjects.map(([name, factory]) => [
+    newScenario(
+      "resume",
+      "Resume: 1,000 followers × 100 events behind",
+      "ms of server CPU until all caught up",
+      false,
+      [
+        { against: RAW_WS, min: 0.95 },
+        { against: SOCKET_IO, min: 3 },
+      ],
+    ),
+    fanoutSubjects.map(([name, factory]) => ({
       name,
-      () => measureResume(factory, { followers: 1_000, behind: 100 }),
-    ]),
+      open: () => openResume(factory, { followers: 1_000, behind: 100 }),
+    })),
   );
 
   const p50 = newScenario("latency-p50", "Append→delivery latency p50", "ms", false);
@@ -281,7 +308,8 @@ async function main(): Promise<void> {
     process.stdout.write(renderMarkdown(report));
     return;
   }
-  const written = writeReport(report, fileURLToPath(new URL("./results/", import.meta.url)));
+  const stem = new Date(started).toISOString().slice(0, 16).replace(":", "");
+  const written = writeReport(report, fileURLToPath(new URL("./results/", import.meta.url)), stem);
   process.stdout.write(written.markdown);
   process.stdout.write(`\nwritten: ${written.json}, ${written.md}\n`);
 }

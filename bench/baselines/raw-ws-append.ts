@@ -2,6 +2,7 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { decode, encode } from "@msgpack/msgpack";
 import { type WebSocket, WebSocketServer } from "ws";
+import { wsServerOptions } from "../harness/listen.js";
 import { RawSqlite } from "./raw-sqlite.js";
 
 interface Pending {
@@ -20,7 +21,7 @@ interface Pending {
 export async function startRawWsAppend(dbPath: string): Promise<{ url: string; close(): Promise<void> }> {
   const db = new RawSqlite(dbPath);
   const heads = new Map<string, number>();
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
+  const server = new WebSocketServer(wsServerOptions);
   await once(server, "listening");
   let pending: Pending[] = [];
   const flush = () => {

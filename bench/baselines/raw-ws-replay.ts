@@ -2,6 +2,7 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { decode, encode } from "@msgpack/msgpack";
 import { WebSocketServer } from "ws";
+import { wsServerOptions } from "../harness/listen.js";
 import { RawSqlite } from "./raw-sqlite.js";
 
 const PAGE = 500;
@@ -16,7 +17,7 @@ export async function startRawWsReplay(
   sessionId: string,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const db = new RawSqlite(dbPath);
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
+  const server = new WebSocketServer(wsServerOptions);
   await once(server, "listening");
   server.on("connection", (socket) => {
     socket.once("message", (bytes: Buffer) => {

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { decode, encode } from "@msgpack/msgpack";
 import { type WebSocket, WebSocketServer } from "ws";
+import { wsServerOptions } from "../harness/listen.js";
 import type { FanoutSubject } from "../harness/subject.js";
 import type { DeltaEvent } from "../harness/workload.js";
 
@@ -17,7 +18,7 @@ const REPLAY_BATCH = 500;
  * once and writes the same bytes to every follower, with a replay from memory on subscribe.
  */
 export async function startRawWs(): Promise<FanoutSubject> {
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
+  const server = new WebSocketServer(wsServerOptions);
   await once(server, "listening");
   const sessions: RawSession[] = [];
   const frame = (index: number, events: RawSession["events"]) =>

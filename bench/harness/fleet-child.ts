@@ -3,9 +3,10 @@
  * subject under test has the parent's core to itself. Every kind receives the same items
  * (`{kind:"events", events}` per stream) and is checked for duplicates and gaps as it goes.
  */
-import { Decoder, encode } from "@msgpack/msgpack";
+import { encode } from "@msgpack/msgpack";
 import { io, type Socket } from "socket.io-client";
 import WebSocket from "ws";
+import { DecodeCache } from "./decode-cache.js";
 import type { FleetCommand, FleetConnect, FleetReply, FleetStats } from "./fleet-protocol.js";
 import { wallNow } from "./stats.js";
 import { sentAt } from "./workload.js";
@@ -22,8 +23,8 @@ interface Follower {
   opened: number;
 }
 
-const decoder = new Decoder();
-const decode = (bytes: Uint8Array): unknown => decoder.decode(bytes);
+const frames = new DecodeCache();
+const decode = (bytes: Buffer): unknown => frames.decode(bytes);
 let spec: FleetConnect | undefined;
 const followers: Follower[] = [];
 const targets = new Map<number, number>();
@@ -52,7 +53,7 @@ function apply(follower: Follower, streamId: number, events: StreamEvent[]): voi
   }
 }
 
-function onMuxFrame(follower: Follower, bytes: Uint8Array): void {
+function onMuxFrame(follower: Follower, bytes: Buffer): void {
   const frame = decode(bytes) as {
     type: string;
     id?: number;
@@ -157,6 +158,13 @@ function socketOf(follower: Follower): WebSocket | undefined {
   return engine?.transport?.ws;
 }
 
+function closeAll(): void {
+  for (const follower of followers) {
+    follower.sio?.disconnect();
+    follower.ws?.terminate();
+  }
+}
+
 function resetRemaining(): void {
   remaining = 0;
   for (const follower of followers)
@@ -211,11 +219,14 @@ async function handle(command: FleetCommand): Promise<FleetReply> {
       await inBatches(followers.length, command.concurrency ?? 1000, (i) => open(followers[i]!, i));
       return { ok: true, at: started, ms: wallNow() - started };
     }
+    case "reset":
+      closeAll();
+      followers.length = 0;
+      targets.clear();
+      Object.assign(stats, { events: 0, dup: 0, gap: 0, errors: [], latencies: [] });
+      return { ok: true, at: wallNow(), ms: 0 };
     case "close":
-      for (const follower of followers) {
-        follower.sio?.disconnect();
-        follower.ws?.terminate();
-      }
+      closeAll();
       setTimeout(() => process.exit(0), 50);
       return { ok: true, at: wallNow(), ms: 0 };
   }

@@ -28,6 +28,8 @@ export type FleetCommand =
   | { cmd: "unstall" }
   | { cmd: "drop" }
   | { cmd: "reconnect"; concurrency?: number }
+  /** Closes every follower and forgets them and their counts: the fleet is as if just started. */
+  | { cmd: "reset" }
   | { cmd: "close" };
 
 export interface FleetStats {

@@ -87,19 +87,31 @@ export function renderMarkdown(report: BenchReport): string {
       out.push(`| ${scenario.title} | (failed) | – | | | ${error.replaceAll("|", "/")} |`);
   }
   out.push("", "## Goals", "", ...goalLines(report));
+  const timed = report.scenarios.filter((s) => s.durationMs !== undefined);
+  if (timed.length > 0)
+    out.push(
+      "",
+      "## Time per scenario",
+      "",
+      ...timed.map((s) => `- ${s.title}: ${(s.durationMs! / 1000).toFixed(0)} s`),
+    );
   const notes = report.scenarios.flatMap((s) => s.notes.map((n) => `- ${s.title}: ${n}`));
   if (notes.length > 0) out.push("", "## Notes", "", ...notes);
   return `${out.join("\n")}\n`;
 }
 
-/** Writes `bench/results/<date>.json` and `.md`; returns the markdown. */
+/**
+ * Writes `<folder>/<stem>.json` and `.md` (stem e.g. `2026-12-01T1030`, so consecutive runs of one
+ * day are all kept for `npm run bench:compare`); returns the markdown.
+ */
 export function writeReport(
   report: BenchReport,
   folder: string,
+  stem: string,
 ): { json: string; md: string; markdown: string } {
   mkdirSync(folder, { recursive: true });
-  const json = join(folder, `${report.date}.json`);
-  const md = join(folder, `${report.date}.md`);
+  const json = join(folder, `${stem}.json`);
+  const md = join(folder, `${stem}.md`);
   const markdown = renderMarkdown(report);
   writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(md, markdown);

@@ -27,6 +27,8 @@ export interface ScenarioResult {
   errors: string[];
   /** Per-subject values of each measured round, in round order (see measureRounds). */
   rounds?: Record<string, number[]>;
+  /** Wall time the scenario took, setup and warm-up included (where a full run's minutes go). */
+  durationMs?: number;
 }
 
 export const SESSIONMUX = "sessionmux";

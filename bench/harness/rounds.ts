@@ -1,3 +1,4 @@
+import { collectGarbage } from "./gc.js";
 import type { Figure, ScenarioResult } from "./result.js";
 import { median } from "./stats.js";
 
@@ -5,15 +6,30 @@ import { median } from "./stats.js";
 export interface Measurement {
   value: number;
   detail?: string;
-  /** Server CPU the measurement spent, in ms; with `count`, lets a short round be repeated. */
+  /**
+   * Time the measured work took, in ms: server CPU, or wall time for a wall-timed figure. With
+   * `count`, lets a short round be repeated and its runs combined.
+   */
   cpuMs?: number;
   /** Units of work done (deliveries, events), so repeated runs combine as count / cpuMs. */
   count?: number;
 }
 
+/** A subject set up once per scenario: measured as often as the rounds need, then closed. */
+export interface OpenSubject {
+  measure(): Promise<Measurement>;
+  close(): Promise<void>;
+}
+
 export interface RoundSubject {
   name: string;
-  run: () => Promise<Measurement>;
+  /** Sets the subject up (server, followers, data) once, outside any measured window. */
+  open(): Promise<OpenSubject>;
+}
+
+/** A subject whose every run sets itself up and tears itself down (store-level, one-shot runs). */
+export function selfContained(name: string, run: () => Promise<Measurement>): RoundSubject {
+  return { name, open: async () => ({ measure: run, close: async () => {} }) };
 }
 
 export interface RoundsOptions {
@@ -33,20 +49,15 @@ export interface RoundsOptions {
   onRun?: (label: string) => void;
 }
 
-/** Runs one subject `repeats` times, combining the work done into one figure. */
-async function runRepeated(subject: RoundSubject, repeats: number): Promise<Measurement> {
-  const first = await subject.run();
-  if (repeats <= 1 || first.cpuMs === undefined || first.count === undefined) return first;
-  let cpuMs = first.cpuMs;
-  let count = first.count;
-  for (let i = 1; i < repeats; i++) {
-    const more = await subject.run();
-    cpuMs += more.cpuMs ?? 0;
-    count += more.count ?? 0;
-  }
+/** The runs of one subject in one round as one figure: work done over CPU spent. */
+function combine(runs: readonly Measurement[]): Measurement {
+  const first = runs[0]!;
+  if (runs.length === 1 || first.cpuMs === undefined || first.count === undefined) return first;
+  const cpuMs = runs.reduce((sum, m) => sum + (m.cpuMs ?? 0), 0);
+  const count = runs.reduce((sum, m) => sum + (m.count ?? 0), 0);
   return {
     value: (count * 1000) / cpuMs,
-    detail: `${first.detail ?? ""} ×${repeats} runs, ${cpuMs.toFixed(0)} ms server CPU`,
+    detail: `${first.detail ?? ""} ×${runs.length} runs, ${cpuMs.toFixed(0)} ms measured`,
     cpuMs,
     count,
   };
@@ -62,11 +73,15 @@ function repeatsFor(first: readonly Measurement[], minCpuMs: number, maxRepeats:
   return Math.min(maxRepeats, Math.max(1, Math.ceil(minCpuMs / slowest)));
 }
 
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 /**
  * Measures every subject `warmup + rounds` times, rotating the order each round (A B C, B C A,
- * C A B, …) so no subject always runs first on a cold machine or last on a hot one. The figures
- * are per-subject medians; the per-round values stay in `result.rounds`, so each ratio is the
- * median of the ratios of the same round. A failing subject is recorded and skipped from then on.
+ * C A B, …) so no subject always runs first on a cold machine or last on a hot one. Every subject
+ * is set up once for all rounds, and a round's repeated runs alternate (A B C A B C …), so a burst
+ * of load on the machine falls on all subjects; each run starts after a full GC. The
+ * figures are per-subject medians; the per-round values stay in `result.rounds`, so each ratio is
+ * the median of the ratios of the same round. A failing subject is recorded and skipped from then on.
  */
 export async function measureRounds(
   result: ScenarioResult,
@@ -76,28 +91,56 @@ export async function measureRounds(
   const rounds: Record<string, number[]> = Object.fromEntries(subjects.map((s) => [s.name, []]));
   const details = new Map<string, string>();
   const failed = new Set<string>();
+  const fail = (subject: RoundSubject, error: unknown) => {
+    if (failed.has(subject.name)) return;
+    failed.add(subject.name);
+    result.errors.push(`${subject.name}: ${message(error)}`);
+  };
   const total = options.warmup + options.rounds;
+  const opened = new Map<RoundSubject, OpenSubject>();
   let repeats = 1;
-  for (let round = 0; round < total; round++) {
-    const measured: Measurement[] = [];
-    const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]!);
-    for (const subject of order) {
-      if (failed.has(subject.name)) continue;
+  try {
+    for (let round = 0; round < total; round++) {
+      const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]!);
       const label =
         round < options.warmup ? "warm-up" : `round ${round - options.warmup + 1}/${options.rounds}`;
-      options.onRun?.(`${result.title}: ${subject.name} (${label})`);
-      try {
-        const m = await runRepeated(subject, repeats);
+      const runs = new Map<RoundSubject, Measurement[]>();
+      for (const subject of order) {
+        if (failed.has(subject.name) || opened.has(subject)) continue;
+        try {
+          opened.set(subject, await subject.open());
+        } catch (error) {
+          fail(subject, error);
+        }
+      }
+      for (let repeat = 0; repeat < repeats; repeat++) {
+        for (const subject of order) {
+          const open = opened.get(subject);
+          if (!open || failed.has(subject.name)) continue;
+          const run = repeats > 1 ? `, run ${repeat + 1}/${repeats}` : "";
+          options.onRun?.(`${result.title}: ${subject.name} (${label}${run})`);
+          try {
+            collectGarbage();
+            const measured = await open.measure();
+            runs.set(subject, [...(runs.get(subject) ?? []), measured]);
+          } catch (error) {
+            fail(subject, error);
+          }
+        }
+      }
+      const measured: Measurement[] = [];
+      for (const [subject, done] of runs) {
+        if (failed.has(subject.name)) continue;
+        const m = combine(done);
         measured.push(m);
         if (round < options.warmup) continue;
         rounds[subject.name]!.push(m.value);
         if (m.detail) details.set(subject.name, m.detail);
-      } catch (error) {
-        failed.add(subject.name);
-        result.errors.push(`${subject.name}: ${error instanceof Error ? error.message : String(error)}`);
       }
+      if (round === 0) repeats = repeatsFor(measured, options.minCpuMs ?? 0, options.maxRepeats ?? 8);
     }
-    if (round === 0) repeats = repeatsFor(measured, options.minCpuMs ?? 0, options.maxRepeats ?? 8);
+  } finally {
+    for (const [subject, open] of opened) await open.close().catch((error: unknown) => fail(subject, error));
   }
   result.rounds = {};
   for (const subject of subjects) {

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Server } from "socket.io";
+import { LISTEN_BACKLOG } from "../harness/listen.js";
 import type { FanoutSubject } from "../harness/subject.js";
 import type { DeltaEvent } from "../harness/workload.js";
 
@@ -42,7 +43,7 @@ export async function startSocketIo(): Promise<FanoutSubject> {
     });
   });
 
-  http.listen(0, "127.0.0.1");
+  http.listen({ port: 0, host: "127.0.0.1", backlog: LISTEN_BACKLOG });
   await once(http, "listening");
   return {
     name: "Socket.IO 4",

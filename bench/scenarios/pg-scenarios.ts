@@ -1,13 +1,17 @@
 import { newScenario, type ScenarioResult, SESSIONMUX } from "../harness/result.js";
-import type { Measurement, RoundsOptions } from "../harness/rounds.js";
-import { measureFanout } from "./fanout.js";
+import type { Measurement, RoundSubject, RoundsOptions } from "../harness/rounds.js";
+import { openFanout } from "./fanout.js";
 import { DEFAULT_PG_URL, pgStoreAppends, rawPgBatchedInsert } from "./pg-append.js";
 import { startPgPair } from "./pg-fanout.js";
 
 export const RAW_PG = "raw pg batched insert";
 export const SAME_HOST_PG = "same host (PostgreSQL)";
 
-type PgScenario = [ScenarioResult, [string, () => Promise<Measurement>][], Partial<RoundsOptions>];
+type PgScenario = [
+  ScenarioResult,
+  ([string, () => Promise<Measurement>] | RoundSubject)[],
+  Partial<RoundsOptions>,
+];
 
 /**
  * The PostgreSQL scenarios of `npm run bench` (database at SESSIONMUX_TEST_PG_URL, default the
@@ -53,8 +57,8 @@ export function postgresScenarios(url = DEFAULT_PG_URL): PgScenario[] {
         [{ against: SAME_HOST_PG, min: 0.8 }],
       ),
       [
-        [SESSIONMUX, () => measureFanout(() => startPgPair(url, "B"), fanoutShape)],
-        [SAME_HOST_PG, () => measureFanout(() => startPgPair(url, "A"), fanoutShape)],
+        { name: SESSIONMUX, open: () => openFanout(() => startPgPair(url, "B"), fanoutShape) },
+        { name: SAME_HOST_PG, open: () => openFanout(() => startPgPair(url, "A"), fanoutShape) },
       ],
       { rounds: 5, warmup: 1, minCpuMs: 0 },
     ],

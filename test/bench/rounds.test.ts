@@ -1,19 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { newScenario, ratioAgainst, roundRatios } from "../../bench/harness/result.js";
-import { type Measurement, measureRounds } from "../../bench/harness/rounds.js";
+import { type Measurement, measureRounds, selfContained } from "../../bench/harness/rounds.js";
 import { median } from "../../bench/harness/stats.js";
 
 describe("benchmark rounds", () => {
   it("rotates the subjects' order every round and discards warm-up rounds", async () => {
     const order: string[] = [];
     const result = newScenario("s", "S", "ops/s", true);
-    const subject = (name: string) => ({
-      name,
-      run: async (): Promise<Measurement> => {
+    const subject = (name: string) =>
+      selfContained(name, async (): Promise<Measurement> => {
         order.push(name);
         return { value: 1 };
-      },
-    });
+      });
     await measureRounds(result, [subject("A"), subject("B"), subject("C")], { rounds: 3, warmup: 1 });
     expect(order.join("")).toBe("ABC" + "BCA" + "CAB" + "ABC");
     expect(result.rounds).toEqual({ A: [1, 1, 1], B: [1, 1, 1], C: [1, 1, 1] });
@@ -27,8 +25,8 @@ describe("benchmark rounds", () => {
     await measureRounds(
       result,
       [
-        { name: "sessionmux", run: async () => ({ value: 2 * speed[runs.ours++]! }) },
-        { name: "raw", run: async () => ({ value: speed[runs.theirs++]! }) },
+        selfContained("sessionmux", async () => ({ value: 2 * speed[runs.ours++]! })),
+        selfContained("raw", async () => ({ value: speed[runs.theirs++]! })),
       ],
       { rounds: 3, warmup: 0 },
     );
@@ -46,20 +44,14 @@ describe("benchmark rounds", () => {
       result,
       [
         // 250 ms of CPU per run: four runs reach 1,000 ms
-        {
-          name: "slow",
-          run: async () => {
-            calls.slow++;
-            return { value: 400, cpuMs: 250, count: 100 };
-          },
-        },
-        {
-          name: "fast",
-          run: async () => {
-            calls.fast++;
-            return { value: 1000, cpuMs: 100, count: 100 };
-          },
-        },
+        selfContained("slow", async () => {
+          calls.slow++;
+          return { value: 400, cpuMs: 250, count: 100 };
+        }),
+        selfContained("fast", async () => {
+          calls.fast++;
+          return { value: 1000, cpuMs: 100, count: 100 };
+        }),
       ],
       { rounds: 2, warmup: 1, minCpuMs: 1_000 },
     );
@@ -72,19 +64,86 @@ describe("benchmark rounds", () => {
     await measureRounds(
       result,
       [
-        { name: "ok", run: async () => ({ value: 3 }) },
-        {
-          name: "broken",
-          run: async () => {
-            throw new Error("refused");
-          },
-        },
+        selfContained("ok", async () => ({ value: 3 })),
+        selfContained("broken", async () => {
+          throw new Error("refused");
+        }),
       ],
       { rounds: 3, warmup: 0 },
     );
     expect(result.errors).toEqual(["broken: refused"]);
     expect(result.figures.map((f) => f.subject)).toEqual(["ok"]);
     expect(Number.isNaN(ratioAgainst(result, "broken", "ok"))).toBe(true);
+  });
+
+  it("sets each subject up once, alternates the repeated runs and closes every subject", async () => {
+    const log: string[] = [];
+    const subject = (name: string) => ({
+      name,
+      open: async () => {
+        log.push(`open ${name}`);
+        return {
+          measure: async (): Promise<Measurement> => {
+            log.push(name);
+            return { value: 1, cpuMs: 500, count: 1 };
+          },
+          close: async () => {
+            log.push(`close ${name}`);
+          },
+        };
+      },
+    });
+    // 500 ms per run: two runs per round reach 1,000 ms
+    await measureRounds(newScenario("s", "S", "ops/s", true), [subject("A"), subject("B")], {
+      rounds: 2,
+      warmup: 1,
+      minCpuMs: 1_000,
+    });
+    expect(log).toEqual([
+      "open A",
+      "open B",
+      "A",
+      "B",
+      "B",
+      "A",
+      "B",
+      "A",
+      "A",
+      "B",
+      "A",
+      "B",
+      "close A",
+      "close B",
+    ]);
+  });
+
+  it("closes the subjects already set up when one fails to set up", async () => {
+    const closed: string[] = [];
+    const result = newScenario("s", "S", "ops/s", true);
+    await measureRounds(
+      result,
+      [
+        {
+          name: "up",
+          open: async () => ({
+            measure: async () => ({ value: 1 }),
+            close: async () => {
+              closed.push("up");
+            },
+          }),
+        },
+        {
+          name: "down",
+          open: async () => {
+            throw new Error("no port");
+          },
+        },
+      ],
+      { rounds: 2, warmup: 0 },
+    );
+    expect(closed).toEqual(["up"]);
+    expect(result.errors).toEqual(["down: no port"]);
+    expect(result.rounds).toEqual({ up: [1, 1] });
   });
 
   it("takes the median of odd and even counts", () => {

@@ -1,0 +1,35 @@
+import { Decoder } from "@msgpack/msgpack";
+
+/**
+ * Decodes msgpack frames, reusing the value of a byte-identical frame seen recently. A server
+ * sends the same bytes to every follower of a session, and the follower fleet (one process for
+ * hundreds of sockets) would otherwise decode each frame once per socket and become the slowest
+ * part of the run. Identity is checked on the whole bytes, so a hit is exactly what decoding would
+ * have returned; values are shared, so callers must not change them.
+ */
+export class DecodeCache {
+  private readonly decoder = new Decoder();
+  private readonly recent = new Map<number, { bytes: Buffer; value: unknown }>();
+
+  /** @param capacity frames kept (bounded: the oldest is evicted first) */
+  constructor(private readonly capacity = 512) {}
+
+  decode(bytes: Buffer): unknown {
+    const key = fingerprint(bytes);
+    const hit = this.recent.get(key);
+    if (hit?.bytes.equals(bytes)) return hit.value;
+    const value = this.decoder.decode(bytes);
+    if (hit) this.recent.delete(key);
+    else if (this.recent.size >= this.capacity) this.recent.delete(this.recent.keys().next().value!);
+    this.recent.set(key, { bytes, value });
+    return value;
+  }
+}
+
+/** Length and the last bytes (where an event frame ends with its last event's seq and text). */
+function fingerprint(bytes: Buffer): number {
+  let hash = bytes.length | 0;
+  for (let i = Math.max(0, bytes.length - 24); i < bytes.length; i++)
+    hash = (Math.imul(hash, 31) + bytes[i]!) | 0;
+  return hash;
+}
