@@ -23,14 +23,14 @@ import { DurableStreamsPeer } from "./peers/durable-streams.js";
 import { startSocketIo } from "./peers/socketio.js";
 import { openAgentsStreaming, openDurableLimit } from "./scenarios/agents-streaming.js";
 import {
-  durableStreamsAppends,
+  openDurableStreamsAppends,
+  openRawWsAppends,
+  openWireAppends,
   rawBatchedInsert,
-  rawWsAppends,
   storeAppends,
-  wireAppends,
 } from "./scenarios/append.js";
 import { openFanout } from "./scenarios/fanout.js";
-import { measureLatency } from "./scenarios/latency.js";
+import { openLatency } from "./scenarios/latency.js";
 import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
 import { postgresScenarios } from "./scenarios/pg-scenarios.js";
 import {
@@ -121,9 +121,12 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       { against: DURABLE_STREAMS, min: 5 },
     ]),
     [
-      [SESSIONMUX, () => wireAppends(wireShape)],
-      [RAW_WS_SQLITE, () => rawWsAppends(wireShape)],
-      [DURABLE_STREAMS, () => durableStreamsAppends(() => DurableStreamsPeer.start(), wireShape)],
+      { name: SESSIONMUX, open: () => openWireAppends(wireShape) },
+      { name: RAW_WS_SQLITE, open: () => openRawWsAppends(wireShape) },
+      {
+        name: DURABLE_STREAMS,
+        open: () => openDurableStreamsAppends(() => DurableStreamsPeer.start(), wireShape),
+      },
     ],
   );
 
@@ -237,16 +240,20 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     const p99Rounds: Record<string, number[]> = {};
     add(
       p50,
-      fanoutSubjects.map(([name, factory]) => [
+      fanoutSubjects.map(([name, factory]) => ({
         name,
-        async () => {
-          const measured = await measureLatency(factory, { followers: 10, events: 1_000, gapMs: 2 });
-          const values = p99Rounds[name] ?? [];
-          values.push(measured.p99);
-          p99Rounds[name] = values;
-          return { value: measured.p50, detail: `${measured.samples} samples, 10 followers` };
+        open: async () => {
+          const latency = await openLatency(factory, { followers: 10, events: 500, gapMs: 2 });
+          return {
+            async measure() {
+              const measured = await latency.measure();
+              p99Rounds[name] = [...(p99Rounds[name] ?? []), measured.p99];
+              return { value: measured.p50, detail: `${measured.samples} samples, 10 followers` };
+            },
+            close: () => latency.close(),
+          };
         },
-      ]),
+      })),
       // no ratio goals: three rounds show the spread
       { rounds: 3 },
     );

@@ -1,6 +1,7 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
 import { startRawWsAppend } from "../baselines/raw-ws-append.js";
 import { MuxCaller } from "../harness/mux-caller.js";
+import type { OpenSubject } from "../harness/rounds.js";
 import { tempFolder } from "../harness/temp-folder.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
 import type { DurableStreamsPeer } from "../peers/durable-streams.js";
@@ -65,15 +66,35 @@ export async function storeAppends(shape: AppendShape): Promise<{ value: number;
   }
 }
 
+/** `writers` concurrent writers, each awaiting `appendsPerWriter` calls one at a time; events/s. */
+async function timedWriters(
+  shape: AppendShape,
+  write: (writer: number, n: number) => Promise<unknown>,
+): Promise<{ total: number; value: number }> {
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: shape.writers }, async (_, i) => {
+      for (let n = 0; n < shape.appendsPerWriter; n++) await write(i, n);
+    }),
+  );
+  const total = shape.writers * shape.appendsPerWriter;
+  return { total, value: rate(total, performance.now() - started) };
+}
+
 /**
  * Acknowledged appends over the wire: `session.rename` (one event, answered after commit) per call.
  * Each writer is its own principal owning its session, as independent agents or users are: a
  * principal's sockets all hear of its sessions' changes, which 100 sockets of one principal would
- * multiply by 100 in this process (the callers share it with the host).
+ * multiply by 100 in this process (the callers share it with the host). The host, sessions and
+ * sockets are set up once; each `measure` is one batch of calls.
  */
-export async function wireAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+export async function openWireAppends(shape: AppendShape): Promise<OpenSubject> {
   const subject = await startSessionmux({ writers: shape.writers });
   const callers: MuxCaller[] = [];
+  const close = async () => {
+    for (const caller of callers) caller.close();
+    await subject.close();
+  };
   try {
     const ids = sessionIds(shape.writers);
     for (const [i, sessionId] of ids.entries()) {
@@ -82,77 +103,73 @@ export async function wireAppends(shape: AppendShape): Promise<{ value: number; 
     }
     for (let i = 0; i < shape.writers; i++)
       callers.push(await MuxCaller.connect(subject.url, writerToken(i)));
-    const before = subject.running.store.stats().transactions;
-    const started = performance.now();
-    await Promise.all(
-      ids.map(async (sessionId, i) => {
-        for (let n = 0; n < shape.appendsPerWriter; n++)
-          await callers[i]!.call("session.rename", { sessionId, title: `title ${n}` });
-      }),
-    );
-    const elapsed = performance.now() - started;
-    const total = shape.writers * shape.appendsPerWriter;
-    const transactions = subject.running.store.stats().transactions - before;
-    return {
-      value: rate(total, elapsed),
-      detail: `${total} acknowledged appends over the mux, ${shape.writers} sockets, ${transactions} transactions`,
-    };
-  } finally {
-    for (const caller of callers) caller.close();
-    await subject.close();
+  } catch (error) {
+    await close();
+    throw error;
   }
+  const ids = sessionIds(shape.writers);
+  return {
+    async measure() {
+      const before = subject.running.store.stats().transactions;
+      const { total, value } = await timedWriters(shape, (i, n) =>
+        callers[i]!.call("session.rename", { sessionId: ids[i]!, title: `title ${n}` }),
+      );
+      const transactions = subject.running.store.stats().transactions - before;
+      return {
+        value,
+        detail: `${total} acknowledged appends over the mux, ${shape.writers} sockets, ${transactions} transactions`,
+      };
+    },
+    close,
+  };
 }
 
 /** The Durable Streams reference: one stream per writer, one awaited client `append` per event. */
-export async function durableStreamsAppends(
+export async function openDurableStreamsAppends(
   start: () => Promise<DurableStreamsPeer>,
   shape: AppendShape,
-): Promise<{ value: number; detail: string }> {
+): Promise<OpenSubject> {
   const peer = await start();
+  let handles: Awaited<ReturnType<DurableStreamsPeer["create"]>>[];
   try {
-    const ids = sessionIds(shape.writers);
-    const handles = await Promise.all(ids.map((id) => peer.create(id)));
-    const started = performance.now();
-    await Promise.all(
-      handles.map(async (handle, i) => {
-        for (let n = 0; n < shape.appendsPerWriter; n++) await peer.appendOne(handle, deltaEvent(i));
-      }),
-    );
-    const elapsed = performance.now() - started;
-    const total = shape.writers * shape.appendsPerWriter;
-    return {
-      value: rate(total, elapsed),
-      detail: `${total} acknowledged appends over HTTP, ${shape.writers} writers`,
-    };
-  } finally {
+    handles = await Promise.all(sessionIds(shape.writers).map((id) => peer.create(id)));
+  } catch (error) {
     await peer.close();
+    throw error;
   }
+  return {
+    async measure() {
+      const { total, value } = await timedWriters(shape, (i) => peer.appendOne(handles[i]!, deltaEvent(i)));
+      return { value, detail: `${total} acknowledged appends over HTTP, ${shape.writers} writers` };
+    },
+    close: () => peer.close(),
+  };
 }
 
 /** The limit over the network: the same calls answered by bare `ws` + batched better-sqlite3 inserts. */
-export async function rawWsAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+export async function openRawWsAppends(shape: AppendShape): Promise<OpenSubject> {
   const folder = tempFolder("raw-ws-append");
   const server = await startRawWsAppend(folder.file("raw.db"));
   const callers: MuxCaller[] = [];
-  try {
-    const ids = sessionIds(shape.writers);
-    for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(server.url, BENCH_TOKEN));
-    const started = performance.now();
-    await Promise.all(
-      ids.map(async (sessionId, i) => {
-        for (let n = 0; n < shape.appendsPerWriter; n++)
-          await callers[i]!.call("session.rename", { sessionId, title: `title ${n}` });
-      }),
-    );
-    const elapsed = performance.now() - started;
-    const total = shape.writers * shape.appendsPerWriter;
-    return {
-      value: rate(total, elapsed),
-      detail: `${total} acknowledged appends over bare ws, ${shape.writers} sockets`,
-    };
-  } finally {
+  const close = async () => {
     for (const caller of callers) caller.close();
     await server.close();
     folder.remove();
+  };
+  try {
+    for (let i = 0; i < shape.writers; i++) callers.push(await MuxCaller.connect(server.url, BENCH_TOKEN));
+  } catch (error) {
+    await close();
+    throw error;
   }
+  const ids = sessionIds(shape.writers);
+  return {
+    async measure() {
+      const { total, value } = await timedWriters(shape, (i, n) =>
+        callers[i]!.call("session.rename", { sessionId: ids[i]!, title: `title ${n}` }),
+      );
+      return { value, detail: `${total} acknowledged appends over bare ws, ${shape.writers} sockets` };
+    },
+    close,
+  };
 }
