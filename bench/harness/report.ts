@@ -14,7 +14,8 @@ export interface BenchReport {
   scenarios: ScenarioResult[];
 }
 
-const number = (value: number): string =>
+/** A figure as the reports print it: grouped integers from 100, two decimals from 1, else two digits. */
+export const formatFigure = (value: number): string =>
   !Number.isFinite(value)
     ? "–"
     : value >= 100
@@ -26,8 +27,8 @@ const number = (value: number): string =>
 /** "0.82× (0.78–0.90, 7 rounds)" from the per-round ratios, or the plain ratio. */
 function ratioText(scenario: ScenarioResult, subject: string): string {
   const stats = roundRatios(scenario, subject);
-  if (!stats) return `${number(ratioAgainst(scenario, subject))}×`;
-  return `${number(stats.median)}× (${number(stats.min)}–${number(stats.max)}, ${stats.rounds} rounds)`;
+  if (!stats) return `${formatFigure(ratioAgainst(scenario, subject))}×`;
+  return `${formatFigure(stats.median)}× (${formatFigure(stats.min)}–${formatFigure(stats.max)}, ${stats.rounds} rounds)`;
 }
 
 /** The goal lines: met / missed with the figure. */
@@ -80,7 +81,7 @@ export function renderMarkdown(report: BenchReport): string {
     for (const figure of scenario.figures) {
       const ratio = figure.subject === SESSIONMUX ? "" : ratioText(scenario, figure.subject);
       out.push(
-        `| ${scenario.title} | ${figure.subject} | ${number(figure.value)} | ${scenario.unit} (${better}) | ${ratio} | ${figure.detail ?? ""} |`,
+        `| ${scenario.title} | ${figure.subject} | ${formatFigure(figure.value)} | ${scenario.unit} (${better}) | ${ratio} | ${figure.detail ?? ""} |`,
       );
     }
     for (const error of scenario.errors)
