@@ -13,6 +13,7 @@ import { newScenario, type ScenarioResult, SESSIONMUX } from "./harness/result.j
 import {
   type Measurement,
   measureRounds,
+  type OpenSubject,
   type RoundSubject,
   type RoundsOptions,
   selfContained,
@@ -58,6 +59,10 @@ const fanoutSubjects: [string, SubjectFactory][] = [
   [RAW_WS, startRawWs],
   [SOCKET_IO, startSocketIo],
 ];
+
+/** sessionmux, raw ws and Socket.IO, each set up by `open` with its own server factory. */
+const onFanoutSubjects = (open: (factory: SubjectFactory) => Promise<OpenSubject>): RoundSubject[] =>
+  fanoutSubjects.map(([name, factory]) => ({ name, open: () => open(factory) }));
 
 type Step = { label: string; runs: number; run: (onRun: (label: string) => void) => Promise<void> };
 
@@ -142,10 +147,9 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   );
   add(
     fanout,
-    fanoutSubjects.map(([name, factory]) => ({
-      name,
-      open: () => openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
-    })),
+    onFanoutSubjects((factory) =>
+      openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
+    ),
   );
   const many = newScenario(
     "fanout-100x10",
@@ -159,10 +163,9 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   );
   add(
     many,
-    fanoutSubjects.map(([name, factory]) => ({
-      name,
-      open: () => openFanout(factory, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 }),
-    })),
+    onFanoutSubjects((factory) =>
+      openFanout(factory, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 }),
+    ),
   );
 
   const agentsShape = { sessions: 25, followers: 4, deltas: 1_000 };
@@ -227,10 +230,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
         { against: SOCKET_IO, min: 3 },
       ],
     ),
-    fanoutSubjects.map(([name, factory]) => ({
-      name,
-      open: () => openResume(factory, { followers: 1_000, behind: 100 }),
-    })),
+    onFanoutSubjects((factory) => openResume(factory, { followers: 1_000, behind: 100 })),
   );
 
   const p50 = newScenario("latency-p50", "Append→delivery latency p50", "ms", false);

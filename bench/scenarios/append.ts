@@ -81,6 +81,14 @@ async function timedWriters(
   return { total, value: rate(total, performance.now() - started) };
 }
 
+/** Every writer renames its own session `appendsPerWriter` times over its own socket. */
+const renames = (shape: AppendShape, callers: readonly MuxCaller[]) => {
+  const ids = sessionIds(shape.writers);
+  return timedWriters(shape, (i, n) =>
+    callers[i]!.call("session.rename", { sessionId: ids[i]!, title: `title ${n}` }),
+  );
+};
+
 /**
  * Acknowledged appends over the wire: `session.rename` (one event, answered after commit) per call.
  * Each writer is its own principal owning its session, as independent agents or users are: a
@@ -107,13 +115,10 @@ export async function openWireAppends(shape: AppendShape): Promise<OpenSubject> 
     await close();
     throw error;
   }
-  const ids = sessionIds(shape.writers);
   return {
     async measure() {
       const before = subject.running.store.stats().transactions;
-      const { total, value } = await timedWriters(shape, (i, n) =>
-        callers[i]!.call("session.rename", { sessionId: ids[i]!, title: `title ${n}` }),
-      );
+      const { total, value } = await renames(shape, callers);
       const transactions = subject.running.store.stats().transactions - before;
       return {
         value,
@@ -162,12 +167,9 @@ export async function openRawWsAppends(shape: AppendShape): Promise<OpenSubject>
     await close();
     throw error;
   }
-  const ids = sessionIds(shape.writers);
   return {
     async measure() {
-      const { total, value } = await timedWriters(shape, (i, n) =>
-        callers[i]!.call("session.rename", { sessionId: ids[i]!, title: `title ${n}` }),
-      );
+      const { total, value } = await renames(shape, callers);
       return { value, detail: `${total} acknowledged appends over bare ws, ${shape.writers} sockets` };
     },
     close,

@@ -25,15 +25,21 @@ function* deltas(count: number) {
   for (let i = 0; i < count; i++) yield deltaEvent(i);
 }
 
-/** Raw better-sqlite3, filled once: each `measure` opens the file and pages through it, 500 rows at a time. */
-export async function openRawPageRead(events: number): Promise<OpenSubject> {
-  const folder = tempFolder("raw-replay");
+/** A raw better-sqlite3 file holding one session of `events` events, in a folder of its own. */
+function rawReplayLog(prefix: string, events: number): { folder: { remove(): void }; path: string } {
+  const folder = tempFolder(prefix);
   const path = folder.file("raw.db");
   const fill = new RawSqlite(path);
   const batch = [...deltas(1000)];
   for (let base = 0; base < events; base += 1000)
     fill.insertBatch(batch.map((event, i) => ({ sessionId: SESSION, seq: base + i + 1, event })));
   fill.close();
+  return { folder, path };
+}
+
+/** Raw better-sqlite3, filled once: each `measure` opens the file and pages through it, 500 rows at a time. */
+export async function openRawPageRead(events: number): Promise<OpenSubject> {
+  const { folder, path } = rawReplayLog("raw-replay", events);
   return {
     async measure() {
       const db = new RawSqlite(path);
@@ -165,13 +171,7 @@ export async function openDurableStreamsReplay(events: number): Promise<OpenSubj
  * database is filled once; each `measure` opens it in a fresh server.
  */
 export async function openRawWireReplay(events: number): Promise<OpenSubject> {
-  const folder = tempFolder("raw-wire-replay");
-  const path = folder.file("raw.db");
-  const db = new RawSqlite(path);
-  const batch = [...deltas(1000)];
-  for (let base = 0; base < events; base += 1000)
-    db.insertBatch(batch.map((event, i) => ({ sessionId: SESSION, seq: base + i + 1, event })));
-  db.close();
+  const { folder, path } = rawReplayLog("raw-wire-replay", events);
   const fleet = Fleet.start();
   return {
     async measure() {
