@@ -38,9 +38,10 @@ export interface RoundsOptions {
   /** Rounds run first and discarded (JIT, page cache, sockets' first use). */
   warmup: number;
   /**
-   * Throughput subjects whose runs report `cpuMs` run several times per round, as many as the
-   * slowest one needs to spend at least this much server CPU, so a round is never decided by
-   * timer resolution or one GC pause. Decided from the first round.
+   * Throughput subjects whose runs report `cpuMs` run several times per measured round, all as
+   * often as the slowest one needs to spend at least this much, so a round is never decided by
+   * timer resolution or one GC pause: each round starts with the runs the previous one needed
+   * and adds more until the slowest has spent it (at most `maxRepeats`).
    */
   minCpuMs?: number;
   /** Upper bound on repeats of one subject within one round (bounded loops). */
@@ -64,13 +65,29 @@ function combine(runs: readonly Measurement[]): Measurement {
 }
 
 /**
- * Runs per subject in each round so the slowest subject (the most server CPU in the first round)
- * spends at least `minCpuMs`: every subject then does the same work per round.
+ * Runs per subject in each round so the slowest subject (the most server CPU per run in the last
+ * round) spends at least `minCpuMs`: every subject then does the same work per round.
  */
-function repeatsFor(first: readonly Measurement[], minCpuMs: number, maxRepeats: number): number {
-  const slowest = Math.max(0, ...first.map((m) => m.cpuMs ?? 0));
+function repeatsFor(perRun: readonly Measurement[], minCpuMs: number, maxRepeats: number): number {
+  const slowest = Math.max(0, ...perRun.map((m) => m.cpuMs ?? 0));
   if (!(slowest > 0) || minCpuMs <= 0) return 1;
   return Math.min(maxRepeats, Math.max(1, Math.ceil(minCpuMs / slowest)));
+}
+
+/**
+ * The CPU of the subject that spent the most in this round so far; Infinity when no subject
+ * reports CPU (nothing to repeat for).
+ */
+function slowestCpuMs(runs: ReadonlyMap<RoundSubject, readonly Measurement[]>): number {
+  let slowest = Number.POSITIVE_INFINITY;
+  let reported = false;
+  for (const done of runs.values()) {
+    if (done.some((m) => m.cpuMs === undefined)) continue;
+    const spent = done.reduce((sum, m) => sum + m.cpuMs!, 0);
+    slowest = reported ? Math.max(slowest, spent) : spent;
+    reported = true;
+  }
+  return slowest;
 }
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -98,6 +115,8 @@ export async function measureRounds(
   };
   const total = options.warmup + options.rounds;
   const opened = new Map<RoundSubject, OpenSubject>();
+  const minCpuMs = options.minCpuMs ?? 0;
+  const maxRepeats = options.maxRepeats ?? 8;
   let repeats = 1;
   try {
     for (let round = 0; round < total; round++) {
@@ -113,11 +132,13 @@ export async function measureRounds(
           fail(subject, error);
         }
       }
-      for (let repeat = 0; repeat < repeats; repeat++) {
+      const warmup = round < options.warmup;
+      for (let repeat = 0; repeat < maxRepeats; repeat++) {
+        if (repeat >= repeats && (warmup || slowestCpuMs(runs) >= minCpuMs)) break;
         for (const subject of order) {
           const open = opened.get(subject);
           if (!open || failed.has(subject.name)) continue;
-          const run = repeats > 1 ? `, run ${repeat + 1}/${repeats}` : "";
+          const run = repeat > 0 || repeats > 1 ? `, run ${repeat + 1}` : "";
           options.onRun?.(`${result.title}: ${subject.name} (${label}${run})`);
           try {
             collectGarbage();
@@ -128,16 +149,17 @@ export async function measureRounds(
           }
         }
       }
-      const measured: Measurement[] = [];
+      const perRun: Measurement[] = [];
       for (const [subject, done] of runs) {
         if (failed.has(subject.name)) continue;
         const m = combine(done);
-        measured.push(m);
+        perRun.push({ value: m.value, ...(m.cpuMs === undefined ? {} : { cpuMs: m.cpuMs / done.length }) });
         if (round < options.warmup) continue;
         rounds[subject.name]!.push(m.value);
         if (m.detail) details.set(subject.name, m.detail);
       }
-      if (round === 0) repeats = repeatsFor(measured, options.minCpuMs ?? 0, options.maxRepeats ?? 8);
+      // The next round starts with as many runs as this one's per-run CPU says it needs.
+      repeats = Math.max(repeats, repeatsFor(perRun, minCpuMs, maxRepeats));
     }
   } finally {
     for (const [subject, open] of opened) await open.close().catch((error: unknown) => fail(subject, error));

@@ -59,6 +59,23 @@ describe("benchmark rounds", () => {
     expect(result.rounds).toEqual({ slow: [400, 400], fast: [1000, 1000] });
   });
 
+  it("repeats within a measured round until the slowest has spent the minimum, also when warm runs get faster", async () => {
+    // the warm-up run spends 500 ms (2 runs planned), later ones 250 ms: every measured round needs 4
+    let runs = 0;
+    const result = newScenario("s", "S", "ops/s", true);
+    await measureRounds(
+      result,
+      [
+        selfContained("only", async () => {
+          runs++;
+          return { value: 1, cpuMs: runs === 1 ? 500 : 250, count: 1 };
+        }),
+      ],
+      { rounds: 2, warmup: 1, minCpuMs: 1_000 },
+    );
+    expect(runs).toBe(1 + 4 + 4);
+  });
+
   it("records a failing subject and keeps measuring the others", async () => {
     const result = newScenario("s", "S", "ops/s", true);
     await measureRounds(
