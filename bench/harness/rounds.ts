@@ -124,14 +124,17 @@ export async function measureRounds(
       const label =
         round < options.warmup ? "warm-up" : `round ${round - options.warmup + 1}/${options.rounds}`;
       const runs = new Map<RoundSubject, Measurement[]>();
-      for (const subject of order) {
-        if (failed.has(subject.name) || opened.has(subject)) continue;
-        try {
-          opened.set(subject, await subject.open());
-        } catch (error) {
-          fail(subject, error);
-        }
-      }
+      // Set-ups run side by side (each starts processes and waits on them); nothing is measured yet.
+      await Promise.all(
+        order
+          .filter((subject) => !failed.has(subject.name) && !opened.has(subject))
+          .map((subject) =>
+            subject.open().then(
+              (open) => void opened.set(subject, open),
+              (error: unknown) => fail(subject, error),
+            ),
+          ),
+      );
       const warmup = round < options.warmup;
       for (let repeat = 0; repeat < maxRepeats; repeat++) {
         if (repeat >= repeats && (warmup || slowestCpuMs(runs) >= minCpuMs)) break;
