@@ -64,7 +64,7 @@ const fanoutSubjects: [string, SubjectFactory][] = [
 const onFanoutSubjects = (open: (factory: SubjectFactory) => Promise<OpenSubject>): RoundSubject[] =>
   fanoutSubjects.map(([name, factory]) => ({ name, open: () => open(factory) }));
 
-type Step = { label: string; runs: number; run: (onRun: (label: string) => void) => Promise<void> };
+type Step = { label: string; run: (onRun: (label: string) => void) => Promise<void> };
 
 /** `--only <id>` (e.g. `append-wire`): scenario ids to run, or undefined for all. */
 function onlyScenarios(argv: readonly string[]): Set<string> | undefined {
@@ -96,7 +96,6 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     const rounds = { ...method, ...options };
     steps.push({
       label: result.title,
-      runs: subjects.length * (rounds.rounds + rounds.warmup),
       run: async (onRun) => {
         const started = Date.now();
         await measureRounds(
@@ -217,7 +216,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       { name: DURABLE_STREAMS, open: () => openDurableStreamsReplay(replayEvents) },
     ],
   );
-  steps.push({ label: "cleanup", runs: 0, run: async () => log?.remove() });
+  steps.push({ label: "cleanup", run: async () => log?.remove() });
 
   add(
     newScenario(
@@ -260,7 +259,6 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     results.push(p99);
     steps.push({
       label: p99.title,
-      runs: 0,
       run: async () => {
         // the first `warmup` values of each subject were warm-up rounds
         p99.rounds = Object.fromEntries(
@@ -298,7 +296,7 @@ async function main(): Promise<void> {
   const only = onlyScenarios(argv);
   const method = methodFor(argv);
   const steps = plan(results, only, method);
-  const progress = new Progress(steps.reduce((n, s) => n + s.runs, 0));
+  const progress = new Progress();
   const loadBefore = loadavg()[0]!;
   for (const step of steps) await step.run((label) => progress.next(label));
   progress.done();
