@@ -115,6 +115,7 @@ export class PgLogWriter {
   /** Removes everything of the session and marks its row retired (the tombstone). */
   async retire(batch: PgWriteBatch, sessionId: string, at: number): Promise<void> {
     await batch.execute(RETIRE, [sessionId, at]);
+    batch.leaseWritten(sessionId);
     batch.remember(sessionId, "retired");
   }
 
