@@ -111,7 +111,7 @@ export class PgWriteBatch {
   }
 
   async load(sessionId: string): Promise<SessionState | "retired" | null> {
-    await this.lock([sessionId]);
+    if (!this.states.has(sessionId)) await this.lock([sessionId]);
     return this.states.get(sessionId) ?? null;
   }
 
