@@ -126,29 +126,30 @@ export class PgLiveReads {
       const ids = (
         await client.query<{ session_id: string }>(LIVE_SESSION_IDS, [after ?? "", limit])
       ).rows.map((row) => row.session_id);
-      const [headers, queues, interactions, jobs, leases] = await Promise.all([
-        client.query<{ session_id: string; owner: string; model: string; open_turn_id: string | null }>(
-          "SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)",
-          [ids],
-        ),
-        client.query<QueueRow>(
-          "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
-          [ids],
-        ),
-        client.query<InteractionRow>(
-          `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
-            WHERE i.session_id = ANY($1) AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
-          [ids],
-        ),
-        client.query<StoredJob>(
-          `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
-          [ids],
-        ),
-        client.query<LeaseHolder>(
-          `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
-          [ids],
-        ),
-      ]);
+      // one after the other: a connection runs one query at a time (the snapshot is the same)
+      const headers = await client.query<{
+        session_id: string;
+        owner: string;
+        model: string;
+        open_turn_id: string | null;
+      }>("SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)", [ids]);
+      const queues = await client.query<QueueRow>(
+        "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
+        [ids],
+      );
+      const interactions = await client.query<InteractionRow>(
+        `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+          WHERE i.session_id = ANY($1) AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
+        [ids],
+      );
+      const jobs = await client.query<StoredJob>(
+        `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
+        [ids],
+      );
+      const leases = await client.query<LeaseHolder>(
+        `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
+        [ids],
+      );
       await client.query("COMMIT");
       const sessions: SessionLiveState[] = [];
       for (const header of headers.rows.sort((a, b) => (a.session_id < b.session_id ? -1 : 1))) {
