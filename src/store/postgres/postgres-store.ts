@@ -50,7 +50,7 @@ import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
 import { openClient, openPool } from "./pg-pool.js";
 import { PgReads } from "./pg-reads.js";
-import { migrate } from "./pg-schema.js";
+import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { searchMessages } from "./pg-search.js";
 import { PgWriteOperations } from "./pg-write-operations.js";
 
@@ -59,6 +59,12 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Pooled connections for reads; the group commit and LISTEN use one more each. @default 10 */
   maxConnections?: number;
+  /**
+   * Create the schema and its tables when they are missing (`serve`, `migrate`); when false the
+   * schema must exist already, else `open` fails with `MissingSchemaError` and creates nothing.
+   * @default true
+   */
+  createSchema?: boolean;
   /** Names this host in NOTIFY payloads, so it skips its own. @default random */
   hostId?: string;
   metrics?: StoreMetrics;
@@ -121,6 +127,8 @@ export class PostgresSessionStore implements HostStore {
     try {
       const client = await pool.connect();
       try {
+        if (options.createSchema === false && !(await schemaExists(client, schema)))
+          throw new MissingSchemaError(schema);
         await migrate(client, schema);
       } finally {
         client.release();
