@@ -40,7 +40,9 @@ async function remoteNoticeLatency(): Promise<{ p50: number; p99: number; max: n
       if (notice.kind === "append") for (const e of notice.events) committedAt.set(e.seq, performance.now());
     });
     b.subscribe("s", (notice) => {
-      if (notice.kind !== "append") return;
+      // B may hear of the session first when A already appended: then its first events come as
+      // the `create` notice
+      if (notice.kind !== "append" && notice.kind !== "create") return;
       const now = performance.now();
       for (const e of notice.events) {
         const at = committedAt.get(e.seq);
