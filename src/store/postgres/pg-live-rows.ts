@@ -41,6 +41,12 @@ export const RUNNING_JOBS_OF = `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id
 const LEASE_COLUMNS = `session_id AS "sessionId", host_id AS "hostId", generation, expires_at AS "expiresAt"`;
 export const HELD_LEASES = `SELECT ${LEASE_COLUMNS} FROM leases
   WHERE host_id IS NOT NULL AND expires_at > ${DB_NOW} AND session_id > $1 ORDER BY session_id LIMIT $2`;
+const UNOWNED_QUEUES = `SELECT DISTINCT q.session_id FROM queue_items q
+    LEFT JOIN leases l ON l.session_id = q.session_id AND l.host_id IS NOT NULL AND l.expires_at > ${DB_NOW}
+  WHERE l.session_id IS NULL AND NOT EXISTS (SELECT 1 FROM projections p JOIN interactions i
+      ON i.session_id = p.session_id AND i.turn_id = p.open_turn_id AND i.state = 'pending'
+    WHERE p.session_id = q.session_id)
+  ORDER BY q.session_id LIMIT $1`;
 const LIVE_SESSION_IDS = `SELECT session_id FROM (
     SELECT session_id FROM queue_items WHERE session_id > $1
     UNION SELECT session_id FROM interactions WHERE state = 'pending' AND session_id > $1
@@ -101,6 +107,11 @@ export class PgLiveReads {
   ): Promise<{ leases: LeaseHolder[]; next: string | null }> {
     const leases = (await this.pool.query<LeaseHolder>(HELD_LEASES, [after ?? "", limit])).rows;
     return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
+  }
+
+  async unownedQueues(limit: number): Promise<string[]> {
+    const rows = (await this.pool.query<{ session_id: string }>(UNOWNED_QUEUES, [limit])).rows;
+    return rows.map((row) => row.session_id);
   }
 
   /** Every pending interaction (for a re-read after missed wake-ups). */

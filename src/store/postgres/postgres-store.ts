@@ -271,6 +271,10 @@ export class PostgresSessionStore implements HostStore {
     return this.liveReads.leasePage(after, limit);
   }
 
+  unownedQueues(limit: number): Promise<string[]> {
+    return this.liveReads.unownedQueues(limit);
+  }
+
   rebuildProjections(): Promise<void> {
     return this.groupCommit.submit(this.writeOperations.rebuildProjections());
   }
