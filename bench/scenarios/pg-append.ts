@@ -90,22 +90,38 @@ export async function rawPgBatchedInsert(url: string, shape: PgAppendShape): Pro
   }
 }
 
-/** The store: `writers` concurrent writers, each awaiting one acknowledged `append` at a time. */
+/**
+ * The store: `writers` concurrent writers, each awaiting one acknowledged `append` at a time;
+ * `fenced`: each append carries its session's lease, as a host's agent writes on several hosts.
+ */
 export async function pgStoreAppends(
   url: string,
   shape: PgAppendShape,
+  fenced = false,
 ): Promise<{ rate: number; transactions: number }> {
   const ids = idsOf(shape);
   const schema = newSchema("store");
   const store = await PostgresSessionStore.open(url, { schema });
   try {
     await Promise.all(ids.map((sessionId) => store.create({ sessionId, owner: "bench", model: "demo" })));
+    const fences = await Promise.all(
+      ids.map(async (sessionId) => {
+        if (!fenced) return {};
+        const taken = await store.acquireLease(sessionId, "bench-host", PHASE_LIMIT_MS);
+        if (taken.status !== "acquired") throw new Error(`lease: ${taken.status}`);
+        return { fence: taken.lease };
+      }),
+    );
     const before = store.stats().transactions;
     const started = performance.now();
     await Promise.all(
       ids.map(async (sessionId, i) => {
         for (let n = 0; n < shape.appendsPerWriter; n++) {
-          const outcome = await store.append(sessionId, [{ type: "assistant/delta", data: deltaData(i) }]);
+          const outcome = await store.append(
+            sessionId,
+            [{ type: "assistant/delta", data: deltaData(i) }],
+            fences[i],
+          );
           if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
         }
       }),
@@ -123,6 +139,8 @@ export async function pgStoreAppends(
 
 export interface PgAppendRounds {
   store: number[];
+  /** The store with every append fenced by its session's lease. */
+  fenced: number[];
   raw: number[];
   /** Group-commit transactions of the last store round. */
   transactions: number;
@@ -137,13 +155,14 @@ export async function pgAppendRounds(
   shape: PgAppendShape,
   rounds: number,
 ): Promise<PgAppendRounds> {
-  const result: PgAppendRounds = { store: [], raw: [], transactions: 0 };
+  const result: PgAppendRounds = { store: [], fenced: [], raw: [], transactions: 0 };
   const raw = async () =>
     result.raw.push(await bounded("raw batched insert", rawPgBatchedInsert(url, shape)));
   const store = async () => {
     const measured = await bounded("store appends", pgStoreAppends(url, shape));
     result.store.push(measured.rate);
     result.transactions = measured.transactions;
+    result.fenced.push((await bounded("fenced store appends", pgStoreAppends(url, shape, true))).rate);
   };
   for (let round = 0; round < rounds; round++) {
     if (round % 2 === 0) {

@@ -7,6 +7,7 @@ import { keptTokenFile } from "../operations/kept-token-location.js";
 import { backupDatabase } from "../operations/sqlite-backup.js";
 import { StartupError } from "../operations/startup-error.js";
 import { rotateToken, tokenFilePath } from "../operations/token-file.js";
+import { MissingSchemaError } from "../store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { dataDirOption, dbOption, dbSchemaOption } from "./cli-options.js";
@@ -14,6 +15,20 @@ import { dataDirOption, dbOption, dbSchemaOption } from "./cli-options.js";
 interface DbOptions {
   db: string;
   dbSchema?: string;
+}
+
+/** The store in a schema `migrate` (or `serve`) created: a mistyped schema name creates nothing. */
+async function openExistingPostgres(url: string, schema: string): Promise<PostgresSessionStore> {
+  try {
+    return await PostgresSessionStore.open(url, { schema, maxConnections: 2, createSchema: false });
+  } catch (err) {
+    if (!(err instanceof MissingSchemaError)) throw err;
+    throw new StartupError(
+      "db_schema_missing",
+      `no sessionmux tables in schema "${schema}" of ${redactUrl(url)}; check --db-schema ` +
+        "(or SESSIONMUX_DB_SCHEMA), or create them with sessionmux migrate",
+    );
+  }
 }
 
 /** Commands on the database and data folder: backup, rebuild-projections, token rotate. */
@@ -50,10 +65,7 @@ export function registerOperationsCommands(program: Command): void {
     .action(async (options: DbOptions) => {
       const target = databaseTarget(options.db, options.dbSchema);
       if (target.kind === "postgres") {
-        const store = await PostgresSessionStore.open(target.url, {
-          schema: target.schema,
-          maxConnections: 2,
-        });
+        const store = await openExistingPostgres(target.url, target.schema);
         try {
           await store.rebuildProjections();
           process.stdout.write("projections rebuilt\n");

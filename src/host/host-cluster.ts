@@ -11,6 +11,8 @@ import { refusal } from "./store-outcomes.js";
 
 /** Leases read per page when other hosts' agents are loaded at start. */
 const LEASE_PAGE = 200;
+/** Sessions the sweep takes over per round at most; the next round takes the rest. */
+const SWEEP_LIMIT = 100;
 
 export interface ClusterOptions {
   /** The leases of the shared store. @default the store itself */
@@ -32,6 +34,8 @@ export interface HostClusterDeps {
   agents: () => AgentRegistry;
   registry: () => LiveRegistry;
   run: LocalRun;
+  /** Runs the queued prompts of a session nobody owns here (takes its lease first). */
+  resumeUnowned: (sessionId: string) => Promise<void>;
   closing: () => boolean;
 }
 
@@ -44,17 +48,20 @@ export class HostCluster {
   readonly leases: HostLeases;
   readonly router: CallRouter;
   readonly #deps: HostClusterDeps;
+  readonly #leaseStore: SessionLeaseStore;
   #stopServing: (() => void) | undefined;
   #stopCommits: (() => void) | undefined;
 
   constructor(deps: HostClusterDeps) {
     this.#deps = deps;
     const leaseStore = deps.options.leases ?? deps.store;
+    this.#leaseStore = leaseStore;
     this.leases = new HostLeases({
       store: leaseStore,
       hostId: deps.hostId,
       logger: deps.logger,
       onLost: (lease) => this.#lost(lease),
+      sweep: () => this.#sweep(),
       ...(deps.options.leaseTtlMs !== undefined ? { ttlMs: deps.options.leaseTtlMs } : {}),
     });
     this.router = new CallRouter({
@@ -128,6 +135,19 @@ export class HostCluster {
     if (notice.kind !== "lease" || notice.hostId === this.#deps.hostId) return;
     const held = this.leases.lease(notice.sessionId);
     if (held && notice.generation > held.generation) this.leases.fenced(held);
+  }
+
+  /**
+   * Queued prompts of sessions whose lease nobody holds (the owner died, or paused past its
+   * lease) would otherwise wait for the next call to that session: every lease round, each host
+   * takes such sessions over through the normal lease path; the lease decides which host wins.
+   */
+  async #sweep(): Promise<void> {
+    if (this.#deps.closing()) return;
+    for (const sessionId of await this.#leaseStore.unownedQueues(SWEEP_LIMIT)) {
+      if (this.#deps.closing()) return;
+      await this.#deps.resumeUnowned(sessionId);
+    }
   }
 
   /** This host lost the session's lease: its agent stops at once and writes nothing more. */

@@ -35,6 +35,8 @@ export interface HostLeasesOptions {
   logger: Logger;
   /** A lease this host held is gone (a renewal or an append said so): stop that session's agent. */
   onLost: (lease: SessionLease) => void;
+  /** Runs after each renewal round while the clock runs (see `HostCluster`'s sweep). */
+  sweep?: () => Promise<void>;
 }
 
 /**
@@ -49,6 +51,7 @@ export class HostLeases implements Ownership {
   readonly #store: SessionLeaseStore;
   readonly #logger: Logger;
   readonly #onLost: (lease: SessionLease) => void;
+  readonly #sweep: (() => Promise<void>) | undefined;
   readonly #held = new Map<string, SessionLease>();
   readonly #queues = new Map<string, Promise<unknown>>();
   #timer: NodeJS.Timeout | undefined;
@@ -61,15 +64,16 @@ export class HostLeases implements Ownership {
     this.ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     this.#logger = options.logger;
     this.#onLost = options.onLost;
+    this.#sweep = options.sweep;
   }
 
-  /** Starts the renewal clock (every `ttlMs / 3`). */
+  /** Starts the lease clock: every `ttlMs / 3` a renewal round, then the sweep. */
   start(): void {
     this.#stopped = false;
     this.#schedule();
   }
 
-  /** Stops renewing without releasing: the leases run out by themselves (a paused host). */
+  /** Stops the clock (renewals and sweeps) without releasing: the leases run out by themselves (a paused host). */
   stopRenewals(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
@@ -156,11 +160,21 @@ export class HostLeases implements Ownership {
     if (this.#stopped) return;
     this.#timer = setTimeout(
       () => {
-        void this.renew().finally(() => this.#schedule());
+        void this.renew()
+          .then(() => this.#sweepRound())
+          .finally(() => this.#schedule());
       },
       Math.max(1, Math.floor(this.ttlMs / 3)),
     );
     this.#timer.unref();
+  }
+
+  async #sweepRound(): Promise<void> {
+    if (this.#stopped || !this.#sweep) return;
+    await this.#sweep().catch((err: unknown) => {
+      // the next round tries again
+      this.#logger.warn({ err }, "sweeping sessions nobody owns failed");
+    });
   }
 
   #lost(lease: SessionLease, why: string): void {

@@ -112,6 +112,7 @@ export class SessionHost implements HostApi {
           agents: () => this.#agents,
           registry: () => this.#registry,
           run: (principal, method, params) => this.#run(principal, method, params),
+          resumeUnowned: (sessionId) => this.#resumeUnowned(sessionId),
           closing: () => this.#closing,
         })
       : undefined;
@@ -223,22 +224,44 @@ export class SessionHost implements HostApi {
       for (const s of page.sessions) {
         // a parked session stays cold until answered; its queue waits behind the parked turn
         if (s.queue.length === 0 || s.parkedTurnId !== null || this.#closing) continue;
-        try {
-          await this.#cluster?.claim(s.sessionId);
-          this.#runner.kick(this.#agents.attach(s.sessionId, s));
-          restored++;
-        } catch (err) {
-          // a live host owns it and runs its queue
-          if (err instanceof NotOwner) continue;
-          this.#cluster?.detached(s.sessionId);
-          // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
-          this.#logger.warn({ err, sessionId: s.sessionId }, "queued prompts not restored");
-        }
+        if (await this.#resumeQueue(s.sessionId, s)) restored++;
       }
       after = page.next;
       if (after !== null) await new Promise<void>((resolve) => setImmediate(resolve));
     } while (after !== null);
     if (restored > 0) this.#logger.info({ sessions: restored }, "restored queued prompts");
+  }
+
+  /**
+   * Takes the session (its lease, on a shared store) and starts its next queued prompt; false
+   * when a live host owns it, or when it cannot run here now (its queue stays in the store).
+   */
+  async #resumeQueue(
+    sessionId: string,
+    info: { owner: string; model: string },
+    refusedLevel: "warn" | "debug" = "warn",
+  ): Promise<boolean> {
+    try {
+      await this.#cluster?.claim(sessionId);
+      this.#runner.kick(this.#agents.attach(sessionId, info));
+      return true;
+    } catch (err) {
+      // a live host owns it and runs its queue
+      if (err instanceof NotOwner) return false;
+      this.#cluster?.detached(sessionId);
+      // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
+      this.#logger[refusedLevel]({ err, sessionId }, "queued prompts not restored");
+      return false;
+    }
+  }
+
+  /** The cluster's sweep found queued prompts nobody runs (their owner died): run them here. */
+  async #resumeUnowned(sessionId: string): Promise<void> {
+    if (this.#closing || this.#agents.get(sessionId)) return;
+    const projection = await this.store.projection(sessionId);
+    // refused (the owner's agent limit): tried again every sweep, so not logged as a warning each time
+    if (!projection || !(await this.#resumeQueue(sessionId, projection, "debug"))) return;
+    this.#logger.info({ sessionId }, "took over queued prompts whose owner is gone");
   }
 
   async call<M extends CallMethod>(

@@ -14,6 +14,7 @@ export const StartupErrorCodes = [
   "backup_target_exists",
   "db_option_invalid",
   "db_unreachable",
+  "db_schema_missing",
   "host_id_invalid",
   "sqlite_only",
 ] as const;

@@ -30,6 +30,12 @@ export interface SessionLeaseStore {
    * `next` continues, null at the end. For a control baseline of agents other hosts run.
    */
   leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }>;
+  /**
+   * Up to `limit` sessions, in id order, with queued prompts whose agent nobody runs: no lease, a
+   * released one or an expired one (its owner died or paused). A session whose open turn waits on
+   * a person is left out: its queue waits behind that turn. Hosts sweep these to take them over.
+   */
+  unownedQueues(limit: number): Promise<string[]>;
 }
 
 export interface SessionLease {

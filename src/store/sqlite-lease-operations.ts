@@ -93,6 +93,10 @@ export class SqliteLeaseOperations {
     return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
   }
 
+  unownedQueues(limit: number): string[] {
+    return this.statements.unownedQueues.all(this.now(), limit) as string[];
+  }
+
   /**
    * Ends the session's running jobs and its open turn unless the turn is parked on a pending
    * interaction (its answer resumes it); returns the turn closed, if any. One append, one notice.

@@ -136,6 +136,12 @@ const SQL = {
   leasesPage: `SELECT session_id AS sessionId, host_id AS hostId, generation, expires_at AS expiresAt FROM leases
        WHERE host_id IS NOT NULL AND expires_at > ? AND session_id > ? ORDER BY session_id LIMIT ?`,
   deleteLease: "DELETE FROM leases WHERE session_id = ?",
+  unownedQueues: `SELECT DISTINCT q.session_id FROM queue_items q
+       LEFT JOIN leases l ON l.session_id = q.session_id AND l.host_id IS NOT NULL AND l.expires_at > ?
+       WHERE l.session_id IS NULL AND NOT EXISTS (SELECT 1 FROM projections p JOIN interactions i
+         ON i.session_id = p.session_id AND i.turn_id = p.open_turn_id AND i.state = 'pending'
+         WHERE p.session_id = q.session_id)
+       ORDER BY q.session_id LIMIT ?`,
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
   takeOverLiveOwners: `INSERT INTO live_owners (session_id, host_id, generation, since)
        SELECT session_id, @hostId, @generation, @at FROM (
@@ -173,6 +179,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "queuedSessionsPage",
   "parkedSessionsPage",
   "jobSessionsPage",
+  "unownedQueues",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

@@ -82,6 +82,10 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
     return this.read(() => this.leases.page(after, limit));
   }
 
+  unownedQueues(limit: number): Promise<string[]> {
+    return this.read(() => this.leases.unownedQueues(limit));
+  }
+
   enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome> {
     return this.groupCommit.submit(this.liveOps.enqueue(input));
   }

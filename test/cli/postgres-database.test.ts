@@ -93,6 +93,24 @@ describe.skipIf(!pgUrl)("sessionmux commands on a PostgreSQL URL", { timeout: CL
     }
   });
 
+  it("rebuild-projections names a schema that does not exist and creates nothing", async () => {
+    const schema = newSchema();
+    const result = await runCli(["rebuild-projections", "--db", pgUrl!, "--db-schema", schema]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^error: db_schema_missing: no sessionmux tables in schema "cli_[0-9a-f]+"/,
+    );
+    expect(result.stderr).toContain(`"${schema}"`);
+    const client = new pg.Client({ connectionString: pgUrl! });
+    await client.connect();
+    try {
+      const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+      expect(found.rowCount).toBe(0);
+    } finally {
+      await client.end();
+    }
+  });
+
   it("token rotate keeps the token in --data-dir, and refuses a missing one", async () => {
     const dir = tempDir();
     dirs.push(dir);

@@ -39,6 +39,9 @@ class RecordingLeaseStore implements SessionLeaseStore {
   async leasePage() {
     return { leases: [], next: null };
   }
+  async unownedQueues(): Promise<string[]> {
+    return [];
+  }
 }
 
 describe("session lease renewal schedule", () => {

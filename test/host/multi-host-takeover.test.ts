@@ -87,6 +87,31 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(c.host.leases?.lease(sessionId)).toBeUndefined();
   });
 
+  it("a running host takes over the queued prompts of an owner that vanished, with no call for them", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const sessionId = await createSession(a.host);
+    const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
+    const queued = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("left in the queue") });
+    expect(queued.queued).toBe(true);
+    // the owner stops as a dead one would: no renewal, no sweep, nothing released
+    a.host.leases?.stopRenewals();
+    const ran = async () =>
+      (await readLog(b.store, sessionId)).filter(
+        (e) => e.type === "user/message" && e.data.text === "left in the queue",
+      ).length;
+    await expect.poll(ran, { timeout: 30_000 }).toBe(1);
+    expect(b.host.leases?.lease(sessionId)?.hostId).toBe("host-b");
+    const log = await readLog(b.store, sessionId);
+    const ends = log.filter((e) => e.type === "turn/end" && e.data.turnId === long.turnId);
+    expect(ends.map((e) => e.type === "turn/end" && e.data.state)).toEqual(["interrupted"]);
+    const completed = async () =>
+      (await readLog(b.store, sessionId)).filter((e) => e.type === "turn/end" && e.data.state === "completed")
+        .length;
+    await expect.poll(completed, { timeout: 30_000 }).toBe(1);
+    expect(await ran()).toBe(1);
+  });
+
   it("a host starting after the owner vanished takes the session and runs its queued prompts", async () => {
     cluster = await openCluster(1, { leaseTtlMs: TTL_MS });
     const a = cluster.hosts[0]!;

@@ -5,9 +5,9 @@ import type { CommitListener, CommitNotice, SessionProjection } from "../session
 import type { PendingNotice } from "../write-batch.js";
 import { PgLiveFeed } from "./pg-live-feed.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
-import { type ChangedSession, decodePayload, encodePayload } from "./pg-notice-payload.js";
+import { type ChangedSession, decodePayload, encodePayload, sentBy } from "./pg-notice-payload.js";
 import type { PgReads } from "./pg-reads.js";
-import type { PgLiveNotice } from "./pg-write-batch.js";
+import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
 const READ_PAGE = 500;
@@ -23,10 +23,9 @@ interface Delivered {
 
 /**
  * Commit notices for this store's subscribers, whichever host committed. Local commits are
- * delivered synchronously right after COMMIT (as in SQLite). After each commit the host sends one
- * NOTIFY on a channel per schema, from outside the write transaction so it adds no lock to the
- * commit, carrying only (session, kind, epoch, seq range); batches committed while one NOTIFY is in
- * flight share the next one. A store that hears another host's NOTIFY reads the rows above what it
+ * delivered synchronously right after COMMIT (as in SQLite). Each committed batch sends one NOTIFY
+ * on a channel per schema (see `announcement`), from outside the write transaction so it adds no
+ * lock to the commit, carrying only (session, kind, epoch, seq range). A store that hears another host's NOTIFY reads the rows above what it
  * delivered for that session and delivers them through the same `subscribe` API. Every delivery,
  * local or remote, goes through one per-session watermark, so nothing is delivered twice; a missed
  * NOTIFY only delays delivery until the next one (or a reconnect) makes the store read again.
@@ -39,11 +38,8 @@ export class PgCommitFeed {
   /** Local notices held back behind another host's rows this store has not read yet. */
   private readonly held = new Map<string, PendingNotice[]>();
   private remote: Promise<void> = Promise.resolve();
-  private outbox: PendingNotice[] = [];
-  private liveOutbox: PgLiveNotice[] = [];
   private liveListeners = 0;
   private readonly live: PgLiveFeed;
-  private sending: Promise<void> | undefined;
   private client: pg.Client | undefined;
   private reconnectDelay = RECONNECT_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -51,7 +47,6 @@ export class PgCommitFeed {
 
   constructor(
     private readonly connect: () => pg.Client,
-    private readonly pool: pg.Pool,
     private readonly reads: PgReads,
     private readonly hostId: string,
     private readonly channel: string,
@@ -111,20 +106,24 @@ export class PgCommitFeed {
     };
   }
 
-  /** After a local COMMIT: deliver now, in commit order, then tell the other hosts (one NOTIFY). */
+  /**
+   * What to tell the other hosts about a batch, sent by the group commit right after its COMMIT
+   * (one NOTIFY per committed batch); null when the batch changed nothing they follow.
+   */
+  announcement(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): Announcement | null {
+    if ((notices.length === 0 && liveNotices.length === 0) || this.closed) return null;
+    return { channel: this.channel, payload: encodePayload(this.hostId, notices, liveNotices) };
+  }
+
+  /** After a local COMMIT: deliver now, in commit order. */
   committed(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[] = []): void {
     for (const pending of notices) this.deliverLocal(pending);
     this.live.local(liveNotices);
-    if ((notices.length === 0 && liveNotices.length === 0) || this.closed) return;
-    this.outbox.push(...notices);
-    this.liveOutbox.push(...liveNotices);
-    this.sending ??= this.send();
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.reconnectTimer);
-    await this.sending;
     await this.remote;
     const client = this.client;
     this.client = undefined;
@@ -135,25 +134,8 @@ export class PgCommitFeed {
     return this.globalListeners > 0 || this.interest.has(sessionId);
   }
 
-  private async send(): Promise<void> {
-    while (this.outbox.length > 0 || this.liveOutbox.length > 0) {
-      const notices = this.outbox;
-      const live = this.liveOutbox;
-      this.outbox = [];
-      this.liveOutbox = [];
-      try {
-        await this.pool.query("SELECT pg_notify($1, $2)", [
-          this.channel,
-          encodePayload(this.hostId, notices, live),
-        ]);
-      } catch {
-        // a lost wake-up is harmless: other hosts read by seq on the next one
-      }
-    }
-    this.sending = undefined;
-  }
-
   private heard(text: string): void {
+    if (sentBy(text, this.hostId)) return;
     const payload = decodePayload(text);
     if (payload.host === this.hostId) return;
     this.remote = this.remote

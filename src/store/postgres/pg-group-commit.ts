@@ -4,7 +4,7 @@ import type { GroupCommitStats } from "../group-commit.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
 import { isPgRetryable, isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
-import { type PgLiveNotice, PgWriteBatch } from "./pg-write-batch.js";
+import { type Announcement, type PgLiveNotice, PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
 interface Queued {
@@ -14,6 +14,8 @@ interface Queued {
 }
 
 export interface PgGroupCommitHooks {
+  /** The NOTIFY telling other hosts what the batch changed (null: nothing to tell). */
+  announcement(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): Announcement | null;
   /** Delivers notices synchronously after COMMIT, in commit order. */
   deliver(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): void;
 }
@@ -22,7 +24,9 @@ export interface PgGroupCommitHooks {
 const RACE_RETRIES = 3;
 
 /**
- * Group commit per host: one transaction at a time on one pooled connection; every write queued
+ * Group commit per host: one transaction at a time on one pipelined connection (a pool of one, so
+ * a broken connection is replaced), two round trips each: BEGIN with the locks and reads, then the
+ * rows, COMMIT and the NOTIFY for other hosts; every write queued
  * while it runs joins the next one, so the batch grows with the load. Each caller's promise settles
  * only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk) and after the
  * notices went out. Expected refusals are result values, so one refused write never fails the
@@ -92,14 +96,13 @@ export class PgGroupCommit {
     try {
       await batch.begin(ops.flatMap(({ op }) => op.sessions));
       for (const { op } of ops) results.push(await op.run(batch));
-      await batch.finish();
-      await client.query("COMMIT");
+      await batch.commit(this.hooks.announcement(batch.notices, batch.liveNotices));
     } catch (err) {
       this.counters.rollbacks++;
       const storage = isPgStorageFailure(err);
       if (storage) client.release(err instanceof Error ? err : true);
       else {
-        await client.query("ROLLBACK").catch(() => undefined);
+        if (batch.open) await client.query("ROLLBACK").catch(() => undefined);
         client.release();
       }
       if (isPgRetryable(err) && attempt < RACE_RETRIES) return this.commit(ops, attempt + 1);

@@ -4,7 +4,7 @@ import type { LeaseOutcome, RenewOutcome, SessionLease } from "../session-lease.
 import type { SessionState } from "../session-state.js";
 import { DB_NOW, PENDING_IN_TURN, RUNNING_JOBS_OF } from "./pg-live-rows.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
-import type { PgWriteBatch } from "./pg-write-batch.js";
+import type { LeaseReading, PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
 /** The lease row and the database clock, in one statement. */
@@ -20,12 +20,13 @@ const RELEASE = `UPDATE leases l SET host_id = NULL FROM projections p
   WHERE l.session_id = $1 AND l.host_id = $2 AND l.generation = $3 AND p.session_id = l.session_id
   RETURNING p.owner`;
 
-/** Reads the session's lease row inside the transaction (the caller holds the session's lock). */
-export async function readLease(
-  batch: PgWriteBatch,
-  sessionId: string,
-  lock = false,
-): Promise<{ now: number; row: LeaseRow | undefined }> {
+/**
+ * The session's lease row inside the transaction (the caller holds the session's lock): the one
+ * the batch read with the lock, or, with `lock` or after this transaction wrote it, from the table.
+ */
+export async function readLease(batch: PgWriteBatch, sessionId: string, lock = false): Promise<LeaseReading> {
+  const kept = lock ? undefined : batch.lease(sessionId);
+  if (kept) return kept;
   // waits for a renewal in flight, so the row read next is the one it committed
   if (lock) await batch.read("SELECT 1 FROM leases WHERE session_id = $1 FOR UPDATE", [sessionId]);
   const found = (await batch.read<{ now: number } & LeaseRow>(LEASE_ROW, [sessionId]))[0]!;
@@ -54,6 +55,7 @@ export class PgLeaseOperations {
         if (decision.kind === "held") return { status: "held", holder: decision.holder };
         const expiresAt = now + ttlMs;
         await batch.execute(UPSERT, [sessionId, hostId, decision.generation, expiresAt]);
+        batch.leaseWritten(sessionId);
         const lease: SessionLease = { sessionId, hostId, generation: decision.generation };
         if (decision.kind === "renew") return { status: "acquired", lease, expiresAt, takeover: null };
         let takeover: { fromHost: string; interruptedTurnId: string | null } | null = null;
@@ -85,6 +87,7 @@ export class PgLeaseOperations {
           leases.map((lease) => lease.sessionId),
           leases.map((lease) => lease.generation),
         ]);
+        for (const lease of leases) batch.leaseWritten(lease.sessionId);
         const kept = new Set(rows.map((row) => `${row.session_id}\u0000${row.generation}`));
         const outcome: RenewOutcome = { renewed: [], lost: [] };
         for (const lease of leases) {
@@ -105,6 +108,7 @@ export class PgLeaseOperations {
           lease.hostId,
           lease.generation,
         ]);
+        batch.leaseWritten(lease.sessionId);
         const owner = rows[0]?.owner;
         if (owner === undefined) return;
         batch.notifyLive({

@@ -10,6 +10,13 @@ const INSERT_JOB = `INSERT INTO jobs (job_id, session_id, turn_id, label, progre
 const END_JOB = `UPDATE jobs SET state = $2, ended_at = $3, progress = CASE WHEN $2 = 'completed' THEN 1 ELSE progress END
   WHERE job_id = $1 AND state = 'running'`;
 
+/** The event types `afterLiveEvent` acts on; every other event skips it (and its promise). */
+export const LIVE_ROW_EVENTS: ReadonlySet<string> = new Set([
+  "interaction/requested",
+  "job/started",
+  "job/ended",
+]);
+
 /**
  * Keeps interaction and job rows in step with the events just appended, in the same transaction
  * (as the SQLite store's `LiveRows.afterEvent`): the log and the rows never disagree. A turn's

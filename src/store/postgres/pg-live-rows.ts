@@ -41,6 +41,12 @@ export const RUNNING_JOBS_OF = `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id
 const LEASE_COLUMNS = `session_id AS "sessionId", host_id AS "hostId", generation, expires_at AS "expiresAt"`;
 export const HELD_LEASES = `SELECT ${LEASE_COLUMNS} FROM leases
   WHERE host_id IS NOT NULL AND expires_at > ${DB_NOW} AND session_id > $1 ORDER BY session_id LIMIT $2`;
+const UNOWNED_QUEUES = `SELECT DISTINCT q.session_id FROM queue_items q
+    LEFT JOIN leases l ON l.session_id = q.session_id AND l.host_id IS NOT NULL AND l.expires_at > ${DB_NOW}
+  WHERE l.session_id IS NULL AND NOT EXISTS (SELECT 1 FROM projections p JOIN interactions i
+      ON i.session_id = p.session_id AND i.turn_id = p.open_turn_id AND i.state = 'pending'
+    WHERE p.session_id = q.session_id)
+  ORDER BY q.session_id LIMIT $1`;
 const LIVE_SESSION_IDS = `SELECT session_id FROM (
     SELECT session_id FROM queue_items WHERE session_id > $1
     UNION SELECT session_id FROM interactions WHERE state = 'pending' AND session_id > $1
@@ -103,6 +109,11 @@ export class PgLiveReads {
     return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
   }
 
+  async unownedQueues(limit: number): Promise<string[]> {
+    const rows = (await this.pool.query<{ session_id: string }>(UNOWNED_QUEUES, [limit])).rows;
+    return rows.map((row) => row.session_id);
+  }
+
   /** Every pending interaction (for a re-read after missed wake-ups). */
   async pendingInteractions(): Promise<StoredInteraction[]> {
     const sql = `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
@@ -126,29 +137,30 @@ export class PgLiveReads {
       const ids = (
         await client.query<{ session_id: string }>(LIVE_SESSION_IDS, [after ?? "", limit])
       ).rows.map((row) => row.session_id);
-      const [headers, queues, interactions, jobs, leases] = await Promise.all([
-        client.query<{ session_id: string; owner: string; model: string; open_turn_id: string | null }>(
-          "SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)",
-          [ids],
-        ),
-        client.query<QueueRow>(
-          "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
-          [ids],
-        ),
-        client.query<InteractionRow>(
-          `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
-            WHERE i.session_id = ANY($1) AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
-          [ids],
-        ),
-        client.query<StoredJob>(
-          `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
-          [ids],
-        ),
-        client.query<LeaseHolder>(
-          `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
-          [ids],
-        ),
-      ]);
+      // one after the other: a connection runs one query at a time (the snapshot is the same)
+      const headers = await client.query<{
+        session_id: string;
+        owner: string;
+        model: string;
+        open_turn_id: string | null;
+      }>("SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)", [ids]);
+      const queues = await client.query<QueueRow>(
+        "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
+        [ids],
+      );
+      const interactions = await client.query<InteractionRow>(
+        `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+          WHERE i.session_id = ANY($1) AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
+        [ids],
+      );
+      const jobs = await client.query<StoredJob>(
+        `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
+        [ids],
+      );
+      const leases = await client.query<LeaseHolder>(
+        `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
+        [ids],
+      );
       await client.query("COMMIT");
       const sessions: SessionLiveState[] = [];
       for (const header of headers.rows.sort((a, b) => (a.session_id < b.session_id ? -1 : 1))) {

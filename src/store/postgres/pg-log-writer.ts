@@ -3,7 +3,7 @@ import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import { newSessionState, type SessionState } from "../session-state.js";
-import { afterLiveEvent, withdrawn } from "./pg-live-events.js";
+import { afterLiveEvent, LIVE_ROW_EVENTS, withdrawn } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -115,6 +115,7 @@ export class PgLogWriter {
   /** Removes everything of the session and marks its row retired (the tombstone). */
   async retire(batch: PgWriteBatch, sessionId: string, at: number): Promise<void> {
     await batch.execute(RETIRE, [sessionId, at]);
+    batch.leaseWritten(sessionId);
     batch.remember(sessionId, "retired");
   }
 
@@ -152,7 +153,7 @@ export class PgLogWriter {
     } else if (event.type === "turn/end") {
       await this.endTurn(batch, state, event.data.turnId, event.at);
     }
-    await afterLiveEvent(batch, state.owner, state.sessionId, event);
+    if (LIVE_ROW_EVENTS.has(event.type)) await afterLiveEvent(batch, state.owner, state.sessionId, event);
   }
 
   /** At `turn/end`: pending interactions are withdrawn; the assistant text is indexed at its first delta. */

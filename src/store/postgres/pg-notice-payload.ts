@@ -134,6 +134,14 @@ function decodeLive(value: unknown): LiveHint[] | "all" {
   return hints;
 }
 
+/**
+ * Whether `host` sent the payload, without parsing it: a host hears its own NOTIFY for every
+ * batch it commits, and skips it. `encodePayload` always writes the host first.
+ */
+export function sentBy(text: string, host: string): boolean {
+  return text.startsWith(`{"h":${JSON.stringify(host)},`);
+}
+
 const KINDS = new Set(["append", "create", "clear", "delete", "meta"]);
 
 /** Parses a payload; anything malformed reads as "re-read everything", which is always safe. */

@@ -6,55 +6,44 @@ export function storableText(text: string): string {
   return text.includes("\u0000") ? text.replaceAll("\u0000", "") : text;
 }
 
-const PROJECTION_COLUMNS = [
-  ["session_id", "text"],
-  ["owner", "text"],
-  ["epoch", "text"],
-  ["title", "text"],
-  ["title_explicit", "boolean"],
-  ["model", "text"],
-  ["created_at", "bigint"],
-  ["last_prompt_at", "bigint"],
-  ["updated_at", "bigint"],
-  ["turn_count", "integer"],
-  ["blank", "boolean"],
-  ["last_state", "text"],
-  ["message_count", "integer"],
-  ["seq", "bigint"],
-  ["open_turn_id", "text"],
-  ["turn_has_text", "boolean"],
-  ["has_unseen_completion", "boolean"],
-  ["completion_settled_at", "bigint"],
-  ["acked_settled_at", "bigint"],
-] as const;
+/** The projection row's columns: name, SQL type, and the value a projection state gives it. */
+const PROJECTION_COLUMNS: readonly (readonly [string, string, (r: ProjectionState) => unknown])[] = [
+  ["session_id", "text", (r) => r.sessionId],
+  ["owner", "text", (r) => r.owner],
+  ["epoch", "text", (r) => r.epoch],
+  ["title", "text", (r) => storableText(r.title)],
+  ["title_explicit", "boolean", (r) => r.titleExplicit],
+  ["model", "text", (r) => storableText(r.model)],
+  ["created_at", "bigint", (r) => r.createdAt],
+  ["last_prompt_at", "bigint", (r) => r.lastPromptAt],
+  ["updated_at", "bigint", (r) => r.updatedAt],
+  ["turn_count", "integer", (r) => r.turnCount],
+  ["blank", "boolean", (r) => r.blank],
+  ["last_state", "text", (r) => r.lastState],
+  ["message_count", "integer", (r) => r.messageCount],
+  ["seq", "bigint", (r) => r.seq],
+  ["open_turn_id", "text", (r) => r.openTurnId],
+  ["turn_has_text", "boolean", (r) => r.turnHasText],
+  ["has_unseen_completion", "boolean", (r) => r.hasUnseenCompletion],
+  ["completion_settled_at", "bigint", (r) => r.completionSettledAt],
+  ["acked_settled_at", "bigint", (r) => r.ackedSettledAt],
+];
 const PROJECTION_NAMES = PROJECTION_COLUMNS.map(([name]) => name).join(", ");
+const PROJECTION_TYPES = PROJECTION_COLUMNS.map(([, type]) => type);
 
-function projectionColumns(rows: readonly ProjectionState[]): unknown[][] {
-  return [
-    rows.map((r) => r.sessionId),
-    rows.map((r) => r.owner),
-    rows.map((r) => r.epoch),
-    rows.map((r) => storableText(r.title)),
-    rows.map((r) => r.titleExplicit),
-    rows.map((r) => storableText(r.model)),
-    rows.map((r) => r.createdAt),
-    rows.map((r) => r.lastPromptAt),
-    rows.map((r) => r.updatedAt),
-    rows.map((r) => r.turnCount),
-    rows.map((r) => r.blank),
-    rows.map((r) => r.lastState),
-    rows.map((r) => r.messageCount),
-    rows.map((r) => r.seq),
-    rows.map((r) => r.openTurnId),
-    rows.map((r) => r.turnHasText),
-    rows.map((r) => r.hasUnseenCompletion),
-    rows.map((r) => r.completionSettledAt),
-    rows.map((r) => r.ackedSettledAt),
-  ];
+const projectionColumns = (rows: readonly ProjectionState[]): unknown[][] =>
+  PROJECTION_COLUMNS.map(([, , value]) => rows.map(value));
+
+/** Only the head moved (the common case: a streamed delta), so only `seq` needs writing. */
+function onlyHeadMoved(before: ProjectionState | undefined, after: ProjectionState): boolean {
+  if (!before) return false;
+  for (const [name, , value] of PROJECTION_COLUMNS)
+    if (name !== "seq" && value(before) !== value(after)) return false;
+  return true;
 }
 
-/** One data-modifying part of the write statement; `$n` placeholders are numbered from 1. */
-interface Part {
+/** A statement with `$n` placeholders numbered from 1. */
+export interface Statement {
   sql: string;
   params: unknown[];
 }
@@ -103,11 +92,16 @@ export class PendingRows {
 
   /**
    * The statement writing everything pending (and, when given, the projections (heads) of
-   * `states`, inserting the projections of `created` sessions); null when there is nothing to
-   * write. Taking it empties the pending rows.
+   * `states`: inserted for `created` sessions, only `seq` where nothing else changed since
+   * `loaded`, whole otherwise); null when there is nothing to write. Taking it empties the
+   * pending rows.
    */
-  take(states: readonly SessionState[] = [], created: ReadonlySet<string> = new Set()): Part | null {
-    const parts: Part[] = [];
+  take(
+    states: readonly SessionState[] = [],
+    created: ReadonlySet<string> = new Set(),
+    loaded: ReadonlyMap<string, ProjectionState> = new Map(),
+  ): Statement | null {
+    const parts: Statement[] = [];
     if (this.events[0].length > 0) {
       parts.push({
         sql: `INSERT INTO events (session_id, seq, type, at, data)
@@ -136,24 +130,36 @@ export class PendingRows {
         params: this.search,
       });
     }
-    if (states.length > 0) {
-      const fresh = states.filter((s) => created.has(s.sessionId)).map((s) => s.projection);
-      const known = states.filter((s) => !created.has(s.sessionId)).map((s) => s.projection);
-      const types = PROJECTION_COLUMNS.map(([, type]) => type);
-      if (fresh.length > 0) {
-        parts.push({
-          sql: `INSERT INTO projections (${PROJECTION_NAMES}) SELECT * FROM ${unnest(types)}`,
-          params: projectionColumns(fresh),
-        });
-      }
-      if (known.length > 0) {
-        parts.push({
-          sql: `UPDATE projections p SET ${PROJECTION_COLUMNS.slice(1)
-            .map(([name]) => `${name} = v.${name}`)
-            .join(", ")} FROM ${unnest(types)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
-          params: projectionColumns(known),
-        });
-      }
+    const fresh: ProjectionState[] = [];
+    const moved: ProjectionState[] = [];
+    const changed: ProjectionState[] = [];
+    for (const { sessionId, projection } of states) {
+      if (created.has(sessionId)) fresh.push(projection);
+      else if (onlyHeadMoved(loaded.get(sessionId), projection)) moved.push(projection);
+      else changed.push(projection);
+    }
+    if (fresh.length > 0) {
+      parts.push({
+        sql: `INSERT INTO projections (${PROJECTION_NAMES}) SELECT * FROM ${unnest(PROJECTION_TYPES)}`,
+        params: projectionColumns(fresh),
+      });
+    }
+    if (moved.length > 0) {
+      parts.push({
+        sql: `UPDATE projections p SET seq = v.seq FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
+          WHERE p.session_id = v.session_id`,
+        params: [moved.map((r) => r.sessionId), moved.map((r) => r.seq)],
+      });
+    }
+    if (changed.length > 0) {
+      parts.push({
+        sql: `UPDATE projections p SET ${PROJECTION_COLUMNS.slice(1)
+          .map(([name]) => `${name} = v.${name}`)
+          .join(
+            ", ",
+          )} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
+        params: projectionColumns(changed),
+      });
     }
     this.events = [[], [], [], [], []];
     this.prompts = [[], [], []];
@@ -164,7 +170,7 @@ export class PendingRows {
 }
 
 /** Joins parts into one statement, renumbering each part's placeholders after the previous ones. */
-function combine(parts: Part[]): Part | null {
+function combine(parts: Statement[]): Statement | null {
   if (parts.length === 0) return null;
   const params: unknown[] = [];
   const ctes = parts.map((part, i) => {

@@ -4,8 +4,10 @@ import { schemaIdentifier } from "./pg-schema.js";
 export interface PgPoolOptions {
   /** Schema holding the store's tables. @default "public" */
   schema?: string;
-  /** Connections in the pool (reads, the writer and the notifier). @default 10 */
+  /** Connections in the pool. @default 10 */
   max?: number;
+  /** Sends each query at once, before the previous ones answered (`pg` pipeline mode). @default false */
+  pipeline?: boolean;
 }
 
 const INT8 = 20;
@@ -39,6 +41,7 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
+    pipeline: options.pipeline ?? false,
     types,
     options: sessionSettings(schema),
     application_name: "sessionmux",

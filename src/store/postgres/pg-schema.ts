@@ -218,6 +218,22 @@ export function schemaIdentifier(schema: string): string {
   return `"${schema}"`;
 }
 
+/** The store's tables are not in the schema: a command that only uses them found nothing to use. */
+export class MissingSchemaError extends Error {
+  constructor(readonly schema: string) {
+    super(`schema "${schema}" holds no sessionmux tables`);
+    this.name = "MissingSchemaError";
+  }
+}
+
+/** Whether the schema holds the store's tables (its migrations table), without creating anything. */
+export async function schemaExists(client: pg.ClientBase, schema: string): Promise<boolean> {
+  const found = await client.query<{ t: string | null }>("SELECT to_regclass($1) AS t", [
+    `${schemaIdentifier(schema)}.schema_migrations`,
+  ]);
+  return found.rows[0]?.t != null;
+}
+
 /**
  * Creates the schema if missing and brings it up to `PG_SCHEMA_VERSION`; refuses a schema written
  * by a newer build. Concurrent openers wait on one transaction-scoped advisory lock per schema.

@@ -1,9 +1,11 @@
 import type pg from "pg";
+import type { LeaseRow } from "../lease-rules.js";
 import type { LiveStateNotice } from "../live-state-store.js";
-import { publicProjection } from "../projection.js";
+import { type ProjectionState, publicProjection } from "../projection.js";
 import { type SessionState, type SessionStateRow, stateFromRow } from "../session-state.js";
 import type { CommitNotice, PromptRecord, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
+import { DB_NOW } from "./pg-live-rows.js";
 import { PendingRows } from "./pg-pending-rows.js";
 
 /** A live-state notice of this host's transaction, with what other hosts need to announce it once. */
@@ -21,6 +23,42 @@ const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_s
 
 /** Live sessions' state; the caller adds the WHERE clause. */
 export const SELECT_STATE = `SELECT ${STATE_COLUMNS} FROM sessions s JOIN projections p ON p.session_id = s.session_id`;
+
+/** A session's lease row with the database clock of the transaction (`now()` is fixed in it). */
+export interface LeaseReading {
+  now: number;
+  row: LeaseRow | undefined;
+}
+
+/** The lease rows of the listed sessions with the clock (one row of nulls but the clock when none). */
+const LEASES_OF = (ids: string) => `SELECT n.now, l.session_id, l.host_id AS "hostId", l.generation,
+    l.expires_at AS "expiresAt" FROM (SELECT ${DB_NOW} AS now) n LEFT JOIN leases l ON l.session_id = ANY(${ids})`;
+
+/** A NOTIFY to send once the transaction committed. */
+export interface Announcement {
+  channel: string;
+  payload: string;
+}
+
+// the transaction's id assigned at once: the NOTIFY after COMMIT asks whether it committed
+const CURRENT_XID = "SELECT pg_current_xact_id()::text AS xid";
+const NOTIFY_IF_COMMITTED = "SELECT pg_notify($1, $2) WHERE pg_xact_status($3::xid8) = 'committed'";
+
+/**
+ * Waits for statements sent together on the pipelined connection and fails with the first one
+ * that failed (the later ones failed only because the transaction was aborted by then).
+ */
+async function inOrder<T extends readonly unknown[]>(
+  sent: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(sent);
+  for (const outcome of settled) if (outcome.status === "rejected") throw outcome.reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
+}
+
+type LeaseOfRow = { now: number; session_id: string | null } & LeaseRow;
 
 /** A `text[]` literal for the simple protocol, which runs several statements in one round trip. */
 function textArray(client: pg.ClientBase, values: readonly string[]): string {
@@ -42,27 +80,38 @@ export class PgWriteBatch {
   private readonly dirty = new Map<string, SessionState>();
   private readonly created = new Set<string>();
   private readonly prompts = new Map<string, PromptRecord>();
+  /** Lease rows read with the locks, dropped when this transaction writes one. */
+  private readonly leases = new Map<string, LeaseReading>();
   private readonly rows = new PendingRows();
+  /** Each session's projection as its row holds it until COMMIT writes the dirty ones. */
+  private readonly loaded = new Map<string, ProjectionState>();
+  /** Between BEGIN and the COMMIT (or ROLLBACK) sent for it. */
+  open = false;
+  private xid = "";
 
   constructor(readonly client: pg.ClientBase) {}
 
   /**
-   * Starts the transaction and locks and loads the listed sessions, all in one round trip: the
-   * simple protocol runs BEGIN, the row locks (taken in session id order by every host, so two
+   * Starts the transaction and locks and loads the listed sessions, all in one round trip (the
+   * connection is pipelined): BEGIN, the transaction id, then the row locks (taken in session id order by every host, so two
    * batches never wait on each other in a cycle) and the reads in order, each read with a snapshot
    * taken after the locks were granted, so it sees what the previous holder committed.
    */
   async begin(sessionIds: readonly string[]): Promise<void> {
-    await this.lockAndLoad(sessionIds, "BEGIN");
+    const begun = this.client.query("BEGIN");
+    this.open = true;
+    const xid = this.client.query<{ xid: string }>(CURRENT_XID);
+    const [, started] = await inOrder([begun, xid, this.lockAndLoad(sessionIds)]);
+    this.xid = started.rows[0]!.xid;
   }
 
   /** Locks and loads every listed session not loaded yet (one round trip). */
   async lock(sessionIds: readonly string[]): Promise<void> {
-    await this.lockAndLoad(sessionIds, null);
+    await this.lockAndLoad(sessionIds);
   }
 
   async load(sessionId: string): Promise<SessionState | "retired" | null> {
-    await this.lock([sessionId]);
+    if (!this.states.has(sessionId)) await this.lock([sessionId]);
     return this.states.get(sessionId) ?? null;
   }
 
@@ -123,49 +172,91 @@ export class PgWriteBatch {
 
   /** Runs a read inside the transaction after writing what is pending, so it sees this batch's rows. */
   async read<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> {
-    await this.flush();
-    return (await this.client.query<R>(sql, params)).rows;
+    const [, result] = await inOrder([this.flush(), this.client.query<R>(sql, params)]);
+    return result.rows;
   }
 
   /** Runs a write inside the transaction after writing what is pending, keeping statement order. */
   async execute(sql: string, params: unknown[]): Promise<void> {
-    await this.flush();
-    await this.client.query(sql, params);
+    await inOrder([this.flush(), this.client.query(sql, params)]);
   }
 
-  /** Last step inside the transaction: pending rows, heads and projections in one statement. */
-  async finish(): Promise<void> {
-    const statement = this.rows.take([...this.dirty.values()], this.created);
-    if (statement) await this.client.query(statement.sql, statement.params);
+  /**
+   * The session's lease row as read right after its lock was granted, unless this transaction
+   * wrote it since. A lease changes hands only under that lock (see `PgLeaseOperations.acquire`),
+   * so the row stays the current one until COMMIT.
+   */
+  lease(sessionId: string): LeaseReading | undefined {
+    return this.leases.get(sessionId);
   }
 
-  private async flush(): Promise<void> {
+  /** This transaction wrote (or deleted) the session's lease row: read it from the table again. */
+  leaseWritten(sessionId: string): void {
+    this.leases.delete(sessionId);
+  }
+
+  /**
+   * Last round trip: pending rows, heads and projections in one statement, COMMIT, and the
+   * announcement to other hosts, sent together. The NOTIFY runs in a transaction of its own after
+   * the COMMIT (so it adds no lock to it) and only if the write transaction committed. After a
+   * failed statement PostgreSQL answers the COMMIT with ROLLBACK: the transaction is over either way.
+   */
+  async commit(announcement: Announcement | null): Promise<void> {
+    const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded);
+    const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
+    const commit = this.client.query("COMMIT");
+    this.open = false;
+    const notify =
+      announcement &&
+      this.client
+        .query(NOTIFY_IF_COMMITTED, [announcement.channel, announcement.payload, this.xid])
+        // a lost wake-up is harmless: other hosts read by seq on the next one
+        .catch(() => undefined);
+    const [, committed] = await inOrder([write, commit, notify]);
+    if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
+  }
+
+  /** Sent now, on the pipelined connection, ahead of whatever is sent next. */
+  private flush(): Promise<unknown> | undefined {
     const statement = this.rows.take();
-    if (statement) await this.client.query(statement.sql, statement.params);
+    return statement ? this.client.query(statement.sql, statement.params) : undefined;
   }
 
-  private async lockAndLoad(sessionIds: readonly string[], begin: string | null): Promise<void> {
+  private async lockAndLoad(sessionIds: readonly string[]): Promise<void> {
     const wanted = [...new Set(sessionIds)].filter((id) => !this.states.has(id));
-    if (wanted.length === 0) {
-      if (begin) await this.client.query(begin);
-      return;
-    }
-    await this.flush();
+    if (wanted.length === 0) return;
     const ids = textArray(this.client, wanted);
     const statements = [
-      begin,
       `SELECT 1 FROM projections WHERE session_id = ANY(${ids}) ORDER BY session_id FOR UPDATE`,
       `${SELECT_STATE} WHERE s.session_id = ANY(${ids}) AND s.retired_at IS NULL`,
       `SELECT session_id FROM sessions WHERE session_id = ANY(${ids}) AND retired_at IS NOT NULL`,
-    ].filter((part) => part !== null);
-    const results = (await this.client.query(statements.join(";\n"))) as unknown as pg.QueryResult[];
-    const found = results[results.length - 2]!.rows as SessionStateRow[];
-    const retired = new Set(
-      (results[results.length - 1]!.rows as { session_id: string }[]).map((row) => row.session_id),
-    );
-    for (const row of found) this.states.set(row.session_id, stateFromRow(row));
+      LEASES_OF(ids),
+    ];
+    const [, loaded] = await inOrder([this.flush(), this.client.query(statements.join(";\n"))]);
+    const results = loaded as unknown as pg.QueryResult[];
+    const [found, retiredRows, leaseRows] = results.slice(-3).map((result) => result.rows) as [
+      SessionStateRow[],
+      { session_id: string }[],
+      LeaseOfRow[],
+    ];
+    const retired = new Set(retiredRows.map((row) => row.session_id));
+    for (const row of found) {
+      const state = stateFromRow(row);
+      this.states.set(row.session_id, state);
+      this.loaded.set(row.session_id, state.projection);
+    }
     for (const id of wanted) {
       if (!this.states.has(id)) this.states.set(id, retired.has(id) ? "retired" : null);
     }
+    this.keepLeases(wanted, leaseRows);
+  }
+
+  private keepLeases(wanted: readonly string[], rows: readonly LeaseOfRow[]): void {
+    const now = rows[0]?.now;
+    if (now === undefined) return;
+    const byId = new Map<string, LeaseRow>();
+    for (const { session_id: id, hostId, generation, expiresAt } of rows)
+      if (id !== null) byId.set(id, { hostId, generation, expiresAt });
+    for (const id of wanted) this.leases.set(id, { now, row: byId.get(id) });
   }
 }

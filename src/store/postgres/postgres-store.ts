@@ -50,15 +50,21 @@ import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
 import { openClient, openPool } from "./pg-pool.js";
 import { PgReads } from "./pg-reads.js";
-import { migrate } from "./pg-schema.js";
+import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { searchMessages } from "./pg-search.js";
 import { PgWriteOperations } from "./pg-write-operations.js";
 
 export interface PostgresStoreOptions {
   /** Schema holding the tables; created and migrated on open. @default "public" */
   schema?: string;
-  /** Pooled connections (reads, the writer, NOTIFY); LISTEN uses one more. @default 10 */
+  /** Pooled connections for reads; the group commit and LISTEN use one more each. @default 10 */
   maxConnections?: number;
+  /**
+   * Create the schema and its tables when they are missing (`serve`, `migrate`); when false the
+   * schema must exist already, else `open` fails with `MissingSchemaError` and creates nothing.
+   * @default true
+   */
+  createSchema?: boolean;
   /** Names this host in NOTIFY payloads, so it skips its own. @default random */
   hostId?: string;
   metrics?: StoreMetrics;
@@ -85,6 +91,7 @@ export class PostgresSessionStore implements HostStore {
 
   private constructor(
     private readonly pool: pg.Pool,
+    private readonly writerPool: pg.Pool,
     private readonly reads: PgReads,
     private readonly feed: PgCommitFeed,
     private readonly liveReads: PgLiveReads,
@@ -98,8 +105,11 @@ export class PostgresSessionStore implements HostStore {
     this.writeOperations = new PgWriteOperations(writer, this.leases, now);
     this.liveOps = new PgLiveOperations(writer, now);
     this.groupCommit = new PgGroupCommit(
-      pool,
-      { deliver: (notices, live) => feed.committed(notices, live) },
+      writerPool,
+      {
+        announcement: (notices, live) => feed.announcement(notices, live),
+        deliver: (notices, live) => feed.committed(notices, live),
+      },
       options.metrics,
     );
   }
@@ -109,11 +119,16 @@ export class PostgresSessionStore implements HostStore {
     const schema = options.schema ?? "public";
     const poolOptions = { schema, max: options.maxConnections ?? 10 };
     const pool = openPool(url, poolOptions);
+    // the group commit's own connection: pipelined, so a transaction takes two round trips
+    const writerPool = openPool(url, { schema, max: 1, pipeline: true });
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
+    writerPool.on("error", () => undefined);
     try {
       const client = await pool.connect();
       try {
+        if (options.createSchema === false && !(await schemaExists(client, schema)))
+          throw new MissingSchemaError(schema);
         await migrate(client, schema);
       } finally {
         client.release();
@@ -123,16 +138,16 @@ export class PostgresSessionStore implements HostStore {
       const hostId = options.hostId ?? randomBytes(6).toString("hex");
       const feed = new PgCommitFeed(
         () => openClient(url, poolOptions),
-        pool,
         reads,
         hostId,
         `sessionmux_${schema}`,
         liveReads,
       );
       await feed.start();
-      return new PostgresSessionStore(pool, reads, feed, liveReads, options);
+      return new PostgresSessionStore(pool, writerPool, reads, feed, liveReads, options);
     } catch (err) {
       await pool.end().catch(() => undefined);
+      await writerPool.end().catch(() => undefined);
       throw err;
     }
   }
@@ -256,6 +271,10 @@ export class PostgresSessionStore implements HostStore {
     return this.liveReads.leasePage(after, limit);
   }
 
+  unownedQueues(limit: number): Promise<string[]> {
+    return this.liveReads.unownedQueues(limit);
+  }
+
   rebuildProjections(): Promise<void> {
     return this.groupCommit.submit(this.writeOperations.rebuildProjections());
   }
@@ -348,6 +367,7 @@ export class PostgresSessionStore implements HostStore {
     this.closed ??= (async () => {
       await this.groupCommit.close();
       await this.feed.close();
+      await this.writerPool.end();
       await this.pool.end();
     })();
     return this.closed;

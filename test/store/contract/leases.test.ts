@@ -155,6 +155,31 @@ describeContract("leases with fencing", (backend) => {
     expect(await a.interruptOpenTurns(6)).toEqual([]);
   });
 
+  it("unownedQueues lists queued sessions whose lease is free, released or expired, not held or parked ones", async () => {
+    const { a, b } = await twoHosts();
+    const ids = ["expired", "free", "held", "idle", "parked", "released"];
+    for (const id of ids) await a.create({ sessionId: id, owner: "o", model: "m" });
+    for (const id of ids.filter((id) => id !== "idle"))
+      await a.enqueuePrompt({ sessionId: id, itemId: `q-${id}`, queuedAt: 1, input: { text: "next" } });
+    await a.append("parked", [
+      turnStart("t-parked"),
+      {
+        type: "interaction/requested",
+        data: { turnId: "t-parked", interactionId: "ask-parked", kind: "approval", action: "x" },
+      },
+    ]);
+    await b.acquireLease("held", "host-b", LONG);
+    await b.acquireLease("expired", "host-b", SHORT);
+    const released = await b.acquireLease("released", "host-b", LONG);
+    if (released.status !== "acquired") throw new Error(released.status);
+    await b.releaseLease(released.lease);
+    await untilExpired(a, "expired");
+    expect(await a.unownedQueues(100)).toEqual(["expired", "free", "released"]);
+    expect(await b.unownedQueues(2)).toEqual(["expired", "free"]);
+    await a.acquireLease("free", "host-a", LONG);
+    expect(await a.unownedQueues(100)).toEqual(["expired", "released"]);
+  });
+
   it("lease changes are announced to live listeners", async () => {
     const { a } = await twoHosts();
     const seen: LiveStateNotice[] = [];
