@@ -11,6 +11,7 @@ import {
 } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import { BaselineGate } from "./baseline-gate.js";
 import { CallGate } from "./call-gate.js";
 import { type ClientRequest, isRefusal, parseClientFrame } from "./client-frame.js";
 import { ControlStream } from "./control-stream.js";
@@ -38,6 +39,7 @@ export class MuxConnection {
   readonly #options: MuxOptions;
   readonly #inFlight = new Map<number, InFlight>();
   readonly #gate: CallGate;
+  readonly #baselines: BaselineGate;
   #streams = 0;
   #closed = false;
   #unsubscribeNotifications: (() => void) | undefined;
@@ -58,6 +60,7 @@ export class MuxConnection {
       canStart: () => this.writer.buffered <= options.sendHighWaterBytes,
       changed: () => this.#updateReading(),
     });
+    this.#baselines = new BaselineGate(this.writer, options.followerHighWaterBytes);
     ws.on("message", (data, isBinary) => this.#onMessage(data, isBinary));
     ws.on("pong", () => {
       this.#heard = true;
@@ -258,6 +261,7 @@ export class MuxConnection {
         ...common,
         highWaterBytes: this.#options.followerHighWaterBytes,
         maxQueued: this.#options.controlMaxQueued,
+        baselines: this.#baselines,
       });
     }
     this.#inFlight.set(id, { kind: "stream", method, stream, outlet });
