@@ -213,7 +213,8 @@ export class FrameWriter {
   }
 
   #backlogAtMostHighWater(): Promise<void> {
-    if (this.#ws.bufferedAmount <= this.#highWaterBytes || !this.open) return Promise.resolve();
+    if (this.#ws.bufferedAmount <= this.#highWaterBytes || !this.open || this.#raw.destroyed)
+      return Promise.resolve();
     return new Promise<void>((resolve) => {
       const settle = () => {
         this.#raw.off("drain", settle);

@@ -1,10 +1,10 @@
 import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeFrame, encodeFrame } from "../../../protocol/codec.js";
-import { AttackHost, Canary, mib, report } from "../../support/attack-host.js";
-import { ALICE_TOKEN } from "../../support/host.js";
-import { MuxPeer } from "../../support/mux-peer.js";
-import { until } from "../../support/until.js";
+import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { AttackHost, Canary, mib, report } from "../support/attack-host.js";
+import { ALICE_TOKEN } from "../support/host.js";
+import { MuxPeer } from "../support/mux-peer.js";
+import { until } from "../support/until.js";
 
 const MIB = 1024 * 1024;
 const SESSIONS = 5_000;
