@@ -15,6 +15,13 @@ const CLIENT_DECODE_LIMITS = {
   maxDepth: 256,
 } as const;
 
+/**
+ * The largest host message a client accepts: a value of the largest binary above plus its frame
+ * (an attachment of up to 10 MiB by default, `--max-upload-bytes` on the host). The host's own
+ * 1 MiB limit is for what peers send it.
+ */
+export const MAX_HOST_MESSAGE_BYTES = CLIENT_DECODE_LIMITS.maxBinBytes + 1024 * 1024;
+
 /** One message from the host: a valid frame, or an `invalid_host_frame` error and the id it names if readable. */
 export type HostFrameReading =
   | { readonly ok: true; readonly frame: HostFrame }

@@ -1,6 +1,7 @@
 import WebSocket from "ws";
 import { Limits, SUBPROTOCOL } from "../../protocol/limits.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "./client.js";
+import { MAX_HOST_MESSAGE_BYTES } from "./host-frame-reader.js";
 import type { SocketFactory, WebSocketLike } from "./socket.js";
 
 export * from "./index.js";
@@ -34,7 +35,7 @@ export function createNodeSocketFactory(
     const socket = new WebSocket(url, [SUBPROTOCOL], {
       headers: { Authorization: `Bearer ${token}` },
       perMessageDeflate: false,
-      maxPayload: Limits.maxPayloadBytes,
+      maxPayload: MAX_HOST_MESSAGE_BYTES,
       handshakeTimeout,
       ...(options.createConnection ? { createConnection: options.createConnection as never } : {}),
     });

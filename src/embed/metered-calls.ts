@@ -7,25 +7,31 @@ export interface CallMeter {
 }
 
 /**
- * The host as the mux sees it, with every call timed. A proxy, so members added to `HostApi`
- * later pass through untouched; methods are bound to the host, whose state is private.
+ * The host as the mux sees it, with every call timed (`session.attachment`, which the mux streams
+ * through `openAttachment`, until its body starts). A proxy, so members added to `HostApi` later
+ * pass through untouched; methods are bound to the host, whose state is private.
  */
 export function meteredCalls(host: HostApi, meter: CallMeter): HostApi {
-  const call: HostApi["call"] = async (principal, method, params) => {
+  async function timed<T>(method: string, run: () => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = "ok";
     try {
-      return await host.call(principal, method, params);
+      return await run();
     } catch (err) {
       outcome = toSessionmuxError(err).code;
       throw err;
     } finally {
       meter.observe({ method, outcome }, (performance.now() - started) / 1000);
     }
-  };
+  }
+  const call: HostApi["call"] = (principal, method, params) =>
+    timed(method, () => host.call(principal, method, params));
+  const openAttachment: HostApi["openAttachment"] = (principal, params) =>
+    timed("session.attachment", () => host.openAttachment(principal, params));
   return new Proxy(host, {
     get(target, property) {
       if (property === "call") return call;
+      if (property === "openAttachment") return openAttachment;
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

@@ -1,6 +1,7 @@
 import type { HostStore } from "../store/live-state-store.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta } from "./live/live-state.js";
+import { nextLoopTurn } from "./loop-turns.js";
 import { canSee, type Principal } from "./principal.js";
 import { toRow } from "./session-row.js";
 
@@ -9,8 +10,11 @@ interface Subscriber {
   readonly listener: (delta: ControlDelta) => void;
 }
 
-/** Projections read between two yields to the event loop while a baseline is built. */
-const BASELINE_BATCH = 256;
+/**
+ * Projections read (and turned into rows) in one turn of the event loop while a baseline is built:
+ * about a millisecond or two of work.
+ */
+const BASELINE_BATCH = 64;
 
 /**
  * §5 `session.control`: live-state deltas (queues and interactions from the store's live-state
@@ -60,7 +64,8 @@ export class ControlFeed {
   /**
    * Live state is read in one synchronous cut (agents, jobs, and the durable queues and
    * interactions of every visible session); projections of those sessions follow, read in batches
-   * that yield to the event loop, each carrying the seq it reflects.
+   * of one event-loop turn each, taken in turn with every other baseline being built (so many at
+   * once cannot hold the loop between them), each carrying the seq it reflects.
    */
   async baseline(principal: Principal): Promise<Baseline> {
     const sees = (owner: string | undefined) => owner !== undefined && canSee(principal, owner);
@@ -81,7 +86,7 @@ export class ControlFeed {
     for (const p of interactions) sessions.add(p.interaction.sessionId);
     const ids = [...sessions];
     for (let start = 0; start < ids.length; start += BASELINE_BATCH) {
-      if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextLoopTurn();
       const batch = await Promise.all(
         ids.slice(start, start + BASELINE_BATCH).map((id) => this.#store.projection(id)),
       );

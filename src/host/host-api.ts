@@ -31,6 +31,11 @@ export interface HostApi {
   openRead(principal: Principal, sessionId: string): Promise<SessionReadHandle>;
 
   /**
+   * `session.attachment` with its body read chunk by chunk as `chunks` is iterated, for a
+   * transport that streams it; the same checks and errors as `call`.
+   */
+  openAttachment(principal: Principal, params: ParamsOf<"session.attachment">): Promise<AttachmentBody>;
+  /**
    * An upload `principal` may read, its body read chunk by chunk as `chunks` is iterated;
    * another principal's answers exactly like a missing one (null).
    */

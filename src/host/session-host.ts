@@ -27,6 +27,7 @@ import { watchListChanges } from "./list-notifier.js";
 import { LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { HANDLERS } from "./method-handlers/handler-table.js";
+import { openAttachment } from "./method-handlers/read-handlers.js";
 import { NotOwner } from "./not-owner.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
@@ -292,6 +293,14 @@ export class SessionHost implements HostApi {
 
   async openRead(principal: Principal, sessionId: string): Promise<SessionReadHandle> {
     return new SessionReadHandle(this.store, sessionId, await this.#policy.inspect(principal, sessionId));
+  }
+
+  openAttachment(principal: Principal, params: ParamsOf<"session.attachment">): Promise<AttachmentBody> {
+    if (this.#closing) {
+      throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
+    }
+    const parsed = validator(Methods["session.attachment"].params).parse(params);
+    return openAttachment(this.store, this.#policy.scope("cold"), principal, parsed);
   }
 
   readAttachment(principal: Principal, attachmentId: string): Promise<AttachmentBody | null> {

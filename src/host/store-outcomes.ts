@@ -58,6 +58,12 @@ export function notFound(sessionId: string): SessionmuxError {
   return new SessionmuxError("session_not_found", `no session ${sessionId}`, { data: { sessionId } });
 }
 
+export function attachmentNotFound(attachmentId: string): SessionmuxError {
+  return new SessionmuxError("attachment_not_found", `no attachment ${attachmentId}`, {
+    data: { attachmentId },
+  });
+}
+
 export function interactionNotFound(interactionId: string): SessionmuxError {
   return new SessionmuxError("interaction_not_found", `no pending interaction ${interactionId}`, {
     data: { interactionId },

@@ -1,8 +1,12 @@
-import { SessionmuxError } from "../../../protocol/index.js";
+import { type ParamsOf, SessionmuxError } from "../../../protocol/index.js";
+import { readWhole } from "../../store/attachment-chunks.js";
+import type { AttachmentBody, SessionStore } from "../../store/session-store.js";
+import type { Resolvers } from "../activation-policy.js";
 import type { MethodHandler } from "../host-context.js";
-import { canSee } from "../principal.js";
+import type { Principal } from "../principal.js";
+import { visibleAttachment } from "../session-read-handle.js";
 import { toRow } from "../session-row.js";
-import { refusal } from "../store-outcomes.js";
+import { attachmentNotFound, refusal } from "../store-outcomes.js";
 
 /** Cold reads: every one goes to persistence only. */
 
@@ -55,13 +59,26 @@ export const models: MethodHandler<"session.models"> = async (ctx) => ({
   default: ctx.agent.defaultModel,
 });
 
-export const attachment: MethodHandler<"session.attachment"> = async (ctx, resolvers, principal, params) => {
+/**
+ * §4 `session.attachment`'s checks (a session the caller may read, an upload it may read), with
+ * the body read chunk by chunk as it is iterated: the mux streams it from here.
+ */
+export async function openAttachment(
+  store: SessionStore,
+  resolvers: Resolvers,
+  principal: Principal,
+  params: ParamsOf<"session.attachment">,
+): Promise<AttachmentBody> {
   await resolvers.inspect(principal, params.sessionId);
-  const found = await ctx.store.getAttachment(params.attachmentId);
-  if (!found || !canSee(principal, found.owner)) {
-    throw new SessionmuxError("attachment_not_found", `no attachment ${params.attachmentId}`, {
-      data: { attachmentId: params.attachmentId },
-    });
-  }
-  return { name: found.name, type: found.type, size: found.size, bytes: found.bytes };
+  const found = await visibleAttachment(store, principal, params.attachmentId);
+  if (!found) throw attachmentNotFound(params.attachmentId);
+  return found;
+}
+
+/** The answer in one value, for callers of `HostApi.call`; the mux sends it streamed instead. */
+export const attachment: MethodHandler<"session.attachment"> = async (ctx, resolvers, principal, params) => {
+  const found = await openAttachment(ctx.store, resolvers, principal, params);
+  const whole = await readWhole(found, () => found.chunks());
+  if (!whole) throw attachmentNotFound(params.attachmentId);
+  return { name: whole.name, type: whole.type, size: whole.size, bytes: whole.bytes };
 };

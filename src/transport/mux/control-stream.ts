@@ -2,6 +2,8 @@ import { SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { ControlDelta } from "../../host/live/live-state.js";
 import type { Principal } from "../../host/principal.js";
+import type { BaselineGate } from "./baseline-gate.js";
+import { encodeInTurns } from "./encode-in-turns.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
 export interface ControlContext {
@@ -12,11 +14,14 @@ export interface ControlContext {
   readonly highWaterBytes: number;
   /** Deltas allowed to wait; one more ends the stream with `slow_consumer`. */
   readonly maxQueued: number;
+  /** The socket's baselines, one at a time and only while its backlog allows. */
+  readonly baselines: BaselineGate;
   readonly logInternal: (err: unknown, context: string) => void;
 }
 
 /**
- * One `session.control` stream (protocol-v1 §5). Listeners first, then one baseline, then the
+ * One `session.control` stream (protocol-v1 §5). When the socket's turn for a baseline comes
+ * (`BaselineGate`): listeners first, then one baseline, then the
  * deltas that arrived while it was built (deltas are snapshots or idempotent, so one already in
  * the baseline does no harm), then live deltas. Live state has no durable sequence to replay
  * from, so a reader that falls too far behind is ended with `slow_consumer` and reopens.
@@ -34,17 +39,25 @@ export class ControlStream implements MuxStream {
   }
 
   async start(): Promise<void> {
-    const { host, principal, outlet } = this.#ctx;
-    this.#unsubscribe = host.subscribeControl(principal, (delta) => this.#onDelta(delta));
-    try {
-      const baseline = await host.controlBaseline(principal);
-      if (this.#state === "ended") return;
-      outlet.item(baseline);
-      this.#state = "live";
-      this.#flush();
-    } catch (err) {
-      this.#fail(err);
-    }
+    await this.#ctx.baselines.run(async () => {
+      // closed while it waited for its turn: nothing to build
+      if (this.#ended) return;
+      const { host, principal, outlet } = this.#ctx;
+      this.#unsubscribe = host.subscribeControl(principal, (delta) => this.#onDelta(delta));
+      try {
+        const baseline = await encodeInTurns(await host.controlBaseline(principal));
+        if (this.#ended) return;
+        outlet.itemEncoded(baseline);
+        this.#state = "live";
+        this.#flush();
+      } catch (err) {
+        this.#fail(err);
+      }
+    });
+  }
+
+  get #ended(): boolean {
+    return this.#state === "ended";
   }
 
   stop(): void {

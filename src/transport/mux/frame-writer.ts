@@ -4,8 +4,22 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import type { HostFrame } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
 import type { SharedEventFrames } from "./shared-event-frames.js";
-import { splitTrailingBinary } from "./trailing-binary.js";
 import { bytesTakenByKernel } from "./ws-framing.js";
+
+/** A message whose body is read as the socket takes it (an attachment, chunk by chunk). */
+interface StreamedMessage {
+  readonly head: Uint8Array;
+  readonly bodyBytes: number;
+  readonly chunks: () => AsyncIterable<Uint8Array>;
+  readonly sent: () => void;
+}
+
+/** What waits while a streamed message is on the wire: nothing may come between its fragments. */
+type Held =
+  | { kind: "bytes"; bytes: Uint8Array }
+  | { kind: "parts"; head: Uint8Array; body: Uint8Array }
+  | { kind: "shared"; frames: SharedEventFrames }
+  | { kind: "streamed"; message: StreamedMessage };
 
 /**
  * Everything one mux socket sends goes through here. Writes made in the same tick are corked
@@ -17,15 +31,22 @@ export class FrameWriter {
   /** The TCP socket under `ws`, as the upgrade handed it over: corked per tick, drained, measured. */
   readonly #raw: Socket;
   readonly #metrics: HostMetrics | undefined;
+  /** Backlog under which the next chunk of a streamed message is read and sent. */
+  readonly #highWaterBytes: number;
   readonly #drainWaiters = new Set<() => void>();
+  readonly #held: Held[] = [];
+  /** Bytes of held messages and of the streamed message's part not yet handed to `ws`. */
+  #heldBytes = 0;
+  #streaming = false;
   #corked = false;
   #frames = 0;
   #bytes = 0;
 
-  constructor(ws: WebSocket, raw: Socket, metrics: HostMetrics | undefined) {
+  constructor(ws: WebSocket, raw: Socket, metrics: HostMetrics | undefined, highWaterBytes: number) {
     this.#ws = ws;
     this.#raw = raw;
     this.#metrics = metrics;
+    this.#highWaterBytes = highWaterBytes;
     raw.on("drain", () => this.#onDrain());
   }
 
@@ -33,9 +54,12 @@ export class FrameWriter {
     return this.#ws.readyState === this.#ws.OPEN;
   }
 
-  /** Bytes accepted but not yet handed to the kernel. */
+  /**
+   * Bytes accepted but not yet handed to the kernel, counting the unread rest of a streamed body:
+   * everything that checks the backlog sees what the socket still owes.
+   */
   get buffered(): number {
-    return this.#ws.bufferedAmount;
+    return this.#ws.bufferedAmount + this.#heldBytes;
   }
 
   /**
@@ -47,13 +71,15 @@ export class FrameWriter {
   }
 
   sendFrame(frame: HostFrame): void {
-    const split = splitTrailingBinary(frame);
-    if (split) this.sendParts(split.head, split.body);
-    else this.send(encodeFrame(frame));
+    this.send(encodeFrame(frame));
   }
 
   send(bytes: Uint8Array): void {
     if (!this.open) return;
+    if (this.#streaming) {
+      this.#hold({ kind: "bytes", bytes }, bytes.length);
+      return;
+    }
     this.#cork();
     this.#frames++;
     this.#bytes += bytes.length;
@@ -67,6 +93,10 @@ export class FrameWriter {
    */
   sendParts(head: Uint8Array, body: Uint8Array): void {
     if (!this.open) return;
+    if (this.#streaming) {
+      this.#hold({ kind: "parts", head, body }, head.length + body.length);
+      return;
+    }
     this.#cork();
     this.#frames++;
     this.#bytes += head.length + body.length;
@@ -82,6 +112,10 @@ export class FrameWriter {
    */
   sendShared(frames: SharedEventFrames): void {
     if (!this.open) return;
+    if (this.#streaming) {
+      this.#hold({ kind: "shared", frames }, frames.wire.length);
+      return;
+    }
     this.#cork();
     this.#frames += frames.payloads.length;
     this.#bytes += frames.payloadBytes;
@@ -90,6 +124,106 @@ export class FrameWriter {
       return;
     }
     for (const payload of frames.payloads) this.#ws.send(payload, { binary: true });
+  }
+
+  /**
+   * Sends one message of `head` then `bodyBytes` bytes read from `chunks`, each chunk read only
+   * once the socket's backlog is at most the high-water mark: a peer that stops reading holds the
+   * host to that backlog and one chunk, never a whole body. The chunks are continuation fragments
+   * of the message, so every other message waits (held, and counted in `buffered`) until it ends.
+   * A body that fails or ends short cannot be completed: the socket is closed with 1011.
+   * Settles once the message is handed to the socket, or the socket is gone.
+   */
+  sendStreamed(head: Uint8Array, bodyBytes: number, chunks: () => AsyncIterable<Uint8Array>): Promise<void> {
+    if (!this.open) return Promise.resolve();
+    return new Promise((sent) => {
+      const message = { head, bodyBytes, chunks, sent };
+      this.#heldBytes += head.length + bodyBytes;
+      if (this.#streaming) this.#held.push({ kind: "streamed", message });
+      else void this.#stream(message);
+    });
+  }
+
+  #hold(held: Held, bytes: number): void {
+    this.#held.push(held);
+    this.#heldBytes += bytes;
+  }
+
+  async #stream(message: StreamedMessage): Promise<void> {
+    this.#streaming = true;
+    let unsent = message.head.length + message.bodyBytes;
+    const write = (bytes: Uint8Array, fin: boolean) => {
+      this.#cork();
+      if (fin) this.#frames++;
+      this.#bytes += bytes.length;
+      unsent -= bytes.length;
+      this.#heldBytes -= bytes.length;
+      this.#ws.send(bytes, { binary: true, fin });
+    };
+    try {
+      write(message.head, message.bodyBytes === 0);
+      let sent = 0;
+      const iterator = message.chunks()[Symbol.asyncIterator]();
+      try {
+        while (sent < message.bodyBytes) {
+          await this.#backlogAtMostHighWater();
+          if (!this.open) return;
+          const next = await iterator.next();
+          if (!this.open) return;
+          if (next.done || sent + next.value.byteLength > message.bodyBytes)
+            throw new Error("the body does not have the size its head announced");
+          sent += next.value.byteLength;
+          write(next.value, sent === message.bodyBytes);
+        }
+      } finally {
+        await iterator.return?.();
+      }
+    } catch {
+      // Bytes of this message are on the wire already: no other answer can follow them.
+      this.#ws.close(1011, "an answer could not be completed; retry the call");
+    } finally {
+      this.#heldBytes -= unsent;
+      this.#streaming = false;
+      message.sent();
+      this.#sendHeld();
+    }
+  }
+
+  /** Sends what waited behind a streamed message, up to the next streamed one. */
+  #sendHeld(): void {
+    while (this.#held.length > 0 && !this.#streaming) {
+      const held = this.#held.shift() as Held;
+      if (held.kind === "streamed") {
+        void this.#stream(held.message);
+        return;
+      }
+      if (held.kind === "bytes") {
+        this.#heldBytes -= held.bytes.length;
+        this.send(held.bytes);
+      } else if (held.kind === "parts") {
+        this.#heldBytes -= held.head.length + held.body.length;
+        this.sendParts(held.head, held.body);
+      } else {
+        this.#heldBytes -= held.frames.wire.length;
+        this.sendShared(held.frames);
+      }
+    }
+    // waiters that asked while the stream ran get their answer even if nothing is left to drain
+    if (this.#raw.writableLength === 0) process.nextTick(() => this.#onDrain());
+  }
+
+  #backlogAtMostHighWater(): Promise<void> {
+    if (this.#ws.bufferedAmount <= this.#highWaterBytes || !this.open || this.#raw.destroyed)
+      return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const settle = () => {
+        this.#raw.off("drain", settle);
+        this.#raw.off("close", settle);
+        resolve();
+      };
+      this.#raw.on("drain", settle);
+      this.#raw.on("close", settle);
+    }).then(() => this.#backlogAtMostHighWater());
   }
 
   #cork(): void {
@@ -103,7 +237,8 @@ export class FrameWriter {
   onDrain(wake: () => void): void {
     this.#drainWaiters.add(wake);
     // A backlog that exists only inside the cork drains when the tick ends, without a 'drain'.
-    if (this.#raw.writableLength === 0) process.nextTick(() => this.#onDrain());
+    // While a message streams, the stream's end answers instead.
+    if (this.#raw.writableLength === 0 && !this.#streaming) process.nextTick(() => this.#onDrain());
   }
 
   cancelDrain(wake: () => void): void {
@@ -113,8 +248,9 @@ export class FrameWriter {
   #flush(): void {
     this.#corked = false;
     this.#raw.uncork();
-    if (this.#metrics && this.#frames > 0) {
-      this.#metrics.framesOut.inc(this.#frames);
+    // a streamed message's chunks count as bytes as they go, and as a frame when it ends
+    if (this.#metrics && this.#bytes > 0) {
+      if (this.#frames > 0) this.#metrics.framesOut.inc(this.#frames);
       this.#metrics.bytesOut.inc(this.#bytes);
     }
     this.#frames = 0;

@@ -11,6 +11,7 @@ import {
 } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import { BaselineGate } from "./baseline-gate.js";
 import { CallGate } from "./call-gate.js";
 import { type ClientRequest, isRefusal, parseClientFrame } from "./client-frame.js";
 import { ControlStream } from "./control-stream.js";
@@ -20,6 +21,7 @@ import type { MuxOptions } from "./mux-options.js";
 import { rawDataBytes } from "./raw-data.js";
 import { sharedEventFrames } from "./shared-event-frames.js";
 import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
+import { trailingBinaryHead } from "./trailing-binary.js";
 
 type InFlight =
   | { kind: "call" }
@@ -38,6 +40,7 @@ export class MuxConnection {
   readonly #options: MuxOptions;
   readonly #inFlight = new Map<number, InFlight>();
   readonly #gate: CallGate;
+  readonly #baselines: BaselineGate;
   #streams = 0;
   #closed = false;
   #unsubscribeNotifications: (() => void) | undefined;
@@ -51,13 +54,14 @@ export class MuxConnection {
     this.#host = host;
     this.#principal = principal;
     this.#options = options;
-    this.writer = new FrameWriter(ws, raw, options.metrics);
+    this.writer = new FrameWriter(ws, raw, options.metrics, options.sendHighWaterBytes);
     this.#gate = new CallGate({
       maxInFlight: options.maxCallsInFlight,
       maxQueued: options.maxQueuedCalls,
       canStart: () => this.writer.buffered <= options.sendHighWaterBytes,
       changed: () => this.#updateReading(),
     });
+    this.#baselines = new BaselineGate(this.writer, options.followerHighWaterBytes);
     ws.on("message", (data, isBinary) => this.#onMessage(data, isBinary));
     ws.on("pong", () => {
       this.#heard = true;
@@ -223,6 +227,10 @@ export class MuxConnection {
     try {
       if (method === "session.create" || method === "session.fork")
         this.#options.principalLimits.takeSessionCreation(this.#principal);
+      if (method === "session.attachment") {
+        await this.#sendAttachment(id, params as ParamsOf<"session.attachment">);
+        return;
+      }
       const value = await this.#host.call(this.#principal, method, params as ParamsOf<typeof method>);
       if (!this.#closed) this.writer.sendFrame({ type: "result", id, value });
     } catch (err) {
@@ -232,6 +240,20 @@ export class MuxConnection {
     } finally {
       this.#inFlight.delete(id);
     }
+  }
+
+  /**
+   * §4 `session.attachment`: the result's head, then the body read from the store chunk by chunk
+   * as the socket takes it, as one message (the wire is that of any result). The call keeps its
+   * slot until the body is sent.
+   */
+  async #sendAttachment(id: number, params: ParamsOf<"session.attachment">): Promise<void> {
+    const body = await this.#host.openAttachment(this.#principal, params);
+    if (this.#closed) return;
+    const { name, type, size } = body;
+    const value = { name, type, size, bytes: new Uint8Array(0) };
+    const head = trailingBinaryHead({ type: "result", id, value }, size);
+    await this.writer.sendStreamed(head, size, () => body.chunks());
   }
 
   #open(id: number, method: MethodName, params: unknown): void {
@@ -258,6 +280,7 @@ export class MuxConnection {
         ...common,
         highWaterBytes: this.#options.followerHighWaterBytes,
         maxQueued: this.#options.controlMaxQueued,
+        baselines: this.#baselines,
       });
     }
     this.#inFlight.set(id, { kind: "stream", method, stream, outlet });

@@ -3,6 +3,7 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../../src/host/host-api.js";
 import type { Baseline, ControlDelta } from "../../../src/host/live/live-state.js";
 import { ADMIN } from "../../../src/host/principal.js";
+import { BaselineGate } from "../../../src/transport/mux/baseline-gate.js";
 import { ControlStream } from "../../../src/transport/mux/control-stream.js";
 import { StreamOutlet } from "../../../src/transport/mux/stream-outlet.js";
 import { RecordingWriter } from "./recording-writer.js";
@@ -28,8 +29,15 @@ function delta(n: number): ControlDelta {
   return { kind: "agent", sessionId: `s${n}`, state: "idle" } as ControlDelta;
 }
 
-function harness(options: { highWaterBytes?: number; maxQueued?: number } = {}) {
-  const writer = new RecordingWriter();
+function harness(
+  options: {
+    highWaterBytes?: number;
+    maxQueued?: number;
+    writer?: RecordingWriter;
+    gate?: BaselineGate;
+  } = {},
+) {
+  const writer = options.writer ?? new RecordingWriter();
   const outlet = new StreamOutlet(7, writer.asFrameWriter(), () => undefined);
   const calls: string[] = [];
   let listener: ((delta: ControlDelta) => void) | undefined;
@@ -57,6 +65,7 @@ function harness(options: { highWaterBytes?: number; maxQueued?: number } = {}) 
     outlet,
     highWaterBytes: options.highWaterBytes ?? 100,
     maxQueued: options.maxQueued ?? 1_000,
+    baselines: options.gate ?? new BaselineGate(writer.asFrameWriter(), options.highWaterBytes ?? 100),
     logInternal: (err, context) => logged.push({ err, context }),
   });
   const started = stream.start();
@@ -171,6 +180,30 @@ describe("control stream: order and flow control", () => {
     expect(kinds(h.writer.values)).toEqual(["baseline"]);
     expect(h.writer.errors).toHaveLength(1);
     expect(h.logged).toEqual([]);
+  });
+
+  it("a socket builds its baselines one at a time, each once the backlog is at most the high-water mark", async () => {
+    const writer = new RecordingWriter();
+    const gate = new BaselineGate(writer.asFrameWriter(), 100);
+    writer.growth = 150;
+    const first = harness({ writer, gate });
+    const second = harness({ writer, gate });
+    const closed = harness({ writer, gate });
+    closed.stream.stop();
+    expect(first.calls).toEqual(["subscribe", "baseline"]);
+    expect(second.calls).toEqual([]);
+    await first.baseline();
+    // the first baseline is sent and over the mark: the second waits for the drain
+    expect(second.calls).toEqual([]);
+    expect(writer.waiters.size).toBe(1);
+    writer.drain();
+    expect(second.calls).toEqual(["subscribe", "baseline"]);
+    await second.baseline();
+    writer.drain();
+    // a stream closed while it waited never listens nor asks
+    await closed.started;
+    expect(closed.calls).toEqual([]);
+    expect(kinds(writer.values)).toEqual(["baseline", "baseline"]);
   });
 
   it("counts the deltas of the build against the bound too", async () => {

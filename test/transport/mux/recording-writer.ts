@@ -11,6 +11,7 @@ type WireError = { code: string; retryable: boolean; data?: unknown };
 export class RecordingWriter {
   buffered = 0;
   growth = 0;
+  open = true;
   readonly values: unknown[] = [];
   /** The encoded item values as handed over, to check that one committed batch is encoded once. */
   readonly bodies: Uint8Array[] = [];

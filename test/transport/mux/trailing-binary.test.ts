@@ -1,40 +1,50 @@
 import { describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame } from "../../../protocol/codec.js";
 import type { HostFrame } from "../../../protocol/index.js";
-import { SPLIT_BINARY_BYTES, splitTrailingBinary } from "../../../src/transport/mux/trailing-binary.js";
+import { trailingBinaryHead } from "../../../src/transport/mux/trailing-binary.js";
 
 const big = (n: number) => new Uint8Array(n).map((_, i) => i % 253);
+const EMPTY = new Uint8Array(0);
+const LIMITS = { maxBinBytes: 1 << 20 };
 
-function joined(frame: HostFrame): Buffer {
-  const split = splitTrailingBinary(frame);
-  expect(split).not.toBeNull();
-  return Buffer.concat([split!.head, split!.body]);
-}
+const attachmentResult = (size: number, bytes: Uint8Array) =>
+  ({ type: "result", id: 7, value: { name: "a.bin", type: "x/y", size, bytes } }) as HostFrame;
 
-describe("a large trailing binary is sent beside its frame's encoding (no copy into the encoder)", () => {
-  it.each([
-    ["an attachment result", { name: "a.bin", type: "x/y", size: 3, bytes: big(SPLIT_BINARY_BYTES) }],
-    ["a trailing undefined key is skipped as the encoder skips it", { bytes: big(300_000), note: undefined }],
-    ["nested maps", { outer: { inner: { bytes: big(SPLIT_BINARY_BYTES + 7) } } }],
-  ])("%s: head + body are exactly encodeFrame(frame)", (_title, value) => {
-    const frame = { type: "result", id: 7, value } as unknown as HostFrame;
-    const expected = Buffer.from(encodeFrame(frame));
-    expect(joined(frame).equals(expected)).toBe(true);
-    expect(decodeFrame(joined(frame))).toEqual(decodeFrame(expected));
+type Decoded = { value: { bytes: Uint8Array | null } };
+const withoutBytes = (frame: Decoded) => ({ ...frame, value: { ...frame.value, bytes: null } });
+
+describe("a binary sent after its frame's head, as it is read (protocol-v1 §4 session.attachment)", () => {
+  it.each([0, 1, 255, 256, 65_536, 300_000])(
+    "%i bytes: head + body decode as encodeFrame of the whole frame",
+    (n) => {
+      const body = big(n);
+      const joined = Buffer.concat([trailingBinaryHead(attachmentResult(n, EMPTY), n), body]);
+      // the encoder picks the smallest binary header; the head always announces a bin32
+      const got = decodeFrame(joined, LIMITS) as Decoded;
+      const whole = decodeFrame(encodeFrame(attachmentResult(n, body)), LIMITS) as Decoded;
+      expect(Buffer.from(got.value.bytes!).equals(body)).toBe(true);
+      expect(withoutBytes(got)).toEqual(withoutBytes(whole));
+    },
+  );
+
+  it("follows the last key through nested maps and skips a trailing undefined as the encoder does", () => {
+    const frame = { type: "result", id: 1, value: { outer: { bytes: EMPTY }, note: undefined } };
+    const joined = Buffer.concat([
+      trailingBinaryHead(frame as unknown as HostFrame, 3),
+      Uint8Array.of(1, 2, 3),
+    ]);
+    const decoded = decodeFrame(joined) as { value: { outer: { bytes: Uint8Array } } };
+    expect(Object.keys(decoded.value)).toEqual(["outer"]);
+    expect(Array.from(decoded.value.outer.bytes)).toEqual([1, 2, 3]);
   });
 
-  it("the body is the caller's bytes, not a copy", () => {
-    const bytes = big(SPLIT_BINARY_BYTES);
-    const split = splitTrailingBinary({ type: "result", id: 1, value: { bytes } } as unknown as HostFrame);
-    expect(split?.body).toBe(bytes);
-  });
-
   it.each([
-    ["a small binary", { bytes: big(SPLIT_BINARY_BYTES - 1) }],
-    ["a binary that is not last", { bytes: big(SPLIT_BINARY_BYTES), name: "after" }],
-    ["an array", [big(SPLIT_BINARY_BYTES)]],
-    ["an empty map", {}],
-  ])("%s is encoded whole (null)", (_title, value) => {
-    expect(splitTrailingBinary({ type: "result", id: 1, value } as unknown as HostFrame)).toBeNull();
+    ["a binary that is not empty", { bytes: Uint8Array.of(1) }],
+    ["a binary that is not last", { bytes: EMPTY, name: "after" }],
+    ["no binary", { name: "x" }],
+  ])("%s is refused", (_title, value) => {
+    expect(() => trailingBinaryHead({ type: "result", id: 1, value } as unknown as HostFrame, 1)).toThrow(
+      TypeError,
+    );
   });
 });
