@@ -45,6 +45,17 @@ export class LogWriter {
     this.cache.clear();
   }
 
+  /**
+   * The session as of the last COMMIT, when this writer holds it: every write to a session's
+   * header, head and projection goes through this cache (and `writeBack` writes it out), and a
+   * failed transaction drops it, so between transactions it is what the database holds. Reads use
+   * it instead of querying; they run synchronously, never inside a transaction.
+   */
+  committed(sessionId: string): SessionState | undefined {
+    const cached = this.cache.get(sessionId);
+    return cached === "retired" ? undefined : cached;
+  }
+
   load(sessionId: string): SessionState | "retired" | null {
     const cached = this.cache.get(sessionId);
     if (cached !== undefined) return cached;
