@@ -74,26 +74,42 @@ export class CommitListeners {
     for (const notice of liveNotices) {
       const sessionId =
         notice.kind === "interaction.requested" ? notice.interaction.sessionId : notice.sessionId;
-      for (const listener of [...this.live]) this.safely(sessionId, () => listener(notice));
+      for (const listener of [...this.live]) {
+        try {
+          listener(notice);
+        } catch (err) {
+          this.threw(sessionId, err);
+        }
+      }
     }
   }
 
+  /** Once per listener per notice (thousands per commit under fanout): no closure per call. */
   private deliverCommits(notices: readonly PendingNotice[]): void {
     for (const { sessionId, notice, projection } of notices) {
       const set = this.bySession.get(sessionId);
-      if (set) for (const listener of [...set]) this.safely(sessionId, () => listener(notice));
-      for (const listener of [...this.global])
-        this.safely(sessionId, () => listener(sessionId, notice, projection));
+      if (set) {
+        for (const listener of [...set]) {
+          try {
+            listener(notice);
+          } catch (err) {
+            this.threw(sessionId, err);
+          }
+        }
+      }
+      for (const listener of [...this.global]) {
+        try {
+          listener(sessionId, notice, projection);
+        } catch (err) {
+          this.threw(sessionId, err);
+        }
+      }
     }
   }
 
-  private safely(sessionId: string, run: () => void): void {
-    try {
-      run();
-    } catch (err) {
-      // a throwing listener must not stop delivery to the others nor fail the committed writes
-      this.failed?.();
-      this.log.error({ err, sessionId }, "a commit listener threw");
-    }
+  /** A throwing listener must not stop delivery to the others nor fail the committed writes. */
+  private threw(sessionId: string, err: unknown): void {
+    this.failed?.();
+    this.log.error({ err, sessionId }, "a commit listener threw");
   }
 }

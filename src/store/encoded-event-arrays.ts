@@ -1,10 +1,12 @@
 /**
  * Event rows as MessagePack arrays of `{seq, at, type, data}` maps, written straight from the
  * stored columns: `data` is already MessagePack in the log, so its bytes are spliced in as they
- * are and a replay never decodes an event only to encode it again. Decoding an array gives exactly
- * what `decodeRow` gives for the same rows.
+ * are and a replay (or a live push of a commit) never encodes an event's data again. Decoding an
+ * array gives exactly what `decodeRow` gives for the same rows.
+ *
+ * `data` is the stored MessagePack, as hex text (how a query returns it) or as the bytes.
  */
-export type EncodedRow = [seq: number, at: number, type: string, dataHex: string];
+export type EncodedRow = [seq: number, at: number, type: string, data: string | Uint8Array];
 
 const KEY_SEQ = fixstr("seq");
 const KEY_AT = fixstr("at");
@@ -34,7 +36,7 @@ export function encodeEventArrays(
   for (let start = 0; start < rows.length; start += step) {
     size += envelope.length + arrayHeaderSize(Math.min(step, rows.length - start));
   }
-  for (const [, , type, data] of rows) size += EVENT_OVERHEAD + encodedType(type).length + data.length / 2;
+  for (const [, , type, data] of rows) size += EVENT_OVERHEAD + encodedType(type).length + dataBytes(data);
   const out = Buffer.allocUnsafe(size);
   const arrays: Uint8Array[] = [];
   let pos = 0;
@@ -65,9 +67,17 @@ function writeEventArray(
     pos += KEY_TYPE.copy(out, pos);
     pos += encodedType(type).copy(out, pos);
     pos += KEY_DATA.copy(out, pos);
-    pos += out.write(data, pos, "hex");
+    if (typeof data === "string") pos += out.write(data, pos, "hex");
+    else {
+      out.set(data, pos);
+      pos += data.length;
+    }
   }
   return pos;
+}
+
+function dataBytes(data: string | Uint8Array): number {
+  return typeof data === "string" ? data.length / 2 : data.length;
 }
 
 function arrayHeaderSize(length: number): number {

@@ -1,4 +1,5 @@
 import type { EventDataOf, NewEvent, SessionEvent } from "../../protocol/index.js";
+import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { LiveRows } from "./live-rows.js";
 import { initialProjection, type ProjectionBase, projectEvent, publicProjection } from "./projection.js";
@@ -45,6 +46,17 @@ export class LogWriter {
     this.cache.clear();
   }
 
+  /**
+   * The session as of the last COMMIT, when this writer holds it: every write to a session's
+   * header, head and projection goes through this cache (and `writeBack` writes it out), and a
+   * failed transaction drops it, so between transactions it is what the database holds. Reads use
+   * it instead of querying; they run synchronously, never inside a transaction.
+   */
+  committed(sessionId: string): SessionState | undefined {
+    const cached = this.cache.get(sessionId);
+    return cached === "retired" ? undefined : cached;
+  }
+
   load(sessionId: string): SessionState | "retired" | null {
     const cached = this.cache.get(sessionId);
     if (cached !== undefined) return cached;
@@ -81,18 +93,24 @@ export class LogWriter {
     return state;
   }
 
-  /** Appends at head+1…, indexing text and folding the projection (the host shapes user messages). */
+  /**
+   * Appends at head+1…, indexing text and folding the projection (the host shapes user messages).
+   * `rows`, if given, receives each event as stored, for a commit notice to carry.
+   */
   appendEvents(
     batch: WriteBatch,
     state: SessionState,
     events: readonly TimedEvent[],
     at: number,
+    rows?: EncodedRow[],
   ): SessionEvent[] {
     const stored: SessionEvent[] = [];
     for (const input of events) {
       const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
-      this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
+      const bytes = encodeValue(data);
+      this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, bytes);
+      rows?.push([event.seq, event.at, event.type, bytes]);
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
       this.afterInsert(state, event);

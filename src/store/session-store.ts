@@ -1,5 +1,6 @@
 import type { LastState, NewEvent, PageResult, SessionEvent, SessionHeader } from "../../protocol/index.js";
 import type { DismissalFilter, DismissalStore } from "./dismissals.js";
+import type { EncodedRow } from "./encoded-event-arrays.js";
 import type { SessionLease } from "./session-lease.js";
 
 /**
@@ -77,11 +78,15 @@ export interface SessionStore extends DismissalStore {
   close(): Promise<void>;
 }
 
+/**
+ * `stored`, when present, is `events` as the log holds them (data already MessagePack), so a
+ * transport writes them without encoding their data again (see `encodeEventArrays`).
+ */
 export type CommitNotice =
-  | { kind: "append"; epoch: string; events: SessionEvent[] }
+  | { kind: "append"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
   | { kind: "clear"; epoch: string }
   | { kind: "delete" }
-  | { kind: "create"; epoch: string; events: SessionEvent[] }
+  | { kind: "create"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
   | { kind: "meta" };
 export type CommitListener = (notice: CommitNotice) => void;
 

@@ -97,7 +97,9 @@ export class SqliteLogStore implements SessionStore {
       now,
     );
     this.liveOps = new LiveStateOperations(this.logWriter, this.liveRows, this.statements, now);
-    this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache);
+    this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache, (sessionId) =>
+      this.logWriter.committed(sessionId),
+    );
     this.dismissals = new SqliteDismissals(db);
     this.attachments = new SqliteAttachmentChunks(db);
     this.defaultMaxPages = db.pragma("max_page_count", { simple: true }) as number;

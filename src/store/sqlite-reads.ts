@@ -6,7 +6,7 @@ import { decodeRow, type StoredRow } from "./log-writer.js";
 import { publicProjection } from "./projection.js";
 import type { ReadCache } from "./read-cache.js";
 import { toFtsQuery } from "./search-query.js";
-import { headerOf, type SessionStateRow, stateFromRow } from "./session-state.js";
+import { headerOf, type SessionState, type SessionStateRow, stateFromRow } from "./session-state.js";
 import type {
   EncodedReadOutcome,
   HeaderOutcome,
@@ -21,32 +21,32 @@ import type { Statements } from "./sqlite-statements.js";
 
 /**
  * The log reads of the SQLite store, synchronous (the store wraps each in a promise). Session
- * state and encoded reads come through the store's read cache, cleared at every commit.
+ * state comes from the writer's view when it holds the session (see `LogWriter.committed`), else
+ * through the store's read cache, cleared at every commit, as encoded reads are.
  */
 export class SqliteReads {
   constructor(
     private readonly statements: Statements,
     private readonly lists: ListQueries,
     private readonly cache: ReadCache,
+    private readonly committed: (sessionId: string) => SessionState | undefined,
   ) {}
 
   header(sessionId: string): HeaderOutcome {
-    const row = this.stateRow(sessionId);
-    if (!row) return this.missing(sessionId);
-    const state = stateFromRow(row);
+    const state = this.state(sessionId);
+    if (!state) return this.missing(sessionId);
     return { status: "ok", header: headerOf(state), headSeq: state.headSeq };
   }
 
   projection(sessionId: string): SessionProjection | null {
-    const row = this.stateRow(sessionId);
-    return row ? publicProjection(stateFromRow(row).projection) : null;
+    const state = this.state(sessionId);
+    return state ? publicProjection(state.projection) : null;
   }
 
   /** Ascending events; no cursor = the newest `limit` (the tail). */
   page(sessionId: string, query: PageQuery): PageOutcome {
-    const row = this.stateRow(sessionId);
-    if (!row) return this.missing(sessionId);
-    const state = stateFromRow(row);
+    const state = this.state(sessionId);
+    if (!state) return this.missing(sessionId);
     let events: SessionEvent[];
     let hasMore: boolean;
     if (query.afterSeq !== undefined) {
@@ -71,10 +71,10 @@ export class SqliteReads {
   }
 
   readAfter(sessionId: string, afterSeq: number, limit: number): ReadOutcome {
-    const row = this.stateRow(sessionId);
-    if (!row) return this.missing(sessionId);
+    const state = this.state(sessionId);
+    if (!state) return this.missing(sessionId);
     const rows = this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[];
-    return { status: "ok", epoch: row.epoch, headSeq: row.head_seq, events: rows.map(decodeRow) };
+    return { status: "ok", epoch: state.epoch, headSeq: state.headSeq, events: rows.map(decodeRow) };
   }
 
   readAfterEncoded(
@@ -87,13 +87,13 @@ export class SqliteReads {
     const key = this.cache.encodedReadKey(sessionId, afterSeq, limit, perArray, envelope);
     const cached = this.cache.encodedRead(key);
     if (cached !== undefined) return cached;
-    const row = this.stateRow(sessionId);
-    if (!row) return this.missing(sessionId);
+    const state = this.state(sessionId);
+    if (!state) return this.missing(sessionId);
     const rows = this.statements.eventsAfterRaw.all(sessionId, afterSeq, limit) as EncodedRow[];
     const outcome = {
       status: "ok" as const,
-      epoch: row.epoch,
-      headSeq: row.head_seq,
+      epoch: state.epoch,
+      headSeq: state.headSeq,
       count: rows.length,
       lastSeq: rows[rows.length - 1]?.[0] ?? afterSeq,
       arrays: encodeEventArrays(rows, perArray, envelope),
@@ -128,11 +128,15 @@ export class SqliteReads {
     return stored ? decodeValue<PromptRecord>(stored) : null;
   }
 
-  private stateRow(sessionId: string): SessionStateRow | undefined {
-    return this.cache.state(
+  /** Read-only: the writer's own object when it holds the session. */
+  private state(sessionId: string): SessionState | undefined {
+    const committed = this.committed(sessionId);
+    if (committed) return committed;
+    const row = this.cache.state(
       sessionId,
       () => this.statements.sessionState.get(sessionId) as SessionStateRow | undefined,
     );
+    return row ? stateFromRow(row) : undefined;
   }
 
   private missing(sessionId: string): { status: "retired" } | { status: "not_found" } {

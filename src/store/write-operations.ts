@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { NewEvent } from "../../protocol/index.js";
+import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
 import { heldElsewhere, leaseIsCurrent } from "./lease-rules.js";
@@ -94,7 +95,8 @@ export class WriteOperations {
       const dequeued = options.dequeue && this.liveRows.queueItem(sessionId, options.dequeue.itemId);
       if (options.dequeue && !dequeued) return { status: "queue_item_gone" };
       const at = options.at ?? this.now();
-      const appended = this.writer.appendEvents(batch, state, events, at);
+      const stored: EncodedRow[] = [];
+      const appended = this.writer.appendEvents(batch, state, events, at, stored);
       if (options.dequeue && dequeued) {
         this.statements.deleteQueueItem.run(sessionId, dequeued.itemId);
         const message = appended.find((event) => event.type === "user/message");
@@ -113,7 +115,7 @@ export class WriteOperations {
       if (appended.length > 0) {
         batch.notify(
           sessionId,
-          { kind: "append", epoch: state.epoch, events: appended },
+          { kind: "append", epoch: state.epoch, events: appended, stored },
           this.writer.snapshot(state),
         );
       }

@@ -1,11 +1,6 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { encodeFrame } from "../../../protocol/codec.js";
-import {
-  type ParamsOf,
-  type SessionEvent,
-  SessionmuxError,
-  toSessionmuxError,
-} from "../../../protocol/index.js";
+import { type ParamsOf, SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { SessionReadHandle } from "../../host/session-read-handle.js";
@@ -15,6 +10,9 @@ import type { HostMetrics } from "../metrics.js";
 import { EVENTS_VALUE_ENVELOPE, encodedEventsItem } from "./encoded-events.js";
 import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
+
+/** The events of one committed append or create, as its notice carries them. */
+type CommittedEvents = Extract<CommitNotice, { kind: "append" | "create" }>;
 
 /**
  * A log read serves up to this many `events` items (of `replayBatch` events each) before the
@@ -126,7 +124,7 @@ export class FollowStream implements MuxStream {
       else if (state !== "live" || notice.kind === "meta") return;
       else if (notice.kind === "clear" || notice.epoch !== this.#epoch) this.#catchUp();
       else if (this.#ctx.outlet.writer.buffered > this.#ctx.highWaterBytes) this.#pause();
-      else if (!this.#pushContiguous(notice.events)) this.#catchUp();
+      else if (!this.#pushContiguous(notice)) this.#catchUp();
     } catch (err) {
       this.#fail(err);
     }
@@ -221,7 +219,7 @@ export class FollowStream implements MuxStream {
         return false;
       }
       const before = this.#lastSent;
-      if (notice.epoch !== this.#epoch || !this.#pushContiguous(notice.events)) return this.#readAgain();
+      if (notice.epoch !== this.#epoch || !this.#pushContiguous(notice)) return this.#readAgain();
       continued?.inc({ path: this.#lastSent > before ? "buffered" : "overlap" });
     }
     return true;
@@ -234,29 +232,21 @@ export class FollowStream implements MuxStream {
   }
 
   /** Sends the part of a committed batch after the last sent seq; false on a gap. */
-  #pushContiguous(events: readonly SessionEvent[]): boolean {
+  #pushContiguous(batch: CommittedEvents): boolean {
+    const { events } = batch;
     const first = events[0];
     const last = events[events.length - 1];
     if (!first || !last || last.seq <= this.#lastSent) return true;
     if (first.seq === this.#lastSent + 1) {
-      this.#send(events, true);
+      this.#ctx.outlet.itemEncoded(encodedEventsItem(events, batch.stored));
+      this.#lastSent = last.seq;
       return true;
     }
     if (first.seq > this.#lastSent + 1) return false;
-    this.#send(
-      events.filter((e) => e.seq > this.#lastSent),
-      false,
-    );
-    return true;
-  }
-
-  #send(events: readonly SessionEvent[], committedBatch: boolean): void {
-    const last = events[events.length - 1];
-    if (!last) return;
-    this.#ctx.outlet.itemEncoded(
-      committedBatch ? encodedEventsItem(events) : encodeFrame({ kind: "events", events }),
-    );
+    const rest = events.filter((e) => e.seq > this.#lastSent);
+    this.#ctx.outlet.itemEncoded(encodeFrame({ kind: "events", events: rest }));
     this.#lastSent = last.seq;
+    return true;
   }
 
   #catchUp(): void {

@@ -4,7 +4,11 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import type { HostFrame } from "../../../protocol/index.js";
 import type { HostMetrics } from "../metrics.js";
 import type { SharedEventFrames } from "./shared-event-frames.js";
-import { bytesTakenByKernel } from "./ws-framing.js";
+import { binaryMessage, binaryMessageStart, bytesTakenByKernel } from "./ws-framing.js";
+
+/** Bodies up to this size are copied in behind their header: one write instead of two. */
+const COPY_BODY_BYTES = 512;
+const EMPTY = new Uint8Array(0);
 
 /** A message whose body is read as the socket takes it (an attachment, chunk by chunk). */
 interface StreamedMessage {
@@ -16,7 +20,6 @@ interface StreamedMessage {
 
 /** What waits while a streamed message is on the wire: nothing may come between its fragments. */
 type Held =
-  | { kind: "bytes"; bytes: Uint8Array }
   | { kind: "parts"; head: Uint8Array; body: Uint8Array }
   | { kind: "shared"; frames: SharedEventFrames }
   | { kind: "streamed"; message: StreamedMessage };
@@ -25,6 +28,11 @@ type Held =
  * Everything one mux socket sends goes through here. Writes made in the same tick are corked
  * into one `writev` (a replay page, `caughtUp`, and live batches of several streams leave
  * together), and frame/byte counters are flushed to metrics once per tick, off the hot path.
+ *
+ * Messages are framed here and written to the TCP socket beside `ws`, which keeps order only
+ * while `ws` holds no message of its own (it queues one only while compressing or reading a Blob,
+ * neither of which the mux does): its `bufferedAmount` is then exactly the socket's backlog, and
+ * the high-water checks read the same figure. Otherwise a message goes through `ws`.
  */
 export class FrameWriter {
   readonly #ws: WebSocket;
@@ -75,21 +83,14 @@ export class FrameWriter {
   }
 
   send(bytes: Uint8Array): void {
-    if (!this.open) return;
-    if (this.#streaming) {
-      this.#hold({ kind: "bytes", bytes }, bytes.length);
-      return;
-    }
-    this.#cork();
-    this.#frames++;
-    this.#bytes += bytes.length;
-    this.#ws.send(bytes, { binary: true });
+    this.sendParts(EMPTY, bytes);
   }
 
   /**
-   * Sends one message made of two parts without joining them: `head` then `body` as two
-   * fragments of the same WebSocket message (RFC 6455 §5.4), so a body shared by many sockets is
-   * never copied per socket. Nothing can come between them: `ws` sends both synchronously.
+   * Sends one message whose payload is `head` then `body`: a small body is copied in behind its
+   * header, a large one (an attachment) is written as it is, so a body shared by many sockets is
+   * never copied per socket. Through `ws`, the two are fragments of one message (RFC 6455 §5.4),
+   * sent synchronously, so nothing can come between them.
    */
   sendParts(head: Uint8Array, body: Uint8Array): void {
     if (!this.open) return;
@@ -100,16 +101,20 @@ export class FrameWriter {
     this.#cork();
     this.#frames++;
     this.#bytes += head.length + body.length;
-    this.#ws.send(head, { binary: true, fin: false });
+    if (this.#besideWs()) {
+      if (body.length <= COPY_BODY_BYTES) {
+        this.#raw.write(binaryMessage(head, body));
+        return;
+      }
+      this.#raw.write(binaryMessageStart(head, body.length));
+      this.#raw.write(body);
+      return;
+    }
+    if (head.length > 0) this.#ws.send(head, { binary: true, fin: false });
     this.#ws.send(body, { binary: true, fin: true });
   }
 
-  /**
-   * A tick's event frames, built once for many sockets, in one write of ready WebSocket bytes.
-   * Writing beside `ws` keeps order only while `ws` holds no message of its own (it queues one
-   * only while compressing or reading a Blob, neither of which the mux does): its
-   * `bufferedAmount` is then exactly the socket's backlog. Otherwise the frames go through `ws`.
-   */
+  /** A tick's event frames, built once for many sockets, in one write of ready WebSocket bytes. */
   sendShared(frames: SharedEventFrames): void {
     if (!this.open) return;
     if (this.#streaming) {
@@ -119,7 +124,7 @@ export class FrameWriter {
     this.#cork();
     this.#frames += frames.payloads.length;
     this.#bytes += frames.payloadBytes;
-    if (this.#ws.bufferedAmount === this.#raw.writableLength) {
+    if (this.#besideWs()) {
       this.#raw.write(frames.wire);
       return;
     }
@@ -197,10 +202,7 @@ export class FrameWriter {
         void this.#stream(held.message);
         return;
       }
-      if (held.kind === "bytes") {
-        this.#heldBytes -= held.bytes.length;
-        this.send(held.bytes);
-      } else if (held.kind === "parts") {
+      if (held.kind === "parts") {
         this.#heldBytes -= held.head.length + held.body.length;
         this.sendParts(held.head, held.body);
       } else {
@@ -224,6 +226,11 @@ export class FrameWriter {
       this.#raw.on("drain", settle);
       this.#raw.on("close", settle);
     }).then(() => this.#backlogAtMostHighWater());
+  }
+
+  /** `ws` holds no message of its own: writing to the socket keeps the order of messages. */
+  #besideWs(): boolean {
+    return this.#ws.bufferedAmount === this.#raw.writableLength;
   }
 
   #cork(): void {

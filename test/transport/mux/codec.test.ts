@@ -170,4 +170,15 @@ describe("item frames spliced around a shared value", () => {
     expect(encodedEventsItem(events)).toBe(encodedEventsItem(events));
     expect(decodeFrame(encodedEventsItem(events))).toEqual(value);
   });
+
+  it("writes a batch from the rows the log stored byte for byte as encoding its events would", () => {
+    const events = [
+      { seq: 1, at: 1_700_000_000_123, type: "assistant/delta", data: { turnId: "t", text: "hé" } },
+      { seq: 300, at: 2, type: "turn/end", data: { turnId: "t", reason: "done", skipped: undefined } },
+      { seq: 70_000, at: 3, type: "user/message", data: { text: "x".repeat(300), n: [1.5, -2] } },
+    ];
+    const stored = events.map(({ seq, at, type, data }) => [seq, at, type, encodeFrame(data)] as const);
+    const fromRows = encodedEventsItem(events as never[], stored as never);
+    expect(Buffer.from(fromRows).equals(Buffer.from(encodeFrame({ kind: "events", events })))).toBe(true);
+  });
 });

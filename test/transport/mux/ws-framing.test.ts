@@ -4,7 +4,12 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import type { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import * as wsModule from "ws";
-import { binaryMessageHeader, bytesTakenByKernel } from "../../../src/transport/mux/ws-framing.js";
+import {
+  binaryMessage,
+  binaryMessageHeader,
+  binaryMessageStart,
+  bytesTakenByKernel,
+} from "../../../src/transport/mux/ws-framing.js";
 import { until } from "../../support/until.js";
 
 const { Receiver } = wsModule as unknown as {
@@ -24,9 +29,11 @@ describe("what the mux uses beyond the documented surface of ws and Node", () =>
     expect(version.split(".")[0]).toBe("8");
   });
 
-  it("Sender.frame headers make messages ws's own receiver reads, for every length encoding", () => {
+  it("the headers the mux writes make messages ws's own receiver reads, for every length encoding", () => {
     for (const length of [0, 125, 126, 65_535, 65_536, 300_000]) {
       const payload = new Uint8Array(length).fill(length % 251);
+      const head = Uint8Array.of(0x83, 7);
+      const whole = Buffer.concat([head, payload]);
       const receiver = new Receiver({ isServer: false, maxPayload: 0 });
       const got: Buffer[] = [];
       receiver.on("message", (data: Buffer, isBinary: boolean) => {
@@ -34,8 +41,12 @@ describe("what the mux uses beyond the documented surface of ws and Node", () =>
         got.push(data);
       });
       receiver.write(Buffer.concat([binaryMessageHeader(payload), payload]));
-      expect(got).toHaveLength(1);
+      receiver.write(binaryMessage(head, payload));
+      receiver.write(Buffer.concat([binaryMessageStart(head, payload.length), payload]));
+      expect(got).toHaveLength(3);
       expect(Buffer.compare(got[0]!, Buffer.from(payload))).toBe(0);
+      expect(Buffer.compare(got[1]!, whole)).toBe(0);
+      expect(Buffer.compare(got[2]!, whole)).toBe(0);
     }
   });
 
