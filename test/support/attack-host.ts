@@ -202,11 +202,19 @@ export class Canary {
       timeoutMs,
       "the canary's turn ends",
     );
-    const page = await this.peer.call<{ headSeq: number }>("session.page", { sessionId: this.sessionId });
-    await this.peer.waitSeq(this.streamId, page.headSeq, timeoutMs);
+    // The agent may still append after its turn ends (the session settles): the log is compared
+    // once the follower's last event is the head the host reports after it.
+    const seqs = await until(
+      async () => {
+        const page = await this.peer.call<{ headSeq: number }>("session.page", { sessionId: this.sessionId });
+        const received = this.peer.events(this.streamId).map((event) => event.seq);
+        return received.at(-1) === page.headSeq ? received : undefined;
+      },
+      timeoutMs,
+      "the canary has the whole log",
+    );
     expect(this.peer.violations).toEqual([]);
-    const seqs = this.peer.events(this.streamId).map((event) => event.seq);
-    expect(seqs).toEqual(Array.from({ length: page.headSeq }, (_, i) => i + 1));
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
     expect(this.peer.terminal(this.streamId)).toBeUndefined();
     return seqs.length;
   }
