@@ -270,9 +270,7 @@ export class SessionHost implements HostApi {
     method: M,
     params: ParamsOf<M>,
   ): Promise<ResultOf<M>> {
-    if (this.#closing) {
-      throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
-    }
+    this.#refuseWhileClosing();
     if (!isMethodName(method) || Methods[method].kind !== "call") {
       throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
     }
@@ -295,12 +293,20 @@ export class SessionHost implements HostApi {
     return new SessionReadHandle(this.store, sessionId, await this.#policy.inspect(principal, sessionId));
   }
 
-  openAttachment(principal: Principal, params: ParamsOf<"session.attachment">): Promise<AttachmentBody> {
+  async openAttachment(
+    principal: Principal,
+    params: ParamsOf<"session.attachment">,
+  ): Promise<AttachmentBody> {
+    this.#refuseWhileClosing();
+    const method = "session.attachment";
+    const parsed = validator(Methods[method].params).parse(params);
+    return openAttachment(this.store, this.#policy.scope(ActivationTable[method]), principal, parsed);
+  }
+
+  #refuseWhileClosing(): void {
     if (this.#closing) {
       throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
     }
-    const parsed = validator(Methods["session.attachment"].params).parse(params);
-    return openAttachment(this.store, this.#policy.scope("cold"), principal, parsed);
   }
 
   readAttachment(principal: Principal, attachmentId: string): Promise<AttachmentBody | null> {

@@ -80,8 +80,16 @@ function dataBytes(data: string | Uint8Array): number {
   return typeof data === "string" ? data.length / 2 : data.length;
 }
 
-function arrayHeaderSize(length: number): number {
+/** Bytes of the MessagePack header of an array of `length` elements. */
+export function arrayHeaderSize(length: number): number {
   return length < 16 ? 1 : length < 0x10000 ? 3 : 5;
+}
+
+/** The MessagePack header of an array of `length` elements. */
+export function arrayHeader(length: number): Buffer {
+  const out = Buffer.allocUnsafe(arrayHeaderSize(length));
+  writeArrayHeader(out, 0, length);
+  return out;
 }
 
 function writeArrayHeader(out: Buffer, pos: number, length: number): number {

@@ -1,18 +1,9 @@
 import { encodeFrame } from "../../../protocol/codec.js";
 import { nextLoopTurn } from "../../host/loop-turns.js";
+import { arrayHeader, arrayHeaderSize } from "../../store/encoded-event-arrays.js";
 
 /** Elements of a long array encoded in one turn of the event loop (about a millisecond of rows). */
 const SLICE = 128;
-
-/** A MessagePack array header for `length` elements. */
-function arrayHeader(length: number): Uint8Array {
-  if (length < 16) return Uint8Array.of(0x90 | length);
-  if (length < 0x10000) return Uint8Array.of(0xdc, length >> 8, length & 0xff);
-  const header = new Uint8Array(5);
-  header[0] = 0xdd;
-  new DataView(header.buffer).setUint32(1, length);
-  return header;
-}
 
 /**
  * The MessagePack encoding of a flat map (at most 15 keys) whose values may be long arrays, made
@@ -33,7 +24,7 @@ export async function encodeInTurns(map: Readonly<Record<string, unknown>>): Pro
     for (let at = 0; at < value.length; at += SLICE) {
       await nextLoopTurn();
       const slice = value.slice(at, at + SLICE);
-      parts.push(encodeFrame(slice).subarray(arrayHeader(slice.length).length));
+      parts.push(encodeFrame(slice).subarray(arrayHeaderSize(slice.length)));
     }
   }
   return Buffer.concat(parts);
