@@ -1,8 +1,9 @@
 import { once } from "node:events";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { AttackHost, Canary, mib, report } from "../support/attack-host.js";
 import { ALICE_TOKEN } from "../support/host.js";
+import { hostTeardown } from "../support/host-teardown.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { until } from "../support/until.js";
 
@@ -31,13 +32,7 @@ interface AttackerFrame {
 
 const PEER_LIMITS = { maxStrBytes: 16 * MIB, maxArrayLength: 1_000_000 };
 
-let host: AttackHost | undefined;
-const peers: MuxPeer[] = [];
-afterEach(async () => {
-  for (const peer of peers.splice(0)) await peer.disconnect();
-  await host?.dispose();
-  host = undefined;
-});
+const { peers, keep } = hostTeardown<AttackHost>();
 
 /** `count` sessions of one principal, each prompted once (so each got a live agent in turn). */
 async function promptedSessions(sockets: MuxPeer[], count: number): Promise<void> {
@@ -60,14 +55,11 @@ async function promptedSessions(sockets: MuxPeer[], count: number): Promise<void
 
 describe("control baselines over thousands of sessions (protocol-v1 §5, §7)", () => {
   it(`${STREAMS} session.control streams on one socket over ${SESSIONS} sessions: bounded, others served`, async () => {
-    host = await AttackHost.start([
-      "--token",
-      `alice=${ALICE_TOKEN}`,
-      "--session-create-burst",
-      String(SESSIONS),
-    ]);
+    const host = keep(
+      await AttackHost.start(["--token", `alice=${ALICE_TOKEN}`, "--session-create-burst", String(SESSIONS)]),
+    );
     const setup = await Promise.all(
-      Array.from({ length: SETUP_SOCKETS }, () => MuxPeer.connect(host!.wsUrl, { token: ALICE_TOKEN })),
+      Array.from({ length: SETUP_SOCKETS }, () => MuxPeer.connect(host.wsUrl, { token: ALICE_TOKEN })),
     );
     peers.push(...setup);
     await promptedSessions(setup, SESSIONS);

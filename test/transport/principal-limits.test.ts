@@ -1,20 +1,15 @@
 import { once } from "node:events";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Principal } from "../../src/host/principal.js";
 import { SessionListCache } from "../../src/transport/http/session-list-cache.js";
 import { AttackHost, Canary, report } from "../support/attack-host.js";
 import { ALICE_TOKEN } from "../support/host.js";
+import { hostTeardown } from "../support/host-teardown.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
 import { spawnCliHost } from "../torture/cli-host.js";
 
-let host: AttackHost | undefined;
-const peers: MuxPeer[] = [];
-afterEach(async () => {
-  for (const peer of peers.splice(0)) await peer.disconnect();
-  await host?.dispose();
-  host = undefined;
-});
+const { peers, keep } = hostTeardown<AttackHost>();
 
 describe("principals are token entries (docs/reliability.md, Limits)", () => {
   it.each([
@@ -46,21 +41,23 @@ describe("principals are token entries (docs/reliability.md, Limits)", () => {
 
 describe("per-principal limits against a real host", () => {
   it("sockets past the limit get 429 too_many_connections; creations past the bucket rate_limited", async () => {
-    host = await AttackHost.start([
-      "--token",
-      `alice=${ALICE_TOKEN}`,
-      "--max-sockets-per-principal",
-      "3",
-      "--session-create-burst",
-      "5",
-      "--session-create-per-second",
-      "1",
-    ]);
+    const host = keep(
+      await AttackHost.start([
+        "--token",
+        `alice=${ALICE_TOKEN}`,
+        "--max-sockets-per-principal",
+        "3",
+        "--session-create-burst",
+        "5",
+        "--session-create-per-second",
+        "1",
+      ]),
+    );
     const canary = await Canary.start(host);
     const measured = await host.measure(async () => {
       await canary.stream(40, 25);
-      for (let i = 0; i < 3; i++) peers.push(await MuxPeer.connect(host!.wsUrl, { token: ALICE_TOKEN }));
-      const refused = MuxPeer.socket(host!.wsUrl, { token: ALICE_TOKEN });
+      for (let i = 0; i < 3; i++) peers.push(await MuxPeer.connect(host.wsUrl, { token: ALICE_TOKEN }));
+      const refused = MuxPeer.socket(host.wsUrl, { token: ALICE_TOKEN });
       refused.on("error", () => {});
       const [, response] = (await once(refused, "unexpected-response")) as [unknown, { statusCode: number }];
       expect(response.statusCode).toBe(429);

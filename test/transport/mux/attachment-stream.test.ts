@@ -1,18 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../../support/host.js";
+import { hostTeardown } from "../../support/host-teardown.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { appendDeltas, connect, createSession, expectRange } from "./mux-fixture.js";
 
 const MIB = 1024 * 1024;
 
-let host: TestHost | undefined;
-const peers: MuxPeer[] = [];
-afterEach(async () => {
-  for (const peer of peers.splice(0)) await peer.disconnect();
-  await host?.dispose();
-  host = undefined;
-});
+const { peers, keep } = hostTeardown<TestHost>();
 
 const pattern = (n: number) => new Uint8Array(n).map((_, i) => (i * 7) % 253);
 
@@ -24,7 +19,7 @@ function attachmentCall(peer: MuxPeer, params: { sessionId: string; attachmentId
 
 describe("a session.attachment answer streamed from the store (protocol-v1 §4, §9)", () => {
   it("other frames of the socket wait behind it and arrive after it, each exactly once", async () => {
-    host = await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } });
+    const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } }));
     const peer = await connect(host);
     peers.push(peer);
     const sessionId = await createSession(peer);
@@ -62,7 +57,7 @@ describe("a session.attachment answer streamed from the store (protocol-v1 §4, 
   });
 
   it("a body deleted while it is sent cannot be completed: that socket closes 1011, others go on", async () => {
-    host = await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } });
+    const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } }));
     const reader = await connect(host);
     const other = await connect(host);
     peers.push(reader, other);
@@ -78,7 +73,7 @@ describe("a session.attachment answer streamed from the store (protocol-v1 §4, 
     });
 
     reader.pause();
-    const bytesOut = async () => (await host!.metrics.bytesOut.get()).values[0]?.value ?? 0;
+    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
     const before = await bytesOut();
     attachmentCall(reader, { sessionId, attachmentId });
     // the head and the first chunks are on their way before the session goes

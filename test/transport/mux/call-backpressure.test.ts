@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../../support/host.js";
+import { hostTeardown } from "../../support/host-teardown.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { connect, createSession } from "./mux-fixture.js";
@@ -7,13 +8,7 @@ import { connect, createSession } from "./mux-fixture.js";
 const MIB = 1024 * 1024;
 const CALLS = 100;
 
-let host: TestHost | undefined;
-const peers: MuxPeer[] = [];
-afterEach(async () => {
-  for (const peer of peers.splice(0)) await peer.disconnect();
-  await host?.dispose();
-  host = undefined;
-});
+const { peers, keep } = hostTeardown<TestHost>();
 
 async function attachmentOf(test: TestHost, bytes: number): Promise<string> {
   return test.store.putAttachment({
@@ -26,9 +21,11 @@ async function attachmentOf(test: TestHost, bytes: number): Promise<string> {
 
 describe("calls under backpressure (protocol-v1 §7, §9)", () => {
   it("past the running and waiting bounds a call is overloaded; the others are all answered in order", async () => {
-    host = await startTestHost({
-      mux: { maxCallsInFlight: 1, maxQueuedCalls: 2, sendHighWaterBytes: 64 * 1024 },
-    });
+    const host = keep(
+      await startTestHost({
+        mux: { maxCallsInFlight: 1, maxQueuedCalls: 2, sendHighWaterBytes: 64 * 1024 },
+      }),
+    );
     const peer = await connect(host);
     peers.push(peer);
     const sessionId = await createSession(peer);
@@ -56,7 +53,7 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
   });
 
   it("a socket that does not read its answers is not read either; another socket is served meanwhile", async () => {
-    host = await startTestHost({ mux: { sendHighWaterBytes: 256 * 1024 } });
+    const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 256 * 1024 } }));
     const reader = await connect(host);
     const stalled = await MuxPeer.connect(host.wsUrl, { token: "admin-secret-token" });
     peers.push(reader, stalled);
@@ -64,7 +61,7 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
     const attachmentId = await attachmentOf(host, MIB / 2);
     stalled.pause();
     const bytesIn = async () =>
-      Number(/sessionmux_frames_in_total (\d+)/.exec(await host!.metrics.registry.metrics())?.[1]);
+      Number(/sessionmux_frames_in_total (\d+)/.exec(await host.metrics.registry.metrics())?.[1]);
     const before = await bytesIn();
     // One call per event-loop turn, so they reach the host in separate reads.
     for (let i = 0; i < CALLS; i++) {
