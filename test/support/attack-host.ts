@@ -172,6 +172,9 @@ export class AttackHost {
  * and in order.
  */
 export class Canary {
+  /** Turns started with `stream`: `check` waits for as many `turn/end` events. */
+  #turns = 0;
+
   private constructor(
     readonly peer: MuxPeer,
     readonly sessionId: string,
@@ -191,14 +194,18 @@ export class Canary {
     await this.peer.call("session.prompt", {
       sessionId: this.sessionId,
       text: `/stream ${chunks} ${ms}`,
-      clientMessageId: `canary-${Date.now()}`,
+      clientMessageId: `canary-${this.#turns + 1}`,
     });
+    this.#turns++;
   }
 
-  /** Waits for the turn to end, then checks the follower saw the whole log exactly once. */
+  /** Waits for the last turn started to end, then checks the follower saw the whole log exactly once. */
   async check(timeoutMs = 60_000): Promise<number> {
+    // Counted, not found: an earlier turn's end must not stand for the one still streaming.
     await until(
-      () => this.peer.events(this.streamId).some((event: SessionEvent) => event.type === "turn/end"),
+      () =>
+        this.peer.events(this.streamId).filter((event: SessionEvent) => event.type === "turn/end").length >=
+        this.#turns,
       timeoutMs,
       "the canary's turn ends",
     );
