@@ -31,6 +31,9 @@ const PROJECTION_COLUMNS: readonly (readonly [string, string, (r: ProjectionStat
 const PROJECTION_NAMES = PROJECTION_COLUMNS.map(([name]) => name).join(", ");
 const PROJECTION_TYPES = PROJECTION_COLUMNS.map(([, type]) => type);
 
+// every write of a projection row stamps it with the writing transaction (see migration 6)
+const WRITER_VERSION = "pg_current_xact_id()::text::bigint";
+
 const projectionColumns = (rows: readonly ProjectionState[]): unknown[][] =>
   PROJECTION_COLUMNS.map(([, , value]) => rows.map(value));
 
@@ -46,6 +49,23 @@ function onlyHeadMoved(before: ProjectionState | undefined, after: ProjectionSta
 export interface Statement {
   sql: string;
   params: unknown[];
+  /** The name it is prepared under on a connection (one per distinct text, of which there are few). */
+  name?: string;
+}
+
+/**
+ * The write statement's text depends only on which of its seven parts a transaction has, so the
+ * texts are at most 2^7 and each is parsed and planned once per connection, under its own name.
+ */
+const preparedNames = new Map<string, string>();
+
+function preparedName(sql: string): string {
+  let name = preparedNames.get(sql);
+  if (name === undefined) {
+    name = `sessionmux_write_${preparedNames.size}`;
+    preparedNames.set(sql, name);
+  }
+  return name;
 }
 
 /** `unnest($1::t1[], $2::t2[], …)` for the given column types. */
@@ -60,7 +80,11 @@ function unnest(types: readonly string[]): string {
  * batch of a hundred appends costs what one multi-row insert costs.
  */
 export class PendingRows {
-  private events: [string[], number[], string[], number[], Buffer[]] = [[], [], [], [], []];
+  /** Session ids, seqs, types, times, and where each event's bytes start (from 1) and how many. */
+  private events: [string[], number[], string[], number[], number[], number[]] = [[], [], [], [], [], []];
+  /** The events' MessagePack bytes end to end: one binary parameter, no text escaping either way. */
+  private eventBytes: Uint8Array[] = [];
+  private eventByteCount = 0;
   private prompts: [string[], string[], Buffer[]] = [[], [], []];
   private links: [string[], string[]] = [[], []];
   private search: [string[], number[], string[]] = [[], [], []];
@@ -70,7 +94,10 @@ export class PendingRows {
     this.events[1].push(seq);
     this.events[2].push(type);
     this.events[3].push(at);
-    this.events[4].push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.events[4].push(this.eventByteCount + 1);
+    this.events[5].push(data.byteLength);
+    this.eventBytes.push(data);
+    this.eventByteCount += data.byteLength;
   }
 
   prompt(sessionId: string, clientMessageId: string, record: Uint8Array): void {
@@ -105,8 +132,10 @@ export class PendingRows {
     if (this.events[0].length > 0) {
       parts.push({
         sql: `INSERT INTO events (session_id, seq, type, at, data)
-          SELECT * FROM ${unnest(["text", "bigint", "text", "bigint", "bytea"])}`,
-        params: this.events,
+          SELECT e.session_id, e.seq, e.type, e.at, substring($7::bytea FROM e.start FOR e.length)
+          FROM ${unnest(["text", "bigint", "text", "bigint", "integer", "integer"])}
+            AS e(session_id, seq, type, at, start, length)`,
+        params: [...this.events, Buffer.concat(this.eventBytes, this.eventByteCount)],
       });
     }
     if (this.prompts[0].length > 0) {
@@ -140,13 +169,15 @@ export class PendingRows {
     }
     if (fresh.length > 0) {
       parts.push({
-        sql: `INSERT INTO projections (${PROJECTION_NAMES}) SELECT * FROM ${unnest(PROJECTION_TYPES)}`,
+        sql: `INSERT INTO projections (${PROJECTION_NAMES}, version)
+          SELECT *, ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)}`,
         params: projectionColumns(fresh),
       });
     }
     if (moved.length > 0) {
       parts.push({
-        sql: `UPDATE projections p SET seq = v.seq FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
+        sql: `UPDATE projections p SET seq = v.seq, version = ${WRITER_VERSION}
+          FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
           WHERE p.session_id = v.session_id`,
         params: [moved.map((r) => r.sessionId), moved.map((r) => r.seq)],
       });
@@ -157,11 +188,13 @@ export class PendingRows {
           .map(([name]) => `${name} = v.${name}`)
           .join(
             ", ",
-          )} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
+          )}, version = ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
         params: projectionColumns(changed),
       });
     }
-    this.events = [[], [], [], [], []];
+    this.events = [[], [], [], [], [], []];
+    this.eventBytes = [];
+    this.eventByteCount = 0;
     this.prompts = [[], [], []];
     this.links = [[], []];
     this.search = [[], [], []];
@@ -178,5 +211,6 @@ function combine(parts: Statement[]): Statement | null {
     params.push(...part.params);
     return `w${i} AS (${part.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
   });
-  return { sql: `WITH ${ctes.join(",\n")} SELECT 1`, params };
+  const sql = `WITH ${ctes.join(",\n")} SELECT 1`;
+  return { sql, params, name: preparedName(sql) };
 }
