@@ -1,5 +1,6 @@
 import type { ProjectionState } from "../projection.js";
 import type { SessionState } from "../session-state.js";
+import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 
 /** PostgreSQL text cannot hold U+0000; free text (titles, search text) drops it. */
 export function storableText(text: string): string {
@@ -135,7 +136,15 @@ export class PendingRows {
           SELECT e.session_id, e.seq, e.type, e.at, substring($7::bytea FROM e.start FOR e.length)
           FROM ${unnest(["text", "bigint", "text", "bigint", "integer", "integer"])}
             AS e(session_id, seq, type, at, start, length)`,
-        params: [...this.events, Buffer.concat(this.eventBytes, this.eventByteCount)],
+        params: [
+          textArrayLiteral(this.events[0]),
+          integerArrayLiteral(this.events[1]),
+          textArrayLiteral(this.events[2]),
+          integerArrayLiteral(this.events[3]),
+          integerArrayLiteral(this.events[4]),
+          integerArrayLiteral(this.events[5]),
+          Buffer.concat(this.eventBytes, this.eventByteCount),
+        ],
       });
     }
     if (this.prompts[0].length > 0) {
@@ -179,7 +188,10 @@ export class PendingRows {
         sql: `UPDATE projections p SET seq = v.seq, version = ${WRITER_VERSION}
           FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
           WHERE p.session_id = v.session_id`,
-        params: [moved.map((r) => r.sessionId), moved.map((r) => r.seq)],
+        params: [
+          textArrayLiteral(moved.map((r) => r.sessionId)),
+          integerArrayLiteral(moved.map((r) => r.seq)),
+        ],
       });
     }
     if (changed.length > 0) {
