@@ -54,16 +54,19 @@ export interface Statement {
   name?: string;
 }
 
+/** How the names of write statements that end with a check (see `take`'s `result`) begin. */
+export const CHECKED_WRITE = "sessionmux_checked_write";
+
 /**
  * The write statement's text depends only on which of its seven parts a transaction has, so the
  * texts are at most 2^7 and each is parsed and planned once per connection, under its own name.
  */
 const preparedNames = new Map<string, string>();
 
-function preparedName(sql: string): string {
+function preparedName(sql: string, prefix: string): string {
   let name = preparedNames.get(sql);
   if (name === undefined) {
-    name = `sessionmux_write_${preparedNames.size}`;
+    name = `${prefix}_${preparedNames.size}`;
     preparedNames.set(sql, name);
   }
   return name;
@@ -121,13 +124,15 @@ export class PendingRows {
   /**
    * The statement writing everything pending (and, when given, the projections (heads) of
    * `states`: inserted for `created` sessions, only `seq` where nothing else changed since
-   * `loaded`, whole otherwise); null when there is nothing to write. Taking it empties the
-   * pending rows.
+   * `loaded`, whole otherwise); null when there is nothing to write. `result`: the query the
+   * statement ends with (a SELECT over what was there before the writes), instead of `SELECT 1`.
+   * Taking it empties the pending rows.
    */
   take(
     states: readonly SessionState[] = [],
     created: ReadonlySet<string> = new Set(),
     loaded: ReadonlyMap<string, ProjectionState> = new Map(),
+    result?: Statement,
   ): Statement | null {
     const parts: Statement[] = [];
     if (this.events[0].length > 0) {
@@ -210,19 +215,21 @@ export class PendingRows {
     this.prompts = [[], [], []];
     this.links = [[], []];
     this.search = [[], [], []];
-    return combine(parts);
+    return combine(parts, result);
   }
 }
 
 /** Joins parts into one statement, renumbering each part's placeholders after the previous ones. */
-function combine(parts: Statement[]): Statement | null {
-  if (parts.length === 0) return null;
+function combine(parts: Statement[], result?: Statement): Statement | null {
+  const prefix = result ? CHECKED_WRITE : "sessionmux_write";
+  if (parts.length === 0) return result ? { ...result, name: preparedName(result.sql, prefix) } : null;
   const params: unknown[] = [];
-  const ctes = parts.map((part, i) => {
+  const renumbered = (part: Statement) => {
     const offset = params.length;
     params.push(...part.params);
-    return `w${i} AS (${part.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
-  });
-  const sql = `WITH ${ctes.join(",\n")} SELECT 1`;
-  return { sql, params, name: preparedName(sql) };
+    return part.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+  };
+  const ctes = parts.map((part, i) => `w${i} AS (${renumbered(part)})`);
+  const sql = `WITH ${ctes.join(",\n")} ${result ? renumbered(result) : "SELECT 1"}`;
+  return { sql, params, name: preparedName(sql, prefix) };
 }

@@ -58,8 +58,9 @@ const BEGIN_KEPT = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 // one row back, not one per lock
 const LOCK_KEPT = `SELECT count(*) FROM (SELECT 1 FROM projections WHERE session_id = ANY($1::text[])
   ORDER BY session_id FOR UPDATE) AS locked`;
-// after the locks were granted (a snapshot of its own): every kept row is still the version the batch
-// used, and every lease an append was fenced by is still the current one; otherwise SMX01 aborts
+// after the locks were granted (the snapshot of a later statement): every kept row is still the
+// version the batch used, and every lease an append was fenced by is still the current one;
+// otherwise SMX01 aborts
 const CHECK_KEPT = `SELECT sessionmux_expect(
     (SELECT count(*) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
       JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version AND p.seq = k.seq)
@@ -334,25 +335,27 @@ export class PgWriteBatch {
     const { seqs, fences } = this.kept!;
     const ids = [...seqs.keys()];
     const idList = textArrayLiteral(ids);
-    const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded);
+    const check = {
+      sql: CHECK_KEPT,
+      params: [
+        idList,
+        integerArrayLiteral(ids.map((id) => this.versions.get(id)!)),
+        integerArrayLiteral(ids.map((id) => seqs.get(id)!)),
+        textArrayLiteral(fences[0]),
+        textArrayLiteral(fences[1]),
+        integerArrayLiteral(fences[2]),
+      ],
+    };
+    // the check ends the write statement: it reads the rows as they were before its writes
+    const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded, check)!;
     const sent = together(this.client, () => {
       const begun = this.client.query(BEGIN_KEPT);
       const locked = this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: [idList] });
-      const checked = this.client.query<{ xid: string }>({
-        name: "sessionmux_check_kept",
-        text: CHECK_KEPT,
-        values: [
-          idList,
-          integerArrayLiteral(ids.map((id) => this.versions.get(id)!)),
-          integerArrayLiteral(ids.map((id) => seqs.get(id)!)),
-          textArrayLiteral(fences[0]),
-          textArrayLiteral(fences[1]),
-          integerArrayLiteral(fences[2]),
-        ],
+      const written = this.client.query<{ xid: string }>({
+        name: statement.name,
+        text: statement.sql,
+        values: statement.params,
       });
-      const write = statement
-        ? this.client.query({ name: statement.name, text: statement.sql, values: statement.params })
-        : undefined;
       const commit = this.client.query("COMMIT");
       const notify =
         announcement &&
@@ -364,11 +367,11 @@ export class PgWriteBatch {
           })
           .catch(() => undefined);
       const reset = this.client.query(FORGET_XID);
-      return [begun, locked, checked, write, commit, notify, reset] as const;
+      return [begun, locked, written, commit, notify, reset] as const;
     });
-    const [, , check, , committed] = await inOrder(sent);
+    const [, , written, committed] = await inOrder(sent);
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
-    this.xid = check.rows[0]!.xid;
+    this.xid = written.rows[0]!.xid;
   }
 
   private needDatabase(): void {
