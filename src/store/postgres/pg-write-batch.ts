@@ -60,10 +60,13 @@ const LOCK_KEPT = `SELECT count(*) FROM (SELECT 1 FROM projections WHERE session
   ORDER BY session_id FOR UPDATE) AS locked`;
 // after the locks were granted (the snapshot of a later statement): every kept row is still the
 // version the batch used, and every lease an append was fenced by is still the current one;
-// otherwise SMX01 aborts
+// otherwise SMX01 aborts. The row's xmin (the 32-bit id of the transaction that wrote this tuple)
+// must match the version too: a writer that does not stamp versions (a build from before
+// migration 6, still running) changes xmin with every update, so its writes are caught as well.
 const CHECK_KEPT = `SELECT sessionmux_expect(
     (SELECT count(*) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
-      JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version AND p.seq = k.seq)
+      JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version AND p.seq = k.seq
+        AND p.xmin::text::bigint = k.version % 4294967296)
       = cardinality($1::text[])
     AND (SELECT count(*) FROM unnest($4::text[], $5::text[], $6::bigint[]) AS f(session_id, host_id, generation)
       JOIN leases l ON l.session_id = f.session_id
