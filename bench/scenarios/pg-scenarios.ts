@@ -46,7 +46,7 @@ export function postgresScenarios(url = DEFAULT_PG_URL): PgScenario[] {
           }),
         ],
       ],
-      { rounds: 5, warmup: 1 },
+      {},
     ],
     [
       newScenario(
