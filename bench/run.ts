@@ -147,7 +147,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   add(
     fanout,
     onFanoutSubjects((factory) =>
-      openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
+      openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 10_000, batch: 50 }),
     ),
   );
   const many = newScenario(

@@ -1,4 +1,4 @@
-import { collectGarbage } from "./gc.js";
+import { collectGarbage, collectYoungGarbage } from "./gc.js";
 import type { Figure, ScenarioResult } from "./result.js";
 import { median } from "./stats.js";
 
@@ -90,7 +90,8 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * Measures every subject `warmup + rounds` times, rotating the order each round (A B C, B C A,
  * C A B, …) so no subject always runs first on a cold machine or last on a hot one. Every subject
  * is set up once for all rounds, and a round's repeated runs alternate (A B C A B C …), so a burst
- * of load on the machine falls on all subjects; each run starts after a full GC. The
+ * of load on the machine falls on all subjects; each round starts after a full GC and each run after
+ * a young-generation one. The
  * figures are per-subject medians; the per-round values stay in `result.rounds`, so each ratio is
  * the median of the ratios of the same round. A failing subject is recorded and skipped from then on.
  */
@@ -129,6 +130,7 @@ export async function measureRounds(
           ),
       );
       const warmup = round < options.warmup;
+      collectGarbage();
       for (let repeat = 0; repeat < maxRepeats; repeat++) {
         if (repeat > 0 && (warmup || slowestCpuMs(runs) >= minCpuMs)) break;
         for (const subject of order) {
@@ -137,7 +139,7 @@ export async function measureRounds(
           const run = repeat > 0 ? `, run ${repeat + 1}` : "";
           options.onRun?.(`${result.title}: ${subject.name} (${label}${run})`);
           try {
-            collectGarbage();
+            collectYoungGarbage();
             const measured = await open.measure();
             runs.set(subject, [...(runs.get(subject) ?? []), measured]);
           } catch (error) {

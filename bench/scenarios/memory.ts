@@ -46,7 +46,7 @@ async function openWithFleet(
 export function openIdleMemory(factory: SubjectFactory, connections: number): Promise<OpenSubject> {
   return openWithFleet(factory, async (subject, fleet) => {
     const before = heldBytes();
-    await fleet.connectTo(subject, { count: connections, streams: [], concurrency: 100 });
+    await fleet.connectTo(subject, { count: connections, streams: [], concurrency: 250 });
     await settle();
     const after = heldBytes();
     return { value: (after - before) / connections, detail: `${connections} idle sockets` };
