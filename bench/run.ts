@@ -242,7 +242,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       fanoutSubjects.map(([name, factory]) => ({
         name,
         open: async () => {
-          const latency = await openLatency(factory, { followers: 10, events: 300, gapMs: 2 });
+          const latency = await openLatency(factory, { followers: 10, events: 300, gapMs: 1 });
           return {
             async measure() {
               const measured = await latency.measure();
@@ -280,7 +280,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   );
   add(
     newScenario("memory-stalled", "Memory per stalled follower", "bytes", false),
-    fanoutSubjects.map(([name, factory]) => ({ name, open: () => openStalledMemory(factory, 5, 100_000) })),
+    fanoutSubjects.map(([name, factory]) => ({ name, open: () => openStalledMemory(factory, 5, 50_000) })),
   );
   return steps;
 }

@@ -12,7 +12,7 @@ export class DecodeCache {
   private readonly recent = new Map<number, { bytes: Buffer; value: unknown }>();
 
   /** @param capacity frames kept (bounded: the oldest is evicted first) */
-  constructor(private readonly capacity = 512) {}
+  constructor(private readonly capacity = 4096) {}
 
   decode(bytes: Buffer): unknown {
     const key = fingerprint(bytes);
@@ -26,13 +26,20 @@ export class DecodeCache {
   }
 }
 
+/** Bytes hashed at each end of a frame: its stream id at the start, its last event at the end. */
+const HASHED_END_BYTES = 128;
+
 /**
- * FNV-1a over the whole frame. Only the bytes' equality decides a hit, so a collision costs a
- * decode, never a wrong value; but a partial fingerprint made every event frame collide (their
- * texts all end alike), and the fleet decoded every frame once per socket again.
+ * FNV-1a over the first and last bytes of the frame and its length. Only the bytes' equality
+ * decides a hit, so a collision costs a decode, never a wrong value. The ends must hold what tells
+ * frames apart: a 24-byte tail held only the constant end of the last event's text, so every
+ * event frame collided; the whole frame made hashing the fleet's largest cost.
  */
 function fingerprint(bytes: Buffer): number {
   let hash = 0x811c9dc5 ^ bytes.length;
-  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
+  const head = Math.min(bytes.length, HASHED_END_BYTES);
+  for (let i = 0; i < head; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
+  for (let i = Math.max(head, bytes.length - HASHED_END_BYTES); i < bytes.length; i++)
+    hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
   return hash;
 }

@@ -38,6 +38,8 @@ export interface FleetStats {
   gap: number;
   errors: string[];
   latencies: number[];
+  /** The follower process's CPU (user + system, ms) since it started. */
+  cpuMs?: number;
 }
 
 export interface FleetReply {

@@ -36,7 +36,7 @@ export async function openFanout(factory: SubjectFactory, shape: FanoutShape): P
       streams: ids.map((sessionId, i) => ({ id: i + 1, sessionId, afterSeq: 0 })),
     });
     await fleet.send({ cmd: "target", targets: heads.map((seq, i) => [i + 1, seq]), timeoutMs: 60_000 });
-    await fleet.send({ cmd: "stats" });
+    let followersCpu = (await fleet.send({ cmd: "stats" })).stats!.cpuMs!;
     const measure = async () => {
       const expected = heads.map((seq) => seq + shape.eventsPerSession);
       const cpuBefore = process.cpuUsage();
@@ -52,6 +52,8 @@ export async function openFanout(factory: SubjectFactory, shape: FanoutShape): P
       const cpu = process.cpuUsage(cpuBefore);
       heads = expected;
       const { stats } = await fleet.send({ cmd: "stats" });
+      const followersMs = stats!.cpuMs! - followersCpu;
+      followersCpu = stats!.cpuMs!;
       if (stats!.dup > 0 || stats!.gap > 0 || stats!.errors.length > 0)
         throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap} ${stats!.errors.join("; ")}`);
       const delivered = shape.sessions * shape.connections * shape.eventsPerSession;
@@ -63,7 +65,8 @@ export async function openFanout(factory: SubjectFactory, shape: FanoutShape): P
         count: delivered,
         detail:
           `${delivered.toLocaleString("en-US")} deliveries, server CPU ${cpuMs.toFixed(0)} ms, ` +
-          `wall ${elapsed.toFixed(0)} ms (${Math.round((delivered * 1000) / elapsed).toLocaleString("en-US")}/s), exact 1..N`,
+          `wall ${elapsed.toFixed(0)} ms (${Math.round((delivered * 1000) / elapsed).toLocaleString("en-US")}/s), ` +
+          `follower process CPU ${followersMs.toFixed(0)} ms, exact 1..N`,
       };
     };
     return { measure, close };

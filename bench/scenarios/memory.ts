@@ -70,7 +70,7 @@ export function openStalledMemory(
     await fleet.connectTo(subject, { count: stalled, streams: [{ id: 1, sessionId, afterSeq: head - 1 }] });
     await fleet.send({ cmd: "target", targets: [[1, head]], timeoutMs: 60_000 });
     await fleet.send({ cmd: "stall", count: stalled });
-    [head] = (await publishRoundRobin(subject, 1, events, 100, 4)) as [number];
+    [head] = (await publishRoundRobin(subject, 1, events, 500, 4)) as [number];
     await settle();
     const whileStalled = heldBytes();
     await fleet.send({ cmd: "unstall" });
