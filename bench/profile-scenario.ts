@@ -3,7 +3,8 @@
  * `node --import tsx bench/profile-scenario.ts <fanout|append-wire|resume> [rounds] [--plain]`.
  * Runs the scenario `rounds` times on one subject and prints each figure with the process's user
  * and system CPU; without `--plain`, under V8's sampling profiler, then the top self-time
- * functions (`TOP` of them; `PROFILE_KEEP=<name>` names the profile file).
+ * functions (`TOP` of them; `PROFILE_KEEP=<name>` names the profile file). `GC_EACH=1` (with
+ * `node --expose-gc`) collects garbage before each run, as the rounds of `npm run bench` do.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -55,6 +56,7 @@ if (process.argv[4] === "--child") {
   };
   const subject = await open();
   for (let i = 0; i < rounds; i++) {
+    if (process.env.GC_EACH) (globalThis as { gc?: () => void }).gc?.();
     const cpu = process.cpuUsage();
     const m = await subject.measure();
     const used = process.cpuUsage(cpu);
