@@ -32,7 +32,7 @@ import {
 } from "./scenarios/append.js";
 import { openFanout } from "./scenarios/fanout.js";
 import { openLatency } from "./scenarios/latency.js";
-import { measureIdleMemory, measureStalledMemory } from "./scenarios/memory.js";
+import { openIdleMemory, openStalledMemory } from "./scenarios/memory.js";
 import { postgresScenarios } from "./scenarios/pg-scenarios.js";
 import {
   buildSessionmuxLog,
@@ -147,7 +147,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   add(
     fanout,
     onFanoutSubjects((factory) =>
-      openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 5_000, batch: 50 }),
+      openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 10_000, batch: 50 }),
     ),
   );
   const many = newScenario(
@@ -242,7 +242,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       fanoutSubjects.map(([name, factory]) => ({
         name,
         open: async () => {
-          const latency = await openLatency(factory, { followers: 10, events: 500, gapMs: 2 });
+          const latency = await openLatency(factory, { followers: 10, events: 300, gapMs: 2 });
           return {
             async measure() {
               const measured = await latency.measure();
@@ -253,8 +253,6 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
           };
         },
       })),
-      // no ratio goals: three rounds show the spread
-      { rounds: 3 },
     );
     results.push(p99);
     steps.push({
@@ -278,13 +276,11 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
 
   add(
     newScenario("memory-idle", "Memory per idle connection", "bytes", false),
-    fanoutSubjects.map(([name, factory]) => [name, () => measureIdleMemory(factory, 500)]),
-    { rounds: 3, warmup: 0 },
+    fanoutSubjects.map(([name, factory]) => ({ name, open: () => openIdleMemory(factory, 500) })),
   );
   add(
     newScenario("memory-stalled", "Memory per stalled follower", "bytes", false),
-    fanoutSubjects.map(([name, factory]) => [name, () => measureStalledMemory(factory, 5, 100_000)]),
-    { rounds: 3, warmup: 0 },
+    fanoutSubjects.map(([name, factory]) => ({ name, open: () => openStalledMemory(factory, 5, 100_000) })),
   );
   return steps;
 }

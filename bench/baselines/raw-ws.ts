@@ -62,6 +62,9 @@ export async function startRawWs(): Promise<FanoutSubject> {
       for (const socket of session.followers) socket.send(bytes);
       return session.events.length;
     },
+    async openSockets() {
+      return server.clients.size;
+    },
     async close() {
       for (const socket of server.clients) socket.terminate();
       await new Promise<void>((resolve) => server.close(() => resolve()));

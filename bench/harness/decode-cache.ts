@@ -26,10 +26,13 @@ export class DecodeCache {
   }
 }
 
-/** Length and the last bytes (where an event frame ends with its last event's seq and text). */
+/**
+ * FNV-1a over the whole frame. Only the bytes' equality decides a hit, so a collision costs a
+ * decode, never a wrong value; but a partial fingerprint made every event frame collide (their
+ * texts all end alike), and the fleet decoded every frame once per socket again.
+ */
 function fingerprint(bytes: Buffer): number {
-  let hash = bytes.length | 0;
-  for (let i = Math.max(0, bytes.length - 24); i < bytes.length; i++)
-    hash = (Math.imul(hash, 31) + bytes[i]!) | 0;
+  let hash = 0x811c9dc5 ^ bytes.length;
+  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
   return hash;
 }

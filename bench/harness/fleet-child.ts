@@ -177,7 +177,9 @@ async function handle(command: FleetCommand): Promise<FleetReply> {
       spec = command;
       recordLatency = command.recordLatency ?? false;
       const started = wallNow();
-      for (let i = 0; i < command.count; i++) followers.push({ last: new Map(), opened: 0 });
+      // A stream opened after a seq counts from there: its first event is afterSeq + 1, not a gap.
+      for (let i = 0; i < command.count; i++)
+        followers.push({ last: new Map(command.streams.map((st) => [st.id, st.afterSeq])), opened: 0 });
       await inBatches(command.count, command.concurrency ?? 50, (i) => open(followers[i]!, i));
       return { ok: true, at: wallNow(), ms: wallNow() - started };
     }

@@ -1,4 +1,4 @@
-import { collectGarbage } from "./gc.js";
+import { collectGarbage, collectYoungGarbage } from "./gc.js";
 import type { Figure, ScenarioResult } from "./result.js";
 import { median } from "./stats.js";
 
@@ -13,6 +13,8 @@ export interface Measurement {
   cpuMs?: number;
   /** Units of work done (deliveries, events), so repeated runs combine as count / cpuMs. */
   count?: number;
+  /** The figure is CPU per unit of work (lower is better): repeated runs combine as cpuMs / count. */
+  cost?: boolean;
 }
 
 /** A subject set up once per scenario: measured as often as the rounds need, then closed. */
@@ -40,8 +42,9 @@ export interface RoundsOptions {
   /**
    * Throughput subjects whose runs report `cpuMs` run several times per measured round, all as
    * often as the slowest one needs to spend at least this much, so a round is never decided by
-   * timer resolution or one GC pause: each round starts with the runs the previous one needed
-   * and adds more until the slowest has spent it (at most `maxRepeats`).
+   * timer resolution or one GC pause: a round adds runs of every subject until the slowest has
+   * spent it (at most `maxRepeats`). Rounds need not match in runs: a ratio compares subjects
+   * within one round, where every subject ran equally often.
    */
   minCpuMs?: number;
   /** Upper bound on repeats of one subject within one round (bounded loops). */
@@ -57,21 +60,12 @@ function combine(runs: readonly Measurement[]): Measurement {
   const cpuMs = runs.reduce((sum, m) => sum + (m.cpuMs ?? 0), 0);
   const count = runs.reduce((sum, m) => sum + (m.count ?? 0), 0);
   return {
-    value: (count * 1000) / cpuMs,
+    value: first.cost ? cpuMs / count : (count * 1000) / cpuMs,
+    ...(first.cost ? { cost: true } : {}),
     detail: `${first.detail ?? ""} ×${runs.length} runs, ${cpuMs.toFixed(0)} ms measured`,
     cpuMs,
     count,
   };
-}
-
-/**
- * Runs per subject in each round so the slowest subject (the most server CPU per run in the last
- * round) spends at least `minCpuMs`: every subject then does the same work per round.
- */
-function repeatsFor(perRun: readonly Measurement[], minCpuMs: number, maxRepeats: number): number {
-  const slowest = Math.max(0, ...perRun.map((m) => m.cpuMs ?? 0));
-  if (!(slowest > 0) || minCpuMs <= 0) return 1;
-  return Math.min(maxRepeats, Math.max(1, Math.ceil(minCpuMs / slowest)));
 }
 
 /**
@@ -96,7 +90,8 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * Measures every subject `warmup + rounds` times, rotating the order each round (A B C, B C A,
  * C A B, …) so no subject always runs first on a cold machine or last on a hot one. Every subject
  * is set up once for all rounds, and a round's repeated runs alternate (A B C A B C …), so a burst
- * of load on the machine falls on all subjects; each run starts after a full GC. The
+ * of load on the machine falls on all subjects; each round starts after a full GC and each run after
+ * a young-generation one. The
  * figures are per-subject medians; the per-round values stay in `result.rounds`, so each ratio is
  * the median of the ratios of the same round. A failing subject is recorded and skipped from then on.
  */
@@ -117,7 +112,6 @@ export async function measureRounds(
   const opened = new Map<RoundSubject, OpenSubject>();
   const minCpuMs = options.minCpuMs ?? 0;
   const maxRepeats = options.maxRepeats ?? 8;
-  let repeats = 1;
   try {
     for (let round = 0; round < total; round++) {
       const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]!);
@@ -136,15 +130,16 @@ export async function measureRounds(
           ),
       );
       const warmup = round < options.warmup;
+      collectGarbage();
       for (let repeat = 0; repeat < maxRepeats; repeat++) {
-        if (repeat >= repeats && (warmup || slowestCpuMs(runs) >= minCpuMs)) break;
+        if (repeat > 0 && (warmup || slowestCpuMs(runs) >= minCpuMs)) break;
         for (const subject of order) {
           const open = opened.get(subject);
           if (!open || failed.has(subject.name)) continue;
-          const run = repeat > 0 || repeats > 1 ? `, run ${repeat + 1}` : "";
+          const run = repeat > 0 ? `, run ${repeat + 1}` : "";
           options.onRun?.(`${result.title}: ${subject.name} (${label}${run})`);
           try {
-            collectGarbage();
+            collectYoungGarbage();
             const measured = await open.measure();
             runs.set(subject, [...(runs.get(subject) ?? []), measured]);
           } catch (error) {
@@ -152,17 +147,12 @@ export async function measureRounds(
           }
         }
       }
-      const perRun: Measurement[] = [];
       for (const [subject, done] of runs) {
-        if (failed.has(subject.name)) continue;
+        if (failed.has(subject.name) || warmup) continue;
         const m = combine(done);
-        perRun.push({ value: m.value, ...(m.cpuMs === undefined ? {} : { cpuMs: m.cpuMs / done.length }) });
-        if (round < options.warmup) continue;
         rounds[subject.name]!.push(m.value);
         if (m.detail) details.set(subject.name, m.detail);
       }
-      // The next round starts with as many runs as this one's per-run CPU says it needs.
-      repeats = Math.max(repeats, repeatsFor(perRun, minCpuMs, maxRepeats));
     }
   } finally {
     for (const [subject, open] of opened) await open.close().catch((error: unknown) => fail(subject, error));

@@ -14,6 +14,8 @@ export interface FanoutSubject {
   prepare(sessionIds: readonly string[]): Promise<void>;
   /** Appends `events` to session `index` and delivers them; resolves with the last seq once acknowledged. */
   publish(index: number, events: readonly DeltaEvent[]): Promise<number>;
+  /** Sockets the server still holds open (a resume waits for the dropped ones to be gone). */
+  openSockets(): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -63,6 +63,9 @@ export async function startSocketIo(): Promise<FanoutSubject> {
       io.to(sessionIds[index]!).emit("events", index + 1, stored);
       return log.length;
     },
+    async openSockets() {
+      return io.engine.clientsCount;
+    },
     async close() {
       io.disconnectSockets(true);
       await new Promise<void>((resolve) => io.close(() => resolve()));

@@ -1,7 +1,7 @@
 import { RawSqlite } from "../baselines/raw-sqlite.js";
 import { startRawWsAppend } from "../baselines/raw-ws-append.js";
 import { MuxCaller } from "../harness/mux-caller.js";
-import type { OpenSubject } from "../harness/rounds.js";
+import type { Measurement, OpenSubject } from "../harness/rounds.js";
 import { tempFolder } from "../harness/temp-folder.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
 import type { DurableStreamsPeer } from "../peers/durable-streams.js";
@@ -12,10 +12,16 @@ export interface AppendShape {
   appendsPerWriter: number;
 }
 
-const rate = (count: number, ms: number) => (count * 1000) / ms;
+/** A wall-timed batch of `count` appends as a measurement that repeated runs can combine. */
+const appended = (count: number, ms: number, detail: string): Measurement => ({
+  value: (count * 1000) / ms,
+  cpuMs: ms,
+  count,
+  detail,
+});
 
 /** Raw better-sqlite3: the writers' rows in batches of one row per writer, one transaction each. */
-export async function rawBatchedInsert(shape: AppendShape): Promise<{ value: number; detail: string }> {
+export async function rawBatchedInsert(shape: AppendShape): Promise<Measurement> {
   const folder = tempFolder("raw-sqlite");
   const db = new RawSqlite(folder.file("raw.db"));
   try {
@@ -25,10 +31,11 @@ export async function rawBatchedInsert(shape: AppendShape): Promise<{ value: num
       db.insertBatch(ids.map((sessionId, i) => ({ sessionId, seq, event: deltaEvent(i) })));
     const elapsed = performance.now() - started;
     const total = shape.writers * shape.appendsPerWriter;
-    return {
-      value: rate(total, elapsed),
-      detail: `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}`,
-    };
+    return appended(
+      total,
+      elapsed,
+      `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}`,
+    );
   } finally {
     db.close();
     folder.remove();
@@ -36,7 +43,7 @@ export async function rawBatchedInsert(shape: AppendShape): Promise<{ value: num
 }
 
 /** The sessionmux store: `writers` concurrent writers, each awaiting one `append` at a time. */
-export async function storeAppends(shape: AppendShape): Promise<{ value: number; detail: string }> {
+export async function storeAppends(shape: AppendShape): Promise<Measurement> {
   const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
   const folder = tempFolder("store");
   const store = SqliteSessionStore.open(folder.file("sessions.db"));
@@ -56,10 +63,11 @@ export async function storeAppends(shape: AppendShape): Promise<{ value: number;
     const elapsed = performance.now() - started;
     const total = shape.writers * shape.appendsPerWriter;
     const transactions = store.stats().transactions - before;
-    return {
-      value: rate(total, elapsed),
-      detail: `${total} acknowledged appends, ${shape.writers} writers, ${transactions} transactions`,
-    };
+    return appended(
+      total,
+      elapsed,
+      `${total} acknowledged appends, ${shape.writers} writers, ${transactions} transactions`,
+    );
   } finally {
     await store.close();
     folder.remove();
@@ -70,7 +78,7 @@ export async function storeAppends(shape: AppendShape): Promise<{ value: number;
 async function timedWriters(
   shape: AppendShape,
   write: (writer: number, n: number) => Promise<unknown>,
-): Promise<{ total: number; value: number }> {
+): Promise<{ total: number; ms: number }> {
   const started = performance.now();
   await Promise.all(
     Array.from({ length: shape.writers }, async (_, i) => {
@@ -78,7 +86,7 @@ async function timedWriters(
     }),
   );
   const total = shape.writers * shape.appendsPerWriter;
-  return { total, value: rate(total, performance.now() - started) };
+  return { total, ms: performance.now() - started };
 }
 
 /** Every writer renames its own session `appendsPerWriter` times over its own socket. */
@@ -118,12 +126,13 @@ export async function openWireAppends(shape: AppendShape): Promise<OpenSubject> 
   return {
     async measure() {
       const before = subject.running.store.stats().transactions;
-      const { total, value } = await renames(shape, callers);
+      const { total, ms } = await renames(shape, callers);
       const transactions = subject.running.store.stats().transactions - before;
-      return {
-        value,
-        detail: `${total} acknowledged appends over the mux, ${shape.writers} sockets, ${transactions} transactions`,
-      };
+      return appended(
+        total,
+        ms,
+        `${total} acknowledged appends over the mux, ${shape.writers} sockets, ${transactions} transactions`,
+      );
     },
     close,
   };
@@ -144,8 +153,8 @@ export async function openDurableStreamsAppends(
   }
   return {
     async measure() {
-      const { total, value } = await timedWriters(shape, (i) => peer.appendOne(handles[i]!, deltaEvent(i)));
-      return { value, detail: `${total} acknowledged appends over HTTP, ${shape.writers} writers` };
+      const { total, ms } = await timedWriters(shape, (i) => peer.appendOne(handles[i]!, deltaEvent(i)));
+      return appended(total, ms, `${total} acknowledged appends over HTTP, ${shape.writers} writers`);
     },
     close: () => peer.close(),
   };
@@ -169,8 +178,8 @@ export async function openRawWsAppends(shape: AppendShape): Promise<OpenSubject>
   }
   return {
     async measure() {
-      const { total, value } = await renames(shape, callers);
-      return { value, detail: `${total} acknowledged appends over bare ws, ${shape.writers} sockets` };
+      const { total, ms } = await renames(shape, callers);
+      return appended(total, ms, `${total} acknowledged appends over bare ws, ${shape.writers} sockets`);
     },
     close,
   };

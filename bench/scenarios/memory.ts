@@ -1,63 +1,80 @@
 import { heldBytes } from "../../test/support/held-bytes.js";
 import { Fleet } from "../harness/fleet.js";
+import type { OpenSubject } from "../harness/rounds.js";
 import type { SubjectFactory } from "../harness/subject.js";
 import { sessionIds } from "../harness/workload.js";
 import { publishRoundRobin } from "./publish.js";
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
+/** Lets sockets finish opening or closing, and writes reach the kernel, before a reading. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
 
-/** Bytes the server holds per connected socket with no stream open. */
-export async function measureIdleMemory(
+/** A subject and its follower fleet, set up once for all rounds of a memory scenario. */
+async function openWithFleet(
   factory: SubjectFactory,
-  connections: number,
-): Promise<{ value: number; detail: string }> {
+  measure: (
+    subject: Awaited<ReturnType<SubjectFactory>>,
+    fleet: Fleet,
+  ) => Promise<{ value: number; detail: string }>,
+): Promise<OpenSubject> {
   const subject = await factory();
-  const fleet = await Fleet.start();
+  const fleet = Fleet.start();
+  const close = async () => {
+    await fleet.stop();
+    await subject.close();
+  };
   try {
     await subject.prepare(sessionIds(1));
-    await settle();
+    return {
+      async measure() {
+        try {
+          return await measure(subject, fleet);
+        } finally {
+          // Every run starts from no connection at all.
+          await fleet.send({ cmd: "reset" });
+          await settle();
+        }
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** Bytes the server holds per connected socket with no stream open. */
+export function openIdleMemory(factory: SubjectFactory, connections: number): Promise<OpenSubject> {
+  return openWithFleet(factory, async (subject, fleet) => {
     const before = heldBytes();
-    await fleet.connectTo(subject, {
-      count: connections,
-      streams: [],
-      concurrency: 100,
-    });
+    await fleet.connectTo(subject, { count: connections, streams: [], concurrency: 250 });
     await settle();
     const after = heldBytes();
     return { value: (after - before) / connections, detail: `${connections} idle sockets` };
-  } finally {
-    await fleet.stop();
-    await subject.close();
-  }
+  });
 }
 
 /**
  * Bytes the server holds per follower that stopped reading while `events` flowed: held while
  * stalled minus held after they caught up (the log itself is excluded that way). The stalled
- * followers must then catch up exactly.
+ * followers must then catch up exactly. Each run's followers start at the session's head.
  */
-export async function measureStalledMemory(
+export function openStalledMemory(
   factory: SubjectFactory,
   stalled: number,
   events: number,
-): Promise<{ value: number; detail: string }> {
-  const subject = await factory();
-  const fleet = await Fleet.start();
-  try {
-    const ids = sessionIds(1);
-    await subject.prepare(ids);
-    const [warm] = await publishRoundRobin(subject, 1, 1, 1, 1);
-    await fleet.connectTo(subject, {
-      count: stalled,
-      streams: [{ id: 1, sessionId: ids[0]!, afterSeq: 0 }],
-    });
-    await fleet.send({ cmd: "target", targets: [[1, warm!]], timeoutMs: 60_000 });
+): Promise<OpenSubject> {
+  const sessionId = sessionIds(1)[0]!;
+  let head = 0;
+  return openWithFleet(factory, async (subject, fleet) => {
+    [head] = (await publishRoundRobin(subject, 1, 1, 1, 1)) as [number];
+    await fleet.connectTo(subject, { count: stalled, streams: [{ id: 1, sessionId, afterSeq: head - 1 }] });
+    await fleet.send({ cmd: "target", targets: [[1, head]], timeoutMs: 60_000 });
     await fleet.send({ cmd: "stall", count: stalled });
-    const [head] = await publishRoundRobin(subject, 1, events, 100, 4);
+    [head] = (await publishRoundRobin(subject, 1, events, 100, 4)) as [number];
     await settle();
     const whileStalled = heldBytes();
     await fleet.send({ cmd: "unstall" });
-    await fleet.send({ cmd: "target", targets: [[1, head!]], timeoutMs: 120_000 }, 150_000);
+    await fleet.send({ cmd: "target", targets: [[1, head]], timeoutMs: 120_000 }, 150_000);
     await settle();
     const caughtUp = heldBytes();
     const { stats } = await fleet.send({ cmd: "stats" });
@@ -67,8 +84,5 @@ export async function measureStalledMemory(
       value: Math.max(0, whileStalled - caughtUp) / stalled,
       detail: `${stalled} stalled followers, ${events.toLocaleString("en-US")} events, caught up exactly`,
     };
-  } finally {
-    await fleet.stop();
-    await subject.close();
-  }
+  });
 }

@@ -1,7 +1,7 @@
 import type { FanoutSubject } from "../harness/subject.js";
 import type { DeltaEvent } from "../harness/workload.js";
 import { dropSchema, newSchema } from "./pg-append.js";
-import { BENCH_OWNER, BENCH_TOKEN } from "./sessionmux-subject.js";
+import { BENCH_OWNER, BENCH_TOKEN, openConnections } from "./sessionmux-subject.js";
 
 /**
  * Two hosts on one PostgreSQL schema, in this process: the writer's host A commits, the followers
@@ -40,6 +40,7 @@ export async function startPgPair(url: string, followOn: "A" | "B"): Promise<Fan
       if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
       return outcome.events.at(-1)!.seq;
     },
+    openSockets: () => openConnections(followOn === "A" ? a : b),
     async close() {
       await b.close();
       await a.close();

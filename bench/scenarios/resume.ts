@@ -1,3 +1,4 @@
+import { until } from "../../test/support/until.js";
 import { Fleet } from "../harness/fleet.js";
 import type { OpenSubject } from "../harness/rounds.js";
 import type { SubjectFactory } from "../harness/subject.js";
@@ -36,8 +37,12 @@ export async function openResume(factory: SubjectFactory, shape: ResumeShape): P
     await fleet.send({ cmd: "target", targets: [[1, head!]], timeoutMs: 120_000 });
     const measure = async () => {
       await fleet.send({ cmd: "drop" });
-      // Let the server see every socket go before the events they will miss are appended.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The server sees every socket go before the events they will miss are appended.
+      await until(
+        async () => (await subject.openSockets()) === 0,
+        10_000,
+        "the server sees the dropped sockets go",
+      );
       const [newHead] = await publishRoundRobin(subject, 1, shape.behind, 50, 1);
       const cpuBefore = process.cpuUsage();
       const reconnect = await fleet.send({ cmd: "reconnect", concurrency: shape.followers }, 180_000);
@@ -49,6 +54,9 @@ export async function openResume(factory: SubjectFactory, shape: ResumeShape): P
       const cpuMs = (cpu.user + cpu.system) / 1000;
       return {
         value: cpuMs,
+        cpuMs,
+        count: 1,
+        cost: true,
         detail: `${shape.followers} followers × ${shape.behind} missed events, all caught up in ${(done.at - reconnect.at).toFixed(0)} ms wall, exact`,
       };
     };

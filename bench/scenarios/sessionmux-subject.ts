@@ -10,6 +10,12 @@ export const BENCH_OWNER = "admin";
 export const writerName = (i: number) => `writer-${i}`;
 export const writerToken = (i: number) => `bench-writer-token-${i}`;
 
+/** TCP connections a host's server still holds. */
+export const openConnections = (running: RunningHost): Promise<number> =>
+  new Promise((resolve, reject) =>
+    running.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+  );
+
 export interface SessionmuxSubject extends FanoutSubject {
   readonly running: RunningHost;
 }
@@ -56,6 +62,7 @@ export async function startSessionmux(
       if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
       return outcome.events.at(-1)!.seq;
     },
+    openSockets: () => openConnections(running),
     async close() {
       await running.close();
       folder?.remove();

@@ -76,6 +76,43 @@ describe("benchmark rounds", () => {
     expect(runs).toBe(1 + 4 + 4);
   });
 
+  it("starts every round afresh: one slow round does not add runs to the rounds after it", async () => {
+    // round 1's runs spend 400 ms (3 runs), round 2's 600 ms (2 runs), not 3 carried over
+    let runs = 0;
+    const perRun = [400, 400, 400, 600, 600];
+    const result = newScenario("s", "S", "ops/s", true);
+    await measureRounds(
+      result,
+      [
+        selfContained("only", async () => {
+          const cpuMs = perRun[runs++]!;
+          return { value: 1, cpuMs, count: 1 };
+        }),
+      ],
+      { rounds: 2, warmup: 0, minCpuMs: 1_000 },
+    );
+    expect(runs).toBe(3 + 2);
+  });
+
+  it("combines the repeated runs of a cost figure as CPU per unit of work (lower is better)", async () => {
+    let runs = 0;
+    const result = newScenario("s", "S", "ms", false);
+    await measureRounds(
+      result,
+      [
+        selfContained("resume", async () => {
+          runs++;
+          const cpuMs = runs % 2 === 0 ? 300 : 500;
+          return { value: cpuMs, cpuMs, count: 1, cost: true };
+        }),
+      ],
+      { rounds: 1, warmup: 0, minCpuMs: 1_000 },
+    );
+    // 500 + 300 + 500 = 1,300 ms over three resumes
+    expect(runs).toBe(3);
+    expect(result.rounds).toEqual({ resume: [1300 / 3] });
+  });
+
   it("records a failing subject and keeps measuring the others", async () => {
     const result = newScenario("s", "S", "ops/s", true);
     await measureRounds(

@@ -24,6 +24,11 @@ export function isPgRetryable(err: unknown): boolean {
   return typeof code === "string" && RETRY_CODES.has(code);
 }
 
+/** The database refused a batch's kept session states: a row was written since (see migration 6). */
+export function isStaleKeptState(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "SMX01";
+}
+
 /** What a caller sees when PostgreSQL could not do its part; retryable once it recovers. */
 export function pgPersistenceFailure(err: unknown): SessionmuxError {
   const code = (err as { code?: unknown } | null)?.code;

@@ -3,8 +3,14 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import type { GroupCommitStats } from "../group-commit.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
-import { isPgRetryable, isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
-import { type Announcement, type PgLiveNotice, PgWriteBatch } from "./pg-write-batch.js";
+import { isPgRetryable, isPgStorageFailure, isStaleKeptState, pgPersistenceFailure } from "./pg-errors.js";
+import { PgSessionCache } from "./pg-session-cache.js";
+import {
+  type Announcement,
+  KeptStatesInsufficient,
+  type PgLiveNotice,
+  PgWriteBatch,
+} from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
 interface Queued {
@@ -25,13 +31,16 @@ const RACE_RETRIES = 3;
 
 /**
  * Group commit per host: one transaction at a time on one pipelined connection (a pool of one, so
- * a broken connection is replaced), two round trips each: BEGIN with the locks and reads, then the
- * rows, COMMIT and the NOTIFY for other hosts; every write queued
- * while it runs joins the next one, so the batch grows with the load. Each caller's promise settles
- * only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk) and after the
- * notices went out. Expected refusals are result values, so one refused write never fails the
- * others; a storage failure fails every caller with `persistence_failure`; any other fault re-runs
- * the operations one per transaction so only the faulty one fails.
+ * a broken connection is replaced); every write queued while it runs joins the next one, so the
+ * batch grows with the load. A batch of appends to sessions whose state this host kept from its
+ * own last commits takes one round trip: BEGIN, the locks, the database's check that the kept rows
+ * were not written since (and that fences hold), the rows, COMMIT and the NOTIFY for other hosts.
+ * If the check fails, or an operation needs a read first, it runs the usual way, in two round
+ * trips: BEGIN with the locks and reads, then the rows, COMMIT and the NOTIFY. Each caller's
+ * promise settles only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk)
+ * and after the notices went out. Expected refusals are result values, so one refused write never
+ * fails the others; a storage failure fails every caller with `persistence_failure`; any other
+ * fault re-runs the operations one per transaction so only the faulty one fails.
  */
 export class PgGroupCommit {
   private queue: Queued[] = [];
@@ -43,6 +52,8 @@ export class PgGroupCommit {
     private readonly pool: pg.Pool,
     private readonly hooks: PgGroupCommitHooks,
     private readonly metrics?: StoreMetrics,
+    /** Session states kept between transactions (see `PgSessionCache`). */
+    private readonly kept = new PgSessionCache(),
   ) {}
 
   submit<R>(op: PgWriteOperation<R>): Promise<R> {
@@ -91,18 +102,36 @@ export class PgGroupCommit {
       for (const op of ops) op.reject(pgPersistenceFailure(err));
       return true;
     }
-    const batch = new PgWriteBatch(client);
-    const results: unknown[] = [];
+    const sessionIds = ops.flatMap(({ op }) => op.sessions);
+    let batch: PgWriteBatch | undefined;
+    let results: unknown[] = [];
     try {
-      await batch.begin(ops.flatMap(({ op }) => op.sessions));
-      for (const { op } of ops) results.push(await op.run(batch));
-      await batch.commit(this.hooks.announcement(batch.notices, batch.liveNotices));
+      const kept = ops.every(({ op }) => op.keptStates) ? this.kept.take(sessionIds) : null;
+      if (kept) {
+        batch = new PgWriteBatch(client);
+        batch.beginKept(kept);
+        const ran = await this.run(batch, ops).catch((err: unknown) => {
+          if (err instanceof KeptStatesInsufficient || isStaleKeptState(err)) return null;
+          throw err;
+        });
+        if (ran) results = ran;
+        // nothing of it was written (and the states taken out stay out): the usual way reads the
+        // rows as they are now
+        else batch = undefined;
+      }
+      if (!batch) {
+        batch = new PgWriteBatch(client);
+        await batch.begin(sessionIds);
+        results = await this.run(batch, ops);
+      }
     } catch (err) {
       this.counters.rollbacks++;
+      // whatever the failure left in the rows is read again
+      this.kept.clear();
       const storage = isPgStorageFailure(err);
       if (storage) client.release(err instanceof Error ? err : true);
       else {
-        if (batch.open) await client.query("ROLLBACK").catch(() => undefined);
+        if (batch?.open) await client.query("ROLLBACK").catch(() => undefined);
         client.release();
       }
       if (isPgRetryable(err) && attempt < RACE_RETRIES) return this.commit(ops, attempt + 1);
@@ -112,11 +141,22 @@ export class PgGroupCommit {
       return true;
     }
     client.release();
+    const committed = batch.committedStates();
+    for (const [state, version] of committed.states) this.kept.keep(state, version);
+    this.kept.forget(committed.gone);
     this.counters.transactions++;
     this.counters.operations += ops.length;
     this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
     this.hooks.deliver(batch.notices, batch.liveNotices);
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;
+  }
+
+  /** Runs the operations in the batch and commits it; the results in operation order. */
+  private async run(batch: PgWriteBatch, ops: Queued[]): Promise<unknown[]> {
+    const results: unknown[] = [];
+    for (const { op } of ops) results.push(await op.run(batch));
+    await batch.commit(this.hooks.announcement(batch.notices, batch.liveNotices));
+    return results;
   }
 }

@@ -1,4 +1,4 @@
-import { checkTtl, decideAcquire, type LeaseRow } from "../lease-rules.js";
+import { checkTtl, decideAcquire, type LeaseRow, leaseIsCurrent } from "../lease-rules.js";
 import type { TimedEvent } from "../log-writer.js";
 import type { LeaseOutcome, RenewOutcome, SessionLease } from "../session-lease.js";
 import type { SessionState } from "../session-state.js";
@@ -32,6 +32,17 @@ export async function readLease(batch: PgWriteBatch, sessionId: string, lock = f
   const found = (await batch.read<{ now: number } & LeaseRow>(LEASE_ROW, [sessionId]))[0]!;
   const row = found.generation === null ? undefined : found;
   return { now: found.now, row };
+}
+
+/** Whether `lease` is the session's current lease (the caller holds the session's lock). */
+export async function fenceHolds(
+  batch: PgWriteBatch,
+  sessionId: string,
+  lease: SessionLease,
+): Promise<boolean> {
+  if (batch.expectLease(sessionId, lease)) return true;
+  const { now, row } = await readLease(batch, sessionId);
+  return leaseIsCurrent(row, lease, now);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ProjectionState } from "../projection.js";
 import type { SessionState } from "../session-state.js";
+import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 
 /** PostgreSQL text cannot hold U+0000; free text (titles, search text) drops it. */
 export function storableText(text: string): string {
@@ -31,6 +32,9 @@ const PROJECTION_COLUMNS: readonly (readonly [string, string, (r: ProjectionStat
 const PROJECTION_NAMES = PROJECTION_COLUMNS.map(([name]) => name).join(", ");
 const PROJECTION_TYPES = PROJECTION_COLUMNS.map(([, type]) => type);
 
+// every write of a projection row stamps it with the writing transaction (see migration 6)
+const WRITER_VERSION = "pg_current_xact_id()::text::bigint";
+
 const projectionColumns = (rows: readonly ProjectionState[]): unknown[][] =>
   PROJECTION_COLUMNS.map(([, , value]) => rows.map(value));
 
@@ -46,6 +50,26 @@ function onlyHeadMoved(before: ProjectionState | undefined, after: ProjectionSta
 export interface Statement {
   sql: string;
   params: unknown[];
+  /** The name it is prepared under on a connection (one per distinct text, of which there are few). */
+  name?: string;
+}
+
+/** How the names of write statements that end with a check (see `take`'s `result`) begin. */
+export const CHECKED_WRITE = "sessionmux_checked_write";
+
+/**
+ * The write statement's text depends only on which of its seven parts a transaction has, so the
+ * texts are at most 2^7 and each is parsed and planned once per connection, under its own name.
+ */
+const preparedNames = new Map<string, string>();
+
+function preparedName(sql: string, prefix: string): string {
+  let name = preparedNames.get(sql);
+  if (name === undefined) {
+    name = `${prefix}_${preparedNames.size}`;
+    preparedNames.set(sql, name);
+  }
+  return name;
 }
 
 /** `unnest($1::t1[], $2::t2[], …)` for the given column types. */
@@ -60,7 +84,11 @@ function unnest(types: readonly string[]): string {
  * batch of a hundred appends costs what one multi-row insert costs.
  */
 export class PendingRows {
-  private events: [string[], number[], string[], number[], Buffer[]] = [[], [], [], [], []];
+  /** Session ids, seqs, types, times, and where each event's bytes start (from 1) and how many. */
+  private events: [string[], number[], string[], number[], number[], number[]] = [[], [], [], [], [], []];
+  /** The events' MessagePack bytes end to end: one binary parameter, no text escaping either way. */
+  private eventBytes: Uint8Array[] = [];
+  private eventByteCount = 0;
   private prompts: [string[], string[], Buffer[]] = [[], [], []];
   private links: [string[], string[]] = [[], []];
   private search: [string[], number[], string[]] = [[], [], []];
@@ -70,7 +98,10 @@ export class PendingRows {
     this.events[1].push(seq);
     this.events[2].push(type);
     this.events[3].push(at);
-    this.events[4].push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.events[4].push(this.eventByteCount + 1);
+    this.events[5].push(data.byteLength);
+    this.eventBytes.push(data);
+    this.eventByteCount += data.byteLength;
   }
 
   prompt(sessionId: string, clientMessageId: string, record: Uint8Array): void {
@@ -93,20 +124,32 @@ export class PendingRows {
   /**
    * The statement writing everything pending (and, when given, the projections (heads) of
    * `states`: inserted for `created` sessions, only `seq` where nothing else changed since
-   * `loaded`, whole otherwise); null when there is nothing to write. Taking it empties the
-   * pending rows.
+   * `loaded`, whole otherwise); null when there is nothing to write. `result`: the query the
+   * statement ends with (a SELECT over what was there before the writes), instead of `SELECT 1`.
+   * Taking it empties the pending rows.
    */
   take(
     states: readonly SessionState[] = [],
     created: ReadonlySet<string> = new Set(),
     loaded: ReadonlyMap<string, ProjectionState> = new Map(),
+    result?: Statement,
   ): Statement | null {
     const parts: Statement[] = [];
     if (this.events[0].length > 0) {
       parts.push({
         sql: `INSERT INTO events (session_id, seq, type, at, data)
-          SELECT * FROM ${unnest(["text", "bigint", "text", "bigint", "bytea"])}`,
-        params: this.events,
+          SELECT e.session_id, e.seq, e.type, e.at, substring($7::bytea FROM e.start FOR e.length)
+          FROM ${unnest(["text", "bigint", "text", "bigint", "integer", "integer"])}
+            AS e(session_id, seq, type, at, start, length)`,
+        params: [
+          textArrayLiteral(this.events[0]),
+          integerArrayLiteral(this.events[1]),
+          textArrayLiteral(this.events[2]),
+          integerArrayLiteral(this.events[3]),
+          integerArrayLiteral(this.events[4]),
+          integerArrayLiteral(this.events[5]),
+          Buffer.concat(this.eventBytes, this.eventByteCount),
+        ],
       });
     }
     if (this.prompts[0].length > 0) {
@@ -140,15 +183,20 @@ export class PendingRows {
     }
     if (fresh.length > 0) {
       parts.push({
-        sql: `INSERT INTO projections (${PROJECTION_NAMES}) SELECT * FROM ${unnest(PROJECTION_TYPES)}`,
+        sql: `INSERT INTO projections (${PROJECTION_NAMES}, version)
+          SELECT *, ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)}`,
         params: projectionColumns(fresh),
       });
     }
     if (moved.length > 0) {
       parts.push({
-        sql: `UPDATE projections p SET seq = v.seq FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
+        sql: `UPDATE projections p SET seq = v.seq, version = ${WRITER_VERSION}
+          FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
           WHERE p.session_id = v.session_id`,
-        params: [moved.map((r) => r.sessionId), moved.map((r) => r.seq)],
+        params: [
+          textArrayLiteral(moved.map((r) => r.sessionId)),
+          integerArrayLiteral(moved.map((r) => r.seq)),
+        ],
       });
     }
     if (changed.length > 0) {
@@ -157,26 +205,31 @@ export class PendingRows {
           .map(([name]) => `${name} = v.${name}`)
           .join(
             ", ",
-          )} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
+          )}, version = ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
         params: projectionColumns(changed),
       });
     }
-    this.events = [[], [], [], [], []];
+    this.events = [[], [], [], [], [], []];
+    this.eventBytes = [];
+    this.eventByteCount = 0;
     this.prompts = [[], [], []];
     this.links = [[], []];
     this.search = [[], [], []];
-    return combine(parts);
+    return combine(parts, result);
   }
 }
 
 /** Joins parts into one statement, renumbering each part's placeholders after the previous ones. */
-function combine(parts: Statement[]): Statement | null {
-  if (parts.length === 0) return null;
+function combine(parts: Statement[], result?: Statement): Statement | null {
+  const prefix = result ? CHECKED_WRITE : "sessionmux_write";
+  if (parts.length === 0) return result ? { ...result, name: preparedName(result.sql, prefix) } : null;
   const params: unknown[] = [];
-  const ctes = parts.map((part, i) => {
+  const renumbered = (part: Statement) => {
     const offset = params.length;
     params.push(...part.params);
-    return `w${i} AS (${part.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
-  });
-  return { sql: `WITH ${ctes.join(",\n")} SELECT 1`, params };
+    return part.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+  };
+  const ctes = parts.map((part, i) => `w${i} AS (${renumbered(part)})`);
+  const sql = `WITH ${ctes.join(",\n")} ${result ? renumbered(result) : "SELECT 1"}`;
+  return { sql, params, name: preparedName(sql, prefix) };
 }

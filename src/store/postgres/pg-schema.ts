@@ -204,6 +204,19 @@ const MIGRATIONS: readonly string[] = [
     WHERE length(a.bytes) > 0;
   UPDATE attachments SET bytes = '\\x' WHERE length(bytes) > 0;
   `,
+  // 6: which transaction last wrote each projection row (its pg_current_xact_id, never reused), so
+  // a host may keep a session's state between its transactions and have the database refuse the
+  // copy, under the row lock, once any host wrote the row since; the refusal is an error of its
+  // own class (SMX01) that aborts the transaction.
+  `
+  ALTER TABLE projections ADD COLUMN version bigint NOT NULL DEFAULT 0;
+  CREATE FUNCTION sessionmux_expect(ok boolean) RETURNS void LANGUAGE plpgsql AS $$
+  BEGIN
+    IF ok IS NOT TRUE THEN
+      RAISE EXCEPTION 'a kept session state is not the current row' USING ERRCODE = 'SMX01';
+    END IF;
+  END $$;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

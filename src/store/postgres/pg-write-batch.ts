@@ -2,11 +2,14 @@ import type pg from "pg";
 import type { LeaseRow } from "../lease-rules.js";
 import type { LiveStateNotice } from "../live-state-store.js";
 import { type ProjectionState, publicProjection } from "../projection.js";
+import type { SessionLease } from "../session-lease.js";
 import { type SessionState, type SessionStateRow, stateFromRow } from "../session-state.js";
 import type { CommitNotice, PromptRecord, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
+import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 import { DB_NOW } from "./pg-live-rows.js";
 import { PendingRows } from "./pg-pending-rows.js";
+import type { KeptSession } from "./pg-session-cache.js";
 
 /** A live-state notice of this host's transaction, with what other hosts need to announce it once. */
 export interface PgLiveNotice {
@@ -44,6 +47,44 @@ export interface Announcement {
 const CURRENT_XID = "SELECT pg_current_xact_id()::text AS xid";
 const NOTIFY_IF_COMMITTED = "SELECT pg_notify($1, $2) WHERE pg_xact_status($3::xid8) = 'committed'";
 
+// A batch on kept states sends everything at once, so it cannot wait for its transaction's id: the
+// id goes into a session setting that an aborted transaction reverts to the empty value.
+const NOTIFY_IF_KEPT_COMMITTED = `SELECT pg_notify($1, $2)
+  WHERE pg_xact_status(nullif(current_setting('sessionmux.xid', true), '')::xid8) = 'committed'`;
+const FORGET_XID = "SELECT set_config('sessionmux.xid', '', false)";
+// Its statements are prepared once per connection and their plans never depend on the values
+// (arrays of ids and rows): planning them again at every execution was a third of their time.
+const BEGIN_KEPT = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+// one row back, not one per lock
+const LOCK_KEPT = `SELECT count(*) FROM (SELECT 1 FROM projections WHERE session_id = ANY($1::text[])
+  ORDER BY session_id FOR UPDATE) AS locked`;
+// after the locks were granted (the snapshot of a later statement): every kept row is still the
+// version the batch used, and every lease an append was fenced by is still the current one;
+// otherwise SMX01 aborts. The row's xmin (the 32-bit id of the transaction that wrote this tuple)
+// must match the version too: a writer that does not stamp versions (a build from before
+// migration 6, still running) changes xmin with every update, so its writes are caught as well.
+const CHECK_KEPT = `SELECT sessionmux_expect(
+    (SELECT count(*) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
+      JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version AND p.seq = k.seq
+        AND p.xmin::text::bigint = k.version % 4294967296)
+      = cardinality($1::text[])
+    AND (SELECT count(*) FROM unnest($4::text[], $5::text[], $6::bigint[]) AS f(session_id, host_id, generation)
+      JOIN leases l ON l.session_id = f.session_id
+      WHERE l.host_id = f.host_id AND l.generation = f.generation AND l.expires_at > ${DB_NOW})
+      = cardinality($4::text[])),
+  set_config('sessionmux.xid', pg_current_xact_id()::text, false) AS xid`;
+
+/**
+ * Thrown by a batch on kept states when an operation needs the database before COMMIT (a read, a
+ * statement of its own, a session not kept): nothing was sent, the batch runs again the usual way.
+ */
+export class KeptStatesInsufficient extends Error {
+  constructor() {
+    super("the operation needs the database before COMMIT");
+    this.name = "KeptStatesInsufficient";
+  }
+}
+
 /**
  * Waits for statements sent together on the pipelined connection and fails with the first one
  * that failed (the later ones failed only because the transaction was aborted by then).
@@ -60,6 +101,26 @@ async function inOrder<T extends readonly unknown[]>(
 
 type LeaseOfRow = { now: number; session_id: string | null } & LeaseRow;
 
+interface Corkable {
+  cork?(): void;
+  uncork?(): void;
+}
+
+/**
+ * Runs `send` with the connection's socket corked, so the statements it sends (each already one
+ * write) leave in one system call rather than one each: on a loaded host that was a third of the
+ * writer's CPU per transaction. `pg` keeps the socket private; without it this only sends.
+ */
+function together<T>(client: pg.ClientBase, send: () => T): T {
+  const stream = (client as unknown as { connection?: { stream?: Corkable } }).connection?.stream;
+  stream?.cork?.();
+  try {
+    return send();
+  } finally {
+    stream?.uncork?.();
+  }
+}
+
 /** A `text[]` literal for the simple protocol, which runs several statements in one round trip. */
 function textArray(client: pg.ClientBase, values: readonly string[]): string {
   return `ARRAY[${values.map((value) => client.escapeLiteral(value)).join(", ")}]::text[]`;
@@ -68,8 +129,9 @@ function textArray(client: pg.ClientBase, values: readonly string[]): string {
 /**
  * One group-commit transaction on PostgreSQL: the session rows it holds locked (loaded once,
  * `FOR UPDATE`), the rows its operations produced (written set-wise by `PendingRows`), and the
- * notices to deliver after COMMIT. Nothing outlives the transaction:
- * the next one reads the rows again, because another host may have written in between.
+ * notices to deliver after COMMIT. What it committed may be kept for the next one (see
+ * `PgSessionCache`), which then has the database check, under the same locks, that no host wrote
+ * those rows in between; a batch never trusts a state it did not read or have checked.
  */
 export class PgWriteBatch {
   readonly notices: PendingNotice[] = [];
@@ -85,11 +147,59 @@ export class PgWriteBatch {
   private readonly rows = new PendingRows();
   /** Each session's projection as its row holds it until COMMIT writes the dirty ones. */
   private readonly loaded = new Map<string, ProjectionState>();
+  /** Each locked session's row version: as read under the lock, or as kept. */
+  private readonly versions = new Map<string, number>();
   /** Between BEGIN and the COMMIT (or ROLLBACK) sent for it. */
   open = false;
   private xid = "";
+  /** Set when the batch runs on kept states: what it used, for the database to check at COMMIT. */
+  private kept: { seqs: Map<string, number>; fences: [string[], string[], number[]] } | undefined;
 
   constructor(readonly client: pg.ClientBase) {}
+
+  /**
+   * Starts on kept states instead of locking and reading (nothing is sent): the locks, the check
+   * that the rows are still the versions kept and the writes all go with COMMIT, in one round trip.
+   */
+  beginKept(sessions: ReadonlyMap<string, KeptSession>): void {
+    const seqs = new Map<string, number>();
+    for (const [id, { state, version }] of sessions) {
+      this.states.set(id, state);
+      this.loaded.set(id, state.projection);
+      this.versions.set(id, version);
+      seqs.set(id, state.headSeq);
+    }
+    this.kept = { seqs, fences: [[], [], []] };
+  }
+
+  /**
+   * On kept states, records that the batch counts on the lease being the session's current one:
+   * the database checks it at COMMIT (aborting otherwise, and the batch runs again the usual way).
+   * False when the batch reads leases itself.
+   */
+  expectLease(sessionId: string, lease: SessionLease): boolean {
+    if (!this.kept) return false;
+    this.kept.fences[0].push(sessionId);
+    this.kept.fences[1].push(lease.hostId);
+    this.kept.fences[2].push(lease.generation);
+    return true;
+  }
+
+  /**
+   * After COMMIT: each session's state as committed and its row's version (this transaction's id
+   * where it wrote the row), and the sessions no longer kept (deleted, missing).
+   */
+  committedStates(): { states: [SessionState, number][]; gone: string[] } {
+    const xid = Number(this.xid);
+    const states: [SessionState, number][] = [];
+    const gone: string[] = [];
+    for (const [id, state] of this.states) {
+      const version = this.dirty.has(id) ? xid : this.versions.get(id);
+      if (state && state !== "retired" && version !== undefined) states.push([state, version]);
+      else gone.push(id);
+    }
+    return { states, gone };
+  }
 
   /**
    * Starts the transaction and locks and loads the listed sessions, all in one round trip (the
@@ -172,12 +282,14 @@ export class PgWriteBatch {
 
   /** Runs a read inside the transaction after writing what is pending, so it sees this batch's rows. */
   async read<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> {
+    this.needDatabase();
     const [, result] = await inOrder([this.flush(), this.client.query<R>(sql, params)]);
     return result.rows;
   }
 
   /** Runs a write inside the transaction after writing what is pending, keeping statement order. */
   async execute(sql: string, params: unknown[]): Promise<void> {
+    this.needDatabase();
     await inOrder([this.flush(), this.client.query(sql, params)]);
   }
 
@@ -202,6 +314,7 @@ export class PgWriteBatch {
    * failed statement PostgreSQL answers the COMMIT with ROLLBACK: the transaction is over either way.
    */
   async commit(announcement: Announcement | null): Promise<void> {
+    if (this.kept) return this.commitKept(announcement);
     const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded);
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
@@ -216,6 +329,58 @@ export class PgWriteBatch {
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
   }
 
+  /**
+   * The one round trip of a batch on kept states: BEGIN, the locks (in session id order, as
+   * `lockAndLoad` takes them), the check of what the batch used, the rows, COMMIT, the NOTIFY and
+   * the reset of the setting it reads. A failed check aborts the transaction with SMX01.
+   */
+  private async commitKept(announcement: Announcement | null): Promise<void> {
+    const { seqs, fences } = this.kept!;
+    const ids = [...seqs.keys()];
+    const idList = textArrayLiteral(ids);
+    const check = {
+      sql: CHECK_KEPT,
+      params: [
+        idList,
+        integerArrayLiteral(ids.map((id) => this.versions.get(id)!)),
+        integerArrayLiteral(ids.map((id) => seqs.get(id)!)),
+        textArrayLiteral(fences[0]),
+        textArrayLiteral(fences[1]),
+        integerArrayLiteral(fences[2]),
+      ],
+    };
+    // the check ends the write statement: it reads the rows as they were before its writes
+    const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded, check)!;
+    const sent = together(this.client, () => {
+      const begun = this.client.query(BEGIN_KEPT);
+      const locked = this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: [idList] });
+      const written = this.client.query<{ xid: string }>({
+        name: statement.name,
+        text: statement.sql,
+        values: statement.params,
+      });
+      const commit = this.client.query("COMMIT");
+      const notify =
+        announcement &&
+        this.client
+          .query({
+            name: "sessionmux_notify_kept",
+            text: NOTIFY_IF_KEPT_COMMITTED,
+            values: [announcement.channel, announcement.payload],
+          })
+          .catch(() => undefined);
+      const reset = this.client.query(FORGET_XID);
+      return [begun, locked, written, commit, notify, reset] as const;
+    });
+    const [, , written, committed] = await inOrder(sent);
+    if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
+    this.xid = written.rows[0]!.xid;
+  }
+
+  private needDatabase(): void {
+    if (this.kept) throw new KeptStatesInsufficient();
+  }
+
   /** Sent now, on the pipelined connection, ahead of whatever is sent next. */
   private flush(): Promise<unknown> | undefined {
     const statement = this.rows.take();
@@ -225,15 +390,18 @@ export class PgWriteBatch {
   private async lockAndLoad(sessionIds: readonly string[]): Promise<void> {
     const wanted = [...new Set(sessionIds)].filter((id) => !this.states.has(id));
     if (wanted.length === 0) return;
+    this.needDatabase();
     const ids = textArray(this.client, wanted);
     const statements = [
-      `SELECT 1 FROM projections WHERE session_id = ANY(${ids}) ORDER BY session_id FOR UPDATE`,
+      `SELECT session_id, version FROM projections WHERE session_id = ANY(${ids}) ORDER BY session_id FOR UPDATE`,
       `${SELECT_STATE} WHERE s.session_id = ANY(${ids}) AND s.retired_at IS NULL`,
       `SELECT session_id FROM sessions WHERE session_id = ANY(${ids}) AND retired_at IS NOT NULL`,
       LEASES_OF(ids),
     ];
     const [, loaded] = await inOrder([this.flush(), this.client.query(statements.join(";\n"))]);
     const results = loaded as unknown as pg.QueryResult[];
+    for (const row of results[0]!.rows as { session_id: string; version: number }[])
+      this.versions.set(row.session_id, row.version);
     const [found, retiredRows, leaseRows] = results.slice(-3).map((result) => result.rows) as [
       SessionStateRow[],
       { session_id: string }[],

@@ -1,6 +1,6 @@
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { encodeValue } from "../event-codec.js";
-import { heldElsewhere, leaseIsCurrent } from "../lease-rules.js";
+import { heldElsewhere } from "../lease-rules.js";
 import type { QueueRow } from "../live-rows.js";
 import { decodeRow, type StoredRow, type TimedEvent } from "../log-writer.js";
 import { applyAck, DEFAULT_TITLE } from "../projection.js";
@@ -17,7 +17,7 @@ import type {
   PromptRecord,
 } from "../session-store.js";
 import { newEpoch } from "../write-operations.js";
-import { type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
+import { fenceHolds, type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
 import { findPrompt } from "./pg-live-operations.js";
 import { QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
@@ -26,6 +26,8 @@ import type { PgWriteBatch } from "./pg-write-batch.js";
 /** One write: the sessions it locks up front (in one statement per batch) and its steps. */
 export interface PgWriteOperation<R> {
   sessions: readonly string[];
+  /** Worth running on kept session states (it is expected to need no read before COMMIT). */
+  keptStates?: boolean;
   run(batch: PgWriteBatch): Promise<R>;
 }
 
@@ -105,6 +107,7 @@ export class PgWriteOperations {
   ): PgWriteOperation<AppendOutcome> {
     return {
       sessions: [sessionId],
+      keptStates: !options.prompt && !options.dequeue,
       run: async (batch) => {
         const state = await batch.load(sessionId);
         if (state === "retired") return { status: "retired" };
@@ -112,10 +115,8 @@ export class PgWriteOperations {
         if (options.expectedEpoch !== undefined && options.expectedEpoch !== state.epoch) {
           return { status: "epoch_mismatch", epoch: state.epoch };
         }
-        if (options.fence) {
-          const { now, row } = await readLease(batch, sessionId);
-          if (!leaseIsCurrent(row, options.fence, now)) return { status: "fenced" };
-        }
+        if (options.fence && !(await fenceHolds(batch, sessionId, options.fence)))
+          return { status: "fenced" };
         const prompt = options.prompt;
         if (prompt) {
           const found = await findPrompt(batch, sessionId, prompt.clientMessageId);

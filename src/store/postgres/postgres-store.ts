@@ -119,7 +119,7 @@ export class PostgresSessionStore implements HostStore {
     const schema = options.schema ?? "public";
     const poolOptions = { schema, max: options.maxConnections ?? 10 };
     const pool = openPool(url, poolOptions);
-    // the group commit's own connection: pipelined, so a transaction takes two round trips
+    // the group commit's own connection: pipelined, so a transaction takes one or two round trips
     const writerPool = openPool(url, { schema, max: 1, pipeline: true });
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);

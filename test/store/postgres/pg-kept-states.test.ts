@@ -1,0 +1,162 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { CHECKED_WRITE } from "../../../src/store/postgres/pg-pending-rows.js";
+import { PgSessionCache } from "../../../src/store/postgres/pg-session-cache.js";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { SessionState } from "../../../src/store/session-state.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+import { delta, userMessage } from "../open-store.js";
+
+const S = "s";
+const LONG = 60_000;
+
+/** Two hosts on one fresh schema, both closed and the schema dropped after the test. */
+async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSessionStore; schema: string }> {
+  const schema = `kept_${randomBytes(6).toString("hex")}`;
+  const a = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+  const b = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+  opened.push(async () => {
+    await Promise.all([a.close(), b.close()]);
+    await dropSchema(pgUrl!, schema);
+  });
+  await a.create({ sessionId: S, owner: "alice", model: "m" });
+  return { a, b, schema };
+}
+
+const opened: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(opened.splice(0).map((dispose) => dispose()));
+});
+
+/** What the stores send from now on: a prepared statement by its name, any other by its text. */
+function sentStatements(): string[] {
+  const sent: string[] = [];
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as { name?: string; text?: string } | string;
+    sent.push(typeof config === "string" ? config : (config.name ?? config.text ?? ""));
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query);
+  return sent;
+}
+
+/** The batch went the one-round-trip way and was not run again the usual way (which reads first). */
+function keptWayOnly(sent: readonly string[]): void {
+  expect(sent.some((name) => name.startsWith(CHECKED_WRITE))).toBe(true);
+  expect(sent.filter((text) => text.includes("FOR UPDATE"))).toEqual([]);
+}
+
+async function seqs(store: PostgresSessionStore): Promise<number[]> {
+  const read = await store.readAfter(S, 0, 1_000);
+  return read.status === "ok" ? read.events.map((event) => event.seq) : [];
+}
+
+describe.skipIf(!pgUrl)(
+  "a host keeps session states between transactions, never past another host's write",
+  () => {
+    it("appends on the kept state in one round trip while nobody else writes", async () => {
+      const { a } = await twoHosts();
+      expect((await a.append(S, [delta("t", "one")])).status).toBe("appended");
+      const sent = sentStatements();
+      const outcome = await a.append(S, [delta("t", "two")]);
+      expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 3 }] });
+      keptWayOnly(sent);
+      expect(await seqs(a)).toEqual([1, 2, 3]);
+    });
+
+    it("after another host appended, the next append lands on its head and its projection", async () => {
+      const { a, b } = await twoHosts();
+      await a.append(S, [delta("t", "kept")]);
+      await b.append(S, [userMessage("from b")]);
+      const outcome = await a.append(S, [delta("t", "after")]);
+      expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 4 }] });
+      expect(await seqs(b)).toEqual([1, 2, 3, 4]);
+      // the message B added is still counted: A wrote from the row, not from what it had kept
+      expect((await b.projection(S))?.messageCount).toBe(1);
+    });
+
+    it("after another host cleared the session, the append starts the new epoch at seq 1", async () => {
+      const { a, b } = await twoHosts();
+      await a.append(S, [delta("t", "kept")]);
+      const cleared = await b.clear(S);
+      if (cleared.status !== "cleared") throw new Error(cleared.status);
+      const outcome = await a.append(S, [delta("t", "after")]);
+      expect(outcome).toMatchObject({ status: "appended", epoch: cleared.epoch, events: [{ seq: 1 }] });
+      expect(await seqs(b)).toEqual([1]);
+      expect(await b.projection(S)).toMatchObject({ epoch: cleared.epoch, seq: 1 });
+    });
+
+    it("after a writer that does not stamp versions changed the row, the append reads it again", async () => {
+      const { a, schema } = await twoHosts();
+      await a.append(S, [delta("t", "kept")]);
+      // what a host of the previous build does on clear and two appends: the head is back where
+      // it was, in another epoch, and the version column untouched
+      const client = new pg.Client({ connectionString: pgUrl! });
+      await client.connect();
+      try {
+        await client.query(`UPDATE "${schema}".sessions SET epoch = 'older-build' WHERE session_id = $1`, [
+          S,
+        ]);
+        await client.query(`UPDATE "${schema}".projections SET epoch = 'older-build' WHERE session_id = $1`, [
+          S,
+        ]);
+      } finally {
+        await client.end();
+      }
+      const outcome = await a.append(S, [delta("t", "after")]);
+      expect(outcome).toMatchObject({ status: "appended", epoch: "older-build", events: [{ seq: 3 }] });
+    });
+
+    it("after another host deleted the session, the append is refused: the tombstone wins", async () => {
+      const { a, b } = await twoHosts();
+      await a.append(S, [delta("t", "kept")]);
+      expect(await b.delete(S)).toEqual({ status: "deleted" });
+      expect(await a.append(S, [delta("t", "after")])).toEqual({ status: "retired" });
+      expect((await b.readAfter(S, 0, 10)).status).toBe("retired");
+    });
+
+    it("after another host took the lease over, the old owner's fenced append is refused", async () => {
+      const { a, b } = await twoHosts();
+      const mine = await a.acquireLease(S, "host-a", LONG);
+      if (mine.status !== "acquired") throw new Error(mine.status);
+      const sent = sentStatements();
+      expect((await a.append(S, [delta("t", "kept")], { fence: mine.lease })).status).toBe("appended");
+      keptWayOnly(sent);
+      // expire it now (a renewal sets the remaining time), then B takes it: no turn is open, so
+      // the takeover writes only the lease row, not the session's
+      await a.renewLeases("host-a", [mine.lease], 1);
+      await expect.poll(() => b.leaseHolder(S), { timeout: 20_000, interval: 50 }).toBeNull();
+      const taken = await b.acquireLease(S, "host-b", LONG);
+      expect(taken).toMatchObject({ status: "acquired", lease: { generation: 2 } });
+      expect(await a.append(S, [delta("t", "stale")], { fence: mine.lease })).toEqual({ status: "fenced" });
+      expect(await seqs(b)).toEqual([1, 2]);
+    });
+  },
+);
+
+describe("the kept states are bounded and handed to one batch at a time", () => {
+  const state = (sessionId: string) => ({ sessionId, headSeq: 1 }) as SessionState;
+
+  it("forgets the least recently kept session past its capacity", () => {
+    const kept = new PgSessionCache(2);
+    kept.keep(state("x"), 1);
+    kept.keep(state("y"), 1);
+    kept.keep(state("x"), 2);
+    kept.keep(state("z"), 1);
+    expect(kept.size).toBe(2);
+    expect(kept.take(["y"])).toBeNull();
+    expect(kept.take(["x", "z"])?.get("x")?.version).toBe(2);
+  });
+
+  it("takes all listed sessions out or none, so a failed batch leaves nothing behind", () => {
+    const kept = new PgSessionCache();
+    kept.keep(state("x"), 1);
+    expect(kept.take(["x", "missing"])).toBeNull();
+    expect(kept.size).toBe(1);
+    expect(kept.take(["x", "x"])?.size).toBe(1);
+    expect(kept.size).toBe(0);
+    expect(kept.take(["x"])).toBeNull();
+  });
+});
