@@ -20,6 +20,9 @@ interface Subscriber {
  */
 export class NotificationHub {
   readonly #subscribers = new Set<Subscriber>();
+  /** The same subscribers by what they may see: admins see every session, others their own. */
+  readonly #admins = new Set<Subscriber>();
+  readonly #byName = new Map<string, Set<Subscriber>>();
   #pending: NotificationBatch | undefined;
 
   /** One call per notification, in order. */
@@ -39,7 +42,24 @@ export class NotificationHub {
   subscribeLists(principal: Principal, deliver: (list: NotificationList) => void): () => void {
     const subscriber = { principal, deliver };
     this.#subscribers.add(subscriber);
-    return () => this.#subscribers.delete(subscriber);
+    if (principal.admin) this.#admins.add(subscriber);
+    else {
+      let named = this.#byName.get(principal.name);
+      if (!named) {
+        named = new Set();
+        this.#byName.set(principal.name, named);
+      }
+      named.add(subscriber);
+    }
+    return () => {
+      this.#subscribers.delete(subscriber);
+      if (principal.admin) this.#admins.delete(subscriber);
+      else {
+        const named = this.#byName.get(principal.name);
+        named?.delete(subscriber);
+        if (named?.size === 0) this.#byName.delete(principal.name);
+      }
+    };
   }
 
   publish(owner: string, notification: Notification): void {
@@ -61,6 +81,8 @@ export class NotificationHub {
 
   clear(): void {
     this.#subscribers.clear();
+    this.#admins.clear();
+    this.#byName.clear();
     this.#pending = undefined;
   }
 
@@ -68,26 +90,57 @@ export class NotificationHub {
     const batch = this.#pending;
     this.#pending = undefined;
     if (!batch) return;
-    // canSee(principal, owner) depends only on `admin` and `name`: one list per admin/name, and
-    // one for all admins unless an entry is for one principal only.
-    let forAdmins: NotificationList | undefined;
-    const byName = new Map<string, NotificationList>();
-    const shareAdmins = !batch.personal;
-    for (const s of this.#subscribers) {
-      const shared = s.principal.admin && shareAdmins;
-      const cached = shared ? forAdmins : byName.get(`${s.principal.admin}:${s.principal.name}`);
-      const list = cached ?? visibleTo(s.principal, batch);
-      if (!cached) {
-        if (shared) forAdmins = list;
-        else byName.set(`${s.principal.admin}:${s.principal.name}`, list);
-      }
-      if (list.length === 0) continue;
-      try {
-        s.deliver(list);
-      } catch {
-        // a faulty subscriber must not stop the others
-      }
+    if (batch.personal) this.#flushPersonal(batch);
+    else this.#flushShared(batch);
+  }
+
+  /**
+   * No entry is for one principal only: admins share one list of everything, and everyone else
+   * one list per owner, found by owner rather than by asking every subscriber about every entry
+   * (a tick of many owners' commits, each with a socket of its own, would cost their product).
+   */
+  #flushShared(batch: NotificationBatch): void {
+    if (this.#admins.size > 0) {
+      const all = Object.freeze(batch.entries.map((e) => e.notification));
+      for (const s of this.#admins) deliverTo(s, all);
     }
+    if (this.#byName.size === 0) return;
+    const byOwner = new Map<string, Notification[]>();
+    for (const e of batch.entries) {
+      if (!this.#byName.has(e.owner)) continue;
+      const list = byOwner.get(e.owner);
+      if (list) list.push(e.notification);
+      else byOwner.set(e.owner, [e.notification]);
+    }
+    for (const [owner, list] of byOwner) {
+      const named = this.#byName.get(owner);
+      if (!named) continue;
+      const frozen = Object.freeze(list);
+      for (const s of named) deliverTo(s, frozen);
+    }
+  }
+
+  /** Some entry is for one principal only: each principal's list is judged entry by entry. */
+  #flushPersonal(batch: NotificationBatch): void {
+    // canSee(principal, owner) depends only on `admin` and `name`: one list per admin/name.
+    const byName = new Map<string, NotificationList>();
+    for (const s of this.#subscribers) {
+      const key = `${s.principal.admin}:${s.principal.name}`;
+      let list = byName.get(key);
+      if (!list) {
+        list = visibleTo(s.principal, batch);
+        byName.set(key, list);
+      }
+      if (list.length > 0) deliverTo(s, list);
+    }
+  }
+}
+
+function deliverTo(subscriber: Subscriber, list: NotificationList): void {
+  try {
+    subscriber.deliver(list);
+  } catch {
+    // a faulty subscriber must not stop the others
   }
 }
 

@@ -4,6 +4,7 @@ import {
   ActivationTable,
   type CallMethod,
   isMethodName,
+  type MethodName,
   Methods,
   type Notification,
   type ParamsOf,
@@ -274,7 +275,7 @@ export class SessionHost implements HostApi {
     if (!isMethodName(method) || Methods[method].kind !== "call") {
       throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
     }
-    const parsed = validator(Methods[method].params).parse(params) as ParamsOf<M>;
+    const parsed = paramsValidator(method).parse(params) as ParamsOf<M>;
     if (this.#cluster) return (await this.#cluster.router.call(principal, method, parsed)) as ResultOf<M>;
     return (await this.#run(principal, method, parsed)) as ResultOf<M>;
   }
@@ -299,7 +300,7 @@ export class SessionHost implements HostApi {
   ): Promise<AttachmentBody> {
     this.#refuseWhileClosing();
     const method = "session.attachment";
-    const parsed = validator(Methods[method].params).parse(params);
+    const parsed = paramsValidator(method).parse(params) as ParamsOf<typeof method>;
     return openAttachment(this.store, this.#policy.scope(ActivationTable[method]), principal, parsed);
   }
 
@@ -374,4 +375,16 @@ export class SessionHost implements HostApi {
     this.#hub.clear();
     await this.#ctx.agent.close?.();
   }
+}
+
+const paramsValidators = new Map<MethodName, ReturnType<typeof validator>>();
+
+/** One validator per method for the life of the process, not one built per call. */
+function paramsValidator(method: MethodName): ReturnType<typeof validator> {
+  let check = paramsValidators.get(method);
+  if (!check) {
+    check = validator(Methods[method].params);
+    paramsValidators.set(method, check);
+  }
+  return check;
 }

@@ -1,3 +1,4 @@
+import { ListenerList } from "./listener-list.js";
 import type { LiveStateNotice } from "./live-state-store.js";
 import type { CommitListener, CommitNotice, SessionProjection } from "./session-store.js";
 import type { PendingNotice } from "./write-batch.js";
@@ -31,9 +32,9 @@ const warningLog: StoreFaultLog = {
  * synchronously, in commit order.
  */
 export class CommitListeners {
-  private readonly bySession = new Map<string, Set<CommitListener>>();
-  private readonly global = new Set<GlobalCommitListener>();
-  private readonly live = new Set<(notice: LiveStateNotice) => void>();
+  private readonly bySession = new Map<string, ListenerList<CommitListener>>();
+  private readonly global = new ListenerList<GlobalCommitListener>();
+  private readonly live = new ListenerList<(notice: LiveStateNotice) => void>();
 
   /**
    * @param log told of every listener that threw; delivery to the others goes on
@@ -45,12 +46,12 @@ export class CommitListeners {
   ) {}
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
-    let set = this.bySession.get(sessionId);
-    if (!set) {
-      set = new Set();
-      this.bySession.set(sessionId, set);
+    let list = this.bySession.get(sessionId);
+    if (!list) {
+      list = new ListenerList();
+      this.bySession.set(sessionId, list);
     }
-    set.add(listener);
+    list.add(listener);
     return () => {
       const current = this.bySession.get(sessionId);
       current?.delete(listener);
@@ -74,7 +75,7 @@ export class CommitListeners {
     for (const notice of liveNotices) {
       const sessionId =
         notice.kind === "interaction.requested" ? notice.interaction.sessionId : notice.sessionId;
-      for (const listener of [...this.live]) {
+      for (const listener of this.live.current()) {
         try {
           listener(notice);
         } catch (err) {
@@ -84,12 +85,12 @@ export class CommitListeners {
     }
   }
 
-  /** Once per listener per notice (thousands per commit under fanout): no closure per call. */
+  /** Once per listener per notice (thousands per commit under fanout): no closure nor copy per call. */
   private deliverCommits(notices: readonly PendingNotice[]): void {
     for (const { sessionId, notice, projection } of notices) {
-      const set = this.bySession.get(sessionId);
-      if (set) {
-        for (const listener of [...set]) {
+      const list = this.bySession.get(sessionId);
+      if (list) {
+        for (const listener of list.current()) {
           try {
             listener(notice);
           } catch (err) {
@@ -97,7 +98,7 @@ export class CommitListeners {
           }
         }
       }
-      for (const listener of [...this.global]) {
+      for (const listener of this.global.current()) {
         try {
           listener(sessionId, notice, projection);
         } catch (err) {

@@ -2,7 +2,13 @@ import type { EventDataOf, NewEvent, SessionEvent } from "../../protocol/index.j
 import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { LiveRows } from "./live-rows.js";
-import { initialProjection, type ProjectionBase, projectEvent, publicProjection } from "./projection.js";
+import {
+  foldEvent,
+  initialProjection,
+  type ProjectionBase,
+  projectEvent,
+  publicProjection,
+} from "./projection.js";
 import type { SessionState, SessionStateRow } from "./session-state.js";
 import { newSessionState, progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
@@ -105,6 +111,9 @@ export class LogWriter {
     rows?: EncodedRow[],
   ): SessionEvent[] {
     const stored: SessionEvent[] = [];
+    // one copy of the row for the whole append; rows handed out earlier are never changed
+    const projection = { ...state.projection };
+    state.projection = projection;
     for (const input of events) {
       const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
@@ -112,7 +121,7 @@ export class LogWriter {
       this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, bytes);
       rows?.push([event.seq, event.at, event.type, bytes]);
       state.headSeq = event.seq;
-      state.projection = projectEvent(state.projection, event);
+      foldEvent(projection, event);
       this.afterInsert(state, event);
       this.liveRows.afterEvent(batch, state.owner, state.sessionId, event);
       stored.push(event);

@@ -66,7 +66,17 @@ export function initialProjection(base: ProjectionBase): ProjectionState {
  *   the state of `turn/end`; each `turn/end` marks an unseen completion settled at its `at`.
  */
 export function projectEvent(row: ProjectionState, event: SessionEvent): ProjectionState {
-  const next: ProjectionState = { ...row, seq: event.seq };
+  const next: ProjectionState = { ...row };
+  foldEvent(next, event);
+  return next;
+}
+
+/**
+ * `projectEvent` applied to `next` itself: an append of many events copies the row once and
+ * folds each event into that copy, which nothing else has seen yet.
+ */
+export function foldEvent(next: ProjectionState, event: SessionEvent): void {
+  next.seq = event.seq;
   switch (event.type) {
     case "session/created":
       if (event.data.title !== undefined) {
@@ -122,7 +132,6 @@ export function projectEvent(row: ProjectionState, event: SessionEvent): Project
     default:
       break;
   }
-  return next;
 }
 
 /**

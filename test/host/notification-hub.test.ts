@@ -1,7 +1,8 @@
+import fc from "fast-check";
 import { describe, expect, test, vi } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import { NotificationHub } from "../../src/host/notifications.js";
-import { ADMIN, type Principal } from "../../src/host/principal.js";
+import { ADMIN, canSee, type Principal } from "../../src/host/principal.js";
 
 const alice: Principal = { name: "alice", admin: false };
 const bob: Principal = { name: "bob", admin: false };
@@ -85,5 +86,47 @@ describe("NotificationHub delivery (protocol-v1 §6)", () => {
     hub.publish("alice", removed("a4"));
     await Promise.resolve();
     expect(late).toEqual([removed("a1"), removed("a2")]);
+  });
+
+  test("every subscriber gets exactly what it may see of a tick, in publish order, whatever the owners", async () => {
+    const names = ["alice", "bob", "carol", "admin"];
+    const principal = fc.record({ name: fc.constantFrom(...names), admin: fc.boolean() });
+    const publication = fc.record({
+      owner: fc.constantFrom(...names),
+      session: fc.nat(3),
+      // most ticks have no entry for one principal only (the shared path), some have one
+      only: fc.oneof({ weight: 12, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: principal }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(principal, { minLength: 1, maxLength: 8 }),
+        fc.array(publication, { minLength: 1, maxLength: 12 }),
+        fc.nat(7),
+        async (subscribers, publications, leaving) => {
+          const hub = new NotificationHub();
+          const got = subscribers.map(() => [] as (readonly Notification[])[]);
+          const stops = subscribers.map((p, i) => hub.subscribeLists(p, (list) => got[i]!.push(list)));
+          // one subscriber leaves before the tick: it must hear nothing of it
+          const gone = leaving < subscribers.length ? leaving : -1;
+          if (gone >= 0) stops[gone]!();
+          const published = publications.map((p, i) => ({ ...p, notification: removed(`${p.owner}-${i}`) }));
+          for (const p of published) {
+            if (p.only) hub.publishTo(p.only, p.owner, p.notification);
+            else hub.publish(p.owner, p.notification);
+          }
+          await Promise.resolve();
+          subscribers.forEach((s, i) => {
+            const visible = published
+              .filter((p) =>
+                p.only ? p.only.name === s.name && p.only.admin === s.admin : canSee(s, p.owner),
+              )
+              .map((p) => p.notification);
+            const expected = i === gone || visible.length === 0 ? [] : [visible];
+            expect(got[i]).toEqual(expected);
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -178,7 +178,7 @@ export class FollowStream implements MuxStream {
         if (read.count > 0) {
           let bytes = 0;
           for (const value of read.arrays) {
-            this.#ctx.outlet.itemEncoded(value);
+            this.#ctx.outlet.itemShared(value);
             bytes += value.length;
           }
           this.#lastSent = read.lastSeq;
@@ -238,7 +238,7 @@ export class FollowStream implements MuxStream {
     const last = events[events.length - 1];
     if (!first || !last || last.seq <= this.#lastSent) return true;
     if (first.seq === this.#lastSent + 1) {
-      this.#ctx.outlet.itemEncoded(encodedEventsItem(events, batch.stored));
+      this.#ctx.outlet.itemShared(encodedEventsItem(events, batch.stored));
       this.#lastSent = last.seq;
       return true;
     }

@@ -20,7 +20,7 @@ interface StreamedMessage {
 
 /** What waits while a streamed message is on the wire: nothing may come between its fragments. */
 type Held =
-  | { kind: "parts"; head: Uint8Array; body: Uint8Array }
+  | { kind: "parts"; head: Uint8Array; body: Uint8Array; message?: Buffer }
   | { kind: "shared"; frames: SharedEventFrames }
   | { kind: "streamed"; message: StreamedMessage };
 
@@ -114,6 +114,32 @@ export class FrameWriter {
     this.#ws.send(body, { binary: true, fin: true });
   }
 
+  /** Messages are written to the socket beside `ws` now: `sendMessage` writes its bytes as they are. */
+  get framesBesideWs(): boolean {
+    return this.open && !this.#streaming && this.#besideWs();
+  }
+
+  /**
+   * Sends the message of payload `head` then `body` whose whole WebSocket bytes (`message`: header,
+   * head, body) were framed once for many sockets: one write, nothing allocated or copied here.
+   * Through `ws` (or behind a streamed message), as `sendParts`.
+   */
+  sendMessage(head: Uint8Array, body: Uint8Array, message: Buffer): void {
+    if (!this.open) return;
+    if (this.#streaming) {
+      this.#hold({ kind: "parts", head, body, message }, head.length + body.length);
+      return;
+    }
+    if (!this.#besideWs()) {
+      this.sendParts(head, body);
+      return;
+    }
+    this.#cork();
+    this.#frames++;
+    this.#bytes += head.length + body.length;
+    this.#raw.write(message);
+  }
+
   /** A tick's event frames, built once for many sockets, in one write of ready WebSocket bytes. */
   sendShared(frames: SharedEventFrames): void {
     if (!this.open) return;
@@ -204,7 +230,8 @@ export class FrameWriter {
       }
       if (held.kind === "parts") {
         this.#heldBytes -= held.head.length + held.body.length;
-        this.sendParts(held.head, held.body);
+        if (held.message) this.sendMessage(held.head, held.body, held.message);
+        else this.sendParts(held.head, held.body);
       } else {
         this.#heldBytes -= held.frames.wire.length;
         this.sendShared(held.frames);

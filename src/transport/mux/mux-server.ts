@@ -50,6 +50,10 @@ export function createMuxUpgradeHandler(
 
   const admit = (principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!claimSocket(principal, socket, resolved.principalLimits, closing)) return;
+    // The 101 answer `ws` writes and the hello (with whatever else the connection sends in this
+    // tick) leave in one write: a reconnecting crowd costs one write per socket, not two.
+    socket.cork();
+    process.nextTick(() => socket.uncork());
     wss.handleUpgrade(req, socket, head, (ws) => {
       // A TCP socket, or an in-process one that offers the same counters (see MemorySocket).
       const connection = new MuxConnection(ws, socket as Socket, host, principal, resolved);

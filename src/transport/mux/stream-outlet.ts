@@ -2,6 +2,7 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import type { SessionmuxError } from "../../../protocol/index.js";
 import type { FrameWriter } from "./frame-writer.js";
 import { itemFramePrefix } from "./item-frame.js";
+import { sharedItemMessage } from "./shared-item-messages.js";
 
 /** A logical stream on a mux socket, as the connection sees it. */
 export interface MuxStream {
@@ -37,10 +38,27 @@ export class StreamOutlet {
     this.itemEncoded(encodeFrame(value));
   }
 
-  /** Sends an item whose value is already encoded (shared by every follower of a batch). */
+  /** Sends an item whose value is already encoded. */
   itemEncoded(value: Uint8Array): void {
     if (this.#finished) return;
     this.#prefix ??= itemFramePrefix(this.id);
+    this.writer.sendParts(this.#prefix, value);
+  }
+
+  /**
+   * Sends an item whose encoded value other sockets send too (a committed batch, a shared read),
+   * and which is never changed: the framed message is built once for all of them.
+   */
+  itemShared(value: Uint8Array): void {
+    if (this.#finished) return;
+    this.#prefix ??= itemFramePrefix(this.id);
+    if (this.writer.framesBesideWs) {
+      const message = sharedItemMessage(this.id, this.#prefix, value);
+      if (message !== undefined) {
+        this.writer.sendMessage(this.#prefix, value, message);
+        return;
+      }
+    }
     this.writer.sendParts(this.#prefix, value);
   }
 

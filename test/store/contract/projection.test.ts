@@ -109,6 +109,50 @@ describeContract("projection", (backend) => {
     // each run creates and migrates a database of its own (on PostgreSQL a schema: DDL, not appends)
   }, 180_000);
 
+  it("an append of many events folds them as the same events appended one by one", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ pick: fc.nat(11), text: fc.string({ maxLength: 40 }) }), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 10 }),
+        async (picks, sizes) => {
+          const run = await backend.open({ now: () => 5_000 });
+          try {
+            const { store } = run;
+            await store.create({ sessionId: "one", owner: "o", model: "m" });
+            await store.create({ sessionId: "many", owner: "o", model: "m" });
+            let turn = 0;
+            const events = picks.map((p) => {
+              if (p.pick === 0) turn++;
+              return eventFor(p.pick, p.text, `t${turn}`);
+            });
+            for (const event of events) await store.append("one", [event]);
+            let at = 0;
+            for (let i = 0; at < events.length; i++) {
+              const size = sizes[i % sizes.length]!;
+              const before = await store.projection("many");
+              const frozen = structuredClone(before);
+              await store.append("many", events.slice(at, at + size));
+              // a row read before an append is never changed by it
+              expect(before).toEqual(frozen);
+              at += size;
+            }
+            const one = await store.projection("one");
+            const many = await store.projection("many");
+            expect({ ...many, sessionId: "one", epoch: one?.epoch }).toEqual(one);
+            await store.rebuildProjections();
+            expect(await store.projection("many")).toEqual(many);
+          } finally {
+            await run.dispose();
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  }, 180_000);
+
   it("follows the documented rules for a typical history", async () => {
     let clock = 1_000;
     const { store } = await open({ now: () => clock });
