@@ -25,10 +25,10 @@ import { startSocketIo } from "./peers/socketio.js";
 import { openAgentsStreaming, openDurableLimit } from "./scenarios/agents-streaming.js";
 import {
   openDurableStreamsAppends,
+  openRawBatchedInsert,
   openRawWsAppends,
+  openStoreAppends,
   openWireAppends,
-  rawBatchedInsert,
-  storeAppends,
 } from "./scenarios/append.js";
 import { openFanout } from "./scenarios/fanout.js";
 import { openLatency } from "./scenarios/latency.js";
@@ -114,8 +114,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       { against: RAW_SQLITE, min: 0.8 },
     ]),
     [
-      [SESSIONMUX, () => storeAppends(appendShape)],
-      [RAW_SQLITE, () => rawBatchedInsert(appendShape)],
+      { name: SESSIONMUX, open: () => openStoreAppends(appendShape) },
+      { name: RAW_SQLITE, open: () => openRawBatchedInsert(appendShape) },
     ],
   );
   const wireShape = { writers: 100, appendsPerWriter: 20 };

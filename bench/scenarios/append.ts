@@ -20,58 +20,79 @@ const appended = (count: number, ms: number, detail: string): Measurement => ({
   detail,
 });
 
-/** Raw better-sqlite3: the writers' rows in batches of one row per writer, one transaction each. */
-export async function rawBatchedInsert(shape: AppendShape): Promise<Measurement> {
+/**
+ * Raw better-sqlite3: the writers' rows in batches of one row per writer, one transaction each.
+ * The file is opened once; each `measure` adds `appendsPerWriter` rows per writer.
+ */
+export async function openRawBatchedInsert(shape: AppendShape): Promise<OpenSubject> {
   const folder = tempFolder("raw-sqlite");
   const db = new RawSqlite(folder.file("raw.db"));
-  try {
-    const ids = sessionIds(shape.writers);
-    const started = performance.now();
-    for (let seq = 1; seq <= shape.appendsPerWriter; seq++)
-      db.insertBatch(ids.map((sessionId, i) => ({ sessionId, seq, event: deltaEvent(i) })));
-    const elapsed = performance.now() - started;
-    const total = shape.writers * shape.appendsPerWriter;
-    return appended(
-      total,
-      elapsed,
-      `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}`,
-    );
-  } finally {
-    db.close();
-    folder.remove();
-  }
+  const ids = sessionIds(shape.writers);
+  let head = 0;
+  return {
+    async measure() {
+      const started = performance.now();
+      for (let n = 0; n < shape.appendsPerWriter; n++) {
+        const seq = ++head;
+        db.insertBatch(ids.map((sessionId, i) => ({ sessionId, seq, event: deltaEvent(i) })));
+      }
+      const elapsed = performance.now() - started;
+      const total = shape.writers * shape.appendsPerWriter;
+      return appended(
+        total,
+        elapsed,
+        `${total} rows, ${shape.appendsPerWriter} transactions of ${shape.writers}`,
+      );
+    },
+    async close() {
+      db.close();
+      folder.remove();
+    },
+  };
 }
 
-/** The sessionmux store: `writers` concurrent writers, each awaiting one `append` at a time. */
-export async function storeAppends(shape: AppendShape): Promise<Measurement> {
+/**
+ * The sessionmux store: `writers` concurrent writers, each awaiting one `append` at a time. The
+ * store and its sessions are set up once; each `measure` appends `appendsPerWriter` per writer.
+ */
+export async function openStoreAppends(shape: AppendShape): Promise<OpenSubject> {
   const { SqliteSessionStore } = await import("../../src/store/sqlite-store.js");
   const folder = tempFolder("store");
   const store = SqliteSessionStore.open(folder.file("sessions.db"));
-  try {
-    const ids = sessionIds(shape.writers);
-    for (const sessionId of ids) await store.create({ sessionId, owner: BENCH_OWNER, model: "demo" });
-    const before = store.stats().transactions;
-    const started = performance.now();
-    await Promise.all(
-      ids.map(async (sessionId, i) => {
-        for (let n = 0; n < shape.appendsPerWriter; n++) {
-          const outcome = await store.append(sessionId, [deltaEvent(i)]);
-          if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
-        }
-      }),
-    );
-    const elapsed = performance.now() - started;
-    const total = shape.writers * shape.appendsPerWriter;
-    const transactions = store.stats().transactions - before;
-    return appended(
-      total,
-      elapsed,
-      `${total} acknowledged appends, ${shape.writers} writers, ${transactions} transactions`,
-    );
-  } finally {
+  const close = async () => {
     await store.close();
     folder.remove();
+  };
+  const ids = sessionIds(shape.writers);
+  try {
+    for (const sessionId of ids) await store.create({ sessionId, owner: BENCH_OWNER, model: "demo" });
+  } catch (error) {
+    await close();
+    throw error;
   }
+  return {
+    async measure() {
+      const before = store.stats().transactions;
+      const started = performance.now();
+      await Promise.all(
+        ids.map(async (sessionId, i) => {
+          for (let n = 0; n < shape.appendsPerWriter; n++) {
+            const outcome = await store.append(sessionId, [deltaEvent(i)]);
+            if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+          }
+        }),
+      );
+      const elapsed = performance.now() - started;
+      const total = shape.writers * shape.appendsPerWriter;
+      const transactions = store.stats().transactions - before;
+      return appended(
+        total,
+        elapsed,
+        `${total} acknowledged appends, ${shape.writers} writers, ${transactions} transactions`,
+      );
+    },
+    close,
+  };
 }
 
 /** `writers` concurrent writers, each awaiting `appendsPerWriter` calls one at a time; events/s. */

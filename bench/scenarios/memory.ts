@@ -1,4 +1,5 @@
 import { heldBytes } from "../../test/support/held-bytes.js";
+import { until } from "../../test/support/until.js";
 import { Fleet } from "../harness/fleet.js";
 import type { OpenSubject } from "../harness/rounds.js";
 import type { SubjectFactory } from "../harness/subject.js";
@@ -31,7 +32,11 @@ async function openWithFleet(
         } finally {
           // Every run starts from no connection at all.
           await fleet.send({ cmd: "reset" });
-          await settle();
+          await until(
+            async () => (await subject.openSockets()) === 0,
+            10_000,
+            "the server sees the sockets go",
+          );
         }
       },
       close,

@@ -3,6 +3,7 @@ import pg from "pg";
 import { encodeValue } from "../../src/store/event-codec.js";
 import { openPool } from "../../src/store/postgres/pg-pool.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import type { AppendOptions } from "../../src/store/session-store.js";
 
 export const DEFAULT_PG_URL =
   process.env.SESSIONMUX_TEST_PG_URL ??
@@ -47,12 +48,18 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
 
 const idsOf = (shape: PgAppendShape) => Array.from({ length: shape.writers }, (_, i) => `bench-${i}`);
 
+/** A subject set up once (schema, tables, sessions); each `run` adds `appendsPerWriter` per writer. */
+export interface PgAppender<R> {
+  run(): Promise<R>;
+  close(): Promise<void>;
+}
+
 /**
  * The baseline: the same rows with the same driver (`pg`) and durability (`synchronous_commit =
  * on`), as fast as PostgreSQL takes them: per round one transaction inserting one row per writer
  * with one `unnest` statement, no head, no projection, no notice.
  */
-export async function rawPgBatchedInsert(url: string, shape: PgAppendShape): Promise<number> {
+export async function openRawPgInserts(url: string, shape: PgAppendShape): Promise<PgAppender<number>> {
   const ids = idsOf(shape);
   const schema = newSchema("raw");
   const setup = new pg.Client({ connectionString: url });
@@ -60,51 +67,67 @@ export async function rawPgBatchedInsert(url: string, shape: PgAppendShape): Pro
   await setup.query(`CREATE SCHEMA "${schema}"`);
   await setup.end();
   const pool = openPool(url, { schema, max: 2 });
+  const close = async () => {
+    await pool.end();
+    await dropSchema(url, schema);
+  };
   try {
     await pool.query(`CREATE TABLE events (session_id text COLLATE "C" NOT NULL, seq bigint NOT NULL,
       type text NOT NULL, at bigint NOT NULL, data bytea NOT NULL, PRIMARY KEY (session_id, seq))`);
-    const client = await pool.connect();
-    const started = performance.now();
-    try {
-      for (let seq = 1; seq <= shape.appendsPerWriter; seq++) {
-        await client.query("BEGIN");
-        await client.query(
-          `INSERT INTO events SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[])`,
-          [
-            ids,
-            ids.map(() => seq),
-            ids.map(() => "assistant/delta"),
-            ids.map(() => Date.now()),
-            ids.map((_, i) => Buffer.from(encodeValue(deltaData(i)))),
-          ],
-        );
-        await client.query("COMMIT");
-      }
-    } finally {
-      client.release();
-    }
-    return rate(shape.writers * shape.appendsPerWriter, performance.now() - started);
-  } finally {
-    await pool.end();
-    await dropSchema(url, schema);
+  } catch (error) {
+    await close();
+    throw error;
   }
+  let head = 0;
+  return {
+    async run() {
+      const client = await pool.connect();
+      const started = performance.now();
+      try {
+        for (let n = 0; n < shape.appendsPerWriter; n++) {
+          const seq = ++head;
+          await client.query("BEGIN");
+          await client.query(
+            `INSERT INTO events SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[])`,
+            [
+              ids,
+              ids.map(() => seq),
+              ids.map(() => "assistant/delta"),
+              ids.map(() => Date.now()),
+              ids.map((_, i) => Buffer.from(encodeValue(deltaData(i)))),
+            ],
+          );
+          await client.query("COMMIT");
+        }
+      } finally {
+        client.release();
+      }
+      return rate(shape.writers * shape.appendsPerWriter, performance.now() - started);
+    },
+    close,
+  };
 }
 
 /**
  * The store: `writers` concurrent writers, each awaiting one acknowledged `append` at a time;
  * `fenced`: each append carries its session's lease, as a host's agent writes on several hosts.
  */
-export async function pgStoreAppends(
+export async function openPgStoreAppends(
   url: string,
   shape: PgAppendShape,
   fenced = false,
-): Promise<{ rate: number; transactions: number }> {
+): Promise<PgAppender<{ rate: number; transactions: number }>> {
   const ids = idsOf(shape);
   const schema = newSchema("store");
   const store = await PostgresSessionStore.open(url, { schema });
+  const close = async () => {
+    await store.close();
+    await dropSchema(url, schema);
+  };
+  let fences: AppendOptions[];
   try {
     await Promise.all(ids.map((sessionId) => store.create({ sessionId, owner: "bench", model: "demo" })));
-    const fences = await Promise.all(
+    fences = await Promise.all(
       ids.map(async (sessionId) => {
         if (!fenced) return {};
         const taken = await store.acquireLease(sessionId, "bench-host", PHASE_LIMIT_MS);
@@ -112,30 +135,54 @@ export async function pgStoreAppends(
         return { fence: taken.lease };
       }),
     );
-    const before = store.stats().transactions;
-    const started = performance.now();
-    await Promise.all(
-      ids.map(async (sessionId, i) => {
-        for (let n = 0; n < shape.appendsPerWriter; n++) {
-          const outcome = await store.append(
-            sessionId,
-            [{ type: "assistant/delta", data: deltaData(i) }],
-            fences[i],
-          );
-          if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
-        }
-      }),
-    );
-    const elapsed = performance.now() - started;
-    return {
-      rate: rate(shape.writers * shape.appendsPerWriter, elapsed),
-      transactions: store.stats().transactions - before,
-    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    async run() {
+      const before = store.stats().transactions;
+      const started = performance.now();
+      await Promise.all(
+        ids.map(async (sessionId, i) => {
+          for (let n = 0; n < shape.appendsPerWriter; n++) {
+            const outcome = await store.append(
+              sessionId,
+              [{ type: "assistant/delta", data: deltaData(i) }],
+              fences[i],
+            );
+            if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+          }
+        }),
+      );
+      const elapsed = performance.now() - started;
+      return {
+        rate: rate(shape.writers * shape.appendsPerWriter, elapsed),
+        transactions: store.stats().transactions - before,
+      };
+    },
+    close,
+  };
+}
+
+/** One run on a subject of its own: set up, run, torn down. */
+async function once<R>(open: Promise<PgAppender<R>>): Promise<R> {
+  const appender = await open;
+  try {
+    return await appender.run();
   } finally {
-    await store.close();
-    await dropSchema(url, schema);
+    await appender.close();
   }
 }
+
+export const rawPgBatchedInsert = (url: string, shape: PgAppendShape): Promise<number> =>
+  once(openRawPgInserts(url, shape));
+
+export const pgStoreAppends = (
+  url: string,
+  shape: PgAppendShape,
+  fenced = false,
+): Promise<{ rate: number; transactions: number }> => once(openPgStoreAppends(url, shape, fenced));
 
 export interface PgAppendRounds {
   store: number[];

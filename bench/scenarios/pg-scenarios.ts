@@ -1,7 +1,7 @@
 import { newScenario, type ScenarioResult, SESSIONMUX } from "../harness/result.js";
 import type { Measurement, RoundSubject, RoundsOptions } from "../harness/rounds.js";
 import { openFanout } from "./fanout.js";
-import { DEFAULT_PG_URL, pgStoreAppends, rawPgBatchedInsert } from "./pg-append.js";
+import { DEFAULT_PG_URL, openPgStoreAppends, openRawPgInserts } from "./pg-append.js";
 import { startPgPair } from "./pg-fanout.js";
 
 export const RAW_PG = "raw pg batched insert";
@@ -36,21 +36,36 @@ export function postgresScenarios(url = DEFAULT_PG_URL): PgScenario[] {
         { against: RAW_PG, min: 0.8 },
       ]),
       [
-        [
-          SESSIONMUX,
-          async () => {
-            const measured = await pgStoreAppends(url, appendShape);
-            return wallTimed(measured.rate, `${measured.transactions} transactions, synchronous_commit=on`);
+        {
+          name: SESSIONMUX,
+          open: async () => {
+            const store = await openPgStoreAppends(url, appendShape);
+            return {
+              async measure() {
+                const measured = await store.run();
+                return wallTimed(
+                  measured.rate,
+                  `${measured.transactions} transactions, synchronous_commit=on`,
+                );
+              },
+              close: () => store.close(),
+            };
           },
-        ],
-        [
-          RAW_PG,
-          async () =>
-            wallTimed(
-              await rawPgBatchedInsert(url, appendShape),
-              "one unnest INSERT of 100 rows per transaction, synchronous_commit=on",
-            ),
-        ],
+        },
+        {
+          name: RAW_PG,
+          open: async () => {
+            const raw = await openRawPgInserts(url, appendShape);
+            return {
+              measure: async () =>
+                wallTimed(
+                  await raw.run(),
+                  "one unnest INSERT of 100 rows per transaction, synchronous_commit=on",
+                ),
+              close: () => raw.close(),
+            };
+          },
+        },
       ],
       {},
     ],
