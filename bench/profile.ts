@@ -1,26 +1,27 @@
 /**
- * `npm run bench:profile`: the many-sessions fanout (100 sessions × 10 followers) for sessionmux
- * alone, under V8's sampling profiler, summarised as the top self-time functions. Samples are wall
- * time of the main thread: a commit waiting on fsync shows as the transaction's own time.
+ * `npm run bench:profile -- [fanout|append-wire|resume] [rounds] [--plain]`: one scenario's
+ * sessionmux side alone (default: the many-sessions fanout, 100 sessions × 10 followers, 10 runs)
+ * on one subject, under V8's sampling profiler, summarised as the top self-time functions (`TOP`
+ * of them; `PROFILE_KEEP=<name>` names the profile file). Samples are wall time of the main
+ * thread: a commit waiting on fsync shows as the transaction's own time. `--plain` prints each
+ * run's figure with the process's user and system CPU instead; `GC_EACH=1` collects garbage
+ * before each run, as the rounds of `npm run bench` do.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { collectGarbage } from "./harness/gc.js";
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-}
 interface CpuProfile {
-  nodes: ProfileNode[];
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
   samples: number[];
   timeDeltas: number[];
 }
 
 /** Self time per function (ms), largest first. */
-export function selfTimes(profile: CpuProfile): { name: string; ms: number; share: number }[] {
+function selfTimes(profile: CpuProfile): { name: string; ms: number; share: number }[] {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
   const byName = new Map<string, number>();
   let total = 0;
@@ -38,38 +39,68 @@ export function selfTimes(profile: CpuProfile): { name: string; ms: number; shar
     .sort((a, b) => b.ms - a.ms);
 }
 
-if (process.argv[2] === "--child") {
-  const { openFanout } = await import("./scenarios/fanout.js");
+const scenario = process.argv[2] ?? "fanout";
+const rounds = Number(process.argv[3] ?? 10);
+
+if (process.argv[4] === "--child") {
   const { startSessionmux } = await import("./scenarios/sessionmux-subject.js");
-  const fanout = await openFanout(startSessionmux, {
-    sessions: 100,
-    connections: 10,
-    eventsPerSession: 1_000,
-    batch: 10,
-  });
-  const m = await fanout.measure();
-  await fanout.close();
-  process.stdout.write(`${m.detail}\n`);
+  const open = async () => {
+    if (scenario === "append-wire") {
+      const { openWireAppends } = await import("./scenarios/append.js");
+      return openWireAppends({ writers: 100, appendsPerWriter: 20 });
+    }
+    if (scenario === "resume") {
+      const { openResume } = await import("./scenarios/resume.js");
+      return openResume(startSessionmux, { followers: 1_000, behind: 100 });
+    }
+    const { openFanout } = await import("./scenarios/fanout.js");
+    return openFanout(startSessionmux, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 });
+  };
+  const subject = await open();
+  for (let i = 0; i < rounds; i++) {
+    if (process.env.GC_EACH) collectGarbage();
+    const cpu = process.cpuUsage();
+    const m = await subject.measure();
+    const used = process.cpuUsage(cpu);
+    process.stdout.write(
+      `${m.value.toFixed(0)} user ${(used.user / 1000).toFixed(0)} ms sys ${(used.system / 1000).toFixed(0)} ms; ${m.detail}\n`,
+    );
+  }
+  await subject.close();
   process.exit(0);
 } else {
+  if (process.argv[4] === "--plain") {
+    const run = spawnSync(
+      process.execPath,
+      ["--import", "tsx", fileURLToPath(import.meta.url), scenario, String(rounds), "--child"],
+      { stdio: ["ignore", "inherit", "inherit"], timeout: 600_000 },
+    );
+    process.exit(run.status ?? 1);
+  }
   const dir = mkdtempSync(join(tmpdir(), "sessionmux-profile-"));
   try {
     const self = fileURLToPath(import.meta.url);
     const run = spawnSync(
       process.execPath,
-      ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--import", "tsx", self, "--child"],
-      {
-        stdio: ["ignore", "inherit", "inherit"],
-        timeout: 600_000,
-      },
+      [
+        ...(process.env.PROFILE_KEEP ? [`--cpu-prof-name=${process.env.PROFILE_KEEP}`] : []),
+        "--cpu-prof",
+        `--cpu-prof-dir=${dir}`,
+        "--import",
+        "tsx",
+        self,
+        scenario,
+        String(rounds),
+        "--child",
+      ],
+      { stdio: ["ignore", "inherit", "inherit"], timeout: 600_000 },
     );
     if (run.status !== 0) throw new Error(`profiled run failed (${run.status ?? run.signal})`);
-    // the largest profile is the main thread's (tsx's loader thread writes its own)
     const files = readdirSync(dir).map((f) => join(dir, f));
     const main = files.map((f) => readFileSync(f, "utf8")).sort((a, b) => b.length - a.length)[0];
     if (!main) throw new Error("no profile written");
     process.stdout.write("self time (ms)  share  function\n");
-    for (const row of selfTimes(JSON.parse(main) as CpuProfile).slice(0, 25))
+    for (const row of selfTimes(JSON.parse(main)).slice(0, Number(process.env.TOP ?? 30)))
       process.stdout.write(
         `${row.ms.toFixed(0).padStart(12)}  ${(row.share * 100).toFixed(1).padStart(5)}%  ${row.name}\n`,
       );
