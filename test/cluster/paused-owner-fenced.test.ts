@@ -69,7 +69,18 @@ describe.skipIf(!pgUrl)("an owner paused past its lease (SIGSTOP), then resumed 
       const before = await cluster.reader.leaseHolder("fence");
       expect(before?.hostId).toBe(a.hostId);
 
+      // A's appends to a session it keeps are one pipelined round trip that never waits on A inside
+      // the transaction; creations on A (which read first) keep its writer inside transactions
+      // that wait on it, with the stream's appends batched in.
+      const busy = where === "inside" ? await peer(a.wsUrl) : undefined;
+      let creating = busy !== undefined;
+      const creations = Array.from({ length: busy ? 4 : 0 }, async (_, loop) => {
+        for (let i = 0; creating; i++)
+          await busy!.call("session.create", { sessionId: `busy-${loop}-${i}` }).catch(() => undefined);
+      });
       expect(await pauseWhere(a, where)).toBe(true);
+      creating = false;
+      busy?.ws.terminate();
       owner.ws.terminate();
       // PostgreSQL's clock says when the lease ran out; nobody holds it until a host takes it
       await expect.poll(() => cluster!.reader.leaseHolder("fence"), { timeout: 60_000 }).toBeNull();
@@ -103,6 +114,7 @@ describe.skipIf(!pgUrl)("an owner paused past its lease (SIGSTOP), then resumed 
       // not one event of A's turn after B closed it
       expect(log.slice(firstEnd + 1).filter((e) => turnIdOf(e) === firstTurn)).toEqual([]);
       expect(onC.violations).toEqual([]);
+      await Promise.all(creations);
     },
     CLUSTER_TEST_TIMEOUT_MS,
   );
