@@ -10,6 +10,7 @@ import {
   SessionHeader,
   SessionRow,
 } from "./rows.js";
+import { type Validator, validator } from "./validate.js";
 
 /**
  * §4 activation rules. `cold`: reads or writes persistence, never starts an agent.
@@ -302,6 +303,21 @@ export const METHOD_NAMES = Object.keys(Methods) as MethodName[];
 
 export function isMethodName(value: unknown): value is MethodName {
   return typeof value === "string" && Object.hasOwn(Methods, value);
+}
+
+const paramsValidators = new Map<MethodName, Validator<TSchema>>();
+
+/**
+ * A method's params validator, built on first use and shared for the life of the process: the
+ * mux, the host and a forwarded call all check params with it, none builds one per call.
+ */
+export function paramsValidator<M extends MethodName>(method: M): Validator<(typeof Methods)[M]["params"]> {
+  let check = paramsValidators.get(method);
+  if (!check) {
+    check = validator(Methods[method].params);
+    paramsValidators.set(method, check);
+  }
+  return check as Validator<(typeof Methods)[M]["params"]>;
 }
 
 /** The activation table, derived from the method table so code and tests read one source. */

@@ -6,8 +6,8 @@ import {
   isErrorCode,
   isMethodName,
   Methods,
+  paramsValidator,
   SessionmuxError,
-  validator,
 } from "../../protocol/index.js";
 import type { CallInbox, ForwardedCall, ForwardReply } from "../store/call-inbox.js";
 import type { HostStore } from "../store/live-state-store.js";
@@ -110,7 +110,7 @@ export class CallRouter {
     }
     const method = call.method as CallMethod;
     try {
-      const params = validator(Methods[method].params).parse(call.params);
+      const params = paramsValidator(method).parse(call.params);
       const result = await this.#options.run(call.principal, method, params);
       return { status: "ok", result };
     } catch (err) {

@@ -4,13 +4,12 @@ import {
   ActivationTable,
   type CallMethod,
   isMethodName,
-  type MethodName,
   Methods,
   type Notification,
   type ParamsOf,
+  paramsValidator,
   type ResultOf,
   SessionmuxError,
-  validator,
 } from "../../protocol/index.js";
 import type { AgentDriver } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
@@ -300,7 +299,7 @@ export class SessionHost implements HostApi {
   ): Promise<AttachmentBody> {
     this.#refuseWhileClosing();
     const method = "session.attachment";
-    const parsed = paramsValidator(method).parse(params) as ParamsOf<typeof method>;
+    const parsed = paramsValidator(method).parse(params);
     return openAttachment(this.store, this.#policy.scope(ActivationTable[method]), principal, parsed);
   }
 
@@ -375,16 +374,4 @@ export class SessionHost implements HostApi {
     this.#hub.clear();
     await this.#ctx.agent.close?.();
   }
-}
-
-const paramsValidators = new Map<MethodName, ReturnType<typeof validator>>();
-
-/** One validator per method for the life of the process, not one built per call. */
-function paramsValidator(method: MethodName): ReturnType<typeof validator> {
-  let check = paramsValidators.get(method);
-  if (!check) {
-    check = validator(Methods[method].params);
-    paramsValidators.set(method, check);
-  }
-  return check;
 }

@@ -3,6 +3,7 @@ import {
   isMethodName,
   type MethodName,
   Methods,
+  paramsValidator,
   SessionmuxError,
   validator,
 } from "../../../protocol/index.js";
@@ -19,9 +20,6 @@ export interface FrameRefusal {
 }
 
 const frameId = validator(FrameId);
-const paramValidators = new Map(
-  (Object.keys(Methods) as MethodName[]).map((m) => [m, validator(Methods[m].params)] as const),
-);
 
 /**
  * Checks a decoded frame in the order of §7: map → id → duplicate → type → method → params.
@@ -83,9 +81,8 @@ export function parseClientFrame(
       }),
     };
   }
-  const check = paramValidators.get(method);
   try {
-    const params = check ? check.parse(frame.params ?? {}) : {};
+    const params = paramsValidator(method).parse(frame.params ?? {});
     return { type, id, method, params };
   } catch (err) {
     return {
