@@ -19,8 +19,7 @@ interface Subscriber {
  * list instance, so a transport can encode it once for all of them, keyed by identity.
  */
 export class NotificationHub {
-  readonly #subscribers = new Set<Subscriber>();
-  /** The same subscribers by what they may see: admins see every session, others their own. */
+  /** Subscribers by what they may see: admins see every session, others their own. */
   readonly #admins = new Set<Subscriber>();
   readonly #byName = new Map<string, Set<Subscriber>>();
   #pending: NotificationBatch | undefined;
@@ -41,7 +40,6 @@ export class NotificationHub {
   /** One call per tick with everything the principal may see of it, in order. */
   subscribeLists(principal: Principal, deliver: (list: NotificationList) => void): () => void {
     const subscriber = { principal, deliver };
-    this.#subscribers.add(subscriber);
     if (principal.admin) this.#admins.add(subscriber);
     else {
       let named = this.#byName.get(principal.name);
@@ -52,7 +50,6 @@ export class NotificationHub {
       named.add(subscriber);
     }
     return () => {
-      this.#subscribers.delete(subscriber);
       if (principal.admin) this.#admins.delete(subscriber);
       else {
         const named = this.#byName.get(principal.name);
@@ -80,7 +77,6 @@ export class NotificationHub {
   }
 
   clear(): void {
-    this.#subscribers.clear();
     this.#admins.clear();
     this.#byName.clear();
     this.#pending = undefined;
@@ -120,11 +116,16 @@ export class NotificationHub {
     }
   }
 
+  *#everyone(): Iterable<Subscriber> {
+    yield* this.#admins;
+    for (const named of this.#byName.values()) yield* named;
+  }
+
   /** Some entry is for one principal only: each principal's list is judged entry by entry. */
   #flushPersonal(batch: NotificationBatch): void {
     // canSee(principal, owner) depends only on `admin` and `name`: one list per admin/name.
     const byName = new Map<string, NotificationList>();
-    for (const s of this.#subscribers) {
+    for (const s of this.#everyone()) {
       const key = `${s.principal.admin}:${s.principal.name}`;
       let list = byName.get(key);
       if (!list) {
