@@ -3,14 +3,10 @@ import { startRawWsAppend } from "../baselines/raw-ws-append.js";
 import { MuxCaller } from "../harness/mux-caller.js";
 import type { Measurement, OpenSubject } from "../harness/rounds.js";
 import { tempFolder } from "../harness/temp-folder.js";
+import { type AppendShape, timedWriters } from "../harness/timed-writers.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
 import type { DurableStreamsPeer } from "../peers/durable-streams.js";
 import { BENCH_OWNER, BENCH_TOKEN, startSessionmux, writerName, writerToken } from "./sessionmux-subject.js";
-
-export interface AppendShape {
-  writers: number;
-  appendsPerWriter: number;
-}
 
 /** A wall-timed batch of `count` appends as a measurement that repeated runs can combine. */
 const appended = (count: number, ms: number, detail: string): Measurement => ({
@@ -73,41 +69,19 @@ export async function openStoreAppends(shape: AppendShape): Promise<OpenSubject>
   return {
     async measure() {
       const before = store.stats().transactions;
-      const started = performance.now();
-      await Promise.all(
-        ids.map(async (sessionId, i) => {
-          for (let n = 0; n < shape.appendsPerWriter; n++) {
-            const outcome = await store.append(sessionId, [deltaEvent(i)]);
-            if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
-          }
-        }),
-      );
-      const elapsed = performance.now() - started;
-      const total = shape.writers * shape.appendsPerWriter;
+      const { total, ms } = await timedWriters(shape, async (i) => {
+        const outcome = await store.append(ids[i]!, [deltaEvent(i)]);
+        if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+      });
       const transactions = store.stats().transactions - before;
       return appended(
         total,
-        elapsed,
+        ms,
         `${total} acknowledged appends, ${shape.writers} writers, ${transactions} transactions`,
       );
     },
     close,
   };
-}
-
-/** `writers` concurrent writers, each awaiting `appendsPerWriter` calls one at a time; events/s. */
-async function timedWriters(
-  shape: AppendShape,
-  write: (writer: number, n: number) => Promise<unknown>,
-): Promise<{ total: number; ms: number }> {
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: shape.writers }, async (_, i) => {
-      for (let n = 0; n < shape.appendsPerWriter; n++) await write(i, n);
-    }),
-  );
-  const total = shape.writers * shape.appendsPerWriter;
-  return { total, ms: performance.now() - started };
 }
 
 /** Every writer renames its own session `appendsPerWriter` times over its own socket. */

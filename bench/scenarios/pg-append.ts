@@ -4,16 +4,12 @@ import { encodeValue } from "../../src/store/event-codec.js";
 import { openPool } from "../../src/store/postgres/pg-pool.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import type { AppendOptions } from "../../src/store/session-store.js";
+import { type AppendShape, timedWriters } from "../harness/timed-writers.js";
 
 export const DEFAULT_PG_URL =
   process.env.SESSIONMUX_TEST_PG_URL ??
   process.env.SESSIONMUX_BENCH_PG_URL ??
   "postgres://postgres@127.0.0.1:5432/test";
-
-export interface PgAppendShape {
-  writers: number;
-  appendsPerWriter: number;
-}
 
 /** Every phase gives up past this, so a stuck database cannot hang the run. */
 const PHASE_LIMIT_MS = 120_000;
@@ -46,7 +42,7 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   }
 }
 
-const idsOf = (shape: PgAppendShape) => Array.from({ length: shape.writers }, (_, i) => `bench-${i}`);
+const idsOf = (shape: AppendShape) => Array.from({ length: shape.writers }, (_, i) => `bench-${i}`);
 
 /** A subject set up once (schema, tables, sessions); each `run` adds `appendsPerWriter` per writer. */
 export interface PgAppender<R> {
@@ -59,7 +55,7 @@ export interface PgAppender<R> {
  * on`), as fast as PostgreSQL takes them: per round one transaction inserting one row per writer
  * with one `unnest` statement, no head, no projection, no notice.
  */
-export async function openRawPgInserts(url: string, shape: PgAppendShape): Promise<PgAppender<number>> {
+export async function openRawPgInserts(url: string, shape: AppendShape): Promise<PgAppender<number>> {
   const ids = idsOf(shape);
   const schema = newSchema("raw");
   const setup = new pg.Client({ connectionString: url });
@@ -114,7 +110,7 @@ export async function openRawPgInserts(url: string, shape: PgAppendShape): Promi
  */
 export async function openPgStoreAppends(
   url: string,
-  shape: PgAppendShape,
+  shape: AppendShape,
   fenced = false,
 ): Promise<PgAppender<{ rate: number; transactions: number }>> {
   const ids = idsOf(shape);
@@ -142,24 +138,15 @@ export async function openPgStoreAppends(
   return {
     async run() {
       const before = store.stats().transactions;
-      const started = performance.now();
-      await Promise.all(
-        ids.map(async (sessionId, i) => {
-          for (let n = 0; n < shape.appendsPerWriter; n++) {
-            const outcome = await store.append(
-              sessionId,
-              [{ type: "assistant/delta", data: deltaData(i) }],
-              fences[i],
-            );
-            if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
-          }
-        }),
-      );
-      const elapsed = performance.now() - started;
-      return {
-        rate: rate(shape.writers * shape.appendsPerWriter, elapsed),
-        transactions: store.stats().transactions - before,
-      };
+      const { total, ms } = await timedWriters(shape, async (i) => {
+        const outcome = await store.append(
+          ids[i]!,
+          [{ type: "assistant/delta", data: deltaData(i) }],
+          fences[i],
+        );
+        if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
+      });
+      return { rate: rate(total, ms), transactions: store.stats().transactions - before };
     },
     close,
   };
@@ -175,12 +162,12 @@ async function once<R>(open: Promise<PgAppender<R>>): Promise<R> {
   }
 }
 
-export const rawPgBatchedInsert = (url: string, shape: PgAppendShape): Promise<number> =>
+export const rawPgBatchedInsert = (url: string, shape: AppendShape): Promise<number> =>
   once(openRawPgInserts(url, shape));
 
 export const pgStoreAppends = (
   url: string,
-  shape: PgAppendShape,
+  shape: AppendShape,
   fenced = false,
 ): Promise<{ rate: number; transactions: number }> => once(openPgStoreAppends(url, shape, fenced));
 
@@ -199,7 +186,7 @@ export interface PgAppendRounds {
  */
 export async function pgAppendRounds(
   url: string,
-  shape: PgAppendShape,
+  shape: AppendShape,
   rounds: number,
 ): Promise<PgAppendRounds> {
   const result: PgAppendRounds = { store: [], fenced: [], raw: [], transactions: 0 };
