@@ -20,7 +20,7 @@ interface StreamedMessage {
 
 /** What waits while a streamed message is on the wire: nothing may come between its fragments. */
 type Held =
-  | { kind: "parts"; head: Uint8Array; body: Uint8Array; message?: Buffer }
+  | { kind: "parts"; head: Uint8Array; body: Uint8Array }
   | { kind: "shared"; frames: SharedEventFrames }
   | { kind: "streamed"; message: StreamedMessage };
 
@@ -89,12 +89,14 @@ export class FrameWriter {
   /**
    * Sends one message whose payload is `head` then `body`: a small body is copied in behind its
    * header, a large one (an attachment) is written as it is, so a body shared by many sockets is
-   * never copied per socket. Through `ws`, the two are fragments of one message (RFC 6455 §5.4),
-   * sent synchronously, so nothing can come between them.
+   * never copied per socket. `message`, when given, is the whole WebSocket message (header, head,
+   * body) framed once for many sockets, written as it is beside `ws`. Through `ws`, the two are
+   * fragments of one message (RFC 6455 §5.4), sent synchronously, so nothing can come between them.
    */
-  sendParts(head: Uint8Array, body: Uint8Array): void {
+  sendParts(head: Uint8Array, body: Uint8Array, message?: Buffer): void {
     if (!this.open) return;
     if (this.#streaming) {
+      // held, it is framed again when its turn comes: the socket may no longer take frames beside ws
       this.#hold({ kind: "parts", head, body }, head.length + body.length);
       return;
     }
@@ -102,6 +104,10 @@ export class FrameWriter {
     this.#frames++;
     this.#bytes += head.length + body.length;
     if (this.#besideWs()) {
+      if (message) {
+        this.#raw.write(message);
+        return;
+      }
       if (body.length <= COPY_BODY_BYTES) {
         this.#raw.write(binaryMessage(head, body));
         return;
@@ -114,30 +120,9 @@ export class FrameWriter {
     this.#ws.send(body, { binary: true, fin: true });
   }
 
-  /** Messages are written to the socket beside `ws` now: `sendMessage` writes its bytes as they are. */
+  /** Messages are written to the socket beside `ws` now: a `message` given to `sendParts` is written as it is. */
   get framesBesideWs(): boolean {
     return this.open && !this.#streaming && this.#besideWs();
-  }
-
-  /**
-   * Sends the message of payload `head` then `body` whose whole WebSocket bytes (`message`: header,
-   * head, body) were framed once for many sockets: one write, nothing allocated or copied here.
-   * Through `ws` (or behind a streamed message), as `sendParts`.
-   */
-  sendMessage(head: Uint8Array, body: Uint8Array, message: Buffer): void {
-    if (!this.open) return;
-    if (this.#streaming) {
-      this.#hold({ kind: "parts", head, body, message }, head.length + body.length);
-      return;
-    }
-    if (!this.#besideWs()) {
-      this.sendParts(head, body);
-      return;
-    }
-    this.#cork();
-    this.#frames++;
-    this.#bytes += head.length + body.length;
-    this.#raw.write(message);
   }
 
   /** A tick's event frames, built once for many sockets, in one write of ready WebSocket bytes. */
@@ -230,8 +215,7 @@ export class FrameWriter {
       }
       if (held.kind === "parts") {
         this.#heldBytes -= held.head.length + held.body.length;
-        if (held.message) this.sendMessage(held.head, held.body, held.message);
-        else this.sendParts(held.head, held.body);
+        this.sendParts(held.head, held.body);
       } else {
         this.#heldBytes -= held.frames.wire.length;
         this.sendShared(held.frames);

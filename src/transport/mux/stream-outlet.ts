@@ -52,14 +52,8 @@ export class StreamOutlet {
   itemShared(value: Uint8Array): void {
     if (this.#finished) return;
     this.#prefix ??= itemFramePrefix(this.id);
-    if (this.writer.framesBesideWs) {
-      const message = sharedItemMessage(this.id, this.#prefix, value);
-      if (message !== undefined) {
-        this.writer.sendMessage(this.#prefix, value, message);
-        return;
-      }
-    }
-    this.writer.sendParts(this.#prefix, value);
+    const message = this.writer.framesBesideWs ? sharedItemMessage(this.id, this.#prefix, value) : undefined;
+    this.writer.sendParts(this.#prefix, value, message);
   }
 
   end(): void {
