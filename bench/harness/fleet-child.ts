@@ -34,31 +34,10 @@ let onTargets: (() => void) | undefined;
 const stats: FleetStats = { events: 0, dup: 0, gap: 0, errors: [], latencies: [] };
 let recordLatency = false;
 
-/** First and last seq of an events array whose seqs are contiguous, computed once per array. */
-const runs = new WeakMap<StreamEvent[], { first: number; last: number } | null>();
-
-function contiguousRun(events: StreamEvent[]): { first: number; last: number } | null {
-  let run = runs.get(events);
-  if (run === undefined) {
-    run = events.length > 0 ? { first: events[0]!.seq, last: events.at(-1)!.seq } : null;
-    for (let i = 1; run && i < events.length; i++) if (events[i]!.seq !== events[i - 1]!.seq + 1) run = null;
-    runs.set(events, run);
-  }
-  return run;
-}
-
 function apply(follower: Follower, streamId: number, events: StreamEvent[]): void {
   const now = recordLatency ? wallNow() : 0;
   let last = follower.last.get(streamId) ?? 0;
   const before = last;
-  // A shared (cached) array of contiguous seqs that continues this stream is checked in one step;
-  // anything else is checked event by event.
-  const run = recordLatency ? null : contiguousRun(events);
-  if (run && run.first === last + 1) {
-    stats.events += events.length;
-    last = run.last;
-    events = [];
-  }
   for (const event of events) {
     if (event.seq <= last) stats.dup += 1;
     else if (event.seq > last + 1) stats.gap += event.seq - last - 1;
