@@ -1,17 +1,20 @@
 /**
  * The durable limit of agents streaming, in a process of its own so its CPU is its own: bare
- * better-sqlite3 (WAL, synchronous=FULL) commits event `i` of every session in one transaction
- * (the best group commit concurrent agents could get), then a bare `ws` server writes each
- * committed event to the session's followers as one encoded frame, the same bytes for each.
+ * better-sqlite3 (WAL, synchronous=FULL, the store's checkpoint interval) commits event `i` of
+ * every session in one transaction (the best group commit concurrent agents could get), then a
+ * bare `ws` server writes each committed event to the session's followers as one encoded frame,
+ * the same bytes for each.
  * Nothing else: no projection, no listeners, no validation, no turn runner.
  */
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { decode, encode } from "@msgpack/msgpack";
+import { decode } from "@msgpack/msgpack";
 import Database from "better-sqlite3";
 import { type WebSocket, WebSocketServer } from "ws";
+import { WAL_CHECKPOINT_PAGES } from "../../src/store/sqlite-store.js";
 import { collectGarbage } from "../harness/gc.js";
 import { wsServerOptions } from "../harness/listen.js";
+import { encode } from "../harness/shared-encoder.js";
 import { tempFolder } from "../harness/temp-folder.js";
 
 export type LimitCommand =
@@ -26,6 +29,7 @@ const folder = tempFolder("durable-limit");
 const db = new Database(folder.file("limit.db"));
 db.pragma("journal_mode = WAL");
 db.pragma("synchronous = FULL");
+db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
 db.exec(
   "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, " +
     "at INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID",

@@ -1,9 +1,12 @@
-import { decode, encode } from "@msgpack/msgpack";
+import { decode } from "@msgpack/msgpack";
 import Database from "better-sqlite3";
+import { WAL_CHECKPOINT_PAGES } from "../../src/store/sqlite-store.js";
+import { encode } from "../harness/shared-encoder.js";
 
 /**
  * The physical limit of appends and replay: bare better-sqlite3 with the store's durability
- * settings (WAL, synchronous=FULL), the same row shape, no projection, no listeners.
+ * settings (WAL, synchronous=FULL) and checkpoint interval, the same row shape, no projection,
+ * no listeners.
  */
 export class RawSqlite {
   private readonly db: Database.Database;
@@ -14,6 +17,7 @@ export class RawSqlite {
     this.db = new Database(path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = FULL");
+    this.db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
     this.db.exec(
       "CREATE TABLE IF NOT EXISTS events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, " +
         "at INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID",

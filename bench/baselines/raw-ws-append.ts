@@ -1,8 +1,9 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { decode, encode } from "@msgpack/msgpack";
+import { decode } from "@msgpack/msgpack";
 import { type WebSocket, WebSocketServer } from "ws";
 import { wsServerOptions } from "../harness/listen.js";
+import { encode } from "../harness/shared-encoder.js";
 import { RawSqlite } from "./raw-sqlite.js";
 
 interface Pending {

@@ -1,6 +1,7 @@
 import { once } from "node:events";
-import { decode, encode } from "@msgpack/msgpack";
+import { decode } from "@msgpack/msgpack";
 import WebSocket from "ws";
+import { encode } from "./shared-encoder.js";
 
 /** A bare client for unary mux calls: what any script speaking the wire does, without the SDK. */
 export class MuxCaller {
