@@ -1,10 +1,13 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { decode, encode } from "@msgpack/msgpack";
+import { decode } from "@msgpack/msgpack";
 import { type WebSocket, WebSocketServer } from "ws";
 import { wsServerOptions } from "../harness/listen.js";
+import { encode } from "../harness/shared-encoder.js";
 import type { FanoutSubject } from "../harness/subject.js";
+import { tempFolder } from "../harness/temp-folder.js";
 import type { DeltaEvent } from "../harness/workload.js";
+import { RawSqlite } from "./raw-sqlite.js";
 
 interface RawSession {
   events: { seq: number; at: number; type: string; data: unknown }[];
@@ -13,11 +16,32 @@ interface RawSession {
 
 const REPLAY_BATCH = 500;
 
+interface Publish {
+  index: number;
+  stored: RawSession["events"];
+  resolve(seq: number): void;
+}
+
 /**
  * The physical limit of fanout: a bare `ws` server that keeps events in memory, encodes each batch
  * once and writes the same bytes to every follower, with a replay from memory on subscribe.
  */
-export async function startRawWs(): Promise<FanoutSubject> {
+export function startRawWs(): Promise<FanoutSubject> {
+  return startRawWsServer(false);
+}
+
+/**
+ * The durable limit of fanout: `startRawWs` that first commits every publish with bare
+ * better-sqlite3 at the store's durability (WAL, `synchronous=FULL`), the publishes queued in one
+ * tick in one transaction as a group commit would, and sends only after COMMIT.
+ */
+export function startDurableRawWs(): Promise<FanoutSubject> {
+  return startRawWsServer(true);
+}
+
+async function startRawWsServer(durable: boolean): Promise<FanoutSubject> {
+  const folder = durable ? tempFolder("raw-ws-sqlite") : undefined;
+  const db = folder ? new RawSqlite(folder.file("raw.db")) : undefined;
   const server = new WebSocketServer(wsServerOptions);
   await once(server, "listening");
   const sessions: RawSession[] = [];
@@ -41,12 +65,35 @@ export async function startRawWs(): Promise<FanoutSubject> {
     });
   });
 
+  const deliver = (index: number, stored: RawSession["events"]) => {
+    const bytes = frame(index, stored);
+    for (const socket of sessions[index]!.followers) socket.send(bytes);
+  };
+  const ids: string[] = [];
+  let pending: Publish[] = [];
+  const commit = () => {
+    const batch = pending;
+    pending = [];
+    db!.insertBatch(
+      batch.flatMap(({ index, stored }) =>
+        stored.map((e) => ({ sessionId: ids[index]!, seq: e.seq, event: e })),
+      ),
+    );
+    for (const { index, stored, resolve } of batch) {
+      deliver(index, stored);
+      resolve(stored.at(-1)!.seq);
+    }
+  };
+
   return {
-    name: "raw ws",
+    name: durable ? "raw ws + better-sqlite3" : "raw ws",
     kind: "raw",
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async prepare(ids) {
-      for (let i = 0; i < ids.length; i++) sessions.push({ events: [], followers: new Set() });
+    async prepare(sessionIds) {
+      for (const sessionId of sessionIds) {
+        ids.push(sessionId);
+        sessions.push({ events: [], followers: new Set() });
+      }
     },
     async publish(index, events: readonly DeltaEvent[]) {
       const session = sessions[index]!;
@@ -58,9 +105,14 @@ export async function startRawWs(): Promise<FanoutSubject> {
         data: e.data,
       }));
       session.events.push(...stored);
-      const bytes = frame(index, stored);
-      for (const socket of session.followers) socket.send(bytes);
-      return session.events.length;
+      if (!db) {
+        deliver(index, stored);
+        return session.events.length;
+      }
+      return new Promise<number>((resolve) => {
+        if (pending.length === 0) setImmediate(commit);
+        pending.push({ index, stored, resolve });
+      });
     },
     async openSockets() {
       return server.clients.size;
@@ -68,6 +120,8 @@ export async function startRawWs(): Promise<FanoutSubject> {
     async close() {
       for (const socket of server.clients) socket.terminate();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      db?.close();
+      folder?.remove();
     },
   };
 }
