@@ -42,15 +42,39 @@ export function encodeFrame(value: unknown): Uint8Array {
 
 /** Decodes one frame; anything undecodable or over the limits throws `bad_frame`. */
 export function decodeFrame(bytes: Uint8Array, limits?: Partial<DecodeLimits>): unknown {
-  const effective = limits === undefined ? DEFAULT_DECODE_LIMITS : { ...DEFAULT_DECODE_LIMITS, ...limits };
+  const { effective, decoder } = decodingWith(limits);
   scanMessagePack(bytes, effective);
   try {
-    return decoderFor(effective).decode(bytes);
+    return decoder.decode(bytes);
   } catch (err) {
     throw new SessionmuxError("bad_frame", `undecodable MessagePack: ${(err as Error).message}`, {
       cause: err,
     });
   }
+}
+
+interface Decoding {
+  effective: DecodeLimits;
+  decoder: Decoder;
+}
+
+// Callers pass one limits object per connection (or none) and never change it, so a frame looks
+// its decoder up by that object instead of merging the limits and building a key every time.
+const byLimitsObject = new WeakMap<Partial<DecodeLimits>, Decoding>();
+let defaultDecoding: Decoding | undefined;
+
+function decodingWith(limits: Partial<DecodeLimits> | undefined): Decoding {
+  if (limits === undefined) {
+    defaultDecoding ??= { effective: DEFAULT_DECODE_LIMITS, decoder: decoderFor(DEFAULT_DECODE_LIMITS) };
+    return defaultDecoding;
+  }
+  let decoding = byLimitsObject.get(limits);
+  if (!decoding) {
+    const effective = { ...DEFAULT_DECODE_LIMITS, ...limits };
+    decoding = { effective, decoder: decoderFor(effective) };
+    byLimitsObject.set(limits, decoding);
+  }
+  return decoding;
 }
 
 function decoderFor(limits: DecodeLimits): Decoder {
