@@ -8,13 +8,12 @@
  */
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { decode } from "@msgpack/msgpack";
 import Database from "better-sqlite3";
 import { type WebSocket, WebSocketServer } from "ws";
 import { WAL_CHECKPOINT_PAGES } from "../../src/store/sqlite-store.js";
 import { collectGarbage } from "../harness/gc.js";
 import { wsServerOptions } from "../harness/listen.js";
-import { encode } from "../harness/shared-encoder.js";
+import { decode, encode } from "../harness/shared-codec.js";
 import { tempFolder } from "../harness/temp-folder.js";
 
 export type LimitCommand =

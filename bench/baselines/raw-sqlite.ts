@@ -1,7 +1,6 @@
-import { decode } from "@msgpack/msgpack";
 import Database from "better-sqlite3";
 import { WAL_CHECKPOINT_PAGES } from "../../src/store/sqlite-store.js";
-import { encode } from "../harness/shared-encoder.js";
+import { decode, encode } from "../harness/shared-codec.js";
 
 /**
  * The physical limit of appends and replay: bare better-sqlite3 with the store's durability

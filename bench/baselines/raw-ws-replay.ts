@@ -1,9 +1,8 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { decode } from "@msgpack/msgpack";
 import { WebSocketServer } from "ws";
 import { wsServerOptions } from "../harness/listen.js";
-import { encode } from "../harness/shared-encoder.js";
+import { decode, encode } from "../harness/shared-codec.js";
 import { RawSqlite } from "./raw-sqlite.js";
 
 const PAGE = 500;

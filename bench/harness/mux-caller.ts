@@ -1,7 +1,6 @@
 import { once } from "node:events";
-import { decode } from "@msgpack/msgpack";
 import WebSocket from "ws";
-import { encode } from "./shared-encoder.js";
+import { decode, encode } from "./shared-codec.js";
 
 /** A bare client for unary mux calls: what any script speaking the wire does, without the SDK. */
 export class MuxCaller {
