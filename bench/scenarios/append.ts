@@ -3,7 +3,7 @@ import { startRawWsAppend } from "../baselines/raw-ws-append.js";
 import { MuxCaller } from "../harness/mux-caller.js";
 import type { Measurement, OpenSubject } from "../harness/rounds.js";
 import { tempFolder } from "../harness/temp-folder.js";
-import { type AppendShape, timedWriters } from "../harness/timed-writers.js";
+import { type AppendShape, timedAppends, timedWriters } from "../harness/timed-writers.js";
 import { deltaEvent, sessionIds } from "../harness/workload.js";
 import type { DurableStreamsPeer } from "../peers/durable-streams.js";
 import { BENCH_OWNER, BENCH_TOKEN, startSessionmux, writerName, writerToken } from "./sessionmux-subject.js";
@@ -68,12 +68,7 @@ export async function openStoreAppends(shape: AppendShape): Promise<OpenSubject>
   }
   return {
     async measure() {
-      const before = store.stats().transactions;
-      const { total, ms } = await timedWriters(shape, async (i) => {
-        const outcome = await store.append(ids[i]!, [deltaEvent(i)]);
-        if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
-      });
-      const transactions = store.stats().transactions - before;
+      const { total, ms, transactions } = await timedAppends(store, ids, shape, deltaEvent);
       return appended(
         total,
         ms,

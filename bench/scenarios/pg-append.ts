@@ -4,7 +4,7 @@ import { encodeValue } from "../../src/store/event-codec.js";
 import { openPool } from "../../src/store/postgres/pg-pool.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import type { AppendOptions } from "../../src/store/session-store.js";
-import { type AppendShape, timedWriters } from "../harness/timed-writers.js";
+import { type AppendShape, timedAppends } from "../harness/timed-writers.js";
 
 export const DEFAULT_PG_URL =
   process.env.SESSIONMUX_TEST_PG_URL ??
@@ -137,16 +137,9 @@ export async function openPgStoreAppends(
   }
   return {
     async run() {
-      const before = store.stats().transactions;
-      const { total, ms } = await timedWriters(shape, async (i) => {
-        const outcome = await store.append(
-          ids[i]!,
-          [{ type: "assistant/delta", data: deltaData(i) }],
-          fences[i],
-        );
-        if (outcome.status !== "appended") throw new Error(`append: ${outcome.status}`);
-      });
-      return { rate: rate(total, ms), transactions: store.stats().transactions - before };
+      const delta = (i: number) => ({ type: "assistant/delta" as const, data: deltaData(i) });
+      const { total, ms, transactions } = await timedAppends(store, ids, shape, delta, fences);
+      return { rate: rate(total, ms), transactions };
     },
     close,
   };
