@@ -34,7 +34,6 @@ export const DEFAULT_DECODE_LIMITS: Readonly<DecodeLimits> = Object.freeze({
 
 // Absent optional fields must stay absent on the wire: a nil would fail `Optional(...)` schemas.
 const encoder = new Encoder({ ignoreUndefined: true });
-const decoders = new Map<string, Decoder>();
 
 export function encodeFrame(value: unknown): Uint8Array {
   return encoder.encode(value);
@@ -58,41 +57,29 @@ interface Decoding {
   decoder: Decoder;
 }
 
-// Callers pass one limits object per connection (or none) and never change it, so a frame looks
-// its decoder up by that object instead of merging the limits and building a key every time.
+// Callers pass one limits object per connection (or none) and never change it, so a frame finds
+// its merged limits and decoder by that object instead of merging them every time.
 const byLimitsObject = new WeakMap<Partial<DecodeLimits>, Decoding>();
-let defaultDecoding: Decoding | undefined;
 
-function decodingWith(limits: Partial<DecodeLimits> | undefined): Decoding {
-  if (limits === undefined) {
-    defaultDecoding ??= { effective: DEFAULT_DECODE_LIMITS, decoder: decoderFor(DEFAULT_DECODE_LIMITS) };
-    return defaultDecoding;
-  }
+function decodingWith(limits: Partial<DecodeLimits> = DEFAULT_DECODE_LIMITS): Decoding {
   let decoding = byLimitsObject.get(limits);
   if (!decoding) {
     const effective = { ...DEFAULT_DECODE_LIMITS, ...limits };
-    decoding = { effective, decoder: decoderFor(effective) };
+    decoding = {
+      effective,
+      decoder: new Decoder({
+        maxStrLength: effective.maxStrBytes,
+        maxBinLength: effective.maxBinBytes,
+        maxArrayLength: effective.maxArrayLength,
+        maxMapLength: effective.maxMapLength,
+        maxExtLength: 0,
+        mapKeyConverter: (k: unknown) => {
+          if (typeof k !== "string") throw new Error("map keys must be strings");
+          return k;
+        },
+      }),
+    };
     byLimitsObject.set(limits, decoding);
   }
   return decoding;
-}
-
-function decoderFor(limits: DecodeLimits): Decoder {
-  const key = `${limits.maxStrBytes}/${limits.maxBinBytes}/${limits.maxArrayLength}/${limits.maxMapLength}`;
-  let decoder = decoders.get(key);
-  if (!decoder) {
-    decoder = new Decoder({
-      maxStrLength: limits.maxStrBytes,
-      maxBinLength: limits.maxBinBytes,
-      maxArrayLength: limits.maxArrayLength,
-      maxMapLength: limits.maxMapLength,
-      maxExtLength: 0,
-      mapKeyConverter: (k: unknown) => {
-        if (typeof k !== "string") throw new Error("map keys must be strings");
-        return k;
-      },
-    });
-    decoders.set(key, decoder);
-  }
-  return decoder;
 }
