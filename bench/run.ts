@@ -118,7 +118,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       { name: RAW_SQLITE, open: () => openRawBatchedInsert(appendShape) },
     ],
   );
-  // Durable Streams takes ~30× longer per append: its runs are shorter so a round stays short, while
+  // Durable Streams takes about 10× longer per append: its runs are shorter so a round stays short, while
   // the fast subjects get enough transactions per run for fsync's spread to average out
   const wireShape = { writers: 100, appendsPerWriter: 50 };
   const slowWireShape = { writers: 100, appendsPerWriter: 10 };
