@@ -9,6 +9,7 @@ import type { DeltaEvent } from "../harness/workload.js";
 import { RawSqlite } from "./raw-sqlite.js";
 
 interface RawSession {
+  sessionId: string;
   events: { seq: number; at: number; type: string; data: unknown }[];
   followers: Set<WebSocket>;
 }
@@ -68,14 +69,13 @@ async function startRawWsServer(durable: boolean): Promise<FanoutSubject> {
     const bytes = frame(index, stored);
     for (const socket of sessions[index]!.followers) socket.send(bytes);
   };
-  const ids: string[] = [];
   let pending: Publish[] = [];
   const commit = () => {
     const batch = pending;
     pending = [];
     db!.insertBatch(
       batch.flatMap(({ index, stored }) =>
-        stored.map((e) => ({ sessionId: ids[index]!, seq: e.seq, event: e })),
+        stored.map((e) => ({ sessionId: sessions[index]!.sessionId, seq: e.seq, event: e })),
       ),
     );
     for (const { index, stored, resolve } of batch) {
@@ -89,10 +89,7 @@ async function startRawWsServer(durable: boolean): Promise<FanoutSubject> {
     kind: "raw",
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
     async prepare(sessionIds) {
-      for (const sessionId of sessionIds) {
-        ids.push(sessionId);
-        sessions.push({ events: [], followers: new Set() });
-      }
+      for (const sessionId of sessionIds) sessions.push({ sessionId, events: [], followers: new Set() });
     },
     async publish(index, events: readonly DeltaEvent[]) {
       const session = sessions[index]!;
