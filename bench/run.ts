@@ -5,6 +5,7 @@
  */
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
+import { heldBytes } from "../test/support/held-bytes.js";
 import { startDurableRawWs, startRawWs } from "./baselines/raw-ws.js";
 import { describeMachine } from "./harness/machine.js";
 import { Progress } from "./harness/progress.js";
@@ -104,6 +105,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
           { ...rounds, onRun },
         );
         result.durationMs = Date.now() - started;
+        result.heldAfterBytes = heldBytes();
       },
     });
   };

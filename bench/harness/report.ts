@@ -64,6 +64,12 @@ function methodLines(report: BenchReport): string[] {
 }
 
 /** The markdown table the README's Performance section shows. */
+/** ", 27 MiB held after": what the process kept once the scenario's subjects were closed. */
+function heldAfter(scenario: ScenarioResult): string {
+  const held = scenario.heldAfterBytes;
+  return held === undefined ? "" : `, ${(held / 2 ** 20).toFixed(0)} MiB held after`;
+}
+
 export function renderMarkdown(report: BenchReport): string {
   const out = [
     `# sessionmux benchmark, ${report.date}`,
@@ -94,7 +100,7 @@ export function renderMarkdown(report: BenchReport): string {
       "",
       "## Time per scenario",
       "",
-      ...timed.map((s) => `- ${s.title}: ${(s.durationMs! / 1000).toFixed(0)} s`),
+      ...timed.map((s) => `- ${s.title}: ${(s.durationMs! / 1000).toFixed(0)} s${heldAfter(s)}`),
     );
   const notes = report.scenarios.flatMap((s) => s.notes.map((n) => `- ${s.title}: ${n}`));
   if (notes.length > 0) out.push("", "## Notes", "", ...notes);

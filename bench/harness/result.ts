@@ -29,6 +29,11 @@ export interface ScenarioResult {
   rounds?: Record<string, number[]>;
   /** Wall time the scenario took, setup and warm-up included (where a full run's minutes go). */
   durationMs?: number;
+  /**
+   * Bytes the bench process still held after the scenario closed its subjects (after full
+   * collections): a subject that leaks makes every later scenario's collections slower.
+   */
+  heldAfterBytes?: number;
 }
 
 export const SESSIONMUX = "sessionmux";

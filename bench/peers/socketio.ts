@@ -69,6 +69,11 @@ export async function startSocketIo(): Promise<FanoutSubject> {
     async close() {
       io.disconnectSockets(true);
       await new Promise<void>((resolve) => io.close(() => resolve()));
+      // The recovery adapter's purge timer is never cleared on close: it keeps the server alive,
+      // with its packets and, through the connection handler, this peer's logs. Every scenario after
+      // this one would then run its full collections over up to a million stale events.
+      (io.of("/").adapter as unknown as { packets?: unknown[] }).packets = [];
+      logs.length = 0;
     },
   };
 }
