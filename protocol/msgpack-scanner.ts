@@ -8,9 +8,11 @@ import { isValidUtf8 } from "./utf8.js";
  * 10,000-deep nesting costs a counter, not a stack).
  */
 
-/** Keys that could reach an object's prototype chain in careless consumers. */
-const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
-const LONGEST_FORBIDDEN_KEY = 11;
+/**
+ * Keys that could reach an object's prototype chain in careless consumers, as bytes: every key of
+ * every frame is compared without building a string of it.
+ */
+const FORBIDDEN_KEYS = ["__proto__", "constructor", "prototype"].map((key) => new TextEncoder().encode(key));
 
 /** Scalars of a fixed size after the type byte: floats and sized integers. */
 const FIXED_SIZE: ReadonlyMap<number, number> = new Map([
@@ -140,9 +142,7 @@ class Scanner {
     if (length > this.limits.maxStrBytes) badFrame(`string of ${length} bytes over the limit`, start);
     this.#need(length);
     if (!isValidUtf8(bytes, pos, pos + length)) badFrame("invalid UTF-8", pos);
-    if (isKey && length <= LONGEST_FORBIDDEN_KEY && FORBIDDEN_KEYS.has(asciiOf(bytes, pos, length))) {
-      badFrame("forbidden map key", start);
-    }
+    if (isKey && isForbiddenKey(bytes, pos, length)) badFrame("forbidden map key", start);
     this.pos += length;
   }
 
@@ -175,8 +175,12 @@ class Scanner {
   }
 }
 
-function asciiOf(bytes: Uint8Array, pos: number, len: number): string {
-  let s = "";
-  for (let i = pos; i < pos + len; i++) s += String.fromCharCode(bytes[i] as number);
-  return s;
+function isForbiddenKey(bytes: Uint8Array, pos: number, length: number): boolean {
+  for (const key of FORBIDDEN_KEYS) {
+    if (key.length !== length) continue;
+    let same = true;
+    for (let i = 0; i < length && same; i++) same = bytes[pos + i] === key[i];
+    if (same) return true;
+  }
+  return false;
 }

@@ -1,9 +1,24 @@
 import { once } from "node:events";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { type WebSocket, WebSocketServer } from "ws";
 import { wsServerOptions } from "../harness/listen.js";
 import { decode, encode } from "../harness/shared-codec.js";
 import { RawSqlite } from "./raw-sqlite.js";
+
+/** The fields of a session's list row (§6) that a rename of a bare session changes or carries. */
+interface Row {
+  sessionId: string;
+  title: string;
+  createdAt: number;
+  updatedAt: number;
+  lastPromptAt: null;
+  turnCount: number;
+  blank: boolean;
+  lastState: string;
+  live: boolean;
+  running: boolean;
+  seq: number;
+}
 
 interface Pending {
   socket: WebSocket;
@@ -16,11 +31,15 @@ interface Pending {
  * The limit of acknowledged appends over the network: a bare `ws` server that answers the calls
  * `MuxCaller` sends (`{type:"call", id, params:{sessionId, data}}`) with one better-sqlite3
  * transaction per event-loop turn for every call that arrived in it (WAL, synchronous=FULL, as the
- * store), and acknowledges each after COMMIT. No validation, projection, principals or listeners.
+ * store), and acknowledges each after COMMIT. It sends the bytes sessionmux sends for a rename: the
+ * caller's principal hears of the renamed session (protocol-v1 §6 `session.updated`, one row),
+ * then the result, both corked into one write. No validation, principals or listeners; the row is
+ * kept in memory only.
  */
 export async function startRawWsAppend(dbPath: string): Promise<{ url: string; close(): Promise<void> }> {
   const db = new RawSqlite(dbPath);
   const heads = new Map<string, number>();
+  const listRows = new Map<string, Row>();
   const server = new WebSocketServer(wsServerOptions);
   await once(server, "listening");
   let pending: Pending[] = [];
@@ -33,10 +52,42 @@ export async function startRawWsAppend(dbPath: string): Promise<{ url: string; c
       return { sessionId: p.sessionId, seq, event: { type: "session/renamed", data: p.data } };
     });
     db.insertBatch(rows);
-    rows.forEach((row, i) => {
+    const corked = new Set<Socket>();
+    rows.forEach(({ sessionId, seq }, i) => {
       const p = batch[i]!;
-      p.socket.send(encode({ type: "result", id: p.id, value: { seq: row.seq } }));
+      const tcp = (p.socket as unknown as { _socket: Socket })._socket;
+      if (!corked.has(tcp)) {
+        tcp.cork();
+        corked.add(tcp);
+      }
+      const row = rowOf(sessionId, seq, (p.data as { title: string }).title);
+      p.socket.send(encode({ type: "event", name: "session.updated", value: { row } }));
+      p.socket.send(encode({ type: "result", id: p.id, value: { seq } }));
     });
+    for (const tcp of corked) tcp.uncork();
+  };
+  const rowOf = (sessionId: string, seq: number, title: string): Row => {
+    let row = listRows.get(sessionId);
+    if (!row) {
+      const at = Date.now();
+      row = {
+        sessionId,
+        title,
+        createdAt: at,
+        updatedAt: at,
+        lastPromptAt: null,
+        turnCount: 0,
+        blank: true,
+        lastState: "idle",
+        live: false,
+        running: false,
+        seq,
+      };
+      listRows.set(sessionId, row);
+    }
+    row.title = title;
+    row.seq = seq;
+    return row;
   };
   server.on("connection", (socket) => {
     socket.on("message", (bytes: Buffer) => {

@@ -155,7 +155,10 @@ export async function measureRounds(
       }
     }
   } finally {
-    for (const [subject, open] of opened) await open.close().catch((error: unknown) => fail(subject, error));
+    // side by side, as they were set up: each stops its own servers and processes
+    await Promise.all(
+      [...opened].map(([subject, open]) => open.close().catch((error: unknown) => fail(subject, error))),
+    );
   }
   result.rounds = {};
   for (const subject of subjects) {
