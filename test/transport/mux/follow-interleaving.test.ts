@@ -14,8 +14,18 @@ const FOLLOWERS = 30;
 const MAX_FOLLOWERS = 150;
 /** Events in the log before the followers open: replayed in many reads. */
 const BACKLOG = 500;
-/** Small items, so a few commits during one read overflow the buffer (4 items) and force a re-read. */
+/**
+ * Small pages, so a read is one of many and the buffer of commits during it holds 4 pages (20
+ * events): past that it overflows and the stream reads again (the gap path).
+ */
 const REPLAY_BATCH = 5;
+/**
+ * One append in ten carries more than the buffer holds, so a single commit landing during a
+ * follower's last read takes the gap path however slowly the machine commits; the others carry
+ * 1–3 events, which a read continues with (buffered) or already held (overlap).
+ */
+const LARGE_APPEND_SHARE = 0.1;
+const LARGE_APPEND = REPLAY_BATCH * 4 + 1;
 
 /**
  * The follow stream's continuation paths (src/transport/mux/follow-stream.ts), which a synchronous
@@ -56,7 +66,7 @@ describe(`follow continuation paths with reads interleaved with commits (seed ${
     const writers = Array.from({ length: WRITERS }, async (_, w) => {
       while (writing && appends < MAX_APPENDS) {
         appends++;
-        const size = 1 + Math.floor(random() * 3);
+        const size = random() < LARGE_APPEND_SHARE ? LARGE_APPEND : 1 + Math.floor(random() * 3);
         const outcome = await host.store.append(
           sessionId,
           Array.from({ length: size }, (_, j) => ({
