@@ -116,6 +116,9 @@ async function startRawWsServer(durable: boolean): Promise<FanoutSubject> {
     async close() {
       for (const socket of server.clients) socket.terminate();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Terminated sockets keep their close handlers, and through them this log, until their
+      // close events run: the next scenario's first collections would walk every event kept.
+      sessions.length = 0;
       db?.close();
       folder?.remove();
     },
