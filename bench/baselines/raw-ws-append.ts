@@ -1,24 +1,10 @@
 import { once } from "node:events";
 import type { AddressInfo, Socket } from "node:net";
 import { type WebSocket, WebSocketServer } from "ws";
+import type { SessionRow } from "../../protocol/index.js";
 import { wsServerOptions } from "../harness/listen.js";
 import { decode, encode } from "../harness/shared-codec.js";
 import { RawSqlite } from "./raw-sqlite.js";
-
-/** The fields of a session's list row (§6) that a rename of a bare session changes or carries. */
-interface Row {
-  sessionId: string;
-  title: string;
-  createdAt: number;
-  updatedAt: number;
-  lastPromptAt: null;
-  turnCount: number;
-  blank: boolean;
-  lastState: string;
-  live: boolean;
-  running: boolean;
-  seq: number;
-}
 
 interface Pending {
   socket: WebSocket;
@@ -39,7 +25,7 @@ interface Pending {
 export async function startRawWsAppend(dbPath: string): Promise<{ url: string; close(): Promise<void> }> {
   const db = new RawSqlite(dbPath);
   const heads = new Map<string, number>();
-  const listRows = new Map<string, Row>();
+  const listRows = new Map<string, SessionRow>();
   const server = new WebSocketServer(wsServerOptions);
   await once(server, "listening");
   let pending: Pending[] = [];
@@ -66,7 +52,7 @@ export async function startRawWsAppend(dbPath: string): Promise<{ url: string; c
     });
     for (const tcp of corked) tcp.uncork();
   };
-  const rowOf = (sessionId: string, seq: number, title: string): Row => {
+  const rowOf = (sessionId: string, seq: number, title: string): SessionRow => {
     let row = listRows.get(sessionId);
     if (!row) {
       const at = Date.now();
