@@ -63,13 +63,13 @@ function methodLines(report: BenchReport): string[] {
   return lines;
 }
 
-/** The markdown table the README's Performance section shows. */
-/** ", 27 MiB held after": what the process kept once the scenario's subjects were closed. */
+/** ", 48 MiB held after": what the process kept once the scenario's subjects were closed. */
 function heldAfter(scenario: ScenarioResult): string {
   const held = scenario.heldAfterBytes;
   return held === undefined ? "" : `, ${(held / 2 ** 20).toFixed(0)} MiB held after`;
 }
 
+/** The markdown table the README's Performance section shows. */
 export function renderMarkdown(report: BenchReport): string {
   const out = [
     `# sessionmux benchmark, ${report.date}`,
