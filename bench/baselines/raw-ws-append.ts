@@ -10,7 +10,7 @@ interface Pending {
   socket: WebSocket;
   id: number;
   sessionId: string;
-  data: unknown;
+  data: { title: string };
 }
 
 /**
@@ -46,7 +46,7 @@ export async function startRawWsAppend(dbPath: string): Promise<{ url: string; c
         tcp.cork();
         corked.add(tcp);
       }
-      const row = rowOf(sessionId, seq, (p.data as { title: string }).title);
+      const row = rowOf(sessionId, seq, p.data.title);
       p.socket.send(encode({ type: "event", name: "session.updated", value: { row } }));
       p.socket.send(encode({ type: "result", id: p.id, value: { seq } }));
     });

@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { startRawWsAppend } from "../../bench/baselines/raw-ws-append.js";
 import { decode, encode } from "../../bench/harness/shared-codec.js";
-import { tempFolder } from "../../bench/harness/temp-folder.js";
 import { startSessionmux, writerName, writerToken } from "../../bench/scenarios/sessionmux-subject.js";
+import { tempDir } from "../support/temp-dir.js";
+import { until } from "../support/until.js";
 
 type Frame = { type: string; name?: string; id?: number; value?: Record<string, unknown> };
 
@@ -14,10 +15,11 @@ async function framesOfRename(url: string, token: string, sessionId: string): Pr
   ws.on("message", (data: Buffer) => frames.push(decode(data) as Frame));
   await new Promise((resolve) => ws.once("open", resolve));
   ws.send(encode({ type: "call", id: 7, method: "session.rename", params: { sessionId, title: "a title" } }));
-  const deadline = Date.now() + 5_000;
-  while (!frames.some((f) => f.type === "result") && Date.now() < deadline)
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  ws.terminate();
+  try {
+    await until(() => frames.some((f) => f.type === "result"), 5_000, "the rename's result");
+  } finally {
+    ws.terminate();
+  }
   return frames.filter((f) => f.type !== "hello");
 }
 
@@ -36,7 +38,7 @@ afterEach(async () => {
 
 describe("the raw ws append limit", () => {
   it("answers a rename with the frames sessionmux sends for it, row for row", async () => {
-    const folder = tempFolder("raw-ws-append-test");
+    const folder = tempDir("sessionmux-raw-ws-append-");
     cleanups.push(() => folder.remove());
     const raw = await startRawWsAppend(folder.file("raw.db"));
     cleanups.push(() => raw.close());
