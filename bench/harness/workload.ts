@@ -14,6 +14,16 @@ export function deltaEvent(index: number): DeltaEvent {
   };
 }
 
+const FILLER = "lorem ipsum dolor sit amet ".repeat(64);
+
+/** A `deltaEvent` whose text is padded to about `bytes`: fewer events for the same bytes on the wire. */
+export function paddedDeltaEvent(index: number, bytes: number): DeltaEvent {
+  const event = deltaEvent(index);
+  const missing = Math.max(0, bytes - event.data.text.length);
+  event.data.text += FILLER.repeat(Math.ceil(missing / FILLER.length)).slice(0, missing);
+  return event;
+}
+
 /** The send time a `deltaEvent` carries, or NaN. */
 export function sentAt(text: unknown): number {
   return typeof text === "string" ? Number.parseFloat(text) : Number.NaN;

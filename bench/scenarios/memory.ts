@@ -3,7 +3,7 @@ import { until } from "../../test/support/until.js";
 import { Fleet } from "../harness/fleet.js";
 import type { OpenSubject } from "../harness/rounds.js";
 import type { SubjectFactory } from "../harness/subject.js";
-import { sessionIds } from "../harness/workload.js";
+import { paddedDeltaEvent, sessionIds } from "../harness/workload.js";
 import { publishRoundRobin } from "./publish.js";
 
 /** Lets sockets finish opening or closing, and writes reach the kernel, before a reading. */
@@ -67,6 +67,7 @@ export function openStalledMemory(
   factory: SubjectFactory,
   stalled: number,
   events: number,
+  eventBytes: number,
 ): Promise<OpenSubject> {
   const sessionId = sessionIds(1)[0]!;
   let head = 0;
@@ -75,7 +76,8 @@ export function openStalledMemory(
     await fleet.connectTo(subject, { count: stalled, streams: [{ id: 1, sessionId, afterSeq: head - 1 }] });
     await fleet.send({ cmd: "target", targets: [[1, head]], timeoutMs: 60_000 });
     await fleet.send({ cmd: "stall", count: stalled });
-    [head] = (await publishRoundRobin(subject, 1, events, 500, 4)) as [number];
+    const event = (index: number) => paddedDeltaEvent(index, eventBytes);
+    [head] = (await publishRoundRobin(subject, 1, events, 50, 4, event)) as [number];
     await settle();
     const whileStalled = heldBytes();
     await fleet.send({ cmd: "unstall" });
@@ -87,7 +89,7 @@ export function openStalledMemory(
       throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
     return {
       value: Math.max(0, whileStalled - caughtUp) / stalled,
-      detail: `${stalled} stalled followers, ${events.toLocaleString("en-US")} events, caught up exactly`,
+      detail: `${stalled} stalled followers, ${events.toLocaleString("en-US")} events of ${eventBytes.toLocaleString("en-US")} bytes, caught up exactly`,
     };
   });
 }

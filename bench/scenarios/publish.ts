@@ -1,5 +1,5 @@
 import type { FanoutSubject } from "../harness/subject.js";
-import { deltaEvent } from "../harness/workload.js";
+import { type DeltaEvent, deltaEvent } from "../harness/workload.js";
 
 /**
  * Publishes `perSession` events to each of `sessions` sessions in batches, round-robin, with at most
@@ -12,6 +12,7 @@ export async function publishRoundRobin(
   perSession: number,
   batch: number,
   window = 8,
+  event: (index: number) => DeltaEvent = deltaEvent,
 ): Promise<number[]> {
   const last = new Array<number>(sessions).fill(0);
   const jobs: { index: number; size: number }[] = [];
@@ -23,7 +24,7 @@ export async function publishRoundRobin(
   const worker = async () => {
     while (next < jobs.length) {
       const job = jobs[next++]!;
-      const events = Array.from({ length: job.size }, () => deltaEvent(counter++));
+      const events = Array.from({ length: job.size }, () => event(counter++));
       const seq = await subject.publish(job.index, events);
       last[job.index] = Math.max(last[job.index]!, seq);
       await new Promise((resolve) => setImmediate(resolve));
