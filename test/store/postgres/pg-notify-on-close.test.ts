@@ -1,0 +1,55 @@
+import { randomBytes } from "node:crypto";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { CommitNotice } from "../../../src/store/session-store.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+import { delta } from "../open-store.js";
+
+const S = "s";
+const opened: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((dispose) => dispose()));
+});
+
+/** Two hosts on one fresh schema; B is closed and the schema dropped after the test. */
+async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSessionStore }> {
+  const schema = `behind_${randomBytes(6).toString("hex")}`;
+  const a = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+  const b = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+  opened.push(async () => {
+    await Promise.all([a.close(), b.close()]);
+    await dropSchema(pgUrl!, schema);
+  });
+  return { a, b };
+}
+
+// The NOTIFY for other hosts runs in a transaction of its own behind the COMMIT, on the same
+// connection. A host closing right after its writers were acknowledged must still have sent it:
+// another host's followers wait for that wake-up.
+describe.skipIf(!pgUrl)("the NOTIFY behind a commit", () => {
+  it("still reaches the other hosts when the writing host closes right after its acknowledgement", async () => {
+    const { a, b } = await twoHosts();
+    await a.create({ sessionId: S, owner: "o", model: "m" });
+    const seqs: number[] = [];
+    b.subscribe(S, (notice: CommitNotice) => {
+      if (notice.kind === "append") seqs.push(...notice.events.map((event) => event.seq));
+    });
+    // the second append runs on the state A kept from the first: the one-round-trip path
+    await a.append(S, [delta("t", "kept")]);
+    const outcome = await a.append(S, [delta("t", "last")]);
+    expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 3 }] });
+    await a.close();
+    await vi.waitFor(() => expect(seqs).toEqual([2, 3]), { timeout: 10_000 });
+  });
+
+  it("goes out for a batch that took the usual way (reads before its writes)", async () => {
+    const { a, b } = await twoHosts();
+    const seqs: number[] = [];
+    b.subscribe(S, (notice: CommitNotice) => {
+      if (notice.kind === "create") seqs.push(...notice.events.map((event) => event.seq));
+    });
+    expect((await a.create({ sessionId: S, owner: "o", model: "m" })).status).toBe("created");
+    await a.close();
+    await vi.waitFor(() => expect(seqs).toEqual([1]), { timeout: 10_000 });
+  });
+});
