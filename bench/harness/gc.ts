@@ -1,8 +1,4 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
-
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as (options?: { type: "minor" | "major" }) => void;
+import { gc } from "../../test/support/gc.js";
 
 /**
  * A full collection before a round, so the round pays for its own garbage and not for what setup

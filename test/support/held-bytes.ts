@@ -1,8 +1,4 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
-
-setFlagsFromString("--expose-gc");
-const collect = runInNewContext("gc") as () => void;
+import { gc } from "./gc.js";
 
 /**
  * Bytes this process holds on the JS heap and in buffers (socket backlogs live outside the V8
@@ -11,7 +7,7 @@ const collect = runInNewContext("gc") as () => void;
  * starve the event loop it measures.
  */
 export function heldBytes(collections = 2): number {
-  for (let i = 0; i < collections; i++) collect();
+  for (let i = 0; i < collections; i++) gc();
   const usage = process.memoryUsage();
   // `external` already includes `arrayBuffers`.
   return usage.heapUsed + usage.external;

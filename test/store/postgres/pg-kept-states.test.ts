@@ -1,25 +1,20 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CHECKED_WRITE } from "../../../src/store/postgres/pg-pending-rows.js";
 import { PgSessionCache } from "../../../src/store/postgres/pg-session-cache.js";
-import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { SessionState } from "../../../src/store/session-state.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { pgUrl } from "../contract/backends.js";
 import { delta, userMessage } from "../open-store.js";
+import { openTwoHosts } from "./two-hosts.js";
 
 const S = "s";
 const LONG = 60_000;
 
-/** Two hosts on one fresh schema, both closed and the schema dropped after the test. */
+/** Two hosts on one fresh schema with session S, closed and the schema dropped after the test. */
 async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSessionStore; schema: string }> {
-  const schema = `kept_${randomBytes(6).toString("hex")}`;
-  const a = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
-  const b = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
-  opened.push(async () => {
-    await Promise.all([a.close(), b.close()]);
-    await dropSchema(pgUrl!, schema);
-  });
+  const { a, b, schema, dispose } = await openTwoHosts("kept");
+  opened.push(dispose);
   await a.create({ sessionId: S, owner: "alice", model: "m" });
   return { a, b, schema };
 }

@@ -1,9 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
+import { openTwoHosts } from "./two-hosts.js";
 
 const S = "s";
 const opened: (() => Promise<void>)[] = [];
@@ -11,15 +11,10 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((dispose) => dispose()));
 });
 
-/** Two hosts on one fresh schema; B is closed and the schema dropped after the test. */
+/** Two hosts on one fresh schema, closed and the schema dropped after the test. */
 async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSessionStore }> {
-  const schema = `behind_${randomBytes(6).toString("hex")}`;
-  const a = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
-  const b = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
-  opened.push(async () => {
-    await Promise.all([a.close(), b.close()]);
-    await dropSchema(pgUrl!, schema);
-  });
+  const { a, b, dispose } = await openTwoHosts("on_close");
+  opened.push(dispose);
   return { a, b };
 }
 
