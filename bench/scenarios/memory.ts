@@ -59,9 +59,10 @@ export function openIdleMemory(factory: SubjectFactory, connections: number): Pr
 }
 
 /**
- * Bytes the server holds per follower that stopped reading while `events` flowed: held while
- * stalled minus held after they caught up (the log itself is excluded that way). The stalled
- * followers must then catch up exactly. Each run's followers start at the session's head.
+ * Bytes the server holds per follower that stopped reading while `events` of about `eventBytes`
+ * each flowed: held while stalled minus held after they caught up (the log itself is excluded
+ * that way). The stalled followers must then catch up exactly. Each run's followers start at the
+ * session's head.
  */
 export function openStalledMemory(
   factory: SubjectFactory,

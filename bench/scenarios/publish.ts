@@ -2,9 +2,10 @@ import type { FanoutSubject } from "../harness/subject.js";
 import { type DeltaEvent, deltaEvent } from "../harness/workload.js";
 
 /**
- * Publishes `perSession` events to each of `sessions` sessions in batches, round-robin, with at most
- * `window` publishes in flight; returns each session's last seq. Yields to I/O between batches so
- * sockets drain while the producer runs, as they would under a real agent.
+ * Publishes `perSession` events (`event(i)`, by default a `deltaEvent`) to each of `sessions`
+ * sessions in batches, round-robin, with at most `window` publishes in flight; returns each
+ * session's last seq. Yields to I/O between batches so sockets drain while the producer runs, as
+ * they would under a real agent.
  */
 export async function publishRoundRobin(
   subject: FanoutSubject,
