@@ -1,5 +1,5 @@
 /**
- * `npm run bench:profile -- [fanout|append-store|append-wire|resume] [rounds] [--plain]`: one scenario's
+ * `npm run bench:profile -- [fanout|append-store|append-wire|append-pg|resume] [rounds] [--plain]`: one scenario's
  * sessionmux side alone (default: the many-sessions fanout, 100 sessions × 10 followers, 10 runs)
  * on one subject, under V8's sampling profiler, summarised as the top self-time functions (`TOP`
  * of them; `PROFILE_KEEP=<name>` names the profile file). Samples are wall time of the main
@@ -52,6 +52,17 @@ if (process.argv[4] === "--child") {
     if (scenario === "append-wire") {
       const { openWireAppends } = await import("./scenarios/append.js");
       return openWireAppends({ writers: 100, appendsPerWriter: 20 });
+    }
+    if (scenario === "append-pg") {
+      const { DEFAULT_PG_URL, openPgStoreAppends } = await import("./scenarios/pg-append.js");
+      const appender = await openPgStoreAppends(DEFAULT_PG_URL, { writers: 100, appendsPerWriter: 300 });
+      return {
+        async measure() {
+          const { rate, transactions } = await appender.run();
+          return { value: rate, detail: `${transactions} transactions` };
+        },
+        close: () => appender.close(),
+      };
     }
     if (scenario === "resume") {
       const { openResume } = await import("./scenarios/resume.js");

@@ -33,8 +33,9 @@ const RACE_RETRIES = 3;
  * Group commit per host: one transaction at a time on one pipelined connection (a pool of one, so
  * a broken connection is replaced); every write queued while it runs joins the next one, so the
  * batch grows with the load. A batch of appends to sessions whose state this host kept from its
- * own last commits takes one round trip: BEGIN, the locks, the database's check that the kept rows
- * were not written since (and that fences hold), the rows, COMMIT and the NOTIFY for other hosts.
+ * own last commits waits for one round trip: BEGIN and the locks are sent as it starts (PostgreSQL
+ * takes them while the operations run here), then the database's check that the kept rows were not
+ * written since (and that fences hold), the rows, COMMIT and the NOTIFY for other hosts.
  * If the check fails, or an operation needs a read first, it runs the usual way, in two round
  * trips: BEGIN with the locks and reads, then the rows, COMMIT and the NOTIFY. Each caller's
  * promise settles only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk)
@@ -115,9 +116,12 @@ export class PgGroupCommit {
           throw err;
         });
         if (ran) results = ran;
-        // nothing of it was written (and the states taken out stay out): the usual way reads the
-        // rows as they are now
-        else batch = undefined;
+        else {
+          // nothing of it was written (and the states taken out stay out): the usual way reads the
+          // rows as they are now
+          await batch.abandon();
+          batch = undefined;
+        }
       }
       if (!batch) {
         batch = new PgWriteBatch(client);

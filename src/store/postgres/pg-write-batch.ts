@@ -153,13 +153,23 @@ export class PgWriteBatch {
   open = false;
   private xid = "";
   /** Set when the batch runs on kept states: what it used, for the database to check at COMMIT. */
-  private kept: { seqs: Map<string, number>; fences: [string[], string[], number[]] } | undefined;
+  private kept:
+    | {
+        seqs: Map<string, number>;
+        /** The sessions' ids as one `text[]` literal, in `seqs` order. */
+        idList: string;
+        /** BEGIN and the locks, sent at the start. */
+        started: readonly [Promise<pg.QueryResult>, Promise<pg.QueryResult>];
+        fences: [string[], string[], number[]];
+      }
+    | undefined;
 
   constructor(readonly client: pg.ClientBase) {}
 
   /**
-   * Starts on kept states instead of locking and reading (nothing is sent): the locks, the check
-   * that the rows are still the versions kept and the writes all go with COMMIT, in one round trip.
+   * Starts on kept states instead of reading: sends BEGIN and the locks (in session id order, as
+   * `lockAndLoad` takes them) without waiting for them; the check that the rows are still the
+   * versions kept and the writes go with COMMIT, and the batch waits once, for all of it.
    */
   beginKept(sessions: ReadonlyMap<string, KeptSession>): void {
     const seqs = new Map<string, number>();
@@ -169,7 +179,31 @@ export class PgWriteBatch {
       this.versions.set(id, version);
       seqs.set(id, state.headSeq);
     }
-    this.kept = { seqs, fences: [[], [], []] };
+    const idList = textArrayLiteral([...seqs.keys()]);
+    // PostgreSQL takes the locks while this host runs the operations: their answers are awaited
+    // with COMMIT's (or by `abandon`), so neither waits for the other
+    const started = together(
+      this.client,
+      () =>
+        [
+          this.client.query(BEGIN_KEPT),
+          this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: [idList] }),
+        ] as const,
+    );
+    for (const sent of started) sent.catch(() => undefined);
+    this.open = true;
+    this.kept = { seqs, idList, started, fences: [[], [], []] };
+  }
+
+  /**
+   * Ends a batch on kept states that an operation found insufficient: its transaction (begun, the
+   * locks maybe taken, nothing written) is rolled back before the batch runs again the usual way.
+   */
+  async abandon(): Promise<void> {
+    if (!this.kept) return;
+    const rollback = this.open ? this.client.query("ROLLBACK") : undefined;
+    this.open = false;
+    await Promise.allSettled([...this.kept.started, rollback]);
   }
 
   /**
@@ -330,14 +364,13 @@ export class PgWriteBatch {
   }
 
   /**
-   * The one round trip of a batch on kept states: BEGIN, the locks (in session id order, as
-   * `lockAndLoad` takes them), the check of what the batch used, the rows, COMMIT, the NOTIFY and
-   * the reset of the setting it reads. A failed check aborts the transaction with SMX01.
+   * The rest of a batch on kept states, behind the BEGIN and locks `beginKept` sent: the check of
+   * what the batch used, the rows, COMMIT, the NOTIFY and the reset of the setting it reads; then
+   * the one wait, for all of them. A failed check aborts the transaction with SMX01.
    */
   private async commitKept(announcement: Announcement | null): Promise<void> {
-    const { seqs, fences } = this.kept!;
+    const { seqs, idList, started, fences } = this.kept!;
     const ids = [...seqs.keys()];
-    const idList = textArrayLiteral(ids);
     const check = {
       sql: CHECK_KEPT,
       params: [
@@ -352,8 +385,6 @@ export class PgWriteBatch {
     // the check ends the write statement: it reads the rows as they were before its writes
     const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded, check)!;
     const sent = together(this.client, () => {
-      const begun = this.client.query(BEGIN_KEPT);
-      const locked = this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: [idList] });
       const written = this.client.query<{ xid: string }>({
         name: statement.name,
         text: statement.sql,
@@ -370,9 +401,10 @@ export class PgWriteBatch {
           })
           .catch(() => undefined);
       const reset = this.client.query(FORGET_XID);
-      return [begun, locked, written, commit, notify, reset] as const;
+      return [written, commit, notify, reset] as const;
     });
-    const [, , written, committed] = await inOrder(sent);
+    this.open = false;
+    const [, , written, committed] = await inOrder([...started, ...sent]);
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
     this.xid = written.rows[0]!.xid;
   }

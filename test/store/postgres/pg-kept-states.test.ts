@@ -5,7 +5,7 @@ import { PgSessionCache } from "../../../src/store/postgres/pg-session-cache.js"
 import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { SessionState } from "../../../src/store/session-state.js";
 import { pgUrl } from "../contract/backends.js";
-import { delta, userMessage } from "../open-store.js";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { openTwoHosts } from "./two-hosts.js";
 
 const S = "s";
@@ -59,6 +59,31 @@ describe.skipIf(!pgUrl)(
       expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 3 }] });
       keptWayOnly(sent);
       expect(await seqs(a)).toEqual([1, 2, 3]);
+    });
+
+    it("an operation that needs a read ends the begun transaction and runs the usual way", async () => {
+      const { a } = await twoHosts();
+      await a.append(S, [turnStart("t"), delta("t", "kept answer")]);
+      const notices: string[] = [];
+      const emit = pg.Client.prototype.emit;
+      vi.spyOn(pg.Client.prototype, "emit").mockImplementation(function (
+        this: pg.Client,
+        event: string | symbol,
+        ...args: unknown[]
+      ) {
+        if (event === "notice") notices.push(String((args[0] as Error).message));
+        return emit.call(this, event, ...args);
+      });
+      const sent = sentStatements();
+      // the turn's end reads its text for the search index: the kept way cannot run it
+      const outcome = await a.append(S, [turnEnd("t")]);
+      expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 4 }] });
+      expect(sent.filter((text) => text.includes("FOR UPDATE")).length).toBeGreaterThan(0);
+      // the usual way began a transaction of its own, not inside the kept one
+      expect(notices).toEqual([]);
+      expect(await seqs(a)).toEqual([1, 2, 3, 4]);
+      const found = await a.search("kept answer", 10, "alice");
+      expect(found.map((hit) => hit.sessionId)).toEqual([S]);
     });
 
     it("after another host appended, the next append lands on its head and its projection", async () => {
