@@ -32,7 +32,8 @@ async function heldAcrossClose(
 describe("a benchmark subject lets go of the events it kept once it is closed", () => {
   it("Socket.IO: its recovery adapter's purge timer outlives close() and would keep them for minutes", async () => {
     const { holding, after } = await heldAcrossClose(await startSocketIo());
-    expect(holding).toBeGreaterThan(10 * MiB);
+    // about 10 MiB, give or take what the heap reading moves: well above what close() may leave
+    expect(holding).toBeGreaterThan(5 * MiB);
     expect(after).toBeLessThan(3 * MiB);
   });
 

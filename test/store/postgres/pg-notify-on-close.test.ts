@@ -24,7 +24,6 @@ async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSession
 describe.skipIf(!pgUrl)("the NOTIFY behind a commit", () => {
   it("still reaches the other hosts when the writing host closes right after its acknowledgement", async () => {
     const { a, b } = await twoHosts();
-    await a.create({ sessionId: S, owner: "o", model: "m" });
     const seqs: number[] = [];
     // B may hear of the session only after A's first append committed: its first events then come
     // with the `create` notice
@@ -32,6 +31,7 @@ describe.skipIf(!pgUrl)("the NOTIFY behind a commit", () => {
       if (notice.kind === "create" || notice.kind === "append")
         seqs.push(...notice.events.map((event) => event.seq));
     });
+    await a.create({ sessionId: S, owner: "o", model: "m" });
     // the second append runs on the state A kept from the first: the one-round-trip path
     await a.append(S, [delta("t", "kept")]);
     const outcome = await a.append(S, [delta("t", "last")]);
