@@ -32,7 +32,7 @@ describe.skipIf(!pgUrl)("the NOTIFY behind a commit", () => {
         seqs.push(...notice.events.map((event) => event.seq));
     });
     await a.create({ sessionId: S, owner: "o", model: "m" });
-    // the second append runs on the state A kept from the first: the one-round-trip path
+    // the second append runs on the state A kept from the first: the kept-state path
     await a.append(S, [delta("t", "kept")]);
     const outcome = await a.append(S, [delta("t", "last")]);
     expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 3 }] });
