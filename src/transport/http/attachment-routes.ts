@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import type { SessionmuxError } from "../../../protocol/index.js";
 import { fail, sendJson } from "./http-reply.js";
 import { readBody } from "./request-body.js";
 import { idParam, type Route, type RouteContext } from "./route-context.js";
@@ -31,18 +32,17 @@ function contentTypeOf(raw: string | undefined): string {
   return type;
 }
 
-/** Refuses an upload that would take the principal's unreferenced uploads over the quota. */
-async function checkQuota(ctx: RouteContext, incoming: number): Promise<void> {
+/** The refusal of an upload that would take the principal's unreferenced uploads over the quota. */
+async function quotaRefusal(ctx: RouteContext, incoming: number): Promise<SessionmuxError | null> {
   const { ledger, quotaBytes } = ctx.uploads;
-  if (!ledger) return;
+  if (!ledger) return null;
   const pending = await ledger.pendingBytes(ctx.principal.name);
-  if (pending + incoming > quotaBytes) {
-    throw fail(
-      "upload_quota_exceeded",
-      `uploads not yet used by a prompt may total ${quotaBytes} bytes; use or wait for older ones to expire`,
-      { limit: quotaBytes },
-    );
-  }
+  if (pending + incoming <= quotaBytes) return null;
+  return fail(
+    "upload_quota_exceeded",
+    `uploads not yet used by a prompt may total ${quotaBytes} bytes; use or wait for older ones to expire`,
+    { limit: quotaBytes },
+  );
 }
 
 /**
@@ -57,10 +57,14 @@ export const attachmentRoutes: Route[] = [
     async handle(ctx) {
       const name = filenameOf(ctx.req.headers["x-filename"]);
       const type = contentTypeOf(ctx.req.headers["content-type"]);
-      await checkQuota(ctx, Number(ctx.req.headers["content-length"] ?? 0));
-      const bytes = await readBody(ctx.req, ctx.uploads.maxBytes);
+      const refused = await quotaRefusal(ctx, Number(ctx.req.headers["content-length"] ?? 0));
+      // A refused body within the size limit is still read (and dropped): a client sends it whole
+      // before it reads the answer, and a connection closed under it loses the 413.
+      const bytes = await readBody(ctx.req, ctx.uploads.maxBytes, refused === null);
+      if (refused) throw refused;
       // Again with the real size: another upload of the same principal may have landed meanwhile.
-      await checkQuota(ctx, bytes.byteLength);
+      const late = await quotaRefusal(ctx, bytes.byteLength);
+      if (late) throw late;
       const attachmentId = await ctx.host.putAttachment(ctx.principal, {
         name,
         type,

@@ -4,9 +4,10 @@ import { fail } from "./http-reply.js";
 /**
  * Reads a request body up to `limit` bytes. A declared or streamed size above the limit fails
  * `payload_too_large` as soon as it is known; the caller answers and closes the connection
- * instead of reading the rest.
+ * instead of reading the rest. `keep: false` reads the body to its end and drops it (an empty
+ * buffer), for a request refused for another reason whose client should still get the answer.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, keep = true): Promise<Buffer> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(fail("payload_too_large", `body over ${limit} bytes`));
@@ -32,9 +33,9 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         finish(fail("payload_too_large", `body over ${limit} bytes`));
         return;
       }
-      parts.push(chunk);
+      if (keep) parts.push(chunk);
     };
-    const onEnd = () => finish(undefined, Buffer.concat(parts, size));
+    const onEnd = () => finish(undefined, keep ? Buffer.concat(parts, size) : Buffer.alloc(0));
     const onError = (err: Error) => finish(fail("bad_request", `body unreadable: ${err.message}`));
     // A peer that goes away mid-body must not leave the read pending forever.
     const onClose = () => finish(fail("bad_request", "the connection closed before the body ended"));

@@ -117,8 +117,7 @@ export function createHttpHandler(
         if (error.code === "internal_error")
           options.logger?.error({ err, route: label.route, method: req.method }, "http internal error");
         // The body was not read to its end: close rather than read what was refused.
-        if (error.code === "payload_too_large" || error.code === "upload_quota_exceeded")
-          closeAfterReply(req, res);
+        if (error.code === "payload_too_large") closeAfterReply(req, res);
         sendError(res, error);
       });
   };

@@ -20,6 +20,31 @@ async function upload(bytes: number): Promise<Response> {
   });
 }
 
+/**
+ * An upload sent in `chunks` pieces `gapMs` apart, the way a slow link sends it, with the same
+ * client as `upload` (fetch).
+ */
+function slowUpload(chunkBytes: number, chunks: number, gapMs: number): Promise<Response> {
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+      controller.enqueue(new Uint8Array(chunkBytes).fill(5));
+      if (++sent === chunks) controller.close();
+    },
+  });
+  return fetch(`${host!.url}/v1/attachments`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      "content-type": "application/octet-stream",
+      "content-length": String(chunkBytes * chunks),
+    },
+    body,
+    duplex: "half",
+  } as RequestInit);
+}
+
 async function download(id: string): Promise<number> {
   const res = await fetch(`${host!.url}/v1/attachments/${id}`, {
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -84,5 +109,21 @@ describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
     );
     expect((await upload(MIB)).status).toBe(200);
     expect(await download(used)).toBe(200);
+  });
+
+  it("a client over the quota gets its 413 whatever the size or pace of its body, not a cut connection", async () => {
+    host = await AttackHost.start(["--upload-quota-bytes", String(MIB)]);
+    expect((await upload(MIB)).status).toBe(200);
+    // more than the sockets' buffers take at once: were the connection closed as soon as the 413
+    // went out, the client would still be sending and fail with EPIPE instead of reading it
+    const large = await upload(8 * MIB);
+    expect(large.status).toBe(413);
+    expect(await large.json()).toEqual({ error: "upload_quota_exceeded" });
+    // 512 KiB over 3.5 s, as a slow link sends it
+    const slow = await slowUpload(64 * 1024, 8, 500);
+    expect(slow.status).toBe(413);
+    expect(await slow.json()).toEqual({ error: "upload_quota_exceeded" });
+    // nothing of the refused bodies was kept: the quota is still full
+    expect((await upload(1)).status).toBe(413);
   });
 });
