@@ -74,13 +74,23 @@ export class AttackHost {
 
   /** Uploads `bytes` bytes as the admin; answers the attachment id. */
   async upload(bytes: number): Promise<string> {
-    const res = await fetch(`${this.url}/v1/attachments`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/octet-stream" },
-      body: new Uint8Array(bytes).fill(1),
-    });
+    const res = await this.postUpload(new Uint8Array(bytes).fill(1));
     expect(res.status).toBe(200);
     return ((await res.json()) as { attachmentId: string }).attachmentId;
+  }
+
+  /** A POST to the upload route as the admin, whatever it answers; a stream body goes out as its source yields it. */
+  postUpload(body: BodyInit, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(`${this.url}/v1/attachments`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        "content-type": "application/octet-stream",
+        ...headers,
+      },
+      body,
+      duplex: "half",
+    } as RequestInit);
   }
 
   /** The host's resident set size now. */

@@ -6,23 +6,22 @@ import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-
 import type { SessionState } from "../../../src/store/session-state.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
-import { openTwoHosts } from "./two-hosts.js";
+import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
 
 const S = "s";
 const LONG = 60_000;
 
+const openTwoHosts = twoHostsFixture("kept");
+
 /** Two hosts on one fresh schema with session S, closed and the schema dropped after the test. */
-async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSessionStore; schema: string }> {
-  const { a, b, schema, dispose } = await openTwoHosts("kept");
-  opened.push(dispose);
-  await a.create({ sessionId: S, owner: "alice", model: "m" });
-  return { a, b, schema };
+async function twoHosts(): Promise<TwoHosts> {
+  const hosts = await openTwoHosts();
+  await hosts.a.create({ sessionId: S, owner: "alice", model: "m" });
+  return hosts;
 }
 
-const opened: (() => Promise<void>)[] = [];
-afterEach(async () => {
+afterEach(() => {
   vi.restoreAllMocks();
-  await Promise.all(opened.splice(0).map((dispose) => dispose()));
 });
 
 /** What the stores send from now on: a prepared statement by its name, any other by its text. */

@@ -1,22 +1,12 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { describe, expect, it, vi } from "vitest";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
-import { openTwoHosts } from "./two-hosts.js";
+import { twoHostsFixture } from "./two-hosts.js";
 
 const S = "s";
-const opened: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((dispose) => dispose()));
-});
-
 /** Two hosts on one fresh schema, closed and the schema dropped after the test. */
-async function twoHosts(): Promise<{ a: PostgresSessionStore; b: PostgresSessionStore }> {
-  const { a, b, dispose } = await openTwoHosts("on_close");
-  opened.push(dispose);
-  return { a, b };
-}
+const twoHosts = twoHostsFixture("on_close");
 
 // The NOTIFY for other hosts runs in a transaction of its own behind the COMMIT, on the same
 // connection. A host closing right after its writers were acknowledged must still have sent it:

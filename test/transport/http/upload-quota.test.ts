@@ -12,18 +12,11 @@ afterEach(async () => {
   host = undefined;
 });
 
-async function upload(bytes: number): Promise<Response> {
-  return fetch(`${host!.url}/v1/attachments`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/octet-stream" },
-    body: new Uint8Array(bytes).fill(3),
-  });
+function upload(bytes: number): Promise<Response> {
+  return host!.postUpload(new Uint8Array(bytes).fill(3));
 }
 
-/**
- * An upload sent in `chunks` pieces `gapMs` apart, the way a slow link sends it, with the same
- * client as `upload` (fetch).
- */
+/** An upload sent in `chunks` pieces `gapMs` apart, the way a slow link sends it. */
 function slowUpload(chunkBytes: number, chunks: number, gapMs: number): Promise<Response> {
   let sent = 0;
   const body = new ReadableStream<Uint8Array>({
@@ -33,16 +26,7 @@ function slowUpload(chunkBytes: number, chunks: number, gapMs: number): Promise<
       if (++sent === chunks) controller.close();
     },
   });
-  return fetch(`${host!.url}/v1/attachments`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${ADMIN_TOKEN}`,
-      "content-type": "application/octet-stream",
-      "content-length": String(chunkBytes * chunks),
-    },
-    body,
-    duplex: "half",
-  } as RequestInit);
+  return host!.postUpload(body, { "content-length": String(chunkBytes * chunks) });
 }
 
 async function download(id: string): Promise<number> {
