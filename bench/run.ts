@@ -7,6 +7,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { heldBytes } from "../test/support/held-bytes.js";
 import { startDurableRawWs, startRawWs } from "./baselines/raw-ws.js";
+import { pinServers } from "./harness/cpu-pinning.js";
 import { describeMachine } from "./harness/machine.js";
 import { Progress } from "./harness/progress.js";
 import { type BenchReport, renderMarkdown, writeReport } from "./harness/report.js";
@@ -17,6 +18,7 @@ import {
   type OpenSubject,
   type RoundSubject,
   type RoundsOptions,
+  type ScenarioOptions,
   selfContained,
 } from "./harness/rounds.js";
 import { median } from "./harness/stats.js";
@@ -90,7 +92,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   const add = (
     result: ScenarioResult,
     subjects: ([string, Run] | RoundSubject)[],
-    options: Partial<RoundsOptions> = {},
+    { pinned, ...options }: ScenarioOptions = {},
   ) => {
     if (!wanted(result.id)) return;
     results.push(result);
@@ -99,11 +101,17 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       label: result.title,
       run: async (onRun) => {
         const started = Date.now();
-        await measureRounds(
-          result,
-          subjects.map((s) => (Array.isArray(s) ? selfContained(s[0], s[1]) : s)),
-          { ...rounds, onRun },
-        );
+        const unpin = pinned ? pinServers() : undefined;
+        result.pinned = unpin !== undefined;
+        try {
+          await measureRounds(
+            result,
+            subjects.map((s) => (Array.isArray(s) ? selfContained(s[0], s[1]) : s)),
+            { ...rounds, onRun },
+          );
+        } finally {
+          unpin?.();
+        }
         result.durationMs = Date.now() - started;
         result.heldAfterBytes = heldBytes();
       },
@@ -154,6 +162,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     onFanoutSubjects((factory) =>
       openFanout(factory, { sessions: 1, connections: 100, eventsPerSession: 10_000, batch: 50 }),
     ),
+    { pinned: true },
   );
   const many = newScenario(
     "fanout-100x10",
@@ -168,10 +177,14 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   );
   // raw ws keeps nothing: beside it, the same server committing every publish before sending it
   const manyShape = { sessions: 100, connections: 10, eventsPerSession: 100, batch: 10 };
-  add(many, [
-    ...onFanoutSubjects((factory) => openFanout(factory, manyShape)),
-    { name: RAW_WS_SQLITE, open: () => openFanout(startDurableRawWs, manyShape) },
-  ]);
+  add(
+    many,
+    [
+      ...onFanoutSubjects((factory) => openFanout(factory, manyShape)),
+      { name: RAW_WS_SQLITE, open: () => openFanout(startDurableRawWs, manyShape) },
+    ],
+    { pinned: true },
+  );
 
   const agentsShape = { sessions: 25, followers: 4, deltas: 500 };
   let template: Promise<Template> | undefined;
@@ -197,6 +210,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       { name: SESSIONMUX, open: () => openAgentsStreaming(agentsShape) },
       { name: DURABLE_LIMIT, open: async () => openDurableLimit(agentsShape, await turnTemplate()) },
     ],
+    { pinned: true },
   );
 
   const replayEvents = 100_000;
@@ -236,6 +250,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       ],
     ),
     onFanoutSubjects((factory) => openResume(factory, { followers: 1_000, behind: 100 })),
+    { pinned: true },
   );
 
   const p50 = newScenario("latency-p50", "Append→delivery latency p50", "ms", false);
@@ -269,6 +284,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
           };
         },
       })),
+      { pinned: true },
     );
     results.push(p99);
     steps.push({

@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { pinFollowers } from "./cpu-pinning.js";
 import { withDeadline } from "./deadline.js";
 import type { FleetCommand, FleetConnect, FleetReply } from "./fleet-protocol.js";
 import type { FanoutSubject } from "./subject.js";
@@ -19,9 +20,12 @@ export class Fleet {
   }
 
   static start(): Fleet {
-    return new Fleet(
-      fork(CHILD, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] }),
-    );
+    const child = fork(CHILD, [], {
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    pinFollowers(child.pid);
+    return new Fleet(child);
   }
 
   async send(command: FleetCommand, timeoutMs = 120_000): Promise<FleetReply> {

@@ -2,6 +2,12 @@ import { collectGarbage, collectYoungGarbage } from "./gc.js";
 import type { Figure, ScenarioResult } from "./result.js";
 import { median } from "./stats.js";
 
+/**
+ * How a scenario runs: its rounds, and `pinned` for those measured against a follower process,
+ * which then gets a CPU of its own (see `pinServers`).
+ */
+export type ScenarioOptions = Partial<RoundsOptions> & { pinned?: boolean };
+
 /** One subject's measurement: the figure, and optionally the work behind it (for repeat-until). */
 export interface Measurement {
   value: number;

@@ -1,5 +1,5 @@
 import { newScenario, type ScenarioResult, SESSIONMUX } from "../harness/result.js";
-import type { Measurement, RoundSubject, RoundsOptions } from "../harness/rounds.js";
+import type { Measurement, RoundSubject, ScenarioOptions } from "../harness/rounds.js";
 import { openFanout } from "./fanout.js";
 import { DEFAULT_PG_URL, openPgStoreAppends, openRawPgInserts } from "./pg-append.js";
 import { startPgPair } from "./pg-fanout.js";
@@ -7,11 +7,7 @@ import { startPgPair } from "./pg-fanout.js";
 export const RAW_PG = "raw pg batched insert";
 export const SAME_HOST_PG = "same host (PostgreSQL)";
 
-type PgScenario = [
-  ScenarioResult,
-  ([string, () => Promise<Measurement>] | RoundSubject)[],
-  Partial<RoundsOptions>,
-];
+type PgScenario = [ScenarioResult, ([string, () => Promise<Measurement>] | RoundSubject)[], ScenarioOptions];
 
 /**
  * The PostgreSQL scenarios of `npm run bench` (database at SESSIONMUX_TEST_PG_URL, default the
@@ -81,7 +77,7 @@ export function postgresScenarios(url = DEFAULT_PG_URL): PgScenario[] {
         { name: SESSIONMUX, open: () => openFanout(() => startPgPair(url, "B"), fanoutShape) },
         { name: SAME_HOST_PG, open: () => openFanout(() => startPgPair(url, "A"), fanoutShape) },
       ],
-      {},
+      { pinned: true },
     ],
   ];
 }
