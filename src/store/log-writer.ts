@@ -3,6 +3,7 @@ import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { LiveRows } from "./live-rows.js";
 import {
+  copyProjection,
   foldEvent,
   initialProjection,
   type ProjectionBase,
@@ -112,7 +113,7 @@ export class LogWriter {
   ): SessionEvent[] {
     const stored: SessionEvent[] = [];
     // one copy of the row for the whole append; rows handed out earlier are never changed
-    const projection = { ...state.projection };
+    const projection = copyProjection(state.projection);
     state.projection = projection;
     for (const input of events) {
       const data = input.data;

@@ -66,7 +66,7 @@ export function initialProjection(base: ProjectionBase): ProjectionState {
  *   the state of `turn/end`; each `turn/end` marks an unseen completion settled at its `at`.
  */
 export function projectEvent(row: ProjectionState, event: SessionEvent): ProjectionState {
-  const next: ProjectionState = { ...row };
+  const next = copyProjection(row);
   foldEvent(next, event);
   return next;
 }
@@ -140,7 +140,39 @@ export function foldEvent(next: ProjectionState, event: SessionEvent): void {
  */
 export function applyAck(row: ProjectionState, completionSettledAt: number): ProjectionState {
   if (row.completionSettledAt === null || completionSettledAt < row.completionSettledAt) return row;
-  return { ...row, hasUnseenCompletion: false, ackedSettledAt: row.completionSettledAt };
+  const next = copyProjection(row);
+  next.hasUnseenCompletion = false;
+  next.ackedSettledAt = row.completionSettledAt;
+  return next;
+}
+
+/**
+ * A copy with every field named, in `initialProjection`'s order: every row then has one shape. A
+ * spread copied rows of several shapes (read from the database, folded, acked) on V8's slow path,
+ * 3% of the CPU of a store append, and made the field reads of every fold megamorphic.
+ */
+export function copyProjection(row: ProjectionState): ProjectionState {
+  return {
+    sessionId: row.sessionId,
+    owner: row.owner,
+    title: row.title,
+    model: row.model,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    lastPromptAt: row.lastPromptAt,
+    turnCount: row.turnCount,
+    blank: row.blank,
+    lastState: row.lastState,
+    messageCount: row.messageCount,
+    seq: row.seq,
+    epoch: row.epoch,
+    openTurnId: row.openTurnId,
+    hasUnseenCompletion: row.hasUnseenCompletion,
+    completionSettledAt: row.completionSettledAt,
+    titleExplicit: row.titleExplicit,
+    turnHasText: row.turnHasText,
+    ackedSettledAt: row.ackedSettledAt,
+  };
 }
 
 export function publicProjection(row: ProjectionState): SessionProjection {

@@ -263,22 +263,33 @@ export class MuxConnection {
       this.#streams--;
       metrics?.openStreams.dec({ method });
     });
-    const common = { host: this.#host, principal: this.#principal, outlet, logInternal: this.#logInternal };
+    const host = this.#host;
+    const principal = this.#principal;
+    const logInternal = this.#logInternal;
+    const highWaterBytes = this.#options.followerHighWaterBytes;
     let stream: FollowStream | ControlStream;
+    // Contexts are literals, not spreads of a shared part: a spread gave every context a map of
+    // its own, and each follower's reads of it on every commit went through V8's megamorphic path.
     if (method === "session.follow") {
       stream = new FollowStream(
         {
-          ...common,
+          host,
+          principal,
+          outlet,
+          logInternal,
           replayBatch: this.#options.replayBatch,
-          highWaterBytes: this.#options.followerHighWaterBytes,
+          highWaterBytes,
           metrics,
         },
         params as ParamsOf<"session.follow">,
       );
     } else {
       stream = new ControlStream({
-        ...common,
-        highWaterBytes: this.#options.followerHighWaterBytes,
+        host,
+        principal,
+        outlet,
+        logInternal,
+        highWaterBytes,
         maxQueued: this.#options.controlMaxQueued,
         baselines: this.#baselines,
       });

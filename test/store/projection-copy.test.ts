@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import {
+  applyAck,
+  copyProjection,
+  initialProjection,
+  type ProjectionState,
+  projectEvent,
+} from "../../src/store/projection.js";
+
+const base = {
+  sessionId: "s1",
+  owner: "alice",
+  epoch: "e1",
+  createdAt: 1_000,
+  title: "New chat",
+  titleExplicit: false,
+  model: "demo",
+  ackedSettledAt: null,
+};
+
+/** Every field set to a value no other field has, the keys in reverse order of a new row's. */
+function unusualRow(): ProjectionState {
+  return {
+    ackedSettledAt: 19,
+    turnHasText: true,
+    titleExplicit: true,
+    completionSettledAt: 16,
+    hasUnseenCompletion: true,
+    openTurnId: "turn-14",
+    epoch: "epoch-13",
+    seq: 12,
+    messageCount: 11,
+    lastState: "input-required",
+    blank: false,
+    turnCount: 8,
+    lastPromptAt: 7,
+    updatedAt: 6,
+    createdAt: 5,
+    model: "model-4",
+    title: "title-3",
+    owner: "owner-2",
+    sessionId: "session-1",
+  };
+}
+
+describe("copyProjection", () => {
+  it("copies every field into a new row in the order of a new row, and changes nothing", () => {
+    const row = unusualRow();
+    const copy = copyProjection(row);
+    expect(copy).not.toBe(row);
+    expect(copy).toStrictEqual(unusualRow());
+    expect(row).toStrictEqual(unusualRow());
+    expect(Object.keys(copy)).toEqual(Object.keys(initialProjection(base)));
+  });
+
+  it("is what a fold and an ack start from: their rows have a new row's fields and order", () => {
+    const order = Object.keys(initialProjection(base));
+    const folded = projectEvent(unusualRow(), {
+      seq: 13,
+      at: 20,
+      type: "assistant/delta",
+      data: { turnId: "turn-14", text: "hi" },
+    });
+    expect(Object.keys(folded)).toEqual(order);
+    expect(folded.seq).toBe(13);
+    const acked = applyAck(unusualRow(), 16);
+    expect(Object.keys(acked)).toEqual(order);
+    expect(acked).toStrictEqual({ ...unusualRow(), hasUnseenCompletion: false, ackedSettledAt: 16 });
+  });
+});
