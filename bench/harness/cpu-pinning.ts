@@ -15,10 +15,10 @@ function setAffinity(pid: number, cpus: string): string | undefined {
 
 /**
  * Puts this process (the servers, and the processes it forks for them) on CPU 0 and, until the
- * returned function is called, every follower process `pinFollowers` is given on CPU 1. On two
- * cores, followers sharing the servers' core made a subject's CPU per delivery move by up to 2×
- * between runs: a server whose followers fall behind finds its writes coalesced and spends less.
- * Does nothing on one CPU or without `taskset`.
+ * returned function is called, every follower process `pinFollowers` is given on the last CPU
+ * (CPU 1 on two cores). On two cores, followers sharing the servers' core made a subject's CPU per
+ * delivery move with the scheduler: a server whose followers fall behind finds its writes
+ * coalesced and spends less. Does nothing on one CPU or without `taskset`.
  */
 export function pinServers(): () => void {
   const cpus = availableParallelism();

@@ -63,7 +63,7 @@ function methodLines(report: BenchReport): string[] {
   const pinned = report.scenarios.filter((s) => s.pinned).map((s) => s.title);
   if (pinned.length > 0)
     lines.push(
-      `CPU pinning (\`taskset\`): the bench process (every server) on CPU 0, the follower process on CPU 1, in: ${pinned.join("; ")}.`,
+      `CPU pinning (\`taskset\`): the bench process (every server) on CPU 0, the follower process on the last CPU, in: ${pinned.join("; ")}.`,
     );
   return lines;
 }

@@ -3,8 +3,8 @@ import type { Figure, ScenarioResult } from "./result.js";
 import { median } from "./stats.js";
 
 /**
- * How a scenario runs: its rounds, and `pinned` for those measured against a follower process,
- * which then gets a CPU of its own (see `pinServers`).
+ * How a scenario runs: its rounds, and `pinned` for those measured in server CPU or latency
+ * against a follower process, which then gets a CPU of its own (see `pinServers`).
  */
 export type ScenarioOptions = Partial<RoundsOptions> & { pinned?: boolean };
 
