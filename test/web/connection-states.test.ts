@@ -16,7 +16,11 @@ const isDisabled = (page: Page, selector: string) =>
 const staleMark = (page: Page, testId: string) =>
   page.getAttribute(`[data-testid="${testId}"]`, "data-stale");
 
-/** Everything that would need the host: none of it may look usable while the host cannot be reached. */
+/**
+ * Everything that would need the host: none of it may look usable while the host cannot be
+ * reached. The indicator changes at once and the rest at the next animation frame, so each is
+ * polled for a moment rather than read once right after the indicator changed.
+ */
 async function expectActionsDisabled(page: Page): Promise<void> {
   for (const id of [
     "approve",
@@ -27,10 +31,12 @@ async function expectActionsDisabled(page: Page): Promise<void> {
     "fork-session",
     "delete-session",
   ]) {
-    expect(await isDisabled(page, `[data-testid="${id}"]`), id).toBe(true);
+    await expect
+      .poll(() => isDisabled(page, `[data-testid="${id}"]`), { message: id, timeout: 2_000 })
+      .toBe(true);
   }
-  expect(await staleMark(page, "follow-state")).toBe("true");
-  expect(await staleMark(page, "agent-status")).toBe("true");
+  await expect.poll(() => staleMark(page, "follow-state"), { timeout: 2_000 }).toBe("true");
+  await expect.poll(() => staleMark(page, "agent-status"), { timeout: 2_000 }).toBe("true");
 }
 
 describe.skipIf(!hasChromium)("browser console connection states", () => {
@@ -118,12 +124,12 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
     await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("unauthorized");
     expect(await page.isVisible('[data-testid="auth-notice"]')).toBe(true);
     expect(await page.textContent('[data-testid="connection"]')).not.toContain("retrying");
-    expect(await isDisabled(page, '[data-testid="new-session"]')).toBe(true);
+    await expect.poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 }).toBe(true);
     // The token input has the focus: typing the right one and Enter is all it takes.
     await page.keyboard.type(ADMIN_TOKEN);
     await page.keyboard.press("Enter");
     await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("open");
-    expect(await isDisabled(page, '[data-testid="new-session"]')).toBe(false);
+    await expect.poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 }).toBe(false);
     await page.close();
   });
 
