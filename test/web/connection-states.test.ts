@@ -75,10 +75,31 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
     await page.waitForSelector('[data-testid="agent-status"]:not([data-stale])');
     expect(await page.textContent('[data-testid="follow-state"]')).toBe("live");
 
+    // Every change of the indicator is recorded with the approve button as it stands at that moment.
+    await page.evaluate(() => {
+      const seen: { state: string | null; approveDisabled: boolean | undefined }[] = [];
+      (window as { indicatorChanges?: typeof seen }).indicatorChanges = seen;
+      const indicator = document.querySelector('[data-testid="connection"]')!;
+      new MutationObserver(() => {
+        const approve = document.querySelector<HTMLButtonElement>(
+          '[data-testid="interaction-card"] [data-testid="approve"]',
+        );
+        seen.push({ state: indicator.getAttribute("data-state"), approveDisabled: approve?.disabled });
+      }).observe(indicator, { attributes: true, attributeFilter: ["data-state"] });
+    });
+
     browser.allowConsoleErrors(NETWORK_FAILURE);
     await killHost(first.child);
     await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("backoff");
     await expectActionsDisabled(page);
+    // Not even for a frame did the indicator say offline beside an approve button still usable.
+    const changes = await page.evaluate(
+      () =>
+        (window as { indicatorChanges?: { state: string | null; approveDisabled?: boolean }[] })
+          .indicatorChanges!,
+    );
+    expect(changes.map((c) => c.state)).toContain("backoff");
+    expect(changes.filter((c) => c.state !== "open" && c.approveDisabled !== true)).toEqual([]);
 
     const second = await spawnHost(first.port, dbPath, SECOND_TOKEN, webRoot);
     children.push(second.child);

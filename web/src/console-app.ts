@@ -39,6 +39,8 @@ export class ConsoleApp {
   private session: SessionModel | undefined;
   private mirror: ControlMirror | undefined;
   private connection: ConnectionState | undefined;
+  /** The state the indicator shows: taken in the same frame that enables or disables the actions. */
+  private shownConnection: ConnectionState | undefined;
   private searchHits: SearchHit[] | undefined;
   /** The list, or the sessions this principal dismissed (they keep running). */
   private listView: ListView = "list";
@@ -100,7 +102,7 @@ export class ConsoleApp {
     if (initialSession) this.select(initialSession);
     this.schedule();
     setInterval(() => {
-      if (this.connection?.name === "backoff") this.drawConnection();
+      if (this.shownConnection?.name === "backoff") this.drawConnection();
     }, 250);
     addEventListener("pagehide", () => this.session?.flush());
   }
@@ -154,12 +156,11 @@ export class ConsoleApp {
       this.el.tokenInput.focus();
     }
     if (state.name === "rejected") this.toast(`The host refused the connection (HTTP ${state.status}).`);
-    this.drawConnection();
     this.schedule();
   }
 
   private drawConnection(): void {
-    const state = this.connection;
+    const state = this.shownConnection;
     if (!state) return;
     this.el.connection.dataset.state = state.name;
     this.el.connectionLabel.textContent = connectionLabel(state, Date.now());
@@ -174,6 +175,10 @@ export class ConsoleApp {
   }
 
   private draw(): void {
+    // The indicator and every action follow one state in one frame: the page never shows an
+    // offline indicator beside buttons that still look usable, nor the reverse.
+    this.shownConnection = this.connection;
+    this.drawConnection();
     const s = this.session;
     const selected = s?.sessionId;
     // Live agent status is authoritative while the session is live; rows only catch up at the next list change.
