@@ -4,13 +4,18 @@ import { availableParallelism } from "node:os";
 /** The follower process's CPU while the servers are pinned, else undefined. */
 let followerCpu: number | undefined;
 
+/** The CPU list `pid` may run on (as `taskset` prints it, e.g. "0,1"), or undefined without `taskset`. */
+export function cpusOf(pid: number): string | undefined {
+  const read = spawnSync("taskset", ["-c", "-p", String(pid)], { encoding: "utf8" });
+  return read.status === 0 ? /list:\s*(\S+)/.exec(read.stdout)?.[1] : undefined;
+}
+
 /** `taskset` on every thread of `pid`; the CPU list it had before, or undefined if it failed. */
 function setAffinity(pid: number, cpus: string): string | undefined {
-  const before = spawnSync("taskset", ["-a", "-c", "-p", String(pid)], { encoding: "utf8" });
-  const list = /list:\s*(\S+)/.exec(before.stdout ?? "")?.[1];
-  if (before.status !== 0 || !list) return undefined;
+  const before = cpusOf(pid);
+  if (before === undefined) return undefined;
   const set = spawnSync("taskset", ["-a", "-c", "-p", cpus, String(pid)], { stdio: "ignore" });
-  return set.status === 0 ? list : undefined;
+  return set.status === 0 ? before : undefined;
 }
 
 /**

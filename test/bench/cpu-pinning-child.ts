@@ -2,13 +2,9 @@
  * Runs `pinServers` in a process of its own (it pins every thread of the process it runs in) and
  * prints the CPU lists it saw, for cpu-pinning.test.ts.
  */
-import { spawn, spawnSync } from "node:child_process";
-import { pinFollowers, pinServers } from "../../bench/harness/cpu-pinning.js";
+import { spawn } from "node:child_process";
+import { cpusOf, pinFollowers, pinServers } from "../../bench/harness/cpu-pinning.js";
 
-const cpusOf = (pid: number) =>
-  /list:\s*(\S+)/.exec(
-    spawnSync("taskset", ["-c", "-p", String(pid)], { encoding: "utf8" }).stdout ?? "",
-  )?.[1];
 const follower = () => spawn("sleep", ["30"], { stdio: "ignore" });
 
 const before = cpusOf(process.pid);
