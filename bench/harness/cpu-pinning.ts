@@ -23,12 +23,13 @@ function setAffinity(pid: number, cpus: string): string | undefined {
  * returned function is called, every follower process `pinFollowers` is given on the last CPU
  * (CPU 1 on two cores). On two cores, followers sharing the servers' core made a subject's CPU per
  * delivery move with the scheduler: a server whose followers fall behind finds its writes
- * coalesced and spends less. Does nothing on one CPU or without `taskset`.
+ * coalesced and spends less. On one CPU or without `taskset` it does nothing and returns
+ * undefined, so a report never calls a scenario pinned that was not.
  */
-export function pinServers(): () => void {
+export function pinServers(): (() => void) | undefined {
   const cpus = availableParallelism();
   const before = cpus >= 2 ? setAffinity(process.pid, "0") : undefined;
-  if (before === undefined) return () => {};
+  if (before === undefined) return undefined;
   followerCpu = cpus - 1;
   return () => {
     followerCpu = undefined;
