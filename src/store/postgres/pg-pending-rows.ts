@@ -54,6 +54,21 @@ export interface Statement {
   name?: string;
 }
 
+/** A part of the write statement, and what it must have done (see `combine`). */
+interface Part extends Statement {
+  /**
+   * A condition the transaction needs, over `{self}` (the rows the part returned) and the part's
+   * own placeholders; the statement's `result` gets every part's condition as `{expected}`.
+   */
+  expect?: string;
+}
+
+// Only the row version a batch on kept states used may be written: under the row lock, the
+// version (stamped by every writer since migration 6) and the 32-bit id of the transaction that
+// wrote the tuple (which a writer that does not stamp versions still changes) must both match.
+const KEPT_VERSION = "p.version = v.version AND p.xmin::text::bigint = v.version % 4294967296";
+const EVERY_ROW_WRITTEN = "(SELECT count(*) FROM {self}) = cardinality($1::text[])";
+
 /** How the names of write statements that end with a check (see `take`'s `result`) begin. */
 export const CHECKED_WRITE = "sessionmux_checked_write";
 
@@ -125,16 +140,18 @@ export class PendingRows {
    * The statement writing everything pending (and, when given, the projections (heads) of
    * `states`: inserted for `created` sessions, only `seq` where nothing else changed since
    * `loaded`, whole otherwise); null when there is nothing to write. `result`: the query the
-   * statement ends with (a SELECT over what was there before the writes), instead of `SELECT 1`.
-   * Taking it empties the pending rows.
+   * statement ends with (a SELECT over what was there before the writes), instead of `SELECT 1`;
+   * its `{expected}` is true only if, with `versions` given, every projection row updated was
+   * still at the version listed for its session. Taking it empties the pending rows.
    */
   take(
     states: readonly SessionState[] = [],
     created: ReadonlySet<string> = new Set(),
     loaded: ReadonlyMap<string, ProjectionState> = new Map(),
     result?: Statement,
+    versions?: ReadonlyMap<string, number>,
   ): Statement | null {
-    const parts: Statement[] = [];
+    const parts: Part[] = [];
     if (this.events[0].length > 0) {
       parts.push({
         sql: `INSERT INTO events (session_id, seq, type, at, data)
@@ -189,25 +206,30 @@ export class PendingRows {
       });
     }
     if (moved.length > 0) {
-      parts.push({
-        sql: `UPDATE projections p SET seq = v.seq, version = ${WRITER_VERSION}
-          FROM ${unnest(["text", "bigint"])} AS v(session_id, seq)
-          WHERE p.session_id = v.session_id`,
-        params: [
-          textArrayLiteral(moved.map((r) => r.sessionId)),
-          integerArrayLiteral(moved.map((r) => r.seq)),
-        ],
-      });
+      parts.push(
+        updateOf(
+          "seq = v.seq",
+          ["text", "bigint"],
+          "session_id, seq",
+          [textArrayLiteral(moved.map((r) => r.sessionId)), integerArrayLiteral(moved.map((r) => r.seq))],
+          moved,
+          versions,
+        ),
+      );
     }
     if (changed.length > 0) {
-      parts.push({
-        sql: `UPDATE projections p SET ${PROJECTION_COLUMNS.slice(1)
-          .map(([name]) => `${name} = v.${name}`)
-          .join(
-            ", ",
-          )}, version = ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES}) WHERE p.session_id = v.session_id`,
-        params: projectionColumns(changed),
-      });
+      parts.push(
+        updateOf(
+          PROJECTION_COLUMNS.slice(1)
+            .map(([name]) => `${name} = v.${name}`)
+            .join(", "),
+          PROJECTION_TYPES,
+          PROJECTION_NAMES,
+          projectionColumns(changed),
+          changed,
+          versions,
+        ),
+      );
     }
     this.events = [[], [], [], [], [], []];
     this.eventBytes = [];
@@ -219,17 +241,53 @@ export class PendingRows {
   }
 }
 
-/** Joins parts into one statement, renumbering each part's placeholders after the previous ones. */
-function combine(parts: Statement[], result?: Statement): Statement | null {
+/**
+ * An UPDATE of projection rows from `params` (one array per column of `names`, session ids first);
+ * with `versions`, guarded: only rows still at their session's listed version are written, and
+ * the part expects to have written every one.
+ */
+function updateOf(
+  assignments: string,
+  types: readonly string[],
+  names: string,
+  params: unknown[],
+  rows: readonly ProjectionState[],
+  versions: ReadonlyMap<string, number> | undefined,
+): Part {
+  const set = `UPDATE projections p SET ${assignments}, version = ${WRITER_VERSION}`;
+  if (!versions) {
+    return { sql: `${set} FROM ${unnest(types)} AS v(${names}) WHERE p.session_id = v.session_id`, params };
+  }
+  return {
+    sql: `${set} FROM ${unnest([...types, "bigint"])} AS v(${names}, version)
+      WHERE p.session_id = v.session_id AND ${KEPT_VERSION} RETURNING 1`,
+    params: [...params, integerArrayLiteral(rows.map((r) => versions.get(r.sessionId) ?? -1))],
+    expect: EVERY_ROW_WRITTEN,
+  };
+}
+
+/**
+ * Joins parts into one statement, renumbering each part's placeholders (and those of its
+ * expectation) after the previous ones; the parts' expectations, joined by AND, replace the
+ * result's `{expected}`.
+ */
+function combine(parts: Part[], result?: Statement): Statement | null {
   const prefix = result ? CHECKED_WRITE : "sessionmux_write";
-  if (parts.length === 0) return result ? { ...result, name: preparedName(result.sql, prefix) } : null;
   const params: unknown[] = [];
-  const renumbered = (part: Statement) => {
+  const expected: string[] = [];
+  const renumber = (sql: string, offset: number) =>
+    sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+  const renumbered = (part: Part, name: string) => {
     const offset = params.length;
     params.push(...part.params);
-    return part.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+    if (part.expect) expected.push(renumber(part.expect, offset).replaceAll("{self}", name));
+    return renumber(part.sql, offset);
   };
-  const ctes = parts.map((part, i) => `w${i} AS (${renumbered(part)})`);
-  const sql = `WITH ${ctes.join(",\n")} ${result ? renumbered(result) : "SELECT 1"}`;
+  const ctes = parts.map((part, i) => `w${i} AS (${renumbered(part, `w${i}`)})`);
+  const end = result
+    ? renumbered(result, "").replace("{expected}", expected.length > 0 ? expected.join(" AND ") : "true")
+    : "SELECT 1";
+  if (ctes.length === 0 && !result) return null;
+  const sql = ctes.length > 0 ? `WITH ${ctes.join(",\n")} ${end}` : end;
   return { sql, params, name: preparedName(sql, prefix) };
 }

@@ -58,20 +58,24 @@ const BEGIN_KEPT = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 // one row back, not one per lock
 const LOCK_KEPT = `SELECT count(*) FROM (SELECT 1 FROM projections WHERE session_id = ANY($1::text[])
   ORDER BY session_id FOR UPDATE) AS locked`;
-// after the locks were granted (the snapshot of a later statement): every kept row is still the
-// version the batch used, and every lease an append was fenced by is still the current one;
-// otherwise SMX01 aborts. The row's xmin (the 32-bit id of the transaction that wrote this tuple)
-// must match the version too: a writer that does not stamp versions (a build from before
-// migration 6, still running) changes xmin with every update, so its writes are caught as well.
-const CHECK_KEPT = `SELECT sessionmux_expect(
-    (SELECT count(*) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
+// After the locks were granted (the snapshot of a later statement): the projection rows the batch
+// writes were still the versions it used (`{expected}`: each guarded UPDATE wrote every one of its
+// rows, see `PendingRows.take`), so were the rows of kept sessions it only read, and every lease an
+// append was fenced by is still the current one; otherwise SMX01 aborts. A row's xmin (the 32-bit
+// id of the transaction that wrote this tuple) must match the version too: a writer that does not
+// stamp versions (a build from before migration 6, still running) changes xmin with every update,
+// so its writes are caught as well. An empty list skips its subquery.
+const CHECK_KEPT = `SELECT sessionmux_expect({expected}
+    AND (cardinality($1::text[]) = 0 OR (SELECT count(*)
+      FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
       JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version AND p.seq = k.seq
         AND p.xmin::text::bigint = k.version % 4294967296)
-      = cardinality($1::text[])
-    AND (SELECT count(*) FROM unnest($4::text[], $5::text[], $6::bigint[]) AS f(session_id, host_id, generation)
+      = cardinality($1::text[]))
+    AND (cardinality($4::text[]) = 0 OR (SELECT count(*)
+      FROM unnest($4::text[], $5::text[], $6::bigint[]) AS f(session_id, host_id, generation)
       JOIN leases l ON l.session_id = f.session_id
       WHERE l.host_id = f.host_id AND l.generation = f.generation AND l.expires_at > ${DB_NOW})
-      = cardinality($4::text[])),
+      = cardinality($4::text[]))),
   set_config('sessionmux.xid', pg_current_xact_id()::text, false) AS xid`;
 
 /**
@@ -98,6 +102,9 @@ async function inOrder<T extends readonly unknown[]>(
     -readonly [K in keyof T]: Awaited<T[K]>;
   };
 }
+
+/** For statements whose outcome nothing waits for. */
+const nothing = () => undefined;
 
 type LeaseOfRow = { now: number; session_id: string | null } & LeaseRow;
 
@@ -156,8 +163,6 @@ export class PgWriteBatch {
   private kept:
     | {
         seqs: Map<string, number>;
-        /** The sessions' ids as one `text[]` literal, in `seqs` order. */
-        idList: string;
         /** BEGIN and the locks, sent at the start. */
         started: readonly [Promise<pg.QueryResult>, Promise<pg.QueryResult>];
         fences: [string[], string[], number[]];
@@ -192,7 +197,7 @@ export class PgWriteBatch {
     );
     for (const sent of started) sent.catch(() => undefined);
     this.open = true;
-    this.kept = { seqs, idList, started, fences: [[], [], []] };
+    this.kept = { seqs, started, fences: [[], [], []] };
   }
 
   /**
@@ -346,6 +351,8 @@ export class PgWriteBatch {
    * announcement to other hosts, sent together. The NOTIFY runs in a transaction of its own after
    * the COMMIT (so it adds no lock to it) and only if the write transaction committed. After a
    * failed statement PostgreSQL answers the COMMIT with ROLLBACK: the transaction is over either way.
+   * Resolves with COMMIT's answer: the NOTIFY behind it is not waited for (the connection runs it
+   * before anything sent later, even its closing).
    */
   async commit(announcement: Announcement | null): Promise<void> {
     if (this.kept) return this.commitKept(announcement);
@@ -353,37 +360,44 @@ export class PgWriteBatch {
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
     this.open = false;
-    const notify =
-      announcement &&
+    if (announcement) {
       this.client
         .query(NOTIFY_IF_COMMITTED, [announcement.channel, announcement.payload, this.xid])
         // a lost wake-up is harmless: other hosts read by seq on the next one
-        .catch(() => undefined);
-    const [, committed] = await inOrder([write, commit, notify]);
+        .catch(nothing);
+    }
+    const [, committed] = await inOrder([write, commit]);
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
   }
 
   /**
    * The rest of a batch on kept states, behind the BEGIN and locks `beginKept` sent: the check of
    * what the batch used, the rows, COMMIT, the NOTIFY and the reset of the setting it reads; then
-   * the one wait, for all of them. A failed check aborts the transaction with SMX01.
+   * the one wait, until COMMIT answered. A failed check aborts the transaction with SMX01.
    */
   private async commitKept(announcement: Announcement | null): Promise<void> {
-    const { seqs, idList, started, fences } = this.kept!;
-    const ids = [...seqs.keys()];
+    const { seqs, started, fences } = this.kept!;
+    // the rows written are checked by their UPDATEs; the check reads the others
+    const read = [...seqs.keys()].filter((id) => !this.dirty.has(id));
     const check = {
       sql: CHECK_KEPT,
       params: [
-        idList,
-        integerArrayLiteral(ids.map((id) => this.versions.get(id)!)),
-        integerArrayLiteral(ids.map((id) => seqs.get(id)!)),
+        textArrayLiteral(read),
+        integerArrayLiteral(read.map((id) => this.versions.get(id)!)),
+        integerArrayLiteral(read.map((id) => seqs.get(id)!)),
         textArrayLiteral(fences[0]),
         textArrayLiteral(fences[1]),
         integerArrayLiteral(fences[2]),
       ],
     };
     // the check ends the write statement: it reads the rows as they were before its writes
-    const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded, check)!;
+    const statement = this.rows.take(
+      [...this.dirty.values()],
+      this.created,
+      this.loaded,
+      check,
+      this.versions,
+    )!;
     const sent = together(this.client, () => {
       const written = this.client.query<{ xid: string }>({
         name: statement.name,
@@ -391,17 +405,17 @@ export class PgWriteBatch {
         values: statement.params,
       });
       const commit = this.client.query("COMMIT");
-      const notify =
-        announcement &&
+      if (announcement) {
         this.client
           .query({
             name: "sessionmux_notify_kept",
             text: NOTIFY_IF_KEPT_COMMITTED,
             values: [announcement.channel, announcement.payload],
           })
-          .catch(() => undefined);
-      const reset = this.client.query(FORGET_XID);
-      return [written, commit, notify, reset] as const;
+          .catch(nothing);
+      }
+      this.client.query(FORGET_XID).catch(nothing);
+      return [written, commit] as const;
     });
     this.open = false;
     const [, , written, committed] = await inOrder([...started, ...sent]);
