@@ -9,6 +9,7 @@ import { heldBytes } from "../test/support/held-bytes.js";
 import { startDurableRawWs, startRawWs } from "./baselines/raw-ws.js";
 import { pinServers } from "./harness/cpu-pinning.js";
 import { describeMachine } from "./harness/machine.js";
+import { pooledTail } from "./harness/pooled-tail.js";
 import { Progress } from "./harness/progress.js";
 import { type BenchReport, renderMarkdown, writeReport } from "./harness/report.js";
 import { newScenario, type ScenarioResult, SESSIONMUX } from "./harness/result.js";
@@ -21,7 +22,6 @@ import {
   type ScenarioOptions,
   selfContained,
 } from "./harness/rounds.js";
-import { median } from "./harness/stats.js";
 import type { SubjectFactory } from "./harness/subject.js";
 import { DurableStreamsPeer } from "./peers/durable-streams.js";
 import { startSocketIo } from "./peers/socketio.js";
@@ -256,8 +256,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
   const p50 = newScenario("latency-p50", "Append→delivery latency p50", "ms", false);
   const p99 = newScenario("latency-p99", "Append→delivery latency p99", "ms", false);
   if (wanted(p50.id) || wanted(p99.id)) {
-    // one measurement gives both percentiles: p99's rounds are collected beside p50's
-    const p99Rounds: Record<string, number[]> = {};
+    // one measurement gives both percentiles: p99's samples are collected beside p50's rounds
+    const p99Samples: Record<string, number[][]> = {};
     // Latency is set against the two limits. Only sessionmux and the durable limit wait for a
     // commit (an fsync) before they deliver: the ratio against that limit is what sessionmux adds
     // to the disk's own latency; against raw ws it is mostly the disk. Socket.IO, which keeps
@@ -277,8 +277,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
           return {
             async measure() {
               const measured = await latency.measure();
-              p99Rounds[name] = [...(p99Rounds[name] ?? []), measured.p99];
-              return { value: measured.p50, detail: `${measured.samples} samples, 10 followers` };
+              p99Samples[name] = [...(p99Samples[name] ?? []), measured.samples];
+              return { value: measured.p50, detail: `${measured.samples.length} samples, 10 followers` };
             },
             close: () => latency.close(),
           };
@@ -290,16 +290,8 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
     steps.push({
       label: p99.title,
       run: async () => {
-        // the first `warmup` values of each subject were warm-up rounds
-        p99.rounds = Object.fromEntries(
-          Object.entries(p99Rounds).map(([name, values]) => [name, values.slice(method.warmup)]),
-        );
-        for (const [name, values] of Object.entries(p99.rounds))
-          p99.figures.push({
-            subject: name,
-            value: median(values),
-            detail: `median of ${values.length} rounds`,
-          });
+        // the first `warmup` rounds of each subject were warm-up; the ratio is of the pooled p99s
+        p99.figures.push(...pooledTail(p99Samples, 99, method.warmup));
       },
     });
   }

@@ -17,7 +17,10 @@ export interface LatencyShape {
 export async function openLatency(
   factory: SubjectFactory,
   shape: LatencyShape,
-): Promise<{ measure(): Promise<{ p50: number; p99: number; samples: number }>; close(): Promise<void> }> {
+): Promise<{
+  measure(): Promise<{ p50: number; p99: number; samples: number[] }>;
+  close(): Promise<void>;
+}> {
   const subject = await factory();
   const fleet = Fleet.start();
   const close = async () => {
@@ -45,7 +48,7 @@ export async function openLatency(
       if (stats!.dup > 0 || stats!.gap > 0)
         throw new Error(`followers saw dup=${stats!.dup} gap=${stats!.gap}`);
       const samples = stats!.latencies.filter((ms) => Number.isFinite(ms));
-      return { p50: percentile(samples, 50), p99: percentile(samples, 99), samples: samples.length };
+      return { p50: percentile(samples, 50), p99: percentile(samples, 99), samples };
     };
     return { measure, close };
   } catch (error) {
