@@ -39,9 +39,10 @@ const RACE_RETRIES = 3;
  * If the check fails, or an operation needs a read first, it runs the usual way, in two round
  * trips: BEGIN with the locks and reads, then the rows, COMMIT and the NOTIFY. Each caller's
  * promise settles only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk;
- * the NOTIFY behind it is not waited for) and after the notices went out. Expected refusals are result values, so one refused write never
- * fails the others; a storage failure fails every caller with `persistence_failure`; any other
- * fault re-runs the operations one per transaction so only the faulty one fails.
+ * the NOTIFY behind it is not waited for) and after the notices went out. Expected refusals are
+ * result values, so one refused write never fails the others; a storage failure fails every caller
+ * with `persistence_failure`; any other fault re-runs the operations one per transaction so only
+ * the faulty one fails.
  */
 export class PgGroupCommit {
   private queue: Queued[] = [];
