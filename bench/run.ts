@@ -292,6 +292,7 @@ function plan(results: ScenarioResult[], only: Set<string> | undefined, method: 
       run: async () => {
         // the first `warmup` rounds of each subject were warm-up; the ratio is of the pooled p99s
         p99.figures.push(...pooledTail(p99Samples, 99, method.warmup));
+        p99.pooledRounds = Math.max(0, (Object.values(p99Samples)[0]?.length ?? 0) - method.warmup);
       },
     });
   }

@@ -1,6 +1,6 @@
 import { formatMachine } from "./machine.js";
-import { type BenchReport, formatFigure } from "./report.js";
-import { ratioAgainst, roundRatios, SESSIONMUX } from "./result.js";
+import { type BenchReport, formatFigure, ratioText } from "./report.js";
+import { ratioAgainst, SESSIONMUX } from "./result.js";
 
 export const TABLE_START = "<!-- bench-table:start -->";
 export const TABLE_END = "<!-- bench-table:end -->";
@@ -29,17 +29,13 @@ export function renderReadmeTable(report: BenchReport, resultFile: string): stri
     const ours = scenario.figures.find((f) => f.subject === SESSIONMUX);
     const others = scenario.figures.filter((f) => f.subject !== SESSIONMUX);
     others.forEach((figure, i) => {
-      const stats = roundRatios(scenario, figure.subject);
       const ratio = ratioAgainst(scenario, figure.subject);
-      const ratioText = stats
-        ? `${formatFigure(stats.median)}× (${formatFigure(stats.min)}–${formatFigure(stats.max)}, ${stats.rounds})`
-        : `${formatFigure(ratio)}×`;
       const goal = scenario.goals.find((g) => g.against === figure.subject);
       const goalText = goal ? `≥ ${goal.min}× ${ratio >= goal.min ? "✔" : "✘"}` : "";
       const head =
         i === 0 ? [scenario.title, ours ? `${formatFigure(ours.value)} ${scenario.unit}` : "–"] : ["", ""];
       out.push(
-        `| ${[...head, `${figure.subject} (${formatFigure(figure.value)})`, ratioText, goalText].join(" | ")} |`,
+        `| ${[...head, `${figure.subject} (${formatFigure(figure.value)})`, ratioText(scenario, figure.subject, ""), goalText].join(" | ")} |`,
       );
     });
     for (const error of scenario.errors)

@@ -24,11 +24,16 @@ export const formatFigure = (value: number): string =>
         ? value.toFixed(2)
         : value.toPrecision(2);
 
-/** "0.82× (0.78–0.90, 7 rounds)" from the per-round ratios, or the plain ratio. */
-function ratioText(scenario: ScenarioResult, subject: string): string {
+/**
+ * "0.82× (0.78–0.90, 7 rounds)" from the per-round ratios (`rounds`: the word after the count),
+ * "0.60× (7 rounds pooled)" for figures taken over pooled rounds, or the plain ratio.
+ */
+export function ratioText(scenario: ScenarioResult, subject: string, rounds = " rounds"): string {
   const stats = roundRatios(scenario, subject);
-  if (!stats) return `${formatFigure(ratioAgainst(scenario, subject))}×`;
-  return `${formatFigure(stats.median)}× (${formatFigure(stats.min)}–${formatFigure(stats.max)}, ${stats.rounds} rounds)`;
+  const ratio = `${formatFigure(stats ? stats.median : ratioAgainst(scenario, subject))}×`;
+  if (stats)
+    return `${ratio} (${formatFigure(stats.min)}–${formatFigure(stats.max)}, ${stats.rounds}${rounds})`;
+  return scenario.pooledRounds ? `${ratio} (${scenario.pooledRounds} rounds pooled)` : ratio;
 }
 
 /** The goal lines: met / missed with the figure. */

@@ -27,6 +27,8 @@ export interface ScenarioResult {
   errors: string[];
   /** Per-subject values of each measured round, in round order (see measureRounds). */
   rounds?: Record<string, number[]>;
+  /** Instead: each figure was taken over the samples of this many measured rounds pooled. */
+  pooledRounds?: number;
   /** Ran with the servers on one CPU and the follower process on another (see `pinServers`). */
   pinned?: boolean;
   /** Wall time the scenario took, setup and warm-up included (where a full run's minutes go). */

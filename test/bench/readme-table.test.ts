@@ -39,6 +39,20 @@ describe("README performance table", () => {
     expect(table).toContain("|  |  | Socket.IO 4 (20.00) | 0.50× (0.45–0.60, 3) |  |");
   });
 
+  it("says of a tail percentile's ratio that it compares figures of pooled rounds", () => {
+    const run = report();
+    const p99 = newScenario("latency-p99", "Latency p99", "ms", false);
+    p99.figures = [
+      { subject: "sessionmux", value: 4 },
+      { subject: "raw ws", value: 2 },
+    ];
+    p99.pooledRounds = 7;
+    run.scenarios.push(p99);
+    expect(renderReadmeTable(run, "run.md")).toContain(
+      "| Latency p99 | 4.00 ms | raw ws (2.00) | 0.50× (7 rounds pooled) |  |",
+    );
+  });
+
   it("replaces only the block between the markers, and refuses a README without them", () => {
     const readme = `# x\n${TABLE_START}\nold\n${TABLE_END}\nafter\n`;
     expect(replaceReadmeTable(readme, "new")).toBe(`# x\n${TABLE_START}\nnew\n${TABLE_END}\nafter\n`);
