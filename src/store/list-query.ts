@@ -27,8 +27,10 @@ export class ListQueries {
       after !== undefined,
       query.dismissals,
     );
-    const found = statement.all(...params) as ProjectionRow[];
-    const rows = found.slice(0, query.limit).map((row) => publicProjection(projectionFromRow(row)));
+    const found = statement.all(...params) as (ProjectionRow & { head_seq: number })[];
+    const rows = found
+      .slice(0, query.limit)
+      .map((row) => publicProjection(projectionFromRow(row, row.head_seq)));
     const last = rows[rows.length - 1];
     if (found.length > query.limit && last) {
       return { rows, next: encodeListCursor({ updatedAt: last.updatedAt, sessionId: last.sessionId }) };
@@ -51,7 +53,10 @@ export class ListQueries {
       if (parked) where.push("last_state = 'input-required'");
       // the leading `updated_at <= ?` is what lets SQLite seek the index instead of scanning it
       if (paged) where.push("updated_at <= ? AND (updated_at < ? OR session_id > ?)");
-      const sql = `SELECT * FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+      // the head is the log's: a row is not rewritten when only its seq moved
+      const sql = `SELECT projections.*, coalesce((SELECT max(e.seq) FROM events e
+          WHERE e.session_id = projections.session_id), 0) AS head_seq
+        FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
         ORDER BY updated_at DESC, session_id LIMIT ?`;
       statement = this.db.prepare(sql);
       this.statements.set(key, statement);

@@ -6,6 +6,7 @@ import {
   copyProjection,
   foldEvent,
   initialProjection,
+  onlySeqMoved,
   type ProjectionBase,
   projectEvent,
   publicProjection,
@@ -132,24 +133,22 @@ export class LogWriter {
     return stored;
   }
 
-  /** Writes head and projection of every touched session; runs last in each transaction. */
+  /**
+   * Writes the projection of every touched session; runs last in each transaction. A row whose
+   * projection moved only its head (`seq`) is left as it is: the head is the log's (`max(seq)`),
+   * which every read of a row takes instead, so a stream of deltas writes only its events.
+   */
   writeBack(batch: WriteBatch): void {
     for (const state of batch.dirty.values()) {
       const { projection, persisted } = state;
+      if (onlySeqMoved(persisted, projection)) continue;
       const listOrderUnchanged =
         projection.updatedAt === persisted.updatedAt &&
         projection.lastState === persisted.lastState &&
         projection.epoch === persisted.epoch;
-      if (listOrderUnchanged) {
-        this.statements.updateProjectionProgress.run(...progressParams(projection));
-      } else {
-        this.statements.updateProjection.run(projectionParams(projection));
-        state.persisted = {
-          updatedAt: projection.updatedAt,
-          lastState: projection.lastState,
-          epoch: projection.epoch,
-        };
-      }
+      if (listOrderUnchanged) this.statements.updateProjectionProgress.run(...progressParams(projection));
+      else this.statements.updateProjection.run(projectionParams(projection));
+      state.persisted = projection;
     }
   }
 

@@ -175,6 +175,38 @@ export function copyProjection(row: ProjectionState): ProjectionState {
   };
 }
 
+/** Every field but the head: a field added to `ProjectionState` and not listed here does not compile. */
+const BESIDE_SEQ = {
+  sessionId: true,
+  owner: true,
+  title: true,
+  model: true,
+  createdAt: true,
+  updatedAt: true,
+  lastPromptAt: true,
+  turnCount: true,
+  blank: true,
+  lastState: true,
+  messageCount: true,
+  epoch: true,
+  openTurnId: true,
+  hasUnseenCompletion: true,
+  completionSettledAt: true,
+  titleExplicit: true,
+  turnHasText: true,
+  ackedSettledAt: true,
+} satisfies Record<Exclude<keyof ProjectionState, "seq">, true>;
+const FIELDS_BESIDE_SEQ = Object.keys(BESIDE_SEQ) as (keyof typeof BESIDE_SEQ)[];
+
+/**
+ * Whether `after` differs from `before` only in `seq`: what an event that changes nothing a list
+ * shows (an assistant delta) leaves, so the stores need not rewrite the row for it.
+ */
+export function onlySeqMoved(before: ProjectionState, after: ProjectionState): boolean {
+  for (const field of FIELDS_BESIDE_SEQ) if (before[field] !== after[field]) return false;
+  return true;
+}
+
 export function publicProjection(row: ProjectionState): SessionProjection {
   return {
     sessionId: row.sessionId,

@@ -11,8 +11,11 @@ export interface SessionState {
   headSeq: number;
   base: ProjectionBase;
   projection: ProjectionState;
-  /** The list-order columns as last written: unchanged ones let the write skip index upkeep. */
-  persisted: { updatedAt: number; lastState: LastState; epoch: string };
+  /**
+   * The projection as its row was last written (SQLite): a write is skipped when only `seq` moved
+   * since (readers take the head from the log), and skips index upkeep when the list order held.
+   */
+  persisted: ProjectionState;
 }
 
 /** The joined `sessions` + `projections` row read by `sessionState`. */
@@ -56,7 +59,7 @@ export function stateFromRow(row: SessionStateRow): SessionState {
     model: row.base_model,
     ackedSettledAt: row.base_acked,
   };
-  const projection = projectionFromRow(row);
+  const projection = projectionFromRow(row, row.head_seq);
   return {
     sessionId: row.session_id,
     owner: row.owner,
@@ -67,7 +70,7 @@ export function stateFromRow(row: SessionStateRow): SessionState {
     headSeq: row.head_seq,
     base,
     projection,
-    persisted: { updatedAt: projection.updatedAt, lastState: projection.lastState, epoch: projection.epoch },
+    persisted: projection,
   };
 }
 
@@ -95,7 +98,11 @@ export type ProjectionRow = Pick<
   | "acked_settled_at"
 >;
 
-export function projectionFromRow(row: ProjectionRow): ProjectionState {
+/**
+ * A projection row as a state. `head`: the log's head seq, which a SQLite row's own `seq` may
+ * lag (the row is not rewritten when only the head moved).
+ */
+export function projectionFromRow(row: ProjectionRow, head: number): ProjectionState {
   return {
     sessionId: row.session_id,
     owner: row.owner,
@@ -108,7 +115,7 @@ export function projectionFromRow(row: ProjectionRow): ProjectionState {
     blank: row.blank === 1,
     lastState: row.last_state as LastState,
     messageCount: row.message_count,
-    seq: row.seq,
+    seq: head,
     epoch: row.epoch,
     openTurnId: row.open_turn_id,
     hasUnseenCompletion: row.has_unseen_completion === 1,
@@ -189,6 +196,6 @@ export function newSessionState(base: ProjectionBase, forkOf: SessionState["fork
     headSeq: 0,
     base,
     projection,
-    persisted: { updatedAt: projection.updatedAt, lastState: projection.lastState, epoch: projection.epoch },
+    persisted: projection,
   };
 }

@@ -1,4 +1,4 @@
-import type { ProjectionState } from "../projection.js";
+import { onlySeqMoved, type ProjectionState } from "../projection.js";
 import type { SessionState } from "../session-state.js";
 import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 
@@ -37,14 +37,6 @@ const WRITER_VERSION = "pg_current_xact_id()::text::bigint";
 
 const projectionColumns = (rows: readonly ProjectionState[]): unknown[][] =>
   PROJECTION_COLUMNS.map(([, , value]) => rows.map(value));
-
-/** Only the head moved (the common case: a streamed delta), so only `seq` needs writing. */
-function onlyHeadMoved(before: ProjectionState | undefined, after: ProjectionState): boolean {
-  if (!before) return false;
-  for (const [name, , value] of PROJECTION_COLUMNS)
-    if (name !== "seq" && value(before) !== value(after)) return false;
-  return true;
-}
 
 /** A statement with `$n` placeholders numbered from 1. */
 export interface Statement {
@@ -194,8 +186,10 @@ export class PendingRows {
     const moved: ProjectionState[] = [];
     const changed: ProjectionState[] = [];
     for (const { sessionId, projection } of states) {
+      const before = loaded.get(sessionId);
       if (created.has(sessionId)) fresh.push(projection);
-      else if (onlyHeadMoved(loaded.get(sessionId), projection)) moved.push(projection);
+      // only the head moved (the common case: a streamed delta), so only `seq` needs writing
+      else if (before && onlySeqMoved(before, projection)) moved.push(projection);
       else changed.push(projection);
     }
     if (fresh.length > 0) {

@@ -81,7 +81,7 @@ export class PgReads {
 
   async projection(sessionId: string): Promise<SessionProjection | null> {
     const row = (await this.pool.query<ProjectionRow>(PROJECTION, [sessionId])).rows[0];
-    return row ? publicProjection(projectionFromRow(row)) : null;
+    return row ? publicProjection(projectionFromRow(row, row.seq)) : null;
   }
 
   /** Ascending events; no cursor = the newest `limit` (the tail). */
@@ -176,7 +176,7 @@ export class PgReads {
     const sql = `SELECT ${PROJECTION_COLUMNS} FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
       ORDER BY updated_at DESC, session_id LIMIT $${params.length}`;
     const found = (await this.pool.query<ProjectionRow>(sql, params)).rows;
-    const rows = found.slice(0, query.limit).map((row) => publicProjection(projectionFromRow(row)));
+    const rows = found.slice(0, query.limit).map((row) => publicProjection(projectionFromRow(row, row.seq)));
     const last = rows[rows.length - 1];
     if (found.length > query.limit && last) {
       return { rows, next: encodeListCursor({ updatedAt: last.updatedAt, sessionId: last.sessionId }) };
