@@ -4,6 +4,7 @@ import { decodeListCursor, encodeListCursor } from "./list-cursor.js";
 import { publicProjection } from "./projection.js";
 import { type ProjectionRow, projectionFromRow } from "./session-state.js";
 import type { ListQuery, SessionProjection } from "./session-store.js";
+import { headSeqOf } from "./sqlite-statements.js";
 
 /**
  * `list`: newest `updatedAt` first, ties by ascending session id, keyset-paged so a page costs the
@@ -53,9 +54,7 @@ export class ListQueries {
       if (parked) where.push("last_state = 'input-required'");
       // the leading `updated_at <= ?` is what lets SQLite seek the index instead of scanning it
       if (paged) where.push("updated_at <= ? AND (updated_at < ? OR session_id > ?)");
-      // the head is the log's: a row is not rewritten when only its seq moved
-      const sql = `SELECT projections.*, coalesce((SELECT max(e.seq) FROM events e
-          WHERE e.session_id = projections.session_id), 0) AS head_seq
+      const sql = `SELECT projections.*, ${headSeqOf("projections.session_id")} AS head_seq
         FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
         ORDER BY updated_at DESC, session_id LIMIT ?`;
       statement = this.db.prepare(sql);

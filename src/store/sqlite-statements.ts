@@ -1,9 +1,16 @@
 import type Database from "better-sqlite3";
 
+/**
+ * A session's head seq, the log's own (`max(seq)` of its events, one index seek): no column holds
+ * it, and a projection row's `seq` may lag it (the row is not rewritten when only the head moved).
+ */
+export const headSeqOf = (sessionId: string) =>
+  `coalesce((SELECT max(e.seq) FROM events e WHERE e.session_id = ${sessionId}), 0)`;
+
 /** Every statement the store runs; prepared once per connection by `prepareStatements`. */
 const SQL = {
   sessionState: `SELECT s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq,
-              coalesce((SELECT max(e.seq) FROM events e WHERE e.session_id = s.session_id), 0) AS head_seq,
+              ${headSeqOf("s.session_id")} AS head_seq,
               s.base_title, s.base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
               p.title, p.title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count, p.blank,
               p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text,

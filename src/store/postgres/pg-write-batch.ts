@@ -195,7 +195,7 @@ export class PgWriteBatch {
           this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: [idList] }),
         ] as const,
     );
-    for (const sent of started) sent.catch(() => undefined);
+    for (const sent of started) sent.catch(nothing);
     this.open = true;
     this.kept = { seqs, started, fences: [[], [], []] };
   }
