@@ -195,7 +195,7 @@ async function tailPage(): Promise<Latency> {
 
 async function listPage(): Promise<Latency> {
   const path = file("list.db");
-  SqliteSessionStore.open(path).close();
+  await SqliteSessionStore.open(path).close();
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = OFF");
