@@ -74,8 +74,8 @@ describe("durability you can see", () => {
           else host.child.once("exit", () => resolve());
         });
       }
+      // the trace stays on disk when an assertion fails, named in the message, to be read
       const trace = readTrace(traceFile);
-      dir.remove();
 
       const wal = (call: TracedCall) => call.target.endsWith("-wal");
       const frames = hostFrames(trace);
@@ -90,7 +90,7 @@ describe("durability you can see", () => {
             if (markers.has(event.seq)) acks.push({ seq: event.seq, at: writtenBy });
       }
       // every rename answered once and every renamed event delivered once to the follower
-      expect(acks.length).toBe(RENAMES * 2);
+      expect(acks.length, `acknowledgements decoded from ${traceFile}`).toBe(RENAMES * 2);
 
       const unsynced: string[] = [];
       for (const { seq, at } of acks) {
@@ -104,7 +104,8 @@ describe("durability you can see", () => {
         else if (!synced || synced.index > at)
           unsynced.push(`seq ${seq}: acknowledged before the WAL was synced`);
       }
-      expect(unsynced).toEqual([]);
+      expect(unsynced, `checked against ${traceFile}`).toEqual([]);
+      dir.remove();
     },
     120_000,
   );

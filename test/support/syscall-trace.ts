@@ -8,6 +8,8 @@ export interface TracedCall {
   /** Position in the trace: the calls of one thread are in program order. */
   index: number;
   kind: "write" | "sync";
+  /** The descriptor the call used. */
+  fd: number;
   /** What the descriptor pointed at (`strace -yy`): a path, or `TCP:[local->remote]`. */
   target: string;
   /** The bytes the call wrote (only the `= n` bytes the kernel took). */
@@ -78,7 +80,7 @@ export function readTrace(file: string): TracedCall[] {
     }
     const match = CALL.exec(line);
     if (!match) continue;
-    const [, pid, name, , target, rest] = match as unknown as [
+    const [, pid, name, fd, target, rest] = match as unknown as [
       string,
       string,
       string,
@@ -88,7 +90,13 @@ export function readTrace(file: string): TracedCall[] {
     ];
     const kind = WRITES.includes(name) ? "write" : SYNCS.includes(name) ? "sync" : undefined;
     if (!kind) continue;
-    const call: TracedCall = { index: calls.length, kind, target: unhex(target), bytes: Buffer.alloc(0) };
+    const call: TracedCall = {
+      index: calls.length,
+      kind,
+      fd: Number(fd),
+      target: unhex(target),
+      bytes: Buffer.alloc(0),
+    };
     if (rest.endsWith("<unfinished ...>")) pending.set(pid, { call, args: rest });
     else finish(call, rest, rest);
   }
@@ -105,16 +113,22 @@ function unhex(text: string): string {
   );
 }
 
-/** Decodes the host's WebSocket messages on each upgraded TCP connection, in the order written. */
+/**
+ * Decodes the host's WebSocket messages on each upgraded connection, in the order written.
+ * Streams are told apart by descriptor, not by the name strace gave it: when strace cannot look a
+ * socket up in time it prints `socket:[inode]` instead of `TCP:[a->b]`, and keying on that name
+ * would drop the write and desynchronise the stream. A descriptor reused by a later connection
+ * starts over at its `101` answer.
+ */
 export function hostFrames(calls: readonly TracedCall[]): TracedFrame[] {
-  const readers = new Map<string, WsFrameReader | null>();
+  const readers = new Map<number, WsFrameReader | null>();
   const frames: TracedFrame[] = [];
   for (const call of calls) {
-    if (call.kind !== "write" || !call.target.startsWith("TCP")) continue;
-    let reader = readers.get(call.target);
-    if (reader === undefined) {
+    if (call.kind !== "write" || call.target.startsWith("/")) continue;
+    let reader = readers.get(call.fd);
+    if (reader === undefined || call.bytes.subarray(0, 12).toString() === "HTTP/1.1 101") {
       reader = call.bytes.subarray(0, 12).toString() === "HTTP/1.1 101" ? new WsFrameReader() : null;
-      readers.set(call.target, reader);
+      readers.set(call.fd, reader);
     }
     for (const message of reader?.push(call.bytes) ?? []) {
       frames.push({
