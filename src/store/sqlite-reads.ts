@@ -1,5 +1,5 @@
 import type { SessionEvent } from "../../protocol/index.js";
-import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
+import { type EncodedRow, encodeEventArrays, eventArrayOf } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import type { ListQueries } from "./list-query.js";
 import { decodeRow, type StoredRow } from "./log-writer.js";
@@ -17,6 +17,7 @@ import type {
   ReadOutcome,
   SessionProjection,
 } from "./session-store.js";
+import type { EncodedPageRow } from "./sqlite-event-encoding.js";
 import type { Statements } from "./sqlite-statements.js";
 
 /**
@@ -89,14 +90,34 @@ export class SqliteReads {
     if (cached !== undefined) return cached;
     const state = this.state(sessionId);
     if (!state) return this.missing(sessionId);
-    const rows = this.statements.eventsAfterRaw.all(sessionId, afterSeq, limit) as EncodedRow[];
+    // one query per array, each encoded by SQLite; reads never interleave with a commit here
+    const step = Math.max(1, Math.floor(perArray));
+    const arrays: Uint8Array[] = [];
+    let count = 0;
+    let lastSeq = afterSeq;
+    while (count < limit) {
+      const want = Math.min(step, limit - count);
+      const [n, last, unencodable, maps] = this.statements.eventsAfterEncoded.get(
+        sessionId,
+        lastSeq,
+        want,
+      ) as EncodedPageRow;
+      if (n === 0 || last === null || maps === null) break;
+      if (unencodable) {
+        const rows = this.statements.eventsAfterRaw.all(sessionId, lastSeq, want) as EncodedRow[];
+        arrays.push(...encodeEventArrays(rows, want, envelope));
+      } else arrays.push(eventArrayOf(n, maps, envelope));
+      count += n;
+      lastSeq = last;
+      if (n < want) break;
+    }
     const outcome = {
       status: "ok" as const,
       epoch: state.epoch,
       headSeq: state.headSeq,
-      count: rows.length,
-      lastSeq: rows[rows.length - 1]?.[0] ?? afterSeq,
-      arrays: encodeEventArrays(rows, perArray, envelope),
+      count,
+      lastSeq,
+      arrays,
     };
     this.cache.keepEncodedRead(key, outcome);
     return outcome;

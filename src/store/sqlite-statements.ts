@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { EVENTS_AFTER_ENCODED } from "./sqlite-event-encoding.js";
 
 /**
  * A session's head seq, the log's own (`max(seq)` of its events, one index seek): no column holds
@@ -52,6 +53,8 @@ const SQL = {
   /** `eventsAfter` as `[seq, at, type, data]` arrays (see `RAW`). */
   eventsAfterRaw:
     "SELECT seq, at, type, hex(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  /** A page as one blob of encoded event maps (see `EVENTS_AFTER_ENCODED`, and `RAW`). */
+  eventsAfterEncoded: EVENTS_AFTER_ENCODED,
   eventsBefore:
     "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
   eventsRange:
@@ -190,7 +193,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */
-const RAW: ReadonlySet<keyof typeof SQL> = new Set(["eventsAfterRaw"] as const);
+const RAW: ReadonlySet<keyof typeof SQL> = new Set(["eventsAfterRaw", "eventsAfterEncoded"] as const);
 
 export type Statements = { readonly [K in keyof typeof SQL]: Database.Statement };
 

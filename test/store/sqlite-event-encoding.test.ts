@@ -1,0 +1,124 @@
+import { Decoder } from "@msgpack/msgpack";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import type { NewEvent } from "../../protocol/index.js";
+import { type EncodedRow, encodeEventArrays } from "../../src/store/encoded-event-arrays.js";
+import type { SessionStore } from "../../src/store/session-store.js";
+import { delta, openTempStore } from "./open-store.js";
+
+const ENVELOPE = Uint8Array.of(0x81, 0xa6, ...Buffer.from("events"));
+const decoder = new Decoder();
+let opened: ReturnType<typeof openTempStore> | undefined;
+
+afterEach(async () => {
+  await opened?.dispose();
+  opened = undefined;
+});
+
+/** What the JavaScript encoder writes for the same rows, read by a second connection to the file. */
+function reference(path: string, sessionId: string, afterSeq: number, limit: number, perArray: number) {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db
+      .prepare(
+        "SELECT seq, at, type, hex(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+      )
+      .raw()
+      .all(sessionId, afterSeq, limit) as EncodedRow[];
+    return encodeEventArrays(rows, perArray, ENVELOPE).map((bytes) => Buffer.from(bytes));
+  } finally {
+    db.close();
+  }
+}
+
+/** Same arrays, same bytes (compared as buffers: a deep equality of 500 KiB is slow). */
+function expectSameArrays(actual: readonly Uint8Array[], expected: readonly Buffer[]) {
+  expect(actual.map((bytes) => bytes.length)).toEqual(expected.map((bytes) => bytes.length));
+  actual.forEach((bytes, i) => {
+    const at = Buffer.from(bytes).compare(expected[i]!);
+    expect(at, `array ${i} differs`).toBe(0);
+  });
+}
+
+/** Reads the whole session with `readAfterEncoded`, checking each read against `reference`. */
+async function compareAll(
+  store: SessionStore,
+  path: string,
+  sessionId: string,
+  limit: number,
+  perArray: number,
+) {
+  let after = 0;
+  let pages = 0;
+  for (;;) {
+    const read = await store.readAfterEncoded(sessionId, after, limit, perArray, ENVELOPE);
+    if (read.status !== "ok") throw new Error(read.status);
+    expectSameArrays(read.arrays, reference(path, sessionId, after, limit, perArray));
+    if (read.count === 0) return { pages, head: read.headSeq };
+    pages++;
+    after = read.lastSeq;
+  }
+}
+
+const BOUNDARIES = [
+  0,
+  1,
+  127,
+  128,
+  255,
+  256,
+  65_535,
+  65_536,
+  2 ** 32 - 1,
+  2 ** 32,
+  1_796_207_845_655,
+  2 ** 53 - 1,
+];
+
+describe("a replay page encoded by SQLite", () => {
+  it("is byte for byte what the JavaScript encoder writes, across every width of seq and at", async () => {
+    opened = openTempStore();
+    const { store, path } = opened;
+    await store.create({ sessionId: "wide", owner: "o", model: "m" });
+    // seqs cross 127, 255, 65,535 and 65,536; each batch of 3,999 takes the next `at` width
+    const batch = Array.from({ length: 3_999 }, (_, i) => delta("t1", `d${i} ✓`));
+    for (let n = 0; n < 17; n++) {
+      const outcome = await store.append("wide", batch, { at: BOUNDARIES[n % BOUNDARIES.length]! });
+      expect(outcome.status).toBe("appended");
+    }
+    const { pages, head } = await compareAll(store, path, "wide", 4000, 500);
+    expect(head).toBe(1 + 17 * 3_999); // the creation's event, then the batches
+    expect(pages).toBe(Math.ceil(head / 4000));
+    // short pages, and arrays that do not divide the limit
+    const small = await store.readAfterEncoded("wide", 65_530, 13, 5, ENVELOPE);
+    if (small.status !== "ok") throw new Error(small.status);
+    expectSameArrays(small.arrays, reference(path, "wide", 65_530, 13, 5));
+    expect(small).toMatchObject({ count: 13, lastSeq: 65_543 });
+  });
+
+  it("falls back to the JavaScript encoder for a page holding what its SQL does not encode", async () => {
+    opened = openTempStore();
+    const { store, path } = opened;
+    await store.create({ sessionId: "odd", owner: "o", model: "m" });
+    const long = { type: "x".repeat(32), data: { turnId: "t1" } } as unknown as NewEvent;
+    const unicode = { type: "ünïcödé/✓✓✓", data: { turnId: "t1" } } as unknown as NewEvent;
+    const odd: [NewEvent[], number][] = [
+      [[delta("t1", "a")], 1.5],
+      [[delta("t1", "b")], -5],
+      [[delta("t1", "c")], 2 ** 53],
+      [[long, unicode], 7],
+      [[delta("t1", "d"), delta("t1", "e")], 1_796_207_845_655],
+    ];
+    for (const [events, at] of odd)
+      expect((await store.append("odd", events, { at })).status).toBe("appended");
+    await compareAll(store, path, "odd", 2, 1);
+    await compareAll(store, path, "odd", 10, 3);
+    const read = await store.readAfterEncoded("odd", 0, 10, 10, ENVELOPE);
+    expect(read).toMatchObject({ count: 8, lastSeq: 8 });
+    if (read.status !== "ok") throw new Error(read.status);
+    const events = (decoder.decode(read.arrays[0]!) as { events: { at: number; type: string }[] }).events;
+    events.shift(); // the creation's event
+    expect(events.map((e) => e.at)).toEqual([1.5, -5, 2 ** 53, 7, 7, 1_796_207_845_655, 1_796_207_845_655]);
+    expect(events.map((e) => e.type).slice(3, 5)).toEqual(["x".repeat(32), "ünïcödé/✓✓✓"]);
+  });
+});
