@@ -49,17 +49,6 @@ export function encodeEventArrays(
   return arrays;
 }
 
-/**
- * One array from `maps`, `count` encoded event maps already concatenated (as SQLite writes them,
- * see `sqlite-event-encoding.ts`), preceded by `envelope`.
- */
-export function eventArrayOf(count: number, maps: Uint8Array, envelope: Uint8Array = EMPTY): Uint8Array {
-  const out = Buffer.allocUnsafe(envelope.length + arrayHeaderSize(count) + maps.length);
-  out.set(envelope, 0);
-  out.set(maps, writeArrayHeader(out, envelope.length, count));
-  return out;
-}
-
 function writeEventArray(
   out: Buffer,
   at: number,

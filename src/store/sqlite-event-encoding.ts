@@ -1,9 +1,9 @@
 /**
- * A replay page encoded inside SQLite: one query returns the page's events as the concatenated
- * MessagePack maps `{seq, at, type, data}` that `encodeEventArrays` writes for the same rows, byte
- * for byte, as one blob. Reading a page of 500 events then costs one row and one buffer instead
- * of 500 row arrays, 500 hex strings and the copy of each into the frame: about half the host's
- * CPU of a cold replay.
+ * A replay array encoded inside SQLite: one query returns what `encodeEventArrays` writes for the
+ * same rows, byte for byte, as one blob: the caller's envelope, the MessagePack array header and
+ * each event's map `{seq, at, type, data}`. Reading 500 events then costs one row and one buffer,
+ * sent as it is, instead of 500 row arrays and hex strings copied into the frame: about half the
+ * host's CPU of a cold replay.
  *
  * The SQL writes every number in its shortest MessagePack form, as `encodeEventArrays` does, for
  * the integers a log holds (`seq` always; `at` when it is a whole number of milliseconds from 0
@@ -38,12 +38,18 @@ const EVENT_MAP =
 const UNENCODABLE =
   "typeof(at) <> 'integer' OR at < 0 OR at > 9007199254740991 OR length(CAST(type AS BLOB)) > 31";
 
+/** The MessagePack header of an array of `count(*)` elements, as hex. */
+const ARRAY_HEADER =
+  "CASE WHEN count(*) < 16 THEN printf('%02X', 144 + count(*)) " +
+  "WHEN count(*) < 65536 THEN printf('DC%04X', count(*)) ELSE printf('DD%08X', count(*)) END";
+
 /**
- * `(sessionId, afterSeq, limit)` → one row `[count, lastSeq, unencodable, maps]`; `maps` is null
- * when the page is empty.
+ * `(envelope, sessionId, afterSeq, limit)` → one row `[count, lastSeq, unencodable, array]`;
+ * `array` is null when the page is empty. Blobs concatenated with `||` keep every byte.
  */
 export const EVENTS_AFTER_ENCODED =
-  `SELECT count(*), max(seq), sum(${UNENCODABLE}), CAST(group_concat(${EVENT_MAP}, '') AS BLOB) ` +
+  `SELECT count(*), max(seq), sum(${UNENCODABLE}), ` +
+  `CAST(? || unhex(${ARRAY_HEADER}) || group_concat(${EVENT_MAP}, '') AS BLOB) ` +
   "FROM (SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)";
 
 /** The row `EVENTS_AFTER_ENCODED` returns. */
@@ -51,5 +57,5 @@ export type EncodedPageRow = [
   count: number,
   lastSeq: number | null,
   unencodable: number | null,
-  maps: Buffer | null,
+  array: Buffer | null,
 ];

@@ -1,5 +1,5 @@
 import type { SessionEvent } from "../../protocol/index.js";
-import { type EncodedRow, encodeEventArrays, eventArrayOf } from "./encoded-event-arrays.js";
+import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import type { ListQueries } from "./list-query.js";
 import { decodeRow, type StoredRow } from "./log-writer.js";
@@ -19,6 +19,8 @@ import type {
 } from "./session-store.js";
 import type { EncodedPageRow } from "./sqlite-event-encoding.js";
 import type { Statements } from "./sqlite-statements.js";
+
+const EMPTY = new Uint8Array(0);
 
 /**
  * The log reads of the SQLite store, synchronous (the store wraps each in a promise). Session
@@ -90,23 +92,24 @@ export class SqliteReads {
     if (cached !== undefined) return cached;
     const state = this.state(sessionId);
     if (!state) return this.missing(sessionId);
-    // one query per array, each encoded by SQLite; reads never interleave with a commit here
+    // one query per array, each array written whole by SQLite; reads never interleave with a commit here
     const step = Math.max(1, Math.floor(perArray));
     const arrays: Uint8Array[] = [];
     let count = 0;
     let lastSeq = afterSeq;
     while (count < limit) {
       const want = Math.min(step, limit - count);
-      const [n, last, unencodable, maps] = this.statements.eventsAfterEncoded.get(
+      const [n, last, unencodable, array] = this.statements.eventsAfterEncoded.get(
+        envelope ?? EMPTY,
         sessionId,
         lastSeq,
         want,
       ) as EncodedPageRow;
-      if (n === 0 || last === null || maps === null) break;
+      if (n === 0 || last === null || array === null) break;
       if (unencodable) {
         const rows = this.statements.eventsAfterRaw.all(sessionId, lastSeq, want) as EncodedRow[];
         arrays.push(...encodeEventArrays(rows, want, envelope));
-      } else arrays.push(eventArrayOf(n, maps, envelope));
+      } else arrays.push(array);
       count += n;
       lastSeq = last;
       if (n < want) break;

@@ -16,7 +16,14 @@ afterEach(async () => {
 });
 
 /** What the JavaScript encoder writes for the same rows, read by a second connection to the file. */
-function reference(path: string, sessionId: string, afterSeq: number, limit: number, perArray: number) {
+function reference(
+  path: string,
+  sessionId: string,
+  afterSeq: number,
+  limit: number,
+  perArray: number,
+  envelope?: Uint8Array,
+) {
   const db = new Database(path, { readonly: true });
   try {
     const rows = db
@@ -25,7 +32,7 @@ function reference(path: string, sessionId: string, afterSeq: number, limit: num
       )
       .raw()
       .all(sessionId, afterSeq, limit) as EncodedRow[];
-    return encodeEventArrays(rows, perArray, ENVELOPE).map((bytes) => Buffer.from(bytes));
+    return encodeEventArrays(rows, perArray, envelope).map((bytes) => Buffer.from(bytes));
   } finally {
     db.close();
   }
@@ -53,7 +60,7 @@ async function compareAll(
   for (;;) {
     const read = await store.readAfterEncoded(sessionId, after, limit, perArray, ENVELOPE);
     if (read.status !== "ok") throw new Error(read.status);
-    expectSameArrays(read.arrays, reference(path, sessionId, after, limit, perArray));
+    expectSameArrays(read.arrays, reference(path, sessionId, after, limit, perArray, ENVELOPE));
     if (read.count === 0) return { pages, head: read.headSeq };
     pages++;
     after = read.lastSeq;
@@ -89,11 +96,18 @@ describe("a replay page encoded by SQLite", () => {
     const { pages, head } = await compareAll(store, path, "wide", 4000, 500);
     expect(head).toBe(1 + 17 * 3_999); // the creation's event, then the batches
     expect(pages).toBe(Math.ceil(head / 4000));
-    // short pages, and arrays that do not divide the limit
-    const small = await store.readAfterEncoded("wide", 65_530, 13, 5, ENVELOPE);
-    if (small.status !== "ok") throw new Error(small.status);
-    expectSameArrays(small.arrays, reference(path, "wide", 65_530, 13, 5));
-    expect(small).toMatchObject({ count: 13, lastSeq: 65_543 });
+    // short pages, arrays at each header width (fixarray up to 15, then 16 bits), no envelope
+    for (const [after, limit, perArray, envelope] of [
+      [65_530, 13, 5, ENVELOPE],
+      [100, 31, 15, ENVELOPE],
+      [100, 32, 16, ENVELOPE],
+      [100, 1_000, 500, undefined],
+    ] as const) {
+      const read = await store.readAfterEncoded("wide", after, limit, perArray, envelope);
+      if (read.status !== "ok") throw new Error(read.status);
+      expectSameArrays(read.arrays, reference(path, "wide", after, limit, perArray, envelope));
+      expect(read).toMatchObject({ count: limit, lastSeq: after + limit });
+    }
   });
 
   it("falls back to the JavaScript encoder for a page holding what its SQL does not encode", async () => {
