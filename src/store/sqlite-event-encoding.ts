@@ -3,7 +3,7 @@
  * same rows, byte for byte, as one blob: the caller's envelope, the MessagePack array header and
  * each event's map `{seq, at, type, data}`. Reading 500 events then costs one row and one buffer,
  * sent as it is, instead of 500 row arrays and hex strings copied into the frame: about half the
- * host's CPU of a cold replay.
+ * CPU of reading and encoding a replay.
  *
  * The SQL writes every number in its shortest MessagePack form, as `encodeEventArrays` does, for
  * the integers a log holds (`seq` always; `at` when it is a whole number of milliseconds from 0

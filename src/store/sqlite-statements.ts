@@ -53,7 +53,7 @@ const SQL = {
   /** `eventsAfter` as `[seq, at, type, data]` arrays (see `RAW`). */
   eventsAfterRaw:
     "SELECT seq, at, type, hex(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-  /** A page as one blob of encoded event maps (see `EVENTS_AFTER_ENCODED`, and `RAW`). */
+  /** A replay array written whole by SQLite, as one blob (see `EVENTS_AFTER_ENCODED`, and `RAW`). */
   eventsAfterEncoded: EVENTS_AFTER_ENCODED,
   eventsBefore:
     "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
