@@ -125,9 +125,10 @@ export function hostFrames(calls: readonly TracedCall[]): TracedFrame[] {
   const frames: TracedFrame[] = [];
   for (const call of calls) {
     if (call.kind !== "write" || call.target.startsWith("/")) continue;
+    const upgrade = call.bytes.subarray(0, 12).toString() === "HTTP/1.1 101";
     let reader = readers.get(call.fd);
-    if (reader === undefined || call.bytes.subarray(0, 12).toString() === "HTTP/1.1 101") {
-      reader = call.bytes.subarray(0, 12).toString() === "HTTP/1.1 101" ? new WsFrameReader() : null;
+    if (reader === undefined || upgrade) {
+      reader = upgrade ? new WsFrameReader() : null;
       readers.set(call.fd, reader);
     }
     for (const message of reader?.push(call.bytes) ?? []) {
