@@ -115,8 +115,8 @@ describe("torture: a follower that stops reading while 100k events flow", () => 
     // Held bytes are sampled only when every healthy follower has read to the head and the flow is
     // paused: what the healthy ones have in flight comes and goes with the scheduler and is not
     // what the stalled one makes the host keep.
-    const sampleHeld = async () => {
-      await until(() => healthy.every((f) => f.last === head), 60_000, "healthy followers at the head");
+    const sampleHeld = async (timeoutMs: number) => {
+      await until(() => healthy.every((f) => f.last === head), timeoutMs, "healthy followers at the head");
       peak = Math.max(peak, await settledHeldBytes());
     };
     try {
@@ -131,9 +131,9 @@ describe("torture: a follower that stops reading while 100k events flow", () => 
         ack(outcome.events);
         head = outcome.events.at(-1)!.seq;
         // Pace the producer to the healthy readers so the measured growth is the stalled one's.
-        if (sent % 5_000 === 0) await sampleHeld();
+        if (sent % 5_000 === 0) await sampleHeld(60_000);
       }
-      await sampleHeld();
+      await sampleHeld(120_000);
     } finally {
       clearInterval(sampler);
     }
