@@ -22,6 +22,17 @@ export const Limits = {
   uploadTtlMs: 60 * 60 * 1000,
   /** Events per `events` item during replay. */
   replayBatch: 500,
+  /**
+   * 1 MiB — one event's data, MessagePack-encoded: a larger append is `payload_too_large` and
+   * writes nothing. Not a host option: every reader of a log, on any host, must be able to read
+   * each of its events in one message.
+   */
+  maxEventBytes: 1024 * 1024,
+  /**
+   * 1 MiB — the event data after which an `events` item, a log read or a page stops growing; it
+   * holds at least one event, so an item stays under this plus one event.
+   */
+  eventItemBytes: 1024 * 1024,
   /** HTTP request bodies. */
   maxHttpBodyBytes: 1024 * 1024,
   /** @default 15 s */

@@ -1,3 +1,5 @@
+import { Limits } from "../../protocol/limits.js";
+
 /**
  * Event rows as MessagePack arrays of `{seq, at, type, data}` maps, written straight from the
  * stored columns: `data` is already MessagePack in the log, so its bytes are spliced in as they
@@ -22,7 +24,8 @@ const TYPE_CACHE_MAX = 256;
 const EVENT_OVERHEAD = 1 + KEY_SEQ.length + KEY_AT.length + KEY_TYPE.length + KEY_DATA.length + 18;
 
 /**
- * Splits `rows` into arrays of at most `perArray` events, each preceded by `envelope` (bytes a
+ * Splits `rows` into arrays of at most `perArray` events, each closed once it holds `maxBytes` of
+ * event data (so an array stays under that plus one event), each preceded by `envelope` (bytes a
  * caller would otherwise copy the array behind); an empty input gives no arrays. All arrays are
  * views of one allocation.
  */
@@ -30,23 +33,55 @@ export function encodeEventArrays(
   rows: readonly EncodedRow[],
   perArray: number,
   envelope: Uint8Array = EMPTY,
+  maxBytes: number = Limits.eventItemBytes,
 ): Uint8Array[] {
-  const step = Math.max(1, Math.floor(perArray));
+  const ends = arrayEnds(rows, Math.max(1, Math.floor(perArray)), maxBytes);
   let size = 0;
-  for (let start = 0; start < rows.length; start += step) {
-    size += envelope.length + arrayHeaderSize(Math.min(step, rows.length - start));
+  let start = 0;
+  for (const end of ends) {
+    size += envelope.length + arrayHeaderSize(end - start);
+    start = end;
   }
   for (const [, , type, data] of rows) size += EVENT_OVERHEAD + encodedType(type).length + dataBytes(data);
   const out = Buffer.allocUnsafe(size);
   const arrays: Uint8Array[] = [];
   let pos = 0;
-  for (let start = 0; start < rows.length; start += step) {
+  start = 0;
+  for (const end of ends) {
     const from = pos;
     out.set(envelope, pos);
-    pos = writeEventArray(out, pos + envelope.length, rows, start, Math.min(rows.length, start + step));
+    pos = writeEventArray(out, pos + envelope.length, rows, start, end);
     arrays.push(out.subarray(from, pos));
+    start = end;
   }
   return arrays;
+}
+
+/**
+ * The event data after which a read of up to `limit` events in arrays of `perArray` stops: what
+ * its arrays hold at most when they are closed by bytes, so large events make a read shorter in
+ * events, never larger in bytes (it may pass this by one event).
+ */
+export function readBudget(limit: number, perArray: number): number {
+  return Math.ceil(limit / Math.max(1, Math.floor(perArray))) * Limits.eventItemBytes;
+}
+
+/** Where each array ends (exclusive): after `step` rows, or once its rows' data reach `maxBytes`. */
+function arrayEnds(rows: readonly EncodedRow[], step: number, maxBytes: number): number[] {
+  const ends: number[] = [];
+  let count = 0;
+  let bytes = 0;
+  for (let i = 0; i < rows.length; i++) {
+    count++;
+    bytes += dataBytes(rows[i]![3]);
+    if (count === step || bytes >= maxBytes) {
+      ends.push(i + 1);
+      count = 0;
+      bytes = 0;
+    }
+  }
+  if (count > 0) ends.push(rows.length);
+  return ends;
 }
 
 function writeEventArray(

@@ -14,6 +14,7 @@ import {
 import type { SessionState, SessionStateRow } from "./session-state.js";
 import { newSessionState, progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
+import { assertEventSize } from "./storable-data.js";
 import type { WriteBatch } from "./write-batch.js";
 
 /** An event to store; fork copies carry their own `at`, others take the append's. */
@@ -120,6 +121,7 @@ export class LogWriter {
       const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
       const bytes = encodeValue(data);
+      assertEventSize(bytes, event.type);
       this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, bytes);
       rows?.push([event.seq, event.at, event.type, bytes]);
       state.headSeq = event.seq;

@@ -190,6 +190,13 @@ const MIGRATIONS: readonly string[] = [
     FROM attachments a JOIN n ON n.i * 262144 < length(a.bytes);
   UPDATE attachments SET bytes = x'' WHERE length(bytes) > 0;
   `,
+  // 6: where a log holds events of over 2 KiB of data. A replay page of up to 500 events with none
+  // of them stays under 1 MiB without measuring it; one probe of this index tells, and only pages
+  // that hold such events pay for finding their cut (see sqlite-event-encoding.ts). Small events,
+  // nearly all of them, never enter it.
+  `
+  CREATE INDEX events_large ON events (session_id, seq) WHERE length(data) > 2048;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -43,14 +43,35 @@ const ARRAY_HEADER =
   "CASE WHEN count(*) < 16 THEN printf('%02X', 144 + count(*)) " +
   "WHEN count(*) < 65536 THEN printf('DC%04X', count(*)) ELSE printf('DD%08X', count(*)) END";
 
+/** Data size from which an event enters the `events_large` index (migration 6). */
+export const LARGE_EVENT_BYTES = 2048;
+
 /**
- * `(envelope, sessionId, afterSeq, limit)` → one row `[count, lastSeq, unencodable, array]`;
- * `array` is null when the page is empty. Blobs concatenated with `||` keep every byte.
+ * The last seq of the page: at most `@limit` events, and none once the data of those before it
+ * reached `@maxBytes`, so a page of large events stays under that plus one event. A log's seqs
+ * are contiguous, so the page ends at `@afterSeq + @limit` at the latest; when `events_large`
+ * holds none of those seqs, no event in it is over `LARGE_EVENT_BYTES` and the page is under
+ * `@limit` times that, which is under `@maxBytes` for a page of up to 500 events: one index probe
+ * decides. Otherwise a running sum of the rows' lengths finds the cut (a window over the page,
+ * which would cost a third of the whole query if every page ran it).
+ */
+const PAGE_END =
+  `CASE WHEN @limit * ${LARGE_EVENT_BYTES} <= @maxBytes AND coalesce((SELECT min(seq) FROM events ` +
+  `INDEXED BY events_large WHERE session_id = @sessionId AND seq > @afterSeq AND length(data) > ${LARGE_EVENT_BYTES}), ` +
+  "@afterSeq + @limit + 1) > @afterSeq + @limit THEN @afterSeq + @limit ELSE " +
+  "(SELECT max(seq) FROM (SELECT seq, sum(length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) " +
+  "- length(data) AS before FROM events WHERE session_id = @sessionId AND seq > @afterSeq " +
+  "ORDER BY seq LIMIT @limit) WHERE before < @maxBytes) END";
+
+/**
+ * `{envelope, sessionId, afterSeq, limit, maxBytes}` → one row `[count, lastSeq, unencodable,
+ * array]`; `array` is null when the page is empty. Blobs concatenated with `||` keep every byte.
  */
 export const EVENTS_AFTER_ENCODED =
   `SELECT count(*), max(seq), sum(${UNENCODABLE}), ` +
-  `CAST(? || unhex(${ARRAY_HEADER}) || group_concat(${EVENT_MAP}, '') AS BLOB) ` +
-  "FROM (SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)";
+  `CAST(@envelope || unhex(${ARRAY_HEADER}) || group_concat(${EVENT_MAP}, '') AS BLOB) ` +
+  "FROM (SELECT seq, at, type, data FROM events WHERE session_id = @sessionId AND seq > @afterSeq " +
+  `AND seq <= ${PAGE_END} ORDER BY seq LIMIT @limit)`;
 
 /** The row `EVENTS_AFTER_ENCODED` returns. */
 export type EncodedPageRow = [

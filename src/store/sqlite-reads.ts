@@ -1,5 +1,5 @@
-import type { SessionEvent } from "../../protocol/index.js";
-import { type EncodedRow, encodeEventArrays } from "./encoded-event-arrays.js";
+import { Limits, type SessionEvent } from "../../protocol/index.js";
+import { type EncodedRow, encodeEventArrays, readBudget } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import type { ListQueries } from "./list-query.js";
 import { decodeRow, type StoredRow } from "./log-writer.js";
@@ -53,12 +53,14 @@ export class SqliteReads {
     let events: SessionEvent[];
     let hasMore: boolean;
     if (query.afterSeq !== undefined) {
-      const rows = this.statements.eventsAfter.all(sessionId, query.afterSeq, query.limit) as StoredRow[];
+      const rows = withinItemBudget(
+        this.statements.eventsAfter.iterate(sessionId, query.afterSeq, query.limit),
+      );
       events = rows.map(decodeRow);
       hasMore = (events[events.length - 1]?.seq ?? state.headSeq) < state.headSeq;
     } else {
       const before = query.beforeSeq ?? state.headSeq + 1;
-      const rows = this.statements.eventsBefore.all(sessionId, before, query.limit) as StoredRow[];
+      const rows = withinItemBudget(this.statements.eventsBefore.iterate(sessionId, before, query.limit));
       events = rows.reverse().map(decodeRow);
       hasMore = (events[0]?.seq ?? 1) > 1;
     }
@@ -92,27 +94,33 @@ export class SqliteReads {
     if (cached !== undefined) return cached;
     const state = this.state(sessionId);
     if (!state) return this.missing(sessionId);
-    // one query per array, each array written whole by SQLite; reads never interleave with a commit here
+    // One query per array, each array written whole by SQLite and closed at `eventItemBytes` of
+    // data (`readBudget`). Reads never interleave with a commit here: the head read with the state
+    // is the log's, so the read ends there.
     const step = Math.max(1, Math.floor(perArray));
+    const budget = readBudget(limit, step);
     const arrays: Uint8Array[] = [];
     let count = 0;
+    let bytes = 0;
     let lastSeq = afterSeq;
-    while (count < limit) {
+    while (count < limit && bytes < budget && lastSeq < state.headSeq) {
       const want = Math.min(step, limit - count);
-      const [n, last, unencodable, array] = this.statements.eventsAfterEncoded.get(
-        envelope ?? EMPTY,
+      const [n, last, unencodable, array] = this.statements.eventsAfterEncoded.get({
+        envelope: envelope ?? EMPTY,
         sessionId,
-        lastSeq,
-        want,
-      ) as EncodedPageRow;
+        afterSeq: lastSeq,
+        limit: want,
+        // the read's last array closes at what is left of its budget
+        maxBytes: Math.min(Limits.eventItemBytes, budget - bytes),
+      }) as EncodedPageRow;
       if (n === 0 || last === null || array === null) break;
       if (unencodable) {
-        const rows = this.statements.eventsAfterRaw.all(sessionId, lastSeq, want) as EncodedRow[];
-        arrays.push(...encodeEventArrays(rows, want, envelope));
+        const rows = this.statements.eventsAfterRaw.all(sessionId, lastSeq, n) as EncodedRow[];
+        arrays.push(...encodeEventArrays(rows, n, envelope));
       } else arrays.push(array);
+      bytes += array.length;
       count += n;
       lastSeq = last;
-      if (n < want) break;
     }
     const outcome = {
       status: "ok" as const,
@@ -168,4 +176,21 @@ export class SqliteReads {
       ? { status: "retired" }
       : { status: "not_found" };
   }
+}
+
+/**
+ * The rows of a page up to the one whose data reaches `Limits.eventItemBytes` (counted from the
+ * cursor's side): a page of large events stays one message a client can take, and `hasMore`
+ * says where it goes on.
+ */
+function withinItemBudget(rows: IterableIterator<unknown>): StoredRow[] {
+  const taken: StoredRow[] = [];
+  let bytes = 0;
+  for (const row of rows as IterableIterator<StoredRow>) {
+    taken.push(row);
+    bytes += row.data.byteLength;
+    // leaving the loop closes the statement's iterator
+    if (bytes >= Limits.eventItemBytes) break;
+  }
+  return taken;
 }

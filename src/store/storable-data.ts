@@ -1,4 +1,4 @@
-import { type NewEvent, SessionmuxError } from "../../protocol/index.js";
+import { Limits, type NewEvent, SessionmuxError } from "../../protocol/index.js";
 
 /** Keys every wire decoder refuses (protocol/codec.ts), so no client could ever read them back. */
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -39,4 +39,18 @@ function forbiddenKeyIn(value: unknown, depth: number): string | undefined {
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/**
+ * Refuses an event whose encoded data is over `Limits.maxEventBytes`: no reader could take it in
+ * one message. Thrown inside the write, so its transaction writes nothing (the group commit runs
+ * the other writes of the batch again without it).
+ */
+export function assertEventSize(bytes: Uint8Array, type: string): void {
+  if (bytes.byteLength <= Limits.maxEventBytes) return;
+  throw new SessionmuxError(
+    "payload_too_large",
+    `a ${type} event of ${bytes.byteLength} bytes is over the ${Limits.maxEventBytes}-byte limit`,
+    { data: { type, bytes: bytes.byteLength, limit: Limits.maxEventBytes } },
+  );
 }

@@ -2,9 +2,11 @@ import { statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { ATTACHMENT_CHUNK_BYTES } from "../../src/store/attachment-chunks.js";
-import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+
+/** The schema version before migration 5 split attachment bodies into chunks. */
+const VERSION_BEFORE_CHUNKS = 4;
 
 const MIB = 1024 * 1024;
 const dirs: { remove(): void }[] = [];
@@ -67,8 +69,9 @@ describe("SQLite: the space of swept uploads goes back to the file system", () =
     await SqliteSessionStore.open(path).close();
     // the layout before chunks: bodies in attachments.bytes, no chunk table
     const old = new Database(path);
-    old.exec("DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks");
-    old.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    // (and before the index of large events, which came after them)
+    old.exec("DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks; DROP INDEX events_large");
+    old.pragma(`user_version = ${VERSION_BEFORE_CHUNKS}`);
     const body = Buffer.alloc(ATTACHMENT_CHUNK_BYTES * 2 + 10);
     for (let i = 0; i < body.length; i++) body[i] = i % 251;
     const insert = old.prepare(

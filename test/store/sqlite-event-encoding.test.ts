@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import type { NewEvent } from "../../protocol/index.js";
 import { type EncodedRow, encodeEventArrays } from "../../src/store/encoded-event-arrays.js";
+import { encodeValue } from "../../src/store/event-codec.js";
 import type { SessionStore } from "../../src/store/session-store.js";
 import { delta, openTempStore } from "./open-store.js";
 
@@ -134,5 +135,41 @@ describe("a replay page encoded by SQLite", () => {
     events.shift(); // the creation's event
     expect(events.map((e) => e.at)).toEqual([1.5, -5, 2 ** 53, 7, 7, 1_796_207_845_655, 1_796_207_845_655]);
     expect(events.map((e) => e.type).slice(3, 5)).toEqual(["x".repeat(32), "ünïcödé/✓✓✓"]);
+  });
+
+  it("cuts a page of large events where the JavaScript encoder closes its array, byte for byte", async () => {
+    opened = openTempStore();
+    const { store, path } = opened;
+    await store.create({ sessionId: "large", owner: "o", model: "m" });
+    // data of exactly 2,048 bytes stays out of the index of large events, 2,049 goes in
+    const sized = (bytes: number, i: number) => {
+      const event = delta("t1", "");
+      const overhead = encodeValue(event.data).length;
+      return delta("t1", `${i % 10}`.padEnd(bytes - overhead, "p"));
+    };
+    const sizes = [100, 2048, 2049, 2048, 300_000, 100, 700_000, 60_000, 2048, 1_048_000, 5, 2049];
+    for (let n = 0; n < 6; n++) {
+      const batch = sizes.map((bytes, i) => sized(bytes, n * sizes.length + i));
+      expect((await store.append("large", batch)).status).toBe("appended");
+    }
+    // 500 events of exactly 2,048 bytes: under the budget without a cut
+    expect(
+      (
+        await store.append(
+          "large",
+          Array.from({ length: 500 }, (_, i) => sized(2048, i)),
+        )
+      ).status,
+    ).toBe("appended");
+    const head = 1 + 6 * sizes.length + 500;
+    for (let after = 0; after < head; after += 7) {
+      const read = await store.readAfterEncoded("large", after, 500, 500, ENVELOPE);
+      if (read.status !== "ok") throw new Error(read.status);
+      expect(read.arrays).toHaveLength(1);
+      const expected = reference(path, "large", after, 500, 500, ENVELOPE).slice(0, 1);
+      expectSameArrays(read.arrays, expected);
+    }
+    const tail = await store.readAfterEncoded("large", head - 500, 500, 500, ENVELOPE);
+    expect(tail).toMatchObject({ count: 500, lastSeq: head });
   });
 });

@@ -3,6 +3,7 @@ import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import { newSessionState, type SessionState } from "../session-state.js";
+import { assertEventSize } from "../storable-data.js";
 import { afterLiveEvent, LIVE_ROW_EVENTS, withdrawn } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
@@ -75,7 +76,9 @@ export class PgLogWriter {
     for (const input of events) {
       const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
-      batch.addEvent(state.sessionId, event.seq, event.type, event.at, encodeValue(data));
+      const bytes = encodeValue(data);
+      assertEventSize(bytes, event.type);
+      batch.addEvent(state.sessionId, event.seq, event.type, event.at, bytes);
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
       await this.afterInsert(batch, state, event);

@@ -1,7 +1,7 @@
 import type pg from "pg";
-import type { SessionEvent } from "../../../protocol/index.js";
+import { Limits, type SessionEvent } from "../../../protocol/index.js";
 import { dismissalCondition } from "../dismissals.js";
-import { type EncodedRow, encodeEventArrays } from "../encoded-event-arrays.js";
+import { type EncodedRow, encodeEventArrays, readBudget } from "../encoded-event-arrays.js";
 import { decodeValue } from "../event-codec.js";
 import { decodeListCursor, encodeListCursor } from "../list-cursor.js";
 import { decodeRow, type StoredRow } from "../log-writer.js";
@@ -41,15 +41,36 @@ const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS N
   FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
     SELECT seq, at, type, data FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
-const AFTER_ENCODED = AFTER.replaceAll("e.data", "encode(e.data, 'hex') AS data");
+// The events after $2, at most $3, and none once the data of those before it reached $4: a read of
+// large events stops at its byte budget (see `readBudget`). `length` of a stored value reads its
+// size, not its bytes, and rows past the budget are never sent.
+const AFTER_ENCODED = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
+    e.seq, e.at, e.type, encode(e.data, 'hex') AS data
+  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
+    SELECT seq, at, type, data FROM (
+      SELECT seq, at, type, data,
+        sum(length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - length(data) AS before
+      FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
+    ) page WHERE before < $4
+  ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
+// A page stops once the data of its events reached $4 (`Limits.eventItemBytes`), counted from
+// the cursor's side, as `AFTER_ENCODED` does.
 const PAGE_AFTER = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
-    SELECT seq, at, type, data FROM events WHERE session_id = st.session_id AND seq > $2 ORDER BY seq LIMIT $3
+    SELECT seq, at, type, data FROM (
+      SELECT seq, at, type, data,
+        sum(length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - length(data) AS before
+      FROM events WHERE session_id = st.session_id AND seq > $2 ORDER BY seq LIMIT $3
+    ) page WHERE before < $4
   ) e ON true ORDER BY e.seq`;
 const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
-    SELECT seq, at, type, data FROM events WHERE session_id = st.session_id
-      AND seq < coalesce($2, st.head_seq + 1) ORDER BY seq DESC LIMIT $3
+    SELECT seq, at, type, data FROM (
+      SELECT seq, at, type, data,
+        sum(length(data)) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) - length(data) AS before
+      FROM events WHERE session_id = st.session_id
+        AND seq < coalesce($2, st.head_seq + 1) ORDER BY seq DESC LIMIT $3
+    ) page WHERE before < $4
   ) e ON true ORDER BY e.seq`;
 const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
 
@@ -92,6 +113,7 @@ export class PgReads {
         sessionId,
         after ? query.afterSeq : (query.beforeSeq ?? null),
         query.limit,
+        Limits.eventItemBytes,
       ])
     ).rows;
     const first = rows[0];
@@ -136,6 +158,7 @@ export class PgReads {
         sessionId,
         afterSeq,
         limit,
+        readBudget(limit, perArray),
       ])
     ).rows;
     const first = rows[0];

@@ -1,13 +1,13 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { encodeFrame } from "../../../protocol/codec.js";
 import { type ParamsOf, SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { SessionReadHandle } from "../../host/session-read-handle.js";
 import { refusal } from "../../host/store-outcomes.js";
+import { encodeEventArrays } from "../../store/encoded-event-arrays.js";
 import type { CommitNotice } from "../../store/session-store.js";
 import type { HostMetrics } from "../metrics.js";
-import { EVENTS_VALUE_ENVELOPE, encodedEventsItem } from "./encoded-events.js";
+import { EVENTS_VALUE_ENVELOPE, encodedEventsItems, rowsOf } from "./encoded-events.js";
 import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
@@ -184,7 +184,9 @@ export class FollowStream implements MuxStream {
           this.#lastSent = read.lastSeq;
           this.#readLimit = nextReadLimit(this.#ctx.replayBatch, bytes / read.count);
         }
-        if (read.count >= readLimit) {
+        // a read of large events ends at its byte budget before `readLimit`: the head it read
+        // with the events tells whether the log goes on
+        if (read.count >= readLimit || read.lastSeq < read.headSeq) {
           await yieldToEventLoop();
           continue;
         }
@@ -238,13 +240,14 @@ export class FollowStream implements MuxStream {
     const last = events[events.length - 1];
     if (!first || !last || last.seq <= this.#lastSent) return true;
     if (first.seq === this.#lastSent + 1) {
-      this.#ctx.outlet.itemShared(encodedEventsItem(events, batch.stored));
+      for (const item of encodedEventsItems(events, batch.stored)) this.#ctx.outlet.itemShared(item);
       this.#lastSent = last.seq;
       return true;
     }
     if (first.seq > this.#lastSent + 1) return false;
     const rest = events.filter((e) => e.seq > this.#lastSent);
-    this.#ctx.outlet.itemEncoded(encodeFrame({ kind: "events", events: rest }));
+    for (const item of encodeEventArrays(rowsOf(rest), rest.length, EVENTS_VALUE_ENVELOPE))
+      this.#ctx.outlet.itemEncoded(item);
     this.#lastSent = last.seq;
     return true;
   }

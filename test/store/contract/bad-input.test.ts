@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { Limits } from "../../../protocol/limits.js";
 import { delta, turnStart } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 
@@ -34,6 +35,28 @@ describeContract("expected refusals are result values", (backend) => {
     ]);
     const encoded = await store.readAfterEncoded("a", 0, 10, 10);
     expect(encoded.status === "ok" && encoded.count).toBe(2);
+  });
+
+  it("refuses an event over the size limit, writing nothing, while a write batched beside it commits", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.create({ sessionId: "b", owner: "o", model: "m" });
+    // a string's MessagePack is its bytes plus a 5-byte header, the map around it a few more
+    const justUnder = "u".repeat(Limits.maxEventBytes - 64);
+    const over = "o".repeat(Limits.maxEventBytes);
+    const [refused, beside, fits] = await Promise.allSettled([
+      store.append("a", [delta("t", "same append"), delta("t", over)]),
+      store.append("b", [delta("t", "beside")]),
+      store.append("b", [delta("t", justUnder)]),
+    ]);
+    expect(refused).toMatchObject({ status: "rejected", reason: { code: "payload_too_large" } });
+    expect(beside).toMatchObject({ status: "fulfilled", value: { status: "appended" } });
+    expect(fits).toMatchObject({ status: "fulfilled", value: { status: "appended" } });
+    const a = await store.readAfter("a", 0, 10);
+    expect(a.status === "ok" && a.events.map((e) => e.type)).toEqual(["session/created"]);
+    expect(a.status === "ok" && a.headSeq).toBe(1);
+    const b = await store.readAfter("b", 0, 10);
+    expect(b.status === "ok" && b.events.map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 
   it("answers retired sessions with retired everywhere, and a second create with exists", async () => {

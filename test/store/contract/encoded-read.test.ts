@@ -2,6 +2,8 @@ import { Decoder } from "@msgpack/msgpack";
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
+import { Limits } from "../../../protocol/limits.js";
+import { readBudget } from "../../../src/store/encoded-event-arrays.js";
 import type { SessionStore } from "../../../src/store/session-store.js";
 import { wireValue } from "../fixtures/wire-value.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
@@ -110,5 +112,96 @@ describeContract("readAfterEncoded", (backend) => {
     expect(await store.readAfterEncoded("a", 0, 100, 10, ENVELOPE)).toEqual({ status: "retired" });
     expect(await store.header("a")).toEqual({ status: "retired" });
     expect(await store.readAfterEncoded("nobody", 0, 100, 10)).toEqual({ status: "not_found" });
+  });
+
+  it("closes arrays and reads of large events at their byte budgets, and says where the log goes on", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "big", owner: "o", model: "m" });
+    // sizes around the budgets: small ones, 2 KiB (not large), 2 KiB + 1, up to near the limit
+    const kib = [0, 2, 300, 1, 700, 1000, 2, 5, 1023, 0, 400, 400, 400, 3, 0, 900, 64, 1];
+    const text = (i: number) => `${i}:${"k".repeat(Math.max(0, kib[i % kib.length]! * 1024 - 80))}`;
+    for (let n = 0; n < 4; n++) {
+      const batch = kib.map((_, i) => delta("t", text(n * kib.length + i)));
+      expect((await store.append("big", batch)).status).toBe("appended");
+    }
+    const all = await store.readAfter("big", 0, 10_000);
+    if (all.status !== "ok") throw new Error(all.status);
+    // the largest encoded event, as an array carries it
+    const eventBytes = (e: unknown) => Buffer.byteLength(JSON.stringify(e)) + 64;
+    const largestEvent = Math.max(...all.events.map(eventBytes));
+    for (const [limit, perArray] of [
+      [500, 500],
+      [4000, 500],
+      [7, 3],
+    ] as const) {
+      const events: unknown[] = [];
+      let after = 0;
+      for (let reads = 0; reads < 1000; reads++) {
+        const read = await store.readAfterEncoded("big", after, limit, perArray, ENVELOPE);
+        if (read.status !== "ok") throw new Error(read.status);
+        if (read.count === 0) break;
+        const bytes = read.arrays.reduce((sum, a) => sum + a.length, 0);
+        expect(bytes).toBeLessThan(readBudget(limit, perArray) + largestEvent);
+        for (const array of read.arrays)
+          expect(array.length).toBeLessThan(Limits.eventItemBytes + largestEvent);
+        events.push(...decodeArrays(read.arrays, perArray));
+        expect(read.count).toBeLessThanOrEqual(limit);
+        // a read short of its limit either reached the head or stopped at its byte budget
+        if (read.count < limit && read.lastSeq < read.headSeq)
+          expect(bytes).toBeGreaterThan(readBudget(limit, perArray) / 2);
+        after = read.lastSeq;
+      }
+      expect(events).toEqual(all.events);
+    }
+  });
+
+  it("ends a page of large events at the item budget, from the cursor's side, and says there is more", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "pages", owner: "o", model: "m" });
+    const kib = [1, 600, 300, 200, 1, 900, 900, 0, 0, 1000, 5, 300];
+    const batch = kib.map((k, i) => delta("t", `${i}:${"q".repeat(k * 1024)}`));
+    expect((await store.append("pages", batch)).status).toBe("appended");
+    const all = await store.readAfter("pages", 0, 100);
+    if (all.status !== "ok") throw new Error(all.status);
+    const size = (e: { data: unknown }) => Buffer.byteLength(JSON.stringify(e.data));
+    const largest = Math.max(...all.events.map(size));
+    const pageBytes = (events: { data: unknown }[]) => events.reduce((sum, e) => sum + size(e), 0);
+    // forward from the start, by afterSeq
+    const forward: number[] = [];
+    let after = 0;
+    let pages = 0;
+    for (let n = 0; n < 100; n++) {
+      pages++;
+      const page = await store.page("pages", { afterSeq: after, limit: 1000 });
+      if (page.status !== "ok") throw new Error(page.status);
+      expect(page.events.length).toBeGreaterThan(0);
+      expect(pageBytes(page.events)).toBeLessThan(Limits.eventItemBytes + largest);
+      forward.push(...page.events.map((e) => e.seq));
+      after = page.events.at(-1)!.seq;
+      expect(page.hasMore).toBe(after < page.headSeq);
+      if (!page.hasMore) break;
+    }
+    expect(forward).toEqual(all.events.map((e) => e.seq));
+    expect(forward.length).toBeGreaterThan(0);
+    // backward from the tail, by beforeSeq: the newest events first, each page ascending
+    const backward: number[] = [];
+    let before: number | undefined;
+    for (let n = 0; n < 100; n++) {
+      pages++;
+      const page = await store.page(
+        "pages",
+        before === undefined ? { limit: 1000 } : { beforeSeq: before, limit: 1000 },
+      );
+      if (page.status !== "ok") throw new Error(page.status);
+      expect(pageBytes(page.events)).toBeLessThan(Limits.eventItemBytes + largest);
+      if (before === undefined) expect(page.events.at(-1)!.seq).toBe(page.headSeq);
+      backward.unshift(...page.events.map((e) => e.seq));
+      before = page.events[0]!.seq;
+      expect(page.hasMore).toBe(before > 1);
+      if (!page.hasMore) break;
+    }
+    expect(backward).toEqual(all.events.map((e) => e.seq));
+    // 5 MiB read each way: the budget, not the count limit, ended all but the last pages
+    expect(pages).toBeGreaterThanOrEqual(6);
   });
 });

@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame } from "../../../protocol/codec.js";
 import { SessionmuxError } from "../../../protocol/index.js";
-import { encodedEventsItem } from "../../../src/transport/mux/encoded-events.js";
+import { Limits } from "../../../protocol/limits.js";
+import { encodedEventsItems } from "../../../src/transport/mux/encoded-events.js";
 import { itemFramePrefix, spliceItemFrame } from "../../../src/transport/mux/item-frame.js";
 
 const bytes = (...parts: (number | number[] | Uint8Array)[]) =>
@@ -167,8 +168,27 @@ describe("item frames spliced around a shared value", () => {
 
   it("encodes one committed batch once and shares the bytes", () => {
     const events = value.events as never[];
-    expect(encodedEventsItem(events)).toBe(encodedEventsItem(events));
-    expect(decodeFrame(encodedEventsItem(events))).toEqual(value);
+    expect(encodedEventsItems(events)).toBe(encodedEventsItems(events));
+    expect(encodedEventsItems(events).map((item) => decodeFrame(item))).toEqual([value]);
+    // the same bytes as encoding the item, without stored rows to splice
+    expect(Buffer.from(encodedEventsItems(events)[0]!).equals(Buffer.from(encodeFrame(value)))).toBe(true);
+  });
+
+  it("splits a batch of large events into items that each stop growing at the item budget", () => {
+    const big = (seq: number, kb: number) => ({
+      seq,
+      at: seq,
+      type: "tool/result",
+      data: { turnId: "t", text: "z".repeat(kb * 1024) },
+    });
+    // 400 + 400 + 400 KiB pass the budget at the third; 2 + 1,022 KiB (and the maps) reach it
+    const events = [big(1, 400), big(2, 400), big(3, 400), big(4, 2), big(5, 1022), big(6, 3)];
+    const items = encodedEventsItems(events as never[]);
+    const seqs = items.map((item) =>
+      (decodeFrame(item, { maxStrBytes: 2 ** 21 }) as { events: { seq: number }[] }).events.map((e) => e.seq),
+    );
+    expect(seqs).toEqual([[1, 2, 3], [4, 5], [6]]);
+    for (const item of items) expect(item.length).toBeLessThan(Limits.eventItemBytes + 1024 * 1024);
   });
 
   it("writes a batch from the rows the log stored byte for byte as encoding its events would", () => {
@@ -178,7 +198,8 @@ describe("item frames spliced around a shared value", () => {
       { seq: 70_000, at: 3, type: "user/message", data: { text: "x".repeat(300), n: [1.5, -2] } },
     ];
     const stored = events.map(({ seq, at, type, data }) => [seq, at, type, encodeFrame(data)] as const);
-    const fromRows = encodedEventsItem(events as never[], stored as never);
-    expect(Buffer.from(fromRows).equals(Buffer.from(encodeFrame({ kind: "events", events })))).toBe(true);
+    const [fromRows, more] = encodedEventsItems(events as never[], stored as never);
+    expect(more).toBeUndefined();
+    expect(Buffer.from(fromRows!).equals(Buffer.from(encodeFrame({ kind: "events", events })))).toBe(true);
   });
 });
