@@ -23,7 +23,7 @@ export function ratioAgreement(runs: readonly BenchReport[]): RatioAgreement[] {
     for (const scenario of run.scenarios)
       for (const figure of scenario.figures) {
         const key = `${scenario.id}\u0000${figure.subject}`;
-        if (figure.subject === SESSIONMUX || seen.has(key)) continue;
+        if (figure.subject === SESSIONMUX || figure.uncompared || seen.has(key)) continue;
         seen.add(key);
         keys.push({ id: scenario.id, title: scenario.title, subject: figure.subject });
       }

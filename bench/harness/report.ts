@@ -29,6 +29,8 @@ export const formatFigure = (value: number): string =>
  * "0.60× (7 rounds pooled)" for figures taken over pooled rounds, or the plain ratio.
  */
 export function ratioText(scenario: ScenarioResult, subject: string, rounds = " rounds"): string {
+  const uncompared = scenario.figures.find((f) => f.subject === subject)?.uncompared;
+  if (uncompared) return `not compared: ${uncompared}`;
   const stats = roundRatios(scenario, subject);
   const ratio = `${formatFigure(stats ? stats.median : ratioAgainst(scenario, subject))}×`;
   if (stats)

@@ -6,6 +6,8 @@ export interface Figure {
   value: number;
   /** What was done, e.g. "20,000 events × 100 followers". */
   detail?: string;
+  /** Shown for reference, with no ratio: why its ratio to sessionmux would tell nothing. */
+  uncompared?: string;
 }
 
 /** A ratio goal: sessionmux must be at least `min` times as good as `against`. */
@@ -47,6 +49,7 @@ export const SESSIONMUX = "sessionmux";
  * the median of the per-round ratios when the scenario ran in rounds, else the figures' ratio.
  */
 export function ratioAgainst(result: ScenarioResult, subject: string, of = SESSIONMUX): number {
+  if (result.figures.some((f) => f.subject === subject && f.uncompared)) return Number.NaN;
   const stats = roundRatios(result, subject, of);
   if (stats) return stats.median;
   const ours = result.figures.find((f) => f.subject === of)?.value;

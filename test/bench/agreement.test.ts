@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ratioAgreement, renderAgreement } from "../../bench/harness/agreement.js";
-import type { BenchReport } from "../../bench/harness/report.js";
-import { newScenario } from "../../bench/harness/result.js";
+import { type BenchReport, ratioText } from "../../bench/harness/report.js";
+import { newScenario, ratioAgainst } from "../../bench/harness/result.js";
 
 /** A full run whose only scenario measured sessionmux at `ours` and raw ws at `theirs`, per round. */
 function run(ours: number[], theirs: number[], extra = false): BenchReport {
@@ -55,5 +55,27 @@ describe("agreement of benchmark runs", () => {
     expect(table).toContain("| yes |");
     expect(table).toContain("| not in every run |");
     expect(table).toContain("1 of 2 ratios within ±10% across 2 runs.");
+  });
+
+  it("leaves a figure shown for reference out of the ratios, and says why in the report", () => {
+    const reference = (r: BenchReport) => {
+      const p99 = newScenario("p99", "Latency p99", "ms", false);
+      p99.pooledRounds = 7;
+      p99.figures = [
+        { subject: "sessionmux", value: 4 },
+        { subject: "raw ws", value: 2, uncompared: "its p99 is the machine's stalls" },
+        { subject: "durable", value: 5 },
+      ];
+      r.scenarios.push(p99);
+      return r;
+    };
+    const runs = [reference(run([10], [10])), reference(run([10], [10]))];
+    const rows = ratioAgreement(runs);
+    expect(rows.map((r) => `${r.scenario}/${r.subject}`)).toEqual(["Fanout/raw ws", "Latency p99/durable"]);
+    const p99 = runs[0]!.scenarios[1]!;
+    expect(Number.isNaN(ratioAgainst(p99, "raw ws"))).toBe(true);
+    expect(ratioAgainst(p99, "durable")).toBe(1.25);
+    expect(ratioText(p99, "raw ws")).toBe("not compared: its p99 is the machine's stalls");
+    expect(ratioText(p99, "durable")).toBe("1.25× (7 rounds pooled)");
   });
 });
