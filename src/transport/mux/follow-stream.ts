@@ -185,8 +185,8 @@ export class FollowStream implements MuxStream {
           this.#readLimit = nextReadLimit(this.#ctx.replayBatch, bytes / read.count);
         }
         // a read of large events ends at its byte budget before `readLimit`: the head it read
-        // with the events tells whether the log goes on
-        if (read.count >= readLimit || read.lastSeq < read.headSeq) {
+        // with the events tells whether the log goes on (an empty read never loops here)
+        if (read.count >= readLimit || (read.count > 0 && read.lastSeq < read.headSeq)) {
           await yieldToEventLoop();
           continue;
         }
