@@ -34,43 +34,37 @@ const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_e
 const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
-// The head and the events come from one statement, hence one snapshot: `headSeq` is never behind
+// The head and the events come from one statement (here and in `AFTER_ENCODED`), hence one snapshot: `headSeq` is never behind
 // the events returned, even while another host commits.
 const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
     e.seq, e.at, e.type, e.data
   FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
     SELECT seq, at, type, data FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
-// The events after $2, at most $3, and none once the data of those before it reached $4: a read of
-// large events stops at its byte budget (see `readBudget`). `length` of a stored value reads its
-// size, not its bytes, and rows past the budget are never sent.
+/**
+ * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
+ * and none once the data of those before them reached $4, so a read of large events stops at its
+ * byte budget (see `readBudget`). `length` of a stored value reads its size, not its bytes, and
+ * rows past the budget are never sent.
+ */
+const eventsWithinBudget = (cursor: string, order: "" | " DESC") => `SELECT seq, at, type, data FROM (
+      SELECT seq, at, type, data,
+        sum(length(data)) OVER (ORDER BY seq${order} ROWS UNBOUNDED PRECEDING) - length(data) AS before
+      FROM events WHERE ${cursor} ORDER BY seq${order} LIMIT $3
+    ) page WHERE before < $4`;
 const AFTER_ENCODED = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
     e.seq, e.at, e.type, encode(e.data, 'hex') AS data
   FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
-    SELECT seq, at, type, data FROM (
-      SELECT seq, at, type, data,
-        sum(length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - length(data) AS before
-      FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
-    ) page WHERE before < $4
+    ${eventsWithinBudget("session_id = s.session_id AND seq > $2", "")}
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
-// A page stops once the data of its events reached $4 (`Limits.eventItemBytes`), counted from
-// the cursor's side, as `AFTER_ENCODED` does.
+// A page stops at $4 = `Limits.eventItemBytes`.
 const PAGE_AFTER = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
-    SELECT seq, at, type, data FROM (
-      SELECT seq, at, type, data,
-        sum(length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - length(data) AS before
-      FROM events WHERE session_id = st.session_id AND seq > $2 ORDER BY seq LIMIT $3
-    ) page WHERE before < $4
+    ${eventsWithinBudget("session_id = st.session_id AND seq > $2", "")}
   ) e ON true ORDER BY e.seq`;
 const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
-    SELECT seq, at, type, data FROM (
-      SELECT seq, at, type, data,
-        sum(length(data)) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) - length(data) AS before
-      FROM events WHERE session_id = st.session_id
-        AND seq < coalesce($2, st.head_seq + 1) ORDER BY seq DESC LIMIT $3
-    ) page WHERE before < $4
+    ${eventsWithinBudget("session_id = st.session_id AND seq < coalesce($2, st.head_seq + 1)", " DESC")}
   ) e ON true ORDER BY e.seq`;
 const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
 

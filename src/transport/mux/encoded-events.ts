@@ -27,7 +27,7 @@ export function encodedEventsItems(
 }
 
 /** Events as rows, their data encoded here: for batches whose stored rows are not at hand. */
-export function rowsOf(events: readonly SessionEvent[]): EncodedRow[] {
+function rowsOf(events: readonly SessionEvent[]): EncodedRow[] {
   return events.map((e) => [e.seq, e.at, e.type, encodeValue(e.data)]);
 }
 

@@ -4,10 +4,9 @@ import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { SessionReadHandle } from "../../host/session-read-handle.js";
 import { refusal } from "../../host/store-outcomes.js";
-import { encodeEventArrays } from "../../store/encoded-event-arrays.js";
 import type { CommitNotice } from "../../store/session-store.js";
 import type { HostMetrics } from "../metrics.js";
-import { EVENTS_VALUE_ENVELOPE, encodedEventsItems, rowsOf } from "./encoded-events.js";
+import { EVENTS_VALUE_ENVELOPE, encodedEventsItems } from "./encoded-events.js";
 import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
@@ -246,8 +245,7 @@ export class FollowStream implements MuxStream {
     }
     if (first.seq > this.#lastSent + 1) return false;
     const rest = events.filter((e) => e.seq > this.#lastSent);
-    for (const item of encodeEventArrays(rowsOf(rest), rest.length, EVENTS_VALUE_ENVELOPE))
-      this.#ctx.outlet.itemEncoded(item);
+    for (const item of encodedEventsItems(rest)) this.#ctx.outlet.itemEncoded(item);
     this.#lastSent = last.seq;
     return true;
   }
