@@ -12,6 +12,7 @@ import type { NewEvent } from "../protocol/index.js";
 import { applyEvents, emptyTranscript } from "../protocol/transcript.js";
 import { startHost } from "../src/server.js";
 import { tempDir } from "../test/support/temp-dir.js";
+import { readWholeLog } from "../test/support/whole-log.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = 10;
@@ -68,7 +69,7 @@ for (let i = 0; i < LIST_SESSIONS; i++) {
 }
 
 // The reducer alone, for the record: the whole 2,000-message log folded in one batch.
-const all = await store.readAfter(big, 0, 100_000);
+const all = await readWholeLog(store, big);
 if (all.status !== "ok") throw new Error("read failed");
 const reduceStart = performance.now();
 const REDUCE_RUNS = 50;

@@ -60,7 +60,8 @@ export class HostTurnContext implements TurnContext {
       const outcome = await this.#store.readAfter(this.sessionId, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
       if (outcome.status !== "ok") throw refusal(this.sessionId, outcome);
       events.push(...outcome.events);
-      if (outcome.events.length < HISTORY_PAGE) return events;
+      // a read of large events ends early (its byte budget): only the head ends the history
+      if (outcome.events.length === 0 || (events.at(-1)?.seq ?? 0) >= outcome.headSeq) return events;
     }
   }
 

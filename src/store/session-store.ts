@@ -21,7 +21,11 @@ export interface SessionStore extends DismissalStore {
   header(sessionId: string): Promise<HeaderOutcome>;
   projection(sessionId: string): Promise<SessionProjection | null>;
   page(sessionId: string, query: PageQuery): Promise<PageOutcome>;
-  /** Events with seq > afterSeq in the current epoch, ascending, at most `limit`. */
+  /**
+   * Events with seq > afterSeq in the current epoch, ascending: at most `limit`, and no more once
+   * their data reached `Limits.eventItemBytes` (at least one event). A read can end before the
+   * head with fewer than `limit` events; the log goes on while the last seq is below `headSeq`.
+   */
   readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome>;
   /**
    * The same events as `readAfter`, already MessagePack-encoded: arrays of at most `perArray`

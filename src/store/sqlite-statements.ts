@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { EVENTS_AFTER_ENCODED } from "./sqlite-event-encoding.js";
+import { EVENTS_AFTER_ENCODED, LARGE_EVENT_BYTES } from "./sqlite-event-encoding.js";
 
 /**
  * A session's head seq, the log's own (`max(seq)` of its events, one index seek): no column holds
@@ -50,6 +50,9 @@ const SQL = {
   allSessionIds: "SELECT session_id FROM sessions ORDER BY session_id",
   insertEvent: "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
   eventsAfter: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  /** The first event after a seq that is in `events_large` (null: none is), by one index probe. */
+  firstLargeAfter: `SELECT min(seq) FROM events INDEXED BY events_large
+    WHERE session_id = ? AND seq > ? AND length(data) > ${LARGE_EVENT_BYTES}`,
   /** `eventsAfter` as `[seq, at, type, data]` arrays (see `RAW`). */
   eventsAfterRaw:
     "SELECT seq, at, type, hex(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -175,6 +178,7 @@ const SQL = {
 /** Statements that return their single column as a plain value. */
 const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "tombstone",
+  "firstLargeAfter",
   "openTurns",
   "allSessionIds",
   "lastTurnStart",

@@ -3,6 +3,7 @@ import type { SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { assistantText, type HostFixture, openHost, turnEvents } from "../host/host-fixture.js";
+import { readWholeLog } from "../support/whole-log.js";
 
 /** The demo agent driven through a real host and store: the commands the console and scripts rely on. */
 
@@ -156,7 +157,7 @@ describe("DemoAgent", () => {
     const events = await turnEvents(fx.store, S, r.turnId!);
     expect(endOf(events)).toMatchObject({ state: "cancelled" });
     await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
-    const all = await fx.store.readAfter(S, 0, 10_000);
+    const all = await readWholeLog(fx.store, S);
     expect(all.status === "ok" && all.events.at(-1)?.type).toBe("turn/end");
   });
 });

@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { runCli } from "./run-cli.js";
 
 const WRITERS = 100;
@@ -57,7 +58,7 @@ describe("sessionmux backup", () => {
       const restored = SqliteSessionStore.open(target);
       try {
         for (const sessionId of ids) {
-          const read = await restored.readAfter(sessionId, 0, 100_000);
+          const read = await readWholeLog(restored, sessionId);
           if (read.status !== "ok") throw new Error(`${sessionId}: ${read.status}`);
           const seqs = read.events.map((e) => e.seq);
           expect(seqs.length).toBeGreaterThanOrEqual(before.get(sessionId) ?? Number.POSITIVE_INFINITY);

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { type ServeProcess, spawnServe } from "./serve-process.js";
 
 export const CLUSTER_TOKEN = "cluster-admin-token";
@@ -65,7 +66,7 @@ export async function startCluster(
     hosts,
     reader,
     async logSeqs(sessionId) {
-      const read = await reader.readAfter(sessionId, 0, 1_000_000);
+      const read = await readWholeLog(reader, sessionId);
       return read.status === "ok" ? read.events.map((event) => event.seq) : [];
     },
     async dispose() {

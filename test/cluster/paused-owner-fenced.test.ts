@@ -1,6 +1,7 @@
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { CLUSTER_TEST_TIMEOUT_MS, oneTo, threeHosts } from "./cluster.js";
 import { clusterFixture } from "./cluster-fixture.js";
 import { pgClientPorts } from "./process-pg-ports.js";
@@ -104,7 +105,7 @@ describe.skipIf(!pgUrl)("an owner paused past its lease (SIGSTOP), then resumed 
         .poll(() => a.log().slice(logged), { timeout: 60_000 })
         .toMatch(/"msg":"session lease lost: its agent stops here"/);
 
-      const read = await cluster.reader.readAfter("fence", 0, 1_000_000);
+      const read = await readWholeLog(cluster.reader, "fence");
       if (read.status !== "ok") throw new Error(read.status);
       const log = read.events;
       expect(log.map((e) => e.seq)).toEqual(oneTo(log.length));

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { createSessionmux } from "../../src/index.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { ShoutAgent } from "./shout-agent.js";
 
 const pgUrl = inject("pgUrl");
@@ -51,7 +52,7 @@ describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
     cleanups.push(() => reader.close());
     await expect
       .poll(async () => {
-        const read = await reader.readAfter("pg-embed", 0, 1000);
+        const read = await readWholeLog(reader, "pg-embed");
         return read.status === "ok" ? read.events.map((event) => event.type) : [];
       })
       .toContain("turn/end");

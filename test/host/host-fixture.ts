@@ -6,6 +6,7 @@ import { SessionHost } from "../../src/host/session-host.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
 import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
 
 export interface HostFixture {
   host: SessionHost;
@@ -48,7 +49,7 @@ export async function openHost(
 
 /** Every event of the session's current epoch. */
 export async function readLog(store: SqliteSessionStore, sessionId: string): Promise<SessionEvent[]> {
-  const outcome = await store.readAfter(sessionId, 0, 100_000);
+  const outcome = await readWholeLog(store, sessionId);
   if (outcome.status !== "ok") throw new Error(`log of ${sessionId}: ${outcome.status}`);
   return outcome.events;
 }

@@ -8,6 +8,7 @@ import { SessionHost } from "../../src/host/session-host.js";
 import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import { dropSchema } from "../store/contract/backends.js";
+import { readWholeLog } from "../support/whole-log.js";
 
 /** The PostgreSQL of this run, or null (the global setup said so, and fails under CI=true). */
 export const pgUrl = inject("pgUrl");
@@ -73,7 +74,7 @@ export async function openCluster(
 }
 
 export async function readLog(store: PostgresSessionStore, sessionId: string): Promise<SessionEvent[]> {
-  const outcome = await store.readAfter(sessionId, 0, 100_000);
+  const outcome = await readWholeLog(store, sessionId);
   if (outcome.status !== "ok") throw new Error(`log of ${sessionId}: ${outcome.status}`);
   return outcome.events;
 }

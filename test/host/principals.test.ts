@@ -8,6 +8,7 @@ import {
 } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { ADMIN, type Principal } from "../../src/host/principal.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { errorCode, type HostFixture, openHost } from "./host-fixture.js";
 
 const alice: Principal = { name: "alice", admin: false };
@@ -44,7 +45,7 @@ describe("principals", () => {
       clientMessageId: "alice-1",
     });
     await vi.waitFor(async () => expect((await fx.store.projection(A))?.lastState).toBe("input-required"));
-    const before = await fx.store.readAfter(A, 0, 1000);
+    const before = await readWholeLog(fx.store, A);
     const namesASession = (m: CallMethod) => {
       const properties = (Methods[m].params as { properties?: object }).properties ?? {};
       return "sessionId" in properties || "sourceId" in properties;
@@ -69,7 +70,7 @@ describe("principals", () => {
     );
     expect(respond.code).toBe("interaction_not_found");
     // alice's prompt key did not leak its answer to bob, and nothing was written
-    expect(await fx.store.readAfter(A, 0, 1000)).toEqual(before);
+    expect(await readWholeLog(fx.store, A)).toEqual(before);
     expect(
       await fx.host.call(alice, "session.prompt", {
         sessionId: A,

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
 
 const fixture = fileURLToPath(new URL("./fixtures/appender.ts", import.meta.url));
 
@@ -52,7 +53,7 @@ describe("kill -9 durability", () => {
         try {
           expect(store.integrityCheck()).toBe("ok");
           for (const [sessionId, ackedSeq] of acked) {
-            const read = await store.readAfter(sessionId, 0, 1_000_000);
+            const read = await readWholeLog(store, sessionId);
             if (read.status !== "ok") throw new Error(`${sessionId}: ${read.status}`);
             expect(read.headSeq).toBeGreaterThanOrEqual(ackedSeq);
             expect(read.events.length).toBe(read.headSeq);

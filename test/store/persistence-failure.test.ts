@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { delta, openTempStore } from "./open-store.js";
 
 const commitFailureAppender = fileURLToPath(
@@ -88,7 +89,7 @@ describe("persistence failure", () => {
     for (const id of ["a", "b"]) {
       const outcome = await store.append(id, [delta("t", "space is back")]);
       expect(outcome.status === "appended" && outcome.events[0]!.seq).toBe(acked.get(id)! + 1);
-      const read = await store.readAfter(id, 0, 1_000);
+      const read = await readWholeLog(store, id);
       if (read.status !== "ok") throw new Error(read.status);
       expect(read.events.map((event) => event.seq)).toEqual(
         Array.from({ length: acked.get(id)! + 1 }, (_, i) => i + 1),
@@ -115,7 +116,7 @@ describe("persistence failure", () => {
       const store = SqliteSessionStore.open(dbPath);
       try {
         expect(store.integrityCheck()).toBe("ok");
-        const read = await store.readAfter("a", 0, 100_000);
+        const read = await readWholeLog(store, "a");
         if (read.status !== "ok") throw new Error(read.status);
         const committed = read.events.map((event) => event.seq).filter((seq) => seq > 1);
         expect(committed.length).toBeGreaterThan(10);

@@ -3,6 +3,7 @@ import type { SessionmuxError } from "../../protocol/index.js";
 import { checkHistory, type HistoryCounts, isClean, sumCounts } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 let host: TestHost | undefined;
@@ -65,7 +66,7 @@ describe("torture: delete racing late appends", () => {
       const terminal = await follower.waitTerminal(stream, 10_000);
       const code = (terminal.error as { code?: string } | undefined)?.code;
       if (code !== "session_retired") badCodes.push(`follow ended ${terminal.type} ${code}`);
-      const read = await host.store.readAfter(sessionId, 0, 1_000);
+      const read = await readWholeLog(host.store, sessionId);
       if (read.status !== "retired") afterTombstone.push(-3);
       // What the follower saw before the end must be exactly what was committed before the delete.
       const observed = follower.events(stream).map((event) => event.seq);

@@ -7,6 +7,7 @@ import { checkHistory, type HistoryCounts, isClean, sumCounts } from "../support
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const SESSION = "full";
@@ -97,7 +98,7 @@ describe("torture: disk full during appends", () => {
         });
         acked.push(seq);
         if (seq !== head + 1) problems.push(`run ${run}: resumed at ${seq}, head was ${head}`);
-        const read = await host.store.readAfter(SESSION, 0, 1_000_000);
+        const read = await readWholeLog(host.store, SESSION);
         const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
         reports.push(checkHistory({ acknowledged: acked, log }));
         const integrity = host.store.integrityCheck();
@@ -159,7 +160,7 @@ describe("torture: storage turning read-only during appends", () => {
           title: "back",
         });
         acked.push(seq);
-        const read = await host.store.readAfter(SESSION, 0, 1_000_000);
+        const read = await readWholeLog(host.store, SESSION);
         const report = checkHistory({
           acknowledged: acked,
           log: read.status === "ok" ? read.events.map((e) => e.seq) : [],

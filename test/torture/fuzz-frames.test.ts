@@ -7,6 +7,7 @@ import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { checkHistory, isClean } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 interface Answer {
@@ -176,7 +177,7 @@ describe("torture: fuzzed and mutated frames", () => {
     const head = acked.at(-1)!;
     await canary.waitSeq(canaryStream, head, 30_000);
     const observed = canary.events(canaryStream).map((event) => event.seq);
-    const read = await host.store.readAfter("canary", 0, 1_000_000);
+    const read = await readWholeLog(host.store, "canary");
     const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
     const report = checkHistory({ acknowledged: acked, log, observed });
     reportCounts("fuzz-frames", total, report);

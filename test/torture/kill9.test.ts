@@ -3,6 +3,7 @@ import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { checkHistory, type HistoryCounts, isClean, sumCounts } from "../support/history-checker.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { type CliHost, spawnCliHost } from "./cli-host.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
@@ -89,7 +90,7 @@ describe("torture: kill -9 during concurrent appends", () => {
         try {
           integrity.push(store.integrityCheck());
           for (const [sessionId, seqs] of acked) {
-            const read = await store.readAfter(sessionId, 0, 1_000_000);
+            const read = await readWholeLog(store, sessionId);
             const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
             reports.push(checkHistory({ acknowledged: seqs, log }));
           }

@@ -4,6 +4,7 @@ import { checkHistory, isClean, sumCounts } from "../support/history-checker.js"
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { until } from "../support/until.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { SdkFollowers } from "./sdk-followers.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
@@ -58,7 +59,7 @@ describe("torture: random socket cuts while a session streams", () => {
     const head = acked.at(-1)!;
     await until(() => observed.every((seqs) => seqs.at(-1) === head), 120_000, "followers catch up");
 
-    const read = await host.store.readAfter(SESSION, 0, 10_000_000);
+    const read = await readWholeLog(host.store, SESSION);
     const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
     const reports = observed.map((seqs) => checkHistory({ acknowledged: acked, log, observed: seqs }));
     const total = sumCounts(reports);

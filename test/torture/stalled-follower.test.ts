@@ -6,6 +6,7 @@ import { settledHeldBytes } from "../support/held-bytes.js";
 import { checkHistory, isClean, sumCounts } from "../support/history-checker.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { until } from "../support/until.js";
+import { readWholeLog } from "../support/whole-log.js";
 import { reportCounts, scaled } from "./torture-scale.js";
 
 const SESSION = "stall";
@@ -141,7 +142,7 @@ describe("torture: a follower that stops reading while 100k events flow", () => 
     stalled.ws.resume();
     await until(() => stalled.last === head, 120_000, "stalled follower catches up");
 
-    const read = await host.store.readAfter(SESSION, 0, 10_000_000);
+    const read = await readWholeLog(host.store, SESSION);
     const log = read.status === "ok" ? read.events.map((event) => event.seq) : [];
     const acknowledged = acked.subarray(0, ackedCount);
     const reports = followers.map((f) => checkHistory({ acknowledged, log, observed: f.seqs() }));

@@ -190,7 +190,9 @@ export class PgCommitFeed {
           ? { kind: "create", epoch: read.epoch, events: read.events }
           : { kind: "append", epoch: read.epoch, events: read.events };
       this.deliver(sessionId, notice, await this.projectionFor(sessionId));
-      if (read.events.length < Math.min(READ_PAGE, untilSeq - after)) return;
+      // a read of large events ends at its byte budget, before the head it read with them
+      const last = read.events[read.events.length - 1]!.seq;
+      if (last >= read.headSeq || last >= untilSeq) return;
       epoch = read.epoch;
     }
   }

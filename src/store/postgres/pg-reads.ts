@@ -34,13 +34,6 @@ const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_e
 const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
-// The head and the events come from one statement (here and in `AFTER_ENCODED`), hence one snapshot: `headSeq` is never behind
-// the events returned, even while another host commits.
-const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
-    e.seq, e.at, e.type, e.data
-  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
-    SELECT seq, at, type, data FROM events WHERE session_id = s.session_id AND seq > $2 ORDER BY seq LIMIT $3
-  ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
  * and none once the data of those before them reached $4, so a read of large events stops at its
@@ -52,6 +45,14 @@ const eventsWithinBudget = (cursor: string, order: "" | " DESC") => `SELECT seq,
         sum(length(data)) OVER (ORDER BY seq${order} ROWS UNBOUNDED PRECEDING) - length(data) AS before
       FROM events WHERE ${cursor} ORDER BY seq${order} LIMIT $3
     ) page WHERE before < $4`;
+// The head and the events come from one statement (here and in `AFTER_ENCODED`), hence one
+// snapshot: `headSeq` is never behind the events returned, even while another host commits. A read
+// stops at $4 = `Limits.eventItemBytes`, as a page does.
+const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
+    e.seq, e.at, e.type, e.data
+  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
+    ${eventsWithinBudget("session_id = s.session_id AND seq > $2", "")}
+  ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
 const AFTER_ENCODED = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
     e.seq, e.at, e.type, encode(e.data, 'hex') AS data
   FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
@@ -131,7 +132,8 @@ export class PgReads {
   }
 
   async readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
-    const rows = (await this.pool.query<AfterRow>(AFTER, [sessionId, afterSeq, limit])).rows;
+    const rows = (await this.pool.query<AfterRow>(AFTER, [sessionId, afterSeq, limit, Limits.eventItemBytes]))
+      .rows;
     const first = rows[0];
     if (!first) return { status: "not_found" };
     if (first.retired) return { status: "retired" };

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { delta, turnEnd, turnStart } from "../open-store.js";
 import { backends, storeFixture } from "./backends.js";
 
@@ -92,7 +93,7 @@ for (const backend of backends.filter((b) => b.sharedWriters)) {
           }),
         );
       await Promise.all([writer(a, "a"), writer(b, "b")]);
-      const read = await b.readAfter("s", 0, 1_000);
+      const read = await readWholeLog(b, "s");
       if (read.status !== "ok") throw new Error(read.status);
       const head = 1 + 2 * 8 * 15;
       expect(read.events.map((event) => event.seq)).toEqual(range(1, head));
@@ -101,6 +102,32 @@ for (const backend of backends.filter((b) => b.sharedWriters)) {
       // B may also hear of the create it subscribed just after: a seq at most once, ascending, no gap
       expect(onA.seqs).toEqual(range(2, head));
       expect(onB.seqs).toEqual(range(Math.min(onB.seqs[0] ?? 2, 2), head));
+    });
+
+    it("carries a commit of large events to B in notices of at most the item budget, none missing", async () => {
+      const { store: a, openAnother } = await open();
+      const b = await openAnother();
+      const seen = recorder();
+      b.subscribe("large", seen.listener);
+      await a.create({ sessionId: "large", owner: "o", model: "m" });
+      // 7.2 MiB in one commit: B reads it by seq after the NOTIFY, 1 MiB of data at a time
+      const kib = [600, 600, 1, 900, 600, 600, 600, 1000, 2, 600, 600, 600, 300];
+      const outcome = await a.append(
+        "large",
+        kib.map((k, i) => delta("t", `${i}:${"L".repeat(k * 1024)}`)),
+      );
+      expect(outcome.status).toBe("appended");
+      // the create wrote seq 1
+      await vi.waitFor(() => expect(seen.seqs.at(-1)).toBe(kib.length + 1), { timeout: 20_000 });
+      expect(seen.seqs).toEqual(range(1, kib.length + 1));
+      const appends = seen.notices.filter((n) => n.kind === "append");
+      const dataBytes = (notice: CommitNotice) =>
+        notice.kind === "append"
+          ? notice.events.reduce((sum, e) => sum + JSON.stringify(e.data).length, 0)
+          : 0;
+      // each notice B made is one read: within the budget plus the one event that crossed it
+      for (const notice of appends) expect(dataBytes(notice)).toBeLessThan(2 * 1024 * 1024);
+      expect(appends.length).toBeGreaterThanOrEqual(6);
     });
 
     it("delivers nothing for sessions nobody on B follows, and stops after unsubscribe", async () => {

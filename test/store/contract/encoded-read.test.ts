@@ -5,6 +5,7 @@ import type { NewEvent } from "../../../protocol/index.js";
 import { Limits } from "../../../protocol/limits.js";
 import { readBudget } from "../../../src/store/encoded-event-arrays.js";
 import type { SessionStore } from "../../../src/store/session-store.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { wireValue } from "../fixtures/wire-value.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
@@ -69,7 +70,7 @@ describeContract("readAfterEncoded", (backend) => {
             const outcome = await store.append(sessionId, batch, { at });
             expect(outcome.status).toBe("appended");
           }
-          const decoded = await store.readAfter(sessionId, 0, 10_000);
+          const decoded = await readWholeLog(store, sessionId);
           if (decoded.status !== "ok") throw new Error(decoded.status);
           const encoded = await readAllEncoded(store, sessionId, limit, perArray);
           expect(encoded.events).toEqual(decoded.events);
@@ -124,7 +125,7 @@ describeContract("readAfterEncoded", (backend) => {
       const batch = kib.map((_, i) => delta("t", text(n * kib.length + i)));
       expect((await store.append("big", batch)).status).toBe("appended");
     }
-    const all = await store.readAfter("big", 0, 10_000);
+    const all = await readWholeLog(store, "big");
     if (all.status !== "ok") throw new Error(all.status);
     // the largest encoded event, as an array carries it
     const eventBytes = (e: unknown) => Buffer.byteLength(JSON.stringify(e)) + 64;
@@ -161,7 +162,7 @@ describeContract("readAfterEncoded", (backend) => {
     const kib = [1, 600, 300, 200, 1, 900, 900, 0, 0, 1000, 5, 300];
     const batch = kib.map((k, i) => delta("t", `${i}:${"q".repeat(k * 1024)}`));
     expect((await store.append("pages", batch)).status).toBe("appended");
-    const all = await store.readAfter("pages", 0, 100);
+    const all = await readWholeLog(store, "pages");
     if (all.status !== "ok") throw new Error(all.status);
     const size = (e: { data: unknown }) => Buffer.byteLength(JSON.stringify(e.data));
     const largest = Math.max(...all.events.map(size));
@@ -203,5 +204,42 @@ describeContract("readAfterEncoded", (backend) => {
     expect(backward).toEqual(all.events.map((e) => e.seq));
     // 5 MiB read each way: the budget, not the count limit, ended all but the last pages
     expect(pages).toBeGreaterThanOrEqual(6);
+  });
+
+  it("ends a log read of large events at the item budget, before the head it reports", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "reads", owner: "o", model: "m" });
+    const kib = [1, 600, 300, 200, 1, 900, 900, 0, 0, 1000, 5, 300, 2, 2];
+    const batch = kib.map((k, i) => delta("t", `${i}:${"r".repeat(k * 1024)}`));
+    expect((await store.append("reads", batch)).status).toBe("appended");
+    const size = (e: { data: unknown }) => Buffer.byteLength(JSON.stringify(e.data));
+    // 1000 events are more than fit the budget unmeasured; 500 of small ones would, so a read of
+    // 500 must find the large ones first
+    for (const limit of [1000, 500]) {
+      const seqs: number[] = [];
+      let after = 0;
+      let reads = 0;
+      let largest = 0;
+      for (let n = 0; n < 100; n++) {
+        const read = await store.readAfter("reads", after, limit);
+        if (read.status !== "ok") throw new Error(read.status);
+        if (read.events.length === 0) break;
+        reads++;
+        largest = Math.max(largest, ...read.events.map(size));
+        const bytes = read.events.reduce((sum, e) => sum + size(e), 0);
+        expect(bytes).toBeLessThan(Limits.eventItemBytes + 1024 * 1024);
+        // a read that did not reach the head ended at its budget (1 MiB of data, within one event)
+        if (read.events.at(-1)!.seq < read.headSeq)
+          expect(bytes + 1024 * 1024).toBeGreaterThanOrEqual(Limits.eventItemBytes);
+        seqs.push(...read.events.map((e) => e.seq));
+        after = read.events.at(-1)!.seq;
+      }
+      // seq 1 is the create's
+      expect(seqs).toEqual([1, ...kib.map((_, i) => i + 2)]);
+      expect(largest).toBeGreaterThan(1000 * 1024);
+      // ended by the budget after events 4 (1,101 KiB), 7 (1,801 KiB) and 12 (1,305 KiB); the
+      // fourth read reaches the head
+      expect(reads).toBe(4);
+    }
   });
 });

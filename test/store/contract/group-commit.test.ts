@@ -1,6 +1,7 @@
 import { expect, it } from "vitest";
 import type { SessionEvent } from "../../../protocol/index.js";
 import { HostMetrics } from "../../../src/transport/metrics.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { delta, turnStart } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 
@@ -24,7 +25,7 @@ describeContract("group commit", (backend) => {
     });
     await Promise.all([...writers, ...rivals]);
     for (const [w, sessionId] of ids.entries()) {
-      const read = await store.readAfter(sessionId, 0, 10_000);
+      const read = await readWholeLog(store, sessionId);
       if (read.status !== "ok") throw new Error(read.status);
       const expected =
         1 + 10 + Array.from({ length: 20 }, (_, round) => 1 + ((round + w) % 3)).reduce((a, b) => a + b);

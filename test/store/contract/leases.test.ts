@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { delta, turnStart, userMessage } from "../open-store.js";
 import { type ContractStore, describeContract, storeFixture } from "./backends.js";
 
@@ -9,7 +10,7 @@ const LONG = 60_000;
 const SHORT = 150;
 
 async function heads(store: ContractStore, sessionId = S): Promise<number> {
-  const read = await store.readAfter(sessionId, 0, 1000);
+  const read = await readWholeLog(store, sessionId);
   return read.status === "ok" ? read.headSeq : -1;
 }
 

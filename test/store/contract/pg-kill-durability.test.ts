@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "./backends.js";
 
 const fixture = fileURLToPath(new URL("../fixtures/pg-appender.ts", import.meta.url));
@@ -73,7 +74,7 @@ suite("kill -9 of writing processes [postgres]", () => {
               { type: "assistant/delta", data: { turnId: "x", text: "after" } },
             ]);
             if (next.status !== "appended") throw new Error(`${sessionId}: ${next.status}`);
-            const read = await store.readAfter(sessionId, 0, 1_000_000);
+            const read = await readWholeLog(store, sessionId);
             if (read.status !== "ok") throw new Error(`${sessionId}: ${read.status}`);
             expect(read.events.map((event) => event.seq)).toEqual(
               Array.from({ length: read.headSeq }, (_, i) => i + 1),

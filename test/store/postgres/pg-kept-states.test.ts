@@ -4,6 +4,7 @@ import { CHECKED_WRITE } from "../../../src/store/postgres/pg-pending-rows.js";
 import { PgSessionCache } from "../../../src/store/postgres/pg-session-cache.js";
 import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { SessionState } from "../../../src/store/session-state.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
@@ -43,7 +44,7 @@ function keptWayOnly(sent: readonly string[]): void {
 }
 
 async function seqs(store: PostgresSessionStore): Promise<number[]> {
-  const read = await store.readAfter(S, 0, 1_000);
+  const read = await readWholeLog(store, S);
   return read.status === "ok" ? read.events.map((event) => event.seq) : [];
 }
 

@@ -3,6 +3,7 @@ import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
+import { readWholeLog } from "../../support/whole-log.js";
 import { appendDeltas, connect, createSession, expectRange, headSeq, STORE_VARIANTS } from "./mux-fixture.js";
 
 type Item = { kind: string; epoch?: string; headSeq?: number; seq?: number; events?: SessionEvent[] };
@@ -137,7 +138,7 @@ describe.each(STORE_VARIANTS)("session.follow (protocol-v1 §5) ($name)", ({ opt
     const afterSeq = 7;
     const id = peer.follow(sessionId, { afterSeq });
     await peer.waitItem(id, (i) => i.kind === "caughtUp", 30_000);
-    const stored = await host.store.readAfter(sessionId, afterSeq, 10_000);
+    const stored = await readWholeLog(host.store, sessionId, afterSeq);
     if (stored.status !== "ok") throw new Error(stored.status);
     expect(stored.events).toHaveLength(head - afterSeq);
     expect(peer.events(id)).toEqual(stored.events);
