@@ -7,7 +7,7 @@ import { paddedDeltaEvent, sessionIds } from "../harness/workload.js";
 import { publishRoundRobin } from "./publish.js";
 
 /** Lets sockets finish opening or closing, and writes reach the kernel, before a reading. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 /** A subject and its follower fleet, set up once for all rounds of a memory scenario. */
 async function openWithFleet(

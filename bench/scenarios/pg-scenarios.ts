@@ -17,7 +17,7 @@ type PgScenario = [ScenarioResult, ([string, () => Promise<Measurement>] | Round
  */
 export function postgresScenarios(url = DEFAULT_PG_URL): PgScenario[] {
   const appendShape = { writers: 100, appendsPerWriter: 50 };
-  const fanoutShape = { sessions: 1, connections: 50, eventsPerSession: 2_000, batch: 20 };
+  const fanoutShape = { sessions: 1, connections: 50, eventsPerSession: 5_000, batch: 20 };
   const events = appendShape.writers * appendShape.appendsPerWriter;
   // A run's rate as a measurement repeated runs combine: the wall time it took, and its events.
   const wallTimed = (rate: number, detail: string): Measurement => ({
