@@ -169,7 +169,14 @@ export type PageOutcome =
   | { status: "retired" };
 
 export type ReadOutcome =
-  | { status: "ok"; epoch: string; headSeq: number; events: SessionEvent[] }
+  | {
+      status: "ok";
+      epoch: string;
+      headSeq: number;
+      events: SessionEvent[];
+      /** The events' data as stored (MessagePack bytes): what the read's budget counted. */
+      dataBytes: number;
+    }
   | { status: "not_found" }
   | { status: "retired" };
 

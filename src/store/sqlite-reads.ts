@@ -86,7 +86,15 @@ export class SqliteReads {
       (firstLarge === null || firstLarge > afterSeq + limit)
         ? (this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[])
         : withinItemBudget(this.statements.eventsAfter.iterate(sessionId, afterSeq, limit));
-    return { status: "ok", epoch: state.epoch, headSeq: state.headSeq, events: rows.map(decodeRow) };
+    let dataBytes = 0;
+    for (const row of rows) dataBytes += row.data.byteLength;
+    return {
+      status: "ok",
+      epoch: state.epoch,
+      headSeq: state.headSeq,
+      events: rows.map(decodeRow),
+      dataBytes,
+    };
   }
 
   readAfterEncoded(

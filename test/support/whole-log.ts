@@ -14,6 +14,7 @@ export async function readWholeLog(
   if (first.status !== "ok") return first;
   const events = [...first.events];
   let headSeq = first.headSeq;
+  let dataBytes = first.dataBytes;
   for (;;) {
     const last = events.at(-1)?.seq ?? afterSeq;
     if (last >= headSeq) break;
@@ -23,6 +24,7 @@ export async function readWholeLog(
     if (next.events.length === 0) break;
     events.push(...next.events);
     headSeq = next.headSeq;
+    dataBytes += next.dataBytes;
   }
-  return { status: "ok", epoch: first.epoch, headSeq, events };
+  return { status: "ok", epoch: first.epoch, headSeq, events, dataBytes };
 }

@@ -138,8 +138,13 @@ export class PgReads {
     if (!first) return { status: "not_found" };
     if (first.retired) return { status: "retired" };
     const events: SessionEvent[] = [];
-    for (const row of rows) if (row.seq !== null) events.push(decodeRow(row as StoredRow));
-    return { status: "ok", epoch: first.epoch, headSeq: first.head_seq, events };
+    let dataBytes = 0;
+    for (const row of rows) {
+      if (row.seq === null) continue;
+      events.push(decodeRow(row as StoredRow));
+      dataBytes += row.data.length;
+    }
+    return { status: "ok", epoch: first.epoch, headSeq: first.head_seq, events, dataBytes };
   }
 
   async readAfterEncoded(

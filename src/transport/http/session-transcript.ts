@@ -24,18 +24,37 @@ export interface SessionSnapshot {
   epoch: string;
 }
 
+/** A session's folded transcript, and the data of the events folded into it (what it holds). */
+interface CachedTranscript {
+  epoch: string;
+  transcript: TranscriptState;
+  dataBytes: number;
+}
+
 /**
  * Folded transcripts of recently read sessions, keyed by session and epoch. A read folds only the
  * events committed since the cached `lastSeq` (the reducer is incremental by design), so polling
  * a long session costs one empty store read. A clear changes the epoch and drops the entry.
- * @default 16 sessions, least recently read evicted first
+ * Bounded by sessions and by the stored data of the events folded into the kept transcripts (a
+ * transcript holds about what its events hold): a session over the byte budget is folded again at
+ * each read and never kept.
+ * @default 16 sessions and 32 MiB of event data, least recently read evicted first
  */
 export class TranscriptCache {
-  readonly #entries = new Map<string, { epoch: string; transcript: TranscriptState }>();
+  readonly #entries = new Map<string, CachedTranscript>();
+  #dataBytes = 0;
 
-  constructor(readonly capacity = 16) {}
+  constructor(
+    readonly capacity = 16,
+    readonly maxDataBytes = 32 * 1024 * 1024,
+  ) {}
 
-  get(sessionId: string): { epoch: string; transcript: TranscriptState } | undefined {
+  /** The event data of every kept transcript together. */
+  get dataBytes(): number {
+    return this.#dataBytes;
+  }
+
+  get(sessionId: string): CachedTranscript | undefined {
     const entry = this.#entries.get(sessionId);
     if (!entry) return undefined;
     this.#entries.delete(sessionId);
@@ -43,14 +62,23 @@ export class TranscriptCache {
     return entry;
   }
 
-  put(sessionId: string, epoch: string, transcript: TranscriptState): void {
-    this.#entries.delete(sessionId);
-    this.#entries.set(sessionId, { epoch, transcript });
-    while (this.#entries.size > this.capacity) {
+  put(sessionId: string, epoch: string, transcript: TranscriptState, dataBytes: number): void {
+    this.#drop(sessionId);
+    if (dataBytes > this.maxDataBytes) return;
+    this.#entries.set(sessionId, { epoch, transcript, dataBytes });
+    this.#dataBytes += dataBytes;
+    while (this.#entries.size > this.capacity || this.#dataBytes > this.maxDataBytes) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;
-      this.#entries.delete(oldest.value);
+      this.#drop(oldest.value);
     }
+  }
+
+  #drop(sessionId: string): void {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return;
+    this.#entries.delete(sessionId);
+    this.#dataBytes -= entry.dataBytes;
   }
 }
 
@@ -70,6 +98,7 @@ export async function readSessionTranscript(
     // The epoch of the first page decides: a cached fold from another epoch (a clear) is dropped.
     let epoch = cached?.epoch;
     let transcript = cached?.transcript ?? emptyTranscript();
+    let dataBytes = cached?.dataBytes ?? 0;
     let stale = false;
     for (let round = 0; ; round++) {
       const read = await foldToHead(reader, transcript, epoch);
@@ -78,6 +107,7 @@ export async function readSessionTranscript(
         break;
       }
       ({ transcript, epoch } = read);
+      dataBytes += read.dataBytes;
       const projection = await reader.projection();
       if (projection.epoch !== epoch) {
         stale = true;
@@ -85,7 +115,7 @@ export async function readSessionTranscript(
       }
       // One cut: the row must not reflect commits the fold has not seen; a few rounds catch up.
       if (projection.seq > transcript.lastSeq && round < MAX_CATCH_UP) continue;
-      cache?.put(sessionId, epoch, transcript);
+      cache?.put(sessionId, epoch, transcript, dataBytes);
       return { transcript, projection, createdAt: projection.createdAt, epoch };
     }
     if (stale) cached = undefined;
@@ -93,19 +123,25 @@ export async function readSessionTranscript(
   throw fail("session_busy", "the session was cleared repeatedly while being read; try again");
 }
 
-/** Folds the pages after `transcript.lastSeq` up to the head; "stale" when the epoch changed. */
+/**
+ * Folds the pages after `transcript.lastSeq` up to the head, with the stored data of the events it
+ * folded; "stale" when the epoch changed.
+ */
 async function foldToHead(
   reader: SessionReadHandle,
   from: TranscriptState,
   knownEpoch: string | undefined,
-): Promise<{ transcript: TranscriptState; epoch: string } | "stale"> {
+): Promise<{ transcript: TranscriptState; epoch: string; dataBytes: number } | "stale"> {
   let transcript = from;
   let epoch = knownEpoch;
+  let dataBytes = 0;
   for (;;) {
     const page = await reader.readAfter(transcript.lastSeq, PAGE);
     epoch ??= page.epoch;
     if (page.epoch !== epoch) return "stale";
     transcript = applyEvents(transcript, page.events);
-    if (page.events.length === 0 || transcript.lastSeq >= page.headSeq) return { transcript, epoch };
+    dataBytes += page.dataBytes;
+    if (page.events.length === 0 || transcript.lastSeq >= page.headSeq)
+      return { transcript, epoch, dataBytes };
   }
 }

@@ -4,6 +4,7 @@ import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import { Limits } from "../../../protocol/limits.js";
 import { readBudget } from "../../../src/store/encoded-event-arrays.js";
+import { encodeValue } from "../../../src/store/event-codec.js";
 import type { SessionStore } from "../../../src/store/session-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { wireValue } from "../fixtures/wire-value.js";
@@ -228,6 +229,8 @@ describeContract("readAfterEncoded", (backend) => {
         largest = Math.max(largest, ...read.events.map(size));
         const bytes = read.events.reduce((sum, e) => sum + size(e), 0);
         expect(bytes).toBeLessThan(Limits.eventItemBytes + 1024 * 1024);
+        // the data as stored: what the budget counted
+        expect(read.dataBytes).toBe(read.events.reduce((sum, e) => sum + encodeValue(e.data).byteLength, 0));
         // a read that did not reach the head ended at its budget (1 MiB of data, within one event)
         if (read.events.at(-1)!.seq < read.headSeq)
           expect(bytes + 1024 * 1024).toBeGreaterThanOrEqual(Limits.eventItemBytes);
