@@ -80,12 +80,11 @@ export class SqliteReads {
     if (!state) return this.missing(sessionId);
     // With no large event among them, `limit` events fit the budget unmeasured: the plain read,
     // which takes every row at once, costs about 7% less than stepping through them
-    const firstLarge = this.statements.firstLargeAfter.get(sessionId, afterSeq) as number | null;
-    const rows =
-      limit * LARGE_EVENT_BYTES <= Limits.eventItemBytes &&
-      (firstLarge === null || firstLarge > afterSeq + limit)
-        ? (this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[])
-        : withinItemBudget(this.statements.eventsAfter.iterate(sessionId, afterSeq, limit));
+    const small =
+      limit * LARGE_EVENT_BYTES <= Limits.eventItemBytes && this.noLargeEvent(sessionId, afterSeq, limit);
+    const rows = small
+      ? (this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[])
+      : withinItemBudget(this.statements.eventsAfter.iterate(sessionId, afterSeq, limit));
     let dataBytes = 0;
     for (const row of rows) dataBytes += row.data.byteLength;
     return {
@@ -95,6 +94,12 @@ export class SqliteReads {
       events: rows.map(decodeRow),
       dataBytes,
     };
+  }
+
+  /** None of the `limit` events after `afterSeq` is in `events_large`: one index probe. */
+  private noLargeEvent(sessionId: string, afterSeq: number, limit: number): boolean {
+    const first = this.statements.firstLargeAfter.get(sessionId, afterSeq) as number | null;
+    return first === null || first > afterSeq + limit;
   }
 
   readAfterEncoded(
