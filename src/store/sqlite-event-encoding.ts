@@ -47,6 +47,14 @@ const ARRAY_HEADER =
 export const LARGE_EVENT_BYTES = 2048;
 
 /**
+ * `{sessionId, afterSeq}` → the first seq after `afterSeq` whose event is in `events_large` (null:
+ * none is), by one probe of that index. The planner preferred the primary key, so it is named.
+ */
+export const FIRST_LARGE_AFTER =
+  "SELECT min(seq) FROM events INDEXED BY events_large " +
+  `WHERE session_id = @sessionId AND seq > @afterSeq AND length(data) > ${LARGE_EVENT_BYTES}`;
+
+/**
  * The last seq of the page: at most `@limit` events, and none once the data of those before it
  * reached `@maxBytes`, so a page of large events stays under that plus one event. A log's seqs
  * are contiguous, so the page ends at `@afterSeq + @limit` at the latest; when `events_large`
@@ -56,8 +64,7 @@ export const LARGE_EVENT_BYTES = 2048;
  * which would cost a third of the whole query if every page ran it).
  */
 const PAGE_END =
-  `CASE WHEN @limit * ${LARGE_EVENT_BYTES} <= @maxBytes AND coalesce((SELECT min(seq) FROM events ` +
-  `INDEXED BY events_large WHERE session_id = @sessionId AND seq > @afterSeq AND length(data) > ${LARGE_EVENT_BYTES}), ` +
+  `CASE WHEN @limit * ${LARGE_EVENT_BYTES} <= @maxBytes AND coalesce((${FIRST_LARGE_AFTER}), ` +
   "@afterSeq + @limit + 1) > @afterSeq + @limit THEN @afterSeq + @limit ELSE " +
   "(SELECT max(seq) FROM (SELECT seq, sum(length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) " +
   "- length(data) AS before FROM events WHERE session_id = @sessionId AND seq > @afterSeq " +

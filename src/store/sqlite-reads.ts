@@ -78,8 +78,9 @@ export class SqliteReads {
   readAfter(sessionId: string, afterSeq: number, limit: number): ReadOutcome {
     const state = this.state(sessionId);
     if (!state) return this.missing(sessionId);
-    // With no large event among them, `limit` events fit the budget unmeasured: the plain read,
-    // which takes every row at once, costs about 7% less than stepping through them
+    // With no large event among them, `limit` events fit the budget unmeasured (the rule of the
+    // encoded read's cut, `PAGE_END`): the plain read, which takes every row at once, costs about
+    // 7% less than stepping through them
     const small =
       limit * LARGE_EVENT_BYTES <= Limits.eventItemBytes && this.noLargeEvent(sessionId, afterSeq, limit);
     const rows = small
@@ -98,7 +99,7 @@ export class SqliteReads {
 
   /** None of the `limit` events after `afterSeq` is in `events_large`: one index probe. */
   private noLargeEvent(sessionId: string, afterSeq: number, limit: number): boolean {
-    const first = this.statements.firstLargeAfter.get(sessionId, afterSeq) as number | null;
+    const first = this.statements.firstLargeAfter.get({ sessionId, afterSeq }) as number | null;
     return first === null || first > afterSeq + limit;
   }
 
@@ -199,9 +200,9 @@ export class SqliteReads {
 }
 
 /**
- * The rows of a page up to the one whose data reaches `Limits.eventItemBytes` (counted from the
- * cursor's side): a page of large events stays one message a client can take, and `hasMore`
- * says where it goes on.
+ * The rows of a page or a log read up to the one whose data reaches `Limits.eventItemBytes`
+ * (counted from the cursor's side): a page of large events stays one message a client can take,
+ * and `hasMore` (a read: its head) says where it goes on.
  */
 function withinItemBudget(rows: IterableIterator<unknown>): StoredRow[] {
   const taken: StoredRow[] = [];

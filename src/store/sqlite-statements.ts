@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { EVENTS_AFTER_ENCODED, LARGE_EVENT_BYTES } from "./sqlite-event-encoding.js";
+import { EVENTS_AFTER_ENCODED, FIRST_LARGE_AFTER } from "./sqlite-event-encoding.js";
 
 /**
  * A session's head seq, the log's own (`max(seq)` of its events, one index seek): no column holds
@@ -50,9 +50,8 @@ const SQL = {
   allSessionIds: "SELECT session_id FROM sessions ORDER BY session_id",
   insertEvent: "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
   eventsAfter: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-  /** The first event after a seq that is in `events_large` (null: none is), by one index probe. */
-  firstLargeAfter: `SELECT min(seq) FROM events INDEXED BY events_large
-    WHERE session_id = ? AND seq > ? AND length(data) > ${LARGE_EVENT_BYTES}`,
+  /** See `FIRST_LARGE_AFTER`; `EVENTS_AFTER_ENCODED` runs the same probe inside its page cut. */
+  firstLargeAfter: FIRST_LARGE_AFTER,
   /** `eventsAfter` as `[seq, at, type, data]` arrays (see `RAW`). */
   eventsAfterRaw:
     "SELECT seq, at, type, hex(data) FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
