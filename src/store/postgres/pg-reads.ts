@@ -45,19 +45,20 @@ const eventsWithinBudget = (cursor: string, order: "" | " DESC") => `SELECT seq,
         sum(length(data)) OVER (ORDER BY seq${order} ROWS UNBOUNDED PRECEDING) - length(data) AS before
       FROM events WHERE ${cursor} ORDER BY seq${order} LIMIT $3
     ) page WHERE before < $4`;
-// The head and the events come from one statement (here and in `AFTER_ENCODED`), hence one
-// snapshot: `headSeq` is never behind the events returned, even while another host commits. A read
-// stops at $4 = `Limits.eventItemBytes`, as a page does.
-const AFTER = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
-    e.seq, e.at, e.type, e.data
+/**
+ * A log read with `data` as the events' data column. The head and the events come from one
+ * statement, hence one snapshot: `headSeq` is never behind the events returned, even while another
+ * host commits. It stops at the byte budget $4, as a page does.
+ */
+const readAfterQuery = (data: string) => `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq,
+    s.retired_at IS NOT NULL AS retired, e.seq, e.at, e.type, ${data}
   FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
     ${eventsWithinBudget("session_id = s.session_id AND seq > $2", "")}
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
-const AFTER_ENCODED = `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
-    e.seq, e.at, e.type, encode(e.data, 'hex') AS data
-  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
-    ${eventsWithinBudget("session_id = s.session_id AND seq > $2", "")}
-  ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
+// $4 = `Limits.eventItemBytes`
+const AFTER = readAfterQuery("e.data");
+// $4 = `readBudget`; the data as hex, spliced into arrays as it is stored
+const AFTER_ENCODED = readAfterQuery("encode(e.data, 'hex') AS data");
 // A page stops at $4 = `Limits.eventItemBytes`.
 const PAGE_AFTER = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
