@@ -7,6 +7,7 @@ import type {
   TurnAttachment,
   TurnContext,
 } from "../agents/agent.js";
+import { readReachedHead } from "../store/read-head.js";
 import type { AppendOptions, SessionStore } from "../store/session-store.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
@@ -60,8 +61,7 @@ export class HostTurnContext implements TurnContext {
       const outcome = await this.#store.readAfter(this.sessionId, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
       if (outcome.status !== "ok") throw refusal(this.sessionId, outcome);
       events.push(...outcome.events);
-      // a read of large events ends early (its byte budget): only the head ends the history
-      if (outcome.events.length === 0 || (events.at(-1)?.seq ?? 0) >= outcome.headSeq) return events;
+      if (readReachedHead(outcome)) return events;
     }
   }
 

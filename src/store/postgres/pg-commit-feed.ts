@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { CommitListeners, type GlobalCommitListener } from "../commit-listeners.js";
 import type { LiveStateNotice } from "../live-state-store.js";
+import { readReachedHead } from "../read-head.js";
 import type { CommitListener, CommitNotice, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
 import { PgLiveFeed } from "./pg-live-feed.js";
@@ -190,9 +191,7 @@ export class PgCommitFeed {
           ? { kind: "create", epoch: read.epoch, events: read.events }
           : { kind: "append", epoch: read.epoch, events: read.events };
       this.deliver(sessionId, notice, await this.projectionFor(sessionId));
-      // a read of large events ends at its byte budget, before the head it read with them
-      const last = read.events[read.events.length - 1]!.seq;
-      if (last >= read.headSeq || last >= untilSeq) return;
+      if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
       epoch = read.epoch;
     }
   }

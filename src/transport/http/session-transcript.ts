@@ -2,6 +2,7 @@ import { applyEvents, emptyTranscript, type TranscriptState } from "../../../pro
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { SessionReadHandle } from "../../host/session-read-handle.js";
+import { readReachedHead } from "../../store/read-head.js";
 import type { SessionProjection } from "../../store/session-store.js";
 import { fail } from "./http-reply.js";
 
@@ -141,7 +142,6 @@ async function foldToHead(
     if (page.epoch !== epoch) return "stale";
     transcript = applyEvents(transcript, page.events);
     dataBytes += page.dataBytes;
-    if (page.events.length === 0 || transcript.lastSeq >= page.headSeq)
-      return { transcript, epoch, dataBytes };
+    if (readReachedHead(page)) return { transcript, epoch, dataBytes };
   }
 }
