@@ -47,6 +47,26 @@ export async function openHost(
   return fixture;
 }
 
+/**
+ * An agent with the demo agent's models under another name, whose turns `runTurn` runs (it may
+ * hand them to the demo agent); it has no `continueTurn`.
+ */
+export function demoAgentWith(
+  name: string,
+  runTurn: (
+    turn: Parameters<AgentDriver["runTurn"]>[0],
+    demo: DemoAgent,
+  ) => ReturnType<AgentDriver["runTurn"]>,
+): AgentDriver {
+  const demo = new DemoAgent();
+  return {
+    name,
+    defaultModel: demo.defaultModel,
+    models: () => demo.models(),
+    runTurn: (turn) => runTurn(turn, demo),
+  };
+}
+
 /** Every event of the session's current epoch. */
 export async function readLog(store: SqliteSessionStore, sessionId: string): Promise<SessionEvent[]> {
   const outcome = await readWholeLog(store, sessionId);

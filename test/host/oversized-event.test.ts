@@ -1,9 +1,7 @@
 import { afterEach, expect, test } from "vitest";
 import { Limits } from "../../protocol/limits.js";
-import type { AgentDriver } from "../../src/agents/agent.js";
-import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+import { demoAgentWith, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
 
 let fx: HostFixture;
 afterEach(async () => fx?.dispose());
@@ -11,25 +9,19 @@ afterEach(async () => fx?.dispose());
 const S = "oversized";
 
 test("an agent's event over the size limit fails its turn, writes nothing of it, and the session goes on", async () => {
-  const demo = new DemoAgent();
   // a tool whose result is 2 MiB of text: more than any reader may take in one message
-  const agent: AgentDriver = {
-    name: "dumper",
-    defaultModel: demo.defaultModel,
-    models: () => demo.models(),
-    async runTurn(turn) {
-      if (!turn.prompt.text.startsWith("dump")) return demo.runTurn(turn);
-      await turn.emit({ type: "tool/call", toolCallId: "c1", name: "cat", args: { path: "big.log" } });
-      await turn.emit({
-        type: "tool/result",
-        toolCallId: "c1",
-        ok: true,
-        result: "l".repeat(2 * Limits.maxEventBytes),
-        durationMs: 1,
-      });
-      return { state: "completed" };
-    },
-  };
+  const agent = demoAgentWith("dumper", async (turn, demo) => {
+    if (!turn.prompt.text.startsWith("dump")) return demo.runTurn(turn);
+    await turn.emit({ type: "tool/call", toolCallId: "c1", name: "cat", args: { path: "big.log" } });
+    await turn.emit({
+      type: "tool/result",
+      toolCallId: "c1",
+      ok: true,
+      result: "l".repeat(2 * Limits.maxEventBytes),
+      durationMs: 1,
+    });
+    return { state: "completed" };
+  });
   fx = await openHost({ agent });
   await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
   const dump = await fx.host.call(ADMIN, "session.prompt", {

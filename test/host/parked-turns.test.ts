@@ -1,8 +1,13 @@
 import { afterEach, describe, expect, test } from "vitest";
-import type { AgentDriver } from "../../src/agents/agent.js";
-import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { assistantText, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+import {
+  assistantText,
+  demoAgentWith,
+  type HostFixture,
+  openHost,
+  readLog,
+  turnEvents,
+} from "./host-fixture.js";
 
 /** Turns parked on interactions by a previous process, and how their answers finish them. */
 
@@ -52,13 +57,7 @@ describe("parked turns after a restart", () => {
   });
 
   test("a driver without continueTurn has the answered turn closed as interrupted", async () => {
-    const demo = new DemoAgent();
-    const plain: AgentDriver = {
-      name: "plain",
-      defaultModel: demo.defaultModel,
-      models: () => demo.models(),
-      runTurn: (turn) => demo.runTurn(turn),
-    };
+    const plain = demoAgentWith("plain", (turn, demo) => demo.runTurn(turn));
     fx = await openHost({ agent: plain });
     await parkedTurn(fx, "t", [{ interactionId: "i", kind: "approval", action: "x" }]);
     await fx.restart();
