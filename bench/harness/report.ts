@@ -75,6 +75,11 @@ function methodLines(report: BenchReport): string[] {
   return lines;
 }
 
+/** " (29 s in runs)": how much of a scenario's time its subjects' runs took, the rest being set-up. */
+function inRuns(scenario: ScenarioResult): string {
+  return scenario.runMs === undefined ? "" : ` (${(scenario.runMs / 1000).toFixed(0)} s in runs)`;
+}
+
 /** ", 48 MiB held after": what the process kept once the scenario's subjects were closed. */
 function heldAfter(scenario: ScenarioResult): string {
   const held = scenario.heldAfterBytes;
@@ -112,7 +117,7 @@ export function renderMarkdown(report: BenchReport): string {
       "",
       "## Time per scenario",
       "",
-      ...timed.map((s) => `- ${s.title}: ${(s.durationMs! / 1000).toFixed(0)} s${heldAfter(s)}`),
+      ...timed.map((s) => `- ${s.title}: ${(s.durationMs! / 1000).toFixed(0)} s${inRuns(s)}${heldAfter(s)}`),
     );
   const notes = report.scenarios.flatMap((s) => s.notes.map((n) => `- ${s.title}: ${n}`));
   if (notes.length > 0) out.push("", "## Notes", "", ...notes);

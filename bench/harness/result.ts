@@ -35,6 +35,8 @@ export interface ScenarioResult {
   pinned?: boolean;
   /** Wall time the scenario took, setup and warm-up included (where a full run's minutes go). */
   durationMs?: number;
+  /** Of that, wall time inside subjects' measured runs (warm-up runs included; set-up excluded). */
+  runMs?: number;
   /**
    * Bytes the bench process still held after the scenario closed its subjects (after full
    * collections): a subject that leaks makes every later scenario's collections slower.

@@ -146,7 +146,9 @@ export async function measureRounds(
           options.onRun?.(`${result.title}: ${subject.name} (${label}${run})`);
           try {
             collectYoungGarbage();
+            const runStarted = performance.now();
             const measured = await open.measure();
+            result.runMs = (result.runMs ?? 0) + performance.now() - runStarted;
             runs.set(subject, [...(runs.get(subject) ?? []), measured]);
           } catch (error) {
             fail(subject, error);
