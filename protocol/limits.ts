@@ -33,6 +33,12 @@ export const Limits = {
    * holds at least one event, so an item stays under this plus one event.
    */
   eventItemBytes: 1024 * 1024,
+  /**
+   * @default 32 MiB — stored event data one `GET /v1/sessions/{id}` or turns-route answer folds:
+   * a session holding more is `transcript_too_large` there (its log is still read in pages over the
+   * mux, `session.page` and `session.follow`).
+   */
+  transcriptViewBytes: 32 * 1024 * 1024,
   /** HTTP request bodies. */
   maxHttpBodyBytes: 1024 * 1024,
   /** @default 15 s */

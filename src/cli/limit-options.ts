@@ -69,6 +69,16 @@ const UPLOAD_FLAGS = {
   },
 } as const satisfies Record<string, LimitFlag>;
 
+const VIEW_FLAGS = {
+  maxTranscriptBytes: {
+    flag: "--max-transcript-bytes <n>",
+    env: "SESSIONMUX_MAX_TRANSCRIPT_BYTES",
+    description: "stored event data one HTTP transcript view folds (more is transcript_too_large)",
+    fallback: Limits.transcriptViewBytes,
+    min: 1024 * 1024,
+  },
+} as const satisfies Record<string, LimitFlag>;
+
 const PRINCIPAL_FLAGS = {
   maxSocketsPerPrincipal: {
     flag: "--max-sockets-per-principal <n>",
@@ -93,7 +103,7 @@ const PRINCIPAL_FLAGS = {
   },
 } as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
 
-const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...PRINCIPAL_FLAGS };
+const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS };
 
 export type LimitValues = Record<keyof typeof ALL_FLAGS, number> & { metricsToken?: string };
 
@@ -123,9 +133,17 @@ export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
   };
 }
 
-/** The upload options the limit flags set. */
-export function uploadLimitsOf(values: LimitValues): { maxUploadBytes: number; uploadQuotaBytes: number } {
-  return { maxUploadBytes: values.maxUploadBytes, uploadQuotaBytes: values.uploadQuotaBytes };
+/** The HTTP options the limit flags set: uploads and transcript views. */
+export function httpLimitsOf(values: LimitValues): {
+  maxUploadBytes: number;
+  uploadQuotaBytes: number;
+  maxTranscriptBytes: number;
+} {
+  return {
+    maxUploadBytes: values.maxUploadBytes,
+    uploadQuotaBytes: values.uploadQuotaBytes,
+    maxTranscriptBytes: values.maxTranscriptBytes,
+  };
 }
 
 /** The mux options the limit flags set. */

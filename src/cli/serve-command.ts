@@ -14,10 +14,10 @@ import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
 import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import {
   addLimitOptions,
+  httpLimitsOf,
   type LimitValues,
   muxLimitsOf,
   principalLimitsOf,
-  uploadLimitsOf,
 } from "./limit-options.js";
 import { createLogger } from "./logger.js";
 
@@ -186,7 +186,7 @@ export function registerServeCommand(program: Command): void {
       logger,
       processMetrics: true,
       mux: { pingIntervalMs: options.pingIntervalMs, ...muxLimitsOf(options) },
-      http: uploadLimitsOf(options),
+      http: httpLimitsOf(options),
       uploadTtlMs: options.uploadTtlMs,
       principals: principalLimitsOf(options),
       ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),

@@ -4,7 +4,7 @@ import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import { fail } from "./http-reply.js";
 import type { SessionListCache } from "./session-list-cache.js";
-import type { TranscriptCache } from "./session-transcript.js";
+import type { TranscriptReading } from "./session-transcript.js";
 
 /** What a route handler gets: the authenticated principal and the parts of the URL it matched. */
 export interface RouteContext {
@@ -16,7 +16,7 @@ export interface RouteContext {
   readonly params: readonly string[];
   readonly query: URLSearchParams;
   readonly maxBodyBytes: number;
-  readonly transcripts: TranscriptCache;
+  readonly transcripts: TranscriptReading;
   readonly sessionLists: SessionListCache;
   readonly uploads: UploadLimits;
 }

@@ -30,6 +30,8 @@ export interface HttpOptions {
   maxUploadBytes?: number;
   /** @default 64 MiB */
   uploadQuotaBytes?: number;
+  /** @default 32 MiB — stored event data a transcript view folds; more is `transcript_too_large`. */
+  maxTranscriptBytes?: number;
   /** Counts a principal's unreferenced uploads; without one there is no upload quota. */
   uploadLedger?: UploadLedger;
   /** @default 4 MiB — unsent bytes on a connection above which its next request waits. */
@@ -68,7 +70,10 @@ export function createHttpHandler(
   const maxBodyBytes = options.maxBodyBytes ?? Limits.maxHttpBodyBytes;
   const webRoot = options.webRoot ?? defaultWebRoot();
   const metrics = options.metrics;
-  const transcripts = new TranscriptCache();
+  const transcripts = {
+    cache: new TranscriptCache(),
+    maxDataBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
+  };
   const sessionLists = new SessionListCache(host);
   const uploads: UploadLimits = {
     maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,

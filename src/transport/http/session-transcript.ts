@@ -1,3 +1,4 @@
+import { Limits } from "../../../protocol/index.js";
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../../protocol/transcript.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
@@ -75,12 +76,29 @@ export class TranscriptCache {
     }
   }
 
+  /** Forgets a session's transcript. */
+  drop(sessionId: string): void {
+    this.#drop(sessionId);
+  }
+
   #drop(sessionId: string): void {
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
     this.#entries.delete(sessionId);
     this.#dataBytes -= entry.dataBytes;
   }
+}
+
+/** How the HTTP views read transcripts. */
+export interface TranscriptReading {
+  /** Recently folded transcripts; without one every read folds the whole log. */
+  readonly cache?: TranscriptCache;
+  /**
+   * Stored event data a view folds at most: past it the read stops and fails
+   * `transcript_too_large`, so one view holds at most this much (plus one read of 1 MiB).
+   * @default Limits.transcriptViewBytes (32 MiB)
+   */
+  readonly maxDataBytes?: number;
 }
 
 /**
@@ -91,7 +109,7 @@ export async function readSessionTranscript(
   host: HostApi,
   principal: Principal,
   sessionId: string,
-  cache?: TranscriptCache,
+  { cache, maxDataBytes = Limits.transcriptViewBytes }: TranscriptReading = {},
 ): Promise<SessionSnapshot> {
   const reader = await host.openRead(principal, sessionId);
   let cached = cache?.get(sessionId);
@@ -102,10 +120,18 @@ export async function readSessionTranscript(
     let dataBytes = cached?.dataBytes ?? 0;
     let stale = false;
     for (let round = 0; ; round++) {
-      const read = await foldToHead(reader, transcript, epoch);
+      const read = await foldToHead(reader, transcript, epoch, maxDataBytes - dataBytes);
       if (read === "stale") {
         stale = true;
         break;
+      }
+      if (read === "too_large") {
+        cache?.drop(sessionId);
+        throw fail(
+          "transcript_too_large",
+          `the session holds more than ${maxDataBytes} bytes of event data, more than this view folds; read its log in pages (session.page)`,
+          { sessionId, maxDataBytes },
+        );
       }
       ({ transcript, epoch } = read);
       dataBytes += read.dataBytes;
@@ -126,13 +152,15 @@ export async function readSessionTranscript(
 
 /**
  * Folds the pages after `transcript.lastSeq` up to the head, with the stored data of the events it
- * folded; "stale" when the epoch changed.
+ * folded; "stale" when the epoch changed, "too_large" once that data passed `budgetBytes`. Between
+ * reads it lets the event loop run, so a long fold delays other requests by one read, not by all.
  */
 async function foldToHead(
   reader: SessionReadHandle,
   from: TranscriptState,
   knownEpoch: string | undefined,
-): Promise<{ transcript: TranscriptState; epoch: string; dataBytes: number } | "stale"> {
+  budgetBytes: number,
+): Promise<{ transcript: TranscriptState; epoch: string; dataBytes: number } | "stale" | "too_large"> {
   let transcript = from;
   let epoch = knownEpoch;
   let dataBytes = 0;
@@ -140,8 +168,10 @@ async function foldToHead(
     const page = await reader.readAfter(transcript.lastSeq, PAGE);
     epoch ??= page.epoch;
     if (page.epoch !== epoch) return "stale";
-    transcript = applyEvents(transcript, page.events);
     dataBytes += page.dataBytes;
+    if (dataBytes > budgetBytes) return "too_large";
+    transcript = applyEvents(transcript, page.events);
     if (readReachedHead(page)) return { transcript, epoch, dataBytes };
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }

@@ -59,14 +59,14 @@ describe("readSessionTranscript with a cache", () => {
     for (let i = 0; i < 4; i++)
       expect((await fx.store.append("large", toolTurn(`l${i}`, 700))).status).toBe("appended");
 
-    const small = await readSessionTranscript(fx.host, ADMIN, "small", cache);
+    const small = await readSessionTranscript(fx.host, ADMIN, "small", { cache });
     const smallLog = await readWholeLog(fx.store, "small");
     if (smallLog.status !== "ok") throw new Error(smallLog.status);
     expect(small.transcript.lastSeq).toBe(smallLog.headSeq);
     expect(cache.dataBytes).toBe(smallLog.dataBytes);
 
     // 2.8 MiB of tool results: folded and answered in full, but not kept
-    const large = await readSessionTranscript(fx.host, ADMIN, "large", cache);
+    const large = await readSessionTranscript(fx.host, ADMIN, "large", { cache });
     const results = large.transcript.messages.flatMap((m) =>
       m.role === "assistant" ? m.toolCalls.map((c) => c.result) : [],
     );
@@ -78,7 +78,7 @@ describe("readSessionTranscript with a cache", () => {
 
     // a later read of the kept session folds only what was appended, and counts it
     expect((await fx.store.append("small", toolTurn("s2", 20))).status).toBe("appended");
-    await readSessionTranscript(fx.host, ADMIN, "small", cache);
+    await readSessionTranscript(fx.host, ADMIN, "small", { cache });
     const grown = await readWholeLog(fx.store, "small");
     if (grown.status !== "ok") throw new Error(grown.status);
     expect(cache.dataBytes).toBe(grown.dataBytes);
