@@ -9,12 +9,19 @@ export interface AgentLimits {
   maxToolCallsPerStep: number;
   /** Characters of text, reasoning and tool input streamed in one step. @default 1_000_000 */
   maxStepChars: number;
+  /**
+   * Characters of the earlier turns' messages sent with each model call: the newest whole turns
+   * that fit, so a long session keeps within the model's context rather than failing every turn.
+   * @default 200_000 (about 50,000 tokens)
+   */
+  maxHistoryChars: number;
 }
 
 export const DEFAULT_AGENT_LIMITS: AgentLimits = {
   maxStepsPerTurn: 16,
   maxToolCallsPerStep: 16,
   maxStepChars: 1_000_000,
+  maxHistoryChars: 200_000,
 };
 
 export type AgentLimitCode = "too_many_steps" | "too_many_tool_calls" | "step_too_long";

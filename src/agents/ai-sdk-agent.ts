@@ -60,7 +60,8 @@ export class AiSdkAgent implements AgentDriver {
 
   runTurn(turn: TurnContext): Promise<TurnOutcome> {
     return this.#guarded(turn, async () => {
-      const transcript = new TurnTranscript(chatHistory(await turn.history(), turn.turnId));
+      const history = chatHistory(await turn.history(), turn.turnId, this.#limits.maxHistoryChars);
+      const transcript = new TurnTranscript(history);
       transcript.addUser(turn.prompt.text);
       return this.#loop(turn, transcript, []);
     });
@@ -72,7 +73,11 @@ export class AiSdkAgent implements AgentDriver {
    */
   continueTurn(turn: TurnContext, answers: ParkedAnswer[]): Promise<TurnOutcome> {
     return this.#guarded(turn, async () => {
-      const { transcript, pending } = TurnTranscript.fromLog(await turn.history(), turn.turnId);
+      const { transcript, pending } = TurnTranscript.fromLog(
+        await turn.history(),
+        turn.turnId,
+        this.#limits.maxHistoryChars,
+      );
       const byCall = new Map<string, Resolution>();
       for (const { interaction, resolution } of answers) {
         if (interaction.toolCallId !== undefined) byCall.set(interaction.toolCallId, resolution);

@@ -8,9 +8,17 @@ export interface ChatMessage {
 /**
  * Rebuilds the chat from the log for a model: operator messages (interjections included) and
  * each turn's assistant text. The current turn is left out; its prompt is sent as the model saw it.
+ * Of the earlier turns, only the newest whose messages fit in `maxChars` together are kept, each
+ * whole (a model never reads half a turn): older ones are left out, and a newest turn over the
+ * budget on its own leaves no history.
  */
-export function chatHistory(events: SessionEvent[], currentTurnId: string): ChatMessage[] {
-  const messages: ChatMessage[] = [];
+export function chatHistory(
+  events: SessionEvent[],
+  currentTurnId: string,
+  maxChars = Number.POSITIVE_INFINITY,
+): ChatMessage[] {
+  const turns: ChatMessage[][] = [[]];
+  let messages = turns[0]!;
   let turnId: string | undefined;
   let assistant = "";
   const flush = () => {
@@ -21,6 +29,8 @@ export function chatHistory(events: SessionEvent[], currentTurnId: string): Chat
     if (event.type === "turn/start") {
       flush();
       turnId = event.data.turnId;
+      messages = [];
+      turns.push(messages);
     }
     if (turnId === currentTurnId) continue;
     if (event.type === "user/message" && event.data.text) {
@@ -31,5 +41,13 @@ export function chatHistory(events: SessionEvent[], currentTurnId: string): Chat
     }
   }
   flush();
-  return messages;
+  let kept = turns.length;
+  let chars = 0;
+  while (kept > 0) {
+    const size = turns[kept - 1]!.reduce((sum, m) => sum + m.content.length, 0);
+    if (chars + size > maxChars) break;
+    chars += size;
+    kept--;
+  }
+  return turns.slice(kept).flat();
 }

@@ -36,8 +36,9 @@ export class TurnTranscript {
   static fromLog(
     events: SessionEvent[],
     turnId: string,
+    maxHistoryChars?: number,
   ): { transcript: TurnTranscript; pending: ModelToolCall[] } {
-    const transcript = new TurnTranscript(chatHistory(events, turnId));
+    const transcript = new TurnTranscript(chatHistory(events, turnId, maxHistoryChars));
     const start = events.findIndex((e) => e.type === "turn/start" && e.data.turnId === turnId);
     const open = new Map<string, ModelToolCall>();
     for (const event of start < 0 ? [] : events.slice(start + 1)) {
