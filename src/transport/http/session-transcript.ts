@@ -65,23 +65,19 @@ export class TranscriptCache {
   }
 
   put(sessionId: string, epoch: string, transcript: TranscriptState, dataBytes: number): void {
-    this.#drop(sessionId);
+    this.drop(sessionId);
     if (dataBytes > this.maxDataBytes) return;
     this.#entries.set(sessionId, { epoch, transcript, dataBytes });
     this.#dataBytes += dataBytes;
     while (this.#entries.size > this.capacity || this.#dataBytes > this.maxDataBytes) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;
-      this.#drop(oldest.value);
+      this.drop(oldest.value);
     }
   }
 
   /** Forgets a session's transcript. */
   drop(sessionId: string): void {
-    this.#drop(sessionId);
-  }
-
-  #drop(sessionId: string): void {
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
     this.#entries.delete(sessionId);
