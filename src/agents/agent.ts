@@ -47,6 +47,12 @@ export interface TurnContext {
   readonly signal: AbortSignal;
   /** The session's committed log so far (for agents that send history to a model). */
   history(): Promise<SessionEvent[]>;
+  /**
+   * One page of the log before `beforeSeq` (default: its head), ascending: at most 500 events and
+   * no more once their data reached 1 MiB; `hasMore` while earlier events exist. For agents that
+   * read only the recent past, from the newest page back.
+   */
+  historyPage(beforeSeq?: number): Promise<{ events: SessionEvent[]; hasMore: boolean }>;
   emit(event: AgentEmit): Promise<void>;
   /** Records `interaction/requested`, parks the turn as `input-required`, resolves with the answer. */
   requestInteraction(request: InteractionRequest): Promise<Resolution>;

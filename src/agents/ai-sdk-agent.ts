@@ -4,7 +4,7 @@ import type { Resolution } from "../../protocol/index.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "./agent.js";
 import { AgentLimitError, type AgentLimits, DEFAULT_AGENT_LIMITS } from "./agent-limits.js";
 import { type AgentTool, declaredTools, toolsByName } from "./agent-tool.js";
-import { chatHistory } from "./chat-history.js";
+import { chatHistory, recentHistory } from "./chat-history.js";
 import { describeFailure } from "./failure-cause.js";
 import { streamStep } from "./model-step.js";
 import { type ApprovalAnswers, runStepTools } from "./step-tools.js";
@@ -60,7 +60,8 @@ export class AiSdkAgent implements AgentDriver {
 
   runTurn(turn: TurnContext): Promise<TurnOutcome> {
     return this.#guarded(turn, async () => {
-      const history = chatHistory(await turn.history(), turn.turnId, this.#limits.maxHistoryChars);
+      const maxChars = this.#limits.maxHistoryChars;
+      const history = chatHistory(await recentHistory(turn, maxChars), turn.turnId, maxChars);
       const transcript = new TurnTranscript(history);
       transcript.addUser(turn.prompt.text);
       return this.#loop(turn, transcript, []);
@@ -73,11 +74,9 @@ export class AiSdkAgent implements AgentDriver {
    */
   continueTurn(turn: TurnContext, answers: ParkedAnswer[]): Promise<TurnOutcome> {
     return this.#guarded(turn, async () => {
-      const { transcript, pending } = TurnTranscript.fromLog(
-        await turn.history(),
-        turn.turnId,
-        this.#limits.maxHistoryChars,
-      );
+      const maxChars = this.#limits.maxHistoryChars;
+      const log = await recentHistory(turn, maxChars);
+      const { transcript, pending } = TurnTranscript.fromLog(log, turn.turnId, maxChars);
       const byCall = new Map<string, Resolution>();
       for (const { interaction, resolution } of answers) {
         if (interaction.toolCallId !== undefined) byCall.set(interaction.toolCallId, resolution);

@@ -18,6 +18,8 @@ import { promptMessage } from "./user-message-shape.js";
 
 /** History is read in pages of this many events. */
 const HISTORY_PAGE = 1000;
+/** Events per backward page: the size of a `session.page`. */
+const HISTORY_PAGE_BEFORE = 500;
 
 /** The agent's handle on one running turn: every write goes to the log, every wait honours the abort. */
 export class HostTurnContext implements TurnContext {
@@ -63,6 +65,15 @@ export class HostTurnContext implements TurnContext {
       events.push(...outcome.events);
       if (readReachedHead(outcome)) return events;
     }
+  }
+
+  async historyPage(beforeSeq?: number): Promise<{ events: SessionEvent[]; hasMore: boolean }> {
+    const query =
+      beforeSeq === undefined ? { limit: HISTORY_PAGE_BEFORE } : { beforeSeq, limit: HISTORY_PAGE_BEFORE };
+    const outcome = await this.#store.page(this.sessionId, query);
+    if (outcome.status !== "ok") throw refusal(this.sessionId, outcome);
+    // the same decoded rows `readAfter` returns; the page's wire schema types them loosely
+    return { events: outcome.events as SessionEvent[], hasMore: outcome.hasMore };
   }
 
   async emit(event: AgentEmit): Promise<void> {

@@ -26,6 +26,7 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
       prompt: turn.prompt,
       signal: turn.signal,
       history: () => turn.history(),
+      historyPage: (beforeSeq) => turn.historyPage(beforeSeq),
       requestInteraction: (request) => turn.requestInteraction(request),
       takeInterjections: () => turn.takeInterjections(),
       startJob: (label) => turn.startJob(label),

@@ -1,9 +1,11 @@
-import { afterEach, describe, expect, test } from "vitest";
-import type { SessionEvent } from "../../protocol/index.js";
-import { chatHistory } from "../../src/agents/chat-history.js";
+import { afterEach, describe, expect, test, vi } from "vitest";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import { chatHistory, recentHistory } from "../../src/agents/chat-history.js";
 import { OpenAIAgent } from "../../src/agents/openai-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
+import { HostTurnContext } from "../../src/host/turn-context.js";
 import { type HostFixture, openHost, turnEvents } from "../host/host-fixture.js";
+import { delta, turnEnd, turnStart, userMessage } from "../store/open-store.js";
 import { FakeChatCompletions, textReply } from "./fake-chat-completions.js";
 
 let seq = 0;
@@ -53,6 +55,73 @@ describe("chatHistory", () => {
   });
 });
 
+describe("recentHistory", () => {
+  const tool = (turnId: string, result: string): SessionEvent[] => [
+    event("tool/call", { turnId, toolCallId: `${turnId}c`, name: "cat", args: {} }),
+    event("tool/result", { turnId, toolCallId: `${turnId}c`, ok: true, result, durationMs: 1 }),
+  ];
+  const log = [
+    event("session/created", { model: "m" }),
+    ...turn("t1", "p1", "a".repeat(100)),
+    ...turn("t2", "p2", "b".repeat(100)),
+    ...turn("t3", "p3", "c".repeat(100)),
+    event("turn/start", { turnId: "t4" }),
+    event("user/message", { turnId: "t4", text: "p4" }),
+    ...tool("t4", "r".repeat(50)),
+  ];
+  // splice the tool events into t3, before its end, so an earlier turn holds some too
+  log.splice(
+    log.findIndex((e) => e.type === "turn/end" && (e.data as { turnId: string }).turnId === "t3"),
+    0,
+    ...tool("t3", "x".repeat(500)),
+  );
+  for (const [i, e] of log.entries()) e.seq = i + 1;
+
+  /** The log in pages of 3 before a seq, as `historyPage` serves it; the seqs asked for are kept. */
+  const pager = (asked: (number | undefined)[]) => ({
+    turnId: "t4",
+    async historyPage(beforeSeq?: number) {
+      asked.push(beforeSeq);
+      const end = (beforeSeq ?? log.length + 1) - 1;
+      const events = log.slice(Math.max(0, end - 3), end);
+      return { events, hasMore: (events[0]?.seq ?? 1) > 1 };
+    },
+  });
+
+  test("the current turn whole; of earlier turns only their chat, back to the turn that passed the budget", async () => {
+    const asked: (number | undefined)[] = [];
+    const events = await recentHistory(pager(asked), 150);
+    // t3 (102 characters) fits, t2 passes 150 and is the last one read; t1 is never reached
+    expect(events.map((e) => `${e.type}:${(e.data as { turnId?: string }).turnId ?? ""}`)).toEqual([
+      "turn/start:t2",
+      "user/message:t2",
+      "assistant/delta:t2",
+      "assistant/delta:t2",
+      "turn/start:t3",
+      "user/message:t3",
+      "assistant/delta:t3",
+      "assistant/delta:t3",
+      "turn/start:t4",
+      "user/message:t4",
+      "tool/call:t4",
+      "tool/result:t4",
+    ]);
+    expect(asked[0]).toBeUndefined();
+    expect(Math.min(...(asked.slice(1) as number[]))).toBeGreaterThan(
+      log.findIndex((e) => e.type === "turn/start"),
+    );
+    // what chatHistory then sends: t3 only
+    expect(chatHistory(events, "t4", 150).map((m) => m.content)).toEqual(["p3", "c".repeat(100)]);
+  });
+
+  test("a budget the whole log fits in reads to its start", async () => {
+    const asked: (number | undefined)[] = [];
+    const events = await recentHistory(pager(asked), 10_000);
+    expect(events.filter((e) => e.type === "turn/start")).toHaveLength(4);
+    expect(asked.at(-1)).toBeLessThanOrEqual(4);
+  });
+});
+
 describe("an AI SDK agent sends at most maxHistoryChars of earlier turns", () => {
   let fake: FakeChatCompletions;
   let fx: HostFixture;
@@ -93,5 +162,52 @@ describe("an AI SDK agent sends at most maxHistoryChars of earlier turns", () =>
       "1".repeat(100),
       "prompt 2",
     ]);
+  });
+
+  test("a turn of a long session reads the log back only as far as its history reaches", async () => {
+    fake = await FakeChatCompletions.start();
+    fx = await openHost({
+      agent: new OpenAIAgent({ baseURL: fake.baseURL, model: "m", limits: { maxHistoryChars: 250 } }),
+    });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "tools" });
+    // 24 earlier turns, each a prompt, a tool result of 600 KiB and an answer: 14 MiB of log
+    for (let n = 1; n <= 24; n++) {
+      const turnId = `e${n}`;
+      const appended = await fx.store.append("tools", [
+        turnStart(turnId),
+        userMessage(`prompt ${n}`),
+        { type: "tool/call", data: { turnId, toolCallId: `${turnId}c`, name: "cat", args: {} } },
+        {
+          type: "tool/result",
+          data: { turnId, toolCallId: `${turnId}c`, ok: true, result: "r".repeat(600 * 1024), durationMs: 1 },
+        } as NewEvent,
+        delta(turnId, `${n % 10}`.repeat(100)),
+        turnEnd(turnId),
+      ]);
+      expect(appended.status).toBe("appended");
+    }
+    const pages = vi.spyOn(fx.store, "page");
+    const wholeLog = vi.spyOn(HostTurnContext.prototype, "history");
+    fake.script(textReply("done"));
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "tools",
+      text: "next",
+      clientMessageId: "next",
+    });
+    expect((await turnEvents(fx.store, "tools", r.turnId!)).at(-1)!.data).toMatchObject({
+      state: "completed",
+    });
+    expect(fake.requests[0]!.body.messages.map((m) => m.content)).toEqual([
+      "prompt 23",
+      "3".repeat(100),
+      "prompt 24",
+      "4".repeat(100),
+      "next",
+    ]);
+    // three earlier turns reached (the third passed 250 characters), two a page; the whole log
+    // (14 MiB, each page stopping past 1 MiB) would take 12
+    expect(pages.mock.calls.length).toBeGreaterThanOrEqual(2);
+    expect(pages.mock.calls.length).toBeLessThanOrEqual(4);
+    expect(wholeLog).not.toHaveBeenCalled();
   });
 });

@@ -12,6 +12,7 @@ function turn(emitted: string[]): TurnContext {
     prompt: { text: "hi", attachments: [] },
     signal: new AbortController().signal,
     history: async () => [],
+    historyPage: async () => ({ events: [], hasMore: false }),
     emit: async (event) => void emitted.push(event.type),
     requestInteraction: async () => ({ outcome: "approve" }) as never,
     takeInterjections: async () => [],
