@@ -34,9 +34,10 @@ export const Limits = {
    */
   eventItemBytes: 1024 * 1024,
   /**
-   * @default 32 MiB — stored event data one `GET /v1/sessions/{id}` or turns-route answer folds:
-   * a session holding more is `transcript_too_large` there (its log is still read in pages over the
-   * mux, `session.page` and `session.follow`).
+   * @default 32 MiB — stored event data one read of a whole log holds: a `GET /v1/sessions/{id}`
+   * or turns-route answer, and an agent's `turn.history()`. A session holding more is
+   * `transcript_too_large` there (its log is still read in pages over the mux, `session.page` and
+   * `session.follow`, and by an agent with `turn.historyPage()`).
    */
   transcriptViewBytes: 32 * 1024 * 1024,
   /** HTTP request bodies. */

@@ -45,7 +45,11 @@ export interface TurnContext {
   readonly prompt: { text: string; attachments: TurnAttachment[] };
   /** Aborted by `session.cancel`, `session.delete` or host shutdown. */
   readonly signal: AbortSignal;
-  /** The session's committed log so far (for agents that send history to a model). */
+  /**
+   * The session's committed log so far (for agents that send history to a model), at most the
+   * host's transcript bound of stored event data (32 MiB by default): past it, it throws
+   * `transcript_too_large` and `historyPage` reads the recent past instead.
+   */
   history(): Promise<SessionEvent[]>;
   /**
    * One page of the log before `beforeSeq` (default: its head), ascending: at most 500 events and

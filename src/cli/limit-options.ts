@@ -73,7 +73,8 @@ const VIEW_FLAGS = {
   maxTranscriptBytes: {
     flag: "--max-transcript-bytes <n>",
     env: "SESSIONMUX_MAX_TRANSCRIPT_BYTES",
-    description: "stored event data one HTTP transcript view folds (more is transcript_too_large)",
+    description:
+      "stored event data one read of a whole log holds, an HTTP transcript view or an agent's turn.history() (more is transcript_too_large)",
     fallback: Limits.transcriptViewBytes,
     min: 1024 * 1024,
   },

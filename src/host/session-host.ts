@@ -11,6 +11,7 @@ import {
   type ResultOf,
   SessionmuxError,
 } from "../../protocol/index.js";
+import { Limits } from "../../protocol/limits.js";
 import type { AgentDriver } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { AttachmentBody } from "../store/session-store.js";
@@ -55,6 +56,12 @@ export interface SessionHostOptions {
    * first), and with none idle the call is refused `too_many_agents`. @default 1000
    */
   maxLiveAgentsPerPrincipal?: number;
+  /**
+   * Stored event data one read of a whole log may hold: an agent's `turn.history()` past it fails
+   * `transcript_too_large` (the HTTP transcript views take the same bound from `HttpOptions`).
+   * @default 32 MiB (`Limits.transcriptViewBytes`)
+   */
+  maxTranscriptBytes?: number;
   agent: AgentDriver;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
@@ -158,6 +165,7 @@ export class SessionHost implements HostApi {
       logger: this.#logger,
       now: this.#now,
       closing: () => this.#closing,
+      maxHistoryBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
     });
     this.#ctx = {
       store: this.store,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { NewEvent, Resolution, SessionEvent } from "../../protocol/index.js";
+import { type NewEvent, type Resolution, type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import type {
   AgentEmit,
   InteractionRequest,
@@ -34,6 +34,7 @@ export class HostTurnContext implements TurnContext {
   readonly #turn: RunningTurn;
   readonly #owner: string;
   readonly #now: () => number;
+  readonly #maxHistoryBytes: number;
 
   constructor(deps: {
     store: SessionStore;
@@ -43,6 +44,8 @@ export class HostTurnContext implements TurnContext {
     turn: RunningTurn;
     prompt: { text: string; attachments: TurnAttachment[] };
     now: () => number;
+    /** Stored event data `history()` returns at most (see `SessionHostOptions.maxTranscriptBytes`). */
+    maxHistoryBytes: number;
   }) {
     this.sessionId = deps.session.sessionId;
     this.turnId = deps.turn.turnId;
@@ -55,15 +58,29 @@ export class HostTurnContext implements TurnContext {
     this.#turn = deps.turn;
     this.#owner = deps.session.owner;
     this.#now = deps.now;
+    this.#maxHistoryBytes = deps.maxHistoryBytes;
   }
 
   async history(): Promise<SessionEvent[]> {
     const events: SessionEvent[] = [];
+    let dataBytes = 0;
     for (;;) {
       const outcome = await this.#store.readAfter(this.sessionId, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
       if (outcome.status !== "ok") throw refusal(this.sessionId, outcome);
+      // the session's owner grows its log without bound: an agent holds at most this much of it
+      dataBytes += outcome.dataBytes;
+      if (dataBytes > this.#maxHistoryBytes) {
+        const maxDataBytes = this.#maxHistoryBytes;
+        throw new SessionmuxError(
+          "transcript_too_large",
+          `the session holds more than ${maxDataBytes} bytes of event data, more than turn.history() returns; read it back from its head with turn.historyPage()`,
+          { data: { sessionId: this.sessionId, maxDataBytes } },
+        );
+      }
       events.push(...outcome.events);
       if (readReachedHead(outcome)) return events;
+      // a long history delays the host's other work by one read, not by all of them
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 

@@ -35,6 +35,8 @@ export interface TurnRunnerDeps {
   now: () => number;
   /** True once the host stops accepting work: queued prompts then stay unstarted. */
   closing: () => boolean;
+  /** Stored event data an agent's `turn.history()` returns at most. */
+  maxHistoryBytes: number;
 }
 
 type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
@@ -158,8 +160,8 @@ export class TurnRunner {
   }
 
   #context(session: LiveSession, turn: RunningTurn, prompt: HostTurnContext["prompt"]): HostTurnContext {
-    const { store, live, now, ownership } = this.#deps;
-    return new HostTurnContext({ store, live, ownership, session, turn, prompt, now });
+    const { store, live, now, ownership, maxHistoryBytes } = this.#deps;
+    return new HostTurnContext({ store, live, ownership, session, turn, prompt, now, maxHistoryBytes });
   }
 
   async #run(session: LiveSession, turn: RunningTurn, ctx: TurnContext, drive: Drive): Promise<void> {

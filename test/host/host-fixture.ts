@@ -21,7 +21,7 @@ export interface HostFixture {
 
 /** A real SessionHost on a real SQLite file in a temp folder; no transport. */
 export async function openHost(
-  options: { idleDetachMs?: number; agent?: AgentDriver; dbPath?: string } = {},
+  options: { idleDetachMs?: number; agent?: AgentDriver; dbPath?: string; maxTranscriptBytes?: number } = {},
 ): Promise<HostFixture> {
   const dir = options.dbPath ? undefined : tempDir();
   const dbPath = options.dbPath ?? dir!.file("sessions.db");
@@ -29,7 +29,13 @@ export async function openHost(
   const boot = async (idleDetachMs = options.idleDetachMs) => {
     const metrics = new HostMetrics();
     const store = SqliteSessionStore.open(dbPath, { metrics });
-    const host = new SessionHost({ store, agent, metrics, ...(idleDetachMs ? { idleDetachMs } : {}) });
+    const host = new SessionHost({
+      store,
+      agent,
+      metrics,
+      ...(idleDetachMs ? { idleDetachMs } : {}),
+      ...(options.maxTranscriptBytes ? { maxTranscriptBytes: options.maxTranscriptBytes } : {}),
+    });
     await host.start();
     return { host, store, metrics };
   };

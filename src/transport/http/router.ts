@@ -30,7 +30,10 @@ export interface HttpOptions {
   maxUploadBytes?: number;
   /** @default 64 MiB */
   uploadQuotaBytes?: number;
-  /** @default 32 MiB — stored event data a transcript view folds; more is `transcript_too_large`. */
+  /**
+   * @default 32 MiB — stored event data a transcript view folds; more is `transcript_too_large`.
+   * A mounted host bounds its agents' `turn.history()` with it too.
+   */
   maxTranscriptBytes?: number;
   /** Counts a principal's unreferenced uploads; without one there is no upload quota. */
   uploadLedger?: UploadLedger;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { type NewEvent, SessionmuxError } from "../../../protocol/index.js";
 import { ADMIN } from "../../../src/host/principal.js";
 import { readSessionTranscript, TranscriptCache } from "../../../src/transport/http/session-transcript.js";
-import { type HostFixture, openHost } from "../../host/host-fixture.js";
+import { demoAgentWith, type HostFixture, openHost, turnEvents } from "../../host/host-fixture.js";
 import { turnEnd, turnStart } from "../../store/open-store.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { readWholeLog } from "../../support/whole-log.js";
@@ -116,7 +116,13 @@ describe("GET /v1/sessions/{id} and the turns route past the bound", () => {
   });
 
   it("answer 409 transcript_too_large for a session over it, and go on answering the others", async () => {
-    host = await startTestHost({ http: { maxTranscriptBytes: 2 * MIB } });
+    // an agent that reads the whole log: the mounted host bounds it with the same option
+    const agent = demoAgentWith("reader", async (turn) => {
+      const history = await turn.history();
+      await turn.emit({ type: "assistant/delta", text: `${history.length} events` });
+      return { state: "completed" };
+    });
+    host = await startTestHost({ http: { maxTranscriptBytes: 2 * MIB }, agent });
     for (const id of ["big", "small"])
       await host.store.create({ sessionId: id, owner: "admin", model: "demo-fast" });
     for (let i = 0; i < 4; i++)
@@ -132,5 +138,19 @@ describe("GET /v1/sessions/{id} and the turns route past the bound", () => {
     expect(small.status).toBe(200);
     expect((small.json as { seq: number }).seq).toBe(await headOf(host.store, "small"));
     expect((await api(host, "/healthz")).status).toBe(200);
+
+    const read = async (sessionId: string) => {
+      const started = await host!.host.call(ADMIN, "session.prompt", {
+        sessionId,
+        text: "read",
+        clientMessageId: `read-${sessionId}`,
+      });
+      return (await turnEvents(host!.store, sessionId, started.turnId!)).at(-1);
+    };
+    expect(await read("big")).toMatchObject({
+      type: "turn/end",
+      data: { state: "failed", error: expect.stringContaining(`more than ${2 * MIB} bytes of event data`) },
+    });
+    expect(await read("small")).toMatchObject({ type: "turn/end", data: { state: "completed" } });
   });
 });
