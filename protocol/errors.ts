@@ -43,7 +43,12 @@ export const ErrorCodes = {
   queue_full: { category: "business", retryable: false, status: 429 },
   /** A principal has the most live agents allowed and none of them is idle. */
   too_many_agents: { category: "business", retryable: false, status: 429 },
-  /** A session holds more event data than an HTTP transcript view folds (read it in pages). */
+  /** A principal has the most live sessions allowed (delete one first). */
+  too_many_sessions: { category: "business", retryable: false, status: 429 },
+  /**
+   * A session holds more event data than one read of a whole log returns (an HTTP transcript
+   * view, an agent's `turn.history()`): read it in pages.
+   */
   transcript_too_large: { category: "business", retryable: false, status: 409 },
   // internal: the host failed
   persistence_failure: { category: "internal", retryable: true, status: 503 },

@@ -20,6 +20,8 @@ export const Limits = {
   uploadQuotaBytes: 64 * 1024 * 1024,
   /** @default 1 hour: an upload no prompt references by then is deleted. */
   uploadTtlMs: 60 * 60 * 1000,
+  /** @default 10,000 live sessions per principal (admin exempt); more is `too_many_sessions`. */
+  sessionsPerPrincipal: 10_000,
   /** Events per `events` item during replay. */
   replayBatch: 500,
   /**

@@ -102,6 +102,13 @@ const PRINCIPAL_FLAGS = {
     fallback: DEFAULT_PRINCIPAL_LIMITS.sessionCreatePerSecond,
     min: 1,
   },
+  maxSessionsPerPrincipal: {
+    flag: "--max-sessions-per-principal <n>",
+    env: "SESSIONMUX_MAX_SESSIONS_PER_PRINCIPAL",
+    description: "live sessions a principal may hold (more is too_many_sessions)",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.maxSessionsPerPrincipal,
+    min: 1,
+  },
 } as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
 
 const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS };
@@ -131,6 +138,7 @@ export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
     maxSocketsPerPrincipal: values.maxSocketsPerPrincipal,
     sessionCreateBurst: values.sessionCreateBurst,
     sessionCreatePerSecond: values.sessionCreatePerSecond,
+    maxSessionsPerPrincipal: values.maxSessionsPerPrincipal,
   };
 }
 

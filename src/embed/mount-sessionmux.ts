@@ -71,6 +71,9 @@ export async function mountSessionmux(
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     hostId,
+    ...(options.principals?.maxSessionsPerPrincipal !== undefined
+      ? { maxSessionsPerPrincipal: options.principals.maxSessionsPerPrincipal }
+      : {}),
     // one bound for every read of a whole log: the HTTP views and an agent's history
     ...(options.http?.maxTranscriptBytes !== undefined
       ? { maxTranscriptBytes: options.http.maxTranscriptBytes }

@@ -21,7 +21,11 @@ export interface HostContext {
   readonly dismissals: Dismissals;
   readonly logger: Logger;
   readonly now: () => number;
-  readonly limits: { readonly queue: QueueLimits };
+  readonly limits: {
+    readonly queue: QueueLimits;
+    /** Live sessions one (non-admin) principal may hold. */
+    readonly sessionsPerPrincipal: number;
+  };
   /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */
   readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;
 }

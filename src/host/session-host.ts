@@ -47,6 +47,11 @@ const RESTORE_PAGE = 200;
 
 export interface SessionHostOptions {
   store: HostStore;
+  /**
+   * Live sessions one principal may hold (admin exempt); past it `session.create` and
+   * `session.fork` are refused `too_many_sessions`. @default 10,000
+   */
+  maxSessionsPerPrincipal?: number;
   /** Past it a prompt is refused `queue_full`. @default 100 */
   maxQueuedPromptsPerSession?: number;
   /** Past it a prompt is refused `queue_full`. @default 16 MiB */
@@ -182,6 +187,7 @@ export class SessionHost implements HostApi {
           maxItemsPerSession: options.maxQueuedPromptsPerSession ?? DEFAULT_MAX_QUEUED_PER_SESSION,
           maxBytesPerOwner: options.maxQueuedBytesPerPrincipal ?? DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL,
         },
+        sessionsPerPrincipal: options.maxSessionsPerPrincipal ?? Limits.sessionsPerPrincipal,
       },
       prompts: new Map(),
     };

@@ -101,6 +101,8 @@ export interface CreateInput {
   model: string;
   origin?: string;
   at?: number;
+  /** The owner's live sessions, this one included, may not exceed it (`too_many_sessions`). */
+  maxOwnerSessions?: number;
 }
 export interface ForkInput {
   sourceId: string;
@@ -109,11 +111,14 @@ export interface ForkInput {
   /** Default: the source's head. */
   atSeq?: number;
   at?: number;
+  /** As `CreateInput.maxOwnerSessions`, for the new session's owner. */
+  maxOwnerSessions?: number;
 }
 export type CreateOutcome =
   | { status: "created"; header: SessionHeader; events: SessionEvent[] }
   | { status: "exists" }
-  | { status: "retired" };
+  | { status: "retired" }
+  | { status: "too_many_sessions"; max: number };
 export type ForkOutcome = CreateOutcome | { status: "source_not_found" } | { status: "source_retired" };
 
 export interface AppendOptions {

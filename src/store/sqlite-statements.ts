@@ -69,6 +69,7 @@ const SQL = {
   deleteEvents: "DELETE FROM events WHERE session_id = ?",
   deleteSession: "DELETE FROM sessions WHERE session_id = ?",
   deleteProjection: "DELETE FROM projections WHERE session_id = ?",
+  ownerSessions: "SELECT count(*) AS n FROM projections WHERE owner = ?",
   insertTombstone: "INSERT OR IGNORE INTO tombstones (session_id, deleted_at) VALUES (?, ?)",
   findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",

@@ -46,6 +46,8 @@ export class WriteOperations {
       const existing = this.writer.load(input.sessionId);
       if (existing === "retired") return { status: "retired" };
       if (existing) return { status: "exists" };
+      const full = this.ownerFull(input.owner, input.maxOwnerSessions);
+      if (full) return full;
       const at = input.at ?? this.now();
       const state = this.writer.insertSession(
         batch,
@@ -164,6 +166,8 @@ export class WriteOperations {
       const existing = this.writer.load(input.targetId);
       if (existing === "retired") return { status: "retired" };
       if (existing) return { status: "exists" };
+      const full = this.ownerFull(input.owner, input.maxOwnerSessions);
+      if (full) return full;
       const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
       const at = input.at ?? this.now();
       const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[])
@@ -270,5 +274,15 @@ export class WriteOperations {
         if (state && state !== "retired") this.writer.rebuild(batch, state);
       }
     };
+  }
+
+  /** The refusal when `owner` already holds `max` live sessions (every projection row is one). */
+  private ownerFull(
+    owner: string,
+    max: number | undefined,
+  ): { status: "too_many_sessions"; max: number } | null {
+    if (max === undefined) return null;
+    const held = (this.statements.ownerSessions.get(owner) as { n: number }).n;
+    return held >= max ? { status: "too_many_sessions", max } : null;
   }
 }

@@ -1,4 +1,5 @@
 import { SessionmuxError } from "../../protocol/index.js";
+import { Limits } from "../../protocol/limits.js";
 import type { Principal } from "../host/principal.js";
 
 /** Limits kept per principal (one per token entry) across every socket and request. */
@@ -9,12 +10,18 @@ export interface PrincipalLimitOptions {
   sessionCreateBurst: number;
   /** @default 10 — sessions per second the bucket refills. */
   sessionCreatePerSecond: number;
+  /**
+   * @default 10,000 — live sessions one (non-admin) principal may hold; one more `create` or
+   * `fork` is refused `too_many_sessions`. Counted by the store, inside the creating transaction.
+   */
+  maxSessionsPerPrincipal: number;
 }
 
 export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
   maxSocketsPerPrincipal: 64,
   sessionCreateBurst: 200,
   sessionCreatePerSecond: 10,
+  maxSessionsPerPrincipal: Limits.sessionsPerPrincipal,
 };
 
 interface Bucket {

@@ -15,6 +15,7 @@ afterEach(async () => {
 });
 
 async function openLimitedHost(limits: {
+  maxSessionsPerPrincipal?: number;
   maxLiveAgentsPerPrincipal?: number;
   maxQueuedPromptsPerSession?: number;
   maxQueuedBytesPerPrincipal?: number;
@@ -102,5 +103,31 @@ describe("queue limits", () => {
       (await host.call(ADMIN, "session.prompt", { sessionId: "s", text: "three", clientMessageId: "q3" }))
         .queued,
     ).toBe(true);
+  });
+});
+
+describe("live sessions per principal", () => {
+  test("a create or fork past the bound is too_many_sessions; a deleted session frees its place; the admin is exempt", async () => {
+    const { host, store } = await openLimitedHost({ maxSessionsPerPrincipal: 2 });
+    const bob = { name: "bob", admin: false };
+    await host.call(bob, "session.create", { sessionId: "b1" });
+    await host.call(bob, "session.create", { sessionId: "b2" });
+    for (const call of [
+      () => host.call(bob, "session.create", { sessionId: "b3" }),
+      () => host.call(bob, "session.fork", { sourceId: "b1", sessionId: "b1-fork" }),
+    ]) {
+      expect(await errorCode(call)).toEqual({ code: "too_many_sessions", data: { max: 2 } });
+    }
+    expect(await store.header("b3")).toEqual({ status: "not_found" });
+    expect(await store.header("b1-fork")).toEqual({ status: "not_found" });
+    // another principal's sessions and the admin's are counted apart
+    await host.call({ name: "carol", admin: false }, "session.create", { sessionId: "c1" });
+    for (const id of ["x1", "x2", "x3"]) await host.call(ADMIN, "session.create", { sessionId: id });
+    await host.call(bob, "session.delete", { sessionId: "b2" });
+    await host.call(bob, "session.fork", { sourceId: "b1", sessionId: "b1-fork" });
+    expect((await store.list({ owner: "bob", limit: 10 })).rows.map((r) => r.sessionId).sort()).toEqual([
+      "b1",
+      "b1-fork",
+    ]);
   });
 });

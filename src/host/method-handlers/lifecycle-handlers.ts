@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { SessionmuxError } from "../../../protocol/index.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import type { Principal } from "../principal.js";
 import { toRow } from "../session-row.js";
@@ -14,12 +15,27 @@ export const create: MethodHandler<"session.create"> = async (ctx, resolvers, pr
     at: ctx.now(),
     ...(params.title !== undefined ? { title: params.title } : {}),
     ...(params.origin !== undefined ? { origin: params.origin } : {}),
+    ...sessionLimit(ctx, principal),
   });
+  if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status !== "created") throw refusal(sessionId, outcome);
   await resolvers.resume(principal, sessionId);
   await announce(ctx, principal, sessionId);
   return { header: outcome.header };
 };
+
+/** The admin is exempt, as from the other per-principal limits: it is the operator's own token. */
+function sessionLimit(ctx: HostContext, principal: Principal): { maxOwnerSessions?: number } {
+  return principal.admin ? {} : { maxOwnerSessions: ctx.limits.sessionsPerPrincipal };
+}
+
+function tooManySessions(principal: Principal, max: number): SessionmuxError {
+  return new SessionmuxError(
+    "too_many_sessions",
+    `${principal.name} already has ${max} sessions; delete one before creating another`,
+    { data: { max } },
+  );
+}
 
 /** Reads the source cold; only the new target gets an agent. */
 export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, principal, params) => {
@@ -31,8 +47,10 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
     owner: principal.name,
     at: ctx.now(),
     ...(params.atSeq !== undefined ? { atSeq: params.atSeq } : {}),
+    ...sessionLimit(ctx, principal),
   });
   if (outcome.status === "source_not_found") throw notFound(params.sourceId);
+  if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
   if (outcome.status !== "created") throw refusal(targetId, outcome);
   await resolvers.resume(principal, targetId);

@@ -17,8 +17,9 @@ import type { PgWriteOperation } from "./pg-write-operations.js";
 const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
 const QUEUE_SHAPE = `SELECT count(*)::int AS items, coalesce(max(position), 0) + 1 AS next,
   coalesce(min(position), 1) - 1 AS first FROM queue_items WHERE session_id = $1`;
-// queue limits span an owner's sessions: one lock per owner keeps concurrent hosts from overshooting
-const LOCK_OWNER = "SELECT pg_advisory_xact_lock(hashtextextended($1, 7347))";
+// queue and session-count limits span an owner's sessions: one lock per owner keeps concurrent
+// hosts from overshooting
+export const LOCK_OWNER = "SELECT pg_advisory_xact_lock(hashtextextended($1, 7347))";
 const OWNER_BYTES = "SELECT coalesce(sum(bytes), 0)::bigint AS bytes FROM queue_items WHERE owner = $1";
 const INSERT_ITEM = `INSERT INTO queue_items (session_id, item_id, position, client_message_id, input, bytes, queued_at, owner)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;

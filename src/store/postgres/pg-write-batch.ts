@@ -284,6 +284,16 @@ export class PgWriteBatch {
     this.dirty.set(state.sessionId, state);
   }
 
+  /** Sessions of `owner` this transaction created and still holds (their projections are pending). */
+  createdFor(owner: string): number {
+    let count = 0;
+    for (const sessionId of this.created) {
+      const state = this.states.get(sessionId);
+      if (state && state !== "retired" && state.owner === owner) count++;
+    }
+    return count;
+  }
+
   notify(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
     this.notices.push({ sessionId, notice, projection });
   }

@@ -18,7 +18,7 @@ import type {
 } from "../session-store.js";
 import { newEpoch } from "../write-operations.js";
 import { fenceHolds, type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
-import { findPrompt } from "./pg-live-operations.js";
+import { findPrompt, LOCK_OWNER } from "./pg-live-operations.js";
 import { QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
@@ -75,6 +75,8 @@ export class PgWriteOperations {
         const existing = await batch.load(input.sessionId);
         if (existing === "retired") return { status: "retired" };
         if (existing) return { status: "exists" };
+        const full = await ownerFull(batch, input.owner, input.maxOwnerSessions);
+        if (full) return full;
         const state = await this.writer.insertSession(
           batch,
           {
@@ -189,6 +191,8 @@ export class PgWriteOperations {
         const existing = await batch.load(input.targetId);
         if (existing === "retired") return { status: "retired" };
         if (existing) return { status: "exists" };
+        const full = await ownerFull(batch, input.owner, input.maxOwnerSessions);
+        if (full) return full;
         const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
         const at = input.at ?? this.now();
         const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq]))
@@ -323,4 +327,22 @@ async function forgetLiveState(batch: PgWriteBatch, sessionId: string, owner: st
     batch.notifyLive({ kind: "interaction.withdrawn", owner, sessionId, interactionId });
   const removed = await batch.read(DELETE_QUEUE, [sessionId]);
   if (removed.length > 0) await queueChanged(batch, sessionId, owner);
+}
+
+const OWNER_SESSIONS = "SELECT count(*)::int AS n FROM projections WHERE owner = $1";
+
+/**
+ * The refusal when `owner` already holds `max` live sessions, counted under the owner's lock (so
+ * two hosts creating for one owner at once cannot both pass): the committed ones, and those this
+ * transaction created, whose projection rows are written only at COMMIT.
+ */
+async function ownerFull(
+  batch: PgWriteBatch,
+  owner: string,
+  max: number | undefined,
+): Promise<{ status: "too_many_sessions"; max: number } | null> {
+  if (max === undefined) return null;
+  await batch.read(LOCK_OWNER, [owner]);
+  const committed = (await batch.read<{ n: number }>(OWNER_SESSIONS, [owner]))[0]!.n;
+  return committed + batch.createdFor(owner) >= max ? { status: "too_many_sessions", max } : null;
 }
