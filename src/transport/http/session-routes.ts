@@ -1,7 +1,9 @@
 import { Resolution, validator } from "../../../protocol/index.js";
-import { fail, sendJson, sendJsonParts } from "./http-reply.js";
+import { Limits } from "../../../protocol/limits.js";
+import { readReachedHead } from "../../store/read-head.js";
+import { fail, sendJson, sendJsonParts, sendJsonText } from "./http-reply.js";
 import { readJsonObject } from "./request-body.js";
-import { idParam, type Route } from "./route-context.js";
+import { idParam, intQuery, type Route } from "./route-context.js";
 import { readSessionTranscript } from "./session-transcript.js";
 import { renderSessionView } from "./session-view.js";
 
@@ -18,6 +20,50 @@ export const sessionRoutes: Route[] = [
       const snap = await readSessionTranscript(ctx.host, ctx.principal, sessionId, ctx.transcripts);
       const live = ctx.host.live.interactions().filter((i) => i.sessionId === sessionId);
       sendJsonParts(ctx.res, 200, renderSessionView(sessionId, snap, live));
+    },
+  },
+  {
+    method: "GET",
+    pattern: /^\/v1\/sessions\/([^/]+)\/events$/,
+    name: "GET /v1/sessions/:id/events",
+    // The log itself, a page at a time: what a client without the mux reads of a session of any
+    // size (the views above fold the whole log and stop at the transcript bound).
+    async handle(ctx) {
+      const sessionId = idParam(ctx, 0, "sessionId");
+      const afterSeq = intQuery(ctx, "after_seq", 0, Number.MAX_SAFE_INTEGER, 0);
+      const limit = intQuery(ctx, "limit", 1, Limits.replayBatch, Limits.replayBatch);
+      const epoch = ctx.query.get("epoch");
+      const reader = await ctx.host.openRead(ctx.principal, sessionId);
+      const read = await reader.readAfter(afterSeq, limit);
+      if (epoch !== null && epoch !== read.epoch)
+        throw fail(
+          "epoch_mismatch",
+          `session ${sessionId} is at another epoch; read it again from the start`,
+          {
+            sessionId,
+            epoch: read.epoch,
+          },
+        );
+      if (afterSeq > read.headSeq)
+        throw fail("cursor_ahead", `after_seq ${afterSeq} is past the head ${read.headSeq}`, {
+          afterSeq,
+          headSeq: read.headSeq,
+          epoch: read.epoch,
+        });
+      const page = {
+        session_id: sessionId,
+        epoch: read.epoch,
+        head_seq: read.headSeq,
+        events: read.events.map((event) => ({
+          seq: event.seq,
+          at_ms: event.at,
+          type: event.type,
+          data: event.data,
+        })),
+        has_more: !readReachedHead(read),
+        next_after_seq: read.events.at(-1)?.seq ?? afterSeq,
+      };
+      sendJsonText(ctx.res, 200, JSON.stringify(page, binaryAsBase64));
     },
   },
   {
@@ -53,3 +99,14 @@ export const sessionRoutes: Route[] = [
     },
   },
 ];
+
+/**
+ * Binary values in event data (an agent's tool result may hold bytes) go out as base64 strings.
+ * The holder's own value is checked: a `Buffer` reaches the replacer already turned into `{type, data}`.
+ */
+function binaryAsBase64(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const raw = this[key];
+  return raw instanceof Uint8Array
+    ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("base64")
+    : value;
+}

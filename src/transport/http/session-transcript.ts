@@ -125,7 +125,7 @@ export async function readSessionTranscript(
         cache?.drop(sessionId);
         throw fail(
           "transcript_too_large",
-          `the session holds more than ${maxDataBytes} bytes of event data, more than this view folds; read its log in pages (session.page)`,
+          `the session holds more than ${maxDataBytes} bytes of event data, more than this view folds; read its log in pages (GET /v1/sessions/{id}/events, session.page)`,
           { sessionId, maxDataBytes },
         );
       }
