@@ -1,13 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { ADMIN } from "../../../src/host/principal.js";
-import { turnEnd, turnStart } from "../../store/open-store.js";
+import { turnStart } from "../../store/open-store.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { api } from "./http-client.js";
-
-const KIB = 1024;
-const MIB = 1024 * KIB;
+import { MIB, toolTurn } from "./tool-turns.js";
 
 interface EventsPage {
   session_id: string;
@@ -17,17 +15,6 @@ interface EventsPage {
   has_more: boolean;
   next_after_seq: number;
 }
-
-/** One turn whose tool returned `kib` KiB of text. */
-const toolTurn = (turnId: string, kib: number): NewEvent[] => [
-  turnStart(turnId),
-  { type: "tool/call", data: { turnId, toolCallId: `${turnId}c`, name: "cat", args: {} } },
-  {
-    type: "tool/result",
-    data: { turnId, toolCallId: `${turnId}c`, ok: true, result: "r".repeat(kib * KIB), durationMs: 1 },
-  } as NewEvent,
-  turnEnd(turnId),
-];
 
 async function wholeLog(host: TestHost, sessionId: string): Promise<SessionEvent[]> {
   const log = await readWholeLog(host.store, sessionId);

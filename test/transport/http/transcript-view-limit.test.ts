@@ -1,26 +1,12 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type NewEvent, SessionmuxError } from "../../../protocol/index.js";
+import { SessionmuxError } from "../../../protocol/index.js";
 import { ADMIN } from "../../../src/host/principal.js";
 import { readSessionTranscript, TranscriptCache } from "../../../src/transport/http/session-transcript.js";
 import { demoAgentWith, type HostFixture, openHost, turnEvents } from "../../host/host-fixture.js";
-import { turnEnd, turnStart } from "../../store/open-store.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { api } from "./http-client.js";
-
-const KIB = 1024;
-const MIB = 1024 * KIB;
-
-/** One turn whose tool returned `kib` KiB: about that much stored event data. */
-const toolTurn = (turnId: string, kib: number): NewEvent[] => [
-  turnStart(turnId),
-  { type: "tool/call", data: { turnId, toolCallId: `${turnId}c`, name: "cat", args: {} } },
-  {
-    type: "tool/result",
-    data: { turnId, toolCallId: `${turnId}c`, ok: true, result: "r".repeat(kib * KIB), durationMs: 1 },
-  } as NewEvent,
-  turnEnd(turnId),
-];
+import { MIB, toolTurn } from "./tool-turns.js";
 
 async function headOf(store: Parameters<typeof readWholeLog>[0], sessionId: string): Promise<number> {
   const log = await readWholeLog(store, sessionId);
