@@ -98,7 +98,7 @@ describe("GET /v1/sessions/{id}/events", () => {
     expect(stale.json).toMatchObject({ error: "epoch_mismatch" });
   });
 
-  it("reads a cold session without starting its agent, and sends binary data as base64", async () => {
+  it("reads a cold session without starting its agent, sends binary data as base64, and a deleted one is 410", async () => {
     host = await startTestHost({});
     await host.store.create({ sessionId: "cold", owner: "admin", model: "demo-fast" });
     const bytes = Uint8Array.from([0, 1, 2, 250, 255]);
@@ -109,5 +109,9 @@ describe("GET /v1/sessions/{id}/events", () => {
     const page = (await api(host, "/v1/sessions/cold/events", { token: ADMIN_TOKEN })).json as EventsPage;
     expect(page.events.at(-1)!.data).toMatchObject({ result: Buffer.from(bytes).toString("base64") });
     expect(host.host.live.agents()).toEqual([]);
+    await host.host.call(ADMIN, "session.delete", { sessionId: "cold" });
+    const deleted = await api(host, "/v1/sessions/cold/events", { token: ADMIN_TOKEN });
+    expect(deleted.status).toBe(410);
+    expect(deleted.json).toMatchObject({ error: "session_retired" });
   });
 });
