@@ -1,5 +1,6 @@
 import { Resolution, validator } from "../../../protocol/index.js";
 import { Limits } from "../../../protocol/limits.js";
+import { refusal } from "../../host/store-outcomes.js";
 import { readReachedHead } from "../../store/read-head.js";
 import { fail, sendJson, sendJsonParts, sendJsonText } from "./http-reply.js";
 import { readJsonObject } from "./request-body.js";
@@ -36,14 +37,7 @@ export const sessionRoutes: Route[] = [
       const reader = await ctx.host.openRead(ctx.principal, sessionId);
       const read = await reader.readAfter(afterSeq, limit);
       if (epoch !== null && epoch !== read.epoch)
-        throw fail(
-          "epoch_mismatch",
-          `session ${sessionId} is at another epoch; read it again from the start`,
-          {
-            sessionId,
-            epoch: read.epoch,
-          },
-        );
+        throw refusal(sessionId, { status: "epoch_mismatch", epoch: read.epoch });
       if (afterSeq > read.headSeq)
         throw fail("cursor_ahead", `after_seq ${afterSeq} is past the head ${read.headSeq}`, {
           afterSeq,
