@@ -46,6 +46,11 @@ export const ErrorCodes = {
   /** A principal has the most live sessions allowed (delete one first). */
   too_many_sessions: { category: "business", retryable: false, status: 429 },
   /**
+   * A principal stores the most bytes allowed (its sessions' event data and its attachments):
+   * nothing more is added (prompts, creates, forks, uploads) until it deletes or clears some.
+   */
+  storage_quota_exceeded: { category: "business", retryable: false, status: 413 },
+  /**
    * A session holds more event data than one read of a whole log returns (an HTTP transcript
    * view, an agent's `turn.history()`): read it in pages.
    */

@@ -22,6 +22,11 @@ export const Limits = {
   uploadTtlMs: 60 * 60 * 1000,
   /** @default 10,000 live sessions per principal (admin exempt); more is `too_many_sessions`. */
   sessionsPerPrincipal: 10_000,
+  /**
+   * @default 1 GiB stored by one principal: its sessions' event data and its attachments (admin
+   * exempt); past it a prompt, create, fork or upload is `storage_quota_exceeded`.
+   */
+  storedBytesPerPrincipal: 1024 * 1024 * 1024,
   /** Events per `events` item during replay. */
   replayBatch: 500,
   /**

@@ -109,6 +109,13 @@ const PRINCIPAL_FLAGS = {
     fallback: DEFAULT_PRINCIPAL_LIMITS.maxSessionsPerPrincipal,
     min: 1,
   },
+  maxStoredBytesPerPrincipal: {
+    flag: "--max-stored-bytes-per-principal <n>",
+    env: "SESSIONMUX_MAX_STORED_BYTES_PER_PRINCIPAL",
+    description: "bytes a principal may store, event data and attachments (past it: storage_quota_exceeded)",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.maxStoredBytesPerPrincipal,
+    min: 1,
+  },
 } as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
 
 const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS };
@@ -139,6 +146,7 @@ export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
     sessionCreateBurst: values.sessionCreateBurst,
     sessionCreatePerSecond: values.sessionCreatePerSecond,
     maxSessionsPerPrincipal: values.maxSessionsPerPrincipal,
+    maxStoredBytesPerPrincipal: values.maxStoredBytesPerPrincipal,
   };
 }
 

@@ -74,6 +74,9 @@ export async function mountSessionmux(
     ...(options.principals?.maxSessionsPerPrincipal !== undefined
       ? { maxSessionsPerPrincipal: options.principals.maxSessionsPerPrincipal }
       : {}),
+    ...(options.principals?.maxStoredBytesPerPrincipal !== undefined
+      ? { maxStoredBytesPerPrincipal: options.principals.maxStoredBytesPerPrincipal }
+      : {}),
     // one bound for every read of a whole log: the HTTP views and an agent's history
     ...(options.http?.maxTranscriptBytes !== undefined
       ? { maxTranscriptBytes: options.http.maxTranscriptBytes }

@@ -40,7 +40,7 @@ export interface HostApi {
    * another principal's answers exactly like a missing one (null).
    */
   readAttachment(principal: Principal, attachmentId: string): Promise<AttachmentBody | null>;
-  /** Stores an upload owned by `principal`; answers its id. */
+  /** Stores an upload owned by `principal`; answers its id (`storage_quota_exceeded` past its quota). */
   putAttachment(
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },

@@ -25,6 +25,8 @@ export interface HostContext {
     readonly queue: QueueLimits;
     /** Live sessions one (non-admin) principal may hold. */
     readonly sessionsPerPrincipal: number;
+    /** Bytes one (non-admin) principal may store: its sessions' event data and its attachments. */
+    readonly storedBytesPerPrincipal: number;
   };
   /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */
   readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;

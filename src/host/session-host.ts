@@ -33,6 +33,7 @@ import { NotOwner } from "./not-owner.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
+import { assertStorageRoom } from "./storage-quota.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -52,6 +53,11 @@ export interface SessionHostOptions {
    * `session.fork` are refused `too_many_sessions`. @default 10,000
    */
   maxSessionsPerPrincipal?: number;
+  /**
+   * Bytes one principal may store, its sessions' event data and its attachments (admin exempt);
+   * past it a prompt, create, fork or upload is refused `storage_quota_exceeded`. @default 1 GiB
+   */
+  maxStoredBytesPerPrincipal?: number;
   /** Past it a prompt is refused `queue_full`. @default 100 */
   maxQueuedPromptsPerSession?: number;
   /** Past it a prompt is refused `queue_full`. @default 16 MiB */
@@ -188,6 +194,7 @@ export class SessionHost implements HostApi {
           maxBytesPerOwner: options.maxQueuedBytesPerPrincipal ?? DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL,
         },
         sessionsPerPrincipal: options.maxSessionsPerPrincipal ?? Limits.sessionsPerPrincipal,
+        storedBytesPerPrincipal: options.maxStoredBytesPerPrincipal ?? Limits.storedBytesPerPrincipal,
       },
       prompts: new Map(),
     };
@@ -327,10 +334,11 @@ export class SessionHost implements HostApi {
     return visibleAttachment(this.store, principal, attachmentId);
   }
 
-  putAttachment(
+  async putAttachment(
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },
   ): Promise<string> {
+    await assertStorageRoom(this.#ctx, principal);
     return this.store.putAttachment({ owner: principal.name, ...input });
   }
 

@@ -67,7 +67,7 @@ export class HostTurnContext implements TurnContext {
     for (;;) {
       const outcome = await this.#store.readAfter(this.sessionId, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
       if (outcome.status !== "ok") throw refusal(this.sessionId, outcome);
-      // the session's owner grows its log without bound: an agent holds at most this much of it
+      // the owner may grow its log up to its storage quota (1 GiB): an agent holds at most this much
       dataBytes += outcome.dataBytes;
       if (dataBytes > this.#maxHistoryBytes) {
         const maxDataBytes = this.#maxHistoryBytes;

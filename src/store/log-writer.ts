@@ -117,11 +117,13 @@ export class LogWriter {
     // one copy of the row for the whole append; rows handed out earlier are never changed
     const projection = copyProjection(state.projection);
     state.projection = projection;
+    let dataBytes = 0;
     for (const input of events) {
       const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
       const bytes = encodeValue(data);
       assertEventSize(bytes, event.type);
+      dataBytes += bytes.length;
       this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, bytes);
       rows?.push([event.seq, event.at, event.type, bytes]);
       state.headSeq = event.seq;
@@ -131,6 +133,7 @@ export class LogWriter {
       stored.push(event);
     }
     batch.appendedEvents += stored.length;
+    batch.addDataBytes(state.owner, dataBytes);
     batch.touch(state);
     return stored;
   }
@@ -139,6 +142,8 @@ export class LogWriter {
    * Writes the projection of every touched session; runs last in each transaction. A row whose
    * projection moved only its head (`seq`) is left as it is: the head is the log's (`max(seq)`),
    * which every read of a row takes instead, so a stream of deltas writes only its events.
+   * Then each owner's stored data moves by what the transaction added and removed: one row per
+   * owner, not one write per append.
    */
   writeBack(batch: WriteBatch): void {
     for (const state of batch.dirty.values()) {
@@ -152,11 +157,14 @@ export class LogWriter {
       else this.statements.updateProjection.run(projectionParams(projection));
       state.persisted = projection;
     }
+    for (const [owner, bytes] of batch.ownerDataBytes) {
+      if (bytes !== 0) this.statements.addOwnerStoredBytes.run(owner, bytes);
+    }
   }
 
   /** Deletes the log and starts a new epoch whose projection begins from the current header. */
   resetEpoch(batch: WriteBatch, state: SessionState, epoch: string): void {
-    this.statements.deleteEvents.run(state.sessionId);
+    this.deleteEvents(batch, state.sessionId, state.owner);
     this.deleteSearch(state.sessionId);
     // a clear is refused while a turn is open, so only settled interactions go; the queue stays
     this.statements.deleteInteractions.run(state.sessionId);
@@ -185,7 +193,7 @@ export class LogWriter {
   /** Removes everything of the session and writes its tombstone. */
   retire(batch: WriteBatch, sessionId: string, owner: string, at: number): void {
     this.liveRows.forget(batch, sessionId, owner);
-    this.statements.deleteEvents.run(sessionId);
+    this.deleteEvents(batch, sessionId, owner);
     this.statements.deleteProjection.run(sessionId);
     this.statements.deleteSession.run(sessionId);
     this.statements.deleteAttachments.run(sessionId);
@@ -214,6 +222,12 @@ export class LogWriter {
 
   snapshot(state: SessionState) {
     return publicProjection(state.projection);
+  }
+
+  /** Deletes the session's log, counting its data out of the owner's usage. */
+  private deleteEvents(batch: WriteBatch, sessionId: string, owner: string): void {
+    batch.addDataBytes(owner, -(this.statements.sessionDataBytes.get(sessionId) as number));
+    this.statements.deleteEvents.run(sessionId);
   }
 
   private afterInsert(state: SessionState, event: SessionEvent): void {

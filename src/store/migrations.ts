@@ -197,6 +197,28 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX events_large ON events (session_id, seq) WHERE length(data) > 2048;
   `,
+  // 7: the bytes each owner stores (its sessions' event data and its attachments), so a
+  // principal's storage quota is one lookup. Events are counted by the transactions that add or
+  // remove them, once per owner per transaction (see LogWriter.writeBack); attachments, written
+  // and deleted on paths of their own (uploads, the expiry sweep, a session's delete), by triggers.
+  `
+  CREATE TABLE owner_usage (
+    owner TEXT PRIMARY KEY,
+    stored_bytes INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  INSERT INTO owner_usage (owner, stored_bytes)
+    SELECT owner, sum(bytes) FROM (
+      SELECT s.owner AS owner, length(e.data) AS bytes FROM events e JOIN sessions s USING (session_id)
+      UNION ALL SELECT owner, size FROM attachments
+    ) GROUP BY owner;
+  CREATE TRIGGER attachments_counted AFTER INSERT ON attachments BEGIN
+    INSERT INTO owner_usage (owner, stored_bytes) VALUES (new.owner, new.size)
+      ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+  END;
+  CREATE TRIGGER attachments_uncounted AFTER DELETE ON attachments BEGIN
+    UPDATE owner_usage SET stored_bytes = stored_bytes - old.size WHERE owner = old.owner;
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -47,6 +47,11 @@ export interface SessionStore extends DismissalStore {
     owner?: string,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]>;
   isRetired(sessionId: string): Promise<boolean>;
+  /**
+   * Bytes the owner stores, as of the last commit: the event data of its sessions (MessagePack,
+   * as `data` is kept) and its attachments. Every transaction that adds or removes either moves it.
+   */
+  ownerStoredBytes(owner: string): Promise<number>;
 
   findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null>;
   recordPrompt(sessionId: string, clientMessageId: string, result: PromptRecord): Promise<void>;

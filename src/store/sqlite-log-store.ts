@@ -217,6 +217,10 @@ export class SqliteLogStore implements SessionStore {
     return this.read(() => this.reads.isRetired(sessionId));
   }
 
+  ownerStoredBytes(owner: string): Promise<number> {
+    return this.read(() => this.reads.ownerStoredBytes(owner));
+  }
+
   dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
     return this.groupCommit.submit(this.dismissals.dismiss(sessionId, principal, at));
   }

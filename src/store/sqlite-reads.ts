@@ -176,6 +176,10 @@ export class SqliteReads {
     return this.statements.tombstone.get(sessionId) !== undefined;
   }
 
+  ownerStoredBytes(owner: string): number {
+    return (this.statements.ownerStoredBytes.get(owner) as number | undefined) ?? 0;
+  }
+
   findPrompt(sessionId: string, clientMessageId: string): PromptRecord | null {
     const stored = this.statements.findPrompt.get(sessionId, clientMessageId) as Uint8Array | undefined;
     return stored ? decodeValue<PromptRecord>(stored) : null;

@@ -70,6 +70,11 @@ const SQL = {
   deleteSession: "DELETE FROM sessions WHERE session_id = ?",
   deleteProjection: "DELETE FROM projections WHERE session_id = ?",
   ownerSessions: "SELECT count(*) AS n FROM projections WHERE owner = ?",
+  ownerStoredBytes: "SELECT stored_bytes FROM owner_usage WHERE owner = ?",
+  addOwnerStoredBytes:
+    "INSERT INTO owner_usage (owner, stored_bytes) VALUES (?, ?) " +
+    "ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes",
+  sessionDataBytes: "SELECT coalesce(sum(length(data)), 0) FROM events WHERE session_id = ?",
   insertTombstone: "INSERT OR IGNORE INTO tombstones (session_id, deleted_at) VALUES (?, ?)",
   findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",
@@ -194,6 +199,8 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "parkedSessionsPage",
   "jobSessionsPage",
   "unownedQueues",
+  "ownerStoredBytes",
+  "sessionDataBytes",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

@@ -20,9 +20,15 @@ export class WriteBatch {
   /** Live-state notices, delivered after the commit notices of the same transaction. */
   readonly liveNotices: LiveStateNotice[] = [];
   appendedEvents = 0;
+  /** Stored event data added (or, negative, removed) per owner, written once before COMMIT. */
+  readonly ownerDataBytes = new Map<string, number>();
 
   touch(state: SessionState): void {
     this.dirty.set(state.sessionId, state);
+  }
+
+  addDataBytes(owner: string, bytes: number): void {
+    this.ownerDataBytes.set(owner, (this.ownerDataBytes.get(owner) ?? 0) + bytes);
   }
 
   forget(sessionId: string): void {

@@ -15,6 +15,11 @@ export interface PrincipalLimitOptions {
    * `fork` is refused `too_many_sessions`. Counted by the store, inside the creating transaction.
    */
   maxSessionsPerPrincipal: number;
+  /**
+   * @default 1 GiB — bytes one (non-admin) principal may store (its sessions' event data and its
+   * attachments); past it a prompt, create, fork or upload is refused `storage_quota_exceeded`.
+   */
+  maxStoredBytesPerPrincipal: number;
 }
 
 export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
@@ -22,6 +27,7 @@ export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
   sessionCreateBurst: 200,
   sessionCreatePerSecond: 10,
   maxSessionsPerPrincipal: Limits.sessionsPerPrincipal,
+  maxStoredBytesPerPrincipal: Limits.storedBytesPerPrincipal,
 };
 
 interface Bucket {

@@ -16,6 +16,7 @@ afterEach(async () => {
 
 async function openLimitedHost(limits: {
   maxSessionsPerPrincipal?: number;
+  maxStoredBytesPerPrincipal?: number;
   maxLiveAgentsPerPrincipal?: number;
   maxQueuedPromptsPerSession?: number;
   maxQueuedBytesPerPrincipal?: number;
@@ -129,5 +130,63 @@ describe("live sessions per principal", () => {
       "b1",
       "b1-fork",
     ]);
+  });
+});
+
+describe("stored event data per principal", () => {
+  const bob = { name: "bob", admin: false };
+  const settled = async (store: SqliteSessionStore, sessionId: string, turns: number) =>
+    expect
+      .poll(async () => (await readLog(store, sessionId)).filter((e) => e.type === "turn/end").length)
+      .toBe(turns);
+
+  test("past the quota a prompt, create or fork is storage_quota_exceeded and writes nothing; clearing makes room", async () => {
+    const { host, store } = await openLimitedHost({ maxStoredBytesPerPrincipal: 20_000 });
+    await host.call(bob, "session.create", { sessionId: "b1" });
+    const text = "x".repeat(6000);
+    // each prompt stores its text twice (the message, then the demo agent's echo)
+    await host.call(bob, "session.prompt", { sessionId: "b1", text, clientMessageId: "p1" });
+    await settled(store, "b1", 1);
+    expect(await store.ownerStoredBytes("bob")).toBeLessThan(20_000);
+    await host.call(bob, "session.prompt", { sessionId: "b1", text, clientMessageId: "p2" });
+    await settled(store, "b1", 2);
+    const stored = await store.ownerStoredBytes("bob");
+    expect(stored).toBeGreaterThanOrEqual(20_000);
+
+    const before = await readLog(store, "b1");
+    for (const call of [
+      () => host.call(bob, "session.prompt", { sessionId: "b1", text: "one more", clientMessageId: "p3" }),
+      () => host.call(bob, "session.create", { sessionId: "b2" }),
+      () => host.call(bob, "session.fork", { sourceId: "b1", sessionId: "b1-fork" }),
+    ]) {
+      expect(await errorCode(call)).toEqual({
+        code: "storage_quota_exceeded",
+        data: { maxBytes: 20_000, storedBytes: stored },
+      });
+    }
+    expect(await readLog(store, "b1")).toEqual(before);
+    expect(await store.findPrompt("b1", "p3")).toBeNull();
+    expect(await store.header("b2")).toEqual({ status: "not_found" });
+    expect(await store.header("b1-fork")).toEqual({ status: "not_found" });
+    expect(await store.ownerStoredBytes("bob")).toBe(stored);
+
+    // a prompt already answered still answers the same; the admin and other principals are not bound
+    expect(
+      await host.call(bob, "session.prompt", { sessionId: "b1", text, clientMessageId: "p2" }),
+    ).toMatchObject({
+      queued: false,
+    });
+    await host.call(ADMIN, "session.prompt", {
+      sessionId: "b1",
+      text: "from the operator",
+      clientMessageId: "a1",
+    });
+    await settled(store, "b1", 3);
+    await host.call({ name: "carol", admin: false }, "session.create", { sessionId: "c1" });
+
+    await host.call(bob, "session.clear", { sessionId: "b1" });
+    expect(await store.ownerStoredBytes("bob")).toBeLessThan(1000);
+    await host.call(bob, "session.prompt", { sessionId: "b1", text: "room again", clientMessageId: "p4" });
+    await host.call(bob, "session.create", { sessionId: "b2" });
   });
 });

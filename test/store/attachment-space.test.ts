@@ -46,8 +46,12 @@ describe("SQLite: the space of swept uploads goes back to the file system", () =
     const full = pages(path);
     expect(full.chunks).toBe((9 * MIB) / ATTACHMENT_CHUNK_BYTES);
 
+    expect(await store.ownerStoredBytes("o")).toBe(9 * MIB);
+
     const sweeper = store.attachmentSweeper();
     expect(await sweeper.sweep(2_000)).toBe(8);
+    // the owner's stored bytes follow (a trigger counts every attachment row in and out)
+    expect(await store.ownerStoredBytes("o")).toBe(MIB);
     const swept = pages(path);
     process.stdout.write(
       `swept 8 MiB of uploads: page_count ${full.pageCount} -> ${swept.pageCount}, freelist ${swept.freelist}\n`,
@@ -69,8 +73,11 @@ describe("SQLite: the space of swept uploads goes back to the file system", () =
     await SqliteSessionStore.open(path).close();
     // the layout before chunks: bodies in attachments.bytes, no chunk table
     const old = new Database(path);
-    // (and before the index of large events, which came after them)
-    old.exec("DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks; DROP INDEX events_large");
+    // (and before what came after them: the index of large events, the owners' usage)
+    old.exec(
+      "DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks; DROP INDEX events_large; " +
+        "DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage",
+    );
     old.pragma(`user_version = ${VERSION_BEFORE_CHUNKS}`);
     const body = Buffer.alloc(ATTACHMENT_CHUNK_BYTES * 2 + 10);
     for (let i = 0; i < body.length; i++) body[i] = i % 251;

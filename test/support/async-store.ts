@@ -10,6 +10,7 @@ const READS = new Set<string>([
   "list",
   "search",
   "isRetired",
+  "ownerStoredBytes",
   "findPrompt",
   "getAttachment",
 ]);

@@ -80,4 +80,62 @@ describe("per-principal limits against a real host", () => {
     peers.push(await MuxPeer.connect(host.wsUrl, { token: ALICE_TOKEN }));
     await canary.dispose();
   });
+
+  it("past its stored-data quota a principal's prompts and creates are storage_quota_exceeded, the admin's are not", async () => {
+    const host = keep(
+      await AttackHost.start([
+        "--token",
+        `alice=${ALICE_TOKEN}`,
+        "--max-stored-bytes-per-principal",
+        "12000",
+      ]),
+    );
+    const canary = await Canary.start(host);
+    const alice = await MuxPeer.connect(host.wsUrl, { token: ALICE_TOKEN });
+    peers.push(alice);
+    await alice.call("session.create", { sessionId: "a1" });
+    const follow = alice.follow("a1");
+    const text = "x".repeat(7000);
+    await alice.call("session.prompt", { sessionId: "a1", text, clientMessageId: "m1" });
+    // the message and the demo agent's echo: about 14 kB, over the quota once the turn ended
+    await expect
+      .poll(() => alice.events(follow).some((e) => e.type === "turn/end"), { timeout: 10_000 })
+      .toBe(true);
+    const headSeq = alice.lastSeq(follow);
+    for (const [method, params] of [
+      ["session.prompt", { sessionId: "a1", text: "more", clientMessageId: "m2" }],
+      ["session.create", { sessionId: "a2" }],
+      ["session.fork", { sourceId: "a1", sessionId: "a1-fork" }],
+    ] as const) {
+      const refused = await alice.callError(method, params);
+      expect(refused.code).toBe("storage_quota_exceeded");
+      const data = refused.data as { maxBytes: number; storedBytes: number };
+      expect(data.maxBytes).toBe(12_000);
+      expect(data.storedBytes).toBeGreaterThan(14_000);
+    }
+    const upload = await fetch(`${host.url}/v1/attachments`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${ALICE_TOKEN}`,
+        "content-type": "text/plain",
+        "x-filename": "a.txt",
+      },
+      body: "more bytes",
+    });
+    expect(upload.status).toBe(413);
+    expect(((await upload.json()) as { error: string }).error).toBe("storage_quota_exceeded");
+    // nothing was appended; the admin's writes are not bound by alice's quota
+    expect(
+      (await canary.peer.call("session.page", { sessionId: "a1" })) as { headSeq: number },
+    ).toMatchObject({
+      headSeq,
+    });
+    await canary.peer.call("session.prompt", { sessionId: "a1", text, clientMessageId: "admin-1" });
+    await canary.stream(10, 25);
+    expect(await canary.check()).toBeGreaterThan(0);
+    // deleting the session makes room
+    await alice.call("session.delete", { sessionId: "a1" });
+    await alice.call("session.create", { sessionId: "a2" });
+    await canary.dispose();
+  });
 });

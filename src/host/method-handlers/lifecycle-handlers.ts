@@ -3,11 +3,13 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import type { Principal } from "../principal.js";
 import { toRow } from "../session-row.js";
+import { assertStorageRoom } from "../storage-quota.js";
 import { notFound, refusal } from "../store-outcomes.js";
 import { chooseModel } from "./model-choice.js";
 
 export const create: MethodHandler<"session.create"> = async (ctx, resolvers, principal, params) => {
   const sessionId = params.sessionId ?? randomUUID();
+  await assertStorageRoom(ctx, principal);
   const outcome = await ctx.store.create({
     sessionId,
     owner: principal.name,
@@ -41,6 +43,7 @@ function tooManySessions(principal: Principal, max: number): SessionmuxError {
 export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, principal, params) => {
   await resolvers.inspect(principal, params.sourceId);
   const targetId = params.sessionId ?? randomUUID();
+  await assertStorageRoom(ctx, principal);
   const outcome = await ctx.store.fork({
     sourceId: params.sourceId,
     targetId,

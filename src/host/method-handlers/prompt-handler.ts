@@ -7,6 +7,7 @@ import type { HostContext, MethodHandler } from "../host-context.js";
 import type { PromptInput } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
 import type { Principal } from "../principal.js";
+import { assertStorageRoom } from "../storage-quota.js";
 import { refusal } from "../store-outcomes.js";
 
 type PromptResult = ResultOf<"session.prompt">;
@@ -39,6 +40,8 @@ async function answerPrompt(
 ): Promise<PromptResult> {
   const recorded = await ctx.store.findPrompt(params.sessionId, params.clientMessageId);
   if (recorded) return fromRecord(recorded);
+  // before the agent starts: a refused prompt resumes nothing
+  await assertStorageRoom(ctx, principal);
   const session = await resolvers.resume(principal, params.sessionId);
   const input: PromptInput = {
     clientMessageId: params.clientMessageId,

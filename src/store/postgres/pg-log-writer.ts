@@ -33,6 +33,8 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
     j AS (DELETE FROM jobs WHERE session_id = $1),
     l AS (DELETE FROM leases WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1`;
+const SESSION_DATA_BYTES =
+  "SELECT coalesce(sum(octet_length(data)), 0)::bigint AS n FROM events WHERE session_id = $1";
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
 const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
 
@@ -73,11 +75,13 @@ export class PgLogWriter {
     at: number,
   ): Promise<SessionEvent[]> {
     const stored: SessionEvent[] = [];
+    let dataBytes = 0;
     for (const input of events) {
       const data = input.data;
       const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
       const bytes = encodeValue(data);
       assertEventSize(bytes, event.type);
+      dataBytes += bytes.length;
       batch.addEvent(state.sessionId, event.seq, event.type, event.at, bytes);
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
@@ -85,12 +89,14 @@ export class PgLogWriter {
       stored.push(event);
     }
     batch.appendedEvents += stored.length;
+    batch.addDataBytes(state.owner, dataBytes);
     batch.touch(state);
     return stored;
   }
 
   /** Deletes the log and starts a new epoch whose projection begins from the current header. */
   async resetEpoch(batch: PgWriteBatch, state: SessionState, epoch: string): Promise<void> {
+    await this.countOut(batch, state.sessionId, state.owner);
     await batch.execute(DELETE_EVENTS, [state.sessionId]);
     await batch.execute(DELETE_SEARCH, [state.sessionId]);
     const base: ProjectionBase = {
@@ -116,7 +122,8 @@ export class PgLogWriter {
   }
 
   /** Removes everything of the session and marks its row retired (the tombstone). */
-  async retire(batch: PgWriteBatch, sessionId: string, at: number): Promise<void> {
+  async retire(batch: PgWriteBatch, sessionId: string, owner: string, at: number): Promise<void> {
+    await this.countOut(batch, sessionId, owner);
     await batch.execute(RETIRE, [sessionId, at]);
     batch.leaseWritten(sessionId);
     batch.remember(sessionId, "retired");
@@ -144,6 +151,12 @@ export class PgLogWriter {
     }
     state.projection = projection;
     batch.touch(state);
+  }
+
+  /** The session's log is about to be deleted: its data leaves the owner's usage. */
+  private async countOut(batch: PgWriteBatch, sessionId: string, owner: string): Promise<void> {
+    const [row] = await batch.read<{ n: number }>(SESSION_DATA_BYTES, [sessionId]);
+    batch.addDataBytes(owner, -(row?.n ?? 0));
   }
 
   private async afterInsert(batch: PgWriteBatch, state: SessionState, event: SessionEvent): Promise<void> {

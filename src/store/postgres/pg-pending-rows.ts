@@ -65,8 +65,8 @@ const EVERY_ROW_WRITTEN = "(SELECT count(*) FROM {self}) = cardinality($1::text[
 export const CHECKED_WRITE = "sessionmux_checked_write";
 
 /**
- * The write statement's text depends only on which of its seven parts a transaction has, so the
- * texts are at most 2^7 and each is parsed and planned once per connection, under its own name.
+ * The write statement's text depends only on which of its eight parts a transaction has, so the
+ * texts are at most 2^8 and each is parsed and planned once per connection, under its own name.
  */
 const preparedNames = new Map<string, string>();
 
@@ -86,8 +86,9 @@ function unnest(types: readonly string[]): string {
 
 /**
  * Rows a transaction's operations produced, kept column-wise and written by ONE statement (one
- * round trip) whose parts are data-modifying CTEs: events, prompt keys, attachment links, search
- * documents, then the projections (which hold the heads) of the touched sessions. Each part is one `unnest`, so a
+ * round trip) whose parts are data-modifying CTEs: the owners' stored data, events, prompt keys,
+ * attachment links, search documents, then the projections (which hold the heads) of the touched
+ * sessions. Each part is one `unnest`, so a
  * batch of a hundred appends costs what one multi-row insert costs.
  */
 export class PendingRows {
@@ -134,7 +135,8 @@ export class PendingRows {
    * `loaded`, whole otherwise); null when there is nothing to write. `result`: the query the
    * statement ends with (a SELECT over what was there before the writes), instead of `SELECT 1`;
    * its `{expected}` is true only if, with `versions` given, every projection row updated was
-   * still at the version listed for its session. Taking it empties the pending rows.
+   * still at the version listed for its session. `ownerDataBytes`: what the transaction moved each
+   * owner's stored data by, given only to the commit's statement. Taking it empties the pending rows.
    */
   take(
     states: readonly SessionState[] = [],
@@ -142,8 +144,22 @@ export class PendingRows {
     loaded: ReadonlyMap<string, ProjectionState> = new Map(),
     result?: Statement,
     versions?: ReadonlyMap<string, number>,
+    ownerDataBytes: ReadonlyMap<string, number> = new Map(),
   ): Statement | null {
     const parts: Part[] = [];
+    const usage = [...ownerDataBytes].filter(([, bytes]) => bytes !== 0).sort(([a], [b]) => (a < b ? -1 : 1));
+    if (usage.length > 0) {
+      // in owner order, so two transactions take these rows' locks in the same order
+      parts.push({
+        sql: `INSERT INTO owner_usage (owner, stored_bytes)
+          SELECT * FROM ${unnest(["text", "bigint"])} ON CONFLICT (owner)
+          DO UPDATE SET stored_bytes = owner_usage.stored_bytes + EXCLUDED.stored_bytes`,
+        params: [
+          textArrayLiteral(usage.map(([owner]) => owner)),
+          integerArrayLiteral(usage.map(([, b]) => b)),
+        ],
+      });
+    }
     if (this.events[0].length > 0) {
       parts.push({
         sql: `INSERT INTO events (session_id, seq, type, at, data)

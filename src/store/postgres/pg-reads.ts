@@ -33,6 +33,7 @@ const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_e
 
 const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
+const OWNER_STORED_BYTES = "SELECT stored_bytes FROM owner_usage WHERE owner = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
@@ -211,6 +212,11 @@ export class PgReads {
 
   async isRetired(sessionId: string): Promise<boolean> {
     return (await this.missing(sessionId)).status === "retired";
+  }
+
+  async ownerStoredBytes(owner: string): Promise<number> {
+    const row = (await this.pool.query<{ stored_bytes: number }>(OWNER_STORED_BYTES, [owner])).rows[0];
+    return row?.stored_bytes ?? 0;
   }
 
   async findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {

@@ -217,6 +217,34 @@ const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // 7: the bytes each owner stores (its sessions' event data and its attachments), so a
+  // principal's storage quota is one lookup. Events are counted by the write statement of each
+  // transaction, in owner order (so two hosts take these rows' locks in one order), and out by a
+  // clear or a delete; attachments, written and deleted on paths of their own, by a trigger.
+  `
+  CREATE TABLE owner_usage (
+    owner text PRIMARY KEY,
+    stored_bytes bigint NOT NULL
+  );
+  INSERT INTO owner_usage (owner, stored_bytes)
+    SELECT owner, sum(bytes) FROM (
+      SELECT s.owner, octet_length(e.data)::bigint AS bytes FROM events e JOIN sessions s USING (session_id)
+      UNION ALL SELECT owner, size FROM attachments
+    ) u GROUP BY owner;
+  CREATE FUNCTION sessionmux_count_attachment() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO owner_usage (owner, stored_bytes) VALUES (NEW.owner, NEW.size)
+        ON CONFLICT (owner) DO UPDATE SET stored_bytes = owner_usage.stored_bytes + EXCLUDED.stored_bytes;
+    ELSE
+      UPDATE owner_usage SET stored_bytes = stored_bytes - OLD.size WHERE owner = OLD.owner;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER attachments_counted AFTER INSERT OR DELETE ON attachments
+    FOR EACH ROW EXECUTE FUNCTION sessionmux_count_attachment();
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

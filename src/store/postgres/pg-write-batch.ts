@@ -145,6 +145,8 @@ export class PgWriteBatch {
   /** Live-state notices, delivered after the commit notices of the same transaction. */
   readonly liveNotices: PgLiveNotice[] = [];
   appendedEvents = 0;
+  /** Stored event data added (or, negative, removed) per owner, written with the commit. */
+  private readonly ownerDataBytes = new Map<string, number>();
   private readonly states = new Map<string, SessionState | "retired" | null>();
   private readonly dirty = new Map<string, SessionState>();
   private readonly created = new Set<string>();
@@ -307,6 +309,10 @@ export class PgWriteBatch {
     return publicProjection(state.projection);
   }
 
+  addDataBytes(owner: string, bytes: number): void {
+    this.ownerDataBytes.set(owner, (this.ownerDataBytes.get(owner) ?? 0) + bytes);
+  }
+
   addEvent(sessionId: string, seq: number, type: string, at: number, data: Uint8Array): void {
     this.rows.event(sessionId, seq, type, at, data);
   }
@@ -366,7 +372,14 @@ export class PgWriteBatch {
    */
   async commit(announcement: Announcement | null): Promise<void> {
     if (this.kept) return this.commitKept(announcement);
-    const statement = this.rows.take([...this.dirty.values()], this.created, this.loaded);
+    const statement = this.rows.take(
+      [...this.dirty.values()],
+      this.created,
+      this.loaded,
+      undefined,
+      undefined,
+      this.ownerDataBytes,
+    );
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
     this.open = false;
@@ -407,6 +420,7 @@ export class PgWriteBatch {
       this.loaded,
       check,
       this.versions,
+      this.ownerDataBytes,
     )!;
     const sent = together(this.client, () => {
       const written = this.client.query<{ xid: string }>({

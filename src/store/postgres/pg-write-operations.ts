@@ -173,7 +173,7 @@ export class PgWriteOperations {
         if (state === "retired") return { status: "retired" };
         if (!state) return { status: "not_found" };
         await forgetLiveState(batch, sessionId, state.owner);
-        await this.writer.retire(batch, sessionId, this.now());
+        await this.writer.retire(batch, sessionId, state.owner, this.now());
         batch.notify(sessionId, { kind: "delete" }, null);
         return { status: "deleted" };
       },

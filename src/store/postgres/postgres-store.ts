@@ -333,6 +333,10 @@ export class PostgresSessionStore implements HostStore {
     return this.reads.isRetired(sessionId);
   }
 
+  ownerStoredBytes(owner: string): Promise<number> {
+    return this.reads.ownerStoredBytes(owner);
+  }
+
   findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
     return this.reads.findPrompt(sessionId, clientMessageId);
   }

@@ -1,0 +1,204 @@
+import Database from "better-sqlite3";
+import pg from "pg";
+import { expect, it } from "vitest";
+import type { NewEvent } from "../../../protocol/index.js";
+import { pgUploadSweeper } from "../../../src/operations/pg-upload-sweeper.js";
+import { encodeValue } from "../../../src/store/event-codec.js";
+import { SCHEMA_VERSION } from "../../../src/store/migrations.js";
+import { PG_SCHEMA_VERSION } from "../../../src/store/postgres/pg-schema.js";
+import {
+  type ContractStore,
+  describeContract,
+  pgUrl,
+  type StoreUnderTest,
+  storeFixture,
+} from "./backends.js";
+
+const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
+const withAttachment = (attachmentId: string, size: number): NewEvent =>
+  ({
+    type: "user/message",
+    data: {
+      messageId: `m-${attachmentId}`,
+      source: "user",
+      text: "see the file",
+      attachments: [{ attachmentId, name: "f.bin", type: "application/octet-stream", size }],
+      meta: {},
+    },
+  }) as NewEvent;
+
+/** The stored data of the session's current log, measured from the log itself. */
+async function logBytes(store: ContractStore, sessionId: string): Promise<number> {
+  let bytes = 0;
+  let afterSeq = 0;
+  for (;;) {
+    const read = await store.readAfter(sessionId, afterSeq, 500);
+    if (read.status !== "ok") return 0;
+    for (const event of read.events) bytes += encodeValue(event.data).byteLength;
+    const last = read.events.at(-1);
+    if (!last || last.seq >= read.headSeq) return bytes;
+    afterSeq = last.seq;
+  }
+}
+
+async function usageOf(store: ContractStore, sessions: string[]): Promise<number> {
+  let total = 0;
+  for (const id of sessions) total += await logBytes(store, id);
+  return total;
+}
+
+/** Takes the database back to the schema before the usage table, keeping every log. */
+async function rewind(db: StoreUnderTest): Promise<void> {
+  if (db.path) {
+    await db.store.close();
+    const raw = new Database(db.path);
+    raw.exec("DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage");
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.close();
+    return;
+  }
+  const client = new pg.Client({ connectionString: pgUrl! });
+  await client.connect();
+  try {
+    await client.query(`DROP TRIGGER attachments_counted ON "${db.schema}".attachments`);
+    await client.query(`DROP FUNCTION "${db.schema}".sessionmux_count_attachment()`);
+    await client.query(`DROP TABLE "${db.schema}".owner_usage`);
+    await client.query(`DELETE FROM "${db.schema}".schema_migrations WHERE version = $1`, [
+      PG_SCHEMA_VERSION,
+    ]);
+  } finally {
+    await client.end();
+  }
+}
+
+describeContract("stored data per owner", (backend) => {
+  const open = storeFixture(backend);
+
+  it("counts every event's stored data to its session's owner, and nothing of a write that failed", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.create({ sessionId: "b", owner: "o", model: "m" });
+    await store.create({ sessionId: "p", owner: "p", model: "m" });
+    await store.append("a", [delta("x".repeat(1000)), delta("é".repeat(300))]);
+    await store.append("b", [
+      { type: "raw/bytes", data: { bytes: new Uint8Array(5000) } } as unknown as NewEvent,
+    ]);
+    await store.append("p", [delta("other owner")]);
+    // submitted in one tick, so they share a transaction: the oversized event fails it, and the
+    // others are written again one by one
+    const outcomes = await Promise.allSettled([
+      store.append("a", [delta("kept")]),
+      store.append("b", [delta("y".repeat(1024 * 1024 + 10))]),
+      store.append("p", [delta("kept too")]),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const expected = await usageOf(store, ["a", "b"]);
+    expect(expected).toBeGreaterThan(6000);
+    expect(await store.ownerStoredBytes("o")).toBe(expected);
+    expect(await store.ownerStoredBytes("p")).toBe(await usageOf(store, ["p"]));
+    expect(await store.ownerStoredBytes("nobody")).toBe(0);
+  });
+
+  it("counts a fork to the fork's owner, and a clear or a delete out of the owner's", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "src", owner: "o", model: "m" });
+    await store.append("src", [delta("a".repeat(2000)), delta("b".repeat(3000))]);
+    expect((await store.fork({ sourceId: "src", targetId: "copy", owner: "q" })).status).toBe("created");
+    expect(await store.ownerStoredBytes("q")).toBe(await usageOf(store, ["copy"]));
+    expect(await store.ownerStoredBytes("q")).toBeGreaterThan(5000);
+    expect(await store.ownerStoredBytes("o")).toBe(await usageOf(store, ["src"]));
+
+    expect((await store.clear("src")).status).toBe("cleared");
+    await store.append("src", [delta("after the clear")]);
+    expect(await store.ownerStoredBytes("o")).toBe(await usageOf(store, ["src"]));
+    expect(await store.ownerStoredBytes("o")).toBeLessThan(1000);
+
+    expect((await store.delete("copy")).status).toBe("deleted");
+    expect(await store.ownerStoredBytes("q")).toBe(0);
+    expect((await store.delete("src")).status).toBe("deleted");
+    expect(await store.ownerStoredBytes("o")).toBe(0);
+  });
+
+  it("counts an owner's attachments from their upload until they are deleted with their session", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    const events = await usageOf(store, ["s"]);
+    const linked = await store.putAttachment({
+      owner: "o",
+      name: "a",
+      type: "t",
+      bytes: new Uint8Array(3000),
+    });
+    await store.putAttachment({ owner: "o", name: "b", type: "t", bytes: new Uint8Array(700) });
+    await store.putAttachment({ owner: "p", name: "c", type: "t", bytes: new Uint8Array(50) });
+    expect(await store.ownerStoredBytes("o")).toBe(events + 3700);
+    expect(await store.ownerStoredBytes("p")).toBe(50);
+    await store.append("s", [withAttachment(linked, 3000)]);
+    expect(await store.ownerStoredBytes("o")).toBe((await usageOf(store, ["s"])) + 3700);
+    // the session's delete takes its attachment with it; the upload no prompt referenced stays
+    expect((await store.delete("s")).status).toBe("deleted");
+    expect(await store.ownerStoredBytes("o")).toBe(700);
+  });
+
+  it("is durable, and a database from before the count is counted when it is opened", async () => {
+    const db = await open();
+    const { store } = db;
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.create({ sessionId: "b", owner: "p", model: "m" });
+    await store.append("a", [delta("x".repeat(4000))]);
+    await store.append("b", [delta("y".repeat(7000))]);
+    await store.putAttachment({ owner: "p", name: "n", type: "t", bytes: new Uint8Array(900) });
+    const before = { o: await usageOf(store, ["a"]), p: (await usageOf(store, ["b"])) + 900 };
+    expect(await store.ownerStoredBytes("o")).toBe(before.o);
+    expect(await store.ownerStoredBytes("p")).toBe(before.p);
+
+    await rewind(db);
+    const reopened = await db.openAnother();
+    expect(await reopened.ownerStoredBytes("o")).toBe(before.o);
+    expect(await reopened.ownerStoredBytes("p")).toBe(before.p);
+    await reopened.append("a", [delta("more")]);
+    expect(await reopened.ownerStoredBytes("o")).toBe(await usageOf(reopened, ["a"]));
+    await reopened.putAttachment({ owner: "o", name: "n", type: "t", bytes: new Uint8Array(10) });
+    expect(await reopened.ownerStoredBytes("o")).toBe((await usageOf(reopened, ["a"])) + 10);
+  });
+
+  if (backend.name === "postgres") {
+    it("the expiry sweep of unreferenced uploads counts them out", async () => {
+      const { store, schema } = await open();
+      const upload = await store.putAttachment({
+        owner: "o",
+        name: "a",
+        type: "t",
+        bytes: new Uint8Array(4000),
+      });
+      await store.putAttachment({ owner: "o", name: "b", type: "t", bytes: new Uint8Array(500) });
+      expect(await store.ownerStoredBytes("o")).toBe(4500);
+      const sweeper = pgUploadSweeper(pgUrl!, schema!);
+      const errors: unknown[] = [];
+      try {
+        sweeper.start(-60_000, 20, (err) => errors.push(err));
+        await expect.poll(() => store.ownerStoredBytes("o")).toBe(0);
+      } finally {
+        await sweeper.close();
+      }
+      expect(errors).toEqual([]);
+      expect(await store.getAttachment(upload)).toBeNull();
+    });
+  }
+
+  if (backend.sharedWriters) {
+    it("stays exact when store instances write one owner's sessions at once", async () => {
+      const { store, openAnother } = await open();
+      const stores = [store, await openAnother(), await openAnother()];
+      const ids = Array.from({ length: 6 }, (_, i) => `s${i}`);
+      for (const id of ids) await store.create({ sessionId: id, owner: "o", model: "m" });
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          stores[i % 3]!.append(ids[i % 6]!, [delta(`${i}:${"z".repeat(i * 37)}`)]),
+        ),
+      );
+      expect(await stores[1]!.delete("s0")).toEqual({ status: "deleted" });
+      expect(await store.ownerStoredBytes("o")).toBe(await usageOf(store, ids));
+    });
+  }
+});
