@@ -4,9 +4,9 @@ import type { Principal } from "./principal.js";
 
 /**
  * Refuses a write that would add to what a principal stores (its sessions' event data and its
- * attachments) once that reaches its quota. Checked before the write, not inside its transaction: writes admitted earlier (a
- * running turn, queued prompts) still complete, so the quota can be passed by what they add.
- * The admin is exempt, as from the other per-principal limits.
+ * attachments) once that reaches its quota. Checked before the write, not inside its
+ * transaction: writes admitted earlier (a running turn, queued prompts) still complete, so the
+ * quota can be passed by what they add. The admin is exempt, as from the other per-principal limits.
  */
 export async function assertStorageRoom(ctx: HostContext, principal: Principal): Promise<void> {
   if (principal.admin) return;

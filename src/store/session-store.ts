@@ -76,6 +76,7 @@ export interface SessionStore extends DismissalStore {
    * omitted): their agent still runs there. Returns the closed sessions' ids.
    */
   interruptOpenTurns(at: number, options?: { hostId?: string }): Promise<string[]>;
+  /** Folds every live session's projection again from its log, and counts every owner's stored bytes again. */
   rebuildProjections(): Promise<void>;
 
   /** Per-session commit notices, delivered synchronously right after the commit, in commit order. */

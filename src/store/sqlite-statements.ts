@@ -75,6 +75,13 @@ const SQL = {
     "INSERT INTO owner_usage (owner, stored_bytes) VALUES (?, ?) " +
     "ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes",
   sessionDataBytes: "SELECT coalesce(sum(length(data)), 0) FROM events WHERE session_id = ?",
+  clearOwnerUsage: "DELETE FROM owner_usage",
+  /** Every owner's stored bytes counted from the rows themselves (as migration 7 first did). */
+  countOwnerUsage: `INSERT INTO owner_usage (owner, stored_bytes)
+    SELECT owner, sum(bytes) FROM (
+      SELECT s.owner AS owner, length(e.data) AS bytes FROM events e JOIN sessions s USING (session_id)
+      UNION ALL SELECT owner, size FROM attachments
+    ) GROUP BY owner`,
   insertTombstone: "INSERT OR IGNORE INTO tombstones (session_id, deleted_at) VALUES (?, ?)",
   findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",

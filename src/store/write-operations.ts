@@ -267,12 +267,15 @@ export class WriteOperations {
     };
   }
 
+  /** Every projection folded again from its log, and every owner's stored bytes counted again. */
   rebuildProjections(): WriteOperation<void> {
     return (batch) => {
       for (const sessionId of this.statements.allSessionIds.all() as string[]) {
         const state = this.writer.load(sessionId);
         if (state && state !== "retired") this.writer.rebuild(batch, state);
       }
+      this.statements.clearOwnerUsage.run();
+      this.statements.countOwnerUsage.run();
     };
   }
 

@@ -88,8 +88,8 @@ function unnest(types: readonly string[]): string {
  * Rows a transaction's operations produced, kept column-wise and written by ONE statement (one
  * round trip) whose parts are data-modifying CTEs: the owners' stored data, events, prompt keys,
  * attachment links, search documents, then the projections (which hold the heads) of the touched
- * sessions. Each part is one `unnest`, so a
- * batch of a hundred appends costs what one multi-row insert costs.
+ * sessions. Each part is one `unnest`, so a batch of a hundred appends costs what one multi-row
+ * insert costs.
  */
 export class PendingRows {
   /** Session ids, seqs, types, times, and where each event's bytes start (from 1) and how many. */

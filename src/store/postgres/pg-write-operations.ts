@@ -46,6 +46,15 @@ const PENDING_OF_SESSION =
   "SELECT interaction_id FROM interactions WHERE session_id = $1 AND state = 'pending'";
 const DELETE_QUEUE = "DELETE FROM queue_items WHERE session_id = $1 RETURNING item_id";
 const LIVE_SESSIONS = "SELECT session_id FROM sessions WHERE retired_at IS NULL ORDER BY session_id";
+// Under the table's lock no other transaction moves a count until this one commits, and what any
+// transaction waiting for it wrote is not in this count's snapshot yet: it adds its own after.
+const RECOUNT_OWNER_USAGE = `LOCK TABLE owner_usage IN EXCLUSIVE MODE;
+  DELETE FROM owner_usage;
+  INSERT INTO owner_usage (owner, stored_bytes)
+    SELECT owner, sum(bytes) FROM (
+      SELECT s.owner, octet_length(e.data)::bigint AS bytes FROM events e JOIN sessions s USING (session_id)
+      UNION ALL SELECT owner, size FROM attachments
+    ) u GROUP BY owner`;
 
 /** Another host created (and maybe already retired) the id since this batch looked. */
 async function lostCreateRace(
@@ -293,6 +302,7 @@ export class PgWriteOperations {
           const state = await batch.load(sessionId);
           if (state && state !== "retired") await this.writer.rebuild(batch, state);
         }
+        await batch.execute(RECOUNT_OWNER_USAGE, []);
       },
     };
   }

@@ -47,6 +47,24 @@ async function usageOf(store: ContractStore, sessions: string[]): Promise<number
   return total;
 }
 
+/** Runs SQL on the store's database beside the store, as an operator's hand would. */
+async function tamper(db: StoreUnderTest, sql: string): Promise<void> {
+  if (db.path) {
+    const raw = new Database(db.path);
+    raw.exec(sql);
+    raw.close();
+    return;
+  }
+  const client = new pg.Client({ connectionString: pgUrl! });
+  await client.connect();
+  try {
+    await client.query(`SET search_path TO "${db.schema}"`);
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Takes the database back to the schema before the usage table, keeping every log. */
 async function rewind(db: StoreUnderTest): Promise<void> {
   if (db.path) {
@@ -160,6 +178,26 @@ describeContract("stored data per owner", (backend) => {
     expect(await reopened.ownerStoredBytes("o")).toBe(await usageOf(reopened, ["a"]));
     await reopened.putAttachment({ owner: "o", name: "n", type: "t", bytes: new Uint8Array(10) });
     expect(await reopened.ownerStoredBytes("o")).toBe((await usageOf(reopened, ["a"])) + 10);
+  });
+
+  it("rebuild-projections counts every owner again from the rows", async () => {
+    const db = await open();
+    const { store } = db;
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.create({ sessionId: "b", owner: "p", model: "m" });
+    await store.append("a", [delta("x".repeat(3000))]);
+    await store.putAttachment({ owner: "o", name: "n", type: "t", bytes: new Uint8Array(250) });
+    const truth = { o: (await usageOf(store, ["a"])) + 250, p: await usageOf(store, ["b"]) };
+    await tamper(
+      db,
+      "UPDATE owner_usage SET stored_bytes = 1 WHERE owner = 'o'; DELETE FROM owner_usage WHERE owner = 'p'",
+    );
+    expect(await store.ownerStoredBytes("o")).toBe(1);
+    await store.rebuildProjections();
+    expect(await store.ownerStoredBytes("o")).toBe(truth.o);
+    expect(await store.ownerStoredBytes("p")).toBe(truth.p);
+    await store.append("b", [delta("after")]);
+    expect(await store.ownerStoredBytes("p")).toBe(await usageOf(store, ["b"]));
   });
 
   if (backend.name === "postgres") {
