@@ -41,6 +41,9 @@ async function logBytes(store: ContractStore, sessionId: string): Promise<number
   }
 }
 
+const upload = (store: ContractStore, owner: string, bytes: number) =>
+  store.putAttachment({ owner, name: "f", type: "t", bytes: new Uint8Array(bytes) });
+
 async function usageOf(store: ContractStore, sessions: string[]): Promise<number> {
   let total = 0;
   for (const id of sessions) total += await logBytes(store, id);
@@ -69,24 +72,18 @@ async function tamper(db: StoreUnderTest, sql: string): Promise<void> {
 async function rewind(db: StoreUnderTest): Promise<void> {
   if (db.path) {
     await db.store.close();
-    const raw = new Database(db.path);
-    raw.exec("DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage");
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
-    raw.close();
+    await tamper(
+      db,
+      `DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage;
+       PRAGMA user_version = ${SCHEMA_VERSION - 1}`,
+    );
     return;
   }
-  const client = new pg.Client({ connectionString: pgUrl! });
-  await client.connect();
-  try {
-    await client.query(`DROP TRIGGER attachments_counted ON "${db.schema}".attachments`);
-    await client.query(`DROP FUNCTION "${db.schema}".sessionmux_count_attachment()`);
-    await client.query(`DROP TABLE "${db.schema}".owner_usage`);
-    await client.query(`DELETE FROM "${db.schema}".schema_migrations WHERE version = $1`, [
-      PG_SCHEMA_VERSION,
-    ]);
-  } finally {
-    await client.end();
-  }
+  await tamper(
+    db,
+    `DROP TRIGGER attachments_counted ON attachments; DROP FUNCTION sessionmux_count_attachment();
+     DROP TABLE owner_usage; DELETE FROM schema_migrations WHERE version = ${PG_SCHEMA_VERSION}`,
+  );
 }
 
 describeContract("stored data per owner", (backend) => {
@@ -141,14 +138,9 @@ describeContract("stored data per owner", (backend) => {
     const { store } = await open();
     await store.create({ sessionId: "s", owner: "o", model: "m" });
     const events = await usageOf(store, ["s"]);
-    const linked = await store.putAttachment({
-      owner: "o",
-      name: "a",
-      type: "t",
-      bytes: new Uint8Array(3000),
-    });
-    await store.putAttachment({ owner: "o", name: "b", type: "t", bytes: new Uint8Array(700) });
-    await store.putAttachment({ owner: "p", name: "c", type: "t", bytes: new Uint8Array(50) });
+    const linked = await upload(store, "o", 3000);
+    await upload(store, "o", 700);
+    await upload(store, "p", 50);
     expect(await store.ownerStoredBytes("o")).toBe(events + 3700);
     expect(await store.ownerStoredBytes("p")).toBe(50);
     await store.append("s", [withAttachment(linked, 3000)]);
@@ -165,7 +157,7 @@ describeContract("stored data per owner", (backend) => {
     await store.create({ sessionId: "b", owner: "p", model: "m" });
     await store.append("a", [delta("x".repeat(4000))]);
     await store.append("b", [delta("y".repeat(7000))]);
-    await store.putAttachment({ owner: "p", name: "n", type: "t", bytes: new Uint8Array(900) });
+    await upload(store, "p", 900);
     const before = { o: await usageOf(store, ["a"]), p: (await usageOf(store, ["b"])) + 900 };
     expect(await store.ownerStoredBytes("o")).toBe(before.o);
     expect(await store.ownerStoredBytes("p")).toBe(before.p);
@@ -176,7 +168,7 @@ describeContract("stored data per owner", (backend) => {
     expect(await reopened.ownerStoredBytes("p")).toBe(before.p);
     await reopened.append("a", [delta("more")]);
     expect(await reopened.ownerStoredBytes("o")).toBe(await usageOf(reopened, ["a"]));
-    await reopened.putAttachment({ owner: "o", name: "n", type: "t", bytes: new Uint8Array(10) });
+    await upload(reopened, "o", 10);
     expect(await reopened.ownerStoredBytes("o")).toBe((await usageOf(reopened, ["a"])) + 10);
   });
 
@@ -186,7 +178,7 @@ describeContract("stored data per owner", (backend) => {
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     await store.create({ sessionId: "b", owner: "p", model: "m" });
     await store.append("a", [delta("x".repeat(3000))]);
-    await store.putAttachment({ owner: "o", name: "n", type: "t", bytes: new Uint8Array(250) });
+    await upload(store, "o", 250);
     const truth = { o: (await usageOf(store, ["a"])) + 250, p: await usageOf(store, ["b"]) };
     await tamper(
       db,
@@ -203,13 +195,8 @@ describeContract("stored data per owner", (backend) => {
   if (backend.name === "postgres") {
     it("the expiry sweep of unreferenced uploads counts them out", async () => {
       const { store, schema } = await open();
-      const upload = await store.putAttachment({
-        owner: "o",
-        name: "a",
-        type: "t",
-        bytes: new Uint8Array(4000),
-      });
-      await store.putAttachment({ owner: "o", name: "b", type: "t", bytes: new Uint8Array(500) });
+      const expired = await upload(store, "o", 4000);
+      await upload(store, "o", 500);
       expect(await store.ownerStoredBytes("o")).toBe(4500);
       const sweeper = pgUploadSweeper(pgUrl!, schema!);
       const errors: unknown[] = [];
@@ -220,7 +207,7 @@ describeContract("stored data per owner", (backend) => {
         await sweeper.close();
       }
       expect(errors).toEqual([]);
-      expect(await store.getAttachment(upload)).toBeNull();
+      expect(await store.getAttachment(expired)).toBeNull();
     });
   }
 
