@@ -313,6 +313,11 @@ export class PgWriteBatch {
     this.ownerDataBytes.set(owner, (this.ownerDataBytes.get(owner) ?? 0) + bytes);
   }
 
+  /** The owners' bytes were counted again from the rows: what this batch added so far is in it. */
+  forgetDataBytes(): void {
+    this.ownerDataBytes.clear();
+  }
+
   addEvent(sessionId: string, seq: number, type: string, at: number, data: Uint8Array): void {
     this.rows.event(sessionId, seq, type, at, data);
   }

@@ -303,6 +303,8 @@ export class PgWriteOperations {
           if (state && state !== "retired") await this.writer.rebuild(batch, state);
         }
         await batch.execute(RECOUNT_OWNER_USAGE, []);
+        // the count read this transaction's earlier appends too: their deltas must not be added again
+        batch.forgetDataBytes();
       },
     };
   }

@@ -190,6 +190,13 @@ describeContract("stored data per owner", (backend) => {
     expect(await store.ownerStoredBytes("p")).toBe(truth.p);
     await store.append("b", [delta("after")]);
     expect(await store.ownerStoredBytes("p")).toBe(await usageOf(store, ["b"]));
+    // appends submitted in the same tick share the rebuild's transaction, before and after it
+    await Promise.all([
+      store.append("a", [delta("before the recount")]),
+      store.rebuildProjections(),
+      store.append("a", [delta("after the recount")]),
+    ]);
+    expect(await store.ownerStoredBytes("o")).toBe((await usageOf(store, ["a"])) + 250);
   });
 
   if (backend.name === "postgres") {
