@@ -40,6 +40,11 @@ export interface HostApi {
    * another principal's answers exactly like a missing one (null).
    */
   readAttachment(principal: Principal, attachmentId: string): Promise<AttachmentBody | null>;
+  /**
+   * What `principal` stores (its sessions' event data and its attachments) and its quota (null:
+   * the admin, who is not bound).
+   */
+  storageUsage(principal: Principal): Promise<{ storedBytes: number; maxBytes: number | null }>;
   /** Stores an upload owned by `principal`; answers its id (`storage_quota_exceeded` past its quota). */
   putAttachment(
     principal: Principal,

@@ -334,6 +334,11 @@ export class SessionHost implements HostApi {
     return visibleAttachment(this.store, principal, attachmentId);
   }
 
+  async storageUsage(principal: Principal): Promise<{ storedBytes: number; maxBytes: number | null }> {
+    const storedBytes = await this.store.ownerStoredBytes(principal.name);
+    return { storedBytes, maxBytes: principal.admin ? null : this.#ctx.limits.storedBytesPerPrincipal };
+  }
+
   async putAttachment(
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Principal } from "../../src/host/principal.js";
 import { SessionListCache } from "../../src/transport/http/session-list-cache.js";
 import { AttackHost, Canary, report } from "../support/attack-host.js";
-import { ALICE_TOKEN } from "../support/host.js";
+import { ADMIN_TOKEN, ALICE_TOKEN } from "../support/host.js";
 import { hostTeardown } from "../support/host-teardown.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -102,6 +102,17 @@ describe("per-principal limits against a real host", () => {
       .poll(() => alice.events(follow).some((e) => e.type === "turn/end"), { timeout: 10_000 })
       .toBe(true);
     const headSeq = alice.lastSeq(follow);
+    const usage = async (token: string) => {
+      const res = await fetch(`${host.url}/v1/usage`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      return (await res.json()) as {
+        principal: string;
+        stored_bytes: number;
+        max_stored_bytes: number | null;
+      };
+    };
+    const before = await usage(ALICE_TOKEN);
+    expect(before).toMatchObject({ principal: "alice", max_stored_bytes: 12_000 });
     for (const [method, params] of [
       ["session.prompt", { sessionId: "a1", text: "more", clientMessageId: "m2" }],
       ["session.create", { sessionId: "a2" }],
@@ -112,6 +123,7 @@ describe("per-principal limits against a real host", () => {
       const data = refused.data as { maxBytes: number; storedBytes: number };
       expect(data.maxBytes).toBe(12_000);
       expect(data.storedBytes).toBeGreaterThan(14_000);
+      expect(data.storedBytes).toBe(before.stored_bytes);
     }
     const upload = await fetch(`${host.url}/v1/attachments`, {
       method: "POST",
@@ -133,8 +145,10 @@ describe("per-principal limits against a real host", () => {
     await canary.peer.call("session.prompt", { sessionId: "a1", text, clientMessageId: "admin-1" });
     await canary.stream(10, 25);
     expect(await canary.check()).toBeGreaterThan(0);
+    expect((await usage(ADMIN_TOKEN)).max_stored_bytes).toBeNull();
     // deleting the session makes room
     await alice.call("session.delete", { sessionId: "a1" });
+    expect((await usage(ALICE_TOKEN)).stored_bytes).toBe(0);
     await alice.call("session.create", { sessionId: "a2" });
     await canary.dispose();
   });

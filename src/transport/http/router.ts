@@ -14,6 +14,7 @@ import { SessionListCache } from "./session-list-cache.js";
 import { sessionRoutes } from "./session-routes.js";
 import { TranscriptCache } from "./session-transcript.js";
 import { defaultWebRoot, serveConsole } from "./static-console.js";
+import { usageRoutes } from "./usage-route.js";
 
 export interface HttpOptions {
   metrics?: HostMetrics;
@@ -43,7 +44,7 @@ export interface HttpOptions {
   readiness?: () => { ready: boolean; checkedAt: number; reason?: string };
 }
 
-const ROUTES: readonly Route[] = [...chatRoutes, ...sessionRoutes, ...attachmentRoutes];
+const ROUTES: readonly Route[] = [...chatRoutes, ...sessionRoutes, ...attachmentRoutes, ...usageRoutes];
 
 /** Whether `pathname` is one of the host's HTTP routes (any method): what it claims on a shared root. */
 export function isHostRoute(pathname: string): boolean {
