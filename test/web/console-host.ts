@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import type { HostOptions } from "../../src/server.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { buildConsole } from "./console-build.js";
 
@@ -10,15 +11,18 @@ export interface ConsoleHost {
   readonly client: SessionmuxClient;
 }
 
-/** Builds the console and starts a host serving it before the file's tests; stops both after. */
-export function useConsoleHost(): ConsoleHost {
+/**
+ * Builds the console and starts a host serving it (with `options`) before the file's tests;
+ * stops both after.
+ */
+export function useConsoleHost(options: Partial<HostOptions> = {}): ConsoleHost {
   let host: TestHost | undefined;
   let client: SessionmuxClient | undefined;
   let removeBuild: (() => void) | undefined;
   beforeAll(async () => {
     const built = await buildConsole();
     removeBuild = built.remove;
-    host = await startTestHost({ http: { webRoot: built.webRoot } });
+    host = await startTestHost({ ...options, http: { ...options.http, webRoot: built.webRoot } });
     client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
   });
   afterAll(async () => {

@@ -249,13 +249,17 @@ export class ConsoleApp {
     this.el.toast.dataset.timer = String(setTimeout(() => (this.el.toast.hidden = true), 5000));
   }
 
-  /** Runs a call, reporting a failure instead of throwing into an event handler. */
-  private run(what: string, work: () => Promise<unknown>): void {
+  /**
+   * Runs a call, reporting a failure instead of throwing into an event handler: the host's code
+   * and its message, which says what to do (delete sessions, wait, retry later).
+   */
+  private run(what: string, work: () => Promise<unknown>, undo?: () => void): void {
     work().catch((error: unknown) => {
-      const code = (error as { code?: string }).code;
+      const { code, message } = error as { code?: string; message?: string };
       // Another tab answered first: the follow stream will show the winner.
       if (code === "interaction_already_resolved" || code === "interaction_not_found") return;
-      this.toast(`${what} failed: ${code ?? String(error)}`);
+      undo?.();
+      this.toast(code ? `${what} failed (${code}): ${message ?? ""}` : `${what} failed: ${String(error)}`);
     });
   }
 
@@ -265,7 +269,11 @@ export class ConsoleApp {
     if (!s || text.trim() === "" || !this.online) return;
     this.el.composerInput.value = "";
     s.touch();
-    this.run("Send", () => this.link.prompt(s.sessionId, text));
+    // a prompt the host refused was not sent: its text comes back, unless something new was typed
+    const giveBack = () => {
+      if (this.session === s && this.el.composerInput.value === "") this.el.composerInput.value = text;
+    };
+    this.run("Send", () => this.link.prompt(s.sessionId, text), giveBack);
   }
 
   private search(query: string): void {
