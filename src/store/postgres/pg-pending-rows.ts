@@ -46,6 +46,26 @@ export interface Statement {
   name?: string;
 }
 
+/** What the commit's write statement writes besides the pending rows. */
+export interface CommitRows {
+  /**
+   * The projections (heads) of these sessions: inserted for `created` sessions, only `seq` where
+   * nothing else changed since `loaded`, whole otherwise.
+   */
+  states: readonly SessionState[];
+  created: ReadonlySet<string>;
+  loaded: ReadonlyMap<string, ProjectionState>;
+  /** What the transaction moved each owner's stored data by. */
+  ownerDataBytes: ReadonlyMap<string, number>;
+  /**
+   * The query the statement ends with (a SELECT over what was there before the writes), instead
+   * of `SELECT 1`; its `{expected}` is true only if, with `versions` given, every projection row
+   * updated was still at the version listed for its session.
+   */
+  result?: Statement;
+  versions?: ReadonlyMap<string, number>;
+}
+
 /** A part of the write statement, and what it must have done (see `combine`). */
 interface Part extends Statement {
   /**
@@ -130,22 +150,13 @@ export class PendingRows {
   }
 
   /**
-   * The statement writing everything pending (and, when given, the projections (heads) of
-   * `states`: inserted for `created` sessions, only `seq` where nothing else changed since
-   * `loaded`, whole otherwise); null when there is nothing to write. `result`: the query the
-   * statement ends with (a SELECT over what was there before the writes), instead of `SELECT 1`;
-   * its `{expected}` is true only if, with `versions` given, every projection row updated was
-   * still at the version listed for its session. `ownerDataBytes`: what the transaction moved each
-   * owner's stored data by, given only to the commit's statement. Taking it empties the pending rows.
+   * The statement writing everything pending, and with `commit` what only the commit's statement
+   * writes (see `CommitRows`); null when there is nothing to write. Taking it empties the pending
+   * rows.
    */
-  take(
-    states: readonly SessionState[] = [],
-    created: ReadonlySet<string> = new Set(),
-    loaded: ReadonlyMap<string, ProjectionState> = new Map(),
-    result?: Statement,
-    versions?: ReadonlyMap<string, number>,
-    ownerDataBytes: ReadonlyMap<string, number> = new Map(),
-  ): Statement | null {
+  take(commit?: CommitRows): Statement | null {
+    const { states = [], created = new Set(), loaded = new Map(), ownerDataBytes = new Map() } = commit ?? {};
+    const { result, versions } = commit ?? {};
     const parts: Part[] = [];
     const usage = [...ownerDataBytes].filter(([, bytes]) => bytes !== 0).sort(([a], [b]) => (a < b ? -1 : 1));
     if (usage.length > 0) {

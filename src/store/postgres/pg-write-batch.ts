@@ -8,7 +8,7 @@ import type { CommitNotice, PromptRecord, SessionProjection } from "../session-s
 import type { PendingNotice } from "../write-batch.js";
 import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 import { DB_NOW } from "./pg-live-rows.js";
-import { PendingRows } from "./pg-pending-rows.js";
+import { type CommitRows, PendingRows } from "./pg-pending-rows.js";
 import type { KeptSession } from "./pg-session-cache.js";
 
 /** A live-state notice of this host's transaction, with what other hosts need to announce it once. */
@@ -377,14 +377,7 @@ export class PgWriteBatch {
    */
   async commit(announcement: Announcement | null): Promise<void> {
     if (this.kept) return this.commitKept(announcement);
-    const statement = this.rows.take(
-      [...this.dirty.values()],
-      this.created,
-      this.loaded,
-      undefined,
-      undefined,
-      this.ownerDataBytes,
-    );
+    const statement = this.rows.take(this.commitRows());
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
     this.open = false;
@@ -419,14 +412,7 @@ export class PgWriteBatch {
       ],
     };
     // the check ends the write statement: it reads the rows as they were before its writes
-    const statement = this.rows.take(
-      [...this.dirty.values()],
-      this.created,
-      this.loaded,
-      check,
-      this.versions,
-      this.ownerDataBytes,
-    )!;
+    const statement = this.rows.take(this.commitRows({ result: check, versions: this.versions }))!;
     const sent = together(this.client, () => {
       const written = this.client.query<{ xid: string }>({
         name: statement.name,
@@ -450,6 +436,17 @@ export class PgWriteBatch {
     const [, , written, committed] = await inOrder([...started, ...sent]);
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
     this.xid = written.rows[0]!.xid;
+  }
+
+  /** What the commit's statement writes besides the pending rows: heads, projections, owners' bytes. */
+  private commitRows(kept?: Pick<CommitRows, "result" | "versions">): CommitRows {
+    return {
+      states: [...this.dirty.values()],
+      created: this.created,
+      loaded: this.loaded,
+      ownerDataBytes: this.ownerDataBytes,
+      ...kept,
+    };
   }
 
   private needDatabase(): void {
