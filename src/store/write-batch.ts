@@ -31,6 +31,11 @@ export class WriteBatch {
     this.ownerDataBytes.set(owner, (this.ownerDataBytes.get(owner) ?? 0) + bytes);
   }
 
+  /** The owners' bytes were counted again from the rows: what this batch added so far is in it. */
+  forgetDataBytes(): void {
+    this.ownerDataBytes.clear();
+  }
+
   forget(sessionId: string): void {
     this.dirty.delete(sessionId);
   }

@@ -21,10 +21,12 @@ const TURN_END = `WITH w AS (UPDATE interactions SET state = 'withdrawn', resolv
   ORDER BY seq`;
 const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title_explicit = $4,
     base_model = $5, acked_settled_at = NULL WHERE session_id = $1`;
-const DELETE_EVENTS = "DELETE FROM events WHERE session_id = $1";
+// both answer the stored data they deleted (`n`), for the owner's usage: one pass over the log
+const DELETE_EVENTS = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING octet_length(data) AS n)
+  SELECT coalesce(sum(n), 0)::bigint AS n FROM e`;
 const DELETE_SEARCH = "DELETE FROM search_docs WHERE session_id = $1";
 // the session row stays, with retired_at set: it is the tombstone, and it never expires
-const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
+const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING octet_length(data) AS n),
     p AS (DELETE FROM projections WHERE session_id = $1),
     a AS (DELETE FROM attachments WHERE session_id = $1),
     k AS (DELETE FROM prompt_keys WHERE session_id = $1),
@@ -32,9 +34,8 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1),
     i AS (DELETE FROM interactions WHERE session_id = $1),
     j AS (DELETE FROM jobs WHERE session_id = $1),
     l AS (DELETE FROM leases WHERE session_id = $1)
-  UPDATE sessions SET retired_at = $2 WHERE session_id = $1`;
-const SESSION_DATA_BYTES =
-  "SELECT coalesce(sum(octet_length(data)), 0)::bigint AS n FROM events WHERE session_id = $1";
+  UPDATE sessions SET retired_at = $2 WHERE session_id = $1
+  RETURNING (SELECT coalesce(sum(n), 0)::bigint FROM e) AS n`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
 const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
 
@@ -96,8 +97,7 @@ export class PgLogWriter {
 
   /** Deletes the log and starts a new epoch whose projection begins from the current header. */
   async resetEpoch(batch: PgWriteBatch, state: SessionState, epoch: string): Promise<void> {
-    await this.countOut(batch, state.sessionId, state.owner);
-    await batch.execute(DELETE_EVENTS, [state.sessionId]);
+    await this.deleteCounted(batch, DELETE_EVENTS, [state.sessionId], state.owner);
     await batch.execute(DELETE_SEARCH, [state.sessionId]);
     const base: ProjectionBase = {
       ...state.base,
@@ -123,8 +123,7 @@ export class PgLogWriter {
 
   /** Removes everything of the session and marks its row retired (the tombstone). */
   async retire(batch: PgWriteBatch, sessionId: string, owner: string, at: number): Promise<void> {
-    await this.countOut(batch, sessionId, owner);
-    await batch.execute(RETIRE, [sessionId, at]);
+    await this.deleteCounted(batch, RETIRE, [sessionId, at], owner);
     batch.leaseWritten(sessionId);
     batch.remember(sessionId, "retired");
   }
@@ -153,9 +152,14 @@ export class PgLogWriter {
     batch.touch(state);
   }
 
-  /** The session's log is about to be deleted: its data leaves the owner's usage. */
-  private async countOut(batch: PgWriteBatch, sessionId: string, owner: string): Promise<void> {
-    const [row] = await batch.read<{ n: number }>(SESSION_DATA_BYTES, [sessionId]);
+  /** Runs a statement that deletes a session's log; the data it deleted leaves the owner's usage. */
+  private async deleteCounted(
+    batch: PgWriteBatch,
+    sql: string,
+    params: unknown[],
+    owner: string,
+  ): Promise<void> {
+    const [row] = await batch.read<{ n: number }>(sql, params);
     batch.addDataBytes(owner, -(row?.n ?? 0));
   }
 
