@@ -24,9 +24,14 @@ export function isPgRetryable(err: unknown): boolean {
   return typeof code === "string" && RETRY_CODES.has(code);
 }
 
-/** The database refused a batch's kept session states: a row was written since (see migration 6). */
+/**
+ * The database refused a batch's kept session states: a row was written since (see migration 6),
+ * or the log grew past a kept head (its key refused the batch's seq, if that insert ran before the
+ * check of the heads).
+ */
 export function isStaleKeptState(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === "SMX01";
+  const { code, constraint } = (err ?? {}) as { code?: unknown; constraint?: unknown };
+  return code === "SMX01" || (code === "23505" && constraint === "events_pkey");
 }
 
 /** What a caller sees when PostgreSQL could not do its part; retryable once it recovers. */

@@ -1,4 +1,4 @@
-import { onlySeqMoved, type ProjectionState } from "../projection.js";
+import type { ProjectionState } from "../projection.js";
 import type { SessionState } from "../session-state.js";
 import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 
@@ -49,12 +49,12 @@ export interface Statement {
 /** What the commit's write statement writes besides the pending rows. */
 export interface CommitRows {
   /**
-   * The projections (heads) of these sessions: inserted for `created` sessions, only `seq` where
-   * nothing else changed since `loaded`, whole otherwise.
+   * The sessions the transaction touched: the projection rows of `created` ones are inserted, the
+   * `written` ones updated whole, the others (only their heads moved) left as they are.
    */
   states: readonly SessionState[];
   created: ReadonlySet<string>;
-  loaded: ReadonlyMap<string, ProjectionState>;
+  written: ReadonlySet<string>;
   /** What the transaction moved each owner's stored data by. */
   ownerDataBytes: ReadonlyMap<string, number>;
   /**
@@ -85,8 +85,8 @@ const EVERY_ROW_WRITTEN = "(SELECT count(*) FROM {self}) = cardinality($1::text[
 export const CHECKED_WRITE = "sessionmux_checked_write";
 
 /**
- * The write statement's text depends only on which of its eight parts a transaction has, so the
- * texts are at most 2^8 and each is parsed and planned once per connection, under its own name.
+ * The write statement's text depends only on which of its seven parts a transaction has, so the
+ * texts are at most 2^7 and each is parsed and planned once per connection, under its own name.
  */
 const preparedNames = new Map<string, string>();
 
@@ -107,9 +107,9 @@ function unnest(types: readonly string[]): string {
 /**
  * Rows a transaction's operations produced, kept column-wise and written by ONE statement (one
  * round trip) whose parts are data-modifying CTEs: the owners' stored data, events, prompt keys,
- * attachment links, search documents, then the projections (which hold the heads) of the touched
- * sessions. Each part is one `unnest`, so a batch of a hundred appends costs what one multi-row
- * insert costs.
+ * attachment links, search documents, then the projections of the touched sessions that changed
+ * beyond their heads. Each part is one `unnest`, so a batch of a hundred appends costs what one
+ * multi-row insert costs.
  */
 export class PendingRows {
   /** Session ids, seqs, types, times, and where each event's bytes start (from 1) and how many. */
@@ -155,7 +155,12 @@ export class PendingRows {
    * rows.
    */
   take(commit?: CommitRows): Statement | null {
-    const { states = [], created = new Set(), loaded = new Map(), ownerDataBytes = new Map() } = commit ?? {};
+    const {
+      states = [],
+      created = new Set(),
+      written = new Set(),
+      ownerDataBytes = new Map(),
+    } = commit ?? {};
     const { result, versions } = commit ?? {};
     const parts: Part[] = [];
     const usage = [...ownerDataBytes].filter(([, bytes]) => bytes !== 0).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -210,14 +215,10 @@ export class PendingRows {
       });
     }
     const fresh: ProjectionState[] = [];
-    const moved: ProjectionState[] = [];
     const changed: ProjectionState[] = [];
-    for (const { sessionId, projection } of states) {
-      const before = loaded.get(sessionId);
-      if (created.has(sessionId)) fresh.push(projection);
-      // only the head moved (the common case: a streamed delta), so only `seq` needs writing
-      else if (before && onlySeqMoved(before, projection)) moved.push(projection);
-      else changed.push(projection);
+    for (const state of states) {
+      if (created.has(state.sessionId)) fresh.push(state.projection);
+      else if (written.has(state.sessionId)) changed.push(state.projection);
     }
     if (fresh.length > 0) {
       parts.push({
@@ -225,18 +226,6 @@ export class PendingRows {
           SELECT *, ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)}`,
         params: projectionColumns(fresh),
       });
-    }
-    if (moved.length > 0) {
-      parts.push(
-        updateOf(
-          "seq = v.seq",
-          ["text", "bigint"],
-          "session_id, seq",
-          [textArrayLiteral(moved.map((r) => r.sessionId)), integerArrayLiteral(moved.map((r) => r.seq))],
-          moved,
-          versions,
-        ),
-      );
     }
     if (changed.length > 0) {
       parts.push(

@@ -23,11 +23,12 @@ import type {
   ReadOutcome,
   SessionProjection,
 } from "../session-store.js";
-import { SELECT_STATE } from "./pg-write-batch.js";
+import { headSeqOf, SELECT_STATE } from "./pg-write-batch.js";
 
-/** A projections row in the shape `projectionFromRow` reads (booleans as 0/1). */
+/** A projections row in the shape `projectionFromRow` reads (booleans as 0/1), with the log's head as `seq`. */
 const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_explicit::int AS title_explicit, model,
-  last_prompt_at, updated_at, turn_count, blank::int AS blank, last_state, message_count, seq, open_turn_id,
+  last_prompt_at, updated_at, turn_count, blank::int AS blank, last_state, message_count,
+  ${headSeqOf("projections.session_id")} AS seq, open_turn_id,
   turn_has_text::int AS turn_has_text, has_unseen_completion::int AS has_unseen_completion,
   completion_settled_at, acked_settled_at`;
 
@@ -51,9 +52,9 @@ const eventsWithinBudget = (cursor: string, order: "" | " DESC") => `SELECT seq,
  * statement, hence one snapshot: `headSeq` is never behind the events returned, even while another
  * host commits. It stops at the byte budget $4, as a page does.
  */
-const readAfterQuery = (data: string) => `SELECT s.epoch, coalesce(p.seq, 0) AS head_seq,
+const readAfterQuery = (data: string) => `SELECT s.epoch, ${headSeqOf("s.session_id")} AS head_seq,
     s.retired_at IS NOT NULL AS retired, e.seq, e.at, e.type, ${data}
-  FROM sessions s LEFT JOIN projections p ON p.session_id = s.session_id LEFT JOIN LATERAL (
+  FROM sessions s LEFT JOIN LATERAL (
     ${eventsWithinBudget("session_id = s.session_id AND seq > $2", "")}
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
 // $4 = `Limits.eventItemBytes`

@@ -245,6 +245,15 @@ const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER attachments_counted AFTER INSERT OR DELETE ON attachments
     FOR EACH ROW EXECUTE FUNCTION sessionmux_count_attachment();
   `,
+  // 8: a session's head is its log's max(seq), no longer the projection row's seq: an append that
+  // changes nothing else the row shows (a streamed delta) leaves the row alone, so a batch of a
+  // hundred appends writes a hundred events and no projection. A host of an earlier build reads
+  // the head from the row; it refuses to open a schema this new, and one still running sees its
+  // appends refused by the log's key, never written twice.
+  `
+  COMMENT ON COLUMN projections.seq IS
+    'the head when the row was last written, not the head: that is max(seq) of the session''s events';
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { LeaseRow } from "../lease-rules.js";
 import type { LiveStateNotice } from "../live-state-store.js";
-import { type ProjectionState, publicProjection } from "../projection.js";
+import { onlySeqMoved, type ProjectionState, publicProjection } from "../projection.js";
 import type { SessionLease } from "../session-lease.js";
 import { type SessionState, type SessionStateRow, stateFromRow } from "../session-state.js";
 import type { CommitNotice, PromptRecord, SessionProjection } from "../session-store.js";
@@ -17,8 +17,17 @@ export interface PgLiveNotice {
   queueVersion?: number;
 }
 
+/**
+ * A session's head seq, the log's own: `max(seq)` of its events (one index seek). The projection
+ * row is not written when only the head moved (see `PgWriteBatch.writtenRows`), so its `seq` column
+ * is not the head and no read takes it.
+ */
+export const headSeqOf = (sessionId: string) =>
+  `coalesce((SELECT max(e.seq) FROM events e WHERE e.session_id = ${sessionId}), 0)`;
+
 /** The joined session + projection row in the shape `stateFromRow` reads (booleans as 0/1). */
-const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq, p.seq AS head_seq,
+const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq,
+  ${headSeqOf("s.session_id")} AS head_seq,
   s.base_title, s.base_title_explicit::int AS base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
   p.title, p.title_explicit::int AS title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count,
   p.blank::int AS blank, p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text::int AS turn_has_text,
@@ -60,16 +69,21 @@ const LOCK_KEPT = `SELECT count(*) FROM (SELECT 1 FROM projections WHERE session
   ORDER BY session_id FOR UPDATE) AS locked`;
 // After the locks were granted (the snapshot of a later statement): the projection rows the batch
 // writes were still the versions it used (`{expected}`: each guarded UPDATE wrote every one of its
-// rows, see `PendingRows.take`), so were the rows of kept sessions it only read, and every lease an
-// append was fenced by is still the current one; otherwise SMX01 aborts. A row's xmin (the 32-bit
-// id of the transaction that wrote this tuple) must match the version too: a writer that does not
-// stamp versions (a build from before migration 6, still running) changes xmin with every update,
-// so its writes are caught as well. An empty list skips its subquery.
+// rows, see `PendingRows.take`), so were the rows of the other kept sessions (read, or appended to
+// without a change to the row), and every lease an append was fenced by is still the current one;
+// otherwise SMX01 aborts. A kept session the batch only read must also still have the head kept
+// (the statement's snapshot is from before its own inserts); one it appended to is given seq -1:
+// its log's key refuses the insert if the head moved (23505, see `isStaleKeptState`), so the check
+// does not look the head up as well (a hundred lookups cost more than the rest of the check). A
+// row's xmin (the 32-bit id of the transaction that wrote this tuple) must match the version too: a
+// writer that does not stamp versions (a build from before migration 6, still running) changes xmin
+// with every update, so its writes are caught as well. An empty list skips its subquery.
 const CHECK_KEPT = `SELECT sessionmux_expect({expected}
     AND (cardinality($1::text[]) = 0 OR (SELECT count(*)
       FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
-      JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version AND p.seq = k.seq
-        AND p.xmin::text::bigint = k.version % 4294967296)
+      JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version
+        AND p.xmin::text::bigint = k.version % 4294967296
+        AND (k.seq < 0 OR ${headSeqOf("k.session_id")} = k.seq))
       = cardinality($1::text[]))
     AND (cardinality($4::text[]) = 0 OR (SELECT count(*)
       FROM unnest($4::text[], $5::text[], $6::bigint[]) AS f(session_id, host_id, generation)
@@ -150,6 +164,10 @@ export class PgWriteBatch {
   private readonly states = new Map<string, SessionState | "retired" | null>();
   private readonly dirty = new Map<string, SessionState>();
   private readonly created = new Set<string>();
+  /** Set when the commit's statement is built (see `writtenRows`). */
+  private written: Set<string> | undefined;
+  /** Sessions this transaction inserts events into. */
+  private readonly appendedTo = new Set<string>();
   private readonly prompts = new Map<string, PromptRecord>();
   /** Lease rows read with the locks, dropped when this transaction writes one. */
   private readonly leases = new Map<string, LeaseReading>();
@@ -235,7 +253,7 @@ export class PgWriteBatch {
     const states: [SessionState, number][] = [];
     const gone: string[] = [];
     for (const [id, state] of this.states) {
-      const version = this.dirty.has(id) ? xid : this.versions.get(id);
+      const version = this.rowWritten(id) ? xid : this.versions.get(id);
       if (state && state !== "retired" && version !== undefined) states.push([state, version]);
       else gone.push(id);
     }
@@ -319,6 +337,7 @@ export class PgWriteBatch {
   }
 
   addEvent(sessionId: string, seq: number, type: string, at: number, data: Uint8Array): void {
+    this.appendedTo.add(sessionId);
     this.rows.event(sessionId, seq, type, at, data);
   }
 
@@ -399,13 +418,13 @@ export class PgWriteBatch {
   private async commitKept(announcement: Announcement | null): Promise<void> {
     const { seqs, started, fences } = this.kept!;
     // the rows written are checked by their UPDATEs; the check reads the others
-    const read = [...seqs.keys()].filter((id) => !this.dirty.has(id));
+    const read = [...seqs.keys()].filter((id) => !this.rowWritten(id));
     const check = {
       sql: CHECK_KEPT,
       params: [
         textArrayLiteral(read),
         integerArrayLiteral(read.map((id) => this.versions.get(id)!)),
-        integerArrayLiteral(read.map((id) => seqs.get(id)!)),
+        integerArrayLiteral(read.map((id) => (this.appendedTo.has(id) ? -1 : seqs.get(id)!))),
         textArrayLiteral(fences[0]),
         textArrayLiteral(fences[1]),
         integerArrayLiteral(fences[2]),
@@ -438,15 +457,38 @@ export class PgWriteBatch {
     this.xid = written.rows[0]!.xid;
   }
 
-  /** What the commit's statement writes besides the pending rows: heads, projections, owners' bytes. */
+  /** What the commit's statement writes besides the pending rows: projections, owners' bytes. */
   private commitRows(kept?: Pick<CommitRows, "result" | "versions">): CommitRows {
     return {
       states: [...this.dirty.values()],
       created: this.created,
-      loaded: this.loaded,
+      written: this.writtenRows(),
       ownerDataBytes: this.ownerDataBytes,
       ...kept,
     };
+  }
+
+  /**
+   * The sessions whose projection rows the commit updates (stamping them with this transaction),
+   * decided once, when the commit's statement is built: those whose projection changed beyond its
+   * head. A row whose projection moved only its head (the common case: a streamed delta) is left as
+   * it is: the head is the log's `max(seq)`, which every read takes instead.
+   */
+  private writtenRows(): ReadonlySet<string> {
+    if (!this.written) {
+      this.written = new Set();
+      for (const [id, state] of this.dirty) {
+        const before = this.loaded.get(id);
+        if (!this.created.has(id) && (!before || !onlySeqMoved(before, state.projection)))
+          this.written.add(id);
+      }
+    }
+    return this.written;
+  }
+
+  /** Whether the commit writes the session's projection row (inserted or updated). */
+  private rowWritten(sessionId: string): boolean {
+    return this.created.has(sessionId) || this.writtenRows().has(sessionId);
   }
 
   private needDatabase(): void {

@@ -4,8 +4,6 @@ import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import { pgUploadSweeper } from "../../../src/operations/pg-upload-sweeper.js";
 import { encodeValue } from "../../../src/store/event-codec.js";
-import { SCHEMA_VERSION } from "../../../src/store/migrations.js";
-import { PG_SCHEMA_VERSION } from "../../../src/store/postgres/pg-schema.js";
 import {
   type ContractStore,
   describeContract,
@@ -68,6 +66,9 @@ async function tamper(db: StoreUnderTest, sql: string): Promise<void> {
   }
 }
 
+/** The migration (7 on both stores) that added the count; the ones after it are applied again. */
+const OWNER_USAGE_MIGRATION = 7;
+
 /** Takes the database back to the schema before the usage table, keeping every log. */
 async function rewind(db: StoreUnderTest): Promise<void> {
   if (db.path) {
@@ -75,14 +76,14 @@ async function rewind(db: StoreUnderTest): Promise<void> {
     await tamper(
       db,
       `DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage;
-       PRAGMA user_version = ${SCHEMA_VERSION - 1}`,
+       PRAGMA user_version = ${OWNER_USAGE_MIGRATION - 1}`,
     );
     return;
   }
   await tamper(
     db,
     `DROP TRIGGER attachments_counted ON attachments; DROP FUNCTION sessionmux_count_attachment();
-     DROP TABLE owner_usage; DELETE FROM schema_migrations WHERE version = ${PG_SCHEMA_VERSION}`,
+     DROP TABLE owner_usage; DELETE FROM schema_migrations WHERE version >= ${OWNER_USAGE_MIGRATION}`,
   );
 }
 

@@ -97,6 +97,24 @@ describe.skipIf(!pgUrl)(
       expect((await b.projection(S))?.messageCount).toBe(1);
     });
 
+    it("after another host appended deltas (which leave the row alone), the kept head is refused", async () => {
+      const { a, b } = await twoHosts();
+      await a.append(S, [delta("t", "kept")]);
+      await b.append(S, [delta("t", "from b")]);
+      await b.append(S, [delta("t", "from b again")]);
+      const sent = sentStatements();
+      const outcome = await a.append(S, [delta("t", "after")]);
+      expect(outcome).toMatchObject({ status: "appended", events: [{ seq: 5 }] });
+      // tried on the kept state, refused by the database, run again the usual way
+      expect(sent.some((name) => name.startsWith(CHECKED_WRITE))).toBe(true);
+      expect(sent.filter((text) => text.includes("FOR UPDATE")).length).toBeGreaterThan(0);
+      expect(await seqs(b)).toEqual([1, 2, 3, 4, 5]);
+      // and kept again from that commit: the next append goes the one-round-trip way
+      const sentBefore = sent.length;
+      expect((await a.append(S, [delta("t", "kept again")])).status).toBe("appended");
+      keptWayOnly(sent.slice(sentBefore));
+    });
+
     it("after another host cleared the session, the append starts the new epoch at seq 1", async () => {
       const { a, b } = await twoHosts();
       await a.append(S, [delta("t", "kept")]);
