@@ -64,32 +64,33 @@ const FORGET_XID = "SELECT set_config('sessionmux.xid', '', false)";
 // Its statements are prepared once per connection and their plans never depend on the values
 // (arrays of ids and rows): planning them again at every execution was a third of their time.
 const BEGIN_KEPT = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
-// one row back, not one per lock
-const LOCK_KEPT = `SELECT count(*) FROM (SELECT 1 FROM projections WHERE session_id = ANY($1::text[])
-  ORDER BY session_id FOR UPDATE) AS locked`;
-// After the locks were granted (the snapshot of a later statement): the projection rows the batch
-// writes were still the versions it used (`{expected}`: each guarded UPDATE wrote every one of its
-// rows, see `PendingRows.take`), so were the rows of the other kept sessions (read, or appended to
-// without a change to the row), and every lease an append was fenced by is still the current one;
-// otherwise SMX01 aborts. A kept session the batch only read must also still have the head kept
-// (the statement's snapshot is from before its own inserts); one it appended to is given seq -1:
-// its log's key refuses the insert if the head moved (23505, see `isStaleKeptState`), so the check
-// does not look the head up as well (a hundred lookups cost more than the rest of the check). A
-// row's xmin (the 32-bit id of the transaction that wrote this tuple) must match the version too: a
-// writer that does not stamp versions (a build from before migration 6, still running) changes xmin
-// with every update, so its writes are caught as well. An empty list skips its subquery.
+// The locks, and the check that every kept row is still the version kept, as each lock is granted
+// (`FOR UPDATE` returns the row as the last writer committed it): otherwise SMX01 aborts the
+// transaction. It runs while the host runs the operations, so the check costs the commit nothing.
+// A row's xmin (the 32-bit id of the transaction that wrote this tuple) must match the version too:
+// a writer that does not stamp versions (a build from before migration 6, still running) changes
+// xmin with every update, so its writes are caught as well. One row back, not one per lock.
+const LOCK_KEPT = `SELECT sessionmux_expect(count(*) = cardinality($1::text[])) FROM (
+    SELECT session_id, version, xmin FROM projections WHERE session_id = ANY($1::text[])
+    ORDER BY session_id FOR UPDATE
+  ) AS locked JOIN unnest($1::text[], $2::bigint[]) AS k(session_id, version) USING (session_id)
+  WHERE locked.version = k.version AND locked.xmin::text::bigint = k.version % 4294967296`;
+// Last, with the rows (the statement's snapshot is from before its own inserts): each guarded
+// UPDATE wrote every one of its rows (`{expected}`, see `PendingRows.take`), every kept session the
+// batch did not append to still has the head kept, and every lease an append was fenced by is
+// still the current one; otherwise SMX01 aborts. The head of a session the batch appended to is
+// not looked up: its log's key refuses the insert if the head moved (23505, see
+// `isStaleKeptState`), and a hundred lookups cost more than the rest of the check. An empty list
+// skips its subquery.
 const CHECK_KEPT = `SELECT sessionmux_expect({expected}
     AND (cardinality($1::text[]) = 0 OR (SELECT count(*)
-      FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(session_id, version, seq)
-      JOIN projections p ON p.session_id = k.session_id WHERE p.version = k.version
-        AND p.xmin::text::bigint = k.version % 4294967296
-        AND (k.seq < 0 OR ${headSeqOf("k.session_id")} = k.seq))
+      FROM unnest($1::text[], $2::bigint[]) AS k(session_id, seq) WHERE ${headSeqOf("k.session_id")} = k.seq)
       = cardinality($1::text[]))
-    AND (cardinality($4::text[]) = 0 OR (SELECT count(*)
-      FROM unnest($4::text[], $5::text[], $6::bigint[]) AS f(session_id, host_id, generation)
+    AND (cardinality($3::text[]) = 0 OR (SELECT count(*)
+      FROM unnest($3::text[], $4::text[], $5::bigint[]) AS f(session_id, host_id, generation)
       JOIN leases l ON l.session_id = f.session_id
       WHERE l.host_id = f.host_id AND l.generation = f.generation AND l.expires_at > ${DB_NOW})
-      = cardinality($4::text[]))),
+      = cardinality($3::text[]))),
   set_config('sessionmux.xid', pg_current_xact_id()::text, false) AS xid`;
 
 /**
@@ -193,8 +194,9 @@ export class PgWriteBatch {
 
   /**
    * Starts on kept states instead of reading: sends BEGIN and the locks (in session id order, as
-   * `lockAndLoad` takes them) without waiting for them; the check that the rows are still the
-   * versions kept and the writes go with COMMIT, and the batch waits once, for all of it.
+   * `lockAndLoad` takes them), with the check that the rows are still the versions kept, without
+   * waiting for them; the writes and the last checks go with COMMIT, and the batch waits once, for
+   * all of it.
    */
   beginKept(sessions: ReadonlyMap<string, KeptSession>): void {
     const seqs = new Map<string, number>();
@@ -204,7 +206,8 @@ export class PgWriteBatch {
       this.versions.set(id, version);
       seqs.set(id, state.headSeq);
     }
-    const idList = textArrayLiteral([...seqs.keys()]);
+    const ids = [...seqs.keys()];
+    const lockParams = [textArrayLiteral(ids), integerArrayLiteral(ids.map((id) => this.versions.get(id)!))];
     // PostgreSQL takes the locks while this host runs the operations: their answers are awaited
     // with COMMIT's (or by `abandon`), so neither waits for the other
     const started = together(
@@ -212,7 +215,7 @@ export class PgWriteBatch {
       () =>
         [
           this.client.query(BEGIN_KEPT),
-          this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: [idList] }),
+          this.client.query({ name: "sessionmux_lock_kept", text: LOCK_KEPT, values: lockParams }),
         ] as const,
     );
     for (const sent of started) sent.catch(nothing);
@@ -417,14 +420,13 @@ export class PgWriteBatch {
    */
   private async commitKept(announcement: Announcement | null): Promise<void> {
     const { seqs, started, fences } = this.kept!;
-    // the rows written are checked by their UPDATEs; the check reads the others
-    const read = [...seqs.keys()].filter((id) => !this.rowWritten(id));
+    // the kept sessions the batch did not append to: it relies on their heads (its notices carry them)
+    const read = [...seqs.keys()].filter((id) => !this.appendedTo.has(id));
     const check = {
       sql: CHECK_KEPT,
       params: [
         textArrayLiteral(read),
-        integerArrayLiteral(read.map((id) => this.versions.get(id)!)),
-        integerArrayLiteral(read.map((id) => (this.appendedTo.has(id) ? -1 : seqs.get(id)!))),
+        integerArrayLiteral(read.map((id) => seqs.get(id)!)),
         textArrayLiteral(fences[0]),
         textArrayLiteral(fences[1]),
         integerArrayLiteral(fences[2]),
