@@ -133,7 +133,7 @@ export class LogWriter {
       stored.push(event);
     }
     batch.appendedEvents += stored.length;
-    batch.addDataBytes(state.owner, dataBytes);
+    batch.ownerDataBytes.add(state.owner, dataBytes);
     batch.touch(state);
     return stored;
   }
@@ -157,9 +157,8 @@ export class LogWriter {
       else this.statements.updateProjection.run(projectionParams(projection));
       state.persisted = projection;
     }
-    for (const [owner, bytes] of batch.ownerDataBytes) {
-      if (bytes !== 0) this.statements.addOwnerStoredBytes.run(owner, bytes);
-    }
+    for (const [owner, bytes] of batch.ownerDataBytes.moved())
+      this.statements.addOwnerStoredBytes.run(owner, bytes);
   }
 
   /** Deletes the log and starts a new epoch whose projection begins from the current header. */
@@ -226,7 +225,7 @@ export class LogWriter {
 
   /** Deletes the session's log, counting its data out of the owner's usage. */
   private deleteEvents(batch: WriteBatch, sessionId: string, owner: string): void {
-    batch.addDataBytes(owner, -(this.statements.sessionDataBytes.get(sessionId) as number));
+    batch.ownerDataBytes.add(owner, -(this.statements.sessionDataBytes.get(sessionId) as number));
     this.statements.deleteEvents.run(sessionId);
   }
 

@@ -1,4 +1,5 @@
 import type { LiveStateNotice } from "./live-state-store.js";
+import { OwnerDataBytes } from "./owner-data-bytes.js";
 import type { SessionState } from "./session-state.js";
 import type { CommitNotice, SessionProjection } from "./session-store.js";
 
@@ -20,20 +21,11 @@ export class WriteBatch {
   /** Live-state notices, delivered after the commit notices of the same transaction. */
   readonly liveNotices: LiveStateNotice[] = [];
   appendedEvents = 0;
-  /** Stored event data added (or, negative, removed) per owner, written once before COMMIT. */
-  readonly ownerDataBytes = new Map<string, number>();
+  /** Stored event data this transaction moved per owner, written with its commit. */
+  readonly ownerDataBytes = new OwnerDataBytes();
 
   touch(state: SessionState): void {
     this.dirty.set(state.sessionId, state);
-  }
-
-  addDataBytes(owner: string, bytes: number): void {
-    this.ownerDataBytes.set(owner, (this.ownerDataBytes.get(owner) ?? 0) + bytes);
-  }
-
-  /** The owners' bytes were counted again from the rows: what this batch added so far is in it. */
-  forgetDataBytes(): void {
-    this.ownerDataBytes.clear();
   }
 
   forget(sessionId: string): void {

@@ -277,7 +277,7 @@ export class WriteOperations {
       this.statements.clearOwnerUsage.run();
       this.statements.countOwnerUsage.run();
       // the count read this transaction's earlier appends too: their deltas must not be added again
-      batch.forgetDataBytes();
+      batch.ownerDataBytes.clear();
     };
   }
 

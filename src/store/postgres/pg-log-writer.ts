@@ -90,7 +90,7 @@ export class PgLogWriter {
       stored.push(event);
     }
     batch.appendedEvents += stored.length;
-    batch.addDataBytes(state.owner, dataBytes);
+    batch.ownerDataBytes.add(state.owner, dataBytes);
     batch.touch(state);
     return stored;
   }
@@ -160,7 +160,7 @@ export class PgLogWriter {
     owner: string,
   ): Promise<void> {
     const [row] = await batch.read<{ n: number }>(sql, params);
-    batch.addDataBytes(owner, -(row?.n ?? 0));
+    batch.ownerDataBytes.add(owner, -(row?.n ?? 0));
   }
 
   private async afterInsert(batch: PgWriteBatch, state: SessionState, event: SessionEvent): Promise<void> {

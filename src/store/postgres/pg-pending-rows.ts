@@ -55,8 +55,8 @@ export interface CommitRows {
   states: readonly SessionState[];
   created: ReadonlySet<string>;
   written: ReadonlySet<string>;
-  /** What the transaction moved each owner's stored data by. */
-  ownerDataBytes: ReadonlyMap<string, number>;
+  /** What the transaction moved each owner's stored data by, in owner order (`OwnerDataBytes.moved`). */
+  ownerDataBytes: readonly (readonly [owner: string, bytes: number])[];
   /**
    * The query the statement ends with (a SELECT over what was there before the writes), instead
    * of `SELECT 1`; its `{expected}` is true only if, with `versions` given, every projection row
@@ -159,13 +159,12 @@ export class PendingRows {
       states = [],
       created = new Set(),
       written = new Set(),
-      ownerDataBytes = new Map(),
+      ownerDataBytes: usage = [],
     } = commit ?? {};
     const { result, versions } = commit ?? {};
     const parts: Part[] = [];
-    const usage = [...ownerDataBytes].filter(([, bytes]) => bytes !== 0).sort(([a], [b]) => (a < b ? -1 : 1));
     if (usage.length > 0) {
-      // in owner order, so two transactions take these rows' locks in the same order
+      // in owner order (see `OwnerDataBytes.moved`): two hosts take these rows' locks in one order
       parts.push({
         sql: `INSERT INTO owner_usage (owner, stored_bytes)
           SELECT * FROM ${unnest(["text", "bigint"])} ON CONFLICT (owner)

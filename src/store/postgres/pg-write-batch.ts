@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { LeaseRow } from "../lease-rules.js";
 import type { LiveStateNotice } from "../live-state-store.js";
+import { OwnerDataBytes } from "../owner-data-bytes.js";
 import { onlySeqMoved, type ProjectionState, publicProjection } from "../projection.js";
 import type { SessionLease } from "../session-lease.js";
 import { type SessionState, type SessionStateRow, stateFromRow } from "../session-state.js";
@@ -160,8 +161,8 @@ export class PgWriteBatch {
   /** Live-state notices, delivered after the commit notices of the same transaction. */
   readonly liveNotices: PgLiveNotice[] = [];
   appendedEvents = 0;
-  /** Stored event data added (or, negative, removed) per owner, written with the commit. */
-  private readonly ownerDataBytes = new Map<string, number>();
+  /** Stored event data this transaction moved per owner, written with its commit. */
+  readonly ownerDataBytes = new OwnerDataBytes();
   private readonly states = new Map<string, SessionState | "retired" | null>();
   private readonly dirty = new Map<string, SessionState>();
   private readonly created = new Set<string>();
@@ -330,15 +331,6 @@ export class PgWriteBatch {
     return publicProjection(state.projection);
   }
 
-  addDataBytes(owner: string, bytes: number): void {
-    this.ownerDataBytes.set(owner, (this.ownerDataBytes.get(owner) ?? 0) + bytes);
-  }
-
-  /** The owners' bytes were counted again from the rows: what this batch added so far is in it. */
-  forgetDataBytes(): void {
-    this.ownerDataBytes.clear();
-  }
-
   addEvent(sessionId: string, seq: number, type: string, at: number, data: Uint8Array): void {
     this.appendedTo.add(sessionId);
     this.rows.event(sessionId, seq, type, at, data);
@@ -465,7 +457,7 @@ export class PgWriteBatch {
       states: [...this.dirty.values()],
       created: this.created,
       written: this.writtenRows(),
-      ownerDataBytes: this.ownerDataBytes,
+      ownerDataBytes: this.ownerDataBytes.moved(),
       ...kept,
     };
   }

@@ -304,7 +304,7 @@ export class PgWriteOperations {
         }
         await batch.execute(RECOUNT_OWNER_USAGE, []);
         // the count read this transaction's earlier appends too: their deltas must not be added again
-        batch.forgetDataBytes();
+        batch.ownerDataBytes.clear();
       },
     };
   }
