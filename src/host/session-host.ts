@@ -33,7 +33,7 @@ import { NotOwner } from "./not-owner.js";
 import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
-import { assertStorageRoom } from "./storage-quota.js";
+import { assertStorageRoom, storageUsage } from "./storage-quota.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -334,9 +334,8 @@ export class SessionHost implements HostApi {
     return visibleAttachment(this.store, principal, attachmentId);
   }
 
-  async storageUsage(principal: Principal): Promise<{ storedBytes: number; maxBytes: number | null }> {
-    const storedBytes = await this.store.ownerStoredBytes(principal.name);
-    return { storedBytes, maxBytes: principal.admin ? null : this.#ctx.limits.storedBytesPerPrincipal };
+  storageUsage(principal: Principal): Promise<{ storedBytes: number; maxBytes: number | null }> {
+    return storageUsage(this.#ctx, principal);
   }
 
   async putAttachment(
