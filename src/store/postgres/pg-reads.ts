@@ -25,7 +25,10 @@ import type {
 } from "../session-store.js";
 import { headSeqOf, SELECT_STATE } from "./pg-write-batch.js";
 
-/** A projections row in the shape `projectionFromRow` reads (booleans as 0/1), with the log's head as `seq`. */
+/**
+ * A projections row in the shape `projectionFromRow` reads (booleans as 0/1), with the log's head
+ * as `seq`.
+ */
 const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_explicit::int AS title_explicit, model,
   last_prompt_at, updated_at, turn_count, blank::int AS blank, last_state, message_count,
   ${headSeqOf("projections.session_id")} AS seq, open_turn_id,

@@ -75,10 +75,10 @@ export interface PostgresStoreOptions {
 /**
  * The session store on PostgreSQL: any number of hosts may open one database (one schema). Every
  * rule is enforced by PostgreSQL: contiguous seq by the `(session_id, seq)` key and the session's
- * projection row locked inside each append transaction (the head is the log's own max(seq)), tombstones by the session row
- * that stays, prompt idempotency by a unique key, compare-and-clear by the locked row. Writes are group-committed per
- * host with `synchronous_commit = on`; commit notices reach subscribers on every host (see
- * `PgCommitFeed`).
+ * projection row locked inside each append transaction (the head is the log's own max(seq)),
+ * tombstones by the session row that stays, prompt idempotency by a unique key, compare-and-clear
+ * by the locked row. Writes are group-committed per host with `synchronous_commit = on`; commit
+ * notices reach subscribers on every host (see `PgCommitFeed`).
  */
 export class PostgresSessionStore implements HostStore {
   private readonly writeOperations: PgWriteOperations;
