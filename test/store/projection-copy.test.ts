@@ -3,6 +3,7 @@ import {
   applyAck,
   copyProjection,
   initialProjection,
+  onlySeqMoved,
   type ProjectionState,
   projectEvent,
 } from "../../src/store/projection.js";
@@ -66,5 +67,21 @@ describe("copyProjection", () => {
     const acked = applyAck(unusualRow(), 16);
     expect(Object.keys(acked)).toEqual(order);
     expect(acked).toStrictEqual({ ...unusualRow(), hasUnseenCompletion: false, ackedSettledAt: 16 });
+  });
+});
+
+describe("onlySeqMoved", () => {
+  it("is true for a row whose head alone moved, and false when any other field differs", () => {
+    expect(onlySeqMoved(unusualRow(), { ...unusualRow(), seq: 99 })).toBe(true);
+    expect(onlySeqMoved(unusualRow(), unusualRow())).toBe(true);
+    // every field of a new row, so a field added to the projection and not compared fails here
+    const fields = Object.keys(initialProjection(base)) as (keyof ProjectionState)[];
+    expect(fields).toHaveLength(Object.keys(unusualRow()).length);
+    for (const field of fields) {
+      if (field === "seq") continue;
+      const changed = { ...unusualRow(), [field]: `changed ${field}` } as unknown as ProjectionState;
+      expect(onlySeqMoved(unusualRow(), changed), field).toBe(false);
+      expect(onlySeqMoved(changed, unusualRow()), field).toBe(false);
+    }
   });
 });
