@@ -86,7 +86,9 @@ export class PgLogWriter {
       batch.addEvent(state.sessionId, event.seq, event.type, event.at, bytes);
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
-      await this.afterInsert(batch, state, event);
+      // most events (a delta) have nothing to do after their insert: no promise to wait for then
+      const after = this.afterInsert(batch, state, event);
+      if (after) await after;
       stored.push(event);
     }
     batch.appendedEvents += stored.length;
@@ -163,7 +165,8 @@ export class PgLogWriter {
     batch.ownerDataBytes.add(owner, -(row?.n ?? 0));
   }
 
-  private async afterInsert(batch: PgWriteBatch, state: SessionState, event: SessionEvent): Promise<void> {
+  /** What an event's insert entails besides its row: `undefined` when that is nothing to wait for. */
+  private afterInsert(batch: PgWriteBatch, state: SessionState, event: SessionEvent): Promise<void> | undefined {
     if (event.type === "user/message") {
       for (const attachment of event.data.attachments) {
         if (attachment.attachmentId) batch.linkAttachment(state.sessionId, attachment.attachmentId);
@@ -171,9 +174,11 @@ export class PgLogWriter {
       if (!event.data.hidden && !event.data.meta.incognito)
         this.index(batch, state, event.seq, event.data.text);
     } else if (event.type === "turn/end") {
-      await this.endTurn(batch, state, event.data.turnId, event.at);
+      return this.endTurn(batch, state, event.data.turnId, event.at);
     }
-    if (LIVE_ROW_EVENTS.has(event.type)) await afterLiveEvent(batch, state.owner, state.sessionId, event);
+    return LIVE_ROW_EVENTS.has(event.type)
+      ? afterLiveEvent(batch, state.owner, state.sessionId, event)
+      : undefined;
   }
 
   /** At `turn/end`: pending interactions are withdrawn; the assistant text is indexed at its first delta. */
