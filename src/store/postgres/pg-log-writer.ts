@@ -166,7 +166,11 @@ export class PgLogWriter {
   }
 
   /** What an event's insert entails besides its row: `undefined` when that is nothing to wait for. */
-  private afterInsert(batch: PgWriteBatch, state: SessionState, event: SessionEvent): Promise<void> | undefined {
+  private afterInsert(
+    batch: PgWriteBatch,
+    state: SessionState,
+    event: SessionEvent,
+  ): Promise<void> | undefined {
     if (event.type === "user/message") {
       for (const attachment of event.data.attachments) {
         if (attachment.attachmentId) batch.linkAttachment(state.sessionId, attachment.attachmentId);
