@@ -39,6 +39,14 @@ export function encodeFrame(value: unknown): Uint8Array {
   return encoder.encode(value);
 }
 
+/**
+ * `encodeFrame`'s bytes without their copy: a view of the encoder's own buffer, valid only until
+ * the next encoding, for a caller that copies them at once into memory of its choosing.
+ */
+export function encodeFrameShared(value: unknown): Uint8Array {
+  return encoder.encodeSharedRef(value);
+}
+
 /** Decodes one frame; anything undecodable or over the limits throws `bad_frame`. */
 export function decodeFrame(bytes: Uint8Array, limits?: Partial<DecodeLimits>): unknown {
   const { effective, decoder } = decodingWith(limits);
