@@ -2,9 +2,9 @@ import type Database from "better-sqlite3";
 import { type DismissalFilter, dismissalCondition } from "./dismissals.js";
 import { decodeListCursor, encodeListCursor } from "./list-cursor.js";
 import { publicProjection } from "./projection.js";
+import { headSeqOf } from "./read-head.js";
 import { type ProjectionRow, projectionFromRow } from "./session-state.js";
 import type { ListQuery, SessionProjection } from "./session-store.js";
-import { headSeqOf } from "./sqlite-statements.js";
 
 /**
  * `list`: newest `updatedAt` first, ties by ascending session id, keyset-paged so a page costs the

@@ -1,12 +1,6 @@
 import type Database from "better-sqlite3";
+import { headSeqOf } from "./read-head.js";
 import { EVENTS_AFTER_ENCODED, FIRST_LARGE_AFTER } from "./sqlite-event-encoding.js";
-
-/**
- * A session's head seq, the log's own (`max(seq)` of its events, one index seek): no column holds
- * it, and a projection row's `seq` may lag it (the row is not rewritten when only the head moved).
- */
-export const headSeqOf = (sessionId: string) =>
-  `coalesce((SELECT max(e.seq) FROM events e WHERE e.session_id = ${sessionId}), 0)`;
 
 /** Every statement the store runs; prepared once per connection by `prepareStatements`. */
 const SQL = {

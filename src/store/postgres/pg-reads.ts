@@ -6,6 +6,7 @@ import { decodeValue } from "../event-codec.js";
 import { decodeListCursor, encodeListCursor } from "../list-cursor.js";
 import { decodeRow, type StoredRow } from "../log-writer.js";
 import { publicProjection } from "../projection.js";
+import { headSeqOf } from "../read-head.js";
 import {
   headerOf,
   type ProjectionRow,
@@ -23,7 +24,7 @@ import type {
   ReadOutcome,
   SessionProjection,
 } from "../session-store.js";
-import { headSeqOf, SELECT_STATE } from "./pg-write-batch.js";
+import { SELECT_STATE } from "./pg-write-batch.js";
 
 /**
  * A projections row in the shape `projectionFromRow` reads (booleans as 0/1), with the log's head

@@ -3,6 +3,7 @@ import type { LeaseRow } from "../lease-rules.js";
 import type { LiveStateNotice } from "../live-state-store.js";
 import { OwnerDataBytes } from "../owner-data-bytes.js";
 import { onlySeqMoved, type ProjectionState, publicProjection } from "../projection.js";
+import { headSeqOf } from "../read-head.js";
 import type { SessionLease } from "../session-lease.js";
 import { type SessionState, type SessionStateRow, stateFromRow } from "../session-state.js";
 import type { CommitNotice, PromptRecord, SessionProjection } from "../session-store.js";
@@ -17,14 +18,6 @@ export interface PgLiveNotice {
   notice: LiveStateNotice;
   queueVersion?: number;
 }
-
-/**
- * A session's head seq, the log's own: `max(seq)` of its events (one index seek). The projection
- * row is not written when only the head moved (see `PgWriteBatch.writtenRows`), so its `seq` column
- * is not the head and no read takes it.
- */
-export const headSeqOf = (sessionId: string) =>
-  `coalesce((SELECT max(e.seq) FROM events e WHERE e.session_id = ${sessionId}), 0)`;
 
 /** The joined session + projection row in the shape `stateFromRow` reads (booleans as 0/1). */
 const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq,
