@@ -11,7 +11,7 @@ const decoder = new Decoder();
  * Node's pooled slab: the encoder's own copy gave each event (most under 100 bytes) a backing
  * store of its own to allocate and sweep, 40% of encoding an event.
  */
-export function encodeValue(value: unknown): Uint8Array {
+export function encodeValue(value: unknown): Buffer {
   const encoded = encodeFrameShared(value);
   const bytes = Buffer.allocUnsafe(encoded.length);
   bytes.set(encoded);

@@ -71,7 +71,7 @@ export class PgLiveOperations {
           input.itemId,
           shape.next,
           key ?? null,
-          Buffer.from(encodeValue(input.input)),
+          encodeValue(input.input),
           bytes,
           input.queuedAt,
           state.owner,
@@ -102,12 +102,7 @@ export class PgLiveOperations {
       if (!row) return false;
       const { display: _display, ...rest } = queueItemFromRow(row).input;
       const input = { ...rest, text };
-      await batch.execute(UPDATE_INPUT, [
-        sessionId,
-        itemId,
-        Buffer.from(encodeValue(input)),
-        queuedBytes(input),
-      ]);
+      await batch.execute(UPDATE_INPUT, [sessionId, itemId, encodeValue(input), queuedBytes(input)]);
       return true;
     });
   }
@@ -154,7 +149,7 @@ export class PgLiveOperations {
         if (!state || state === "retired") return { status: "not_found" };
         const { sessionId, turnId } = stored.interaction;
         const when = at ?? this.now();
-        await batch.execute(RESOLVE, [interactionId, Buffer.from(encodeValue(resolution)), when]);
+        await batch.execute(RESOLVE, [interactionId, encodeValue(resolution), when]);
         const events = await this.writer.appendEvents(
           batch,
           state,

@@ -267,8 +267,7 @@ export class PgWriteOperations {
   recordPrompt(sessionId: string, clientMessageId: string, record: PromptRecord): PgWriteOperation<void> {
     return {
       sessions: [],
-      run: (batch) =>
-        batch.execute(INSERT_PROMPT, [sessionId, clientMessageId, Buffer.from(encodeValue(record))]),
+      run: (batch) => batch.execute(INSERT_PROMPT, [sessionId, clientMessageId, encodeValue(record)]),
     };
   }
 
@@ -322,11 +321,7 @@ export class PgWriteOperations {
       const started: PromptRecord = { queued: false, turnId };
       const message = appended.find((event) => event.type === "user/message");
       if (message) started.seq = message.seq;
-      await batch.execute(UPDATE_PROMPT, [
-        item.session_id,
-        item.client_message_id,
-        Buffer.from(encodeValue(started)),
-      ]);
+      await batch.execute(UPDATE_PROMPT, [item.session_id, item.client_message_id, encodeValue(started)]);
     }
     await queueChanged(batch, item.session_id, owner);
   }
