@@ -136,10 +136,12 @@ export function foldEvent(next: ProjectionState, event: SessionEvent): void {
 
 /**
  * An ack covers the completion the client saw; it is ignored when a newer completion has settled
- * since, so a stale ack cannot hide it.
+ * since, so a stale ack cannot hide it. The row comes back as it was (nothing to write, nobody to
+ * tell) unless the ack changes it: every tab of a session acks the same completion.
  */
 export function applyAck(row: ProjectionState, completionSettledAt: number): ProjectionState {
   if (row.completionSettledAt === null || completionSettledAt < row.completionSettledAt) return row;
+  if (row.ackedSettledAt === row.completionSettledAt && !row.hasUnseenCompletion) return row;
   const next = copyProjection(row);
   next.hasUnseenCompletion = false;
   next.ackedSettledAt = row.completionSettledAt;

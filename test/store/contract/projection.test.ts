@@ -231,6 +231,19 @@ describeContract("projection", (backend) => {
     expect(await store.ack("nobody", 1)).toEqual({ status: "not_found" });
   });
 
+  it("tells listeners of an ack that changed what is unseen, once: every tab acking it again changes nothing", async () => {
+    const { store } = await open({ now: () => 1_000 });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [turnStart("t1"), turnEnd("t1")]);
+    const kinds: string[] = [];
+    store.subscribe("a", (notice) => kinds.push(notice.kind));
+    const acks = await Promise.all([1_000, 1_000, 1_500].map((at) => store.ack("a", at)));
+    expect(acks).toEqual(Array(3).fill({ status: "ok", hasUnseenCompletion: false }));
+    expect(await store.ack("a", 1_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    expect(kinds).toEqual(["meta"]);
+    expect((await store.projection("a"))?.hasUnseenCompletion).toBe(false);
+  });
+
   it("closes every open turn as interrupted on interruptOpenTurns", async () => {
     const { store } = await open();
     for (const id of ["a", "b", "c"]) await store.create({ sessionId: id, owner: "o", model: "m" });
