@@ -22,6 +22,8 @@ export default defineConfig({
       "test/client/follow-over-cuts.test.ts",
       "test/client/host-restart.test.ts",
     ],
+    // the PostgreSQL half of the store contract, for the modules of src/store/postgres
+    globalSetup: ["test/support/postgres-global-setup.ts"],
     pool: "forks",
     setupFiles: ["test/support/listener-errors.setup.ts"],
     // A mutant that makes a write never settle must fail fast, not hold the run for a minute.

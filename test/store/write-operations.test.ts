@@ -1,5 +1,9 @@
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { decodeValue } from "../../src/store/event-codec.js";
+import type { LiveStateNotice } from "../../src/store/live-state-store.js";
 import type { CommitNotice, SessionProjection } from "../../src/store/session-store.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { openTempStore, turnEnd, turnStart, userMessage } from "./open-store.js";
 
 /**
@@ -31,7 +35,11 @@ describe("create", () => {
     const { store, notices } = open(() => 42);
     const plain = await store.create({ sessionId: "a", owner: "o", model: "m" });
     if (plain.status !== "created") throw new Error(plain.status);
-    expect(plain.events).toEqual([{ seq: 1, at: 42, type: "session/created", data: { model: "m" } }]);
+    // strictly: an absent title or origin is no key at all, on the wire and in the log
+    const createdEvent = { seq: 1, at: 42, type: "session/created", data: { model: "m" } };
+    expect(plain.events).toStrictEqual([createdEvent]);
+    const logged = await store.readAfter("a", 0, 10);
+    expect(logged.status === "ok" && logged.events).toStrictEqual([createdEvent]);
     expect(plain.header).toMatchObject({ sessionId: "a", owner: "o", model: "m", createdAt: 42 });
     expect(plain.header.title).not.toBe("");
     expect(notices).toEqual([
@@ -110,6 +118,19 @@ describe("append", () => {
     expect(notices.map(([, n]) => n.kind)).toEqual(["create"]);
   });
 
+  it("hands the listeners each event as the log stores it, its data already encoded", async () => {
+    const { store, notices } = open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const appended = await store.append("a", [turnStart("t"), userMessage("hi", "m1")], { at: 5 });
+    if (appended.status !== "appended") throw new Error(appended.status);
+    const notice = notices.at(-1)?.[1];
+    if (notice?.kind !== "append") throw new Error(`last notice: ${notice?.kind}`);
+    expect(notice.events).toStrictEqual(appended.events);
+    expect(
+      notice.stored?.map(([seq, at, type, data]) => [seq, at, type, decodeValue(data as Uint8Array)]),
+    ).toStrictEqual(appended.events.map((event) => [event.seq, event.at, event.type, event.data]));
+  });
+
   it("a queued prompt that starts takes its item out and rewrites its key with the turn and seq", async () => {
     const { store } = open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
@@ -154,6 +175,36 @@ describe("append", () => {
   });
 });
 
+describe("fork", () => {
+  it("tells the listeners of the new session with everything it committed", async () => {
+    const { store, notices } = open(() => 30);
+    await store.create({ sessionId: "src", owner: "o", model: "m", title: "Source", at: 1 });
+    await store.append("src", [turnStart("t1"), userMessage("hi", "m1")], { at: 2 });
+    notices.length = 0;
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o" });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.events.map((e) => [e.seq, e.type])).toEqual([
+      [1, "session/created"],
+      [2, "turn/start"],
+      [3, "user/message"],
+      [4, "turn/end"],
+    ]);
+    expect(forked.events[3]).toStrictEqual({
+      seq: 4,
+      at: 30,
+      type: "turn/end",
+      data: { turnId: "t1", state: "interrupted" },
+    });
+    expect(notices).toEqual([
+      [
+        "dst",
+        { kind: "create", epoch: forked.header.epoch, events: forked.events },
+        expect.objectContaining({ sessionId: "dst", title: "Source", lastState: "interrupted" }),
+      ],
+    ]);
+  });
+});
+
 describe("ack", () => {
   it("tells listeners (meta) only when it changed what is unseen; a deleted session is not_found", async () => {
     let clock = 1_000;
@@ -167,6 +218,12 @@ describe("ack", () => {
     expect(await store.ack("a", 1_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
     expect(notices.map(([, n]) => n.kind)).toEqual(["create", "append", "meta"]);
     expect(notices.at(-1)?.[2]).toMatchObject({ hasUnseenCompletion: false });
+    // the same ack again, and one older than what it acked, change nothing and tell nobody
+    expect(await store.ack("a", 1_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    expect(await store.ack("a", 2_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    await store.append("a", [turnStart("t2"), turnEnd("t2")]);
+    expect(await store.ack("a", 1_500)).toEqual({ status: "ok", hasUnseenCompletion: true });
+    expect(notices.map(([, n]) => n.kind)).toEqual(["create", "append", "meta", "append"]);
     await store.delete("a");
     expect(await store.ack("a", 1_000)).toEqual({ status: "not_found" });
   });
@@ -177,8 +234,12 @@ describe("jobs and restarts", () => {
     const { store } = open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     await store.append("a", [turnStart("t1"), jobStarted("j1", "t1")]);
+    const live: LiveStateNotice[] = [];
+    store.subscribeLive((notice) => live.push(notice));
     expect(await store.setJobProgress("j1", 0.5)).toEqual({ status: "ok" });
+    expect(live).toEqual([{ kind: "job.progress", owner: "o", sessionId: "a", jobId: "j1", progress: 0.5 }]);
     expect(await store.setJobProgress("nope", 0.5)).toEqual({ status: "not_found" });
+    expect(live).toHaveLength(1);
     await store.append("a", [{ type: "job/ended", data: { jobId: "j1", state: "completed" } }]);
     expect(await store.setJobProgress("j1", 0.9)).toEqual({ status: "not_found" });
   });
@@ -212,5 +273,43 @@ describe("jobs and restarts", () => {
     await store.rebuildProjections();
     expect(await store.projection("a")).toEqual(before);
     expect(await store.projection("gone")).toBeNull();
+  });
+
+  it("a restart closes open turns in session id order, whatever order it found them in", async () => {
+    const { store } = open();
+    // "z" runs a job, so it is found first (jobs, then turns); "a" only has an open turn
+    await store.create({ sessionId: "z", owner: "o", model: "m" });
+    await store.append("z", [turnStart("tz"), jobStarted("jz", "tz")]);
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [turnStart("ta")]);
+    expect(await store.interruptOpenTurns(9)).toEqual(["a", "z"]);
+  });
+
+  it("rebuilding projections repairs rows that no longer match the log, and every owner's stored bytes", async () => {
+    env = openTempStore({ now: () => 1_000 });
+    const { path } = env;
+    let store: SqliteSessionStore = env.store;
+    await store.create({ sessionId: "a", owner: "o", model: "m", title: "A" });
+    await store.append("a", [turnStart("t1"), userMessage("hello there"), turnEnd("t1")]);
+    await store.create({ sessionId: "b", owner: "p", model: "m" });
+    await store.append("b", [turnStart("t1"), userMessage("second")]);
+    const before = { a: await store.projection("a"), b: await store.projection("b") };
+    const usage = { o: await store.ownerStoredBytes("o"), p: await store.ownerStoredBytes("p") };
+    expect(usage.o).toBeGreaterThan(0);
+    await store.close();
+
+    const db = new Database(path);
+    db.prepare(
+      "UPDATE projections SET title = 'damaged', turn_count = 42, message_count = 0, last_state = 'idle'",
+    ).run();
+    db.prepare("UPDATE owner_usage SET stored_bytes = 7").run();
+    db.close();
+    store = SqliteSessionStore.open(path, { now: () => 1_000 });
+    env = { ...env, store };
+    expect((await store.projection("a"))?.title).toBe("damaged");
+
+    await store.rebuildProjections();
+    expect({ a: await store.projection("a"), b: await store.projection("b") }).toEqual(before);
+    expect({ o: await store.ownerStoredBytes("o"), p: await store.ownerStoredBytes("p") }).toEqual(usage);
   });
 });

@@ -100,6 +100,48 @@ describeContract("group commit", (backend) => {
     expect(commits?.value).toBeGreaterThanOrEqual(2);
   });
 
+  it("reports each commit's duration in seconds, within the time the caller waited, with its events", async () => {
+    const commits: [seconds: number, events: number][] = [];
+    const { store } = await open({
+      metrics: { committed: (seconds, events) => commits.push([seconds, events]) },
+    });
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    commits.length = 0;
+    const started = performance.now();
+    await Promise.all([
+      store.append("s", [delta("t", "a"), delta("t", "b")]),
+      store.append("s", [delta("t", "c")]),
+    ]);
+    const waitedSeconds = (performance.now() - started) / 1000;
+    expect(commits).toHaveLength(1);
+    const [[seconds, events]] = commits as [[number, number]];
+    expect(events).toBe(3);
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThanOrEqual(waitedSeconds);
+  });
+
+  it("settles every write queued before close before close resolves, and refuses the writes after it", async () => {
+    const s = await open();
+    await s.store.create({ sessionId: "s", owner: "o", model: "m" });
+    const queued = Array.from({ length: 20 }, (_, i) => s.store.append("s", [delta("t", `x${i}`)]));
+    let settled = 0;
+    for (const write of queued)
+      write.then(
+        () => settled++,
+        () => settled++,
+      );
+    await s.store.close();
+    expect(settled).toBe(20);
+    expect((await Promise.all(queued)).map((outcome) => outcome.status)).toEqual(Array(20).fill("appended"));
+    await expect(s.store.append("s", [delta("t", "late")])).rejects.toMatchObject({
+      code: "host_shutting_down",
+    });
+    const read = await readWholeLog(await s.openAnother(), "s");
+    expect(read.status === "ok" && read.events.map((event) => event.seq)).toEqual(
+      Array.from({ length: 21 }, (_, i) => i + 1),
+    );
+  });
+
   it("refuses one append without failing the others in its batch", async () => {
     const { store } = await open();
     await store.create({ sessionId: "live", owner: "o", model: "m" });
@@ -142,5 +184,28 @@ describeContract("group commit", (backend) => {
     expect(store.stats().rollbacks).toBeGreaterThanOrEqual(1);
     const read = await store.readAfter("a", 0, 10);
     expect(read.status === "ok" && read.events.map((event) => event.seq)).toEqual([1, 2, 3]);
+  });
+
+  it("keeps nothing of a batch's first run when a write fails after the others already wrote", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const unencodable = {
+      type: "tool/result",
+      data: { turnId: "t", toolCallId: "c", ok: true, result: () => 1 },
+    };
+    // the bounded create reads the owner's sessions, so the append before it has written its row by then
+    const [appended, created, bad] = await Promise.allSettled([
+      store.append("a", [delta("t", "once")]),
+      store.create({ sessionId: "b", owner: "o", model: "m", maxOwnerSessions: 10 }),
+      store.append("a", [unencodable as never]),
+    ]);
+    expect(appended.status === "fulfilled" && appended.value.status).toBe("appended");
+    expect(created.status === "fulfilled" && created.value.status).toBe("created");
+    expect(bad.status).toBe("rejected");
+    const read = await readWholeLog(store, "a");
+    expect(read.status === "ok" && read.events.map((event) => [event.seq, event.type])).toEqual([
+      [1, "session/created"],
+      [2, "assistant/delta"],
+    ]);
   });
 });
