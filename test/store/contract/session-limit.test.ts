@@ -42,14 +42,22 @@ describeContract("live sessions per owner", (backend) => {
   it("lets exactly as many of concurrent creates through as the bound has room for", async () => {
     const { store } = await open();
     expect((await store.create(input("first", "o", 3))).status).toBe("created");
-    // submitted in one tick: they commit in one transaction, where the rows are not written yet
+    // submitted in one tick: they commit in one transaction, where the rows are not written yet;
+    // another owner's creates in the same transaction count for that owner only
     const outcomes = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => store.create(input(`s${i}`, "o", 3))),
+      Array.from({ length: 6 }, (_, i) => [
+        store.create(input(`s${i}`, "o", 3)),
+        store.create(input(`p${i}`, "p", 4)),
+      ]).flat(),
     );
-    expect(outcomes.filter(created)).toHaveLength(2);
-    expect(outcomes.filter((o) => o.status === "too_many_sessions")).toHaveLength(4);
+    const mine = outcomes.filter((_, i) => i % 2 === 0);
+    const theirs = outcomes.filter((_, i) => i % 2 === 1);
+    expect(mine.filter(created)).toHaveLength(2);
+    expect(mine.filter((o) => o.status === "too_many_sessions")).toHaveLength(4);
+    expect(theirs.filter(created)).toHaveLength(4);
     const listed = await store.list({ owner: "o", limit: 50 });
     expect(listed.rows).toHaveLength(3);
+    expect((await store.list({ owner: "p", limit: 50 })).rows).toHaveLength(4);
   });
 
   if (backend.sharedWriters) {

@@ -61,6 +61,19 @@ describe.skipIf(!pgUrl)(
       expect(await seqs(a)).toEqual([1, 2, 3]);
     });
 
+    it("keeps a row it wrote itself at its own version: the append after a turn's start goes the kept way too", async () => {
+      const { a } = await twoHosts();
+      // a turn's start changes what the list shows, so its commit writes the projection row
+      expect((await a.append(S, [turnStart("t1"), userMessage("hi")])).status).toBe("appended");
+      const sent = sentStatements();
+      expect(await a.append(S, [delta("t1", "x")])).toMatchObject({
+        status: "appended",
+        events: [{ seq: 4 }],
+      });
+      keptWayOnly(sent);
+      expect((await a.projection(S))?.lastState).toBe("working");
+    });
+
     it("an operation that needs a read ends the begun transaction and runs the usual way", async () => {
       const { a } = await twoHosts();
       await a.append(S, [turnStart("t"), delta("t", "kept answer")]);
