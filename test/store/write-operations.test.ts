@@ -305,11 +305,13 @@ describe("jobs and restarts", () => {
     db.prepare("UPDATE owner_usage SET stored_bytes = 7").run();
     db.close();
     store = SqliteSessionStore.open(path, { now: () => 1_000 });
-    env = { ...env, store };
-    expect((await store.projection("a"))?.title).toBe("damaged");
-
-    await store.rebuildProjections();
-    expect({ a: await store.projection("a"), b: await store.projection("b") }).toEqual(before);
-    expect({ o: await store.ownerStoredBytes("o"), p: await store.ownerStoredBytes("p") }).toEqual(usage);
+    try {
+      expect((await store.projection("a"))?.title).toBe("damaged");
+      await store.rebuildProjections();
+      expect({ a: await store.projection("a"), b: await store.projection("b") }).toEqual(before);
+      expect({ o: await store.ownerStoredBytes("o"), p: await store.ownerStoredBytes("p") }).toEqual(usage);
+    } finally {
+      await store.close();
+    }
   });
 });
