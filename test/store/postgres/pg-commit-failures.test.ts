@@ -1,9 +1,16 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
-import { backends, pgUrl, type StoreUnderTest } from "../contract/backends.js";
+import {
+  backends,
+  type ContractStore,
+  type Opener,
+  pgUrl,
+  type StoreUnderTest,
+  storeFixture,
+} from "../contract/backends.js";
 import { delta } from "../open-store.js";
 
 /**
@@ -15,16 +22,10 @@ import { delta } from "../open-store.js";
  * none of them is run again; nothing a caller was refused is ever in the log.
  */
 const postgres = backends.find((backend) => backend.name === "postgres");
-const opened: StoreUnderTest[] = [];
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((s) => s.dispose()));
-});
 
 /** A store on a fresh schema with sessions `a` and `b`, each one event long. */
-async function openStore(): Promise<StoreUnderTest> {
-  const s = await postgres!.open();
-  opened.push(s);
+async function openStore(open: Opener): Promise<StoreUnderTest> {
+  const s = await open();
   for (const sessionId of ["a", "b"]) await s.store.create({ sessionId, owner: "o", model: "m" });
   return s;
 }
@@ -51,15 +52,16 @@ async function failInserts(schema: string, sqlstate: string, times: number): Pro
   }
 }
 
-async function texts(s: StoreUnderTest, sessionId: string): Promise<string[]> {
-  const read = await readWholeLog(s.store, sessionId);
+async function texts(store: ContractStore | PostgresSessionStore, sessionId: string): Promise<string[]> {
+  const read = await readWholeLog(store, sessionId);
   if (read.status !== "ok") throw new Error(read.status);
   return read.events.flatMap((event) => (event.type === "assistant/delta" ? [event.data.text] : []));
 }
 
 describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions", () => {
+  const open = storeFixture(postgres!);
   it("runs a transaction that lost a race again, and commits it once", async () => {
-    const s = await openStore();
+    const s = await openStore(open);
     await failInserts(s.schema!, "40P01", 3);
     const before = s.store.stats();
     const [a, b] = await Promise.all([
@@ -71,17 +73,17 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
     expect(after.rollbacks - before.rollbacks).toBe(3);
     expect(after.transactions - before.transactions).toBe(1);
     expect(after.operations - before.operations).toBe(2);
-    expect(await texts(s, "a")).toEqual(["a1"]);
-    expect(await texts(s, "b")).toEqual(["b1"]);
+    expect(await texts(s.store, "a")).toEqual(["a1"]);
+    expect(await texts(s.store, "b")).toEqual(["b1"]);
   });
 
   it("gives up on a race lost four times with the database's error, and writes nothing", async () => {
-    const s = await openStore();
+    const s = await openStore(open);
     await failInserts(s.schema!, "40001", 4);
     const before = s.store.stats();
     await expect(s.store.append("a", [delta("t", "a1")])).rejects.toMatchObject({ code: "40001" });
     expect(s.store.stats().rollbacks - before.rollbacks).toBe(4);
-    expect(await texts(s, "a")).toEqual([]);
+    expect(await texts(s.store, "a")).toEqual([]);
     // the race is over: the next append commits, at the next seq
     expect(await s.store.append("a", [delta("t", "a2")])).toMatchObject({
       status: "appended",
@@ -90,7 +92,7 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
   });
 
   it("fails every write of a batch the database could not take with persistence_failure, runs none again", async () => {
-    const s = await openStore();
+    const s = await openStore(open);
     await failInserts(s.schema!, "53100", 1);
     const before = s.store.stats();
     const outcomes = await Promise.allSettled([
@@ -105,8 +107,8 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
     const after = s.store.stats();
     expect(after.rollbacks - before.rollbacks).toBe(1);
     expect(after.transactions).toBe(before.transactions);
-    expect(await texts(s, "a")).toEqual([]);
-    expect(await texts(s, "b")).toEqual([]);
+    expect(await texts(s.store, "a")).toEqual([]);
+    expect(await texts(s.store, "b")).toEqual([]);
     // the database is back: both sessions take their next event at seq 2
     expect(await s.store.append("a", [delta("t", "a2")])).toMatchObject({ events: [{ seq: 2 }] });
     expect(await s.store.append("b", [delta("t", "b2")])).toMatchObject({ events: [{ seq: 2 }] });
@@ -141,11 +143,7 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
         status: "appended",
         events: [{ seq: 3 }],
       });
-      const read = await readWholeLog(store, "a");
-      expect(
-        read.status === "ok" &&
-          read.events.flatMap((event) => (event.type === "assistant/delta" ? [event.data.text] : [])),
-      ).toEqual(["before", "after"]);
+      expect(await texts(store, "a")).toEqual(["before", "after"]);
     } finally {
       await store?.close();
       // its schema and its grant go with what the role owns
