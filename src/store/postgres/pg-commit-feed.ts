@@ -63,8 +63,18 @@ export class PgCommitFeed {
     });
     client.on("error", () => this.lost(client));
     client.on("end", () => this.lost(client));
-    await client.connect();
-    await client.query(`LISTEN "${this.channel}"`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.channel}"`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.closed) {
+      // closed while this connection was being made: nothing will end it later
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.client = client;
     this.reconnectDelay = RECONNECT_MIN_MS;
   }
@@ -147,8 +157,12 @@ export class PgCommitFeed {
 
   private async apply(changes: ChangedSession[] | "all"): Promise<void> {
     if (changes === "all") {
-      for (const [sessionId, head] of this.delivered) {
+      // a copy: each delivery moves its session to the end of the map
+      for (const [sessionId, head] of [...this.delivered]) {
         if (this.interested(sessionId)) await this.catchUp(sessionId, head.epoch, head.seq + 1);
+      }
+      for (const sessionId of [...this.interest.keys()]) {
+        if (!this.delivered.has(sessionId)) await this.wake(sessionId);
       }
       return;
     }
@@ -194,6 +208,18 @@ export class PgCommitFeed {
       if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
       epoch = read.epoch;
     }
+  }
+
+  /**
+   * A session followed here that this store has delivered nothing of: its subscribers read the log
+   * themselves, up to a seq this store does not know, so its newest event goes out. A subscriber
+   * drops it if it has it, and reads the gap from the log if it is further behind.
+   */
+  private async wake(sessionId: string): Promise<void> {
+    const found = await this.reads.header(sessionId);
+    if (found.status === "retired") return this.deliver(sessionId, { kind: "delete" }, null);
+    if (found.status === "ok" && found.headSeq > 0)
+      await this.catchUp(sessionId, found.header.epoch, found.headSeq);
   }
 
   /**
@@ -279,24 +305,27 @@ export class PgCommitFeed {
     if (this.client !== client || this.closed) return;
     this.client = undefined;
     client.end().catch(() => undefined);
+    this.reconnectLater();
+  }
+
+  /**
+   * Whichever attempt gets back in, what was committed while nobody listened is read: the
+   * NOTIFYs of that time reached no one.
+   */
+  private reconnectLater(): void {
+    if (this.closed) return;
     const delay = Math.random() * this.reconnectDelay;
     this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
     this.reconnectTimer = setTimeout(() => {
       this.start()
         .then(() => {
+          if (this.closed) return;
           this.remote = this.remote
             .then(() => this.apply("all"))
             .then(() => (this.liveListeners > 0 ? this.live.rereadAll() : undefined))
             .catch(() => undefined);
         })
-        .catch(() => this.retryLater());
+        .catch(() => this.reconnectLater());
     }, delay);
-  }
-
-  private retryLater(): void {
-    if (this.closed) return;
-    const delay = Math.random() * this.reconnectDelay;
-    this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
-    this.reconnectTimer = setTimeout(() => this.start().catch(() => this.retryLater()), delay);
   }
 }

@@ -1,0 +1,136 @@
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { CommitNotice } from "../../../src/store/session-store.js";
+import { pgUrl } from "../contract/backends.js";
+import { delta } from "../open-store.js";
+
+/**
+ * A host's LISTEN connection is how it hears of other hosts' commits. When it drops, and the
+ * database refuses the host for a while (a restart, a failover, a full connection table), the
+ * commits made meanwhile are heard of by nobody: once the host is back in, it must read what its
+ * subscribers follow, or they miss those events until the session's next commit, which may never
+ * come.
+ */
+const describePg = pgUrl ? describe : describe.skip;
+
+/** Two stores on one schema: `a` as the database's own user, `b` as a role the test can lock out. */
+async function twoHosts() {
+  const role = `smx_feed_${randomBytes(4).toString("hex")}`;
+  const schema = `${role}_data`;
+  const admin = new pg.Client({ connectionString: pgUrl! });
+  await admin.connect();
+  await admin.query(`CREATE ROLE ${role} LOGIN`);
+  await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+  const { rows } = await admin.query<{ db: string }>("SELECT current_database() AS db");
+  // `CREATE SCHEMA IF NOT EXISTS` asks for it even when the schema is there
+  await admin.query(`GRANT CREATE ON DATABASE "${rows[0]!.db}" TO ${role}`);
+  const opened: PostgresSessionStore[] = [];
+  const close = async () => {
+    for (const store of opened) await store.close();
+    // its schema and its grant go with what the role owns
+    await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
+    await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    await admin.end();
+  };
+  const url = new URL(pgUrl!);
+  url.username = role;
+  const b = async () => {
+    const store = await PostgresSessionStore.open(url.toString(), { schema, maxConnections: 2 });
+    opened.push(store);
+    return store;
+  };
+  let first: PostgresSessionStore;
+  let a: PostgresSessionStore;
+  try {
+    // the schema's tables are the role's: `a` (a superuser) opens it once `b` created them
+    first = await b();
+    a = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+    opened.push(a);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    a,
+    b: first,
+    openB: b,
+    /** The role may not log in, and every connection it has ends (the LISTEN one included). */
+    async lockOut() {
+      await admin.query(`ALTER ROLE ${role} NOLOGIN`);
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [role]);
+    },
+    async letIn() {
+      await admin.query(`ALTER ROLE ${role} LOGIN`);
+    },
+    async listening(): Promise<boolean> {
+      const { rows } = await admin.query(
+        "SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name = 'sessionmux-listen' AND query LIKE 'LISTEN%'",
+        [role],
+      );
+      return rows.length > 0;
+    },
+    close,
+  };
+}
+
+/** The seqs of the events a subscriber of `sessionId` was given. */
+function seqsHeard(store: PostgresSessionStore, sessionId: string): number[] {
+  const seqs: number[] = [];
+  store.subscribe(sessionId, (notice: CommitNotice) => {
+    if (notice.kind === "append" || notice.kind === "create") for (const e of notice.events) seqs.push(e.seq);
+  });
+  return seqs;
+}
+
+/**
+ * The first reconnect is scheduled within 100 ms of the drop; holding the role out for longer
+ * than that makes it fail, so the host gets back in by a later attempt.
+ */
+const PAST_FIRST_RECONNECT_MS = 400;
+
+describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
+  it("delivers what another host committed while this one was refused, after a later attempt got it back in", async () => {
+    const hosts = await twoHosts();
+    try {
+      await hosts.a.create({ sessionId: "s", owner: "o", model: "m" });
+      const heard = seqsHeard(hosts.b, "s");
+      await hosts.a.append("s", [delta("t", "heard live")]);
+      // `b` may hear of the session's creation too (seq 1), depending on when its NOTIFY comes
+      const from2 = () => heard.filter((seq) => seq >= 2);
+      await expect.poll(from2).toEqual([2]);
+
+      await hosts.lockOut();
+      await hosts.a.append("s", [delta("t", "committed while b was out")]);
+      await sleep(PAST_FIRST_RECONNECT_MS);
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      await expect.poll(from2, { timeout: 5_000 }).toEqual([2, 3]);
+    } finally {
+      await hosts.close();
+    }
+  });
+
+  it("wakes the subscribers of a session it had delivered nothing of yet", async () => {
+    const hosts = await twoHosts();
+    try {
+      // committed before `b` subscribed: a follower on `b` reads these from the log itself
+      await hosts.a.create({ sessionId: "s", owner: "o", model: "m" });
+      await hosts.a.append("s", [delta("t", "read from the log")]);
+      const b = await hosts.openB();
+      const heard = seqsHeard(b, "s");
+
+      await hosts.lockOut();
+      await hosts.a.append("s", [delta("t", "committed while b was out")]);
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      // the newest event at least: a follower that has 2 takes 3; one further behind reads the gap
+      await expect.poll(() => heard.at(-1), { timeout: 5_000 }).toBe(3);
+      expect(new Set(heard).size).toBe(heard.length);
+    } finally {
+      await hosts.close();
+    }
+  });
+});
