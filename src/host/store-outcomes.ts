@@ -10,9 +10,18 @@ export function refusal(
     | { status: "busy" }
     | { status: "exists" }
     | { status: "queue_item_gone" }
+    | { status: "queue_full"; limit: "items_per_session" | "bytes_per_owner"; max: number }
     | { status: "fenced" },
 ): SessionmuxError {
   switch (outcome.status) {
+    case "queue_full":
+      return new SessionmuxError(
+        "queue_full",
+        outcome.limit === "items_per_session"
+          ? `session ${sessionId} already has ${outcome.max} queued prompts; wait for them to run or remove some`
+          : `your queued prompts hold the most bytes allowed (${outcome.max}); wait for them to run or remove some`,
+        { data: { sessionId, limit: outcome.limit, max: outcome.max } },
+      );
     case "fenced":
       // this host lost the session's lease while the call ran: the agent runs elsewhere now
       return agentNotLive(sessionId);

@@ -7,6 +7,8 @@ import type {
   EnqueueOutcome,
   LiveOwner,
   QueueChangeOutcome,
+  QueuedPromptInput,
+  QueueEditOutcome,
   ResolveOutcome,
 } from "./live-state-store.js";
 import type { LogWriter } from "./log-writer.js";
@@ -75,28 +77,37 @@ export class LiveStateOperations {
   }
 
   /** The stored message shows what the operator typed last, so an edit replaces both texts. */
-  edit(sessionId: string, itemId: string, text: string): WriteOperation<QueueChangeOutcome> {
-    return this.changeQueue(sessionId, (owner) => {
+  edit(
+    sessionId: string,
+    itemId: string,
+    text: string,
+    maxBytesPerOwner?: number,
+  ): WriteOperation<QueueEditOutcome> {
+    return this.changeQueue<OwnerBytesRefusal>(sessionId, (owner) => {
       const item = this.rows.queueItem(sessionId, itemId);
       if (!item) return false;
-      const { display: _display, ...rest } = item.input;
-      const input = { ...rest, text };
-      this.statements.updateQueueInput.run(encodeValue(input), queuedBytes(input), sessionId, itemId);
-      return owner;
+      const edit = editedInput(item.input, text);
+      if (maxBytesPerOwner !== undefined && edit.grows > 0) {
+        const held = this.statements.queuedBytesOfOwner.get(owner) as number;
+        const refused = overOwnerBytes(held, edit.grows, maxBytesPerOwner);
+        if (refused) return refused;
+      }
+      this.statements.updateQueueInput.run(encodeValue(edit.input), edit.bytes, sessionId, itemId);
+      return true;
     });
   }
 
   remove(sessionId: string, itemId: string): WriteOperation<QueueChangeOutcome> {
-    return this.changeQueue(sessionId, (owner) => {
-      const removed = this.statements.deleteQueueItem.run(sessionId, itemId).changes > 0;
-      return removed ? owner : false;
-    });
+    return this.changeQueue(
+      sessionId,
+      () => this.statements.deleteQueueItem.run(sessionId, itemId).changes > 0,
+    );
   }
 
   clear(sessionId: string): WriteOperation<QueueChangeOutcome> {
-    return this.changeQueue(sessionId, (owner) => {
+    return this.changeQueue(sessionId, () => {
       this.statements.deleteQueue.run(sessionId);
-      return owner;
+      return true;
     });
   }
 
@@ -105,9 +116,9 @@ export class LiveStateOperations {
    * it with `dequeue`), or, untaken when the turn ends, it is the next prompt to run.
    */
   steer(sessionId: string, itemId: string, turnId: string): WriteOperation<QueueChangeOutcome> {
-    return this.changeQueue(sessionId, (owner) => {
+    return this.changeQueue(sessionId, () => {
       const first = this.statements.queueFirstPosition.get(sessionId) as number;
-      return this.statements.steerQueueItem.run(turnId, first, sessionId, itemId).changes > 0 ? owner : false;
+      return this.statements.steerQueueItem.run(turnId, first, sessionId, itemId).changes > 0;
     });
   }
 
@@ -155,19 +166,39 @@ export class LiveStateOperations {
     };
   }
 
-  private changeQueue(
+  /** `change` says whether the item was there (and changed), or why the change was refused. */
+  private changeQueue<Refusal = never>(
     sessionId: string,
-    change: (owner: string) => string | false,
-  ): WriteOperation<QueueChangeOutcome> {
+    change: (owner: string) => NoInfer<boolean | Refusal>,
+  ): WriteOperation<QueueChangeOutcome | Refusal> {
     return (batch) => {
       const state = this.writer.load(sessionId);
       if (!state || state === "retired") return { status: "not_found" };
-      const owner = change(state.owner);
-      if (owner === false) return { status: "item_not_found" };
-      this.rows.queueChanged(batch, sessionId, owner, this.now());
+      const changed = change(state.owner);
+      if (changed === false) return { status: "item_not_found" };
+      if (changed !== true) return changed;
+      this.rows.queueChanged(batch, sessionId, state.owner, this.now());
       return { status: "ok", items: this.rows.queue(sessionId) };
     };
   }
+}
+
+export type OwnerBytesRefusal = Extract<QueueEditOutcome, { status: "queue_full" }>;
+
+/** A queued input with its text replaced (the display text goes: it showed the old one). */
+export function editedInput(
+  input: QueuedPromptInput,
+  text: string,
+): { input: QueuedPromptInput; bytes: number; grows: number } {
+  const { display: _display, ...rest } = input;
+  const edited = { ...rest, text };
+  const bytes = queuedBytes(edited);
+  return { input: edited, bytes, grows: bytes - queuedBytes(input) };
+}
+
+/** The refusal of an edit that would take its owner's queued bytes (`held`) past the bound. */
+export function overOwnerBytes(held: number, grows: number, max: number): OwnerBytesRefusal | undefined {
+  return held + grows > max ? { status: "queue_full", limit: "bytes_per_owner", max } : undefined;
 }
 
 export function sameResolution(a: Resolution, b: Resolution): boolean {

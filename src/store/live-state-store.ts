@@ -24,7 +24,17 @@ export interface LiveStateStore {
    * `limits` are checked inside it, so concurrent prompts cannot overshoot them.
    */
   enqueuePrompt(input: EnqueueInput): Promise<EnqueueOutcome>;
-  editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome>;
+  /**
+   * Replaces a queued item's text. An edit that grows it past `maxBytesPerOwner` (the owner's
+   * queued bytes, checked inside the transaction as `enqueuePrompt` does) is refused and changes
+   * nothing; one that shrinks it always passes.
+   */
+  editQueueItem(
+    sessionId: string,
+    itemId: string,
+    text: string,
+    maxBytesPerOwner?: number,
+  ): Promise<QueueEditOutcome>;
   removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome>;
   clearQueue(sessionId: string): Promise<QueueChangeOutcome>;
   /**
@@ -123,6 +133,10 @@ export type QueueChangeOutcome =
   | { status: "ok"; items: StoredQueueItem[] }
   | { status: "item_not_found" }
   | { status: "not_found" };
+
+export type QueueEditOutcome =
+  | QueueChangeOutcome
+  | { status: "queue_full"; limit: "bytes_per_owner"; max: number };
 
 export type InteractionState = "pending" | "resolved" | "withdrawn";
 

@@ -11,6 +11,7 @@ import type {
   LiveStatePage,
   LiveStateStore,
   QueueChangeOutcome,
+  QueueEditOutcome,
   ResolveOutcome,
   StoredInteraction,
   StoredQueueItem,
@@ -98,8 +99,13 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
     return this.groupCommit.submit(this.liveOps.enqueue(input));
   }
 
-  editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
-    return this.groupCommit.submit(this.liveOps.edit(sessionId, itemId, text));
+  editQueueItem(
+    sessionId: string,
+    itemId: string,
+    text: string,
+    maxBytesPerOwner?: number,
+  ): Promise<QueueEditOutcome> {
+    return this.groupCommit.submit(this.liveOps.edit(sessionId, itemId, text, maxBytesPerOwner));
   }
 
   removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {

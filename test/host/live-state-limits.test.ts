@@ -107,6 +107,31 @@ describe("queue limits", () => {
   });
 });
 
+describe("queued prompt edits", () => {
+  test("an edit that would take the principal past its queued bytes answers queue_full and keeps the item as it was", async () => {
+    const { host } = await openLimitedHost({ maxQueuedBytesPerPrincipal: 100 });
+    await host.call(ADMIN, "session.create", { sessionId: "s" });
+    await host.call(ADMIN, "session.prompt", { sessionId: "s", text: "/approve hold", clientMessageId: "p" });
+    await expect.poll(() => host.live.interactions().length).toBe(1);
+    const queued = await host.call(ADMIN, "session.prompt", {
+      sessionId: "s",
+      text: "short",
+      clientMessageId: "q",
+    });
+    const edit = (text: string) =>
+      host.call(ADMIN, "session.updateQueue", {
+        sessionId: "s",
+        op: { edit: true, itemId: queued.itemId!, text },
+      });
+    expect(await errorCode(() => edit("x".repeat(101)))).toMatchObject({
+      code: "queue_full",
+      data: { sessionId: "s", limit: "bytes_per_owner", max: 100 },
+    });
+    expect(host.live.queue("s").map((i) => i.text)).toEqual(["short"]);
+    expect((await edit("x".repeat(100))).items.map((i) => i.text)).toEqual(["x".repeat(100)]);
+  });
+});
+
 describe("live sessions per principal", () => {
   test("a create or fork past the bound is too_many_sessions; a deleted session frees its place; the admin is exempt", async () => {
     const { host, store } = await openLimitedHost({ maxSessionsPerPrincipal: 2 });

@@ -1,5 +1,5 @@
 import { SessionmuxError } from "../../../protocol/index.js";
-import type { QueueChangeOutcome } from "../../store/live-state-store.js";
+import type { QueueChangeOutcome, QueueEditOutcome } from "../../store/live-state-store.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import { toItem } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
@@ -29,13 +29,14 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
     ctx.agents.get(sessionId) === undefined && ctx.live.promptQueue.size(sessionId) > 0;
   if (queuedWithoutAgent) await resolvers.inspect(principal, sessionId);
   const session = queuedWithoutAgent ? undefined : await resolvers.live(principal, sessionId);
-  let outcome: QueueChangeOutcome | undefined;
+  let outcome: QueueEditOutcome | undefined;
   if ("remove" in op) outcome = await ctx.store.removeQueueItem(sessionId, op.itemId);
-  else if ("edit" in op) outcome = await ctx.store.editQueueItem(sessionId, op.itemId, op.text);
+  else if ("edit" in op)
+    outcome = await ctx.store.editQueueItem(sessionId, op.itemId, op.text, ctx.limits.queue.maxBytesPerOwner);
   else if ("steer" in op) outcome = await steer(ctx, session, sessionId, op.itemId);
   else outcome = await ctx.store.clearQueue(sessionId);
   if (outcome?.status === "item_not_found") throw missing("itemId" in op ? op.itemId : "");
-  if (outcome?.status === "not_found") throw refusal(sessionId, outcome);
+  if (outcome?.status === "not_found" || outcome?.status === "queue_full") throw refusal(sessionId, outcome);
   return { items: outcome?.status === "ok" ? outcome.items.map(toItem) : ctx.live.queue(sessionId) };
 };
 

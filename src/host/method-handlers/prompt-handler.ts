@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type ParamsOf, type ResultOf, SessionmuxError } from "../../../protocol/index.js";
+import type { ParamsOf, ResultOf } from "../../../protocol/index.js";
 import type { EnqueueOutcome } from "../../store/live-state-store.js";
 import type { PromptRecord } from "../../store/session-store.js";
 import type { Resolvers } from "../activation-policy.js";
@@ -84,14 +84,6 @@ async function enqueue(ctx: HostContext, session: LiveSession, input: PromptInpu
       return { queued: true, itemId };
     case "duplicate":
       return fromRecord(outcome.record);
-    case "queue_full":
-      throw new SessionmuxError(
-        "queue_full",
-        outcome.limit === "items_per_session"
-          ? `session ${session.sessionId} already has ${outcome.max} queued prompts; wait for them to run or remove some`
-          : `your queued prompts hold the most bytes allowed (${outcome.max}); wait for them to run or remove some`,
-        { data: { sessionId: session.sessionId, limit: outcome.limit, max: outcome.max } },
-      );
     default:
       throw refusal(session.sessionId, outcome);
   }

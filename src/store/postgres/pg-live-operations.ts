@@ -1,11 +1,17 @@
 import type { Resolution } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
 import { interactionFromRow, type QueueRow, queuedBytes, queueItemFromRow } from "../live-rows.js";
-import { sameResolution } from "../live-state-operations.js";
+import {
+  editedInput,
+  type OwnerBytesRefusal,
+  overOwnerBytes,
+  sameResolution,
+} from "../live-state-operations.js";
 import type {
   EnqueueInput,
   EnqueueOutcome,
   QueueChangeOutcome,
+  QueueEditOutcome,
   ResolveOutcome,
 } from "../live-state-store.js";
 import type { PromptRecord } from "../session-store.js";
@@ -96,13 +102,23 @@ export class PgLiveOperations {
   }
 
   /** The stored message shows what the operator typed last, so an edit replaces both texts. */
-  edit(sessionId: string, itemId: string, text: string): PgWriteOperation<QueueChangeOutcome> {
-    return this.changeQueue(sessionId, async (batch) => {
+  edit(
+    sessionId: string,
+    itemId: string,
+    text: string,
+    maxBytesPerOwner?: number,
+  ): PgWriteOperation<QueueEditOutcome> {
+    return this.changeQueue<OwnerBytesRefusal>(sessionId, async (batch, owner) => {
       const row = (await batch.read<QueueRow>(QUEUE_ITEM, [sessionId, itemId]))[0];
       if (!row) return false;
-      const { display: _display, ...rest } = queueItemFromRow(row).input;
-      const input = { ...rest, text };
-      await batch.execute(UPDATE_INPUT, [sessionId, itemId, encodeValue(input), queuedBytes(input)]);
+      const edit = editedInput(queueItemFromRow(row).input, text);
+      if (maxBytesPerOwner !== undefined && edit.grows > 0) {
+        await batch.read(LOCK_OWNER, [owner]);
+        const held = (await batch.read<{ bytes: number }>(OWNER_BYTES, [owner]))[0]!.bytes;
+        const refused = overOwnerBytes(held, edit.grows, maxBytesPerOwner);
+        if (refused) return refused;
+      }
+      await batch.execute(UPDATE_INPUT, [sessionId, itemId, encodeValue(edit.input), edit.bytes]);
       return true;
     });
   }
@@ -193,16 +209,19 @@ export class PgLiveOperations {
     };
   }
 
-  private changeQueue(
+  /** `change` says whether the item was there (and changed), or why the change was refused. */
+  private changeQueue<Refusal = never>(
     sessionId: string,
-    change: (batch: PgWriteBatch) => Promise<boolean>,
-  ): PgWriteOperation<QueueChangeOutcome> {
+    change: (batch: PgWriteBatch, owner: string) => Promise<NoInfer<boolean | Refusal>>,
+  ): PgWriteOperation<QueueChangeOutcome | Refusal> {
     return {
       sessions: [sessionId],
       run: async (batch) => {
         const state = await batch.load(sessionId);
         if (!state || state === "retired") return { status: "not_found" };
-        if (!(await change(batch))) return { status: "item_not_found" };
+        const changed = await change(batch, state.owner);
+        if (changed === false) return { status: "item_not_found" };
+        if (changed !== true) return changed;
         await queueChanged(batch, sessionId, state.owner);
         const items = (await batch.read<QueueRow>(QUEUE_ITEMS, [sessionId])).map(queueItemFromRow);
         return { status: "ok", items };

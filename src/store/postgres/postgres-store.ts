@@ -13,6 +13,7 @@ import type {
   LiveStateNotice,
   LiveStatePage,
   QueueChangeOutcome,
+  QueueEditOutcome,
   ResolveOutcome,
   StoredInteraction,
   StoredQueueItem,
@@ -204,8 +205,13 @@ export class PostgresSessionStore implements HostStore {
     return this.groupCommit.submit(this.liveOps.enqueue(input));
   }
 
-  editQueueItem(sessionId: string, itemId: string, text: string): Promise<QueueChangeOutcome> {
-    return this.groupCommit.submit(this.liveOps.edit(sessionId, itemId, text));
+  editQueueItem(
+    sessionId: string,
+    itemId: string,
+    text: string,
+    maxBytesPerOwner?: number,
+  ): Promise<QueueEditOutcome> {
+    return this.groupCommit.submit(this.liveOps.edit(sessionId, itemId, text, maxBytesPerOwner));
   }
 
   removeQueueItem(sessionId: string, itemId: string): Promise<QueueChangeOutcome> {
