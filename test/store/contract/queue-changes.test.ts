@@ -116,14 +116,16 @@ describeContract("queue changes", (backend) => {
       expect(await textsOf(store)).toEqual(["aaaa", "bbbb"]);
       // exactly at the bound
       expect(await store.editQueueItem(S, "q1", "aaaaaa", 12)).toMatchObject({ status: "ok" });
-      // the bound lowered below what she holds: growing is refused, shrinking is not
+      // the bound lowered below what she holds (12): growing is refused, shrinking is not
       expect(await store.editQueueItem(S, "q2", "bbbbb", 8)).toMatchObject({ status: "queue_full" });
       expect(await store.editQueueItem(S, "q2", "bbb", 8)).toMatchObject({ status: "ok" });
+      // nor is an edit of the same size
+      expect(await store.editQueueItem(S, "q2", "BBB", 8)).toMatchObject({ status: "ok" });
       // another owner's bytes are not hers
       await store.create({ sessionId: "bob's", owner: "bob", model: "m" });
       await store.enqueuePrompt({ sessionId: "bob's", itemId: "b1", queuedAt: 1, input: { text: "b" } });
       expect(await store.editQueueItem("bob's", "b1", "b".repeat(12), 12)).toMatchObject({ status: "ok" });
-      expect(await textsOf(store)).toEqual(["aaaaaa", "bbb"]);
+      expect(await textsOf(store)).toEqual(["aaaaaa", "BBB"]);
     });
 
     test("a prompt that fills the bound exactly is queued; one byte more is refused", async () => {
