@@ -203,6 +203,20 @@ describeContract("queue changes", (backend) => {
     expect(notices).toEqual([expect.objectContaining({ kind: "append", events: [resolved] })]);
     const log = await readWholeLog(store, S);
     expect(log.status === "ok" ? log.events.at(-1) : log).toEqual(resolved);
+    // an answer is compared by its text: the same again is a repeat, another a conflict
+    const interaction = { interactionId: "i1", sessionId: S, turnId: "t1", kind: "question" };
+    expect(await store.resolveInteraction("i1", { answer: "42" })).toMatchObject({
+      status: "repeat",
+      interaction,
+    });
+    expect(await store.resolveInteraction("i1", { answer: "43" })).toEqual({
+      status: "conflict",
+      winner: { answer: "42" },
+    });
+    expect(await store.resolveInteraction("i1", { outcome: "approve" })).toEqual({
+      status: "conflict",
+      winner: { answer: "42" },
+    });
   });
 
   test("a running job's progress is ok and announced; an unknown or ended job's is not_found", async () => {
