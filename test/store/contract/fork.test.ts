@@ -77,6 +77,32 @@ describeContract("fork", (backend) => {
     expect(await store.header("x")).toEqual({ status: "not_found" });
   });
 
+  it("a fork submitted with an append to its source copies what that append wrote", async () => {
+    const store = await seeded(open);
+    // one transaction: the fork's read of the source's events must see the append's rows
+    const [appended, forked] = await Promise.all([
+      store.append("src", [delta("t2", " more")], { at: 4_000 }),
+      store.fork({ sourceId: "src", targetId: "dst", owner: "o" }),
+    ]);
+    expect(appended).toMatchObject({ status: "appended", events: [{ seq: 9 }] });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 9 });
+    const read = await store.readAfter("dst", 0, 100);
+    if (read.status !== "ok") throw new Error(read.status);
+    // lineage at 1, then source seqs 2..9 at 2..9 (and the open turn closed after them)
+    expect(read.events.slice(1, 9).map((event) => event.type)).toEqual([
+      "turn/start",
+      "user/message",
+      "assistant/delta",
+      "turn/end",
+      "turn/start",
+      "user/message",
+      "assistant/delta",
+      "assistant/delta",
+    ]);
+    expect(read.events[8]?.data).toEqual({ turnId: "t2", text: " more" });
+  });
+
   it("clamps atSeq beyond the head to the head", async () => {
     const store = await seeded(open);
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 999 });

@@ -136,6 +136,19 @@ describeContract("leases with fencing", (backend) => {
     ]);
   });
 
+  it("an append fenced by a lease released just before it, in the same transaction, is refused", async () => {
+    const { a } = await twoHosts();
+    const mine = await a.acquireLease(S, "host-a", LONG);
+    if (mine.status !== "acquired") throw new Error(mine.status);
+    // submitted together: one transaction, whose lease row changed after its lock was granted
+    const [, appended] = await Promise.all([
+      a.releaseLease(mine.lease),
+      a.append(S, [turnStart("t")], { fence: mine.lease }),
+    ]);
+    expect(appended).toEqual({ status: "fenced" });
+    expect(await heads(a)).toBe(1);
+  });
+
   it("interruptOpenTurns spares sessions leased by another host and parked turns", async () => {
     const { a, b } = await twoHosts();
     for (const id of ["leased", "mine", "free", "parked"])

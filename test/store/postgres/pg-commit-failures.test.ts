@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import {
@@ -58,6 +58,25 @@ async function texts(store: ContractStore | PostgresSessionStore, sessionId: str
   return read.events.flatMap((event) => (event.type === "assistant/delta" ? [event.data.text] : []));
 }
 
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** The warnings PostgreSQL sends the stores from now on (a ROLLBACK with no transaction, …). */
+function serverWarnings(): string[] {
+  const warnings: string[] = [];
+  const emit = pg.Client.prototype.emit;
+  vi.spyOn(pg.Client.prototype, "emit").mockImplementation(function (
+    this: pg.Client,
+    event: string | symbol,
+    ...args: unknown[]
+  ) {
+    if (event === "notice") warnings.push(String((args[0] as Error).message));
+    return emit.call(this, event, ...args);
+  });
+  return warnings;
+}
+
 describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions", () => {
   const open = storeFixture(postgres!);
   it("runs a transaction that lost a race again, and commits it once", async () => {
@@ -77,12 +96,15 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
     expect(await texts(s.store, "b")).toEqual(["b1"]);
   });
 
-  it("gives up on a race lost four times with the database's error, and writes nothing", async () => {
+  it("gives up on a race lost four times with the database's error, writes nothing, and sends no ROLLBACK after a failed COMMIT", async () => {
     const s = await openStore(open);
     await failInserts(s.schema!, "40001", 4);
+    const warnings = serverWarnings();
     const before = s.store.stats();
     await expect(s.store.append("a", [delta("t", "a1")])).rejects.toMatchObject({ code: "40001" });
     expect(s.store.stats().rollbacks - before.rollbacks).toBe(4);
+    // each failed COMMIT already ended its transaction: no ROLLBACK was sent after it
+    expect(warnings).toEqual([]);
     expect(await texts(s.store, "a")).toEqual([]);
     // the race is over: the next append commits, at the next seq
     expect(await s.store.append("a", [delta("t", "a2")])).toMatchObject({
