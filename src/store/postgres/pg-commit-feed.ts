@@ -187,7 +187,8 @@ export class PgCommitFeed {
     created = false,
     untilSeq = Number.MAX_SAFE_INTEGER,
   ): Promise<void> {
-    for (;;) {
+    // a subscriber may leave while a read is out; nothing is delivered then, so the loop ends
+    while (this.interested(sessionId)) {
       const head = this.delivered.get(sessionId);
       const after = head === undefined ? Math.max(0, fromSeq - 1) : head.epoch === epoch ? head.seq : 0;
       if (after >= untilSeq) return;
@@ -196,8 +197,11 @@ export class PgCommitFeed {
       if (read.status !== "ok") return;
       const current = this.delivered.get(sessionId);
       if (current !== undefined && current.epoch !== read.epoch && !created) {
-        // a clear this store has not heard of yet: say so before the new epoch's events
+        // a clear this store has not heard of yet: say so, then read the new epoch from its
+        // start (this read began after the old epoch's head)
         this.deliver(sessionId, { kind: "clear", epoch: read.epoch }, null);
+        epoch = read.epoch;
+        continue;
       }
       if (read.events.length === 0) return;
       const notice: CommitNotice =

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
@@ -129,6 +129,55 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       // the newest event at least: a follower that has 2 takes 3; one further behind reads the gap
       await expect.poll(() => heard.at(-1), { timeout: 5_000 }).toBe(3);
       expect(new Set(heard).size).toBe(heard.length);
+    } finally {
+      await hosts.close();
+    }
+  });
+
+  it("tells of a clear and a delete made while it was out: the clear before the new epoch's events", async () => {
+    const hosts = await twoHosts();
+    try {
+      const { a, b } = hosts;
+      for (const sessionId of ["cleared", "deleted", "deleted-unheard"])
+        await a.create({ sessionId, owner: "o", model: "m" });
+      const kinds = new Map<string, string[]>();
+      const record = (sessionId: string) => {
+        kinds.set(sessionId, []);
+        b.subscribe(sessionId, (notice) => {
+          const seqs =
+            notice.kind === "append" || notice.kind === "create" ? notice.events.map((e) => e.seq) : [];
+          kinds.get(sessionId)!.push(seqs.length > 0 ? `${notice.kind} ${seqs.join(",")}` : notice.kind);
+        });
+      };
+      // `b` delivers something of these two before it is shut out, nothing of the third
+      record("cleared");
+      record("deleted");
+      await a.append("cleared", [delta("t", "before")]);
+      await a.append("deleted", [delta("t", "before")]);
+      await vi.waitFor(() => expect(kinds.get("deleted")?.at(-1)).toBe("append 2"), { timeout: 20_000 });
+      await vi.waitFor(() => expect(kinds.get("cleared")?.at(-1)).toBe("append 2"), { timeout: 20_000 });
+      record("deleted-unheard");
+
+      await hosts.lockOut();
+      await a.clear("cleared");
+      await a.append("cleared", [delta("t", "after")]);
+      await a.delete("deleted");
+      await a.delete("deleted-unheard");
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      await vi.waitFor(() => expect(kinds.get("cleared")?.at(-1)).toBe("append 1"), { timeout: 20_000 });
+      await vi.waitFor(() => expect(kinds.get("deleted")?.at(-1)).toBe("delete"), { timeout: 20_000 });
+      await vi.waitFor(() => expect(kinds.get("deleted-unheard")?.at(-1)).toBe("delete"), {
+        timeout: 20_000,
+      });
+      // `b` may have heard of each creation too (seq 1), depending on when those NOTIFYs came
+      expect(kinds.get("cleared")?.filter((k) => k !== "create 1")).toEqual([
+        "append 2",
+        "clear",
+        "append 1",
+      ]);
+      expect(kinds.get("deleted")?.filter((k) => k !== "create 1")).toEqual(["append 2", "delete"]);
+      expect(kinds.get("deleted-unheard")).toEqual(["delete"]);
     } finally {
       await hosts.close();
     }
