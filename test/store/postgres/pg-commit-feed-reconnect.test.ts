@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
+import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
@@ -134,7 +135,7 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
     }
   });
 
-  it("tells of a clear and a delete made while it was out: the clear before the new epoch's events", async () => {
+  it("tells of a clear, a delete and a queued prompt made while it was out: the clear before the new epoch's events", async () => {
     const hosts = await twoHosts();
     try {
       const { a, b } = hosts;
@@ -157,8 +158,12 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       await vi.waitFor(() => expect(kinds.get("deleted")?.at(-1)).toBe("append 2"), { timeout: 20_000 });
       await vi.waitFor(() => expect(kinds.get("cleared")?.at(-1)).toBe("append 2"), { timeout: 20_000 });
       record("deleted-unheard");
+      await a.create({ sessionId: "queued", owner: "o", model: "m" });
+      const live: LiveStateNotice[] = [];
+      b.subscribeLive((notice) => live.push(notice));
 
       await hosts.lockOut();
+      await a.enqueuePrompt({ sessionId: "queued", itemId: "q1", queuedAt: 1, input: { text: "while out" } });
       await a.clear("cleared");
       await a.append("cleared", [delta("t", "after")]);
       await a.delete("deleted");
@@ -178,6 +183,11 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       ]);
       expect(kinds.get("deleted")?.filter((k) => k !== "create 1")).toEqual(["append 2", "delete"]);
       expect(kinds.get("deleted-unheard")).toEqual(["delete"]);
+      // the live state is read again too: the prompt queued meanwhile
+      await vi.waitFor(
+        () => expect(live).toContainEqual(expect.objectContaining({ kind: "queue", sessionId: "queued" })),
+        { timeout: 20_000 },
+      );
     } finally {
       await hosts.close();
     }

@@ -112,6 +112,24 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: listeners on another host", () 
     expect(liveReads).not.toHaveBeenCalled();
   });
 
+  it("an append and a delete committed together reach B's subscriber as one delete", async () => {
+    const { a, b } = await openHosts();
+    await a.create({ sessionId: "s", owner: "o", model: "m" });
+    const heard: CommitNotice[] = [];
+    b.subscribe("s", (n) => heard.push(n));
+    await a.append("s", [delta("t", "first")]);
+    await vi.waitFor(() => expect(seqsOf(heard)).toContain(2), WAIT);
+    // one transaction, one NOTIFY naming both: reading the append finds the session deleted
+    await Promise.all([a.append("s", [delta("t", "last")]), a.delete("s")]);
+    await vi.waitFor(() => expect(heard.at(-1)?.kind).toBe("delete"), WAIT);
+    // the probe's notice comes after every notice of that NOTIFY
+    const probe: CommitNotice[] = [];
+    b.subscribe("probe", (n) => probe.push(n));
+    await a.create({ sessionId: "probe", owner: "o", model: "m" });
+    await vi.waitFor(() => expect(seqsOf(probe)).toEqual([1]), WAIT);
+    expect(heard.filter((n) => n.kind === "delete")).toHaveLength(1);
+  });
+
   it("an ack on A reaches B's subscribers as a meta notice, with the row for a store-wide listener", async () => {
     const { a, b } = await openHosts();
     await a.create({ sessionId: "s", owner: "o", model: "m" });
