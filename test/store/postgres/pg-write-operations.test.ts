@@ -1,0 +1,316 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { pgUrl } from "../contract/backends.js";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
+
+/**
+ * The PostgreSQL write operations where they part from the SQLite ones: several hosts write one
+ * database, so a create or fork can lose the race for its id inside its own transaction, and a
+ * host keeps session states between transactions for the writes that need no read.
+ */
+const openTwoHosts = twoHostsFixture("wo");
+
+const listeners: pg.Client[] = [];
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(listeners.splice(0).map((client) => client.end()));
+});
+
+/** Every NOTIFY on the schema's channel, as a third host hears it: its changes, one list per batch. */
+async function hear(schema: string): Promise<[string, string, string, number, number][][]> {
+  const heard: [string, string, string, number, number][][] = [];
+  const listener = new pg.Client({ connectionString: pgUrl! });
+  listeners.push(listener);
+  listener.on("notification", (message) => {
+    heard.push((JSON.parse(message.payload ?? "{}") as { c: [string, string, string, number, number][] }).c);
+  });
+  await listener.connect();
+  await listener.query(`LISTEN "sessionmux_${schema}"`);
+  return heard;
+}
+
+/** What the stores send from now on: a prepared statement by its name, any other by its text. */
+function sentStatements(): string[] {
+  const sent: string[] = [];
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as { name?: string; text?: string } | string;
+    sent.push(typeof config === "string" ? config : (config.name ?? config.text ?? ""));
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query);
+  return sent;
+}
+
+/** A batch went the kept way first: it sent the lock-and-check of the kept rows. */
+const triedKept = (sent: readonly string[]) => sent.includes("sessionmux_lock_kept");
+
+/** Runs SQL on the hosts' schema from a connection of its own, as an operator's hand would. */
+async function tamper(schema: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: pgUrl! });
+  await client.connect();
+  try {
+    await client.query(`SET search_path TO "${schema}"`);
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The backends waiting for a lock the backend `pid` holds: `direct`ly, or `behind` one of those.
+ * Counted by who blocks whom, not by query text, so other tests' writes on the same database
+ * (another schema, another run) never count.
+ */
+async function blockedBy(watcher: pg.Client, pid: number): Promise<{ direct: number; behind: number }> {
+  const { rows } = await watcher.query<{ direct: number; behind: number }>(
+    `WITH d AS (SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)))
+     SELECT (SELECT count(*) FROM d)::int AS direct,
+       (SELECT count(*) FROM pg_stat_activity s
+         WHERE EXISTS (SELECT 1 FROM d WHERE d.pid = ANY(pg_blocking_pids(s.pid))))::int AS behind`,
+    [pid],
+  );
+  return rows[0]!;
+}
+
+async function backendPid(client: pg.Client): Promise<number> {
+  return (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+}
+
+/**
+ * Holds every insert of a session row, inside its transaction, on an advisory lock the test takes,
+ * so another host's create can be made to find no row for the id and then lose the insert to it.
+ */
+async function holdSessionInserts(schema: string) {
+  const admin = new pg.Client({ connectionString: pgUrl! });
+  await admin.connect();
+  const key = randomBytes(4).readInt32BE();
+  await admin.query(`SET search_path = "${schema}"`);
+  await admin.query(`CREATE FUNCTION hold_session_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$`);
+  await admin.query(
+    "CREATE TRIGGER hold_session_inserts AFTER INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION hold_session_inserts()",
+  );
+  const hold = async () => {
+    await admin.query("SELECT pg_advisory_lock($1)", [key]);
+  };
+  await hold();
+  const pid = await backendPid(admin);
+  return {
+    hold,
+    // "held": B's insert waits for the test's lock; "behind": A's insert waits for B's transaction
+    waitFor: (which: "held" | "behind") =>
+      expect
+        .poll(async () => (await blockedBy(admin, pid))[which === "held" ? "direct" : "behind"], {
+          timeout: 10_000,
+          interval: 20,
+        })
+        .toBe(1),
+    release: async () => {
+      await admin.query("SELECT pg_advisory_unlock($1)", [key]);
+    },
+    end: () => admin.end(),
+  };
+}
+
+async function seqs(hosts: TwoHosts, sessionId: string): Promise<number[]> {
+  const read = await hosts.a.readAfter(sessionId, 0, 100);
+  return read.status === "ok" ? read.events.map((event) => event.seq) : [];
+}
+
+describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
+  it("a create that lost the race for its id to another host's create is told exists and writes nothing", async () => {
+    const hosts = await openTwoHosts();
+    const { a, b, schema } = hosts;
+    const held = await holdSessionInserts(schema);
+    try {
+      const onB = b.create({ sessionId: "x", owner: "bob", model: "m", title: "B's" });
+      await held.waitFor("held");
+      // A found no row for the id; its insert waits for B's transaction to end
+      const onA = a.create({ sessionId: "x", owner: "alice", model: "m", title: "A's" });
+      await held.waitFor("behind");
+      await held.release();
+      expect(await onB).toMatchObject({ status: "created" });
+      expect(await onA).toEqual({ status: "exists" });
+    } finally {
+      await held.end();
+    }
+    expect(await seqs(hosts, "x")).toEqual([1]);
+    expect(await a.projection("x")).toMatchObject({ owner: "bob", title: "B's" });
+  });
+
+  it("a fork whose target id another host took meanwhile is told exists, or retired once that one was deleted", async () => {
+    const hosts = await openTwoHosts();
+    const { a, b, schema } = hosts;
+    await a.create({ sessionId: "src", owner: "alice", model: "m" });
+    await a.append("src", [turnStart("t"), userMessage("hi"), turnEnd("t")]);
+    const held = await holdSessionInserts(schema);
+    try {
+      const onB = b.create({ sessionId: "x", owner: "bob", model: "m" });
+      await held.waitFor("held");
+      const onA = a.fork({ sourceId: "src", targetId: "x", owner: "alice" });
+      await held.waitFor("behind");
+      await held.release();
+      expect(await onB).toMatchObject({ status: "created" });
+      expect(await onA).toEqual({ status: "exists" });
+      expect(await seqs(hosts, "x")).toEqual([1]);
+
+      // the same race, lost to a session created and deleted in one transaction on B
+      await held.hold();
+      const onB2 = Promise.all([b.create({ sessionId: "y", owner: "bob", model: "m" }), b.delete("y")]);
+      await held.waitFor("held");
+      const onA2 = a.fork({ sourceId: "src", targetId: "y", owner: "alice" });
+      await held.waitFor("behind");
+      await held.release();
+      expect(await onB2).toEqual([expect.objectContaining({ status: "created" }), { status: "deleted" }]);
+      expect(await onA2).toEqual({ status: "retired" });
+      expect(await a.isRetired("y")).toBe(true);
+    } finally {
+      await held.end();
+    }
+  });
+
+  it("an append with a prompt key or a queued item to start goes the usual way at once, with no kept try", async () => {
+    const { a } = await openTwoHosts();
+    await a.create({ sessionId: "s", owner: "alice", model: "m" });
+    await a.enqueuePrompt({ sessionId: "s", itemId: "q1", queuedAt: 1, input: { text: "queued" } });
+    await a.append("s", [turnStart("t0"), turnEnd("t0")]);
+    const sent = sentStatements();
+    // the plain append is kept-eligible: this is what the assertions below tell apart
+    await a.append("s", [delta("t0", "late")]);
+    expect(triedKept(sent)).toBe(true);
+    sent.length = 0;
+    const prompted = await a.append("s", [turnStart("t1"), userMessage("hi")], {
+      prompt: { clientMessageId: "k1", record: { queued: false, turnId: "t1" } },
+    });
+    expect(prompted.status).toBe("appended");
+    expect(triedKept(sent)).toBe(false);
+    await a.append("s", [turnEnd("t1")]);
+    sent.length = 0;
+    const started = await a.append("s", [turnStart("t2")], { dequeue: { itemId: "q1", turnId: "t2" } });
+    expect(started.status).toBe("appended");
+    expect(triedKept(sent)).toBe(false);
+  });
+
+  it("an append of no events announces nothing to other hosts", async () => {
+    const { a, schema } = await openTwoHosts();
+    const created = await a.create({ sessionId: "s", owner: "alice", model: "m" });
+    if (created.status !== "created") throw new Error(created.status);
+    const heard = await hear(schema);
+    expect(await a.append("s", [])).toMatchObject({ status: "appended", events: [] });
+    // a marker batch: its NOTIFY comes after any the empty append could have sent
+    await a.append("s", [turnStart("t")]);
+    await vi.waitFor(() => expect(heard.at(-1)).toEqual([["s", "append", created.header.epoch, 2, 2]]), {
+      timeout: 5_000,
+    });
+    expect(heard).toHaveLength(1);
+  });
+
+  it("a restart and a rebuild skip a session another host deletes between their scan and their lock", async () => {
+    const { a, b, schema } = await openTwoHosts();
+    for (const id of ["g1", "g2", "kept"]) {
+      await a.create({ sessionId: id, owner: "alice", model: "m" });
+      await a.append(id, [turnStart("t"), userMessage("hi")]);
+    }
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    listeners.push(admin);
+    await admin.connect();
+    // B's delete waits, holding the session's row lock, until the test lets it commit
+    const key = randomBytes(4).readInt32BE();
+    await admin.query(`SET search_path = "${schema}"`);
+    await admin.query(`CREATE FUNCTION hold_retire() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$`);
+    await admin.query(
+      "CREATE TRIGGER hold_retire AFTER UPDATE OF retired_at ON sessions FOR EACH ROW EXECUTE FUNCTION hold_retire()",
+    );
+    const pid = await backendPid(admin);
+    /** Runs `work` with B's delete of `id` committed between `work`'s scan and its lock. */
+    async function deletedMeanwhile<T>(id: string, work: () => Promise<T>): Promise<T> {
+      await admin.query("SELECT pg_advisory_lock($1)", [key]);
+      const deleted = b.delete(id);
+      await expect
+        .poll(async () => (await blockedBy(admin, pid)).direct, { timeout: 10_000, interval: 20 })
+        .toBe(1);
+      // A's scan still sees the session live (B has not committed); its lock waits for B
+      const done = work();
+      await expect
+        .poll(async () => (await blockedBy(admin, pid)).behind, { timeout: 10_000, interval: 20 })
+        .toBe(1);
+      await admin.query("SELECT pg_advisory_unlock($1)", [key]);
+      expect(await deleted).toEqual({ status: "deleted" });
+      return done;
+    }
+    expect(await deletedMeanwhile("g1", () => a.interruptOpenTurns(9))).toEqual(["g2", "kept"]);
+    await a.append("kept", [turnStart("t2")]);
+    const before = await a.projection("kept");
+    await deletedMeanwhile("g2", () => a.rebuildProjections());
+    expect(await a.projection("kept")).toEqual(before);
+    expect(await a.projection("g2")).toBeNull();
+  });
+
+  it("locks every session a write names up front, in id order, so it holds none while it waits for another", async () => {
+    const { a, b, schema } = await openTwoHosts();
+    const writes: [string, (id: string) => Promise<unknown>][] = [
+      ["create", (id) => a.create({ sessionId: id, owner: "alice", model: "m" })],
+      ["clear", (id) => a.clear(id)],
+      ["ack", (id) => a.ack(id, 1)],
+      ["fork", (id) => a.fork({ sourceId: id, targetId: `${id}-fork`, owner: "alice" })],
+      ["delete", (id) => a.delete(id)],
+    ];
+    await a.create({ sessionId: "b", owner: "alice", model: "m" });
+    for (const [name] of writes) await a.create({ sessionId: `a-${name}`, owner: "alice", model: "m" });
+    const holder = new pg.Client({ connectionString: pgUrl! });
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    listeners.push(holder, admin);
+    await Promise.all([holder.connect(), admin.connect()]);
+    const holderPid = await backendPid(holder);
+    // A waits for the holder; B, if it waits, waits behind A
+    const waiters = async () => {
+      const { direct, behind } = await blockedBy(admin, holderPid);
+      return direct + behind;
+    };
+    for (const [name, write] of writes) {
+      const id = `a-${name}`;
+      await holder.query("BEGIN");
+      await holder.query(`SELECT 1 FROM "${schema}".projections WHERE session_id = $1 FOR UPDATE`, [id]);
+      try {
+        // one batch on A: an append to "b", then the write on the held session ("a-…" < "b")
+        const onA = Promise.all([a.append("b", [turnStart(name)]), write(id)]);
+        await expect.poll(waiters, { timeout: 10_000, interval: 20 }).toBe(1);
+        // A waits for the held session before it locks "b": B's append to "b" goes through
+        let watching = true;
+        const watch = (async () => {
+          while (watching) if ((await waiters()) >= 2) return "B waits for A";
+          return "B appended";
+        })();
+        const first = await Promise.race([b.append("b", [turnEnd(name)]).then(() => "B appended"), watch]);
+        watching = false;
+        await watch;
+        expect(first).toBe("B appended");
+        await holder.query("ROLLBACK");
+        await onA;
+      } finally {
+        await holder.query("ROLLBACK");
+      }
+    }
+  });
+
+  it("rebuilding projections repairs rows that no longer match the log", async () => {
+    const hosts = await openTwoHosts();
+    const { a, schema } = hosts;
+    await a.create({ sessionId: "a", owner: "o", model: "m", title: "A" });
+    await a.append("a", [turnStart("t1"), userMessage("hello there"), turnEnd("t1")]);
+    await a.create({ sessionId: "b", owner: "p", model: "m" });
+    await a.append("b", [turnStart("t1"), userMessage("second")]);
+    const before = { a: await a.projection("a"), b: await a.projection("b") };
+    await tamper(
+      schema,
+      "UPDATE projections SET title = 'damaged', turn_count = 42, message_count = 0, last_state = 'idle'",
+    );
+    expect((await a.projection("a"))?.title).toBe("damaged");
+    await a.rebuildProjections();
+    expect({ a: await a.projection("a"), b: await a.projection("b") }).toEqual(before);
+  });
+});
