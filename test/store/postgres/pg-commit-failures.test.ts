@@ -12,6 +12,7 @@ import {
   storeFixture,
 } from "../contract/backends.js";
 import { delta } from "../open-store.js";
+import { serverWarnings } from "./pg-client-spies.js";
 
 /**
  * How the group commit on PostgreSQL meets a failing transaction, with the failure raised by
@@ -61,21 +62,6 @@ async function texts(store: ContractStore | PostgresSessionStore, sessionId: str
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** The warnings PostgreSQL sends the stores from now on (a ROLLBACK with no transaction, …). */
-function serverWarnings(): string[] {
-  const warnings: string[] = [];
-  const emit = pg.Client.prototype.emit;
-  vi.spyOn(pg.Client.prototype, "emit").mockImplementation(function (
-    this: pg.Client,
-    event: string | symbol,
-    ...args: unknown[]
-  ) {
-    if (event === "notice") warnings.push(String((args[0] as Error).message));
-    return emit.call(this, event, ...args);
-  });
-  return warnings;
-}
 
 describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions", () => {
   const open = storeFixture(postgres!);

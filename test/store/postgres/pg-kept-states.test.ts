@@ -7,6 +7,7 @@ import type { SessionState } from "../../../src/store/session-state.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { keptWayOnly, sentStatements } from "./pg-client-spies.js";
 import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
 
 const S = "s";
@@ -24,24 +25,6 @@ async function twoHosts(): Promise<TwoHosts> {
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** What the stores send from now on: a prepared statement by its name, any other by its text. */
-function sentStatements(): string[] {
-  const sent: string[] = [];
-  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as { name?: string; text?: string } | string;
-    sent.push(typeof config === "string" ? config : (config.name ?? config.text ?? ""));
-    return query.apply(this, args);
-  } as typeof pg.Client.prototype.query);
-  return sent;
-}
-
-/** The batch went the one-round-trip way and was not run again the usual way (which reads first). */
-function keptWayOnly(sent: readonly string[]): void {
-  expect(sent.some((name) => name.startsWith(CHECKED_WRITE))).toBe(true);
-  expect(sent.filter((text) => text.includes("FOR UPDATE"))).toEqual([]);
-}
 
 async function seqs(store: PostgresSessionStore): Promise<number[]> {
   const read = await readWholeLog(store, S);

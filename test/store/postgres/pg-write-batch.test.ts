@@ -6,6 +6,8 @@ import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store
 import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { holdSessionWrites } from "./held-writes.js";
+import { keptWayOnly, sentStatements, serverWarnings } from "./pg-client-spies.js";
 
 /**
  * What a PostgreSQL write batch commits, announces and keeps, where the batch on kept states and
@@ -55,39 +57,6 @@ async function openHosts(): Promise<Hosts> {
   await listener.query(`LISTEN "sessionmux_${schema}"`);
   await a.create({ sessionId: S, owner: "alice", model: "m" });
   return { a, b, schema, heard };
-}
-
-/** What the stores send from now on: a prepared statement by its name, any other by its text. */
-function sentStatements(): string[] {
-  const sent: string[] = [];
-  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as { name?: string; text?: string } | string;
-    sent.push(typeof config === "string" ? config : (config.name ?? config.text ?? ""));
-    return query.apply(this, args);
-  } as typeof pg.Client.prototype.query);
-  return sent;
-}
-
-/** The warnings PostgreSQL sends the stores from now on (a ROLLBACK with no transaction, …). */
-function serverWarnings(): string[] {
-  const warnings: string[] = [];
-  const emit = pg.Client.prototype.emit;
-  vi.spyOn(pg.Client.prototype, "emit").mockImplementation(function (
-    this: pg.Client,
-    event: string | symbol,
-    ...args: unknown[]
-  ) {
-    if (event === "notice") warnings.push(String((args[0] as Error).message));
-    return emit.call(this, event, ...args);
-  });
-  return warnings;
-}
-
-/** The batch went the one-round-trip way and was not run again the usual way (which reads first). */
-function keptWayOnly(sent: readonly string[]): void {
-  expect(sent.some((name) => name.startsWith(CHECKED_WRITE))).toBe(true);
-  expect(sent.filter((text) => text.includes("FOR UPDATE"))).toEqual([]);
 }
 
 async function seqs(store: PostgresSessionStore): Promise<number[]> {
@@ -195,37 +164,21 @@ describe.skipIf(!pgUrl)("a PostgreSQL write batch", () => {
 
   it("a create that lost the race for its id to a session created and deleted meanwhile is told retired", async () => {
     const { a, b, schema } = await openHosts();
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
+    // B's insert of the session row waits, inside its transaction, for a lock the test holds
+    const held = await holdSessionWrites(schema, "INSERT");
     try {
-      // B's insert of the session row waits, inside its transaction, for a lock the test holds
-      const key = randomBytes(4).readInt32BE();
-      await admin.query(`SET search_path = "${schema}"`);
-      await admin.query(`CREATE FUNCTION hold_session_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$`);
-      await admin.query(
-        "CREATE TRIGGER hold_session_inserts AFTER INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION hold_session_inserts()",
-      );
-      await admin.query("SELECT pg_advisory_lock($1)", [key]);
-      const waiting = async (event: string) =>
-        (
-          await admin.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE wait_event_type = 'Lock' AND wait_event = $1 AND query LIKE 'INSERT INTO sessions%'`,
-            [event],
-          )
-        ).rows[0]!.n;
+      await held.hold();
       // one transaction on B: the id is created and deleted
       const onB = Promise.all([b.create({ sessionId: "x", owner: "o", model: "m" }), b.delete("x")]);
-      await expect.poll(() => waiting("advisory"), { timeout: 10_000, interval: 20 }).toBe(1);
+      await held.waitFor("held");
       // A found no row for the id; its insert waits for B's transaction to end
       const onA = a.create({ sessionId: "x", owner: "o", model: "m" });
-      await expect.poll(() => waiting("transactionid"), { timeout: 10_000, interval: 20 }).toBe(1);
-      await admin.query("SELECT pg_advisory_unlock($1)", [key]);
+      await held.waitFor("behind");
+      await held.release();
       expect(await onB).toEqual([expect.objectContaining({ status: "created" }), { status: "deleted" }]);
       expect(await onA).toEqual({ status: "retired" });
     } finally {
-      await admin.end();
+      await held.end();
     }
   });
 

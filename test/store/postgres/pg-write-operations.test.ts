@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { backendPid, blockedBy, holdSessionWrites } from "./held-writes.js";
+import { sentStatements } from "./pg-client-spies.js";
 import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
 
 /**
@@ -32,18 +33,6 @@ async function hear(schema: string): Promise<[string, string, string, number, nu
   return heard;
 }
 
-/** What the stores send from now on: a prepared statement by its name, any other by its text. */
-function sentStatements(): string[] {
-  const sent: string[] = [];
-  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as { name?: string; text?: string } | string;
-    sent.push(typeof config === "string" ? config : (config.name ?? config.text ?? ""));
-    return query.apply(this, args);
-  } as typeof pg.Client.prototype.query);
-  return sent;
-}
-
 /** A batch went the kept way first: it sent the lock-and-check of the kept rows. */
 const triedKept = (sent: readonly string[]) => sent.includes("sessionmux_lock_kept");
 
@@ -59,62 +48,6 @@ async function tamper(schema: string, sql: string): Promise<void> {
   }
 }
 
-/**
- * The backends waiting for a lock the backend `pid` holds: `direct`ly, or `behind` one of those.
- * Counted by who blocks whom, not by query text, so other tests' writes on the same database
- * (another schema, another run) never count.
- */
-async function blockedBy(watcher: pg.Client, pid: number): Promise<{ direct: number; behind: number }> {
-  const { rows } = await watcher.query<{ direct: number; behind: number }>(
-    `WITH d AS (SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)))
-     SELECT (SELECT count(*) FROM d)::int AS direct,
-       (SELECT count(*) FROM pg_stat_activity s
-         WHERE EXISTS (SELECT 1 FROM d WHERE d.pid = ANY(pg_blocking_pids(s.pid))))::int AS behind`,
-    [pid],
-  );
-  return rows[0]!;
-}
-
-async function backendPid(client: pg.Client): Promise<number> {
-  return (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
-}
-
-/**
- * Holds every insert of a session row, inside its transaction, on an advisory lock the test takes,
- * so another host's create can be made to find no row for the id and then lose the insert to it.
- */
-async function holdSessionInserts(schema: string) {
-  const admin = new pg.Client({ connectionString: pgUrl! });
-  await admin.connect();
-  const key = randomBytes(4).readInt32BE();
-  await admin.query(`SET search_path = "${schema}"`);
-  await admin.query(`CREATE FUNCTION hold_session_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$`);
-  await admin.query(
-    "CREATE TRIGGER hold_session_inserts AFTER INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION hold_session_inserts()",
-  );
-  const hold = async () => {
-    await admin.query("SELECT pg_advisory_lock($1)", [key]);
-  };
-  await hold();
-  const pid = await backendPid(admin);
-  return {
-    hold,
-    // "held": B's insert waits for the test's lock; "behind": A's insert waits for B's transaction
-    waitFor: (which: "held" | "behind") =>
-      expect
-        .poll(async () => (await blockedBy(admin, pid))[which === "held" ? "direct" : "behind"], {
-          timeout: 10_000,
-          interval: 20,
-        })
-        .toBe(1),
-    release: async () => {
-      await admin.query("SELECT pg_advisory_unlock($1)", [key]);
-    },
-    end: () => admin.end(),
-  };
-}
-
 async function seqs(hosts: TwoHosts, sessionId: string): Promise<number[]> {
   const read = await hosts.a.readAfter(sessionId, 0, 100);
   return read.status === "ok" ? read.events.map((event) => event.seq) : [];
@@ -124,7 +57,8 @@ describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
   it("a create that lost the race for its id to another host's create is told exists and writes nothing", async () => {
     const hosts = await openTwoHosts();
     const { a, b, schema } = hosts;
-    const held = await holdSessionInserts(schema);
+    const held = await holdSessionWrites(schema, "INSERT");
+    await held.hold();
     try {
       const onB = b.create({ sessionId: "x", owner: "bob", model: "m", title: "B's" });
       await held.waitFor("held");
@@ -146,7 +80,8 @@ describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
     const { a, b, schema } = hosts;
     await a.create({ sessionId: "src", owner: "alice", model: "m" });
     await a.append("src", [turnStart("t"), userMessage("hi"), turnEnd("t")]);
-    const held = await holdSessionInserts(schema);
+    const held = await holdSessionWrites(schema, "INSERT");
+    await held.hold();
     try {
       const onB = b.create({ sessionId: "x", owner: "bob", model: "m" });
       await held.waitFor("held");
@@ -214,40 +149,30 @@ describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
       await a.create({ sessionId: id, owner: "alice", model: "m" });
       await a.append(id, [turnStart("t"), userMessage("hi")]);
     }
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    listeners.push(admin);
-    await admin.connect();
     // B's delete waits, holding the session's row lock, until the test lets it commit
-    const key = randomBytes(4).readInt32BE();
-    await admin.query(`SET search_path = "${schema}"`);
-    await admin.query(`CREATE FUNCTION hold_retire() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$`);
-    await admin.query(
-      "CREATE TRIGGER hold_retire AFTER UPDATE OF retired_at ON sessions FOR EACH ROW EXECUTE FUNCTION hold_retire()",
-    );
-    const pid = await backendPid(admin);
+    const held = await holdSessionWrites(schema, "UPDATE OF retired_at");
     /** Runs `work` with B's delete of `id` committed between `work`'s scan and its lock. */
     async function deletedMeanwhile<T>(id: string, work: () => Promise<T>): Promise<T> {
-      await admin.query("SELECT pg_advisory_lock($1)", [key]);
+      await held.hold();
       const deleted = b.delete(id);
-      await expect
-        .poll(async () => (await blockedBy(admin, pid)).direct, { timeout: 10_000, interval: 20 })
-        .toBe(1);
+      await held.waitFor("held");
       // A's scan still sees the session live (B has not committed); its lock waits for B
       const done = work();
-      await expect
-        .poll(async () => (await blockedBy(admin, pid)).behind, { timeout: 10_000, interval: 20 })
-        .toBe(1);
-      await admin.query("SELECT pg_advisory_unlock($1)", [key]);
+      await held.waitFor("behind");
+      await held.release();
       expect(await deleted).toEqual({ status: "deleted" });
       return done;
     }
-    expect(await deletedMeanwhile("g1", () => a.interruptOpenTurns(9))).toEqual(["g2", "kept"]);
-    await a.append("kept", [turnStart("t2")]);
-    const before = await a.projection("kept");
-    await deletedMeanwhile("g2", () => a.rebuildProjections());
-    expect(await a.projection("kept")).toEqual(before);
-    expect(await a.projection("g2")).toBeNull();
+    try {
+      expect(await deletedMeanwhile("g1", () => a.interruptOpenTurns(9))).toEqual(["g2", "kept"]);
+      await a.append("kept", [turnStart("t2")]);
+      const before = await a.projection("kept");
+      await deletedMeanwhile("g2", () => a.rebuildProjections());
+      expect(await a.projection("kept")).toEqual(before);
+      expect(await a.projection("g2")).toBeNull();
+    } finally {
+      await held.end();
+    }
   });
 
   it("locks every session a write names up front, in id order, so it holds none while it waits for another", async () => {
