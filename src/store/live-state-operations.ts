@@ -44,8 +44,8 @@ export class LiveStateOperations {
         if (items >= limits.maxItemsPerSession)
           return { status: "queue_full", limit: "items_per_session", max: limits.maxItemsPerSession };
         const held = this.statements.queuedBytesOfOwner.get(state.owner) as number;
-        if (held + bytes > limits.maxBytesPerOwner)
-          return { status: "queue_full", limit: "bytes_per_owner", max: limits.maxBytesPerOwner };
+        const refused = overOwnerBytes(held, bytes, limits.maxBytesPerOwner);
+        if (refused) return refused;
       }
       const position = this.statements.queueNextPosition.get(input.sessionId) as number;
       this.statements.insertQueueItem.run(

@@ -67,10 +67,9 @@ export class PgLiveOperations {
         if (limits) {
           if (shape.items >= limits.maxItemsPerSession)
             return { status: "queue_full", limit: "items_per_session", max: limits.maxItemsPerSession };
-          await batch.read(LOCK_OWNER, [state.owner]);
-          const held = (await batch.read<{ bytes: number }>(OWNER_BYTES, [state.owner]))[0]!.bytes;
-          if (held + bytes > limits.maxBytesPerOwner)
-            return { status: "queue_full", limit: "bytes_per_owner", max: limits.maxBytesPerOwner };
+          const held = await ownerQueuedBytes(batch, state.owner);
+          const refused = overOwnerBytes(held, bytes, limits.maxBytesPerOwner);
+          if (refused) return refused;
         }
         await batch.execute(INSERT_ITEM, [
           sessionId,
@@ -113,8 +112,7 @@ export class PgLiveOperations {
       if (!row) return false;
       const edit = editedInput(queueItemFromRow(row).input, text);
       if (maxBytesPerOwner !== undefined && edit.grows > 0) {
-        await batch.read(LOCK_OWNER, [owner]);
-        const held = (await batch.read<{ bytes: number }>(OWNER_BYTES, [owner]))[0]!.bytes;
+        const held = await ownerQueuedBytes(batch, owner);
         const refused = overOwnerBytes(held, edit.grows, maxBytesPerOwner);
         if (refused) return refused;
       }
@@ -228,6 +226,12 @@ export class PgLiveOperations {
       },
     };
   }
+}
+
+/** The owner's queued bytes, read under the owner's lock so no other host's write overshoots the bound. */
+async function ownerQueuedBytes(batch: PgWriteBatch, owner: string): Promise<number> {
+  await batch.read(LOCK_OWNER, [owner]);
+  return (await batch.read<{ bytes: number }>(OWNER_BYTES, [owner]))[0]!.bytes;
 }
 
 /** A prompt key this batch recorded already, or the stored one. */
