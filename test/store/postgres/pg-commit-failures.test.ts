@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
@@ -13,6 +12,7 @@ import {
 } from "../contract/backends.js";
 import { delta } from "../open-store.js";
 import { serverWarnings } from "./pg-client-spies.js";
+import { refusableRole } from "./refusable-role.js";
 
 /**
  * How the group commit on PostgreSQL meets a failing transaction, with the failure raised by
@@ -122,31 +122,21 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
     expect(await s.store.append("b", [delta("t", "b2")])).toMatchObject({ events: [{ seq: 2 }] });
   });
   it("fails writes with persistence_failure while the database refuses its connections, then carries on", async () => {
-    const role = `smx_refused_${randomBytes(4).toString("hex")}`;
-    const schema = `${role}_data`;
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
+    const refusable = await refusableRole("smx_refused");
     let store: PostgresSessionStore | undefined;
     try {
-      await admin.query(`CREATE ROLE ${role} LOGIN`);
-      await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
-      const { rows } = await admin.query<{ db: string }>("SELECT current_database() AS db");
-      await admin.query(`GRANT CREATE ON DATABASE "${rows[0]!.db}" TO ${role}`);
-      const url = new URL(pgUrl!);
-      url.username = role;
-      store = await PostgresSessionStore.open(url.toString(), { schema, maxConnections: 2 });
+      store = await PostgresSessionStore.open(refusable.url, { schema: refusable.schema, maxConnections: 2 });
       await store.create({ sessionId: "a", owner: "o", model: "m" });
       expect(await store.append("a", [delta("t", "before")])).toMatchObject({ status: "appended" });
 
       // the role may no longer log in, and its open connections end: no writer connection is left
-      await admin.query(`ALTER ROLE ${role} NOLOGIN`);
-      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [role]);
+      await refusable.lockOut();
       for (const text of ["refused 1", "refused 2"])
         await expect(store.append("a", [delta("t", text)])).rejects.toMatchObject({
           code: "persistence_failure",
         });
 
-      await admin.query(`ALTER ROLE ${role} LOGIN`);
+      await refusable.letIn();
       expect(await store.append("a", [delta("t", "after")])).toMatchObject({
         status: "appended",
         events: [{ seq: 3 }],
@@ -154,10 +144,7 @@ describe.skipIf(!postgres)("PostgreSQL group commit under failing transactions",
       expect(await texts(store, "a")).toEqual(["before", "after"]);
     } finally {
       await store?.close();
-      // its schema and its grant go with what the role owns
-      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
-      await admin.query(`DROP ROLE IF EXISTS ${role}`);
-      await admin.end();
+      await refusable.drop();
     }
   });
 });

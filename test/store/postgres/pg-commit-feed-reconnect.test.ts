@@ -1,12 +1,11 @@
-import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
+import { refusableRole } from "./refusable-role.js";
 
 /**
  * A host's LISTEN connection is how it hears of other hosts' commits. When it drops, and the
@@ -19,27 +18,15 @@ const describePg = pgUrl ? describe : describe.skip;
 
 /** Two stores on one schema: `a` as the database's own user, `b` as a role the test can lock out. */
 async function twoHosts() {
-  const role = `smx_feed_${randomBytes(4).toString("hex")}`;
-  const schema = `${role}_data`;
-  const admin = new pg.Client({ connectionString: pgUrl! });
-  await admin.connect();
-  await admin.query(`CREATE ROLE ${role} LOGIN`);
-  await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
-  const { rows } = await admin.query<{ db: string }>("SELECT current_database() AS db");
-  // `CREATE SCHEMA IF NOT EXISTS` asks for it even when the schema is there
-  await admin.query(`GRANT CREATE ON DATABASE "${rows[0]!.db}" TO ${role}`);
+  const refusable = await refusableRole("smx_feed");
+  const { schema } = refusable;
   const opened: PostgresSessionStore[] = [];
   const close = async () => {
     for (const store of opened) await store.close();
-    // its schema and its grant go with what the role owns
-    await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
-    await admin.query(`DROP ROLE IF EXISTS ${role}`);
-    await admin.end();
+    await refusable.drop();
   };
-  const url = new URL(pgUrl!);
-  url.username = role;
   const b = async () => {
-    const store = await PostgresSessionStore.open(url.toString(), { schema, maxConnections: 2 });
+    const store = await PostgresSessionStore.open(refusable.url, { schema, maxConnections: 2 });
     opened.push(store);
     return store;
   };
@@ -58,21 +45,10 @@ async function twoHosts() {
     a,
     b: first,
     openB: b,
-    /** The role may not log in, and every connection it has ends (the LISTEN one included). */
-    async lockOut() {
-      await admin.query(`ALTER ROLE ${role} NOLOGIN`);
-      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [role]);
-    },
-    async letIn() {
-      await admin.query(`ALTER ROLE ${role} LOGIN`);
-    },
-    async listening(): Promise<boolean> {
-      const { rows } = await admin.query(
-        "SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name = 'sessionmux-listen' AND query LIKE 'LISTEN%'",
-        [role],
-      );
-      return rows.length > 0;
-    },
+    /** `b`'s role may not log in, and every connection it has ends (the LISTEN one included). */
+    lockOut: refusable.lockOut,
+    letIn: refusable.letIn,
+    listening: refusable.listening,
     close,
   };
 }

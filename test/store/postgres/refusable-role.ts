@@ -1,0 +1,50 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { pgUrl } from "../contract/backends.js";
+
+/**
+ * A database role of its own owning a schema of its own, that the test can refuse logins to and
+ * cut off, as a restarting database or a full connection table would: the way to make PostgreSQL
+ * itself refuse one store's connections while the others carry on.
+ */
+export async function refusableRole(prefix: string) {
+  const role = `${prefix}_${randomBytes(4).toString("hex")}`;
+  const schema = `${role}_data`;
+  const admin = new pg.Client({ connectionString: pgUrl! });
+  await admin.connect();
+  await admin.query(`CREATE ROLE ${role} LOGIN`);
+  await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+  const { rows } = await admin.query<{ db: string }>("SELECT current_database() AS db");
+  // `CREATE SCHEMA IF NOT EXISTS` asks for it even when the schema is there
+  await admin.query(`GRANT CREATE ON DATABASE "${rows[0]!.db}" TO ${role}`);
+  const url = new URL(pgUrl!);
+  url.username = role;
+  return {
+    role,
+    schema,
+    /** The database as this role. */
+    url: url.toString(),
+    /** The role may not log in, and every connection it has ends. */
+    async lockOut() {
+      await admin.query(`ALTER ROLE ${role} NOLOGIN`);
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [role]);
+    },
+    async letIn() {
+      await admin.query(`ALTER ROLE ${role} LOGIN`);
+    },
+    /** Whether a LISTEN connection of this role is open. */
+    async listening(): Promise<boolean> {
+      const found = await admin.query(
+        "SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name = 'sessionmux-listen' AND query LIKE 'LISTEN%'",
+        [role],
+      );
+      return found.rows.length > 0;
+    },
+    /** Drops the role, with its schema and its grant (what it owns); stores on it are closed first. */
+    async drop() {
+      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    },
+  };
+}
