@@ -92,11 +92,13 @@ export class PgLeaseOperations {
       sessions: [],
       run: async (batch) => {
         if (leases.length === 0) return { renewed: [], lost: [] };
+        // a lease in another host's name is lost, and left as it is
+        const own = leases.filter((lease) => lease.hostId === hostId);
         const rows = await batch.read<{ session_id: string; generation: number }>(RENEW, [
           hostId,
           ttlMs,
-          leases.map((lease) => lease.sessionId),
-          leases.map((lease) => lease.generation),
+          own.map((lease) => lease.sessionId),
+          own.map((lease) => lease.generation),
         ]);
         for (const lease of leases) batch.leaseWritten(lease.sessionId);
         const kept = new Set(rows.map((row) => `${row.session_id}\u0000${row.generation}`));

@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { pgUrl } from "../contract/backends.js";
+import { delta, userMessage } from "../open-store.js";
+import { holdSessionWrites } from "./held-writes.js";
+import { keptWayOnly, sentStatements } from "./pg-client-spies.js";
+import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
+
+const S = "s";
+const LONG = 60_000;
+
+const openTwoHosts = twoHostsFixture("lease");
+
+/** Two hosts on one fresh schema with session S, closed and the schema dropped after the test. */
+async function twoHosts(): Promise<TwoHosts> {
+  const hosts = await openTwoHosts();
+  await hosts.a.create({ sessionId: S, owner: "alice", model: "m" });
+  return hosts;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** The statements that read a lease row on their own (not with the session's lock). */
+const leaseReads = (sent: readonly string[]) =>
+  sent.filter(
+    (text) => text.includes("JOIN leases l ON l.session_id = $1") || text.includes("FROM leases WHERE"),
+  );
+
+describe.skipIf(!pgUrl)("leases on PostgreSQL", () => {
+  it("a take waits for a renewal in flight and finds the lease held, though it had expired when the take began", async () => {
+    const { a, b, schema } = await twoHosts();
+    const mine = await a.acquireLease(S, "host-a", 2_000);
+    if (mine.status !== "acquired") throw new Error(mine.status);
+    // A's renewal and a create after it share one transaction, which the create's insert holds
+    // open: the renewal has written the lease row and not committed it
+    const held = await holdSessionWrites(schema, "INSERT");
+    try {
+      await held.hold();
+      const renewal = a.renewLeases("host-a", [mine.lease], LONG);
+      const created = a.create({ sessionId: "other", owner: "alice", model: "m" });
+      await held.waitFor("held");
+      // the lease as committed expires meanwhile, by the database clock
+      await expect.poll(() => b.leaseHolder(S), { timeout: 10_000, interval: 50 }).toBeNull();
+      const taken = b.acquireLease(S, "host-b", LONG);
+      await held.waitFor("behind");
+      await held.release();
+      expect(await renewal).toEqual({ renewed: [mine.lease], lost: [] });
+      expect((await created).status).toBe("created");
+      expect(await taken).toMatchObject({ status: "held", holder: { hostId: "host-a", generation: 1 } });
+      expect(await b.leaseHolder(S)).toMatchObject({ hostId: "host-a", generation: 1 });
+      expect((await a.append(S, [delta("t", "still mine")], { fence: mine.lease })).status).toBe("appended");
+    } finally {
+      await held.release();
+      await held.end();
+    }
+  });
+
+  it("an append fenced the usual way reads the lease with the session's lock, in no statement of its own", async () => {
+    const { a, b } = await twoHosts();
+    const mine = await a.acquireLease(S, "host-a", LONG);
+    if (mine.status !== "acquired") throw new Error(mine.status);
+    const sent = sentStatements();
+    // B kept no state of S: its first append reads the session (and its lease) under the lock
+    expect((await b.append(S, [userMessage("hi")], { fence: mine.lease })).status).toBe("appended");
+    expect(sent.filter((text) => text.includes("FOR UPDATE")).length).toBeGreaterThan(0);
+    expect(leaseReads(sent)).toEqual([]);
+    const stale = { ...mine.lease, generation: 0 };
+    expect(await b.append(S, [userMessage("stale")], { fence: stale })).toEqual({ status: "fenced" });
+  });
+
+  it("an append fenced on a kept state goes the one-round-trip way, the fence checked by the database", async () => {
+    const { a } = await twoHosts();
+    const mine = await a.acquireLease(S, "host-a", LONG);
+    if (mine.status !== "acquired") throw new Error(mine.status);
+    expect((await a.append(S, [delta("t", "one")], { fence: mine.lease })).status).toBe("appended");
+    const sent = sentStatements();
+    expect(await a.append(S, [delta("t", "two")], { fence: mine.lease })).toMatchObject({
+      status: "appended",
+      events: [{ seq: 3 }],
+    });
+    keptWayOnly(sent);
+    expect(leaseReads(sent)).toEqual([]);
+  });
+});
