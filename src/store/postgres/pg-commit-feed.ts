@@ -14,8 +14,13 @@ import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 const READ_PAGE = 500;
 /** Sessions whose delivered head is remembered; past it the oldest is forgotten (harmless). */
 const MAX_HEADS = 50_000;
+/** Sessions whose heads one statement reads when the host re-reads what it follows. */
+const HEADS_PAGE = 1_000;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+// the snapshot's oldest running transaction, as the 32-bit id rows carry in `xmin`
+const LISTENING_SINCE =
+  "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid";
 
 interface Delivered {
   epoch: string;
@@ -44,6 +49,12 @@ export class PgCommitFeed {
   private client: pg.Client | undefined;
   private reconnectDelay = RECONNECT_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /**
+   * The oldest transaction running when this connection's LISTEN began (`since`), and when the
+   * previous connection's did (`before`): whatever the last outage left unheard was written by
+   * `before` or a younger one.
+   */
+  private listening: { since: string; before: string | null } | undefined;
   private closed = false;
 
   constructor(
@@ -63,9 +74,17 @@ export class PgCommitFeed {
     });
     client.on("error", () => this.lost(client));
     client.on("end", () => this.lost(client));
+    let listening: string;
     try {
       await client.connect();
-      await client.query(`LISTEN "${this.channel}"`);
+      // and, in the same transaction, the oldest transaction still running: every older one had
+      // committed before this LISTEN, so the re-read after it sees it, and the re-read after the
+      // next outage need only look at what this one or a younger one wrote
+      const results = (await client.query(`LISTEN "${this.channel}"; ${LISTENING_SINCE}`)) as unknown as [
+        pg.QueryResult,
+        pg.QueryResult<{ xid: string }>,
+      ];
+      listening = results[1].rows[0]!.xid;
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -77,6 +96,7 @@ export class PgCommitFeed {
     }
     this.client = client;
     this.reconnectDelay = RECONNECT_MIN_MS;
+    this.listening = { since: listening, before: this.listening?.since ?? null };
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
@@ -156,16 +176,7 @@ export class PgCommitFeed {
   }
 
   private async apply(changes: ChangedSession[] | "all"): Promise<void> {
-    if (changes === "all") {
-      // a copy: each delivery moves its session to the end of the map
-      for (const [sessionId, head] of [...this.delivered]) {
-        if (this.interested(sessionId)) await this.catchUp(sessionId, head.epoch, head.seq + 1);
-      }
-      for (const sessionId of [...this.interest.keys()]) {
-        if (!this.delivered.has(sessionId)) await this.wake(sessionId);
-      }
-      return;
-    }
+    if (changes === "all") return this.rereadAll();
     for (const change of changes) {
       if (this.closed || !this.interested(change.sessionId)) continue;
       const { sessionId } = change;
@@ -215,15 +226,38 @@ export class PgCommitFeed {
   }
 
   /**
-   * A session followed here that this store has delivered nothing of: its subscribers read the log
-   * themselves, up to a seq this store does not know, so its newest event goes out. A subscriber
-   * drops it if it has it, and reads the gap from the log if it is further behind.
+   * After the LISTEN connection was down: the heads of every session followed here, a page of
+   * sessions per statement, and a read of only those that moved (a commit, a clear, a delete). A
+   * host following thousands of sessions gets back in with a few statements, not a read of each,
+   * so the NOTIFYs heard meanwhile (handled after this) are not held up for long.
    */
-  private async wake(sessionId: string): Promise<void> {
-    const found = await this.reads.header(sessionId);
-    if (found.status === "retired") return this.deliver(sessionId, { kind: "delete" }, null);
-    if (found.status === "ok" && found.headSeq > 0)
-      await this.catchUp(sessionId, found.header.epoch, found.headSeq);
+  private async rereadAll(): Promise<void> {
+    const since = this.listening?.before ?? null;
+    // a copy: each delivery moves its session to the end of the map
+    const followed = [...new Set([...this.delivered.keys(), ...this.interest.keys()])];
+    for (let start = 0; start < followed.length && !this.closed; start += HEADS_PAGE) {
+      const page = followed.slice(start, start + HEADS_PAGE).filter((id) => this.interested(id));
+      if (page.length === 0) continue;
+      const heads = await this.reads.heads(page, since);
+      for (const sessionId of page) {
+        const now = heads.get(sessionId);
+        if (!now || !this.interested(sessionId)) continue;
+        if (now.retired) {
+          this.deliver(sessionId, { kind: "delete" }, null);
+          continue;
+        }
+        const was = this.delivered.get(sessionId);
+        if (was === undefined) {
+          // delivered nothing yet: its subscribers read the log themselves, up to a seq this
+          // store does not know, so its newest event goes out if the outage may have hidden it
+          // (written since the previous LISTEN); a subscriber drops it if it has it, and reads
+          // the gap from the log if it is further behind
+          if (now.headSeq > 0 && now.writtenSince) await this.catchUp(sessionId, now.epoch, now.headSeq);
+        } else if (was.epoch !== now.epoch || was.seq < now.headSeq) {
+          await this.catchUp(sessionId, was.epoch, was.seq + 1);
+        }
+      }
+    }
   }
 
   /**

@@ -24,6 +24,7 @@ import type {
   ReadOutcome,
   SessionProjection,
 } from "../session-store.js";
+import { textArrayLiteral } from "./pg-array-literal.js";
 import { SELECT_STATE } from "./pg-write-batch.js";
 
 /**
@@ -74,7 +75,27 @@ const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type
   FROM (${STATE}) st LEFT JOIN LATERAL (
     ${eventsWithinBudget("session_id = st.session_id AND seq < coalesce($2, st.head_seq + 1)", " DESC")}
   ) e ON true ORDER BY e.seq`;
+/**
+ * One snapshot for every listed session: its epoch, its head, whether it is retired, and whether
+ * the transaction that wrote its newest event is not older than $2 (a 32-bit transaction id;
+ * `age` counts back from now, so the comparison holds across the counter's wraparound; null: every
+ * session counts as written since).
+ */
+const HEADS = `SELECT s.session_id, s.epoch, coalesce(e.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
+    e.seq IS NOT NULL AND ($2::xid IS NULL OR age(e.xmin) <= age($2::xid)) AS written_since
+  FROM sessions s LEFT JOIN LATERAL (
+    SELECT seq, xmin FROM events WHERE session_id = s.session_id ORDER BY seq DESC LIMIT 1
+  ) e ON true WHERE s.session_id = ANY($1::text[])`;
 const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
+
+/** Where a session's log stands: what a host compares with the head it delivered. */
+export interface SessionHead {
+  epoch: string;
+  headSeq: number;
+  retired: boolean;
+  /** Its newest event was written by a transaction not older than the one `heads` was given. */
+  writtenSince: boolean;
+}
 
 type Missing = { status: "retired" } | { status: "not_found" };
 type AfterRow = {
@@ -100,6 +121,21 @@ export class PgReads {
     if (!row) return this.missing(sessionId);
     const state = stateFromRow(row);
     return { status: "ok", header: headerOf(state), headSeq: state.headSeq };
+  }
+
+  /**
+   * The heads of the listed sessions that exist (retired ones included), in one statement;
+   * `since`: the 32-bit id of the transaction `writtenSince` compares with.
+   */
+  async heads(sessionIds: readonly string[], since: string | null): Promise<Map<string, SessionHead>> {
+    type Row = SessionHead & { session_id: string; head_seq: number; written_since: boolean };
+    const { rows } = await this.pool.query<Row>(HEADS, [textArrayLiteral(sessionIds), since]);
+    return new Map(
+      rows.map((row) => [
+        row.session_id,
+        { epoch: row.epoch, headSeq: row.head_seq, retired: row.retired, writtenSince: row.written_since },
+      ]),
+    );
   }
 
   async projection(sessionId: string): Promise<SessionProjection | null> {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
+import { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
@@ -165,6 +166,63 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
         { timeout: 20_000 },
       );
     } finally {
+      await hosts.close();
+    }
+  });
+
+  it("reads the heads of everything it follows a page at a time, and the log of only what moved", async () => {
+    const hosts = await twoHosts();
+    try {
+      const { a } = hosts;
+      // one more than a page of heads: the last session is in a second statement
+      const ids = Array.from({ length: 1_001 }, (_, i) => `s${i}`);
+      await Promise.all(ids.map((sessionId) => a.create({ sessionId, owner: "o", model: "m" })));
+      // opened after the sessions were created: it hears of none of those creations
+      const b = await hosts.openB();
+      const kinds = new Map<string, string[]>();
+      for (const sessionId of ids) {
+        kinds.set(sessionId, []);
+        b.subscribe(sessionId, (notice) => {
+          const seqs =
+            notice.kind === "append" || notice.kind === "create" ? notice.events.map((e) => e.seq) : [];
+          kinds.get(sessionId)!.push(seqs.length > 0 ? `${notice.kind} ${seqs.join(",")}` : notice.kind);
+        });
+      }
+      const last = (sessionId: string) => kinds.get(sessionId)?.at(-1);
+      // s5 is delivered too, and does not move while `b` is out
+      const delivered = ["s3", "s5", "s7", "s11"];
+      for (const sessionId of delivered) await a.append(sessionId, [delta("t", "before")]);
+      for (const sessionId of delivered)
+        await vi.waitFor(() => expect(last(sessionId)).toBe("append 2"), { timeout: 20_000 });
+
+      await hosts.lockOut();
+      await a.append("s3", [delta("t", "while out")]);
+      await a.clear("s7");
+      await a.append("s7", [delta("t", "new epoch")]);
+      await a.delete("s11");
+      await a.append("s1000", [delta("t", "while out, never delivered")]);
+      const heads = vi.spyOn(PgReads.prototype, "heads");
+      const reads = vi.spyOn(PgReads.prototype, "readAfter");
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      await vi.waitFor(() => expect(last("s3")).toBe("append 3"), { timeout: 20_000 });
+      await vi.waitFor(() => expect(last("s7")).toBe("append 1"), { timeout: 20_000 });
+      await vi.waitFor(() => expect(last("s11")).toBe("delete"), { timeout: 20_000 });
+      await vi.waitFor(() => expect(last("s1000")).toBe("append 2"), { timeout: 20_000 });
+
+      expect(heads.mock.calls.map(([page]) => page.length)).toEqual([1_000, 1]);
+      expect(heads.mock.calls.flatMap(([page]) => page).sort()).toEqual([...ids].sort());
+      // the clear is found by the first read of s7, whose new epoch is then read from its start
+      expect(reads.mock.calls.map(([sessionId]) => sessionId).sort()).toEqual(["s1000", "s3", "s7", "s7"]);
+      expect(kinds.get("s7")).toEqual(["append 2", "clear", "append 1"]);
+      expect(kinds.get("s3")).toEqual(["append 2", "append 3"]);
+      expect(kinds.get("s11")).toEqual(["append 2", "delete"]);
+      expect(kinds.get("s1000")).toEqual(["append 2"]);
+      expect(kinds.get("s5")).toEqual(["append 2"]);
+      for (const sessionId of ids.filter((id) => ![...delivered, "s1000"].includes(id)))
+        expect(kinds.get(sessionId)).toEqual([]);
+    } finally {
+      vi.restoreAllMocks();
       await hosts.close();
     }
   });
