@@ -18,9 +18,16 @@ const MAX_HEADS = 50_000;
 const HEADS_PAGE = 1_000;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
-// the snapshot's oldest running transaction, as the 32-bit id rows carry in `xmin`
-const LISTENING_SINCE =
-  "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid";
+// the snapshot's oldest running transaction: its 64-bit id (a projection row's `version`) and the
+// 32-bit one rows carry in `xmin`
+const LISTENING_SINCE = `SELECT x::text AS xid8, (x::text::bigint % 4294967296)::text AS xid
+  FROM pg_snapshot_xmin(pg_current_snapshot()) AS x`;
+
+/** A transaction's id, as `LISTENING_SINCE` reads it. */
+interface Watermark {
+  xid: string;
+  xid8: string;
+}
 
 interface Delivered {
   epoch: string;
@@ -54,7 +61,7 @@ export class PgCommitFeed {
    * previous connection's did (`before`): whatever the last outage left unheard was written by
    * `before` or a younger one.
    */
-  private listening: { since: string; before: string | null } | undefined;
+  private listening: { since: Watermark; before: Watermark | null } | undefined;
   private closed = false;
 
   constructor(
@@ -74,7 +81,7 @@ export class PgCommitFeed {
     });
     client.on("error", () => this.lost(client));
     client.on("end", () => this.lost(client));
-    let listening: string;
+    let listening: Watermark;
     try {
       await client.connect();
       // and, in the same transaction, the oldest transaction still running: every older one had
@@ -82,9 +89,9 @@ export class PgCommitFeed {
       // next outage need only look at what this one or a younger one wrote
       const results = (await client.query(`LISTEN "${this.channel}"; ${LISTENING_SINCE}`)) as unknown as [
         pg.QueryResult,
-        pg.QueryResult<{ xid: string }>,
+        pg.QueryResult<Watermark>,
       ];
-      listening = results[1].rows[0]!.xid;
+      listening = results[1].rows[0]!;
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -238,7 +245,7 @@ export class PgCommitFeed {
     for (let start = 0; start < followed.length && !this.closed; start += HEADS_PAGE) {
       const page = followed.slice(start, start + HEADS_PAGE).filter((id) => this.interested(id));
       if (page.length === 0) continue;
-      const heads = await this.reads.heads(page, since);
+      const heads = await this.reads.heads(page, since?.xid ?? null);
       for (const sessionId of page) {
         const now = heads.get(sessionId);
         if (!now || !this.interested(sessionId)) continue;
@@ -257,6 +264,26 @@ export class PgCommitFeed {
           await this.catchUp(sessionId, was.epoch, was.seq + 1);
         }
       }
+    }
+    if (since) await this.rereadWritten(since.xid8, new Set(followed));
+  }
+
+  /**
+   * For store-wide listeners, after an outage: the sessions whose projection a transaction no
+   * older than `since` wrote (created, renamed or acknowledged by another host meanwhile), as
+   * `meta` with the row, a page at a time; but not those `rereadAll` compared already (`followed`:
+   * every session this host delivered something of, or that is followed here).
+   */
+  private async rereadWritten(since: string, followed: ReadonlySet<string>): Promise<void> {
+    let after = "";
+    while (this.globalListeners > 0 && !this.closed) {
+      const page = await this.reads.projectionsWrittenSince(since, after, HEADS_PAGE);
+      for (const projection of page) {
+        const { sessionId } = projection;
+        if (!followed.has(sessionId)) this.deliver(sessionId, { kind: "meta" }, projection);
+      }
+      if (page.length < HEADS_PAGE) return;
+      after = page[page.length - 1]!.sessionId;
     }
   }
 

@@ -41,6 +41,10 @@ const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
 const OWNER_STORED_BYTES = "SELECT stored_bytes FROM owner_usage WHERE owner = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
+// every write of a projection row stamps it with its transaction's 64-bit id (see migration 6);
+// no index covers `version` (it would keep the row's updates from being HOT), so this scans
+const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS} FROM projections
+  WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
  * and none once the data of those before them reached $4, so a read of large events stops at its
@@ -136,6 +140,23 @@ export class PgReads {
         { epoch: row.epoch, headSeq: row.head_seq, retired: row.retired, writtenSince: row.written_since },
       ]),
     );
+  }
+
+  /**
+   * The projections written by the transaction `since` (a 64-bit id) or a younger one, in session
+   * id order after `afterSessionId`, at most `limit`.
+   */
+  async projectionsWrittenSince(
+    since: string,
+    afterSessionId: string,
+    limit: number,
+  ): Promise<SessionProjection[]> {
+    const { rows } = await this.pool.query<ProjectionRow>(PROJECTIONS_WRITTEN_SINCE, [
+      since,
+      afterSessionId,
+      limit,
+    ]);
+    return rows.map((row) => publicProjection(projectionFromRow(row, row.seq)));
   }
 
   async projection(sessionId: string): Promise<SessionProjection | null> {

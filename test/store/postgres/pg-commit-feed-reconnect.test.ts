@@ -50,6 +50,7 @@ async function twoHosts() {
     lockOut: refusable.lockOut,
     letIn: refusable.letIn,
     listening: refusable.listening,
+    runningEnded: refusable.runningEnded,
     close,
   };
 }
@@ -177,7 +178,9 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       // one more than a page of heads: the last session is in a second statement
       const ids = Array.from({ length: 1_001 }, (_, i) => `s${i}`);
       await Promise.all(ids.map((sessionId) => a.create({ sessionId, owner: "o", model: "m" })));
-      // opened after the sessions were created: it hears of none of those creations
+      // opened after the sessions were created (and every transaction then running had ended):
+      // it hears of none of those creations, and they are older than its LISTEN
+      await hosts.runningEnded();
       const b = await hosts.openB();
       const kinds = new Map<string, string[]>();
       for (const sessionId of ids) {
@@ -223,6 +226,40 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
         expect(kinds.get(sessionId)).toEqual([]);
     } finally {
       vi.restoreAllMocks();
+      await hosts.close();
+    }
+  });
+
+  it("tells its store-wide listeners of the sessions another host created or renamed while it was out", async () => {
+    const hosts = await twoHosts();
+    try {
+      const { a } = hosts;
+      // created before `b` opened: not to be told again after the outage
+      await a.create({ sessionId: "old", owner: "o", model: "m" });
+      await hosts.runningEnded();
+      const b = await hosts.openB();
+      const told: [string, string, string | undefined][] = [];
+      b.subscribeAll((sessionId, notice, projection) =>
+        told.push([sessionId, notice.kind, projection?.title]),
+      );
+      await a.create({ sessionId: "heard", owner: "o", model: "m" });
+      await vi.waitFor(() => expect(told.map(([id]) => id)).toContain("heard"), { timeout: 20_000 });
+      told.length = 0;
+
+      await hosts.lockOut();
+      await a.create({ sessionId: "born-while-out", owner: "o", model: "m" });
+      await a.append("born-while-out", [{ type: "session/renamed", data: { title: "named while out" } }]);
+      // a thousand more: the rows come a page of 1,000 at a time
+      const more = Array.from({ length: 1_000 }, (_, i) => `w${i}`);
+      await Promise.all(more.map((sessionId) => a.create({ sessionId, owner: "o", model: "m" })));
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      await vi.waitFor(() => expect(told.length).toBeGreaterThanOrEqual(1_001), { timeout: 20_000 });
+      expect(told).toContainEqual(["born-while-out", "meta", "named while out"]);
+      // each once, and nothing of the sessions it had heard of or that nobody wrote meanwhile
+      expect(told.map(([id]) => id).sort()).toEqual(["born-while-out", ...more].sort());
+      expect(new Set(told.map(([, kind]) => kind))).toEqual(new Set(["meta"]));
+    } finally {
       await hosts.close();
     }
   });
