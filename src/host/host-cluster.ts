@@ -138,12 +138,14 @@ export class HostCluster {
   }
 
   /**
-   * Queued prompts of sessions whose lease nobody holds (the owner died, or paused past its
-   * lease) would otherwise wait for the next call to that session: every lease round, each host
-   * takes such sessions over through the normal lease path; the lease decides which host wins.
+   * After every lease round: the view of other hosts' agents is set right from their leases, and
+   * queued prompts of sessions whose lease nobody holds (the owner died, or paused past its
+   * lease), which would otherwise wait for the next call to that session, are taken over through
+   * the normal lease path; the lease decides which host wins.
    */
   async #sweep(): Promise<void> {
     if (this.#deps.closing()) return;
+    await this.#loadRemoteAgents();
     for (const sessionId of await this.#leaseStore.unownedQueues(SWEEP_LIMIT)) {
       if (this.#deps.closing()) return;
       await this.#deps.resumeUnowned(sessionId);
@@ -159,19 +161,31 @@ export class HostCluster {
     agents.detach(lease.sessionId, "interrupted");
   }
 
-  /** Agents other hosts run, from their leases (sessions with live rows also come with those). */
+  /**
+   * Agents other hosts run, as their leases show them: read at start, and again after every lease
+   * round, since a lease can end with no notice (its host died and nobody took the session; a
+   * notice missed while this host's LISTEN connection was down): an agent shown on another host
+   * whose lease ended goes from the view, one shown on the wrong host moves, and one missing comes.
+   */
   async #loadRemoteAgents(): Promise<void> {
     const { store, hostId } = this.#deps;
     const registry = this.#deps.registry();
+    const shown = registry.remoteHosts();
+    const held = new Map<string, string>();
     let after: string | null = null;
     do {
       const page = await store.leasePage(after, LEASE_PAGE);
       for (const lease of page.leases) {
-        if (lease.hostId === hostId) continue;
+        held.set(lease.sessionId, lease.hostId);
+        if (lease.hostId === hostId || shown.has(lease.sessionId)) continue;
         const projection = await store.projection(lease.sessionId);
         if (projection) registry.loadRemote(lease.sessionId, projection.owner, lease.hostId);
       }
       after = page.next;
     } while (after !== null);
+    for (const [sessionId, shownOn] of shown) {
+      const holder = held.get(sessionId) ?? null;
+      if (holder !== shownOn) registry.remoteLeaseRead(sessionId, shownOn, holder);
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import type { ControlDelta } from "../../src/host/live/live-state.js";
 import {
   ALICE,
   type Cluster,
@@ -134,5 +135,25 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
         ),
       )
       .toBe(true);
+  });
+
+  it("another host's control stream stops showing the agent of an owner that vanished once its lease ran out", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const deltas: ControlDelta[] = [];
+    b.host.subscribeControl(ALICE, (delta) => deltas.push(delta));
+    const sessionId = await createSession(a.host);
+    const shown = () =>
+      deltas
+        .filter((d) => d.kind === "agent" && d.sessionId === sessionId)
+        .map((d) => d.kind === "agent" && d.state);
+    await expect.poll(shown).toContain("attached");
+    // the owner stops as a dead one would: no renewal, no release; nothing queued, no turn open,
+    // so no host has a reason to take the session over
+    a.host.leases?.stopRenewals();
+    await expect.poll(shown, { timeout: 20_000 }).toContain("detached");
+    expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    const base = await b.host.controlBaseline(ALICE);
+    expect(base.agents.find((agent) => agent.sessionId === sessionId)).toBeUndefined();
   });
 });

@@ -73,6 +73,20 @@ export class LiveRegistry implements LiveState {
     this.remote.attach(sessionId, hostId);
   }
 
+  /** The host each agent in view of other hosts is shown on. */
+  remoteHosts(): Map<string, string | undefined> {
+    return new Map(this.remote.sessions().map((sessionId) => [sessionId, this.status.hostOf(sessionId)]));
+  }
+
+  /**
+   * A session's lease as a sweep read it (`hostId` null: nobody holds it), for an agent shown on
+   * `shownOn` when the sweep began: the view follows the lease, unless a notice moved it since.
+   */
+  remoteLeaseRead(sessionId: string, shownOn: string | undefined, hostId: string | null): void {
+    if (!this.remote.has(sessionId) || this.status.hostOf(sessionId) !== shownOn) return;
+    this.#leaseMoved(sessionId, this.#owners.get(sessionId) ?? "", hostId);
+  }
+
   /** Commits of sessions whose agent another host runs move their status and jobs. */
   committed(sessionId: string, events: readonly SessionEvent[]): void {
     this.remote.committed(sessionId, events);

@@ -26,6 +26,11 @@ export class RemoteAgents {
     return this.#sessions.has(sessionId);
   }
 
+  /** The sessions in view. */
+  sessions(): string[] {
+    return [...this.#sessions];
+  }
+
   /** Another host took the session's lease (`running` when the store shows a turn open). */
   attach(sessionId: string, hostId: string, jobs: readonly StoredJob[] = []): void {
     this.#sessions.add(sessionId);
