@@ -177,9 +177,8 @@ export class HostCluster {
       const page = await store.leasePage(after, LEASE_PAGE);
       for (const lease of page.leases) {
         held.set(lease.sessionId, lease.hostId);
-        if (lease.hostId === hostId || shown.has(lease.sessionId)) continue;
-        const projection = await store.projection(lease.sessionId);
-        if (projection) registry.loadRemote(lease.sessionId, projection.owner, lease.hostId);
+        if (lease.hostId !== hostId && !shown.has(lease.sessionId))
+          registry.loadRemote(lease.sessionId, lease.owner, lease.hostId);
       }
       after = page.next;
     } while (after !== null);

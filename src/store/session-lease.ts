@@ -29,7 +29,7 @@ export interface SessionLeaseStore {
    * Unexpired leases in session id order after `after` (null: from the start), at most `limit`;
    * `next` continues, null at the end. For a control baseline of agents other hosts run.
    */
-  leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }>;
+  leasePage(after: string | null, limit: number): Promise<{ leases: HeldLease[]; next: string | null }>;
   /**
    * Up to `limit` sessions, in id order, with queued prompts whose agent nobody runs: no lease, a
    * released one or an expired one (its owner died or paused). A session whose open turn waits on
@@ -48,6 +48,11 @@ export interface SessionLease {
 export interface LeaseHolder extends SessionLease {
   /** Epoch milliseconds by the store's clock. */
   expiresAt: number;
+}
+
+/** A held lease as a page lists it, with its session's owner (for the view of other hosts' agents). */
+export interface HeldLease extends LeaseHolder {
+  owner: string;
 }
 
 export type LeaseOutcome =

@@ -1,7 +1,7 @@
 import type { WriteOperation } from "./group-commit.js";
 import { checkTtl, decideAcquire, type LeaseRow, leaseIsCurrent } from "./lease-rules.js";
 import type { LogWriter, TimedEvent } from "./log-writer.js";
-import type { LeaseHolder, LeaseOutcome, RenewOutcome, SessionLease } from "./session-lease.js";
+import type { HeldLease, LeaseHolder, LeaseOutcome, RenewOutcome, SessionLease } from "./session-lease.js";
 import type { SessionState } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
 import type { WriteBatch } from "./write-batch.js";
@@ -88,8 +88,8 @@ export class SqliteLeaseOperations {
     return { sessionId, hostId: row.hostId, generation: row.generation, expiresAt: row.expiresAt };
   }
 
-  page(after: string | null, limit: number): { leases: LeaseHolder[]; next: string | null } {
-    const leases = this.statements.leasesPage.all(this.now(), after ?? "", limit) as LeaseHolder[];
+  page(after: string | null, limit: number): { leases: HeldLease[]; next: string | null } {
+    const leases = this.statements.leasesPage.all(this.now(), after ?? "", limit) as HeldLease[];
     return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
   }
 

@@ -152,8 +152,9 @@ const SQL = {
   renewLease: `UPDATE leases SET expires_at = ? WHERE session_id = ? AND host_id = ? AND generation = ?
        AND expires_at > ?`,
   releaseLease: "UPDATE leases SET host_id = NULL WHERE session_id = ? AND host_id = ? AND generation = ?",
-  leasesPage: `SELECT session_id AS sessionId, host_id AS hostId, generation, expires_at AS expiresAt FROM leases
-       WHERE host_id IS NOT NULL AND expires_at > ? AND session_id > ? ORDER BY session_id LIMIT ?`,
+  leasesPage: `SELECT l.session_id AS sessionId, l.host_id AS hostId, l.generation, l.expires_at AS expiresAt,
+         s.owner FROM leases l JOIN sessions s ON s.session_id = l.session_id
+       WHERE l.host_id IS NOT NULL AND l.expires_at > ? AND l.session_id > ? ORDER BY l.session_id LIMIT ?`,
   deleteLease: "DELETE FROM leases WHERE session_id = ?",
   unownedQueues: `SELECT DISTINCT q.session_id FROM queue_items q
        LEFT JOIN leases l ON l.session_id = q.session_id AND l.host_id IS NOT NULL AND l.expires_at > ?

@@ -18,6 +18,7 @@ import type {
 } from "./live-state-store.js";
 import { migrate } from "./migrations.js";
 import type {
+  HeldLease,
   LeaseHolder,
   LeaseOutcome,
   RenewOutcome,
@@ -87,7 +88,7 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
     return this.read(() => this.leases.holder(sessionId));
   }
 
-  leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }> {
+  leasePage(after: string | null, limit: number): Promise<{ leases: HeldLease[]; next: string | null }> {
     return this.read(() => this.leases.page(after, limit));
   }
 

@@ -98,14 +98,10 @@ export class PgLiveFeed {
         await this.rereadInteraction(interactionId, await this.reads.interaction(interactionId));
     }
     let after: string | null = null;
-    const held = new Set<string>();
     do {
       const page = await this.reads.leasePage(after, 500);
-      for (const lease of page.leases) {
-        held.add(lease.sessionId);
-        const owner = (await this.reads.versionedQueue(lease.sessionId)).owner;
-        if (owner === null) continue;
-        const notice: LiveStateNotice = { kind: "lease", owner, ...lease };
+      for (const { sessionId, hostId, generation, owner } of page.leases) {
+        const notice: LiveStateNotice = { kind: "lease", owner, sessionId, hostId, generation };
         if (this.leaseChanged(notice)) this.emit(notice);
       }
       after = page.next;

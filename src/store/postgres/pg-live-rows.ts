@@ -8,7 +8,7 @@ import type {
   StoredJob,
   StoredQueueItem,
 } from "../live-state-store.js";
-import type { LeaseHolder } from "../session-lease.js";
+import type { HeldLease, LeaseHolder } from "../session-lease.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
 /** Epoch milliseconds by the database clock: lease expiry is judged by it on every host. */
@@ -39,8 +39,9 @@ const JOB_COLUMNS = `job_id AS "jobId", session_id AS "sessionId", turn_id AS "t
 export const RUNNING_JOBS_OF = `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = $1 AND state = 'running'
   ORDER BY started_at, job_id`;
 const LEASE_COLUMNS = `session_id AS "sessionId", host_id AS "hostId", generation, expires_at AS "expiresAt"`;
-export const HELD_LEASES = `SELECT ${LEASE_COLUMNS} FROM leases
-  WHERE host_id IS NOT NULL AND expires_at > ${DB_NOW} AND session_id > $1 ORDER BY session_id LIMIT $2`;
+const HELD_LEASES = `SELECT l.session_id AS "sessionId", l.host_id AS "hostId", l.generation,
+    l.expires_at AS "expiresAt", s.owner FROM leases l JOIN sessions s ON s.session_id = l.session_id
+  WHERE l.host_id IS NOT NULL AND l.expires_at > ${DB_NOW} AND l.session_id > $1 ORDER BY l.session_id LIMIT $2`;
 const UNOWNED_QUEUES = `SELECT DISTINCT q.session_id FROM queue_items q
     LEFT JOIN leases l ON l.session_id = q.session_id AND l.host_id IS NOT NULL AND l.expires_at > ${DB_NOW}
   WHERE l.session_id IS NULL AND NOT EXISTS (SELECT 1 FROM projections p JOIN interactions i
@@ -104,8 +105,8 @@ export class PgLiveReads {
   async leasePage(
     after: string | null,
     limit: number,
-  ): Promise<{ leases: LeaseHolder[]; next: string | null }> {
-    const leases = (await this.pool.query<LeaseHolder>(HELD_LEASES, [after ?? "", limit])).rows;
+  ): Promise<{ leases: HeldLease[]; next: string | null }> {
+    const leases = (await this.pool.query<HeldLease>(HELD_LEASES, [after ?? "", limit])).rows;
     return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
   }
 

@@ -18,7 +18,7 @@ import type {
   StoredInteraction,
   StoredQueueItem,
 } from "../live-state-store.js";
-import type { LeaseHolder, LeaseOutcome, RenewOutcome, SessionLease } from "../session-lease.js";
+import type { HeldLease, LeaseHolder, LeaseOutcome, RenewOutcome, SessionLease } from "../session-lease.js";
 import type {
   AppendOptions,
   AppendOutcome,
@@ -273,7 +273,7 @@ export class PostgresSessionStore implements HostStore {
     return this.liveReads.leaseHolder(sessionId);
   }
 
-  leasePage(after: string | null, limit: number): Promise<{ leases: LeaseHolder[]; next: string | null }> {
+  leasePage(after: string | null, limit: number): Promise<{ leases: HeldLease[]; next: string | null }> {
     return this.liveReads.leasePage(after, limit);
   }
 

@@ -130,9 +130,9 @@ describeContract("leases with fencing", (backend) => {
       takeover: null,
     });
     const page = await a.leasePage(null, 10);
-    expect(page.leases.map((l) => [l.sessionId, l.hostId, l.generation])).toEqual([
-      ["other", "host-b", 2],
-      [S, "host-b", 2],
+    expect(page.leases.map((l) => [l.sessionId, l.hostId, l.generation, l.owner])).toEqual([
+      ["other", "host-b", 2, "alice"],
+      [S, "host-b", 2, "alice"],
     ]);
   });
 
