@@ -151,6 +151,36 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: listeners on another host", () 
     });
   });
 
+  it("an append after a remote ack reaches B's subscriber alone, not with the log before it", async () => {
+    const { a, b } = await openHosts();
+    await a.create({ sessionId: "s", owner: "o", model: "m" });
+    await a.append("s", [turnStart("t1"), userMessage("hi"), turnEnd("t1")]);
+    const settledAt = (await a.projection("s"))?.completionSettledAt;
+    if (settledAt === null || settledAt === undefined) throw new Error("no settled completion");
+    // B's subscriber read seqs 1..4 itself; an ack moves no head
+    const heard: CommitNotice[] = [];
+    b.subscribe("s", (n) => heard.push(n));
+    await a.ack("s", settledAt);
+    await vi.waitFor(() => expect(heard.map((n) => n.kind)).toContain("meta"), WAIT);
+    await a.append("s", [delta("t2", "after the ack")]);
+    await vi.waitFor(() => expect(seqsOf(heard)).toContain(5), WAIT);
+    expect(seqsOf(heard)).toEqual([5]);
+  });
+
+  it("a delete right after a clear B delivered reaches B's subscriber", async () => {
+    const { a, b } = await openHosts();
+    await a.create({ sessionId: "s", owner: "o", model: "m" });
+    const heard: CommitNotice[] = [];
+    b.subscribe("s", (n) => heard.push(n));
+    await a.append("s", [delta("t", "before the clear")]);
+    await vi.waitFor(() => expect(seqsOf(heard)).toContain(2), WAIT);
+    await a.clear("s");
+    await vi.waitFor(() => expect(heard.map((n) => n.kind)).toContain("clear"), WAIT);
+    await a.delete("s");
+    await vi.waitFor(() => expect(heard.map((n) => n.kind).at(-1)).toBe("delete"), WAIT);
+    expect(heard.filter((n) => n.kind === "delete")).toHaveLength(1);
+  });
+
   it("one of two live-state listeners leaving (twice) leaves the other hearing A's queue changes", async () => {
     const { a, b } = await openHosts();
     await a.create({ sessionId: "s", owner: "o", model: "m" });
