@@ -3,7 +3,8 @@ import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { turnStart, userMessage } from "../open-store.js";
-import { type ContractStore, describeContract, storeFixture } from "./backends.js";
+import { type ContractStore, describeContract } from "./backends.js";
+import { leaseWriters } from "./lease-writers.js";
 
 const S = "s";
 const LONG = 60_000;
@@ -23,16 +24,7 @@ async function expire(
 }
 
 describeContract("lease rules at their edges", (backend) => {
-  const open = storeFixture(backend);
-
-  /** Two writers on one database: two instances where the backend allows, else one shared. */
-  async function twoHosts() {
-    const under = await open();
-    const a = under.store;
-    const b = backend.sharedWriters ? await under.openAnother() : a;
-    await a.create({ sessionId: S, owner: "alice", model: "m" });
-    return { a, b };
-  }
+  const twoHosts = leaseWriters(backend, S);
 
   async function take(store: ContractStore, hostId: string) {
     const outcome = await store.acquireLease(S, hostId, LONG);

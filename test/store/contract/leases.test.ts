@@ -2,7 +2,8 @@ import { expect, it } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { delta, turnStart, userMessage } from "../open-store.js";
-import { type ContractStore, describeContract, storeFixture } from "./backends.js";
+import { type ContractStore, describeContract } from "./backends.js";
+import { leaseWriters } from "./lease-writers.js";
 
 const S = "s";
 const LONG = 60_000;
@@ -19,16 +20,7 @@ async function untilExpired(store: ContractStore, sessionId = S): Promise<void> 
 }
 
 describeContract("leases with fencing", (backend) => {
-  const open = storeFixture(backend);
-
-  /** Two writers on one database: two instances where the backend allows, else one shared. */
-  async function twoHosts() {
-    const under = await open();
-    const a = under.store;
-    const b = backend.sharedWriters ? await under.openAnother() : a;
-    await a.create({ sessionId: S, owner: "alice", model: "m" });
-    return { a, b };
-  }
+  const twoHosts = leaseWriters(backend, S);
 
   it("two hosts racing for a free lease: exactly one wins, the other sees it held", async () => {
     const { a, b } = await twoHosts();

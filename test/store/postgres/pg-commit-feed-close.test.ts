@@ -29,6 +29,27 @@ const isListenClient = (client: pg.Client) =>
     .application_name === LISTEN_APP;
 
 /**
+ * Holds every LISTEN connection's `connect` until `openConnects()`; `connecting` has each attempt
+ * (other connections connect at once).
+ */
+function gateListenConnects(): { openConnects: () => void; connecting: Promise<unknown>[] } {
+  let openConnects!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    openConnects = resolve;
+  });
+  const connecting: Promise<unknown>[] = [];
+  const connect = pg.Client.prototype.connect;
+  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    const call = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    if (!isListenClient(this)) return call();
+    const made = gate.then(call);
+    connecting.push(made);
+    return made;
+  } as typeof pg.Client.prototype.connect);
+  return { openConnects, connecting };
+}
+
+/**
  * Two stores on one schema: `b` as a role the test can lock out, `a` as the database's own user;
  * `connections()` counts the role's (b's) open connections.
  */
@@ -117,22 +138,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
     const hosts = await refusableHosts();
     try {
       const { b, refusable, connections } = hosts;
-      let openConnects!: () => void;
-      const gate = new Promise<void>((resolve) => {
-        openConnects = resolve;
-      });
-      const connecting: Promise<unknown>[] = [];
-      const connect = pg.Client.prototype.connect;
-      vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (
-        this: pg.Client,
-        ...args: unknown[]
-      ) {
-        const call = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-        if (!isListenClient(this)) return call();
-        const made = gate.then(call);
-        connecting.push(made);
-        return made;
-      } as typeof pg.Client.prototype.connect);
+      const { openConnects, connecting } = gateListenConnects();
 
       await refusable.lockOut();
       // the LISTEN connection dropped: the first reconnect attempt waits at the gate
@@ -152,22 +158,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
     const hosts = await refusableHosts();
     try {
       const { b, refusable } = hosts;
-      let openConnects!: () => void;
-      const gate = new Promise<void>((resolve) => {
-        openConnects = resolve;
-      });
-      const connecting: Promise<unknown>[] = [];
-      const connect = pg.Client.prototype.connect;
-      vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (
-        this: pg.Client,
-        ...args: unknown[]
-      ) {
-        const call = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-        if (!isListenClient(this)) return call();
-        const made = gate.then(call);
-        connecting.push(made);
-        return made;
-      } as typeof pg.Client.prototype.connect);
+      const { openConnects, connecting } = gateListenConnects();
       const ended: Promise<unknown>[] = [];
       const end = pg.Client.prototype.end;
       vi.spyOn(pg.Client.prototype, "end").mockImplementation(function (this: pg.Client, ...args: unknown[]) {

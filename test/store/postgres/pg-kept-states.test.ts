@@ -8,19 +8,13 @@ import { readWholeLog } from "../../support/whole-log.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { keptWayOnly, sentStatements } from "./pg-client-spies.js";
-import { type TwoHosts, twoHostsFixture } from "./two-hosts.js";
+import { twoHostsWithSession } from "./two-hosts.js";
 
 const S = "s";
 const LONG = 60_000;
 
-const openTwoHosts = twoHostsFixture("kept");
-
 /** Two hosts on one fresh schema with session S, closed and the schema dropped after the test. */
-async function twoHosts(): Promise<TwoHosts> {
-  const hosts = await openTwoHosts();
-  await hosts.a.create({ sessionId: S, owner: "alice", model: "m" });
-  return hosts;
-}
+const twoHosts = twoHostsWithSession("kept", S);
 
 afterEach(() => {
   vi.restoreAllMocks();

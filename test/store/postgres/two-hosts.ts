@@ -32,3 +32,13 @@ export function twoHostsFixture(prefix: string): () => Promise<TwoHosts> {
     return hosts;
   };
 }
+
+/** `twoHostsFixture` with session `sessionId` (owner `alice`) created on the first host. */
+export function twoHostsWithSession(prefix: string, sessionId: string): () => Promise<TwoHosts> {
+  const open = twoHostsFixture(prefix);
+  return async () => {
+    const hosts = await open();
+    await hosts.a.create({ sessionId, owner: "alice", model: "m" });
+    return hosts;
+  };
+}
