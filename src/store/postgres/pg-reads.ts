@@ -132,7 +132,13 @@ export class PgReads {
    * `since`: the 32-bit id of the transaction `writtenSince` compares with.
    */
   async heads(sessionIds: readonly string[], since: string | null): Promise<Map<string, SessionHead>> {
-    type Row = SessionHead & { session_id: string; head_seq: number; written_since: boolean };
+    type Row = {
+      session_id: string;
+      epoch: string;
+      head_seq: number;
+      retired: boolean;
+      written_since: boolean;
+    };
     const { rows } = await this.pool.query<Row>(HEADS, [textArrayLiteral(sessionIds), since]);
     return new Map(
       rows.map((row) => [
