@@ -1,5 +1,3 @@
-import Database from "better-sqlite3";
-import pg from "pg";
 import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import { pgUploadSweeper } from "../../../src/operations/pg-upload-sweeper.js";
@@ -11,6 +9,7 @@ import {
   type StoreUnderTest,
   storeFixture,
 } from "./backends.js";
+import { tamper } from "./operator-hand.js";
 
 const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
 const withAttachment = (attachmentId: string, size: number): NewEvent =>
@@ -46,24 +45,6 @@ async function usageOf(store: ContractStore, sessions: string[]): Promise<number
   let total = 0;
   for (const id of sessions) total += await logBytes(store, id);
   return total;
-}
-
-/** Runs SQL on the store's database beside the store, as an operator's hand would. */
-async function tamper(db: StoreUnderTest, sql: string): Promise<void> {
-  if (db.path) {
-    const raw = new Database(db.path);
-    raw.exec(sql);
-    raw.close();
-    return;
-  }
-  const client = new pg.Client({ connectionString: pgUrl! });
-  await client.connect();
-  try {
-    await client.query(`SET search_path TO "${db.schema}"`);
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 /** The migration (7 on both stores) that added the count; the ones after it are applied again. */

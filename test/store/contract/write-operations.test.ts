@@ -128,7 +128,8 @@ describeContract("write operations", (backend) => {
     expect(notices.map(([, n]) => n.kind)).toEqual(["create"]);
   });
 
-  it("a queued prompt that starts takes its item out and rewrites its key with the turn and seq", async () => {
+  /** A fresh store with session `a` and, in its queue, item `q1` keyed `k1`. */
+  async function withKeyedItem() {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
     await store.enqueuePrompt({
@@ -137,6 +138,11 @@ describeContract("write operations", (backend) => {
       queuedAt: 1,
       input: { clientMessageId: "k1", text: "x" },
     });
+    return store;
+  }
+
+  it("a queued prompt that starts takes its item out and rewrites its key with the turn and seq", async () => {
+    const store = await withKeyedItem();
     await store.enqueuePrompt({ sessionId: "a", itemId: "q2", queuedAt: 2, input: { text: "y" } });
     const started = await store.append("a", [turnStart("t1"), userMessage("x")], {
       dequeue: { itemId: "q1", turnId: "t1" },
@@ -159,14 +165,7 @@ describeContract("write operations", (backend) => {
   });
 
   it("a keyed queued prompt started without a user/message keeps its turn and no seq", async () => {
-    const { store } = await open();
-    await store.create({ sessionId: "a", owner: "o", model: "m" });
-    await store.enqueuePrompt({
-      sessionId: "a",
-      itemId: "q1",
-      queuedAt: 1,
-      input: { clientMessageId: "k1", text: "x" },
-    });
+    const store = await withKeyedItem();
     await store.append("a", [turnStart("t1")], { dequeue: { itemId: "q1", turnId: "t1" } });
     expect(await store.findPrompt("a", "k1")).toEqual({ queued: false, turnId: "t1" });
   });

@@ -7,7 +7,7 @@ import type { SessionState } from "../../../src/store/session-state.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
-import { keptWayOnly, sentStatements } from "./pg-client-spies.js";
+import { keptWayOnly, sentStatements, serverWarnings } from "./pg-client-spies.js";
 import { twoHostsWithSession } from "./two-hosts.js";
 
 const S = "s";
@@ -54,16 +54,7 @@ describe.skipIf(!pgUrl)(
     it("an operation that needs a read ends the begun transaction and runs the usual way", async () => {
       const { a } = await twoHosts();
       await a.append(S, [turnStart("t"), delta("t", "kept answer")]);
-      const notices: string[] = [];
-      const emit = pg.Client.prototype.emit;
-      vi.spyOn(pg.Client.prototype, "emit").mockImplementation(function (
-        this: pg.Client,
-        event: string | symbol,
-        ...args: unknown[]
-      ) {
-        if (event === "notice") notices.push(String((args[0] as Error).message));
-        return emit.call(this, event, ...args);
-      });
+      const notices = serverWarnings();
       const sent = sentStatements();
       // the turn's end reads its text for the search index: the kept way cannot run it
       const outcome = await a.append(S, [turnEnd("t")]);

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { pgUrl } from "../contract/backends.js";
+import { tamperSchema } from "../contract/operator-hand.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { backendPid, blockedBy, holdSessionWrites } from "./held-writes.js";
 import { sentStatements } from "./pg-client-spies.js";
@@ -35,18 +36,6 @@ async function hear(schema: string): Promise<[string, string, string, number, nu
 
 /** A batch went the kept way first: it sent the lock-and-check of the kept rows. */
 const triedKept = (sent: readonly string[]) => sent.includes("sessionmux_lock_kept");
-
-/** Runs SQL on the hosts' schema from a connection of its own, as an operator's hand would. */
-async function tamper(schema: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl! });
-  await client.connect();
-  try {
-    await client.query(`SET search_path TO "${schema}"`);
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 async function seqs(hosts: TwoHosts, sessionId: string): Promise<number[]> {
   const read = await hosts.a.readAfter(sessionId, 0, 100);
@@ -230,7 +219,7 @@ describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
     await a.create({ sessionId: "b", owner: "p", model: "m" });
     await a.append("b", [turnStart("t1"), userMessage("second")]);
     const before = { a: await a.projection("a"), b: await a.projection("b") };
-    await tamper(
+    await tamperSchema(
       schema,
       "UPDATE projections SET title = 'damaged', turn_count = 42, message_count = 0, last_state = 'idle'",
     );
