@@ -265,25 +265,44 @@ export class PgCommitFeed {
         }
       }
     }
-    if (since) await this.rereadWritten(since.xid8, new Set(followed));
+    if (since) await this.rereadWritten(since, new Set(followed));
   }
 
   /**
    * For store-wide listeners, after an outage: the sessions whose projection a transaction no
    * older than `since` wrote (created, renamed or acknowledged by another host meanwhile), as
-   * `meta` with the row, a page at a time; but not those `rereadAll` compared already (`followed`:
-   * every session this host delivered something of, or that is followed here).
+   * `meta` with the row, and those such a transaction deleted, as `delete`, a page at a time; but
+   * not those `rereadAll` compared already (`followed`: every session this host delivered
+   * something of, or that is followed here).
    */
-  private async rereadWritten(since: string, followed: ReadonlySet<string>): Promise<void> {
+  private async rereadWritten(since: Watermark, followed: ReadonlySet<string>): Promise<void> {
+    await this.everyPage(
+      (after) => this.reads.projectionsWrittenSince(since.xid8, after, HEADS_PAGE),
+      (projection) => projection.sessionId,
+      (projection) => this.deliver(projection.sessionId, { kind: "meta" }, projection),
+      followed,
+    );
+    await this.everyPage(
+      (after) => this.reads.retiredSince(since.xid, after, HEADS_PAGE),
+      (sessionId) => sessionId,
+      (sessionId) => this.deliver(sessionId, { kind: "delete" }, null),
+      followed,
+    );
+  }
+
+  /** Reads pages in session id order while store-wide listeners remain, and tells each row not in `skip`. */
+  private async everyPage<T>(
+    read: (afterSessionId: string) => Promise<T[]>,
+    idOf: (row: T) => string,
+    tell: (row: T) => void,
+    skip: ReadonlySet<string>,
+  ): Promise<void> {
     let after = "";
     while (this.globalListeners > 0 && !this.closed) {
-      const page = await this.reads.projectionsWrittenSince(since, after, HEADS_PAGE);
-      for (const projection of page) {
-        const { sessionId } = projection;
-        if (!followed.has(sessionId)) this.deliver(sessionId, { kind: "meta" }, projection);
-      }
+      const page = await read(after);
+      for (const row of page) if (!skip.has(idOf(row))) tell(row);
       if (page.length < HEADS_PAGE) return;
-      after = page[page.length - 1]!.sessionId;
+      after = idOf(page[page.length - 1]!);
     }
   }
 

@@ -45,6 +45,9 @@ const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_
 // no index covers `version` (it would keep the row's updates from being HOT), so this scans
 const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS} FROM projections
   WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
+// a retired session's row was last written by the transaction that retired it: its `xmin`
+const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
+  AND age(xmin) <= age($1::xid) AND session_id > $2 ORDER BY session_id LIMIT $3`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
  * and none once the data of those before them reached $4, so a read of large events stops at its
@@ -163,6 +166,19 @@ export class PgReads {
       limit,
     ]);
     return rows.map((row) => publicProjection(projectionFromRow(row, row.seq)));
+  }
+
+  /**
+   * The sessions retired by the transaction `since` (a 32-bit id) or a younger one, in session id
+   * order after `afterSessionId`, at most `limit`.
+   */
+  async retiredSince(since: string, afterSessionId: string, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ session_id: string }>(RETIRED_SINCE, [
+      since,
+      afterSessionId,
+      limit,
+    ]);
+    return rows.map((row) => row.session_id);
   }
 
   async projection(sessionId: string): Promise<SessionProjection | null> {

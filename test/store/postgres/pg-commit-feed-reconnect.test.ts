@@ -263,4 +263,38 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       await hosts.close();
     }
   });
+
+  it("tells its store-wide listeners of the sessions another host deleted while it was out, though it never delivered anything of them", async () => {
+    const hosts = await twoHosts();
+    try {
+      const { a } = hosts;
+      // made before `b` opened, so `b` delivers nothing of them; both are deleted while it is out
+      const unheard = Array.from({ length: 1_001 }, (_, i) => `u${i}`);
+      await Promise.all(unheard.map((sessionId) => a.create({ sessionId, owner: "o", model: "m" })));
+      await a.create({ sessionId: "kept", owner: "o", model: "m" });
+      await a.create({ sessionId: "deleted-before", owner: "o", model: "m" });
+      await a.delete("deleted-before");
+      await hosts.runningEnded();
+      const b = await hosts.openB();
+      const told: [string, string][] = [];
+      b.subscribeAll((sessionId, notice) => told.push([sessionId, notice.kind]));
+      await a.create({ sessionId: "heard", owner: "o", model: "m" });
+      await a.delete("heard");
+      await vi.waitFor(() => expect(told).toContainEqual(["heard", "delete"]), { timeout: 20_000 });
+      told.length = 0;
+
+      await hosts.lockOut();
+      await Promise.all(unheard.map((sessionId) => a.delete(sessionId)));
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      // a page of 1,000 and one more
+      await vi.waitFor(() => expect(told.length).toBeGreaterThanOrEqual(1_001), { timeout: 20_000 });
+      await sleep(200);
+      // each once; not the one deleted before `b` opened, nor the one it had told of already
+      expect(told.map(([id]) => id).sort()).toEqual([...unheard].sort());
+      expect(new Set(told.map(([, kind]) => kind))).toEqual(new Set(["delete"]));
+    } finally {
+      await hosts.close();
+    }
+  });
 });
