@@ -1,5 +1,5 @@
 /**
- * `npm run bench:profile -- [fanout|append-store|append-wire|append-pg|resume] [rounds] [--plain]`: one scenario's
+ * `npm run bench:profile -- [fanout|append-store|append-wire|append-wire-raw|append-pg|resume] [rounds] [--plain]`: one scenario's
  * sessionmux side alone (default: the many-sessions fanout, 100 sessions × 10 followers, 10 runs)
  * on one subject, under V8's sampling profiler, summarised as the top self-time functions (`TOP`
  * of them; `PROFILE_KEEP=<name>` names the profile file). Samples are wall time of the main
@@ -48,6 +48,10 @@ if (process.argv[4] === "--child") {
     if (scenario === "append-store") {
       const { openStoreAppends } = await import("./scenarios/append.js");
       return openStoreAppends({ writers: 100, appendsPerWriter: 100 });
+    }
+    if (scenario === "append-wire-raw") {
+      const { openRawWsAppends } = await import("./scenarios/append.js");
+      return openRawWsAppends({ writers: 100, appendsPerWriter: 20 });
     }
     if (scenario === "append-wire") {
       const { openWireAppends } = await import("./scenarios/append.js");
