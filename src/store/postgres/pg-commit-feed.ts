@@ -7,12 +7,12 @@ import type { PendingNotice } from "../write-batch.js";
 import { PgLiveFeed } from "./pg-live-feed.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
 import { type ChangedSession, decodePayload, encodePayload, sentBy } from "./pg-notice-payload.js";
-import type { PgReads } from "./pg-reads.js";
+import type { PgReads, VersionedProjection } from "./pg-reads.js";
 import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
 const READ_PAGE = 500;
-/** Sessions whose delivered head is remembered; past it the oldest is forgotten (harmless). */
+/** Sessions whose delivered head (and shown projection version) is remembered; past it the oldest is forgotten (harmless). */
 const MAX_HEADS = 50_000;
 /** Sessions whose heads one statement reads when the host re-reads what it follows. */
 const HEADS_PAGE = 1_000;
@@ -34,6 +34,22 @@ interface Delivered {
   seq: number;
 }
 
+/** Sets `key` as the newest entry of `map`, forgetting the oldest past `MAX_HEADS` (harmless: it is read again). */
+function setNewest<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  if (map.size >= MAX_HEADS) {
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
+  }
+  map.set(key, value);
+}
+
+/** A local commit's notice, and the version its projection row had at that COMMIT. */
+interface HeldNotice {
+  pending: PendingNotice;
+  version: number | undefined;
+}
+
 /**
  * Commit notices for this store's subscribers, whichever host committed. Local commits are
  * delivered synchronously right after COMMIT (as in SQLite). Each committed batch sends one NOTIFY
@@ -48,8 +64,13 @@ export class PgCommitFeed {
   private readonly interest = new Map<string, number>();
   private globalListeners = 0;
   private readonly delivered = new Map<string, Delivered>();
+  /**
+   * The version of each session's projection row as its store-wide listeners were last given it:
+   * after an outage, a row written meanwhile is told again only if it is not that version.
+   */
+  private readonly shown = new Map<string, number>();
   /** Local notices held back behind another host's rows this store has not read yet. */
-  private readonly held = new Map<string, PendingNotice[]>();
+  private readonly held = new Map<string, HeldNotice[]>();
   private remote: Promise<void> = Promise.resolve();
   private liveListeners = 0;
   private readonly live: PgLiveFeed;
@@ -153,9 +174,16 @@ export class PgCommitFeed {
     return { channel: this.channel, payload: encodePayload(this.hostId, notices, liveNotices) };
   }
 
-  /** After a local COMMIT: deliver now, in commit order. */
-  committed(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[] = []): void {
-    for (const pending of notices) this.deliverLocal(pending);
+  /**
+   * After a local COMMIT: deliver now, in commit order. `versionOf`: the version of each session's
+   * projection row as that COMMIT left it.
+   */
+  committed(
+    notices: readonly PendingNotice[],
+    liveNotices: readonly PgLiveNotice[] = [],
+    versionOf?: (sessionId: string) => number | undefined,
+  ): void {
+    for (const pending of notices) this.deliverLocal({ pending, version: versionOf?.(pending.sessionId) });
     this.live.local(liveNotices);
   }
 
@@ -189,10 +217,10 @@ export class PgCommitFeed {
       const { sessionId } = change;
       if (change.kind === "delete") this.deliver(sessionId, { kind: "delete" }, null);
       else if (change.kind === "meta")
-        this.deliver(sessionId, { kind: "meta" }, await this.projectionFor(sessionId));
+        this.deliverRead(sessionId, { kind: "meta" }, await this.projectionFor(sessionId));
       else if (change.kind === "clear") {
-        const projection = await this.projectionFor(sessionId);
-        this.deliver(sessionId, { kind: "clear", epoch: change.epoch }, projection);
+        const read = await this.projectionFor(sessionId);
+        this.deliverRead(sessionId, { kind: "clear", epoch: change.epoch }, read);
       } else await this.catchUp(sessionId, change.epoch, change.fromSeq, change.kind === "create");
     }
   }
@@ -226,7 +254,7 @@ export class PgCommitFeed {
         created && read.events[0]?.seq === 1
           ? { kind: "create", epoch: read.epoch, events: read.events }
           : { kind: "append", epoch: read.epoch, events: read.events };
-      this.deliver(sessionId, notice, await this.projectionFor(sessionId));
+      this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
       if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
       epoch = read.epoch;
     }
@@ -269,38 +297,40 @@ export class PgCommitFeed {
   }
 
   /**
-   * For store-wide listeners, after an outage: the sessions whose projection a transaction no
-   * older than `since` wrote (created, renamed or acknowledged by another host meanwhile), as
-   * `meta` with the row, and those such a transaction deleted, as `delete`, a page at a time; but
-   * not those `rereadAll` compared already (`followed`: every session this host delivered
-   * something of, or that is followed here).
+   * For store-wide listeners, after an outage, a page at a time: the sessions whose projection a
+   * transaction no older than `since` wrote (created, renamed or acknowledged by another host
+   * meanwhile) and whose row is not the version they were last given, as `meta` with the row; and
+   * those such a transaction deleted, as `delete`, but not those `rereadAll` compared already
+   * (`followed`: every session this host delivered something of, or that is followed here).
    */
   private async rereadWritten(since: Watermark, followed: ReadonlySet<string>): Promise<void> {
     await this.everyPage(
       (after) => this.reads.projectionsWrittenSince(since.xid8, after, HEADS_PAGE),
-      (projection) => projection.sessionId,
-      (projection) => this.deliver(projection.sessionId, { kind: "meta" }, projection),
-      followed,
+      (read) => read.projection.sessionId,
+      (read) => {
+        if (this.shown.get(read.projection.sessionId) !== read.version)
+          this.deliverRead(read.projection.sessionId, { kind: "meta" }, read);
+      },
     );
     await this.everyPage(
       (after) => this.reads.retiredSince(since.xid, after, HEADS_PAGE),
       (sessionId) => sessionId,
-      (sessionId) => this.deliver(sessionId, { kind: "delete" }, null),
-      followed,
+      (sessionId) => {
+        if (!followed.has(sessionId)) this.deliver(sessionId, { kind: "delete" }, null);
+      },
     );
   }
 
-  /** Reads pages in session id order while store-wide listeners remain, and tells each row not in `skip`. */
+  /** Reads pages in session id order while store-wide listeners remain, and hands each row to `tell`. */
   private async everyPage<T>(
     read: (afterSessionId: string) => Promise<T[]>,
     idOf: (row: T) => string,
     tell: (row: T) => void,
-    skip: ReadonlySet<string>,
   ): Promise<void> {
     let after = "";
     while (this.globalListeners > 0 && !this.closed) {
       const page = await read(after);
-      for (const row of page) if (!skip.has(idOf(row))) tell(row);
+      for (const row of page) tell(row);
       if (page.length < HEADS_PAGE) return;
       after = idOf(page[page.length - 1]!);
     }
@@ -311,11 +341,11 @@ export class PgCommitFeed {
    * NOTIFY has not been handled yet: then this notice waits until those rows were read and
    * delivered, so a subscriber never sees a gap.
    */
-  private deliverLocal(pending: PendingNotice): void {
-    const { sessionId, notice, projection } = pending;
+  private deliverLocal(local: HeldNotice): void {
+    const { sessionId, notice, projection } = local.pending;
     const waiting = this.held.get(sessionId);
     if (waiting) {
-      waiting.push(pending);
+      waiting.push(local);
       return;
     }
     const head = this.delivered.get(sessionId);
@@ -326,10 +356,10 @@ export class PgCommitFeed {
       head.epoch !== notice.epoch ||
       firstSeq <= head.seq + 1
     ) {
-      this.deliver(sessionId, notice, projection);
+      this.deliver(sessionId, notice, projection, local.version);
       return;
     }
-    this.held.set(sessionId, [pending]);
+    this.held.set(sessionId, [local]);
     this.remote = this.remote
       .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
       .then(
@@ -343,16 +373,29 @@ export class PgCommitFeed {
         // after a failed read they go out as they are (followers repair a gap by reading the log)
         for (const next of release)
           if (caughtUp) this.deliverLocal(next);
-          else this.deliver(next.sessionId, next.notice, next.projection);
+          else
+            this.deliver(next.pending.sessionId, next.pending.notice, next.pending.projection, next.version);
       });
   }
 
-  private async projectionFor(sessionId: string): Promise<SessionProjection | null> {
-    return this.globalListeners > 0 ? this.reads.projection(sessionId) : null;
+  private async projectionFor(sessionId: string): Promise<VersionedProjection | null> {
+    return this.globalListeners > 0 ? this.reads.versionedProjection(sessionId) : null;
   }
 
-  /** The one place notices reach listeners: drops what was delivered already, advances the head. */
-  private deliver(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
+  private deliverRead(sessionId: string, notice: CommitNotice, read: VersionedProjection | null): void {
+    this.deliver(sessionId, notice, read?.projection ?? null, read?.version);
+  }
+
+  /**
+   * The one place notices reach listeners: drops what was delivered already, advances the head.
+   * `version`: that of the projection row `projection` is, when known.
+   */
+  private deliver(
+    sessionId: string,
+    notice: CommitNotice,
+    projection: SessionProjection | null,
+    version?: number,
+  ): void {
     if (!this.interested(sessionId)) return;
     const head = this.delivered.get(sessionId);
     let out = notice;
@@ -373,15 +416,12 @@ export class PgCommitFeed {
       this.remember(sessionId, { epoch: "", seq: -1 });
     }
     this.listeners.deliver([{ sessionId, notice: out, projection }]);
+    if (notice.kind === "delete") this.shown.delete(sessionId);
+    else if (projection !== null && version !== undefined) setNewest(this.shown, sessionId, version);
   }
 
   private remember(sessionId: string, head: Delivered): void {
-    this.delivered.delete(sessionId);
-    if (this.delivered.size >= MAX_HEADS) {
-      const oldest = this.delivered.keys().next().value;
-      if (oldest !== undefined) this.delivered.delete(oldest);
-    }
-    this.delivered.set(sessionId, head);
+    setNewest(this.delivered, sessionId, head);
   }
 
   /** The LISTEN connection dropped: reconnect with jittered backoff, then re-read what is followed. */

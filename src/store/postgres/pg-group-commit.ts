@@ -22,8 +22,15 @@ interface Queued {
 export interface PgGroupCommitHooks {
   /** The NOTIFY telling other hosts what the batch changed (null: nothing to tell). */
   announcement(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): Announcement | null;
-  /** Delivers notices synchronously after COMMIT, in commit order. */
-  deliver(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): void;
+  /**
+   * Delivers notices synchronously after COMMIT, in commit order; `versionOf` answers the version
+   * each session's projection row has now (see `PgWriteBatch.rowVersion`).
+   */
+  deliver(
+    notices: readonly PendingNotice[],
+    liveNotices: readonly PgLiveNotice[],
+    versionOf: (sessionId: string) => number | undefined,
+  ): void;
 }
 
 /** A transaction that lost a lock race (deadlock across hosts) is run again this many times. */
@@ -152,7 +159,8 @@ export class PgGroupCommit {
     this.counters.transactions++;
     this.counters.operations += ops.length;
     this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
-    this.hooks.deliver(batch.notices, batch.liveNotices);
+    const written = batch;
+    this.hooks.deliver(batch.notices, batch.liveNotices, (sessionId) => written.rowVersion(sessionId));
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;
   }

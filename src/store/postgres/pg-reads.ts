@@ -41,9 +41,10 @@ const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
 const OWNER_STORED_BYTES = "SELECT stored_bytes FROM owner_usage WHERE owner = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
+const VERSIONED_PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE session_id = $1`;
 // every write of a projection row stamps it with its transaction's 64-bit id (see migration 6);
 // no index covers `version` (it would keep the row's updates from being HOT), so this scans
-const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS} FROM projections
+const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version FROM projections
   WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
 // a retired session's row was last written by the transaction that retired it: its `xmin`
 const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
@@ -105,6 +106,17 @@ export interface SessionHead {
 }
 
 type Missing = { status: "retired" } | { status: "not_found" };
+
+/** A projection row as read, and its `version`. */
+export interface VersionedProjection {
+  projection: SessionProjection;
+  version: number;
+}
+
+const versioned = (row: ProjectionRow & { version: number }): VersionedProjection => ({
+  projection: publicProjection(projectionFromRow(row, row.seq)),
+  version: row.version,
+});
 type AfterRow = {
   epoch: string;
   head_seq: number;
@@ -159,13 +171,21 @@ export class PgReads {
     since: string,
     afterSessionId: string,
     limit: number,
-  ): Promise<SessionProjection[]> {
-    const { rows } = await this.pool.query<ProjectionRow>(PROJECTIONS_WRITTEN_SINCE, [
+  ): Promise<VersionedProjection[]> {
+    const { rows } = await this.pool.query<ProjectionRow & { version: number }>(PROJECTIONS_WRITTEN_SINCE, [
       since,
       afterSessionId,
       limit,
     ]);
-    return rows.map((row) => publicProjection(projectionFromRow(row, row.seq)));
+    return rows.map(versioned);
+  }
+
+  /** The projection with the version of its row (the 64-bit id of the transaction that wrote it). */
+  async versionedProjection(sessionId: string): Promise<VersionedProjection | null> {
+    const row = (
+      await this.pool.query<ProjectionRow & { version: number }>(VERSIONED_PROJECTION, [sessionId])
+    ).rows[0];
+    return row ? versioned(row) : null;
   }
 
   /**

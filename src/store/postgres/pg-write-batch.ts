@@ -246,11 +246,10 @@ export class PgWriteBatch {
    * where it wrote the row), and the sessions no longer kept (deleted, missing).
    */
   committedStates(): { states: [SessionState, number][]; gone: string[] } {
-    const xid = Number(this.xid);
     const states: [SessionState, number][] = [];
     const gone: string[] = [];
     for (const [id, state] of this.states) {
-      const version = this.rowWritten(id) ? xid : this.versions.get(id);
+      const version = this.rowVersion(id);
       if (state && state !== "retired" && version !== undefined) states.push([state, version]);
       else gone.push(id);
     }
@@ -474,6 +473,11 @@ export class PgWriteBatch {
   }
 
   /** Whether the commit writes the session's projection row (inserted or updated). */
+  /** After COMMIT: the version of the session's projection row (undefined: not locked here). */
+  rowVersion(sessionId: string): number | undefined {
+    return this.rowWritten(sessionId) ? Number(this.xid) : this.versions.get(sessionId);
+  }
+
   private rowWritten(sessionId: string): boolean {
     return this.created.has(sessionId) || this.writtenRows().has(sessionId);
   }

@@ -109,7 +109,7 @@ export class PostgresSessionStore implements HostStore {
       writerPool,
       {
         announcement: (notices, live) => feed.announcement(notices, live),
-        deliver: (notices, live) => feed.committed(notices, live),
+        deliver: (notices, live, versionOf) => feed.committed(notices, live, versionOf),
       },
       options.metrics,
     );

@@ -5,7 +5,7 @@ import { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
-import { delta } from "../open-store.js";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { refusableRole } from "./refusable-role.js";
 
 /**
@@ -259,6 +259,40 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       // each once, and nothing of the sessions it had heard of or that nobody wrote meanwhile
       expect(told.map(([id]) => id).sort()).toEqual(["born-while-out", ...more].sort());
       expect(new Set(told.map(([, kind]) => kind))).toEqual(new Set(["meta"]));
+    } finally {
+      await hosts.close();
+    }
+  });
+
+  it("tells its store-wide listeners of an acknowledgement another host made while it was out, and not again of rows they were given", async () => {
+    const hosts = await twoHosts();
+    try {
+      const { a, b } = hosts;
+      const told: [string, string, boolean | undefined][] = [];
+      b.subscribeAll((sessionId, notice, projection) =>
+        told.push([sessionId, notice.kind, projection?.hasUnseenCompletion]),
+      );
+      // `b` delivers all three before the outage: one another host wrote, one it wrote itself, and
+      // one with a completion nobody has seen yet
+      await a.create({ sessionId: "heard", owner: "o", model: "m" });
+      await b.create({ sessionId: "own", owner: "o", model: "m" });
+      await b.append("own", [delta("t", "written here")]);
+      await a.create({ sessionId: "acked", owner: "o", model: "m" });
+      await a.append("acked", [turnStart("t1"), userMessage("hi"), turnEnd("t1")]);
+      await vi.waitFor(() => expect(told).toContainEqual(["acked", "append", true]), { timeout: 20_000 });
+      await vi.waitFor(() => expect(told.map(([id]) => id)).toContain("heard"), { timeout: 20_000 });
+      const settledAt = (await a.projection("acked"))?.completionSettledAt;
+      if (settledAt === null || settledAt === undefined) throw new Error("no settled completion");
+      told.length = 0;
+
+      await hosts.lockOut();
+      // moves no head: only the projection row says it happened
+      await a.ack("acked", settledAt);
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      await vi.waitFor(() => expect(told).toContainEqual(["acked", "meta", false]), { timeout: 20_000 });
+      // the rows written since come in one page, told in one pass: with the ack, all the rest
+      expect(told).toEqual([["acked", "meta", false]]);
     } finally {
       await hosts.close();
     }
