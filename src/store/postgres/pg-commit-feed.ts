@@ -339,7 +339,8 @@ export class PgCommitFeed {
   /**
    * Synchronous unless another host appended to this session just before this commit and its
    * NOTIFY has not been handled yet: then this notice waits until those rows were read and
-   * delivered, so a subscriber never sees a gap.
+   * delivered, so a subscriber never sees a gap. Dropped once the session's delete was delivered
+   * (a commit before a delete: its events are gone) and when nobody here follows the session.
    */
   private deliverLocal(local: HeldNotice): void {
     const { sessionId, notice, projection } = local.pending;
@@ -348,7 +349,9 @@ export class PgCommitFeed {
       waiting.push(local);
       return;
     }
+    if (!this.interested(sessionId)) return;
     const head = this.delivered.get(sessionId);
+    if (head !== undefined && head.seq < 0) return;
     const firstSeq = notice.kind === "append" ? (notice.events[0]?.seq ?? 0) : 0;
     if (
       head === undefined ||
@@ -369,10 +372,13 @@ export class PgCommitFeed {
       .then((caughtUp) => {
         const release = this.held.get(sessionId) ?? [];
         this.held.delete(sessionId);
-        // each through the same check: another host may have committed between two held notices;
-        // after a failed read they go out as they are (followers repair a gap by reading the log)
+        // each through the same check (another host may have committed between two held notices)
+        // if the read delivered something, so every hold ends; after a read that failed or
+        // delivered nothing (its last subscriber left), as they are: followers repair a gap by
+        // reading the log
+        const moved = caughtUp && this.delivered.get(sessionId) !== head;
         for (const next of release)
-          if (caughtUp) this.deliverLocal(next);
+          if (moved) this.deliverLocal(next);
           else
             this.deliver(next.pending.sessionId, next.pending.notice, next.pending.projection, next.version);
       });

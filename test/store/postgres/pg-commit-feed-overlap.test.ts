@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { PgCommitFeed } from "../../../src/store/postgres/pg-commit-feed.js";
 import { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
@@ -159,6 +160,56 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await settled(hosts);
     // the subscriber reads 3 from the log itself: it sees 4 come after 2
     expect(heard).toEqual(["create 1", "append 2", "append 4"]);
+  });
+
+  it("drops a held local commit once the read it waited for found the session deleted", async () => {
+    const hosts = await followedOnB();
+    const { a, b, heard } = hosts;
+    const notifies = holdNotifications();
+    const reads = gateReads(S);
+    await a.append(S, [delta("t", "three")]);
+    await b.append(S, [delta("t", "four")]);
+    // B's notice of 4 waits for the read of 3, which runs only after the session is gone
+    await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+    await a.delete(S);
+    reads.open();
+    await vi.waitFor(() => expect(heard.at(-1)).toBe("delete"), WAIT);
+    notifies.release();
+    await settled(hosts);
+    // nothing of a deleted session after its delete
+    expect(heard).toEqual(["create 1", "append 2", "delete"]);
+  });
+
+  it("reads nothing for a local commit once the last subscriber of its session left, and stays responsive", async () => {
+    const hosts = await openHosts();
+    const { a, b } = hosts;
+    const feed = PgCommitFeed.prototype as unknown as { catchUp(...args: unknown[]): Promise<void> };
+    const catchUp = feed.catchUp;
+    let catchUpsOfS = 0;
+    // a catch-up begun again and again would hold the process for good: past a few, it fails
+    vi.spyOn(feed, "catchUp").mockImplementation(function (this: unknown, ...args: unknown[]) {
+      if (args[0] === S && ++catchUpsOfS > 20) return Promise.reject(new Error("catch-up repeated"));
+      return catchUp.apply(this, args);
+    });
+    await a.create({ sessionId: S, owner: "o", model: "m" });
+    const seqs: number[] = [];
+    const unsubscribe = b.subscribe(S, (notice) => {
+      if (notice.kind === "append" || notice.kind === "create") seqs.push(...notice.events.map((e) => e.seq));
+    });
+    await a.append(S, [delta("t", "two")]);
+    await vi.waitFor(() => expect(seqs).toContain(2), WAIT);
+    unsubscribe();
+    catchUpsOfS = 0;
+    const notifies = holdNotifications();
+    await a.append(S, [delta("t", "three")]);
+    await b.append(S, [delta("t", "four")]);
+    // B goes on: its timers fire and its next write commits
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await b.append(S, [delta("t", "five")])).toMatchObject({ status: "appended" });
+    notifies.release();
+    await settled(hosts);
+    expect(catchUpsOfS).toBe(0);
+    expect(seqs).toEqual([1, 2]);
   });
 
   it("does not deliver again a local commit that a read of another host's rows delivered first", async () => {
