@@ -1,0 +1,304 @@
+import type pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { CommitListeners } from "../../../src/store/commit-listeners.js";
+import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
+import { PgLiveFeed } from "../../../src/store/postgres/pg-live-feed.js";
+import { PgLiveReads } from "../../../src/store/postgres/pg-live-rows.js";
+import { hintsOf } from "../../../src/store/postgres/pg-notice-payload.js";
+import { openPool } from "../../../src/store/postgres/pg-pool.js";
+import type { PgLiveNotice } from "../../../src/store/postgres/pg-write-batch.js";
+import { backends, pgUrl, storeFixture } from "../contract/backends.js";
+import { turnEnd, turnStart } from "../open-store.js";
+
+/**
+ * Host B's live feed on the schema host A writes, driven by hand: B hears exactly the hints the
+ * test hands it (those A's commits would NOTIFY, in the order the test says), its own commits'
+ * notices (A's, replayed as B's), and re-reads everything when told, as after a LISTEN outage.
+ * So a late, repeated or missing NOTIFY, and a re-read racing one, land where the test wants.
+ */
+const describePg = pgUrl ? describe : describe.skip;
+const postgres = backends.find((backend) => backend.name === "postgres");
+const S = "s";
+
+const ask = (turnId: string, interactionId: string) => ({
+  type: "interaction/requested" as const,
+  data: { turnId, interactionId, kind: "approval" as const, action: "deploy" },
+});
+
+describePg("PostgreSQL live feed: each change announced once, whichever way it came", () => {
+  const open = storeFixture(postgres!);
+  const pools: pg.Pool[] = [];
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await Promise.all(pools.splice(0).map((pool) => pool.end()));
+  });
+
+  /** Store `a`, and a feed `b` of another host on its schema that hears only what it is handed. */
+  async function hosts() {
+    const under = await open();
+    const pool = openPool(pgUrl!, { schema: under.schema!, max: 2 });
+    pools.push(pool);
+    const listeners = new CommitListeners();
+    const heard: LiveStateNotice[] = [];
+    listeners.subscribeLive((notice) => heard.push(notice));
+    const commits: unknown[] = [];
+    listeners.subscribeAll((sessionId, notice) => commits.push({ sessionId, notice }));
+    const b = new PgLiveFeed(listeners, new PgLiveReads(pool));
+    // every notice a's commits hand its own feed: the input of a NOTIFY, or of `local` on a host
+    const local = vi.spyOn(PgLiveFeed.prototype, "local");
+    let taken = 0;
+    /** a's live notices since the last call (the commits of one step). */
+    const made = (): PgLiveNotice[] => {
+      const calls = local.mock.calls.filter((_, i) => local.mock.contexts[i] !== b);
+      const since = calls.slice(taken).flatMap(([notices]) => notices);
+      taken = calls.length;
+      return since;
+    };
+    const queueReads = vi.spyOn(PgLiveReads.prototype, "versionedQueue");
+    await under.store.create({ sessionId: S, owner: "alice", model: "m" });
+    made();
+    return { a: under.store, b, heard, commits, made, queueReads };
+  }
+
+  it("reads and announces nothing for a queue hint the re-read already announced, nor for a late one", async () => {
+    const { a, b, heard, made, queueReads } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    const first = hintsOf(made());
+    await a.editQueueItem(S, "q1", "uno");
+    const second = hintsOf(made());
+    expect(second).toEqual([{ kind: "queue", sessionId: S, version: 2 }]);
+    await b.rereadAll();
+    expect(heard).toEqual([
+      { kind: "queue", sessionId: S, owner: "alice", items: [expect.objectContaining({ itemId: "q1" })] },
+    ]);
+    const reads = queueReads.mock.calls.length;
+    // the NOTIFYs of both changes come after the re-read that saw the second
+    await b.remote(first);
+    await b.remote(second);
+    expect(heard).toHaveLength(1);
+    expect(queueReads.mock.calls.length).toBe(reads);
+  });
+
+  it("announces its own queue change once when a re-read saw it before the commit's notices went out", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    const own = made();
+    await b.rereadAll();
+    b.local(own);
+    expect(heard.map((n) => n.kind)).toEqual(["queue"]);
+  });
+
+  it("reads nothing for another host's hint of a queue version this host announced itself", async () => {
+    const { a, b, heard, made, queueReads } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    const own = made();
+    b.local(own);
+    // a lease change of the same session, announced after it, leaves the queue's version known
+    await a.acquireLease(S, "host-b", 60_000);
+    b.local(made());
+    expect(heard.map((n) => n.kind)).toEqual(["queue", "lease"]);
+    const reads = queueReads.mock.calls.length;
+    await b.remote(hintsOf(own));
+    await b.rereadAll();
+    expect(heard).toHaveLength(2);
+    expect(queueReads.mock.calls.length).toBe(reads);
+  });
+
+  it("announces its own queue change once when it committed while a hint's read of that queue was out", async () => {
+    const { a, b, heard, made, queueReads } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    const hint = hintsOf(made());
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    queueReads.mockImplementationOnce(async function (this: PgLiveReads, sessionId: string) {
+      await gate;
+      // the spy's next call reads for real
+      return PgLiveReads.prototype.versionedQueue.call(this, sessionId);
+    });
+    const reading = b.remote(hint);
+    await vi.waitFor(() => expect(queueReads).toHaveBeenCalled(), { timeout: 20_000 });
+    // this host's own edit commits and is announced before the read runs, which then sees it
+    await a.editQueueItem(S, "q1", "uno");
+    b.local(made());
+    release();
+    await reading;
+    expect(heard).toEqual([
+      { kind: "queue", sessionId: S, owner: "alice", items: [expect.objectContaining({ itemId: "q1" })] },
+    ]);
+    expect(heard[0]).toMatchObject({ items: [{ input: { text: "uno" } }] });
+  });
+
+  it("after an outage reads again only the questions it announced that are no longer pending", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.append(S, [turnStart("t1"), ask("t1", "i1"), ask("t1", "i2"), ask("t1", "i3")]);
+    await b.remote(hintsOf(made()));
+    await a.resolveInteraction("i2", { outcome: "approve" });
+    await b.remote(hintsOf(made()));
+    await a.resolveInteraction("i3", { outcome: "deny" });
+    made();
+    const reads = vi.spyOn(PgLiveReads.prototype, "interaction");
+    await b.rereadAll();
+    // i1 is still pending (the re-read's list says so), i2's answer was announced already
+    expect(reads.mock.calls).toEqual([["i3"]]);
+    expect(heard.map((n) => n.kind)).toEqual([
+      "interaction.requested",
+      "interaction.requested",
+      "interaction.requested",
+      "interaction.resolved",
+      "interaction.resolved",
+    ]);
+    expect(heard.at(-1)).toMatchObject({ interactionId: "i3" });
+  });
+
+  it("announces a lease taken, released and taken again once each, and neither a late nor a repeated notice of it", async () => {
+    const { a, b, heard, made } = await hosts();
+    const taken = await a.acquireLease(S, "host-a", 60_000);
+    const hints = [hintsOf(made())];
+    if (taken.status !== "acquired") throw new Error(`lease not acquired: ${taken.status}`);
+    await a.releaseLease(taken.lease);
+    hints.push(hintsOf(made()));
+    expect(await a.acquireLease(S, "host-c", 60_000)).toMatchObject({ status: "acquired" });
+    hints.push(hintsOf(made()));
+    for (const batch of hints) await b.remote(batch);
+    const lease = { kind: "lease", owner: "alice", sessionId: S };
+    expect(heard).toEqual([
+      { ...lease, hostId: "host-a", generation: 1 },
+      { ...lease, hostId: null, generation: 1 },
+      { ...lease, hostId: "host-c", generation: 2 },
+    ]);
+    // each NOTIFY heard again, oldest first, then a re-read of the lease held
+    for (const batch of hints) await b.remote(batch);
+    await b.rereadAll();
+    expect(heard).toHaveLength(3);
+  });
+
+  it("does not announce the release of a lease once a later holder's lease was announced", async () => {
+    const { a, b, heard, made } = await hosts();
+    const taken = await a.acquireLease(S, "host-a", 60_000);
+    if (taken.status !== "acquired") throw new Error(`lease not acquired: ${taken.status}`);
+    await b.remote(hintsOf(made()));
+    await a.releaseLease(taken.lease);
+    const release = hintsOf(made());
+    await a.acquireLease(S, "host-c", 60_000);
+    // the re-read finds host-c's lease before the release's NOTIFY is handled
+    await b.rereadAll();
+    await b.remote(release);
+    expect(heard.map((n) => n.kind === "lease" && n.hostId)).toEqual(["host-a", "host-c"]);
+  });
+
+  it("announces a question asked and answered before its first hint was handled once asked and once answered", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.append(S, [turnStart("t1"), ask("t1", "i1")]);
+    const asked = hintsOf(made());
+    await a.resolveInteraction("i1", { outcome: "approve" });
+    const answered = hintsOf(made());
+    await b.remote(asked);
+    await b.remote(answered);
+    await b.remote(asked);
+    await b.rereadAll();
+    expect(heard).toEqual([
+      expect.objectContaining({ kind: "interaction.requested", owner: "alice" }),
+      {
+        kind: "interaction.resolved",
+        owner: "alice",
+        sessionId: S,
+        interactionId: "i1",
+        resolution: { outcome: "approve" },
+      },
+    ]);
+  });
+
+  it("announces a question of a session deleted while no NOTIFY was heard as withdrawn, in its session and for its owner", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.create({ sessionId: "other", owner: "bob", model: "m" });
+    await a.append(S, [turnStart("t1"), ask("t1", "i1")]);
+    await b.remote(hintsOf(made()));
+    // a question this host asked itself: known from its own notice, not from a read
+    await a.append("other", [turnStart("t2"), ask("t2", "i2")]);
+    b.local(made());
+    expect(heard.map((n) => n.kind)).toEqual(["interaction.requested", "interaction.requested"]);
+    await a.delete(S);
+    await a.delete("other");
+    made();
+    await b.rereadAll();
+    expect(heard.slice(2)).toEqual(
+      expect.arrayContaining([
+        { kind: "interaction.withdrawn", owner: "alice", sessionId: S, interactionId: "i1" },
+        { kind: "interaction.withdrawn", owner: "bob", sessionId: "other", interactionId: "i2" },
+      ]),
+    );
+    expect(heard).toHaveLength(4);
+    await b.rereadAll();
+    await b.remote([
+      { kind: "interaction", interactionId: "i1" },
+      { kind: "interaction", interactionId: "i2" },
+    ]);
+    expect(heard).toHaveLength(4);
+  });
+
+  it("announces nothing for a hint of a question whose session was deleted before the hint was handled", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.append(S, [turnStart("t1"), ask("t1", "i1")]);
+    const asked = hintsOf(made());
+    await a.delete(S);
+    await expect(b.remote(asked)).resolves.toBeUndefined();
+    expect(heard).toEqual([]);
+  });
+
+  it("announces the answer to its own question given on another host while no NOTIFY was heard, without asking again", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.append(S, [turnStart("t1"), ask("t1", "i1")]);
+    b.local(made());
+    await a.resolveInteraction("i1", { outcome: "deny" });
+    made();
+    await b.rereadAll();
+    expect(heard.map((n) => n.kind)).toEqual(["interaction.requested", "interaction.resolved"]);
+    expect(heard[1]).toMatchObject({ owner: "alice", sessionId: S, resolution: { outcome: "deny" } });
+  });
+
+  it("does not announce again its own answer and withdrawal when it re-reads everything", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.append(S, [turnStart("t1"), ask("t1", "i1"), ask("t1", "i2")]);
+    b.local(made());
+    await a.resolveInteraction("i1", { outcome: "approve" });
+    b.local(made());
+    await a.append(S, [turnEnd("t1", "cancelled")]);
+    b.local(made());
+    expect(heard.map((n) => n.kind)).toEqual([
+      "interaction.requested",
+      "interaction.requested",
+      "interaction.resolved",
+      "interaction.withdrawn",
+    ]);
+    await b.rereadAll();
+    expect(heard).toHaveLength(4);
+  });
+
+  it("re-reads everything for a batch whose hints did not fit its NOTIFY, telling live listeners alone", async () => {
+    const { a, b, heard, commits } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    await a.append(S, [turnStart("t1"), ask("t1", "i1")]);
+    await a.acquireLease(S, "host-a", 60_000);
+    await b.remote("all");
+    expect(heard).toEqual([
+      { kind: "queue", sessionId: S, owner: "alice", items: [expect.objectContaining({ itemId: "q1" })] },
+      expect.objectContaining({ kind: "interaction.requested", owner: "alice" }),
+      { kind: "lease", owner: "alice", sessionId: S, hostId: "host-a", generation: 1 },
+    ]);
+    // live state is no commit: a store-wide listener hears nothing of it
+    expect(commits).toEqual([]);
+  });
+
+  it("announces every lease held after an outage when they are more than one page of the re-read", async () => {
+    const { a, b, heard } = await hosts();
+    const ids = Array.from({ length: 501 }, (_, i) => `l${String(i).padStart(3, "0")}`);
+    await Promise.all(ids.map((sessionId) => a.create({ sessionId, owner: "alice", model: "m" })));
+    const leases = await Promise.all(ids.map((sessionId) => a.acquireLease(sessionId, "host-a", 600_000)));
+    expect(leases.every((lease) => lease.status === "acquired")).toBe(true);
+    await b.rereadAll();
+    const announced = heard.flatMap((n) => (n.kind === "lease" ? [n.sessionId] : []));
+    expect(announced).toEqual(ids);
+  }, 60_000);
+});
