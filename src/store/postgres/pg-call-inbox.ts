@@ -89,7 +89,20 @@ export class PgCallInbox implements CallInbox {
       throw err;
     }
     const inbox = new PgCallInbox(pool, () => openClient(url, { schema }), schema, options);
-    await inbox.#listen();
+    // the first LISTEN is a connect under way, so a poll meanwhile does not open a second one
+    const listening = inbox.#listen();
+    inbox.#connecting = listening
+      .catch(() => undefined)
+      .finally(() => {
+        inbox.#connecting = undefined;
+      });
+    try {
+      await listening;
+    } catch (err) {
+      // nothing may outlive a failed open: its poll would reconnect and keep the pool in use
+      await inbox.close();
+      throw err;
+    }
     return inbox;
   }
 

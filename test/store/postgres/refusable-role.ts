@@ -8,6 +8,23 @@ import { pgUrl } from "../contract/backends.js";
  * cut off, as a restarting database or a full connection table would: the way to make PostgreSQL
  * itself refuse one store's connections while the others carry on.
  */
+/**
+ * Runs `sql` holding a lock every test process takes for it: a grant on the database, and the
+ * revoke `DROP OWNED` makes of it, rewrite the database's one catalog row, and two at once fail
+ * with "tuple concurrently updated".
+ */
+async function onDatabaseRow(admin: pg.Client, sql: string): Promise<void> {
+  await admin.query("BEGIN");
+  try {
+    await admin.query("SELECT pg_advisory_xact_lock(hashtext('sessionmux test: database grants'))");
+    await admin.query(sql);
+    await admin.query("COMMIT");
+  } catch (error) {
+    await admin.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
+
 export async function refusableRole(prefix: string) {
   const role = `${prefix}_${randomBytes(4).toString("hex")}`;
   const schema = `${role}_data`;
@@ -17,7 +34,7 @@ export async function refusableRole(prefix: string) {
   await admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
   const { rows } = await admin.query<{ db: string }>("SELECT current_database() AS db");
   // `CREATE SCHEMA IF NOT EXISTS` asks for it even when the schema is there
-  await admin.query(`GRANT CREATE ON DATABASE "${rows[0]!.db}" TO ${role}`);
+  await onDatabaseRow(admin, `GRANT CREATE ON DATABASE "${rows[0]!.db}" TO ${role}`);
   const url = new URL(pgUrl!);
   url.username = role;
   return {
@@ -62,7 +79,7 @@ export async function refusableRole(prefix: string) {
     },
     /** Drops the role, with its schema and its grant (what it owns); stores on it are closed first. */
     async drop() {
-      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
+      await onDatabaseRow(admin, `DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
       await admin.query(`DROP ROLE IF EXISTS ${role}`);
       await admin.end();
     },

@@ -1,0 +1,113 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { encode } from "@msgpack/msgpack";
+import pg from "pg";
+import { afterEach } from "vitest";
+import type { ForwardedCall, ForwardReply } from "../../../src/store/call-inbox.js";
+import { PgCallInbox, type PgCallInboxOptions } from "../../../src/store/postgres/pg-call-inbox.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+
+/** No poll within a test: only notifications (and the drain `serve` starts) move calls. */
+export const NO_POLL = 600_000;
+
+export function call(
+  sessionId: string,
+  params: unknown = { sessionId },
+  method = "session.cancel",
+): ForwardedCall {
+  return {
+    callId: randomUUID(),
+    fromHost: "host-a",
+    sessionId,
+    principal: { name: "alice", admin: false },
+    method,
+    params,
+  };
+}
+
+/**
+ * Inboxes on a fresh schema per test, and the rows beside them as an operator (or a host whose
+ * notification was lost) would write them: all closed and dropped after each test.
+ */
+export function inboxFixture(prefix: string) {
+  const url = pgUrl ?? "";
+  const state = { schema: "" };
+  const opened: PgCallInbox[] = [];
+
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((i) => i.close()));
+    if (state.schema) await dropSchema(url, state.schema);
+    state.schema = "";
+  });
+
+  const sql = async <T extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(`SET search_path = "${state.schema}"`);
+      return (await client.query<T>(text, values)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+
+  return {
+    url,
+    get schema() {
+      return state.schema;
+    },
+    get channel() {
+      return `sessionmux_calls_${state.schema}`.slice(0, 63);
+    },
+    fresh(schema = `${prefix}_${randomBytes(5).toString("hex")}`) {
+      state.schema = schema;
+      return schema;
+    },
+    async open(options: PgCallInboxOptions = {}) {
+      const inbox = await PgCallInbox.open(url, { schema: state.schema, ...options });
+      opened.push(inbox);
+      return inbox;
+    },
+    /** Keeps `inbox` from being closed after the test (the test closed it itself). */
+    forget(inbox: PgCallInbox) {
+      opened.splice(opened.indexOf(inbox), 1);
+    },
+    sql,
+    async rowCount(): Promise<number> {
+      const rows = await sql<{ n: string }>("SELECT count(*) AS n FROM forwarded_calls");
+      return Number(rows[0]?.n);
+    },
+    /** A call row written with no notification, expiring `expiresInMs` from now (negative: expired). */
+    async record(targetHost: string, forwarded: ForwardedCall, expiresInMs: number): Promise<void> {
+      const body = encode({
+        principal: forwarded.principal,
+        method: forwarded.method,
+        params: forwarded.params,
+      });
+      await sql(
+        `INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
+         VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')`,
+        [
+          forwarded.callId,
+          targetHost,
+          forwarded.fromHost,
+          forwarded.sessionId,
+          Buffer.from(body),
+          expiresInMs,
+        ],
+      );
+    },
+    /** Writes the reply of a recorded call with no notification; false when it was not there. */
+    async answer(callId: string, reply: ForwardReply): Promise<boolean> {
+      const rows = await sql("UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 RETURNING call_id", [
+        callId,
+        Buffer.from(encode(reply)),
+      ]);
+      return rows.length === 1;
+    },
+    async callIds(): Promise<string[]> {
+      return (await sql<{ call_id: string }>("SELECT call_id FROM forwarded_calls ORDER BY call_id")).map(
+        (r) => r.call_id,
+      );
+    },
+  };
+}

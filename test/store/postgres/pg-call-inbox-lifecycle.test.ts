@@ -1,0 +1,319 @@
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { SessionmuxError } from "../../../protocol/index.js";
+import type { ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
+import { pgUrl } from "../contract/backends.js";
+import { call, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+
+/** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
+const LONG = 600_000;
+
+/** A gate a handler waits at until the test opens it. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { open, opened };
+}
+
+describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", () => {
+  const inbox = inboxFixture("inbox_life");
+
+  it("a closed inbox refuses to send, host_shutting_down", async () => {
+    inbox.fresh();
+    const a = await inbox.open();
+    inbox.forget(a);
+    await a.close();
+    await expect(a.send("host-b", call("s1"), LONG)).rejects.toMatchObject({
+      code: "host_shutting_down",
+      message: "the host is shutting down; reconnect shortly",
+    });
+    expect(await inbox.rowCount()).toBe(0);
+  });
+
+  it("a call waiting when its host closes resolves timeout at once, its row left to expire", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const sent = a.send("host-b", call("s1"), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    await a.close();
+    // far before its own timeout: the test's timeout would end the wait first
+    expect(await sent).toEqual({ status: "timeout" });
+    expect(await inbox.rowCount()).toBe(1);
+  });
+
+  it("a host that closes finishes the call it runs and delivers its reply before its connections end", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(b);
+    const started = gate();
+    const release = gate();
+    b.serve("host-b", async () => {
+      started.open();
+      await release.opened;
+      return { status: "ok", result: "finished" };
+    });
+    const sent = a.send("host-b", call("s1"), LONG);
+    await started.opened;
+    let closed = false;
+    const closing = b.close().then(() => {
+      closed = true;
+    });
+    // close waits for the running call (the reply is written on b's pool)
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    expect(closed).toBe(false);
+    release.open();
+    await closing;
+    expect(await sent).toEqual({ status: "ok", result: "finished" });
+  });
+
+  it("a call claimed behind a running one of its session is answered not_owner once serving stopped", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const started = gate();
+    const release = gate();
+    const ran: unknown[] = [];
+    // both recorded before b serves: one claim takes both, the second waits behind the first
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    const second = a.send("host-b", call("s1", { n: 2 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
+    const stop = b.serve("host-b", async (c) => {
+      ran.push(c.params);
+      started.open();
+      await release.opened;
+      return { status: "ok", result: c.params };
+    });
+    await started.opened;
+    await expect
+      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
+        timeout: 20_000,
+      })
+      .toBe(0);
+    stop();
+    release.open();
+    expect(await first).toEqual({ status: "ok", result: { n: 1 } });
+    expect(await second).toEqual({ status: "not_owner" });
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
+  it("a call claimed behind a running one of its session is answered not_owner when its host closes", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(b);
+    const started = gate();
+    const release = gate();
+    const ran: unknown[] = [];
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    const second = a.send("host-b", call("s1", { n: 2 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
+    b.serve("host-b", async (c) => {
+      ran.push(c.params);
+      started.open();
+      await release.opened;
+      return { status: "ok", result: c.params };
+    });
+    await started.opened;
+    await expect
+      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
+        timeout: 20_000,
+      })
+      .toBe(0);
+    const closing = b.close();
+    release.open();
+    await closing;
+    expect(await first).toEqual({ status: "ok", result: { n: 1 } });
+    expect(await second).toEqual({ status: "not_owner" });
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
+  it("stopping a handler that a later serve replaced leaves the later one serving", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const stopEarlier = b.serve("host-b", async () => ({ status: "ok", result: "earlier" }));
+    b.serve("host-b", async () => ({ status: "ok", result: "later" }));
+    stopEarlier();
+    expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "later" });
+  });
+
+  it("a stopped host takes no more calls: they wait for whoever serves next", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const stop = b.serve("host-b", async () => ({ status: "ok", result: "b" }));
+    expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "b" });
+    stop();
+    const sent = a.send("host-b", call("s1"), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    const c = await inbox.open({ pollMs: NO_POLL });
+    c.serve("host-b", async () => ({ status: "ok", result: "c" }));
+    expect(await sent).toEqual({ status: "ok", result: "c" });
+  });
+
+  it("undefined fields of a call and of its reply arrive left out, not as null", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const params: unknown[] = [];
+    b.serve("host-b", async (c) => {
+      params.push(c.params);
+      return c.method === "session.prompt"
+        ? { status: "ok", result: { kept: 1, dropped: undefined } }
+        : { status: "ok", result: undefined };
+    });
+    const prompted = await a.send(
+      "host-b",
+      call("s1", { sessionId: "s1", text: undefined }, "session.prompt"),
+      LONG,
+    );
+    expect(prompted).toStrictEqual({ status: "ok", result: { kept: 1 } });
+    const none = await a.send("host-b", { ...call("s1"), params: undefined }, LONG);
+    expect(none).toStrictEqual({ status: "ok" });
+    expect(params).toStrictEqual([{ sessionId: "s1" }, undefined]);
+  });
+
+  it("a handler that throws is answered a typed error: its own, or internal_error for any other", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    b.serve("host-b", async (c): Promise<ForwardReply> => {
+      if (c.method === "session.respond") {
+        throw new SessionmuxError("not_found", "no such interaction", { data: { interactionId: "i1" } });
+      }
+      if (c.method === "session.cancel") throw new SessionmuxError("not_found", "no such session");
+      throw new Error("boom");
+    });
+    expect(await a.send("host-b", call("s1", null, "session.respond"), LONG)).toStrictEqual({
+      status: "error",
+      code: "not_found",
+      message: "no such interaction",
+      data: { interactionId: "i1" },
+    });
+    expect(await a.send("host-b", call("s1"), LONG)).toStrictEqual({
+      status: "error",
+      code: "not_found",
+      message: "no such session",
+    });
+    expect(await a.send("host-b", call("s1", null, "session.prompt"), LONG)).toStrictEqual({
+      status: "error",
+      code: "internal_error",
+      message: "the owning host failed to run the call",
+    });
+  });
+
+  it("past its bound a host is refused overloaded with the bound in the error's data", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ maxPending: 1, pollMs: NO_POLL });
+    const pending = a.send("host-gone", call("s1"), LONG);
+    await expect(a.send("host-gone", call("s2"), LONG)).rejects.toMatchObject({
+      code: "overloaded",
+      data: { max: 1 },
+      message: expect.stringContaining("1 calls"),
+    });
+    inbox.forget(a);
+    await a.close();
+    expect(await pending).toEqual({ status: "timeout" });
+  });
+
+  it("by default a host waits on 256 forwarded calls at most", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const pending = Array.from({ length: 256 }, (_, n) => a.send("host-gone", call(`s${n}`), LONG));
+    await expect(a.send("host-gone", call("s256"), LONG)).rejects.toMatchObject({
+      code: "overloaded",
+      data: { max: 256 },
+    });
+    // every call recorded and waiting: closing then answers each one
+    await expect.poll(() => inbox.rowCount(), { timeout: 30_000 }).toBe(256);
+    await a.close();
+    const outcomes = await Promise.all(pending);
+    expect(outcomes.every((o) => o.status === "timeout")).toBe(true);
+  });
+
+  it("calls of one session never overlap, also one claimed while an earlier one runs", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const gates = new Map([1, 2].map((n) => [n, { started: gate(), release: gate() }]));
+    let running = 0;
+    let most = 0;
+    const ran: number[] = [];
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    const second = a.send("host-b", call("s1", { n: 2 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
+    b.serve("host-b", async (c) => {
+      const n = (c.params as { n: number }).n;
+      running++;
+      most = Math.max(most, running);
+      ran.push(n);
+      const g = gates.get(n);
+      g?.started.open();
+      await g?.release.opened;
+      running--;
+      return { status: "ok", result: n };
+    });
+    await gates.get(1)?.started.opened;
+    gates.get(1)?.release.open();
+    expect(await first).toEqual({ status: "ok", result: 1 });
+    await gates.get(2)?.started.opened;
+    // the third is claimed while the second runs, the first long done
+    const third = a.send("host-b", call("s1", { n: 3 }), LONG);
+    await expect
+      .poll(
+        async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NOT NULL")).length,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe(2);
+    gates.get(2)?.release.open();
+    expect(await second).toEqual({ status: "ok", result: 2 });
+    expect(await third).toEqual({ status: "ok", result: 3 });
+    expect(ran).toEqual([1, 2, 3]);
+    expect(most).toBe(1);
+  });
+
+  it("a host that is closing claims no new calls: they wait for whoever serves next", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(b);
+    const started = gate();
+    const release = gate();
+    b.serve("host-b", async () => {
+      started.open();
+      await release.opened;
+      return { status: "ok", result: "b" };
+    });
+    const first = a.send("host-b", call("s1"), LONG);
+    await started.opened;
+    const closing = b.close();
+    const listener = new pg.Client({ connectionString: inbox.url });
+    await listener.connect();
+    let second: Promise<ForwardOutcome> | undefined;
+    try {
+      const heard = new Promise<void>((resolve) => listener.on("notification", () => resolve()));
+      await listener.query(`LISTEN "${inbox.channel}"`);
+      second = a.send("host-b", call("s2"), LONG);
+      // b, still listening while its running call finishes, heard of the new one as this listener did
+      await heard;
+    } finally {
+      await listener.end();
+    }
+    release.open();
+    await closing;
+    expect(await first).toEqual({ status: "ok", result: "b" });
+    const c = await inbox.open({ pollMs: NO_POLL });
+    c.serve("host-b", async () => ({ status: "ok", result: "c" }));
+    expect(await second).toEqual({ status: "ok", result: "c" });
+  });
+});

@@ -1,0 +1,257 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ForwardedCall, ForwardOutcome } from "../../../src/store/call-inbox.js";
+import { pgUrl } from "../contract/backends.js";
+import { call, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import { sentStatements } from "./pg-client-spies.js";
+
+/** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
+const LONG = 600_000;
+
+/**
+ * A call and its reply each have two ways to their reader: a notification, and the poll that
+ * re-reads the rows. Each test here leaves only one of them open.
+ */
+describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () => {
+  const inbox = inboxFixture("inbox_wake");
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("with no poll, a call reaches a serving host and its reply the sender by notifications alone", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    b.serve("host-b", async (c) => ({ status: "ok", result: c.params }));
+    for (const n of [1, 2]) {
+      expect(await a.send("host-b", call("s1", { n }), LONG)).toEqual({ status: "ok", result: { n } });
+    }
+  });
+
+  it("more calls than one claim takes, recorded while the target was away, are all served without a poll", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const count = 70;
+    const sent: Promise<ForwardOutcome>[] = [];
+    for (let n = 0; n < count; n++) sent.push(a.send("host-b", call(`s${n % 7}`, { n }), LONG));
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(count);
+    const recorded = await inbox.sql<{ call_id: string; session_id: string }>(
+      "SELECT call_id, session_id FROM forwarded_calls ORDER BY created_at",
+    );
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const ran: { callId: string; sessionId: string }[] = [];
+    b.serve("host-b", async (c) => {
+      ran.push({ callId: c.callId, sessionId: c.sessionId });
+      return { status: "ok", result: c.params };
+    });
+    const replies = await Promise.all(sent);
+    expect(replies).toEqual(Array.from({ length: count }, (_, n) => ({ status: "ok", result: { n } })));
+    // each session's calls ran in the order they were recorded
+    for (let s = 0; s < 7; s++) {
+      const session = `s${s}`;
+      expect(ran.filter((r) => r.sessionId === session).map((r) => r.callId)).toEqual(
+        recorded.filter((r) => r.session_id === session).map((r) => r.call_id),
+      );
+    }
+  }, 60_000);
+
+  it("a host leaves alone the calls it hears of that are addressed to another host", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const c = await inbox.open({ pollMs: NO_POLL });
+    c.serve("host-c", async () => ({ status: "ok", result: "c" }));
+    const listener = new pg.Client({ connectionString: inbox.url });
+    await listener.connect();
+    let sent: Promise<ForwardOutcome> | undefined;
+    try {
+      const heard = new Promise<void>((resolve) => listener.on("notification", () => resolve()));
+      await listener.query(`LISTEN "${inbox.channel}"`);
+      sent = a.send("host-b", call("s1"), LONG);
+      // c heard of the call as this listener did
+      await heard;
+    } finally {
+      await listener.end();
+    }
+    const b = await inbox.open({ pollMs: NO_POLL });
+    b.serve("host-b", async () => ({ status: "ok", result: "b" }));
+    expect(await sent).toEqual({ status: "ok", result: "b" });
+  });
+
+  it("a reply written without a notification reaches its sender by the poll", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: 50 });
+    const forwarded = call("s1");
+    const sent = a.send("host-b", forwarded, LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    expect(await inbox.answer(forwarded.callId, { status: "ok", result: "by hand" })).toBe(true);
+    expect(await sent).toEqual({ status: "ok", result: "by hand" });
+    expect(await inbox.rowCount()).toBe(0);
+  });
+
+  it("a call recorded without a notification is served by the poll of a host already serving", async () => {
+    inbox.fresh();
+    const b = await inbox.open({ pollMs: 50 });
+    const seen: ForwardedCall[] = [];
+    b.serve("host-b", async (c) => {
+      seen.push(c);
+      return { status: "ok", result: "served" };
+    });
+    const forwarded = call("s1", { n: 1 });
+    await inbox.record("host-b", forwarded, 30_000);
+    await expect.poll(() => seen.length, { timeout: 20_000 }).toBe(1);
+    expect(seen[0]).toEqual(forwarded);
+    // answered in place, for the sender to take
+    await expect
+      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE reply IS NOT NULL")).length, {
+        timeout: 20_000,
+      })
+      .toBe(1);
+  });
+
+  it("a wake-up with no reply behind it leaves the call waiting, and its answer still arrives", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const forwarded = call("s1");
+    const sent = a.send("host-b", forwarded, LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // the reply's notification for this call, sent while no reply was written (a duplicate, or
+    // another schema's channel cut to the same 63 characters)
+    const listener = new pg.Client({ connectionString: inbox.url });
+    await listener.connect();
+    try {
+      const heard = new Promise<void>((resolve) => listener.on("notification", () => resolve()));
+      await listener.query(`LISTEN "${inbox.channel}"`);
+      await listener.query("SELECT pg_notify($1, 'r:' || $2)", [inbox.channel, forwarded.callId]);
+      await heard;
+    } finally {
+      await listener.end();
+    }
+    const b = await inbox.open({ pollMs: NO_POLL });
+    b.serve("host-b", async () => ({ status: "ok", result: "answered" }));
+    expect(await sent).toEqual({ status: "ok", result: "answered" });
+  });
+
+  it("a row expired past a minute is deleted by the poll, one expired less long ago is kept", async () => {
+    inbox.fresh();
+    await inbox.open({ pollMs: 10 });
+    const old = call("s1");
+    const recent = call("s2");
+    await inbox.record("host-gone", old, -120_000);
+    await inbox.record("host-gone", recent, -10_000);
+    await expect.poll(() => inbox.callIds(), { timeout: 20_000 }).toEqual([recent.callId]);
+  });
+
+  it("an expired call is never run, though its row is still there", async () => {
+    inbox.fresh();
+    const b = await inbox.open({ pollMs: 50 });
+    const expired = call("s1", { n: 1 });
+    const live = call("s1", { n: 2 });
+    await inbox.record("host-b", expired, -10_000);
+    await inbox.record("host-b", live, 30_000);
+    const seen: unknown[] = [];
+    b.serve("host-b", async (c) => {
+      seen.push(c.params);
+      return { status: "ok", result: null };
+    });
+    await expect.poll(() => seen.length, { timeout: 20_000 }).toBe(1);
+    // the live call, recorded after the expired one, was served: the expired one was passed over
+    expect(seen).toEqual([{ n: 2 }]);
+    expect(await inbox.callIds()).toContain(expired.callId);
+  });
+
+  it("a schema whose name fills PostgreSQL's 63 characters carries calls both ways", async () => {
+    const schema = inbox.fresh(`${"inbox_wake_long_".padEnd(53, "x")}${randomBytes(5).toString("hex")}`);
+    expect(schema.length).toBe(63);
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    b.serve("host-b", async () => ({ status: "ok", result: "long" }));
+    expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "long" });
+  });
+
+  it("the poll runs every pollMs, once a second by default, on a timer that keeps no process alive", async () => {
+    inbox.fresh();
+    const made: { ms: number | undefined; timer: NodeJS.Timeout }[] = [];
+    const setIntervalBefore = globalThis.setInterval;
+    vi.spyOn(globalThis, "setInterval").mockImplementation(((
+      handler: () => void,
+      ms?: number,
+    ): NodeJS.Timeout => {
+      const timer = setIntervalBefore(handler, ms);
+      made.push({ ms, timer });
+      return timer;
+    }) as typeof setInterval);
+    await inbox.open();
+    await inbox.open({ pollMs: 250 });
+    vi.restoreAllMocks();
+    expect(made.map((t) => t.ms)).toEqual([1000, 250]);
+    expect(made.map((t) => t.timer.hasRef())).toEqual([false, false]);
+  });
+
+  it("a call announced while the host is still claiming is claimed by the same drain, with no poll", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const earlier = call("s1", { n: 1 });
+    await inbox.record("host-b", earlier, LONG);
+    // the claim of host-b's calls waits, its rows chosen, until the test lets it go on
+    const admin = new pg.Client({ connectionString: inbox.url });
+    await admin.connect();
+    const key = randomBytes(4).readInt32BE();
+    try {
+      await admin.query(`SET search_path = "${inbox.schema}"`);
+      await admin.query(`CREATE FUNCTION hold_claims() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NEW; END $$`);
+      await admin.query(
+        "CREATE TRIGGER hold_claims BEFORE UPDATE OF claimed_at ON forwarded_calls FOR EACH ROW EXECUTE FUNCTION hold_claims()",
+      );
+      await admin.query("SELECT pg_advisory_lock($1)", [key]);
+      const b = await inbox.open({ pollMs: NO_POLL });
+      const seen: unknown[] = [];
+      b.serve("host-b", async (c) => {
+        seen.push(c.params);
+        return { status: "ok", result: c.params };
+      });
+      await expect
+        .poll(
+          async () =>
+            (
+              await admin.query(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = ($1::bigint & 4294967295)::oid",
+                [key],
+              )
+            ).rows.length,
+          { timeout: 20_000 },
+        )
+        .toBe(1);
+      const heard = new Promise<void>((resolve) => admin.on("notification", () => resolve()));
+      await admin.query(`LISTEN "${inbox.channel}"`);
+      const later = a.send("host-b", call("s2", { n: 2 }), LONG);
+      // b heard of the later call as this connection did, while its claim still waited
+      await heard;
+      await admin.query("SELECT pg_advisory_unlock($1)", [key]);
+      expect(await later).toEqual({ status: "ok", result: { n: 2 } });
+      expect(seen).toEqual([{ n: 1 }, { n: 2 }]);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it("a waiting sender reads its row only when woken, not over and over", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const sent = sentStatements();
+    const forwarded = call("s1");
+    const outcome = a.send("host-b", forwarded, LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // a few round trips of the database while the sender waits
+    for (let i = 0; i < 5; i++) expect(await inbox.rowCount()).toBe(1);
+    const reads = () =>
+      sent.filter((text) => text.includes("DELETE FROM forwarded_calls WHERE call_id")).length;
+    expect(reads()).toBe(0);
+    const b = await inbox.open({ pollMs: NO_POLL });
+    b.serve("host-b", async () => ({ status: "ok", result: "once" }));
+    expect(await outcome).toEqual({ status: "ok", result: "once" });
+    expect(reads()).toBe(1);
+  });
+});
