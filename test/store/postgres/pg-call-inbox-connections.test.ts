@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, NO_POLL } from "./call-inbox-rows.js";
+import { gateListenConnects, isListenClient } from "./listen-connects.js";
 import { refusableRole } from "./refusable-role.js";
 
 /**
@@ -14,28 +15,6 @@ import { refusableRole } from "./refusable-role.js";
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-const isListenClient = (client: pg.Client) =>
-  (client as unknown as { connectionParameters: { application_name?: string } }).connectionParameters
-    .application_name === "sessionmux-listen";
-
-/** Holds every LISTEN connection's `connect` until `openConnects()`; `connecting` has each attempt. */
-function gateListenConnects(): { openConnects: () => void; connecting: Promise<unknown>[] } {
-  let openConnects!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    openConnects = resolve;
-  });
-  const connecting: Promise<unknown>[] = [];
-  const connect = pg.Client.prototype.connect;
-  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const made = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-    if (!isListenClient(this)) return made();
-    const gated = gate.then(made);
-    connecting.push(gated);
-    return gated;
-  } as typeof pg.Client.prototype.connect);
-  return { openConnects, connecting };
-}
 
 /** Counts the LISTEN connects that fail from now on. */
 function failedListenConnects(): { count: number } {

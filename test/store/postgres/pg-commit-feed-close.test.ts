@@ -7,6 +7,7 @@ import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
+import { gateListenConnects, isListenClient } from "./listen-connects.js";
 import { refusableRole } from "./refusable-role.js";
 import { twoHostsFixture } from "./two-hosts.js";
 
@@ -22,32 +23,6 @@ const S = "s";
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-const LISTEN_APP = "sessionmux-listen";
-const isListenClient = (client: pg.Client) =>
-  (client as unknown as { connectionParameters: { application_name?: string } }).connectionParameters
-    .application_name === LISTEN_APP;
-
-/**
- * Holds every LISTEN connection's `connect` until `openConnects()`; `connecting` has each attempt
- * (other connections connect at once).
- */
-function gateListenConnects(): { openConnects: () => void; connecting: Promise<unknown>[] } {
-  let openConnects!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    openConnects = resolve;
-  });
-  const connecting: Promise<unknown>[] = [];
-  const connect = pg.Client.prototype.connect;
-  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const call = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-    if (!isListenClient(this)) return call();
-    const made = gate.then(call);
-    connecting.push(made);
-    return made;
-  } as typeof pg.Client.prototype.connect);
-  return { openConnects, connecting };
-}
 
 /**
  * Two stores on one schema: `b` as a role the test can lock out, `a` as the database's own user;
