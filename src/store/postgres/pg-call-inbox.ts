@@ -89,15 +89,8 @@ export class PgCallInbox implements CallInbox {
       throw err;
     }
     const inbox = new PgCallInbox(pool, () => openClient(url, { schema }), schema, options);
-    // the first LISTEN is a connect under way, so a poll meanwhile does not open a second one
-    const listening = inbox.#listen();
-    inbox.#connecting = listening
-      .catch(() => undefined)
-      .finally(() => {
-        inbox.#connecting = undefined;
-      });
     try {
-      await listening;
+      await inbox.#startListening();
     } catch (err) {
       // nothing may outlive a failed open: its poll would reconnect and keep the pool in use
       await inbox.close();
@@ -206,16 +199,24 @@ export class PgCallInbox implements CallInbox {
     else if (payload.startsWith("r:")) this.#waiters.get(id)?.wake();
   }
 
+  /**
+   * Makes the LISTEN connection; while it is under way (the first one of `open` too) a poll
+   * starts no second one, which nothing would end. Rejects as `#listen` does.
+   */
+  #startListening(): Promise<void> {
+    const listening = this.#listen();
+    this.#connecting = listening
+      .catch(() => undefined)
+      .finally(() => {
+        this.#connecting = undefined;
+      });
+    return listening;
+  }
+
   /** The safety net behind notifications: reconnect, serve, look for replies, delete expired rows. */
   #poll(): void {
     if (this.#closed) return;
-    if (!this.#client && !this.#connecting) {
-      this.#connecting = this.#listen()
-        .catch(() => undefined)
-        .finally(() => {
-          this.#connecting = undefined;
-        });
-    }
+    if (!this.#client && !this.#connecting) this.#startListening().catch(() => undefined);
     for (const hostId of this.#served.keys()) this.#drain(hostId);
     if (this.#waiters.size > 0) {
       this.#pool
