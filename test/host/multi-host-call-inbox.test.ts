@@ -1,22 +1,12 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { ForwardedCall, ForwardReply } from "../../src/store/call-inbox.js";
 import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
 import { dropSchema } from "../store/contract/backends.js";
+import { call } from "../store/postgres/call-inbox-rows.js";
 
 const pgUrl = inject("pgUrl");
-
-function call(sessionId: string, method = "session.cancel", params: unknown = { sessionId }): ForwardedCall {
-  return {
-    callId: randomUUID(),
-    fromHost: "host-a",
-    sessionId,
-    principal: { name: "alice", admin: false },
-    method,
-    params,
-  };
-}
 
 async function rowCount(url: string, schema: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
@@ -62,9 +52,9 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox", () => {
       return { status: "ok", result: { echoed: c.params } };
     });
     const bytes = new Uint8Array([1, 2, 3, 250]);
-    const ok = await a.send("host-b", call("s1", "session.prompt", { sessionId: "s1", bytes }), 15_000);
+    const ok = await a.send("host-b", call("s1", { sessionId: "s1", bytes }, "session.prompt"), 15_000);
     expect(ok).toEqual({ status: "ok", result: { echoed: { sessionId: "s1", bytes } } });
-    const refused = await a.send("host-b", call("s1", "session.respond"), 15_000);
+    const refused = await a.send("host-b", call("s1", { sessionId: "s1" }, "session.respond"), 15_000);
     expect(refused).toEqual({
       status: "error",
       code: "interaction_already_resolved",
@@ -84,7 +74,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox", () => {
     const a = await open({ pollMs: 100 });
     const sent: Promise<unknown>[] = [];
     for (const n of [1, 2, 3]) {
-      sent.push(a.send("host-b", call("s1", "session.cancel", { n }), 30_000));
+      sent.push(a.send("host-b", call("s1", { n }), 30_000));
       await expect.poll(() => rowCount(url, schema)).toBe(n);
     }
     const b = await open({ pollMs: 100 });

@@ -33,6 +33,17 @@ function failedListenConnects(): { count: number } {
 }
 
 /** `b` serves as a role the test can lock out; `a`, the database's own user, sends to it. */
+/** Waits (5 s at most, half the pool's idle timeout) until `role` has no connection open. */
+async function noConnectionsLeft(admin: pg.Client, role: string): Promise<void> {
+  const count = async () =>
+    (
+      await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1", [
+        role,
+      ])
+    ).rows[0]!.n;
+  await expect.poll(count, { timeout: 5_000 }).toBe(0);
+}
+
 async function refusableInboxes(bOptions: { pollMs: number }) {
   const refusable = await refusableRole("smx_inbox");
   const admin = new pg.Client({ connectionString: pgUrl! });
@@ -209,18 +220,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: connections", () => {
         PgCallInbox.open(refusable.url, { schema: refusable.schema, pollMs: NO_POLL }),
       ).rejects.toThrow(/newer than this build/);
       // a pooled connection left behind would linger until the pool's idle timeout (10 s)
-      await expect
-        .poll(
-          async () =>
-            (
-              await admin.query<{ n: number }>(
-                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1",
-                [refusable.role],
-              )
-            ).rows[0]!.n,
-          { timeout: 5_000 },
-        )
-        .toBe(0);
+      await noConnectionsLeft(admin, refusable.role);
     } finally {
       await admin.end();
       await refusable.drop();
@@ -288,18 +288,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: connections", () => {
       );
       // a pooled connection left behind would linger until the pool's idle timeout (10 s); a poll
       // still running would have made a LISTEN connection of its own by then
-      await expect
-        .poll(
-          async () =>
-            (
-              await admin.query<{ n: number }>(
-                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1",
-                [refusable.role],
-              )
-            ).rows[0]!.n,
-          { timeout: 5_000 },
-        )
-        .toBe(0);
+      await noConnectionsLeft(admin, refusable.role);
       expect(refused).toBe(1);
     } finally {
       await admin.end();

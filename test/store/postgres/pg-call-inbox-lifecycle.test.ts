@@ -20,6 +20,27 @@ function gate() {
 describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", () => {
   const inbox = inboxFixture("inbox_life");
 
+  /**
+   * Fresh inboxes `a` and `b` (b left to the test to close), b serving host-b with a handler that
+   * holds its call until `release` opens, and a's call `s1` running there (`sent`: its outcome).
+   */
+  async function runningOnB(result: string) {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(b);
+    const started = gate();
+    const release = gate();
+    b.serve("host-b", async () => {
+      started.open();
+      await release.opened;
+      return { status: "ok", result };
+    });
+    const sent = a.send("host-b", call("s1"), LONG);
+    await started.opened;
+    return { a, b, release, sent };
+  }
+
   it("a closed inbox refuses to send, host_shutting_down", async () => {
     inbox.fresh();
     const a = await inbox.open();
@@ -45,19 +66,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
   });
 
   it("a host that closes finishes the call it runs and delivers its reply before its connections end", async () => {
-    inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
-    const b = await inbox.open({ pollMs: NO_POLL });
-    inbox.forget(b);
-    const started = gate();
-    const release = gate();
-    b.serve("host-b", async () => {
-      started.open();
-      await release.opened;
-      return { status: "ok", result: "finished" };
-    });
-    const sent = a.send("host-b", call("s1"), LONG);
-    await started.opened;
+    const { b, release, sent } = await runningOnB("finished");
     let closed = false;
     const closing = b.close().then(() => {
       closed = true;
@@ -283,19 +292,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
   });
 
   it("a host that is closing claims no new calls: they wait for whoever serves next", async () => {
-    inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
-    const b = await inbox.open({ pollMs: NO_POLL });
-    inbox.forget(b);
-    const started = gate();
-    const release = gate();
-    b.serve("host-b", async () => {
-      started.open();
-      await release.opened;
-      return { status: "ok", result: "b" };
-    });
-    const first = a.send("host-b", call("s1"), LONG);
-    await started.opened;
+    const { a, b, release, sent: first } = await runningOnB("b");
     const closing = b.close();
     const listener = new pg.Client({ connectionString: inbox.url });
     await listener.connect();
