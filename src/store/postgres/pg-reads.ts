@@ -40,8 +40,7 @@ const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_e
 const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
 const OWNER_STORED_BYTES = "SELECT stored_bytes FROM owner_usage WHERE owner = $1";
-const PROJECTION = `SELECT ${PROJECTION_COLUMNS} FROM projections WHERE session_id = $1`;
-const VERSIONED_PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE session_id = $1`;
+const PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE session_id = $1`;
 // every write of a projection row stamps it with its transaction's 64-bit id (see migration 6);
 // no index covers `version` (it would keep the row's updates from being HOT), so this scans
 const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version FROM projections
@@ -113,7 +112,9 @@ export interface VersionedProjection {
   version: number;
 }
 
-const versioned = (row: ProjectionRow & { version: number }): VersionedProjection => ({
+type VersionedRow = ProjectionRow & { version: number };
+
+const versioned = (row: VersionedRow): VersionedProjection => ({
   projection: publicProjection(projectionFromRow(row, row.seq)),
   version: row.version,
 });
@@ -172,7 +173,7 @@ export class PgReads {
     afterSessionId: string,
     limit: number,
   ): Promise<VersionedProjection[]> {
-    const { rows } = await this.pool.query<ProjectionRow & { version: number }>(PROJECTIONS_WRITTEN_SINCE, [
+    const { rows } = await this.pool.query<VersionedRow>(PROJECTIONS_WRITTEN_SINCE, [
       since,
       afterSessionId,
       limit,
@@ -182,9 +183,7 @@ export class PgReads {
 
   /** The projection with the version of its row (the 64-bit id of the transaction that wrote it). */
   async versionedProjection(sessionId: string): Promise<VersionedProjection | null> {
-    const row = (
-      await this.pool.query<ProjectionRow & { version: number }>(VERSIONED_PROJECTION, [sessionId])
-    ).rows[0];
+    const row = (await this.pool.query<VersionedRow>(PROJECTION, [sessionId])).rows[0];
     return row ? versioned(row) : null;
   }
 
@@ -202,8 +201,7 @@ export class PgReads {
   }
 
   async projection(sessionId: string): Promise<SessionProjection | null> {
-    const row = (await this.pool.query<ProjectionRow>(PROJECTION, [sessionId])).rows[0];
-    return row ? publicProjection(projectionFromRow(row, row.seq)) : null;
+    return (await this.versionedProjection(sessionId))?.projection ?? null;
   }
 
   /** Ascending events; no cursor = the newest `limit` (the tail). */

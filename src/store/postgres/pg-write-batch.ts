@@ -472,12 +472,12 @@ export class PgWriteBatch {
     return this.written;
   }
 
-  /** Whether the commit writes the session's projection row (inserted or updated). */
   /** After COMMIT: the version of the session's projection row (undefined: not locked here). */
   rowVersion(sessionId: string): number | undefined {
     return this.rowWritten(sessionId) ? Number(this.xid) : this.versions.get(sessionId);
   }
 
+  /** Whether the commit writes the session's projection row (inserted or updated). */
   private rowWritten(sessionId: string): boolean {
     return this.created.has(sessionId) || this.writtenRows().has(sessionId);
   }
