@@ -21,6 +21,39 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
   const inbox = inboxFixture("inbox_life");
 
   /**
+   * Fresh inboxes `a` and `b`, and a's two calls of session s1, both claimed by b, whose handler
+   * runs the first and holds it until `release` opens (`ran`: the params it ran with; `stop`: the
+   * end of its serving). `closedByTest`: b is left to the test to close.
+   */
+  async function twoClaimedOnB(closedByTest: boolean) {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    if (closedByTest) inbox.forget(b);
+    const started = gate();
+    const release = gate();
+    const ran: unknown[] = [];
+    // both recorded before b serves: one claim takes both, the second waits behind the first
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    const second = a.send("host-b", call("s1", { n: 2 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
+    const stop = b.serve("host-b", async (c) => {
+      ran.push(c.params);
+      started.open();
+      await release.opened;
+      return { status: "ok", result: c.params };
+    });
+    await started.opened;
+    await expect
+      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
+        timeout: 20_000,
+      })
+      .toBe(0);
+    return { b, stop, release, ran, first, second };
+  }
+
+  /**
    * Fresh inboxes `a` and `b` (b left to the test to close), b serving host-b with a handler that
    * holds its call until `release` opens, and a's call `s1` running there (`sent`: its outcome).
    */
@@ -80,29 +113,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
   });
 
   it("a call claimed behind a running one of its session is answered not_owner once serving stopped", async () => {
-    inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
-    const b = await inbox.open({ pollMs: NO_POLL });
-    const started = gate();
-    const release = gate();
-    const ran: unknown[] = [];
-    // both recorded before b serves: one claim takes both, the second waits behind the first
-    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
-    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
-    const second = a.send("host-b", call("s1", { n: 2 }), LONG);
-    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
-    const stop = b.serve("host-b", async (c) => {
-      ran.push(c.params);
-      started.open();
-      await release.opened;
-      return { status: "ok", result: c.params };
-    });
-    await started.opened;
-    await expect
-      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
-        timeout: 20_000,
-      })
-      .toBe(0);
+    const { stop, release, ran, first, second } = await twoClaimedOnB(false);
     stop();
     release.open();
     expect(await first).toEqual({ status: "ok", result: { n: 1 } });
@@ -111,29 +122,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
   });
 
   it("a call claimed behind a running one of its session is answered not_owner when its host closes", async () => {
-    inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
-    const b = await inbox.open({ pollMs: NO_POLL });
-    inbox.forget(b);
-    const started = gate();
-    const release = gate();
-    const ran: unknown[] = [];
-    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
-    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
-    const second = a.send("host-b", call("s1", { n: 2 }), LONG);
-    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
-    b.serve("host-b", async (c) => {
-      ran.push(c.params);
-      started.open();
-      await release.opened;
-      return { status: "ok", result: c.params };
-    });
-    await started.opened;
-    await expect
-      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
-        timeout: 20_000,
-      })
-      .toBe(0);
+    const { b, release, ran, first, second } = await twoClaimedOnB(true);
     const closing = b.close();
     release.open();
     await closing;
