@@ -244,8 +244,13 @@ export class PgCommitFeed {
       const current = this.delivered.get(sessionId);
       if (current !== undefined && current.epoch !== read.epoch && !created) {
         // a clear this store has not heard of yet: say so, then read the new epoch from its
-        // start (this read began after the old epoch's head)
-        this.deliver(sessionId, { kind: "clear", epoch: read.epoch }, null);
+        // start (this read began after the old epoch's head); store-wide listeners get the row
+        // as they would with the clear's own NOTIFY, which then finds the epoch delivered
+        this.deliverRead(
+          sessionId,
+          { kind: "clear", epoch: read.epoch },
+          await this.projectionFor(sessionId),
+        );
         epoch = read.epoch;
         continue;
       }

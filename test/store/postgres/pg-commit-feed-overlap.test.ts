@@ -6,7 +6,7 @@ import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-
 import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
-import { twoHostsFixture } from "./two-hosts.js";
+import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
 
 /**
  * Where a host's own commits and another host's meet in its feed: a local commit that overtook the
@@ -83,17 +83,6 @@ function gateReads(sessionId: string) {
   return { spy, open, waiting: () => waiting };
 }
 
-/**
- * Waits until B handled every NOTIFY sent before this call: B handles them in order, so once it
- * delivered a session created now, it had handled the earlier ones.
- */
-async function settled({ a, b }: { a: PostgresSessionStore; b: PostgresSessionStore }): Promise<void> {
-  const probe = `probe-${Math.random().toString(36).slice(2)}`;
-  const heard = notesOf(b, probe);
-  await a.create({ sessionId: probe, owner: "o", model: "m" });
-  await vi.waitFor(() => expect(heard).toEqual(["create 1"]), WAIT);
-}
-
 /** Two hosts; B follows S, which A created and appended to (seq 2), and B delivered both. */
 async function followedOnB() {
   const hosts = await openHosts();
@@ -121,7 +110,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     // nothing is held any more: B's next commit goes out at once
     await b.append(S, [delta("t", "five")]);
     expect(heard.at(-1)).toBe("append 5");
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(heard).toEqual(["create 1", "append 2", "append 3", "append 4", "append 5"]);
   });
 
@@ -144,7 +133,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
       [S, 4, 1],
     ]);
     notifies.release();
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(heard).toEqual(["create 1", "append 2", "append 3", "append 4", "append 5", "append 6"]);
   });
 
@@ -157,7 +146,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await b.append(S, [delta("t", "four")]);
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 4"), WAIT);
     notifies.release();
-    await settled(hosts);
+    await notifiesHandled(hosts);
     // the subscriber reads 3 from the log itself: it sees 4 come after 2
     expect(heard).toEqual(["create 1", "append 2", "append 4"]);
   });
@@ -175,7 +164,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     reads.open();
     await vi.waitFor(() => expect(heard.at(-1)).toBe("delete"), WAIT);
     notifies.release();
-    await settled(hosts);
+    await notifiesHandled(hosts);
     // nothing of a deleted session after its delete
     expect(heard).toEqual(["create 1", "append 2", "delete"]);
   });
@@ -207,7 +196,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await b.append(S, [delta("t", "five")])).toMatchObject({ status: "appended" });
     notifies.release();
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(catchUpsOfS).toBe(0);
     expect(seqs).toEqual([1, 2]);
   });
@@ -225,7 +214,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 3..4"), WAIT);
     await a.append(S, [delta("t", "a5")]);
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 5"), WAIT);
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(heard).toEqual(["create 1", "append 2", "append 3..4", "append 5"]);
   });
 
@@ -235,7 +224,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await a.create({ sessionId: S, owner: "o", model: "m" });
     await a.append(S, [delta("t", "two")]);
     // B's subscriber read the log itself (to 2): B has delivered nothing of S
-    await settled(hosts);
+    await notifiesHandled(hosts);
     const heard = notesOf(b, S);
     const reads = gateReads(S);
     await a.append(S, [delta("t", "a3")]);
@@ -247,7 +236,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     reads.open();
     // the read after 2 finds 3, 4 and 5: only 5 is new
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 5"), WAIT);
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(heard).toEqual(["append 4", "append 5"]);
   });
 
@@ -262,7 +251,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     // the read after 2 finds the new epoch: the clear, then the new epoch's events from its start
     reads.open();
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 1"), WAIT);
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(heard).toEqual(["create 1", "append 2", "clear", "append 1"]);
   });
 
@@ -273,7 +262,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     const events = Array.from({ length: 501 }, (_, i) => delta("t", `event ${i}`));
     expect(await a.append(S, events)).toMatchObject({ status: "appended" });
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 503"), WAIT);
-    await settled(hosts);
+    await notifiesHandled(hosts);
     expect(heard).toEqual(["create 1", "append 2", "append 3..502", "append 503"]);
     expect(reads.mock.calls.filter(([id]) => id === S).map(([, after, limit]) => [after, limit])).toEqual([
       [2, 500],
@@ -293,6 +282,23 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await a.clear(S);
     await vi.waitFor(() => expect(clears).toHaveLength(1), WAIT);
     expect(clears[0]).toEqual([S, expect.objectContaining({ sessionId: S, title: "a title" })]);
+  });
+
+  it("gives a store-wide listener the session's row with a clear a read found before the clear's NOTIFY", async () => {
+    const hosts = await followedOnB();
+    const { a, b } = hosts;
+    const clears: [string, SessionProjection | null][] = [];
+    b.subscribeAll((sessionId, notice, projection) => {
+      if (notice.kind === "clear") clears.push([sessionId, projection]);
+    });
+    const reads = gateReads(S);
+    await a.append(S, [delta("t", "three")]);
+    await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+    const cleared = await a.clear(S);
+    if (cleared.status !== "cleared") throw new Error(cleared.status);
+    reads.open();
+    await notifiesHandled(hosts);
+    expect(clears).toEqual([[S, expect.objectContaining({ sessionId: S, epoch: cleared.epoch, seq: 0 })]]);
   });
 });
 

@@ -5,7 +5,7 @@ import { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
-import { twoHostsFixture } from "./two-hosts.js";
+import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
 
 /**
  * What a host (B) hears of another host's (A) commits, by kind of listener: a host reads another
@@ -47,10 +47,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: listeners on another host", () 
     await a.create({ sessionId: "s", owner: "o", model: "m" });
     for (const text of ["one", "two", "three"]) await a.append("s", [delta("t", text)]);
     // wait until B has handled those NOTIFYs (nobody on B followed "s": it read nothing)
-    const probe: CommitNotice[] = [];
-    b.subscribe("probe", (n) => probe.push(n));
-    await a.create({ sessionId: "probe", owner: "o", model: "m" });
-    await vi.waitFor(() => expect(seqsOf(probe)).toEqual([1]), WAIT);
+    await notifiesHandled({ a, b });
     const heard: CommitNotice[] = [];
     b.subscribe("s", (n) => heard.push(n));
     await a.append("s", [delta("t", "four")]);
@@ -103,10 +100,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: listeners on another host", () 
     await a.append("s", [delta("t", "nobody follows")]);
     await a.enqueuePrompt({ sessionId: "s", itemId: "q1", queuedAt: 1, input: { text: "queued" } });
     // B handles NOTIFYs in order: once it delivered the probe's, it had handled those of "s"
-    const probe: CommitNotice[] = [];
-    b.subscribe("probe", (n) => probe.push(n));
-    await a.create({ sessionId: "probe", owner: "o", model: "m" });
-    await vi.waitFor(() => expect(seqsOf(probe)).toEqual([1]), WAIT);
+    await notifiesHandled({ a, b });
     expect(readsOfS.mock.calls.filter(([sessionId]) => sessionId === "s")).toEqual([]);
     expect(rowReads).not.toHaveBeenCalled();
     expect(liveReads).not.toHaveBeenCalled();
@@ -123,10 +117,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: listeners on another host", () 
     await Promise.all([a.append("s", [delta("t", "last")]), a.delete("s")]);
     await vi.waitFor(() => expect(heard.at(-1)?.kind).toBe("delete"), WAIT);
     // the probe's notice comes after every notice of that NOTIFY
-    const probe: CommitNotice[] = [];
-    b.subscribe("probe", (n) => probe.push(n));
-    await a.create({ sessionId: "probe", owner: "o", model: "m" });
-    await vi.waitFor(() => expect(seqsOf(probe)).toEqual([1]), WAIT);
+    await notifiesHandled({ a, b });
     expect(heard.filter((n) => n.kind === "delete")).toHaveLength(1);
   });
 
@@ -157,7 +148,8 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: listeners on another host", () 
     await a.append("s", [turnStart("t1"), userMessage("hi"), turnEnd("t1")]);
     const settledAt = (await a.projection("s"))?.completionSettledAt;
     if (settledAt === null || settledAt === undefined) throw new Error("no settled completion");
-    // B's subscriber read seqs 1..4 itself; an ack moves no head
+    // B's subscriber read seqs 1..4 itself (B handled their NOTIFY before it came); an ack moves no head
+    await notifiesHandled({ a, b });
     const heard: CommitNotice[] = [];
     b.subscribe("s", (n) => heard.push(n));
     await a.ack("s", settledAt);

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { afterEach } from "vitest";
+import { afterEach, expect, vi } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { CommitNotice } from "../../../src/store/session-store.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 
 export interface TwoHosts {
@@ -41,4 +42,19 @@ export function twoHostsWithSession(prefix: string, sessionId: string): () => Pr
     await hosts.a.create({ sessionId, owner: "alice", model: "m" });
     return hosts;
   };
+}
+
+let probes = 0;
+
+/**
+ * Resolves once B handled every NOTIFY A sent before the call: B handles them in order, so once
+ * it delivered a session A creates now, it had handled the earlier ones.
+ */
+export async function notifiesHandled({ a, b }: Pick<TwoHosts, "a" | "b">): Promise<void> {
+  const probe = `probe-${++probes}`;
+  const heard: CommitNotice["kind"][] = [];
+  const leave = b.subscribe(probe, (notice) => heard.push(notice.kind));
+  await a.create({ sessionId: probe, owner: "o", model: "m" });
+  await vi.waitFor(() => expect(heard).toEqual(["create"]), { timeout: 20_000 });
+  leave();
 }
