@@ -457,7 +457,9 @@ export class PgCommitFeed {
           if (this.closed) return;
           this.remote = this.remote
             .then(() => this.apply("all"))
-            .then(() => (this.liveListeners > 0 ? this.live.rereadAll() : undefined))
+            .then(() =>
+              this.liveListeners > 0 ? this.live.rereadAll(this.listening?.before?.xid ?? null) : undefined,
+            )
             .catch(() => undefined);
         })
         .catch(() => this.reconnectLater());

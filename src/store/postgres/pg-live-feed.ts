@@ -6,6 +6,8 @@ import type { PgLiveNotice } from "./pg-write-batch.js";
 
 /** Entries each memory keeps; past it the oldest is forgotten (at worst a notice repeats). */
 const MAX_REMEMBERED = 50_000;
+/** Rows one statement of a re-read returns. */
+const READ_PAGE = 500;
 
 interface KnownInteraction {
   state: InteractionState;
@@ -85,8 +87,13 @@ export class PgLiveFeed {
     }
   }
 
-  /** Repairs missed wake-ups: every queue that moved, every interaction that changed state, leases. */
-  async rereadAll(): Promise<void> {
+  /**
+   * Repairs missed wake-ups: every queue that moved, every interaction that changed state, leases.
+   * `since` (a 32-bit transaction id): the oldest transaction whose NOTIFY may have been missed;
+   * the interactions settled by it or a younger one are read too, so an answer is announced even
+   * for a question this feed no longer remembers announcing (its memory is bounded).
+   */
+  async rereadAll(since: string | null = null): Promise<void> {
     for (const { session_id: sessionId, version } of await this.reads.queueVersions()) {
       if (version > (this.queues.get(sessionId) ?? 0)) await this.rereadQueue(sessionId);
     }
@@ -97,9 +104,15 @@ export class PgLiveFeed {
       if (known.state === "pending" && !pendingIds.has(interactionId))
         await this.rereadInteraction(interactionId, await this.reads.interaction(interactionId));
     }
+    for (let after = ""; since !== null; ) {
+      const settled = await this.reads.settledSince(since, after, READ_PAGE);
+      for (const stored of settled) await this.rereadInteraction(stored.interaction.interactionId, stored);
+      if (settled.length < READ_PAGE) break;
+      after = settled.at(-1)!.interaction.interactionId;
+    }
     let after: string | null = null;
     do {
-      const page = await this.reads.leasePage(after, 500);
+      const page = await this.reads.leasePage(after, READ_PAGE);
       for (const { sessionId, hostId, generation, owner } of page.leases) {
         const notice: LiveStateNotice = { kind: "lease", owner, sessionId, hostId, generation };
         if (this.leaseChanged(notice)) this.emit(notice);

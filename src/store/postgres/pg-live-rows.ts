@@ -32,6 +32,11 @@ export const INTERACTION = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
 const TURN_INTERACTIONS = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
   JOIN sessions s ON s.session_id = i.session_id
   WHERE i.session_id = $1 AND i.turn_id = $2 ORDER BY i.requested_at, i.interaction_id`;
+// an answer or a withdrawal is the row's last write: its `xmin` is the transaction that settled it
+const SETTLED_SINCE = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
+  JOIN sessions s ON s.session_id = i.session_id
+  WHERE i.state <> 'pending' AND age(i.xmin) <= age($1::xid) AND i.interaction_id > $2
+  ORDER BY i.interaction_id LIMIT $3`;
 export const PENDING_IN_TURN = `SELECT count(*)::int AS n FROM interactions
   WHERE session_id = $1 AND turn_id = $2 AND state = 'pending'`;
 const JOB_COLUMNS = `job_id AS "jobId", session_id AS "sessionId", turn_id AS "turnId", label, progress,
@@ -120,6 +125,16 @@ export class PgLiveReads {
     const sql = `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
       WHERE i.state = 'pending' ORDER BY i.session_id, i.requested_at`;
     return (await this.pool.query<InteractionRow>(sql)).rows.map(interactionFromRow);
+  }
+
+  /**
+   * Interactions no longer pending whose row the transaction `since` (a 32-bit id) or a younger
+   * one wrote (answered or withdrawn since), in id order after `afterId`, at most `limit`.
+   */
+  async settledSince(since: string, afterId: string, limit: number): Promise<StoredInteraction[]> {
+    return (await this.pool.query<InteractionRow>(SETTLED_SINCE, [since, afterId, limit])).rows.map(
+      interactionFromRow,
+    );
   }
 
   async queueVersions(): Promise<{ session_id: string; version: number }[]> {

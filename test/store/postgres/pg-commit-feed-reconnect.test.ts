@@ -171,6 +171,33 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
     }
   });
 
+  it("tells its live listeners of a question asked and answered on another host while it was out", async () => {
+    const hosts = await twoHosts();
+    try {
+      const { a, b } = hosts;
+      await a.create({ sessionId: "s", owner: "o", model: "m" });
+      const live: LiveStateNotice[] = [];
+      b.subscribeLive((notice) => live.push(notice));
+      await hosts.lockOut();
+      const ask = { turnId: "t1", interactionId: "i1", kind: "approval" as const, action: "deploy" };
+      await a.append("s", [turnStart("t1"), { type: "interaction/requested", data: ask }]);
+      await a.resolveInteraction("i1", { outcome: "approve" });
+      await hosts.letIn();
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      // no longer pending: only the answers given since the previous LISTEN find it
+      await vi.waitFor(
+        () =>
+          expect(live.filter((n) => n.kind.startsWith("interaction"))).toEqual([
+            expect.objectContaining({ kind: "interaction.requested", owner: "o" }),
+            expect.objectContaining({ kind: "interaction.resolved", interactionId: "i1", sessionId: "s" }),
+          ]),
+        { timeout: 20_000 },
+      );
+    } finally {
+      await hosts.close();
+    }
+  });
+
   it("reads the heads of everything it follows a page at a time, and the log of only what moved", async () => {
     const hosts = await twoHosts();
     try {

@@ -57,7 +57,7 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     const queueReads = vi.spyOn(PgLiveReads.prototype, "versionedQueue");
     await under.store.create({ sessionId: S, owner: "alice", model: "m" });
     made();
-    return { a: under.store, b, heard, commits, made, queueReads };
+    return { a: under.store, b, heard, commits, made, queueReads, pool };
   }
 
   it("reads and announces nothing for a queue hint the re-read already announced, nor for a late one", async () => {
@@ -150,6 +150,66 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
       "interaction.resolved",
     ]);
     expect(heard.at(-1)).toMatchObject({ interactionId: "i3" });
+  });
+
+  it("after an outage announces an answer to a question it announced but no longer remembers, and no older answer", async () => {
+    const { a, b, heard, made, pool } = await hosts();
+    await a.append(S, [turnStart("t1"), ask("t1", "i0"), ask("t1", "i1")]);
+    await b.remote(hintsOf(made()));
+    await a.resolveInteraction("i0", { outcome: "deny" });
+    await b.remote(hintsOf(made()));
+    const asked = heard.find((n) => n.kind === "interaction.requested");
+    if (asked?.kind !== "interaction.requested") throw new Error("no question announced");
+    // the oldest transaction running as the LISTEN connection drops: B misses what commits after
+    const { rows } = await pool.query<{ xid: string }>(
+      "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid",
+    );
+    // 50,000 questions asked and withdrawn on B since push i0 and i1 out of its bounded memory
+    for (let i = 0; i < 50_000; i++) {
+      const interaction = { ...asked.interaction, interactionId: `other-${i}` };
+      b.local([
+        { notice: { kind: "interaction.requested", owner: "alice", interaction } },
+        {
+          notice: {
+            kind: "interaction.withdrawn",
+            owner: "alice",
+            sessionId: S,
+            interactionId: `other-${i}`,
+          },
+        },
+      ]);
+    }
+    heard.length = 0;
+    await a.resolveInteraction("i1", { outcome: "approve" });
+    made();
+    await b.rereadAll(rows[0]!.xid);
+    // announced afresh from the row (the question again, then its answer); i0's answer is older
+    expect(heard).toEqual([
+      {
+        kind: "interaction.requested",
+        owner: "alice",
+        interaction: expect.objectContaining({ interactionId: "i1" }),
+      },
+      expect.objectContaining({
+        kind: "interaction.resolved",
+        interactionId: "i1",
+        resolution: { outcome: "approve" },
+      }),
+    ]);
+  });
+
+  it("after an outage announces every question settled meanwhile when they are more than one page of the re-read", async () => {
+    const { a, b, heard, made, pool } = await hosts();
+    const { rows } = await pool.query<{ xid: string }>(
+      "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid",
+    );
+    // the turn's end withdraws its 501 open questions, in one transaction B does not hear of
+    const asks = Array.from({ length: 501 }, (_, i) => ask("t1", `i${String(i).padStart(3, "0")}`));
+    await a.append(S, [turnStart("t1"), ...asks, turnEnd("t1")]);
+    made();
+    await b.rereadAll(rows[0]!.xid);
+    const withdrawn = heard.flatMap((n) => (n.kind === "interaction.withdrawn" ? [n.interactionId] : []));
+    expect(withdrawn).toEqual(asks.map((event) => event.data.interactionId));
   });
 
   it("announces a lease taken, released and taken again once each, and neither a late nor a repeated notice of it", async () => {
