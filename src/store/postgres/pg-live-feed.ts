@@ -89,14 +89,28 @@ export class PgLiveFeed {
 
   /**
    * Repairs missed wake-ups: every queue that moved, every interaction that changed state, leases.
-   * `since` (a 32-bit transaction id): the oldest transaction whose NOTIFY may have been missed;
-   * the interactions settled by it or a younger one are read too, so an answer is announced even
-   * for a question this feed no longer remembers announcing (its memory is bounded).
+   * `since` (a 32-bit transaction id): the oldest transaction whose NOTIFY may have been missed.
+   * Only the queues it or a younger one changed are compared (null: every queue), and the
+   * interactions it or a younger one settled are read too, so an answer is announced even for a
+   * question this feed no longer remembers announcing (its memory is bounded).
    */
   async rereadAll(since: string | null = null): Promise<void> {
-    for (const { session_id: sessionId, version } of await this.reads.queueVersions()) {
-      if (version > (this.queues.get(sessionId) ?? 0)) await this.rereadQueue(sessionId);
+    await this.rereadQueues(since);
+    await this.rereadInteractions(since);
+    await this.rereadLeases();
+  }
+
+  private async rereadQueues(since: string | null): Promise<void> {
+    for (let after = ""; ; ) {
+      const versions = await this.reads.queueVersions(since, after, READ_PAGE);
+      for (const { session_id: sessionId, version } of versions)
+        if (version > (this.queues.get(sessionId) ?? 0)) await this.rereadQueue(sessionId);
+      if (versions.length < READ_PAGE) return;
+      after = versions.at(-1)!.session_id;
     }
+  }
+
+  private async rereadInteractions(since: string | null): Promise<void> {
     const pending = await this.reads.pendingInteractions();
     const pendingIds = new Set(pending.map((p) => p.interaction.interactionId));
     for (const stored of pending) await this.rereadInteraction(stored.interaction.interactionId, stored);
@@ -107,9 +121,12 @@ export class PgLiveFeed {
     for (let after = ""; since !== null; ) {
       const settled = await this.reads.settledSince(since, after, READ_PAGE);
       for (const stored of settled) await this.rereadInteraction(stored.interaction.interactionId, stored);
-      if (settled.length < READ_PAGE) break;
+      if (settled.length < READ_PAGE) return;
       after = settled.at(-1)!.interaction.interactionId;
     }
+  }
+
+  private async rereadLeases(): Promise<void> {
     let after: string | null = null;
     do {
       const page = await this.reads.leasePage(after, READ_PAGE);

@@ -32,6 +32,9 @@ export const INTERACTION = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
 const TURN_INTERACTIONS = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
   JOIN sessions s ON s.session_id = i.session_id
   WHERE i.session_id = $1 AND i.turn_id = $2 ORDER BY i.requested_at, i.interaction_id`;
+// a queue's change bumps its row: its `xmin` is the transaction of the latest change
+const QUEUE_VERSIONS = `SELECT session_id, version FROM queue_versions
+  WHERE ($1::xid IS NULL OR age(xmin) <= age($1::xid)) AND session_id > $2 ORDER BY session_id LIMIT $3`;
 // an answer or a withdrawal is the row's last write: its `xmin` is the transaction that settled it
 const SETTLED_SINCE = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
   JOIN sessions s ON s.session_id = i.session_id
@@ -137,11 +140,21 @@ export class PgLiveReads {
     );
   }
 
-  async queueVersions(): Promise<{ session_id: string; version: number }[]> {
+  /**
+   * The queues' versions in session id order after `afterSessionId`, at most `limit`: those the
+   * transaction `since` (a 32-bit id) or a younger one bumped, every one when `since` is null.
+   */
+  async queueVersions(
+    since: string | null,
+    afterSessionId: string,
+    limit: number,
+  ): Promise<{ session_id: string; version: number }[]> {
     return (
-      await this.pool.query<{ session_id: string; version: number }>(
-        "SELECT session_id, version FROM queue_versions",
-      )
+      await this.pool.query<{ session_id: string; version: number }>(QUEUE_VERSIONS, [
+        since,
+        afterSessionId,
+        limit,
+      ])
     ).rows;
   }
 

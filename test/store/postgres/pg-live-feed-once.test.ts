@@ -9,6 +9,7 @@ import { openPool } from "../../../src/store/postgres/pg-pool.js";
 import type { PgLiveNotice } from "../../../src/store/postgres/pg-write-batch.js";
 import { backends, pgUrl, storeFixture } from "../contract/backends.js";
 import { turnEnd, turnStart } from "../open-store.js";
+import { listenWatermark } from "./listen-watermark.js";
 
 /**
  * Host B's live feed on the schema host A writes, driven by hand: B hears exactly the hints the
@@ -160,10 +161,8 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     await b.remote(hintsOf(made()));
     const asked = heard.find((n) => n.kind === "interaction.requested");
     if (asked?.kind !== "interaction.requested") throw new Error("no question announced");
-    // the oldest transaction running as the LISTEN connection drops: B misses what commits after
-    const { rows } = await pool.query<{ xid: string }>(
-      "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid",
-    );
+    // B's LISTEN began here (its watermark); B misses the NOTIFYs of what commits after
+    const since = await listenWatermark(pool);
     // 50,000 questions asked and withdrawn on B since push i0 and i1 out of its bounded memory
     for (let i = 0; i < 50_000; i++) {
       const interaction = { ...asked.interaction, interactionId: `other-${i}` };
@@ -182,7 +181,7 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     heard.length = 0;
     await a.resolveInteraction("i1", { outcome: "approve" });
     made();
-    await b.rereadAll(rows[0]!.xid);
+    await b.rereadAll(since);
     // announced afresh from the row (the question again, then its answer); i0's answer is older
     expect(heard).toEqual([
       {
@@ -200,16 +199,39 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
 
   it("after an outage announces every question settled meanwhile when they are more than one page of the re-read", async () => {
     const { a, b, heard, made, pool } = await hosts();
-    const { rows } = await pool.query<{ xid: string }>(
-      "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid",
-    );
+    const since = await listenWatermark(pool);
     // the turn's end withdraws its 501 open questions, in one transaction B does not hear of
     const asks = Array.from({ length: 501 }, (_, i) => ask("t1", `i${String(i).padStart(3, "0")}`));
     await a.append(S, [turnStart("t1"), ...asks, turnEnd("t1")]);
     made();
-    await b.rereadAll(rows[0]!.xid);
+    await b.rereadAll(since);
     const withdrawn = heard.flatMap((n) => (n.kind === "interaction.withdrawn" ? [n.interactionId] : []));
     expect(withdrawn).toEqual(asks.map((event) => event.data.interactionId));
+  });
+
+  it("after an outage reads only the queues changed since the previous LISTEN, a page at a time", async () => {
+    const { a, b, heard, made, pool, queueReads } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q0", queuedAt: 1, input: { text: "before" } });
+    await b.remote(hintsOf(made()));
+    // 50,000 queues announced on B since push S's out of its bounded memory
+    for (let i = 0; i < 50_000; i++)
+      b.local([
+        { notice: { kind: "queue", sessionId: `other-${i}`, owner: "alice", items: [] }, queueVersion: 1 },
+      ]);
+    heard.length = 0;
+    const since = await listenWatermark(pool);
+    const ids = Array.from({ length: 501 }, (_, i) => `q${String(i).padStart(3, "0")}`);
+    await Promise.all(ids.map((sessionId) => a.create({ sessionId, owner: "alice", model: "m" })));
+    await Promise.all(
+      ids.map((sessionId) =>
+        a.enqueuePrompt({ sessionId, itemId: "q1", queuedAt: 1, input: { text: "while out" } }),
+      ),
+    );
+    made();
+    queueReads.mockClear();
+    await b.rereadAll(since);
+    expect(heard.map((n) => n.kind === "queue" && n.sessionId)).toEqual(ids);
+    expect(queueReads.mock.calls.map(([sessionId]) => sessionId)).toEqual(ids);
   });
 
   it("announces a lease taken, released and taken again once each, and neither a late nor a repeated notice of it", async () => {

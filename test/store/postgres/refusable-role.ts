@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { expect, vi } from "vitest";
 import { pgUrl } from "../contract/backends.js";
+import { runningEnded } from "./listen-watermark.js";
 
 /**
  * A database role of its own owning a schema of its own, that the test can refuse logins to and
@@ -62,21 +62,7 @@ export async function refusableRole(prefix: string) {
      * Resolves once every transaction running in the database now (any test's) has ended, so a
      * LISTEN begun after it counts everything written so far as older than itself.
      */
-    async runningEnded(): Promise<void> {
-      const { rows } = await admin.query<{ next: string }>(
-        "SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next",
-      );
-      await vi.waitFor(
-        async () => {
-          const ended = await admin.query<{ ended: boolean }>(
-            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint >= $1::bigint AS ended",
-            [rows[0]!.next],
-          );
-          expect(ended.rows[0]!.ended).toBe(true);
-        },
-        { timeout: 20_000, interval: 20 },
-      );
-    },
+    runningEnded: () => runningEnded(admin),
     /** Drops the role, with its schema and its grant (what it owns); stores on it are closed first. */
     async drop() {
       await onDatabaseRow(admin, `DROP OWNED BY ${role} CASCADE`).catch(() => undefined);
