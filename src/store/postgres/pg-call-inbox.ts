@@ -34,7 +34,6 @@ interface ClaimedRow {
   from_host: string;
   session_id: string;
   body: Buffer;
-  created_at: Date;
 }
 
 /**
@@ -263,16 +262,19 @@ export class PgCallInbox implements CallInbox {
   }
 
   async #claim(hostId: string): Promise<ClaimedRow[]> {
+    // in the order they were recorded, sorted by the database: a JS Date keeps milliseconds, and
+    // two calls of a session recorded within one ran in either order
     const claimed = await this.#pool.query<ClaimedRow>(
-      `UPDATE forwarded_calls SET claimed_at = clock_timestamp()
-       WHERE call_id IN (
-         SELECT call_id FROM forwarded_calls
-         WHERE target_host = $1 AND claimed_at IS NULL AND expires_at > clock_timestamp()
-         ORDER BY created_at LIMIT ${CLAIM_BATCH} FOR UPDATE SKIP LOCKED)
-       RETURNING call_id, from_host, session_id, body, created_at`,
+      `WITH claimed AS (UPDATE forwarded_calls SET claimed_at = clock_timestamp()
+         WHERE call_id IN (
+           SELECT call_id FROM forwarded_calls
+           WHERE target_host = $1 AND claimed_at IS NULL AND expires_at > clock_timestamp()
+           ORDER BY created_at LIMIT ${CLAIM_BATCH} FOR UPDATE SKIP LOCKED)
+         RETURNING call_id, from_host, session_id, body, created_at)
+       SELECT call_id, from_host, session_id, body FROM claimed ORDER BY created_at`,
       [hostId],
     );
-    return claimed.rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+    return claimed.rows;
   }
 
   #run(hostId: string, row: ClaimedRow): void {

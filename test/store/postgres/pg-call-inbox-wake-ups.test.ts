@@ -57,6 +57,27 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () 
     }
   }, 60_000);
 
+  it("calls of a session recorded within one millisecond run in the order they were recorded", async () => {
+    inbox.fresh();
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const calls = [1, 2, 3].map((n) => call("s1", { n }));
+    // stored last first; their times 100 µs apart, oldest first, within one millisecond
+    for (const c of [...calls].reverse()) await inbox.record("host-b", c, LONG);
+    await inbox.sql(
+      `UPDATE forwarded_calls SET created_at = timestamptz '2026-12-01 00:00:00+00' + CASE call_id
+         WHEN $1 THEN interval '100 microseconds' WHEN $2 THEN interval '200 microseconds'
+         ELSE interval '300 microseconds' END`,
+      calls.slice(0, 2).map((c) => c.callId),
+    );
+    const ran: number[] = [];
+    b.serve("host-b", async (c) => {
+      ran.push((c.params as { n: number }).n);
+      return { status: "ok", result: null };
+    });
+    await expect.poll(() => ran, { timeout: 20_000 }).toHaveLength(3);
+    expect(ran).toEqual([1, 2, 3]);
+  });
+
   it("a host leaves alone the calls it hears of that are addressed to another host", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
