@@ -22,6 +22,8 @@ describeContract("fork", (backend) => {
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 5 });
     expect(forked.header.owner).toBe("p");
+    // the lineage is stored, not only answered
+    expect(await store.header("dst")).toMatchObject({ header: { forkOf: { sessionId: "src", seq: 5 } } });
     const read = await store.readAfter("dst", 0, 100);
     if (read.status !== "ok") throw new Error(read.status);
     expect(read.events[0]).toEqual({

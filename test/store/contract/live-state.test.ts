@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
-import { turnStart, userMessage } from "../open-store.js";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { type ContractStore, describeContract, storeFixture } from "./backends.js";
 
 /** The live-state contract of both stores: outcomes as values, rows and events in one transaction. */
@@ -134,6 +134,19 @@ describeContract("live state", (backend) => {
         "queue",
       ]);
       expect(notices.at(-1)).toEqual({ kind: "queue", sessionId: S, owner: "alice", items: [] });
+    });
+
+    test("a turn's end announces the withdrawal of each question it leaves open, and nothing for its text", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await parked(store);
+      await store.append(S, [delta("t1", "some "), delta("t1", "text")]);
+      const notices: LiveStateNotice[] = [];
+      store.subscribeLive((n) => notices.push(n));
+      await store.append(S, [turnEnd("t1")]);
+      expect(notices).toEqual([
+        { kind: "interaction.withdrawn", owner: "alice", sessionId: S, interactionId: "i1" },
+      ]);
     });
   });
 

@@ -47,6 +47,19 @@ describeContract("search", (backend) => {
     ]);
   });
 
+  it("indexes only the turn's own deltas at its end, not another turn's written after its start", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "c", owner: "alice", model: "m" });
+    await store.append("c", [
+      turnStart("t2"),
+      delta("t1", "straggler"),
+      delta("t2", "giraffe"),
+      turnEnd("t2"),
+    ]);
+    expect(await store.search("giraffe", 10)).toEqual([{ sessionId: "c", seq: 4, snippet: "**giraffe**" }]);
+    expect(await store.search("straggler", 10)).toEqual([]);
+  });
+
   it("matches the last word as a prefix and ANDs words", async () => {
     const store = await seeded(open);
     expect((await store.search("configure zeb", 10)).map((hit) => hit.sessionId)).toEqual(["a"]);
