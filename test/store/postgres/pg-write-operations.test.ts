@@ -118,6 +118,21 @@ describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
     expect(triedKept(sent)).toBe(false);
   });
 
+  it("stores free text with U+0000, which PostgreSQL text cannot hold, without it", async () => {
+    const { a } = await openTwoHosts();
+    expect(
+      await a.create({ sessionId: "s", owner: "o", model: "m\u0000odel", title: "ti\u0000tle" }),
+    ).toMatchObject({
+      status: "created",
+    });
+    expect(await a.append("s", [turnStart("t1"), userMessage("zeb\u0000ra crossing")])).toMatchObject({
+      status: "appended",
+    });
+    expect(await a.projection("s")).toMatchObject({ title: "title", model: "model" });
+    // the event keeps the text as sent; its search text drops the character
+    expect((await a.search("zebra", 10)).map((hit) => [hit.sessionId, hit.seq])).toEqual([["s", 3]]);
+  });
+
   it("an append of no events announces nothing to other hosts", async () => {
     const { a, schema } = await openTwoHosts();
     const created = await a.create({ sessionId: "s", owner: "alice", model: "m" });
