@@ -7,6 +7,7 @@ import type { PendingNotice } from "../write-batch.js";
 import { PgLiveFeed } from "./pg-live-feed.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
 import { type ChangedSession, decodePayload, encodePayload, sentBy } from "./pg-notice-payload.js";
+import { eachPage } from "./pg-paged-read.js";
 import type { PgReads, VersionedProjection } from "./pg-reads.js";
 import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
@@ -20,7 +21,7 @@ const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 // the snapshot's oldest running transaction: its 64-bit id (a projection row's `version`) and the
 // 32-bit one rows carry in `xmin`
-const LISTENING_SINCE = `SELECT x::text AS xid8, (x::text::bigint % 4294967296)::text AS xid
+export const LISTENING_SINCE = `SELECT x::text AS xid8, (x::text::bigint % 4294967296)::text AS xid
   FROM pg_snapshot_xmin(pg_current_snapshot()) AS x`;
 
 /** A transaction's id, as `LISTENING_SINCE` reads it. */
@@ -327,18 +328,12 @@ export class PgCommitFeed {
   }
 
   /** Reads pages in session id order while store-wide listeners remain, and hands each row to `tell`. */
-  private async everyPage<T>(
+  private everyPage<T>(
     read: (afterSessionId: string) => Promise<T[]>,
     idOf: (row: T) => string,
     tell: (row: T) => void,
   ): Promise<void> {
-    let after = "";
-    while (this.globalListeners > 0 && !this.closed) {
-      const page = await read(after);
-      for (const row of page) tell(row);
-      if (page.length < HEADS_PAGE) return;
-      after = idOf(page[page.length - 1]!);
-    }
+    return eachPage(read, HEADS_PAGE, idOf, tell, () => this.globalListeners > 0 && !this.closed);
   }
 
   /**

@@ -2,6 +2,7 @@ import type { CommitListeners } from "../commit-listeners.js";
 import type { InteractionState, LiveStateNotice, StoredInteraction } from "../live-state-store.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
 import type { LiveHint } from "./pg-notice-payload.js";
+import { eachPage } from "./pg-paged-read.js";
 import type { PgLiveNotice } from "./pg-write-batch.js";
 
 /** Entries each memory keeps; past it the oldest is forgotten (at worst a notice repeats). */
@@ -100,14 +101,14 @@ export class PgLiveFeed {
     await this.rereadLeases();
   }
 
-  private async rereadQueues(since: string | null): Promise<void> {
-    for (let after = ""; ; ) {
-      const versions = await this.reads.queueVersions(since, after, READ_PAGE);
-      for (const { session_id: sessionId, version } of versions)
-        if (version > (this.queues.get(sessionId) ?? 0)) await this.rereadQueue(sessionId);
-      if (versions.length < READ_PAGE) return;
-      after = versions.at(-1)!.session_id;
-    }
+  private rereadQueues(since: string | null): Promise<void> {
+    return eachPage(
+      (after) => this.reads.queueVersions(since, after, READ_PAGE),
+      READ_PAGE,
+      (row) => row.session_id,
+      ({ session_id: sessionId, version }) =>
+        version > (this.queues.get(sessionId) ?? 0) ? this.rereadQueue(sessionId) : undefined,
+    );
   }
 
   private async rereadInteractions(since: string | null): Promise<void> {
@@ -118,12 +119,13 @@ export class PgLiveFeed {
       if (known.state === "pending" && !pendingIds.has(interactionId))
         await this.rereadInteraction(interactionId, await this.reads.interaction(interactionId));
     }
-    for (let after = ""; since !== null; ) {
-      const settled = await this.reads.settledSince(since, after, READ_PAGE);
-      for (const stored of settled) await this.rereadInteraction(stored.interaction.interactionId, stored);
-      if (settled.length < READ_PAGE) return;
-      after = settled.at(-1)!.interaction.interactionId;
-    }
+    if (since === null) return;
+    await eachPage(
+      (after) => this.reads.settledSince(since, after, READ_PAGE),
+      READ_PAGE,
+      (stored) => stored.interaction.interactionId,
+      (stored) => this.rereadInteraction(stored.interaction.interactionId, stored),
+    );
   }
 
   private async rereadLeases(): Promise<void> {

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { expect, vi } from "vitest";
+import { LISTENING_SINCE } from "../../../src/store/postgres/pg-commit-feed.js";
 
 type Queryable = Pick<pg.ClientBase, "query">;
 
@@ -24,13 +25,11 @@ export async function runningEnded(db: Queryable): Promise<void> {
 }
 
 /**
- * The watermark a host's LISTEN connection would record if it began now (the 32-bit id of the
- * snapshot's oldest running transaction), taken once everything written so far is older than it.
+ * The watermark a host's LISTEN connection would record if it began now (its statement's 32-bit
+ * id), taken once everything written so far is older than it.
  */
 export async function listenWatermark(db: Queryable): Promise<string> {
   await runningEnded(db);
-  const { rows } = await db.query<{ xid: string }>(
-    "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid",
-  );
+  const { rows } = await db.query<{ xid: string }>(LISTENING_SINCE);
   return rows[0]!.xid;
 }
