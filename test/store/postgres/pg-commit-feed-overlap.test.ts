@@ -35,6 +35,15 @@ function notesOf(store: PostgresSessionStore, sessionId: string): string[] {
   return notes;
 }
 
+/** The clears a store-wide listener on `store` is given, each with its session's row. */
+function clearsOn(store: PostgresSessionStore): [string, SessionProjection | null][] {
+  const clears: [string, SessionProjection | null][] = [];
+  store.subscribeAll((sessionId, notice, projection) => {
+    if (notice.kind === "clear") clears.push([sessionId, projection]);
+  });
+  return clears;
+}
+
 /**
  * Holds back every NOTIFY the connections of this process hear until `release()`: another host's
  * NOTIFY reaches this one late. (A host skips its own NOTIFYs; held or not they change nothing.)
@@ -273,10 +282,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
   it("gives a store-wide listener the session's row with a clear made on another host", async () => {
     const hosts = await openHosts();
     const { a, b } = hosts;
-    const clears: [string, SessionProjection | null][] = [];
-    b.subscribeAll((sessionId, notice, projection) => {
-      if (notice.kind === "clear") clears.push([sessionId, projection]);
-    });
+    const clears = clearsOn(b);
     await a.create({ sessionId: S, owner: "o", model: "m", title: "a title" });
     await a.append(S, [delta("t", "two")]);
     await a.clear(S);
@@ -287,10 +293,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
   it("gives a store-wide listener the session's row with a clear a read found before the clear's NOTIFY", async () => {
     const hosts = await followedOnB();
     const { a, b } = hosts;
-    const clears: [string, SessionProjection | null][] = [];
-    b.subscribeAll((sessionId, notice, projection) => {
-      if (notice.kind === "clear") clears.push([sessionId, projection]);
-    });
+    const clears = clearsOn(b);
     const reads = gateReads(S);
     await a.append(S, [delta("t", "three")]);
     await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
