@@ -143,7 +143,7 @@ export class LogWriter {
    * projection moved only its head (`seq`) is left as it is: the head is the log's (`max(seq)`),
    * which every read of a row takes instead, so a stream of deltas writes only its events.
    * Then each owner's stored data moves by what the transaction added and removed: one row per
-   * owner, not one write per append.
+   * owner, all in one statement, not one write per append.
    */
   writeBack(batch: WriteBatch): void {
     for (const state of batch.dirty.values()) {
@@ -157,8 +157,8 @@ export class LogWriter {
       else this.statements.updateProjection.run(projectionParams(projection));
       state.persisted = projection;
     }
-    for (const [owner, bytes] of batch.ownerDataBytes.moved())
-      this.statements.addOwnerStoredBytes.run(owner, bytes);
+    const moved = batch.ownerDataBytes.moved();
+    if (moved.length > 0) this.statements.addOwnersStoredBytes.run(JSON.stringify(moved));
   }
 
   /** Deletes the log and starts a new epoch whose projection begins from the current header. */

@@ -1,6 +1,6 @@
 /**
  * Stored event data one transaction added (or, negative, removed) per owner: both stores write it
- * to `owner_usage` once per owner just before COMMIT, never once per append.
+ * to `owner_usage` in one statement for all its owners just before COMMIT, never once per append.
  */
 export class OwnerDataBytes {
   readonly #bytes = new Map<string, number>();

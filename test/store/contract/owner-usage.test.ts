@@ -116,6 +116,28 @@ describeContract("stored data per owner", (backend) => {
     expect(await store.ownerStoredBytes("o")).toBe(0);
   });
 
+  it("counts one transaction's writes to each of its owners, whatever their names, out and in", async () => {
+    const { store } = await open();
+    const owners = ['"quoted", [bracketed]', "ünï cödé ✓", "plain", "back\\slash"];
+    for (const [i, owner] of owners.entries()) {
+      await store.create({ sessionId: `s${i}`, owner, model: "m" });
+      await store.append(`s${i}`, [delta(String(i).repeat(500 * (i + 1)))]);
+    }
+    // one tick: appends for three owners and a clear that takes the fourth's data out share a
+    // transaction, so their counts move together
+    const outcomes = await Promise.all([
+      store.append("s0", [delta("more for the first")]),
+      store.append("s1", [delta("x".repeat(700)), delta("y")]),
+      store.clear("s2"),
+      store.append("s3", [delta("z".repeat(64))]),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["appended", "appended", "cleared", "appended"]);
+    for (const [i, owner] of owners.entries())
+      expect(await store.ownerStoredBytes(owner)).toBe(await usageOf(store, [`s${i}`]));
+    expect(await store.ownerStoredBytes("plain")).toBe(0);
+    expect(await store.ownerStoredBytes("back\\slash")).toBeGreaterThan(2000);
+  });
+
   it("counts an owner's attachments from their upload until they are deleted with their session", async () => {
     const { store } = await open();
     await store.create({ sessionId: "s", owner: "o", model: "m" });
