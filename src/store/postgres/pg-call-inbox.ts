@@ -245,15 +245,20 @@ export class PgCallInbox implements CallInbox {
       this.#redrain.add(hostId);
       return;
     }
+    // a host that stopped serving claims no more (a drain under way ends before its next claim)
+    const serving = () => !this.#closed && this.#served.has(hostId);
     const run = async () => {
       do {
         this.#redrain.delete(hostId);
-        let claimed: ClaimedRow[];
+        let claimed: ClaimedRow[] = [];
         do {
+          if (!serving()) return;
           claimed = await this.#claim(hostId);
-          for (const row of claimed) this.#run(hostId, row);
-        } while (claimed.length === CLAIM_BATCH && !this.#closed);
-      } while (this.#redrain.has(hostId) && !this.#closed);
+          // false for a claim that was under way as serving stopped: those calls are not this host's
+          const taken = serving();
+          for (const row of claimed) this.#run(hostId, row, taken);
+        } while (claimed.length === CLAIM_BATCH);
+      } while (this.#redrain.has(hostId));
     };
     const drained = run()
       .catch(() => undefined)
@@ -277,7 +282,20 @@ export class PgCallInbox implements CallInbox {
     return claimed.rows;
   }
 
-  #run(hostId: string, row: ClaimedRow): void {
+  /**
+   * A call claimed by a claim under way as this host stopped serving goes back unclaimed, in its
+   * session's order, for whoever serves the host next (told at once): a stopped host takes no calls.
+   */
+  async #release(callId: string): Promise<void> {
+    await this.#pool.query(
+      `WITH released AS (
+         UPDATE forwarded_calls SET claimed_at = NULL WHERE call_id = $1 AND reply IS NULL RETURNING target_host)
+       SELECT pg_notify($2, 'c:' || target_host) FROM released`,
+      [callId, this.#channel],
+    );
+  }
+
+  #run(hostId: string, row: ClaimedRow, taken: boolean): void {
     const body = decode(plain(row.body)) as Pick<ForwardedCall, "principal" | "method" | "params">;
     const call: ForwardedCall = {
       callId: row.call_id,
@@ -287,6 +305,8 @@ export class PgCallInbox implements CallInbox {
     };
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
     const next = previous.then(async () => {
+      if (!taken) return this.#release(call.callId);
+      // taken while serving: a caller told at once re-resolves the owner rather than wait it out
       const handler = this.#served.get(hostId);
       const reply: ForwardReply = handler
         ? await handler(call).catch((err: unknown) => asReply(err))

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
@@ -153,6 +153,42 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const c = await inbox.open({ pollMs: NO_POLL });
     c.serve("host-b", async () => ({ status: "ok", result: "c" }));
     expect(await sent).toEqual({ status: "ok", result: "c" });
+  });
+
+  it("a claim under way as its host stops serving puts the calls it took back for whoever serves next", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const stop = b.serve("host-b", async () => ({ status: "ok", result: "b" }));
+    expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "b" });
+    // b's next claim waits here, as one the database has not run yet
+    const reached = gate();
+    const held = gate();
+    const query = pg.Pool.prototype.query;
+    let armed = true;
+    vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
+      const run = () => (query as (...a: unknown[]) => unknown).apply(this, args);
+      if (!armed || typeof args[0] !== "string" || !args[0].includes("WITH claimed")) return run();
+      armed = false;
+      reached.open();
+      return held.opened.then(run);
+    } as typeof query);
+    try {
+      const sent = a.send("host-b", call("s1", { n: 2 }), LONG);
+      await reached.opened;
+      await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+      stop();
+      held.open();
+      // the claim took the call, and gave it back unanswered
+      await expect
+        .poll(async () => inbox.sql("SELECT claimed_at, reply FROM forwarded_calls"), { timeout: 20_000 })
+        .toEqual([{ claimed_at: null, reply: null }]);
+      const c = await inbox.open({ pollMs: NO_POLL });
+      c.serve("host-b", async (served) => ({ status: "ok", result: served.params }));
+      expect(await sent).toEqual({ status: "ok", result: { n: 2 } });
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it("undefined fields of a call and of its reply arrive left out, not as null", async () => {
