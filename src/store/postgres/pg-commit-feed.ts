@@ -333,7 +333,13 @@ export class PgCommitFeed {
     idOf: (row: T) => string,
     tell: (row: T) => void,
   ): Promise<void> {
-    return eachPage(read, HEADS_PAGE, idOf, tell, () => this.globalListeners > 0 && !this.closed);
+    return eachPage(
+      (after: string | null) => read(after ?? ""),
+      HEADS_PAGE,
+      idOf,
+      tell,
+      () => this.globalListeners > 0 && !this.closed,
+    );
   }
 
   /**

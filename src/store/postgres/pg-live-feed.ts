@@ -1,6 +1,6 @@
 import type { CommitListeners } from "../commit-listeners.js";
 import type { InteractionState, LiveStateNotice, StoredInteraction } from "../live-state-store.js";
-import type { PgLiveReads } from "./pg-live-rows.js";
+import type { PendingKey, PgLiveReads } from "./pg-live-rows.js";
 import type { LiveHint } from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
 import type { PgLiveNotice } from "./pg-write-batch.js";
@@ -103,7 +103,7 @@ export class PgLiveFeed {
 
   private rereadQueues(since: string | null): Promise<void> {
     return eachPage(
-      (after) => this.reads.queueVersions(since, after, READ_PAGE),
+      (after: string | null) => this.reads.queueVersions(since, after ?? "", READ_PAGE),
       READ_PAGE,
       (row) => row.session_id,
       ({ session_id: sessionId, version }) =>
@@ -112,16 +112,26 @@ export class PgLiveFeed {
   }
 
   private async rereadInteractions(since: string | null): Promise<void> {
-    const pending = await this.reads.pendingInteractions();
-    const pendingIds = new Set(pending.map((p) => p.interaction.interactionId));
-    for (const stored of pending) await this.rereadInteraction(stored.interaction.interactionId, stored);
+    // the pending rows this feed remembers as pending (so no more than its memory holds): any other
+    // it remembers as pending was answered or withdrawn meanwhile, and is read on its own
+    const stillPending = new Set<string>();
+    await eachPage(
+      (after: PendingKey | null) => this.reads.pendingInteractions(after, READ_PAGE),
+      READ_PAGE,
+      ({ interaction }): PendingKey => interaction,
+      async (stored) => {
+        const interactionId = stored.interaction.interactionId;
+        await this.rereadInteraction(interactionId, stored);
+        if (this.interactions.get(interactionId)?.state === "pending") stillPending.add(interactionId);
+      },
+    );
     for (const [interactionId, known] of [...this.interactions]) {
-      if (known.state === "pending" && !pendingIds.has(interactionId))
+      if (known.state === "pending" && !stillPending.has(interactionId))
         await this.rereadInteraction(interactionId, await this.reads.interaction(interactionId));
     }
     if (since === null) return;
     await eachPage(
-      (after) => this.reads.settledSince(since, after, READ_PAGE),
+      (after: string | null) => this.reads.settledSince(since, after ?? "", READ_PAGE),
       READ_PAGE,
       (stored) => stored.interaction.interactionId,
       (stored) => this.rereadInteraction(stored.interaction.interactionId, stored),

@@ -40,6 +40,18 @@ const SETTLED_SINCE = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
   JOIN sessions s ON s.session_id = i.session_id
   WHERE i.state <> 'pending' AND age(i.xmin) <= age($1::xid) AND i.interaction_id > $2
   ORDER BY i.interaction_id LIMIT $3`;
+const PENDING_AFTER = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
+  JOIN sessions s ON s.session_id = i.session_id
+  WHERE i.state = 'pending' AND (i.session_id, i.requested_at, i.interaction_id) > ($1, $2, $3)
+  ORDER BY i.session_id, i.requested_at, i.interaction_id LIMIT $4`;
+/** A pending interaction's place in `PENDING_AFTER`'s order. */
+export interface PendingKey {
+  sessionId: string;
+  requestedAt: number;
+  interactionId: string;
+}
+/** Before every row: session ids are never empty. */
+const FIRST_PENDING: PendingKey = { sessionId: "", requestedAt: 0, interactionId: "" };
 export const PENDING_IN_TURN = `SELECT count(*)::int AS n FROM interactions
   WHERE session_id = $1 AND turn_id = $2 AND state = 'pending'`;
 const JOB_COLUMNS = `job_id AS "jobId", session_id AS "sessionId", turn_id AS "turnId", label, progress,
@@ -123,11 +135,15 @@ export class PgLiveReads {
     return rows.map((row) => row.session_id);
   }
 
-  /** Every pending interaction (for a re-read after missed wake-ups). */
-  async pendingInteractions(): Promise<StoredInteraction[]> {
-    const sql = `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
-      WHERE i.state = 'pending' ORDER BY i.session_id, i.requested_at`;
-    return (await this.pool.query<InteractionRow>(sql)).rows.map(interactionFromRow);
+  /**
+   * Pending interactions (for a re-read after missed wake-ups) by session, each session's in the
+   * order they were asked, after `after` (null: from the first), at most `limit`.
+   */
+  async pendingInteractions(after: PendingKey | null, limit: number): Promise<StoredInteraction[]> {
+    const { sessionId, requestedAt, interactionId } = after ?? FIRST_PENDING;
+    return (
+      await this.pool.query<InteractionRow>(PENDING_AFTER, [sessionId, requestedAt, interactionId, limit])
+    ).rows.map(interactionFromRow);
   }
 
   /**

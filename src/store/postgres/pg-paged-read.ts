@@ -1,16 +1,16 @@
 /**
  * Reads rows a page at a time in key order and hands each to `visit`, waiting for it when it
- * answers a promise: `read(after)` answers at most `pageSize` rows whose key is above `after` (""
+ * answers a promise: `read(after)` answers at most `pageSize` rows whose key is above `after` (null
  * for the first page); a shorter page is the last. `more` is asked before each page.
  */
-export async function eachPage<T>(
-  read: (after: string) => Promise<readonly T[]>,
+export async function eachPage<T, K>(
+  read: (after: K | null) => Promise<readonly T[]>,
   pageSize: number,
-  keyOf: (row: T) => string,
+  keyOf: (row: T) => K,
   visit: (row: T) => Promise<void> | void,
   more: () => boolean = () => true,
 ): Promise<void> {
-  for (let after = ""; more(); ) {
+  for (let after: K | null = null; more(); ) {
     const page = await read(after);
     for (const row of page) {
       const visited = visit(row);

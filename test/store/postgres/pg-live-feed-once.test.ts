@@ -209,6 +209,47 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     expect(withdrawn).toEqual(asks.map((event) => event.data.interactionId));
   });
 
+  it("after an outage announces every pending question a page at a time, each session's in the order asked", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.create({ sessionId: "r", owner: "alice", model: "m" });
+    await a.append(S, [turnStart("t1")]);
+    await a.append("r", [turnStart("t1")]);
+    // 600 questions in three rounds; a later round's ids sort before an earlier one's
+    const asked: Record<string, string[]> = { r: [], [S]: [] };
+    for (const [round, at] of [1_000, 2_000, 3_000].entries())
+      for (const sessionId of [S, "r"]) {
+        const ids = Array.from({ length: 100 }, (_, i) => `${sessionId}-${9 - round}-${100 + i}`);
+        asked[sessionId]!.push(...ids);
+        await a.append(
+          sessionId,
+          ids.map((id) => ask("t1", id)),
+          { at },
+        );
+      }
+    made();
+    const pages = vi.spyOn(PgLiveReads.prototype, "pendingInteractions");
+    await b.rereadAll();
+    const requested = heard.flatMap((n) =>
+      n.kind === "interaction.requested" ? [n.interaction.interactionId] : [],
+    );
+    expect(requested).toEqual([...asked.r!, ...asked[S]!]);
+    const sizes = await Promise.all(pages.mock.results.map(async (result) => (await result.value).length));
+    expect(sizes).toEqual([500, 100]);
+
+    // one question answered in each page: only those two are read on their own after the next outage
+    await a.resolveInteraction(asked.r![7]!, { outcome: "approve" });
+    await a.resolveInteraction(asked[S]![250]!, { outcome: "deny" });
+    made();
+    const reads = vi.spyOn(PgLiveReads.prototype, "interaction");
+    heard.length = 0;
+    await b.rereadAll();
+    expect(reads.mock.calls.map(([id]) => id).sort()).toEqual([asked.r![7], asked[S]![250]].sort());
+    expect(heard.map((n) => n.kind === "interaction.resolved" && n.interactionId)).toEqual([
+      asked.r![7],
+      asked[S]![250],
+    ]);
+  });
+
   it("after an outage reads only the queues changed since the previous LISTEN, a page at a time", async () => {
     const { a, b, heard, made, pool, queueReads } = await hosts();
     await a.enqueuePrompt({ sessionId: S, itemId: "q0", queuedAt: 1, input: { text: "before" } });
