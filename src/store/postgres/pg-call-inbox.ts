@@ -240,17 +240,17 @@ export class PgCallInbox implements CallInbox {
 
   /** Claims and runs the calls addressed to `hostId`, oldest first; one drain per host at a time. */
   #drain(hostId: string): void {
-    if (this.#closed) return;
     if (this.#draining.has(hostId)) {
       this.#redrain.add(hostId);
       return;
     }
-    // a host that stopped serving claims no more (a drain under way ends before its next claim)
+    // a host that stopped serving (or closed) claims no more: a drain under way ends before its
+    // next claim
     const serving = () => !this.#closed && this.#served.has(hostId);
     const run = async () => {
       do {
         this.#redrain.delete(hostId);
-        let claimed: ClaimedRow[] = [];
+        let claimed: ClaimedRow[];
         do {
           if (!serving()) return;
           claimed = await this.#claim(hostId);

@@ -155,39 +155,53 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(await sent).toEqual({ status: "ok", result: "c" });
   });
 
-  it("a claim under way as its host stops serving puts the calls it took back for whoever serves next", async () => {
+  it("a claim under way as its host stops serving puts the calls it took back for whoever serves next, and is its last", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
     const b = await inbox.open({ pollMs: NO_POLL });
     const stop = b.serve("host-b", async () => ({ status: "ok", result: "b" }));
     expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "b" });
-    // b's next claim waits here, as one the database has not run yet
+    // b's next claim waits here, as one the database has not run yet; every claim is counted
     const reached = gate();
     const held = gate();
     const query = pg.Pool.prototype.query;
-    let armed = true;
+    let claims = 0;
     vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
       const run = () => (query as (...a: unknown[]) => unknown).apply(this, args);
-      if (!armed || typeof args[0] !== "string" || !args[0].includes("WITH claimed")) return run();
-      armed = false;
+      if (typeof args[0] !== "string" || !args[0].includes("WITH claimed")) return run();
+      if (++claims > 1) return run();
       reached.open();
       return held.opened.then(run);
     } as typeof query);
+    const admin = new pg.Client({ connectionString: inbox.url });
+    await admin.connect();
     try {
-      const sent = a.send("host-b", call("s1", { n: 2 }), LONG);
+      await admin.query(`LISTEN "${inbox.channel}"`);
+      const second = a.send("host-b", call("s1", { n: 2 }), LONG);
       await reached.opened;
-      await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+      // a third call while the claim waits: b hears of it (as this connection does) and means to
+      // claim again once this claim is answered
+      const heard = new Promise<void>((resolve) => admin.on("notification", () => resolve()));
+      const third = a.send("host-b", call("s1", { n: 3 }), LONG);
+      await heard;
+      await new Promise((resolve) => setTimeout(resolve, 200));
       stop();
       held.open();
-      // the claim took the call, and gave it back unanswered
+      // the claim took both calls and gave them back unanswered; b claimed nothing after it
       await expect
         .poll(async () => inbox.sql("SELECT claimed_at, reply FROM forwarded_calls"), { timeout: 20_000 })
-        .toEqual([{ claimed_at: null, reply: null }]);
+        .toEqual([
+          { claimed_at: null, reply: null },
+          { claimed_at: null, reply: null },
+        ]);
+      expect(claims).toBe(1);
       const c = await inbox.open({ pollMs: NO_POLL });
       c.serve("host-b", async (served) => ({ status: "ok", result: served.params }));
-      expect(await sent).toEqual({ status: "ok", result: { n: 2 } });
+      expect(await second).toEqual({ status: "ok", result: { n: 2 } });
+      expect(await third).toEqual({ status: "ok", result: { n: 3 } });
     } finally {
       vi.restoreAllMocks();
+      await admin.end();
     }
   });
 
