@@ -112,21 +112,22 @@ export class PgLiveFeed {
   }
 
   private async rereadInteractions(since: string | null): Promise<void> {
-    // the pending rows this feed remembers as pending (so no more than its memory holds): any other
-    // it remembers as pending was answered or withdrawn meanwhile, and is read on its own
-    const stillPending = new Set<string>();
+    // the questions announced as pending (no more than this feed remembers): those the pending
+    // rows do not show were answered or withdrawn meanwhile, and are read on their own
+    const unseen = new Set<string>();
+    for (const [interactionId, known] of this.interactions)
+      if (known.state === "pending") unseen.add(interactionId);
     await eachPage(
       (after: PendingKey | null) => this.reads.pendingInteractions(after, READ_PAGE),
       READ_PAGE,
       ({ interaction }): PendingKey => interaction,
-      async (stored) => {
-        const interactionId = stored.interaction.interactionId;
-        await this.rereadInteraction(interactionId, stored);
-        if (this.interactions.get(interactionId)?.state === "pending") stillPending.add(interactionId);
+      (stored) => {
+        unseen.delete(stored.interaction.interactionId);
+        return this.rereadInteraction(stored.interaction.interactionId, stored);
       },
     );
-    for (const [interactionId, known] of [...this.interactions]) {
-      if (known.state === "pending" && !stillPending.has(interactionId))
+    for (const interactionId of unseen) {
+      if (this.interactions.get(interactionId)?.state === "pending")
         await this.rereadInteraction(interactionId, await this.reads.interaction(interactionId));
     }
     if (since === null) return;

@@ -201,7 +201,8 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     const { a, b, heard, made, pool } = await hosts();
     const since = await listenWatermark(pool);
     // the turn's end withdraws its 501 open questions, in one transaction B does not hear of
-    const asks = Array.from({ length: 501 }, (_, i) => ask("t1", `i${String(i).padStart(3, "0")}`));
+    // ids that sort before any letter: a first page read from anything but the start would miss some
+    const asks = Array.from({ length: 501 }, (_, i) => ask("t1", `${String(i).padStart(3, "0")}-i`));
     await a.append(S, [turnStart("t1"), ...asks, turnEnd("t1")]);
     made();
     await b.rereadAll(since);
@@ -416,12 +417,16 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
 
   it("announces every lease held after an outage when they are more than one page of the re-read", async () => {
     const { a, b, heard } = await hosts();
-    const ids = Array.from({ length: 501 }, (_, i) => `l${String(i).padStart(3, "0")}`);
+    // ids that sort before any letter: a first page read from anything but the start would miss some
+    const ids = Array.from({ length: 501 }, (_, i) => `${String(i).padStart(3, "0")}-l`);
     await Promise.all(ids.map((sessionId) => a.create({ sessionId, owner: "alice", model: "m" })));
     const leases = await Promise.all(ids.map((sessionId) => a.acquireLease(sessionId, "host-a", 600_000)));
     expect(leases.every((lease) => lease.status === "acquired")).toBe(true);
+    const pages = vi.spyOn(PgLiveReads.prototype, "leasePage");
     await b.rereadAll();
     const announced = heard.flatMap((n) => (n.kind === "lease" ? [n.sessionId] : []));
     expect(announced).toEqual(ids);
+    // a page of 500, then the last one (short): no page read twice, none read after the last
+    expect(pages.mock.calls.map(([after]) => after)).toEqual([null, ids[499]]);
   }, 60_000);
 });
