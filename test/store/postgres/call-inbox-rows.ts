@@ -1,13 +1,57 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { encode } from "@msgpack/msgpack";
 import pg from "pg";
-import { afterEach } from "vitest";
+import { afterEach, vi } from "vitest";
 import type { ForwardedCall, ForwardReply } from "../../../src/store/call-inbox.js";
 import { PgCallInbox, type PgCallInboxOptions } from "../../../src/store/postgres/pg-call-inbox.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 
 /** No poll within a test: only notifications (and the drain `serve` starts) move calls. */
 export const NO_POLL = 600_000;
+
+/**
+ * Holds the next claim any inbox of this process makes until `release()`: its request before it
+ * reaches the database (`"request"`), or its answer after the database ran it (`"answer"`).
+ * `held` resolves once it is held; `claims()` counts the claims sent since, the held one included.
+ * Undone by `vi.restoreAllMocks()`.
+ */
+export function holdNextClaim(at: "request" | "answer") {
+  let reached!: () => void;
+  const held = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const query = pg.Pool.prototype.query as (...args: unknown[]) => unknown;
+  let claims = 0;
+  vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
+    const run = () => query.apply(this, args);
+    if (typeof args[0] !== "string" || !args[0].includes("WITH claimed") || ++claims > 1) return run();
+    if (at === "request") {
+      reached();
+      return released.then(run);
+    }
+    return (run() as Promise<unknown>).then(async (answer) => {
+      reached();
+      await released;
+      return answer;
+    });
+  } as typeof pg.Pool.prototype.query);
+  return { held, release, claims: () => claims };
+}
+
+/** A connection of its own LISTENing on `channel`: `next()` resolves at the next notification. */
+export async function channelListener(url: string, channel: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(`LISTEN "${channel}"`);
+  return {
+    next: () => new Promise<void>((resolve) => client.once("notification", () => resolve())),
+    end: () => client.end(),
+  };
+}
 
 export function call(
   sessionId: string,

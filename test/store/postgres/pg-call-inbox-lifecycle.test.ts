@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
-import { call, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
 const LONG = 600_000;
@@ -162,31 +162,19 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const stop = b.serve("host-b", async () => ({ status: "ok", result: "b" }));
     expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "b" });
     // b's next claim waits here, as one the database has not run yet; every claim is counted
-    const reached = gate();
-    const held = gate();
-    const query = pg.Pool.prototype.query;
-    let claims = 0;
-    vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
-      const run = () => (query as (...a: unknown[]) => unknown).apply(this, args);
-      if (typeof args[0] !== "string" || !args[0].includes("WITH claimed")) return run();
-      if (++claims > 1) return run();
-      reached.open();
-      return held.opened.then(run);
-    } as typeof query);
-    const admin = new pg.Client({ connectionString: inbox.url });
-    await admin.connect();
+    const claim = holdNextClaim("request");
+    const listener = await channelListener(inbox.url, inbox.channel);
     try {
-      await admin.query(`LISTEN "${inbox.channel}"`);
       const second = a.send("host-b", call("s1", { n: 2 }), LONG);
-      await reached.opened;
+      await claim.held;
       // a third call while the claim waits: b hears of it (as this connection does) and means to
       // claim again once this claim is answered
-      const heard = new Promise<void>((resolve) => admin.on("notification", () => resolve()));
+      const heard = listener.next();
       const third = a.send("host-b", call("s1", { n: 3 }), LONG);
       await heard;
       await new Promise((resolve) => setTimeout(resolve, 200));
       stop();
-      held.open();
+      claim.release();
       // the claim took both calls and gave them back unanswered; b claimed nothing after it
       await expect
         .poll(async () => inbox.sql("SELECT claimed_at, reply FROM forwarded_calls"), { timeout: 20_000 })
@@ -194,14 +182,14 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
           { claimed_at: null, reply: null },
           { claimed_at: null, reply: null },
         ]);
-      expect(claims).toBe(1);
+      expect(claim.claims()).toBe(1);
       const c = await inbox.open({ pollMs: NO_POLL });
       c.serve("host-b", async (served) => ({ status: "ok", result: served.params }));
       expect(await second).toEqual({ status: "ok", result: { n: 2 } });
       expect(await third).toEqual({ status: "ok", result: { n: 3 } });
     } finally {
       vi.restoreAllMocks();
-      await admin.end();
+      await listener.end();
     }
   });
 

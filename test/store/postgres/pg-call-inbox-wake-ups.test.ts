@@ -3,7 +3,7 @@ import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ForwardedCall, ForwardOutcome } from "../../../src/store/call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
-import { call, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
 import { sentStatements } from "./pg-client-spies.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
@@ -221,44 +221,23 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () 
     });
     expect(await a.send("host-b", call("s1", { n: 0 }), LONG)).toEqual({ status: "ok", result: { n: 0 } });
     // b's next claim runs in the database, and its answer is held here on its way back
-    let claimed!: () => void;
-    const answerHeld = new Promise<void>((resolve) => {
-      claimed = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const query = pg.Pool.prototype.query as (...args: unknown[]) => unknown;
-    let armed = true;
-    vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
-      const answer = query.apply(this, args);
-      if (!armed || typeof args[0] !== "string" || !args[0].includes("WITH claimed")) return answer;
-      armed = false;
-      return (answer as Promise<unknown>).then(async (rows) => {
-        claimed();
-        await released;
-        return rows;
-      });
-    } as typeof pg.Pool.prototype.query);
-    const admin = new pg.Client({ connectionString: inbox.url });
-    await admin.connect();
+    const claim = holdNextClaim("answer");
+    const listener = await channelListener(inbox.url, inbox.channel);
     try {
-      await admin.query(`LISTEN "${inbox.channel}"`);
       const first = a.send("host-b", call("s1", { n: 1 }), LONG);
-      await answerHeld;
-      const heard = new Promise<void>((resolve) => admin.on("notification", () => resolve()));
+      await claim.held;
+      const heard = listener.next();
       const second = a.send("host-b", call("s1", { n: 2 }), LONG);
       // b hears of the second call as this connection does; a second drain would claim and run it now
       await heard;
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(seen).toEqual([{ n: 0 }]);
-      release();
+      claim.release();
       expect(await first).toEqual({ status: "ok", result: { n: 1 } });
       expect(await second).toEqual({ status: "ok", result: { n: 2 } });
       expect(seen).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
     } finally {
-      await admin.end();
+      await listener.end();
     }
   });
 
