@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
+import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
 
@@ -339,5 +341,42 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const c = await inbox.open({ pollMs: NO_POLL });
     c.serve("host-b", async () => ({ status: "ok", result: "c" }));
     expect(await second).toEqual({ status: "ok", result: "c" });
+  });
+});
+
+describe.skipIf(!pgUrl)("PostgreSQL call inbox: its default schema", () => {
+  it("with no schema given, an inbox keeps its rows in the database's public schema", async () => {
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    await admin.connect();
+    const database = `smx_inbox_${randomBytes(4).toString("hex")}`;
+    await admin.query(`CREATE DATABASE "${database}"`);
+    const url = new URL(pgUrl!);
+    url.pathname = `/${database}`;
+    try {
+      const a = await PgCallInbox.open(url.toString(), { pollMs: NO_POLL });
+      const b = await PgCallInbox.open(url.toString(), { pollMs: NO_POLL });
+      try {
+        b.serve("host-b", async (c) => ({ status: "ok", result: c.params }));
+        expect(await a.send("host-b", call("s1", { n: 1 }), LONG)).toEqual({
+          status: "ok",
+          result: { n: 1 },
+        });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+      const check = new pg.Client({ connectionString: url.toString() });
+      await check.connect();
+      try {
+        const found = await check.query<{ schema: string }>(
+          "SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'forwarded_calls'",
+        );
+        expect(found.rows).toEqual([{ schema: "public" }]);
+      } finally {
+        await check.end();
+      }
+    } finally {
+      await admin.query(`DROP DATABASE "${database}" WITH (FORCE)`);
+      await admin.end();
+    }
   });
 });
