@@ -10,12 +10,21 @@ import { dropSchema, pgUrl } from "../contract/backends.js";
 export const NO_POLL = 600_000;
 
 /**
- * Holds the next claim any inbox of this process makes until `release()`: its request before it
- * reaches the database (`"request"`), or its answer after the database ran it (`"answer"`).
- * `held` resolves once it is held; `claims()` counts the claims sent since, the held one included.
- * Undone by `vi.restoreAllMocks()`.
+ * Holds the next statement containing `fragment` that any inbox of this process sends, until
+ * `release()`: its request before it reaches the database (`"request"`), or its answer after the
+ * database ran it (`"answer"`: the first answer `when` accepts, which `reorder` may rearrange).
+ * `held` resolves once one is held; `count()` counts such statements sent since. With
+ * `holdLater`, every one sent after it is held for good. Undone by `vi.restoreAllMocks()`.
  */
-export function holdNextClaim(at: "request" | "answer") {
+export function holdNextQuery(
+  fragment: string,
+  at: "request" | "answer",
+  options: {
+    holdLater?: boolean;
+    when?: (answer: pg.QueryResult) => boolean;
+    reorder?: (answer: pg.QueryResult) => void;
+  } = {},
+) {
   let reached!: () => void;
   const held = new Promise<void>((resolve) => {
     reached = resolve;
@@ -25,22 +34,32 @@ export function holdNextClaim(at: "request" | "answer") {
     release = resolve;
   });
   const query = pg.Pool.prototype.query as (...args: unknown[]) => unknown;
-  let claims = 0;
+  let count = 0;
+  let holding = false;
   vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
     const run = () => query.apply(this, args);
-    if (typeof args[0] !== "string" || !args[0].includes("WITH claimed") || ++claims > 1) return run();
+    if (typeof args[0] !== "string" || !args[0].includes(fragment)) return run();
+    count++;
+    if (holding) return options.holdLater ? new Promise(() => undefined) : run();
     if (at === "request") {
+      holding = true;
       reached();
       return released.then(run);
     }
-    return (run() as Promise<unknown>).then(async (answer) => {
+    return (run() as Promise<pg.QueryResult>).then(async (answer) => {
+      if (holding || (options.when && !options.when(answer))) return answer;
+      holding = true;
+      options.reorder?.(answer);
       reached();
       await released;
       return answer;
     });
   } as typeof pg.Pool.prototype.query);
-  return { held, release, claims: () => claims };
+  return { held, release, count: () => count };
 }
+
+/** `holdNextQuery` for the claim of a drain. */
+export const holdNextClaim = (at: "request" | "answer") => holdNextQuery("WITH claimed", at);
 
 /** A connection of its own LISTENing on `channel`: `next()` resolves at the next notification. */
 export async function channelListener(url: string, channel: string) {

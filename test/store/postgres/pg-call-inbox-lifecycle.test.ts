@@ -184,7 +184,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
           { claimed_at: null, reply: null },
           { claimed_at: null, reply: null },
         ]);
-      expect(claim.claims()).toBe(1);
+      expect(claim.count()).toBe(1);
       const c = await inbox.open({ pollMs: NO_POLL });
       c.serve("host-b", async (served) => ({ status: "ok", result: served.params }));
       expect(await second).toEqual({ status: "ok", result: { n: 2 } });

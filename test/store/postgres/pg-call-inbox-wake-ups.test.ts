@@ -1,9 +1,17 @@
 import { randomBytes } from "node:crypto";
+import { encode } from "@msgpack/msgpack";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ForwardedCall, ForwardOutcome } from "../../../src/store/call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
-import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import {
+  call,
+  channelListener,
+  holdNextClaim,
+  holdNextQuery,
+  inboxFixture,
+  NO_POLL,
+} from "./call-inbox-rows.js";
 import { sentStatements } from "./pg-client-spies.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
@@ -109,6 +117,38 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () 
     expect(await inbox.answer(forwarded.callId, { status: "ok", result: "by hand" })).toBe(true);
     expect(await sent).toEqual({ status: "ok", result: "by hand" });
     expect(await inbox.rowCount()).toBe(0);
+  });
+
+  it("a poll's answer wakes every sender still waiting, though one named before them has left", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: 50 });
+    const leaving = call("s1");
+    const staying = call("s2");
+    // the first poll that finds both replies has its answer held, the sender that will leave named
+    // first, until that sender gave up; every later poll's look is held for good
+    const look = holdNextQuery("SELECT call_id FROM forwarded_calls WHERE call_id = ANY", "answer", {
+      holdLater: true,
+      when: (answer) => answer.rows.length === 2,
+      reorder: (answer) =>
+        answer.rows.sort(
+          (x, y) => Number(y.call_id === leaving.callId) - Number(x.call_id === leaving.callId),
+        ),
+    });
+    const left = a.send("host-b", leaving, 3_000);
+    const waiting = a.send("host-b", staying, LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
+    // both replies at once, with no notification
+    const reply = Buffer.from(encode({ status: "ok", result: "by hand" }));
+    await inbox.sql("UPDATE forwarded_calls SET reply = $1", [reply]);
+    await look.held;
+    // giving up takes its row, reply and all
+    expect(await left).toEqual({ status: "ok", result: "by hand" });
+    look.release();
+    const woken = await Promise.race([
+      waiting,
+      new Promise((resolve) => setTimeout(() => resolve("not woken"), 5_000)),
+    ]);
+    expect(woken).toEqual({ status: "ok", result: "by hand" });
   });
 
   it("a call recorded without a notification is served by the poll of a host already serving", async () => {
