@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { encode } from "@msgpack/msgpack";
 import pg from "pg";
 import { afterEach, vi } from "vitest";
-import type { ForwardedCall, ForwardReply } from "../../../src/store/call-inbox.js";
+import type { ForwardedCall, ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
 import { PgCallInbox, type PgCallInboxOptions } from "../../../src/store/postgres/pg-call-inbox.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 
@@ -61,13 +61,26 @@ export function holdNextQuery(
 /** `holdNextQuery` for the claim of a drain. */
 export const holdNextClaim = (at: "request" | "answer") => holdNextQuery("WITH claimed", at);
 
-/** A connection of its own LISTENing on `channel`: `next()` resolves at the next notification. */
+/**
+ * A connection of its own LISTENing on `channel`: `sendHeard` sends a call to host-b and resolves (the call's outcome still to come) once this
+ * connection heard of it and 200 ms more passed, so the inboxes listening have heard of it too.
+ */
 export async function channelListener(url: string, channel: string) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(`LISTEN "${channel}"`);
+  const next = () => new Promise<void>((resolve) => client.once("notification", () => resolve()));
   return {
-    next: () => new Promise<void>((resolve) => client.once("notification", () => resolve())),
+    async sendHeard(
+      from: PgCallInbox,
+      forwarded: ForwardedCall,
+    ): Promise<{ outcome: Promise<ForwardOutcome> }> {
+      const heard = next();
+      const outcome = from.send("host-b", forwarded, NO_POLL);
+      await heard;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return { outcome };
+    },
     end: () => client.end(),
   };
 }

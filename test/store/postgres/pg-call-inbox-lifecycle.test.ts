@@ -169,12 +169,9 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     try {
       const second = a.send("host-b", call("s1", { n: 2 }), LONG);
       await claim.held;
-      // a third call while the claim waits: b hears of it (as this connection does) and means to
-      // claim again once this claim is answered
-      const heard = listener.next();
-      const third = a.send("host-b", call("s1", { n: 3 }), LONG);
-      await heard;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // a third call while the claim waits: b hears of it and means to claim again once this claim
+      // is answered
+      const third = (await listener.sendHeard(a, call("s1", { n: 3 }))).outcome;
       stop();
       claim.release();
       // the claim took both calls and gave them back unanswered; b claimed nothing after it

@@ -266,11 +266,8 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () 
     try {
       const first = a.send("host-b", call("s1", { n: 1 }), LONG);
       await claim.held;
-      const heard = listener.next();
-      const second = a.send("host-b", call("s1", { n: 2 }), LONG);
-      // b hears of the second call as this connection does; a second drain would claim and run it now
-      await heard;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // b hears of the second call; a second drain would claim and run it now
+      const second = (await listener.sendHeard(a, call("s1", { n: 2 }))).outcome;
       expect(seen).toEqual([{ n: 0 }]);
       claim.release();
       expect(await first).toEqual({ status: "ok", result: { n: 1 } });
