@@ -333,13 +333,7 @@ export class PgCommitFeed {
     idOf: (row: T) => string,
     tell: (row: T) => void,
   ): Promise<void> {
-    return eachPage(
-      (after: string | null) => read(after ?? ""),
-      HEADS_PAGE,
-      idOf,
-      tell,
-      () => this.globalListeners > 0 && !this.closed,
-    );
+    return eachPage(read, "", HEADS_PAGE, idOf, tell, () => this.globalListeners > 0 && !this.closed);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { CommitListeners } from "../commit-listeners.js";
 import type { InteractionState, LiveStateNotice, StoredInteraction } from "../live-state-store.js";
-import type { PendingKey, PgLiveReads } from "./pg-live-rows.js";
+import { FIRST_PENDING, type PendingKey, type PgLiveReads } from "./pg-live-rows.js";
 import type { LiveHint } from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
 import type { PgLiveNotice } from "./pg-write-batch.js";
@@ -103,7 +103,8 @@ export class PgLiveFeed {
 
   private rereadQueues(since: string | null): Promise<void> {
     return eachPage(
-      (after: string | null) => this.reads.queueVersions(since, after ?? "", READ_PAGE),
+      (after) => this.reads.queueVersions(since, after, READ_PAGE),
+      "",
       READ_PAGE,
       (row) => row.session_id,
       ({ session_id: sessionId, version }) =>
@@ -118,7 +119,8 @@ export class PgLiveFeed {
     for (const [interactionId, known] of this.interactions)
       if (known.state === "pending") unseen.add(interactionId);
     await eachPage(
-      (after: PendingKey | null) => this.reads.pendingInteractions(after, READ_PAGE),
+      (after) => this.reads.pendingInteractions(after, READ_PAGE),
+      FIRST_PENDING,
       READ_PAGE,
       ({ interaction }): PendingKey => interaction,
       (stored) => {
@@ -132,7 +134,8 @@ export class PgLiveFeed {
     }
     if (since === null) return;
     await eachPage(
-      (after: string | null) => this.reads.settledSince(since, after ?? "", READ_PAGE),
+      (after) => this.reads.settledSince(since, after, READ_PAGE),
+      "",
       READ_PAGE,
       (stored) => stored.interaction.interactionId,
       (stored) => this.rereadInteraction(stored.interaction.interactionId, stored),

@@ -50,8 +50,8 @@ export interface PendingKey {
   requestedAt: number;
   interactionId: string;
 }
-/** Before every row: session ids are never empty. */
-const FIRST_PENDING: PendingKey = { sessionId: "", requestedAt: 0, interactionId: "" };
+/** Before every row of `PENDING_AFTER`: session ids are never empty. */
+export const FIRST_PENDING: PendingKey = { sessionId: "", requestedAt: 0, interactionId: "" };
 export const PENDING_IN_TURN = `SELECT count(*)::int AS n FROM interactions
   WHERE session_id = $1 AND turn_id = $2 AND state = 'pending'`;
 const JOB_COLUMNS = `job_id AS "jobId", session_id AS "sessionId", turn_id AS "turnId", label, progress,
@@ -137,10 +137,10 @@ export class PgLiveReads {
 
   /**
    * Pending interactions (for a re-read after missed wake-ups) by session, each session's in the
-   * order they were asked, after `after` (null: from the first), at most `limit`.
+   * order they were asked, after `after` (`FIRST_PENDING`: from the first), at most `limit`.
    */
-  async pendingInteractions(after: PendingKey | null, limit: number): Promise<StoredInteraction[]> {
-    const { sessionId, requestedAt, interactionId } = after ?? FIRST_PENDING;
+  async pendingInteractions(after: PendingKey, limit: number): Promise<StoredInteraction[]> {
+    const { sessionId, requestedAt, interactionId } = after;
     return (
       await this.pool.query<InteractionRow>(PENDING_AFTER, [sessionId, requestedAt, interactionId, limit])
     ).rows.map(interactionFromRow);
