@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PgCommitFeed } from "../../../src/store/postgres/pg-commit-feed.js";
@@ -19,6 +20,8 @@ import { twoHostsFixture } from "./two-hosts.js";
 const openHosts = twoHostsFixture("feed_close");
 const WAIT = { timeout: 20_000 };
 const S = "s";
+/** Past the first two reconnect delays (each drawn below 100 ms, then below 200 ms). */
+const PAST_SECOND_BACKOFF_MS = 400;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -123,6 +126,30 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
       openConnects();
       await connecting[0];
       // it connected after the close: the feed ends it as soon as it is made
+      await expect.poll(connections, { timeout: 10_000, interval: 20 }).toBe(0);
+    } finally {
+      await hosts.close();
+    }
+  });
+
+  it("makes one reconnect attempt for one dropped LISTEN connection, which reports both error and end", async () => {
+    const hosts = await refusableHosts();
+    try {
+      const { b, refusable, connections } = hosts;
+      const { openConnects, connecting } = gateListenConnects();
+
+      await refusable.lockOut();
+      await vi.waitFor(() => expect(connecting).toHaveLength(1), WAIT);
+      // a second attempt for the same drop would be due within two backoff steps (< 200 ms) of
+      // the first; timers fire in the order they are due, so it would fire before this one
+      await sleep(PAST_SECOND_BACKOFF_MS);
+      expect(connecting).toHaveLength(1);
+      await refusable.letIn();
+      openConnects();
+      await connecting[0];
+      await expect.poll(() => refusable.listening(), { timeout: 10_000 }).toBe(true);
+      expect(connecting).toHaveLength(1);
+      await b.close();
       await expect.poll(connections, { timeout: 10_000, interval: 20 }).toBe(0);
     } finally {
       await hosts.close();

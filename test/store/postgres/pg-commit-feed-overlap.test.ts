@@ -264,6 +264,54 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     expect(heard).toEqual(["create 1", "append 2", "clear", "append 1"]);
   });
 
+  it("announces a clear made between a held local commit and its read before the new epoch's events", async () => {
+    const hosts = await followedOnB();
+    const { a, b, heard } = hosts;
+    const notifies = holdNotifications();
+    const reads = gateReads(S);
+    await a.append(S, [delta("t", "a3")]);
+    await b.append(S, [delta("t", "b4")]);
+    // B's 4 waits for a read of A's 3, which waits at the gate while A clears and appends
+    await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+    await a.clear(S);
+    await a.append(S, [delta("t", "new epoch")]);
+    reads.open();
+    // the read finds the new epoch: the clear, its events from the start, then the held 4 as it is
+    // (its epoch is not the one delivered, which tells a follower to read the log)
+    await vi.waitFor(() => expect(heard.at(-1)).toBe("append 4"), WAIT);
+    expect(heard).toEqual(["create 1", "append 2", "clear", "append 1", "append 4"]);
+    notifies.release();
+    await notifiesHandled(hosts);
+  });
+
+  it("delivers a creation read with later events once: the NOTIFY of those events finds them delivered", async () => {
+    const hosts = await openHosts();
+    const { a, b } = hosts;
+    const heard = notesOf(b, S);
+    const notifies = holdNotifications();
+    await a.create({ sessionId: S, owner: "o", model: "m" });
+    await a.append(S, [delta("t", "two")]);
+    // the creation's NOTIFY reads 1..2; the append's then has nothing new
+    notifies.release();
+    await notifiesHandled(hosts);
+    expect(heard).toEqual(["create 1..2"]);
+  });
+
+  it("announces as a creation only a read from the log's start, not one after a local commit", async () => {
+    const hosts = await openHosts();
+    const { a, b } = hosts;
+    const heard = notesOf(b, S);
+    const notifies = holdNotifications();
+    await a.create({ sessionId: S, owner: "o", model: "m" });
+    // B's own commit goes out at once (it knows no head to wait behind); the creation's NOTIFY,
+    // handled after it, reads from there
+    await b.append(S, [delta("t", "b2")]);
+    await a.append(S, [delta("t", "a3")]);
+    notifies.release();
+    await notifiesHandled(hosts);
+    expect(heard).toEqual(["append 2", "append 3"]);
+  });
+
   it("reads a catch-up longer than a page page by page, delivering each page", async () => {
     const hosts = await followedOnB();
     const { a, heard } = hosts;
