@@ -26,3 +26,14 @@ export function gateListenConnects(): { openConnects: () => void; connecting: Pr
   } as typeof pg.Client.prototype.connect);
   return { openConnects, connecting };
 }
+
+/** Every LISTEN connection made from now on. The spy is undone by `vi.restoreAllMocks()`. */
+export function listenClientsMade(): pg.Client[] {
+  const made: pg.Client[] = [];
+  const connect = pg.Client.prototype.connect;
+  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    if (isListenClient(this)) made.push(this);
+    return (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+  } as typeof pg.Client.prototype.connect);
+  return made;
+}

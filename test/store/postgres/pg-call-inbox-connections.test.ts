@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, NO_POLL } from "./call-inbox-rows.js";
-import { gateListenConnects, isListenClient } from "./listen-connects.js";
+import { gateListenConnects, isListenClient, listenClientsMade } from "./listen-connects.js";
 import { refusableRole } from "./refusable-role.js";
 
 /**
@@ -143,6 +143,28 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: connections", () => {
       openConnects();
       await Promise.allSettled(connecting);
       await expect.poll(() => connections(), { timeout: 20_000 }).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a LISTEN connection that ends quietly comes back at the next poll; a late end of the old one leaves the new one alone", async () => {
+    const made = listenClientsMade();
+    const { a, b, refusable, connections, tenPolls, close } = await refusableInboxes({ pollMs: 20 });
+    try {
+      b.serve("host-b", async () => ({ status: "ok", result: "served" }));
+      const [old] = made.filter((client) => client.user === refusable.role);
+      // ended with no error first, as a connection closed on purpose elsewhere would be
+      await old!.end();
+      await expect.poll(() => refusable.listening(), { timeout: 20_000 }).toBe(true);
+      expect(await a.send("host-b", call("s1"), 600_000)).toEqual({ status: "ok", result: "served" });
+      // the old connection's end reported once more, after the new one is up (as a driver that
+      // reports it late would): the new one stays the inbox's, and no third one is made
+      old!.emit("end");
+      await tenPolls();
+      expect(await connections("listen")).toBe(1);
+      await b.close();
+      await expect.poll(() => connections(), { timeout: 5_000 }).toBe(0);
     } finally {
       await close();
     }

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
 import { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
+import { listenClientsMade } from "./listen-connects.js";
 import { refusableRole } from "./refusable-role.js";
 
 /**
@@ -16,6 +17,10 @@ import { refusableRole } from "./refusable-role.js";
  * come.
  */
 const describePg = pgUrl ? describe : describe.skip;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 /** Two stores on one schema: `a` as the database's own user, `b` as a role the test can lock out. */
 async function twoHosts() {
@@ -46,6 +51,8 @@ async function twoHosts() {
     a,
     b: first,
     openB: b,
+    /** `b`'s role, the user of its connections. */
+    role: refusable.role,
     /** `b`'s role may not log in, and every connection it has ends (the LISTEN one included). */
     lockOut: refusable.lockOut,
     letIn: refusable.letIn,
@@ -87,6 +94,23 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       await hosts.letIn();
       await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
       await expect.poll(from2, { timeout: 5_000 }).toEqual([2, 3]);
+    } finally {
+      await hosts.close();
+    }
+  });
+
+  it("comes back after its LISTEN connection ended quietly, with no error first, and delivers what it missed", async () => {
+    const made = listenClientsMade();
+    const hosts = await twoHosts();
+    try {
+      await hosts.a.create({ sessionId: "s", owner: "o", model: "m" });
+      const heard = seqsHeard(hosts.b, "s");
+      const listen = made.find((client) => client.user === hosts.role);
+      // as a connection closed on purpose elsewhere would end: `end` alone
+      await listen!.end();
+      await hosts.a.append("s", [delta("t", "committed while b was out")]);
+      await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
+      await expect.poll(() => heard.filter((seq) => seq >= 2), { timeout: 5_000 }).toEqual([2]);
     } finally {
       await hosts.close();
     }
@@ -279,6 +303,8 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       // a thousand more: the rows come a page of 1,000 at a time
       const more = Array.from({ length: 1_000 }, (_, i) => `w${i}`);
       await Promise.all(more.map((sessionId) => a.create({ sessionId, owner: "o", model: "m" })));
+      // held out past the first attempt: a refused attempt must leave what it missed to be read
+      await sleep(PAST_FIRST_RECONNECT_MS);
       await hosts.letIn();
       await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
       await vi.waitFor(() => expect(told.length).toBeGreaterThanOrEqual(1_001), { timeout: 20_000 });
