@@ -1,5 +1,5 @@
 /**
- * `npm run bench:profile -- [fanout|append-store|append-wire|append-wire-raw|append-pg|resume] [rounds] [--plain]`: one scenario's
+ * `npm run bench:profile -- [fanout|fanout-1x100|append-store|append-wire|append-wire-raw|append-pg|resume] [rounds] [--plain]`: one scenario's
  * sessionmux side alone (default: the many-sessions fanout, 100 sessions × 10 followers, 10 runs)
  * on one subject, under V8's sampling profiler, summarised as the top self-time functions (`TOP`
  * of them; `PROFILE_KEEP=<name>` names the profile file). Samples are wall time of the main
@@ -73,6 +73,8 @@ if (process.argv[4] === "--child") {
       return openResume(startSessionmux, { followers: 1_000, behind: 100 });
     }
     const { openFanout } = await import("./scenarios/fanout.js");
+    if (scenario === "fanout-1x100")
+      return openFanout(startSessionmux, { sessions: 1, connections: 100, eventsPerSession: 10_000, batch: 50 });
     return openFanout(startSessionmux, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 });
   };
   const subject = await open();

@@ -4,6 +4,7 @@ import {
   type ConnectionEvent,
   type ConnectionState,
   INITIAL_STATE,
+  isTerminal,
   type TransitionContext,
   transition,
 } from "../../src/client/connection-state.js";
@@ -116,6 +117,31 @@ const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
     { type: "refused", socketId: 2, status: 429 },
     backoff(2, 250),
   ],
+  // passing trouble: a timeout, the host failing or restarting, a proxy redirecting mid-deploy
+  [
+    "a 408 at upgrade backs off",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 408 },
+    backoff(1, 125),
+  ],
+  [
+    "a 500 at upgrade backs off",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 500 },
+    backoff(1, 125),
+  ],
+  [
+    "a 302 at upgrade backs off",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 302 },
+    backoff(1, 125),
+  ],
+  [
+    "a 499 at upgrade is rejected",
+    connecting(0, 1),
+    { type: "refused", socketId: 1, status: 499 },
+    rejected(499),
+  ],
   [
     "a superseded socket's refusal is ignored",
     connecting(0, 2),
@@ -154,6 +180,13 @@ describe("connection state machine", () => {
 
   it.each(cases)("%s", (_name, from, event, to) => {
     expect(transition(from, event, ctx)).toEqual(to);
+  });
+
+  it("waits for the caller only when refused or closed", () => {
+    const waiting = [unauthorized(401), unauthorized(403), rejected(404), closed];
+    const moving = [connecting(0, 1), open(1), backoff(1, 125)];
+    expect(waiting.map(isTerminal)).toEqual(waiting.map(() => true));
+    expect(moving.map(isTerminal)).toEqual(moving.map(() => false));
   });
 
   it("caps the backoff delay at 10 s after many failures", () => {

@@ -1,6 +1,7 @@
 import { firstValueFrom, type Subscription } from "rxjs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
+import { type CallMethod, Methods } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/connection-state.js";
 import { createClient, type SessionmuxClient } from "../../src/client/index.js";
 import { createNodeClient, createNodeSocketFactory } from "../../src/client/node.js";
@@ -111,6 +112,75 @@ describe("client connection", () => {
     await expect(client.page({ sessionId: "s" })).resolves.toEqual({ ok: true });
     expect(pageCalls).toBe(2);
   });
+
+  it("a host error answering a call or a stream goes to it alone; one for no call, or a call gone, to onError", async () => {
+    const wireError = (code: string) => ({ code, message: code, category: "business", retryable: false });
+    const p = await peer({
+      onCall: (conn, f) => {
+        conn.send({ type: "error", id: f.id, error: wireError("session_not_found") });
+        return undefined;
+      },
+      onOpen: (conn, f) => conn.send({ type: "error", id: f.id, error: wireError("forbidden") }),
+    });
+    const reported: string[] = [];
+    const client = track(
+      createNodeClient({ url: p.url, token: "t", onError: (error) => reported.push(error.code) }),
+    );
+    await expect(client.page({ sessionId: "s" })).rejects.toMatchObject({ code: "session_not_found" });
+    const streamError = await new Promise((resolve) => {
+      client.open("session.control", {}).subscribe({ error: resolve });
+    });
+    expect(streamError).toMatchObject({ code: "forbidden" });
+    const conn = p.connections[0]!;
+    conn.send({ type: "error", error: wireError("internal_error") });
+    conn.send({ type: "error", id: 9_999, error: wireError("overloaded") });
+    await vi.waitFor(() => expect(reported).toEqual(["internal_error", "overloaded"]));
+    // nothing more: the call's and the stream's errors were theirs alone
+    await expect(client.call("session.models", {})).rejects.toMatchObject({ code: "session_not_found" });
+    expect(reported).toEqual(["internal_error", "overloaded"]);
+  });
+
+  // the contract of §4–§5: reads, prompts (by clientMessageId), answers (the winning one repeats)
+  // and acks (compare-and-clear) may be sent twice; anything else may have taken effect already
+  const resendable = new Set([
+    "session.list",
+    "session.page",
+    "session.search",
+    "session.models",
+    "session.attachment",
+    "session.prompt",
+    "session.respond",
+    "session.ack",
+  ]);
+  const callMethods = Object.entries(Methods)
+    .filter(([, spec]) => spec.kind === "call")
+    .map(([name]) => name as CallMethod);
+
+  it.each(callMethods)(
+    "%s, its socket dying under it, is sent again only if it is safe to",
+    async (method) => {
+      let seen = 0;
+      const p = await peer({
+        onCall: (conn, f) => {
+          if (f.method !== method) return undefined;
+          seen += 1;
+          if (seen === 1) conn.socket.terminate();
+          else return { ok: true };
+          return undefined;
+        },
+      });
+      const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
+      const outcome = await client.call(method, {} as never).catch((e: unknown) => e);
+      if (resendable.has(method)) {
+        expect(outcome).toEqual({ ok: true });
+        expect(seen).toBe(2);
+      } else {
+        expect(outcome).toBeInstanceOf(RemoteStreamCarrierError);
+        expect(outcome).toMatchObject({ reason: "socket_lost" });
+        expect(seen).toBe(1);
+      }
+    },
+  );
 
   it("a resent prompt carries the same generated clientMessageId", async () => {
     const seenIds: string[] = [];
@@ -239,6 +309,51 @@ describe("client connection", () => {
     expect(after).toBeInstanceOf(RemoteStreamCarrierError);
     expect(after).toMatchObject({ reason: "client_closed" });
   });
+});
+
+describe("client connection: the caller's hand", () => {
+  it("a call given an already aborted signal rejects at once, though no socket is open", async () => {
+    const p = await peer({ refuse: () => 503 });
+    const client = track(
+      createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 60_000, capMs: 60_000 } }),
+    );
+    await vi.waitFor(() => expect(client.state.name).toBe("backoff"));
+    const error = await client.list({}, { signal: AbortSignal.abort("gone") }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "aborted", retryable: false });
+    expect(client.state.name).toBe("backoff");
+  });
+
+  it("reconnectNow while open keeps the socket it has", async () => {
+    const p = await peer({ onCall: () => ({ ok: true }) });
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    client.reconnectNow();
+    await expect(client.list()).resolves.toEqual({ ok: true });
+    expect(p.connections).toHaveLength(1);
+  });
+
+  it("with keepalive off, a client connects, hears, calls and reconnects like any other", async () => {
+    const p = await peer({ onCall: () => ({ ok: true }) });
+    const client = track(createNodeClient({ url: p.url, token: "t", keepAlive: false, backoff: fast }));
+    const got: string[] = [];
+    client.on("session.removed", (v) => got.push(v.sessionId));
+    await expect(client.list()).resolves.toEqual({ ok: true });
+    p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "a" } });
+    await vi.waitFor(() => expect(got).toEqual(["a"]));
+    p.killAll();
+    await vi.waitFor(() => expect(p.connections).toHaveLength(2));
+    await expect(client.list()).resolves.toEqual({ ok: true });
+  });
+
+  it("close() gives up on a host that never answers the closing handshake after its grace", async () => {
+    const p = await peer();
+    const client = createNodeClient({ url: p.url, token: "t" });
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    // the host stops reading: the client's close frame is never answered (ws itself would wait 30 s)
+    (p.connections[0]!.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    await client.close();
+    expect(client.state.name).toBe("closed");
+  }, 10_000);
 });
 
 describe("half-open sockets", () => {
