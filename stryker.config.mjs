@@ -20,6 +20,8 @@ export default {
     "src/host/live/prompt-queue.ts",
     "src/client/follow-cursor.ts",
     "src/client/stream-supervisor.ts",
+    "src/client/connection.ts",
+    "src/client/connection-state.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

@@ -74,7 +74,12 @@ if (process.argv[4] === "--child") {
     }
     const { openFanout } = await import("./scenarios/fanout.js");
     if (scenario === "fanout-1x100")
-      return openFanout(startSessionmux, { sessions: 1, connections: 100, eventsPerSession: 10_000, batch: 50 });
+      return openFanout(startSessionmux, {
+        sessions: 1,
+        connections: 100,
+        eventsPerSession: 10_000,
+        batch: 50,
+      });
     return openFanout(startSessionmux, { sessions: 100, connections: 10, eventsPerSession: 200, batch: 10 });
   };
   const subject = await open();

@@ -169,10 +169,8 @@ export class Connection {
         case "closed":
           return;
         case "connecting":
+          // resolves once the socket is gone: the `open` state lasts while this waits
           await this.#connectOnce(state.socketId);
-          break;
-        case "open":
-          await this.#current?.closed;
           break;
         case "backoff":
           await this.#sleep(state.nextAttemptAt - Date.now());

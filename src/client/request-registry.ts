@@ -114,9 +114,4 @@ export class RequestRegistry {
     for (const call of calls) call.reject(error);
     for (const sink of streams) sink.error(error);
   }
-
-  /** Calls and streams in flight. */
-  get size(): number {
-    return this.#calls.size + this.#streams.size;
-  }
 }

@@ -312,6 +312,19 @@ describe("client connection", () => {
 });
 
 describe("client connection: the caller's hand", () => {
+  it("close() fails a call in flight with client_closed, and state$ tells of the close once", async () => {
+    const p = await peer();
+    const client = createNodeClient({ url: p.url, token: "t" });
+    const seen = states(client);
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const pending = client.list().catch((e: unknown) => e);
+    await vi.waitFor(() => expect(p.connections[0]!.received.some((f) => f.type === "call")).toBe(true));
+    await client.close();
+    expect(await pending).toMatchObject({ reason: "client_closed", retryable: false });
+    // the socket's own close, reported after, is no new state
+    expect(seen.map((s) => s.name)).toEqual(["connecting", "open", "closed"]);
+  });
+
   it("a call given an already aborted signal rejects at once, though no socket is open", async () => {
     const p = await peer({ refuse: () => 503 });
     const client = track(
@@ -338,6 +351,8 @@ describe("client connection: the caller's hand", () => {
     const got: string[] = [];
     client.on("session.removed", (v) => got.push(v.sessionId));
     await expect(client.list()).resolves.toEqual({ ok: true });
+    // a host's ping is heard like any frame, with no keepalive to tell of it
+    p.connections[0]!.socket.ping();
     p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "a" } });
     await vi.waitFor(() => expect(got).toEqual(["a"]));
     p.killAll();

@@ -65,8 +65,15 @@ describe("host frames the client cannot read are answered and reported, never dr
       type: "error",
       error: { code: "bad_frame", message: "what", category: "protocol", retryable: false },
     });
-    await vi.waitFor(() => expect(reports).toHaveLength(3));
-    expect(reports.map((r) => r.code)).toEqual(["invalid_host_frame", "invalid_host_frame", "bad_frame"]);
+    // an unreadable answer to a call the client never made (or gave up on)
+    conn.send({ type: "result", id: 4_242 });
+    await vi.waitFor(() => expect(reports).toHaveLength(4));
+    expect(reports.map((r) => r.code)).toEqual([
+      "invalid_host_frame",
+      "invalid_host_frame",
+      "bad_frame",
+      "invalid_host_frame",
+    ]);
     expect(reports[2]).toBeInstanceOf(RemoteError);
     expect(seen.map((r) => r.code)).toEqual(reports.map((r) => r.code));
     await expect(c.call("session.models", {})).resolves.toEqual({ models: [], default: "d" });

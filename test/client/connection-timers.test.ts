@@ -1,0 +1,196 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { Connection, type ConnectionOptions } from "../../src/client/connection.js";
+import type { WebSocketLike } from "../../src/client/socket.js";
+
+/**
+ * The connection's clocks, on fake timers: each reconnect wait is the delay its state names (drawn
+ * from the client's own random source), no attempt comes early, a refused connection waits for the
+ * caller with no timer at all; a socket that cannot ping (a browser's) is probed with a frame of
+ * its own and dropped at once when nothing answers. Sockets are scripted by the test.
+ */
+
+/** A socket the test drives: it fails its connect, or opens and says hello, when told to. */
+class ScriptedSocket implements WebSocketLike {
+  binaryType = "";
+  readyState = 0;
+  onopen: WebSocketLike["onopen"] = null;
+  onmessage: WebSocketLike["onmessage"] = null;
+  onclose: WebSocketLike["onclose"] = null;
+  onerror: WebSocketLike["onerror"] = null;
+  /** The frames the client sent, decoded. */
+  readonly sent: { type: string; id?: number }[] = [];
+  closedWith: [number | undefined, string | undefined] | undefined;
+
+  constructor(private readonly status: number | undefined) {}
+
+  send(data: Uint8Array): void {
+    this.sent.push(decodeFrame(data) as { type: string; id?: number });
+  }
+  /** As a browser's: the close event comes later, and only when the host answers (a client's close). */
+  close(code?: number, reason?: string): void {
+    this.closedWith = [code, reason];
+    if (code === 1000) queueMicrotask(() => this.onclose?.({ code: 1000, reason: reason ?? "" }));
+  }
+  upgradeStatus(): Promise<number | undefined> {
+    return Promise.resolve(this.status);
+  }
+  /** The connect failed: nothing listened (no status), or the host answered the upgrade with one. */
+  fail(): void {
+    this.onclose?.({ code: 1006, reason: "" });
+  }
+  /** The upgrade went through and the host said hello. */
+  open(): void {
+    this.readyState = 1;
+    this.onopen?.({});
+    this.receive({ type: "hello", protocol: 1, hostId: "h", generation: "g1", serverTime: 0 });
+  }
+  receive(frame: Record<string, unknown>): void {
+    const bytes = encodeFrame(frame);
+    this.onmessage?.({ data: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) });
+  }
+}
+
+function scriptedConnection(status?: number, options: Partial<ConnectionOptions> = {}) {
+  const sockets: ScriptedSocket[] = [];
+  const connection = new Connection({
+    url: "ws://127.0.0.1:9/api/remote.mux",
+    token: "t",
+    socketFactory: () => {
+      const socket = new ScriptedSocket(status);
+      sockets.push(socket);
+      return socket;
+    },
+    backoff: { baseMs: 1_000, capMs: 8_000 },
+    random: () => 0.5,
+    keepAlive: false,
+    ...options,
+  });
+  return { connection, sockets };
+}
+
+/** Closes the connection, letting the closing handshake's microtasks and timers run. */
+async function closeScripted(connection: Connection): Promise<void> {
+  const closing = connection.close();
+  await vi.advanceTimersByTimeAsync(1_000);
+  await closing;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("client reconnect timing", () => {
+  it("waits out each backoff delay, drawn from the client's random source, before the next attempt", async () => {
+    const { connection, sockets } = scriptedConnection();
+    for (const [attempt, delayMs] of [
+      [1, 500],
+      [2, 1_000],
+      [3, 2_000],
+    ] as const) {
+      sockets.at(-1)!.fail();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(connection.state).toMatchObject({ name: "backoff", attempt, delayMs });
+      await vi.advanceTimersByTimeAsync(delayMs - 1);
+      expect(sockets).toHaveLength(attempt);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(sockets).toHaveLength(attempt + 1);
+      expect(connection.state).toMatchObject({ name: "connecting", attempt, socketId: attempt + 1 });
+    }
+    await closeScripted(connection);
+  });
+
+  it("reconnectNow cuts a backoff short, again after the wait it cut would have ended", async () => {
+    const { connection, sockets } = scriptedConnection();
+    sockets[0]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    connection.reconnectNow();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets).toHaveLength(2);
+    sockets[1]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 2, delayMs: 1_000 });
+    // past the end of the first wait (500 ms): its timer must be gone, not end this wait for it
+    await vi.advanceTimersByTimeAsync(600);
+    expect(sockets).toHaveLength(2);
+    connection.reconnectNow();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets).toHaveLength(3);
+    // and the next wait is the one its state names, in full
+    sockets[2]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 3, delayMs: 2_000 });
+    await vi.advanceTimersByTimeAsync(1_999);
+    expect(sockets).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sockets).toHaveLength(4);
+    await closeScripted(connection);
+  });
+
+  it("a refused connection waits for the caller with no timer pending, however long", async () => {
+    const { connection, sockets } = scriptedConnection(401);
+    sockets[0]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(connection.state).toEqual({ name: "unauthorized", status: 401 });
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(sockets).toHaveLength(1);
+    await closeScripted(connection);
+  });
+
+  it("a socket factory that throws counts as a failed connect: the client backs off and tries again", async () => {
+    const sockets: ScriptedSocket[] = [];
+    let calls = 0;
+    const connection = new Connection({
+      url: "ws://127.0.0.1:9/api/remote.mux",
+      token: "t",
+      socketFactory: () => {
+        calls += 1;
+        // as a browser's WebSocket constructor throws for a URL it will not open
+        if (calls === 1) throw new SyntaxError("bad url");
+        const socket = new ScriptedSocket(undefined);
+        sockets.push(socket);
+        return socket;
+      },
+      backoff: { baseMs: 1_000, capMs: 8_000 },
+      random: () => 0.5,
+      keepAlive: false,
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 1, delayMs: 500 });
+    await vi.advanceTimersByTimeAsync(500);
+    expect(calls).toBe(2);
+    sockets[0]!.open();
+    expect(connection.state.name).toBe("open");
+    await closeScripted(connection);
+  });
+});
+
+describe("client keepalive on a socket that cannot ping", () => {
+  it("probes a quiet socket with a frame whose id nothing else uses, and drops it when nothing answers", async () => {
+    const keepAlive = { intervalMs: 10_000, pongTimeoutMs: 5_000 };
+    const { connection, sockets } = scriptedConnection(undefined, { keepAlive });
+    const socket = sockets[0]!;
+    socket.open();
+    const link = await connection.whenOpen();
+    const first = link.call("session.list", {}).catch(() => undefined);
+    await vi.advanceTimersByTimeAsync(keepAlive.intervalMs);
+    const second = link.call("session.list", {}).catch(() => undefined);
+    expect(socket.sent.map((frame) => [frame.type, frame.id])).toEqual([
+      ["call", 1],
+      ["close", 2],
+      ["call", 3],
+    ]);
+    // nothing arrives: at the deadline the socket is closed as dead and given up on at once
+    await vi.advanceTimersByTimeAsync(keepAlive.pongTimeoutMs - 1);
+    expect(connection.state.name).toBe("open");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
+    await Promise.all([first, second]);
+    await closeScripted(connection);
+  });
+});
