@@ -51,12 +51,20 @@ class ScriptedSocket implements WebSocketLike {
   }
 }
 
-function scriptedConnection(status?: number, options: Partial<ConnectionOptions> = {}) {
+/** `factoryThrowsFirst`: the first connect throws in the factory, as a browser's constructor can. */
+function scriptedConnection(
+  status?: number,
+  options: Partial<ConnectionOptions> = {},
+  factoryThrowsFirst = false,
+) {
   const sockets: ScriptedSocket[] = [];
+  let calls = 0;
   const connection = new Connection({
     url: "ws://127.0.0.1:9/api/remote.mux",
     token: "t",
     socketFactory: () => {
+      calls += 1;
+      if (factoryThrowsFirst && calls === 1) throw new SyntaxError("bad url");
       const socket = new ScriptedSocket(status);
       sockets.push(socket);
       return socket;
@@ -76,6 +84,25 @@ async function closeScripted(connection: Connection): Promise<void> {
   await closing;
 }
 
+/**
+ * Fails the newest socket and checks the backoff that follows: named `attempt` and `delayMs`, no
+ * new socket a millisecond before its end, the next one at its end.
+ */
+async function failAndWaitOut(
+  { connection, sockets }: ReturnType<typeof scriptedConnection>,
+  attempt: number,
+  delayMs: number,
+): Promise<void> {
+  const before = sockets.length;
+  sockets.at(-1)!.fail();
+  await vi.advanceTimersByTimeAsync(0);
+  expect(connection.state).toMatchObject({ name: "backoff", attempt, delayMs });
+  await vi.advanceTimersByTimeAsync(delayMs - 1);
+  expect(sockets).toHaveLength(before);
+  await vi.advanceTimersByTimeAsync(1);
+  expect(sockets).toHaveLength(before + 1);
+}
+
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
 });
@@ -85,26 +112,21 @@ afterEach(() => {
 
 describe("client reconnect timing", () => {
   it("waits out each backoff delay, drawn from the client's random source, before the next attempt", async () => {
-    const { connection, sockets } = scriptedConnection();
+    const scripted = scriptedConnection();
     for (const [attempt, delayMs] of [
       [1, 500],
       [2, 1_000],
       [3, 2_000],
     ] as const) {
-      sockets.at(-1)!.fail();
-      await vi.advanceTimersByTimeAsync(0);
-      expect(connection.state).toMatchObject({ name: "backoff", attempt, delayMs });
-      await vi.advanceTimersByTimeAsync(delayMs - 1);
-      expect(sockets).toHaveLength(attempt);
-      await vi.advanceTimersByTimeAsync(1);
-      expect(sockets).toHaveLength(attempt + 1);
-      expect(connection.state).toMatchObject({ name: "connecting", attempt, socketId: attempt + 1 });
+      await failAndWaitOut(scripted, attempt, delayMs);
+      expect(scripted.connection.state).toMatchObject({ name: "connecting", attempt, socketId: attempt + 1 });
     }
-    await closeScripted(connection);
+    await closeScripted(scripted.connection);
   });
 
   it("reconnectNow cuts a backoff short, again after the wait it cut would have ended", async () => {
-    const { connection, sockets } = scriptedConnection();
+    const scripted = scriptedConnection();
+    const { connection, sockets } = scripted;
     sockets[0]!.fail();
     await vi.advanceTimersByTimeAsync(0);
     connection.reconnectNow();
@@ -120,13 +142,7 @@ describe("client reconnect timing", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(sockets).toHaveLength(3);
     // and the next wait is the one its state names, in full
-    sockets[2]!.fail();
-    await vi.advanceTimersByTimeAsync(0);
-    expect(connection.state).toMatchObject({ name: "backoff", attempt: 3, delayMs: 2_000 });
-    await vi.advanceTimersByTimeAsync(1_999);
-    expect(sockets).toHaveLength(3);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(sockets).toHaveLength(4);
+    await failAndWaitOut(scripted, 3, 2_000);
     await closeScripted(connection);
   });
 
@@ -142,27 +158,12 @@ describe("client reconnect timing", () => {
   });
 
   it("a socket factory that throws counts as a failed connect: the client backs off and tries again", async () => {
-    const sockets: ScriptedSocket[] = [];
-    let calls = 0;
-    const connection = new Connection({
-      url: "ws://127.0.0.1:9/api/remote.mux",
-      token: "t",
-      socketFactory: () => {
-        calls += 1;
-        // as a browser's WebSocket constructor throws for a URL it will not open
-        if (calls === 1) throw new SyntaxError("bad url");
-        const socket = new ScriptedSocket(undefined);
-        sockets.push(socket);
-        return socket;
-      },
-      backoff: { baseMs: 1_000, capMs: 8_000 },
-      random: () => 0.5,
-      keepAlive: false,
-    });
+    // as a browser's WebSocket constructor throws for a URL it will not open
+    const { connection, sockets } = scriptedConnection(undefined, {}, true);
     await vi.advanceTimersByTimeAsync(0);
     expect(connection.state).toMatchObject({ name: "backoff", attempt: 1, delayMs: 500 });
     await vi.advanceTimersByTimeAsync(500);
-    expect(calls).toBe(2);
+    expect(sockets).toHaveLength(1);
     sockets[0]!.open();
     expect(connection.state.name).toBe("open");
     await closeScripted(connection);

@@ -61,6 +61,15 @@ async function refusableHosts() {
   }
 }
 
+/** B's LISTEN connection cut, with every reconnect attempt held at a gate until `openConnects()`. */
+async function firstReconnectHeld(refusable: { lockOut(): Promise<void> }) {
+  const gate = gateListenConnects();
+  await refusable.lockOut();
+  // the LISTEN connection dropped: the first reconnect attempt waits at the gate
+  await vi.waitFor(() => expect(gate.connecting).toHaveLength(1), WAIT);
+  return gate;
+}
+
 describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
   it("lets a catch-up read that is out finish before it ends its LISTEN connection", async () => {
     const { a, b } = await openHosts();
@@ -116,11 +125,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
     const hosts = await refusableHosts();
     try {
       const { b, refusable, connections } = hosts;
-      const { openConnects, connecting } = gateListenConnects();
-
-      await refusable.lockOut();
-      // the LISTEN connection dropped: the first reconnect attempt waits at the gate
-      await vi.waitFor(() => expect(connecting).toHaveLength(1), WAIT);
+      const { openConnects, connecting } = await firstReconnectHeld(refusable);
       await refusable.letIn();
       await b.close();
       openConnects();
@@ -136,10 +141,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
     const hosts = await refusableHosts();
     try {
       const { b, refusable, connections } = hosts;
-      const { openConnects, connecting } = gateListenConnects();
-
-      await refusable.lockOut();
-      await vi.waitFor(() => expect(connecting).toHaveLength(1), WAIT);
+      const { openConnects, connecting } = await firstReconnectHeld(refusable);
       // a second attempt for the same drop would be due within two backoff steps (< 200 ms) of
       // the first; timers fire in the order they are due, so it would fire before this one
       await sleep(PAST_SECOND_BACKOFF_MS);
@@ -160,7 +162,6 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
     const hosts = await refusableHosts();
     try {
       const { b, refusable } = hosts;
-      const { openConnects, connecting } = gateListenConnects();
       const ended: Promise<unknown>[] = [];
       const end = pg.Client.prototype.end;
       vi.spyOn(pg.Client.prototype, "end").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
@@ -168,9 +169,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: closing", () => {
         if (isListenClient(this)) ended.push(ending);
         return ending;
       } as typeof pg.Client.prototype.end);
-
-      await refusable.lockOut();
-      await vi.waitFor(() => expect(connecting).toHaveLength(1), WAIT);
+      const { openConnects, connecting } = await firstReconnectHeld(refusable);
       await b.close();
       // from here on a reconnect would be a timer: none may be set
       vi.useFakeTimers({ toFake: ["setTimeout"] });

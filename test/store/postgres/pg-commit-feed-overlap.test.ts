@@ -6,7 +6,7 @@ import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-
 import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
-import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
+import { notifiesHandled, type TwoHosts, twoHostsFixture } from "./two-hosts.js";
 
 /**
  * Where a host's own commits and another host's meet in its feed: a local commit that overtook the
@@ -104,6 +104,20 @@ async function followedOnB() {
   return { ...hosts, heard };
 }
 
+/**
+ * A commit of A's (3) whose NOTIFY B has not handled, then B's own (4): B's notice of 4 waits for
+ * a catch-up read of 3, which waits at the gate (`reads.open()`); A's NOTIFYs are held back
+ * (`notifies.release()`).
+ */
+async function localCommitHeld({ a, b }: Pick<TwoHosts, "a" | "b">) {
+  const notifies = holdNotifications();
+  const reads = gateReads(S);
+  await a.append(S, [delta("t", "a3")]);
+  await b.append(S, [delta("t", "b4")]);
+  await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+  return { notifies, reads };
+}
+
 describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of one session", () => {
   it("holds a local commit that overtook another host's NOTIFY until that host's rows were read", async () => {
     const hosts = await followedOnB();
@@ -126,11 +140,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
   it("sends local commits held behind one read in commit order, each after the other host's rows before it", async () => {
     const hosts = await followedOnB();
     const { a, b, heard } = hosts;
-    const notifies = holdNotifications();
-    const reads = gateReads(S);
-    await a.append(S, [delta("t", "a3")]);
-    await b.append(S, [delta("t", "b4")]);
-    await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+    const { notifies, reads } = await localCommitHeld(hosts);
     await a.append(S, [delta("t", "a5")]);
     await b.append(S, [delta("t", "b6")]);
     expect(heard.at(-1)).toBe("append 2");
@@ -162,13 +172,9 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
 
   it("drops a held local commit once the read it waited for found the session deleted", async () => {
     const hosts = await followedOnB();
-    const { a, b, heard } = hosts;
-    const notifies = holdNotifications();
-    const reads = gateReads(S);
-    await a.append(S, [delta("t", "three")]);
-    await b.append(S, [delta("t", "four")]);
+    const { a, heard } = hosts;
     // B's notice of 4 waits for the read of 3, which runs only after the session is gone
-    await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+    const { notifies, reads } = await localCommitHeld(hosts);
     await a.delete(S);
     reads.open();
     await vi.waitFor(() => expect(heard.at(-1)).toBe("delete"), WAIT);
@@ -266,13 +272,9 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
 
   it("announces a clear made between a held local commit and its read before the new epoch's events", async () => {
     const hosts = await followedOnB();
-    const { a, b, heard } = hosts;
-    const notifies = holdNotifications();
-    const reads = gateReads(S);
-    await a.append(S, [delta("t", "a3")]);
-    await b.append(S, [delta("t", "b4")]);
+    const { a, heard } = hosts;
     // B's 4 waits for a read of A's 3, which waits at the gate while A clears and appends
-    await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
+    const { notifies, reads } = await localCommitHeld(hosts);
     await a.clear(S);
     await a.append(S, [delta("t", "new epoch")]);
     reads.open();
