@@ -7,8 +7,22 @@ export const isListenClient = (client: pg.Client) =>
     .application_name === "sessionmux-listen";
 
 /**
+ * Runs every LISTEN connection's `connect` through `around` (given the client and the real connect
+ * to call); other connections connect as they would. The spy is undone by `vi.restoreAllMocks()`.
+ */
+export function aroundListenConnects(
+  around: (client: pg.Client, connect: () => Promise<unknown>) => Promise<unknown>,
+): void {
+  const connect = pg.Client.prototype.connect;
+  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    const call = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    return isListenClient(this) ? around(this, call) : call();
+  } as typeof pg.Client.prototype.connect);
+}
+
+/**
  * Holds every LISTEN connection's `connect` until `openConnects()`; `connecting` has each attempt
- * (other connections connect at once). The spy is undone by `vi.restoreAllMocks()`.
+ * (other connections connect at once).
  */
 export function gateListenConnects(): { openConnects: () => void; connecting: Promise<unknown>[] } {
   let openConnects!: () => void;
@@ -16,24 +30,20 @@ export function gateListenConnects(): { openConnects: () => void; connecting: Pr
     openConnects = resolve;
   });
   const connecting: Promise<unknown>[] = [];
-  const connect = pg.Client.prototype.connect;
-  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const call = () => (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-    if (!isListenClient(this)) return call();
-    const made = gate.then(call);
+  aroundListenConnects((_client, connect) => {
+    const made = gate.then(connect);
     connecting.push(made);
     return made;
-  } as typeof pg.Client.prototype.connect);
+  });
   return { openConnects, connecting };
 }
 
-/** Every LISTEN connection made from now on. The spy is undone by `vi.restoreAllMocks()`. */
+/** Every LISTEN connection made from now on. */
 export function listenClientsMade(): pg.Client[] {
   const made: pg.Client[] = [];
-  const connect = pg.Client.prototype.connect;
-  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    if (isListenClient(this)) made.push(this);
-    return (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-  } as typeof pg.Client.prototype.connect);
+  aroundListenConnects((client, connect) => {
+    made.push(client);
+    return connect();
+  });
   return made;
 }

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, NO_POLL } from "./call-inbox-rows.js";
-import { gateListenConnects, isListenClient, listenClientsMade } from "./listen-connects.js";
+import { aroundListenConnects, gateListenConnects, listenClientsMade } from "./listen-connects.js";
 import { refusableRole } from "./refusable-role.js";
 
 /**
@@ -19,16 +19,13 @@ afterEach(() => {
 /** Counts the LISTEN connects that fail from now on. */
 function failedListenConnects(): { count: number } {
   const failed = { count: 0 };
-  const connect = pg.Client.prototype.connect;
-  vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    const made = (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-    if (isListenClient(this)) {
-      made.catch(() => {
-        failed.count++;
-      });
-    }
+  aroundListenConnects((_client, connect) => {
+    const made = connect();
+    made.catch(() => {
+      failed.count++;
+    });
     return made;
-  } as typeof pg.Client.prototype.connect);
+  });
   return failed;
 }
 
@@ -296,15 +293,10 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: connections", () => {
     const admin = new pg.Client({ connectionString: pgUrl! });
     await admin.connect();
     try {
-      const connect = pg.Client.prototype.connect;
       let refused = 0;
-      vi.spyOn(pg.Client.prototype, "connect").mockImplementation(function (
-        this: pg.Client,
-        ...args: unknown[]
-      ) {
-        if (isListenClient(this) && refused++ === 0) return Promise.reject(new Error("too many connections"));
-        return (connect as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-      } as typeof pg.Client.prototype.connect);
+      aroundListenConnects((_client, connect) =>
+        refused++ === 0 ? Promise.reject(new Error("too many connections")) : connect(),
+      );
       await expect(PgCallInbox.open(refusable.url, { schema: refusable.schema, pollMs: 20 })).rejects.toThrow(
         "too many connections",
       );
