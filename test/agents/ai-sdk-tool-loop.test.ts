@@ -6,8 +6,8 @@ import { defineTool } from "../../src/agents/agent-tool.js";
 import { OpenAIAgent } from "../../src/agents/openai-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
+import { capturedLogger } from "../support/log-capture.js";
 import { chunk, FakeChatCompletions, textReply, toolCallReply } from "./fake-chat-completions.js";
-import { capturedLogger } from "./log-capture.js";
 
 const S = "tools";
 let fake: FakeChatCompletions;

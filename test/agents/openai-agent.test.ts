@@ -4,8 +4,8 @@ import { OpenAIAgent, type OpenAIAgentOptions } from "../../src/agents/openai-ag
 import { createAgent } from "../../src/agents/registry.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
+import { capturedLogger } from "../support/log-capture.js";
 import { chunk, FakeChatCompletions, type Reply, streamed, textReply } from "./fake-chat-completions.js";
-import { capturedLogger } from "./log-capture.js";
 
 const S = "chat";
 let fake: FakeChatCompletions;

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { expect, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
@@ -21,7 +22,13 @@ export interface HostFixture {
 
 /** A real SessionHost on a real SQLite file in a temp folder; no transport. */
 export async function openHost(
-  options: { idleDetachMs?: number; agent?: AgentDriver; dbPath?: string; maxTranscriptBytes?: number } = {},
+  options: {
+    idleDetachMs?: number;
+    agent?: AgentDriver;
+    dbPath?: string;
+    maxTranscriptBytes?: number;
+    logger?: Logger;
+  } = {},
 ): Promise<HostFixture> {
   const dir = options.dbPath ? undefined : tempDir();
   const dbPath = options.dbPath ?? dir!.file("sessions.db");
@@ -35,6 +42,7 @@ export async function openHost(
       metrics,
       ...(idleDetachMs ? { idleDetachMs } : {}),
       ...(options.maxTranscriptBytes ? { maxTranscriptBytes: options.maxTranscriptBytes } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
     });
     await host.start();
     return { host, store, metrics };

@@ -175,6 +175,11 @@ describe("live state across a restart", () => {
         expect(userTexts(await readLog(fx.store, S))).toEqual(["/approve wipe", "then this", "and this"]),
       { timeout: 10_000 },
     );
+    // the cancel ends the parked turn alone: the queued prompts it frees run to completion
+    await vi.waitFor(async () => {
+      const ends = (await readLog(fx.store, S)).flatMap((e) => (e.type === "turn/end" ? [e.data.state] : []));
+      expect(ends).toEqual(["cancelled", "completed", "completed"]);
+    });
   });
 
   test("queue edits, removals and clears are durable", async () => {

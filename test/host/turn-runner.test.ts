@@ -1,0 +1,242 @@
+import { afterEach, describe, expect, test, vi } from "vitest";
+import type { SessionEvent } from "../../protocol/index.js";
+import type { ControlDelta } from "../../src/host/live/live-state.js";
+import { ADMIN } from "../../src/host/principal.js";
+import type { AppendOptions } from "../../src/store/session-store.js";
+import { capturedLogger } from "../support/log-capture.js";
+import { demoAgentWith, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+
+/** How the turn runner opens, closes and hands on turns when the store or the agent answers unusually. */
+
+let fx: HostFixture;
+afterEach(async () => fx?.dispose());
+
+const S = "runner";
+
+/** A promise with its resolver, to hold an agent or a store write until the test lets it go. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+/** An agent whose turn waits for `release` when its prompt is "wait"; every other turn completes. */
+function heldAgent() {
+  const held = gate();
+  const agent = demoAgentWith("held", async (turn) => {
+    if (turn.prompt.text === "wait") await held.promise;
+    return { state: "completed" };
+  });
+  return { agent, release: held.open };
+}
+
+/** Runs `before` inside the store's append, ahead of the write, for the first append `matches` picks. */
+function beforeAppend(
+  f: HostFixture,
+  matches: (events: { type: string }[], options: AppendOptions | undefined) => boolean,
+  before: () => Promise<void>,
+) {
+  const append = f.store.append.bind(f.store);
+  let done = false;
+  vi.spyOn(f.store, "append").mockImplementation(async (sessionId, events, options) => {
+    if (!done && matches(events, options)) {
+      done = true;
+      await before();
+    }
+    return append(sessionId, events, options);
+  });
+}
+
+const prompt = (text: string, clientMessageId = text.replace(/[^A-Za-z0-9_-]/g, "-")) =>
+  fx.host.call(ADMIN, "session.prompt", { sessionId: S, text, clientMessageId });
+
+const userTexts = (log: SessionEvent[]) =>
+  log.flatMap((e) => (e.type === "user/message" ? [e.data.text] : []));
+const turnEnds = (log: SessionEvent[]) => log.flatMap((e) => (e.type === "turn/end" ? [e.data] : []));
+
+async function waitForTurnEnds(count: number): Promise<SessionEvent[]> {
+  return vi.waitFor(
+    async () => {
+      const log = await readLog(fx.store, S);
+      expect(turnEnds(log)).toHaveLength(count);
+      return log;
+    },
+    { timeout: 10_000, interval: 10 },
+  );
+}
+
+describe("a failed turn", () => {
+  test("records what failed: a thrown value as text, an Error's name when its message is empty, 'turn failed' when nothing is said; the owner is told each", async () => {
+    const agent = demoAgentWith("failing", async (turn) => {
+      switch (turn.prompt.text) {
+        case "thrown string":
+          throw "plain words";
+        case "empty Error":
+          throw new Error("");
+        case "empty TypeError":
+          throw new TypeError("");
+        case "Error":
+          throw new Error("said so");
+        case "failed, silent":
+          return { state: "failed", error: "" };
+        default:
+          return { state: "failed", error: "quota" };
+      }
+    });
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const told: string[] = [];
+    fx.host.subscribeNotifications(ADMIN, (n) => {
+      if (n.name === "agent.error") told.push(n.value.message);
+    });
+    const ends: unknown[] = [];
+    for (const text of [
+      "thrown string",
+      "empty Error",
+      "empty TypeError",
+      "Error",
+      "failed, silent",
+      "failed",
+    ]) {
+      const r = await prompt(text);
+      ends.push((await turnEvents(fx.store, S, r.turnId!)).at(-1)?.data);
+    }
+    const errors = ["plain words", "Error", "TypeError", "said so", "turn failed", "quota"];
+    expect(ends).toEqual(errors.map((error) => ({ turnId: expect.any(String), state: "failed", error })));
+    await vi.waitFor(() => expect(told).toEqual(errors));
+  });
+});
+
+describe("opening a turn meets a store that changed since the host looked", () => {
+  test("a prompt another writer queued under the same key in between answers that writer's record; its item then runs once, from the queue", async () => {
+    fx = await openHost();
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    beforeAppend(
+      fx,
+      (_events, options) => options?.prompt !== undefined,
+      async () => {
+        const other = await fx.store.enqueuePrompt({
+          sessionId: S,
+          itemId: "queued-elsewhere",
+          queuedAt: Date.now(),
+          input: { clientMessageId: "k", text: "raced" },
+        });
+        expect(other.status).toBe("queued");
+      },
+    );
+    expect(await prompt("raced", "k")).toEqual({ queued: true, itemId: "queued-elsewhere" });
+    const log = await waitForTurnEnds(1);
+    const starts = log.flatMap((e) => (e.type === "turn/start" ? [e.data.trigger] : []));
+    expect(starts).toEqual(["queue"]);
+    expect(userTexts(log)).toEqual(["raced"]);
+    expect(fx.host.live.queue(S)).toEqual([]);
+  });
+
+  test("a queued prompt removed between its choice and its append starts nothing and warns nobody; the next one runs", async () => {
+    const log = capturedLogger();
+    const { agent, release } = heldAgent();
+    fx = await openHost({ agent, logger: log.logger });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await prompt("wait");
+    const gone = await prompt("gone");
+    expect(await prompt("next")).toMatchObject({ queued: true });
+    beforeAppend(
+      fx,
+      (_events, options) => options?.dequeue?.itemId === gone.itemId,
+      async () => {
+        expect((await fx.store.removeQueueItem(S, gone.itemId!)).status).toBe("ok");
+      },
+    );
+    release();
+    const events = await waitForTurnEnds(2);
+    expect(userTexts(events)).toEqual(["wait", "next"]);
+    expect(turnEnds(events).map((e) => e.state)).toEqual(["completed", "completed"]);
+    expect(fx.host.live.queue(S)).toEqual([]);
+    expect(log.lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
+  });
+
+  test("a session deleted between the prompt's check and its append refuses it session_retired; no agent runs", async () => {
+    let ran = 0;
+    const agent = demoAgentWith("counting", async () => {
+      ran++;
+      return { state: "completed" };
+    });
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    beforeAppend(
+      fx,
+      (events) => events[0]?.type === "turn/start",
+      async () => {
+        expect((await fx.store.delete(S)).status).toBe("deleted");
+      },
+    );
+    expect((await errorCode(() => prompt("too late"))).code).toBe("session_retired");
+    expect(ran).toBe(0);
+  });
+});
+
+describe("between one turn and the next", () => {
+  test("the agent is not reported idle while a prompt is still being queued: running through to the queued turn, idle once after it", async () => {
+    const { agent, release } = heldAgent();
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const states: string[] = [];
+    fx.host.live.subscribe((d: ControlDelta) => {
+      if (d.kind === "agent" && d.sessionId === S) states.push(d.state);
+    });
+    const first = await prompt("wait");
+    // the second prompt's queue write is held until the first turn is over
+    const enqueue = fx.store.enqueuePrompt.bind(fx.store);
+    const entered = gate();
+    const held = gate();
+    vi.spyOn(fx.store, "enqueuePrompt").mockImplementation(async (input) => {
+      entered.open();
+      await held.promise;
+      return enqueue(input);
+    });
+    const second = prompt("queued while the turn ended");
+    await entered.promise;
+    release();
+    await turnEvents(fx.store, S, first.turnId!);
+    // the first turn's release runs in microtasks after its turn/end commits
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(states).not.toContain("idle");
+    held.open();
+    expect(await second).toMatchObject({ queued: true });
+    const log = await waitForTurnEnds(2);
+    expect(userTexts(log)).toEqual(["wait", "queued while the turn ended"]);
+    await vi.waitFor(() => expect(states.at(-1)).toBe("idle"));
+    expect(states).toEqual(["attached", "running", "idle"]);
+  });
+
+  test("a steer after the agent returned, before its turn/end commits, leaves the queue's order alone; the items run in it", async () => {
+    const { agent } = heldAgent();
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const closing = gate();
+    const held = gate();
+    beforeAppend(
+      fx,
+      (events) => events[0]?.type === "turn/end",
+      async () => {
+        closing.open();
+        await held.promise;
+      },
+    );
+    await prompt("first");
+    await closing.promise;
+    const c = await prompt("c");
+    const b = await prompt("b");
+    const { items } = await fx.host.call(ADMIN, "session.updateQueue", {
+      sessionId: S,
+      op: { steer: true, itemId: b.itemId! },
+    });
+    expect(items.map((i) => i.itemId)).toEqual([c.itemId, b.itemId]);
+    held.open();
+    const log = await waitForTurnEnds(3);
+    expect(userTexts(log)).toEqual(["first", "c", "b"]);
+    expect(log.filter((e) => e.type === "user/message" && e.data.interjection)).toEqual([]);
+  });
+});
