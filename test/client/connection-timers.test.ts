@@ -22,7 +22,11 @@ class ScriptedSocket implements WebSocketLike {
   readonly sent: { type: string; id?: number }[] = [];
   closedWith: [number | undefined, string | undefined] | undefined;
 
-  constructor(private readonly status: number | undefined) {}
+  constructor(
+    private readonly status: number | undefined,
+    /** The token the client made this socket with. */
+    readonly token?: string,
+  ) {}
 
   send(data: Uint8Array): void {
     this.sent.push(decodeFrame(data) as { type: string; id?: number });
@@ -62,10 +66,10 @@ function scriptedConnection(
   const connection = new Connection({
     url: "ws://127.0.0.1:9/api/remote.mux",
     token: "t",
-    socketFactory: () => {
+    socketFactory: (_url, token) => {
       calls += 1;
       if (factoryThrowsFirst && calls === 1) throw new SyntaxError("bad url");
-      const socket = new ScriptedSocket(status);
+      const socket = new ScriptedSocket(status, token);
       sockets.push(socket);
       return socket;
     },
@@ -146,6 +150,19 @@ describe("client reconnect timing", () => {
     await closeScripted(connection);
   });
 
+  it("a new token during a backoff is used at the next attempt, which still waits the backoff out", async () => {
+    const scripted = scriptedConnection();
+    const { connection, sockets } = scripted;
+    sockets[0]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    connection.setToken("fresh");
+    await vi.advanceTimersByTimeAsync(499);
+    expect(sockets).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sockets.map((socket) => socket.token)).toEqual(["t", "fresh"]);
+    await closeScripted(connection);
+  });
+
   it("a refused connection waits for the caller with no timer pending, however long", async () => {
     const { connection, sockets } = scriptedConnection(401);
     sockets[0]!.fail();
@@ -171,6 +188,19 @@ describe("client reconnect timing", () => {
 });
 
 describe("client keepalive on a socket that cannot ping", () => {
+  it("turned off, never probes a quiet socket nor drops it, however long it stays quiet", async () => {
+    const { connection, sockets } = scriptedConnection(undefined, { keepAlive: false });
+    const socket = sockets[0]!;
+    socket.open();
+    await connection.whenOpen();
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(socket.sent).toEqual([]);
+    expect(socket.closedWith).toBeUndefined();
+    expect(connection.state.name).toBe("open");
+    await closeScripted(connection);
+  });
+
   it("probes a quiet socket with a frame whose id nothing else uses, and drops it when nothing answers", async () => {
     const keepAlive = { intervalMs: 10_000, pongTimeoutMs: 5_000 };
     const { connection, sockets } = scriptedConnection(undefined, { keepAlive });

@@ -51,6 +51,8 @@ describe.each(kinds)("client keepalive, %s", (_kind, make) => {
     await vi.waitFor(() => expect(proxy.accepted).toBeGreaterThanOrEqual(2), { timeout: 15_000 });
     await vi.waitFor(() => expect(client.state.name).toBe("open"));
     expect(states.some((s) => s.name === "backoff")).toBe(true);
+    // the dead path's socket is torn down at once, not left closing until a handshake times out (30 s)
+    await vi.waitFor(() => expect(proxy.open).toBe(1), { timeout: 5_000 });
     const { seq } = await admin.call("session.rename", { sessionId: "ka", title: "after silence" });
     await vi.waitFor(() =>
       expect(updates.some((u) => u.kind === "events" && u.events.some((e) => e.seq === seq))).toBe(true),

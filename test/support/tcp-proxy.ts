@@ -16,11 +16,14 @@ export interface TcpProxy {
   readonly cuts: number;
   /** Connections accepted so far. */
   readonly accepted: number;
+  /** Connections the client side has not closed yet (a silenced one counts until its client closes it). */
+  readonly open: number;
   /** Destroys every forwarded connection now (both sides); new connections are still accepted. */
   cutAll(): number;
   /**
    * Stops forwarding on every current connection without closing it, as a dead network path does:
    * both TCP connections stay established and nothing more arrives. New connections still work.
+   * What the client sends is read and dropped, so its close is still seen (`open`).
    */
   silenceAll(): number;
   /** Cuts everything at random pauses in [minMs, maxMs]; resolves after `count` cuts or `stop()`. */
@@ -91,7 +94,7 @@ export async function startTcpProxy(
     for (const { client, upstream } of pairs) {
       client.unpipe(upstream);
       upstream.unpipe(client);
-      client.pause();
+      client.on("data", () => undefined).resume();
       upstream.pause();
     }
     return pairs.size;
@@ -111,6 +114,9 @@ export async function startTcpProxy(
     },
     get accepted() {
       return accepted;
+    },
+    get open() {
+      return pairs.size;
     },
     cutAll,
     silenceAll,
