@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import {
   ALICE,
@@ -76,6 +76,42 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(b.host.leases?.lease(sessionId)?.hostId).toBe("host-b");
     const ends = (await readLog(b.store, sessionId)).filter((e) => e.type === "turn/end");
     expect(ends).toHaveLength(1);
+  });
+
+  it("a prompt whose opening append is fenced (the lease ran out while it was prepared) runs on the host that took the session", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const sessionId = await createSession(a.host);
+    const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
+    expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
+    // A stops renewing; its next turn's opening append waits until B has taken the expired lease
+    a.host.leases?.stopRenewals();
+    const append = a.store.append.bind(a.store);
+    let held = false;
+    vi.spyOn(a.store, "append").mockImplementation(async (id, events, options) => {
+      if (!held && events[0]?.type === "turn/start") {
+        held = true;
+        await expect
+          .poll(async () => (await b.host.leases!.acquire(sessionId)).status, {
+            timeout: 30_000,
+            interval: 200,
+          })
+          .toBe("acquired");
+      }
+      return append(id, events, options);
+    });
+    const moved = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("moved") });
+    expect(held).toBe(true);
+    expect(moved.queued).toBe(false);
+    expect(await turnEnd(b.store, sessionId, moved.turnId!)).toBe("completed");
+    // A learnt from the refused append that the session is no longer its own
+    expect(a.host.leases?.lease(sessionId)).toBeUndefined();
+    await expect
+      .poll(() => a.host.live.agents().filter((agent) => agent.sessionId === sessionId))
+      .toEqual([expect.objectContaining({ hostId: "host-b" })]);
+    const log = await readLog(b.store, sessionId);
+    expect(log.filter((e) => e.type === "turn/start")).toHaveLength(2);
+    expect(log.flatMap((e) => (e.type === "user/message" ? [e.data.text] : []))).toEqual(["on a", "moved"]);
   });
 
   it("a host starting beside a live owner leaves that owner's running turn alone", async () => {
