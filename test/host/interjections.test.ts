@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, test, vi } from "vitest";
+import type { SessionEvent } from "../../protocol/index.js";
+import { ADMIN } from "../../src/host/principal.js";
+import {
+  assistantText,
+  demoAgentWith,
+  type HostFixture,
+  openHost,
+  readLog,
+  turnEvents,
+} from "./host-fixture.js";
+
+/** Prompts steered into a running turn, and what the agent takes when the queue changed under it. */
+
+let fx: HostFixture;
+afterEach(async () => fx?.dispose());
+
+const S = "steered";
+
+/** An agent whose "run" turn waits for `release`, then takes its interjections and says which. */
+function takingAgent() {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const agent = demoAgentWith("taking", async (turn) => {
+    if (turn.prompt.text === "run") {
+      await held;
+      const taken = await turn.takeInterjections();
+      await turn.emit({ type: "assistant/delta", text: `taken: ${taken.join(",")}` });
+    }
+    return { state: "completed" };
+  });
+  return { agent, release };
+}
+
+const prompt = (text: string) =>
+  fx.host.call(ADMIN, "session.prompt", { sessionId: S, text, clientMessageId: text });
+
+const interjected = (events: SessionEvent[]) =>
+  events.filter((e) => e.type === "user/message" && e.data.interjection === true);
+
+async function steeredWhileHeld(): Promise<{ turnId: string; itemId: string; release: () => void }> {
+  const { agent, release } = takingAgent();
+  fx = await openHost({ agent });
+  await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+  const running = await prompt("run");
+  const queued = await prompt("steer-me");
+  await fx.host.call(ADMIN, "session.updateQueue", {
+    sessionId: S,
+    op: { steer: true, itemId: queued.itemId! },
+  });
+  return { turnId: running.turnId!, itemId: queued.itemId!, release };
+}
+
+describe("interjections the agent takes", () => {
+  test("a steered item is taken once: recorded in the turn and off the queue", async () => {
+    const { turnId, release } = await steeredWhileHeld();
+    release();
+    const events = await turnEvents(fx.store, S, turnId);
+    expect(assistantText(events)).toBe("taken: steer-me");
+    expect(interjected(events)).toHaveLength(1);
+    expect(fx.host.live.queue(S)).toEqual([]);
+  });
+
+  test("a steered item removed before the agent takes it is not taken, and the turn goes on", async () => {
+    const { turnId, itemId, release } = await steeredWhileHeld();
+    await fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { remove: true, itemId } });
+    release();
+    const events = await turnEvents(fx.store, S, turnId);
+    expect(assistantText(events)).toBe("taken: ");
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
+    expect(interjected(await readLog(fx.store, S))).toEqual([]);
+  });
+
+  test("a steered item removed between the agent's look and its append is not reported taken", async () => {
+    const { turnId, itemId, release } = await steeredWhileHeld();
+    const append = fx.store.append.bind(fx.store);
+    let raced = false;
+    vi.spyOn(fx.store, "append").mockImplementation(async (sessionId, events, options) => {
+      if (!raced && options?.dequeue?.itemId === itemId) {
+        raced = true;
+        expect((await fx.store.removeQueueItem(S, itemId)).status).toBe("ok");
+      }
+      return append(sessionId, events, options);
+    });
+    release();
+    const events = await turnEvents(fx.store, S, turnId);
+    expect(raced).toBe(true);
+    expect(assistantText(events)).toBe("taken: ");
+    expect(interjected(await readLog(fx.store, S))).toEqual([]);
+    expect(fx.host.live.queue(S)).toEqual([]);
+  });
+});
