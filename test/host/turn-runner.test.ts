@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
+import type { AgentDriver, TurnContext } from "../../src/agents/agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
+import { TurnStopped } from "../../src/host/live-session.js";
 import { ADMIN } from "../../src/host/principal.js";
 import type { AppendOptions } from "../../src/store/session-store.js";
 import { capturedLogger } from "../support/log-capture.js";
@@ -81,6 +83,8 @@ describe("a failed turn", () => {
           throw new Error("said so");
         case "failed, silent":
           return { state: "failed", error: "" };
+        case "fine":
+          return { state: "completed" };
         default:
           return { state: "failed", error: "quota" };
       }
@@ -90,6 +94,11 @@ describe("a failed turn", () => {
     const told: string[] = [];
     fx.host.subscribeNotifications(ADMIN, (n) => {
       if (n.name === "agent.error") told.push(n.value.message);
+    });
+    const fine = await prompt("fine");
+    expect((await turnEvents(fx.store, S, fine.turnId!)).at(-1)?.data).toEqual({
+      turnId: fine.turnId,
+      state: "completed",
     });
     const ends: unknown[] = [];
     for (const text of [
@@ -103,6 +112,7 @@ describe("a failed turn", () => {
       const r = await prompt(text);
       ends.push((await turnEvents(fx.store, S, r.turnId!)).at(-1)?.data);
     }
+    // the completed turn told nobody anything
     const errors = ["plain words", "Error", "TypeError", "said so", "turn failed", "quota"];
     expect(ends).toEqual(errors.map((error) => ({ turnId: expect.any(String), state: "failed", error })));
     await vi.waitFor(() => expect(told).toEqual(errors));
@@ -238,5 +248,64 @@ describe("between one turn and the next", () => {
     const log = await waitForTurnEnds(3);
     expect(userTexts(log)).toEqual(["first", "c", "b"]);
     expect(log.filter((e) => e.type === "user/message" && e.data.interjection)).toEqual([]);
+  });
+});
+
+describe("cancel", () => {
+  /** An agent whose "run" turns, and every continued turn, wait until their signal aborts. */
+  function abortableAgent() {
+    const seen: { prompt: TurnContext["prompt"]; reason: unknown }[] = [];
+    const entered = gate();
+    const untilAborted = async (turn: TurnContext) => {
+      const record = { prompt: turn.prompt, reason: undefined as unknown };
+      seen.push(record);
+      entered.open();
+      await new Promise((resolve) => turn.signal.addEventListener("abort", resolve));
+      record.reason = turn.signal.reason;
+      return { state: "cancelled" as const };
+    };
+    const agent: AgentDriver = {
+      ...demoAgentWith("abortable", (turn, demo) =>
+        turn.prompt.text === "run" ? untilAborted(turn) : demo.runTurn(turn),
+      ),
+      continueTurn: (turn) => untilAborted(turn),
+    };
+    return { agent, seen, entered: entered.promise };
+  }
+
+  const stoppedBy = (reason: unknown) => (reason instanceof TurnStopped ? reason.stop : reason);
+
+  test("of a running turn stops its agent: the signal aborts with the reason cancel, the turn ends cancelled once", async () => {
+    const abortable = abortableAgent();
+    fx = await openHost({ agent: abortable.agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const running = await prompt("run");
+    await abortable.entered;
+    expect(await fx.host.call(ADMIN, "session.cancel", { sessionId: S })).toEqual({ cancelled: true });
+    await waitForTurnEnds(1);
+    expect(abortable.seen.map((s) => stoppedBy(s.reason))).toEqual(["cancel"]);
+    expect(turnEnds(await readLog(fx.store, S))).toEqual([{ turnId: running.turnId, state: "cancelled" }]);
+  });
+
+  test("of a parked turn continued after its answers stops the continuing agent, which was given an empty prompt", async () => {
+    const abortable = abortableAgent();
+    fx = await openHost({ agent: abortable.agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const asked = await prompt("/ask proceed?");
+    await vi.waitFor(() => expect(fx.host.live.interactions()).toHaveLength(1));
+    await fx.restart();
+    const [question] = fx.host.live.interactions();
+    await fx.host.call(ADMIN, "session.respond", {
+      interactionId: question!.interactionId,
+      response: { answer: "yes" },
+    });
+    await abortable.entered;
+    expect(await fx.host.call(ADMIN, "session.cancel", { sessionId: S })).toEqual({ cancelled: true });
+    await waitForTurnEnds(1);
+    expect(abortable.seen).toEqual([
+      { prompt: { text: "", attachments: [] }, reason: expect.any(TurnStopped) },
+    ]);
+    expect(stoppedBy(abortable.seen[0]!.reason)).toBe("cancel");
+    expect(turnEnds(await readLog(fx.store, S))).toEqual([{ turnId: asked.turnId, state: "cancelled" }]);
   });
 });
