@@ -114,6 +114,76 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(log.flatMap((e) => (e.type === "user/message" ? [e.data.text] : []))).toEqual(["on a", "moved"]);
   });
 
+  it("a turn that ends after its lease was taken, its host not yet told, lands no turn/end of its own: the store refuses it", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const sessionId = await createSession(a.host);
+    a.host.leases?.stopRenewals();
+    const append = a.store.append.bind(a.store);
+    const closes: string[] = [];
+    vi.spyOn(a.store, "append").mockImplementation(async (id, events, options) => {
+      const closing = events[0]?.type === "turn/end";
+      if (closing && closes.length === 0) {
+        await expect
+          .poll(async () => (await b.host.leases!.acquire(sessionId)).status, {
+            timeout: 30_000,
+            interval: 200,
+          })
+          .toBe("acquired");
+      }
+      const outcome = await append(id, events, options);
+      if (closing) closes.push(outcome.status);
+      return outcome;
+    });
+    const short = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("short") });
+    await expect.poll(() => closes, { timeout: 30_000 }).toEqual(["fenced"]);
+    // the only close of the turn is the new owner's, as interrupted: A's "completed" never landed
+    await expect
+      .poll(async () =>
+        (await readLog(b.store, sessionId)).flatMap((e) => (e.type === "turn/end" ? [e.data] : [])),
+      )
+      .toEqual([{ turnId: short.turnId, state: "interrupted" }]);
+    await expect.poll(() => a.host.leases?.lease(sessionId)).toBeUndefined();
+  });
+
+  it("a prompt whose host learns, while storing its attachment, that the session moved appends nothing there and runs on the new owner", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const sessionId = await createSession(a.host);
+    const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
+    expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
+    a.host.leases?.stopRenewals();
+    const put = a.store.putAttachment.bind(a.store);
+    let moved = false;
+    vi.spyOn(a.store, "putAttachment").mockImplementation(async (input) => {
+      if (!moved) {
+        moved = true;
+        await expect
+          .poll(async () => (await b.host.leases!.acquire(sessionId)).status, {
+            timeout: 30_000,
+            interval: 200,
+          })
+          .toBe("acquired");
+        await expect.poll(() => a.host.leases?.lease(sessionId), { timeout: 30_000 }).toBeUndefined();
+      }
+      return put(input);
+    });
+    const withFile = await a.host.call(ALICE, "session.prompt", {
+      sessionId,
+      ...prompt("with a file"),
+      attachments: [{ name: "a.txt", type: "text/plain", bytes: new Uint8Array([1, 2, 3]) }],
+    });
+    expect(moved).toBe(true);
+    expect(withFile.queued).toBe(false);
+    expect(await turnEnd(b.store, sessionId, withFile.turnId!)).toBe("completed");
+    const log = await readLog(b.store, sessionId);
+    expect(log.filter((e) => e.type === "turn/start")).toHaveLength(2);
+    expect(log.flatMap((e) => (e.type === "user/message" ? [e.data.text] : []))).toEqual([
+      "on a",
+      "with a file",
+    ]);
+  });
+
   it("a host starting beside a live owner leaves that owner's running turn alone", async () => {
     cluster = await openCluster(1);
     const a = cluster.hosts[0]!;
