@@ -111,7 +111,8 @@ export class TurnRunner {
 
   /**
    * Every interaction of a parked turn is answered: the agent continues it (`continueTurn`), or,
-   * without that, the turn is closed as interrupted. Runs at most once per parked turn.
+   * without that (or when its answers cannot be read), the turn is closed as interrupted. Runs at
+   * most once per parked turn.
    */
   async continueParked(session: LiveSession, turnId: string): Promise<void> {
     const turn = session.turn;
@@ -130,7 +131,9 @@ export class TurnRunner {
         agent.continueTurn ? agent.continueTurn(c, answers) : Promise.resolve("interrupted" as const),
       );
     } catch (err) {
+      // its answers could not be read: the turn cannot go on, so it is closed before the next starts
       this.#deps.logger.error({ err, sessionId: session.sessionId }, "a parked turn could not continue");
+      await this.#close(session, turn, { turnId, state: "interrupted" });
       this.#release(session, turn);
     }
   }

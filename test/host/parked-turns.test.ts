@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, test } from "vitest";
+import { afterEach, describe, expect, test, vi } from "vitest";
 import { ADMIN } from "../../src/host/principal.js";
+import { capturedLogger } from "../support/log-capture.js";
 import {
   assistantText,
   demoAgentWith,
@@ -54,6 +55,28 @@ describe("parked turns after a restart", () => {
     const events = await turnEvents(fx.store, S, "t");
     expect(assistantText(events)).toBe("Denied: deployYou answered: eu");
     expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
+  });
+
+  test("a turn whose answers cannot be read is closed as interrupted, told in the log; the queued prompt then runs", async () => {
+    const log = capturedLogger();
+    fx = await openHost({ logger: log.logger });
+    await parkedTurn(fx, "t", [{ interactionId: "i", kind: "question", question: "which?" }]);
+    await fx.restart();
+    const queued = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "next",
+      clientMessageId: "n",
+    });
+    expect(queued.queued).toBe(true);
+    vi.spyOn(fx.store, "turnInteractions").mockRejectedValueOnce(new Error("read failed"));
+    await fx.host.call(ADMIN, "session.respond", { interactionId: "i", response: { answer: "eu" } });
+    const events = await turnEvents(fx.store, S, "t");
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { turnId: "t", state: "interrupted" } });
+    expect(log.lines.filter((l) => l.msg === "a parked turn could not continue")).toHaveLength(1);
+    await vi.waitFor(async () => {
+      const ends = (await readLog(fx.store, S)).flatMap((e) => (e.type === "turn/end" ? [e.data.state] : []));
+      expect(ends).toEqual(["interrupted", "completed"]);
+    });
   });
 
   test("a driver without continueTurn has the answered turn closed as interrupted", async () => {
