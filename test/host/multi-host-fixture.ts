@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { inject, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
+import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
@@ -34,7 +35,12 @@ export interface Cluster {
 /** `count` SessionHosts in this process, each with its own store and inbox on one fresh schema. */
 export async function openCluster(
   count: number,
-  options: { leaseTtlMs?: number; logger?: (hostId: string) => Logger } = {},
+  options: {
+    leaseTtlMs?: number;
+    logger?: (hostId: string) => Logger;
+    /** Each host's agent; the demo agent by default. */
+    agent?: (hostId: string) => AgentDriver;
+  } = {},
 ): Promise<Cluster> {
   const url = pgUrl;
   if (!url) throw new Error("no PostgreSQL");
@@ -47,7 +53,7 @@ export async function openCluster(
     const logger = options.logger?.(id);
     const host = new SessionHost({
       store,
-      agent: new DemoAgent(),
+      agent: options.agent?.(id) ?? new DemoAgent(),
       hostId: id,
       ...(logger ? { logger } : {}),
       cluster: { inbox, ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}) },

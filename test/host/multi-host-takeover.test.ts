@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
+import { demoAgentWith } from "./host-fixture.js";
 import {
   ALICE,
   type Cluster,
@@ -182,6 +184,51 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       "on a",
       "with a file",
     ]);
+  });
+
+  it("a cancelled turn whose agent is still unwinding when its host loses the lease lands no turn/end of its own", async () => {
+    let unwound!: () => void;
+    const unwinding = new Promise<void>((resolve) => {
+      unwound = resolve;
+    });
+    let aborted = false;
+    // on A, the agent takes its time to stop: it returns only once the test lets it
+    const slowToStop = demoAgentWith("slow-to-stop", async (turn) => {
+      await new Promise((resolve) => turn.signal.addEventListener("abort", resolve));
+      aborted = true;
+      await unwinding;
+      return { state: "cancelled" };
+    });
+    cluster = await openCluster(2, {
+      leaseTtlMs: TTL_MS,
+      agent: (hostId) => (hostId === "host-a" ? slowToStop : new DemoAgent()),
+    });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const sessionId = await createSession(a.host);
+    const running = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("run") });
+    expect(await a.host.call(ALICE, "session.cancel", { sessionId })).toEqual({ cancelled: true });
+    await expect.poll(() => aborted).toBe(true);
+    a.host.leases?.stopRenewals();
+    await expect
+      .poll(async () => (await b.host.leases!.acquire(sessionId)).status, { timeout: 30_000, interval: 200 })
+      .toBe("acquired");
+    await expect.poll(() => a.host.leases?.lease(sessionId), { timeout: 30_000 }).toBeUndefined();
+    const closesTried: unknown[] = [];
+    const append = a.store.append.bind(a.store);
+    vi.spyOn(a.store, "append").mockImplementation(async (id, events, options) => {
+      if (events.some((e) => e.type === "turn/end")) closesTried.push(events);
+      return append(id, events, options);
+    });
+    unwound();
+    // A's turn runs to its end in the microtasks after the agent returns: no write is even tried
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closesTried).toEqual([]);
+    // the new owner closes the turn as interrupted
+    await expect
+      .poll(async () =>
+        (await readLog(b.store, sessionId)).flatMap((e) => (e.type === "turn/end" ? [e.data] : [])),
+      )
+      .toEqual([{ turnId: running.turnId, state: "interrupted" }]);
   });
 
   it("a host starting beside a live owner leaves that owner's running turn alone", async () => {
