@@ -186,7 +186,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     ]);
   });
 
-  it("a cancelled turn whose agent is still unwinding when its host loses the lease lands no turn/end of its own", async () => {
+  it("a cancelled turn whose agent is still unwinding when its host loses the lease tries no turn/end of its own", async () => {
     let unwound!: () => void;
     const unwinding = new Promise<void>((resolve) => {
       unwound = resolve;
