@@ -18,6 +18,15 @@ const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 /** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
 
+type Host = Cluster["hosts"][0];
+
+/** Waits until `host` has taken the session's lease, once the owner's has run out. */
+function takes(host: Host, sessionId: string): Promise<void> {
+  return expect
+    .poll(async () => (await host.host.leases!.acquire(sessionId)).status, { timeout: 30_000, interval: 200 })
+    .toBe("acquired");
+}
+
 // without a database the global setup says the PostgreSQL part did not run (and fails under CI=true)
 describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database", () => {
   let cluster: Cluster | undefined;
@@ -26,12 +35,23 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     cluster = undefined;
   });
 
+  /** Two hosts; a session A owns after one completed turn ("on a"); A no longer renews its lease. */
+  async function ownedByAUnrenewed(): Promise<{ a: Host; b: Host; sessionId: string }> {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
+    expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
+    a.host.leases?.stopRenewals();
+    return { a, b, sessionId };
+  }
+
   it("cannot append any more (fenced), and the next prompt runs on the host that took over", async () => {
     const lines: string[] = [];
     const logger = (hostId: string) =>
       pino({ base: { host: hostId } }, { write: (line: string) => lines.push(line) });
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS, logger });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     // a paused host: its renewals stop, its agent keeps running and trying to append
@@ -58,7 +78,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a turn parked on a question stays parked through the takeover, and continues on the new owner", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const asked = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
     await expect
@@ -81,24 +101,14 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a prompt whose opening append is fenced (the lease ran out while it was prepared) runs on the host that took the session", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
-    const sessionId = await createSession(a.host);
-    const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
-    expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
-    // A stops renewing; its next turn's opening append waits until B has taken the expired lease
-    a.host.leases?.stopRenewals();
+    const { a, b, sessionId } = await ownedByAUnrenewed();
+    // A's next turn's opening append waits until B has taken the expired lease
     const append = a.store.append.bind(a.store);
     let held = false;
     vi.spyOn(a.store, "append").mockImplementation(async (id, events, options) => {
       if (!held && events[0]?.type === "turn/start") {
         held = true;
-        await expect
-          .poll(async () => (await b.host.leases!.acquire(sessionId)).status, {
-            timeout: 30_000,
-            interval: 200,
-          })
-          .toBe("acquired");
+        await takes(b, sessionId);
       }
       return append(id, events, options);
     });
@@ -118,7 +128,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a turn that ends after its lease was taken, its host not yet told, lands no turn/end of its own: the store refuses it", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     a.host.leases?.stopRenewals();
     const append = a.store.append.bind(a.store);
@@ -126,12 +136,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     vi.spyOn(a.store, "append").mockImplementation(async (id, events, options) => {
       const closing = events[0]?.type === "turn/end";
       if (closing && closes.length === 0) {
-        await expect
-          .poll(async () => (await b.host.leases!.acquire(sessionId)).status, {
-            timeout: 30_000,
-            interval: 200,
-          })
-          .toBe("acquired");
+        await takes(b, sessionId);
       }
       const outcome = await append(id, events, options);
       if (closing) closes.push(outcome.status);
@@ -149,23 +154,13 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a prompt whose host learns, while storing its attachment, that the session moved appends nothing there and runs on the new owner", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
-    const sessionId = await createSession(a.host);
-    const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
-    expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
-    a.host.leases?.stopRenewals();
+    const { a, b, sessionId } = await ownedByAUnrenewed();
     const put = a.store.putAttachment.bind(a.store);
     let moved = false;
     vi.spyOn(a.store, "putAttachment").mockImplementation(async (input) => {
       if (!moved) {
         moved = true;
-        await expect
-          .poll(async () => (await b.host.leases!.acquire(sessionId)).status, {
-            timeout: 30_000,
-            interval: 200,
-          })
-          .toBe("acquired");
+        await takes(b, sessionId);
         await expect.poll(() => a.host.leases?.lease(sessionId), { timeout: 30_000 }).toBeUndefined();
       }
       return put(input);
@@ -203,15 +198,13 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       leaseTtlMs: TTL_MS,
       agent: (hostId) => (hostId === "host-a" ? slowToStop : new DemoAgent()),
     });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const running = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("run") });
     expect(await a.host.call(ALICE, "session.cancel", { sessionId })).toEqual({ cancelled: true });
     await expect.poll(() => aborted).toBe(true);
     a.host.leases?.stopRenewals();
-    await expect
-      .poll(async () => (await b.host.leases!.acquire(sessionId)).status, { timeout: 30_000, interval: 200 })
-      .toBe("acquired");
+    await takes(b, sessionId);
     await expect.poll(() => a.host.leases?.lease(sessionId), { timeout: 30_000 }).toBeUndefined();
     const closesTried: unknown[] = [];
     const append = a.store.append.bind(a.store);
@@ -243,7 +236,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a running host takes over the queued prompts of an owner that vanished, with no call for them", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     const queued = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("left in the queue") });
@@ -292,7 +285,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("another host's control stream stops showing the agent of an owner that vanished once its lease ran out", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const deltas: ControlDelta[] = [];
     b.host.subscribeControl(ALICE, (delta) => deltas.push(delta));
     const sessionId = await createSession(a.host);
