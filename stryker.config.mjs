@@ -16,6 +16,8 @@ export default {
     "src/store/commit-listeners.ts",
     "src/store/write-operations.ts",
     "src/host/activation-policy.ts",
+    "src/host/turn-runner.ts",
+    "src/host/turn-context.ts",
     "src/host/live/interaction-registry.ts",
     "src/host/live/prompt-queue.ts",
     "src/client/follow-cursor.ts",
