@@ -16,7 +16,7 @@ export interface TcpProxy {
   readonly cuts: number;
   /** Connections accepted so far. */
   readonly accepted: number;
-  /** Connections the client side has not closed yet (a silenced one counts until its client closes it). */
+  /** Forwarded connections neither side has closed yet (a silenced one counts until its client closes it). */
   readonly open: number;
   /** Destroys every forwarded connection now (both sides); new connections are still accepted. */
   cutAll(): number;
