@@ -13,7 +13,6 @@ export type FenceOptions = { fence?: SessionLease };
  * no longer owns the session: nothing may then be appended on its agent's behalf.
  */
 export interface Ownership {
-  readonly shared: boolean;
   fence(sessionId: string): FenceOptions | null;
   /** An append under `lease` was refused `fenced`: the lease is gone. */
   fenced(lease: SessionLease): void;
@@ -21,7 +20,6 @@ export interface Ownership {
 
 /** The embedded store serves one host: it owns every session, appends carry no fence. */
 export class SoleOwnership implements Ownership {
-  readonly shared = false;
   fence(): FenceOptions {
     return {};
   }
@@ -45,7 +43,6 @@ export interface HostLeasesOptions {
  * lease run one after another, so a release and a new take cannot overtake each other.
  */
 export class HostLeases implements Ownership {
-  readonly shared = true;
   readonly hostId: string;
   readonly ttlMs: number;
   readonly #store: SessionLeaseStore;

@@ -104,7 +104,7 @@ describe("a turn on a host that is no longer the session's owner", () => {
   test("with no lease left, appends nothing: the turn stops as lost and the write rejects with that reason", async () => {
     const told: SessionLease[] = [];
     const { ctx, turn } = context({
-      ownership: { shared: true, fence: () => null, fenced: (l) => told.push(l) },
+      ownership: { fence: () => null, fenced: (l) => told.push(l) },
     });
     const head = (await readLog(store, S)).length;
     const refused = await ctx
@@ -124,7 +124,6 @@ describe("a turn on a host that is no longer the session's owner", () => {
     expect((await store.acquireLease(S, "b", 60_000)).status).toBe("acquired");
     const told: SessionLease[] = [];
     const ownership: Ownership = {
-      shared: true,
       fence: () => ({ fence: first.lease }),
       fenced: (l) => told.push(l),
     };
