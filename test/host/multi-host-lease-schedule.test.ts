@@ -1,48 +1,7 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HostLeases } from "../../src/host/host-leases.js";
-import type {
-  LeaseOutcome,
-  RenewOutcome,
-  SessionLease,
-  SessionLeaseStore,
-} from "../../src/store/session-lease.js";
-
-/** Records what the host asks of the lease store; the schedule is what is under test here. */
-class RecordingLeaseStore implements SessionLeaseStore {
-  readonly renewals: { at: number; sessions: string[] }[] = [];
-  readonly released: string[] = [];
-  lose = new Set<string>();
-  #generation = 0;
-
-  async acquireLease(sessionId: string, hostId: string): Promise<LeaseOutcome> {
-    return {
-      status: "acquired",
-      lease: { sessionId, hostId, generation: ++this.#generation },
-      expiresAt: 0,
-      takeover: null,
-    };
-  }
-  async renewLeases(_hostId: string, leases: readonly SessionLease[]): Promise<RenewOutcome> {
-    this.renewals.push({ at: Date.now(), sessions: leases.map((l) => l.sessionId) });
-    return {
-      renewed: leases.filter((l) => !this.lose.has(l.sessionId)),
-      lost: leases.filter((l) => this.lose.has(l.sessionId)),
-    };
-  }
-  async releaseLease(lease: SessionLease): Promise<void> {
-    this.released.push(lease.sessionId);
-  }
-  async leaseHolder(): Promise<null> {
-    return null;
-  }
-  async leasePage() {
-    return { leases: [], next: null };
-  }
-  async unownedQueues(): Promise<string[]> {
-    return [];
-  }
-}
+import { RecordingLeaseStore } from "./recording-lease-store.js";
 
 describe("session lease renewal schedule", () => {
   afterEach(() => {
