@@ -61,6 +61,8 @@ describe("session leases held by a host", () => {
     store.nextAcquire = "held";
     expect((await leases.acquire("s1")).status).toBe("held");
     expect(leases.fence("s1")).toBeNull();
+    await leases.renew();
+    expect(store.renewals).toEqual([]);
     await leases.acquire("s2");
     expect(logged("took over an expired session lease")).toEqual([]);
     store.nextAcquire = { takeoverFrom: "gone", interruptedTurnId: "t1" };
