@@ -63,6 +63,7 @@ describe("session leases held by a host", () => {
     expect(leases.fence("s1")).toBeNull();
     await leases.renew();
     expect(store.renewals).toEqual([]);
+    expect(logged("renewing session leases failed")).toEqual([]);
     await leases.acquire("s2");
     expect(logged("took over an expired session lease")).toEqual([]);
     store.nextAcquire = { takeoverFrom: "gone", interruptedTurnId: "t1" };
