@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HostLeases } from "../../src/host/host-leases.js";
 import type { SessionLease } from "../../src/store/session-lease.js";
+import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { RecordingLeaseStore } from "./recording-lease-store.js";
 
@@ -22,14 +23,6 @@ function hostLeases(options: { sweep?: () => Promise<void> } = {}) {
   });
   const logged = (msg: string) => log.lines.filter((line) => line.msg === msg);
   return { store, leases, lost, logged };
-}
-
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
 }
 
 afterEach(() => {

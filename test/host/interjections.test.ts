@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
+import { gate } from "../support/gate.js";
 import {
   assistantText,
   demoAgentWith,
@@ -19,19 +20,16 @@ const S = "steered";
 
 /** An agent whose "run" turn waits for `release`, then takes its interjections and says which. */
 function takingAgent() {
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
+  const held = gate();
   const agent = demoAgentWith("taking", async (turn) => {
     if (turn.prompt.text === "run") {
-      await held;
+      await held.promise;
       const taken = await turn.takeInterjections();
       await turn.emit({ type: "assistant/delta", text: `taken: ${taken.join(",")}` });
     }
     return { state: "completed" };
   });
-  return { agent, release };
+  return { agent, release: held.open };
 }
 
 const prompt = (text: string) =>

@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
+import { gate } from "../support/gate.js";
 import { demoAgentWith } from "./host-fixture.js";
 import {
   ALICE,
@@ -182,16 +183,13 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a cancelled turn whose agent is still unwinding when its host loses the lease tries no turn/end of its own", async () => {
-    let unwound!: () => void;
-    const unwinding = new Promise<void>((resolve) => {
-      unwound = resolve;
-    });
+    const unwinding = gate();
     let aborted = false;
     // on A, the agent takes its time to stop: it returns only once the test lets it
     const slowToStop = demoAgentWith("slow-to-stop", async (turn) => {
       await new Promise((resolve) => turn.signal.addEventListener("abort", resolve));
       aborted = true;
-      await unwinding;
+      await unwinding.promise;
       return { state: "cancelled" };
     });
     cluster = await openCluster(2, {
@@ -212,7 +210,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       if (events.some((e) => e.type === "turn/end")) closesTried.push(events);
       return append(id, events, options);
     });
-    unwound();
+    unwinding.open();
     // A's turn runs to its end in the microtasks after the agent returns: no write is even tried
     await new Promise((resolve) => setImmediate(resolve));
     expect(closesTried).toEqual([]);

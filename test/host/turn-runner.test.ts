@@ -5,6 +5,7 @@ import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { TurnStopped } from "../../src/host/live-session.js";
 import { ADMIN } from "../../src/host/principal.js";
 import type { AppendOptions } from "../../src/store/session-store.js";
+import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { demoAgentWith, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
 
@@ -14,15 +15,6 @@ let fx: HostFixture;
 afterEach(async () => fx?.dispose());
 
 const S = "runner";
-
-/** A promise with its resolver, to hold an agent or a store write until the test lets it go. */
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
 
 /** An agent whose turn waits for `release` when its prompt is "wait"; every other turn completes. */
 function heldAgent() {

@@ -4,20 +4,12 @@ import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
 import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
+import { gate } from "../../support/gate.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
 const LONG = 600_000;
-
-/** A gate a handler waits at until the test opens it. */
-function gate() {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
-}
 
 describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", () => {
   const inbox = inboxFixture("inbox_life");
@@ -43,10 +35,10 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const stop = b.serve("host-b", async (c) => {
       ran.push(c.params);
       started.open();
-      await release.opened;
+      await release.promise;
       return { status: "ok", result: c.params };
     });
-    await started.opened;
+    await started.promise;
     await expect
       .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
         timeout: 20_000,
@@ -68,11 +60,11 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const release = gate();
     b.serve("host-b", async () => {
       started.open();
-      await release.opened;
+      await release.promise;
       return { status: "ok", result };
     });
     const sent = a.send("host-b", call("s1"), LONG);
-    await started.opened;
+    await started.promise;
     return { a, b, release, sent };
   }
 
@@ -292,14 +284,14 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
       ran.push(n);
       const g = gates.get(n);
       g?.started.open();
-      await g?.release.opened;
+      await g?.release.promise;
       running--;
       return { status: "ok", result: n };
     });
-    await gates.get(1)?.started.opened;
+    await gates.get(1)?.started.promise;
     gates.get(1)?.release.open();
     expect(await first).toEqual({ status: "ok", result: 1 });
-    await gates.get(2)?.started.opened;
+    await gates.get(2)?.started.promise;
     // the third is claimed while the second runs, the first long done
     const third = a.send("host-b", call("s1", { n: 3 }), LONG);
     await expect
