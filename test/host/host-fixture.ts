@@ -1,9 +1,10 @@
 import type { Logger } from "pino";
 import { expect, vi } from "vitest";
-import type { SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { SessionHost } from "../../src/host/session-host.js";
+import type { AppendOptions, SessionStore } from "../../src/store/session-store.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -79,6 +80,27 @@ export function demoAgentWith(
     models: () => demo.models(),
     runTurn: (turn) => runTurn(turn, demo),
   };
+}
+
+/**
+ * Runs `before` inside the store's append, ahead of the write, for the first append `matches` picks
+ * (another writer's change landing between a host's check and its write). Says whether it ran.
+ */
+export function beforeAppend(
+  store: Pick<SessionStore, "append">,
+  matches: (events: NewEvent[], options: AppendOptions | undefined) => boolean,
+  before: () => Promise<void>,
+): { ran: boolean } {
+  const append = store.append.bind(store);
+  const seen = { ran: false };
+  vi.spyOn(store, "append").mockImplementation(async (sessionId, events, options) => {
+    if (!seen.ran && matches(events, options)) {
+      seen.ran = true;
+      await before();
+    }
+    return append(sessionId, events, options);
+  });
+  return seen;
 }
 
 /** Every event of the session's current epoch. */

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, test, vi } from "vitest";
+import { afterEach, describe, expect, test } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { gate } from "../support/gate.js";
 import {
   assistantText,
+  beforeAppend,
   demoAgentWith,
   type HostFixture,
   openHost,
@@ -73,18 +74,16 @@ describe("interjections the agent takes", () => {
 
   test("a steered item removed between the agent's look and its append is not reported taken", async () => {
     const { turnId, itemId, release } = await steeredWhileHeld();
-    const append = fx.store.append.bind(fx.store);
-    let raced = false;
-    vi.spyOn(fx.store, "append").mockImplementation(async (sessionId, events, options) => {
-      if (!raced && options?.dequeue?.itemId === itemId) {
-        raced = true;
+    const raced = beforeAppend(
+      fx.store,
+      (_events, options) => options?.dequeue?.itemId === itemId,
+      async () => {
         expect((await fx.store.removeQueueItem(S, itemId)).status).toBe("ok");
-      }
-      return append(sessionId, events, options);
-    });
+      },
+    );
     release();
     const events = await turnEvents(fx.store, S, turnId);
-    expect(raced).toBe(true);
+    expect(raced.ran).toBe(true);
     expect(assistantText(events)).toBe("taken: ");
     expect(interjected(await readLog(fx.store, S))).toEqual([]);
     expect(fx.host.live.queue(S)).toEqual([]);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { gate } from "../support/gate.js";
-import { demoAgentWith } from "./host-fixture.js";
+import { beforeAppend, demoAgentWith } from "./host-fixture.js";
 import {
   ALICE,
   type Cluster,
@@ -104,17 +104,13 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   it("a prompt whose opening append is fenced (the lease ran out while it was prepared) runs on the host that took the session", async () => {
     const { a, b, sessionId } = await ownedByAUnrenewed();
     // A's next turn's opening append waits until B has taken the expired lease
-    const append = a.store.append.bind(a.store);
-    let held = false;
-    vi.spyOn(a.store, "append").mockImplementation(async (id, events, options) => {
-      if (!held && events[0]?.type === "turn/start") {
-        held = true;
-        await takes(b, sessionId);
-      }
-      return append(id, events, options);
-    });
+    const held = beforeAppend(
+      a.store,
+      (events) => events[0]?.type === "turn/start",
+      () => takes(b, sessionId),
+    );
     const moved = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("moved") });
-    expect(held).toBe(true);
+    expect(held.ran).toBe(true);
     expect(moved.queued).toBe(false);
     expect(await turnEnd(b.store, sessionId, moved.turnId!)).toBe("completed");
     // A learnt from the refused append that the session is no longer its own

@@ -4,10 +4,17 @@ import type { AgentDriver, TurnContext } from "../../src/agents/agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { TurnStopped } from "../../src/host/live-session.js";
 import { ADMIN } from "../../src/host/principal.js";
-import type { AppendOptions } from "../../src/store/session-store.js";
 import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
-import { demoAgentWith, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+import {
+  beforeAppend,
+  demoAgentWith,
+  errorCode,
+  type HostFixture,
+  openHost,
+  readLog,
+  turnEvents,
+} from "./host-fixture.js";
 
 /** How the turn runner opens, closes and hands on turns when the store or the agent answers unusually. */
 
@@ -24,23 +31,6 @@ function heldAgent() {
     return { state: "completed" };
   });
   return { agent, release: held.open };
-}
-
-/** Runs `before` inside the store's append, ahead of the write, for the first append `matches` picks. */
-function beforeAppend(
-  f: HostFixture,
-  matches: (events: { type: string }[], options: AppendOptions | undefined) => boolean,
-  before: () => Promise<void>,
-) {
-  const append = f.store.append.bind(f.store);
-  let done = false;
-  vi.spyOn(f.store, "append").mockImplementation(async (sessionId, events, options) => {
-    if (!done && matches(events, options)) {
-      done = true;
-      await before();
-    }
-    return append(sessionId, events, options);
-  });
 }
 
 const prompt = (text: string, clientMessageId = text.replace(/[^A-Za-z0-9_-]/g, "-")) =>
@@ -116,7 +106,7 @@ describe("opening a turn meets a store that changed since the host looked", () =
     fx = await openHost();
     await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
     beforeAppend(
-      fx,
+      fx.store,
       (_events, options) => options?.prompt !== undefined,
       async () => {
         const other = await fx.store.enqueuePrompt({
@@ -145,7 +135,7 @@ describe("opening a turn meets a store that changed since the host looked", () =
     const gone = await prompt("gone");
     expect(await prompt("next")).toMatchObject({ queued: true });
     beforeAppend(
-      fx,
+      fx.store,
       (_events, options) => options?.dequeue?.itemId === gone.itemId,
       async () => {
         expect((await fx.store.removeQueueItem(S, gone.itemId!)).status).toBe("ok");
@@ -168,7 +158,7 @@ describe("opening a turn meets a store that changed since the host looked", () =
     fx = await openHost({ agent });
     await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
     beforeAppend(
-      fx,
+      fx.store,
       (events) => events[0]?.type === "turn/start",
       async () => {
         expect((await fx.store.delete(S)).status).toBe("deleted");
@@ -220,7 +210,7 @@ describe("between one turn and the next", () => {
     const closing = gate();
     const held = gate();
     beforeAppend(
-      fx,
+      fx.store,
       (events) => events[0]?.type === "turn/end",
       async () => {
         closing.open();
