@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import type { NewEvent } from "../../protocol/index.js";
 import { type Ownership, SoleOwnership } from "../../src/host/host-leases.js";
 import { LiveRegistry } from "../../src/host/live/live-registry.js";
@@ -143,13 +143,11 @@ describe("a turn waiting on a person", () => {
     const asked = ctx
       .requestInteraction({ kind: "question", question: "which?" })
       .catch((err: unknown) => err);
-    const requested = await (async () => {
-      for (;;) {
-        const event = (await readLog(store, S)).find((e) => e.type === "interaction/requested");
-        if (event?.type === "interaction/requested") return event.data.interactionId;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-    })();
+    const requested = await vi.waitFor(async () => {
+      const event = (await readLog(store, S)).find((e) => e.type === "interaction/requested");
+      if (event?.type !== "interaction/requested") throw new Error("not requested yet");
+      return event.data.interactionId;
+    });
     expect(live.interactionRegistry.hasWaiter(requested)).toBe(true);
     expect(turn.waiting).toBe(1);
     turn.stop("cancel");
