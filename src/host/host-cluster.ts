@@ -168,7 +168,7 @@ export class HostCluster {
    * whose lease ended goes from the view, one shown on the wrong host moves, and one missing comes.
    */
   async #loadRemoteAgents(): Promise<void> {
-    const { store, hostId } = this.#deps;
+    const { store } = this.#deps;
     const registry = this.#deps.registry();
     const shown = registry.remoteHosts();
     const held = new Map<string, string>();
@@ -177,14 +177,13 @@ export class HostCluster {
       const page = await store.leasePage(after, LEASE_PAGE);
       for (const lease of page.leases) {
         held.set(lease.sessionId, lease.hostId);
-        if (lease.hostId !== hostId && !shown.has(lease.sessionId))
-          registry.loadRemote(lease.sessionId, lease.owner, lease.hostId);
+        // the registry leaves out this host's own sessions and those already in view
+        registry.loadRemote(lease.sessionId, lease.owner, lease.hostId);
       }
       after = page.next;
     } while (after !== null);
-    for (const [sessionId, shownOn] of shown) {
-      const holder = held.get(sessionId) ?? null;
-      if (holder !== shownOn) registry.remoteLeaseRead(sessionId, shownOn, holder);
-    }
+    // the registry moves only what the leases show elsewhere
+    for (const [sessionId, shownOn] of shown)
+      registry.remoteLeaseRead(sessionId, shownOn, held.get(sessionId) ?? null);
   }
 }

@@ -157,7 +157,7 @@ export class LiveRegistry implements LiveState {
     return this.#owners.get(sessionId);
   }
 
-  agents(): { sessionId: string; state: LiveAgentState }[] {
+  agents(): { sessionId: string; state: LiveAgentState; hostId?: string }[] {
     return this.status.all();
   }
   queue(sessionId: string): QueueItem[] {

@@ -12,7 +12,8 @@ export type ControlDelta = Exclude<ControlItem, { kind: "baseline" }>;
  * Listeners are called synchronously after each change, in change order.
  */
 export interface LiveState {
-  agents(): { sessionId: string; state: LiveAgentState }[];
+  /** `hostId`: on a store several hosts share, the host the agent runs on. */
+  agents(): { sessionId: string; state: LiveAgentState; hostId?: string }[];
   queue(sessionId: string): QueueItem[];
   queues(): { sessionId: string; items: QueueItem[] }[];
   jobs(sessionId: string): Job[];

@@ -1,0 +1,387 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { SessionEvent } from "../../protocol/index.js";
+import { DemoAgent } from "../../src/agents/demo-agent.js";
+import { ADMIN } from "../../src/host/principal.js";
+import { SessionHost } from "../../src/host/session-host.js";
+import type { LiveStateNotice } from "../../src/store/live-state-store.js";
+import type { SessionLease, SessionLeaseStore } from "../../src/store/session-lease.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { tempDir } from "../support/temp-dir.js";
+import { readLog } from "./host-fixture.js";
+import { ScriptedInbox } from "./scripted-inbox.js";
+
+/**
+ * One host's part in a cluster, on a real SQLite store that other hosts are simulated on: what
+ * host B does is a write to the same store under B's host id (take, release or let expire a
+ * lease, append, queue a prompt), as B's own store would make it on a shared database. The
+ * inbox between hosts is scripted (see `ScriptedInbox`).
+ */
+
+const HOST = "host-a";
+const OTHER = "host-b";
+
+interface Options {
+  leaseTtlMs?: number;
+  forwardTimeoutMs?: number;
+  idleDetachMs?: number;
+  /** The leases the cluster uses (the store by default). */
+  leases?: SessionLeaseStore;
+  /** Each live notice on its way to the host: `deliver` it now, later (late) or never (missed). */
+  intercept?: (notice: LiveStateNotice, deliver: () => void) => void;
+}
+
+let disposers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const dispose of disposers.reverse()) await dispose();
+  disposers = [];
+});
+
+/** The shared store, with sessions and other hosts' leases set up before host A starts. */
+async function sharedStore() {
+  const dir = tempDir();
+  const store = SqliteSessionStore.open(dir.file("sessions.db"));
+  disposers.push(async () => {
+    await store.close();
+    dir.remove();
+  });
+  const create = (sessionId: string) => store.create({ sessionId, owner: "alice", model: "demo" });
+  const take = async (sessionId: string, hostId = OTHER, ttlMs = 60_000): Promise<SessionLease> => {
+    const taken = await store.acquireLease(sessionId, hostId, ttlMs);
+    if (taken.status !== "acquired") throw new Error(`lease: ${taken.status}`);
+    return taken.lease;
+  };
+  return { store, create, take };
+}
+
+async function startHost(store: SqliteSessionStore, options: Options = {}) {
+  const inbox = new ScriptedInbox();
+  const intercept = options.intercept;
+  // the host hears the store's live notices as the test lets it
+  const heard = intercept
+    ? new Proxy(store, {
+        get(target, key) {
+          if (key === "subscribeLive")
+            return (listener: (notice: LiveStateNotice) => void) =>
+              target.subscribeLive((notice) => intercept(notice, () => listener(notice)));
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      })
+    : store;
+  const host = new SessionHost({
+    store: heard,
+    agent: new DemoAgent(),
+    hostId: HOST,
+    ...(options.idleDetachMs ? { idleDetachMs: options.idleDetachMs } : {}),
+    cluster: {
+      inbox,
+      ...(options.leases ? { leases: options.leases } : {}),
+      ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
+      ...(options.forwardTimeoutMs ? { forwardTimeoutMs: options.forwardTimeoutMs } : {}),
+    },
+  });
+  await host.start();
+  let down = false;
+  const shutdown = async () => {
+    if (down) return;
+    down = true;
+    await host.shutdown();
+  };
+  disposers.push(shutdown);
+  const shown = () =>
+    Object.fromEntries(
+      host.live.agents().map((agent) => [agent.sessionId, `${agent.state}@${agent.hostId}`]),
+    );
+  return { host, inbox, shown, shutdown };
+}
+
+const types = (events: readonly SessionEvent[]) => events.map((event) => event.type);
+
+describe("a host in a cluster", () => {
+  it("shows the agents other hosts run from their leases at start, past one page of leases; not its own", async () => {
+    const shared = await sharedStore();
+    const expected: Record<string, string> = {};
+    for (let i = 0; i < 205; i++) {
+      const sessionId = `s${String(i).padStart(3, "0")}`;
+      const hostId = i % 2 === 0 ? OTHER : "host-c";
+      await shared.create(sessionId);
+      await shared.take(sessionId, hostId);
+      expected[sessionId] = `attached@${hostId}`;
+    }
+    // a lease this host held before it restarted: no agent runs it anywhere now
+    await shared.create("mine");
+    await shared.take("mine", HOST);
+    const a = await startHost(shared.store);
+    expect(a.shown()).toEqual(expected);
+  });
+
+  it("after each lease round the view follows the leases, also when their notices were missed", async () => {
+    const shared = await sharedStore();
+    for (const id of ["ends", "moves", "stays"]) await shared.create(id);
+    await shared.create("comes");
+    const ends = await shared.take("ends");
+    const moves = await shared.take("moves");
+    await shared.take("stays");
+    const a = await startHost(shared.store, {
+      leaseTtlMs: 300,
+      intercept: (notice, deliver) => {
+        if (notice.kind !== "lease") deliver();
+      },
+    });
+    expect(a.shown()).toEqual({
+      ends: `attached@${OTHER}`,
+      moves: `attached@${OTHER}`,
+      stays: `attached@${OTHER}`,
+    });
+    await shared.store.releaseLease(ends);
+    await shared.store.releaseLease(moves);
+    await shared.take("moves", "host-c");
+    await shared.take("comes", "host-c");
+    await vi.waitFor(
+      () =>
+        expect(a.shown()).toEqual({
+          moves: "attached@host-c",
+          stays: `attached@${OTHER}`,
+          comes: "attached@host-c",
+        }),
+      { timeout: 5_000 },
+    );
+  });
+
+  it("commits another host makes move its agent's status here; other changes to its session do not", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const lease = await shared.take("s1");
+    const a = await startHost(shared.store);
+    const fence = { fence: lease };
+    await shared.store.append(
+      "s1",
+      [{ type: "turn/start", data: { turnId: "t1", trigger: "prompt" } }],
+      fence,
+    );
+    expect(a.shown()).toEqual({ s1: `running@${OTHER}` });
+    await a.host.call(ADMIN, "session.rename", { sessionId: "s1", title: "renamed here" });
+    expect(a.shown()).toEqual({ s1: `running@${OTHER}` });
+    await shared.store.append(
+      "s1",
+      [{ type: "turn/end", data: { turnId: "t1", state: "completed" } }],
+      fence,
+    );
+    expect(a.shown()).toEqual({ s1: `idle@${OTHER}` });
+    await a.host.call(ADMIN, "session.clear", { sessionId: "s1" });
+    expect(a.shown()).toEqual({ s1: `idle@${OTHER}` });
+  });
+
+  it("another host taking a session this host runs stops its agent at once: the turn writes nothing more", async () => {
+    const shared = await sharedStore();
+    const a = await startHost(shared.store);
+    await a.host.call(ADMIN, "session.create", { sessionId: "s1" });
+    await a.host.call(ADMIN, "session.prompt", {
+      sessionId: "s1",
+      text: "/stream 1000 10",
+      clientMessageId: "m1",
+    });
+    await vi.waitFor(async () => expect((await readLog(shared.store, "s1")).length).toBeGreaterThan(4));
+    const held = a.host.leases!.lease("s1")!;
+    // the store lets B take it (A's lease lapsed, as if A had paused): B's notice is the first A hears of it
+    await shared.store.releaseLease(held);
+    expect(a.host.leases!.lease("s1")).toEqual(held);
+    await shared.take("s1");
+    expect(a.host.leases!.lease("s1")).toBeUndefined();
+    expect(a.shown()).toEqual({ s1: `attached@${OTHER}` });
+    const after = (await readLog(shared.store, "s1")).length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const log = await readLog(shared.store, "s1");
+    expect(log.length).toBe(after);
+    expect(types(log)).not.toContain("turn/end");
+  });
+
+  it("a late notice of another host's older lease, or of this host's own take, leaves this host's lease alone", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const late: (() => void)[] = [];
+    const a = await startHost(shared.store, {
+      intercept: (notice, deliver) => {
+        if (notice.kind === "lease" && notice.hostId === OTHER) late.push(deliver);
+        else deliver();
+      },
+    });
+    const theirs = await shared.take("s1");
+    await shared.store.releaseLease(theirs);
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "s1", text: "hello", clientMessageId: "m1" });
+    const held = a.host.leases!.lease("s1")!;
+    expect(held.generation).toBeGreaterThan(theirs.generation);
+    expect(late).toHaveLength(1);
+    for (const deliver of late) deliver();
+    expect(a.host.leases!.lease("s1")).toEqual(held);
+    await vi.waitFor(async () => {
+      expect(a.shown()).toEqual({ s1: `idle@${HOST}` });
+      expect(types(await readLog(shared.store, "s1"))).toContain("turn/end");
+    });
+    // a take of this host's own, announced to every host (here: after its row was let go)
+    await shared.store.releaseLease(held);
+    await shared.take("s1", HOST);
+    expect(a.host.leases!.lease("s1")).toEqual(held);
+    expect(a.shown()).toEqual({ s1: `idle@${HOST}` });
+  });
+
+  it("queued prompts nobody runs (their host died) are taken over at the next lease round and run here", async () => {
+    const shared = await sharedStore();
+    await shared.create("orphan");
+    await shared.take("orphan", OTHER, 50);
+    const queued = await shared.store.enqueuePrompt({
+      sessionId: "orphan",
+      itemId: "q1",
+      queuedAt: Date.now(),
+      input: { text: "still wanted", clientMessageId: "m-orphan" },
+    });
+    expect(queued.status).toBe("queued");
+    await startHost(shared.store, { leaseTtlMs: 300 });
+    await vi.waitFor(
+      async () => {
+        const log = await readLog(shared.store, "orphan");
+        expect(types(log)).toEqual(expect.arrayContaining(["user/message", "turn/end"]));
+      },
+      { timeout: 5_000 },
+    );
+    const holder = await shared.store.leaseHolder("orphan");
+    expect(holder?.hostId).toBe(HOST);
+  });
+
+  it("an agent detached for idleness gives its lease up, so another host may take the session at once", async () => {
+    const shared = await sharedStore();
+    const a = await startHost(shared.store, { idleDetachMs: 50 });
+    await a.host.call(ADMIN, "session.create", { sessionId: "s1" });
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "s1", text: "hello", clientMessageId: "m1" });
+    expect((await shared.store.leaseHolder("s1"))?.hostId).toBe(HOST);
+    await vi.waitFor(async () => expect(await shared.store.leaseHolder("s1")).toBeNull(), { timeout: 5_000 });
+    expect(a.host.leases!.lease("s1")).toBeUndefined();
+    expect((await shared.store.acquireLease("s1", OTHER, 60_000)).status).toBe("acquired");
+  });
+
+  it("takes leases for the time it was configured with, and forwards with its own timeout", async () => {
+    const shared = await sharedStore();
+    await shared.create("theirs");
+    await shared.take("theirs");
+    const a = await startHost(shared.store, { leaseTtlMs: 45_000, forwardTimeoutMs: 1_500 });
+    await a.host.call(ADMIN, "session.create", { sessionId: "mine" });
+    const before = Date.now();
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "mine", text: "hello", clientMessageId: "m1" });
+    const holder = await shared.store.leaseHolder("mine");
+    expect(holder!.expiresAt - before).toBeGreaterThan(40_000);
+    expect(holder!.expiresAt - Date.now()).toBeLessThanOrEqual(45_000);
+    a.inbox.answers = [{ status: "ok", result: { turnId: "t-there" } }];
+    await a.host.call(ADMIN, "session.cancel", { sessionId: "theirs" });
+    expect(a.inbox.sent.map((sent) => [sent.target, sent.timeoutMs])).toEqual([[OTHER, 1_500]]);
+  });
+
+  it("serves calls forwarded to it once started, through its router, and stops serving them at shutdown", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const a = await startHost(shared.store);
+    expect(a.inbox.served.map(({ hostId, stopped }) => ({ hostId, stopped }))).toEqual([
+      { hostId: HOST, stopped: false },
+    ]);
+    const served = a.inbox.served[0]!;
+    const call = {
+      callId: "c1",
+      fromHost: OTHER,
+      sessionId: "s1",
+      principal: { name: "admin", admin: true },
+      method: "session.prompt",
+      params: { sessionId: "s1", text: "from b", clientMessageId: "m-b" },
+    };
+    // not this host's session yet
+    expect(await served.handler(call)).toEqual({ status: "not_owner" });
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "s1", text: "hello", clientMessageId: "m1" });
+    expect(await served.handler(call)).toMatchObject({ status: "ok" });
+    await a.shutdown();
+    expect(served.stopped).toBe(true);
+    expect(await shared.store.leaseHolder("s1")).toBeNull();
+  });
+
+  it("a session another host took between this host's look and its take is forwarded to that host", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    let stale = true;
+    // the router's look at the lease, answered as it was just before host B took it
+    const leases: SessionLeaseStore = {
+      acquireLease: (...args) => shared.store.acquireLease(...args),
+      renewLeases: (...args) => shared.store.renewLeases(...args),
+      releaseLease: (lease) => shared.store.releaseLease(lease),
+      leasePage: (...args) => shared.store.leasePage(...args),
+      unownedQueues: (limit) => shared.store.unownedQueues(limit),
+      leaseHolder: async (sessionId) => {
+        if (!stale) return shared.store.leaseHolder(sessionId);
+        stale = false;
+        await shared.take(sessionId);
+        return null;
+      },
+    };
+    const a = await startHost(shared.store, { leases });
+    a.inbox.answers = [{ status: "ok", result: { turnId: "t-there" } }];
+    const prompt = { sessionId: "s1", text: "hello", clientMessageId: "m1" };
+    expect(await a.host.call(ADMIN, "session.prompt", prompt)).toEqual({ turnId: "t-there" });
+    expect(a.inbox.sent.map((sent) => [sent.target, sent.call.method])).toEqual([[OTHER, "session.prompt"]]);
+    expect(types(await readLog(shared.store, "s1"))).not.toContain("user/message");
+    expect(a.host.leases!.lease("s1")).toBeUndefined();
+  });
+
+  it("idle agents whose leases another host took are detached here, a running job's included; they write nothing more", async () => {
+    const shared = await sharedStore();
+    const a = await startHost(shared.store);
+    await a.host.call(ADMIN, "session.create", { sessionId: "idle" });
+    await a.host.call(ADMIN, "session.create", { sessionId: "busy" });
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "idle", text: "hello", clientMessageId: "m1" });
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "busy", text: "/job 30", clientMessageId: "m2" });
+    await vi.waitFor(() => {
+      expect(a.shown()).toEqual({ idle: `idle@${HOST}`, busy: `idle@${HOST}` });
+      expect(a.host.live.jobs("busy")).toHaveLength(1);
+    });
+    const before = (await readLog(shared.store, "busy")).length;
+    for (const id of ["idle", "busy"]) {
+      await shared.store.releaseLease(a.host.leases!.lease(id)!);
+      await shared.take(id);
+    }
+    expect(a.shown()).toEqual({ idle: `attached@${OTHER}`, busy: `attached@${OTHER}` });
+    expect(a.host.live.jobs("busy")).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await readLog(shared.store, "busy")).toHaveLength(before);
+  });
+
+  it("a lease lost for a session whose agent is not here changes nothing else", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const a = await startHost(shared.store);
+    expect((await a.host.leases!.acquire("s1")).status).toBe("acquired");
+    await shared.store.releaseLease(a.host.leases!.lease("s1")!);
+    await shared.take("s1");
+    expect(a.host.leases!.lease("s1")).toBeUndefined();
+    expect(a.shown()).toEqual({ s1: `attached@${OTHER}` });
+  });
+
+  it("a host that never started, or whose start failed, shuts down cleanly", async () => {
+    const shared = await sharedStore();
+    const never = new SessionHost({
+      store: shared.store,
+      agent: new DemoAgent(),
+      hostId: HOST,
+      cluster: { inbox: new ScriptedInbox() },
+    });
+    await never.shutdown();
+    const failing = new SessionHost({
+      store: new Proxy(shared.store, {
+        get(target, key) {
+          if (key === "leasePage") return async () => Promise.reject(new Error("the database went away"));
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      }),
+      agent: new DemoAgent(),
+      hostId: HOST,
+      cluster: { inbox: new ScriptedInbox() },
+    });
+    await expect(failing.start()).rejects.toThrow("the database went away");
+    await failing.shutdown();
+  });
+});

@@ -1,0 +1,40 @@
+import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../../src/store/call-inbox.js";
+
+export interface Sent {
+  target: string;
+  call: ForwardedCall;
+  timeoutMs: number;
+}
+
+/**
+ * The inbox between hosts as a test scripts it: records each call a host forwards and answers it
+ * from `answers` (past them, a timeout); records who serves calls and when they stop.
+ */
+export class ScriptedInbox implements CallInbox {
+  readonly sent: Sent[] = [];
+  /** Answers in order; past them, every send times out. */
+  answers: ForwardOutcome[] = [];
+  /** Runs before a send is answered (the world may change meanwhile). */
+  meanwhile: ((sent: Sent) => Promise<void>) | undefined;
+  /** Each `serve`: the host served and its handler, and whether it was stopped. */
+  readonly served: {
+    hostId: string;
+    handler: (call: ForwardedCall) => Promise<ForwardReply>;
+    stopped: boolean;
+  }[] = [];
+
+  async send(target: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome> {
+    const sent = { target, call, timeoutMs };
+    this.sent.push(sent);
+    await this.meanwhile?.(sent);
+    return this.answers.shift() ?? { status: "timeout" };
+  }
+
+  serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void {
+    const entry = { hostId, handler, stopped: false };
+    this.served.push(entry);
+    return () => {
+      entry.stopped = true;
+    };
+  }
+}
