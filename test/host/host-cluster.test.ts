@@ -7,7 +7,7 @@ import type { LiveStateNotice } from "../../src/store/live-state-store.js";
 import type { SessionLease, SessionLeaseStore } from "../../src/store/session-lease.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
-import { readLog } from "./host-fixture.js";
+import { errorCode, readLog } from "./host-fixture.js";
 import { ScriptedInbox } from "./scripted-inbox.js";
 
 /**
@@ -51,6 +51,19 @@ async function sharedStore() {
     return taken.lease;
   };
   return { store, create, take };
+}
+
+/** The store's leases with some operations replaced (a read made stale, a write with a race before it). */
+function leasesOf(store: SqliteSessionStore, replaced: Partial<SessionLeaseStore>): SessionLeaseStore {
+  return {
+    acquireLease: (...args) => store.acquireLease(...args),
+    renewLeases: (...args) => store.renewLeases(...args),
+    releaseLease: (lease) => store.releaseLease(lease),
+    leaseHolder: (sessionId) => store.leaseHolder(sessionId),
+    leasePage: (...args) => store.leasePage(...args),
+    unownedQueues: (limit) => store.unownedQueues(limit),
+    ...replaced,
+  };
 }
 
 async function startHost(store: SqliteSessionStore, options: Options = {}) {
@@ -305,19 +318,15 @@ describe("a host in a cluster", () => {
     await shared.create("s1");
     let stale = true;
     // the router's look at the lease, answered as it was just before host B took it
-    const leases: SessionLeaseStore = {
+    const leases = leasesOf(shared.store, {
       acquireLease: (...args) => shared.store.acquireLease(...args),
-      renewLeases: (...args) => shared.store.renewLeases(...args),
-      releaseLease: (lease) => shared.store.releaseLease(lease),
-      leasePage: (...args) => shared.store.leasePage(...args),
-      unownedQueues: (limit) => shared.store.unownedQueues(limit),
       leaseHolder: async (sessionId) => {
         if (!stale) return shared.store.leaseHolder(sessionId);
         stale = false;
         await shared.take(sessionId);
         return null;
       },
-    };
+    });
     const a = await startHost(shared.store, { leases });
     a.inbox.answers = [{ status: "ok", result: { turnId: "t-there" } }];
     const prompt = { sessionId: "s1", text: "hello", clientMessageId: "m1" };
@@ -325,6 +334,24 @@ describe("a host in a cluster", () => {
     expect(a.inbox.sent.map((sent) => [sent.target, sent.call.method])).toEqual([[OTHER, "session.prompt"]]);
     expect(types(await readLog(shared.store, "s1"))).not.toContain("user/message");
     expect(a.host.leases!.lease("s1")).toBeUndefined();
+  });
+
+  it("a session deleted while this host took its lease is refused as retired, and no agent starts", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const leases = leasesOf(shared.store, {
+      acquireLease: async (...args) => {
+        await shared.store.delete("s1");
+        return shared.store.acquireLease(...args);
+      },
+    });
+    const a = await startHost(shared.store, { leases });
+    const prompt = { sessionId: "s1", text: "hello", clientMessageId: "m1" };
+    expect((await errorCode(() => a.host.call(ADMIN, "session.prompt", prompt))).code).toBe(
+      "session_retired",
+    );
+    expect(a.shown()).toEqual({});
+    expect(a.inbox.sent).toEqual([]);
   });
 
   it("idle agents whose leases another host took are detached here, a running job's included; they write nothing more", async () => {
