@@ -18,6 +18,8 @@ export default {
     "src/host/activation-policy.ts",
     "src/host/turn-runner.ts",
     "src/host/turn-context.ts",
+    "src/host/call-router.ts",
+    "src/host/host-cluster.ts",
     "src/host/live/interaction-registry.ts",
     "src/host/live/prompt-queue.ts",
     "src/client/follow-cursor.ts",
