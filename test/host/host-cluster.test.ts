@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
@@ -183,6 +183,54 @@ describe("a host in a cluster", () => {
     expect(a.shown()).toEqual({ s1: `idle@${OTHER}` });
     await a.host.call(ADMIN, "session.clear", { sessionId: "s1" });
     expect(a.shown()).toEqual({ s1: `idle@${OTHER}` });
+  });
+
+  it("another host's jobs are in view here: running ones from the store at start, then started, progress, ended; twenty finished kept", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const fence = { fence: await shared.take("s1") };
+    const started = (jobId: string): NewEvent => ({
+      type: "job/started",
+      data: { jobId, label: `job ${jobId}`, turnId: "t1" },
+    });
+    const ended = (jobId: string, state: "completed" | "cancelled"): NewEvent => ({
+      type: "job/ended",
+      data: { jobId, state },
+    });
+    await shared.store.append(
+      "s1",
+      [{ type: "turn/start", data: { turnId: "t1", trigger: "prompt" } }, started("j0")],
+      fence,
+    );
+    await shared.store.setJobProgress("j0", 0.25);
+    const a = await startHost(shared.store);
+    const job = (jobId: string, state: string, progress = 0) => ({
+      jobId,
+      label: `job ${jobId}`,
+      progress,
+      state,
+    });
+    expect(a.host.live.jobs("s1")).toEqual([job("j0", "running", 0.25)]);
+    const deltas: unknown[] = [];
+    a.host.live.subscribe((delta) => {
+      if (delta.kind === "jobs")
+        deltas.push(delta.jobs.map((j) => `${j.jobId}:${j.state}:${j.progress}`).join(" "));
+    });
+    await shared.store.setJobProgress("j0", 0.5);
+    await shared.store.append("s1", [started("j1")], fence);
+    await shared.store.append("s1", [ended("j1", "completed")], fence);
+    expect(deltas).toEqual([
+      "j0:running:0.5",
+      "j0:running:0.5 j1:running:0",
+      "j0:running:0.5 j1:completed:0",
+    ]);
+    for (let i = 2; i <= 21; i++)
+      await shared.store.append("s1", [started(`j${i}`), ended(`j${i}`, "completed")], fence);
+    await shared.store.append("s1", [ended("j0", "cancelled")], fence);
+    const kept = a.host.live.jobs("s1");
+    expect(kept.map((j) => j.jobId)).toEqual(Array.from({ length: 20 }, (_, i) => `j${i + 2}`));
+    expect(new Set(kept.map((j) => j.state))).toEqual(new Set(["completed"]));
+    expect(a.host.live.allJobs()).toEqual([{ sessionId: "s1", jobs: kept }]);
   });
 
   it("another host taking a session this host runs stops its agent at once: the turn writes nothing more", async () => {
