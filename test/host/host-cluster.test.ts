@@ -226,11 +226,35 @@ describe("a host in a cluster", () => {
     ]);
     for (let i = 2; i <= 21; i++)
       await shared.store.append("s1", [started(`j${i}`), ended(`j${i}`, "completed")], fence);
+    // a running job is never dropped for finished ones
+    expect(a.host.live.jobs("s1").map((j) => j.jobId)).toEqual([
+      "j0",
+      ...Array.from({ length: 20 }, (_, i) => `j${i + 2}`),
+    ]);
     await shared.store.append("s1", [ended("j0", "cancelled")], fence);
     const kept = a.host.live.jobs("s1");
     expect(kept.map((j) => j.jobId)).toEqual(Array.from({ length: 20 }, (_, i) => `j${i + 2}`));
     expect(new Set(kept.map((j) => j.state))).toEqual(new Set(["completed"]));
     expect(a.host.live.allJobs()).toEqual([{ sessionId: "s1", jobs: kept }]);
+  });
+
+  it("an agent moving between hosts is told as one agent delta each move, with no empty job list and no detached between", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const a = await startHost(shared.store);
+    const deltas: string[] = [];
+    a.host.live.subscribe((delta) => {
+      if (delta.kind === "agent") deltas.push(`${delta.state}@${delta.hostId ?? ""}`);
+      if (delta.kind === "jobs") deltas.push(`jobs ${delta.jobs.length}`);
+    });
+    await shared.take("s1", OTHER, 100);
+    expect(deltas).toEqual([`attached@${OTHER}`]);
+    // host B stops renewing; its lease runs out with no notice, and this host takes the session over
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "s1", text: "hello", clientMessageId: "m1" });
+    await vi.waitFor(() => expect(deltas.at(-1)).toBe(`idle@${HOST}`));
+    expect(deltas.slice(0, 2)).toEqual([`attached@${OTHER}`, `attached@${HOST}`]);
+    expect(deltas.filter((delta) => delta.startsWith("detached") || delta.startsWith("jobs"))).toEqual([]);
   });
 
   it("another host taking a session this host runs stops its agent at once: the turn writes nothing more", async () => {

@@ -136,9 +136,9 @@ describe("background jobs", () => {
     expect(jobs.jobs("s1").map((job) => job.label)).toEqual(
       Array.from({ length: 20 }, (_, i) => `j${i + 3}`),
     );
-    expect(jobs.all().map(({ sessionId, jobs: list }) => [sessionId, list.length])).toEqual([
-      ["s1", 20],
-      ["s2", 1],
+    expect(jobs.all().map(({ sessionId, jobs: list }) => [sessionId, list.map((job) => job.label)])).toEqual([
+      ["s1", Array.from({ length: 20 }, (_, i) => `j${i + 3}`)],
+      ["s2", ["other"]],
     ]);
     await jobs.settled();
   });
