@@ -203,6 +203,8 @@ describe("a host in a cluster", () => {
       fence,
     );
     await shared.store.setJobProgress("j0", 0.25);
+    await shared.create("s2");
+    const fence2 = { fence: await shared.take("s2") };
     const a = await startHost(shared.store);
     const job = (jobId: string, state: string, progress = 0) => ({
       jobId,
@@ -211,6 +213,9 @@ describe("a host in a cluster", () => {
       state,
     });
     expect(a.host.live.jobs("s1")).toEqual([job("j0", "running", 0.25)]);
+    expect(a.host.live.jobs("s2")).toEqual([]);
+    await shared.store.append("s2", [started("x1")], fence2);
+    expect(a.host.live.jobs("s2")).toEqual([job("x1", "running")]);
     const deltas: unknown[] = [];
     a.host.live.subscribe((delta) => {
       if (delta.kind === "jobs")
@@ -235,7 +240,10 @@ describe("a host in a cluster", () => {
     const kept = a.host.live.jobs("s1");
     expect(kept.map((j) => j.jobId)).toEqual(Array.from({ length: 20 }, (_, i) => `j${i + 2}`));
     expect(new Set(kept.map((j) => j.state))).toEqual(new Set(["completed"]));
-    expect(a.host.live.allJobs()).toEqual([{ sessionId: "s1", jobs: kept }]);
+    expect(a.host.live.allJobs()).toEqual([
+      { sessionId: "s1", jobs: kept },
+      { sessionId: "s2", jobs: [job("x1", "running")] },
+    ]);
   });
 
   it("an agent moving between hosts is told as one agent delta each move, with no empty job list and no detached between", async () => {
