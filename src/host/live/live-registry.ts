@@ -163,9 +163,6 @@ export class LiveRegistry implements LiveState {
   queue(sessionId: string): QueueItem[] {
     return this.promptQueue.items(sessionId);
   }
-  queues(): { sessionId: string; items: QueueItem[] }[] {
-    return this.promptQueue.all().map(({ sessionId, items }) => ({ sessionId, items }));
-  }
   jobs(sessionId: string): Job[] {
     return this.remote.jobs(sessionId) ?? this.jobRegistry.jobs(sessionId);
   }
@@ -174,9 +171,6 @@ export class LiveRegistry implements LiveState {
   }
   interactions(): Interaction[] {
     return this.interactionRegistry.pending().map((p) => p.interaction);
-  }
-  interaction(interactionId: string): Interaction | undefined {
-    return this.interactionRegistry.get(interactionId);
   }
   isLive(sessionId: string): boolean {
     return this.status.get(sessionId) !== undefined;

@@ -15,11 +15,9 @@ export interface LiveState {
   /** `hostId`: on a store several hosts share, the host the agent runs on. */
   agents(): { sessionId: string; state: LiveAgentState; hostId?: string }[];
   queue(sessionId: string): QueueItem[];
-  queues(): { sessionId: string; items: QueueItem[] }[];
   jobs(sessionId: string): Job[];
   allJobs(): { sessionId: string; jobs: Job[] }[];
   interactions(): Interaction[];
-  interaction(interactionId: string): Interaction | undefined;
   isLive(sessionId: string): boolean;
   isRunning(sessionId: string): boolean;
   /** Every change as a control delta (projection deltas excluded: those come from the store). */

@@ -35,6 +35,8 @@ describe("the live view's deltas", () => {
     const { live, deltas } = registry("host-a");
     live.attach("s1", "alice");
     live.apply({ kind: "lease", owner: "alice", sessionId: "s1", hostId: "host-a", generation: 2 });
+    // this host's own take of a session it has no agent for yet: its attach will tell
+    live.apply({ kind: "lease", owner: "carol", sessionId: "s3", hostId: "host-a", generation: 1 });
     live.apply({ kind: "lease", owner: "bob", sessionId: "s2", hostId: "host-b", generation: 1 });
     live.detach("s1");
     live.apply({ kind: "lease", owner: "bob", sessionId: "s2", hostId: null, generation: 1 });
