@@ -6,6 +6,7 @@ import { SessionHost } from "../../src/host/session-host.js";
 import type { LiveStateNotice } from "../../src/store/live-state-store.js";
 import type { SessionLease, SessionLeaseStore } from "../../src/store/session-lease.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { gate } from "../support/gate.js";
 import { tempDir } from "../support/temp-dir.js";
 import { errorCode, readLog } from "./host-fixture.js";
 import { ScriptedInbox } from "./scripted-inbox.js";
@@ -28,6 +29,8 @@ interface Options {
   leases?: SessionLeaseStore;
   /** Each live notice on its way to the host: `deliver` it now, later (late) or never (missed). */
   intercept?: (notice: LiveStateNotice, deliver: () => void) => void;
+  /** The host's reads of the lease table, page by page (the store's by default). */
+  leasePage?: SqliteSessionStore["leasePage"];
 }
 
 let disposers: (() => Promise<void>)[] = [];
@@ -68,19 +71,21 @@ function leasesOf(store: SqliteSessionStore, replaced: Partial<SessionLeaseStore
 
 async function startHost(store: SqliteSessionStore, options: Options = {}) {
   const inbox = new ScriptedInbox();
-  const intercept = options.intercept;
-  // the host hears the store's live notices as the test lets it
-  const heard = intercept
-    ? new Proxy(store, {
-        get(target, key) {
-          if (key === "subscribeLive")
-            return (listener: (notice: LiveStateNotice) => void) =>
-              target.subscribeLive((notice) => intercept(notice, () => listener(notice)));
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      })
-    : store;
+  const { intercept, leasePage } = options;
+  // the host hears the store's live notices, and reads its leases, as the test lets it
+  const heard =
+    intercept || leasePage
+      ? new Proxy(store, {
+          get(target, key) {
+            if (key === "subscribeLive" && intercept)
+              return (listener: (notice: LiveStateNotice) => void) =>
+                target.subscribeLive((notice) => intercept(notice, () => listener(notice)));
+            if (key === "leasePage" && leasePage) return leasePage;
+            const value = Reflect.get(target, key, target);
+            return typeof value === "function" ? value.bind(target) : value;
+          },
+        })
+      : store;
   const host = new SessionHost({
     store: heard,
     agent: new DemoAgent(),
@@ -159,6 +164,43 @@ describe("a host in a cluster", () => {
         }),
       { timeout: 5_000 },
     );
+  });
+
+  it("a lease round whose read is older than a notice does not undo the move the notice made", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const theirs = await shared.take("s1");
+    let holdNext = false;
+    const reading = gate();
+    const held = gate();
+    const a = await startHost(shared.store, {
+      leaseTtlMs: 300,
+      leasePage: async (after, limit) => {
+        const page = await shared.store.leasePage(after, limit);
+        if (holdNext) {
+          holdNext = false;
+          reading.open();
+          await held.promise;
+        }
+        return page;
+      },
+    });
+    expect(a.shown()).toEqual({ s1: `attached@${OTHER}` });
+    holdNext = true;
+    // a round read the lease table (s1 on host B) and waits before it applies what it read
+    await reading.promise;
+    await shared.store.releaseLease(theirs);
+    await shared.take("s1", "host-c");
+    expect(a.shown()).toEqual({ s1: "attached@host-c" });
+    const deltas: string[] = [];
+    a.host.live.subscribe((delta) => {
+      if (delta.kind === "agent") deltas.push(`${delta.state}@${delta.hostId ?? ""}`);
+    });
+    held.open();
+    // that round ends, and the next ones read the table as it is now
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(deltas).toEqual([]);
+    expect(a.shown()).toEqual({ s1: "attached@host-c" });
   });
 
   it("commits another host makes move its agent's status here; other changes to its session do not", async () => {
