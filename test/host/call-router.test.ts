@@ -7,6 +7,7 @@ import { ADMIN, type Principal } from "../../src/host/principal.js";
 import type { ForwardedCall } from "../../src/store/call-inbox.js";
 import type { SessionLease } from "../../src/store/session-lease.js";
 import { capturedLogger } from "../support/log-capture.js";
+import { withMembers } from "../support/with-members.js";
 import { errorCode, type HostFixture, openHost } from "./host-fixture.js";
 import { ScriptedInbox } from "./scripted-inbox.js";
 
@@ -43,16 +44,10 @@ async function routerOn(options: { forwardTimeoutMs?: number; run?: (ran: Ran) =
   const ran: Ran[] = [];
   let closing = false;
   let holderReads = 0;
-  const leaseStore = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key === "leaseHolder") {
-        return (sessionId: string) => {
-          holderReads++;
-          return target.leaseHolder(sessionId);
-        };
-      }
-      const value = Reflect.get(target, key, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
+  const leaseStore = withMembers(store, {
+    leaseHolder: (sessionId) => {
+      holderReads++;
+      return store.leaseHolder(sessionId);
     },
   });
   const run: LocalRun = async (principal, method, params) => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
@@ -8,6 +9,7 @@ import type { SessionLease, SessionLeaseStore } from "../../src/store/session-le
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { gate } from "../support/gate.js";
 import { tempDir } from "../support/temp-dir.js";
+import { withMembers } from "../support/with-members.js";
 import { errorCode, readLog } from "./host-fixture.js";
 import { ScriptedInbox } from "./scripted-inbox.js";
 
@@ -56,36 +58,19 @@ async function sharedStore() {
   return { store, create, take };
 }
 
-/** The store's leases with some operations replaced (a read made stale, a write with a race before it). */
-function leasesOf(store: SqliteSessionStore, replaced: Partial<SessionLeaseStore>): SessionLeaseStore {
-  return {
-    acquireLease: (...args) => store.acquireLease(...args),
-    renewLeases: (...args) => store.renewLeases(...args),
-    releaseLease: (lease) => store.releaseLease(lease),
-    leaseHolder: (sessionId) => store.leaseHolder(sessionId),
-    leasePage: (...args) => store.leasePage(...args),
-    unownedQueues: (limit) => store.unownedQueues(limit),
-    ...replaced,
-  };
-}
-
 async function startHost(store: SqliteSessionStore, options: Options = {}) {
   const inbox = new ScriptedInbox();
   const { intercept, leasePage } = options;
   // the host hears the store's live notices, and reads its leases, as the test lets it
-  const heard =
-    intercept || leasePage
-      ? new Proxy(store, {
-          get(target, key) {
-            if (key === "subscribeLive" && intercept)
-              return (listener: (notice: LiveStateNotice) => void) =>
-                target.subscribeLive((notice) => intercept(notice, () => listener(notice)));
-            if (key === "leasePage" && leasePage) return leasePage;
-            const value = Reflect.get(target, key, target);
-            return typeof value === "function" ? value.bind(target) : value;
-          },
-        })
-      : store;
+  const heard = withMembers(store, {
+    ...(intercept
+      ? {
+          subscribeLive: (listener: (notice: LiveStateNotice) => void) =>
+            store.subscribeLive((notice) => intercept(notice, () => listener(notice))),
+        }
+      : {}),
+    ...(leasePage ? { leasePage } : {}),
+  });
   const host = new SessionHost({
     store: heard,
     agent: new DemoAgent(),
@@ -198,7 +183,7 @@ describe("a host in a cluster", () => {
     });
     held.open();
     // that round ends, and the next ones read the table as it is now
-    await new Promise((resolve) => setTimeout(resolve, 350));
+    await sleep(350);
     expect(deltas).toEqual([]);
     expect(a.shown()).toEqual({ s1: "attached@host-c" });
   });
@@ -300,7 +285,7 @@ describe("a host in a cluster", () => {
     await shared.take("s1", OTHER, 100);
     expect(deltas).toEqual([`attached@${OTHER}`]);
     // host B stops renewing; its lease runs out with no notice, and this host takes the session over
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await sleep(150);
     await a.host.call(ADMIN, "session.prompt", { sessionId: "s1", text: "hello", clientMessageId: "m1" });
     await vi.waitFor(() => expect(deltas.at(-1)).toBe(`idle@${HOST}`));
     expect(deltas.slice(0, 2)).toEqual([`attached@${OTHER}`, `attached@${HOST}`]);
@@ -325,7 +310,7 @@ describe("a host in a cluster", () => {
     expect(a.host.leases!.lease("s1")).toBeUndefined();
     expect(a.shown()).toEqual({ s1: `attached@${OTHER}` });
     const after = (await readLog(shared.store, "s1")).length;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
     const log = await readLog(shared.store, "s1");
     expect(log.length).toBe(after);
     expect(types(log)).not.toContain("turn/end");
@@ -440,7 +425,7 @@ describe("a host in a cluster", () => {
     await shared.create("s1");
     let stale = true;
     // the router's look at the lease, answered as it was just before host B took it
-    const leases = leasesOf(shared.store, {
+    const leases = withMembers<SessionLeaseStore>(shared.store, {
       acquireLease: (...args) => shared.store.acquireLease(...args),
       leaseHolder: async (sessionId) => {
         if (!stale) return shared.store.leaseHolder(sessionId);
@@ -461,7 +446,7 @@ describe("a host in a cluster", () => {
   it("a session deleted while this host took its lease is refused as retired, and no agent starts", async () => {
     const shared = await sharedStore();
     await shared.create("s1");
-    const leases = leasesOf(shared.store, {
+    const leases = withMembers<SessionLeaseStore>(shared.store, {
       acquireLease: async (...args) => {
         await shared.store.delete("s1");
         return shared.store.acquireLease(...args);
@@ -494,7 +479,7 @@ describe("a host in a cluster", () => {
     }
     expect(a.shown()).toEqual({ idle: `attached@${OTHER}`, busy: `attached@${OTHER}` });
     expect(a.host.live.jobs("busy")).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
     expect(await readLog(shared.store, "busy")).toHaveLength(before);
   });
 
@@ -519,12 +504,8 @@ describe("a host in a cluster", () => {
     });
     await never.shutdown();
     const failing = new SessionHost({
-      store: new Proxy(shared.store, {
-        get(target, key) {
-          if (key === "leasePage") return async () => Promise.reject(new Error("the database went away"));
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
+      store: withMembers(shared.store, {
+        leasePage: async () => Promise.reject(new Error("the database went away")),
       }),
       agent: new DemoAgent(),
       hostId: HOST,
