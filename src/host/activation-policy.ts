@@ -35,34 +35,33 @@ export interface LiveInteraction {
 /** Told of every session a `resume` call acts on for a principal (a dismissed one is restored). */
 export type WorkNotice = (principal: Principal, sessionId: string) => void;
 
+/** Makes this host the session's owner, then runs `attach` (see `HostCluster.claim`). */
+export type Claim = <T>(sessionId: string, attach: () => T) => Promise<T>;
+
 export class ActivationPolicy {
   readonly #store: HostStore;
   readonly #agents: AgentRegistry;
-  readonly #claim: (sessionId: string) => Promise<void>;
-  readonly #unclaim: (sessionId: string) => void;
+  readonly #claim: Claim;
   readonly #scopes: Record<Activation, Resolvers>;
 
   /**
-   * `claim` makes this host the session's owner before a cold session gets an agent (the resume
-   * rule: on a shared store, its lease), or throws `NotOwner`; `unclaim` gives it back when the
-   * agent could not attach after all; `onWork` hears of every session a `resume` call acts on.
+   * `claim` makes this host the session's owner (the resume rule: on a shared store, its lease),
+   * or throws `NotOwner`, and attaches a cold session's agent; `onWork` hears of every session a
+   * `resume` call acts on.
    */
   constructor(
     store: HostStore,
     agents: AgentRegistry,
     hooks: {
-      claim?: (sessionId: string) => Promise<void>;
-      unclaim?: (sessionId: string) => void;
+      claim?: Claim;
       onWork?: WorkNotice;
     } = {},
   ) {
-    const claim = hooks.claim ?? (async () => undefined);
-    const unclaim = hooks.unclaim ?? (() => undefined);
+    const claim = hooks.claim ?? (async (_sessionId, attach) => attach());
     const onWork = hooks.onWork ?? (() => undefined);
     this.#store = store;
     this.#agents = agents;
     this.#claim = claim;
-    this.#unclaim = unclaim;
     const inspect = this.inspect.bind(this);
     const live = this.lookupLive.bind(this);
     const resume = this.resolveForWork.bind(this);
@@ -131,14 +130,10 @@ export class ActivationPolicy {
       return this.#agents.attach(sessionId, existing);
     }
     const cold = await this.inspect(principal, sessionId);
-    await this.#claim(sessionId);
     // get-or-create after the awaits: a concurrent resume may have attached meanwhile
-    try {
-      return this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
-    } catch (err) {
-      this.#unclaim(sessionId);
-      throw err;
-    }
+    return this.#claim(sessionId, () =>
+      this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model }),
+    );
   }
 }
 

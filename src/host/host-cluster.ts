@@ -51,6 +51,8 @@ export class HostCluster {
   readonly #leaseStore: SessionLeaseStore;
   #stopServing: (() => void) | undefined;
   #stopCommits: (() => void) | undefined;
+  /** Sessions whose agent is being attached here (see `claim`), with how many claims are under way. */
+  readonly #claiming = new Map<string, number>();
 
   constructor(deps: HostClusterDeps) {
     this.#deps = deps;
@@ -106,27 +108,40 @@ export class HostCluster {
   }
 
   /**
-   * Makes this host the owner of a cold session before its agent attaches: takes the session's
-   * lease (free or expired), or throws `NotOwner` naming the live holder.
+   * Makes this host the owner of a cold session and attaches its agent (`attach`): takes the
+   * session's lease (free or expired) first, or throws `NotOwner` naming the live holder. From the
+   * call until `attach` returned, the lease is not given up for an earlier agent's detach: a
+   * release waiting behind the take would otherwise find no agent yet and let the lease go under
+   * the agent about to attach, whose first append would then be refused. If `attach` throws, the
+   * lease goes as a detached agent's does.
    */
-  async claim(sessionId: string): Promise<void> {
-    if (this.leases.lease(sessionId)) return;
-    const outcome = await this.leases.acquire(sessionId);
-    if (outcome.status === "acquired") return;
-    if (outcome.status === "held") throw new NotOwner(sessionId, outcome.holder.hostId);
-    throw refusal(sessionId, outcome);
+  async claim<T>(sessionId: string, attach: () => T): Promise<T> {
+    this.#claiming.set(sessionId, (this.#claiming.get(sessionId) ?? 0) + 1);
+    try {
+      await this.#own(sessionId);
+      try {
+        return attach();
+      } catch (err) {
+        this.detached(sessionId);
+        throw err;
+      }
+    } finally {
+      const left = this.#claiming.get(sessionId)! - 1;
+      if (left === 0) this.#claiming.delete(sessionId);
+      else this.#claiming.set(sessionId, left);
+    }
   }
 
-  /** A detached agent's lease goes once its last job writes settled, unless it attached again. */
+  /** A detached agent's lease goes once its last job writes settled, unless an agent attached again or is attaching. */
   detached(sessionId: string): void {
     if (this.#deps.closing()) return;
     const agents = this.#deps.agents();
+    const kept = () => agents.get(sessionId) !== undefined || this.#claiming.has(sessionId);
     void this.#deps
       .registry()
       .jobRegistry.settled()
       .then(() => {
-        if (!agents.get(sessionId))
-          return this.leases.release(sessionId, () => agents.get(sessionId) !== undefined);
+        if (!kept()) return this.leases.release(sessionId, kept);
       });
   }
 
@@ -135,6 +150,15 @@ export class HostCluster {
     if (notice.kind !== "lease" || notice.hostId === this.#deps.hostId) return;
     const held = this.leases.lease(notice.sessionId);
     if (held && notice.generation > held.generation) this.leases.fenced(held);
+  }
+
+  /** This host holds the session's lease (kept, or taken now), or `NotOwner` names the live holder. */
+  async #own(sessionId: string): Promise<void> {
+    if (this.leases.lease(sessionId)) return;
+    const outcome = await this.leases.acquire(sessionId);
+    if (outcome.status === "acquired") return;
+    if (outcome.status === "held") throw new NotOwner(sessionId, outcome.holder.hostId);
+    throw refusal(sessionId, outcome);
   }
 
   /**

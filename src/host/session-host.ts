@@ -161,8 +161,7 @@ export class SessionHost implements HostApi {
     });
     this.#dismissals = new Dismissals(this.store, this.#registry, this.#hub, this.#now, this.#logger);
     this.#policy = new ActivationPolicy(this.store, this.#agents, {
-      claim: async (sessionId) => this.#cluster?.claim(sessionId),
-      unclaim: (sessionId) => this.#cluster?.detached(sessionId),
+      claim: async (sessionId, attach) => (this.#cluster ? this.#cluster.claim(sessionId, attach) : attach()),
       onWork: (principal, sessionId) => this.#dismissals.restoreForWork(principal, sessionId),
     });
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
@@ -264,13 +263,12 @@ export class SessionHost implements HostApi {
     refusedLevel: "warn" | "debug" = "warn",
   ): Promise<boolean> {
     try {
-      await this.#cluster?.claim(sessionId);
-      this.#runner.kick(this.#agents.attach(sessionId, info));
+      const attach = () => this.#agents.attach(sessionId, info);
+      this.#runner.kick(await (this.#cluster ? this.#cluster.claim(sessionId, attach) : attach()));
       return true;
     } catch (err) {
       // a live host owns it and runs its queue
       if (err instanceof NotOwner) return false;
-      this.#cluster?.detached(sessionId);
       // over the owner's agent limit: the queue stays in the store; the next prompt resumes it
       this.#logger[refusedLevel]({ err, sessionId }, "queued prompts not restored");
       return false;

@@ -2,12 +2,16 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
+import { AgentRegistry } from "../../src/host/agent-registry.js";
+import { HostCluster } from "../../src/host/host-cluster.js";
+import { LiveRegistry } from "../../src/host/live/live-registry.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
 import type { LiveStateNotice } from "../../src/store/live-state-store.js";
 import type { SessionLease, SessionLeaseStore } from "../../src/store/session-lease.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { gate } from "../support/gate.js";
+import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
 import { withMembers } from "../support/with-members.js";
 import { errorCode, readLog } from "./host-fixture.js";
@@ -513,5 +517,95 @@ describe("a host in a cluster", () => {
     });
     await expect(failing.start()).rejects.toThrow("the database went away");
     await failing.shutdown();
+  });
+});
+
+/**
+ * A host's cluster part alone, with its real agent and live registries: a claim of a session,
+ * its take of the lease held at the store until the test lets it go on, and an earlier agent's
+ * detach of the same session arriving meanwhile.
+ */
+async function claimingHost(options: { maxLiveAgentsPerOwner?: number } = {}) {
+  const shared = await sharedStore();
+  await shared.create("s1");
+  const { logger } = capturedLogger();
+  const taking = gate();
+  const taken = gate();
+  const leases = withMembers<SessionLeaseStore>(shared.store, {
+    acquireLease: async (...args) => {
+      taken.open();
+      await taking.promise;
+      return shared.store.acquireLease(...args);
+    },
+  });
+  // no job runs here: nothing is recorded
+  const live = new LiveRegistry({ append: async () => undefined, progress: async () => undefined }, HOST);
+  const agents = new AgentRegistry({
+    live,
+    idleDetachMs: 600_000,
+    maxLiveAgentsPerOwner: options.maxLiveAgentsPerOwner ?? 10,
+    logger,
+  });
+  const cluster = new HostCluster({
+    options: { inbox: new ScriptedInbox(), leases },
+    hostId: HOST,
+    store: shared.store,
+    logger,
+    agents: () => agents,
+    registry: () => live,
+    run: async () => undefined,
+    resumeUnowned: async () => undefined,
+    closing: () => false,
+  });
+  disposers.push(async () => {
+    taking.open();
+    agents.close();
+  });
+  const attach = () => agents.attach("s1", { owner: "alice", model: "demo" });
+  return { shared, cluster, agents, taking, taken, attach };
+}
+
+describe("claiming a session on a host in a cluster", () => {
+  it("an earlier agent's detach arriving while the lease is taken does not give up the lease of the agent attaching", async () => {
+    const { shared, cluster, agents, taking, taken, attach } = await claimingHost();
+    const claimed = cluster.claim("s1", attach);
+    await taken.promise;
+    // the session's earlier agent detached here: its lease would go once its job writes settled
+    cluster.detached("s1");
+    await sleep(20);
+    taking.open();
+    const session = await claimed;
+    // every release there was to run has run
+    await sleep(50);
+    expect(agents.get("s1")).toBe(session);
+    expect(cluster.leases.lease("s1")?.hostId).toBe(HOST);
+    expect((await shared.store.leaseHolder("s1"))?.hostId).toBe(HOST);
+  });
+
+  it("a detach arriving once the agent attached keeps the lease; once the agent is gone it goes", async () => {
+    const { shared, cluster, agents, taking, attach } = await claimingHost();
+    taking.open();
+    await cluster.claim("s1", attach);
+    cluster.detached("s1");
+    await sleep(50);
+    expect((await shared.store.leaseHolder("s1"))?.hostId).toBe(HOST);
+    agents.detach("s1");
+    cluster.detached("s1");
+    await vi.waitFor(async () => expect(await shared.store.leaseHolder("s1")).toBeNull(), { timeout: 5_000 });
+    expect(cluster.leases.lease("s1")).toBeUndefined();
+  });
+
+  it("a claim whose agent cannot attach gives the lease it took up, and fails with the attach's error", async () => {
+    const { shared, cluster, agents, taking } = await claimingHost();
+    taking.open();
+    const refused = new Error("no room for another agent");
+    await expect(
+      cluster.claim("s1", () => {
+        throw refused;
+      }),
+    ).rejects.toBe(refused);
+    expect(agents.get("s1")).toBeUndefined();
+    await vi.waitFor(async () => expect(await shared.store.leaseHolder("s1")).toBeNull(), { timeout: 5_000 });
+    expect(cluster.leases.lease("s1")).toBeUndefined();
   });
 });
