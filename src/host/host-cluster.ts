@@ -136,13 +136,12 @@ export class HostCluster {
   detached(sessionId: string): void {
     if (this.#deps.closing()) return;
     const agents = this.#deps.agents();
+    // asked again as the release runs: it may wait behind another operation on the lease
     const kept = () => agents.get(sessionId) !== undefined || this.#claiming.has(sessionId);
     void this.#deps
       .registry()
       .jobRegistry.settled()
-      .then(() => {
-        if (!kept()) return this.leases.release(sessionId, kept);
-      });
+      .then(() => this.leases.release(sessionId, kept));
   }
 
   /** Another host taking a lease this host holds means this host lost it (before the renewal says so). */
