@@ -525,16 +525,19 @@ describe("a host in a cluster", () => {
  * its take of the lease held at the store until the test lets it go on, and an earlier agent's
  * detach of the same session arriving meanwhile.
  */
-async function claimingHost(options: { maxLiveAgentsPerOwner?: number } = {}) {
+async function claimingHost(options: { maxLiveAgentsPerOwner?: number; holdFrom?: number } = {}) {
   const shared = await sharedStore();
   await shared.create("s1");
   const { logger } = capturedLogger();
   const taking = gate();
   const taken = gate();
+  let takes = 0;
   const leases = withMembers<SessionLeaseStore>(shared.store, {
     acquireLease: async (...args) => {
-      taken.open();
-      await taking.promise;
+      if (++takes >= (options.holdFrom ?? 1)) {
+        taken.open();
+        await taking.promise;
+      }
       return shared.store.acquireLease(...args);
     },
   });
@@ -576,6 +579,23 @@ describe("claiming a session on a host in a cluster", () => {
     taking.open();
     const session = await claimed;
     // every release there was to run has run
+    await sleep(50);
+    expect(agents.get("s1")).toBe(session);
+    expect(cluster.leases.lease("s1")?.hostId).toBe(HOST);
+    expect((await shared.store.leaseHolder("s1"))?.hostId).toBe(HOST);
+  });
+
+  it("of two claims at once, the one still taking the lease keeps it from a detach after the other's agent went", async () => {
+    const { shared, cluster, agents, taking, taken, attach } = await claimingHost({ holdFrom: 2 });
+    const first = cluster.claim("s1", attach);
+    const second = cluster.claim("s1", attach);
+    await first;
+    await taken.promise;
+    agents.detach("s1");
+    cluster.detached("s1");
+    await sleep(20);
+    taking.open();
+    const session = await second;
     await sleep(50);
     expect(agents.get("s1")).toBe(session);
     expect(cluster.leases.lease("s1")?.hostId).toBe(HOST);
