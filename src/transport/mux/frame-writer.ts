@@ -46,6 +46,8 @@ export class FrameWriter {
   /** Bytes of held messages and of the streamed message's part not yet handed to `ws`. */
   #heldBytes = 0;
   #streaming = false;
+  /** An empty write is under way to answer the drain waiters (see `#watchBacklog`). */
+  #watching = false;
   #corked = false;
   #frames = 0;
   #bytes = 0;
@@ -222,7 +224,7 @@ export class FrameWriter {
       }
     }
     // waiters that asked while the stream ran get their answer even if nothing is left to drain
-    if (this.#raw.writableLength === 0) process.nextTick(() => this.#onDrain());
+    if (this.#drainWaiters.size > 0) this.#watchBacklog();
   }
 
   #backlogAtMostHighWater(): Promise<void> {
@@ -254,9 +256,28 @@ export class FrameWriter {
   /** Calls `wake` once when the socket's backlog has been handed to the kernel. */
   onDrain(wake: () => void): void {
     this.#drainWaiters.add(wake);
-    // A backlog that exists only inside the cork drains when the tick ends, without a 'drain'.
     // While a message streams, the stream's end answers instead.
-    if (this.#raw.writableLength === 0 && !this.#streaming) process.nextTick(() => this.#onDrain());
+    if (!this.#streaming) this.#watchBacklog();
+  }
+
+  /**
+   * Answers the waiters once everything written so far has been handed to the kernel. The
+   * socket's 'drain' alone does not: it comes only after a write the socket refused (its backlog
+   * past its own high-water mark), so a smaller backlog (one inside the cork, the last part of a
+   * streamed message) would leave without one and its waiters wait for ever. An empty write's
+   * callback runs once the writes before it are done, whatever their size; one at a time.
+   */
+  #watchBacklog(): void {
+    if (this.#watching) return;
+    if (!this.#raw.writable) {
+      process.nextTick(() => this.#onDrain());
+      return;
+    }
+    this.#watching = true;
+    this.#raw.write(EMPTY, () => {
+      this.#watching = false;
+      this.#onDrain();
+    });
   }
 
   cancelDrain(wake: () => void): void {
