@@ -57,7 +57,6 @@ export class FrameWriter {
     this.#raw = raw;
     this.#metrics = metrics;
     this.#highWaterBytes = highWaterBytes;
-    raw.on("drain", () => this.#onDrain());
   }
 
   get open(): boolean {
@@ -228,17 +227,11 @@ export class FrameWriter {
   }
 
   #backlogAtMostHighWater(): Promise<void> {
-    if (this.#ws.bufferedAmount <= this.#highWaterBytes || !this.open || this.#raw.destroyed)
+    if (this.#ws.bufferedAmount <= this.#highWaterBytes || !this.open || !this.#raw.writable)
       return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const settle = () => {
-        this.#raw.off("drain", settle);
-        this.#raw.off("close", settle);
-        resolve();
-      };
-      this.#raw.on("drain", settle);
-      this.#raw.on("close", settle);
-    }).then(() => this.#backlogAtMostHighWater());
+    return new Promise<void>((resolve) => this.#afterWrites(resolve)).then(() =>
+      this.#backlogAtMostHighWater(),
+    );
   }
 
   /** `ws` holds no message of its own: writing to the socket keeps the order of messages. */
@@ -260,24 +253,27 @@ export class FrameWriter {
     if (!this.#streaming) this.#watchBacklog();
   }
 
-  /**
-   * Answers the waiters once everything written so far has been handed to the kernel. The
-   * socket's 'drain' alone does not: it comes only after a write the socket refused (its backlog
-   * past its own high-water mark), so a smaller backlog (one inside the cork, the last part of a
-   * streamed message) would leave without one and its waiters wait for ever. An empty write's
-   * callback runs once the writes before it are done, whatever their size; one at a time.
-   */
+  /** Answers the drain waiters once everything written so far has been handed to the kernel; one watch at a time. */
   #watchBacklog(): void {
     if (this.#watching) return;
-    if (!this.#raw.writable) {
-      process.nextTick(() => this.#onDrain());
-      return;
-    }
     this.#watching = true;
-    this.#raw.write(EMPTY, () => {
+    this.#afterWrites(() => {
       this.#watching = false;
       this.#onDrain();
     });
+  }
+
+  /**
+   * Runs `then` once everything written so far has been handed to the kernel, or the socket
+   * failed. The socket's 'drain' does not say so: it comes only after a write the socket refused
+   * (its backlog past its own high-water mark, 16 KiB), so a smaller backlog (one inside the cork,
+   * the last part of a streamed message, any under a mark set lower) leaves without one, and
+   * whatever waited for it waited for ever. An empty write's callback runs once the writes before
+   * it are done, whatever their size.
+   */
+  #afterWrites(then: () => void): void {
+    if (this.#raw.writable) this.#raw.write(EMPTY, () => then());
+    else process.nextTick(then);
   }
 
   cancelDrain(wake: () => void): void {

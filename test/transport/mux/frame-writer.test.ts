@@ -27,6 +27,7 @@ afterEach(async () => {
 
 interface Received {
   data: Buffer;
+  binary: boolean;
 }
 
 async function writerPair(options: { metrics?: HostMetrics; highWaterBytes?: number } = {}) {
@@ -41,7 +42,7 @@ async function writerPair(options: { metrics?: HostMetrics; highWaterBytes?: num
   const { port } = server.address() as AddressInfo;
   const client = new WebSocket(`ws://127.0.0.1:${port}`);
   const received: Received[] = [];
-  client.on("message", (data) => received.push({ data: data as Buffer }));
+  client.on("message", (data, isBinary) => received.push({ data: data as Buffer, binary: isBinary }));
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     client.on("close", (code, reason) => resolve({ code, reason: reason.toString() })),
   );
@@ -58,8 +59,11 @@ async function writerPair(options: { metrics?: HostMetrics; highWaterBytes?: num
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
   const texts = () => received.map(({ data }) => data.toString());
-  const arrived = (count: number) =>
-    vi.waitFor(() => expect(received.length).toBeGreaterThanOrEqual(count), { timeout: 5_000 });
+  // every message the mux sends is binary, whichever way it went out
+  const arrived = async (count: number) => {
+    await vi.waitFor(() => expect(received.length).toBeGreaterThanOrEqual(count), { timeout: 5_000 });
+    expect(received.filter(({ binary }) => !binary)).toEqual([]);
+  };
   /** The client stops reading: what the writer sends piles up in the kernel, then in the socket. */
   const stopReading = () => (client as unknown as { _socket: Socket })._socket.pause();
   const readAgain = () => (client as unknown as { _socket: Socket })._socket.resume();
@@ -75,6 +79,25 @@ async function backlog(pair: Awaited<ReturnType<typeof writerPair>>, atLeast: nu
     await sleep(2);
   }
   expect(pair.socket.writableLength).toBeGreaterThanOrEqual(atLeast);
+}
+
+/** What the writer counted: [frames, bytes]. */
+async function counted(metrics: HostMetrics): Promise<[number, number]> {
+  return [
+    (await metrics.framesOut.get()).values[0]?.value ?? 0,
+    (await metrics.bytesOut.get()).values[0]?.value ?? 0,
+  ];
+}
+
+/** The socket's writes, as they were handed to it. */
+function writesOf(socket: Socket): unknown[] {
+  const writes: unknown[] = [];
+  const write = socket.write.bind(socket);
+  vi.spyOn(socket, "write").mockImplementation(((chunk: unknown, ...rest: never[]) => {
+    writes.push(chunk);
+    return write(chunk as Buffer, ...rest);
+  }) as typeof socket.write);
+  return writes;
 }
 
 async function* chunksOf(parts: readonly Uint8Array[], read?: (index: number) => void) {
@@ -102,6 +125,42 @@ describe("FrameWriter", () => {
     expect(ready!.toString()).toBe("as framed");
     expect(plain!.toString()).toBe("plain");
     expect(decodeFrame(frame!)).toEqual({ type: "pong", t: 5 });
+  });
+
+  it("copies a body of up to 512 bytes in behind its header, writes a larger one as it is, and shared frames as built", async () => {
+    const pair = await writerPair();
+    const writes = writesOf(pair.socket);
+    const small = bytes(512, 3);
+    pair.writer.sendParts(text("h"), small);
+    expect(writes).toHaveLength(1);
+    expect(
+      Buffer.from(writes[0] as Uint8Array)
+        .subarray(-513)
+        .equals(Buffer.concat([text("h"), small])),
+    ).toBe(true);
+    const large = bytes(513, 4);
+    pair.writer.sendParts(text("h"), large);
+    // a body many sockets share is never copied per socket
+    expect(writes).toHaveLength(3);
+    expect(writes[2]).toBe(large);
+    const frames = sharedEventFrames([{ name: "n", value: 1 } as never, { name: "n", value: 2 } as never]);
+    pair.writer.sendShared(frames);
+    expect(writes).toHaveLength(4);
+    expect(writes[3]).toBe(frames.wire);
+    await pair.arrived(4);
+    expect(pair.received[1]!.data.length).toBe(1 + 513);
+  });
+
+  it("answers every drain waiter of a tick with one empty write behind what was written", async () => {
+    const pair = await writerPair();
+    const writes = writesOf(pair.socket);
+    pair.writer.send(text("x"));
+    let woken = 0;
+    pair.writer.onDrain(() => woken++);
+    pair.writer.onDrain(() => woken++);
+    expect(writes).toHaveLength(2);
+    expect((writes[1] as Uint8Array).length).toBe(0);
+    await vi.waitFor(() => expect(woken).toBe(2));
   });
 
   it("corks the socket for the rest of the tick at the first message, and counts the tick's frames and bytes once", async () => {
@@ -169,8 +228,9 @@ describe("FrameWriter", () => {
     expect(pair.writer.framesBesideWs).toBe(true);
   });
 
-  it("a closed socket is sent nothing, streams nothing and reads no chunk", async () => {
-    const pair = await writerPair();
+  it("a closed socket is sent nothing, counts nothing, streams nothing and reads no chunk; a drain waiter is answered", async () => {
+    const metrics = new HostMetrics();
+    const pair = await writerPair({ metrics });
     pair.client.close();
     await pair.closed;
     await vi.waitFor(() => expect(pair.writer.open).toBe(false));
@@ -183,6 +243,11 @@ describe("FrameWriter", () => {
     expect(read).toBe(0);
     expect(pair.writer.buffered).toBe(0);
     expect(pair.socket.writableLength).toBe(before);
+    await sleep(5);
+    expect(await counted(metrics)).toEqual([0, 0]);
+    let woken = 0;
+    pair.writer.onDrain(() => woken++);
+    await vi.waitFor(() => expect(woken).toBe(1));
   });
 });
 
@@ -249,6 +314,61 @@ describe("FrameWriter: streamed messages", () => {
     expect(pair.texts()).toEqual(["1:one", "between", "2:two", "last"]);
   });
 
+  it("a streamed message counts as one frame of all its bytes", async () => {
+    const metrics = new HostMetrics();
+    const pair = await writerPair({ metrics });
+    await pair.writer.sendStreamed(text("head"), 6, () => chunksOf([text("abc"), text("def")]));
+    await pair.arrived(1);
+    expect(await counted(metrics)).toEqual([1, 10]);
+  });
+
+  it("a body whose reader cannot be ended early is read to its end, and the socket stays open", async () => {
+    const pair = await writerPair();
+    const parts = [text("ab"), text("cd")];
+    let at = 0;
+    const plain = (): AsyncIterable<Uint8Array> => ({
+      [Symbol.asyncIterator]: () => ({
+        next: async () =>
+          at < parts.length ? { done: false, value: parts[at++]! } : { done: true, value: undefined },
+      }),
+    });
+    await pair.writer.sendStreamed(text("h:"), 4, plain);
+    pair.writer.send(text("next"));
+    await pair.arrived(2);
+    expect(pair.texts()).toEqual(["h:abcd", "next"]);
+    expect(pair.writer.open).toBe(true);
+  });
+
+  it("a socket closed while a chunk is read sends nothing of it and owes nothing after", async () => {
+    const metrics = new HostMetrics();
+    const pair = await writerPair({ metrics });
+    let release!: () => void;
+    const reading = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    async function* body() {
+      await reading;
+      yield bytes(4096, 5);
+    }
+    const sent = pair.writer.sendStreamed(text("h"), 4096, body);
+    await sleep(20);
+    pair.ws.terminate();
+    await vi.waitFor(() => expect(pair.writer.open).toBe(false));
+    release();
+    await sent;
+    expect(pair.writer.buffered).toBe(0);
+    await sleep(5);
+    // the head only
+    expect(await counted(metrics)).toEqual([0, 1]);
+  });
+
+  it("with a high-water mark of 0, a socket with no backlog is sent the whole body", async () => {
+    const pair = await writerPair({ highWaterBytes: 0 });
+    await pair.writer.sendStreamed(text("h:"), 6, () => chunksOf([text("abc"), text("def")]));
+    await pair.arrived(1);
+    expect(pair.texts()).toEqual(["h:abcdef"]);
+  });
+
   it("an empty body is the head alone", async () => {
     const pair = await writerPair();
     let read = 0;
@@ -296,6 +416,7 @@ describe("FrameWriter: streamed messages", () => {
   it("reads the next chunk only once the backlog is at most the high-water mark: a peer that stops reading holds one chunk", async () => {
     const pair = await writerPair({ highWaterBytes: HIGH_WATER });
     await backlog(pair, 2 * HIGH_WATER);
+    const idle = [pair.socket.listenerCount("drain"), pair.socket.listenerCount("close")];
     const chunk = bytes(HIGH_WATER, 9);
     const count = 32;
     let read = 0;
@@ -316,6 +437,9 @@ describe("FrameWriter: streamed messages", () => {
     await sent;
     expect(read).toBe(count);
     for (const at of backlogs) expect(at).toBeLessThanOrEqual(HIGH_WATER);
+    // the waits for the backlog leave no listener on the socket
+    expect(pair.socket.listenerCount("drain")).toBe(idle[0]);
+    expect(pair.socket.listenerCount("close")).toBe(idle[1]);
   });
 
   it("a socket closed while the stream waits for its backlog reads nothing more and settles", async () => {
