@@ -216,8 +216,10 @@ describe("FrameWriter", () => {
     pair.writer.sendParts(text("third: "), bytes(1024, 66));
     pair.writer.sendParts(text("ignored"), text("ignored"), binaryMessage(EMPTY, text("fourth, ready")));
     pair.writer.sendShared(sharedEventFrames([{ name: "fifth", value: 5 } as never]));
-    await pair.arrived(5);
-    const [first, second, third, fourth, fifth] = pair.received.map(({ data }) => data);
+    pair.writer.send(text("sixth, no head"));
+    await pair.arrived(6);
+    const [first, second, third, fourth, fifth, sixth] = pair.received.map(({ data }) => data);
+    expect(sixth!.toString()).toBe("sixth, no head");
     expect(first!.toString()).toBe("first, from ws");
     expect(second!.toString()).toBe("second: parts");
     expect(third!.subarray(0, 7).toString()).toBe("third: ");
