@@ -12,6 +12,7 @@ export default {
   mutate: [
     "src/transport/mux/follow-stream.ts",
     "src/transport/mux/control-stream.ts",
+    "src/transport/mux/frame-writer.ts",
     "src/store/group-commit.ts",
     "src/store/commit-listeners.ts",
     "src/store/write-operations.ts",
