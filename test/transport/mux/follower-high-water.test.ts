@@ -1,23 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startTestHost, type TestHost } from "../../support/host.js";
-import type { MuxPeer } from "../../support/mux-peer.js";
+import { hostTeardown } from "../../support/host-teardown.js";
 import { appendDeltas, connect, createSession, headSeq } from "./mux-fixture.js";
 
 /**
  * A follower's high-water mark below the TCP socket's own (16 KiB): its backlog then leaves the
  * host without a 'drain' event, and the paused follower must still be woken to send the rest.
  */
-describe("a follower with a high-water mark below the socket's own", () => {
-  let host: TestHost | undefined;
-  const peers: MuxPeer[] = [];
-  afterEach(async () => {
-    for (const p of peers.splice(0)) await p.disconnect();
-    await host?.dispose();
-    host = undefined;
-  });
+const { peers, keep } = hostTeardown<TestHost>();
 
+describe("a follower with a high-water mark below the socket's own", () => {
   it("pauses and resumes through every burst: it sees every event exactly once", async () => {
-    host = await startTestHost({ mux: { followerHighWaterBytes: 1024 } });
+    const host = keep(await startTestHost({ mux: { followerHighWaterBytes: 1024 } }));
     const owner = await connect(host);
     peers.push(owner);
     const sessionId = await createSession(owner);
@@ -26,7 +20,7 @@ describe("a follower with a high-water mark below the socket's own", () => {
     peers.push(follower);
     const id = follower.follow(sessionId, { afterSeq: start });
     await follower.waitItem(id, (i) => i.kind === "caughtUp");
-    const slowGauge = async () => (await host!.metrics.slowFollowers.get()).values[0]?.value ?? 0;
+    const slowGauge = async () => (await host.metrics.slowFollowers.get()).values[0]?.value ?? 0;
     let end = start;
     for (let burst = 0; burst < 5; burst++) {
       // two commits in one group commit, so their notices come in one tick: the first one's ~2 KiB

@@ -8,6 +8,7 @@ import { HostMetrics } from "../../../src/transport/metrics.js";
 import { FrameWriter } from "../../../src/transport/mux/frame-writer.js";
 import { sharedEventFrames } from "../../../src/transport/mux/shared-event-frames.js";
 import { binaryMessage } from "../../../src/transport/mux/ws-framing.js";
+import { gate } from "../../support/gate.js";
 
 /**
  * One mux socket's writer between a real `ws` server socket and a real `ws` client on
@@ -256,13 +257,10 @@ describe("FrameWriter", () => {
 describe("FrameWriter: streamed messages", () => {
   it("a streamed message arrives whole; what is sent meanwhile waits, counted in buffered, and follows in order", async () => {
     const pair = await writerPair();
-    let release!: () => void;
-    const secondChunk = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const secondChunk = gate();
     async function* body() {
       yield text("part one, ");
-      await secondChunk;
+      await secondChunk.promise;
       yield text("part two");
     }
     const sent = pair.writer.sendStreamed(text("streamed: "), 18, body);
@@ -279,7 +277,7 @@ describe("FrameWriter: streamed messages", () => {
     expect(pair.writer.buffered).toBe(pair.ws.bufferedAmount + 8 + 12 + shared.wire.length);
     expect(pair.received).toEqual([]);
     expect(settled).toBe(false);
-    release();
+    secondChunk.open();
     await sent;
     await pair.arrived(3);
     expect(pair.received[0]!.data.toString()).toBe("streamed: part one, part two");
@@ -291,12 +289,9 @@ describe("FrameWriter: streamed messages", () => {
 
   it("a second streamed message waits for the first, and what was sent between them keeps its place", async () => {
     const pair = await writerPair();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = gate();
     async function* slow() {
-      await gate;
+      await held.promise;
       yield text("one");
     }
     const first = pair.writer.sendStreamed(text("1:"), 3, slow);
@@ -310,7 +305,7 @@ describe("FrameWriter: streamed messages", () => {
     pair.writer.send(text("last"));
     await sleep(20);
     expect(secondRead).toBe(false);
-    release();
+    held.open();
     await Promise.all([first, second]);
     await pair.arrived(4);
     expect(pair.texts()).toEqual(["1:one", "between", "2:two", "last"]);
@@ -344,19 +339,16 @@ describe("FrameWriter: streamed messages", () => {
   it("a socket closed while a chunk is read sends nothing of it and owes nothing after", async () => {
     const metrics = new HostMetrics();
     const pair = await writerPair({ metrics });
-    let release!: () => void;
-    const reading = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const reading = gate();
     async function* body() {
-      await reading;
+      await reading.promise;
       yield bytes(4096, 5);
     }
     const sent = pair.writer.sendStreamed(text("h"), 4096, body);
     await sleep(20);
     pair.ws.terminate();
     await vi.waitFor(() => expect(pair.writer.open).toBe(false));
-    release();
+    reading.open();
     await sent;
     expect(pair.writer.buffered).toBe(0);
     await sleep(5);
@@ -497,12 +489,9 @@ describe("FrameWriter: drain", () => {
 
   it("a waiter that asked while a message streamed is answered when it ends, even with nothing left to drain", async () => {
     const pair = await writerPair();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = gate();
     async function* body() {
-      await gate;
+      await held.promise;
       yield text("x");
     }
     const sent = pair.writer.sendStreamed(text("h"), 1, body);
@@ -510,7 +499,7 @@ describe("FrameWriter: drain", () => {
     pair.writer.onDrain(() => woken++);
     await sleep(20);
     expect(woken).toBe(0);
-    release();
+    held.open();
     await sent;
     await vi.waitFor(() => expect(woken).toBe(1));
   });
