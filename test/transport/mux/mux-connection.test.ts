@@ -1,0 +1,88 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it, vi } from "vitest";
+import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { hostTeardown } from "../../support/host-teardown.js";
+import { until } from "../../support/until.js";
+import { connect, createSession } from "./mux-fixture.js";
+
+/**
+ * One mux socket's own rules (protocol-v1 §2–§4), on a real host and real sockets: what it refuses
+ * before decoding, how `close` treats calls and unknown ids, which calls count as creations, and
+ * what a socket that goes away leaves behind.
+ */
+
+const { peers, keep } = hostTeardown<TestHost>();
+
+async function openStreams(host: TestHost): Promise<Record<string, number>> {
+  const values = (await host.metrics.openStreams.get()).values;
+  return Object.fromEntries(values.map((v) => [String(v.labels.method), v.value]));
+}
+
+describe("a mux connection", () => {
+  it("refuses a text frame as text, even one whose bytes decode, and goes on serving the socket", async () => {
+    const host = keep(await startTestHost());
+    const peer = await connect(host);
+    peers.push(peer);
+    // "7" is MessagePack too (the integer 55): the refusal says why it was not decoded
+    peer.sendRaw("7", false);
+    const refused = await until(
+      () => peer.frames.find((f) => f.type === "error" && f.id === undefined),
+      5_000,
+      "the refusal",
+    );
+    expect(refused.error).toMatchObject({
+      code: "bad_frame",
+      message: "frames must be binary MessagePack, not text",
+    });
+    expect(await peer.call("session.models")).toBeDefined();
+  });
+
+  it("ignores a close naming a call in flight (its result still comes, no end); answers one naming nothing with end", async () => {
+    const host = keep(await startTestHost());
+    const peer = await connect(host);
+    peers.push(peer);
+    const id = peer.nextId();
+    peer.send({ type: "call", id, method: "session.models" });
+    peer.close(id);
+    const answer = await until(() => peer.of(id).find((f) => f.type === "result"), 5_000, "the result");
+    expect(answer.value).toBeDefined();
+    peer.close(9_999);
+    const ended = await peer.waitTerminal(9_999);
+    expect(ended).toMatchObject({ type: "end", id: 9_999 });
+    await sleep(50);
+    expect(peer.of(id).map((f) => f.type)).toEqual(["result"]);
+  });
+
+  it("counts a fork as a creation of the caller's, and a call that creates nothing not at all", async () => {
+    const host = keep(
+      await startTestHost({ principals: { sessionCreateBurst: 2, sessionCreatePerSecond: 0.001 } }),
+    );
+    const alice = await connect(host, { token: ALICE_TOKEN });
+    peers.push(alice);
+    for (let i = 0; i < 5; i++) await alice.call("session.models");
+    const sourceId = await createSession(alice);
+    await alice.call("session.fork", { sourceId });
+    const limited = await alice.callError("session.fork", { sourceId });
+    expect(limited.code).toBe("rate_limited");
+    expect((await alice.callError("session.create", {})).code).toBe("rate_limited");
+  });
+
+  it("a socket that goes away stops its streams: none is left open, and the session's commits reach nobody", async () => {
+    const host = keep(await startTestHost());
+    const owner = await connect(host);
+    peers.push(owner);
+    const sessionId = await createSession(owner);
+    const leaving = await connect(host);
+    const follow = leaving.follow(sessionId);
+    await leaving.waitItem(follow, (item) => item.kind === "caughtUp");
+    const control = leaving.open("session.control", {});
+    await leaving.waitItem(control, (item) => item.kind === "baseline");
+    expect(await openStreams(host)).toEqual({ "session.follow": 1, "session.control": 1 });
+    leaving.ws.terminate();
+    await vi.waitFor(async () =>
+      expect(await openStreams(host)).toEqual({ "session.follow": 0, "session.control": 0 }),
+    );
+    // the owner's own calls go on; nothing is sent to the socket that left
+    await owner.call("session.rename", { sessionId, title: "after" });
+  });
+});
