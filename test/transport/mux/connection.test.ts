@@ -196,4 +196,18 @@ describe("mux heartbeat", () => {
     expect(await alive.call("session.models")).toHaveProperty("models");
     await alive.disconnect();
   });
+
+  it("keeps a peer that never answers a ping but pings the host itself", async () => {
+    const pinging = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN, autoPong: false });
+    const timer = setInterval(() => pinging.ws.ping(), 20);
+    try {
+      // ten ping intervals: a silent peer is dropped within two
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(pinging.ws.readyState).toBe(WebSocket.OPEN);
+      expect(await pinging.call("session.models")).toHaveProperty("models");
+    } finally {
+      clearInterval(timer);
+      await pinging.disconnect();
+    }
+  });
 });
