@@ -198,16 +198,19 @@ describe("mux heartbeat", () => {
   });
 
   it("keeps a peer that never answers a ping but pings the host itself", async () => {
-    const pinging = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN, autoPong: false });
+    // a slower clock than the suite's, so a stalled test process cannot pass for a silent peer
+    const slow = await startTestHost({ mux: { pingIntervalMs: 200 } });
+    const pinging = await MuxPeer.connect(slow.wsUrl, { token: ADMIN_TOKEN, autoPong: false });
     const timer = setInterval(() => pinging.ws.ping(), 20);
     try {
-      // ten ping intervals: a silent peer is dropped within two
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // seven ping intervals: a silent peer is dropped within two
+      await new Promise((resolve) => setTimeout(resolve, 1_400));
       expect(pinging.ws.readyState).toBe(WebSocket.OPEN);
       expect(await pinging.call("session.models")).toHaveProperty("models");
     } finally {
       clearInterval(timer);
       await pinging.disconnect();
+      await slow.dispose();
     }
   });
 });
