@@ -101,6 +101,16 @@ function writesOf(socket: Socket): unknown[] {
   return writes;
 }
 
+/** A body of one chunk, read only once the test opens `held`. */
+function heldChunk(chunk: Uint8Array) {
+  const held = gate();
+  async function* body() {
+    await held.promise;
+    yield chunk;
+  }
+  return { held, body };
+}
+
 async function* chunksOf(parts: readonly Uint8Array[], read?: (index: number) => void) {
   for (let i = 0; i < parts.length; i++) {
     read?.(i);
@@ -289,11 +299,7 @@ describe("FrameWriter: streamed messages", () => {
 
   it("a second streamed message waits for the first, and what was sent between them keeps its place", async () => {
     const pair = await writerPair();
-    const held = gate();
-    async function* slow() {
-      await held.promise;
-      yield text("one");
-    }
+    const { held, body: slow } = heldChunk(text("one"));
     const first = pair.writer.sendStreamed(text("1:"), 3, slow);
     pair.writer.send(text("between"));
     let secondRead = false;
@@ -339,11 +345,7 @@ describe("FrameWriter: streamed messages", () => {
   it("a socket closed while a chunk is read sends nothing of it and owes nothing after", async () => {
     const metrics = new HostMetrics();
     const pair = await writerPair({ metrics });
-    const reading = gate();
-    async function* body() {
-      await reading.promise;
-      yield bytes(4096, 5);
-    }
+    const { held: reading, body } = heldChunk(bytes(4096, 5));
     const sent = pair.writer.sendStreamed(text("h"), 4096, body);
     await sleep(20);
     pair.ws.terminate();
@@ -489,11 +491,7 @@ describe("FrameWriter: drain", () => {
 
   it("a waiter that asked while a message streamed is answered when it ends, even with nothing left to drain", async () => {
     const pair = await writerPair();
-    const held = gate();
-    async function* body() {
-      await held.promise;
-      yield text("x");
-    }
+    const { held, body } = heldChunk(text("x"));
     const sent = pair.writer.sendStreamed(text("h"), 1, body);
     let woken = 0;
     pair.writer.onDrain(() => woken++);
