@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
+import type { HostStore } from "../../../src/store/live-state-store.js";
 import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { hostTeardown } from "../../support/host-teardown.js";
+import { capturedLogger } from "../../support/log-capture.js";
 import { until } from "../../support/until.js";
+import { withMembers } from "../../support/with-members.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 /**
@@ -65,6 +68,39 @@ describe("a mux connection", () => {
     const limited = await alice.callError("session.fork", { sourceId });
     expect(limited.code).toBe("rate_limited");
     expect((await alice.callError("session.create", {})).code).toBe("rate_limited");
+  });
+
+  it("answers a call that failed unexpectedly internal_error, logs it with the call and principal, and serves the next", async () => {
+    const log = capturedLogger();
+    const host = keep(
+      await startTestHost({
+        logger: log.logger,
+        storeView: (store: HostStore) =>
+          withMembers(store, {
+            list: async () => {
+              throw new Error("the disk went away");
+            },
+          }),
+      }),
+    );
+    const alice = await connect(host, { token: ALICE_TOKEN });
+    peers.push(alice);
+    const failed = await alice.callError("session.list", {});
+    expect(failed.code).toBe("internal_error");
+    expect(failed.message).not.toContain("the disk went away");
+    const logged = log.lines.filter((line) => line.msg === "mux internal error");
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({
+      context: "session.list",
+      principal: "alice",
+      err: { message: "the disk went away" },
+    });
+    // an expected refusal is answered, not logged
+    expect((await alice.callError("session.rename", { sessionId: "nope", title: "x" })).code).toBe(
+      "session_not_found",
+    );
+    expect(log.lines.filter((line) => line.msg === "mux internal error")).toHaveLength(1);
+    expect(await alice.call("session.models")).toBeDefined();
   });
 
   it("a socket that goes away stops its streams: none is left open, and the session's commits reach nobody", async () => {
