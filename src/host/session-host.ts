@@ -161,7 +161,7 @@ export class SessionHost implements HostApi {
     });
     this.#dismissals = new Dismissals(this.store, this.#registry, this.#hub, this.#now, this.#logger);
     this.#policy = new ActivationPolicy(this.store, this.#agents, {
-      claim: async (sessionId, attach) => (this.#cluster ? this.#cluster.claim(sessionId, attach) : attach()),
+      claim: (sessionId, attach) => this.#claim(sessionId, attach),
       onWork: (principal, sessionId) => this.#dismissals.restoreForWork(principal, sessionId),
     });
     this.#control = new ControlFeed(this.store, this.#registry, this.generation);
@@ -253,6 +253,11 @@ export class SessionHost implements HostApi {
     if (restored > 0) this.#logger.info({ sessions: restored }, "restored queued prompts");
   }
 
+  /** Attaches a session's agent here, on a shared store once this host holds its lease (see `HostCluster.claim`). */
+  async #claim<T>(sessionId: string, attach: () => T): Promise<T> {
+    return this.#cluster ? this.#cluster.claim(sessionId, attach) : attach();
+  }
+
   /**
    * Takes the session (its lease, on a shared store) and starts its next queued prompt; false
    * when a live host owns it, or when it cannot run here now (its queue stays in the store).
@@ -263,8 +268,7 @@ export class SessionHost implements HostApi {
     refusedLevel: "warn" | "debug" = "warn",
   ): Promise<boolean> {
     try {
-      const attach = () => this.#agents.attach(sessionId, info);
-      this.#runner.kick(await (this.#cluster ? this.#cluster.claim(sessionId, attach) : attach()));
+      this.#runner.kick(await this.#claim(sessionId, () => this.#agents.attach(sessionId, info)));
       return true;
     } catch (err) {
       // a live host owns it and runs its queue
