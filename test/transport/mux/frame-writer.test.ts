@@ -177,26 +177,20 @@ describe("FrameWriter", () => {
   it("corks the socket for the rest of the tick at the first message, and counts the tick's frames and bytes once", async () => {
     const metrics = new HostMetrics();
     const pair = await writerPair({ metrics });
-    const count = async () => [
-      (await metrics.framesOut.get()).values[0]?.value ?? 0,
-      (await metrics.bytesOut.get()).values[0]?.value ?? 0,
-    ];
     const inc = vi.spyOn(metrics.framesOut, "inc");
+    const shared = sharedEventFrames([{ name: "n", value: 1 } as never, { name: "n", value: 2 } as never]);
     expect(pair.socket.writableCorked).toBe(0);
     pair.writer.sendParts(text("ab"), text("cde"));
     expect(pair.socket.writableCorked).toBe(1);
     pair.writer.send(text("fgh"));
-    pair.writer.sendShared(
-      sharedEventFrames([{ name: "n", value: 1 } as never, { name: "n", value: 2 } as never]),
-    );
+    pair.writer.sendShared(shared);
     expect(pair.socket.writableCorked).toBe(1);
     // nothing reaches the kernel before the tick ends
     expect(pair.socket.writableLength).toBeGreaterThan(0);
     await new Promise((resolve) => process.nextTick(resolve));
     expect(pair.socket.writableCorked).toBe(0);
     expect(inc).toHaveBeenCalledTimes(1);
-    const shared = sharedEventFrames([{ name: "n", value: 1 } as never, { name: "n", value: 2 } as never]);
-    expect(await count()).toEqual([4, 5 + 3 + shared.payloadBytes]);
+    expect(await counted(metrics)).toEqual([4, 5 + 3 + shared.payloadBytes]);
     await pair.arrived(4);
     // a tick that sent nothing counts nothing
     await new Promise((resolve) => process.nextTick(resolve));
@@ -281,9 +275,9 @@ describe("FrameWriter: streamed messages", () => {
     await sleep(20);
     expect(pair.writer.framesBesideWs).toBe(false);
     pair.writer.sendParts(text("after: "), text("parts"));
-    pair.writer.sendShared(sharedEventFrames([{ name: "after", value: "shared" } as never]));
-    // the unsent part of the body and the held messages are what the socket still owes
     const shared = sharedEventFrames([{ name: "after", value: "shared" } as never]);
+    pair.writer.sendShared(shared);
+    // the unsent part of the body and the held messages are what the socket still owes
     expect(pair.writer.buffered).toBe(pair.ws.bufferedAmount + 8 + 12 + shared.wire.length);
     expect(pair.received).toEqual([]);
     expect(settled).toBe(false);
