@@ -53,6 +53,12 @@ export interface SqliteStoreOptions {
    * write (`query_only`) and never migrates. @default false
    */
   readOnly?: boolean;
+  /**
+   * Sessions whose state (head, header, projection) the writer keeps between transactions, for
+   * its writes and reads; past it, the next transaction starts with none kept and reads go to the
+   * file until sessions are written again. @default 20_000
+   */
+  cachedSessions?: number;
 }
 
 /**
@@ -85,7 +91,7 @@ export class SqliteLogStore implements SessionStore {
     this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
     this.statements = prepareStatements(db);
     this.liveRows = new LiveRows(this.statements);
-    this.logWriter = new LogWriter(this.statements, this.liveRows);
+    this.logWriter = new LogWriter(this.statements, this.liveRows, options.cachedSessions);
     const now = options.now ?? Date.now;
     this.now = now;
     this.leases = new SqliteLeaseOperations(this.logWriter, this.statements, now);
