@@ -47,12 +47,18 @@ describeContract("attachments", (backend) => {
           messageId: "m",
           source: "user",
           text: "see file",
-          attachments: [{ name: "a.bin", type: "application/octet-stream", size: 4, attachmentId: used }],
+          attachments: [
+            // a shell with no upload behind it (a link) links nothing
+            { name: "link.png", type: "image/png", size: 10, url: "http://127.0.0.1/link.png" },
+            { name: "a.bin", type: "application/octet-stream", size: 4, attachmentId: used },
+          ],
           meta: {},
         },
       },
     ]);
     expect((await store.getAttachment(used))?.sessionId).toBe("s");
+    const read = await store.readAfter("s", 1, 10);
+    expect(read.status === "ok" && read.events.map((event) => event.type)).toEqual(["user/message"]);
     await store.delete("s");
     expect(await store.getAttachment(used)).toBeNull();
     // an upload no session used is not the deleted session's to remove

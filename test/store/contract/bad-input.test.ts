@@ -84,6 +84,9 @@ describeContract("expected refusals are result values", (backend) => {
       expect(await reopened.create({ sessionId: "gone", owner: "o", model: "m" })).toEqual({
         status: "retired",
       });
+      // and stays so once the tombstone was read (a writer keeps what it read)
+      expect(await reopened.append("gone", [delta("t", "late")])).toEqual({ status: "retired" });
+      expect(await reopened.delete("gone")).toEqual({ status: "retired" });
       const outcome = await reopened.append("kept", [delta("t", "y")]);
       expect(outcome.status === "appended" && outcome.events[0]!.seq).toBe(3);
     }

@@ -3,27 +3,38 @@ import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
 
 async function seeded(open: Opener) {
-  const { store } = await open({ now: () => 1_000 });
+  return (await seededStore(open)).store;
+}
+
+async function seededStore(open: Opener) {
+  const opened = await open({ now: () => 1_000 });
+  const { store } = opened;
   await store.create({ sessionId: "src", owner: "o", model: "m1", title: "Source" });
   // seq 2..5: a finished turn; seq 6..8: a turn still open
   await store.append("src", [turnStart("t1"), userMessage("first"), delta("t1", "answer"), turnEnd("t1")], {
     at: 2_000,
   });
   await store.append("src", [turnStart("t2"), userMessage("second"), delta("t2", "part")], { at: 3_000 });
-  return store;
+  return opened;
 }
 
 describeContract("fork", (backend) => {
   const open = storeFixture(backend);
   it("records lineage at seq 1 and copies the prefix re-sequenced, leaving the source untouched", async () => {
-    const store = await seeded(open);
+    const { store, openReader } = await seededStore(open);
     const before = await store.page("src", { limit: 100 });
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "p", atSeq: 5 });
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 5 });
     expect(forked.header.owner).toBe("p");
-    // the lineage is stored, not only answered
-    expect(await store.header("dst")).toMatchObject({ header: { forkOf: { sessionId: "src", seq: 5 } } });
+    // the lineage is stored, not only answered: a reader of its own finds it in the rows
+    const reader = await openReader();
+    for (const view of [store, reader]) {
+      expect(await view.header("dst")).toMatchObject({ header: { forkOf: { sessionId: "src", seq: 5 } } });
+      const source = await view.header("src");
+      if (source.status !== "ok") throw new Error(source.status);
+      expect(source.header).not.toHaveProperty("forkOf");
+    }
     const read = await store.readAfter("dst", 0, 100);
     if (read.status !== "ok") throw new Error(read.status);
     expect(read.events[0]).toEqual({

@@ -33,6 +33,28 @@ describeContract("list", (backend) => {
     expect(seen[0]).toBe("s30");
   });
 
+  it("stores what moves a row: a prompt alone moves it up, a clear that keeps its place changes its epoch", async () => {
+    let clock = 1_000;
+    const { store, openReader } = await open({ now: () => clock });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    clock = 2_000;
+    await store.create({ sessionId: "b", owner: "o", model: "m" });
+    // a user message with no turn yet: the list order moves, the state stays idle
+    clock = 3_000;
+    await store.append("a", [userMessage("waiting for a turn")]);
+    // b was never prompted: its clear leaves its order and state as they were
+    const cleared = await store.clear("b");
+    if (cleared.status !== "cleared") throw new Error(cleared.status);
+    const reader = await openReader();
+    for (const view of [store, reader]) {
+      const { rows } = await view.list({ limit: 10 });
+      expect(rows.map((row) => [row.sessionId, row.updatedAt, row.lastState, row.epoch])).toEqual([
+        ["a", 3_000, "idle", rows[0]!.epoch],
+        ["b", 2_000, "idle", cleared.epoch],
+      ]);
+    }
+  });
+
   it("filters by owner and by parked", async () => {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "alice", model: "m" });

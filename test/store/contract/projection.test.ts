@@ -244,6 +244,24 @@ describeContract("projection", (backend) => {
     expect((await store.projection("a"))?.hasUnseenCompletion).toBe(false);
   });
 
+  it("keeps an ack through a rebuild of the projections and in the stored row", async () => {
+    const { store, openAnother } = await open({ now: () => 1_000 });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [turnStart("t1"), turnEnd("t1")]);
+    expect(await store.ack("a", 1_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    const acked = await store.projection("a");
+    expect(acked?.hasUnseenCompletion).toBe(false);
+    // a rebuild folds the log from the header, which must hold the ack: it is not an event
+    await store.rebuildProjections();
+    expect(await store.projection("a")).toEqual(acked);
+    // and so does one by a store that knows only the rows
+    await store.close();
+    const again = await openAnother();
+    expect(await again.projection("a")).toEqual(acked);
+    await again.rebuildProjections();
+    expect(await again.projection("a")).toEqual(acked);
+  });
+
   it("closes every open turn as interrupted on interruptOpenTurns", async () => {
     const { store } = await open();
     for (const id of ["a", "b", "c"]) await store.create({ sessionId: id, owner: "o", model: "m" });
