@@ -40,6 +40,28 @@ describe("commit listener guard", () => {
   });
 });
 
+describe("commit listener guard without a failure metric", () => {
+  it("keeps delivering past a throwing listener when the metrics count only commits", async () => {
+    const reported: string[] = [];
+    current = openTempStore({
+      metrics: { committed: () => undefined },
+      logger: { error: (obj) => reported.push((obj as { err: Error }).err.message) },
+    });
+    const { store } = current;
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const after: number[] = [];
+    store.subscribe("a", () => {
+      throw new Error("faulty listener");
+    });
+    store.subscribe("a", (notice) => {
+      if (notice.kind === "append") after.push(...notice.events.map((event) => event.seq));
+    });
+    expect((await store.append("a", [delta("t", "x")])).status).toBe("appended");
+    expect(after).toEqual([2]);
+    expect(reported).toEqual(["faulty listener"]);
+  });
+});
+
 describe("commit listener subscriptions", () => {
   it("an unsubscribed listener gets nothing more; the others on that session and store-wide go on", async () => {
     current = openTempStore();

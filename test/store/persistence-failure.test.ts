@@ -97,7 +97,37 @@ describe("persistence failure", () => {
     }
     // no notice was delivered for an event that never committed
     expect(noticed).toEqual(Array.from({ length: acked.get("a")! }, (_, i) => i + 2));
+    // lifted, the cap lets the file grow again: these need far more pages than it had
+    const grown = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => store.append("b", [delta("t", `${i}${big}`)])),
+    );
+    expect(grown.every((outcome) => outcome.status === "appended")).toBe(true);
     expect(store.integrityCheck()).toBe("ok");
+  });
+
+  it("lets the file grow up to a cap above its size, then fails the write that would pass it", async () => {
+    current = openTempStore();
+    const { store } = current;
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    // about 256 pages of 4 KiB; the empty database holds a few dozen, each event fills most of one
+    store.limitSize(1024 * 1024);
+    const big = "x".repeat(3_000);
+    let appended = 0;
+    let refused: unknown;
+    for (let round = 0; round < 60 && refused === undefined; round++) {
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 10 }, () => store.append("a", [delta("t", big)])),
+      );
+      for (const outcome of outcomes) {
+        if (outcome.status === "fulfilled") appended++;
+        else refused = outcome.reason;
+      }
+    }
+    expect((refused as SessionmuxError | undefined)?.code).toBe("persistence_failure");
+    expect(appended).toBeGreaterThan(100);
+    expect(appended).toBeLessThan(256);
+    const read = await readWholeLog(store, "a");
+    expect(read.status === "ok" && read.events.length).toBe(appended + 1);
   });
 
   it("sends no notice and resolves nothing when COMMIT itself fails", async () => {

@@ -74,4 +74,24 @@ describe("the WAL's size", () => {
       await reopened.close();
     }
   }, 120_000);
+
+  it("is checkpointed and truncated on close while a reader still has the file open", async () => {
+    // SQLite checkpoints by itself only when the last connection closes; the store must not rely on it
+    const path = dir.file("sessions.db");
+    const store = SqliteSessionStore.open(path);
+    const reader = SqliteSessionStore.open(path, { readOnly: true });
+    try {
+      await store.create({ sessionId: "a", owner: "o", model: "demo" });
+      for (let i = 0; i < 20; i++)
+        await store.append("a", [{ type: "assistant/delta", data: { turnId: "t", text: EVENT_TEXT } }]);
+      expect(await reader.header("a")).toMatchObject({ status: "ok", headSeq: 21 });
+      expect(walFrames(path)).toBeGreaterThan(20);
+      await store.close();
+      expect(walFrames(path)).toBe(0);
+      expect(await reader.header("a")).toMatchObject({ status: "ok", headSeq: 21 });
+    } finally {
+      await store.close();
+      await reader.close();
+    }
+  });
 });
