@@ -133,5 +133,45 @@ describe("control mirror reducer", () => {
     const m = markStale(apply([baseline("g")]));
     expect(m.stale).toBe(true);
     expect(m.agents.a).toBe("running");
+    // a caller that logs changes sees why the mirror changed
+    expect(m.lastChange).toEqual({ kind: "stale" });
+  });
+
+  it("the empty mirror is frozen, stale, without a generation and with nothing in it", () => {
+    expect(EMPTY_MIRROR).toStrictEqual({
+      generation: undefined,
+      generationChanged: false,
+      stale: true,
+      agents: {},
+      queues: {},
+      jobs: {},
+      interactions: {},
+      projections: {},
+      lastChange: undefined,
+    });
+    expect(Object.isFrozen(EMPTY_MIRROR)).toBe(true);
+  });
+
+  it("an agent state change sets that session's state and keeps the rest of the mirror", () => {
+    const before = apply([baseline("g")]);
+    const change: ControlItem = { kind: "agent", sessionId: "a", state: "idle" };
+    const m = reduceControl(before, change);
+    expect(m).toStrictEqual({ ...before, agents: { a: "idle", b: "idle" }, lastChange: change });
+    const attached = reduceControl(m, { kind: "agent", sessionId: "c", state: "attached" });
+    expect(attached.agents).toEqual({ a: "idle", b: "idle", c: "attached" });
+    expect(attached.jobs).toBe(before.jobs);
+  });
+
+  it("a projection at the same seq replaces the row: live and running change without a new event", () => {
+    const before = apply([baseline("g")]);
+    const running = { ...row("a", 5), running: true };
+    const m = reduceControl(before, { kind: "projection", sessionId: "a", projection: running });
+    expect(m.projections.a).toBe(running);
+  });
+
+  it("an item kind from a newer host leaves the mirror as it was", () => {
+    const before = apply([baseline("g")]);
+    const unknown = { kind: "quota", sessionId: "a" } as unknown as ControlItem;
+    expect(reduceControl(before, unknown)).toBe(before);
   });
 });
