@@ -1,4 +1,5 @@
-import { Subject } from "rxjs";
+import { getEventListeners } from "node:events";
+import { from, Observable, ReplaySubject, Subject } from "rxjs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { iterate } from "../../src/client/async-iteration.js";
@@ -28,10 +29,11 @@ describe("async iteration of observables", () => {
   it("rethrows the observable's error after the values before it", async () => {
     const subject = new Subject<number>();
     const it = iterate(subject);
+    const boom = new Error("boom");
     subject.next(1);
-    subject.error(new Error("boom"));
+    subject.error(boom);
     expect(await it.next()).toEqual({ value: 1, done: false });
-    await expect(it.next()).rejects.toThrow("boom");
+    await expect(it.next()).rejects.toBe(boom);
     expect(await it.next()).toEqual({ value: undefined, done: true });
   });
 
@@ -41,7 +43,44 @@ describe("async iteration of observables", () => {
     for (let i = 0; i < 4; i++) subject.next(i);
     expect(subject.observed).toBe(false);
     for (let i = 0; i < 3; i++) expect((await it.next()).value).toBe(i);
-    await expect(it.next()).rejects.toMatchObject({ code: "slow_consumer", data: { maxBuffered: 3 } });
+    await expect(it.next()).rejects.toMatchObject({
+      code: "slow_consumer",
+      message: "the loop fell 3 values behind; raise maxBuffered or read faster",
+      data: { maxBuffered: 3 },
+    });
+  });
+
+  it("a next() that waits when the source completes resolves as done", async () => {
+    const subject = new Subject<number>();
+    const it = iterate(subject);
+    const waiting = it.next();
+    subject.complete();
+    expect(await waiting).toStrictEqual({ value: undefined, done: true });
+  });
+
+  it("a synchronous replay longer than maxBuffered ends with slow_consumer and leaves the source", async () => {
+    const replay = new ReplaySubject<number>();
+    for (let i = 0; i < 4; i++) replay.next(i);
+    const it = iterate(replay, { maxBuffered: 3 });
+    // the source ran past the limit before subscribe returned; it must not stay subscribed
+    expect(replay.observed).toBe(false);
+    for (let i = 0; i < 3; i++) expect((await it.next()).value).toBe(i);
+    await expect(it.next()).rejects.toMatchObject({ code: "slow_consumer" });
+
+    // a source that completes right after overflowing still reports the overflow, not a clean end
+    const finite = iterate(from([0, 1, 2, 3]), { maxBuffered: 3 });
+    for (let i = 0; i < 3; i++) expect((await finite.next()).value).toBe(i);
+    await expect(finite.next()).rejects.toMatchObject({ code: "slow_consumer" });
+  });
+
+  it("return() resolves as done, ends a waiting next() and every later one, and unsubscribes", async () => {
+    const subject = new Subject<number>();
+    const it = iterate(subject);
+    const waiting = it.next();
+    expect(await it.return?.()).toStrictEqual({ value: undefined, done: true });
+    expect(await waiting).toStrictEqual({ value: undefined, done: true });
+    expect(await it.next()).toStrictEqual({ value: undefined, done: true });
+    expect(subject.observed).toBe(false);
   });
 
   it("break unsubscribes; an AbortSignal ends a waiting loop with aborted", async () => {
@@ -56,9 +95,59 @@ describe("async iteration of observables", () => {
 
     const controller = new AbortController();
     const waiting = iterate(subject, { signal: controller.signal }).next();
-    controller.abort();
-    await expect(waiting).rejects.toMatchObject({ code: "aborted" });
+    const reason = new Error("user left");
+    controller.abort(reason);
+    await expect(waiting).rejects.toMatchObject({
+      code: "aborted",
+      message: "the iteration was aborted",
+      cause: reason,
+    });
     expect(subject.observed).toBe(false);
+  });
+
+  it("a signal aborted before the loop starts ends it with aborted without subscribing", async () => {
+    const subject = new Subject<number>();
+    const controller = new AbortController();
+    const reason = new Error("too late");
+    controller.abort(reason);
+    const it = iterate(subject, { signal: controller.signal });
+    expect(subject.observed).toBe(false);
+    await expect(it.next()).rejects.toMatchObject({
+      code: "aborted",
+      message: "the iteration was aborted",
+      cause: reason,
+    });
+    expect(await it.next()).toStrictEqual({ value: undefined, done: true });
+  });
+
+  it("values a synchronous source emits after the abort are not delivered", async () => {
+    const controller = new AbortController();
+    const source = new Observable<number>((s) => {
+      s.next(1);
+      controller.abort();
+      s.next(2);
+    });
+    const it = iterate(source, { signal: controller.signal });
+    expect(await it.next()).toStrictEqual({ value: 1, done: false });
+    await expect(it.next()).rejects.toMatchObject({ code: "aborted" });
+  });
+
+  it("a loop that ends leaves no listener on the caller's signal", async () => {
+    // One long-lived signal often serves many loops; a listener left per loop would pile up.
+    const controller = new AbortController();
+    const listeners = () => getEventListeners(controller.signal, "abort").length;
+    const completed = new Subject<number>();
+    const done = iterate(completed, { signal: controller.signal });
+    expect(listeners()).toBe(1);
+    completed.complete();
+    expect(await done.next()).toStrictEqual({ value: undefined, done: true });
+    expect(listeners()).toBe(0);
+
+    const broken = new Subject<number>();
+    const early = iterate(broken, { signal: controller.signal });
+    expect(listeners()).toBe(1);
+    await early.return?.();
+    expect(listeners()).toBe(0);
   });
 });
 
