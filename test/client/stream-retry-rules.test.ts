@@ -38,6 +38,23 @@ function collect<T>(subscribe: (sink: { next(v: T): void; error(e: unknown): voi
   return seen;
 }
 const models = { models: [], default: "demo" };
+const baselineItem = (generation = "g1") => ({
+  kind: "baseline",
+  generation,
+  agents: [],
+  queues: [],
+  jobs: [],
+  interactions: [],
+  projections: [],
+});
+const renamed = (seq: number) => ({ seq, at: 1, type: "session/renamed", data: { title: `r${seq}` } });
+/** Opens of `method` so far on one connection, in order, with their frames. */
+function opensFor(conn: PeerConnection, method: string) {
+  return conn.received.filter((f) => f.type === "open" && f.method === method) as {
+    id: number;
+    params: { sessionId?: string; afterSeq?: number; epoch?: string };
+  }[];
+}
 
 describe("stream retry rules (session-controller note)", () => {
   it("persistence_failure on a follow open is the stream's error, with no reopen", async () => {
@@ -141,6 +158,207 @@ describe("stream retry rules (session-controller note)", () => {
     await settle(client);
     expect(opensOf(p.connections[0], "session.follow")).toBe(1);
     expect(opensOf(p.connections[0], "session.control")).toBe(1);
+  });
+});
+
+describe("progress and repair on supervised streams", () => {
+  it("each baseline restores the control stream's isolated retry; the mirror is stale from each loss to the next baseline", async () => {
+    let opens = 0;
+    const p = await startFakePeer({
+      onCall: () => models,
+      onOpen: (conn, f) => {
+        opens += 1;
+        conn.send({ type: "item", id: f.id, value: baselineItem() });
+        // the first three opens fail after their baseline, in one host generation; the fourth stays
+        if (opens <= 3) conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) });
+      },
+    });
+    cleanups.push(() => p.stop());
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
+    await vi.waitFor(() => expect(opens).toBe(4));
+    await settle(client);
+    expect(opens).toBe(4);
+    expect(seen.values.map((m) => [m.stale, m.lastChange?.kind])).toEqual([
+      [false, "baseline"],
+      [true, "stale"],
+      [false, "baseline"],
+      [true, "stale"],
+      [false, "baseline"],
+      [true, "stale"],
+      [false, "baseline"],
+    ]);
+    // stale keeps what the mirror knew
+    expect(seen.values[1]?.generation).toBe("g1");
+    expect(seen.error).toBeUndefined();
+  });
+
+  it("a control stream failing without a baseline spends its retry and marks the mirror stale only once", async () => {
+    let opens = 0;
+    const p = await startFakePeer({
+      onCall: () => models,
+      onOpen: (conn, f) => {
+        opens += 1;
+        if (opens === 2) conn.send({ type: "item", id: f.id, value: baselineItem() });
+        conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) });
+      },
+    });
+    cleanups.push(() => p.stop());
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
+    // open 1 fails before any baseline (its retry is open 2); open 2's baseline restores the
+    // retry (open 3); open 3 fails with the retry spent: wait for another host generation
+    await vi.waitFor(() => expect(opens).toBe(3));
+    await settle(client);
+    await settle(client);
+    expect(opens).toBe(3);
+    // nothing before the first baseline (there was nothing to mark), one stale mark for two losses
+    expect(seen.values.map((m) => [m.stale, m.lastChange?.kind])).toEqual([
+      [false, "baseline"],
+      [true, "stale"],
+    ]);
+    expect(seen.error).toBeUndefined();
+  });
+
+  it("a lost socket marks the mirror stale and the next socket's baseline clears it", async () => {
+    let generation = "g1";
+    const p = await startFakePeer({
+      generation: () => generation,
+      onCall: () => models,
+      onOpen: (conn, f) => conn.send({ type: "item", id: f.id, value: baselineItem(generation) }),
+    });
+    cleanups.push(() => p.stop());
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
+    await vi.waitFor(() => expect(seen.values).toHaveLength(1));
+    generation = "g2";
+    p.killAll();
+    await vi.waitFor(() => expect(seen.values).toHaveLength(3));
+    expect(seen.values.map((m) => [m.stale, m.generation, m.generationChanged])).toEqual([
+      [false, "g1", false],
+      [true, "g1", false],
+      [false, "g2", true],
+    ]);
+    expect(seen.error).toBeUndefined();
+  });
+
+  it("events restore a follow stream's isolated retry; opened and caughtUp alone do not", async () => {
+    const p = await startFakePeer({
+      onCall: () => models,
+      onOpen: (conn, f) => {
+        const params = f.params as { sessionId: string; afterSeq: number };
+        const n = opensFor(conn, "session.follow").filter(
+          (o) => o.params.sessionId === params.sessionId,
+        ).length;
+        conn.send({ type: "item", id: f.id, value: { kind: "opened", epoch: "E", headSeq: 4 } });
+        if (params.sessionId === "busy") {
+          // each open delivers the next event, then the first three fail
+          conn.send({
+            type: "item",
+            id: f.id,
+            value: { kind: "events", events: [renamed(params.afterSeq + 1)] },
+          });
+          if (n <= 3) conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) });
+        } else {
+          conn.send({ type: "item", id: f.id, value: { kind: "caughtUp", seq: 0 } });
+          conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) });
+        }
+      },
+    });
+    cleanups.push(() => p.stop());
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const busy = collect<FollowUpdate>((s) =>
+      followSession(client, "busy", { backoff: instant }).subscribe(s),
+    );
+    const quiet = collect<FollowUpdate>((s) =>
+      followSession(client, "quiet", { backoff: instant }).subscribe(s),
+    );
+    const conn = () => p.connections[0] as PeerConnection;
+    const opensOfSession = (id: string) =>
+      opensFor(conn(), "session.follow").filter((o) => o.params.sessionId === id);
+    await vi.waitFor(() => expect(opensOfSession("busy")).toHaveLength(4));
+    await vi.waitFor(() => expect(opensOfSession("quiet")).toHaveLength(2));
+    await settle(client);
+    await settle(client);
+    expect(opensOfSession("busy").map((o) => o.params.afterSeq)).toEqual([0, 1, 2, 3]);
+    expect(opensOfSession("quiet")).toHaveLength(2);
+    expect(busy.values.flatMap((u) => (u.kind === "events" ? u.events.map((e) => e.seq) : []))).toEqual([
+      1, 2, 3, 4,
+    ]);
+    expect(busy.error).toBeUndefined();
+    expect(quiet.error).toBeUndefined();
+  });
+
+  it("a gap in the events makes the follower reopen from the last seq it applied; a replayed duplicate tells the caller nothing", async () => {
+    const p = await startFakePeer({
+      onCall: () => models,
+      onOpen: (conn, f) => {
+        const item = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        item({ kind: "opened", epoch: "E", headSeq: 3 });
+        if (opensFor(conn, "session.follow").length === 1) {
+          item({ kind: "events", events: [renamed(1)] });
+          item({ kind: "events", events: [renamed(1)] });
+          item({ kind: "events", events: [renamed(3)] });
+        } else {
+          item({ kind: "events", events: [renamed(1), renamed(2), renamed(3)] });
+          item({ kind: "caughtUp", seq: 3 });
+        }
+      },
+    });
+    cleanups.push(() => p.stop());
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const seen = collect<FollowUpdate>((s) => followSession(client, "s", { backoff: instant }).subscribe(s));
+    await vi.waitFor(() => expect(seen.values.at(-1)?.kind).toBe("caughtUp"));
+    const opens = opensFor(p.connections[0] as PeerConnection, "session.follow");
+    expect(opens.map((o) => o.params)).toEqual([
+      { sessionId: "s", afterSeq: 0 },
+      { sessionId: "s", afterSeq: 1, epoch: "E" },
+    ]);
+    expect(
+      seen.values.map((u) =>
+        u.kind === "events" ? `events ${u.events.map((e) => e.seq).join(",")}` : u.kind,
+      ),
+    ).toEqual(["opened", "events 1", "opened", "events 2,3", "caughtUp"]);
+    expect(seen.error).toBeUndefined();
+  });
+
+  it("a stream waits the backoff it was given before its retry", async () => {
+    const ids = new Map<string, number>();
+    const p = await startFakePeer({
+      onCall: () => models,
+      onOpen: (conn, f) => {
+        ids.set(f.method, f.id);
+        if (f.method === "session.control") conn.send({ type: "item", id: f.id, value: baselineItem() });
+      },
+    });
+    cleanups.push(() => p.stop());
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const backoff = { baseMs: 1_000, capMs: 1_000 };
+    collect<FollowUpdate>((s) => followSession(client, "s", { backoff }).subscribe(s));
+    collect<ControlMirror>((s) => controlMirror(client, { backoff }).subscribe(s));
+    await vi.waitFor(() => expect(ids.size).toBe(2));
+    const conn = p.connections[0] as PeerConnection;
+    const counts = () => [opensOf(conn, "session.follow"), opensOf(conn, "session.control")];
+
+    // Only the clocks of timeouts are faked, and only from here; the sockets stay real.
+    vi.spyOn(Math, "random").mockReturnValue(0.5);
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      for (const id of ids.values()) {
+        conn.send({ type: "error", id, error: wireError("slow_consumer", true) });
+      }
+      await settle(client);
+      // the first step of the given policy: random (0.5) times 1 s
+      vi.advanceTimersByTime(499);
+      await settle(client);
+      expect(counts()).toEqual([1, 1]);
+      vi.advanceTimersByTime(1);
+      await settle(client);
+      expect(counts()).toEqual([2, 2]);
+    } finally {
+      vi.useRealTimers();
+      vi.restoreAllMocks();
+    }
   });
 });
 
