@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { HelloFrame } from "../../protocol/index.js";
 import { SessionmuxError } from "../../protocol/index.js";
 import { ConnectionRefusedError, RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
+import { streamRecovery } from "../../src/client/stream-recovery.js";
 import { type SupervisorControl, superviseStream } from "../../src/client/stream-supervisor.js";
 
 /**
@@ -257,5 +258,18 @@ describe("stream supervisor", () => {
     h.control().reopen();
     vi.advanceTimersByTime(10_000_000);
     expect(h.opens).toHaveLength(1);
+  });
+});
+
+describe("stream recovery", () => {
+  it("names the recovery for each kind of failure, as callers of the exported rule read it", () => {
+    expect(streamRecovery(lost())).toBe("reconnect");
+    expect(streamRecovery(new RemoteStreamCarrierError("client_closed"))).toBe("complete");
+    expect(streamRecovery(new ConnectionRefusedError(401, "ws://127.0.0.1/x"))).toBe("await-open");
+    expect(streamRecovery(retryable())).toBe("retry");
+    // retryable for a call, terminal for a stream
+    expect(streamRecovery(new SessionmuxError("persistence_failure", "disk full"))).toBe("fail");
+    expect(streamRecovery(new SessionmuxError("session_not_found", "gone"))).toBe("fail");
+    expect(streamRecovery(new Error("not ours"))).toBe("fail");
   });
 });
