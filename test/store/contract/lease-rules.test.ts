@@ -129,6 +129,23 @@ describeContract("lease rules at their edges", (backend) => {
     expect(await head(b)).toBe(2);
   });
 
+  it("a takeover with no running turn or job tells the commit listeners nothing", async () => {
+    const { a, b } = await twoHosts();
+    const notices = heardBy(b);
+    const appended = () => notices.flatMap((n) => (n.kind === "append" ? [n.events.map((e) => e.seq)] : []));
+    const mine = await take(a, "host-a");
+    await a.append(S, [userMessage("hi")], { fence: mine.lease });
+    // B has caught up with A's append before it takes over
+    await expect.poll(() => appended(), { timeout: 10_000, interval: 20 }).toEqual([[2]]);
+    await expire(a, mine.lease);
+    const taken = await take(b, "host-b");
+    expect(taken.takeover).toEqual({ fromHost: "host-a", interruptedTurnId: null });
+    // the next append's notice is heard after any the takeover caused
+    await b.append(S, [turnStart("t2")], { fence: taken.lease });
+    await expect.poll(() => appended().at(-1), { timeout: 10_000, interval: 20 }).toEqual([3]);
+    expect(appended()).toEqual([[2], [3]]);
+  });
+
   it("a takeover's interrupted events reach the commit listeners, in one notice", async () => {
     const { a, b } = await twoHosts();
     const notices = heardBy(b);
@@ -182,6 +199,26 @@ describeContract("lease rules at their edges", (backend) => {
       ["job/ended", "interrupted"],
     ]);
     expect((await b.projection(S))?.openTurnId).toBe("t1");
+  });
+
+  it("lease pages hold at most the limit in session order, and only a full page names where the next starts", async () => {
+    const { a } = await twoHosts();
+    const ids = [S, "s1", "s2", "s3"];
+    for (const id of ids.slice(1)) await a.create({ sessionId: id, owner: "bob", model: "m" });
+    for (const id of ids) await a.acquireLease(id, "host-a", LONG);
+    const sessionsOf = (page: { leases: { sessionId: string }[] }) => page.leases.map((l) => l.sessionId);
+    const first = await a.leasePage(null, 3);
+    expect(sessionsOf(first)).toEqual(["s", "s1", "s2"]);
+    expect(first.next).toBe("s2");
+    const rest = await a.leasePage(first.next, 3);
+    expect(sessionsOf(rest)).toEqual(["s3"]);
+    expect(rest.next).toBeNull();
+    // a page filled exactly by the last leases cannot know it is the last: the next one is empty
+    const whole = await a.leasePage(null, 4);
+    expect(sessionsOf(whole)).toEqual(ids);
+    expect(whole.next).toBe("s3");
+    expect(await a.leasePage(whole.next, 4)).toEqual({ leases: [], next: null });
+    expect(await a.leasePage(null, 0)).toEqual({ leases: [], next: null });
   });
 
   it("releasing a lease that is not the current one changes nothing and announces nothing", async () => {
