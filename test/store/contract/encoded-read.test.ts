@@ -207,6 +207,30 @@ describeContract("readAfterEncoded", (backend) => {
     expect(pages).toBeGreaterThanOrEqual(6);
   });
 
+  it("a page after the head or before the first event is empty and says there is no more", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "edges", owner: "o", model: "m" });
+    await store.append("edges", [turnStart("t1"), delta("t1", "a")]);
+    for (const afterSeq of [3, 4, 100]) {
+      expect(await store.page("edges", { afterSeq, limit: 10 })).toMatchObject({
+        status: "ok",
+        headSeq: 3,
+        events: [],
+        hasMore: false,
+      });
+    }
+    expect(await store.page("edges", { beforeSeq: 1, limit: 10 })).toMatchObject({
+      status: "ok",
+      headSeq: 3,
+      events: [],
+      hasMore: false,
+    });
+    const last = await store.page("edges", { afterSeq: 2, limit: 10 });
+    expect(last.status === "ok" && [last.events.map((e) => e.seq), last.hasMore]).toEqual([[3], false]);
+    const first = await store.page("edges", { beforeSeq: 2, limit: 10 });
+    expect(first.status === "ok" && [first.events.map((e) => e.seq), first.hasMore]).toEqual([[1], false]);
+  });
+
   it("ends a log read of large events at the item budget, before the head it reports", async () => {
     const { store } = await open();
     await store.create({ sessionId: "reads", owner: "o", model: "m" });

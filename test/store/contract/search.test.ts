@@ -97,6 +97,14 @@ describeContract("search", (backend) => {
     expect((await store.search("(zebra)", 10)).length).toBe(2);
   });
 
+  it("answers no hits for a query with no letter or digit in it, whatever the log holds", async () => {
+    const store = await seeded(open);
+    for (const query of ["", "   ", '"', "*", "- ( ) '", "\u0000"]) {
+      expect(await store.search(query, 10)).toEqual([]);
+      expect(await store.search(query, 10, "alice")).toEqual([]);
+    }
+  });
+
   it("does not index hidden or incognito messages, nor keep text of deleted sessions", async () => {
     const store = await seeded(open);
     expect(await store.search("incognito", 10)).toEqual([]);
