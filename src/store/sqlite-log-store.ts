@@ -82,12 +82,17 @@ export class SqliteLogStore implements SessionStore {
   protected readonly cache = new ReadCache();
   protected readonly defaultMaxPages: number;
   private closed: Promise<void> | undefined;
+  /** Read-only: commits come from another connection, and only `data_version` tells of them. */
+  private readonly readOnly: boolean;
+  /** The `data_version` the read cache was last checked at. */
+  private dataVersion = -1;
 
   protected constructor(
     protected readonly db: Database.Database,
     options: SqliteStoreOptions,
     protected readonly lock?: DatabaseLock,
   ) {
+    this.readOnly = options.readOnly === true;
     this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
     this.statements = prepareStatements(db);
     this.liveRows = new LiveRows(this.statements);
@@ -316,9 +321,20 @@ export class SqliteLogStore implements SessionStore {
 
   protected read<T>(run: () => T): Promise<T> {
     try {
+      if (this.readOnly) this.forgetOtherCommits();
       return Promise.resolve(run());
     } catch (err) {
       return Promise.reject(isStorageFailure(err) ? persistenceFailure(err) : err);
     }
+  }
+
+  /**
+   * A read-only instance runs no transaction of its own to clear its read cache at: the writer's
+   * commits change `data_version` instead, and a cache filled before one holds what it replaced.
+   */
+  private forgetOtherCommits(): void {
+    const version = this.db.pragma("data_version", { simple: true }) as number;
+    if (version !== this.dataVersion) this.cache.clear();
+    this.dataVersion = version;
   }
 }
