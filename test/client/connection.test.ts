@@ -1,6 +1,8 @@
+import { getEventListeners } from "node:events";
 import { firstValueFrom, type Subscription } from "rxjs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
+import type { HelloFrame } from "../../protocol/index.js";
 import { type CallMethod, Methods } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/connection-state.js";
 import { createClient, type SessionmuxClient } from "../../src/client/index.js";
@@ -43,6 +45,7 @@ describe("client connection", () => {
     const req = p.connections[0]!.request;
     expect(req.headers.authorization).toBe("Bearer tok en/+");
     expect(req.headers["sec-websocket-protocol"]).toBe("sessionmux.v1");
+    expect(req.headers["sec-websocket-extensions"]).toBeUndefined();
     expect(client.hello).toMatchObject({ hostId: "fake", generation: "g1" });
   });
 
@@ -57,6 +60,11 @@ describe("client connection", () => {
       .map((e) => e.trim());
     expect(offered).toEqual(["sessionmux.v1", `bearer.${base64Url("tok en/+?")}`]);
     expect(base64Url("tok en/+?")).toMatch(/^[A-Za-z0-9_-]+$/);
+    // "~~~???é" is "fn5+Pz8/w6k=" in plain base64: each of +, / and = has its base64url stand-in
+    const awkward = "~~~???é";
+    expect(Buffer.from(awkward).toString("base64")).toMatch(/\+.*\/.*=$/);
+    expect(base64Url(awkward)).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(Buffer.from(base64Url(awkward), "base64url").toString()).toBe(awkward);
   });
 
   it("keeps the socket open with zero streams", async () => {
@@ -295,6 +303,93 @@ describe("client connection", () => {
     expect(got).toEqual(["a"]);
   });
 
+  it("calls every handler registered for a notification, each until it unsubscribes", async () => {
+    const p = await peer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const first: string[] = [];
+    const second: string[] = [];
+    const offFirst = client.on("session.removed", (v) => first.push(v.sessionId));
+    client.on("session.removed", (v) => second.push(v.sessionId));
+    p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "a" } });
+    await vi.waitFor(() => expect(second).toEqual(["a"]));
+    expect(first).toEqual(["a"]);
+    offFirst();
+    p.connections[0]!.send({ type: "event", name: "session.removed", value: { sessionId: "b" } });
+    await vi.waitFor(() => expect(second).toEqual(["a", "b"]));
+    expect(first).toEqual(["a"]);
+  });
+
+  it("hello$ emits the hello of every connect and completes when the client closes", async () => {
+    let generation = 0;
+    const p = await peer({ generation: () => `g${++generation}` });
+    const client = createNodeClient({ url: p.url, token: "t", backoff: fast });
+    const hellos: HelloFrame[] = [];
+    let completed = false;
+    client.hello$.subscribe({ next: (h) => hellos.push(h), complete: () => (completed = true) });
+    await vi.waitFor(() => expect(hellos.map((h) => h.generation)).toEqual(["g1"]));
+    p.killAll();
+    await vi.waitFor(() => expect(hellos.map((h) => h.generation)).toEqual(["g1", "g2"]));
+    expect(completed).toBe(false);
+    await client.close();
+    expect(completed).toBe(true);
+  });
+
+  it("a stream unsubscribed before the socket opens never sends open to the host", async () => {
+    const p = await peer({ onCall: () => ({ ok: true }) });
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    expect(client.state.name).toBe("connecting");
+    client.open("session.control", {}).subscribe().unsubscribe();
+    // the call waits for the same socket, behind the stream: once it is answered, an open would be in
+    await expect(client.call("session.models", {})).resolves.toEqual({ ok: true });
+    expect(p.connections[0]!.received.map((f) => f.type)).toEqual(["call"]);
+  });
+
+  it("draws each backoff delay from the random source it was given", async () => {
+    const p = await peer({ refuse: () => 503 });
+    const client = track(
+      createNodeClient({
+        url: p.url,
+        token: "t",
+        backoff: { baseMs: 60_000, capMs: 60_000 },
+        random: () => 0.25,
+      }),
+    );
+    await vi.waitFor(() => expect(client.state.name).toBe("backoff"));
+    expect(client.state).toMatchObject({ attempt: 1, delayMs: 0.25 * 60_000 });
+  });
+
+  it("a settled call leaves no listener on the caller's signal", async () => {
+    const controller = new AbortController();
+    let listenersInFlight: number | undefined;
+    const p = await peer({
+      onCall: () => {
+        listenersInFlight = getEventListeners(controller.signal, "abort").length;
+        return { ok: true };
+      },
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    await expect(client.list({}, { signal: controller.signal })).resolves.toEqual({ ok: true });
+    expect(listenersInFlight).toBe(1);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+  });
+
+  it("without onError, reports a host error tied to no call with console.warn, naming its code", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    cleanups.push(async () => warn.mockRestore());
+    const p = await peer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    const reported: string[] = [];
+    client.errors$.subscribe((e) => reported.push(e.code));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    p.connections[0]!.send({
+      type: "error",
+      error: { code: "internal_error", message: "the store failed", category: "internal", retryable: false },
+    });
+    await vi.waitFor(() => expect(reported).toEqual(["internal_error"]));
+    expect(warn.mock.calls).toEqual([["sessionmux client: internal_error: the store failed"]]);
+  });
+
   it("close() rejects waiting calls with a client_closed carrier error and completes state$", async () => {
     const p = await peer({ refuse: () => 503 });
     const client = createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 60_000, capMs: 60_000 } });
@@ -334,6 +429,22 @@ describe("client connection: the caller's hand", () => {
     const error = await client.list({}, { signal: AbortSignal.abort("gone") }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "aborted", retryable: false });
     expect(client.state.name).toBe("backoff");
+  });
+
+  it("reconnectNow during a long backoff connects at once", async () => {
+    const p = await peer({ refuse: (attempt) => (attempt === 1 ? 503 : undefined) });
+    const client = track(
+      createNodeClient({
+        url: p.url,
+        token: "t",
+        backoff: { baseMs: 60_000, capMs: 60_000 },
+        random: () => 0.5,
+      }),
+    );
+    await vi.waitFor(() => expect(client.state.name).toBe("backoff"));
+    client.reconnectNow();
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    expect(p.attempts).toBe(2);
   });
 
   it("reconnectNow while open keeps the socket it has", async () => {
@@ -407,6 +518,35 @@ describe("half-open sockets", () => {
         expect(Date.now()).toBeGreaterThan(until);
       },
       { timeout: 3_000, interval: 50 },
+    );
+  });
+});
+
+describe("a client made without a WebSocket class", () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it("uses the global WebSocket, as a browser's, with the token as a subprotocol", async () => {
+    vi.stubGlobal("WebSocket", WebSocket);
+    const p = await peer();
+    const client = track(createClient({ url: p.url, token: "t" }));
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    const offered = String(p.connections[0]!.request.headers["sec-websocket-protocol"]).split(",");
+    expect(offered).toEqual(["sessionmux.v1", `bearer.${base64Url("t")}`]);
+  });
+
+  it("throws a TypeError naming both ways out where there is no global WebSocket", () => {
+    vi.stubGlobal("WebSocket", undefined);
+    let error: unknown;
+    try {
+      track(createClient({ url: "ws://127.0.0.1:9/api/remote.mux", token: "t" }));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toBe(
+      "no global WebSocket: pass options.WebSocket or use createNodeClient",
     );
   });
 });
