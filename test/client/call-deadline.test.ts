@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
@@ -35,6 +37,9 @@ describe("every call settles: timeout and AbortSignal", () => {
       retryable: true,
       data: { method: "session.page", timeoutMs: 100 },
     });
+    expect((error as Error).message).toBe(
+      "session.page: no answer within 100 ms (the socket is open; the host did not answer)",
+    );
     await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
     const late = calls(p)[0] as { id: number };
     p.connections[0]!.send({ type: "result", id: late.id, value: { late: true } });
@@ -81,5 +86,40 @@ describe("every call settles: timeout and AbortSignal", () => {
     const error = await client.list({}, { timeoutMs: 150 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "timeout" });
     expect(["backoff", "connecting"]).toContain(client.state.name);
+  });
+});
+
+describe("a call's timeout says what the connection was doing", () => {
+  it("backing off from a host that refuses: which reconnect attempt is pending", async () => {
+    const p = await startFakePeer({ refuse: () => 503 });
+    cleanups.push(() => p.stop());
+    const client = track(
+      createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 60_000, capMs: 60_000 } }),
+    );
+    await vi.waitFor(() => expect(client.state.name).toBe("backoff"));
+    const error = await client.list({}, { timeoutMs: 50 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "timeout" });
+    expect((error as Error).message).toBe(
+      "session.list: no answer within 50 ms (the host is unreachable; reconnect attempt 1 pending)",
+    );
+  });
+
+  it("a host that takes the connection but never answers the upgrade: still connecting", async () => {
+    const accepted: Socket[] = [];
+    const server = createServer((socket) => accepted.push(socket));
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanups.push(async () => {
+      for (const s of accepted) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const client = track(createNodeClient({ url: `ws://127.0.0.1:${port}/api/remote.mux`, token: "t" }));
+    await vi.waitFor(() => expect(accepted).toHaveLength(1));
+    const error = await client.list({}, { timeoutMs: 50 }).catch((e: unknown) => e);
+    expect(client.state.name).toBe("connecting");
+    expect((error as Error).message).toBe(
+      "session.list: no answer within 50 ms (still connecting to the host)",
+    );
   });
 });
