@@ -1,12 +1,18 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
+import { SUBPROTOCOL } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/connection-state.js";
 import type { FollowUpdate } from "../../src/client/follow-cursor.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createClient, type SessionmuxClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { ConnectionRefusedError } from "../../src/client/remote-errors.js";
+import type { WebSocketLike } from "../../src/client/socket.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { startFakePeer } from "./fake-peer.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -67,5 +73,93 @@ describe("honest connection states against a real host", () => {
     await vi.waitFor(() =>
       expect(updates.some((u) => u.kind === "events" && u.events.some((e) => e.seq === seq))).toBe(true),
     );
+  });
+});
+
+/**
+ * A host on 127.0.0.1 that fails every WebSocket upgrade with `upgradeStatus`, which a browser
+ * never gets to see, and answers plain HTTP requests (the client's question about the refusal)
+ * with what `answer` says. It keeps each question's path and Authorization header.
+ */
+async function refusingHost(upgradeStatus: number, answer: (req: IncomingMessage) => number) {
+  const questions: { path: string | undefined; authorization: string | undefined }[] = [];
+  const server = createServer((req, res) => {
+    questions.push({ path: req.url, authorization: req.headers.authorization });
+    res.writeHead(answer(req)).end("no");
+  });
+  server.on("upgrade", (_req, socket) => {
+    socket.end(`HTTP/1.1 ${upgradeStatus} No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { port, questions };
+}
+/** 401 unless the question carries `Bearer good`; then `passed`. */
+const checksToken = (passed: number) => (req: IncomingMessage) =>
+  req.headers.authorization === "Bearer good" ? passed : 401;
+
+describe("a browser-style client asks the host why its upgrade failed", () => {
+  it("asks at the socket's URL over HTTP with its token, and a 401 answer is the unauthorized state", async () => {
+    const h = await refusingHost(401, checksToken(426));
+    const client = createClient({ url: `ws://127.0.0.1:${h.port}/api/remote.mux`, token: "bad", WebSocket });
+    track(client);
+    await vi.waitFor(() => expect(client.state).toEqual({ name: "unauthorized", status: 401 }));
+    expect(h.questions).toEqual([{ path: "/api/remote.mux", authorization: "Bearer bad" }]);
+  });
+
+  it("a 403 answer is the unauthorized state with 403", async () => {
+    const h = await refusingHost(403, () => 403);
+    const client = createClient({ url: `ws://127.0.0.1:${h.port}/api/remote.mux`, token: "good", WebSocket });
+    track(client);
+    await vi.waitFor(() => expect(client.state).toEqual({ name: "unauthorized", status: 403 }));
+  });
+
+  it("an answer that accepts the token (here 426) leaves the client retrying, as for a host that is down", async () => {
+    const h = await refusingHost(503, checksToken(426));
+    const client = createClient({
+      url: `ws://127.0.0.1:${h.port}/api/remote.mux`,
+      token: "good",
+      WebSocket,
+      backoff: fast,
+    });
+    const seen = track(client);
+    await vi.waitFor(() => expect(h.questions.length).toBeGreaterThanOrEqual(2));
+    expect(h.questions[0]).toEqual({ path: "/api/remote.mux", authorization: "Bearer good" });
+    await vi.waitFor(() => expect(seen.filter((s) => s.name === "backoff").length).toBeGreaterThanOrEqual(2));
+    expect(seen.some((s) => s.name === "unauthorized" || s.name === "rejected")).toBe(false);
+  });
+
+  it("an http:// URL is asked as given, even with ws in its path", async () => {
+    const h = await refusingHost(401, (req) => (req.url === "/ws/remote.mux" ? 401 : 404));
+    const client = createClient({ url: `http://127.0.0.1:${h.port}/ws/remote.mux`, token: "bad", WebSocket });
+    track(client);
+    await vi.waitFor(() => expect(client.state).toEqual({ name: "unauthorized", status: 401 }));
+    expect(h.questions.map((q) => q.path)).toEqual(["/ws/remote.mux"]);
+  });
+
+  it("a custom factory that marks the socket authRejected is believed without asking", async () => {
+    const p = await startFakePeer({ refuse: () => 403 });
+    cleanups.push(() => p.stop());
+    const client = createClient({
+      url: p.url,
+      token: "t",
+      socketFactory: (url, token) => {
+        const socket = new WebSocket(url, [SUBPROTOCOL], { headers: { Authorization: `Bearer ${token}` } });
+        socket.on("unexpected-response", (request, response) => {
+          (socket as unknown as WebSocketLike).authRejected = response.statusCode as 403;
+          request.destroy();
+          socket.terminate();
+        });
+        return socket as unknown as WebSocketLike;
+      },
+    });
+    track(client);
+    await vi.waitFor(() => expect(client.state).toEqual({ name: "unauthorized", status: 403 }));
+    expect(p.attempts).toBe(1);
   });
 });

@@ -1,7 +1,8 @@
-import { getEventListeners } from "node:events";
+import { getEventListeners, once } from "node:events";
 import { firstValueFrom, type Subscription } from "rxjs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
+import { encodeFrame } from "../../protocol/codec.js";
 import type { HelloFrame } from "../../protocol/index.js";
 import { type CallMethod, Methods } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/connection-state.js";
@@ -12,7 +13,7 @@ import {
   RemoteError,
   RemoteStreamCarrierError,
 } from "../../src/client/remote-errors.js";
-import { base64Url } from "../../src/client/socket.js";
+import { base64Url, sendIfOpen, type WebSocketLike } from "../../src/client/socket.js";
 import { startFakePeer } from "./fake-peer.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -548,5 +549,24 @@ describe("a client made without a WebSocket class", () => {
     expect((error as TypeError).message).toBe(
       "no global WebSocket: pass options.WebSocket or use createNodeClient",
     );
+  });
+});
+
+describe("sendIfOpen", () => {
+  it("sends on an open socket and drops the frame for one closing or closed", async () => {
+    const p = await peer();
+    const socket = new WebSocket(p.url, ["sessionmux.v1"]);
+    await once(socket, "open");
+    const send = vi.spyOn(socket, "send");
+    const like = socket as unknown as WebSocketLike;
+    const frame = encodeFrame({ type: "call", id: 1, method: "session.models", params: {} });
+    sendIfOpen(like, frame);
+    await vi.waitFor(() => expect(p.connections[0]!.received.map((f) => f.type)).toEqual(["call"]));
+    socket.close();
+    expect(socket.readyState).toBe(WebSocket.CLOSING);
+    sendIfOpen(like, frame);
+    await once(socket, "close");
+    sendIfOpen(like, frame);
+    expect(send).toHaveBeenCalledOnce();
   });
 });
