@@ -1,10 +1,16 @@
 import { firstValueFrom, lastValueFrom, toArray } from "rxjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { controlMirror } from "../../src/client/control-mirror.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { RemoteError, shouldRetry } from "../../src/client/remote-errors.js";
+import {
+  ConnectionRefusedError,
+  RemoteError,
+  RemoteStreamCarrierError,
+  shouldRetry,
+} from "../../src/client/remote-errors.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { startFakePeer } from "./fake-peer.js";
 
 let host: TestHost;
 let client: SessionmuxClient;
@@ -23,6 +29,7 @@ describe("errors from a real host", () => {
     const error = await client.create({ sessionId: "dup" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RemoteError);
     expect(error).toMatchObject({
+      name: "RemoteError",
       code: "session_exists",
       category: "business",
       terminal: true,
@@ -64,5 +71,97 @@ describe("errors from a real host", () => {
     await own.close();
     await expect(followed).resolves.toBeInstanceOf(Array);
     await expect(mirrored).resolves.toBeInstanceOf(Array);
+  });
+});
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+async function peer(options: Parameters<typeof startFakePeer>[0] = {}) {
+  const p = await startFakePeer(options);
+  cleanups.push(() => p.stop());
+  return p;
+}
+function track(c: SessionmuxClient): SessionmuxClient {
+  cleanups.push(() => c.close());
+  return c;
+}
+
+describe("errors the client raises itself say what happened and what to check", () => {
+  it("each refused upgrade is a ConnectionRefusedError whose code and message name the status and what to check", async () => {
+    const expected = (url: string) =>
+      new Map([
+        [
+          401,
+          ["unauthorized", `the host refused the token (HTTP 401) at ${url}; supply a valid one (setToken)`],
+        ],
+        [403, ["forbidden_origin", `the host refused this origin or token (HTTP 403) at ${url}; check both`]],
+        [
+          404,
+          ["not_found", `nothing serves the mux at ${url} (HTTP 404); check the URL path (/api/remote.mux)`],
+        ],
+        [
+          400,
+          [
+            "bad_request",
+            `the host refused the connection (HTTP 400) at ${url}; check the URL and client version`,
+          ],
+        ],
+      ]);
+    for (const status of [401, 403, 404, 400]) {
+      const p = await peer({ refuse: () => status });
+      const [code, message] = expected(p.url).get(status)!;
+      const c = track(createNodeClient({ url: p.url, token: "t" }));
+      const error = await c.list().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectionRefusedError);
+      expect(error).toBeInstanceOf(RemoteError);
+      expect(error).toMatchObject({ name: "ConnectionRefusedError", code, message, status, terminal: true });
+      expect((error as ConnectionRefusedError).data).toEqual({ status });
+      expect(shouldRetry(error)).toBe(false);
+    }
+  });
+
+  it("a call in flight on a socket that dies fails with a retryable carrier error that says the connection was lost", async () => {
+    const p = await peer();
+    const c = track(createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 5, capMs: 20 } }));
+    // session.create is never resent: a lost socket surfaces to the caller.
+    const pending = c.create({ sessionId: "s" }).catch((e: unknown) => e);
+    await vi.waitFor(() => expect(p.connections[0]?.received.some((f) => f.type === "call")).toBe(true));
+    p.killAll();
+    const error = await pending;
+    expect(error).toBeInstanceOf(RemoteStreamCarrierError);
+    expect(error).toMatchObject({
+      name: "RemoteStreamCarrierError",
+      message: "connection to the host was lost; retry",
+      reason: "socket_lost",
+      retryable: true,
+    });
+    expect(shouldRetry(error)).toBe(true);
+  });
+
+  it("a call on a closed client fails with a carrier error that says so and is not retried", async () => {
+    const p = await peer();
+    const c = createNodeClient({ url: p.url, token: "t" });
+    await c.close();
+    const error = await c.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RemoteStreamCarrierError);
+    expect(error).toMatchObject({
+      name: "RemoteStreamCarrierError",
+      message: "client closed",
+      reason: "client_closed",
+      retryable: false,
+    });
+    expect(shouldRetry(error)).toBe(false);
+  });
+
+  it("shouldRetry follows a host code's retryable mark and never retries an error it does not know", async () => {
+    const p = await peer();
+    const c = track(createNodeClient({ url: p.url, token: "t" }));
+    const timeout = await c.list({}, { timeoutMs: 50 }).catch((e: unknown) => e);
+    expect(timeout).toMatchObject({ code: "timeout", retryable: true });
+    expect(shouldRetry(timeout)).toBe(true);
+    expect(shouldRetry(new TypeError("not from the client"))).toBe(false);
+    expect(shouldRetry({ retryable: true })).toBe(false);
   });
 });
