@@ -1,4 +1,4 @@
-import { once } from "node:events";
+import { getEventListeners, once } from "node:events";
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
@@ -34,12 +34,10 @@ describe("every call settles: timeout and AbortSignal", () => {
     expect(error).toBeInstanceOf(SessionmuxError);
     expect(error).toMatchObject({
       code: "timeout",
+      message: "session.page: no answer within 100 ms (the socket is open; the host did not answer)",
       retryable: true,
       data: { method: "session.page", timeoutMs: 100 },
     });
-    expect((error as Error).message).toBe(
-      "session.page: no answer within 100 ms (the socket is open; the host did not answer)",
-    );
     await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
     const late = calls(p)[0] as { id: number };
     p.connections[0]!.send({ type: "result", id: late.id, value: { late: true } });
@@ -61,7 +59,11 @@ describe("every call settles: timeout and AbortSignal", () => {
     await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
     controller.abort("user left");
     const error = await pending;
-    expect(error).toMatchObject({ code: "aborted", retryable: false });
+    expect(error).toMatchObject({
+      code: "aborted",
+      message: "session.list was aborted by the caller",
+      retryable: false,
+    });
     expect((error as Error).cause).toBe("user left");
   });
 
@@ -72,6 +74,19 @@ describe("every call settles: timeout and AbortSignal", () => {
     await expect(client.list({}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: "aborted" });
     await client.call("session.models", {});
     expect(calls(p).map((f) => f.method)).toEqual(["session.models", "session.models"]);
+  });
+
+  it("a signal shared by many calls keeps no listener of theirs once they settle", async () => {
+    const p = await silentPeer();
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    const { signal } = new AbortController();
+    // More calls than Node's listener warning threshold, answered and timed out alike.
+    for (let i = 0; i < 12; i++) {
+      await client.call("session.models", {}, { signal });
+      expect(getEventListeners(signal, "abort")).toHaveLength(0);
+    }
+    await expect(client.list({}, { signal, timeoutMs: 20 })).rejects.toMatchObject({ code: "timeout" });
+    expect(getEventListeners(signal, "abort")).toHaveLength(0);
   });
 
   it("a call against a host that is down settles with timeout naming the reconnect state", async () => {
