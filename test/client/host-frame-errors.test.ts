@@ -1,5 +1,6 @@
 import type { Subscription } from "rxjs";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { encodeFrame } from "../../protocol/codec.js";
 import type { SessionmuxError } from "../../protocol/index.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
@@ -79,6 +80,38 @@ describe("host frames the client cannot read are answered and reported, never dr
     await expect(c.call("session.models", {})).resolves.toEqual({ models: [], default: "d" });
   });
 
+  it("each report says what was unreadable and names the frame id only when the frame carries a valid one", async () => {
+    const p = await brokenPeer();
+    const reports: SessionmuxError[] = [];
+    const c = client(p.url, reports);
+    await vi.waitFor(() => expect(c.state.name).toBe("open"));
+    const conn = p.connections[0]!;
+    conn.socket.send(Buffer.from([0xc1]));
+    conn.socket.send("not binary");
+    conn.socket.send(encodeFrame(null));
+    conn.send({ type: 7, id: 4_242 });
+    conn.send({ type: "result", id: 0 });
+    conn.send({ type: "end", id: -3 });
+    conn.send({ type: "item", id: 1.5 });
+    await vi.waitFor(() => expect(reports).toHaveLength(7));
+    expect(reports.map((r) => [r.code, r.message, r.data])).toEqual([
+      ["invalid_host_frame", "the host sent an undecodable frame; the client cannot read it", undefined],
+      [
+        "invalid_host_frame",
+        "the host sent a text frame (v1 frames are binary); the client cannot read it",
+        undefined,
+      ],
+      ["invalid_host_frame", "the host sent an invalid frame; the client cannot read it", undefined],
+      ["invalid_host_frame", "the host sent an invalid frame; the client cannot read it", { id: 4_242 }],
+      ["invalid_host_frame", 'the host sent an invalid "result" frame; the client cannot read it', undefined],
+      ["invalid_host_frame", 'the host sent an invalid "end" frame; the client cannot read it', undefined],
+      ["invalid_host_frame", 'the host sent an invalid "item" frame; the client cannot read it', undefined],
+    ]);
+    // The decoder's own complaint stays reachable for whoever debugs the host.
+    expect(reports[0]!.cause).toMatchObject({ code: "bad_frame" });
+    await expect(c.call("session.models", {})).resolves.toEqual({ models: [], default: "d" });
+  });
+
   it("an invalid stream item ends the stream with invalid_host_frame instead of leaving it open", async () => {
     const p = await startFakePeer({
       onOpen: (conn, f) => conn.send({ type: "item", id: f.id }), // no `value`
@@ -91,5 +124,31 @@ describe("host frames the client cannot read are answered and reported, never dr
     cleanups.push(() => sub.unsubscribe());
     await vi.waitFor(() => expect(failure).toMatchObject({ code: "invalid_host_frame" }));
     expect(reports.map((r) => r.code)).toEqual(["invalid_host_frame"]);
+  });
+});
+
+describe("the client reads every host message that carries a value it can decode", () => {
+  const MIB = 1024 * 1024;
+
+  it("a result holding a 16 MiB binary, the largest the client decodes, arrives whole; one byte more is reported", async () => {
+    const largest = new Uint8Array(16 * MIB).map((_, i) => (i * 31) % 251);
+    const p = await startFakePeer({
+      // Only the first socket answers big: a client that dropped it would get the small answer.
+      onCall: (conn) => (conn === p.connections[0] ? { blob: largest } : { blob: new Uint8Array(1) }),
+    });
+    cleanups.push(() => p.stop());
+    const reports: SessionmuxError[] = [];
+    const c = client(p.url, reports);
+    const answer = (await c.call("session.models", {})) as unknown as { blob: Uint8Array };
+    expect(answer.blob.byteLength).toBe(16 * MIB);
+    expect(Buffer.from(answer.blob).equals(Buffer.from(largest))).toBe(true);
+
+    p.connections[0]!.send({ type: "event", name: "session.added", value: new Uint8Array(16 * MIB + 1) });
+    await vi.waitFor(() => expect(reports).toHaveLength(1));
+    expect(reports[0]).toMatchObject({
+      code: "invalid_host_frame",
+      message: "the host sent an undecodable frame; the client cannot read it",
+    });
+    expect(p.connections).toHaveLength(1);
   });
 });
