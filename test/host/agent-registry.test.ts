@@ -113,6 +113,14 @@ describe("the agent registry", () => {
     expect(agents.attach("e", { owner: "p", model: "m" }).owner).toBe("p");
   });
 
+  it("makes room with the last idle agent it finds, the most recently asked for", () => {
+    const { agents } = registry({ max: 2 });
+    agents.attach("a", info).turn = new RunningTurn("t-a");
+    agents.attach("b", info);
+    expect(agents.attach("c", info).sessionId).toBe("c");
+    expect(agents.all().map((s) => s.sessionId)).toEqual(["a", "c"]);
+  });
+
   it("counts an owner's agents still live after one of them detaches", () => {
     const { agents } = registry({ max: 2 });
     for (const id of ["a", "b"]) agents.attach(id, info).turn = new RunningTurn(`t-${id}`);
