@@ -1,25 +1,14 @@
-import { getEventListeners, once } from "node:events";
-import { type AddressInfo, createServer, type Socket } from "node:net";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { getEventListeners } from "node:events";
+import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { createNodeClient } from "../../src/client/node.js";
 import { freePort } from "./child-host.js";
-import { startFakePeer } from "./fake-peer.js";
+import { peerFixture } from "./peer-fixture.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-function track(client: SessionmuxClient): SessionmuxClient {
-  cleanups.push(() => client.close());
-  return client;
-}
-async function silentPeer() {
-  const p = await startFakePeer({
-    onCall: (_conn, f) => (f.method === "session.models" ? { models: [] } : undefined),
-  });
-  cleanups.push(() => p.stop());
-  return p;
+const { peer, track, silentUpgrades } = peerFixture();
+/** Answers `session.models` and nothing else. */
+function silentPeer() {
+  return peer({ onCall: (_conn, f) => (f.method === "session.models" ? { models: [] } : undefined) });
 }
 const calls = (p: Awaited<ReturnType<typeof silentPeer>>) =>
   p.connections.flatMap((c) => c.received).filter((f) => f.type === "call");
@@ -106,8 +95,7 @@ describe("every call settles: timeout and AbortSignal", () => {
 
 describe("a call's timeout says what the connection was doing", () => {
   it("backing off from a host that refuses: which reconnect attempt is pending", async () => {
-    const p = await startFakePeer({ refuse: () => 503 });
-    cleanups.push(() => p.stop());
+    const p = await peer({ refuse: () => 503 });
     const client = track(
       createNodeClient({ url: p.url, token: "t", backoff: { baseMs: 60_000, capMs: 60_000 } }),
     );
@@ -120,15 +108,7 @@ describe("a call's timeout says what the connection was doing", () => {
   });
 
   it("a host that takes the connection but never answers the upgrade: still connecting", async () => {
-    const accepted: Socket[] = [];
-    const server = createServer((socket) => accepted.push(socket));
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    cleanups.push(async () => {
-      for (const s of accepted) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const { port } = server.address() as AddressInfo;
+    const { port, accepted } = await silentUpgrades();
     const client = track(createNodeClient({ url: `ws://127.0.0.1:${port}/api/remote.mux`, token: "t" }));
     await vi.waitFor(() => expect(accepted).toHaveLength(1));
     const error = await client.list({}, { timeoutMs: 50 }).catch((e: unknown) => e);

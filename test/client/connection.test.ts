@@ -14,22 +14,9 @@ import {
   RemoteStreamCarrierError,
 } from "../../src/client/remote-errors.js";
 import { base64Url, sendIfOpen, type WebSocketLike } from "../../src/client/socket.js";
-import { startFakePeer } from "./fake-peer.js";
+import { peerFixture } from "./peer-fixture.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function peer(options: Parameters<typeof startFakePeer>[0] = {}) {
-  const p = await startFakePeer(options);
-  cleanups.push(() => p.stop());
-  return p;
-}
-function track(client: SessionmuxClient): SessionmuxClient {
-  cleanups.push(() => client.close());
-  return client;
-}
+const { cleanups, peer, track } = peerFixture();
 const fast = { baseMs: 5, capMs: 20 };
 const states = (client: SessionmuxClient) => {
   const seen: ConnectionState[] = [];

@@ -1,13 +1,13 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { connect, createServer, type Socket } from "node:net";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { connect } from "node:net";
+import { describe, expect, it, vi } from "vitest";
 import { WebSocketServer } from "ws";
 import { SUBPROTOCOL } from "../../protocol/index.js";
 import { createNodeSocketFactory } from "../../src/client/node.js";
 import type { WebSocketLike } from "../../src/client/socket.js";
 import { freePort } from "./child-host.js";
-import { startFakePeer } from "./fake-peer.js";
+import { peerFixture } from "./peer-fixture.js";
 
 /**
  * The Node socket factory on its own, without a client on top: real `ws` sockets to peers on
@@ -15,16 +15,7 @@ import { startFakePeer } from "./fake-peer.js";
  * handshake deadline) is checked on the socket the factory hands out.
  */
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function peer(options: Parameters<typeof startFakePeer>[0] = {}) {
-  const p = await startFakePeer(options);
-  cleanups.push(() => p.stop());
-  return p;
-}
+const { cleanups, peer, silentUpgrades } = peerFixture();
 
 /** Watches a factory socket as the client would: its events, and whether it is gone. */
 function watch(like: WebSocketLike) {
@@ -77,15 +68,7 @@ describe("Node socket factory", () => {
 
   it("gives up an upgrade the host never answers after handshakeTimeoutMs", async () => {
     // accepts TCP, then says nothing: the upgrade request goes unanswered
-    const accepted: Socket[] = [];
-    const server = createServer((socket) => accepted.push(socket));
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    cleanups.push(async () => {
-      for (const s of accepted) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const { port } = server.address() as AddressInfo;
+    const { port, accepted } = await silentUpgrades();
     const factory = createNodeSocketFactory({ handshakeTimeoutMs: 100 });
     const seen = watch(factory(`ws://127.0.0.1:${port}/api/remote.mux`, "t"));
     // well short of the 10 s default, which would leave the socket hanging here

@@ -1,5 +1,5 @@
 import { firstValueFrom, lastValueFrom, toArray } from "rxjs";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { controlMirror } from "../../src/client/control-mirror.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
@@ -10,7 +10,7 @@ import {
   shouldRetry,
 } from "../../src/client/remote-errors.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
-import { startFakePeer } from "./fake-peer.js";
+import { peerFixture } from "./peer-fixture.js";
 
 let host: TestHost;
 let client: SessionmuxClient;
@@ -74,19 +74,7 @@ describe("errors from a real host", () => {
   });
 });
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-async function peer(options: Parameters<typeof startFakePeer>[0] = {}) {
-  const p = await startFakePeer(options);
-  cleanups.push(() => p.stop());
-  return p;
-}
-function track(c: SessionmuxClient): SessionmuxClient {
-  cleanups.push(() => c.close());
-  return c;
-}
+const { peer, track } = peerFixture();
 
 describe("errors the client raises itself say what happened and what to check", () => {
   it("each refused upgrade is a ConnectionRefusedError whose code and message name the status and what to check", async () => {

@@ -1,28 +1,16 @@
 import { getEventListeners, once } from "node:events";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { type SessionmuxError, SUBPROTOCOL } from "../../protocol/index.js";
 import { readHostFrame } from "../../src/client/host-frame-reader.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { createNodeClient } from "../../src/client/node.js";
 import { RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
 import { RequestRegistry } from "../../src/client/request-registry.js";
 import type { WebSocketLike } from "../../src/client/socket.js";
 import { createSocketLink } from "../../src/client/socket-link.js";
-import { startFakePeer } from "./fake-peer.js";
+import { peerFixture } from "./peer-fixture.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-async function peer(options: Parameters<typeof startFakePeer>[0] = {}) {
-  const p = await startFakePeer(options);
-  cleanups.push(() => p.stop());
-  return p;
-}
-function track(c: SessionmuxClient): SessionmuxClient {
-  cleanups.push(() => c.close());
-  return c;
-}
+const { cleanups, peer, track } = peerFixture();
 const framesOf = (p: Awaited<ReturnType<typeof peer>>, type: string) =>
   p.connections.flatMap((c) => c.received).filter((f) => f.type === type);
 
