@@ -128,6 +128,24 @@ describe("errors the client raises itself say what happened and what to check", 
     expect(shouldRetry(error)).toBe(true);
   });
 
+  it("a host's retryable refusal of a resendable call is the caller's to retry: the client sends it once", async () => {
+    const p = await peer({
+      onCall: (conn, f) => {
+        conn.send({
+          type: "error",
+          id: f.id,
+          error: { code: "overloaded", message: "busy", category: "internal", retryable: true },
+        });
+        return undefined;
+      },
+    });
+    const c = track(createNodeClient({ url: p.url, token: "t" }));
+    const error = await c.list({}, { timeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RemoteError);
+    expect(error).toMatchObject({ code: "overloaded", retryable: true });
+    expect(p.connections.flatMap((conn) => conn.received).filter((f) => f.type === "call")).toHaveLength(1);
+  });
+
   it("a call on a closed client fails with a carrier error that says so and is not retried", async () => {
     const p = await peer();
     const c = createNodeClient({ url: p.url, token: "t" });
