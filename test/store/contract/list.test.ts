@@ -25,6 +25,8 @@ describeContract("list", (backend) => {
     let before: string | undefined;
     for (let pageNo = 0; pageNo < 10; pageNo++) {
       const page = await store.list({ limit: 5, ...(before ? { before } : {}) });
+      // a page holds the limit, the last one what is left
+      expect(page.rows).toHaveLength(Math.min(5, expected.length - seen.length));
       seen.push(...page.rows.map((row) => row.sessionId));
       if (!page.next) break;
       before = page.next;
