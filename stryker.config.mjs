@@ -18,6 +18,7 @@ export default {
     "src/store/write-operations.ts",
     "src/store/log-writer.ts",
     "src/store/sqlite-log-store.ts",
+    "src/store/postgres/pg-reads.ts",
     "src/host/activation-policy.ts",
     "src/host/turn-runner.ts",
     "src/host/turn-context.ts",
