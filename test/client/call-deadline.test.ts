@@ -10,8 +10,6 @@ const { peer, track, silentUpgrades } = peerFixture();
 function silentPeer() {
   return peer({ onCall: (_conn, f) => (f.method === "session.models" ? { models: [] } : undefined) });
 }
-const calls = (p: Awaited<ReturnType<typeof silentPeer>>) =>
-  p.connections.flatMap((c) => c.received).filter((f) => f.type === "call");
 
 describe("every call settles: timeout and AbortSignal", () => {
   it("a call the host never answers rejects with timeout, and its late answer is dropped", async () => {
@@ -27,8 +25,8 @@ describe("every call settles: timeout and AbortSignal", () => {
       retryable: true,
       data: { method: "session.page", timeoutMs: 100 },
     });
-    await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
-    const late = calls(p)[0] as { id: number };
+    await vi.waitFor(() => expect(p.received("call")).toHaveLength(1));
+    const late = p.received("call")[0] as { id: number };
     p.connections[0]!.send({ type: "result", id: late.id, value: { late: true } });
     // The socket stays usable: the next call on it is answered.
     await expect(client.call("session.models", {})).resolves.toEqual({ models: [] });
@@ -45,7 +43,7 @@ describe("every call settles: timeout and AbortSignal", () => {
     const client = track(createNodeClient({ url: p.url, token: "t" }));
     const controller = new AbortController();
     const pending = client.list({}, { signal: controller.signal }).catch((e: unknown) => e);
-    await vi.waitFor(() => expect(calls(p)).toHaveLength(1));
+    await vi.waitFor(() => expect(p.received("call")).toHaveLength(1));
     controller.abort("user left");
     const error = await pending;
     expect(error).toMatchObject({
@@ -62,7 +60,7 @@ describe("every call settles: timeout and AbortSignal", () => {
     await client.call("session.models", {});
     await expect(client.list({}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: "aborted" });
     await client.call("session.models", {});
-    expect(calls(p).map((f) => f.method)).toEqual(["session.models", "session.models"]);
+    expect(p.received("call").map((f) => f.method)).toEqual(["session.models", "session.models"]);
   });
 
   it("a signal shared by many calls keeps no listener of theirs once they settle", async () => {

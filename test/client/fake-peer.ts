@@ -78,6 +78,10 @@ export async function startFakePeer(options: FakePeerOptions = {}) {
     get attempts() {
       return attempts;
     },
+    /** The frames of one type the peer received, over all its connections, in order. */
+    received(type: string): Record<string, unknown>[] {
+      return connections.flatMap((c) => c.received).filter((f) => f.type === type);
+    },
     /** Drops every socket without a close frame. */
     killAll() {
       for (const c of wss.clients) c.terminate();

@@ -143,7 +143,7 @@ describe("errors the client raises itself say what happened and what to check", 
     const error = await c.list({}, { timeoutMs: 2_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RemoteError);
     expect(error).toMatchObject({ code: "overloaded", retryable: true });
-    expect(p.connections.flatMap((conn) => conn.received).filter((f) => f.type === "call")).toHaveLength(1);
+    expect(p.received("call")).toHaveLength(1);
   });
 
   it("a call on a closed client fails with a carrier error that says so and is not retried", async () => {

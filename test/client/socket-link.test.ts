@@ -11,8 +11,6 @@ import { createSocketLink } from "../../src/client/socket-link.js";
 import { peerFixture } from "./peer-fixture.js";
 
 const { cleanups, peer, track } = peerFixture();
-const framesOf = (p: Awaited<ReturnType<typeof peer>>, type: string) =>
-  p.connections.flatMap((c) => c.received).filter((f) => f.type === type);
 
 describe("a client's calls and streams on one socket", () => {
   it("a late error answer to an aborted call is reported, since no call waits for it any more", async () => {
@@ -21,10 +19,10 @@ describe("a client's calls and streams on one socket", () => {
     const c = track(createNodeClient({ url: p.url, token: "t", onError: (e) => reports.push(e) }));
     const controller = new AbortController();
     const pending = c.list({}, { signal: controller.signal }).catch((e: unknown) => e);
-    await vi.waitFor(() => expect(framesOf(p, "call")).toHaveLength(1));
+    await vi.waitFor(() => expect(p.received("call")).toHaveLength(1));
     controller.abort("left");
     await expect(pending).resolves.toMatchObject({ code: "aborted" });
-    const { id } = framesOf(p, "call")[0] as { id: number };
+    const { id } = p.received("call")[0] as { id: number };
     p.connections[0]!.send({
       type: "error",
       id,
@@ -48,11 +46,11 @@ describe("a client's calls and streams on one socket", () => {
       c.open("session.control", {}).subscribe({ complete: resolve, error: reject }),
     );
     const left = c.open("session.control", {}).subscribe({ error: () => {} });
-    await vi.waitFor(() => expect(framesOf(p, "open")).toHaveLength(2));
+    await vi.waitFor(() => expect(p.received("open")).toHaveLength(2));
     left.unsubscribe();
-    await vi.waitFor(() => expect(framesOf(p, "close")).toHaveLength(1));
-    const second = framesOf(p, "open")[1] as { id: number };
-    expect(framesOf(p, "close")).toEqual([{ type: "close", id: second.id }]);
+    await vi.waitFor(() => expect(p.received("close")).toHaveLength(1));
+    const second = p.received("open")[1] as { id: number };
+    expect(p.received("close")).toEqual([{ type: "close", id: second.id }]);
   });
 });
 
@@ -85,7 +83,7 @@ describe("a socket link used directly with a caller's signal", () => {
     const { p, link: l } = await link();
     const aborted = l.call("session.list", {}, AbortSignal.abort("gone")).catch((e: unknown) => e);
     await expect(l.call("session.models", {})).resolves.toEqual({ models: [] });
-    expect(framesOf(p, "call").map((f) => f.method)).toEqual(["session.models"]);
+    expect(p.received("call").map((f) => f.method)).toEqual(["session.models"]);
     await expect(aborted).resolves.toBe("gone");
   });
 
