@@ -1,5 +1,5 @@
 import type { Subscription } from "rxjs";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { controlMirror } from "../../src/client/control-mirror.js";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
 import type { FollowUpdate } from "../../src/client/follow-cursor.js";
@@ -7,12 +7,10 @@ import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { RemoteError } from "../../src/client/remote-errors.js";
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
-import { type PeerConnection, startFakePeer } from "./fake-peer.js";
+import type { PeerConnection } from "./fake-peer.js";
+import { peerFixture } from "./peer-fixture.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { cleanups, peer, track } = peerFixture();
 /** Zero delay: a retry the rules forbid would be sent before the next round trip completes. */
 const instant = { baseMs: 0, capMs: 0 };
 
@@ -26,10 +24,6 @@ function opensOf(conn: PeerConnection | undefined, method: string): number {
 async function settle(client: SessionmuxClient): Promise<void> {
   await client.call("session.models", {});
   await client.call("session.models", {});
-}
-function track(client: SessionmuxClient): SessionmuxClient {
-  cleanups.push(() => client.close());
-  return client;
 }
 function collect<T>(subscribe: (sink: { next(v: T): void; error(e: unknown): void }) => Subscription) {
   const seen: { values: T[]; error?: unknown; completed: boolean } = { values: [], completed: false };
@@ -58,12 +52,11 @@ function opensFor(conn: PeerConnection, method: string) {
 
 describe("stream retry rules (session-controller note)", () => {
   it("persistence_failure on a follow open is the stream's error, with no reopen", async () => {
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) =>
         conn.send({ type: "error", id: f.id, error: wireError("persistence_failure", true) }),
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<FollowUpdate>((s) => followSession(client, "s", { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(seen.error).toBeInstanceOf(RemoteError));
@@ -73,7 +66,7 @@ describe("stream retry rules (session-controller note)", () => {
   });
 
   it("persistence_failure mid-stream ends the control mirror with that error", async () => {
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         conn.send({
@@ -92,7 +85,6 @@ describe("stream retry rules (session-controller note)", () => {
         conn.send({ type: "error", id: f.id, error: wireError("persistence_failure", true) });
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(seen.error).toMatchObject({ code: "persistence_failure" }));
@@ -103,12 +95,11 @@ describe("stream retry rules (session-controller note)", () => {
 
   it("a stream whose open keeps failing gets one isolated retry per host generation, then waits for the next", async () => {
     let generation = "g1";
-    const p = await startFakePeer({
+    const p = await peer({
       generation: () => generation,
       onCall: () => models,
       onOpen: (conn, f) => conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) }),
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<FollowUpdate>((s) => followSession(client, "s", { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(opensOf(p.connections[0], "session.follow")).toBe(2));
@@ -133,7 +124,7 @@ describe("stream retry rules (session-controller note)", () => {
   });
 
   it("a non-retryable open failure is terminal at once; an unexpected end completes the stream", async () => {
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         if (f.method === "session.follow") {
@@ -145,7 +136,6 @@ describe("stream retry rules (session-controller note)", () => {
         } else conn.send({ type: "end", id: f.id });
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const follow = collect<FollowUpdate>((s) =>
       followSession(client, "s", { backoff: instant }).subscribe(s),
@@ -164,7 +154,7 @@ describe("stream retry rules (session-controller note)", () => {
 describe("progress and repair on supervised streams", () => {
   it("each baseline restores the control stream's isolated retry; the mirror is stale from each loss to the next baseline", async () => {
     let opens = 0;
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         opens += 1;
@@ -173,7 +163,6 @@ describe("progress and repair on supervised streams", () => {
         if (opens <= 3) conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) });
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(opens).toBe(4));
@@ -195,7 +184,7 @@ describe("progress and repair on supervised streams", () => {
 
   it("a control stream failing without a baseline spends its retry and marks the mirror stale only once", async () => {
     let opens = 0;
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         opens += 1;
@@ -203,7 +192,6 @@ describe("progress and repair on supervised streams", () => {
         conn.send({ type: "error", id: f.id, error: wireError("slow_consumer", true) });
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
     // open 1 fails before any baseline (its retry is open 2); open 2's baseline restores the
@@ -222,12 +210,11 @@ describe("progress and repair on supervised streams", () => {
 
   it("a lost socket marks the mirror stale and the next socket's baseline clears it", async () => {
     let generation = "g1";
-    const p = await startFakePeer({
+    const p = await peer({
       generation: () => generation,
       onCall: () => models,
       onOpen: (conn, f) => conn.send({ type: "item", id: f.id, value: baselineItem(generation) }),
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(seen.values).toHaveLength(1));
@@ -243,7 +230,7 @@ describe("progress and repair on supervised streams", () => {
   });
 
   it("events restore a follow stream's isolated retry; opened and caughtUp alone do not", async () => {
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         const params = f.params as { sessionId: string; afterSeq: number };
@@ -265,7 +252,6 @@ describe("progress and repair on supervised streams", () => {
         }
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const busy = collect<FollowUpdate>((s) =>
       followSession(client, "busy", { backoff: instant }).subscribe(s),
@@ -290,7 +276,7 @@ describe("progress and repair on supervised streams", () => {
   });
 
   it("a gap in the events makes the follower reopen from the last seq it applied; a replayed duplicate tells the caller nothing", async () => {
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         const item = (value: unknown) => conn.send({ type: "item", id: f.id, value });
@@ -305,7 +291,6 @@ describe("progress and repair on supervised streams", () => {
         }
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<FollowUpdate>((s) => followSession(client, "s", { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(seen.values.at(-1)?.kind).toBe("caughtUp"));
@@ -324,14 +309,13 @@ describe("progress and repair on supervised streams", () => {
 
   it("a stream waits the backoff it was given before its retry", async () => {
     const ids = new Map<string, number>();
-    const p = await startFakePeer({
+    const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
         ids.set(f.method, f.id);
         if (f.method === "session.control") conn.send({ type: "item", id: f.id, value: baselineItem() });
       },
     });
-    cleanups.push(() => p.stop());
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const backoff = { baseMs: 1_000, capMs: 1_000 };
     collect<FollowUpdate>((s) => followSession(client, "s", { backoff }).subscribe(s));
