@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
@@ -29,6 +30,8 @@ const OTHER = "host-b";
 
 interface Options {
   leaseTtlMs?: number;
+  logger?: Logger;
+  maxLiveAgentsPerPrincipal?: number;
   forwardTimeoutMs?: number;
   idleDetachMs?: number;
   /** The leases the cluster uses (the store by default). */
@@ -80,6 +83,10 @@ async function startHost(store: SqliteSessionStore, options: Options = {}) {
     agent: new DemoAgent(),
     hostId: HOST,
     ...(options.idleDetachMs ? { idleDetachMs: options.idleDetachMs } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.maxLiveAgentsPerPrincipal !== undefined
+      ? { maxLiveAgentsPerPrincipal: options.maxLiveAgentsPerPrincipal }
+      : {}),
     cluster: {
       inbox,
       ...(options.leases ? { leases: options.leases } : {}),
@@ -370,6 +377,135 @@ describe("a host in a cluster", () => {
     );
     const holder = await shared.store.leaseHolder("orphan");
     expect(holder?.hostId).toBe(HOST);
+  });
+
+  it("queued prompts another live host owns are neither restored nor warned of at start; once its lease is gone they are taken over, and said so", async () => {
+    const shared = await sharedStore();
+    await shared.create("orphan");
+    const theirs = await shared.take("orphan");
+    await shared.store.enqueuePrompt({
+      sessionId: "orphan",
+      itemId: "q1",
+      queuedAt: Date.now(),
+      input: { text: "still wanted", clientMessageId: "m-orphan" },
+    });
+    const { logger, lines } = capturedLogger();
+    await startHost(shared.store, { leaseTtlMs: 300, logger });
+    const restoring = (line: Record<string, unknown>) =>
+      line.msg === "restored queued prompts" || line.msg === "queued prompts not restored";
+    expect(lines.filter(restoring)).toEqual([]);
+    await shared.store.releaseLease(theirs);
+    await vi.waitFor(async () => expect(types(await readLog(shared.store, "orphan"))).toContain("turn/end"), {
+      timeout: 5_000,
+    });
+    expect(lines.filter((line) => line.msg === "took over queued prompts whose owner is gone")).toEqual([
+      expect.objectContaining({ level: 30, sessionId: "orphan", hostId: HOST }),
+    ]);
+    expect(lines.filter(restoring)).toEqual([]);
+  });
+
+  it("queued prompts nobody runs that this host may not take (its agent limit) are tried every round, logged at debug only", async () => {
+    const shared = await sharedStore();
+    await shared.create("orphan");
+    const theirs = await shared.take("orphan");
+    await shared.store.enqueuePrompt({
+      sessionId: "orphan",
+      itemId: "q1",
+      queuedAt: Date.now(),
+      input: { text: "still wanted", clientMessageId: "m-orphan" },
+    });
+    const { logger, lines } = capturedLogger();
+    const a = await startHost(shared.store, { leaseTtlMs: 300, logger, maxLiveAgentsPerPrincipal: 1 });
+    // alice's one agent is at work here when her other session's lease goes
+    const alice = { name: "alice", admin: false };
+    await a.host.call(alice, "session.create", { sessionId: "busy" });
+    await a.host.call(alice, "session.prompt", {
+      sessionId: "busy",
+      text: "/sleep 60000",
+      clientMessageId: "m1",
+    });
+    await shared.store.releaseLease(theirs);
+    const refused = () => lines.filter((line) => line.msg === "queued prompts not restored");
+    await vi.waitFor(() => expect(refused().length).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+    await a.shutdown();
+    expect(refused().every((line) => line.level === 20 && line.sessionId === "orphan")).toBe(true);
+    expect(lines.filter((line) => (line.level as number) >= 40)).toEqual([]);
+    expect(lines.filter((line) => line.msg === "took over queued prompts whose owner is gone")).toEqual([]);
+    expect((await shared.store.queue("orphan")).map((item) => item.itemId)).toEqual(["q1"]);
+  });
+
+  it("a session the sweep read as unowned whose agent attached here since is left to that agent", async () => {
+    const shared = await sharedStore();
+    let listed: string[] = [];
+    let sweeps = 0;
+    const { logger, lines } = capturedLogger();
+    const a = await startHost(shared.store, {
+      leaseTtlMs: 300,
+      logger,
+      // the sweep's read, made before this host took the session
+      leases: withMembers(shared.store, {
+        unownedQueues: async () => {
+          sweeps++;
+          return listed;
+        },
+      }),
+    });
+    await a.host.call(ADMIN, "session.create", { sessionId: "s1" });
+    await a.host.call(ADMIN, "session.prompt", {
+      sessionId: "s1",
+      text: "/sleep 60000",
+      clientMessageId: "m1",
+    });
+    await a.host.call(ADMIN, "session.prompt", { sessionId: "s1", text: "next", clientMessageId: "m2" });
+    listed = ["s1"];
+    const from = sweeps;
+    await vi.waitFor(() => expect(sweeps).toBeGreaterThanOrEqual(from + 2), { timeout: 5_000 });
+    expect(lines.filter((line) => line.msg === "took over queued prompts whose owner is gone")).toEqual([]);
+    expect(types(await readLog(shared.store, "s1")).filter((type) => type === "turn/start")).toHaveLength(1);
+  });
+
+  it("an open turn whose lease this host held before it restarted is closed at start; one another live host holds is left open", async () => {
+    const shared = await sharedStore();
+    for (const sessionId of ["mine", "theirs"]) {
+      await shared.create(sessionId);
+      await shared.take(sessionId, sessionId === "mine" ? HOST : OTHER);
+      await shared.store.append(sessionId, [
+        { type: "turn/start", data: { turnId: `t-${sessionId}`, trigger: "prompt" } },
+      ]);
+    }
+    await startHost(shared.store);
+    expect((await readLog(shared.store, "mine")).at(-1)).toMatchObject({
+      type: "turn/end",
+      data: { turnId: "t-mine", state: "interrupted" },
+    });
+    expect(types(await readLog(shared.store, "theirs"))).toEqual(["session/created", "turn/start"]);
+  });
+
+  it("a job event refused because another host took the session tells this host at once that it lost it", async () => {
+    const shared = await sharedStore();
+    // this host hears nothing of the other host's take: only the refused write can tell it
+    const a = await startHost(shared.store, {
+      intercept: (notice, deliver) => {
+        if (!(notice.kind === "lease" && notice.hostId === OTHER)) deliver();
+      },
+    });
+    await a.host.call(ADMIN, "session.create", { sessionId: "busy" });
+    await a.host.call(ADMIN, "session.prompt", {
+      sessionId: "busy",
+      text: "/job 0.5",
+      clientMessageId: "m1",
+    });
+    await vi.waitFor(() => {
+      expect(a.shown()).toEqual({ busy: `idle@${HOST}` });
+      expect(a.host.live.jobs("busy")).toMatchObject([{ state: "running" }]);
+    });
+    await shared.store.releaseLease(a.host.leases!.lease("busy")!);
+    await shared.take("busy");
+    expect(a.host.leases!.lease("busy")).toBeDefined();
+    // the job's end is its next event: refused, and the agent here stops
+    await vi.waitFor(() => expect(a.host.leases!.lease("busy")).toBeUndefined(), { timeout: 3_000 });
+    expect(a.shown()).toEqual({});
+    expect(types(await readLog(shared.store, "busy"))).not.toContain("job/ended");
   });
 
   it("an agent detached for idleness gives its lease up, so another host may take the session at once", async () => {

@@ -308,8 +308,7 @@ describe("start", () => {
     const ids = Array.from({ length: 201 }, (_, i) => `s${String(i).padStart(3, "0")}`);
     await queuedSessions(dir.file("sessions.db"), ids);
     const store = SqliteSessionStore.open(dir.file("sessions.db"));
-    // the owner may run no agent: each restore is refused, so the pages are all the work there is
-    const host = new SessionHost({ store, agent: quickAgent, maxLiveAgentsPerPrincipal: 0 });
+    const host = new SessionHost({ store, agent: quickAgent });
     disposers.push(async () => {
       await host.shutdown();
       await store.close();
