@@ -40,6 +40,8 @@ interface Options {
   intercept?: (notice: LiveStateNotice, deliver: () => void) => void;
   /** The host's reads of the lease table, page by page (the store's by default). */
   leasePage?: SqliteSessionStore["leasePage"];
+  /** The host's reads of the live state it restores at start (the store's by default). */
+  liveStatePage?: SqliteSessionStore["liveStatePage"];
 }
 
 let disposers: (() => Promise<void>)[] = [];
@@ -67,7 +69,7 @@ async function sharedStore() {
 
 async function startHost(store: SqliteSessionStore, options: Options = {}) {
   const inbox = new ScriptedInbox();
-  const { intercept, leasePage } = options;
+  const { intercept, leasePage, liveStatePage } = options;
   // the host hears the store's live notices, and reads its leases, as the test lets it
   const heard = withMembers(store, {
     ...(intercept
@@ -77,6 +79,7 @@ async function startHost(store: SqliteSessionStore, options: Options = {}) {
         }
       : {}),
     ...(leasePage ? { leasePage } : {}),
+    ...(liveStatePage ? { liveStatePage } : {}),
   });
   const host = new SessionHost({
     store: heard,
@@ -479,6 +482,32 @@ describe("a host in a cluster", () => {
       data: { turnId: "t-mine", state: "interrupted" },
     });
     expect(types(await readLog(shared.store, "theirs"))).toEqual(["session/created", "turn/start"]);
+  });
+
+  it("a session with no queued prompt whose lease ends as this host restores is not taken", async () => {
+    const shared = await sharedStore();
+    await shared.create("jobs");
+    const theirs = await shared.take("jobs");
+    // another host's running job: the session's only live state
+    await shared.store.append(
+      "jobs",
+      [
+        { type: "turn/start", data: { turnId: "t1", trigger: "prompt" } },
+        { type: "job/started", data: { jobId: "j1", label: "theirs", turnId: "t1" } },
+      ],
+      { fence: theirs },
+    );
+    const a = await startHost(shared.store, {
+      // the lease lapses after the open turns were closed at start, before the restore reads it
+      liveStatePage: async (after, limit) => {
+        const page = await shared.store.liveStatePage(after, limit);
+        await shared.store.releaseLease(theirs);
+        return page;
+      },
+    });
+    expect(a.host.leases!.lease("jobs")).toBeUndefined();
+    expect(await shared.store.leaseHolder("jobs")).toBeNull();
+    expect(a.host.live.agents().filter((agent) => agent.hostId === HOST)).toEqual([]);
   });
 
   it("a job event refused because another host took the session tells this host at once that it lost it", async () => {
