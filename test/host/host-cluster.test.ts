@@ -514,6 +514,8 @@ describe("a host in a cluster", () => {
     const shared = await sharedStore();
     // this host hears nothing of the other host's take: only the refused write can tell it
     const a = await startHost(shared.store, {
+      // no renewal round comes before the job ends
+      leaseTtlMs: 60_000,
       intercept: (notice, deliver) => {
         if (!(notice.kind === "lease" && notice.hostId === OTHER)) deliver();
       },
@@ -521,7 +523,7 @@ describe("a host in a cluster", () => {
     await a.host.call(ADMIN, "session.create", { sessionId: "busy" });
     await a.host.call(ADMIN, "session.prompt", {
       sessionId: "busy",
-      text: "/job 0.5",
+      text: "/job 1",
       clientMessageId: "m1",
     });
     await vi.waitFor(() => {
@@ -532,7 +534,7 @@ describe("a host in a cluster", () => {
     await shared.take("busy");
     expect(a.host.leases!.lease("busy")).toBeDefined();
     // the job's end is its next event: refused, and the agent here stops
-    await vi.waitFor(() => expect(a.host.leases!.lease("busy")).toBeUndefined(), { timeout: 3_000 });
+    await vi.waitFor(() => expect(a.host.leases!.lease("busy")).toBeUndefined(), { timeout: 5_000 });
     expect(a.shown()).toEqual({});
     expect(types(await readLog(shared.store, "busy"))).not.toContain("job/ended");
   });

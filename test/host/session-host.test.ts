@@ -12,7 +12,7 @@ import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
 import { errorCode, readLog, turnEvents } from "./host-fixture.js";
 
-/** The host's own surface, the one the transports use besides `call`, on a real SQLite file. */
+/** The session host itself, on a real SQLite file: what the transports use beside `call`, its start and its shutdown. */
 
 const ALICE: Principal = { name: "alice", admin: false };
 const BOB: Principal = { name: "bob", admin: false };
