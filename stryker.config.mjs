@@ -25,6 +25,7 @@ export default {
     "src/host/call-router.ts",
     "src/host/host-cluster.ts",
     "src/host/agent-registry.ts",
+    "src/host/session-host.ts",
     "src/host/live/interaction-registry.ts",
     "src/host/live/prompt-queue.ts",
     "src/host/live/live-registry.ts",
