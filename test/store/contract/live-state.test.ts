@@ -115,6 +115,28 @@ describeContract("live state", (backend) => {
       expect(resolved).toHaveLength(1);
     });
 
+    test("a turn's interactions: that session's and that turn's only, answered ones too, by request time then id", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await store.create({ sessionId: "other", owner: "bob", model: "m" });
+      const request = (turnId: string, interactionId: string) => ({
+        type: "interaction/requested" as const,
+        data: { turnId, interactionId, kind: "approval", action: interactionId },
+      });
+      await store.append("other", [turnStart("t1"), request("t1", "elsewhere")]);
+      await store.append(S, [turnStart("t1"), request("t1", "b"), request("t1", "a")]);
+      await store.resolveInteraction("b", { outcome: "approve" });
+      const first = await store.turnInteractions(S, "t1");
+      expect(first.map((i) => [i.interaction.interactionId, i.state])).toEqual([
+        ["a", "pending"],
+        ["b", "resolved"],
+      ]);
+      expect(first).toEqual([await store.interaction("a"), await store.interaction("b")]);
+      expect(first[0]).toMatchObject({ owner: "alice", interaction: { sessionId: S, turnId: "t1", kind: "approval" } });
+      expect(await store.turnInteractions(S, "t2")).toEqual([]);
+      expect(await store.turnInteractions("missing", "t1")).toEqual([]);
+    });
+
     test("notices follow commits: requested, resolved, withdrawn, and the queue snapshot", async () => {
       const { store } = await open();
       const notices: LiveStateNotice[] = [];
