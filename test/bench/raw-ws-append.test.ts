@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { startRawWsAppend } from "../../bench/baselines/raw-ws-append.js";
 import { decode, encode } from "../../bench/harness/shared-codec.js";
 import { startSessionmux, writerName, writerToken } from "../../bench/scenarios/sessionmux-subject.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 import { until } from "../support/until.js";
 
@@ -31,10 +32,7 @@ const shape = (frame: Frame) => ({
   rowKeys: Object.keys((frame.value?.row as object | undefined) ?? {}).sort(),
 });
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 describe("the raw ws append limit", () => {
   it("answers a rename with the frames sessionmux sends for it, row for row", async () => {

@@ -1,15 +1,13 @@
 import { getEventListeners } from "node:events";
 import { from, Observable, ReplaySubject, Subject } from "rxjs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { iterate } from "../../src/client/async-iteration.js";
 import { createNodeClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 describe("async iteration of observables", () => {
   it("yields buffered and later values in order, ends on complete", async () => {

@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { startFakePeer } from "./fake-peer.js";
 
 /**
@@ -27,10 +28,7 @@ const resources = () =>
     .filter((r) => r !== "TTYWrap")
     .sort();
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 describe("client.close() handles", () => {
   it("leaves no timer or socket behind, whether open or backing off", async () => {

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { SUBPROTOCOL } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/connection-state.js";
@@ -11,13 +11,11 @@ import { createClient, type SessionmuxClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { ConnectionRefusedError } from "../../src/client/remote-errors.js";
 import type { WebSocketLike } from "../../src/client/socket.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startFakePeer } from "./fake-peer.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 async function host(): Promise<TestHost> {
   const h = await startTestHost();
   cleanups.push(() => h.dispose());

@@ -1,15 +1,13 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
 import type { FollowUpdate } from "../../src/client/follow-cursor.js";
 import { createNodeClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { tempDir } from "../support/temp-dir.js";
 import { freePort } from "./child-host.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 describe("a graceful host restart (streams end with host_shutting_down)", () => {
   it("follow and control resume on the next host generation without an error", async () => {

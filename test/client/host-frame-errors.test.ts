@@ -1,16 +1,14 @@
 import type { Subscription } from "rxjs";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { encodeFrame } from "../../protocol/codec.js";
 import type { SessionmuxError } from "../../protocol/index.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { RemoteError } from "../../src/client/remote-errors.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { startFakePeer } from "./fake-peer.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 /** A peer whose answers are broken on purpose, per method. */
 async function brokenPeer() {

@@ -1,20 +1,18 @@
 import type { Subscription } from "rxjs";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { controlMirror } from "../../src/client/control-mirror.js";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 import { type ChildHost, freePort, startChildHost } from "./child-host.js";
 import { startCliFollower } from "./cli-follower.js";
 
 const TOKEN = "restart-token";
 const backoff = { baseMs: 20, capMs: 300 };
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 async function fullLog(client: SessionmuxClient, sessionId: string): Promise<SessionEvent[]> {
   const all: SessionEvent[] = [];

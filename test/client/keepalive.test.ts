@@ -1,18 +1,16 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import type { ConnectionState } from "../../src/client/connection-state.js";
 import type { FollowUpdate } from "../../src/client/follow-cursor.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { startFakePeer } from "./fake-peer.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 const keepAlive = { intervalMs: 100, pongTimeoutMs: 1_000 };
 const backoff = { baseMs: 5, capMs: 20 };
 

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { type AddressInfo, createServer, type Socket } from "node:net";
-import { afterEach } from "vitest";
 import type { SessionmuxClient } from "../../src/client/client.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { startFakePeer } from "./fake-peer.js";
 
 /**
@@ -9,10 +9,7 @@ import { startFakePeer } from "./fake-peer.js";
  * clients, and anything else pushed on `cleanups`.
  */
 export function peerFixture() {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
+  const cleanups = cleanupsAfterEach();
   return {
     cleanups,
     async peer(options: Parameters<typeof startFakePeer>[0] = {}) {

@@ -4,7 +4,8 @@ import { chmodSync, copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
@@ -22,10 +23,7 @@ function has(command: string, args: string[]): boolean {
 const hasSystemdAnalyze = has("systemd-analyze", ["--version"]);
 const hasContainerRuntime = has("docker", ["info"]);
 
-const cleanups: (() => void | Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 /** Starts a host command and resolves with its URL once it listens. */
 async function started(

@@ -3,18 +3,16 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { createSessionmux } from "../../src/index.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { readWholeLog } from "../support/whole-log.js";
 import { ShoutAgent } from "./shout-agent.js";
 
 const pgUrl = inject("pgUrl");
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
   it("creates the schema, serves prompts, keeps the log in PostgreSQL and names its host in /metrics", async () => {

@@ -4,12 +4,13 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { firstValueFrom } from "rxjs";
 import { filter, scan } from "rxjs/operators";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type SessionEvent, SUBPROTOCOL } from "../../protocol/index.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 import { ShoutAgent } from "./shout-agent.js";
 
@@ -57,10 +58,7 @@ function upgradeStatus(url: string, headers: Record<string, string> = {}): Promi
   });
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 async function mounted(options: { cors?: string[] } = {}): Promise<{ mux: Sessionmux; authority: string }> {
   const dir = tempDir();

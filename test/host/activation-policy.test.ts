@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { type Activation, SessionmuxError } from "../../protocol/index.js";
 import { ActivationPolicy } from "../../src/host/activation-policy.js";
 import type { AgentRegistry } from "../../src/host/agent-registry.js";
 import type { LiveSession } from "../../src/host/live-session.js";
 import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -16,10 +17,7 @@ import { tempDir } from "../support/temp-dir.js";
 const ALICE: Principal = { name: "alice", admin: false };
 const BOB: Principal = { name: "bob", admin: false };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 /** The agent registry's two questions, answered from a map: attach is get-or-create. */
 function agentsOf(live: Map<string, LiveSession>) {

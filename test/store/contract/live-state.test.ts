@@ -121,7 +121,7 @@ describeContract("live state", (backend) => {
       await store.create({ sessionId: "other", owner: "bob", model: "m" });
       const request = (turnId: string, interactionId: string) => ({
         type: "interaction/requested" as const,
-        data: { turnId, interactionId, kind: "approval", action: interactionId },
+        data: { turnId, interactionId, kind: "approval" as const, action: interactionId },
       });
       await store.append("other", [turnStart("t1"), request("t1", "elsewhere")]);
       await store.append(S, [turnStart("t1"), request("t1", "b"), request("t1", "a")]);
@@ -132,7 +132,10 @@ describeContract("live state", (backend) => {
         ["b", "resolved"],
       ]);
       expect(first).toEqual([await store.interaction("a"), await store.interaction("b")]);
-      expect(first[0]).toMatchObject({ owner: "alice", interaction: { sessionId: S, turnId: "t1", kind: "approval" } });
+      expect(first[0]).toMatchObject({
+        owner: "alice",
+        interaction: { sessionId: S, turnId: "t1", kind: "approval" },
+      });
       expect(await store.turnInteractions(S, "t2")).toEqual([]);
       expect(await store.turnInteractions("missing", "t1")).toEqual([]);
     });

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { MissingSchemaError } from "../../../src/store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { until } from "../../support/until.js";
 
 /**
  * How `PostgresSessionStore.open` sets up its connections: the default schema, the pool's size,
@@ -14,10 +16,7 @@ const pgUrl = inject("pgUrl");
 /** Every wait for the database to reach a state gives up past this. */
 const WAIT_LIMIT_MS = 5_000;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 interface Database {
   url: string;
@@ -56,14 +55,6 @@ async function newDatabase(): Promise<Database> {
   };
 }
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + WAIT_LIMIT_MS;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 async function openStore(url: string, options: Parameters<typeof PostgresSessionStore.open>[1] = {}) {
   const store = await PostgresSessionStore.open(url, options);
   cleanups.push(() => store.close());
@@ -92,7 +83,7 @@ describe.skipIf(!pgUrl)("opening a PostgreSQL store", () => {
     const reads = Array.from({ length: 4 }, () => store.list({ limit: 10 }));
     const waiting = () => db.pooled("wait_event_type = 'Lock'");
     try {
-      await until("two reads waiting on the lock", async () => (await waiting()) >= 2);
+      await until(async () => (await waiting()) >= 2, WAIT_LIMIT_MS, "two reads waiting on the lock");
       // a pool allowed more would have opened them by now: the two waiting reads were sent last
       for (let i = 0; i < 10; i++) {
         expect(await waiting()).toBe(2);
@@ -115,16 +106,17 @@ describe.skipIf(!pgUrl)("opening a PostgreSQL store", () => {
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
        WHERE datname = current_database() AND application_name = 'sessionmux'`,
     );
-    await until("the ended connections gone", async () => (await db.pooled()) === 0);
+    await until(async () => (await db.pooled()) === 0, WAIT_LIMIT_MS, "the ended connections gone");
     // an idle connection's end reaches its pool as an `error` event: unheard, it would end the process
-    await until("the store answering again", async () => {
-      try {
-        await store.list({ limit: 10 });
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    await until(
+      () =>
+        store.list({ limit: 10 }).then(
+          () => true,
+          () => false,
+        ),
+      WAIT_LIMIT_MS,
+      "the store answering again",
+    );
     expect((await store.create({ sessionId: "t", owner: "alice", model: "m" })).status).toBe("created");
     expect((await store.list({ limit: 10 })).rows.map((row) => row.sessionId).sort()).toEqual(["s", "t"]);
   });
@@ -134,7 +126,7 @@ describe.skipIf(!pgUrl)("opening a PostgreSQL store", () => {
     await expect(
       PostgresSessionStore.open(db.url, { schema: "nothing_here", createSchema: false }),
     ).rejects.toBeInstanceOf(MissingSchemaError);
-    await until("the failed open's connections closed", async () => (await db.pooled()) === 0);
+    await until(async () => (await db.pooled()) === 0, WAIT_LIMIT_MS, "the failed open's connections closed");
     // the count sees a store's connections (a pool ends an idle one only after ten seconds)
     const store = await PostgresSessionStore.open(db.url, { schema: "nothing_here" });
     try {

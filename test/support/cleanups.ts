@@ -1,0 +1,16 @@
+import { afterEach } from "vitest";
+
+/** Something a test opened, undone after it. */
+export type Cleanup = () => Promise<void> | void;
+
+/**
+ * A list that a test pushes what it opened on; after each test the list is run in reverse (the
+ * last thing opened is closed first) and emptied.
+ */
+export function cleanupsAfterEach(): Cleanup[] {
+  const cleanups: Cleanup[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return cleanups;
+}
