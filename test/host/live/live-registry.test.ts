@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { JobRecorder } from "../../../src/host/live/job-registry.js";
 import { LiveRegistry } from "../../../src/host/live/live-registry.js";
+import type { SessionLiveState } from "../../../src/store/live-state-store.js";
 
 /** The control deltas a host's live view sends, and whom each is about (for per-principal filtering). */
 
@@ -64,5 +65,29 @@ describe("the live view's deltas", () => {
     expect(live.isRunning("s1")).toBe(false);
     live.status.set("s1", "running");
     expect(live.isRunning("s1")).toBe(true);
+  });
+
+  it("at start, a session's lease shows another host's agent; this host's own lease and a single host's show none", () => {
+    const loaded = (sessionId: string, hostId: string): SessionLiveState => ({
+      sessionId,
+      owner: "alice",
+      model: "m",
+      queue: [],
+      interactions: [],
+      parkedTurnId: null,
+      jobs: [],
+      lease: { sessionId, hostId, generation: 1, expiresAt: Date.now() + 60_000 },
+    });
+    const shared = registry("host-a");
+    // "s-own": held by this host before it restarted; its agent is not running here (yet)
+    shared.live.load([loaded("s-own", "host-a"), loaded("s-other", "host-b")]);
+    expect(shared.live.agents()).toEqual([{ sessionId: "s-other", state: "attached", hostId: "host-b" }]);
+    expect(shared.live.ownerOf("s-own")).toBeUndefined();
+    const single = registry();
+    // a single host's store keeps leases too: one from before a restart is no other host's agent
+    single.live.load([loaded("s1", "host-a")]);
+    expect(single.live.agents()).toEqual([]);
+    expect(single.live.ownerOf("s1")).toBeUndefined();
+    expect(single.deltas).toEqual([]);
   });
 });
