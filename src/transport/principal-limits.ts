@@ -2,7 +2,7 @@ import { SessionmuxError } from "../../protocol/index.js";
 import { Limits } from "../../protocol/limits.js";
 import type { Principal } from "../host/principal.js";
 
-/** Limits kept per principal (one per token entry) across every socket and request. */
+/** Limits kept per principal (by name) across every socket and request. */
 export interface PrincipalLimitOptions {
   /** @default 64 — mux sockets one (non-admin) principal may hold open; one more is refused with 429. */
   maxSocketsPerPrincipal: number;
@@ -35,16 +35,26 @@ interface Bucket {
   at: number;
 }
 
+/** Above this many buckets, the full ones (no different from none) are dropped before a new one is kept. */
+const BUCKETS_KEPT = 1_024;
+
 /**
- * Keyed by the principal object the authenticator made for a token entry, so two entries never
- * share a count, whatever their names. Admin principals are exempt: the admin token is the
- * operator's own (it can already delete everything), and fan-out tools and benches use it.
+ * Keyed by the principal's name: it is what the store records as the owner and counts sessions and
+ * bytes by. Token entries have unique names; an app's own `authenticate` makes a new principal
+ * object for every request and socket, so a count kept per object would never reach its limit
+ * (and would keep one bucket per request). Admin principals are exempt: the admin token is the
+ * operator's own (it can already delete everything), and fan-out tools and benches use it. Past
+ * `BUCKETS_KEPT` buckets, the ones refilled to their size are dropped, so the map holds at most
+ * that many or twice the principals that created a session within the last two refills
+ * (`sessionCreateBurst / sessionCreatePerSecond` seconds each); a socket's count goes with it.
  */
 export class PrincipalLimits {
   readonly options: PrincipalLimitOptions;
-  readonly #sockets = new Map<Principal, number>();
-  readonly #buckets = new Map<Principal, Bucket>();
+  readonly #sockets = new Map<string, number>();
+  readonly #buckets = new Map<string, Bucket>();
   readonly #now: () => number;
+  #pruneAt = BUCKETS_KEPT;
+  #prunedAt = 0;
 
   constructor(options: Partial<PrincipalLimitOptions> = {}, now: () => number = Date.now) {
     this.options = { ...DEFAULT_PRINCIPAL_LIMITS, ...options };
@@ -54,16 +64,17 @@ export class PrincipalLimits {
   /** Counts one more socket of `principal`; undefined when it already holds the most it may. */
   acquireSocket(principal: Principal): (() => void) | undefined {
     if (principal.admin) return () => {};
-    const held = this.#sockets.get(principal) ?? 0;
+    const { name } = principal;
+    const held = this.#sockets.get(name) ?? 0;
     if (held >= this.options.maxSocketsPerPrincipal) return undefined;
-    this.#sockets.set(principal, held + 1);
+    this.#sockets.set(name, held + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const now = (this.#sockets.get(principal) ?? 1) - 1;
-      if (now === 0) this.#sockets.delete(principal);
-      else this.#sockets.set(principal, now);
+      const now = (this.#sockets.get(name) ?? 1) - 1;
+      if (now === 0) this.#sockets.delete(name);
+      else this.#sockets.set(name, now);
     };
   }
 
@@ -72,10 +83,16 @@ export class PrincipalLimits {
     if (principal.admin) return;
     const { sessionCreateBurst: size, sessionCreatePerSecond: rate } = this.options;
     const now = this.#now();
-    const bucket = this.#buckets.get(principal) ?? { tokens: size, at: now };
+    let bucket = this.#buckets.get(principal.name);
+    if (bucket === undefined) {
+      const refillMs = (size / rate) * 1000;
+      const due = this.#buckets.size >= this.#pruneAt || now - this.#prunedAt >= refillMs;
+      if (due && this.#buckets.size >= BUCKETS_KEPT) this.#dropFullBuckets(now);
+      bucket = { tokens: size, at: now };
+      this.#buckets.set(principal.name, bucket);
+    }
     bucket.tokens = Math.min(size, bucket.tokens + ((now - bucket.at) / 1000) * rate);
     bucket.at = now;
-    this.#buckets.set(principal, bucket);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return;
@@ -86,5 +103,22 @@ export class PrincipalLimits {
       `at most ${rate} new sessions per second (bursts of ${size}); retry in ${retryAfterMs} ms`,
       { data: { retryAfterMs } },
     );
+  }
+
+  /**
+   * Drops the buckets refilled to their size (no different from none). The next prune waits until
+   * the map has doubled or one refill has passed, so pruning costs O(1) per new bucket.
+   */
+  #dropFullBuckets(now: number): void {
+    const { sessionCreateBurst: size, sessionCreatePerSecond: rate } = this.options;
+    for (const [name, bucket] of this.#buckets)
+      if (bucket.tokens + ((now - bucket.at) / 1000) * rate >= size) this.#buckets.delete(name);
+    this.#pruneAt = Math.max(BUCKETS_KEPT, 2 * this.#buckets.size);
+    this.#prunedAt = now;
+  }
+
+  /** Principals with a bucket kept (for tests of its bound). */
+  get bucketCount(): number {
+    return this.#buckets.size;
   }
 }

@@ -10,6 +10,7 @@ import { type SessionEvent, SUBPROTOCOL } from "../../protocol/index.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
+import type { PrincipalLimitOptions } from "../../src/transport/principal-limits.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 import { ShoutAgent } from "./shout-agent.js";
@@ -60,7 +61,9 @@ function upgradeStatus(url: string, headers: Record<string, string> = {}): Promi
 
 const cleanups = cleanupsAfterEach();
 
-async function mounted(options: { cors?: string[] } = {}): Promise<{ mux: Sessionmux; authority: string }> {
+async function mounted(
+  options: { cors?: string[]; principals?: Partial<PrincipalLimitOptions> } = {},
+): Promise<{ mux: Sessionmux; authority: string }> {
   const dir = tempDir();
   cleanups.push(() => dir.remove());
   const mux = await createSessionmux({
@@ -128,6 +131,28 @@ describe("createSessionmux on an app's own http.Server", () => {
     cleanups.push(() => bob.close());
     expect((await bob.list()).sessions.map((r) => r.sessionId)).not.toContain(sessionId);
     expect((await client.list()).sessions.map((r) => r.sessionId)).toContain(sessionId);
+  });
+
+  it("counts the app's principal by its name across sockets: the socket limit and the creation bucket", async () => {
+    const { authority } = await mounted({
+      principals: { maxSocketsPerPrincipal: 2, sessionCreateBurst: 2, sessionCreatePerSecond: 0.001 },
+    });
+    const url = `ws://${authority}/chat/api/remote.mux`;
+    // each request is authenticated anew, so each socket has a principal object of its own
+    const first = createNodeClient({ url, token: "user:alice" });
+    const second = createNodeClient({ url, token: "user:alice" });
+    cleanups.push(
+      () => first.close(),
+      () => second.close(),
+    );
+    await first.create({});
+    await second.create({});
+    expect(await upgradeStatus(url, { authorization: "Bearer user:alice" })).toBe(429);
+    expect(await upgradeStatus(url, { authorization: "Bearer user:bob" })).toBe(101);
+    // the two creations emptied alice's bucket, whichever of her sockets asks next
+    await expect(first.create({})).rejects.toMatchObject({ code: "rate_limited" });
+    await second.close();
+    expect(await upgradeStatus(url, { authorization: "Bearer user:alice" })).toBe(101);
   });
 
   it("leaves the app's routes and upgrades alone and answers its own under the base path", async () => {

@@ -29,13 +29,20 @@ describe("principals are token entries (docs/reliability.md, Limits)", () => {
     }
   });
 
-  it("cached session lists are kept per principal object, not per name", async () => {
+  it("cached session lists are kept per name and rank: an admin's is never an ordinary principal's of that name", async () => {
     const cache = new SessionListCache({ onAnyCommit: () => () => {} });
     const admin: Principal = Object.freeze({ name: "same", admin: true });
     const other: Principal = Object.freeze({ name: "same", admin: false });
     await cache.get(admin, "k", async () => Buffer.from("admin's list"));
     const seen = await cache.get(other, "k", async () => Buffer.from("own list"));
     expect(seen.toString()).toBe("own list");
+    // an app's own authenticate makes a new object per request: the same name and rank hit
+    const again = await cache.get({ name: "same", admin: false }, "k", async () => Buffer.from("read again"));
+    expect(again.toString()).toBe("own list");
+    const adminAgain = await cache.get({ name: "same", admin: true }, "k", async () =>
+      Buffer.from("read again"),
+    );
+    expect(adminAgain.toString()).toBe("admin's list");
   });
 });
 
