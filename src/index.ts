@@ -14,7 +14,7 @@ export type {
   TurnOutcome,
 } from "./agents/agent.js";
 export { DemoAgent } from "./agents/demo-agent.js";
-export type { AuthenticateRequest } from "./embed/app-authentication.js";
+export type { AuthenticateLimits, AuthenticateRequest } from "./embed/app-authentication.js";
 export {
   createSessionmux,
   type RequestHandler,

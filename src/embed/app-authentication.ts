@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Logger } from "pino";
+import { SessionmuxError } from "../../protocol/index.js";
 import type { Principal } from "../host/principal.js";
 
 /** An app's own authentication: the caller's principal, or `undefined` to refuse with 401. */
@@ -7,23 +8,66 @@ export type AuthenticateRequest = (
   request: IncomingMessage,
 ) => Principal | undefined | Promise<Principal | undefined>;
 
+/** How much of the app's `authenticate` a crowd of requests may hold. */
+export interface AuthenticateLimits {
+  /**
+   * @default 1,024 — calls of `authenticate` not settled yet; a request past it is refused 503
+   * `overloaded` without calling it. A call holds its place until it settles, even after its
+   * request was refused for taking too long.
+   */
+  maxPending: number;
+  /** @default 10,000 — how long a request waits for `authenticate`; then 503 `overloaded`. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_AUTHENTICATE_LIMITS: AuthenticateLimits = { maxPending: 1_024, timeoutMs: 10_000 };
+
 /**
  * Settles the app's `authenticate` (which may be async: a session lookup) before a request
  * reaches the transports, whose own check is synchronous and then reads the settled answer.
- * A throw or a malformed principal refuses that request only, and is logged.
+ * A throw or a malformed principal refuses that request only (401), and is logged. A slow or stuck
+ * `authenticate` must not let requests pile up: the calls in flight are bounded and each request
+ * waits a bounded time, both refused `overloaded` (retryable) rather than 401, since the
+ * credentials were never judged.
  */
 export class AppAuthentication {
   readonly #settled = new WeakMap<IncomingMessage, Principal>();
+  readonly #limits: AuthenticateLimits;
+  #pending = 0;
 
   constructor(
     private readonly authenticate: AuthenticateRequest,
     private readonly logger: Logger,
-  ) {}
+    limits: Partial<AuthenticateLimits> = {},
+  ) {
+    this.#limits = { ...DEFAULT_AUTHENTICATE_LIMITS, ...limits };
+  }
 
-  /** Never rejects. */
-  async settle(request: IncomingMessage): Promise<void> {
-    const principal = await this.#principalOf(request);
-    if (principal) this.#settled.set(request, principal);
+  /** Never rejects: null once the request may go on (to a 401 if no principal), else the refusal to answer. */
+  async settle(request: IncomingMessage): Promise<SessionmuxError | null> {
+    if (this.#pending >= this.#limits.maxPending) {
+      return new SessionmuxError(
+        "overloaded",
+        `${this.#pending} authentications already in flight; retry shortly`,
+      );
+    }
+    this.#pending++;
+    const call = this.#principalOf(request).finally(() => this.#pending--);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), this.#limits.timeoutMs);
+    });
+    const outcome = await Promise.race([call, late]);
+    clearTimeout(timer);
+    if (outcome === "late") {
+      this.logger.error(
+        { path: request.url, timeoutMs: this.#limits.timeoutMs },
+        "authenticate did not settle in time; request refused",
+      );
+      return new SessionmuxError("overloaded", "authentication did not answer in time; retry shortly");
+    }
+    if (outcome) this.#settled.set(request, outcome);
+    return null;
   }
 
   /** The synchronous resolver the transports call: what `settle` found. */

@@ -11,7 +11,7 @@ import type { InProcessClientOptions } from "../transport/in-process/in-process-
 import type { HostMetrics } from "../transport/metrics.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
 import type { PrincipalLimitOptions } from "../transport/principal-limits.js";
-import type { AuthenticateRequest } from "./app-authentication.js";
+import type { AuthenticateLimits, AuthenticateRequest } from "./app-authentication.js";
 import { mountSessionmux } from "./mount-sessionmux.js";
 
 export interface SessionmuxOptions {
@@ -47,6 +47,11 @@ export interface SessionmuxOptions {
    * upgrade sessionmux answers; an exception refuses the request and is logged.
    */
   authenticate?: AuthenticateRequest;
+  /**
+   * Bounds on `authenticate`: calls in flight at once (@default 1,024) and how long a request waits
+   * for one (@default 10,000 ms); past either the request is refused 503 `overloaded`.
+   */
+  authenticateLimits?: Partial<AuthenticateLimits>;
   /** Browser origins allowed to call the HTTP routes (CORS) and open the mux. @default [] */
   cors?: string[];
   /** Path prefix of every route and of the mux, e.g. `"/chat"`. @default "" (the API paths at the root) */

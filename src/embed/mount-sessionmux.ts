@@ -11,6 +11,7 @@ import { hostIdOf } from "../operations/host-id.js";
 import { ReadinessProbe } from "../operations/readiness-probe.js";
 import type { HostStore } from "../store/live-state-store.js";
 import { Authenticator } from "../transport/auth.js";
+import { sendError } from "../transport/http/http-reply.js";
 import { createHttpHandler } from "../transport/http/router.js";
 import { InProcessConnector } from "../transport/in-process/in-process-connector.js";
 import { HostMetrics } from "../transport/metrics.js";
@@ -44,7 +45,9 @@ export async function mountSessionmux(
 ): Promise<MountedSessionmux> {
   const base = new BasePath(options.basePath, mode.claimAll);
   const logger = options.logger ?? pino({ enabled: false });
-  const appAuth = options.authenticate ? new AppAuthentication(options.authenticate, logger) : undefined;
+  const appAuth = options.authenticate
+    ? new AppAuthentication(options.authenticate, logger, options.authenticateLimits)
+    : undefined;
   const auth = new Authenticator(options.tokens ?? [], {
     allowedOrigins: options.cors ?? [],
     ...(appAuth ? { resolve: appAuth.resolve } : {}),
@@ -142,12 +145,15 @@ export async function mountSessionmux(
       return notFound(res);
     }
     req.url = inner;
-    const dispatch = () => {
-      if (corsMiddleware) corsMiddleware(req, res, () => http(req, res));
-      else http(req, res);
+    const answer = (reply: () => void) => {
+      if (corsMiddleware) corsMiddleware(req, res, reply);
+      else reply();
     };
-    if (appAuth) void appAuth.settle(req).then(dispatch);
-    else dispatch();
+    if (!appAuth) return answer(() => http(req, res));
+    void appAuth.settle(req).then((refusal) => {
+      if (refusal) answer(() => sendError(res, refusal));
+      else answer(() => http(req, res));
+    });
   };
   const upgrade: UpgradeHandler = (req, socket, head) => {
     const inner = base.claimUpgrade(req.url);
@@ -158,8 +164,11 @@ export async function mountSessionmux(
       return true;
     }
     socket.on("error", () => socket.destroy());
-    void appAuth.settle(req).then(() => {
-      if (!socket.destroyed) mux.handleUpgrade(req, socket, head);
+    void appAuth.settle(req).then((refusal) => {
+      if (socket.destroyed) return;
+      if (refusal)
+        refuseUpgrade(socket, { ok: false, status: 503, code: refusal.code, message: refusal.message });
+      else mux.handleUpgrade(req, socket, head);
     });
     return true;
   };

@@ -6,7 +6,7 @@ import type { Authenticator } from "../auth.js";
 
 export type UpgradeVerdict =
   | { ok: true; principal: Principal }
-  | { ok: false; status: 400 | 401 | 403 | 404 | 429; code: string; message: string };
+  | { ok: false; status: 400 | 401 | 403 | 404 | 429 | 503; code: string; message: string };
 
 /**
  * Decides an upgrade request before any WebSocket exists (protocol-v1 §2): path, then token
@@ -41,6 +41,7 @@ export function refuseUpgrade(socket: Duplex, verdict: Extract<UpgradeVerdict, {
     403: "Forbidden",
     404: "Not Found",
     429: "Too Many Requests",
+    503: "Service Unavailable",
   }[verdict.status];
   const head = [
     `HTTP/1.1 ${verdict.status} ${reason}`,

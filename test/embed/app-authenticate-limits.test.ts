@@ -1,0 +1,90 @@
+import type { IncomingMessage } from "node:http";
+import { describe, expect, it } from "vitest";
+import type { Principal } from "../../src/host/principal.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { capturedLogger } from "../support/log-capture.js";
+import { until } from "../support/until.js";
+import { mountedApp, upgradeStatus } from "./app-fixture.js";
+
+/**
+ * A slow or stuck `authenticate` of the app: the calls in flight are bounded, a request waits a
+ * bounded time, and both refusals are 503 `overloaded` (the credentials were never judged), never
+ * a 401; a call that settles late frees its place.
+ */
+
+const cleanups = cleanupsAfterEach();
+
+/** `Bearer user:<name>`; every call waits until the test lets the calls so far through. */
+function heldAuthenticate() {
+  const waiting: (() => void)[] = [];
+  let calls = 0;
+  const authenticate = async (req: IncomingMessage): Promise<Principal | undefined> => {
+    calls++;
+    await new Promise<void>((resolve) => waiting.push(resolve));
+    const name = /^Bearer user:([a-z]+)$/.exec(req.headers.authorization ?? "")?.[1];
+    return name ? { name, admin: false } : undefined;
+  };
+  return {
+    authenticate,
+    calls: () => calls,
+    waiting: () => waiting.length,
+    release: () => {
+      for (const resolve of waiting.splice(0)) resolve();
+    },
+  };
+}
+
+const usage = (authority: string, name: string) =>
+  fetch(`http://${authority}/chat/v1/usage`, { headers: { authorization: `Bearer user:${name}` } });
+
+describe("the app's authenticate, bounded", () => {
+  it("past the calls in flight, a request is refused overloaded without a call; they go on once it settles", async () => {
+    const held = heldAuthenticate();
+    const { authority } = await mountedApp(cleanups, {
+      authenticate: held.authenticate,
+      authenticateLimits: { maxPending: 2, timeoutMs: 60_000 },
+    });
+    const url = `ws://${authority}/chat/api/remote.mux`;
+    const first = upgradeStatus(url, { authorization: "Bearer user:alice" });
+    const second = usage(authority, "bob");
+    await until(() => held.waiting() === 2, 10_000, "two calls of authenticate in flight");
+
+    const refused = await usage(authority, "carol");
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({ error: "overloaded" });
+    expect(await upgradeStatus(url, { authorization: "Bearer user:carol" })).toBe(503);
+    expect(held.calls()).toBe(2);
+
+    held.release();
+    expect(await first).toBe(101);
+    expect((await second).status).toBe(200);
+    const later = usage(authority, "carol");
+    await until(() => held.waiting() === 1, 10_000, "the next call");
+    held.release();
+    expect((await later).status).toBe(200);
+  });
+
+  it("a request that waits past the timeout is refused overloaded and logged; the late call keeps its place until it settles", async () => {
+    const held = heldAuthenticate();
+    const log = capturedLogger();
+    const { authority } = await mountedApp(cleanups, {
+      authenticate: held.authenticate,
+      authenticateLimits: { maxPending: 1, timeoutMs: 100 },
+      logger: log.logger,
+    });
+    const refused = await usage(authority, "alice");
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({ error: "overloaded" });
+    expect(
+      log.lines.filter((line) => line.msg === "authenticate did not settle in time; request refused"),
+    ).toEqual([expect.objectContaining({ path: "/v1/usage", timeoutMs: 100 })]);
+    // the stuck call still holds the only place
+    expect((await usage(authority, "bob")).status).toBe(503);
+    expect(held.calls()).toBe(1);
+    held.release();
+    const later = usage(authority, "bob");
+    await until(() => held.waiting() === 1, 10_000, "the next call");
+    held.release();
+    expect((await later).status).toBe(200);
+  });
+});
