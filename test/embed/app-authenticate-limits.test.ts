@@ -44,6 +44,8 @@ describe("the app's authenticate, bounded", () => {
       authenticate: held.authenticate,
       authenticateLimits: { maxPending: 2, timeoutMs: 60_000 },
     });
+    // first of the cleanups: a failed test leaves no call held
+    cleanups.push(() => held.release());
     const url = `ws://${authority}/chat/api/remote.mux`;
     const first = upgradeStatus(url, { authorization: "Bearer user:alice" });
     const second = usage(authority, "bob");
@@ -72,6 +74,7 @@ describe("the app's authenticate, bounded", () => {
       authenticateLimits: { maxPending: 1, timeoutMs: 100 },
       logger: log.logger,
     });
+    cleanups.push(() => held.release());
     const refused = await usage(authority, "alice");
     expect(refused.status).toBe(503);
     expect(await refused.json()).toEqual({ error: "overloaded" });
