@@ -1,20 +1,15 @@
-import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import { firstValueFrom } from "rxjs";
 import { filter, scan } from "rxjs/operators";
 import { describe, expect, it } from "vitest";
-import WebSocket from "ws";
-import { type SessionEvent, SUBPROTOCOL } from "../../protocol/index.js";
+import type { SessionEvent } from "../../protocol/index.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient } from "../../src/client/node.js";
-import { createSessionmux, type Sessionmux } from "../../src/index.js";
-import type { PrincipalLimitOptions } from "../../src/transport/principal-limits.js";
+import { createSessionmux } from "../../src/index.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
-import { appServer, listen, mountedApp, upgradeStatus } from "./app-fixture.js";
-import { ShoutAgent } from "./shout-agent.js";
+import { listen, mountedApp, upgradeStatus } from "./app-fixture.js";
 
 const cleanups = cleanupsAfterEach();
 const mounted = (options: Parameters<typeof mountedApp>[1] = {}) => mountedApp(cleanups, options);
