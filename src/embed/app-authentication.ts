@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
-import type { Logger } from "pino";
 import { SessionmuxError } from "../../protocol/index.js";
 import type { Principal } from "../host/principal.js";
+import type { RefusalLog } from "./refusal-log.js";
 
 /** An app's own authentication: the caller's principal, or `undefined` to refuse with 401. */
 export type AuthenticateRequest = (
@@ -25,7 +25,8 @@ export const DEFAULT_AUTHENTICATE_LIMITS: AuthenticateLimits = { maxPending: 1_0
 /**
  * Settles the app's `authenticate` (which may be async: a session lookup) before a request
  * reaches the transports, whose own check is synchronous and then reads the settled answer.
- * A throw or a malformed principal refuses that request only (401), and is logged. A slow or stuck
+ * A throw or a malformed principal refuses that request only (401), and is logged (within the
+ * refusal log's budget, as every refusal is). A slow or stuck
  * `authenticate` must not let requests pile up: the calls in flight are bounded and each request
  * waits a bounded time, both refused `overloaded` (retryable) rather than 401, since the
  * credentials were never judged.
@@ -37,7 +38,7 @@ export class AppAuthentication {
 
   constructor(
     private readonly authenticate: AuthenticateRequest,
-    private readonly logger: Logger,
+    private readonly log: RefusalLog,
     limits: Partial<AuthenticateLimits> = {},
   ) {
     this.#limits = { ...DEFAULT_AUTHENTICATE_LIMITS, ...limits };
@@ -60,7 +61,8 @@ export class AppAuthentication {
     const outcome = await Promise.race([call, late]);
     clearTimeout(timer);
     if (outcome === "late") {
-      this.logger.error(
+      this.log.write(
+        "error",
         { path: request.url, timeoutMs: this.#limits.timeoutMs },
         "authenticate did not settle in time; request refused",
       );
@@ -78,12 +80,13 @@ export class AppAuthentication {
     try {
       principal = await this.authenticate(request);
     } catch (err) {
-      this.logger.error({ err, path: request.url }, "authenticate threw; request refused");
+      this.log.write("error", { err, path: request.url }, "authenticate threw; request refused");
       return undefined;
     }
     if (principal === undefined || principal === null) return undefined;
     if (typeof principal.name !== "string" || principal.name.length === 0) {
-      this.logger.error(
+      this.log.write(
+        "error",
         { path: request.url },
         "authenticate returned a principal without a name; request refused",
       );

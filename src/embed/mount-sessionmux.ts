@@ -45,13 +45,14 @@ export async function mountSessionmux(
 ): Promise<MountedSessionmux> {
   const base = new BasePath(options.basePath, mode.claimAll);
   const logger = options.logger ?? pino({ enabled: false });
+  const refusals = new RefusalLog(logger);
   const appAuth = options.authenticate
-    ? new AppAuthentication(options.authenticate, logger, options.authenticateLimits)
+    ? new AppAuthentication(options.authenticate, refusals, options.authenticateLimits)
     : undefined;
   const auth = new Authenticator(options.tokens ?? [], {
     allowedOrigins: options.cors ?? [],
     ...(appAuth ? { resolve: appAuth.resolve } : {}),
-    onRefused: new RefusalLog(logger).refused,
+    onRefused: refusals.refused,
     ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
   const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });

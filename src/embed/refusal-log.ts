@@ -3,8 +3,8 @@ import type { Logger } from "pino";
 
 /**
  * Logs refused requests, at most `perWindow` lines per window: a client hammering with a wrong
- * token must not fill the disk with log lines. The count of the lines left out is logged with
- * the first refusal of a later window.
+ * token, or while the app's `authenticate` fails, must not fill the disk with log lines. The count
+ * of the lines left out is logged with the first refusal of a later window.
  */
 export class RefusalLog {
   #windowStart = Number.NEGATIVE_INFINITY;
@@ -19,6 +19,11 @@ export class RefusalLog {
   ) {}
 
   readonly refused = (req: IncomingMessage, code: "unauthorized" | "forbidden_origin"): void => {
+    this.write("warn", { code, remote: req.socket.remoteAddress, path: req.url }, "request refused");
+  };
+
+  /** One line about a refused request, within the window's budget. */
+  write(level: "warn" | "error", fields: Record<string, unknown>, message: string): void {
     const now = this.now();
     if (now - this.#windowStart >= this.windowMs) {
       this.#windowStart = now;
@@ -31,14 +36,6 @@ export class RefusalLog {
     this.#logged++;
     const suppressed = this.#suppressed;
     this.#suppressed = 0;
-    this.logger.warn(
-      {
-        code,
-        remote: req.socket.remoteAddress,
-        path: req.url,
-        ...(suppressed > 0 ? { suppressedBefore: suppressed } : {}),
-      },
-      "request refused",
-    );
-  };
+    this.logger[level]({ ...fields, ...(suppressed > 0 ? { suppressedBefore: suppressed } : {}) }, message);
+  }
 }

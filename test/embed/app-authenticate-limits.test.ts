@@ -1,5 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
+import { AppAuthentication } from "../../src/embed/app-authentication.js";
+import { RefusalLog } from "../../src/embed/refusal-log.js";
 import type { Principal } from "../../src/host/principal.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
@@ -89,5 +91,30 @@ describe("the app's authenticate, bounded", () => {
     await until(() => held.waiting() === 1, 10_000, "the next call");
     held.release();
     expect((await later).status).toBe(200);
+  });
+
+  it("an authenticate that fails on every request is logged within the refusal log's budget", async () => {
+    const log = capturedLogger();
+    let now = 0;
+    const refusals = new RefusalLog(log.logger, 3, 1_000, () => now);
+    const failing = new AppAuthentication(() => {
+      throw new Error("session store unreachable");
+    }, refusals);
+    const request = { url: "/v1/usage", headers: {}, socket: {} } as IncomingMessage;
+    for (let i = 0; i < 10; i++) expect(await failing.settle(request)).toBeNull();
+    expect(failing.resolve(request)).toBeUndefined();
+    now = 1_000;
+    await failing.settle(request);
+    expect(log.lines.map((line) => [line.msg, line.suppressedBefore])).toEqual([
+      ["authenticate threw; request refused", undefined],
+      ["authenticate threw; request refused", undefined],
+      ["authenticate threw; request refused", undefined],
+      ["authenticate threw; request refused", 7],
+    ]);
+    expect(log.lines[0]).toMatchObject({
+      level: 50,
+      path: "/v1/usage",
+      err: { message: "session store unreachable" },
+    });
   });
 });
