@@ -19,6 +19,7 @@ export default {
     "src/store/log-writer.ts",
     "src/store/sqlite-log-store.ts",
     "src/store/postgres/pg-reads.ts",
+    "src/store/postgres/postgres-store.ts",
     "src/host/activation-policy.ts",
     "src/host/turn-runner.ts",
     "src/host/turn-context.ts",
