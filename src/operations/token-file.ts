@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { StartupError } from "./startup-error.js";
 
@@ -12,24 +12,43 @@ function mint(): string {
   return randomBytes(24).toString("base64url");
 }
 
-/**
- * Reads the kept token, minting it on first use, so a restart does not lock out open consoles.
- * The file is readable by its owner only (0600).
- */
-export function readOrCreateToken(path: string): { token: string; created: boolean } {
+/** The kept token, or undefined when the file is missing or holds none (empty, blank). */
+function readToken(path: string): string | undefined {
   try {
     const token = readFileSync(path, "utf8").trim();
-    if (token.length > 0) return { token, created: false };
+    return token.length > 0 ? token : undefined;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw unreadable(path, err);
-  }
-  const token = mint();
-  try {
-    // `wx`: two hosts starting at once keep one token, the loser reads the winner's
-    writeFileSync(path, `${token}\n`, { mode: 0o600, flag: "wx" });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return readOrCreateToken(path);
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw unreadable(path, err);
+  }
+}
+
+/**
+ * Reads the kept token, minting it on first use, so a restart does not lock out open consoles.
+ * The file is readable by its owner only (0600). It appears whole (written beside it, then
+ * linked into place), so a crash never leaves it empty; one found empty (a crash of an earlier
+ * build, a user's edit) is replaced by a new token.
+ */
+export function readOrCreateToken(path: string): { token: string; created: boolean } {
+  const kept = readToken(path);
+  if (kept !== undefined) return { token: kept, created: false };
+  const token = mint();
+  const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  try {
+    writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: "wx" });
+    try {
+      // fails if the file exists: two hosts starting at once keep one token, the loser reads it
+      linkSync(temp, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const theirs = readToken(path);
+      if (theirs !== undefined) return { token: theirs, created: false };
+      renameSync(temp, path);
+    }
+  } catch (err) {
+    throw err instanceof StartupError ? err : unreadable(path, err);
+  } finally {
+    rmSync(temp, { force: true });
   }
   return { token, created: true };
 }

@@ -1,0 +1,61 @@
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { readOrCreateToken, rotateToken } from "../../src/operations/token-file.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/** The admin token a host keeps beside its database when none is configured. */
+
+const cleanups = cleanupsAfterEach();
+
+function folder() {
+  const dir = tempDir();
+  cleanups.push(() => dir.remove());
+  return { dir, path: dir.file("sessionmux.token") };
+}
+
+const modeOf = (path: string) => statSync(path).mode & 0o777;
+
+describe("the kept token", () => {
+  it("is minted once, readable by its owner only, and read back by every later start", () => {
+    const { dir, path } = folder();
+    const first = readOrCreateToken(path);
+    expect(first.created).toBe(true);
+    expect(first.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(readFileSync(path, "utf8")).toBe(`${first.token}\n`);
+    expect(modeOf(path)).toBe(0o600);
+    expect(readOrCreateToken(path)).toEqual({ token: first.token, created: false });
+    // nothing but the token file is left beside it
+    expect(readdirSync(dir.path)).toEqual(["sessionmux.token"]);
+  });
+
+  it("an empty or blank file (a crash of an earlier build, a user's edit) gets a new token", () => {
+    for (const content of ["", " \n\n"]) {
+      const { dir, path } = folder();
+      writeFileSync(path, content, { mode: 0o644 });
+      const minted = readOrCreateToken(path);
+      expect(minted.created).toBe(true);
+      expect(readFileSync(path, "utf8")).toBe(`${minted.token}\n`);
+      expect(modeOf(path)).toBe(0o600);
+      expect(readdirSync(dir.path)).toEqual(["sessionmux.token"]);
+    }
+  });
+
+  it("a path it cannot read is refused with token_file_unreadable, naming the file", () => {
+    const { path } = folder();
+    mkdirSync(path);
+    expect(() => readOrCreateToken(path)).toThrow(
+      expect.objectContaining({ code: "token_file_unreadable", message: expect.stringContaining(path) }),
+    );
+  });
+
+  it("rotation replaces the token whole, still readable by its owner only", () => {
+    const { dir, path } = folder();
+    const { token } = readOrCreateToken(path);
+    const rotated = rotateToken(path);
+    expect(rotated).not.toBe(token);
+    expect(readOrCreateToken(path)).toEqual({ token: rotated, created: false });
+    expect(modeOf(path)).toBe(0o600);
+    expect(readdirSync(dir.path)).toEqual(["sessionmux.token"]);
+  });
+});
