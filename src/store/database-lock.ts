@@ -29,9 +29,15 @@ export class DatabaseLock {
     const db = new Database(path);
     try {
       db.pragma("busy_timeout = 0");
-      db.exec(
-        "CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL)",
-      );
+      try {
+        db.exec(
+          "CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL)",
+        );
+      } catch (err) {
+        // a first opener of the file holds it before its table exists
+        if (isBusy(err)) throw inUse(dbPath, db);
+        throw err;
+      }
       // Free a moment ago: say who we are, then hold the lock. A process that raced us between
       // the two steps makes one of them busy, and we refuse.
       if (!tryBegin(db)) throw inUse(dbPath, db);

@@ -48,4 +48,18 @@ describe("one host per SQLite file", () => {
     await again.close();
     DatabaseLock.acquire(dbPath).release();
   });
+
+  it("a lock file another opener holds before its table exists is refused as in use, not as a raw SQLite error", () => {
+    const dbPath = freshDb();
+    // the moment between another process creating the lock file and writing who it is
+    const other = new Database(`${dbPath}.lock`);
+    try {
+      other.exec("BEGIN IMMEDIATE");
+      expect(() => DatabaseLock.acquire(dbPath)).toThrow(`the database ${dbPath} is in use by another process`);
+    } finally {
+      other.close();
+    }
+    DatabaseLock.acquire(dbPath).release();
+  });
 });
+
