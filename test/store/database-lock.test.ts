@@ -55,11 +55,12 @@ describe("one host per SQLite file", () => {
     const other = new Database(`${dbPath}.lock`);
     try {
       other.exec("BEGIN IMMEDIATE");
-      expect(() => DatabaseLock.acquire(dbPath)).toThrow(`the database ${dbPath} is in use by another process`);
+      expect(() => DatabaseLock.acquire(dbPath)).toThrow(
+        `the database ${dbPath} is in use by another process`,
+      );
     } finally {
       other.close();
     }
     DatabaseLock.acquire(dbPath).release();
   });
 });
-
