@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, linkSync, rmSync } from "node:fs";
 import Database from "better-sqlite3";
 import { existingDatabase } from "./database-path.js";
 import { StartupError } from "./startup-error.js";
@@ -15,34 +15,64 @@ export interface BackupReport {
  * An online, consistent copy of a live database with SQLite's backup API. The source is opened
  * read-only: in WAL mode a reader never blocks the host's writer, and the copy is the database as
  * of one read transaction. All pages go in one step, because a step that lets another connection
- * write in between restarts the backup, which under steady writes would never finish.
+ * write in between restarts the backup, which under steady writes would never finish. The copy is
+ * written beside the target and linked into place once complete, so `targetPath` is either
+ * absent or a whole copy: a failed backup (a full disk) removes what it wrote, and a killed one
+ * leaves only `<target>.<pid>.partial`.
  */
 export async function backupDatabase(sourcePath: string, targetPath: string): Promise<BackupReport> {
   const source = existingDatabase(sourcePath);
-  if (existsSync(targetPath)) {
-    throw new StartupError(
-      "backup_target_exists",
-      `${targetPath} already exists; remove it or pick another file`,
-    );
-  }
-  const db = new Database(source, { readonly: true, fileMustExist: true });
-  let pages = 0;
+  if (existsSync(targetPath)) throw targetExists(targetPath);
+  const partial = `${targetPath}.${process.pid}.partial`;
   try {
-    const result = await db.backup(targetPath, {
-      progress: ({ totalPages }) => {
-        pages = totalPages;
-        return Math.max(totalPages, 1);
-      },
+    const pages = await copyPages(source, partial);
+    const integrity = integrityOf(partial);
+    try {
+      linkSync(partial, targetPath);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw targetExists(targetPath);
+      throw err;
+    }
+    return { source, target: targetPath, pages, integrity };
+  } catch (err) {
+    if (err instanceof StartupError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError(
+      "backup_failed",
+      `backup to ${targetPath} failed (${reason}); nothing was written to ${targetPath}`,
+      { cause: err },
+    );
+  } finally {
+    // the check's read-only connection leaves the (empty) WAL and its index beside the copy
+    for (const file of [partial, `${partial}-wal`, `${partial}-shm`]) rmSync(file, { force: true });
+  }
+}
+
+async function copyPages(source: string, target: string): Promise<number> {
+  const db = new Database(source, { readonly: true, fileMustExist: true });
+  try {
+    const result = await db.backup(target, {
+      progress: ({ totalPages }) => Math.max(totalPages, 1),
     });
-    pages = result.totalPages;
+    return result.totalPages;
   } finally {
     db.close();
   }
-  const copy = new Database(targetPath, { readonly: true, fileMustExist: true });
+}
+
+/** `PRAGMA integrity_check` of the copy: `"ok"` or the first problem found. */
+function integrityOf(path: string): string {
+  const copy = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    const integrity = copy.pragma("integrity_check", { simple: true }) as string;
-    return { source, target: targetPath, pages, integrity };
+    return copy.pragma("integrity_check", { simple: true }) as string;
   } finally {
     copy.close();
   }
+}
+
+function targetExists(targetPath: string): StartupError {
+  return new StartupError(
+    "backup_target_exists",
+    `${targetPath} already exists; remove it or pick another file`,
+  );
 }

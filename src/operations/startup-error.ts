@@ -12,6 +12,7 @@ export const StartupErrorCodes = [
   "listen_failed",
   "token_file_unreadable",
   "backup_target_exists",
+  "backup_failed",
   "db_option_invalid",
   "db_unreachable",
   "db_schema_missing",

@@ -1,6 +1,10 @@
+import { execFile } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { userMessage } from "../store/open-store.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
 import { runCli } from "./run-cli.js";
@@ -46,6 +50,8 @@ describe("sessionmux backup", () => {
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
       expect(JSON.parse(result.stdout)).toMatchObject({ integrity: "ok", target });
+      // the copy and nothing else beside the database
+      expect(readdirSync(dir.path).filter((name) => name.startsWith("backup.db"))).toEqual(["backup.db"]);
       // the writers were really writing while the copy was taken
       expect(during).toBeGreaterThan(0);
 
@@ -89,5 +95,44 @@ describe("sessionmux backup", () => {
     const again = await runCli(["backup", dir.file("copy.db")], { SESSIONMUX_DB: dbPath });
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("backup_target_exists");
+  });
+
+  it("a copy that fails midway (a full disk) leaves no target and nothing else behind", async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const dbPath = dir.file("sessions.db");
+    const store = SqliteSessionStore.open(dbPath);
+    await store.create({ sessionId: "big", owner: "admin", model: "demo-fast" });
+    for (let i = 0; i < 40; i++) await store.append("big", [userMessage("x".repeat(20_000))]);
+    await store.close();
+    // files this process writes stop at 256 KiB: the copy of an 800 KiB database fails there
+    const repo = fileURLToPath(new URL("../..", import.meta.url));
+    const target = dir.file("copy.db");
+    const failed = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(
+        "bash",
+        [
+          "-c",
+          'ulimit -f 256 && exec "$0" "$@"',
+          process.execPath,
+          "--import",
+          "tsx",
+          "src/cli/main.ts",
+          "backup",
+          target,
+          "--db",
+          dbPath,
+        ],
+        { cwd: repo, timeout: 60_000 },
+        (error, _stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stderr }),
+      ),
+    );
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toContain("backup_failed");
+    expect(failed.stderr).toContain(`nothing was written to ${target}`);
+    expect(readdirSync(dir.path).filter((name) => name.startsWith("copy.db"))).toEqual([]);
+    // and a later backup with room succeeds
+    expect((await runCli(["backup", target, "--db", dbPath])).code).toBe(0);
   });
 });
