@@ -15,8 +15,11 @@ export class TurnStopped extends Error {
 /** The turn a live session runs now. Set synchronously when the turn is decided, so concurrent prompts queue. */
 export class RunningTurn {
   readonly abort = new AbortController();
-  /** Queue items steered into this turn that the agent has not taken yet. */
-  readonly interjections: string[] = [];
+  /**
+   * Queue items steered into this turn that the agent has not taken yet, in the order steered and
+   * each once (an item steered again is not listed twice), so at most the session's queue bound.
+   */
+  readonly #steered = new Set<string>();
   /** False once the agent returned: a steer then becomes its own turn instead. */
   acceptsInterjections = true;
   /** Interactions the agent is waiting on right now. */
@@ -38,6 +41,17 @@ export class RunningTurn {
       finished = resolve;
     });
     this.finished = finished;
+  }
+
+  steer(itemId: string): void {
+    this.#steered.add(itemId);
+  }
+
+  /** The items steered since the last take, in the order steered; they are no longer listed here. */
+  takeSteered(): string[] {
+    const itemIds = [...this.#steered];
+    this.#steered.clear();
+    return itemIds;
   }
 
   stop(reason: TurnStop): void {

@@ -121,7 +121,7 @@ export class HostTurnContext implements TurnContext {
 
   async takeInterjections(): Promise<string[]> {
     const taken: string[] = [];
-    for (const itemId of this.#turn.interjections.splice(0)) {
+    for (const itemId of this.#turn.takeSteered()) {
       // removed or edited since it was steered: what is queued now is what the agent reads
       const item = this.#live.promptQueue.find(this.sessionId, itemId);
       if (!item) continue;

@@ -55,7 +55,7 @@ async function steer(
   const turn = session?.turn;
   if (!turn?.acceptsInterjections || turn.parked) return undefined;
   const outcome = await ctx.store.steerQueueItem(sessionId, itemId, turn.turnId);
-  if (outcome.status === "ok" && turn.acceptsInterjections) turn.interjections.push(itemId);
+  if (outcome.status === "ok" && turn.acceptsInterjections) turn.steer(itemId);
   return outcome;
 }
 
