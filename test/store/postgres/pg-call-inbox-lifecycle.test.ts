@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
@@ -7,6 +6,7 @@ import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
 import { gate } from "../../support/gate.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import { scratchDatabase } from "./scratch-database.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
 const LONG = 600_000;
@@ -335,15 +335,11 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
 
 describe.skipIf(!pgUrl)("PostgreSQL call inbox: its default schema", () => {
   it("with no schema given, an inbox keeps its rows in the database's public schema", async () => {
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
-    const database = `smx_inbox_${randomBytes(4).toString("hex")}`;
-    await admin.query(`CREATE DATABASE "${database}"`);
-    const url = new URL(pgUrl!);
-    url.pathname = `/${database}`;
+    const scratch = await scratchDatabase(pgUrl!, "smx_inbox");
+    const url = scratch.url;
     try {
-      const a = await PgCallInbox.open(url.toString(), { pollMs: NO_POLL });
-      const b = await PgCallInbox.open(url.toString(), { pollMs: NO_POLL });
+      const a = await PgCallInbox.open(url, { pollMs: NO_POLL });
+      const b = await PgCallInbox.open(url, { pollMs: NO_POLL });
       try {
         b.serve("host-b", async (c) => ({ status: "ok", result: c.params }));
         expect(await a.send("host-b", call("s1", { n: 1 }), LONG)).toEqual({
@@ -353,7 +349,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: its default schema", () => {
       } finally {
         await Promise.all([a.close(), b.close()]);
       }
-      const check = new pg.Client({ connectionString: url.toString() });
+      const check = new pg.Client({ connectionString: url });
       await check.connect();
       try {
         const found = await check.query<{ schema: string }>(
@@ -364,8 +360,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: its default schema", () => {
         await check.end();
       }
     } finally {
-      await admin.query(`DROP DATABASE "${database}" WITH (FORCE)`);
-      await admin.end();
+      await scratch.drop();
     }
   });
 });

@@ -1,10 +1,10 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { MissingSchemaError } from "../../../src/store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { until } from "../../support/until.js";
+import { scratchDatabase } from "./scratch-database.js";
 
 /**
  * How `PostgresSessionStore.open` sets up its connections: the default schema, the pool's size,
@@ -27,28 +27,22 @@ interface Database {
 }
 
 async function newDatabase(): Promise<Database> {
-  const server = new pg.Client({ connectionString: pgUrl! });
-  await server.connect();
-  const name = `smx_open_${randomBytes(4).toString("hex")}`;
-  await server.query(`CREATE DATABASE "${name}"`);
-  const url = new URL(pgUrl!);
-  url.pathname = `/${name}`;
-  const admin = new pg.Client({ connectionString: url.toString() });
+  const scratch = await scratchDatabase(pgUrl!, "smx_open");
+  const admin = new pg.Client({ connectionString: scratch.url });
   await admin.connect();
   cleanups.push(async () => {
     await admin.end();
-    await server.query(`DROP DATABASE "${name}" WITH (FORCE)`);
-    await server.end();
+    await scratch.drop();
   });
   return {
-    url: url.toString(),
+    url: scratch.url,
     admin,
     async pooled(filter = "true") {
       // asked on another connection than `admin`: inside a transaction the view stays as first read
-      const { rows } = await server.query<{ n: number }>(
+      const { rows } = await scratch.server.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
          WHERE datname = $1 AND application_name = 'sessionmux' AND ${filter}`,
-        [name],
+        [scratch.name],
       );
       return rows[0]!.n;
     },
