@@ -86,6 +86,8 @@ async function refusingHost(upgradeStatus: number, answer: (req: IncomingMessage
     res.writeHead(answer(req)).end("no");
   });
   server.on("upgrade", (_req, socket) => {
+    // the client may reset the connection as it reads the refusal
+    socket.on("error", () => socket.destroy());
     socket.end(`HTTP/1.1 ${upgradeStatus} No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
   });
   server.listen(0, "127.0.0.1");
