@@ -178,6 +178,9 @@ export class FrameWriter {
       this.#ws.send(bytes, { binary: true, fin });
     };
     try {
+      // A message whose turn came after the socket closed is not sent: `ws` would count the bytes
+      // it refuses as buffered, and the socket would seem to owe them for ever.
+      if (!this.open) return;
       write(message.head, message.bodyBytes === 0);
       let sent = 0;
       const iterator = message.chunks()[Symbol.asyncIterator]();
@@ -270,10 +273,17 @@ export class FrameWriter {
    * the last part of a streamed message, any under a mark set lower) leaves without one, and
    * whatever waited for it waited for ever. An empty write's callback runs once the writes before
    * it are done, whatever their size.
+   *
+   * A socket that takes no more writes (destroyed, or ended behind a backlog) answers once it has
+   * closed, when it owes nothing any more, and a closed one on a later turn of the event loop.
+   * Never on the next tick: a waiter that asks again as soon as it is answered (the connection,
+   * while calls wait for a slot) was answered again on the tick after, and so on, and the event
+   * loop never turned again to close the socket and let the connection go.
    */
   #afterWrites(then: () => void): void {
     if (this.#raw.writable) this.#raw.write(EMPTY, () => then());
-    else process.nextTick(then);
+    else if (!this.#raw.closed) this.#raw.once("close", () => then());
+    else setImmediate(then);
   }
 
   cancelDrain(wake: () => void): void {

@@ -352,6 +352,21 @@ describe("FrameWriter: streamed messages", () => {
     expect(await counted(metrics)).toEqual([0, 1]);
   });
 
+  it("a streamed message whose turn comes after the socket closed sends nothing, and the socket owes nothing", async () => {
+    const pair = await writerPair();
+    const { held, body } = heldChunk(text("one"));
+    const first = pair.writer.sendStreamed(text("1:"), 3, body);
+    const second = pair.writer.sendStreamed(text("2:"), 3, () => chunksOf([text("two")]));
+    await sleep(20);
+    pair.ws.terminate();
+    await vi.waitFor(() => expect(pair.writer.open).toBe(false));
+    held.open();
+    await Promise.all([first, second]);
+    // `ws` counts what it is handed after the close as buffered, for good
+    expect(pair.ws.bufferedAmount).toBe(0);
+    expect(pair.writer.buffered).toBe(0);
+  });
+
   it("with a high-water mark of 0, a socket with no backlog is sent the whole body", async () => {
     const pair = await writerPair({ highWaterBytes: 0 });
     await pair.writer.sendStreamed(text("h:"), 6, () => chunksOf([text("abc"), text("def")]));
@@ -481,6 +496,23 @@ describe("FrameWriter: drain", () => {
     pair.readAgain();
     await vi.waitFor(() => expect(woken).toBe(1), { timeout: 5_000 });
     expect(pair.writer.dispatched).toBeGreaterThan(before);
+  });
+
+  it("a socket that takes no more writes answers a waiter once it has closed, not tick after tick: one that asks again at once leaves the event loop turning", async () => {
+    const pair = await writerPair();
+    pair.socket.destroy();
+    expect(pair.socket.writable).toBe(false);
+    // asks again as soon as it is answered, as the connection does while calls wait; bounded, so
+    // that answers on every tick end instead of keeping the event loop from turning for ever
+    let answers = 0;
+    const again = () => {
+      if (++answers < 1000) pair.writer.onDrain(again);
+    };
+    pair.writer.onDrain(again);
+    const beforeTheLoopTurned = await new Promise<number>((resolve) => setImmediate(() => resolve(answers)));
+    expect(beforeTheLoopTurned).toBeLessThanOrEqual(1);
+    await vi.waitFor(() => expect(answers).toBeGreaterThan(0));
+    pair.writer.cancelDrain(again);
   });
 
   it("a waiter that asked while a message streamed is answered when it ends, even with nothing left to drain", async () => {
