@@ -203,7 +203,11 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
     );
     const over = peer.follow(canary.sessionId);
     const answer = await peer.waitTerminal(over);
-    expect(answer.error?.code).toBe("too_many_streams");
+    expect(answer.error).toMatchObject({
+      code: "too_many_streams",
+      message: "at most 256 streams per socket; close one first",
+      data: { limit: 256 },
+    });
     await contained();
     for (const id of ids) peer.close(id);
     await until(() => ids.every((id) => peer.terminal(id)?.type === "end"), 30_000, "ends");

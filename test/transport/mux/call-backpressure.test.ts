@@ -47,7 +47,11 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
     // One running and two waiting when the burst was read.
     expect(results.map((f) => f?.id)).toEqual(ids.slice(0, 3));
     expect(refused.map((f) => f?.error?.code)).toEqual(Array(7).fill("overloaded"));
-    expect(refused[0]?.error?.retryable).toBe(true);
+    expect(refused[0]?.error).toMatchObject({
+      retryable: true,
+      message: "at most 2 calls may wait on one socket; read the answers, then retry",
+      data: { limit: 2 },
+    });
     // The socket is read again once the answers drain: a later call goes through.
     expect(await peer.call("session.models")).toHaveProperty("default");
   });

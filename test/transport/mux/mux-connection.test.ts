@@ -1,9 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
+import { encodeFrame } from "../../../protocol/codec.js";
 import type { HostStore } from "../../../src/store/live-state-store.js";
-import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { gate } from "../../support/gate.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { hostTeardown } from "../../support/host-teardown.js";
 import { capturedLogger } from "../../support/log-capture.js";
+import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { withMembers } from "../../support/with-members.js";
 import { connect, createSession } from "./mux-fixture.js";
@@ -120,5 +123,68 @@ describe("a mux connection", () => {
     );
     // the owner's own calls go on; nothing is sent to the socket that left
     await owner.call("session.rename", { sessionId, title: "after" });
+  });
+
+  it("counts every frame it reads and its bytes, a refused one too", async () => {
+    const host = keep(await startTestHost());
+    const peer = await connect(host);
+    peers.push(peer);
+    const counted = async (): Promise<[number, number]> => [
+      (await host.metrics.framesIn.get()).values[0]?.value ?? 0,
+      (await host.metrics.bytesIn.get()).values[0]?.value ?? 0,
+    ];
+    const [frames, bytes] = await counted();
+    const call = encodeFrame({ type: "call", id: 1, method: "session.models" });
+    peer.sendRaw(call);
+    peer.sendRaw("not binary", false);
+    await until(
+      () => peer.frames.find((f) => f.type === "error" && f.id === undefined),
+      5_000,
+      "the refusal",
+    );
+    await until(() => peer.of(1).length > 0, 5_000, "the answer");
+    expect(await counted()).toEqual([frames + 2, bytes + call.length + "not binary".length]);
+  });
+
+  it("calls still waiting for a slot when the socket goes away never run", async () => {
+    const listing = gate();
+    let created = 0;
+    const host = keep(
+      await startTestHost({
+        mux: { maxCallsInFlight: 1 },
+        storeView: (store: HostStore) =>
+          withMembers(store, {
+            list: async (...args: Parameters<HostStore["list"]>) => {
+              await listing.promise;
+              return store.list(...args);
+            },
+            create: async (...args: Parameters<HostStore["create"]>) => {
+              created++;
+              return store.create(...args);
+            },
+          }),
+      }),
+    );
+    const leaving = await MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN });
+    // the list holds the only slot; the creations wait behind it
+    leaving.send({ type: "call", id: leaving.nextId(), method: "session.list", params: {} });
+    for (let i = 0; i < 3; i++)
+      leaving.send({ type: "call", id: leaving.nextId(), method: "session.create", params: {} });
+    const connections = async () => (await host.metrics.connections.get()).values[0]?.value ?? 0;
+    await until(
+      async () => (await host.metrics.framesIn.get()).values[0]?.value === 4,
+      5_000,
+      "the calls read",
+    );
+    leaving.ws.terminate();
+    await until(async () => (await connections()) === 0, 5_000, "the socket let go");
+    listing.open();
+    // the slot is free again: a waiting call would start within a turn or two
+    await sleep(50);
+    expect(created).toBe(0);
+    const peer = await connect(host);
+    peers.push(peer);
+    await createSession(peer);
+    expect(created).toBe(1);
   });
 });
