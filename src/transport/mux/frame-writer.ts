@@ -274,8 +274,9 @@ export class FrameWriter {
    * whatever waited for it waited for ever. An empty write's callback runs once the writes before
    * it are done, whatever their size.
    *
-   * A socket that takes no more writes (destroyed, or ended behind a backlog) answers once it has
-   * closed, when it owes nothing any more, and a closed one on a later turn of the event loop.
+   * A socket that takes no more writes answers on a later turn of the event loop once it is
+   * closed (a destroyed one is at once, though its 'close' comes later), and one ended behind a
+   * backlog once it has closed, not turn after turn while the backlog waits for its reader.
    * Never on the next tick: a waiter that asks again as soon as it is answered (the connection,
    * while calls wait for a slot) was answered again on the tick after, and so on, and the event
    * loop never turned again to close the socket and let the connection go.

@@ -515,6 +515,24 @@ describe("FrameWriter: drain", () => {
     pair.writer.cancelDrain(again);
   });
 
+  it("a socket ended behind a backlog answers a waiter once it has closed, not turn after turn while the backlog waits", async () => {
+    const pair = await writerPair();
+    await backlog(pair, 2 * HIGH_WATER);
+    pair.socket.end();
+    expect(pair.socket.writable).toBe(false);
+    let answers = 0;
+    const again = () => {
+      if (++answers < 1000) pair.writer.onDrain(again);
+    };
+    pair.writer.onDrain(again);
+    await sleep(50);
+    expect(answers).toBe(0);
+    // the client reads again: the backlog leaves, both ends close
+    pair.readAgain();
+    await vi.waitFor(() => expect(answers).toBeGreaterThan(0), { timeout: 5_000 });
+    pair.writer.cancelDrain(again);
+  });
+
   it("a waiter that asked while a message streamed is answered when it ends, even with nothing left to drain", async () => {
     const pair = await writerPair();
     const { held, body } = heldChunk(text("x"));
