@@ -1,8 +1,11 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
+import type { HostStore } from "../../../src/store/live-state-store.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import { hostTeardown } from "../../support/host-teardown.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
+import { withMembers } from "../../support/with-members.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 const MIB = 1024 * 1024;
@@ -89,5 +92,48 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
       60_000,
       "the stalled socket gets its answers once it reads",
     );
+  });
+
+  it("no call starts while the socket's backlog is past the high-water mark, however many slots are free", async () => {
+    let opened = 0;
+    const host = keep(
+      await startTestHost({
+        mux: { maxCallsInFlight: 8, sendHighWaterBytes: 64 * 1024 },
+        storeView: (store: HostStore) =>
+          withMembers(store, {
+            attachmentInfo: async (attachmentId: string) => {
+              opened++;
+              return store.attachmentInfo(attachmentId);
+            },
+          }),
+      }),
+    );
+    const peer = await connect(host);
+    peers.push(peer);
+    const sessionId = await createSession(peer);
+    // more than loopback buffers take from a peer that does not read: the backlog stays past the
+    // mark (and more than the peer would decode: it never reads it)
+    const attachmentId = await attachmentOf(host, 16 * MIB);
+    peer.pause();
+    const call = () =>
+      peer.send({
+        type: "call",
+        id: peer.nextId(),
+        method: "session.attachment",
+        params: { sessionId, attachmentId },
+      });
+    call();
+    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
+    await until(async () => (await bytesOut()) > MIB, 5_000, "the first answer under way");
+    for (let i = 0; i < 4; i++) call();
+    await until(
+      async () =>
+        Number(/sessionmux_frames_in_total (\d+)/.exec(await host.metrics.registry.metrics())?.[1]) >= 6,
+      5_000,
+      "the other calls read",
+    );
+    // the others would start one per turn of the event loop
+    await sleep(100);
+    expect(opened).toBe(1);
   });
 });

@@ -75,6 +75,12 @@ describe("mux heartbeat: signs of life", () => {
       method: "session.attachment",
       params: { sessionId, attachmentId },
     });
+    // one more frame once the answer is under way: the host, its backlog past the mark, stops
+    // reading the socket, and a socket it does not read is still dropped when the backlog is the
+    // peer's doing
+    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
+    await until(async () => (await bytesOut()) > MIB, 5_000, "the answer under way");
+    peer.send({ type: "call", id: peer.nextId(), method: "session.models" });
     // the peer does not read, so it cannot hear it: the host's count of sockets says so
     const connections = async () => (await host.metrics.connections.get()).values[0]?.value ?? 0;
     await until(async () => (await connections()) === 0, 10_000, "the stalled peer dropped");

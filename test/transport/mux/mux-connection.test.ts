@@ -187,4 +187,26 @@ describe("a mux connection", () => {
     await createSession(peer);
     expect(created).toBe(1);
   });
+
+  it("a host shutting down ends every open stream with host_shutting_down on its id, then closes the socket 1001", async () => {
+    const host = await startTestHost();
+    let disposed: Promise<void> | undefined;
+    try {
+      const peer = await connect(host);
+      const sessionId = await createSession(peer);
+      const follow = peer.follow(sessionId);
+      await peer.waitItem(follow, (item) => item.kind === "caughtUp");
+      const control = peer.open("session.control", {});
+      await peer.waitItem(control, (item) => item.kind === "baseline");
+      disposed = host.dispose();
+      for (const id of [follow, control])
+        expect((await peer.waitTerminal(id)).error).toMatchObject({
+          code: "host_shutting_down",
+          message: "the host is shutting down; reconnect later",
+        });
+      expect((await peer.closed).code).toBe(1001);
+    } finally {
+      await (disposed ?? host.dispose());
+    }
+  });
 });
