@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { HostStore } from "../../../src/store/live-state-store.js";
+import { gate } from "../../support/gate.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import { hostTeardown } from "../../support/host-teardown.js";
 import { MuxPeer } from "../../support/mux-peer.js";
@@ -135,5 +136,67 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
     // the others would start one per turn of the event loop
     await sleep(100);
     expect(opened).toBe(1);
+  });
+
+  it("while calls wait for a slot the host reads no more of the socket: calls sent one at a time past the waiting bound are answered, not refused", async () => {
+    const listing = gate();
+    const host = keep(
+      await startTestHost({
+        mux: { maxCallsInFlight: 1, maxQueuedCalls: 2 },
+        storeView: (store: HostStore) =>
+          withMembers(store, {
+            list: async (...args: Parameters<HostStore["list"]>) => {
+              await listing.promise;
+              return store.list(...args);
+            },
+          }),
+      }),
+    );
+    const peer = await connect(host);
+    peers.push(peer);
+    // the list holds the only slot until the test opens it
+    const ids = Array.from({ length: 7 }, () => peer.nextId());
+    peer.send({ type: "call", id: ids[0], method: "session.list", params: {} });
+    for (const id of ids.slice(1)) {
+      peer.send({ type: "call", id, method: "session.models" });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await sleep(50);
+    listing.open();
+    const answers = await until(
+      () => {
+        const got = ids.map((id) => peer.of(id).find((f) => f.type === "result" || f.type === "error"));
+        return got.every((f) => f !== undefined) ? got : undefined;
+      },
+      10_000,
+      "every call answered",
+    );
+    expect(answers.map((f) => f?.type)).toEqual(Array(7).fill("result"));
+  });
+
+  it("while the backlog is past the mark the host reads no more of the socket, whatever the frames", async () => {
+    const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } }));
+    const peer = await connect(host);
+    peers.push(peer);
+    const sessionId = await createSession(peer);
+    const attachmentId = await attachmentOf(host, 16 * MIB);
+    peer.pause();
+    peer.send({
+      type: "call",
+      id: peer.nextId(),
+      method: "session.attachment",
+      params: { sessionId, attachmentId },
+    });
+    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
+    await until(async () => (await bytesOut()) > MIB, 5_000, "the answer under way");
+    const framesIn = async () => (await host.metrics.framesIn.get()).values[0]?.value ?? 0;
+    const before = await framesIn();
+    // closes naming nothing in flight: each would be answered `end`, no call among them
+    for (let i = 0; i < 100; i++) {
+      peer.close(10_000 + i);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await sleep(50);
+    expect((await framesIn()) - before).toBeLessThan(50);
   });
 });

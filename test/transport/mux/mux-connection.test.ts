@@ -188,8 +188,19 @@ describe("a mux connection", () => {
     expect(created).toBe(1);
   });
 
-  it("a host shutting down ends every open stream with host_shutting_down on its id, then closes the socket 1001", async () => {
-    const host = await startTestHost();
+  it("a host shutting down ends every open stream with host_shutting_down on its id, a call in flight aside, then closes the socket 1001", async () => {
+    const listing = gate();
+    let listed = 0;
+    const host = await startTestHost({
+      storeView: (store: HostStore) =>
+        withMembers(store, {
+          list: async (...args: Parameters<HostStore["list"]>) => {
+            listed++;
+            await listing.promise;
+            return store.list(...args);
+          },
+        }),
+    });
     let disposed: Promise<void> | undefined;
     try {
       const peer = await connect(host);
@@ -198,6 +209,9 @@ describe("a mux connection", () => {
       await peer.waitItem(follow, (item) => item.kind === "caughtUp");
       const control = peer.open("session.control", {});
       await peer.waitItem(control, (item) => item.kind === "baseline");
+      // a call is in flight too: it has no stream to end
+      peer.send({ type: "call", id: peer.nextId(), method: "session.list", params: {} });
+      await until(() => listed === 1, 5_000, "the call in flight");
       disposed = host.dispose();
       for (const id of [follow, control])
         expect((await peer.waitTerminal(id)).error).toMatchObject({
@@ -206,6 +220,7 @@ describe("a mux connection", () => {
         });
       expect((await peer.closed).code).toBe(1001);
     } finally {
+      listing.open();
       await (disposed ?? host.dispose());
     }
   });
