@@ -43,6 +43,20 @@ describe("a mux connection", () => {
     expect(await peer.call("session.models")).toBeDefined();
   });
 
+  it("refuses bytes that are not MessagePack with the decoder's reason, and goes on serving the socket", async () => {
+    const host = keep(await startTestHost());
+    const peer = await connect(host);
+    peers.push(peer);
+    peer.sendRaw(new Uint8Array([0xc1]));
+    const refused = await until(
+      () => peer.frames.find((f) => f.type === "error" && f.id === undefined),
+      5_000,
+      "the refusal",
+    );
+    expect(refused.error).toMatchObject({ code: "bad_frame", message: "reserved type byte 0xc1 at byte 0" });
+    expect(await peer.call("session.models")).toBeDefined();
+  });
+
   it("ignores a close naming a call in flight (its result still comes, no end); answers one naming nothing with end", async () => {
     const host = keep(await startTestHost());
     const peer = await connect(host);
