@@ -1,9 +1,16 @@
 import { InvalidArgumentError, Option } from "commander";
 
-/** An integer option value of at least `min`, refused with the option's name otherwise. */
+/**
+ * An integer option value of at least `min`, in decimal digits, refused with the option's name
+ * otherwise. `Number` alone read an empty value (`SESSIONMUX_PORT=` from an unset variable in a
+ * compose file) as 0, so the host listened on a random port, and took `0x1F` or `1e3` too.
+ */
 export const integer = (name: string, min: number) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min)
+    throw new InvalidArgumentError(
+      `${name} must be an integer ≥ ${min} in decimal digits, got ${JSON.stringify(value)}`,
+    );
   return n;
 };
 
