@@ -9,11 +9,14 @@ export interface Readiness {
 /**
  * Answers `/readyz` from the last result of a periodic check instead of checking per request,
  * so a burst of probes costs nothing and a hung check shows as stale rather than piling up.
+ * Once stopped it stays "shutting down": a check still under way (a PostgreSQL round trip) when
+ * the host began to close must not report it ready again while it drains.
  */
 export class ReadinessProbe {
   #last: Readiness = { ready: false, checkedAt: 0, reason: "not checked yet" };
   #timer: ReturnType<typeof setInterval> | undefined;
   #running = false;
+  #stopped = false;
 
   constructor(
     private readonly check: () => void | Promise<void>,
@@ -23,11 +26,13 @@ export class ReadinessProbe {
 
   async start(): Promise<void> {
     await this.#run();
+    if (this.#stopped) return;
     this.#timer = setInterval(() => void this.#run(), this.intervalMs);
     this.#timer.unref();
   }
 
   stop(): void {
+    this.#stopped = true;
     clearInterval(this.#timer);
     this.#last = { ready: false, checkedAt: this.now(), reason: "shutting down" };
   }
@@ -45,13 +50,14 @@ export class ReadinessProbe {
     this.#running = true;
     try {
       await this.check();
-      this.#last = { ready: true, checkedAt: this.now() };
+      if (!this.#stopped) this.#last = { ready: true, checkedAt: this.now() };
     } catch (err) {
-      this.#last = {
-        ready: false,
-        checkedAt: this.now(),
-        reason: err instanceof Error ? err.message : String(err),
-      };
+      if (!this.#stopped)
+        this.#last = {
+          ready: false,
+          checkedAt: this.now(),
+          reason: err instanceof Error ? err.message : String(err),
+        };
     } finally {
       this.#running = false;
     }
