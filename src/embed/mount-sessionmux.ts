@@ -22,6 +22,7 @@ import { AppAuthentication } from "./app-authentication.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
 import { meteredCalls } from "./metered-calls.js";
+import { checkOptions } from "./option-checks.js";
 import { RefusalLog } from "./refusal-log.js";
 
 /** What the CLI and `startHost` see: the concrete parts. */
@@ -43,6 +44,7 @@ export async function mountSessionmux(
     storeView?: (store: HostStore) => HostStore;
   },
 ): Promise<MountedSessionmux> {
+  checkOptions(options);
   const base = new BasePath(options.basePath, mode.claimAll);
   const logger = options.logger ?? pino({ enabled: false });
   const refusals = new RefusalLog(logger);

@@ -18,6 +18,7 @@ export const StartupErrorCodes = [
   "db_schema_missing",
   "host_id_invalid",
   "sqlite_only",
+  "option_invalid",
 ] as const;
 export type StartupErrorCode = (typeof StartupErrorCodes)[number];
 

@@ -1,0 +1,85 @@
+import { StartupError } from "../operations/startup-error.js";
+import type { SessionmuxOptions } from "./create-sessionmux.js";
+
+/** What a numeric option may hold: a whole number from `min` on, or (`fraction`) any finite one above 0. */
+type Rule = { min: number } | { fraction: true };
+
+const COUNT: Rule = { min: 1 };
+
+const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
+  dbPoolSize: COUNT,
+  leaseTtlMs: COUNT,
+  idleDetachMs: COUNT,
+  readinessIntervalMs: COUNT,
+  uploadTtlMs: COUNT,
+};
+
+const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Record<string, Rule> } = {
+  authenticateLimits: { maxPending: COUNT, timeoutMs: COUNT },
+  principals: {
+    maxSocketsPerPrincipal: COUNT,
+    sessionCreateBurst: COUNT,
+    sessionCreatePerSecond: { fraction: true },
+    maxSessionsPerPrincipal: COUNT,
+    maxStoredBytesPerPrincipal: COUNT,
+  },
+  mux: {
+    maxPayloadBytes: COUNT,
+    maxStreamsPerSocket: COUNT,
+    pingIntervalMs: COUNT,
+    followerHighWaterBytes: COUNT,
+    notificationHighWaterBytes: COUNT,
+    sendHighWaterBytes: COUNT,
+    maxCallsInFlight: COUNT,
+    maxQueuedCalls: { min: 0 },
+    replayBatch: COUNT,
+    controlMaxQueued: COUNT,
+  },
+  http: {
+    maxBodyBytes: COUNT,
+    maxUploadBytes: COUNT,
+    uploadQuotaBytes: COUNT,
+    maxTranscriptBytes: COUNT,
+    sendHighWaterBytes: COUNT,
+  },
+};
+
+/**
+ * Refuses a limit or interval that is no number in its range before anything is opened. Each is
+ * read with `??` and compared with `>`, so `NaN` (`Number(process.env.X)` of an unset variable)
+ * switched a limit off (a request body or a principal's sockets without bound), 0 stalled every
+ * call (`maxCallsInFlight`) or checked the database in a busy loop (`readinessIntervalMs`), and
+ * a string compared as one.
+ */
+export function checkOptions(options: SessionmuxOptions): void {
+  // read as plain data: an app in JavaScript (or a cast) may hand anything
+  const given: Record<string, unknown> = { ...options };
+  for (const [name, rule] of Object.entries(TOP)) check(name, given[name], rule);
+  for (const [group, rules] of Object.entries(GROUPS)) {
+    const values = given[group];
+    if (values === undefined) continue;
+    if (values === null || typeof values !== "object") {
+      throw new StartupError("option_invalid", `${group} must be an object, got ${describe(values)}`);
+    }
+    for (const [name, rule] of Object.entries(rules))
+      check(`${group}.${name}`, (values as Record<string, unknown>)[name], rule);
+  }
+}
+
+function check(name: string, value: unknown, rule: Rule): void {
+  if (value === undefined) return;
+  const fine =
+    typeof value === "number" &&
+    ("fraction" in rule
+      ? Number.isFinite(value) && value > 0
+      : Number.isSafeInteger(value) && value >= rule.min);
+  if (fine) return;
+  const wanted = "fraction" in rule ? "a finite number above 0" : `an integer ≥ ${rule.min}`;
+  throw new StartupError("option_invalid", `${name} must be ${wanted}, got ${describe(value)}`);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "number") return String(value);
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}

@@ -1,0 +1,60 @@
+import { existsSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { createSessionmux, type SessionmuxOptions } from "../../src/index.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { tempDir } from "../support/temp-dir.js";
+
+const cleanups = cleanupsAfterEach();
+
+describe("createSessionmux options", () => {
+  it("refuses a limit or interval out of its range, naming it, before opening the database", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("sessions.db");
+    const cases: [Partial<SessionmuxOptions>, RegExp][] = [
+      // Number(process.env.MAX_BODY) of an unset variable: the body limit was off
+      [{ http: { maxBodyBytes: Number.NaN } }, /^http\.maxBodyBytes must be an integer ≥ 1, got NaN$/],
+      // every call waited for a slot that never came
+      [{ mux: { maxCallsInFlight: 0 } }, /^mux\.maxCallsInFlight must be an integer ≥ 1, got 0$/],
+      [{ mux: { maxQueuedCalls: -1 } }, /^mux\.maxQueuedCalls must be an integer ≥ 0, got -1$/],
+      // the write-lock check ran in a busy loop
+      [{ readinessIntervalMs: 0 }, /^readinessIntervalMs must be an integer ≥ 1, got 0$/],
+      [
+        { principals: { sessionCreatePerSecond: 0 } },
+        /^principals\.sessionCreatePerSecond must be a finite number above 0, got 0$/,
+      ],
+      [
+        { principals: { maxSocketsPerPrincipal: "64" as unknown as number } },
+        /^principals\.maxSocketsPerPrincipal must be an integer ≥ 1, got "64"$/,
+      ],
+      [
+        { authenticateLimits: { timeoutMs: Number.POSITIVE_INFINITY } },
+        /^authenticateLimits\.timeoutMs must be an integer ≥ 1, got Infinity$/,
+      ],
+      [{ http: 5 as unknown as SessionmuxOptions["http"] }, /^http must be an object, got 5$/],
+    ];
+    for (const [options, message] of cases) {
+      const opening = createSessionmux({
+        db,
+        tokens: [{ name: "admin", secret: "t", admin: true }],
+        ...options,
+      });
+      opening.then((mux) => cleanups.push(() => mux.close())).catch(() => undefined);
+      await expect(opening).rejects.toMatchObject({
+        code: "option_invalid",
+        message: expect.stringMatching(message),
+      });
+      expect(existsSync(db)).toBe(false);
+    }
+
+    // in range, a fraction where rates take one: the host starts
+    const mux = await createSessionmux({
+      db,
+      tokens: [{ name: "admin", secret: "t", admin: true }],
+      principals: { sessionCreatePerSecond: 0.5 },
+      mux: { maxQueuedCalls: 0 },
+    });
+    cleanups.push(() => mux.close());
+    expect(existsSync(db)).toBe(true);
+  });
+});
