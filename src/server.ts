@@ -121,9 +121,13 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     server,
     close() {
       closing ??= (async () => {
-        await mounted.close();
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        try {
+          await mounted.close();
+        } finally {
+          // the port is released even when a part of the host failed to close
+          server.closeAllConnections();
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+        }
       })();
       return closing;
     },

@@ -213,11 +213,23 @@ export async function mountSessionmux(
     close() {
       closing ??= (async () => {
         readiness.stop();
-        await inProcess.close();
-        await mux.close();
-        await host.shutdown();
+        // Every step runs though one before it failed (an app's agent whose close throws): a
+        // database left open stays locked, and this process could not open it again.
+        let failure: { err: unknown } | undefined;
+        const step = async (part: string, run: () => unknown) => {
+          try {
+            await run();
+          } catch (err) {
+            failure ??= { err };
+            logger.error({ err, part }, "shutdown step failed");
+          }
+        };
+        await step("in-process clients", () => inProcess.close());
+        await step("mux", () => mux.close());
+        await step("host", () => host.shutdown());
         uploads.stop();
-        await database.close();
+        await step("database", () => database.close());
+        if (failure) throw failure.err;
         logger.info({ db: database.description, hostId }, "shutdown complete");
       })();
       return closing;

@@ -1,0 +1,60 @@
+import { createServer } from "node:net";
+import { describe, expect, it } from "vitest";
+import { createSessionmux } from "../../src/index.js";
+import { startHost } from "../../src/server.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { tempDir } from "../support/temp-dir.js";
+import { ShoutAgent } from "./shout-agent.js";
+
+const cleanups = cleanupsAfterEach();
+const tokens = [{ name: "admin", secret: "t", admin: true }];
+
+/** An app's agent whose own close fails (its model client already gone). */
+class FailingCloseAgent extends ShoutAgent {
+  async close(): Promise<void> {
+    throw new Error("model client already gone");
+  }
+}
+
+function folder() {
+  const dir = tempDir();
+  cleanups.push(() => dir.remove());
+  return dir;
+}
+
+/** Whether nothing listens on `port` any more: a plain server can take it. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+describe("closing a host whose agent fails to close", () => {
+  it("still closes the database, so the app can open it again, and reports the agent's failure", async () => {
+    const dir = folder();
+    const mux = await createSessionmux({
+      db: dir.file("sessions.db"),
+      tokens,
+      agent: new FailingCloseAgent(),
+    });
+    await expect(mux.close()).rejects.toThrow("model client already gone");
+    const again = await createSessionmux({ db: dir.file("sessions.db"), tokens });
+    cleanups.push(() => again.close());
+    expect(again.store).toBeDefined();
+  });
+
+  it("still releases the port of a host on a server of its own", async () => {
+    const dir = folder();
+    const running = await startHost({
+      dbPath: dir.file("sessions.db"),
+      port: 0,
+      tokens,
+      agent: new FailingCloseAgent(),
+    });
+    await expect(running.close()).rejects.toThrow("model client already gone");
+    expect(running.server.listening).toBe(false);
+    expect(await portFree(running.port)).toBe(true);
+  });
+});
