@@ -17,9 +17,14 @@ export function keptTokenAuthenticate(file: string): (req: IncomingMessage) => P
     // the inode a rename brings, size and mtime down to the nanosecond
     const version = stat ? `${stat.ino}:${stat.size}:${stat.mtimeNs}` : "";
     if (version !== seen) {
-      seen = version;
+      // Until the new file is read, no token passes: a read that failed (a folder in its place,
+      // the file gone between stat and read) kept the replaced token working, as the version
+      // was taken for read.
+      seen = "";
+      digest = Buffer.alloc(0);
       const token = stat ? readFileSync(file, "utf8").trim() : "";
       digest = token.length > 0 ? sha256(token) : Buffer.alloc(0);
+      seen = version;
     }
     return digest;
   };
