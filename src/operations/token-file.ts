@@ -33,7 +33,7 @@ export function readOrCreateToken(path: string): { token: string; created: boole
   const kept = readToken(path);
   if (kept !== undefined) return { token: kept, created: false };
   const token = mint();
-  const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  const temp = tempBeside(path);
   try {
     writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: "wx" });
     try {
@@ -53,18 +53,28 @@ export function readOrCreateToken(path: string): { token: string; created: boole
   return { token, created: true };
 }
 
-/** Replaces the kept token (atomically: a host re-reading it sees the old or the new one, whole). */
+/**
+ * Replaces the kept token (atomically: a host re-reading it sees the old or the new one, whole).
+ * A rotation that fails leaves no copy of the new secret beside the file, and one killed before
+ * it could clean up leaves a name no later rotation writes through.
+ */
 export function rotateToken(path: string): string {
   const token = mint();
-  const temp = `${path}.${process.pid}.tmp`;
+  const temp = tempBeside(path);
   try {
-    writeFileSync(temp, `${token}\n`, { mode: 0o600 });
+    writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: "wx" });
     chmodSync(temp, 0o600);
     renameSync(temp, path);
   } catch (err) {
     throw unreadable(path, err);
+  } finally {
+    rmSync(temp, { force: true });
   }
   return token;
+}
+
+function tempBeside(path: string): string {
+  return `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
 }
 
 function unreadable(path: string, cause: unknown): StartupError {

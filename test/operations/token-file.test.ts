@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { readOrCreateToken, rotateToken } from "../../src/operations/token-file.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
@@ -57,5 +57,26 @@ describe("the kept token", () => {
     expect(readOrCreateToken(path)).toEqual({ token: rotated, created: false });
     expect(modeOf(path)).toBe(0o600);
     expect(readdirSync(dir.path)).toEqual(["sessionmux.token"]);
+  });
+
+  it("a rotation that fails leaves no copy of the new secret beside the file", () => {
+    const { dir, path } = folder();
+    mkdirSync(path);
+    expect(() => rotateToken(path)).toThrow(
+      expect.objectContaining({ code: "token_file_unreadable", message: expect.stringContaining(path) }),
+    );
+    expect(readdirSync(dir.path)).toEqual(["sessionmux.token"]);
+  });
+
+  it("a rotation writes through no file left under its temporary name (a killed rotation, the same pid)", () => {
+    const { dir, path } = folder();
+    readOrCreateToken(path);
+    // a container's process is pid 1 at every start: a name made of the pid alone comes back
+    const elsewhere = dir.file("elsewhere");
+    writeFileSync(elsewhere, "not a token file\n");
+    symlinkSync(elsewhere, `${path}.${process.pid}.tmp`);
+    const rotated = rotateToken(path);
+    expect(readFileSync(elsewhere, "utf8")).toBe("not a token file\n");
+    expect(readOrCreateToken(path)).toEqual({ token: rotated, created: false });
   });
 });
