@@ -40,6 +40,9 @@ interface ServeOptions extends LimitValues {
   logLevel: string;
 }
 
+/** pino's levels: another name failed deep inside pino with "default level:… must be included in custom levels". */
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
 type Authentication =
   | { tokens: TokenSpec[] }
   | { tokens: []; authenticate: AuthenticateRequest; kept: { token: string; file: string } };
@@ -153,7 +156,10 @@ export function registerServeCommand(program: Command): void {
         .default([]),
     )
     .addOption(
-      new Option("--log-level <level>", "pino log level").env("SESSIONMUX_LOG_LEVEL").default("info"),
+      new Option("--log-level <level>", "pino log level")
+        .choices(LOG_LEVELS)
+        .env("SESSIONMUX_LOG_LEVEL")
+        .default("info"),
     );
   addLimitOptions(serve).action(async (options: ServeOptions, command: Command) => {
     const logger = createLogger(options.logLevel);

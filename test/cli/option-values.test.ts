@@ -9,7 +9,7 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) dir.remove();
 });
 
-describe("sessionmux integer options", () => {
+describe("sessionmux option values", () => {
   it("refuses an empty port (an unset variable in a compose file) instead of listening on a random one", async () => {
     const dir = tempDir();
     dirs.push(dir);
@@ -35,5 +35,18 @@ describe("sessionmux integer options", () => {
     const after = await runCli(["page", "s1", "--after", "1e3", "--token", "t"]);
     expect(after.code).toBe(1);
     expect(after.stderr).toMatch(/--after must be an integer ≥ 0 in decimal digits, got "1e3"/);
+  });
+
+  it("refuses a log level pino does not know, naming the choices, from the flag and from the variable", async () => {
+    for (const [args, env] of [
+      [["--log-level", "verbose"], {}],
+      [[], { SESSIONMUX_LOG_LEVEL: "verbose" }],
+    ] as const) {
+      const refused = await runCli(["serve", ...args, "--db", "/nonexistent/x.db"], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /--log-level <level>.*'verbose'.* is invalid\. Allowed choices are fatal, error, warn, info/,
+      );
+    }
   });
 });
