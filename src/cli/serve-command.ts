@@ -10,7 +10,7 @@ import { keptTokenFile } from "../operations/kept-token-location.js";
 import { StartupError } from "../operations/startup-error.js";
 import { readOrCreateToken } from "../operations/token-file.js";
 import { startHost } from "../server.js";
-import { parseTokenSpec, type TokenSpec } from "../transport/auth.js";
+import { checkTokenSpecs, parseTokenSpec, type TokenSpec } from "../transport/auth.js";
 import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import {
   addLimitOptions,
@@ -65,15 +65,43 @@ function authenticationOf(options: ServeOptions, keptFile: () => string): Authen
         { cause: err },
       );
     }
-    for (const line of text.split(/\r?\n/)) {
-      const trimmed = line.trim();
-      if (trimmed && !trimmed.startsWith("#")) specs.push(parseTokenSpec(trimmed));
-    }
+    specs.push(...tokensFileSpecs(options.tokensFile, text));
   }
   if (specs.length > 0) return { tokens: specs };
   const file = keptFile();
   const { token } = readOrCreateToken(file);
   return { tokens: [], authenticate: keptTokenAuthenticate(file), kept: { token, file } };
+}
+
+/**
+ * The entries of a tokens file, each checked on its own so a refusal names its line. A file that
+ * lists none is refused: the host would otherwise fall back to a kept admin token of its own, so
+ * one host of several behind a balancer (its file left empty by a failed deploy) would refuse
+ * every client the others take, and print a token nobody configured.
+ */
+function tokensFileSpecs(file: string, text: string): TokenSpec[] {
+  const specs: TokenSpec[] = [];
+  for (const [index, line] of text.split(/\r?\n/).entries()) {
+    const trimmed = line.trim();
+    if (!trimmed || trimmed.startsWith("#")) continue;
+    const spec = parseTokenSpec(trimmed);
+    try {
+      checkTokenSpecs([spec]);
+    } catch (err) {
+      throw new StartupError(
+        "tokens_file_invalid",
+        `--tokens-file ${file} line ${index + 1}: ${(err as Error).message.replace(/^--token /, "")}`,
+      );
+    }
+    specs.push(spec);
+  }
+  if (specs.length === 0) {
+    throw new StartupError(
+      "tokens_file_invalid",
+      `--tokens-file ${file} lists no token (one name=secret or bare admin token per line)`,
+    );
+  }
+  return specs;
 }
 
 /** Every flag also reads an environment variable, named in `--help`. */

@@ -19,6 +19,7 @@ export const StartupErrorCodes = [
   "host_id_invalid",
   "sqlite_only",
   "option_invalid",
+  "tokens_file_invalid",
 ] as const;
 export type StartupErrorCode = (typeof StartupErrorCodes)[number];
 

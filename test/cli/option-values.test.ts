@@ -1,3 +1,4 @@
+import { existsSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../support/temp-dir.js";
 import { runCli, startServe } from "./run-cli.js";
@@ -48,5 +49,29 @@ describe("sessionmux option values", () => {
         /--log-level <level>.*'verbose'.* is invalid\. Allowed choices are fatal, error, warn, info/,
       );
     }
+  });
+
+  it("refuses a tokens file that lists no token, or a bad entry, naming the file and line", async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const db = dir.file("sessions.db");
+    const file = dir.file("tokens");
+    // left empty by a failed deploy: the host minted an admin token of its own and started
+    writeFileSync(file, "# alice=s3cret\n\n");
+    const empty = await startServe(["--db", db, "--tokens-file", file], { SESSIONMUX_PORT: "0" });
+    stops.push(empty.stop);
+    expect(empty.stdout).not.toContain("listening on");
+    expect(empty.exited).toBe(2);
+    expect(empty.stderr).toBe(
+      `error: tokens_file_invalid: --tokens-file ${file} lists no token (one name=secret or bare admin token per line)\n`,
+    );
+    expect(existsSync(dir.file("sessionmux.token"))).toBe(false);
+
+    writeFileSync(file, "bob=fine\nalice=\n");
+    const bad = await runCli(["serve", "--db", db, "--tokens-file", file, "--port", "0"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      `error: tokens_file_invalid: --tokens-file ${file} line 2: alice=…: a secret is 1-4096 characters\n`,
+    );
   });
 });
