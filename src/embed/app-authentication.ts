@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { SessionmuxError } from "../../protocol/index.js";
-import type { Principal } from "../host/principal.js";
+import { PRINCIPAL_NAME, type Principal } from "../host/principal.js";
 import type { RefusalLog } from "./refusal-log.js";
 
 /** An app's own authentication: the caller's principal, or `undefined` to refuse with 401. */
@@ -25,7 +25,8 @@ export const DEFAULT_AUTHENTICATE_LIMITS: AuthenticateLimits = { maxPending: 1_0
 /**
  * Settles the app's `authenticate` (which may be async: a session lookup) before a request
  * reaches the transports, whose own check is synchronous and then reads the settled answer.
- * A throw or a malformed principal refuses that request only (401), and is logged (within the
+ * A throw or a malformed principal (a name outside the token names' alphabet and length, the
+ * store's owner of every session it creates) refuses that request only (401), and is logged (within the
  * refusal log's budget, as every refusal is). A slow or stuck
  * `authenticate` must not let requests pile up: the calls in flight are bounded and each request
  * waits a bounded time, both refused `overloaded` (retryable) rather than 401, since the
@@ -84,11 +85,12 @@ export class AppAuthentication {
       return undefined;
     }
     if (principal === undefined || principal === null) return undefined;
-    if (typeof principal.name !== "string" || principal.name.length === 0) {
+    if (typeof principal.name !== "string" || !PRINCIPAL_NAME.test(principal.name)) {
+      // the name is not logged: it may be anything of any size
       this.log.write(
         "error",
         { path: request.url },
-        "authenticate returned a principal without a name; request refused",
+        "authenticate returned a principal whose name is not 1-64 of letters, digits and ._@-; request refused",
       );
       return undefined;
     }

@@ -44,7 +44,9 @@ export interface SessionmuxOptions {
   /**
    * The app's own authentication, replacing the token list: return (or resolve to) the caller's
    * principal, or `undefined` to refuse with 401. Called once for every HTTP request and mux
-   * upgrade sessionmux answers; an exception refuses the request and is logged.
+   * upgrade sessionmux answers; an exception refuses the request and is logged. The principal's
+   * name owns the sessions it creates: 1-64 of letters, digits and `._@-`, starting with a letter
+   * or digit (as a token entry's); another name refuses the request with 401 and is logged.
    */
   authenticate?: AuthenticateRequest;
   /**

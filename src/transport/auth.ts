@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { BEARER_SUBPROTOCOL_PREFIX } from "../../protocol/index.js";
-import type { Principal } from "../host/principal.js";
+import { PRINCIPAL_NAME, type Principal } from "../host/principal.js";
 
 export interface TokenSpec {
   /** Principal name; `admin` principals see every session. */
@@ -18,9 +18,6 @@ export function parseTokenSpec(value: string): TokenSpec {
   if (eq <= 0) return { name: "admin", secret: value, admin: true };
   return { name: value.slice(0, eq), secret: value.slice(eq + 1), admin: false };
 }
-
-/** Letters, digits and `._@-`, starting with a letter or digit: what the logs and the store can show. */
-const PRINCIPAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
 /**
  * Refuses a token configuration in which two entries could be mistaken for each other: a

@@ -2,16 +2,13 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type ClientOptions, createClient, type SessionmuxClient } from "../../client/client.js";
 import { createNodeSocketFactory } from "../../client/node.js";
-import type { Principal } from "../../host/principal.js";
+import { PRINCIPAL_NAME, type Principal } from "../../host/principal.js";
 import type { MuxUpgradeHandler } from "../mux/mux-server.js";
 import { refuseUpgrade } from "../mux/upgrade-gate.js";
 import { MemorySocket } from "./memory-socket.js";
 
 /** Options of an in-process client: those of `createClient` that still mean something without a network. */
 export type InProcessClientOptions = Omit<ClientOptions, "url" | "token" | "WebSocket" | "socketFactory">;
-
-/** Letters, digits and `._@-`, as a token entry's name (src/transport/auth.ts). */
-const PRINCIPAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
 /**
  * Clients for code running in the host's process (an embedding app, a scheduler), with the SDK's
