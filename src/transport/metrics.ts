@@ -121,7 +121,12 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+    if (!options.defaultMetrics) return;
+    const shared = processMetrics();
+    for (const { name } of shared.getMetricsAsArray()) {
+      const metric = shared.getSingleMetric(name);
+      if (metric) this.registry.registerMetric(metric);
+    }
   }
 
   /** Names this host in `/metrics` (one series, value 1). */
@@ -150,4 +155,20 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   firstToken(seconds: number): void {
     this.firstTokenSeconds.observe(seconds);
   }
+}
+
+let processRegistry: Registry | undefined;
+
+/**
+ * The Node process metrics (CPU, memory, event loop lag, GC), collected once per process and
+ * served by every host in it. Collecting them per host installed a GC observer and an event loop
+ * monitor that are never removed, and that held the host's registry: an app opening and closing
+ * hosts kept every one of them.
+ */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
 }
