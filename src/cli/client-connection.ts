@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { filter, firstValueFrom, of, type Subscription, timeout } from "rxjs";
 import { SessionmuxError } from "../../protocol/index.js";
 import {
@@ -22,9 +22,27 @@ export interface ConnectOptions {
 /** Adds `--url`, `--token` and `--timeout`: what every client command needs to reach a host. */
 export function withConnection(command: Command): Command {
   return command
-    .option("--url <url>", "host WebSocket URL", DEFAULT_URL)
+    .option("--url <url>", "host WebSocket URL", muxUrl, DEFAULT_URL)
     .option("--token <token>", "bearer token (default: $SESSIONMUX_TOKEN)")
     .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
+}
+
+/**
+ * `--url` as a WebSocket URL (`http:` and `https:` name the same ports). Anything else
+ * (`localhost:8787`, parsed as the scheme `localhost:`) was retried until `--timeout` and then
+ * reported as a host that did not answer.
+ */
+function muxUrl(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !["ws:", "wss:", "http:", "https:"].includes(url.protocol) || url.hostname === "") {
+    throw new InvalidArgumentError(`It must be a ws:// or wss:// URL, e.g. ${DEFAULT_URL}`);
+  }
+  return value;
 }
 
 /** Socket failures that mean nothing is there to answer: retrying at once cannot help a script. */

@@ -74,4 +74,14 @@ describe("sessionmux option values", () => {
       `error: tokens_file_invalid: --tokens-file ${file} line 2: alice=…: a secret is 1-4096 characters\n`,
     );
   });
+
+  it("refuses a client --url that is no WebSocket URL at once, instead of waiting out --timeout for an answer", async () => {
+    for (const url of ["localhost:8787", "ws://", "127.0.0.1:8787/api/remote.mux"]) {
+      const refused = await runCli(["list", "--url", url, "--token", "t", "--timeout", "3000"]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /^error: option '--url <url>' argument '.*' is invalid\. It must be a ws:\/\/ or wss:\/\/ URL, e\.g\. ws:\/\/127\.0\.0\.1:8787\/api\/remote\.mux\n/,
+      );
+    }
+  });
 });
