@@ -1,6 +1,7 @@
 import { createReadStream, existsSync, statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname, extname, join, resolve, sep } from "node:path";
+import { pipeline } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -107,9 +108,9 @@ function sendFile(req: IncomingMessage, res: ServerResponse, file: string, cache
     res.end();
     return true;
   }
-  const stream = createReadStream(file);
-  stream.on("error", () => res.destroy());
-  stream.pipe(res);
+  // `pipeline`, not `pipe`: a client that goes away mid-download must close the file too; with
+  // `pipe` the read stream stayed paused and open, one descriptor per abandoned download
+  pipeline(createReadStream(file), res, () => undefined);
   return true;
 }
 
