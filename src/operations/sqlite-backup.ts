@@ -1,4 +1,5 @@
-import { existsSync, linkSync, rmSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { existingDatabase } from "./database-path.js";
 import { StartupError } from "./startup-error.js";
@@ -16,8 +17,9 @@ export interface BackupReport {
  * read-only: in WAL mode a reader never blocks the host's writer, and the copy is the database as
  * of one read transaction. All pages go in one step, because a step that lets another connection
  * write in between restarts the backup, which under steady writes would never finish. The copy is
- * written beside the target and linked into place once complete, so `targetPath` is either
- * absent or a whole copy: a failed backup (a full disk) removes what it wrote, and a killed one
+ * written beside the target and linked into place once complete (the folder synced after the
+ * link, so a reported backup survives a power cut), so `targetPath` is either absent or a whole
+ * copy: a failed backup (a full disk) removes what it wrote, and a killed one
  * leaves only `<target>.<pid>.partial`.
  */
 export async function backupDatabase(sourcePath: string, targetPath: string): Promise<BackupReport> {
@@ -31,6 +33,13 @@ export async function backupDatabase(sourcePath: string, targetPath: string): Pr
       linkSync(partial, targetPath);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") throw targetExists(targetPath);
+      throw err;
+    }
+    try {
+      syncFolder(dirname(targetPath));
+    } catch (err) {
+      // not known to be durable: not reported as a backup
+      rmSync(targetPath, { force: true });
       throw err;
     }
     return { source, target: targetPath, pages, integrity };
@@ -67,6 +76,19 @@ function integrityOf(path: string): string {
     return copy.pragma("integrity_check", { simple: true }) as string;
   } finally {
     copy.close();
+  }
+}
+
+/**
+ * SQLite synced the copy's pages; the link that names it is an entry of its folder, which must be
+ * synced too, or a power cut after the command reported the backup could take the backup away.
+ */
+function syncFolder(folder: string): void {
+  const fd = openSync(folder, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
