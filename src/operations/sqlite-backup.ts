@@ -1,7 +1,8 @@
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, rmSync } from "node:fs";
+import { existsSync, linkSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { existingDatabase } from "./database-path.js";
+import { syncFolder } from "./durable-files.js";
 import { StartupError } from "./startup-error.js";
 
 export interface BackupReport {
@@ -35,6 +36,7 @@ export async function backupDatabase(sourcePath: string, targetPath: string): Pr
       if ((err as NodeJS.ErrnoException).code === "EEXIST") throw targetExists(targetPath);
       throw err;
     }
+    // SQLite synced the copy's pages; the link naming it is an entry of its folder
     try {
       syncFolder(dirname(targetPath));
     } catch (err) {
@@ -76,19 +78,6 @@ function integrityOf(path: string): string {
     return copy.pragma("integrity_check", { simple: true }) as string;
   } finally {
     copy.close();
-  }
-}
-
-/**
- * SQLite synced the copy's pages; the link that names it is an entry of its folder, which must be
- * synced too, or a power cut after the command reported the backup could take the backup away.
- */
-function syncFolder(folder: string): void {
-  const fd = openSync(folder, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, linkSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { syncFolder, writeNewFileSynced } from "./durable-files.js";
 import { StartupError } from "./startup-error.js";
 
 /** The admin token a host uses when none is configured, kept beside its database. */
@@ -25,8 +26,8 @@ function readToken(path: string): string | undefined {
 
 /**
  * Reads the kept token, minting it on first use, so a restart does not lock out open consoles.
- * The file is readable by its owner only (0600). It appears whole (written beside it, then
- * linked into place), so a crash never leaves it empty; one found empty (a crash of an earlier
+ * The file is readable by its owner only (0600). It appears whole (written and synced beside it,
+ * then linked into place, the folder synced), so a crash or a power cut never leaves it empty; one found empty (a crash of an earlier
  * build, a user's edit) is replaced by a new token.
  */
 export function readOrCreateToken(path: string): { token: string; created: boolean } {
@@ -35,7 +36,7 @@ export function readOrCreateToken(path: string): { token: string; created: boole
   const token = mint();
   const temp = tempBeside(path);
   try {
-    writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: "wx" });
+    writeNewFileSynced(temp, `${token}\n`, 0o600);
     try {
       // fails if the file exists: two hosts starting at once keep one token, the loser reads it
       linkSync(temp, path);
@@ -45,6 +46,7 @@ export function readOrCreateToken(path: string): { token: string; created: boole
       if (theirs !== undefined) return { token: theirs, created: false };
       renameSync(temp, path);
     }
+    syncFolder(dirname(path));
   } catch (err) {
     throw err instanceof StartupError ? err : unreadable(path, err);
   } finally {
@@ -62,9 +64,11 @@ export function rotateToken(path: string): string {
   const token = mint();
   const temp = tempBeside(path);
   try {
-    writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: "wx" });
+    writeNewFileSynced(temp, `${token}\n`, 0o600);
     chmodSync(temp, 0o600);
     renameSync(temp, path);
+    // once the command says the old token is refused, a restart after a power cut must agree
+    syncFolder(dirname(path));
   } catch (err) {
     throw unreadable(path, err);
   } finally {

@@ -24,6 +24,22 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
   });
 }
 
+/**
+ * Runs `sessionmux <args>` under strace, recording the system calls named in `syscalls` (with the
+ * paths of their descriptors) into `traceFile`; resolves with the exit code.
+ */
+export function runCliTraced(args: string[], traceFile: string, syscalls: string[]): Promise<number> {
+  const trace = ["-f", "-qq", "-yy", "-e", `trace=${syscalls.join(",")}`, "-o", traceFile];
+  return new Promise((resolve) => {
+    execFile(
+      "strace",
+      [...trace, process.execPath, "--import", "tsx", "src/cli/main.ts", ...args],
+      { cwd: repo, timeout: 60_000 },
+      (error) => resolve(error ? (typeof error.code === "number" ? error.code : 1) : 0),
+    );
+  });
+}
+
 /** Starts `sessionmux serve`; resolves with its console line once it listens, or its output once it exits. */
 export function startServe(
   args: string[],
