@@ -120,7 +120,7 @@ export function createHttpHandler(
     const label = { route: "unmatched" };
     if (metrics) observeRequest(res, label, metrics);
     awaitTurn(req, res, highWaterBytes)
-      .then(() => handle(req, res, label))
+      .then((turn) => (turn ? handle(req, res, label) : undefined))
       .catch((err: unknown) => {
         const error = toSessionmuxError(err);
         if (error.code === "internal_error")
