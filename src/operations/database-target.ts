@@ -46,9 +46,14 @@ export function databaseTarget(db: string, schema?: string): DatabaseTarget {
   return { kind: "postgres", url: db, schema: name };
 }
 
-/** The URL with its password replaced, for logs and error messages. */
+/**
+ * The URL with its password replaced, for logs and error messages: the one after the user name,
+ * and a `password` query parameter, which the driver takes as well.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/i, "$1***@");
+  return url
+    .replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/i, "$1***@")
+    .replace(/([?&]password=)[^&#]*/gi, "$1***");
 }
 
 /** How a log line names the database. */
