@@ -15,7 +15,7 @@ export class RefusalLog {
     private readonly logger: Logger,
     private readonly perWindow = 20,
     private readonly windowMs = 10_000,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   readonly refused = (req: IncomingMessage, code: "unauthorized" | "forbidden_origin"): void => {
@@ -25,7 +25,8 @@ export class RefusalLog {
   /** One line about a refused request, within the window's budget. */
   write(level: "warn" | "error", fields: Record<string, unknown>, message: string): void {
     const now = this.now();
-    if (now - this.#windowStart >= this.windowMs) {
+    // a clock that went back starts a window too, or nothing would be logged until it caught up
+    if (now - this.#windowStart >= this.windowMs || now < this.#windowStart) {
       this.#windowStart = now;
       this.#logged = 0;
     }

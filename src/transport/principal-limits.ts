@@ -56,7 +56,7 @@ export class PrincipalLimits {
   #pruneAt = BUCKETS_KEPT;
   #prunedAt = 0;
 
-  constructor(options: Partial<PrincipalLimitOptions> = {}, now: () => number = Date.now) {
+  constructor(options: Partial<PrincipalLimitOptions> = {}, now: () => number = () => performance.now()) {
     this.options = { ...DEFAULT_PRINCIPAL_LIMITS, ...options };
     this.#now = now;
   }
@@ -91,7 +91,9 @@ export class PrincipalLimits {
       bucket = { tokens: size, at: now };
       this.#buckets.set(principal.name, bucket);
     }
-    bucket.tokens = Math.min(size, bucket.tokens + ((now - bucket.at) / 1000) * rate);
+    // never less than nothing elapsed: a clock stepped back (NTP, a VM restored) must not drain
+    // every bucket by the time it went back
+    bucket.tokens = Math.min(size, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * rate);
     bucket.at = now;
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
@@ -112,7 +114,7 @@ export class PrincipalLimits {
   #dropFullBuckets(now: number): void {
     const { sessionCreateBurst: size, sessionCreatePerSecond: rate } = this.options;
     for (const [name, bucket] of this.#buckets)
-      if (bucket.tokens + ((now - bucket.at) / 1000) * rate >= size) this.#buckets.delete(name);
+      if (bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * rate >= size) this.#buckets.delete(name);
     this.#pruneAt = Math.max(BUCKETS_KEPT, 2 * this.#buckets.size);
     this.#prunedAt = now;
   }

@@ -30,4 +30,28 @@ describe("RefusalLog", () => {
     ]);
     expect(lines[0]).toMatchObject({ remote: "127.0.0.1", path: "/api/x" });
   });
+
+  it("starts a new window when its clock went back, rather than logging nothing until it caught up", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          done();
+        },
+      }),
+    );
+    let now = 10 * 3_600_000;
+    const log = new RefusalLog(logger, 1, 1_000, () => now);
+    const req = { socket: { remoteAddress: "127.0.0.1" }, url: "/api/x" } as unknown as IncomingMessage;
+    log.refused(req, "unauthorized");
+    log.refused(req, "unauthorized");
+    now -= 3_600_000;
+    log.refused(req, "forbidden_origin");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((l) => [l.code, l.suppressedBefore])).toEqual([
+      ["unauthorized", undefined],
+      ["forbidden_origin", 1],
+    ]);
+  });
 });

@@ -60,4 +60,16 @@ describe("per-principal limits", () => {
       expect(l.bucketCount).toBeLessThanOrEqual(2 * 3_000);
     }
   });
+
+  it("a clock stepped back takes nothing from a bucket (it was rate limited for as long as the step)", () => {
+    const { limits: l, clock } = limits({ sessionCreateBurst: 2, sessionCreatePerSecond: 1 });
+    clock.now = 10 * 3_600_000;
+    l.takeSessionCreation(alice());
+    // NTP steps the wall clock back an hour
+    clock.now -= 3_600_000;
+    expect(() => l.takeSessionCreation(alice())).not.toThrow();
+    expect(() => l.takeSessionCreation(alice())).toThrow(expect.objectContaining({ code: "rate_limited" }));
+    clock.now += 1_000;
+    expect(() => l.takeSessionCreation(alice())).not.toThrow();
+  });
 });
