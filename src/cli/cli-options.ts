@@ -1,18 +1,23 @@
 import { InvalidArgumentError, Option } from "commander";
 
 /**
- * An integer option value of at least `min`, in decimal digits, refused with the option's name
- * otherwise. `Number` alone read an empty value (`SESSIONMUX_PORT=` from an unset variable in a
- * compose file) as 0, so the host listened on a random port, and took `0x1F` or `1e3` too.
+ * An integer option value from `min` (to `max`, if given), in decimal digits, refused with the
+ * option's name otherwise. `Number` alone read an empty value (`SESSIONMUX_PORT=` from an unset
+ * variable in a compose file) as 0, so the host listened on a random port, and took `0x1F` or
+ * `1e3` too.
  */
-export const integer = (name: string, min: number) => (value: string) => {
-  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min)
-    throw new InvalidArgumentError(
-      `${name} must be an integer ≥ ${min} in decimal digits, got ${JSON.stringify(value)}`,
-    );
-  return n;
-};
+export const integer =
+  (name: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  (value: string) => {
+    const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+      throw new InvalidArgumentError(
+        `${name} must be an integer ${range} in decimal digits, got ${JSON.stringify(value)}`,
+      );
+    }
+    return n;
+  };
 
 /** A repeatable option; a comma-separated value (as an environment variable carries) counts as several. */
 export const collectList = (value: string, previous: string[]) => [

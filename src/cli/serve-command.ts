@@ -115,7 +115,8 @@ export function registerServeCommand(program: Command): void {
     .addOption(
       new Option("--port <port>", "port to listen on (0 picks a free one)")
         .env("SESSIONMUX_PORT")
-        .argParser(integer("--port", 0))
+        // checked here: Node's own refusal came after the database was opened, naming options.port
+        .argParser(integer("--port", 0, 65_535))
         .default(8787),
     )
     .addOption(dbOption())

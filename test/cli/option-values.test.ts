@@ -25,7 +25,7 @@ describe("sessionmux option values", () => {
       stops.push(started.stop);
       expect(started.stdout).not.toContain("listening on");
       expect(started.exited).toBe(1);
-      expect(started.stderr).toMatch(/--port must be an integer ≥ 0 in decimal digits, got "/);
+      expect(started.stderr).toMatch(/--port must be an integer from 0 to 65535 in decimal digits, got "/);
     }
   });
 
@@ -83,5 +83,16 @@ describe("sessionmux option values", () => {
         /^error: option '--url <url>' argument '.*' is invalid\. It must be a ws:\/\/ or wss:\/\/ URL, e\.g\. ws:\/\/127\.0\.0\.1:8787\/api\/remote\.mux\n/,
       );
     }
+  });
+
+  it("refuses a port past 65535 before opening the database", async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const refused = await runCli(["serve", "--port", "65536", "--db", dir.file("sessions.db")]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /--port must be an integer from 0 to 65535 in decimal digits, got "65536"/,
+    );
+    expect(existsSync(dir.file("sessions.db"))).toBe(false);
   });
 });
