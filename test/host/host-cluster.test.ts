@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { AgentRegistry } from "../../src/host/agent-registry.js";
@@ -11,6 +11,7 @@ import { SessionHost } from "../../src/host/session-host.js";
 import type { LiveStateNotice } from "../../src/store/live-state-store.js";
 import type { SessionLease, SessionLeaseStore } from "../../src/store/session-lease.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -44,11 +45,7 @@ interface Options {
   liveStatePage?: SqliteSessionStore["liveStatePage"];
 }
 
-let disposers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const dispose of disposers.reverse()) await dispose();
-  disposers = [];
-});
+const disposers = cleanupsAfterEach();
 
 /** The shared store, with sessions and other hosts' leases set up before host A starts. */
 async function sharedStore() {
@@ -64,7 +61,19 @@ async function sharedStore() {
     if (taken.status !== "acquired") throw new Error(`lease: ${taken.status}`);
     return taken.lease;
   };
-  return { store, create, take };
+  /** A session another host holds (see `take`) with one durable queued prompt: its lease and the queueing's outcome. */
+  const heldWithQueuedPrompt = async (sessionId: string, hostId = OTHER, ttlMs = 60_000) => {
+    await create(sessionId);
+    const lease = await take(sessionId, hostId, ttlMs);
+    const queued = await store.enqueuePrompt({
+      sessionId,
+      itemId: "q1",
+      queuedAt: Date.now(),
+      input: { text: "still wanted", clientMessageId: `m-${sessionId}` },
+    });
+    return { lease, queued };
+  };
+  return { store, create, take, heldWithQueuedPrompt };
 }
 
 async function startHost(store: SqliteSessionStore, options: Options = {}) {
@@ -361,14 +370,7 @@ describe("a host in a cluster", () => {
 
   it("queued prompts nobody runs (their host died) are taken over at the next lease round and run here", async () => {
     const shared = await sharedStore();
-    await shared.create("orphan");
-    await shared.take("orphan", OTHER, 50);
-    const queued = await shared.store.enqueuePrompt({
-      sessionId: "orphan",
-      itemId: "q1",
-      queuedAt: Date.now(),
-      input: { text: "still wanted", clientMessageId: "m-orphan" },
-    });
+    const { queued } = await shared.heldWithQueuedPrompt("orphan", OTHER, 50);
     expect(queued.status).toBe("queued");
     await startHost(shared.store, { leaseTtlMs: 300 });
     await vi.waitFor(
@@ -384,14 +386,7 @@ describe("a host in a cluster", () => {
 
   it("queued prompts another live host owns are neither restored nor warned of at start; once its lease is gone they are taken over, and said so", async () => {
     const shared = await sharedStore();
-    await shared.create("orphan");
-    const theirs = await shared.take("orphan");
-    await shared.store.enqueuePrompt({
-      sessionId: "orphan",
-      itemId: "q1",
-      queuedAt: Date.now(),
-      input: { text: "still wanted", clientMessageId: "m-orphan" },
-    });
+    const { lease: theirs } = await shared.heldWithQueuedPrompt("orphan");
     const { logger, lines } = capturedLogger();
     await startHost(shared.store, { leaseTtlMs: 300, logger });
     const restoring = (line: Record<string, unknown>) =>
@@ -409,14 +404,7 @@ describe("a host in a cluster", () => {
 
   it("queued prompts nobody runs that this host may not take (its agent limit) are tried every round, logged at debug only", async () => {
     const shared = await sharedStore();
-    await shared.create("orphan");
-    const theirs = await shared.take("orphan");
-    await shared.store.enqueuePrompt({
-      sessionId: "orphan",
-      itemId: "q1",
-      queuedAt: Date.now(),
-      input: { text: "still wanted", clientMessageId: "m-orphan" },
-    });
+    const { lease: theirs } = await shared.heldWithQueuedPrompt("orphan");
     const { logger, lines } = capturedLogger();
     const a = await startHost(shared.store, { leaseTtlMs: 300, logger, maxLiveAgentsPerPrincipal: 1 });
     // alice's one agent is at work here when her other session's lease goes

@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { afterEach, describe, expect, test, vi } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import type { CallMethod, Notification } from "../../protocol/index.js";
 import { Limits } from "../../protocol/limits.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
@@ -8,6 +8,7 @@ import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SessionHost, type SessionHostOptions } from "../../src/host/session-host.js";
 import type { AttachmentBody } from "../../src/store/session-store.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
 import { errorCode, readLog, turnEvents } from "./host-fixture.js";
@@ -17,11 +18,7 @@ import { errorCode, readLog, turnEvents } from "./host-fixture.js";
 const ALICE: Principal = { name: "alice", admin: false };
 const BOB: Principal = { name: "bob", admin: false };
 
-let disposers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const dispose of disposers.reverse()) await dispose();
-  disposers = [];
-});
+const disposers = cleanupsAfterEach();
 
 async function open(options: Partial<SessionHostOptions> = {}) {
   const dir = tempDir();
