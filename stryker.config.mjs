@@ -43,6 +43,7 @@ export default {
     "src/client/follow-session.ts",
     "src/client/control-mirror.ts",
     "src/client/control-mirror-reducer.ts",
+    "protocol/msgpack-scanner.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
