@@ -44,6 +44,7 @@ export default {
     "src/client/control-mirror.ts",
     "src/client/control-mirror-reducer.ts",
     "protocol/msgpack-scanner.ts",
+    "src/store/encoded-event-arrays.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
