@@ -45,6 +45,8 @@ export default {
     "src/client/control-mirror-reducer.ts",
     "protocol/msgpack-scanner.ts",
     "src/store/encoded-event-arrays.ts",
+    "src/transport/mux/client-frame.ts",
+    "src/store/postgres/pg-notice-payload.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
