@@ -47,6 +47,7 @@ export default {
     "src/store/encoded-event-arrays.ts",
     "src/transport/mux/client-frame.ts",
     "src/store/postgres/pg-notice-payload.ts",
+    "src/transport/principal-limits.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

@@ -123,4 +123,9 @@ export class PrincipalLimits {
   get bucketCount(): number {
     return this.#buckets.size;
   }
+
+  /** Principals holding a socket (for tests of its bound: one that holds none is not kept). */
+  get socketHolderCount(): number {
+    return this.#sockets.size;
+  }
 }

@@ -72,4 +72,86 @@ describe("per-principal limits", () => {
     clock.now += 1_000;
     expect(() => l.takeSessionCreation(alice())).not.toThrow();
   });
+
+  it("refill a bucket at its rate up to its size, and say when the next creation will pass", () => {
+    const { limits: l, clock } = limits({ sessionCreateBurst: 3, sessionCreatePerSecond: 2 });
+    const take = () => l.takeSessionCreation(alice());
+    const refusal = () => {
+      try {
+        take();
+      } catch (err) {
+        const { code, message, data } = err as { code: string; message: string; data: unknown };
+        return { code, message, data };
+      }
+      throw new Error("passed");
+    };
+    clock.now = 1_000;
+    for (let i = 0; i < 3; i++) take();
+    expect(refusal()).toEqual({
+      code: "rate_limited",
+      message: "at most 2 new sessions per second (bursts of 3); retry in 500 ms",
+      data: { retryAfterMs: 500 },
+    });
+    // a quarter of a second refills half a creation: half of the wait is left
+    clock.now = 1_250;
+    expect(refusal().data).toEqual({ retryAfterMs: 250 });
+    clock.now = 1_500;
+    take();
+    expect(refusal().data).toEqual({ retryAfterMs: 500 });
+    // a long pause refills to the bucket's size, no more
+    clock.now = 100_000;
+    for (let i = 0; i < 3; i++) take();
+    expect(refusal().code).toBe("rate_limited");
+  });
+
+  it("default to 64 sockets and bursts of 200 creations", () => {
+    const l = new PrincipalLimits({}, () => 0);
+    for (let i = 0; i < 64; i++) expect(l.acquireSocket(alice())).toBeDefined();
+    expect(l.acquireSocket(alice())).toBeUndefined();
+    for (let i = 0; i < 200; i++) l.takeSessionCreation(alice());
+    expect(() => l.takeSessionCreation(alice())).toThrow(expect.objectContaining({ code: "rate_limited" }));
+  });
+
+  it("keep no count for a principal whose sockets all closed", () => {
+    const { limits: l } = limits({ maxSocketsPerPrincipal: 2 });
+    const releases = Array.from({ length: 100 }, (_, i) => l.acquireSocket({ name: `p${i}`, admin: false }));
+    const twice = l.acquireSocket({ name: "p0", admin: false });
+    expect(l.socketHolderCount).toBe(100);
+    for (const release of releases) release!();
+    expect(l.socketHolderCount).toBe(1);
+    twice!();
+    expect(l.socketHolderCount).toBe(0);
+  });
+
+  it("prune below 1,024 buckets never, at 1,024 once due by count or by a refill's time, then at twice what was left", () => {
+    // a bucket of 4 refills 2 a second: one refill takes 2 s
+    const shape = { sessionCreateBurst: 4, sessionCreatePerSecond: 2 };
+    const take = (l: PrincipalLimits, name: string, n: number) => {
+      for (let i = 0; i < n; i++) l.takeSessionCreation({ name, admin: false });
+    };
+    const a = limits(shape);
+    for (let i = 0; i < 1_023; i++) take(a.limits, `u${i}`, 1);
+    a.clock.now = 5_000;
+    // full, and a refill's time has passed, but 1,023 buckets are kept as they are
+    take(a.limits, "x1", 1);
+    expect(a.limits.bucketCount).toBe(1_024);
+    // at 1,024 the full ones go; x1, still refilling, stays
+    take(a.limits, "x2", 1);
+    expect(a.limits.bucketCount).toBe(2);
+
+    const b = limits(shape);
+    b.clock.now = 10_000;
+    // the 1,025th finds 1,024 none of which is full: the next prune waits for 2,048 or 2 s
+    for (let i = 0; i < 2_000; i++) take(b.limits, `p${i}`, 3);
+    b.clock.now = 11_999;
+    take(b.limits, "q1", 3);
+    expect(b.limits.bucketCount).toBe(2_001);
+    b.clock.now = 12_000;
+    take(b.limits, "q2", 3);
+    expect(b.limits.bucketCount).toBe(2);
+    // 1.5 s later q1 and q2 are full (q2 exactly), and 1,024 buckets make a prune due by count
+    b.clock.now = 13_500;
+    for (let i = 0; i < 1_023; i++) take(b.limits, `r${i}`, 3);
+    expect(b.limits.bucketCount).toBe(1_023);
+  });
 });
