@@ -48,6 +48,7 @@ export default {
     "src/transport/mux/client-frame.ts",
     "src/store/postgres/pg-notice-payload.ts",
     "src/transport/principal-limits.ts",
+    "protocol/transcript.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
