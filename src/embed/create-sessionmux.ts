@@ -60,6 +60,11 @@ export interface SessionmuxOptions {
   basePath?: string;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
+  /**
+   * How long a cancelled turn (or one stopped by shutdown) waits for the agent to return; past it
+   * the turn is closed without the agent, whose later emits are refused. @default 5_000
+   */
+  turnStopGraceMs?: number;
   /** @default a disabled pino logger */
   logger?: Logger;
   /** Mux limits (protocol-v1 §7), passed through. */

@@ -76,6 +76,7 @@ export async function mountSessionmux(
     store: mode.storeView?.(store) ?? store,
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
+    ...(options.turnStopGraceMs !== undefined ? { turnStopGraceMs: options.turnStopGraceMs } : {}),
     hostId,
     ...(options.principals?.maxSessionsPerPrincipal !== undefined
       ? { maxSessionsPerPrincipal: options.principals.maxSessionsPerPrincipal }

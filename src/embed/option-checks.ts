@@ -10,6 +10,7 @@ const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
   dbPoolSize: COUNT,
   leaseTtlMs: COUNT,
   idleDetachMs: COUNT,
+  turnStopGraceMs: { min: 0 },
   readinessIntervalMs: COUNT,
   uploadTtlMs: COUNT,
 };

@@ -42,6 +42,8 @@ export const DEFAULT_MAX_QUEUED_PER_SESSION = 100;
 export const DEFAULT_MAX_LIVE_AGENTS_PER_PRINCIPAL = 1000;
 /** Bytes of queued prompts (text, display, inline attachments) one principal may hold. */
 export const DEFAULT_MAX_QUEUED_BYTES_PER_PRINCIPAL = 16 * 1024 * 1024;
+/** How long a stopped turn waits for its agent to return before it is closed without it. */
+export const DEFAULT_TURN_STOP_GRACE_MS = 5_000;
 
 /** Sessions read per page when live state is restored at start. */
 const RESTORE_PAGE = 200;
@@ -74,6 +76,12 @@ export interface SessionHostOptions {
    */
   maxTranscriptBytes?: number;
   agent: AgentDriver;
+  /**
+   * How long a cancelled turn (or one stopped by shutdown) waits for its agent to return; past it
+   * the turn is closed without the agent, whose later emits are refused.
+   * @default 5_000
+   */
+  turnStopGraceMs?: number;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
   metrics?: HostMeters;
@@ -176,6 +184,7 @@ export class SessionHost implements HostApi {
       now: this.#now,
       closing: () => this.#closing,
       maxHistoryBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
+      stopGraceMs: options.turnStopGraceMs ?? DEFAULT_TURN_STOP_GRACE_MS,
     });
     this.#ctx = {
       store: this.store,

@@ -12,6 +12,7 @@ import { type LiveSession, RunningTurn } from "./live-session.js";
 import { NotOwner } from "./not-owner.js";
 import type { NotificationHub } from "./notifications.js";
 import { prepareAttachments } from "./prompt-attachments.js";
+import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
 import { HostTurnContext } from "./turn-context.js";
 import { promptMessage } from "./user-message-shape.js";
@@ -37,6 +38,8 @@ export interface TurnRunnerDeps {
   closing: () => boolean;
   /** Stored event data an agent's `turn.history()` returns at most. */
   maxHistoryBytes: number;
+  /** How long a stopped turn waits for its agent to return before it is closed without it. */
+  stopGraceMs: number;
 }
 
 type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
@@ -170,7 +173,16 @@ export class TurnRunner {
   async #run(session: LiveSession, turn: RunningTurn, ctx: TurnContext, drive: Drive): Promise<void> {
     let outcome: TurnOutcome | "interrupted";
     try {
-      outcome = await drive(ctx);
+      const { stopGraceMs } = this.#deps;
+      const ran = await untilStoppedOrGrace(drive(ctx), turn.abort.signal, stopGraceMs);
+      if (ran === "abandoned") {
+        const { sessionId } = session;
+        this.#deps.logger.warn(
+          { sessionId, turnId: turn.turnId, stopGraceMs },
+          "the agent did not return within its grace after the turn was stopped; the turn ends without it",
+        );
+      }
+      outcome = ran === "abandoned" ? "interrupted" : ran;
     } catch (err) {
       outcome = { state: "failed", error: describe(err) };
     }

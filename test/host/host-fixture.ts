@@ -29,6 +29,7 @@ export async function openHost(
     dbPath?: string;
     maxTranscriptBytes?: number;
     logger?: Logger;
+    turnStopGraceMs?: number;
   } = {},
 ): Promise<HostFixture> {
   const dir = options.dbPath ? undefined : tempDir();
@@ -44,6 +45,7 @@ export async function openHost(
       ...(idleDetachMs ? { idleDetachMs } : {}),
       ...(options.maxTranscriptBytes ? { maxTranscriptBytes: options.maxTranscriptBytes } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.turnStopGraceMs !== undefined ? { turnStopGraceMs: options.turnStopGraceMs } : {}),
     });
     await host.start();
     return { host, store, metrics };
