@@ -49,6 +49,8 @@ export default {
     "src/store/postgres/pg-notice-payload.ts",
     "src/transport/principal-limits.ts",
     "protocol/transcript.ts",
+    "src/host/notifications.ts",
+    "src/host/notification-batch.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

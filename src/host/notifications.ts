@@ -59,6 +59,11 @@ export class NotificationHub {
     };
   }
 
+  /** Principal names with a subscriber (for tests of its bound: a name none listens for is dropped). */
+  get subscribedNames(): number {
+    return this.#byName.size;
+  }
+
   publish(owner: string, notification: Notification): void {
     this.#batch().add(owner, notification);
   }

@@ -67,6 +67,34 @@ describe("coalescing of one tick's notifications (protocol-v1 §6)", () => {
     ).toEqual(["updated(a:1)", "session.removed", "session.added", "updated(a:3)", "session.added"]);
   });
 
+  test("an added, a removed or a dismissed of its session each give its later updates a new place", () => {
+    const dismissed: Notification = {
+      name: "session.dismissed",
+      value: { sessionId: "a", dismissed: true, row: row("a", "d") },
+    };
+    expect(coalesced(updated("a", "1"), added("a"), updated("a", "2"))).toEqual([
+      "updated(a:1)",
+      "session.added",
+      "updated(a:2)",
+    ]);
+    expect(coalesced(updated("a", "1"), removed("a"), updated("a", "2"))).toEqual([
+      "updated(a:1)",
+      "session.removed",
+      "updated(a:2)",
+    ]);
+    expect(coalesced(updated("a", "1"), dismissed, updated("a", "2"))).toEqual([
+      "updated(a:1)",
+      "session.dismissed",
+      "updated(a:2)",
+    ]);
+    // another session's added, removed or dismissal moves nothing of this one
+    expect(coalesced(updated("a", "1"), added("b"), removed("b"), updated("a", "2"))).toEqual([
+      "updated(a:2)",
+      "session.added",
+      "session.removed",
+    ]);
+  });
+
   test("agent.error is never coalesced", () => {
     expect(coalesced(failed("a"), updated("a", "1"), failed("a"), updated("a", "2"))).toEqual([
       "agent.error",

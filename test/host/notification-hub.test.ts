@@ -129,4 +129,33 @@ describe("NotificationHub delivery (protocol-v1 §6)", () => {
       { numRuns: 300 },
     );
   });
+
+  test("an unsubscribe called twice or after clear does nothing, and a name none listens for is not kept", () => {
+    const hub = new NotificationHub();
+    const first = hub.subscribeLists(alice, () => undefined);
+    const second = hub.subscribeLists(alice, () => undefined);
+    hub.subscribeLists(bob, () => undefined);
+    expect(hub.subscribedNames).toBe(2);
+    first();
+    expect(hub.subscribedNames).toBe(2);
+    second();
+    expect(hub.subscribedNames).toBe(1);
+    expect(() => second()).not.toThrow();
+    const late = hub.subscribeLists(alice, () => undefined);
+    hub.clear();
+    expect(hub.subscribedNames).toBe(0);
+    expect(() => late()).not.toThrow();
+  });
+
+  test("in a tick holding a notification for one principal, subscribers of one name still share one list", async () => {
+    const hub = new NotificationHub();
+    const lists: (readonly Notification[])[] = [];
+    hub.subscribeLists(alice, (list) => lists.push(list));
+    hub.subscribeLists(alice, (list) => lists.push(list));
+    hub.publish("alice", removed("a1"));
+    hub.publishTo(alice, "alice", removed("a2"));
+    await vi.waitFor(() => expect(lists).toHaveLength(2));
+    expect(lists[0]).toEqual([removed("a1"), removed("a2")]);
+    expect(lists[1]).toBe(lists[0]);
+  });
 });
