@@ -126,3 +126,73 @@ describe("notifications", () => {
     expect(seen[5]).toEqual({ name: "session.removed", value: { sessionId: S } });
   });
 });
+
+describe("session.control baseline: what each principal sees", () => {
+  const alice = { name: "alice", admin: false };
+  const bob = { name: "bob", admin: false };
+
+  /** A session of `who` with a question pending, a prompt queued behind it, and one with a job running. */
+  async function busy(who: typeof alice) {
+    const asked = `${who.name}-asked`;
+    await fx.host.call(who, "session.create", { sessionId: asked });
+    await fx.host.call(who, "session.prompt", {
+      sessionId: asked,
+      text: "/ask ready?",
+      clientMessageId: "1",
+    });
+    await fx.host.call(who, "session.prompt", { sessionId: asked, text: "later", clientMessageId: "2" });
+    const working = `${who.name}-working`;
+    await fx.host.call(who, "session.create", { sessionId: working });
+    await fx.host.call(who, "session.prompt", { sessionId: working, text: "/job 60", clientMessageId: "1" });
+    await vi.waitFor(async () => {
+      const own = await fx.host.controlBaseline(who);
+      expect(own.interactions).toHaveLength(1);
+      expect(own.jobs).toHaveLength(1);
+    });
+  }
+
+  test("a principal's baseline holds its own queues, questions, jobs, agents and rows only; an admin's holds all", async () => {
+    fx = await openHost();
+    await busy(alice);
+    await busy(bob);
+    const sessionsOf = (b: Awaited<ReturnType<typeof fx.host.controlBaseline>>) => ({
+      agents: b.agents.map((a) => a.sessionId).sort(),
+      queues: b.queues.map((q) => q.sessionId).sort(),
+      interactions: b.interactions.map((i) => i.sessionId).sort(),
+      jobs: b.jobs.map((j) => j.sessionId).sort(),
+      projections: b.projections.map((p) => p.sessionId).sort(),
+    });
+    const own = (name: string) => ({
+      agents: [`${name}-asked`, `${name}-working`],
+      queues: [`${name}-asked`],
+      interactions: [`${name}-asked`],
+      jobs: [`${name}-working`],
+      projections: [`${name}-asked`, `${name}-working`],
+    });
+    expect(sessionsOf(await fx.host.controlBaseline(bob))).toEqual(own("bob"));
+    expect(sessionsOf(await fx.host.controlBaseline(alice))).toEqual(own("alice"));
+    const all = sessionsOf(await fx.host.controlBaseline(ADMIN));
+    expect(all).toEqual({
+      agents: [...own("alice").agents, ...own("bob").agents],
+      queues: [...own("alice").queues, ...own("bob").queues],
+      interactions: [...own("alice").interactions, ...own("bob").interactions],
+      jobs: [...own("alice").jobs, ...own("bob").jobs],
+      projections: [...own("alice").projections, ...own("bob").projections],
+    });
+  });
+
+  test("past one batch of projections (64), each live session's row comes once", async () => {
+    fx = await openHost();
+    const ids = Array.from({ length: 70 }, (_, i) => `s${String(i).padStart(2, "0")}`);
+    for (const sessionId of ids) {
+      await fx.host.call(ADMIN, "session.create", { sessionId });
+      await fx.host.call(ADMIN, "session.prompt", { sessionId, text: "/ask ready?", clientMessageId: "1" });
+    }
+    await vi.waitFor(async () =>
+      expect((await fx.host.controlBaseline(ADMIN)).interactions).toHaveLength(70),
+    );
+    const baseline = await fx.host.controlBaseline(ADMIN);
+    expect(baseline.kind).toBe("baseline");
+    expect(baseline.projections.map((p) => p.sessionId).sort()).toEqual(ids);
+  });
+});
