@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
-import { createNodeClient } from "../../src/client/node.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { mountedApp, upgradeStatus } from "./app-fixture.js";

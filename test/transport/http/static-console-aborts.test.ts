@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { startTestHost } from "../../support/host.js";
 import { tempDir } from "../../support/temp-dir.js";

@@ -7,21 +7,12 @@ import { hostTeardown } from "../../support/host-teardown.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { withMembers } from "../../support/with-members.js";
-import { connect, createSession } from "./mux-fixture.js";
+import { attachmentOf, attachmentUnderWay, connect, createSession } from "./mux-fixture.js";
 
 const MIB = 1024 * 1024;
 const CALLS = 100;
 
 const { peers, keep } = hostTeardown<TestHost>();
-
-async function attachmentOf(test: TestHost, bytes: number): Promise<string> {
-  return test.store.putAttachment({
-    owner: "admin",
-    name: "big.bin",
-    type: "application/octet-stream",
-    bytes: new Uint8Array(bytes).fill(7),
-  });
-}
 
 describe("calls under backpressure (protocol-v1 §7, §9)", () => {
   it("past the running and waiting bounds a call is overloaded; the others are all answered in order", async () => {
@@ -181,14 +172,7 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
     const sessionId = await createSession(peer);
     const attachmentId = await attachmentOf(host, 16 * MIB);
     peer.pause();
-    peer.send({
-      type: "call",
-      id: peer.nextId(),
-      method: "session.attachment",
-      params: { sessionId, attachmentId },
-    });
-    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
-    await until(async () => (await bytesOut()) > MIB, 5_000, "the answer under way");
+    await attachmentUnderWay(host, peer, sessionId, attachmentId);
     const framesIn = async () => (await host.metrics.framesIn.get()).values[0]?.value ?? 0;
     const before = await framesIn();
     // closes naming nothing in flight: each would be answered `end`, no call among them

@@ -7,7 +7,7 @@ import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { withMembers } from "../../support/with-members.js";
-import { createSession } from "./mux-fixture.js";
+import { attachmentOf, attachmentUnderWay, createSession } from "./mux-fixture.js";
 
 /**
  * Which peers the heartbeat drops (protocol-v1 §2): one that answers no ping and shows no other
@@ -38,15 +38,6 @@ async function silentPeer(host: TestHost): Promise<MuxPeer> {
   return peer;
 }
 
-async function attachmentOf(host: TestHost, bytes: number): Promise<string> {
-  return host.store.putAttachment({
-    owner: "admin",
-    name: "big.bin",
-    type: "application/octet-stream",
-    bytes: new Uint8Array(bytes).fill(7),
-  });
-}
-
 describe("mux heartbeat: signs of life", () => {
   it("keeps a peer that never answers a ping but keeps sending frames", async () => {
     // a slower clock than the suite's, so a stalled test process cannot pass for a silent peer
@@ -69,17 +60,10 @@ describe("mux heartbeat: signs of life", () => {
     const sessionId = await createSession(peer);
     const attachmentId = await attachmentOf(host, 32 * MIB);
     peer.pause();
-    peer.send({
-      type: "call",
-      id: peer.nextId(),
-      method: "session.attachment",
-      params: { sessionId, attachmentId },
-    });
+    await attachmentUnderWay(host, peer, sessionId, attachmentId);
     // one more frame once the answer is under way: the host, its backlog past the mark, stops
     // reading the socket, and a socket it does not read is still dropped when the backlog is the
     // peer's doing
-    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
-    await until(async () => (await bytesOut()) > MIB, 5_000, "the answer under way");
     peer.send({ type: "call", id: peer.nextId(), method: "session.models" });
     // the peer does not read, so it cannot hear it: the host's count of sockets says so
     const connections = async () => (await host.metrics.connections.get()).values[0]?.value ?? 0;
@@ -158,14 +142,7 @@ describe("mux heartbeat: signs of life", () => {
         await sleep(30);
       }
     })();
-    peer.send({
-      type: "call",
-      id: peer.nextId(),
-      method: "session.attachment",
-      params: { sessionId, attachmentId },
-    });
-    const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
-    await until(async () => (await bytesOut()) > MIB, 5_000, "the answer under way");
+    await attachmentUnderWay(host, peer, sessionId, attachmentId);
     // one more frame while the backlog is past the mark: the host stops reading the socket
     peer.send({ type: "call", id: peer.nextId(), method: "session.models" });
     const outcome = await until(

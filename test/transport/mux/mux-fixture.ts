@@ -4,6 +4,7 @@ import type { HostOptions } from "../../../src/server.js";
 import { asyncStore } from "../../support/async-store.js";
 import { ADMIN_TOKEN, type TestHost } from "../../support/host.js";
 import { MuxPeer, type MuxPeerOptions } from "../../support/mux-peer.js";
+import { until } from "../../support/until.js";
 
 export function connect(host: TestHost, options: MuxPeerOptions = {}): Promise<MuxPeer> {
   return MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN, ...options });
@@ -79,3 +80,30 @@ export const STORE_VARIANTS: readonly { name: string; options: Partial<HostOptio
   { name: "sqlite store", options: {} },
   { name: "async store double", options: { storeView: (store) => asyncStore(store).store } },
 ];
+
+/** An attachment of `bytes` bytes stored for the admin, straight in the store. */
+export function attachmentOf(host: TestHost, bytes: number): Promise<string> {
+  return host.store.putAttachment({
+    owner: "admin",
+    name: "big.bin",
+    type: "application/octet-stream",
+    bytes: new Uint8Array(bytes).fill(7),
+  });
+}
+
+/** Asks for the attachment and waits until over 1 MiB of its answer has gone out. */
+export async function attachmentUnderWay(
+  host: TestHost,
+  peer: MuxPeer,
+  sessionId: string,
+  attachmentId: string,
+): Promise<void> {
+  peer.send({
+    type: "call",
+    id: peer.nextId(),
+    method: "session.attachment",
+    params: { sessionId, attachmentId },
+  });
+  const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
+  await until(async () => (await bytesOut()) > 1024 * 1024, 5_000, "the answer under way");
+}
