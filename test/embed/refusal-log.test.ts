@@ -1,20 +1,11 @@
 import type { IncomingMessage } from "node:http";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { RefusalLog } from "../../src/embed/refusal-log.js";
+import { capturedLogger } from "../support/log-capture.js";
 
 describe("RefusalLog", () => {
   it("logs at most its quota per window and counts what it left out", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino(
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-          done();
-        },
-      }),
-    );
+    const { logger, lines } = capturedLogger();
     let now = 0;
     const log = new RefusalLog(logger, 3, 1_000, () => now);
     const req = { socket: { remoteAddress: "127.0.0.1" }, url: "/api/x" } as unknown as IncomingMessage;
@@ -32,15 +23,7 @@ describe("RefusalLog", () => {
   });
 
   it("starts a new window when its clock went back, rather than logging nothing until it caught up", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino(
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-          done();
-        },
-      }),
-    );
+    const { logger, lines } = capturedLogger();
     let now = 10 * 3_600_000;
     const log = new RefusalLog(logger, 1, 1_000, () => now);
     const req = { socket: { remoteAddress: "127.0.0.1" }, url: "/api/x" } as unknown as IncomingMessage;
