@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { SessionmuxError } from "../../protocol/index.js";
-import { PRINCIPAL_NAME, type Principal } from "../host/principal.js";
+import { ADMIN, PRINCIPAL_NAME, type Principal } from "../host/principal.js";
 import type { RefusalLog } from "./refusal-log.js";
 
 /** An app's own authentication: the caller's principal, or `undefined` to refuse with 401. */
@@ -94,6 +94,17 @@ export class AppAuthentication {
       );
       return undefined;
     }
-    return Object.freeze({ name: principal.name, admin: principal.admin === true });
+    const admin = principal.admin === true;
+    if (!admin && principal.name === ADMIN.name) {
+      // the bare admin token's name, as token entries have it reserved: sessions it created are
+      // owned by that name, and a principal of that name would see them all
+      this.log.write(
+        "error",
+        { path: request.url },
+        'authenticate returned a principal named "admin" that is not an admin (the name is reserved); request refused',
+      );
+      return undefined;
+    }
+    return Object.freeze({ name: principal.name, admin });
   }
 }

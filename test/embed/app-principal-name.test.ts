@@ -49,6 +49,24 @@ describe("the name of an app's principal", () => {
     expect(JSON.stringify(refusals)).not.toContain("xxxxxxxxxx");
   });
 
+  it("is refused 401 when it is the admin token's name without being an admin, and said so", async () => {
+    const { logger, lines } = capturedLogger();
+    const { authority } = await mountedApp(cleanups, {
+      authenticate: (req: IncomingMessage) => {
+        const token = req.headers.authorization;
+        if (token === "Bearer plain") return { name: "admin", admin: false };
+        if (token === "Bearer operator") return { name: "admin", admin: true };
+        return token === "Bearer other" ? { name: "admins", admin: false } : undefined;
+      },
+      logger,
+    });
+    const url = `ws://${authority}/chat/api/remote.mux`;
+    expect(await upgradeStatus(url, { authorization: "Bearer plain" })).toBe(401);
+    expect(await upgradeStatus(url, { authorization: "Bearer operator" })).toBe(101);
+    expect(await upgradeStatus(url, { authorization: "Bearer other" })).toBe(101);
+    expect(lines.filter((l) => String(l.msg).includes('named "admin"'))).toHaveLength(1);
+  });
+
   it.skipIf(!pgUrl)(
     "of a few KiB is refused at the door, not failing every create on PostgreSQL",
     async () => {
