@@ -12,11 +12,9 @@ export function untilStoppedOrGrace<T>(
 ): Promise<T | "abandoned"> {
   return new Promise<T | "abandoned">((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
+    // the run's own handlers below stay attached, so a failure after this is handled (and ignored)
     const onStop = () => {
-      timer = setTimeout(() => {
-        run.catch(() => undefined);
-        resolve("abandoned");
-      }, graceMs);
+      timer = setTimeout(() => resolve("abandoned"), graceMs);
     };
     const settled = () => {
       signal.removeEventListener("abort", onStop);

@@ -91,9 +91,7 @@ export class PrincipalLimits {
       bucket = { tokens: size, at: now };
       this.#buckets.set(principal.name, bucket);
     }
-    // never less than nothing elapsed: a clock stepped back (NTP, a VM restored) must not drain
-    // every bucket by the time it went back
-    bucket.tokens = Math.min(size, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * rate);
+    bucket.tokens = Math.min(size, this.#refilled(bucket, now));
     bucket.at = now;
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
@@ -112,11 +110,19 @@ export class PrincipalLimits {
    * the map has doubled or one refill has passed, so pruning costs O(1) per new bucket.
    */
   #dropFullBuckets(now: number): void {
-    const { sessionCreateBurst: size, sessionCreatePerSecond: rate } = this.options;
+    const size = this.options.sessionCreateBurst;
     for (const [name, bucket] of this.#buckets)
-      if (bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * rate >= size) this.#buckets.delete(name);
+      if (this.#refilled(bucket, now) >= size) this.#buckets.delete(name);
     this.#pruneAt = Math.max(BUCKETS_KEPT, 2 * this.#buckets.size);
     this.#prunedAt = now;
+  }
+
+  /**
+   * The bucket's creations by `now`, not capped at its size. Never less than nothing elapsed: a
+   * clock stepped back (NTP, a VM restored) must not drain every bucket by the time it went back.
+   */
+  #refilled(bucket: Bucket, now: number): number {
+    return bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * this.options.sessionCreatePerSecond;
   }
 
   /** Principals with a bucket kept (for tests of its bound). */

@@ -83,6 +83,20 @@ async function backlog(pair: Awaited<ReturnType<typeof writerPair>>, atLeast: nu
 }
 
 /** What the writer counted: [frames, bytes]. */
+/**
+ * A drain waiter that asks again as soon as it is answered, as the connection does while calls
+ * wait; bounded (1,000 answers), so answers on every tick end instead of keeping the event loop
+ * from turning for ever.
+ */
+function askingAgain(writer: FrameWriter) {
+  let answers = 0;
+  const again = () => {
+    if (++answers < 1000) writer.onDrain(again);
+  };
+  writer.onDrain(again);
+  return { answers: () => answers, cancel: () => writer.cancelDrain(again) };
+}
+
 async function counted(metrics: HostMetrics): Promise<[number, number]> {
   return [
     (await metrics.framesOut.get()).values[0]?.value ?? 0,
@@ -502,17 +516,13 @@ describe("FrameWriter: drain", () => {
     const pair = await writerPair();
     pair.socket.destroy();
     expect(pair.socket.writable).toBe(false);
-    // asks again as soon as it is answered, as the connection does while calls wait; bounded, so
-    // that answers on every tick end instead of keeping the event loop from turning for ever
-    let answers = 0;
-    const again = () => {
-      if (++answers < 1000) pair.writer.onDrain(again);
-    };
-    pair.writer.onDrain(again);
-    const beforeTheLoopTurned = await new Promise<number>((resolve) => setImmediate(() => resolve(answers)));
+    const waiter = askingAgain(pair.writer);
+    const beforeTheLoopTurned = await new Promise<number>((resolve) =>
+      setImmediate(() => resolve(waiter.answers())),
+    );
     expect(beforeTheLoopTurned).toBeLessThanOrEqual(1);
-    await vi.waitFor(() => expect(answers).toBeGreaterThan(0));
-    pair.writer.cancelDrain(again);
+    await vi.waitFor(() => expect(waiter.answers()).toBeGreaterThan(0));
+    waiter.cancel();
   });
 
   it("a socket ended behind a backlog answers a waiter once it has closed, not turn after turn while the backlog waits", async () => {
@@ -520,17 +530,13 @@ describe("FrameWriter: drain", () => {
     await backlog(pair, 2 * HIGH_WATER);
     pair.socket.end();
     expect(pair.socket.writable).toBe(false);
-    let answers = 0;
-    const again = () => {
-      if (++answers < 1000) pair.writer.onDrain(again);
-    };
-    pair.writer.onDrain(again);
+    const waiter = askingAgain(pair.writer);
     await sleep(50);
-    expect(answers).toBe(0);
+    expect(waiter.answers()).toBe(0);
     // the client reads again: the backlog leaves, both ends close
     pair.readAgain();
-    await vi.waitFor(() => expect(answers).toBeGreaterThan(0), { timeout: 5_000 });
-    pair.writer.cancelDrain(again);
+    await vi.waitFor(() => expect(waiter.answers()).toBeGreaterThan(0), { timeout: 5_000 });
+    waiter.cancel();
   });
 
   it("a waiter that asked while a message streamed is answered when it ends, even with nothing left to drain", async () => {
