@@ -28,13 +28,6 @@ type InFlight =
   | { kind: "stream"; method: MethodName; stream: MuxStream; outlet: StreamOutlet };
 
 /**
- * Heartbeat ticks in a row a peer the host does not read (its backlog past the mark) may show no
- * sign of life: at the default 15 s interval a minute, enough for a reader of a few KiB a second
- * to free one of the kernel's steps; a dead one is dropped then.
- */
-export const BACKLOG_QUIET_TICKS = 4;
-
-/**
  * One mux socket (protocol-v1 §2–§7): validates every frame, routes calls through the host,
  * runs streams, forwards notifications. A failure is answered on the id it concerns and touches
  * nothing else on the socket.
@@ -54,8 +47,6 @@ export class MuxConnection {
   /** Heard from the peer (pong or any frame) since the last heartbeat tick. */
   #heard = true;
   #lastBacklog = 0;
-  /** Heartbeat ticks in a row with no sign of life from a peer the host is not reading. */
-  #quietTicks = 0;
   #lastDispatched = 0;
 
   constructor(ws: WebSocket, raw: Socket, host: HostApi, principal: Principal, options: MuxOptions) {
@@ -107,11 +98,7 @@ export class MuxConnection {
   /**
    * Called every ping interval. A peer is alive if it answered since the last tick, or if the
    * kernel took bytes from a backlog since then (a slow reader is still reading): a slow reader
-   * is never dropped for being slow, a silent one is dropped within two intervals. A peer whose
-   * socket the host stopped reading for its backlog cannot be heard at all, and the kernel takes
-   * bytes in steps of a few MiB (it wakes a writer only once much of its buffer is free), so a
-   * slow reader may show nothing for several intervals: it is dropped only after
-   * `BACKLOG_QUIET_TICKS` of them in a row.
+   * is never dropped for being slow, a silent one is dropped within two intervals.
    */
   heartbeat(): void {
     const backlog = this.writer.buffered;
@@ -119,16 +106,12 @@ export class MuxConnection {
     const progressed = this.#lastBacklog > 0 && dispatched > this.#lastDispatched;
     this.#lastBacklog = backlog;
     this.#lastDispatched = dispatched;
-    const paused = this.#ws.isPaused;
     // Not reading the socket is then the host's doing (its calls are busy), not the peer's silence.
-    const holding = paused && backlog <= this.#options.sendHighWaterBytes;
+    const holding = this.#ws.isPaused && backlog <= this.#options.sendHighWaterBytes;
     if (!this.#heard && !progressed && !holding) {
-      this.#quietTicks++;
-      if (!paused || this.#quietTicks >= BACKLOG_QUIET_TICKS) {
-        this.#ws.terminate();
-        return;
-      }
-    } else this.#quietTicks = 0;
+      this.#ws.terminate();
+      return;
+    }
     this.#heard = false;
     this.#ws.ping();
   }
