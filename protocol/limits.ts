@@ -51,6 +51,11 @@ export const Limits = {
   maxHttpBodyBytes: 1024 * 1024,
   /** @default 15 s */
   pingIntervalMs: 15_000,
+  /**
+   * @default 4 quiet ping intervals (a minute at 15 s) allowed to a peer the host is behind on
+   * before it is dropped; a peer owed nothing is dropped at its first.
+   */
+  backlogGraceIntervals: 4,
   /** @default 4 MiB buffered on a socket before live pushes pause for that follower. */
   followerHighWaterBytes: 4 * 1024 * 1024,
   /** @default 4 MiB buffered on a socket before the host stops reading it and starts no call. */

@@ -36,6 +36,14 @@ const MUX_FLAGS = {
     fallback: Limits.maxQueuedCalls,
     min: 0,
   },
+  backlogGraceIntervals: {
+    flag: "--backlog-grace-intervals <n>",
+    env: "SESSIONMUX_BACKLOG_GRACE_INTERVALS",
+    description:
+      "ping intervals in a row a socket owed a backlog may show no sign of life before it is dropped",
+    fallback: Limits.backlogGraceIntervals,
+    min: 1,
+  },
   maxStreamsPerSocket: {
     flag: "--max-streams-per-socket <n>",
     env: "SESSIONMUX_MAX_STREAMS_PER_SOCKET",
@@ -170,5 +178,6 @@ export function muxLimitsOf(values: LimitValues): Partial<MuxOptions> {
     maxCallsInFlight: values.maxCallsInFlight,
     maxQueuedCalls: values.maxQueuedCalls,
     maxStreamsPerSocket: values.maxStreamsPerSocket,
+    backlogGraceIntervals: values.backlogGraceIntervals,
   };
 }

@@ -28,6 +28,7 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
     maxPayloadBytes: COUNT,
     maxStreamsPerSocket: COUNT,
     pingIntervalMs: COUNT,
+    backlogGraceIntervals: COUNT,
     followerHighWaterBytes: COUNT,
     notificationHighWaterBytes: COUNT,
     sendHighWaterBytes: COUNT,

@@ -71,6 +71,12 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     help: "Followers paused above the high-water mark",
     registers: [this.registry],
   });
+  readonly heartbeatDrops = new Counter({
+    name: "sessionmux_heartbeat_drops_total",
+    help: "Mux sockets the heartbeat dropped: silent (owed nothing, no answer to a ping) or stalled (a backlog owed, nothing taken from it for the grace intervals)",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly notificationsDropped = new Counter({
     name: "sessionmux_notifications_dropped_total",
     help: "Notifications not sent to a socket whose backlog was above its high-water mark",

@@ -17,6 +17,7 @@ describe("createSessionmux options", () => {
       // every call waited for a slot that never came
       [{ mux: { maxCallsInFlight: 0 } }, /^mux\.maxCallsInFlight must be an integer ≥ 1, got 0$/],
       [{ mux: { maxQueuedCalls: -1 } }, /^mux\.maxQueuedCalls must be an integer ≥ 0, got -1$/],
+      [{ mux: { backlogGraceIntervals: 0 } }, /^mux\.backlogGraceIntervals must be an integer ≥ 1, got 0$/],
       // the write-lock check ran in a busy loop
       [{ readinessIntervalMs: 0 }, /^readinessIntervalMs must be an integer ≥ 1, got 0$/],
       [

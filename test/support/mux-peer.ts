@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import WebSocket from "ws";
-import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { type DecodeLimits, decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { type SessionEvent, SessionmuxError, SUBPROTOCOL, type WireError } from "../../protocol/index.js";
 import { encodeBearerSubprotocol } from "../../src/transport/auth.js";
 import { rawDataBytes } from "../../src/transport/mux/raw-data.js";
@@ -33,7 +33,16 @@ export interface MuxPeerOptions {
    * for load tests that measure the memory of the process they run in.
    */
   keepEvents?: boolean;
+  /**
+   * @default strings of 16 MiB, arrays of 1,000,000, other limits as the host's — the decoder's
+   * limits for host frames; a test that receives a large attachment whole raises `maxBinBytes`.
+   */
+  decodeLimits?: Partial<DecodeLimits>;
+  /** @default `ws`'s 100 MiB — the largest message the socket takes. */
+  maxPayload?: number;
 }
+
+const DECODE_LIMITS: Partial<DecodeLimits> = { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000 };
 
 /**
  * A raw protocol peer for tests: speaks protocol-v1 frames over a real `ws` socket and keeps every
@@ -49,17 +58,14 @@ export class MuxPeer {
   #nextId = 1;
   readonly closed: Promise<{ code: number; reason: string }>;
 
-  private constructor(ws: WebSocket) {
+  private constructor(ws: WebSocket, decodeLimits: Partial<DecodeLimits>) {
     this.ws = ws;
     this.closed = new Promise((resolve) => {
       ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() }));
     });
     ws.on("message", (data, isBinary) => {
       if (!isBinary) throw new Error("host sent a text frame");
-      const frame = decodeFrame(rawDataBytes(data), {
-        maxStrBytes: 16 * 1024 * 1024,
-        maxArrayLength: 1_000_000,
-      }) as PeerFrame;
+      const frame = decodeFrame(rawDataBytes(data), decodeLimits) as PeerFrame;
       if (typeof frame.id === "number") this.#track(frame.id, frame);
       if (!this.#keepEvents && frame.type === "item" && (frame.value as { kind?: string }).kind === "events")
         return;
@@ -95,7 +101,10 @@ export class MuxPeer {
   /** Connects and waits for `hello`. */
   static async connect(wsUrl: string, options: MuxPeerOptions = {}): Promise<MuxPeer> {
     const ws = MuxPeer.socket(wsUrl, options);
-    const peer = new MuxPeer(ws);
+    const peer = new MuxPeer(
+      ws,
+      options.decodeLimits ? { ...DECODE_LIMITS, ...options.decodeLimits } : DECODE_LIMITS,
+    );
     peer.#keepEvents = options.keepEvents ?? true;
     await once(ws, "open");
     await until(() => peer.frames.length > 0, 10_000, "hello");
@@ -114,7 +123,12 @@ export class MuxPeer {
     const url = options.path
       ? new URL(options.path, wsUrl.replace(/^ws/, "http")).href.replace(/^http/, "ws")
       : wsUrl;
-    return new WebSocket(url, all, { headers, autoPong: options.autoPong ?? true, perMessageDeflate: false });
+    return new WebSocket(url, all, {
+      headers,
+      autoPong: options.autoPong ?? true,
+      perMessageDeflate: false,
+      ...(options.maxPayload === undefined ? {} : { maxPayload: options.maxPayload }),
+    });
   }
 
   get hello(): PeerFrame {

@@ -17,6 +17,7 @@ import { type ClientRequest, isRefusal, parseClientFrame } from "./client-frame.
 import { ControlStream } from "./control-stream.js";
 import { FollowStream } from "./follow-stream.js";
 import { FrameWriter } from "./frame-writer.js";
+import { Heartbeat } from "./heartbeat.js";
 import type { MuxOptions } from "./mux-options.js";
 import { rawDataBytes } from "./raw-data.js";
 import { sharedEventFrames } from "./shared-event-frames.js";
@@ -44,16 +45,14 @@ export class MuxConnection {
   #streams = 0;
   #closed = false;
   #unsubscribeNotifications: (() => void) | undefined;
-  /** Heard from the peer (pong or any frame) since the last heartbeat tick. */
-  #heard = true;
-  #lastBacklog = 0;
-  #lastDispatched = 0;
+  readonly #heartbeat: Heartbeat;
 
   constructor(ws: WebSocket, raw: Socket, host: HostApi, principal: Principal, options: MuxOptions) {
     this.#ws = ws;
     this.#host = host;
     this.#principal = principal;
     this.#options = options;
+    this.#heartbeat = new Heartbeat(options.backlogGraceIntervals);
     this.writer = new FrameWriter(ws, raw, options.metrics, options.sendHighWaterBytes);
     this.#gate = new CallGate({
       maxInFlight: options.maxCallsInFlight,
@@ -63,12 +62,8 @@ export class MuxConnection {
     });
     this.#baselines = new BaselineGate(this.writer, options.followerHighWaterBytes);
     ws.on("message", (data, isBinary) => this.#onMessage(data, isBinary));
-    ws.on("pong", () => {
-      this.#heard = true;
-    });
-    ws.on("ping", () => {
-      this.#heard = true;
-    });
+    ws.on("pong", (payload) => this.#heartbeat.pong(payload));
+    ws.on("ping", () => this.#heartbeat.heard());
     ws.on("error", () => {
       // `ws` closes the socket after an error (1009 over maxPayload, bad framing); 'close' cleans up.
     });
@@ -95,25 +90,21 @@ export class MuxConnection {
     });
   }
 
-  /**
-   * Called every ping interval. A peer is alive if it answered since the last tick, or if the
-   * kernel took bytes from a backlog since then (a slow reader is still reading): a slow reader
-   * is never dropped for being slow, a silent one is dropped within two intervals.
-   */
+  /** Called every ping interval: pings the peer, or drops it by the rule of `Heartbeat`. */
   heartbeat(): void {
     const backlog = this.writer.buffered;
-    const dispatched = this.writer.dispatched;
-    const progressed = this.#lastBacklog > 0 && dispatched > this.#lastDispatched;
-    this.#lastBacklog = backlog;
-    this.#lastDispatched = dispatched;
-    // Not reading the socket is then the host's doing (its calls are busy), not the peer's silence.
-    const holding = this.#ws.isPaused && backlog <= this.#options.sendHighWaterBytes;
-    if (!this.#heard && !progressed && !holding) {
-      this.#ws.terminate();
+    const verdict = this.#heartbeat.tick({
+      backlog,
+      dispatched: this.writer.dispatched,
+      // Not reading the socket is then the host's doing (its calls are busy), not the peer's silence.
+      holding: this.#ws.isPaused && backlog <= this.#options.sendHighWaterBytes,
+    });
+    if ("ping" in verdict) {
+      this.#ws.ping(verdict.ping);
       return;
     }
-    this.#heard = false;
-    this.#ws.ping();
+    this.#options.metrics?.heartbeatDrops.inc({ reason: verdict.drop });
+    this.#ws.terminate();
   }
 
   /** The socket is gone: free everything without sending. */
@@ -145,7 +136,7 @@ export class MuxConnection {
   }
 
   #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
-    this.#heard = true;
+    this.#heartbeat.heard();
     if (this.#closed) return;
     const bytes = rawDataBytes(data);
     const metrics = this.#options.metrics;

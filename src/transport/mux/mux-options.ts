@@ -15,6 +15,13 @@ export interface MuxOptions {
   maxStreamsPerSocket: number;
   /** @default 15000 — WebSocket ping interval; a peer silent for two intervals is dropped. */
   pingIntervalMs: number;
+  /**
+   * @default 4 — quiet ping intervals in a row allowed to a peer the host is behind on (it held a
+   * backlog for it since its last pong) before it is dropped; one owed nothing is dropped at its
+   * first. Its pongs wait behind what it is still reading, and the kernel shows its reading only
+   * in steps: see `Heartbeat`.
+   */
+  backlogGraceIntervals: number;
   /** @default 4 MiB — socket backlog above which a follower stops receiving live pushes. */
   followerHighWaterBytes: number;
   /**
@@ -55,6 +62,7 @@ export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
     maxPayloadBytes: options.maxPayloadBytes ?? Limits.maxPayloadBytes,
     maxStreamsPerSocket: options.maxStreamsPerSocket ?? Limits.maxStreamsPerSocket,
     pingIntervalMs: options.pingIntervalMs ?? Limits.pingIntervalMs,
+    backlogGraceIntervals: options.backlogGraceIntervals ?? Limits.backlogGraceIntervals,
     followerHighWaterBytes: options.followerHighWaterBytes ?? Limits.followerHighWaterBytes,
     notificationHighWaterBytes: options.notificationHighWaterBytes ?? Limits.followerHighWaterBytes,
     sendHighWaterBytes: options.sendHighWaterBytes ?? Limits.sendHighWaterBytes,

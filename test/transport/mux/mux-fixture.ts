@@ -91,19 +91,21 @@ export function attachmentOf(host: TestHost, bytes: number): Promise<string> {
   });
 }
 
-/** Asks for the attachment and waits until over 1 MiB of its answer has gone out. */
+/** Asks for the attachment and waits until over 1 MiB of its answer has gone out; the call's id. */
 export async function attachmentUnderWay(
   host: TestHost,
   peer: MuxPeer,
   sessionId: string,
   attachmentId: string,
-): Promise<void> {
+): Promise<number> {
+  const id = peer.nextId();
   peer.send({
     type: "call",
-    id: peer.nextId(),
+    id,
     method: "session.attachment",
     params: { sessionId, attachmentId },
   });
   const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
   await until(async () => (await bytesOut()) > 1024 * 1024, 5_000, "the answer under way");
+  return id;
 }
