@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { SessionmuxError } from "../../protocol/index.js";
-import { ADMIN, PRINCIPAL_NAME, type Principal } from "../host/principal.js";
+import { type Principal, principalProblem } from "../host/principal.js";
 import type { RefusalLog } from "./refusal-log.js";
 
 /** An app's own authentication: the caller's principal, or `undefined` to refuse with 401. */
@@ -85,26 +85,18 @@ export class AppAuthentication {
       return undefined;
     }
     if (principal === undefined || principal === null) return undefined;
-    if (typeof principal.name !== "string" || !PRINCIPAL_NAME.test(principal.name)) {
+    const problem = principalProblem(principal);
+    if (problem) {
       // the name is not logged: it may be anything of any size
       this.log.write(
         "error",
         { path: request.url },
-        "authenticate returned a principal whose name is not 1-64 of letters, digits and ._@-; request refused",
+        problem.kind === "malformed_name"
+          ? "authenticate returned a principal whose name is not 1-64 of letters, digits and ._@-; request refused"
+          : 'authenticate returned a principal named "admin" that is not an admin (the name is reserved); request refused',
       );
       return undefined;
     }
-    const admin = principal.admin === true;
-    if (!admin && principal.name === ADMIN.name) {
-      // the bare admin token's name, as token entries have it reserved: sessions it created are
-      // owned by that name, and a principal of that name would see them all
-      this.log.write(
-        "error",
-        { path: request.url },
-        'authenticate returned a principal named "admin" that is not an admin (the name is reserved); request refused',
-      );
-      return undefined;
-    }
-    return Object.freeze({ name: principal.name, admin });
+    return Object.freeze({ name: principal.name, admin: principal.admin === true });
   }
 }

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { BEARER_SUBPROTOCOL_PREFIX } from "../../protocol/index.js";
-import { PRINCIPAL_NAME, type Principal } from "../host/principal.js";
+import { type Principal, principalProblem } from "../host/principal.js";
 
 export interface TokenSpec {
   /** Principal name; `admin` principals see every session. */
@@ -31,12 +31,8 @@ export function checkTokenSpecs(tokens: readonly TokenSpec[]): void {
   const secrets = new Set<string>();
   for (const t of tokens) {
     const entry = t.admin ? "the bare (admin) token" : `--token ${t.name}=…`;
-    if (!t.admin && t.name === "admin")
-      throw new Error(`${entry}: the name "admin" is reserved for the bare admin token; pick another name`);
-    if (!t.admin && !PRINCIPAL_NAME.test(t.name))
-      throw new Error(
-        `${entry}: a principal name is 1-64 of letters, digits and ._@- starting with a letter or digit`,
-      );
+    const problem = principalProblem(t);
+    if (problem) throw new Error(`${entry}: ${problem.message}`);
     if (t.secret.length === 0 || t.secret.length > 4096)
       throw new Error(`${entry}: a secret is 1-4096 characters`);
     if (names.has(t.name))

@@ -157,4 +157,14 @@ describe("an in-process client", () => {
     expect(() => sm.connect({ name: "", admin: false })).toThrow(TypeError);
     expect(() => sm.connect({ name: "no spaces", admin: false })).toThrow(TypeError);
   });
+
+  it("refuses a plain principal named admin, which would see every session the admin token created", async () => {
+    expect(() => sm.connect({ name: "admin", admin: false })).toThrow(TypeError);
+    expect(() => sm.connect({ name: "admin", admin: false })).toThrow(/reserved/);
+    const { sessionId } = (await inProcess().create({ title: "alice's" })).header;
+    const admin = inProcess({ name: "admin", admin: true });
+    const admins = inProcess({ name: "admins", admin: false });
+    expect((await admin.list({ limit: 200 })).sessions.map((r) => r.sessionId)).toContain(sessionId);
+    expect((await admins.list({ limit: 200 })).sessions.map((r) => r.sessionId)).not.toContain(sessionId);
+  });
 });

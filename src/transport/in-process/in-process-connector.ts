@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type ClientOptions, createClient, type SessionmuxClient } from "../../client/client.js";
 import { createNodeSocketFactory } from "../../client/node.js";
-import { PRINCIPAL_NAME, type Principal } from "../../host/principal.js";
+import { type Principal, principalProblem } from "../../host/principal.js";
 import type { MuxUpgradeHandler } from "../mux/mux-server.js";
 import { refuseUpgrade } from "../mux/upgrade-gate.js";
 import { MemorySocket } from "./memory-socket.js";
@@ -78,10 +78,7 @@ export class InProcessConnector {
 }
 
 function checkedPrincipal(principal: Principal): Principal {
-  if (typeof principal?.name !== "string" || !PRINCIPAL_NAME.test(principal.name)) {
-    throw new TypeError(
-      "a principal's name is 1-64 of letters, digits and ._@- starting with a letter or digit",
-    );
-  }
+  const problem = principalProblem(principal);
+  if (problem) throw new TypeError(problem.message);
   return Object.freeze({ name: principal.name, admin: principal.admin === true });
 }
