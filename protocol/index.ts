@@ -8,5 +8,6 @@ export * from "./frames.js";
 export * from "./ids.js";
 export * from "./limits.js";
 export * from "./methods.js";
+export * from "./readiness.js";
 export * from "./rows.js";
 export * from "./validate.js";

@@ -99,7 +99,12 @@ export async function mountSessionmux(
     metrics,
     logger,
   });
-  const readiness = new ReadinessProbe(() => database.ready(), options.readinessIntervalMs ?? 5000);
+  const readiness = new ReadinessProbe(
+    () => database.ready(),
+    options.readinessIntervalMs ?? 5000,
+    Date.now,
+    logger,
+  );
   try {
     await host.start();
     await readiness.start();

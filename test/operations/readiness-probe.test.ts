@@ -36,7 +36,7 @@ describe("ReadinessProbe", () => {
       if (failure) throw failure;
     }, 60_000);
     await failing.start();
-    expect(failing.current()).toMatchObject({ ready: false, reason: "attempt to write a readonly database" });
+    expect(failing.current()).toMatchObject({ ready: false, code: "db_unavailable" });
     failing.stop();
     expect(failing.current()).toMatchObject({ ready: false, reason: "shutting down" });
   });
