@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { CallInbox } from "../store/call-inbox.js";
+import { closeEvery } from "../store/close-every.js";
 import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
 import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
@@ -89,12 +90,9 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     ready: () => check.check(),
     description: describeTarget(target),
     shared: { leases: opened, inbox },
-    async close() {
-      await check.close();
-      await uploads.close();
-      await inbox.close();
-      await opened.close();
-    },
+    // every pool and listener is closed though one before it failed; the first failure is thrown
+    close: () =>
+      closeEvery([() => check.close(), () => uploads.close(), () => inbox.close(), () => opened.close()]),
   };
 }
 

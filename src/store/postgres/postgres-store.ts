@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import type { NewEvent, Resolution } from "../../../protocol/index.js";
 import { readWhole } from "../attachment-chunks.js";
+import { closeEvery } from "../close-every.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
 import type { DismissalOutcome } from "../dismissals.js";
 import type { GroupCommitStats } from "../group-commit.js";
@@ -372,14 +373,17 @@ export class PostgresSessionStore implements HostStore {
     return this.groupCommit.stats();
   }
 
-  /** Settles queued writes, stops listening and closes every connection. */
+  /**
+   * Settles queued writes, stops listening and closes every connection, each step though one
+   * before it failed; rejects with the first failure (`closeEvery`).
+   */
   close(): Promise<void> {
-    this.closed ??= (async () => {
-      await this.groupCommit.close();
-      await this.feed.close();
-      await this.writerPool.end();
-      await this.pool.end();
-    })();
+    this.closed ??= closeEvery([
+      () => this.groupCommit.close(),
+      () => this.feed.close(),
+      () => this.writerPool.end(),
+      () => this.pool.end(),
+    ]);
     return this.closed;
   }
 }
