@@ -9,8 +9,13 @@ export interface BackupReport {
   source: string;
   target: string;
   pages: number;
-  /** `PRAGMA integrity_check` of the copy: `"ok"` or the first problem found. */
+  /** `PRAGMA integrity_check` of the copy: always `"ok"` (a copy that fails it is no backup). */
   integrity: string;
+}
+
+export interface BackupOptions {
+  /** Runs on the finished copy before its integrity check (tests damage it there). */
+  beforeCheck?: (copyPath: string) => void;
 }
 
 /**
@@ -21,15 +26,27 @@ export interface BackupReport {
  * written beside the target and linked into place once complete (the folder synced after the
  * link, so a reported backup survives a power cut), so `targetPath` is either absent or a whole
  * copy: a failed backup (a full disk) removes what it wrote, and a killed one
- * leaves only `<target>.<pid>.partial`.
+ * leaves only `<target>.<pid>.partial`. A copy that fails `PRAGMA integrity_check` is removed
+ * too and refused `backup_corrupt`, never put in place.
  */
-export async function backupDatabase(sourcePath: string, targetPath: string): Promise<BackupReport> {
+export async function backupDatabase(
+  sourcePath: string,
+  targetPath: string,
+  options: BackupOptions = {},
+): Promise<BackupReport> {
   const source = existingDatabase(sourcePath);
   if (existsSync(targetPath)) throw targetExists(targetPath);
   const partial = `${targetPath}.${process.pid}.partial`;
   try {
     const pages = await copyPages(source, partial);
+    options.beforeCheck?.(partial);
     const integrity = integrityOf(partial);
+    // a copy that fails its check is no backup: restoring it would lose or garble sessions
+    if (integrity !== "ok")
+      throw new StartupError(
+        "backup_corrupt",
+        `the copy of ${source} failed its integrity check (${integrity}); nothing was written to ${targetPath}`,
+      );
     try {
       linkSync(partial, targetPath);
     } catch (err) {
@@ -71,13 +88,23 @@ async function copyPages(source: string, target: string): Promise<number> {
   }
 }
 
-/** `PRAGMA integrity_check` of the copy: `"ok"` or the first problem found. */
+/**
+ * `PRAGMA integrity_check` of the copy: `"ok"` or the first problem found. A copy damaged enough
+ * that SQLite refuses to read it (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) fails the check with its
+ * words; any other error (a read that failed) is no verdict on the copy and is thrown.
+ */
 function integrityOf(path: string): string {
-  const copy = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    return copy.pragma("integrity_check", { simple: true }) as string;
-  } finally {
-    copy.close();
+    const copy = new Database(path, { readonly: true, fileMustExist: true });
+    try {
+      return copy.pragma("integrity_check", { simple: true }) as string;
+    } finally {
+      copy.close();
+    }
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return (err as Error).message;
+    throw err;
   }
 }
 

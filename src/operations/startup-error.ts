@@ -13,6 +13,7 @@ export const StartupErrorCodes = [
   "token_file_unreadable",
   "backup_target_exists",
   "backup_failed",
+  "backup_corrupt",
   "db_option_invalid",
   "db_unreachable",
   "db_schema_missing",

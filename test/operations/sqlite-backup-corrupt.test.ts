@@ -1,0 +1,81 @@
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { backupDatabase } from "../../src/operations/sqlite-backup.js";
+import { StartupError } from "../../src/operations/startup-error.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/**
+ * A copy that fails `PRAGMA integrity_check` is no backup: it is removed, never linked into
+ * place, and the backup is refused `backup_corrupt`.
+ */
+
+const dirs: { remove(): void }[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) dir.remove();
+});
+
+async function database(): Promise<{ dir: ReturnType<typeof tempDir>; db: string }> {
+  const dir = tempDir();
+  dirs.push(dir);
+  const db = dir.file("sessions.db");
+  const store = SqliteSessionStore.open(db);
+  await store.create({ sessionId: "s1", owner: "admin", model: "demo-fast" });
+  await store.close();
+  return { dir, db };
+}
+
+/** Fills the copy's second page with 0xff: its integrity check then reports the damage. */
+function damage(copyPath: string): void {
+  const fd = openSync(copyPath, "r+");
+  try {
+    writeSync(fd, Buffer.alloc(4096, 0xff), 0, 4096, 4096);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function refusal(run: Promise<unknown>): Promise<StartupError> {
+  const outcome = await run.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(outcome).toBeInstanceOf(StartupError);
+  return outcome as StartupError;
+}
+
+describe("a backup whose copy fails its integrity check", () => {
+  it("is refused backup_corrupt and leaves nothing at the target or beside it", async () => {
+    const { dir, db } = await database();
+    const target = dir.file("copy.db");
+    let damaged = "";
+    const refused = await refusal(
+      backupDatabase(db, target, {
+        beforeCheck: (copyPath) => {
+          damaged = copyPath;
+          damage(copyPath);
+        },
+      }),
+    );
+    expect(refused.code).toBe("backup_corrupt");
+    expect(refused.message).toContain(`nothing was written to ${target}`);
+    expect(damaged).not.toBe("");
+    expect(readdirSync(dir.path).filter((name) => name.startsWith("copy.db"))).toEqual([]);
+  });
+
+  it("leaves a file that appeared at the target meanwhile as it was", async () => {
+    const { dir, db } = await database();
+    const target = dir.file("copy.db");
+    const refused = await refusal(
+      backupDatabase(db, target, {
+        beforeCheck: (copyPath) => {
+          writeFileSync(target, "an older backup");
+          damage(copyPath);
+        },
+      }),
+    );
+    expect(refused.code).toBe("backup_corrupt");
+    expect(readFileSync(target, "utf8")).toBe("an older backup");
+    expect(readdirSync(dir.path).filter((name) => name.startsWith("copy.db"))).toEqual(["copy.db"]);
+  });
+});
