@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import pg from "pg";
-import { existingDatabase } from "../operations/database-path.js";
 import { databaseTarget, redactUrl } from "../operations/database-target.js";
+import { assertNotInUse } from "../operations/exclusive-access.js";
 import { StartupError } from "../operations/startup-error.js";
+import { DatabaseInUseError } from "../store/database-lock.js";
 import { migrate, PG_SCHEMA_VERSION, schemaIdentifier } from "../store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { dbOption, dbSchemaOption } from "./cli-options.js";
@@ -26,9 +27,9 @@ export function registerMigrateCommand(program: Command): void {
     .action(async (options: MigrateOptions) => {
       const target = databaseTarget(options.db, options.dbSchema);
       if (target.kind === "sqlite") {
-        // opening applies the migrations; a file held by a running host is refused by its lock
-        const store = SqliteSessionStore.open(existingDatabase(target.path));
-        await store.close();
+        // a file a running host has open is refused db_in_use, as rebuild-projections refuses it
+        const file = assertNotInUse(target.path);
+        await openToMigrate(file).close();
         process.stdout.write(`${JSON.stringify({ db: target.path, migrated: true })}\n`);
         return;
       }
@@ -53,6 +54,16 @@ export function registerMigrateCommand(program: Command): void {
         await client.end().catch(() => undefined);
       }
     });
+}
+
+/** Opening applies the migrations; a host that took the file since the check above holds its lock. */
+function openToMigrate(file: string): SqliteSessionStore {
+  try {
+    return SqliteSessionStore.open(file);
+  } catch (err) {
+    if (!(err instanceof DatabaseInUseError)) throw err;
+    throw new StartupError("db_in_use", err.message, { cause: err });
+  }
 }
 
 /** The highest applied migration of `schema`, 0 when it has none (or does not exist). */

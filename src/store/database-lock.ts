@@ -90,7 +90,12 @@ function isBusy(err: unknown): boolean {
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
 }
 
-function inUse(dbPath: string, db: Database.Database): Error {
+/** The lock of a database file is held by another process (or another store in this one). */
+export class DatabaseInUseError extends Error {
+  override readonly name = "DatabaseInUseError";
+}
+
+function inUse(dbPath: string, db: Database.Database): DatabaseInUseError {
   let holder: Holder | undefined;
   try {
     holder = db.prepare("SELECT pid, host, started_at FROM holder").get() as Holder | undefined;
@@ -101,7 +106,7 @@ function inUse(dbPath: string, db: Database.Database): Error {
     holder && holder.pid !== process.pid
       ? `process ${holder.pid} on ${holder.host}, started ${new Date(holder.started_at).toISOString()}`
       : "another process";
-  return new Error(
+  return new DatabaseInUseError(
     `the database ${dbPath} is in use by ${who}; stop that host first (one host per database file)`,
   );
 }

@@ -119,6 +119,24 @@ describe("sessionmux serve: operations", () => {
     expect(refused.stderr).toContain(`port ${port} on 127.0.0.1`);
   });
 
+  it("migrate refuses a database a running host has open db_in_use, as rebuild-projections does", async () => {
+    const dir = folder();
+    const env = { SESSIONMUX_DB: dir.file("sessions.db"), SESSIONMUX_TOKEN: "t" };
+    const host = await serve(env);
+    const refused = await runCli(["migrate"], env);
+    const rebuild = await runCli(["rebuild-projections"], env);
+    expect(refused.code).toBe(2);
+    expect(refused.code).toBe(rebuild.code);
+    expect(refused.stderr).toContain("error: db_in_use: ");
+    expect(refused.stderr).toContain(dir.file("sessions.db"));
+    expect(refused.stdout).toBe("");
+    await host.stop();
+    stops.pop();
+    const migrated = await runCli(["migrate"], env);
+    expect(migrated.code).toBe(0);
+    expect(JSON.parse(migrated.stdout)).toMatchObject({ migrated: true });
+  });
+
   it("rebuild-projections refuses a database a running host has open, and a missing one", async () => {
     const dir = folder();
     const env = { SESSIONMUX_DB: dir.file("sessions.db"), SESSIONMUX_TOKEN: "t" };
