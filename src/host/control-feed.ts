@@ -38,8 +38,9 @@ export class ControlFeed {
   start(): void {
     this.#unsubscribe.push(
       this.#live.subscribeWithOwner((delta, _sessionId, owner) => this.#fanOut(owner, delta)),
-      this.#store.subscribeAll((sessionId, notice, projection) => {
-        if (!projection || notice.kind === "delete" || this.#subscribers.size === 0) return;
+      // a delete carries no projection: the row's removal reaches clients as the list's own delta
+      this.#store.subscribeAll((sessionId, _notice, projection) => {
+        if (!projection || this.#subscribers.size === 0) return;
         this.#fanOut(projection.owner, {
           kind: "projection",
           sessionId,
