@@ -51,6 +51,7 @@ export default {
     "protocol/transcript.ts",
     "src/host/notifications.ts",
     "src/host/notification-batch.ts",
+    "src/host/control-feed.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

@@ -38,7 +38,7 @@ export class ControlFeed {
   start(): void {
     this.#unsubscribe.push(
       this.#live.subscribeWithOwner((delta, _sessionId, owner) => this.#fanOut(owner, delta)),
-      // a delete carries no projection: the row's removal reaches clients as the list's own delta
+      // a delete carries no projection (both stores pass null), so it sends no row
       this.#store.subscribeAll((sessionId, _notice, projection) => {
         if (!projection || this.#subscribers.size === 0) return;
         this.#fanOut(projection.owner, {
