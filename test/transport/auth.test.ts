@@ -76,10 +76,11 @@ describe("token entries", () => {
   });
 });
 
+// Every Authenticator is made inside its test: one made while tests are collected would fail the
+// whole file rather than a test when its constructor throws.
 describe("who a secret names", () => {
-  const auth = new Authenticator([admin, alice, bob]);
-
   test("each configured secret names its own principal; any other names none", () => {
+    const auth = new Authenticator([admin, alice, bob]);
     expect(auth.principalFor(bob.secret)).toEqual({ name: "bob", admin: false });
     expect(auth.principalFor(admin.secret)).toEqual({ name: "admin", admin: true });
     for (const secret of [undefined, "", "nobody", `${alice.secret} `])
@@ -120,6 +121,7 @@ describe("the bearer token of a request", () => {
     expect(tokenOf({ "sec-websocket-protocol": `sessionmux.v1,  ${entry}` })).toBe(token);
     expect(tokenOf({ "sec-websocket-protocol": entry }, false)).toBeUndefined();
     expect(tokenOf({ "sec-websocket-protocol": "sessionmux.v1" })).toBeUndefined();
+    expect(tokenOf({})).toBeUndefined();
     const padding = "p".repeat(8192 - entry.length - 1);
     expect(tokenOf({ "sec-websocket-protocol": `${padding},${entry}` })).toBe(token);
     expect(tokenOf({ "sec-websocket-protocol": `${padding}x,${entry}` })).toBeUndefined();
@@ -129,10 +131,9 @@ describe("the bearer token of a request", () => {
 });
 
 describe("origins", () => {
-  const auth = new Authenticator([alice], { allowedOrigins: ["HTTPS://App.Example"] });
-  const allowed = (headers: Record<string, string>) => auth.originAllowed(request(headers));
-
   test("no Origin (not a browser), a configured one in any case, or the request's own host", () => {
+    const auth = new Authenticator([alice], { allowedOrigins: ["HTTPS://App.Example"] });
+    const allowed = (headers: Record<string, string>) => auth.originAllowed(request(headers));
     expect(allowed({})).toBe(true);
     expect(allowed({ origin: "https://app.example" })).toBe(true);
     expect(allowed({ origin: "http://LOCALHOST:8080", host: "localhost:8080" })).toBe(true);
@@ -190,6 +191,13 @@ describe("authenticate and metrics access", () => {
       "unauthorized",
     );
     expect(access({ "sec-websocket-protocol": encodeBearerSubprotocol(admin.secret) })).toBe("unauthorized");
+  });
+
+  test("/metrics without a metrics token configured: admins only", () => {
+    const auth = new Authenticator([admin, alice]);
+    expect(auth.metricsAccess(request(bearer(admin.secret)))).toBe("ok");
+    expect(auth.metricsAccess(request(bearer(alice.secret)))).toBe("forbidden");
+    expect(auth.metricsAccess(request(bearer("metrics-only")))).toBe("unauthorized");
   });
 
   test("/metrics: a metrics token past 4096 characters is never taken", () => {
