@@ -52,6 +52,8 @@ export default {
     "src/host/notifications.ts",
     "src/host/notification-batch.ts",
     "src/host/control-feed.ts",
+    "src/transport/auth.ts",
+    "src/transport/mux/heartbeat.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

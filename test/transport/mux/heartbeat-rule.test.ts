@@ -81,6 +81,15 @@ describe("heartbeat rule", () => {
     expect(ticksToDrop(caughtUp, () => tail)).toEqual({ tick: 2, reason: "silent" });
   });
 
+  it("keeps the newest answer when an earlier number comes after it (an unsolicited pong may repeat one)", () => {
+    const heartbeat = new Heartbeat(GRACE);
+    const tail = { backlog: 0, dispatched: 2, holding: false };
+    const before = pingOf(heartbeat.tick({ backlog: 1 << 20, dispatched: 1, holding: false }));
+    heartbeat.pong(pingOf(heartbeat.tick(tail)));
+    heartbeat.pong(before);
+    expect(ticksToDrop(heartbeat, () => tail)).toEqual({ tick: 2, reason: "silent" });
+  });
+
   it("counts a pong without the ping's number as a sign of life that ends no grace", () => {
     const heartbeat = new Heartbeat(GRACE);
     const behind = { backlog: 1 << 20, dispatched: 1, holding: false };
