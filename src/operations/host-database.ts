@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { CallInbox } from "../store/call-inbox.js";
 import { closeEvery } from "../store/close-every.js";
+import { DatabaseInUseError } from "../store/database-lock.js";
 import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
 import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
@@ -105,6 +106,8 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
       ...(options.logger ? { logger: options.logger } : {}),
     });
   } catch (err) {
+    // another host holds the file: refused as migrate and rebuild-projections refuse it
+    if (err instanceof DatabaseInUseError) throw new StartupError("db_in_use", err.message, { cause: err });
     // a file that is no database (or not readable) is named in the error, with SQLite's reason
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });

@@ -137,6 +137,22 @@ describe("sessionmux serve: operations", () => {
     expect(JSON.parse(migrated.stdout)).toMatchObject({ migrated: true });
   });
 
+  it("a second serve on a file a running host has open is refused db_in_use, as migrate is", async () => {
+    const dir = folder();
+    const env = { SESSIONMUX_DB: dir.file("sessions.db"), SESSIONMUX_TOKEN: "t" };
+    const host = await serve(env);
+    const second = await startServe([], { SESSIONMUX_HOST: "127.0.0.1", SESSIONMUX_PORT: "0", ...env });
+    const migrate = await runCli(["migrate"], env);
+    expect(second.exited).toBe(2);
+    expect(second.exited).toBe(migrate.code);
+    expect(second.stderr).toContain("error: db_in_use: ");
+    expect(second.stderr).toContain(dir.file("sessions.db"));
+    expect(second.stdout).not.toContain("listening on");
+    await host.stop();
+    stops.pop();
+    await serve(env);
+  });
+
   it("rebuild-projections refuses a database a running host has open, and a missing one", async () => {
     const dir = folder();
     const env = { SESSIONMUX_DB: dir.file("sessions.db"), SESSIONMUX_TOKEN: "t" };
