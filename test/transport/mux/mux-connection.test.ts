@@ -73,6 +73,59 @@ describe("a mux connection", () => {
     expect(peer.of(id).map((f) => f.type)).toEqual(["result"]);
   });
 
+  it("frees an id once its call is answered or refused overloaded, and once its stream ended (§3: unique among those in flight)", async () => {
+    const listing = gate();
+    const host = keep(
+      await startTestHost({
+        mux: { maxCallsInFlight: 1, maxQueuedCalls: 1 },
+        storeView: (store: HostStore) =>
+          withMembers(store, {
+            list: async (...args: Parameters<HostStore["list"]>) => {
+              await listing.promise;
+              return store.list(...args);
+            },
+          }),
+      }),
+    );
+    const peer = await connect(host);
+    peers.push(peer);
+    const answer = (id: number) =>
+      until(() => peer.of(id).find((f) => f.type === "result" || f.type === "error"), 5_000, `answer ${id}`);
+    // the id sent again as a call: answered on it, not refused duplicate_id (an error without id)
+    const reuse = async (id: number) => {
+      const before = peer.of(id).length;
+      peer.send({ type: "call", id, method: "session.models" });
+      await until(() => peer.of(id)[before] ?? peer.unidentifiedErrors()[0], 5_000, `answer to ${id} reused`);
+      expect(peer.unidentifiedErrors()).toEqual([]);
+      expect(peer.of(id)[before]?.type).toBe("result");
+    };
+
+    peer.send({ type: "call", id: 101, method: "session.models" });
+    expect((await answer(101)).type).toBe("result");
+    await reuse(101);
+
+    // one call runs, one waits, the third is refused
+    peer.send({ type: "call", id: 102, method: "session.list", params: {} });
+    peer.send({ type: "call", id: 103, method: "session.models" });
+    peer.send({ type: "call", id: 104, method: "session.models" });
+    expect((await answer(104)).error?.code).toBe("overloaded");
+    listing.open();
+    await answer(102);
+    await answer(103);
+    await reuse(104);
+
+    // a stream the client closed, and one the host ended
+    const sessionId = await createSession(peer);
+    peer.open("session.follow", { sessionId }, 105);
+    await peer.waitItem(105, (item) => item.kind === "caughtUp");
+    peer.close(105);
+    expect((await peer.waitTerminal(105)).type).toBe("end");
+    await reuse(105);
+    peer.open("session.follow", { sessionId, afterSeq: 1_000 }, 106);
+    expect((await peer.waitTerminal(106)).error?.code).toBe("cursor_ahead");
+    await reuse(106);
+  });
+
   it("counts a fork as a creation of the caller's, and a call that creates nothing not at all", async () => {
     const host = keep(
       await startTestHost({ principals: { sessionCreateBurst: 2, sessionCreatePerSecond: 0.001 } }),
