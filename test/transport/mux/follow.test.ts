@@ -61,7 +61,8 @@ describe.each(STORE_VARIANTS)("session.follow (protocol-v1 §5) ($name)", ({ opt
     }
     expectRange(peer.events(main), 1, end);
     for (const p of peers.slice(1)) await p.disconnect();
-  });
+    // a 2000-delta turn: past the 8 s of the mutation config on the asynchronous double
+  }, 30_000);
 
   it("a follow opened at the head gets no events, then every event of a prompt", async () => {
     const sessionId = await createSession(peer);
