@@ -1,6 +1,7 @@
+import { readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { DatabaseLock } from "../../src/store/database-lock.js";
+import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
 import { type CliHost, spawnCliHost } from "../torture/cli-host.js";
@@ -62,5 +63,60 @@ describe("one host per SQLite file", () => {
       other.close();
     }
     DatabaseLock.acquire(dbPath).release();
+  });
+
+  it("names the holder that has the lock now, not a row a previous holder left", async () => {
+    const dbPath = freshDb();
+    // a holder that died (kill -9) leaves its row; the lock itself went with it
+    const leftover = new Database(`${dbPath}.lock`);
+    leftover.exec(
+      "CREATE TABLE holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL)",
+    );
+    leftover.prepare("INSERT INTO holder VALUES (?, ?, ?)").run(999_999, "gone.example", 0);
+    leftover.close();
+    const host = await spawnCliHost({ dbPath, token: "t" });
+    hosts.push(host);
+    expect(() => DatabaseLock.acquire(dbPath)).toThrow(`is in use by process ${host.child.pid} on `);
+  });
+
+  it("the refusal is a DatabaseInUseError by name; a lock file that is no database is refused as what it is", () => {
+    const dbPath = freshDb();
+    const held = DatabaseLock.acquire(dbPath);
+    try {
+      DatabaseLock.acquire(dbPath);
+      expect.unreachable("the second acquire must throw");
+    } catch (err) {
+      expect(err).toBeInstanceOf(DatabaseInUseError);
+      expect((err as Error).name).toBe("DatabaseInUseError");
+    } finally {
+      held.release();
+    }
+    const garbled = freshDb();
+    writeFileSync(`${garbled}.lock`, Buffer.alloc(4096, 0x5a));
+    let refusal: unknown;
+    try {
+      DatabaseLock.acquire(garbled).release();
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).not.toBeInstanceOf(DatabaseInUseError);
+    expect((refusal as { code?: string }).code).toBe("SQLITE_NOTADB");
+  });
+
+  it("release closes the lock file, and releasing again does nothing", () => {
+    const dbPath = freshDb();
+    const openLockFiles = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === `${dbPath}.lock`;
+        } catch {
+          return false; // the directory's own descriptor, gone by the time it is read
+        }
+      }).length;
+    const lock = DatabaseLock.acquire(dbPath);
+    expect(openLockFiles()).toBeGreaterThan(0);
+    lock.release();
+    expect(openLockFiles()).toBe(0);
+    expect(() => lock.release()).not.toThrow();
   });
 });
