@@ -54,6 +54,7 @@ export default {
     "src/host/control-feed.ts",
     "src/transport/auth.ts",
     "src/transport/mux/heartbeat.ts",
+    "src/transport/mux/mux-connection.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

@@ -69,10 +69,6 @@ export class MuxConnection {
     });
   }
 
-  get streams(): number {
-    return this.#streams;
-  }
-
   start(): void {
     this.writer.sendFrame({
       type: "hello",
