@@ -13,6 +13,9 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) dir.remove();
 });
 
+/** Tests that start real `serve` processes (a few seconds each on a loaded machine). */
+const SPAWNS_HOSTS_MS = 60_000;
+
 function freshDb(): string {
   const dir = tempDir();
   dirs.push(dir);
@@ -20,25 +23,29 @@ function freshDb(): string {
 }
 
 describe("one host per SQLite file", () => {
-  it("a second host on the same file refuses to start, naming the file and the first host's pid", async () => {
-    const dbPath = freshDb();
-    const first = await spawnCliHost({ dbPath, token: "t" });
-    hosts.push(first);
-    const refused = spawnCliHost({ dbPath, token: "t" });
-    await expect(refused).rejects.toThrow(`the database ${dbPath} is in use by process ${first.child.pid}`);
+  it(
+    "a second host on the same file refuses to start, naming the file and the first host's pid",
+    async () => {
+      const dbPath = freshDb();
+      const first = await spawnCliHost({ dbPath, token: "t" });
+      hosts.push(first);
+      const refused = spawnCliHost({ dbPath, token: "t" });
+      await expect(refused).rejects.toThrow(`the database ${dbPath} is in use by process ${first.child.pid}`);
 
-    // The database itself stays readable (an online backup reads it while the host runs).
-    const reader = new Database(dbPath, { readonly: true });
-    try {
-      expect(reader.prepare("SELECT count(*) AS n FROM sessions").get()).toBeDefined();
-    } finally {
-      reader.close();
-    }
+      // The database itself stays readable (an online backup reads it while the host runs).
+      const reader = new Database(dbPath, { readonly: true });
+      try {
+        expect(reader.prepare("SELECT count(*) AS n FROM sessions").get()).toBeDefined();
+      } finally {
+        reader.close();
+      }
 
-    // kill -9 leaves no stale lock: the operating system released it with the process.
-    await first.kill9();
-    hosts.push(await spawnCliHost({ dbPath, token: "t" }));
-  });
+      // kill -9 leaves no stale lock: the operating system released it with the process.
+      await first.kill9();
+      hosts.push(await spawnCliHost({ dbPath, token: "t" }));
+    },
+    SPAWNS_HOSTS_MS,
+  );
 
   it("within one process a second open is refused, and closing the store releases the lock", async () => {
     const dbPath = freshDb();
@@ -65,19 +72,23 @@ describe("one host per SQLite file", () => {
     DatabaseLock.acquire(dbPath).release();
   });
 
-  it("names the holder that has the lock now, not a row a previous holder left", async () => {
-    const dbPath = freshDb();
-    // a holder that died (kill -9) leaves its row; the lock itself went with it
-    const leftover = new Database(`${dbPath}.lock`);
-    leftover.exec(
-      "CREATE TABLE holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL)",
-    );
-    leftover.prepare("INSERT INTO holder VALUES (?, ?, ?)").run(999_999, "gone.example", 0);
-    leftover.close();
-    const host = await spawnCliHost({ dbPath, token: "t" });
-    hosts.push(host);
-    expect(() => DatabaseLock.acquire(dbPath)).toThrow(`is in use by process ${host.child.pid} on `);
-  });
+  it(
+    "names the holder that has the lock now, not a row a previous holder left",
+    async () => {
+      const dbPath = freshDb();
+      // a holder that died (kill -9) leaves its row; the lock itself went with it
+      const leftover = new Database(`${dbPath}.lock`);
+      leftover.exec(
+        "CREATE TABLE holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL)",
+      );
+      leftover.prepare("INSERT INTO holder VALUES (?, ?, ?)").run(999_999, "gone.example", 0);
+      leftover.close();
+      const host = await spawnCliHost({ dbPath, token: "t" });
+      hosts.push(host);
+      expect(() => DatabaseLock.acquire(dbPath)).toThrow(`is in use by process ${host.child.pid} on `);
+    },
+    SPAWNS_HOSTS_MS,
+  );
 
   it("the refusal is a DatabaseInUseError by name; a lock file that is no database is refused as what it is", () => {
     const dbPath = freshDb();
