@@ -244,4 +244,15 @@ describe("GET /v1/sessions/{id} rules", () => {
       expect(bytes.status).toBe(200);
       expect(bytes.text).toBe("inline note");
     }));
+
+  it("titles an untitled session with its first prompt, as the session list does", async () =>
+    withPeer(async (peer) => {
+      const sessionId = await createSession(peer);
+      await peer.call("session.prompt", { sessionId, text: "plan the trip", clientMessageId: "c1" });
+      await waitForState(h, sessionId);
+      const rendered = (await api(h, `/v1/sessions/${sessionId}`, { token: ADMIN_TOKEN })).json as {
+        title: string;
+      };
+      expect(rendered.title).toBe("plan the trip");
+    }));
 });

@@ -84,4 +84,18 @@ describe("session view rendering", () => {
     ]);
     expect(plain).toMatchObject({ seq: events.length, epoch: "e1" });
   });
+
+  it("orders pending questions by request time, then id, whatever order live state lists them in", () => {
+    const live = [
+      { interactionId: "i9", sessionId: "s", turnId: "t1", kind: "question" as const, requestedAt: 1030 },
+      { interactionId: "i4", sessionId: "s", turnId: "t1", kind: "question" as const, requestedAt: 1020 },
+      { interactionId: "i3", sessionId: "s", turnId: "t1", kind: "question" as const, requestedAt: 1020 },
+      { interactionId: "i0", sessionId: "s", turnId: "t1", kind: "question" as const, requestedAt: 1001 },
+    ];
+    const ids = (view: { pending_questions: { interaction_id: string }[] }) =>
+      view.pending_questions.map((q) => q.interaction_id);
+    // i1 is the log's own pending question (requested at 1005)
+    expect(ids(sessionView("s", snapshot(), live))).toEqual(["i0", "i1", "i3", "i4", "i9"]);
+    expect(ids(sessionView("s", snapshot(), [...live].reverse()))).toEqual(["i0", "i1", "i3", "i4", "i9"]);
+  });
 });
