@@ -55,6 +55,7 @@ export default {
     "src/transport/auth.ts",
     "src/transport/mux/heartbeat.ts",
     "src/transport/mux/mux-connection.ts",
+    "src/transport/http/session-view.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
