@@ -90,4 +90,17 @@ describe("GET /v1/sessions/{id} pending questions", () => {
     expect(questions).toEqual(order);
     await answerAll(sessionId, questions);
   });
+
+  it("shows only the session's own questions while other sessions have theirs pending", async () => {
+    const sessions = [await newSession(h, ALICE), await newSession(h, ALICE)];
+    for (const sessionId of sessions) {
+      await prompt(h, ALICE, sessionId, "choose");
+      await waitForState(h, sessionId, "input-required");
+    }
+    const both = await Promise.all(sessions.map((sessionId) => pending(sessionId)));
+    expect(both.map((questions) => questions.map((q) => (q as { session_id?: string }).session_id))).toEqual(
+      sessions.map((sessionId) => [sessionId]),
+    );
+    for (const [i, sessionId] of sessions.entries()) await answerAll(sessionId, both[i]!);
+  });
 });
