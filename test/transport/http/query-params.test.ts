@@ -107,4 +107,40 @@ describe("ids in the path", () => {
     });
     expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", field: "interactionId" }]);
   });
+
+  it("names the field of a bad id on the log, seen and answer routes, and of an answer's bad body", async () => {
+    for (const path of ["/v1/sessions/%zz/events", "/v1/sessions/a%2Eb/events"]) {
+      const r = await get(path);
+      expect([r.status, r.json], path).toEqual([400, { error: "bad_request", field: "sessionId" }]);
+    }
+    const seen = await api(h, "/v1/sessions/%zz/seen", {
+      method: "POST",
+      token: ADMIN_TOKEN,
+      body: { completion_settled_at_ms: 1 },
+    });
+    expect([seen.status, seen.json]).toEqual([400, { error: "bad_request", field: "sessionId" }]);
+    const answer = await api(h, "/v1/interactions/i1/answer", {
+      method: "POST",
+      token: ADMIN_TOKEN,
+      body: { outcome: 7 },
+    });
+    expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", field: "/" }]);
+  });
+});
+
+describe("route patterns", () => {
+  it("match the whole path: a prefix or a suffix is an unknown route", async () => {
+    const sessionId = await session();
+    for (const [method, path] of [
+      ["GET", `/v1/x/v1/sessions/${sessionId}`],
+      ["POST", "/v1/x/v1/interactions/i1/answer"],
+      ["POST", "/v1/interactions/i1/answer/x"],
+      ["POST", `/v1/x/v1/sessions/${sessionId}/seen`],
+      ["POST", `/v1/sessions/${sessionId}/seen/x`],
+    ] as const) {
+      const body = method === "POST" ? { completion_settled_at_ms: 1, answer: "x" } : undefined;
+      const r = await api(h, path, { method, token: ADMIN_TOKEN, ...(body ? { body } : {}) });
+      expect([r.status, r.json], path).toEqual([404, { error: "not_found" }]);
+    }
+  });
 });

@@ -174,4 +174,19 @@ describe("GET /metrics", () => {
     expect(r.text).toMatch(/sessionmux_http_requests_total\{route="GET \/healthz",status="200"\} \d+/);
     expect(r.text).toContain("sessionmux_appends_total");
   });
+
+  it("labels the session routes by their pattern", async () => {
+    const sessionId = await newSession(h, ALICE);
+    await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN });
+    const post = { method: "POST", token: ALICE_TOKEN };
+    await api(h, `/v1/sessions/${sessionId}/seen`, { ...post, body: { completion_settled_at_ms: 0 } });
+    await api(h, "/v1/interactions/unknown/answer", { ...post, body: { answer: "x" } });
+    const r = await api(h, "/metrics", { token: ADMIN_TOKEN });
+    for (const label of [
+      'route="GET /v1/sessions/:id",status="200"',
+      'route="POST /v1/sessions/:id/seen",status="200"',
+      'route="POST /v1/interactions/:id/answer",status="404"',
+    ])
+      expect(r.text).toContain(label);
+  });
 });
