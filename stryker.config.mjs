@@ -56,6 +56,8 @@ export default {
     "src/transport/mux/heartbeat.ts",
     "src/transport/mux/mux-connection.ts",
     "src/transport/http/session-view.ts",
+    "src/transport/http/session-routes.ts",
+    "src/transport/http/route-context.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
