@@ -1,0 +1,143 @@
+import { request } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { api, type Reply } from "./http-client.js";
+
+let h: TestHost | undefined;
+afterEach(async () => {
+  await h?.dispose();
+  h = undefined;
+});
+
+async function host(http: { maxUploadBytes?: number; uploadQuotaBytes?: number } = {}): Promise<TestHost> {
+  h = await startTestHost({ http });
+  return h;
+}
+
+function upload(bytes: Buffer, headers: Record<string, string> = {}, token = ALICE_TOKEN): Promise<Reply> {
+  return api(h!, "/v1/attachments", {
+    method: "POST",
+    token,
+    body: bytes,
+    headers: { "content-type": "application/x-test", ...headers },
+  });
+}
+
+/** An upload sent chunked: no Content-Length, so its size is known only once read. */
+function chunkedUpload(bytes: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port: h!.port,
+        path: "/v1/attachments",
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE_TOKEN}`, "transfer-encoding": "chunked" },
+      },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on("error", reject);
+    req.write(bytes.subarray(0, 10));
+    req.end(bytes.subarray(10));
+  });
+}
+
+const idOf = (reply: Reply) => (reply.json as { attachmentId: string }).attachmentId;
+
+describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
+  it("the quota holds at its exact total, checked before the body and again with its real size", async () => {
+    await host({ maxUploadBytes: 2000, uploadQuotaBytes: 3000 });
+    expect((await upload(Buffer.alloc(2001))).json).toEqual({ error: "payload_too_large" });
+    const first = await upload(Buffer.alloc(2000, 1));
+    expect(first.status).toBe(200);
+    expect((await upload(Buffer.alloc(1000, 2))).status).toBe(200);
+    const over = await upload(Buffer.alloc(1, 3));
+    expect(over.status).toBe(413);
+    expect(over.json).toEqual({ error: "upload_quota_exceeded" });
+    // another principal's uploads are not alice's
+    expect((await upload(Buffer.alloc(2000), {}, BOB_TOKEN)).status).toBe(200);
+    expect((await upload(Buffer.alloc(1000), {}, BOB_TOKEN)).status).toBe(200);
+    // the stored body is the one sent, whole
+    const down = await api(h!, `/v1/attachments/${idOf(first)}`, { token: ALICE_TOKEN });
+    expect(down.body.equals(Buffer.alloc(2000, 1))).toBe(true);
+  });
+
+  it("a chunked upload, whose size no header declares, meets the quota once read", async () => {
+    await host({ maxUploadBytes: 3000, uploadQuotaBytes: 3000 });
+    expect((await upload(Buffer.alloc(2500))).status).toBe(200);
+    expect(await chunkedUpload(Buffer.alloc(501))).toBe(413);
+    expect(await chunkedUpload(Buffer.alloc(500))).toBe(200);
+    expect(await chunkedUpload(Buffer.alloc(1))).toBe(413);
+  });
+
+  it("file names: 1-256 characters, percent-decoded when valid, no control characters or slashes", async () => {
+    await host();
+    const nameOf = async (headers: Record<string, string>) => {
+      const up = await upload(Buffer.from("x"), headers);
+      if (up.status !== 200) return up.json;
+      const down = await api(h!, `/v1/attachments/${idOf(up)}`, { token: ALICE_TOKEN });
+      return down.headers["content-disposition"];
+    };
+    const refused = { error: "bad_request", field: "x-filename" };
+    expect(await nameOf({})).toBe("attachment; filename*=UTF-8''attachment");
+    expect(await nameOf({ "x-filename": "%C3%BC%20b.txt" })).toBe(
+      "attachment; filename*=UTF-8''%C3%BC%20b.txt",
+    );
+    // not valid percent-encoding: taken as it is
+    expect(await nameOf({ "x-filename": "100%" })).toBe("attachment; filename*=UTF-8''100%25");
+    expect(await nameOf({ "x-filename": "a".repeat(256) })).toBe(
+      `attachment; filename*=UTF-8''${"a".repeat(256)}`,
+    );
+    expect(await nameOf({ "x-filename": "a".repeat(257) })).toEqual(refused);
+    expect(await nameOf({ "x-filename": "" })).toEqual(refused);
+    expect(await nameOf({ "x-filename": "%20%20" })).toBe("attachment; filename*=UTF-8''%20%20");
+    for (const bad of ["a%00b", "a%1Fb", "a%0Ab", "a%7Fb", "a%2Fb", "a%5Cb", "/", "\\"]) {
+      expect([bad, await nameOf({ "x-filename": bad })]).toEqual([bad, refused]);
+    }
+    for (const good of ["a b", "~!", "a%7Eb", "a%20b"]) {
+      expect(await nameOf({ "x-filename": good })).toMatch(/^attachment; filename\*=UTF-8''/);
+    }
+  });
+
+  it("content types: 1-256 characters, application/octet-stream when none is sent", async () => {
+    await host();
+    const typeOf = async (type: string | undefined) => {
+      const up = await api(h!, "/v1/attachments", {
+        method: "POST",
+        token: ALICE_TOKEN,
+        headers: type === undefined ? {} : { "content-type": type },
+        ...(type === undefined ? {} : { body: Buffer.from("x") }),
+      });
+      if (up.status !== 200) return up.json;
+      const down = await api(h!, `/v1/attachments/${idOf(up)}`, { token: ALICE_TOKEN });
+      return down.headers["content-type"];
+    };
+    const refused = { error: "bad_request", field: "content-type" };
+    expect(await typeOf(undefined)).toBe("application/octet-stream");
+    expect(await typeOf("t".repeat(256))).toBe("t".repeat(256));
+    expect(await typeOf("t".repeat(257))).toEqual(refused);
+    expect(await typeOf("")).toEqual(refused);
+  });
+
+  it("a download carries its size, a sandbox and no caching; an id outside the alphabet is bad_request", async () => {
+    await host();
+    const up = await upload(Buffer.from("<html>x</html>"), { "x-filename": "p.html" });
+    const down = await api(h!, `/v1/attachments/${idOf(up)}`, { token: ALICE_TOKEN });
+    expect(down.status).toBe(200);
+    expect(down.headers).toMatchObject({
+      "content-type": "application/x-test",
+      "content-length": "14",
+      "content-disposition": "attachment; filename*=UTF-8''p.html",
+      "content-security-policy": "sandbox",
+      "x-content-type-options": "nosniff",
+      "cache-control": "private, no-store",
+    });
+    expect(down.text).toBe("<html>x</html>");
+    const bad = await api(h!, "/v1/attachments/a.b", { token: ALICE_TOKEN });
+    expect(bad.json).toEqual({ error: "bad_request", field: "attachmentId" });
+    expect((await api(h!, "/v1/attachments/a/b", { token: ALICE_TOKEN })).status).toBe(404);
+  });
+});
