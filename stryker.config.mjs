@@ -58,6 +58,7 @@ export default {
     "src/transport/http/session-view.ts",
     "src/transport/http/session-routes.ts",
     "src/transport/http/route-context.ts",
+    "src/store/attachment-chunks.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
