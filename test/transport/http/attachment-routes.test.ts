@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { api, type Reply } from "./http-client.js";
 
 let h: TestHost | undefined;
@@ -139,5 +139,26 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     const bad = await api(h!, "/v1/attachments/a.b", { token: ALICE_TOKEN });
     expect(bad.json).toEqual({ error: "bad_request", field: "attachmentId" });
     expect((await api(h!, "/v1/attachments/a/b", { token: ALICE_TOKEN })).status).toBe(404);
+  });
+
+  it("the routes match their whole path only, and are counted under their own names", async () => {
+    await host();
+    const up = await upload(Buffer.from("body"));
+    const id = idOf(up);
+    expect((await api(h!, `/v1/attachments/${id}`, { token: ALICE_TOKEN })).status).toBe(200);
+    expect((await api(h!, `/v1/attachments/${id}/x`, { token: ALICE_TOKEN })).status).toBe(404);
+    expect((await api(h!, `/api/v1/attachments/${id}`, { token: ALICE_TOKEN })).status).toBe(404);
+    expect((await upload(Buffer.from("x"), {}, ALICE_TOKEN)).status).toBe(200);
+    for (const path of ["/v1/attachments/x", "/api/v1/attachments"]) {
+      const r = await api(h!, path, { method: "POST", token: ALICE_TOKEN, body: Buffer.from("x") });
+      expect([path, r.status]).toEqual([path, 404]);
+    }
+    const metrics = (await api(h!, "/metrics", { token: ADMIN_TOKEN })).text;
+    expect(metrics).toMatch(
+      /sessionmux_http_requests_total\{route="POST \/v1\/attachments",status="200"\} 2\n/,
+    );
+    expect(metrics).toMatch(
+      /sessionmux_http_requests_total\{route="GET \/v1\/attachments\/:id",status="200"\} 1\n/,
+    );
   });
 });
