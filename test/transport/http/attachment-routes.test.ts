@@ -1,5 +1,8 @@
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { Authenticator } from "../../../src/transport/auth.js";
+import { createHttpHandler } from "../../../src/transport/http/router.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { api, type Reply } from "./http-client.js";
 
@@ -160,5 +163,25 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     expect(metrics).toMatch(
       /sessionmux_http_requests_total\{route="GET \/v1\/attachments\/:id",status="200"\} 1\n/,
     );
+  });
+
+  it("a handler given no upload ledger has no quota", async () => {
+    await host();
+    const auth = new Authenticator([{ name: "alice", secret: ALICE_TOKEN, admin: false }]);
+    const server = createServer(createHttpHandler(h!.host, auth, { uploadQuotaBytes: 1 }));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const res = await fetch(`http://127.0.0.1:${port}/v1/attachments`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE_TOKEN}` },
+        body: new Uint8Array(10),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
