@@ -68,6 +68,13 @@ describe("readBody on a real request", () => {
     expect((await next()).error).toMatchObject({ code: "payload_too_large", message: "body over 100 bytes" });
   });
 
+  it("a declared size over the limit is refused before any of the body is read", async () => {
+    const { send, next } = await serve((req) => readBody(req, 100));
+    // only 10 of the 101 declared bytes come, then the client goes away: the refusal came first
+    send([Buffer.alloc(10)], { length: 101, cut: true });
+    expect((await next()).error).toMatchObject({ code: "payload_too_large", message: "body over 100 bytes" });
+  });
+
   it("keep: false reads the body to its end and gives an empty buffer", async () => {
     const { send, next } = await serve((req) => readBody(req, 100, false));
     send([Buffer.alloc(30, 1), Buffer.alloc(70, 1)]);
