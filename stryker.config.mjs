@@ -59,6 +59,7 @@ export default {
     "src/transport/http/session-routes.ts",
     "src/transport/http/route-context.ts",
     "src/store/attachment-chunks.ts",
+    "src/transport/http/request-body.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
