@@ -1,13 +1,18 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { HostStore } from "../../../src/store/live-state-store.js";
-import { gate } from "../../support/gate.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import { hostTeardown } from "../../support/host-teardown.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { withMembers } from "../../support/with-members.js";
-import { attachmentOf, attachmentUnderWay, connect, createSession } from "./mux-fixture.js";
+import {
+  attachmentOf,
+  attachmentUnderWay,
+  connect,
+  createSession,
+  startHostWithHeldList,
+} from "./mux-fixture.js";
 
 const MIB = 1024 * 1024;
 const CALLS = 100;
@@ -130,19 +135,8 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
   });
 
   it("while calls wait for a slot the host reads no more of the socket: calls sent one at a time past the waiting bound are answered, not refused", async () => {
-    const listing = gate();
-    const host = keep(
-      await startTestHost({
-        mux: { maxCallsInFlight: 1, maxQueuedCalls: 2 },
-        storeView: (store: HostStore) =>
-          withMembers(store, {
-            list: async (...args: Parameters<HostStore["list"]>) => {
-              await listing.promise;
-              return store.list(...args);
-            },
-          }),
-      }),
-    );
+    const { host, listing } = await startHostWithHeldList({ maxCallsInFlight: 1, maxQueuedCalls: 2 });
+    keep(host);
     const peer = await connect(host);
     peers.push(peer);
     // the list holds the only slot until the test opens it

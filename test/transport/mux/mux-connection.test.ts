@@ -9,7 +9,7 @@ import { capturedLogger } from "../../support/log-capture.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
 import { withMembers } from "../../support/with-members.js";
-import { connect, createSession } from "./mux-fixture.js";
+import { connect, createSession, startHostWithHeldList } from "./mux-fixture.js";
 
 /**
  * One mux socket's own rules (protocol-v1 §2–§4), on a real host and real sockets: what it refuses
@@ -74,19 +74,8 @@ describe("a mux connection", () => {
   });
 
   it("frees an id once its call is answered or refused overloaded, and once its stream ended (§3: unique among those in flight)", async () => {
-    const listing = gate();
-    const host = keep(
-      await startTestHost({
-        mux: { maxCallsInFlight: 1, maxQueuedCalls: 1 },
-        storeView: (store: HostStore) =>
-          withMembers(store, {
-            list: async (...args: Parameters<HostStore["list"]>) => {
-              await listing.promise;
-              return store.list(...args);
-            },
-          }),
-      }),
-    );
+    const { host, listing } = await startHostWithHeldList({ maxCallsInFlight: 1, maxQueuedCalls: 1 });
+    keep(host);
     const peer = await connect(host);
     peers.push(peer);
     const answer = (id: number) =>

@@ -1,10 +1,14 @@
 import { expect } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import type { HostOptions } from "../../../src/server.js";
+import type { HostStore } from "../../../src/store/live-state-store.js";
+import type { MuxOptions } from "../../../src/transport/mux/mux-options.js";
 import { asyncStore } from "../../support/async-store.js";
-import { ADMIN_TOKEN, type TestHost } from "../../support/host.js";
+import { gate } from "../../support/gate.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { MuxPeer, type MuxPeerOptions } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
+import { withMembers } from "../../support/with-members.js";
 
 export function connect(host: TestHost, options: MuxPeerOptions = {}): Promise<MuxPeer> {
   return MuxPeer.connect(host.wsUrl, { token: ADMIN_TOKEN, ...options });
@@ -108,4 +112,25 @@ export async function attachmentUnderWay(
   const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;
   await until(async () => (await bytesOut()) > 1024 * 1024, 5_000, "the answer under way");
   return id;
+}
+
+/**
+ * A host whose store's `list` waits until `listing.open()`: a `session.list` call holds its slot
+ * for as long as the test wants.
+ */
+export async function startHostWithHeldList(
+  mux: Partial<MuxOptions>,
+): Promise<{ host: TestHost; listing: ReturnType<typeof gate> }> {
+  const listing = gate();
+  const host = await startTestHost({
+    mux,
+    storeView: (store: HostStore) =>
+      withMembers(store, {
+        list: async (...args: Parameters<HostStore["list"]>) => {
+          await listing.promise;
+          return store.list(...args);
+        },
+      }),
+  });
+  return { host, listing };
 }
