@@ -1,9 +1,8 @@
 import type { Command } from "commander";
 import pg from "pg";
 import { databaseTarget, redactUrl } from "../operations/database-target.js";
-import { assertNotInUse } from "../operations/exclusive-access.js";
+import { assertNotInUse, inUseRefusal } from "../operations/exclusive-access.js";
 import { StartupError } from "../operations/startup-error.js";
-import { DatabaseInUseError } from "../store/database-lock.js";
 import { migrate, PG_SCHEMA_VERSION, schemaIdentifier } from "../store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { dbOption, dbSchemaOption } from "./cli-options.js";
@@ -61,8 +60,7 @@ function openToMigrate(file: string): SqliteSessionStore {
   try {
     return SqliteSessionStore.open(file);
   } catch (err) {
-    if (!(err instanceof DatabaseInUseError)) throw err;
-    throw new StartupError("db_in_use", err.message, { cause: err });
+    throw inUseRefusal(err) ?? err;
   }
 }
 

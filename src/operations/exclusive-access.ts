@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { DatabaseInUseError } from "../store/database-lock.js";
 import { existingDatabase } from "./database-path.js";
 import { StartupError } from "./startup-error.js";
 
@@ -27,4 +28,14 @@ export function assertNotInUse(path: string): string {
     db.close();
   }
   return file;
+}
+
+/**
+ * The store's own lock refusing the file (a host took it, maybe since `assertNotInUse` looked) as
+ * the same `db_in_use` refusal; undefined for any other failure.
+ */
+export function inUseRefusal(err: unknown): StartupError | undefined {
+  return err instanceof DatabaseInUseError
+    ? new StartupError("db_in_use", err.message, { cause: err })
+    : undefined;
 }

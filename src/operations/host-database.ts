@@ -1,7 +1,6 @@
 import type { Logger } from "pino";
 import type { CallInbox } from "../store/call-inbox.js";
 import { closeEvery } from "../store/close-every.js";
-import { DatabaseInUseError } from "../store/database-lock.js";
 import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
 import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
@@ -12,6 +11,7 @@ import type { StoreMetrics } from "../store/store-metrics.js";
 import type { UploadLedger } from "../transport/http/route-context.js";
 import { prepareDatabasePath } from "./database-path.js";
 import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "./database-target.js";
+import { inUseRefusal } from "./exclusive-access.js";
 import { pgReadyCheck } from "./pg-ready-check.js";
 import { pgUploadSweeper } from "./pg-upload-sweeper.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
@@ -107,7 +107,8 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
     });
   } catch (err) {
     // another host holds the file: refused as migrate and rebuild-projections refuse it
-    if (err instanceof DatabaseInUseError) throw new StartupError("db_in_use", err.message, { cause: err });
+    const inUse = inUseRefusal(err);
+    if (inUse) throw inUse;
     // a file that is no database (or not readable) is named in the error, with SQLite's reason
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
