@@ -1,13 +1,21 @@
-import { createServer, request } from "node:http";
-import type { AddressInfo } from "node:net";
+import { once } from "node:events";
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { ATTACHMENT_CHUNK_BYTES } from "../../../src/store/attachment-chunks.js";
+import type { HostStore } from "../../../src/store/live-state-store.js";
 import { Authenticator } from "../../../src/transport/auth.js";
 import { createHttpHandler } from "../../../src/transport/http/router.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
+import { until } from "../../support/until.js";
+import { withMembers } from "../../support/with-members.js";
 import { api, type Reply } from "./http-client.js";
 
 let h: TestHost | undefined;
+const sockets: Socket[] = [];
 afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
   await h?.dispose();
   h = undefined;
 });
@@ -183,5 +191,76 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it("a download to a client that stops reading holds one stored chunk beyond what the kernel took", async () => {
+    // The bytes the host takes out of the store for this download, counted as the route pulls them.
+    let pulled = 0;
+    h = await startTestHost({
+      storeView: (store: HostStore) =>
+        withMembers(store, {
+          attachmentChunks: (id: string) =>
+            (async function* () {
+              for await (const chunk of store.attachmentChunks(id)) {
+                pulled += chunk.byteLength;
+                yield chunk;
+              }
+            })(),
+        }),
+    });
+    const size = 10 * 1024 * 1024;
+    const body = Buffer.alloc(size);
+    for (let i = 0; i < size; i += 4096) body.writeUInt32BE(i, i);
+    const up = await upload(body);
+    expect(up.status).toBe(200);
+    let answer: ServerResponse | undefined;
+    h!.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url?.startsWith("/v1/attachments/")) answer = res;
+    });
+
+    const socket = connect(h!.port, "127.0.0.1");
+    sockets.push(socket);
+    socket.on("error", () => {});
+    await once(socket, "connect");
+    socket.pause();
+    socket.write(
+      `GET /v1/attachments/${idOf(up)} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ALICE_TOKEN}\r\n\r\n`,
+    );
+
+    // Stalled: the kernel takes no more, and 64 turns of the event loop pull nothing more.
+    await until(
+      async () => {
+        const before = pulled;
+        const sent = answer?.socket?.bytesWritten;
+        for (let turn = 0; turn < 64; turn++) await nextTurn();
+        return answer?.socket && pulled > 0 && pulled === before && answer.socket.bytesWritten === sent;
+      },
+      5_000,
+      "the download to stall",
+    );
+    const out = answer!.socket!;
+    // What the kernel has taken (headers included): written with its callback come.
+    const taken = out.bytesWritten - out.writableLength;
+    expect(pulled).toBeLessThan(size);
+    // One chunk held by the stream reading the store, one in the socket's backlog (16 KiB mark).
+    expect(pulled - taken).toBeLessThanOrEqual(2 * ATTACHMENT_CHUNK_BYTES);
+
+    // A client that reads again gets the whole body.
+    const received: Buffer[] = [];
+    let length = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received.push(chunk);
+      length += chunk.length;
+    });
+    socket.resume();
+    await until(() => length >= size, 5_000, "the whole body");
+    await until(
+      () => length - Buffer.concat(received).indexOf("\r\n\r\n") - 4 >= size,
+      5_000,
+      "the whole body",
+    );
+    const all = Buffer.concat(received);
+    expect(all.subarray(0, 15).toString()).toBe("HTTP/1.1 200 OK");
+    expect(all.subarray(all.indexOf("\r\n\r\n") + 4).equals(body)).toBe(true);
   });
 });
