@@ -15,6 +15,10 @@ export class RecordingWriter {
   readonly values: unknown[] = [];
   /** The encoded item values as handed over, to check that one committed batch is encoded once. */
   readonly bodies: Uint8Array[] = [];
+  /** The head handed over with each body (the item frame's prefix up to its value). */
+  readonly heads: Uint8Array[] = [];
+  /** Every whole frame sent (`end`, `error`). */
+  readonly frames: { type: string; id?: number; error?: WireError }[] = [];
   readonly errors: WireError[] = [];
   readonly waiters = new Set<() => void>();
   drainRequests = 0;
@@ -24,17 +28,19 @@ export class RecordingWriter {
   asFrameWriter(): FrameWriter {
     return this as unknown as FrameWriter;
   }
-  sendParts(_head: Uint8Array, body: Uint8Array): void {
+  sendParts(head: Uint8Array, body: Uint8Array): void {
     const failure = this.failNextSend;
     if (failure) {
       this.failNextSend = undefined;
       throw failure;
     }
+    this.heads.push(head);
     this.bodies.push(body);
     this.values.push(decodeFrame(body, { maxStrBytes: 16 * 1024 * 1024 }));
     this.buffered += this.growth;
   }
-  sendFrame(frame: { type: string; error?: WireError }): void {
+  sendFrame(frame: { type: string; id?: number; error?: WireError }): void {
+    this.frames.push(frame);
     if (frame.type === "error" && frame.error) this.errors.push(frame.error);
   }
   onDrain(wake: () => void): void {
