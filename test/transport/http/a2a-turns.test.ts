@@ -77,6 +77,8 @@ describe("GET /api/chat/sessions/{id}/turns: the rows", () => {
     // a turn the host stopped, with no answer; one cancelled
     await appendLater(sessionId, [
       { type: "turn/start", data: { turnId: "t2", trigger: "server" } },
+      // an agent message with a tool call and no text: in the history, not an answer
+      { type: "tool/call", data: { turnId: "t2", toolCallId: "c1", name: "cat", args: {} } },
       { type: "turn/end", data: { turnId: "t2", state: "interrupted", error: "host stopped" } },
     ]);
     await appendLater(sessionId, [turnStart("t3"), agentText("t3", "part"), turnEnd("t3", "cancelled")]);
@@ -162,7 +164,7 @@ describe("GET /api/chat/sessions/{id}/turns: the rows", () => {
       status: { state: "failed" },
       text: "",
       artifacts: [],
-      history: [],
+      history: [{ messageId: "t2.0", role: "agent", parts: [{ kind: "text", text: "" }] }],
       last_updated: iso(at("turn/end", "t2")),
     });
     expect(t2!.metadata).toEqual({
