@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import type { HostStore } from "../../../src/store/live-state-store.js";
+import { readSessionTranscript } from "../../../src/transport/http/session-transcript.js";
 import { userMessage } from "../../store/open-store.js";
 import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { readWholeLog } from "../../support/whole-log.js";
@@ -90,6 +91,8 @@ describe("a view's read of a session that changes while it is read", () => {
     ] as const) {
       await host.store.create({ sessionId, owner: "alice", model: "demo-fast" });
       expect((await host.store.append(sessionId, [note("before")])).status).toBe("appended");
+      // read once, so the view starts from the transcript it kept
+      expect((await view(sessionId)).json.messages.map((m) => m.content)).toEqual(["before"]);
       let left = clears;
       beforeProjection = async (id) => {
         if (id !== sessionId || left <= 0) return;
@@ -121,5 +124,20 @@ describe("a view's read of a session that changes while it is read", () => {
     const after = await view("kept");
     expect(after.json.messages.map((m) => m.content)).toEqual(["new 1", "new 2"]);
     expect([after.json.seq, after.json.epoch]).toEqual(Object.values(await head("kept")));
+  });
+
+  it("folds a log of exactly its data bound; one byte less refuses it transcript_too_large", async () => {
+    const host = await hostWithHook();
+    await host.store.create({ sessionId: "exact", owner: "alice", model: "demo-fast" });
+    expect((await host.store.append("exact", [note("a".repeat(5000)), note("b")])).status).toBe("appended");
+    const log = await readWholeLog(host.store, "exact");
+    if (log.status !== "ok") throw new Error(log.status);
+    const read = (maxDataBytes: number) =>
+      readSessionTranscript(host.host, { name: "alice", admin: false }, "exact", { maxDataBytes });
+    expect((await read(log.dataBytes)).transcript.lastSeq).toBe(log.headSeq);
+    await expect(read(log.dataBytes - 1)).rejects.toMatchObject({
+      code: "transcript_too_large",
+      data: { sessionId: "exact", maxDataBytes: log.dataBytes - 1 },
+    });
   });
 });

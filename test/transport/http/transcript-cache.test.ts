@@ -34,6 +34,30 @@ describe("TranscriptCache", () => {
     expect(["b", "d"].map((id) => cache.get(id))).toEqual([undefined, undefined]);
     expect(cache.dataBytes).toBe(3);
   });
+
+  it("keeps data up to its budget exactly, one byte more is never kept; 32 MiB unless told", () => {
+    const t = emptyTranscript();
+    const cache = new TranscriptCache(3, 100);
+    cache.put("a", "e", t, 60);
+    cache.put("b", "e", t, 40); // 100 in all: both stay
+    expect([cache.get("a"), cache.get("b")].every(Boolean)).toBe(true);
+    expect(cache.dataBytes).toBe(100);
+    cache.put("whole", "e", t, 100); // the whole budget alone: kept, the others go
+    expect(cache.get("whole")?.dataBytes).toBe(100);
+    expect([cache.get("a"), cache.get("b")]).toEqual([undefined, undefined]);
+
+    const MIB = 1024 * 1024;
+    const standard = new TranscriptCache();
+    standard.put("at", "e", t, 32 * MIB);
+    expect(standard.get("at")).toBeDefined();
+    standard.put("past", "e", t, 32 * MIB + 1);
+    expect(standard.get("past")).toBeUndefined();
+    expect(standard.dataBytes).toBe(32 * MIB);
+    for (let i = 0; i < 17; i++) standard.put(`s${i}`, "e", t, 1);
+    expect(standard.get("s0")).toBeUndefined();
+    expect(standard.get("s1")).toBeDefined();
+    expect(standard.dataBytes).toBe(16);
+  });
 });
 
 describe("readSessionTranscript with a cache", () => {
