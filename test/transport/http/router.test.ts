@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -7,6 +8,7 @@ import { createHttpHandler, type HttpOptions, isHostRoute } from "../../../src/t
 import { HostMetrics } from "../../../src/transport/metrics.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { capturedLogger } from "../../support/log-capture.js";
+import { tempDir } from "../../support/temp-dir.js";
 import { api } from "./http-client.js";
 
 /**
@@ -59,7 +61,7 @@ const counted = (text: string, route: string, status: number) =>
 describe("the host's HTTP handler", () => {
   it("a request target that is not a path is 400 bad_request", async () => {
     h = await startTestHost();
-    for (const target of ["http://127.0.0.1/healthz", "*"]) {
+    for (const target of ["http://127.0.0.1/healthz", "*", "//"]) {
       const reply = await rawRequest(
         h.port,
         `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
@@ -234,5 +236,62 @@ describe("the host's HTTP handler", () => {
     const logged = lines.filter((l) => l.msg === "http internal error");
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatchObject({ route: "GET /v1/sessions/:id", method: "GET", err: expect.anything() });
+  });
+
+  it("counts a request it could not route as unmatched, and its time in seconds", async () => {
+    const metrics = new HostMetrics();
+    const host = await handlerServer({ metrics });
+    const reply = await rawRequest(
+      host.port,
+      "GET * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    expect(reply.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+    expect(counted(await metrics.registry.metrics(), "unmatched", 400)).toBe("1");
+    const started = performance.now();
+    await api(host, "/healthz");
+    const elapsedSeconds = (performance.now() - started) / 1000;
+    const seconds = (await metrics.httpSeconds.get()).values.find(
+      (v) => v.metricName === "sessionmux_http_request_seconds_sum" && v.labels.route === "GET /healthz",
+    )?.value;
+    expect(seconds).toBeGreaterThanOrEqual(0);
+    expect(seconds).toBeLessThanOrEqual(elapsedSeconds);
+  });
+
+  it("serves the console to GET and HEAD; /metrics answers GET only", async () => {
+    const dir = tempDir();
+    const webRoot = `${dir.path}/web`;
+    mkdirSync(webRoot);
+    writeFileSync(`${webRoot}/index.html`, "<!doctype html><title>console</title>");
+    try {
+      const host = await handlerServer({ webRoot, metrics: new HostMetrics() });
+      const get = await api(host, "/");
+      expect([get.status, get.text]).toEqual([200, "<!doctype html><title>console</title>"]);
+      const head = await api(host, "/", { method: "HEAD" });
+      expect([head.status, head.text, head.headers["content-type"]]).toEqual([
+        200,
+        "",
+        get.headers["content-type"],
+      ]);
+      expect((await api(host, "/", { method: "POST", body: "x" })).status).toBe(404);
+      const post = await api(host, "/metrics", { method: "POST", token: ADMIN_TOKEN, body: "x" });
+      expect([post.status, post.json]).toEqual([404, { error: "not_found" }]);
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it("takes the token from the Authorization header only, never from a WebSocket subprotocol", async () => {
+    const host = await handlerServer({});
+    const subprotocol = `bearer.${Buffer.from(ALICE_TOKEN).toString("base64url")}`;
+    const r = await api(host, "/api/chat/sessions", { headers: { "sec-websocket-protocol": subprotocol } });
+    expect([r.status, r.json]).toEqual([401, { error: "unauthorized" }]);
+    expect((await api(host, "/api/chat/sessions", { token: ALICE_TOKEN })).status).toBe(200);
+  });
+
+  it("answers an unexpected failure 500 without a logger too", async () => {
+    const host = await handlerServer({});
+    await h!.store.close();
+    const failed = await api(host, "/v1/sessions/anything", { token: ALICE_TOKEN });
+    expect([failed.status, failed.json]).toEqual([500, { error: "internal_error" }]);
   });
 });
