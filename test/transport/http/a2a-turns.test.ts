@@ -74,14 +74,14 @@ describe("GET /api/chat/sessions/{id}/turns: the rows", () => {
     await appendLater(sessionId, [turnEnd("t1")]);
     // a prompt outside any turn belongs to none
     await appendLater(sessionId, [user("m4", "between turns")]);
-    // a turn the host stopped, with no answer; one cancelled
+    // a turn the host stopped, with no answer; one cancelled before any message
     await appendLater(sessionId, [
       { type: "turn/start", data: { turnId: "t2", trigger: "server" } },
       // an agent message with a tool call and no text: in the history, not an answer
       { type: "tool/call", data: { turnId: "t2", toolCallId: "c1", name: "cat", args: {} } },
       { type: "turn/end", data: { turnId: "t2", state: "interrupted", error: "host stopped" } },
     ]);
-    await appendLater(sessionId, [turnStart("t3"), agentText("t3", "part"), turnEnd("t3", "cancelled")]);
+    await appendLater(sessionId, [turnStart("t3"), turnEnd("t3", "cancelled")]);
     // a running turn: its newest output is its time
     await appendLater(sessionId, [turnStart("t4")]);
     await appendLater(sessionId, [agentText("t4", "so far")]);
@@ -173,7 +173,7 @@ describe("GET /api/chat/sessions/{id}/turns: the rows", () => {
       interrupted: true,
       error: "host stopped",
     });
-    expect(t3).toMatchObject({ state: "canceled", status: { state: "canceled" }, text: "part" });
+    expect(t3).toMatchObject({ state: "canceled", status: { state: "canceled" }, text: "", history: [] });
     expect(t3!.metadata).toEqual({ trigger: "prompt", sessionmux_state: "cancelled", interrupted: true });
     expect(t4).toMatchObject({
       state: "working",

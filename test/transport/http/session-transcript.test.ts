@@ -114,6 +114,35 @@ describe("a view's read of a session that changes while it is read", () => {
     }
   });
 
+  it("a clear since the kept transcript counts as one restart: with two more during the read it is 409 session_busy", async () => {
+    const host = await hostWithHook();
+    for (const [sessionId, during] of [
+      ["one-more", 1],
+      ["two-more", 2],
+    ] as const) {
+      await host.store.create({ sessionId, owner: "alice", model: "demo-fast" });
+      expect((await host.store.append(sessionId, [note("kept")])).status).toBe("appended");
+      expect((await view(sessionId)).status).toBe(200);
+      expect((await host.store.clear(sessionId)).status).toBe("cleared");
+      expect((await host.store.append(sessionId, [note("a"), note("b"), note("c")])).status).toBe("appended");
+      let left = during;
+      beforeProjection = async (id) => {
+        if (id !== sessionId || left <= 0) return;
+        left--;
+        expect((await host.store.clear(id)).status).toBe("cleared");
+        expect((await host.store.append(id, [note(`during ${during - left}`)])).status).toBe("appended");
+      };
+      const reply = await view(sessionId);
+      beforeProjection = undefined;
+      if (during === 1) {
+        expect(reply.status).toBe(200);
+        expect(reply.json.messages.map((m) => m.content)).toEqual(["during 1"]);
+      } else {
+        expect([reply.status, reply.json]).toEqual([409, { error: "session_busy" }]);
+      }
+    }
+  });
+
   it("a transcript kept from before a clear is not shown after it", async () => {
     const host = await hostWithHook();
     await host.store.create({ sessionId: "kept", owner: "alice", model: "demo-fast" });
