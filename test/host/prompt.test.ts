@@ -3,7 +3,14 @@ import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { assistantText, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+import {
+  assistantText,
+  beforeAppend,
+  type HostFixture,
+  openHost,
+  readLog,
+  turnEvents,
+} from "./host-fixture.js";
 
 let fx: HostFixture;
 afterEach(async () => fx?.dispose());
@@ -137,6 +144,182 @@ describe("session.prompt", () => {
       expect(texts).toEqual(["/ask go?", "q1", "q2", "q3"]);
     });
     expect(fx.host.live.queue(S)).toEqual([]);
+  });
+});
+
+/** An agent whose turn for `waitFor` returns only once `release` is called; other turns complete at once. */
+function gatedAgent(waitFor: string): { agent: AgentDriver; release: () => void } {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const demo = new DemoAgent();
+  const agent: AgentDriver = {
+    name: "gated",
+    defaultModel: "demo-fast",
+    models: () => demo.models(),
+    runTurn: async (turn) => {
+      if (turn.prompt.text === waitFor) await gate;
+      return { state: "completed" };
+    },
+  };
+  return { agent, release };
+}
+
+describe("session.prompt answers and order", () => {
+  test("a retry answers exactly {queued, itemId} while queued and {queued, seq, turnId} once started", async () => {
+    const { agent, release } = gatedAgent("wait");
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const running = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "wait",
+      clientMessageId: "r",
+    });
+    expect(running).toStrictEqual({ queued: false, seq: expect.any(Number), turnId: expect.any(String) });
+    const params = { sessionId: S, text: "later", clientMessageId: "q" };
+    const queued = await fx.host.call(ADMIN, "session.prompt", params);
+    expect(queued).toStrictEqual({ queued: true, itemId: expect.any(String) });
+    expect(await fx.host.call(ADMIN, "session.prompt", params)).toStrictEqual(queued);
+    release();
+    await vi.waitFor(async () => {
+      expect((await readLog(fx.store, S)).filter((e) => e.type === "turn/end")).toHaveLength(2);
+    });
+    const message = (await readLog(fx.store, S)).find(
+      (e) => e.type === "user/message" && e.data.text === "later",
+    );
+    expect(await fx.host.call(ADMIN, "session.prompt", params)).toStrictEqual({
+      queued: false,
+      seq: message!.seq,
+      turnId: expect.any(String),
+    });
+  });
+
+  test("a hidden prompt is stored without its text and flagged hidden; the agent still gets the text", async () => {
+    fx = await coldSession();
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "secret",
+      hidden: true,
+      clientMessageId: "h",
+    });
+    const events = await turnEvents(fx.store, S, r.turnId!);
+    expect(events.find((e) => e.type === "user/message")?.data).toMatchObject({ text: "", hidden: true });
+    expect(assistantText(events)).toBe("Echo: secret");
+  });
+
+  test("a prompt whose key another writer records just before its turn starts answers that record", async () => {
+    fx = await coldSession();
+    const other = "other-writer-turn";
+    beforeAppend(
+      fx.store,
+      (_events, options) =>
+        options?.prompt?.clientMessageId === "raced" && options.prompt.record.turnId !== other,
+      async () => {
+        const won = await fx.store.append(
+          S,
+          [
+            { type: "turn/start", data: { turnId: other, trigger: "prompt" } },
+            {
+              type: "user/message",
+              data: { messageId: "m-other", source: "user", text: "raced", attachments: [], meta: {} },
+            },
+          ],
+          { prompt: { clientMessageId: "raced", record: { queued: false, turnId: other } } },
+        );
+        expect(won.status).toBe("appended");
+      },
+    );
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "raced",
+      clientMessageId: "raced",
+    });
+    const log = await readLog(fx.store, S);
+    const message = log.find((e) => e.type === "user/message");
+    expect(r).toStrictEqual({ queued: false, turnId: other, seq: message!.seq });
+    expect(log.filter((e) => e.type === "user/message")).toHaveLength(1);
+  });
+
+  test("a queued prompt whose key another writer records just before it is queued answers that record", async () => {
+    const { agent, release } = gatedAgent("wait");
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "wait", clientMessageId: "r" });
+    const enqueue = fx.store.enqueuePrompt.bind(fx.store);
+    let otherItem: string | undefined;
+    vi.spyOn(fx.store, "enqueuePrompt").mockImplementation(async (input) => {
+      if (otherItem === undefined) {
+        otherItem = "item-of-the-other-writer";
+        const won = await enqueue({ ...input, itemId: otherItem });
+        expect(won.status).toBe("queued");
+      }
+      return enqueue(input);
+    });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "raced",
+      clientMessageId: "raced",
+    });
+    expect(r).toStrictEqual({ queued: true, itemId: otherItem });
+    expect(fx.host.live.queue(S).map((i) => i.itemId)).toEqual([otherItem]);
+    release();
+  });
+
+  test("a prompt arriving while an earlier one's queue write is in flight queues behind it, even once the turn ended", async () => {
+    const { agent, release } = gatedAgent("first");
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    const first = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "first",
+      clientMessageId: "1",
+    });
+    // queue writes held in flight, still committed in the order they were asked for
+    let open!: () => void;
+    const held = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let previous: Promise<unknown> = held;
+    const enqueue = fx.store.enqueuePrompt.bind(fx.store);
+    vi.spyOn(fx.store, "enqueuePrompt").mockImplementation((input) => {
+      const write = previous.then(() => enqueue(input));
+      previous = write;
+      return write;
+    });
+    const second = fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "second",
+      clientMessageId: "2",
+    });
+    release();
+    await turnEvents(fx.store, S, first.turnId!);
+    await vi.waitFor(() => expect(fx.host.live.agents()).toEqual([{ sessionId: S, state: "running" }]));
+    // the turn is over and the queue still empty: only the write in flight says the session is not free
+    const third = fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "third",
+      clientMessageId: "3",
+    });
+    open();
+    expect(await second).toMatchObject({ queued: true });
+    expect(await third).toMatchObject({ queued: true });
+    await vi.waitFor(async () => {
+      const log = await readLog(fx.store, S);
+      expect(log.filter((e) => e.type === "turn/end")).toHaveLength(3);
+    });
+    const texts = (await readLog(fx.store, S)).flatMap((e) =>
+      e.type === "user/message" ? [e.data.text] : [],
+    );
+    expect(texts).toEqual(["first", "second", "third"]);
+    // nothing is in flight any more: the session is idle and the next prompt starts at once
+    await vi.waitFor(() => expect(fx.host.live.agents()).toEqual([{ sessionId: S, state: "idle" }]));
+    const fourth = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "fourth",
+      clientMessageId: "4",
+    });
+    expect(fourth).toMatchObject({ queued: false, turnId: expect.any(String) });
   });
 });
 

@@ -353,6 +353,32 @@ describe("start", () => {
     ]);
     expect((await store.queue("b")).map((i) => i.itemId)).toEqual(["q-b"]);
   });
+
+  test("a prompt to a session whose queue was not restored queues behind it, and the queue runs first", async () => {
+    const dir = tempDir();
+    disposers.push(async () => dir.remove());
+    await queuedSessions(dir.file("sessions.db"), ["a", "b"]);
+    const store = SqliteSessionStore.open(dir.file("sessions.db"));
+    const host = new SessionHost({ store, agent: quickAgent, maxLiveAgentsPerPrincipal: 1 });
+    disposers.push(async () => {
+      await host.shutdown();
+      await store.close();
+    });
+    await host.start();
+    // "a" ran its queued prompt and is idle, so the prompt may take its place; "b" has no agent
+    await vi.waitFor(() => expect(host.live.agents()).toEqual([{ sessionId: "a", state: "idle" }]));
+    expect(host.live.queue("b").map((i) => i.itemId)).toEqual(["q-b"]);
+    const r = await host.call(ALICE, "session.prompt", { sessionId: "b", text: "new", clientMessageId: "n" });
+    expect(r).toStrictEqual({ queued: true, itemId: expect.any(String) });
+    await vi.waitFor(async () => {
+      const log = await readLog(store, "b");
+      expect(log.filter((e) => e.type === "turn/end")).toHaveLength(2);
+    });
+    const texts = (await readLog(store, "b")).flatMap((e) =>
+      e.type === "user/message" ? [e.data.text] : [],
+    );
+    expect(texts).toEqual(["for b", "new"]);
+  });
 });
 
 describe("agents' jobs", () => {
