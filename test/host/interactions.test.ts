@@ -159,10 +159,11 @@ describe("session.respond", () => {
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
     const { turnId, interaction } = await pendingInteraction("/ask favourite colour?", "q");
     expect(interaction).toMatchObject({ kind: "question", question: "favourite colour?" });
-    await fx.host.call(ADMIN, "session.respond", {
+    const answered = await fx.host.call(ADMIN, "session.respond", {
       interactionId: interaction.interactionId,
       response: { answer: "teal" },
     });
+    expect(answered).toEqual({ resolved: true });
     const events = await turnEvents(fx.store, S, turnId);
     expect(events.map((e) => e.type)).toEqual([
       "turn/start",

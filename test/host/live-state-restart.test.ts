@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import type { SessionEvent } from "../../protocol/index.js";
-import { ADMIN } from "../../src/host/principal.js";
+import type { ParamsOf, SessionEvent } from "../../protocol/index.js";
+import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { assistantText, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
 
 /** protocol-v1 §5 live state is durable: queued prompts and parked turns survive a host restart. */
@@ -180,6 +180,50 @@ describe("live state across a restart", () => {
       const ends = (await readLog(fx.store, S)).flatMap((e) => (e.type === "turn/end" ? [e.data.state] : []));
       expect(ends).toEqual(["cancelled", "completed", "completed"]);
     });
+  });
+
+  test("a parked session's queue: a steer leaves it as it is, a missing item is named, another principal sees no session", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await parkedApproval("hold");
+    const a = await prompt("a", "a");
+    const b = await prompt("b", "b");
+    await fx.restart();
+    expect(fx.host.live.agents()).toEqual([]);
+    const update = (op: ParamsOf<"session.updateQueue">["op"], principal: Principal = ADMIN) =>
+      fx.host.call(principal, "session.updateQueue", { sessionId: S, op });
+    const queued = () => fx.host.live.queue(S).map((i) => i.itemId);
+    // the session's queue is durable without an agent, but only its owner may touch it
+    expect(await errorCode(() => update({ clear: true }, { name: "bob", admin: false }))).toMatchObject({
+      code: "session_not_found",
+      data: { sessionId: S },
+    });
+    expect(queued()).toEqual([a.itemId, b.itemId]);
+    // no turn runs here to take a steer: the item stays where it is
+    expect((await update({ steer: true, itemId: b.itemId! })).items.map((i) => i.itemId)).toEqual([
+      a.itemId,
+      b.itemId,
+    ]);
+    for (const op of [
+      { steer: true as const, itemId: "gone" },
+      { remove: true as const, itemId: "gone" },
+      { edit: true as const, itemId: "gone", text: "x" },
+    ]) {
+      expect(await errorCode(() => update(op))).toEqual({
+        code: "queue_item_not_found",
+        data: { itemId: "gone" },
+      });
+    }
+    expect(fx.host.live.agents()).toEqual([]);
+    // a prompt attaches the agent and queues behind the parked turn, which takes no steer either
+    const c = await prompt("c", "c");
+    expect(fx.host.live.agents().map((s) => s.sessionId)).toEqual([S]);
+    expect((await update({ steer: true, itemId: c.itemId! })).items.map((i) => i.itemId)).toEqual([
+      a.itemId,
+      b.itemId,
+      c.itemId,
+    ]);
+    expect(queued()).toEqual([a.itemId, b.itemId, c.itemId]);
   });
 
   test("queue edits, removals and clears are durable", async () => {

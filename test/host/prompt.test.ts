@@ -6,6 +6,7 @@ import { ADMIN } from "../../src/host/principal.js";
 import {
   assistantText,
   beforeAppend,
+  errorCode,
   type HostFixture,
   openHost,
   readLog,
@@ -419,6 +420,35 @@ describe("session.updateQueue", () => {
     ]);
   });
 
+  test("a session with neither agent nor queued items is agent_not_live", async () => {
+    fx = await coldSession();
+    expect(
+      await errorCode(() =>
+        fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { clear: true } }),
+      ),
+    ).toEqual({ code: "agent_not_live", data: { sessionId: S } });
+  });
+
+  test("a delete that lands between the check and the queue write refuses the change", async () => {
+    fx = await coldSession();
+    await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "/sleep 30000",
+      clientMessageId: "run",
+    });
+    const clearQueue = fx.store.clearQueue.bind(fx.store);
+    vi.spyOn(fx.store, "clearQueue").mockImplementation(async (sessionId) => {
+      expect((await fx.store.delete(sessionId)).status).toBe("deleted");
+      return clearQueue(sessionId);
+    });
+    // the store does not tell a deleted session from a missing one here
+    expect(
+      await errorCode(() =>
+        fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { clear: true } }),
+      ),
+    ).toEqual({ code: "session_not_found", data: { sessionId: S } });
+  });
+
   test("remove, edit and clear change the queue and answer its new snapshot", async () => {
     fx = await coldSession();
     await fx.host.call(ADMIN, "session.prompt", {
@@ -448,5 +478,16 @@ describe("session.updateQueue", () => {
     expect(missing).toBe("queue_item_not_found");
     const cleared = await fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { clear: true } });
     expect(cleared.items).toEqual([]);
+  });
+});
+
+describe("session.cancel", () => {
+  test("answers cancelled: false for a live session with no turn, and keeps its agent", async () => {
+    fx = await coldSession();
+    const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "hi", clientMessageId: "m" });
+    await turnEvents(fx.store, S, r.turnId!);
+    await vi.waitFor(() => expect(fx.host.live.agents()).toEqual([{ sessionId: S, state: "idle" }]));
+    expect(await fx.host.call(ADMIN, "session.cancel", { sessionId: S })).toEqual({ cancelled: false });
+    expect(fx.host.live.agents()).toEqual([{ sessionId: S, state: "idle" }]);
   });
 });
