@@ -1,7 +1,7 @@
 import { createHook } from "node:async_hooks";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { ADMIN } from "../../src/host/principal.js";
-import { errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+import { beforeAppend, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
 
 let fx: HostFixture;
 afterEach(async () => fx?.dispose());
@@ -27,6 +27,37 @@ describe("session.create", () => {
     expect(again.code).toBe("session_exists");
     const badModel = await errorCode(() => fx.host.call(ADMIN, "session.create", { model: "gpt-9" }));
     expect(badModel).toMatchObject({ code: "bad_request", data: { field: "/model" } });
+  });
+
+  test("records the origin on session/created; without one, none", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "from-web", origin: "web" });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "plain" });
+    expect((await readLog(fx.store, "from-web"))[0]).toMatchObject({
+      type: "session/created",
+      data: { origin: "web" },
+    });
+    const [created] = await readLog(fx.store, "plain");
+    expect(created?.type === "session/created" && "origin" in created.data).toBe(false);
+  });
+
+  test("a session deleted before it is announced still answers its header, and is not announced", async () => {
+    fx = await openHost();
+    const added: string[] = [];
+    fx.host.subscribeNotifications(ADMIN, (n) => {
+      if (n.name === "session.added") added.push(n.value.row.sessionId);
+    });
+    const projection = fx.store.projection.bind(fx.store);
+    vi.spyOn(fx.store, "projection").mockImplementationOnce(async (sessionId) => {
+      expect((await fx.store.delete(sessionId)).status).toBe("deleted");
+      return projection(sessionId);
+    });
+    const { header } = await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    expect(header.sessionId).toBe(S);
+    // notifications keep their order: once a later create is announced, this one never will be
+    await fx.host.call(ADMIN, "session.create", { sessionId: "later" });
+    await vi.waitFor(() => expect(added).toContain("later"));
+    expect(added).toEqual(["later"]);
   });
 
   test("params are validated again when called directly", async () => {
@@ -61,7 +92,31 @@ describe("session.clear", () => {
       expectedEpoch: header.epoch,
     });
     expect(epoch).not.toBe(header.epoch);
+    const after = await fx.store.header(S);
+    expect(after.status === "ok" && after.header.epoch).toBe(epoch);
     expect(await readLog(fx.store, S)).toEqual([]);
+  });
+
+  test("a session with no agent is cleared; a turn whose opening append is still in flight refuses it", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await fx.restart();
+    expect(liveSet()).toEqual([]);
+    const { epoch } = await fx.host.call(ADMIN, "session.clear", { sessionId: S });
+    const refusals: string[] = [];
+    const seen = beforeAppend(
+      fx.store,
+      (events) => events[0]?.type === "turn/start",
+      async () => {
+        refusals.push((await errorCode(() => fx.host.call(ADMIN, "session.clear", { sessionId: S }))).code);
+      },
+    );
+    const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "hi", clientMessageId: "1" });
+    expect(seen.ran).toBe(true);
+    expect(refusals).toEqual(["session_busy"]);
+    const after = await fx.store.header(S);
+    expect(after.status === "ok" && after.header.epoch).toBe(epoch);
+    expect((await turnEvents(fx.store, S, r.turnId!))[0]).toMatchObject({ type: "turn/start" });
   });
 });
 
@@ -98,6 +153,29 @@ describe("session.delete", () => {
     expect((await fx.store.readAfter(S, 0, 10)).status).toBe("retired");
     expect(await fx.store.isRetired(S)).toBe(true);
   });
+
+  test("a delete that loses to another delete landing first is session_retired and announces nothing more", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    const removed: string[] = [];
+    fx.host.subscribeNotifications(ADMIN, (n) => {
+      if (n.name === "session.removed") removed.push(n.value.sessionId);
+    });
+    const remove = fx.store.delete.bind(fx.store);
+    vi.spyOn(fx.store, "delete").mockImplementationOnce(async (sessionId) => {
+      expect((await remove(sessionId)).status).toBe("deleted");
+      return remove(sessionId);
+    });
+    expect(await errorCode(() => fx.host.call(ADMIN, "session.delete", { sessionId: S }))).toEqual({
+      code: "session_retired",
+      data: { sessionId: S },
+    });
+    // notifications keep their order: once a later delete is announced, this one never will be
+    await fx.host.call(ADMIN, "session.create", { sessionId: "later" });
+    await fx.host.call(ADMIN, "session.delete", { sessionId: "later" });
+    await vi.waitFor(() => expect(removed).toContain("later"));
+    expect(removed).toEqual(["later"]);
+  });
 });
 
 describe("session.fork", () => {
@@ -126,6 +204,25 @@ describe("session.fork", () => {
     expect(copied.some((e) => e.type === "user/message" && e.data.text === "hello")).toBe(true);
     const missing = await errorCode(() => fx.host.call(ADMIN, "session.fork", { sourceId: "nope" }));
     expect(missing.code).toBe("session_not_found");
+  });
+
+  test("into an existing id is session_exists; a source deleted after the check is session_retired", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "src" });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "taken" });
+    expect(
+      await errorCode(() => fx.host.call(ADMIN, "session.fork", { sourceId: "src", sessionId: "taken" })),
+    ).toEqual({ code: "session_exists", data: { sessionId: "taken" } });
+    const fork = fx.store.fork.bind(fx.store);
+    vi.spyOn(fx.store, "fork").mockImplementationOnce(async (input) => {
+      expect((await fx.store.delete(input.sourceId)).status).toBe("deleted");
+      return fork(input);
+    });
+    expect(
+      await errorCode(() => fx.host.call(ADMIN, "session.fork", { sourceId: "src", sessionId: "dst" })),
+    ).toEqual({ code: "session_retired", data: { sessionId: "src" } });
+    expect((await fx.store.header("dst")).status).toBe("not_found");
+    expect(liveSet()).not.toContain("dst");
   });
 });
 
