@@ -114,7 +114,7 @@ describe("session.respond", () => {
     const outcome = await errorCode(() =>
       fx.host.call(ADMIN, "session.respond", { interactionId: "nope", response: { answer: "x" } }),
     );
-    expect(outcome.code).toBe("interaction_not_found");
+    expect(outcome).toEqual({ code: "interaction_not_found", data: { interactionId: "nope" } });
   });
 
   test("a cancelled turn withdraws its interaction: a later answer is interaction_not_found", async () => {

@@ -79,14 +79,14 @@ describe("session.clear", () => {
       clientMessageId: "1",
     });
     const busy = await errorCode(() => fx.host.call(ADMIN, "session.clear", { sessionId: S }));
-    expect(busy.code).toBe("session_busy");
+    expect(busy).toEqual({ code: "session_busy", data: { sessionId: S } });
     await fx.host.call(ADMIN, "session.cancel", { sessionId: S });
     await turnEvents(fx.store, S, r.turnId!);
     await vi.waitFor(() => expect(fx.host.live.isRunning(S)).toBe(false));
     const stale = await errorCode(() =>
       fx.host.call(ADMIN, "session.clear", { sessionId: S, expectedEpoch: "other" }),
     );
-    expect(stale.code).toBe("epoch_mismatch");
+    expect(stale).toEqual({ code: "epoch_mismatch", data: { sessionId: S, epoch: header.epoch } });
     const { epoch } = await fx.host.call(ADMIN, "session.clear", {
       sessionId: S,
       expectedEpoch: header.epoch,

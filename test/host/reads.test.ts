@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test, vi } from "vitest";
 import { ADMIN } from "../../src/host/principal.js";
 import { errorCode, type HostFixture, openHost, readLog } from "./host-fixture.js";
 
-/** protocol-v1 §4 cold reads through the host: `session.list` and `session.page` as a client calls them. */
+/** protocol-v1 §4 cold reads through the host, as a client calls them. */
 
 let fx: HostFixture;
 afterEach(async () => fx?.dispose());
@@ -75,5 +75,17 @@ describe("session.page", () => {
       code: "session_retired",
       data: { sessionId: "s" },
     });
+  });
+});
+
+describe("session.attachment", () => {
+  test("an id that names no attachment of the session is attachment_not_found, naming it", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "s" });
+    expect(
+      await errorCode(() =>
+        fx.host.call(ADMIN, "session.attachment", { sessionId: "s", attachmentId: "none" }),
+      ),
+    ).toEqual({ code: "attachment_not_found", data: { attachmentId: "none" } });
   });
 });
