@@ -154,6 +154,25 @@ describe("session.delete", () => {
     expect(await fx.store.isRetired(S)).toBe(true);
   });
 
+  test("an agent a prompt attaches while the delete is in flight is stopped and detached as well", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await fx.restart();
+    expect(liveSet()).toEqual([]);
+    const remove = fx.store.delete.bind(fx.store);
+    let prompted: Promise<unknown> | undefined;
+    vi.spyOn(fx.store, "delete").mockImplementationOnce(async (sessionId) => {
+      prompted = fx.host
+        .call(ADMIN, "session.prompt", { sessionId: S, text: "/sleep 30000", clientMessageId: "late" })
+        .catch((err: { code?: string }) => err.code);
+      await vi.waitFor(() => expect(liveSet()).toEqual([S]));
+      return remove(sessionId);
+    });
+    expect(await fx.host.call(ADMIN, "session.delete", { sessionId: S })).toEqual({ deleted: true });
+    expect(liveSet()).toEqual([]);
+    await prompted;
+  });
+
   test("a delete that loses to another delete landing first is session_retired and announces nothing more", async () => {
     fx = await openHost();
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
