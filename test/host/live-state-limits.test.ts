@@ -69,6 +69,47 @@ describe("live agents per principal", () => {
   });
 });
 
+describe("creating past the live-agent limit", () => {
+  test("a create or fork while every agent is at work creates the session without an agent, answers it and announces it", async () => {
+    const { host, store } = await openLimitedHost({ maxLiveAgentsPerPrincipal: 1 });
+    await host.call(ADMIN, "session.create", { sessionId: "busy" });
+    await host.call(ADMIN, "session.prompt", {
+      sessionId: "busy",
+      text: "/sleep 60000",
+      clientMessageId: "b1",
+    });
+    const added: string[] = [];
+    host.subscribeNotifications(ADMIN, (n) => {
+      if (n.name === "session.added") added.push(n.value.row.sessionId);
+    });
+    // the session is written either way: an error here would make a retry create a second one
+    const created = await host.call(ADMIN, "session.create", { sessionId: "new" });
+    expect(created.header).toMatchObject({ sessionId: "new", owner: "admin" });
+    const forked = await host.call(ADMIN, "session.fork", { sourceId: "busy", sessionId: "copy" });
+    expect(forked.header).toMatchObject({ sessionId: "copy", forkOf: { sessionId: "busy" } });
+    expect((await store.header("new")).status).toBe("ok");
+    expect((await store.header("copy")).status).toBe("ok");
+    expect(live(host)).toEqual(["busy"]);
+    await expect.poll(() => [...added].sort()).toEqual(["copy", "new"]);
+    // its first prompt attaches the agent once one is free
+    expect(
+      await errorCode(() =>
+        host.call(ADMIN, "session.prompt", { sessionId: "new", text: "hi", clientMessageId: "n1" }),
+      ),
+    ).toMatchObject({ code: "too_many_agents" });
+    await host.call(ADMIN, "session.cancel", { sessionId: "busy" });
+    await expect
+      .poll(async () => {
+        const r = await errorCode(() =>
+          host.call(ADMIN, "session.prompt", { sessionId: "new", text: "hi", clientMessageId: "n1" }),
+        );
+        return r.code;
+      })
+      .toBe("succeeded");
+    expect(live(host)).toEqual(["new"]);
+  });
+});
+
 describe("queue limits", () => {
   test("queued prompts per session and queued bytes per principal answer queue_full and keep nothing", async () => {
     const { host, store } = await openLimitedHost({

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { SessionmuxError } from "../../../protocol/index.js";
+import type { Resolvers } from "../activation-policy.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import type { Principal } from "../principal.js";
 import { toRow } from "../session-row.js";
@@ -21,7 +22,7 @@ export const create: MethodHandler<"session.create"> = async (ctx, resolvers, pr
   });
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status !== "created") throw refusal(sessionId, outcome);
-  await resolvers.resume(principal, sessionId);
+  await attachNew(resolvers, principal, sessionId);
   await announce(ctx, principal, sessionId);
   return { header: outcome.header };
 };
@@ -37,6 +38,20 @@ function tooManySessions(principal: Principal, max: number): SessionmuxError {
     `${principal.name} already has ${max} sessions; delete one before creating another`,
     { data: { max } },
   );
+}
+
+/**
+ * Attaches the agent of a session just created. The session is written already: when the
+ * principal's agents are all at work it stays without one (its first prompt attaches it, or is
+ * refused `too_many_agents`), since refusing the call would report a create that happened as
+ * refused, and a retry would create a second session.
+ */
+async function attachNew(resolvers: Resolvers, principal: Principal, sessionId: string): Promise<void> {
+  try {
+    await resolvers.resume(principal, sessionId);
+  } catch (err) {
+    if (!(err instanceof SessionmuxError && err.code === "too_many_agents")) throw err;
+  }
 }
 
 /** Reads the source cold; only the new target gets an agent. */
@@ -56,7 +71,7 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
   if (outcome.status !== "created") throw refusal(targetId, outcome);
-  await resolvers.resume(principal, targetId);
+  await attachNew(resolvers, principal, targetId);
   await announce(ctx, principal, targetId);
   return { header: outcome.header };
 };
