@@ -154,6 +154,18 @@ describe("session.delete", () => {
     expect(await fx.store.isRetired(S)).toBe(true);
   });
 
+  test("the admin deleting another's session tells its owner", async () => {
+    fx = await openHost();
+    const alice = { name: "alice", admin: false };
+    await fx.host.call(alice, "session.create", { sessionId: S });
+    const removed: string[] = [];
+    fx.host.subscribeNotifications(alice, (n) => {
+      if (n.name === "session.removed") removed.push(n.value.sessionId);
+    });
+    expect(await fx.host.call(ADMIN, "session.delete", { sessionId: S })).toEqual({ deleted: true });
+    await vi.waitFor(() => expect(removed).toEqual([S]));
+  });
+
   test("an agent a prompt attaches while the delete is in flight is stopped and detached as well", async () => {
     fx = await openHost();
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
