@@ -429,7 +429,7 @@ describe("session.updateQueue", () => {
     ).toEqual({ code: "agent_not_live", data: { sessionId: S } });
   });
 
-  test("a delete that lands between the check and the queue write refuses the change", async () => {
+  test("a delete that lands between the check and the queue write refuses the change session_retired", async () => {
     fx = await coldSession();
     await fx.host.call(ADMIN, "session.prompt", {
       sessionId: S,
@@ -441,12 +441,11 @@ describe("session.updateQueue", () => {
       expect((await fx.store.delete(sessionId)).status).toBe("deleted");
       return clearQueue(sessionId);
     });
-    // the store does not tell a deleted session from a missing one here
     expect(
       await errorCode(() =>
         fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { clear: true } }),
       ),
-    ).toEqual({ code: "session_not_found", data: { sessionId: S } });
+    ).toEqual({ code: "session_retired", data: { sessionId: S } });
   });
 
   test("remove, edit and clear change the queue and answer its new snapshot", async () => {

@@ -36,7 +36,9 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
   else if ("steer" in op) outcome = await steer(ctx, session, sessionId, op.itemId);
   else outcome = await ctx.store.clearQueue(sessionId);
   if (outcome?.status === "item_not_found") throw missing("itemId" in op ? op.itemId : "");
-  if (outcome?.status === "not_found" || outcome?.status === "queue_full") throw refusal(sessionId, outcome);
+  // the session passed the check above: a store that no longer finds it saw its delete land since
+  if (outcome?.status === "not_found") throw refusal(sessionId, { status: "retired" });
+  if (outcome?.status === "queue_full") throw refusal(sessionId, outcome);
   return { items: outcome?.status === "ok" ? outcome.items.map(toItem) : ctx.live.queue(sessionId) };
 };
 
