@@ -60,6 +60,22 @@ describe("session.create", () => {
     expect(added).toEqual(["later"]);
   });
 
+  test("a create the host starts shutting down under still answers the session it wrote", async () => {
+    fx = await openHost();
+    const create = fx.store.create.bind(fx.store);
+    let stopping: Promise<void> | undefined;
+    vi.spyOn(fx.store, "create").mockImplementationOnce(async (input) => {
+      const created = await create(input);
+      stopping = fx.host.shutdown();
+      return created;
+    });
+    const { header } = await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    expect(header).toMatchObject({ sessionId: S, owner: "admin" });
+    expect(liveSet()).toEqual([]);
+    await stopping;
+    expect((await fx.store.header(S)).status).toBe("ok");
+  });
+
   test("params are validated again when called directly", async () => {
     fx = await openHost();
     const outcome = await errorCode(() => fx.host.call(ADMIN, "session.create", { sessionId: "../.." }));

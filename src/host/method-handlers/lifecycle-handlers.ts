@@ -22,7 +22,7 @@ export const create: MethodHandler<"session.create"> = async (ctx, resolvers, pr
   });
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status !== "created") throw refusal(sessionId, outcome);
-  await attachNew(resolvers, principal, sessionId);
+  await attachNew(ctx, resolvers, principal, sessionId);
   await announce(ctx, principal, sessionId);
   return { header: outcome.header };
 };
@@ -41,16 +41,21 @@ function tooManySessions(principal: Principal, max: number): SessionmuxError {
 }
 
 /**
- * Attaches the agent of a session just created. The session is written already: when the
- * principal's agents are all at work it stays without one (its first prompt attaches it, or is
- * refused `too_many_agents`), since refusing the call would report a create that happened as
- * refused, and a retry would create a second session.
+ * Attaches the agent of a session just created. The session is written already, so no failure
+ * to attach (the principal's agents all at work, the host shutting down) may turn the call into
+ * an error: that would report a create that happened as refused, and a retry would create a
+ * second session. It stays without an agent; its first prompt attaches one, or is refused.
  */
-async function attachNew(resolvers: Resolvers, principal: Principal, sessionId: string): Promise<void> {
+async function attachNew(
+  ctx: HostContext,
+  resolvers: Resolvers,
+  principal: Principal,
+  sessionId: string,
+): Promise<void> {
   try {
     await resolvers.resume(principal, sessionId);
   } catch (err) {
-    if (!(err instanceof SessionmuxError && err.code === "too_many_agents")) throw err;
+    ctx.logger.debug({ err, sessionId }, "session created without an agent");
   }
 }
 
@@ -71,7 +76,7 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
   if (outcome.status !== "created") throw refusal(targetId, outcome);
-  await attachNew(resolvers, principal, targetId);
+  await attachNew(ctx, resolvers, principal, targetId);
   await announce(ctx, principal, targetId);
   return { header: outcome.header };
 };
