@@ -30,6 +30,7 @@ export async function openHost(
     maxTranscriptBytes?: number;
     logger?: Logger;
     turnStopGraceMs?: number;
+    now?: () => number;
   } = {},
 ): Promise<HostFixture> {
   const dir = options.dbPath ? undefined : tempDir();
@@ -46,6 +47,7 @@ export async function openHost(
       ...(options.maxTranscriptBytes ? { maxTranscriptBytes: options.maxTranscriptBytes } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.turnStopGraceMs !== undefined ? { turnStopGraceMs: options.turnStopGraceMs } : {}),
+      ...(options.now ? { now: options.now } : {}),
     });
     await host.start();
     return { host, store, metrics };
