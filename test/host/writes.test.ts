@@ -65,4 +65,17 @@ describe("session.ack", () => {
     expect(await ack(settled)).toEqual({ hasUnseenCompletion: false });
     expect((await fx.store.projection(S))?.hasUnseenCompletion).toBe(false);
   });
+
+  test("an ack whose session is deleted between the check and the write is session_retired", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    const ack = fx.store.ack.bind(fx.store);
+    vi.spyOn(fx.store, "ack").mockImplementationOnce(async (sessionId, completionSettledAt) => {
+      expect((await fx.store.delete(sessionId)).status).toBe("deleted");
+      return ack(sessionId, completionSettledAt);
+    });
+    expect(
+      await errorCode(() => fx.host.call(ADMIN, "session.ack", { sessionId: S, completionSettledAt: 1 })),
+    ).toEqual({ code: "session_retired", data: { sessionId: S } });
+  });
 });

@@ -13,7 +13,8 @@ export const rename: MethodHandler<"session.rename"> = async (ctx, resolvers, pr
 export const ack: MethodHandler<"session.ack"> = async (ctx, resolvers, principal, params) => {
   await resolvers.inspect(principal, params.sessionId);
   const outcome = await ctx.store.ack(params.sessionId, params.completionSettledAt);
-  if (outcome.status !== "ok") throw refusal(params.sessionId, outcome);
+  // the session passed the check above: a store that no longer finds it saw its delete land since
+  if (outcome.status !== "ok") throw refusal(params.sessionId, { status: "retired" });
   return { hasUnseenCompletion: outcome.hasUnseenCompletion };
 };
 
