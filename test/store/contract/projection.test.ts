@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
-import { turnEnd, turnStart, userMessage } from "../open-store.js";
+import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 
 type Step =
@@ -214,6 +214,89 @@ describeContract("projection", (backend) => {
     await store.append("a", [{ type: "session/renamed", data: { title: "Named" } }]);
     expect((await store.header("a")).status === "ok").toBe(true);
     expect((await store.projection("a"))?.title).toBe("Named");
+  });
+
+  it("keeps an explicit title against the first prompt, and derives one from a prompt with words only", async () => {
+    const { store } = await open();
+    for (const id of ["renamed", "blank", "spaced"])
+      await store.create({ sessionId: id, owner: "o", model: "m" });
+    // a rename before any prompt is explicit: the first prompt does not replace it
+    await store.append("renamed", [{ type: "session/renamed", data: { title: "Named" } }]);
+    await store.append("renamed", [turnStart("t1"), userMessage("hello there")]);
+    // a prompt of whitespace only gives no title
+    await store.append("blank", [turnStart("t1"), userMessage(" \n\t ")]);
+    // the title is the prompt on one line: runs of whitespace are one space, none at either end
+    await store.append("spaced", [turnStart("t1"), userMessage("  \n first\t\tline \n\n second  ")]);
+    expect((await store.projection("renamed"))?.title).toBe("Named");
+    expect(await store.projection("blank")).toMatchObject({ title: "New chat", blank: false });
+    expect((await store.projection("spaced"))?.title).toBe("first line second");
+  });
+
+  it("shows a model change in the row and the header", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m1" });
+    await store.append("a", [{ type: "session/model", data: { model: "m2" } }]);
+    expect((await store.projection("a"))?.model).toBe("m2");
+    expect(await store.header("a")).toMatchObject({ status: "ok", header: { model: "m2" } });
+  });
+
+  it("counts no assistant message for a turn whose text deltas were all empty", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [
+      turnStart("t1"),
+      userMessage("q"),
+      delta("t1", ""),
+      delta("t1", ""),
+      turnEnd("t1"),
+    ]);
+    expect((await store.projection("a"))?.messageCount).toBe(1);
+    await store.append("a", [
+      turnStart("t2"),
+      userMessage("q"),
+      delta("t2", ""),
+      delta("t2", "a"),
+      turnEnd("t2"),
+    ]);
+    expect((await store.projection("a"))?.messageCount).toBe(3);
+  });
+
+  it("is input-required only while an open turn waits on an interaction", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const request = (turnId: string, interactionId: string) => ({
+      type: "interaction/requested" as const,
+      data: { turnId, interactionId, kind: "approval" as const, action: interactionId },
+    });
+    const parked = async () =>
+      (await store.list({ limit: 10, parked: true })).rows.map((row) => row.sessionId);
+    await store.append("a", [turnStart("t1"), request("t1", "i1")]);
+    expect((await store.projection("a"))?.lastState).toBe("input-required");
+    expect(await parked()).toEqual(["a"]);
+    await store.resolveInteraction("i1", { outcome: "approve" });
+    expect((await store.projection("a"))?.lastState).toBe("working");
+    expect(await parked()).toEqual([]);
+    await store.append("a", [turnEnd("t1")]);
+    // a request for a turn that already ended parks nothing
+    await store.append("a", [request("t1", "late")]);
+    expect((await store.projection("a"))?.lastState).toBe("completed");
+    expect(await parked()).toEqual([]);
+  });
+
+  it("an ack after the clock stepped back covers only the completion it saw", async () => {
+    let clock = 3_000;
+    const { store } = await open({ now: () => clock });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [turnStart("t1"), turnEnd("t1")]);
+    expect(await store.ack("a", 3_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    clock = 2_500;
+    await store.append("a", [turnStart("t2"), turnEnd("t2")]);
+    expect((await store.projection("a"))?.completionSettledAt).toBe(2_500);
+    expect(await store.ack("a", 2_500)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    // the ack recorded 2_500, not the older 3_000: a completion after it is not hidden
+    clock = 2_800;
+    await store.append("a", [turnStart("t3"), turnEnd("t3")]);
+    expect((await store.projection("a"))?.hasUnseenCompletion).toBe(true);
   });
 
   it("lets a stale ack never hide a newer completion", async () => {
