@@ -219,6 +219,19 @@ const MIGRATIONS: readonly string[] = [
     UPDATE owner_usage SET stored_bytes = stored_bytes - old.size WHERE owner = old.owner;
   END;
   `,
+  // 8: how many interactions of a session's open turn still wait for an answer, so the turn
+  // stays input-required (and the session parked) until the last of a step's approvals is answered,
+  // not the first. Rows are counted from the interactions, and a turn the count finds waiting is
+  // input-required again: before, answering one of several left it shown as working.
+  `
+  ALTER TABLE projections ADD COLUMN pending_interactions INTEGER NOT NULL DEFAULT 0;
+  UPDATE projections SET pending_interactions = (
+    SELECT count(*) FROM interactions i
+    WHERE i.session_id = projections.session_id AND i.turn_id = projections.open_turn_id
+      AND i.state = 'pending'
+  ) WHERE open_turn_id IS NOT NULL;
+  UPDATE projections SET last_state = 'input-required' WHERE pending_interactions > 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

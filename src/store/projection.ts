@@ -15,6 +15,11 @@ export interface ProjectionState extends SessionProjection {
   titleExplicit: boolean;
   /** The open turn already counted its assistant message. */
   turnHasText: boolean;
+  /**
+   * Interactions of the open turn still waiting for an answer: a step's approvals are asked all at
+   * once, and the turn waits on the operator until the last of them is answered.
+   */
+  pendingInteractions: number;
   /** Newest completion an ack covered (acks are not events, so this travels with the base). */
   ackedSettledAt: number | null;
 }
@@ -51,6 +56,7 @@ export function initialProjection(base: ProjectionBase): ProjectionState {
     completionSettledAt: null,
     titleExplicit: base.titleExplicit,
     turnHasText: false,
+    pendingInteractions: 0,
     ackedSettledAt: base.ackedSettledAt,
   };
 }
@@ -62,8 +68,8 @@ export function initialProjection(base: ProjectionBase): ProjectionState {
  * - `lastPromptAt`: newest `user/message` with `source:"user"`; `updatedAt = max(createdAt, lastPromptAt)`.
  * - `blank`: no operator (`source:"user"`) message yet.
  * - `messageCount`: every `user/message`, plus one per turn that produced assistant text.
- * - `lastState`: `working` after `turn/start`, `input-required` while an interaction waits, then
- *   the state of `turn/end`; each `turn/end` marks an unseen completion settled at its `at`.
+ * - `lastState`: `working` after `turn/start`, `input-required` while any interaction of the open
+ *   turn waits (until the last of them is resolved), then the state of `turn/end`; each `turn/end` marks an unseen completion settled at its `at`.
  */
 export function projectEvent(row: ProjectionState, event: SessionEvent): ProjectionState {
   const next = copyProjection(row);
@@ -96,6 +102,7 @@ export function foldEvent(next: ProjectionState, event: SessionEvent): void {
       next.turnCount += 1;
       next.openTurnId = event.data.turnId;
       next.turnHasText = false;
+      next.pendingInteractions = 0;
       next.lastState = "working";
       break;
     case "user/message":
@@ -117,15 +124,22 @@ export function foldEvent(next: ProjectionState, event: SessionEvent): void {
       }
       break;
     case "interaction/requested":
-      if (next.openTurnId !== null) next.lastState = "input-required";
+      if (next.openTurnId !== null) {
+        next.pendingInteractions += 1;
+        next.lastState = "input-required";
+      }
       break;
     case "interaction/resolved":
-      if (next.openTurnId !== null && next.lastState === "input-required") next.lastState = "working";
+      if (next.openTurnId !== null && next.pendingInteractions > 0) {
+        next.pendingInteractions -= 1;
+        if (next.pendingInteractions === 0 && next.lastState === "input-required") next.lastState = "working";
+      }
       break;
     case "turn/end":
       next.lastState = event.data.state;
       next.openTurnId = null;
       next.turnHasText = false;
+      next.pendingInteractions = 0;
       next.completionSettledAt = event.at;
       next.hasUnseenCompletion = !(next.ackedSettledAt !== null && next.ackedSettledAt >= event.at);
       break;
@@ -173,6 +187,7 @@ export function copyProjection(row: ProjectionState): ProjectionState {
     completionSettledAt: row.completionSettledAt,
     titleExplicit: row.titleExplicit,
     turnHasText: row.turnHasText,
+    pendingInteractions: row.pendingInteractions,
     ackedSettledAt: row.ackedSettledAt,
   };
 }
@@ -203,6 +218,7 @@ export function onlySeqMoved(before: ProjectionState, after: ProjectionState): b
     before.completionSettledAt === after.completionSettledAt &&
     before.titleExplicit === after.titleExplicit &&
     before.turnHasText === after.turnHasText &&
+    before.pendingInteractions === after.pendingInteractions &&
     before.ackedSettledAt === after.ackedSettledAt
   );
 }

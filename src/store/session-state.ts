@@ -43,6 +43,7 @@ export interface SessionStateRow {
   seq: number;
   open_turn_id: string | null;
   turn_has_text: number;
+  pending_interactions: number;
   has_unseen_completion: number;
   completion_settled_at: number | null;
   acked_settled_at: number | null;
@@ -93,6 +94,7 @@ export type ProjectionRow = Pick<
   | "seq"
   | "open_turn_id"
   | "turn_has_text"
+  | "pending_interactions"
   | "has_unseen_completion"
   | "completion_settled_at"
   | "acked_settled_at"
@@ -122,6 +124,7 @@ export function projectionFromRow(row: ProjectionRow, head: number): ProjectionS
     completionSettledAt: row.completion_settled_at,
     titleExplicit: row.title_explicit === 1,
     turnHasText: row.turn_has_text === 1,
+    pendingInteractions: row.pending_interactions,
     ackedSettledAt: row.acked_settled_at,
   };
 }
@@ -145,6 +148,7 @@ export function projectionParams(row: ProjectionState) {
     seq: row.seq,
     openTurnId: row.openTurnId,
     turnHasText: row.turnHasText ? 1 : 0,
+    pendingInteractions: row.pendingInteractions,
     hasUnseenCompletion: row.hasUnseenCompletion ? 1 : 0,
     completionSettledAt: row.completionSettledAt,
     ackedSettledAt: row.ackedSettledAt,
@@ -180,6 +184,7 @@ export function progressParams(row: ProjectionState): unknown[] {
     row.completionSettledAt,
     row.ackedSettledAt,
     row.lastPromptAt,
+    row.pendingInteractions,
     row.sessionId,
   ];
 }

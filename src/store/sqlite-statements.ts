@@ -9,7 +9,7 @@ const SQL = {
               s.base_title, s.base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
               p.title, p.title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count, p.blank,
               p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text,
-              p.has_unseen_completion, p.completion_settled_at, p.acked_settled_at
+              p.pending_interactions, p.has_unseen_completion, p.completion_settled_at, p.acked_settled_at
        FROM sessions s JOIN projections p ON p.session_id = s.session_id WHERE s.session_id = ?`,
   tombstone: "SELECT 1 FROM tombstones WHERE session_id = ?",
   insertSession: `INSERT INTO sessions (session_id, owner, epoch, created_at, fork_of_session, fork_of_seq,
@@ -21,20 +21,21 @@ const SQL = {
   setAcked: "UPDATE sessions SET acked_settled_at = ? WHERE session_id = ?",
   insertProjection: `INSERT INTO projections (session_id, owner, epoch, title, title_explicit, model, created_at, last_prompt_at,
               updated_at, turn_count, blank, last_state, message_count, seq, open_turn_id, turn_has_text,
-              has_unseen_completion, completion_settled_at, acked_settled_at)
+              pending_interactions, has_unseen_completion, completion_settled_at, acked_settled_at)
        VALUES (@sessionId, @owner, @epoch, @title, @titleExplicit, @model, @createdAt, @lastPromptAt,
               @updatedAt, @turnCount, @blank, @lastState, @messageCount, @seq, @openTurnId, @turnHasText,
-              @hasUnseenCompletion, @completionSettledAt, @ackedSettledAt)`,
+              @pendingInteractions, @hasUnseenCompletion, @completionSettledAt, @ackedSettledAt)`,
   updateProjection: `UPDATE projections SET epoch = @epoch, title = @title, title_explicit = @titleExplicit, model = @model,
               last_prompt_at = @lastPromptAt, updated_at = @updatedAt, turn_count = @turnCount, blank = @blank,
               last_state = @lastState, message_count = @messageCount, seq = @seq, open_turn_id = @openTurnId,
-              turn_has_text = @turnHasText, has_unseen_completion = @hasUnseenCompletion,
+              turn_has_text = @turnHasText, pending_interactions = @pendingInteractions,
+              has_unseen_completion = @hasUnseenCompletion,
               completion_settled_at = @completionSettledAt, acked_settled_at = @ackedSettledAt
        WHERE session_id = @sessionId`,
   /** Leaves the list-order columns (updated_at, last_state) alone, so their indexes are not rewritten. */
   updateProjectionProgress: `UPDATE projections SET title = ?, title_explicit = ?, model = ?, turn_count = ?, blank = ?,
               message_count = ?, seq = ?, open_turn_id = ?, turn_has_text = ?, has_unseen_completion = ?,
-              completion_settled_at = ?, acked_settled_at = ?, last_prompt_at = ?
+              completion_settled_at = ?, acked_settled_at = ?, last_prompt_at = ?, pending_interactions = ?
        WHERE session_id = ?`,
   /** Open turns not parked on a pending interaction: a restart closes these. */
   openTurns: `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL

@@ -73,10 +73,12 @@ describe("SQLite: the space of swept uploads goes back to the file system", () =
     await SqliteSessionStore.open(path).close();
     // the layout before chunks: bodies in attachments.bytes, no chunk table
     const old = new Database(path);
-    // (and before what came after them: the index of large events, the owners' usage)
+    // (and before what came after them: the index of large events, the owners' usage, the count
+    // of pending interactions)
     old.exec(
       "DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks; DROP INDEX events_large; " +
-        "DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage",
+        "DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage; " +
+        "ALTER TABLE projections DROP COLUMN pending_interactions",
     );
     old.pragma(`user_version = ${VERSION_BEFORE_CHUNKS}`);
     const body = Buffer.alloc(ATTACHMENT_CHUNK_BYTES * 2 + 10);

@@ -22,7 +22,8 @@ const base = {
 /** Every field set to a value no other field has, the keys in reverse order of a new row's. */
 function unusualRow(): ProjectionState {
   return {
-    ackedSettledAt: 19,
+    ackedSettledAt: 20,
+    pendingInteractions: 19,
     turnHasText: true,
     titleExplicit: true,
     completionSettledAt: 16,

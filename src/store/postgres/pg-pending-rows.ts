@@ -25,6 +25,7 @@ const PROJECTION_COLUMNS: readonly (readonly [string, string, (r: ProjectionStat
   ["seq", "bigint", (r) => r.seq],
   ["open_turn_id", "text", (r) => r.openTurnId],
   ["turn_has_text", "boolean", (r) => r.turnHasText],
+  ["pending_interactions", "integer", (r) => r.pendingInteractions],
   ["has_unseen_completion", "boolean", (r) => r.hasUnseenCompletion],
   ["completion_settled_at", "bigint", (r) => r.completionSettledAt],
   ["acked_settled_at", "bigint", (r) => r.ackedSettledAt],

@@ -34,7 +34,7 @@ import { SELECT_STATE } from "./pg-write-batch.js";
 const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_explicit::int AS title_explicit, model,
   last_prompt_at, updated_at, turn_count, blank::int AS blank, last_state, message_count,
   ${headSeqOf("projections.session_id")} AS seq, open_turn_id,
-  turn_has_text::int AS turn_has_text, has_unseen_completion::int AS has_unseen_completion,
+  turn_has_text::int AS turn_has_text, pending_interactions, has_unseen_completion::int AS has_unseen_completion,
   completion_settled_at, acked_settled_at`;
 
 const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;

@@ -254,6 +254,19 @@ const MIGRATIONS: readonly string[] = [
   COMMENT ON COLUMN projections.seq IS
     'the head when the row was last written, not the head: that is max(seq) of the session''s events';
   `,
+  // 9: how many interactions of a session's open turn still wait for an answer, so the turn
+  // stays input-required (and the session parked) until the last of a step's approvals is answered,
+  // not the first. Rows are counted from the interactions, and a turn the count finds waiting is
+  // input-required again: before, answering one of several left it shown as working.
+  `
+  ALTER TABLE projections ADD COLUMN pending_interactions integer NOT NULL DEFAULT 0;
+  UPDATE projections SET pending_interactions = (
+    SELECT count(*) FROM interactions i
+    WHERE i.session_id = projections.session_id AND i.turn_id = projections.open_turn_id
+      AND i.state = 'pending'
+  ) WHERE open_turn_id IS NOT NULL;
+  UPDATE projections SET last_state = 'input-required' WHERE pending_interactions > 0;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -25,7 +25,7 @@ const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_s
   s.base_title, s.base_title_explicit::int AS base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
   p.title, p.title_explicit::int AS title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count,
   p.blank::int AS blank, p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text::int AS turn_has_text,
-  p.has_unseen_completion::int AS has_unseen_completion, p.completion_settled_at, p.acked_settled_at`;
+  p.pending_interactions, p.has_unseen_completion::int AS has_unseen_completion, p.completion_settled_at, p.acked_settled_at`;
 
 /** Live sessions' state; the caller adds the WHERE clause. */
 export const SELECT_STATE = `SELECT ${STATE_COLUMNS} FROM sessions s JOIN projections p ON p.session_id = s.session_id`;

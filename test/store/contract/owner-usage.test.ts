@@ -57,6 +57,7 @@ async function rewind(db: StoreUnderTest): Promise<void> {
     await tamper(
       db,
       `DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage;
+       ALTER TABLE projections DROP COLUMN pending_interactions;
        PRAGMA user_version = ${OWNER_USAGE_MIGRATION - 1}`,
     );
     return;
@@ -64,7 +65,8 @@ async function rewind(db: StoreUnderTest): Promise<void> {
   await tamper(
     db,
     `DROP TRIGGER attachments_counted ON attachments; DROP FUNCTION sessionmux_count_attachment();
-     DROP TABLE owner_usage; DELETE FROM schema_migrations WHERE version >= ${OWNER_USAGE_MIGRATION}`,
+     DROP TABLE owner_usage; ALTER TABLE projections DROP COLUMN pending_interactions;
+     DELETE FROM schema_migrations WHERE version >= ${OWNER_USAGE_MIGRATION}`,
   );
 }
 

@@ -3,6 +3,10 @@ import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
+import { tamper } from "./operator-hand.js";
+
+/** The migration that added the count of an open turn's waiting interactions, on each store. */
+const PENDING_COUNT_MIGRATION = { sqlite: 8, postgres: 9 };
 
 type Step =
   | { op: "event"; pick: number; text: string; session: number }
@@ -281,6 +285,59 @@ describeContract("projection", (backend) => {
     await store.append("a", [request("t1", "late")]);
     expect((await store.projection("a"))?.lastState).toBe("completed");
     expect(await parked()).toEqual([]);
+  });
+
+  it("stays input-required and parked while any interaction of the turn still waits", async () => {
+    const { store, openAnother } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const request = (interactionId: string) => ({
+      type: "interaction/requested" as const,
+      data: { turnId: "t1", interactionId, kind: "approval" as const, action: interactionId },
+    });
+    // two tool calls of one step ask for approval at once; the operator answers them one by one
+    await store.append("a", [turnStart("t1"), request("i1"), request("i2")]);
+    await store.resolveInteraction("i2", { outcome: "approve" });
+    expect((await store.projection("a"))?.lastState).toBe("input-required");
+    expect((await store.list({ limit: 10, parked: true })).rows.map((row) => row.sessionId)).toEqual(["a"]);
+    await store.rebuildProjections();
+    expect((await store.projection("a"))?.lastState).toBe("input-required");
+    // the count is in the stored row: a store that knows only the rows goes on from it
+    await store.close();
+    const again = await openAnother();
+    expect((await again.list({ limit: 10, parked: true })).rows.map((row) => row.sessionId)).toEqual(["a"]);
+    await again.resolveInteraction("i1", { outcome: "approve" });
+    expect((await again.projection("a"))?.lastState).toBe("working");
+    expect((await again.list({ limit: 10, parked: true })).rows).toEqual([]);
+  });
+
+  it("counts the waiting interactions of a database from before the count when it is opened", async () => {
+    const db = await open();
+    const { store } = db;
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.create({ sessionId: "b", owner: "o", model: "m" });
+    const request = (interactionId: string) => ({
+      type: "interaction/requested" as const,
+      data: { turnId: "t1", interactionId, kind: "approval" as const, action: interactionId },
+    });
+    await store.append("a", [turnStart("t1"), request("a1"), request("a2")]);
+    await store.resolveInteraction("a1", { outcome: "approve" });
+    await store.append("b", [turnStart("t1"), request("b1")]);
+    await store.resolveInteraction("b1", { outcome: "approve" });
+    await store.close();
+    // the schema before the count, with the row an earlier version wrote: shown working
+    await tamper(
+      db,
+      db.path
+        ? `ALTER TABLE projections DROP COLUMN pending_interactions;
+           UPDATE projections SET last_state = 'working'; PRAGMA user_version = ${PENDING_COUNT_MIGRATION.sqlite - 1}`
+        : `ALTER TABLE projections DROP COLUMN pending_interactions; UPDATE projections SET last_state = 'working';
+           DELETE FROM schema_migrations WHERE version >= ${PENDING_COUNT_MIGRATION.postgres}`,
+    );
+    const reopened = await db.openAnother();
+    expect((await reopened.projection("a"))?.lastState).toBe("input-required");
+    expect((await reopened.projection("b"))?.lastState).toBe("working");
+    await reopened.resolveInteraction("a2", { outcome: "approve" });
+    expect((await reopened.projection("a"))?.lastState).toBe("working");
   });
 
   it("an ack after the clock stepped back covers only the completion it saw", async () => {
