@@ -340,6 +340,54 @@ describeContract("projection", (backend) => {
     expect((await reopened.projection("a"))?.lastState).toBe("working");
   });
 
+  it("goes on from the stored rows in a store opened again: titles, counts, what is unseen", async () => {
+    const { store, openAnother } = await open();
+    for (const id of ["titled", "untitled", "prompted", "texted", "silent"])
+      await store.create({
+        sessionId: id,
+        owner: "o",
+        model: "m",
+        ...(id === "titled" ? { title: "T" } : {}),
+      });
+    await store.append("prompted", [turnStart("t1"), userMessage("hello"), turnEnd("t1")]);
+    await store.append("texted", [turnStart("t1"), userMessage("q"), delta("t1", "a")]);
+    await store.append("silent", [turnStart("t1"), userMessage("q")]);
+    await store.close();
+    const again = await openAnother();
+    const listed = new Map((await again.list({ limit: 10 })).rows.map((row) => [row.sessionId, row]));
+    expect(listed.get("prompted")).toMatchObject({ blank: false, hasUnseenCompletion: true, title: "hello" });
+    expect(listed.get("untitled")).toMatchObject({ blank: true, hasUnseenCompletion: false });
+    expect(await again.projection("prompted")).toMatchObject({ blank: false, hasUnseenCompletion: true });
+    // whether a title is explicit comes from the row: only the untitled one takes the first prompt's
+    await again.append("titled", [turnStart("t1"), userMessage("first")]);
+    await again.append("untitled", [turnStart("t1"), userMessage("first")]);
+    expect((await again.projection("titled"))?.title).toBe("T");
+    expect((await again.projection("untitled"))?.title).toBe("first");
+    // and whether the open turn already counted its assistant message
+    await again.append("texted", [delta("t1", "b"), turnEnd("t1")]);
+    await again.append("silent", [delta("t1", "b"), turnEnd("t1")]);
+    expect((await again.projection("texted"))?.messageCount).toBe(2);
+    expect((await again.projection("silent"))?.messageCount).toBe(2);
+    // a rebuild there folds each log from the header the rows hold, which after a clear is all
+    // that says whether the title was explicit
+    for (const [id, title] of [
+      ["renamed", { title: "T" }],
+      ["derived", {}],
+    ] as const) {
+      await again.create({ sessionId: id, owner: "o", model: "m", ...title });
+      await again.append(id, [turnStart("t1"), userMessage("before"), turnEnd("t1")]);
+      await again.clear(id);
+      await again.append(id, [turnStart("t2"), userMessage("after")]);
+    }
+    const ids = ["titled", "untitled", "prompted", "renamed", "derived"];
+    const before = await Promise.all(ids.map((id) => again.projection(id)));
+    expect(before.map((row) => row?.title)).toEqual(["T", "first", "hello", "T", "after"]);
+    await again.close();
+    const third = await openAnother();
+    await third.rebuildProjections();
+    expect(await Promise.all(ids.map((id) => third.projection(id)))).toEqual(before);
+  });
+
   it("an ack after the clock stepped back covers only the completion it saw", async () => {
     let clock = 3_000;
     const { store } = await open({ now: () => clock });
