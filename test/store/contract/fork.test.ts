@@ -116,6 +116,24 @@ describeContract("fork", (backend) => {
     expect(read.events[8]?.data).toEqual({ turnId: "t2", text: " more" });
   });
 
+  it("lists a fork by its own creation: updatedAt is max(createdAt, lastPromptAt) of the copied prompts", async () => {
+    const store = await seeded(open);
+    await store.create({ sessionId: "newer", owner: "o", model: "m", at: 5_000 });
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", at: 6_000 });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(await store.projection("dst")).toMatchObject({
+      createdAt: 6_000,
+      lastPromptAt: 3_000,
+      updatedAt: 6_000,
+    });
+    const { rows } = await store.list({ limit: 10 });
+    expect(rows.map((row) => [row.sessionId, row.updatedAt])).toEqual([
+      ["dst", 6_000],
+      ["newer", 5_000],
+      ["src", 3_000],
+    ]);
+  });
+
   it("clamps atSeq beyond the head to the head", async () => {
     const store = await seeded(open);
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 999 });
