@@ -310,6 +310,22 @@ describeContract("projection", (backend) => {
     expect((await again.list({ limit: 10, parked: true })).rows).toEqual([]);
   });
 
+  it("takes a resolution of nothing the open turn waits on as no answer to a later request", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [
+      turnStart("t1"),
+      { type: "interaction/resolved", data: { interactionId: "stray", resolution: { outcome: "approve" } } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "i1" },
+      },
+    ]);
+    expect((await store.projection("a"))?.lastState).toBe("input-required");
+    await store.resolveInteraction("i1", { outcome: "approve" });
+    expect((await store.projection("a"))?.lastState).toBe("working");
+  });
+
   it("counts the waiting interactions of a database from before the count when it is opened", async () => {
     const db = await open();
     const { store } = db;
