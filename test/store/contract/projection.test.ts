@@ -310,6 +310,25 @@ describeContract("projection", (backend) => {
     expect((await again.list({ limit: 10, parked: true })).rows).toEqual([]);
   });
 
+  it("leaves nothing a cancelled turn waited on to the next turn", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const request = (turnId: string, interactionId: string) => ({
+      type: "interaction/requested" as const,
+      data: { turnId, interactionId, kind: "approval" as const, action: interactionId },
+    });
+    await store.append("a", [
+      turnStart("t1"),
+      request("t1", "i1"),
+      request("t1", "i2"),
+      turnEnd("t1", "cancelled"),
+    ]);
+    expect((await store.projection("a"))?.lastState).toBe("cancelled");
+    await store.append("a", [turnStart("t2"), request("t2", "j1")]);
+    await store.resolveInteraction("j1", { outcome: "approve" });
+    expect((await store.projection("a"))?.lastState).toBe("working");
+  });
+
   it("takes a resolution of nothing the open turn waits on as no answer to a later request", async () => {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
