@@ -58,6 +58,7 @@ export default {
     "src/transport/http/session-view.ts",
     "src/transport/http/session-routes.ts",
     "src/transport/http/route-context.ts",
+    "src/store/database-lock.ts",
     "src/store/attachment-chunks.ts",
     "src/transport/http/request-body.ts",
   ],

@@ -114,6 +114,64 @@ describe("one host per SQLite file", () => {
     expect((refusal as { code?: string }).code).toBe("SQLITE_NOTADB");
   });
 
+  it("an opener that cannot write its holder row (another opener is reading the lock file) refuses as in use, and leaves the file free", () => {
+    const dbPath = freshDb();
+    DatabaseLock.acquire(dbPath).release();
+    // A second opener reading who holds the lock (what a refused opener does) keeps a read lock
+    // on the file: the holder row cannot be committed past it, the race the comment describes.
+    const reader = new Database(`${dbPath}.lock`);
+    try {
+      reader.exec("BEGIN");
+      reader.prepare("SELECT pid FROM holder").all();
+      let refusal: unknown;
+      try {
+        DatabaseLock.acquire(dbPath).release();
+      } catch (err) {
+        refusal = err;
+      }
+      expect(refusal).toBeInstanceOf(DatabaseInUseError);
+      expect((refusal as Error).message).toContain(`the database ${dbPath} is in use by`);
+      reader.exec("COMMIT");
+    } finally {
+      reader.close();
+    }
+    // the refused opener let go of the file: the next one takes the lock
+    DatabaseLock.acquire(dbPath).release();
+  });
+
+  it("a holder row a dead holder left is replaced: a refusal never names it", () => {
+    const dbPath = freshDb();
+    DatabaseLock.acquire(dbPath).release();
+    const file = new Database(`${dbPath}.lock`);
+    file.exec("DELETE FROM holder");
+    file.prepare("INSERT INTO holder (pid, host, started_at) VALUES (?, ?, ?)").run(999_999_999, "gone", 0);
+    file.close();
+    const held = DatabaseLock.acquire(dbPath);
+    try {
+      // the holder is this process, which a refusal calls "another process" (it is another store)
+      expect(() => DatabaseLock.acquire(dbPath)).toThrow(/is in use by another process;/);
+    } finally {
+      held.release();
+    }
+  });
+
+  it("a holder row that cannot be written for another reason than a lock (a lock file of another shape) is not called in use", () => {
+    const dbPath = freshDb();
+    const file = new Database(`${dbPath}.lock`);
+    file.exec(
+      "CREATE TABLE holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL, version TEXT NOT NULL)",
+    );
+    file.close();
+    let refusal: unknown;
+    try {
+      DatabaseLock.acquire(dbPath).release();
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).not.toBeInstanceOf(DatabaseInUseError);
+    expect((refusal as { code?: string }).code).toBe("SQLITE_CONSTRAINT_NOTNULL");
+  });
+
   it("release closes the lock file, and releasing again does nothing", () => {
     const dbPath = freshDb();
     const openLockFiles = () =>
