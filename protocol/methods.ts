@@ -78,6 +78,16 @@ export const FollowItem = Type.Union([
 ]);
 export type FollowItem = Static<typeof FollowItem>;
 
+/**
+ * Download items, §5 `session.download`: the attachment's `head` first, then its bytes in order,
+ * each piece at the offset it starts at.
+ */
+export const DownloadItem = Type.Union([
+  Type.Object({ kind: Type.Literal("head"), name: Type.String(), type: Type.String(), size: Type.Integer() }),
+  Type.Object({ kind: Type.Literal("bytes"), offset: Type.Integer(), bytes: Type.Uint8Array() }),
+]);
+export type DownloadItem = Static<typeof DownloadItem>;
+
 export const AgentStatus = Type.Object({
   sessionId: Type.String(),
   state: LiveAgentState,
@@ -286,6 +296,18 @@ export const Methods = {
     FollowItem,
   ),
   "session.control": stream("cold", Empty, ControlItem),
+  "session.download": stream(
+    "cold",
+    Type.Object(
+      {
+        sessionId: SessionIdSchema,
+        attachmentId: OpaqueIdSchema,
+        offset: Type.Optional(Type.Integer({ minimum: 0 })),
+      },
+      strict,
+    ),
+    DownloadItem,
+  ),
 } as const satisfies Record<string, MethodSpec>;
 
 export type MethodName = keyof typeof Methods;

@@ -11,6 +11,7 @@ import type {
   StreamMethod,
 } from "../../protocol/index.js";
 import { type IterateOptions, type LiveStream, liveStream } from "./async-iteration.js";
+import { type Attachment, type DownloadOptions, downloadAttachment } from "./attachment-download.js";
 import type { BackoffPolicy } from "./backoff.js";
 import { type CallOptions, callDeadline, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 import { isResendable } from "./call-retry.js";
@@ -121,12 +122,44 @@ export class SessionmuxClient {
    * One unary call. Waits for an open socket; if that socket dies, resendable methods are sent again
    * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with
    * `RemoteError`; a refused connection with `ConnectionRefusedError`; the timeout (default 30 s)
-   * and the caller's signal with a SessionmuxError coded `timeout` or `aborted`.
+   * and the caller's signal with a SessionmuxError coded `timeout` or `aborted`. `session.attachment`
+   * is read with `download`, its timeout counting from the last piece that arrived.
    */
   async call<M extends CallMethod>(
     method: M,
     params: ParamsOf<M>,
     options: CallOptions = {},
+  ): Promise<ResultOf<M>> {
+    if (method === "session.attachment") {
+      const { sessionId, attachmentId } = params as ParamsOf<"session.attachment">;
+      return this.download(sessionId, attachmentId, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.timeoutMs !== undefined ? { idleTimeoutMs: options.timeoutMs } : {}),
+      }) as Promise<ResultOf<M>>;
+    }
+    return this.#callOnce(method, params, options);
+  }
+
+  /**
+   * Reads an attachment in pieces (§5 `session.download`), resuming at the byte reached after a
+   * lost socket; `call("session.attachment")` comes here too. A host without `session.download`
+   * is asked with `session.attachment`, whose answer is one message.
+   */
+  download(sessionId: string, attachmentId: string, options: DownloadOptions = {}): Promise<Attachment> {
+    const params = { sessionId, attachmentId };
+    const idleTimeoutMs = options.idleTimeoutMs ?? this.#callTimeoutMs;
+    return downloadAttachment(this, params, { ...options, idleTimeoutMs }, () =>
+      this.#callOnce("session.attachment", params, {
+        timeoutMs: idleTimeoutMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+      }),
+    );
+  }
+
+  async #callOnce<M extends CallMethod>(
+    method: M,
+    params: ParamsOf<M>,
+    options: CallOptions,
   ): Promise<ResultOf<M>> {
     const deadline = callDeadline(method, options.timeoutMs ?? this.#callTimeoutMs, options.signal, () =>
       describeState(this.#connection.state),

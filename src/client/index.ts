@@ -9,6 +9,7 @@ export {
   type LiveStream,
   liveStream,
 } from "./async-iteration.js";
+export type { Attachment, DownloadOptions } from "./attachment-download.js";
 export { type BackoffPolicy, backoffCeiling, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 export { type CallOptions, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 export { isResendable } from "./call-retry.js";

@@ -164,6 +164,13 @@ describe("client connection", () => {
           else return { ok: true };
           return undefined;
         },
+        // a host from before `session.download`: the client reads attachments with the call
+        onOpen: (conn, f) =>
+          conn.send({
+            type: "error",
+            id: f.id,
+            error: { code: "unknown_method", message: f.method, category: "protocol", retryable: false },
+          }),
       });
       const client = track(createNodeClient({ url: p.url, token: "t", backoff: fast }));
       const outcome = await client.call(method, {} as never).catch((e: unknown) => e);

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { createConnection, createServer, type Socket } from "node:net";
+import { Transform } from "node:stream";
 
 export interface RandomCuts {
   /** Shortest and longest pause between two cuts, in ms. */
@@ -44,6 +45,8 @@ export async function startTcpProxy(
     random?: () => number;
     /** Called per accepted connection: it is handed every byte each side sends. */
     tap?: () => { fromClient(chunk: Buffer): void; fromHost(chunk: Buffer): void };
+    /** The host's bytes reach the client at most this fast, as over a slow link (default: at once). */
+    hostBytesPerSecond?: number;
   } = {},
 ): Promise<TcpProxy> {
   const random = options.random ?? Math.random;
@@ -72,7 +75,12 @@ export async function startTcpProxy(
       upstream.on("data", (chunk: Buffer) => tap.fromHost(chunk));
     }
     client.pipe(upstream);
-    upstream.pipe(client);
+    if (options.hostBytesPerSecond === undefined) upstream.pipe(client);
+    else {
+      const link = slowLink(options.hostBytesPerSecond);
+      client.on("close", () => link.destroy());
+      upstream.pipe(link).pipe(client);
+    }
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -149,4 +157,25 @@ export async function startTcpProxy(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Passes bytes on at most `bytesPerSecond`, a twentieth of it every 50 ms, taking more only as it
+ * passes them: the sender meets the backpressure of a slow link.
+ */
+function slowLink(bytesPerSecond: number): Transform {
+  const slice = Math.max(1, Math.floor(bytesPerSecond / 20));
+  return new Transform({
+    highWaterMark: slice,
+    transform(chunk: Buffer, _encoding, done) {
+      let at = 0;
+      const step = () => {
+        if (at >= chunk.length || this.destroyed) return done();
+        this.push(chunk.subarray(at, at + slice));
+        at += slice;
+        setTimeout(step, 50);
+      };
+      step();
+    },
+  });
 }

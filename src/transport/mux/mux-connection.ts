@@ -15,6 +15,7 @@ import { BaselineGate } from "./baseline-gate.js";
 import { CallGate } from "./call-gate.js";
 import { type ClientRequest, isRefusal, parseClientFrame } from "./client-frame.js";
 import { ControlStream } from "./control-stream.js";
+import { DownloadStream } from "./download-stream.js";
 import { FollowStream } from "./follow-stream.js";
 import { FrameWriter } from "./frame-writer.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -254,7 +255,7 @@ export class MuxConnection {
     const principal = this.#principal;
     const logInternal = this.#logInternal;
     const highWaterBytes = this.#options.followerHighWaterBytes;
-    let stream: FollowStream | ControlStream;
+    let stream: FollowStream | ControlStream | DownloadStream;
     // Contexts are literals, not spreads of a shared part: a spread gave every context a map of
     // its own, and each follower's reads of it on every commit went through V8's megamorphic path.
     if (method === "session.follow") {
@@ -269,6 +270,11 @@ export class MuxConnection {
           metrics,
         },
         params as ParamsOf<"session.follow">,
+      );
+    } else if (method === "session.download") {
+      stream = new DownloadStream(
+        { host, principal, outlet, logInternal },
+        params as ParamsOf<"session.download">,
       );
     } else {
       stream = new ControlStream({

@@ -1,0 +1,129 @@
+import { Observable, type Subscription } from "rxjs";
+import { SessionmuxError } from "../../protocol/errors.js";
+import type { DownloadItem, ResultOf } from "../../protocol/index.js";
+import { DEFAULT_BACKOFF } from "./backoff.js";
+import type { SessionmuxClient } from "./client.js";
+import { RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
+import { superviseStream } from "./stream-supervisor.js";
+
+/** Options of `SessionmuxClient.download`. */
+export interface DownloadOptions {
+  /**
+   * Fail with `timeout` when nothing of the attachment arrives for this long (counting the waits
+   * for a socket): a slow link that keeps delivering is never cut. @default the client's `callTimeoutMs`
+   */
+  idleTimeoutMs?: number;
+  /** Settles the download with `aborted` when it fires. */
+  signal?: AbortSignal;
+  /** Called after each piece with the bytes received so far and the attachment's size. */
+  onProgress?: (received: number, size: number) => void;
+}
+
+export type Attachment = ResultOf<"session.attachment">;
+type Head = Extract<DownloadItem, { kind: "head" }>;
+
+/**
+ * Reads an attachment with `session.download` (§5): its pieces arrive as messages of their own,
+ * so a slow link keeps the socket heard and other streams flowing, and after a lost socket the
+ * stream is opened again at the byte reached. A host that does not know `session.download`
+ * answers `unknown_method`; the attachment is then read with `fallback` (`session.attachment`).
+ */
+export function downloadAttachment(
+  client: SessionmuxClient,
+  params: { sessionId: string; attachmentId: string },
+  options: DownloadOptions & { idleTimeoutMs: number },
+  fallback: () => Promise<Attachment>,
+): Promise<Attachment> {
+  return new Promise<Attachment>((resolve, reject) => {
+    let head: Head | undefined;
+    let body = new Uint8Array(0);
+    let received = 0;
+    let done = false;
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    let subscription: Subscription | undefined;
+    const finish = (outcome: () => void): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(idle);
+      options.signal?.removeEventListener("abort", onAbort);
+      subscription?.unsubscribe();
+      outcome();
+    };
+    const fail = (error: unknown) => finish(() => reject(error));
+    const onAbort = () =>
+      fail(
+        new SessionmuxError("aborted", "the download was aborted by the caller", {
+          cause: options.signal?.reason,
+        }),
+      );
+    const waitForBytes = (): void => {
+      clearTimeout(idle);
+      if (!Number.isFinite(options.idleTimeoutMs)) return;
+      idle = setTimeout(
+        () =>
+          fail(
+            new SessionmuxError(
+              "timeout",
+              `session.download: nothing arrived within ${options.idleTimeoutMs} ms (${received} of ${head?.size ?? "?"} bytes read)`,
+              { data: { method: "session.download", timeoutMs: options.idleTimeoutMs, received } },
+            ),
+          ),
+        options.idleTimeoutMs,
+      );
+    };
+
+    const download = new Observable<never>((subscriber) =>
+      superviseStream<DownloadItem, never>(
+        subscriber,
+        () => client.open("session.download", { ...params, offset: received }),
+        {
+          next: (item, control) => {
+            waitForBytes();
+            if (item.kind === "head") {
+              if (!head) {
+                head = item;
+                body = new Uint8Array(item.size);
+              } else if (item.size !== head.size) {
+                fail(
+                  new SessionmuxError(
+                    "attachment_not_found",
+                    `attachment ${params.attachmentId} changed while read`,
+                  ),
+                );
+              }
+              return;
+            }
+            // The host sends every byte once, in order; anything else is repaired by reopening.
+            if (!head || item.offset !== received || received + item.bytes.byteLength > head.size) {
+              return control.reopen();
+            }
+            body.set(item.bytes, received);
+            received += item.bytes.byteLength;
+            control.progressed();
+            options.onProgress?.(received, head.size);
+          },
+        },
+        { policy: DEFAULT_BACKOFF, hello$: client.hello$, generation: () => client.hello?.generation },
+      ),
+    );
+
+    if (options.signal?.aborted) return onAbort();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    waitForBytes();
+    subscription = download.subscribe({
+      error: (error: unknown) => {
+        if (error instanceof RemoteError && error.code === "unknown_method" && !head) {
+          // a host from before `session.download`: the whole answer in one message
+          finish(() => fallback().then(resolve, reject));
+        } else fail(error);
+      },
+      complete: () => {
+        if (head && received === head.size) {
+          const { name, type, size } = head;
+          finish(() => resolve({ name, type, size, bytes: body }));
+        } else fail(new RemoteStreamCarrierError("client_closed"));
+      },
+    });
+    if (done) subscription.unsubscribe();
+  });
+}
