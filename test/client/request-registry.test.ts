@@ -36,9 +36,10 @@ describe("request registry", () => {
     const r = new RequestRegistry();
     const rec = recorder();
     r.addStream(7, rec.sink);
-    r.deliver({ type: "item", id: 7, value: 1 });
-    r.deliver({ type: "item", id: 7, value: 2 });
-    r.deliver({ type: "end", id: 7 });
+    expect(r.deliver({ type: "item", id: 7, value: 1 })).toBe(true);
+    expect(r.deliver({ type: "item", id: 7, value: 2 })).toBe(true);
+    expect(r.deliver({ type: "end", id: 7 })).toBe(true);
+    expect(r.deliver({ type: "end", id: 7 })).toBe(false);
     expect(rec.log).toEqual([["item", 1], ["item", 2], ["end"]]);
     expect(r.deliver({ type: "item", id: 7, value: 3 })).toBe(false);
   });
@@ -89,7 +90,13 @@ describe("request registry", () => {
     const lost = new RemoteStreamCarrierError("socket_lost");
     r.failAll(lost);
     r.addCall(3, rec.call);
+    r.addStream(4, rec.sink);
+    // a second failure does not replace the first for later registrations
+    r.failAll(new RemoteStreamCarrierError("client_closed"));
+    r.addCall(5, rec.call);
     expect(rec.log).toEqual([
+      ["reject", lost],
+      ["error", lost],
       ["reject", lost],
       ["error", lost],
       ["reject", lost],
@@ -97,5 +104,27 @@ describe("request registry", () => {
     // nothing is left to answer
     expect(r.deliver({ type: "result", id: 1, value: null })).toBe(false);
     expect(r.deliver({ type: "end", id: 2 })).toBe(false);
+  });
+
+  it("fails the one call or stream with an id (an answer that could not be read), and says whether there was one", () => {
+    const r = new RequestRegistry();
+    const rec = recorder();
+    r.addCall(1, rec.call);
+    r.addStream(2, rec.sink);
+    r.addCall(3, rec.call);
+    const unreadable = new Error("unreadable answer");
+    expect(r.fail(1, unreadable)).toBe(true);
+    expect(r.fail(1, unreadable)).toBe(false);
+    expect(r.fail(2, unreadable)).toBe(true);
+    expect(r.fail(2, unreadable)).toBe(false);
+    expect(r.fail(9, unreadable)).toBe(false);
+    expect(rec.log).toEqual([
+      ["reject", unreadable],
+      ["error", unreadable],
+    ]);
+    // the others are untouched and still answered
+    expect(r.deliver({ type: "result", id: 3, value: 7 })).toBe(true);
+    expect(r.deliver({ type: "item", id: 2, value: 1 })).toBe(false);
+    expect(rec.log.at(-1)).toEqual(["result", 7]);
   });
 });
