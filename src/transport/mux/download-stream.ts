@@ -86,16 +86,16 @@ export class DownloadStream implements MuxStream {
     this.#finish();
   }
 
-  /** Resolves once the socket's backlog is under the download's mark (or the stream ended). */
+  /**
+   * Resolves at once under the download's mark, else once everything written so far has reached
+   * the kernel (or the socket is gone, or the stream ended).
+   */
   #room(): Promise<void> {
     const { writer } = this.#ctx.outlet;
     if (writer.buffered <= DOWNLOAD_HIGH_WATER_BYTES || this.#ended) return Promise.resolve();
     return new Promise<void>((resolve) => {
       this.#wake = resolve;
       writer.onDrain(resolve);
-    }).then(() => {
-      this.#wake = undefined;
-      return this.#room();
     });
   }
 
