@@ -59,6 +59,7 @@ export default {
     "src/transport/http/session-routes.ts",
     "src/transport/http/route-context.ts",
     "src/store/database-lock.ts",
+    "src/transport/mux/download-stream.ts",
     "src/store/attachment-chunks.ts",
     "src/transport/http/request-body.ts",
   ],
