@@ -121,9 +121,17 @@ export function downloadAttachment(
         if (head && received === head.size) {
           const { name, type, size } = head;
           finish(() => resolve({ name, type, size, bytes: body }));
-        } else fail(new RemoteStreamCarrierError("client_closed"));
+        } else if (client.state.name === "closed") fail(new RemoteStreamCarrierError("client_closed"));
+        else {
+          fail(
+            new SessionmuxError(
+              "invalid_host_frame",
+              `the host ended session.download at byte ${received} of ${head?.size ?? "an unannounced size"}`,
+              { data: { method: "session.download", received } },
+            ),
+          );
+        }
       },
     });
-    if (done) subscription.unsubscribe();
   });
 }

@@ -1,5 +1,7 @@
+import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient, createNodeSocketFactory } from "../../src/client/node.js";
+import { RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { peerFixture } from "./peer-fixture.js";
@@ -13,6 +15,8 @@ afterEach(async () => {
   await host?.dispose();
   host = undefined;
 });
+
+const fast = { baseMs: 10, capMs: 50 };
 
 const pattern = (n: number) => new Uint8Array(n).map((_, i) => (i * 31) % 251);
 
@@ -168,5 +172,118 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     opens = 0;
     await expect(client.download("s", "changes")).rejects.toMatchObject({ code: "attachment_not_found" });
     expect(opens).toBe(2);
+  });
+
+  it("pieces before the head, out of order or past the size are repaired by opening again at the byte reached", async () => {
+    const offsets: number[] = [];
+    const piece = (offset: number, values: number[]) => ({
+      kind: "bytes",
+      offset,
+      bytes: new Uint8Array(values),
+    });
+    const p = await peer({
+      onOpen: (conn, f) => {
+        const { offset } = f.params as { offset: number };
+        offsets.push(offset);
+        const send = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        const head = { kind: "head", name: "a", type: "x/y", size: 6 };
+        if (offsets.length === 1) send(piece(0, [1, 2]));
+        else if (offsets.length === 2) {
+          send(head);
+          send(piece(2, [3, 4]));
+        } else if (offsets.length === 3) {
+          send(head);
+          send(piece(0, [1, 2, 3, 4]));
+          send(piece(4, [5, 6, 7, 8]));
+        } else {
+          send(head);
+          send(piece(4, [5, 6]));
+          conn.send({ type: "end", id: f.id });
+        }
+      },
+    });
+    const client = track(
+      createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory(), backoff: fast }),
+    );
+    const answer = await client.download("s", "a");
+    expect([...answer.bytes]).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(offsets).toEqual([0, 0, 0, 4]);
+  });
+
+  it("ended by the host before its last byte it fails invalid_host_frame; the client closed under it, with the carrier error", async () => {
+    let answer = true;
+    const p = await peer({
+      onOpen: (conn, f) => {
+        conn.send({ type: "item", id: f.id, value: { kind: "head", name: "a", type: "x/y", size: 10 } });
+        conn.send({ type: "item", id: f.id, value: { kind: "bytes", offset: 0, bytes: new Uint8Array(2) } });
+        if (answer) conn.send({ type: "end", id: f.id });
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    await expect(client.download("s", "a")).rejects.toMatchObject({
+      code: "invalid_host_frame",
+      data: { method: "session.download", received: 2 },
+    });
+    answer = false;
+    let received = 0;
+    const pending = client
+      .download("s", "a", { onProgress: (n) => (received = n) })
+      .catch((error: unknown) => error);
+    await vi.waitFor(() => expect(received).toBe(2));
+    await client.close();
+    const closed = await pending;
+    expect(closed).toBeInstanceOf(RemoteStreamCarrierError);
+    expect(closed).toMatchObject({ reason: "client_closed" });
+  });
+
+  it("a retryable host error is retried once per host generation, then waits: the idle timeout ends it", async () => {
+    let opens = 0;
+    const p = await peer({
+      onOpen: (conn, f) => {
+        opens += 1;
+        conn.send({
+          type: "error",
+          id: f.id,
+          error: { code: "host_shutting_down", message: "later", category: "internal", retryable: true },
+        });
+      },
+    });
+    const client = track(
+      createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory(), backoff: fast }),
+    );
+    await expect(client.download("s", "a", { idleTimeoutMs: 500 })).rejects.toMatchObject({
+      code: "timeout",
+    });
+    expect(opens).toBe(2);
+  });
+
+  it("without an idle bound a slow host is waited for; the caller's signal is let go once it settles", async () => {
+    const p = await peer({
+      onOpen: (conn, f) => {
+        conn.send({ type: "item", id: f.id, value: { kind: "head", name: "a", type: "x/y", size: 1 } });
+        setTimeout(() => {
+          conn.send({
+            type: "item",
+            id: f.id,
+            value: { kind: "bytes", offset: 0, bytes: new Uint8Array([9]) },
+          });
+          conn.send({ type: "end", id: f.id });
+        }, 100);
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    const controller = new AbortController();
+    const answer = await client.download("s", "a", {
+      idleTimeoutMs: Number.POSITIVE_INFINITY,
+      signal: controller.signal,
+    });
+    expect([...answer.bytes]).toEqual([9]);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    // an abort's reason is the error's cause
+    const aborting = new AbortController();
+    const pending = client.download("s", "a", { signal: aborting.signal });
+    const reason = new Error("user left");
+    aborting.abort(reason);
+    await expect(pending).rejects.toMatchObject({ code: "aborted", cause: reason });
   });
 });
