@@ -3,7 +3,7 @@ import { startTestHost, type TestHost } from "../../support/host.js";
 import { hostTeardown } from "../../support/host-teardown.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
-import { appendDeltas, connect, createSession, expectRange } from "./mux-fixture.js";
+import { appendDeltas, connect, createSession, expectRange, sessionUpload } from "./mux-fixture.js";
 
 const MIB = 1024 * 1024;
 
@@ -63,14 +63,7 @@ describe("a session.attachment answer streamed from the store (protocol-v1 §4, 
     peers.push(reader, other);
     const sessionId = await createSession(other);
     const bytes = pattern(10 * MIB);
-    const attachmentId = await host.store.putAttachment({ owner: "admin", name: "a", type: "x/y", bytes });
-    // A prompt makes the upload the session's: deleting the session deletes its chunks.
-    await other.call("session.prompt", {
-      sessionId,
-      text: "see attached",
-      clientMessageId: "m1",
-      attachments: [{ name: "a", type: "x/y", attachmentId }],
-    });
+    const attachmentId = await sessionUpload(host, other, sessionId, bytes);
 
     reader.pause();
     const bytesOut = async () => (await host.metrics.bytesOut.get()).values[0]?.value ?? 0;

@@ -4,7 +4,7 @@ import { ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js
 import { hostTeardown } from "../../support/host-teardown.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
-import { appendDeltas, connect, createSession, expectRange } from "./mux-fixture.js";
+import { appendDeltas, connect, createSession, expectRange, sessionUpload } from "./mux-fixture.js";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -174,14 +174,7 @@ describe("session.download: an attachment as a stream of pieces (protocol-v1 §5
     const other = await connect(host);
     peers.push(other);
     const bytes = pattern(8 * MIB);
-    const attachmentId = await host.store.putAttachment({ owner: "admin", name: "a", type: "x/y", bytes });
-    // A prompt makes the upload the session's: deleting the session deletes its chunks.
-    await other.call("session.prompt", {
-      sessionId,
-      text: "see attached",
-      clientMessageId: "m1",
-      attachments: [{ name: "a", type: "x/y", attachmentId }],
-    });
+    const attachmentId = await sessionUpload(host, other, sessionId, bytes);
     const keptSession = await createSession(peer);
     const follow = peer.follow(keptSession);
     await peer.waitItem(follow, (item) => item.kind === "caughtUp");

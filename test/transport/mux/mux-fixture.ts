@@ -95,6 +95,26 @@ export function attachmentOf(host: TestHost, bytes: number): Promise<string> {
   });
 }
 
+/**
+ * Stores `bytes` for the admin and makes the upload `sessionId`'s by a prompt referencing it:
+ * deleting the session then deletes its chunks. The upload's id.
+ */
+export async function sessionUpload(
+  host: TestHost,
+  peer: MuxPeer,
+  sessionId: string,
+  bytes: Uint8Array,
+): Promise<string> {
+  const attachmentId = await host.store.putAttachment({ owner: "admin", name: "a", type: "x/y", bytes });
+  await peer.call("session.prompt", {
+    sessionId,
+    text: "see attached",
+    clientMessageId: "m1",
+    attachments: [{ name: "a", type: "x/y", attachmentId }],
+  });
+  return attachmentId;
+}
+
 /** Asks for the attachment and waits until over 1 MiB of its answer has gone out; the call's id. */
 export async function attachmentUnderWay(
   host: TestHost,
