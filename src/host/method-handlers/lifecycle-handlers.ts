@@ -55,7 +55,11 @@ async function attachNew(
   try {
     await resolvers.resume(principal, sessionId);
   } catch (err) {
-    ctx.logger.debug({ err, sessionId }, "session created without an agent");
+    // the principal's agents all at work, or a shutdown begun: expected, the first prompt attaches
+    const expected =
+      err instanceof SessionmuxError && (err.code === "too_many_agents" || err.code === "host_shutting_down");
+    if (expected) ctx.logger.debug({ err, sessionId }, "session created without an agent");
+    else ctx.logger.error({ err, sessionId }, "session created without an agent: its agent failed to attach");
   }
 }
 
