@@ -60,6 +60,7 @@ export default {
     "src/transport/http/route-context.ts",
     "src/store/database-lock.ts",
     "src/transport/mux/download-stream.ts",
+    "src/client/attachment-download.ts",
     "src/store/projection.ts",
     "src/store/session-state.ts",
     "src/store/read-cache.ts",
