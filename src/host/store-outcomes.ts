@@ -88,3 +88,11 @@ export function agentNotLive(sessionId: string): SessionmuxError {
     },
   );
 }
+
+/**
+ * The call's check found the session, and then a store write no longer did: its delete landed in
+ * between, and §7 answers every write to a deleted session `session_retired`.
+ */
+export function deletedMeanwhile(sessionId: string): SessionmuxError {
+  return refusal(sessionId, { status: "retired" });
+}

@@ -3,7 +3,7 @@ import type { QueueChangeOutcome, QueueEditOutcome } from "../../store/live-stat
 import type { HostContext, MethodHandler } from "../host-context.js";
 import { toItem } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
-import { interactionNotFound, refusal } from "../store-outcomes.js";
+import { deletedMeanwhile, interactionNotFound, refusal } from "../store-outcomes.js";
 
 /** Methods that act on a live agent or a pending item; only `session.respond` may resume one. */
 
@@ -36,8 +36,7 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
   else if ("steer" in op) outcome = await steer(ctx, session, sessionId, op.itemId);
   else outcome = await ctx.store.clearQueue(sessionId);
   if (outcome?.status === "item_not_found") throw missing("itemId" in op ? op.itemId : "");
-  // the session passed the check above: a store that no longer finds it saw its delete land since
-  if (outcome?.status === "not_found") throw refusal(sessionId, { status: "retired" });
+  if (outcome?.status === "not_found") throw deletedMeanwhile(sessionId);
   if (outcome?.status === "queue_full") throw refusal(sessionId, outcome);
   return { items: outcome?.status === "ok" ? outcome.items.map(toItem) : ctx.live.queue(sessionId) };
 };

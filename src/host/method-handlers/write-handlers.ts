@@ -1,6 +1,6 @@
 import type { NewEvent } from "../../../protocol/index.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
-import { refusal } from "../store-outcomes.js";
+import { deletedMeanwhile, refusal } from "../store-outcomes.js";
 import { chooseModel } from "./model-choice.js";
 
 export const rename: MethodHandler<"session.rename"> = async (ctx, resolvers, principal, params) => {
@@ -13,8 +13,7 @@ export const rename: MethodHandler<"session.rename"> = async (ctx, resolvers, pr
 export const ack: MethodHandler<"session.ack"> = async (ctx, resolvers, principal, params) => {
   await resolvers.inspect(principal, params.sessionId);
   const outcome = await ctx.store.ack(params.sessionId, params.completionSettledAt);
-  // the session passed the check above: a store that no longer finds it saw its delete land since
-  if (outcome.status !== "ok") throw refusal(params.sessionId, { status: "retired" });
+  if (outcome.status !== "ok") throw deletedMeanwhile(params.sessionId);
   return { hasUnseenCompletion: outcome.hasUnseenCompletion };
 };
 
