@@ -69,7 +69,8 @@ export function initialProjection(base: ProjectionBase): ProjectionState {
  * - `blank`: no operator (`source:"user"`) message yet.
  * - `messageCount`: every `user/message`, plus one per turn that produced assistant text.
  * - `lastState`: `working` after `turn/start`, `input-required` while any interaction of the open
- *   turn waits (until the last of them is resolved), then the state of `turn/end`; each `turn/end` marks an unseen completion settled at its `at`.
+ *   turn waits (until the last of them is resolved), then the state of `turn/end`; each `turn/end`
+ *   marks an unseen completion settled at its `at`.
  */
 export function projectEvent(row: ProjectionState, event: SessionEvent): ProjectionState {
   const next = copyProjection(row);
