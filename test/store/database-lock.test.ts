@@ -22,6 +22,16 @@ function freshDb(): string {
   return dir.file("sessions.db");
 }
 
+/** What taking (and releasing) the lock of `dbPath` threw; undefined when it was taken. */
+function acquireRefusal(dbPath: string): unknown {
+  try {
+    DatabaseLock.acquire(dbPath).release();
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
+
 describe("one host per SQLite file", () => {
   it(
     "a second host on the same file refuses to start, naming the file and the first host's pid",
@@ -104,12 +114,7 @@ describe("one host per SQLite file", () => {
     }
     const garbled = freshDb();
     writeFileSync(`${garbled}.lock`, Buffer.alloc(4096, 0x5a));
-    let refusal: unknown;
-    try {
-      DatabaseLock.acquire(garbled).release();
-    } catch (err) {
-      refusal = err;
-    }
+    const refusal = acquireRefusal(garbled);
     expect(refusal).not.toBeInstanceOf(DatabaseInUseError);
     expect((refusal as { code?: string }).code).toBe("SQLITE_NOTADB");
   });
@@ -123,12 +128,7 @@ describe("one host per SQLite file", () => {
     try {
       reader.exec("BEGIN");
       reader.prepare("SELECT pid FROM holder").all();
-      let refusal: unknown;
-      try {
-        DatabaseLock.acquire(dbPath).release();
-      } catch (err) {
-        refusal = err;
-      }
+      const refusal = acquireRefusal(dbPath);
       expect(refusal).toBeInstanceOf(DatabaseInUseError);
       expect((refusal as Error).message).toContain(`the database ${dbPath} is in use by`);
       reader.exec("COMMIT");
@@ -162,12 +162,7 @@ describe("one host per SQLite file", () => {
       "CREATE TABLE holder (pid INTEGER NOT NULL, host TEXT NOT NULL, started_at INTEGER NOT NULL, version TEXT NOT NULL)",
     );
     file.close();
-    let refusal: unknown;
-    try {
-      DatabaseLock.acquire(dbPath).release();
-    } catch (err) {
-      refusal = err;
-    }
+    const refusal = acquireRefusal(dbPath);
     expect(refusal).not.toBeInstanceOf(DatabaseInUseError);
     expect((refusal as { code?: string }).code).toBe("SQLITE_CONSTRAINT_NOTNULL");
   });
