@@ -72,6 +72,30 @@ describe("GET /api/chat/sessions", () => {
     expect(rows.map((s) => s.session_id)).not.toContain(done);
     expect(rows.every((s) => s.last_state === "input-required")).toBe(true);
   });
+
+  it("leaves the caller's dismissed sessions out unless asked for, and dismissed=true lists only them", async () => {
+    const kept = await newSession(h, ALICE, "kept");
+    await completed(kept);
+    const dismissed = await newSession(h, ALICE, "/ask which colour?");
+    await completed(dismissed, "input-required");
+    await h.host.call(ALICE, "session.dismiss", { sessionId: dismissed });
+    // no write between these reads: each query is answered for itself, never from another's cache
+    const ids = async (query: string) =>
+      (
+        (await api(h, `/api/chat/sessions?${query}`, { token: ALICE_TOKEN })).json as {
+          sessions: { session_id: string }[];
+        }
+      ).sessions.map((s) => s.session_id);
+    const plain = await ids("limit=200");
+    expect(plain).toContain(kept);
+    expect(plain).not.toContain(dismissed);
+    expect(await ids("limit=200&dismissed=true")).toEqual([dismissed]);
+    expect(await ids("limit=200&dismissed=true&parked=true")).toEqual([dismissed]);
+    expect(await ids("limit=200&parked=true")).not.toContain(dismissed);
+    expect(await ids("limit=200&parked=true")).not.toContain(kept);
+    expect(await ids("limit=1")).toEqual([plain[0]]);
+    expect(await ids("limit=200&dismissed=false")).toEqual(plain);
+  });
 });
 
 describe("GET /api/chat/sessions/{id}/turns", () => {
@@ -177,5 +201,28 @@ describe("DELETE /api/chat/sessions/{id}", () => {
     const view = await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN });
     expect(view.status).toBe(200);
     expect((view.json as { messages: unknown[] }).messages).toEqual([]);
+  });
+});
+
+describe("the chat routes' metrics", () => {
+  it("counts each request under its route's name", async () => {
+    const counted = async (route: string, status: number) =>
+      Number(
+        new RegExp(`sessionmux_http_requests_total\\{route="${route}",status="${status}"\\} (\\d+)\\n`).exec(
+          await h.metrics.registry.metrics(),
+        )?.[1] ?? 0,
+      );
+    const sessionId = await newSession(h, ALICE, "counted");
+    await completed(sessionId);
+    const routes: [string, string, string][] = [
+      ["GET /api/chat/sessions", "GET", "/api/chat/sessions"],
+      ["GET /api/chat/sessions/:id/turns", "GET", `/api/chat/sessions/${sessionId}/turns`],
+      ["DELETE /api/chat/sessions/:id", "DELETE", `/api/chat/sessions/${sessionId}`],
+    ];
+    for (const [route, method, path] of routes) {
+      const before = await counted(route, 200);
+      expect((await api(h, path, { method, token: ALICE_TOKEN })).status).toBe(200);
+      expect([route, await counted(route, 200)]).toEqual([route, before + 1]);
+    }
   });
 });
