@@ -1,0 +1,150 @@
+import { createServer, type Server } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { createSessionmux, type Sessionmux } from "../../src/index.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { capturedLogger } from "../support/log-capture.js";
+import { tempDir } from "../support/temp-dir.js";
+import { listen, mountedApp, upgradeStatus } from "./app-fixture.js";
+
+/**
+ * What `createSessionmux` answers on a shared server besides the host's routes: the base path's
+ * slash, paths nobody claims, an attached server without listeners of its own, detaching, CORS's
+ * headers, `/readyz` from the periodic check, and the shutdown's record.
+ */
+
+const cleanups = cleanupsAfterEach();
+const tokens = [{ name: "admin", secret: "s3cret", admin: true }];
+
+async function sessionmux(
+  options: Partial<Parameters<typeof createSessionmux>[0]> = {},
+): Promise<Sessionmux> {
+  const dir = tempDir();
+  cleanups.push(() => dir.remove());
+  const mux = await createSessionmux({ db: dir.file("sessions.db"), tokens, ...options });
+  cleanups.push(() => mux.close());
+  return mux;
+}
+
+async function served(server: Server): Promise<string> {
+  const authority = await listen(server);
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return authority;
+}
+
+describe("createSessionmux on a shared server", () => {
+  it("redirects GET and HEAD of the base path itself to it with a slash, query kept; no other method", async () => {
+    const { authority } = await mountedApp(cleanups);
+    for (const method of ["GET", "HEAD"]) {
+      for (const [path, location] of [
+        ["/chat", "/chat/"],
+        ["/chat?token=1", "/chat/?token=1"],
+      ]) {
+        const r = await fetch(`http://${authority}${path}`, { method, redirect: "manual" });
+        expect([method, path, r.status, r.headers.get("location")]).toEqual([method, path, 308, location]);
+      }
+    }
+    const post = await fetch(`http://${authority}/chat`, { method: "POST", redirect: "manual" });
+    expect([post.status, post.headers.get("location"), await post.json()]).toEqual([
+      404,
+      null,
+      { error: "not_found" },
+    ]);
+  });
+
+  it("used as a handler without next, answers 404 not_found to what is not its own", async () => {
+    const mux = await sessionmux({ basePath: "/chat" });
+    const authority = await served(createServer((req, res) => mux.handler(req, res)));
+    const r = await fetch(`http://${authority}/elsewhere`);
+    expect([r.status, r.headers.get("content-type"), await r.json()]).toEqual([
+      404,
+      "application/json",
+      { error: "not_found" },
+    ]);
+    expect((await fetch(`http://${authority}/chat/healthz`)).status).toBe(200);
+  });
+
+  it("attached to a server with no listeners of its own, answers 404 to other requests and upgrades", async () => {
+    const mux = await sessionmux({ basePath: "/chat" });
+    const server = createServer();
+    mux.attach(server);
+    const authority = await served(server);
+    const r = await fetch(`http://${authority}/elsewhere`);
+    expect([r.status, await r.json()]).toEqual([404, { error: "not_found" }]);
+    expect(await upgradeStatus(`ws://${authority}/elsewhere`)).toBe(404);
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer s3cret" }),
+    ).toBe(101);
+  });
+
+  it("detached, gives the server back to the app's own listeners", async () => {
+    const mux = await sessionmux({ basePath: "/chat" });
+    const server = createServer((_req, res) => res.writeHead(404).end("app 404"));
+    server.on("upgrade", (_req, socket) =>
+      socket.end("HTTP/1.1 418 I'm a teapot\r\nConnection: close\r\n\r\n"),
+    );
+    const detach = mux.attach(server);
+    const authority = await served(server);
+    expect((await fetch(`http://${authority}/chat/healthz`)).status).toBe(200);
+    detach();
+    const after = await fetch(`http://${authority}/chat/healthz`);
+    expect([after.status, await after.text()]).toEqual([404, "app 404"]);
+    expect(server.listenerCount("request")).toBe(1);
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer s3cret" }),
+    ).toBe(418);
+  });
+
+  it("answers a CORS preflight with the methods, headers and age it allows", async () => {
+    const { authority } = await mountedApp(cleanups, { cors: ["https://app.example"] });
+    const r = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "DELETE",
+        "access-control-request-headers": "authorization, content-type",
+      },
+    });
+    expect(r.status).toBe(204);
+    expect(r.headers.get("access-control-allow-methods")).toBe("GET,HEAD,POST,PUT,DELETE");
+    expect(r.headers.get("access-control-allow-headers")).toBe("authorization,content-type");
+    expect(r.headers.get("access-control-max-age")).toBe("600");
+  });
+
+  it("without origins, leaves a preflight to the host's routes: no CORS answer", async () => {
+    const { authority } = await mountedApp(cleanups, { cors: [] });
+    const r = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "GET" },
+    });
+    expect(r.status).not.toBe(204);
+    expect(r.headers.get("access-control-allow-origin")).toBeNull();
+    expect(r.headers.get("access-control-allow-methods")).toBeNull();
+  });
+
+  it("answers /readyz from its periodic check, not anew per request", async () => {
+    const mux = await sessionmux({ basePath: "/chat", readinessIntervalMs: 3_600_000 });
+    const authority = await served(createServer((req, res) => mux.handler(req, res)));
+    const first = (await (await fetch(`http://${authority}/chat/readyz`)).json()) as { checkedAt: number };
+    await sleep(5);
+    const second = (await (await fetch(`http://${authority}/chat/readyz`)).json()) as { checkedAt: number };
+    expect(first).toMatchObject({ ready: true });
+    expect(second.checkedAt).toBe(first.checkedAt);
+  });
+
+  it("closes once however often asked, and records the shutdown with its database and host", async () => {
+    const { logger, lines } = capturedLogger();
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const mux = await createSessionmux({ db: dir.file("sessions.db"), tokens, logger, hostId: "host-a" });
+    const closing = mux.close();
+    expect(mux.close()).toBe(closing);
+    await closing;
+    const done = lines.filter((l) => l.msg === "shutdown complete");
+    expect(done).toHaveLength(1);
+    expect(done[0]).toMatchObject({ hostId: "host-a", db: expect.stringContaining(dir.file("sessions.db")) });
+  });
+});
