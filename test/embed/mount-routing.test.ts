@@ -2,6 +2,8 @@ import { createServer, type Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
+import { startHost } from "../../src/server.js";
+import type { HostStore } from "../../src/store/live-state-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -146,5 +148,25 @@ describe("createSessionmux on a shared server", () => {
     const done = lines.filter((l) => l.msg === "shutdown complete");
     expect(done).toHaveLength(1);
     expect(done[0]).toMatchObject({ hostId: "host-a", db: expect.stringContaining(dir.file("sessions.db")) });
+  });
+
+  it("a host that fails to start closes its database again and gives the failure to the caller", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const failing = (store: HostStore): HostStore =>
+      new Proxy(store, {
+        get(target, key) {
+          if (key === "interruptOpenTurns") return () => Promise.reject(new Error("store gone at start"));
+          const value = Reflect.get(target, key) as unknown;
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    await expect(
+      startHost({ dbPath: dir.file("sessions.db"), port: 0, tokens, storeView: failing }),
+    ).rejects.toThrow("store gone at start");
+    // the database is not left locked: this process opens it again
+    const again = await createSessionmux({ db: dir.file("sessions.db"), tokens });
+    cleanups.push(() => again.close());
+    expect(again.store).toBeDefined();
   });
 });
