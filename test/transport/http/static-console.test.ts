@@ -39,6 +39,7 @@ beforeAll(async () => {
   writeFileSync(join(webRoot, "favicon.svg"), "<svg/>");
   writeFileSync(join(webRoot, ".env"), "SECRET=1");
   mkdirSync(join(webRoot, "docs"));
+  writeFileSync(join(webRoot, "assets", "index.html"), "<!doctype html><title>assets</title>");
   writeFileSync(join(webRoot, "docs", "index.html"), "<!doctype html><title>docs</title>");
   writeFileSync(join(webRoot, "a\\b.txt"), "backslash");
   for (const name of TYPED_FILES.map(([file]) => file)) writeFileSync(join(webRoot, name), name);
@@ -118,6 +119,8 @@ describe("static console", () => {
     expect(cached(await api(h, "/assets/app-1a2b.js"))).toBe("public, max-age=31536000, immutable");
     expect(cached(await api(h, "/favicon.svg"))).toBe("no-cache");
     expect(cached(await api(h, "/docs/index.html"))).toBe("no-cache");
+    // a page is never kept, even under assets/
+    expect(cached(await api(h, "/assets/index.html"))).toBe("no-cache");
     expect((await api(h, "/docs/index.html")).text).toContain("<title>docs</title>");
   });
 
