@@ -226,3 +226,32 @@ describe("the chat routes' metrics", () => {
     }
   });
 });
+
+describe("the chat routes' paths", () => {
+  it("match the whole path only: a longer or prefixed one is not found and changes nothing", async () => {
+    const sessionId = await newSession(h, ALICE, "kept");
+    await completed(sessionId);
+    for (const [method, path] of [
+      ["GET", "/v1/api/chat/sessions"],
+      ["GET", `/v1/api/chat/sessions/${sessionId}/turns`],
+      ["GET", `/api/chat/sessions/${sessionId}/turns/x`],
+      ["DELETE", `/v1/api/chat/sessions/${sessionId}`],
+      ["DELETE", `/api/chat/sessions/${sessionId}/turns`],
+    ]) {
+      const r = await api(h, path, { method, token: ALICE_TOKEN });
+      expect([method, path, r.status]).toEqual([method, path, 404]);
+    }
+    await expect(h.store.isRetired(sessionId)).resolves.toBe(false);
+    expect(await settledState(h, sessionId)).toBe("completed");
+  });
+
+  it("name the id they refuse", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/chat/sessions/bad!id/turns"],
+      ["DELETE", "/api/chat/sessions/bad!id"],
+    ]) {
+      const r = await api(h, path, { method, token: ALICE_TOKEN });
+      expect([method, r.status, r.json]).toEqual([method, 400, { error: "bad_request", field: "sessionId" }]);
+    }
+  });
+});

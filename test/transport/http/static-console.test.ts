@@ -1,7 +1,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { packageRoot } from "../../../src/transport/http/static-console.js";
+import { defaultWebRoot, packageRoot, serveConsole } from "../../../src/transport/http/static-console.js";
 import { startTestHost, type TestHost } from "../../support/host.js";
 import { tempDir } from "../../support/temp-dir.js";
 import { api } from "./http-client.js";
@@ -38,6 +40,7 @@ beforeAll(async () => {
   writeFileSync(join(webRoot, "assets", "app-1a2b.css"), "body{}");
   writeFileSync(join(webRoot, "favicon.svg"), "<svg/>");
   writeFileSync(join(webRoot, ".env"), "SECRET=1");
+  writeFileSync(join(webRoot, "assets", ".hidden"), "SECRET=2");
   mkdirSync(join(webRoot, "docs"));
   writeFileSync(join(webRoot, "assets", "index.html"), "<!doctype html><title>assets</title>");
   writeFileSync(join(webRoot, "docs", "index.html"), "<!doctype html><title>docs</title>");
@@ -87,6 +90,7 @@ describe("static console", () => {
       "/..%5csecret.txt",
       "/index.html%00.js",
       "/.env",
+      "/assets/.hidden",
       "/missing.js",
       "/assets",
     ]) {
@@ -162,5 +166,31 @@ describe("static console", () => {
     const outside = join(dir.path, "outside");
     mkdirSync(outside, { recursive: true });
     expect(packageRoot(outside)).toBe(outside);
+  });
+});
+
+describe("a console folder without its index.html", () => {
+  it("is no build: / says how to build it, and no file in it is served", async () => {
+    const root = join(dir.path, "half-built");
+    mkdirSync(root, { recursive: true });
+    writeFileSync(join(root, "stray.js"), "console.log(2)");
+    const server = createServer((req, res) => {
+      const pathname = new URL(req.url ?? "/", "http://host.invalid").pathname;
+      if (!serveConsole(req, res, root, pathname)) res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const page = await fetch(`http://127.0.0.1:${port}/`);
+      expect([page.status, await page.text()]).toEqual([200, expect.stringContaining("npm run build")]);
+      expect((await fetch(`http://127.0.0.1:${port}/stray.js`)).status).toBe(404);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("is looked for under the package's dist/web by default", () => {
+    expect(defaultWebRoot()).toBe(join(process.cwd(), "dist", "web"));
   });
 });
