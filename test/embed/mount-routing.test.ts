@@ -1,13 +1,14 @@
 import { createServer, type Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { ADMIN } from "../../src/host/principal.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
 import { startHost } from "../../src/server.js";
 import type { HostStore } from "../../src/store/live-state-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
-import { listen, mountedApp, upgradeStatus } from "./app-fixture.js";
+import { appAuthenticate, listen, mountedApp, upgradeStatus } from "./app-fixture.js";
 
 /**
  * What `createSessionmux` answers on a shared server besides the host's routes: the base path's
@@ -168,5 +169,60 @@ describe("createSessionmux on a shared server", () => {
     const again = await createSessionmux({ db: dir.file("sessions.db"), tokens });
     cleanups.push(() => again.close());
     expect(again.store).toBeDefined();
+  });
+
+  it("with app authentication, takes a mux upgrade on a server with no upgrade listener of its own", async () => {
+    const mux = await sessionmux({ basePath: "/chat", authenticate: appAuthenticate });
+    const server = createServer();
+    mux.attach(server);
+    const authority = await served(server);
+    const url = `ws://${authority}/chat/api/remote.mux`;
+    expect(await upgradeStatus(url, { authorization: "Bearer user:alice" })).toBe(101);
+    expect(await upgradeStatus(url)).toBe(401);
+  });
+
+  it("checks readiness at the interval it is given, and by default not per request", async () => {
+    const often = await sessionmux({ basePath: "/chat", readinessIntervalMs: 10 });
+    const rarely = await sessionmux({ basePath: "/chat" });
+    const readyz = async (authority: string) =>
+      ((await (await fetch(`http://${authority}/chat/readyz`)).json()) as { checkedAt: number }).checkedAt;
+    const oftenAt = await served(createServer((req, res) => often.handler(req, res)));
+    const rarelyAt = await served(createServer((req, res) => rarely.handler(req, res)));
+    const first = await readyz(oftenAt);
+    await vi.waitFor(async () => expect(await readyz(oftenAt)).toBeGreaterThan(first), {
+      timeout: 2_000,
+      interval: 20,
+    });
+    const before = await readyz(rarelyAt);
+    await sleep(5);
+    expect(await readyz(rarelyAt)).toBe(before);
+  });
+
+  it("hands the host its principals' session bound and its idle detach", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const running = await startHost({
+      dbPath: dir.file("sessions.db"),
+      port: 0,
+      tokens,
+      principals: { maxSessionsPerPrincipal: 1 },
+      idleDetachMs: 50,
+    });
+    cleanups.push(() => running.close());
+    const alice = { name: "alice", admin: false };
+    await running.host.call(alice, "session.create", { sessionId: "one" });
+    await expect(running.host.call(alice, "session.create", { sessionId: "two" })).rejects.toMatchObject({
+      code: "too_many_sessions",
+    });
+    await running.host.call(ADMIN, "session.create", { sessionId: "idle" });
+    await running.host.call(ADMIN, "session.prompt", {
+      sessionId: "idle",
+      text: "hi",
+      clientMessageId: "m1",
+    });
+    await vi.waitFor(() => expect(running.host.live.agents().map((a) => a.sessionId)).not.toContain("idle"), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 });
