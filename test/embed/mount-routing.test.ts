@@ -225,4 +225,21 @@ describe("createSessionmux on a shared server", () => {
       interval: 20,
     });
   });
+
+  it("sweeps an upload no prompt references once the upload lifetime it is given has passed", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const running = await startHost({ dbPath: dir.file("sessions.db"), port: 0, tokens, uploadTtlMs: 1_000 });
+    cleanups.push(() => running.close());
+    const id = await running.host.putAttachment(
+      { name: "alice", admin: false },
+      { name: "a.txt", type: "text/plain", bytes: new Uint8Array([1, 2, 3]) },
+    );
+    expect(await running.store.getAttachment(id)).not.toBeNull();
+    // the sweep runs every quarter of the lifetime, at least every second
+    await vi.waitFor(async () => expect(await running.store.getAttachment(id)).toBeNull(), {
+      timeout: 5_000,
+      interval: 50,
+    });
+  });
 });
