@@ -1,10 +1,13 @@
 import { createServer, type Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
+import type { TurnContext } from "../../src/agents/agent.js";
+import { mountSessionmux } from "../../src/embed/mount-sessionmux.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
 import { startHost } from "../../src/server.js";
 import type { HostStore } from "../../src/store/live-state-store.js";
+import { demoAgentWith } from "../host/host-fixture.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -241,5 +244,36 @@ describe("createSessionmux on a shared server", () => {
       timeout: 5_000,
       interval: 50,
     });
+  });
+
+  it("hands the host its stop grace: a cancelled turn whose agent does not return is closed after it", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const hung: { ctx?: TurnContext; release?: () => void } = {};
+    // the agent's turn hangs, deaf to its abort signal, until the test releases it
+    const agent = demoAgentWith("hanging", (turn) => {
+      hung.ctx = turn;
+      return new Promise((resolve) => {
+        hung.release = () => resolve({ state: "completed" });
+      });
+    });
+    const { logger, lines } = capturedLogger();
+    const mounted = await mountSessionmux(
+      { db: dir.file("sessions.db"), tokens, agent, turnStopGraceMs: 50, logger },
+      { claimAll: false },
+    );
+    cleanups.push(() => mounted.close());
+    cleanups.push(() => hung.release?.());
+    await mounted.host.call(ADMIN, "session.create", { sessionId: "s" });
+    await mounted.host.call(ADMIN, "session.prompt", { sessionId: "s", text: "hang", clientMessageId: "m1" });
+    await vi.waitFor(() => expect(hung.ctx).toBeDefined(), { timeout: 5_000, interval: 10 });
+    await mounted.host.call(ADMIN, "session.cancel", { sessionId: "s" });
+    await vi.waitFor(
+      () =>
+        expect(lines.filter((l) => String(l.msg).startsWith("the agent did not return"))).toEqual([
+          expect.objectContaining({ stopGraceMs: 50 }),
+        ]),
+      { timeout: 3_000, interval: 20 },
+    );
   });
 });
