@@ -237,7 +237,7 @@ describe("the chat routes' paths", () => {
       ["GET", `/api/chat/sessions/${sessionId}/turns/x`],
       ["DELETE", `/v1/api/chat/sessions/${sessionId}`],
       ["DELETE", `/api/chat/sessions/${sessionId}/turns`],
-    ]) {
+    ] as const) {
       const r = await api(h, path, { method, token: ALICE_TOKEN });
       expect([method, path, r.status]).toEqual([method, path, 404]);
     }
@@ -249,7 +249,7 @@ describe("the chat routes' paths", () => {
     for (const [method, path] of [
       ["GET", "/api/chat/sessions/bad!id/turns"],
       ["DELETE", "/api/chat/sessions/bad!id"],
-    ]) {
+    ] as const) {
       const r = await api(h, path, { method, token: ALICE_TOKEN });
       expect([method, r.status, r.json]).toEqual([method, 400, { error: "bad_request", field: "sessionId" }]);
     }
