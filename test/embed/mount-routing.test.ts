@@ -276,4 +276,14 @@ describe("createSessionmux on a shared server", () => {
       { timeout: 3_000, interval: 20 },
     );
   });
+
+  it("without a logger of the app's, writes no log line of its own", async () => {
+    const written = vi.spyOn(process.stdout, "write");
+    cleanups.push(() => written.mockRestore());
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const mux = await createSessionmux({ db: dir.file("sessions.db"), tokens });
+    await mux.close();
+    expect(written.mock.calls.filter(([chunk]) => String(chunk).includes("shutdown complete"))).toEqual([]);
+  });
 });
