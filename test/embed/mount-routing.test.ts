@@ -286,4 +286,23 @@ describe("createSessionmux on a shared server", () => {
     await mux.close();
     expect(written.mock.calls.filter(([chunk]) => String(chunk).includes("shutdown complete"))).toEqual([]);
   });
+
+  it("gives the database the app's logger: a commit listener that throws is logged there", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const { logger, lines } = capturedLogger();
+    const mounted = await mountSessionmux(
+      { db: dir.file("sessions.db"), tokens, logger },
+      { claimAll: false },
+    );
+    cleanups.push(() => mounted.close());
+    const stop = mounted.store.subscribeAll(() => {
+      throw new Error("listener broke");
+    });
+    await mounted.host.call(ADMIN, "session.create", { sessionId: "s" });
+    stop();
+    expect(
+      lines.filter((l) => l.level === 50 && JSON.stringify(l.err).includes("listener broke")),
+    ).not.toEqual([]);
+  });
 });
