@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import { createServer, type Server } from "node:http";
+import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
 import type { TurnContext } from "../../src/agents/agent.js";
@@ -81,6 +83,20 @@ describe("createSessionmux on a shared server", () => {
     const r = await fetch(`http://${authority}/elsewhere`);
     expect([r.status, await r.json()]).toEqual([404, { error: "not_found" }]);
     expect(await upgradeStatus(`ws://${authority}/elsewhere`)).toBe(404);
+    // the refusal says why, as the mux's own refusals do
+    const socket = connect(Number(authority.split(":")[1]), "127.0.0.1");
+    socket.on("error", () => undefined);
+    await once(socket, "connect");
+    const parts: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => parts.push(chunk));
+    socket.write(
+      "GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    );
+    await once(socket, "close");
+    const reply = Buffer.concat(parts).toString("utf8");
+    expect(reply.slice(reply.indexOf("\r\n\r\n") + 4)).toBe(
+      JSON.stringify({ error: "not_found", message: "no such route" }),
+    );
     expect(
       await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer s3cret" }),
     ).toBe(101);
@@ -99,6 +115,7 @@ describe("createSessionmux on a shared server", () => {
     const after = await fetch(`http://${authority}/chat/healthz`);
     expect([after.status, await after.text()]).toEqual([404, "app 404"]);
     expect(server.listenerCount("request")).toBe(1);
+    expect(server.listenerCount("upgrade")).toBe(1);
     expect(
       await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer s3cret" }),
     ).toBe(418);
