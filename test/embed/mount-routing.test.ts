@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
+import WebSocket, { WebSocketServer } from "ws";
 import type { TurnContext } from "../../src/agents/agent.js";
 import { mountSessionmux } from "../../src/embed/mount-sessionmux.js";
 import { ADMIN } from "../../src/host/principal.js";
@@ -321,5 +322,25 @@ describe("createSessionmux on a shared server", () => {
     expect(
       lines.filter((l) => l.level === 50 && JSON.stringify(l.err).includes("listener broke")),
     ).not.toEqual([]);
+  });
+
+  it("leaves an upgrade it does not take to the app's own upgrade listener, untouched", async () => {
+    const mux = await sessionmux({ basePath: "/chat" });
+    const echo = new WebSocketServer({ noServer: true });
+    echo.on("connection", (ws) => ws.on("message", (data) => ws.send(data)));
+    cleanups.push(() => new Promise<void>((resolve) => echo.close(() => resolve())));
+    const server = createServer();
+    server.on("upgrade", (req, socket, head) => {
+      if (req.url === "/app-socket")
+        echo.handleUpgrade(req, socket, head, (ws) => echo.emit("connection", ws));
+    });
+    mux.attach(server);
+    const authority = await served(server);
+    const client = new WebSocket(`ws://${authority}/app-socket`);
+    cleanups.push(() => client.terminate());
+    await once(client, "open");
+    client.send("ping");
+    const [reply] = (await once(client, "message")) as [Buffer];
+    expect(reply.toString()).toBe("ping");
   });
 });
