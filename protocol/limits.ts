@@ -36,10 +36,18 @@ export const Limits = {
    */
   maxEventBytes: 1024 * 1024,
   /**
-   * 1 MiB — the event data after which an `events` item, a log read or a page stops growing; it
-   * holds at least one event, so an item stays under this plus one event.
+   * 1 MiB — the event data after which an encoded replay array, a log read or a page stops
+   * growing; it holds at least one event, so it stays under this plus one event. A follow sends
+   * an array as items of `streamItemBytes`.
    */
   eventItemBytes: 1024 * 1024,
+  /**
+   * 64 KiB — the encoded value of one `events` item of `session.follow` and of one part of a
+   * control baseline (protocol-v1 §5): a client hears a socket only in whole messages, so each
+   * one must cross a slow link within the client's keepalive wait (at 64 KiB, one every 15 s down
+   * to about 4.4 KB/s). A single event (or baseline entry) larger than this goes alone.
+   */
+  streamItemBytes: 64 * 1024,
   /**
    * @default 32 MiB — stored event data one read of a whole log holds: a `GET /v1/sessions/{id}`
    * or turns-route answer, and an agent's `turn.history()`. A session holding more is

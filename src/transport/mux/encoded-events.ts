@@ -9,7 +9,7 @@ import { encodeValue } from "../../store/event-codec.js";
  * once and the bytes are shared by every socket (protocol-v1 §5, fanout). With the rows the log
  * stored (`stored`, the same events), the events' data is spliced in as stored, not encoded again.
  * A batch of large events is split like a replay page: an item stops growing once it holds
- * `Limits.eventItemBytes` of data.
+ * `Limits.eventItemBytes` of data; the follow stream sends each in pieces (`eventItemPieces`).
  */
 const cache = new WeakMap<readonly SessionEvent[], Uint8Array[]>();
 

@@ -7,6 +7,7 @@ import { refusal } from "../../host/store-outcomes.js";
 import type { CommitNotice } from "../../store/session-store.js";
 import type { HostMetrics } from "../metrics.js";
 import { EVENTS_VALUE_ENVELOPE, encodedEventsItems } from "./encoded-events.js";
+import { eventItemPieces } from "./event-item-pieces.js";
 import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
@@ -177,7 +178,7 @@ export class FollowStream implements MuxStream {
         if (read.count > 0) {
           let bytes = 0;
           for (const value of read.arrays) {
-            this.#ctx.outlet.itemShared(value);
+            this.#sendShared(value);
             bytes += value.length;
           }
           this.#lastSent = read.lastSeq;
@@ -239,15 +240,21 @@ export class FollowStream implements MuxStream {
     const last = events[events.length - 1];
     if (!first || !last || last.seq <= this.#lastSent) return true;
     if (first.seq === this.#lastSent + 1) {
-      for (const item of encodedEventsItems(events, batch.stored)) this.#ctx.outlet.itemShared(item);
+      for (const item of encodedEventsItems(events, batch.stored)) this.#sendShared(item);
       this.#lastSent = last.seq;
       return true;
     }
     if (first.seq > this.#lastSent + 1) return false;
     const rest = events.filter((e) => e.seq > this.#lastSent);
-    for (const item of encodedEventsItems(rest)) this.#ctx.outlet.itemEncoded(item);
+    for (const item of encodedEventsItems(rest))
+      for (const piece of eventItemPieces(item)) this.#ctx.outlet.itemEncoded(piece);
     this.#lastSent = last.seq;
     return true;
+  }
+
+  /** An `events` value others send too, as items a client can take each within its keepalive wait. */
+  #sendShared(value: Uint8Array): void {
+    for (const piece of eventItemPieces(value)) this.#ctx.outlet.itemShared(piece);
   }
 
   #catchUp(): void {

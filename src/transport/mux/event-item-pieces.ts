@@ -1,0 +1,116 @@
+import { Limits } from "../../../protocol/limits.js";
+import { arrayHeader, arrayHeaderSize } from "../../store/encoded-event-arrays.js";
+import { EVENTS_VALUE_ENVELOPE } from "./encoded-events.js";
+import { messagePackValueEnd } from "./messagepack-value-end.js";
+
+/** Array header of a piece, at most: a piece of up to 64 KiB holds fewer than 65,536 events. */
+const PIECE_HEADER_BYTES = 5;
+
+interface Split {
+  readonly maxBytes: number;
+  readonly pieces: readonly Uint8Array[];
+}
+
+/** Pieces of a value, kept on it: a shared read or a committed batch is split once for every follower. */
+const splits = new WeakMap<Uint8Array, Split>();
+
+/**
+ * An `events` item value (`EVENTS_VALUE_ENVELOPE`, then an array of event maps, as the store and
+ * `encodedEventsItems` write it) as the values of consecutive `events` items, each at most
+ * `maxBytes` unless it holds one event larger than that (protocol-v1 §5): a client hears nothing
+ * of a message until its last byte, so a message of a megabyte on a slow link outlasts its
+ * keepalive. The events keep their order and their bytes; the pieces are about equal in size, so
+ * a value just past the bound makes two halves, not a full piece and a crumb. A value within the
+ * bound is returned as it is. Pieces are never changed once made (they may be shared).
+ */
+export function eventItemPieces(
+  value: Uint8Array,
+  maxBytes: number = Limits.streamItemBytes,
+): readonly Uint8Array[] {
+  if (value.length <= maxBytes) return [value];
+  const kept = splits.get(value);
+  if (kept !== undefined && kept.maxBytes === maxBytes) return kept.pieces;
+  const pieces = split(value, maxBytes);
+  splits.set(value, { maxBytes, pieces });
+  return pieces;
+}
+
+function split(value: Uint8Array, maxBytes: number): Uint8Array[] {
+  const envelope = EVENTS_VALUE_ENVELOPE;
+  if (!startsWith(value, envelope)) throw new RangeError("not an events item value");
+  const { count, first } = arrayAt(value, envelope.length);
+  const ends: number[] = [];
+  let at = first;
+  for (let i = 0; i < count; i++) {
+    at = messagePackValueEnd(value, at);
+    ends.push(at);
+  }
+  if (at !== value.length) throw new RangeError(`${value.length - at} bytes after the events`);
+  if (count < 2) return [value];
+  const room = Math.max(1, maxBytes - envelope.length - PIECE_HEADER_BYTES);
+  // about equal pieces: each closes once it reaches `target`, or before an event it has no room for
+  const target = Math.ceil((at - first) / Math.ceil((at - first) / room));
+  const spans: Span[] = [];
+  let from = first;
+  let last = first;
+  let events = 0;
+  for (const end of ends) {
+    if (events > 0 && end - from > room) {
+      spans.push({ from, to: last, events });
+      from = last;
+      events = 0;
+    }
+    events++;
+    last = end;
+    if (end - from >= target) {
+      spans.push({ from, to: end, events });
+      from = end;
+      events = 0;
+    }
+  }
+  if (events > 0) spans.push({ from, to: last, events });
+  return assemble(value, envelope, spans);
+}
+
+/** A run of whole events in the value: its bytes `[from, to)` and how many events it holds. */
+interface Span {
+  readonly from: number;
+  readonly to: number;
+  readonly events: number;
+}
+
+/** Each span behind its own envelope and array header, all in one allocation. */
+function assemble(value: Uint8Array, envelope: Uint8Array, spans: readonly Span[]): Uint8Array[] {
+  let size = 0;
+  for (const s of spans) size += envelope.length + arrayHeaderSize(s.events) + (s.to - s.from);
+  const out = Buffer.allocUnsafe(size);
+  const pieces: Uint8Array[] = [];
+  let pos = 0;
+  for (const s of spans) {
+    const start = pos;
+    out.set(envelope, pos);
+    pos += envelope.length;
+    out.set(arrayHeader(s.events), pos);
+    pos += arrayHeaderSize(s.events);
+    out.set(value.subarray(s.from, s.to), pos);
+    pos += s.to - s.from;
+    pieces.push(out.subarray(start, pos));
+  }
+  return pieces;
+}
+
+/** The event count of the array header at `at`, and where its first event starts. */
+function arrayAt(value: Uint8Array, at: number): { count: number; first: number } {
+  const b = value[at];
+  if (b !== undefined && b >= 0x90 && b <= 0x9f) return { count: b & 0x0f, first: at + 1 };
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  if (b === 0xdc && at + 3 <= value.length) return { count: view.getUint16(at + 1), first: at + 3 };
+  if (b === 0xdd && at + 5 <= value.length) return { count: view.getUint32(at + 1), first: at + 5 };
+  throw new RangeError("no array of events after the envelope");
+}
+
+function startsWith(value: Uint8Array, prefix: Uint8Array): boolean {
+  if (value.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (value[i] !== prefix[i]) return false;
+  return true;
+}
