@@ -107,6 +107,11 @@ export const ControlItem = Type.Union([
     jobs: Type.Array(SessionJobs),
     interactions: Type.Array(Interaction),
     projections: Type.Array(SessionRow),
+    /**
+     * A part of a baseline asked for in parts (`baselineParts`), not the last: the baseline is
+     * every part's entries in order, applied at the part without it.
+     */
+    more: Type.Optional(Type.Literal(true)),
   }),
   Type.Object({
     kind: Type.Literal("agent"),
@@ -295,7 +300,17 @@ export const Methods = {
     ),
     FollowItem,
   ),
-  "session.control": stream("cold", Empty, ControlItem),
+  "session.control": stream(
+    "cold",
+    Type.Object(
+      {
+        /** The baseline as items of at most 64 KiB, each but the last marked `more` (§5). */
+        baselineParts: Type.Optional(Type.Boolean()),
+      },
+      strict,
+    ),
+    ControlItem,
+  ),
   "session.download": stream(
     "cold",
     Type.Object(

@@ -1,7 +1,10 @@
-import { Observable } from "rxjs";
+import { catchError, Observable, throwError } from "rxjs";
+import type { ItemOf } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
+import { BaselineAssembly } from "./baseline-assembly.js";
 import type { SessionmuxClient } from "./client.js";
 import { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
+import { RemoteError } from "./remote-errors.js";
 import { superviseStream } from "./stream-supervisor.js";
 
 export interface ControlMirrorOptions {
@@ -14,6 +17,10 @@ export interface ControlMirrorOptions {
  * marks itself `stale` while the stream is down, reopens by itself and is replaced by each new
  * baseline; `generationChanged` tells the caller the host restarted. Recovery follows
  * `superviseStream`; it errors with a terminal `RemoteError` (`persistence_failure` included).
+ *
+ * The baseline is asked for in parts of at most 64 KiB (`baselineParts`), which a slow link
+ * carries within the keepalive's wait, and applied once its last part arrived. A host from before
+ * parts refuses the field; the stream is then opened without it, the baseline in one item.
  */
 export function controlMirror(
   client: SessionmuxClient,
@@ -22,16 +29,33 @@ export function controlMirror(
   const policy = { ...DEFAULT_BACKOFF, ...options.backoff };
   return new Observable<ControlMirror>((subscriber) => {
     let mirror = EMPTY_MIRROR;
+    const assembly = new BaselineAssembly();
+    let inParts = true;
+    const open = (): Observable<ItemOf<"session.control">> =>
+      client.open("session.control", inParts ? { baselineParts: true } : {}).pipe(
+        catchError((error: unknown) => {
+          if (!inParts || !refusesBaselineParts(error)) return throwError(() => error);
+          inParts = false;
+          return client.open("session.control", {});
+        }),
+      );
     return superviseStream(
       subscriber,
-      () => client.open("session.control", {}),
+      open,
       {
         next: (item, control) => {
-          if (item.kind === "baseline") control.progressed();
-          mirror = reduceControl(mirror, item);
+          let change = item;
+          if (item.kind === "baseline") {
+            const whole = assembly.add(item);
+            if (whole === undefined) return;
+            change = whole;
+            control.progressed();
+          }
+          mirror = reduceControl(mirror, change);
           subscriber.next(mirror);
         },
         interrupted: () => {
+          assembly.reset();
           if (mirror.generation === undefined || mirror.stale) return;
           mirror = markStale(mirror);
           subscriber.next(mirror);
@@ -40,4 +64,13 @@ export function controlMirror(
       { policy, hello$: client.hello$, generation: () => client.hello?.generation },
     );
   });
+}
+
+/** A host from before `baselineParts` refuses it as an unknown field of `session.control`. */
+function refusesBaselineParts(error: unknown): boolean {
+  return (
+    error instanceof RemoteError &&
+    error.code === "bad_request" &&
+    (error.data as { field?: unknown } | undefined)?.field === "/baselineParts"
+  );
 }

@@ -3,6 +3,7 @@ import type { HostApi } from "../../host/host-api.js";
 import type { ControlDelta } from "../../host/live/live-state.js";
 import type { Principal } from "../../host/principal.js";
 import type { BaselineGate } from "./baseline-gate.js";
+import { encodeBaselineParts } from "./baseline-parts.js";
 import { encodeInTurns } from "./encode-in-turns.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
@@ -16,12 +17,14 @@ export interface ControlContext {
   readonly maxQueued: number;
   /** The socket's baselines, one at a time and only while its backlog allows. */
   readonly baselines: BaselineGate;
+  /** The client asked for the baseline in parts (`baselineParts`), else it is one item. */
+  readonly baselineParts: boolean;
   readonly logInternal: (err: unknown, context: string) => void;
 }
 
 /**
  * One `session.control` stream (protocol-v1 §5). When the socket's turn for a baseline comes
- * (`BaselineGate`): listeners first, then one baseline, then the
+ * (`BaselineGate`): listeners first, then one baseline (in parts, if asked), then the
  * deltas that arrived while it was built (deltas are snapshots or idempotent, so one already in
  * the baseline does no harm), then live deltas. Live state has no durable sequence to replay
  * from, so a reader that falls too far behind is ended with `slow_consumer` and reopens.
@@ -45,9 +48,13 @@ export class ControlStream implements MuxStream {
       const { host, principal, outlet } = this.#ctx;
       this.#unsubscribe = host.subscribeControl(principal, (delta) => this.#onDelta(delta));
       try {
-        const baseline = await encodeInTurns(await host.controlBaseline(principal));
+        const baseline = await host.controlBaseline(principal);
+        const items = this.#ctx.baselineParts
+          ? await encodeBaselineParts(baseline)
+          : [await encodeInTurns(baseline)];
         if (this.#ended) return;
-        outlet.itemEncoded(baseline);
+        // all parts at once: no delta comes between them, so they stay one cut
+        for (const item of items) outlet.itemEncoded(item);
         this.#state = "live";
         this.#flush();
       } catch (err) {

@@ -285,6 +285,7 @@ export class MuxConnection {
         highWaterBytes,
         maxQueued: this.#options.controlMaxQueued,
         baselines: this.#baselines,
+        baselineParts: (params as ParamsOf<"session.control">).baselineParts === true,
       });
     }
     this.#inFlight.set(id, { kind: "stream", method, stream, outlet });

@@ -35,6 +35,8 @@ function harness(
     maxQueued?: number;
     writer?: RecordingWriter;
     gate?: BaselineGate;
+    baselineParts?: boolean;
+    baseline?: Baseline;
   } = {},
 ) {
   const writer = options.writer ?? new RecordingWriter();
@@ -67,6 +69,7 @@ function harness(
     maxQueued: options.maxQueued ?? 1_000,
     baselines: options.gate ?? new BaselineGate(writer.asFrameWriter(), options.highWaterBytes ?? 100),
     logInternal: (err, context) => logged.push({ err, context }),
+    baselineParts: options.baselineParts ?? false,
   });
   const started = stream.start();
   return {
@@ -81,7 +84,7 @@ function harness(
       listener(d);
     },
     async baseline(): Promise<void> {
-      settleBaseline?.resolve(BASELINE);
+      settleBaseline?.resolve(options.baseline ?? BASELINE);
       await started;
     },
     async failBaseline(err: unknown): Promise<void> {
@@ -111,6 +114,29 @@ describe("control stream: order and flow control", () => {
     expect(kinds(h.writer.values)).toEqual(["baseline", "s1", "s2", "s3", "s4"]);
     expect(h.writer.values[1]).toEqual(delta(1));
     expect(h.writer.drainRequests).toBe(0);
+  });
+
+  it("a baseline asked for in parts: every part, the last without `more`, before the deltas of the build", async () => {
+    const projections = Array.from({ length: 600 }, (_, i) => ({
+      sessionId: `p${i}`,
+      title: "t".repeat(200),
+    }));
+    const baseline = { ...BASELINE, projections } as unknown as Baseline;
+    const h = harness({ baselineParts: true, baseline, highWaterBytes: 1 << 30 });
+    h.emit(delta(1));
+    await h.baseline();
+    h.emit(delta(2));
+    const values = h.writer.values as (Baseline & { more?: true })[];
+    const parts = values.filter((v) => v.kind === "baseline");
+    expect(parts.length).toBeGreaterThan(1);
+    expect(values.slice(0, parts.length)).toEqual(parts);
+    expect(parts.map((p) => p.more)).toEqual([...parts.slice(1).map(() => true), undefined]);
+    expect(parts.flatMap((p) => p.projections)).toEqual(projections);
+    expect(kinds(values.slice(parts.length))).toEqual(["s1", "s2"]);
+    // without `baselineParts`, the same baseline is one item
+    const whole = harness({ baseline, highWaterBytes: 1 << 30 });
+    await whole.baseline();
+    expect(whole.writer.values).toEqual([baseline]);
   });
 
   it("holds deltas above the high-water mark, in order, and sends them when the socket drains", async () => {

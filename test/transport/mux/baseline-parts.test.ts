@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { decodeFrame, encodeFrame } from "../../../protocol/codec.js";
+import { Limits } from "../../../protocol/limits.js";
+import { encodeBaselineParts } from "../../../src/transport/mux/baseline-parts.js";
+
+const KIB = 1024;
+const WIDE = { maxStrBytes: 2 ** 22, maxArrayLength: 1_000_000 };
+const ARRAYS = ["agents", "queues", "jobs", "interactions", "projections"] as const;
+
+type Part = Record<string, unknown> & { more?: true };
+const row = (i: number, pad = 200) => ({
+  sessionId: `s${i}`,
+  seq: i,
+  title: "t".repeat(pad),
+  live: i % 2 === 0,
+});
+const baselineOf = (
+  sizes: Partial<Record<(typeof ARRAYS)[number], number>>,
+  pad = 200,
+): Record<string, unknown> & Record<(typeof ARRAYS)[number], unknown[]> =>
+  ({
+    kind: "baseline",
+    generation: "g7",
+    ...Object.fromEntries(
+      ARRAYS.map((key) => [
+        key,
+        Array.from({ length: sizes[key] ?? 0 }, (_, i) => ({ ...row(i, pad), key })),
+      ]),
+    ),
+  }) as unknown as Record<string, unknown> & Record<(typeof ARRAYS)[number], unknown[]>;
+/** The parts decoded, and the baseline they join into. */
+function joined(parts: Uint8Array[]): { decoded: Part[]; whole: Record<string, unknown> } {
+  const decoded = parts.map((p) => decodeFrame(p, WIDE) as Part);
+  const whole: Record<string, unknown> = {
+    kind: decoded.at(-1)?.kind,
+    generation: decoded.at(-1)?.generation,
+  };
+  for (const key of ARRAYS) whole[key] = decoded.flatMap((p) => p[key] as unknown[]);
+  return { decoded, whole };
+}
+
+describe("encodeBaselineParts: a control baseline as items of at most 64 KiB (protocol-v1 §5, baselineParts)", () => {
+  it("splits a baseline of 3,000 sessions into parts under the bound that join into it, in order", async () => {
+    const baseline = baselineOf({
+      agents: 3_000,
+      queues: 40,
+      jobs: 7,
+      interactions: 300,
+      projections: 3_000,
+    });
+    expect(encodeFrame(baseline).length).toBeGreaterThan(1024 * KIB);
+    const parts = await encodeBaselineParts(baseline);
+    const { decoded, whole } = joined(parts);
+    expect(whole).toEqual(baseline);
+    expect(parts.length).toBeGreaterThan(16);
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(Limits.streamItemBytes);
+    for (const part of decoded) {
+      expect(part.kind).toBe("baseline");
+      expect(part.generation).toBe("g7");
+      // every array present in every part, so each part is a valid baseline item on its own
+      for (const key of ARRAYS) expect(Array.isArray(part[key])).toBe(true);
+    }
+    expect(decoded.map((p) => p.more)).toEqual([...decoded.slice(1).map(() => true), undefined]);
+  });
+
+  it("a small baseline is one part without `more`, decoding to the baseline itself", async () => {
+    const baseline = baselineOf({ agents: 3, projections: 3 });
+    const parts = await encodeBaselineParts(baseline);
+    expect(parts).toHaveLength(1);
+    expect(decodeFrame(parts[0]!)).toEqual(baseline);
+    // an empty one too
+    const empty = baselineOf({});
+    expect((await encodeBaselineParts(empty)).map((p) => decodeFrame(p))).toEqual([empty]);
+  });
+
+  it("an entry larger than the bound goes alone; the parts around it stay under the bound", async () => {
+    const baseline = baselineOf({ projections: 300 });
+    const big = { sessionId: "big", items: [{ itemId: "i", text: "q".repeat(100 * KIB) }] };
+    baseline.queues = [big];
+    const parts = await encodeBaselineParts(baseline);
+    const { decoded, whole } = joined(parts);
+    expect(whole).toEqual(baseline);
+    const alone = decoded.findIndex((p) => (p.queues as unknown[]).length === 1);
+    expect(ARRAYS.map((key) => (decoded[alone]![key] as unknown[]).length)).toEqual([0, 1, 0, 0, 0]);
+    parts.forEach((part, i) => {
+      if (i !== alone) expect(part.length).toBeLessThanOrEqual(Limits.streamItemBytes);
+    });
+  });
+
+  it("a bound of the caller's, and undefined fields left out as the encoder leaves them", async () => {
+    const baseline = { ...baselineOf({ projections: 100 }, 50), note: undefined };
+    const parts = await encodeBaselineParts(baseline, 2 * KIB);
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(2 * KIB);
+    const { decoded } = joined(parts);
+    for (const part of decoded) expect("note" in part).toBe(false);
+    expect(decoded.flatMap((p) => p.projections as unknown[])).toEqual(baseline.projections);
+  });
+
+  it("lets other work run while it encodes: 3,000 entries take many turns of the loop", async () => {
+    let turns = 0;
+    let running = true;
+    const other = () => {
+      turns++;
+      if (running) setImmediate(other);
+    };
+    setImmediate(other);
+    await encodeBaselineParts(baselineOf({ projections: 3_000 }));
+    running = false;
+    expect(turns).toBeGreaterThanOrEqual(20);
+  });
+});
