@@ -1,5 +1,5 @@
 import { Limits } from "../../../protocol/limits.js";
-import { arrayHeader, arrayHeaderSize } from "../../store/encoded-event-arrays.js";
+import { arrayHeader } from "../../store/encoded-event-arrays.js";
 import { EVENTS_VALUE_ENVELOPE } from "./encoded-events.js";
 import { messagePackValueEnd } from "./messagepack-value-end.js";
 
@@ -37,7 +37,8 @@ export function eventItemPieces(
 
 function split(value: Uint8Array, maxBytes: number): Uint8Array[] {
   const envelope = EVENTS_VALUE_ENVELOPE;
-  if (!startsWith(value, envelope)) throw new RangeError("not an events item value");
+  if (Buffer.compare(value.subarray(0, envelope.length), envelope) !== 0)
+    throw new RangeError("not an events item value");
   const { count, first } = arrayAt(value, envelope.length);
   const ends: number[] = [];
   let at = first;
@@ -79,38 +80,20 @@ interface Span {
   readonly events: number;
 }
 
-/** Each span behind its own envelope and array header, all in one allocation. */
+/** Each span behind its own envelope and array header. */
 function assemble(value: Uint8Array, envelope: Uint8Array, spans: readonly Span[]): Uint8Array[] {
-  let size = 0;
-  for (const s of spans) size += envelope.length + arrayHeaderSize(s.events) + (s.to - s.from);
-  const out = Buffer.allocUnsafe(size);
-  const pieces: Uint8Array[] = [];
-  let pos = 0;
-  for (const s of spans) {
-    const start = pos;
-    out.set(envelope, pos);
-    pos += envelope.length;
-    out.set(arrayHeader(s.events), pos);
-    pos += arrayHeaderSize(s.events);
-    out.set(value.subarray(s.from, s.to), pos);
-    pos += s.to - s.from;
-    pieces.push(out.subarray(start, pos));
-  }
-  return pieces;
+  return spans.map((s) => Buffer.concat([envelope, arrayHeader(s.events), value.subarray(s.from, s.to)]));
 }
 
 /** The event count of the array header at `at`, and where its first event starts. */
 function arrayAt(value: Uint8Array, at: number): { count: number; first: number } {
-  const b = value[at];
-  if (b !== undefined && b >= 0x90 && b <= 0x9f) return { count: b & 0x0f, first: at + 1 };
-  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
-  if (b === 0xdc && at + 3 <= value.length) return { count: view.getUint16(at + 1), first: at + 3 };
-  if (b === 0xdd && at + 5 <= value.length) return { count: view.getUint32(at + 1), first: at + 5 };
+  const b = value[at] ?? 0;
+  if (b >= 0x90 && b <= 0x9f) return { count: b & 0x0f, first: at + 1 };
+  if (b === 0xdc || b === 0xdd) {
+    const width = b === 0xdc ? 2 : 4;
+    // a RangeError too when the header is cut short
+    const count = Buffer.from(value.buffer, value.byteOffset, value.byteLength).readUIntBE(at + 1, width);
+    return { count, first: at + 1 + width };
+  }
   throw new RangeError("no array of events after the envelope");
-}
-
-function startsWith(value: Uint8Array, prefix: Uint8Array): boolean {
-  if (value.length < prefix.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (value[i] !== prefix[i]) return false;
-  return true;
 }

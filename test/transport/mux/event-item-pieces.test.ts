@@ -72,6 +72,63 @@ describe("eventItemPieces: an events item as items a client takes within its kee
     expect(eventItemPieces(value, 100 * KIB).map(seqsOf)).toEqual([[1, 2], [3], [4], [5], [6]]);
   });
 
+  it("one event larger than the bound is the value itself; two of them are two items", () => {
+    const one = eventsValue([row(1, { text: "a".repeat(100 * KIB) })]);
+    expect(eventItemPieces(one)).toEqual([one]);
+    expect(eventItemPieces(one)[0]).toBe(one);
+    const two = eventsValue([row(1, { text: "a".repeat(40 * KIB) }), row(2, { text: "b".repeat(40 * KIB) })]);
+    expect(eventItemPieces(two).map(seqsOf)).toEqual([[1], [2]]);
+  });
+
+  it("a value of exactly the bound is sent as it is; one byte less and it is split", () => {
+    const value = eventsValue(Array.from({ length: 20 }, (_, i) => row(i + 1, { text: "z".repeat(100) })));
+    expect(eventItemPieces(value, value.length)[0]).toBe(value);
+    const pieces = eventItemPieces(value, value.length - 1);
+    expect(pieces.map(seqsOf)).toEqual([
+      Array.from({ length: 10 }, (_, i) => i + 1),
+      Array.from({ length: 10 }, (_, i) => i + 11),
+    ]);
+  });
+
+  it("over many bounds and event sizes: every item within the bound or one event alone, every event once", () => {
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const rows = Array.from({ length: 120 }, (_, i) =>
+      row(i + 1, { text: "r".repeat(Math.floor(next() * 600)) }),
+    );
+    const value = eventsValue(rows);
+    const all = eventsOf(value);
+    for (let maxBytes = 300; maxBytes < 4_000; maxBytes += 37) {
+      const pieces = eventItemPieces(value, maxBytes);
+      for (const piece of pieces) {
+        expect(seqsOf(piece).length, `bound ${maxBytes}`).toBeGreaterThan(0);
+        if (seqsOf(piece).length > 1) expect(piece.length, `bound ${maxBytes}`).toBeLessThanOrEqual(maxBytes);
+      }
+      expect(pieces.flatMap(eventsOf)).toEqual(all);
+      // never more items than the bound needs once each is at least half of it
+      expect(pieces.length).toBeLessThanOrEqual(2 * Math.ceil(value.length / maxBytes) + 1);
+    }
+  });
+
+  it("an item of 15 events (the largest short array header) is split too", () => {
+    const rows = Array.from({ length: 15 }, (_, i) => row(i + 1, { text: "f".repeat(5 * KIB) }));
+    const pieces = eventItemPieces(eventsValue(rows), 40 * KIB);
+    expect(pieces.length).toBeGreaterThan(1);
+    for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(40 * KIB);
+    expect(pieces.flatMap(seqsOf)).toEqual(rows.map(([seq]) => seq));
+  });
+
+  it("an item of more than 65,535 events (a 32-bit array header) is split too", () => {
+    const rows = Array.from({ length: 70_000 }, (_, i) => row(i + 1, i % 2));
+    const value = eventsValue(rows);
+    const pieces = eventItemPieces(value);
+    for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(Limits.streamItemBytes);
+    expect(pieces.flatMap(seqsOf)).toEqual(rows.map(([seq]) => seq));
+  });
+
   it("a value within the bound is sent as it is", () => {
     const value = eventsValue([row(1, { text: "short" }), row(2, { text: "also short" })]);
     expect(eventItemPieces(value)).toEqual([value]);
@@ -80,6 +137,15 @@ describe("eventItemPieces: an events item as items a client takes within its kee
 
   it("refuses bytes that are not an events value", () => {
     expect(() => eventItemPieces(encodeFrame({ kind: "opened", pad: "z".repeat(70 * KIB) }))).toThrow(
+      RangeError,
+    );
+    const events = eventsOf(
+      eventsValue(Array.from({ length: 70 }, (_, i) => row(i + 1, { text: "y".repeat(1000) }))),
+    );
+    expect(() => eventItemPieces(encodeFrame({ kind: "events", events: {} }), 4)).toThrow(RangeError);
+    // the same length of envelope, another kind
+    expect(() => eventItemPieces(encodeFrame({ kind: "eventz", events }), 64 * KIB)).toThrow(RangeError);
+    expect(() => eventItemPieces(encodeFrame({ kind: "events", events: "z".repeat(70 * KIB) }))).toThrow(
       RangeError,
     );
     const value = eventsValue(Array.from({ length: 70 }, (_, i) => row(i + 1, { text: "y".repeat(1000) })));
@@ -99,6 +165,8 @@ describe("messagePackValueEnd", () => {
       65_535,
       2 ** 32,
       -(2 ** 40),
+      -32,
+      -31,
       1.5,
       null,
       true,
@@ -112,6 +180,8 @@ describe("messagePackValueEnd", () => {
       new Uint8Array(70_000),
       [],
       Array.from({ length: 20 }, (_, i) => i),
+      Array.from({ length: 15 }, (_, i) => [i]),
+      Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`k${i}`, { i }])),
       Array.from({ length: 70_000 }, () => 1),
       { a: 1 },
       Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, [i, { d: [i] }]])),
@@ -143,6 +213,13 @@ describe("messagePackValueEnd", () => {
     for (const bytes of ext)
       expect(messagePackValueEnd(Uint8Array.from([...bytes, 0xc0]), 0)).toBe(bytes.length);
     expect(() => messagePackValueEnd(Uint8Array.of(0xc1), 0)).toThrow(RangeError);
+    // length fields that end the bytes exactly
+    expect(messagePackValueEnd(Uint8Array.of(0xdc, 0, 0), 0)).toBe(3);
+    expect(messagePackValueEnd(Uint8Array.of(0xc6, 0, 0, 0, 0), 0)).toBe(5);
+    expect(messagePackValueEnd(Uint8Array.of(0xd9, 0), 0)).toBe(2);
+    // a 32-bit count read whole: 16,777,216 items are not there
+    expect(() => messagePackValueEnd(Uint8Array.of(0xdd, 1, 0, 0, 0, 0xc0), 0)).toThrow(RangeError);
+    expect(() => messagePackValueEnd(Uint8Array.of(0xdc, 0), 0)).toThrow(RangeError);
     expect(() => messagePackValueEnd(Uint8Array.of(0x92, 0x01), 0)).toThrow(RangeError);
     expect(() => messagePackValueEnd(Uint8Array.of(0xa3, 0x61), 0)).toThrow(RangeError);
     expect(() => messagePackValueEnd(Uint8Array.of(0xcd, 0x01), 0)).toThrow(RangeError);
