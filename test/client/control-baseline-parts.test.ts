@@ -128,24 +128,25 @@ describe("controlMirror and a baseline in parts (protocol-v1 §5, baselineParts)
     expect(seen.error).toBeUndefined();
   });
 
-  it("any other refusal of the open is the mirror's error, as before", async () => {
-    const p = await peer({
-      onOpen: (conn, f) =>
-        conn.send({
-          type: "error",
-          id: f.id,
-          error: {
-            code: "bad_request",
-            message: "no",
-            category: "protocol",
-            retryable: false,
-            data: { field: "/x" },
-          },
-        }),
-    });
-    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
-    const seen = collect((s) => controlMirror(client, { backoff: instant }).subscribe(s));
-    await vi.waitFor(() => expect(seen.error).toMatchObject({ code: "bad_request" }));
-    expect(opens(p.connections[0])).toHaveLength(1);
-  });
+  it.each([
+    { code: "bad_request", data: { field: "/x" } },
+    { code: "bad_request", data: undefined },
+    { code: "internal_error", data: { field: "/baselineParts" } },
+  ])(
+    "any other refusal of the open is the mirror's error, as before: $code $data",
+    async ({ code, data }) => {
+      const p = await peer({
+        onOpen: (conn, f) =>
+          conn.send({
+            type: "error",
+            id: f.id,
+            error: { code, message: "no", category: "protocol", retryable: false, data },
+          }),
+      });
+      const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+      const seen = collect((s) => controlMirror(client, { backoff: instant }).subscribe(s));
+      await vi.waitFor(() => expect(seen.error).toMatchObject({ code }));
+      expect(opens(p.connections[0])).toHaveLength(1);
+    },
+  );
 });

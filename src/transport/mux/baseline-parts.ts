@@ -44,7 +44,7 @@ export async function encodeBaselineParts(
       head,
     ];
     keys.forEach((key, i) => {
-      const entries = taken[i] ?? [];
+      const entries = taken[i]!;
       chunks.push(key, arrayHeader(entries.length));
       for (const entry of entries) chunks.push(entry);
     });
@@ -60,7 +60,7 @@ export async function encodeBaselineParts(
       if (++encoded % SLICE === 0) await nextLoopTurn();
       const entry = encodeFrame(value);
       if (count > 0 && bytes + entry.length > room) close(true);
-      taken[i]?.push(entry);
+      taken[i]!.push(entry);
       bytes += entry.length;
       count++;
     }

@@ -107,5 +107,43 @@ describe("encodeBaselineParts: a control baseline as items of at most 64 KiB (pr
     await encodeBaselineParts(baselineOf({ projections: 3_000 }));
     running = false;
     expect(turns).toBeGreaterThanOrEqual(20);
+    // a slice of entries per turn, not one entry
+    expect(turns).toBeLessThan(100);
+  });
+
+  it("over many bounds and entry sizes: every part within the bound or one entry alone, never empty but the last", async () => {
+    let seed = 11;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const baseline = baselineOf({ agents: 40, queues: 30, interactions: 30 }, 0);
+    for (const key of ["agents", "queues", "interactions"] as const)
+      baseline[key] = baseline[key].map((entry, i) => ({
+        ...(entry as object),
+        pad: "p".repeat(Math.floor(next() * 700)),
+        i,
+      }));
+    for (let maxBytes = 300; maxBytes < 4_000; maxBytes += 37) {
+      const parts = await encodeBaselineParts(baseline, maxBytes);
+      const { decoded, whole } = joined(parts);
+      expect(whole).toEqual(baseline);
+      decoded.forEach((part, i) => {
+        const entries = ARRAYS.reduce((n, key) => n + (part[key] as unknown[]).length, 0);
+        if (part.more) expect(entries, `bound ${maxBytes}`).toBeGreaterThan(0);
+        if (entries > 1) expect(parts[i]!.length, `bound ${maxBytes}`).toBeLessThanOrEqual(maxBytes);
+      });
+    }
+  });
+
+  it("refuses a map with more fields than a part's map header holds beside `more`", async () => {
+    const fields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, [i]]));
+    await expect(encodeBaselineParts(fields(15))).rejects.toThrow(RangeError);
+    const parts = await encodeBaselineParts(fields(14), 40);
+    expect(parts.length).toBeGreaterThan(1);
+    const decoded = parts.map((p) => decodeFrame(p) as Record<string, unknown[]>);
+    const keys = Object.keys(fields(14));
+    expect(Object.fromEntries(keys.map((key) => [key, decoded.flatMap((p) => p[key]!)]))).toEqual(fields(14));
+    expect(decoded.at(-1)).toEqual(Object.fromEntries(keys.map((key) => [key, key === "f13" ? [13] : []])));
   });
 });
