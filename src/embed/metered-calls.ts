@@ -7,8 +7,9 @@ export interface CallMeter {
 }
 
 /**
- * The host as the mux sees it, with every call timed (`session.attachment`, which the mux streams
- * through `openAttachment`, until its body starts). A proxy, so members added to `HostApi` later
+ * The host as the mux sees it, with every call timed; a body opened with `openAttachment` (a
+ * `session.attachment` call or a `session.download` stream) is timed under the method that opened
+ * it, until its body starts. A proxy, so members added to `HostApi` later
  * pass through untouched; methods are bound to the host, whose state is private.
  */
 export function meteredCalls(host: HostApi, meter: CallMeter): HostApi {
@@ -26,8 +27,8 @@ export function meteredCalls(host: HostApi, meter: CallMeter): HostApi {
   }
   const call: HostApi["call"] = (principal, method, params) =>
     timed(method, () => host.call(principal, method, params));
-  const openAttachment: HostApi["openAttachment"] = (principal, params) =>
-    timed("session.attachment", () => host.openAttachment(principal, params));
+  const openAttachment: HostApi["openAttachment"] = (principal, method, params) =>
+    timed(method, () => host.openAttachment(principal, method, params));
   return new Proxy(host, {
     get(target, property) {
       if (property === "call") return call;

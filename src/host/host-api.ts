@@ -4,6 +4,9 @@ import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import type { Principal } from "./principal.js";
 import type { SessionReadHandle } from "./session-read-handle.js";
 
+/** The methods that read an attachment's body. */
+export type AttachmentMethod = "session.attachment" | "session.download";
+
 /**
  * What the transports (mux, HTTP) see of the host. Every call goes through the activation table;
  * errors are thrown as `SessionmuxError`.
@@ -31,10 +34,15 @@ export interface HostApi {
   openRead(principal: Principal, sessionId: string): Promise<SessionReadHandle>;
 
   /**
-   * `session.attachment` with its body read chunk by chunk as `chunks` is iterated, for a
-   * transport that streams it; the same checks and errors as `call`.
+   * An attachment's body read chunk by chunk as `chunks` is iterated, for a transport that streams
+   * it: §4 `session.attachment`'s one message or §5 `session.download`'s pieces, as `method` names;
+   * the same checks and errors as `call`.
    */
-  openAttachment(principal: Principal, params: ParamsOf<"session.attachment">): Promise<AttachmentBody>;
+  openAttachment(
+    principal: Principal,
+    method: AttachmentMethod,
+    params: ParamsOf<"session.attachment">,
+  ): Promise<AttachmentBody>;
   /**
    * An upload `principal` may read, its body read chunk by chunk as `chunks` is iterated;
    * another principal's answers exactly like a missing one (null).

@@ -19,7 +19,7 @@ import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
 import { Dismissals } from "./dismissals.js";
-import type { HostApi } from "./host-api.js";
+import type { AttachmentMethod, HostApi } from "./host-api.js";
 import { type ClusterOptions, HostCluster } from "./host-cluster.js";
 import type { HostContext } from "./host-context.js";
 import { type HostLeases, type Ownership, SoleOwnership } from "./host-leases.js";
@@ -327,11 +327,11 @@ export class SessionHost implements HostApi {
 
   async openAttachment(
     principal: Principal,
+    method: AttachmentMethod,
     params: ParamsOf<"session.attachment">,
   ): Promise<AttachmentBody> {
     this.#refuseWhileClosing();
-    const method = "session.attachment";
-    const parsed = paramsValidator(method).parse(params);
+    const parsed = paramsValidator("session.attachment").parse(params);
     return openAttachment(this.store, this.#policy.scope(ActivationTable[method]), principal, parsed);
   }
 

@@ -107,7 +107,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
   readonly callSeconds = new Histogram({
     name: "sessionmux_call_seconds",
-    help: "Mux call latency in the host, by method and outcome (ok or the error code)",
+    help: "Mux call latency in the host, by method and outcome (ok or the error code); a session.download stream until its attachment opens",
     labelNames: ["method", "outcome"] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],

@@ -61,30 +61,47 @@ describe("attachments", () => {
       type: "application/octet-stream",
       bytes: new Uint8Array([7, 8, 9]),
     });
-    const body = await host.openAttachment(ALICE, { sessionId: "mine", attachmentId });
+    const body = await host.openAttachment(ALICE, "session.attachment", { sessionId: "mine", attachmentId });
     expect(body).toMatchObject({ name: "a.bin", type: "application/octet-stream", size: 3, owner: "alice" });
     expect(await bytesOf(body)).toEqual([7, 8, 9]);
-    expect(await bytesOf(await host.openAttachment(ADMIN, { sessionId: "mine", attachmentId }))).toEqual([
-      7, 8, 9,
-    ]);
+    expect(
+      await bytesOf(
+        await host.openAttachment(ADMIN, "session.attachment", { sessionId: "mine", attachmentId }),
+      ),
+    ).toEqual([7, 8, 9]);
     await host.call(BOB, "session.create", { sessionId: "his" });
-    expect((await errorCode(() => host.openAttachment(BOB, { sessionId: "his", attachmentId }))).code).toBe(
-      "attachment_not_found",
-    );
-    expect((await errorCode(() => host.openAttachment(BOB, { sessionId: "mine", attachmentId }))).code).toBe(
-      "session_not_found",
-    );
+    expect(
+      (
+        await errorCode(() =>
+          host.openAttachment(BOB, "session.attachment", { sessionId: "his", attachmentId }),
+        )
+      ).code,
+    ).toBe("attachment_not_found");
+    expect(
+      (
+        await errorCode(() =>
+          host.openAttachment(BOB, "session.attachment", { sessionId: "mine", attachmentId }),
+        )
+      ).code,
+    ).toBe("session_not_found");
   });
 
   test("openAttachment checks its params as `call` does, and is refused while the host shuts down", async () => {
     const { host } = await open();
     await host.call(ALICE, "session.create", { sessionId: "mine" });
     const bad = await errorCode(() =>
-      host.openAttachment(ALICE, { sessionId: "mine", attachmentId: "x", extra: 1 } as never),
+      host.openAttachment(ALICE, "session.attachment", {
+        sessionId: "mine",
+        attachmentId: "x",
+        extra: 1,
+      } as never),
     );
     expect(bad.code).toBe("bad_request");
     await host.shutdown();
-    const refused = host.openAttachment(ALICE, { sessionId: "mine", attachmentId: "x" });
+    const refused = host.openAttachment(ALICE, "session.attachment", {
+      sessionId: "mine",
+      attachmentId: "x",
+    });
     await expect(refused).rejects.toMatchObject({
       code: "host_shutting_down",
       message: "the host is shutting down; reconnect shortly",

@@ -48,7 +48,7 @@ export class DownloadStream implements MuxStream {
     const { host, principal, outlet } = this.#ctx;
     const { sessionId, attachmentId, offset = 0 } = this.#params;
     try {
-      const body = await host.openAttachment(principal, { sessionId, attachmentId });
+      const body = await host.openAttachment(principal, "session.download", { sessionId, attachmentId });
       if (this.#ended) return;
       if (offset > body.size) {
         throw new SessionmuxError(

@@ -236,7 +236,7 @@ export class MuxConnection {
    * slot until the body is sent.
    */
   async #sendAttachment(id: number, params: ParamsOf<"session.attachment">): Promise<void> {
-    const body = await this.#host.openAttachment(this.#principal, params);
+    const body = await this.#host.openAttachment(this.#principal, "session.attachment", params);
     if (this.#closed) return;
     const { name, type, size } = body;
     const value = { name, type, size, bytes: new Uint8Array(0) };
