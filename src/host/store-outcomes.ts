@@ -9,9 +9,7 @@ export function refusal(
     | { status: "epoch_mismatch"; epoch: string }
     | { status: "busy" }
     | { status: "exists" }
-    | { status: "queue_item_gone" }
-    | { status: "queue_full"; limit: "items_per_session" | "bytes_per_owner"; max: number }
-    | { status: "fenced" },
+    | { status: "queue_full"; limit: "items_per_session" | "bytes_per_owner"; max: number },
 ): SessionmuxError {
   switch (outcome.status) {
     case "queue_full":
@@ -21,17 +19,6 @@ export function refusal(
           ? `session ${sessionId} already has ${outcome.max} queued prompts; wait for them to run or remove some`
           : `your queued prompts hold the most bytes allowed (${outcome.max}); wait for them to run or remove some`,
         { data: { sessionId, limit: outcome.limit, max: outcome.max } },
-      );
-    case "fenced":
-      // this host lost the session's lease while the call ran: the agent runs elsewhere now
-      return agentNotLive(sessionId);
-    case "queue_item_gone":
-      return new SessionmuxError(
-        "queue_item_not_found",
-        "the queued item is no longer queued; it may have started",
-        {
-          data: { sessionId },
-        },
       );
     case "not_found":
       return notFound(sessionId);

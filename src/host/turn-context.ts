@@ -145,7 +145,6 @@ export class HostTurnContext implements TurnContext {
     this.signal.throwIfAborted();
     const outcome = await this.#fencedAppend([event], { at });
     if (outcome.status === "appended") return;
-    if (outcome.status === "duplicate") return;
     throw refusal(this.sessionId, outcome);
   }
 
@@ -153,7 +152,7 @@ export class HostTurnContext implements TurnContext {
    * Appends under this host's lease of the session. Once the lease is gone nothing is written:
    * the turn is stopped as `lost` and the agent's wait ends with that reason.
    */
-  async #fencedAppend(events: NewEvent[], options: AppendOptions) {
+  async #fencedAppend<O extends Omit<AppendOptions, "fence">>(events: NewEvent[], options: O) {
     const fence = this.#ownership.fence(this.sessionId);
     if (!fence) throw this.#lost();
     const outcome = await this.#store.append(this.sessionId, events, { ...options, ...fence });

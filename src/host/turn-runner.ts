@@ -17,12 +17,11 @@ import { refusal } from "./store-outcomes.js";
 import { HostTurnContext } from "./turn-context.js";
 import { promptMessage } from "./user-message-shape.js";
 
-export type BeginOutcome =
-  | { status: "started"; seq: number; turnId: string }
-  /** The prompt was already recorded by a concurrent call: its first answer stands. */
-  | { status: "duplicate"; record: PromptRecord }
-  /** The queued item to start was removed meanwhile: nothing started. */
-  | { status: "queue_item_gone" };
+type Started = { status: "started"; seq: number; turnId: string };
+/** The prompt was already recorded by a concurrent call: its first answer stands. */
+type Duplicate = { status: "duplicate"; record: PromptRecord };
+/** The queued item to start was removed meanwhile: nothing started. */
+type QueueItemGone = { status: "queue_item_gone" };
 
 export interface TurnRunnerDeps {
   store: HostStore;
@@ -61,12 +60,19 @@ export class TurnRunner {
    * resolves once the opening events are committed; the agent then runs in the background.
    * `itemId` names the queued item this prompt comes from.
    */
+  begin(session: LiveSession, input: PromptInput, trigger: TurnTrigger): Promise<Started | Duplicate>;
+  begin(
+    session: LiveSession,
+    input: PromptInput,
+    trigger: TurnTrigger,
+    itemId: string,
+  ): Promise<Started | QueueItemGone>;
   async begin(
     session: LiveSession,
     input: PromptInput,
     trigger: TurnTrigger,
     itemId?: string,
-  ): Promise<BeginOutcome> {
+  ): Promise<Started | Duplicate | QueueItemGone> {
     const turn = new RunningTurn(randomUUID());
     session.turn = turn;
     this.#deps.agents.markRunning(session);
@@ -92,8 +98,9 @@ export class TurnRunner {
           ...(itemId !== undefined ? { dequeue: { itemId, turnId: turn.turnId } } : {}),
         },
       );
-      if (outcome.status === "fenced" && fence.fence) {
-        this.#deps.ownership.fenced(fence.fence);
+      if (outcome.status === "fenced") {
+        // answered only to an append under a lease, so `fence.fence` is set
+        if (fence.fence) this.#deps.ownership.fenced(fence.fence);
         throw new NotOwner(session.sessionId, null);
       }
       if (outcome.status === "duplicate" || outcome.status === "queue_item_gone") {

@@ -12,7 +12,11 @@ export interface SessionStore extends DismissalStore {
   create(input: CreateInput): Promise<CreateOutcome>;
   fork(input: ForkInput): Promise<ForkOutcome>;
   /** Group-committed: resolves only after the transaction holding these events committed. */
-  append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome>;
+  append<O extends AppendOptions = Record<never, never>>(
+    sessionId: string,
+    events: NewEvent[],
+    options?: O,
+  ): Promise<AppendOutcome<O>>;
   /** Compare-and-clear; refused while the log shows an open turn. */
   clear(sessionId: string, options?: { expectedEpoch?: string; at?: number }): Promise<ClearOutcome>;
   /** Deletes events, projection and attachments; writes a tombstone that never expires. */
@@ -145,17 +149,24 @@ export interface AppendOptions {
   fence?: SessionLease;
   at?: number;
 }
-export type AppendOutcome =
+/**
+ * What an append answers, given its options: each refusal that an option asks for comes only
+ * when that option is given, so a caller that gives none has none of them to handle.
+ */
+export type AppendOutcome<O extends AppendOptions = AppendOptions> =
   | { status: "appended"; epoch: string; events: SessionEvent[] }
   | { status: "not_found" }
   | { status: "retired" }
-  | { status: "epoch_mismatch"; epoch: string }
+  | Given<O, "expectedEpoch", { status: "epoch_mismatch"; epoch: string }>
   /** `options.prompt` was already recorded (a concurrent retry won): nothing was appended. */
-  | { status: "duplicate"; record: PromptRecord }
+  | Given<O, "prompt", { status: "duplicate"; record: PromptRecord }>
   /** `options.dequeue` named an item no longer queued (removed or started): nothing was appended. */
-  | { status: "queue_item_gone" }
+  | Given<O, "dequeue", { status: "queue_item_gone" }>
   /** `options.fence` is no longer the session's current lease (taken over, expired, released): nothing was appended. */
-  | { status: "fenced" };
+  | Given<O, "fence", { status: "fenced" }>;
+
+/** `Outcome` when the options may hold `option` (an optional member counts), else nothing. */
+type Given<O, option extends keyof AppendOptions, Outcome> = option extends keyof O ? Outcome : never;
 
 export type ClearOutcome =
   | { status: "cleared"; epoch: string }

@@ -140,13 +140,20 @@ export class SqliteLogStore implements SessionStore {
     return this.groupCommit.submit(this.writeOperations.fork(input));
   }
 
-  append(sessionId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendOutcome> {
+  append<O extends AppendOptions = Record<never, never>>(
+    sessionId: string,
+    events: NewEvent[],
+    options?: O,
+  ): Promise<AppendOutcome<O>> {
     try {
       assertStorable(events);
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.groupCommit.submit(this.writeOperations.append(sessionId, events, options));
+    // the operation answers a refusal only for an option given (see `AppendOutcome`)
+    return this.groupCommit.submit(this.writeOperations.append(sessionId, events, options)) as Promise<
+      AppendOutcome<O>
+    >;
   }
 
   clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {

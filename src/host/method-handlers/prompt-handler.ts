@@ -57,7 +57,6 @@ async function answerPrompt(
   }
   const begun = await ctx.runner.begin(session, input, "prompt");
   if (begun.status === "duplicate") return fromRecord(begun.record);
-  if (begun.status !== "started") throw refusal(session.sessionId, begun);
   return { queued: false, seq: begun.seq, turnId: begun.turnId };
 }
 

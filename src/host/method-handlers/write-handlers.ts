@@ -32,7 +32,6 @@ export const selectModel: MethodHandler<"session.selectModel"> = async (
 
 async function appendOne(ctx: HostContext, sessionId: string, event: NewEvent): Promise<number> {
   const outcome = await ctx.store.append(sessionId, [event], { at: ctx.now() });
-  if (outcome.status === "duplicate") throw new Error("append without a prompt key reported a duplicate");
   if (outcome.status !== "appended") throw refusal(sessionId, outcome);
   return outcome.events.at(-1)?.seq ?? 0;
 }
