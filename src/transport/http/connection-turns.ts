@@ -18,7 +18,9 @@ export const MAX_WAITING_REQUESTS = 256;
  * before it are sent: a peer that pipelines requests for large bodies and never reads would make
  * the host hold all of them. Here a request's handler runs only once the previous response on
  * its connection is done and the socket's unsent backlog is under `highWaterBytes`, so a
- * connection holds at most one answer body beyond that backlog. How many requests may wait is
+ * connection holds at most one answer body beyond that backlog. A finished answer of the host's
+ * has left the socket already; the backlog is that of an app that mounts the host, whose own
+ * answers on the connection are not tracked here. How many requests may wait is
  * bounded here too: the host's own server also stops a connection at 256 requests, but an app's
  * server that mounts the host has no such bound, and Node keeps parsing pipelined requests while
  * the answers before them have written nothing. Resolves false when the connection was closed
