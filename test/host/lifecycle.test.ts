@@ -1,6 +1,7 @@
 import { createHook } from "node:async_hooks";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { ADMIN } from "../../src/host/principal.js";
+import { capturedLogger } from "../support/log-capture.js";
 import { beforeAppend, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
 
 let fx: HostFixture;
@@ -60,8 +61,9 @@ describe("session.create", () => {
     expect(added).toEqual(["later"]);
   });
 
-  test("a create the host starts shutting down under still answers the session it wrote", async () => {
-    fx = await openHost();
+  test("a create the host starts shutting down under still answers the session it wrote, logged at debug", async () => {
+    const { logger, lines } = capturedLogger();
+    fx = await openHost({ logger });
     const create = fx.store.create.bind(fx.store);
     let stopping: Promise<void> | undefined;
     vi.spyOn(fx.store, "create").mockImplementationOnce(async (input) => {
@@ -74,6 +76,14 @@ describe("session.create", () => {
     expect(liveSet()).toEqual([]);
     await stopping;
     expect((await fx.store.header(S)).status).toBe("ok");
+    // an expected refusal: not an error
+    expect(lines.filter((l) => l.sessionId === S && String(l.msg).startsWith("session created"))).toEqual([
+      expect.objectContaining({
+        level: 20,
+        msg: "session created without an agent",
+        err: expect.objectContaining({ code: "host_shutting_down" }),
+      }),
+    ]);
   });
 
   test("params are validated again when called directly", async () => {
