@@ -32,9 +32,23 @@ export interface InteractionBlock {
   resolution: Resolution | null;
 }
 
+/**
+ * A background job an agent started, shown in the assistant message where it started. It may
+ * outlive its turn: its outcome is filled in there when its `job/ended` arrives, turns later.
+ */
+export interface TranscriptJob {
+  jobId: string;
+  label: string;
+  startedAt: number;
+  /** `running` until the job's `job/ended`. */
+  state: "running" | TurnEndState;
+  endedAt: number | null;
+}
+
 export type Segment =
   | { kind: "text"; text: string }
   | { kind: "tool"; toolId: string }
+  | { kind: "job"; jobId: string }
   | { kind: "block"; block: InteractionBlock };
 
 export interface UserTranscriptMessage {
@@ -70,6 +84,7 @@ export interface AssistantTranscriptMessage {
   reasoning: string;
   segments: Segment[];
   toolCalls: ToolCall[];
+  jobs: TranscriptJob[];
 }
 
 export type TranscriptMessage = UserTranscriptMessage | AssistantTranscriptMessage;
@@ -111,6 +126,8 @@ export interface TranscriptState {
   turns: TranscriptTurn[];
   /** Interactions requested and neither resolved nor closed by their turn's end. */
   pending: PendingInteraction[];
+  /** Jobs started and not ended yet, with the position in `messages` of the message showing each. */
+  runningJobs: { jobId: string; message: number }[];
   openTurnId: string | null;
   /** A turn is open: assistant output may still arrive. */
   streaming: boolean;
@@ -130,6 +147,7 @@ export function emptyTranscript(): TranscriptState {
     messages: [],
     turns: [],
     pending: [],
+    runningJobs: [],
     openTurnId: null,
     streaming: false,
     tail: -1,

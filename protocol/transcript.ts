@@ -1,4 +1,4 @@
-import type { EventType, Resolution, SessionEvent } from "./events.js";
+import type { EventType, Resolution, SessionEvent, TurnEndState } from "./events.js";
 import type {
   AssistantTranscriptMessage,
   InteractionBlock,
@@ -177,9 +177,18 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
       s.tail = -1;
     }
   },
-  // jobs are shown by the control stream (`jobs`); their log events leave the messages as they are
-  "job/started": () => {},
-  "job/ended": () => {},
+  // A job's progress is live state (the control stream's `jobs`); the log says where it started
+  // and how it ended, so a transcript shows its outcome after the control stream has dropped it.
+  "job/started": (draft, e) => {
+    const d = e.data;
+    const m = draft.assistant(d.turnId, e);
+    m.jobs.push({ jobId: d.jobId, label: d.label, startedAt: e.at, state: "running", endedAt: null });
+    m.segments.push({ kind: "job", jobId: d.jobId });
+    draft.s.runningJobs.push({ jobId: d.jobId, message: draft.s.tail });
+  },
+  "job/ended": (draft, e) => {
+    draft.endJob(e.data.jobId, e.data.state, e.at);
+  },
 };
 
 /**
@@ -205,6 +214,7 @@ class Draft {
       messages: base.messages.slice(),
       turns: base.turns.slice(),
       pending: base.pending.slice(),
+      runningJobs: base.runningJobs.slice(),
     };
   }
 
@@ -235,6 +245,7 @@ class Draft {
       reasoning: "",
       segments: [],
       toolCalls: [],
+      jobs: [],
     };
     this.#owned.add(created);
     s.messages.push(created);
@@ -244,7 +255,7 @@ class Draft {
 
   #own(index: number, m: AssistantTranscriptMessage): AssistantTranscriptMessage {
     if (this.#owned.has(m)) return m;
-    const copy = { ...m, segments: m.segments.slice(), toolCalls: m.toolCalls.slice() };
+    const copy = { ...m, segments: m.segments.slice(), toolCalls: m.toolCalls.slice(), jobs: m.jobs.slice() };
     this.#owned.add(copy);
     this.s.messages[index] = copy;
     return copy;
@@ -282,6 +293,20 @@ class Draft {
       owned.segments[k] = { kind: "block", block: { ...seg.block, resolution } };
       return true;
     });
+  }
+
+  /** A job started in this epoch ended: its entry, in the message where it started, shows how. */
+  endJob(jobId: string, state: TurnEndState, at: number): void {
+    const running = this.s.runningJobs;
+    const r = running.findIndex((j) => j.jobId === jobId);
+    if (r < 0) return;
+    const { message } = running[r]!;
+    running.splice(r, 1);
+    const m = this.s.messages[message];
+    if (m?.role !== "assistant") return;
+    const owned = this.#own(message, m);
+    const k = owned.jobs.findIndex((j) => j.jobId === jobId);
+    if (k >= 0) owned.jobs[k] = { ...owned.jobs[k]!, state, endedAt: at };
   }
 
   turnIndex(turnId: string): number {

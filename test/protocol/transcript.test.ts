@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
-import { applyEvent, applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
+import {
+  type AssistantTranscriptMessage,
+  applyEvent,
+  applyEvents,
+  emptyTranscript,
+  type TranscriptState,
+} from "../../protocol/transcript.js";
 
 /** Numbers the events the way the log does: seq from 1, `at` rising. */
 function commit(events: NewEvent[], start = 1_700_000_000_000): SessionEvent[] {
@@ -40,7 +46,9 @@ type Action =
   | { a: "resolve"; approve: boolean }
   | { a: "interject"; text: string }
   | { a: "end"; state: "completed" | "failed" | "cancelled" | "interrupted" }
-  | { a: "rename"; title: string };
+  | { a: "rename"; title: string }
+  | { a: "jobStart"; label: string }
+  | { a: "jobEnd"; state: "completed" | "failed" | "cancelled" | "interrupted" };
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ a: fc.constant("prompt" as const), text: fc.string({ maxLength: 8 }), display: fc.boolean() }),
@@ -64,6 +72,16 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
     ),
   }),
   fc.record({ a: fc.constant("rename" as const), title: fc.string({ maxLength: 6 }) }),
+  fc.record({ a: fc.constant("jobStart" as const), label: fc.string({ maxLength: 6 }) }),
+  fc.record({
+    a: fc.constant("jobEnd" as const),
+    state: fc.constantFrom(
+      "completed" as const,
+      "failed" as const,
+      "cancelled" as const,
+      "interrupted" as const,
+    ),
+  }),
 );
 
 /** Turns random actions into a history the host could have written (actions that do not fit are skipped). */
@@ -74,9 +92,14 @@ function historyOf(actions: Action[]): SessionEvent[] {
   let ids = 0;
   const openTools: string[] = [];
   const pending: string[] = [];
+  const jobs: string[] = [];
   for (const act of actions) {
     if (act.a === "rename") out.push({ type: "session/renamed", data: { title: act.title } });
-    else if (act.a === "prompt") {
+    // a job outlives its turn: it may end in a later turn or between turns
+    else if (act.a === "jobEnd") {
+      const id = jobs.shift();
+      if (id) out.push({ type: "job/ended", data: { jobId: id, state: act.state } });
+    } else if (act.a === "prompt") {
       if (turn) continue;
       turn = `t${++turns}`;
       out.push(start(turn), user(`m${++ids}`, act.text, act.display ? { display: `shown ${act.text}` } : {}));
@@ -118,6 +141,10 @@ function historyOf(actions: Action[]): SessionEvent[] {
           data: { interactionId: id, resolution: act.approve ? { outcome: "approve" } : { answer: "yes" } },
         });
       }
+    } else if (act.a === "jobStart") {
+      const id = `j${++ids}`;
+      jobs.push(id);
+      out.push({ type: "job/started", data: { jobId: id, label: act.label, turnId: turn } });
     } else if (act.a === "interject") out.push(user(`m${++ids}`, act.text, { interjection: true }));
     else if (act.a === "end") {
       out.push(end(turn, act.state));
@@ -266,6 +293,56 @@ describe("transcript reducer: rules", () => {
     });
   });
 
+  it("shows a job where it started and fills in its outcome when it ends, turns later", () => {
+    const first = commit([
+      created,
+      start("t1"),
+      user("m1", "run it"),
+      delta("t1", "starting"),
+      { type: "job/started", data: { jobId: "j1", label: "nightly build", turnId: "t1" } },
+      { type: "job/started", data: { jobId: "j2", label: "lint", turnId: "t1" } },
+      end("t1"),
+      start("t2"),
+      user("m2", "meanwhile"),
+      delta("t2", "sure"),
+    ]);
+    const running = applyEvents(emptyTranscript(), first);
+    expect(running.messages[1]).toMatchObject({
+      segments: [
+        { kind: "text", text: "starting" },
+        { kind: "job", jobId: "j1" },
+        { kind: "job", jobId: "j2" },
+      ],
+      jobs: [
+        { jobId: "j1", label: "nightly build", startedAt: first[4]!.at, state: "running", endedAt: null },
+        { jobId: "j2", label: "lint", state: "running", endedAt: null },
+      ],
+    });
+    const ended = { seq: first.length + 1, at: first.at(-1)!.at + 10 };
+    const later = applyEvents(running, [
+      { ...ended, type: "job/ended", data: { jobId: "j1", state: "interrupted" } },
+    ] as SessionEvent[]);
+    expect((later.messages[1] as AssistantTranscriptMessage).jobs).toEqual([
+      {
+        jobId: "j1",
+        label: "nightly build",
+        startedAt: first[4]!.at,
+        state: "interrupted",
+        endedAt: ended.at,
+      },
+      { jobId: "j2", label: "lint", startedAt: first[5]!.at, state: "running", endedAt: null },
+    ]);
+    // the message of the later turn is untouched, and the earlier state is not changed in place
+    expect(later.messages[3]).toBe(running.messages[3]);
+    expect((running.messages[1] as AssistantTranscriptMessage).jobs[0]?.state).toBe("running");
+    expect(later.runningJobs).toEqual([{ jobId: "j2", message: 1 }]);
+    // an end for a job this transcript never saw start (before a clear) changes nothing
+    const unknown = { seq: ended.seq + 1, at: ended.at + 10 };
+    const after = applyEvents(later, [
+      { ...unknown, type: "job/ended", data: { jobId: "j9", state: "completed" } },
+    ] as SessionEvent[]);
+    expect(after.messages).toEqual(later.messages);
+  });
   it("tracks pending interactions, the input-required state and the answer in a block segment", () => {
     const asked = commit([
       created,

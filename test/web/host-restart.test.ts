@@ -32,7 +32,7 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     dir.remove();
   });
 
-  it("reconnects by itself after SIGKILL and a restart on the same port, then keeps working", async () => {
+  it("reconnects by itself after SIGKILL and a restart on the same port, shows the job the crash interrupted, then keeps working", async () => {
     const dbPath = dir.file("sessions.db");
     const first = await spawnHost(0, dbPath, TOKEN, webRoot);
     children.push(first.child);
@@ -45,6 +45,10 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     await page.fill('[data-testid="composer-input"]', "/stream 5 10");
     await page.press('[data-testid="composer-input"]', "Enter");
     await page.waitForSelector('[data-testid="assistant-message"]:not([data-streaming])');
+    // a job that outlives its turn, running when the host dies
+    await page.fill('[data-testid="composer-input"]', "/job 120");
+    await page.press('[data-testid="composer-input"]', "Enter");
+    await page.waitForSelector('[data-testid="job"][data-state="running"]');
 
     // Chromium logs each refused reconnect attempt while the host is down.
     browser.allowConsoleErrors(NETWORK_FAILURE);
@@ -63,15 +67,19 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     children.push(second.child);
     await page.waitForSelector('[data-testid="connection"][data-state="open"]', { timeout: 20_000 });
     await page.waitForSelector('[data-testid="restart-notice"]:not([hidden])', { timeout: 20_000 });
+    // the live panel drops the job with the old host's state; the transcript keeps how it ended
+    const job = page.locator('[data-testid="job"]');
+    await expect.poll(() => job.getAttribute("data-state"), { timeout: 20_000 }).toBe("interrupted");
+    expect(await job.textContent()).toContain("interrupted");
 
     await page.fill('[data-testid="composer-input"]', "/stream 8 10");
     await page.press('[data-testid="composer-input"]', "Enter");
     const client = createNodeClient({ url: `ws://127.0.0.1:${second.port}/api/remote.mux`, token: TOKEN });
     try {
-      await expect.poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 20_000 }).toBe(2);
+      await expect.poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 20_000 }).toBe(3);
       const expected = assistantText(await readLog(client, sessionId));
       await expect.poll(() => transcriptText(page), { timeout: 15_000 }).toBe(expected);
-      expect(await page.locator('[data-testid="user-message"]').count()).toBe(2);
+      expect(await page.locator('[data-testid="user-message"]').count()).toBe(3);
     } finally {
       await client.close();
     }

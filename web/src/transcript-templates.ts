@@ -3,6 +3,7 @@ import type {
   AssistantTranscriptMessage,
   InteractionBlock,
   ToolCall,
+  TranscriptJob,
   TranscriptTurn,
   UserTranscriptMessage,
 } from "../../protocol/transcript.js";
@@ -36,6 +37,23 @@ function toolTemplate(call: ToolCall | undefined, toolId: string): TemplateResul
     <pre>args: ${formatJson(call.args)}</pre>
     ${call.ok === null ? nothing : html`<pre data-testid="tool-result">${formatJson(call.result)}</pre>`}
   </details>`;
+}
+
+/** What became of a job; its live progress is the live panel's, this says how it ended. */
+const JOB_OUTCOME: Record<TranscriptJob["state"], string> = {
+  running: "running…",
+  completed: "completed",
+  failed: "failed",
+  cancelled: "cancelled",
+  interrupted: "interrupted (the host stopped while it ran)",
+};
+
+function jobTemplate(job: TranscriptJob | undefined, jobId: string): TemplateResult {
+  if (!job) return html`<div class="job"></div>`;
+  return html`<div class="job" data-testid="job" data-job-id=${jobId} data-state=${job.state}>
+    <span>Job</span><span class="job-label">${job.label}</span>
+    <span class="job-outcome">${JOB_OUTCOME[job.state]}</span>
+  </div>`;
 }
 
 function resolutionText(block: InteractionBlock): string {
@@ -106,6 +124,11 @@ function assistantTemplate(
       return toolTemplate(
         m.toolCalls.find((c) => c.id === s.toolId),
         s.toolId,
+      );
+    if (s.kind === "job")
+      return jobTemplate(
+        m.jobs.find((j) => j.jobId === s.jobId),
+        s.jobId,
       );
     const open = s.block.resolution === null && pending.includes(s.block.interactionId);
     return cardTemplate(s.block, open, ctx);

@@ -32,7 +32,7 @@ function estimateHeight(row: TranscriptRow | undefined): number {
   if (row.kind === "user") return 40 + 22 + lines(row.msg.text);
   let height = 40;
   for (const s of row.msg.segments)
-    height += s.kind === "text" ? 30 + lines(s.text) : s.kind === "tool" ? 50 : 140;
+    height += s.kind === "text" ? 30 + lines(s.text) : s.kind === "tool" || s.kind === "job" ? 50 : 140;
   return height;
 }
 

@@ -152,6 +152,7 @@ function viewMessage(m: TranscriptMessage, turn: TranscriptTurn | undefined): Vi
       ...turnMeta,
       segments: m.segments,
       toolCalls: m.toolCalls,
+      jobs: m.jobs,
       reasoning: m.reasoning,
       updated_at_ms: m.updatedAt,
     },

@@ -74,6 +74,38 @@ describe("GET /v1/sessions/{id}", () => {
     expect([...ts].sort((a, b) => a - b)).toEqual(ts);
   });
 
+  it("keeps a job where it started, running and then with its outcome, after its turn ended", async () => {
+    const sessionId = await newSession(h, ALICE, "hello");
+    await completed(sessionId);
+    await prompt(h, ALICE, sessionId, "/job 2");
+    await completed(sessionId);
+    const jobsOf = async () => {
+      const r = await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN });
+      const messages = (r.json as { messages: { metadata: Record<string, unknown> }[] }).messages;
+      return messages[3]!.metadata as { segments: { kind: string; jobId?: string }[]; jobs: unknown[] };
+    };
+    const running = await jobsOf();
+    expect(running.jobs).toEqual([
+      {
+        jobId: expect.any(String),
+        label: "demo job (2s)",
+        startedAt: expect.any(Number),
+        state: "running",
+        endedAt: null,
+      },
+    ]);
+    const jobId = (running.jobs[0] as { jobId: string }).jobId;
+    expect(running.segments).toContainEqual({ kind: "job", jobId });
+    await vi.waitFor(
+      async () => expect((await jobsOf()).jobs).toMatchObject([{ jobId, state: "completed" }]),
+      {
+        timeout: 10_000,
+      },
+    );
+    const ended = (await jobsOf()).jobs[0] as { startedAt: number; endedAt: number };
+    expect(ended.endedAt).toBeGreaterThanOrEqual(ended.startedAt);
+  });
+
   it("follows new turns and clears between reads of the same session", async () => {
     const sessionId = await newSession(h, ALICE, "one");
     await completed(sessionId);
