@@ -4,7 +4,7 @@ import type { FollowItem, SessionEvent } from "../../protocol/index.js";
 export interface FollowCursor {
   readonly epoch: string | undefined;
   readonly seq: number;
-  /** True once the host said replay reached the head on the current stream (§5 `caughtUp`). */
+  /** True once the host said replay of the current epoch reached the head on this stream (§5 `caughtUp`). */
   readonly caughtUp: boolean;
 }
 

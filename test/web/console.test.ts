@@ -267,6 +267,8 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.click('[data-testid="clear-session"]');
     await page.waitForSelector('[data-testid="user-message"]', { state: "detached" });
     expect((await readLog(fixture.client, forkId)).some((e) => e.type === "user/message")).toBe(false);
+    // the cleared log is replayed after the reset, and then the console says it is watching again
+    await expect.poll(() => page.getAttribute('[data-testid="follow-state"]', "data-mode")).toBe("live");
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click('[data-testid="delete-session"]');

@@ -172,6 +172,9 @@ export class FollowStream implements MuxStream {
         if (read.epoch !== this.#epoch) {
           this.#epoch = read.epoch;
           this.#lastSent = 0;
+          // the new log is replayed from seq 1: its end is announced like the first replay's, so a
+          // reader that dropped its mirror on `reset` learns when it is watching again
+          this.#caughtUpSent = false;
           this.#ctx.outlet.item({ kind: "reset", epoch: read.epoch });
           continue;
         }

@@ -405,7 +405,7 @@ describe("follow stream: live", () => {
     expect(await h.lag()).toEqual({ count: 1, sum: 2 });
   });
 
-  it("a clear or a commit of another epoch sends the follower back to the log; a meta does not", async () => {
+  it("a clear or a commit of another epoch sends the follower back to the log, whose replay ends in caughtUp again; a meta does not", async () => {
     const log = new ScriptedLog();
     log.commit(2);
     const h = harness(log);
@@ -417,14 +417,19 @@ describe("follow stream: live", () => {
     log.clear("E2");
     log.notify({ kind: "clear", epoch: "E2" });
     await idle();
-    expect(h.items().slice(-1)).toEqual([{ kind: "reset", epoch: "E2" }]);
+    // each new epoch's replay ends with its own caughtUp: the reader that reset knows it is live
+    expect(h.items().slice(-2)).toEqual([
+      { kind: "reset", epoch: "E2" },
+      { kind: "caughtUp", seq: 0 },
+    ]);
     log.clear("E3");
     log.commit(1);
     log.notify({ kind: "append", epoch: "E3", events: log.events });
     await idle();
-    expect(h.items().slice(-2)).toEqual([
+    expect(h.items().slice(-3)).toEqual([
       { kind: "reset", epoch: "E3" },
       { kind: "events", events: log.events },
+      { kind: "caughtUp", seq: 1 },
     ]);
     // each: one read finds the new epoch (reset), one reads it from its start
     expect(log.reads).toHaveLength(reads + 4);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import type { MuxPeer } from "../../support/mux-peer.js";
@@ -159,7 +159,7 @@ describe.each(STORE_VARIANTS)("session.follow (protocol-v1 §5) ($name)", ({ opt
     expectRange(peer.events(id), 1, head);
   });
 
-  it("a clear while followed sends reset with the new epoch and the new log from seq 1", async () => {
+  it("a clear while followed sends reset with the new epoch, the new log from seq 1 and caughtUp again", async () => {
     const sessionId = await createSession(peer);
     await appendDeltas(host, sessionId, 5);
     const id = peer.follow(sessionId);
@@ -169,6 +169,10 @@ describe.each(STORE_VARIANTS)("session.follow (protocol-v1 §5) ($name)", ({ opt
     expect(epoch).not.toBe(opened.epoch);
     const reset = await peer.waitItem<Item>(id, (i) => i.kind === "reset");
     expect(reset.epoch).toBe(epoch);
+    // the new epoch's replay ends like the first one did: the follower knows it is live again
+    await vi.waitFor(() => expect(peer.items<Item>(id).filter((i) => i.kind === "caughtUp")).toHaveLength(2));
+    const kinds = peer.items<Item>(id).map((i) => i.kind);
+    expect(kinds.indexOf("caughtUp", kinds.indexOf("reset"))).toBeGreaterThan(kinds.indexOf("reset"));
     const head = await appendDeltas(host, sessionId, 4);
     await peer.waitSeq(id, head);
     const items = peer.items<Item>(id);
