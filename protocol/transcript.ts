@@ -302,11 +302,10 @@ class Draft {
     if (r < 0) return;
     const { message } = running[r]!;
     running.splice(r, 1);
-    const m = this.s.messages[message];
-    if (m?.role !== "assistant") return;
-    const owned = this.#own(message, m);
+    // `job/started` put the job in this assistant message when it registered it here
+    const owned = this.#own(message, this.s.messages[message] as AssistantTranscriptMessage);
     const k = owned.jobs.findIndex((j) => j.jobId === jobId);
-    if (k >= 0) owned.jobs[k] = { ...owned.jobs[k]!, state, endedAt: at };
+    owned.jobs[k] = { ...owned.jobs[k]!, state, endedAt: at };
   }
 
   turnIndex(turnId: string): number {

@@ -319,29 +319,32 @@ describe("transcript reducer: rules", () => {
       ],
     });
     const ended = { seq: first.length + 1, at: first.at(-1)!.at + 10 };
+    // the second job ends first: each end finds its own job, whatever the order
     const later = applyEvents(running, [
-      { ...ended, type: "job/ended", data: { jobId: "j1", state: "interrupted" } },
+      { ...ended, type: "job/ended", data: { jobId: "j2", state: "interrupted" } },
     ] as SessionEvent[]);
     expect((later.messages[1] as AssistantTranscriptMessage).jobs).toEqual([
-      {
-        jobId: "j1",
-        label: "nightly build",
-        startedAt: first[4]!.at,
-        state: "interrupted",
-        endedAt: ended.at,
-      },
-      { jobId: "j2", label: "lint", startedAt: first[5]!.at, state: "running", endedAt: null },
+      { jobId: "j1", label: "nightly build", startedAt: first[4]!.at, state: "running", endedAt: null },
+      { jobId: "j2", label: "lint", startedAt: first[5]!.at, state: "interrupted", endedAt: ended.at },
     ]);
     // the message of the later turn is untouched, and the earlier state is not changed in place
     expect(later.messages[3]).toBe(running.messages[3]);
-    expect((running.messages[1] as AssistantTranscriptMessage).jobs[0]?.state).toBe("running");
-    expect(later.runningJobs).toEqual([{ jobId: "j2", message: 1 }]);
+    expect((running.messages[1] as AssistantTranscriptMessage).jobs[1]?.state).toBe("running");
+    expect(later.runningJobs).toEqual([{ jobId: "j1", message: 1 }]);
+    const both = applyEvents(later, [
+      { seq: ended.seq + 1, at: ended.at + 5, type: "job/ended", data: { jobId: "j1", state: "completed" } },
+    ] as SessionEvent[]);
+    expect((both.messages[1] as AssistantTranscriptMessage).jobs.map((j) => [j.jobId, j.state])).toEqual([
+      ["j1", "completed"],
+      ["j2", "interrupted"],
+    ]);
+    expect(both.runningJobs).toEqual([]);
     // an end for a job this transcript never saw start (before a clear) changes nothing
-    const unknown = { seq: ended.seq + 1, at: ended.at + 10 };
-    const after = applyEvents(later, [
+    const unknown = { seq: ended.seq + 2, at: ended.at + 10 };
+    const after = applyEvents(both, [
       { ...unknown, type: "job/ended", data: { jobId: "j9", state: "completed" } },
     ] as SessionEvent[]);
-    expect(after.messages).toEqual(later.messages);
+    expect(after.messages).toEqual(both.messages);
   });
   it("tracks pending interactions, the input-required state and the answer in a block segment", () => {
     const asked = commit([
