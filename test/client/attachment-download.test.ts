@@ -2,6 +2,7 @@ import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient, createNodeSocketFactory } from "../../src/client/node.js";
 import { RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
+import { browserLikeClient } from "../support/browser-like-client.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { peerFixture } from "./peer-fixture.js";
@@ -49,21 +50,7 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     const bytes = pattern(MIB);
     const { sessionId, attachmentId } = await hostWithAttachment(bytes);
     const proxy = await proxyTo(host!, { hostBytesPerSecond: 192 * KIB });
-    const node = createNodeSocketFactory();
-    const client = track(
-      createClient({
-        url: viaProxy(host!, proxy),
-        token: ADMIN_TOKEN,
-        // as in a browser: no WebSocket ping, and the probe (a `close` for an unused id) is
-        // answered behind whatever the socket carries; a whole answer in one message takes 5 s here
-        socketFactory: (url, token) => {
-          const socket = node(url, token);
-          socket.keepAlivePing = undefined;
-          return socket;
-        },
-        keepAlive: { intervalMs: 2_000, pongTimeoutMs: 1_000 },
-      }),
-    );
+    const client = track(browserLikeClient(viaProxy(host!, proxy), ADMIN_TOKEN));
     const progress: number[] = [];
     const answer = await client.download(sessionId, attachmentId, {
       onProgress: (received, size) => {

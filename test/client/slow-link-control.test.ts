@@ -3,7 +3,7 @@ import { decodeFrame } from "../../protocol/codec.js";
 import { Limits } from "../../protocol/limits.js";
 import { controlMirror } from "../../src/client/control-mirror.js";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
-import { createClient, createNodeSocketFactory } from "../../src/client/node.js";
+import { browserLikeClient } from "../support/browser-like-client.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { until } from "../support/until.js";
@@ -54,20 +54,8 @@ describe("session.control over a slow link (protocol-v1 §5: a baseline in parts
       },
     });
     cleanups.push(() => proxy.stop());
-    const node = createNodeSocketFactory();
     const client = track(
-      createClient({
-        url: host.wsUrl.replace(`:${host.port}`, `:${proxy.port}`),
-        token: ADMIN_TOKEN,
-        // as in a browser: no WebSocket ping, and the probe is answered behind whatever the
-        // socket carries; the baseline in one message takes 5 s here
-        socketFactory: (url, token) => {
-          const socket = node(url, token);
-          socket.keepAlivePing = undefined;
-          return socket;
-        },
-        keepAlive: { intervalMs: 2_000, pongTimeoutMs: 1_000 },
-      }),
+      browserLikeClient(host.wsUrl.replace(`:${host.port}`, `:${proxy.port}`), ADMIN_TOKEN),
     );
     const mirrors: ControlMirror[] = [];
     const failures: unknown[] = [];

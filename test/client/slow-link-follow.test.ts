@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { decodeFrame } from "../../protocol/codec.js";
 import { Limits } from "../../protocol/limits.js";
 import { followSession } from "../../src/client/follow-session.js";
-import { createClient, createNodeSocketFactory } from "../../src/client/node.js";
+import { browserLikeClient } from "../support/browser-like-client.js";
 import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
@@ -88,20 +88,8 @@ describe("session.follow over a slow link (protocol-v1 §5: events items of at m
       },
     });
     cleanups.push(() => proxy.stop());
-    const node = createNodeSocketFactory();
     const client = track(
-      createClient({
-        url: host.wsUrl.replace(`:${host.port}`, `:${proxy.port}`),
-        token: ADMIN_TOKEN,
-        // as in a browser: no WebSocket ping, and the probe (a `close` for an unused id) is
-        // answered behind whatever the socket carries; a 1 MiB message takes 5 s here
-        socketFactory: (url, token) => {
-          const socket = node(url, token);
-          socket.keepAlivePing = undefined;
-          return socket;
-        },
-        keepAlive: { intervalMs: 2_000, pongTimeoutMs: 1_000 },
-      }),
+      browserLikeClient(host.wsUrl.replace(`:${host.port}`, `:${proxy.port}`), ADMIN_TOKEN),
     );
     const seqs: number[] = [];
     const failures: unknown[] = [];
