@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame } from "../../../protocol/codec.js";
 import { Limits } from "../../../protocol/limits.js";
 import { encodeBaselineParts } from "../../../src/transport/mux/baseline-parts.js";
+import { loopTurnsDuring } from "../../support/loop-turns.js";
 
 const KIB = 1024;
 const WIDE = { maxStrBytes: 2 ** 22, maxArrayLength: 1_000_000 };
@@ -97,15 +98,7 @@ describe("encodeBaselineParts: a control baseline as items of at most 64 KiB (pr
   });
 
   it("lets other work run while it encodes: 3,000 entries take many turns of the loop", async () => {
-    let turns = 0;
-    let running = true;
-    const other = () => {
-      turns++;
-      if (running) setImmediate(other);
-    };
-    setImmediate(other);
-    await encodeBaselineParts(baselineOf({ projections: 3_000 }));
-    running = false;
+    const turns = await loopTurnsDuring(() => encodeBaselineParts(baselineOf({ projections: 3_000 })));
     expect(turns).toBeGreaterThanOrEqual(20);
     // a slice of entries per turn, not one entry
     expect(turns).toBeLessThan(100);

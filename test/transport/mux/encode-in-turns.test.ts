@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeFrame } from "../../../protocol/codec.js";
 import { encodeInTurns } from "../../../src/transport/mux/encode-in-turns.js";
+import { loopTurnsDuring } from "../../support/loop-turns.js";
 
 const rows = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ sessionId: `s${i}`, seq: i, live: i % 2 === 0 }));
@@ -26,15 +27,7 @@ describe("a long baseline is encoded a slice per event-loop turn", () => {
   });
 
   it("lets other work run between slices: 1,000 rows take eight turns of the loop", async () => {
-    let turns = 0;
-    let running = true;
-    const other = () => {
-      turns++;
-      if (running) setImmediate(other);
-    };
-    setImmediate(other);
-    await encodeInTurns({ agents: rows(1_000) });
-    running = false;
+    const turns = await loopTurnsDuring(() => encodeInTurns({ agents: rows(1_000) }));
     expect(turns).toBeGreaterThanOrEqual(8);
   });
 });
