@@ -1,4 +1,4 @@
-import { Observable, type Subscription } from "rxjs";
+import { Observable } from "rxjs";
 import type { ItemOf } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import { BaselineAssembly } from "./baseline-assembly.js";
@@ -31,24 +31,20 @@ export function controlMirror(
     let mirror = EMPTY_MIRROR;
     const assembly = new BaselineAssembly();
     let inParts = true;
-    // by hand rather than with rxjs's catchError, which alone added 2 KB to the browser bundle
+    // by hand rather than with rxjs's catchError, which alone added 2 KB to the browser bundle; the
+    // stream opened again is subscribed with `inner` itself, so it ends when `inner` does
     const open = (): Observable<ItemOf<"session.control">> =>
-      new Observable((inner) => {
-        let fallback: Subscription | undefined;
-        const first = client.open("session.control", inParts ? { baselineParts: true } : {}).subscribe({
+      new Observable((inner) =>
+        client.open("session.control", inParts ? { baselineParts: true } : {}).subscribe({
           next: (item) => inner.next(item),
           error: (error: unknown) => {
             if (!inParts || !refusesBaselineParts(error)) return inner.error(error);
             inParts = false;
-            fallback = client.open("session.control", {}).subscribe(inner);
+            client.open("session.control", {}).subscribe(inner);
           },
           complete: () => inner.complete(),
-        });
-        return () => {
-          first.unsubscribe();
-          fallback?.unsubscribe();
-        };
-      });
+        }),
+      );
     return superviseStream(
       subscriber,
       open,

@@ -128,6 +128,40 @@ describe("controlMirror and a baseline in parts (protocol-v1 §5, baselineParts)
     expect(seen.error).toBeUndefined();
   });
 
+  it("unsubscribing closes the stream it opened again without the field", async () => {
+    const p = await peer({
+      onOpen: (conn, f) => {
+        if ((f.params as { baselineParts?: boolean }).baselineParts !== undefined) {
+          conn.send({
+            type: "error",
+            id: f.id,
+            error: {
+              code: "bad_request",
+              message: "params/baselineParts: Unexpected property",
+              category: "protocol",
+              retryable: false,
+              data: { field: "/baselineParts" },
+            },
+          });
+          return;
+        }
+        conn.send({ type: "item", id: f.id, value: part([1], false) });
+      },
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const values: ControlMirror[] = [];
+    const sub = controlMirror(client, { backoff: instant }).subscribe({ next: (v) => values.push(v) });
+    await vi.waitFor(() => expect(values).toHaveLength(1));
+    const fallback = opens(p.connections[0])[1]!;
+    expect(fallback.params).toEqual({});
+    sub.unsubscribe();
+    await vi.waitFor(() =>
+      expect(p.connections[0]!.received).toContainEqual(
+        expect.objectContaining({ type: "close", id: fallback.id }),
+      ),
+    );
+  });
+
   it.each([
     { code: "bad_request", data: { field: "/x" } },
     { code: "bad_request", data: undefined },
