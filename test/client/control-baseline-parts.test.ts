@@ -47,6 +47,28 @@ const opens = (conn: PeerConnection | undefined) =>
     params: Record<string, unknown>;
   }[];
 
+/** A host from before parts: it refuses `baselineParts` as an unknown field, and sends `ids` in one item. */
+const hostBeforeParts = (ids: number[]) =>
+  peer({
+    onOpen: (conn, f) => {
+      if ((f.params as { baselineParts?: boolean }).baselineParts !== undefined) {
+        conn.send({
+          type: "error",
+          id: f.id,
+          error: {
+            code: "bad_request",
+            message: "params/baselineParts: Unexpected property",
+            category: "protocol",
+            retryable: false,
+            data: { field: "/baselineParts" },
+          },
+        });
+        return;
+      }
+      conn.send({ type: "item", id: f.id, value: part(ids, false) });
+    },
+  });
+
 describe("controlMirror and a baseline in parts (protocol-v1 §5, baselineParts)", () => {
   it("asks for parts and applies the baseline once, at its last part: never a half baseline, deltas after it", async () => {
     const p = await peer({
@@ -97,25 +119,7 @@ describe("controlMirror and a baseline in parts (protocol-v1 §5, baselineParts)
   });
 
   it("a host from before parts refuses the field: the stream is opened again without it, the baseline in one item", async () => {
-    const p = await peer({
-      onOpen: (conn, f) => {
-        if ((f.params as { baselineParts?: boolean }).baselineParts !== undefined) {
-          conn.send({
-            type: "error",
-            id: f.id,
-            error: {
-              code: "bad_request",
-              message: "params/baselineParts: Unexpected property",
-              category: "protocol",
-              retryable: false,
-              data: { field: "/baselineParts" },
-            },
-          });
-          return;
-        }
-        conn.send({ type: "item", id: f.id, value: part([1, 2], false) });
-      },
-    });
+    const p = await hostBeforeParts([1, 2]);
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect((s) => controlMirror(client, { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(seen.values).toHaveLength(1));
@@ -129,25 +133,7 @@ describe("controlMirror and a baseline in parts (protocol-v1 §5, baselineParts)
   });
 
   it("unsubscribing closes the stream it opened again without the field", async () => {
-    const p = await peer({
-      onOpen: (conn, f) => {
-        if ((f.params as { baselineParts?: boolean }).baselineParts !== undefined) {
-          conn.send({
-            type: "error",
-            id: f.id,
-            error: {
-              code: "bad_request",
-              message: "params/baselineParts: Unexpected property",
-              category: "protocol",
-              retryable: false,
-              data: { field: "/baselineParts" },
-            },
-          });
-          return;
-        }
-        conn.send({ type: "item", id: f.id, value: part([1], false) });
-      },
-    });
+    const p = await hostBeforeParts([1]);
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const values: ControlMirror[] = [];
     const sub = controlMirror(client, { backoff: instant }).subscribe({ next: (v) => values.push(v) });
