@@ -4,7 +4,7 @@ import { followSession } from "../../src/client/follow-session.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
-import { WsFrameReader } from "../support/ws-frame-reader.js";
+import { hostMessageTap } from "../support/ws-frame-reader.js";
 
 /** What one host message may hold: one event alone, the largest an event may be, and its frame. */
 const MESSAGE_BOUND = Limits.maxEventBytes + 4096;
@@ -18,15 +18,9 @@ let largest = 0;
 beforeAll(async () => {
   host = await startTestHost();
   proxy = await startTcpProxy(host.port, {
-    tap: () => {
-      const fromHost = new WsFrameReader();
-      return {
-        fromClient: () => {},
-        fromHost: (chunk) => {
-          for (const message of fromHost.push(chunk)) largest = Math.max(largest, message.length);
-        },
-      };
-    },
+    tap: hostMessageTap((message) => {
+      largest = Math.max(largest, message.length);
+    }),
   });
   client = createNodeClient({ url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`, token: ADMIN_TOKEN });
 });

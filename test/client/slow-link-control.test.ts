@@ -7,7 +7,7 @@ import { browserLikeClient } from "../support/browser-like-client.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { until } from "../support/until.js";
-import { WsFrameReader } from "../support/ws-frame-reader.js";
+import { hostMessageTap } from "../support/ws-frame-reader.js";
 import { peerFixture } from "./peer-fixture.js";
 
 const KIB = 1024;
@@ -40,18 +40,10 @@ describe("session.control over a slow link (protocol-v1 §5: a baseline in parts
     const baselineMessages: number[] = [];
     const proxy = await startTcpProxy(host.port, {
       hostBytesPerSecond: 192 * KIB,
-      tap: () => {
-        const fromHost = new WsFrameReader();
-        return {
-          fromClient: () => {},
-          fromHost: (chunk) => {
-            for (const message of fromHost.push(chunk)) {
-              const frame = decodeFrame(message) as { value?: { kind?: string } };
-              if (frame.value?.kind === "baseline") baselineMessages.push(message.length);
-            }
-          },
-        };
-      },
+      tap: hostMessageTap((message) => {
+        const frame = decodeFrame(message) as { value?: { kind?: string } };
+        if (frame.value?.kind === "baseline") baselineMessages.push(message.length);
+      }),
     });
     cleanups.push(() => proxy.stop());
     const client = track(

@@ -6,7 +6,7 @@ import { browserLikeClient } from "../support/browser-like-client.js";
 import { FollowWireCheck } from "../support/follow-wire-check.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
-import { WsFrameReader } from "../support/ws-frame-reader.js";
+import { hostMessageTap } from "../support/ws-frame-reader.js";
 import { peerFixture } from "./peer-fixture.js";
 
 const KIB = 1024;
@@ -37,21 +37,13 @@ function oversizedMessages(): {
   return {
     found,
     largest: () => largest,
-    tap: () => {
-      const fromHost = new WsFrameReader();
-      return {
-        fromClient: () => {},
-        fromHost: (chunk) => {
-          for (const message of fromHost.push(chunk)) {
-            largest = Math.max(largest, message.length);
-            if (message.length <= Limits.streamItemBytes + ITEM_FRAME_BYTES) continue;
-            const frame = decodeFrame(message, WIDE) as { value?: { kind?: string; events?: unknown[] } };
-            if (frame.value?.kind !== "events" || frame.value.events?.length !== 1)
-              found.push(`${message.length} bytes, ${frame.value?.events?.length ?? 0} events`);
-          }
-        },
-      };
-    },
+    tap: hostMessageTap((message) => {
+      largest = Math.max(largest, message.length);
+      if (message.length <= Limits.streamItemBytes + ITEM_FRAME_BYTES) return;
+      const frame = decodeFrame(message, WIDE) as { value?: { kind?: string; events?: unknown[] } };
+      if (frame.value?.kind !== "events" || frame.value.events?.length !== 1)
+        found.push(`${message.length} bytes, ${frame.value?.events?.length ?? 0} events`);
+    }),
   };
 }
 

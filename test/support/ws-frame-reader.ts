@@ -55,3 +55,21 @@ export class WsFrameReader {
     return { opcode: b[0]! & 0x0f, fin: (b[0]! & 0x80) !== 0, payload };
   }
 }
+
+/**
+ * A `startTcpProxy` tap that hands `onMessage` every whole message the host sent, on every
+ * connection through the proxy (each connection reads its own bytes).
+ */
+export function hostMessageTap(
+  onMessage: (message: Buffer) => void,
+): () => { fromClient(chunk: Buffer): void; fromHost(chunk: Buffer): void } {
+  return () => {
+    const fromHost = new WsFrameReader();
+    return {
+      fromClient: () => {},
+      fromHost: (chunk) => {
+        for (const message of fromHost.push(chunk)) onMessage(message);
+      },
+    };
+  };
+}
