@@ -3,7 +3,7 @@ import { Limits } from "../../../protocol/limits.js";
 import { nextLoopTurn } from "../../host/loop-turns.js";
 import { arrayHeader } from "../../store/encoded-event-arrays.js";
 
-/** Entries encoded in one turn of the event loop (about a millisecond of rows), as `encodeInTurns`. */
+/** Entries encoded in one turn of the event loop (about a millisecond of rows). */
 const SLICE = 128;
 /** The MessagePack of the entry `more: true`. */
 const MORE = Buffer.concat([encodeFrame("more"), Uint8Array.of(0xc3)]);
@@ -18,7 +18,11 @@ const ARRAY_HEADER_BYTES = 5;
  * the map. A part stays within `maxBytes` unless one entry alone is larger (a session's queue of
  * long prompts), which then goes in a part by itself. A client hears a socket only in whole
  * messages: a baseline of thousands of sessions in one message of megabytes outlasts its
- * keepalive on a slow link. Encoded a slice of entries per event-loop turn.
+ * keepalive on a slow link. With no bound (`Infinity`) it is one part, the bytes `encodeFrame`
+ * gives a map whose scalar fields come before its arrays (as a baseline's do).
+ *
+ * Encoded a slice of entries per event-loop turn, with or without a bound: one `encodeFrame` of
+ * a baseline over a thousand sessions holds the loop for several milliseconds.
  */
 export async function encodeBaselineParts(
   map: Readonly<Record<string, unknown>>,

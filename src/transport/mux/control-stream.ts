@@ -1,10 +1,9 @@
-import { SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
+import { Limits, SessionmuxError, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { ControlDelta } from "../../host/live/live-state.js";
 import type { Principal } from "../../host/principal.js";
 import type { BaselineGate } from "./baseline-gate.js";
 import { encodeBaselineParts } from "./baseline-parts.js";
-import { encodeInTurns } from "./encode-in-turns.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
 export interface ControlContext {
@@ -49,9 +48,11 @@ export class ControlStream implements MuxStream {
       this.#unsubscribe = host.subscribeControl(principal, (delta) => this.#onDelta(delta));
       try {
         const baseline = await host.controlBaseline(principal);
-        const items = this.#ctx.baselineParts
-          ? await encodeBaselineParts(baseline)
-          : [await encodeInTurns(baseline)];
+        // unbounded, a baseline is one part: the single item of a client that did not ask for parts
+        const items = await encodeBaselineParts(
+          baseline,
+          this.#ctx.baselineParts ? Limits.streamItemBytes : Number.POSITIVE_INFINITY,
+        );
         if (this.#ended) return;
         // all parts at once: no delta comes between them, so they stay one cut
         for (const item of items) outlet.itemEncoded(item);

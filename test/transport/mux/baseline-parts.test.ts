@@ -97,12 +97,20 @@ describe("encodeBaselineParts: a control baseline as items of at most 64 KiB (pr
     expect(decoded.flatMap((p) => p.projections as unknown[])).toEqual(baseline.projections);
   });
 
-  it("lets other work run while it encodes: 3,000 entries take many turns of the loop", async () => {
-    const turns = await loopTurnsDuring(() => encodeBaselineParts(baselineOf({ projections: 3_000 })));
-    expect(turns).toBeGreaterThanOrEqual(20);
-    // a slice of entries per turn, not one entry
-    expect(turns).toBeLessThan(100);
-  });
+  it.each([
+    ["within the bound", Limits.streamItemBytes],
+    ["with no bound", Number.POSITIVE_INFINITY],
+  ])(
+    "lets other work run while it encodes %s: 3,000 entries take many turns of the loop",
+    async (_, maxBytes) => {
+      const turns = await loopTurnsDuring(() =>
+        encodeBaselineParts(baselineOf({ projections: 3_000 }), maxBytes),
+      );
+      expect(turns).toBeGreaterThanOrEqual(20);
+      // a slice of entries per turn, not one entry
+      expect(turns).toBeLessThan(100);
+    },
+  );
 
   it("over many bounds and entry sizes: every part within the bound or one entry alone, never empty but the last", async () => {
     let seed = 11;
@@ -138,5 +146,34 @@ describe("encodeBaselineParts: a control baseline as items of at most 64 KiB (pr
     const keys = Object.keys(fields(14));
     expect(Object.fromEntries(keys.map((key) => [key, decoded.flatMap((p) => p[key]!)]))).toEqual(fields(14));
     expect(decoded.at(-1)).toEqual(Object.fromEntries(keys.map((key) => [key, key === "f13" ? [13] : []])));
+  });
+});
+
+describe("encodeBaselineParts with no bound: the one item of a client that did not ask for parts", () => {
+  const rows = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({ sessionId: `s${i}`, seq: i, live: i % 2 === 0 }));
+  const unbounded = async (map: Record<string, unknown>): Promise<Buffer> => {
+    const parts = await encodeBaselineParts(map, Number.POSITIVE_INFINITY);
+    expect(parts).toHaveLength(1);
+    return Buffer.from(parts[0]!);
+  };
+
+  it.each([0, 1, 15, 16, 127, 128, 129, 1_000, 70_000])(
+    "arrays of %i entries: one part whose bytes are exactly encodeFrame's",
+    async (n) => {
+      const map = {
+        kind: "baseline",
+        generation: "g",
+        agents: rows(n),
+        queues: [],
+        projections: rows(n % 300),
+      };
+      expect((await unbounded(map)).equals(Buffer.from(encodeFrame(map)))).toBe(true);
+    },
+  );
+
+  it("undefined values are left out, as the encoder leaves them out", async () => {
+    const map = { kind: "baseline", note: undefined, agents: rows(200) };
+    expect((await unbounded(map)).equals(Buffer.from(encodeFrame(map)))).toBe(true);
   });
 });
