@@ -112,6 +112,15 @@ describe("encodeBaselineParts: a control baseline as items of at most 64 KiB (pr
     },
   );
 
+  it("counts its slices across arrays: a turn per 128 entries of five arrays, none for fewer", async () => {
+    // array lengths that are no multiples of a slice, so slices do not start where arrays do
+    const sizes = { agents: 1_000, queues: 100, jobs: 50, interactions: 150, projections: 700 };
+    const turns = await loopTurnsDuring(() => encodeBaselineParts(baselineOf(sizes)));
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(2_000 / 128));
+    const small = baselineOf({ agents: 20, queues: 20, jobs: 20, interactions: 20, projections: 20 });
+    expect(await loopTurnsDuring(() => encodeBaselineParts(small))).toBe(0);
+  });
+
   it("over many bounds and entry sizes: every part within the bound or one entry alone, never empty but the last", async () => {
     let seed = 11;
     const next = () => {
