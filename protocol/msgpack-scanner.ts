@@ -1,5 +1,17 @@
 import type { DecodeLimits } from "./codec.js";
 import { SessionmuxError } from "./errors.js";
+import {
+  ARRAY,
+  BINARY,
+  EXTENSION,
+  LENGTH_FIELD_BYTES,
+  MAP,
+  RESERVED,
+  SCALAR,
+  STRING,
+  TYPE_BYTE_KIND,
+  TYPE_BYTE_LENGTH,
+} from "./msgpack-type-bytes.js";
 import { isValidUtf8 } from "./utf8.js";
 
 /**
@@ -14,25 +26,7 @@ import { isValidUtf8 } from "./utf8.js";
  */
 const FORBIDDEN_KEYS = ["__proto__", "constructor", "prototype"].map((key) => new TextEncoder().encode(key));
 
-/** Scalars of a fixed size after the type byte: floats and sized integers. */
-const FIXED_SIZE: ReadonlyMap<number, number> = new Map([
-  [0xca, 4],
-  [0xcb, 8],
-  [0xcc, 1],
-  [0xcd, 2],
-  [0xce, 4],
-  [0xcf, 8],
-  [0xd0, 1],
-  [0xd1, 2],
-  [0xd2, 4],
-  [0xd3, 8],
-]);
-
-// What one type byte opens (`Scanner.head`).
-const SCALAR = 0;
-const STRING = 1;
-const ARRAY = 2;
-const MAP = 3;
+/** What one type byte opens (`Scanner.head`): binaries are skipped whole, as scalars. */
 type Head = typeof SCALAR | typeof STRING | typeof ARRAY | typeof MAP;
 
 function badFrame(reason: string, at: number): never {
@@ -98,41 +92,25 @@ class Scanner {
   head(expectingKey: boolean): Head {
     const start = this.pos;
     const b = this.#uint(1);
-    if (expectingKey && !(b >= 0xa0 && b <= 0xbf) && b !== 0xd9 && b !== 0xda && b !== 0xdb) {
-      badFrame("map keys must be strings", start);
-    }
-    if (b <= 0x7f || b >= 0xe0) return SCALAR; // fixint
-    if (b <= 0x8f) return this.#opens(MAP, (b & 0x0f) * 2);
-    if (b <= 0x9f) return this.#opens(ARRAY, b & 0x0f);
-    if (b <= 0xbf) return this.#opens(STRING, b & 0x1f);
-    const fixed = FIXED_SIZE.get(b);
-    if (fixed !== undefined) {
-      this.#skip(fixed);
-      return SCALAR;
-    }
-    switch (b) {
-      case 0xc0:
-      case 0xc2:
-      case 0xc3:
+    const kind = TYPE_BYTE_KIND[b];
+    if (expectingKey && kind !== STRING) badFrame("map keys must be strings", start);
+    if (kind === RESERVED) badFrame("reserved type byte 0xc1", start);
+    if (kind === EXTENSION) badFrame("extension types are not accepted", start);
+    const field = LENGTH_FIELD_BYTES[b]!;
+    const length = field === 0 ? TYPE_BYTE_LENGTH[b]! : this.#uint(field);
+    switch (kind) {
+      case STRING:
+      case ARRAY:
+        return this.#opens(kind, length);
+      case MAP:
+        return this.#opens(MAP, length * 2);
+      case BINARY:
+        if (length > this.limits.maxBinBytes) badFrame(`binary of ${length} bytes over the limit`, start);
+        this.#skip(length);
         return SCALAR;
-      case 0xc4:
-      case 0xc5:
-      case 0xc6:
-        this.#binary(b === 0xc4 ? 1 : b === 0xc5 ? 2 : 4, start);
-        return SCALAR;
-      case 0xd9:
-      case 0xda:
-      case 0xdb:
-        return this.#opens(STRING, this.#uint(b === 0xd9 ? 1 : b === 0xda ? 2 : 4));
-      case 0xdc:
-      case 0xdd:
-        return this.#opens(ARRAY, this.#uint(b === 0xdc ? 2 : 4));
-      case 0xde:
-      case 0xdf:
-        return this.#opens(MAP, this.#uint(b === 0xde ? 2 : 4) * 2);
       default:
-        // 0xc1 (never used), 0xc7–0xc9 and 0xd4–0xd8 (extension types)
-        return badFrame(b === 0xc1 ? "reserved type byte 0xc1" : "extension types are not accepted", start);
+        this.#skip(length);
+        return SCALAR;
     }
   }
 
@@ -149,12 +127,6 @@ class Scanner {
   #opens(head: Head, length: number): Head {
     this.length = length;
     return head;
-  }
-
-  #binary(width: number, start: number): void {
-    const len = this.#uint(width);
-    if (len > this.limits.maxBinBytes) badFrame(`binary of ${len} bytes over the limit`, start);
-    this.#skip(len);
   }
 
   #need(n: number): void {

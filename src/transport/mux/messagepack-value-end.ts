@@ -1,9 +1,15 @@
+import * as typeBytes from "../../../protocol/msgpack-type-bytes.js";
+
+// Copied into this module's own constants: Node reads an imported binding through the exporting
+// module on every use, which made this loop half as slow again.
+const { ARRAY, EXTENSION, MAP, RESERVED, LENGTH_FIELD_BYTES, TYPE_BYTE_KIND, TYPE_BYTE_LENGTH } = typeBytes;
+
 /**
  * Where the MessagePack value starting at `start` ends (exclusive), found by reading only type
  * bytes and length fields, never the contents: for bytes the host encoded itself (a replay array's
  * events), so nothing is validated beyond their being complete. Iterative, as deep nesting costs
- * a counter; no allocation and one `switch`, as it runs for every event a follower is sent in
- * pieces. Throws a `RangeError` on truncated bytes or the unused type byte 0xc1.
+ * a counter; no allocation and a look-up per type byte, as it runs for every event a follower is
+ * sent in pieces. Throws a `RangeError` on truncated bytes or the unused type byte 0xc1.
  */
 export function messagePackValueEnd(bytes: Uint8Array, start: number): number {
   let pos = start;
@@ -12,92 +18,25 @@ export function messagePackValueEnd(bytes: Uint8Array, start: number): number {
     left--;
     const b = uintAt(bytes, pos, 1);
     pos++;
-    if (b <= 0x7f || b >= 0xe0) continue; // fixint
-    if (b <= 0x8f) left += (b & 0x0f) * 2;
-    else if (b <= 0x9f) left += b & 0x0f;
-    else if (b <= 0xbf) pos += b & 0x1f;
-    else
-      switch (b) {
-        case 0xc0:
-        case 0xc2:
-        case 0xc3:
-          break;
-        case 0xcc:
-        case 0xd0:
-          pos += 1;
-          break;
-        case 0xcd:
-        case 0xd1:
-          pos += 2;
-          break;
-        case 0xca:
-        case 0xce:
-        case 0xd2:
-          pos += 4;
-          break;
-        case 0xcb:
-        case 0xcf:
-        case 0xd3:
-          pos += 8;
-          break;
-        // fixext: a type byte and 1, 2, 4, 8 or 16 bytes
-        case 0xd4:
-          pos += 2;
-          break;
-        case 0xd5:
-          pos += 3;
-          break;
-        case 0xd6:
-          pos += 5;
-          break;
-        case 0xd7:
-          pos += 9;
-          break;
-        case 0xd8:
-          pos += 17;
-          break;
-        // strings and binaries: their length, then their bytes
-        case 0xc4:
-        case 0xd9:
-          pos += 1 + uintAt(bytes, pos, 1);
-          break;
-        case 0xc5:
-        case 0xda:
-          pos += 2 + uintAt(bytes, pos, 2);
-          break;
-        case 0xc6:
-        case 0xdb:
-          pos += 4 + uintAt(bytes, pos, 4);
-          break;
-        // extensions: their length, a type byte, then their bytes
-        case 0xc7:
-          pos += 2 + uintAt(bytes, pos, 1);
-          break;
-        case 0xc8:
-          pos += 3 + uintAt(bytes, pos, 2);
-          break;
-        case 0xc9:
-          pos += 5 + uintAt(bytes, pos, 4);
-          break;
-        case 0xdc:
-          left += uintAt(bytes, pos, 2);
-          pos += 2;
-          break;
-        case 0xdd:
-          left += uintAt(bytes, pos, 4);
-          pos += 4;
-          break;
-        case 0xde:
-          left += uintAt(bytes, pos, 2) * 2;
-          pos += 2;
-          break;
-        case 0xdf:
-          left += uintAt(bytes, pos, 4) * 2;
-          pos += 4;
-          break;
-        default:
-          throw new RangeError(`MessagePack type byte 0x${b.toString(16)} at byte ${pos - 1}`);
-      }
+    const field = LENGTH_FIELD_BYTES[b]!;
+    const length = field === 0 ? TYPE_BYTE_LENGTH[b]! : uintAt(bytes, pos, field as 1 | 2 | 4);
+    pos += field;
+    switch (TYPE_BYTE_KIND[b]) {
+      case ARRAY:
+        left += length;
+        break;
+      case MAP:
+        left += length * 2;
+        break;
+      case EXTENSION:
+        pos += 1 + length;
+        break;
+      case RESERVED:
+        throw new RangeError(`MessagePack type byte 0x${b.toString(16)} at byte ${pos - 1}`);
+      default:
+        // scalars, strings and binaries: their bytes
+        pos += length;
+    }
   }
   if (pos > bytes.length) throw new RangeError(`truncated MessagePack at byte ${bytes.length}`);
   return pos;
