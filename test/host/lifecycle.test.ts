@@ -2,7 +2,15 @@ import { createHook } from "node:async_hooks";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { ADMIN } from "../../src/host/principal.js";
 import { capturedLogger } from "../support/log-capture.js";
-import { beforeAppend, errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
+import {
+  beforeAppend,
+  demoAgentWith,
+  errorCode,
+  type HostFixture,
+  openHost,
+  readLog,
+  turnEvents,
+} from "./host-fixture.js";
 
 let fx: HostFixture;
 afterEach(async () => fx?.dispose());
@@ -209,6 +217,44 @@ describe("session.delete", () => {
     expect(await fx.host.call(ADMIN, "session.delete", { sessionId: S })).toEqual({ deleted: true });
     expect(liveSet()).toEqual([]);
     await prompted;
+  });
+
+  test("stops the running turn before the log goes: a prompt queued behind it never reaches the agent", async () => {
+    const prompts: string[] = [];
+    const first: { signal?: AbortSignal; end?: () => void } = {};
+    // the first turn runs until it is stopped or until the test ends it as if its model were done
+    const agent = demoAgentWith("gated", (turn) => {
+      prompts.push(turn.prompt.text);
+      if (prompts.length > 1) return Promise.resolve({ state: "completed" });
+      first.signal = turn.signal;
+      return new Promise((resolve) => {
+        first.end = () => resolve({ state: "completed" });
+        turn.signal.addEventListener("abort", () => resolve({ state: "cancelled" }));
+      });
+    });
+    fx = await openHost({ agent });
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "first", clientMessageId: "1" });
+    await vi.waitFor(() => expect(first.end).toBeDefined());
+    expect(
+      await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "second", clientMessageId: "2" }),
+    ).toMatchObject({ queued: true });
+    const remove = fx.store.delete.bind(fx.store);
+    let stoppedBeforeTombstone: boolean | undefined;
+    vi.spyOn(fx.store, "delete").mockImplementationOnce(async (sessionId) => {
+      stoppedBeforeTombstone = first.signal?.aborted;
+      // the turn ends on its own while the tombstone is on its way; a turn still running would
+      // now hand the agent the queued prompt, within a few commits
+      first.end?.();
+      await vi
+        .waitFor(() => expect(prompts).toContain("second"), { timeout: 500, interval: 5 })
+        .catch(() => undefined);
+      return remove(sessionId);
+    });
+    expect(await fx.host.call(ADMIN, "session.delete", { sessionId: S })).toEqual({ deleted: true });
+    expect(prompts).toEqual(["first"]);
+    expect(stoppedBeforeTombstone).toBe(true);
+    expect(liveSet()).toEqual([]);
   });
 
   test("a delete that loses to another delete landing first is session_retired and announces nothing more", async () => {
