@@ -13,21 +13,37 @@ import { ShoutAgent } from "./shout-agent.js";
 
 const pgUrl = inject("pgUrl");
 const cleanups = cleanupsAfterEach();
+const tokens = [{ name: "admin", secret: "embed-token", admin: true }];
+const ADMIN = { name: "admin", admin: true };
+
+/** A schema of the test's own, dropped after it. */
+function freshSchema(): string {
+  const schema = `embed_${randomBytes(5).toString("hex")}`;
+  cleanups.push(async () => {
+    const client = new pg.Client({ connectionString: pgUrl! });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  });
+  return schema;
+}
+
+/** A connection of the test's own to the schema, outside the host. */
+async function adminClient(schema: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: pgUrl!, options: `-c search_path=${schema}` });
+  await client.connect();
+  cleanups.push(() => client.end());
+  return client;
+}
 
 describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
   it("creates the schema, serves prompts, keeps the log in PostgreSQL and names its host in /metrics", async () => {
-    const schema = `embed_${randomBytes(5).toString("hex")}`;
-    cleanups.push(async () => {
-      const client = new pg.Client({ connectionString: pgUrl! });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    });
+    const schema = freshSchema();
     const mux = await createSessionmux({
       db: pgUrl!,
       dbSchema: schema,
       hostId: "embedded-1",
-      tokens: [{ name: "admin", secret: "embed-token", admin: true }],
+      tokens,
       agent: new ShoutAgent(),
       basePath: "/chat",
     });
@@ -59,5 +75,30 @@ describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
       headers: { authorization: "Bearer embed-token" },
     });
     expect(await metrics.text()).toContain('sessionmux_host_info{host_id="embedded-1"} 1');
+  });
+
+  it("runs an agent under a lease of the shared database, of the lifetime it is given", async () => {
+    const schema = freshSchema();
+    const mux = await createSessionmux({
+      db: pgUrl!,
+      dbSchema: schema,
+      hostId: "embedded-lease",
+      tokens,
+      agent: new ShoutAgent(),
+      leaseTtlMs: 3_600_000,
+    });
+    cleanups.push(() => mux.close());
+    const client = mux.connect(ADMIN);
+    cleanups.push(() => client.close());
+    await client.create({ sessionId: "leased" });
+    // another host sharing the database sees who runs the agent, until when by the database's clock
+    const holder = await (mux.store as PostgresSessionStore).leaseHolder("leased");
+    expect(holder).toMatchObject({ sessionId: "leased", hostId: "embedded-lease" });
+    const admin = await adminClient(schema);
+    const { rows } = await admin.query<{ now: number }>(
+      "SELECT (extract(epoch FROM now()) * 1000)::float8 AS now",
+    );
+    // an hour, not the default ten seconds
+    expect(holder!.expiresAt - rows[0]!.now).toBeGreaterThan(30 * 60_000);
   });
 });
