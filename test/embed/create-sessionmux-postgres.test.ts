@@ -7,7 +7,9 @@ import { describe, expect, inject, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { createSessionmux } from "../../src/index.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { scratchDatabase } from "../store/postgres/scratch-database.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { until } from "../support/until.js";
 import { readWholeLog } from "../support/whole-log.js";
 import { ShoutAgent } from "./shout-agent.js";
 
@@ -75,6 +77,39 @@ describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
       headers: { authorization: "Bearer embed-token" },
     });
     expect(await metrics.text()).toContain('sessionmux_host_info{host_id="embedded-1"} 1');
+  });
+
+  it("reads on no more connections at once than the pool size it is given", async () => {
+    // a database of the test's own, so the count of waiting connections is this host's alone
+    const scratch = await scratchDatabase(pgUrl!, "smx_embed");
+    cleanups.push(() => scratch.drop());
+    const mux = await createSessionmux({ db: scratch.url, tokens, dbPoolSize: 2 });
+    cleanups.push(() => mux.close());
+    const admin = new pg.Client({ connectionString: scratch.url });
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    const waiting = async () => {
+      const { rows } = await scratch.server.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = $1 AND application_name = 'sessionmux' AND wait_event_type = 'Lock'`,
+        [scratch.name],
+      );
+      return rows[0]!.n;
+    };
+    await admin.query("BEGIN");
+    await admin.query("LOCK TABLE projections IN ACCESS EXCLUSIVE MODE");
+    const reads = Array.from({ length: 4 }, () => mux.store.list({ limit: 10 }));
+    try {
+      await until(async () => (await waiting()) >= 2, 5_000, "two reads waiting on the lock");
+      // a pool allowed more would have sent the other two by now (the default is 10)
+      for (let i = 0; i < 10; i++) {
+        expect(await waiting()).toBe(2);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await admin.query("COMMIT");
+    }
+    for (const read of await Promise.all(reads)) expect(read.rows).toEqual([]);
   });
 
   it("runs an agent under a lease of the shared database, of the lifetime it is given", async () => {
