@@ -3,12 +3,13 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { createSessionmux } from "../../src/index.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import { scratchDatabase } from "../store/postgres/scratch-database.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { capturedLogger } from "../support/log-capture.js";
 import { until } from "../support/until.js";
 import { readWholeLog } from "../support/whole-log.js";
 import { ShoutAgent } from "./shout-agent.js";
@@ -135,5 +136,27 @@ describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
     );
     // an hour, not the default ten seconds
     expect(holder!.expiresAt - rows[0]!.now).toBeGreaterThan(30 * 60_000);
+  });
+
+  it("logs an upload sweep that fails, with the database's error", async () => {
+    const schema = freshSchema();
+    const { logger, lines } = capturedLogger();
+    const mux = await createSessionmux({ db: pgUrl!, dbSchema: schema, tokens, uploadTtlMs: 1_000, logger });
+    cleanups.push(() => mux.close());
+    // every sweep's DELETE fails, as on a table the host's role lost the right to change
+    const admin = await adminClient(schema);
+    await admin.query(`
+      CREATE FUNCTION refuse_sweep() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'sweep refused' USING ERRCODE = '42501'; END $$;
+      CREATE TRIGGER refuse_sweep BEFORE DELETE ON attachments
+        FOR EACH STATEMENT EXECUTE FUNCTION refuse_sweep();`);
+    // the sweep runs every second for a lifetime of one second
+    await vi.waitFor(
+      () =>
+        expect(lines.find((line) => line.msg === "upload sweep failed")).toMatchObject({
+          err: expect.objectContaining({ message: "sweep refused" }),
+        }),
+      { timeout: 5_000, interval: 20 },
+    );
   });
 });
