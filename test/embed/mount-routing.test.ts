@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
+import type { Duplex } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, vi } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
@@ -200,6 +201,45 @@ describe("createSessionmux on a shared server", () => {
     const url = `ws://${authority}/chat/api/remote.mux`;
     expect(await upgradeStatus(url, { authorization: "Bearer user:alice" })).toBe(101);
     expect(await upgradeStatus(url)).toBe(401);
+  });
+
+  it("with app authentication, outlives a client that resets its socket while it is authenticated", async () => {
+    const settle: (() => void)[] = [];
+    // the app's lookup hangs until the test settles it: `fail` with an error (a refusal), others
+    // with a principal; `user:<name>` is answered at once
+    const mux = await sessionmux({
+      basePath: "/chat",
+      authenticate: (req) => {
+        if (req.headers.authorization === "Bearer fail")
+          return new Promise((_resolve, reject) => settle.push(() => reject(new Error("lookup failed"))));
+        if (req.headers.authorization === "Bearer hang")
+          return new Promise((resolve) => settle.push(() => resolve({ name: "hang", admin: false })));
+        return appAuthenticate(req);
+      },
+    });
+    const server = createServer();
+    mux.attach(server);
+    const upgraded: Duplex[] = [];
+    server.on("upgrade", (_req, socket: Duplex) => upgraded.push(socket));
+    const authority = await served(server);
+    for (const authorization of ["Bearer fail", "Bearer hang"]) {
+      const socket = connect(Number(authority.split(":")[1]), "127.0.0.1");
+      socket.on("error", () => undefined);
+      await once(socket, "connect");
+      socket.write(
+        "GET /chat/api/remote.mux HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+          `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: ${authorization}\r\n\r\n`,
+      );
+      await vi.waitFor(() => expect(settle).toHaveLength(1));
+      // the client goes away with a reset before the app has answered: the host's end of the socket
+      // errors (ECONNRESET), which unheard would be an uncaught exception ending the app's process
+      socket.resetAndDestroy();
+      await vi.waitFor(() => expect(upgraded.at(-1)?.destroyed).toBe(true));
+      for (const answer of settle.splice(0)) answer();
+    }
+    expect(
+      await upgradeStatus(`ws://${authority}/chat/api/remote.mux`, { authorization: "Bearer user:alice" }),
+    ).toBe(101);
   });
 
   it("checks readiness at the interval it is given, and by default not per request", async () => {
