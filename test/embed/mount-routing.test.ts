@@ -304,6 +304,30 @@ describe("createSessionmux on a shared server", () => {
     });
   });
 
+  it("sweeps uploads every quarter of their lifetime: an expired upload goes at the next quarter, not sooner", async () => {
+    // the host's clock and the sweep's timer move only when the test says
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
+    cleanups.push(() => {
+      vi.useRealTimers();
+    });
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const mounted = await mountSessionmux(
+      { db: dir.file("sessions.db"), tokens, uploadTtlMs: 8_000, processMetrics: false },
+      { claimAll: false },
+    );
+    cleanups.push(() => mounted.close());
+    const id = await mounted.host.putAttachment(
+      { name: "alice", admin: false },
+      { name: "a.txt", type: "text/plain", bytes: new Uint8Array([1, 2, 3]) },
+    );
+    // sweeps at 2, 4, 6 and 8 s: the one at 8 s finds it just at its lifetime, not past it
+    await vi.advanceTimersByTimeAsync(9_500);
+    expect(await mounted.store.getAttachment(id)).not.toBeNull();
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await mounted.store.getAttachment(id)).toBeNull();
+  });
+
   it("hands the host its stop grace: a cancelled turn whose agent does not return is closed after it", async () => {
     const dir = tempDir();
     cleanups.push(() => dir.remove());
