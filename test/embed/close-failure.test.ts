@@ -1,5 +1,5 @@
 import { createServer } from "node:net";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createSessionmux } from "../../src/index.js";
 import { startHost } from "../../src/server.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
@@ -68,5 +68,25 @@ describe("closing a host whose agent fails to close", () => {
     await expect(running.close()).rejects.toThrow("model client already gone");
     expect(running.server.listening).toBe(false);
     expect(await portFree(running.port)).toBe(true);
+  });
+
+  it("names each part whose close failed in the log and throws the first failure", async () => {
+    const dir = folder();
+    const { logger, lines } = capturedLogger();
+    const mux = await createSessionmux({ db: dir.file("sessions.db"), tokens, logger });
+    const client = mux.connect({ name: "admin", admin: true });
+    await client.create({ sessionId: "s" });
+    // an in-process client whose close fails, and a database whose close fails (a full disk)
+    const closeClient = client.close.bind(client);
+    vi.spyOn(client, "close").mockRejectedValueOnce(new Error("client stuck"));
+    const closeStore = mux.store.close.bind(mux.store);
+    vi.spyOn(mux.store, "close").mockRejectedValueOnce(new Error("disk full"));
+    await expect(mux.close()).rejects.toThrow("client stuck");
+    expect(lines.filter((l) => l.msg === "shutdown step failed").map((l) => l.part)).toEqual([
+      "in-process clients",
+      "database",
+    ]);
+    await closeClient();
+    await closeStore();
   });
 });
