@@ -3,7 +3,9 @@ import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./con
 import type { ConsoleElements } from "./console-elements.js";
 import type { ConsoleLink } from "./console-link.js";
 import { DismissalActions } from "./dismissal-actions.js";
+import { markStale } from "./last-known.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
+import { activityLabel, activityOf, rowWithActivity } from "./session-activity.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
 import {
@@ -18,16 +20,6 @@ import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
 
 const SEARCH_DELAY_MS = 250;
-
-function markStale(badge: HTMLElement, stale: boolean): void {
-  if (stale) {
-    badge.dataset.stale = "true";
-    badge.title = "Last known state: the console is not connected to the host";
-  } else {
-    delete badge.dataset.stale;
-    badge.removeAttribute("title");
-  }
-}
 
 /** The console: owns the models, draws them once per animation frame, turns clicks into calls. */
 export class ConsoleApp {
@@ -181,16 +173,16 @@ export class ConsoleApp {
     this.drawConnection();
     const s = this.session;
     const selected = s?.sessionId;
-    // Live agent status is authoritative while the session is live; rows only catch up at the next list change.
-    const agents = this.mirror?.agents ?? {};
+    const online = this.online;
+    // Offline, or before the control stream's baseline, what the agents do is only last known.
+    const liveStale = !online || this.mirror === undefined || this.mirror.stale;
+    // The header and the rows take the agent's activity from one place, so they cannot disagree.
+    const activity = activityOf(this.mirror);
     const view = this.listView;
     const shown = view === "list" ? this.list.rows : this.list.dismissed;
-    const rows = [...shown.values()].map((row) => {
-      const agent = agents[row.sessionId];
-      return agent === undefined ? row : { ...row, running: agent === "running" };
-    });
-    this.region("list", JSON.stringify(rows) + selected + view, () =>
-      renderSessionList(this.el.sessionList, rows, selected, view),
+    const rows = [...shown.values()].map((row) => rowWithActivity(row, activity(row.sessionId, row)));
+    this.region("list", JSON.stringify(rows) + selected + view + liveStale, () =>
+      renderSessionList(this.el.sessionList, rows, selected, view, liveStale),
     );
     this.el.showDismissed.setAttribute("aria-pressed", String(view === "dismissed"));
     this.region("hits", this.searchHits, () =>
@@ -198,7 +190,6 @@ export class ConsoleApp {
         rowTitle(this.list.row(id) ?? { title: "", sessionId: id }),
       ),
     );
-    const online = this.online;
     for (const control of [this.el.newSession, this.el.search]) control.disabled = !online;
     this.el.emptyState.hidden = s !== undefined;
     this.el.session.hidden = s === undefined;
@@ -212,12 +203,12 @@ export class ConsoleApp {
       s.mode === "live" ? "live" : s.mode === "gone" ? "" : s.mode === "loading" ? "loading" : "replaying";
     this.el.followState.textContent = mode;
     this.el.followState.dataset.mode = mode;
-    const agent = this.mirror?.agents[s.sessionId];
-    this.el.agentStatus.textContent = agent ? `agent ${agent}` : "agent cold";
-    this.el.agentStatus.dataset.state = agent ?? "cold";
+    const agent = activity(s.sessionId, row);
+    this.el.agentStatus.textContent = activityLabel(agent);
+    this.el.agentStatus.dataset.state = agent;
     // Offline, the badges show the last known state, marked so it never passes for the current one.
     markStale(this.el.followState, !online);
-    markStale(this.el.agentStatus, !online || this.mirror === undefined || this.mirror.stale);
+    markStale(this.el.agentStatus, liveStale);
     for (const control of [
       this.el.send,
       this.el.cancelTurn,
@@ -230,7 +221,7 @@ export class ConsoleApp {
     }
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
-    this.region("jobs", JSON.stringify(jobs), () => renderJobs(this.el.jobs, jobs));
+    this.region("jobs", JSON.stringify(jobs) + liveStale, () => renderJobs(this.el.jobs, jobs, liveStale));
     this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
     this.transcriptView.render(s.transcript, { actionable: online });

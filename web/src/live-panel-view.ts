@@ -2,16 +2,21 @@ import { html, nothing, render } from "lit-html";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { Job, QueueItem } from "../../protocol/index.js";
 import type { ConnectionState } from "../../src/client/index.js";
+import { LAST_KNOWN_TITLE } from "./last-known.js";
 
-/** Background jobs of the shown session, each with a progress bar. */
-export function renderJobs(container: HTMLElement, jobs: readonly Job[]): void {
+/**
+ * Background jobs of the shown session, each with a progress bar. `stale`: the console cannot
+ * confirm them (offline), so each is marked last known rather than shown running as a fact.
+ */
+export function renderJobs(container: HTMLElement, jobs: readonly Job[], stale: boolean): void {
   render(
     repeat(
       jobs,
       (job) => job.jobId,
       (job) => {
         const percent = Math.round(job.progress * 100);
-        return html`<div class="job" data-testid="job" data-job-id=${job.jobId} data-state=${job.state}>
+        return html`<div class="job" data-testid="job" data-job-id=${job.jobId} data-state=${job.state}
+          data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>
           <span class="job-label">${job.label}</span>
           <span class="job-percent" data-testid="job-percent">${job.state === "running" ? `${percent}%` : job.state}</span>
           <div class="job-bar" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow=${percent}>

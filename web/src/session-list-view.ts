@@ -1,6 +1,7 @@
 import { html, nothing, render, type TemplateResult } from "lit-html";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { SessionRow } from "../../protocol/index.js";
+import { LAST_KNOWN_TITLE } from "./last-known.js";
 import { orderSessions } from "./session-list-order.js";
 
 const STATE_LABEL: Record<SessionRow["lastState"], string> = {
@@ -38,14 +39,21 @@ function rowAction(row: SessionRow, view: ListView): TemplateResult {
         title="Put back on my list" aria-label=${`Restore ${rowTitle(row)}`}>↩</button>`;
 }
 
-function item(row: SessionRow, selected: boolean, now: number, view: ListView): TemplateResult {
+function item(
+  row: SessionRow,
+  selected: boolean,
+  now: number,
+  view: ListView,
+  stale: boolean,
+): TemplateResult {
   const state = row.lastState === "input-required" || !row.running ? row.lastState : "working";
   return html`<li class="session-item" data-testid="session-item" data-session-id=${row.sessionId}
     data-state=${row.lastState} aria-current=${selected ? "true" : nothing} tabindex="0">
     ${rowAction(row, view)}
     <span class="row-title" data-testid="session-item-title">${rowTitle(row)}</span>
     <span class="row-meta">
-      <span class="state-pill" data-state=${state}>${STATE_LABEL[state]}</span>
+      <span class="state-pill" data-state=${state}
+        data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>${STATE_LABEL[state]}</span>
       <span>${row.turnCount} turn${row.turnCount === 1 ? "" : "s"}</span><span>·</span>
       <span title=${new Date(row.updatedAt).toLocaleString()}>${relativeTime(row.updatedAt, now)}</span>
     </span>
@@ -57,19 +65,22 @@ const heading = (text: string) => html`<li class="list-heading">${text}</li>`;
 /**
  * Draws the session list: parked sessions pinned under their own heading, then the newest. The
  * dismissed view lists the dismissed sessions newest first, each with its restore button.
+ * `stale`: the console cannot confirm the rows' states (offline, no live state yet), so each is
+ * marked last known.
  */
 export function renderSessionList(
   list: HTMLElement,
   rows: Iterable<SessionRow>,
   selected: string | undefined,
   view: ListView = "list",
+  stale = false,
 ): void {
   const now = Date.now();
   const items = (group: SessionRow[]) =>
     repeat(
       group,
       (row) => row.sessionId,
-      (row) => item(row, row.sessionId === selected, now, view),
+      (row) => item(row, row.sessionId === selected, now, view, stale),
     );
   if (view === "dismissed") {
     const newest = [...rows].sort((a, b) => b.updatedAt - a.updatedAt);

@@ -12,6 +12,7 @@ export type TranscriptRow =
       kind: "assistant";
       key: string;
       msg: AssistantTranscriptMessage;
+      /** Output of the open turn may arrive here now (not while the turn waits on a person). */
       streaming: boolean;
       /** Interaction ids of this message still waiting for an answer. */
       pending: readonly string[];
@@ -27,6 +28,8 @@ const FLAGGED = new Set(["interrupted", "failed", "cancelled"]);
  */
 export function transcriptRows(state: TranscriptState): TranscriptRow[] {
   const pendingIds = new Set(state.pending.map((p) => p.interactionId));
+  // A turn blocked on a person's answer writes nothing until it gets one: no typing caret meanwhile.
+  const waiting = state.pending.some((p) => p.turnId === state.openTurnId);
   const flagged = new Map(state.turns.filter((t) => FLAGGED.has(t.state)).map((t) => [t.turnId, t]));
   const lastIndexOfTurn = new Map<string, number>();
   state.messages.forEach((m, i) => {
@@ -45,7 +48,7 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
         kind: "assistant",
         key: `a:${m.id}`,
         msg: m,
-        streaming: state.streaming && i === state.tail,
+        streaming: state.streaming && !waiting && i === state.tail,
         pending,
       });
     }
