@@ -135,7 +135,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox", () => {
     await admin.connect();
     try {
       await admin.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sessionmux-listen' AND query LIKE $1",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sessionmux-calls' AND query LIKE $1",
         [`LISTEN "sessionmux_calls_${schema}"%`],
       );
     } finally {

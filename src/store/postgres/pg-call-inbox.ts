@@ -87,7 +87,12 @@ export class PgCallInbox implements CallInbox {
       await pool.end().catch(() => undefined);
       throw err;
     }
-    const inbox = new PgCallInbox(pool, () => openClient(url, { schema }), schema, options);
+    const inbox = new PgCallInbox(
+      pool,
+      () => openClient(url, "sessionmux-calls", { schema }),
+      schema,
+      options,
+    );
     try {
       await inbox.#startListening();
     } catch (err) {

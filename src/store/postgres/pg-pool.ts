@@ -54,13 +54,17 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   return pool;
 }
 
-/** A single connection with the same settings, for LISTEN (it must stay out of the pool). */
-export function openClient(url: string, options: PgPoolOptions = {}): pg.Client {
+/**
+ * A single connection with the same settings, for LISTEN (it must stay out of the pool), named
+ * `name` (`sessionmux-feed` or `sessionmux-calls`) in `pg_stat_activity`.
+ */
+export function openClient(url: string, name: string, options: PgPoolOptions = {}): pg.Client {
   const schema = schemaIdentifier(options.schema ?? "public");
   return new pg.Client({
     connectionString: url,
     types,
+    pipeline: options.pipeline ?? false,
     options: sessionSettings(schema),
-    application_name: "sessionmux-listen",
+    application_name: name,
   });
 }

@@ -46,6 +46,7 @@ import { PgAttachmentChunks } from "./pg-attachments.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
+import { NOTIFY } from "./pg-host-presence.js";
 import { PgLeaseOperations } from "./pg-lease-operations.js";
 import { PgLiveOperations } from "./pg-live-operations.js";
 import { PgLiveReads } from "./pg-live-rows.js";
@@ -109,7 +110,6 @@ export class PostgresSessionStore implements HostStore {
     this.groupCommit = new PgGroupCommit(
       writerPool,
       {
-        announcement: (notices, live) => feed.announcement(notices, live),
         deliver: (notices, live, versionOf) => feed.committed(notices, live, versionOf),
       },
       options.metrics,
@@ -139,7 +139,9 @@ export class PostgresSessionStore implements HostStore {
       const liveReads = new PgLiveReads(pool);
       const hostId = options.hostId ?? randomBytes(6).toString("hex");
       const feed = new PgCommitFeed(
-        () => openClient(url, poolOptions),
+        // pipelined: a batch's NOTIFY is sent on it without waiting for the previous one's
+        () => openClient(url, "sessionmux-feed", { ...poolOptions, pipeline: true }),
+        (channel, payload) => pool.query(NOTIFY, [channel, payload]),
         reads,
         hostId,
         `sessionmux_${schema}`,

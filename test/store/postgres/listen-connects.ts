@@ -3,8 +3,10 @@ import { vi } from "vitest";
 
 /** Whether `client` is a store's LISTEN connection (the commit feed's or the call inbox's). */
 export const isListenClient = (client: pg.Client) =>
-  (client as unknown as { connectionParameters: { application_name?: string } }).connectionParameters
-    .application_name === "sessionmux-listen";
+  ["sessionmux-feed", "sessionmux-calls"].includes(
+    (client as unknown as { connectionParameters: { application_name?: string } }).connectionParameters
+      .application_name ?? "",
+  );
 
 /**
  * Runs every LISTEN connection's `connect` through `around` (given the client and the real connect

@@ -63,10 +63,7 @@ async function refusableInboxes(bOptions: { pollMs: number }) {
         await admin.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1
              AND ($2::text IS NULL OR application_name = $2)`,
-          [
-            refusable.role,
-            kind === undefined ? null : kind === "listen" ? "sessionmux-listen" : "sessionmux",
-          ],
+          [refusable.role, kind === undefined ? null : kind === "listen" ? "sessionmux-calls" : "sessionmux"],
         )
       ).rows[0]!.n;
     /** Resolves once b's poll has run at least ten times since the call (it deletes an old expired row). */

@@ -53,7 +53,7 @@ export async function refusableRole(prefix: string) {
     /** Whether a LISTEN connection of this role is open. */
     async listening(): Promise<boolean> {
       const found = await admin.query(
-        "SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name = 'sessionmux-listen' AND query LIKE 'LISTEN%'",
+        "SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name IN ('sessionmux-feed', 'sessionmux-calls') AND query LIKE '%LISTEN%'",
         [role],
       );
       return found.rows.length > 0;

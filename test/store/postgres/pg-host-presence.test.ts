@@ -1,0 +1,215 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  LEGACY_CHECK_MS,
+  LEGACY_LISTENER,
+  NOTIFY_UNLESS_ALONE,
+} from "../../../src/store/postgres/pg-host-presence.js";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { CommitNotice } from "../../../src/store/session-store.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+import { delta } from "../open-store.js";
+import { holdSessionWrites } from "./held-writes.js";
+import { gateListenConnects } from "./listen-connects.js";
+
+/**
+ * A host alone on its database sends no NOTIFY (see `pg-host-presence.ts`); whenever another host
+ * listens, or may be about to, every committed batch is announced.
+ */
+
+const cleanups: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+function newSchema(): string {
+  const schema = `presence_${randomBytes(6).toString("hex")}`;
+  cleanups.push(() => dropSchema(pgUrl!, schema));
+  return schema;
+}
+
+async function openHost(schema: string, hostId: string): Promise<PostgresSessionStore> {
+  const store = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2, hostId });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+async function connect(config: pg.ClientConfig = {}): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: pgUrl!, ...config });
+  await client.connect();
+  cleanups.push(() => client.end());
+  return client;
+}
+
+/**
+ * A plain LISTEN on the schema's channel (no presence lock: it does not count as a host) that
+ * records whose NOTIFYs it hears; `settled()` resolves once every announcement the stores sent so
+ * far was run and a marker sent after them was heard, so what it heard then is all it will hear.
+ */
+async function overhear(schema: string, config: pg.ClientConfig = {}) {
+  const channel = `sessionmux_${schema}`;
+  const heard: string[] = [];
+  const listener = await connect(config);
+  listener.on("notification", (message) => {
+    const payload = message.payload ?? "";
+    heard.push(payload.startsWith("marker") ? payload : (JSON.parse(payload) as { h: string }).h);
+  });
+  await listener.query(`LISTEN "${channel}"`);
+  const announcements: Promise<unknown>[] = [];
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    const result = query.apply(this, args);
+    const text = typeof args[0] === "string" ? args[0] : "";
+    const name = (this as unknown as { connectionParameters: { application_name?: string } })
+      .connectionParameters.application_name;
+    if (name?.startsWith("sessionmux") && text.startsWith("SELECT pg_notify") && result instanceof Promise)
+      announcements.push(result.catch(() => undefined));
+    return result;
+  } as typeof pg.Client.prototype.query);
+  const admin = await connect();
+  let markers = 0;
+  return {
+    heard,
+    /** How many announcements the stores ran (sent or not). */
+    announced: () => announcements.length,
+    async settled(): Promise<string[]> {
+      await Promise.all(announcements);
+      const marker = `marker-${++markers}`;
+      await admin.query("SELECT pg_notify($1, $2)", [channel, marker]);
+      await vi.waitFor(() => expect(heard).toContain(marker), { timeout: 10_000 });
+      return heard.filter((entry) => !entry.startsWith("marker"));
+    },
+  };
+}
+
+/** Polls until an append of `a` is announced to nobody (its count of hosts heard does not grow). */
+async function unannouncedSoon(
+  a: PostgresSessionStore,
+  ear: Awaited<ReturnType<typeof overhear>>,
+): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const before = (await ear.settled()).length;
+      await a.append("s", [delta("t", "probe")]);
+      expect((await ear.settled()).length).toBe(before);
+    },
+    { timeout: 10_000, interval: 100 },
+  );
+}
+
+/** Host B on the schema, following session `s` that `a` creates: the seqs B delivers. */
+async function followedOnB(schema: string, a: PostgresSessionStore) {
+  const b = await openHost(schema, "host-b");
+  await a.create({ sessionId: "s", owner: "o", model: "m" });
+  const seqs: number[] = [];
+  b.subscribe("s", (notice) => {
+    if (notice.kind === "append" || notice.kind === "create") seqs.push(...notice.events.map((e) => e.seq));
+  });
+  return { b, seqs };
+}
+
+describe.skipIf(!pgUrl)("a PostgreSQL host's NOTIFY and the other hosts present", () => {
+  it("sends none while alone, one per batch while another host listens, and none again once it left", async () => {
+    const schema = newSchema();
+    // an older build's listener, but of another schema: it needs no NOTIFY of this one
+    const elsewhere = await connect({ application_name: LEGACY_LISTENER });
+    await elsewhere.query(`LISTEN "sessionmux_${schema}_other"; SELECT 1`);
+    const a = await openHost(schema, "host-a");
+    const ear = await overhear(schema);
+
+    await a.create({ sessionId: "s", owner: "o", model: "m" });
+    await a.append("s", [delta("t", "alone")]);
+    expect(await ear.settled()).toEqual([]);
+    expect(ear.announced()).toBe(2);
+
+    const b = await openHost(schema, "host-b");
+    await a.append("s", [delta("t", "with b")]);
+    expect(await ear.settled()).toEqual(["host-a"]);
+
+    await b.close();
+    await unannouncedSoon(a, ear);
+  });
+
+  it("decides after COMMIT: a host that starts while a batch waits inside its transaction hears of it", async () => {
+    const schema = newSchema();
+    const a = await openHost(schema, "host-a");
+    const held = await holdSessionWrites(schema, "INSERT");
+    cleanups.push(() => held.end());
+    await held.hold();
+    const created = a.create({ sessionId: "late", owner: "o", model: "m" });
+    await held.waitFor("held");
+
+    // a alone when its batch began: b starts, follows the session and finds nothing in the log
+    const b = await openHost(schema, "host-b");
+    const heard: CommitNotice["kind"][] = [];
+    b.subscribe("late", (notice) => heard.push(notice.kind));
+    expect((await b.readAfter("late", 0, 10)).status).toBe("not_found");
+
+    await held.release();
+    expect((await created).status).toBe("created");
+    await vi.waitFor(() => expect(heard).toEqual(["create"]), { timeout: 10_000 });
+  });
+
+  it("announces every batch while a listener of a build without presence locks is connected", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const schema = newSchema();
+    const old = new pg.Client({ connectionString: pgUrl!, application_name: LEGACY_LISTENER });
+    await old.connect();
+    // as an older build's LISTEN connection: the LISTEN its last statement
+    await old.query(`LISTEN "sessionmux_${schema}"; SELECT 1`);
+    try {
+      const ear = await overhear(schema);
+      const a = await openHost(schema, "host-a");
+      await a.create({ sessionId: "s", owner: "o", model: "m" });
+      expect(await ear.settled()).toEqual(["host-a"]);
+      await old.end();
+      // found gone at a later look (every LEGACY_CHECK_MS)
+      vi.advanceTimersByTime(LEGACY_CHECK_MS);
+      await unannouncedSoon(a, ear);
+    } finally {
+      await old.end().catch(() => undefined);
+    }
+  });
+
+  it("while its LISTEN connection is down, announces its batches on another connection", async () => {
+    const schema = newSchema();
+    const a = await openHost(schema, "host-a");
+    const admin = await connect();
+    const feed = await admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = 'sessionmux-feed' AND query LIKE $1`,
+      [`%LISTEN "sessionmux_${schema}"%`],
+    );
+    expect(feed.rows).toHaveLength(1);
+    const { b, seqs } = await followedOnB(schema, a);
+    const { connecting, openConnects } = gateListenConnects();
+    cleanups.push(async () => openConnects());
+
+    await admin.query("SELECT pg_terminate_backend($1)", [feed.rows[0]!.pid]);
+    // a knows it lost the connection: it is trying to make another
+    await vi.waitFor(() => expect(connecting).toHaveLength(1), { timeout: 10_000 });
+    await a.append("s", [delta("t", "while a does not listen")]);
+    await vi.waitFor(() => expect(seqs).toContain(2), { timeout: 10_000 });
+    expect(b).toBeDefined();
+  });
+
+  it("announces a batch on another connection when its LISTEN connection fails to", async () => {
+    const schema = newSchema();
+    const a = await openHost(schema, "host-a");
+    const { seqs } = await followedOnB(schema, a);
+    const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+    let failed = 0;
+    vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      if (args[0] === NOTIFY_UNLESS_ALONE && failed++ === 0)
+        return Promise.reject(new Error("Connection terminated unexpectedly"));
+      return query.apply(this, args);
+    } as typeof pg.Client.prototype.query);
+
+    await a.append("s", [delta("t", "its NOTIFY failed")]);
+    await vi.waitFor(() => expect(seqs).toContain(2), { timeout: 10_000 });
+    expect(failed).toBe(1);
+  });
+});
