@@ -224,7 +224,7 @@ export class PgCommitFeed {
       if (this.client !== client) return clearInterval(this.legacyTimer);
       client.query<{ legacy: boolean }>(legacyListeners(this.channel)).then(
         (result) => {
-          this.legacyListeners = result.rows[0]?.legacy ?? true;
+          this.legacyListeners = result.rows[0]!.legacy;
         },
         () => undefined,
       );
