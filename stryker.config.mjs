@@ -88,6 +88,8 @@ export default {
     "src/transport/http/chat-routes.ts",
     "src/transport/http/usage-route.ts",
     "src/transport/http/static-console.ts",
+    "src/embed/mount-sessionmux.ts",
+    "src/store/postgres/pg-host-presence.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
