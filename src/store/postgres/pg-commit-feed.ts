@@ -4,19 +4,13 @@ import type { LiveStateNotice } from "../live-state-store.js";
 import { readReachedHead } from "../read-head.js";
 import type { CommitListener, CommitNotice, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
-import {
-  holdPresence,
-  LEGACY_CHECK_MS,
-  legacyListeners,
-  NOTIFY,
-  NOTIFY_UNLESS_ALONE,
-} from "./pg-host-presence.js";
+import { LEGACY_CHECK_MS, legacyListeners } from "./pg-host-presence.js";
 import { PgLiveFeed } from "./pg-live-feed.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
 import { type ChangedSession, decodePayload, encodePayload, sentBy } from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
 import type { PgReads, VersionedProjection } from "./pg-reads.js";
-import type { PgLiveNotice } from "./pg-write-batch.js";
+import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
 const READ_PAGE = 500;
@@ -61,9 +55,9 @@ interface HeldNotice {
 /**
  * Commit notices for this store's subscribers, whichever host committed. Local commits are
  * delivered synchronously right after COMMIT (as in SQLite). Each committed batch sends one NOTIFY
- * on a channel per schema (see `announce`), from outside the write transaction so it adds no
+ * on a channel per schema (see `announcement`), from outside the write transaction so it adds no
  * lock to the commit, carrying only (session, kind, epoch, seq range), and none when no other host
- * listens (see `pg-host-presence.ts`). A store that hears another host's NOTIFY reads the rows above what it
+ * is present (see `pg-host-presence.ts`). A store that hears another host's NOTIFY reads the rows above what it
  * delivered for that session and delivers them through the same `subscribe` API. Every delivery,
  * local or remote, goes through one per-session watermark, so nothing is delivered twice; a missed
  * NOTIFY only delays delivery until the next one (or a reconnect) makes the store read again.
@@ -99,8 +93,11 @@ export class PgCommitFeed {
 
   constructor(
     private readonly connect: () => pg.Client,
-    /** Sends a NOTIFY on another connection, while this one is down. */
-    private readonly notifyElsewhere: (channel: string, payload: string) => Promise<unknown>,
+    /**
+     * Resolves once the group-commit connection holds the presence lock (see
+     * `pg-host-presence.ts`): until then other hosts may announce nothing to this one.
+     */
+    private readonly present: () => Promise<void>,
     private readonly reads: PgReads,
     private readonly hostId: string,
     private readonly channel: string,
@@ -120,20 +117,16 @@ export class PgCommitFeed {
     let legacy: boolean;
     try {
       await client.connect();
-      // the presence lock first, so another host's NOTIFY decided without it came before all this;
+      // present before listening: a batch another host commits from now on is announced
+      await this.present();
       // and, in the same transaction, the oldest transaction still running: every older one had
       // committed before this LISTEN, so the re-read after it sees it, and the re-read after the
       // next outage need only look at what this one or a younger one wrote
       const results = (await client.query(
-        `${holdPresence(this.channel)}; LISTEN "${this.channel}"; ${LISTENING_SINCE}; ${legacyListeners(this.channel)}`,
-      )) as unknown as [
-        pg.QueryResult,
-        pg.QueryResult,
-        pg.QueryResult<Watermark>,
-        pg.QueryResult<{ legacy: boolean }>,
-      ];
-      listening = results[2].rows[0]!;
-      legacy = results[3].rows[0]!.legacy;
+        `LISTEN "${this.channel}"; ${LISTENING_SINCE}; ${legacyListeners(this.channel)}`,
+      )) as unknown as [pg.QueryResult, pg.QueryResult<Watermark>, pg.QueryResult<{ legacy: boolean }>];
+      listening = results[1].rows[0]!;
+      legacy = results[2].rows[0]!.legacy;
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -189,6 +182,28 @@ export class PgCommitFeed {
   }
 
   /**
+   * What to tell the other hosts about a batch, sent by the group commit right after its COMMIT
+   * (one NOTIFY per committed batch, if another host is present); null when the batch changed
+   * nothing they follow.
+   */
+  announcement(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): Announcement | null {
+    if ((notices.length === 0 && liveNotices.length === 0) || this.closed) return null;
+    return {
+      channel: this.channel,
+      payload: encodePayload(this.hostId, notices, liveNotices),
+      everyone: this.legacyListeners,
+    };
+  }
+
+  /**
+   * The group-commit connection ended, and with it the presence lock: other hosts may have
+   * announced nothing since. Listens again (after `present`), reading what is followed.
+   */
+  listenAgain(): void {
+    if (this.client) this.lost(this.client);
+  }
+
+  /**
    * After a local COMMIT: deliver now, in commit order. `versionOf`: the version of each session's
    * projection row as that COMMIT left it.
    */
@@ -197,24 +212,8 @@ export class PgCommitFeed {
     liveNotices: readonly PgLiveNotice[] = [],
     versionOf?: (sessionId: string) => number | undefined,
   ): void {
-    this.announce(notices, liveNotices);
     for (const pending of notices) this.deliverLocal({ pending, version: versionOf?.(pending.sessionId) });
     this.live.local(liveNotices);
-  }
-
-  /**
-   * Tells the other hosts what a committed batch changed: one NOTIFY, not waited for, and none
-   * when no other host listens. A lost one is harmless: other hosts read by seq on the next one.
-   */
-  private announce(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): void {
-    if ((notices.length === 0 && liveNotices.length === 0) || this.closed) return;
-    const payload = encodePayload(this.hostId, notices, liveNotices);
-    const elsewhere = () => this.notifyElsewhere(this.channel, payload).catch(() => undefined);
-    // without this connection this host holds no presence lock: whoever listens must be told
-    if (!this.client) return void elsewhere();
-    this.client
-      .query(this.legacyListeners ? NOTIFY : NOTIFY_UNLESS_ALONE, [this.channel, payload])
-      .catch(elsewhere);
   }
 
   /** Looks again for listeners of older builds every `LEGACY_CHECK_MS` while `client` listens. */

@@ -5,7 +5,12 @@ import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
 import { isPgRetryable, isPgStorageFailure, isStaleKeptState, pgPersistenceFailure } from "./pg-errors.js";
 import { PgSessionCache } from "./pg-session-cache.js";
-import { KeptStatesInsufficient, type PgLiveNotice, PgWriteBatch } from "./pg-write-batch.js";
+import {
+  type Announcement,
+  KeptStatesInsufficient,
+  type PgLiveNotice,
+  PgWriteBatch,
+} from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
 interface Queued {
@@ -15,10 +20,11 @@ interface Queued {
 }
 
 export interface PgGroupCommitHooks {
+  /** The NOTIFY telling other hosts what the batch changed (null: nothing to tell). */
+  announcement(notices: readonly PendingNotice[], liveNotices: readonly PgLiveNotice[]): Announcement | null;
   /**
-   * Tells other hosts and delivers notices synchronously after COMMIT, in commit order;
-   * `versionOf` answers the version each session's projection row has now (see
-   * `PgWriteBatch.rowVersion`).
+   * Delivers notices synchronously after COMMIT, in commit order; `versionOf` answers the version
+   * each session's projection row has now (see `PgWriteBatch.rowVersion`).
    */
   deliver(
     notices: readonly PendingNotice[],
@@ -36,11 +42,11 @@ const RACE_RETRIES = 3;
  * batch grows with the load. A batch of appends to sessions whose state this host kept from its
  * own last commits waits for one round trip: BEGIN and the locks are sent as it starts (PostgreSQL
  * takes them while the operations run here), then the database's check that the kept rows were not
- * written since (and that fences hold), the rows and COMMIT.
+ * written since (and that fences hold), the rows, COMMIT and the NOTIFY for other hosts.
  * If the check fails, or an operation needs a read first, it runs the usual way, in two round
- * trips: BEGIN with the locks and reads, then the rows and COMMIT. Each caller's promise settles
- * only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk) and after the
- * notices went out (the NOTIFY for other hosts is sent then, and not waited for). Expected refusals are
+ * trips: BEGIN with the locks and reads, then the rows, COMMIT and the NOTIFY. Each caller's
+ * promise settles only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk;
+ * the NOTIFY behind it is not waited for) and after the notices went out. Expected refusals are
  * result values, so one refused write never fails the others; a storage failure fails every caller
  * with `persistence_failure`; any other fault re-runs the operations one per transaction so only
  * the faulty one fails.
@@ -163,7 +169,7 @@ export class PgGroupCommit {
   private async run(batch: PgWriteBatch, ops: Queued[]): Promise<unknown[]> {
     const results: unknown[] = [];
     for (const { op } of ops) results.push(await op.run(batch));
-    await batch.commit();
+    await batch.commit(this.hooks.announcement(batch.notices, batch.liveNotices));
     return results;
   }
 }

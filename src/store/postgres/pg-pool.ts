@@ -8,6 +8,8 @@ export interface PgPoolOptions {
   max?: number;
   /** Sends each query at once, before the previous ones answered (`pg` pipeline mode). @default false */
   pipeline?: boolean;
+  /** How long an idle connection stays open; 0: until it fails. @default 10_000 */
+  idleTimeoutMillis?: number;
 }
 
 const INT8 = 20;
@@ -42,6 +44,7 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
     connectionString: url,
     max: options.max ?? 10,
     pipeline: options.pipeline ?? false,
+    idleTimeoutMillis: options.idleTimeoutMillis ?? 10_000,
     types,
     options: sessionSettings(schema),
     application_name: "sessionmux",
@@ -63,7 +66,6 @@ export function openClient(url: string, name: string, options: PgPoolOptions = {
   return new pg.Client({
     connectionString: url,
     types,
-    pipeline: options.pipeline ?? false,
     options: sessionSettings(schema),
     application_name: name,
   });

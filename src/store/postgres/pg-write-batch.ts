@@ -9,6 +9,7 @@ import { type SessionState, type SessionStateRow, stateFromRow } from "../sessio
 import type { CommitNotice, PromptRecord, SessionProjection } from "../session-store.js";
 import type { PendingNotice } from "../write-batch.js";
 import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
+import { othersPresent } from "./pg-host-presence.js";
 import { DB_NOW } from "./pg-live-rows.js";
 import { type CommitRows, PendingRows } from "./pg-pending-rows.js";
 import type { KeptSession } from "./pg-session-cache.js";
@@ -40,8 +41,25 @@ export interface LeaseReading {
 const LEASES_OF = (ids: string) => `SELECT n.now, l.session_id, l.host_id AS "hostId", l.generation,
     l.expires_at AS "expiresAt" FROM (SELECT ${DB_NOW} AS now) n LEFT JOIN leases l ON l.session_id = ANY(${ids})`;
 
-// the transaction's id, which stamps the projection rows it writes (see `rowVersion`)
+/** A NOTIFY to send once the transaction committed. */
+export interface Announcement {
+  channel: string;
+  payload: string;
+  /** Sent whoever is present (a listener without presence lock is connected): else only when another host is. */
+  everyone: boolean;
+}
+
+// the transaction's id assigned at once: the NOTIFY after COMMIT asks whether it committed
 const CURRENT_XID = "SELECT pg_current_xact_id()::text AS xid";
+const NOTIFY_IF_COMMITTED = `SELECT pg_notify($1, $2) WHERE pg_xact_status($3::xid8) = 'committed'
+  AND ${othersPresent("$1", "$4")}`;
+
+// A batch on kept states sends everything at once, so it cannot wait for its transaction's id: the
+// id goes into a session setting that an aborted transaction reverts to the empty value.
+const NOTIFY_IF_KEPT_COMMITTED = `SELECT pg_notify($1, $2)
+  WHERE pg_xact_status(nullif(current_setting('sessionmux.xid', true), '')::xid8) = 'committed'
+  AND ${othersPresent("$1", "$3")}`;
+const FORGET_XID = "SELECT set_config('sessionmux.xid', '', false)";
 // Its statements are prepared once per connection and their plans never depend on the values
 // (arrays of ids and rows): planning them again at every execution was a third of their time.
 const BEGIN_KEPT = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
@@ -72,7 +90,7 @@ const CHECK_KEPT = `SELECT sessionmux_expect({expected}
       JOIN leases l ON l.session_id = f.session_id
       WHERE l.host_id = f.host_id AND l.generation = f.generation AND l.expires_at > ${DB_NOW})
       = cardinality($3::text[]))),
-  pg_current_xact_id()::text AS xid`;
+  set_config('sessionmux.xid', pg_current_xact_id()::text, false) AS xid`;
 
 /**
  * Thrown by a batch on kept states when an operation needs the database before COMMIT (a read, a
@@ -361,26 +379,40 @@ export class PgWriteBatch {
   }
 
   /**
-   * Last round trip: pending rows, heads and projections in one statement, then COMMIT, sent
-   * together. After a failed statement PostgreSQL answers the COMMIT with ROLLBACK: the transaction
-   * is over either way. Resolves with COMMIT's answer.
+   * Last round trip: pending rows, heads and projections in one statement, COMMIT, and the
+   * announcement to other hosts, sent together. The NOTIFY runs in a transaction of its own after
+   * the COMMIT (so it adds no lock to it) and only if the write transaction committed and another
+   * host is present (see `pg-host-presence.ts`). After a
+   * failed statement PostgreSQL answers the COMMIT with ROLLBACK: the transaction is over either way.
+   * Resolves with COMMIT's answer: the NOTIFY behind it is not waited for (the connection runs it
+   * before anything sent later, even its closing).
    */
-  async commit(): Promise<void> {
-    if (this.kept) return this.commitKept();
+  async commit(announcement: Announcement | null): Promise<void> {
+    if (this.kept) return this.commitKept(announcement);
     const statement = this.rows.take(this.commitRows());
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
     this.open = false;
+    if (announcement) {
+      this.client
+        .query({
+          name: "sessionmux_notify",
+          text: NOTIFY_IF_COMMITTED,
+          values: [announcement.channel, announcement.payload, this.xid, announcement.everyone],
+        })
+        // a lost wake-up is harmless: other hosts read by seq on the next one
+        .catch(nothing);
+    }
     const [, committed] = await inOrder([write, commit]);
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
   }
 
   /**
    * The rest of a batch on kept states, behind the BEGIN and locks `beginKept` sent: the check of
-   * what the batch used, the rows and COMMIT; then the one wait, until COMMIT answered. A failed
-   * check aborts the transaction with SMX01.
+   * what the batch used, the rows, COMMIT, the NOTIFY and the reset of the setting it reads; then
+   * the one wait, until COMMIT answered. A failed check aborts the transaction with SMX01.
    */
-  private async commitKept(): Promise<void> {
+  private async commitKept(announcement: Announcement | null): Promise<void> {
     const { seqs, started, fences } = this.kept!;
     // the kept sessions the batch did not append to: it relies on their heads (its notices carry them)
     const read = [...seqs.keys()].filter((id) => !this.appendedTo.has(id));
@@ -403,6 +435,16 @@ export class PgWriteBatch {
         values: statement.params,
       });
       const commit = this.client.query("COMMIT");
+      if (announcement) {
+        this.client
+          .query({
+            name: "sessionmux_notify_kept",
+            text: NOTIFY_IF_KEPT_COMMITTED,
+            values: [announcement.channel, announcement.payload, announcement.everyone],
+          })
+          .catch(nothing);
+      }
+      this.client.query(FORGET_XID).catch(nothing);
       return [written, commit] as const;
     });
     this.open = false;

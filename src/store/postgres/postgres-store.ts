@@ -46,7 +46,7 @@ import { PgAttachmentChunks } from "./pg-attachments.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
-import { NOTIFY } from "./pg-host-presence.js";
+import { holdPresence } from "./pg-host-presence.js";
 import { PgLeaseOperations } from "./pg-lease-operations.js";
 import { PgLiveOperations } from "./pg-live-operations.js";
 import { PgLiveReads } from "./pg-live-rows.js";
@@ -73,6 +73,18 @@ export interface PostgresStoreOptions {
   metrics?: StoreMetrics;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
+}
+
+/** Takes the presence lock on the group-commit connection (again: a connection holds it until it ends). */
+async function holdPresenceOn(writerPool: pg.Pool, channel: string): Promise<void> {
+  const client = await writerPool.connect();
+  try {
+    await client.query(holdPresence(channel));
+  } catch (error) {
+    client.release(error instanceof Error ? error : true);
+    throw error;
+  }
+  client.release();
 }
 
 /**
@@ -110,6 +122,7 @@ export class PostgresSessionStore implements HostStore {
     this.groupCommit = new PgGroupCommit(
       writerPool,
       {
+        announcement: (notices, live) => feed.announcement(notices, live),
         deliver: (notices, live, versionOf) => feed.committed(notices, live, versionOf),
       },
       options.metrics,
@@ -121,8 +134,9 @@ export class PostgresSessionStore implements HostStore {
     const schema = options.schema ?? "public";
     const poolOptions = { schema, max: options.maxConnections ?? 10 };
     const pool = openPool(url, poolOptions);
-    // the group commit's own connection: pipelined, so a transaction takes one or two round trips
-    const writerPool = openPool(url, { schema, max: 1, pipeline: true });
+    // the group commit's own connection: pipelined, so a transaction takes one or two round trips;
+    // never closed while idle, for it holds the host's presence lock (see `pg-host-presence.ts`)
+    const writerPool = openPool(url, { schema, max: 1, pipeline: true, idleTimeoutMillis: 0 });
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
     writerPool.on("error", () => undefined);
@@ -138,15 +152,17 @@ export class PostgresSessionStore implements HostStore {
       const reads = new PgReads(pool);
       const liveReads = new PgLiveReads(pool);
       const hostId = options.hostId ?? randomBytes(6).toString("hex");
+      const channel = `sessionmux_${schema}`;
       const feed = new PgCommitFeed(
-        // pipelined: a batch's NOTIFY is sent on it without waiting for the previous one's
-        () => openClient(url, "sessionmux-feed", { ...poolOptions, pipeline: true }),
-        (channel, payload) => pool.query(NOTIFY, [channel, payload]),
+        () => openClient(url, "sessionmux-feed", poolOptions),
+        () => holdPresenceOn(writerPool, channel),
         reads,
         hostId,
-        `sessionmux_${schema}`,
+        channel,
         liveReads,
       );
+      // the lock went with the connection: other hosts may have announced nothing since
+      writerPool.on("remove", () => feed.listenAgain());
       await feed.start();
       return new PostgresSessionStore(pool, writerPool, reads, feed, liveReads, options);
     } catch (err) {
