@@ -18,7 +18,12 @@ export type FollowUpdate =
     }
   | { readonly kind: "reset"; readonly epoch: string; readonly cursor: FollowCursor }
   | { readonly kind: "events"; readonly events: SessionEvent[]; readonly cursor: FollowCursor }
-  | { readonly kind: "caughtUp"; readonly seq: number; readonly cursor: FollowCursor };
+  | { readonly kind: "caughtUp"; readonly seq: number; readonly cursor: FollowCursor }
+  /**
+   * The stream was lost (or dropped to repair a gap) and is being reopened: until the next `caughtUp` the follower may be behind
+   * the host, so its cursor says `caughtUp: false`.
+   */
+  | { readonly kind: "interrupted"; readonly cursor: FollowCursor };
 
 /** The outcome of applying one `session.follow` item to a cursor. */
 export type FollowStep =
@@ -33,6 +38,11 @@ export type FollowStep =
 /** The cursor of a follower that has applied everything up to `seq`. */
 export function initialCursor(seq = 0, epoch?: string): FollowCursor {
   return { epoch, seq, caughtUp: false };
+}
+
+/** The cursor of a follower whose stream was lost: it keeps what it applied but is no longer caught up. */
+export function interruptedCursor(cursor: FollowCursor): FollowCursor {
+  return cursor.caughtUp ? { ...cursor, caughtUp: false } : cursor;
 }
 
 /** The params to (re)open `session.follow` from a cursor: after the last applied seq, in its epoch. */

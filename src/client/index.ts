@@ -35,6 +35,7 @@ export {
   type FollowStep,
   type FollowUpdate,
   initialCursor,
+  interruptedCursor,
   reopenParams,
 } from "./follow-cursor.js";
 export { type FollowOptions, followSession } from "./follow-session.js";

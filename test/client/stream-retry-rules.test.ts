@@ -303,7 +303,7 @@ describe("progress and repair on supervised streams", () => {
       seen.values.map((u) =>
         u.kind === "events" ? `events ${u.events.map((e) => e.seq).join(",")}` : u.kind,
       ),
-    ).toEqual(["opened", "events 1", "opened", "events 2,3", "caughtUp"]);
+    ).toEqual(["opened", "events 1", "interrupted", "opened", "events 2,3", "caughtUp"]);
     expect(seen.error).toBeUndefined();
   });
 
