@@ -20,18 +20,24 @@ export interface CallDeadline {
 
 /**
  * Joins the caller's signal and the timeout into one signal whose `reason` is a SessionmuxError
- * (`timeout` or `aborted`). `describe` tells, at the moment it fires, why nothing answered.
+ * (`timeout` or `aborted`). `describe` tells, at the moment it fires, why nothing answered;
+ * `sent` whether the call was handed to an open socket, carried as `data.sent`: an app must not
+ * tell its user "not sent" about a prompt the host may have taken.
  */
 export function callDeadline(
   method: string,
   timeoutMs: number,
   signal: AbortSignal | undefined,
   describe: () => string,
+  sent: () => boolean,
 ): CallDeadline {
   const controller = new AbortController();
   const onAbort = () =>
     controller.abort(
-      new SessionmuxError("aborted", `${method} was aborted by the caller`, { cause: signal?.reason }),
+      new SessionmuxError("aborted", `${method} was aborted by the caller`, {
+        cause: signal?.reason,
+        data: { method, sent: sent() },
+      }),
     );
   if (signal?.aborted) onAbort();
   else signal?.addEventListener("abort", onAbort, { once: true });
@@ -40,7 +46,7 @@ export function callDeadline(
         () =>
           controller.abort(
             new SessionmuxError("timeout", `${method}: no answer within ${timeoutMs} ms (${describe()})`, {
-              data: { method, timeoutMs },
+              data: { method, timeoutMs, sent: sent() },
             }),
           ),
         timeoutMs,

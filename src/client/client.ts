@@ -122,7 +122,8 @@ export class SessionmuxClient {
    * One unary call. Waits for an open socket; if that socket dies, resendable methods are sent again
    * on the next one, others reject with `RemoteStreamCarrierError`. Host errors reject with
    * `RemoteError`; a refused connection with `ConnectionRefusedError`; the timeout (default 30 s)
-   * and the caller's signal with a SessionmuxError coded `timeout` or `aborted`. `session.attachment`
+   * and the caller's signal with a SessionmuxError coded `timeout` or `aborted`, whose `data.sent`
+   * says whether the call ever reached an open socket (false: the host never saw it). `session.attachment`
    * is read with `download`, its timeout counting from the last piece that arrived.
    */
   async call<M extends CallMethod>(
@@ -161,12 +162,19 @@ export class SessionmuxClient {
     params: ParamsOf<M>,
     options: CallOptions,
   ): Promise<ResultOf<M>> {
-    const deadline = callDeadline(method, options.timeoutMs ?? this.#callTimeoutMs, options.signal, () =>
-      describeState(this.#connection.state),
+    let sent = false;
+    const deadline = callDeadline(
+      method,
+      options.timeoutMs ?? this.#callTimeoutMs,
+      options.signal,
+      () => describeState(this.#connection.state),
+      () => sent,
     );
     try {
       for (;;) {
         const link = await this.#connection.whenOpen(deadline.signal);
+        // `link.call` sends synchronously unless the deadline already fired.
+        if (!deadline.signal.aborted) sent = true;
         try {
           return (await link.call(method, params, deadline.signal)) as ResultOf<M>;
         } catch (error) {
