@@ -6,6 +6,7 @@ import { ConsoleLink } from "../../web/src/console-link.js";
 import { type CacheStores, SessionCache } from "../../web/src/session-cache.js";
 import { SessionModel } from "../../web/src/session-model.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
 let stores = 0;
@@ -94,5 +95,34 @@ describe("console session model against a real host", () => {
     const texts = model.transcript.messages.filter((m) => m.role === "user").map((m) => m.text);
     expect(texts).toEqual(["/stream 30 1", "after the edit"]);
     model.dispose();
+  });
+  it("stops saying live the moment its stream is lost, and says it again only once caught up", async () => {
+    const proxy = await startTcpProxy(host.port);
+    const cut = createNodeClient({
+      url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
+      token: ADMIN_TOKEN,
+      backoff: { baseMs: 20, capMs: 100 },
+    });
+    const modes: string[] = [];
+    const model: SessionModel = new SessionModel(
+      sessionId,
+      new ConsoleLink(() => cut, ADMIN_TOKEN),
+      freshCache().cache,
+      () => modes.push(model.mode),
+    );
+    try {
+      model.start();
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+      const before = modes.length;
+      expect(proxy.cutAll()).toBeGreaterThan(0);
+      // no longer live once the loss is known, and live again only after the new stream caught up
+      await expect.poll(() => modes.slice(before), { timeout: 10_000 }).toContain("replaying");
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+      expect(modes.slice(before).at(-1)).toBe("live");
+    } finally {
+      model.dispose();
+      await cut.close();
+      await proxy.stop();
+    }
   });
 });

@@ -163,6 +163,10 @@ export class SessionModel {
       case "caughtUp":
         this.mode = "live";
         break;
+      case "interrupted":
+        // the stream is lost: what follows is a replay from the cursor, live only at its caughtUp
+        if (this.mode === "live") this.mode = "replaying";
+        break;
     }
     this.onChange();
   }
