@@ -1,4 +1,10 @@
 import { Limits } from "../../../protocol/limits.js";
+import {
+  ARRAY,
+  LENGTH_FIELD_BYTES,
+  TYPE_BYTE_KIND,
+  TYPE_BYTE_LENGTH,
+} from "../../../protocol/msgpack-type-bytes.js";
 import { arrayHeader } from "../../store/encoded-event-arrays.js";
 import { EVENTS_VALUE_ENVELOPE } from "./encoded-events.js";
 import { messagePackValueEnd } from "./messagepack-value-end.js";
@@ -88,12 +94,10 @@ function assemble(value: Uint8Array, envelope: Uint8Array, spans: readonly Span[
 /** The event count of the array header at `at`, and where its first event starts. */
 function arrayAt(value: Uint8Array, at: number): { count: number; first: number } {
   const b = value[at] ?? 0;
-  if (b >= 0x90 && b <= 0x9f) return { count: b & 0x0f, first: at + 1 };
-  if (b === 0xdc || b === 0xdd) {
-    const width = b === 0xdc ? 2 : 4;
-    // a RangeError too when the header is cut short
-    const count = Buffer.from(value.buffer, value.byteOffset, value.byteLength).readUIntBE(at + 1, width);
-    return { count, first: at + 1 + width };
-  }
-  throw new RangeError("no array of events after the envelope");
+  if (TYPE_BYTE_KIND[b] !== ARRAY) throw new RangeError("no array of events after the envelope");
+  const width = LENGTH_FIELD_BYTES[b]!;
+  if (width === 0) return { count: TYPE_BYTE_LENGTH[b]!, first: at + 1 };
+  // a RangeError too when the header is cut short
+  const count = Buffer.from(value.buffer, value.byteOffset, value.byteLength).readUIntBE(at + 1, width);
+  return { count, first: at + 1 + width };
 }
