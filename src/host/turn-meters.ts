@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AgentDriver, AgentEmit, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
+import { turnWith } from "../agents/turn-with.js";
 
 /** What the host reports about turns; implemented by the metrics registry in transport. */
 export interface TurnMeters {
@@ -18,18 +19,7 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     let firstTokenSeen = false;
-    // explicit delegation: the host's context keeps its state in private fields
-    const timed: TurnContext = {
-      sessionId: turn.sessionId,
-      turnId: turn.turnId,
-      model: turn.model,
-      prompt: turn.prompt,
-      signal: turn.signal,
-      history: () => turn.history(),
-      historyPage: (beforeSeq) => turn.historyPage(beforeSeq),
-      requestInteraction: (request) => turn.requestInteraction(request),
-      takeInterjections: () => turn.takeInterjections(),
-      startJob: (label) => turn.startJob(label),
+    const timed = turnWith(turn, {
       emit: async (event: AgentEmit) => {
         await turn.emit(event);
         if (!firstTokenSeen && (event.type === "assistant/delta" || event.type === "reasoning/delta")) {
@@ -37,7 +27,7 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
           meters.firstToken(seconds());
         }
       },
-    };
+    });
     const where = { sessionId: turn.sessionId, turnId: turn.turnId, agent: agent.name, model: turn.model };
     try {
       const outcome = await run(timed);

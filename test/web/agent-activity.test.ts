@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:net";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { TurnContext } from "../../src/agents/agent.js";
+import { turnWith } from "../../src/agents/turn-with.js";
 import { demoAgentWith } from "../host/host-fixture.js";
 import { gate } from "../support/gate.js";
 import { ADMIN_TOKEN } from "../support/host.js";
@@ -20,23 +20,13 @@ function answerHeldAgent() {
     const stopped = new Promise<void>((resolve) =>
       turn.signal.addEventListener("abort", () => resolve(), { once: true }),
     );
-    const holding: TurnContext = {
-      sessionId: turn.sessionId,
-      turnId: turn.turnId,
-      model: turn.model,
-      prompt: turn.prompt,
-      signal: turn.signal,
-      history: () => turn.history(),
-      historyPage: (beforeSeq) => turn.historyPage(beforeSeq),
-      emit: (event) => turn.emit(event),
+    const holding = turnWith(turn, {
       async requestInteraction(request) {
         const resolution = await turn.requestInteraction(request);
         await Promise.race([held.promise, stopped]);
         return resolution;
       },
-      takeInterjections: () => turn.takeInterjections(),
-      startJob: (label) => turn.startJob(label),
-    };
+    });
     return demo.runTurn(holding);
   });
   return { agent, release: held.open };
