@@ -17,6 +17,7 @@ export interface ControlMirrorOptions {
  * marks itself `stale` while the stream is down, reopens by itself and is replaced by each new
  * baseline; `generationChanged` tells the caller the host restarted. Recovery follows
  * `superviseStream`; it errors with a terminal `RemoteError` (`persistence_failure` included).
+ * Whenever it ends (error or completion), its last value is stale.
  *
  * The baseline is asked for in parts of at most 64 KiB (`baselineParts`), which a slow link
  * carries within the keepalive's wait, and applied once its last part arrived. A host from before
@@ -31,6 +32,11 @@ export function controlMirror(
     let mirror = EMPTY_MIRROR;
     const assembly = new BaselineAssembly();
     let inParts = true;
+    const stale = (): void => {
+      if (mirror.generation === undefined || mirror.stale) return;
+      mirror = markStale(mirror);
+      subscriber.next(mirror);
+    };
     // by hand rather than with rxjs's catchError, which alone added 2 KB to the browser bundle; the
     // stream opened again is subscribed with `inner` itself, so it ends when `inner` does
     const open = (): Observable<ItemOf<"session.control">> =>
@@ -62,10 +68,10 @@ export function controlMirror(
         },
         interrupted: () => {
           assembly.reset();
-          if (mirror.generation === undefined || mirror.stale) return;
-          mirror = markStale(mirror);
-          subscriber.next(mirror);
+          stale();
         },
+        // the last value a subscriber holds must not claim to be live once nothing keeps it so
+        ended: stale,
       },
       { policy, hello$: client.hello$, generation: () => client.hello?.generation },
     );

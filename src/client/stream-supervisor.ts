@@ -16,6 +16,11 @@ export interface SupervisorHooks<I> {
   next(item: I, control: SupervisorControl): void;
   /** Called when the stream was lost and will be reopened. */
   interrupted?(): void;
+  /**
+   * Called once when the stream ends on its own (terminal error, completion, the client closed),
+   * just before the subscriber hears of it; not when the caller unsubscribes.
+   */
+  ended?(): void;
 }
 
 /** Where the supervisor learns the host generation (§3 `hello`). */
@@ -64,21 +69,27 @@ export function superviseStream<I, O>(
     },
   };
   /** Starts again on the next `hello` whose generation is not `seen` (any, if undefined). */
+  const complete = (): void => {
+    hooks.ended?.();
+    subscriber.complete();
+  };
   const untilHello = (seen: string | undefined): void => {
     stopWaiting = firstMatch(
       options.hello$,
       (hello) => hello.generation !== seen,
       () => start(),
       // The client closed before the host came back.
-      () => subscriber.complete(),
+      complete,
     );
   };
   const failed = (error: unknown): void => {
     if (stopped) return;
     const recovery = streamRecovery(error);
-    if (recovery === "complete") subscriber.complete();
-    else if (recovery === "fail") subscriber.error(error);
-    else {
+    if (recovery === "complete") complete();
+    else if (recovery === "fail") {
+      hooks.ended?.();
+      subscriber.error(error);
+    } else {
       hooks.interrupted?.();
       const generation = options.generation();
       if (recovery === "await-open") untilHello(undefined);
@@ -96,7 +107,7 @@ export function superviseStream<I, O>(
       next: (item) => hooks.next(item, control),
       error: failed,
       // The host ends follow and control only after our `close` or at its own will: not a loss.
-      complete: () => subscriber.complete(),
+      complete,
     });
   }
 

@@ -65,7 +65,7 @@ describe("stream retry rules (session-controller note)", () => {
     expect(opensOf(p.connections[0], "session.follow")).toBe(1);
   });
 
-  it("persistence_failure mid-stream ends the control mirror with that error", async () => {
+  it("persistence_failure mid-stream ends the control mirror with that error, its last value stale", async () => {
     const p = await peer({
       onCall: () => models,
       onOpen: (conn, f) => {
@@ -88,9 +88,61 @@ describe("stream retry rules (session-controller note)", () => {
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
     const seen = collect<ControlMirror>((s) => controlMirror(client, { backoff: instant }).subscribe(s));
     await vi.waitFor(() => expect(seen.error).toMatchObject({ code: "persistence_failure" }));
-    expect(seen.values.at(-1)?.generation).toBe("g1");
+    expect(seen.values.map((m) => [m.generation, m.stale, m.lastChange?.kind])).toEqual([
+      ["g1", false, "baseline"],
+      ["g1", true, "stale"],
+    ]);
     await settle(client);
     expect(opensOf(p.connections[0], "session.control")).toBe(1);
+  });
+
+  it("a control mirror the host ends, or whose client closes, leaves a stale last value", async () => {
+    let ending = true;
+    const p = await peer({
+      onCall: () => models,
+      onOpen: (conn, f) => {
+        conn.send({ type: "item", id: f.id, value: baselineItem() });
+        if (ending) conn.send({ type: "end", id: f.id });
+      },
+    });
+    const ended = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const byHost: ControlMirror[] = [];
+    let hostEnded = false;
+    const first = controlMirror(ended, { backoff: instant }).subscribe({
+      next: (m) => byHost.push(m),
+      complete: () => (hostEnded = true),
+    });
+    cleanups.push(() => first.unsubscribe());
+    await vi.waitFor(() => expect(hostEnded).toBe(true));
+    expect(byHost.map((m) => m.stale)).toEqual([false, true]);
+
+    ending = false;
+    const closing = createNodeClient({ url: p.url, token: "t", backoff: instant });
+    const byClient: ControlMirror[] = [];
+    let clientEnded = false;
+    const second = controlMirror(closing, { backoff: instant }).subscribe({
+      next: (m) => byClient.push(m),
+      complete: () => (clientEnded = true),
+    });
+    cleanups.push(() => second.unsubscribe());
+    await vi.waitFor(() => expect(byClient).toHaveLength(1));
+    closing.close();
+    await vi.waitFor(() => expect(clientEnded).toBe(true));
+    expect(byClient.map((m) => m.stale)).toEqual([false, true]);
+  });
+
+  it("a caller's unsubscribe emits nothing more", async () => {
+    const p = await peer({
+      onCall: () => models,
+      onOpen: (conn, f) => conn.send({ type: "item", id: f.id, value: baselineItem() }),
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const seen: ControlMirror[] = [];
+    const sub = controlMirror(client, { backoff: instant }).subscribe((m) => seen.push(m));
+    await vi.waitFor(() => expect(seen).toHaveLength(1));
+    sub.unsubscribe();
+    await settle(client);
+    expect(seen.map((m) => m.stale)).toEqual([false]);
   });
 
   it("a stream whose open keeps failing gets one isolated retry per host generation, then waits for the next", async () => {
