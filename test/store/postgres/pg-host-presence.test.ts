@@ -7,6 +7,7 @@ import type { CommitNotice } from "../../../src/store/session-store.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
 import { holdSessionWrites } from "./held-writes.js";
+import { gateListenConnects } from "./listen-connects.js";
 
 /**
  * A host alone on its database sends no NOTIFY (see `pg-host-presence.ts`); whenever another host
@@ -95,6 +96,39 @@ async function unannouncedSoon(
     },
     { timeout: 10_000, interval: 100 },
   );
+}
+
+/** Records every uncaught exception and unhandled rejection until the test's cleanup. */
+function processFailures(): unknown[] {
+  const failures: unknown[] = [];
+  const record = (reason: unknown) => failures.push(reason);
+  process.on("uncaughtException", record);
+  process.on("unhandledRejection", record);
+  cleanups.push(async () => {
+    process.off("uncaughtException", record);
+    process.off("unhandledRejection", record);
+  });
+  return failures;
+}
+
+/** The backend holding the schema's presence lock (one host open: its group-commit connection). */
+async function presenceHolder(admin: pg.Client, schema: string): Promise<number> {
+  const held = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = ${0x534d}
+       AND objid = hashtext($1)::oid AND granted`,
+    [`sessionmux_${schema}`],
+  );
+  expect(held.rows).toHaveLength(1);
+  return held.rows[0]!.pid;
+}
+
+/** The seqs a subscriber of session "s" on `store` was given. */
+function seqsOf(store: PostgresSessionStore): number[] {
+  const seqs: number[] = [];
+  store.subscribe("s", (notice) => {
+    if (notice.kind === "append" || notice.kind === "create") seqs.push(...notice.events.map((e) => e.seq));
+  });
+  return seqs;
 }
 
 describe.skipIf(!pgUrl)("a PostgreSQL host's NOTIFY and the other hosts present", () => {
@@ -186,5 +220,90 @@ describe.skipIf(!pgUrl)("a PostgreSQL host's NOTIFY and the other hosts present"
     await b.append("s", [delta("t", "with a back")]);
     await vi.waitFor(() => expect(seqs).toContain(3), { timeout: 10_000 });
     expect(new Set(seqs).size).toBe(seqs.length);
+  });
+
+  it("a host whose LISTEN connection is down already when its group-commit connection ends carries on, and listens again", async () => {
+    const schema = newSchema();
+    const a = await openHost(schema, "host-a");
+    const admin = await connect();
+    const feed = await admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = 'sessionmux-feed' AND starts_with(query, $1)`,
+      [`LISTEN "sessionmux_${schema}"`],
+    );
+    expect(feed.rows).toHaveLength(1);
+    const writer = await presenceHolder(admin, schema);
+    const b = await openHost(schema, "host-b");
+    await b.create({ sessionId: "s", owner: "o", model: "m" });
+    const seqs = seqsOf(a);
+    expect((await a.readAfter("s", 0, 10)).status).toBe("ok");
+    const failures = processFailures();
+
+    // a's LISTEN connection ends, and its next one is held back: a listens on nothing
+    const { openConnects, connecting } = gateListenConnects();
+    await admin.query("SELECT pg_terminate_backend($1, 10000)", [feed.rows[0]!.pid]);
+    await vi.waitFor(() => expect(connecting).toHaveLength(1), { timeout: 10_000 });
+    // then its group-commit connection, and with it its presence: the pool lets it go
+    const { writerPool } = a as unknown as { writerPool: pg.Pool };
+    await admin.query("SELECT pg_terminate_backend($1, 10000)", [writer]);
+    await vi.waitFor(() => expect(writerPool.totalCount).toBe(0), { timeout: 10_000 });
+    // b, alone now, announces nothing of this append
+    await b.append("s", [delta("t", "while a was away")]);
+    openConnects();
+    await vi.waitFor(() => expect(seqs).toContain(2), { timeout: 10_000 });
+    // and a is present again: b's next append is announced to it
+    await b.append("s", [delta("t", "with a back")]);
+    await vi.waitFor(() => expect(seqs).toContain(3), { timeout: 10_000 });
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(failures).toEqual([]);
+  });
+
+  it("a host whose presence lock could not be taken discards that connection and does not listen until a later attempt holds it", async () => {
+    const schema = newSchema();
+    const channel = `sessionmux_${schema}`;
+    const a = await openHost(schema, "host-a");
+    await a.create({ sessionId: "s", owner: "o", model: "m" });
+    const seqs = seqsOf(a);
+    const admin = await connect();
+    const writer = await presenceHolder(admin, schema);
+    const failures = processFailures();
+    // the key in exclusive mode, granted once a's group-commit connection ended: a's next request
+    // for it waits
+    const blocker = await connect();
+    const exclusive = blocker.query("SELECT pg_advisory_lock($1, hashtext($2))", [0x534d, channel]);
+    const { openConnects } = gateListenConnects();
+    await admin.query("SELECT pg_terminate_backend($1, 10000)", [writer]);
+    await exclusive;
+    openConnects();
+    const waiting = async () =>
+      (
+        await admin.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE application_name = 'sessionmux' AND wait_event_type = 'Lock'
+             AND starts_with(query, 'SELECT pg_advisory_lock_shared') AND strpos(query, $1) > 0`,
+          [`'${channel}'`],
+        )
+      ).rows.map((row) => row.pid);
+    await expect.poll(waiting, { timeout: 10_000, interval: 20 }).toHaveLength(1);
+    const [refused] = await waiting();
+    // the lock statement fails
+    await admin.query("SELECT pg_cancel_backend($1)", [refused]);
+    // its connection is let go, and a later attempt asks again on a new one
+    const alive = async (pid: number) =>
+      (await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid])).rowCount === 1;
+    await expect.poll(() => alive(refused!), { timeout: 10_000, interval: 20 }).toBe(false);
+    await expect
+      .poll(async () => (await waiting()).filter((pid) => pid !== refused), { timeout: 10_000, interval: 20 })
+      .toHaveLength(1);
+    // nothing of a listens meanwhile
+    const listening = await admin.query(
+      `SELECT 1 FROM pg_stat_activity WHERE application_name = 'sessionmux-feed' AND starts_with(query, $1)`,
+      [`LISTEN "${channel}"`],
+    );
+    expect(listening.rows).toEqual([]);
+    // once a holds the lock, another host announces its commits to it
+    await blocker.query("SELECT pg_advisory_unlock($1, hashtext($2))", [0x534d, channel]);
+    const b = await openHost(schema, "host-b");
+    await b.append("s", [delta("t", "from b")]);
+    await vi.waitFor(() => expect(seqs).toContain(2), { timeout: 10_000 });
+    expect(failures).toEqual([]);
   });
 });
