@@ -148,6 +148,25 @@ describe.skipIf(!pgUrl)("a PostgreSQL write batch", () => {
     ]);
   });
 
+  it("commits a batch with nothing to announce the usual way, and sends no NOTIFY for it", async () => {
+    const { a, heard } = await openHosts();
+    const sent = sentStatements();
+    // a prompt's key alone: no notice, and never a batch on kept states
+    await a.recordPrompt(S, "c1", { queued: true, itemId: "q1" });
+    expect(sent).toContain("BEGIN");
+    expect(
+      sent.filter((name) => name === "sessionmux_lock_kept" || name.startsWith("sessionmux_notify")),
+    ).toEqual([]);
+    expect(await a.findPrompt(S, "c1")).toEqual({ queued: true, itemId: "q1" });
+    // a marker batch: its NOTIFY comes after any the prompt's batch could have sent
+    const marker = await a.append(S, [delta("t", "marker")]);
+    if (marker.status !== "appended") throw new Error(marker.status);
+    await vi.waitFor(() => expect(heard.at(-1)?.changes).toEqual([[S, "append", marker.epoch, 2, 2]]), {
+      timeout: 5_000,
+    });
+    expect(heard.map(({ changes }) => changes.map(([, kind]) => kind))).toEqual([["create"], ["append"]]);
+  });
+
   it("an operation that locks a session an earlier one in the batch changed works on the changed state", async () => {
     const { a } = await openHosts();
     await a.append(S, [turnStart("t")]);
