@@ -22,6 +22,7 @@ import type { ControlMirror } from "./control-mirror-reducer.js";
 import type { FollowUpdate } from "./follow-cursor.js";
 import { type FollowOptions, followSession } from "./follow-session.js";
 import type { KeepAliveOptions } from "./keepalive.js";
+import type { NetworkSignals } from "./network-signals.js";
 import { RemoteStreamCarrierError } from "./remote-errors.js";
 import { browserSocketFactory, type SocketFactory, type WebSocketConstructor } from "./socket.js";
 
@@ -47,6 +48,12 @@ export interface ClientOptions {
   onError?: (error: SessionmuxError) => void;
   /** Client keepalive (§2 "Clients may ping"); `false` turns it off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
   keepAlive?: Partial<KeepAliveOptions> | false;
+  /**
+   * Network hints: on `offline`, `online` or a page shown again, an open socket is probed at once
+   * (a dead path is dropped within `pongTimeoutMs`) and a backoff wait ends when the network is
+   * back; `false` ignores them. @default the browser's `online`/`offline`/`visibilitychange`, none in Node
+   */
+  network?: NetworkSignals | false;
 }
 
 /** `session.prompt` params where `clientMessageId` is optional: one is generated when missing. */
@@ -71,6 +78,7 @@ export class SessionmuxClient {
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.random ? { random: options.random } : {}),
       ...(options.keepAlive !== undefined ? { keepAlive: options.keepAlive } : {}),
+      ...(options.network !== undefined ? { network: options.network } : {}),
       onError: (error) => {
         (options.onError ?? defaultOnError)(error);
         this.#errors$.next(error);

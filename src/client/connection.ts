@@ -12,6 +12,7 @@ import {
 import { firstMatch } from "./first-match.js";
 import { readHostFrame } from "./host-frame-reader.js";
 import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions, keepAliveProbe } from "./keepalive.js";
+import { browserNetworkSignals, type NetworkSignal, type NetworkSignals } from "./network-signals.js";
 import { ConnectionRefusedError, RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
 import { RequestRegistry } from "./request-registry.js";
 import { refusalStatus, type SocketFactory, type WebSocketLike } from "./socket.js";
@@ -33,6 +34,11 @@ export interface ConnectionOptions {
   onError?: (error: SessionmuxError) => void;
   /** `false` turns the client keepalive off. @default { intervalMs: 10_000, pongTimeoutMs: 5_000 } */
   keepAlive?: Partial<KeepAliveOptions> | false;
+  /**
+   * Network hints (see `NetworkSignal`): an open socket is probed at once, a backoff wait is cut
+   * short when the network comes back; `false` ignores them. @default the browser's, none in Node
+   */
+  network?: NetworkSignals | false;
 }
 
 interface LiveSocket {
@@ -41,6 +47,8 @@ interface LiveSocket {
   readonly registry: RequestRegistry;
   readonly link: SocketLink;
   readonly closed: Promise<void>;
+  /** Set once the socket's keepalive exists (never, when turned off). */
+  keepAlive?: KeepAlive | undefined;
 }
 
 /**
@@ -58,12 +66,25 @@ export class Connection {
   #wake: (() => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #loop: Promise<void>;
+  readonly #unwatchNetwork: (() => void) | undefined;
 
   constructor(options: ConnectionOptions) {
     this.#options = options;
     this.#token = options.token;
     this.#policy = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.#loop = this.#run();
+    const network = options.network === false ? undefined : (options.network ?? browserNetworkSignals());
+    this.#unwatchNetwork = network?.((signal) => this.#networkSaid(signal));
+  }
+
+  /**
+   * A network hint: an open socket is probed now (its path may be gone: no network, another one,
+   * a machine that slept); a backoff wait ends at once when the network may be back.
+   */
+  #networkSaid(signal: NetworkSignal): void {
+    const state = this.#state$.value;
+    if (state.name === "open") this.#current?.keepAlive?.probeNow();
+    else if (state.name === "backoff" && signal !== "offline") this.#wake?.();
   }
 
   /** The connection state; replays the current one to new subscribers. */
@@ -141,6 +162,7 @@ export class Connection {
 
   /** Stops backoff, closes the socket, waits for the background loop to finish. */
   async close(): Promise<void> {
+    this.#unwatchNetwork?.();
     this.#dispatch({ type: "close" });
     this.#wake?.();
     const current = this.#current;
@@ -230,6 +252,7 @@ export class Connection {
     };
     this.#current = live;
     const keepAlive = this.#keepAlive(live);
+    live.keepAlive = keepAlive;
     socket.onmessage = (event) => {
       if (this.#current !== live) return;
       keepAlive?.heard();

@@ -43,6 +43,19 @@ export class KeepAlive {
     }, this.#options.intervalMs);
   }
 
+  /**
+   * Probes at once, as if the quiet wait had ended (a network hint says the path may be gone),
+   * unless a probe already waits for its answer: a dead path is then dropped within
+   * `pongTimeoutMs` rather than `intervalMs + pongTimeoutMs`.
+   */
+  probeNow(): void {
+    if (this.#deadline !== undefined) return;
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
+    this.#deadline = setTimeout(this.#dead, this.#options.pongTimeoutMs);
+    this.#probe();
+  }
+
   /** Clears both timers (the socket is gone). */
   stop(): void {
     clearTimeout(this.#idle);

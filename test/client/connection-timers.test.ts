@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { Connection, type ConnectionOptions } from "../../src/client/connection.js";
+import {
+  browserNetworkSignals,
+  type NetworkSignal,
+  type NetworkSignals,
+} from "../../src/client/network-signals.js";
 import type { WebSocketLike } from "../../src/client/socket.js";
 
 /**
@@ -223,5 +228,121 @@ describe("client keepalive on a socket that cannot ping", () => {
     expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
     await Promise.all([first, second]);
     await closeScripted(connection);
+  });
+});
+
+/** Network hints the test gives by hand, as a browser's `online`/`offline`/`visibilitychange`. */
+function scriptedNetwork() {
+  const listeners = new Set<(signal: NetworkSignal) => void>();
+  const network: NetworkSignals = (listener) => {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  };
+  const say = (signal: NetworkSignal) => {
+    for (const listener of listeners) listener(signal);
+  };
+  return { network, listeners, say };
+}
+
+describe("client on network hints", () => {
+  const keepAlive = { intervalMs: 10_000, pongTimeoutMs: 5_000 };
+
+  it("probes an open socket at once on each hint and drops it when nothing answers within the probe's wait", async () => {
+    const hints = scriptedNetwork();
+    const { connection, sockets } = scriptedConnection(undefined, { keepAlive, network: hints.network });
+    const socket = sockets[0]!;
+    socket.open();
+    await connection.whenOpen();
+    hints.say("offline");
+    expect(socket.sent.map((frame) => frame.type)).toEqual(["close"]);
+    // a second hint while the probe waits sends nothing more and does not move its deadline
+    await vi.advanceTimersByTimeAsync(keepAlive.pongTimeoutMs - 1);
+    hints.say("online");
+    expect(socket.sent).toHaveLength(1);
+    expect(connection.state.name).toBe("open");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
+    await closeScripted(connection);
+    expect(hints.listeners.size).toBe(0);
+  });
+
+  it("an answered probe keeps the socket; the quiet wait starts again from the answer", async () => {
+    const hints = scriptedNetwork();
+    const { connection, sockets } = scriptedConnection(undefined, { keepAlive, network: hints.network });
+    const socket = sockets[0]!;
+    socket.open();
+    await connection.whenOpen();
+    hints.say("resumed");
+    const probe = socket.sent[0]!;
+    expect(probe.type).toBe("close");
+    await vi.advanceTimersByTimeAsync(100);
+    socket.receive({ type: "end", id: probe.id });
+    await vi.advanceTimersByTimeAsync(keepAlive.intervalMs - 1);
+    expect(socket.sent).toHaveLength(1);
+    expect(connection.state.name).toBe("open");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(socket.sent).toHaveLength(2);
+    expect(socket.closedWith).toBeUndefined();
+    await closeScripted(connection);
+  });
+
+  it("`online` or a page shown again ends a backoff wait at once; `offline` leaves it to run out", async () => {
+    const hints = scriptedNetwork();
+    const scripted = scriptedConnection(undefined, { network: hints.network });
+    const { connection, sockets } = scripted;
+    sockets[0]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 1, delayMs: 500 });
+    hints.say("offline");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets).toHaveLength(1);
+    hints.say("online");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets).toHaveLength(2);
+    sockets[1]!.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 2 });
+    hints.say("resumed");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets).toHaveLength(3);
+    await closeScripted(connection);
+  });
+
+  it("reads the browser's hints by default: online, offline, and a page shown again (not hidden)", async () => {
+    const document = Object.assign(new EventTarget(), { visibilityState: "hidden" });
+    const window = Object.assign(new EventTarget(), { document });
+    const signals = browserNetworkSignals(window)!;
+    const seen: NetworkSignal[] = [];
+    const stop = signals((signal) => seen.push(signal));
+    window.dispatchEvent(new Event("offline"));
+    document.dispatchEvent(new Event("visibilitychange"));
+    document.visibilityState = "visible";
+    document.dispatchEvent(new Event("visibilitychange"));
+    window.dispatchEvent(new Event("online"));
+    stop();
+    window.dispatchEvent(new Event("online"));
+    document.dispatchEvent(new Event("visibilitychange"));
+    expect(seen).toEqual(["offline", "resumed", "online"]);
+    expect(browserNetworkSignals({})).toBeUndefined();
+
+    // the global scope is the default source, and `false` ignores it
+    vi.stubGlobal("addEventListener", window.addEventListener.bind(window));
+    vi.stubGlobal("removeEventListener", window.removeEventListener.bind(window));
+    try {
+      const byDefault = scriptedConnection(undefined, { keepAlive });
+      const ignoring = scriptedConnection(undefined, { keepAlive, network: false });
+      for (const { sockets } of [byDefault, ignoring]) sockets[0]!.open();
+      window.dispatchEvent(new Event("offline"));
+      expect(byDefault.sockets[0]!.sent.map((frame) => frame.type)).toEqual(["close"]);
+      expect(ignoring.sockets[0]!.sent).toEqual([]);
+      await closeScripted(byDefault.connection);
+      await closeScripted(ignoring.connection);
+      // closed: a hint reaches neither
+      window.dispatchEvent(new Event("online"));
+      expect(byDefault.sockets[0]!.sent).toHaveLength(1);
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });

@@ -4,6 +4,7 @@ import type { ConnectionState } from "../../src/client/connection-state.js";
 import type { FollowUpdate } from "../../src/client/follow-cursor.js";
 import { followSession } from "../../src/client/follow-session.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "../../src/client/index.js";
+import type { NetworkSignal } from "../../src/client/network-signals.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
@@ -55,6 +56,34 @@ describe.each(kinds)("client keepalive, %s", (_kind, make) => {
     await vi.waitFor(() =>
       expect(updates.some((u) => u.kind === "events" && u.events.some((e) => e.seq === seq))).toBe(true),
     );
+  });
+});
+
+describe.each(kinds)("client on a network hint, %s", (_kind, make) => {
+  it("an `offline` hint probes at once: a dead path is dropped within the probe's wait, not after the quiet one", async () => {
+    const host = await startTestHost();
+    cleanups.push(() => host.dispose());
+    const proxy = await startTcpProxy(host.port);
+    cleanups.push(() => proxy.stop());
+    let say: ((signal: NetworkSignal) => void) | undefined;
+    const client = make({
+      url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
+      token: ADMIN_TOKEN,
+      // the quiet wait alone would notice the dead path only after ten minutes
+      keepAlive: { intervalMs: 600_000, pongTimeoutMs: 500 },
+      backoff,
+      network: (listener) => {
+        say = listener;
+        return () => (say = undefined);
+      },
+    });
+    cleanups.push(() => client.close());
+    await client.call("session.models", {});
+    expect(proxy.silenceAll()).toBe(1);
+    say?.("offline");
+    await vi.waitFor(() => expect(proxy.accepted).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+    await vi.waitFor(() => expect(client.state.name).toBe("open"));
+    await client.call("session.models", {});
   });
 });
 

@@ -170,4 +170,22 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
     expect(page.url()).not.toContain(ADMIN_TOKEN);
     await page.close();
   });
+  it("leaves `open` within the probe's wait when the browser goes offline, and connects again as soon as it is back", async () => {
+    browser.allowConsoleErrors(NETWORK_FAILURE);
+    const page = await browser.profile.newPage();
+    await openConsole(page, host.url, ADMIN_TOKEN);
+    const { context } = browser.profile;
+    try {
+      // Chromium holds the socket's frames while offline: only the probe the `offline` event sends
+      // finds the path dead, after its 5 s wait; the quiet wait alone would take 10 s more.
+      await context.setOffline(true);
+      await expect.poll(() => connectionState(page), { timeout: 11_000 }).not.toBe("open");
+      await expect.poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 }).toBe(true);
+    } finally {
+      await context.setOffline(false);
+    }
+    await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("open");
+    await expect.poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 }).toBe(false);
+    await page.close();
+  });
 });
