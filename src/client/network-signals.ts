@@ -20,11 +20,12 @@ interface EventTargetLike {
  */
 export function browserNetworkSignals(scope: unknown = globalThis): NetworkSignals | undefined {
   const target = scope as Partial<EventTargetLike> & {
-    document?: Partial<EventTargetLike> & { visibilityState?: string };
+    document?: EventTargetLike & { visibilityState?: string };
   };
   if (typeof target.addEventListener !== "function" || typeof target.removeEventListener !== "function")
     return undefined;
   const window = target as EventTargetLike;
+  // a worker has no document, and so no visibility
   const document = target.document;
   return (listener) => {
     const offline = () => listener("offline");
@@ -34,11 +35,11 @@ export function browserNetworkSignals(scope: unknown = globalThis): NetworkSigna
     };
     window.addEventListener("offline", offline);
     window.addEventListener("online", online);
-    document?.addEventListener?.("visibilitychange", visibility);
+    document?.addEventListener("visibilitychange", visibility);
     return () => {
       window.removeEventListener("offline", offline);
       window.removeEventListener("online", online);
-      document?.removeEventListener?.("visibilitychange", visibility);
+      document?.removeEventListener("visibilitychange", visibility);
     };
   };
 }

@@ -287,6 +287,21 @@ describe("client on network hints", () => {
     await closeScripted(connection);
   });
 
+  it("with the keepalive turned off, a hint to an open socket sends nothing and keeps it", async () => {
+    const hints = scriptedNetwork();
+    const { connection, sockets } = scriptedConnection(undefined, {
+      keepAlive: false,
+      network: hints.network,
+    });
+    sockets[0]!.open();
+    await connection.whenOpen();
+    hints.say("offline");
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(sockets[0]!.sent).toEqual([]);
+    expect(connection.state.name).toBe("open");
+    await closeScripted(connection);
+  });
+
   it("`online` or a page shown again ends a backoff wait at once; `offline` leaves it to run out", async () => {
     const hints = scriptedNetwork();
     const scripted = scriptedConnection(undefined, { network: hints.network });
@@ -316,15 +331,28 @@ describe("client on network hints", () => {
     const seen: NetworkSignal[] = [];
     const stop = signals((signal) => seen.push(signal));
     window.dispatchEvent(new Event("offline"));
+    // hidden: nothing to say yet
     document.dispatchEvent(new Event("visibilitychange"));
+    expect(seen).toEqual(["offline"]);
     document.visibilityState = "visible";
     document.dispatchEvent(new Event("visibilitychange"));
     window.dispatchEvent(new Event("online"));
+    expect(seen).toEqual(["offline", "resumed", "online"]);
     stop();
+    window.dispatchEvent(new Event("offline"));
     window.dispatchEvent(new Event("online"));
     document.dispatchEvent(new Event("visibilitychange"));
-    expect(seen).toEqual(["offline", "resumed", "online"]);
+    expect(seen).toHaveLength(3);
+    // a worker's scope: no document, online and offline only
+    const worker = new EventTarget();
+    const fromWorker: NetworkSignal[] = [];
+    browserNetworkSignals(worker)!((signal) => fromWorker.push(signal));
+    worker.dispatchEvent(new Event("online"));
+    expect(fromWorker).toEqual(["online"]);
+    // no such scope (Node), or one that cannot stop listening: no hints
     expect(browserNetworkSignals({})).toBeUndefined();
+    expect(browserNetworkSignals({ addEventListener: () => undefined })).toBeUndefined();
+    expect(browserNetworkSignals({ removeEventListener: () => undefined })).toBeUndefined();
 
     // the global scope is the default source, and `false` ignores it
     vi.stubGlobal("addEventListener", window.addEventListener.bind(window));
