@@ -170,7 +170,7 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
     expect(page.url()).not.toContain(ADMIN_TOKEN);
     await page.close();
   });
-  it("leaves `open` within the probe's wait when the browser goes offline, and connects again as soon as it is back", async () => {
+  it("leaves `open` within the probe's wait when the browser goes offline, says there is no network, and connects again as soon as it is back", async () => {
     browser.allowConsoleErrors(NETWORK_FAILURE);
     const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
@@ -181,6 +181,10 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
       await context.setOffline(true);
       await expect.poll(() => connectionState(page), { timeout: 11_000 }).not.toBe("open");
       await expect.poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 }).toBe(true);
+      // its reconnects fail while the browser knows of no network, and the indicator says why
+      await expect
+        .poll(() => page.textContent('[data-testid="connection"] .connection-label'), { timeout: 10_000 })
+        .toMatch(/^No network · retrying in \d+s$/);
     } finally {
       await context.setOffline(false);
     }

@@ -59,7 +59,8 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
       const indicator = document.querySelector('[data-testid="connection"]');
       return (
         indicator?.getAttribute("data-state") === "backoff" &&
-        /retrying in \d+s/.test(indicator.textContent ?? "")
+        // the network is up: the host, not the browser, is what cannot be reached
+        /Offline · retrying in \d+s/.test(indicator.textContent ?? "")
       );
     });
 

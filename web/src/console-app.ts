@@ -155,7 +155,7 @@ export class ConsoleApp {
     const state = this.shownConnection;
     if (!state) return;
     this.el.connection.dataset.state = state.name;
-    this.el.connectionLabel.textContent = connectionLabel(state, Date.now());
+    this.el.connectionLabel.textContent = connectionLabel(state, Date.now(), navigator.onLine);
   }
 
   private schedule(): void {

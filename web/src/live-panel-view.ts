@@ -54,8 +54,11 @@ export function renderQueue(container: HTMLElement, items: readonly QueueItem[],
   );
 }
 
-/** The text of the connection indicator; a backoff shows the seconds until the next attempt. */
-export function connectionLabel(state: ConnectionState, now: number): string {
+/**
+ * The text of the connection indicator; a backoff shows the seconds until the next attempt, and
+ * says when the browser knows of no network at all (`networkUp` false), which is then the cause.
+ */
+export function connectionLabel(state: ConnectionState, now: number, networkUp = true): string {
   switch (state.name) {
     case "open":
       return "Connected";
@@ -63,7 +66,7 @@ export function connectionLabel(state: ConnectionState, now: number): string {
       return state.attempt === 0 ? "Connecting…" : "Reconnecting…";
     case "backoff": {
       const seconds = Math.max(0, Math.ceil((state.nextAttemptAt - now) / 1000));
-      return `Offline · retrying in ${seconds}s`;
+      return `${networkUp ? "Offline" : "No network"} · retrying in ${seconds}s`;
     }
     case "unauthorized":
       return state.status === 401 ? "Token refused" : "Origin refused";
