@@ -102,7 +102,12 @@ export class TurnTranscript {
       const text = this.#text ? [{ type: "text" as const, text: this.#text }] : [];
       this.#messages.push({ role: "assistant", content: [...text, ...this.#calls] });
     }
-    if (this.#results.length > 0) this.#messages.push({ role: "tool", content: this.#results });
+    if (this.#results.length > 0) {
+      // in call order, as a live step adds them; the log holds them in the order the tools finished
+      const order = new Map(this.#calls.map((call, i) => [call.toolCallId, i]));
+      const rank = (result: ToolResultPart) => order.get(result.toolCallId) ?? this.#calls.length;
+      this.#messages.push({ role: "tool", content: this.#results.sort((a, b) => rank(a) - rank(b)) });
+    }
     this.#text = "";
     this.#calls = [];
     this.#results = [];

@@ -23,6 +23,18 @@ function approvalTools(): AgentTool[] {
         return { deployed: input.target };
       },
     }),
+    defineTool({
+      name: "lookup",
+      inputSchema: { type: "object", properties: {} },
+      execute: () => ({ found: 1 }),
+    }),
+    defineTool({
+      name: "explode",
+      inputSchema: { type: "object", properties: {} },
+      execute: () => {
+        throw new Error("disk on fire");
+      },
+    }),
   ];
 }
 
@@ -158,5 +170,127 @@ describe("approvals of the AI SDK agent", () => {
     });
     expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
     expect(fake.requests[1]!.body.messages.at(-1)).toMatchObject({ role: "tool", tool_call_id: "call_z" });
+  });
+
+  test("a turn parked in its second step continues after a restart with the model reading what it read before", async () => {
+    // an earlier turn: the continued one reads it as history, once
+    fake.script(textReply("Hello."));
+    const hello = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "hi",
+      clientMessageId: "h",
+    });
+    await turnEvents(fx.store, S, hello.turnId!);
+    const history = [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "Hello." },
+    ];
+    fake.script(
+      toolCallReply("Looking. ", [
+        { id: "call_l", name: "lookup", args: {} },
+        { id: "call_x", name: "explode", args: {} },
+        { id: "call_p1", name: "deploy", args: { target: "prod" } },
+      ]),
+      toolCallReply("Trying again. ", [{ id: "call_p2", name: "deploy", args: { target: "prod" } }]),
+    );
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "ship",
+      clientMessageId: "p",
+    });
+    // the first approval: a prompt is steered into the turn, then the call is denied
+    const first = await pendingInteraction();
+    const queued = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "and hurry",
+      clientMessageId: "q",
+    });
+    await fx.host.call(ADMIN, "session.updateQueue", {
+      sessionId: S,
+      op: { steer: true, itemId: queued.itemId! },
+    });
+    await fx.host.call(ADMIN, "session.respond", { interactionId: first, response: { outcome: "deny" } });
+    // the second step's approval is still open when the host stops
+    const second = await vi.waitFor(
+      async () => {
+        const id = await pendingInteraction();
+        expect(id).not.toBe(first);
+        return id;
+      },
+      { timeout: 15_000, interval: 10 },
+    );
+    await fx.restart();
+    fake.script(textReply("Deployed."));
+    await fx.host.call(ADMIN, "session.respond", { interactionId: second, response: { outcome: "approve" } });
+    const events = await turnEvents(fx.store, S, r.turnId!);
+    expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+    expect(executed).toEqual(["prod"]);
+
+    const beforeRestart = fake.requests[2]!.body.messages;
+    expect(beforeRestart).toEqual([
+      ...history,
+      { role: "user", content: "ship" },
+      {
+        role: "assistant",
+        content: "Looking. ",
+        tool_calls: [
+          { id: "call_l", type: "function", function: { name: "lookup", arguments: "{}" } },
+          { id: "call_x", type: "function", function: { name: "explode", arguments: "{}" } },
+          { id: "call_p1", type: "function", function: { name: "deploy", arguments: '{"target":"prod"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "call_l", content: '{"found":1}' },
+      { role: "tool", tool_call_id: "call_x", content: "disk on fire" },
+      { role: "tool", tool_call_id: "call_p1", content: "the operator denied this call" },
+      { role: "user", content: "and hurry" },
+    ]);
+    // rebuilt from the log: every earlier step as it was sent live, then the step that parked
+    expect(fake.requests[3]!.body.messages).toEqual([
+      ...beforeRestart,
+      {
+        role: "assistant",
+        content: "Trying again. ",
+        tool_calls: [
+          { id: "call_p2", type: "function", function: { name: "deploy", arguments: '{"target":"prod"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "call_p2", content: '{"deployed":"prod"}' },
+    ]);
+  });
+
+  test("a parked call of a tool the restarted agent no longer has is recorded failed, naming it", async () => {
+    fake.script(toolCallReply("", [{ id: "call_p", name: "deploy", args: { target: "prod" } }]));
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "ship",
+      clientMessageId: "p",
+    });
+    const interactionId = await pendingInteraction();
+    const before = fx;
+    await before.host.shutdown();
+    await before.store.close();
+    fx = await openHost({
+      dbPath: before.dbPath,
+      agent: new OpenAIAgent({ baseURL: fake.baseURL, model: "fake-model", tools: [] }),
+    });
+    try {
+      fake.script(textReply("It is gone."));
+      await fx.host.call(ADMIN, "session.respond", { interactionId, response: { outcome: "approve" } });
+      const events = await turnEvents(fx.store, S, r.turnId!);
+      expect(shape(events).slice(-3)).toEqual([
+        ["tool/result", "call_p", false, { error: "no tool named deploy" }],
+        ["assistant/delta", "It is gone."],
+        ["turn/end", "completed"],
+      ]);
+      expect(executed).toEqual([]);
+      expect(fake.requests[1]!.body.messages.at(-1)).toEqual({
+        role: "tool",
+        tool_call_id: "call_p",
+        content: "no tool named deploy",
+      });
+    } finally {
+      await fx.dispose();
+      fx = before;
+    }
   });
 });
