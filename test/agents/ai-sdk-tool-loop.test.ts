@@ -7,7 +7,7 @@ import { OpenAIAgent } from "../../src/agents/openai-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
 import { capturedLogger } from "../support/log-capture.js";
-import { chunk, FakeChatCompletions, textReply, toolCallReply } from "./fake-chat-completions.js";
+import { chunk, FakeChatCompletions, streamed, textReply, toolCallReply } from "./fake-chat-completions.js";
 
 const S = "tools";
 let fake: FakeChatCompletions;
@@ -226,5 +226,49 @@ describe("the AI SDK agent's tool loop, through a real host", () => {
       { role: "user", content: "Bergen?" },
     ]);
     expect((await readLog(fx.store, S)).filter((e) => e.type === "turn/start")).toHaveLength(1);
+  });
+
+  test("each step is its own assistant message and its results their own: calls right after results, text in pieces", async () => {
+    fx = await openHost({
+      agent: new OpenAIAgent({ baseURL: fake.baseURL, model: "fake-model", tools: tools() }),
+    });
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    const weather = (id: string, city: string) => ({
+      id,
+      type: "function",
+      function: { name: "weather", arguments: JSON.stringify({ city }) },
+    });
+    fake.script(
+      toolCallReply("", [{ id: "w1", name: "weather", args: { city: "Oslo" } }]),
+      toolCallReply("", [{ id: "w2", name: "weather", args: { city: "Bergen" } }]),
+      streamed([
+        chunk({ role: "assistant", content: "Almost " }),
+        chunk({ content: "there. " }),
+        chunk({ tool_calls: [{ index: 0, ...weather("w3", "Tromsø") }] }),
+        chunk({}, "tool_calls"),
+      ]),
+      textReply("Done."),
+    );
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "three cities",
+      clientMessageId: "p",
+    });
+    expect((await turnEvents(fx.store, S, r.turnId!)).at(-1)!.data).toMatchObject({ state: "completed" });
+    expect(fake.requests).toHaveLength(4);
+    const result = (id: string, city: string) => ({
+      role: "tool",
+      tool_call_id: id,
+      content: JSON.stringify({ city, tempC: 21 }),
+    });
+    expect(fake.requests[3]!.body.messages).toEqual([
+      { role: "user", content: "three cities" },
+      { role: "assistant", content: null, tool_calls: [weather("w1", "Oslo")] },
+      result("w1", "Oslo"),
+      { role: "assistant", content: null, tool_calls: [weather("w2", "Bergen")] },
+      result("w2", "Bergen"),
+      { role: "assistant", content: "Almost there. ", tool_calls: [weather("w3", "Tromsø")] },
+      result("w3", "Tromsø"),
+    ]);
   });
 });

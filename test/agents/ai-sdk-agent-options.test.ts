@@ -1,0 +1,98 @@
+import fs from "node:fs";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import { AiSdkAgent, type AiSdkAgentOptions } from "../../src/agents/ai-sdk-agent.js";
+import { ADMIN } from "../../src/host/principal.js";
+import { type HostFixture, openHost, turnEvents } from "../host/host-fixture.js";
+import { tempDir } from "../support/temp-dir.js";
+import { FakeChatCompletions, type Reply, textReply } from "./fake-chat-completions.js";
+
+let fake: FakeChatCompletions;
+let fx: HostFixture | undefined;
+const dir = tempDir("sessionmux-ai-sdk-options-");
+
+beforeEach(async () => {
+  fake = await FakeChatCompletions.start();
+});
+afterEach(async () => {
+  await fx?.dispose();
+  fx = undefined;
+  await fake.close();
+});
+
+function agent(options: Partial<AiSdkAgentOptions> = {}): AiSdkAgent {
+  const provider = createOpenAICompatible({ name: "fake", baseURL: fake.baseURL });
+  return new AiSdkAgent({
+    models: [
+      { id: "small", label: "Small" },
+      { id: "large", label: "Large" },
+    ],
+    languageModel: (id) => provider.chatModel(id),
+    ...options,
+  });
+}
+
+async function prompt(sessionId: string, text: string): Promise<Record<string, unknown>> {
+  const r = await fx!.host.call(ADMIN, "session.prompt", { sessionId, text, clientMessageId: text });
+  return (await turnEvents(fx!.store, sessionId, r.turnId!)).at(-1)!.data as Record<string, unknown>;
+}
+
+describe("an AI SDK agent's options", () => {
+  test("its name, default model and models; none is refused", () => {
+    const a = agent();
+    expect(a.name).toBe("ai-sdk");
+    expect(agent({ name: "mine" }).name).toBe("mine");
+    expect(a.defaultModel).toBe("small");
+    const models = a.models();
+    expect(models).toEqual([
+      { id: "small", label: "Small" },
+      { id: "large", label: "Large" },
+    ]);
+    models[0]!.label = "changed";
+    expect(a.models()[0]!.label).toBe("Small");
+    expect(() => agent({ models: [] })).toThrow(new TypeError("an AI SDK agent needs at least one model"));
+  });
+
+  test("a turn calls the session's model with the system prompt; one the agent no longer offers falls back to its default", async () => {
+    const dbPath = dir.file("models.db");
+    fx = await openHost({ dbPath, agent: agent({ system: "Be brief." }) });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "s", model: "large" });
+    fake.script(textReply("hi"));
+    expect(await prompt("s", "first")).toMatchObject({ state: "completed" });
+    expect(fake.requests[0]!.body.model).toBe("large");
+    expect(fake.requests[0]!.body.messages[0]).toEqual({ role: "system", content: "Be brief." });
+    await fx.dispose();
+
+    // the same sessions, served by an agent that offers only "small"
+    fx = await openHost({ dbPath, agent: agent({ models: [{ id: "small", label: "Small" }] }) });
+    fake.script(textReply("hi again"));
+    expect(await prompt("s", "second")).toMatchObject({ state: "completed" });
+    expect(fake.requests[1]!.body.model).toBe("small");
+    // no system prompt: none is sent
+    expect(fake.requests[1]!.body.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+  });
+
+  test("without a logger a failed turn writes nothing to the process's output", async () => {
+    const written: string[] = [];
+    const keep = (fd: unknown, data: unknown) => {
+      if (fd === 1 || fd === 2) written.push(String(data));
+    };
+    for (const name of ["write", "writeSync"] as const) {
+      const original = fs[name] as (...args: unknown[]) => unknown;
+      vi.spyOn(fs, name).mockImplementation(((...args: unknown[]) => {
+        keep(args[0], args[1]);
+        return original.apply(fs, args);
+      }) as never);
+    }
+    try {
+      fx = await openHost({ agent: agent({ maxRetries: 0 }) });
+      await fx.host.call(ADMIN, "session.create", { sessionId: "quiet" });
+      const boom: Reply = (res) => res.writeHead(500, { "content-type": "application/json" }).end("{}");
+      fake.script(boom);
+      expect(await prompt("quiet", "go")).toMatchObject({ state: "failed" });
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(written.filter((w) => w.includes("agent turn failed"))).toEqual([]);
+  });
+});
