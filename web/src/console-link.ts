@@ -1,4 +1,4 @@
-import { BehaviorSubject, Observable, switchMap } from "rxjs";
+import { BehaviorSubject, Observable, type Subscription, switchMap } from "rxjs";
 import type { ResultOf, SessionRow } from "../../protocol/index.js";
 import {
   browserSocketFactory,
@@ -11,6 +11,11 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
+
+/** The first wait before a control mirror that ended with an error is opened again. */
+export const MIRROR_RETRY_MS = 2_000;
+/** The longest such wait while the mirror keeps failing. */
+export const MIRROR_RETRY_CAP_MS = 60_000;
 
 /** The list notifications of §6, as one callback. */
 export type ListChange =
@@ -66,11 +71,20 @@ export class ConsoleLink {
     return () => sub.unsubscribe();
   }
 
+  /**
+   * The host's live state for as long as the console runs: a mirror that ends with an error (a
+   * baseline the database could not read, say) is reported to `onError` and opened again after
+   * `MIRROR_RETRY_MS`, doubling to `MIRROR_RETRY_CAP_MS` while it keeps failing, so a passing
+   * fault does not leave the live state stale until a reload.
+   */
   onMirror(listener: (mirror: ControlMirror) => void, onError: (error: unknown) => void): () => void {
-    const sub = this.perClient((client) => controlMirror(client)).subscribe({
-      next: listener,
-      error: onError,
-    });
+    const sub = this.perClient((client) =>
+      lastingMirror(
+        () => controlMirror(client),
+        () => client.state.name === "closed",
+        onError,
+      ),
+    ).subscribe(listener);
     return () => sub.unsubscribe();
   }
 
@@ -170,4 +184,47 @@ export class ConsoleLink {
   steer(sessionId: string, itemId: string): Promise<unknown> {
     return this.client.call("session.updateQueue", { sessionId, op: { steer: true, itemId } });
   }
+}
+
+/**
+ * The mirror `open` gives, opened again whenever it ends with an error (see `ConsoleLink.onMirror`)
+ * or the host ends it while the client is not `closed`; the wait starts over once a mirror is live
+ * again.
+ */
+export function lastingMirror(
+  open: () => Observable<ControlMirror>,
+  closed: () => boolean,
+  onError: (error: unknown) => void,
+): Observable<ControlMirror> {
+  return new Observable<ControlMirror>((subscriber) => {
+    let current: Subscription | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let waitMs = MIRROR_RETRY_MS;
+    const again = (): void => {
+      timer = setTimeout(start, waitMs);
+      waitMs = Math.min(waitMs * 2, MIRROR_RETRY_CAP_MS);
+    };
+    const start = (): void => {
+      current = open().subscribe({
+        next: (mirror) => {
+          if (!mirror.stale) waitMs = MIRROR_RETRY_MS;
+          subscriber.next(mirror);
+        },
+        error: (error: unknown) => {
+          onError(error);
+          again();
+        },
+        // the host ends the stream only when it goes away: open it again unless the client closed
+        complete: () => {
+          if (closed()) subscriber.complete();
+          else again();
+        },
+      });
+    };
+    start();
+    return () => {
+      clearTimeout(timer);
+      current?.unsubscribe();
+    };
+  });
 }

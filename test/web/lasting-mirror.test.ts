@@ -1,0 +1,98 @@
+import { Subject } from "rxjs";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type ControlMirror, EMPTY_MIRROR } from "../../src/client/control-mirror-reducer.js";
+import { lastingMirror, MIRROR_RETRY_CAP_MS, MIRROR_RETRY_MS } from "../../web/src/console-link.js";
+
+/**
+ * The console's control mirror on fake timers: each mirror the test opens is a Subject it ends by
+ * hand, so every wait before the next open is checked a millisecond before and at its end.
+ */
+function scripted(closed = () => false) {
+  const opened: Subject<ControlMirror>[] = [];
+  const errors: unknown[] = [];
+  const seen: ControlMirror[] = [];
+  let completed = false;
+  const sub = lastingMirror(
+    () => {
+      const mirror = new Subject<ControlMirror>();
+      opened.push(mirror);
+      return mirror;
+    },
+    closed,
+    (error) => errors.push(error),
+  ).subscribe({ next: (m) => seen.push(m), complete: () => (completed = true) });
+  return { opened, errors, seen, sub, completed: () => completed };
+}
+
+const live: ControlMirror = { ...EMPTY_MIRROR, stale: false, generation: "g1" };
+
+/** Advances to a millisecond before `ms`, checks nothing opened, then to `ms`: one more open. */
+async function opensAfter(opened: unknown[], ms: number): Promise<void> {
+  const before = opened.length;
+  await vi.advanceTimersByTimeAsync(ms - 1);
+  expect(opened).toHaveLength(before);
+  await vi.advanceTimersByTimeAsync(1);
+  expect(opened).toHaveLength(before + 1);
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("the console's lasting control mirror", () => {
+  it("opens a mirror that failed again, each wait twice the last up to its cap, and tells of each failure", async () => {
+    const { opened, errors, sub } = scripted();
+    let wait = MIRROR_RETRY_MS;
+    for (let failure = 1; failure <= 7; failure++) {
+      opened.at(-1)!.error(new Error(`failure ${failure}`));
+      expect(errors).toHaveLength(failure);
+      await opensAfter(opened, wait);
+      wait = Math.min(wait * 2, MIRROR_RETRY_CAP_MS);
+    }
+    expect(wait).toBe(MIRROR_RETRY_CAP_MS);
+    sub.unsubscribe();
+  });
+
+  it("starts the waits over once a mirror is live again; a stale one does not count", async () => {
+    const { opened, seen, sub } = scripted();
+    opened[0]!.error(new Error("first"));
+    await opensAfter(opened, MIRROR_RETRY_MS);
+    opened[1]!.next({ ...live, stale: true });
+    opened[1]!.error(new Error("second"));
+    await opensAfter(opened, MIRROR_RETRY_MS * 2);
+    opened[2]!.next(live);
+    opened[2]!.error(new Error("third"));
+    await opensAfter(opened, MIRROR_RETRY_MS);
+    expect(seen.map((m) => m.stale)).toEqual([true, false]);
+    sub.unsubscribe();
+  });
+
+  it("opens a mirror the host ended again, and ends with the client once it is closed", async () => {
+    let closed = false;
+    const { opened, errors, sub, completed } = scripted(() => closed);
+    opened[0]!.complete();
+    await opensAfter(opened, MIRROR_RETRY_MS);
+    expect(completed()).toBe(false);
+    closed = true;
+    opened[1]!.complete();
+    expect(completed()).toBe(true);
+    await vi.advanceTimersByTimeAsync(MIRROR_RETRY_CAP_MS * 2);
+    expect(opened).toHaveLength(2);
+    expect(errors).toEqual([]);
+    sub.unsubscribe();
+  });
+
+  it("an unsubscribe during a wait cancels the next open and leaves the open mirror", async () => {
+    const { opened, sub } = scripted();
+    opened[0]!.error(new Error("failed"));
+    sub.unsubscribe();
+    await vi.advanceTimersByTimeAsync(MIRROR_RETRY_CAP_MS * 2);
+    expect(opened).toHaveLength(1);
+    const again = scripted();
+    again.sub.unsubscribe();
+    expect(again.opened[0]!.observed).toBe(false);
+  });
+});
