@@ -1,7 +1,8 @@
 import { Subject } from "rxjs";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type ControlMirror, EMPTY_MIRROR } from "../../src/client/control-mirror-reducer.js";
-import { lastingMirror, MIRROR_RETRY_CAP_MS, MIRROR_RETRY_MS } from "../../web/src/console-link.js";
+import { lastingMirror } from "../../web/src/console-link.js";
+import { RETRY_CAP_MS, RETRY_FIRST_MS } from "../../web/src/retry-wait.js";
 
 /**
  * The console's control mirror on fake timers: each mirror the test opens is a Subject it ends by
@@ -45,27 +46,27 @@ afterEach(() => {
 describe("the console's lasting control mirror", () => {
   it("opens a mirror that failed again, each wait twice the last up to its cap, and tells of each failure", async () => {
     const { opened, errors, sub } = scripted();
-    let wait = MIRROR_RETRY_MS;
+    let wait = RETRY_FIRST_MS;
     for (let failure = 1; failure <= 7; failure++) {
       opened.at(-1)!.error(new Error(`failure ${failure}`));
       expect(errors).toHaveLength(failure);
       await opensAfter(opened, wait);
-      wait = Math.min(wait * 2, MIRROR_RETRY_CAP_MS);
+      wait = Math.min(wait * 2, RETRY_CAP_MS);
     }
-    expect(wait).toBe(MIRROR_RETRY_CAP_MS);
+    expect(wait).toBe(RETRY_CAP_MS);
     sub.unsubscribe();
   });
 
   it("starts the waits over once a mirror is live again; a stale one does not count", async () => {
     const { opened, seen, sub } = scripted();
     opened[0]!.error(new Error("first"));
-    await opensAfter(opened, MIRROR_RETRY_MS);
+    await opensAfter(opened, RETRY_FIRST_MS);
     opened[1]!.next({ ...live, stale: true });
     opened[1]!.error(new Error("second"));
-    await opensAfter(opened, MIRROR_RETRY_MS * 2);
+    await opensAfter(opened, RETRY_FIRST_MS * 2);
     opened[2]!.next(live);
     opened[2]!.error(new Error("third"));
-    await opensAfter(opened, MIRROR_RETRY_MS);
+    await opensAfter(opened, RETRY_FIRST_MS);
     expect(seen.map((m) => m.stale)).toEqual([true, false]);
     sub.unsubscribe();
   });
@@ -74,12 +75,12 @@ describe("the console's lasting control mirror", () => {
     let closed = false;
     const { opened, errors, sub, completed } = scripted(() => closed);
     opened[0]!.complete();
-    await opensAfter(opened, MIRROR_RETRY_MS);
+    await opensAfter(opened, RETRY_FIRST_MS);
     expect(completed()).toBe(false);
     closed = true;
     opened[1]!.complete();
     expect(completed()).toBe(true);
-    await vi.advanceTimersByTimeAsync(MIRROR_RETRY_CAP_MS * 2);
+    await vi.advanceTimersByTimeAsync(RETRY_CAP_MS * 2);
     expect(opened).toHaveLength(2);
     expect(errors).toEqual([]);
     sub.unsubscribe();
@@ -89,7 +90,7 @@ describe("the console's lasting control mirror", () => {
     const { opened, sub } = scripted();
     opened[0]!.error(new Error("failed"));
     sub.unsubscribe();
-    await vi.advanceTimersByTimeAsync(MIRROR_RETRY_CAP_MS * 2);
+    await vi.advanceTimersByTimeAsync(RETRY_CAP_MS * 2);
     expect(opened).toHaveLength(1);
     const again = scripted();
     again.sub.unsubscribe();

@@ -1,6 +1,7 @@
 import "fake-indexeddb/auto";
 import { createStore, keys } from "idb-keyval";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { SessionmuxError } from "../../protocol/index.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ConsoleLink } from "../../web/src/console-link.js";
 import { type CacheStores, SessionCache } from "../../web/src/session-cache.js";
@@ -120,6 +121,48 @@ describe("console session model against a real host", () => {
       await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
       expect(modes.slice(before).at(-1)).toBe("live");
     } finally {
+      model.dispose();
+      await cut.close();
+      await proxy.stop();
+    }
+  });
+  it("says stopped, never live, when the host ends its follow stream with an error, and follows again by itself", async () => {
+    const proxy = await startTcpProxy(host.port);
+    const cut = createNodeClient({
+      url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
+      token: ADMIN_TOKEN,
+      backoff: { baseMs: 20, capMs: 100 },
+    });
+    const modes: string[] = [];
+    const model: SessionModel = new SessionModel(
+      sessionId,
+      new ConsoleLink(() => cut, ADMIN_TOKEN),
+      freshCache().cache,
+      () => modes.push(model.mode),
+    );
+    const openRead = vi.spyOn(host.host, "openRead");
+    try {
+      model.start();
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+      // the stream opened again on the next socket cannot read the log, once
+      openRead.mockRejectedValueOnce(new SessionmuxError("persistence_failure", "the database is away"));
+      const before = modes.length;
+      expect(proxy.cutAll()).toBeGreaterThan(0);
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("stopped");
+      expect(model.error).toBe("persistence_failure");
+      // opened again after its wait, from the last seq applied: live, and what came meanwhile is there
+      const { seq } = await client.call("session.rename", { sessionId, title: "while stopped" });
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+      await expect.poll(() => model.transcript.lastSeq, { timeout: 10_000 }).toBe(seq);
+      expect(model.error).toBeUndefined();
+      // from the loss to the failure nothing said live; the next live came after it
+      const after = modes.slice(before);
+      const stopped = after.indexOf("stopped");
+      expect(after.slice(0, stopped)).not.toContain("live");
+      expect(after.indexOf("live")).toBeGreaterThan(stopped);
+      expect(after).not.toContain("gone");
+    } finally {
+      openRead.mockRestore();
       model.dispose();
       await cut.close();
       await proxy.stop();

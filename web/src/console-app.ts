@@ -199,10 +199,11 @@ export class ConsoleApp {
       s.mode === "gone"
         ? "Session not available"
         : rowTitle({ title: s.transcript.title || row?.title || "", sessionId: s.sessionId });
-    const mode =
-      s.mode === "live" ? "live" : s.mode === "gone" ? "" : s.mode === "loading" ? "loading" : "replaying";
+    const mode = s.mode === "gone" ? "" : s.mode;
     this.el.followState.textContent = mode;
     this.el.followState.dataset.mode = mode;
+    // a stopped stream says why; the model opens it again by itself
+    this.el.followState.title = s.mode === "stopped" ? `Stopped by the host (${s.error}); retrying` : "";
     const agent = activity(s.sessionId, row);
     this.el.agentStatus.textContent = activityLabel(agent);
     this.el.agentStatus.dataset.state = agent;

@@ -11,11 +11,7 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
-
-/** The first wait before a control mirror that ended with an error is opened again. */
-export const MIRROR_RETRY_MS = 2_000;
-/** The longest such wait while the mirror keeps failing. */
-export const MIRROR_RETRY_CAP_MS = 60_000;
+import { RetryWait } from "./retry-wait.js";
 
 /** The list notifications of §6, as one callback. */
 export type ListChange =
@@ -73,9 +69,8 @@ export class ConsoleLink {
 
   /**
    * The host's live state for as long as the console runs: a mirror that ends with an error (a
-   * baseline the database could not read, say) is reported to `onError` and opened again after
-   * `MIRROR_RETRY_MS`, doubling to `MIRROR_RETRY_CAP_MS` while it keeps failing, so a passing
-   * fault does not leave the live state stale until a reload.
+   * baseline the database could not read, say) is reported to `onError` and opened again after a
+   * `RetryWait`, so a passing fault does not leave the live state stale until a reload.
    */
   onMirror(listener: (mirror: ControlMirror) => void, onError: (error: unknown) => void): () => void {
     const sub = this.perClient((client) =>
@@ -199,15 +194,14 @@ export function lastingMirror(
   return new Observable<ControlMirror>((subscriber) => {
     let current: Subscription | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let waitMs = MIRROR_RETRY_MS;
+    const wait = new RetryWait();
     const again = (): void => {
-      timer = setTimeout(start, waitMs);
-      waitMs = Math.min(waitMs * 2, MIRROR_RETRY_CAP_MS);
+      timer = setTimeout(start, wait.next());
     };
     const start = (): void => {
       current = open().subscribe({
         next: (mirror) => {
-          if (!mirror.stale) waitMs = MIRROR_RETRY_MS;
+          if (!mirror.stale) wait.reset();
           subscriber.next(mirror);
         },
         error: (error: unknown) => {

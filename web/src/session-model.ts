@@ -2,10 +2,14 @@ import type { SessionEvent } from "../../protocol/index.js";
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
 import type { FollowUpdate } from "../../src/client/index.js";
 import type { ConsoleLink } from "./console-link.js";
+import { RetryWait } from "./retry-wait.js";
 import type { SessionCache } from "./session-cache.js";
 
-/** Where the transcript of the shown session comes from right now. */
-export type FeedMode = "loading" | "replaying" | "live" | "gone";
+/**
+ * Where the transcript of the shown session comes from right now; `stopped`: the host ended its
+ * follow stream with an error, and it is opened again after a wait (`error` says why).
+ */
+export type FeedMode = "loading" | "replaying" | "live" | "stopped" | "gone";
 
 const PAGE_LIMIT = 1000;
 /** A load superseded this many times in a row gives up and leaves the work to `follow`. */
@@ -30,6 +34,8 @@ export class SessionModel {
   private disposed = false;
   private unfollow: (() => void) | undefined;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly retryWait = new RetryWait();
 
   constructor(
     readonly sessionId: string,
@@ -83,6 +89,7 @@ export class SessionModel {
     if (this.disposed) return;
     if (this.mode !== "gone") this.flush();
     this.disposed = true;
+    clearTimeout(this.retryTimer);
     this.unfollow?.();
     this.unfollow = undefined;
   }
@@ -162,6 +169,8 @@ export class SessionModel {
         break;
       case "caughtUp":
         this.mode = "live";
+        this.error = undefined;
+        this.retryWait.reset();
         break;
       case "interrupted":
         // the stream is lost: what follows is a replay from the cursor, live only at its caughtUp
@@ -173,10 +182,19 @@ export class SessionModel {
 
   private fail(error: unknown): void {
     if (this.disposed) return;
+    // the stream is over: nothing follows the session until it is opened again
+    this.unfollow = undefined;
     const code = (error as { code?: string }).code;
     if (code === "session_not_found" || code === "session_retired") {
       void this.cache.forget(this.sessionId);
       this.mode = "gone";
+    } else {
+      // never "live" over a stream that ended; it resumes from the last seq applied
+      this.mode = "stopped";
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined;
+        this.follow();
+      }, this.retryWait.next());
     }
     this.error = code ?? (error instanceof Error ? error.message : String(error));
     this.onChange();
