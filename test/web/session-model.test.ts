@@ -21,6 +21,27 @@ function freshCache(): { cache: SessionCache; stores: CacheStores } {
   return { cache: new SessionCache("partition", pair), stores: pair };
 }
 
+/**
+ * A session model over a client of its own that reaches the host through a TCP proxy the test can
+ * cut, with every mode it takes recorded in order.
+ */
+async function modelBehindProxy(host: TestHost, sessionId: string) {
+  const proxy = await startTcpProxy(host.port);
+  const cut = createNodeClient({
+    url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
+    token: ADMIN_TOKEN,
+    backoff: { baseMs: 20, capMs: 100 },
+  });
+  const modes: string[] = [];
+  const model: SessionModel = new SessionModel(
+    sessionId,
+    new ConsoleLink(() => cut, ADMIN_TOKEN),
+    freshCache().cache,
+    () => modes.push(model.mode),
+  );
+  return { proxy, cut, modes, model };
+}
+
 describe("console session model against a real host", () => {
   let host: TestHost;
   let client: SessionmuxClient;
@@ -98,19 +119,7 @@ describe("console session model against a real host", () => {
     model.dispose();
   });
   it("stops saying live the moment its stream is lost, and says it again only once caught up", async () => {
-    const proxy = await startTcpProxy(host.port);
-    const cut = createNodeClient({
-      url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
-      token: ADMIN_TOKEN,
-      backoff: { baseMs: 20, capMs: 100 },
-    });
-    const modes: string[] = [];
-    const model: SessionModel = new SessionModel(
-      sessionId,
-      new ConsoleLink(() => cut, ADMIN_TOKEN),
-      freshCache().cache,
-      () => modes.push(model.mode),
-    );
+    const { proxy, cut, modes, model } = await modelBehindProxy(host, sessionId);
     try {
       model.start();
       await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
@@ -127,19 +136,7 @@ describe("console session model against a real host", () => {
     }
   });
   it("says stopped, never live, when the host ends its follow stream with an error, and follows again by itself", async () => {
-    const proxy = await startTcpProxy(host.port);
-    const cut = createNodeClient({
-      url: `ws://127.0.0.1:${proxy.port}/api/remote.mux`,
-      token: ADMIN_TOKEN,
-      backoff: { baseMs: 20, capMs: 100 },
-    });
-    const modes: string[] = [];
-    const model: SessionModel = new SessionModel(
-      sessionId,
-      new ConsoleLink(() => cut, ADMIN_TOKEN),
-      freshCache().cache,
-      () => modes.push(model.mode),
-    );
+    const { proxy, cut, modes, model } = await modelBehindProxy(host, sessionId);
     const openRead = vi.spyOn(host.host, "openRead");
     try {
       model.start();
