@@ -35,4 +35,26 @@ describe.skipIf(!hasChromium)("console live state after a failed control stream"
       baseline.mockRestore();
     }
   });
+  it("shows a follow stream the host ended with an error as stopped, says why, and follows again", async () => {
+    const { host, client } = consoleHost;
+    await client.create({ sessionId: "stops" });
+    const openRead = vi
+      .spyOn(host.host, "openRead")
+      .mockRejectedValueOnce(new SessionmuxError("persistence_failure", "the database is away"));
+    try {
+      const page = await browser.profile.newPage();
+      await openConsole(page, host.url, ADMIN_TOKEN, "stops");
+      const badge = '[data-testid="follow-state"]';
+      await page.waitForSelector(`${badge}[data-mode="stopped"]`, { timeout: 10_000 });
+      expect(await page.getAttribute(badge, "title")).toBe(
+        "Stopped by the host (persistence_failure); retrying",
+      );
+      expect(await page.textContent(badge)).toBe("stopped");
+      await page.waitForSelector(`${badge}[data-mode="live"]`, { timeout: 15_000 });
+      expect(await page.getAttribute(badge, "title")).toBeNull();
+      await page.close();
+    } finally {
+      openRead.mockRestore();
+    }
+  });
 });

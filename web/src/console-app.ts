@@ -202,13 +202,14 @@ export class ConsoleApp {
     const mode = s.mode === "gone" ? "" : s.mode;
     this.el.followState.textContent = mode;
     this.el.followState.dataset.mode = mode;
-    // a stopped stream says why; the model opens it again by itself
-    this.el.followState.title = s.mode === "stopped" ? `Stopped by the host (${s.error}); retrying` : "";
     const agent = activity(s.sessionId, row);
     this.el.agentStatus.textContent = activityLabel(agent);
     this.el.agentStatus.dataset.state = agent;
     // Offline, the badges show the last known state, marked so it never passes for the current one.
     markStale(this.el.followState, !online);
+    // online, a stopped stream says why (the model opens it again by itself); offline, the mark does
+    if (online && s.mode === "stopped")
+      this.el.followState.title = `Stopped by the host (${s.error}); retrying`;
     markStale(this.el.agentStatus, liveStale);
     for (const control of [
       this.el.send,
