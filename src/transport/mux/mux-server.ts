@@ -72,6 +72,14 @@ export function createMuxUpgradeHandler(
   }, resolved.pingIntervalMs);
   heartbeat.unref();
 
+  let closed: Promise<void> | undefined;
+  const closeAll = async () => {
+    closing = true;
+    clearInterval(heartbeat);
+    await Promise.all([...live].map(([ws, connection]) => shutDown(ws, connection)));
+    await new Promise<void>((resolve) => wss.close(() => resolve()));
+  };
+
   const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     const verdict = judgeUpgrade(req, auth);
@@ -88,12 +96,10 @@ export function createMuxUpgradeHandler(
     get connections() {
       return live.size;
     },
-    async close() {
-      if (closing) return;
-      closing = true;
-      clearInterval(heartbeat);
-      await Promise.all([...live].map(([ws, connection]) => shutDown(ws, connection)));
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    close() {
+      // a second caller waits for the same shutdown, not merely for its start
+      closed ??= closeAll();
+      return closed;
     },
   };
 }
