@@ -27,9 +27,13 @@ async function database(): Promise<{ dir: ReturnType<typeof tempDir>; db: string
 
 /** Fills the copy's second page with 0xff: its integrity check then reports the damage. */
 function damage(copyPath: string): void {
+  garble(copyPath, 4096, 4096);
+}
+
+function garble(copyPath: string, at: number, length: number): void {
   const fd = openSync(copyPath, "r+");
   try {
-    writeSync(fd, Buffer.alloc(4096, 0xff), 0, 4096, 4096);
+    writeSync(fd, Buffer.alloc(length, 0xff), 0, length, at);
   } finally {
     closeSync(fd);
   }
@@ -60,6 +64,20 @@ describe("a backup whose copy fails its integrity check", () => {
     expect(refused.code).toBe("backup_corrupt");
     expect(refused.message).toContain(`nothing was written to ${target}`);
     expect(damaged).not.toBe("");
+    expect(readdirSync(dir.path).filter((name) => name.startsWith("copy.db"))).toEqual([]);
+  });
+
+  it("is refused backup_corrupt when the copy is too damaged for SQLite to read at all", async () => {
+    const { dir, db } = await database();
+    const target = dir.file("copy.db");
+    const refused = await refusal(
+      backupDatabase(db, target, {
+        // the header names the file a database: without it SQLite refuses the file (SQLITE_NOTADB)
+        beforeCheck: (copyPath) => garble(copyPath, 0, 100),
+      }),
+    );
+    expect(refused.code).toBe("backup_corrupt");
+    expect(refused.message).toContain("failed its integrity check");
     expect(readdirSync(dir.path).filter((name) => name.startsWith("copy.db"))).toEqual([]);
   });
 
