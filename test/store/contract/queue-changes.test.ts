@@ -149,6 +149,31 @@ describeContract("queue changes", (backend) => {
       });
       expect(exact.status).toBe("queued");
     });
+
+    test("the display text and inline attachments count, raw bytes or a data: URL; a stored attachment does not", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      // 1 (text) + 2 (display) + 5 (raw bytes) + 9 (data: URL) = 17 bytes
+      const input = {
+        text: "t",
+        display: "dd",
+        attachments: [
+          { name: "raw.bin", type: "application/octet-stream", bytes: new Uint8Array(5) },
+          { name: "url.txt", type: "text/plain", url: "data:,xyz" },
+          { name: "stored.png", type: "image/png", attachmentId: "att-1" },
+        ],
+      };
+      const enqueue = (maxBytesPerOwner: number) =>
+        store.enqueuePrompt({
+          sessionId: S,
+          itemId: "q1",
+          queuedAt: 1,
+          input,
+          limits: { maxItemsPerSession: 10, maxBytesPerOwner },
+        });
+      expect(await enqueue(16)).toEqual({ status: "queue_full", limit: "bytes_per_owner", max: 16 });
+      expect((await enqueue(17)).status).toBe("queued");
+    });
   });
 
   test("a steered item moves first", async () => {
