@@ -211,6 +211,28 @@ describeContract("live state", (backend) => {
     });
   });
 
+  describe("live state pages", () => {
+    test("a session whose open turn waits on no interaction is not parked; a short page is the last", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await store.create({ sessionId: "running", owner: "bob", model: "m" });
+      await parked(store);
+      await store.append("running", [turnStart("r1"), userMessage("working")]);
+      await store.enqueuePrompt({ sessionId: "running", itemId: "q", queuedAt: 1, input: { text: "next" } });
+
+      const page = await store.liveStatePage(null, 3);
+
+      expect(
+        page.sessions.map((s) => [s.sessionId, s.parkedTurnId, s.queue.length, s.interactions.length]),
+      ).toEqual([
+        [S, "t1", 0, 1],
+        ["running", null, 1, 0],
+      ]);
+      // fewer sessions than asked for: nothing to continue from
+      expect(page.next).toBeNull();
+    });
+  });
+
   describe("forks", () => {
     test("a fork of a parked session copies the log, not the pending interaction", async () => {
       const { store } = await open();
