@@ -10,8 +10,12 @@ const cleanups = cleanupsAfterEach();
 
 /** Rows of 4 KiB each: 300 of them make a database of more than 300 pages. */
 const ROWS = 300;
-/** Writes the steady writer makes at most; a backup that restarts on every write outlasts it. */
-const MAX_WRITES = 1000;
+/**
+ * Writes the steady writer makes at most; a backup that restarts on every write outlasts it. Far
+ * above what a one-step backup sees, as the writer also runs while the backup waits on the thread
+ * pool before its first step.
+ */
+const MAX_WRITES = 5000;
 
 function folder(): ReturnType<typeof tempDir> {
   const dir = tempDir();
