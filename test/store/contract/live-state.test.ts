@@ -231,6 +231,20 @@ describeContract("live state", (backend) => {
       // fewer sessions than asked for: nothing to continue from
       expect(page.next).toBeNull();
     });
+
+    test("a turn started over a turn still waiting is not parked on the older turn's request", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await parked(store, "t1", "i1");
+      // a log may start a turn without ending the open one: its request stays pending, the new turn waits on nothing
+      await store.append(S, [turnStart("t2"), userMessage("next")]);
+
+      const page = await store.liveStatePage(null, 10);
+
+      expect(page.sessions.map((s) => [s.parkedTurnId, s.interactions.map((i) => i.turnId)])).toEqual([
+        [null, ["t1"]],
+      ]);
+    });
   });
 
   describe("forks", () => {
