@@ -209,6 +209,108 @@ describeContract("live state", (backend) => {
         db.close();
       }
     });
+
+    test("a page of several sessions gives each its own queue, questions, running jobs and lease, in session id order", async () => {
+      const { store } = await open();
+      const job = (jobId: string, label: string) => ({
+        type: "job/started" as const,
+        data: { jobId, turnId: "t1", label },
+      });
+      const ask = (turnId: string, interactionId: string) => ({
+        type: "interaction/requested" as const,
+        data: { turnId, interactionId, kind: "approval" as const, action: interactionId },
+      });
+      // created out of id order; "0-parked" sorts before every letter and is written last
+      for (const [sessionId, owner, model] of [
+        ["c-working", "carol", "mc"],
+        ["a-idle", "alice", "ma"],
+        ["e-elsewhere", "erin", "me"],
+        ["b-queued", "bob", "mb"],
+        ["0-parked", "zoe", "m0"],
+      ] as const)
+        await store.create({ sessionId, owner, model });
+      await store.append("a-idle", [turnStart("t1"), turnEnd("t1")]);
+      await store.append("c-working", [turnStart("t1"), job("j3", "lint"), job("j2", "test")], { at: 200 });
+      await store.append("c-working", [job("j1", "build")], { at: 100 });
+      await store.append("c-working", [{ type: "job/ended", data: { jobId: "j3", state: "completed" } }]);
+      expect(await store.setJobProgress("j2", 0.5)).toEqual({ status: "ok" });
+      const released = await store.acquireLease("c-working", "host-a", 60_000);
+      if (released.status !== "acquired") throw new Error(released.status);
+      await store.releaseLease(released.lease);
+      // a question of a turn other than the open one does not park it
+      await store.append("e-elsewhere", [turnStart("t2"), ask("t1", "x")]);
+      await store.append("b-queued", [turnStart("t1")]);
+      for (const itemId of ["qb1", "qb2"])
+        await store.enqueuePrompt({ sessionId: "b-queued", itemId, queuedAt: 1, input: { text: itemId } });
+      await store.enqueuePrompt({
+        sessionId: "0-parked",
+        itemId: "q0",
+        queuedAt: 2,
+        input: { text: "next" },
+      });
+      const held = await store.acquireLease("0-parked", "host-a", 60_000);
+      if (held.status !== "acquired") throw new Error(held.status);
+      await store.append("0-parked", [turnStart("t1"), ask("t1", "i3"), ask("t1", "i2")], { at: 300 });
+      await store.append("0-parked", [ask("t1", "i1")], { at: 400 });
+      await store.resolveInteraction("i3", { outcome: "approve" });
+
+      const page = await store.liveStatePage(null, 10);
+      expect(page.next).toBeNull();
+      const pending = async (...ids: string[]) =>
+        Promise.all(ids.map(async (id) => (await store.interaction(id))!.interaction));
+      const queue = (sessionId: string, owner: string, ...items: [string, number, string][]) =>
+        items.map(([itemId, queuedAt, text]) => ({ itemId, sessionId, owner, queuedAt, input: { text } }));
+      const running = (jobId: string, label: string, progress: number, startedAt: number) => ({
+        jobId,
+        sessionId: "c-working",
+        turnId: "t1",
+        label,
+        progress,
+        startedAt,
+      });
+      expect(page.sessions).toEqual([
+        {
+          sessionId: "0-parked",
+          owner: "zoe",
+          model: "m0",
+          queue: queue("0-parked", "zoe", ["q0", 2, "next"]),
+          interactions: await pending("i2", "i1"),
+          parkedTurnId: "t1",
+          jobs: [],
+          lease: { ...held.lease, expiresAt: held.expiresAt },
+        },
+        {
+          sessionId: "b-queued",
+          owner: "bob",
+          model: "mb",
+          queue: queue("b-queued", "bob", ["qb1", 1, "qb1"], ["qb2", 1, "qb2"]),
+          interactions: [],
+          parkedTurnId: null,
+          jobs: [],
+          lease: null,
+        },
+        {
+          sessionId: "c-working",
+          owner: "carol",
+          model: "mc",
+          queue: [],
+          interactions: [],
+          parkedTurnId: null,
+          jobs: [running("j1", "build", 0, 100), running("j2", "test", 0.5, 200)],
+          lease: null,
+        },
+        {
+          sessionId: "e-elsewhere",
+          owner: "erin",
+          model: "me",
+          queue: [],
+          interactions: await pending("x"),
+          parkedTurnId: null,
+          jobs: [],
+          lease: null,
+        },
+      ]);
+    });
   });
 
   describe("live state pages", () => {
