@@ -251,6 +251,27 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     ]);
   });
 
+  it("after an outage announces a pending question of a session whose id sorts before any letter", async () => {
+    const { a, b, heard, made } = await hosts();
+    await a.create({ sessionId: "0-first", owner: "bob", model: "m" });
+    await a.append("0-first", [turnStart("t1"), ask("t1", "i0")]);
+    await a.append(S, [turnStart("t1"), ask("t1", "i1")]);
+    made();
+    await b.rereadAll();
+    expect(heard).toEqual([
+      {
+        kind: "interaction.requested",
+        owner: "bob",
+        interaction: expect.objectContaining({ interactionId: "i0" }),
+      },
+      {
+        kind: "interaction.requested",
+        owner: "alice",
+        interaction: expect.objectContaining({ interactionId: "i1" }),
+      },
+    ]);
+  });
+
   it("after an outage reads only the queues changed since the previous LISTEN, a page at a time", async () => {
     const { a, b, heard, made, pool, queueReads } = await hosts();
     await a.enqueuePrompt({ sessionId: S, itemId: "q0", queuedAt: 1, input: { text: "before" } });
