@@ -40,7 +40,12 @@ export {
 } from "./follow-cursor.js";
 export { type FollowOptions, followSession } from "./follow-session.js";
 export { DEFAULT_KEEPALIVE, type KeepAliveOptions } from "./keepalive.js";
-export { browserNetworkSignals, type NetworkSignal, type NetworkSignals } from "./network-signals.js";
+export {
+  browserNetworkSignals,
+  clockJumpSignals,
+  type NetworkSignal,
+  type NetworkSignals,
+} from "./network-signals.js";
 export {
   type CarrierReason,
   ConnectionRefusedError,

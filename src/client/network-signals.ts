@@ -43,3 +43,25 @@ export function browserNetworkSignals(scope: unknown = globalThis): NetworkSigna
     };
   };
 }
+
+/**
+ * A `resumed` hint when the client's timers were held far past their time: the machine slept or
+ * the process was stopped, and its sockets' paths may have died meanwhile (nothing else tells a
+ * Node process). A tick every `tickMs` that comes more than `jumpMs` late is such a gap. The timer
+ * is unreferenced, so it never keeps a process alive.
+ */
+export function clockJumpSignals(options: { tickMs?: number; jumpMs?: number } = {}): NetworkSignals {
+  const tickMs = options.tickMs ?? 2_000;
+  const jumpMs = options.jumpMs ?? 10_000;
+  return (listener) => {
+    let last = Date.now();
+    const timer = setInterval(() => {
+      const now = Date.now();
+      const late = now - last - tickMs;
+      last = now;
+      if (late > jumpMs) listener("resumed");
+    }, tickMs);
+    (timer as { unref?: () => void }).unref?.();
+    return () => clearInterval(timer);
+  };
+}

@@ -2,6 +2,7 @@ import WebSocket from "ws";
 import { Limits, SUBPROTOCOL } from "../../protocol/limits.js";
 import { type ClientOptions, createClient, type SessionmuxClient } from "./client.js";
 import { MAX_HOST_MESSAGE_BYTES } from "./host-frame-reader.js";
+import { clockJumpSignals } from "./network-signals.js";
 import type { SocketFactory, WebSocketLike } from "./socket.js";
 
 export * from "./index.js";
@@ -70,7 +71,14 @@ export function createNodeSocketFactory(
 /** The default Node socket factory (see `createNodeSocketFactory`). */
 export const nodeSocketFactory: SocketFactory = createNodeSocketFactory();
 
-/** `createClient` for Node: uses `ws` with the Authorization header unless a factory is given. */
+/**
+ * `createClient` for Node: uses `ws` with the Authorization header unless a factory is given, and
+ * hears a machine's sleep as a network hint (`clockJumpSignals`) unless `network` says otherwise.
+ */
 export function createNodeClient(options: Omit<ClientOptions, "WebSocket">): SessionmuxClient {
-  return createClient({ socketFactory: nodeSocketFactory, ...options });
+  return createClient({
+    socketFactory: nodeSocketFactory,
+    ...options,
+    network: options.network ?? clockJumpSignals(),
+  });
 }
