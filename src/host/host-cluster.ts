@@ -5,6 +5,7 @@ import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js"
 import type { AgentRegistry } from "./agent-registry.js";
 import { CallRouter, type LocalRun } from "./call-router.js";
 import { HostLeases } from "./host-leases.js";
+import type { LeaseMeters } from "./host-meters.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { NotOwner } from "./not-owner.js";
 import { refusal } from "./store-outcomes.js";
@@ -37,6 +38,7 @@ export interface HostClusterDeps {
   /** Runs the queued prompts of a session nobody owns here (takes its lease first). */
   resumeUnowned: (sessionId: string) => Promise<void>;
   closing: () => boolean;
+  meters?: LeaseMeters;
 }
 
 /**
@@ -64,6 +66,7 @@ export class HostCluster {
       logger: deps.logger,
       onLost: (lease) => this.#lost(lease),
       sweep: () => this.#sweep(),
+      ...(deps.meters ? { meters: deps.meters } : {}),
       ...(deps.options.leaseTtlMs !== undefined ? { ttlMs: deps.options.leaseTtlMs } : {}),
     });
     this.router = new CallRouter({

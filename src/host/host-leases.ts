@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { LeaseOutcome, SessionLease, SessionLeaseStore } from "../store/session-lease.js";
+import type { LeaseLoss, LeaseMeters } from "./host-meters.js";
 
 /** A lease lives this long unless renewed. */
 export const DEFAULT_LEASE_TTL_MS = 10_000;
@@ -35,6 +36,7 @@ export interface HostLeasesOptions {
   onLost: (lease: SessionLease) => void;
   /** Runs after each renewal round while the clock runs (see `HostCluster`'s sweep). */
   sweep?: () => Promise<void>;
+  meters?: LeaseMeters;
 }
 
 /**
@@ -49,6 +51,7 @@ export class HostLeases implements Ownership {
   readonly #logger: Logger;
   readonly #onLost: (lease: SessionLease) => void;
   readonly #sweep: (() => Promise<void>) | undefined;
+  readonly #meters: LeaseMeters | undefined;
   readonly #held = new Map<string, SessionLease>();
   readonly #queues = new Map<string, Promise<unknown>>();
   #timer: NodeJS.Timeout | undefined;
@@ -62,6 +65,7 @@ export class HostLeases implements Ownership {
     this.#logger = options.logger;
     this.#onLost = options.onLost;
     this.#sweep = options.sweep;
+    this.#meters = options.meters;
   }
 
   /** Starts the lease clock: every `ttlMs / 3` a renewal round, then the sweep. */
@@ -91,7 +95,7 @@ export class HostLeases implements Ownership {
   }
 
   fenced(lease: SessionLease): void {
-    this.#lost(lease, "an append was fenced");
+    this.#lost(lease, "fenced");
   }
 
   /** Takes (or keeps) the session's lease; `held` names the live host that has it instead. */
@@ -100,7 +104,9 @@ export class HostLeases implements Ownership {
       const outcome = await this.#store.acquireLease(sessionId, this.hostId, this.ttlMs);
       if (outcome.status === "acquired") {
         this.#held.set(sessionId, outcome.lease);
-        if (outcome.takeover)
+        this.#meters?.leasesHeld(this.#held.size);
+        if (outcome.takeover) {
+          this.#meters?.leaseTakenOver();
           this.#logger.info(
             {
               sessionId,
@@ -109,6 +115,7 @@ export class HostLeases implements Ownership {
             },
             "took over an expired session lease",
           );
+        }
       }
       return outcome;
     });
@@ -120,6 +127,7 @@ export class HostLeases implements Ownership {
       const lease = this.#held.get(sessionId);
       if (!lease || keep()) return;
       this.#held.delete(sessionId);
+      this.#meters?.leasesHeld(this.#held.size);
       await this.#store.releaseLease(lease).catch((err: unknown) => {
         // it then simply expires
         this.#logger.warn({ err, sessionId }, "releasing a session lease failed");
@@ -146,8 +154,9 @@ export class HostLeases implements Ownership {
     if (leases.length === 0) return;
     try {
       const outcome = await this.#store.renewLeases(this.hostId, leases, this.ttlMs);
-      for (const lease of outcome.lost) this.#lost(lease, "renewal refused");
+      for (const lease of outcome.lost) this.#lost(lease, "renewal_refused");
     } catch (err) {
+      this.#meters?.leaseRenewalFailed();
       // the store's clock decides: if the leases expire meanwhile, appends are fenced
       this.#logger.warn({ err, leases: leases.length }, "renewing session leases failed");
     }
@@ -174,10 +183,12 @@ export class HostLeases implements Ownership {
     });
   }
 
-  #lost(lease: SessionLease, why: string): void {
+  #lost(lease: SessionLease, why: LeaseLoss): void {
     const current = this.#held.get(lease.sessionId);
     if (!current || current.generation !== lease.generation) return;
     this.#held.delete(lease.sessionId);
+    this.#meters?.leasesHeld(this.#held.size);
+    this.#meters?.leaseLost(why);
     this.#logger.warn(
       { sessionId: lease.sessionId, generation: lease.generation, hostId: this.hostId, why },
       "session lease lost: its agent stops here",

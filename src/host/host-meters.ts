@@ -1,5 +1,20 @@
 /** What the host reports about its agents; implemented by the metrics registry in transport. */
-export interface HostMeters {
+export interface HostMeters extends LeaseMeters {
   /** The number of sessions with a live agent on this host, after every change. */
   agentsLive(count: number): void;
+}
+
+/** Why a host's lease is gone before it released it. */
+export type LeaseLoss = "renewal_refused" | "fenced";
+
+/** What a host sharing its store with others reports about its session leases. */
+export interface LeaseMeters {
+  /** The number of leases this host holds, after every change. */
+  leasesHeld(count: number): void;
+  /** A lease taken from a host whose lease had run out (its running turn closed `interrupted`). */
+  leaseTakenOver(): void;
+  /** A lease this host held is gone: a renewal was refused, or an append under it was fenced. */
+  leaseLost(reason: LeaseLoss): void;
+  /** A renewal round the store did not answer: the leases may run out if it goes on. */
+  leaseRenewalFailed(): void;
 }

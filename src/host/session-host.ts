@@ -141,6 +141,7 @@ export class SessionHost implements HostApi {
           run: (principal, method, params) => this.#run(principal, method, params),
           resumeUnowned: (sessionId) => this.#resumeUnowned(sessionId),
           closing: () => this.#closing,
+          ...(options.metrics ? { meters: options.metrics } : {}),
         })
       : undefined;
     const ownership: Ownership = this.#cluster?.leases ?? new SoleOwnership();

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { HostMeters } from "../host/host-meters.js";
+import type { HostMeters, LeaseLoss } from "../host/host-meters.js";
 import type { TurnMeters } from "../host/turn-meters.js";
 import type { StoreMetrics } from "../store/store-metrics.js";
 
@@ -92,6 +92,27 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     help: "Live agents",
     registers: [this.registry],
   });
+  readonly leasesHeldGauge = new Gauge({
+    name: "sessionmux_leases_held",
+    help: "Session leases this host holds (hosts sharing a database): the agents it may run",
+    registers: [this.registry],
+  });
+  readonly leaseTakeovers = new Counter({
+    name: "sessionmux_lease_takeovers_total",
+    help: "Session leases taken from a host whose lease had run out (its running turn closed interrupted)",
+    registers: [this.registry],
+  });
+  readonly leasesLost = new Counter({
+    name: "sessionmux_leases_lost_total",
+    help: "Session leases this host lost before releasing them, by reason: renewal_refused (another host has it) or fenced (an append under it was refused)",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly leaseRenewalFailures = new Counter({
+    name: "sessionmux_lease_renewal_failures_total",
+    help: "Lease renewal rounds the database did not answer (the leases run out if it goes on)",
+    registers: [this.registry],
+  });
   readonly httpRequests = new Counter({
     name: "sessionmux_http_requests_total",
     help: "HTTP requests by route and status",
@@ -152,6 +173,22 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   agentsLive(count: number): void {
     this.agentsLiveGauge.set(count);
+  }
+
+  leasesHeld(count: number): void {
+    this.leasesHeldGauge.set(count);
+  }
+
+  leaseTakenOver(): void {
+    this.leaseTakeovers.inc();
+  }
+
+  leaseLost(reason: LeaseLoss): void {
+    this.leasesLost.inc({ reason });
+  }
+
+  leaseRenewalFailed(): void {
+    this.leaseRenewalFailures.inc();
   }
 
   turnEnded(seconds: number, state: string): void {

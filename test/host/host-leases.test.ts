@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HostLeases } from "../../src/host/host-leases.js";
+import type { LeaseMeters } from "../../src/host/host-meters.js";
 import type { SessionLease } from "../../src/store/session-lease.js";
+import { HostMetrics } from "../../src/transport/metrics.js";
 import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { RecordingLeaseStore } from "./recording-lease-store.js";
@@ -9,7 +11,7 @@ import { RecordingLeaseStore } from "./recording-lease-store.js";
 
 const TTL_MS = 9_000;
 
-function hostLeases(options: { sweep?: () => Promise<void> } = {}) {
+function hostLeases(options: { sweep?: () => Promise<void>; meters?: LeaseMeters } = {}) {
   const store = new RecordingLeaseStore();
   const log = capturedLogger();
   const lost: SessionLease[] = [];
@@ -20,6 +22,7 @@ function hostLeases(options: { sweep?: () => Promise<void> } = {}) {
     logger: log.logger,
     onLost: (lease) => lost.push(lease),
     ...(options.sweep ? { sweep: options.sweep } : {}),
+    ...(options.meters ? { meters: options.meters } : {}),
   });
   const logged = (msg: string) => log.lines.filter((line) => line.msg === msg);
   return { store, leases, lost, logged };
@@ -158,5 +161,51 @@ describe("the renewal clock", () => {
     await leases.renew();
     await vi.advanceTimersByTimeAsync(10 * TTL_MS);
     expect([store.renewals.length, sweeps]).toEqual([3, 2]);
+  });
+});
+
+describe("a host's lease metrics", () => {
+  it("count the leases held after every change, takeovers, losses by reason and failed renewals", async () => {
+    const metrics = new HostMetrics();
+    const { store, leases } = hostLeases({ meters: metrics });
+    const series = async () => {
+      const text = await metrics.registry.metrics();
+      return text.split("\n").filter((line) => /^sessionmux_lease/.test(line));
+    };
+    expect(await series()).toEqual([
+      "sessionmux_leases_held 0",
+      "sessionmux_lease_takeovers_total 0",
+      "sessionmux_lease_renewal_failures_total 0",
+    ]);
+    await leases.acquire("s1");
+    store.nextAcquire = { takeoverFrom: "gone", interruptedTurnId: "t1" };
+    await leases.acquire("s2");
+    await leases.acquire("s3");
+    store.nextAcquire = "held";
+    await leases.acquire("s4");
+    // taking a lease held again counts it once
+    await leases.acquire("s3");
+    expect(await series()).toEqual([
+      "sessionmux_leases_held 3",
+      "sessionmux_lease_takeovers_total 1",
+      "sessionmux_lease_renewal_failures_total 0",
+    ]);
+    store.renewFails = new Error("connection lost");
+    await leases.renew();
+    store.lose.add("s1");
+    await leases.renew();
+    leases.fenced(leases.lease("s2")!);
+    // a late notice of a lease gone already counts nothing more
+    leases.fenced({ sessionId: "s2", hostId: "h", generation: 2 });
+    expect((await series())[0]).toBe("sessionmux_leases_held 1");
+    await leases.release("s3");
+    await leases.release("s3");
+    expect(await series()).toEqual([
+      "sessionmux_leases_held 0",
+      "sessionmux_lease_takeovers_total 1",
+      'sessionmux_leases_lost_total{reason="renewal_refused"} 1',
+      'sessionmux_leases_lost_total{reason="fenced"} 1',
+      "sessionmux_lease_renewal_failures_total 1",
+    ]);
   });
 });

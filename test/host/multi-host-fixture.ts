@@ -8,6 +8,7 @@ import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
 import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import type { HostMetrics } from "../../src/transport/metrics.js";
 import { dropSchema } from "../store/contract/backends.js";
 import { readWholeLog } from "../support/whole-log.js";
 
@@ -40,6 +41,7 @@ export async function openCluster(
     logger?: (hostId: string) => Logger;
     /** Each host's agent; the demo agent by default. */
     agent?: (hostId: string) => AgentDriver;
+    metrics?: (hostId: string) => HostMetrics;
   } = {},
 ): Promise<Cluster> {
   const url = pgUrl;
@@ -51,11 +53,13 @@ export async function openCluster(
     const store = await PostgresSessionStore.open(url, { schema, hostId: id, maxConnections: 4 });
     const inbox = await PgCallInbox.open(url, { schema, pollMs: 250 });
     const logger = options.logger?.(id);
+    const metrics = options.metrics?.(id);
     const host = new SessionHost({
       store,
       agent: options.agent?.(id) ?? new DemoAgent(),
       hostId: id,
       ...(logger ? { logger } : {}),
+      ...(metrics ? { metrics } : {}),
       cluster: { inbox, ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}) },
     });
     await host.start();

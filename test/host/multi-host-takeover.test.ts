@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
+import { HostMetrics } from "../../src/transport/metrics.js";
 import { gate } from "../support/gate.js";
 import { beforeAppend, demoAgentWith } from "./host-fixture.js";
 import {
@@ -51,7 +52,12 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     const lines: string[] = [];
     const logger = (hostId: string) =>
       pino({ base: { host: hostId } }, { write: (line: string) => lines.push(line) });
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS, logger });
+    const metrics = new Map<string, HostMetrics>();
+    cluster = await openCluster(2, {
+      leaseTtlMs: TTL_MS,
+      logger,
+      metrics: (hostId) => metrics.set(hostId, new HostMetrics()).get(hostId)!,
+    });
     const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
@@ -75,6 +81,17 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(deltas.length).toBeGreaterThan(0);
     expect(deltas.length).toBeLessThan(2000);
     expect(lines.some((l) => l.includes("took over an expired session lease"))).toBe(true);
+    // what an operator sees of it: A lost its lease to a fenced append, B took it over and holds it
+    const series = async (hostId: string) =>
+      (await metrics.get(hostId)!.registry.metrics())
+        .split("\n")
+        .filter((l) => l.startsWith("sessionmux_lease"));
+    expect(await series("host-a")).toEqual(
+      expect.arrayContaining(["sessionmux_leases_held 0", 'sessionmux_leases_lost_total{reason="fenced"} 1']),
+    );
+    expect(await series("host-b")).toEqual(
+      expect.arrayContaining(["sessionmux_leases_held 1", "sessionmux_lease_takeovers_total 1"]),
+    );
   });
 
   it("a turn parked on a question stays parked through the takeover, and continues on the new owner", async () => {
