@@ -13,6 +13,7 @@ import type { CallInbox, ForwardedCall, ForwardReply } from "../store/call-inbox
 import type { HostStore } from "../store/live-state-store.js";
 import type { SessionLeaseStore } from "../store/session-lease.js";
 import type { HostLeases } from "./host-leases.js";
+import type { ClusterMeters } from "./host-meters.js";
 import { NotOwner } from "./not-owner.js";
 import type { Principal } from "./principal.js";
 
@@ -33,6 +34,7 @@ export interface CallRouterOptions {
   run: LocalRun;
   logger: Logger;
   forwardTimeoutMs?: number;
+  meters?: Pick<ClusterMeters, "callForwarded">;
   /** True once the host stops accepting work: forwarded calls are then answered `not_owner`. */
   closing: () => boolean;
 }
@@ -77,6 +79,7 @@ export class CallRouter {
         params,
       };
       const outcome = await this.#options.inbox.send(target, call, this.#timeoutMs);
+      this.#options.meters?.callForwarded(outcome.status);
       if (outcome.status === "ok") return outcome.result;
       if (outcome.status === "error") {
         throw new SessionmuxError(

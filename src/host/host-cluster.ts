@@ -5,7 +5,7 @@ import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js"
 import type { AgentRegistry } from "./agent-registry.js";
 import { CallRouter, type LocalRun } from "./call-router.js";
 import { HostLeases } from "./host-leases.js";
-import type { LeaseMeters } from "./host-meters.js";
+import type { ClusterMeters } from "./host-meters.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { NotOwner } from "./not-owner.js";
 import { refusal } from "./store-outcomes.js";
@@ -38,7 +38,7 @@ export interface HostClusterDeps {
   /** Runs the queued prompts of a session nobody owns here (takes its lease first). */
   resumeUnowned: (sessionId: string) => Promise<void>;
   closing: () => boolean;
-  meters?: LeaseMeters;
+  meters?: ClusterMeters;
 }
 
 /**
@@ -78,6 +78,7 @@ export class HostCluster {
       run: deps.run,
       logger: deps.logger,
       closing: deps.closing,
+      ...(deps.meters ? { meters: deps.meters } : {}),
       ...(deps.options.forwardTimeoutMs !== undefined
         ? { forwardTimeoutMs: deps.options.forwardTimeoutMs }
         : {}),

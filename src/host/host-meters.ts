@@ -1,5 +1,7 @@
+import type { ForwardOutcome } from "../store/call-inbox.js";
+
 /** What the host reports about its agents; implemented by the metrics registry in transport. */
-export interface HostMeters extends LeaseMeters {
+export interface HostMeters extends ClusterMeters {
   /** The number of sessions with a live agent on this host, after every change. */
   agentsLive(count: number): void;
 }
@@ -17,4 +19,10 @@ export interface LeaseMeters {
   leaseLost(reason: LeaseLoss): void;
   /** A renewal round the store did not answer: the leases may run out if it goes on. */
   leaseRenewalFailed(): void;
+}
+
+/** What a host sharing its store with others reports: its leases, and the calls it forwarded. */
+export interface ClusterMeters extends LeaseMeters {
+  /** A call sent to the host running the session's agent, by how it came back. */
+  callForwarded(outcome: ForwardOutcome["status"]): void;
 }

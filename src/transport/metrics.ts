@@ -113,6 +113,12 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     help: "Lease renewal rounds the database did not answer (the leases run out if it goes on)",
     registers: [this.registry],
   });
+  readonly forwardedCalls = new Counter({
+    name: "sessionmux_forwarded_calls_total",
+    help: "Calls sent to the host running the session's agent, by outcome: ok, error (its typed error), not_owner or timeout (the owner resolved again)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
   readonly httpRequests = new Counter({
     name: "sessionmux_http_requests_total",
     help: "HTTP requests by route and status",
@@ -189,6 +195,10 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   leaseRenewalFailed(): void {
     this.leaseRenewalFailures.inc();
+  }
+
+  callForwarded(outcome: string): void {
+    this.forwardedCalls.inc({ outcome });
   }
 
   turnEnded(seconds: number, state: string): void {

@@ -55,6 +55,7 @@ async function routerOn(options: { forwardTimeoutMs?: number; run?: (ran: Ran) =
     ran.push(call);
     return options.run ? options.run(call) : { ranOn: HOST, method };
   };
+  const forwarded: string[] = [];
   const router = new CallRouter({
     hostId: HOST,
     store,
@@ -62,6 +63,7 @@ async function routerOn(options: { forwardTimeoutMs?: number; run?: (ran: Ran) =
     leases,
     inbox,
     run,
+    meters: { callForwarded: (outcome) => forwarded.push(outcome) },
     logger: log.logger,
     closing: () => closing,
     ...(options.forwardTimeoutMs !== undefined ? { forwardTimeoutMs: options.forwardTimeoutMs } : {}),
@@ -80,6 +82,7 @@ async function routerOn(options: { forwardTimeoutMs?: number; run?: (ran: Ran) =
     inbox,
     ran,
     log,
+    forwarded,
     create,
     heldElsewhere,
     holderReads: () => holderReads,
@@ -254,6 +257,7 @@ describe("calls routed to the host that runs the session's agent", () => {
     const notServed = r.log.lines.filter((line) => line.msg === "forwarded call not served");
     expect(notServed.map((line) => line.status)).toEqual(["not_owner", "timeout", "timeout", "timeout"]);
     expect(notServed[0]).toMatchObject({ sessionId: "s1", target: OTHER, method: "session.cancel" });
+    expect(r.forwarded).toEqual(["not_owner", "timeout", "timeout", "timeout"]);
   });
 
   it("an owner that let the session go while the call waited: the next resolution runs it here", async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
+import { HostMetrics } from "../../src/transport/metrics.js";
 import {
   ALICE,
   type Cluster,
@@ -36,7 +37,10 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
 
   it("queue edits and cancel sent to another host act on the owner's session", async () => {
-    cluster = await openCluster(2);
+    const metrics = new HostMetrics();
+    cluster = await openCluster(2, {
+      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+    });
     const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 400 25") });
@@ -62,6 +66,14 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       )
       .toBe(true);
     expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    // B counts what it forwarded: the prompt, the edit and the cancel answered, the removal refused
+    const forwarded = (await metrics.registry.metrics())
+      .split("\n")
+      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    expect(forwarded).toEqual([
+      'sessionmux_forwarded_calls_total{outcome="ok"} 3',
+      'sessionmux_forwarded_calls_total{outcome="error"} 1',
+    ]);
   });
 
   it("16 different answers spread over three hosts: exactly one wins", async () => {
