@@ -1,8 +1,9 @@
 import { Subject } from "rxjs";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { type ControlMirror, EMPTY_MIRROR } from "../../src/client/control-mirror-reducer.js";
 import { lastingMirror } from "../../web/src/console-link.js";
 import { RETRY_CAP_MS, RETRY_FIRST_MS } from "../../web/src/retry-wait.js";
+import { opensAfter, useRetryTimers } from "./retry-timers.js";
 
 /**
  * The console's control mirror on fake timers: each mirror the test opens is a Subject it ends by
@@ -27,21 +28,7 @@ function scripted(closed = () => false) {
 
 const live: ControlMirror = { ...EMPTY_MIRROR, stale: false, generation: "g1" };
 
-/** Advances to a millisecond before `ms`, checks nothing opened, then to `ms`: one more open. */
-async function opensAfter(opened: unknown[], ms: number): Promise<void> {
-  const before = opened.length;
-  await vi.advanceTimersByTimeAsync(ms - 1);
-  expect(opened).toHaveLength(before);
-  await vi.advanceTimersByTimeAsync(1);
-  expect(opened).toHaveLength(before + 1);
-}
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useRetryTimers();
 
 describe("the console's lasting control mirror", () => {
   it("opens a mirror that failed again, each wait twice the last up to its cap, and tells of each failure", async () => {

@@ -1,9 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import type { FollowUpdate } from "../../src/client/index.js";
 import type { ConsoleLink } from "../../web/src/console-link.js";
 import type { SessionCache } from "../../web/src/session-cache.js";
 import { SessionModel } from "../../web/src/session-model.js";
+import { opensAfter, useRetryTimers } from "./retry-timers.js";
 
 interface Opened {
   from: { afterSeq: number; epoch?: string };
@@ -35,22 +36,7 @@ function scriptedModel() {
 
 const refused = () => new SessionmuxError("persistence_failure", "the database is away");
 
-/** Advances to a millisecond before `ms`, checks nothing opened, then to `ms`: one more stream. */
-async function opensAfter(opened: unknown[], ms: number): Promise<void> {
-  const before = opened.length;
-  await vi.advanceTimersByTimeAsync(ms - 1);
-  expect(opened).toHaveLength(before);
-  await vi.advanceTimersByTimeAsync(1);
-  expect(opened).toHaveLength(before + 1);
-}
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-});
+useRetryTimers();
 
 describe("console session model: following again after the host ended the stream", () => {
   it("waits 2 s, then twice as long while it keeps failing, and 2 s again after a stream caught up", async () => {
