@@ -51,13 +51,16 @@ export async function mountSessionmux(
   const appAuth = options.authenticate
     ? new AppAuthentication(options.authenticate, refusals, options.authenticateLimits)
     : undefined;
+  const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
   const auth = new Authenticator(options.tokens ?? [], {
     allowedOrigins: options.cors ?? [],
     ...(appAuth ? { resolve: appAuth.resolve } : {}),
-    onRefused: refusals.refused,
+    onRefused: (req, code) => {
+      metrics.refused(code);
+      refusals.refused(req, code);
+    },
     ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
-  const metrics = new HostMetrics({ defaultMetrics: options.processMetrics ?? true });
   const hostId = hostIdOf(options.hostId);
   metrics.hostInfo(hostId);
   const database = await openHostDatabase({
@@ -160,8 +163,10 @@ export async function mountSessionmux(
     };
     if (!appAuth) return answer(() => http(req, res));
     void appAuth.settle(req).then((refusal) => {
-      if (refusal) answer(() => sendError(res, refusal));
-      else answer(() => http(req, res));
+      if (refusal) {
+        metrics.refused(refusal.code);
+        answer(() => sendError(res, refusal));
+      } else answer(() => http(req, res));
     });
   };
   const upgrade: UpgradeHandler = (req, socket, head) => {
@@ -175,9 +180,10 @@ export async function mountSessionmux(
     socket.on("error", () => socket.destroy());
     void appAuth.settle(req).then((refusal) => {
       if (socket.destroyed) return;
-      if (refusal)
+      if (refusal) {
+        metrics.refused(refusal.code);
         refuseUpgrade(socket, { ok: false, status: 503, code: refusal.code, message: refusal.message });
-      else mux.handleUpgrade(req, socket, head);
+      } else mux.handleUpgrade(req, socket, head);
     });
     return true;
   };

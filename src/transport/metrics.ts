@@ -119,6 +119,12 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
+  readonly refusals = new Counter({
+    name: "sessionmux_refused_total",
+    help: "HTTP requests and WebSocket upgrades refused before a route or a call ran, by code: unauthorized, forbidden_origin, overloaded (the app's authenticate busy or slow)",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
   readonly httpRequests = new Counter({
     name: "sessionmux_http_requests_total",
     help: "HTTP requests by route and status",
@@ -195,6 +201,11 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   leaseRenewalFailed(): void {
     this.leaseRenewalFailures.inc();
+  }
+
+  /** A request or upgrade refused before it reached a route or a call. */
+  refused(code: string): void {
+    this.refusals.inc({ code });
   }
 
   callForwarded(outcome: string): void {
