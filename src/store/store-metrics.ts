@@ -8,3 +8,12 @@ export interface StoreMetrics {
   /** A commit listener threw (the store went on delivering to the others). */
   listenerFailed?(): void;
 }
+
+/** A connection pool's connections now (a networked store's; the embedded one has none). */
+export interface PoolStats {
+  /** Connections open, idle or lent out. */
+  total: number;
+  idle: number;
+  /** Requests waiting for a connection: the pool is too small for the load, or the database slow. */
+  waiting: number;
+}

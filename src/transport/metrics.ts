@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { HostMeters, LeaseLoss } from "../host/host-meters.js";
 import type { TurnMeters } from "../host/turn-meters.js";
-import type { StoreMetrics } from "../store/store-metrics.js";
+import type { PoolStats, StoreMetrics } from "../store/store-metrics.js";
 
 /** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
 export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
@@ -125,6 +125,32 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
+  /** The store's connection pools, read at each scrape (none on the embedded store). */
+  #pools: (() => Record<string, PoolStats>) | undefined;
+  readonly dbConnections = new Gauge({
+    name: "sessionmux_db_connections",
+    help: "Database connections of the store's pools (PostgreSQL), by pool (reads, writer) and state (idle, busy)",
+    labelNames: ["pool", "state"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.dbConnections.reset();
+      for (const [pool, stats] of Object.entries(this.#pools?.() ?? {})) {
+        this.dbConnections.set({ pool, state: "idle" }, stats.idle);
+        this.dbConnections.set({ pool, state: "busy" }, stats.total - stats.idle);
+      }
+    },
+  });
+  readonly dbWaiting = new Gauge({
+    name: "sessionmux_db_waiting",
+    help: "Store requests waiting for a database connection, by pool: often above 0, the pool (--db-pool-size) is too small or the database slow",
+    labelNames: ["pool"] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.dbWaiting.reset();
+      for (const [pool, stats] of Object.entries(this.#pools?.() ?? {}))
+        this.dbWaiting.set({ pool }, stats.waiting);
+    },
+  });
   readonly httpRequests = new Counter({
     name: "sessionmux_http_requests_total",
     help: "HTTP requests by route and status",
@@ -201,6 +227,11 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   leaseRenewalFailed(): void {
     this.leaseRenewalFailures.inc();
+  }
+
+  /** Serves the store's connection pools, as `read` tells them at each scrape. */
+  databasePools(read: () => Record<string, PoolStats>): void {
+    this.#pools = read;
   }
 
   /** A request or upgrade refused before it reached a route or a call. */

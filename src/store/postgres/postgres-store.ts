@@ -41,7 +41,7 @@ import type {
   StoredAttachment,
 } from "../session-store.js";
 import { assertStorable } from "../storable-data.js";
-import type { StoreMetrics } from "../store-metrics.js";
+import type { PoolStats, StoreMetrics } from "../store-metrics.js";
 import { PgAttachmentChunks } from "./pg-attachments.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
@@ -391,6 +391,16 @@ export class PostgresSessionStore implements HostStore {
 
   subscribeAll(listener: GlobalCommitListener): () => void {
     return this.feed.subscribeAll(listener);
+  }
+
+  /** The connections of the store's two pools now: `reads` (sized by `maxConnections`) and the group commit's `writer`. */
+  poolStats(): { reads: PoolStats; writer: PoolStats } {
+    const of = (pool: pg.Pool) => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    });
+    return { reads: of(this.pool), writer: of(this.writerPool) };
   }
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
