@@ -104,6 +104,7 @@ export async function mountSessionmux(
     metrics,
     logger,
   });
+  metrics.liveState(() => host.liveCounts());
   const readiness = new ReadinessProbe(
     () => database.ready(),
     options.readinessIntervalMs ?? 5000,

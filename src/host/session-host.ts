@@ -25,7 +25,7 @@ import type { HostContext } from "./host-context.js";
 import { type HostLeases, type Ownership, SoleOwnership } from "./host-leases.js";
 import type { HostMeters } from "./host-meters.js";
 import { watchListChanges } from "./list-notifier.js";
-import { LiveRegistry } from "./live/live-registry.js";
+import { type LiveCounts, LiveRegistry } from "./live/live-registry.js";
 import type { Baseline, ControlDelta, LiveState } from "./live/live-state.js";
 import { HANDLERS } from "./method-handlers/handler-table.js";
 import { openAttachment } from "./method-handlers/read-handlers.js";
@@ -370,6 +370,11 @@ export class SessionHost implements HostApi {
 
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {
     return this.#control.subscribe(principal, listener);
+  }
+
+  /** The live state in view now, counted: what `/metrics` serves (every host sharing a store sees it all). */
+  liveCounts(): LiveCounts {
+    return this.#registry.counts();
   }
 
   controlBaseline(principal: Principal): Promise<Baseline> {

@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { HostMeters, LeaseLoss } from "../host/host-meters.js";
+import type { LiveCounts } from "../host/live/live-registry.js";
 import type { TurnMeters } from "../host/turn-meters.js";
 import type { PoolStats, StoreMetrics } from "../store/store-metrics.js";
 
@@ -151,6 +152,38 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
         this.dbWaiting.set({ pool }, stats.waiting);
     },
   });
+  /** The live state in view, counted at each scrape (see `SessionHost.liveCounts`). */
+  #live: (() => LiveCounts) | undefined;
+  readonly queuedPrompts = new Gauge({
+    name: "sessionmux_queued_prompts",
+    help: "Prompts queued behind a running turn, in every session in view (hosts sharing a database each see them all)",
+    registers: [this.registry],
+    collect: () => {
+      const counts = this.#live?.();
+      if (counts) this.queuedPrompts.set(counts.queued);
+    },
+  });
+  readonly pendingInteractions = new Gauge({
+    name: "sessionmux_pending_interactions",
+    help: "Approvals and questions waiting for an answer, by kind, in every session in view",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+    collect: () => {
+      const counts = this.#live?.();
+      if (!counts) return;
+      for (const [kind, count] of Object.entries(counts.interactions))
+        this.pendingInteractions.set({ kind }, count);
+    },
+  });
+  readonly runningJobs = new Gauge({
+    name: "sessionmux_running_jobs",
+    help: "Background jobs running, in every session in view",
+    registers: [this.registry],
+    collect: () => {
+      const counts = this.#live?.();
+      if (counts) this.runningJobs.set(counts.runningJobs);
+    },
+  });
   readonly httpRequests = new Counter({
     name: "sessionmux_http_requests_total",
     help: "HTTP requests by route and status",
@@ -227,6 +260,11 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   leaseRenewalFailed(): void {
     this.leaseRenewalFailures.inc();
+  }
+
+  /** Serves the live state's counts, as `read` tells them at each scrape. */
+  liveState(read: () => LiveCounts): void {
+    this.#live = read;
   }
 
   /** Serves the store's connection pools, as `read` tells them at each scrape. */

@@ -1,4 +1,4 @@
-import type { Interaction, Job, QueueItem, SessionEvent } from "../../../protocol/index.js";
+import type { Interaction, InteractionKind, Job, QueueItem, SessionEvent } from "../../../protocol/index.js";
 import type { LiveStateNotice, SessionLiveState } from "../../store/live-state-store.js";
 import { AgentStatusBoard } from "./agent-status.js";
 import { InteractionRegistry } from "./interaction-registry.js";
@@ -6,6 +6,13 @@ import { type JobRecorder, JobRegistry } from "./job-registry.js";
 import type { ControlDelta, LiveAgentState, LiveState } from "./live-state.js";
 import { PromptQueue } from "./prompt-queue.js";
 import { RemoteAgents } from "./remote-agents.js";
+
+/** A summary of the live state in view (see `LiveRegistry.counts`). */
+export interface LiveCounts {
+  queued: number;
+  interactions: Record<InteractionKind, number>;
+  runningJobs: number;
+}
 
 export type OwnedDeltaListener = (delta: ControlDelta, sessionId: string, owner: string) => void;
 
@@ -171,6 +178,17 @@ export class LiveRegistry implements LiveState {
   }
   interactions(): Interaction[] {
     return this.interactionRegistry.pending().map((p) => p.interaction);
+  }
+  /** How much live state is in view now: queued prompts, pending interactions by kind, running jobs. */
+  counts(): LiveCounts {
+    let queued = 0;
+    for (const { items } of this.promptQueue.all()) queued += items.length;
+    const interactions = { approval: 0, question: 0 };
+    for (const { interaction } of this.interactionRegistry.pending()) interactions[interaction.kind] += 1;
+    let runningJobs = 0;
+    for (const { jobs } of this.allJobs())
+      for (const job of jobs) if (job.state === "running") runningJobs += 1;
+    return { queued, interactions, runningJobs };
   }
   isLive(sessionId: string): boolean {
     return this.status.get(sessionId) !== undefined;
