@@ -90,6 +90,7 @@ export default {
     "src/transport/http/static-console.ts",
     "src/embed/mount-sessionmux.ts",
     "src/store/postgres/pg-host-presence.ts",
+    "src/store/postgres/pg-live-rows.ts",
     "protocol/msgpack-type-bytes.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
