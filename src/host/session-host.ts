@@ -236,9 +236,7 @@ export class SessionHost implements HostApi {
       this.#cluster?.noticed(notice);
       this.#registry.apply(notice);
     });
-    if (this.#cluster) await this.#cluster.start();
-    else
-      await this.store.takeOverLiveState({ hostId: this.hostId, generation: this.generation }, this.#now());
+    await this.#cluster?.start();
     this.#control.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
     await this.#restore();

@@ -2,7 +2,6 @@ import type { Interaction, Resolution, SessionEvent } from "../../protocol/index
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type {
   InteractionState,
-  LiveOwner,
   LiveStatePage,
   QueuedPromptInput,
   SessionLiveState,
@@ -90,9 +89,6 @@ export function queuedBytes(input: QueuedPromptInput): number {
  * transaction, so the log and the rows can never disagree.
  */
 export class LiveRows {
-  /** The host recorded as owner of live state it writes; set by `takeOverLiveState`. */
-  owner: LiveOwner | undefined;
-
   constructor(private readonly statements: Statements) {}
 
   queue(sessionId: string): StoredQueueItem[] {
@@ -153,8 +149,7 @@ export class LiveRows {
   }
 
   /** Announces a session's whole queue (control deltas are snapshots, last wins). */
-  queueChanged(batch: WriteBatch, sessionId: string, owner: string, at: number): void {
-    this.claim(sessionId, at);
+  queueChanged(batch: WriteBatch, sessionId: string, owner: string): void {
     batch.notifyLive({ kind: "queue", sessionId, owner, items: this.queue(sessionId) });
   }
 
@@ -166,7 +161,6 @@ export class LiveRows {
       const row = [interactionId, sessionId, turnId, kind, body, event.at];
       // a fork copies its source's events: the interaction stays the source's, never a second one
       if (this.statements.insertInteraction.run(...row).changes === 0) return;
-      this.claim(sessionId, event.at);
       batch.notifyLive({ kind: "interaction.requested", owner, interaction });
     } else if (event.type === "job/started") {
       const { jobId, turnId, label } = event.data;
@@ -194,13 +188,6 @@ export class LiveRows {
     this.statements.deleteQueue.run(sessionId);
     this.statements.deleteInteractions.run(sessionId);
     this.statements.deleteJobs.run(sessionId);
-    this.statements.deleteLiveOwner.run(sessionId);
     this.statements.deleteLease.run(sessionId);
-  }
-
-  /** Records this host as the owner of the session's live state. */
-  private claim(sessionId: string, at: number): void {
-    if (this.owner)
-      this.statements.upsertLiveOwner.run(sessionId, this.owner.hostId, this.owner.generation, at);
   }
 }

@@ -5,7 +5,6 @@ import { type LiveRows, queuedBytes } from "./live-rows.js";
 import type {
   EnqueueInput,
   EnqueueOutcome,
-  LiveOwner,
   QueueChangeOutcome,
   QueuedPromptInput,
   QueueEditOutcome,
@@ -62,7 +61,7 @@ export class LiveStateOperations {
         const record: PromptRecord = { queued: true, itemId: input.itemId };
         this.statements.insertPrompt.run(input.sessionId, key, encodeValue(record));
       }
-      this.rows.queueChanged(batch, input.sessionId, state.owner, input.queuedAt);
+      this.rows.queueChanged(batch, input.sessionId, state.owner);
       return {
         status: "queued",
         item: {
@@ -159,13 +158,6 @@ export class LiveStateOperations {
     };
   }
 
-  takeOver(owner: LiveOwner, at: number): WriteOperation<void> {
-    return () => {
-      this.rows.owner = owner;
-      this.statements.takeOverLiveOwners.run({ hostId: owner.hostId, generation: owner.generation, at });
-    };
-  }
-
   /** `change` says whether the item was there (and changed), or why the change was refused. */
   private changeQueue<Refusal = never>(
     sessionId: string,
@@ -177,7 +169,7 @@ export class LiveStateOperations {
       const changed = change(state.owner);
       if (changed === false) return { status: "item_not_found" };
       if (changed !== true) return changed;
-      this.rows.queueChanged(batch, sessionId, state.owner, this.now());
+      this.rows.queueChanged(batch, sessionId, state.owner);
       return { status: "ok", items: this.rows.queue(sessionId) };
     };
   }

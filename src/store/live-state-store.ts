@@ -62,13 +62,6 @@ export interface LiveStateStore {
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }>;
 
   /**
-   * Records `hostId`/`generation` as the owner of every session's live state. A single-host idea:
-   * the SQLite store serves one host at a time, so taking over at start is explicit. On a shared
-   * store (PostgreSQL) it records nothing and closes nothing: ownership is per session, by lease
-   * (`SessionLeaseStore`), and taking an expired lease closes the dead owner's running turn.
-   */
-  takeOverLiveState(owner: LiveOwner, at: number): Promise<void>;
-  /**
    * The live state of up to `limit` sessions with queued prompts, pending interactions or running
    * jobs, in session id order after `after` (null: from the start); `next` continues, null at the
    * end. Paged so that restoring thousands of sessions never holds the event loop for long.
@@ -81,11 +74,6 @@ export interface LiveStateStore {
    * delivered once; a missed wake-up is repaired by re-reading).
    */
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void;
-}
-
-export interface LiveOwner {
-  hostId: string;
-  generation: string;
 }
 
 /** A prompt as accepted (attachments as sent: inline bytes are kept until the prompt starts). */

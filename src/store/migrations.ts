@@ -232,6 +232,11 @@ const MIGRATIONS: readonly string[] = [
   ) WHERE open_turn_id IS NOT NULL;
   UPDATE projections SET last_state = 'input-required' WHERE pending_interactions > 0;
   `,
+  // 9: the live state's owner rows go: nothing ever read them (a host holds the database's lock,
+  // and several hosts own sessions by lease, see migration 3)
+  `
+  DROP TABLE IF EXISTS live_owners;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -168,16 +168,6 @@ const SQL = {
          WHERE p.session_id = q.session_id)
        ORDER BY q.session_id LIMIT ?`,
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
-  takeOverLiveOwners: `INSERT INTO live_owners (session_id, host_id, generation, since)
-       SELECT session_id, @hostId, @generation, @at FROM (
-         SELECT session_id FROM queue_items UNION SELECT session_id FROM interactions WHERE state = 'pending')
-       WHERE true
-       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
-              since = excluded.since`,
-  upsertLiveOwner: `INSERT INTO live_owners (session_id, host_id, generation, since) VALUES (?, ?, ?, ?)
-       ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
-              since = excluded.since WHERE live_owners.generation <> excluded.generation`,
-  deleteLiveOwner: "DELETE FROM live_owners WHERE session_id = ?",
   search: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
        FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,

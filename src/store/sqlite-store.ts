@@ -6,7 +6,6 @@ import { DatabaseLock } from "./database-lock.js";
 import type {
   EnqueueInput,
   EnqueueOutcome,
-  LiveOwner,
   LiveStateNotice,
   LiveStatePage,
   LiveStateStore,
@@ -139,10 +138,6 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
 
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
     return this.groupCommit.submit(this.writeOperations.setJobProgress(jobId, progress));
-  }
-
-  takeOverLiveState(owner: LiveOwner, at: number): Promise<void> {
-    return this.groupCommit.submit(this.liveOps.takeOver(owner, at));
   }
 
   liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {

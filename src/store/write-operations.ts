@@ -108,7 +108,7 @@ export class WriteOperations {
           if (message) started.seq = message.seq;
           this.statements.updatePrompt.run(encodeValue(started), sessionId, dequeued.clientMessageId);
         }
-        this.liveRows.queueChanged(batch, sessionId, state.owner, at);
+        this.liveRows.queueChanged(batch, sessionId, state.owner);
       }
       if (prompt) {
         const record = promptRecordAfterAppend(prompt.record, appended);

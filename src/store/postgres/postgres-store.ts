@@ -10,7 +10,6 @@ import type {
   EnqueueInput,
   EnqueueOutcome,
   HostStore,
-  LiveOwner,
   LiveStateNotice,
   LiveStatePage,
   QueueChangeOutcome,
@@ -271,9 +270,6 @@ export class PostgresSessionStore implements HostStore {
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
     return this.groupCommit.submit(this.liveOps.setJobProgress(jobId, progress));
   }
-
-  /** Records nothing on a shared store: ownership is per session, by lease (see the interface). */
-  async takeOverLiveState(_owner: LiveOwner, _at: number): Promise<void> {}
 
   liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {
     return this.liveReads.page(after, limit);
