@@ -91,6 +91,8 @@ export default {
     "src/embed/mount-sessionmux.ts",
     "src/store/postgres/pg-host-presence.ts",
     "src/store/postgres/pg-live-rows.ts",
+    "src/store/live-rows.ts",
+    "src/operations/sqlite-backup.ts",
     "protocol/msgpack-type-bytes.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
