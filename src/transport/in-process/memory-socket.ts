@@ -57,13 +57,25 @@ export class MemorySocket extends Duplex {
     done();
   }
 
+  /**
+   * As a closed TCP connection's FIN: the other end still reads every byte it was sent, then its
+   * end, and closes once its reader has taken them; its writes from then on fail. Destroying the
+   * other end at once threw away what it had not read yet, such as a refusal written just before.
+   */
   override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
     const peer = this.#peer;
     this.#peer = undefined;
+    // the other end's write waiting for this reader: nothing will read it now
     const waiting = this.#waiting;
     this.#waiting = undefined;
     waiting?.();
-    if (peer && !peer.destroyed) peer.destroy();
+    if (peer && !peer.destroyed) {
+      // this end's own write waiting for the other reader: its bytes are there already
+      const mine = peer.#waiting;
+      peer.#waiting = undefined;
+      mine?.();
+      peer.push(null);
+    }
     done(error);
   }
 

@@ -30,8 +30,51 @@ describe("MemorySocket, the in-process stand-in for a TCP connection", () => {
   it("destroying one end closes the other", async () => {
     const [a, b] = MemorySocket.pair();
     const closed = once(b, "close");
+    b.resume();
     a.destroy();
     await closed;
     expect(b.destroyed).toBe(true);
+  });
+
+  it("an end destroyed right after its last write: the other still reads every byte, then its end, then closes", async () => {
+    const [a, b] = MemorySocket.pair();
+    b.pause();
+    // what a refused upgrade does: the answer, then the socket destroyed once it is written
+    a.end(Buffer.from("HTTP/1.1 429"), () => a.destroy());
+    await once(a, "close");
+    expect(b.destroyed).toBe(false);
+    const received: Buffer[] = [];
+    b.on("data", (data: Buffer) => received.push(data));
+    const closed = once(b, "close");
+    b.resume();
+    await once(b, "end");
+    await closed;
+    expect(Buffer.concat(received).toString()).toBe("HTTP/1.1 429");
+  });
+
+  it("an end destroyed while its write waits for the other reader: that write's bytes are read all the same", async () => {
+    const [a, b] = MemorySocket.pair();
+    b.pause();
+    const big = Buffer.alloc(64 * 1024, 1);
+    const written = new Promise<unknown>((resolve) => a.write(big, resolve));
+    await until(() => a.writableLength > 0, 5_000, "a write waiting for the reader");
+    a.destroy();
+    // the write is over: its bytes are with the reader
+    await written;
+    const received: Buffer[] = [];
+    b.on("data", (data: Buffer) => received.push(data));
+    b.resume();
+    await once(b, "end");
+    expect(Buffer.concat(received)).toEqual(big);
+  });
+
+  it("a write to an end whose other end is gone fails, as a write to a closed TCP connection does", async () => {
+    const [a, b] = MemorySocket.pair();
+    b.pause();
+    a.destroy();
+    const failed = once(b, "error");
+    b.write(Buffer.from("too late"));
+    const [error] = (await failed) as [Error];
+    expect(error.message).toBe("the other end of the in-process socket is closed");
   });
 });
