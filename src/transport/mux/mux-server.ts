@@ -7,7 +7,6 @@ import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
-import type { PrincipalLimits } from "../principal-limits.js";
 import { MuxConnection } from "./mux-connection.js";
 import { type MuxOptions, resolveMuxOptions } from "./mux-options.js";
 import { judgeUpgrade, refuseUpgrade, type UpgradeVerdict } from "./upgrade-gate.js";
@@ -49,7 +48,7 @@ export function createMuxUpgradeHandler(
   let closing = false;
 
   const admit = (principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!claimSocket(principal, socket, resolved.principalLimits, closing)) return;
+    if (!claimSocket(principal, socket, resolved, closing)) return;
     // The 101 answer `ws` writes and the hello (with whatever else the connection sends in this
     // tick) leave in one write: a reconnecting crowd costs one write per socket, not two.
     socket.cork();
@@ -123,14 +122,15 @@ function muxSocketServer(maxPayload: number): WebSocketServer {
 function claimSocket(
   principal: Principal,
   socket: Duplex,
-  principalLimits: PrincipalLimits,
+  options: Pick<MuxOptions, "principalLimits"> & { metrics?: HostMetrics },
   closing: boolean,
 ): boolean {
   if (closing)
     return refused(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
-  const releaseSocket = principalLimits.acquireSocket(principal);
+  const releaseSocket = options.principalLimits.acquireSocket(principal);
   if (!releaseSocket) {
-    const limit = principalLimits.options.maxSocketsPerPrincipal;
+    options.metrics?.refused("too_many_connections");
+    const limit = options.principalLimits.options.maxSocketsPerPrincipal;
     return refused(socket, {
       ok: false,
       status: 429,

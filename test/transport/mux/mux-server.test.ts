@@ -9,6 +9,7 @@ import { DemoAgent } from "../../../src/agents/demo-agent.js";
 import { SessionHost } from "../../../src/host/session-host.js";
 import { SqliteSessionStore } from "../../../src/store/sqlite-store.js";
 import { Authenticator } from "../../../src/transport/auth.js";
+import { HostMetrics } from "../../../src/transport/metrics.js";
 import {
   createMuxUpgradeHandler,
   type MuxOptions,
@@ -35,7 +36,9 @@ interface MuxUnderTest {
 }
 
 /** A real host on a SQLite file and the mux handed every upgrade of an HTTP server on loopback. */
-async function startMux(options: Partial<MuxOptions> = {}): Promise<MuxUnderTest> {
+async function startMux(
+  options: Partial<MuxOptions> & { metrics?: HostMetrics } = {},
+): Promise<MuxUnderTest> {
   const dir = tempDir();
   const store = SqliteSessionStore.open(dir.file("sessions.db"));
   const host = new SessionHost({ store, agent: new DemoAgent() });
@@ -120,8 +123,10 @@ describe("the mux upgrade handler", () => {
   });
 
   it("refuses a principal's socket past its limit with 429 naming the limit, and takes one again once a socket closed", async () => {
+    const metrics = new HostMetrics();
     const { wsUrl, port } = await startMux({
       principalLimits: new PrincipalLimits({ maxSocketsPerPrincipal: 2 }),
+      metrics,
     });
     const first = await connectPeer(wsUrl);
     await connectPeer(wsUrl);
@@ -129,6 +134,10 @@ describe("the mux upgrade handler", () => {
       status: "HTTP/1.1 429 Too Many Requests",
       body: { error: "too_many_connections", message: "at most 2 sockets per principal; close one first" },
     });
+    // counted where an operator looks for refusals
+    expect(await metrics.registry.getSingleMetricAsString("sessionmux_refused_total")).toContain(
+      'sessionmux_refused_total{code="too_many_connections"} 1',
+    );
     await first.disconnect();
     const third = await vi.waitFor(() => connectPeer(wsUrl), { timeout: 5_000 });
     expect(await third.call("session.models")).toHaveProperty("models");
