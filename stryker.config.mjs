@@ -93,6 +93,8 @@ export default {
     "src/store/postgres/pg-live-rows.ts",
     "src/store/live-rows.ts",
     "src/operations/sqlite-backup.ts",
+    "src/transport/mux/mux-server.ts",
+    "src/operations/host-database.ts",
     "protocol/msgpack-type-bytes.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
