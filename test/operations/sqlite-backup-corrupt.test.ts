@@ -1,9 +1,9 @@
 import { closeSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { backupDatabase } from "../../src/operations/sqlite-backup.js";
-import { StartupError } from "../../src/operations/startup-error.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { refusal } from "./startup-refusal.js";
 
 /**
  * A copy that fails `PRAGMA integrity_check` is no backup: it is removed, never linked into
@@ -37,15 +37,6 @@ function garble(copyPath: string, at: number, length: number): void {
   } finally {
     closeSync(fd);
   }
-}
-
-async function refusal(run: Promise<unknown>): Promise<StartupError> {
-  const outcome = await run.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(outcome).toBeInstanceOf(StartupError);
-  return outcome as StartupError;
 }
 
 describe("a backup whose copy fails its integrity check", () => {

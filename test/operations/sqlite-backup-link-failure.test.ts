@@ -2,9 +2,9 @@ import { readdirSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { backupDatabase } from "../../src/operations/sqlite-backup.js";
-import { StartupError } from "../../src/operations/startup-error.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { refusal } from "./startup-refusal.js";
 
 /**
  * Failures of the two steps that put a checked copy in place, which a test cannot provoke on a
@@ -58,15 +58,6 @@ function database(): { dir: ReturnType<typeof tempDir>; source: string } {
   db.exec("CREATE TABLE item (id INTEGER PRIMARY KEY)");
   db.close();
   return { dir, source };
-}
-
-async function refusal(run: Promise<unknown>): Promise<StartupError> {
-  const outcome = await run.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(outcome).toBeInstanceOf(StartupError);
-  return outcome as StartupError;
 }
 
 describe("a backup whose copy cannot be put in place", () => {

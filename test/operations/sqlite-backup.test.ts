@@ -2,9 +2,9 @@ import { copyFileSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFil
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { backupDatabase } from "../../src/operations/sqlite-backup.js";
-import { StartupError } from "../../src/operations/startup-error.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { refusal } from "./startup-refusal.js";
 
 const cleanups = cleanupsAfterEach();
 
@@ -65,15 +65,6 @@ function openFilesIn(dir: ReturnType<typeof tempDir>): string[] {
     }
   }
   return open;
-}
-
-async function refusal(run: Promise<unknown>): Promise<StartupError> {
-  const outcome = await run.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(outcome).toBeInstanceOf(StartupError);
-  return outcome as StartupError;
 }
 
 describe("backupDatabase", () => {

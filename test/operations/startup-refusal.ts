@@ -1,0 +1,12 @@
+import { expect } from "vitest";
+import { StartupError } from "../../src/operations/startup-error.js";
+
+/** The `StartupError` an operation must reject with (a resolve fails the test). */
+export async function refusal(run: Promise<unknown>): Promise<StartupError> {
+  const outcome = await run.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(outcome).toBeInstanceOf(StartupError);
+  return outcome as StartupError;
+}
