@@ -15,6 +15,7 @@ import { demoAgentWith } from "../host/host-fixture.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { tempDir } from "../support/temp-dir.js";
+import { upgradeRequest } from "../support/upgrade-request.js";
 import { appAuthenticate, listen, mountedApp, upgradeStatus } from "./app-fixture.js";
 
 /**
@@ -226,10 +227,7 @@ describe("createSessionmux on a shared server", () => {
       const socket = connect(Number(authority.split(":")[1]), "127.0.0.1");
       socket.on("error", () => undefined);
       await once(socket, "connect");
-      socket.write(
-        "GET /chat/api/remote.mux HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
-          `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: ${authorization}\r\n\r\n`,
-      );
+      socket.write(upgradeRequest([`Authorization: ${authorization}`], "/chat/api/remote.mux"));
       await vi.waitFor(() => expect(settle).toHaveLength(1));
       // the client goes away with a reset before the app has answered: the host's end of the socket
       // errors (ECONNRESET), which unheard would be an uncaught exception ending the app's process

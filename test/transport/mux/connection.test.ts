@@ -6,6 +6,7 @@ import { encodeFrame } from "../../../protocol/codec.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
+import { upgradeRequest } from "../../support/upgrade-request.js";
 import { connect, createSession } from "./mux-fixture.js";
 
 /** The HTTP status of a refused upgrade. */
@@ -37,17 +38,7 @@ async function rawRequest(port: number, request: string): Promise<string> {
   return received;
 }
 
-const upgradeHead = (extra: string[]) =>
-  [
-    "GET /api/remote.mux HTTP/1.1",
-    "Host: 127.0.0.1",
-    "Connection: Upgrade",
-    "Upgrade: websocket",
-    "Sec-WebSocket-Version: 13",
-    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-    `Authorization: Bearer ${ADMIN_TOKEN}`,
-    ...extra,
-  ].join("\r\n") + "\r\n\r\n";
+const upgradeHead = (extra: string[]) => upgradeRequest([`Authorization: Bearer ${ADMIN_TOKEN}`, ...extra]);
 
 describe("mux connection (protocol-v1 §2)", () => {
   let host: TestHost;

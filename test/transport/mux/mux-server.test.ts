@@ -19,6 +19,7 @@ import { PrincipalLimits } from "../../../src/transport/principal-limits.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 import { tempDir } from "../../support/temp-dir.js";
+import { upgradeRequest, upgradeRequestHead } from "../../support/upgrade-request.js";
 
 /**
  * The mux's upgrade handling on its own (no `startHost` around it): what it counts, what it
@@ -76,16 +77,7 @@ async function connectPeer(wsUrl: string): Promise<MuxPeer> {
   return peer;
 }
 
-const upgradeRequest = [
-  "GET /api/remote.mux HTTP/1.1",
-  "Host: 127.0.0.1",
-  "Connection: Upgrade",
-  "Upgrade: websocket",
-  "Sec-WebSocket-Version: 13",
-  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-  `Sec-WebSocket-Protocol: ${SUBPROTOCOL}`,
-  `Authorization: Bearer ${ALICE_TOKEN}`,
-].join("\r\n");
+const upgradeHeaders = [`Sec-WebSocket-Protocol: ${SUBPROTOCOL}`, `Authorization: Bearer ${ALICE_TOKEN}`];
 
 /** An upgrade over raw TCP; resolves with everything the host sent until it closed the socket. */
 async function rawUpgrade(port: number): Promise<string> {
@@ -95,7 +87,7 @@ async function rawUpgrade(port: number): Promise<string> {
   socket.on("data", (chunk: Buffer) => {
     received += chunk.toString("latin1");
   });
-  socket.write(`${upgradeRequest}\r\n\r\n`);
+  socket.write(upgradeRequest(upgradeHeaders));
   await once(socket, "close");
   return received;
 }
@@ -201,7 +193,7 @@ describe("the mux upgrade handler", () => {
       received += chunk.toString("latin1");
     });
     cleanups.push(() => void socket.destroy());
-    socket.write(`${upgradeRequest}\r\n\r\n`);
+    socket.write(upgradeRequest(upgradeHeaders));
     await vi.waitFor(() => expect(received).toContain("101 Switching Protocols"), { timeout: 5_000 });
     await vi.waitFor(() => expect(mux.connections).toBe(1), { timeout: 5_000 });
     let closedByHost = false;
@@ -241,10 +233,10 @@ class RecordingSocket extends Duplex {
   }
 }
 
-/** The request `http` would hand over for `upgradeRequest`. */
+/** The request `http` would hand over for that upgrade. */
 function upgradeMessage(): IncomingMessage {
   const headers: Record<string, string> = {};
-  for (const line of upgradeRequest.split("\r\n").slice(1)) {
+  for (const line of upgradeRequestHead(upgradeHeaders).slice(1)) {
     const colon = line.indexOf(":");
     headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
   }
