@@ -8,6 +8,7 @@ import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
+import { gc } from "../support/gc.js";
 import { tempDir } from "../support/temp-dir.js";
 import { until } from "../support/until.js";
 
@@ -151,6 +152,21 @@ describe("an in-process client", () => {
     await other.close();
     expect(client.state.name).toBe("closed");
     dir2.remove();
+  });
+
+  it("is let go by the sessionmux once closed, so a client per job does not pile up", async () => {
+    const closed = await (async () => {
+      const client = sm.connect(alice);
+      await client.list();
+      await client.close();
+      return new WeakRef(client);
+    })();
+    // each round lets the closing socket's last callbacks run before a full collection
+    for (let round = 0; round < 20 && closed.deref(); round++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+    }
+    expect(closed.deref()).toBeUndefined();
   });
 
   it("refuses a malformed principal before any connection exists", () => {
