@@ -99,6 +99,16 @@ describe("the session's header", () => {
 });
 
 describe("turns", () => {
+  it("none yet: a new session is not streaming, and no message takes output", () => {
+    // `streaming` is the view's `is_streaming` and the console's cancel button
+    expect(fold([{ type: "session/created", data: { title: "new" } }])).toMatchObject({
+      turns: [],
+      openTurnId: null,
+      streaming: false,
+      tail: -1,
+    });
+  });
+
   it("open working, streaming, with no message taking output until there is output", () => {
     const s = fold([user("u1", "hi"), start("t", "queue")]);
     expect(s.turns).toEqual([
