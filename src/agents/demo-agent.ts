@@ -141,7 +141,10 @@ async function withInterjections(turn: TurnContext, text: string): Promise<strin
   return taken.map((t) => `[noted: ${t}] `).join("") + text;
 }
 
-/** 3–5 chunks, split at fixed fractions so the same prompt always gives the same deltas. */
+/**
+ * 3 or 4 chunks (a reply is at least "Echo: "), split at fixed fractions so the same prompt
+ * always gives the same deltas.
+ */
 export function splitEcho(reply: string): string[] {
   const count = Math.min(4, Math.max(1, reply.length));
   const size = Math.ceil(reply.length / count);
