@@ -189,7 +189,7 @@ export class TurnRunner {
           "the agent did not return within its grace after the turn was stopped; the turn ends without it",
         );
       }
-      outcome = ran === "abandoned" ? "interrupted" : ran;
+      outcome = ran === "abandoned" || ran === "interrupted" ? "interrupted" : checkedOutcome(ran);
     } catch (err) {
       outcome = { state: "failed", error: describe(err) };
     }
@@ -242,6 +242,22 @@ export class TurnRunner {
     session.turn = undefined;
     this.kick(session);
   }
+}
+
+const OUTCOME_STATES: ReadonlySet<unknown> = new Set<TurnOutcome["state"]>([
+  "completed",
+  "failed",
+  "cancelled",
+]);
+
+/**
+ * The agent's outcome, or a failure when it is none: an agent in plain JavaScript may resolve with
+ * nothing or an unknown state, and its turn must still end (a host waits for every turn to end).
+ */
+function checkedOutcome(ran: unknown): TurnOutcome {
+  const state = typeof ran === "object" && ran !== null ? (ran as { state?: unknown }).state : undefined;
+  if (OUTCOME_STATES.has(state)) return ran as TurnOutcome;
+  return { state: "failed", error: "the agent returned no turn outcome" };
 }
 
 function describe(err: unknown): string {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import type { AgentDriver, TurnContext } from "../../src/agents/agent.js";
+import type { AgentDriver, TurnContext, TurnOutcome } from "../../src/agents/agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { TurnStopped } from "../../src/host/live-session.js";
 import { ADMIN } from "../../src/host/principal.js";
@@ -98,6 +98,32 @@ describe("a failed turn", () => {
     const errors = ["plain words", "Error", "TypeError", "said so", "turn failed", "quota"];
     expect(ends).toEqual(errors.map((error) => ({ turnId: expect.any(String), state: "failed", error })));
     await vi.waitFor(() => expect(told).toEqual(errors));
+  });
+});
+
+describe("an agent that resolves with no outcome", () => {
+  test("(plain JavaScript: nothing, null, an unknown state) has its turn end failed, and the host runs on", async () => {
+    const agent = demoAgentWith("careless", async (turn) => {
+      if (turn.prompt.text === "nothing") return undefined as unknown as TurnOutcome;
+      if (turn.prompt.text === "null") return null as unknown as TurnOutcome;
+      if (turn.prompt.text === "done") return { state: "done" } as unknown as TurnOutcome;
+      return { state: "completed" };
+    });
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    for (const text of ["nothing", "null", "done"]) {
+      const r = await prompt(text);
+      expect((await turnEvents(fx.store, S, r.turnId!)).at(-1)?.data).toEqual({
+        turnId: r.turnId,
+        state: "failed",
+        error: "the agent returned no turn outcome",
+      });
+    }
+    const fine = await prompt("fine");
+    expect((await turnEvents(fx.store, S, fine.turnId!)).at(-1)?.data).toEqual({
+      turnId: fine.turnId,
+      state: "completed",
+    });
   });
 });
 
