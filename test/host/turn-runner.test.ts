@@ -107,6 +107,7 @@ describe("an agent that resolves with no outcome", () => {
       if (turn.prompt.text === "nothing") return undefined as unknown as TurnOutcome;
       if (turn.prompt.text === "null") return null as unknown as TurnOutcome;
       if (turn.prompt.text === "done") return { state: "done" } as unknown as TurnOutcome;
+      if (turn.prompt.text === "gave up") return { state: "cancelled" };
       return { state: "completed" };
     });
     fx = await openHost({ agent });
@@ -119,11 +120,14 @@ describe("an agent that resolves with no outcome", () => {
         error: "the agent returned no turn outcome",
       });
     }
-    const fine = await prompt("fine");
-    expect((await turnEvents(fx.store, S, fine.turnId!)).at(-1)?.data).toEqual({
-      turnId: fine.turnId,
-      state: "completed",
-    });
+    // each outcome state an agent may give is kept as it is
+    for (const [text, state] of [
+      ["gave up", "cancelled"],
+      ["fine", "completed"],
+    ]) {
+      const r = await prompt(text!);
+      expect((await turnEvents(fx.store, S, r.turnId!)).at(-1)?.data).toEqual({ turnId: r.turnId, state });
+    }
   });
 });
 
