@@ -1,6 +1,16 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { describe, expect, it } from "vitest";
-import { readOrCreateToken, rotateToken } from "../../src/operations/token-file.js";
+import { readOrCreateToken, rotateToken, tokenFilePath } from "../../src/operations/token-file.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -17,6 +27,10 @@ function folder() {
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 
 describe("the kept token", () => {
+  it("is kept beside the database, as sessionmux.token", () => {
+    expect(tokenFilePath("/var/lib/sessionmux/sessions.db")).toBe("/var/lib/sessionmux/sessionmux.token");
+  });
+
   it("is minted once, readable by its owner only, and read back by every later start", () => {
     const { dir, path } = folder();
     const first = readOrCreateToken(path);
@@ -45,8 +59,40 @@ describe("the kept token", () => {
     const { path } = folder();
     mkdirSync(path);
     expect(() => readOrCreateToken(path)).toThrow(
-      expect.objectContaining({ code: "token_file_unreadable", message: expect.stringContaining(path) }),
+      expect.objectContaining({
+        code: "token_file_unreadable",
+        message: expect.stringContaining(path),
+        cause: expect.objectContaining({ code: "EISDIR" }),
+      }),
     );
+  });
+
+  it("a name that cannot be read as a file is refused and left as it is, not replaced by a new token", () => {
+    // a symbolic link to a folder or to itself: replacing it would mint a token the operator
+    // never asked for, and hide why the kept one could not be read
+    for (const [target, code] of [
+      [".", "EISDIR"],
+      ["sessionmux.token", "ELOOP"],
+    ] as const) {
+      const { dir, path } = folder();
+      symlinkSync(target, path);
+      expect(() => readOrCreateToken(path)).toThrow(
+        expect.objectContaining({ code: "token_file_unreadable", cause: expect.objectContaining({ code }) }),
+      );
+      expect(lstatSync(path).isSymbolicLink()).toBe(true);
+      expect(readlinkSync(path)).toBe(target);
+      expect(readdirSync(dir.path)).toEqual(["sessionmux.token"]);
+    }
+  });
+
+  it("a start that finds its token writes nothing beside it (a folder mounted read-only still works)", () => {
+    const { dir, path } = folder();
+    const { token } = readOrCreateToken(path);
+    // an hour ago: any file made and removed in the folder since moves its modification time
+    const before = new Date(Date.now() - 3_600_000);
+    utimesSync(dir.path, before, before);
+    expect(readOrCreateToken(path)).toEqual({ token, created: false });
+    expect(statSync(dir.path).mtime).toEqual(before);
   });
 
   it("rotation replaces the token whole, still readable by its owner only", () => {
