@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { AppAuthentication } from "../../src/embed/app-authentication.js";
 import { RefusalLog } from "../../src/embed/refusal-log.js";
 import type { Principal } from "../../src/host/principal.js";
@@ -39,7 +39,43 @@ function heldAuthenticate() {
 const usage = (authority: string, name: string) =>
   fetch(`http://${authority}/chat/v1/usage`, { headers: { authorization: `Bearer user:${name}` } });
 
+/** A request as the transports hand it over, carrying `Bearer user:<name>`. */
+const requestOf = (name: string) =>
+  ({ url: "/v1/usage", headers: { authorization: `Bearer user:${name}` }, socket: {} }) as IncomingMessage;
+
 describe("the app's authenticate, bounded", () => {
+  it("by default holds 1,024 calls in flight and waits 10 s for one, then refuses overloaded, saying which", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    cleanups.push(() => {
+      vi.useRealTimers();
+    });
+    const held = heldAuthenticate();
+    cleanups.push(() => held.release());
+    const auth = new AppAuthentication(held.authenticate, new RefusalLog(capturedLogger().logger));
+    const first = Array.from({ length: 1_024 }, () => auth.settle(requestOf("alice")));
+    expect(held.waiting()).toBe(1_024);
+    const refused = auth.settle(requestOf("bob"));
+    // refused without a call (checked before waiting: a call made would hold the answer)
+    expect(held.calls()).toBe(1_024);
+    expect(await refused).toMatchObject({
+      code: "overloaded",
+      message: "1024 authentications already in flight; retry shortly",
+    });
+    // just short of the wait: every call still answers its request
+    await vi.advanceTimersByTimeAsync(9_999);
+    held.release();
+    expect(await Promise.all(first)).toEqual(new Array(1_024).fill(null));
+
+    const request = requestOf("carol");
+    const late = auth.settle(request);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await late).toMatchObject({
+      code: "overloaded",
+      message: "authentication did not answer in time; retry shortly",
+    });
+    expect(auth.resolve(request)).toBeUndefined();
+  });
+
   it("past the calls in flight, a request is refused overloaded without a call; they go on once it settles", async () => {
     const held = heldAuthenticate();
     const { authority } = await mountedApp(cleanups, {

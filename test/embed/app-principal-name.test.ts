@@ -2,6 +2,9 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
+import { AppAuthentication } from "../../src/embed/app-authentication.js";
+import { RefusalLog } from "../../src/embed/refusal-log.js";
+import type { Principal } from "../../src/host/principal.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { mountedApp, upgradeStatus } from "./app-fixture.js";
@@ -23,6 +26,17 @@ const namedBy = (names: string[]) => (req: IncomingMessage) => {
 };
 
 describe("the name of an app's principal", () => {
+  it("is not asked of no principal (undefined or null): a plain 401, no error logged", async () => {
+    const { logger, lines } = capturedLogger();
+    for (const answer of [undefined, null]) {
+      const auth = new AppAuthentication(() => answer as Principal | undefined, new RefusalLog(logger));
+      const request = { url: "/v1/usage", headers: {}, socket: {} } as IncomingMessage;
+      expect(await auth.settle(request)).toBeNull();
+      expect(auth.resolve(request)).toBeUndefined();
+    }
+    expect(lines).toEqual([]);
+  });
+
   it("is refused 401 outside the principal names, and logged without it", async () => {
     const names = [
       "alice@example.com",
@@ -46,6 +60,8 @@ describe("the name of an app's principal", () => {
     expect(usage.status).toBe(401);
     const refusals = lines.filter((l) => String(l.msg).includes("whose name is not"));
     expect(refusals.length).toBeGreaterThan(0);
+    // which request it was is said, by its path within the mount
+    expect(refusals[0]).toMatchObject({ path: "/api/remote.mux" });
     expect(JSON.stringify(refusals)).not.toContain("xxxxxxxxxx");
   });
 
