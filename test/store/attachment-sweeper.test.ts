@@ -42,6 +42,19 @@ function vacuumSteps(db: Database.Database): () => number {
 }
 
 describe("the sweep of expired uploads", () => {
+  it("gives every page it freed back to the file system, 256 at a time, and stops once none is free", async () => {
+    const db = await storeFile(2);
+    const sweeper = new AttachmentSweeper(db);
+    const steps = vacuumSteps(db);
+    const pagesBefore = db.pragma("page_count", { simple: true }) as number;
+    expect(await sweeper.sweep(2_000)).toBe(2);
+    expect(freePages(db)).toBe(0);
+    const shrunk = pagesBefore - (db.pragma("page_count", { simple: true }) as number);
+    expect(shrunk).toBeGreaterThanOrEqual((2 * MIB) / 4096);
+    // one step per 256 pages given back, not the 1,024 of the bound
+    expect(steps()).toBe(Math.ceil(shrunk / 256));
+  });
+
   it("on a file made before incremental auto_vacuum, deletes them and runs no vacuum step: SQLite reuses the pages", async () => {
     const db = await storeFile(2);
     db.pragma("auto_vacuum = NONE");
