@@ -2,7 +2,8 @@
  * PostgreSQL store benchmark (`npm run bench:pg`): acknowledged appends from 100 concurrent writers
  * through `PostgresSessionStore` (plain, and fenced by each session's lease as a host's agent
  * appends) against a raw batched insert with the same driver (`pg`) and the same durability
- * (`synchronous_commit = on`), alternated in one run (medians of 5 rounds); then the latency from a commit
+ * (`synchronous_commit = on`), and against that insert behind a `FOR UPDATE` of its sessions' rows
+ * (the floor of one writer per session), alternated in one run (medians of 5 rounds); then the latency from a commit
  * on store instance A to the commit notice on instance B (LISTEN/NOTIFY, loopback). Bounded in
  * count; each phase runs in a schema of its own, dropped at the end.
  * Usage: node --import tsx bench/pg-append.bench.ts [postgres-url]
@@ -78,6 +79,12 @@ console.log(
 console.log(
   `append with fences (each append carries its lease, as agents on several hosts write): ` +
     `${median(rounds.fenced).toFixed(0)}/s, ratio ${(median(rounds.fenced) / median(rounds.raw)).toFixed(2)}x`,
+);
+console.log(
+  `raw batched insert behind a FOR UPDATE of its 100 sessions' rows (one writer per session, as ` +
+    `every store write keeps it): ${median(rounds.locked).toFixed(0)}/s, ` +
+    `${(median(rounds.locked) / median(rounds.raw)).toFixed(2)}x the raw insert; ` +
+    `the store is ${(median(rounds.store) / median(rounds.locked)).toFixed(2)}x that floor`,
 );
 const latency = await bounded("notice latency", remoteNoticeLatency());
 console.log(

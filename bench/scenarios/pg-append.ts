@@ -42,6 +42,9 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   }
 }
 
+const LOCK_SESSIONS = `SELECT count(*) FROM (SELECT session_id FROM sessions
+  WHERE session_id = ANY($1::text[]) ORDER BY session_id FOR UPDATE) AS locked`;
+
 const idsOf = (shape: AppendShape) => Array.from({ length: shape.writers }, (_, i) => `bench-${i}`);
 
 /** A subject set up once (schema, tables, sessions); each `run` adds `appendsPerWriter` per writer. */
@@ -53,9 +56,15 @@ export interface PgAppender<R> {
 /**
  * The baseline: the same rows with the same driver (`pg`) and durability (`synchronous_commit =
  * on`), as fast as PostgreSQL takes them: per round one transaction inserting one row per writer
- * with one `unnest` statement, no head, no projection, no notice.
+ * with one `unnest` statement, no head, no projection, no notice. `locked`: each transaction first
+ * locks one row per writer's session `FOR UPDATE` in id order, as every store write does to keep
+ * one writer per session across hosts: the floor of a store that keeps that rule.
  */
-export async function openRawPgInserts(url: string, shape: AppendShape): Promise<PgAppender<number>> {
+export async function openRawPgInserts(
+  url: string,
+  shape: AppendShape,
+  locked = false,
+): Promise<PgAppender<number>> {
   const ids = idsOf(shape);
   const schema = newSchema("raw");
   const setup = new pg.Client({ connectionString: url });
@@ -70,6 +79,10 @@ export async function openRawPgInserts(url: string, shape: AppendShape): Promise
   try {
     await pool.query(`CREATE TABLE events (session_id text COLLATE "C" NOT NULL, seq bigint NOT NULL,
       type text NOT NULL, at bigint NOT NULL, data bytea NOT NULL, PRIMARY KEY (session_id, seq))`);
+    if (locked) {
+      await pool.query(`CREATE TABLE sessions (session_id text COLLATE "C" PRIMARY KEY)`);
+      await pool.query("INSERT INTO sessions SELECT unnest($1::text[])", [ids]);
+    }
   } catch (error) {
     await close();
     throw error;
@@ -83,6 +96,7 @@ export async function openRawPgInserts(url: string, shape: AppendShape): Promise
         for (let n = 0; n < shape.appendsPerWriter; n++) {
           const seq = ++head;
           await client.query("BEGIN");
+          if (locked) await client.query(LOCK_SESSIONS, [ids]);
           await client.query(
             `INSERT INTO events SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bytea[])`,
             [
@@ -155,8 +169,8 @@ async function once<R>(open: Promise<PgAppender<R>>): Promise<R> {
   }
 }
 
-export const rawPgBatchedInsert = (url: string, shape: AppendShape): Promise<number> =>
-  once(openRawPgInserts(url, shape));
+export const rawPgBatchedInsert = (url: string, shape: AppendShape, locked = false): Promise<number> =>
+  once(openRawPgInserts(url, shape, locked));
 
 export const pgStoreAppends = (
   url: string,
@@ -169,6 +183,8 @@ export interface PgAppendRounds {
   /** The store with every append fenced by its session's lease. */
   fenced: number[];
   raw: number[];
+  /** The raw insert behind a `FOR UPDATE` of its sessions' rows (see `openRawPgInserts`). */
+  locked: number[];
   /** Group-commit transactions of the last store round. */
   transactions: number;
 }
@@ -182,9 +198,11 @@ export async function pgAppendRounds(
   shape: AppendShape,
   rounds: number,
 ): Promise<PgAppendRounds> {
-  const result: PgAppendRounds = { store: [], fenced: [], raw: [], transactions: 0 };
-  const raw = async () =>
+  const result: PgAppendRounds = { store: [], fenced: [], raw: [], locked: [], transactions: 0 };
+  const raw = async () => {
     result.raw.push(await bounded("raw batched insert", rawPgBatchedInsert(url, shape)));
+    result.locked.push(await bounded("row-locked raw insert", rawPgBatchedInsert(url, shape, true)));
+  };
   const store = async () => {
     const measured = await bounded("store appends", pgStoreAppends(url, shape));
     result.store.push(measured.rate);
