@@ -10,7 +10,6 @@ import { type HostDatabaseStore, openHostDatabase } from "../operations/host-dat
 import { hostIdOf } from "../operations/host-id.js";
 import { ReadinessProbe } from "../operations/readiness-probe.js";
 import type { HostStore } from "../store/live-state-store.js";
-import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import { Authenticator } from "../transport/auth.js";
 import { sendError } from "../transport/http/http-reply.js";
 import { createHttpHandler } from "../transport/http/router.js";
@@ -76,7 +75,7 @@ export async function mountSessionmux(
     ...(options.logger ? { logger: options.logger } : {}),
   });
   const store = database.store;
-  if (store instanceof PostgresSessionStore) metrics.databasePools(() => store.poolStats());
+  if (database.pools) metrics.databasePools(database.pools);
   const host = new SessionHost({
     store: mode.storeView?.(store) ?? store,
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),

@@ -7,7 +7,7 @@ import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import type { SessionLeaseStore } from "../store/session-lease.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
-import type { StoreMetrics } from "../store/store-metrics.js";
+import type { PoolStats, StoreMetrics } from "../store/store-metrics.js";
 import type { UploadLedger } from "../transport/http/route-context.js";
 import { prepareDatabasePath } from "./database-path.js";
 import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "./database-target.js";
@@ -53,6 +53,12 @@ export interface HostDatabase {
   ready(): Promise<void>;
   /** How logs name the database (a PostgreSQL password is masked). */
   readonly description: string;
+  /**
+   * A networked database's connection pools now, by name (PostgreSQL: the store's `reads` and
+   * `writer`, the call `inbox`, the `uploads` sweeper and the `readiness` check), for sizing the
+   * server's connection limit; an embedded one has none.
+   */
+  pools?(): Record<string, PoolStats>;
   /** A shared database (PostgreSQL): the leases and the call inbox hosts coordinate through. */
   readonly shared?: { leases: SessionLeaseStore; inbox: CallInbox };
   close(): Promise<void>;
@@ -89,6 +95,12 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     store: opened,
     uploads,
     ready: () => check.check(),
+    pools: () => ({
+      ...opened.poolStats(),
+      inbox: inbox.poolStats(),
+      uploads: uploads.poolStats(),
+      readiness: check.poolStats(),
+    }),
     description: describeTarget(target),
     shared: { leases: opened, inbox },
     // every pool and listener is closed though one before it failed; the first failure is thrown

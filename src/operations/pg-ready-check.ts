@@ -1,4 +1,6 @@
 import pg from "pg";
+import { poolStatsOf } from "../store/postgres/pg-pool.js";
+import type { PoolStats } from "../store/store-metrics.js";
 
 /**
  * `/readyz` on PostgreSQL: one connection of its own (so a pool exhausted by a burst of writes
@@ -8,7 +10,7 @@ import pg from "pg";
 export function pgReadyCheck(
   url: string,
   timeoutMs = 2_000,
-): { check(): Promise<void>; close(): Promise<void> } {
+): { check(): Promise<void>; poolStats(): PoolStats; close(): Promise<void> } {
   const pool = new pg.Pool({
     connectionString: url,
     max: 1,
@@ -24,6 +26,7 @@ export function pgReadyCheck(
       const { rows } = await pool.query<{ standby: boolean }>("SELECT pg_is_in_recovery() AS standby");
       if (rows[0]?.standby) throw new Error("the PostgreSQL server is a read-only standby");
     },
+    poolStats: () => poolStatsOf(pool),
     close: () => pool.end(),
   };
 }

@@ -1,5 +1,6 @@
 import type pg from "pg";
-import { openPool } from "../store/postgres/pg-pool.js";
+import { openPool, poolStatsOf } from "../store/postgres/pg-pool.js";
+import type { PoolStats } from "../store/store-metrics.js";
 import type { UploadSweeper } from "./host-database.js";
 
 /** Rows deleted per statement, so one sweep of many large uploads never holds a lock long. */
@@ -11,7 +12,10 @@ const STEP_ROWS = 16;
  * NULL` is re-checked on a row a prompt claimed meanwhile, so a referenced upload is never deleted,
  * and `SKIP LOCKED` keeps two hosts' sweeps from waiting on each other.
  */
-export function pgUploadSweeper(url: string, schema: string): UploadSweeper & { close(): Promise<void> } {
+export function pgUploadSweeper(
+  url: string,
+  schema: string,
+): UploadSweeper & { poolStats(): PoolStats; close(): Promise<void> } {
   const pool: pg.Pool = openPool(url, { schema, max: 1 });
   pool.on("error", () => undefined);
   let timer: NodeJS.Timeout | undefined;
@@ -55,6 +59,7 @@ export function pgUploadSweeper(url: string, schema: string): UploadSweeper & { 
       timer.unref();
     },
     stop,
+    poolStats: () => poolStatsOf(pool),
     async close() {
       stop();
       await pool.end();

@@ -79,9 +79,11 @@ describe.skipIf(!pgUrl)("createSessionmux on a PostgreSQL URL", () => {
     });
     const text = await metrics.text();
     expect(text).toContain('sessionmux_host_info{host_id="embedded-1"} 1');
-    // the store's pools, read at the scrape: the group commit's one connection is open
+    // the host's pools, read at the scrape: the group commit's one connection is open
     expect(text).toMatch(/^sessionmux_db_connections\{pool="writer",state="idle"\} 1$/m);
     expect(text).toMatch(/^sessionmux_db_waiting\{pool="reads"\} 0$/m);
+    for (const pool of ["inbox", "uploads", "readiness"])
+      expect(text).toMatch(new RegExp(`^sessionmux_db_waiting\\{pool="${pool}"\\} 0$`, "m"));
   });
 
   it("reads on no more connections at once than the pool size it is given", async () => {

@@ -59,6 +59,8 @@ describe("a host database on a SQLite file", () => {
     expect(database.target).toEqual({ kind: "sqlite", path: file });
     expect(database.description).toBe(file);
     expect(database.shared).toBeUndefined();
+    // an embedded database has no connections to count
+    expect(database.pools).toBeUndefined();
     await database.store.create({ sessionId: "s1", owner: "alice", model: "demo" });
     await expect(database.ready()).resolves.toBeUndefined();
   });
@@ -151,6 +153,31 @@ describe.skipIf(!pgUrl)("a host database on PostgreSQL", () => {
       [scratch.name],
     );
     await expect(database.ready()).rejects.toThrow();
+  });
+
+  it("counts every connection it holds in one of its named pools", async () => {
+    const scratch = await scratchDatabase(pgUrl!, "smx_hostdb");
+    cleanups.push(() => scratch.drop());
+    const database = await opened({ db: scratch.url, hostId: "h1", metrics });
+    // every pool put to use (the inbox's was by its migration): a write, a read, the readiness
+    // check, the uploads' ledger
+    await database.store.create({ sessionId: "s1", owner: "alice", model: "demo" });
+    await database.store.readAfter("s1", 0, 10);
+    await database.ready();
+    await database.uploads.pendingBytes("alice");
+    const pools = database.pools!();
+    expect(Object.keys(pools).sort()).toEqual(["inbox", "readiness", "reads", "uploads", "writer"]);
+    for (const name of ["readiness", "reads", "uploads", "writer"]) {
+      expect(pools[name], name).toEqual({ total: 1, idle: 1, waiting: 0 });
+    }
+    // what PostgreSQL sees of the host, but its two LISTEN connections (outside every pool)
+    const { rows } = await scratch.server.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1
+         AND application_name NOT IN ('sessionmux-feed', 'sessionmux-calls')`,
+      [scratch.name],
+    );
+    const counted = Object.values(pools).reduce((sum, pool) => sum + pool.total, 0);
+    expect(rows[0]!.n).toBe(counted);
   });
 
   it("whose call inbox cannot connect after the store opened, closes the store again", async () => {

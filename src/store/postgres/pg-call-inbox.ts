@@ -2,7 +2,8 @@ import { decode, encode } from "@msgpack/msgpack";
 import type pg from "pg";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../call-inbox.js";
-import { openClient, openPool } from "./pg-pool.js";
+import type { PoolStats } from "../store-metrics.js";
+import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
 import { migrate } from "./pg-schema.js";
 
 export interface PgCallInboxOptions {
@@ -101,6 +102,11 @@ export class PgCallInbox implements CallInbox {
       throw err;
     }
     return inbox;
+  }
+
+  /** The inbox's connections now (its pool of `maxConnections`; the LISTEN connection is apart). */
+  poolStats(): PoolStats {
+    return poolStatsOf(this.#pool);
   }
 
   async send(targetHost: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome> {

@@ -1,4 +1,5 @@
 import pg from "pg";
+import type { PoolStats } from "../store-metrics.js";
 import { schemaIdentifier } from "./pg-schema.js";
 
 export interface PgPoolOptions {
@@ -55,6 +56,11 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   // release because it is no longer queryable.
   pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
+}
+
+/** A pool's connections now, as `/metrics` serves them. */
+export function poolStatsOf(pool: pg.Pool): PoolStats {
+  return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
 
 /**

@@ -50,7 +50,7 @@ import { PgLeaseOperations } from "./pg-lease-operations.js";
 import { PgLiveOperations } from "./pg-live-operations.js";
 import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
-import { openClient, openPool } from "./pg-pool.js";
+import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
 import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { searchMessages } from "./pg-search.js";
@@ -391,12 +391,7 @@ export class PostgresSessionStore implements HostStore {
 
   /** The connections of the store's two pools now: `reads` (sized by `maxConnections`) and the group commit's `writer`. */
   poolStats(): { reads: PoolStats; writer: PoolStats } {
-    const of = (pool: pg.Pool) => ({
-      total: pool.totalCount,
-      idle: pool.idleCount,
-      waiting: pool.waitingCount,
-    });
-    return { reads: of(this.pool), writer: of(this.writerPool) };
+    return { reads: poolStatsOf(this.pool), writer: poolStatsOf(this.writerPool) };
   }
 
   /** Write-transaction counters; `transactions` grows by one per group commit. */
