@@ -126,11 +126,11 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
-  /** The store's connection pools, read at each scrape (none on the embedded store). */
+  /** The host's database connection pools, read at each scrape (none on the embedded store). */
   #pools: (() => Record<string, PoolStats>) | undefined;
   readonly dbConnections = new Gauge({
     name: "sessionmux_db_connections",
-    help: "Database connections of the store's pools (PostgreSQL), by pool (reads, writer) and state (idle, busy)",
+    help: "Database connections of the host's pools (PostgreSQL), by pool (reads, writer, inbox, uploads, readiness) and state (idle, busy)",
     labelNames: ["pool", "state"] as const,
     registers: [this.registry],
     collect: () => {
@@ -143,7 +143,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
   readonly dbWaiting = new Gauge({
     name: "sessionmux_db_waiting",
-    help: "Store requests waiting for a database connection, by pool: often above 0, the pool (--db-pool-size) is too small or the database slow",
+    help: "Requests waiting for a database connection, by pool: often above 0 for reads, the pool (--db-pool-size) is too small or the database slow",
     labelNames: ["pool"] as const,
     registers: [this.registry],
     collect: () => {
@@ -267,7 +267,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     this.#live = read;
   }
 
-  /** Serves the store's connection pools, as `read` tells them at each scrape. */
+  /** Serves the host's database connection pools, as `read` tells them at each scrape. */
   databasePools(read: () => Record<string, PoolStats>): void {
     this.#pools = read;
   }
