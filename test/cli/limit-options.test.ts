@@ -1,0 +1,311 @@
+import { Command, CommanderError } from "commander";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  addLimitOptions,
+  httpLimitsOf,
+  type LimitValues,
+  muxLimitsOf,
+  principalLimitsOf,
+} from "../../src/cli/limit-options.js";
+
+/**
+ * Every limit flag of `sessionmux serve`, written out from docs/reliability.md "Limits" (flag,
+ * variable, default) and its closing list of the smallest values, not read back from the module:
+ * a flag renamed, a default changed or a limit sent to the wrong option fails here.
+ */
+const LIMITS = [
+  {
+    key: "maxStreamsPerSocket",
+    to: "mux",
+    flag: "--max-streams-per-socket",
+    env: "SESSIONMUX_MAX_STREAMS_PER_SOCKET",
+    fallback: 256,
+    min: 1,
+  },
+  {
+    key: "sendHighWaterBytes",
+    to: "mux",
+    flag: "--send-high-water-bytes",
+    env: "SESSIONMUX_SEND_HIGH_WATER_BYTES",
+    fallback: 4 * 1024 * 1024,
+    min: 1024,
+  },
+  {
+    key: "backlogGraceIntervals",
+    to: "mux",
+    flag: "--backlog-grace-intervals",
+    env: "SESSIONMUX_BACKLOG_GRACE_INTERVALS",
+    fallback: 4,
+    min: 1,
+  },
+  {
+    key: "maxCallsInFlight",
+    to: "mux",
+    flag: "--max-calls-in-flight",
+    env: "SESSIONMUX_MAX_CALLS_IN_FLIGHT",
+    fallback: 4,
+    min: 1,
+  },
+  {
+    key: "maxQueuedCalls",
+    to: "mux",
+    flag: "--max-queued-calls",
+    env: "SESSIONMUX_MAX_QUEUED_CALLS",
+    fallback: 256,
+    min: 0,
+  },
+  {
+    key: "maxSocketsPerPrincipal",
+    to: "principal",
+    flag: "--max-sockets-per-principal",
+    env: "SESSIONMUX_MAX_SOCKETS_PER_PRINCIPAL",
+    fallback: 64,
+    min: 1,
+  },
+  {
+    key: "maxSessionsPerPrincipal",
+    to: "principal",
+    flag: "--max-sessions-per-principal",
+    env: "SESSIONMUX_MAX_SESSIONS_PER_PRINCIPAL",
+    fallback: 10_000,
+    min: 1,
+  },
+  {
+    key: "maxStoredBytesPerPrincipal",
+    to: "principal",
+    flag: "--max-stored-bytes-per-principal",
+    env: "SESSIONMUX_MAX_STORED_BYTES_PER_PRINCIPAL",
+    fallback: 1024 * 1024 * 1024,
+    min: 1,
+  },
+  {
+    key: "sessionCreateBurst",
+    to: "principal",
+    flag: "--session-create-burst",
+    env: "SESSIONMUX_SESSION_CREATE_BURST",
+    fallback: 200,
+    min: 1,
+  },
+  {
+    key: "sessionCreatePerSecond",
+    to: "principal",
+    flag: "--session-create-per-second",
+    env: "SESSIONMUX_SESSION_CREATE_PER_SECOND",
+    fallback: 10,
+    min: 1,
+  },
+  {
+    key: "maxUploadBytes",
+    to: "http",
+    flag: "--max-upload-bytes",
+    env: "SESSIONMUX_MAX_UPLOAD_BYTES",
+    fallback: 10 * 1024 * 1024,
+    min: 1,
+  },
+  {
+    key: "uploadQuotaBytes",
+    to: "http",
+    flag: "--upload-quota-bytes",
+    env: "SESSIONMUX_UPLOAD_QUOTA_BYTES",
+    fallback: 64 * 1024 * 1024,
+    min: 1,
+  },
+  {
+    key: "uploadTtlMs",
+    to: "host",
+    flag: "--upload-ttl-ms",
+    env: "SESSIONMUX_UPLOAD_TTL_MS",
+    fallback: 60 * 60 * 1000,
+    min: 1000,
+  },
+  {
+    key: "maxTranscriptBytes",
+    to: "http",
+    flag: "--max-transcript-bytes",
+    env: "SESSIONMUX_MAX_TRANSCRIPT_BYTES",
+    fallback: 32 * 1024 * 1024,
+    min: 1024 * 1024,
+  },
+] as const;
+
+type LimitKey = (typeof LIMITS)[number]["key"];
+
+/** What `serve` hands the host: the mux, HTTP and principal options, and the upload lifetime. */
+interface HostLimits {
+  mux: Record<string, unknown>;
+  http: Record<string, unknown>;
+  principal: Record<string, unknown>;
+  host: { uploadTtlMs: number };
+  metricsToken: string | undefined;
+}
+
+/** The limits `serve` starts the host with for these arguments and variables, built as serve-command.ts does. */
+function parseServe(argv: string[], env: Record<string, string> = {}): HostLimits {
+  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+  const serve = addLimitOptions(
+    new Command("serve").exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }),
+  );
+  serve.parse(argv, { from: "user" });
+  const options = serve.opts<LimitValues>();
+  return {
+    mux: muxLimitsOf(options),
+    http: httpLimitsOf(options),
+    principal: { ...principalLimitsOf(options) },
+    host: { uploadTtlMs: options.uploadTtlMs },
+    metricsToken: options.metricsToken,
+  };
+}
+
+/** The limits with none given, each where the host takes it. */
+function fallbacks(): HostLimits {
+  const limits: HostLimits = {
+    mux: {},
+    http: {},
+    principal: {},
+    host: { uploadTtlMs: 0 },
+    metricsToken: undefined,
+  };
+  for (const limit of LIMITS) (limits[limit.to] as Record<string, number>)[limit.key] = limit.fallback;
+  return limits;
+}
+
+/** The fallbacks with `key` set to `value`: the one limit a flag or variable changes. */
+function withLimit(key: LimitKey, value: number): HostLimits {
+  const limits = fallbacks();
+  const limit = LIMITS.find((l) => l.key === key);
+  if (!limit) throw new Error(`no limit ${key}`);
+  (limits[limit.to] as Record<string, number>)[key] = value;
+  return limits;
+}
+
+/** The refusal commander makes of a bad value, with the option's own message. */
+function refusal(argv: string[], env: Record<string, string> = {}): CommanderError {
+  try {
+    parseServe(argv, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(CommanderError);
+    return err as CommanderError;
+  }
+  throw new Error(`accepted ${JSON.stringify([argv, env])}`);
+}
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+describe("serve limit flags", () => {
+  it("are exactly the documented ones, each with its variable, a description and its default in --help", () => {
+    const serve = addLimitOptions(new Command("serve"));
+    const options = serve.options.map((o) => [o.long, o.envVar, o.description.length > 0]);
+    expect(options).toEqual(
+      expect.arrayContaining([
+        ["--metrics-token", "SESSIONMUX_METRICS_TOKEN", true],
+        ...LIMITS.map((l) => [l.flag, l.env, true]),
+      ]),
+    );
+    expect(options).toHaveLength(LIMITS.length + 1);
+    const help = serve.createHelp();
+    for (const limit of LIMITS) {
+      const option = serve.options.find((o) => o.long === limit.flag);
+      expect(option && help.optionDescription(option)).toMatch(
+        new RegExp(`^\\S.* \\(default: ${limit.fallback}, env: ${limit.env}\\)$`),
+      );
+    }
+  });
+
+  it("give the host every documented default when neither flag nor variable is set", () => {
+    const limits = parseServe([]);
+    expect(limits).toEqual(fallbacks());
+    expect(limits.mux).toEqual({
+      sendHighWaterBytes: 4 * 1024 * 1024,
+      maxCallsInFlight: 4,
+      maxQueuedCalls: 256,
+      maxStreamsPerSocket: 256,
+      backlogGraceIntervals: 4,
+    });
+    expect(limits.http).toEqual({
+      maxUploadBytes: 10 * 1024 * 1024,
+      uploadQuotaBytes: 64 * 1024 * 1024,
+      maxTranscriptBytes: 32 * 1024 * 1024,
+    });
+    expect(limits.principal).toEqual({
+      maxSocketsPerPrincipal: 64,
+      sessionCreateBurst: 200,
+      sessionCreatePerSecond: 10,
+      maxSessionsPerPrincipal: 10_000,
+      maxStoredBytesPerPrincipal: 1024 * 1024 * 1024,
+    });
+  });
+
+  it("each change the one limit they name, from the flag or the variable, and the flag wins over the variable", () => {
+    for (const [index, limit] of LIMITS.entries()) {
+      // a value of its own per limit, so one limit handed to another's option shows
+      const value = limit.min + 1000 + index;
+      expect(parseServe([limit.flag, String(value)])).toEqual(withLimit(limit.key, value));
+      expect(parseServe([`${limit.flag}=${value}`])).toEqual(withLimit(limit.key, value));
+      vi.unstubAllEnvs();
+      expect(parseServe([], { [limit.env]: String(value) })).toEqual(withLimit(limit.key, value));
+      vi.unstubAllEnvs();
+      expect(parseServe([limit.flag, String(value + 1)], { [limit.env]: String(value) })).toEqual(
+        withLimit(limit.key, value + 1),
+      );
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it("take the smallest documented value and refuse one less, naming the flag and the least value", () => {
+    for (const limit of LIMITS) {
+      expect(parseServe([limit.flag, String(limit.min)])).toEqual(withLimit(limit.key, limit.min));
+      expect(parseServe([], { [limit.env]: String(limit.min) })).toEqual(withLimit(limit.key, limit.min));
+      vi.unstubAllEnvs();
+      const below = String(limit.min - 1);
+      const fromFlag = refusal([limit.flag, below]);
+      expect(fromFlag.code).toBe("commander.invalidArgument");
+      expect(fromFlag.exitCode).toBe(1);
+      expect(fromFlag.message).toBe(
+        `error: option '${limit.flag} <${limit.key === "uploadTtlMs" ? "ms" : "n"}>' argument '${below}' is invalid. ` +
+          `${limit.flag} must be an integer ≥ ${limit.min} in decimal digits, got "${below}"`,
+      );
+      const fromEnv = refusal([], { [limit.env]: below });
+      expect(fromEnv.code).toBe("commander.invalidArgument");
+      expect(fromEnv.message).toContain(
+        `from env '${limit.env}' is invalid. ${limit.flag} must be an integer ≥ ${limit.min} in decimal digits, got "${below}"`,
+      );
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it("refuse a value that is not an integer in decimal digits, empty included", () => {
+    for (const limit of LIMITS) {
+      const at = String(limit.min + 2);
+      for (const bad of [
+        "",
+        " ",
+        `${at}.5`,
+        `${at}.0`,
+        "1e9",
+        "0x10000000",
+        ` ${at}`,
+        `${at} `,
+        `+${at}`,
+        `${at}k`,
+        "ten",
+      ]) {
+        expect(refusal([limit.flag, bad]).message).toContain(
+          `${limit.flag} must be an integer ≥ ${limit.min} in decimal digits, got ${JSON.stringify(bad)}`,
+        );
+        expect(refusal([], { [limit.env]: bad }).message).toContain(`from env '${limit.env}' is invalid.`);
+        vi.unstubAllEnvs();
+      }
+    }
+  });
+
+  it("take a metrics token from the flag or the variable, the flag winning, and none by default", () => {
+    expect(parseServe([]).metricsToken).toBeUndefined();
+    expect(parseServe(["--metrics-token", "scrape"])).toEqual({ ...fallbacks(), metricsToken: "scrape" });
+    expect(parseServe([], { SESSIONMUX_METRICS_TOKEN: "from-env" }).metricsToken).toBe("from-env");
+    expect(
+      parseServe(["--metrics-token", "from-flag"], { SESSIONMUX_METRICS_TOKEN: "from-env" }).metricsToken,
+    ).toBe("from-flag");
+  });
+});
