@@ -1,0 +1,59 @@
+import { Command, CommanderError } from "commander";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { registerServeCommand } from "../../src/cli/serve-command.js";
+
+/** Node's longest timer delay: 2^31 − 1 ms. A longer one fires after 1 ms instead. */
+const LONGEST_TIMER_MS = 2_147_483_647;
+
+/** The millisecond flags of `serve` that set a timer, with their least value (README, "CLI"). */
+const TIMER_FLAGS = [
+  { flag: "--ping-interval-ms", env: "SESSIONMUX_PING_INTERVAL_MS", key: "pingIntervalMs", min: 10 },
+  { flag: "--idle-detach-ms", env: "SESSIONMUX_IDLE_DETACH_MS", key: "idleDetachMs", min: 1 },
+  { flag: "--lease-ttl-ms", env: "SESSIONMUX_LEASE_TTL_MS", key: "leaseTtlMs", min: 100 },
+] as const;
+
+/** `serve`'s options for these arguments and variables, parsed in this process without starting a host. */
+function parseServe(argv: string[], env: Record<string, string> = {}): Record<string, unknown> {
+  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+  const program = new Command().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  registerServeCommand(program);
+  const serve = program.commands.find((c) => c.name() === "serve");
+  if (!serve) throw new Error("no serve command");
+  serve.action(() => {});
+  program.parse(["serve", ...argv], { from: "user" });
+  return serve.opts();
+}
+
+function refusal(argv: string[], env: Record<string, string> = {}): CommanderError {
+  try {
+    parseServe(argv, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(CommanderError);
+    return err as CommanderError;
+  }
+  throw new Error(`accepted ${JSON.stringify([argv, env])}`);
+}
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+describe("serve flags that set a timer", () => {
+  it("take up to Node's longest timer delay and refuse a longer one, which would fire after 1 ms", () => {
+    for (const { flag, env, key, min } of TIMER_FLAGS) {
+      expect(parseServe([flag, String(LONGEST_TIMER_MS)])[key]).toBe(LONGEST_TIMER_MS);
+      const longer = String(LONGEST_TIMER_MS + 1);
+      expect(refusal([flag, longer]).message).toBe(
+        `error: option '${flag} <ms>' argument '${longer}' is invalid. ` +
+          `${flag} must be an integer from ${min} to ${LONGEST_TIMER_MS} in decimal digits, got "${longer}"`,
+      );
+      // 30 days, as one might set to all but switch a ping or a detach off
+      expect(refusal([], { [env]: String(30 * 24 * 3600 * 1000) }).message).toContain(
+        `from env '${env}' is invalid. ${flag} must be an integer from ${min} to ${LONGEST_TIMER_MS}`,
+      );
+      vi.unstubAllEnvs();
+      expect(parseServe([flag, String(min)])[key]).toBe(min);
+      expect(refusal([flag, String(min - 1)]).message).toContain(`from ${min} to ${LONGEST_TIMER_MS}`);
+    }
+  });
+});
