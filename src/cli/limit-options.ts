@@ -18,7 +18,8 @@ const MUX_FLAGS = {
   sendHighWaterBytes: {
     flag: "--send-high-water-bytes <n>",
     env: "SESSIONMUX_SEND_HIGH_WATER_BYTES",
-    description: "unsent bytes on a socket above which the host stops reading it",
+    description:
+      "unsent bytes on a socket above which the host stops reading it (mux) or holds the next pipelined request (HTTP)",
     fallback: Limits.sendHighWaterBytes,
     min: 1024,
   },
@@ -158,16 +159,21 @@ export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
   };
 }
 
-/** The HTTP options the limit flags set: uploads and transcript views. */
+/**
+ * The HTTP options the limit flags set: uploads, transcript views, and the send backlog above
+ * which a connection's next pipelined request waits (the mux's high-water mark, one flag for both).
+ */
 export function httpLimitsOf(values: LimitValues): {
   maxUploadBytes: number;
   uploadQuotaBytes: number;
   maxTranscriptBytes: number;
+  sendHighWaterBytes: number;
 } {
   return {
     maxUploadBytes: values.maxUploadBytes,
     uploadQuotaBytes: values.uploadQuotaBytes,
     maxTranscriptBytes: values.maxTranscriptBytes,
+    sendHighWaterBytes: values.sendHighWaterBytes,
   };
 }
 

@@ -16,15 +16,16 @@ import {
 const LIMITS = [
   {
     key: "maxStreamsPerSocket",
-    to: "mux",
+    to: ["mux"],
     flag: "--max-streams-per-socket",
     env: "SESSIONMUX_MAX_STREAMS_PER_SOCKET",
     fallback: 256,
     min: 1,
   },
+  // the mux's send backlog and the HTTP answers held per connection: one flag for both, as the docs' table says
   {
     key: "sendHighWaterBytes",
-    to: "mux",
+    to: ["mux", "http"],
     flag: "--send-high-water-bytes",
     env: "SESSIONMUX_SEND_HIGH_WATER_BYTES",
     fallback: 4 * 1024 * 1024,
@@ -32,7 +33,7 @@ const LIMITS = [
   },
   {
     key: "backlogGraceIntervals",
-    to: "mux",
+    to: ["mux"],
     flag: "--backlog-grace-intervals",
     env: "SESSIONMUX_BACKLOG_GRACE_INTERVALS",
     fallback: 4,
@@ -40,7 +41,7 @@ const LIMITS = [
   },
   {
     key: "maxCallsInFlight",
-    to: "mux",
+    to: ["mux"],
     flag: "--max-calls-in-flight",
     env: "SESSIONMUX_MAX_CALLS_IN_FLIGHT",
     fallback: 4,
@@ -48,7 +49,7 @@ const LIMITS = [
   },
   {
     key: "maxQueuedCalls",
-    to: "mux",
+    to: ["mux"],
     flag: "--max-queued-calls",
     env: "SESSIONMUX_MAX_QUEUED_CALLS",
     fallback: 256,
@@ -56,7 +57,7 @@ const LIMITS = [
   },
   {
     key: "maxSocketsPerPrincipal",
-    to: "principal",
+    to: ["principal"],
     flag: "--max-sockets-per-principal",
     env: "SESSIONMUX_MAX_SOCKETS_PER_PRINCIPAL",
     fallback: 64,
@@ -64,7 +65,7 @@ const LIMITS = [
   },
   {
     key: "maxSessionsPerPrincipal",
-    to: "principal",
+    to: ["principal"],
     flag: "--max-sessions-per-principal",
     env: "SESSIONMUX_MAX_SESSIONS_PER_PRINCIPAL",
     fallback: 10_000,
@@ -72,7 +73,7 @@ const LIMITS = [
   },
   {
     key: "maxStoredBytesPerPrincipal",
-    to: "principal",
+    to: ["principal"],
     flag: "--max-stored-bytes-per-principal",
     env: "SESSIONMUX_MAX_STORED_BYTES_PER_PRINCIPAL",
     fallback: 1024 * 1024 * 1024,
@@ -80,7 +81,7 @@ const LIMITS = [
   },
   {
     key: "sessionCreateBurst",
-    to: "principal",
+    to: ["principal"],
     flag: "--session-create-burst",
     env: "SESSIONMUX_SESSION_CREATE_BURST",
     fallback: 200,
@@ -88,7 +89,7 @@ const LIMITS = [
   },
   {
     key: "sessionCreatePerSecond",
-    to: "principal",
+    to: ["principal"],
     flag: "--session-create-per-second",
     env: "SESSIONMUX_SESSION_CREATE_PER_SECOND",
     fallback: 10,
@@ -96,7 +97,7 @@ const LIMITS = [
   },
   {
     key: "maxUploadBytes",
-    to: "http",
+    to: ["http"],
     flag: "--max-upload-bytes",
     env: "SESSIONMUX_MAX_UPLOAD_BYTES",
     fallback: 10 * 1024 * 1024,
@@ -104,7 +105,7 @@ const LIMITS = [
   },
   {
     key: "uploadQuotaBytes",
-    to: "http",
+    to: ["http"],
     flag: "--upload-quota-bytes",
     env: "SESSIONMUX_UPLOAD_QUOTA_BYTES",
     fallback: 64 * 1024 * 1024,
@@ -112,7 +113,7 @@ const LIMITS = [
   },
   {
     key: "uploadTtlMs",
-    to: "host",
+    to: ["host"],
     flag: "--upload-ttl-ms",
     env: "SESSIONMUX_UPLOAD_TTL_MS",
     fallback: 60 * 60 * 1000,
@@ -120,7 +121,7 @@ const LIMITS = [
   },
   {
     key: "maxTranscriptBytes",
-    to: "http",
+    to: ["http"],
     flag: "--max-transcript-bytes",
     env: "SESSIONMUX_MAX_TRANSCRIPT_BYTES",
     fallback: 32 * 1024 * 1024,
@@ -165,7 +166,8 @@ function fallbacks(): HostLimits {
     host: { uploadTtlMs: 0 },
     metricsToken: undefined,
   };
-  for (const limit of LIMITS) (limits[limit.to] as Record<string, number>)[limit.key] = limit.fallback;
+  for (const limit of LIMITS)
+    for (const to of limit.to) (limits[to] as Record<string, number>)[limit.key] = limit.fallback;
   return limits;
 }
 
@@ -174,7 +176,7 @@ function withLimit(key: LimitKey, value: number): HostLimits {
   const limits = fallbacks();
   const limit = LIMITS.find((l) => l.key === key);
   if (!limit) throw new Error(`no limit ${key}`);
-  (limits[limit.to] as Record<string, number>)[key] = value;
+  for (const to of limit.to) (limits[to] as Record<string, number>)[key] = value;
   return limits;
 }
 
@@ -227,6 +229,7 @@ describe("serve limit flags", () => {
       maxUploadBytes: 10 * 1024 * 1024,
       uploadQuotaBytes: 64 * 1024 * 1024,
       maxTranscriptBytes: 32 * 1024 * 1024,
+      sendHighWaterBytes: 4 * 1024 * 1024,
     });
     expect(limits.principal).toEqual({
       maxSocketsPerPrincipal: 64,
