@@ -19,12 +19,6 @@ export const integer =
     return n;
   };
 
-/**
- * The longest delay a Node timer waits, in ms (about 24.8 days): a longer one fires after 1 ms
- * (with a TimeoutOverflowWarning), so a flag that sets a timer takes no more.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
-
 /** A repeatable option; a comma-separated value (as an environment variable carries) counts as several. */
 export const collectList = (value: string, previous: string[]) => [
   ...previous,

@@ -7,18 +7,12 @@ import { type DatabaseTarget, databaseTarget, describeTarget } from "../operatio
 import { hostIdOf } from "../operations/host-id.js";
 import { keptTokenAuthenticate } from "../operations/kept-token-auth.js";
 import { keptTokenFile } from "../operations/kept-token-location.js";
+import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import { readOrCreateToken } from "../operations/token-file.js";
 import { startHost } from "../server.js";
 import { checkTokenSpecs, parseTokenSpec, type TokenSpec } from "../transport/auth.js";
-import {
-  collectList,
-  dataDirOption,
-  dbOption,
-  dbSchemaOption,
-  integer,
-  MAX_TIMER_MS,
-} from "./cli-options.js";
+import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import {
   addLimitOptions,
   httpLimitsOf,
@@ -146,7 +140,7 @@ export function registerServeCommand(program: Command): void {
         "how long a host owns a session's agent without renewing; past it another host takes over",
       )
         .env("SESSIONMUX_LEASE_TTL_MS")
-        .argParser(integer("--lease-ttl-ms", 100, MAX_TIMER_MS))
+        .argParser(integer("--lease-ttl-ms", 100, LONGEST_TIMER_MS))
         .default(10_000),
     )
     .addOption(
@@ -173,13 +167,13 @@ export function registerServeCommand(program: Command): void {
     .addOption(
       new Option("--idle-detach-ms <ms>", "detach idle agents after this long")
         .env("SESSIONMUX_IDLE_DETACH_MS")
-        .argParser(integer("--idle-detach-ms", 1, MAX_TIMER_MS))
+        .argParser(integer("--idle-detach-ms", 1, LONGEST_TIMER_MS))
         .default(600_000),
     )
     .addOption(
       new Option("--ping-interval-ms <ms>", "WebSocket ping interval")
         .env("SESSIONMUX_PING_INTERVAL_MS")
-        .argParser(integer("--ping-interval-ms", 10, MAX_TIMER_MS))
+        .argParser(integer("--ping-interval-ms", 10, LONGEST_TIMER_MS))
         .default(15_000),
     )
     .addOption(

@@ -1,22 +1,28 @@
+import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
 
-/** What a numeric option may hold: a whole number from `min` on, or (`fraction`) any finite one above 0. */
-type Rule = { min: number } | { fraction: true };
+/**
+ * What a numeric option may hold: a whole number from `min` (to `max`, if given), or
+ * (`fraction`) any finite one above 0.
+ */
+type Rule = { min: number; max?: number } | { fraction: true };
 
 const COUNT: Rule = { min: 1 };
+/** A delay a timer waits: no longer than Node's longest, which would fire after 1 ms instead. */
+const DELAY: Rule = { min: 1, max: LONGEST_TIMER_MS };
 
 const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
   dbPoolSize: COUNT,
-  leaseTtlMs: COUNT,
-  idleDetachMs: COUNT,
-  turnStopGraceMs: { min: 0 },
-  readinessIntervalMs: COUNT,
+  leaseTtlMs: DELAY,
+  idleDetachMs: DELAY,
+  turnStopGraceMs: { min: 0, max: LONGEST_TIMER_MS },
+  readinessIntervalMs: DELAY,
   uploadTtlMs: COUNT,
 };
 
 const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Record<string, Rule> } = {
-  authenticateLimits: { maxPending: COUNT, timeoutMs: COUNT },
+  authenticateLimits: { maxPending: COUNT, timeoutMs: DELAY },
   principals: {
     maxSocketsPerPrincipal: COUNT,
     sessionCreateBurst: COUNT,
@@ -27,7 +33,7 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
   mux: {
     maxPayloadBytes: COUNT,
     maxStreamsPerSocket: COUNT,
-    pingIntervalMs: COUNT,
+    pingIntervalMs: DELAY,
     backlogGraceIntervals: COUNT,
     followerHighWaterBytes: COUNT,
     notificationHighWaterBytes: COUNT,
@@ -74,9 +80,14 @@ function check(name: string, value: unknown, rule: Rule): void {
     typeof value === "number" &&
     ("fraction" in rule
       ? Number.isFinite(value) && value > 0
-      : Number.isSafeInteger(value) && value >= rule.min);
+      : Number.isSafeInteger(value) && value >= rule.min && (rule.max === undefined || value <= rule.max));
   if (fine) return;
-  const wanted = "fraction" in rule ? "a finite number above 0" : `an integer ≥ ${rule.min}`;
+  const wanted =
+    "fraction" in rule
+      ? "a finite number above 0"
+      : rule.max === undefined
+        ? `an integer ≥ ${rule.min}`
+        : `an integer from ${rule.min} to ${rule.max}`;
   throw new StartupError("option_invalid", `${name} must be ${wanted}, got ${describe(value)}`);
 }
 

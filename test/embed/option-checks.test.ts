@@ -19,7 +19,7 @@ describe("createSessionmux options", () => {
       [{ mux: { maxQueuedCalls: -1 } }, /^mux\.maxQueuedCalls must be an integer ≥ 0, got -1$/],
       [{ mux: { backlogGraceIntervals: 0 } }, /^mux\.backlogGraceIntervals must be an integer ≥ 1, got 0$/],
       // the write-lock check ran in a busy loop
-      [{ readinessIntervalMs: 0 }, /^readinessIntervalMs must be an integer ≥ 1, got 0$/],
+      [{ readinessIntervalMs: 0 }, /^readinessIntervalMs must be an integer from 1 to 2147483647, got 0$/],
       [
         { principals: { sessionCreatePerSecond: 0 } },
         /^principals\.sessionCreatePerSecond must be a finite number above 0, got 0$/,
@@ -30,9 +30,31 @@ describe("createSessionmux options", () => {
       ],
       [
         { authenticateLimits: { timeoutMs: Number.POSITIVE_INFINITY } },
-        /^authenticateLimits\.timeoutMs must be an integer ≥ 1, got Infinity$/,
+        /^authenticateLimits\.timeoutMs must be an integer from 1 to 2147483647, got Infinity$/,
       ],
       [{ http: 5 as unknown as SessionmuxOptions["http"] }, /^http must be an object, got 5$/],
+      // past 2^31 − 1 ms a Node timer fires after 1 ms: a ping every millisecond, an agent detached at once
+      [
+        { mux: { pingIntervalMs: 2 ** 31 } },
+        /^mux\.pingIntervalMs must be an integer from 1 to 2147483647, got 2147483648$/,
+      ],
+      [
+        { idleDetachMs: 30 * 24 * 3600 * 1000 },
+        /^idleDetachMs must be an integer from 1 to 2147483647, got 2592000000$/,
+      ],
+      [{ leaseTtlMs: 2 ** 31 }, /^leaseTtlMs must be an integer from 1 to 2147483647, got 2147483648$/],
+      [
+        { turnStopGraceMs: 2 ** 31 },
+        /^turnStopGraceMs must be an integer from 0 to 2147483647, got 2147483648$/,
+      ],
+      [
+        { readinessIntervalMs: 2 ** 31 },
+        /^readinessIntervalMs must be an integer from 1 to 2147483647, got 2147483648$/,
+      ],
+      [
+        { authenticateLimits: { timeoutMs: 2 ** 31 } },
+        /^authenticateLimits\.timeoutMs must be an integer from 1 to 2147483647, got 2147483648$/,
+      ],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -53,7 +75,9 @@ describe("createSessionmux options", () => {
       db,
       tokens: [{ name: "admin", secret: "t", admin: true }],
       principals: { sessionCreatePerSecond: 0.5 },
-      mux: { maxQueuedCalls: 0 },
+      mux: { maxQueuedCalls: 0, pingIntervalMs: 2 ** 31 - 1 },
+      idleDetachMs: 2 ** 31 - 1,
+      turnStopGraceMs: 0,
     });
     cleanups.push(() => mux.close());
     expect(existsSync(db)).toBe(true);
