@@ -33,6 +33,17 @@ describe("createSessionmux options", () => {
         /^authenticateLimits\.timeoutMs must be an integer from 1 to 2147483647, got Infinity$/,
       ],
       [{ http: 5 as unknown as SessionmuxOptions["http"] }, /^http must be an object, got 5$/],
+      // typeof null is "object": reading a limit of it threw a TypeError naming nothing
+      [{ mux: null as unknown as SessionmuxOptions["mux"] }, /^mux must be an object, got null$/],
+      // a value quoted in full up to 64 characters of JSON, cut after them
+      [
+        { principals: { maxSocketsPerPrincipal: "x".repeat(62) as unknown as number } },
+        new RegExp(`^principals\\.maxSocketsPerPrincipal must be an integer ≥ 1, got "${"x".repeat(62)}"$`),
+      ],
+      [
+        { principals: { maxSocketsPerPrincipal: "y".repeat(100) as unknown as number } },
+        new RegExp(`^principals\\.maxSocketsPerPrincipal must be an integer ≥ 1, got "${"y".repeat(63)}…$`),
+      ],
       // past 2^31 − 1 ms a Node timer fires after 1 ms: a ping every millisecond, an agent detached at once
       [
         { mux: { pingIntervalMs: 2 ** 31 } },
