@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
 import {
+  type Activation,
   ActivationTable,
   type CallMethod,
   METHOD_NAMES,
@@ -17,6 +18,34 @@ import { errorCode, type HostFixture, openHost, turnEvents } from "./host-fixtur
  */
 
 const COLD = "cold-session";
+
+/**
+ * The rules as protocol-v1 states them (§4's table, §5's stream headings, §9 for `explicit`),
+ * written by hand: the cases below pick their methods from here, not from the table under test.
+ */
+const contract: Record<MethodName, Activation> = {
+  "session.list": "cold",
+  "session.page": "cold",
+  "session.search": "cold",
+  "session.models": "cold",
+  "session.attachment": "cold",
+  "session.create": "resume",
+  "session.fork": "resume",
+  "session.prompt": "resume",
+  "session.rename": "cold",
+  "session.selectModel": "resume",
+  "session.cancel": "live-only",
+  "session.updateQueue": "live-only",
+  "session.respond": "resume",
+  "session.ack": "cold",
+  "session.clear": "cold",
+  "session.dismiss": "cold",
+  "session.restore": "cold",
+  "session.delete": "explicit",
+  "session.follow": "cold",
+  "session.control": "cold",
+  "session.download": "cold",
+};
 
 /** Valid params for every call method against the cold session `COLD`. */
 const sampleParams: { [M in CallMethod]: ParamsOf<M> } = {
@@ -89,17 +118,15 @@ async function callAny(host: SessionHost, method: CallMethod, params: unknown): 
 }
 
 describe("the activation table", () => {
-  test("has sample params for every call method and a rule for every method", () => {
+  test("is the contract's, with sample params for every call method", () => {
+    expect(ActivationTable).toEqual(contract);
     for (const method of METHOD_NAMES) {
-      expect(["cold", "live-only", "resume", "explicit"]).toContain(ActivationTable[method]);
       if (Methods[method].kind === "call") expect(sampleParams).toHaveProperty(method);
     }
   });
 
-  const byActivation = (activation: string) =>
-    METHOD_NAMES.filter(
-      (m): m is CallMethod => Methods[m].kind === "call" && ActivationTable[m] === activation,
-    );
+  const byActivation = (activation: Activation) =>
+    METHOD_NAMES.filter((m): m is CallMethod => Methods[m].kind === "call" && contract[m] === activation);
 
   test.each(byActivation("cold").concat(byActivation("explicit")))(
     "%s leaves the live-agent set unchanged on a cold session after a restart",
@@ -147,7 +174,8 @@ describe("the activation table", () => {
   test("stream methods are cold: authorizing a follow and building a control baseline start nothing", async () => {
     fx = await coldSessionAfterRestart();
     const streams: MethodName[] = METHOD_NAMES.filter((m) => Methods[m].kind === "stream");
-    expect(streams.map((m) => ActivationTable[m])).toEqual(streams.map(() => "cold"));
+    expect(streams).toEqual(["session.follow", "session.control", "session.download"]);
+    expect(streams.map((m) => contract[m])).toEqual(streams.map(() => "cold"));
     await fx.host.authorizeRead(ADMIN, COLD);
     const off = fx.host.subscribeControl(ADMIN, () => undefined);
     const baseline = await fx.host.controlBaseline(ADMIN);
