@@ -20,6 +20,7 @@ import { FollowStream } from "./follow-stream.js";
 import { FrameWriter } from "./frame-writer.js";
 import { Heartbeat } from "./heartbeat.js";
 import type { MuxOptions } from "./mux-options.js";
+import { idOfOverlongStringFrame } from "./overlong-string-frame.js";
 import { rawDataBytes } from "./raw-data.js";
 import { sharedEventFrames } from "./shared-event-frames.js";
 import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
@@ -147,7 +148,11 @@ export class MuxConnection {
     try {
       value = decodeFrame(bytes, this.#options.decodeLimits);
     } catch (err) {
-      this.#refuse(toSessionmuxError(err));
+      const inFlight = (id: number) => this.#inFlight.has(id);
+      this.#refuse(
+        toSessionmuxError(err),
+        idOfOverlongStringFrame(bytes, this.#options.decodeLimits, inFlight),
+      );
       return;
     }
     const request = parseClientFrame(value, (id) => this.#inFlight.has(id));
