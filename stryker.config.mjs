@@ -102,6 +102,8 @@ export default {
     "protocol/methods.ts",
     "src/embed/create-sessionmux.ts",
     "src/transport/mux/overlong-string-frame.ts",
+    "src/cli/limit-options.ts",
+    "src/cli/cli-options.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
