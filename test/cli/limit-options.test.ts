@@ -1,4 +1,4 @@
-import { Command, CommanderError } from "commander";
+import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   addLimitOptions,
@@ -7,6 +7,7 @@ import {
   muxLimitsOf,
   principalLimitsOf,
 } from "../../src/cli/limit-options.js";
+import { commanderRefusal } from "./commander-refusal.js";
 
 /**
  * Every limit flag of `sessionmux serve`, written out from docs/reliability.md "Limits" (flag,
@@ -180,16 +181,8 @@ function withLimit(key: LimitKey, value: number): HostLimits {
   return limits;
 }
 
-/** The refusal commander makes of a bad value, with the option's own message. */
-function refusal(argv: string[], env: Record<string, string> = {}): CommanderError {
-  try {
-    parseServe(argv, env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(CommanderError);
-    return err as CommanderError;
-  }
-  throw new Error(`accepted ${JSON.stringify([argv, env])}`);
-}
+const refusal = (argv: string[], env: Record<string, string> = {}) =>
+  commanderRefusal(() => parseServe(argv, env), [argv, env]);
 
 afterEach(() => {
   vi.unstubAllEnvs();

@@ -1,6 +1,7 @@
-import { Command, CommanderError } from "commander";
+import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { registerServeCommand } from "../../src/cli/serve-command.js";
+import { commanderRefusal } from "./commander-refusal.js";
 
 /** Node's longest timer delay: 2^31 − 1 ms. A longer one fires after 1 ms instead. */
 const LONGEST_TIMER_MS = 2_147_483_647;
@@ -24,15 +25,8 @@ function parseServe(argv: string[], env: Record<string, string> = {}): Record<st
   return serve.opts();
 }
 
-function refusal(argv: string[], env: Record<string, string> = {}): CommanderError {
-  try {
-    parseServe(argv, env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(CommanderError);
-    return err as CommanderError;
-  }
-  throw new Error(`accepted ${JSON.stringify([argv, env])}`);
-}
+const refusal = (argv: string[], env: Record<string, string> = {}) =>
+  commanderRefusal(() => parseServe(argv, env), [argv, env]);
 
 afterEach(() => {
   vi.unstubAllEnvs();
