@@ -105,6 +105,21 @@ function tokensFileSpecs(file: string, text: string): TokenSpec[] {
   return specs;
 }
 
+/**
+ * `--create-db-folder`, or its variable read as a switch: commander turns a flag on for any value
+ * of its variable, so `SESSIONMUX_CREATE_DB_FOLDER=0` created a misspelled path's folder.
+ */
+function createDbFolderOf(options: ServeOptions, command: Command): boolean {
+  if (command.getOptionValueSource("createDbFolder") !== "env") return options.createDbFolder === true;
+  const value = (process.env.SESSIONMUX_CREATE_DB_FOLDER ?? "").trim().toLowerCase();
+  if (value === "1" || value === "true") return true;
+  if (value === "0" || value === "false" || value === "") return false;
+  return command.error(
+    `error: SESSIONMUX_CREATE_DB_FOLDER must be 1 or true (on), 0, false or empty (off), got ${JSON.stringify(process.env.SESSIONMUX_CREATE_DB_FOLDER)}`,
+    { code: "commander.invalidArgument" },
+  );
+}
+
 /** Every flag also reads an environment variable, named in `--help`. */
 export function registerServeCommand(program: Command): void {
   const serve = program
@@ -192,12 +207,13 @@ export function registerServeCommand(program: Command): void {
         .default("info"),
     );
   addLimitOptions(serve).action(async (options: ServeOptions, command: Command) => {
+    const createDbFolder = createDbFolderOf(options, command);
     const logger = createLogger(options.logLevel);
     const target = databaseTarget(options.db, options.dbSchema);
     const hostId = hostIdOf(options.hostId);
     // the default location is created on first start; a path given by hand must exist
     const createFolder = (option: string) =>
-      options.createDbFolder === true || command.getOptionValueSource(option) === "default";
+      createDbFolder || command.getOptionValueSource(option) === "default";
     const db =
       target.kind === "sqlite"
         ? prepareDatabasePath(target.path, { createFolder: createFolder("db") })
