@@ -116,7 +116,6 @@ function createDbFolderOf(options: ServeOptions, command: Command): boolean {
   if (value === "0" || value === "false" || value === "") return false;
   return command.error(
     `error: SESSIONMUX_CREATE_DB_FOLDER must be 1 or true (on), 0, false or empty (off), got ${JSON.stringify(process.env.SESSIONMUX_CREATE_DB_FOLDER)}`,
-    { code: "commander.invalidArgument" },
   );
 }
 

@@ -382,6 +382,7 @@ describe("sessionmux serve on SQLite, in this process", { timeout: 30_000 }, () 
         (err: unknown) => err,
       );
     expect(refused).toBeInstanceOf(CommanderError);
+    expect((refused as CommanderError).exitCode).toBe(1);
     expect((refused as CommanderError).message).toBe(
       `error: SESSIONMUX_CREATE_DB_FOLDER must be 1 or true (on), 0, false or empty (off), got "yes"`,
     );
