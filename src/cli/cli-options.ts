@@ -19,6 +19,21 @@ export const integer =
     return n;
   };
 
+/**
+ * A rate option value above 0 in decimal digits, a fraction included (`0.5`: one every two
+ * seconds), refused with the option's name otherwise, as `integer` refuses `1e3`, `0x10` and an
+ * empty value.
+ */
+export const rate = (name: string) => (value: string) => {
+  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new InvalidArgumentError(
+      `${name} must be a number above 0 in decimal digits, got ${JSON.stringify(value)}`,
+    );
+  }
+  return n;
+};
+
 /** A repeatable option; a comma-separated value (as an environment variable carries) counts as several. */
 export const collectList = (value: string, previous: string[]) => [
   ...previous,

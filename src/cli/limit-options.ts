@@ -1,8 +1,9 @@
 import { type Command, Option } from "commander";
 import { Limits } from "../../protocol/index.js";
+import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import type { MuxOptions } from "../transport/mux/mux-server.js";
 import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
-import { integer } from "./cli-options.js";
+import { integer, rate } from "./cli-options.js";
 
 /** One limit of the host a flag (or its environment variable) can change. */
 interface LimitFlag {
@@ -10,7 +11,8 @@ interface LimitFlag {
   readonly env: string;
   readonly description: string;
   readonly fallback: number;
-  readonly min: number;
+  /** The least integer it takes, or `rate`: any number above 0, a fraction too. */
+  readonly min: number | "rate";
 }
 
 /** Every limit of docs/reliability.md "Limits", with the flag and variable that change it. */
@@ -21,7 +23,7 @@ const MUX_FLAGS = {
     description:
       "unsent bytes on a socket above which the host stops reading it (mux) or holds the next pipelined request (HTTP)",
     fallback: Limits.sendHighWaterBytes,
-    min: 1024,
+    min: LIMIT_FLOORS.sendHighWaterBytes,
   },
   maxCallsInFlight: {
     flag: "--max-calls-in-flight <n>",
@@ -74,7 +76,7 @@ const UPLOAD_FLAGS = {
     env: "SESSIONMUX_UPLOAD_TTL_MS",
     description: "age at which an upload no prompt references is deleted",
     fallback: Limits.uploadTtlMs,
-    min: 1_000,
+    min: LIMIT_FLOORS.uploadTtlMs,
   },
 } as const satisfies Record<string, LimitFlag>;
 
@@ -85,7 +87,7 @@ const VIEW_FLAGS = {
     description:
       "stored event data one read of a whole log holds, an HTTP transcript view or an agent's turn.history() (more is transcript_too_large)",
     fallback: Limits.transcriptViewBytes,
-    min: 1024 * 1024,
+    min: LIMIT_FLOORS.maxTranscriptBytes,
   },
 } as const satisfies Record<string, LimitFlag>;
 
@@ -109,7 +111,7 @@ const PRINCIPAL_FLAGS = {
     env: "SESSIONMUX_SESSION_CREATE_PER_SECOND",
     description: "sessions per second a principal's burst refills",
     fallback: DEFAULT_PRINCIPAL_LIMITS.sessionCreatePerSecond,
-    min: 1,
+    min: "rate",
   },
   maxSessionsPerPrincipal: {
     flag: "--max-sessions-per-principal <n>",
@@ -138,10 +140,11 @@ export function addLimitOptions(command: Command): Command {
     ),
   );
   for (const spec of Object.values(ALL_FLAGS) as LimitFlag[]) {
+    const name = spec.flag.split(" ")[0] ?? spec.flag;
     command.addOption(
       new Option(spec.flag, spec.description)
         .env(spec.env)
-        .argParser(integer(spec.flag.split(" ")[0] ?? spec.flag, spec.min))
+        .argParser(spec.min === "rate" ? rate(name) : integer(name, spec.min))
         .default(spec.fallback),
     );
   }

@@ -1,3 +1,4 @@
+import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
@@ -12,13 +13,16 @@ const COUNT: Rule = { min: 1 };
 /** A delay a timer waits: no longer than Node's longest, which would fire after 1 ms instead. */
 const DELAY: Rule = { min: 1, max: LONGEST_TIMER_MS };
 
+/** At least the floor `serve`'s flag has (see `LIMIT_FLOORS`). */
+const floor = (name: keyof typeof LIMIT_FLOORS): Rule => ({ min: LIMIT_FLOORS[name] });
+
 const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
   dbPoolSize: COUNT,
   leaseTtlMs: DELAY,
   idleDetachMs: DELAY,
   turnStopGraceMs: { min: 0, max: LONGEST_TIMER_MS },
   readinessIntervalMs: DELAY,
-  uploadTtlMs: COUNT,
+  uploadTtlMs: floor("uploadTtlMs"),
 };
 
 const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Record<string, Rule> } = {
@@ -37,7 +41,7 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
     backlogGraceIntervals: COUNT,
     followerHighWaterBytes: COUNT,
     notificationHighWaterBytes: COUNT,
-    sendHighWaterBytes: COUNT,
+    sendHighWaterBytes: floor("sendHighWaterBytes"),
     maxCallsInFlight: COUNT,
     maxQueuedCalls: { min: 0 },
     replayBatch: COUNT,
@@ -47,8 +51,8 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
     maxBodyBytes: COUNT,
     maxUploadBytes: COUNT,
     uploadQuotaBytes: COUNT,
-    maxTranscriptBytes: COUNT,
-    sendHighWaterBytes: COUNT,
+    maxTranscriptBytes: floor("maxTranscriptBytes"),
+    sendHighWaterBytes: floor("sendHighWaterBytes"),
   },
 };
 

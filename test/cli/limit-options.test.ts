@@ -94,7 +94,8 @@ const LIMITS = [
     flag: "--session-create-per-second",
     env: "SESSIONMUX_SESSION_CREATE_PER_SECOND",
     fallback: 10,
-    min: 1,
+    // a rate: any number above 0, a fraction too (0.5 is a session every two seconds)
+    min: "rate",
   },
   {
     key: "maxUploadBytes",
@@ -131,6 +132,11 @@ const LIMITS = [
 ] as const;
 
 type LimitKey = (typeof LIMITS)[number]["key"];
+
+/** The limits that take integers from a least one: all but the rate. */
+const INTEGER_LIMITS = LIMITS.filter(
+  (limit): limit is Extract<(typeof LIMITS)[number], { min: number }> => limit.min !== "rate",
+);
 
 /** What `serve` hands the host: the mux, HTTP and principal options, and the upload lifetime. */
 interface HostLimits {
@@ -236,7 +242,7 @@ describe("serve limit flags", () => {
   it("each change the one limit they name, from the flag or the variable, and the flag wins over the variable", () => {
     for (const [index, limit] of LIMITS.entries()) {
       // a value of its own per limit, so one limit handed to another's option shows
-      const value = limit.min + 1000 + index;
+      const value = limit.min === "rate" ? 1000.5 + index : limit.min + 1000 + index;
       expect(parseServe([limit.flag, String(value)])).toEqual(withLimit(limit.key, value));
       expect(parseServe([`${limit.flag}=${value}`])).toEqual(withLimit(limit.key, value));
       vi.unstubAllEnvs();
@@ -250,7 +256,7 @@ describe("serve limit flags", () => {
   });
 
   it("take the smallest documented value and refuse one less, naming the flag and the least value", () => {
-    for (const limit of LIMITS) {
+    for (const limit of INTEGER_LIMITS) {
       expect(parseServe([limit.flag, String(limit.min)])).toEqual(withLimit(limit.key, limit.min));
       expect(parseServe([], { [limit.env]: String(limit.min) })).toEqual(withLimit(limit.key, limit.min));
       vi.unstubAllEnvs();
@@ -272,7 +278,7 @@ describe("serve limit flags", () => {
   });
 
   it("refuse a value that is not an integer in decimal digits, empty included", () => {
-    for (const limit of LIMITS) {
+    for (const limit of INTEGER_LIMITS) {
       const at = String(limit.min + 2);
       for (const bad of [
         "",
@@ -293,6 +299,48 @@ describe("serve limit flags", () => {
         expect(refusal([], { [limit.env]: bad }).message).toContain(`from env '${limit.env}' is invalid.`);
         vi.unstubAllEnvs();
       }
+    }
+  });
+
+  it("take a session creation rate above 0 with a fraction, and refuse 0 or anything not in decimal digits", () => {
+    const flag = "--session-create-per-second";
+    const env = "SESSIONMUX_SESSION_CREATE_PER_SECOND";
+    for (const [given, value] of [
+      ["0.5", 0.5],
+      ["0.001", 0.001],
+      ["3", 3],
+      ["2.25", 2.25],
+    ] as const) {
+      expect(parseServe([flag, given])).toEqual(withLimit("sessionCreatePerSecond", value));
+      expect(parseServe([], { [env]: given })).toEqual(withLimit("sessionCreatePerSecond", value));
+      vi.unstubAllEnvs();
+    }
+    for (const bad of [
+      "0",
+      "0.0",
+      "00",
+      "",
+      " ",
+      ".5",
+      "5.",
+      "-1",
+      "+1",
+      "1e3",
+      "0x10",
+      "1,5",
+      "ten",
+      "Infinity",
+    ]) {
+      const fromFlag = refusal([flag, bad]);
+      expect(fromFlag.code).toBe("commander.invalidArgument");
+      expect(fromFlag.message).toBe(
+        `error: option '${flag} <n>' argument '${bad}' is invalid. ` +
+          `${flag} must be a number above 0 in decimal digits, got ${JSON.stringify(bad)}`,
+      );
+      expect(refusal([], { [env]: bad }).message).toContain(
+        `from env '${env}' is invalid. ${flag} must be a number above 0 in decimal digits`,
+      );
+      vi.unstubAllEnvs();
     }
   });
 

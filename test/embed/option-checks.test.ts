@@ -66,6 +66,17 @@ describe("createSessionmux options", () => {
         { authenticateLimits: { timeoutMs: 2 ** 31 } },
         /^authenticateLimits\.timeoutMs must be an integer from 1 to 2147483647, got 2147483648$/,
       ],
+      // the least values docs/reliability.md gives serve's flags hold for a mounted host too
+      [
+        { mux: { sendHighWaterBytes: 1023 } },
+        /^mux\.sendHighWaterBytes must be an integer ≥ 1024, got 1023$/,
+      ],
+      [{ http: { sendHighWaterBytes: 1 } }, /^http\.sendHighWaterBytes must be an integer ≥ 1024, got 1$/],
+      [
+        { http: { maxTranscriptBytes: 1024 * 1024 - 1 } },
+        /^http\.maxTranscriptBytes must be an integer ≥ 1048576, got 1048575$/,
+      ],
+      [{ uploadTtlMs: 999 }, /^uploadTtlMs must be an integer ≥ 1000, got 999$/],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -81,12 +92,14 @@ describe("createSessionmux options", () => {
       expect(existsSync(db)).toBe(false);
     }
 
-    // in range, a fraction where rates take one: the host starts
+    // in range, a fraction where rates take one, each floor itself: the host starts
     const mux = await createSessionmux({
       db,
       tokens: [{ name: "admin", secret: "t", admin: true }],
       principals: { sessionCreatePerSecond: 0.5 },
-      mux: { maxQueuedCalls: 0, pingIntervalMs: 2 ** 31 - 1 },
+      mux: { maxQueuedCalls: 0, pingIntervalMs: 2 ** 31 - 1, sendHighWaterBytes: 1024 },
+      http: { sendHighWaterBytes: 1024, maxTranscriptBytes: 1024 * 1024 },
+      uploadTtlMs: 1000,
       idleDetachMs: 2 ** 31 - 1,
       turnStopGraceMs: 0,
     });

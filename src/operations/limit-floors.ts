@@ -1,0 +1,19 @@
+/**
+ * The least value of each limit below which a host would not just be strict but stop working as
+ * documented. `serve`'s flags and `createSessionmux`'s options refuse less with the same floor, so
+ * a host set up either way takes the same values.
+ */
+export const LIMIT_FLOORS = {
+  /** Under a frame header and a small item, a socket would stop being read after every frame it is owed. */
+  sendHighWaterBytes: 1024,
+  /**
+   * One event's data may be 1 MiB and the log is read 1 MiB at a time: under it, a session holding
+   * one such event could never be viewed nor handed to its agent as history.
+   */
+  maxTranscriptBytes: 1024 * 1024,
+  /**
+   * Uploads are swept at most once a second: a shorter lifetime would delete one before the prompt
+   * that names it could arrive.
+   */
+  uploadTtlMs: 1000,
+} as const;
