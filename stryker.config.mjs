@@ -107,6 +107,7 @@ export default {
     "src/transport/in-process/in-process-connector.ts",
     "protocol/transcript-model.ts",
     "src/agents/demo-agent.ts",
+    "src/cli/serve-command.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
