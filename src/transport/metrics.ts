@@ -126,8 +126,8 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
-  /** The host's database connection pools, read at each scrape (none on the embedded store). */
-  #pools: (() => Record<string, PoolStats>) | undefined;
+  /** The host's database connection pools, read once per scrape (none on the embedded store). */
+  readonly #pools = new ScrapeReading<Record<string, PoolStats>>();
   readonly dbConnections = new Gauge({
     name: "sessionmux_db_connections",
     help: "Database connections of the host's pools (PostgreSQL), by pool (reads, writer, inbox, uploads, readiness) and state (idle, busy)",
@@ -135,7 +135,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     registers: [this.registry],
     collect: () => {
       this.dbConnections.reset();
-      for (const [pool, stats] of Object.entries(this.#pools?.() ?? {})) {
+      for (const [pool, stats] of Object.entries(this.#pools.value() ?? {})) {
         this.dbConnections.set({ pool, state: "idle" }, stats.idle);
         this.dbConnections.set({ pool, state: "busy" }, stats.total - stats.idle);
       }
@@ -148,18 +148,18 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     registers: [this.registry],
     collect: () => {
       this.dbWaiting.reset();
-      for (const [pool, stats] of Object.entries(this.#pools?.() ?? {}))
+      for (const [pool, stats] of Object.entries(this.#pools.value() ?? {}))
         this.dbWaiting.set({ pool }, stats.waiting);
     },
   });
-  /** The live state in view, counted at each scrape (see `SessionHost.liveCounts`). */
-  #live: (() => LiveCounts) | undefined;
+  /** The live state in view, counted once per scrape (see `SessionHost.liveCounts`). */
+  readonly #live = new ScrapeReading<LiveCounts>();
   readonly queuedPrompts = new Gauge({
     name: "sessionmux_queued_prompts",
     help: "Prompts queued behind a running turn, in every session in view (hosts sharing a database each see them all)",
     registers: [this.registry],
     collect: () => {
-      const counts = this.#live?.();
+      const counts = this.#live.value();
       if (counts) this.queuedPrompts.set(counts.queued);
     },
   });
@@ -169,7 +169,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     labelNames: ["kind"] as const,
     registers: [this.registry],
     collect: () => {
-      const counts = this.#live?.();
+      const counts = this.#live.value();
       if (!counts) return;
       for (const [kind, count] of Object.entries(counts.interactions))
         this.pendingInteractions.set({ kind }, count);
@@ -180,7 +180,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
     help: "Background jobs running, in every session in view",
     registers: [this.registry],
     collect: () => {
-      const counts = this.#live?.();
+      const counts = this.#live.value();
       if (counts) this.runningJobs.set(counts.runningJobs);
     },
   });
@@ -264,12 +264,12 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   /** Serves the live state's counts, as `read` tells them at each scrape. */
   liveState(read: () => LiveCounts): void {
-    this.#live = read;
+    this.#live.source = read;
   }
 
   /** Serves the host's database connection pools, as `read` tells them at each scrape. */
   databasePools(read: () => Record<string, PoolStats>): void {
-    this.#pools = read;
+    this.#pools.source = read;
   }
 
   /** A request or upgrade refused before it reached a route or a call. */
@@ -287,6 +287,27 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
 
   firstToken(seconds: number): void {
     this.firstTokenSeconds.observe(seconds);
+  }
+}
+
+/**
+ * A source that several gauges serve, read once per scrape: the first of them collected in a
+ * scrape reads it and the others reuse that reading. A scrape (`registry.metrics()`) calls every
+ * metric's collect in one synchronous pass, so the reading is dropped at the next microtask and
+ * the next scrape reads the source again.
+ */
+class ScrapeReading<T> {
+  source: (() => T) | undefined;
+  #reading: { value: T | undefined } | undefined;
+
+  value(): T | undefined {
+    if (!this.#reading) {
+      this.#reading = { value: this.source?.() };
+      queueMicrotask(() => {
+        this.#reading = undefined;
+      });
+    }
+    return this.#reading.value;
   }
 }
 
