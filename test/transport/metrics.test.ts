@@ -291,4 +291,16 @@ describe("a host's /metrics", () => {
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
     expect(text).toMatch(/^sessionmux_connections 0$/m);
   });
+
+  it("collects the process metrics once per process: hosts opened later serve the same ones", () => {
+    // one GC observer and one event loop monitor, never removed, for however many hosts an app opens
+    const [first, second] = [
+      new HostMetrics({ defaultMetrics: true }),
+      new HostMetrics({ defaultMetrics: true }),
+    ];
+    const names = first.registry.getMetricsAsArray().map((metric) => metric.name);
+    expect(names).toContain("nodejs_gc_duration_seconds");
+    for (const name of names.filter((name) => !name.startsWith("sessionmux_")))
+      expect(second.registry.getSingleMetric(name)).toBe(first.registry.getSingleMetric(name));
+  });
 });
