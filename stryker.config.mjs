@@ -108,6 +108,7 @@ export default {
     "protocol/transcript-model.ts",
     "src/agents/demo-agent.ts",
     "src/cli/serve-command.ts",
+    "src/transport/metrics.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
