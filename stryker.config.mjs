@@ -109,6 +109,7 @@ export default {
     "src/agents/demo-agent.ts",
     "src/cli/serve-command.ts",
     "src/transport/metrics.ts",
+    "src/store/sqlite-store.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],

@@ -480,6 +480,42 @@ describe("session.updateQueue", () => {
   });
 });
 
+describe("a retry of a queued prompt after it left the queue", () => {
+  test("answers its first answer and never queues it again, after a remove and after a clear", async () => {
+    fx = await coldSession();
+    await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "/sleep 30000",
+      clientMessageId: "run",
+    });
+    const first = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "a",
+      clientMessageId: "a",
+    });
+    const second = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: S,
+      text: "b",
+      clientMessageId: "b",
+    });
+    expect(first).toMatchObject({ queued: true });
+    await fx.host.call(ADMIN, "session.updateQueue", {
+      sessionId: S,
+      op: { remove: true, itemId: first.itemId! },
+    });
+    // the socket that sent "a" lost its answer and sends it again: the user's removal stands
+    expect(
+      await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "a", clientMessageId: "a" }),
+    ).toEqual(first);
+    const queued = await fx.host.call(ADMIN, "session.updateQueue", { sessionId: S, op: { clear: true } });
+    expect(queued.items).toEqual([]);
+    expect(
+      await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "b", clientMessageId: "b" }),
+    ).toEqual(second);
+    expect(await fx.store.queue(S)).toEqual([]);
+  });
+});
+
 describe("session.cancel", () => {
   test("answers cancelled: false for a live session with no turn, and keeps its agent", async () => {
     fx = await coldSession();

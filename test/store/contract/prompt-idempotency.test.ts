@@ -29,6 +29,31 @@ describeContract("prompt idempotency keys", (backend) => {
     expect(await store.findPrompt("b", "c2")).toBeNull();
   });
 
+  it("keeps the key of a queued prompt taken out of the queue: its retry is a duplicate, not a new item", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const enqueue = (itemId: string, clientMessageId: string) =>
+      store.enqueuePrompt({
+        sessionId: "a",
+        itemId,
+        queuedAt: 1,
+        input: { text: clientMessageId, clientMessageId },
+      });
+    expect(await enqueue("q1", "c1")).toMatchObject({ status: "queued" });
+    expect(await enqueue("q2", "c2")).toMatchObject({ status: "queued" });
+    await store.removeQueueItem("a", "q1");
+    expect(await enqueue("q3", "c1")).toEqual({
+      status: "duplicate",
+      record: { queued: true, itemId: "q1" },
+    });
+    await store.clearQueue("a");
+    expect(await enqueue("q4", "c2")).toEqual({
+      status: "duplicate",
+      record: { queued: true, itemId: "q2" },
+    });
+    expect(await store.queue("a")).toEqual([]);
+  });
+
   it("forgets the keys of a deleted session", async () => {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
