@@ -123,7 +123,9 @@ export async function oneShot(
 
 /**
  * Connects, then runs until the stream `start` opens ends, SIGINT/SIGTERM arrives, or a terminal
- * error (thrown for the caller to print).
+ * error (thrown for the caller to print). A reconnect the host refuses (a token rotated while the
+ * host restarted, a path no longer served) is such an error: the client would wait for a
+ * `setToken` a command line never makes, printing nothing.
  */
 export async function streamUntilDone(
   options: ConnectOptions,
@@ -132,12 +134,14 @@ export async function streamUntilDone(
   const client = await connect(options);
   return new Promise<void>((resolve, reject) => {
     let subscription: Subscription | undefined;
+    let refusal: Subscription | undefined;
     let finished = false;
     const finish = (error?: unknown) => {
       if (finished) return;
       finished = true;
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
+      refusal?.unsubscribe();
       subscription?.unsubscribe();
       void client.close().then(() => (error === undefined ? resolve() : reject(error)));
     };
@@ -146,5 +150,11 @@ export async function streamUntilDone(
     process.on("SIGTERM", onSignal);
     subscription = start(client, finish);
     if (finished) subscription.unsubscribe();
+    refusal = client.state$.subscribe((state) => {
+      if (state.name === "unauthorized" || state.name === "rejected") {
+        finish(firstConnectError(state.status, options.url));
+      }
+    });
+    if (finished) refusal.unsubscribe();
   });
 }

@@ -692,3 +692,41 @@ describe("reconnecting", () => {
     expect(stderr).toEqual([]);
   }, 15_000);
 });
+
+describe("a reconnect the host refuses", () => {
+  /** A host on `dbPath` that `follow` and `control` reach, restarted on its port with `tokens`. */
+  async function restartedWith(argv: string[], tokens: { name: string; secret: string; admin: boolean }[]) {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const dbPath = dir.file("refused.db");
+    const first = await startTestHost({ dbPath });
+    const port = first.port;
+    await first.host.call(ADMIN, "session.create", { sessionId: "rf-a" });
+    const before = signalListeners();
+    const done = run(argv, ["--url", first.wsUrl, "--token", ADMIN_TOKEN]).then(
+      () => new Error(`${argv[0]} ended quietly`),
+      (e: unknown) => e,
+    );
+    await vi.waitFor(() => expect(lines()).toHaveLength(1));
+    await first.close();
+    const second = await startTestHost({ dbPath, port, tokens });
+    cleanups.push(() => second.close());
+    const err = await Promise.race([
+      done,
+      new Promise((resolve) => setTimeout(() => resolve(new Error(`${argv[0]} still waiting`)), 5000)),
+    ]);
+    expect(signalListeners()).toEqual(before);
+    return { err: err as SessionmuxError, url: first.wsUrl };
+  }
+
+  for (const argv of [["follow", "rf-a"], ["control"]]) {
+    it(`ends ${argv[0]} with unauthorized, as at the first connect, instead of waiting silently`, async () => {
+      const { err, url } = await restartedWith(argv, [{ name: "admin", secret: "rotated", admin: true }]);
+      expect(err).toBeInstanceOf(SessionmuxError);
+      expect(err.code).toBe("unauthorized");
+      expect(err.message).toBe(
+        `the host at ${url} refused the token (HTTP 401); check --token or SESSIONMUX_TOKEN`,
+      );
+    }, 15_000);
+  }
+});
