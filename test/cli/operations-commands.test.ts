@@ -1,0 +1,179 @@
+import { existsSync, readFileSync } from "node:fs";
+import Database from "better-sqlite3";
+import { Command } from "commander";
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
+import { registerOperationsCommands } from "../../src/cli/operations-commands.js";
+import { StartupError } from "../../src/operations/startup-error.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/**
+ * `backup`, `rebuild-projections` and `token rotate` run in this process on a SQLite file in a temp
+ * folder (PostgreSQL where the command's refusal depends on it): stdout and stderr captured, the
+ * errors main prints as `error: <code>: <message>` read from what the action throws.
+ */
+
+const pgUrl = inject("pgUrl");
+
+let stdout: string[];
+let stderr: string[];
+const cleanups: (() => unknown)[] = [];
+
+beforeEach(() => {
+  stdout = [];
+  stderr = [];
+  for (const name of Object.keys(process.env))
+    if (name.startsWith("SESSIONMUX_")) vi.stubEnv(name, undefined);
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+    stdout.push(String(chunk));
+    return true;
+  });
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    stderr.push(String(chunk));
+    return true;
+  });
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  vi.restoreAllMocks();
+  vi.unstubAllEnvs();
+});
+
+function folder() {
+  const dir = tempDir();
+  cleanups.push(() => dir.remove());
+  return dir;
+}
+
+const run = (argv: string[]) => {
+  const program = new Command().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  registerOperationsCommands(program);
+  return program.parseAsync(argv, { from: "user" });
+};
+
+async function refusal(argv: string[]): Promise<StartupError> {
+  const err = await run(argv).then(
+    () => new Error(`${argv.join(" ")} succeeded`),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(StartupError);
+  expect(stdout).toEqual([]);
+  return err as StartupError;
+}
+
+/** A SQLite database with one session of `events` renames. */
+async function database(path: string, events = 3): Promise<void> {
+  const store = SqliteSessionStore.open(path);
+  await store.create({ sessionId: "ops-a", owner: "admin", model: "demo-fast", title: "Kept title" });
+  await store.append(
+    "ops-a",
+    Array.from({ length: events }, (_, i) => ({
+      type: "session/renamed" as const,
+      data: { title: `t${i}` },
+    })),
+  );
+  await store.close();
+}
+
+describe("backup", () => {
+  it("copies the database to the file, resolved from the working folder, and prints its report", async () => {
+    const dir = folder();
+    const db = dir.file("sessions.db");
+    await database(db);
+    vi.spyOn(process, "cwd").mockReturnValue(dir.path);
+    await run(["backup", "copy.db", "--db", db]);
+    const out = stdout.join("");
+    expect(out.endsWith("}\n")).toBe(true);
+    expect(JSON.parse(out)).toMatchObject({ integrity: "ok", target: dir.file("copy.db") });
+    const copy = new Database(dir.file("copy.db"), { readonly: true });
+    cleanups.push(() => copy.close());
+    expect(copy.prepare("select count(*) as n from events").get()).toEqual({ n: 4 });
+  });
+
+  it("refuses a PostgreSQL URL, naming pg_dump with the file and the URL without its password", async () => {
+    const err = await refusal(["backup", "out.dump", "--db", "postgres://app:s3cret@db.example:5432/prod"]);
+    expect(err.code).toBe("sqlite_only");
+    expect(err.message).toBe(
+      "backup copies a SQLite file; back up PostgreSQL with its own tools, e.g. " +
+        "pg_dump --schema=<schema> --format=custom --file=out.dump 'postgres://app:***@db.example:5432/prod' " +
+        "(or continuous archiving for point-in-time recovery)",
+    );
+  });
+});
+
+describe("rebuild-projections", () => {
+  it("rebuilds the list cache of a SQLite file and closes it, so a second run finds it free", async () => {
+    const dir = folder();
+    const db = dir.file("sessions.db");
+    await database(db);
+    const raw = new Database(db);
+    raw.prepare("UPDATE projections SET title = 'damaged'").run();
+    raw.close();
+    await run(["rebuild-projections", "--db", db]);
+    expect(stdout).toEqual(["projections rebuilt\n"]);
+    await run(["rebuild-projections", "--db", db]);
+    expect(stdout).toEqual(["projections rebuilt\n", "projections rebuilt\n"]);
+    const check = new Database(db, { readonly: true });
+    cleanups.push(() => check.close());
+    expect(check.prepare("SELECT title FROM projections").all()).toEqual([{ title: "t2" }]);
+  });
+
+  it.runIf(pgUrl)(
+    "refuses a PostgreSQL schema with no tables, naming it and how to create them",
+    async () => {
+      const url = new URL(pgUrl as string);
+      const err = await refusal([
+        "rebuild-projections",
+        "--db",
+        pgUrl as string,
+        "--db-schema",
+        "no_such_schema_h4",
+      ]);
+      expect(err.code).toBe("db_schema_missing");
+      expect(err.message).toContain(`no sessionmux tables in schema "no_such_schema_h4" of postgres`);
+      expect(err.message).toContain(url.host);
+      expect(err.message).toContain(
+        "; check --db-schema (or SESSIONMUX_DB_SCHEMA), or create them with sessionmux migrate",
+      );
+    },
+  );
+});
+
+describe("token rotate", () => {
+  it("replaces the token kept beside a SQLite file, prints it, and says where it went", async () => {
+    const dir = folder();
+    const db = dir.file("sessions.db");
+    await database(db, 0);
+    await run(["token", "rotate", "--db", db]);
+    const token = stdout.join("").trimEnd();
+    expect(stdout.join("")).toBe(`${token}\n`);
+    expect(token.length).toBeGreaterThanOrEqual(20);
+    const file = dir.file("sessionmux.token");
+    expect(readFileSync(file, "utf8").trim()).toBe(token);
+    expect(stderr.join("")).toBe(`token written to ${file}; the old one is refused from now on\n`);
+    stdout = [];
+    await run(["token", "rotate", "--db", db]);
+    expect(stdout.join("").trimEnd()).not.toBe(token);
+  });
+
+  it("refuses a SQLite file that does not exist, saying where the token is kept", async () => {
+    const dir = folder();
+    const db = dir.file("nope.db");
+    const err = await refusal(["token", "rotate", "--db", db]);
+    expect(err.code).toBe("db_missing");
+    expect(err.message).toBe(
+      `no database at ${db}; check --db (or SESSIONMUX_DB) (the token is kept in ${dir.path})`,
+    );
+    expect(existsSync(dir.file("sessionmux.token"))).toBe(false);
+  });
+
+  it("on PostgreSQL keeps the token in --data-dir", async () => {
+    const dir = folder();
+    await run(["token", "rotate", "--db", "postgres://app@db.example/prod", "--data-dir", dir.path]);
+    const token = stdout.join("").trimEnd();
+    const file = dir.file("sessionmux.token");
+    expect(readFileSync(file, "utf8").trim()).toBe(token);
+    expect(stderr.join("")).toBe(`token written to ${file}; the old one is refused from now on\n`);
+  });
+});
