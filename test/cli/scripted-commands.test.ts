@@ -730,3 +730,27 @@ describe("a reconnect the host refuses", () => {
     }, 15_000);
   }
 });
+
+describe("a reconnect to a wrong path", () => {
+  it("ends follow with not_found, as at the first connect", async () => {
+    const wrongPath = await refusing(404);
+    let target = host.port;
+    const proxy = await startTcpProxy(() => target);
+    cleanups.push(() => proxy.stop());
+    await host.host.call(ADMIN, "session.create", { sessionId: "wp-a" });
+    const url = `ws://127.0.0.1:${proxy.port}/api/remote.mux`;
+    const done = run(["follow", "wp-a"], ["--url", url, "--token", ADMIN_TOKEN, "--timeout", "500"]).then(
+      () => new Error("follow ended quietly"),
+      (e: unknown) => e,
+    );
+    await vi.waitFor(() => expect(lines()).toHaveLength(1));
+    target = Number(new URL(wrongPath).port);
+    proxy.cutAll();
+    const err = (await Promise.race([
+      done,
+      new Promise((resolve) => setTimeout(() => resolve(new Error("follow still waiting")), 5000)),
+    ])) as SessionmuxError;
+    expect(err.code).toBe("not_found");
+    expect(err.message).toBe(`no sessionmux mux at ${url} (HTTP 404); the path is /api/remote.mux`);
+  }, 15_000);
+});
