@@ -176,4 +176,22 @@ describe("token rotate", () => {
     expect(readFileSync(file, "utf8").trim()).toBe(token);
     expect(stderr.join("")).toBe(`token written to ${file}; the old one is refused from now on\n`);
   });
+
+  it("on PostgreSQL refuses a --data-dir that does not exist, and creates none", async () => {
+    const dir = folder();
+    const missing = dir.file("no-such-folder");
+    const err = await refusal([
+      "token",
+      "rotate",
+      "--db",
+      "postgres://app@db.example/prod",
+      "--data-dir",
+      missing,
+    ]);
+    expect(err.code).toBe("db_folder_missing");
+    expect(err.message).toBe(
+      `data folder ${missing} does not exist (it keeps the admin token); create it or fix --data-dir`,
+    );
+    expect(existsSync(missing)).toBe(false);
+  });
 });
