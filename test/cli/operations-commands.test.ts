@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { Command } from "commander";
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
 import { registerOperationsCommands } from "../../src/cli/operations-commands.js";
 import { StartupError } from "../../src/operations/startup-error.js";
@@ -123,15 +125,17 @@ describe("rebuild-projections", () => {
     "refuses a PostgreSQL schema with no tables, naming it and how to create them",
     async () => {
       const url = new URL(pgUrl as string);
-      const err = await refusal([
-        "rebuild-projections",
-        "--db",
-        pgUrl as string,
-        "--db-schema",
-        "no_such_schema_h4",
-      ]);
+      // a schema of its own, dropped after: a broken build that created it cannot leave it behind
+      const schema = `no_tables_${randomBytes(4).toString("hex")}`;
+      cleanups.push(async () => {
+        const client = new pg.Client({ connectionString: pgUrl as string });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await client.end();
+      });
+      const err = await refusal(["rebuild-projections", "--db", pgUrl as string, "--db-schema", schema]);
       expect(err.code).toBe("db_schema_missing");
-      expect(err.message).toContain(`no sessionmux tables in schema "no_such_schema_h4" of postgres`);
+      expect(err.message).toContain(`no sessionmux tables in schema "${schema}" of postgres`);
       expect(err.message).toContain(url.host);
       expect(err.message).toContain(
         "; check --db-schema (or SESSIONMUX_DB_SCHEMA), or create them with sessionmux migrate",
