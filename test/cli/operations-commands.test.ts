@@ -78,6 +78,26 @@ async function database(path: string, events = 3): Promise<void> {
   await store.close();
 }
 
+describe("--help", () => {
+  it("says what each command does and where it keeps things", () => {
+    const program = new Command();
+    registerOperationsCommands(program);
+    const described = (name: string) => program.commands.find((c) => c.name() === name);
+    expect(described("backup")?.description()).toBe(
+      "copy the database to <file> while the host runs (SQLite backup API: consistent, online), then check the copy",
+    );
+    expect(described("rebuild-projections")?.description()).toBe(
+      "rebuild the session list cache from the event log (SQLite: refused while a host has the file open; " +
+        "PostgreSQL: online, in one transaction that holds every session's head)",
+    );
+    const token = described("token");
+    expect(token?.description()).toBe("the admin token kept beside the database (PostgreSQL: in --data-dir)");
+    expect(token?.commands.find((c) => c.name() === "rotate")?.description()).toBe(
+      "replace the kept token and print the new one; a running host uses it after its next restart",
+    );
+  });
+});
+
 describe("backup", () => {
   it("copies the database to the file, resolved from the working folder, and prints its report", async () => {
     const dir = folder();
@@ -142,6 +162,18 @@ describe("rebuild-projections", () => {
       );
     },
   );
+});
+
+describe("rebuild-projections on an unreachable PostgreSQL", () => {
+  it("reports the connection failure, not a missing schema", async () => {
+    const err = await run(["rebuild-projections", "--db", "postgres://app@127.0.0.1:1/none"]).then(
+      () => new Error("rebuilt"),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    expect((err as StartupError).code).not.toBe("db_schema_missing");
+    expect(stdout).toEqual([]);
+  });
 });
 
 describe("token rotate", () => {
