@@ -72,7 +72,10 @@ const byLimitsObject = new WeakMap<Partial<DecodeLimits>, Decoding>();
 function decodingWith(limits: Partial<DecodeLimits> = DEFAULT_DECODE_LIMITS): Decoding {
   let decoding = byLimitsObject.get(limits);
   if (!decoding) {
-    const effective = { ...DEFAULT_DECODE_LIMITS, ...limits };
+    // A limit given as undefined keeps its default: spreading it would lift the limit instead.
+    const effective = { ...DEFAULT_DECODE_LIMITS };
+    for (const key of Object.keys(effective) as (keyof DecodeLimits)[])
+      effective[key] = limits[key] ?? effective[key];
     decoding = {
       effective,
       decoder: new Decoder({
