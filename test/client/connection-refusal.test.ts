@@ -10,7 +10,7 @@ import { followSession } from "../../src/client/follow-session.js";
 import { createClient, type SessionmuxClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { ConnectionRefusedError } from "../../src/client/remote-errors.js";
-import type { WebSocketLike } from "../../src/client/socket.js";
+import { browserSocketFactory, type WebSocketLike } from "../../src/client/socket.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startFakePeer } from "./fake-peer.js";
@@ -161,5 +161,59 @@ describe("a browser-style client asks the host why its upgrade failed", () => {
     track(client);
     await vi.waitFor(() => expect(client.state).toEqual({ name: "unauthorized", status: 403 }));
     expect(p.attempts).toBe(1);
+  });
+  it("when the question itself fails (nothing listens), the client keeps retrying as for a host that is down", async () => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const client = createClient({
+      url: `ws://127.0.0.1:${port}/api/remote.mux`,
+      token: "t",
+      WebSocket,
+      backoff: fast,
+    });
+    const seen = track(client);
+    await vi.waitFor(() => expect(seen.filter((s) => s.name === "backoff").length).toBeGreaterThanOrEqual(2));
+    expect(seen.some((s) => s.name === "unauthorized" || s.name === "rejected")).toBe(false);
+  });
+});
+
+describe("browserSocketFactory: the socket's upgradeStatus question", () => {
+  /** A socket from the browser factory against `h`, with its events drained. */
+  function browserSocket(port: number, token: string): WebSocketLike {
+    const socket = browserSocketFactory(WebSocket)(`ws://127.0.0.1:${port}/api/remote.mux`, token);
+    socket.onerror = () => {};
+    socket.onclose = () => {};
+    cleanups.push(() => socket.close());
+    return socket;
+  }
+
+  it("answers the host's 401 and 403, and leaves any other answer unknown", async () => {
+    for (const status of [401, 403]) {
+      const h = await refusingHost(status, () => status);
+      await expect(browserSocket(h.port, "bad").upgradeStatus?.()).resolves.toBe(status);
+    }
+    const h = await refusingHost(503, () => 500);
+    await expect(browserSocket(h.port, "bad").upgradeStatus?.()).resolves.toBeUndefined();
+  });
+
+  it("an answer without a body (204) is unknown, not a failed question", async () => {
+    const h = await refusingHost(503, () => 204);
+    await expect(browserSocket(h.port, "t").upgradeStatus?.()).resolves.toBeUndefined();
+    expect(h.questions).toEqual([{ path: "/api/remote.mux", authorization: "Bearer t" }]);
+  });
+
+  it("a runtime without fetch leaves the status unknown and asks nothing", async () => {
+    const h = await refusingHost(401, () => 401);
+    const socket = browserSocket(h.port, "bad");
+    vi.stubGlobal("fetch", undefined);
+    try {
+      await expect(socket.upgradeStatus?.()).resolves.toBeUndefined();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(h.questions).toEqual([]);
   });
 });
