@@ -185,6 +185,12 @@ const bounds: Bound[] = [
   },
   {
     method: "session.prompt",
+    field: "/meta/unnamed",
+    atLimit: { incognito: true, hidden: true, hitlResume: true, voiceInput: true },
+    pastLimit: { unnamed: 1 },
+  },
+  {
+    method: "session.prompt",
     field: "/meta/voiceLanguage",
     atLimit: { voiceLanguage: "l".repeat(35) },
     pastLimit: { voiceLanguage: "l".repeat(36) },
@@ -213,6 +219,25 @@ const bounds: Bound[] = [
     field: "/response",
     atLimit: { answer: "a".repeat(16_000) },
     pastLimit: { answer: "a".repeat(16_001) },
+  },
+  // session.respond: a response is exactly one of the two shapes, and an outcome approves or denies
+  {
+    method: "session.respond",
+    field: "/response",
+    atLimit: { outcome: "deny" },
+    pastLimit: { outcome: "maybe" },
+  },
+  {
+    method: "session.respond",
+    field: "/response",
+    atLimit: { outcome: "approve" },
+    pastLimit: { outcome: "approve", note: "x" },
+  },
+  {
+    method: "session.respond",
+    field: "/response",
+    atLimit: { answer: "a" },
+    pastLimit: { answer: "a", note: "x" },
   },
   // session.ack, session.clear
   { method: "session.ack", field: "/completionSettledAt", atLimit: 0, pastLimit: -1 },

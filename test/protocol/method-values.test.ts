@@ -104,6 +104,25 @@ const shapes: Case[] = [
     name: "projection",
     value: { kind: "projection", sessionId: "s", projection: row },
   },
+  // §4: lastState is idle, working, input-required or how the newest turn ended
+  ...["working", "input-required", "completed", "failed", "cancelled", "interrupted"].map((lastState) => ({
+    schema: "ControlItem",
+    name: `a projection whose lastState is ${lastState}`,
+    value: { kind: "projection", sessionId: "s", projection: { ...row, lastState } },
+  })),
+  {
+    schema: "ControlItem",
+    name: "a question (§5 kind approval or question)",
+    value: {
+      kind: "interaction.requested",
+      interaction: { ...interaction, kind: "question", question: "why?" },
+    },
+  },
+  {
+    schema: "ControlItem",
+    name: "interaction.resolved with a denial",
+    value: { kind: "interaction.resolved", interactionId: "i", resolution: { outcome: "deny" } },
+  },
 ];
 
 /** Values that are none of the shapes: each lacks what one shape needs, or names no shape. */
@@ -162,6 +181,42 @@ const nonShapes: Case[] = [
     value: { kind: "interaction.withdrawn" },
   },
   { schema: "ControlItem", name: "projection without it", value: { kind: "projection", sessionId: "s" } },
+  {
+    schema: "ControlItem",
+    name: "a projection whose lastState is no state",
+    value: { kind: "projection", sessionId: "s", projection: { ...row, lastState: "paused" } },
+  },
+  {
+    schema: "ControlItem",
+    name: "an interaction of no kind",
+    value: { kind: "interaction.requested", interaction: { ...interaction, kind: "" } },
+  },
+  // §5: an event's seq counts from 1, and an event carries seq, at, type and data
+  {
+    schema: "FollowItem",
+    name: "an event with seq 0",
+    value: { kind: "events", events: [{ ...event, seq: 0 }] },
+  },
+  ...(["seq", "at", "type"] as const).map((field) => {
+    const { [field]: _left, ...rest } = event;
+    return {
+      schema: "FollowItem",
+      name: `an event without ${field}`,
+      value: { kind: "events", events: [rest] },
+    };
+  }),
+  {
+    schema: "session.page",
+    name: "a page whose event has seq 0",
+    value: {
+      header,
+      epoch: "e",
+      headSeq: 1,
+      events: [{ ...event, seq: 0 }],
+      hasMore: false,
+      projection: row,
+    },
+  },
 ];
 
 describe("the value schemas of the method table (protocol-v1 §4, §5)", () => {
