@@ -8,7 +8,6 @@ import { fileURLToPath } from "node:url";
 import { heldBytes } from "../test/support/held-bytes.js";
 import { startDurableRawWs, startRawWs } from "./baselines/raw-ws.js";
 import { pinServers } from "./harness/cpu-pinning.js";
-import { Fleet } from "./harness/fleet.js";
 import { describeMachine } from "./harness/machine.js";
 import { pooledTail } from "./harness/pooled-tail.js";
 import { Progress } from "./harness/progress.js";
@@ -364,7 +363,7 @@ async function main(): Promise<void> {
 }
 
 main().then(
-  () => Fleet.closeIdle().then(() => process.exit(0)),
+  () => process.exit(0),
   (error: unknown) => {
     console.error(error);
     process.exit(1);

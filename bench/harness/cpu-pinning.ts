@@ -41,13 +41,3 @@ export function pinServers(): (() => void) | undefined {
 export function pinFollowers(pid: number | undefined): void {
   if (followerCpu !== undefined && pid !== undefined) setAffinity(pid, String(followerCpu));
 }
-
-/**
- * Places a follower process started for an earlier scenario: on the follower CPU while the
- * servers are pinned, on every CPU otherwise (it may still be pinned from a pinned scenario).
- */
-export function placeFollowers(pid: number | undefined): void {
-  if (pid === undefined) return;
-  if (followerCpu !== undefined) setAffinity(pid, String(followerCpu));
-  else if (availableParallelism() >= 2) setAffinity(pid, `0-${availableParallelism() - 1}`);
-}

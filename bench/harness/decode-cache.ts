@@ -24,11 +24,6 @@ export class DecodeCache {
     this.recent.set(key, { bytes, value });
     return value;
   }
-
-  /** Forgets every frame (a reused follower process starts its next scenario empty). */
-  clear(): void {
-    this.recent.clear();
-  }
 }
 
 /** Bytes hashed at each end of a frame: its stream id at the start, its last event at the end. */

@@ -8,7 +8,7 @@ import { io, type Socket } from "socket.io-client";
 import WebSocket from "ws";
 import { DecodeCache } from "./decode-cache.js";
 import type { FleetCommand, FleetConnect, FleetReply, FleetStats } from "./fleet-protocol.js";
-import { cachingParser, forgetPackets } from "./socketio-decode-cache.js";
+import { cachingParser } from "./socketio-decode-cache.js";
 import { wallNow } from "./stats.js";
 import { sentAt } from "./workload.js";
 
@@ -225,19 +225,10 @@ async function handle(command: FleetCommand): Promise<FleetReply> {
       return { ok: true, at: started, ms: wallNow() - started };
     }
     case "reset":
-      // everything a scenario left, so the process can serve the next one as if new
       closeAll();
       followers.length = 0;
       targets.clear();
-      spec = undefined;
-      recordLatency = false;
-      remaining = 0;
-      onTargets = undefined;
-      frames.clear();
-      forgetPackets();
       Object.assign(stats, { events: 0, dup: 0, gap: 0, errors: [], latencies: [] });
-      // what the closed sockets held goes now, not during the next scenario's measured runs
-      (globalThis as { gc?: () => void }).gc?.();
       return { ok: true, at: wallNow(), ms: 0 };
     case "close":
       closeAll();
@@ -261,8 +252,5 @@ process.on("message", (message: { seq: number; command: FleetCommand }) => {
       }),
   );
 });
-
-// a process kept for reuse ends with the run that kept it, however that run ends
-process.on("disconnect", () => process.exit(0));
 
 process.send?.({ ready: true });

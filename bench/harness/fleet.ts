@@ -1,54 +1,31 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { pinFollowers, placeFollowers } from "./cpu-pinning.js";
+import { pinFollowers } from "./cpu-pinning.js";
 import { withDeadline } from "./deadline.js";
 import type { FleetCommand, FleetConnect, FleetReply } from "./fleet-protocol.js";
 import type { FanoutSubject } from "./subject.js";
 
 const CHILD = fileURLToPath(new URL("./fleet-child.ts", import.meta.url));
 
-/** Follower processes handed back by a finished scenario, reset, for the next one to take. */
-const idle: ChildProcess[] = [];
-
 /** A follower fleet in a child process; every command is bounded in time. */
 export class Fleet {
   private seq = 0;
   private readonly waiting = new Map<number, (reply: FleetReply) => void>();
 
-  private readonly onMessage = (message: { seq: number; reply: FleetReply }) => {
-    this.waiting.get(message.seq)?.(message.reply);
-    this.waiting.delete(message.seq);
-  };
-
   private constructor(private readonly child: ChildProcess) {
-    child.on("message", this.onMessage);
+    child.on("message", (message: { seq: number; reply: FleetReply }) => {
+      this.waiting.get(message.seq)?.(message.reply);
+      this.waiting.delete(message.seq);
+    });
   }
 
-  /**
-   * A follower process: one a scenario before handed back (reset: no socket, no state), or a new
-   * one. Starting one takes 1–2 s of loading its TypeScript, and each scenario set up three or four
-   * side by side, several seconds of every scenario that measured nothing.
-   */
   static start(): Fleet {
-    const kept = idle.pop();
-    if (kept) {
-      kept.ref();
-      kept.channel?.ref();
-      placeFollowers(kept.pid);
-      return new Fleet(kept);
-    }
     const child = fork(CHILD, [], {
-      execArgv: ["--import", "tsx", "--expose-gc"],
+      execArgv: ["--import", "tsx"],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     pinFollowers(child.pid);
     return new Fleet(child);
-  }
-
-  /** Ends the follower processes kept for reuse (a run's end; unreferenced, they never hold it open). */
-  static async closeIdle(): Promise<void> {
-    const kept = idle.splice(0);
-    await Promise.all(kept.map((child) => new Fleet(child).end()));
   }
 
   async send(command: FleetCommand, timeoutMs = 120_000): Promise<FleetReply> {
@@ -74,25 +51,7 @@ export class Fleet {
     });
   }
 
-  /**
-   * Closes every follower and hands the process back for the next scenario; one that does not
-   * answer its reset is ended instead.
-   */
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    try {
-      await this.send({ cmd: "reset" }, 5_000);
-    } catch {
-      await this.end();
-      return;
-    }
-    this.child.off("message", this.onMessage);
-    this.child.channel?.unref();
-    this.child.unref();
-    idle.push(this.child);
-  }
-
-  private async end(): Promise<void> {
     if (this.child.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
     await this.send({ cmd: "close" }, 5_000).catch(() => this.child.kill("SIGKILL"));

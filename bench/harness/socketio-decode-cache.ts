@@ -44,10 +44,5 @@ class CachingDecoder extends Decoder {
   }
 }
 
-/** Forgets every packet (a reused follower process starts its next scenario empty). */
-export function forgetPackets(): void {
-  recent.clear();
-}
-
 /** The `parser` option of the fleet's Socket.IO clients. */
 export const cachingParser = { Encoder, Decoder: CachingDecoder };

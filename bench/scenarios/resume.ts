@@ -32,7 +32,7 @@ export async function openResume(factory: SubjectFactory, shape: ResumeShape): P
     await fleet.connectTo(subject, {
       count: shape.followers,
       streams: [{ id: 1, sessionId: ids[0]!, afterSeq: 0 }],
-      concurrency: shape.followers,
+      concurrency: 100,
     });
     await fleet.send({ cmd: "target", targets: [[1, head!]], timeoutMs: 120_000 });
     const measure = async () => {
