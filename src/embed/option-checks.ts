@@ -67,15 +67,30 @@ export function checkOptions(options: SessionmuxOptions): void {
   // read as plain data: an app in JavaScript (or a cast) may hand anything
   const given: Record<string, unknown> = { ...options };
   for (const [name, rule] of Object.entries(TOP)) check(name, given[name], rule);
-  for (const [group, rules] of Object.entries(GROUPS)) {
-    const values = given[group];
-    if (values === undefined) continue;
-    if (values === null || typeof values !== "object") {
-      throw new StartupError("option_invalid", `${group} must be an object, got ${describe(values)}`);
-    }
-    for (const [name, rule] of Object.entries(rules))
-      check(`${group}.${name}`, (values as Record<string, unknown>)[name], rule);
+  for (const [group, rules] of Object.entries(GROUPS)) checkGroup(group, given[group], rules);
+  const mux = given.mux as Record<string, unknown> | undefined;
+  checkGroup("mux.decodeLimits", mux?.decodeLimits, DECODE_LIMITS);
+}
+
+/**
+ * The decoder's limits on a client's frame: a `NaN` or negative one compared false with every
+ * length, so that limit was off (a string as long as the frame, nesting as deep as its bytes).
+ */
+const DECODE_LIMITS: Record<string, Rule> = {
+  maxStrBytes: COUNT,
+  maxBinBytes: COUNT,
+  maxArrayLength: COUNT,
+  maxMapLength: COUNT,
+  maxDepth: COUNT,
+};
+
+function checkGroup(group: string, values: unknown, rules: Record<string, Rule>): void {
+  if (values === undefined) return;
+  if (values === null || typeof values !== "object") {
+    throw new StartupError("option_invalid", `${group} must be an object, got ${describe(values)}`);
   }
+  for (const [name, rule] of Object.entries(rules))
+    check(`${group}.${name}`, (values as Record<string, unknown>)[name], rule);
 }
 
 function check(name: string, value: unknown, rule: Rule): void {

@@ -77,6 +77,16 @@ describe("createSessionmux options", () => {
         /^http\.maxTranscriptBytes must be an integer ≥ 1048576, got 1048575$/,
       ],
       [{ uploadTtlMs: 999 }, /^uploadTtlMs must be an integer ≥ 1000, got 999$/],
+      // a NaN decoder limit compared false with every length: strings as long as the frame
+      [
+        { mux: { decodeLimits: { maxStrBytes: Number.NaN } as never } },
+        /^mux\.decodeLimits\.maxStrBytes must be an integer ≥ 1, got NaN$/,
+      ],
+      [
+        { mux: { decodeLimits: { maxDepth: -1 } as never } },
+        /^mux\.decodeLimits\.maxDepth must be an integer ≥ 1, got -1$/,
+      ],
+      [{ mux: { decodeLimits: "64k" as never } }, /^mux\.decodeLimits must be an object, got "64k"$/],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -97,7 +107,12 @@ describe("createSessionmux options", () => {
       db,
       tokens: [{ name: "admin", secret: "t", admin: true }],
       principals: { sessionCreatePerSecond: 0.5 },
-      mux: { maxQueuedCalls: 0, pingIntervalMs: 2 ** 31 - 1, sendHighWaterBytes: 1024 },
+      mux: {
+        maxQueuedCalls: 0,
+        pingIntervalMs: 2 ** 31 - 1,
+        sendHighWaterBytes: 1024,
+        decodeLimits: { maxStrBytes: 1, maxBinBytes: 1, maxArrayLength: 1, maxMapLength: 1, maxDepth: 1 },
+      },
       http: { sendHighWaterBytes: 1024, maxTranscriptBytes: 1024 * 1024 },
       uploadTtlMs: 1000,
       idleDetachMs: 2 ** 31 - 1,
