@@ -8,6 +8,7 @@ import { registerOperationsCommands } from "../../src/cli/operations-commands.js
 import { StartupError } from "../../src/operations/startup-error.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { quietProgram } from "./in-process-command.js";
 
 /**
  * `backup`, `rebuild-projections` and `token rotate` run in this process on a SQLite file in a temp
@@ -49,7 +50,7 @@ function folder() {
 }
 
 const run = (argv: string[]) => {
-  const program = new Command().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  const program = quietProgram();
   registerOperationsCommands(program);
   return program.parseAsync(argv, { from: "user" });
 };

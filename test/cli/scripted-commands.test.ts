@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { createServer as createHttpServer } from "node:http";
 import { type AddressInfo, createServer, type Server, type Socket } from "node:net";
-import { Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { registerClientCommands } from "../../src/cli/client-commands.js";
@@ -10,6 +10,7 @@ import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { tempDir } from "../support/temp-dir.js";
 import { commanderRefusal } from "./commander-refusal.js";
+import { quietProgram } from "./in-process-command.js";
 
 /**
  * The scripted client commands (`follow`, `prompt`, `list`, `page`, `create`, `control`) run in
@@ -57,7 +58,7 @@ afterEach(async () => {
 });
 
 const program = () => {
-  const p = new Command().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  const p = quietProgram();
   registerClientCommands(p);
   return p;
 };

@@ -11,6 +11,7 @@ import { StartupError } from "../../src/operations/startup-error.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
 import { commanderRefusal } from "./commander-refusal.js";
+import { parseServe, quietProgram } from "./in-process-command.js";
 
 /**
  * `sessionmux serve` run in this process: its flags parsed, its host started on a free port with a
@@ -59,20 +60,6 @@ const SERVE_FLAGS = [
 ] as const;
 
 const PINO_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
-
-const quiet = () => new Command().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
-
-/** `serve`'s options for these arguments and variables, parsed without starting a host. */
-function parseServe(argv: string[], env: Record<string, string> = {}): Record<string, unknown> {
-  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-  const program = quiet();
-  registerServeCommand(program);
-  const serve = program.commands.find((c) => c.name() === "serve");
-  if (!serve) throw new Error("no serve command");
-  serve.action(() => {});
-  program.parse(["serve", ...argv], { from: "user" });
-  return serve.opts();
-}
 
 const refusal = (argv: string[], env: Record<string, string> = {}) =>
   commanderRefusal(() => parseServe(argv, env), [argv, env]);
@@ -152,7 +139,7 @@ function folder() {
 async function serve(argv: string[], env: Record<string, string> = {}): Promise<Served> {
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
   const before = { SIGTERM: process.listeners("SIGTERM"), SIGINT: process.listeners("SIGINT") };
-  const program = quiet();
+  const program = quietProgram();
   registerServeCommand(program);
   const written = stdout.length;
   await program.parseAsync(["serve", ...argv], { from: "user" });
@@ -188,7 +175,7 @@ async function serve(argv: string[], env: Record<string, string> = {}): Promise<
 /** `serve` refusing to start, with the error it throws (main prints `error: <code>: <message>`). */
 async function serveRefusal(argv: string[], env: Record<string, string> = {}): Promise<StartupError> {
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-  const program = quiet();
+  const program = quietProgram();
   registerServeCommand(program);
   const written = stdout.length;
   const err = await program.parseAsync(["serve", ...argv], { from: "user" }).then(
@@ -372,7 +359,7 @@ describe("sessionmux serve on SQLite, in this process", { timeout: 30_000 }, () 
     const flagged = dir.file("flagged/sessions.db");
     await serve(["--db", flagged, "--port", "0", "--create-db-folder"], { SESSIONMUX_CREATE_DB_FOLDER: "0" });
     expect(existsSync(flagged)).toBe(true);
-    const program = quiet();
+    const program = quietProgram();
     registerServeCommand(program);
     vi.stubEnv("SESSIONMUX_CREATE_DB_FOLDER", "yes");
     const refused = await program

@@ -1,7 +1,6 @@
-import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { registerServeCommand } from "../../src/cli/serve-command.js";
 import { commanderRefusal } from "./commander-refusal.js";
+import { parseServe } from "./in-process-command.js";
 
 /** Node's longest timer delay: 2^31 − 1 ms. A longer one fires after 1 ms instead. */
 const LONGEST_TIMER_MS = 2_147_483_647;
@@ -12,18 +11,6 @@ const TIMER_FLAGS = [
   { flag: "--idle-detach-ms", env: "SESSIONMUX_IDLE_DETACH_MS", key: "idleDetachMs", min: 1 },
   { flag: "--lease-ttl-ms", env: "SESSIONMUX_LEASE_TTL_MS", key: "leaseTtlMs", min: 100 },
 ] as const;
-
-/** `serve`'s options for these arguments and variables, parsed in this process without starting a host. */
-function parseServe(argv: string[], env: Record<string, string> = {}): Record<string, unknown> {
-  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-  const program = new Command().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  registerServeCommand(program);
-  const serve = program.commands.find((c) => c.name() === "serve");
-  if (!serve) throw new Error("no serve command");
-  serve.action(() => {});
-  program.parse(["serve", ...argv], { from: "user" });
-  return serve.opts();
-}
 
 const refusal = (argv: string[], env: Record<string, string> = {}) =>
   commanderRefusal(() => parseServe(argv, env), [argv, env]);
