@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { vi } from "vitest";
+import { beforeEach, vi } from "vitest";
 import { registerServeCommand } from "../../src/cli/serve-command.js";
 
 /**
@@ -19,4 +19,28 @@ export function parseServe(argv: string[], env: Record<string, string> = {}): Re
   serve.action(() => {});
   program.parse(["serve", ...argv], { from: "user" });
   return serve.opts();
+}
+
+/**
+ * What commands run in this process write to stdout and stderr, captured afresh before each test
+ * (the file's `afterEach` restores the streams with `vi.restoreAllMocks`); no `SESSIONMUX_`
+ * variable of the machine reaches the commands. Empty a list in place to read what comes next.
+ */
+export function capturedOutput(): { stdout: string[]; stderr: string[] } {
+  const captured = { stdout: [] as string[], stderr: [] as string[] };
+  beforeEach(() => {
+    captured.stdout.length = 0;
+    captured.stderr.length = 0;
+    for (const name of Object.keys(process.env))
+      if (name.startsWith("SESSIONMUX_")) vi.stubEnv(name, undefined);
+    vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+      captured.stdout.push(String(chunk));
+      return true;
+    });
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      captured.stderr.push(String(chunk));
+      return true;
+    });
+  });
+  return captured;
 }

@@ -3,12 +3,12 @@ import { existsSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { Command } from "commander";
 import pg from "pg";
-import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { registerOperationsCommands } from "../../src/cli/operations-commands.js";
 import { StartupError } from "../../src/operations/startup-error.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
-import { quietProgram } from "./in-process-command.js";
+import { capturedOutput, quietProgram } from "./in-process-command.js";
 
 /**
  * `backup`, `rebuild-projections` and `token rotate` run in this process on a SQLite file in a temp
@@ -18,24 +18,8 @@ import { quietProgram } from "./in-process-command.js";
 
 const pgUrl = inject("pgUrl");
 
-let stdout: string[];
-let stderr: string[];
+const { stdout, stderr } = capturedOutput();
 const cleanups: (() => unknown)[] = [];
-
-beforeEach(() => {
-  stdout = [];
-  stderr = [];
-  for (const name of Object.keys(process.env))
-    if (name.startsWith("SESSIONMUX_")) vi.stubEnv(name, undefined);
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    stdout.push(String(chunk));
-    return true;
-  });
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
-    stderr.push(String(chunk));
-    return true;
-  });
-});
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -189,7 +173,7 @@ describe("token rotate", () => {
     const file = dir.file("sessionmux.token");
     expect(readFileSync(file, "utf8").trim()).toBe(token);
     expect(stderr.join("")).toBe(`token written to ${file}; the old one is refused from now on\n`);
-    stdout = [];
+    stdout.length = 0;
     await run(["token", "rotate", "--db", db]);
     expect(stdout.join("").trimEnd()).not.toBe(token);
   });

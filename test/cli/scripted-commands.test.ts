@@ -10,7 +10,7 @@ import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { tempDir } from "../support/temp-dir.js";
 import { commanderRefusal } from "./commander-refusal.js";
-import { quietProgram } from "./in-process-command.js";
+import { capturedOutput, quietProgram } from "./in-process-command.js";
 
 /**
  * The scripted client commands (`follow`, `prompt`, `list`, `page`, `create`, `control`) run in
@@ -29,25 +29,12 @@ afterAll(async () => {
   await host?.dispose();
 });
 
-let stdout: string[];
-let stderr: string[];
+const { stdout, stderr } = capturedOutput();
 let exitCodeBefore: typeof process.exitCode;
 const cleanups: (() => unknown)[] = [];
 
 beforeEach(() => {
-  stdout = [];
-  stderr = [];
   exitCodeBefore = process.exitCode;
-  for (const name of Object.keys(process.env))
-    if (name.startsWith("SESSIONMUX_")) vi.stubEnv(name, undefined);
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    stdout.push(String(chunk));
-    return true;
-  });
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
-    stderr.push(String(chunk));
-    return true;
-  });
 });
 
 afterEach(async () => {
@@ -257,7 +244,7 @@ describe("reaching the host", () => {
     const refused = await failure(["list"], [...url, "--token", "wrong"]);
     expect((refused as SessionmuxError).code).toBe("unauthorized");
     vi.stubEnv("SESSIONMUX_TOKEN", "wrong");
-    stdout = [];
+    stdout.length = 0;
     await run(["list"], [...url, "--token", ADMIN_TOKEN]);
     expect(lines()[0]).toHaveProperty("sessions");
   });
@@ -529,7 +516,7 @@ describe("follow", () => {
     const before = signalListeners();
     const done = run(["follow", "f-r"]);
     await vi.waitFor(() => expect(lines().map((e) => e.seq)).toEqual([1, 2, 3]));
-    stdout = [];
+    stdout.length = 0;
     const { epoch } = (await host.host.call(ADMIN, "session.clear", { sessionId: "f-r" })) as {
       epoch: string;
     };
@@ -547,7 +534,7 @@ describe("follow", () => {
     await session("f-x", 2);
     const done = run(["follow", "f-x", "--on-reset", "exit"]);
     await vi.waitFor(() => expect(lines()).toHaveLength(3));
-    stdout = [];
+    stdout.length = 0;
     const { epoch } = (await host.host.call(ADMIN, "session.clear", { sessionId: "f-x" })) as {
       epoch: string;
     };
@@ -572,7 +559,7 @@ describe("follow", () => {
     await run(["follow", "f-e", "--after", String(last - 1), "--epoch", epoch, "--until", String(last)]);
     expect(lines().map((e) => e.seq)).toEqual([last]);
     expect(stderr).toEqual([]);
-    stdout = [];
+    stdout.length = 0;
     await run(["follow", "f-e", "--after", String(last - 1), "--epoch", "stale-epoch", "--until", "1"]);
     expect(lines().map((e) => e.seq)).toEqual([1]);
     expect(stderr.join("")).toBe(`reset: history cleared, new epoch ${epoch}\n`);
