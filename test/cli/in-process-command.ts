@@ -1,6 +1,8 @@
 import { Command } from "commander";
 import { beforeEach, vi } from "vitest";
 import { registerServeCommand } from "../../src/cli/serve-command.js";
+import { type Cleanup, cleanupsAfterEach } from "../support/cleanups.js";
+import { tempDir } from "../support/temp-dir.js";
 
 /**
  * A program to register commands on in a test's own process: commander throws its refusals
@@ -43,4 +45,21 @@ export function capturedOutput(): { stdout: string[]; stderr: string[] } {
     });
   });
   return captured;
+}
+
+/**
+ * What a test of commands run in this process opened, undone after it (the last first), then its
+ * spies and stubbed variables restored; `folder()` is a temp folder removed with the rest.
+ */
+export function commandCleanups(): { cleanups: Cleanup[]; folder(): ReturnType<typeof tempDir> } {
+  const cleanups = cleanupsAfterEach(() => {
+    vi.restoreAllMocks();
+    vi.unstubAllEnvs();
+  });
+  const folder = () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    return dir;
+  };
+  return { cleanups, folder };
 }

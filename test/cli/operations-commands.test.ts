@@ -3,12 +3,11 @@ import { existsSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { Command } from "commander";
 import pg from "pg";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import { registerOperationsCommands } from "../../src/cli/operations-commands.js";
 import { StartupError } from "../../src/operations/startup-error.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
-import { tempDir } from "../support/temp-dir.js";
-import { capturedOutput, quietProgram } from "./in-process-command.js";
+import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
 
 /**
  * `backup`, `rebuild-projections` and `token rotate` run in this process on a SQLite file in a temp
@@ -19,19 +18,7 @@ import { capturedOutput, quietProgram } from "./in-process-command.js";
 const pgUrl = inject("pgUrl");
 
 const { stdout, stderr } = capturedOutput();
-const cleanups: (() => unknown)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  vi.restoreAllMocks();
-  vi.unstubAllEnvs();
-});
-
-function folder() {
-  const dir = tempDir();
-  cleanups.push(() => dir.remove());
-  return dir;
-}
+const { cleanups, folder } = commandCleanups();
 
 const run = (argv: string[]) => {
   const program = quietProgram();
@@ -94,7 +81,7 @@ describe("backup", () => {
     expect(out.endsWith("}\n")).toBe(true);
     expect(JSON.parse(out)).toMatchObject({ integrity: "ok", target: dir.file("copy.db") });
     const copy = new Database(dir.file("copy.db"), { readonly: true });
-    cleanups.push(() => copy.close());
+    cleanups.push(() => void copy.close());
     expect(copy.prepare("select count(*) as n from events").get()).toEqual({ n: 4 });
   });
 
@@ -122,7 +109,7 @@ describe("rebuild-projections", () => {
     await run(["rebuild-projections", "--db", db]);
     expect(stdout).toEqual(["projections rebuilt\n", "projections rebuilt\n"]);
     const check = new Database(db, { readonly: true });
-    cleanups.push(() => check.close());
+    cleanups.push(() => void check.close());
     expect(check.prepare("SELECT title FROM projections").all()).toEqual([{ title: "t2" }]);
   });
 

@@ -10,7 +10,7 @@ import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { tempDir } from "../support/temp-dir.js";
 import { commanderRefusal } from "./commander-refusal.js";
-import { capturedOutput, quietProgram } from "./in-process-command.js";
+import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
 
 /**
  * The scripted client commands (`follow`, `prompt`, `list`, `page`, `create`, `control`) run in
@@ -31,17 +31,14 @@ afterAll(async () => {
 
 const { stdout, stderr } = capturedOutput();
 let exitCodeBefore: typeof process.exitCode;
-const cleanups: (() => unknown)[] = [];
+const { cleanups, folder } = commandCleanups();
 
 beforeEach(() => {
   exitCodeBefore = process.exitCode;
 });
 
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+afterEach(() => {
   process.exitCode = exitCodeBefore;
-  vi.restoreAllMocks();
-  vi.unstubAllEnvs();
 });
 
 const program = () => {
@@ -102,7 +99,7 @@ async function listen(server: Server | ReturnType<typeof createHttpServer>): Pro
   await once(server, "listening");
   cleanups.push(() => {
     for (const socket of sockets) socket.destroy();
-    return new Promise((resolve) => server.close(resolve));
+    return new Promise<void>((resolve) => server.close(() => resolve()));
   });
   return `ws://127.0.0.1:${(server.address() as AddressInfo).port}/api/remote.mux`;
 }
@@ -591,9 +588,7 @@ describe("control", () => {
 
 describe("across a host restart", () => {
   it("follow resumes silently and prints each event once; control says the generation changed", async () => {
-    const dir = tempDir();
-    cleanups.push(() => dir.remove());
-    const dbPath = dir.file("restart.db");
+    const dbPath = folder().file("restart.db");
     let first: TestHost | undefined = await startTestHost({ dbPath });
     const port = first.port;
     cleanups.push(() => first?.close());

@@ -4,14 +4,13 @@ import fs, { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { Command, CommanderError } from "commander";
 import pg from "pg";
-import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
+import { beforeEach, describe, expect, inject, it, vi } from "vitest";
 import { registerServeCommand } from "../../src/cli/serve-command.js";
 import { SessionHost } from "../../src/host/session-host.js";
 import { StartupError } from "../../src/operations/startup-error.js";
 import { MuxPeer } from "../support/mux-peer.js";
-import { tempDir } from "../support/temp-dir.js";
 import { commanderRefusal } from "./commander-refusal.js";
-import { parseServe, quietProgram } from "./in-process-command.js";
+import { commandCleanups, parseServe, quietProgram } from "./in-process-command.js";
 
 /**
  * `sessionmux serve` run in this process: its flags parsed, its host started on a free port with a
@@ -75,7 +74,7 @@ interface Served {
 let stdout: string[];
 let stderr: string[];
 let exits: (number | undefined)[];
-const cleanups: (() => unknown)[] = [];
+const { cleanups, folder } = commandCleanups();
 
 /** `serve` run from `dir`: the default `./data` resolves there (the test runner's threads cannot chdir). */
 function workIn(dir: string): void {
@@ -122,18 +121,6 @@ beforeEach(() => {
     return Buffer.byteLength(data);
   }) as never);
 });
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  vi.restoreAllMocks();
-  vi.unstubAllEnvs();
-});
-
-function folder() {
-  const dir = tempDir();
-  cleanups.push(() => dir.remove());
-  return dir;
-}
 
 /** Runs `sessionmux serve <argv>` here; resolves once the host listens (the action has returned). */
 async function serve(argv: string[], env: Record<string, string> = {}): Promise<Served> {
