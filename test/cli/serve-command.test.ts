@@ -569,29 +569,11 @@ describe.skipIf(!pgUrl)("sessionmux serve on PostgreSQL, in this process", { tim
     await dropAfter(schema);
     const dir = folder();
     const data = dir.file("kept");
-    const refused = await serveRefusal([
-      "--port",
-      "0",
-      "--db",
-      pgUrl!,
-      "--db-schema",
-      schema,
-      "--data-dir",
-      data,
-    ]);
+    const argv = ["--port", "0", "--db", pgUrl!, "--db-schema", schema, "--data-dir", data];
+    const refused = await serveRefusal(argv);
     expect(refused.code).toBe("db_folder_missing");
     expect(refused.message).toContain(`data folder ${data} does not exist`);
-    await serve([
-      "--port",
-      "0",
-      "--db",
-      pgUrl!,
-      "--db-schema",
-      schema,
-      "--data-dir",
-      data,
-      "--create-db-folder",
-    ]);
+    await serve([...argv, "--create-db-folder"]);
     expect(existsSync(`${data}/sessionmux.token`)).toBe(true);
   });
 });
