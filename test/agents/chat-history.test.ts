@@ -118,7 +118,24 @@ describe("recentHistory", () => {
     const asked: (number | undefined)[] = [];
     const events = await recentHistory(pager(asked), 10_000);
     expect(events.filter((e) => e.type === "turn/start")).toHaveLength(4);
-    expect(asked.at(-1)).toBeLessThanOrEqual(4);
+    // the page holding seq 1 says it has nothing before it: no page is asked for past it
+    expect(asked.at(-1)).toBe(2);
+  });
+
+  test("a prompt's characters count as an answer's do; a budget reached exactly reads on to the turn that passes it", async () => {
+    const turnsRead = (events: SessionEvent[]) =>
+      events.filter((e) => e.type === "turn/start").map((e) => (e.data as { turnId: string }).turnId);
+    // t3 and t2 are 102 characters each, 2 of them the prompt's: 203 is passed at t2
+    expect(turnsRead(await recentHistory(pager([]), 203))).toEqual(["t2", "t3", "t4"]);
+    // 204 is reached at t2 but not passed: t1 is read, and left out by chatHistory
+    const events = await recentHistory(pager([]), 204);
+    expect(turnsRead(events)).toEqual(["t1", "t2", "t3", "t4"]);
+    expect(chatHistory(events, "t4", 204).map((m) => m.content)).toEqual([
+      "p2",
+      "b".repeat(100),
+      "p3",
+      "c".repeat(100),
+    ]);
   });
 });
 
