@@ -29,10 +29,11 @@ async function turnWith(limits: Partial<AgentLimits>, script: () => void): Promi
   script();
   const r = await fx.host.call(ADMIN, "session.prompt", { sessionId: S, text: "go", clientMessageId: "go" });
   const events = await turnEvents(fx.store, S, r.turnId!);
-  const end = events.at(-1)!;
-  expect(log.lines.filter((l) => l.msg === "agent turn failed").map((l) => l.error)).toEqual([
-    (end.data as { error?: string }).error,
-  ]);
+  // a failed turn is logged with its error, a completed one not at all
+  const error = (events.at(-1)!.data as { error?: string }).error;
+  expect(log.lines.filter((l) => l.msg === "agent turn failed").map((l) => l.error)).toEqual(
+    error === undefined ? [] : [error],
+  );
   return events;
 }
 
@@ -58,8 +59,23 @@ describe("what a model can make the host hold is bounded", () => {
       state: "failed",
       error: "too_many_tool_calls: the model asked for more than 2 tool calls in one step",
     });
-    expect(types(events).filter((t) => t === "tool/result")).toEqual([]);
+    // counted as each call starts streaming: the third fails the step before any call is recorded
+    expect(types(events)).toEqual(["turn/start", "user/message", "turn/end"]);
     expect(executed).toBe(0);
+  });
+
+  test("as many tool calls in one step as allowed run", async () => {
+    const events = await turnWith({ maxToolCallsPerStep: 2 }, () =>
+      fake.script(
+        toolCallReply("", [
+          { id: "a", name: "ping", args: { n: 1 } },
+          { id: "b", name: "ping", args: { n: 2 } },
+        ]),
+        textReply("done"),
+      ),
+    );
+    expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+    expect(executed).toBe(2);
   });
 
   test("a model that keeps calling tools fails the turn after the step limit", async () => {
@@ -101,5 +117,30 @@ describe("what a model can make the host hold is bounded", () => {
       state: "failed",
       error: "step_too_long: the model streamed more than 10 characters in one step",
     });
+  });
+
+  test("a step streaming exactly as much text as allowed completes", async () => {
+    const events = await turnWith({ maxStepChars: 10 }, () => fake.script(textReply("01234567", "89")));
+    expect(events.map((e) => [e.type, (e.data as { text?: string }).text])).toEqual([
+      ["turn/start", undefined],
+      ["user/message", "go"],
+      ["assistant/delta", "01234567"],
+      ["assistant/delta", "89"],
+      ["turn/end", undefined],
+    ]);
+    expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+  });
+
+  test("a tool call's streamed arguments count toward the step's characters", async () => {
+    // {"n":123456789} is 15 characters, streamed in two pieces
+    const events = await turnWith({ maxStepChars: 10 }, () =>
+      fake.script(toolCallReply("", [{ id: "a", name: "ping", args: { n: 123456789 } }]), textReply("done")),
+    );
+    expect(events.at(-1)!.data).toMatchObject({
+      state: "failed",
+      error: "step_too_long: the model streamed more than 10 characters in one step",
+    });
+    expect(types(events)).toEqual(["turn/start", "user/message", "turn/end"]);
+    expect(executed).toBe(0);
   });
 });
