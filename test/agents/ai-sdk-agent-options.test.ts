@@ -1,9 +1,12 @@
 import fs from "node:fs";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { simulateReadableStream } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import { defineTool } from "../../src/agents/agent-tool.js";
 import { AiSdkAgent, type AiSdkAgentOptions } from "../../src/agents/ai-sdk-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { type HostFixture, openHost, turnEvents } from "../host/host-fixture.js";
+import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
 import { tempDir } from "../support/temp-dir.js";
 import { FakeChatCompletions, type Reply, textReply } from "./fake-chat-completions.js";
 
@@ -94,5 +97,92 @@ describe("an AI SDK agent's options", () => {
       vi.restoreAllMocks();
     }
     expect(written.filter((w) => w.includes("agent turn failed"))).toEqual([]);
+  });
+});
+
+describe("an AI SDK agent on a provider that streams parts the OpenAI-compatible one does not", () => {
+  const finish = {
+    type: "finish",
+    finishReason: { unified: "stop", raw: "stop" },
+    usage: {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    },
+  } as const;
+
+  test("empty text and reasoning deltas (a signature, metadata) record nothing", async () => {
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: simulateReadableStream({
+          chunks: [
+            { type: "stream-start", warnings: [] },
+            { type: "reasoning-start", id: "r" },
+            { type: "reasoning-delta", id: "r", delta: "thinking" },
+            { type: "reasoning-delta", id: "r", delta: "", providerMetadata: { p: { signature: "sig" } } },
+            { type: "reasoning-end", id: "r" },
+            { type: "text-start", id: "t" },
+            { type: "text-delta", id: "t", delta: "", providerMetadata: { p: { block: 1 } } },
+            { type: "text-delta", id: "t", delta: "hi" },
+            { type: "text-end", id: "t" },
+            finish,
+          ],
+        }),
+      }),
+    });
+    fx = await openHost({ agent: agent({ languageModel: () => model }) });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "empty" });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "empty",
+      text: "go",
+      clientMessageId: "go",
+    });
+    const events = await turnEvents(fx.store, "empty", r.turnId!);
+    expect(events.map((e) => [e.type, (e.data as { text?: string }).text])).toEqual([
+      ["turn/start", undefined],
+      ["user/message", "go"],
+      ["reasoning/delta", "thinking"],
+      ["assistant/delta", "hi"],
+      ["turn/end", undefined],
+    ]);
+    expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+  });
+
+  test("cancel after a tool call the provider finished mid-stream: the turn ends cancelled and the tool never runs", async () => {
+    let executed = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async ({ abortSignal }) => ({
+        stream: new ReadableStream({
+          start(controller) {
+            controller.enqueue({ type: "stream-start", warnings: [] });
+            controller.enqueue({ type: "tool-call", toolCallId: "a", toolName: "ping", input: '{"n":1}' });
+            // the step goes on streaming until the turn is cancelled
+            abortSignal?.addEventListener("abort", () => controller.error(abortSignal.reason), {
+              once: true,
+            });
+          },
+        }),
+      }),
+    });
+    const ping = defineTool({
+      name: "ping",
+      inputSchema: { type: "object", properties: { n: { type: "number" } } },
+      execute: () => ++executed,
+    });
+    fx = await openHost({ agent: agent({ languageModel: () => model, tools: [ping] }) });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "cancel" });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "cancel",
+      text: "ping",
+      clientMessageId: "ping",
+    });
+    await vi.waitFor(async () => {
+      expect((await readLog(fx!.store, "cancel")).some((e) => e.type === "tool/call")).toBe(true);
+    });
+    await fx.host.call(ADMIN, "session.cancel", { sessionId: "cancel" });
+    const events = await turnEvents(fx.store, "cancel", r.turnId!);
+    expect(events.map((e) => e.type)).toEqual(["turn/start", "user/message", "tool/call", "turn/end"]);
+    expect(events.at(-1)!.data).toMatchObject({ state: "cancelled" });
+    await vi.waitFor(() => expect(fx!.host.live.isRunning("cancel")).toBe(false));
+    expect(executed).toBe(0);
   });
 });
