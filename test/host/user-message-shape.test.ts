@@ -120,6 +120,94 @@ describe("a prompt's stored user/message (shaped once, by the host)", () => {
     ]);
   });
 
+  it("links an uploaded attachment by id: the log keeps its id and size, the agent gets its bytes", async () => {
+    const agent = recordingAgent();
+    fx = await openHost({ agent });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "linked" });
+    const bytes = new TextEncoder().encode("uploaded");
+    const attachmentId = await fx.store.putAttachment({
+      owner: "admin",
+      name: "up.txt",
+      type: "text/plain",
+      bytes,
+    });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "linked",
+      text: "see",
+      clientMessageId: "c1",
+      attachments: [{ name: "mine.txt", type: "text/x-mine", attachmentId }],
+    });
+    expect((await storedMessage("linked", r.turnId!)).attachments).toStrictEqual([
+      { name: "mine.txt", type: "text/x-mine", size: 8, attachmentId },
+    ]);
+    expect(agent.prompts).toStrictEqual([
+      { text: "see", attachments: [{ name: "mine.txt", type: "text/x-mine", size: 8, bytes }] },
+    ]);
+  });
+
+  it("refuses a missing upload or another owner's with attachment_not_found, and records nothing", async () => {
+    const agent = recordingAgent();
+    fx = await openHost({ agent });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "unlinked" });
+    const before = await readLog(fx.store, "unlinked");
+    const bytes = new Uint8Array([1]);
+    const theirs = await fx.store.putAttachment({ owner: "bob", name: "b", type: "x/y", bytes });
+    for (const attachmentId of [theirs, "no-such-upload"]) {
+      const prompting = fx.host.call(ADMIN, "session.prompt", {
+        sessionId: "unlinked",
+        text: "see",
+        clientMessageId: attachmentId,
+        attachments: [{ name: "b", type: "x/y", attachmentId }],
+      });
+      await expect(prompting).rejects.toMatchObject({
+        code: "attachment_not_found",
+        message: `no attachment ${attachmentId}; upload it first`,
+        data: { attachmentId },
+      });
+    }
+    expect(await readLog(fx.store, "unlinked")).toEqual(before);
+    expect(agent.prompts).toEqual([]);
+  });
+
+  it("hands the agent a link as a link, a shell as a shell, and no attachments when the prompt has none", async () => {
+    const agent = recordingAgent();
+    fx = await openHost({ agent });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "shells" });
+    const first = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "shells",
+      text: "see",
+      clientMessageId: "c1",
+      attachments: [
+        { name: "link", type: "text/html", url: "https://example.invalid/page" },
+        { name: "relative", type: "image/png", url: "images/a.png" },
+        { name: "named only", type: "text/plain" },
+      ],
+    });
+    expect((await storedMessage("shells", first.turnId!)).attachments).toStrictEqual([
+      { name: "link", type: "text/html", size: 0, url: "https://example.invalid/page" },
+      { name: "relative", type: "image/png", size: 0, url: "images/a.png" },
+      { name: "named only", type: "text/plain", size: 0 },
+    ]);
+    await vi.waitFor(() => expect(fx!.host.live.isRunning("shells")).toBe(false));
+    const second = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "shells",
+      text: "plain",
+      clientMessageId: "c2",
+    });
+    expect((await storedMessage("shells", second.turnId!)).attachments).toStrictEqual([]);
+    expect(agent.prompts).toStrictEqual([
+      {
+        text: "see",
+        attachments: [
+          { name: "link", type: "text/html", size: 0, url: "https://example.invalid/page" },
+          { name: "relative", type: "image/png", size: 0, url: "images/a.png" },
+          { name: "named only", type: "text/plain", size: 0 },
+        ],
+      },
+      { text: "plain", attachments: [] },
+    ]);
+  });
+
   it("refuses an undecodable data: URL with bad_request naming the field, and records nothing", async () => {
     fx = await openHost({ agent: recordingAgent() });
     await fx.host.call(ADMIN, "session.create", { sessionId: "bad" });
@@ -133,6 +221,16 @@ describe("a prompt's stored user/message (shaped once, by the host)", () => {
       }),
     );
     expect(failure).toEqual({ code: "bad_request", data: { field: "/attachments/0/url" } });
+    await expect(
+      fx.host.call(ADMIN, "session.prompt", {
+        sessionId: "bad",
+        text: "see",
+        clientMessageId: "c2",
+        attachments: [{ name: "x", type: "text/plain", url: "data:text/plain;base64,@@@" }],
+      }),
+    ).rejects.toThrow(
+      "the attachment's data: URL cannot be decoded; send valid base64 or percent-encoded data",
+    );
     expect(await readLog(fx.store, "bad")).toEqual(before);
   });
 
