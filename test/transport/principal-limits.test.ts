@@ -142,7 +142,10 @@ describe("per-principal limits against a real host", () => {
       body: "more bytes",
     });
     expect(upload.status).toBe(413);
-    expect(((await upload.json()) as { error: string }).error).toBe("storage_quota_exceeded");
+    const refusedUpload = (await upload.json()) as { error: string; max_bytes: number; stored_bytes: number };
+    expect(refusedUpload.error).toBe("storage_quota_exceeded");
+    expect(refusedUpload.max_bytes).toBe(12_000);
+    expect(refusedUpload.stored_bytes).toBeGreaterThan(14_000);
     // nothing was appended; the admin's writes are not bound by alice's quota
     expect(
       (await canary.peer.call("session.page", { sessionId: "a1" })) as { headSeq: number },

@@ -1,10 +1,19 @@
 import type { ServerResponse } from "node:http";
 import { type ErrorCode, httpStatus, SessionmuxError } from "../../../protocol/index.js";
 
-/** Error codes whose `data` a client needs in the body (the winning answer, the bad field). */
-const DATA_FIELD: Partial<Record<ErrorCode, string>> = {
-  interaction_already_resolved: "winner",
-  bad_request: "field",
+/**
+ * The parts of a refusal's `data` its body carries, under §8's snake_case names: what a client
+ * needs to act on it (the field to fix, the answer that won, the epoch to reload at, the head, the bound it hit).
+ * Never an id, so another principal's session answers byte for byte like a missing one.
+ */
+const BODY_FIELDS: Partial<Record<ErrorCode, Readonly<Record<string, string>>>> = {
+  bad_request: { field: "field" },
+  interaction_already_resolved: { winner: "resolution" },
+  epoch_mismatch: { epoch: "epoch" },
+  cursor_ahead: { head_seq: "headSeq", epoch: "epoch" },
+  transcript_too_large: { max_data_bytes: "maxDataBytes" },
+  storage_quota_exceeded: { max_bytes: "maxBytes", stored_bytes: "storedBytes" },
+  upload_quota_exceeded: { max_bytes: "limit" },
 };
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -35,14 +44,16 @@ export function sendJsonParts(res: ServerResponse, status: number, parts: Buffer
   res.uncork();
 }
 
-/**
- * `{"error": code}` with the code's status. The body never carries the message or ids, so another
- * principal's session answers byte for byte like a missing one.
- */
+/** `{"error": code}` with the code's status, and the fields of `BODY_FIELDS`; never the message. */
 export function errorBody(err: SessionmuxError): Record<string, unknown> {
   const body: Record<string, unknown> = { error: err.code };
-  const key = DATA_FIELD[err.code];
-  if (key && err.data !== undefined) body[key] = pick(err.data, key);
+  const fields = BODY_FIELDS[err.code];
+  const data = err.data;
+  if (!fields || data === null || typeof data !== "object") return body;
+  for (const [bodyKey, dataKey] of Object.entries(fields)) {
+    const value = (data as Record<string, unknown>)[dataKey];
+    if (value !== undefined) body[bodyKey] = value;
+  }
   return body;
 }
 
@@ -56,14 +67,4 @@ export function sendError(res: ServerResponse, err: SessionmuxError): void {
 
 export function fail(code: ErrorCode, message: string, data?: unknown): SessionmuxError {
   return new SessionmuxError(code, message, data === undefined ? {} : { data });
-}
-
-/** Hosts put the winner either bare or under a named key; the body always names it `winner`. */
-function pick(data: unknown, key: string): unknown {
-  if (data !== null && typeof data === "object") {
-    const record = data as Record<string, unknown>;
-    if (key in record) return record[key];
-    if (key === "winner" && "resolution" in record) return record.resolution;
-  }
-  return data;
 }

@@ -67,7 +67,7 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     expect((await upload(Buffer.alloc(1000, 2))).status).toBe(200);
     const over = await upload(Buffer.alloc(1, 3));
     expect(over.status).toBe(413);
-    expect(over.json).toEqual({ error: "upload_quota_exceeded" });
+    expect(over.json).toEqual({ error: "upload_quota_exceeded", max_bytes: 3000 });
     // another principal's uploads are not alice's
     expect((await upload(Buffer.alloc(2000), {}, BOB_TOKEN)).status).toBe(200);
     expect((await upload(Buffer.alloc(1000), {}, BOB_TOKEN)).status).toBe(200);

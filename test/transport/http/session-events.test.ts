@@ -80,7 +80,8 @@ describe("GET /v1/sessions/{id}/events", () => {
 
     const ahead = await api(host, "/v1/sessions/s/events?after_seq=6", { token: ADMIN_TOKEN });
     expect(ahead.status).toBe(409);
-    expect(ahead.json).toMatchObject({ error: "cursor_ahead" });
+    // the body says where the head is, so a client can read on from there
+    expect(ahead.json).toEqual({ error: "cursor_ahead", head_seq: 5, epoch: first.epoch });
     for (const query of ["limit=0", "limit=501", "after_seq=-1", "after_seq=x"]) {
       const bad = await api(host, `/v1/sessions/s/events?${query}`, { token: ADMIN_TOKEN });
       expect(bad.status, query).toBe(400);
@@ -95,7 +96,10 @@ describe("GET /v1/sessions/{id}/events", () => {
       token: ADMIN_TOKEN,
     });
     expect(stale.status).toBe(409);
-    expect(stale.json).toMatchObject({ error: "epoch_mismatch" });
+    // and names the new epoch to read from its start
+    const cleared = (await api(host, "/v1/sessions/s/events", { token: ADMIN_TOKEN })).json as EventsPage;
+    expect(cleared.epoch).not.toBe(first.epoch);
+    expect(stale.json).toEqual({ error: "epoch_mismatch", epoch: cleared.epoch });
   });
 
   it("reads a cold session without starting its agent, sends binary data as base64, and a deleted one is 410", async () => {

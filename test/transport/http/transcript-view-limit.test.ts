@@ -118,7 +118,7 @@ describe("GET /v1/sessions/{id} and the turns route past the bound", () => {
     for (const path of ["/v1/sessions/big", "/api/chat/sessions/big/turns"]) {
       const reply = await api(host, path, { token: ADMIN_TOKEN });
       expect(reply.status).toBe(409);
-      expect(reply.json).toMatchObject({ error: "transcript_too_large" });
+      expect(reply.json).toEqual({ error: "transcript_too_large", max_data_bytes: 2 * MIB });
     }
     const small = await api(host, "/v1/sessions/small", { token: ADMIN_TOKEN });
     expect(small.status).toBe(200);
