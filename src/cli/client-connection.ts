@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { filter, firstValueFrom, of, type Subscription, timeout } from "rxjs";
 import { SessionmuxError } from "../../protocol/index.js";
 import {
@@ -22,8 +22,13 @@ export interface ConnectOptions {
 /** Adds `--url`, `--token` and `--timeout`: what every client command needs to reach a host. */
 export function withConnection(command: Command): Command {
   return command
-    .option("--url <url>", "host WebSocket URL", muxUrl, DEFAULT_URL)
-    .option("--token <token>", "bearer token (default: $SESSIONMUX_TOKEN)")
+    .addOption(
+      new Option("--url <url>", "host WebSocket URL")
+        .env("SESSIONMUX_URL")
+        .argParser(muxUrl)
+        .default(DEFAULT_URL),
+    )
+    .addOption(new Option("--token <token>", "bearer token").env("SESSIONMUX_TOKEN"))
     .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
 }
 
@@ -55,7 +60,7 @@ const NOTHING_THERE: ReadonlySet<string | undefined> = new Set(["ECONNREFUSED", 
  * until `--timeout`; reconnects after a first success stay silent.
  */
 export async function connect(options: ConnectOptions): Promise<SessionmuxClient> {
-  const token = options.token ?? process.env.SESSIONMUX_TOKEN;
+  const token = options.token;
   // A plain Error: the entry point prints its message (a CommanderError would exit silently).
   if (!token) throw new Error("missing token: pass --token or set SESSIONMUX_TOKEN");
   const nodeFactory = createNodeSocketFactory({ handshakeTimeoutMs: options.timeout });

@@ -246,6 +246,24 @@ describe("reaching the host", () => {
     expect(lines()[0]).toHaveProperty("sessions");
   });
 
+  it("the URL comes from --url, else SESSIONMUX_URL, else the local host; a malformed variable is refused naming it", async () => {
+    vi.stubEnv("SESSIONMUX_URL", host.wsUrl);
+    await run(["list"], ["--token", ADMIN_TOKEN]);
+    expect(lines().at(-1)).toHaveProperty("sessions");
+    expect(parsed("list", []).url).toBe(host.wsUrl);
+
+    // the flag wins over the variable
+    const elsewhere = await refusing(404);
+    const wrongPath = await failure(["list"], ["--url", elsewhere, "--token", ADMIN_TOKEN]);
+    expect((wrongPath as SessionmuxError).code).toBe("not_found");
+    expect(parsed("list", ["--url", elsewhere]).url).toBe(elsewhere);
+
+    vi.stubEnv("SESSIONMUX_URL", "localhost:8787");
+    const refusal = commanderRefusal(() => parsed("list", []), []);
+    expect(refusal.message).toContain("from env 'SESSIONMUX_URL' is invalid");
+    expect(refusal.message).toContain("It must be a ws:// or wss:// URL");
+  });
+
   it("a refused token ends the command at once with unauthorized, naming the URL and what to check", async () => {
     const started = Date.now();
     const err = await failure(["list"], ["--url", host.wsUrl, "--token", "wrong", "--timeout", "20000"]);
