@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { compiledChild } from "./compiled-child.js";
 import { pinFollowers } from "./cpu-pinning.js";
 import { withDeadline } from "./deadline.js";
 import type { FleetCommand, FleetConnect, FleetReply } from "./fleet-protocol.js";
@@ -20,8 +21,9 @@ export class Fleet {
   }
 
   static start(): Fleet {
-    const child = fork(CHILD, [], {
-      execArgv: ["--import", "tsx"],
+    // plain JavaScript: not this process's tsx
+    const child = fork(compiledChild(CHILD), [], {
+      execArgv: [],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     pinFollowers(child.pid);

@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import type { LimitCommand, LimitReply } from "../baselines/durable-limit-child.js";
+import { compiledChild } from "../harness/compiled-child.js";
 import { withDeadline } from "../harness/deadline.js";
 import { Fleet } from "../harness/fleet.js";
 import type { Measurement, OpenSubject } from "../harness/rounds.js";
@@ -125,8 +126,8 @@ export async function openAgentsStreaming(
  * durable-limit-child); each `measure` commits and sends one more turn of every session.
  */
 export async function openDurableLimit(shape: AgentsShape, template: Template): Promise<OpenSubject> {
-  const child = fork(LIMIT_CHILD, [], {
-    execArgv: ["--import", "tsx"],
+  const child = fork(compiledChild(LIMIT_CHILD), [], {
+    execArgv: [], // plain JavaScript: not this process's tsx
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const fleet = Fleet.start();
