@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { build } from "esbuild";
+import { build, transform } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -13,6 +13,7 @@ const REPO = resolve(".");
 const PACKAGE = resolve("packages/client");
 /** The size goal of issue 13 for the gzipped browser bundle of the whole client index. */
 const BUNDLE_GOAL_BYTES = 20 * 1024;
+const ADMIN = { name: "admin", admin: true };
 const SERVER_ONLY = ["better-sqlite3", "pino", "prom-client", "ws", "commander", "@a2a-js/sdk", "bindings"];
 
 let project: ReturnType<typeof tempDir>;
@@ -83,6 +84,41 @@ describe("the @sessionmux/client tarball installed alone", () => {
       cwd: project.path,
     });
     expect(JSON.parse(stdout)).toEqual({ id: "from-package", rows: 1, timeout: 30_000 });
+  });
+
+  it("runs the README's quickstart as written: it prints the agent's streamed answer and exits", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Quickstart with the SDK"));
+    const written = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+    const README_URL = '"ws://127.0.0.1:8787/api/remote.mux"';
+    expect(written).toContain(README_URL);
+    expect(written).toContain('from "ws"');
+    // only where the host listens, and where `ws` is installed, differ from the user's project
+    const { code } = await transform(
+      written
+        .replace(README_URL, JSON.stringify(host.wsUrl))
+        .replace('from "ws"', `from ${JSON.stringify(join(REPO, "node_modules/ws/wrapper.mjs"))}`),
+      { loader: "ts", format: "esm" },
+    );
+    writeFileSync(project.file("quickstart.mjs"), code);
+    const { stdout } = await run(process.execPath, ["quickstart.mjs"], {
+      cwd: project.path,
+      env: { ...process.env, SESSIONMUX_TOKEN: ADMIN_TOKEN },
+      timeout: 60_000,
+    });
+    const { sessions } = await host.host.call(ADMIN, "session.list", {});
+    const created = sessions.filter((row) => row.title === "hello");
+    expect(created).toHaveLength(1);
+    const page = await host.host.call(ADMIN, "session.page", {
+      sessionId: created[0]!.sessionId,
+      afterSeq: 0,
+    });
+    const answer = page.events
+      .flatMap((e) => (e.type === "assistant/delta" ? [(e.data as { text: string }).text] : []))
+      .join("");
+    expect(page.events.at(-1)?.type).toBe("turn/end");
+    expect(answer.length).toBeGreaterThan(0);
+    expect(stdout).toBe(answer);
   });
 
   it("bundles for the browser under the size goal, with no Node module", async () => {
