@@ -121,6 +121,38 @@ describe("the @sessionmux/client tarball installed alone", () => {
     expect(stdout).toBe(answer);
   });
 
+  it("runs the README's SDK example: the demo's streamed turn, event by event, then the connection's states", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Client SDK"));
+    const written = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+    const README_URL = '"ws://127.0.0.1:8787/api/remote.mux"';
+    expect(written).toContain(README_URL);
+    // what a browser page has and Node 20 lacks: a global WebSocket; and the page's own token
+    const page = [
+      `import WebSocket from ${JSON.stringify(join(REPO, "node_modules/ws/wrapper.mjs"))};`,
+      "globalThis.WebSocket = WebSocket;",
+      "const token = process.env.SESSIONMUX_TOKEN;",
+    ].join("\n");
+    const { code } = await transform(written.replace(README_URL, JSON.stringify(host.wsUrl)), {
+      loader: "ts",
+      format: "esm",
+    });
+    writeFileSync(project.file("sdk-example.mjs"), `${page}\n${code}`);
+    const { stdout } = await run(process.execPath, ["sdk-example.mjs"], {
+      cwd: project.path,
+      env: { ...process.env, SESSIONMUX_TOKEN: ADMIN_TOKEN },
+      timeout: 60_000,
+    });
+    const lines = stdout.trim().split("\n");
+    const events = lines.filter((line) => /^\d+ /.test(line));
+    // `/stream 5 50`: five deltas between the prompt and the turn's end, in seq order from 1
+    expect(events[0]).toBe("1 session/created");
+    expect(events.map((line) => Number(line.split(" ")[0]))).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((line) => line.endsWith(" assistant/delta"))).toHaveLength(5);
+    expect(events.at(-1)).toMatch(/ turn\/end$/);
+    expect(lines.slice(events.length)).toEqual(["open", "closed"]);
+  });
+
   it("bundles for the browser under the size goal, with no Node module", async () => {
     writeFileSync(project.file("entry.js"), 'export * from "@sessionmux/client";\n');
     const result = await build({
