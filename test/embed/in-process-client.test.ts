@@ -1,6 +1,8 @@
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { transform } from "esbuild";
 import { firstValueFrom, type Observable } from "rxjs";
 import { filter, scan } from "rxjs/operators";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -182,5 +184,27 @@ describe("an in-process client", () => {
     const admins = inProcess({ name: "admins", admin: false });
     expect((await admin.list({ limit: 200 })).sessions.map((r) => r.sessionId)).toContain(sessionId);
     expect((await admins.list({ limit: 200 })).sessions.map((r) => r.sessionId)).not.toContain(sessionId);
+  });
+});
+
+describe("README", () => {
+  it("runs the in-process example as written: the scheduler owns its session, its prompt stamped with its origin", async () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const section = readme.slice(readme.indexOf("### In-process callers"));
+    const written = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+    expect(written).toContain("mux.connect(");
+    const { code } = await transform(written, { loader: "ts" });
+    const AsyncFunction = (async () => {}).constructor as new (
+      ...args: string[]
+    ) => (mux: Sessionmux) => Promise<void>;
+    await new AsyncFunction("mux", code)(sm);
+
+    const admin = inProcess({ name: "admin", admin: true });
+    const rows = (await admin.list()).sessions.filter((row) => row.title === "nightly report");
+    expect(rows).toHaveLength(1);
+    const page = await admin.page({ sessionId: rows[0]!.sessionId, afterSeq: 0 });
+    const prompt = page.events.find((e) => e.type === "user/message");
+    expect(prompt?.data).toMatchObject({ text: "Summarise yesterday", meta: { origin: "scheduler" } });
+    expect(page.header.owner).toBe("scheduler");
   });
 });
