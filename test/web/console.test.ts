@@ -210,6 +210,26 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await second.close();
   });
 
+  it("shows a tool call as running only while its turn is open: stopped before its result, it says so", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await send(page, "/approve deploy");
+    await page.waitForSelector('[data-testid="interaction-card"][data-kind="approval"]');
+    const status = () => page.textContent('[data-testid="tool-call"] .tool-status');
+    expect(await status()).toBe("running…");
+    await page.click('[data-testid="cancel-turn"]');
+    await page.waitForSelector('[data-testid="turn-flag"][data-state="cancelled"]');
+    expect(await status()).toBe("no result: the turn ended");
+    const log = await settled(sessionId, 1);
+    expect(log.filter((e) => e.type === "tool/result")).toHaveLength(0);
+    // a fresh load of the same log draws the same
+    await page.reload();
+    await page.waitForSelector('[data-testid="turn-flag"][data-state="cancelled"]');
+    expect(await status()).toBe("no result: the turn ended");
+    await page.close();
+  });
+
   it("rebuilds every known session from the host in a fresh browser profile", async () => {
     const ids: string[] = [];
     for (const text of ["hello there", "/stream 20 5"]) {

@@ -16,6 +16,8 @@ export type TranscriptRow =
       streaming: boolean;
       /** Interaction ids of this message still waiting for an answer. */
       pending: readonly string[];
+      /** Its turn ended: a tool call without a result now will never get one. */
+      turnEnded: boolean;
     }
   | { kind: "turn-flag"; key: string; turn: TranscriptTurn };
 
@@ -31,6 +33,7 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
   // A turn blocked on a person's answer writes nothing until it gets one: no typing caret meanwhile.
   const waiting = state.pending.some((p) => p.turnId === state.openTurnId);
   const flagged = new Map(state.turns.filter((t) => FLAGGED.has(t.state)).map((t) => [t.turnId, t]));
+  const ended = new Set(state.turns.filter((t) => t.endedAt !== null).map((t) => t.turnId));
   const lastIndexOfTurn = new Map<string, number>();
   state.messages.forEach((m, i) => {
     if (m.turnId) lastIndexOfTurn.set(m.turnId, i);
@@ -50,6 +53,7 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
         msg: m,
         streaming: state.streaming && !waiting && i === state.tail,
         pending,
+        turnEnded: ended.has(m.turnId),
       });
     }
     const turn = m.turnId ? flagged.get(m.turnId) : undefined;

@@ -26,9 +26,15 @@ const formatJson = (value: unknown): string => {
   }
 };
 
-function toolTemplate(call: ToolCall | undefined, toolId: string): TemplateResult {
+/** A call without a result is running only while its turn is open; after, it never returned. */
+function toolStatus(call: ToolCall, turnEnded: boolean): string {
+  if (call.ok === null) return turnEnded ? "no result: the turn ended" : "running…";
+  return call.ok ? `ok · ${call.duration_ms ?? 0} ms` : "failed";
+}
+
+function toolTemplate(call: ToolCall | undefined, toolId: string, turnEnded: boolean): TemplateResult {
   if (!call) return html`<div class="tool"></div>`;
-  const status = call.ok === null ? "running…" : call.ok ? `ok · ${call.duration_ms ?? 0} ms` : "failed";
+  const status = toolStatus(call, turnEnded);
   return html`<details class="tool" data-testid="tool-call" data-tool-id=${toolId}>
     <summary>
       <span>Tool</span><span class="tool-name">${call.name}</span>
@@ -111,6 +117,7 @@ function assistantTemplate(
   m: AssistantTranscriptMessage,
   streaming: boolean,
   pending: readonly string[],
+  turnEnded: boolean,
   ctx: RowContext,
 ): TemplateResult {
   const lastText = m.segments.reduce((last, s, i) => (s.kind === "text" ? i : last), -1);
@@ -124,6 +131,7 @@ function assistantTemplate(
       return toolTemplate(
         m.toolCalls.find((c) => c.id === s.toolId),
         s.toolId,
+        turnEnded,
       );
     if (s.kind === "job")
       return jobTemplate(
@@ -156,5 +164,5 @@ function flagTemplate(turn: TranscriptTurn): TemplateResult {
 export function rowTemplate(row: TranscriptRow, ctx: RowContext): TemplateResult {
   if (row.kind === "user") return userTemplate(row.msg);
   if (row.kind === "turn-flag") return flagTemplate(row.turn);
-  return assistantTemplate(row.msg, row.streaming, row.pending, ctx);
+  return assistantTemplate(row.msg, row.streaming, row.pending, row.turnEnded, ctx);
 }

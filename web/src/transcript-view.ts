@@ -38,7 +38,8 @@ function estimateHeight(row: TranscriptRow | undefined): number {
 
 /** What a row's drawing depends on; the row is redrawn only when one of these changed. */
 function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
-  if (row.kind === "assistant") return [row.msg, row.streaming, row.pending.join(","), ctx.actionable];
+  if (row.kind === "assistant")
+    return [row.msg, row.streaming, row.pending.join(","), row.turnEnded, ctx.actionable];
   return [row.kind === "user" ? row.msg : row.turn];
 }
 
