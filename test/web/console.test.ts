@@ -230,6 +230,21 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.close();
   });
 
+  it("ages the list's rows while nothing else changes: a row shown as now says 5m five minutes later", async () => {
+    const page = await browser.profile.newPage();
+    // the page's Date and timers on a clock this test moves; it runs on from the real time
+    await page.clock.install();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    const age = page.locator(
+      `[data-testid="session-item"][data-session-id="${sessionId}"] [data-testid="session-item-age"]`,
+    );
+    await expect.poll(() => age.textContent()).toBe("now");
+    await page.clock.fastForward("05:00");
+    await expect.poll(() => age.textContent()).toBe("5m");
+    await page.close();
+  });
+
   it("rebuilds every known session from the host in a fresh browser profile", async () => {
     const ids: string[] = [];
     for (const text of ["hello there", "/stream 20 5"]) {

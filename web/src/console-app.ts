@@ -10,6 +10,7 @@ import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
 import {
   type ListView,
+  listClock,
   renderSearchHits,
   renderSessionList,
   rowTitle,
@@ -38,6 +39,8 @@ export class ConsoleApp {
   private listView: ListView = "list";
   private searchSeq = 0;
   private frame = 0;
+  /** The `listClock` tick the list was last drawn at. */
+  private drawnListClock = 0;
   /** What each region was last drawn from; a region is redrawn only when its input changed. */
   private readonly drawn = new Map<string, unknown>();
 
@@ -95,6 +98,8 @@ export class ConsoleApp {
     this.schedule();
     setInterval(() => {
       if (this.shownConnection?.name === "backoff") this.drawConnection();
+      // the rows' ages ("now", "5m") move on while nothing else changes
+      if (listClock() !== this.drawnListClock) this.schedule();
     }, 250);
     addEventListener("pagehide", () => this.session?.flush());
   }
@@ -181,7 +186,8 @@ export class ConsoleApp {
     const view = this.listView;
     const shown = view === "list" ? this.list.rows : this.list.dismissed;
     const rows = [...shown.values()].map((row) => rowWithActivity(row, activity(row.sessionId, row)));
-    this.region("list", JSON.stringify(rows) + selected + view + liveStale, () =>
+    this.drawnListClock = listClock();
+    this.region("list", JSON.stringify(rows) + selected + view + liveStale + this.drawnListClock, () =>
       renderSessionList(this.el.sessionList, rows, selected, view, liveStale),
     );
     this.el.showDismissed.setAttribute("aria-pressed", String(view === "dismissed"));

@@ -27,6 +27,9 @@ export function relativeTime(at: number, now: number): string {
   return new Date(at).toLocaleDateString();
 }
 
+/** Ticks every 15 s: the list is drawn again at each tick, so a row's age never sits at "now". */
+export const listClock = (): number => Math.floor(Date.now() / 15_000);
+
 /** Which sessions the list shows: the principal's list, or those they dismissed. */
 export type ListView = "list" | "dismissed";
 
@@ -55,7 +58,7 @@ function item(
       <span class="state-pill" data-state=${state}
         data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>${STATE_LABEL[state]}</span>
       <span>${row.turnCount} turn${row.turnCount === 1 ? "" : "s"}</span><span>·</span>
-      <span title=${new Date(row.updatedAt).toLocaleString()}>${relativeTime(row.updatedAt, now)}</span>
+      <span data-testid="session-item-age" title=${new Date(row.updatedAt).toLocaleString()}>${relativeTime(row.updatedAt, now)}</span>
     </span>
   </li>`;
 }
