@@ -56,7 +56,7 @@ describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
     }
     const over = await upload(MIB);
     expect(over.status).toBe(413);
-    expect(await over.json()).toEqual({ error: "upload_quota_exceeded" });
+    expect(await over.json()).toEqual({ error: "upload_quota_exceeded", max_bytes: 3 * MIB });
     expect(await download(ids[0]!)).toBe(200);
 
     // One of them is used by a prompt before it expires: it belongs to the session from then on.
@@ -102,11 +102,11 @@ describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
     // went out, the client would still be sending and fail with EPIPE instead of reading it
     const large = await upload(8 * MIB);
     expect(large.status).toBe(413);
-    expect(await large.json()).toEqual({ error: "upload_quota_exceeded" });
+    expect(await large.json()).toEqual({ error: "upload_quota_exceeded", max_bytes: MIB });
     // 512 KiB over 3.5 s, as a slow link sends it
     const slow = await slowUpload(64 * 1024, 8, 500);
     expect(slow.status).toBe(413);
-    expect(await slow.json()).toEqual({ error: "upload_quota_exceeded" });
+    expect(await slow.json()).toEqual({ error: "upload_quota_exceeded", max_bytes: MIB });
     // nothing of the refused bodies was kept: the quota is still full
     expect((await upload(1)).status).toBe(413);
   });
