@@ -423,7 +423,7 @@ describe("sessionmux serve on SQLite, in this process", { timeout: 30_000 }, () 
     cleanups.push(() => ws.terminate());
     let pings = 0;
     ws.on("ping", () => pings++);
-    await vi.waitFor(() => expect(pings).toBeGreaterThanOrEqual(3), { timeout: 2000 });
+    await vi.waitFor(() => expect(pings).toBeGreaterThanOrEqual(3), { timeout: 10_000 });
   });
 
   it("without a metrics token, only an admin token reads /metrics", async () => {
