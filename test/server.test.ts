@@ -1,0 +1,124 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import { describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { SUBPROTOCOL } from "../protocol/index.js";
+import { StartupError } from "../src/operations/startup-error.js";
+import { type HostOptions, type RunningHost, startHost } from "../src/server.js";
+import { cleanupsAfterEach } from "./support/cleanups.js";
+import { tempDir } from "./support/temp-dir.js";
+
+/**
+ * `startHost`: a host on a server of its own. Where it listens and what it says it listens on,
+ * the options it hands the host, a port in use, and closing.
+ */
+
+const cleanups = cleanupsAfterEach();
+const ADMIN_TOKEN = "server-admin-token";
+const tokens = [{ name: "admin", secret: ADMIN_TOKEN, admin: true }];
+
+async function started(options: Partial<HostOptions> = {}): Promise<RunningHost> {
+  const dir = tempDir();
+  cleanups.push(() => dir.remove());
+  const running = await startHost({ dbPath: dir.file("sessions.db"), port: 0, tokens, ...options });
+  cleanups.push(() => running.close());
+  return running;
+}
+
+async function metricsOf(running: RunningHost, token: string, origin?: string): Promise<Response> {
+  return fetch(`${running.url}/metrics`, {
+    headers: { authorization: `Bearer ${token}`, ...(origin ? { origin } : {}) },
+  });
+}
+
+describe("a host on a server of its own", () => {
+  it("listens on 127.0.0.1 by default and answers at the url and wsUrl it names, with the host id it is given", async () => {
+    const running = await started({ hostId: "host-a" });
+    expect(running.port).toBeGreaterThan(0);
+    expect(running.url).toBe(`http://127.0.0.1:${running.port}`);
+    expect(running.wsUrl).toBe(`ws://127.0.0.1:${running.port}/api/remote.mux`);
+    expect(running.hostId).toBe("host-a");
+    expect(running.server.address()).toMatchObject({ address: "127.0.0.1", port: running.port });
+    expect((await metricsOf(running, ADMIN_TOKEN)).status).toBe(200);
+    const ws = new WebSocket(running.wsUrl, [SUBPROTOCOL], {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    cleanups.push(() => ws.terminate());
+    await once(ws, "open");
+    expect(ws.protocol).toBe(SUBPROTOCOL);
+  });
+
+  it("reports no process metrics unless asked to, and reads /metrics with its metrics token", async () => {
+    const plain = await started({ metricsToken: "metrics-only" });
+    const text = await (await metricsOf(plain, "metrics-only")).text();
+    expect(text).toContain("sessionmux_");
+    expect(text).not.toContain("process_cpu_user_seconds_total");
+    const withProcess = await started({ processMetrics: true });
+    expect(await (await metricsOf(withProcess, ADMIN_TOKEN)).text()).toContain(
+      "process_cpu_user_seconds_total",
+    );
+  });
+
+  it("takes a request from an Origin it is told to allow, and refuses it otherwise", async () => {
+    const origin = "https://app.example";
+    expect((await metricsOf(await started(), ADMIN_TOKEN, origin)).status).toBe(403);
+    expect((await metricsOf(await started({ allowedOrigins: [origin] }), ADMIN_TOKEN, origin)).status).toBe(
+      200,
+    );
+  });
+
+  it("applies the HTTP server limits it is given", async () => {
+    const running = await started({ httpServer: { headersTimeoutMs: 7_000, keepAliveTimeoutMs: 3_000 } });
+    expect(running.server.headersTimeout).toBe(7_000);
+    expect(running.server.keepAliveTimeout).toBe(3_000);
+  });
+
+  it("refuses a missing database folder unless told to create it", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    await expect(
+      startHost({ dbPath: dir.file("missing/sessions.db"), port: 0, tokens }),
+    ).rejects.toMatchObject({
+      code: "db_folder_missing",
+    });
+    const running = await startHost({
+      dbPath: dir.file("missing/sessions.db"),
+      port: 0,
+      tokens,
+      createDbFolder: true,
+    });
+    cleanups.push(() => running.close());
+    expect((await metricsOf(running, ADMIN_TOKEN)).status).toBe(200);
+  });
+
+  it("refuses a port in use with address_in_use naming it, and closes its database again", async () => {
+    const first = await started();
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const dbPath = dir.file("sessions.db");
+    const refused = await startHost({ dbPath, port: first.port, host: "127.0.0.1", tokens }).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(StartupError);
+    expect(refused).toMatchObject({
+      code: "address_in_use",
+      message: `port ${first.port} on 127.0.0.1 is already in use; stop the other process or pick another --port`,
+    });
+    // the database was let go of: another host opens it
+    const again = await startHost({ dbPath, port: 0, tokens });
+    cleanups.push(() => again.close());
+    expect((await metricsOf(again, ADMIN_TOKEN)).status).toBe(200);
+  });
+
+  it("closes once however often asked, and gives its port back", async () => {
+    const running = await started();
+    const first = running.close();
+    expect(running.close()).toBe(first);
+    await first;
+    expect(running.server.listening).toBe(false);
+    const other = createServer();
+    other.listen(running.port, "127.0.0.1");
+    await once(other, "listening");
+    await new Promise((resolve) => other.close(resolve));
+  });
+});
