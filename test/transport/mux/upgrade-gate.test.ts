@@ -177,6 +177,27 @@ describe("a refused upgrade's answer on the raw socket", () => {
     expect(JSON.parse(body)).toMatchObject({ error: code });
   });
 
+  it.each([
+    [429, "Too Many Requests"],
+    [503, "Service Unavailable"],
+  ] as const)("names %i %s in its status line", async (status, reason) => {
+    const server = createServer();
+    server.on("upgrade", (_req: IncomingMessage, socket: Duplex) => {
+      socket.on("error", () => {});
+      refuseUpgrade(socket, { ok: false, status, code: "refused", message: "not now" });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const port = (server.address() as AddressInfo).port;
+    const { head, body } = answerOf(await rawUpgrade(port, [`Authorization: Bearer ${TOKEN}`]));
+    expect(head[0]).toBe(`HTTP/1.1 ${status} ${reason}`);
+    expect(JSON.parse(body)).toEqual({ error: "refused", message: "not now" });
+  });
+
   it("is not written on a socket that can no longer be written, which is destroyed at once with no error", async () => {
     const written: Buffer[] = [];
     const socket = new Duplex({
