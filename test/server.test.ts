@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { SUBPROTOCOL } from "../protocol/index.js";
@@ -65,6 +66,35 @@ describe("a host on a server of its own", () => {
     expect((await metricsOf(await started({ allowedOrigins: [origin] }), ADMIN_TOKEN, origin)).status).toBe(
       200,
     );
+  });
+
+  it("listens on the port it is given", async () => {
+    const probe = createServer();
+    probe.listen(0, "127.0.0.1");
+    await once(probe, "listening");
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    const running = await started({ port });
+    expect(running.port).toBe(port);
+    expect(running.url).toBe(`http://127.0.0.1:${port}`);
+  });
+
+  it("answers every path as its own: the console at /", async () => {
+    const running = await started();
+    const page = await fetch(`${running.url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toContain("text/html");
+  });
+
+  it("without origins, answers no CORS preflight", async () => {
+    const running = await started();
+    const r = await fetch(`${running.url}/api/chat/sessions`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "GET" },
+    });
+    expect(r.status).not.toBe(204);
+    expect(r.headers.get("access-control-allow-origin")).toBeNull();
+    expect(r.headers.get("access-control-allow-methods")).toBeNull();
   });
 
   it("applies the HTTP server limits it is given", async () => {
