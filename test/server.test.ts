@@ -134,6 +134,7 @@ describe("a host on a server of its own", () => {
       code: "address_in_use",
       message: `port ${first.port} on 127.0.0.1 is already in use; stop the other process or pick another --port`,
     });
+    expect((refused as Error).cause).toMatchObject({ code: "EADDRINUSE" });
     // the database was let go of: another host opens it
     const again = await startHost({ dbPath, port: 0, tokens });
     cleanups.push(() => again.close());
