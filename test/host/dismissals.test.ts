@@ -1,0 +1,107 @@
+import { describe, expect, test, vi } from "vitest";
+import type { Notification } from "../../protocol/index.js";
+import { Dismissals } from "../../src/host/dismissals.js";
+import { LiveRegistry } from "../../src/host/live/live-registry.js";
+import { NotificationHub } from "../../src/host/notifications.js";
+import type { Principal } from "../../src/host/principal.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { capturedLogger } from "../support/log-capture.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/**
+ * The host's dismissals on a real SQLite file, without a host around them: what they do when the
+ * session is gone by the time the store is asked (a delete that won the race against the call).
+ */
+
+const ALICE: Principal = { name: "alice", admin: false };
+
+const disposers = cleanupsAfterEach();
+
+function open() {
+  const dir = tempDir();
+  const store = SqliteSessionStore.open(dir.file("sessions.db"));
+  const live = new LiveRegistry({ append: async () => undefined, progress: async () => undefined });
+  const hub = new NotificationHub();
+  const { logger, lines } = capturedLogger();
+  const dismissals = new Dismissals(store, live, hub, () => 1_000, logger);
+  disposers.push(async () => {
+    await store.close();
+    dir.remove();
+  });
+  const heard: Notification[] = [];
+  hub.subscribe(ALICE, (n) => heard.push(n));
+  let changes = 0;
+  dismissals.onChange(() => changes++);
+  return { store, dismissals, lines, heard, changes: () => changes };
+}
+
+describe("Dismissals", () => {
+  test("dismissing or restoring a session that is gone answers session_not_found and tells no one", async () => {
+    const { store, dismissals, heard, changes } = open();
+    await store.create({ sessionId: "s", owner: "alice", model: "demo-fast" });
+    await store.delete("s");
+    for (const change of [() => dismissals.dismiss(ALICE, "s"), () => dismissals.restore(ALICE, "s")]) {
+      await expect(change()).rejects.toMatchObject({ code: "session_not_found", data: { sessionId: "s" } });
+    }
+    await expect(dismissals.dismiss(ALICE, "never")).rejects.toMatchObject({ code: "session_not_found" });
+    expect(changes()).toBe(0);
+    expect(heard).toEqual([]);
+  });
+
+  test("a second dismissal, or a restore of what is not dismissed, changes nothing and tells no one", async () => {
+    const { store, dismissals, heard, changes } = open();
+    await store.create({ sessionId: "s", owner: "alice", model: "demo-fast" });
+    await dismissals.restore(ALICE, "s");
+    await dismissals.dismiss(ALICE, "s");
+    await dismissals.dismiss(ALICE, "s");
+    await vi.waitFor(() => expect(heard).toHaveLength(1));
+    expect(changes()).toBe(1);
+    await dismissals.restore(ALICE, "s");
+    await dismissals.restore(ALICE, "s");
+    await vi.waitFor(() => expect(heard).toHaveLength(2));
+    expect(changes()).toBe(2);
+    expect(heard.map((n) => n.name === "session.dismissed" && n.value.dismissed)).toEqual([true, false]);
+    // a later notice of its own, so a stray one from the repeated calls would have been seen by now
+    await store.create({ sessionId: "t", owner: "alice", model: "demo-fast" });
+    await dismissals.dismiss(ALICE, "t");
+    await vi.waitFor(() => expect(heard).toHaveLength(3));
+    expect(changes()).toBe(3);
+  });
+
+  test("a dismissal that commits together with the session's delete settles, with no notice for the gone session", async () => {
+    const { store, dismissals, heard, changes } = open();
+    await store.create({ sessionId: "s", owner: "alice", model: "demo-fast" });
+    // queued in the same tick: one transaction, and the dismissal's projection read finds nothing
+    const dismissed = dismissals.dismiss(ALICE, "s");
+    const deleted = store.delete("s");
+    await expect(dismissed).resolves.toBeUndefined();
+    expect(await deleted).toEqual({ status: "deleted" });
+    expect(changes()).toBe(1);
+    await store.create({ sessionId: "t", owner: "alice", model: "demo-fast" });
+    await dismissals.dismiss(ALICE, "t");
+    await vi.waitFor(() => expect(heard).toHaveLength(1));
+    expect(heard[0]).toMatchObject({ name: "session.dismissed", value: { sessionId: "t" } });
+  });
+
+  test("restoring for work a session deleted since its dismissal warns, naming it; one never dismissed only reads", async () => {
+    const { store, dismissals, lines, heard } = open();
+    await store.create({ sessionId: "plain", owner: "alice", model: "demo-fast" });
+    await store.create({ sessionId: "gone", owner: "alice", model: "demo-fast" });
+    await dismissals.dismiss(ALICE, "gone");
+    await store.delete("plain");
+    await store.delete("gone");
+    // in this order: a restore of "plain" would fail, and warn, before the one of "gone" does
+    dismissals.restoreForWork(ALICE, "plain");
+    dismissals.restoreForWork(ALICE, "gone");
+    await vi.waitFor(() => expect(lines.filter((l) => l.level === 40)).toHaveLength(1));
+    expect(lines.filter((l) => l.level === 40)).toEqual([
+      expect.objectContaining({
+        msg: "restoring a dismissed session failed",
+        sessionId: "gone",
+        err: expect.objectContaining({ code: "session_not_found" }),
+      }),
+    ]);
+    expect(heard.filter((n) => n.name === "session.dismissed")).toHaveLength(1);
+  });
+});
