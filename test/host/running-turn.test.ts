@@ -28,4 +28,17 @@ describe("a running turn", () => {
     idle.stop("shutdown");
     expect(idle.leftParked).toBe(false);
   });
+
+  it("is left parked only by a shutdown: stopped first for a cancel, a delete or a lost lease while waiting, a later shutdown leaves it to end", () => {
+    for (const reason of ["cancel", "delete", "lost"] as const) {
+      const turn = new RunningTurn("t1");
+      turn.waiting = 1;
+      turn.stop(reason);
+      expect(turn.leftParked).toBe(false);
+      // the agent has not returned yet, still waiting, when the host shuts down
+      turn.stop("shutdown");
+      expect(turn.leftParked).toBe(false);
+      expect(turn.stopReason).toBe(reason);
+    }
+  });
 });

@@ -59,9 +59,10 @@ describe("a stopped turn whose agent does not return", () => {
     const next = await turnEvents(fixture.store, "s", second.turnId);
     expect(next.at(-1)).toMatchObject({ type: "turn/end", data: { state: "completed" } });
     const before = (await readLog(fixture.store, "s")).length;
+    // refused with the stop itself: an AbortError (as abort-aware libraries recognise it) naming the stop
     await expect(
       hung.ctx!.emit({ type: "assistant/delta", data: { text: "late" } } as never),
-    ).rejects.toThrow();
+    ).rejects.toMatchObject({ name: "AbortError", message: "turn stopped: cancel" });
     hung.release!();
     expect(await readLog(fixture.store, "s")).toHaveLength(before);
   });
