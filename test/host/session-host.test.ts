@@ -6,6 +6,7 @@ import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SessionHost, type SessionHostOptions } from "../../src/host/session-host.js";
+import { SessionReadHandle } from "../../src/host/session-read-handle.js";
 import type { AttachmentBody } from "../../src/store/session-store.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
@@ -206,6 +207,32 @@ describe("reads", () => {
     expect(handle.headSeq).toBe(1);
     expect((await handle.readAfter(0, 10)).events.map((e) => e.type)).toEqual(["session/created"]);
     expect((await errorCode(() => host.openRead(BOB, "s"))).code).toBe("session_not_found");
+  });
+
+  test("a handle whose session was deleted since it was opened refuses every read session_retired", async () => {
+    const { host } = await open();
+    await host.call(ALICE, "session.create", { sessionId: "s" });
+    const handle = await host.openRead(ALICE, "s");
+    await host.call(ALICE, "session.delete", { sessionId: "s" });
+    const retired = { code: "session_retired", data: { sessionId: "s" } };
+    await expect(handle.readAfter(0, 10)).rejects.toMatchObject(retired);
+    await expect(handle.readAfterEncoded(0, 10, 10)).rejects.toMatchObject(retired);
+    await expect(handle.projection()).rejects.toMatchObject(retired);
+  });
+
+  test("a handle on a session the store never had answers its projection session_not_found", async () => {
+    const { host, store } = await open();
+    await host.call(ALICE, "session.create", { sessionId: "s" });
+    const { header, headSeq } = await host.openRead(ALICE, "s");
+    expect(await new SessionReadHandle(store, "s", { header, headSeq }).projection()).toMatchObject({
+      sessionId: "s",
+      owner: "alice",
+    });
+    const never = new SessionReadHandle(store, "never", { header, headSeq });
+    await expect(never.projection()).rejects.toMatchObject({
+      code: "session_not_found",
+      data: { sessionId: "never" },
+    });
   });
 
   test("a host alone on its store has no leases", async () => {
