@@ -232,6 +232,53 @@ describe("control stream: order and flow control", () => {
     expect(kinds(writer.values)).toEqual(["baseline", "baseline"]);
   });
 
+  it("a backlog exactly at the high-water mark lets the next baseline build at once", async () => {
+    const writer = new RecordingWriter();
+    const gate = new BaselineGate(writer.asFrameWriter(), 100);
+    writer.growth = 100;
+    const first = harness({ writer, gate });
+    const second = harness({ writer, gate });
+    await first.baseline();
+    expect(writer.buffered).toBe(100);
+    expect(second.calls).toEqual(["subscribe", "baseline"]);
+    expect(writer.drainRequests).toBe(0);
+  });
+
+  it("a baseline asked for while others wait for the drain goes behind them, though the backlog fell below the mark first", async () => {
+    const writer = new RecordingWriter();
+    const gate = new BaselineGate(writer.asFrameWriter(), 100);
+    writer.growth = 150;
+    const first = harness({ writer, gate });
+    const second = harness({ writer, gate });
+    await first.baseline();
+    expect(writer.waiters.size).toBe(1);
+    // the peer read part of the backlog: under the mark, but the drain has not come yet
+    writer.buffered = 50;
+    const third = harness({ writer, gate });
+    // the one waiting longest builds now; the new one waits its turn
+    expect(second.calls).toEqual(["subscribe", "baseline"]);
+    expect(third.calls).toEqual([]);
+    await second.baseline();
+    expect(third.calls).toEqual([]);
+    writer.drain();
+    expect(third.calls).toEqual(["subscribe", "baseline"]);
+    await third.baseline();
+    expect(kinds(writer.values)).toEqual(["baseline", "baseline", "baseline"]);
+  });
+
+  it("a socket gone while baselines wait behind its backlog asks for no drain: they never build", async () => {
+    const writer = new RecordingWriter();
+    const gate = new BaselineGate(writer.asFrameWriter(), 100);
+    writer.growth = 150;
+    const first = harness({ writer, gate });
+    const second = harness({ writer, gate });
+    writer.open = false;
+    await first.baseline();
+    expect(writer.drainRequests).toBe(0);
+    expect(writer.waiters.size).toBe(0);
+    expect(second.calls).toEqual([]);
+  });
+
   it("counts the deltas of the build against the bound too", async () => {
     const h = harness({ maxQueued: 2 });
     h.emit(delta(1));
