@@ -80,4 +80,26 @@ describe("what the mux uses beyond the documented surface of ws and Node", () =>
     await until(() => bytesTakenByKernel(writer) > stuck, 10_000, "progress while the write is incomplete");
     expect(writer.writableLength).toBeGreaterThan(0);
   });
+
+  it("a socket destroyed behind an unfinished write (its handle gone) is answered from Node's public counters", async () => {
+    server = createServer((socket) => sockets.push(socket));
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as { port: number };
+    const reader = connect(port, "127.0.0.1");
+    sockets.push(reader);
+    reader.pause();
+    await once(reader, "connect");
+    const writer = await until(() => sockets[1], 5_000, "accepted socket");
+    const size = 64 * 1024 * 1024;
+    writer.write(Buffer.alloc(size));
+    await until(() => bytesTakenByKernel(writer) > 0, 5_000, "kernel takes the first bytes");
+    writer.destroy();
+    // the unfinished write is still counted as unsent until 'close'
+    expect(writer.writableLength).toBeGreaterThan(0);
+    const taken = bytesTakenByKernel(writer);
+    expect(taken).toBe(writer.bytesWritten - writer.writableLength);
+    expect(taken).toBeGreaterThanOrEqual(0);
+    expect(taken).toBeLessThanOrEqual(size);
+  });
 });
