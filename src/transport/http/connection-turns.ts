@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
@@ -49,8 +48,23 @@ export async function awaitTurn(
     await previous;
     waiting.set(socket, (waiting.get(socket) ?? 1) - 1);
   }
-  while (socket.writableLength > highWaterBytes && !socket.destroyed) {
-    await Promise.race([once(socket, "drain"), once(socket, "close")]);
-  }
+  while (socket.writableLength > highWaterBytes && !socket.destroyed) await drainOrClose(socket);
   return true;
+}
+
+/**
+ * Settles on the socket's next 'drain' or its 'close'. Never rejects: a peer that resets the
+ * connection makes the socket emit 'error' before 'close', and that is its going away, not a
+ * failure of the request (`events.once` would reject with it).
+ */
+function drainOrClose(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const settle = () => {
+      socket.off("drain", settle);
+      socket.off("close", settle);
+      resolve();
+    };
+    socket.on("drain", settle);
+    socket.on("close", settle);
+  });
 }
