@@ -21,6 +21,7 @@ async function serve(options: { highWaterBytes?: number; maxWaiting?: number } =
   const held = new Map<string, ServerResponse>();
   const turns = new Map<string, Promise<boolean>>();
   const sockets: Socket[] = [];
+  let idleListeners: { drain: number; close: number } | undefined;
   const server = createServer((req, res) => {
     const path = req.url ?? "";
     parsed.push(path);
@@ -34,6 +35,10 @@ async function serve(options: { highWaterBytes?: number; maxWaiting?: number } =
       if (path.startsWith("/hold")) held.set(path, res);
       else res.end(path);
     });
+  });
+  // after the server's own: what an idle connection carries
+  server.on("connection", (socket: Socket) => {
+    idleListeners = { drain: socket.listenerCount("drain"), close: socket.listenerCount("close") };
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -67,6 +72,8 @@ async function serve(options: { highWaterBytes?: number; maxWaiting?: number } =
     /** The bodies answered so far, in the order they arrived. */
     bodies: () => [...received.matchAll(/\r\n\r\n(\/[a-z0-9]+)/g)].map((m) => m[1]),
     serverSocket: () => sockets[0]!,
+    /** The server socket's 'drain' and 'close' listeners when it was new. */
+    idleListeners: () => idleListeners,
   };
 }
 
@@ -121,6 +128,22 @@ describe("a connection's turns", () => {
     c.send("/a");
     await until(() => c.bodies().length === 1, 5_000, "the answer read");
     expect(c.handled).toEqual(["/a"]);
+  });
+
+  it("a request waiting for the app's answer to drain gets its turn once the peer reads it, and leaves no listener behind", async () => {
+    const c = await serve();
+    c.peer.pause();
+    c.send("/app", "/a");
+    await until(() => c.parsed.length === 2, 5_000, "both requests parsed");
+    expect(c.serverSocket().writableLength).toBeGreaterThan(64 * 1024);
+    expect(c.handled).toEqual([]);
+    c.peer.resume();
+    expect(await c.turns.get("/a")).toBe(true);
+    await until(() => c.bodies().includes("/a"), 10_000, "the answer behind the app's read");
+    const socket = c.serverSocket();
+    expect({ drain: socket.listenerCount("drain"), close: socket.listenerCount("close") }).toEqual(
+      c.idleListeners(),
+    );
   });
 
   it("a request waiting for the app's answer to drain gets its turn when the peer resets the connection, without failing", async () => {
