@@ -4,38 +4,54 @@ import { Limits, type NewEvent, SessionmuxError } from "../../protocol/index.js"
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 
 /**
- * Refuses event data that a client's decoder would refuse: stored bytes are spliced into frames
- * as they are, so one such key (say, in a model's tool arguments) would make every later read of
- * the session fail. Throws `bad_request` naming the event; nothing is written.
+ * How deep event data may nest (the data itself is level 0). Every key down to it is checked, and
+ * a page or a follow frame around data this deep is still well inside what the host's encoder
+ * (100 levels) and every client's decoder take.
+ */
+export const MAX_DATA_DEPTH = 64;
+
+/** Why one event's data may not be stored: a key no decoder takes, or nesting past the limit. */
+type Unstorable = { key: string } | { depth: number };
+
+/**
+ * Refuses event data that a client's decoder would refuse, or that no frame could carry: stored
+ * bytes are spliced into frames as they are, so one such key (say, in a model's tool arguments)
+ * or one such nesting would make every later read of the session fail. Throws `bad_request`
+ * naming the event; nothing is written.
  */
 export function assertStorable(events: readonly NewEvent[]): void {
   for (let i = 0; i < events.length; i++) {
-    const key = forbiddenKeyIn(events[i]!.data, 0);
-    if (key !== undefined) {
+    const found = unstorableIn(events[i]!.data, 0);
+    if (found === undefined) continue;
+    const field = `/events/${i}/data`;
+    if ("key" in found) {
       throw new SessionmuxError(
         "bad_request",
-        `event ${i} carries the key "${key}", which no client may decode`,
-        {
-          data: { field: `/events/${i}/data`, key },
-        },
+        `event ${i} carries the key "${found.key}", which no client may decode`,
+        { data: { field, key: found.key } },
       );
     }
+    throw new SessionmuxError(
+      "bad_request",
+      `event ${i} nests deeper than ${found.depth} levels, which no frame may carry`,
+      { data: { field, depth: found.depth } },
+    );
   }
 }
 
-function forbiddenKeyIn(value: unknown, depth: number): string | undefined {
-  if (value === null || typeof value !== "object" || ArrayBuffer.isView(value) || depth > 64)
-    return undefined;
+function unstorableIn(value: unknown, depth: number): Unstorable | undefined {
+  if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return undefined;
+  if (depth > MAX_DATA_DEPTH) return { depth: MAX_DATA_DEPTH };
   if (Array.isArray(value)) {
     for (const item of value) {
-      const found = forbiddenKeyIn(item, depth + 1);
+      const found = unstorableIn(item, depth + 1);
       if (found !== undefined) return found;
     }
     return undefined;
   }
   for (const key of Object.keys(value)) {
-    if (FORBIDDEN_KEYS.has(key)) return key;
-    const found = forbiddenKeyIn((value as Record<string, unknown>)[key], depth + 1);
+    if (FORBIDDEN_KEYS.has(key)) return { key };
+    const found = unstorableIn((value as Record<string, unknown>)[key], depth + 1);
     if (found !== undefined) return found;
   }
   return undefined;
