@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { Limits } from "../../../protocol/limits.js";
 import { CHECKED_WRITE } from "../../../src/store/postgres/pg-pending-rows.js";
 import { PgSessionCache } from "../../../src/store/postgres/pg-session-cache.js";
 import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
@@ -134,6 +135,32 @@ describe.skipIf(!pgUrl)(
       expect(await b.delete(S)).toEqual({ status: "deleted" });
       expect(await a.append(S, [delta("t", "after")])).toEqual({ status: "retired" });
       expect((await b.readAfter(S, 0, 10)).status).toBe("retired");
+    });
+
+    it("after deleting the session itself, the host keeps nothing of it: the next append is refused without a kept try", async () => {
+      const { a } = await twoHosts();
+      await a.append(S, [delta("t", "kept")]);
+      expect(await a.delete(S)).toEqual({ status: "deleted" });
+      const sent = sentStatements();
+      expect(await a.append(S, [delta("t", "after")])).toEqual({ status: "retired" });
+      expect(sent.some((name) => name.startsWith(CHECKED_WRITE))).toBe(false);
+    });
+
+    it("after a transaction of its own failed, the host reads every session again: none is kept", async () => {
+      const { a } = await twoHosts();
+      await a.create({ sessionId: "other", owner: "alice", model: "m" });
+      await a.append("other", [delta("t", "kept")]);
+      await a.append(S, [delta("t", "kept")]);
+      // an event over the size limit fails its transaction inside the write
+      const over = delta("t", "o".repeat(Limits.maxEventBytes));
+      await expect(a.append(S, [over])).rejects.toMatchObject({ code: "payload_too_large" });
+      const sent = sentStatements();
+      expect(await a.append("other", [delta("t", "after")])).toMatchObject({
+        status: "appended",
+        events: [{ seq: 3 }],
+      });
+      expect(sent.some((name) => name.startsWith(CHECKED_WRITE))).toBe(false);
+      expect(sent.filter((text) => text.includes("FOR UPDATE")).length).toBeGreaterThan(0);
     });
 
     it("after another host took the lease over, the old owner's fenced append is refused", async () => {
