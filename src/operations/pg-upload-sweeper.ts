@@ -23,10 +23,14 @@ export function pgUploadSweeper(
   const sweep = async (before: number): Promise<number> => {
     let deleted = 0;
     for (;;) {
+      // The step is materialized: as a subquery of the DELETE itself, PostgreSQL may run the
+      // LIMIT again per row it joins and delete every expired upload in one statement.
       const { rowCount } = await pool.query(
-        `DELETE FROM attachments WHERE session_id IS NULL AND created_at < $1 AND attachment_id IN (
+        `WITH step AS MATERIALIZED (
            SELECT attachment_id FROM attachments WHERE session_id IS NULL AND created_at < $1
-           LIMIT ${STEP_ROWS} FOR UPDATE SKIP LOCKED)`,
+           LIMIT ${STEP_ROWS} FOR UPDATE SKIP LOCKED)
+         DELETE FROM attachments WHERE session_id IS NULL
+           AND attachment_id IN (SELECT attachment_id FROM step)`,
         [before],
       );
       deleted += rowCount ?? 0;

@@ -1,0 +1,119 @@
+import pg from "pg";
+import { describe, expect, it, vi } from "vitest";
+import type { NewEvent } from "../../protocol/index.js";
+import { pgUploadSweeper } from "../../src/operations/pg-upload-sweeper.js";
+import { backends, type ContractStore, pgUrl, storeFixture } from "../store/contract/backends.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+
+/**
+ * The PostgreSQL sweeper of uploads no prompt references, on a store's own schema: what an owner
+ * holds of them, and the expiry sweep (its interval driven by fake timers, the database real).
+ */
+
+const cleanups = cleanupsAfterEach();
+const postgres = backends.find((backend) => backend.name === "postgres");
+
+const upload = (store: ContractStore, owner: string, bytes: number) =>
+  store.putAttachment({ owner, name: "f", type: "t", bytes: new Uint8Array(bytes) });
+
+/** A prompt's message referencing the upload: from then on it is the session's. */
+const referencing = (attachmentId: string, size: number): NewEvent =>
+  ({
+    type: "user/message",
+    data: {
+      messageId: `m-${attachmentId}`,
+      source: "user",
+      text: "see the file",
+      attachments: [{ attachmentId, name: "f", type: "t", size }],
+      meta: {},
+    },
+  }) as NewEvent;
+
+/** One tick of the sweeper's interval, then no more: fake interval timers, real everything else. */
+function oneTick(sweeper: ReturnType<typeof pgUploadSweeper>, ttlMs: number, errors: unknown[]): void {
+  vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+  try {
+    sweeper.start(ttlMs, 1_000, (err) => errors.push(err));
+    vi.advanceTimersByTime(1_000);
+    sweeper.stop();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
+  const open = storeFixture(postgres!);
+
+  async function sweeperOn(): Promise<{
+    store: ContractStore;
+    schema: string;
+    sweeper: ReturnType<typeof pgUploadSweeper>;
+  }> {
+    const { store, schema } = await open();
+    const sweeper = pgUploadSweeper(pgUrl!, schema!);
+    cleanups.push(() => sweeper.close());
+    return { store, schema: schema!, sweeper };
+  }
+
+  /** Runs `sql` on the test database, then closes the connection. */
+  async function query<R extends pg.QueryResultRow>(sql: string): Promise<R[]> {
+    const client = new pg.Client({ connectionString: pgUrl! });
+    await client.connect();
+    try {
+      return (await client.query<R>(sql)).rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  it("counts what an owner holds of uploads no prompt references, and nobody else's", async () => {
+    const { store, sweeper } = await sweeperOn();
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    const linked = await upload(store, "o", 3000);
+    await upload(store, "o", 700);
+    await upload(store, "p", 50);
+    expect(await sweeper.pendingBytes("o")).toBe(3700);
+    expect(await sweeper.pendingBytes("p")).toBe(50);
+    expect(await sweeper.pendingBytes("nobody")).toBe(0);
+    await store.append("s", [referencing(linked, 3000)]);
+    expect(await sweeper.pendingBytes("o")).toBe(700);
+  });
+
+  it("one sweep deletes every expired upload, 16 a statement, never a referenced one", async () => {
+    const { store, schema, sweeper } = await sweeperOn();
+    // how many rows each DELETE statement on the table took, in order
+    await query(`
+      CREATE TABLE "${schema}".sweep_steps (step serial PRIMARY KEY, n int NOT NULL);
+      CREATE FUNCTION "${schema}".count_sweep_step() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO "${schema}".sweep_steps (n) SELECT count(*) FROM gone; RETURN NULL; END $$;
+      CREATE TRIGGER count_sweep_step AFTER DELETE ON "${schema}".attachments
+        REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION "${schema}".count_sweep_step();`);
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    const linked = await upload(store, "o", 10);
+    await store.append("s", [referencing(linked, 10)]);
+    for (let i = 0; i < 40; i++) await upload(store, "o", 1);
+    expect(await sweeper.pendingBytes("o")).toBe(40);
+    const errors: unknown[] = [];
+    // a lifetime of minus a minute: every upload is past it
+    oneTick(sweeper, -60_000, errors);
+    await expect.poll(() => sweeper.pendingBytes("o"), { timeout: 10_000 }).toBe(0);
+    expect(errors).toEqual([]);
+    expect(await store.getAttachment(linked)).not.toBeNull();
+    // no statement held more than 16 rows' locks; the last, short of 16, ended the sweep
+    const steps = await query<{ n: number }>(`SELECT n FROM "${schema}".sweep_steps ORDER BY step`);
+    expect(steps.map((row) => row.n)).toEqual([16, 16, 8]);
+  });
+
+  it("keeps uploads younger than their lifetime", async () => {
+    const { store, schema } = await open();
+    const sweeper = pgUploadSweeper(pgUrl!, schema!);
+    const young = await upload(store, "o", 5);
+    const errors: unknown[] = [];
+    oneTick(sweeper, 3_600_000, errors);
+    // the sweep under way ends before the pool closes (closed here, not after the test)
+    await sweeper.close();
+    expect(errors).toEqual([]);
+    expect(await store.getAttachment(young)).not.toBeNull();
+    expect(await store.ownerStoredBytes("o")).toBe(5);
+  });
+});
