@@ -116,4 +116,30 @@ describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
     expect(await store.getAttachment(young)).not.toBeNull();
     expect(await store.ownerStoredBytes("o")).toBe(5);
   });
+
+  it("sweeps again at every tick of its interval; stopped, keeps no timer, and closed, no connection", async () => {
+    const { store, schema } = await open();
+    const sweeper = pgUploadSweeper(pgUrl!, schema!);
+    const first = await upload(store, "o", 1);
+    const errors: unknown[] = [];
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      sweeper.start(-60_000, 1_000, (err) => errors.push(err));
+      vi.advanceTimersByTime(1_000);
+      await vi.waitFor(async () => expect(await store.getAttachment(first)).toBeNull(), { timeout: 10_000 });
+      // the next tick, after that sweep ended, sweeps what expired since
+      const second = await upload(store, "o", 1);
+      vi.advanceTimersByTime(1_000);
+      await vi.waitFor(async () => expect(await store.getAttachment(second)).toBeNull(), { timeout: 10_000 });
+      // stopped, it leaves no timer; closed, no connection
+      sweeper.stop();
+      expect(vi.getTimerCount()).toBe(0);
+      expect(sweeper.poolStats().total).toBe(1);
+      await sweeper.close();
+      expect(sweeper.poolStats()).toEqual({ total: 0, idle: 0, waiting: 0 });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(errors).toEqual([]);
+  });
 });
