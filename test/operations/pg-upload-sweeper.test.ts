@@ -29,12 +29,15 @@ const referencing = (attachmentId: string, size: number): NewEvent =>
     },
   }) as NewEvent;
 
-/** One tick of the sweeper's interval, then no more: fake interval timers, real everything else. */
-function oneTick(sweeper: ReturnType<typeof pgUploadSweeper>, ttlMs: number, errors: unknown[]): void {
+/**
+ * Two ticks of the sweeper's interval at once, then no more (fake interval timers, real everything
+ * else): the second comes while the first tick's sweep is under way, and starts none of its own.
+ */
+function twoTicks(sweeper: ReturnType<typeof pgUploadSweeper>, ttlMs: number, errors: unknown[]): void {
   vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
   try {
     sweeper.start(ttlMs, 1_000, (err) => errors.push(err));
-    vi.advanceTimersByTime(1_000);
+    vi.advanceTimersByTime(2_000);
     sweeper.stop();
   } finally {
     vi.useRealTimers();
@@ -95,11 +98,11 @@ describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
     expect(await sweeper.pendingBytes("o")).toBe(40);
     const errors: unknown[] = [];
     // a lifetime of minus a minute: every upload is past it
-    oneTick(sweeper, -60_000, errors);
+    twoTicks(sweeper, -60_000, errors);
     await expect.poll(() => sweeper.pendingBytes("o"), { timeout: 10_000 }).toBe(0);
     expect(errors).toEqual([]);
     expect(await store.getAttachment(linked)).not.toBeNull();
-    // no statement held more than 16 rows' locks; the last, short of 16, ended the sweep
+    // one sweep; no statement held more than 16 rows' locks; the last, short of 16, ended it
     const steps = await query<{ n: number }>(`SELECT n FROM "${schema}".sweep_steps ORDER BY step`);
     expect(steps.map((row) => row.n)).toEqual([16, 16, 8]);
   });
@@ -109,7 +112,7 @@ describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
     const sweeper = pgUploadSweeper(pgUrl!, schema!);
     const young = await upload(store, "o", 5);
     const errors: unknown[] = [];
-    oneTick(sweeper, 3_600_000, errors);
+    twoTicks(sweeper, 3_600_000, errors);
     // the sweep under way ends before the pool closes (closed here, not after the test)
     await sweeper.close();
     expect(errors).toEqual([]);
