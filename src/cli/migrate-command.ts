@@ -20,7 +20,9 @@ interface MigrateOptions {
 export function registerMigrateCommand(program: Command): void {
   program
     .command("migrate")
-    .description("create or upgrade the database schema (PostgreSQL: the tables in --db-schema)")
+    .description(
+      "bring the database schema up to this build (SQLite: an existing file, which serve creates; PostgreSQL: creates or upgrades the tables in --db-schema)",
+    )
     .addOption(dbOption())
     .addOption(dbSchemaOption())
     .action(async (options: MigrateOptions) => {
