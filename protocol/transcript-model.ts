@@ -28,6 +28,8 @@ export interface InteractionBlock {
   action?: string;
   question?: string;
   options?: string[];
+  /** The tool call it is about (an approval of that call, a question its tool asks). */
+  toolCallId?: string;
   /** `null` while pending or when the turn ended without an answer. */
   resolution: Resolution | null;
 }
@@ -112,6 +114,7 @@ export interface PendingInteraction {
   action?: string;
   question?: string;
   options?: string[];
+  toolCallId?: string;
 }
 
 export interface TranscriptState {

@@ -142,6 +142,7 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
     if (d.action !== undefined) pending.action = block.action = d.action;
     if (d.question !== undefined) pending.question = block.question = d.question;
     if (d.options !== undefined) pending.options = block.options = d.options;
+    if (d.toolCallId !== undefined) pending.toolCallId = block.toolCallId = d.toolCallId;
     draft.s.pending.push(pending);
     draft.assistant(d.turnId, e).segments.push({ kind: "block", block });
     draft.setTurnState(d.turnId, "input-required");

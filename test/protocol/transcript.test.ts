@@ -384,6 +384,35 @@ describe("transcript reducer: rules", () => {
     expect(s1.messages[1]).toMatchObject({ segments: [{ kind: "block", block: { resolution: null } }] });
   });
 
+  it("keeps the tool call an interaction is about, pending and in its card; one about none names none", () => {
+    const s = applyEvents(
+      emptyTranscript(),
+      commit([
+        created,
+        start("t1"),
+        user("m1", "q"),
+        { type: "tool/call", data: { turnId: "t1", toolCallId: "c1", name: "deploy", args: {} } },
+        {
+          type: "interaction/requested",
+          data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "deploy", toolCallId: "c1" },
+        },
+        {
+          type: "interaction/requested",
+          data: { turnId: "t1", interactionId: "i2", kind: "question", question: "why?" },
+        },
+      ]),
+    );
+    expect(s.pending.map((p) => [p.interactionId, p.toolCallId])).toEqual([
+      ["i1", "c1"],
+      ["i2", undefined],
+    ]);
+    expect(s.pending[1]).not.toHaveProperty("toolCallId");
+    const agent = s.messages[1] as AssistantTranscriptMessage;
+    const blocks = agent.segments.flatMap((g) => (g.kind === "block" ? [g.block] : []));
+    expect(blocks[0]).toMatchObject({ interactionId: "i1", toolCallId: "c1", resolution: null });
+    expect(blocks[1]).not.toHaveProperty("toolCallId");
+  });
+
   it("marks an interrupted turn, closes streaming and drops its unanswered interactions", () => {
     const s = applyEvents(
       emptyTranscript(),

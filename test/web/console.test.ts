@@ -206,18 +206,22 @@ describe.skipIf(!hasChromium)("browser console", () => {
     }
     const log = await settled(sessionId, 1);
     expect(log.filter((e) => e.type === "interaction/resolved")).toHaveLength(1);
+    // the approved call ran: its card no longer holds it
+    await expect
+      .poll(() => first.textContent('[data-testid="tool-call"] .tool-status'))
+      .toMatch(/^ok · \d+ ms$/);
     await first.close();
     await second.close();
   });
 
-  it("shows a tool call as running only while its turn is open: stopped before its result, it says so", async () => {
+  it("shows a tool call waiting for its approval, and stopped before its result, says so", async () => {
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await send(page, "/approve deploy");
     await page.waitForSelector('[data-testid="interaction-card"][data-kind="approval"]');
     const status = () => page.textContent('[data-testid="tool-call"] .tool-status');
-    expect(await status()).toBe("running…");
+    expect(await status()).toBe("waiting for approval");
     await page.click('[data-testid="cancel-turn"]');
     await page.waitForSelector('[data-testid="turn-flag"][data-state="cancelled"]');
     expect(await status()).toBe("no result: the turn ended");

@@ -26,15 +26,25 @@ const formatJson = (value: unknown): string => {
   }
 };
 
-/** A call without a result is running only while its turn is open; after, it never returned. */
-function toolStatus(call: ToolCall, turnEnded: boolean): string {
-  if (call.ok === null) return turnEnded ? "no result: the turn ended" : "running…";
-  return call.ok ? `ok · ${call.duration_ms ?? 0} ms` : "failed";
+/**
+ * A call without a result waits on the person while a card about it is open, runs while its turn
+ * is open otherwise, and after its turn ended never returned.
+ */
+function toolStatus(call: ToolCall, turnEnded: boolean, waitingOn: InteractionBlock | undefined): string {
+  if (call.ok !== null) return call.ok ? `ok · ${call.duration_ms ?? 0} ms` : "failed";
+  if (turnEnded) return "no result: the turn ended";
+  if (waitingOn) return waitingOn.kind === "approval" ? "waiting for approval" : "waiting for an answer";
+  return "running…";
 }
 
-function toolTemplate(call: ToolCall | undefined, toolId: string, turnEnded: boolean): TemplateResult {
+function toolTemplate(
+  call: ToolCall | undefined,
+  toolId: string,
+  turnEnded: boolean,
+  waitingOn: InteractionBlock | undefined,
+): TemplateResult {
   if (!call) return html`<div class="tool"></div>`;
-  const status = toolStatus(call, turnEnded);
+  const status = toolStatus(call, turnEnded, waitingOn);
   return html`<details class="tool" data-testid="tool-call" data-tool-id=${toolId}>
     <summary>
       <span>Tool</span><span class="tool-name">${call.name}</span>
@@ -121,6 +131,11 @@ function assistantTemplate(
   ctx: RowContext,
 ): TemplateResult {
   const lastText = m.segments.reduce((last, s, i) => (s.kind === "text" ? i : last), -1);
+  const openCards = new Map<string, InteractionBlock>();
+  for (const s of m.segments) {
+    if (s.kind === "block" && s.block.toolCallId !== undefined && pending.includes(s.block.interactionId))
+      openCards.set(s.block.toolCallId, s.block);
+  }
   const last = m.segments.length - 1;
   const segments = m.segments.map((s, i) => {
     if (s.kind === "text") {
@@ -132,6 +147,7 @@ function assistantTemplate(
         m.toolCalls.find((c) => c.id === s.toolId),
         s.toolId,
         turnEnded,
+        openCards.get(s.toolId),
       );
     if (s.kind === "job")
       return jobTemplate(
