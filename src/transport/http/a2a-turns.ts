@@ -1,10 +1,12 @@
 import type { QueueItem } from "../../../protocol/index.js";
 import type {
+  PendingInteraction,
   TranscriptMessage,
   TranscriptState,
   TranscriptTurn,
   UserTranscriptMessage,
 } from "../../../protocol/transcript.js";
+import { interactionView } from "./session-view.js";
 
 /*
  * A2A Task JSON (protocol 0.3, the lowercase-state JSON the chat routes speak). `@a2a-js/sdk` 1.x
@@ -14,7 +16,8 @@ import type {
 export type A2ATaskState = "submitted" | "working" | "input-required" | "completed" | "failed" | "canceled";
 export type A2APart =
   | { kind: "text"; text: string }
-  | { kind: "file"; file: { name: string; mimeType: string; uri: string } };
+  | { kind: "file"; file: { name: string; mimeType: string; uri: string } }
+  | { kind: "data"; data: Record<string, unknown> };
 export interface A2AMessage {
   kind: "message";
   messageId: string;
@@ -33,7 +36,7 @@ export interface A2ATask {
   kind: "task";
   id: string;
   contextId: string;
-  status: { state: A2ATaskState; timestamp: string };
+  status: { state: A2ATaskState; timestamp: string; message?: A2AMessage };
   artifacts: A2AArtifact[];
   history: A2AMessage[];
   metadata: Record<string, unknown>;
@@ -85,9 +88,36 @@ export function turnRows(
   }
   for (let i = transcript.turns.length - 1; i >= 0 && rows.length < limit; i--) {
     const turn = transcript.turns[i]!;
-    rows.push(turnRow(sessionId, turn, byTurn.get(turn.turnId) ?? []));
+    const row = turnRow(sessionId, turn, byTurn.get(turn.turnId) ?? []);
+    const waitingOn = transcript.pending.filter((p) => p.turnId === turn.turnId);
+    if (waitingOn.length > 0) row.status.message = waitingMessage(sessionId, turn.turnId, waitingOn);
+    rows.push(row);
   }
   return rows;
+}
+
+/**
+ * What an `input-required` task waits for, as A2A says it (`status.message`): each pending
+ * question in words, and as data spelled as the session view's `pending_questions`, whose
+ * `interaction_id` a client answers at `POST /v1/interactions/{id}/answer`.
+ */
+function waitingMessage(sessionId: string, turnId: string, pending: PendingInteraction[]): A2AMessage {
+  const parts: A2APart[] = [];
+  for (const { seq: _seq, ...p } of pending) {
+    const options = p.options?.length ? ` (${p.options.join(" / ")})` : "";
+    const text =
+      p.kind === "approval" ? `Approval needed: ${p.action ?? ""}` : `${p.question ?? ""}${options}`;
+    parts.push({ kind: "text", text });
+    parts.push({ kind: "data", data: { ...interactionView({ ...p, sessionId }) } });
+  }
+  return {
+    kind: "message",
+    messageId: `${turnId}.input-required`,
+    role: "agent",
+    parts,
+    contextId: sessionId,
+    taskId: turnId,
+  };
 }
 
 function turnRow(sessionId: string, turn: TranscriptTurn, messages: TranscriptMessage[]): TurnRow {

@@ -180,7 +180,7 @@ function pendingQuestions(
     .map(interactionView);
 }
 
-function interactionView(i: Interaction): PendingQuestion {
+export function interactionView(i: Interaction): PendingQuestion {
   const q: PendingQuestion = {
     interaction_id: i.interactionId,
     session_id: i.sessionId,

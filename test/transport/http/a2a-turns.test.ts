@@ -248,3 +248,86 @@ describe("GET /api/chat/sessions/{id}/turns: the rows", () => {
     await waitForState(h, sessionId, "completed");
   });
 });
+
+describe("GET /api/chat/sessions/{id}/turns: what a waiting task waits for", () => {
+  it("an input-required task's status message names each pending question, in words and as pending_questions spells it", async () => {
+    h = await startTestHost();
+    const sessionId = "a2a-waiting";
+    await h.store.create({ sessionId, owner: "alice", model: "demo-fast" });
+    await appendLater(sessionId, [
+      turnStart("t1"),
+      user("m1", "ship it"),
+      { type: "tool/call", data: { turnId: "t1", toolCallId: "c1", name: "deploy", args: {} } },
+      {
+        type: "interaction/requested",
+        data: {
+          turnId: "t1",
+          interactionId: "i1",
+          kind: "approval",
+          action: "deploy prod",
+          toolCallId: "c1",
+        },
+      },
+      {
+        type: "interaction/requested",
+        data: {
+          turnId: "t1",
+          interactionId: "i2",
+          kind: "question",
+          question: "Which region?",
+          options: ["eu", "us"],
+        },
+      },
+    ] as NewEvent[]);
+    const { events } = (await readWholeLog(h.store, sessionId)) as { events: SessionEvent[] };
+    const requestedAt = (id: string) =>
+      events.find((e) => e.type === "interaction/requested" && e.data.interactionId === id)!.at;
+    const [waiting] = await turnsOf(sessionId);
+    expect(waiting!.state).toBe("input-required");
+    const pendingQuestion = (id: string, extra: Record<string, unknown>) => ({
+      interaction_id: id,
+      session_id: sessionId,
+      turn_id: "t1",
+      requested_at_ms: requestedAt(id),
+      ...extra,
+    });
+    expect((waiting!.status as { message?: unknown }).message).toEqual({
+      kind: "message",
+      messageId: "t1.input-required",
+      role: "agent",
+      parts: [
+        { kind: "text", text: "Approval needed: deploy prod" },
+        {
+          kind: "data",
+          data: pendingQuestion("i1", { kind: "approval", action: "deploy prod", tool_call_id: "c1" }),
+        },
+        { kind: "text", text: "Which region? (eu / us)" },
+        {
+          kind: "data",
+          data: pendingQuestion("i2", { kind: "question", question: "Which region?", options: ["eu", "us"] }),
+        },
+      ],
+      contextId: sessionId,
+      taskId: "t1",
+    });
+    // the view's pending questions are the same objects
+    const view = await api(h, `/v1/sessions/${sessionId}`, { token: ALICE_TOKEN });
+    expect((view.json as { pending_questions: unknown[] }).pending_questions).toEqual([
+      pendingQuestion("i1", { kind: "approval", action: "deploy prod", tool_call_id: "c1" }),
+      pendingQuestion("i2", { kind: "question", question: "Which region?", options: ["eu", "us"] }),
+    ]);
+
+    // answered one by one: the message names what is left, then the task works on without one
+    await appendLater(sessionId, [
+      { type: "interaction/resolved", data: { interactionId: "i1", resolution: { outcome: "approve" } } },
+    ] as NewEvent[]);
+    const [oneLeft] = await turnsOf(sessionId);
+    expect((oneLeft!.status as { message: { parts: unknown[] } }).message.parts).toHaveLength(2);
+    await appendLater(sessionId, [
+      { type: "interaction/resolved", data: { interactionId: "i2", resolution: { answer: "eu" } } },
+    ] as NewEvent[]);
+    const [working] = await turnsOf(sessionId);
+    expect(working!.state).toBe("working");
+    expect(working!.status).not.toHaveProperty("message");
+  });
+});
