@@ -3,9 +3,10 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { build, transform } from "esbuild";
+import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { readmeExample } from "../support/readme-example.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
@@ -14,6 +15,8 @@ const PACKAGE = resolve("packages/client");
 /** The size goal of issue 13 for the gzipped browser bundle of the whole client index. */
 const BUNDLE_GOAL_BYTES = 20 * 1024;
 const ADMIN = { name: "admin", admin: true };
+/** Where the README's examples connect; the tests' host listens elsewhere. */
+const README_URL = '"ws://127.0.0.1:8787/api/remote.mux"';
 const SERVER_ONLY = ["better-sqlite3", "pino", "prom-client", "ws", "commander", "@a2a-js/sdk", "bindings"];
 
 let project: ReturnType<typeof tempDir>;
@@ -87,18 +90,14 @@ describe("the @sessionmux/client tarball installed alone", () => {
   });
 
   it("runs the README's quickstart as written: it prints the agent's streamed answer and exits", async () => {
-    const readme = readFileSync(join(REPO, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("## Quickstart with the SDK"));
-    const written = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
-    const README_URL = '"ws://127.0.0.1:8787/api/remote.mux"';
-    expect(written).toContain(README_URL);
-    expect(written).toContain('from "ws"');
     // only where the host listens, and where `ws` is installed, differ from the user's project
-    const { code } = await transform(
-      written
-        .replace(README_URL, JSON.stringify(host.wsUrl))
-        .replace('from "ws"', `from ${JSON.stringify(join(REPO, "node_modules/ws/wrapper.mjs"))}`),
-      { loader: "ts", format: "esm" },
+    const code = await readmeExample(
+      "## Quickstart with the SDK",
+      [
+        [README_URL, JSON.stringify(host.wsUrl)],
+        ['from "ws"', `from ${JSON.stringify(join(REPO, "node_modules/ws/wrapper.mjs"))}`],
+      ],
+      "esm",
     );
     writeFileSync(project.file("quickstart.mjs"), code);
     const { stdout } = await run(process.execPath, ["quickstart.mjs"], {
@@ -122,21 +121,13 @@ describe("the @sessionmux/client tarball installed alone", () => {
   });
 
   it("runs the README's SDK example: the demo's streamed turn, event by event, then the connection's states", async () => {
-    const readme = readFileSync(join(REPO, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("## Client SDK"));
-    const written = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
-    const README_URL = '"ws://127.0.0.1:8787/api/remote.mux"';
-    expect(written).toContain(README_URL);
     // what a browser page has and Node 20 lacks: a global WebSocket; and the page's own token
     const page = [
       `import WebSocket from ${JSON.stringify(join(REPO, "node_modules/ws/wrapper.mjs"))};`,
       "globalThis.WebSocket = WebSocket;",
       "const token = process.env.SESSIONMUX_TOKEN;",
     ].join("\n");
-    const { code } = await transform(written.replace(README_URL, JSON.stringify(host.wsUrl)), {
-      loader: "ts",
-      format: "esm",
-    });
+    const code = await readmeExample("## Client SDK", [[README_URL, JSON.stringify(host.wsUrl)]], "esm");
     writeFileSync(project.file("sdk-example.mjs"), `${page}\n${code}`);
     const { stdout } = await run(process.execPath, ["sdk-example.mjs"], {
       cwd: project.path,

@@ -1,8 +1,6 @@
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { transform } from "esbuild";
 import { firstValueFrom, type Observable } from "rxjs";
 import { filter, scan } from "rxjs/operators";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +9,7 @@ import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
 import { gc } from "../support/gc.js";
+import { readmeExample } from "../support/readme-example.js";
 import { tempDir } from "../support/temp-dir.js";
 import { until } from "../support/until.js";
 
@@ -189,11 +188,8 @@ describe("an in-process client", () => {
 
 describe("README", () => {
   it("runs the in-process example as written: the scheduler owns its session, its prompt stamped with its origin", async () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const section = readme.slice(readme.indexOf("### In-process callers"));
-    const written = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
-    expect(written).toContain("mux.connect(");
-    const { code } = await transform(written, { loader: "ts" });
+    const code = await readmeExample("### In-process callers");
+    expect(code).toContain("mux.connect(");
     const AsyncFunction = (async () => {}).constructor as new (
       ...args: string[]
     ) => (mux: Sessionmux) => Promise<void>;
