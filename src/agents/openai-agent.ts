@@ -34,12 +34,22 @@ export class OpenAIAgent extends AiSdkAgent {
     env: NodeJS.ProcessEnv = process.env,
     options: Omit<OpenAIAgentOptions, "baseURL" | "model" | "apiKey"> = {},
   ): OpenAIAgent {
-    const apiKey = env.SESSIONMUX_OPENAI_API_KEY ?? env.OPENAI_API_KEY;
-    return new OpenAIAgent({
-      ...options,
-      baseURL: env.SESSIONMUX_OPENAI_BASE_URL ?? env.OPENAI_BASE_URL ?? "https://api.openai.com/v1",
-      model: env.SESSIONMUX_OPENAI_MODEL ?? env.OPENAI_MODEL ?? "gpt-4o-mini",
+    return new OpenAIAgent({ ...options, ...OpenAIAgent.endpointFromEnv(env) });
+  }
+
+  /**
+   * The endpoint `fromEnv` takes: base URL and model (OpenAI's own by default), and the key if any.
+   * A variable set empty counts as unset, as a shell's `VAR=` leaves it.
+   */
+  static endpointFromEnv(env: NodeJS.ProcessEnv): Pick<OpenAIAgentOptions, "baseURL" | "model" | "apiKey"> {
+    const apiKey = firstSet(env.SESSIONMUX_OPENAI_API_KEY, env.OPENAI_API_KEY);
+    return {
+      baseURL: firstSet(env.SESSIONMUX_OPENAI_BASE_URL, env.OPENAI_BASE_URL) ?? "https://api.openai.com/v1",
+      model: firstSet(env.SESSIONMUX_OPENAI_MODEL, env.OPENAI_MODEL) ?? "gpt-4o-mini",
       ...(apiKey ? { apiKey } : {}),
-    });
+    };
   }
 }
+
+const firstSet = (...values: (string | undefined)[]): string | undefined =>
+  values.find((value) => value !== undefined && value !== "");

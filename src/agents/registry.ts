@@ -1,3 +1,4 @@
+import { StartupError } from "../operations/startup-error.js";
 import type { AgentDriver } from "./agent.js";
 import { DemoAgent } from "./demo-agent.js";
 import { OpenAIAgent } from "./openai-agent.js";
@@ -5,12 +6,32 @@ import { OpenAIAgent } from "./openai-agent.js";
 export type AgentName = "demo" | "openai";
 export const AGENT_NAMES: readonly AgentName[] = ["demo", "openai"];
 
-/** The CLI's `--agent`: `demo` needs nothing, `openai` reads its endpoint from the environment. */
-export function createAgent(name: AgentName): AgentDriver {
+/**
+ * The CLI's `--agent`: `demo` needs nothing, `openai` reads its endpoint from `env`. OpenAI's own
+ * endpoint without a key is refused before the host starts: every turn would fail with its 401.
+ * Any other endpoint (a local server) may take none.
+ */
+export function createAgent(name: AgentName, env: NodeJS.ProcessEnv = process.env): AgentDriver {
   switch (name) {
     case "demo":
       return new DemoAgent();
-    case "openai":
-      return OpenAIAgent.fromEnv();
+    case "openai": {
+      const { baseURL, apiKey } = OpenAIAgent.endpointFromEnv(env);
+      if (apiKey === undefined && hostOf(baseURL) === "api.openai.com") {
+        throw new StartupError(
+          "agent_unconfigured",
+          `--agent openai talks to ${baseURL}, which needs a key: set SESSIONMUX_OPENAI_API_KEY (or OPENAI_API_KEY), or SESSIONMUX_OPENAI_BASE_URL for an endpoint that takes none`,
+        );
+      }
+      return OpenAIAgent.fromEnv(env);
+    }
   }
 }
+
+const hostOf = (url: string): string | undefined => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+};

@@ -210,6 +210,8 @@ export function registerServeCommand(program: Command): void {
     const logger = createLogger(options.logLevel);
     const target = databaseTarget(options.db, options.dbSchema);
     const hostId = hostIdOf(options.hostId);
+    // before any folder, database or token file is made: a refused agent leaves nothing behind
+    const agent = createAgent(options.agent);
     // the default location is created on first start; a path given by hand must exist
     const createFolder = (option: string) =>
       createDbFolder || command.getOptionValueSource(option) === "default";
@@ -231,7 +233,7 @@ export function registerServeCommand(program: Command): void {
       ...(target.kind === "postgres" ? { dbSchema: target.schema, dbPoolSize: options.dbPoolSize } : {}),
       hostId,
       leaseTtlMs: options.leaseTtlMs,
-      agent: createAgent(options.agent),
+      agent,
       idleDetachMs: options.idleDetachMs,
       allowedOrigins: options.allowedOrigin,
       logger,

@@ -21,6 +21,7 @@ export const StartupErrorCodes = [
   "sqlite_only",
   "option_invalid",
   "tokens_file_invalid",
+  "agent_unconfigured",
 ] as const;
 export type StartupErrorCode = (typeof StartupErrorCodes)[number];
 

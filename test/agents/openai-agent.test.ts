@@ -3,6 +3,7 @@ import type { SessionEvent } from "../../protocol/index.js";
 import { OpenAIAgent, type OpenAIAgentOptions } from "../../src/agents/openai-agent.js";
 import { createAgent } from "../../src/agents/registry.js";
 import { ADMIN } from "../../src/host/principal.js";
+import { StartupError } from "../../src/operations/startup-error.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { chunk, FakeChatCompletions, type Reply, streamed, textReply } from "./fake-chat-completions.js";
@@ -200,7 +201,41 @@ describe("OpenAIAgent on the AI SDK", () => {
     expect(a.models()).toEqual([{ id: "m1", label: "m1" }]);
     expect(OpenAIAgent.fromEnv({ OPENAI_MODEL: "m2" }).defaultModel).toBe("m2");
     expect(OpenAIAgent.fromEnv({}).defaultModel).toBe("gpt-4o-mini");
-    expect(createAgent("demo").name).toBe("demo");
-    expect(createAgent("openai").name).toBe("openai");
+    expect(createAgent("demo", {}).name).toBe("demo");
+    expect(createAgent("openai", { OPENAI_API_KEY: "sk" }).name).toBe("openai");
+  });
+
+  test("createAgent refuses OpenAI's own endpoint without a key, and takes any other endpoint without one", () => {
+    fx = { dispose: async () => {} } as HostFixture;
+    for (const env of [
+      {},
+      { OPENAI_BASE_URL: "https://api.openai.com/v1/" },
+      { SESSIONMUX_OPENAI_API_KEY: "" },
+    ]) {
+      let refused: unknown;
+      try {
+        createAgent("openai", env);
+      } catch (err) {
+        refused = err;
+      }
+      expect(refused, JSON.stringify(env)).toBeInstanceOf(StartupError);
+      expect((refused as StartupError).code).toBe("agent_unconfigured");
+      expect((refused as StartupError).message).toContain(
+        "set SESSIONMUX_OPENAI_API_KEY (or OPENAI_API_KEY)",
+      );
+    }
+    expect(createAgent("openai", { SESSIONMUX_OPENAI_API_KEY: "sk" }).name).toBe("openai");
+    // a variable set empty is unset: the next one in line, or the default, is taken
+    expect(
+      OpenAIAgent.endpointFromEnv({
+        SESSIONMUX_OPENAI_BASE_URL: "",
+        OPENAI_BASE_URL: "http://127.0.0.1:1/v1",
+        SESSIONMUX_OPENAI_MODEL: "",
+        SESSIONMUX_OPENAI_API_KEY: "",
+      }),
+    ).toEqual({ baseURL: "http://127.0.0.1:1/v1", model: "gpt-4o-mini" });
+    expect(createAgent("openai", { SESSIONMUX_OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" }).name).toBe(
+      "openai",
+    );
   });
 });

@@ -1,7 +1,8 @@
+import { existsSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { startServe } from "../cli/run-cli.js";
+import { runCli, startServe } from "../cli/run-cli.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readLog } from "../web/host-log.js";
 import { FakeChatCompletions, textReply } from "./fake-chat-completions.js";
@@ -71,5 +72,24 @@ describe("sessionmux serve --agent openai", () => {
     const logged = `${served.stdout}${output}`;
     expect(logged).toContain('"msg":"agent turn failed"');
     expect(logged).toContain(JSON.stringify(error).slice(1, -1));
+  });
+
+  it("refuses to start on OpenAI's own endpoint without a key, saying what to set, and creates nothing", async () => {
+    const folder = dir.file("unkeyed");
+    const noKey = {
+      OPENAI_API_KEY: "",
+      SESSIONMUX_OPENAI_API_KEY: "",
+      OPENAI_BASE_URL: "",
+      SESSIONMUX_OPENAI_BASE_URL: "",
+    };
+    const refused = await runCli(
+      ["serve", "--agent", "openai", "--port", "0", "--db", `${folder}/s.db`, "--create-db-folder"],
+      { ...noKey, SESSIONMUX_TOKEN: "t" },
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe(
+      "error: agent_unconfigured: --agent openai talks to https://api.openai.com/v1, which needs a key: set SESSIONMUX_OPENAI_API_KEY (or OPENAI_API_KEY), or SESSIONMUX_OPENAI_BASE_URL for an endpoint that takes none\n",
+    );
+    expect(existsSync(folder)).toBe(false);
   });
 });
