@@ -50,7 +50,7 @@ describe("--help", () => {
     const program = new Command();
     registerMigrateCommand(program);
     expect(program.commands.find((c) => c.name() === "migrate")?.description()).toBe(
-      "create or upgrade the database schema (PostgreSQL: the tables in --db-schema)",
+      "bring the database schema up to this build (SQLite: an existing file, which serve creates; PostgreSQL: creates or upgrades the tables in --db-schema)",
     );
   });
 });
