@@ -135,6 +135,7 @@ export default {
     "src/transport/mux/ws-framing.ts",
     "src/transport/http/connection-turns.ts",
     "src/transport/http/session-list-cache.ts",
+    "src/transport/mux/upgrade-gate.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
