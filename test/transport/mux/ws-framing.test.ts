@@ -23,6 +23,20 @@ afterEach(() => {
   server?.close();
 });
 
+/** A TCP connection on 127.0.0.1 whose reading end is paused: what the writer sends stays unread. */
+async function pausedPair(): Promise<{ reader: Socket; writer: Socket }> {
+  server = createServer((socket) => sockets.push(socket));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  const reader = connect(port, "127.0.0.1");
+  sockets.push(reader);
+  reader.pause();
+  await once(reader, "connect");
+  const writer = await until(() => sockets[1], 5_000, "accepted socket");
+  return { reader, writer };
+}
+
 describe("what the mux uses beyond the documented surface of ws and Node", () => {
   it("is checked against ws 8 (a new major must be checked again)", () => {
     const version = createRequire(import.meta.url)("ws/package.json").version as string;
@@ -51,15 +65,7 @@ describe("what the mux uses beyond the documented surface of ws and Node", () =>
   });
 
   it("the kernel's progress through one large write is visible before the write completes", async () => {
-    server = createServer((socket) => sockets.push(socket));
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    const { port } = server.address() as { port: number };
-    const reader = connect(port, "127.0.0.1");
-    sockets.push(reader);
-    reader.pause();
-    await once(reader, "connect");
-    const writer = await until(() => sockets[1], 5_000, "accepted socket");
+    const { reader, writer } = await pausedPair();
     // One write far larger than the kernel's buffers: it cannot complete while the peer is paused.
     writer.write(Buffer.alloc(64 * 1024 * 1024));
     const stuck = await until(
@@ -82,15 +88,7 @@ describe("what the mux uses beyond the documented surface of ws and Node", () =>
   });
 
   it("a socket destroyed behind an unfinished write (its handle gone) is answered from Node's public counters", async () => {
-    server = createServer((socket) => sockets.push(socket));
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    const { port } = server.address() as { port: number };
-    const reader = connect(port, "127.0.0.1");
-    sockets.push(reader);
-    reader.pause();
-    await once(reader, "connect");
-    const writer = await until(() => sockets[1], 5_000, "accepted socket");
+    const { writer } = await pausedPair();
     const size = 64 * 1024 * 1024;
     writer.write(Buffer.alloc(size));
     await until(() => bytesTakenByKernel(writer) > 0, 5_000, "kernel takes the first bytes");
