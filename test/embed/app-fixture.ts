@@ -67,13 +67,24 @@ export async function mountedApp(
     authenticate: appAuthenticate,
     ...options,
   });
+  return { mux, authority: await attachedApp(cleanups, mux) };
+}
+
+/**
+ * `mux` closed after the test and attached to an app's `server` (by default this fixture's), which
+ * listens on 127.0.0.1 and is closed after the test too; its authority (`127.0.0.1:port`).
+ */
+export async function attachedApp(
+  cleanups: Cleanup[],
+  mux: Sessionmux,
+  server = appServer(),
+): Promise<string> {
   cleanups.push(() => mux.close());
-  const server = appServer();
   mux.attach(server);
   const authority = await listen(server);
   cleanups.push(() => {
     server.closeAllConnections();
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  return { mux, authority };
+  return authority;
 }

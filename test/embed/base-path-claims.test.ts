@@ -5,7 +5,7 @@ import WebSocket, { WebSocketServer } from "ws";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
-import { listen, upgradeStatus } from "./app-fixture.js";
+import { attachedApp, listen, upgradeStatus } from "./app-fixture.js";
 
 /**
  * Which requests of an app's server `createSessionmux` takes, by its `basePath`: under a base path
@@ -31,15 +31,7 @@ async function mounted(basePath: string | undefined): Promise<{ mux: Sessionmux;
     tokens,
     ...(basePath !== undefined ? { basePath } : {}),
   });
-  cleanups.push(() => mux.close());
-  const server = appServer();
-  mux.attach(server);
-  const authority = await listen(server);
-  cleanups.push(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { mux, authority };
+  return { mux, authority: await attachedApp(cleanups, mux, appServer()) };
 }
 
 /** Who answered: the app (its text) or sessionmux (its status and JSON). */
