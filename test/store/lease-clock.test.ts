@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { openTempStore } from "./open-store.js";
+import { openTempStore, turnStart } from "./open-store.js";
 
 /**
  * SQLite judges leases by the store's clock (`now`), so the instant a lease expires can be hit
@@ -42,5 +42,20 @@ describe("a lease at the instant it expires", () => {
       expiresAt: 2_000,
       takeover: { fromHost: "host-a", interruptedTurnId: null },
     });
+  });
+
+  it("spares an open turn from interruptOpenTurns one millisecond before its lease expires, not at its expiry", async () => {
+    let clock = 1_000;
+    env = openTempStore({ now: () => clock });
+    const { store } = env;
+    await store.create({ sessionId: "s", owner: "alice", model: "m" });
+    await store.append("s", [turnStart("t")]);
+    expect(await store.acquireLease("s", "host-a", 500)).toMatchObject({ expiresAt: 1_500 });
+
+    clock = 1_499;
+    expect(await store.interruptOpenTurns(clock, { hostId: "host-b" })).toEqual([]);
+    clock = 1_500;
+    expect(await store.interruptOpenTurns(clock, { hostId: "host-b" })).toEqual(["s"]);
+    expect((await store.projection("s"))?.openTurnId).toBeNull();
   });
 });

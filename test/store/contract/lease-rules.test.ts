@@ -46,6 +46,8 @@ describeContract("lease rules at their edges", (backend) => {
       expect(() => a.acquireLease(S, "host-a", ttl)).toThrow(RangeError);
       expect(() => a.renewLeases("host-a", [lease], ttl)).toThrow(RangeError);
     }
+    // a caller's bug, named with the value it passed
+    expect(() => a.acquireLease(S, "host-a", 0)).toThrow("lease ttl 0 ms is not a positive integer");
     // nothing was renewed or taken by the refused calls
     expect(await a.leaseHolder(S)).toMatchObject({ hostId: "host-a", generation: 1 });
   });

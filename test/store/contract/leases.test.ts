@@ -161,6 +161,57 @@ describeContract("leases with fencing", (backend) => {
     expect(await a.interruptOpenTurns(6)).toEqual([]);
   });
 
+  it("interruptOpenTurns closes the turns of sessions whose lease another host released or let expire", async () => {
+    const { a, b } = await twoHosts();
+    for (const id of ["released", "expired"]) {
+      await a.create({ sessionId: id, owner: "o", model: "m" });
+      await a.append(id, [turnStart(`t-${id}`)]);
+    }
+    const released = await b.acquireLease("released", "host-b", LONG);
+    if (released.status !== "acquired") throw new Error(released.status);
+    await b.releaseLease(released.lease);
+    await b.acquireLease("expired", "host-b", SHORT);
+    await untilExpired(a, "expired");
+    // a released row keeps its last expiry, still ahead: that it names no host is what frees it
+    expect((await a.interruptOpenTurns(5, { hostId: "host-a" })).sort()).toEqual(["expired", "released"]);
+    expect((await a.projection("released"))?.openTurnId).toBeNull();
+    expect((await a.projection("expired"))?.openTurnId).toBeNull();
+  });
+
+  it("a lease of an older generation is stale for its own host too: refused as a fence, lost on renewal", async () => {
+    const { a } = await twoHosts();
+    const first = await a.acquireLease(S, "host-a", LONG);
+    if (first.status !== "acquired") throw new Error(first.status);
+    await a.releaseLease(first.lease);
+    const again = await a.acquireLease(S, "host-a", LONG);
+    expect(again).toMatchObject({ status: "acquired", lease: { hostId: "host-a", generation: 2 } });
+    if (again.status !== "acquired") throw new Error(again.status);
+    // what a turn still running under the first lease would write
+    expect(await a.append(S, [turnStart("old")], { fence: first.lease })).toEqual({ status: "fenced" });
+    expect(await a.renewLeases("host-a", [first.lease, again.lease], LONG)).toEqual({
+      renewed: [again.lease],
+      lost: [first.lease],
+    });
+    expect(await heads(a)).toBe(1);
+  });
+
+  it("a lease of a session deleted meanwhile, or never leased, is lost on renewal and refused as a fence; the others renew", async () => {
+    const { a } = await twoHosts();
+    await a.create({ sessionId: "doomed", owner: "alice", model: "m" });
+    await a.create({ sessionId: "never", owner: "alice", model: "m" });
+    const mine = await a.acquireLease(S, "host-a", LONG);
+    const doomed = await a.acquireLease("doomed", "host-a", LONG);
+    if (mine.status !== "acquired" || doomed.status !== "acquired") throw new Error("not acquired");
+    await a.delete("doomed");
+    const never = { sessionId: "never", hostId: "host-a", generation: 1 };
+    expect(await a.renewLeases("host-a", [doomed.lease, mine.lease, never], LONG)).toEqual({
+      renewed: [mine.lease],
+      lost: [doomed.lease, never],
+    });
+    expect(await a.append("never", [turnStart("t")], { fence: never })).toEqual({ status: "fenced" });
+    expect(await heads(a, "never")).toBe(1);
+  });
+
   it("unownedQueues lists queued sessions whose lease is free, released or expired, not held or parked ones", async () => {
     const { a, b } = await twoHosts();
     const ids = ["expired", "free", "held", "idle", "parked", "released"];
