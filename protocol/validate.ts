@@ -1,6 +1,7 @@
 import type { Static, TSchema } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { SessionmuxError } from "./errors.js";
+import { schemaViolation } from "./schema-error.js";
 
 /** A compiled validator that turns the first schema violation into `bad_request` naming the field. */
 export interface Validator<T extends TSchema> {
@@ -23,14 +24,11 @@ export function validator<T extends TSchema>(schema: T): Validator<T> {
     parse: (value: unknown, what = "params") => {
       if (c.Check(value)) return value;
       const first = c.Errors(value).First();
-      const field = first?.path ? first.path : "/";
-      throw new SessionmuxError(
-        "bad_request",
-        `${what}${field === "/" ? "" : field}: ${first?.message ?? "invalid"}`,
-        {
-          data: { field },
-        },
-      );
+      const violation = first ? schemaViolation(first) : { path: "", message: "invalid" };
+      const field = violation.path || "/";
+      throw new SessionmuxError("bad_request", `${what}${field === "/" ? "" : field}: ${violation.message}`, {
+        data: { field },
+      });
     },
   };
 }

@@ -199,43 +199,49 @@ const bounds: Bound[] = [
   { method: "session.rename", field: "/title", atLimit: "t".repeat(512), pastLimit: "t".repeat(513) },
   { method: "session.selectModel", field: "/model", atLimit: "m".repeat(256), pastLimit: "m".repeat(257) },
   { method: "session.selectModel", field: "/model", atLimit: "m", pastLimit: "" },
-  // session.updateQueue: an op is one of four shapes, so a refusal names the op
+  // session.updateQueue: an op is one of four shapes; a refusal names the field of the shape the
+  // op came closest to
   {
     method: "session.updateQueue",
-    field: "/op",
+    field: "/op/text",
     atLimit: { edit: true, itemId: "i", text: "e".repeat(16_000) },
     pastLimit: { edit: true, itemId: "i", text: "e".repeat(16_001) },
   },
   ...["remove", "edit", "steer"].map((verb) => ({
     method: "session.updateQueue",
-    field: "/op",
+    field: "/op/itemId",
     atLimit: { [verb]: true, itemId: ID, ...(verb === "edit" ? { text: "e" } : {}) },
     pastLimit: { [verb]: true, itemId: TOO_LONG_ID, ...(verb === "edit" ? { text: "e" } : {}) },
   })),
-  { method: "session.updateQueue", field: "/op", atLimit: { clear: true }, pastLimit: { clear: true, x: 1 } },
+  {
+    method: "session.updateQueue",
+    field: "/op/x",
+    atLimit: { clear: true },
+    pastLimit: { clear: true, x: 1 },
+  },
   // session.respond: an answer is at most 16,000 characters
   {
     method: "session.respond",
-    field: "/response",
+    field: "/response/answer",
     atLimit: { answer: "a".repeat(16_000) },
     pastLimit: { answer: "a".repeat(16_001) },
   },
   // session.respond: a response is exactly one of the two shapes, and an outcome approves or denies
   {
     method: "session.respond",
-    field: "/response",
+    field: "/response/outcome",
     atLimit: { outcome: "deny" },
     pastLimit: { outcome: "maybe" },
   },
   {
     method: "session.respond",
-    field: "/response",
+    field: "/response/note",
     atLimit: { outcome: "approve" },
     pastLimit: { outcome: "approve", note: "x" },
   },
   {
     method: "session.respond",
-    field: "/response",
+    field: "/response/note",
     atLimit: { answer: "a" },
     pastLimit: { answer: "a", note: "x" },
   },

@@ -124,7 +124,7 @@ describe("ids in the path", () => {
       token: ADMIN_TOKEN,
       body: { outcome: 7 },
     });
-    expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", field: "/" }]);
+    expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", field: "/outcome" }]);
   });
 });
 
