@@ -16,14 +16,15 @@ export function createAgent(name: AgentName, env: NodeJS.ProcessEnv = process.en
     case "demo":
       return new DemoAgent();
     case "openai": {
-      const { baseURL, apiKey } = OpenAIAgent.endpointFromEnv(env);
-      if (apiKey === undefined && hostOf(baseURL) === "api.openai.com") {
+      const endpoint = OpenAIAgent.endpointFromEnv(env);
+      const { baseURL } = endpoint;
+      if (endpoint.apiKey === undefined && hostOf(baseURL) === "api.openai.com") {
         throw new StartupError(
           "agent_unconfigured",
           `--agent openai talks to ${baseURL}, which needs a key: set SESSIONMUX_OPENAI_API_KEY (or OPENAI_API_KEY), or SESSIONMUX_OPENAI_BASE_URL for an endpoint that takes none`,
         );
       }
-      return OpenAIAgent.fromEnv(env);
+      return new OpenAIAgent(endpoint);
     }
   }
 }

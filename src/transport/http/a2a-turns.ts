@@ -6,7 +6,7 @@ import type {
   TranscriptTurn,
   UserTranscriptMessage,
 } from "../../../protocol/transcript.js";
-import { interactionView } from "./session-view.js";
+import { interactionView, loggedInteraction } from "./session-view.js";
 
 /*
  * A2A Task JSON (protocol 0.3, the lowercase-state JSON the chat routes speak). `@a2a-js/sdk` 1.x
@@ -103,12 +103,12 @@ export function turnRows(
  */
 function waitingMessage(sessionId: string, turnId: string, pending: PendingInteraction[]): A2AMessage {
   const parts: A2APart[] = [];
-  for (const { seq: _seq, ...p } of pending) {
+  for (const p of pending) {
     const options = p.options?.length ? ` (${p.options.join(" / ")})` : "";
     const text =
       p.kind === "approval" ? `Approval needed: ${p.action ?? ""}` : `${p.question ?? ""}${options}`;
     parts.push({ kind: "text", text });
-    parts.push({ kind: "data", data: { ...interactionView({ ...p, sessionId }) } });
+    parts.push({ kind: "data", data: { ...interactionView(loggedInteraction(sessionId, p)) } });
   }
   return {
     kind: "message",

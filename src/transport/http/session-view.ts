@@ -173,11 +173,16 @@ function pendingQuestions(
   live: Interaction[],
 ): PendingQuestion[] {
   const byId = new Map<string, Interaction>();
-  for (const { seq: _seq, ...p } of fromLog) byId.set(p.interactionId, { ...p, sessionId });
+  for (const p of fromLog) byId.set(p.interactionId, loggedInteraction(sessionId, p));
   for (const i of live) byId.set(i.interactionId, i);
   return [...byId.values()]
     .sort((a, b) => a.requestedAt - b.requestedAt || (a.interactionId < b.interactionId ? -1 : 1))
     .map(interactionView);
+}
+
+/** A pending interaction as the session's log shows it, in the shape live state holds it. */
+export function loggedInteraction(sessionId: string, { seq: _seq, ...p }: PendingInteraction): Interaction {
+  return { ...p, sessionId };
 }
 
 export function interactionView(i: Interaction): PendingQuestion {
