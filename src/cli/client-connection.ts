@@ -23,7 +23,7 @@ export interface ConnectOptions {
 export function withConnection(command: Command): Command {
   return command
     .addOption(
-      new Option("--url <url>", "host WebSocket URL")
+      new Option("--url <url>", "the host's address (http://…) or its mux (ws://…/api/remote.mux)")
         .env("SESSIONMUX_URL")
         .argParser(muxUrl)
         .default(DEFAULT_URL),
@@ -32,10 +32,13 @@ export function withConnection(command: Command): Command {
     .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
 }
 
+const MUX_PATH = "api/remote.mux";
+
 /**
- * `--url` as a WebSocket URL (`http:` and `https:` name the same ports). Anything else
- * (`localhost:8787`, parsed as the scheme `localhost:`) was retried until `--timeout` and then
- * reported as a host that did not answer.
+ * `--url`: the mux's WebSocket URL as given, or the host's own address as `serve` prints it
+ * (`http://127.0.0.1:8787`, or under a base path `https://example.com/chat`), which names the mux
+ * below it. Anything else (`localhost:8787`, parsed as the scheme `localhost:`) was retried until
+ * `--timeout` and then reported as a host that did not answer.
  */
 function muxUrl(value: string): string {
   let url: URL | undefined;
@@ -45,9 +48,16 @@ function muxUrl(value: string): string {
     url = undefined;
   }
   if (!url || !["ws:", "wss:", "http:", "https:"].includes(url.protocol) || url.hostname === "") {
-    throw new InvalidArgumentError(`It must be a ws:// or wss:// URL, e.g. ${DEFAULT_URL}`);
+    throw new InvalidArgumentError(
+      `It must be a ws:// or wss:// URL, e.g. ${DEFAULT_URL}, or the host's http:// or https:// address`,
+    );
   }
-  return value;
+  if (url.protocol.startsWith("ws") || url.pathname.endsWith(`/${MUX_PATH}`)) return value;
+  url.pathname = `${url.pathname.replace(/\/$/, "")}/${MUX_PATH}`;
+  url.search = "";
+  url.hash = "";
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  return url.href;
 }
 
 /** Socket failures that mean nothing is there to answer: retrying at once cannot help a script. */

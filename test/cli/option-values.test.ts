@@ -80,7 +80,7 @@ describe("sessionmux option values", () => {
       const refused = await runCli(["list", "--url", url, "--token", "t", "--timeout", "3000"]);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(
-        /^error: option '--url <url>' argument '.*' is invalid\. It must be a ws:\/\/ or wss:\/\/ URL, e\.g\. ws:\/\/127\.0\.0\.1:8787\/api\/remote\.mux\n/,
+        /^error: option '--url <url>' argument '.*' is invalid\. It must be a ws:\/\/ or wss:\/\/ URL, e\.g\. ws:\/\/127\.0\.0\.1:8787\/api\/remote\.mux, or the host's http:\/\/ or https:\/\/ address\n/,
       );
     }
   });

@@ -154,15 +154,29 @@ describe("connection flags", () => {
     }
   });
 
-  it("--url takes ws, wss, http and https URLs as given, and refuses anything else naming the form", () => {
-    for (const url of ["ws://h:1/api/remote.mux", "wss://h/x", "http://h:2/api/remote.mux", "https://h/y"]) {
+  it("--url takes a mux URL as given or a host's address as the mux below it, and refuses anything else naming the form", () => {
+    for (const url of [
+      "ws://h:1/api/remote.mux",
+      "wss://h/x",
+      "http://h:2/api/remote.mux",
+      "https://h/y/api/remote.mux",
+    ]) {
       expect(parsed("list", ["--url", url]).url).toBe(url);
     }
+    const addresses = [
+      ["http://127.0.0.1:8787", "ws://127.0.0.1:8787/api/remote.mux"],
+      ["http://127.0.0.1:8787/#token=abc", "ws://127.0.0.1:8787/api/remote.mux"],
+      ["https://example.com/chat", "wss://example.com/chat/api/remote.mux"],
+      ["https://example.com/chat/?x=1", "wss://example.com/chat/api/remote.mux"],
+      ["http://u:p@h:2/a/b", "ws://u:p@h:2/a/b/api/remote.mux"],
+    ];
+    for (const [address, mux] of addresses)
+      expect(parsed("list", ["--url", address!]).url, address).toBe(mux);
     for (const url of ["localhost:8787", "127.0.0.1:8787", "ftp://h/x", "file:///tmp/x", "not a url"]) {
       const err = commanderRefusal(() => parsed("list", ["--url", url]), url);
       expect(err.code, url).toBe("commander.invalidArgument");
       expect(err.message).toContain(
-        "It must be a ws:// or wss:// URL, e.g. ws://127.0.0.1:8787/api/remote.mux",
+        "It must be a ws:// or wss:// URL, e.g. ws://127.0.0.1:8787/api/remote.mux, or the host's http:// or https:// address",
       );
     }
   });
@@ -251,6 +265,13 @@ describe("reaching the host", () => {
     await run(["list"], ["--token", ADMIN_TOKEN]);
     expect(lines().at(-1)).toHaveProperty("sessions");
     expect(parsed("list", []).url).toBe(host.wsUrl);
+
+    // the address `serve` prints reaches the same mux
+    vi.stubEnv("SESSIONMUX_URL", host.url);
+    stdout.length = 0;
+    await run(["list"], ["--token", ADMIN_TOKEN]);
+    expect(lines().at(-1)).toHaveProperty("sessions");
+    vi.stubEnv("SESSIONMUX_URL", host.wsUrl);
 
     // the flag wins over the variable
     const elsewhere = await refusing(404);
