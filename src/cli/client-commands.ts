@@ -4,8 +4,9 @@ import { followSession } from "../client/follow-session.js";
 import { integer } from "./cli-options.js";
 import { type ConnectOptions, oneShot, streamUntilDone, withConnection } from "./client-connection.js";
 import { eventLine, jsonLine } from "./json-line.js";
+import { registerOperatorCommands } from "./operator-commands.js";
 
-/** Registers the scripted client commands: follow, prompt, list, page, create, control. */
+/** Registers the scripted client commands: follow, prompt, list, page, create, control, answer, cancel. */
 export function registerClientCommands(program: Command): void {
   registerFollow(program);
   registerPrompt(program);
@@ -13,6 +14,7 @@ export function registerClientCommands(program: Command): void {
   registerPage(program);
   registerCreate(program);
   registerControl(program);
+  registerOperatorCommands(program);
 }
 
 interface FollowCliOptions extends ConnectOptions {

@@ -119,8 +119,14 @@ function signalListeners() {
 }
 
 describe("connection flags", () => {
-  const COMMANDS = ["follow", "prompt", "list", "page", "create", "control"];
-  const ARGS: Record<string, string[]> = { follow: ["s"], prompt: ["s", "t"], page: ["s"] };
+  const COMMANDS = ["follow", "prompt", "list", "page", "create", "control", "answer", "cancel"];
+  const ARGS: Record<string, string[]> = {
+    follow: ["s"],
+    prompt: ["s", "t"],
+    page: ["s"],
+    answer: ["i", "approve"],
+    cancel: ["s"],
+  };
 
   it("every command takes --url, --token and --timeout, defaulting to the local host and 30 s", () => {
     expect(
