@@ -160,6 +160,30 @@ describe("storage", () => {
     await host.putAttachment(BOB, { name: "c", type: "text/plain", bytes: new Uint8Array(1) });
     await host.putAttachment(ADMIN, { name: "d", type: "text/plain", bytes: new Uint8Array(1) });
   });
+
+  test("the quota admits writes while less is stored and refuses them once as much is stored, saying how much", async () => {
+    const { host } = await open({ maxStoredBytesPerPrincipal: 300 });
+    const upload = (name: string, size: number) =>
+      host.putAttachment(ALICE, { name, type: "text/plain", bytes: new Uint8Array(size) });
+    await upload("a", 200);
+    const { storedBytes } = await host.storageUsage(ALICE);
+    expect(storedBytes).toBe(200);
+    // one byte under the quota: still admitted, and it may take the store past it
+    await upload("b", 99);
+    expect((await host.storageUsage(ALICE)).storedBytes).toBe(299);
+    await upload("c", 1);
+    // exactly the quota stored: the next write is refused
+    const refused = await errorCode(() => upload("d", 1));
+    expect(refused).toEqual({ code: "storage_quota_exceeded", data: { maxBytes: 300, storedBytes: 300 } });
+    const message = await upload("e", 1).then(
+      () => "admitted",
+      (err: Error) => err.message,
+    );
+    expect(message).toBe(
+      "alice stores 300 bytes (event data and attachments), the most allowed is 300; delete or clear sessions to add more",
+    );
+    expect((await host.storageUsage(ALICE)).storedBytes).toBe(300);
+  });
 });
 
 describe("listeners", () => {
