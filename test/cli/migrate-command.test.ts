@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { Command } from "commander";
 import pg from "pg";
@@ -91,6 +91,22 @@ describe("migrate on a SQLite file", () => {
     const locked = await refusal(["--db", db]);
     expect(locked.code).toBe("db_in_use");
     expect(locked.message).toContain(db);
+  });
+
+  it("a file that is no database is refused with SQLite's own reason, not as in use, and stays unlocked", async () => {
+    const db = folder().file("sessions.db");
+    writeFileSync(db, Buffer.alloc(4096, 0x5a));
+    const err = await run(["--db", db]).then(
+      () => new Error("migrate succeeded"),
+      (e: unknown) => e,
+    );
+    expect(err).not.toBeInstanceOf(StartupError);
+    expect(err).toMatchObject({ code: "SQLITE_NOTADB" });
+    expect(stdout).toEqual([]);
+    // the look at the file left nothing held: it can be made a database, and then migrated
+    writeFileSync(db, "");
+    await sqliteDatabase(db);
+    await run(["--db", db]);
   });
 
   it("refuses a --db-schema other than public, naming the file", async () => {
