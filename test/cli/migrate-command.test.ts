@@ -6,7 +6,7 @@ import pg from "pg";
 import { describe, expect, inject, it, vi } from "vitest";
 import { registerMigrateCommand } from "../../src/cli/migrate-command.js";
 import { StartupError } from "../../src/operations/startup-error.js";
-import { DatabaseLock } from "../../src/store/database-lock.js";
+import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
@@ -84,6 +84,8 @@ describe("migrate on a SQLite file", () => {
     const open = await refusal(["--db", db]);
     expect(open.code).toBe("db_in_use");
     expect(open.message).toBe(`database ${db} is open in another process (a running host?); stop it first`);
+    // SQLite's refusal kept as the cause, for whoever reads the log
+    expect(open.cause).toMatchObject({ code: "SQLITE_BUSY" });
     await host.close();
     // only the host's lock held: the file itself is free when migrate looks, the store's open refuses
     const lock = DatabaseLock.acquire(db);
@@ -91,6 +93,7 @@ describe("migrate on a SQLite file", () => {
     const locked = await refusal(["--db", db]);
     expect(locked.code).toBe("db_in_use");
     expect(locked.message).toContain(db);
+    expect(locked.cause).toBeInstanceOf(DatabaseInUseError);
   });
 
   it("a file that is no database is refused with SQLite's own reason, not as in use, and stays unlocked", async () => {
