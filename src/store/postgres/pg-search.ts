@@ -8,14 +8,18 @@ const MAX_WORDS = 32;
  * Turns what a person typed into a `to_tsquery` text that can never be a syntax error: only runs
  * of letters and digits are kept (every tsquery operator is punctuation), each is quoted, words
  * are ANDed and the last matches as a prefix so results follow typing, as in the SQLite store.
- * Returns null when nothing searchable remains.
+ * A word cut to `MAX_WORD` matches as a prefix too, or a pasted token longer than that would
+ * match nothing wherever it stood. Returns null when nothing searchable remains.
  */
 export function toTsQuery(input: string): string | null {
-  const words = (input.match(/[\p{L}\p{N}]+/gu) ?? [])
-    .slice(0, MAX_WORDS)
-    .map((word) => word.slice(0, MAX_WORD));
+  const words = (input.match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, MAX_WORDS);
   if (words.length === 0) return null;
-  return words.map((word, index) => `'${word}'${index === words.length - 1 ? ":*" : ""}`).join(" & ");
+  return words
+    .map((word, index) => {
+      const prefix = index === words.length - 1 || word.length > MAX_WORD;
+      return `'${word.slice(0, MAX_WORD)}'${prefix ? ":*" : ""}`;
+    })
+    .join(" & ");
 }
 
 const HEADLINE = "'StartSel=**, StopSel=**, MaxWords=12, MinWords=6, ShortWord=0'";

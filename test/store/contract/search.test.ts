@@ -64,6 +64,32 @@ describeContract("search", (backend) => {
     const store = await seeded(open);
     expect((await store.search("configure zeb", 10)).map((hit) => hit.sessionId)).toEqual(["a"]);
     expect(await store.search("zebra absentword", 10)).toEqual([]);
+    // an earlier word is not a prefix: it was typed whole
+    expect(await store.search("zeb crossing", 10)).toEqual([]);
+  });
+
+  it("searches a pasted paragraph by its first 32 words", async () => {
+    const store = await seeded(open);
+    const words = ["how", "do", "i", "configure", "the", "zebra", "crossing"];
+    const paragraph = (count: number) =>
+      Array.from({ length: count }, (_, i) => words[i % words.length]).join(" ");
+    expect((await store.search(`${paragraph(32)} absentword`, 10)).map((hit) => hit.sessionId)).toEqual([
+      "a",
+    ]);
+    expect(await store.search(`${paragraph(31)} absentword`, 10)).toEqual([]);
+  });
+
+  it("finds a long token pasted whole wherever it stands in the query, and a longer word in no message matches nothing", async () => {
+    const { store } = await open();
+    const token = "f00d".repeat(75);
+    await store.create({ sessionId: "t", owner: "alice", model: "m" });
+    await store.append("t", [userMessage(`the key ${token} expired`)]);
+    expect((await store.search(token, 10)).map((hit) => hit.sessionId)).toEqual(["t"]);
+    expect((await store.search(`${token} expired`, 10)).map((hit) => hit.sessionId)).toEqual(["t"]);
+    expect((await store.search(`key ${token}`, 10)).map((hit) => hit.sessionId)).toEqual(["t"]);
+    // every word must match, however long: none is dropped from the query
+    expect(await store.search(`expired ${"k".repeat(3000)}`, 10)).toEqual([]);
+    expect(await store.search(`${"k".repeat(3000)} expired`, 10)).toEqual([]);
   });
 
   it("filters by owner", async () => {
