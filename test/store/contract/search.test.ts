@@ -87,6 +87,8 @@ describeContract("search", (backend) => {
     expect((await store.search(token, 10)).map((hit) => hit.sessionId)).toEqual(["t"]);
     expect((await store.search(`${token} expired`, 10)).map((hit) => hit.sessionId)).toEqual(["t"]);
     expect((await store.search(`key ${token}`, 10)).map((hit) => hit.sessionId)).toEqual(["t"]);
+    // a word up to 100 characters long is whole, as any earlier word: not a prefix of a longer one
+    expect(await store.search(`${token.slice(0, 100)} expired`, 10)).toEqual([]);
     // every word must match, however long: none is dropped from the query
     expect(await store.search(`expired ${"k".repeat(3000)}`, 10)).toEqual([]);
     expect(await store.search(`${"k".repeat(3000)} expired`, 10)).toEqual([]);
