@@ -498,6 +498,31 @@ describe("follow stream: live", () => {
     expect(h.items().at(-1)).toEqual({ kind: "caughtUp", seq: 3 });
   });
 
+  it("a catch-up that fills the socket pauses before its next read and resumes where it stopped", async () => {
+    const log = new ScriptedLog();
+    log.commit(1);
+    const h = harness(log, { highWaterBytes: 100 });
+    await idle();
+    h.writer.buffered = 101;
+    log.append(1); // pauses
+    log.commit(40);
+    h.writer.growth = 60;
+    h.writer.drain();
+    await idle();
+    // the first catch-up read (8 items) fills the socket: paused again before the second read
+    expect(h.stream.state).toBe("paused");
+    expect(await h.slow()).toBe(1);
+    const reads = log.reads.length;
+    expect(h.seqs()).toEqual(range(1, 17));
+    h.writer.growth = 0;
+    h.writer.drain();
+    await idle();
+    expect(log.reads.length).toBeGreaterThan(reads);
+    expect(h.seqs()).toEqual(range(1, 42));
+    expect(h.stream.state).toBe("live");
+    expect(await h.slow()).toBe(0);
+  });
+
   it("a read is started at the mark, not above it", async () => {
     const log = new ScriptedLog();
     log.commit(2);
@@ -648,6 +673,48 @@ describe("follow stream: endings", () => {
     expect(await h.slow()).toBe(0);
     expect(h.writer.waiters.size).toBe(0);
     expect(log.listeners.size).toBe(0);
+  });
+
+  it("closed live, paused or catching up: ended at once, a second stop is harmless, a catch-up read in flight sends nothing", async () => {
+    // a second stop: the host shutting down ends the stream, then the socket goes
+    const live = harness(new ScriptedLog("live"));
+    await idle();
+    expect(live.stream.state).toBe("live");
+    live.stream.stop();
+    expect(live.stream.state).toBe("ended");
+    live.stream.stop();
+    expect(live.stream.state).toBe("ended");
+
+    const pausedLog = new ScriptedLog("paused");
+    const paused = harness(pausedLog, { highWaterBytes: 10 });
+    await idle();
+    paused.writer.buffered = 11;
+    pausedLog.append(1);
+    expect(paused.stream.state).toBe("paused");
+    paused.stream.stop();
+    expect(paused.stream.state).toBe("ended");
+    paused.stream.stop();
+    expect(paused.stream.state).toBe("ended");
+
+    const log = new ScriptedLog("catching");
+    log.commit(1);
+    const h = harness(log, { highWaterBytes: 10 });
+    await idle();
+    h.writer.buffered = 11;
+    log.append(2); // pauses
+    log.autoRelease = false;
+    h.writer.drain(); // the catch-up read waits
+    await idle();
+    expect(h.stream.state).toBe("catchingUp");
+    const sent = h.items().length;
+    h.stream.stop();
+    expect(h.stream.state).toBe("ended");
+    log.nextRead().release();
+    await idle();
+    expect(h.items()).toHaveLength(sent);
+    expect(h.logged).toEqual([]);
+    h.stream.stop();
+    expect(h.stream.state).toBe("ended");
   });
 
   it("a refused open ends the stream with its code; a failing read with internal_error, logged once", async () => {
