@@ -289,7 +289,16 @@ describe.skipIf(!hasChromium)("browser console", () => {
       .toBe("Zebra migration");
 
     await page.fill('[data-testid="search"]', "zebra");
-    await page.waitForSelector(`[data-testid="search-hit"][data-session-id="${sessionId}"]`);
+    const hit = `[data-testid="search-hit"][data-session-id="${sessionId}"]`;
+    await page.waitForSelector(hit);
+    // the matched word is marked, not shown between the host's `**` markers
+    expect(await page.textContent(`${hit} [data-testid="hit-snippet"]`)).toBe(
+      "a message about the zebra migration",
+    );
+    const marks = await page.$eval(hit, (first) =>
+      [...first.querySelectorAll("mark")].map((m) => m.textContent),
+    );
+    expect(marks).toEqual(["zebra"]);
     await page.fill('[data-testid="search"]', "");
 
     await page.click('[data-testid="fork-session"]');

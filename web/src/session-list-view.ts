@@ -108,6 +108,20 @@ export interface SearchHit {
   snippet: string;
 }
 
+/**
+ * A hit's snippet with its matched words marked: the host puts each between `**` and `**`
+ * (protocol-v1 §4, `session.search`). A `**` left without its pair is shown as written.
+ */
+export function markedSnippet(snippet: string): (string | TemplateResult)[] {
+  const parts = snippet.split("**");
+  const unpaired = parts.length % 2 === 0 ? `**${parts.pop()}` : undefined;
+  const marked: (string | TemplateResult)[] = parts.map((part, i) =>
+    i % 2 === 1 ? html`<mark>${part}</mark>` : part,
+  );
+  if (unpaired !== undefined) marked.push(unpaired);
+  return marked;
+}
+
 export function renderSearchHits(
   list: HTMLElement,
   hits: SearchHit[] | undefined,
@@ -123,7 +137,7 @@ export function renderSearchHits(
             (hit) => html`<li class="session-item" data-testid="search-hit" data-session-id=${hit.sessionId}
               tabindex="0">
               <span class="row-title">${titleOf(hit.sessionId)}</span>
-              <span class="hit-snippet">${hit.snippet}</span>
+              <span class="hit-snippet" data-testid="hit-snippet">${markedSnippet(hit.snippet)}</span>
             </li>`,
           )}`,
     list,
