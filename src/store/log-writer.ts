@@ -197,6 +197,7 @@ export class LogWriter {
     this.statements.deleteSession.run(sessionId);
     this.statements.deleteAttachments.run(sessionId);
     this.statements.deletePrompts.run(sessionId);
+    this.statements.deleteDismissals.run(sessionId);
     this.deleteSearch(sessionId);
     this.statements.insertTombstone.run(sessionId, at);
     this.cache.set(sessionId, "retired");

@@ -237,6 +237,12 @@ const MIGRATIONS: readonly string[] = [
   `
   DROP TABLE IF EXISTS live_owners;
   `,
+  // 10: deleting a session deletes who dismissed it, found by this index; the rows a delete of an
+  // earlier build left behind go here
+  `
+  CREATE INDEX IF NOT EXISTS dismissals_by_session ON dismissals (session_id);
+  DELETE FROM dismissals WHERE session_id NOT IN (SELECT session_id FROM projections);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

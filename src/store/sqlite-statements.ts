@@ -85,6 +85,7 @@ const SQL = {
   findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",
   deletePrompts: "DELETE FROM prompt_keys WHERE session_id = ?",
+  deleteDismissals: "DELETE FROM dismissals WHERE session_id = ?",
   linkAttachment: "UPDATE attachments SET session_id = ? WHERE attachment_id = ? AND session_id IS NULL",
   deleteAttachments: "DELETE FROM attachments WHERE session_id = ?",
   insertSearchDoc: "INSERT INTO search_docs (session_id, seq) VALUES (?, ?)",

@@ -15,6 +15,9 @@ function tempStore(): ReturnType<typeof openTempStore> {
   return opened;
 }
 
+/** The migration that drops the live state's owner rows. */
+const LIVE_OWNERS_DROPPED = 9;
+
 describe("the live state's owner rows of older files", () => {
   it("are dropped when the file is upgraded; the queue they named stays", async () => {
     const { store, path } = tempStore();
@@ -26,7 +29,7 @@ describe("the live state's owner rows of older files", () => {
     old.exec(`CREATE TABLE live_owners (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL,
       generation TEXT NOT NULL, since INTEGER NOT NULL) WITHOUT ROWID;
       INSERT INTO live_owners VALUES ('queued', 'h1', 'g1', 5);
-      PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+      PRAGMA user_version = ${LIVE_OWNERS_DROPPED - 1}`);
     old.close();
 
     const reopened = SqliteSessionStore.open(path);

@@ -1,12 +1,17 @@
 import type pg from "pg";
 import type { DismissalOutcome } from "../dismissals.js";
+import type { PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
-const LIVE = "SELECT 1 FROM projections WHERE session_id = $1";
 const INSERT = `INSERT INTO dismissals (principal, session_id, dismissed_at) VALUES ($1, $2, $3)
   ON CONFLICT DO NOTHING`;
 const DELETE = "DELETE FROM dismissals WHERE principal = $1 AND session_id = $2";
 const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2";
+
+const liveSession = async (batch: PgWriteBatch, sessionId: string): Promise<boolean> => {
+  const state = await batch.load(sessionId);
+  return state !== null && state !== "retired";
+};
 
 /**
  * The PostgreSQL side of `DismissalStore`: writes join the host's group commit (one transaction,
@@ -15,9 +20,11 @@ const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2"
 export const pgDismissals = {
   dismiss(sessionId: string, principal: string, at: number): PgWriteOperation<DismissalOutcome> {
     return {
-      sessions: [],
+      // the session's row locked: a delete on another host either went first (then this finds it
+      // retired) or waits, and deletes the row this writes
+      sessions: [sessionId],
       run: async (batch) => {
-        if ((await batch.client.query(LIVE, [sessionId])).rowCount === 0) return { status: "not_found" };
+        if (!(await liveSession(batch, sessionId))) return { status: "not_found" };
         const { rowCount } = await batch.client.query(INSERT, [principal, sessionId, at]);
         return { status: "ok", changed: (rowCount ?? 0) > 0 };
       },
@@ -26,9 +33,11 @@ export const pgDismissals = {
 
   restore(sessionId: string, principal: string): PgWriteOperation<DismissalOutcome> {
     return {
-      sessions: [],
+      // the session's row locked: a delete on another host either went first (then this finds it
+      // retired) or waits, and deletes the row this writes
+      sessions: [sessionId],
       run: async (batch) => {
-        if ((await batch.client.query(LIVE, [sessionId])).rowCount === 0) return { status: "not_found" };
+        if (!(await liveSession(batch, sessionId))) return { status: "not_found" };
         const { rowCount } = await batch.client.query(DELETE, [principal, sessionId]);
         return { status: "ok", changed: (rowCount ?? 0) > 0 };
       },

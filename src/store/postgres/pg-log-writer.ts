@@ -33,7 +33,8 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING oc
     d AS (DELETE FROM search_docs WHERE session_id = $1),
     i AS (DELETE FROM interactions WHERE session_id = $1),
     j AS (DELETE FROM jobs WHERE session_id = $1),
-    l AS (DELETE FROM leases WHERE session_id = $1)
+    l AS (DELETE FROM leases WHERE session_id = $1),
+    x AS (DELETE FROM dismissals WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1
   RETURNING (SELECT coalesce(sum(n), 0)::bigint FROM e) AS n`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";

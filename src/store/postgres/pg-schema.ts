@@ -267,6 +267,12 @@ const MIGRATIONS: readonly string[] = [
   ) WHERE open_turn_id IS NOT NULL;
   UPDATE projections SET last_state = 'input-required' WHERE pending_interactions > 0;
   `,
+  // 10: deleting a session deletes who dismissed it, found by this index; the rows a delete of an
+  // earlier build left behind go here
+  `
+  CREATE INDEX IF NOT EXISTS dismissals_by_session ON dismissals (session_id);
+  DELETE FROM dismissals d WHERE NOT EXISTS (SELECT 1 FROM projections p WHERE p.session_id = d.session_id);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,6 +1,10 @@
 import { expect, it } from "vitest";
 import { turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
+import { tamper } from "./operator-hand.js";
+
+/** The migration (10 on both stores) that deletes dismissals with their session. */
+const DISMISSALS_MIGRATION = 10;
 
 const ids = (page: { rows: { sessionId: string }[] }) => page.rows.map((row) => row.sessionId);
 
@@ -82,6 +86,38 @@ describeContract("dismissal", (backend) => {
       dismissals: { principal: "carol", dismissed: true },
     });
     expect(parked.rows).toEqual([]);
+  });
+
+  it("deleting a session deletes every principal's dismissal of it, and nobody else's", async () => {
+    const { store } = await open();
+    for (const id of ["gone", "kept"]) await store.create({ sessionId: id, owner: "alice", model: "m" });
+    for (const principal of ["alice", "admin"]) {
+      await store.dismiss("gone", principal, 1);
+      await store.dismiss("kept", principal, 1);
+    }
+    expect(await store.delete("gone")).toEqual({ status: "deleted" });
+    expect(await store.isDismissed("gone", "alice")).toBe(false);
+    expect(await store.isDismissed("gone", "admin")).toBe(false);
+    expect(await store.isDismissed("kept", "alice")).toBe(true);
+    expect(await store.isDismissed("kept", "admin")).toBe(true);
+  });
+
+  it("a database from before opens without the dismissals an earlier delete left behind", async () => {
+    const db = await open();
+    for (const id of ["gone", "kept"]) await db.store.create({ sessionId: id, owner: "alice", model: "m" });
+    await db.store.dismiss("kept", "alice", 1);
+    await db.store.delete("gone");
+    await db.store.close();
+    // the rows an earlier build's delete left, in the schema before the migration
+    await tamper(
+      db,
+      `INSERT INTO dismissals (principal, session_id, dismissed_at) VALUES ('alice', 'gone', 1);
+       DROP INDEX dismissals_by_session;
+       ${db.path ? `PRAGMA user_version = ${DISMISSALS_MIGRATION - 1}` : `DELETE FROM schema_migrations WHERE version >= ${DISMISSALS_MIGRATION}`}`,
+    );
+    const reopened = await db.openAnother();
+    expect(await reopened.isDismissed("gone", "alice")).toBe(false);
+    expect(await reopened.isDismissed("kept", "alice")).toBe(true);
   });
 
   it("dismissing or restoring an unknown or deleted session answers not_found and records nothing", async () => {
