@@ -17,7 +17,8 @@ export function parseDemoCommand(text: string): DemoCommand {
   if (!match) return { kind: "text", text };
   const [, name, rest = ""] = match;
   const args = rest.trim();
-  const numbers = args.split(/\s+/).map(Number);
+  // no arguments is no numbers: "".split() gives [""], and Number("") is 0, not a missing count
+  const numbers = args === "" ? [] : args.split(/\s+/).map(Number);
   switch (name) {
     case "stream":
       return {
