@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
-import type { AgentDriver, TurnContext } from "../../src/agents/agent.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { AgentDriver, ParkedAnswer, TurnContext } from "../../src/agents/agent.js";
 import { meteredAgent, type TurnMeters } from "../../src/host/turn-meters.js";
 
 function turn(emitted: string[]): TurnContext {
@@ -80,5 +80,155 @@ describe("meteredAgent", () => {
       ["agent turn failed", "quota exceeded"],
       ["agent threw during a turn", "model endpoint refused"],
     ]);
+  });
+
+  describe("with a clock the test moves", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    function recording() {
+      const records: string[] = [];
+      const meters: TurnMeters = {
+        turnEnded: (seconds, state) => void records.push(`ended ${state} ${seconds}`),
+        firstToken: (seconds) => void records.push(`first ${seconds}`),
+      };
+      return { records, meters };
+    }
+
+    it("times a turn from its call to its outcome, and its first text (reasoning too) once committed", async () => {
+      vi.useFakeTimers({ toFake: ["performance"] });
+      // the clock does not start at 0, so a duration is a difference, not a reading
+      vi.advanceTimersByTime(10_000);
+      const { records, meters } = recording();
+      const agent: AgentDriver = {
+        name: "t",
+        defaultModel: "m",
+        models: () => [],
+        async runTurn(ctx) {
+          vi.advanceTimersByTime(50);
+          // a tool call is not text: the first token is the reasoning after it
+          await ctx.emit({ type: "tool/call", toolCallId: "c", name: "x", args: {} });
+          vi.advanceTimersByTime(30);
+          await ctx.emit({ type: "reasoning/delta", text: "thinking" });
+          vi.advanceTimersByTime(400);
+          await ctx.emit({ type: "assistant/delta", text: "a" });
+          vi.advanceTimersByTime(250);
+          return { state: "completed" };
+        },
+      };
+      const committing = turn([]);
+      // the store's commit takes 20 ms: the first token counts from the call to its commit
+      const slowCommit: TurnContext = {
+        ...committing,
+        emit: async (event) => {
+          vi.advanceTimersByTime(20);
+          await committing.emit(event);
+        },
+      };
+      await meteredAgent(agent, meters, capture().logger).runTurn(slowCommit);
+      expect(records).toEqual(["first 0.12", "ended completed 0.79"]);
+    });
+
+    it("continues a parked turn through the agent's continueTurn, timed from the continuation", async () => {
+      vi.useFakeTimers({ toFake: ["performance"] });
+      const { records, meters } = recording();
+      const seen: string[] = [];
+      const agent: AgentDriver = {
+        name: "t",
+        defaultModel: "m",
+        models: () => [],
+        runTurn: async () => ({ state: "completed" }),
+        async continueTurn(ctx, answers) {
+          seen.push(`${this.name} ${ctx.turnId} ${answers.length}`);
+          vi.advanceTimersByTime(2000);
+          await ctx.emit({ type: "assistant/delta", text: "done" });
+          return { state: "failed", error: "denied" };
+        },
+      };
+      const { logger, lines } = capture();
+      const metered = meteredAgent(agent, meters, logger);
+      const answers = [{ interaction: {}, resolution: { outcome: "deny" } }] as unknown as ParkedAnswer[];
+      const emitted: string[] = [];
+      expect(await metered.continueTurn?.(turn(emitted), answers)).toEqual({
+        state: "failed",
+        error: "denied",
+      });
+      expect([seen, emitted, records]).toEqual([
+        ["t t1 1"],
+        ["assistant/delta"],
+        ["first 2", "ended failed 2"],
+      ]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(
+        lines.map(({ msg, sessionId, turnId, agent, model, error }) => ({
+          msg,
+          sessionId,
+          turnId,
+          agent,
+          model,
+          error,
+        })),
+      ).toEqual([
+        { msg: "agent turn failed", sessionId: "s1", turnId: "t1", agent: "t", model: "m", error: "denied" },
+      ]);
+    });
+  });
+
+  it("logs where a turn threw: its session, turn, agent and model", async () => {
+    const agent: AgentDriver = {
+      name: "thrower",
+      defaultModel: "m",
+      models: () => [],
+      runTurn: async () => {
+        throw new Error("boom");
+      },
+    };
+    const { logger, lines } = capture();
+    const ends: string[] = [];
+    const metered = meteredAgent(
+      agent,
+      { turnEnded: (_s, state) => void ends.push(state), firstToken: () => {} },
+      logger,
+    );
+    await expect(metered.runTurn(turn([]))).rejects.toThrow("boom");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ends).toEqual(["failed"]);
+    expect(
+      lines.map(({ msg, sessionId, turnId, agent, model }) => ({ msg, sessionId, turnId, agent, model })),
+    ).toEqual([
+      { msg: "agent threw during a turn", sessionId: "s1", turnId: "t1", agent: "thrower", model: "m" },
+    ]);
+  });
+
+  it("offers close and continueTurn only when the agent has them, and close reaches the agent", async () => {
+    const meters: TurnMeters = { turnEnded: () => {}, firstToken: () => {} };
+    const bare: AgentDriver = {
+      name: "b",
+      defaultModel: "m",
+      models: () => [],
+      runTurn: async () => ({ state: "completed" }),
+    };
+    const plain = meteredAgent(bare, meters, capture().logger);
+    expect(["close" in plain, "continueTurn" in plain]).toEqual([false, false]);
+
+    let closed = 0;
+    const full: AgentDriver = {
+      ...bare,
+      close: async () => void closed++,
+      continueTurn: async () => ({ state: "completed" }),
+    };
+    const wrapped = meteredAgent(full, meters, capture().logger);
+    expect(typeof wrapped.continueTurn).toBe("function");
+    await wrapped.close?.();
+    expect(closed).toBe(1);
+
+    // the agent's own close is awaited: its failure is the wrapper's
+    const failing = meteredAgent(
+      { ...bare, close: () => Promise.reject(new Error("still draining")) },
+      meters,
+      capture().logger,
+    );
+    await expect(failing.close?.()).rejects.toThrow("still draining");
   });
 });
