@@ -63,4 +63,17 @@ describe("a refusal by a union schema names the field of the member the value ca
     const nested = Type.Union([Type.Union([Type.Object({ a: Type.String() }), Type.Number()]), Type.Null()]);
     expect(refusal(Type.Object({ v: nested }), { v: { a: 1 } }).data).toEqual({ field: "/v/a" });
   });
+
+  it("a union of a literal and an object is followed into the object, not listed as values", () => {
+    // one error against either member: the first, the object, is followed
+    const choice = Type.Union([
+      Type.Object({ model: Type.String() }, { additionalProperties: false }),
+      Type.Literal("auto"),
+    ]);
+    expect(refusal(Type.Object({ pick: choice }), { pick: { model: 5 } })).toEqual({
+      code: "bad_request",
+      message: "params/pick/model: Expected string",
+      data: { field: "/pick/model" },
+    });
+  });
 });
