@@ -139,7 +139,19 @@ describe("parseClientFrame", () => {
       params: {},
     });
     const refused = refusal({ id: 7, type: "call", method: "session.list", params: { limit: "five" } });
-    expect(refused).toMatchObject({ code: "bad_request", data: { field: "/limit" }, id: 7 });
+    expect(refused).toEqual({
+      code: "bad_request",
+      message: "params/limit: Expected integer",
+      data: { field: "/limit" },
+      id: 7,
+    });
+    // params that are not a map at all: the whole of them is named
+    expect(refusal({ id: 7, type: "call", method: "session.list", params: 5 })).toEqual({
+      code: "bad_request",
+      message: "params: Expected object",
+      data: { field: "/" },
+      id: 7,
+    });
     expect(refusal({ id: 7, type: "call", method: "session.list", params: { extra: 1 } })).toMatchObject({
       code: "bad_request",
       id: 7,
