@@ -67,13 +67,22 @@ export interface CommitRows {
   versions?: ReadonlyMap<string, number>;
 }
 
-/** A part of the write statement, and what it must have done (see `combine`). */
-interface Part extends Statement {
+/** The text of a part of the write statement, and what it must have done (see `combine`). */
+interface PartShape {
+  sql: string;
   /**
    * A condition the transaction needs, over `{self}` (the rows the part returned) and the part's
    * own placeholders; the statement's `result` gets every part's condition as `{expected}`.
    */
   expect?: string;
+  /** Its bit in the key of the statements cached (see `combine`). */
+  bit: number;
+}
+
+/** A part with this transaction's values. */
+interface Part {
+  shape: PartShape;
+  params: unknown[];
 }
 
 // Only the row version a batch on kept states used may be written: under the row lock, the
@@ -85,25 +94,64 @@ const EVERY_ROW_WRITTEN = "(SELECT count(*) FROM {self}) = cardinality($1::text[
 /** How the names of write statements that end with a check (see `take`'s `result`) begin. */
 export const CHECKED_WRITE = "sessionmux_checked_write";
 
-/**
- * The write statement's text depends only on which of its seven parts a transaction has, so the
- * texts are at most 2^7 and each is parsed and planned once per connection, under its own name.
- */
-const preparedNames = new Map<string, string>();
-
-function preparedName(sql: string, prefix: string): string {
-  let name = preparedNames.get(sql);
-  if (name === undefined) {
-    name = `${prefix}_${preparedNames.size}`;
-    preparedNames.set(sql, name);
-  }
-  return name;
-}
-
 /** `unnest($1::t1[], $2::t2[], …)` for the given column types. */
 function unnest(types: readonly string[]): string {
   return `unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(", ")})`;
 }
+
+const SET_PROJECTION = `UPDATE projections p SET ${PROJECTION_COLUMNS.slice(1)
+  .map(([name]) => `${name} = v.${name}`)
+  .join(", ")}, version = ${WRITER_VERSION}`;
+
+/** The parts of the write statement, in the order they run. */
+const SHAPES = {
+  // in owner order (see `OwnerDataBytes.moved`): two hosts take these rows' locks in one order
+  usage: {
+    sql: `INSERT INTO owner_usage (owner, stored_bytes)
+      SELECT * FROM ${unnest(["text", "bigint"])} ON CONFLICT (owner)
+      DO UPDATE SET stored_bytes = owner_usage.stored_bytes + EXCLUDED.stored_bytes`,
+    bit: 1,
+  },
+  events: {
+    sql: `INSERT INTO events (session_id, seq, type, at, data)
+      SELECT e.session_id, e.seq, e.type, e.at, substring($7::bytea FROM e.start FOR e.length)
+      FROM ${unnest(["text", "bigint", "text", "bigint", "integer", "integer"])}
+        AS e(session_id, seq, type, at, start, length)`,
+    bit: 2,
+  },
+  // no ON CONFLICT: a key another write holds aborts this transaction, never appends twice
+  prompts: {
+    sql: `INSERT INTO prompt_keys (session_id, client_message_id, record)
+      SELECT * FROM ${unnest(["text", "text", "bytea"])}`,
+    bit: 4,
+  },
+  links: {
+    sql: `UPDATE attachments a SET session_id = v.session_id FROM ${unnest(["text", "text"])}
+      AS v(session_id, attachment_id) WHERE a.attachment_id = v.attachment_id AND a.session_id IS NULL`,
+    bit: 8,
+  },
+  search: {
+    sql: `INSERT INTO search_docs (session_id, seq, text) SELECT * FROM ${unnest(["text", "bigint", "text"])}`,
+    bit: 16,
+  },
+  fresh: {
+    sql: `INSERT INTO projections (${PROJECTION_NAMES}, version)
+      SELECT *, ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)}`,
+    bit: 32,
+  },
+  changed: {
+    sql: `${SET_PROJECTION} FROM ${unnest(PROJECTION_TYPES)} AS v(${PROJECTION_NAMES})
+      WHERE p.session_id = v.session_id`,
+    bit: 64,
+  },
+  // guarded: only rows still at their session's listed version are written, every one of them
+  changedKept: {
+    sql: `${SET_PROJECTION} FROM ${unnest([...PROJECTION_TYPES, "bigint"])} AS v(${PROJECTION_NAMES}, version)
+      WHERE p.session_id = v.session_id AND ${KEPT_VERSION} RETURNING 1`,
+    expect: EVERY_ROW_WRITTEN,
+    bit: 128,
+  },
+} satisfies Record<string, PartShape>;
 
 /**
  * Rows a transaction's operations produced, kept column-wise and written by ONE statement (one
@@ -165,11 +213,8 @@ export class PendingRows {
     const { result, versions } = commit ?? {};
     const parts: Part[] = [];
     if (usage.length > 0) {
-      // in owner order (see `OwnerDataBytes.moved`): two hosts take these rows' locks in one order
       parts.push({
-        sql: `INSERT INTO owner_usage (owner, stored_bytes)
-          SELECT * FROM ${unnest(["text", "bigint"])} ON CONFLICT (owner)
-          DO UPDATE SET stored_bytes = owner_usage.stored_bytes + EXCLUDED.stored_bytes`,
+        shape: SHAPES.usage,
         params: [
           textArrayLiteral(usage.map(([owner]) => owner)),
           integerArrayLiteral(usage.map(([, b]) => b)),
@@ -178,10 +223,7 @@ export class PendingRows {
     }
     if (this.events[0].length > 0) {
       parts.push({
-        sql: `INSERT INTO events (session_id, seq, type, at, data)
-          SELECT e.session_id, e.seq, e.type, e.at, substring($7::bytea FROM e.start FOR e.length)
-          FROM ${unnest(["text", "bigint", "text", "bigint", "integer", "integer"])}
-            AS e(session_id, seq, type, at, start, length)`,
+        shape: SHAPES.events,
         params: [
           textArrayLiteral(this.events[0]),
           integerArrayLiteral(this.events[1]),
@@ -193,52 +235,25 @@ export class PendingRows {
         ],
       });
     }
-    if (this.prompts[0].length > 0) {
-      // no ON CONFLICT: a key another write holds aborts this transaction, never appends twice
-      parts.push({
-        sql: `INSERT INTO prompt_keys (session_id, client_message_id, record)
-          SELECT * FROM ${unnest(["text", "text", "bytea"])}`,
-        params: this.prompts,
-      });
-    }
-    if (this.links[0].length > 0) {
-      parts.push({
-        sql: `UPDATE attachments a SET session_id = v.session_id FROM ${unnest(["text", "text"])}
-          AS v(session_id, attachment_id) WHERE a.attachment_id = v.attachment_id AND a.session_id IS NULL`,
-        params: this.links,
-      });
-    }
-    if (this.search[0].length > 0) {
-      parts.push({
-        sql: `INSERT INTO search_docs (session_id, seq, text) SELECT * FROM ${unnest(["text", "bigint", "text"])}`,
-        params: this.search,
-      });
-    }
+    if (this.prompts[0].length > 0) parts.push({ shape: SHAPES.prompts, params: this.prompts });
+    if (this.links[0].length > 0) parts.push({ shape: SHAPES.links, params: this.links });
+    if (this.search[0].length > 0) parts.push({ shape: SHAPES.search, params: this.search });
     const fresh: ProjectionState[] = [];
     const changed: ProjectionState[] = [];
     for (const state of states) {
       if (created.has(state.sessionId)) fresh.push(state.projection);
       else if (written.has(state.sessionId)) changed.push(state.projection);
     }
-    if (fresh.length > 0) {
-      parts.push({
-        sql: `INSERT INTO projections (${PROJECTION_NAMES}, version)
-          SELECT *, ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)}`,
-        params: projectionColumns(fresh),
-      });
-    }
+    if (fresh.length > 0) parts.push({ shape: SHAPES.fresh, params: projectionColumns(fresh) });
     if (changed.length > 0) {
+      const params = projectionColumns(changed);
       parts.push(
-        updateOf(
-          PROJECTION_COLUMNS.slice(1)
-            .map(([name]) => `${name} = v.${name}`)
-            .join(", "),
-          PROJECTION_TYPES,
-          PROJECTION_NAMES,
-          projectionColumns(changed),
-          changed,
-          versions,
-        ),
+        versions
+          ? {
+              shape: SHAPES.changedKept,
+              params: [...params, integerArrayLiteral(changed.map((r) => versions.get(r.sessionId) ?? -1))],
+            }
+          : { shape: SHAPES.changed, params },
       );
     }
     this.events = [[], [], [], [], [], []];
@@ -251,53 +266,55 @@ export class PendingRows {
   }
 }
 
-/**
- * An UPDATE of projection rows from `params` (one array per column of `names`, session ids first);
- * with `versions`, guarded: only rows still at their session's listed version are written, and
- * the part expects to have written every one.
- */
-function updateOf(
-  assignments: string,
-  types: readonly string[],
-  names: string,
-  params: unknown[],
-  rows: readonly ProjectionState[],
-  versions: ReadonlyMap<string, number> | undefined,
-): Part {
-  const set = `UPDATE projections p SET ${assignments}, version = ${WRITER_VERSION}`;
-  if (!versions) {
-    return { sql: `${set} FROM ${unnest(types)} AS v(${names}) WHERE p.session_id = v.session_id`, params };
-  }
-  return {
-    sql: `${set} FROM ${unnest([...types, "bigint"])} AS v(${names}, version)
-      WHERE p.session_id = v.session_id AND ${KEPT_VERSION} RETURNING 1`,
-    params: [...params, integerArrayLiteral(rows.map((r) => versions.get(r.sessionId) ?? -1))],
-    expect: EVERY_ROW_WRITTEN,
-  };
-}
+/** The statements built so far, by their parts' bits and the result's text (see `combine`). */
+const statements = new Map<string, Map<number, { sql: string; name: string }>>();
+let prepared = 0;
 
 /**
  * Joins parts into one statement, renumbering each part's placeholders (and those of its
  * expectation) after the previous ones; the parts' expectations, joined by AND, replace the
- * result's `{expected}`.
+ * result's `{expected}`. A part's text and its count of placeholders are fixed, so the statement's
+ * text depends only on which parts it has and on the result's: it is built once per such shape (at
+ * most a few dozen) and prepared under its own name on each connection; a transaction only
+ * gathers its values.
  */
 function combine(parts: Part[], result?: Statement): Statement | null {
-  const prefix = result ? CHECKED_WRITE : "sessionmux_write";
+  if (parts.length === 0 && !result) return null;
+  let bits = 0;
+  for (const part of parts) bits |= part.shape.bit;
+  let byBits = statements.get(result?.sql ?? "");
+  if (!byBits) {
+    byBits = new Map();
+    statements.set(result?.sql ?? "", byBits);
+  }
+  let built = byBits.get(bits);
+  if (!built) {
+    built = build(parts, result);
+    byBits.set(bits, built);
+  }
   const params: unknown[] = [];
+  for (const part of parts) for (const value of part.params) params.push(value);
+  if (result) for (const value of result.params) params.push(value);
+  return { sql: built.sql, params, name: built.name };
+}
+
+function build(parts: readonly Part[], result?: Statement): { sql: string; name: string } {
+  let offset = 0;
   const expected: string[] = [];
-  const renumber = (sql: string, offset: number) =>
-    sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
-  const renumbered = (part: Part, name: string) => {
-    const offset = params.length;
-    params.push(...part.params);
-    if (part.expect) expected.push(renumber(part.expect, offset).replaceAll("{self}", name));
-    return renumber(part.sql, offset);
-  };
-  const ctes = parts.map((part, i) => `w${i} AS (${renumbered(part, `w${i}`)})`);
+  const renumber = (sql: string, by: number) =>
+    sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + by}`);
+  const ctes = parts.map(({ shape, params }, i) => {
+    const sql = renumber(shape.sql, offset);
+    if (shape.expect) expected.push(renumber(shape.expect, offset).replaceAll("{self}", `w${i}`));
+    offset += params.length;
+    return `w${i} AS (${sql})`;
+  });
   const end = result
-    ? renumbered(result, "").replace("{expected}", expected.length > 0 ? expected.join(" AND ") : "true")
+    ? renumber(result.sql, offset).replace(
+        "{expected}",
+        expected.length > 0 ? expected.join(" AND ") : "true",
+      )
     : "SELECT 1";
-  if (ctes.length === 0 && !result) return null;
   const sql = ctes.length > 0 ? `WITH ${ctes.join(",\n")} ${end}` : end;
-  return { sql, params, name: preparedName(sql, prefix) };
+  return { sql, name: `${result ? CHECKED_WRITE : "sessionmux_write"}_${prepared++}` };
 }
