@@ -84,24 +84,34 @@ describe("Dismissals", () => {
     expect(heard[0]).toMatchObject({ name: "session.dismissed", value: { sessionId: "t" } });
   });
 
-  test("restoring for work a session deleted since its dismissal warns, naming it; one never dismissed only reads", async () => {
+  test("restoring for work a session deleted between its read and its restore warns, naming it; a deleted or never dismissed session only reads", async () => {
     const { store, dismissals, lines, heard } = open();
-    await store.create({ sessionId: "plain", owner: "alice", model: "demo-fast" });
-    await store.create({ sessionId: "gone", owner: "alice", model: "demo-fast" });
+    for (const sessionId of ["plain", "gone", "racing"])
+      await store.create({ sessionId, owner: "alice", model: "demo-fast" });
     await dismissals.dismiss(ALICE, "gone");
+    await dismissals.dismiss(ALICE, "racing");
     await store.delete("plain");
+    // the delete takes the dismissal with it: nothing is left to restore
     await store.delete("gone");
-    // in this order: a restore of "plain" would fail, and warn, before the one of "gone" does
+    // "racing" is deleted after its dismissal was read and before the restore runs
+    const isDismissed = store.isDismissed.bind(store);
+    vi.spyOn(store, "isDismissed").mockImplementation(async (sessionId, principal) => {
+      const dismissed = await isDismissed(sessionId, principal);
+      if (sessionId === "racing") await store.delete("racing");
+      return dismissed;
+    });
+    // in this order: a restore of "plain" or "gone" would fail, and warn, before the one of "racing" does
     dismissals.restoreForWork(ALICE, "plain");
     dismissals.restoreForWork(ALICE, "gone");
+    dismissals.restoreForWork(ALICE, "racing");
     await vi.waitFor(() => expect(lines.filter((l) => l.level === 40)).toHaveLength(1));
     expect(lines.filter((l) => l.level === 40)).toEqual([
       expect.objectContaining({
         msg: "restoring a dismissed session failed",
-        sessionId: "gone",
+        sessionId: "racing",
         err: expect.objectContaining({ code: "session_not_found" }),
       }),
     ]);
-    expect(heard.filter((n) => n.name === "session.dismissed")).toHaveLength(1);
+    expect(heard.filter((n) => n.name === "session.dismissed")).toHaveLength(2);
   });
 });
