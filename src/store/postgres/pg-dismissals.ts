@@ -8,10 +8,25 @@ const INSERT = `INSERT INTO dismissals (principal, session_id, dismissed_at) VAL
 const DELETE = "DELETE FROM dismissals WHERE principal = $1 AND session_id = $2";
 const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2";
 
-const liveSession = async (batch: PgWriteBatch, sessionId: string): Promise<boolean> => {
-  const state = await batch.load(sessionId);
-  return state !== null && state !== "retired";
-};
+/**
+ * A write to one principal's dismissal of a live session, under the session's row lock: a delete
+ * on another host either went first (then the session is found retired: `not_found`) or waits, and
+ * deletes the row this writes.
+ */
+function onLiveSession(
+  sessionId: string,
+  write: (batch: PgWriteBatch) => Promise<pg.QueryResult>,
+): PgWriteOperation<DismissalOutcome> {
+  return {
+    sessions: [sessionId],
+    run: async (batch) => {
+      const state = await batch.load(sessionId);
+      if (state === null || state === "retired") return { status: "not_found" };
+      const { rowCount } = await write(batch);
+      return { status: "ok", changed: (rowCount ?? 0) > 0 };
+    },
+  };
+}
 
 /**
  * The PostgreSQL side of `DismissalStore`: writes join the host's group commit (one transaction,
@@ -19,29 +34,11 @@ const liveSession = async (batch: PgWriteBatch, sessionId: string): Promise<bool
  */
 export const pgDismissals = {
   dismiss(sessionId: string, principal: string, at: number): PgWriteOperation<DismissalOutcome> {
-    return {
-      // the session's row locked: a delete on another host either went first (then this finds it
-      // retired) or waits, and deletes the row this writes
-      sessions: [sessionId],
-      run: async (batch) => {
-        if (!(await liveSession(batch, sessionId))) return { status: "not_found" };
-        const { rowCount } = await batch.client.query(INSERT, [principal, sessionId, at]);
-        return { status: "ok", changed: (rowCount ?? 0) > 0 };
-      },
-    };
+    return onLiveSession(sessionId, (batch) => batch.client.query(INSERT, [principal, sessionId, at]));
   },
 
   restore(sessionId: string, principal: string): PgWriteOperation<DismissalOutcome> {
-    return {
-      // the session's row locked: a delete on another host either went first (then this finds it
-      // retired) or waits, and deletes the row this writes
-      sessions: [sessionId],
-      run: async (batch) => {
-        if (!(await liveSession(batch, sessionId))) return { status: "not_found" };
-        const { rowCount } = await batch.client.query(DELETE, [principal, sessionId]);
-        return { status: "ok", changed: (rowCount ?? 0) > 0 };
-      },
-    };
+    return onLiveSession(sessionId, (batch) => batch.client.query(DELETE, [principal, sessionId]));
   },
 
   async isDismissed(pool: pg.Pool, sessionId: string, principal: string): Promise<boolean> {
