@@ -48,4 +48,13 @@ describe("event frames built once for many sockets (protocol-v1 §6)", () => {
     expect(sharedEventFrames(other)).not.toBe(sharedEventFrames(list));
     expect(sharedEventFrames(other).wire).toEqual(sharedEventFrames(list).wire);
   });
+
+  test("one notification's wire is its own message, with the payload a view of it: nothing copied twice", () => {
+    const frames = sharedEventFrames(Object.freeze([failure(20)]));
+    const [payload] = frames.payloads;
+    expect(frames.payloads).toHaveLength(1);
+    expect(payload!.buffer).toBe(frames.wire.buffer);
+    expect(payload!.byteOffset).toBe(frames.wire.byteOffset + frames.wire.length - payload!.length);
+    expect(parse(frames.wire)).toEqual([{ type: "event", name: "agent.error", value: failure(20).value }]);
+  });
 });
