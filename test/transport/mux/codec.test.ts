@@ -202,4 +202,35 @@ describe("item frames spliced around a shared value", () => {
     expect(more).toBeUndefined();
     expect(Buffer.from(fromRows!).equals(Buffer.from(encodeFrame({ kind: "events", events })))).toBe(true);
   });
+
+  it("splices the stored data in as the log holds it, not encoded again from the events", () => {
+    const events = [
+      { seq: 1, at: 1, type: "user/message", data: { n: 5 } },
+      { seq: 2, at: 2, type: "user/message", data: { n: 6 } },
+    ];
+    // {n: 5} as the log might hold it: 5 as a uint16 (cd 00 05), where an encoder writes a fixint
+    const wide = Uint8Array.from([0x81, 0xa1, 0x6e, 0xcd, 0x00, 0x05]);
+    const stored = [
+      [1, 1, "user/message", wide],
+      [2, 2, "user/message", encodeFrame(events[1]!.data)],
+    ];
+    const [item] = encodedEventsItems(events as never[], stored as never);
+    expect(decodeFrame(item!)).toEqual({ kind: "events", events });
+    expect(Buffer.from(item!).includes(Buffer.from(wide))).toBe(true);
+    // encoding the events writes other bytes, so the stored ones above came from the rows
+    const [encoded] = encodedEventsItems([...events] as never[]);
+    expect(decodeFrame(encoded!)).toEqual({ kind: "events", events });
+    expect(Buffer.from(encoded!).includes(Buffer.from(wide))).toBe(false);
+  });
+
+  it("encodes the events themselves when the stored rows are not the batch's (another count)", () => {
+    const events = [
+      { seq: 7, at: 1, type: "user/message", data: { text: "a" } },
+      { seq: 8, at: 2, type: "user/message", data: { text: "b" } },
+    ];
+    const stored = [[7, 1, "user/message", encodeFrame(events[0]!.data)]];
+    const [item, more] = encodedEventsItems(events as never[], stored as never);
+    expect(more).toBeUndefined();
+    expect(decodeFrame(item!)).toEqual({ kind: "events", events });
+  });
 });
