@@ -70,4 +70,20 @@ describe("item messages framed once for every socket sending the same value", ()
     // the kept ones are still served
     expect(parse(sharedItemMessage(4, itemFramePrefix(4), large)!)).toEqual([itemOf(4, "l".repeat(4096))]);
   });
+
+  test("past the ids kept per value, one of 512 bytes is still framed per socket, one of 513 is not", () => {
+    // text lengths giving values of exactly 512 and 513 bytes (str16 text: one byte of value per char)
+    const base = eventsValue("b".repeat(300)).length - 300;
+    const atLimit = eventsValue("b".repeat(512 - base));
+    const pastLimit = eventsValue("c".repeat(513 - base));
+    expect([atLimit.length, pastLimit.length]).toEqual([512, 513]);
+    for (let id = 1; id <= 4; id++) {
+      sharedItemMessage(id, itemFramePrefix(id), atLimit);
+      sharedItemMessage(id, itemFramePrefix(id), pastLimit);
+    }
+    expect(parse(sharedItemMessage(9, itemFramePrefix(9), atLimit)!)).toEqual([
+      itemOf(9, "b".repeat(512 - base)),
+    ]);
+    expect(sharedItemMessage(9, itemFramePrefix(9), pastLimit)).toBeUndefined();
+  });
 });
