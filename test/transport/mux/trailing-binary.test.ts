@@ -42,9 +42,12 @@ describe("a binary sent after its frame's head, as it is read (protocol-v1 §4 s
     ["a binary that is not empty", { bytes: Uint8Array.of(1) }],
     ["a binary that is not last", { bytes: EMPTY, name: "after" }],
     ["no binary", { name: "x" }],
+    // the last two bytes half match an empty binary's c4 00
+    ["a binary whose bytes end in c4 and one more", { bytes: Uint8Array.of(0xc4, 0x01) }],
+    ["a zero after the empty binary", { bytes: EMPTY, n: 0 }],
   ])("%s is refused", (_title, value) => {
-    expect(() => trailingBinaryHead({ type: "result", id: 1, value } as unknown as HostFrame, 1)).toThrow(
-      TypeError,
-    );
+    const head = () => trailingBinaryHead({ type: "result", id: 1, value } as unknown as HostFrame, 1);
+    expect(head).toThrow(TypeError);
+    expect(head).toThrow("the frame's last value must be an empty binary");
   });
 });
