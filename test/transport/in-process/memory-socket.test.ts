@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { createServer } from "node:http";
 import { describe, expect, it } from "vitest";
 import { MemorySocket } from "../../../src/transport/in-process/memory-socket.js";
 import { until } from "../../support/until.js";
@@ -76,5 +77,38 @@ describe("MemorySocket, the in-process stand-in for a TCP connection", () => {
     b.write(Buffer.from("too late"));
     const [error] = (await failed) as [Error];
     expect(error.message).toBe("the other end of the in-process socket is closed");
+  });
+
+  it("a reader that asks before anything was written gets the bytes written later", async () => {
+    const [a, b] = MemorySocket.pair();
+    const received: Buffer[] = [];
+    // rejects if the reader fails instead
+    const ended = once(b, "end");
+    // flowing at once: the reader asks for bytes while no write waits for it
+    b.on("data", (data: Buffer) => received.push(data));
+    await new Promise((resolve) => setImmediate(resolve));
+    a.end(Buffer.from("later"));
+    await ended;
+    expect(Buffer.concat(received).toString()).toBe("later");
+  });
+
+  it("as the socket of a Node HTTP server, it names its peer in-process and answers a request", async () => {
+    const server = createServer((req, res) => res.end(String(req.socket.remoteAddress)));
+    // the settings `net.Socket` offers answer as it does, with the socket itself
+    server.on("connection", (socket: MemorySocket) => {
+      expect(socket.setNoDelay()).toBe(socket);
+      expect(socket.setKeepAlive()).toBe(socket);
+      expect(socket.setTimeout()).toBe(socket);
+    });
+    const [client, host] = MemorySocket.pair();
+    server.emit("connection", host);
+    let answer = "";
+    client.on("data", (data: Buffer) => {
+      answer += data.toString("latin1");
+    });
+    client.end("GET / HTTP/1.1\r\nHost: in-process\r\nConnection: close\r\n\r\n");
+    await once(client, "end");
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer.endsWith("\r\n\r\nin-process")).toBe(true);
   });
 });
