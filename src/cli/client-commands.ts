@@ -32,7 +32,11 @@ function registerFollow(program: Command): void {
     )
     .option("--after <seq>", "start after this seq", integer("--after", 0), 0)
     .option("--epoch <epoch>", "the epoch --after belongs to (a stale one replays from seq 1)")
-    .option("--until <seq>", "exit 0 once this seq has been printed", integer("--until", 1))
+    .option(
+      "--until <seq>",
+      "exit 0 once this seq has been printed (at once if --after is at or past it)",
+      integer("--until", 1),
+    )
     .addOption(
       new Option("--on-reset <policy>", "what to do when history is cleared")
         .choices(["continue", "exit"])
@@ -53,6 +57,15 @@ function registerFollow(program: Command): void {
               }
               return;
             }
+            // --after at or past --until in the epoch it names: nothing is left to print (a stale
+            // --epoch is answered by a reset, which replays from seq 1)
+            if (
+              update.kind === "opened" &&
+              options.until !== undefined &&
+              update.cursor.seq >= options.until &&
+              (options.epoch === undefined || options.epoch === update.epoch)
+            )
+              return finish();
             if (update.kind !== "events") return;
             for (const event of update.events) {
               process.stdout.write(eventLine(event));

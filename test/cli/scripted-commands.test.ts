@@ -494,6 +494,20 @@ describe("follow", () => {
     expect(process.exitCode).toBe(exitCodeBefore);
   });
 
+  it("exits 0 at once, printing nothing, when --after is already at or past --until", async () => {
+    await session("f-until-past", 9);
+    await run(["follow", "f-until-past", "--after", "7", "--until", "7"]);
+    await run(["follow", "f-until-past", "--after", "9", "--until", "3"]);
+    expect(lines()).toEqual([]);
+    expect(process.exitCode).toBe(exitCodeBefore);
+  });
+
+  it("with a stale --epoch past --until, replays the current epoch from seq 1 up to --until", async () => {
+    await session("f-until-stale", 9);
+    await run(["follow", "f-until-stale", "--after", "9", "--epoch", "stale-epoch", "--until", "2"]);
+    expect(lines().map((e) => e.seq)).toEqual([1, 2]);
+  });
+
   it("from the start by default, stopping at --until within one batch", async () => {
     await session("f-b", 9);
     await run(["follow", "f-b", "--until", "2"]);
