@@ -44,9 +44,14 @@ export function sendJsonParts(res: ServerResponse, status: number, parts: Buffer
   res.uncork();
 }
 
-/** `{"error": code}` with the code's status, and the fields of `BODY_FIELDS`; never the message. */
+/**
+ * `{"error": code}` with the code's status, and the fields of `BODY_FIELDS`. The message only for
+ * `bad_request`: it says what is wrong with the caller's own input, checked before any session is
+ * looked up; any other message could tell another principal's session from a missing one.
+ */
 export function errorBody(err: SessionmuxError): Record<string, unknown> {
   const body: Record<string, unknown> = { error: err.code };
+  if (err.code === "bad_request") body.message = err.message;
   const fields = BODY_FIELDS[err.code];
   const data = err.data;
   if (!fields || data === null || typeof data !== "object") return body;

@@ -66,10 +66,12 @@ export function intQuery(
 ): number {
   const raw = ctx.query.get(name);
   if (raw === null) return fallback;
-  if (!/^[0-9]{1,10}$/.test(raw)) throw fail("bad_request", `${name} must be an integer`, { field: name });
-  const value = Number(raw);
-  if (value < min || value > max)
-    throw fail("bad_request", `${name} must be in ${min}..${max}`, { field: name });
+  // at most ten digits, so the largest value taken is the smaller of `max` and 9,999,999,999
+  const value = /^[0-9]{1,10}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    const top = Math.min(max, 9_999_999_999);
+    throw fail("bad_request", `${name} must be a whole number from ${min} to ${top}`, { field: name });
+  }
   return value;
 }
 

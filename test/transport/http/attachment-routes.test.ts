@@ -92,7 +92,11 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
       const down = await api(h!, `/v1/attachments/${idOf(up)}`, { token: ALICE_TOKEN });
       return down.headers["content-disposition"];
     };
-    const refused = { error: "bad_request", field: "x-filename" };
+    const refused = {
+      error: "bad_request",
+      field: "x-filename",
+      message: "X-Filename must be 1-256 characters without control characters or slashes",
+    };
     expect(await nameOf({})).toBe("attachment; filename*=UTF-8''attachment");
     expect(await nameOf({ "x-filename": "%C3%BC%20b.txt" })).toBe(
       "attachment; filename*=UTF-8''%C3%BC%20b.txt",
@@ -126,7 +130,11 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
       const down = await api(h!, `/v1/attachments/${idOf(up)}`, { token: ALICE_TOKEN });
       return down.headers["content-type"];
     };
-    const refused = { error: "bad_request", field: "content-type" };
+    const refused = {
+      error: "bad_request",
+      field: "content-type",
+      message: "Content-Type must be 1-256 characters",
+    };
     expect(await typeOf(undefined)).toBe("application/octet-stream");
     expect(await typeOf("t".repeat(256))).toBe("t".repeat(256));
     expect(await typeOf("t".repeat(257))).toEqual(refused);
@@ -148,7 +156,11 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     });
     expect(down.text).toBe("<html>x</html>");
     const bad = await api(h!, "/v1/attachments/a.b", { token: ALICE_TOKEN });
-    expect(bad.json).toEqual({ error: "bad_request", field: "attachmentId" });
+    expect(bad.json).toEqual({
+      error: "bad_request",
+      field: "attachmentId",
+      message: "attachmentId must be 1-128 chars of [A-Za-z0-9_-]",
+    });
     expect((await api(h!, "/v1/attachments/a/b", { token: ALICE_TOKEN })).status).toBe(404);
   });
 

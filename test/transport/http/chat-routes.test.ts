@@ -251,7 +251,15 @@ describe("the chat routes' paths", () => {
       ["DELETE", "/api/chat/sessions/bad!id"],
     ] as const) {
       const r = await api(h, path, { method, token: ALICE_TOKEN });
-      expect([method, r.status, r.json]).toEqual([method, 400, { error: "bad_request", field: "sessionId" }]);
+      expect([method, r.status, r.json]).toEqual([
+        method,
+        400,
+        {
+          error: "bad_request",
+          field: "sessionId",
+          message: "sessionId must be 1-128 chars of [A-Za-z0-9_-]",
+        },
+      ]);
     }
   });
 });

@@ -36,9 +36,13 @@ async function refusalOf(err: SessionmuxError) {
 }
 
 describe("HTTP refusal bodies (protocol-v1 §8)", () => {
-  it("each code carries exactly its table's fields under their snake_case names; never the message or an id", async () => {
+  it("each code carries exactly its table's fields under their snake_case names; the message only for bad_request; never an id", async () => {
     const cases: [SessionmuxError, number, Record<string, unknown>][] = [
-      [fail("bad_request", "limit must be an integer", { field: "limit" }), 400, { field: "limit" }],
+      [
+        fail("bad_request", "limit must be a whole number from 1 to 500", { field: "limit" }),
+        400,
+        { field: "limit", message: "limit must be a whole number from 1 to 500" },
+      ],
       [
         fail("interaction_already_resolved", "answered", {
           sessionId: "s1",
@@ -81,10 +85,10 @@ describe("HTTP refusal bodies (protocol-v1 §8)", () => {
     expect(zero.body).toEqual({ error: "cursor_ahead", head_seq: 0, epoch: "" });
     for (const data of [null, "limit", 7]) {
       const refused = await refusalOf(new SessionmuxError("bad_request", "odd data", { data }));
-      expect(refused).toEqual({ status: 400, body: { error: "bad_request" } });
+      expect(refused).toEqual({ status: 400, body: { error: "bad_request", message: "odd data" } });
     }
     const bare = await refusalOf(fail("bad_request", "no data"));
-    expect(bare.body).toEqual({ error: "bad_request" });
+    expect(bare.body).toEqual({ error: "bad_request", message: "no data" });
   });
 
   it("fail keeps the data it is given and none when given none", () => {

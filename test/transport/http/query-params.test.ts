@@ -38,13 +38,16 @@ describe("integer query values", () => {
     expect(await seqs("limit=500")).toEqual([1, 2, 3, 4, 5]);
     expect(await seqs("after_seq=0&limit=10")).toEqual([1, 2, 3, 4, 5]);
     expect(await seqs("after_seq=4")).toEqual([5]);
-    for (const [query, field] of [
-      ["limit=0", "limit"],
-      ["limit=501", "limit"],
-      ["after_seq=-1", "after_seq"],
+    for (const [query, field, range] of [
+      ["limit=0", "limit", "1 to 500"],
+      ["limit=501", "limit", "1 to 500"],
+      ["after_seq=-1", "after_seq", "0 to 9999999999"],
     ]) {
       const r = await get(`/v1/sessions/${sessionId}/events?${query}`);
-      expect([r.status, r.json], query).toEqual([400, { error: "bad_request", field }]);
+      expect([r.status, r.json], query).toEqual([
+        400,
+        { error: "bad_request", field, message: `${field} must be a whole number from ${range}` },
+      ]);
     }
   });
 
@@ -62,7 +65,11 @@ describe("integer query values", () => {
     ]) {
       const r = await get(`/v1/sessions/${sessionId}/events?${query}`);
       const field = query.slice(0, query.indexOf("="));
-      expect([r.status, r.json], query).toEqual([400, { error: "bad_request", field }]);
+      const range = field === "limit" ? "1 to 500" : "0 to 9999999999";
+      expect([r.status, r.json], query).toEqual([
+        400,
+        { error: "bad_request", field, message: `${field} must be a whole number from ${range}` },
+      ]);
     }
     // ten digits are a number: past the head here, not malformed
     const far = await get(`/v1/sessions/${sessionId}/events?after_seq=9999999999`);
@@ -85,10 +92,21 @@ describe("boolean query values", () => {
     const sessionId = await session();
     for (const query of ["retire=yes", "retire=", "retire=TRUE"]) {
       const r = await del(`/api/chat/sessions/${sessionId}?${query}`);
-      expect([r.status, r.json], query).toEqual([400, { error: "bad_request", field: "retire" }]);
+      expect([r.status, r.json], query).toEqual([
+        400,
+        { error: "bad_request", field: "retire", message: "retire must be true or false" },
+      ]);
     }
     expect((await get(`/v1/sessions/${sessionId}`)).status).toBe(200);
   });
+});
+
+const NOT_ENCODED = "is not valid percent-encoding";
+const NOT_AN_ID = "must be 1-128 chars of [A-Za-z0-9_-]";
+const badId = (field: string, message: string) => ({
+  error: "bad_request",
+  field,
+  message: `${field} ${message}`,
 });
 
 describe("ids in the path", () => {
@@ -96,35 +114,45 @@ describe("ids in the path", () => {
     const sessionId = await session();
     const encoded = sessionId.replace("q", "%71");
     expect((await get(`/v1/sessions/${encoded}`)).json).toMatchObject({ id: sessionId });
-    for (const path of ["/v1/sessions/%zz", "/v1/sessions/a%2Eb", "/v1/sessions/a%00b"]) {
-      const r = await get(path);
-      expect([r.status, r.json], path).toEqual([400, { error: "bad_request", field: "sessionId" }]);
+    for (const [path, message] of [
+      ["/v1/sessions/%zz", NOT_ENCODED],
+      ["/v1/sessions/a%2Eb", NOT_AN_ID],
+      ["/v1/sessions/a%00b", NOT_AN_ID],
+    ]) {
+      const r = await get(path!);
+      expect([r.status, r.json], path).toEqual([400, badId("sessionId", message!)]);
     }
     const answer = await api(h, "/v1/interactions/%E0%A4%A/answer", {
       method: "POST",
       token: ADMIN_TOKEN,
       body: { answer: "x" },
     });
-    expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", field: "interactionId" }]);
+    expect([answer.status, answer.json]).toEqual([400, badId("interactionId", NOT_ENCODED)]);
   });
 
   it("names the field of a bad id on the log, seen and answer routes, and of an answer's bad body", async () => {
-    for (const path of ["/v1/sessions/%zz/events", "/v1/sessions/a%2Eb/events"]) {
-      const r = await get(path);
-      expect([r.status, r.json], path).toEqual([400, { error: "bad_request", field: "sessionId" }]);
+    for (const [path, message] of [
+      ["/v1/sessions/%zz/events", NOT_ENCODED],
+      ["/v1/sessions/a%2Eb/events", NOT_AN_ID],
+    ]) {
+      const r = await get(path!);
+      expect([r.status, r.json], path).toEqual([400, badId("sessionId", message!)]);
     }
     const seen = await api(h, "/v1/sessions/%zz/seen", {
       method: "POST",
       token: ADMIN_TOKEN,
       body: { completion_settled_at_ms: 1 },
     });
-    expect([seen.status, seen.json]).toEqual([400, { error: "bad_request", field: "sessionId" }]);
+    expect([seen.status, seen.json]).toEqual([400, badId("sessionId", NOT_ENCODED)]);
     const answer = await api(h, "/v1/interactions/i1/answer", {
       method: "POST",
       token: ADMIN_TOKEN,
       body: { outcome: 7 },
     });
-    expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", field: "/outcome" }]);
+    expect([answer.status, answer.json]).toEqual([
+      400,
+      { error: "bad_request", field: "/outcome", message: 'body/outcome: Expected one of "approve", "deny"' },
+    ]);
   });
 });
 

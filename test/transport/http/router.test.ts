@@ -69,7 +69,7 @@ describe("the host's HTTP handler", () => {
       expect([target, reply.split("\r\n")[0]]).toEqual([target, "HTTP/1.1 400 Bad Request"]);
       expect([target, reply.slice(reply.indexOf("\r\n\r\n") + 4)]).toEqual([
         target,
-        JSON.stringify({ error: "bad_request" }),
+        JSON.stringify({ error: "bad_request", message: "unparseable request target" }),
       ]);
     }
   });

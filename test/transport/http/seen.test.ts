@@ -69,12 +69,18 @@ describe("POST /v1/sessions/{id}/seen", () => {
     expect(ok.json).toEqual({ has_unseen_completion: false });
   });
 
+  const NOT_A_TIME = {
+    error: "bad_request",
+    field: "/completion_settled_at_ms",
+    message: "completion_settled_at_ms must be a non-negative number",
+  };
+
   it("refuses a body without a usable timestamp, and takes 0", async () => {
     const sessionId = await newSession(h, ALICE);
     for (const bad of ["yesterday", -1, null]) {
       const r = await seen(sessionId, bad);
       expect(r.status).toBe(400);
-      expect(r.json).toEqual({ error: "bad_request", field: "/completion_settled_at_ms" });
+      expect(r.json).toEqual(NOT_A_TIME);
     }
     // JSON has no Infinity, but a number too large to hold parses as one
     const huge = await api(h, `/v1/sessions/${sessionId}/seen`, {
@@ -82,10 +88,7 @@ describe("POST /v1/sessions/{id}/seen", () => {
       token: ALICE_TOKEN,
       body: '{"completion_settled_at_ms": 1e999}',
     });
-    expect([huge.status, huge.json]).toEqual([
-      400,
-      { error: "bad_request", field: "/completion_settled_at_ms" },
-    ]);
+    expect([huge.status, huge.json]).toEqual([400, NOT_A_TIME]);
     const zero = await seen(sessionId, 0);
     expect([zero.status, zero.json]).toEqual([200, { has_unseen_completion: false }]);
   });
