@@ -310,6 +310,16 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await expect
       .poll(() => page.textContent('[data-testid="user-message"] .bubble').catch(() => ""))
       .toBe("a message about the zebra migration");
+    // the fork reads like its source in the list; its header names the source and leads back to it
+    const origin = '[data-testid="fork-origin"]';
+    await expect.poll(() => page.textContent(origin)).toBe("fork of “Zebra migration”");
+    await page.click(origin);
+    await expect
+      .poll(() => page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")))
+      .toBe(sessionId);
+    await page.waitForSelector(origin, { state: "hidden" });
+    await page.click(`[data-testid="session-item"][data-session-id="${forkId}"]`);
+    await page.waitForSelector(origin, { state: "visible" });
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.click('[data-testid="clear-session"]');

@@ -217,6 +217,7 @@ export class ConsoleApp {
     if (online && s.mode === "stopped")
       this.el.followState.title = `Stopped by the host (${s.error}); retrying`;
     markStale(this.el.agentStatus, liveStale);
+    this.drawForkOrigin(s.mode === "gone" ? null : s.transcript.forkOf);
     for (const control of [
       this.el.send,
       this.el.cancelTurn,
@@ -233,6 +234,20 @@ export class ConsoleApp {
     this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
     this.transcriptView.render(s.transcript, { actionable: online });
+  }
+
+  /**
+   * A fork starts with its source's title, so two rows read alike: the fork's header names its
+   * source (by the title the list knows now) and links to it.
+   */
+  private drawForkOrigin(forkOf: { sessionId: string } | null): void {
+    const link = this.el.forkOrigin;
+    link.hidden = forkOf === null;
+    if (!forkOf) return;
+    const source = this.list.row(forkOf.sessionId);
+    link.dataset.sessionId = forkOf.sessionId;
+    link.href = `#s=${encodeURIComponent(forkOf.sessionId)}`;
+    link.textContent = source ? `fork of “${rowTitle(source)}”` : "fork of another session";
   }
 
   private region(name: string, input: unknown, draw: () => void): void {
@@ -348,6 +363,11 @@ export class ConsoleApp {
     el.forkSession.addEventListener("click", () => {
       const s = this.session;
       if (s) this.run("Fork", async () => this.select((await this.link.fork(s.sessionId)).header.sessionId));
+    });
+    el.forkOrigin.addEventListener("click", (event) => {
+      event.preventDefault();
+      const source = el.forkOrigin.dataset.sessionId;
+      if (source) this.select(source);
     });
     el.clearSession.addEventListener("click", () => {
       const s = this.session;

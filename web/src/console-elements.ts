@@ -23,6 +23,7 @@ export interface ConsoleElements {
   sessionTitle: HTMLElement;
   followState: HTMLElement;
   agentStatus: HTMLElement;
+  forkOrigin: HTMLAnchorElement;
   renameSession: HTMLButtonElement;
   forkSession: HTMLButtonElement;
   clearSession: HTMLButtonElement;
@@ -70,6 +71,7 @@ export function findElements(root: ParentNode): ConsoleElements {
     sessionTitle: get("session-title"),
     followState: get("follow-state"),
     agentStatus: get("agent-status"),
+    forkOrigin: get("fork-origin"),
     renameSession: get("rename-session"),
     forkSession: get("fork-session"),
     clearSession: get("clear-session"),
