@@ -15,6 +15,12 @@ export interface AgentLimits {
    * @default 200_000 (about 50,000 tokens)
    */
   maxHistoryChars: number;
+  /**
+   * The longest wait for the model's next streamed part, the first included (so the SDK's retries
+   * of a call that failed before streaming wait within it): a model that goes quiet longer fails
+   * the turn instead of holding it, and the session's queue, forever. @default 300_000
+   */
+  modelIdleMs: number;
 }
 
 export const DEFAULT_AGENT_LIMITS: AgentLimits = {
@@ -22,9 +28,10 @@ export const DEFAULT_AGENT_LIMITS: AgentLimits = {
   maxToolCallsPerStep: 16,
   maxStepChars: 1_000_000,
   maxHistoryChars: 200_000,
+  modelIdleMs: 300_000,
 };
 
-export type AgentLimitCode = "too_many_steps" | "too_many_tool_calls" | "step_too_long";
+export type AgentLimitCode = "too_many_steps" | "too_many_tool_calls" | "step_too_long" | "model_stalled";
 
 /** A model went past one of the {@link AgentLimits}; the turn fails and nothing more is streamed. */
 export class AgentLimitError extends Error {

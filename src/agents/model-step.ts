@@ -1,8 +1,10 @@
-import { type LanguageModel, streamText, type ToolSet } from "ai";
+import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from "ai";
 import type { TurnContext } from "./agent.js";
 import { AgentLimitError, type AgentLimits } from "./agent-limits.js";
 import { messageOf } from "./step-tools.js";
 import type { ModelToolCall, TurnTranscript } from "./turn-transcript.js";
+
+type StreamPart = TextStreamPart<ToolSet>;
 
 export interface StepOptions {
   model: LanguageModel;
@@ -24,13 +26,22 @@ export async function streamStep(
   options: StepOptions,
 ): Promise<ModelToolCall[]> {
   const { limits } = options;
+  // the wait for the model's next part; time spent recording a part is not the model's
+  const quiet = new AbortController();
+  const stalled = new AgentLimitError(
+    "model_stalled",
+    limits.modelIdleMs,
+    `the model sent nothing for ${limits.modelIdleMs} ms`,
+  );
+  const arm = () => setTimeout(() => quiet.abort(stalled), limits.modelIdleMs);
+  let idle = arm();
   const result = streamText({
     model: options.model,
     ...(options.system !== undefined ? { system: options.system } : {}),
     messages: transcript.messages(),
     tools: options.tools,
     maxRetries: options.maxRetries,
-    abortSignal: turn.signal,
+    abortSignal: AbortSignal.any([turn.signal, quiet.signal]),
     // failures arrive as `error` parts below, with their cause; the SDK's default prints them
     onError: () => {},
   });
@@ -57,7 +68,21 @@ export async function streamStep(
       );
     }
   };
-  for await (const part of result.fullStream) {
+  try {
+    for await (const part of result.fullStream) {
+      clearTimeout(idle);
+      await recordPart(part);
+      idle = arm();
+    }
+  } catch (err) {
+    // a cancel wins over a stall that fired at the same time
+    throw quiet.signal.aborted && !turn.signal.aborted ? stalled : err;
+  } finally {
+    clearTimeout(idle);
+  }
+  return calls;
+
+  async function recordPart(part: StreamPart): Promise<void> {
     switch (part.type) {
       case "text-delta":
         if (!part.text) break;
@@ -100,5 +125,4 @@ export async function streamStep(
         throw turn.signal.reason ?? new Error("the model call was aborted");
     }
   }
-  return calls;
 }
