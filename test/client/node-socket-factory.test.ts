@@ -7,6 +7,7 @@ import { SUBPROTOCOL } from "../../protocol/index.js";
 import { createNodeSocketFactory } from "../../src/client/node.js";
 import type { WebSocketLike } from "../../src/client/socket.js";
 import { freePort } from "./child-host.js";
+import type { PeerConnection } from "./fake-peer.js";
 import { peerFixture } from "./peer-fixture.js";
 
 /**
@@ -137,15 +138,14 @@ describe("Node socket factory: the silence watchdog", () => {
   });
 
   const silenceMs = 500;
-  const beats: [
-    string,
-    (like: WebSocketLike, host: { send(frame: Record<string, unknown>): void }) => void,
-  ][] = [
+  const beats: [string, (like: WebSocketLike, host: PeerConnection) => void][] = [
     [
       "frames from the host",
       (_like, host) => host.send({ type: "event", name: "session.removed", value: { sessionId: "a" } }),
     ],
     ["pongs answering its own pings", (like) => like.keepAlivePing?.()],
+    // the socket only answers these (its pong is outgoing): nothing reaches onmessage
+    ["the host's pings alone", (_like, host) => host.socket.ping()],
   ];
 
   it.each(beats)("%s keep a socket alive well past the silence timeout", async (_what, beat) => {
