@@ -89,6 +89,15 @@ describe("OpenAIAgent on the AI SDK", () => {
     expect(failures()).toEqual([]);
   });
 
+  test("trailing slashes on baseURL, however many, are dropped: requests go to {baseURL}/chat/completions", async () => {
+    // the fake answers only POST /v1/chat/completions; any other path is a 404 that fails the turn
+    await host({ baseURL: `${fake.baseURL}///` });
+    fake.script(textReply("ok"));
+    expect(shape(await run("hi")).at(-1)).toEqual(["turn/end", { state: "completed" }]);
+    expect(fake.requests).toHaveLength(1);
+    expect(failures()).toEqual([]);
+  });
+
   test("reasoning_content becomes reasoning deltas before the answer", async () => {
     await host();
     fake.script(
