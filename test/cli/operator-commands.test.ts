@@ -1,4 +1,4 @@
-import { CommanderError } from "commander";
+import { Command, CommanderError } from "commander";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { registerClientCommands } from "../../src/cli/client-commands.js";
@@ -121,5 +121,28 @@ describe("cancel", () => {
     const end = await logged(sessionId, "turn/end");
     expect(end.data).toMatchObject({ turnId: start.data.turnId, state: "cancelled" });
     expect(await oneShot(["cancel", sessionId])).toEqual({ cancelled: false });
+  });
+});
+
+describe("--help", () => {
+  it("says what answer and cancel do, what they print, and what each argument and flag takes", () => {
+    const program = new Command();
+    registerClientCommands(program);
+    const described = (name: string) => program.commands.find((c) => c.name() === name);
+    const answer = described("answer");
+    expect(answer?.description()).toBe(
+      "answer a pending approval (approve or deny) or question (--text) and print the result; " +
+        "the first answer from anywhere wins, a later one fails with interaction_already_resolved",
+    );
+    expect(answer?.registeredArguments.map((a) => [a.name(), a.description, a.argChoices])).toEqual([
+      ["interactionId", "the interaction's id, as control shows it", undefined],
+      ["decision", "an approval's outcome", ["approve", "deny"]],
+    ]);
+    expect(answer?.options.find((o) => o.long === "--text")?.description).toBe("a question's answer");
+    const cancel = described("cancel");
+    expect(cancel?.description()).toBe(
+      'stop the session\'s running turn and print {"cancelled":true}, or {"cancelled":false} when none runs',
+    );
+    expect(cancel?.registeredArguments.map((a) => a.name())).toEqual(["sessionId"]);
   });
 });
