@@ -195,6 +195,19 @@ describeContract("live state", (backend) => {
       expect((await store.liveStatePage(second.next, 1)).sessions).toEqual([]);
     });
 
+    test("interruptOpenTurns closes a turn whose question was answered: only a pending one parks it", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await parked(store);
+      expect(await store.resolveInteraction("i1", { outcome: "approve" })).toMatchObject({
+        status: "resolved",
+      });
+      // the answer resumed the turn: it runs on, open, with nothing left pending
+      expect((await store.projection(S))?.openTurnId).toBe("t1");
+      expect(await store.interruptOpenTurns(10)).toEqual([S]);
+      expect((await store.projection(S))?.openTurnId).toBeNull();
+    });
+
     test("a page of several sessions gives each its own queue, questions, running jobs and lease, in session id order", async () => {
       const { store } = await open();
       const job = (jobId: string, label: string) => ({
