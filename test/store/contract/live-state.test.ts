@@ -332,6 +332,32 @@ describeContract("live state", (backend) => {
       expect(page.next).toBeNull();
     });
 
+    test("an answered question and an ended job leave nothing live: neither session is on the page", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: "answered", owner: "alice", model: "m" });
+      await store.create({ sessionId: "worked", owner: "bob", model: "m" });
+      await store.append("answered", [
+        turnStart("t1"),
+        {
+          type: "interaction/requested",
+          data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "x" },
+        },
+      ]);
+      await store.resolveInteraction("i1", { outcome: "approve" });
+      await store.append("answered", [turnEnd("t1")]);
+      await store.append("worked", [
+        turnStart("t1"),
+        { type: "job/started", data: { jobId: "j1", turnId: "t1", label: "build" } },
+        { type: "job/ended", data: { jobId: "j1", state: "completed" } },
+        turnEnd("t1"),
+      ]);
+      // both rows are kept, answered and ended: only their state leaves them off the page
+      expect((await store.interaction("i1"))?.state).toBe("resolved");
+      const page = await store.liveStatePage(null, 10);
+      expect(page.sessions).toEqual([]);
+      expect(page.next).toBeNull();
+    });
+
     test("a turn started over a turn still waiting is not parked on the older turn's request", async () => {
       const { store } = await open();
       await store.create({ sessionId: S, owner: "alice", model: "m" });
