@@ -123,14 +123,21 @@ describeContract("live state", (backend) => {
         data: { turnId, interactionId, kind: "approval" as const, action: interactionId },
       });
       await store.append("other", [turnStart("t1"), request("t1", "elsewhere")]);
-      await store.append(S, [turnStart("t1"), request("t1", "b"), request("t1", "a")]);
+      await store.append(S, [turnStart("t1"), request("t1", "b"), request("t1", "a")], { at: 100 });
+      // requested later, with an id that sorts first: time comes before id
+      await store.append(S, [request("t1", "0-later")], { at: 200 });
       await store.resolveInteraction("b", { outcome: "approve" });
       const first = await store.turnInteractions(S, "t1");
       expect(first.map((i) => [i.interaction.interactionId, i.state])).toEqual([
         ["a", "pending"],
         ["b", "resolved"],
+        ["0-later", "pending"],
       ]);
-      expect(first).toEqual([await store.interaction("a"), await store.interaction("b")]);
+      expect(first).toEqual([
+        await store.interaction("a"),
+        await store.interaction("b"),
+        await store.interaction("0-later"),
+      ]);
       expect(first[0]).toMatchObject({
         owner: "alice",
         interaction: { sessionId: S, turnId: "t1", kind: "approval" },
@@ -387,6 +394,21 @@ describeContract("live state", (backend) => {
       expect((await store.interaction("i1"))?.state).toBe("pending");
       const page = await store.liveStatePage(null, 10);
       expect(page.sessions.map((s) => s.sessionId)).toEqual([S]);
+    });
+
+    test("a fork of a session with a running job copies the log, not the job", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await store.append(S, [
+        turnStart("t1"),
+        { type: "job/started", data: { jobId: "j1", turnId: "t1", label: "build" } },
+      ]);
+      const fork = await store.fork({ sourceId: S, targetId: "copy", owner: "alice" });
+      expect(fork.status).toBe("created");
+      const page = await store.liveStatePage(null, 10);
+      expect(page.sessions.map((s) => [s.sessionId, s.jobs.map((j) => [j.jobId, j.label])])).toEqual([
+        [S, [["j1", "build"]]],
+      ]);
     });
   });
 });
