@@ -27,6 +27,22 @@ describeContract("clear", (backend) => {
     expect(await store.search("hello", 10)).toEqual([]);
   });
 
+  it("forgets the old epoch's ack: after a restart and a rebuild, a new completion is unseen", async () => {
+    let clock = 3_000;
+    const { store, openAnother } = await open({ now: () => clock });
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    await store.append("a", [turnStart("t1"), turnEnd("t1")]);
+    expect(await store.ack("a", 3_000)).toEqual({ status: "ok", hasUnseenCompletion: false });
+    expect((await store.clear("a")).status).toBe("cleared");
+    await store.close();
+    const again = await openAnother({ now: () => clock });
+    await again.rebuildProjections();
+    // the clock stepped back: only an ack kept from before the clear could cover this completion
+    clock = 2_000;
+    await again.append("a", [turnStart("t2"), turnEnd("t2")]);
+    expect((await again.projection("a"))?.hasUnseenCompletion).toBe(true);
+  });
+
   it("checks busy inside the same transaction as a turn/start queued before it", async () => {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
