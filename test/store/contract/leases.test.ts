@@ -193,6 +193,9 @@ describeContract("leases with fencing", (backend) => {
       lost: [first.lease],
     });
     expect(await heads(a)).toBe(1);
+    // releasing the first lease again frees nothing: the second one is still held
+    await a.releaseLease(first.lease);
+    expect(await a.leaseHolder(S)).toMatchObject({ hostId: "host-a", generation: 2 });
   });
 
   it("a lease of a session deleted meanwhile, or never leased, is lost on renewal and refused as a fence; the others renew", async () => {
