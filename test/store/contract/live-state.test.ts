@@ -181,6 +181,27 @@ describeContract("live state", (backend) => {
     });
   });
 
+  test("a turn's end withdraws the questions it leaves open and keeps the answered ones answered", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: S, owner: "alice", model: "m" });
+    await parked(store, "t1", "i1");
+    await store.append(S, [
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i2", kind: "approval", action: "y" },
+      },
+    ]);
+    await store.resolveInteraction("i1", { outcome: "approve" });
+    await store.append(S, [turnEnd("t1")]);
+    expect(
+      (await store.turnInteractions(S, "t1")).map((i) => [i.interaction.interactionId, i.state]),
+    ).toEqual([
+      ["i1", "resolved"],
+      ["i2", "withdrawn"],
+    ]);
+    expect((await store.interaction("i1"))?.resolution).toEqual({ outcome: "approve" });
+  });
+
   describe("restart support", () => {
     test("interruptOpenTurns leaves parked turns open; pages list live state", async () => {
       const { store } = await open();
