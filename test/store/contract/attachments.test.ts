@@ -65,6 +65,30 @@ describeContract("attachments", (backend) => {
     expect((await store.getAttachment(spare))?.size).toBe(2);
   });
 
+  it("an upload stays the session that used it first: another session's message naming it takes nothing", async () => {
+    const { store } = await open();
+    const used = await put(store, new Uint8Array([7, 7]));
+    const naming = (messageId: string) => ({
+      type: "user/message" as const,
+      data: {
+        messageId,
+        source: "user" as const,
+        text: "see file",
+        attachments: [{ name: "big.bin", type: "application/octet-stream", size: 2, attachmentId: used }],
+        meta: {},
+      },
+    });
+    for (const sessionId of ["first", "second"]) {
+      await store.create({ sessionId, owner: "o", model: "m" });
+      await store.append(sessionId, [naming(`m-${sessionId}`)]);
+    }
+    expect((await store.getAttachment(used))?.sessionId).toBe("first");
+    await store.delete("second");
+    expect((await store.getAttachment(used))?.size).toBe(2);
+    await store.delete("first");
+    expect(await store.getAttachment(used)).toBeNull();
+  });
+
   it("answers null for an unknown id", async () => {
     const { store } = await open();
     expect(await store.getAttachment("nope")).toBeNull();
