@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { RefusalLog } from "../../src/embed/refusal-log.js";
 import { capturedLogger } from "../support/log-capture.js";
 
@@ -36,5 +36,30 @@ describe("RefusalLog", () => {
       ["unauthorized", undefined],
       ["forbidden_origin", 1],
     ]);
+  });
+
+  describe("on its default clock", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it("reads performance.now(): the window a refusal falls in moves with it", async () => {
+      vi.useFakeTimers({ toFake: ["performance"] });
+      const { logger, lines } = capturedLogger();
+      const log = new RefusalLog(logger, 1, 1_000);
+      const req = { socket: { remoteAddress: "127.0.0.1" }, url: "/api/x" } as unknown as IncomingMessage;
+      log.refused(req, "unauthorized");
+      log.refused(req, "unauthorized");
+      vi.advanceTimersByTime(999);
+      log.refused(req, "unauthorized");
+      vi.advanceTimersByTime(1);
+      log.refused(req, "forbidden_origin");
+      vi.useRealTimers();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lines.map((l) => [l.code, l.suppressedBefore])).toEqual([
+        ["unauthorized", undefined],
+        ["forbidden_origin", 2],
+      ]);
+    });
   });
 });
