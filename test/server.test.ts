@@ -1,12 +1,16 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { describe, expect, it } from "vitest";
+import pg from "pg";
+import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { SUBPROTOCOL } from "../protocol/index.js";
 import { StartupError } from "../src/operations/startup-error.js";
 import { type HostOptions, type RunningHost, startHost } from "../src/server.js";
+import type { PostgresSessionStore } from "../src/store/postgres/postgres-store.js";
+import { scratchDatabase } from "./store/postgres/scratch-database.js";
 import { cleanupsAfterEach } from "./support/cleanups.js";
+import { capturedLogger } from "./support/log-capture.js";
 import { tempDir } from "./support/temp-dir.js";
 
 /**
@@ -14,6 +18,7 @@ import { tempDir } from "./support/temp-dir.js";
  * the options it hands the host, a port in use, and closing.
  */
 
+const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach();
 const ADMIN_TOKEN = "server-admin-token";
 const tokens = [{ name: "admin", secret: ADMIN_TOKEN, admin: true }];
@@ -152,4 +157,108 @@ describe("a host on a server of its own", () => {
     await once(other, "listening");
     await new Promise((resolve) => other.close(resolve));
   });
+});
+
+describe("a host that cannot listen", () => {
+  it("refuses an address not on this machine with listen_failed naming it, and closes its database again", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const dbPath = dir.file("sessions.db");
+    // 192.0.2.1 (TEST-NET-1) is no address of this machine: binding it fails at once, nothing is sent
+    const refused = await startHost({ dbPath, port: 0, host: "192.0.2.1", tokens }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StartupError);
+    expect(refused).toMatchObject({
+      code: "listen_failed",
+      message: "cannot listen on 192.0.2.1:0 (EADDRNOTAVAIL); check --host and --port",
+    });
+    expect((refused as Error).cause).toMatchObject({ code: "EADDRNOTAVAIL" });
+    const again = await startHost({ dbPath, port: 0, tokens });
+    cleanups.push(() => again.close());
+    expect((await metricsOf(again, ADMIN_TOKEN)).status).toBe(200);
+  });
+});
+
+describe("the options a host on a server of its own hands on", () => {
+  it("writes to the logger it is given", async () => {
+    const { logger, lines } = capturedLogger();
+    const running = await started({ logger });
+    const refused = await fetch(`${running.url}/api/chat/sessions`, {
+      headers: { authorization: "Bearer not-a-token" },
+    });
+    expect(refused.status).toBe(401);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.filter((line) => line.msg === "request refused")).toHaveLength(1);
+  });
+
+  it("applies the HTTP options it is given: a body over maxBodyBytes is refused with 413", async () => {
+    const answer = (running: RunningHost) =>
+      fetch(`${running.url}/v1/interactions/i-1/answer`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ response: "x".repeat(64) }),
+      });
+    const strict = await started({ http: { maxBodyBytes: 16 } });
+    const refused = await answer(strict);
+    expect(refused.status).toBe(413);
+    expect(await refused.json()).toMatchObject({ error: "payload_too_large" });
+    // the same body under the default limit is read (and then found wanting for other reasons)
+    expect((await answer(await started())).status).not.toBe(413);
+  });
+
+  it("applies the connection options it is given: a frame over maxPayloadBytes closes the socket with 1009", async () => {
+    /** The close code a 4096-byte frame brings, or "pong" when a ping sent after it is answered first. */
+    const afterBigFrame = async (running: RunningHost): Promise<number | "pong"> => {
+      const ws = new WebSocket(running.wsUrl, [SUBPROTOCOL], {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      cleanups.push(() => ws.terminate());
+      await once(ws, "open");
+      ws.send(Buffer.alloc(4096));
+      ws.ping();
+      return Promise.race([
+        once(ws, "pong").then(() => "pong" as const),
+        once(ws, "close").then(([code]) => code as number),
+      ]);
+    };
+    expect(await afterBigFrame(await started({ mux: { maxPayloadBytes: 1024 } }))).toBe(1009);
+    // under the default limit the frame is read (whatever the host makes of it)
+    expect(await afterBigFrame(await started())).not.toBe(1009);
+  });
+});
+
+describe.skipIf(!pgUrl)("a host on PostgreSQL", () => {
+  it("hands on its schema, pool size and lease time", async () => {
+    // a database of its own: were the schema not handed on, nothing would be left in a shared one
+    const scratch = await scratchDatabase(pgUrl, "start_host");
+    cleanups.push(() => scratch.drop());
+    const running = await startHost({
+      dbPath: scratch.url,
+      dbSchema: "hosts_a",
+      dbPoolSize: 1,
+      leaseTtlMs: 60_000,
+      port: 0,
+      tokens,
+    });
+    cleanups.push(() => running.close());
+    expect(running.host.leases?.ttlMs).toBe(60_000);
+
+    expect((await running.store.create({ sessionId: "s-1", owner: "admin", model: "m" })).status).toBe(
+      "created",
+    );
+    const client = new pg.Client({ connectionString: scratch.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ schema: string }>(
+        "SELECT DISTINCT table_schema AS schema FROM information_schema.tables WHERE table_name = 'sessions'",
+      );
+      expect(rows).toEqual([{ schema: "hosts_a" }]);
+    } finally {
+      await client.end();
+    }
+
+    // six reads at once share the one connection of the read pool
+    const store = running.store as unknown as PostgresSessionStore;
+    await Promise.all(Array.from({ length: 6 }, () => store.search("hello", 5)));
+    expect(store.poolStats().reads.total).toBe(1);
+  }, 30_000); // creating a database takes a while on a busy server
 });
