@@ -73,6 +73,14 @@ describe("a host on a server of its own", () => {
     );
   });
 
+  it("names an IPv6 address in brackets in its url and wsUrl", async () => {
+    const running = await started({ host: "::1" });
+    expect(running.url).toBe(`http://[::1]:${running.port}`);
+    expect(running.wsUrl).toBe(`ws://[::1]:${running.port}/api/remote.mux`);
+    expect(running.server.address()).toMatchObject({ address: "::1", port: running.port });
+    expect((await metricsOf(running, ADMIN_TOKEN)).status).toBe(200);
+  });
+
   it("listens on the port it is given", async () => {
     const probe = createServer();
     probe.listen(0, "127.0.0.1");
