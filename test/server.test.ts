@@ -184,6 +184,19 @@ describe("a host that cannot listen", () => {
     cleanups.push(() => again.close());
     expect((await metricsOf(again, ADMIN_TOKEN)).status).toBe(200);
   });
+
+  it("throws any other listen error as it is, and closes its database again", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const dbPath = dir.file("sessions.db");
+    // a link-local address without an interface: binding fails at once with EINVAL, nothing is sent
+    const refused = await startHost({ dbPath, port: 0, host: "fe80::1", tokens }).catch((e: unknown) => e);
+    expect(refused).not.toBeInstanceOf(StartupError);
+    expect(refused).toMatchObject({ code: "EINVAL", syscall: "listen" });
+    const again = await startHost({ dbPath, port: 0, tokens });
+    cleanups.push(() => again.close());
+    expect((await metricsOf(again, ADMIN_TOKEN)).status).toBe(200);
+  });
 });
 
 describe("the options a host on a server of its own hands on", () => {
