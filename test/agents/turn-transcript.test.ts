@@ -88,6 +88,14 @@ describe("a turn rebuilt from the log", () => {
     ]);
   });
 
+  test("a turn begins at its own turn/start: without it, the turn's other events are not resumed", () => {
+    const withoutStart = log.filter((e) => !(e.type === "turn/start" && e.data.turnId === "t2"));
+    const { transcript, pending } = TurnTranscript.fromLog(withoutStart, "t2");
+    expect(pending).toEqual([]);
+    // only plain-text history: no step of the turn, no tool call or result
+    expect(transcript.messages().every((m) => typeof m.content === "string")).toBe(true);
+  });
+
   test("steps that follow tool results directly each begin their own assistant message", () => {
     const t = "t3";
     const steps = [
