@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
-import type { AgentLimits } from "../../src/agents/agent-limits.js";
+import { AgentLimitError, type AgentLimits } from "../../src/agents/agent-limits.js";
 import { defineTool } from "../../src/agents/agent-tool.js";
 import { OpenAIAgent } from "../../src/agents/openai-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
@@ -142,5 +142,47 @@ describe("what a model can make the host hold is bounded", () => {
     });
     expect(types(events)).toEqual(["turn/start", "user/message", "turn/end"]);
     expect(executed).toBe(0);
+  });
+});
+
+describe("the limits an agent gets when it is given none", () => {
+  test("sixteen tool calls in one step run; a seventeenth fails the step", async () => {
+    const calls = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: "ping", args: { n: i } }));
+    let events = await turnWith({}, () => fake.script(toolCallReply("", calls(16)), textReply("done")));
+    expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+    expect(executed).toBe(16);
+    await fx.dispose();
+    await fake.close();
+
+    events = await turnWith({}, () => fake.script(toolCallReply("", calls(17))));
+    expect(events.at(-1)!.data).toMatchObject({
+      state: "failed",
+      error: "too_many_tool_calls: the model asked for more than 16 tool calls in one step",
+    });
+    expect(executed).toBe(0);
+  });
+
+  test("a model that keeps calling tools fails the turn after sixteen steps", async () => {
+    const step = (i: number) => toolCallReply("", [{ id: `s${i}`, name: "ping", args: { n: i } }]);
+    const events = await turnWith({}, () => fake.script(...Array.from({ length: 17 }, (_, i) => step(i))));
+    expect(events.at(-1)!.data).toMatchObject({
+      state: "failed",
+      error: "too_many_steps: the model needed more than 16 steps in one turn",
+    });
+    expect(fake.requests).toHaveLength(16);
+    expect(executed).toBe(16);
+  });
+});
+
+describe("a limit's error", () => {
+  test("is an Error named for its kind, with its code and bound, its message led by the code", () => {
+    const err = new AgentLimitError("step_too_long", 10, "too much text");
+    expect(err).toBeInstanceOf(Error);
+    expect(err.name).toBe("AgentLimitError");
+    expect(err.code).toBe("step_too_long");
+    expect(err.limit).toBe(10);
+    expect(err.message).toBe("step_too_long: too much text");
+    expect(String(err)).toBe("AgentLimitError: step_too_long: too much text");
   });
 });
