@@ -75,6 +75,28 @@ describe("an AI SDK agent's options", () => {
     expect(fake.requests[1]!.body.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
   });
 
+  test("a model call that fails before streaming is retried twice unless told otherwise", async () => {
+    // a retryable status that asks for no wait, so the retries follow at once
+    const busy: Reply = (res) =>
+      res.writeHead(429, { "content-type": "application/json", "retry-after-ms": "0" }).end('{"error":"busy"}');
+    fx = await openHost({ agent: agent() });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "retried" });
+    fake.script(busy, busy, textReply("third time"));
+    expect(await prompt("retried", "go")).toMatchObject({ state: "completed" });
+    expect(fake.requests).toHaveLength(3);
+    await fx.dispose();
+
+    fx = await openHost({ agent: agent({ maxRetries: 1 }) });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "once" });
+    fake.script(busy, busy, textReply("not asked"));
+    expect(await prompt("once", "go")).toMatchObject({
+      state: "failed",
+      error: expect.stringMatching(/\(after 2 attempts\)$/),
+    });
+    expect(fake.requests).toHaveLength(5);
+    expect(fake.unanswered).toBe(1);
+  });
+
   test("without a logger a failed turn writes nothing to the process's output", async () => {
     const written: string[] = [];
     const keep = (fd: unknown, data: unknown) => {
