@@ -3,10 +3,11 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { simulateReadableStream } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import type { TurnOutcome } from "../../src/agents/agent.js";
 import { defineTool } from "../../src/agents/agent-tool.js";
 import { AiSdkAgent, type AiSdkAgentOptions } from "../../src/agents/ai-sdk-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
+import { demoAgentWith, type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
 import { tempDir } from "../support/temp-dir.js";
 import { FakeChatCompletions, type Reply, textReply } from "./fake-chat-completions.js";
 
@@ -78,7 +79,9 @@ describe("an AI SDK agent's options", () => {
   test("a model call that fails before streaming is retried twice unless told otherwise", async () => {
     // a retryable status that asks for no wait, so the retries follow at once
     const busy: Reply = (res) =>
-      res.writeHead(429, { "content-type": "application/json", "retry-after-ms": "0" }).end('{"error":"busy"}');
+      res
+        .writeHead(429, { "content-type": "application/json", "retry-after-ms": "0" })
+        .end('{"error":"busy"}');
     fx = await openHost({ agent: agent() });
     await fx.host.call(ADMIN, "session.create", { sessionId: "retried" });
     fake.script(busy, busy, textReply("third time"));
@@ -167,6 +170,47 @@ describe("an AI SDK agent on a provider that streams parts the OpenAI-compatible
       ["turn/end", undefined],
     ]);
     expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+  });
+
+  test("a turn cancelled while the model streams ends cancelled by the driver's own outcome, not failed", async () => {
+    const model = new MockLanguageModelV3({
+      doStream: async ({ abortSignal }) => ({
+        stream: new ReadableStream({
+          start(controller) {
+            controller.enqueue({ type: "stream-start", warnings: [] });
+            controller.enqueue({ type: "text-start", id: "t" });
+            controller.enqueue({ type: "text-delta", id: "t", delta: "Half" });
+            abortSignal?.addEventListener("abort", () => controller.error(abortSignal.reason), {
+              once: true,
+            });
+          },
+        }),
+      }),
+    });
+    const driver = agent({ languageModel: () => model });
+    // what the driver itself returns, before the host ends the turn
+    const outcomes: TurnOutcome[] = [];
+    fx = await openHost({
+      agent: demoAgentWith("outcomes", async (turn) => {
+        const outcome = await driver.runTurn(turn);
+        outcomes.push(outcome);
+        return outcome;
+      }),
+    });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "stopped" });
+    const r = await fx.host.call(ADMIN, "session.prompt", {
+      sessionId: "stopped",
+      text: "go",
+      clientMessageId: "go",
+    });
+    await vi.waitFor(async () => {
+      expect((await readLog(fx!.store, "stopped")).some((e) => e.type === "assistant/delta")).toBe(true);
+    });
+    await fx.host.call(ADMIN, "session.cancel", { sessionId: "stopped" });
+    expect((await turnEvents(fx.store, "stopped", r.turnId!)).at(-1)!.data).toMatchObject({
+      state: "cancelled",
+    });
+    await vi.waitFor(() => expect(outcomes).toEqual([{ state: "cancelled" }]));
   });
 
   test("cancel after a tool call the provider finished mid-stream: the turn ends cancelled and the tool never runs", async () => {
