@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { OpenAIAgent, type OpenAIAgentOptions } from "../../src/agents/openai-agent.js";
-import { createAgent } from "../../src/agents/registry.js";
+import { AGENT_NAMES, createAgent } from "../../src/agents/registry.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { StartupError } from "../../src/operations/startup-error.js";
 import { type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
@@ -246,5 +246,15 @@ describe("OpenAIAgent on the AI SDK", () => {
     expect(createAgent("openai", { SESSIONMUX_OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" }).name).toBe(
       "openai",
     );
+    // a base URL that does not parse names no host, so not OpenAI's: it fails at its first call instead
+    expect(createAgent("openai", { SESSIONMUX_OPENAI_BASE_URL: "not a url" }).name).toBe("openai");
+  });
+
+  test("the CLI's agent names are every agent createAgent builds, each under its own name", () => {
+    fx = { dispose: async () => {} } as HostFixture;
+    expect(AGENT_NAMES.map((name) => createAgent(name, { OPENAI_API_KEY: "sk" }).name)).toEqual([
+      "demo",
+      "openai",
+    ]);
   });
 });
