@@ -102,7 +102,12 @@ function actionOf(tool: AgentTool, call: ModelToolCall): string {
   } catch {
     text = call.toolName;
   }
-  return text.length > MAX_ACTION_CHARS ? `${text.slice(0, MAX_ACTION_CHARS - 1)}…` : text;
+  if (text.length <= MAX_ACTION_CHARS) return text;
+  let cut = text.slice(0, MAX_ACTION_CHARS - 1);
+  // never leave half of a surrogate pair behind: the log would hold U+FFFD where the live view holds the half
+  const last = cut.charCodeAt(cut.length - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut = cut.slice(0, -1);
+  return `${cut}…`;
 }
 
 /** What the log holds and the model reads: JSON only; `undefined` becomes null, a cycle a failure. */

@@ -192,7 +192,7 @@ describe("approvals of tool calls", () => {
     expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
   });
 
-  test("the action text: the tool's name when describe throws; a long one cut at 300 characters", async () => {
+  test("the action text: the tool's name when describe throws; a long one cut at 300 characters, never inside a character", async () => {
     const tools = [
       defineTool({
         name: "described",
@@ -205,10 +205,23 @@ describe("approvals of tool calls", () => {
       }),
       defineTool({ name: "long", inputSchema: object, needsApproval: true, execute: () => "done" }),
       defineTool({ name: "fits", inputSchema: object, needsApproval: true, execute: () => "done" }),
+      defineTool({ name: "paired", inputSchema: object, needsApproval: true, execute: () => "done" }),
     ];
     const long = { text: "x".repeat(400) };
     // `fits {"text":"…"}` is exactly 300 characters
     const fits = { text: "y".repeat(300 - 'fits {"text":""}'.length) };
+    // a character of two UTF-16 units whose first unit is the action's unit at `at`
+    const pairedAt = (at: number, char: string) => ({
+      text: `${"z".repeat(at - 'paired {"text":"'.length)}${char} and more`,
+    });
+    // the cut at 299 falls between the two halves (the first halves U+D800, U+D83D and U+DBFF),
+    // or just after a whole pair
+    const paired = {
+      c4: pairedAt(298, "😀"),
+      c5: pairedAt(298, "\u{10000}"),
+      c6: pairedAt(298, "\u{10FFFD}"),
+      c7: pairedAt(297, "😀"),
+    };
     fx = await openHost({ agent: new OpenAIAgent({ baseURL: fake.baseURL, model: "m", tools }) });
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
     fake.script(
@@ -216,6 +229,7 @@ describe("approvals of tool calls", () => {
         { id: "c1", name: "described", args: {} },
         { id: "c2", name: "long", args: long },
         { id: "c3", name: "fits", args: fits },
+        ...Object.entries(paired).map(([id, args]) => ({ id, name: "paired", args })),
       ]),
       textReply("ok"),
     );
@@ -228,7 +242,7 @@ describe("approvals of tool calls", () => {
       async () => {
         const log = await readLog(fx.store, S);
         const requested = log.flatMap((e) => (e.type === "interaction/requested" ? [e.data] : []));
-        expect(requested).toHaveLength(3);
+        expect(requested).toHaveLength(7);
         return requested;
       },
       { timeout: 15_000, interval: 10 },
@@ -240,6 +254,16 @@ describe("approvals of tool calls", () => {
     expect(actions.c2).toHaveLength(300);
     expect(actions.c3).toBe(`fits ${JSON.stringify(fits)}`);
     expect(actions.c3).toHaveLength(300);
+    const whole = (id: keyof typeof paired) => `paired ${JSON.stringify(paired[id])}`;
+    expect((["c4", "c5", "c6"] as const).map((id) => whole(id).charCodeAt(298))).toEqual([
+      0xd83d, 0xd800, 0xdbff,
+    ]);
+    for (const id of ["c4", "c5", "c6"] as const) expect(actions[id]).toBe(`${whole(id).slice(0, 298)}…`);
+    expect(whole("c7").charCodeAt(298)).toBe(0xde00);
+    expect(actions.c7).toBe(`${whole("c7").slice(0, 299)}…`);
+    // the live view holds what the log holds
+    const live = Object.fromEntries(fx.host.live.interactions().map((i) => [i.toolCallId, i.action]));
+    expect(live).toEqual(actions);
     for (const a of asked) {
       await fx.host.call(ADMIN, "session.respond", {
         interactionId: a.interactionId,
@@ -250,6 +274,10 @@ describe("approvals of tool calls", () => {
       c1: [true, "done"],
       c2: [true, "done"],
       c3: [true, "done"],
+      c4: [true, "done"],
+      c5: [true, "done"],
+      c6: [true, "done"],
+      c7: [true, "done"],
     });
   });
 });
