@@ -2,6 +2,7 @@ import { Decoder } from "@msgpack/msgpack";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import type { NewEvent } from "../../protocol/index.js";
+import { Limits } from "../../protocol/limits.js";
 import { type EncodedRow, encodeEventArrays } from "../../src/store/encoded-event-arrays.js";
 import { encodeValue } from "../../src/store/event-codec.js";
 import type { SessionStore } from "../../src/store/session-store.js";
@@ -120,6 +121,7 @@ describe("a replay page encoded by SQLite", () => {
     const odd: [NewEvent[], number][] = [
       [[delta("t1", "a")], 1.5],
       [[delta("t1", "b")], -5],
+      [[delta("t1", "b1")], -1],
       [[delta("t1", "c")], 2 ** 53],
       [[long, unicode], 7],
       [[delta("t1", "d"), delta("t1", "e")], 1_796_207_845_655],
@@ -129,12 +131,21 @@ describe("a replay page encoded by SQLite", () => {
     await compareAll(store, path, "odd", 2, 1);
     await compareAll(store, path, "odd", 10, 3);
     const read = await store.readAfterEncoded("odd", 0, 10, 10, ENVELOPE);
-    expect(read).toMatchObject({ count: 8, lastSeq: 8 });
+    expect(read).toMatchObject({ count: 9, lastSeq: 9 });
     if (read.status !== "ok") throw new Error(read.status);
     const events = (decoder.decode(read.arrays[0]!) as { events: { at: number; type: string }[] }).events;
     events.shift(); // the creation's event
-    expect(events.map((e) => e.at)).toEqual([1.5, -5, 2 ** 53, 7, 7, 1_796_207_845_655, 1_796_207_845_655]);
-    expect(events.map((e) => e.type).slice(3, 5)).toEqual(["x".repeat(32), "ünïcödé/✓✓✓"]);
+    expect(events.map((e) => e.at)).toEqual([
+      1.5,
+      -5,
+      -1,
+      2 ** 53,
+      7,
+      7,
+      1_796_207_845_655,
+      1_796_207_845_655,
+    ]);
+    expect(events.map((e) => e.type).slice(4, 6)).toEqual(["x".repeat(32), "ünïcödé/✓✓✓"]);
   });
 
   it("cuts a page of large events where the JavaScript encoder closes its array, byte for byte", async () => {
@@ -171,5 +182,36 @@ describe("a replay page encoded by SQLite", () => {
     }
     const tail = await store.readAfterEncoded("large", head - 500, 500, 500, ENVELOPE);
     expect(tail).toMatchObject({ count: 500, lastSeq: head });
+  });
+
+  it("starts the next array at the event whose data before it is exactly the item budget", async () => {
+    opened = openTempStore();
+    const { store, path } = opened;
+    await store.create({ sessionId: "exact", owner: "o", model: "m" });
+    // a delta whose data is stored in exactly `bytes` bytes
+    const exactly = (bytes: number) => {
+      let length = bytes;
+      for (let n = 0; n < 16 && encodeValue(delta("t1", "p".repeat(length)).data).length !== bytes; n++)
+        length -= encodeValue(delta("t1", "p".repeat(length)).data).length - bytes;
+      const event = delta("t1", "p".repeat(length));
+      expect(encodeValue(event.data).length).toBe(bytes);
+      return event;
+    };
+    const half = Limits.eventItemBytes / 2;
+    // seqs 2, 3 reach the budget exactly, so 4 starts the next array; 4, 5 stay one byte under
+    // it, so 6 joins them in an array read after 3
+    const sizes = [half, half, half, half - 1, 100, 100];
+    expect((await store.append("exact", sizes.map(exactly))).status).toBe("appended");
+    // another session's log of the same seqs counts toward neither the cut nor the bytes
+    await store.create({ sessionId: "neighbour", owner: "o", model: "m" });
+    expect((await store.append("neighbour", sizes.map(exactly))).status).toBe("appended");
+    const one = await store.readAfterEncoded("exact", 1, 500, 500, ENVELOPE);
+    expect(one).toMatchObject({ count: 2, lastSeq: 3 });
+    if (one.status !== "ok") throw new Error(one.status);
+    expectSameArrays(one.arrays, reference(path, "exact", 1, 500, 500, ENVELOPE).slice(0, 1));
+    const later = await store.readAfterEncoded("exact", 3, 500, 500, ENVELOPE);
+    expect(later).toMatchObject({ count: 3, lastSeq: 6 });
+    if (later.status !== "ok") throw new Error(later.status);
+    expectSameArrays(later.arrays, reference(path, "exact", 3, 500, 500, ENVELOPE).slice(0, 1));
   });
 });
