@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { encodeFrame } from "../../protocol/codec.js";
+import { Limits } from "../../protocol/limits.js";
 import { decodeValue, encodeValue } from "../../src/store/event-codec.js";
 
 const values = [
@@ -25,5 +26,17 @@ describe("encodeValue", () => {
     encodeFrame({ other: "frame", padding: "y".repeat(200) });
     expect(Buffer.from(first).equals(kept)).toBe(true);
     expect(decodeValue(first)).toEqual(values[0]);
+  });
+
+  it("reads back what it stored past the limits a frame from a peer is held to", () => {
+    let deep: unknown = "bottom";
+    for (let i = 0; i < Limits.maxDepth + 8; i++) deep = { down: deep };
+    const value = {
+      text: "t".repeat(Limits.maxStrBytes + 1),
+      list: Array.from({ length: Limits.maxArrayLength + 1 }, (_, i) => i),
+      map: Object.fromEntries(Array.from({ length: Limits.maxMapLength + 1 }, (_, i) => [`k${i}`, i])),
+      deep,
+    };
+    expect(decodeValue(encodeValue(value))).toEqual(value);
   });
 });
