@@ -125,6 +125,16 @@ describeContract("search", (backend) => {
     expect((await store.search("(zebra)", 10)).length).toBe(2);
   });
 
+  it("reads a quote inside a word as a break between two words of one phrase", async () => {
+    const store = await seeded(open);
+    const found = async (query: string) =>
+      (await store.search(query, 10)).map((hit) => [hit.sessionId, hit.seq]);
+    expect(await found('stripes"white')).toEqual([["a", 4]]);
+    expect(await found('zebra"crossing')).toEqual([["a", 3]]);
+    expect(await found('zebra"facts please')).toEqual([["b", 3]]);
+    expect(await found('zebra"absentword')).toEqual([]);
+  });
+
   it("answers no hits for a query with no letter or digit in it, whatever the log holds", async () => {
     const store = await seeded(open);
     for (const query of ["", "   ", '"', "*", "- ( ) '", "\u0000"]) {
