@@ -20,6 +20,36 @@ describeContract("prompt idempotency keys", (backend) => {
     expect(read.status === "ok" && read.headSeq).toBe(3);
   });
 
+  it("gives a prompt's record the seq of its user/message only when it has none and was not queued", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "a", owner: "o", model: "m" });
+    const cases = [
+      // a seq the caller set is kept
+      { key: "kept", record: { queued: false, turnId: "t1", seq: 1 }, events: [userMessage("one")] },
+      // a queued prompt has no turn's message yet
+      { key: "queued", record: { queued: true, itemId: "q1" }, events: [userMessage("two")] },
+      // an append without a user/message has no seq to give
+      { key: "none", record: { queued: false, turnId: "t3" }, events: [turnStart("t3")] },
+      {
+        key: "given",
+        record: { queued: false, turnId: "t4" },
+        events: [turnStart("t4"), userMessage("four")],
+      },
+    ];
+    for (const { key, record, events } of cases) {
+      const sent = structuredClone(record);
+      const outcome = await store.append("a", events, { prompt: { clientMessageId: key, record } });
+      expect(outcome.status).toBe("appended");
+      // the caller's record is left as it was
+      expect(record).toEqual(sent);
+    }
+    expect(await store.findPrompt("a", "kept")).toEqual({ queued: false, turnId: "t1", seq: 1 });
+    expect(await store.findPrompt("a", "queued")).toEqual({ queued: true, itemId: "q1" });
+    expect(await store.findPrompt("a", "none")).toEqual({ queued: false, turnId: "t3" });
+    // the creation's event, then seqs 2, 3, 4; the last append's user/message is 6
+    expect(await store.findPrompt("a", "given")).toEqual({ queued: false, turnId: "t4", seq: 6 });
+  });
+
   it("keeps an explicitly recorded prompt and scopes keys by session", async () => {
     const { store } = await open();
     await store.create({ sessionId: "a", owner: "o", model: "m" });
