@@ -31,7 +31,10 @@ describe("listeners called over the list as it stood when a delivery began", () 
     expect(before).toEqual(["a"]);
     list.delete("a");
     expect(list.current()).toEqual(["b"]);
+    const kept = list.current();
+    // deleting what is not there changes nothing: the same array serves on
     list.delete("missing");
+    expect(list.current()).toBe(kept);
     expect(list.size).toBe(1);
     list.delete("b");
     expect(list.current()).toEqual([]);
