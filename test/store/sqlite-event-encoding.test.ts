@@ -112,6 +112,24 @@ describe("a replay page encoded by SQLite", () => {
     }
   });
 
+  it("writes the array header of 16 bits up to 65,535 events and of 32 bits from 65,536", async () => {
+    opened = openTempStore();
+    const { store, path } = opened;
+    await store.create({ sessionId: "many", owner: "o", model: "m" });
+    // 16 bytes of data each: 65,536 of them are exactly the item budget
+    const batch = Array.from({ length: 65_540 }, () => delta("t", ""));
+    expect(encodeValue(batch[0]!.data).length).toBe(16);
+    expect((await store.append("many", batch)).status).toBe("appended");
+    for (const limit of [65_535, 65_536]) {
+      const read = await store.readAfterEncoded("many", 1, limit, limit);
+      if (read.status !== "ok") throw new Error(read.status);
+      expect(read).toMatchObject({ count: limit, lastSeq: 1 + limit });
+      expect(read.arrays).toHaveLength(1);
+      expect(read.arrays[0]![0]).toBe(limit < 65_536 ? 0xdc : 0xdd);
+      expectSameArrays(read.arrays, reference(path, "many", 1, limit, limit));
+    }
+  });
+
   it("falls back to the JavaScript encoder for a page holding what its SQL does not encode", async () => {
     opened = openTempStore();
     const { store, path } = opened;
