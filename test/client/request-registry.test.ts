@@ -127,4 +127,35 @@ describe("request registry", () => {
     expect(r.deliver({ type: "item", id: 2, value: 1 })).toBe(false);
     expect(rec.log.at(-1)).toEqual(["result", 7]);
   });
+  it("says an error frame was taken by its call or stream, and not by an id it does not know", () => {
+    const r = new RequestRegistry();
+    const rec = recorder();
+    r.addCall(1, rec.call);
+    r.addStream(2, rec.sink);
+    expect(r.deliver({ type: "error", id: 1, error: wireError })).toBe(true);
+    expect(r.deliver({ type: "error", id: 2, error: wireError })).toBe(true);
+    // both entries are gone once failed
+    expect(r.deliver({ type: "error", id: 1, error: wireError })).toBe(false);
+    expect(r.deliver({ type: "error", id: 2, error: wireError })).toBe(false);
+    expect(r.deliver({ type: "error", id: 9, error: wireError })).toBe(false);
+    expect(rec.log.map((entry) => (entry as [string])[0])).toEqual(["reject", "error"]);
+    const streamError = (rec.log[1] as [string, RemoteError])[1];
+    expect(streamError).toBeInstanceOf(RemoteError);
+    expect(streamError.code).toBe("session_not_found");
+  });
+
+  it("takes no hello or event frame, even one that shares a number with an entry", () => {
+    const r = new RequestRegistry();
+    const rec = recorder();
+    r.addCall(1, rec.call);
+    r.addStream(2, rec.sink);
+    expect(r.deliver({ type: "hello", protocol: 1, hostId: "h", generation: "g", serverTime: 0 })).toBe(
+      false,
+    );
+    expect(r.deliver({ type: "event", name: "session.removed", value: { sessionId: "s" } })).toBe(false);
+    expect(rec.log).toEqual([]);
+    // the entries are still in flight
+    expect(r.deliver({ type: "result", id: 1, value: 1 })).toBe(true);
+    expect(r.deliver({ type: "end", id: 2 })).toBe(true);
+  });
 });
