@@ -13,6 +13,11 @@ describe("backoff policy", () => {
     expect(backoffCeiling(5000)).toBe(10_000);
   });
 
+  it("counts a negative attempt as the first: the ceiling never falls below the base", () => {
+    expect(backoffCeiling(-1)).toBe(250);
+    expect(backoffCeiling(-30, { baseMs: 40, capMs: 1_000 })).toBe(40);
+  });
+
   it("is full jitter: random()=0 gives 0, random()→1 approaches the ceiling", () => {
     expect(backoffDelay(3, DEFAULT_BACKOFF, () => 0)).toBe(0);
     expect(backoffDelay(3, DEFAULT_BACKOFF, () => 0.5)).toBe(1000);
