@@ -23,12 +23,15 @@ export function liveStream<T>(source: Observable<T>, options: IterateOptions = {
 /**
  * Reads an Observable as an async iterator: subscribes at once, buffers what arrives while the
  * loop body runs (bounded by `maxBuffered`), rethrows the Observable's error, ends on complete,
- * and unsubscribes when the loop exits early (`break`, `return`, a throw).
+ * and unsubscribes when the loop exits early (`break`, `return`, a throw). Calls of `next()` made
+ * before an answer are answered in call order, as an async generator's are; the error reaches
+ * one of them, and every later one is done.
  */
 export function iterate<T>(source: Observable<T>, options: IterateOptions = {}): AsyncIterableIterator<T> {
   const max = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
   const buffer: T[] = [];
-  let waiter: { resolve(r: IteratorResult<T>): void; reject(e: unknown): void } | undefined;
+  /** `next()` calls waiting for a value, oldest first; only while `buffer` is empty. */
+  const waiters: { resolve(r: IteratorResult<T>): void; reject(e: unknown): void }[] = [];
   let ended: { error: unknown } | "complete" | undefined;
   let subscription: Subscription | undefined;
 
@@ -37,11 +40,15 @@ export function iterate<T>(source: Observable<T>, options: IterateOptions = {}):
     ended = outcome;
     subscription?.unsubscribe();
     options.signal?.removeEventListener("abort", onAbort);
-    const w = waiter;
-    waiter = undefined;
-    if (!w) return;
-    if (outcome === "complete") w.resolve({ value: undefined, done: true });
-    else w.reject(outcome.error);
+    const pending = waiters.splice(0);
+    const first = pending.shift();
+    if (!first) return;
+    if (outcome === "complete") first.resolve({ value: undefined, done: true });
+    else {
+      ended = "complete";
+      first.reject(outcome.error);
+    }
+    for (const w of pending) w.resolve({ value: undefined, done: true });
   };
   const onAbort = () =>
     end({
@@ -54,11 +61,9 @@ export function iterate<T>(source: Observable<T>, options: IterateOptions = {}):
     subscription = source.subscribe({
       next: (value) => {
         if (ended) return;
-        if (waiter) {
-          const w = waiter;
-          waiter = undefined;
-          w.resolve({ value, done: false });
-        } else if (buffer.length >= max) {
+        const w = waiters.shift();
+        if (w) w.resolve({ value, done: false });
+        else if (buffer.length >= max) {
           end({
             error: new SessionmuxError(
               "slow_consumer",
@@ -86,7 +91,7 @@ export function iterate<T>(source: Observable<T>, options: IterateOptions = {}):
         return Promise.reject(error);
       }
       return new Promise((resolve, reject) => {
-        waiter = { resolve, reject };
+        waiters.push({ resolve, reject });
       });
     },
     return(): Promise<IteratorResult<T>> {

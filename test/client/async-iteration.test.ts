@@ -130,6 +130,51 @@ describe("async iteration of observables", () => {
     await expect(it.next()).rejects.toMatchObject({ code: "aborted" });
   });
 
+  it("next() calls made before any value arrives are answered in call order, none left pending", async () => {
+    const subject = new Subject<number>();
+    const it = iterate(subject);
+    const answers: [number, IteratorResult<number>][] = [];
+    for (const n of [0, 1, 2]) void it.next().then((r) => answers.push([n, r]));
+    subject.next(10);
+    subject.next(11);
+    subject.complete();
+    // every answer is due by now: each was settled synchronously above
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answers).toStrictEqual([
+      [0, { value: 10, done: false }],
+      [1, { value: 11, done: false }],
+      [2, { value: undefined, done: true }],
+    ]);
+  });
+
+  it("an error reaches the first of the waiting next() calls once; the others and later ones are done", async () => {
+    const subject = new Subject<number>();
+    const it = iterate(subject);
+    const answers: [number, unknown][] = [];
+    for (const n of [0, 1]) {
+      void it.next().then(
+        (r) => answers.push([n, r]),
+        (e: unknown) => answers.push([n, { rejected: e }]),
+      );
+    }
+    const boom = new Error("boom");
+    subject.error(boom);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answers).toStrictEqual([
+      [0, { rejected: boom }],
+      [1, { value: undefined, done: true }],
+    ]);
+    expect(await it.next()).toStrictEqual({ value: undefined, done: true });
+
+    // the same for an abort that ends one waiting loop
+    const controller = new AbortController();
+    const aborted = iterate(new Subject<number>(), { signal: controller.signal });
+    const waiting = aborted.next();
+    controller.abort();
+    await expect(waiting).rejects.toMatchObject({ code: "aborted" });
+    expect(await aborted.next()).toStrictEqual({ value: undefined, done: true });
+  });
+
   it("a loop that ends leaves no listener on the caller's signal", async () => {
     // One long-lived signal often serves many loops; a listener left per loop would pile up.
     const controller = new AbortController();
