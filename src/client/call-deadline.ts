@@ -8,6 +8,12 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * The longest delay a timer waits, in ms (2^31 - 1, about 24.8 days), in Node and browsers alike:
+ * a longer one fires after 1 ms. The host's is src/operations/longest-timer.ts, outside the client package.
+ */
+const LONGEST_TIMER_MS = 2_147_483_647;
+
 /** The default of `ClientOptions.callTimeoutMs`. */
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 
@@ -41,17 +47,21 @@ export function callDeadline(
     );
   if (signal?.aborted) onAbort();
   else signal?.addEventListener("abort", onAbort, { once: true });
-  const timer = Number.isFinite(timeoutMs)
-    ? setTimeout(
-        () =>
-          controller.abort(
-            new SessionmuxError("timeout", `${method}: no answer within ${timeoutMs} ms (${describe()})`, {
-              data: { method, timeoutMs, sent: sent() },
-            }),
-          ),
-        timeoutMs,
-      )
-    : undefined;
+  const onTimeout = () =>
+    controller.abort(
+      new SessionmuxError("timeout", `${method}: no answer within ${timeoutMs} ms (${describe()})`, {
+        data: { method, timeoutMs, sent: sent() },
+      }),
+    );
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // A timer set longer than the longest one a runtime keeps fires after 1 ms: wait in steps.
+  const wait = (left: number): void => {
+    timer =
+      left > LONGEST_TIMER_MS
+        ? setTimeout(() => wait(left - LONGEST_TIMER_MS), LONGEST_TIMER_MS)
+        : setTimeout(onTimeout, left);
+  };
+  if (Number.isFinite(timeoutMs)) wait(timeoutMs);
   return {
     signal: controller.signal,
     dispose: () => {

@@ -2,6 +2,7 @@ import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { callDeadline } from "../../src/client/call-deadline.js";
+import { LONGEST_TIMER_MS } from "../../src/operations/longest-timer.js";
 
 describe("a call's deadline signal", () => {
   afterEach(() => {
@@ -68,6 +69,38 @@ describe("a call's deadline signal", () => {
     );
     expect(deadline.signal.reason).toMatchObject({ code: "aborted", cause: "gone", data: { sent: false } });
     deadline.dispose();
+  });
+
+  it("a timeout longer than the longest timer a runtime keeps is waited out in full, and dispose still clears it", () => {
+    vi.useFakeTimers();
+    const timeoutMs = LONGEST_TIMER_MS + 5_000;
+    const deadline = callDeadline(
+      "session.prompt",
+      timeoutMs,
+      undefined,
+      () => "the socket is open; the host did not answer",
+      () => true,
+    );
+    vi.advanceTimersByTime(1);
+    expect(deadline.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(timeoutMs - 2);
+    expect(deadline.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(deadline.signal.reason).toMatchObject({ code: "timeout", data: { timeoutMs } });
+
+    const disposed = callDeadline(
+      "session.prompt",
+      2 * LONGEST_TIMER_MS + 1,
+      undefined,
+      () => "",
+      () => false,
+    );
+    vi.advanceTimersByTime(LONGEST_TIMER_MS + 1);
+    expect(vi.getTimerCount()).toBe(1);
+    disposed.dispose();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(2 * LONGEST_TIMER_MS);
+    expect(disposed.signal.aborted).toBe(false);
   });
 
   it("an infinite timeout sets no timer; dispose clears the timer and the caller's listener", () => {
