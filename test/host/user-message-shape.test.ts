@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { EventDataOf } from "../../protocol/index.js";
 import type { AgentDriver, TurnContext } from "../../src/agents/agent.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { shapeUserMessage } from "../../src/host/user-message-shape.js";
+import { promptMessage, shapeUserMessage } from "../../src/host/user-message-shape.js";
 import { errorCode, type HostFixture, openHost, readLog, turnEvents } from "./host-fixture.js";
 
 let fx: HostFixture | undefined;
@@ -76,6 +76,116 @@ describe("shapeUserMessage", () => {
       { name: "b.pdf", type: "application/pdf", size: 99, attachmentId: "att1" },
       { name: "c", type: "text/html", size: 0, url: "https://example.invalid/c" },
     ]);
+  });
+});
+
+describe("shapeUserMessage, field by field", () => {
+  it("keeps a plain message as exactly its fields: no hidden or interjection flag it was not given", () => {
+    expect(shapeUserMessage({ messageId: "m", source: "user", text: "hi" })).toStrictEqual({
+      messageId: "m",
+      source: "user",
+      text: "hi",
+      attachments: [],
+      meta: {},
+    });
+  });
+
+  it("marks an interjection only when it is one", () => {
+    const base = { messageId: "m", source: "user", text: "hi" } as const;
+    expect(shapeUserMessage({ ...base, interjection: true })).toStrictEqual({
+      ...base,
+      interjection: true,
+      attachments: [],
+      meta: {},
+    });
+    expect(shapeUserMessage({ ...base, interjection: false })).toStrictEqual({
+      ...base,
+      attachments: [],
+      meta: {},
+    });
+  });
+
+  it("keeps text of exactly 16,000 characters whole, whatever its last character", () => {
+    const text = `${"x".repeat(15_999)}\ud83d`;
+    expect(shapeUserMessage({ messageId: "m", source: "user", text }).text).toBe(text);
+  });
+
+  it("cuts a longer text at 16,000 characters, or one short of that where a surrogate pair straddles the cut", () => {
+    const head = "x".repeat(15_999);
+    const cut = (text: string) => shapeUserMessage({ messageId: "m", source: "user", text }).text;
+    // U+10000 and U+10FFFF: the lowest and highest high surrogate
+    expect(cut(`${head}\u{10000}tail`)).toBe(head);
+    expect(cut(`${head}\u{10FFFF}tail`)).toBe(head);
+    // a pair that ends at the cut, and a plain character above the surrogates, stay
+    const pairAtCut = `${"x".repeat(15_998)}\u{1F600}`;
+    expect(cut(`${pairAtCut}tail`)).toBe(pairAtCut);
+    expect(cut(`${head}\uff01tail`)).toBe(`${head}\uff01`);
+    expect(cut("y".repeat(16_001))).toBe("y".repeat(16_000));
+  });
+
+  it("keeps only the keys an attachment shell or the metadata was given", () => {
+    const shaped = shapeUserMessage({
+      messageId: "m",
+      source: "user",
+      text: "see",
+      attachments: [
+        { name: "a", type: "text/plain", size: 4 },
+        { name: "b", type: "text/plain", attachmentId: "att" },
+        { name: "c", type: "text/plain", url: "https://example.invalid/c" },
+        { name: "d", type: "text/plain", bytes: new Uint8Array(2) },
+      ],
+      meta: { origin: "scheduler", apiKey: "k" } as never,
+    });
+    expect(shaped.attachments).toStrictEqual([
+      { name: "a", type: "text/plain", size: 4 },
+      { name: "b", type: "text/plain", size: 0, attachmentId: "att" },
+      { name: "c", type: "text/plain", size: 0, url: "https://example.invalid/c" },
+      { name: "d", type: "text/plain", size: 2, omittedBytes: 2 },
+    ]);
+    expect(shaped.meta).toStrictEqual({ origin: "scheduler" });
+  });
+});
+
+describe("promptMessage", () => {
+  it("records a user's prompt under a fresh message id, with its display, hidden flag and metadata", () => {
+    const a = promptMessage({ text: "expanded", display: "/short", meta: { voiceInput: true } }, []);
+    const b = promptMessage({ text: "expanded" }, []);
+    expect(a).toStrictEqual({
+      messageId: expect.any(String),
+      source: "user",
+      text: "/short",
+      attachments: [],
+      meta: { voiceInput: true },
+    });
+    expect(b).toStrictEqual({
+      messageId: expect.any(String),
+      source: "user",
+      text: "expanded",
+      attachments: [],
+      meta: {},
+    });
+    expect(a.messageId).not.toBe(b.messageId);
+    expect(promptMessage({ text: "secret", hidden: true }, [])).toStrictEqual({
+      messageId: expect.any(String),
+      source: "user",
+      text: "",
+      hidden: true,
+      attachments: [],
+      meta: {},
+    });
+  });
+
+  it("marks the message an interjection only when the prompt was taken into a running turn", () => {
+    const shells = [{ name: "n", type: "t", attachmentId: "att", size: 3 }];
+    expect(promptMessage({ text: "now" }, shells, true)).toStrictEqual({
+      messageId: expect.any(String),
+      source: "user",
+      text: "now",
+      interjection: true,
+      attachments: [{ name: "n", type: "t", size: 3, attachmentId: "att" }],
+      meta: {},
+    });
+    expect(promptMessage({ text: "now" }, [], false)).not.toHaveProperty("interjection");
   });
 });
 
