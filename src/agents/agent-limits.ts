@@ -21,6 +21,12 @@ export interface AgentLimits {
    * the turn instead of holding it, and the session's queue, forever. @default 300_000
    */
   modelIdleMs: number;
+  /**
+   * How long one tool call may run unless its tool sets `timeoutMs`: past it the call's signal is
+   * aborted, a failed `tool/result` (`tool_timeout: …`) recorded, and the turn goes on without
+   * waiting for it. @default 600_000
+   */
+  toolTimeoutMs: number;
 }
 
 export const DEFAULT_AGENT_LIMITS: AgentLimits = {
@@ -29,6 +35,7 @@ export const DEFAULT_AGENT_LIMITS: AgentLimits = {
   maxStepChars: 1_000_000,
   maxHistoryChars: 200_000,
   modelIdleMs: 300_000,
+  toolTimeoutMs: 600_000,
 };
 
 export type AgentLimitCode = "too_many_steps" | "too_many_tool_calls" | "step_too_long" | "model_stalled";

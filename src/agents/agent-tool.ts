@@ -5,7 +5,7 @@ export interface ToolRunContext {
   readonly sessionId: string;
   readonly turnId: string;
   readonly toolCallId: string;
-  /** Aborted when the turn is (cancel, delete, shutdown). */
+  /** Aborted when the turn is (cancel, delete, shutdown), or when the call runs out of time. */
   readonly signal: AbortSignal;
 }
 
@@ -20,6 +20,11 @@ export interface AgentTool<INPUT = unknown, OUTPUT = unknown> {
   inputSchema: FlexibleSchema<INPUT> | JSONSchema7;
   /** Its value (JSON-serializable) is recorded as the `tool/result`; a throw records a failed one. */
   execute(input: INPUT, context: ToolRunContext): OUTPUT | Promise<OUTPUT>;
+  /**
+   * How long a call may run: past it its signal is aborted and a failed `tool/result`
+   * (`tool_timeout: …`) recorded, and the turn goes on. @default the agent's `limits.toolTimeoutMs`
+   */
+  timeoutMs?: number;
   /**
    * Asks the operator first, through the session's interactions: the turn parks until someone
    * answers `session.respond`; a denied call is recorded as a failed `tool/result`.

@@ -91,7 +91,12 @@ export class AiSdkAgent implements AgentDriver {
     pending: ModelToolCall[],
     answers?: ApprovalAnswers,
   ): Promise<TurnOutcome> {
-    if (pending.length > 0) await runStepTools(turn, this.#tools, pending, transcript, answers);
+    const toolTimeoutMs = this.#limits.toolTimeoutMs;
+    if (pending.length > 0)
+      await runStepTools(turn, this.#tools, pending, transcript, {
+        toolTimeoutMs,
+        ...(answers ? { answers } : {}),
+      });
     const maxSteps = this.#limits.maxStepsPerTurn;
     let interjections = await turn.takeInterjections();
     for (let step = 1; ; step++) {
@@ -103,7 +108,7 @@ export class AiSdkAgent implements AgentDriver {
         limits: this.#limits,
         maxRetries: this.#options.maxRetries ?? 2,
       });
-      if (calls.length > 0) await runStepTools(turn, this.#tools, calls, transcript);
+      if (calls.length > 0) await runStepTools(turn, this.#tools, calls, transcript, { toolTimeoutMs });
       // steered while the model answered: it reads them now rather than in a later turn
       interjections = await turn.takeInterjections();
       if (calls.length === 0 && interjections.length === 0) return { state: "completed" };

@@ -15,6 +15,12 @@ const MAX_ACTION_CHARS = 300;
 /** Answers already given to approvals, by tool call id (a parked turn continued after a restart). */
 export type ApprovalAnswers = ReadonlyMap<string, Resolution>;
 
+export interface StepToolOptions {
+  /** How long a call may run when its tool sets no `timeoutMs` (`AgentLimits.toolTimeoutMs`). */
+  toolTimeoutMs: number;
+  answers?: ApprovalAnswers;
+}
+
 /**
  * Runs one step's tool calls. Approvals are asked first, all at once, so a turn that parks has run
  * none of the step's tools and a continuation after a restart runs each exactly once; then every
@@ -26,14 +32,16 @@ export async function runStepTools(
   tools: ReadonlyMap<string, AgentTool>,
   calls: readonly ModelToolCall[],
   transcript: TurnTranscript,
-  answers: ApprovalAnswers = new Map(),
+  options: StepToolOptions,
 ): Promise<void> {
+  const answers = options.answers ?? new Map<string, Resolution>();
   const allowed = await Promise.all(calls.map((call) => approve(turn, tools, call, answers)));
   const outcomes = await Promise.all(
     calls.map(async (call, i): Promise<ToolOutcome> => {
       const refusal = allowed[i];
       const started = Date.now();
-      const outcome = refusal ?? (await execute(turn, tools.get(call.toolName)!, call));
+      const outcome =
+        refusal ?? (await execute(turn, tools.get(call.toolName)!, call, options.toolTimeoutMs));
       await turn.emit({
         type: "tool/result",
         toolCallId: call.toolCallId,
@@ -79,19 +87,43 @@ async function approve(
   return { kind: "denied", reason: "the operator denied this call" };
 }
 
-async function execute(turn: TurnContext, tool: AgentTool, call: ModelToolCall): Promise<ToolOutcome> {
+/**
+ * Runs one call within its time: past it the call's signal is aborted and the turn goes on without
+ * waiting for the call to return (a tool that ignores its signal cannot hold the turn), the model
+ * told that it timed out.
+ */
+async function execute(
+  turn: TurnContext,
+  tool: AgentTool,
+  call: ModelToolCall,
+  defaultTimeoutMs: number,
+): Promise<ToolOutcome> {
+  const timeoutMs = tool.timeoutMs ?? defaultTimeoutMs;
+  const expired = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`tool_timeout: ${call.toolName} gave no result within ${timeoutMs} ms`);
+      expired.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
   try {
-    const value = await tool.execute(call.input, {
-      sessionId: turn.sessionId,
-      turnId: turn.turnId,
-      toolCallId: call.toolCallId,
-      signal: turn.signal,
-    });
+    const running = (async () =>
+      tool.execute(call.input, {
+        sessionId: turn.sessionId,
+        turnId: turn.turnId,
+        toolCallId: call.toolCallId,
+        signal: AbortSignal.any([turn.signal, expired.signal]),
+      }))();
+    const value = await Promise.race([running, timedOut]);
     return { kind: "ok", value: jsonValue(value) };
   } catch (err) {
     // a cancelled turn ends cancelled, not with a tool failure the model would be told about
     turn.signal.throwIfAborted();
     return { kind: "error", message: messageOf(err) };
+  } finally {
+    clearTimeout(timer);
   }
 }
 
