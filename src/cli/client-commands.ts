@@ -4,9 +4,13 @@ import { followSession } from "../client/follow-session.js";
 import { integer } from "./cli-options.js";
 import { type ConnectOptions, oneShot, streamUntilDone, withConnection } from "./client-connection.js";
 import { eventLine, jsonLine } from "./json-line.js";
+import { registerLifecycleCommands } from "./lifecycle-commands.js";
 import { registerOperatorCommands } from "./operator-commands.js";
 
-/** Registers the scripted client commands: follow, prompt, list, page, create, control, answer, cancel. */
+/**
+ * Registers the scripted client commands: follow, prompt, list, page, create, control, answer,
+ * cancel, rename, fork, search, clear, delete.
+ */
 export function registerClientCommands(program: Command): void {
   registerFollow(program);
   registerPrompt(program);
@@ -15,6 +19,7 @@ export function registerClientCommands(program: Command): void {
   registerCreate(program);
   registerControl(program);
   registerOperatorCommands(program);
+  registerLifecycleCommands(program);
 }
 
 interface FollowCliOptions extends ConnectOptions {

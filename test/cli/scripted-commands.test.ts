@@ -119,13 +119,32 @@ function signalListeners() {
 }
 
 describe("connection flags", () => {
-  const COMMANDS = ["follow", "prompt", "list", "page", "create", "control", "answer", "cancel"];
+  const COMMANDS = [
+    "follow",
+    "prompt",
+    "list",
+    "page",
+    "create",
+    "control",
+    "answer",
+    "cancel",
+    "rename",
+    "fork",
+    "search",
+    "clear",
+    "delete",
+  ];
   const ARGS: Record<string, string[]> = {
     follow: ["s"],
     prompt: ["s", "t"],
     page: ["s"],
     answer: ["i", "approve"],
     cancel: ["s"],
+    rename: ["s", "t"],
+    fork: ["s"],
+    search: ["q"],
+    clear: ["s"],
+    delete: ["s"],
   };
 
   it("every command takes --url, --token and --timeout, defaulting to the local host and 30 s", () => {
