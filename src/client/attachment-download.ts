@@ -3,6 +3,7 @@ import { SessionmuxError } from "../../protocol/errors.js";
 import type { DownloadItem, ResultOf } from "../../protocol/index.js";
 import { DEFAULT_BACKOFF } from "./backoff.js";
 import type { SessionmuxClient } from "./client.js";
+import { longTimeout } from "./long-timeout.js";
 import { RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
 import { superviseStream } from "./stream-supervisor.js";
 
@@ -39,12 +40,12 @@ export function downloadAttachment(
     let body = new Uint8Array(0);
     let received = 0;
     let done = false;
-    let idle: ReturnType<typeof setTimeout> | undefined;
+    let clearIdle = (): void => {};
     let subscription: Subscription | undefined;
     const finish = (outcome: () => void): void => {
       if (done) return;
       done = true;
-      clearTimeout(idle);
+      clearIdle();
       options.signal?.removeEventListener("abort", onAbort);
       subscription?.unsubscribe();
       outcome();
@@ -57,9 +58,9 @@ export function downloadAttachment(
         }),
       );
     const waitForBytes = (): void => {
-      clearTimeout(idle);
+      clearIdle();
       if (!Number.isFinite(options.idleTimeoutMs)) return;
-      idle = setTimeout(
+      clearIdle = longTimeout(
         () =>
           fail(
             new SessionmuxError(

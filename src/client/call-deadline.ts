@@ -1,4 +1,5 @@
 import { SessionmuxError } from "../../protocol/errors.js";
+import { longTimeout } from "./long-timeout.js";
 
 /** Per-call options of every unary call. */
 export interface CallOptions {
@@ -7,12 +8,6 @@ export interface CallOptions {
   /** Settles the call with `aborted` when it fires. The host may still carry the call out. */
   signal?: AbortSignal;
 }
-
-/**
- * The longest delay a timer waits, in ms (2^31 - 1, about 24.8 days), in Node and browsers alike:
- * a longer one fires after 1 ms. The host's is src/operations/longest-timer.ts, outside the client package.
- */
-const LONGEST_TIMER_MS = 2_147_483_647;
 
 /** The default of `ClientOptions.callTimeoutMs`. */
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
@@ -53,19 +48,11 @@ export function callDeadline(
         data: { method, timeoutMs, sent: sent() },
       }),
     );
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  // A timer set longer than the longest one a runtime keeps fires after 1 ms: wait in steps.
-  const wait = (left: number): void => {
-    timer =
-      left > LONGEST_TIMER_MS
-        ? setTimeout(() => wait(left - LONGEST_TIMER_MS), LONGEST_TIMER_MS)
-        : setTimeout(onTimeout, left);
-  };
-  if (Number.isFinite(timeoutMs)) wait(timeoutMs);
+  const clearTimer = Number.isFinite(timeoutMs) ? longTimeout(onTimeout, timeoutMs) : () => {};
   return {
     signal: controller.signal,
     dispose: () => {
-      clearTimeout(timer);
+      clearTimer();
       signal?.removeEventListener("abort", onAbort);
     },
   };

@@ -256,6 +256,25 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     expect(opens).toBe(2);
   });
 
+  it("an idle bound past the longest timer a runtime keeps (2^31 - 1 ms) is waited for, not fired after 1 ms", async () => {
+    const p = await peer({
+      onOpen: (conn, f) => {
+        setTimeout(() => {
+          conn.send({ type: "item", id: f.id, value: { kind: "head", name: "a", type: "x/y", size: 1 } });
+          conn.send({
+            type: "item",
+            id: f.id,
+            value: { kind: "bytes", offset: 0, bytes: new Uint8Array([7]) },
+          });
+          conn.send({ type: "end", id: f.id });
+        }, 100);
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    const answer = await client.download("s", "a", { idleTimeoutMs: 2 ** 31 });
+    expect([...answer.bytes]).toEqual([7]);
+  });
+
   it("without an idle bound a slow host is waited for; the caller's signal is let go once it settles", async () => {
     const p = await peer({
       onOpen: (conn, f) => {
