@@ -246,7 +246,6 @@ export class ConsoleApp {
     if (!forkOf) return;
     const source = this.list.row(forkOf.sessionId);
     link.dataset.sessionId = forkOf.sessionId;
-    link.href = `#s=${encodeURIComponent(forkOf.sessionId)}`;
     link.textContent = source ? `fork of “${rowTitle(source)}”` : "fork of another session";
   }
 
@@ -364,8 +363,7 @@ export class ConsoleApp {
       const s = this.session;
       if (s) this.run("Fork", async () => this.select((await this.link.fork(s.sessionId)).header.sessionId));
     });
-    el.forkOrigin.addEventListener("click", (event) => {
-      event.preventDefault();
+    el.forkOrigin.addEventListener("click", () => {
       const source = el.forkOrigin.dataset.sessionId;
       if (source) this.select(source);
     });

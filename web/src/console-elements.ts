@@ -23,7 +23,7 @@ export interface ConsoleElements {
   sessionTitle: HTMLElement;
   followState: HTMLElement;
   agentStatus: HTMLElement;
-  forkOrigin: HTMLAnchorElement;
+  forkOrigin: HTMLButtonElement;
   renameSession: HTMLButtonElement;
   forkSession: HTMLButtonElement;
   clearSession: HTMLButtonElement;
