@@ -279,7 +279,11 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await send(page, "a message about the zebra migration");
     await settled(sessionId, 1);
 
+    // a blank title is not saved: the dialog stays open until there is text or it is cancelled
     await page.click('[data-testid="rename-session"]');
+    await page.fill('[data-testid="text-dialog-input"]', "   ");
+    await page.press('[data-testid="text-dialog-input"]', "Enter");
+    expect(await page.$eval('[data-testid="text-dialog"]', (d) => (d as HTMLDialogElement).open)).toBe(true);
     await page.fill('[data-testid="text-dialog-input"]', "Zebra migration");
     await page.press('[data-testid="text-dialog-input"]', "Enter");
     await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Zebra migration");
