@@ -193,7 +193,6 @@ export default {
     "src/store/read-head.ts",
     "src/store/listener-list.ts",
     "src/store/write-batch.ts",
-    "src/store/local-call-inbox.ts",
     "src/store/close-every.ts",
     "src/store/postgres/pg-array-literal.ts",
   ],
