@@ -1,4 +1,5 @@
 import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from "ai";
+import { longTimeout } from "../client/long-timeout.js";
 import type { TurnContext } from "./agent.js";
 import { AgentLimitError, type AgentLimits } from "./agent-limits.js";
 import { messageOf } from "./step-tools.js";
@@ -33,8 +34,12 @@ export async function streamStep(
     limits.modelIdleMs,
     `the model sent nothing for ${limits.modelIdleMs} ms`,
   );
-  const arm = () => setTimeout(() => quiet.abort(stalled), limits.modelIdleMs);
-  let idle = arm();
+  // Infinity: no bound; past 2^31 - 1 ms a plain timer would fire at once
+  const arm = () =>
+    Number.isFinite(limits.modelIdleMs)
+      ? longTimeout(() => quiet.abort(stalled), limits.modelIdleMs)
+      : () => {};
+  let clearIdle = arm();
   const result = streamText({
     model: options.model,
     ...(options.system !== undefined ? { system: options.system } : {}),
@@ -70,15 +75,15 @@ export async function streamStep(
   };
   try {
     for await (const part of result.fullStream) {
-      clearTimeout(idle);
+      clearIdle();
       await recordPart(part);
-      idle = arm();
+      clearIdle = arm();
     }
   } catch (err) {
     // a cancel wins over a stall that fired at the same time
     throw quiet.signal.aborted && !turn.signal.aborted ? stalled : err;
   } finally {
-    clearTimeout(idle);
+    clearIdle();
   }
   return calls;
 

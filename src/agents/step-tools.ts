@@ -1,5 +1,6 @@
 import type { JSONValue } from "ai";
 import type { Resolution } from "../../protocol/index.js";
+import { longTimeout } from "../client/long-timeout.js";
 import type { TurnContext } from "./agent.js";
 import type { AgentTool } from "./agent-tool.js";
 import {
@@ -100,9 +101,11 @@ async function execute(
 ): Promise<ToolOutcome> {
   const timeoutMs = tool.timeoutMs ?? defaultTimeoutMs;
   const expired = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
+  let clearTimer = (): void => {};
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    // Infinity: no bound; past 2^31 - 1 ms a plain timer would fire at once
+    if (!Number.isFinite(timeoutMs)) return;
+    clearTimer = longTimeout(() => {
       const error = new Error(`tool_timeout: ${call.toolName} gave no result within ${timeoutMs} ms`);
       expired.abort(error);
       reject(error);
@@ -123,7 +126,7 @@ async function execute(
     turn.signal.throwIfAborted();
     return { kind: "error", message: messageOf(err) };
   } finally {
-    clearTimeout(timer);
+    clearTimer();
   }
 }
 

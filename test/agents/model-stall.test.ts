@@ -92,6 +92,13 @@ describe("a model that goes quiet does not hold its turn", () => {
     ).toBe("abc");
   });
 
+  test("modelIdleMs: Infinity takes the bound away; it does not fire at once", async () => {
+    await host(Number.POSITIVE_INFINITY);
+    fake.script(slowReply(100, "x", "y"));
+    const events = await turn("first");
+    expect(events.at(-1)!.data).toMatchObject({ state: "completed" });
+  });
+
   test("a cancel while the model is quiet ends the turn cancelled, not stalled", async () => {
     // a bound the test never reaches: the cancel, not the bound, ends the wait
     await host(60_000);

@@ -77,6 +77,20 @@ describe("a tool call that runs past its time does not hold the turn", () => {
     });
   });
 
+  test("timeoutMs: Infinity takes the bound away; it does not fire at once", async () => {
+    const slow = defineTool({
+      name: "slow",
+      inputSchema: { type: "object" },
+      timeoutMs: Number.POSITIVE_INFINITY,
+      execute: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return "finished";
+      },
+    });
+    const events = await turnWith([slow]);
+    expect(resultOf(events)).toMatchObject({ ok: true, result: "finished" });
+  });
+
   test("a call that answers within its time is recorded with its value", async () => {
     const quick = defineTool({
       name: "quick",
