@@ -38,6 +38,48 @@ export const DEFAULT_AGENT_LIMITS: AgentLimits = {
   toolTimeoutMs: 600_000,
 };
 
+/** Each limit's least value; the two waits may also be `Infinity` (no bound). */
+const LEAST: Readonly<Record<keyof AgentLimits, number>> = {
+  maxStepsPerTurn: 1,
+  maxToolCallsPerStep: 1,
+  maxStepChars: 1,
+  maxHistoryChars: 0,
+  modelIdleMs: 1,
+  toolTimeoutMs: 1,
+};
+const WAITS: ReadonlySet<keyof AgentLimits> = new Set(["modelIdleMs", "toolTimeoutMs"]);
+
+/**
+ * A wait of at least 1 ms, or `Infinity` for none: what a tool's `timeoutMs` and the agent's
+ * waits take. `null` when `value` is one, else what it must be.
+ */
+export function waitRule(value: unknown): string | null {
+  return value === Number.POSITIVE_INFINITY || (Number.isSafeInteger(value) && (value as number) >= 1)
+    ? null
+    : "a whole number of ms from 1, or Infinity";
+}
+
+/**
+ * The defaults with the limits given over them, each checked: a value that is no whole number in
+ * its range (`NaN` from an unset variable, a string, 0 steps) throws a TypeError naming it, where it
+ * would have switched the bound off or failed every turn.
+ */
+export function resolveAgentLimits(given: Partial<AgentLimits> = {}): AgentLimits {
+  const limits: AgentLimits = { ...DEFAULT_AGENT_LIMITS };
+  for (const [name, value] of Object.entries(given) as [keyof AgentLimits, unknown][]) {
+    if (!(name in LEAST)) throw new TypeError(`limits.${name} is not an agent limit`);
+    if (value === undefined) continue;
+    const wrong = WAITS.has(name)
+      ? waitRule(value)
+      : Number.isSafeInteger(value) && (value as number) >= LEAST[name]
+        ? null
+        : `a whole number from ${LEAST[name]}`;
+    if (wrong !== null) throw new TypeError(`limits.${name} must be ${wrong}, got ${String(value)}`);
+    limits[name] = value as number;
+  }
+  return limits;
+}
+
 export type AgentLimitCode = "too_many_steps" | "too_many_tool_calls" | "step_too_long" | "model_stalled";
 
 /** A model went past one of the {@link AgentLimits}; the turn fails and nothing more is streamed. */

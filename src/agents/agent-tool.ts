@@ -1,4 +1,5 @@
 import { type FlexibleSchema, type JSONSchema7, jsonSchema, type ToolSet, tool } from "ai";
+import { waitRule } from "./agent-limits.js";
 
 /** What a tool's `execute` gets beside its input. */
 export interface ToolRunContext {
@@ -48,6 +49,9 @@ export function toolsByName(tools: readonly AgentTool[]): ReadonlyMap<string, Ag
     if (!TOOL_NAME.test(t.name))
       throw new TypeError(`tool name ${JSON.stringify(t.name)} is not [A-Za-z0-9_-]{1,64}`);
     if (byName.has(t.name)) throw new TypeError(`two tools are named ${t.name}`);
+    const wrong = t.timeoutMs === undefined ? null : waitRule(t.timeoutMs);
+    if (wrong !== null)
+      throw new TypeError(`tool ${t.name}: timeoutMs must be ${wrong}, got ${String(t.timeoutMs)}`);
     byName.set(t.name, t);
   }
   return byName;

@@ -2,7 +2,7 @@ import type { LanguageModel, ToolSet } from "ai";
 import { type Logger, pino } from "pino";
 import type { Resolution } from "../../protocol/index.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "./agent.js";
-import { AgentLimitError, type AgentLimits, DEFAULT_AGENT_LIMITS } from "./agent-limits.js";
+import { AgentLimitError, type AgentLimits, resolveAgentLimits } from "./agent-limits.js";
 import { type AgentTool, declaredTools, toolsByName } from "./agent-tool.js";
 import { chatHistory, recentHistory } from "./chat-history.js";
 import { describeFailure } from "./failure-cause.js";
@@ -50,7 +50,7 @@ export class AiSdkAgent implements AgentDriver {
     this.#options = options;
     this.#tools = toolsByName(options.tools ?? []);
     this.#declared = declaredTools(this.#tools);
-    this.#limits = { ...DEFAULT_AGENT_LIMITS, ...options.limits };
+    this.#limits = resolveAgentLimits(options.limits);
     this.#logger = options.logger ?? pino({ enabled: false });
   }
 
