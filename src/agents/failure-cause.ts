@@ -1,4 +1,5 @@
 import { APICallError, RetryError } from "ai";
+import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import { AgentLimitError } from "./agent-limits.js";
 
 /** How much of an endpoint's error body is kept in the turn's error. */
@@ -20,7 +21,7 @@ export function describeFailure(err: unknown): string {
     const status = err.statusCode;
     // a refusal names its status and body; a response that broke while read names the cause
     if (status === undefined || status < 400) return `model call failed: ${err.url}: ${withCauses(err)}`;
-    const body = err.responseBody?.trim().slice(0, MAX_BODY_CHARS);
+    const body = cutUtf16(err.responseBody?.trim() ?? "", MAX_BODY_CHARS);
     return `model call failed: HTTP ${status} from ${err.url}: ${body || withCauses(err)}`;
   }
   return `model call failed: ${withCauses(err)}`;

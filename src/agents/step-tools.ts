@@ -1,5 +1,6 @@
 import type { JSONValue } from "ai";
 import type { Resolution } from "../../protocol/index.js";
+import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import { longTimeout } from "../client/long-timeout.js";
 import type { TurnContext } from "./agent.js";
 import type { AgentTool } from "./agent-tool.js";
@@ -137,12 +138,7 @@ function actionOf(tool: AgentTool, call: ModelToolCall): string {
   } catch {
     text = call.toolName;
   }
-  if (text.length <= MAX_ACTION_CHARS) return text;
-  let cut = text.slice(0, MAX_ACTION_CHARS - 1);
-  // never leave half of a surrogate pair behind: the log would hold U+FFFD where the live view holds the half
-  const last = cut.charCodeAt(cut.length - 1);
-  if (last >= 0xd800 && last <= 0xdbff) cut = cut.slice(0, -1);
-  return `${cut}…`;
+  return text.length <= MAX_ACTION_CHARS ? text : `${cutUtf16(text, MAX_ACTION_CHARS - 1)}…`;
 }
 
 /** What the log holds and the model reads: JSON only; `undefined` becomes null, a cycle a failure. */

@@ -1,3 +1,4 @@
+import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
@@ -113,5 +114,5 @@ function check(name: string, value: unknown, rule: Rule): void {
 function describe(value: unknown): string {
   if (typeof value === "number") return String(value);
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+  return text.length > 64 ? `${cutUtf16(text, 64)}…` : text;
 }

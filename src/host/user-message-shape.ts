@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type AttachmentShell, type EventDataOf, Limits, UserMessageMeta } from "../../protocol/index.js";
+import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import type { PromptInput } from "./live/prompt-queue.js";
 
 export interface UserMessageAttachmentInput {
@@ -66,14 +67,7 @@ export function shapeUserMessage(input: UserMessageInput): EventDataOf<"user/mes
   return shaped;
 }
 
-function capText(text: string): string {
-  if (text.length <= Limits.maxMessageChars) return text;
-  let cut = text.slice(0, Limits.maxMessageChars);
-  // never leave half of a surrogate pair behind
-  const last = cut.charCodeAt(cut.length - 1);
-  if (last >= 0xd800 && last <= 0xdbff) cut = cut.slice(0, -1);
-  return cut;
-}
+const capText = (text: string): string => cutUtf16(text, Limits.maxMessageChars);
 
 /** A plain shell: inline bytes leave only their count behind. */
 function shapeAttachment(input: UserMessageAttachmentInput): AttachmentShell {

@@ -44,6 +44,14 @@ describe("describeFailure", () => {
     );
   });
 
+  test("a cut never ends in half a character: one that would is left out whole", () => {
+    const emoji = "\u{1F600}"; // two UTF-16 units
+    const split = describeFailure(refused(503, `${"a".repeat(499)}${emoji}tail`));
+    expect(split).toBe(`model call failed: HTTP 503 from ${url}: ${"a".repeat(499)}`);
+    const whole = describeFailure(refused(503, `${"a".repeat(498)}${emoji}tail`));
+    expect(whole).toBe(`model call failed: HTTP 503 from ${url}: ${"a".repeat(498)}${emoji}`);
+  });
+
   test("a refusal with no body, or only whitespace, names the error and its causes instead", () => {
     expect(describeFailure(refused(502))).toBe(
       `model call failed: HTTP 502 from ${url}: Internal Server Error`,

@@ -7,6 +7,7 @@ import {
   SessionmuxError,
   validator,
 } from "../../../protocol/index.js";
+import { cutUtf16 } from "../../../protocol/utf16-cut.js";
 
 /** A client frame that passed every check of protocol-v1 §3 and §7; params are schema-valid. */
 export type ClientRequest =
@@ -97,5 +98,5 @@ export function isRefusal(value: ClientRequest | FrameRefusal): value is FrameRe
 }
 
 function truncate(s: string): string {
-  return s.length > 128 ? `${s.slice(0, 128)}…` : s;
+  return s.length > 128 ? `${cutUtf16(s, 128)}…` : s;
 }

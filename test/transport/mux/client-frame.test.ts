@@ -117,6 +117,9 @@ describe("parseClientFrame", () => {
     expect(refusal({ id: 6, type: "call", method: "m".repeat(128) }).data).toEqual({
       method: "m".repeat(128),
     });
+    // a character of two UTF-16 units across the cut is left out whole, never halved
+    const split = refusal({ id: 6, type: "call", method: `${"m".repeat(127)}\u{1F600}x` });
+    expect(split.data).toEqual({ method: `${"m".repeat(127)}…` });
   });
 
   it("checks params against the method's schema: absent params are an empty map, a bad one names its field", () => {
