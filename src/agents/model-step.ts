@@ -34,11 +34,7 @@ export async function streamStep(
     limits.modelIdleMs,
     `the model sent nothing for ${limits.modelIdleMs} ms`,
   );
-  // Infinity: no bound; past 2^31 - 1 ms a plain timer would fire at once
-  const arm = () =>
-    Number.isFinite(limits.modelIdleMs)
-      ? longTimeout(() => quiet.abort(stalled), limits.modelIdleMs)
-      : () => {};
+  const arm = () => longTimeout(() => quiet.abort(stalled), limits.modelIdleMs);
   let clearIdle = arm();
   const result = streamText({
     model: options.model,

@@ -104,8 +104,6 @@ async function execute(
   const expired = new AbortController();
   let clearTimer = (): void => {};
   const timedOut = new Promise<never>((_, reject) => {
-    // Infinity: no bound; past 2^31 - 1 ms a plain timer would fire at once
-    if (!Number.isFinite(timeoutMs)) return;
     clearTimer = longTimeout(() => {
       const error = new Error(`tool_timeout: ${call.toolName} gave no result within ${timeoutMs} ms`);
       expired.abort(error);

@@ -59,7 +59,6 @@ export function downloadAttachment(
       );
     const waitForBytes = (): void => {
       clearIdle();
-      if (!Number.isFinite(options.idleTimeoutMs)) return;
       clearIdle = longTimeout(
         () =>
           fail(

@@ -48,7 +48,7 @@ export function callDeadline(
         data: { method, timeoutMs, sent: sent() },
       }),
     );
-  const clearTimer = Number.isFinite(timeoutMs) ? longTimeout(onTimeout, timeoutMs) : () => {};
+  const clearTimer = longTimeout(onTimeout, timeoutMs);
   return {
     signal: controller.signal,
     dispose: () => {

@@ -6,9 +6,11 @@ export const LONGEST_TIMER_MS = 2_147_483_647;
 
 /**
  * `setTimeout` for any delay: one past {@link LONGEST_TIMER_MS} is waited out in steps instead of
- * firing at once. Returns what clears it.
+ * firing at once, and one that is not finite (`Infinity`: no bound) never fires and sets no timer.
+ * Returns what clears it.
  */
 export function longTimeout(run: () => void, ms: number): () => void {
+  if (!Number.isFinite(ms)) return () => {};
   let timer: ReturnType<typeof setTimeout> | undefined;
   const wait = (left: number): void => {
     timer =

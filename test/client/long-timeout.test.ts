@@ -44,6 +44,15 @@ describe("longTimeout", () => {
     expect(run).toHaveBeenCalledTimes(1);
   });
 
+  it("a delay that is not finite never fires and sets no timer", () => {
+    const run = vi.fn();
+    longTimeout(run, Number.POSITIVE_INFINITY);
+    longTimeout(run, Number.NaN);
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(3 * LONGEST_TIMER_MS);
+    expect(run).not.toHaveBeenCalled();
+  });
+
   it("cleared, it never fires, whichever step it is in", () => {
     const early = vi.fn();
     longTimeout(early, 1_000)();
