@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { beforeEach, vi } from "vitest";
+import { registerClientCommands } from "../../src/cli/client-commands.js";
 import { registerServeCommand } from "../../src/cli/serve-command.js";
 import { type Cleanup, cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -21,6 +22,32 @@ export function parseServe(argv: string[], env: Record<string, string> = {}): Re
   serve.action(() => {});
   program.parse(["serve", ...argv], { from: "user" });
   return serve.opts();
+}
+
+/**
+ * The client commands run in this process against a host: `run` parses one command line, by
+ * default with the host's `--url` and the token given; `oneShot` answers the JSON line a one-shot
+ * command printed to `stdout` (as `capturedOutput` collects it).
+ */
+export function clientCommands(
+  stdout: string[],
+  url: () => string,
+  token: string,
+): {
+  run(argv: string[], connection?: string[]): Promise<Command>;
+  oneShot(argv: string[]): Promise<Record<string, unknown>>;
+} {
+  const run = (argv: string[], connection = ["--url", url(), "--token", token]) => {
+    const program = quietProgram();
+    registerClientCommands(program);
+    return program.parseAsync([...argv, ...connection], { from: "user" });
+  };
+  const oneShot = async (argv: string[]) => {
+    const written = stdout.length;
+    await run(argv);
+    return JSON.parse(stdout.slice(written).join("")) as Record<string, unknown>;
+  };
+  return { run, oneShot };
 }
 
 /**

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
-import { registerClientCommands } from "../../src/cli/client-commands.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
-import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
+import { capturedOutput, clientCommands, commandCleanups } from "./in-process-command.js";
 
 /**
  * `rename`, `fork`, `search`, `clear` and `delete` run in this process against a real host on
@@ -20,17 +19,7 @@ afterAll(async () => {
 const { stdout } = capturedOutput();
 commandCleanups();
 
-function run(argv: string[]) {
-  const program = quietProgram();
-  registerClientCommands(program);
-  return program.parseAsync([...argv, "--url", host.url, "--token", ADMIN_TOKEN], { from: "user" });
-}
-
-async function oneShot(argv: string[]): Promise<Record<string, unknown>> {
-  const written = stdout.length;
-  await run(argv);
-  return JSON.parse(stdout.slice(written).join("")) as Record<string, unknown>;
-}
+const { run, oneShot } = clientCommands(stdout, () => host.url, ADMIN_TOKEN);
 
 async function refusal(argv: string[]): Promise<string> {
   const written = stdout.length;

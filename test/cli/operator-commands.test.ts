@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { registerClientCommands } from "../../src/cli/client-commands.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
-import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
+import { capturedOutput, clientCommands, commandCleanups } from "./in-process-command.js";
 
 /**
  * `answer` and `cancel` run in this process against a real host on 127.0.0.1 with the demo agent,
@@ -21,18 +21,7 @@ afterAll(async () => {
 const { stdout } = capturedOutput();
 commandCleanups();
 
-function run(argv: string[], connection = ["--url", host.url, "--token", ADMIN_TOKEN]) {
-  const program = quietProgram();
-  registerClientCommands(program);
-  return program.parseAsync([...argv, ...connection], { from: "user" });
-}
-
-/** The JSON line a one-shot command prints. */
-async function oneShot(argv: string[]): Promise<Record<string, unknown>> {
-  const written = stdout.length;
-  await run(argv);
-  return JSON.parse(stdout.slice(written).join("")) as Record<string, unknown>;
-}
+const { run, oneShot } = clientCommands(stdout, () => host.url, ADMIN_TOKEN);
 
 interface LoggedEvent {
   seq: number;

@@ -5,6 +5,7 @@ import { existingDatabase, prepareDatabasePath } from "../../src/operations/data
 import { StartupError } from "../../src/operations/startup-error.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { thrownRefusal } from "./startup-refusal.js";
 
 /**
  * Where a host's SQLite database lives: the path `--db` names, resolved, in a folder that exists
@@ -18,18 +19,6 @@ function folder(): ReturnType<typeof tempDir> {
   const dir = tempDir("sessionmux-db-path-");
   cleanups.push(() => dir.remove());
   return dir;
-}
-
-/** The `StartupError` that `run` throws (returning fails the test). */
-function refusal(run: () => unknown): StartupError {
-  let thrown: unknown;
-  try {
-    run();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(StartupError);
-  return thrown as StartupError;
 }
 
 describe("prepareDatabasePath", () => {
@@ -50,7 +39,7 @@ describe("prepareDatabasePath", () => {
     const dir = folder();
     const missing = dir.file("misspelled");
     const file = join(missing, "sessions.db");
-    const err = refusal(() => prepareDatabasePath(file));
+    const err = thrownRefusal(() => prepareDatabasePath(file));
     expect(err.code).toBe("db_folder_missing");
     expect(err.message).toBe(
       `database folder ${missing} does not exist (database ${file}); create it, fix the path, ` +
@@ -75,7 +64,7 @@ describe("prepareDatabasePath", () => {
     writeFileSync(notAFolder, "not a folder");
     const file = join(notAFolder, "sessions.db");
     for (const options of [{}, { createFolder: true }]) {
-      const err = refusal(() => prepareDatabasePath(file, options));
+      const err = thrownRefusal(() => prepareDatabasePath(file, options));
       expect(err.code).toBe("db_folder_missing");
       expect(err.message).toBe(`database folder ${notAFolder} is not a directory`);
     }
@@ -94,7 +83,7 @@ describe("existingDatabase", () => {
     const dir = folder();
     mkdirSync(dir.file("empty"));
     const file = dir.file(join("empty", "sessions.db"));
-    const err = refusal(() => existingDatabase(file));
+    const err = thrownRefusal(() => existingDatabase(file));
     expect(err.code).toBe("db_missing");
     expect(err.message).toBe(`no database at ${file}; check --db (or SESSIONMUX_DB)`);
     expect(existsSync(file)).toBe(false);

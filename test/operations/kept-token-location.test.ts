@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { keptTokenFile } from "../../src/operations/kept-token-location.js";
-import { StartupError } from "../../src/operations/startup-error.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { thrownRefusal } from "./startup-refusal.js";
 
 /**
  * Where a host keeps the admin token it mints: beside its SQLite file, or in the data folder for
@@ -18,17 +18,6 @@ function folder(): ReturnType<typeof tempDir> {
   const dir = tempDir("sessionmux-kept-token-");
   cleanups.push(() => dir.remove());
   return dir;
-}
-
-function refusal(run: () => unknown): StartupError {
-  let thrown: unknown;
-  try {
-    run();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(StartupError);
-  return thrown as StartupError;
 }
 
 describe("keptTokenFile", () => {
@@ -53,7 +42,7 @@ describe("keptTokenFile", () => {
   it("refuses a missing data folder, naming it, unless told to create it; then creates the folders above it too", () => {
     const dir = folder();
     const data = dir.file(join("one", "two"));
-    const err = refusal(() => keptTokenFile(postgres, data, { createFolder: false }));
+    const err = thrownRefusal(() => keptTokenFile(postgres, data, { createFolder: false }));
     expect(err.code).toBe("db_folder_missing");
     expect(err.message).toBe(
       `data folder ${data} does not exist (it keeps the admin token); create it or fix --data-dir`,
@@ -70,7 +59,7 @@ describe("keptTokenFile", () => {
     const data = dir.file("plain");
     writeFileSync(data, "not a folder");
     for (const createFolder of [false, true]) {
-      const err = refusal(() => keptTokenFile(postgres, data, { createFolder }));
+      const err = thrownRefusal(() => keptTokenFile(postgres, data, { createFolder }));
       expect(err.code).toBe("db_folder_missing");
       expect(err.message).toBe(`data folder ${data} is not a directory`);
     }

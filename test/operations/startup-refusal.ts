@@ -10,3 +10,15 @@ export async function refusal(run: Promise<unknown>): Promise<StartupError> {
   expect(outcome).toBeInstanceOf(StartupError);
   return outcome as StartupError;
 }
+
+/** The `StartupError` a synchronous operation must throw (returning fails the test). */
+export function thrownRefusal(run: () => unknown): StartupError {
+  let thrown: unknown;
+  try {
+    run();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(StartupError);
+  return thrown as StartupError;
+}
