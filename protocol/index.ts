@@ -11,3 +11,4 @@ export * from "./methods.js";
 export * from "./readiness.js";
 export * from "./rows.js";
 export * from "./validate.js";
+export * from "./visible-text.js";

@@ -11,6 +11,7 @@ import {
   SessionRow,
 } from "./rows.js";
 import { type Validator, validator } from "./validate.js";
+import { VisibleText } from "./visible-text.js";
 
 /**
  * §4 activation rules. `cold`: reads or writes persistence, never starts an agent.
@@ -193,7 +194,7 @@ export const Methods = {
     Type.Object(
       {
         sessionId: Type.Optional(SessionIdSchema),
-        title: Type.Optional(Type.String({ maxLength: 512 })),
+        title: Type.Optional(VisibleText({ maxLength: 512 })),
         model: Type.Optional(Type.String({ maxLength: 256 })),
         /** Where the session was started (`"web"`, `"cli"`); the session view's `origin`. */
         origin: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -237,7 +238,7 @@ export const Methods = {
   ),
   "session.rename": call(
     "cold",
-    Type.Object({ sessionId: SessionIdSchema, title: Type.String({ maxLength: 512 }) }, strict),
+    Type.Object({ sessionId: SessionIdSchema, title: VisibleText({ maxLength: 512 }) }, strict),
     Type.Object({ seq: Type.Integer() }),
   ),
   "session.selectModel": call(

@@ -17,9 +17,13 @@ const errorsOf = (iterator: ValueErrorIterator): ValueError[] => [...iterator];
  * ("Expected union value") names neither field nor reason, so the member the value came closest
  * to (fewest errors, the first on a tie) is followed instead: `{outcome: 7}` against
  * approve-or-answer is reported at `/outcome`, an oversized answer at `/answer` with its limit.
- * A union of literals lists the values it takes.
+ * A union of literals lists the values it takes. A `pattern` whose schema states its `rule` is
+ * reported as that rule.
  */
 export function schemaViolation(first: ValueError): SchemaViolation {
+  // a pattern that stands for a rule (a text needing a visible character) is told as that rule
+  if (first.type === ValueErrorType.StringPattern && typeof first.schema.rule === "string")
+    return { path: first.path, message: first.schema.rule };
   // a missing property is reported with its member's schema: only a union's own error is unfolded
   if (first.type !== ValueErrorType.Union) return { path: first.path, message: first.message };
   if (isLiteralUnion(first.schema)) {
