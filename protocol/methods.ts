@@ -1,6 +1,7 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { type AttachmentShell, Resolution, SessionEventSchema, UserMessageMeta } from "./events.js";
 import { OpaqueIdSchema, SessionIdSchema } from "./ids.js";
+import { promptContentViolation } from "./prompt-content.js";
 import {
   AgentState,
   Interaction,
@@ -10,7 +11,7 @@ import {
   SessionHeader,
   SessionRow,
 } from "./rows.js";
-import { type Validator, validator } from "./validate.js";
+import { type CrossFieldRule, type Validator, validator } from "./validate.js";
 import { VisibleText } from "./visible-text.js";
 
 /**
@@ -27,7 +28,7 @@ const Limit = (max: number) => Type.Integer({ minimum: 1, maximum: max });
 
 export const AttachmentInput = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 256 }),
+    name: VisibleText({ maxLength: 256 }),
     type: Type.String({ maxLength: 256 }),
     attachmentId: Type.Optional(OpaqueIdSchema),
     url: Type.Optional(Type.String({ maxLength: 4096 })),
@@ -40,7 +41,7 @@ export type AttachmentInput = Static<typeof AttachmentInput>;
 export const QueueOp = Type.Union([
   Type.Object({ remove: Type.Literal(true), itemId: OpaqueIdSchema }, strict),
   Type.Object(
-    { edit: Type.Literal(true), itemId: OpaqueIdSchema, text: Type.String({ maxLength: 16_000 }) },
+    { edit: Type.Literal(true), itemId: OpaqueIdSchema, text: VisibleText({ maxLength: 16_000 }) },
     strict,
   ),
   Type.Object({ steer: Type.Literal(true), itemId: OpaqueIdSchema }, strict),
@@ -197,7 +198,7 @@ export const Methods = {
         title: Type.Optional(VisibleText({ maxLength: 512 })),
         model: Type.Optional(Type.String({ maxLength: 256 })),
         /** Where the session was started (`"web"`, `"cli"`); the session view's `origin`. */
-        origin: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+        origin: Type.Optional(VisibleText({ maxLength: 64 })),
       },
       strict,
     ),
@@ -223,7 +224,7 @@ export const Methods = {
         text: Type.String({ maxLength: 1_000_000 }),
         clientMessageId: OpaqueIdSchema,
         attachments: Type.Optional(Type.Array(AttachmentInput, { maxItems: 32 })),
-        display: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+        display: Type.Optional(VisibleText({ maxLength: 1_000_000 })),
         hidden: Type.Optional(Type.Boolean()),
         meta: Type.Optional(UserMessageMeta),
       },
@@ -343,6 +344,11 @@ export function isMethodName(value: unknown): value is MethodName {
   return typeof value === "string" && Object.hasOwn(Methods, value);
 }
 
+/** Rules across a method's fields, checked with its schema wherever params are parsed. */
+const CROSS_FIELD_RULES: { [M in MethodName]?: CrossFieldRule<ParamsOf<M>> } = {
+  "session.prompt": promptContentViolation,
+};
+
 const paramsValidators = new Map<MethodName, Validator<TSchema>>();
 
 /**
@@ -352,7 +358,10 @@ const paramsValidators = new Map<MethodName, Validator<TSchema>>();
 export function paramsValidator<M extends MethodName>(method: M): Validator<(typeof Methods)[M]["params"]> {
   let check = paramsValidators.get(method);
   if (!check) {
-    check = validator(Methods[method].params);
+    check = validator(
+      Methods[method].params,
+      CROSS_FIELD_RULES[method] as CrossFieldRule<unknown> | undefined,
+    );
     paramsValidators.set(method, check);
   }
   return check as Validator<(typeof Methods)[M]["params"]>;
