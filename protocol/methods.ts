@@ -49,6 +49,15 @@ export const QueueOp = Type.Union([
 ]);
 export type QueueOp = Static<typeof QueueOp>;
 
+/**
+ * An answer as a caller gives it (`session.respond`, `POST /v1/interactions/{id}/answer`): the
+ * stored `Resolution`, with a question's answer holding a visible character.
+ */
+export const ResponseInput = Type.Union([
+  Type.Object({ outcome: Type.Union([Type.Literal("approve"), Type.Literal("deny")]) }, strict),
+  Type.Object({ answer: VisibleText({ maxLength: 16_000 }) }, strict),
+]);
+
 const PageResult = Type.Object({
   header: SessionHeader,
   epoch: Type.String(),
@@ -259,7 +268,7 @@ export const Methods = {
   ),
   "session.respond": call(
     "resume",
-    Type.Object({ interactionId: OpaqueIdSchema, response: Resolution }, strict),
+    Type.Object({ interactionId: OpaqueIdSchema, response: ResponseInput }, strict),
     Type.Object({ resolved: Type.Literal(true) }),
   ),
   "session.ack": call(

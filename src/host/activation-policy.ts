@@ -1,7 +1,8 @@
-import type { SessionHeader } from "../../protocol/index.js";
+import type { Resolution, SessionHeader } from "../../protocol/index.js";
 import { type Activation, SessionmuxError } from "../../protocol/index.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
+import { assertAnswerFits } from "./answer-fit.js";
 import type { LiveSession } from "./live-session.js";
 import { canSee, type Principal } from "./principal.js";
 import { agentNotLive, interactionNotFound, notFound, refusal } from "./store-outcomes.js";
@@ -23,8 +24,12 @@ export interface Resolvers {
   live(principal: Principal, sessionId: string): Promise<LiveSession>;
   /** Resume-permitted resolution: the live session, attaching an agent when cold. */
   resume(principal: Principal, sessionId: string): Promise<LiveSession>;
-  /** A durable interaction (pending or answered); unknown or foreign → `interaction_not_found`. */
-  interaction(principal: Principal, interactionId: string): Promise<LiveInteraction>;
+  /**
+   * A durable interaction (pending or answered); unknown or foreign → `interaction_not_found`;
+   * `response`, the caller's answer, of the other kind → `bad_request`, before the call counts
+   * as work on the session (a dismissed one is restored only for an answer that fits).
+   */
+  interaction(principal: Principal, interactionId: string, response: Resolution): Promise<LiveInteraction>;
 }
 
 export interface LiveInteraction {
@@ -79,8 +84,8 @@ export class ActivationPolicy {
       resume: {
         inspect,
         live,
-        interaction: async (principal, interactionId) => {
-          const found = await interaction(principal, interactionId);
+        interaction: async (principal, interactionId, response) => {
+          const found = await interaction(principal, interactionId, response);
           onWork(principal, found.sessionId);
           return found;
         },
@@ -117,9 +122,14 @@ export class ActivationPolicy {
     throw agentNotLive(sessionId);
   }
 
-  async lookupInteraction(principal: Principal, interactionId: string): Promise<LiveInteraction> {
+  async lookupInteraction(
+    principal: Principal,
+    interactionId: string,
+    response: Resolution,
+  ): Promise<LiveInteraction> {
     const stored = await this.#store.interaction(interactionId);
     if (!stored || !canSee(principal, stored.owner)) throw interactionNotFound(interactionId);
+    assertAnswerFits(stored.interaction.kind, interactionId, response);
     return { interactionId, sessionId: stored.interaction.sessionId };
   }
 

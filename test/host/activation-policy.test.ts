@@ -15,6 +15,7 @@ import { tempDir } from "../support/temp-dir.js";
  * the table through the host.
  */
 const ALICE: Principal = { name: "alice", admin: false };
+const APPROVE = { outcome: "approve" } as const;
 const BOB: Principal = { name: "bob", admin: false };
 
 const cleanups = cleanupsAfterEach();
@@ -78,13 +79,13 @@ describe("activation policy", () => {
       const scope = policy.scope(activation);
       forbiddenCall(() => scope.live(ADMIN, "a1"), activation, "live");
       forbiddenCall(() => scope.resume(ADMIN, "a1"), activation, "resume");
-      forbiddenCall(() => scope.interaction(ADMIN, "i1"), activation, "interaction");
+      forbiddenCall(() => scope.interaction(ADMIN, "i1", APPROVE), activation, "interaction");
       expect((await scope.inspect(ADMIN, "a1")).header.sessionId).toBe("a1");
     }
     const liveOnly = policy.scope("live-only");
     forbiddenCall(() => liveOnly.resume(ADMIN, "a1"), "live-only", "resume");
     expect(await codeOf(liveOnly.live(ADMIN, "a1"))).toBe("agent_not_live");
-    expect(await codeOf(liveOnly.interaction(ADMIN, "nope"))).toBe("interaction_not_found");
+    expect(await codeOf(liveOnly.interaction(ADMIN, "nope", APPROVE))).toBe("interaction_not_found");
   });
 
   it("resume attaches a cold session with the owner and model of its header", async () => {
@@ -126,14 +127,16 @@ describe("activation policy", () => {
         data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "x" },
       },
     ]);
-    expect(await policy.scope("live-only").interaction(ALICE, "i1")).toEqual({
+    expect(await policy.scope("live-only").interaction(ALICE, "i1", APPROVE)).toEqual({
       interactionId: "i1",
       sessionId: "a1",
     });
-    expect(await policy.scope("resume").interaction(ADMIN, "i1")).toEqual({
+    expect(await policy.scope("resume").interaction(ADMIN, "i1", APPROVE)).toEqual({
       interactionId: "i1",
       sessionId: "a1",
     });
-    expect(await codeOf(policy.scope("resume").interaction(BOB, "i1"))).toBe("interaction_not_found");
+    expect(await codeOf(policy.scope("resume").interaction(BOB, "i1", APPROVE))).toBe(
+      "interaction_not_found",
+    );
   });
 });

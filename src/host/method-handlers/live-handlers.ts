@@ -76,7 +76,11 @@ function missing(itemId: string): SessionmuxError {
  * by a previous process resumes the session's agent to continue it.
  */
 export const respond: MethodHandler<"session.respond"> = async (ctx, resolvers, principal, params) => {
-  const { sessionId, interactionId } = await resolvers.interaction(principal, params.interactionId);
+  const { sessionId, interactionId } = await resolvers.interaction(
+    principal,
+    params.interactionId,
+    params.response,
+  );
   // no turn of this process waits for it: the turn is parked; attaching the agent first adopts it,
   // so no prompt can start another turn between the answer and the continuation
   const parked = ctx.live.interactionRegistry.hasWaiter(interactionId)

@@ -1,4 +1,4 @@
-import { Resolution, validator } from "../../../protocol/index.js";
+import { ResponseInput, SessionmuxError, validator } from "../../../protocol/index.js";
 import { Limits } from "../../../protocol/limits.js";
 import { refusal } from "../../host/store-outcomes.js";
 import { readReachedHead } from "../../store/read-head.js";
@@ -8,7 +8,7 @@ import { idParam, intQuery, type Route } from "./route-context.js";
 import { readSessionTranscript } from "./session-transcript.js";
 import { renderSessionView } from "./session-view.js";
 
-const resolution = validator(Resolution);
+const resolution = validator(ResponseInput);
 
 /** `/v1/sessions/*` and `/v1/interactions/*`: the session view, answers, and seen marks. */
 export const sessionRoutes: Route[] = [
@@ -68,7 +68,11 @@ export const sessionRoutes: Route[] = [
       const interactionId = idParam(ctx, 0, "interactionId");
       const body = await readJsonObject(ctx.req, ctx.maxBodyBytes);
       const response = resolution.parse(body, "body");
-      const result = await ctx.host.call(ctx.principal, "session.respond", { interactionId, response });
+      const result = await ctx.host
+        .call(ctx.principal, "session.respond", { interactionId, response })
+        .catch((err: unknown) => {
+          throw bodyIsTheResponse(err);
+        });
       sendJson(ctx.res, 200, result);
     },
   },
@@ -93,6 +97,17 @@ export const sessionRoutes: Route[] = [
     },
   },
 ];
+
+/**
+ * The route's body is the call's `response`: a refusal naming `/response` (an answer of the
+ * other kind) names the whole body here.
+ */
+function bodyIsTheResponse(err: unknown): unknown {
+  if (!(err instanceof SessionmuxError) || err.code !== "bad_request") return err;
+  const data = err.data as { field?: unknown } | undefined;
+  if (data?.field !== "/response") return err;
+  return new SessionmuxError("bad_request", err.message, { data: { ...data, field: "/" } });
+}
 
 /**
  * Binary values in event data (an agent's tool result may hold bytes) go out as base64 strings.
