@@ -2,6 +2,7 @@ import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
+import { MAX_REPLAY_BATCH } from "../transport/mux/mux-options.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
 
 /**
@@ -45,7 +46,7 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
     sendHighWaterBytes: floor("sendHighWaterBytes"),
     maxCallsInFlight: COUNT,
     maxQueuedCalls: { min: 0 },
-    replayBatch: COUNT,
+    replayBatch: { min: 1, max: MAX_REPLAY_BATCH },
     controlMaxQueued: COUNT,
   },
   http: {

@@ -87,6 +87,13 @@ describe("createSessionmux options", () => {
         /^mux\.decodeLimits\.maxDepth must be an integer ≥ 1, got -1$/,
       ],
       [{ mux: { decodeLimits: "64k" as never } }, /^mux\.decodeLimits must be an object, got "64k"$/],
+      // no item holds more than about 1,500 events: a larger batch only widened each log read
+      [
+        { mux: { replayBatch: 1e9 } },
+        /^mux\.replayBatch must be an integer from 1 to 10000, got 1000000000$/,
+      ],
+      [{ mux: { replayBatch: 10_001 } }, /^mux\.replayBatch must be an integer from 1 to 10000, got 10001$/],
+      [{ mux: { replayBatch: 0 } }, /^mux\.replayBatch must be an integer from 1 to 10000, got 0$/],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -109,6 +116,7 @@ describe("createSessionmux options", () => {
       principals: { sessionCreatePerSecond: 0.5 },
       mux: {
         maxQueuedCalls: 0,
+        replayBatch: 10_000,
         pingIntervalMs: 2 ** 31 - 1,
         sendHighWaterBytes: 1024,
         decodeLimits: { maxStrBytes: 1, maxBinBytes: 1, maxArrayLength: 1, maxMapLength: 1, maxDepth: 1 },

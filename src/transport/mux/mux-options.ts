@@ -39,7 +39,7 @@ export interface MuxOptions {
   maxCallsInFlight: number;
   /** @default 256 — calls waiting for a slot per socket; one more is answered `overloaded`. */
   maxQueuedCalls: number;
-  /** @default 500 — events per `events` item during replay. */
+  /** @default 500 — events per `events` item during replay; at most `MAX_REPLAY_BATCH`. */
   replayBatch: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
   controlMaxQueued: number;
@@ -52,6 +52,14 @@ export interface MuxOptions {
   /** @default none — frames, bytes, streams, lag and slow followers are counted here. */
   metrics: HostMetrics | undefined;
 }
+
+/**
+ * The most events per replay item an operator may ask for. An item is also cut at 64 KiB
+ * encoded (`Limits.streamItemBytes`), which no more than about 1,500 of the smallest events fit,
+ * so a larger batch changes no item: it only widens each read of the log (8 items' worth of rows,
+ * `FollowStream`), which at this bound is 80,000 rows.
+ */
+export const MAX_REPLAY_BATCH = 10_000;
 
 const consoleLogger: MuxLogger = {
   error: (obj, msg) => console.error(msg, obj),
