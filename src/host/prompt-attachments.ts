@@ -1,6 +1,6 @@
 import { type AttachmentInput, SessionmuxError } from "../../protocol/index.js";
 import type { TurnAttachment } from "../agents/agent.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { SessionStore, StoredAttachment } from "../store/session-store.js";
 import type { PromptInput } from "./live/prompt-queue.js";
 import type { UserMessageAttachmentInput } from "./user-message-shape.js";
 
@@ -12,49 +12,92 @@ export interface PreparedAttachments {
 }
 
 /**
+ * A prompt's attachments can be read: each upload it names exists and belongs to the session's
+ * owner, each `data:` URL decodes. Checked when the prompt is accepted, so a prompt that could
+ * never run is refused before it is queued or starts a turn, not accepted and failed when its
+ * turn comes. Nothing is kept.
+ */
+export async function assertAttachmentsReadable(
+  store: SessionStore,
+  owner: string,
+  attachments: readonly AttachmentInput[] | undefined,
+): Promise<void> {
+  for (const [index, a] of (attachments ?? []).entries()) {
+    if (a.bytes) continue;
+    if (a.attachmentId === undefined) {
+      await decodeDataUrl(a, index);
+      continue;
+    }
+    const found = await store.attachmentInfo(a.attachmentId);
+    if (!found || found.owner !== owner) throw uploadNotFound(a.attachmentId);
+  }
+}
+
+function uploadNotFound(attachmentId: string): SessionmuxError {
+  return new SessionmuxError("attachment_not_found", `no attachment ${attachmentId}; upload it first`, {
+    data: { attachmentId },
+  });
+}
+
+/**
  * §4 attachments: inline bytes, raw or as a `data:` URL, are kept in the attachment store (so the
  * transcript can link them) and leave a plain shell in the log; uploaded ones are looked up for
- * the agent; a link to elsewhere is kept as a link.
+ * the agent; a link to elsewhere is kept as a link. Every upload is read and every `data:` URL
+ * decoded before any inline bytes are kept: a refusal (an upload gone meanwhile, an undecodable
+ * URL) then leaves no bytes behind.
  */
 export async function prepareAttachments(
   store: SessionStore,
   owner: string,
   input: PromptInput,
 ): Promise<PreparedAttachments> {
+  const sources: AttachmentSource[] = [];
+  for (const [index, a] of (input.attachments ?? []).entries())
+    sources.push(await sourceOf(store, owner, a, index));
   const prepared: PreparedAttachments = { stored: [], agent: [] };
-  const attachments = input.attachments ?? [];
-  for (const [index, a] of attachments.entries()) {
-    const inline = a.bytes ? { type: a.type, bytes: a.bytes } : await decodeDataUrl(a, index);
-    if (inline) {
-      const { type, bytes } = inline;
-      const attachmentId = await store.putAttachment({ owner, name: a.name, type, bytes });
-      prepared.stored.push({ name: a.name, type, attachmentId, bytes });
-      prepared.agent.push({ name: a.name, type, size: bytes.byteLength, bytes });
-    } else if (a.attachmentId) {
-      const found = await store.getAttachment(a.attachmentId);
-      if (!found || found.owner !== owner) {
-        throw new SessionmuxError(
-          "attachment_not_found",
-          `no attachment ${a.attachmentId}; upload it first`,
-          {
-            data: { attachmentId: a.attachmentId },
-          },
-        );
-      }
-      prepared.stored.push({ name: a.name, type: a.type, attachmentId: a.attachmentId, size: found.size });
-      prepared.agent.push({ name: a.name, type: a.type, size: found.size, bytes: found.bytes });
+  for (const source of sources) {
+    const { name } = source.input;
+    if (source.kind === "inline") {
+      const { type, bytes } = source;
+      const attachmentId = await store.putAttachment({ owner, name, type, bytes });
+      prepared.stored.push({ name, type, attachmentId, bytes });
+      prepared.agent.push({ name, type, size: bytes.byteLength, bytes });
+    } else if (source.kind === "upload") {
+      const { type } = source.input;
+      const { attachmentId, size, bytes } = source.upload;
+      prepared.stored.push({ name, type, attachmentId, size });
+      prepared.agent.push({ name, type, size, bytes });
     } else {
-      const shell: UserMessageAttachmentInput = { name: a.name, type: a.type, size: 0 };
-      if (a.url !== undefined) shell.url = a.url;
+      const { type, url } = source.input;
+      const shell: UserMessageAttachmentInput = { name, type, size: 0 };
+      if (url !== undefined) shell.url = url;
       prepared.stored.push(shell);
-      prepared.agent.push(
-        a.url !== undefined
-          ? { name: a.name, type: a.type, size: 0, url: a.url }
-          : { name: a.name, type: a.type, size: 0 },
-      );
+      prepared.agent.push(url !== undefined ? { name, type, size: 0, url } : { name, type, size: 0 });
     }
   }
   return prepared;
+}
+
+/** Where one attachment's content comes from, read without keeping anything. */
+type AttachmentSource =
+  | { kind: "inline"; input: AttachmentInput; type: string; bytes: Uint8Array }
+  | { kind: "upload"; input: AttachmentInput; upload: StoredAttachment }
+  | { kind: "link"; input: AttachmentInput };
+
+async function sourceOf(
+  store: SessionStore,
+  owner: string,
+  a: AttachmentInput,
+  index: number,
+): Promise<AttachmentSource> {
+  const inline = a.bytes ? { type: a.type, bytes: a.bytes } : await decodeDataUrl(a, index);
+  if (inline) return { kind: "inline", input: a, ...inline };
+  if (a.attachmentId) {
+    const upload = await store.getAttachment(a.attachmentId);
+    if (!upload || upload.owner !== owner) throw uploadNotFound(a.attachmentId);
+    return { kind: "upload", input: a, upload };
+  }
+  return { kind: "link", input: a };
 }
 
 /**

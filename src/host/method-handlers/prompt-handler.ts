@@ -7,6 +7,7 @@ import type { HostContext, MethodHandler } from "../host-context.js";
 import type { PromptInput } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
 import type { Principal } from "../principal.js";
+import { assertAttachmentsReadable } from "../prompt-attachments.js";
 import { assertStorageRoom } from "../storage-quota.js";
 import { refusal } from "../store-outcomes.js";
 
@@ -18,12 +19,13 @@ type PromptResult = ResultOf<"session.prompt">;
  */
 export const prompt: MethodHandler<"session.prompt"> = async (ctx, resolvers, principal, params) => {
   // authorise before dedupe, so another principal never learns an answer through the key
-  if (!ctx.agents.get(params.sessionId)) await resolvers.inspect(principal, params.sessionId);
-  else await resolvers.live(principal, params.sessionId);
+  const owner = ctx.agents.get(params.sessionId)
+    ? (await resolvers.live(principal, params.sessionId)).owner
+    : (await resolvers.inspect(principal, params.sessionId)).header.owner;
   const key = `${params.sessionId}\u0000${params.clientMessageId}`;
   const inFlight = ctx.prompts.get(key);
   if (inFlight) return inFlight;
-  const answer = answerPrompt(ctx, resolvers, principal, params);
+  const answer = answerPrompt(ctx, resolvers, principal, owner, params);
   ctx.prompts.set(key, answer);
   const forget = () => {
     if (ctx.prompts.get(key) === answer) ctx.prompts.delete(key);
@@ -36,11 +38,13 @@ async function answerPrompt(
   ctx: HostContext,
   resolvers: Resolvers,
   principal: Principal,
+  owner: string,
   params: ParamsOf<"session.prompt">,
 ): Promise<PromptResult> {
   const recorded = await ctx.store.findPrompt(params.sessionId, params.clientMessageId);
   if (recorded) return fromRecord(recorded);
   // before the agent starts: a refused prompt resumes nothing
+  await assertAttachmentsReadable(ctx.store, owner, params.attachments);
   await assertStorageRoom(ctx, principal);
   const session = await resolvers.resume(principal, params.sessionId);
   const input: PromptInput = {
