@@ -58,6 +58,19 @@ export const ResponseInput = Type.Union([
   Type.Object({ answer: VisibleText({ maxLength: 16_000 }) }, strict),
 ]);
 
+/**
+ * A prompt's `meta` as a caller gives it: the stored `UserMessageMeta`, whose names (`origin`,
+ * `voiceLanguage`) a reader is shown, so each holds a visible character.
+ */
+export const PromptMeta = Type.Object(
+  {
+    ...UserMessageMeta.properties,
+    origin: Type.Optional(VisibleText({ maxLength: 64 })),
+    voiceLanguage: Type.Optional(VisibleText({ maxLength: 35 })),
+  },
+  strict,
+);
+
 const PageResult = Type.Object({
   header: SessionHeader,
   epoch: Type.String(),
@@ -176,10 +189,7 @@ export const Methods = {
   ),
   "session.search": call(
     "cold",
-    Type.Object(
-      { query: Type.String({ minLength: 1, maxLength: 512 }), limit: Type.Optional(Limit(200)) },
-      strict,
-    ),
+    Type.Object({ query: VisibleText({ maxLength: 512 }), limit: Type.Optional(Limit(200)) }, strict),
     Type.Object({
       hits: Type.Array(
         Type.Object({ sessionId: Type.String(), seq: Type.Integer(), snippet: Type.String() }),
@@ -235,7 +245,7 @@ export const Methods = {
         attachments: Type.Optional(Type.Array(AttachmentInput, { maxItems: 32 })),
         display: Type.Optional(VisibleText({ maxLength: 1_000_000 })),
         hidden: Type.Optional(Type.Boolean()),
-        meta: Type.Optional(UserMessageMeta),
+        meta: Type.Optional(PromptMeta),
       },
       strict,
     ),
