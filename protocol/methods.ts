@@ -12,7 +12,7 @@ import {
   SessionRow,
 } from "./rows.js";
 import { type CrossFieldRule, type Validator, validator } from "./validate.js";
-import { VisibleText } from "./visible-text.js";
+import { VisibleText } from "./visible-text-schema.js";
 
 /**
  * §4 activation rules. `cold`: reads or writes persistence, never starts an agent.

@@ -1,5 +1,3 @@
-import { type StringOptions, Type } from "@sinclair/typebox";
-
 /**
  * Characters that show nothing on their own: whitespace (JavaScript's `\s`, the Unicode spaces and
  * the byte order mark included), C0 and C1 controls, and the zero-width, joiner, direction, filler
@@ -23,10 +21,3 @@ export const VISIBLE_TEXT_RULE =
 export function hasVisibleText(text: string): boolean {
   return visible.test(text);
 }
-
-/**
- * A string field whose meaning needs content (a title, an answer, an edit). `rule` is what
- * `schemaViolation` reports instead of the bare pattern when the value has none.
- */
-export const VisibleText = (options: StringOptions = {}) =>
-  Type.String({ ...options, pattern: VISIBLE_TEXT_PATTERN, rule: VISIBLE_TEXT_RULE });

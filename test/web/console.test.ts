@@ -284,6 +284,10 @@ describe.skipIf(!hasChromium)("browser console", () => {
     await page.fill('[data-testid="text-dialog-input"]', "   ");
     await page.press('[data-testid="text-dialog-input"]', "Enter");
     expect(await page.$eval('[data-testid="text-dialog"]', (d) => (d as HTMLDialogElement).open)).toBe(true);
+    // nor one of invisible characters only, which the host refuses as blank too
+    await page.fill('[data-testid="text-dialog-input"]', "\u200b\u2060");
+    await page.press('[data-testid="text-dialog-input"]', "Enter");
+    expect(await page.$eval('[data-testid="text-dialog"]', (d) => (d as HTMLDialogElement).open)).toBe(true);
     await page.fill('[data-testid="text-dialog-input"]', "Zebra migration");
     await page.press('[data-testid="text-dialog-input"]', "Enter");
     await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Zebra migration");

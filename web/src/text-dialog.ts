@@ -1,3 +1,11 @@
+import { VISIBLE_TEXT_PATTERN } from "../../protocol/visible-text.js";
+
+/**
+ * What the dialog's input must match to be saved: the host's rule for a title or a queued
+ * prompt's text, at least one visible character (an `<input pattern>` matches the whole value).
+ */
+const SAVABLE = `[\\s\\S]*${VISIBLE_TEXT_PATTERN}[\\s\\S]*`;
+
 /** Which opening of each dialog is the current one. */
 const openings = new WeakMap<HTMLDialogElement, number>();
 
@@ -18,6 +26,7 @@ export function askText(dialog: HTMLDialogElement, title: string, value: string)
   const opening = (openings.get(dialog) ?? 0) + 1;
   openings.set(dialog, opening);
   heading.textContent = title;
+  input.pattern = SAVABLE;
   input.value = value;
   dialog.returnValue = "";
   const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
