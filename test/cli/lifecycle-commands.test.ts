@@ -65,6 +65,17 @@ describe("rename", () => {
     expect(sessions.find((s) => s.sessionId === "cli-rename")?.title).toBe("after the rename");
     expect(await refusal(["rename", "cli-no-such", "x"])).toBe("session_not_found");
   });
+
+  it("refuses a title of only whitespace with bad_request, printing nothing and keeping the title", async () => {
+    await oneShot(["create", "--id", "cli-rename-blank", "--title", "kept"]);
+    const before = (await log("cli-rename-blank")).events;
+    expect(await refusal(["rename", "cli-rename-blank", " \t "])).toBe("bad_request");
+    expect(await refusal(["create", "--id", "cli-create-blank", "--title", "  "])).toBe("bad_request");
+    expect((await log("cli-rename-blank")).events).toEqual(before);
+    const { sessions } = (await oneShot(["list"])) as { sessions: { sessionId: string; title: string }[] };
+    expect(sessions.find((s) => s.sessionId === "cli-rename-blank")?.title).toBe("kept");
+    expect(sessions.some((s) => s.sessionId === "cli-create-blank")).toBe(false);
+  });
 });
 
 describe("fork", () => {
