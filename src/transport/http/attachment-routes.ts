@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { SessionmuxError } from "../../../protocol/index.js";
+import { hasVisibleText, type SessionmuxError } from "../../../protocol/index.js";
 import { fail, sendJson } from "./http-reply.js";
 import { readBody } from "./request-body.js";
 import { idParam, type Route, type RouteContext } from "./route-context.js";
@@ -16,10 +16,12 @@ function filenameOf(raw: string | string[] | undefined): string {
     name = raw.trim();
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (name.length === 0 || name.length > 256 || /[\u0000-\u001f\u007f/\\]/.test(name)) {
-    throw fail("bad_request", "X-Filename must be 1-256 characters without control characters or slashes", {
-      field: "x-filename",
-    });
+  if (!hasVisibleText(name) || name.length > 256 || /[\u0000-\u001f\u007f/\\]/.test(name)) {
+    throw fail(
+      "bad_request",
+      "X-Filename must be 1-256 characters, one of them visible, without control characters or slashes",
+      { field: "x-filename" },
+    );
   }
   return name;
 }

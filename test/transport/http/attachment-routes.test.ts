@@ -7,6 +7,7 @@ import { ATTACHMENT_CHUNK_BYTES } from "../../../src/store/attachment-chunks.js"
 import type { HostStore } from "../../../src/store/live-state-store.js";
 import { Authenticator } from "../../../src/transport/auth.js";
 import { createHttpHandler } from "../../../src/transport/http/router.js";
+import { DurableContent } from "../../support/durable-snapshot.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
 import { until } from "../../support/until.js";
 import { withMembers } from "../../support/with-members.js";
@@ -84,7 +85,7 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     expect(await chunkedUpload(Buffer.alloc(1))).toBe(413);
   });
 
-  it("file names: 1-256 characters, percent-decoded when valid, no control characters or slashes", async () => {
+  it("file names: 1-256 characters, percent-decoded when valid, one visible, no control characters or slashes", async () => {
     await host();
     const nameOf = async (headers: Record<string, string>) => {
       const up = await upload(Buffer.from("x"), headers);
@@ -95,7 +96,8 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     const refused = {
       error: "bad_request",
       field: "x-filename",
-      message: "X-Filename must be 1-256 characters without control characters or slashes",
+      message:
+        "X-Filename must be 1-256 characters, one of them visible, without control characters or slashes",
     };
     expect(await nameOf({})).toBe("attachment; filename*=UTF-8''attachment");
     expect(await nameOf({ "x-filename": "%C3%BC%20b.txt" })).toBe(
@@ -108,7 +110,15 @@ describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
     );
     expect(await nameOf({ "x-filename": "a".repeat(257) })).toEqual(refused);
     expect(await nameOf({ "x-filename": "" })).toEqual(refused);
-    expect(await nameOf({ "x-filename": "%20%20" })).toBe("attachment; filename*=UTF-8''%20%20");
+    // blank once decoded: a name that shows nothing is refused, and no upload is kept
+    const durable = new DurableContent(h!.dbPath);
+    const before = durable.snapshot();
+    for (const blank of ["%20%20", "%E2%80%8B", "%C2%A0%E3%80%80", "%EF%BB%BF"]) {
+      expect([blank, await nameOf({ "x-filename": blank })]).toEqual([blank, refused]);
+    }
+    expect(durable.snapshot()).toEqual(before);
+    durable.close();
+    expect(await nameOf({ "x-filename": "%20a%20" })).toBe("attachment; filename*=UTF-8''%20a%20");
     for (const bad of ["a%00b", "a%1Fb", "a%0Ab", "a%7Fb", "a%2Fb", "a%5Cb", "/", "\\"]) {
       expect([bad, await nameOf({ "x-filename": bad })]).toEqual([bad, refused]);
     }
