@@ -34,6 +34,7 @@ import { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
 import { assertStorageRoom, storageUsage } from "./storage-quota.js";
+import { DEFAULT_STORE_RETRY } from "./store-retry.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -186,6 +187,7 @@ export class SessionHost implements HostApi {
       closing: () => this.#closing,
       maxHistoryBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
       stopGraceMs: options.turnStopGraceMs ?? DEFAULT_TURN_STOP_GRACE_MS,
+      storeRetry: DEFAULT_STORE_RETRY,
     });
     this.#ctx = {
       store: this.store,
@@ -398,6 +400,7 @@ export class SessionHost implements HostApi {
 
   async #stop(): Promise<void> {
     this.#closing = true;
+    this.#runner.stop();
     this.#cluster?.stopServing();
     this.#agents.close();
     // a parked turn of a previous process runs no agent: there is nothing to stop or wait for

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { EventDataOf, TurnTrigger } from "../../protocol/index.js";
+import { abortableSleep } from "../agents/abortable-sleep.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { PromptRecord } from "../store/session-store.js";
@@ -14,6 +15,7 @@ import type { NotificationHub } from "./notifications.js";
 import { prepareAttachments } from "./prompt-attachments.js";
 import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
+import { isStoreFailure, type StoreRetry, storeRetryDelay } from "./store-retry.js";
 import { HostTurnContext } from "./turn-context.js";
 import { promptMessage } from "./user-message-shape.js";
 
@@ -39,6 +41,8 @@ export interface TurnRunnerDeps {
   maxHistoryBytes: number;
   /** How long a stopped turn waits for its agent to return before it is closed without it. */
   stopGraceMs: number;
+  /** The pause before a queued prompt's start or a `turn/end` the store failed to write is tried again. */
+  storeRetry: StoreRetry;
 }
 
 type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
@@ -50,9 +54,20 @@ type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
  */
 export class TurnRunner {
   readonly #deps: TurnRunnerDeps;
+  /** Aborted when the host stops: pauses before another attempt end at once. */
+  readonly #stopped = new AbortController();
+  /** Sessions whose next queued prompt failed to start: how often in a row, and the pending retry. */
+  readonly #startRetries = new Map<string, { failures: number; timer?: ReturnType<typeof setTimeout> }>();
 
   constructor(deps: TurnRunnerDeps) {
     this.#deps = deps;
+  }
+
+  /** The host stops: no queued prompt is tried again, and a `turn/end` still refused is given up. */
+  stop(): void {
+    this.#stopped.abort();
+    for (const retry of this.#startRetries.values()) clearTimeout(retry.timer);
+    this.#startRetries.clear();
   }
 
   /**
@@ -114,7 +129,8 @@ export class TurnRunner {
       void this.#run(session, turn, ctx, (c) => this.#deps.agent.runTurn(c));
       return { status: "started", seq, turnId: turn.turnId };
     } catch (err) {
-      this.#release(session, turn);
+      // a queued prompt that failed to start is tried again after a pause (see `kick`), not at once
+      this.#release(session, turn, itemId === undefined);
       throw err;
     }
   }
@@ -167,9 +183,27 @@ export class TurnRunner {
       if (session.pendingEnqueues === 0) this.#deps.agents.markIdle(session);
       return;
     }
-    this.begin(session, next.input, "queue", next.itemId).catch((err: unknown) => {
-      this.#deps.logger.warn({ err, sessionId: session.sessionId }, "queued prompt could not start");
-    });
+    const { sessionId } = session;
+    clearTimeout(this.#startRetries.get(sessionId)?.timer);
+    this.begin(session, next.input, "queue", next.itemId).then(
+      () => this.#startRetries.delete(sessionId),
+      (err: unknown) => {
+        if (this.#stopped.signal.aborted) return;
+        const failures = (this.#startRetries.get(sessionId)?.failures ?? 0) + 1;
+        const retryInMs = storeRetryDelay(this.#deps.storeRetry, failures);
+        // warned once per run of failures: a full disk refuses every attempt until it has room
+        const level = failures === 1 ? "warn" : "debug";
+        this.#deps.logger[level]({ err, sessionId, failures, retryInMs }, "queued prompt could not start");
+        const timer = setTimeout(() => {
+          // a session detached or emptied meanwhile keeps no retry state
+          if (session.detached || !this.#deps.live.promptQueue.first(sessionId))
+            this.#startRetries.delete(sessionId);
+          this.kick(session);
+        }, retryInMs);
+        timer.unref();
+        this.#startRetries.set(sessionId, { failures, timer });
+      },
+    );
   }
 
   #context(session: LiveSession, turn: RunningTurn, prompt: HostTurnContext["prompt"]): HostTurnContext {
@@ -211,21 +245,46 @@ export class TurnRunner {
     this.#release(session, turn);
   }
 
-  /** `turn/end` withdraws the turn's pending interactions in the same transaction (store rule). */
+  /**
+   * `turn/end` withdraws the turn's pending interactions in the same transaction (store rule).
+   * A store that cannot write (a full disk) is asked again after a pause, and the session stays
+   * busy meanwhile: the next turn starting first would leave this one open in the log for good.
+   * A host that stops gives up; its next start closes the turn `interrupted`.
+   */
   async #close(session: LiveSession, turn: RunningTurn, end: EventDataOf<"turn/end">): Promise<void> {
     const { store, logger, ownership } = this.#deps;
-    const fence = ownership.fence(session.sessionId);
-    if (!fence) return;
-    try {
-      const closed = await store.append(session.sessionId, [{ type: "turn/end", data: end }], {
-        at: this.#deps.now(),
-        ...fence,
-      });
-      if (closed.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
-      else if (closed.status !== "appended")
-        logger.debug({ sessionId: session.sessionId, status: closed.status }, "turn/end not recorded");
-    } catch (err) {
-      logger.error({ err, sessionId: session.sessionId, turnId: turn.turnId }, "recording turn/end failed");
+    const { sessionId } = session;
+    for (let failures = 1; ; failures++) {
+      const fence = ownership.fence(sessionId);
+      if (!fence) return;
+      try {
+        const closed = await store.append(sessionId, [{ type: "turn/end", data: end }], {
+          at: this.#deps.now(),
+          ...fence,
+        });
+        if (closed.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+        else if (closed.status !== "appended")
+          logger.debug({ sessionId, status: closed.status }, "turn/end not recorded");
+        break;
+      } catch (err) {
+        const { turnId } = turn;
+        if (!isStoreFailure(err) || this.#stopped.signal.aborted) {
+          logger.error({ err, sessionId, turnId }, "recording turn/end failed");
+          break;
+        }
+        const retryInMs = storeRetryDelay(this.#deps.storeRetry, failures);
+        const level = failures === 1 ? "warn" : "debug";
+        logger[level](
+          { err, sessionId, turnId, failures, retryInMs },
+          "recording turn/end failed; trying again",
+        );
+        try {
+          await abortableSleep(retryInMs, this.#stopped.signal);
+        } catch {
+          logger.error({ err, sessionId, turnId }, "recording turn/end failed");
+          break;
+        }
+      }
     }
     if (end.state === "failed") {
       this.#deps.notifications.publish(session.owner, {
@@ -236,11 +295,11 @@ export class TurnRunner {
   }
 
   /** Frees the session after a turn; the next queued prompt starts in the same tick so none can overtake it. */
-  #release(session: LiveSession, turn: RunningTurn): void {
+  #release(session: LiveSession, turn: RunningTurn, startNext = true): void {
     turn.finished();
     if (session.turn !== turn) return;
     session.turn = undefined;
-    this.kick(session);
+    if (startNext) this.kick(session);
   }
 }
 
