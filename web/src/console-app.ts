@@ -5,6 +5,7 @@ import type { ConsoleLink } from "./console-link.js";
 import { DismissalActions } from "./dismissal-actions.js";
 import { markStale } from "./last-known.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
+import { promptTooLong } from "./prompt-size.js";
 import { activityLabel, activityOf, rowWithActivity } from "./session-activity.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
@@ -280,6 +281,11 @@ export class ConsoleApp {
     const s = this.session;
     const text = this.el.composerInput.value;
     if (!s || text.trim() === "" || !this.online) return;
+    const tooLong = promptTooLong(text);
+    if (tooLong) {
+      this.toast(tooLong);
+      return;
+    }
     this.el.composerInput.value = "";
     s.touch();
     // a prompt the host refused was not sent: its text comes back, unless something new was typed
