@@ -247,7 +247,15 @@ export class ConsoleApp {
     if (!forkOf) return;
     const source = this.list.row(forkOf.sessionId);
     link.dataset.sessionId = forkOf.sessionId;
-    link.textContent = source ? `fork of “${rowTitle(source)}”` : "fork of another session";
+    if (!source) {
+      link.textContent = "fork of another session";
+      return;
+    }
+    if (link.textContent === `fork of “${rowTitle(source)}”`) return;
+    // the title isolated, so one written right to left keeps the words around it in place
+    const title = document.createElement("bdi");
+    title.textContent = rowTitle(source);
+    link.replaceChildren("fork of “", title, "”");
   }
 
   private region(name: string, input: unknown, draw: () => void): void {

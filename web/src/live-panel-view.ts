@@ -17,7 +17,7 @@ export function renderJobs(container: HTMLElement, jobs: readonly Job[], stale: 
         const percent = Math.round(job.progress * 100);
         return html`<div class="job" data-testid="job" data-job-id=${job.jobId} data-state=${job.state}
           data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>
-          <span class="job-label">${job.label}</span>
+          <span class="job-label" dir="auto">${job.label}</span>
           <span class="job-percent" data-testid="job-percent">${job.state === "running" ? `${percent}%` : job.state}</span>
           <div class="job-bar" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow=${percent}>
             <span style="width:${percent}%"></span>
@@ -43,7 +43,7 @@ export function renderQueue(container: HTMLElement, items: readonly QueueItem[],
             items,
             (q) => q.itemId,
             (q) => html`<div class="queue-item" data-testid="queue-item" data-item-id=${q.itemId}>
-              <span class="queue-text">${q.text}</span>
+              <span class="queue-text" dir="auto">${q.text}</span>
               <button data-action="queue-steer" data-item-id=${q.itemId} title="Send now, into the running turn"
                 ?disabled=${off}>Steer</button>
               <button data-action="queue-edit" data-item-id=${q.itemId} ?disabled=${off}>Edit</button>

@@ -53,7 +53,7 @@ function item(
   return html`<li class="session-item" data-testid="session-item" data-session-id=${row.sessionId}
     data-state=${row.lastState} aria-current=${selected ? "true" : nothing} tabindex="0">
     ${rowAction(row, view)}
-    <span class="row-title" data-testid="session-item-title">${rowTitle(row)}</span>
+    <span class="row-title" data-testid="session-item-title" dir="auto">${rowTitle(row)}</span>
     <span class="row-meta">
       <span class="state-pill" data-state=${state}
         data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>${STATE_LABEL[state]}</span>
@@ -136,8 +136,8 @@ export function renderSearchHits(
           ${hits.map(
             (hit) => html`<li class="session-item" data-testid="search-hit" data-session-id=${hit.sessionId}
               tabindex="0">
-              <span class="row-title">${titleOf(hit.sessionId)}</span>
-              <span class="hit-snippet" data-testid="hit-snippet">${markedSnippet(hit.snippet)}</span>
+              <span class="row-title" dir="auto">${titleOf(hit.sessionId)}</span>
+              <span class="hit-snippet" data-testid="hit-snippet" dir="auto">${markedSnippet(hit.snippet)}</span>
             </li>`,
           )}`,
     list,

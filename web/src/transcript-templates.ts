@@ -67,7 +67,7 @@ const JOB_OUTCOME: Record<TranscriptJob["state"], string> = {
 function jobTemplate(job: TranscriptJob | undefined, jobId: string): TemplateResult {
   if (!job) return html`<div class="job"></div>`;
   return html`<div class="job" data-testid="job" data-job-id=${jobId} data-state=${job.state}>
-    <span>Job</span><span class="job-label">${job.label}</span>
+    <span>Job</span><span class="job-label" dir="auto">${job.label}</span>
     <span class="job-outcome">${JOB_OUTCOME[job.state]}</span>
   </div>`;
 }
@@ -85,7 +85,7 @@ function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): 
   const id = block.interactionId;
   if (!open) {
     return html`<div class="card resolved" data-testid="interaction-resolved" data-interaction-id=${id}>
-      <div class="card-title">${title}: ${body}</div>
+      <div class="card-title">${title}: <bdi>${body}</bdi></div>
       <div>${resolutionText(block)}</div>
     </div>`;
   }
@@ -100,7 +100,7 @@ function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): 
               ${o}
             </button>`,
       )}
-        <input type="text" placeholder="Your answer" aria-label="Your answer" data-testid="answer-input"
+        <input type="text" dir="auto" placeholder="Your answer" aria-label="Your answer" data-testid="answer-input"
           data-interaction-id=${id} ?disabled=${off} />
         <button class="primary" data-action="answer" data-interaction-id=${id} data-testid="answer" ?disabled=${off}>
           Answer
@@ -108,7 +108,7 @@ function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): 
   return html`<div class="card" data-testid="interaction-card" data-interaction-id=${id} data-kind=${block.kind}
     data-stale=${off ? "true" : nothing}>
     <div class="card-title">${title}</div>
-    <div class="card-body">${body}</div>
+    <div class="card-body" dir="auto">${body}</div>
     <div class="card-actions">${actions}</div>
   </div>`;
 }
@@ -119,7 +119,7 @@ function userTemplate(m: UserTranscriptMessage): TemplateResult {
   return html`<div class="message user${m.interjection ? " interjection" : ""}" data-testid="user-message"
     data-seq=${m.seq} data-interjection=${m.interjection ? "true" : nothing}>
     <span class="role">${role}</span>
-    <div class="bubble">${m.text}${names ? `\n${names}` : nothing}</div>
+    <div class="bubble" dir="auto">${m.text}${names ? `\n${names}` : nothing}</div>
   </div>`;
 }
 
@@ -140,7 +140,7 @@ function assistantTemplate(
   const segments = m.segments.map((s, i) => {
     if (s.kind === "text") {
       const caret = streaming && i === lastText && i === last;
-      return html`<div class="bubble${caret ? " streaming-caret" : ""}" data-testid="assistant-text">${s.text}</div>`;
+      return html`<div class="bubble${caret ? " streaming-caret" : ""}" data-testid="assistant-text" dir="auto">${s.text}</div>`;
     }
     if (s.kind === "tool")
       return toolTemplate(
