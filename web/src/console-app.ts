@@ -1,4 +1,5 @@
 import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
+import { ComposerDrafts } from "./composer-drafts.js";
 import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./console-actions.js";
 import type { ConsoleElements } from "./console-elements.js";
 import type { ConsoleLink } from "./console-link.js";
@@ -28,6 +29,7 @@ export class ConsoleApp {
   private list: SessionListModel;
   private readonly transcriptView: TranscriptView;
   private readonly dismissals: DismissalActions;
+  private readonly drafts: ComposerDrafts;
   /** What the card, queue and keyboard handlers may use. */
   private readonly actions: ActionContext;
   private session: SessionModel | undefined;
@@ -73,6 +75,7 @@ export class ConsoleApp {
       search: (query) => this.search(query),
     };
     this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest);
+    this.drafts = new ComposerDrafts(el.composerInput);
   }
 
   start(initialSession: string | undefined): void {
@@ -82,7 +85,10 @@ export class ConsoleApp {
         this.toast(`Agent error: ${change.message}`);
         return;
       }
-      if (change.kind === "removed" && change.sessionId === this.session?.sessionId) this.select(undefined);
+      if (change.kind === "removed") {
+        if (change.sessionId === this.session?.sessionId) this.select(undefined);
+        this.drafts.drop(change.sessionId);
+      }
       this.list.apply(change);
     });
     this.link.onMirror(
@@ -126,6 +132,7 @@ export class ConsoleApp {
 
   select(sessionId: string | undefined): void {
     if (sessionId === this.session?.sessionId) return;
+    this.drafts.switchTo(this.session?.sessionId, sessionId);
     this.session?.dispose();
     this.transcriptView.clear();
     this.session = sessionId
@@ -296,10 +303,7 @@ export class ConsoleApp {
     }
     this.el.composerInput.value = "";
     s.touch();
-    // a prompt the host refused was not sent: its text comes back, unless something new was typed
-    const giveBack = () => {
-      if (this.session === s && this.el.composerInput.value === "") this.el.composerInput.value = text;
-    };
+    const giveBack = () => this.drafts.giveBack(s.sessionId, text, this.session?.sessionId);
     this.run("Send", () => this.link.prompt(s.sessionId, text), giveBack);
   }
 
@@ -393,6 +397,7 @@ export class ConsoleApp {
       s.deleted();
       this.list.apply({ kind: "removed", sessionId: s.sessionId });
       this.select(undefined);
+      this.drafts.drop(s.sessionId);
       this.run("Delete", () => this.link.remove(s.sessionId));
     });
     el.transcript.addEventListener("click", (e) => answerCard(this.actions, e.target as HTMLElement));
