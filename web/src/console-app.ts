@@ -42,6 +42,11 @@ export class ConsoleApp {
   private listView: ListView = "list";
   private searchSeq = 0;
   private frame = 0;
+  /**
+   * Where the keyboard goes once the next frame is drawn: an element the draw shows (the composer
+   * of a new session) cannot take the focus while it is still hidden.
+   */
+  private focusAfterDraw: HTMLElement | undefined;
   /** The `listClock` tick the list was last drawn at. */
   private drawnListClock = 0;
   /** What each region was last drawn from; a region is redrawn only when its input changed. */
@@ -207,6 +212,8 @@ export class ConsoleApp {
     for (const control of [this.el.newSession, this.el.search]) control.disabled = !online;
     this.el.emptyState.hidden = s !== undefined;
     this.el.session.hidden = s === undefined;
+    this.focusAfterDraw?.focus();
+    this.focusAfterDraw = undefined;
     if (!s) return;
     const row = this.list.row(s.sessionId);
     this.el.sessionTitle.textContent =
@@ -352,7 +359,7 @@ export class ConsoleApp {
       this.run("Create", async () => {
         const { header } = await this.link.create();
         this.select(header.sessionId);
-        el.composerInput.focus();
+        this.focusAfterDraw = el.composerInput;
       }),
     );
     el.composer.addEventListener("submit", (e) => {
@@ -398,6 +405,8 @@ export class ConsoleApp {
       this.list.apply({ kind: "removed", sessionId: s.sessionId });
       this.select(undefined);
       this.drafts.drop(s.sessionId);
+      // the button that had the keyboard is hidden with the session: it goes to a start of its own
+      this.focusAfterDraw = el.newSession;
       this.run("Delete", () => this.link.remove(s.sessionId));
     });
     el.transcript.addEventListener("click", (e) => answerCard(this.actions, e.target as HTMLElement));
