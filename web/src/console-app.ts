@@ -90,10 +90,7 @@ export class ConsoleApp {
         this.toast(`Agent error: ${change.message}`);
         return;
       }
-      if (change.kind === "removed") {
-        if (change.sessionId === this.session?.sessionId) this.select(undefined);
-        this.drafts.drop(change.sessionId);
-      }
+      if (change.kind === "removed") this.removed(change.sessionId);
       this.list.apply(change);
     });
     this.link.onMirror(
@@ -148,6 +145,23 @@ export class ConsoleApp {
     this.onSelect(sessionId);
     this.drawn.clear();
     this.schedule();
+  }
+
+  /**
+   * A session was deleted, here or elsewhere: nothing of it stays on the page. One deleted by
+   * another tab or client while it was shown here is said so, rather than just vanishing.
+   */
+  private removed(sessionId: string): void {
+    if (sessionId === this.session?.sessionId) {
+      const title = rowTitle(this.list.row(sessionId) ?? { title: this.session.transcript.title, sessionId });
+      this.select(undefined);
+      this.toast(`“${title}” was deleted by another tab or client.`);
+    }
+    this.drafts.drop(sessionId);
+    if (this.searchHits?.some((hit) => hit.sessionId === sessionId)) {
+      this.searchHits = this.searchHits.filter((hit) => hit.sessionId !== sessionId);
+      this.schedule();
+    }
   }
 
   private connected(state: ConnectionState): void {
@@ -402,9 +416,9 @@ export class ConsoleApp {
       const s = this.session;
       if (!s || !confirm("Delete this session for good?")) return;
       s.deleted();
-      this.list.apply({ kind: "removed", sessionId: s.sessionId });
       this.select(undefined);
-      this.drafts.drop(s.sessionId);
+      this.removed(s.sessionId);
+      this.list.apply({ kind: "removed", sessionId: s.sessionId });
       // the button that had the keyboard is hidden with the session: it goes to a start of its own
       this.focusAfterDraw = el.newSession;
       this.run("Delete", () => this.link.remove(s.sessionId));
