@@ -1,15 +1,14 @@
 import type { ConsoleElements } from "./console-elements.js";
 import type { ConsoleLink } from "./console-link.js";
+import type { QueuedPromptEdit } from "./queued-prompt-edit.js";
 import type { SessionModel } from "./session-model.js";
-import { askText } from "./text-dialog.js";
 
 /** What the handlers of cards, queued prompts and keys need from the console. */
 export interface ActionContext {
   readonly el: ConsoleElements;
   readonly link: ConsoleLink;
   session(): SessionModel | undefined;
-  /** The text of a queued prompt, as the control stream last reported it. */
-  queued(sessionId: string, itemId: string): string;
+  readonly queuedEdit: QueuedPromptEdit;
   /** Runs a call, reporting a failure instead of throwing into an event handler. */
   run(what: string, work: () => Promise<unknown>): void;
   search(query: string): void;
@@ -46,11 +45,7 @@ export function queueAction(ctx: ActionContext, target: HTMLElement): void {
   const action = button.dataset.action;
   if (action === "queue-steer") ctx.run("Steer", () => ctx.link.steer(s.sessionId, itemId));
   if (action === "queue-remove") ctx.run("Remove", () => ctx.link.removeQueued(s.sessionId, itemId));
-  if (action === "queue-edit") {
-    void askText(ctx.el.textDialog, "Edit queued prompt", ctx.queued(s.sessionId, itemId)).then((text) => {
-      if (text !== null) ctx.run("Edit", () => ctx.link.editQueue(s.sessionId, itemId, text));
-    });
-  }
+  if (action === "queue-edit") ctx.queuedEdit.edit(s.sessionId, itemId);
 }
 
 /**

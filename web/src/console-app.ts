@@ -7,6 +7,7 @@ import { DismissalActions } from "./dismissal-actions.js";
 import { markStale } from "./last-known.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
 import { promptTooLong } from "./prompt-size.js";
+import { QueuedPromptEdit } from "./queued-prompt-edit.js";
 import { activityLabel, activityOf, rowWithActivity } from "./session-activity.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
@@ -74,8 +75,17 @@ export class ConsoleApp {
       el,
       link,
       session: () => this.session,
-      queued: (sessionId, itemId) =>
-        this.mirror?.queues[sessionId]?.find((q) => q.itemId === itemId)?.text ?? "",
+      queuedEdit: new QueuedPromptEdit({
+        dialog: el.textDialog,
+        queued: (sessionId, itemId) =>
+          this.mirror?.queues[sessionId]?.find((q) => q.itemId === itemId)?.text ?? "",
+        save: (sessionId, itemId, text) => this.run("Edit", () => link.editQueue(sessionId, itemId, text)),
+        giveBack: (sessionId, text) => {
+          this.drafts.giveBack(sessionId, text, this.session?.sessionId);
+          if (sessionId === this.session?.sessionId) el.composerInput.focus();
+        },
+        tell: (text) => this.toast(text),
+      }),
       run: (what, work) => this.run(what, work),
       search: (query) => this.search(query),
     };
@@ -96,6 +106,7 @@ export class ConsoleApp {
     this.link.onMirror(
       (mirror) => {
         this.mirror = mirror;
+        if (!mirror.stale) this.actions.queuedEdit.queuesChanged(mirror.queues);
         for (const row of Object.values(mirror.projections)) this.list.project(row);
         if (mirror.generationChanged) this.el.restartNotice.hidden = false;
         this.schedule();

@@ -17,8 +17,15 @@ const openings = new WeakMap<HTMLDialogElement, number>();
  * at once (Escape, then Enter on the button that opened it) the earlier closing's event can reach
  * the new opening. Each opening therefore answers only its own closing, and takes the text when
  * its form is submitted rather than from a `returnValue` a later opening may have reset.
+ *
+ * `until` closes the dialog unsaved when it aborts: what it asks about is no longer there.
  */
-export function askText(dialog: HTMLDialogElement, title: string, value: string): Promise<string | null> {
+export function askText(
+  dialog: HTMLDialogElement,
+  title: string,
+  value: string,
+  until?: AbortSignal,
+): Promise<string | null> {
   const heading = dialog.querySelector<HTMLElement>("[data-role=title]")!;
   const input = dialog.querySelector<HTMLInputElement>("input")!;
   const cancel = dialog.querySelector<HTMLButtonElement>("[data-role=cancel]")!;
@@ -34,6 +41,9 @@ export function askText(dialog: HTMLDialogElement, title: string, value: string)
     let saved: string | null = null;
     const current = () => openings.get(dialog) === opening;
     const onCancel = () => dialog.close("");
+    const onAbort = () => {
+      if (current() && dialog.open) dialog.close("");
+    };
     const onSubmit = () => {
       if (current()) saved = input.value;
     };
@@ -41,12 +51,14 @@ export function askText(dialog: HTMLDialogElement, title: string, value: string)
       // the late close event of an earlier opening: this one is still open
       if (dialog.open && current()) return;
       cancel.removeEventListener("click", onCancel);
+      until?.removeEventListener("abort", onAbort);
       form.removeEventListener("submit", onSubmit);
       dialog.removeEventListener("close", onClose);
       if (!dialog.open) opener?.focus();
       resolve(saved);
     };
     cancel.addEventListener("click", onCancel);
+    until?.addEventListener("abort", onAbort);
     form.addEventListener("submit", onSubmit);
     dialog.addEventListener("close", onClose);
     dialog.showModal();
