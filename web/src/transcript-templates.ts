@@ -1,4 +1,5 @@
 import { html, nothing, type TemplateResult } from "lit-html";
+import { Limits } from "../../protocol/limits.js";
 import type {
   AssistantTranscriptMessage,
   InteractionBlock,
@@ -113,6 +114,13 @@ function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): 
   </div>`;
 }
 
+/**
+ * The host stores the first 16,000 characters of a message (one fewer when the cut would split a
+ * character's two halves), so a message this long may have been longer when sent: said under it,
+ * so the bubble never passes for the whole of what was written.
+ */
+const MAY_BE_CUT = Limits.maxMessageChars - 1;
+
 function userTemplate(m: UserTranscriptMessage): TemplateResult {
   const role = m.interjection ? "Interjection" : m.source === "server" ? "Server" : "You";
   const names = m.attachments.map((a) => `📎 ${a.name}`).join("  ");
@@ -120,6 +128,12 @@ function userTemplate(m: UserTranscriptMessage): TemplateResult {
     data-seq=${m.seq} data-interjection=${m.interjection ? "true" : nothing}>
     <span class="role">${role}</span>
     <div class="bubble" dir="auto">${m.text}${names ? `\n${names}` : nothing}</div>
+    ${
+      m.text.length >= MAY_BE_CUT
+        ? html`<span class="message-note" data-testid="message-cut">The host keeps the first
+            ${Limits.maxMessageChars.toLocaleString("en")} characters of a message: anything past them is not shown.</span>`
+        : nothing
+    }
   </div>`;
 }
 
