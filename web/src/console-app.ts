@@ -225,8 +225,11 @@ export class ConsoleApp {
     const shown = view === "list" ? this.list.rows : this.list.dismissed;
     const rows = [...shown.values()].map((row) => rowWithActivity(row, activity(row.sessionId, row)));
     this.drawnListClock = listClock();
-    this.region("list", JSON.stringify(rows) + selected + view + liveStale + this.drawnListClock, () =>
-      renderSessionList(this.el.sessionList, rows, selected, view, liveStale),
+    const older = this.list.older;
+    this.region(
+      "list",
+      JSON.stringify(rows) + selected + view + liveStale + older + this.drawnListClock,
+      () => renderSessionList(this.el.sessionList, rows, selected, view, liveStale, older),
     );
     this.el.showDismissed.setAttribute("aria-pressed", String(view === "dismissed"));
     this.region("hits", this.searchHits, () =>

@@ -16,6 +16,8 @@ import { LIST_SIZE, MAX_PINNED } from "./session-list-order.js";
 export class SessionListModel {
   readonly rows = new Map<string, SessionRow>();
   readonly dismissed = new Map<string, SessionRow>();
+  /** The host has older sessions than the last snapshot held: the list is not all there is. */
+  older = false;
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
@@ -45,6 +47,7 @@ export class SessionListModel {
       ]);
       if (version !== this.version) continue;
       this.fresh = true;
+      this.older = recent.next !== undefined;
       this.rows.clear();
       this.dismissed.clear();
       for (const row of dismissed.sessions) {

@@ -2,7 +2,7 @@ import { html, nothing, render, type TemplateResult } from "lit-html";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { SessionRow } from "../../protocol/index.js";
 import { LAST_KNOWN_TITLE } from "./last-known.js";
-import { orderSessions } from "./session-list-order.js";
+import { LIST_SIZE, orderSessions } from "./session-list-order.js";
 
 const STATE_LABEL: Record<SessionRow["lastState"], string> = {
   idle: "new",
@@ -77,6 +77,7 @@ export function renderSessionList(
   selected: string | undefined,
   view: ListView = "list",
   stale = false,
+  older = false,
 ): void {
   const now = Date.now();
   const items = (group: SessionRow[]) =>
@@ -93,11 +94,21 @@ export function renderSessionList(
     );
     return;
   }
-  const { pinned, recent } = orderSessions(rows);
+  const all = [...rows];
+  const { pinned, recent } = orderSessions(all);
+  // the list holds the newest sessions only: it says so rather than pass for all of them
+  const cut = older || pinned.length + recent.length < all.length;
   render(
     html`${pinned.length > 0 ? html`${heading("Waiting on you")}${items(pinned)}` : nothing}
       ${pinned.length > 0 && recent.length > 0 ? heading("Recent") : nothing}${items(recent)}
-      ${pinned.length + recent.length === 0 ? heading("No sessions yet") : nothing}`,
+      ${pinned.length + recent.length === 0 ? heading("No sessions yet") : nothing}
+      ${
+        cut
+          ? html`<li class="list-heading" data-testid="older-sessions">
+            Only the ${LIST_SIZE} newest are listed: search finds older ones by their messages
+          </li>`
+          : nothing
+      }`,
     list,
   );
 }
