@@ -3,6 +3,7 @@ import { type Logger, pino } from "pino";
 import type { Resolution } from "../../protocol/index.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "./agent.js";
 import { AgentLimitError, type AgentLimits, resolveAgentLimits } from "./agent-limits.js";
+import { checkAiSdkAgentOptions } from "./agent-option-checks.js";
 import { type AgentTool, declaredTools, toolsByName } from "./agent-tool.js";
 import { chatHistory, recentHistory } from "./chat-history.js";
 import { describeFailure } from "./failure-cause.js";
@@ -43,6 +44,7 @@ export class AiSdkAgent implements AgentDriver {
   readonly #logger: Logger;
 
   constructor(options: AiSdkAgentOptions) {
+    checkAiSdkAgentOptions(options);
     const first = options.models[0];
     if (!first) throw new TypeError("an AI SDK agent needs at least one model");
     this.name = options.name ?? "ai-sdk";

@@ -1,4 +1,5 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { checkOpenAIAgentOptions } from "./agent-option-checks.js";
 import { AiSdkAgent, type AiSdkAgentOptions } from "./ai-sdk-agent.js";
 
 export interface OpenAIAgentOptions extends Omit<AiSdkAgentOptions, "models" | "languageModel" | "name"> {
@@ -15,6 +16,7 @@ export interface OpenAIAgentOptions extends Omit<AiSdkAgentOptions, "models" | "
  */
 export class OpenAIAgent extends AiSdkAgent {
   constructor(options: OpenAIAgentOptions) {
+    checkOpenAIAgentOptions(options);
     const { baseURL, model, apiKey, ...rest } = options;
     const provider = createOpenAICompatible({
       name: "openai",

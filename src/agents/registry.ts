@@ -24,7 +24,15 @@ export function createAgent(name: AgentName, env: NodeJS.ProcessEnv = process.en
           `--agent openai talks to ${baseURL}, which needs a key: set SESSIONMUX_OPENAI_API_KEY (or OPENAI_API_KEY), or SESSIONMUX_OPENAI_BASE_URL for an endpoint that takes none`,
         );
       }
-      return new OpenAIAgent(endpoint);
+      try {
+        return new OpenAIAgent(endpoint);
+      } catch (err) {
+        // a base URL that is no http(s) URL: refused here rather than failing every turn
+        throw new StartupError(
+          "agent_unconfigured",
+          `--agent openai: ${(err as Error).message} (set SESSIONMUX_OPENAI_BASE_URL or OPENAI_BASE_URL)`,
+        );
+      }
     }
   }
 }

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import type { TurnOutcome } from "../../src/agents/agent.js";
 import { defineTool } from "../../src/agents/agent-tool.js";
 import { AiSdkAgent, type AiSdkAgentOptions } from "../../src/agents/ai-sdk-agent.js";
+import { OpenAIAgent } from "../../src/agents/openai-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { demoAgentWith, type HostFixture, openHost, readLog, turnEvents } from "../host/host-fixture.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -55,6 +56,79 @@ describe("an AI SDK agent's options", () => {
     models[0]!.label = "changed";
     expect(a.models()[0]!.label).toBe("Small");
     expect(() => agent({ models: [] })).toThrow(new TypeError("an AI SDK agent needs at least one model"));
+  });
+
+  test("options of an unknown name or the wrong kind are refused when the agent is built, naming them", () => {
+    const languageModel = () => {
+      throw new Error("not called");
+    };
+    const baseURL = "http://127.0.0.1:9/v1";
+    const execute = () => "done";
+    const cases: [() => unknown, RegExp][] = [
+      // "Cannot read properties of undefined (reading 'replace')" before
+      [
+        () => new OpenAIAgent({ baseUrl: baseURL, model: "m" } as never),
+        /^OpenAIAgent: unknown option baseUrl; it takes baseURL, model, /,
+      ],
+      [
+        () => new OpenAIAgent({ model: "m" } as never),
+        /^baseURL must be the endpoint's http\(s\) URL, e\.g\. https:\/\/api\.openai\.com\/v1, got undefined$/,
+      ],
+      [
+        () => new OpenAIAgent({ baseURL: "127.0.0.1:9/v1", model: "m" }),
+        /^baseURL must be the endpoint's http\(s\) URL/,
+      ],
+      // built with no default model before, every turn failing at the endpoint
+      [
+        () => new OpenAIAgent({ baseURL } as never),
+        /^model must be the model's id, e\.g\. "gpt-4o-mini", got undefined$/,
+      ],
+      // "tools is not iterable" before
+      [
+        () => new OpenAIAgent({ baseURL, model: "m", tools: {} as never }),
+        /^tools must be an array of tools \(defineTool\), got \{\}$/,
+      ],
+      [
+        () => new OpenAIAgent({ baseURL, model: "m", tools: [{ name: "x", execute } as never] }),
+        /^tools\[0\] must be a tool \{ name, inputSchema, execute \} \(defineTool\)/,
+      ],
+      // ignored before: the agent ran without its tools
+      [() => OpenAIAgent.fromEnv({}, { tool: [] } as never), /^OpenAIAgent: unknown option tool; /],
+      [
+        () => new OpenAIAgent({ baseURL, model: "m", maxRetries: -1 }),
+        /^maxRetries must be a whole number from 0, got -1$/,
+      ],
+      [
+        () => new AiSdkAgent({ models: [{ id: "a", label: "A" }], languagemodel: languageModel } as never),
+        /^AiSdkAgent: unknown option languagemodel; /,
+      ],
+      // a model id of undefined before
+      [
+        () => new AiSdkAgent({ models: ["a"] as never, languageModel }),
+        /^models\[0\] must be \{ id: string, label: string \}, got "a"$/,
+      ],
+      // "Cannot read properties of undefined (reading '0')" before
+      [
+        () => new AiSdkAgent({ languageModel } as never),
+        /^models must be an array of \{ id, label \}, the first the default, got undefined$/,
+      ],
+      [
+        () => new AiSdkAgent({ models: [{ id: "a", label: "A" }] } as never),
+        /^languageModel must be a function from a model id to an AI SDK model/,
+      ],
+    ];
+    for (const [build, message] of cases) {
+      expect(build).toThrow(TypeError);
+      expect(build).toThrow(message);
+    }
+    expect(
+      () =>
+        new OpenAIAgent({
+          baseURL,
+          model: "m",
+          tools: [defineTool({ name: "t", inputSchema: { type: "object" }, execute })],
+        }),
+    ).not.toThrow();
   });
 
   test("a turn calls the session's model with the system prompt; one the agent no longer offers falls back to its default", async () => {

@@ -246,8 +246,15 @@ describe("OpenAIAgent on the AI SDK", () => {
     expect(createAgent("openai", { SESSIONMUX_OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" }).name).toBe(
       "openai",
     );
-    // a base URL that does not parse names no host, so not OpenAI's: it fails at its first call instead
-    expect(createAgent("openai", { SESSIONMUX_OPENAI_BASE_URL: "not a url" }).name).toBe("openai");
+    // a base URL that is no http(s) URL is refused at the start, not at every turn's first call
+    expect(() => createAgent("openai", { SESSIONMUX_OPENAI_BASE_URL: "not a url" })).toThrow(
+      expect.objectContaining({
+        name: "StartupError",
+        code: "agent_unconfigured",
+        message:
+          '--agent openai: baseURL must be the endpoint\'s http(s) URL, e.g. https://api.openai.com/v1, got "not a url" (set SESSIONMUX_OPENAI_BASE_URL or OPENAI_BASE_URL)',
+      }),
+    );
   });
 
   test("the CLI's agent names are every agent createAgent builds, each under its own name", () => {
