@@ -4,6 +4,7 @@ import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import { MAX_REPLAY_BATCH } from "../transport/mux/mux-options.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
+import { checkOptionShape } from "./option-shape.js";
 
 /**
  * What a numeric option may hold: a whole number from `min` (to `max`, if given), or
@@ -66,6 +67,7 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
  * a string compared as one.
  */
 export function checkOptions(options: SessionmuxOptions): void {
+  checkOptionShape(options);
   // read as plain data: an app in JavaScript (or a cast) may hand anything
   const given: Record<string, unknown> = { ...options };
   for (const [name, rule] of Object.entries(TOP)) check(name, given[name], rule);

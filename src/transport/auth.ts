@@ -25,19 +25,23 @@ export function parseTokenSpec(value: string): TokenSpec {
  * names must be unique and none may pose as the admin (`admin`) or a wildcard (`*`). Throws an
  * Error whose message names the entry and says what to change.
  */
-export function checkTokenSpecs(tokens: readonly TokenSpec[]): void {
+export function checkTokenSpecs(
+  tokens: readonly TokenSpec[],
+  /** How a message names an entry: the `--token` flag's form by default, an option's index when embedded. */
+  entryName: (token: TokenSpec, index: number) => string = flagEntry,
+): void {
   if (tokens.length === 0) throw new Error("at least one token is required");
   const names = new Set<string>();
   const secrets = new Set<string>();
-  for (const t of tokens) {
-    const entry = t.admin ? "the bare (admin) token" : `--token ${t.name}=…`;
+  for (const [index, t] of tokens.entries()) {
+    const entry = entryName(t, index);
     const problem = principalProblem(t);
     if (problem) throw new Error(`${entry}: ${problem.message}`);
     if (t.secret.length === 0 || t.secret.length > 4096)
       throw new Error(`${entry}: a secret is 1-4096 characters`);
     if (names.has(t.name))
       throw new Error(
-        t.admin
+        t.admin && entryName === flagEntry
           ? "more than one bare (admin) token: configure exactly one"
           : `${entry}: the name ${t.name} is used twice`,
       );
@@ -46,6 +50,9 @@ export function checkTokenSpecs(tokens: readonly TokenSpec[]): void {
     secrets.add(t.secret);
   }
 }
+
+/** A token entry as `serve`'s flags give it. */
+const flagEntry = (t: TokenSpec): string => (t.admin ? "the bare (admin) token" : `--token ${t.name}=…`);
 
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; code: string };
 

@@ -129,4 +129,70 @@ describe("createSessionmux options", () => {
     cleanups.push(() => mux.close());
     expect(existsSync(db)).toBe(true);
   });
+
+  it("refuses an option of an unknown name or the wrong kind, naming it, before opening the database", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("sessions.db");
+    const tokens = [{ name: "app", secret: "app-secret", admin: false }];
+    class UserAgent {}
+    const cases: [Record<string, unknown>, RegExp][] = [
+      // ignored before: the host mounted at the root, under the app's own routes
+      [{ db, tokens, basepath: "/chat" }, /^unknown option basepath; createSessionmux takes db, .*basePath/],
+      // ignored before: the start then failed with "at least one token is required"
+      [{ db, authenticte: () => undefined }, /^unknown option authenticte; /],
+      [
+        { db },
+        /^createSessionmux needs authenticate \(your own auth: .*\) or tokens \(\[\{ name, secret, admin \}\]\)$/,
+      ],
+      [{ db, tokens: [] }, /^createSessionmux needs authenticate/],
+      // a TypeError about `paths[0]` from deep inside before
+      [{ tokens }, /^db must be a SQLite file path or a postgres:\/\/ URL, got undefined$/],
+      [
+        { db, authenticate: "yes" },
+        /^authenticate must be a function \(request\) => principal \| undefined, got "yes"$/,
+      ],
+      [
+        { db, tokens: "app-secret" },
+        /^tokens must be an array of \{ name, secret, admin \}, got "app-secret"$/,
+      ],
+      // the entry is described, never quoted: it holds a secret
+      [
+        { db, tokens: ["app-secret"] },
+        /^tokens\[0\] must be \{ name: string, secret: string, admin: boolean \}, got a string$/,
+      ],
+      // the serve flag's wording ("--token alice=…") before
+      [
+        { db, tokens: [...tokens, { name: "app", secret: "other", admin: false }] },
+        /^tokens\[1\]: the name app is used twice$/,
+      ],
+      [
+        { db, tokens: [{ name: "a b", secret: "s", admin: false }] },
+        /^tokens\[0\]: a principal name is 1-64/,
+      ],
+      // "(options.allowedOrigins ?? []).map is not a function" before
+      [{ db, tokens, cors: "https://app.example.com" }, /^cors must be an array of origins/],
+      // the class instead of an instance: every session.create answered internal_error
+      [
+        { db, tokens, agent: UserAgent },
+        /^agent must be an AgentDriver instance, got the class or function UserAgent: pass new UserAgent\(\)$/,
+      ],
+      [
+        { db, tokens, agent: { name: "mine", models: () => [] } },
+        /^agent does not implement AgentDriver: defaultModel, runTurn are missing or of the wrong kind/,
+      ],
+      [{ db, tokens, logger: console }, /^logger must be a pino logger/],
+      [{ db, tokens, createDbFolder: "yes" }, /^createDbFolder must be true or false, got "yes"$/],
+    ];
+    for (const [options, message] of cases) {
+      const opening = createSessionmux(options as unknown as SessionmuxOptions);
+      opening.then((mux) => cleanups.push(() => mux.close())).catch(() => undefined);
+      await expect(opening).rejects.toMatchObject({
+        name: "StartupError",
+        code: "option_invalid",
+        message: expect.stringMatching(message),
+      });
+      expect(existsSync(db)).toBe(false);
+    }
+  });
 });
