@@ -15,6 +15,7 @@ export type {
 } from "./agents/agent.js";
 export { DemoAgent } from "./agents/demo-agent.js";
 export type { AuthenticateLimits, AuthenticateRequest } from "./embed/app-authentication.js";
+export { bearerToken } from "./embed/bearer-token.js";
 export {
   createSessionmux,
   type RequestHandler,
