@@ -87,7 +87,11 @@ describe("errors the client raises itself say what happened and what to check", 
         [403, ["forbidden_origin", `the host refused this origin or token (HTTP 403) at ${url}; check both`]],
         [
           404,
-          ["not_found", `nothing serves the mux at ${url} (HTTP 404); check the URL path (/api/remote.mux)`],
+          [
+            "not_found",
+            // the path alone said nothing to a caller whose URL already ended in it, under a base path
+            `nothing serves the mux at ${url} (HTTP 404); check the URL: the mux is /api/remote.mux below the host's base path (ws://host/chat/api/remote.mux for a host mounted at /chat)`,
+          ],
         ],
         [
           400,
