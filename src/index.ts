@@ -14,6 +14,14 @@ export type {
   TurnOutcome,
 } from "./agents/agent.js";
 export { DemoAgent } from "./agents/demo-agent.js";
+export type { CallOptions } from "./client/call-deadline.js";
+export type { SessionmuxClient } from "./client/client.js";
+export type { FollowUpdate } from "./client/follow-cursor.js";
+export {
+  ConnectionRefusedError,
+  RemoteError,
+  RemoteStreamCarrierError,
+} from "./client/remote-errors.js";
 export type { AuthenticateLimits, AuthenticateRequest } from "./embed/app-authentication.js";
 export { bearerToken } from "./embed/bearer-token.js";
 export {

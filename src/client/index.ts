@@ -2,6 +2,49 @@
  * The sessionmux client SDK, browser-safe: nothing here (or below) imports a Node module.
  * Node callers use `./node.js`, which supplies `ws` with the Authorization header.
  */
+// What a caller handles: every error the client rejects with is a `SessionmuxError` (switch on its
+// `code`) or a `RemoteStreamCarrierError`, and the values calls and follows hand back.
+export {
+  ERROR_CODE_LIST,
+  type ErrorCategory,
+  type ErrorCode,
+  isErrorCode,
+  isRetryable,
+  SessionmuxError,
+  type WireError,
+} from "../../protocol/errors.js";
+export type {
+  AttachmentShell,
+  EventDataOf,
+  EventType,
+  InteractionKind,
+  Resolution,
+  SessionEvent,
+  TurnEndState,
+  UserMessageMeta,
+} from "../../protocol/events.js";
+export type { HelloFrame, NotificationName, NotificationValue } from "../../protocol/frames.js";
+export type {
+  AttachmentInput,
+  CallMethod,
+  ControlItem,
+  FollowItem,
+  ItemOf,
+  MethodName,
+  ParamsOf,
+  ResultOf,
+  StreamMethod,
+} from "../../protocol/methods.js";
+export type {
+  AgentState,
+  Interaction,
+  Job,
+  JobState,
+  LastState,
+  QueueItem,
+  SessionHeader,
+  SessionRow,
+} from "../../protocol/rows.js";
 export {
   DEFAULT_MAX_BUFFERED,
   type IterateOptions,

@@ -220,3 +220,167 @@ describe("the packed sessionmux package", () => {
     expect(loaded.stdout).toBe("openai");
   }, 300_000);
 });
+
+/**
+ * `@sessionmux/client` as a user gets it: `npm pack` of `packages/client` (its `prepack` builds
+ * from the repository's `src/client` and `protocol`, so the copy keeps that layout), unpacked
+ * beside the sessionmux package above, with only its own dependencies and `ws` linked.
+ */
+describe("the packed @sessionmux/client package", () => {
+  beforeAll(async () => {
+    const packDir = join(project.path, "pack-client");
+    const source = join(project.path, "client-source");
+    mkdirSync(packDir);
+    for (const entry of ["packages/client", "src/client", "protocol"]) {
+      cpSync(join(repo, entry), join(source, entry), { recursive: true });
+    }
+    symlinkSync(join(repo, "node_modules"), join(source, "node_modules"), "dir");
+    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packDir], {
+      cwd: join(source, "packages", "client"),
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const [packed] = JSON.parse(stdout) as { filename: string }[];
+    if (!packed) throw new Error("npm pack printed no package");
+    const installed = join(project.path, "node_modules", "@sessionmux", "client");
+    mkdirSync(installed, { recursive: true });
+    await run("tar", ["-xzf", join(packDir, packed.filename), "-C", installed, "--strip-components=1"]);
+    for (const name of ["rxjs", "tslib", "ws", "@types/ws"]) {
+      const link = join(project.path, "node_modules", name);
+      if (existsSync(link)) continue;
+      mkdirSync(dirname(link), { recursive: true });
+      symlinkSync(join(repo, "node_modules", name), link, "dir");
+    }
+  }, 600_000);
+
+  it("type-checks and runs an app with its own token auth and agent, switching on the client's error classes and codes", async () => {
+    writeFileSync(join(project.path, "embed.ts"), EMBEDDING_APP);
+    writeFileSync(
+      join(project.path, "tsconfig.embed.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          strict: true,
+          skipLibCheck: false,
+          outDir: "embed-out",
+          types: ["node"],
+        },
+        files: ["embed.ts"],
+      }),
+    );
+    const tsc = join(repo, "node_modules", "typescript", "bin", "tsc");
+    const checked = await run(process.execPath, [tsc, "-p", join(project.path, "tsconfig.embed.json")], {
+      cwd: project.path,
+    }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }));
+    expect(checked.stdout).toBe("");
+    // no kill: the script ends by itself only once every client and the host let go of their handles
+    const { stdout } = await run(
+      process.execPath,
+      [join(project.path, "embed-out", "embed.js"), join(project.path, "embed.db")],
+      { cwd: project.path, timeout: 120_000 },
+    );
+    expect(JSON.parse(stdout)).toEqual({
+      app: "app route",
+      seen: ["session/created", "turn/start", "user/message", "assistant/delta", "turn/end"],
+      aborted: "aborted",
+      missing: "session_not_found",
+      browserStyle: 1,
+      refused: "unauthorized",
+      inProcess: "session_not_found",
+    });
+  }, 300_000);
+});
+
+/** What the README's embedding sections add up to, written against the two packed packages. */
+const EMBEDDING_APP = `
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  type AgentDriver,
+  bearerToken,
+  createSessionmux,
+  type Principal,
+  RemoteError as HostRemoteError,
+  type TurnContext,
+  type TurnOutcome,
+} from "sessionmux";
+import { createClient } from "@sessionmux/client";
+import {
+  ConnectionRefusedError,
+  createNodeClient,
+  type ErrorCode,
+  RemoteError,
+  type SessionEvent,
+  SessionmuxError,
+} from "@sessionmux/client/node";
+import WebSocket from "ws";
+
+class EchoAgent implements AgentDriver {
+  readonly name = "echo";
+  readonly defaultModel = "echo-1";
+  models() {
+    return [{ id: "echo-1", label: "Echo" }];
+  }
+  async runTurn(turn: TurnContext): Promise<TurnOutcome> {
+    await turn.emit({ type: "assistant/delta", text: turn.prompt.text });
+    return { state: "completed" };
+  }
+}
+
+const principals = new Map<string, Principal>([["alice-token", { name: "alice", admin: false }]]);
+const mux = await createSessionmux({
+  db: process.argv[2]!,
+  basePath: "/chat",
+  agent: new EchoAgent(),
+  authenticate: (req) => principals.get(bearerToken(req) ?? ""),
+});
+const server = createServer((_req, res) => res.end("app route"));
+mux.attach(server);
+server.listen(0, "127.0.0.1");
+await once(server, "listening");
+const { port } = server.address() as AddressInfo;
+const url = "ws://127.0.0.1:" + port + "/chat/api/remote.mux";
+const codeOf = (error: unknown): ErrorCode | "not a SessionmuxError" =>
+  error instanceof SessionmuxError ? error.code : "not a SessionmuxError";
+const out: Record<string, unknown> = {};
+out.app = await (await fetch("http://127.0.0.1:" + port + "/elsewhere")).text();
+
+const client = createNodeClient({ url, token: "alice-token" });
+const { header } = await client.create({ title: "packed" });
+await client.prompt({ sessionId: header.sessionId, text: "hi" });
+const seen: SessionEvent["type"][] = [];
+for await (const update of client.follow(header.sessionId)) {
+  if (update.kind !== "events") continue;
+  seen.push(...update.events.map((event) => event.type));
+  if (update.events.some((event) => event.type === "turn/end")) break;
+}
+out.seen = seen;
+out.aborted = await client.call("session.list", {}, { signal: AbortSignal.abort() }).then(() => "answered", codeOf);
+out.missing = await client
+  .call("session.page", { sessionId: "nope" })
+  .then(() => "answered", (error: unknown) => (error instanceof RemoteError ? codeOf(error) : "not a RemoteError"));
+await client.close();
+
+// a browser's client sends its token as the bearer. subprotocol, which bearerToken reads too
+const browserStyle = createClient({ url, token: "alice-token", WebSocket });
+out.browserStyle = (await browserStyle.call("session.list", {})).sessions.length;
+await browserStyle.close();
+
+const refused = createNodeClient({ url, token: "wrong" });
+out.refused = await refused
+  .call("session.list", {})
+  .then(() => "answered", (error: unknown) => (error instanceof ConnectionRefusedError ? codeOf(error) : "not refused"));
+await refused.close();
+
+const inProcess = mux.connect({ name: "scheduler", admin: false });
+out.inProcess = await inProcess
+  .call("session.page", { sessionId: "nope" })
+  .then(() => "answered", (error: unknown) => (error instanceof HostRemoteError ? error.code : "not a RemoteError"));
+await inProcess.close();
+
+await mux.close();
+server.close();
+process.stdout.write(JSON.stringify(out));
+`;
