@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { AgentDriver, AgentEmit, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 import { turnWith } from "../agents/turn-with.js";
+import { checkedOutcome } from "./checked-outcome.js";
 
 /** What the host reports about turns; implemented by the metrics registry in transport. */
 export interface TurnMeters {
@@ -30,7 +31,8 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
     });
     const where = { sessionId: turn.sessionId, turnId: turn.turnId, agent: agent.name, model: turn.model };
     try {
-      const outcome = await run(timed);
+      // an agent in plain JavaScript may resolve with anything: read its outcome as the log will
+      const outcome = checkedOutcome(await run(timed));
       meters.turnEnded(seconds(), outcome.state);
       if (outcome.state === "failed") logger.warn({ ...where, error: outcome.error }, "agent turn failed");
       return outcome;

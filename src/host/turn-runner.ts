@@ -6,6 +6,7 @@ import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../age
 import type { HostStore } from "../store/live-state-store.js";
 import type { PromptRecord } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
+import { checkedOutcome } from "./checked-outcome.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { PromptInput } from "./live/prompt-queue.js";
@@ -301,22 +302,6 @@ export class TurnRunner {
     session.turn = undefined;
     if (startNext) this.kick(session);
   }
-}
-
-const OUTCOME_STATES: ReadonlySet<unknown> = new Set<TurnOutcome["state"]>([
-  "completed",
-  "failed",
-  "cancelled",
-]);
-
-/**
- * The agent's outcome, or a failure when it is none: an agent in plain JavaScript may resolve with
- * nothing or an unknown state, and its turn must still end (a host waits for every turn to end).
- */
-function checkedOutcome(ran: unknown): TurnOutcome {
-  const state = typeof ran === "object" && ran !== null ? (ran as { state?: unknown }).state : undefined;
-  if (OUTCOME_STATES.has(state)) return ran as TurnOutcome;
-  return { state: "failed", error: "the agent returned no turn outcome" };
 }
 
 function describe(err: unknown): string {

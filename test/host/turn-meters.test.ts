@@ -34,6 +34,28 @@ function capture() {
 }
 
 describe("meteredAgent", () => {
+  it("reads an outcome of plain JavaScript as the log records it: nothing is a failed turn, not a TypeError of its own", async () => {
+    const ends: string[] = [];
+    const meters: TurnMeters = { turnEnded: (_s, state) => void ends.push(state), firstToken: () => {} };
+    const { logger, lines } = capture();
+    const agent: AgentDriver = {
+      name: "t",
+      defaultModel: "m",
+      models: () => [{ id: "m", label: "M" }],
+      runTurn: async () => undefined as never,
+    };
+    const outcome = await meteredAgent(agent, meters, logger).runTurn(turn([]));
+    // "Cannot read properties of undefined (reading 'state')" before, as the turn's error
+    expect(outcome).toEqual({
+      state: "failed",
+      error:
+        'the agent returned no turn outcome (undefined); runTurn resolves with { state: "completed" | "failed" | "cancelled", error? }',
+    });
+    expect(ends).toEqual(["failed"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((l) => l.msg)).toEqual(["agent turn failed"]);
+  });
+
   it("times turns and the first text, passes events through, and logs failures with their cause", async () => {
     const ends: string[] = [];
     let firstTokens = 0;

@@ -108,16 +108,35 @@ describe("an agent that resolves with no outcome", () => {
       if (turn.prompt.text === "null") return null as unknown as TurnOutcome;
       if (turn.prompt.text === "done") return { state: "done" } as unknown as TurnOutcome;
       if (turn.prompt.text === "gave up") return { state: "cancelled" };
+      if (turn.prompt.text === "numbered") return { state: "failed", error: 42 } as unknown as TurnOutcome;
+      if (turn.prompt.text === "error object")
+        return { state: "failed", error: new Error("quota") } as unknown as TurnOutcome;
       return { state: "completed" };
     });
     fx = await openHost({ agent });
     await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
-    for (const text of ["nothing", "null", "done"]) {
-      const r = await prompt(text);
+    for (const [text, got] of [
+      ["nothing", "undefined"],
+      ["null", "null"],
+      ["done", '{"state":"done"}'],
+    ]) {
+      const r = await prompt(text!);
       expect((await turnEvents(fx.store, S, r.turnId!)).at(-1)?.data).toEqual({
         turnId: r.turnId,
         state: "failed",
-        error: "the agent returned no turn outcome",
+        error: `the agent returned no turn outcome (${got}); runTurn resolves with { state: "completed" | "failed" | "cancelled", error? }`,
+      });
+    }
+    // an error that is no string was recorded as it was, a turn/end its schema refuses
+    for (const [text, error] of [
+      ["numbered", "42"],
+      ["error object", "quota"],
+    ]) {
+      const r = await prompt(text!);
+      expect((await turnEvents(fx.store, S, r.turnId!)).at(-1)?.data).toEqual({
+        turnId: r.turnId,
+        state: "failed",
+        error,
       });
     }
     // each outcome state an agent may give is kept as it is
