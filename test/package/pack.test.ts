@@ -108,6 +108,19 @@ describe("the packed sessionmux package", () => {
     expect(JSON.parse(stdout)).toEqual({ app: "app route", health: 200, refused: 401, listed: 200 });
   });
 
+  it("loads from CommonJS with require, as Node 20.19 and later load an ES module", async () => {
+    // no "default" condition beside "import" made require fail with ERR_PACKAGE_PATH_NOT_EXPORTED
+    const { stdout } = await run(
+      process.execPath,
+      [
+        "-e",
+        'const s = require("sessionmux"); const a = require("sessionmux/ai-sdk"); process.stdout.write(typeof s.createSessionmux + " " + typeof a.OpenAIAgent);',
+      ],
+      { cwd: project.path },
+    );
+    expect(stdout).toBe("function function");
+  });
+
   it("runs its CLI from the installed package and serves the shipped console", async () => {
     const main = join(project.path, "node_modules", "sessionmux", "dist", "src", "cli", "main.js");
     const child = spawn(
