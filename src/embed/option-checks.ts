@@ -88,10 +88,27 @@ const DECODE_LIMITS: Record<string, Rule> = {
   maxDepth: COUNT,
 };
 
+/**
+ * The options of a group that are no number: a group's names are its numbers' and these, and any
+ * other is refused (a misspelt `mux.pingIntervalMS` left the ping at its default).
+ */
+const OTHER_MEMBERS: Record<string, readonly string[]> = {
+  mux: ["decodeLimits", "principalLimits"],
+  http: ["webRoot", "logger", "uploadLedger", "readiness"],
+};
+
 function checkGroup(group: string, values: unknown, rules: Record<string, Rule>): void {
   if (values === undefined) return;
   if (values === null || typeof values !== "object") {
     throw new StartupError("option_invalid", `${group} must be an object, got ${describe(values)}`);
+  }
+  const known = [...Object.keys(rules), ...(OTHER_MEMBERS[group] ?? [])];
+  const unknown = Object.keys(values).filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    throw new StartupError(
+      "option_invalid",
+      `unknown option ${unknown.map((name) => `${group}.${name}`).join(", ")}; ${group} takes ${known.join(", ")}`,
+    );
   }
   for (const [name, rule] of Object.entries(rules))
     check(`${group}.${name}`, (values as Record<string, unknown>)[name], rule);

@@ -183,6 +183,19 @@ describe("createSessionmux options", () => {
       ],
       [{ db, tokens, logger: console }, /^logger must be a pino logger/],
       [{ db, tokens, createDbFolder: "yes" }, /^createDbFolder must be true or false, got "yes"$/],
+      // ignored before: the ping stayed at its default, the socket limit off
+      [
+        { db, tokens, mux: { pingIntervalMS: 1000 } },
+        /^unknown option mux\.pingIntervalMS; mux takes maxPayloadBytes, /,
+      ],
+      [
+        { db, tokens, principals: { maxSockets: 2 } },
+        /^unknown option principals\.maxSockets; principals takes maxSocketsPerPrincipal, /,
+      ],
+      [
+        { db, tokens, mux: { decodeLimits: { maxDepht: 4 } } },
+        /^unknown option mux\.decodeLimits\.maxDepht; /,
+      ],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux(options as unknown as SessionmuxOptions);
