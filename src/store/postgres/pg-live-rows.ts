@@ -11,8 +11,11 @@ import type {
 import type { HeldLease, LeaseHolder } from "../session-lease.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
-/** Epoch milliseconds by the database clock: lease expiry is judged by it on every host. */
-export const DB_NOW = "(extract(epoch FROM now()) * 1000)::bigint";
+/**
+ * Epoch milliseconds by the database clock (the transaction's start, see migration 11): lease
+ * expiry is judged by it on every host.
+ */
+export const DB_NOW = "sessionmux_now()";
 
 export const QUEUE_ITEMS = `SELECT item_id, session_id, owner, queued_at, input FROM queue_items
   WHERE session_id = $1 ORDER BY position`;

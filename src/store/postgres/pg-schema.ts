@@ -273,6 +273,14 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX IF NOT EXISTS dismissals_by_session ON dismissals (session_id);
   DELETE FROM dismissals d WHERE NOT EXISTS (SELECT 1 FROM projections p WHERE p.session_id = d.session_id);
   `,
+  // 11: the store's clock, by which every lease is judged, in one place: epoch milliseconds of the
+  // transaction's start, cut down to the millisecond as Date.now() is (the SQLite store's clock),
+  // not rounded up to the next one. A SQL function this simple is inlined into the queries that
+  // call it. A test replaces it in its own schema to stop the clock at a lease's expiry.
+  `
+  CREATE OR REPLACE FUNCTION sessionmux_now() RETURNS bigint LANGUAGE sql STABLE
+    AS $$ SELECT floor(extract(epoch FROM now()) * 1000)::bigint $$;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

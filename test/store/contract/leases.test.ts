@@ -2,7 +2,7 @@ import { expect, it } from "vitest";
 import type { LiveStateNotice } from "../../../src/store/live-state-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { delta, turnStart, userMessage } from "../open-store.js";
-import { type ContractStore, describeContract, storeFixture } from "./backends.js";
+import { type ContractStore, describeContract } from "./backends.js";
 import { leaseWriters } from "./lease-writers.js";
 
 const S = "s";
@@ -21,7 +21,6 @@ async function untilExpired(store: ContractStore, sessionId = S): Promise<void> 
 
 describeContract("leases with fencing", (backend) => {
   const twoHosts = leaseWriters(backend, S);
-  const open = storeFixture(backend);
 
   it("two hosts racing for a free lease: exactly one wins, the other sees it held", async () => {
     const { a, b } = await twoHosts();
@@ -128,24 +127,6 @@ describeContract("leases with fencing", (backend) => {
       [S, "host-b", 2, "alice"],
     ]);
   });
-
-  // PostgreSQL times leases by the database's clock, which a test cannot set
-  it.skipIf(backend.name === "postgres")(
-    "a lease is expired at its expiry instant: off the lease page, as it is to leaseHolder",
-    async () => {
-      let clock = 1_000;
-      const { store } = await open({ now: () => clock });
-      await store.create({ sessionId: S, owner: "alice", model: "m" });
-      const held = await store.acquireLease(S, "host-a", 500);
-      expect(held.status).toBe("acquired");
-      clock = 1_499;
-      expect(await store.leaseHolder(S)).toMatchObject({ hostId: "host-a", expiresAt: 1_500 });
-      expect((await store.leasePage(null, 10)).leases.map((l) => l.sessionId)).toEqual([S]);
-      clock = 1_500;
-      expect(await store.leaseHolder(S)).toBeNull();
-      expect((await store.leasePage(null, 10)).leases).toEqual([]);
-    },
-  );
 
   it("an append fenced by a lease released just before it, in the same transaction, is refused", async () => {
     const { a } = await twoHosts();
