@@ -19,7 +19,7 @@ import type {
 import { newEpoch } from "../write-operations.js";
 import { fenceHolds, type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
 import { findPrompt, LOCK_OWNER } from "./pg-live-operations.js";
-import { QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
+import { DB_NOW, QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -35,11 +35,18 @@ const INSERT_PROMPT = `INSERT INTO prompt_keys (session_id, client_message_id, r
   ON CONFLICT DO NOTHING`;
 const EVENTS_UP_TO =
   "SELECT seq, at, type, data FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq";
-// open turns not parked on a person, and running jobs: what a restart or a dead owner leaves
-const OPEN_WORK = `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = p.session_id
-                    AND i.turn_id = p.open_turn_id AND i.state = 'pending')
-  UNION SELECT session_id FROM jobs WHERE state = 'running' ORDER BY 1`;
+// open turns not parked on a person, and running jobs: what a restart or a dead owner leaves; not
+// of sessions whose unexpired lease a host other than $1 (any, when null) holds: their agent runs
+// there, and locking their rows would hold up its appends for nothing (each one found is checked
+// again under its lock)
+const OPEN_WORK = `SELECT w.session_id FROM (
+    SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = p.session_id
+                      AND i.turn_id = p.open_turn_id AND i.state = 'pending')
+    UNION SELECT session_id FROM jobs WHERE state = 'running') w
+  WHERE NOT EXISTS (SELECT 1 FROM leases l WHERE l.session_id = w.session_id AND l.host_id IS NOT NULL
+    AND l.expires_at > ${DB_NOW} AND l.host_id IS DISTINCT FROM $1::text)
+  ORDER BY 1`;
 const DELETE_ITEM = "DELETE FROM queue_items WHERE session_id = $1 AND item_id = $2";
 const UPDATE_PROMPT = "UPDATE prompt_keys SET record = $3 WHERE session_id = $1 AND client_message_id = $2";
 const PENDING_OF_SESSION =
@@ -276,7 +283,7 @@ export class PgWriteOperations {
     return {
       sessions: [],
       run: async (batch) => {
-        const open = await batch.read<{ session_id: string }>(OPEN_WORK, []);
+        const open = await batch.read<{ session_id: string }>(OPEN_WORK, [hostId ?? null]);
         await batch.lock(open.map((row) => row.session_id));
         const closed: string[] = [];
         for (const { session_id: sessionId } of open) {

@@ -179,6 +179,45 @@ describe.skipIf(!pgUrl)("PostgreSQL write operations", () => {
     }
   });
 
+  it("interruptOpenTurns neither locks nor waits for the row of a session whose live lease another host holds", async () => {
+    const { a, b, schema } = await openTwoHosts();
+    for (const id of ["busy", "orphan"]) {
+      await a.create({ sessionId: id, owner: "alice", model: "m" });
+      await a.append(id, [turnStart(`t-${id}`)]);
+    }
+    expect(await b.acquireLease("busy", "host-b", 60_000)).toMatchObject({ status: "acquired" });
+    // host B's append to its session, held open with the session's row locked
+    const holder = new pg.Client({ connectionString: pgUrl! });
+    const watcher = new pg.Client({ connectionString: pgUrl! });
+    await Promise.all([holder.connect(), watcher.connect()]);
+    try {
+      await holder.query("BEGIN");
+      await holder.query(`SELECT 1 FROM "${schema}".projections WHERE session_id = 'busy' FOR UPDATE`);
+      const pid = await backendPid(holder);
+      let settled = false;
+      const closing = a.interruptOpenTurns(5, { hostId: "host-a" }).finally(() => {
+        settled = true;
+      });
+      // it ends while B's transaction is still open, never queued behind it
+      await expect
+        .poll(
+          async () => (settled ? "done" : (await blockedBy(watcher, pid)).direct > 0 ? "waits" : "running"),
+          {
+            timeout: 10_000,
+            interval: 20,
+          },
+        )
+        .toBe("done");
+      expect(await closing).toEqual(["orphan"]);
+      // without a host id B's lease spares the session just as well
+      expect(await a.interruptOpenTurns(6)).toEqual([]);
+    } finally {
+      await holder.query("ROLLBACK");
+      await Promise.all([holder.end(), watcher.end()]);
+    }
+    expect((await a.projection("busy"))?.openTurnId).toBe("t-busy");
+  });
+
   it("locks every session a write names up front, in id order, so it holds none while it waits for another", async () => {
     const { a, b, schema } = await openTwoHosts();
     const writes: [string, (id: string) => Promise<unknown>][] = [
