@@ -37,6 +37,8 @@ export interface HostClusterDeps {
   run: LocalRun;
   /** Runs the queued prompts of a session nobody owns here (takes its lease first). */
   resumeUnowned: (sessionId: string) => Promise<void>;
+  /** Closes, as interrupted, running turns and jobs of sessions whose lease no host holds any more. */
+  closeAbandoned: () => Promise<void>;
   closing: () => boolean;
   meters?: ClusterMeters;
 }
@@ -168,7 +170,8 @@ export class HostCluster {
    * After every lease round: the view of other hosts' agents is set right from their leases, and
    * queued prompts of sessions whose lease nobody holds (the owner died, or paused past its
    * lease), which would otherwise wait for the next call to that session, are taken over through
-   * the normal lease path; the lease decides which host wins.
+   * the normal lease path; the lease decides which host wins. Then the turns and jobs such an
+   * owner left running with nothing queued are closed `interrupted`.
    */
   async #sweep(): Promise<void> {
     if (this.#deps.closing()) return;
@@ -177,6 +180,8 @@ export class HostCluster {
       if (this.#deps.closing()) return;
       await this.#deps.resumeUnowned(sessionId);
     }
+    if (this.#deps.closing()) return;
+    await this.#deps.closeAbandoned();
   }
 
   /** This host lost the session's lease: its agent stops at once and writes nothing more. */

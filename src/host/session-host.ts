@@ -141,6 +141,7 @@ export class SessionHost implements HostApi {
           registry: () => this.#registry,
           run: (principal, method, params) => this.#run(principal, method, params),
           resumeUnowned: (sessionId) => this.#resumeUnowned(sessionId),
+          closeAbandoned: () => this.#closeAbandoned(),
           closing: () => this.#closing,
           ...(options.metrics ? { meters: options.metrics } : {}),
         })
@@ -296,6 +297,22 @@ export class SessionHost implements HostApi {
     // refused (the owner's agent limit): tried again every sweep, so not logged as a warning each time
     if (!projection || !(await this.#resumeQueue(sessionId, projection, "debug"))) return;
     this.#logger.info({ sessionId }, "took over queued prompts whose owner is gone");
+  }
+
+  /**
+   * The cluster's sweep: a turn (or job) left running by an owner that died or paused past its
+   * lease, with nothing queued and no call for the session, would otherwise show as running, its
+   * followers waiting, until someone wrote to it. Every unexpired lease is spared (this host's
+   * own too), so only work no host runs any more is closed, as a restart closes it.
+   */
+  async #closeAbandoned(): Promise<void> {
+    if (this.#closing) return;
+    const closed = await this.store.interruptOpenTurns(this.#now());
+    if (closed.length > 0)
+      this.#logger.info(
+        { sessions: closed.length, sessionIds: closed.slice(0, 20) },
+        "closed running turns whose owner is gone as interrupted",
+      );
   }
 
   async call<M extends CallMethod>(

@@ -713,6 +713,7 @@ async function claimingHost(options: { maxLiveAgentsPerOwner?: number; holdFrom?
     registry: () => live,
     run: async () => undefined,
     resumeUnowned: async () => undefined,
+    closeAbandoned: async () => undefined,
     closing: () => false,
   });
   disposers.push(async () => {

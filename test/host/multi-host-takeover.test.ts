@@ -270,6 +270,27 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(await ran()).toBe(1);
   });
 
+  it("a running host closes the running turn of an owner that vanished, with nothing queued and no call for it", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
+    const heard: string[] = [];
+    b.store.subscribe(sessionId, (notice) => {
+      if (notice.kind === "append")
+        for (const e of notice.events) if (e.type === "turn/end") heard.push(e.data.state);
+    });
+    // the owner stops as a dead one would: no renewal, no sweep, nothing released
+    a.host.leases?.stopRenewals();
+    expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
+    // a follower on the other host is told, and the list no longer shows the session working
+    await expect.poll(() => heard, { timeout: 10_000 }).toEqual(["interrupted"]);
+    expect((await b.store.projection(sessionId))?.lastState).toBe("interrupted");
+    // nothing was queued: no host took the session to run anything
+    expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    expect(await b.store.leaseHolder(sessionId)).toBeNull();
+  });
+
   it("a host starting after the owner vanished takes the session and runs its queued prompts", async () => {
     cluster = await openCluster(1, { leaseTtlMs: TTL_MS });
     const a = cluster.hosts[0]!;
