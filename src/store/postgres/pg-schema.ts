@@ -281,6 +281,14 @@ const MIGRATIONS: readonly string[] = [
   CREATE OR REPLACE FUNCTION sessionmux_now() RETURNS bigint LANGUAGE sql STABLE
     AS $$ SELECT floor(extract(epoch FROM now()) * 1000)::bigint $$;
   `,
+  // 12: a session's jobs by session, running or not (the SQLite store has had this index from the
+  // start): deleting a session deletes its jobs, and with only the index of running ones that
+  // statement read every job ever run, inside the deleting host's group commit, so every other
+  // write of that host waited for it. Built while the table is locked against writes: jobs are
+  // few rows per turn, so this is short.
+  `
+  CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
