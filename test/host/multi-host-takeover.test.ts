@@ -291,6 +291,21 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(await b.store.leaseHolder(sessionId)).toBeNull();
   });
 
+  it("a cancel reaching another host after the owner vanished is refused agent_not_live, and the turn still ends interrupted", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
+    a.host.leases?.stopRenewals();
+    await expect.poll(() => b.store.leaseHolder(sessionId), { timeout: 20_000 }).toBeNull();
+    // a cancel acts on a running agent only: none runs anywhere, and it takes nothing over
+    await expect(b.host.call(ALICE, "session.cancel", { sessionId })).rejects.toMatchObject({
+      code: "agent_not_live",
+    });
+    expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
+  });
+
   it("a host starting after the owner vanished takes the session and runs its queued prompts", async () => {
     cluster = await openCluster(1, { leaseTtlMs: TTL_MS });
     const a = cluster.hosts[0]!;
