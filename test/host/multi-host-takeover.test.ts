@@ -291,6 +291,18 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(await b.store.leaseHolder(sessionId)).toBeNull();
   });
 
+  it("the sweep leaves running turns alone while their owners renew: its own host's and another's", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const onA = await createSession(a.host);
+    const onB = await createSession(b.host);
+    // each streams for seconds, through many sweep rounds (one every third of the lease) of both hosts
+    const longA = await a.host.call(ALICE, "session.prompt", { sessionId: onA, ...prompt("/stream 150 20") });
+    const longB = await b.host.call(ALICE, "session.prompt", { sessionId: onB, ...prompt("/stream 150 20") });
+    expect(await turnEnd(b.store, onA, longA.turnId!)).toBe("completed");
+    expect(await turnEnd(a.store, onB, longB.turnId!)).toBe("completed");
+  });
+
   it("a cancel reaching another host after the owner vanished is refused agent_not_live, and the turn still ends interrupted", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
     const [a, b] = cluster.hosts as [Host, Host];
