@@ -190,7 +190,8 @@ export class HostLeases implements Ownership {
     this.#meters?.leasesHeld(this.#held.size);
     this.#meters?.leaseLost(why);
     this.#logger.warn(
-      { sessionId: lease.sessionId, generation: lease.generation, hostId: this.hostId, why },
+      // the host's logger names the host already
+      { sessionId: lease.sessionId, generation: lease.generation, why },
       "session lease lost: its agent stops here",
     );
     this.#onLost(lease);
