@@ -289,6 +289,18 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
   `,
+  // 13: the words inside file names, paths, addresses and numbers are found, as the SQLite store
+  // finds them: PostgreSQL's parser reads `README.md`, `/usr/lib/app.js`, `ops@example.com` or
+  // `3.14` as one token each, so a search for `md`, `lib`, `example` or `14` missed them. ASCII
+  // punctuation is read as a space before the text is parsed (`translate`, unlike a regular
+  // expression class, does not depend on the database's locale). Rewrites the table.
+  `
+  DROP INDEX search_docs_tsv;
+  ALTER TABLE search_docs DROP COLUMN tsv;
+  ALTER TABLE search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple',
+    translate(text, '!"#$%&''()*+,-./:;<=>?@[\\]^_\`{|}~', '                                '))) STORED;
+  CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

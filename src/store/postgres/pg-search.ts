@@ -1,31 +1,22 @@
 import type pg from "pg";
-
-/** Words longer than this are not words a person searches for; PostgreSQL refuses very long ones. */
-const MAX_WORD = 100;
-const MAX_WORDS = 32;
+import { searchSnippet } from "./pg-search-snippet.js";
+import { type SearchTerm, searchTerms } from "./pg-search-terms.js";
 
 /**
- * Turns what a person typed into a `to_tsquery` text that can never be a syntax error: only runs
- * of letters and digits are kept (every tsquery operator is punctuation), each is quoted, words
- * are ANDed and the last matches as a prefix so results follow typing, as in the SQLite store.
- * A word cut to `MAX_WORD` matches as a prefix too, or a pasted token longer than that would
- * match nothing wherever it stood. Returns null when nothing searchable remains.
+ * The `to_tsquery` text of the terms, which can never be a syntax error: each is quoted (every
+ * tsquery operator is punctuation, and a term holds none), the runs of one word must follow each
+ * other as a phrase (`<->`), words are ANDed. Null when there is no term.
  */
-export function toTsQuery(input: string): string | null {
-  const words = (input.match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, MAX_WORDS);
+export function toTsQuery(words: readonly (readonly SearchTerm[])[]): string | null {
   if (words.length === 0) return null;
   return words
-    .map((word, index) => {
-      const prefix = index === words.length - 1 || word.length > MAX_WORD;
-      return `'${word.slice(0, MAX_WORD)}'${prefix ? ":*" : ""}`;
-    })
+    .map((runs) => runs.map((run) => `'${run.text}'${run.prefix ? ":*" : ""}`).join(" <-> "))
     .join(" & ");
 }
 
-const HEADLINE = "'StartSel=**, StopSel=**, MaxWords=12, MinWords=6, ShortWord=0'";
-const SEARCH = `SELECT d.session_id AS "sessionId", d.seq, ts_headline('simple', d.text, q, ${HEADLINE}) AS snippet
+const SEARCH = `SELECT d.session_id AS "sessionId", d.seq, d.text
   FROM search_docs d, to_tsquery('simple', $1) q WHERE d.tsv @@ q ORDER BY ts_rank(d.tsv, q) DESC, d.id LIMIT $2`;
-const SEARCH_OWNED = `SELECT d.session_id AS "sessionId", d.seq, ts_headline('simple', d.text, q, ${HEADLINE}) AS snippet
+const SEARCH_OWNED = `SELECT d.session_id AS "sessionId", d.seq, d.text
   FROM search_docs d JOIN sessions s ON s.session_id = d.session_id, to_tsquery('simple', $1) q
   WHERE d.tsv @@ q AND s.owner = $3 ORDER BY ts_rank(d.tsv, q) DESC, d.id LIMIT $2`;
 
@@ -36,11 +27,18 @@ export async function searchMessages(
   limit: number,
   owner?: string,
 ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
-  const match = toTsQuery(query);
+  const words = searchTerms(query);
+  const match = toTsQuery(words);
   if (match === null) return [];
   const result =
     owner === undefined
       ? await pool.query(SEARCH, [match, limit])
       : await pool.query(SEARCH_OWNED, [match, limit, owner]);
-  return result.rows as { sessionId: string; seq: number; snippet: string }[];
+  return (result.rows as { sessionId: string; seq: number; text: string }[]).map(
+    ({ sessionId, seq, text }) => ({
+      sessionId,
+      seq,
+      snippet: searchSnippet(text, words),
+    }),
+  );
 }

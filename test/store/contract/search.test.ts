@@ -1,6 +1,10 @@
 import { expect, it } from "vitest";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
+import { tamper } from "./operator-hand.js";
+
+/** The PostgreSQL migration that reads ASCII punctuation in indexed text as a space. */
+const PUNCTUATION_MIGRATION = 13;
 
 async function seeded(open: Opener) {
   const { store } = await open();
@@ -133,6 +137,69 @@ describeContract("search", (backend) => {
     expect(await found('zebra"crossing')).toEqual([["a", 3]]);
     expect(await found('zebra"facts please')).toEqual([["b", 3]]);
     expect(await found('zebra"absentword')).toEqual([]);
+  });
+
+  it("finds the words inside file names, paths, addresses and numbers, as typed with or without their punctuation", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "p", owner: "alice", model: "m" });
+    await store.append("p", [
+      userMessage(
+        "Open README.md, then /usr/lib/node_modules/app.js; mail ops@example.com about api.example.org v1.2.3 at 3.14",
+      ),
+    ]);
+    const found = async (query: string) => (await store.search(query, 10)).map((hit) => hit.sessionId);
+    for (const query of [
+      "readme",
+      "md",
+      "README.md",
+      "lib",
+      "node_modules",
+      "modules",
+      "app.js",
+      "ops",
+      "example",
+      "ops@example.com",
+      "api.example",
+      "org",
+      "v1",
+      "14",
+      "3.14",
+      "mail example.org",
+    ]) {
+      expect(await found(query), query).toEqual(["p"]);
+    }
+    // the words matched are marked where they stand, the phrase of a word as one
+    const snippet = async (query: string) => (await store.search(query, 10))[0]?.snippet;
+    expect(await snippet("md")).toBe("Open README.**md**, then /usr/lib/node_modules/app.js; mail ops…");
+    expect(await snippet("example")).toBe("…js; mail ops@**example**.com about api.**example**.org v1.2.3…");
+    expect(await snippet("3.14")).toBe("…example.com about api.example.org v1.2.3 at **3.14**");
+    expect(await snippet("mail example.org")).toBe(
+      "…app.js; **mail** ops@example.com about api.**example.org** v1.2…",
+    );
+    // the parts of a word joined by punctuation stay one phrase, in order
+    for (const query of ["md.readme", "example.ops", "lib/usr", "example.net"]) {
+      expect(await found(query), query).toEqual([]);
+    }
+  });
+
+  it("a database from before finds the words inside the punctuated tokens it already held", async () => {
+    const db = await open();
+    await db.store.create({ sessionId: "p", owner: "alice", model: "m" });
+    await db.store.append("p", [userMessage("see README.md")]);
+    await db.store.close();
+    // PostgreSQL's index as it was before the migration (13) that reads punctuation as a space
+    if (!db.path) {
+      await tamper(
+        db,
+        `DROP INDEX search_docs_tsv;
+         ALTER TABLE search_docs DROP COLUMN tsv;
+         ALTER TABLE search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED;
+         CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
+         DELETE FROM schema_migrations WHERE version >= ${PUNCTUATION_MIGRATION}`,
+      );
+    }
+    const reopened = await db.openAnother();
+    expect((await reopened.search("md", 10)).map((hit) => hit.sessionId)).toEqual(["p"]);
   });
 
   it("answers no hits for a query with no letter or digit in it, whatever the log holds", async () => {
