@@ -289,16 +289,18 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
   `,
-  // 13: the words inside file names, paths, addresses and numbers are found, as the SQLite store
-  // finds them: PostgreSQL's parser reads `README.md`, `/usr/lib/app.js`, `ops@example.com` or
-  // `3.14` as one token each, so a search for `md`, `lib`, `example` or `14` missed them. ASCII
-  // punctuation is read as a space before the text is parsed (`translate`, unlike a regular
-  // expression class, does not depend on the database's locale). Rewrites the table.
+  // 13: words are indexed as the SQLite store indexes them. PostgreSQL's parser reads `README.md`,
+  // `/usr/lib/app.js`, `ops@example.com` or `3.14` as one token each, so a search for `md`, `lib`,
+  // `example` or `14` missed them: ASCII punctuation is now read as a space before the text is parsed
+  // (`translate`, unlike a regular expression class, does not depend on the database's locale). And
+  // `cafe` missed `café`: accents are dropped (decomposed, combining marks U+0300–U+036F removed),
+  // as `remove_diacritics` does. Rewrites the table.
   `
   DROP INDEX search_docs_tsv;
   ALTER TABLE search_docs DROP COLUMN tsv;
   ALTER TABLE search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple',
-    translate(text, '!"#$%&''()*+,-./:;<=>?@[\\]^_\`{|}~', '                                '))) STORED;
+    translate(regexp_replace(normalize(text, NFD), '[\\u0300-\\u036f]', '', 'g'),
+      '!"#$%&''()*+,-./:;<=>?@[\\]^_\`{|}~', '                                '))) STORED;
   CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
   `,
 ];
@@ -339,6 +341,16 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
   const ident = schemaIdentifier(schema);
   await client.query("BEGIN");
   try {
+    // text of every script is stored, and the search index decomposes it (`normalize`, UTF8 only)
+    const encoding = await client.query<{ encoding: string }>(
+      "SELECT current_setting('server_encoding') AS encoding",
+    );
+    const serverEncoding = encoding.rows[0]?.encoding;
+    if (serverEncoding !== "UTF8") {
+      throw new Error(
+        `the database's encoding is ${serverEncoding}; sessionmux needs UTF8 (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)`,
+      );
+    }
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7346))", [`sessionmux:${schema}`]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${ident}`);
     await client.query(

@@ -1,4 +1,4 @@
-import type { SearchTerm } from "./pg-search-terms.js";
+import { indexedForm, type SearchTerm } from "./pg-search-terms.js";
 
 /** Words a snippet shows, as the SQLite store's `snippet(…, 12)`. */
 const SNIPPET_WORDS = 12;
@@ -17,10 +17,11 @@ interface Word {
  * as written. (PostgreSQL's `ts_headline` parses `README.md` as one word and would mark nothing.)
  */
 export function searchSnippet(text: string, query: readonly (readonly SearchTerm[])[]): string {
-  const words: Word[] = [...text.matchAll(/[\p{L}\p{N}]+/gu)].map((found) => ({
+  // a letter's combining accents stay with it, as the index drops them
+  const words: Word[] = [...text.matchAll(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu)].map((found) => ({
     start: found.index,
     end: found.index + found[0].length,
-    text: found[0].toLowerCase(),
+    text: indexedForm(found[0]),
   }));
   if (words.length === 0) return text;
   const spans = matchedSpans(words, query);

@@ -2,9 +2,20 @@
 export const MAX_WORD = 100;
 const MAX_WORDS = 32;
 
+/**
+ * A word as the index holds it: lower case, its letters' accents dropped (`Café` is `cafe`), as
+ * the SQLite store's `remove_diacritics` tokenizer reads it.
+ */
+export function indexedForm(word: string): string {
+  return word
+    .normalize("NFD")
+    .replace(/[\u0300-\u036f]/gu, "")
+    .toLowerCase();
+}
+
 /** A run of letters and digits of the query, as it must match an indexed word. */
 export interface SearchTerm {
-  /** Lower case, at most `MAX_WORD` characters. */
+  /** In `indexedForm`, at most `MAX_WORD` characters. */
   text: string;
   /** Matches any word that starts with it (the last one typed, or one cut to `MAX_WORD`). */
   prefix: boolean;
@@ -13,18 +24,18 @@ export interface SearchTerm {
 /**
  * What a person typed, read as the SQLite store reads it: the first 32 words (split at white
  * space, those without a letter or digit dropped), each as its runs of letters and digits
- * (`README.md` is `readme` then `md`); the last run of the last word matches as a prefix so results
+ * (`README.md` is `readme` then `md`), in `indexedForm`; the last run of the last word matches as a prefix so results
  * follow typing. Empty when nothing searchable remains.
  */
 export function searchTerms(input: string): SearchTerm[][] {
-  const words = input
+  const words = indexedForm(input)
     .split(/\s+/u)
     .map((word) => word.match(/[\p{L}\p{N}]+/gu) ?? [])
     .filter((runs) => runs.length > 0)
     .slice(0, MAX_WORDS);
   return words.map((runs, index) =>
     runs.map((run, at) => ({
-      text: run.slice(0, MAX_WORD).toLowerCase(),
+      text: run.slice(0, MAX_WORD),
       prefix: (index === words.length - 1 && at === runs.length - 1) || run.length > MAX_WORD,
     })),
   );

@@ -11,12 +11,17 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
-export async function scratchDatabase(serverUrl: string, prefix: string): Promise<ScratchDatabase> {
+/** `options`: what `CREATE DATABASE` is given after the name (`ENCODING …`). */
+export async function scratchDatabase(
+  serverUrl: string,
+  prefix: string,
+  options = "",
+): Promise<ScratchDatabase> {
   const server = new pg.Client({ connectionString: serverUrl });
   await server.connect();
   const name = `${prefix}_${randomBytes(4).toString("hex")}`;
   try {
-    await server.query(`CREATE DATABASE "${name}"`);
+    await server.query(`CREATE DATABASE "${name}" ${options}`);
   } catch (err) {
     await server.end();
     throw err;
