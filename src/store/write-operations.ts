@@ -1,13 +1,13 @@
-import { randomBytes } from "node:crypto";
 import type { NewEvent } from "../../protocol/index.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
 import { heldElsewhere, leaseIsCurrent } from "./lease-rules.js";
 import type { LiveRows } from "./live-rows.js";
-import { decodeRow, type LogWriter, type StoredRow, type TimedEvent } from "./log-writer.js";
-import { applyAck, DEFAULT_TITLE } from "./projection.js";
+import { decodeRow, type LogWriter, type StoredRow } from "./log-writer.js";
+import { applyAck } from "./projection.js";
 import { promptRecordAfterAppend } from "./prompt-record.js";
+import { createdSession, forkedSession, forkedTurnEnd, newEpoch } from "./session-creation.js";
 import { headerOf } from "./session-state.js";
 import type {
   AppendOptions,
@@ -21,11 +21,6 @@ import type {
 } from "./session-store.js";
 import type { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
 import type { Statements } from "./sqlite-statements.js";
-
-/** Epochs are opaque to clients; 96 random bits make a reused one practically impossible. */
-export function newEpoch(): string {
-  return randomBytes(12).toString("base64url");
-}
 
 /**
  * The store's writes as group-commit operations. Each runs synchronously inside the shared
@@ -48,25 +43,9 @@ export class WriteOperations {
       if (existing) return { status: "exists" };
       const full = this.ownerFull(input.owner, input.maxOwnerSessions);
       if (full) return full;
-      const at = input.at ?? this.now();
-      const state = this.writer.insertSession(
-        batch,
-        {
-          sessionId: input.sessionId,
-          owner: input.owner,
-          epoch: newEpoch(),
-          createdAt: at,
-          title: input.title ?? DEFAULT_TITLE,
-          titleExplicit: input.title !== undefined,
-          model: input.model,
-          ackedSettledAt: null,
-        },
-        null,
-      );
-      const data: { title?: string; model: string; origin?: string } = { model: input.model };
-      if (input.title !== undefined) data.title = input.title;
-      if (input.origin !== undefined) data.origin = input.origin;
-      const events = this.writer.appendEvents(batch, state, [{ type: "session/created", data }], at);
+      const { base, created } = createdSession(input, input.at ?? this.now());
+      const state = this.writer.insertSession(batch, base, null);
+      const events = this.writer.appendEvents(batch, state, [created], base.createdAt);
       batch.notify(
         state.sessionId,
         { kind: "create", epoch: state.epoch, events },
@@ -170,34 +149,14 @@ export class WriteOperations {
       if (full) return full;
       const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
       const at = input.at ?? this.now();
-      const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[])
-        .map(decodeRow)
-        .filter((event) => event.type !== "session/created");
-      const forkOf = { sessionId: input.sourceId, seq: atSeq };
-      const { title, model } = source.projection;
-      const state = this.writer.insertSession(
-        batch,
-        {
-          sessionId: input.targetId,
-          owner: input.owner,
-          epoch: newEpoch(),
-          createdAt: at,
-          title,
-          titleExplicit: true,
-          model,
-          ackedSettledAt: null,
-        },
-        forkOf,
+      const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[]).map(
+        decodeRow,
       );
-      const events: TimedEvent[] = [{ type: "session/created", data: { forkOf, title, model }, at }];
-      for (const event of copied)
-        events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);
+      const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);
+      const state = this.writer.insertSession(batch, base, forkOf);
       const stored = this.writer.appendEvents(batch, state, events, at);
-      const openTurn = state.projection.openTurnId;
-      if (openTurn !== null) {
-        const end: TimedEvent = { type: "turn/end", data: { turnId: openTurn, state: "interrupted" } };
-        stored.push(...this.writer.appendEvents(batch, state, [end], at));
-      }
+      const end = forkedTurnEnd(state);
+      if (end) stored.push(...this.writer.appendEvents(batch, state, [end], at));
       batch.notify(
         state.sessionId,
         { kind: "create", epoch: state.epoch, events: stored },

@@ -2,9 +2,10 @@ import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { encodeValue } from "../event-codec.js";
 import { heldElsewhere } from "../lease-rules.js";
 import type { QueueRow } from "../live-rows.js";
-import { decodeRow, type StoredRow, type TimedEvent } from "../log-writer.js";
-import { applyAck, DEFAULT_TITLE } from "../projection.js";
+import { decodeRow, type StoredRow } from "../log-writer.js";
+import { applyAck } from "../projection.js";
 import { promptRecordAfterAppend } from "../prompt-record.js";
+import { createdSession, forkedSession, forkedTurnEnd, newEpoch } from "../session-creation.js";
 import { headerOf } from "../session-state.js";
 import type {
   AppendOptions,
@@ -16,7 +17,6 @@ import type {
   ForkOutcome,
   PromptRecord,
 } from "../session-store.js";
-import { newEpoch } from "../write-operations.js";
 import { fenceHolds, type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
 import { findPrompt, LOCK_OWNER } from "./pg-live-operations.js";
 import { DB_NOW, QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
@@ -93,25 +93,10 @@ export class PgWriteOperations {
         if (existing) return { status: "exists" };
         const full = await ownerFull(batch, input.owner, input.maxOwnerSessions);
         if (full) return full;
-        const state = await this.writer.insertSession(
-          batch,
-          {
-            sessionId: input.sessionId,
-            owner: input.owner,
-            epoch: newEpoch(),
-            createdAt: at,
-            title: input.title ?? DEFAULT_TITLE,
-            titleExplicit: input.title !== undefined,
-            model: input.model,
-            ackedSettledAt: null,
-          },
-          null,
-        );
+        const { base, created } = createdSession(input, at);
+        const state = await this.writer.insertSession(batch, base, null);
         if (!state) return lostCreateRace(batch, input.sessionId);
-        const data: { title?: string; model: string; origin?: string } = { model: input.model };
-        if (input.title !== undefined) data.title = input.title;
-        if (input.origin !== undefined) data.origin = input.origin;
-        const events = await this.writer.appendEvents(batch, state, [{ type: "session/created", data }], at);
+        const events = await this.writer.appendEvents(batch, state, [created], at);
         batch.notify(state.sessionId, { kind: "create", epoch: state.epoch, events }, batch.snapshot(state));
         return { status: "created", header: headerOf(state), events };
       },
@@ -211,35 +196,13 @@ export class PgWriteOperations {
         if (full) return full;
         const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
         const at = input.at ?? this.now();
-        const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq]))
-          .map(decodeRow)
-          .filter((event) => event.type !== "session/created");
-        const forkOf = { sessionId: input.sourceId, seq: atSeq };
-        const { title, model } = source.projection;
-        const state = await this.writer.insertSession(
-          batch,
-          {
-            sessionId: input.targetId,
-            owner: input.owner,
-            epoch: newEpoch(),
-            createdAt: at,
-            title,
-            titleExplicit: true,
-            model,
-            ackedSettledAt: null,
-          },
-          forkOf,
-        );
+        const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq])).map(decodeRow);
+        const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);
+        const state = await this.writer.insertSession(batch, base, forkOf);
         if (!state) return lostCreateRace(batch, input.targetId);
-        const events: TimedEvent[] = [{ type: "session/created", data: { forkOf, title, model }, at }];
-        for (const event of copied)
-          events.push({ type: event.type, data: event.data, at: event.at } as TimedEvent);
         const stored = await this.writer.appendEvents(batch, state, events, at);
-        const openTurn = state.projection.openTurnId;
-        if (openTurn !== null) {
-          const end: TimedEvent = { type: "turn/end", data: { turnId: openTurn, state: "interrupted" } };
-          stored.push(...(await this.writer.appendEvents(batch, state, [end], at)));
-        }
+        const end = forkedTurnEnd(state);
+        if (end) stored.push(...(await this.writer.appendEvents(batch, state, [end], at)));
         batch.notify(
           state.sessionId,
           { kind: "create", epoch: state.epoch, events: stored },
