@@ -6,6 +6,7 @@ import { newSessionState, type SessionState } from "../session-state.js";
 import { assertEventSize } from "../storable-data.js";
 import { afterLiveEvent, LIVE_ROW_EVENTS, withdrawn } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
+import { searchChunks } from "./pg-search-chunks.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
 const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_at, fork_of_session, fork_of_seq,
@@ -207,6 +208,7 @@ export class PgLogWriter {
   }
 
   private index(batch: PgWriteBatch, state: SessionState, seq: number, text: string): void {
-    if (text.trim().length > 0) batch.index(state.sessionId, seq, text);
+    if (text.trim().length === 0) return;
+    for (const chunk of searchChunks(text)) batch.index(state.sessionId, seq, chunk);
   }
 }

@@ -14,11 +14,16 @@ export function toTsQuery(words: readonly (readonly SearchTerm[])[]): string | n
     .join(" & ");
 }
 
-const SEARCH = `SELECT d.session_id AS "sessionId", d.seq, d.text
-  FROM search_docs d, to_tsquery('simple', $1) q WHERE d.tsv @@ q ORDER BY ts_rank(d.tsv, q) DESC, d.id LIMIT $2`;
-const SEARCH_OWNED = `SELECT d.session_id AS "sessionId", d.seq, d.text
-  FROM search_docs d JOIN sessions s ON s.session_id = d.session_id, to_tsquery('simple', $1) q
-  WHERE d.tsv @@ q AND s.owner = $3 ORDER BY ts_rank(d.tsv, q) DESC, d.id LIMIT $2`;
+// A long message is indexed in pieces (see `searchChunks`): a message is one hit, with the snippet
+// of its best matching piece.
+const searchSql = (owned: boolean) => `SELECT "sessionId", seq, text FROM (
+    SELECT d.session_id AS "sessionId", d.seq, d.text, d.id, ts_rank(d.tsv, q) AS rank,
+      row_number() OVER (PARTITION BY d.session_id, d.seq ORDER BY ts_rank(d.tsv, q) DESC, d.id) AS nth
+    FROM search_docs d ${owned ? "JOIN sessions s ON s.session_id = d.session_id" : ""}, to_tsquery('simple', $1) q
+    WHERE d.tsv @@ q ${owned ? "AND s.owner = $3" : ""}
+  ) hits WHERE nth = 1 ORDER BY rank DESC, id LIMIT $2`;
+const SEARCH = searchSql(false);
+const SEARCH_OWNED = searchSql(true);
 
 /** Message text search over PostgreSQL full-text search; snippets mark hits with `**`. */
 export async function searchMessages(

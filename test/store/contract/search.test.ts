@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
@@ -200,6 +201,26 @@ describeContract("search", (backend) => {
     }
     const reopened = await db.openAnother();
     expect((await reopened.search("md", 10)).map((hit) => hit.sessionId)).toEqual(["p"]);
+  });
+
+  it("ends a turn whose answer holds more distinct words than one index entry can, and finds them anywhere in it", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "h", owner: "alice", model: "m" });
+    await store.append("h", [turnStart("t1")]);
+    // 60,000 distinct words of 32 characters: about 2 MB, twice what PostgreSQL keeps in one tsvector
+    const word = (i: number) => createHash("md5").update(String(i)).digest("hex");
+    for (let part = 0; part < 60; part++) {
+      const words = Array.from({ length: 1_000 }, (_, i) => word(part * 1_000 + i));
+      await store.append("h", [delta("t1", `${words.join(" ")} needle `)]);
+    }
+    expect((await store.append("h", [turnEnd("t1")])).status).toBe("appended");
+    // one hit for the message, wherever in it the word stands
+    expect((await store.search("needle", 10)).map((hit) => [hit.sessionId, hit.seq])).toEqual([["h", 3]]);
+    for (const i of [0, 30_123, 59_999]) {
+      expect(await store.search(word(i), 10), String(i)).toEqual([
+        { sessionId: "h", seq: 3, snippet: expect.stringContaining(`**${word(i)}**`) },
+      ]);
+    }
   });
 
   it("answers no hits for a query with no letter or digit in it, whatever the log holds", async () => {
