@@ -294,10 +294,17 @@ const MIGRATIONS: readonly string[] = [
   // `example` or `14` missed them: ASCII punctuation is now read as a space before the text is parsed
   // (`translate`, unlike a regular expression class, does not depend on the database's locale). And
   // `cafe` missed `café`: accents are dropped (decomposed, combining marks U+0300–U+036F removed),
-  // as `remove_diacritics` does. Rewrites the table.
+  // as `remove_diacritics` does. Rewrites the table. A text over 65,536 characters, whose words
+  // could now pass what one tsvector holds (1 MiB), is split into rows of that size first, as the
+  // store now writes them (see `searchChunks`).
   `
   DROP INDEX search_docs_tsv;
   ALTER TABLE search_docs DROP COLUMN tsv;
+  INSERT INTO search_docs (session_id, seq, text)
+    SELECT d.session_id, d.seq, substr(d.text, 1 + 65536 * k, 65536)
+    FROM search_docs d, generate_series(1, (length(d.text) - 1) / 65536) k
+    WHERE length(d.text) > 65536;
+  UPDATE search_docs SET text = left(text, 65536) WHERE length(text) > 65536;
   ALTER TABLE search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple',
     translate(regexp_replace(normalize(text, NFD), '[\\u0300-\\u036f]', '', 'g'),
       '!"#$%&''()*+,-./:;<=>?@[\\]^_\`{|}~', '                                '))) STORED;

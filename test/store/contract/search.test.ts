@@ -183,7 +183,7 @@ describeContract("search", (backend) => {
     }
   });
 
-  it("a database from before finds the words inside the punctuated tokens it already held", async () => {
+  it("a database from before finds the words inside the punctuated tokens it already held, in a text of any length", async () => {
     const db = await open();
     await db.store.create({ sessionId: "p", owner: "alice", model: "m" });
     await db.store.append("p", [userMessage("see README.md")]);
@@ -196,11 +196,23 @@ describeContract("search", (backend) => {
          ALTER TABLE search_docs DROP COLUMN tsv;
          ALTER TABLE search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED;
          CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);
-         DELETE FROM schema_migrations WHERE version >= ${PUNCTUATION_MIGRATION}`,
+         DELETE FROM schema_migrations WHERE version >= ${PUNCTUATION_MIGRATION};
+         INSERT INTO search_docs (session_id, seq, text) SELECT 'p', 3, string_agg(path, ' ')
+           FROM (SELECT string_agg(md5(i::text), '/') AS path FROM generate_series(0, 29999) i GROUP BY i / 60) paths`,
       );
     }
     const reopened = await db.openAnother();
     expect((await reopened.search("md", 10)).map((hit) => hit.sessionId)).toEqual(["p"]);
+    if (!db.path) {
+      // an earlier build's index of a long text, 500 paths of 60 hashes each (under 1 MiB as one
+      // word a path), holds 30,000 words now: it is found to its end
+      const hash = (i: number) => createHash("md5").update(String(i)).digest("hex");
+      for (const i of [0, 29_999]) {
+        expect((await reopened.search(hash(i), 10)).map((hit) => [hit.sessionId, hit.seq])).toEqual([
+          ["p", 3],
+        ]);
+      }
+    }
   });
 
   it("ends a turn whose answer holds more distinct words than one index entry can, and finds them anywhere in it", async () => {
