@@ -204,5 +204,6 @@ describe("the @sessionmux/client tarball installed alone", () => {
     expect(outcome.stdout).toBe("");
     const manifest = JSON.parse(readFileSync(join(PACKAGE, "package.json"), "utf8")) as { exports: object };
     expect(Object.keys(manifest.exports)).toEqual([".", "./node", "./package.json"]);
-  });
+    // a full type-check of the package and its dependencies' types: a minute or more on a busy machine
+  }, 300_000);
 });
