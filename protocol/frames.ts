@@ -50,6 +50,8 @@ export const HostFrame = Type.Union([
     hostId: Type.String(),
     generation: Type.String(),
     serverTime: Type.Number(),
+    /** The largest client frame the host reads, in bytes: a larger one closes the socket (1009). */
+    maxPayloadBytes: Type.Optional(Type.Integer({ minimum: 1 })),
   }),
   Type.Object({ type: Type.Literal("result"), id: FrameId, value: Type.Unknown() }),
   Type.Object({ type: Type.Literal("item"), id: FrameId, value: Type.Unknown() }),

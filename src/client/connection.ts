@@ -47,6 +47,8 @@ interface LiveSocket {
   readonly registry: RequestRegistry;
   readonly link: SocketLink;
   readonly closed: Promise<void>;
+  /** The host's first frame on this socket, once it arrived. */
+  hello?: HelloFrame;
   /** Set once the socket's keepalive exists (never, when turned off). */
   keepAlive?: KeepAlive | undefined;
 }
@@ -247,6 +249,7 @@ export class Connection {
         registry,
         nextFrameId: () => this.#nextFrameId++,
         isCurrent: () => this.#current?.socketId === socketId,
+        maxPayloadBytes: () => live.hello?.maxPayloadBytes,
       }),
       closed,
     };
@@ -321,6 +324,7 @@ export class Connection {
     const frame = reading.frame;
     switch (frame.type) {
       case "hello":
+        live.hello = frame as HelloFrame;
         this.#dispatch({ type: "hello", socketId: live.socketId, hello: frame as HelloFrame });
         return;
       case "event":

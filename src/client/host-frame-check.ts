@@ -14,7 +14,9 @@ export function isHostFrame(value: unknown): value is HostFrame {
         typeof value.hostId === "string" &&
         typeof value.generation === "string" &&
         typeof value.serverTime === "number" &&
-        Number.isFinite(value.serverTime)
+        Number.isFinite(value.serverTime) &&
+        (value.maxPayloadBytes === undefined ||
+          (Number.isInteger(value.maxPayloadBytes) && (value.maxPayloadBytes as number) >= 1))
       );
     case "result":
     case "item":

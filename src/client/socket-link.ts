@@ -1,4 +1,5 @@
 import { encodeFrame } from "../../protocol/codec.js";
+import { SessionmuxError } from "../../protocol/errors.js";
 import type { ClientFrame } from "../../protocol/index.js";
 import type { RequestRegistry, StreamSink } from "./request-registry.js";
 import { sendIfOpen, type WebSocketLike } from "./socket.js";
@@ -21,12 +22,34 @@ export interface LinkContext {
   readonly registry: RequestRegistry;
   nextFrameId(): number;
   isCurrent(): boolean;
+  /** The largest frame the host said it reads (its `hello`); undefined: it did not say. */
+  maxPayloadBytes(): number | undefined;
+}
+
+/**
+ * A frame over the host's limit would make it close the socket (1009), failing every call and
+ * stream on it, and a resent call would do it again on every new socket: it is refused here.
+ */
+function oversized(bytes: number, max: number | undefined, what: string): SessionmuxError | undefined {
+  if (max === undefined || bytes <= max) return undefined;
+  return new SessionmuxError(
+    "payload_too_large",
+    `the ${what} is ${bytes} bytes encoded; the host reads frames of at most ${max} bytes`,
+    { data: { bytes, max } },
+  );
 }
 
 /** Sends §3 frames over one socket and registers what awaits an answer in its registry. */
 export function createSocketLink(ctx: LinkContext): SocketLink {
   const { socket, registry } = ctx;
   const send = (frame: ClientFrame): void => sendIfOpen(socket, encodeFrame(frame));
+  /** Sends a call or open frame, or answers why not. */
+  const sendRequest = (frame: ClientFrame & { method: string }): SessionmuxError | undefined => {
+    const encoded = encodeFrame(frame);
+    const refusal = oversized(encoded.byteLength, ctx.maxPayloadBytes(), `${frame.method} ${frame.type}`);
+    if (!refusal) sendIfOpen(socket, encoded);
+    return refusal;
+  };
   return {
     socketId: ctx.socketId,
     call: (method, params, signal) =>
@@ -48,13 +71,18 @@ export function createSocketLink(ctx: LinkContext): SocketLink {
           },
         });
         if (signal?.aborted) return onAbort();
+        const refusal = sendRequest({ type: "call", id, method, params });
+        if (refusal) {
+          registry.removeCall(id);
+          return reject(refusal);
+        }
         signal?.addEventListener("abort", onAbort, { once: true });
-        send({ type: "call", id, method, params });
       }),
     openStream: (method, params, sink) => {
       const id = ctx.nextFrameId();
       registry.addStream(id, sink);
-      send({ type: "open", id, method, params });
+      const refusal = sendRequest({ type: "open", id, method, params });
+      if (refusal && registry.removeStream(id)) sink.error(refusal);
       return id;
     },
     closeStream: (id) => {

@@ -75,6 +75,7 @@ describe("a socket link used directly with a caller's signal", () => {
       registry,
       nextFrameId: () => nextId++,
       isCurrent: () => true,
+      maxPayloadBytes: () => undefined,
     });
     return { p, registry, link: l };
   }

@@ -78,6 +78,7 @@ export class MuxConnection {
       hostId: this.#host.hostId,
       generation: this.#host.generation,
       serverTime: Date.now(),
+      maxPayloadBytes: this.#options.maxPayloadBytes,
     });
     this.#unsubscribeNotifications = this.#host.subscribeNotificationLists(this.#principal, (list) => {
       if (this.writer.buffered > this.#options.notificationHighWaterBytes) {
