@@ -1,4 +1,5 @@
 import { MUX_PATH } from "../../protocol/index.js";
+import { StartupError } from "../operations/startup-error.js";
 import { isHostRoute } from "../transport/http/router.js";
 
 /**
@@ -51,11 +52,17 @@ export class BasePath {
   }
 }
 
-/** `"/chat/"` → `"/chat"`, `"/"` → `""`; a path that does not start with `/` is a mistake. */
+/**
+ * `"/chat/"` → `"/chat"`, `"/"` → `""`; a path that does not start with `/` is a mistake, refused
+ * as every other bad option is (a plain TypeError gave the app no code to tell it by).
+ */
 function normalize(basePath: string): string {
   if (basePath === "" || basePath === "/") return "";
   if (!basePath.startsWith("/") || /[?#\s]/.test(basePath)) {
-    throw new TypeError(`basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`);
+    throw new StartupError(
+      "option_invalid",
+      `basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`,
+    );
   }
   return basePath.replace(/\/+$/, "");
 }

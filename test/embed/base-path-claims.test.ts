@@ -71,9 +71,11 @@ describe("createSessionmux under a base path", () => {
       expect(await answer(authority, "/chat/healthz")).toEqual([200, { ok: true }]);
     }
     for (const basePath of ["chat", "chat/", "/chat?x=1", "/chat#top", "/my chat"]) {
-      await expect(mounted(basePath)).rejects.toThrow(
-        new TypeError(`basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`),
-      );
+      await expect(mounted(basePath)).rejects.toMatchObject({
+        name: "StartupError",
+        code: "option_invalid",
+        message: `basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`,
+      });
     }
   });
 });

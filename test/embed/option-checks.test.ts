@@ -182,6 +182,12 @@ describe("createSessionmux options", () => {
         /^agent does not implement AgentDriver: defaultModel, runTurn are missing or of the wrong kind/,
       ],
       [{ db, tokens, logger: console }, /^logger must be a pino logger/],
+      // a plain TypeError before, without the code every other bad option has
+      [{ db, tokens, basePath: "chat" }, /^basePath must be a path starting with "\/", got "chat"$/],
+      [
+        { db, tokens, basePath: "/chat?x=1" },
+        /^basePath must be a path starting with "\/", got "\/chat\?x=1"$/,
+      ],
       [{ db, tokens, createDbFolder: "yes" }, /^createDbFolder must be true or false, got "yes"$/],
       // ignored before: the ping stayed at its default, the socket limit off
       [
