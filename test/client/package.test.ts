@@ -206,4 +206,37 @@ describe("the @sessionmux/client tarball installed alone", () => {
     expect(Object.keys(manifest.exports)).toEqual([".", "./node", "./package.json"]);
     // a full type-check of the package and its dependencies' types: a minute or more on a busy machine
   }, 300_000);
+
+  it("type-checks every TypeScript sample of its README, strict, against the installed package", async () => {
+    const readme = readFileSync(join(PACKAGE, "README.md"), "utf8");
+    const samples = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    expect(samples.length).toBeGreaterThanOrEqual(2);
+    // the samples leave where the token comes from to the app, as a page or a script has it
+    const files = samples.map((sample, index) => {
+      const file = `readme-sample-${index + 1}.ts`;
+      writeFileSync(project.file(file), `declare const token: string;\n${sample}`);
+      return file;
+    });
+    writeFileSync(
+      project.file("tsconfig.readme.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          lib: ["ES2023", "DOM"],
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          noEmit: true,
+          types: [],
+        },
+        files,
+      }),
+    );
+    const tsc = join(REPO, "node_modules/typescript/bin/tsc");
+    const outcome = await run(process.execPath, [tsc, "-p", "tsconfig.readme.json"], {
+      cwd: project.path,
+    }).catch((error: { stdout: string }) => error);
+    expect(outcome.stdout).toBe("");
+    // one tsc run for every sample, which takes a minute or more on a busy machine
+  }, 300_000);
 });
