@@ -65,7 +65,11 @@ export interface SessionmuxOptions {
    * the turn is closed without the agent, whose later emits are refused. @default 5_000
    */
   turnStopGraceMs?: number;
-  /** @default a disabled pino logger */
+  /**
+   * Where the host logs (refused requests, an agent that threw, a failed shutdown step): a pino
+   * logger, as `serve` uses. @default warnings and errors as JSON lines on stderr; pass
+   * `pino({ enabled: false })` for none
+   */
   logger?: Logger;
   /** Mux limits (protocol-v1 §7), passed through. */
   mux?: Partial<Omit<MuxOptions, "logger" | "metrics">>;

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import cors from "cors";
-import { pino } from "pino";
 import { Limits } from "../../protocol/index.js";
 import { DemoAgent } from "../agents/demo-agent.js";
 import { SessionHost } from "../host/session-host.js";
@@ -21,6 +20,7 @@ import { PrincipalLimits } from "../transport/principal-limits.js";
 import { AppAuthentication } from "./app-authentication.js";
 import { BasePath } from "./base-path.js";
 import type { RequestHandler, Sessionmux, SessionmuxOptions, UpgradeHandler } from "./create-sessionmux.js";
+import { defaultLogger } from "./default-logger.js";
 import { meteredCalls } from "./metered-calls.js";
 import { checkOptions } from "./option-checks.js";
 import { RefusalLog } from "./refusal-log.js";
@@ -46,7 +46,7 @@ export async function mountSessionmux(
 ): Promise<MountedSessionmux> {
   checkOptions(options);
   const base = new BasePath(options.basePath, mode.claimAll);
-  const logger = options.logger ?? pino({ enabled: false });
+  const logger = options.logger ?? defaultLogger();
   const refusals = new RefusalLog(logger);
   const appAuth = options.authenticate
     ? new AppAuthentication(options.authenticate, refusals, options.authenticateLimits)
@@ -70,8 +70,8 @@ export async function mountSessionmux(
     createFolder: options.createDbFolder ?? false,
     hostId,
     metrics,
-    // the app's logger only: the disabled default would hide a throwing commit listener, which
-    // without a logger surfaces as a process warning
+    // the app's logger only: without one a throwing commit listener surfaces as a process
+    // warning, which a test turns into its failure
     ...(options.logger ? { logger: options.logger } : {}),
   });
   const store = database.store;
