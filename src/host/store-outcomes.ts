@@ -66,13 +66,16 @@ export function interactionNotFound(interactionId: string): SessionmuxError {
   });
 }
 
+/**
+ * Also the answer when the session's turn still shows running: its host stopped (the lease ran
+ * out) and the sweep has not ended that turn yet. Nothing runs in either case, so the message
+ * says what will happen to such a turn as well as what starts an agent.
+ */
 export function agentNotLive(sessionId: string): SessionmuxError {
   return new SessionmuxError(
     "agent_not_live",
-    `session ${sessionId} has no live agent; send a prompt first`,
-    {
-      data: { sessionId },
-    },
+    `session ${sessionId} has no agent running: a turn left by a host that stopped is ended as interrupted within the lease time, and a prompt starts an agent`,
+    { data: { sessionId } },
   );
 }
 

@@ -314,9 +314,11 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     a.host.leases?.stopRenewals();
     await expect.poll(() => b.store.leaseHolder(sessionId), { timeout: 20_000 }).toBeNull();
-    // a cancel acts on a running agent only: none runs anywhere, and it takes nothing over
+    // a cancel acts on a running agent only: none runs anywhere, and it takes nothing over; the
+    // refusal says what becomes of the turn still shown running, not only how to start an agent
     await expect(b.host.call(ALICE, "session.cancel", { sessionId })).rejects.toMatchObject({
       code: "agent_not_live",
+      message: `session ${sessionId} has no agent running: a turn left by a host that stopped is ended as interrupted within the lease time, and a prompt starts an agent`,
     });
     expect(b.host.leases?.lease(sessionId)).toBeUndefined();
     expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
