@@ -45,8 +45,9 @@ const PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE
 // no index covers `version` (it would keep the row's updates from being HOT), so this scans
 const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version FROM projections
   WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
-// a retired session's row was last written by the transaction that retired it: its `xmin`
-const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
+// a retired session's row was last written by the transaction that retired it: its `xmin`;
+// migration 14's index holds the retired rows, so the live ones are never read
+export const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
   AND age(xmin) <= age($1::xid) AND session_id > $2 ORDER BY session_id LIMIT $3`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
