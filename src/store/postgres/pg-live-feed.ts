@@ -9,6 +9,8 @@ import type { PgLiveNotice } from "./pg-write-batch.js";
 const MAX_REMEMBERED = 50_000;
 /** Rows one statement of a re-read returns. */
 const READ_PAGE = 500;
+/** A deleted session's queue version: its emptied queue was announced, and nothing follows it. */
+const DELETED = Number.MAX_SAFE_INTEGER;
 
 interface KnownInteraction {
   state: InteractionState;
@@ -74,7 +76,8 @@ export class PgLiveFeed {
     if (hints === "all") return this.rereadAll();
     for (const hint of hints) {
       if (hint.kind === "queue") {
-        if (hint.version > (this.queues.get(hint.sessionId) ?? 0)) await this.rereadQueue(hint.sessionId);
+        if (hint.version > (this.queues.get(hint.sessionId) ?? 0))
+          await this.rereadQueue(hint.sessionId, hint.version);
       } else if (hint.kind === "interaction") {
         await this.rereadInteraction(hint.interactionId, await this.reads.interaction(hint.interactionId));
       } else if (hint.kind === "job") {
@@ -97,6 +100,7 @@ export class PgLiveFeed {
    */
   async rereadAll(since: string | null = null): Promise<void> {
     await this.rereadQueues(since);
+    if (since !== null) await this.rereadDeletedQueues(since);
     await this.rereadInteractions(since);
     await this.rereadLeases();
   }
@@ -109,6 +113,25 @@ export class PgLiveFeed {
       (row) => row.session_id,
       ({ session_id: sessionId, version }) =>
         version > (this.queues.get(sessionId) ?? 0) ? this.rereadQueue(sessionId) : undefined,
+    );
+  }
+
+  /**
+   * A delete removes the queue's version with the queue, so `rereadQueues` no longer sees it:
+   * each session deleted since whose queue this feed announced gets its emptied queue announced.
+   */
+  private rereadDeletedQueues(since: string): Promise<void> {
+    return eachPage(
+      (after) => this.reads.retiredSince(since, after, READ_PAGE),
+      "",
+      READ_PAGE,
+      (row) => row.session_id,
+      ({ session_id: sessionId, owner }) => {
+        const known = this.queues.get(sessionId);
+        if (known === undefined || known === DELETED) return;
+        this.queues.set(sessionId, DELETED);
+        this.emit({ kind: "queue", sessionId, owner, items: [] });
+      },
     );
   }
 
@@ -154,10 +177,13 @@ export class PgLiveFeed {
     } while (after !== null);
   }
 
-  private async rereadQueue(sessionId: string): Promise<void> {
+  /** `hinted`: the version a hint named; no version row then means the session's delete removed it. */
+  private async rereadQueue(sessionId: string, hinted?: number): Promise<void> {
     const queue = await this.reads.versionedQueue(sessionId);
-    if (queue.version <= (this.queues.get(sessionId) ?? 0)) return;
-    this.queues.set(sessionId, queue.version);
+    const deleted = queue.version === 0 && hinted !== undefined;
+    const version = deleted ? DELETED : queue.version;
+    if (version <= (this.queues.get(sessionId) ?? 0)) return;
+    this.queues.set(sessionId, version);
     if (queue.owner !== null) this.emit({ kind: "queue", sessionId, owner: queue.owner, items: queue.items });
   }
 

@@ -38,6 +38,9 @@ const TURN_INTERACTIONS = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
 // a queue's change bumps its row: its `xmin` is the transaction of the latest change
 const QUEUE_VERSIONS = `SELECT session_id, version FROM queue_versions
   WHERE ($1::xid IS NULL OR age(xmin) <= age($1::xid)) AND session_id > $2 ORDER BY session_id LIMIT $3`;
+// a retired session's row was last written by the transaction that retired it (migration 14's index)
+const RETIRED_SINCE = `SELECT session_id, owner FROM sessions WHERE retired_at IS NOT NULL
+  AND age(xmin) <= age($1::xid) AND session_id > $2 ORDER BY session_id LIMIT $3`;
 // an answer or a withdrawal is the row's last write: its `xmin` is the transaction that settled it
 const SETTLED_SINCE = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
   JOIN sessions s ON s.session_id = i.session_id
@@ -170,6 +173,24 @@ export class PgLiveReads {
   ): Promise<{ session_id: string; version: number }[]> {
     return (
       await this.pool.query<{ session_id: string; version: number }>(QUEUE_VERSIONS, [
+        since,
+        afterSessionId,
+        limit,
+      ])
+    ).rows;
+  }
+
+  /**
+   * The sessions the transaction `since` (a 32-bit id) or a younger one deleted, with their owner,
+   * in session id order after `afterSessionId`, at most `limit`.
+   */
+  async retiredSince(
+    since: string,
+    afterSessionId: string,
+    limit: number,
+  ): Promise<{ session_id: string; owner: string }[]> {
+    return (
+      await this.pool.query<{ session_id: string; owner: string }>(RETIRED_SINCE, [
         since,
         afterSessionId,
         limit,

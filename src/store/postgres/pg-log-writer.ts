@@ -26,7 +26,8 @@ const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title
 const DELETE_EVENTS = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING octet_length(data) AS n)
   SELECT coalesce(sum(n), 0)::bigint AS n FROM e`;
 const DELETE_SEARCH = "DELETE FROM search_docs WHERE session_id = $1";
-// the session row stays, with retired_at set: it is the tombstone, and it never expires
+// the session row stays, with retired_at set: it is the tombstone, and it never expires. The
+// queue's version goes too: the hint of the delete's emptied queue names it (see `PgLiveFeed`).
 const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING octet_length(data) AS n),
     p AS (DELETE FROM projections WHERE session_id = $1),
     a AS (DELETE FROM attachments WHERE session_id = $1),
@@ -35,7 +36,8 @@ const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING oc
     i AS (DELETE FROM interactions WHERE session_id = $1),
     j AS (DELETE FROM jobs WHERE session_id = $1),
     l AS (DELETE FROM leases WHERE session_id = $1),
-    x AS (DELETE FROM dismissals WHERE session_id = $1)
+    x AS (DELETE FROM dismissals WHERE session_id = $1),
+    v AS (DELETE FROM queue_versions WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1
   RETURNING (SELECT coalesce(sum(n), 0)::bigint FROM e) AS n`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";

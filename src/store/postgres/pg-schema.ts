@@ -317,6 +317,14 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX IF NOT EXISTS sessions_retired ON sessions (session_id) WHERE retired_at IS NOT NULL;
   `,
+  // 15: a delete now removes the queue's version with the queue (other hosts announce the emptied
+  // queue from the delete's hint, or from the sessions deleted since, after missed notices); the
+  // versions earlier deletes left behind go here, so a re-read of every queue no longer announces
+  // an empty queue for each session ever deleted.
+  `
+  DELETE FROM queue_versions v USING sessions s
+    WHERE s.session_id = v.session_id AND s.retired_at IS NOT NULL;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -297,6 +297,56 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     expect(queueReads.mock.calls.map(([sessionId]) => sessionId)).toEqual(ids);
   });
 
+  it("announces the emptied queue of a session another host deleted once, from its hint, and the delete leaves no queue version", async () => {
+    const { a, b, heard, made, pool } = await hosts();
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    await b.remote(hintsOf(made()));
+    heard.length = 0;
+    await a.delete(S);
+    const hints = hintsOf(made());
+    await b.remote(hints);
+    expect(heard).toEqual([{ kind: "queue", sessionId: S, owner: "alice", items: [] }]);
+    const versions = await pool.query("SELECT version FROM queue_versions WHERE session_id = $1", [S]);
+    expect(versions.rows).toEqual([]);
+    // the hint heard again, and a re-read of every queue, announce nothing more
+    await b.remote(hints);
+    await b.rereadAll();
+    expect(heard).toHaveLength(1);
+  });
+
+  it("a database from before opens without the queue versions its deletes left behind, and keeps those of live sessions", async () => {
+    const under = await open();
+    for (const sessionId of ["gone", "kept"]) {
+      await under.store.create({ sessionId, owner: "alice", model: "m" });
+      await under.store.enqueuePrompt({ sessionId, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    }
+    await under.store.delete("gone");
+    const pool = openPool(pgUrl!, { schema: under.schema!, max: 1 });
+    pools.push(pool);
+    // the row an earlier build's delete left, in the schema before the migration
+    await pool.query("INSERT INTO queue_versions (session_id, version) VALUES ('gone', 2)");
+    await pool.query("DELETE FROM schema_migrations WHERE version >= 15");
+    await under.openAnother();
+    const { rows } = await pool.query("SELECT session_id FROM queue_versions ORDER BY session_id");
+    expect(rows).toEqual([{ session_id: "kept" }]);
+  });
+
+  it("after an outage announces the emptied queue of a session deleted meanwhile once, and nothing of one it never announced", async () => {
+    const { a, b, heard, made, pool } = await hosts();
+    await a.create({ sessionId: "never-queued", owner: "alice", model: "m" });
+    await a.enqueuePrompt({ sessionId: S, itemId: "q1", queuedAt: 1, input: { text: "one" } });
+    await b.remote(hintsOf(made()));
+    heard.length = 0;
+    const since = await listenWatermark(pool);
+    await a.delete(S);
+    await a.delete("never-queued");
+    made();
+    await b.rereadAll(since);
+    expect(heard).toEqual([{ kind: "queue", sessionId: S, owner: "alice", items: [] }]);
+    await b.rereadAll(since);
+    expect(heard).toHaveLength(1);
+  });
+
   it("announces a lease taken, released and taken again once each, and neither a late nor a repeated notice of it", async () => {
     const { a, b, heard, made } = await hosts();
     const taken = await a.acquireLease(S, "host-a", 60_000);
