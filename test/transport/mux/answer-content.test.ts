@@ -1,34 +1,27 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DurableContent, type DurableSnapshot } from "../../support/durable-snapshot.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import type { MuxPeer } from "../../support/mux-peer.js";
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN } from "../../support/host.js";
 import { until } from "../../support/until.js";
 import { api } from "../http/http-client.js";
-import { connect, createSession } from "./mux-fixture.js";
+import { createSession } from "./mux-fixture.js";
+import { refusalHost } from "./refusal-host.js";
 
 const RULE = "must contain a visible character, not only whitespace or invisible characters";
 const BLANKS = ["", "   ", "\n\t", "\u3000", "\u200b\u2060"];
 
 describe("an answer must fit its interaction and show something (session.respond and the HTTP answer route)", () => {
-  let host: TestHost;
-  let peer: MuxPeer;
-  let durable: DurableContent;
-  let before: DurableSnapshot;
   let question: string;
   let approval: string;
 
   async function pendingOf(sessionId: string): Promise<string> {
     await until(
-      () => host.host.live.interactions().some((i) => i.sessionId === sessionId),
+      () => shared.host.host.live.interactions().some((i) => i.sessionId === sessionId),
       10_000,
       "the interaction",
     );
-    return host.host.live.interactions().find((i) => i.sessionId === sessionId)!.interactionId;
+    return shared.host.host.live.interactions().find((i) => i.sessionId === sessionId)!.interactionId;
   }
 
-  beforeAll(async () => {
-    host = await startTestHost();
-    peer = await connect(host);
+  const shared = refusalHost(async (_host, peer) => {
     const asking = await createSession(peer);
     await peer.call("session.prompt", {
       sessionId: asking,
@@ -43,28 +36,19 @@ describe("an answer must fit its interaction and show something (session.respond
       text: "/approve ship it",
     });
     approval = await pendingOf(approving);
-    durable = new DurableContent(host.dbPath);
-  });
-  afterAll(async () => {
-    durable?.close();
-    await peer?.disconnect();
-    await host?.dispose();
-  });
-  beforeEach(() => {
-    before = durable.snapshot();
   });
 
   /** Nothing durable changed and both interactions still wait for their answer. */
   function unchanged(): void {
-    expect(durable.snapshot()).toEqual(before);
-    const pending = host.host.live.interactions().map((i) => i.interactionId);
+    shared.expectUnchanged();
+    const pending = shared.host.host.live.interactions().map((i) => i.interactionId);
     expect(pending).toContain(question);
     expect(pending).toContain(approval);
   }
 
   for (const answer of BLANKS) {
     it(`a question answered ${JSON.stringify(answer)} → bad_request naming /response/answer`, async () => {
-      const error = await peer.callError("session.respond", {
+      const error = await shared.peer.callError("session.respond", {
         interactionId: question,
         response: { answer },
       });
@@ -76,7 +60,7 @@ describe("an answer must fit its interaction and show something (session.respond
   }
 
   it("a question answered with an outcome → bad_request naming /response", async () => {
-    const error = await peer.callError("session.respond", {
+    const error = await shared.peer.callError("session.respond", {
       interactionId: question,
       response: { outcome: "approve" },
     });
@@ -89,7 +73,7 @@ describe("an answer must fit its interaction and show something (session.respond
   });
 
   it("an approval answered in words → bad_request naming /response", async () => {
-    const error = await peer.callError("session.respond", {
+    const error = await shared.peer.callError("session.respond", {
       interactionId: approval,
       response: { answer: "yes" },
     });
@@ -103,7 +87,7 @@ describe("an answer must fit its interaction and show something (session.respond
 
   it("over HTTP: a blank answer and an answer of the other kind are 400 bad_request with the field and rule", async () => {
     const post = (id: string, body: unknown) =>
-      api(host, `/v1/interactions/${id}/answer`, { method: "POST", token: ADMIN_TOKEN, body });
+      api(shared.host, `/v1/interactions/${id}/answer`, { method: "POST", token: ADMIN_TOKEN, body });
     const blank = await post(question, { answer: " \u200b " });
     expect(blank.status).toBe(400);
     expect(blank.json).toEqual({ error: "bad_request", field: "/answer", message: `body/answer: ${RULE}` });
@@ -121,8 +105,8 @@ describe("an answer must fit its interaction and show something (session.respond
   });
 
   it("answers that fit are taken", async () => {
-    await peer.call("session.respond", { interactionId: question, response: { answer: " blue " } });
-    await peer.call("session.respond", { interactionId: approval, response: { outcome: "deny" } });
-    await until(() => host.host.live.interactions().length === 0, 10_000, "both answered");
+    await shared.peer.call("session.respond", { interactionId: question, response: { answer: " blue " } });
+    await shared.peer.call("session.respond", { interactionId: approval, response: { outcome: "deny" } });
+    await until(() => shared.host.host.live.interactions().length === 0, 10_000, "both answered");
   });
 });

@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { encodeFrame } from "../../../protocol/codec.js";
 import type { WireError } from "../../../protocol/index.js";
-import { DurableContent, type DurableSnapshot } from "../../support/durable-snapshot.js";
-import { startTestHost, type TestHost } from "../../support/host.js";
-import type { MuxPeer } from "../../support/mux-peer.js";
 import { until } from "../../support/until.js";
-import { connect, createSession, openCanary } from "./mux-fixture.js";
+import { createSession, openCanary } from "./mux-fixture.js";
+import { refusalHost } from "./refusal-host.js";
 
 const b = (...parts: (number | number[])[]) => Uint8Array.from(parts.flat());
 const fixstr = (s: string) => {
@@ -78,38 +76,23 @@ const UNTIED: [string, Uint8Array | string][] = [
 ];
 
 describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a canary follower on the same socket unaffected", () => {
-  let host: TestHost;
-  let peer: MuxPeer;
   let canary: Awaited<ReturnType<typeof openCanary>>;
-  let durable: DurableContent;
-  let before: DurableSnapshot;
 
-  beforeAll(async () => {
-    host = await startTestHost();
-    peer = await connect(host);
+  const shared = refusalHost(async (host, peer) => {
     canary = await openCanary(host, peer);
-    durable = new DurableContent(host.dbPath);
-  });
-  afterAll(async () => {
-    durable?.close();
-    await peer?.disconnect();
-    await host?.dispose();
-  });
-  beforeEach(() => {
-    before = durable.snapshot();
   });
 
   /** The input was answered: every table holds exactly what it held before; then the canary. */
   async function contained(): Promise<void> {
-    expect(durable.snapshot()).toEqual(before);
+    shared.expectUnchanged();
     await canary.check();
   }
 
   for (const [name, frame] of UNTIED) {
     it(`${name} → bad_frame without id`, async () => {
-      const seen = peer.unidentifiedErrors().length;
-      peer.sendRaw(frame, typeof frame !== "string");
-      const error = await peer.waitUnidentifiedError(seen + 1);
+      const seen = shared.peer.unidentifiedErrors().length;
+      shared.peer.sendRaw(frame, typeof frame !== "string");
+      const error = await shared.peer.waitUnidentifiedError(seen + 1);
       expect(error.code).toBe("bad_frame");
       expect(error.category).toBe("protocol");
       await contained();
@@ -118,8 +101,8 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
 
   async function answerTo(frame: Record<string, unknown>): Promise<WireError> {
     const id = frame.id as number;
-    peer.send(frame);
-    const answer = await peer.waitTerminal(id);
+    shared.peer.send(frame);
+    const answer = await shared.peer.waitTerminal(id);
     expect(answer.type).toBe("error");
     return answer.error as WireError;
   }
@@ -135,7 +118,7 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
     ],
     ["an open of a call method", { type: "open", method: "session.list" }, "unknown_method"],
   ])("%s → %s with the id", async (_name, frame, code) => {
-    const id = peer.nextId();
+    const id = shared.peer.nextId();
     expect((await answerTo({ ...frame, id })).code).toBe(code);
     await contained();
   });
@@ -165,7 +148,7 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
   ];
   for (const [name, method, params, field] of badParams) {
     it(`${method}: ${name} → bad_request naming ${field}`, async () => {
-      const id = peer.nextId();
+      const id = shared.peer.nextId();
       const type = method === "session.follow" || method === "session.control" ? "open" : "call";
       const error = await answerTo({ type, id, method, params });
       expect(error.code).toBe("bad_request");
@@ -175,56 +158,58 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
   }
 
   it("an id in flight reused → duplicate_id without id; the original stream is untouched", async () => {
-    const id = peer.follow(canary.sessionId);
-    await peer.waitItem(id, (i) => i.kind === "caughtUp");
-    const seen = peer.unidentifiedErrors().length;
-    peer.send({ type: "call", id, method: "session.models" });
-    const error = await peer.waitUnidentifiedError(seen + 1);
+    const id = shared.peer.follow(canary.sessionId);
+    await shared.peer.waitItem(id, (i) => i.kind === "caughtUp");
+    const seen = shared.peer.unidentifiedErrors().length;
+    shared.peer.send({ type: "call", id, method: "session.models" });
+    const error = await shared.peer.waitUnidentifiedError(seen + 1);
     expect(error.code).toBe("duplicate_id");
     expect(error.data).toEqual({ id });
-    peer.send({ type: "open", id, method: "session.control" });
-    expect((await peer.waitUnidentifiedError(seen + 2)).code).toBe("duplicate_id");
-    peer.send({ type: "bogus", id });
-    expect((await peer.waitUnidentifiedError(seen + 3)).code).toBe("duplicate_id");
-    expect(peer.terminal(id)).toBeUndefined();
+    shared.peer.send({ type: "open", id, method: "session.control" });
+    expect((await shared.peer.waitUnidentifiedError(seen + 2)).code).toBe("duplicate_id");
+    shared.peer.send({ type: "bogus", id });
+    expect((await shared.peer.waitUnidentifiedError(seen + 3)).code).toBe("duplicate_id");
+    expect(shared.peer.terminal(id)).toBeUndefined();
     await contained();
-    expect(peer.lastSeq(id)).toBe(peer.lastSeq(canary.id));
-    peer.close(id);
-    expect((await peer.waitTerminal(id)).type).toBe("end");
+    expect(shared.peer.lastSeq(id)).toBe(shared.peer.lastSeq(canary.id));
+    shared.peer.close(id);
+    expect((await shared.peer.waitTerminal(id)).type).toBe("end");
   });
 
   it("one stream over the limit → too_many_streams; the open ones keep working", async () => {
     const ids: number[] = [];
-    for (let i = 0; i < 255; i++) ids.push(peer.follow(canary.sessionId));
+    for (let i = 0; i < 255; i++) ids.push(shared.peer.follow(canary.sessionId));
     await until(
-      () => ids.every((id) => peer.items(id).some((item) => item.kind === "caughtUp")),
+      () => ids.every((id) => shared.peer.items(id).some((item) => item.kind === "caughtUp")),
       30_000,
       "255 followers",
     );
-    const over = peer.follow(canary.sessionId);
-    const answer = await peer.waitTerminal(over);
+    const over = shared.peer.follow(canary.sessionId);
+    const answer = await shared.peer.waitTerminal(over);
     expect(answer.error).toMatchObject({
       code: "too_many_streams",
       message: "at most 256 streams per socket; close one first",
       data: { limit: 256 },
     });
     await contained();
-    for (const id of ids) peer.close(id);
-    await until(() => ids.every((id) => peer.terminal(id)?.type === "end"), 30_000, "ends");
-    const again = peer.follow(canary.sessionId);
-    await peer.waitItem(again, (i) => i.kind === "caughtUp");
-    peer.close(again);
+    for (const id of ids) shared.peer.close(id);
+    await until(() => ids.every((id) => shared.peer.terminal(id)?.type === "end"), 30_000, "ends");
+    const again = shared.peer.follow(canary.sessionId);
+    await shared.peer.waitItem(again, (i) => i.kind === "caughtUp");
+    shared.peer.close(again);
   });
 
   it("unknown session → session_not_found (call and follow)", async () => {
-    expect((await peer.callError("session.page", { sessionId: "nope" })).code).toBe("session_not_found");
-    const id = peer.follow("nope");
-    expect((await peer.waitTerminal(id)).error?.code).toBe("session_not_found");
+    expect((await shared.peer.callError("session.page", { sessionId: "nope" })).code).toBe(
+      "session_not_found",
+    );
+    const id = shared.peer.follow("nope");
+    expect((await shared.peer.waitTerminal(id)).error?.code).toBe("session_not_found");
     await contained();
   });
 
   it("unknown interaction → interaction_not_found", async () => {
-    const error = await peer.callError("session.respond", {
+    const error = await shared.peer.callError("session.respond", {
       interactionId: "nope",
       response: { outcome: "approve" },
     });
@@ -233,24 +218,28 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
   });
 
   it("deleted session → session_retired for writes, re-create and follow", async () => {
-    const sessionId = await createSession(peer);
-    await peer.call("session.delete", { sessionId });
+    const sessionId = await createSession(shared.peer);
+    await shared.peer.call("session.delete", { sessionId });
     // the writes refused after the tombstone change nothing
-    before = durable.snapshot();
-    expect((await peer.callError("session.rename", { sessionId, title: "t" })).code).toBe("session_retired");
-    expect((await peer.callError("session.create", { sessionId })).code).toBe("session_retired");
-    const id = peer.follow(sessionId);
-    expect((await peer.waitTerminal(id)).error?.code).toBe("session_retired");
+    shared.takeBaseline();
+    expect((await shared.peer.callError("session.rename", { sessionId, title: "t" })).code).toBe(
+      "session_retired",
+    );
+    expect((await shared.peer.callError("session.create", { sessionId })).code).toBe("session_retired");
+    const id = shared.peer.follow(sessionId);
+    expect((await shared.peer.waitTerminal(id)).error?.code).toBe("session_retired");
     await contained();
   });
 
   it("live-only call with no live agent → agent_not_live", async () => {
     // Created straight in the store: durable, never activated.
-    const created = await host.store.create({ sessionId: "cold-one", owner: "admin", model: "demo" });
+    const created = await shared.host.store.create({ sessionId: "cold-one", owner: "admin", model: "demo" });
     expect(created.status).toBe("created");
-    expect(host.host.live.isLive("cold-one")).toBe(false);
-    before = durable.snapshot();
-    expect((await peer.callError("session.cancel", { sessionId: "cold-one" })).code).toBe("agent_not_live");
+    expect(shared.host.host.live.isLive("cold-one")).toBe(false);
+    shared.takeBaseline();
+    expect((await shared.peer.callError("session.cancel", { sessionId: "cold-one" })).code).toBe(
+      "agent_not_live",
+    );
     await contained();
   });
 });

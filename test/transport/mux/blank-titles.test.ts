@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DurableContent, type DurableSnapshot } from "../../support/durable-snapshot.js";
-import { startTestHost, type TestHost } from "../../support/host.js";
-import type { MuxPeer } from "../../support/mux-peer.js";
-import { connect, createSession } from "./mux-fixture.js";
+import { describe, expect, it } from "vitest";
+import { createSession } from "./mux-fixture.js";
+import { refusalHost } from "./refusal-host.js";
 
 const RULE = "must contain a visible character, not only whitespace or invisible characters";
 
@@ -18,29 +16,14 @@ const BLANK_TITLES: [string, string][] = [
 ];
 
 describe("a session title must show something (create and rename, over the mux)", () => {
-  let host: TestHost;
-  let peer: MuxPeer;
-  let durable: DurableContent;
   let sessionId: string;
-  let before: DurableSnapshot;
 
-  beforeAll(async () => {
-    host = await startTestHost();
-    peer = await connect(host);
+  const shared = refusalHost(async (_host, peer) => {
     sessionId = await createSession(peer, { title: "kept" });
-    durable = new DurableContent(host.dbPath);
-  });
-  afterAll(async () => {
-    durable?.close();
-    await peer?.disconnect();
-    await host?.dispose();
-  });
-  beforeEach(() => {
-    before = durable.snapshot();
   });
 
   async function titleOf(id: string): Promise<string> {
-    const page = await peer.call<{ projection: { title: string }; headSeq: number }>("session.page", {
+    const page = await shared.peer.call<{ projection: { title: string }; headSeq: number }>("session.page", {
       sessionId: id,
     });
     return page.projection.title;
@@ -48,36 +31,36 @@ describe("a session title must show something (create and rename, over the mux)"
 
   for (const [name, title] of BLANK_TITLES) {
     it(`rename to a title of ${name} → bad_request naming /title; the log and projection unchanged`, async () => {
-      const error = await peer.callError("session.rename", { sessionId, title });
+      const error = await shared.peer.callError("session.rename", { sessionId, title });
       expect(error.code).toBe("bad_request");
       expect(error.message).toBe(`params/title: ${RULE}`);
       expect(error.data).toEqual({ field: "/title" });
-      expect(durable.snapshot()).toEqual(before);
+      shared.expectUnchanged();
       expect(await titleOf(sessionId)).toBe("kept");
     });
 
     it(`create with a title of ${name} → bad_request naming /title; no session created`, async () => {
-      const error = await peer.callError("session.create", { sessionId: "never-made", title });
+      const error = await shared.peer.callError("session.create", { sessionId: "never-made", title });
       expect(error.code).toBe("bad_request");
       expect(error.message).toBe(`params/title: ${RULE}`);
       expect(error.data).toEqual({ field: "/title" });
-      expect(durable.snapshot()).toEqual(before);
-      expect((await peer.callError("session.page", { sessionId: "never-made" })).code).toBe(
+      shared.expectUnchanged();
+      expect((await shared.peer.callError("session.page", { sessionId: "never-made" })).code).toBe(
         "session_not_found",
       );
     });
   }
 
   it("a title with a visible character among spaces is kept exactly as sent", async () => {
-    await peer.call("session.rename", { sessionId, title: "  \u200b x  " });
+    await shared.peer.call("session.rename", { sessionId, title: "  \u200b x  " });
     expect(await titleOf(sessionId)).toBe("  \u200b x  ");
-    const made = await createSession(peer, { title: " é " });
+    const made = await createSession(shared.peer, { title: " é " });
     expect(await titleOf(made)).toBe(" é ");
-    await peer.call("session.rename", { sessionId, title: "kept" });
+    await shared.peer.call("session.rename", { sessionId, title: "kept" });
   });
 
   it("a create without a title still makes a session with the default title", async () => {
-    const made = await createSession(peer);
+    const made = await createSession(shared.peer);
     expect(await titleOf(made)).toBe("New chat");
   });
 });

@@ -1,24 +1,17 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DurableContent, type DurableSnapshot } from "../../support/durable-snapshot.js";
-import { BOB_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import type { MuxPeer } from "../../support/mux-peer.js";
+import { describe, expect, it } from "vitest";
+import { BOB_TOKEN } from "../../support/host.js";
 import { api } from "../http/http-client.js";
-import { connect, createSession } from "./mux-fixture.js";
+import { createSession } from "./mux-fixture.js";
+import { refusalHost } from "./refusal-host.js";
 
 const inline = { name: "inline.bin", type: "application/octet-stream", bytes: new Uint8Array([1, 2, 3]) };
 const UNDECODABLE = "the attachment's data: URL cannot be decoded; send valid base64 or percent-encoded data";
 
 describe("a prompt whose attachments cannot be read is refused when sent, keeping nothing (over the mux)", () => {
-  let host: TestHost;
-  let peer: MuxPeer;
-  let durable: DurableContent;
-  let before: DurableSnapshot;
   let cold: string;
   let bobsUpload: string;
 
-  beforeAll(async () => {
-    host = await startTestHost();
-    peer = await connect(host);
+  const shared = refusalHost(async (host, _peer) => {
     cold = "cold-one";
     expect((await host.store.create({ sessionId: cold, owner: "admin", model: "demo" })).status).toBe(
       "created",
@@ -31,15 +24,6 @@ describe("a prompt whose attachments cannot be read is refused when sent, keepin
     });
     expect(upload.status).toBe(200);
     bobsUpload = (upload.json as { attachmentId: string }).attachmentId;
-    durable = new DurableContent(host.dbPath);
-  });
-  afterAll(async () => {
-    durable?.close();
-    await peer?.disconnect();
-    await host?.dispose();
-  });
-  beforeEach(() => {
-    before = durable.snapshot();
   });
 
   const unreadable: [string, Record<string, unknown>, string, unknown][] = [
@@ -66,7 +50,7 @@ describe("a prompt whose attachments cannot be read is refused when sent, keepin
   for (const [name, second, code, data] of unreadable) {
     it(`a started prompt with ${name} → ${code}; no bytes kept, no turn, no agent`, async () => {
       const attachment = second.attachmentId === "BOB" ? { ...second, attachmentId: bobsUpload } : second;
-      const error = await peer.callError("session.prompt", {
+      const error = await shared.peer.callError("session.prompt", {
         sessionId: cold,
         clientMessageId: "m1",
         text: "see these",
@@ -75,16 +59,16 @@ describe("a prompt whose attachments cannot be read is refused when sent, keepin
       expect(error.code).toBe(code);
       if (code === "bad_request") expect(error.message).toBe(UNDECODABLE);
       expect(error.data).toEqual(data ?? { attachmentId: bobsUpload });
-      expect(durable.snapshot()).toEqual(before);
-      expect(host.host.live.isLive(cold)).toBe(false);
+      shared.expectUnchanged();
+      expect(shared.host.host.live.isLive(cold)).toBe(false);
     });
   }
 
   it("a prompt behind a running turn naming a missing upload → attachment_not_found, nothing queued", async () => {
-    const sessionId = await createSession(peer);
-    await peer.call("session.prompt", { sessionId, clientMessageId: "busy", text: "/sleep 600000" });
-    before = durable.snapshot();
-    const error = await peer.callError("session.prompt", {
+    const sessionId = await createSession(shared.peer);
+    await shared.peer.call("session.prompt", { sessionId, clientMessageId: "busy", text: "/sleep 600000" });
+    shared.takeBaseline();
+    const error = await shared.peer.callError("session.prompt", {
       sessionId,
       clientMessageId: "later",
       text: "and this file",
@@ -92,9 +76,9 @@ describe("a prompt whose attachments cannot be read is refused when sent, keepin
     });
     expect(error.code).toBe("attachment_not_found");
     expect(error.message).toBe("no attachment no-such-upload; upload it first");
-    expect(durable.snapshot()).toEqual(before);
-    expect(host.host.live.queue(sessionId)).toEqual([]);
-    const undecodable = await peer.callError("session.prompt", {
+    shared.expectUnchanged();
+    expect(shared.host.host.live.queue(sessionId)).toEqual([]);
+    const undecodable = await shared.peer.callError("session.prompt", {
       sessionId,
       clientMessageId: "later-2",
       text: "and this link",
@@ -102,8 +86,8 @@ describe("a prompt whose attachments cannot be read is refused when sent, keepin
     });
     expect(undecodable.code).toBe("bad_request");
     expect(undecodable.data).toEqual({ field: "/attachments/0/url" });
-    expect(durable.snapshot()).toEqual(before);
-    expect(host.host.live.queue(sessionId)).toEqual([]);
-    await peer.call("session.cancel", { sessionId });
+    shared.expectUnchanged();
+    expect(shared.host.host.live.queue(sessionId)).toEqual([]);
+    await shared.peer.call("session.cancel", { sessionId });
   });
 });

@@ -1,26 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DurableContent, type DurableSnapshot } from "../../support/durable-snapshot.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
-import type { MuxPeer } from "../../support/mux-peer.js";
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN } from "../../support/host.js";
 import { until } from "../../support/until.js";
 import { api } from "../http/http-client.js";
-import { connect, createSession } from "./mux-fixture.js";
+import { createSession } from "./mux-fixture.js";
+import { refusalHost } from "./refusal-host.js";
 
 const RULE = "must contain a visible character, not only whitespace or invisible characters";
 const BLANKS = ["", "   ", "\n\t\r", "\u00a0\u3000", "\u200b\ufeff", "\u0007"];
 const bytes = new Uint8Array([1, 2, 3]);
 
 describe("a prompt, its shown text, its attachments and a queued prompt's edit must carry content (over the mux)", () => {
-  let host: TestHost;
-  let peer: MuxPeer;
-  let durable: DurableContent;
   let cold: string;
-  let before: DurableSnapshot;
   let uploaded: string;
 
-  beforeAll(async () => {
-    host = await startTestHost();
-    peer = await connect(host);
+  const shared = refusalHost(async (host, _peer) => {
     cold = "cold-one";
     const created = await host.store.create({ sessionId: cold, owner: "admin", model: "demo" });
     expect(created.status).toBe("created");
@@ -32,20 +25,11 @@ describe("a prompt, its shown text, its attachments and a queued prompt's edit m
     });
     expect(upload.status).toBe(200);
     uploaded = (upload.json as { attachmentId: string }).attachmentId;
-    durable = new DurableContent(host.dbPath);
-  });
-  afterAll(async () => {
-    durable?.close();
-    await peer?.disconnect();
-    await host?.dispose();
-  });
-  beforeEach(() => {
-    before = durable.snapshot();
   });
 
   /** Refused with `bad_request` naming `field`; nothing durable changed and no agent started. */
   async function refused(params: Record<string, unknown>, field: string, message: string): Promise<void> {
-    const error = await peer.callError("session.prompt", {
+    const error = await shared.peer.callError("session.prompt", {
       sessionId: cold,
       clientMessageId: "m1",
       ...params,
@@ -53,11 +37,14 @@ describe("a prompt, its shown text, its attachments and a queued prompt's edit m
     expect(error.code).toBe("bad_request");
     expect(error.message).toBe(`params${field}: ${message}`);
     expect(error.data).toEqual({ field });
-    expect(durable.snapshot()).toEqual(before);
-    expect(host.host.live.isLive(cold)).toBe(false);
-    const page = await peer.call<{ headSeq: number; projection: { turnCount: number } }>("session.page", {
-      sessionId: cold,
-    });
+    shared.expectUnchanged();
+    expect(shared.host.host.live.isLive(cold)).toBe(false);
+    const page = await shared.peer.call<{ headSeq: number; projection: { turnCount: number } }>(
+      "session.page",
+      {
+        sessionId: cold,
+      },
+    );
     expect(page.headSeq).toBe(1);
     expect(page.projection.turnCount).toBe(0);
   }
@@ -113,16 +100,16 @@ describe("a prompt, its shown text, its attachments and a queued prompt's edit m
   });
 
   it("attachments without text, and text with a visible character among blanks, are prompts", async () => {
-    const sessionId = await createSession(peer);
-    const first = await peer.call<{ seq: number }>("session.prompt", {
+    const sessionId = await createSession(shared.peer);
+    const first = await shared.peer.call<{ seq: number }>("session.prompt", {
       sessionId,
       clientMessageId: "only-an-attachment",
       text: "",
       attachments: [{ name: "a.txt", type: "text/plain", attachmentId: uploaded }],
     });
     expect(first.seq).toBeGreaterThan(0);
-    await until(() => !host.host.live.isRunning(sessionId), 10_000, "the turn to end");
-    const second = await peer.call<{ queued: boolean }>("session.prompt", {
+    await until(() => !shared.host.host.live.isRunning(sessionId), 10_000, "the turn to end");
+    const second = await shared.peer.call<{ queued: boolean }>("session.prompt", {
       sessionId,
       clientMessageId: "spaced",
       text: " \u200b x ",
@@ -131,27 +118,27 @@ describe("a prompt, its shown text, its attachments and a queued prompt's edit m
   });
 
   it("editing a queued prompt to a blank text → bad_request naming /op/text; the queue unchanged", async () => {
-    const sessionId = await createSession(peer);
-    await peer.call("session.prompt", { sessionId, clientMessageId: "busy", text: "/sleep 600000" });
-    const queued = await peer.call<{ queued: boolean; itemId: string }>("session.prompt", {
+    const sessionId = await createSession(shared.peer);
+    await shared.peer.call("session.prompt", { sessionId, clientMessageId: "busy", text: "/sleep 600000" });
+    const queued = await shared.peer.call<{ queued: boolean; itemId: string }>("session.prompt", {
       sessionId,
       clientMessageId: "waiting",
       text: "later",
     });
     expect(queued.queued).toBe(true);
-    before = durable.snapshot();
+    shared.takeBaseline();
     for (const text of BLANKS) {
-      const error = await peer.callError("session.updateQueue", {
+      const error = await shared.peer.callError("session.updateQueue", {
         sessionId,
         op: { edit: true, itemId: queued.itemId, text },
       });
       expect(error.code).toBe("bad_request");
       expect(error.message).toBe(`params/op/text: ${RULE}`);
       expect(error.data).toEqual({ field: "/op/text" });
-      expect(durable.snapshot()).toEqual(before);
-      expect(host.host.live.queue(sessionId).map((item) => item.text)).toEqual(["later"]);
+      shared.expectUnchanged();
+      expect(shared.host.host.live.queue(sessionId).map((item) => item.text)).toEqual(["later"]);
     }
-    await peer.call("session.updateQueue", { sessionId, op: { clear: true } });
-    await peer.call("session.cancel", { sessionId });
+    await shared.peer.call("session.updateQueue", { sessionId, op: { clear: true } });
+    await shared.peer.call("session.cancel", { sessionId });
   });
 });
