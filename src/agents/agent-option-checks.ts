@@ -1,3 +1,5 @@
+import { describeOptionValue } from "../embed/option-value.js";
+
 /**
  * The checks an AI SDK agent's options pass when it is built, each a `TypeError` naming the
  * option. A JavaScript caller (or one behind a cast) got `Cannot read properties of undefined
@@ -26,22 +28,24 @@ export function checkAiSdkAgentOptions(options: unknown): void {
   }
   if (!Array.isArray(models)) {
     throw new TypeError(
-      `models must be an array of { id, label }, the first the default, got ${describe(models)}`,
+      `models must be an array of { id, label }, the first the default, got ${describeOptionValue(models)}`,
     );
   }
   models.forEach((model: unknown, index) => {
     const m = model as { id?: unknown; label?: unknown } | null;
     if (m === null || typeof m !== "object" || !nonEmptyString(m.id) || typeof m.label !== "string") {
-      throw new TypeError(`models[${index}] must be { id: string, label: string }, got ${describe(model)}`);
+      throw new TypeError(
+        `models[${index}] must be { id: string, label: string }, got ${describeOptionValue(model)}`,
+      );
     }
   });
   if (typeof given.languageModel !== "function") {
     throw new TypeError(
-      `languageModel must be a function from a model id to an AI SDK model, e.g. (id) => anthropic(id), got ${describe(given.languageModel)}`,
+      `languageModel must be a function from a model id to an AI SDK model, e.g. (id) => anthropic(id), got ${describeOptionValue(given.languageModel)}`,
     );
   }
   if (given.name !== undefined && !nonEmptyString(given.name)) {
-    throw new TypeError(`name must be a non-empty string, got ${describe(given.name)}`);
+    throw new TypeError(`name must be a non-empty string, got ${describeOptionValue(given.name)}`);
   }
   checkShared(given);
 }
@@ -51,11 +55,13 @@ export function checkOpenAIAgentOptions(options: unknown): void {
   const given = optionsObject("OpenAIAgent", options, OPENAI_OPTIONS);
   if (!nonEmptyString(given.baseURL) || !/^https?:\/\/[^/]/i.test(given.baseURL)) {
     throw new TypeError(
-      `baseURL must be the endpoint's http(s) URL, e.g. https://api.openai.com/v1, got ${describe(given.baseURL)}`,
+      `baseURL must be the endpoint's http(s) URL, e.g. https://api.openai.com/v1, got ${describeOptionValue(given.baseURL)}`,
     );
   }
   if (!nonEmptyString(given.model)) {
-    throw new TypeError(`model must be the model's id, e.g. "gpt-4o-mini", got ${describe(given.model)}`);
+    throw new TypeError(
+      `model must be the model's id, e.g. "gpt-4o-mini", got ${describeOptionValue(given.model)}`,
+    );
   }
   if (given.apiKey !== undefined && typeof given.apiKey !== "string") {
     // the value is not quoted: it may be a key
@@ -66,16 +72,16 @@ export function checkOpenAIAgentOptions(options: unknown): void {
 
 function checkShared(given: Record<string, unknown>): void {
   if (given.system !== undefined && typeof given.system !== "string") {
-    throw new TypeError(`system must be a string, got ${describe(given.system)}`);
+    throw new TypeError(`system must be a string, got ${describeOptionValue(given.system)}`);
   }
   const retries = given.maxRetries;
   if (retries !== undefined && !(Number.isSafeInteger(retries) && (retries as number) >= 0)) {
-    throw new TypeError(`maxRetries must be a whole number from 0, got ${describe(retries)}`);
+    throw new TypeError(`maxRetries must be a whole number from 0, got ${describeOptionValue(retries)}`);
   }
   const tools = given.tools;
   if (tools !== undefined) {
     if (!Array.isArray(tools)) {
-      throw new TypeError(`tools must be an array of tools (defineTool), got ${describe(tools)}`);
+      throw new TypeError(`tools must be an array of tools (defineTool), got ${describeOptionValue(tools)}`);
     }
     tools.forEach((tool: unknown, index) => {
       const t = tool as { name?: unknown; execute?: unknown; inputSchema?: unknown } | null;
@@ -88,7 +94,7 @@ function checkShared(given: Record<string, unknown>): void {
         (typeof schema !== "object" && typeof schema !== "function")
       ) {
         throw new TypeError(
-          `tools[${index}] must be a tool { name, inputSchema, execute } (defineTool), got ${describe(tool)}`,
+          `tools[${index}] must be a tool { name, inputSchema, execute } (defineTool), got ${describeOptionValue(tool)}`,
         );
       }
     });
@@ -98,13 +104,13 @@ function checkShared(given: Record<string, unknown>): void {
     logger !== undefined &&
     (logger === null || typeof logger !== "object" || typeof logger.error !== "function")
   ) {
-    throw new TypeError(`logger must be a pino logger, got ${describe(logger)}`);
+    throw new TypeError(`logger must be a pino logger, got ${describeOptionValue(logger)}`);
   }
 }
 
 function optionsObject(agent: string, options: unknown, known: readonly string[]): Record<string, unknown> {
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`${agent} takes an options object, got ${describe(options)}`);
+    throw new TypeError(`${agent} takes an options object, got ${describeOptionValue(options)}`);
   }
   const given = options as Record<string, unknown>;
   const unknown = Object.keys(given).filter((name) => !known.includes(name));
@@ -117,15 +123,3 @@ function optionsObject(agent: string, options: unknown, known: readonly string[]
 }
 
 const nonEmptyString = (value: unknown): value is string => typeof value === "string" && value !== "";
-
-function describe(value: unknown): string {
-  if (typeof value === "function") return "a function";
-  if (typeof value === "number" || value === undefined) return String(value);
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = Object.prototype.toString.call(value);
-  }
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
-}

@@ -1,7 +1,7 @@
-import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import { StartupError } from "../operations/startup-error.js";
 import { checkTokenSpecs } from "../transport/auth.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
+import { describeOptionValue } from "./option-value.js";
 
 /**
  * Every option `createSessionmux` reads. A name outside it is refused: a misspelt `basepath` or
@@ -41,7 +41,7 @@ const KNOWN: Record<keyof SessionmuxOptions, true> = {
  */
 export function checkOptionShape(options: SessionmuxOptions): void {
   if (options === null || typeof options !== "object") {
-    throw invalid(`createSessionmux takes an options object, got ${describe(options)}`);
+    throw invalid(`createSessionmux takes an options object, got ${describeOptionValue(options)}`);
   }
   const given: Record<string, unknown> = { ...options };
   const unknown = Object.keys(given).filter((name) => !Object.hasOwn(KNOWN, name));
@@ -51,23 +51,23 @@ export function checkOptionShape(options: SessionmuxOptions): void {
     );
   }
   if (typeof given.db !== "string" || given.db === "") {
-    throw invalid(`db must be a SQLite file path or a postgres:// URL, got ${describe(given.db)}`);
+    throw invalid(`db must be a SQLite file path or a postgres:// URL, got ${describeOptionValue(given.db)}`);
   }
   checkAuthentication(given);
   checkAgent(given.agent);
   if (given.cors !== undefined && !isStringArray(given.cors)) {
     throw invalid(
-      `cors must be an array of origins such as ["https://app.example.com"], got ${describe(given.cors)}`,
+      `cors must be an array of origins such as ["https://app.example.com"], got ${describeOptionValue(given.cors)}`,
     );
   }
   for (const name of ["dbSchema", "hostId", "basePath", "metricsToken"] as const) {
     if (given[name] !== undefined && typeof given[name] !== "string") {
-      throw invalid(`${name} must be a string, got ${describe(given[name])}`);
+      throw invalid(`${name} must be a string, got ${describeOptionValue(given[name])}`);
     }
   }
   for (const name of ["createDbFolder", "processMetrics"] as const) {
     if (given[name] !== undefined && typeof given[name] !== "boolean") {
-      throw invalid(`${name} must be true or false, got ${describe(given[name])}`);
+      throw invalid(`${name} must be true or false, got ${describeOptionValue(given[name])}`);
     }
   }
   const logger = given.logger as Record<string, unknown> | undefined | null;
@@ -77,7 +77,9 @@ export function checkOptionShape(options: SessionmuxOptions): void {
       typeof logger !== "object" ||
       !["child", "error", "warn", "info", "debug"].every((method) => typeof logger[method] === "function"))
   ) {
-    throw invalid(`logger must be a pino logger (pino() or one of its children), got ${describe(logger)}`);
+    throw invalid(
+      `logger must be a pino logger (pino() or one of its children), got ${describeOptionValue(logger)}`,
+    );
   }
 }
 
@@ -85,12 +87,12 @@ function checkAuthentication(given: Record<string, unknown>): void {
   const { authenticate, tokens } = given;
   if (authenticate !== undefined && typeof authenticate !== "function") {
     throw invalid(
-      `authenticate must be a function (request) => principal | undefined, got ${describe(authenticate)}`,
+      `authenticate must be a function (request) => principal | undefined, got ${describeOptionValue(authenticate)}`,
     );
   }
   if (tokens !== undefined) {
     if (!Array.isArray(tokens)) {
-      throw invalid(`tokens must be an array of { name, secret, admin }, got ${describe(tokens)}`);
+      throw invalid(`tokens must be an array of { name, secret, admin }, got ${describeOptionValue(tokens)}`);
     }
     tokens.forEach((token: unknown, index) => {
       const entry = token as { name?: unknown; secret?: unknown; admin?: unknown } | null;
@@ -131,7 +133,7 @@ function checkAgent(agent: unknown): void {
     );
   }
   if (agent === null || typeof agent !== "object") {
-    throw invalid(`agent must be an AgentDriver instance, got ${describe(agent)}`);
+    throw invalid(`agent must be an AgentDriver instance, got ${describeOptionValue(agent)}`);
   }
   const driver = agent as Record<string, unknown>;
   const missing = [
@@ -162,15 +164,3 @@ function kindOf(value: unknown): string {
 }
 
 const invalid = (message: string): StartupError => new StartupError("option_invalid", message);
-
-function describe(value: unknown): string {
-  if (typeof value === "function") return `a function ${value.name}`.trimEnd();
-  if (typeof value === "number" || value === undefined) return String(value);
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = Object.prototype.toString.call(value);
-  }
-  return text.length > 64 ? `${cutUtf16(text, 64)}…` : text;
-}
