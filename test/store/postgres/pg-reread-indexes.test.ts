@@ -1,9 +1,7 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RETIRED_SINCE } from "../../../src/store/postgres/pg-reads.js";
-import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { pgUrl } from "../contract/backends.js";
+import { migratedSchema } from "./migrated-schema.js";
 
 const SESSIONS = 3000;
 /** One session in ten is deleted. */
@@ -23,11 +21,7 @@ function rowsRead(node: PlanNode, table: string): number {
   return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child, table), 0);
 }
 
-let schema: string | undefined;
-afterEach(async () => {
-  if (schema) await dropSchema(pgUrl!, schema);
-  schema = undefined;
-});
+const inMigratedSchema = migratedSchema("rri");
 
 /**
  * A host whose LISTEN connection dropped re-reads the sessions deleted meanwhile. The transaction
@@ -36,13 +30,7 @@ afterEach(async () => {
  */
 describe.skipIf(!pgUrl)("the re-read of deleted sessions, on PostgreSQL", () => {
   it("reads the retired sessions only, not the live ones", async () => {
-    schema = `rri_${randomBytes(6).toString("hex")}`;
-    const store = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 1 });
-    await store.close();
-    const client = new pg.Client({ connectionString: pgUrl! });
-    await client.connect();
-    try {
-      await client.query(`SET search_path = "${schema}"`);
+    await inMigratedSchema(async (client) => {
       await client.query(
         `INSERT INTO sessions (session_id, owner, epoch, created_at, base_title, base_title_explicit, base_model, retired_at)
          SELECT 's' || lpad(g::text, 5, '0'), 'alice', 'e', 1, '', false, 'demo',
@@ -57,8 +45,6 @@ describe.skipIf(!pgUrl)("the re-read of deleted sessions, on PostgreSQL", () => 
         [since, "", 500],
       );
       expect(rowsRead(rows[0]!["QUERY PLAN"][0].Plan, "sessions")).toBeLessThanOrEqual(RETIRED);
-    } finally {
-      await client.end();
-    }
+    });
   });
 });

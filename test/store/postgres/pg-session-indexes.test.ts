@@ -1,8 +1,6 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
-import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { describe, expect, it } from "vitest";
+import { pgUrl } from "../contract/backends.js";
+import { migratedSchema } from "./migrated-schema.js";
 
 /** Every table holding a session's rows, each emptied of them when the session is deleted. */
 const SESSION_TABLES = [
@@ -19,11 +17,7 @@ const SESSION_TABLES = [
   "dismissals",
 ];
 
-let schema: string | undefined;
-afterEach(async () => {
-  if (schema) await dropSchema(pgUrl!, schema);
-  schema = undefined;
-});
+const inMigratedSchema = migratedSchema("idx");
 
 /**
  * A delete (and a clear) runs inside the host's group commit, with every other write of that
@@ -32,13 +26,7 @@ afterEach(async () => {
  */
 describe.skipIf(!pgUrl)("the rows of one session, on PostgreSQL", () => {
   it("are found by an index in every table that holds them", async () => {
-    schema = `idx_${randomBytes(6).toString("hex")}`;
-    const store = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 1 });
-    await store.close();
-    const client = new pg.Client({ connectionString: pgUrl! });
-    await client.connect();
-    try {
-      await client.query(`SET search_path = "${schema}"`);
+    await inMigratedSchema(async (client) => {
       // a table scan then costs more than any index that can serve the statement
       await client.query("SET enable_seqscan = off");
       const scanned: string[] = [];
@@ -49,8 +37,6 @@ describe.skipIf(!pgUrl)("the rows of one session, on PostgreSQL", () => {
         if (rows.some((row) => row["QUERY PLAN"].includes("Seq Scan"))) scanned.push(table);
       }
       expect(scanned).toEqual([]);
-    } finally {
-      await client.end();
-    }
+    });
   });
 });
