@@ -7,7 +7,7 @@ import { demoAgentWith } from "../host/host-fixture.js";
 import { gate } from "../support/gate.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
-import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, NETWORK_FAILURE, newSession, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 
 /**
@@ -113,9 +113,7 @@ describe.skipIf(!hasChromium)("browser console agent activity", () => {
     const url = `http://127.0.0.1:${proxy.port}`;
     const first = await browser.profile.newPage();
     await openConsole(first, url, ADMIN_TOKEN);
-    await first.click('[data-testid="new-session"]');
-    await first.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    const sessionId = await first.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+    const sessionId = await newSession(first);
     await first.fill('[data-testid="composer-input"]', "/approve deploy");
     await first.press('[data-testid="composer-input"]', "Enter");
     await first.waitForSelector('[data-testid="interaction-card"] [data-testid="approve"]:not([disabled])');

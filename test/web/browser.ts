@@ -142,3 +142,11 @@ export async function openConsole(
   await page.goto(`${baseUrl}/#${fragment.toString()}`);
   await page.waitForSelector('[data-testid="connection"][data-state="open"]');
 }
+
+/** Starts a session with the console's New session button; its id, once the page shows it. */
+export async function newSession(page: Page): Promise<string> {
+  await page.click('[data-testid="new-session"]');
+  await page.waitForSelector('[data-testid="session"]:not([hidden])');
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
+  return page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+}

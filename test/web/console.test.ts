@@ -1,7 +1,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, launchProfile, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, launchProfile, newSession, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
@@ -43,13 +43,6 @@ const cachedSessions = (page: Page) =>
         };
       }),
   );
-
-async function newSession(page: Page): Promise<string> {
-  await page.click('[data-testid="new-session"]');
-  await page.waitForSelector('[data-testid="session"]:not([hidden])');
-  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-  return page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
-}
 
 async function send(page: Page, text: string): Promise<void> {
   await page.fill('[data-testid="composer-input"]', text);

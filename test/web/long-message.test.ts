@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog, turnEnds } from "./host-log.js";
 
@@ -11,9 +11,7 @@ describe.skipIf(!hasChromium)("browser console: a message longer than the host s
   it("says under it that the host keeps only its first 16,000 characters; a short one says nothing", async () => {
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await page.click('[data-testid="new-session"]');
-    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    const sessionId = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+    const sessionId = await newSession(page);
     const composer = '[data-testid="composer-input"]';
     await page.fill(composer, "a short one");
     await page.press(composer, "Enter");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog, turnEnds } from "./host-log.js";
 
@@ -11,9 +11,7 @@ describe.skipIf(!hasChromium)("browser console: a prompt longer than the host ta
   it("is refused before it is sent, saying how long it is and what the host takes, and keeps the text and the connection", async () => {
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await page.click('[data-testid="new-session"]');
-    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    const sessionId = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+    const sessionId = await newSession(page);
     // every state other than open the indicator takes from here on: a prompt must never cost the connection
     await page.evaluate(() => {
       const connection = document.querySelector<HTMLElement>('[data-testid="connection"]')!;

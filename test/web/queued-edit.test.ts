@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog, turnEnds } from "./host-log.js";
 
@@ -11,9 +11,7 @@ describe.skipIf(!hasChromium)("browser console: editing a queued prompt that sta
   it("closes the edit dialog once the prompt leaves the queue, says so, and puts the edited text in the composer", async () => {
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await page.click('[data-testid="new-session"]');
-    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    const sessionId = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+    const sessionId = await newSession(page);
     const composer = '[data-testid="composer-input"]';
     // a turn that waits on an approval holds the next prompt in the queue until it is answered
     await page.fill(composer, "/approve deploy");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BOB_TOKEN } from "../support/host.js";
-import { hasChromium, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog, turnEnds } from "./host-log.js";
 
@@ -11,9 +11,7 @@ describe.skipIf(!hasChromium)("browser console: a prompt the host refuses", () =
   it("says why in the host's words and gives the text back to the composer", async () => {
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, BOB_TOKEN);
-    await page.click('[data-testid="new-session"]');
-    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    const sessionId = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("s")!);
+    const sessionId = await newSession(page);
     const composer = '[data-testid="composer-input"]';
     // the message and the demo agent's echo: about 14 kB, past bob's 12,000 bytes
     await page.fill(composer, "x".repeat(7000));
