@@ -68,7 +68,11 @@ function authenticationOf(options: ServeOptions, keptFile: () => string): Authen
     }
     specs.push(...tokensFileSpecs(options.tokensFile, text));
   }
-  if (specs.length > 0) return { tokens: specs };
+  if (specs.length > 0) {
+    // named as the flags gave them, before the host's own check names them by their index
+    checkTokenSpecs(specs);
+    return { tokens: specs };
+  }
   const file = keptFile();
   const { token } = readOrCreateToken(file);
   return { tokens: [], authenticate: keptTokenAuthenticate(file), kept: { token, file } };
