@@ -83,7 +83,12 @@ export interface SessionStore extends DismissalStore {
   /** Folds every live session's projection again from its log, and counts every owner's stored bytes again. */
   rebuildProjections(): Promise<void>;
 
-  /** Per-session commit notices, delivered synchronously right after the commit, in commit order. */
+  /**
+   * Per-session commit notices, delivered synchronously right after the commit, in commit order,
+   * each seq once and with no gap from the first one delivered on. With several instances on one
+   * database, that first notice may start past seqs another instance committed as the listener
+   * subscribed: a follower reads the log from its cursor after subscribing, and so has those.
+   */
   subscribe(sessionId: string, listener: CommitListener): () => void;
   /** Every session's commit notices, with the projection row computed in the same transaction. */
   subscribeAll(
