@@ -1,10 +1,10 @@
-import { cutUtf16 } from "../../protocol/utf16-cut.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import { MAX_REPLAY_BATCH } from "../transport/mux/mux-options.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
 import { checkOptionShape } from "./option-shape.js";
+import { describeOptionValue } from "./option-value.js";
 
 /**
  * What a numeric option may hold: a whole number from `min` (to `max`, if given), or
@@ -100,7 +100,10 @@ const OTHER_MEMBERS: Record<string, readonly string[]> = {
 function checkGroup(group: string, values: unknown, rules: Record<string, Rule>): void {
   if (values === undefined) return;
   if (values === null || typeof values !== "object") {
-    throw new StartupError("option_invalid", `${group} must be an object, got ${describe(values)}`);
+    throw new StartupError(
+      "option_invalid",
+      `${group} must be an object, got ${describeOptionValue(values)}`,
+    );
   }
   const known = [...Object.keys(rules), ...(OTHER_MEMBERS[group] ?? [])];
   const unknown = Object.keys(values).filter((name) => !known.includes(name));
@@ -128,11 +131,5 @@ function check(name: string, value: unknown, rule: Rule): void {
       : rule.max === undefined
         ? `an integer ≥ ${rule.min}`
         : `an integer from ${rule.min} to ${rule.max}`;
-  throw new StartupError("option_invalid", `${name} must be ${wanted}, got ${describe(value)}`);
-}
-
-function describe(value: unknown): string {
-  if (typeof value === "number") return String(value);
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 64 ? `${cutUtf16(text, 64)}…` : text;
+  throw new StartupError("option_invalid", `${name} must be ${wanted}, got ${describeOptionValue(value)}`);
 }
