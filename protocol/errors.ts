@@ -1,3 +1,5 @@
+import { brandErrorClass } from "./error-brand.js";
+
 /**
  * Error codes of protocol-v1 §3 and §7. The code is the stable contract; messages are for people.
  * A client's retry decision is a pure function of the code (see `isRetryable`).
@@ -133,6 +135,8 @@ export class SessionmuxError extends Error {
     return new SessionmuxError(code, wire.message, { data: wire.data });
   }
 }
+
+brandErrorClass(SessionmuxError, "SessionmuxError");
 
 /** Wraps anything thrown into a SessionmuxError without leaking internals to the peer. */
 export function toSessionmuxError(err: unknown): SessionmuxError {

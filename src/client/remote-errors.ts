@@ -1,3 +1,4 @@
+import { brandErrorClass } from "../../protocol/error-brand.js";
 import { type ErrorCode, SessionmuxError, type WireError } from "../../protocol/errors.js";
 
 /**
@@ -33,6 +34,9 @@ export class ConnectionRefusedError extends RemoteError {
     this.status = status;
   }
 }
+
+brandErrorClass(RemoteError, "RemoteError");
+brandErrorClass(ConnectionRefusedError, "ConnectionRefusedError");
 
 function refusalCode(status: number): ErrorCode {
   if (status === 401) return "unauthorized";
@@ -70,6 +74,8 @@ export class RemoteStreamCarrierError extends Error {
     this.retryable = reason === "socket_lost";
   }
 }
+
+brandErrorClass(RemoteStreamCarrierError, "RemoteStreamCarrierError");
 
 /**
  * The retry decision, a pure function of the error: carrier losses retry (unless the client was
