@@ -52,6 +52,8 @@ export const HostFrame = Type.Union([
     serverTime: Type.Number(),
     /** The largest client frame the host reads, in bytes: a larger one closes the socket (1009). */
     maxPayloadBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** The longest string, in UTF-8 bytes, the host reads in a client frame: a longer one is `bad_frame`. */
+    maxStrBytes: Type.Optional(Type.Integer({ minimum: 1 })),
   }),
   Type.Object({ type: Type.Literal("result"), id: FrameId, value: Type.Unknown() }),
   Type.Object({ type: Type.Literal("item"), id: FrameId, value: Type.Unknown() }),

@@ -15,8 +15,8 @@ export function isHostFrame(value: unknown): value is HostFrame {
         typeof value.generation === "string" &&
         typeof value.serverTime === "number" &&
         Number.isFinite(value.serverTime) &&
-        (value.maxPayloadBytes === undefined ||
-          (Number.isInteger(value.maxPayloadBytes) && (value.maxPayloadBytes as number) >= 1))
+        isOptionalCount(value.maxPayloadBytes) &&
+        isOptionalCount(value.maxStrBytes)
       );
     case "result":
     case "item":
@@ -30,6 +30,11 @@ export function isHostFrame(value: unknown): value is HostFrame {
     default:
       return false;
   }
+}
+
+/** An optional limit of the `hello`: absent (an older host), or a whole number of at least 1. */
+function isOptionalCount(value: unknown): boolean {
+  return value === undefined || (Number.isInteger(value) && (value as number) >= 1);
 }
 
 const CATEGORIES: ReadonlySet<unknown> = new Set(["protocol", "business", "internal"]);

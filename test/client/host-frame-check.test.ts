@@ -20,6 +20,8 @@ const wireError = fc.record(
   },
   { requiredKeys: [] },
 );
+/** A `hello` limit: a count, or a number or value that is none. */
+const limit = fc.oneof(fc.integer({ min: -1, max: 3 }), fc.double(), fc.string(), fc.constant(null));
 /** Frames near the schema: every field present or missing, right or wrong. */
 const nearFrame = fc.record(
   {
@@ -28,6 +30,8 @@ const nearFrame = fc.record(
     hostId: fc.oneof(fc.string(), fc.integer()),
     generation: fc.oneof(fc.string(), fc.constant(null)),
     serverTime: fc.oneof(fc.double(), fc.string()),
+    maxPayloadBytes: limit,
+    maxStrBytes: limit,
     id,
     value: fc.anything(),
     error: wireError,
@@ -58,6 +62,15 @@ describe("the hand-written host frame check equals the HostFrame schema", () => 
   it("accepts every kind of valid frame", () => {
     const valid = [
       { type: "hello", protocol: 1, hostId: "h", generation: "g", serverTime: 1 },
+      {
+        type: "hello",
+        protocol: 1,
+        hostId: "h",
+        generation: "g",
+        serverTime: 1,
+        maxPayloadBytes: 9,
+        maxStrBytes: 1,
+      },
       { type: "result", id: 1, value: null },
       { type: "item", id: 2, value: { kind: "x" } },
       { type: "end", id: 3 },

@@ -72,3 +72,38 @@ describe.skipIf(!hasChromium)("browser console: a prompt longer than the host ta
     await page.close();
   });
 });
+
+describe.skipIf(!hasChromium)("browser console: a host that reads longer or shorter strings", () => {
+  const browser = useBrowser();
+  // the frame limit stays the default 1 MiB: the string limit is the one that moves
+  const fixture = useConsoleHost({ mux: { decodeLimits: { maxStrBytes: 200 * 1024 } } });
+
+  it("takes the limit the host's hello announces, not the default one", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    const composer = '[data-testid="composer-input"]';
+    const toast = page.locator('[data-testid="toast"]');
+
+    // 100 KiB: past the default limit, within this host's
+    await page.fill(composer, "x".repeat(100 * 1024));
+    await page.press(composer, "Enter");
+    await expect
+      .poll(async () => turnEnds(await readLog(fixture.client, sessionId)), { timeout: 30_000 })
+      .toBe(1);
+    expect(await toast.isVisible()).toBe(false);
+
+    const over = "x".repeat(200 * 1024 + 1);
+    await page.fill(composer, over);
+    await page.press(composer, "Enter");
+    await toast.waitFor({ state: "visible" });
+    expect(await toast.textContent()).toBe(
+      "This message is 201 KiB long; the host takes at most 200 KiB of text in one message. Shorten it or send it in parts: nothing was sent.",
+    );
+    expect(await page.inputValue(composer)).toBe(over);
+    expect((await readLog(fixture.client, sessionId)).filter((e) => e.type === "user/message")).toHaveLength(
+      1,
+    );
+    await page.close();
+  });
+});

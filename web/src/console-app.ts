@@ -331,7 +331,7 @@ export class ConsoleApp {
     const s = this.session;
     const text = this.el.composerInput.value;
     if (!s || text.trim() === "" || !this.online) return;
-    const tooLong = promptTooLong(text);
+    const tooLong = promptTooLong(text, this.link.maxPromptBytes());
     if (tooLong) {
       this.toast(tooLong);
       return;

@@ -11,6 +11,7 @@ import {
   newClientMessageId,
   type SessionmuxClient,
 } from "../../src/client/index.js";
+import { DEFAULT_PROMPT_BYTES } from "./prompt-size.js";
 import { RetryWait } from "./retry-wait.js";
 
 /** The list notifications of §6, as one callback. */
@@ -135,6 +136,18 @@ export class ConsoleLink {
 
   create(): Promise<ResultOf<"session.create">> {
     return this.client.call("session.create", {});
+  }
+
+  /**
+   * The most UTF-8 bytes of text a prompt may carry to the connected host: the longest string its
+   * decoder reads, and never more than its frame limit (the SDK refuses a larger frame itself).
+   */
+  maxPromptBytes(): number {
+    const hello = this.client.hello;
+    return Math.min(
+      hello?.maxStrBytes ?? DEFAULT_PROMPT_BYTES,
+      hello?.maxPayloadBytes ?? Number.POSITIVE_INFINITY,
+    );
   }
 
   prompt(sessionId: string, text: string): Promise<ResultOf<"session.prompt">> {

@@ -79,6 +79,7 @@ export class MuxConnection {
       generation: this.#host.generation,
       serverTime: Date.now(),
       maxPayloadBytes: this.#options.maxPayloadBytes,
+      maxStrBytes: this.#options.decodeLimits.maxStrBytes,
     });
     this.#unsubscribeNotifications = this.#host.subscribeNotificationLists(this.#principal, (list) => {
       if (this.writer.buffered > this.#options.notificationHighWaterBytes) {
