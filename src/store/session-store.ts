@@ -123,7 +123,7 @@ export interface ForkInput {
   sourceId: string;
   targetId: string;
   owner: string;
-  /** Default: the source's head. */
+  /** Default: the source's head; past it the fork is refused (`seq_past_head`). */
   atSeq?: number;
   at?: number;
   /** As `CreateInput.maxOwnerSessions`, for the new session's owner. */
@@ -134,7 +134,12 @@ export type CreateOutcome =
   | { status: "exists" }
   | { status: "retired" }
   | { status: "too_many_sessions"; max: number };
-export type ForkOutcome = CreateOutcome | { status: "source_not_found" } | { status: "source_retired" };
+export type ForkOutcome =
+  | CreateOutcome
+  | { status: "source_not_found" }
+  | { status: "source_retired" }
+  /** `atSeq` is past the source's head, `headSeq` in its current epoch. */
+  | { status: "seq_past_head"; headSeq: number };
 
 export interface AppendOptions {
   expectedEpoch?: string;

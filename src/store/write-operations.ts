@@ -134,7 +134,7 @@ export class WriteOperations {
 
   /**
    * The fork's seq 1 records its lineage; the source's events up to `atSeq` follow, re-sequenced
-   * (its own `session/created` is not copied). `atSeq` is clamped to the source's head. A prefix
+   * (its own `session/created` is not copied). An `atSeq` past the source's head forks nothing. A prefix
    * that ends inside a turn gets that turn closed as interrupted. The source is only read.
    */
   fork(input: ForkInput): WriteOperation<ForkOutcome> {
@@ -142,12 +142,14 @@ export class WriteOperations {
       const source = this.writer.load(input.sourceId);
       if (source === "retired") return { status: "source_retired" };
       if (!source) return { status: "source_not_found" };
+      if (input.atSeq !== undefined && input.atSeq > source.headSeq)
+        return { status: "seq_past_head", headSeq: source.headSeq };
       const existing = this.writer.load(input.targetId);
       if (existing === "retired") return { status: "retired" };
       if (existing) return { status: "exists" };
       const full = this.ownerFull(input.owner, input.maxOwnerSessions);
       if (full) return full;
-      const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
+      const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
       const at = input.at ?? this.now();
       const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[]).map(
         decodeRow,

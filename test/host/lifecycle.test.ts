@@ -327,6 +327,20 @@ describe("session.fork", () => {
     expect((await fx.store.header("dst")).status).toBe("not_found");
     expect(liveSet()).not.toContain("dst");
   });
+
+  test("at a seq past the source's head is bad_request naming atSeq and the head; nothing is created or started", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "src" });
+    await fx.restart();
+    const { sessions } = await fx.host.call(ADMIN, "session.list", {});
+    const refused = await errorCode(() =>
+      fx.host.call(ADMIN, "session.fork", { sourceId: "src", sessionId: "dst", atSeq: 2 }),
+    );
+    expect(refused).toEqual({ code: "bad_request", data: { field: "/atSeq", headSeq: 1 } });
+    expect((await fx.store.header("dst")).status).toBe("not_found");
+    expect((await fx.host.call(ADMIN, "session.list", {})).sessions).toEqual(sessions);
+    expect(liveSet()).toEqual([]);
+  });
 });
 
 describe("agent lifecycle", () => {

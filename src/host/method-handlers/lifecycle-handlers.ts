@@ -79,11 +79,21 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
   if (outcome.status === "source_not_found") throw notFound(params.sourceId);
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
+  if (outcome.status === "seq_past_head") throw seqPastHead(params.sourceId, params.atSeq, outcome.headSeq);
   if (outcome.status !== "created") throw refusal(targetId, outcome);
   await attachNew(ctx, resolvers, principal, targetId);
   await announce(ctx, principal, targetId);
   return { header: outcome.header };
 };
+
+/** A fork at a seq the source does not have: clamping it would fork another prefix than asked. */
+function seqPastHead(sourceId: string, atSeq: number | undefined, headSeq: number): SessionmuxError {
+  return new SessionmuxError(
+    "bad_request",
+    `params/atSeq: ${atSeq} is past the head of session ${sourceId} (seq ${headSeq}); fork at or before it`,
+    { data: { field: "/atSeq", headSeq } },
+  );
+}
 
 /** Stops a live agent (its turn is aborted and not closed: the log goes away), then retires the id. */
 export const remove: MethodHandler<"session.delete"> = async (ctx, resolvers, principal, params) => {

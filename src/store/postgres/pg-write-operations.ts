@@ -189,12 +189,14 @@ export class PgWriteOperations {
         const source = await batch.load(input.sourceId);
         if (source === "retired") return { status: "source_retired" };
         if (!source) return { status: "source_not_found" };
+        if (input.atSeq !== undefined && input.atSeq > source.headSeq)
+          return { status: "seq_past_head", headSeq: source.headSeq };
         const existing = await batch.load(input.targetId);
         if (existing === "retired") return { status: "retired" };
         if (existing) return { status: "exists" };
         const full = await ownerFull(batch, input.owner, input.maxOwnerSessions);
         if (full) return full;
-        const atSeq = Math.max(0, Math.min(input.atSeq ?? source.headSeq, source.headSeq));
+        const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
         const at = input.at ?? this.now();
         const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq])).map(decodeRow);
         const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);

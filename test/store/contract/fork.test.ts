@@ -134,9 +134,19 @@ describeContract("fork", (backend) => {
     ]);
   });
 
-  it("clamps atSeq beyond the head to the head", async () => {
+  it("refuses an atSeq past the head, naming the head, and creates nothing; at the head it forks", async () => {
     const store = await seeded(open);
-    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 999 });
+    const usage = await store.ownerStoredBytes("o");
+    for (const atSeq of [9, 999])
+      expect(await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq })).toEqual({
+        status: "seq_past_head",
+        headSeq: 8,
+      });
+    expect(await store.header("dst")).toEqual({ status: "not_found" });
+    expect((await store.list({ limit: 10 })).rows.map((row) => row.sessionId)).toEqual(["src"]);
+    expect(await store.ownerStoredBytes("o")).toBe(usage);
+    // the id was never taken: a fork at the head may still use it
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 8 });
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 8 });
   });
