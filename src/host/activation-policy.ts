@@ -1,11 +1,18 @@
 import type { Resolution, SessionHeader } from "../../protocol/index.js";
 import { type Activation, SessionmuxError } from "../../protocol/index.js";
+import { sameResolution } from "../store/live-state-operations.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { assertAnswerFits } from "./answer-fit.js";
 import type { LiveSession } from "./live-session.js";
 import { canSee, type Principal } from "./principal.js";
-import { agentNotLive, interactionNotFound, notFound, refusal } from "./store-outcomes.js";
+import {
+  agentNotLive,
+  interactionAlreadyResolved,
+  interactionNotFound,
+  notFound,
+  refusal,
+} from "./store-outcomes.js";
 
 /** What a cold inspection learns: enough to authorise and to attach an agent later. */
 export interface ColdSession {
@@ -25,9 +32,10 @@ export interface Resolvers {
   /** Resume-permitted resolution: the live session, attaching an agent when cold. */
   resume(principal: Principal, sessionId: string): Promise<LiveSession>;
   /**
-   * A durable interaction (pending or answered); unknown or foreign → `interaction_not_found`;
-   * `response`, the caller's answer, of the other kind → `bad_request`, before the call counts
-   * as work on the session (a dismissed one is restored only for an answer that fits).
+   * An interaction `response` may still answer: unknown, foreign or withdrawn →
+   * `interaction_not_found`; `response` of the other kind → `bad_request`; answered already with
+   * another answer → `interaction_already_resolved`. All read before anything is resumed, so a
+   * refused answer starts no agent.
    */
   interaction(principal: Principal, interactionId: string, response: Resolution): Promise<LiveInteraction>;
 }
@@ -35,9 +43,14 @@ export interface Resolvers {
 export interface LiveInteraction {
   interactionId: string;
   sessionId: string;
+  /** Answered already with this very answer: the call repeats one the store accepted. */
+  repeat: boolean;
 }
 
-/** Told of every session a `resume` call acts on for a principal (a dismissed one is restored). */
+/**
+ * Told of every session a `resume` call acted on for a principal (a dismissed one is restored),
+ * once the call succeeded.
+ */
 export type WorkNotice = (principal: Principal, sessionId: string) => void;
 
 /** Makes this host the session's owner, then runs `attach` (see `HostCluster.claim`). */
@@ -48,11 +61,12 @@ export class ActivationPolicy {
   readonly #agents: AgentRegistry;
   readonly #claim: Claim;
   readonly #scopes: Record<Activation, Resolvers>;
+  readonly #onWork: WorkNotice;
 
   /**
    * `claim` makes this host the session's owner (the resume rule: on a shared store, its lease),
    * or throws `NotOwner`, and attaches a cold session's agent; `onWork` hears of every session a
-   * `resume` call acts on.
+   * `resume` call run by `run` acted on, once the call succeeded.
    */
   constructor(
     store: HostStore,
@@ -63,10 +77,10 @@ export class ActivationPolicy {
     } = {},
   ) {
     const claim = hooks.claim ?? (async (_sessionId, attach) => attach());
-    const onWork = hooks.onWork ?? (() => undefined);
     this.#store = store;
     this.#agents = agents;
     this.#claim = claim;
+    this.#onWork = hooks.onWork ?? (() => undefined);
     const inspect = this.inspect.bind(this);
     const live = this.lookupLive.bind(this);
     const resume = this.resolveForWork.bind(this);
@@ -81,27 +95,39 @@ export class ActivationPolicy {
       cold: coldOnly("cold"),
       explicit: coldOnly("explicit"),
       "live-only": { inspect, live, interaction, resume: forbidden("live-only", "resume") },
-      resume: {
-        inspect,
-        live,
-        interaction: async (principal, interactionId, response) => {
-          const found = await interaction(principal, interactionId, response);
-          onWork(principal, found.sessionId);
-          return found;
-        },
-        resume: async (principal, sessionId) => {
-          // after the resolver authorised it: a refused call restores nothing
-          const session = await resume(principal, sessionId);
-          onWork(principal, sessionId);
-          return session;
-        },
-      },
+      resume: { inspect, live, interaction, resume },
     };
   }
 
-  /** The resolvers a method of this activation may use. */
+  /** The resolvers a method of this activation may use; a `resume` call's work is told only by `run`. */
   scope(activation: Activation): Resolvers {
     return this.#scopes[activation];
+  }
+
+  /**
+   * Runs one call with the resolvers its activation permits. The sessions a `resume` call
+   * resolved reach `onWork` only once the call succeeded: a call that ends in an error (bad
+   * input, a store's refusal, a lost race) leaves a dismissal as it was.
+   */
+  async run<T>(activation: Activation, call: (resolvers: Resolvers) => Promise<T>): Promise<T> {
+    const scope = this.#scopes[activation];
+    if (activation !== "resume") return call(scope);
+    const worked: [Principal, string][] = [];
+    const result = await call({
+      ...scope,
+      interaction: async (principal, interactionId, response) => {
+        const found = await scope.interaction(principal, interactionId, response);
+        worked.push([principal, found.sessionId]);
+        return found;
+      },
+      resume: async (principal, sessionId) => {
+        const session = await scope.resume(principal, sessionId);
+        worked.push([principal, sessionId]);
+        return session;
+      },
+    });
+    for (const [principal, sessionId] of worked) this.#onWork(principal, sessionId);
+    return result;
   }
 
   async inspect(principal: Principal, sessionId: string): Promise<ColdSession> {
@@ -128,9 +154,13 @@ export class ActivationPolicy {
     response: Resolution,
   ): Promise<LiveInteraction> {
     const stored = await this.#store.interaction(interactionId);
-    if (!stored || !canSee(principal, stored.owner)) throw interactionNotFound(interactionId);
+    // withdrawn: its turn ended unanswered, and the store refuses an answer to it as to a missing one
+    if (!stored || stored.state === "withdrawn" || !canSee(principal, stored.owner))
+      throw interactionNotFound(interactionId);
     assertAnswerFits(stored.interaction.kind, interactionId, response);
-    return { interactionId, sessionId: stored.interaction.sessionId };
+    const winner = stored.state === "resolved" ? stored.resolution : undefined;
+    if (winner && !sameResolution(winner, response)) throw interactionAlreadyResolved(interactionId, winner);
+    return { interactionId, sessionId: stored.interaction.sessionId, repeat: winner !== undefined };
   }
 
   async resolveForWork(principal: Principal, sessionId: string): Promise<LiveSession> {

@@ -13,7 +13,8 @@ import { notFound } from "./store-outcomes.js";
  *
  * What restores a dismissed session: `session.restore`, and the `resume` calls that ask the
  * session for work on the caller's behalf (`session.prompt`, `session.selectModel`, and
- * `session.respond` for the session whose interaction it answers). Cold reads (`follow`, `page`,
+ * `session.respond` for the session whose interaction it answers), once they succeed: a call
+ * that ends in an error leaves the dismissal as it was. Cold reads (`follow`, `page`,
  * the HTTP views) never do: a reconnecting follower would otherwise undo a dismissal made in
  * another tab. A client that opens a dismissed session for a person calls `session.restore`.
  */
@@ -43,9 +44,9 @@ export class Dismissals {
   }
 
   /**
-   * A `resume` call names the session: restore it if the principal dismissed it. Started before
-   * the call's work and not awaited by it, so a prompt is neither delayed nor reordered behind
-   * another prompt by this read; one indexed read when nothing was dismissed.
+   * A `resume` call succeeded on the session: restore it if the principal dismissed it. Started
+   * once the call's work is done and not awaited by it, so a prompt's answer is not delayed by
+   * this read; one indexed read when nothing was dismissed. A refused call never gets here.
    */
   restoreForWork(principal: Principal, sessionId: string): void {
     void (async () => {

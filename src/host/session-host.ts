@@ -332,7 +332,9 @@ export class SessionHost implements HostApi {
   /** Runs a parsed call on this host, through its activation policy and handlers. */
   #run(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
     const handler = HANDLERS[method] as (...args: unknown[]) => Promise<unknown>;
-    return handler(this.#ctx, this.#policy.scope(ActivationTable[method]), principal, params);
+    return this.#policy.run(ActivationTable[method], (resolvers) =>
+      handler(this.#ctx, resolvers, principal, params),
+    );
   }
 
   async authorizeRead(principal: Principal, sessionId: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { SessionmuxError } from "../../protocol/index.js";
+import { type Resolution, SessionmuxError } from "../../protocol/index.js";
 
 /** Turns an expected store outcome that refuses the call into the §7 error the caller sees. */
 export function refusal(
@@ -64,6 +64,17 @@ export function interactionNotFound(interactionId: string): SessionmuxError {
   return new SessionmuxError("interaction_not_found", `no pending interaction ${interactionId}`, {
     data: { interactionId },
   });
+}
+
+/** A different answer than the one that won; `resolution` is the winner's. */
+export function interactionAlreadyResolved(interactionId: string, resolution: Resolution): SessionmuxError {
+  return new SessionmuxError(
+    "interaction_already_resolved",
+    `interaction ${interactionId} was already answered`,
+    {
+      data: { interactionId, resolution },
+    },
+  );
 }
 
 /**

@@ -37,7 +37,7 @@ function agentsOf(live: Map<string, LiveSession>) {
   return { agents, attached };
 }
 
-async function setup() {
+async function setup(onWork?: (principal: Principal, sessionId: string) => void) {
   const dir = tempDir("sessionmux-activation-");
   const store = SqliteSessionStore.open(dir.file("s.db"));
   cleanups.push(() => dir.remove());
@@ -45,7 +45,7 @@ async function setup() {
   await store.create({ sessionId: "a1", owner: "alice", model: "demo" });
   const live = new Map<string, LiveSession>();
   const { agents, attached } = agentsOf(live);
-  const policy = new ActivationPolicy(store, agents);
+  const policy = new ActivationPolicy(store, agents, onWork ? { onWork } : {});
   const headers = vi.spyOn(store, "header");
   return { store, live, attached, policy, headers };
 }
@@ -130,13 +130,64 @@ describe("activation policy", () => {
     expect(await policy.scope("live-only").interaction(ALICE, "i1", APPROVE)).toEqual({
       interactionId: "i1",
       sessionId: "a1",
+      repeat: false,
     });
     expect(await policy.scope("resume").interaction(ADMIN, "i1", APPROVE)).toEqual({
       interactionId: "i1",
       sessionId: "a1",
+      repeat: false,
     });
     expect(await codeOf(policy.scope("resume").interaction(BOB, "i1", APPROVE))).toBe(
       "interaction_not_found",
     );
+  });
+
+  it("a resume call tells of the sessions it resolved only once it succeeded; a refused one tells nothing", async () => {
+    const told: [string, string][] = [];
+    const { policy } = await setup((principal, sessionId) => told.push([principal.name, sessionId]));
+    const refused = policy.run("resume", async (resolvers) => {
+      await resolvers.resume(ALICE, "a1");
+      throw new SessionmuxError("queue_full", "full");
+    });
+    expect(await codeOf(refused)).toBe("queue_full");
+    expect(told).toEqual([]);
+    const answered = await policy.run("resume", async (resolvers) => {
+      await resolvers.resume(ALICE, "a1");
+      expect(told).toEqual([]);
+      return "done";
+    });
+    expect(answered).toBe("done");
+    expect(told).toEqual([["alice", "a1"]]);
+    // a cold call resolves nothing for work
+    await policy.run("cold", (resolvers) => resolvers.inspect(ALICE, "a1"));
+    expect(told).toHaveLength(1);
+  });
+
+  it("an answer to an interaction answered otherwise or withdrawn is refused before anything resumes", async () => {
+    const { policy, store, attached } = await setup();
+    await store.append("a1", [
+      { type: "turn/start", data: { turnId: "t1", trigger: "prompt" } },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i1", kind: "approval", action: "x" },
+      },
+      {
+        type: "interaction/requested",
+        data: { turnId: "t1", interactionId: "i2", kind: "approval", action: "y" },
+      },
+    ]);
+    await store.resolveInteraction("i1", APPROVE);
+    const scope = policy.scope("resume");
+    expect(await scope.interaction(ALICE, "i1", APPROVE)).toEqual({
+      interactionId: "i1",
+      sessionId: "a1",
+      repeat: true,
+    });
+    expect(await codeOf(scope.interaction(ALICE, "i1", { outcome: "deny" }))).toBe(
+      "interaction_already_resolved",
+    );
+    await store.append("a1", [{ type: "turn/end", data: { turnId: "t1", state: "cancelled" } }]);
+    expect(await codeOf(scope.interaction(ALICE, "i2", APPROVE))).toBe("interaction_not_found");
+    expect(attached).toEqual([]);
   });
 });

@@ -3,7 +3,12 @@ import type { QueueChangeOutcome, QueueEditOutcome } from "../../store/live-stat
 import type { HostContext, MethodHandler } from "../host-context.js";
 import { toItem } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
-import { deletedMeanwhile, interactionNotFound, refusal } from "../store-outcomes.js";
+import {
+  deletedMeanwhile,
+  interactionAlreadyResolved,
+  interactionNotFound,
+  refusal,
+} from "../store-outcomes.js";
 
 /** Methods that act on a live agent or a pending item; only `session.respond` may resume one. */
 
@@ -76,11 +81,12 @@ function missing(itemId: string): SessionmuxError {
  * by a previous process resumes the session's agent to continue it.
  */
 export const respond: MethodHandler<"session.respond"> = async (ctx, resolvers, principal, params) => {
-  const { sessionId, interactionId } = await resolvers.interaction(
+  const { sessionId, interactionId, repeat } = await resolvers.interaction(
     principal,
     params.interactionId,
     params.response,
   );
+  if (repeat) return { resolved: true };
   // no turn of this process waits for it: the turn is parked; attaching the agent first adopts it,
   // so no prompt can start another turn between the answer and the continuation
   const parked = ctx.live.interactionRegistry.hasWaiter(interactionId)
@@ -91,11 +97,7 @@ export const respond: MethodHandler<"session.respond"> = async (ctx, resolvers, 
     case "not_found":
       throw interactionNotFound(interactionId);
     case "conflict":
-      throw new SessionmuxError(
-        "interaction_already_resolved",
-        `interaction ${interactionId} was already answered`,
-        { data: { interactionId, resolution: outcome.winner } },
-      );
+      throw interactionAlreadyResolved(interactionId, outcome.winner);
     case "repeat":
       return { resolved: true };
     case "resolved":

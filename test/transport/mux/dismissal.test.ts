@@ -147,6 +147,42 @@ describe("keep-running dismissal", () => {
     await expect.poll(() => listIds(alice), { timeout: 10_000, interval: 25 }).toContain(sessionId);
   });
 
+  it("a refused answer, on the socket or the HTTP answer route, or a refused prompt leaves it dismissed", async () => {
+    const sessionId = await createSession(alice);
+    await alice.call("session.prompt", { sessionId, text: "/approve deploy", clientMessageId: "a1" });
+    const pending = await until(
+      () => h.host.live.interactions().find((i) => i.sessionId === sessionId),
+      15_000,
+      "interaction",
+    );
+    const { interactionId } = pending;
+    await alice.call("session.respond", { interactionId, response: { outcome: "approve" } });
+    await alice.call("session.dismiss", { sessionId });
+    const deny = { outcome: "deny" };
+    expect((await alice.callError("session.respond", { interactionId, response: deny })).code).toBe(
+      "interaction_already_resolved",
+    );
+    const answered = await fetch(`${h.url}/v1/interactions/${interactionId}/answer`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALICE_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(deny),
+    });
+    expect(answered.status).toBe(409);
+    expect(await answered.json()).toMatchObject({ error: "interaction_already_resolved" });
+    expect(
+      (await alice.callError("session.prompt", { sessionId, text: "x", clientMessageId: "a2", model: 1 }))
+        .code,
+    ).toBe("bad_request");
+    // a later prompt's restore of another session lands: one the refused calls started would have too
+    const other = await createSession(alice);
+    await alice.call("session.dismiss", { sessionId: other });
+    await alice.call("session.prompt", { sessionId: other, text: "hello", clientMessageId: "o1" });
+    await expect.poll(() => listIds(alice), { timeout: 10_000, interval: 25 }).toContain(other);
+    expect(await listIds(alice)).not.toContain(sessionId);
+    expect(await h.store.isDismissed(sessionId, "alice")).toBe(true);
+    expect(dismissedFrames(aliceTab, sessionId)).toEqual([true]);
+  });
+
   it("the HTTP session index leaves dismissed sessions out unless asked (dismissed=true)", async () => {
     const sessionId = await createSession(alice);
     const index = async (query: string) => {
