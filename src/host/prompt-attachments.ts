@@ -9,6 +9,8 @@ export interface PreparedAttachments {
   stored: UserMessageAttachmentInput[];
   /** What the agent receives, bytes included. */
   agent: TurnAttachment[];
+  /** The inline bytes this preparation kept: no message references them until the prompt's append commits. */
+  kept: string[];
 }
 
 /**
@@ -44,7 +46,8 @@ function uploadNotFound(attachmentId: string): SessionmuxError {
  * transcript can link them) and leave a plain shell in the log; uploaded ones are looked up for
  * the agent; a link to elsewhere is kept as a link. Every upload is read and every `data:` URL
  * decoded before any inline bytes are kept: a refusal (an upload gone meanwhile, an undecodable
- * URL) then leaves no bytes behind.
+ * URL) then leaves no bytes behind. A prompt whose append then does not commit gives what was
+ * kept back with `discardKept`.
  */
 export async function prepareAttachments(
   store: SessionStore,
@@ -54,12 +57,19 @@ export async function prepareAttachments(
   const sources: AttachmentSource[] = [];
   for (const [index, a] of (input.attachments ?? []).entries())
     sources.push(await sourceOf(store, owner, a, index));
-  const prepared: PreparedAttachments = { stored: [], agent: [] };
+  const prepared: PreparedAttachments = { stored: [], agent: [], kept: [] };
   for (const source of sources) {
     const { name } = source.input;
     if (source.kind === "inline") {
       const { type, bytes } = source;
-      const attachmentId = await store.putAttachment({ owner, name, type, bytes });
+      let attachmentId: string;
+      try {
+        attachmentId = await store.putAttachment({ owner, name, type, bytes });
+      } catch (err) {
+        await discardKept(store, prepared);
+        throw err;
+      }
+      prepared.kept.push(attachmentId);
       prepared.stored.push({ name, type, attachmentId, bytes });
       prepared.agent.push({ name, type, size: bytes.byteLength, bytes });
     } else if (source.kind === "upload") {
@@ -76,6 +86,18 @@ export async function prepareAttachments(
     }
   }
   return prepared;
+}
+
+/**
+ * Deletes the inline bytes a prompt kept when its append did not commit (a duplicate that lost
+ * the race, a lost lease, a refusal, a failed write): they would count on the owner's quota until
+ * they expired. One a committed message references stays. A delete that fails leaves an
+ * unreferenced row, which expires like an unused upload; the prompt's own error is what the
+ * caller hears.
+ */
+export async function discardKept(store: SessionStore, prepared: PreparedAttachments): Promise<void> {
+  for (const attachmentId of prepared.kept)
+    await store.discardAttachment(attachmentId).catch(() => undefined);
 }
 
 /** Where one attachment's content comes from, read without keeping anything. */

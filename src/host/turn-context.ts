@@ -12,7 +12,7 @@ import type { AppendOptions, SessionStore } from "../store/session-store.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { type LiveSession, type RunningTurn, TurnStopped } from "./live-session.js";
-import { prepareAttachments } from "./prompt-attachments.js";
+import { discardKept, prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 import { promptMessage } from "./user-message-shape.js";
 
@@ -131,8 +131,12 @@ export class HostTurnContext implements TurnContext {
       const outcome = await this.#fencedAppend([{ type: "user/message", data: message }], {
         at: this.#now(),
         dequeue: { itemId, turnId: this.turnId },
+      }).catch(async (err: unknown) => {
+        await discardKept(this.#store, attachments);
+        throw err;
       });
       if (outcome.status === "appended") taken.push(item.input.text);
+      else await discardKept(this.#store, attachments);
     }
     return taken;
   }

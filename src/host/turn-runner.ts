@@ -13,7 +13,7 @@ import type { PromptInput } from "./live/prompt-queue.js";
 import { type LiveSession, RunningTurn } from "./live-session.js";
 import { NotOwner } from "./not-owner.js";
 import type { NotificationHub } from "./notifications.js";
-import { prepareAttachments } from "./prompt-attachments.js";
+import { discardKept, type PreparedAttachments, prepareAttachments } from "./prompt-attachments.js";
 import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
 import { isStoreFailure, type StoreRetry, storeRetryDelay } from "./store-retry.js";
@@ -92,8 +92,9 @@ export class TurnRunner {
     const turn = new RunningTurn(randomUUID());
     session.turn = turn;
     this.#deps.agents.markRunning(session);
+    let attachments: PreparedAttachments | undefined;
     try {
-      const attachments = await prepareAttachments(this.#deps.store, session.owner, input);
+      attachments = await prepareAttachments(this.#deps.store, session.owner, input);
       const message = promptMessage(input, attachments.stored);
       const prompt =
         input.clientMessageId !== undefined && itemId === undefined
@@ -121,6 +122,7 @@ export class TurnRunner {
       }
       if (outcome.status === "duplicate" || outcome.status === "queue_item_gone") {
         this.#release(session, turn);
+        await discardKept(this.#deps.store, attachments);
         return outcome;
       }
       if (outcome.status !== "appended") throw refusal(session.sessionId, outcome);
@@ -132,6 +134,7 @@ export class TurnRunner {
     } catch (err) {
       // a queued prompt that failed to start is tried again after a pause (see `kick`), not at once
       this.#release(session, turn, itemId === undefined);
+      if (attachments) await discardKept(this.#deps.store, attachments);
       throw err;
     }
   }

@@ -73,6 +73,7 @@ export class SqliteAttachmentChunks {
   readonly #info: Database.Statement;
   readonly #chunk: Database.Statement;
   readonly #delete: Database.Statement;
+  readonly #deleteUnreferenced: Database.Statement;
   readonly #deleteChunks: Database.Statement;
 
   constructor(db: Database.Database) {
@@ -84,6 +85,9 @@ export class SqliteAttachmentChunks {
       "INSERT INTO attachment_chunks (attachment_id, idx, bytes) VALUES (?, ?, ?)",
     );
     this.#delete = db.prepare("DELETE FROM attachments WHERE attachment_id = ?");
+    this.#deleteUnreferenced = db.prepare(
+      "DELETE FROM attachments WHERE attachment_id = ? AND session_id IS NULL",
+    );
     this.#deleteChunks = db.prepare("DELETE FROM attachment_chunks WHERE attachment_id = ?");
     this.#info = db.prepare(
       "SELECT attachment_id, owner, session_id, name, type, size FROM attachments WHERE attachment_id = ?",
@@ -130,6 +134,13 @@ export class SqliteAttachmentChunks {
       throw err;
     }
     return id;
+  }
+
+  /** The write that deletes an upload no message references (its chunks follow by trigger). */
+  discard(attachmentId: string): WriteOperation<void> {
+    return () => {
+      this.#deleteUnreferenced.run(attachmentId);
+    };
   }
 
   info(attachmentId: string): Promise<AttachmentInfo | null> {

@@ -66,6 +66,11 @@ export interface SessionStore extends DismissalStore {
   ): Promise<{ status: "ok"; hasUnseenCompletion: boolean } | { status: "not_found" }>;
 
   putAttachment(input: { owner: string; name: string; type: string; bytes: Uint8Array }): Promise<string>;
+  /**
+   * Deletes an attachment no message references yet (inline bytes kept for a prompt that was then
+   * refused); one a message links is left alone, as is an unknown id.
+   */
+  discardAttachment(attachmentId: string): Promise<void>;
   /** The whole body in one buffer (a prompt hands it to the agent); streams use `attachmentChunks`. */
   getAttachment(attachmentId: string): Promise<StoredAttachment | null>;
   /** Who owns an attachment, its name, type and size, without reading its bytes. */

@@ -255,6 +255,10 @@ export class SqliteLogStore implements SessionStore {
     return this.read(() => this.reads.findPrompt(sessionId, clientMessageId));
   }
 
+  discardAttachment(attachmentId: string): Promise<void> {
+    return this.groupCommit.submit(this.attachments.discard(attachmentId));
+  }
+
   getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
     return this.attachmentInfo(attachmentId).then((info) =>
       readWhole(info, (id) => this.attachments.chunks(id)),

@@ -9,6 +9,7 @@ const INSERT_CHUNK = "INSERT INTO attachment_chunks (attachment_id, idx, bytes) 
 const INFO =
   "SELECT attachment_id, owner, session_id, name, type, size FROM attachments WHERE attachment_id = $1";
 const CHUNK = "SELECT bytes FROM attachment_chunks WHERE attachment_id = $1 AND idx = $2";
+const DISCARD = "DELETE FROM attachments WHERE attachment_id = $1 AND session_id IS NULL";
 
 interface InfoRow {
   attachment_id: string;
@@ -47,6 +48,16 @@ export class PgAttachmentChunks {
         let index = 0;
         for (const chunk of chunksOf(input.bytes)) await batch.execute(INSERT_CHUNK, [id, index++, chunk]);
         return id;
+      },
+    };
+  }
+
+  /** The write that deletes an upload no message references (its chunks follow by the foreign key). */
+  discard(attachmentId: string): PgWriteOperation<void> {
+    return {
+      sessions: [],
+      run: async (batch) => {
+        await batch.execute(DISCARD, [attachmentId]);
       },
     };
   }

@@ -369,6 +369,10 @@ export class PostgresSessionStore implements HostStore {
     return this.reads.findPrompt(sessionId, clientMessageId);
   }
 
+  discardAttachment(attachmentId: string): Promise<void> {
+    return this.groupCommit.submit(this.attachments.discard(attachmentId));
+  }
+
   async getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
     return readWhole(await this.attachments.info(attachmentId), (id) => this.attachments.chunks(id));
   }

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
+import Database from "better-sqlite3";
+import pg from "pg";
 import { expect, it } from "vitest";
 import { ATTACHMENT_CHUNK_BYTES } from "../../../src/store/attachment-chunks.js";
 import type { SessionStore } from "../../../src/store/session-store.js";
-import { describeContract, storeFixture } from "./backends.js";
+import { describeContract, pgUrl, type StoreUnderTest, storeFixture } from "./backends.js";
 
 async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
   const parts: Uint8Array[] = [];
@@ -12,6 +14,27 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array[]>
 
 const put = (store: SessionStore, bytes: Uint8Array) =>
   store.putAttachment({ owner: "o", name: "big.bin", type: "application/octet-stream", bytes });
+
+/** Chunk rows of every attachment, read beside the store: what is left of bodies on disk. */
+async function chunkRows(db: StoreUnderTest): Promise<number> {
+  const sql = "SELECT count(*) AS n FROM attachment_chunks";
+  if (db.path) {
+    const raw = new Database(db.path, { readonly: true });
+    try {
+      return (raw.prepare(sql).get() as { n: number }).n;
+    } finally {
+      raw.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: pgUrl! });
+  await client.connect();
+  try {
+    await client.query(`SET search_path TO "${db.schema}"`);
+    return Number((await client.query<{ n: string }>(sql)).rows[0]?.n);
+  } finally {
+    await client.end();
+  }
+}
 
 describeContract("attachments", (backend) => {
   const open = storeFixture(backend);
@@ -87,6 +110,37 @@ describeContract("attachments", (backend) => {
     expect((await store.getAttachment(used))?.size).toBe(2);
     await store.delete("first");
     expect(await store.getAttachment(used)).toBeNull();
+  });
+
+  it("discards an attachment no message references, its chunks and its bytes on the owner; a referenced one stays", async () => {
+    const db = await open();
+    const { store } = db;
+    const before = await store.ownerStoredBytes("o");
+    const kept = await put(store, new Uint8Array(3));
+    const dropped = await put(store, new Uint8Array(randomBytes(ATTACHMENT_CHUNK_BYTES + 10)));
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    await store.append("s", [
+      {
+        type: "user/message",
+        data: {
+          messageId: "m",
+          source: "user",
+          text: "see file",
+          attachments: [{ name: "big.bin", type: "application/octet-stream", size: 3, attachmentId: kept }],
+          meta: {},
+        },
+      },
+    ]);
+    const withBoth = await store.ownerStoredBytes("o");
+    expect(await chunkRows(db)).toBe(3);
+    await store.discardAttachment(dropped);
+    await store.discardAttachment(kept);
+    await store.discardAttachment("nope");
+    expect(await store.attachmentInfo(dropped)).toBeNull();
+    expect((await store.getAttachment(kept))?.sessionId).toBe("s");
+    expect(await chunkRows(db)).toBe(1);
+    expect(await store.ownerStoredBytes("o")).toBe(withBoth - (ATTACHMENT_CHUNK_BYTES + 10));
+    expect(withBoth - before).toBeGreaterThan(ATTACHMENT_CHUNK_BYTES + 10);
   });
 
   it("answers null for an unknown id", async () => {
