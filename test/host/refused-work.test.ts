@@ -34,7 +34,7 @@ async function open() {
 type Opened = Awaited<ReturnType<typeof open>>;
 
 /** A turn of `s` that waits on an approval, so later prompts queue behind it. */
-async function waitingOnApproval({ host }: Opened, clientMessageId: string): Promise<string> {
+async function waitingOnApproval({ host }: Pick<Opened, "host">, clientMessageId: string): Promise<string> {
   await host.call(ALICE, "session.prompt", { sessionId: "s", text: "/approve deploy", clientMessageId });
   const pending = await vi.waitFor(() => {
     const found = host.live.interactions().find((i) => i.sessionId === "s");
@@ -101,6 +101,46 @@ describe("a refused call leaves a dismissal as it was", () => {
     await laterWorkRestored(opened);
     expect(await store.isDismissed("s", "alice")).toBe(true);
     expect(await listed(host, false)).not.toContain("s");
+  });
+});
+
+describe("a prompt refused queue_full starts no agent", () => {
+  test("a parked session whose queue is full stays without an agent", async () => {
+    const dir = tempDir();
+    const path = dir.file("sessions.db");
+    const boot = async () => {
+      const store = SqliteSessionStore.open(path);
+      const host = new SessionHost({ store, agent: new DemoAgent(), maxQueuedPromptsPerSession: 1 });
+      await host.start();
+      return { host, store };
+    };
+    let running = await boot();
+    disposers.push(async () => {
+      await running.host.shutdown();
+      await running.store.close();
+      dir.remove();
+    });
+    await running.host.call(ALICE, "session.create", { sessionId: "s" });
+    await waitingOnApproval(running, "p1");
+    await running.host.call(ALICE, "session.prompt", {
+      sessionId: "s",
+      text: "queued",
+      clientMessageId: "p2",
+    });
+    await running.host.shutdown();
+    await running.store.close();
+    running = await boot();
+    // parked on its approval, its queue behind it: nothing runs until the answer
+    expect(running.host.live.agents()).toEqual([]);
+    const refused = await errorCode(() =>
+      running.host.call(ALICE, "session.prompt", { sessionId: "s", text: "more", clientMessageId: "p3" }),
+    );
+    expect(refused).toEqual({
+      code: "queue_full",
+      data: { sessionId: "s", limit: "items_per_session", max: 1 },
+    });
+    expect(running.host.live.agents()).toEqual([]);
+    expect(running.host.live.queue("s")).toHaveLength(1);
   });
 });
 

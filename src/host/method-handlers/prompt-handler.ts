@@ -46,6 +46,7 @@ async function answerPrompt(
   // before the agent starts: a refused prompt resumes nothing
   await assertAttachmentsReadable(ctx.store, owner, params.attachments);
   await assertStorageRoom(ctx, principal);
+  assertQueueRoom(ctx, params.sessionId);
   const session = await resolvers.resume(principal, params.sessionId);
   const input: PromptInput = {
     clientMessageId: params.clientMessageId,
@@ -62,6 +63,17 @@ async function answerPrompt(
   const begun = await ctx.runner.begin(session, input, "prompt");
   if (begun.status === "duplicate") return fromRecord(begun.record);
   return { queued: false, seq: begun.seq, turnId: begun.turnId };
+}
+
+/**
+ * A session whose queue is full takes a new prompt only into the queue, which the store would
+ * refuse: refused here, before a cold session's agent is attached for nothing. The store still
+ * decides a race and the per-owner bytes.
+ */
+function assertQueueRoom(ctx: HostContext, sessionId: string): void {
+  const max = ctx.limits.queue.maxItemsPerSession;
+  if (ctx.live.promptQueue.size(sessionId) >= max)
+    throw refusal(sessionId, { status: "queue_full", limit: "items_per_session", max });
 }
 
 /** The queue item and the prompt key commit together; the runner starts it when the session is free. */
