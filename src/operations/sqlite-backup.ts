@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { existingDatabase } from "./database-path.js";
 import { syncFolder } from "./durable-files.js";
+import { partialName, removeStalePartials } from "./stale-partials.js";
 import { StartupError } from "./startup-error.js";
 
 export interface BackupReport {
@@ -26,7 +27,8 @@ export interface BackupOptions {
  * written beside the target and linked into place once complete (the folder synced after the
  * link, so a reported backup survives a power cut), so `targetPath` is either absent or a whole
  * copy: a failed backup (a full disk) removes what it wrote, and a killed one
- * leaves only `<target>.<pid>.partial`. A copy that fails `PRAGMA integrity_check` is removed
+ * leaves only `<target>.<pid>.partial`, which the next backup into that folder removes once that
+ * process is gone. A copy that fails `PRAGMA integrity_check` is removed
  * too and refused `backup_corrupt`, never put in place.
  */
 export async function backupDatabase(
@@ -36,7 +38,9 @@ export async function backupDatabase(
 ): Promise<BackupReport> {
   const source = existingDatabase(sourcePath);
   if (existsSync(targetPath)) throw targetExists(targetPath);
-  const partial = `${targetPath}.${process.pid}.partial`;
+  // a backup killed mid-way (kill -9, a power cut) left its copy under its temporary name
+  removeStalePartials(dirname(targetPath), "partial");
+  const partial = partialName(targetPath, "partial");
   try {
     const pages = await copyPages(source, partial);
     options.beforeCheck?.(partial);

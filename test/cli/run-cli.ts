@@ -79,3 +79,19 @@ export function startServe(
     });
   });
 }
+
+/** Starts `sessionmux <args>` without waiting for it, for a test that kills it part way. */
+export function spawnCli(args: string[]): { pid: number; kill(): Promise<number | null> } {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    cwd: repo,
+    stdio: "ignore",
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    pid: child.pid ?? -1,
+    kill: async () => {
+      child.kill("SIGKILL");
+      return exited;
+    },
+  };
+}
