@@ -5,6 +5,7 @@ import { databaseTarget, redactUrl } from "../operations/database-target.js";
 import { assertNotInUse } from "../operations/exclusive-access.js";
 import { keptTokenFile } from "../operations/kept-token-location.js";
 import { backupDatabase } from "../operations/sqlite-backup.js";
+import { restoreDatabase } from "../operations/sqlite-restore.js";
 import { StartupError } from "../operations/startup-error.js";
 import { rotateToken, tokenFilePath } from "../operations/token-file.js";
 import { MissingSchemaError } from "../store/postgres/pg-schema.js";
@@ -31,7 +32,7 @@ async function openExistingPostgres(url: string, schema: string): Promise<Postgr
   }
 }
 
-/** Commands on the database and data folder: backup, rebuild-projections, token rotate. */
+/** Commands on the database and data folder: backup, restore, rebuild-projections, token rotate. */
 export function registerOperationsCommands(program: Command): void {
   program
     .command("backup <file>")
@@ -50,6 +51,28 @@ export function registerOperationsCommands(program: Command): void {
         );
       }
       const report = await backupDatabase(options.db, resolve(file));
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+    });
+
+  program
+    .command("restore <backup>")
+    .description(
+      "replace the database with a backup sessionmux backup wrote (refused while a host has it open); " +
+        "the replaced file is kept beside it as <db>.replaced-<time>",
+    )
+    .addOption(dbOption())
+    .option("--no-keep-replaced", "delete the replaced database instead of keeping it beside the new one")
+    .action((file: string, options: { db: string; keepReplaced: boolean }) => {
+      const target = databaseTarget(options.db);
+      if (target.kind === "postgres") {
+        throw new StartupError(
+          "sqlite_only",
+          "restore replaces a SQLite file; restore PostgreSQL with its own tools, e.g. " +
+            `pg_restore --clean --if-exists --dbname='${redactUrl(target.url)}' ${file} ` +
+            "(a dump pg_dump --format=custom wrote), with every host stopped",
+        );
+      }
+      const report = restoreDatabase(file, options.db, { keepReplaced: options.keepReplaced });
       process.stdout.write(`${JSON.stringify(report)}\n`);
     });
 

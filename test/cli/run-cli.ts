@@ -81,7 +81,11 @@ export function startServe(
 }
 
 /** Starts `sessionmux <args>` without waiting for it, for a test that kills it part way. */
-export function spawnCli(args: string[]): { pid: number; kill(): Promise<number | null> } {
+export function spawnCli(args: string[]): {
+  pid: number;
+  exited: Promise<number | null>;
+  kill(): Promise<number | null>;
+} {
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
     cwd: repo,
     stdio: "ignore",
@@ -89,6 +93,7 @@ export function spawnCli(args: string[]): { pid: number; kill(): Promise<number 
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return {
     pid: child.pid ?? -1,
+    exited,
     kill: async () => {
       child.kill("SIGKILL");
       return exited;

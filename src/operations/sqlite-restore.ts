@@ -1,0 +1,175 @@
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
+import { dirname, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { DatabaseLock } from "../store/database-lock.js";
+import { prepareDatabasePath } from "./database-path.js";
+import { syncFolder } from "./durable-files.js";
+import { assertNotInUse, inUseRefusal } from "./exclusive-access.js";
+import { checkRestorableCopy } from "./restorable-backup.js";
+import { partialName, removeStalePartials } from "./stale-partials.js";
+import { StartupError } from "./startup-error.js";
+
+export interface RestoreReport {
+  backup: string;
+  db: string;
+  schemaVersion: number;
+  /** Where the database that was replaced now is; null when there was none or it was not kept. */
+  replaced: string | null;
+}
+
+export interface RestoreOptions {
+  /** Keep the replaced database beside it, as `<db>.replaced-<time>`. @default true */
+  keepReplaced?: boolean;
+  /** The time in the kept file's name. @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * Puts the backup at `dbPath`, so that the path names the old database or the new one, whole,
+ * whenever the process stops. The backup is copied beside the database, synced and checked
+ * (`checkRestorableCopy`) before the database is touched; then, holding the host's lock (no host
+ * starts meanwhile) and with no other connection open, the old database's WAL is checkpointed
+ * into its file (a WAL left beside the new file would be replayed into it), the old file is
+ * linked aside, the copy renamed over it and the folder synced. A killed restore leaves at most
+ * `<db>.<pid>.restoring`, which the next restore removes.
+ */
+export function restoreDatabase(
+  backupPath: string,
+  dbPath: string,
+  options: RestoreOptions = {},
+): RestoreReport {
+  const backup = resolve(backupPath);
+  if (!existsSync(backup) || !statSync(backup).isFile()) {
+    throw new StartupError("restore_backup_missing", `no backup file at ${backup}; check the path`);
+  }
+  if (hasFrames(`${backup}-wal`)) {
+    throw new StartupError(
+      "restore_backup_invalid",
+      `${backup} has a -wal file beside it holding changes its file lacks (a copy of a live ` +
+        "database, not a backup); restore a file sessionmux backup wrote",
+    );
+  }
+  const db = prepareDatabasePath(dbPath);
+  const folder = dirname(db);
+  removeStalePartials(folder, "restoring");
+  const copy = partialName(db, "restoring");
+  try {
+    copySynced(backup, copy);
+    const schemaVersion = checkRestorableCopy(copy, backup);
+    const lock = takeLock(db);
+    try {
+      const replaced = existsSync(db) ? setAside(db, options) : null;
+      // the old database's WAL (no frames left in it) and its index: no connection has them open,
+      // and none can start while the lock is held
+      for (const file of [`${db}-wal`, `${db}-shm`]) rmSync(file, { force: true });
+      renameSync(copy, db);
+      syncFolder(folder);
+      return { backup, db, schemaVersion, replaced };
+    } finally {
+      lock.release();
+    }
+  } catch (err) {
+    if (err instanceof StartupError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new StartupError(
+      "restore_failed",
+      `restore of ${backup} to ${db} failed (${reason}); ${db} is as it was before`,
+      { cause: err },
+    );
+  } finally {
+    rmSync(copy, { force: true });
+  }
+}
+
+/** True when a WAL file is there with more than its header: frames its database lacks. */
+function hasFrames(wal: string): boolean {
+  return existsSync(wal) && statSync(wal).size > 32;
+}
+
+function copySynced(from: string, to: string): void {
+  copyFileSync(from, to);
+  const fd = openSync(to, "r+");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The host's own lock, then a check that nothing else (a reader, a backup) has the file open. */
+function takeLock(db: string): DatabaseLock {
+  let lock: DatabaseLock;
+  try {
+    lock = DatabaseLock.acquire(db);
+  } catch (err) {
+    throw inUseRefusal(err) ?? err;
+  }
+  try {
+    if (existsSync(db)) assertNotInUse(db);
+    return lock;
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+/**
+ * Folds the old database's WAL into its file, then links the file aside (or not, when it is not
+ * to be kept). Once the WAL is folded the file alone is the old database, so every later step
+ * leaves the path naming a whole one.
+ */
+function setAside(db: string, options: RestoreOptions): string | null {
+  if (hasFrames(`${db}-wal`)) checkpoint(db);
+  if (options.keepReplaced === false) return null;
+  const aside = `${db}.replaced-${stamp((options.now ?? Date.now)())}`;
+  linkSync(db, aside);
+  return aside;
+}
+
+/**
+ * `wal_checkpoint(TRUNCATE)` on a connection of its own; closing the last connection removes the
+ * WAL. One that cannot be folded (the file damaged) is refused: removing it would lose what it
+ * holds, and leaving it would replay it into the restored file.
+ */
+function checkpoint(db: string): void {
+  let conn: Database.Database;
+  try {
+    conn = new Database(db, { fileMustExist: true, timeout: 0 });
+  } catch (err) {
+    throw unreadable(db, err);
+  }
+  try {
+    const [result] = conn.pragma("wal_checkpoint(TRUNCATE)") as { busy: number }[];
+    if (result && result.busy !== 0) throw new Error("the checkpoint was blocked by a reader");
+  } catch (err) {
+    throw unreadable(db, err);
+  } finally {
+    conn.close();
+  }
+  if (hasFrames(`${db}-wal`)) throw unreadable(db, new Error("its WAL is still there after a checkpoint"));
+}
+
+function unreadable(db: string, err: unknown): StartupError {
+  const reason = err instanceof Error ? err.message : String(err);
+  return new StartupError(
+    "restore_failed",
+    `cannot fold the write-ahead log of ${db} into it (${reason}), so it could not be kept; ` +
+      `move ${db} and its -wal aside by hand and restore again. Nothing was changed`,
+    { cause: err },
+  );
+}
+
+/** `20261206T183000123Z`: sorts by time and is valid in a file name everywhere. */
+function stamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/[-:.]/g, "");
+}
