@@ -5,6 +5,7 @@
 export const NotReadyReasons = {
   not_checked: "not checked yet",
   db_unavailable: "database unavailable",
+  store_writes_failing: "store writes failing",
   check_stale: "last check is stale",
   shutting_down: "shutting down",
 } as const;

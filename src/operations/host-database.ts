@@ -14,6 +14,7 @@ import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "
 import { inUseRefusal } from "./exclusive-access.js";
 import { pgReadyCheck } from "./pg-ready-check.js";
 import { pgUploadSweeper } from "./pg-upload-sweeper.js";
+import { sqliteReadyCheck } from "./sqlite-ready-check.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
 import { StartupError } from "./startup-error.js";
 
@@ -136,7 +137,7 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
     target: { kind: "sqlite", path: file },
     store,
     uploads: store.attachmentSweeper(),
-    ready: async () => writable.check(),
+    ready: sqliteReadyCheck(store, writable),
     description: file,
     async close() {
       writable.close();

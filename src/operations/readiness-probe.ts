@@ -1,7 +1,20 @@
 import type { Logger } from "pino";
-import { notReady, type Readiness } from "../../protocol/index.js";
+import { type NotReadyCode, notReady, type Readiness } from "../../protocol/index.js";
 
 export type { Readiness } from "../../protocol/index.js";
+
+/** A check's failure that answers its own code rather than `db_unavailable`. */
+export class NotReadyError extends Error {
+  override readonly name = "NotReadyError";
+
+  constructor(
+    readonly code: NotReadyCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
 
 /**
  * Answers `/readyz` from the last result of a periodic check instead of checking per request,
@@ -9,8 +22,8 @@ export type { Readiness } from "../../protocol/index.js";
  * Once stopped it stays "shutting down": a check still under way (a PostgreSQL round trip) when
  * the host began to close must not report it ready again while it drains.
  *
- * A failed check answers the stable `db_unavailable`: anyone may ask `/readyz`, and the error
- * names an address, a file or the server's words. The error itself is logged at warn when the
+ * A failed check answers the stable `db_unavailable` (or the code of a `NotReadyError` it threw):
+ * anyone may ask `/readyz`, and the error names an address, a file or the server's words. The error itself is logged at warn when the
  * host stops being ready (and at info when it is ready again), not at every check, so a database
  * down for an hour costs two lines, not one per interval.
  */
@@ -60,7 +73,7 @@ export class ReadinessProbe {
       this.#failing = false;
     } catch (err) {
       if (this.#stopped) return;
-      this.#last = notReady("db_unavailable", this.now());
+      this.#last = notReady(err instanceof NotReadyError ? err.code : "db_unavailable", this.now());
       if (!this.#failing) this.logger?.warn({ err }, "readiness check failed: not ready");
       this.#failing = true;
     } finally {

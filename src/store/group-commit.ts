@@ -3,6 +3,7 @@ import { SessionmuxError } from "../../protocol/index.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import type { StoreMetrics } from "./store-metrics.js";
 import { WriteBatch } from "./write-batch.js";
+import { WriteHealth } from "./write-health.js";
 
 /** One write: runs synchronously inside the shared transaction and returns its outcome. */
 export type WriteOperation<R> = (batch: WriteBatch) => R;
@@ -47,6 +48,8 @@ export class GroupCommit {
   private closed = false;
   private readonly counters: GroupCommitStats = { transactions: 0, operations: 0, rollbacks: 0 };
   private drainWaiters: (() => void)[] = [];
+  /** Whether the latest transaction failed on storage. */
+  readonly health = new WriteHealth();
   private readonly transaction: Database.Transaction<
     (ops: Queued[], batch: WriteBatch, results: unknown[]) => void
   >;
@@ -112,12 +115,14 @@ export class GroupCommit {
     } catch (err) {
       this.counters.rollbacks++;
       this.hooks.afterRollback();
+      this.health.failed(err);
       if (ops.length > 1 && !isStorageFailure(err)) return false;
       const failure = isStorageFailure(err) ? persistenceFailure(err) : err;
       for (const op of ops) op.reject(failure);
       return true;
     }
     this.counters.transactions++;
+    this.health.committed();
     this.counters.operations += ops.length;
     this.metrics?.committed((performance.now() - started) / 1000, batch.appendedEvents);
     this.hooks.deliver(batch);

@@ -6,7 +6,7 @@ import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import type { DatabaseLock } from "./database-lock.js";
 import type { DismissalOutcome } from "./dismissals.js";
-import { GroupCommit, type GroupCommitStats } from "./group-commit.js";
+import { GroupCommit, type GroupCommitStats, type WriteOperation } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import { ListQueries } from "./list-query.js";
 import { LiveRows } from "./live-rows.js";
@@ -39,7 +39,9 @@ import { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
 import { SqliteReads } from "./sqlite-reads.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import { assertStorable } from "./storable-data.js";
+import { storageProbe } from "./storage-probe.js";
 import type { StoreMetrics } from "./store-metrics.js";
+import type { WriteFailure } from "./write-health.js";
 import { WriteOperations } from "./write-operations.js";
 
 export interface SqliteStoreOptions {
@@ -81,6 +83,7 @@ export class SqliteLogStore implements SessionStore {
   protected readonly listeners: CommitListeners;
   protected readonly cache = new ReadCache();
   protected readonly defaultMaxPages: number;
+  private probe: WriteOperation<void> | undefined;
   private closed: Promise<void> | undefined;
   /** Read-only: commits come from another connection, and only `data_version` tells of them. */
   private readonly readOnly: boolean;
@@ -289,6 +292,20 @@ export class SqliteLogStore implements SessionStore {
   /** Write-transaction counters; `transactions` grows by one per group commit. */
   stats(): GroupCommitStats {
     return this.groupCommit.stats();
+  }
+
+  /** The current run of write transactions that failed on storage; undefined while writes commit. */
+  writeFailure(): WriteFailure | undefined {
+    return this.groupCommit.health.failing();
+  }
+
+  /**
+   * A write that needs room and leaves nothing (`storageProbe`): once it commits, `writeFailure`
+   * is clear again. Rejects `persistence_failure` while storage still refuses writes.
+   */
+  probeStorage(): Promise<void> {
+    this.probe ??= storageProbe(this.db);
+    return this.groupCommit.submit(this.probe);
   }
 
   /**

@@ -3,7 +3,7 @@ import { NotReadyReasons, notReady } from "../../protocol/readiness.js";
 
 /**
  * The body of a `503` from `GET /readyz` (protocol-v1 §9): `ready` false, when the host last
- * checked, and a `code` of four with its fixed words as `reason`.
+ * checked, and a `code` of five with its fixed words as `reason`.
  */
 describe("notReady", () => {
   it("answers each code with its fixed words and the time of the last check", () => {
@@ -31,11 +31,17 @@ describe("notReady", () => {
       reason: "shutting down",
       code: "shutting_down",
     });
+    expect(notReady("store_writes_failing", 7)).toStrictEqual({
+      ready: false,
+      checkedAt: 7,
+      reason: "store writes failing",
+      code: "store_writes_failing",
+    });
   });
 
-  it("knows exactly the four codes of §9", () => {
+  it("knows exactly the five codes of §9", () => {
     expect(Object.keys(NotReadyReasons).sort()).toEqual(
-      ["check_stale", "db_unavailable", "not_checked", "shutting_down"].sort(),
+      ["check_stale", "db_unavailable", "not_checked", "shutting_down", "store_writes_failing"].sort(),
     );
   });
 });
