@@ -106,7 +106,11 @@ function copySynced(from: string, to: string): void {
   }
 }
 
-/** The host's own lock, then a check that nothing else (a reader, a backup) has the file open. */
+/**
+ * The host's own lock, then a check that nothing else (a reader, a backup) has the file open. A
+ * file SQLite cannot read as a database (damaged: the reason to restore) has no reader to wait
+ * for; the lock keeps hosts away from it.
+ */
 function takeLock(db: string): DatabaseLock {
   let lock: DatabaseLock;
   try {
@@ -118,9 +122,15 @@ function takeLock(db: string): DatabaseLock {
     if (existsSync(db)) assertNotInUse(db);
     return lock;
   } catch (err) {
+    if (isUnreadableDatabase(err)) return lock;
     lock.release();
     throw err;
   }
+}
+
+function isUnreadableDatabase(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code);
 }
 
 /**

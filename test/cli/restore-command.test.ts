@@ -1,5 +1,13 @@
 import { spawn } from "node:child_process";
-import { closeSync, copyFileSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -110,6 +118,22 @@ describe("sessionmux restore", () => {
     } finally {
       await aside.close();
     }
+  });
+
+  it("restores over a file SQLite cannot read, keeping it aside byte for byte", async () => {
+    const dir = folder();
+    const db = dir.file("sessions.db");
+    writeFileSync(db, "not a database, whatever it once was\n".repeat(200));
+    const damaged = readFileSync(db);
+    const backup = await backupWith(dir, "monday", ["new1"]);
+
+    const restored = await runCli(["restore", backup, "--db", db]);
+
+    expect(restored.stderr).toBe("");
+    expect(restored.code).toBe(0);
+    expect(sessionIds(db)).toEqual(["new1"]);
+    const aside = (JSON.parse(restored.stdout) as { replaced: string }).replaced;
+    expect(readFileSync(aside).equals(damaged)).toBe(true);
   });
 
   it("refuses db_in_use while a host has the database open, and leaves it as it was", async () => {
