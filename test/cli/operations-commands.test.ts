@@ -10,7 +10,7 @@ import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
 
 /**
- * `backup`, `rebuild-projections` and `token rotate` run in this process on a SQLite file in a temp
+ * `backup`, `restore`, `rebuild-projections` and `token rotate` run in this process on a SQLite file in a temp
  * folder (PostgreSQL where the command's refusal depends on it): stdout and stderr captured, the
  * errors main prints as `error: <code>: <message>` read from what the action throws.
  */
@@ -93,6 +93,36 @@ describe("backup", () => {
         "pg_dump --schema=<schema> --format=custom --file=out.dump 'postgres://app:***@db.example:5432/prod' " +
         "(or continuous archiving for point-in-time recovery)",
     );
+  });
+});
+
+describe("restore", () => {
+  it("puts the backup, resolved from the working folder, in place and prints where the old file went", async () => {
+    const dir = folder();
+    const db = dir.file("sessions.db");
+    await database(db, 1);
+    await database(dir.file("source.db"), 5);
+    vi.spyOn(process, "cwd").mockReturnValue(dir.path);
+    await run(["backup", "copy.db", "--db", dir.file("source.db")]);
+    stdout.splice(0);
+
+    await run(["restore", "copy.db", "--db", db]);
+
+    const report = JSON.parse(stdout.join("")) as { backup: string; replaced: string };
+    expect(report.backup).toBe(dir.file("copy.db"));
+    expect(existsSync(report.replaced)).toBe(true);
+    const restored = new Database(db, { readonly: true });
+    cleanups.push(() => void restored.close());
+    expect(restored.prepare("select count(*) as n from events").get()).toEqual({ n: 6 });
+  });
+
+  it("refuses a PostgreSQL URL, naming pg_restore with the file and the URL without its password", async () => {
+    const err = await refusal(["restore", "in.dump", "--db", "postgres://app:s3cret@db.example:5432/prod"]);
+    expect(err.code).toBe("sqlite_only");
+    expect(err.message).toContain(
+      "pg_restore --clean --if-exists --dbname='postgres://app:***@db.example:5432/prod' in.dump",
+    );
+    expect(err.message).not.toContain("s3cret");
   });
 });
 
