@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import type { Logger } from "pino";
 import type { CallInbox } from "../store/call-inbox.js";
 import { closeEvery } from "../store/close-every.js";
@@ -16,6 +17,7 @@ import { pgReadyCheck } from "./pg-ready-check.js";
 import { pgUploadSweeper } from "./pg-upload-sweeper.js";
 import { sqliteReadyCheck } from "./sqlite-ready-check.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
+import { removeStalePartials } from "./stale-partials.js";
 import { StartupError } from "./startup-error.js";
 
 /** Expires uploads no prompt references (both stores ship one). */
@@ -126,6 +128,9 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
     const reason = err instanceof Error ? err.message : String(err);
     throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
   }
+  // a restore killed part way leaves its copy of the backup (a whole database's size) beside the
+  // file; a restore still running is left alone (its process is alive)
+  removeStalePartials(dirname(file), "restoring");
   let writable: ReturnType<typeof sqliteWritableCheck>;
   try {
     writable = sqliteWritableCheck(file);

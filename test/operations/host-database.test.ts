@@ -1,5 +1,6 @@
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import pg from "pg";
 import { describe, expect, inject, it, vi } from "vitest";
 import { type HostDatabase, openHostDatabase } from "../../src/operations/host-database.js";
@@ -63,6 +64,16 @@ describe("a host database on a SQLite file", () => {
     expect(database.pools).toBeUndefined();
     await database.store.create({ sessionId: "s1", owner: "alice", model: "demo" });
     await expect(database.ready()).resolves.toBeUndefined();
+  });
+
+  it("removes the copy a restore killed part way left beside the file", async () => {
+    const dir = folder();
+    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    await new Promise((resolve) => child.once("exit", resolve));
+    const left = dir.file(`sessions.db.${child.pid}.restoring`);
+    writeFileSync(left, "a copy of a backup");
+    await opened({ db: dir.file("sessions.db"), hostId: "h1", metrics });
+    expect(existsSync(left)).toBe(false);
   });
 
   it("in a folder that does not exist, is refused unless asked to create the folder", async () => {
