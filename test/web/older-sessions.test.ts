@@ -1,40 +1,109 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import type { SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 
-const note = "Only the 50 newest are listed: search finds older ones by their messages";
-/** The note's text as read, or null while the page shows none (read without waiting for one). */
-const shownNote = (page: Page) =>
-  page.evaluate(
-    () =>
-      document.querySelector('[data-testid="older-sessions"]')?.textContent?.replace(/\s+/g, " ").trim() ??
-      null,
+const SESSIONS = 120;
+/** A bound on the pages a walk of the list reads: 120 sessions come in 3 pages of 50. */
+const MAX_PAGES = 10;
+
+/** The host's whole list, newest first, read page by page with its cursor. */
+async function hostOrder(client: SessionmuxClient): Promise<string[]> {
+  const ids: string[] = [];
+  let before: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const answer = await client.call("session.list", { limit: 50, ...(before ? { before } : {}) });
+    ids.push(...answer.sessions.map((row) => row.sessionId));
+    before = answer.next;
+    if (before === undefined) return ids;
+  }
+  throw new Error(`the list did not end within ${MAX_PAGES} pages`);
+}
+
+/** The session ids the list shows, top to bottom. */
+const listed = (page: Page) =>
+  page.$$eval('[data-testid="session-item"]', (items) =>
+    items.map((item) => item.getAttribute("data-session-id")),
   );
 
-describe.skipIf(!hasChromium)("browser console: more sessions than the list shows", () => {
+/** Presses "Show older sessions" with the keyboard and waits for the page it brings. */
+async function showOlder(page: Page): Promise<void> {
+  const before = (await listed(page)).length;
+  await page.focus('[data-testid="older-sessions"]');
+  await page.keyboard.press("Enter");
+  await expect.poll(async () => (await listed(page)).length).toBeGreaterThan(before);
+}
+
+describe.skipIf(!hasChromium)("browser console: more sessions than one page of the list", () => {
   const browser = useBrowser();
   const fixture = useConsoleHost();
 
-  it("says the list holds only the newest 50, and says nothing of the kind while all of them fit", async () => {
-    for (let i = 1; i <= 50; i++) await fixture.client.create({ title: `Session ${i}` });
+  it("loads older pages on request until the oldest session, keeping rows that move or go while it pages", async () => {
+    const { client } = fixture;
+    const created: string[] = [];
+    for (let i = 1; i <= SESSIONS; i++) {
+      created.push((await client.call("session.create", { title: `Session ${i}` })).header.sessionId);
+    }
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await expect.poll(() => page.locator('[data-testid="session-item"]').count()).toBe(50);
-    expect(await shownNote(page)).toBe(null);
+    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    const first = await hostOrder(client);
+    expect(await listed(page)).toEqual(first.slice(0, 50));
 
-    await fixture.client.create({ title: "Session 51" });
+    // a session of the second page, not loaded yet, gets a prompt: it comes to the top at once
+    const risen = first[60]!;
+    await client.prompt({ sessionId: risen, text: "moved up" });
+    await expect.poll(async () => (await listed(page))[0]).toBe(risen);
+
+    await showOlder(page);
+    // the keyboard goes on to the first row the page brought
+    const firstOfPage = (await hostOrder(client))[51];
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-session-id")))
+      .toBe(firstOfPage);
+    expect(await listed(page)).toEqual((await hostOrder(client)).slice(0, 101));
+
+    // while the third page is not loaded: a row of the second page and one of the third move to
+    // the top, and one of the second is deleted
+    const shown = await listed(page);
+    const fromSecond = shown[80]!;
+    const deleted = shown[90]!;
+    const fromThird = (await hostOrder(client))[110]!;
+    await client.prompt({ sessionId: fromSecond, text: "moved up too" });
+    await client.prompt({ sessionId: fromThird, text: "and this one" });
+    await client.call("session.delete", { sessionId: deleted });
+    await expect.poll(async () => (await listed(page)).slice(0, 2)).toEqual([fromThird, fromSecond]);
+    await expect.poll(async () => (await listed(page)).includes(deleted)).toBe(false);
+
+    for (let i = 0; i < MAX_PAGES && (await page.$('[data-testid="older-sessions"]')); i++)
+      await showOlder(page);
+    expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
+    const all = await listed(page);
+    expect(new Set(all).size).toBe(all.length);
+    expect(all).toEqual(await hostOrder(client));
+    expect(all).toHaveLength(SESSIONS - 1);
+
+    // the oldest session is reached and opens
+    expect(all[all.length - 1]).toBe(created[0]);
+    await page.click(`[data-testid="session-item"][data-session-id="${created[0]}"]`);
+    await expect.poll(() => page.textContent('[data-testid="session-title"]')).toBe("Session 1");
+    await page.close();
+  }, 120_000);
+
+  it("shows no button while every session fits on one page", async () => {
+    for (let i = 1; i <= 5; i++) await fixture.client.create({ title: `Few ${i}` });
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    await expect.poll(async () => (await listed(page)).length).toBeGreaterThan(0);
+    // the first test left more than a page: this one deletes down to fewer
+    const order = await hostOrder(fixture.client);
+    for (const sessionId of order.slice(50)) await fixture.client.call("session.delete", { sessionId });
     await page.reload();
     await page.waitForSelector('[data-testid="connection"][data-state="open"]');
-    await expect.poll(() => page.textContent('[data-testid="session-item-title"]')).toBe("Session 51");
-    expect(await page.locator('[data-testid="session-item"]').count()).toBe(50);
-    await expect.poll(() => shownNote(page)).toBe(note);
-    // a session created while the page is open pushes one more off the end: still said
-    await fixture.client.create({ title: "Session 52" });
-    await expect.poll(() => page.textContent('[data-testid="session-item-title"]')).toBe("Session 52");
-    expect(await page.locator('[data-testid="session-item"]').count()).toBe(50);
-    expect(await shownNote(page)).toBe(note);
+    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
     await page.close();
-  });
+  }, 60_000);
 });

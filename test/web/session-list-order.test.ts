@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LastState, SessionRow } from "../../protocol/index.js";
-import { LIST_SIZE, MAX_PINNED, orderSessions } from "../../web/src/session-list-order.js";
+import { MAX_PINNED, orderSessions } from "../../web/src/session-list-order.js";
 
 const row = (n: number, lastState: LastState = "completed"): SessionRow => ({
   sessionId: `s${n}`,
@@ -42,14 +42,28 @@ describe("session list order", () => {
     const { pinned, recent } = orderSessions([...parked, ...fresh]);
     expect(pinned).toHaveLength(MAX_PINNED);
     expect(pinned.every((r) => r.lastState === "input-required")).toBe(true);
-    expect(pinned.length + recent.length).toBe(LIST_SIZE);
-    // The newest 30 (all unparked) fill the rest, newest first.
-    expect(ids(recent)).toEqual(
+    // The newest (all unparked) come first among the rest, then the parked ones past the pins.
+    expect(ids(recent.slice(0, 40))).toEqual(
       fresh
-        .slice(10)
+        .slice()
         .reverse()
         .map((r) => r.sessionId),
     );
+    expect(recent).toHaveLength(80);
+  });
+
+  it("holds back rows past the end of the pages loaded, but never a pinned one", () => {
+    const rows = [row(1), row(2, "input-required"), row(3), row(4), row(5)];
+    const { pinned, recent } = orderSessions(rows, { updatedAt: 4000, sessionId: "s4" });
+    expect(ids(pinned)).toEqual(["s2"]);
+    expect(ids(recent)).toEqual(["s5", "s4"]);
+    // ties in updatedAt go by ascending id, as the host orders them
+    const tied = [
+      { ...row(6), sessionId: "a" },
+      { ...row(6), sessionId: "b" },
+      { ...row(6), sessionId: "c" },
+    ];
+    expect(ids(orderSessions(tied, { updatedAt: 6000, sessionId: "b" }).recent)).toEqual(["a", "b"]);
   });
 
   it("shows parked sessions beyond the cap in their time order", () => {

@@ -11,6 +11,7 @@ import { QueuedPromptEdit } from "./queued-prompt-edit.js";
 import { activityLabel, activityOf, rowWithActivity } from "./session-activity.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
+import { orderSessions } from "./session-list-order.js";
 import {
   type ListView,
   listClock,
@@ -48,6 +49,8 @@ export class ConsoleApp {
    * of a new session) cannot take the focus while it is still hidden.
    */
   private focusAfterDraw: HTMLElement | undefined;
+  /** The list row to take the keyboard once the list is drawn with it. */
+  private focusRowAfterDraw: string | undefined;
   /** The `listClock` tick the list was last drawn at. */
   private drawnListClock = 0;
   /** What each region was last drawn from; a region is redrawn only when its input changed. */
@@ -225,11 +228,11 @@ export class ConsoleApp {
     const shown = view === "list" ? this.list.rows : this.list.dismissed;
     const rows = [...shown.values()].map((row) => rowWithActivity(row, activity(row.sessionId, row)));
     this.drawnListClock = listClock();
-    const older = this.list.older;
+    const paging = { end: this.list.end, loading: this.list.loadingOlder, online };
     this.region(
       "list",
-      JSON.stringify(rows) + selected + view + liveStale + older + this.drawnListClock,
-      () => renderSessionList(this.el.sessionList, rows, selected, view, liveStale, older),
+      JSON.stringify([rows, paging]) + selected + view + liveStale + this.drawnListClock,
+      () => renderSessionList(this.el.sessionList, rows, selected, view, liveStale, paging),
     );
     this.el.showDismissed.setAttribute("aria-pressed", String(view === "dismissed"));
     this.region("hits", this.searchHits, () =>
@@ -242,6 +245,11 @@ export class ConsoleApp {
     this.el.session.hidden = s === undefined;
     this.focusAfterDraw?.focus();
     this.focusAfterDraw = undefined;
+    if (this.focusRowAfterDraw !== undefined) {
+      const id = this.focusRowAfterDraw;
+      this.focusRowAfterDraw = undefined;
+      this.el.sessionList.querySelector<HTMLElement>(`[data-session-id="${CSS.escape(id)}"]`)?.focus();
+    }
     if (!s) return;
     const row = this.list.row(s.sessionId);
     this.el.sessionTitle.textContent =
@@ -342,6 +350,23 @@ export class ConsoleApp {
     this.run("Send", () => this.link.prompt(s.sessionId, text), giveBack);
   }
 
+  /**
+   * Adds the next older page to the list. The keyboard that pressed the button goes on to the
+   * first row the page brought (the button may be gone: there is nothing older).
+   */
+  private loadOlder(keyboard: boolean): void {
+    const list = this.list;
+    // the list may know rows past its end already (control projections): only the shown ones count
+    const shown = () => orderSessions(list.rows.values(), list.end).recent;
+    const known = new Set(shown().map((row) => row.sessionId));
+    this.run("Loading older sessions", async () => {
+      await list.loadOlder();
+      if (!keyboard || list !== this.list) return;
+      this.focusRowAfterDraw = shown().find((row) => !known.has(row.sessionId))?.sessionId;
+      this.schedule();
+    });
+  }
+
   private search(query: string): void {
     const mine = ++this.searchSeq;
     if (query.trim() === "") {
@@ -364,6 +389,10 @@ export class ConsoleApp {
     const el = this.el;
     const pick = (event: Event) => {
       const target = event.target as HTMLElement;
+      if (target.closest('[data-action="older"]')) {
+        this.loadOlder(document.activeElement === target.closest("button"));
+        return;
+      }
       const item = target.closest<HTMLElement>("[data-session-id]");
       const action = target.closest<HTMLElement>("[data-action]")?.dataset.action;
       const sessionId = item?.dataset.sessionId;

@@ -117,7 +117,11 @@ export class ConsoleLink {
     return this.client.call("session.page", { sessionId, afterSeq, limit });
   }
 
-  list(limit: number, filter: { parked?: true; dismissed?: true } = {}): Promise<ResultOf<"session.list">> {
+  /** A page of the list; `before`: the `next` cursor of the page above it. */
+  list(
+    limit: number,
+    filter: { parked?: true; dismissed?: true; before?: string } = {},
+  ): Promise<ResultOf<"session.list">> {
     return this.client.call("session.list", { limit, ...filter });
   }
 

@@ -1,7 +1,7 @@
 import type { SessionRow } from "../../protocol/index.js";
 import type { ConsoleLink, ListChange } from "./console-link.js";
 import type { SessionCache } from "./session-cache.js";
-import { LIST_SIZE, MAX_PINNED } from "./session-list-order.js";
+import { LIST_SIZE, type ListPosition, MAX_PINNED } from "./session-list-order.js";
 
 /**
  * The rows the list draws from: a `session.list` snapshot kept current by §6 notifications and
@@ -12,12 +12,23 @@ import { LIST_SIZE, MAX_PINNED } from "./session-list-order.js";
  * Sessions this principal dismissed are kept apart (`dismissed`): notifications and control
  * projections still describe them (they keep running), so a row known dismissed goes there and
  * never back into the list until restored.
+ *
+ * The list comes a page at a time, older pages on request (`loadOlder`), each read with the
+ * host's cursor from the page above. Rows are kept by session id and the newer row of a session
+ * wins, so a session that moves between pages while they load (a prompt brings it to the top)
+ * is listed once, where the host now puts it.
  */
 export class SessionListModel {
   readonly rows = new Map<string, SessionRow>();
   readonly dismissed = new Map<string, SessionRow>();
-  /** The host has older sessions than the last snapshot held: the list is not all there is. */
-  older = false;
+  /** The host's cursor for the next older page; undefined once the last page is loaded. */
+  private olderCursor: string | undefined;
+  /** The last row of the last page loaded while older ones are not: rows past it wait for their page. */
+  end: ListPosition | undefined;
+  /** How many pages of the list are loaded: a fresh snapshot after a reconnect loads as many. */
+  private pages = 1;
+  /** An older page is being read: one at a time. */
+  loadingOlder = false;
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
@@ -37,17 +48,22 @@ export class SessionListModel {
     });
   }
 
+  /** The host has sessions older than the rows loaded so far. */
+  get older(): boolean {
+    return this.olderCursor !== undefined;
+  }
+
   async refresh(): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const version = this.version;
       const [recent, parked, dismissed] = await Promise.all([
-        this.link.list(LIST_SIZE),
+        this.readPages(this.pages),
         this.link.list(MAX_PINNED, { parked: true }),
         this.link.list(LIST_SIZE, { dismissed: true }),
       ]);
       if (version !== this.version) continue;
       this.fresh = true;
-      this.older = recent.next !== undefined;
+      this.setCursor(recent.next, recent.sessions);
       this.rows.clear();
       this.dismissed.clear();
       for (const row of dismissed.sessions) {
@@ -60,6 +76,52 @@ export class SessionListModel {
       this.changed();
       return;
     }
+  }
+
+  /**
+   * Reads the next older page and adds its rows. A page read before a refresh, or one a
+   * quicker call already added, is dropped: the cursor it was read with is no longer the list's.
+   */
+  async loadOlder(): Promise<void> {
+    const cursor = this.olderCursor;
+    if (cursor === undefined || this.loadingOlder) return;
+    this.loadingOlder = true;
+    this.onChange();
+    try {
+      const page = await this.link.list(LIST_SIZE, { before: cursor });
+      if (cursor !== this.olderCursor) return;
+      this.pages += 1;
+      this.setCursor(page.next, page.sessions);
+      for (const row of page.sessions) {
+        if (this.removed.has(row.sessionId) || this.dismissed.has(row.sessionId)) continue;
+        const current = this.rows.get(row.sessionId);
+        // a notification or projection that came while the page was read is newer than its row
+        if (!current || current.seq < row.seq) this.rows.set(row.sessionId, row);
+      }
+    } finally {
+      this.loadingOlder = false;
+      this.changed();
+    }
+  }
+
+  /** The first `count` pages of the list, read one after another with the host's cursors. */
+  private async readPages(count: number): Promise<{ sessions: SessionRow[]; next?: string }> {
+    const sessions: SessionRow[] = [];
+    let next: string | undefined;
+    for (let page = 0; page < count; page++) {
+      const answer = await this.link.list(LIST_SIZE, next === undefined ? {} : { before: next });
+      sessions.push(...answer.sessions);
+      next = answer.next;
+      if (next === undefined) break;
+    }
+    return next === undefined ? { sessions } : { sessions, next };
+  }
+
+  private setCursor(next: string | undefined, page: SessionRow[]): void {
+    this.olderCursor = next;
+    const last = page[page.length - 1];
+    this.end =
+      next !== undefined && last ? { updatedAt: last.updatedAt, sessionId: last.sessionId } : undefined;
   }
 
   apply(change: ListChange): void {

@@ -2,7 +2,7 @@ import { html, nothing, render, type TemplateResult } from "lit-html";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { SessionRow } from "../../protocol/index.js";
 import { LAST_KNOWN_TITLE } from "./last-known.js";
-import { LIST_SIZE, orderSessions } from "./session-list-order.js";
+import { type ListPosition, orderSessions } from "./session-list-order.js";
 
 const STATE_LABEL: Record<SessionRow["lastState"], string> = {
   idle: "new",
@@ -65,11 +65,26 @@ function item(
 
 const heading = (text: string) => html`<li class="list-heading">${text}</li>`;
 
+/** How far the list is loaded: `end` is where the loaded pages stop while older ones exist. */
+export interface ListPaging {
+  end: ListPosition | undefined;
+  /** The next older page is being read. */
+  loading: boolean;
+  /** Calls can reach the host. */
+  online: boolean;
+}
+
+/** The button at the end of a list that has older pages: a plain button, so Tab and Enter reach it. */
+const olderButton = (paging: ListPaging) =>
+  html`<li class="list-more"><button type="button" class="link-button" data-testid="older-sessions"
+    data-action="older" ?disabled=${paging.loading || !paging.online}
+    aria-busy=${paging.loading ? "true" : nothing}>${paging.loading ? "Loading older sessions…" : "Show older sessions"}</button></li>`;
+
 /**
- * Draws the session list: parked sessions pinned under their own heading, then the newest. The
- * dismissed view lists the dismissed sessions newest first, each with its restore button.
- * `stale`: the console cannot confirm the rows' states (offline, no live state yet), so each is
- * marked last known.
+ * Draws the session list: parked sessions pinned under their own heading, then the newest, as
+ * far as the pages loaded reach, then a button for the next older page. The dismissed view lists
+ * the dismissed sessions newest first, each with its restore button. `stale`: the console cannot
+ * confirm the rows' states (offline, no live state yet), so each is marked last known.
  */
 export function renderSessionList(
   list: HTMLElement,
@@ -77,7 +92,7 @@ export function renderSessionList(
   selected: string | undefined,
   view: ListView = "list",
   stale = false,
-  older = false,
+  paging: ListPaging = { end: undefined, loading: false, online: true },
 ): void {
   const now = Date.now();
   const items = (group: SessionRow[]) =>
@@ -94,21 +109,12 @@ export function renderSessionList(
     );
     return;
   }
-  const all = [...rows];
-  const { pinned, recent } = orderSessions(all);
-  // the list holds the newest sessions only: it says so rather than pass for all of them
-  const cut = older || pinned.length + recent.length < all.length;
+  const { pinned, recent } = orderSessions(rows, paging.end);
   render(
     html`${pinned.length > 0 ? html`${heading("Waiting on you")}${items(pinned)}` : nothing}
       ${pinned.length > 0 && recent.length > 0 ? heading("Recent") : nothing}${items(recent)}
       ${pinned.length + recent.length === 0 ? heading("No sessions yet") : nothing}
-      ${
-        cut
-          ? html`<li class="list-heading" data-testid="older-sessions">
-            Only the ${LIST_SIZE} newest are listed: search finds older ones by their messages
-          </li>`
-          : nothing
-      }`,
+      ${paging.end !== undefined ? olderButton(paging) : nothing}`,
     list,
   );
 }
