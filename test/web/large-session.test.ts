@@ -1,39 +1,13 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../../protocol/index.js";
-import { followSession } from "../../src/client/index.js";
-import type { SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
+import { readBackToStart, seedLog } from "./long-log.js";
 
 const TARGET_EVENTS = 10_000;
 /** A bound on the seeding loop: about 20 events a turn reach the target in ~500 turns. */
 const MAX_TURNS = 1_000;
-
-/** Fills a session turn by turn until its log holds `TARGET_EVENTS` events; returns the log's head. */
-async function seed(client: SessionmuxClient, sessionId: string): Promise<number> {
-  let head = 0;
-  let turnsEnded = 0;
-  let wake: (() => void) | undefined;
-  const sub = followSession(client, sessionId, { afterSeq: 0 }).subscribe((update) => {
-    if (update.kind !== "events") return;
-    for (const event of update.events as SessionEvent[]) {
-      head = event.seq;
-      if (event.type === "turn/end") turnsEnded += 1;
-    }
-    wake?.();
-  });
-  try {
-    for (let turn = 1; turn <= MAX_TURNS && head < TARGET_EVENTS; turn++) {
-      await client.prompt({ sessionId, text: `/stream 16 0` });
-      while (turnsEnded < turn) await new Promise<void>((resolve) => (wake = resolve));
-    }
-    return head;
-  } finally {
-    sub.unsubscribe();
-  }
-}
 
 /** The number of events the console's IndexedDB cache holds for a session (0 when none). */
 const cachedEvents = (page: Page, sessionId: string) =>
@@ -92,7 +66,11 @@ describe.skipIf(!hasChromium)("browser console with a 10,000-event session", () 
     const { header } = await fixture.client.call("session.create", { title: "Long session" });
     const sessionId = header.sessionId;
     const seeding = Date.now();
-    const head = await seed(fixture.client, sessionId);
+    const { head } = await seedLog(fixture.client, sessionId, {
+      target: TARGET_EVENTS,
+      maxTurns: MAX_TURNS,
+      prompt: () => "/stream 16 0",
+    });
     console.log(`seeded ${head} events in ${Date.now() - seeding} ms`);
     expect(head).toBeGreaterThanOrEqual(TARGET_EVENTS);
 
@@ -102,6 +80,8 @@ describe.skipIf(!hasChromium)("browser console with a 10,000-event session", () 
     await expect
       .poll(() => page.getAttribute('[data-testid="follow-state"]', "data-mode"), { timeout: 60_000 })
       .toBe("live");
+    // the log is read newest first: scrolled back to its start, the tab holds (and caches) all of it
+    await readBackToStart(page, 60_000);
     await expect.poll(() => cachedEvents(page, sessionId), { timeout: 30_000 }).toBe(head);
 
     await page.reload();

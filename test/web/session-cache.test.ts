@@ -40,6 +40,22 @@ describe("console transcript cache (IndexedDB)", () => {
     expect(await mine.loadRows()).toHaveLength(1);
   });
 
+  it("keeps the newer part of a long log with what its transcript takes from the log's start, and refuses one broken or without it", async () => {
+    const cache = new SessionCache("p", freshStores());
+    const seed = { title: "long", model: "demo-fast", origin: null, createdAt: 1, forkOf: null };
+    const later = log(10).slice(4);
+    await cache.save("s1", { epoch: "e", events: later, seed });
+    expect(await cache.load("s1")).toEqual({ epoch: "e", events: later, seed });
+    // without its seed, or with a hole, a later part is rebuilt from the host rather than trusted
+    await cache.save("s2", { epoch: "e", events: later });
+    expect(await cache.load("s2")).toBeUndefined();
+    await cache.save("s3", { epoch: "e", events: [...later.slice(0, 2), ...later.slice(3)], seed });
+    expect(await cache.load("s3")).toBeUndefined();
+    // a log from its start needs none, and keeps none
+    await cache.save("s4", { epoch: "e", events: log(3), seed });
+    expect(await cache.load("s4")).toEqual({ epoch: "e", events: log(3) });
+  });
+
   it("evicts the least recently used sessions of any partition once the total passes its bound", async () => {
     const stores = freshStores();
     let now = 0;

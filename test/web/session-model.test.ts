@@ -1,7 +1,8 @@
 import "fake-indexeddb/auto";
 import { createStore, keys } from "idb-keyval";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { SessionmuxError } from "../../protocol/index.js";
+import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
+import { applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ConsoleLink } from "../../web/src/console-link.js";
 import { type CacheStores, SessionCache } from "../../web/src/session-cache.js";
@@ -95,8 +96,8 @@ describe("console session model against a real host", () => {
     model.start(); // the rebuild's `session.page` is now in flight
     model.deleted();
     // A later call on the same socket is answered after the rebuild's read.
-    await link.page(sessionId, 0, 1);
-    await link.page(sessionId, 0, 1);
+    await link.page(sessionId, { afterSeq: 0 }, 1);
+    await link.page(sessionId, { afterSeq: 0 }, 1);
     expect(model.transcript.messages).toEqual([]);
     expect(model.mode).toBe("gone");
     expect(changes).toBe(0);
@@ -164,5 +165,88 @@ describe("console session model against a real host", () => {
       await cut.close();
       await proxy.stop();
     }
+  });
+});
+
+describe("console session model over a log longer than a page", () => {
+  let host: TestHost;
+  let client: SessionmuxClient;
+  let link: ConsoleLink;
+
+  beforeAll(async () => {
+    host = await startTestHost();
+    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    link = new ConsoleLink(() => client, ADMIN_TOKEN);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await host?.dispose();
+  });
+
+  /** A session whose turns are `/stream` commands of these lengths, run one after another. */
+  async function sessionOfTurns(...chunks: number[]): Promise<{ sessionId: string; log: SessionEvent[] }> {
+    const { header } = await client.call("session.create", { title: "long turns" });
+    for (const [i, count] of chunks.entries()) {
+      await client.prompt({ sessionId: header.sessionId, text: `/stream ${count} 0` });
+      await expect
+        .poll(async () => turnEnds(await readLog(client, header.sessionId)), { timeout: 30_000 })
+        .toBe(i + 1);
+    }
+    return { sessionId: header.sessionId, log: await readLog(client, header.sessionId) };
+  }
+
+  const shown = (state: TranscriptState) =>
+    state.messages.map((m) => [m.id, m.role === "user" ? m.text : m.text]);
+
+  it("shows the newest turns first, whole, then the older ones as the full log would", async () => {
+    const { sessionId, log } = await sessionOfTurns(1500, 2);
+    const { cache } = freshCache();
+    const model = new SessionModel(sessionId, link, cache, () => {});
+    model.start();
+    await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+    const whole = applyEvents(emptyTranscript(), log);
+    // the tail page holds the second turn from its start: it shows whole, and no more than it
+    expect(model.older).toBe("more");
+    expect(shown(model.transcript)).toEqual(shown(whole).slice(-2));
+    expect(model.transcript.title).toBe("long turns");
+    await model.loadOlder();
+    expect(model.older).toBe("none");
+    expect(model.transcript).toEqual(whole);
+    model.dispose();
+  });
+
+  it("reads back past the tail page to the start of a turn longer than it", async () => {
+    const { sessionId, log } = await sessionOfTurns(1500);
+    const model = new SessionModel(sessionId, link, freshCache().cache, () => {});
+    model.start();
+    await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+    expect(model.older).toBe("none");
+    expect(model.transcript).toEqual(applyEvents(emptyTranscript(), log));
+    model.dispose();
+  });
+
+  it("keeps a window of the log in the cache, and paints from it on the next visit before reading older pages", async () => {
+    const { sessionId, log } = await sessionOfTurns(1500, 2);
+    const { cache } = freshCache();
+    const first = new SessionModel(sessionId, link, cache, () => {});
+    first.start();
+    await expect.poll(() => first.mode, { timeout: 10_000 }).toBe("live");
+    const window = first.transcript;
+    first.dispose();
+    await cache.settled();
+    const cached = await cache.load(sessionId);
+    expect(cached?.events.at(-1)?.seq).toBe(log.length);
+    expect(cached?.events[0]?.seq).toBeGreaterThan(1);
+    expect(cached?.seed?.title).toBe("long turns");
+
+    const again = new SessionModel(sessionId, link, cache, () => {});
+    again.start();
+    await expect.poll(() => again.mode, { timeout: 10_000 }).toBe("live");
+    expect(again.transcript).toEqual(window);
+    expect(again.older).toBe("more");
+    await again.loadOlder();
+    expect(again.transcript).toEqual(applyEvents(emptyTranscript(), log));
+    again.dispose();
   });
 });

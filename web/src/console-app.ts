@@ -92,7 +92,10 @@ export class ConsoleApp {
       run: (what, work) => this.run(what, work),
       search: (query) => this.search(query),
     };
-    this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest);
+    this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest, () => {
+      const s = this.session;
+      if (s) this.run("Loading earlier messages", () => s.loadOlder());
+    });
     this.drafts = new ComposerDrafts(el.composerInput);
   }
 
@@ -284,7 +287,7 @@ export class ConsoleApp {
     this.region("jobs", JSON.stringify(jobs) + liveStale, () => renderJobs(this.el.jobs, jobs, liveStale));
     this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
-    this.transcriptView.render(s.transcript, { actionable: online });
+    this.transcriptView.render(s.transcript, { actionable: online }, s.mode === "gone" ? "none" : s.older);
   }
 
   /**

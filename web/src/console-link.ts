@@ -113,8 +113,13 @@ export class ConsoleLink {
     return () => sub.unsubscribe();
   }
 
-  page(sessionId: string, afterSeq: number, limit: number): Promise<ResultOf<"session.page">> {
-    return this.client.call("session.page", { sessionId, afterSeq, limit });
+  /** A page of a session's log: after or before a seq, or with neither its newest events (the tail). */
+  page(
+    sessionId: string,
+    from: { afterSeq: number } | { beforeSeq: number } | Record<string, never>,
+    limit: number,
+  ): Promise<ResultOf<"session.page">> {
+    return this.client.call("session.page", { sessionId, ...from, limit });
   }
 
   /** A page of the list; `before`: the `next` cursor of the page above it. */

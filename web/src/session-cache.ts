@@ -1,10 +1,16 @@
 import { clear, createStore, del, entries, get, set, type UseStore } from "idb-keyval";
 import type { SessionEvent, SessionRow } from "../../protocol/index.js";
+import type { TranscriptSeed } from "./log-window.js";
 
-/** What the console keeps of one session between visits: the log prefix it has applied. */
+/**
+ * What the console keeps of one session between visits: the stretch of its log it holds, from
+ * the start or (a long log read newest first) from a later seq, with what the transcript takes
+ * from the log's start then.
+ */
 export interface CachedSession {
   epoch: string;
   events: SessionEvent[];
+  seed?: TranscriptSeed;
 }
 
 /** How much the cache may hold; past `totalBytes` the least recently used entries go first. */
@@ -82,10 +88,16 @@ export class SessionCache {
     const value = (await this.read(key)) as Partial<CachedSession> | undefined;
     if (!value || typeof value.epoch !== "string" || !Array.isArray(value.events)) return undefined;
     const events = value.events;
-    // A cached log must be 1..n with no hole; anything else is rebuilt rather than trusted.
-    for (let i = 0; i < events.length; i++) if (events[i]?.seq !== i + 1) return undefined;
+    // A cached log must be unbroken, and one that starts later than seq 1 must say what the
+    // transcript takes from the log's start; anything else is rebuilt rather than trusted.
+    const first = (events[0] as Partial<SessionEvent> | undefined)?.seq ?? 1;
+    const seed = value.seed;
+    if (!Number.isSafeInteger(first) || first < 1) return undefined;
+    if (first > 1 && (typeof seed !== "object" || seed === null || typeof seed.title !== "string"))
+      return undefined;
+    for (let i = 0; i < events.length; i++) if (events[i]?.seq !== first + i) return undefined;
     this.touch(key);
-    return { epoch: value.epoch, events };
+    return { epoch: value.epoch, events, ...(first > 1 && seed ? { seed } : {}) };
   }
 
   save(sessionId: string, entry: CachedSession): Promise<void> {
@@ -95,7 +107,7 @@ export class SessionCache {
     // A copy of the list: the caller goes on appending while the write waits its turn.
     return this.write(
       this.key(`s/${sessionId}`),
-      { epoch: entry.epoch, events: entry.events.slice() },
+      { epoch: entry.epoch, events: entry.events.slice(), ...(entry.seed ? { seed: entry.seed } : {}) },
       bytes,
     );
   }

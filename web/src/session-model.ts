@@ -1,7 +1,7 @@
-import type { SessionEvent } from "../../protocol/index.js";
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
 import type { FollowUpdate } from "../../src/client/index.js";
 import type { ConsoleLink } from "./console-link.js";
+import { LogWindow } from "./log-window.js";
 import { RetryWait } from "./retry-wait.js";
 import type { SessionCache } from "./session-cache.js";
 
@@ -11,14 +11,23 @@ import type { SessionCache } from "./session-cache.js";
  */
 export type FeedMode = "loading" | "replaying" | "live" | "stopped" | "gone";
 
+/** Whether the log goes back further than the transcript shows: `loading` while a page is read. */
+export type OlderEvents = "none" | "more" | "loading";
+
 const PAGE_LIMIT = 1000;
+/**
+ * Pages read back from the tail to find the start of the turn it ends in; a turn longer than
+ * this shows from the middle until older pages are asked for.
+ */
+const MAX_TURN_PAGES = 10;
 /** A load superseded this many times in a row gives up and leaves the work to `follow`. */
 const MAX_LOAD_RESTARTS = 5;
 const SAVE_DELAY_MS = 300;
 
 /**
- * One session as the console shows it: the applied log prefix, the transcript folded from it by
- * the shared reducer, and the follow stream that extends it.
+ * One session as the console shows it: the stretch of its log the tab holds (newest first: a long
+ * log paints from its tail, older pages come as the person scrolls up), the transcript folded
+ * from it by the shared reducer, and the follow stream that extends it from its last event.
  *
  * `version` counts the operator's own changes (send, edit, clear, delete, rename). Every fetch
  * notes the version before it awaits and drops its answer if the version moved meanwhile, so a
@@ -29,7 +38,8 @@ export class SessionModel {
   mode: FeedMode = "loading";
   epoch: string | undefined;
   error: string | undefined;
-  private events: SessionEvent[] = [];
+  private window = LogWindow.empty();
+  private readingOlder = false;
   private version = 0;
   private disposed = false;
   private unfollow: (() => void) | undefined;
@@ -55,9 +65,9 @@ export class SessionModel {
     if (this.disposed) return;
     // Changed by the operator meanwhile (sent, cleared): the cached prefix may be out of date.
     if (cached && cached.events.length > 0 && version === this.version) {
-      this.events = cached.events;
+      this.window = LogWindow.restore(cached.events, cached.seed);
       this.epoch = cached.epoch;
-      this.transcript = applyEvents(emptyTranscript(), cached.events);
+      this.transcript = this.window.fold();
       this.mode = "replaying";
       this.onChange();
       this.follow();
@@ -98,37 +108,67 @@ export class SessionModel {
   flush(): void {
     if (this.saveTimer !== undefined) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
-    if (this.disposed || this.mode === "gone" || this.epoch === undefined || this.events.length === 0) return;
-    void this.cache.save(this.sessionId, { epoch: this.epoch, events: this.events });
+    const { events, seed } = this.window;
+    if (this.disposed || this.mode === "gone" || this.epoch === undefined || events.length === 0) return;
+    void this.cache.save(this.sessionId, { epoch: this.epoch, events, ...(seed ? { seed } : {}) });
+  }
+
+  get older(): OlderEvents {
+    return this.window.base === 0 ? "none" : this.readingOlder ? "loading" : "more";
+  }
+
+  /**
+   * Puts the next older page of the log in front of what the tab holds. A page of another epoch
+   * (the session was cleared meanwhile) is dropped: the follow stream's reset brings the new log.
+   */
+  async loadOlder(): Promise<void> {
+    const window = this.window;
+    const epoch = this.epoch;
+    if (this.readingOlder || window.base === 0 || epoch === undefined || this.disposed) return;
+    this.readingOlder = true;
+    this.onChange();
+    try {
+      const page = await this.link.page(this.sessionId, { beforeSeq: window.base + 1 }, PAGE_LIMIT);
+      if (this.disposed || window !== this.window || page.epoch !== epoch) return;
+      if (window.prepend(page.events)) {
+        this.transcript = window.fold();
+        this.scheduleSave();
+      }
+    } finally {
+      this.readingOlder = false;
+      if (!this.disposed) this.onChange();
+    }
   }
 
   private async rebuild(): Promise<void> {
     for (let attempt = 0; attempt < MAX_LOAD_RESTARTS; attempt++) {
       const version = this.version;
       const fresh = () => !this.disposed && version === this.version;
-      const events: SessionEvent[] = [];
+      let window: LogWindow | undefined;
       let epoch: string | undefined;
       try {
-        for (;;) {
-          const page = await this.link.page(this.sessionId, events.length, PAGE_LIMIT);
-          if (!fresh()) break;
-          if (epoch !== undefined && page.epoch !== epoch) break;
-          epoch = page.epoch;
-          for (const e of page.events) if (e.seq === events.length + 1) events.push(e as SessionEvent);
-          if (!page.hasMore || page.events.length === 0) break;
+        // the newest page first, then back to the start of the turn it ends in
+        const tail = await this.link.page(this.sessionId, {}, PAGE_LIMIT);
+        if (fresh()) {
+          epoch = tail.epoch;
+          window = LogWindow.tail(tail.events, tail.headSeq, tail.header);
+        }
+        for (let i = 0; i < MAX_TURN_PAGES && fresh() && window && !window.startsClean; i++) {
+          const page = await this.link.page(this.sessionId, { beforeSeq: window.base + 1 }, PAGE_LIMIT);
+          if (page.epoch !== epoch || !window.prepend(page.events)) window = undefined;
         }
       } catch (error) {
         if (!fresh()) continue;
         this.fail(error);
         return;
       }
-      if (!fresh() || epoch === undefined) {
+      if (!fresh() || epoch === undefined || window === undefined) {
         if (this.disposed) return;
         continue;
       }
-      this.events = events;
+      this.window = window;
       this.epoch = epoch;
-      this.transcript = applyEvents(emptyTranscript(), events);
+      this.transcript = window.fold();
       this.mode = "replaying";
       this.scheduleSave();
       this.onChange();
@@ -143,7 +183,7 @@ export class SessionModel {
     if (this.disposed || this.unfollow) return;
     this.unfollow = this.link.follow(
       this.sessionId,
-      { afterSeq: this.events.length, ...(this.epoch !== undefined ? { epoch: this.epoch } : {}) },
+      { afterSeq: this.window.lastSeq, ...(this.epoch !== undefined ? { epoch: this.epoch } : {}) },
       (update) => this.apply(update),
       (error) => this.fail(error),
     );
@@ -154,16 +194,16 @@ export class SessionModel {
     switch (update.kind) {
       case "opened":
         this.epoch ??= update.epoch;
-        if (this.mode !== "live" || update.headSeq > this.events.length) this.mode = "replaying";
+        if (this.mode !== "live" || update.headSeq > this.window.lastSeq) this.mode = "replaying";
         break;
       case "reset":
         this.epoch = update.epoch;
-        this.events = [];
+        this.window = LogWindow.empty();
         this.transcript = emptyTranscript();
         this.mode = "replaying";
         break;
       case "events":
-        for (const e of update.events) if (e.seq === this.events.length + 1) this.events.push(e);
+        this.window.append(update.events);
         this.transcript = applyEvents(this.transcript, update.events);
         this.scheduleSave();
         break;

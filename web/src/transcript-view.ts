@@ -9,12 +9,17 @@ import { html, render } from "lit-html";
 import { guard } from "lit-html/directives/guard.js";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { TranscriptState } from "../../protocol/transcript.js";
+import type { OlderEvents } from "./session-model.js";
 import { type TranscriptRow, transcriptRows } from "./transcript-rows.js";
 import { type RowContext, rowTemplate } from "./transcript-templates.js";
 
 /** Within this many pixels of the end, the view counts as following the latest output. */
 const PINNED_PX = 80;
 const PADDING_PX = 20;
+/** Room at the top for the line that offers (or reads) the older part of the log. */
+const OLDER_LINE_PX = 56;
+/** Within this many pixels of the start, the older part of the log is read. */
+const NEAR_START_PX = 800;
 /** Rows drawn beyond each edge of the viewport, so a fast scroll rarely shows a blank band. */
 const OVERSCAN = 6;
 /** Pixels of a bubble line, and characters a line holds at the transcript's width (15 px text, 760 px column). */
@@ -49,20 +54,26 @@ function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
  * element while it stays in range), so a session of any length costs the same to draw.
  *
  * The view follows the live answer while the person is at the end; once they scroll up it stays
- * where they are and offers "jump to latest".
+ * where they are and offers "jump to latest". A transcript that holds only the newest part of its
+ * log asks for the older part (`onNearStart`) as the person nears its start, or presses the line
+ * there; rows put in front leave the rows in view where they were.
  */
 export class TranscriptView {
   private readonly virtualizer: Virtualizer<HTMLElement, HTMLElement>;
   private rows: TranscriptRow[] = [];
   private state: TranscriptState | undefined;
   private ctx: RowContext = { actionable: true };
+  private older: OlderEvents = "none";
   private pinned = true;
   private frame = 0;
   private drawing = false;
+  /** The first row in view and how far into it the view starts: kept in place across a redraw. */
+  private anchor: { key: string; offset: number } | undefined;
 
   constructor(
     private readonly container: HTMLElement,
     private readonly jumpButton: HTMLButtonElement,
+    private readonly onNearStart: () => void,
   ) {
     this.virtualizer = new Virtualizer<HTMLElement, HTMLElement>({
       count: 0,
@@ -89,23 +100,37 @@ export class TranscriptView {
       () => {
         this.pinned = this.distanceFromEnd() < PINNED_PX;
         this.jumpButton.hidden = this.pinned;
+        this.askOlderNearStart();
       },
       { passive: true },
     );
     jumpButton.addEventListener("click", () => this.jumpToLatest());
+    container.addEventListener("click", (e) => {
+      if ((e.target as HTMLElement).closest('[data-action="older-events"]')) this.onNearStart();
+    });
   }
 
-  render(state: TranscriptState, ctx: RowContext): void {
-    if (state === this.state && ctx.actionable === this.ctx.actionable) return;
-    if (state !== this.state) this.rows = transcriptRows(state);
+  render(state: TranscriptState, ctx: RowContext, older: OlderEvents = "none"): void {
+    if (state === this.state && ctx.actionable === this.ctx.actionable && older === this.older) return;
+    const grown = state !== this.state;
+    if (grown) {
+      this.anchor = this.pinned ? undefined : this.firstInView();
+      this.rows = transcriptRows(state);
+    }
     this.state = state;
     this.ctx = ctx;
+    this.older = older;
     this.draw();
+    // Rows that still leave the view near the start (a short tail) ask for more; a read that
+    // failed changed no rows, and is asked again only by the person (a scroll, the button).
+    if (grown) this.askOlderNearStart();
   }
 
   /** Another session is shown: start at its end. */
   clear(): void {
     this.state = undefined;
+    this.older = "none";
+    this.anchor = undefined;
     this.rows = [];
     this.pinned = true;
     this.jumpButton.hidden = true;
@@ -128,6 +153,18 @@ export class TranscriptView {
     });
   }
 
+  /** Near the start (or with nothing to scroll) while the log goes back further: read more of it. */
+  private askOlderNearStart(): void {
+    if (this.older === "more" && this.state !== undefined && this.container.scrollTop < NEAR_START_PX)
+      this.onNearStart();
+  }
+
+  private firstInView(): { key: string; offset: number } | undefined {
+    const top = this.container.scrollTop;
+    const item = this.virtualizer.getVirtualItems().find((i) => i.end > top);
+    return item ? { key: String(item.key), offset: top - item.start } : undefined;
+  }
+
   private distanceFromEnd(): number {
     const c = this.container;
     return c.scrollHeight - c.scrollTop - c.clientHeight;
@@ -146,11 +183,30 @@ export class TranscriptView {
     const v = this.virtualizer;
     const rows = this.rows;
     const ctx = this.ctx;
-    v.setOptions({ ...v.options, count: rows.length });
+    const older = this.older;
+    v.setOptions({
+      ...v.options,
+      count: rows.length,
+      paddingStart: older === "none" ? PADDING_PX : OLDER_LINE_PX,
+    });
     v._willUpdate();
+    const totalSize = v.getTotalSize();
+    // rows put in front (older pages) or grown above: the row that was in view stays in view
+    const anchor = this.anchor;
+    this.anchor = undefined;
+    const index = anchor ? rows.findIndex((row) => row.key === anchor.key) : -1;
+    const start = index >= 0 ? v.measurementsCache[index]?.start : undefined;
+    const keep = start !== undefined && anchor ? start + anchor.offset : undefined;
     const items = v.getVirtualItems();
     render(
-      html`<div class="transcript-space" style="height:${v.getTotalSize()}px">
+      html`<div class="transcript-space" style="height:${totalSize}px">
+        ${
+          older === "none"
+            ? null
+            : html`<div class="transcript-older" data-testid="older-events" data-state=${older}>
+              <button type="button" class="link-button" data-action="older-events" ?disabled=${older === "loading"}>
+                ${older === "loading" ? "Loading earlier messages…" : "Show earlier messages"}</button></div>`
+        }
         ${repeat(
           items,
           (item) => item.key,
@@ -165,6 +221,7 @@ export class TranscriptView {
       </div>`,
       this.container,
     );
+    if (keep !== undefined && Math.abs(this.container.scrollTop - keep) > 1) v.scrollToOffset(keep);
     for (const el of this.container.querySelectorAll<HTMLElement>(".transcript-row")) v.measureElement(el);
     if (this.pinned && this.distanceFromEnd() > 1) {
       this.container.scrollTop = this.container.scrollHeight;

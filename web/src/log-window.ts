@@ -1,0 +1,99 @@
+import type { ResultOf, SessionEvent, SessionHeader } from "../../protocol/index.js";
+import { applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
+
+/** An event as a page carries it: one of a type from a newer host is kept, and skipped by the fold. */
+type PageEvent = ResultOf<"session.page">["events"][number];
+
+/**
+ * What a transcript takes from the start of its log (`session/created`): a window that does not
+ * reach back that far has it from the session's header instead.
+ */
+export type TranscriptSeed = Pick<TranscriptState, "title" | "model" | "origin" | "createdAt" | "forkOf">;
+
+export function seedOf(header: SessionHeader): TranscriptSeed {
+  return {
+    title: header.title,
+    model: header.model,
+    origin: null,
+    createdAt: header.createdAt,
+    forkOf: header.forkOf ?? null,
+  };
+}
+
+/**
+ * The stretch of a session's log the tab holds: the events after seq `base`, unbroken, up to the
+ * newest the tab has. A long log is read newest first (`session.page` without a cursor) and
+ * older pages are put in front on request, so a tab never waits for the whole log to paint.
+ *
+ * The transcript is folded from the first `turn/start` the window holds, never from the middle
+ * of a turn: a turn's messages, tool calls and interactions then read as they would from the
+ * whole log, and a message keeps its id (its row keeps its element) when older pages arrive.
+ */
+export class LogWindow {
+  private constructor(
+    /** The seq before the first event held: 0 once the window reaches the start of the log. */
+    public base: number,
+    public events: SessionEvent[],
+    readonly seed: TranscriptSeed | undefined,
+  ) {}
+
+  /** An empty log, or the start of one the follow stream replays. */
+  static empty(): LogWindow {
+    return new LogWindow(0, [], undefined);
+  }
+
+  /**
+   * The newest events of a log whose head is `headSeq`; only the unbroken run that ends at the
+   * last of them is kept.
+   */
+  static tail(events: readonly PageEvent[], headSeq: number, header: SessionHeader): LogWindow {
+    const run = unbrokenEnd(events);
+    const base = run.length > 0 ? run[0]!.seq - 1 : headSeq;
+    return new LogWindow(base, run, base > 0 ? seedOf(header) : undefined);
+  }
+
+  /** A window kept in the cache: its events are unbroken already. */
+  static restore(events: SessionEvent[], seed: TranscriptSeed | undefined): LogWindow {
+    const base = events.length > 0 ? events[0]!.seq - 1 : 0;
+    return new LogWindow(base, events, base > 0 ? seed : undefined);
+  }
+
+  get lastSeq(): number {
+    return this.base + this.events.length;
+  }
+
+  /** The window starts at a turn's start or at the log's: what it shows reads whole. */
+  get startsClean(): boolean {
+    return this.base === 0 || this.events.some((e) => e.type === "turn/start");
+  }
+
+  /** Adds the events that continue the window; any other (a repeat, one past a gap) is left out. */
+  append(events: readonly SessionEvent[]): void {
+    for (const e of events) if (e.seq === this.lastSeq + 1) this.events.push(e);
+  }
+
+  /**
+   * Puts a page of older events in front. A page that does not end right before the window
+   * (read before a reset, or answered twice) changes nothing: `false`.
+   */
+  prepend(older: readonly PageEvent[]): boolean {
+    const run = unbrokenEnd(older);
+    if (run.length === 0 || run[run.length - 1]!.seq !== this.base) return false;
+    this.events = [...run, ...this.events];
+    this.base = run[0]!.seq - 1;
+    return true;
+  }
+
+  fold(): TranscriptState {
+    const from = this.base === 0 ? 0 : this.events.findIndex((e) => e.type === "turn/start");
+    const start = { ...emptyTranscript(), ...(this.base > 0 ? this.seed : undefined) };
+    return applyEvents(start, from > 0 ? this.events.slice(from) : this.events);
+  }
+}
+
+/** The events at the end of `events` whose seqs follow one another with no gap. */
+function unbrokenEnd(events: readonly PageEvent[]): SessionEvent[] {
+  let first = events.length - 1;
+  while (first > 0 && events[first - 1]!.seq === events[first]!.seq - 1) first--;
+  return events.slice(Math.max(first, 0)) as SessionEvent[];
+}
