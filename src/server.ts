@@ -13,7 +13,7 @@ import type { TokenSpec } from "./transport/auth.js";
 import type { HttpOptions } from "./transport/http/router.js";
 import { applyServerLimits, type HttpServerLimits } from "./transport/http/server-limits.js";
 import type { HostMetrics } from "./transport/metrics.js";
-import type { MuxOptions } from "./transport/mux/mux-server.js";
+import type { MuxOptionsInput } from "./transport/mux/mux-server.js";
 import type { PrincipalLimitOptions } from "./transport/principal-limits.js";
 
 export interface HostOptions {
@@ -42,7 +42,7 @@ export interface HostOptions {
   idleDetachMs?: number;
   allowedOrigins?: string[];
   logger?: Logger;
-  mux?: Partial<MuxOptions>;
+  mux?: MuxOptionsInput;
   http?: Partial<HttpOptions>;
   /** @default false */
   processMetrics?: boolean;

@@ -1,7 +1,7 @@
 import { type Command, Option } from "commander";
 import { Limits } from "../../protocol/index.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
-import type { MuxOptions } from "../transport/mux/mux-server.js";
+import type { MuxOptions, MuxOptionsInput } from "../transport/mux/mux-server.js";
 import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
 import { integer, rate } from "./cli-options.js";
 
@@ -181,7 +181,7 @@ export function httpLimitsOf(values: LimitValues): {
 }
 
 /** The mux options the limit flags set. */
-export function muxLimitsOf(values: LimitValues): Partial<MuxOptions> {
+export function muxLimitsOf(values: LimitValues): MuxOptionsInput {
   return {
     sendHighWaterBytes: values.sendHighWaterBytes,
     maxCallsInFlight: values.maxCallsInFlight,

@@ -9,7 +9,7 @@ import type { TokenSpec } from "../transport/auth.js";
 import type { HttpOptions } from "../transport/http/router.js";
 import type { InProcessClientOptions } from "../transport/in-process/in-process-connector.js";
 import type { HostMetrics } from "../transport/metrics.js";
-import type { MuxOptions } from "../transport/mux/mux-server.js";
+import type { MuxOptionsInput } from "../transport/mux/mux-server.js";
 import type { PrincipalLimitOptions } from "../transport/principal-limits.js";
 import type { AuthenticateLimits, AuthenticateRequest } from "./app-authentication.js";
 import { mountSessionmux } from "./mount-sessionmux.js";
@@ -72,7 +72,7 @@ export interface SessionmuxOptions {
    */
   logger?: Logger;
   /** Mux limits (protocol-v1 §7), passed through. */
-  mux?: Partial<Omit<MuxOptions, "logger" | "metrics">>;
+  mux?: Omit<MuxOptionsInput, "logger" | "metrics">;
   /** HTTP limits and the console folder, passed through. */
   http?: Partial<Omit<HttpOptions, "metrics">>;
   /** Node process metrics (CPU, memory, event loop lag) at `/metrics`. @default true */

@@ -65,7 +65,12 @@ const consoleLogger: MuxLogger = {
   error: (obj, msg) => console.error(msg, obj),
 };
 
-export function resolveMuxOptions(options: Partial<MuxOptions>): MuxOptions {
+/** What a host is given: any of the options, and any of the decoder's limits (the rest keep their defaults). */
+export type MuxOptionsInput = Partial<Omit<MuxOptions, "decodeLimits">> & {
+  decodeLimits?: Partial<DecodeLimits>;
+};
+
+export function resolveMuxOptions(options: MuxOptionsInput): MuxOptions {
   return {
     maxPayloadBytes: options.maxPayloadBytes ?? Limits.maxPayloadBytes,
     maxStreamsPerSocket: options.maxStreamsPerSocket ?? Limits.maxStreamsPerSocket,

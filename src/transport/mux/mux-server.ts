@@ -8,10 +8,10 @@ import type { Principal } from "../../host/principal.js";
 import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
 import { MuxConnection } from "./mux-connection.js";
-import { type MuxOptions, resolveMuxOptions } from "./mux-options.js";
+import { type MuxOptions, type MuxOptionsInput, resolveMuxOptions } from "./mux-options.js";
 import { judgeUpgrade, refuseUpgrade, type UpgradeVerdict } from "./upgrade-gate.js";
 
-export type { MuxLogger, MuxOptions } from "./mux-options.js";
+export type { MuxLogger, MuxOptions, MuxOptionsInput } from "./mux-options.js";
 
 export interface MuxHandle {
   /** Ends every stream with `host_shutting_down`, closes every socket, stops accepting. */
@@ -40,7 +40,7 @@ export interface MuxUpgradeHandler extends MuxHandle {
 export function createMuxUpgradeHandler(
   host: HostApi,
   auth: Authenticator,
-  options: Partial<MuxOptions> & { metrics?: HostMetrics },
+  options: MuxOptionsInput & { metrics?: HostMetrics },
 ): MuxUpgradeHandler {
   const resolved = resolveMuxOptions(options);
   const wss = muxSocketServer(resolved.maxPayloadBytes);

@@ -2,7 +2,7 @@ import { expect } from "vitest";
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import type { HostOptions } from "../../../src/server.js";
 import type { HostStore } from "../../../src/store/live-state-store.js";
-import type { MuxOptions } from "../../../src/transport/mux/mux-options.js";
+import type { MuxOptionsInput } from "../../../src/transport/mux/mux-options.js";
 import { asyncStore } from "../../support/async-store.js";
 import { gate } from "../../support/gate.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../../support/host.js";
@@ -139,7 +139,7 @@ export async function attachmentUnderWay(
  * for as long as the test wants.
  */
 export async function startHostWithHeldList(
-  mux: Partial<MuxOptions>,
+  mux: MuxOptionsInput,
 ): Promise<{ host: TestHost; listing: ReturnType<typeof gate> }> {
   const listing = gate();
   const host = await startTestHost({

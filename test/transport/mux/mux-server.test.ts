@@ -12,7 +12,7 @@ import { Authenticator } from "../../../src/transport/auth.js";
 import { HostMetrics } from "../../../src/transport/metrics.js";
 import {
   createMuxUpgradeHandler,
-  type MuxOptions,
+  type MuxOptionsInput,
   type MuxUpgradeHandler,
 } from "../../../src/transport/mux/mux-server.js";
 import { PrincipalLimits } from "../../../src/transport/principal-limits.js";
@@ -37,9 +37,7 @@ interface MuxUnderTest {
 }
 
 /** A real host on a SQLite file and the mux handed every upgrade of an HTTP server on loopback. */
-async function startMux(
-  options: Partial<MuxOptions> & { metrics?: HostMetrics } = {},
-): Promise<MuxUnderTest> {
+async function startMux(options: MuxOptionsInput & { metrics?: HostMetrics } = {}): Promise<MuxUnderTest> {
   const dir = tempDir();
   const store = SqliteSessionStore.open(dir.file("sessions.db"));
   const host = new SessionHost({ store, agent: new DemoAgent() });
