@@ -41,7 +41,7 @@ export interface RestoreOptions {
  * starts meanwhile) and with no other connection open, the old database's WAL is checkpointed
  * into its file (a WAL left beside the new file would be replayed into it), the old file is
  * linked aside, the copy renamed over it and the folder synced. A killed restore leaves at most
- * `<db>.<pid>.restoring`, which the next restore removes.
+ * `<db>.<pid>.restoring`, which the next restore, or the host's next start, removes.
  */
 export function restoreDatabase(
   backupPath: string,
@@ -63,29 +63,36 @@ export function restoreDatabase(
   const folder = dirname(db);
   removeStalePartials(folder, "restoring");
   const copy = partialName(db, "restoring");
+  let placed = false;
+  let replaced: string | null = null;
   try {
     copySynced(backup, copy);
     const schemaVersion = checkRestorableCopy(copy, backup);
     const lock = takeLock(db);
     try {
-      const replaced = existsSync(db) ? setAside(db, options) : null;
+      replaced = existsSync(db) ? setAside(db, options) : null;
       // the old database's WAL (no frames left in it) and its index: no connection has them open,
       // and none can start while the lock is held
       for (const file of [`${db}-wal`, `${db}-shm`]) rmSync(file, { force: true });
       renameSync(copy, db);
+      placed = true;
       syncFolder(folder);
       return { backup, db, schemaVersion, replaced };
     } finally {
       lock.release();
     }
   } catch (err) {
+    // the old database is still at its path: a second name for it is no copy worth keeping
+    if (!placed && replaced) rmSync(replaced, { force: true });
     if (err instanceof StartupError) throw err;
     const reason = err instanceof Error ? err.message : String(err);
-    throw new StartupError(
-      "restore_failed",
-      `restore of ${backup} to ${db} failed (${reason}); ${db} is as it was before`,
-      { cause: err },
-    );
+    const outcome = placed
+      ? `the backup is at ${db}, but a power cut could still bring back the database it replaced; ` +
+        "run sync before starting the host"
+      : `${db} is as it was before`;
+    throw new StartupError("restore_failed", `restore of ${backup} to ${db} failed (${reason}); ${outcome}`, {
+      cause: err,
+    });
   } finally {
     rmSync(copy, { force: true });
   }
