@@ -141,6 +141,15 @@ describe("a prompt refused queue_full starts no agent", () => {
     });
     expect(running.host.live.agents()).toEqual([]);
     expect(running.host.live.queue("s")).toHaveLength(1);
+    // a repeat whose record lands after the first look still answers that record, as the store would
+    vi.spyOn(running.store, "findPrompt").mockResolvedValueOnce(null);
+    const repeated = await running.host.call(ALICE, "session.prompt", {
+      sessionId: "s",
+      text: "queued",
+      clientMessageId: "p2",
+    });
+    expect(repeated).toEqual({ queued: true, itemId: running.host.live.queue("s")[0]?.itemId });
+    expect(running.host.live.agents()).toEqual([]);
   });
 });
 

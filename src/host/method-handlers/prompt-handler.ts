@@ -46,7 +46,8 @@ async function answerPrompt(
   // before the agent starts: a refused prompt resumes nothing
   await assertAttachmentsReadable(ctx.store, owner, params.attachments);
   await assertStorageRoom(ctx, principal);
-  assertQueueRoom(ctx, params.sessionId);
+  const repeated = await answerToFullQueue(ctx, params);
+  if (repeated) return repeated;
   const session = await resolvers.resume(principal, params.sessionId);
   const input: PromptInput = {
     clientMessageId: params.clientMessageId,
@@ -67,13 +68,19 @@ async function answerPrompt(
 
 /**
  * A session whose queue is full takes a new prompt only into the queue, which the store would
- * refuse: refused here, before a cold session's agent is attached for nothing. The store still
- * decides a race and the per-owner bytes.
+ * refuse: `queue_full` here, before a cold session's agent is attached for nothing, unless, as in
+ * the store, a repeat recorded meanwhile answers its record. Undefined while there is room; the
+ * store still decides a race and the per-owner bytes.
  */
-function assertQueueRoom(ctx: HostContext, sessionId: string): void {
+async function answerToFullQueue(
+  ctx: HostContext,
+  params: ParamsOf<"session.prompt">,
+): Promise<PromptResult | undefined> {
   const max = ctx.limits.queue.maxItemsPerSession;
-  if (ctx.live.promptQueue.size(sessionId) >= max)
-    throw refusal(sessionId, { status: "queue_full", limit: "items_per_session", max });
+  if (ctx.live.promptQueue.size(params.sessionId) < max) return undefined;
+  const recorded = await ctx.store.findPrompt(params.sessionId, params.clientMessageId);
+  if (recorded) return fromRecord(recorded);
+  throw refusal(params.sessionId, { status: "queue_full", limit: "items_per_session", max });
 }
 
 /** The queue item and the prompt key commit together; the runner starts it when the session is free. */
