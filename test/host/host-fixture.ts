@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { expect, vi } from "vitest";
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
@@ -146,4 +147,16 @@ export async function errorCode(fn: () => Promise<unknown>): Promise<{ code: str
 
 export function assistantText(events: SessionEvent[]): string {
   return events.flatMap((e) => (e.type === "assistant/delta" ? [e.data.text] : [])).join("");
+}
+
+/** Attachment rows and their chunk rows in the database file, read beside the host. */
+export function storedAttachments(dbPath: string): { rows: number; chunks: number } {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const count = (table: string) =>
+      (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    return { rows: count("attachments"), chunks: count("attachment_chunks") };
+  } finally {
+    db.close();
+  }
 }

@@ -9,6 +9,7 @@ import {
   type HostFixture,
   openHost,
   readLog,
+  storedAttachments,
   turnEvents,
 } from "./host-fixture.js";
 
@@ -39,12 +40,19 @@ const prompt = (text: string) =>
 const interjected = (events: SessionEvent[]) =>
   events.filter((e) => e.type === "user/message" && e.data.interjection === true);
 
-async function steeredWhileHeld(): Promise<{ turnId: string; itemId: string; release: () => void }> {
+async function steeredWhileHeld(
+  attachments?: { name: string; type: string; bytes: Uint8Array }[],
+): Promise<{ turnId: string; itemId: string; release: () => void }> {
   const { agent, release } = takingAgent();
   fx = await openHost({ agent });
   await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
   const running = await prompt("run");
-  const queued = await prompt("steer-me");
+  const queued = await fx.host.call(ADMIN, "session.prompt", {
+    sessionId: S,
+    text: "steer-me",
+    clientMessageId: "steer-me",
+    ...(attachments ? { attachments } : {}),
+  });
   await fx.host.call(ADMIN, "session.updateQueue", {
     sessionId: S,
     op: { steer: true, itemId: queued.itemId! },
@@ -72,8 +80,9 @@ describe("interjections the agent takes", () => {
     expect(interjected(await readLog(fx.store, S))).toEqual([]);
   });
 
-  test("a steered item removed between the agent's look and its append is not reported taken", async () => {
-    const { turnId, itemId, release } = await steeredWhileHeld();
+  test("a steered item removed between the agent's look and its append is not reported taken, and keeps no inline bytes", async () => {
+    const file = { name: "a.bin", type: "application/octet-stream", bytes: new Uint8Array([1, 2, 3]) };
+    const { turnId, itemId, release } = await steeredWhileHeld([file]);
     const raced = beforeAppend(
       fx.store,
       (_events, options) => options?.dequeue?.itemId === itemId,
@@ -87,5 +96,6 @@ describe("interjections the agent takes", () => {
     expect(assistantText(events)).toBe("taken: ");
     expect(interjected(await readLog(fx.store, S))).toEqual([]);
     expect(fx.host.live.queue(S)).toEqual([]);
+    expect(storedAttachments(fx.dbPath)).toEqual({ rows: 0, chunks: 0 });
   });
 });

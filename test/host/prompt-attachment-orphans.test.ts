@@ -1,8 +1,14 @@
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { beforeAppend, errorCode, type HostFixture, openHost, readLog } from "./host-fixture.js";
+import {
+  beforeAppend,
+  errorCode,
+  type HostFixture,
+  openHost,
+  readLog,
+  storedAttachments as storedAttachmentsIn,
+} from "./host-fixture.js";
 
 /**
  * A prompt's inline bytes are kept before its turn's opening append; when that append does not
@@ -28,16 +34,8 @@ function prompt(clientMessageId: string) {
   });
 }
 
-/** Attachment rows and chunk rows in the database file, read beside the host. */
 function storedAttachments(): { rows: number; chunks: number } {
-  const db = new Database(fx.dbPath, { readonly: true });
-  try {
-    const count = (table: string) =>
-      (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    return { rows: count("attachments"), chunks: count("attachment_chunks") };
-  } finally {
-    db.close();
-  }
+  return storedAttachmentsIn(fx.dbPath);
 }
 
 async function opened(): Promise<void> {
