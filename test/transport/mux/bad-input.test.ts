@@ -231,6 +231,15 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
     await contained();
   });
 
+  it("fork at a seq past the source's head → bad_request naming /atSeq and the head; nothing created", async () => {
+    const sourceId = await createSession(shared.peer);
+    shared.takeBaseline();
+    const error = await shared.peer.callError("session.fork", { sourceId, sessionId: "fork-past", atSeq: 2 });
+    expect(error).toMatchObject({ code: "bad_request", data: { field: "/atSeq", headSeq: 1 } });
+    expect(shared.host.host.live.isLive("fork-past")).toBe(false);
+    await contained();
+  });
+
   it("live-only call with no live agent → agent_not_live", async () => {
     // Created straight in the store: durable, never activated.
     const created = await shared.host.store.create({ sessionId: "cold-one", owner: "admin", model: "demo" });
