@@ -1,0 +1,76 @@
+import "fake-indexeddb/auto";
+import { createStore } from "idb-keyval";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ResultOf } from "../../protocol/index.js";
+import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { ConsoleLink } from "../../web/src/console-link.js";
+import { SessionCache } from "../../web/src/session-cache.js";
+import { SessionListModel } from "../../web/src/session-list-model.js";
+import { orderSessions } from "../../web/src/session-list-order.js";
+import { gate } from "../support/gate.js";
+import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+
+/** A link whose reads of older list pages are answered by the host at once but handed on only when the test opens `held`. */
+class HeldLink extends ConsoleLink {
+  held = gate();
+
+  override async list(
+    limit: number,
+    filter: { parked?: true; dismissed?: true; before?: string } = {},
+  ): Promise<ResultOf<"session.list">> {
+    const answer = await super.list(limit, filter);
+    if (filter.before !== undefined) await this.held.promise;
+    return answer;
+  }
+}
+
+describe("console session list over pages", () => {
+  let host: TestHost;
+  let client: SessionmuxClient;
+
+  beforeAll(async () => {
+    host = await startTestHost();
+    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    for (let i = 1; i <= 60; i++) await client.create({ title: `Session ${i}` });
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await host?.dispose();
+  });
+
+  it("keeps a row that moved or went while an older page was read as the host has it now, once", async () => {
+    const link = new HeldLink(() => client, ADMIN_TOKEN);
+    const cache = new SessionCache("p", {
+      data: createStore("list-model-test", "entries"),
+      usage: createStore("list-model-test-usage", "usage"),
+    });
+    const model = new SessionListModel(link, cache, () => {});
+    link.onListChange((change) => model.apply(change));
+    await model.refresh();
+    expect(model.rows.size).toBe(50);
+    expect(model.older).toBe(true);
+
+    // the second page is read now, and handed on only after two of its rows changed
+    const loading = model.loadOlder();
+    const { sessions: secondPage } = await client.call("session.list", {
+      limit: 50,
+      before: (await client.call("session.list", { limit: 50 })).next!,
+    });
+    const [moved, deleted] = [secondPage[2]!.sessionId, secondPage[5]!.sessionId];
+    const { seq } = await client.call("session.rename", { sessionId: moved, title: "Renamed while paging" });
+    await client.prompt({ sessionId: moved, text: "moves it to the top" });
+    await client.call("session.delete", { sessionId: deleted });
+    await expect.poll(() => (model.rows.get(moved)?.seq ?? 0) > seq && !model.rows.has(deleted)).toBe(true);
+    link.held.open();
+    await loading;
+
+    const { sessions: all } = await client.call("session.list", { limit: 200 });
+    const { pinned, recent } = orderSessions(model.rows.values(), model.end);
+    const shown = [...pinned, ...recent].map((row) => row.sessionId);
+    expect(model.older).toBe(false);
+    expect(shown).toEqual(all.map((row) => row.sessionId));
+    expect(model.rows.get(moved)?.title).toBe("Renamed while paging");
+    expect(shown).not.toContain(deleted);
+  });
+});
