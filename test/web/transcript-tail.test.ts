@@ -51,6 +51,27 @@ function watchReads(page: Page): { pages: PageRead[]; follows: { afterSeq?: numb
   return { pages, follows };
 }
 
+/** Waits for two frames: what a scroll or a new page changes is drawn by then. */
+const frames = (page: Page) =>
+  page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+
+/** The row at the top of the transcript's view, and where its top is in the view. */
+const rowAtTop = (page: Page) =>
+  page.evaluate(() => {
+    const view = document.querySelector('[data-testid="transcript"]')!.getBoundingClientRect();
+    const row = document
+      .elementFromPoint(view.left + view.width / 2, view.top + 5)!
+      .closest<HTMLElement>(".transcript-row")!;
+    return { key: row.dataset.key!, top: row.getBoundingClientRect().top - view.top };
+  });
+
+const rowTop = (page: Page, key: string) =>
+  page.evaluate((k) => {
+    const view = document.querySelector('[data-testid="transcript"]')!.getBoundingClientRect();
+    const row = document.querySelector(`.transcript-row[data-key="${CSS.escape(k)}"]`);
+    return row ? row.getBoundingClientRect().top - view.top : null;
+  }, key);
+
 /** The last prompt drawn in the transcript, as read. */
 const lastPrompt = (page: Page) =>
   page.$$eval('[data-testid="user-message"] .bubble', (els) => els.at(-1)?.textContent ?? null);
@@ -124,6 +145,21 @@ describe.skipIf(!hasChromium)("browser console with a 20,000-event session", () 
     await expect
       .poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 20_000 })
       .toBe(turns + 1);
+
+    // the rows in view stay where they are while an older page is put in front of them
+    await page.evaluate(() => {
+      document.querySelector('[data-testid="transcript"]')!.scrollTop = 1000;
+    });
+    await frames(page);
+    const before = await rowAtTop(page);
+    const pagesRead = reads.pages.length;
+    // pressed where it is, out of view: a click that scrolled to it first would move the view itself
+    await page.$eval('[data-action="older-events"]', (button) => (button as HTMLButtonElement).click());
+    await expect.poll(() => reads.pages.length).toBe(pagesRead + 1);
+    await expect.poll(() => page.getAttribute('[data-testid="older-events"]', "data-state")).toBe("more");
+    await frames(page);
+    expect(await rowTop(page, before.key)).toBeCloseTo(before.top, 0);
+
     const seen = await readBackToStart(page, 120_000);
     expect(seen.outOfOrder).toEqual([]);
     const log = await readLog(client, sessionId);

@@ -221,7 +221,12 @@ export class TranscriptView {
       </div>`,
       this.container,
     );
-    if (keep !== undefined && Math.abs(this.container.scrollTop - keep) > 1) v.scrollToOffset(keep);
+    if (keep !== undefined && Math.abs(this.container.scrollTop - keep) > 1) {
+      this.container.scrollTop = keep;
+      // told now, not at the next frame's scroll event: the rows measured below adjust the scroll
+      // from the virtualizer's own offset, and the one it had would undo this
+      this.container.dispatchEvent(new Event("scroll"));
+    }
     for (const el of this.container.querySelectorAll<HTMLElement>(".transcript-row")) v.measureElement(el);
     if (this.pinned && this.distanceFromEnd() > 1) {
       this.container.scrollTop = this.container.scrollHeight;
