@@ -72,5 +72,8 @@ describe("console session list over pages", () => {
     expect(shown).toEqual(all.map((row) => row.sessionId));
     expect(model.rows.get(moved)?.title).toBe("Renamed while paging");
     expect(shown).not.toContain(deleted);
+    // a reload paints the first page from the cache (one page is what it reads), not all of them
+    await cache.settled();
+    expect((await cache.loadRows()).map((row) => row.sessionId)).toEqual(shown.slice(0, 50));
   });
 });

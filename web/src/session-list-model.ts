@@ -1,7 +1,7 @@
 import type { SessionRow } from "../../protocol/index.js";
 import type { ConsoleLink, ListChange } from "./console-link.js";
 import type { SessionCache } from "./session-cache.js";
-import { LIST_SIZE, type ListPosition, MAX_PINNED } from "./session-list-order.js";
+import { LIST_SIZE, type ListPosition, MAX_PINNED, orderSessions } from "./session-list-order.js";
 
 /**
  * The rows the list draws from: a `session.list` snapshot kept current by §6 notifications and
@@ -171,8 +171,11 @@ export class SessionListModel {
   }
 
   private changed(): void {
-    // only the list is cached: a reload paints it at once, dismissed rows come with the snapshot
-    void this.cache.saveRows([...this.rows.values()]);
+    // Only the list is cached: a reload paints it at once, dismissed rows come with the snapshot.
+    // Only its first page's rows: a reload reads one page, and the rows known past the pages
+    // loaded (control projections) would otherwise be painted, then taken away by the snapshot.
+    const { pinned, recent } = orderSessions(this.rows.values(), this.end);
+    void this.cache.saveRows([...pinned, ...recent.slice(0, LIST_SIZE)]);
     this.onChange();
   }
 }
