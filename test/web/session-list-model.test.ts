@@ -39,6 +39,23 @@ describe("console session list over pages", () => {
     await host?.dispose();
   });
 
+  it("shows one page's worth of the rows the live state describes until the host's first snapshot, then the snapshot's", async () => {
+    const link = new HeldLink(() => client, ADMIN_TOKEN);
+    const cache = new SessionCache("p", {
+      data: createStore("list-model-early", "entries"),
+      usage: createStore("list-model-early-usage", "usage"),
+    });
+    const model = new SessionListModel(link, cache, () => {});
+    // the control stream's projections describe every session, and may come before the snapshot
+    const { sessions: all } = await client.call("session.list", { limit: 200 });
+    for (const row of all) model.project(row);
+    const shown = () => orderSessions(model.rows.values(), model.end).recent.map((row) => row.sessionId);
+    expect(shown()).toEqual(all.slice(0, 50).map((row) => row.sessionId));
+    await model.refresh();
+    expect(shown()).toEqual(all.slice(0, 50).map((row) => row.sessionId));
+    expect(model.older).toBe(true);
+  });
+
   it("keeps a row that moved or went while an older page was read as the host has it now, once", async () => {
     const link = new HeldLink(() => client, ADMIN_TOKEN);
     const cache = new SessionCache("p", {

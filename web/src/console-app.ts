@@ -231,7 +231,8 @@ export class ConsoleApp {
     const shown = view === "list" ? this.list.rows : this.list.dismissed;
     const rows = [...shown.values()].map((row) => rowWithActivity(row, activity(row.sessionId, row)));
     this.drawnListClock = listClock();
-    const paging = { end: this.list.end, loading: this.list.loadingOlder, online };
+    const list = this.list;
+    const paging = { end: list.end, more: list.older, loading: list.loadingOlder, online };
     this.region(
       "list",
       JSON.stringify([rows, paging]) + selected + view + liveStale + this.drawnListClock,

@@ -23,8 +23,8 @@ export class SessionListModel {
   readonly dismissed = new Map<string, SessionRow>();
   /** The host's cursor for the next older page; undefined once the last page is loaded. */
   private olderCursor: string | undefined;
-  /** The last row of the last page loaded while older ones are not: rows past it wait for their page. */
-  end: ListPosition | undefined;
+  /** The last row of the last page loaded while older ones are not. */
+  private pagedEnd: ListPosition | undefined;
   /** How many pages of the list are loaded: a fresh snapshot after a reconnect loads as many. */
   private pages = 1;
   /** An older page is being read: one at a time. */
@@ -46,6 +46,17 @@ export class SessionListModel {
       for (const row of rows) this.rows.set(row.sessionId, row);
       this.onChange();
     });
+  }
+
+  /**
+   * Where the list stops while older sessions are not loaded: rows known past it (control
+   * projections describe every session) wait for their page. Before the host's first snapshot,
+   * as far as one page reaches.
+   */
+  get end(): ListPosition | undefined {
+    if (this.fresh) return this.pagedEnd;
+    const { recent } = orderSessions(this.rows.values());
+    return recent.length > LIST_SIZE ? recent[LIST_SIZE - 1] : undefined;
   }
 
   /** The host has sessions older than the rows loaded so far. */
@@ -120,7 +131,7 @@ export class SessionListModel {
   private setCursor(next: string | undefined, page: SessionRow[]): void {
     this.olderCursor = next;
     const last = page[page.length - 1];
-    this.end =
+    this.pagedEnd =
       next !== undefined && last ? { updatedAt: last.updatedAt, sessionId: last.sessionId } : undefined;
   }
 

@@ -68,6 +68,8 @@ const heading = (text: string) => html`<li class="list-heading">${text}</li>`;
 /** How far the list is loaded: `end` is where the loaded pages stop while older ones exist. */
 export interface ListPaging {
   end: ListPosition | undefined;
+  /** The host has older pages: the list ends with the button that reads the next one. */
+  more: boolean;
   /** The next older page is being read. */
   loading: boolean;
   /** Calls can reach the host. */
@@ -92,7 +94,7 @@ export function renderSessionList(
   selected: string | undefined,
   view: ListView = "list",
   stale = false,
-  paging: ListPaging = { end: undefined, loading: false, online: true },
+  paging: ListPaging = { end: undefined, more: false, loading: false, online: true },
 ): void {
   const now = Date.now();
   const items = (group: SessionRow[]) =>
@@ -114,7 +116,7 @@ export function renderSessionList(
     html`${pinned.length > 0 ? html`${heading("Waiting on you")}${items(pinned)}` : nothing}
       ${pinned.length > 0 && recent.length > 0 ? heading("Recent") : nothing}${items(recent)}
       ${pinned.length + recent.length === 0 ? heading("No sessions yet") : nothing}
-      ${paging.end !== undefined ? olderButton(paging) : nothing}`,
+      ${paging.more ? olderButton(paging) : nothing}`,
     list,
   );
 }
