@@ -135,7 +135,7 @@ describe.skipIf(!hasChromium)("browser console with a 20,000-event session", () 
     expect(readFirst.length).toBeLessThan(head / 5);
     expect(Math.max(...readFirst)).toBe(head);
     // the follow stream goes on from the last event read
-    expect(reads.follows.map((f) => f.afterSeq)).toEqual([head]);
+    expect(reads.follows[0]?.afterSeq).toBe(head);
     await expect.poll(() => page.$('[data-testid="older-events"]').then(Boolean)).toBe(true);
 
     // a turn after the tail-first load is followed live
@@ -158,7 +158,9 @@ describe.skipIf(!hasChromium)("browser console with a 20,000-event session", () 
     await expect.poll(() => reads.pages.length).toBe(pagesRead + 1);
     await expect.poll(() => page.getAttribute('[data-testid="older-events"]', "data-state")).toBe("more");
     await frames(page);
-    expect(await rowTop(page, before.key)).toBeCloseTo(before.top, 0);
+    const after = await rowTop(page, before.key);
+    expect(after).not.toBe(null);
+    expect(Math.abs(after! - before.top)).toBeLessThanOrEqual(1);
 
     const seen = await readBackToStart(page, 120_000);
     expect(seen.outOfOrder).toEqual([]);
