@@ -15,10 +15,10 @@ import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "
 import { inUseRefusal } from "./exclusive-access.js";
 import { pgReadyCheck } from "./pg-ready-check.js";
 import { pgUploadSweeper } from "./pg-upload-sweeper.js";
-import { sqliteReadyCheck } from "./sqlite-ready-check.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
 import { removeStalePartials } from "./stale-partials.js";
 import { StartupError } from "./startup-error.js";
+import { storeReadyCheck } from "./store-ready-check.js";
 
 /** Expires uploads no prompt references (both stores ship one). */
 export interface UploadSweeper extends UploadLedger {
@@ -97,7 +97,7 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     target,
     store: opened,
     uploads,
-    ready: () => check.check(),
+    ready: storeReadyCheck(opened, () => check.check()),
     pools: () => ({
       ...opened.poolStats(),
       inbox: inbox.poolStats(),
@@ -142,7 +142,7 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
     target: { kind: "sqlite", path: file },
     store,
     uploads: store.attachmentSweeper(),
-    ready: sqliteReadyCheck(store, writable),
+    ready: storeReadyCheck(store, () => writable.check()),
     description: file,
     async close() {
       writable.close();

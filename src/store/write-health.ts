@@ -1,6 +1,6 @@
 import { isStorageFailure } from "./io-errors.js";
 
-/** Since when the store's writes fail on storage, and SQLite's code for the latest failure. */
+/** Since when the store's writes fail on storage, and the database's code for the latest failure. */
 export interface WriteFailure {
   since: number;
   code: string | undefined;
@@ -14,11 +14,15 @@ export interface WriteFailure {
 export class WriteHealth {
   #failure: WriteFailure | undefined;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `onStorage`: whether an error is a failure of the storage itself (SQLite's by default). */
+  constructor(
+    private readonly onStorage: (err: unknown) => boolean = isStorageFailure,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** A write transaction failed; only a failure of the storage itself counts. */
   failed(err: unknown): void {
-    if (!isStorageFailure(err)) return;
+    if (!this.onStorage(err)) return;
     const code = (err as { code?: unknown }).code;
     this.#failure = {
       since: this.#failure?.since ?? this.now(),

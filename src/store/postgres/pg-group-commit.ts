@@ -3,6 +3,7 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import type { GroupCommitStats } from "../group-commit.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
+import { WriteHealth } from "../write-health.js";
 import { isPgRetryable, isPgStorageFailure, isStaleKeptState, pgPersistenceFailure } from "./pg-errors.js";
 import { PgSessionCache } from "./pg-session-cache.js";
 import {
@@ -56,6 +57,8 @@ export class PgGroupCommit {
   private running: Promise<void> | undefined;
   private closed = false;
   private readonly counters: GroupCommitStats = { transactions: 0, operations: 0, rollbacks: 0 };
+  /** Whether the latest transaction failed on storage (a full disk, a read-only database, no connection). */
+  readonly health = new WriteHealth(isPgStorageFailure);
 
   constructor(
     private readonly pool: pg.Pool,
@@ -108,6 +111,7 @@ export class PgGroupCommit {
     try {
       client = await this.pool.connect();
     } catch (err) {
+      this.health.failed(err);
       for (const op of ops) op.reject(pgPersistenceFailure(err));
       return true;
     }
@@ -141,6 +145,7 @@ export class PgGroupCommit {
       // whatever the failure left in the rows is read again
       this.kept.clear();
       const storage = isPgStorageFailure(err);
+      this.health.failed(err);
       if (storage) client.release(err instanceof Error ? err : true);
       else {
         if (batch?.open) await client.query("ROLLBACK").catch(() => undefined);
@@ -153,6 +158,7 @@ export class PgGroupCommit {
       return true;
     }
     client.release();
+    this.health.committed();
     const committed = batch.committedStates();
     for (const [state, version] of committed.states) this.kept.keep(state, version);
     this.kept.forget(committed.gone);

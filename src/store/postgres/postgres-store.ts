@@ -41,6 +41,7 @@ import type {
 } from "../session-store.js";
 import { assertStorable } from "../storable-data.js";
 import type { PoolStats, StoreMetrics } from "../store-metrics.js";
+import type { WriteFailure } from "../write-health.js";
 import { PgAttachmentChunks } from "./pg-attachments.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
@@ -54,6 +55,7 @@ import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
 import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { searchMessages } from "./pg-search.js";
+import { pgStorageProbe } from "./pg-storage-probe.js";
 import { PgWriteOperations } from "./pg-write-operations.js";
 
 export interface PostgresStoreOptions {
@@ -401,6 +403,19 @@ export class PostgresSessionStore implements HostStore {
   /** Write-transaction counters; `transactions` grows by one per group commit. */
   stats(): GroupCommitStats {
     return this.groupCommit.stats();
+  }
+
+  /** The current run of write transactions that failed on storage; undefined while writes commit. */
+  writeFailure(): WriteFailure | undefined {
+    return this.groupCommit.health.failing();
+  }
+
+  /**
+   * A write that needs room and leaves nothing (`pgStorageProbe`): once it commits, `writeFailure`
+   * is clear again. Rejects `persistence_failure` while the database still refuses writes.
+   */
+  probeStorage(): Promise<void> {
+    return this.groupCommit.submit(pgStorageProbe());
   }
 
   /**

@@ -1,0 +1,101 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import pg from "pg";
+import { describe, expect, inject, it } from "vitest";
+import { SessionmuxError } from "../../protocol/index.js";
+import { createSessionmux } from "../../src/index.js";
+import { scratchDatabase } from "../store/postgres/scratch-database.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { MuxPeer } from "../support/mux-peer.js";
+import { until } from "../support/until.js";
+
+/**
+ * `/readyz` on PostgreSQL while the store's writes fail on storage. A database of the test's own
+ * turned read-only (`default_transaction_read_only`, taken by every connection made after it, so
+ * the test ends the ones open) refuses every write 25006, as a server out of disk refuses them
+ * 53100, while reads and the server's own check still pass.
+ */
+
+const pgUrl = inject("pgUrl") ?? "";
+const cleanups = cleanupsAfterEach();
+const MAX_RENAMES = 50;
+
+describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", () => {
+  it("answers 503 store_writes_failing, and 200 again once the database takes writes, with no client writing", async () => {
+    const scratch = await scratchDatabase(pgUrl, "ready_writes");
+    cleanups.push(() => scratch.drop());
+    const reconnectAll = () =>
+      scratch.server.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [
+        scratch.name,
+      ]);
+    const mux = await createSessionmux({
+      db: scratch.url,
+      tokens: [{ name: "admin", secret: "s", admin: true }],
+      readinessIntervalMs: 50,
+    });
+    cleanups.push(() => mux.close());
+    const server = createServer();
+    mux.attach(server);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as AddressInfo).port;
+    const readyz = `http://127.0.0.1:${port}/readyz`;
+    await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
+    const peer = await MuxPeer.connect(`ws://127.0.0.1:${port}/api/remote.mux`, { token: "s" });
+    cleanups.push(() => peer.ws.terminate());
+    await peer.call("session.create", { sessionId: "full" });
+
+    await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_transaction_read_only = on`);
+    await reconnectAll();
+    // the first write may meet the ended connection; the ones after it the read-only database
+    let refused: SessionmuxError | undefined;
+    for (
+      let i = 0;
+      i < MAX_RENAMES && (refused?.data as { postgres?: string } | undefined)?.postgres !== "25006";
+      i++
+    ) {
+      await peer.call("session.rename", { sessionId: "full", title: `${i}` }).catch((err) => {
+        if (!(err instanceof SessionmuxError)) throw err;
+        refused = err;
+      });
+    }
+    expect(refused?.code).toBe("persistence_failure");
+    expect(refused?.data).toEqual({ postgres: "25006" });
+
+    // the readiness check's own connection, ended too, may answer db_unavailable once before
+    const notReady = await until(
+      async () => {
+        const res = await fetch(readyz);
+        const body = res.status === 503 ? ((await res.json()) as Record<string, unknown>) : undefined;
+        return body?.code === "db_unavailable" ? undefined : body;
+      },
+      15_000,
+      "/readyz 503",
+    );
+    expect(notReady).toMatchObject({
+      ready: false,
+      code: "store_writes_failing",
+      reason: "store writes failing",
+    });
+    // still refused while nothing has changed: the host's own write attempts keep failing
+    expect((await fetch(readyz)).status).toBe(503);
+    // reads still work: only writes fail
+    expect(await peer.call("session.list", {})).toBeDefined();
+
+    await scratch.server.query(`ALTER DATABASE "${scratch.name}" RESET default_transaction_read_only`);
+    await reconnectAll();
+    await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
+    await peer.call("session.rename", { sessionId: "full", title: "writable again" });
+    // the host's own write attempts left no row behind
+    const reader = new pg.Client({ connectionString: scratch.url });
+    await reader.connect();
+    try {
+      const { rows } = await reader.query("SELECT count(*)::int AS n FROM prompt_keys WHERE session_id = ''");
+      expect(rows).toEqual([{ n: 0 }]);
+    } finally {
+      await reader.end();
+    }
+  }, 120_000);
+});
