@@ -12,6 +12,8 @@ export type GlobalCommitListener = (
 /** Where the store reports faults that are not a caller's outcome (pino-compatible). */
 export interface StoreFaultLog {
   error(obj: object, msg: string): void;
+  /** Faults that lost nothing (a final checkpoint a full disk refused); a process warning without it. */
+  warn?(obj: object, msg: string): void;
 }
 
 /** The `code` of the process warning a listener failure raises when the store has no log. */

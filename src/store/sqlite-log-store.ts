@@ -6,6 +6,7 @@ import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import type { DatabaseLock } from "./database-lock.js";
 import type { DismissalOutcome } from "./dismissals.js";
+import { finalCheckpoint } from "./final-checkpoint.js";
 import { GroupCommit, type GroupCommitStats, type WriteOperation } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
 import { ListQueries } from "./list-query.js";
@@ -84,6 +85,7 @@ export class SqliteLogStore implements SessionStore {
   protected readonly cache = new ReadCache();
   protected readonly defaultMaxPages: number;
   private probe: WriteOperation<void> | undefined;
+  private readonly faultLog: StoreFaultLog | undefined;
   private closed: Promise<void> | undefined;
   /** Read-only: commits come from another connection, and only `data_version` tells of them. */
   private readonly readOnly: boolean;
@@ -96,6 +98,7 @@ export class SqliteLogStore implements SessionStore {
     protected readonly lock?: DatabaseLock,
   ) {
     this.readOnly = options.readOnly === true;
+    this.faultLog = options.logger;
     this.listeners = new CommitListeners(options.logger, () => options.metrics?.listenerFailed?.());
     this.statements = prepareStatements(db);
     this.liveRows = new LiveRows(this.statements);
@@ -333,12 +336,15 @@ export class SqliteLogStore implements SessionStore {
     return rows.map((row) => row.integrity_check).join("\n");
   }
 
-  /** Settles queued writes, checkpoints the WAL into the main file and closes the connection. */
+  /**
+   * Settles queued writes, checkpoints the WAL into the main file and closes the connection. A
+   * checkpoint storage refuses (a full disk) is only a warning: the WAL keeps every commit.
+   */
   close(): Promise<void> {
     this.closed ??= (async () => {
       await this.groupCommit.close();
       try {
-        this.db.pragma("wal_checkpoint(TRUNCATE)");
+        finalCheckpoint(this.db, this.faultLog);
       } finally {
         this.db.close();
         this.lock?.release();
