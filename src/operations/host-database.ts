@@ -15,6 +15,7 @@ import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "
 import { inUseRefusal } from "./exclusive-access.js";
 import { pgReadyCheck } from "./pg-ready-check.js";
 import { pgUploadSweeper } from "./pg-upload-sweeper.js";
+import { sqliteOpenRefusal } from "./sqlite-open-refusal.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
 import { removeStalePartials } from "./stale-partials.js";
 import { StartupError } from "./startup-error.js";
@@ -124,9 +125,8 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
     // another host holds the file: refused as migrate and rebuild-projections refuse it
     const inUse = inUseRefusal(err);
     if (inUse) throw inUse;
-    // a file that is no database (or not readable) is named in the error, with SQLite's reason
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new StartupError("db_unreadable", `cannot open database ${file}: ${reason}`, { cause: err });
+    // named in the error with SQLite's reason, and whether the file cannot be written or read
+    throw sqliteOpenRefusal(file, err);
   }
   // a restore killed part way leaves its copy of the backup (a whole database's size) beside the
   // file; a restore still running is left alone (its process is alive)

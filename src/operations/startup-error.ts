@@ -8,6 +8,7 @@ export const StartupErrorCodes = [
   "db_missing",
   "db_in_use",
   "db_unreadable",
+  "db_unwritable",
   "address_in_use",
   "listen_failed",
   "token_file_unreadable",

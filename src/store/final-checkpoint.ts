@@ -1,24 +1,9 @@
 import type Database from "better-sqlite3";
 import type { StoreFaultLog } from "./commit-listeners.js";
+import { isWriteRefused } from "./io-errors.js";
 
 /** The `code` of the process warning a failed final checkpoint raises when the store has no log. */
 export const CHECKPOINT_WARNING_CODE = "SESSIONMUX_FINAL_CHECKPOINT";
-
-// Failures of storage to take the checkpoint's writes (no room, read-only, a failed write or sync):
-// SQLite resets the WAL only after the database file took every page and was synced, so each
-// committed transaction is still in the WAL, and the next open checkpoints it.
-const REFUSED_WRITE_CODES = new Set([
-  "SQLITE_FULL",
-  "SQLITE_READONLY",
-  "SQLITE_IOERR_WRITE",
-  "SQLITE_IOERR_FSYNC",
-  "SQLITE_IOERR_TRUNCATE",
-]);
-
-function storageRefusedWrite(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && (REFUSED_WRITE_CODES.has(code) || code.startsWith("SQLITE_READONLY_"));
-}
 
 /**
  * The checkpoint a store runs as it closes, moving the WAL into the database file. On a full or
@@ -29,7 +14,9 @@ export function finalCheckpoint(db: Database.Database, log: StoreFaultLog | unde
   try {
     db.pragma("wal_checkpoint(TRUNCATE)");
   } catch (err) {
-    if (!storageRefusedWrite(err)) throw err;
+    // SQLite resets the WAL only after the database file took every page and was synced, so each
+    // committed transaction is still in the WAL, and the next open checkpoints it
+    if (!isWriteRefused(err)) throw err;
     const msg =
       "the final checkpoint failed: storage took no more writes; every committed write stays in the WAL beside the database and is checkpointed at its next open";
     const code = (err as { code?: string }).code;

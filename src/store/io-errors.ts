@@ -16,6 +16,22 @@ const STORAGE_CODES = [
   "SQLITE_NOLFS",
 ];
 
+// Storage refusing to take a write: no room (a full disk, a file size limit), storage turned
+// read-only, a write or sync that failed. Reads of what is there still work.
+const REFUSED_WRITE_CODES = new Set([
+  "SQLITE_FULL",
+  "SQLITE_READONLY",
+  "SQLITE_IOERR_WRITE",
+  "SQLITE_IOERR_FSYNC",
+  "SQLITE_IOERR_DIR_FSYNC",
+  "SQLITE_IOERR_TRUNCATE",
+]);
+
+export function isWriteRefused(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && (REFUSED_WRITE_CODES.has(code) || code.startsWith("SQLITE_READONLY_"));
+}
+
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return (

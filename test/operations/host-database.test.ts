@@ -98,7 +98,9 @@ describe("a host database on a SQLite file", () => {
     writeFileSync(file, "these are notes, not a database\n".repeat(100));
     const err = await refusal(openHostDatabase({ db: file, hostId: "h1", metrics }));
     expect(err.code).toBe("db_unreadable");
-    expect(err.message).toBe(`cannot open database ${file}: file is not a database`);
+    expect(err.message).toBe(
+      `cannot read database ${file}: file is not a database; the file is damaged or not a sessionmux database (sessionmux restore puts a backup in its place)`,
+    );
     expect((err.cause as Error).message).toBe("file is not a database");
   });
 
