@@ -1,6 +1,11 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
+import { chownSync, mkdtempSync, rmdirSync, statfsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
@@ -21,6 +26,41 @@ const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach();
 const MAX_RENAMES = 50;
 
+/** A host on `db` checking readiness every 50 ms, ready, with a peer that created session `full`. */
+async function readyHost(db: string): Promise<{ readyz: string; peer: MuxPeer }> {
+  const mux = await createSessionmux({
+    db,
+    tokens: [{ name: "admin", secret: "s", admin: true }],
+    readinessIntervalMs: 50,
+  });
+  cleanups.push(() => mux.close());
+  const server = createServer();
+  mux.attach(server);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const port = (server.address() as AddressInfo).port;
+  const readyz = `http://127.0.0.1:${port}/readyz`;
+  await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
+  const peer = await MuxPeer.connect(`ws://127.0.0.1:${port}/api/remote.mux`, { token: "s" });
+  cleanups.push(() => peer.ws.terminate());
+  await peer.call("session.create", { sessionId: "full" });
+  return { readyz, peer };
+}
+
+/** `/readyz`'s body once it answers 503 with a code other than `db_unavailable`. */
+async function writesFailing(readyz: string): Promise<Record<string, unknown>> {
+  return until(
+    async () => {
+      const res = await fetch(readyz);
+      const body = res.status === 503 ? ((await res.json()) as Record<string, unknown>) : undefined;
+      return body?.code === "db_unavailable" ? undefined : body;
+    },
+    15_000,
+    "/readyz 503",
+  );
+}
+
 describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", () => {
   it("answers 503 store_writes_failing, and 200 again once the database takes writes, with no client writing", async () => {
     const scratch = await scratchDatabase(pgUrl, "ready_writes");
@@ -29,23 +69,7 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
       scratch.server.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [
         scratch.name,
       ]);
-    const mux = await createSessionmux({
-      db: scratch.url,
-      tokens: [{ name: "admin", secret: "s", admin: true }],
-      readinessIntervalMs: 50,
-    });
-    cleanups.push(() => mux.close());
-    const server = createServer();
-    mux.attach(server);
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const port = (server.address() as AddressInfo).port;
-    const readyz = `http://127.0.0.1:${port}/readyz`;
-    await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
-    const peer = await MuxPeer.connect(`ws://127.0.0.1:${port}/api/remote.mux`, { token: "s" });
-    cleanups.push(() => peer.ws.terminate());
-    await peer.call("session.create", { sessionId: "full" });
+    const { readyz, peer } = await readyHost(scratch.url);
 
     await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_transaction_read_only = on`);
     await reconnectAll();
@@ -65,15 +89,7 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
     expect(refused?.data).toEqual({ postgres: "25006" });
 
     // the readiness check's own connection, ended too, may answer db_unavailable once before
-    const notReady = await until(
-      async () => {
-        const res = await fetch(readyz);
-        const body = res.status === 503 ? ((await res.json()) as Record<string, unknown>) : undefined;
-        return body?.code === "db_unavailable" ? undefined : body;
-      },
-      15_000,
-      "/readyz 503",
-    );
+    const notReady = await writesFailing(readyz);
     expect(notReady).toMatchObject({
       ready: false,
       code: "store_writes_failing",
@@ -98,4 +114,67 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
       await reader.end();
     }
   }, 120_000);
+  // A real full disk needs a file system of its own for the server to fill: a tablespace on a
+  // small tmpfs, which only root may mount (the server's WAL stays where it was).
+  it.runIf(process.getuid?.() === 0)(
+    "answers 503 store_writes_failing while the server's disk is full (53100), and 200 once it has room",
+    async (ctx) => {
+      const mount = mkdtempSync(join(tmpdir(), "sessionmux-pg-disk-"));
+      cleanups.push(() => rmdirSync(mount));
+      try {
+        execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", mount], {
+          stdio: "ignore",
+        });
+      } catch {
+        ctx.skip("no tmpfs may be mounted here");
+      }
+      cleanups.push(() => {
+        execFileSync("umount", [mount]);
+      });
+      const owner = execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim();
+      chownSync(mount, Number(owner), Number(owner));
+      // dropped after the database that uses it (cleanups run last first)
+      const admin = new pg.Client({ connectionString: pgUrl });
+      await admin.connect();
+      cleanups.push(() => admin.end());
+      const space = `ready_disk_${randomBytes(4).toString("hex")}`;
+      await admin.query(`CREATE TABLESPACE "${space}" LOCATION '${mount}'`);
+      cleanups.push(async () => {
+        await admin.query(`DROP TABLESPACE IF EXISTS "${space}"`);
+      });
+      const scratch = await scratchDatabase(pgUrl, "ready_disk");
+      cleanups.push(() => scratch.drop());
+      // every table of the store is made in it, as the host migrates the new database
+      await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_tablespace = "${space}"`);
+      const { readyz, peer } = await readyHost(scratch.url);
+      const { blocks, bfree, bsize } = statfsSync(mount);
+      const room = (size: number) => {
+        execFileSync("mount", ["-o", `remount,size=${size}`, mount], { stdio: "ignore" });
+      };
+      room((blocks - bfree) * bsize + 256 * 1024);
+
+      let refused: SessionmuxError | undefined;
+      for (
+        let i = 0;
+        i < 5_000 && (refused?.data as { postgres?: string } | undefined)?.postgres !== "53100";
+        i++
+      ) {
+        await peer
+          .call("session.rename", { sessionId: "full", title: `${i} ${"x".repeat(500)}` })
+          .catch((err) => {
+            if (!(err instanceof SessionmuxError)) throw err;
+            refused = err;
+          });
+      }
+      expect(refused?.code).toBe("persistence_failure");
+      expect(refused?.data).toEqual({ postgres: "53100" });
+      expect(await writesFailing(readyz)).toMatchObject({ ready: false, code: "store_writes_failing" });
+      expect((await fetch(readyz)).status).toBe(503);
+
+      room(64 * 1024 * 1024);
+      await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
+      await peer.call("session.rename", { sessionId: "full", title: "room again" });
+    },
+    120_000,
+  );
 });
