@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -141,4 +141,32 @@ describe("a host's start on a database it cannot write or read", () => {
     expect(unreadable).toMatchObject({ code: "db_unreadable" });
     expect(unreadable.message).toMatch(/; check that the file is readable by this user$/);
   }, 120_000);
+  // only root may mount a file system, and read-only is what root's writes cannot get past
+  it.runIf(asRoot)(
+    "on a file system mounted read-only, new or existing, is refused db_unwritable",
+    async (ctx) => {
+      const dir = folder();
+      try {
+        execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", dir.path], { stdio: "ignore" });
+      } catch {
+        ctx.skip("no tmpfs may be mounted here");
+      }
+      cleanups.push(() => {
+        execFileSync("umount", [dir.path]);
+      });
+      chownSync(dir.path, NOBODY, NOBODY);
+      const existing = dir.file("sessions.db");
+      await existingDatabase(existing);
+      execFileSync("mount", ["-o", "remount,ro", dir.path], { stdio: "ignore" });
+      for (const file of [existing, dir.file("new.db")]) {
+        const refused = await open(file);
+        expect(refused).toMatchObject({ code: "db_unwritable" });
+        expect(refused.message).toMatch(new RegExp(`^cannot write database ${file}: `));
+        expect(refused.message).toMatch(WRITABLE_HINT);
+      }
+      execFileSync("mount", ["-o", "remount,rw", dir.path], { stdio: "ignore" });
+      expect(await open(existing)).toEqual({ opened: true });
+    },
+    120_000,
+  );
 });
