@@ -68,6 +68,15 @@ export interface HostDatabase {
   close(): Promise<void>;
 }
 
+// SQLSTATEs of a server that took the connection but no write: a read-only transaction (25006),
+// a disk full (53100), no rights to write (42501)
+const PG_REFUSED_WRITE = new Set(["25006", "53100", "42501"]);
+
+function pgRefusedWrite(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && PG_REFUSED_WRITE.has(code);
+}
+
 /** Opens (creating and migrating when missing) the store `db` names: a file path or a postgres:// URL. */
 export async function openHostDatabase(options: HostDatabaseOptions): Promise<HostDatabase> {
   const target = databaseTarget(options.db, options.schema);
@@ -85,11 +94,17 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
   } catch (err) {
     await store?.close();
     const reason = err instanceof Error ? err.message : String(err);
-    throw new StartupError(
-      "db_unreachable",
-      `cannot open PostgreSQL database ${redactUrl(target.url)} (schema ${target.schema}): ${reason}`,
-      { cause: err },
-    );
+    const named = `PostgreSQL database ${redactUrl(target.url)} (schema ${target.schema})`;
+    // the server answered, but refused to write (creating or migrating the schema): not a
+    // network matter, so an operator is sent to the server's disk and the database's settings
+    if (pgRefusedWrite(err)) {
+      throw new StartupError(
+        "db_unwritable",
+        `cannot write ${named}: ${reason}; check that the server's disk has room and that the database takes writes from this role (not a standby, default_transaction_read_only off, rights to create in it)`,
+        { cause: err },
+      );
+    }
+    throw new StartupError("db_unreachable", `cannot open ${named}: ${reason}`, { cause: err });
   }
   const check = pgReadyCheck(target.url);
   const uploads = pgUploadSweeper(target.url, target.schema);

@@ -143,6 +143,25 @@ describe.skipIf(!pgUrl)("a host database on PostgreSQL", () => {
     expect((err.cause as Error).message).toBe("connect ECONNREFUSED 127.0.0.1:1");
   });
 
+  it("on a database that takes no writes, is refused db_unwritable naming what to check, not as unreachable", async () => {
+    const scratch = await scratchDatabase(pgUrl!, "smx_hostdb");
+    cleanups.push(() => scratch.drop());
+    await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_transaction_read_only = on`);
+    const err = await refusal(
+      openHostDatabase({ db: scratch.url, schema: "hosts_a", hostId: "h1", metrics }),
+    );
+    expect(err.code).toBe("db_unwritable");
+    expect(err.message).toMatch(
+      new RegExp(
+        `^cannot write PostgreSQL database ${scratch.url} \\(schema hosts_a\\): .*read-only transaction; check that the server's disk has room`,
+      ),
+    );
+    expect(err.cause).toMatchObject({ code: "25006" });
+    await scratch.server.query(`ALTER DATABASE "${scratch.name}" RESET default_transaction_read_only`);
+    const database = await opened({ db: scratch.url, schema: "hosts_a", hostId: "h1", metrics });
+    expect(database.description).toBe(`${scratch.url} (schema hosts_a)`);
+  });
+
   it("is the schema it names, with its leases and call inbox there, ready while the server takes connections", async () => {
     const scratch = await scratchDatabase(pgUrl!, "smx_hostdb");
     cleanups.push(() => scratch.drop());
