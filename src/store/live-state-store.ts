@@ -43,6 +43,11 @@ export interface LiveStateStore {
    */
   steerQueueItem(sessionId: string, itemId: string, turnId: string): Promise<QueueChangeOutcome>;
   queue(sessionId: string): Promise<StoredQueueItem[]>;
+  /**
+   * The bytes of every prompt the owner has queued, as `enqueuePrompt` counts them against
+   * `maxBytesPerOwner`: read outside its transaction, so a write committing meanwhile may change it.
+   */
+  queuedBytes(owner: string): Promise<number>;
 
   /**
    * First responder wins, decided inside one transaction: a pending interaction becomes resolved

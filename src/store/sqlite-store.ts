@@ -124,6 +124,10 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
     return this.read(() => this.liveRows.queue(sessionId));
   }
 
+  queuedBytes(owner: string): Promise<number> {
+    return this.read(() => this.statements.queuedBytesOfOwner.get(owner) as number);
+  }
+
   resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
     return this.groupCommit.submit(this.liveOps.resolve(interactionId, resolution, at));
   }

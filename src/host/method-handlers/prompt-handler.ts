@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ParamsOf, ResultOf } from "../../../protocol/index.js";
+import { queuedBytes } from "../../store/live-rows.js";
+import { overOwnerBytes } from "../../store/live-state-operations.js";
 import type { EnqueueOutcome } from "../../store/live-state-store.js";
 import type { PromptRecord } from "../../store/session-store.js";
 import type { Resolvers } from "../activation-policy.js";
@@ -12,6 +14,7 @@ import { assertStorageRoom } from "../storage-quota.js";
 import { refusal } from "../store-outcomes.js";
 
 type PromptResult = ResultOf<"session.prompt">;
+type EnqueueRefusal = Extract<EnqueueOutcome, { status: "queue_full" }>;
 
 /**
  * §4 `session.prompt`, idempotent on `(sessionId, clientMessageId)`: concurrent repeats share the
@@ -46,9 +49,6 @@ async function answerPrompt(
   // before the agent starts: a refused prompt resumes nothing
   await assertAttachmentsReadable(ctx.store, owner, params.attachments);
   await assertStorageRoom(ctx, principal);
-  const repeated = await answerToFullQueue(ctx, params);
-  if (repeated) return repeated;
-  const session = await resolvers.resume(principal, params.sessionId);
   const input: PromptInput = {
     clientMessageId: params.clientMessageId,
     text: params.text,
@@ -57,6 +57,9 @@ async function answerPrompt(
     ...(params.attachments !== undefined ? { attachments: params.attachments } : {}),
     ...(params.meta !== undefined ? { meta: params.meta } : {}),
   };
+  const repeated = await answerToFullQueue(ctx, owner, params, input);
+  if (repeated) return repeated;
+  const session = await resolvers.resume(principal, params.sessionId);
   // no await between this check and claiming the turn or starting to queue: prompts keep their order
   if (session.turn || session.pendingEnqueues > 0 || ctx.live.promptQueue.size(session.sessionId) > 0) {
     return enqueue(ctx, session, input);
@@ -67,20 +70,42 @@ async function answerPrompt(
 }
 
 /**
- * A session whose queue is full takes a new prompt only into the queue, which the store would
- * refuse: `queue_full` here, before a cold session's agent is attached for nothing, unless, as in
- * the store, a repeat recorded meanwhile answers its record. Undefined while there is room; the
- * store still decides a race and the per-owner bytes.
+ * A prompt the store would refuse `queue_full` is refused here, before a cold session's agent is
+ * attached for nothing, unless, as in the store, a repeat recorded meanwhile answers its record.
+ * Undefined while there is room; the store still decides at its write, where a concurrent prompt
+ * may have taken the room.
  */
 async function answerToFullQueue(
   ctx: HostContext,
+  owner: string,
   params: ParamsOf<"session.prompt">,
+  input: PromptInput,
 ): Promise<PromptResult | undefined> {
-  const max = ctx.limits.queue.maxItemsPerSession;
-  if (ctx.live.promptQueue.size(params.sessionId) < max) return undefined;
+  const refused = await queueRefusal(ctx, owner, params.sessionId, input);
+  if (!refused) return undefined;
   const recorded = await ctx.store.findPrompt(params.sessionId, params.clientMessageId);
   if (recorded) return fromRecord(recorded);
-  throw refusal(params.sessionId, { status: "queue_full", limit: "items_per_session", max });
+  throw refusal(params.sessionId, refused);
+}
+
+/**
+ * The store's queue limits, checked ahead of its write. The owner's queued bytes are read only
+ * for a session without an agent whose prompt will queue (behind a parked turn or queued
+ * prompts): a live session's agent is attached already, and the store's own check suffices.
+ */
+async function queueRefusal(
+  ctx: HostContext,
+  owner: string,
+  sessionId: string,
+  input: PromptInput,
+): Promise<EnqueueRefusal | undefined> {
+  const { maxItemsPerSession, maxBytesPerOwner } = ctx.limits.queue;
+  const items = ctx.live.promptQueue.size(sessionId);
+  if (items >= maxItemsPerSession)
+    return { status: "queue_full", limit: "items_per_session", max: maxItemsPerSession };
+  if (ctx.agents.get(sessionId)) return undefined;
+  if (items === 0 && ctx.live.interactionRegistry.parkedTurn(sessionId) === undefined) return undefined;
+  return overOwnerBytes(await ctx.store.queuedBytes(owner), queuedBytes(input), maxBytesPerOwner);
 }
 
 /** The queue item and the prompt key commit together; the runner starts it when the session is free. */

@@ -19,6 +19,8 @@ export const DB_NOW = "sessionmux_now()";
 
 export const QUEUE_ITEMS = `SELECT item_id, session_id, owner, queued_at, input FROM queue_items
   WHERE session_id = $1 ORDER BY position`;
+const OWNER_QUEUED_BYTES =
+  "SELECT coalesce(sum(bytes), 0)::bigint AS bytes FROM queue_items WHERE owner = $1";
 export const QUEUE_ITEM = `SELECT item_id, session_id, owner, queued_at, input, client_message_id FROM queue_items
   WHERE session_id = $1 AND item_id = $2`;
 const BUMP_QUEUE = `INSERT INTO queue_versions (session_id, version) VALUES ($1, 1)
@@ -95,6 +97,10 @@ export class PgLiveReads {
 
   async queue(sessionId: string): Promise<StoredQueueItem[]> {
     return (await this.pool.query<QueueRow>(QUEUE_ITEMS, [sessionId])).rows.map(queueItemFromRow);
+  }
+
+  async queuedBytes(owner: string): Promise<number> {
+    return (await this.pool.query<{ bytes: number }>(OWNER_QUEUED_BYTES, [owner])).rows[0]!.bytes;
   }
 
   /** The queue with its version and the session's owner (null owner: no such session). */

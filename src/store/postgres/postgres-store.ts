@@ -257,6 +257,10 @@ export class PostgresSessionStore implements HostStore {
     return this.liveReads.queue(sessionId);
   }
 
+  queuedBytes(owner: string): Promise<number> {
+    return this.liveReads.queuedBytes(owner);
+  }
+
   resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
     return this.groupCommit.submit(this.liveOps.resolve(interactionId, resolution, at));
   }

@@ -65,6 +65,28 @@ describeContract("live state", (backend) => {
       });
     });
 
+    test("an owner's queued bytes are what the enqueue limit counts, over all its sessions", async () => {
+      const { store } = await open();
+      await store.create({ sessionId: S, owner: "alice", model: "m" });
+      await store.create({ sessionId: "s2", owner: "alice", model: "m" });
+      await store.create({ sessionId: "s3", owner: "bob", model: "m" });
+      expect(await store.queuedBytes("alice")).toBe(0);
+      const limits = { maxItemsPerSession: 10, maxBytesPerOwner: 10 };
+      const enqueue = (sessionId: string, itemId: string, text: string) =>
+        store.enqueuePrompt({ sessionId, itemId, queuedAt: 1, input: { text }, limits });
+      await enqueue(S, "a", "aaaa");
+      await enqueue("s2", "b", "bbbbb");
+      await enqueue("s3", "c", "c");
+      expect(await store.queuedBytes("alice")).toBe(9);
+      expect(await store.queuedBytes("bob")).toBe(1);
+      // one byte more than the limit allows on top of what is held is refused, as the figure says
+      expect((await enqueue(S, "d", "dd")).status).toBe("queue_full");
+      expect((await enqueue(S, "e", "e")).status).toBe("queued");
+      expect(await store.queuedBytes("alice")).toBe(10);
+      expect(await store.clearQueue(S)).toMatchObject({ status: "ok" });
+      expect(await store.queuedBytes("alice")).toBe(5);
+    });
+
     test("starting an item removes it and rewrites its key in the same append; a gone item appends nothing", async () => {
       const { store } = await open();
       await store.create({ sessionId: S, owner: "alice", model: "m" });
