@@ -107,27 +107,53 @@ export class ActivationPolicy {
   /**
    * Runs one call with the resolvers its activation permits. The sessions a `resume` call
    * resolved reach `onWork` only once the call succeeded: a call that ends in an error (bad
-   * input, a store's refusal, a lost race) leaves a dismissal as it was.
+   * input, a store's refusal, a lost race) leaves a dismissal as it was. Nor does it leave an
+   * agent it attached: the store refuses some calls only at their write (the owner's queued bytes
+   * filled by a concurrent prompt, the session deleted after it was resolved), after the agent
+   * attached, and that agent goes again unless another call resolved it meanwhile or it has work.
    */
   async run<T>(activation: Activation, call: (resolvers: Resolvers) => Promise<T>): Promise<T> {
     const scope = this.#scopes[activation];
     if (activation !== "resume") return call(scope);
     const worked: [Principal, string][] = [];
-    const result = await call({
-      ...scope,
-      interaction: async (principal, interactionId, response) => {
-        const found = await scope.interaction(principal, interactionId, response);
-        worked.push([principal, found.sessionId]);
-        return found;
-      },
-      resume: async (principal, sessionId) => {
-        const session = await scope.resume(principal, sessionId);
-        worked.push([principal, sessionId]);
-        return session;
-      },
-    });
+    const held: LiveSession[] = [];
+    let result: T;
+    try {
+      result = await call({
+        ...scope,
+        interaction: async (principal, interactionId, response) => {
+          const found = await scope.interaction(principal, interactionId, response);
+          worked.push([principal, found.sessionId]);
+          return found;
+        },
+        resume: async (principal, sessionId) => {
+          const session = await this.#resolveForWork(principal, sessionId, held);
+          worked.push([principal, sessionId]);
+          return session;
+        },
+      });
+    } catch (err) {
+      this.#release(held, false);
+      throw err;
+    }
+    this.#release(held, true);
     for (const [principal, sessionId] of worked) this.#onWork(principal, sessionId);
     return result;
+  }
+
+  /**
+   * A call that resolved `held` ended. A success proves the agent was asked for work; an agent
+   * attached for calls that were all refused is detached once the last of them ended.
+   */
+  #release(held: LiveSession[], succeeded: boolean): void {
+    for (const session of held) {
+      session.calls--;
+      if (succeeded) session.attachedForCalls = false;
+      else if (session.calls === 0 && session.attachedForCalls) {
+        session.attachedForCalls = false;
+        this.#agents.detachUnused(session);
+      }
+    }
   }
 
   async inspect(principal: Principal, sessionId: string): Promise<ColdSession> {
@@ -163,17 +189,35 @@ export class ActivationPolicy {
     return { interactionId, sessionId: stored.interaction.sessionId, repeat: winner !== undefined };
   }
 
-  async resolveForWork(principal: Principal, sessionId: string): Promise<LiveSession> {
+  resolveForWork(principal: Principal, sessionId: string): Promise<LiveSession> {
+    return this.#resolveForWork(principal, sessionId);
+  }
+
+  /**
+   * The live session, held for the call in `held` (by `run`) from the moment it is resolved:
+   * counted in the same step as the attach, so no refused call can detach it before this call's
+   * work begins.
+   */
+  async #resolveForWork(principal: Principal, sessionId: string, held?: LiveSession[]): Promise<LiveSession> {
+    const hold = (session: LiveSession, attached: boolean): LiveSession => {
+      if (!held) return session;
+      session.calls++;
+      if (attached) session.attachedForCalls = true;
+      held.push(session);
+      return session;
+    };
     const existing = this.#agents.get(sessionId);
     if (existing) {
       if (!canSee(principal, existing.owner)) throw notFound(sessionId);
-      return this.#agents.attach(sessionId, existing);
+      return hold(this.#agents.attach(sessionId, existing), false);
     }
     const cold = await this.inspect(principal, sessionId);
     // get-or-create after the awaits: a concurrent resume may have attached meanwhile
-    return this.#claim(sessionId, () =>
-      this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model }),
-    );
+    return this.#claim(sessionId, () => {
+      const attached = this.#agents.get(sessionId) === undefined;
+      const session = this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model });
+      return hold(session, attached);
+    });
   }
 }
 

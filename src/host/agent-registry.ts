@@ -100,6 +100,18 @@ export class AgentRegistry {
     this.#onDetached?.(sessionId);
   }
 
+  /**
+   * Detaches an agent that has nothing to do: no turn running (a turn a previous process left
+   * parked stays parked in the store, as before the agent attached), no prompt being queued, no
+   * job running. The caller knows no call is about to give it work.
+   */
+  detachUnused(session: LiveSession): void {
+    if (session.detached || this.#sessions.get(session.sessionId) !== session) return;
+    if (session.turn && !session.turn.parked) return;
+    if (session.pendingEnqueues > 0 || this.#live.jobRegistry.hasRunning(session.sessionId)) return;
+    this.detach(session.sessionId);
+  }
+
   /** Refuses new agents and stops every idle clock (shutdown leaves no timers behind). */
   close(): void {
     this.#closed = true;

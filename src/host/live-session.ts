@@ -74,6 +74,13 @@ export class LiveSession {
   detached = false;
   /** Prompts being queued (their store write not yet committed); the queue's order waits for them. */
   pendingEnqueues = 0;
+  /** `resume` calls under way that resolved this session (see `ActivationPolicy.run`). */
+  calls = 0;
+  /**
+   * Attached for a `resume` call, and no call that resolved it since has succeeded: if the last of
+   * them is refused too, nothing asked this agent for work and it goes again.
+   */
+  attachedForCalls = false;
 
   constructor(
     readonly sessionId: string,

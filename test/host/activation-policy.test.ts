@@ -1,11 +1,14 @@
+import { pino } from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { type Activation, SessionmuxError } from "../../protocol/index.js";
 import { ActivationPolicy } from "../../src/host/activation-policy.js";
-import type { AgentRegistry } from "../../src/host/agent-registry.js";
+import { AgentRegistry } from "../../src/host/agent-registry.js";
+import { LiveRegistry } from "../../src/host/live/live-registry.js";
 import type { LiveSession } from "../../src/host/live-session.js";
 import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { gate } from "../support/gate.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -189,5 +192,68 @@ describe("activation policy", () => {
     await store.append("a1", [{ type: "turn/end", data: { turnId: "t1", state: "cancelled" } }]);
     expect(await codeOf(scope.interaction(ALICE, "i2", APPROVE))).toBe("interaction_not_found");
     expect(attached).toEqual([]);
+  });
+});
+
+describe("an agent attached for a refused resume call", () => {
+  /** The policy over a real agent registry and a real SQLite store holding session `a1`. */
+  async function withRegistry() {
+    const dir = tempDir("sessionmux-activation-");
+    const store = SqliteSessionStore.open(dir.file("s.db"));
+    cleanups.push(() => dir.remove());
+    cleanups.push(() => store.close());
+    await store.create({ sessionId: "a1", owner: "alice", model: "demo" });
+    const live = new LiveRegistry({ append: async () => undefined, progress: async () => undefined });
+    const agents = new AgentRegistry({
+      live,
+      idleDetachMs: 600_000,
+      maxLiveAgentsPerOwner: 10,
+      logger: pino({ enabled: false }),
+    });
+    cleanups.push(() => agents.close());
+    return { policy: new ActivationPolicy(store, agents), agents };
+  }
+
+  /** A resume call that resolves `a1`, waits for `until`, then is refused at its write. */
+  const refusedCall = (policy: ActivationPolicy, until: Promise<void> = Promise.resolve()) =>
+    policy.run("resume", async (resolvers) => {
+      await resolvers.resume(ALICE, "a1");
+      await until;
+      throw new SessionmuxError("queue_full", "refused at the write");
+    });
+
+  it("goes again; one that was live before the call stays", async () => {
+    const { policy, agents } = await withRegistry();
+    expect(await codeOf(refusedCall(policy))).toBe("queue_full");
+    expect(agents.get("a1")).toBeUndefined();
+    const live = await policy.run("resume", (resolvers) => resolvers.resume(ALICE, "a1"));
+    expect(await codeOf(refusedCall(policy))).toBe("queue_full");
+    expect(agents.get("a1")).toBe(live);
+  });
+
+  it("stays while another call that resolved it is under way, and goes when that one is refused too", async () => {
+    const { policy, agents } = await withRegistry();
+    const later = gate();
+    const first = refusedCall(policy);
+    const second = refusedCall(policy, later.promise);
+    expect(await codeOf(first)).toBe("queue_full");
+    expect(agents.get("a1")).toBeDefined();
+    later.open();
+    expect(await codeOf(second)).toBe("queue_full");
+    expect(agents.get("a1")).toBeUndefined();
+  });
+
+  it("stays once a call that resolved it succeeded", async () => {
+    const { policy, agents } = await withRegistry();
+    const later = gate();
+    const refused = refusedCall(policy, later.promise);
+    const answered = policy.run("resume", async (resolvers) => {
+      await resolvers.resume(ALICE, "a1");
+      return "answered";
+    });
+    expect(await answered).toBe("answered");
+    later.open();
+    expect(await codeOf(refused)).toBe("queue_full");
+    expect(agents.get("a1")).toBeDefined();
   });
 });

@@ -73,7 +73,7 @@ async function answerPrompt(
  * A prompt the store would refuse `queue_full` is refused here, before a cold session's agent is
  * attached for nothing, unless, as in the store, a repeat recorded meanwhile answers its record.
  * Undefined while there is room; the store still decides at its write, where a concurrent prompt
- * may have taken the room.
+ * may have taken the room (`ActivationPolicy.run` then lets the agent go again).
  */
 async function answerToFullQueue(
   ctx: HostContext,
