@@ -150,6 +150,34 @@ describe("a prompt past the owner's queued bytes", () => {
     });
     expect(host.live.isLive(S)).toBe(true);
   });
+
+  test("taken after the host looked, on a session holding a prompt no agent ran: refused, and that prompt still waits", async () => {
+    const { host, store, content } = await parkedOnSqlite();
+    // queued by another writer while the session had no agent here: nothing started it
+    await store.create({ sessionId: "q", owner: "alice", model: "demo-fast" });
+    const waiting = { clientMessageId: "q-w", text: "w" };
+    await store.enqueuePrompt({ sessionId: "q", itemId: "q-waiting", queuedAt: 1, input: waiting });
+    await vi.waitFor(() => expect(host.live.queue("q").map((i) => i.itemId)).toEqual(["q-waiting"]));
+    const queuedBytes = store.queuedBytes.bind(store);
+    let before: ReturnType<DurableContent["snapshot"]> | undefined;
+    vi.spyOn(store, "queuedBytes").mockImplementationOnce(async (owner) => {
+      const seen = await queuedBytes(owner);
+      const input = { clientMessageId: "t-q", text: "fill" };
+      const other = await store.enqueuePrompt({ sessionId: "t", itemId: "t-queued", queuedAt: 2, input });
+      expect(other.status).toBe("queued");
+      before = content.snapshot();
+      return seen;
+    });
+    const refused = await errorCode(() => prompt(host, "q", "more", "p3"));
+    expect(refused).toEqual({
+      code: "queue_full",
+      data: { sessionId: "q", limit: "bytes_per_owner", max: MAX_QUEUED_BYTES },
+    });
+    expect(host.live.agents()).toEqual([]);
+    expect(await agentsShown(host, ALICE)).toEqual([]);
+    expect(host.live.queue("q").map((i) => i.itemId)).toEqual(["q-waiting"]);
+    expect(content.snapshot()).toEqual(before);
+  });
 });
 
 describe("a prompt whose session is deleted after it was resolved", () => {

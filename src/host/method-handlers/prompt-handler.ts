@@ -112,7 +112,7 @@ async function queueRefusal(
 async function enqueue(ctx: HostContext, session: LiveSession, input: PromptInput): Promise<PromptResult> {
   const itemId = randomUUID();
   session.pendingEnqueues++;
-  let outcome: EnqueueOutcome;
+  let outcome: EnqueueOutcome | undefined;
   try {
     outcome = await ctx.store.enqueuePrompt({
       sessionId: session.sessionId,
@@ -123,8 +123,11 @@ async function enqueue(ctx: HostContext, session: LiveSession, input: PromptInpu
     });
   } finally {
     session.pendingEnqueues--;
-    // the turn may have ended while the write was in flight: nobody else would start the item
-    ctx.runner.kick(session);
+    // the turn may have ended while the write was in flight: nobody else would start the item, or
+    // tell the agent idle. A refused prompt starts none queued earlier: a turn's end or a retry
+    // starts those, and on an agent this call attached they wait for a prompt that is accepted
+    const accepted = outcome?.status === "queued" || outcome?.status === "duplicate";
+    if (accepted || ctx.live.promptQueue.size(session.sessionId) === 0) ctx.runner.kick(session);
   }
   switch (outcome.status) {
     case "queued":
