@@ -19,7 +19,8 @@ interface Opened {
 function scriptedModel() {
   const opened: Opened[] = [];
   const link = {
-    page: async () => ({ epoch: "e1", events: [], hasMore: false }),
+    // an empty log's tail, as `session.page` without a cursor answers it
+    page: async () => ({ epoch: "e1", headSeq: 0, events: [], hasMore: false }),
     follow(_sessionId: string, from: Opened["from"], next: Opened["next"], fail: Opened["fail"]) {
       opened.push({ from, next, fail });
       return () => undefined;
