@@ -1,10 +1,9 @@
 import type { Command } from "commander";
 import pg from "pg";
 import { databaseTarget, redactUrl } from "../operations/database-target.js";
-import { assertNotInUse, inUseRefusal } from "../operations/exclusive-access.js";
+import { openSqliteStoreAlone } from "../operations/sqlite-store-alone.js";
 import { StartupError } from "../operations/startup-error.js";
 import { migrate, PG_SCHEMA_VERSION, schemaIdentifier } from "../store/postgres/pg-schema.js";
-import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { dbOption, dbSchemaOption } from "./cli-options.js";
 
 interface MigrateOptions {
@@ -29,8 +28,7 @@ export function registerMigrateCommand(program: Command): void {
       const target = databaseTarget(options.db, options.dbSchema);
       if (target.kind === "sqlite") {
         // a file a running host has open is refused db_in_use, as rebuild-projections refuses it
-        const file = assertNotInUse(target.path);
-        await openToMigrate(file).close();
+        await openSqliteStoreAlone(target.path).close();
         process.stdout.write(`${JSON.stringify({ db: target.path, migrated: true })}\n`);
         return;
       }
@@ -55,15 +53,6 @@ export function registerMigrateCommand(program: Command): void {
         await client.end().catch(() => undefined);
       }
     });
-}
-
-/** Opening applies the migrations; a host that took the file since the check above holds its lock. */
-function openToMigrate(file: string): SqliteSessionStore {
-  try {
-    return SqliteSessionStore.open(file);
-  } catch (err) {
-    throw inUseRefusal(err) ?? err;
-  }
 }
 
 /** The highest applied migration of `schema`, 0 when it has none (or does not exist). */

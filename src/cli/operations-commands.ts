@@ -2,15 +2,14 @@ import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { existingDatabase } from "../operations/database-path.js";
 import { databaseTarget, redactUrl } from "../operations/database-target.js";
-import { assertNotInUse } from "../operations/exclusive-access.js";
 import { keptTokenFile } from "../operations/kept-token-location.js";
 import { backupDatabase } from "../operations/sqlite-backup.js";
 import { restoreDatabase } from "../operations/sqlite-restore.js";
+import { openSqliteStoreAlone } from "../operations/sqlite-store-alone.js";
 import { StartupError } from "../operations/startup-error.js";
 import { rotateToken, tokenFilePath } from "../operations/token-file.js";
 import { MissingSchemaError } from "../store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
-import { SqliteSessionStore } from "../store/sqlite-store.js";
 import { dataDirOption, dbOption, dbSchemaOption } from "./cli-options.js";
 
 interface DbOptions {
@@ -96,8 +95,7 @@ export function registerOperationsCommands(program: Command): void {
         }
         return;
       }
-      const file = assertNotInUse(target.path);
-      const store = SqliteSessionStore.open(file);
+      const store = openSqliteStoreAlone(target.path);
       try {
         await store.rebuildProjections();
         process.stdout.write("projections rebuilt\n");

@@ -96,16 +96,15 @@ describe("migrate on a SQLite file", () => {
     expect(locked.cause).toBeInstanceOf(DatabaseInUseError);
   });
 
-  it("a file that is no database is refused with SQLite's own reason, not as in use, and stays unlocked", async () => {
+  it("a file that is no database is refused db_unreadable with SQLite's reason, not as in use, and stays unlocked", async () => {
     const db = folder().file("sessions.db");
     writeFileSync(db, Buffer.alloc(4096, 0x5a));
-    const err = await run(["--db", db]).then(
-      () => new Error("migrate succeeded"),
-      (e: unknown) => e,
+    const err = await refusal(["--db", db]);
+    expect(err.code).toBe("db_unreadable");
+    expect(err.message).toBe(
+      `cannot read database ${db}: file is not a database; the file is damaged or not a sessionmux database (sessionmux restore puts a backup in its place)`,
     );
-    expect(err).not.toBeInstanceOf(StartupError);
-    expect(err).toMatchObject({ code: "SQLITE_NOTADB" });
-    expect(stdout).toEqual([]);
+    expect(err.cause).toMatchObject({ code: "SQLITE_NOTADB" });
     // the look at the file left nothing held: it can be made a database, and then migrated
     writeFileSync(db, "");
     await sqliteDatabase(db);

@@ -9,13 +9,20 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `sessionmux <args>` from the sources to its end, however it exits. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * Runs `sessionmux <args>` from the sources to its end, however it exits; as the user `as` names
+ * when given (a test running as root, whom file modes do not stop, runs it as `nobody`).
+ */
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  as?: { uid: number; gid: number },
+): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ["--import", "tsx", "src/cli/main.ts", ...args],
-      { cwd: repo, env: { ...process.env, ...env }, timeout: 60_000 },
+      { cwd: repo, env: { ...process.env, ...env }, timeout: 60_000, ...as },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
