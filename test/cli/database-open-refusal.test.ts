@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
@@ -93,4 +94,32 @@ describe("migrate and rebuild-projections on a SQLite file they cannot open", ()
     chmodSync(dir.path, 0o755);
     expect(await run(["migrate"], db)).toMatchObject({ code: 0, stderr: "" });
   }, 120_000);
+
+  // only root may mount a file system, and read-only is what root's writes cannot get past
+  it.runIf(asRoot)(
+    "refuse a database on a file system mounted read-only db_unwritable, and work once it is writable",
+    async (ctx) => {
+      const dir = folder();
+      try {
+        execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", dir.path], { stdio: "ignore" });
+      } catch {
+        ctx.skip("no tmpfs may be mounted here");
+      }
+      cleanups.push(() => {
+        execFileSync("umount", [dir.path]);
+      });
+      chownSync(dir.path, NOBODY, NOBODY);
+      const db = dir.file("sessions.db");
+      await database(db);
+      execFileSync("mount", ["-o", "remount,ro", dir.path], { stdio: "ignore" });
+      for (const command of COMMANDS) {
+        const refused = await run(command, db);
+        expect(refused).toMatchObject({ code: 2, stdout: "" });
+        unwritable(refused.stderr, db);
+      }
+      execFileSync("mount", ["-o", "remount,rw", dir.path], { stdio: "ignore" });
+      expect(await run(["migrate"], db)).toMatchObject({ code: 0, stderr: "" });
+    },
+    120_000,
+  );
 });
