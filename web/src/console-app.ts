@@ -232,7 +232,12 @@ export class ConsoleApp {
     const rows = [...shown.values()].map((row) => rowWithActivity(row, activity(row.sessionId, row)));
     this.drawnListClock = listClock();
     const list = this.list;
-    const paging = { end: list.end, more: list.older, loading: list.loadingOlder, online };
+    const paging = {
+      end: list.endOf(view),
+      more: list.hasOlder(view),
+      loading: list.isLoadingOlder(view),
+      online,
+    };
     this.region(
       "list",
       JSON.stringify([rows, paging]) + selected + view + liveStale + this.drawnListClock,
@@ -360,11 +365,15 @@ export class ConsoleApp {
    */
   private loadOlder(keyboard: boolean): void {
     const list = this.list;
+    const view = this.listView;
     // the list may know rows past its end already (control projections): only the shown ones count
-    const shown = () => orderSessions(list.rows.values(), list.end).recent;
+    const shown = () =>
+      view === "list"
+        ? orderSessions(list.rows.values(), list.end).recent
+        : orderSessions(list.dismissed.values(), list.endOf(view), 0).recent;
     const known = new Set(shown().map((row) => row.sessionId));
     this.run("Loading older sessions", async () => {
-      await list.loadOlder();
+      await list.loadOlder(view);
       if (!keyboard || list !== this.list) return;
       this.focusRowAfterDraw = shown().find((row) => !known.has(row.sessionId))?.sessionId;
       this.schedule();

@@ -2,6 +2,21 @@ import type { SessionRow } from "../../protocol/index.js";
 import type { ConsoleLink, ListChange } from "./console-link.js";
 import type { SessionCache } from "./session-cache.js";
 import { LIST_SIZE, type ListPosition, MAX_PINNED, orderSessions } from "./session-list-order.js";
+import type { ListView } from "./session-list-view.js";
+
+/** How far one of the two lists is read from the host. */
+interface Pages {
+  /** The host's cursor for the next older page; undefined once the last page is loaded. */
+  cursor: string | undefined;
+  /** The last row of the last page loaded while older ones are not. */
+  end: ListPosition | undefined;
+  /** How many pages are loaded: a fresh snapshot after a reconnect loads as many. */
+  count: number;
+  /** The next older page is being read: one at a time. */
+  loading: boolean;
+}
+
+const firstPage = (): Pages => ({ cursor: undefined, end: undefined, count: 1, loading: false });
 
 /**
  * The rows the list draws from: a `session.list` snapshot kept current by §6 notifications and
@@ -13,22 +28,20 @@ import { LIST_SIZE, type ListPosition, MAX_PINNED, orderSessions } from "./sessi
  * projections still describe them (they keep running), so a row known dismissed goes there and
  * never back into the list until restored.
  *
- * The list comes a page at a time, older pages on request (`loadOlder`), each read with the
- * host's cursor from the page above. Rows are kept by session id and the newer row of a session
- * wins, so a session that moves between pages while they load (a prompt brings it to the top)
- * is listed once, where the host now puts it.
+ * The list, and the dismissed sessions, come a page at a time, older pages on request
+ * (`loadOlder`), each read with the host's cursor from the page above. Rows are kept by session
+ * id and the newer row of a session wins, so a session that moves between pages while they load
+ * (a prompt brings it to the top) is listed once, where the host now puts it.
  */
 export class SessionListModel {
   readonly rows = new Map<string, SessionRow>();
   readonly dismissed = new Map<string, SessionRow>();
-  /** The host's cursor for the next older page; undefined once the last page is loaded. */
-  private olderCursor: string | undefined;
-  /** The last row of the last page loaded while older ones are not. */
-  private pagedEnd: ListPosition | undefined;
-  /** How many pages of the list are loaded: a fresh snapshot after a reconnect loads as many. */
-  private pages = 1;
-  /** An older page is being read: one at a time. */
-  loadingOlder = false;
+  private readonly pages: Record<ListView, Pages> = { list: firstPage(), dismissed: firstPage() };
+  /**
+   * The version at which this tab last learnt each session's dismissal (its own action or a
+   * notification): a dismissed page read before that never moves the session back.
+   */
+  private readonly dismissalLearnt = new Map<string, number>();
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
@@ -54,27 +67,41 @@ export class SessionListModel {
    * as far as one page reaches.
    */
   get end(): ListPosition | undefined {
-    if (this.fresh) return this.pagedEnd;
+    if (this.fresh) return this.pages.list.end;
     const { recent } = orderSessions(this.rows.values());
     return recent.length > LIST_SIZE ? recent[LIST_SIZE - 1] : undefined;
   }
 
   /** The host has sessions older than the rows loaded so far. */
   get older(): boolean {
-    return this.olderCursor !== undefined;
+    return this.hasOlder("list");
+  }
+
+  hasOlder(view: ListView): boolean {
+    return this.pages[view].cursor !== undefined;
+  }
+
+  isLoadingOlder(view: ListView): boolean {
+    return this.pages[view].loading;
+  }
+
+  /** Where a list stops while its older sessions are not loaded. */
+  endOf(view: ListView): ListPosition | undefined {
+    return view === "list" ? this.end : this.pages.dismissed.end;
   }
 
   async refresh(): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const version = this.version;
       const [recent, parked, dismissed] = await Promise.all([
-        this.readPages(this.pages),
+        this.readPages(this.pages.list.count, {}),
         this.link.list(MAX_PINNED, { parked: true }),
-        this.link.list(LIST_SIZE, { dismissed: true }),
+        this.readPages(this.pages.dismissed.count, { dismissed: true }),
       ]);
       if (version !== this.version) continue;
       this.fresh = true;
-      this.setCursor(recent.next, recent.sessions);
+      this.setCursor(this.pages.list, recent.next, recent.sessions);
+      this.setCursor(this.pages.dismissed, dismissed.next, dismissed.sessions);
       this.rows.clear();
       this.dismissed.clear();
       for (const row of dismissed.sessions) {
@@ -90,37 +117,64 @@ export class SessionListModel {
   }
 
   /**
-   * Reads the next older page and adds its rows. A page read before a refresh, or one a
-   * quicker call already added, is dropped: the cursor it was read with is no longer the list's.
+   * Reads the next older page of a list and adds its rows. A page read before a refresh, or one
+   * a quicker call already added, is dropped: the cursor it was read with is no longer the list's.
    */
-  async loadOlder(): Promise<void> {
-    const cursor = this.olderCursor;
-    if (cursor === undefined || this.loadingOlder) return;
-    this.loadingOlder = true;
+  async loadOlder(view: ListView = "list"): Promise<void> {
+    const pages = this.pages[view];
+    const cursor = pages.cursor;
+    if (cursor === undefined || pages.loading) return;
+    pages.loading = true;
     this.onChange();
+    const version = this.version;
     try {
-      const page = await this.link.list(LIST_SIZE, { before: cursor });
-      if (cursor !== this.olderCursor) return;
-      this.pages += 1;
-      this.setCursor(page.next, page.sessions);
+      const filter = view === "dismissed" ? { dismissed: true as const } : {};
+      const page = await this.link.list(LIST_SIZE, { ...filter, before: cursor });
+      if (cursor !== pages.cursor) return;
+      pages.count += 1;
+      this.setCursor(pages, page.next, page.sessions);
       for (const row of page.sessions) {
-        if (this.removed.has(row.sessionId) || this.dismissed.has(row.sessionId)) continue;
-        const current = this.rows.get(row.sessionId);
-        // a notification or projection that came while the page was read is newer than its row
-        if (!current || current.seq < row.seq) this.rows.set(row.sessionId, row);
+        if (view === "list") this.addListed(row);
+        else this.addDismissed(row, version);
       }
     } finally {
-      this.loadingOlder = false;
+      pages.loading = false;
       this.changed();
     }
   }
 
-  /** The first `count` pages of the list, read one after another with the host's cursors. */
-  private async readPages(count: number): Promise<{ sessions: SessionRow[]; next?: string }> {
+  private addListed(row: SessionRow): void {
+    if (this.removed.has(row.sessionId) || this.dismissed.has(row.sessionId)) return;
+    const current = this.rows.get(row.sessionId);
+    // a notification or projection that came while the page was read is newer than its row
+    if (!current || current.seq < row.seq) this.rows.set(row.sessionId, row);
+  }
+
+  /**
+   * A row of a dismissed page. Control projections describe every session, so it may be known
+   * in the list already: the page says it is dismissed, unless this tab learnt since the read
+   * began that it was restored.
+   */
+  private addDismissed(row: SessionRow, readAt: number): void {
+    if (this.removed.has(row.sessionId)) return;
+    if ((this.dismissalLearnt.get(row.sessionId) ?? -1) > readAt) return;
+    const current = this.row(row.sessionId);
+    this.rows.delete(row.sessionId);
+    this.dismissed.set(row.sessionId, current && current.seq > row.seq ? current : row);
+  }
+
+  /** The first `count` pages of a list, read one after another with the host's cursors. */
+  private async readPages(
+    count: number,
+    filter: { dismissed?: true },
+  ): Promise<{ sessions: SessionRow[]; next?: string }> {
     const sessions: SessionRow[] = [];
     let next: string | undefined;
     for (let page = 0; page < count; page++) {
-      const answer = await this.link.list(LIST_SIZE, next === undefined ? {} : { before: next });
+      const answer = await this.link.list(
+        LIST_SIZE,
+        next === undefined ? filter : { ...filter, before: next },
+      );
       sessions.push(...answer.sessions);
       next = answer.next;
       if (next === undefined) break;
@@ -128,10 +182,10 @@ export class SessionListModel {
     return next === undefined ? { sessions } : { sessions, next };
   }
 
-  private setCursor(next: string | undefined, page: SessionRow[]): void {
-    this.olderCursor = next;
+  private setCursor(pages: Pages, next: string | undefined, page: SessionRow[]): void {
+    pages.cursor = next;
     const last = page[page.length - 1];
-    this.pagedEnd =
+    pages.end =
       next !== undefined && last ? { updatedAt: last.updatedAt, sessionId: last.sessionId } : undefined;
   }
 
@@ -153,6 +207,7 @@ export class SessionListModel {
   /** Moves a row between the list and the dismissed ones (a local action, or another tab's). */
   setDismissed(row: SessionRow, dismissed: boolean): void {
     this.version += 1;
+    this.dismissalLearnt.set(row.sessionId, this.version);
     if (this.removed.has(row.sessionId)) return;
     const newest = (dismissed ? this.rows : this.dismissed).get(row.sessionId) ?? row;
     const current = newest.seq > row.seq ? newest : row;

@@ -85,7 +85,7 @@ const olderButton = (paging: ListPaging) =>
 /**
  * Draws the session list: parked sessions pinned under their own heading, then the newest, as
  * far as the pages loaded reach, then a button for the next older page. The dismissed view lists
- * the dismissed sessions newest first, each with its restore button. `stale`: the console cannot
+ * the dismissed sessions newest first, each with its restore button, paged the same way. `stale`: the console cannot
  * confirm the rows' states (offline, no live state yet), so each is marked last known.
  */
 export function renderSessionList(
@@ -104,9 +104,11 @@ export function renderSessionList(
       (row) => item(row, row.sessionId === selected, now, view, stale),
     );
   if (view === "dismissed") {
-    const newest = [...rows].sort((a, b) => b.updatedAt - a.updatedAt);
+    // nothing pinned: waiting on you or not, dismissed sessions are listed newest first
+    const { recent } = orderSessions(rows, paging.end, 0);
     render(
-      html`${heading(newest.length > 0 ? "Dismissed, still running" : "No dismissed sessions")}${items(newest)}`,
+      html`${heading(recent.length > 0 ? "Dismissed, still running" : "No dismissed sessions")}${items(recent)}
+        ${paging.more ? olderButton(paging) : nothing}`,
       list,
     );
     return;
