@@ -25,6 +25,8 @@ import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
 
 const SEARCH_DELAY_MS = 250;
+/** Within this many pixels of the end of the session list, its next older page is read. */
+const LIST_NEAR_END_PX = 200;
 
 /** The console: owns the models, draws them once per animation frame, turns clicks into calls. */
 export class ConsoleApp {
@@ -380,6 +382,21 @@ export class ConsoleApp {
     });
   }
 
+  /**
+   * Scrolled near the end of a list that has older pages: read the next one, as the button
+   * would. Scroll events keep coming while a page is read; only the first reads it. Not while
+   * the button has the focus: the keyboard scrolled it into view, and its press reads the page
+   * and takes the keyboard on to the rows it brings.
+   */
+  private loadOlderNearEnd(): void {
+    const el = this.el.sessionList;
+    const view = this.listView;
+    if (el.scrollHeight - el.scrollTop - el.clientHeight > LIST_NEAR_END_PX) return;
+    if (document.activeElement?.closest('[data-action="older"]')) return;
+    if (!this.online || !this.list.hasOlder(view) || this.list.isLoadingOlder(view)) return;
+    this.loadOlder(false);
+  }
+
   private search(query: string): void {
     const mine = ++this.searchSeq;
     if (query.trim() === "") {
@@ -412,6 +429,7 @@ export class ConsoleApp {
       if (sessionId && !this.dismissals.open(sessionId, action)) this.select(sessionId);
     };
     el.sessionList.addEventListener("click", pick);
+    el.sessionList.addEventListener("scroll", () => this.loadOlderNearEnd(), { passive: true });
     el.searchHits.addEventListener("click", pick);
     // Enter on a row's own button clicks it already
     el.sessionList.addEventListener(
