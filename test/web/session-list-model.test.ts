@@ -8,18 +8,23 @@ import { SessionCache } from "../../web/src/session-cache.js";
 import { SessionListModel } from "../../web/src/session-list-model.js";
 import { orderSessions } from "../../web/src/session-list-order.js";
 import { gate } from "../support/gate.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 
 /** A link whose reads of older list pages are answered by the host at once but handed on only when the test opens `held`. */
 class HeldLink extends ConsoleLink {
   held = gate();
+  /** Older pages the host has answered, held or not. */
+  olderAnswered = 0;
 
   override async list(
     limit: number,
     filter: { parked?: true; dismissed?: true; before?: string } = {},
   ): Promise<ResultOf<"session.list">> {
     const answer = await super.list(limit, filter);
-    if (filter.before !== undefined) await this.held.promise;
+    if (filter.before !== undefined) {
+      this.olderAnswered += 1;
+      await this.held.promise;
+    }
     return answer;
   }
 }
@@ -92,5 +97,47 @@ describe("console session list over pages", () => {
     // a reload paints the first page from the cache (one page is what it reads), not all of them
     await cache.settled();
     expect((await cache.loadRows()).map((row) => row.sessionId)).toEqual(shown.slice(0, 50));
+  });
+
+  it("moves an older dismissed page's sessions off the list, except one restored while the page was read", async () => {
+    const alice = createNodeClient({ url: host.wsUrl, token: ALICE_TOKEN });
+    try {
+      const created: string[] = [];
+      for (let i = 1; i <= 55; i++) {
+        const { sessionId } = (await alice.create({ title: `Dismissed ${i}` })).header;
+        await alice.call("session.dismiss", { sessionId });
+        created.push(sessionId);
+      }
+      const [oldest, restored] = [created[0]!, created[1]!];
+      const link = new HeldLink(() => alice, ALICE_TOKEN);
+      const cache = new SessionCache("alice", {
+        data: createStore("list-model-dismissed", "entries"),
+        usage: createStore("list-model-dismissed-usage", "usage"),
+      });
+      const model = new SessionListModel(link, cache, () => {});
+      link.onListChange((change) => model.apply(change));
+      await model.refresh();
+      expect(model.dismissed.size).toBe(50);
+      expect(model.hasOlder("dismissed")).toBe(true);
+      // the control stream describes every session, the dismissed ones not loaded yet too
+      const { sessions: older } = await alice.call("session.list", { limit: 200, dismissed: true });
+      model.project(older.find((row) => row.sessionId === oldest)!);
+
+      const loading = model.loadOlder("dismissed");
+      await expect.poll(() => link.olderAnswered).toBe(1);
+      await alice.call("session.restore", { sessionId: restored });
+      await expect.poll(() => model.rows.has(restored)).toBe(true);
+      link.held.open();
+      await loading;
+
+      expect(model.hasOlder("dismissed")).toBe(false);
+      expect(model.dismissed.size).toBe(54);
+      expect(model.dismissed.has(oldest)).toBe(true);
+      expect(model.rows.has(oldest)).toBe(false);
+      expect(model.rows.has(restored)).toBe(true);
+      expect(model.dismissed.has(restored)).toBe(false);
+    } finally {
+      await alice.close();
+    }
   });
 });
