@@ -76,4 +76,22 @@ describe.skipIf(!hasChromium)("browser console: more dismissed sessions than one
     await expect.poll(() => listed(page)).toEqual([oldest]);
     await page.close();
   }, 120_000);
+
+  it("loads the next page of dismissed sessions when the view is scrolled to its end", async () => {
+    const order = await dismissedOrder(fixture.client);
+    // the first test left more than a page dismissed
+    expect(order.length).toBeGreaterThan(50);
+    const page = await browser.profile.newPage();
+    await openConsole(page, fixture.host.url, ADMIN_TOKEN);
+    await page.click('[data-testid="show-dismissed"]');
+    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    await page.hover('[data-testid="session-list"]');
+    for (let i = 0; i < MAX_PAGES && (await listed(page)).length < order.length; i++) {
+      await page.mouse.wheel(0, 4000);
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve)));
+    }
+    await expect.poll(() => listed(page)).toEqual(order);
+    expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
+    await page.close();
+  }, 60_000);
 });
