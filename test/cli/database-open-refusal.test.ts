@@ -1,9 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { mountTmpfs, remount } from "../support/tmpfs.js";
 import { runCli } from "./run-cli.js";
 
 /**
@@ -100,24 +100,17 @@ describe("migrate and rebuild-projections on a SQLite file they cannot open", ()
     "refuse a database on a file system mounted read-only db_unwritable, and work once it is writable",
     async (ctx) => {
       const dir = folder();
-      try {
-        execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", dir.path], { stdio: "ignore" });
-      } catch {
-        ctx.skip("no tmpfs may be mounted here");
-      }
-      cleanups.push(() => {
-        execFileSync("umount", [dir.path]);
-      });
+      if (!mountTmpfs(dir.path, "size=4m", cleanups)) ctx.skip("no tmpfs may be mounted here");
       chownSync(dir.path, NOBODY, NOBODY);
       const db = dir.file("sessions.db");
       await database(db);
-      execFileSync("mount", ["-o", "remount,ro", dir.path], { stdio: "ignore" });
+      remount(dir.path, "ro");
       for (const command of COMMANDS) {
         const refused = await run(command, db);
         expect(refused).toMatchObject({ code: 2, stdout: "" });
         unwritable(refused.stderr, db);
       }
-      execFileSync("mount", ["-o", "remount,rw", dir.path], { stdio: "ignore" });
+      remount(dir.path, "rw");
       expect(await run(["migrate"], db)).toMatchObject({ code: 0, stderr: "" });
     },
     120_000,

@@ -1,10 +1,11 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { mountTmpfs, remount } from "../support/tmpfs.js";
 
 /**
  * A host's start on a SQLite database it cannot write (a full disk, a read-only file or folder)
@@ -146,25 +147,18 @@ describe("a host's start on a database it cannot write or read", () => {
     "on a file system mounted read-only, new or existing, is refused db_unwritable",
     async (ctx) => {
       const dir = folder();
-      try {
-        execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", dir.path], { stdio: "ignore" });
-      } catch {
-        ctx.skip("no tmpfs may be mounted here");
-      }
-      cleanups.push(() => {
-        execFileSync("umount", [dir.path]);
-      });
+      if (!mountTmpfs(dir.path, "size=4m", cleanups)) ctx.skip("no tmpfs may be mounted here");
       chownSync(dir.path, NOBODY, NOBODY);
       const existing = dir.file("sessions.db");
       await existingDatabase(existing);
-      execFileSync("mount", ["-o", "remount,ro", dir.path], { stdio: "ignore" });
+      remount(dir.path, "ro");
       for (const file of [existing, dir.file("new.db")]) {
         const refused = await open(file);
         expect(refused).toMatchObject({ code: "db_unwritable" });
         expect(refused.message).toMatch(new RegExp(`^cannot write database ${file}: `));
         expect(refused.message).toMatch(WRITABLE_HINT);
       }
-      execFileSync("mount", ["-o", "remount,rw", dir.path], { stdio: "ignore" });
+      remount(dir.path, "rw");
       expect(await open(existing)).toEqual({ opened: true });
     },
     120_000,

@@ -13,6 +13,7 @@ import { createSessionmux } from "../../src/index.js";
 import { scratchDatabase } from "../store/postgres/scratch-database.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { mountTmpfs, remount } from "../support/tmpfs.js";
 import { until } from "../support/until.js";
 
 /**
@@ -121,16 +122,7 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
     async (ctx) => {
       const mount = mkdtempSync(join(tmpdir(), "sessionmux-pg-disk-"));
       cleanups.push(() => rmdirSync(mount));
-      try {
-        execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", mount], {
-          stdio: "ignore",
-        });
-      } catch {
-        return ctx.skip("no tmpfs may be mounted here");
-      }
-      cleanups.push(() => {
-        execFileSync("umount", [mount]);
-      });
+      if (!mountTmpfs(mount, "size=8m,mode=0700", cleanups)) return ctx.skip("no tmpfs may be mounted here");
       let owner: number;
       try {
         owner = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
@@ -158,9 +150,7 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
       await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_tablespace = "${space}"`);
       const { readyz, peer } = await readyHost(scratch.url);
       const { blocks, bfree, bsize } = statfsSync(mount);
-      const room = (size: number) => {
-        execFileSync("mount", ["-o", `remount,size=${size}`, mount], { stdio: "ignore" });
-      };
+      const room = (size: number) => remount(mount, `size=${size}`);
       room((blocks - bfree) * bsize + 256 * 1024);
 
       let refused: SessionmuxError | undefined;
