@@ -17,7 +17,16 @@ export function writeNewFileSynced(path: string, text: string, mode: number): vo
 
 /** Syncs a folder's entries: a link or rename into it is durable only once its folder is. */
 export function syncFolder(folder: string): void {
-  const fd = openSync(folder, "r");
+  syncOpened(folder);
+}
+
+/** Syncs a file's contents: a copy about to be renamed into place must be whole on disk first. */
+export function syncFile(file: string): void {
+  syncOpened(file);
+}
+
+function syncOpened(path: string): void {
+  const fd = openSync(path, "r");
   try {
     fsyncSync(fd);
   } finally {

@@ -1,5 +1,6 @@
 import { rmSync } from "node:fs";
 import Database from "better-sqlite3";
+import { isUnreadableDatabase } from "../store/io-errors.js";
 import { SCHEMA_VERSION } from "../store/migrations.js";
 import { StartupError } from "./startup-error.js";
 
@@ -64,8 +65,7 @@ function readOrRefuse<T>(backup: string, read: () => T): T {
   try {
     return read();
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
+    if (isUnreadableDatabase(err)) {
       throw new StartupError(
         "restore_backup_invalid",
         `${backup} is not a database SQLite can read (${(err as Error).message}); pick another backup`,

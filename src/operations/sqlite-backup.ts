@@ -1,6 +1,7 @@
 import { existsSync, linkSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { isUnreadableDatabase } from "../store/io-errors.js";
 import { existingDatabase } from "./database-path.js";
 import { syncFolder } from "./durable-files.js";
 import { partialName, removeStalePartials } from "./stale-partials.js";
@@ -106,8 +107,7 @@ function integrityOf(path: string): string {
       copy.close();
     }
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return (err as Error).message;
+    if (isUnreadableDatabase(err)) return (err as Error).message;
     throw err;
   }
 }

@@ -1,19 +1,10 @@
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fsyncSync,
-  linkSync,
-  openSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from "node:fs";
+import { copyFileSync, existsSync, linkSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { DatabaseLock } from "../store/database-lock.js";
+import { isUnreadableDatabase } from "../store/io-errors.js";
 import { prepareDatabasePath } from "./database-path.js";
-import { syncFolder } from "./durable-files.js";
+import { syncFile, syncFolder } from "./durable-files.js";
 import { assertNotInUse, inUseRefusal } from "./exclusive-access.js";
 import { checkRestorableCopy } from "./restorable-backup.js";
 import { partialName, removeStalePartials } from "./stale-partials.js";
@@ -105,12 +96,7 @@ function hasFrames(wal: string): boolean {
 
 function copySynced(from: string, to: string): void {
   copyFileSync(from, to);
-  const fd = openSync(to, "r+");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  syncFile(to);
 }
 
 /**
@@ -133,11 +119,6 @@ function takeLock(db: string): DatabaseLock {
     lock.release();
     throw err;
   }
-}
-
-function isUnreadableDatabase(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code);
 }
 
 /**

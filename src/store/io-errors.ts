@@ -32,6 +32,12 @@ export function isWriteRefused(err: unknown): boolean {
   return typeof code === "string" && (REFUSED_WRITE_CODES.has(code) || code.startsWith("SQLITE_READONLY_"));
 }
 
+/** SQLite cannot read the file as a database: damaged (`SQLITE_CORRUPT…`) or not one (`SQLITE_NOTADB`). */
+export function isUnreadableDatabase(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code);
+}
+
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return (
