@@ -22,7 +22,8 @@ export class SessionListCache {
   ) {
     host.onAnyCommit(() => {
       this.#generation++;
-      this.#clear();
+      // every session's every commit lands here: V8 allocates a new table for each Map.clear()
+      if (this.#size > 0) this.#clear();
     });
   }
 
