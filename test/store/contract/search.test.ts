@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
+import { SEARCH_CHUNK_UNITS } from "../../../src/store/postgres/pg-search-chunks.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
 import { tamper } from "./operator-hand.js";
@@ -232,6 +233,25 @@ describeContract("search", (backend) => {
       expect(await store.search(word(i), 10), String(i)).toEqual([
         { sessionId: "h", seq: 3, snippet: expect.stringContaining(`**${word(i)}**`) },
       ]);
+    }
+  });
+
+  it("finds two neighbouring words of a long message together wherever they stand, across PostgreSQL's index pieces too", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "n", owner: "alice", model: "m" });
+    // 6,000 distinct words of 32 characters and a space: about 198,000 characters, which the
+    // PostgreSQL store indexes in pieces of at most 65,536 (see searchChunks)
+    const word = (i: number) => createHash("md5").update(`n${i}`).digest("hex");
+    const words = Array.from({ length: 6_000 }, (_, i) => word(i));
+    await store.append("n", [userMessage(words.join(" "))]);
+    const perPiece = Math.floor(SEARCH_CHUNK_UNITS / 33);
+    for (const cut of [perPiece, 2 * perPiece - 124]) {
+      for (let i = cut - 40; i < cut + 40; i++) {
+        expect(
+          (await store.search(`${word(i)} ${word(i + 1)}`, 10)).map((hit) => [hit.sessionId, hit.seq]),
+          `words ${i} and ${i + 1}`,
+        ).toEqual([["n", 2]]);
+      }
     }
   });
 
