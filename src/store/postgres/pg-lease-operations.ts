@@ -1,6 +1,6 @@
 import { checkTtl, decideAcquire, type LeaseRow, leaseIsCurrent } from "../lease-rules.js";
 import type { TimedEvent } from "../log-writer.js";
-import type { LeaseOutcome, RenewOutcome, SessionLease } from "../session-lease.js";
+import type { LeaseOutcome, SessionLease } from "../session-lease.js";
 import type { SessionState } from "../session-state.js";
 import { DB_NOW, PENDING_IN_TURN, RUNNING_JOBS_OF } from "./pg-live-rows.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
@@ -13,9 +13,6 @@ const LEASE_ROW = `SELECT n.now, l.host_id AS "hostId", l.generation, l.expires_
 const UPSERT = `INSERT INTO leases (session_id, host_id, generation, expires_at) VALUES ($1, $2, $3, $4)
   ON CONFLICT (session_id) DO UPDATE SET host_id = excluded.host_id, generation = excluded.generation,
     expires_at = excluded.expires_at`;
-const RENEW = `UPDATE leases l SET expires_at = ${DB_NOW} + $2 FROM unnest($3::text[], $4::bigint[]) AS v(session_id, generation)
-  WHERE l.session_id = v.session_id AND l.generation = v.generation AND l.host_id = $1 AND l.expires_at > ${DB_NOW}
-  RETURNING l.session_id, l.generation`;
 const RELEASE = `UPDATE leases l SET host_id = NULL FROM projections p
   WHERE l.session_id = $1 AND l.host_id = $2 AND l.generation = $3 AND p.session_id = l.session_id
   RETURNING p.owner`;
@@ -48,7 +45,8 @@ export async function fenceHolds(
 /**
  * Leases on PostgreSQL. Acquiring locks the session's projection row first, like every append,
  * so a takeover and the old owner's appends are serialized and the fence each append reads is
- * the current one. The lease row itself is locked too, so a concurrent renewal is never lost.
+ * the current one. The lease row itself is locked too, so a concurrent renewal (which runs outside
+ * the group commit, see `PgLeaseRenewal`) is never lost.
  */
 export class PgLeaseOperations {
   constructor(private readonly writer: PgLogWriter) {}
@@ -82,32 +80,6 @@ export class PgLeaseOperations {
           generation: decision.generation,
         });
         return { status: "acquired", lease, expiresAt, takeover };
-      },
-    };
-  }
-
-  renew(hostId: string, leases: readonly SessionLease[], ttlMs: number): PgWriteOperation<RenewOutcome> {
-    checkTtl(ttlMs);
-    return {
-      sessions: [],
-      run: async (batch) => {
-        if (leases.length === 0) return { renewed: [], lost: [] };
-        // a lease in another host's name is lost, and left as it is
-        const own = leases.filter((lease) => lease.hostId === hostId);
-        const rows = await batch.read<{ session_id: string; generation: number }>(RENEW, [
-          hostId,
-          ttlMs,
-          own.map((lease) => lease.sessionId),
-          own.map((lease) => lease.generation),
-        ]);
-        for (const lease of leases) batch.leaseWritten(lease.sessionId);
-        const kept = new Set(rows.map((row) => `${row.session_id}\u0000${row.generation}`));
-        const outcome: RenewOutcome = { renewed: [], lost: [] };
-        for (const lease of leases) {
-          const current = lease.hostId === hostId && kept.has(`${lease.sessionId}\u0000${lease.generation}`);
-          (current ? outcome.renewed : outcome.lost).push(lease);
-        }
-        return outcome;
       },
     };
   }

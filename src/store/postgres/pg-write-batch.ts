@@ -367,7 +367,8 @@ export class PgWriteBatch {
   /**
    * The session's lease row as read right after its lock was granted, unless this transaction
    * wrote it since. A lease changes hands only under that lock (see `PgLeaseOperations.acquire`),
-   * so the row stays the current one until COMMIT.
+   * so the row stays the current one until COMMIT; a renewal, which runs outside the group commit
+   * (`PgLeaseRenewal`), can only have moved its expiry later meanwhile.
    */
   lease(sessionId: string): LeaseReading | undefined {
     return this.leases.get(sessionId);

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
-import type { NewEvent, Resolution } from "../../../protocol/index.js";
+import { type NewEvent, type Resolution, SessionmuxError } from "../../../protocol/index.js";
 import { readWhole } from "../attachment-chunks.js";
 import { closeEvery } from "../close-every.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
@@ -48,6 +48,7 @@ import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
 import { holdPresence } from "./pg-host-presence.js";
 import { PgLeaseOperations } from "./pg-lease-operations.js";
+import { PgLeaseRenewal } from "./pg-lease-renewal.js";
 import { PgLiveOperations } from "./pg-live-operations.js";
 import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
@@ -61,7 +62,7 @@ import { PgWriteOperations } from "./pg-write-operations.js";
 export interface PostgresStoreOptions {
   /** Schema holding the tables; created and migrated on open. @default "public" */
   schema?: string;
-  /** Pooled connections for reads; the group commit and LISTEN use one more each. @default 10 */
+  /** Pooled connections for reads and lease renewals; the group commit and LISTEN use one more each. @default 10 */
   maxConnections?: number;
   /**
    * Create the schema and its tables when they are missing (`serve`, `migrate`); when false the
@@ -100,6 +101,7 @@ export class PostgresSessionStore implements HostStore {
   private readonly writeOperations: PgWriteOperations;
   private readonly liveOps: PgLiveOperations;
   private readonly leases: PgLeaseOperations;
+  private readonly renewal: PgLeaseRenewal;
   private readonly groupCommit: PgGroupCommit;
   private readonly attachments: PgAttachmentChunks;
   private readonly now: () => number;
@@ -128,6 +130,7 @@ export class PostgresSessionStore implements HostStore {
       },
       options.metrics,
     );
+    this.renewal = new PgLeaseRenewal(pool, this.groupCommit.health);
   }
 
   /** Connects, creates and migrates the schema (safe with concurrent openers) and starts listening. */
@@ -289,8 +292,11 @@ export class PostgresSessionStore implements HostStore {
     return this.groupCommit.submit(this.leases.acquire(sessionId, hostId, ttlMs));
   }
 
+  /** On a pooled connection, outside the group commit: appends in flight never delay it (see `PgLeaseRenewal`). */
   renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
-    return this.groupCommit.submit(this.leases.renew(hostId, leases, ttlMs));
+    return this.closed
+      ? Promise.reject(new SessionmuxError("host_shutting_down", "the session store is closed"))
+      : this.renewal.renew(hostId, leases, ttlMs);
   }
 
   releaseLease(lease: SessionLease): Promise<void> {

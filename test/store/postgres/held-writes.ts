@@ -31,7 +31,12 @@ export async function backendPid(client: pg.Client): Promise<number> {
  * inside its transaction, for an advisory lock the test takes with `hold()`, so a write of another
  * host can be stopped half done (its row written, its transaction open) for as long as a test needs.
  */
-export async function holdSessionWrites(schema: string, event: string) {
+export function holdSessionWrites(schema: string, event: string) {
+  return holdWrites(schema, "sessions", event);
+}
+
+/** `holdSessionWrites` on the rows of another of the schema's tables (e.g. `leases`). */
+export async function holdWrites(schema: string, table: string, event: string) {
   const admin = new pg.Client({ connectionString: pgUrl! });
   await admin.connect();
   const key = randomBytes(4).readInt32BE();
@@ -40,7 +45,7 @@ export async function holdSessionWrites(schema: string, event: string) {
   await admin.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$`);
   await admin.query(
-    `CREATE TRIGGER ${name} AFTER ${event} ON sessions FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+    `CREATE TRIGGER ${name} AFTER ${event} ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
   );
   const pid = await backendPid(admin);
   return {

@@ -1,7 +1,9 @@
+import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { RenewOutcome } from "../../../src/store/session-lease.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, userMessage } from "../open-store.js";
-import { holdSessionWrites } from "./held-writes.js";
+import { backendPid, blockedBy, holdWrites } from "./held-writes.js";
 import { keptWayOnly, sentStatements } from "./pg-client-spies.js";
 import { twoHostsWithSession } from "./two-hosts.js";
 
@@ -26,13 +28,11 @@ describe.skipIf(!pgUrl)("leases on PostgreSQL", () => {
     const { a, b, schema } = await twoHosts();
     const mine = await a.acquireLease(S, "host-a", 2_000);
     if (mine.status !== "acquired") throw new Error(mine.status);
-    // A's renewal and a create after it share one transaction, which the create's insert holds
-    // open: the renewal has written the lease row and not committed it
-    const held = await holdSessionWrites(schema, "INSERT");
+    // A's renewal has written the lease row and not committed it: its transaction waits in a trigger
+    const held = await holdWrites(schema, "leases", "UPDATE");
     try {
       await held.hold();
       const renewal = a.renewLeases("host-a", [mine.lease], LONG);
-      const created = a.create({ sessionId: "other", owner: "alice", model: "m" });
       await held.waitFor("held");
       // the lease as committed expires meanwhile, by the database clock
       await expect.poll(() => b.leaseHolder(S), { timeout: 10_000, interval: 50 }).toBeNull();
@@ -40,13 +40,53 @@ describe.skipIf(!pgUrl)("leases on PostgreSQL", () => {
       await held.waitFor("behind");
       await held.release();
       expect(await renewal).toEqual({ renewed: [mine.lease], lost: [] });
-      expect((await created).status).toBe("created");
       expect(await taken).toMatchObject({ status: "held", holder: { hostId: "host-a", generation: 1 } });
       expect(await b.leaseHolder(S)).toMatchObject({ hostId: "host-a", generation: 1 });
       expect((await a.append(S, [delta("t", "still mine")], { fence: mine.lease })).status).toBe("appended");
     } finally {
       await held.release();
       await held.end();
+    }
+  });
+
+  it("a renewal completes while the host's append batch waits on a row lock, and moves the expiry", async () => {
+    const { a, b, schema } = await twoHosts();
+    await a.create({ sessionId: "busy", owner: "alice", model: "m" });
+    const mine = await a.acquireLease(S, "host-a", LONG);
+    if (mine.status !== "acquired") throw new Error(mine.status);
+    const before = (await b.leaseHolder(S))!.expiresAt;
+    const locker = new pg.Client({ connectionString: pgUrl! });
+    const watcher = new pg.Client({ connectionString: pgUrl! });
+    await Promise.all([locker.connect(), watcher.connect()]);
+    try {
+      // another connection holds the busy session's row: A's append batch waits for it
+      await locker.query(`SET search_path = "${schema}"`);
+      await locker.query("BEGIN");
+      await locker.query("SELECT 1 FROM projections WHERE session_id = 'busy' FOR UPDATE");
+      let appended = false;
+      const append = a.append("busy", [userMessage("stuck")]).then((outcome) => {
+        appended = true;
+        return outcome;
+      });
+      const pid = await backendPid(locker);
+      await expect.poll(async () => (await blockedBy(watcher, pid)).direct, { timeout: 10_000 }).toBe(1);
+
+      let renewed: RenewOutcome | undefined;
+      const renewal = a.renewLeases("host-a", [mine.lease], 2 * LONG).then((outcome) => {
+        renewed = outcome;
+      });
+      await expect
+        .poll(() => renewed, { timeout: 10_000, interval: 20 })
+        .toEqual({ renewed: [mine.lease], lost: [] });
+      await renewal;
+      expect((await b.leaseHolder(S))!.expiresAt).toBeGreaterThan(before);
+      expect(appended).toBe(false);
+
+      await locker.query("COMMIT");
+      expect((await append).status).toBe("appended");
+    } finally {
+      await locker.end();
+      await watcher.end();
     }
   });
 
