@@ -72,6 +72,12 @@ export interface HostDatabase {
 // a disk full (53100), no rights to write (42501)
 const PG_REFUSED_WRITE = new Set(["25006", "53100", "42501"]);
 
+/**
+ * How long a readiness check waits for the storage probe of an idle PostgreSQL host: as long as
+ * the server's own check may take (`pgReadyCheck`).
+ */
+const IDLE_PROBE_WAIT_MS = 2_000;
+
 function pgRefusedWrite(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" && PG_REFUSED_WRITE.has(code);
@@ -113,7 +119,8 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     target,
     store: opened,
     uploads,
-    ready: storeReadyCheck(opened, () => check.check()),
+    // the server's own check writes nothing: an idle host probes storage (see `storeReadyCheck`)
+    ready: storeReadyCheck(opened, () => check.check(), { idleProbeWaitMs: IDLE_PROBE_WAIT_MS }),
     pools: () => ({
       ...opened.poolStats(),
       inbox: inbox.poolStats(),

@@ -302,6 +302,11 @@ export class SqliteLogStore implements SessionStore {
     return this.groupCommit.health.failing();
   }
 
+  /** Write transactions committed so far (see `WriteHealth.commits`). */
+  writesCommitted(): number {
+    return this.groupCommit.health.commits();
+  }
+
   /**
    * A write that needs room and leaves nothing (`storageProbe`): once it commits, `writeFailure`
    * is clear again. Rejects `persistence_failure` while storage still refuses writes.

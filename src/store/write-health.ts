@@ -13,6 +13,7 @@ export interface WriteFailure {
  */
 export class WriteHealth {
   #failure: WriteFailure | undefined;
+  #commits = 0;
 
   /** `onStorage`: whether an error is a failure of the storage itself (SQLite's by default). */
   constructor(
@@ -32,6 +33,12 @@ export class WriteHealth {
 
   committed(): void {
     this.#failure = undefined;
+    this.#commits++;
+  }
+
+  /** Write transactions committed so far: unchanged between two readings, none committed in between. */
+  commits(): number {
+    return this.#commits;
   }
 
   /** The current run of failures, or undefined while writes commit. */

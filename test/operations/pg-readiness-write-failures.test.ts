@@ -10,7 +10,7 @@ import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { createSessionmux } from "../../src/index.js";
-import { scratchDatabase } from "../store/postgres/scratch-database.js";
+import { type ScratchDatabase, scratchDatabase } from "../store/postgres/scratch-database.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { mountTmpfs, remount } from "../support/tmpfs.js";
@@ -27,12 +27,12 @@ const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach();
 const MAX_RENAMES = 50;
 
-/** A host on `db` checking readiness every 50 ms, ready, with a peer that created session `full`. */
-async function readyHost(db: string): Promise<{ readyz: string; peer: MuxPeer }> {
+/** A host on `db` checking readiness every `intervalMs`, ready, that nobody has written to. */
+async function idleHost(db: string, intervalMs = 50): Promise<{ readyz: string; port: number }> {
   const mux = await createSessionmux({
     db,
     tokens: [{ name: "admin", secret: "s", admin: true }],
-    readinessIntervalMs: 50,
+    readinessIntervalMs: intervalMs,
   });
   cleanups.push(() => mux.close());
   const server = createServer();
@@ -43,23 +43,76 @@ async function readyHost(db: string): Promise<{ readyz: string; peer: MuxPeer }>
   const port = (server.address() as AddressInfo).port;
   const readyz = `http://127.0.0.1:${port}/readyz`;
   await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
+  return { readyz, port };
+}
+
+/** `idleHost` with a peer that created session `full`. */
+async function readyHost(db: string): Promise<{ readyz: string; peer: MuxPeer }> {
+  const { readyz, port } = await idleHost(db);
   const peer = await MuxPeer.connect(`ws://127.0.0.1:${port}/api/remote.mux`, { token: "s" });
   cleanups.push(() => peer.ws.terminate());
   await peer.call("session.create", { sessionId: "full" });
   return { readyz, peer };
 }
 
-/** `/readyz`'s body once it answers 503 with a code other than `db_unavailable`. */
+/**
+ * `/readyz`'s body once it answers 503 with a code other than `db_unavailable` or `check_stale`
+ * (a check that waits on a write committing, on a loaded machine, outlasts three checks of 50 ms).
+ */
 async function writesFailing(readyz: string): Promise<Record<string, unknown>> {
   return until(
     async () => {
       const res = await fetch(readyz);
       const body = res.status === 503 ? ((await res.json()) as Record<string, unknown>) : undefined;
-      return body?.code === "db_unavailable" ? undefined : body;
+      return body?.code === "db_unavailable" || body?.code === "check_stale" ? undefined : body;
     },
     15_000,
     "/readyz 503",
   );
+}
+
+/**
+ * A database of the test's own whose tables are made in a tablespace on an 8 MiB tmpfs of its own
+ * (only root may mount one), dropped after the test; or why there is none here.
+ */
+async function smallDisk(): Promise<{ mount: string; scratch: ScratchDatabase } | string> {
+  const mount = mkdtempSync(join(tmpdir(), "sessionmux-pg-disk-"));
+  cleanups.push(() => rmdirSync(mount));
+  if (!mountTmpfs(mount, "size=8m,mode=0700", cleanups)) return "no tmpfs may be mounted here";
+  let owner: number;
+  try {
+    owner = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
+  } catch {
+    return "the PostgreSQL server runs on no local account";
+  }
+  chownSync(mount, owner, owner);
+  // dropped after the database that uses it (cleanups run last first)
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  cleanups.push(() => admin.end());
+  const space = `ready_disk_${randomBytes(4).toString("hex")}`;
+  // a server on another machine (or in a container) sees no such folder
+  const created = await admin.query(`CREATE TABLESPACE "${space}" LOCATION '${mount}'`).then(
+    () => true,
+    () => false,
+  );
+  if (!created) return "the PostgreSQL server cannot use a folder of this machine";
+  cleanups.push(async () => {
+    await admin.query(`DROP TABLESPACE IF EXISTS "${space}"`);
+  });
+  const scratch = await scratchDatabase(pgUrl, "ready_disk");
+  cleanups.push(() => scratch.drop());
+  // every table of the store is made in it, as the host migrates the new database
+  await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_tablespace = "${space}"`);
+  return { mount, scratch };
+}
+
+/** A connection to `url`, ended after the test. */
+async function connected(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  cleanups.push(() => client.end());
+  return client;
 }
 
 describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", () => {
@@ -120,34 +173,9 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
   it.runIf(process.getuid?.() === 0)(
     "answers 503 store_writes_failing while the server's disk is full (53100), and 200 once it has room",
     async (ctx) => {
-      const mount = mkdtempSync(join(tmpdir(), "sessionmux-pg-disk-"));
-      cleanups.push(() => rmdirSync(mount));
-      if (!mountTmpfs(mount, "size=8m,mode=0700", cleanups)) return ctx.skip("no tmpfs may be mounted here");
-      let owner: number;
-      try {
-        owner = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
-      } catch {
-        return ctx.skip("the PostgreSQL server runs on no local account");
-      }
-      chownSync(mount, owner, owner);
-      // dropped after the database that uses it (cleanups run last first)
-      const admin = new pg.Client({ connectionString: pgUrl });
-      await admin.connect();
-      cleanups.push(() => admin.end());
-      const space = `ready_disk_${randomBytes(4).toString("hex")}`;
-      // a server on another machine (or in a container) sees no such folder
-      const created = await admin.query(`CREATE TABLESPACE "${space}" LOCATION '${mount}'`).then(
-        () => true,
-        () => false,
-      );
-      if (!created) return ctx.skip("the PostgreSQL server cannot use a folder of this machine");
-      cleanups.push(async () => {
-        await admin.query(`DROP TABLESPACE IF EXISTS "${space}"`);
-      });
-      const scratch = await scratchDatabase(pgUrl, "ready_disk");
-      cleanups.push(() => scratch.drop());
-      // every table of the store is made in it, as the host migrates the new database
-      await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_tablespace = "${space}"`);
+      const disk = await smallDisk();
+      if (typeof disk === "string") return ctx.skip(disk);
+      const { mount, scratch } = disk;
       const { readyz, peer } = await readyHost(scratch.url);
       const { blocks, bfree, bsize } = statfsSync(mount);
       const room = (size: number) => remount(mount, `size=${size}`);
@@ -174,6 +202,49 @@ describe.skipIf(!pgUrl)("/readyz on PostgreSQL while the store's writes fail", (
       room(64 * 1024 * 1024);
       await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
       await peer.call("session.rename", { sessionId: "full", title: "room again" });
+    },
+    120_000,
+  );
+
+  it("answers 503 store_writes_failing for a database turned read-only though the host tried no write, and 200 once it takes writes", async () => {
+    const scratch = await scratchDatabase(pgUrl, "ready_idle");
+    cleanups.push(() => scratch.drop());
+    const reconnectAll = () =>
+      scratch.server.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [
+        scratch.name,
+      ]);
+    const { readyz } = await idleHost(scratch.url);
+
+    // nobody writes: only the host's own checks can tell
+    await scratch.server.query(`ALTER DATABASE "${scratch.name}" SET default_transaction_read_only = on`);
+    await reconnectAll();
+    expect(await writesFailing(readyz)).toMatchObject({ ready: false, code: "store_writes_failing" });
+
+    await scratch.server.query(`ALTER DATABASE "${scratch.name}" RESET default_transaction_read_only`);
+    await reconnectAll();
+    await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
+    const reader = await connected(scratch.url);
+    const { rows } = await reader.query("SELECT count(*)::int AS n FROM prompt_keys WHERE session_id = ''");
+    expect(rows).toEqual([{ n: 0 }]);
+  }, 120_000);
+
+  it.runIf(process.getuid?.() === 0)(
+    "answers 503 store_writes_failing once another client filled the store's disk though the host tried no write, and 200 once it has room",
+    async (ctx) => {
+      const disk = await smallDisk();
+      if (typeof disk === "string") return ctx.skip(disk);
+      const { readyz } = await idleHost(disk.scratch.url);
+
+      // another client fills the tablespace (rows under 2 KB are stored as they are)
+      const filler = await connected(disk.scratch.url);
+      await filler.query("CREATE TABLE filler (v text)");
+      await expect(
+        filler.query("INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 100000)"),
+      ).rejects.toMatchObject({ code: "53100" });
+      expect(await writesFailing(readyz)).toMatchObject({ ready: false, code: "store_writes_failing" });
+
+      await filler.query("DROP TABLE filler");
+      await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
     },
     120_000,
   );

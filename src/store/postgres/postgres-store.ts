@@ -420,6 +420,11 @@ export class PostgresSessionStore implements HostStore {
     return this.groupCommit.health.failing();
   }
 
+  /** Write transactions committed so far (see `WriteHealth.commits`). */
+  writesCommitted(): number {
+    return this.groupCommit.health.commits();
+  }
+
   /**
    * A write that needs room and leaves nothing (`pgStorageProbe`): once it commits, `writeFailure`
    * is clear again. Rejects `persistence_failure` while the database still refuses writes.
