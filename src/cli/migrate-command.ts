@@ -3,6 +3,7 @@ import pg from "pg";
 import { databaseTarget, redactUrl } from "../operations/database-target.js";
 import { openSqliteStoreAlone } from "../operations/sqlite-store-alone.js";
 import { StartupError } from "../operations/startup-error.js";
+import { SCHEMA_VERSION } from "../store/migrations.js";
 import { migrate, PG_SCHEMA_VERSION, schemaIdentifier } from "../store/postgres/pg-schema.js";
 import { dbOption, dbSchemaOption } from "./cli-options.js";
 
@@ -28,8 +29,11 @@ export function registerMigrateCommand(program: Command): void {
       const target = databaseTarget(options.db, options.dbSchema);
       if (target.kind === "sqlite") {
         // a file a running host has open is refused db_in_use, as rebuild-projections refuses it
-        await openSqliteStoreAlone(target.path).close();
-        process.stdout.write(`${JSON.stringify({ db: target.path, migrated: true })}\n`);
+        const store = openSqliteStoreAlone(target.path);
+        const { from, to } = store.schemaMigration;
+        await store.close();
+        // the same report as PostgreSQL's below: what the file was at, and what it is at now
+        process.stdout.write(`${JSON.stringify({ db: target.path, from, to, latest: SCHEMA_VERSION })}\n`);
         return;
       }
       const client = new pg.Client({ connectionString: target.url, connectionTimeoutMillis: 10_000 });

@@ -247,10 +247,20 @@ const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Brings the database up to `SCHEMA_VERSION`; refuses a database written by a newer version. */
-export function migrate(db: Database.Database): void {
+/** The schema version a database had when opened and the one it was left at. */
+export interface SchemaMigration {
+  from: number;
+  to: number;
+}
+
+/**
+ * Brings the database up to `SCHEMA_VERSION`; refuses a database written by a newer version.
+ * Returns the versions before and after, which `sessionmux migrate` reports.
+ */
+export function migrate(db: Database.Database): SchemaMigration {
   const version = () => db.pragma("user_version", { simple: true }) as number;
-  if (version() > SCHEMA_VERSION) {
+  const from = version();
+  if (from > SCHEMA_VERSION) {
     throw new Error(
       `database schema version ${version()} is newer than this build (${SCHEMA_VERSION}); upgrade`,
     );
@@ -264,4 +274,5 @@ export function migrate(db: Database.Database): void {
       db.pragma(`user_version = ${current + 1}`);
     }).immediate();
   }
+  return { from, to: version() };
 }

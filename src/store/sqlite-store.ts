@@ -15,7 +15,7 @@ import type {
   StoredInteraction,
   StoredQueueItem,
 } from "./live-state-store.js";
-import { migrate } from "./migrations.js";
+import { migrate, type SchemaMigration } from "./migrations.js";
 import type {
   HeldLease,
   LeaseHolder,
@@ -36,6 +36,19 @@ export const WAL_CHECKPOINT_PAGES = 8192;
  * `synchronous=FULL`, group-committed writes (see `GroupCommit`) and synchronous reads.
  */
 export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore, SessionLeaseStore {
+  /** The schema versions this open found and left the file at (the same when read-only). */
+  readonly schemaMigration: SchemaMigration;
+
+  private constructor(
+    db: Database.Database,
+    options: SqliteStoreOptions,
+    schemaMigration: SchemaMigration,
+    lock?: DatabaseLock,
+  ) {
+    super(db, options, lock);
+    this.schemaMigration = schemaMigration;
+  }
+
   /** Opens (creating the folder and file if missing) and migrates the database at `path`. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
@@ -46,7 +59,8 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
       if (readOnly) {
         db.pragma("query_only = ON");
         db.pragma("busy_timeout = 5000");
-        return new SqliteSessionStore(db, options);
+        const version = db.pragma("user_version", { simple: true }) as number;
+        return new SqliteSessionStore(db, options, { from: version, to: version });
       }
       // Takes effect only on a new file, and only before WAL mode writes its header: pages freed by
       // deletes (expired uploads) can then be given back to the file system (AttachmentSweeper).
@@ -62,8 +76,8 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
       db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
       db.pragma("foreign_keys = OFF");
       db.pragma("busy_timeout = 5000");
-      migrate(db);
-      return new SqliteSessionStore(db, options, lock);
+      const migration = migrate(db);
+      return new SqliteSessionStore(db, options, migration, lock);
     } catch (err) {
       db.close();
       lock?.release();

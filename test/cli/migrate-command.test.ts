@@ -7,6 +7,7 @@ import { describe, expect, inject, it, vi } from "vitest";
 import { registerMigrateCommand } from "../../src/cli/migrate-command.js";
 import { StartupError } from "../../src/operations/startup-error.js";
 import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.js";
+import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
@@ -56,17 +57,28 @@ describe("--help", () => {
 });
 
 describe("migrate on a SQLite file", () => {
-  it("migrates the file and prints what it did, again as often as it runs; --db-schema public is no schema", async () => {
+  it("migrates the file and prints the versions it found and left, as on PostgreSQL, again as often as it runs; --db-schema public is no schema", async () => {
     const db = folder().file("sessions.db");
     await sqliteDatabase(db);
+    // the file as the build before the last migration left it (that migration only adds this index)
+    const older = new Database(db);
+    older.exec("DROP INDEX dismissals_by_session");
+    older.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    older.close();
     await run(["--db", db]);
-    expect(stdout).toEqual([`${JSON.stringify({ db, migrated: true })}\n`]);
+    expect(stdout).toEqual([
+      `${JSON.stringify({ db, from: SCHEMA_VERSION - 1, to: SCHEMA_VERSION, latest: SCHEMA_VERSION })}\n`,
+    ]);
     await run(["--db", db, "--db-schema", "public"]);
-    expect(stdout).toHaveLength(2);
-    expect(stdout[1]).toBe(stdout[0]);
+    expect(stdout[1]).toBe(
+      `${JSON.stringify({ db, from: SCHEMA_VERSION, to: SCHEMA_VERSION, latest: SCHEMA_VERSION })}\n`,
+    );
     const check = new Database(db, { readonly: true });
     cleanups.push(() => void check.close());
     expect(check.prepare("SELECT session_id FROM projections").all()).toEqual([{ session_id: "kept" }]);
+    expect(
+      check.prepare("SELECT name FROM sqlite_master WHERE name = 'dismissals_by_session'").all(),
+    ).toEqual([{ name: "dismissals_by_session" }]);
   });
 
   it("refuses a file that does not exist, and creates none", async () => {

@@ -3,6 +3,7 @@ import { statSync } from "node:fs";
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
+import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { tempDir } from "../support/temp-dir.js";
 import { runCli, startServe } from "./run-cli.js";
 
@@ -134,7 +135,7 @@ describe("sessionmux serve: operations", () => {
     stops.pop();
     const migrated = await runCli(["migrate"], env);
     expect(migrated.code).toBe(0);
-    expect(JSON.parse(migrated.stdout)).toMatchObject({ migrated: true });
+    expect(JSON.parse(migrated.stdout)).toMatchObject({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
   });
 
   it("a second serve on a file a running host has open is refused db_in_use, as migrate is", async () => {
