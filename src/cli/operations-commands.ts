@@ -110,7 +110,7 @@ export function registerOperationsCommands(program: Command): void {
   token
     .command("rotate")
     .description(
-      "replace the kept token and print the new one; a running host uses it after its next restart",
+      "replace the kept token and print the new one; a running host refuses the old one from its next request on (open sockets stay open until they reconnect)",
     )
     .addOption(dbOption())
     .addOption(dataDirOption())

@@ -65,7 +65,7 @@ describe("--help", () => {
     const token = described("token");
     expect(token?.description()).toBe("the admin token kept beside the database (PostgreSQL: in --data-dir)");
     expect(token?.commands.find((c) => c.name() === "rotate")?.description()).toBe(
-      "replace the kept token and print the new one; a running host uses it after its next restart",
+      "replace the kept token and print the new one; a running host refuses the old one from its next request on (open sockets stay open until they reconnect)",
     );
   });
 });
