@@ -1,3 +1,5 @@
+import { describeOptionValue } from "../embed/option-value.js";
+
 /**
  * What one model may make the host hold during a turn. A model that goes past a bound ends the
  * turn `failed` with an {@link AgentLimitError}, whose code leads the turn's error message.
@@ -74,7 +76,9 @@ export function resolveAgentLimits(given: Partial<AgentLimits> = {}): AgentLimit
       : Number.isSafeInteger(value) && (value as number) >= LEAST[name]
         ? null
         : `a whole number from ${LEAST[name]}`;
-    if (wrong !== null) throw new TypeError(`limits.${name} must be ${wrong}, got ${String(value)}`);
+    // the value as JSON: a string "8" shown as `got 8` reads as a value the rule takes
+    if (wrong !== null)
+      throw new TypeError(`limits.${name} must be ${wrong}, got ${describeOptionValue(value)}`);
     limits[name] = value as number;
   }
   return limits;

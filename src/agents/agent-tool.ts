@@ -1,4 +1,5 @@
 import { type FlexibleSchema, type JSONSchema7, jsonSchema, type ToolSet, tool } from "ai";
+import { describeOptionValue } from "../embed/option-value.js";
 import { waitRule } from "./agent-limits.js";
 
 /** What a tool's `execute` gets beside its input. */
@@ -51,7 +52,9 @@ export function toolsByName(tools: readonly AgentTool[]): ReadonlyMap<string, Ag
     if (byName.has(t.name)) throw new TypeError(`two tools are named ${t.name}`);
     const wrong = t.timeoutMs === undefined ? null : waitRule(t.timeoutMs);
     if (wrong !== null)
-      throw new TypeError(`tool ${t.name}: timeoutMs must be ${wrong}, got ${String(t.timeoutMs)}`);
+      throw new TypeError(
+        `tool ${t.name}: timeoutMs must be ${wrong}, got ${describeOptionValue(t.timeoutMs)}`,
+      );
     byName.set(t.name, t);
   }
   return byName;

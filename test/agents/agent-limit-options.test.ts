@@ -60,7 +60,7 @@ describe("an agent's limits are checked when it is built", () => {
       [{ maxHistoryChars: -1 }, "limits.maxHistoryChars must be a whole number from 0, got -1"],
       [
         { maxStepsPerTurn: "8" as unknown as number },
-        "limits.maxStepsPerTurn must be a whole number from 1, got 8",
+        'limits.maxStepsPerTurn must be a whole number from 1, got "8"',
       ],
     ];
     for (const [limits, message] of cases) expect(() => agent(limits)).toThrow(new TypeError(message));
@@ -88,6 +88,13 @@ describe("an agent's limits are checked when it is built", () => {
     );
     expect(() => agent({}, Number.NaN)).toThrow(
       new TypeError("tool t: timeoutMs must be a whole number of ms from 1, or Infinity, got NaN"),
+    );
+    // a string is shown as one: `got 5` would read as a value the rule takes
+    expect(() => agent({}, "5" as unknown as number)).toThrow(
+      new TypeError('tool t: timeoutMs must be a whole number of ms from 1, or Infinity, got "5"'),
+    );
+    expect(() => agent({ toolTimeoutMs: "600000" as unknown as number })).toThrow(
+      new TypeError('limits.toolTimeoutMs must be a whole number of ms from 1, or Infinity, got "600000"'),
     );
   });
 });
