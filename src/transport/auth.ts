@@ -39,6 +39,9 @@ export function checkTokenSpecs(
     if (problem) throw new Error(`${entry}: ${problem.message}`);
     if (t.secret.length === 0 || t.secret.length > 4096)
       throw new Error(`${entry}: a secret is 1-4096 characters`);
+    // `Authorization: Bearer` carries a token up to its first whitespace: a secret holding some
+    // (a tokens-file line `alice: s3cret`, read as a bare admin token) would never match a request
+    if (/\s/.test(t.secret)) throw new Error(`${entry}: ${WHITESPACE_SECRET}`);
     if (names.has(t.name))
       throw new Error(
         t.admin && entryName === flagEntry
@@ -50,6 +53,8 @@ export function checkTokenSpecs(
     secrets.add(t.secret);
   }
 }
+
+const WHITESPACE_SECRET = "a secret holds no whitespace, which no Authorization: Bearer header carries";
 
 /** A token entry as `serve`'s flags give it. */
 const flagEntry = (t: TokenSpec): string => (t.admin ? "the bare (admin) token" : `--token ${t.name}=…`);
@@ -82,6 +87,8 @@ export class Authenticator {
     if (!options.resolve || tokens.length > 0) checkTokenSpecs(tokens);
     if (options.metricsToken !== undefined && tokens.some((t) => t.secret === options.metricsToken))
       throw new Error("the metrics token must differ from every principal's token");
+    if (options.metricsToken !== undefined && /\s/.test(options.metricsToken))
+      throw new Error(`the metrics token: ${WHITESPACE_SECRET}`);
     this.#metricsDigest = options.metricsToken === undefined ? undefined : digest(options.metricsToken);
     this.#resolve = options.resolve;
     this.#onRefused = options.onRefused;

@@ -404,6 +404,13 @@ describe("sessionmux serve on SQLite, in this process", { timeout: 30_000 }, () 
       "tokens_file_invalid",
       `--tokens-file ${file} line 3: alice=…: a secret is 1-4096 characters`,
     ]);
+    // a mistyped entry is read as a bare admin token: one a Bearer header could never carry
+    writeFileSync(file, "bob=fine\nalice: s3cret\n");
+    const spaced = await serveRefusal(["--db", db, "--port", "0", "--tokens-file", file]);
+    expect([spaced.code, spaced.message]).toEqual([
+      "tokens_file_invalid",
+      `--tokens-file ${file} line 2: the bare (admin) token: a secret holds no whitespace, which no Authorization: Bearer header carries`,
+    ]);
     // no admin token of its own was minted in place of the file's
     expect(existsSync(dir.file("sessionmux.token"))).toBe(false);
     expect(existsSync(db)).toBe(false);

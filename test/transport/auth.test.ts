@@ -51,6 +51,10 @@ describe("token entries", () => {
       "--token alice=…: a secret is 1-4096 characters",
     );
     expect(refused([{ ...alice, secret: "x".repeat(4096) }])).toBe("accepted");
+    // a header's token ends at whitespace: such a secret could never be presented as a bearer
+    const whitespace = "a secret holds no whitespace, which no Authorization: Bearer header carries";
+    expect(refused([{ ...admin, secret: "alice: s3cret" }])).toBe(`the bare (admin) token: ${whitespace}`);
+    expect(refused([{ ...alice, secret: "s3cret\t" }])).toBe(`--token alice=…: ${whitespace}`);
     expect(refused([alice, { ...alice, secret: "other" }])).toBe(
       "--token alice=…: the name alice is used twice",
     );
@@ -73,6 +77,9 @@ describe("token entries", () => {
     const message = "the metrics token must differ from every principal's token";
     expect(() => new Authenticator([admin, alice], { metricsToken: alice.secret })).toThrow(message);
     expect(() => new Authenticator([admin, alice], { metricsToken: "metrics-only" })).not.toThrow();
+    expect(() => new Authenticator([admin, alice], { metricsToken: "metrics only" })).toThrow(
+      "the metrics token: a secret holds no whitespace, which no Authorization: Bearer header carries",
+    );
   });
 });
 
