@@ -67,6 +67,12 @@ export function checkOpenAIAgentOptions(options: unknown): void {
     // the value is not quoted: it may be a key
     throw new TypeError(`apiKey must be a string, got a ${typeof given.apiKey}`);
   }
+  // every turn would fail with its 401: refused where the agent is built, not at each turn
+  if (missingOpenAIKey(given.baseURL, given.apiKey)) {
+    throw new TypeError(
+      `apiKey is needed by ${given.baseURL} (fromEnv reads SESSIONMUX_OPENAI_API_KEY or OPENAI_API_KEY); an endpoint that takes no key needs its own baseURL`,
+    );
+  }
   checkShared(given);
 }
 
@@ -123,3 +129,13 @@ function optionsObject(agent: string, options: unknown, known: readonly string[]
 }
 
 const nonEmptyString = (value: unknown): value is string => typeof value === "string" && value !== "";
+
+/** OpenAI's own endpoint without a key: any other endpoint (a local server) may take none. */
+export function missingOpenAIKey(baseURL: string, apiKey: unknown): boolean {
+  if (apiKey) return false;
+  try {
+    return new URL(baseURL).hostname === "api.openai.com";
+  } catch {
+    return false;
+  }
+}

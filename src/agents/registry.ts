@@ -1,5 +1,6 @@
 import { StartupError } from "../operations/startup-error.js";
 import type { AgentDriver } from "./agent.js";
+import { missingOpenAIKey } from "./agent-option-checks.js";
 import { DemoAgent } from "./demo-agent.js";
 import { OpenAIAgent } from "./openai-agent.js";
 
@@ -18,7 +19,7 @@ export function createAgent(name: AgentName, env: NodeJS.ProcessEnv = process.en
     case "openai": {
       const endpoint = OpenAIAgent.endpointFromEnv(env);
       const { baseURL } = endpoint;
-      if (endpoint.apiKey === undefined && hostOf(baseURL) === "api.openai.com") {
+      if (missingOpenAIKey(baseURL, endpoint.apiKey)) {
         throw new StartupError(
           "agent_unconfigured",
           `--agent openai talks to ${baseURL}, which needs a key: set SESSIONMUX_OPENAI_API_KEY (or OPENAI_API_KEY), or SESSIONMUX_OPENAI_BASE_URL for an endpoint that takes none`,
@@ -36,11 +37,3 @@ export function createAgent(name: AgentName, env: NodeJS.ProcessEnv = process.en
     }
   }
 }
-
-const hostOf = (url: string): string | undefined => {
-  try {
-    return new URL(url).hostname;
-  } catch {
-    return undefined;
-  }
-};

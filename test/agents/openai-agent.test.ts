@@ -208,8 +208,20 @@ describe("OpenAIAgent on the AI SDK", () => {
     });
     expect(a.defaultModel).toBe("m1");
     expect(a.models()).toEqual([{ id: "m1", label: "m1" }]);
-    expect(OpenAIAgent.fromEnv({ OPENAI_MODEL: "m2" }).defaultModel).toBe("m2");
-    expect(OpenAIAgent.fromEnv({}).defaultModel).toBe("gpt-4o-mini");
+    expect(OpenAIAgent.fromEnv({ OPENAI_MODEL: "m2", OPENAI_API_KEY: "sk" }).defaultModel).toBe("m2");
+    expect(OpenAIAgent.fromEnv({ OPENAI_API_KEY: "sk" }).defaultModel).toBe("gpt-4o-mini");
+    // OpenAI's own endpoint with no key would fail every turn with its 401: refused when built
+    for (const env of [{}, { OPENAI_API_KEY: "" }, { OPENAI_BASE_URL: "https://api.openai.com/v1/" }]) {
+      expect(() => OpenAIAgent.fromEnv(env), JSON.stringify(env)).toThrow(
+        new TypeError(
+          `apiKey is needed by ${env.OPENAI_BASE_URL ?? "https://api.openai.com/v1"} (fromEnv reads SESSIONMUX_OPENAI_API_KEY or OPENAI_API_KEY); an endpoint that takes no key needs its own baseURL`,
+        ),
+      );
+    }
+    expect(() => new OpenAIAgent({ baseURL: "https://api.openai.com/v1", model: "m" })).toThrow(TypeError);
+    expect(OpenAIAgent.fromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" }).defaultModel).toBe(
+      "gpt-4o-mini",
+    );
     expect(createAgent("demo", {}).name).toBe("demo");
     expect(createAgent("openai", { OPENAI_API_KEY: "sk" }).name).toBe("openai");
   });
