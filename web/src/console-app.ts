@@ -94,9 +94,14 @@ export class ConsoleApp {
       run: (what, work) => this.run(what, work),
       search: (query) => this.search(query),
     };
-    this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest, () => {
+    this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest, (pressed) => {
       const s = this.session;
-      if (s) this.run("Loading earlier messages", () => s.loadOlder());
+      if (!s) return;
+      this.run("Loading earlier messages", async () => {
+        const turnId = await s.loadOlder();
+        // asked for with the button: the prompt of the turn the view began inside comes into sight
+        if (pressed && turnId !== undefined && s === this.session) this.transcriptView.reveal(turnId);
+      });
     });
     this.drafts = new ComposerDrafts(el.composerInput);
   }
@@ -295,7 +300,13 @@ export class ConsoleApp {
     this.region("jobs", JSON.stringify(jobs) + liveStale, () => renderJobs(this.el.jobs, jobs, liveStale));
     this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
     this.el.cancelTurn.hidden = !s.transcript.streaming;
-    this.transcriptView.render(s.transcript, { actionable: online }, s.mode === "gone" ? "none" : s.older);
+    const gone = s.mode === "gone";
+    this.transcriptView.render(
+      s.transcript,
+      { actionable: online },
+      gone ? "none" : s.older,
+      !gone && s.turnStartMissing,
+    );
   }
 
   /**

@@ -67,6 +67,16 @@ export class LogWindow {
     return this.base === 0 || this.events.some((e) => e.type === "turn/start");
   }
 
+  /** The id of the turn the event at `seq` belongs to, as far as the window reaches back. */
+  turnAt(seq: number): string | undefined {
+    let turnId: string | undefined;
+    for (const e of this.events) {
+      if (e.seq > seq) break;
+      if (e.type === "turn/start") turnId = e.data.turnId;
+    }
+    return turnId;
+  }
+
   /** Adds the events that continue the window; any other (a repeat, one past a gap) is left out. */
   append(events: readonly SessionEvent[]): void {
     for (const e of events) if (e.seq === this.lastSeq + 1) this.events.push(e);

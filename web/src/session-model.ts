@@ -118,23 +118,42 @@ export class SessionModel {
   }
 
   /**
-   * Puts the next older page of the log in front of what the tab holds. A page of another epoch
-   * (the session was cleared meanwhile) is dropped: the follow stream's reset brings the new log.
+   * The tab holds the log from inside a turn (one longer than the pages read on open): that
+   * turn's prompt and first part are not shown yet.
    */
-  async loadOlder(): Promise<void> {
+  get turnStartMissing(): boolean {
+    return !this.window.startsClean;
+  }
+
+  /**
+   * Puts older pages of the log in front of what the tab holds: the next one, or, while the tab
+   * holds the log from inside a turn, as many as reach back to that turn's start. Returns the id
+   * of that turn once its start is shown (the view brings its prompt into sight). A page of
+   * another epoch (the session was cleared meanwhile) is dropped: the follow stream's reset
+   * brings the new log.
+   */
+  async loadOlder(): Promise<string | undefined> {
     const window = this.window;
     const epoch = this.epoch;
     if (this.readingOlder || window.base === 0 || epoch === undefined || this.disposed) return;
+    const inTurn = window.startsClean ? undefined : window.base + 1;
+    let grew = false;
     this.readingOlder = true;
     this.onChange();
     try {
-      const page = await this.link.page(this.sessionId, { beforeSeq: window.base + 1 }, PAGE_LIMIT);
-      if (this.disposed || window !== this.window || page.epoch !== epoch) return;
-      if (window.prepend(page.events)) {
+      do {
+        const page = await this.link.page(this.sessionId, { beforeSeq: window.base + 1 }, PAGE_LIMIT);
+        if (this.disposed || window !== this.window || page.epoch !== epoch) return;
+        if (!window.prepend(page.events)) return;
+        grew = true;
+      } while (!window.startsClean);
+      return inTurn === undefined ? undefined : window.turnAt(inTurn);
+    } finally {
+      // folded once, not at each page: a long turn's pages would each fold the whole window again
+      if (grew && window === this.window && !this.disposed) {
         this.transcript = window.fold();
         this.scheduleSave();
       }
-    } finally {
       this.readingOlder = false;
       if (!this.disposed) this.onChange();
     }

@@ -5,7 +5,7 @@ import {
   measureElement as readElementSize,
   Virtualizer,
 } from "@tanstack/virtual-core";
-import { html, render } from "lit-html";
+import { html, render, type TemplateResult } from "lit-html";
 import { guard } from "lit-html/directives/guard.js";
 import { repeat } from "lit-html/directives/repeat.js";
 import type { TranscriptState } from "../../protocol/transcript.js";
@@ -64,6 +64,10 @@ export class TranscriptView {
   private state: TranscriptState | undefined;
   private ctx: RowContext = { actionable: true };
   private older: OlderEvents = "none";
+  /** The rows begin inside a turn whose start (its prompt) is not held yet. */
+  private turnStartMissing = false;
+  /** The turn whose first row is brought to the top of the view once it is drawn. */
+  private revealTurn: string | undefined;
   private pinned = true;
   private frame = 0;
   private drawing = false;
@@ -73,7 +77,8 @@ export class TranscriptView {
   constructor(
     private readonly container: HTMLElement,
     private readonly jumpButton: HTMLButtonElement,
-    private readonly onNearStart: () => void,
+    /** `pressed`: the person asked with the line's button, rather than by scrolling near it. */
+    private readonly onNearStart: (pressed: boolean) => void,
   ) {
     this.virtualizer = new Virtualizer<HTMLElement, HTMLElement>({
       count: 0,
@@ -106,30 +111,66 @@ export class TranscriptView {
     );
     jumpButton.addEventListener("click", () => this.jumpToLatest());
     container.addEventListener("click", (e) => {
-      if ((e.target as HTMLElement).closest('[data-action="older-events"]')) this.onNearStart();
+      if ((e.target as HTMLElement).closest('[data-action="older-events"]')) this.onNearStart(true);
     });
   }
 
-  render(state: TranscriptState, ctx: RowContext, older: OlderEvents = "none"): void {
-    if (state === this.state && ctx.actionable === this.ctx.actionable && older === this.older) return;
+  render(
+    state: TranscriptState,
+    ctx: RowContext,
+    older: OlderEvents = "none",
+    turnStartMissing = false,
+  ): void {
+    if (
+      state === this.state &&
+      ctx.actionable === this.ctx.actionable &&
+      older === this.older &&
+      turnStartMissing === this.turnStartMissing
+    )
+      return;
     const grown = state !== this.state;
     if (grown) {
       this.anchor = this.pinned ? undefined : this.firstInView();
       this.rows = transcriptRows(state);
+      this.takeRevealedTurn();
     }
     this.state = state;
     this.ctx = ctx;
     this.older = older;
+    this.turnStartMissing = turnStartMissing;
     this.draw();
     // Rows that still leave the view near the start (a short tail) ask for more; a read that
     // failed changed no rows, and is asked again only by the person (a scroll, the button).
     if (grown) this.askOlderNearStart();
   }
 
+  /**
+   * Brings the first row of turn `turnId` (its prompt) to the top of the view once the rows hold
+   * it: the start of a turn the view began inside, read on the person's request. Called once
+   * the model holds the new rows, before they are drawn.
+   */
+  reveal(turnId: string): void {
+    // taken at the next render with new rows: the ones the turn's start was read into
+    this.revealTurn = turnId;
+  }
+
+  private takeRevealedTurn(): void {
+    const turnId = this.revealTurn;
+    if (turnId === undefined) return;
+    const row = this.rows.find((r) => (r.kind === "turn-flag" ? r.turn.turnId : r.msg.turnId) === turnId);
+    if (!row) return;
+    this.revealTurn = undefined;
+    this.pinned = false;
+    this.jumpButton.hidden = false;
+    this.anchor = { key: row.key, offset: 0 };
+  }
+
   /** Another session is shown: start at its end. */
   clear(): void {
     this.state = undefined;
     this.older = "none";
+    this.turnStartMissing = false;
+    this.revealTurn = undefined;
     this.anchor = undefined;
     this.rows = [];
     this.pinned = true;
@@ -156,7 +197,7 @@ export class TranscriptView {
   /** Near the start (or with nothing to scroll) while the log goes back further: read more of it. */
   private askOlderNearStart(): void {
     if (this.older === "more" && this.state !== undefined && this.container.scrollTop < NEAR_START_PX)
-      this.onNearStart();
+      this.onNearStart(false);
   }
 
   private firstInView(): { key: string; offset: number } | undefined {
@@ -168,6 +209,20 @@ export class TranscriptView {
   private distanceFromEnd(): number {
     const c = this.container;
     return c.scrollHeight - c.scrollTop - c.clientHeight;
+  }
+
+  /**
+   * What the line at the top says: inside a turn whose start is not held, that the turn's prompt
+   * is above and a press reads back to it (not just a page), rather than a bare "earlier messages".
+   */
+  private olderLine(older: OlderEvents): TemplateResult {
+    const loading = older === "loading";
+    if (!this.turnStartMissing)
+      return html`<button type="button" class="link-button" data-action="older-events" ?disabled=${loading}>
+        ${loading ? "Loading earlier messages…" : "Show earlier messages"}</button>`;
+    return html`<span class="turn-start-missing" data-testid="turn-start-missing">This turn began earlier; its prompt is not loaded yet.</span>
+      <button type="button" class="link-button" data-action="older-events" ?disabled=${loading}>
+        ${loading ? "Loading the start of this turn…" : "Show the start of this turn"}</button>`;
   }
 
   private draw(): void {
@@ -204,8 +259,7 @@ export class TranscriptView {
           older === "none"
             ? null
             : html`<div class="transcript-older" data-testid="older-events" data-state=${older}>
-              <button type="button" class="link-button" data-action="older-events" ?disabled=${older === "loading"}>
-                ${older === "loading" ? "Loading earlier messages…" : "Show earlier messages"}</button></div>`
+              ${this.olderLine(older)}</div>`
         }
         ${repeat(
           items,
