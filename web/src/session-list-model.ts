@@ -32,10 +32,16 @@ const firstPage = (): Pages => ({ cursor: undefined, end: undefined, count: 1, l
  * (`loadOlder`), each read with the host's cursor from the page above. Rows are kept by session
  * id and the newer row of a session wins, so a session that moves between pages while they load
  * (a prompt brings it to the top) is listed once, where the host now puts it.
+ *
+ * A live row (a notification, a projection) of a session neither list holds may be one on a
+ * dismissed page not loaded yet: it is held aside (`unplaced`), shown in neither list, until a
+ * page or a dismissal notification says where it goes, or the dismissed pages loaded reach past it.
  */
 export class SessionListModel {
   readonly rows = new Map<string, SessionRow>();
   readonly dismissed = new Map<string, SessionRow>();
+  /** Rows of sessions that may be dismissed on a page not loaded yet: shown in neither list. */
+  private readonly unplaced = new Map<string, SessionRow>();
   private readonly pages: Record<ListView, Pages> = { list: firstPage(), dismissed: firstPage() };
   /**
    * The version at which this tab last learnt each session's dismissal (its own action or a
@@ -104,6 +110,7 @@ export class SessionListModel {
       this.setCursor(this.pages.dismissed, dismissed.next, dismissed.sessions);
       this.rows.clear();
       this.dismissed.clear();
+      this.unplaced.clear();
       for (const row of dismissed.sessions) {
         if (!this.removed.has(row.sessionId)) this.dismissed.set(row.sessionId, row);
       }
@@ -137,6 +144,8 @@ export class SessionListModel {
         if (view === "list") this.addListed(row);
         else this.addDismissed(row, version);
       }
+      // the dismissed pages now reach past rows held aside that this one did not bring: listed
+      if (view === "dismissed") for (const row of [...this.unplaced.values()]) this.place(row);
     } finally {
       pages.loading = false;
       this.changed();
@@ -145,9 +154,10 @@ export class SessionListModel {
 
   private addListed(row: SessionRow): void {
     if (this.removed.has(row.sessionId) || this.dismissed.has(row.sessionId)) return;
-    const current = this.rows.get(row.sessionId);
+    const current = this.rows.get(row.sessionId) ?? this.unplaced.get(row.sessionId);
+    this.unplaced.delete(row.sessionId);
     // a notification or projection that came while the page was read is newer than its row
-    if (!current || current.seq < row.seq) this.rows.set(row.sessionId, row);
+    this.rows.set(row.sessionId, current && current.seq >= row.seq ? current : row);
   }
 
   /**
@@ -158,8 +168,9 @@ export class SessionListModel {
   private addDismissed(row: SessionRow, readAt: number): void {
     if (this.removed.has(row.sessionId)) return;
     if ((this.dismissalLearnt.get(row.sessionId) ?? -1) > readAt) return;
-    const current = this.row(row.sessionId);
+    const current = this.row(row.sessionId) ?? this.unplaced.get(row.sessionId);
     this.rows.delete(row.sessionId);
+    this.unplaced.delete(row.sessionId);
     this.dismissed.set(row.sessionId, current && current.seq > row.seq ? current : row);
   }
 
@@ -196,6 +207,7 @@ export class SessionListModel {
       this.removed.add(change.sessionId);
       this.rows.delete(change.sessionId);
       this.dismissed.delete(change.sessionId);
+      this.unplaced.delete(change.sessionId);
     } else if (change.kind === "dismissed") {
       this.setDismissed(change.row, change.dismissed);
     } else if (!this.removed.has(change.row.sessionId)) {
@@ -209,10 +221,12 @@ export class SessionListModel {
     this.version += 1;
     this.dismissalLearnt.set(row.sessionId, this.version);
     if (this.removed.has(row.sessionId)) return;
-    const newest = (dismissed ? this.rows : this.dismissed).get(row.sessionId) ?? row;
+    const newest =
+      (dismissed ? this.rows : this.dismissed).get(row.sessionId) ?? this.unplaced.get(row.sessionId) ?? row;
     const current = newest.seq > row.seq ? newest : row;
     this.rows.delete(row.sessionId);
     this.dismissed.delete(row.sessionId);
+    this.unplaced.delete(row.sessionId);
     (dismissed ? this.dismissed : this.rows).set(row.sessionId, current);
     this.changed();
   }
@@ -222,13 +236,30 @@ export class SessionListModel {
     return this.rows.get(sessionId) ?? this.dismissed.get(sessionId);
   }
 
+  /**
+   * Puts a live row where its session is: in the list that holds it; else on the list, unless it
+   * stands past the dismissed pages loaded, where one of them not loaded yet may hold it: aside.
+   * (A new session, or one a prompt moved, stands on top: the first dismissed page reaches it.)
+   * Before the host's first snapshot nothing is known dismissed: the snapshot sorts them.
+   */
   private place(row: SessionRow): void {
-    (this.dismissed.has(row.sessionId) ? this.dismissed : this.rows).set(row.sessionId, row);
+    const id = row.sessionId;
+    if (this.dismissed.has(id)) this.dismissed.set(id, row);
+    else if (this.rows.has(id) || !this.fresh || !this.pastDismissedEnd(row)) {
+      this.unplaced.delete(id);
+      this.rows.set(id, row);
+    } else this.unplaced.set(id, row);
+  }
+
+  /** `row` stands where a dismissed page not loaded yet may hold it. */
+  private pastDismissedEnd(row: SessionRow): boolean {
+    const end = this.pages.dismissed.end;
+    return end !== undefined && orderSessions([row], end, 0).recent.length === 0;
   }
 
   /** A live projection from the control stream; the row with the higher watermark wins. */
   project(row: SessionRow): void {
-    const current = this.row(row.sessionId);
+    const current = this.row(row.sessionId) ?? this.unplaced.get(row.sessionId);
     if (this.removed.has(row.sessionId) || current === row) return;
     if (current && current.seq > row.seq) return;
     if (current && JSON.stringify(current) === JSON.stringify(row)) return;
