@@ -220,7 +220,7 @@ export class TranscriptView {
     if (!this.turnStartMissing)
       return html`<button type="button" class="link-button" data-action="older-events" ?disabled=${loading}>
         ${loading ? "Loading earlier messages…" : "Show earlier messages"}</button>`;
-    return html`<span class="turn-start-missing" data-testid="turn-start-missing">This turn began earlier; its prompt is not loaded yet.</span>
+    return html`<span class="turn-start-missing" data-testid="turn-start-missing">This turn's prompt is not loaded yet.</span>
       <button type="button" class="link-button" data-action="older-events" ?disabled=${loading}>
         ${loading ? "Loading the start of this turn…" : "Show the start of this turn"}</button>`;
   }
