@@ -1,5 +1,11 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { type AttachmentShell, Resolution, SessionEventSchema, UserMessageMeta } from "./events.js";
+import {
+  type AttachmentShell,
+  Resolution,
+  type SessionEvent,
+  SessionEventSchema,
+  UserMessageMeta,
+} from "./events.js";
 import { OpaqueIdSchema, SessionIdSchema } from "./ids.js";
 import { promptContentViolation } from "./prompt-content.js";
 import {
@@ -392,4 +398,9 @@ export const ActivationTable: Readonly<Record<MethodName, Activation>> = Object.
 ) as Record<MethodName, Activation>;
 
 export type PageResult = Static<typeof PageResult>;
+/**
+ * A `session.page` answer with each event's `data` typed by its `type`, as `session.follow` items
+ * carry them: the schema checks the envelope only, and the host sends what the log holds.
+ */
+export type SessionPage = Omit<PageResult, "events"> & { events: SessionEvent[] };
 export type { AttachmentShell };

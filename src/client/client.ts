@@ -8,6 +8,7 @@ import type {
   ParamsOf,
   ResultOf,
   SessionmuxError,
+  SessionPage,
   StreamMethod,
 } from "../../protocol/index.js";
 import { type IterateOptions, type LiveStream, liveStream } from "./async-iteration.js";
@@ -260,9 +261,9 @@ export class SessionmuxClient {
     return this.call("session.list", params, options);
   }
 
-  /** `session.page`. */
-  page(params: ParamsOf<"session.page">, options?: CallOptions): Promise<ResultOf<"session.page">> {
-    return this.call("session.page", params, options);
+  /** `session.page`, its events typed by their `type` as `follow` gives them. */
+  page(params: ParamsOf<"session.page">, options?: CallOptions): Promise<SessionPage> {
+    return this.call("session.page", params, options) as Promise<SessionPage>;
   }
 
   /** `session.create`. */

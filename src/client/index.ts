@@ -33,6 +33,7 @@ export type {
   MethodName,
   ParamsOf,
   ResultOf,
+  SessionPage,
   StreamMethod,
 } from "../../protocol/methods.js";
 export type {

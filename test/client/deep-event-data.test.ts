@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { MAX_DATA_DEPTH } from "../../src/store/storable-data.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
@@ -30,6 +30,11 @@ describe("deeply nested event data", () => {
     const page = await client.page({ sessionId: "deepest" });
     expect(page.events.map((e) => e.type)).toEqual(["session/created", "tool/call"]);
     expect(page.events[1]!.data).toEqual(deepest.data);
+    // a page's events are typed by their `type`, as follow's are: this reads `data` without a cast
+    const call = page.events[1]!;
+    if (call.type !== "tool/call") throw new Error(`expected tool/call, got ${call.type}`);
+    expectTypeOf(call.data.toolCallId).toEqualTypeOf<string>();
+    expect([call.data.name, call.data.toolCallId]).toEqual(["x", "c"]);
   });
 
   it("is refused where it would leave a session no client can read, and the session reads on", async () => {
