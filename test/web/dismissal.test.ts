@@ -1,18 +1,12 @@
-import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ALICE_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog, turnEnds } from "./host-log.js";
+import { listedSessions } from "./session-list-reads.js";
 
 const row = (sessionId: string) => `[data-testid="session-list"] [data-session-id="${sessionId}"]`;
-
-/** The session ids the list shows, in order. */
-const listed = (page: Page) =>
-  page.$$eval('[data-testid="session-list"] [data-testid="session-item"]', (items) =>
-    items.map((item) => (item as HTMLElement).dataset.sessionId ?? ""),
-  );
 
 describe.skipIf(!hasChromium)("console: keep-running dismissal", () => {
   const browser = useBrowser();
@@ -43,7 +37,7 @@ describe.skipIf(!hasChromium)("console: keep-running dismissal", () => {
     await tab.waitForSelector(row(hidden), { state: "detached" });
     // the other tab of the same principal is told, and drops it too
     await other.waitForSelector(row(hidden), { state: "detached" });
-    expect(await listed(other)).toContain(kept);
+    expect(await listedSessions(other)).toContain(kept);
     const ids = async (dismissed?: true) =>
       (await alice.list({ limit: 200, ...(dismissed ? { dismissed } : {}) })).sessions.map(
         (r) => r.sessionId,
@@ -56,13 +50,13 @@ describe.skipIf(!hasChromium)("console: keep-running dismissal", () => {
     const log = await readLog(alice, hidden);
     expect(log.filter((e) => e.type === "assistant/delta")).toHaveLength(40);
     expect(log.at(-1)?.type === "turn/end" && log.at(-1)?.data).toMatchObject({ state: "completed" });
-    expect(await listed(tab)).not.toContain(hidden);
+    expect(await listedSessions(tab)).not.toContain(hidden);
 
     // the dismissed view lists it; opening it there restores it, then shows it
     await tab.click('[data-testid="show-dismissed"]');
     await tab.waitForSelector('[data-testid="show-dismissed"][aria-pressed="true"]');
     await tab.waitForSelector(`${row(hidden)} [data-testid="restore-session"]`);
-    expect(await listed(tab)).toEqual([hidden]);
+    expect(await listedSessions(tab)).toEqual([hidden]);
     await tab.click(`${row(hidden)} [data-testid="session-item-title"]`);
     await tab.waitForSelector('[data-testid="show-dismissed"][aria-pressed="false"]');
     await tab.waitForSelector('[data-testid="session"]:not([hidden])');

@@ -1,42 +1,14 @@
-import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import type { SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
+import { hostOrder, listedSessions, showOlder, twoFrames } from "./session-list-reads.js";
 
 /** More than one page of the Dismissed view (50), so its oldest sessions are on a page not loaded. */
 const DISMISSED = 60;
 /** The oldest dismissed sessions wait on an approval: parked, they would be pinned on the list. */
 const PARKED = 3;
 const LISTED = 5;
-const MAX_PAGES = 10;
-
-/** The host's list (or its dismissed sessions), newest first, read page by page with its cursor. */
-async function hostOrder(client: SessionmuxClient, dismissed = false): Promise<string[]> {
-  const ids: string[] = [];
-  let before: string | undefined;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const answer = await client.call("session.list", {
-      limit: 50,
-      ...(dismissed ? { dismissed: true as const } : {}),
-      ...(before ? { before } : {}),
-    });
-    ids.push(...answer.sessions.map((row) => row.sessionId));
-    before = answer.next;
-    if (before === undefined) return ids;
-  }
-  throw new Error(`the list did not end within ${MAX_PAGES} pages`);
-}
-
-const listed = (page: Page) =>
-  page.$$eval('[data-testid="session-list"] [data-testid="session-item"]', (items) =>
-    items.map((item) => item.getAttribute("data-session-id")),
-  );
-
-/** Two frames: what the live state changed is drawn by then. */
-const frames = (page: Page) =>
-  page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
 
 describe.skipIf(!hasChromium)("browser console: live rows of dismissed sessions on a page not loaded", () => {
   const browser = useBrowser();
@@ -70,15 +42,15 @@ describe.skipIf(!hasChromium)("browser console: live rows of dismissed sessions 
     await expect
       .poll(async () => (await client.call("session.page", { sessionId: renamed })).header.title)
       .toBe("Renamed while dismissed");
-    await frames(page);
-    expect(await listed(page)).toEqual(order);
+    await twoFrames(page);
+    expect(await listedSessions(page)).toEqual(order);
     expect(await page.$('.list-heading:has-text("Waiting on you")')).toBe(null);
 
     // the Dismissed view pages to them, each once and in the host's order
     await page.click('[data-testid="show-dismissed"]');
-    await expect.poll(() => listed(page)).toEqual(dismissedOrder.slice(0, 50));
-    await page.click('[data-testid="older-sessions"]');
-    await expect.poll(() => listed(page)).toEqual(dismissedOrder);
+    await expect.poll(() => listedSessions(page)).toEqual(dismissedOrder.slice(0, 50));
+    await showOlder(page);
+    await expect.poll(() => listedSessions(page)).toEqual(dismissedOrder);
     expect(await page.textContent(`[data-session-id="${renamed}"] [data-testid="session-item-title"]`)).toBe(
       "Renamed while dismissed",
     );
@@ -91,7 +63,7 @@ describe.skipIf(!hasChromium)("browser console: live rows of dismissed sessions 
       state: "detached",
     });
     await page.click('[data-testid="show-dismissed"]');
-    await expect.poll(() => listed(page)).toEqual([parked, ...order]);
+    await expect.poll(() => listedSessions(page)).toEqual([parked, ...order]);
     expect(await page.$('.list-heading:has-text("Waiting on you")')).not.toBe(null);
     await page.close();
   }, 120_000);

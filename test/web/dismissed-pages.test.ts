@@ -1,9 +1,9 @@
-import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import type { SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
+import { listedSessions } from "./session-list-reads.js";
 
 const SESSIONS = 70;
 /** A bound on the pages a walk reads: 70 sessions come in 2 pages of 50. */
@@ -26,11 +26,6 @@ async function dismissedOrder(client: SessionmuxClient): Promise<string[]> {
   throw new Error(`the dismissed list did not end within ${MAX_PAGES} pages`);
 }
 
-const listed = (page: Page) =>
-  page.$$eval('[data-testid="session-list"] [data-testid="session-item"]', (items) =>
-    items.map((item) => item.getAttribute("data-session-id")),
-  );
-
 const row = (sessionId: string) => `[data-testid="session-list"] [data-session-id="${sessionId}"]`;
 
 describe.skipIf(!hasChromium)("browser console: more dismissed sessions than one page", () => {
@@ -51,14 +46,14 @@ describe.skipIf(!hasChromium)("browser console: more dismissed sessions than one
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     await page.click('[data-testid="show-dismissed"]');
-    await expect.poll(async () => (await listed(page)).length).toBe(50);
-    expect(await listed(page)).toEqual(order.slice(0, 50));
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(50);
+    expect(await listedSessions(page)).toEqual(order.slice(0, 50));
 
     // the same button as the list's, reached with the keyboard
     await page.focus('[data-testid="older-sessions"]');
     await page.keyboard.press("Enter");
-    await expect.poll(async () => (await listed(page)).length).toBe(SESSIONS);
-    expect(await listed(page)).toEqual(order);
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(SESSIONS);
+    expect(await listedSessions(page)).toEqual(order);
     expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
     await expect
       .poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-session-id")))
@@ -70,10 +65,10 @@ describe.skipIf(!hasChromium)("browser console: more dismissed sessions than one
     await page.click(`${row(oldest)} [data-testid="restore-session"]`);
     await page.waitForSelector(row(oldest), { state: "detached" });
     await expect.poll(async () => (await dismissedOrder(client)).includes(oldest)).toBe(false);
-    expect(await listed(page)).toEqual(order.slice(0, -1));
+    expect(await listedSessions(page)).toEqual(order.slice(0, -1));
 
     await page.click('[data-testid="show-dismissed"]');
-    await expect.poll(() => listed(page)).toEqual([oldest]);
+    await expect.poll(() => listedSessions(page)).toEqual([oldest]);
     await page.close();
   }, 120_000);
 
@@ -84,13 +79,13 @@ describe.skipIf(!hasChromium)("browser console: more dismissed sessions than one
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     await page.click('[data-testid="show-dismissed"]');
-    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(50);
     await page.hover('[data-testid="session-list"]');
-    for (let i = 0; i < MAX_PAGES && (await listed(page)).length < order.length; i++) {
+    for (let i = 0; i < MAX_PAGES && (await listedSessions(page)).length < order.length; i++) {
       await page.mouse.wheel(0, 4000);
       await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve)));
     }
-    await expect.poll(() => listed(page)).toEqual(order);
+    await expect.poll(() => listedSessions(page)).toEqual(order);
     expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
     await page.close();
   }, 60_000);

@@ -1,34 +1,11 @@
-import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import type { SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
+import { hostOrder, listedSessions, showOlder } from "./session-list-reads.js";
 
 /** Listed and dismissed sessions, created in turn so each list's pages span the same times. */
 const EACH = 70;
-const MAX_PAGES = 10;
-
-async function hostOrder(client: SessionmuxClient, dismissed = false): Promise<string[]> {
-  const ids: string[] = [];
-  let before: string | undefined;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const answer = await client.call("session.list", {
-      limit: 50,
-      ...(dismissed ? { dismissed: true as const } : {}),
-      ...(before ? { before } : {}),
-    });
-    ids.push(...answer.sessions.map((row) => row.sessionId));
-    before = answer.next;
-    if (before === undefined) return ids;
-  }
-  throw new Error(`the list did not end within ${MAX_PAGES} pages`);
-}
-
-const listed = (page: Page) =>
-  page.$$eval('[data-testid="session-list"] [data-testid="session-item"]', (items) =>
-    items.map((item) => item.getAttribute("data-session-id")),
-  );
 
 /** The host's order as far as `last`, the end of the page a tab loaded: what that tab must show. */
 const upTo = (order: string[], last: string) => order.slice(0, order.indexOf(last) + 1);
@@ -54,11 +31,11 @@ describe.skipIf(!hasChromium)(
       // one tab on the list, another on the Dismissed view: a page of 50 each
       const list = await browser.profile.newPage();
       await openConsole(list, fixture.host.url, ADMIN_TOKEN);
-      await expect.poll(() => listed(list)).toEqual(order.slice(0, 50));
+      await expect.poll(() => listedSessions(list)).toEqual(order.slice(0, 50));
       const dismissedTab = await browser.profile.newPage();
       await openConsole(dismissedTab, fixture.host.url, ADMIN_TOKEN);
       await dismissedTab.click('[data-testid="show-dismissed"]');
-      await expect.poll(() => listed(dismissedTab)).toEqual(dismissedOrder.slice(0, 50));
+      await expect.poll(() => listedSessions(dismissedTab)).toEqual(dismissedOrder.slice(0, 50));
       const listEnd = order[49]!;
       const dismissedEnd = dismissedOrder[49]!;
 
@@ -82,21 +59,21 @@ describe.skipIf(!hasChromium)(
       const nowListed = await hostOrder(client);
       const nowDismissed = await hostOrder(client, true);
       expect(nowListed[0]).toBe(created);
-      await expect.poll(() => listed(list)).toEqual(upTo(nowListed, listEnd));
-      await expect.poll(() => listed(dismissedTab)).toEqual(upTo(nowDismissed, dismissedEnd));
+      await expect.poll(() => listedSessions(list)).toEqual(upTo(nowListed, listEnd));
+      await expect.poll(() => listedSessions(dismissedTab)).toEqual(upTo(nowDismissed, dismissedEnd));
       for (const id of [restored, dismissed, renamed]) {
-        expect(await listed(list)).not.toContain(id);
-        expect(await listed(dismissedTab)).not.toContain(id);
+        expect(await listedSessions(list)).not.toContain(id);
+        expect(await listedSessions(dismissedTab)).not.toContain(id);
       }
 
       // the next pages bring them, each once, where the host has them
-      await list.click('[data-testid="older-sessions"]');
-      await expect.poll(() => listed(list)).toEqual(nowListed);
+      await showOlder(list);
+      await expect.poll(() => listedSessions(list)).toEqual(nowListed);
       expect(await list.textContent(`${row(renamed)} [data-testid="session-item-title"]`)).toBe(
         "Renamed far down",
       );
-      await dismissedTab.click('[data-testid="older-sessions"]');
-      await expect.poll(() => listed(dismissedTab)).toEqual(nowDismissed);
+      await showOlder(dismissedTab);
+      await expect.poll(() => listedSessions(dismissedTab)).toEqual(nowDismissed);
       expect(await list.$('[data-testid="older-sessions"]')).toBe(null);
       expect(await dismissedTab.$('[data-testid="older-sessions"]')).toBe(null);
       await list.close();

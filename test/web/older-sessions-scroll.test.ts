@@ -4,6 +4,7 @@ import { decodeFrame } from "../../protocol/codec.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
+import { listedSessions, twoFrames } from "./session-list-reads.js";
 
 const SESSIONS = 120;
 /** A bound on the wheel turns that reach the end of the list. */
@@ -29,15 +30,6 @@ function watchOlderReads(page: Page): string[] {
   return cursors;
 }
 
-/** Waits for two frames: a wheel's scroll and a page's rows are drawn by then. */
-const frames = (page: Page) =>
-  page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-
-const listed = (page: Page) =>
-  page.$$eval('[data-testid="session-list"] [data-testid="session-item"]', (items) =>
-    items.map((item) => item.getAttribute("data-session-id")),
-  );
-
 describe.skipIf(!hasChromium)("browser console: scrolling the session list to its end", () => {
   const browser = useBrowser();
   const fixture = useConsoleHost();
@@ -51,7 +43,7 @@ describe.skipIf(!hasChromium)("browser console: scrolling the session list to it
     const page = await browser.profile.newPage();
     const cursors = watchOlderReads(page);
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(50);
     expect(cursors).toEqual([]);
 
     // at the end, with a burst of scroll events before the page's answer can arrive
@@ -59,16 +51,16 @@ describe.skipIf(!hasChromium)("browser console: scrolling the session list to it
       list.scrollTop = list.scrollHeight;
       for (let i = 0; i < 5; i++) list.dispatchEvent(new Event("scroll"));
     });
-    await expect.poll(async () => (await listed(page)).length).toBe(100);
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(100);
     expect(cursors).toHaveLength(1);
 
     // the wheel over the list, as a person scrolls
     await page.hover('[data-testid="session-list"]');
-    for (let i = 0; i < MAX_WHEELS && (await listed(page)).length < SESSIONS; i++) {
+    for (let i = 0; i < MAX_WHEELS && (await listedSessions(page)).length < SESSIONS; i++) {
       await page.mouse.wheel(0, 4000);
-      await frames(page);
+      await twoFrames(page);
     }
-    await expect.poll(() => listed(page)).toEqual(order);
+    await expect.poll(() => listedSessions(page)).toEqual(order);
     expect(cursors).toHaveLength(2);
     expect(new Set(cursors).size).toBe(2);
     expect(await page.$('[data-testid="older-sessions"]')).toBe(null);

@@ -1,42 +1,15 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import type { SessionmuxClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
+import { hostOrder, listedSessions, showOlder } from "./session-list-reads.js";
 
 const SESSIONS = 120;
 /** A bound on the pages a walk of the list reads: 120 sessions come in 3 pages of 50. */
 const MAX_PAGES = 10;
 
-/** The host's whole list, newest first, read page by page with its cursor. */
-async function hostOrder(client: SessionmuxClient): Promise<string[]> {
-  const ids: string[] = [];
-  let before: string | undefined;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const answer = await client.call("session.list", { limit: 50, ...(before ? { before } : {}) });
-    ids.push(...answer.sessions.map((row) => row.sessionId));
-    before = answer.next;
-    if (before === undefined) return ids;
-  }
-  throw new Error(`the list did not end within ${MAX_PAGES} pages`);
-}
-
-/** The session ids the list shows, top to bottom. */
-const listed = (page: Page) =>
-  page.$$eval('[data-testid="session-item"]', (items) =>
-    items.map((item) => item.getAttribute("data-session-id")),
-  );
-
 const connection = (page: Page) => page.getAttribute('[data-testid="connection"]', "data-state");
-
-/** Presses "Show older sessions" with the keyboard and waits for the page it brings. */
-async function showOlder(page: Page): Promise<void> {
-  const before = (await listed(page)).length;
-  await page.focus('[data-testid="older-sessions"]');
-  await page.keyboard.press("Enter");
-  await expect.poll(async () => (await listed(page)).length).toBeGreaterThan(before);
-}
 
 describe.skipIf(!hasChromium)("browser console: more sessions than one page of the list", () => {
   const browser = useBrowser();
@@ -50,14 +23,14 @@ describe.skipIf(!hasChromium)("browser console: more sessions than one page of t
     }
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(50);
     const first = await hostOrder(client);
-    expect(await listed(page)).toEqual(first.slice(0, 50));
+    expect(await listedSessions(page)).toEqual(first.slice(0, 50));
 
     // a session of the second page, not loaded yet, gets a prompt: it comes to the top at once
     const risen = first[60]!;
     await client.prompt({ sessionId: risen, text: "moved up" });
-    await expect.poll(async () => (await listed(page))[0]).toBe(risen);
+    await expect.poll(async () => (await listedSessions(page))[0]).toBe(risen);
 
     await showOlder(page);
     // the keyboard goes on to the first row the page brought
@@ -65,24 +38,24 @@ describe.skipIf(!hasChromium)("browser console: more sessions than one page of t
     await expect
       .poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-session-id")))
       .toBe(firstOfPage);
-    expect(await listed(page)).toEqual((await hostOrder(client)).slice(0, 101));
+    expect(await listedSessions(page)).toEqual((await hostOrder(client)).slice(0, 101));
 
     // while the third page is not loaded: a row of the second page and one of the third move to
     // the top, and one of the second is deleted
-    const shown = await listed(page);
+    const shown = await listedSessions(page);
     const fromSecond = shown[80]!;
     const deleted = shown[90]!;
     const fromThird = (await hostOrder(client))[110]!;
     await client.prompt({ sessionId: fromSecond, text: "moved up too" });
     await client.prompt({ sessionId: fromThird, text: "and this one" });
     await client.call("session.delete", { sessionId: deleted });
-    await expect.poll(async () => (await listed(page)).slice(0, 2)).toEqual([fromThird, fromSecond]);
-    await expect.poll(async () => (await listed(page)).includes(deleted)).toBe(false);
+    await expect.poll(async () => (await listedSessions(page)).slice(0, 2)).toEqual([fromThird, fromSecond]);
+    await expect.poll(async () => (await listedSessions(page)).includes(deleted)).toBe(false);
 
     for (let i = 0; i < MAX_PAGES && (await page.$('[data-testid="older-sessions"]')); i++)
       await showOlder(page);
     expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
-    const all = await listed(page);
+    const all = await listedSessions(page);
     expect(new Set(all).size).toBe(all.length);
     expect(all).toEqual(await hostOrder(client));
     expect(all).toHaveLength(SESSIONS - 1);
@@ -99,8 +72,8 @@ describe.skipIf(!hasChromium)("browser console: more sessions than one page of t
       await context.setOffline(false);
     }
     await expect.poll(() => connection(page), { timeout: 20_000 }).toBe("open");
-    await expect.poll(async () => (await listed(page))[0]).toBe(created.at(-1));
-    expect(await listed(page)).toEqual(await hostOrder(client));
+    await expect.poll(async () => (await listedSessions(page))[0]).toBe(created.at(-1));
+    expect(await listedSessions(page)).toEqual(await hostOrder(client));
     expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
 
     // the oldest session is reached and opens
@@ -114,13 +87,13 @@ describe.skipIf(!hasChromium)("browser console: more sessions than one page of t
     for (let i = 1; i <= 5; i++) await fixture.client.create({ title: `Few ${i}` });
     const page = await browser.profile.newPage();
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
-    await expect.poll(async () => (await listed(page)).length).toBeGreaterThan(0);
+    await expect.poll(async () => (await listedSessions(page)).length).toBeGreaterThan(0);
     // the first test left more than a page: this one deletes down to fewer
     const order = await hostOrder(fixture.client);
     for (const sessionId of order.slice(50)) await fixture.client.call("session.delete", { sessionId });
     await page.reload();
     await page.waitForSelector('[data-testid="connection"][data-state="open"]');
-    await expect.poll(async () => (await listed(page)).length).toBe(50);
+    await expect.poll(async () => (await listedSessions(page)).length).toBe(50);
     expect(await page.$('[data-testid="older-sessions"]')).toBe(null);
     await page.close();
   }, 60_000);
