@@ -21,7 +21,7 @@ export function decodeListCursor(cursor: string): ListPosition {
       "bad_request",
       "`before` is not a cursor this host issued; list again without it",
       {
-        data: { field: "before" },
+        data: { field: "/before" },
       },
     );
   }

@@ -51,7 +51,7 @@ describe("a session.list cursor", () => {
       const error = refusal(forged(text));
       expect(error.code, text).toBe("bad_request");
       expect(error.message).toBe("`before` is not a cursor this host issued; list again without it");
-      expect(error.data).toEqual({ field: "before" });
+      expect(error.data).toEqual({ field: "/before" });
     }
     expect(refusal("garbage!").code).toBe("bad_request");
   });

@@ -55,7 +55,7 @@ export class DownloadStream implements MuxStream {
           "bad_request",
           `offset ${offset} is past the attachment's ${body.size} bytes`,
           {
-            data: { field: "offset", size: body.size },
+            data: { field: "/offset", size: body.size },
           },
         );
       }

@@ -188,7 +188,7 @@ describe("a session.download stream, step by step", () => {
     const past = harness([bytes(10)], 10, { offset: 11 });
     await past.stream.start();
     expect(past.writer.errors).toEqual([
-      expect.objectContaining({ code: "bad_request", data: { field: "offset", size: 10 } }),
+      expect.objectContaining({ code: "bad_request", data: { field: "/offset", size: 10 } }),
     ]);
     expect(past.items()).toEqual([]);
     expect(past.read.pulls).toBe(0);

@@ -77,7 +77,7 @@ describe("session.download: an attachment as a stream of pieces (protocol-v1 §5
     const past = peer.open("session.download", { sessionId, attachmentId, offset: bytes.byteLength + 1 });
     expect(await peer.waitTerminal(past)).toMatchObject({
       type: "error",
-      error: { code: "bad_request", data: { field: "offset", size: bytes.byteLength } },
+      error: { code: "bad_request", data: { field: "/offset", size: bytes.byteLength } },
     });
     expect(peer.items(past)).toEqual([]);
   });
