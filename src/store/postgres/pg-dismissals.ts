@@ -12,6 +12,10 @@ const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2"
  * A write to one principal's dismissal of a live session, under the session's row lock: a delete
  * on another host either went first (then the session is found retired: `not_found`) or waits, and
  * deletes the row this writes.
+ *
+ * A change is announced as a `meta` commit notice: every host's list of that principal changed
+ * with it, and a host that keeps encoded lists (`GET /api/chat/sessions`) drops them on any
+ * commit notice, so one served after a dismissal on another host leaves the session out.
  */
 function onLiveSession(
   sessionId: string,
@@ -23,7 +27,9 @@ function onLiveSession(
       const state = await batch.load(sessionId);
       if (state === null || state === "retired") return { status: "not_found" };
       const { rowCount } = await write(batch);
-      return { status: "ok", changed: (rowCount ?? 0) > 0 };
+      const changed = (rowCount ?? 0) > 0;
+      if (changed) batch.notify(sessionId, { kind: "meta" }, batch.snapshot(state));
+      return { status: "ok", changed };
     },
   };
 }
