@@ -1,4 +1,4 @@
-import type { EventDataOf, NewEvent, SessionEvent } from "../../protocol/index.js";
+import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { LiveRows } from "./live-rows.js";
@@ -15,6 +15,7 @@ import type { SessionState, SessionStateRow } from "./session-state.js";
 import { newSessionState, progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
 import { assertEventSize } from "./storable-data.js";
+import { turnSearchDocument } from "./turn-search-document.js";
 import type { WriteBatch } from "./write-batch.js";
 
 /** An event to store; fork copies carry their own `at`, others take the append's. */
@@ -243,18 +244,13 @@ export class LogWriter {
     }
   }
 
-  /** At `turn/end`, the turn's assistant text is indexed as one document at its first delta. */
+  /** At `turn/end`, the turn's assistant text is indexed as one document (see `turnSearchDocument`). */
   private indexTurn(sessionId: string, turnId: string): void {
-    const startSeq = this.statements.lastTurnStart.get(sessionId) as number | undefined;
-    let firstSeq = 0;
-    const parts: string[] = [];
-    for (const row of this.statements.turnDeltas.iterate(sessionId, startSeq ?? 0) as Iterable<StoredRow>) {
-      const data = decodeValue<EventDataOf<"assistant/delta">>(row.data);
-      if (data.turnId !== turnId) continue;
-      if (firstSeq === 0) firstSeq = row.seq;
-      parts.push(data.text);
-    }
-    if (firstSeq > 0) this.index(sessionId, firstSeq, parts.join(""));
+    const startSeq = (this.statements.lastTurnStart.get(sessionId) as number | undefined) ?? 0;
+    const prompt = this.statements.turnPrompt.get(sessionId, startSeq) as Uint8Array | undefined;
+    const deltas = () => this.statements.turnDeltas.iterate(sessionId, startSeq) as Iterable<StoredRow>;
+    const document = turnSearchDocument(turnId, prompt, deltas);
+    if (document) this.index(sessionId, document.seq, document.text);
   }
 
   private index(sessionId: string, seq: number, text: string): void {

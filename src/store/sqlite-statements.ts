@@ -59,6 +59,9 @@ const SQL = {
   allEvents: "SELECT seq, at, type, data FROM events WHERE session_id = ? ORDER BY seq",
   lastTurnStart:
     "SELECT seq FROM events WHERE session_id = ? AND type = 'turn/start' ORDER BY seq DESC LIMIT 1",
+  /** The data of a turn's prompt: the first user message after its start. */
+  turnPrompt:
+    "SELECT data FROM events WHERE session_id = ? AND seq > ? AND type = 'user/message' ORDER BY seq LIMIT 1",
   turnDeltas:
     "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? AND type = 'assistant/delta' ORDER BY seq",
   deleteEvents: "DELETE FROM events WHERE session_id = ?",
@@ -185,6 +188,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "openTurns",
   "allSessionIds",
   "lastTurnStart",
+  "turnPrompt",
   "findPrompt",
   "queueNextPosition",
   "queueFirstPosition",

@@ -1,9 +1,10 @@
-import type { EventDataOf, SessionEvent } from "../../../protocol/index.js";
+import type { SessionEvent } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import { newSessionState, type SessionState } from "../session-state.js";
 import { assertEventSize } from "../storable-data.js";
+import { turnSearchDocument } from "../turn-search-document.js";
 import { afterLiveEvent, LIVE_ROW_EVENTS, withdrawn } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
 import { searchChunks } from "./pg-search-chunks.js";
@@ -13,12 +14,16 @@ const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_
     base_title, base_title_explicit, base_model)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (session_id) DO NOTHING RETURNING session_id`;
 // At a turn's end, one round trip: its pending interactions are withdrawn (rows marked `w`, see
-// pg-live-events.ts) and its assistant text is read for the search index (rows marked `d`).
+// pg-live-events.ts) and its prompt and assistant text are read for the search index (rows marked
+// `p` and `d`).
 const TURN_END = `WITH w AS (UPDATE interactions SET state = 'withdrawn', resolved_at = $3
-    WHERE session_id = $1 AND turn_id = $2 AND state = 'pending' RETURNING interaction_id)
+    WHERE session_id = $1 AND turn_id = $2 AND state = 'pending' RETURNING interaction_id),
+  s AS (SELECT coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND type = 'turn/start'), 0) AS seq)
   SELECT 'w' AS k, interaction_id AS id, NULL::bigint AS seq, NULL::bytea AS data FROM w
+  UNION ALL (SELECT 'p', NULL, seq, data FROM events WHERE session_id = $1 AND type = 'user/message'
+    AND seq > (SELECT seq FROM s) ORDER BY seq LIMIT 1)
   UNION ALL SELECT 'd', NULL, seq, data FROM events WHERE session_id = $1 AND type = 'assistant/delta'
-    AND seq > coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND type = 'turn/start'), 0)
+    AND seq > (SELECT seq FROM s)
   ORDER BY seq`;
 const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title_explicit = $4,
     base_model = $5, acked_settled_at = NULL WHERE session_id = $1`;
@@ -191,22 +196,15 @@ export class PgLogWriter {
 
   /** At `turn/end`: pending interactions are withdrawn; the assistant text is indexed at its first delta. */
   private async endTurn(batch: PgWriteBatch, state: SessionState, turnId: string, at: number): Promise<void> {
-    const found = await batch.read<{ k: "w" | "d"; id: string; seq: number; data: Buffer }>(TURN_END, [
+    const found = await batch.read<{ k: "w" | "p" | "d"; id: string; seq: number; data: Buffer }>(TURN_END, [
       state.sessionId,
       turnId,
       at,
     ]);
-    const rows = found.filter((row) => row.k === "d");
     for (const row of found) if (row.k === "w") withdrawn(batch, state.owner, state.sessionId, row.id);
-    let firstSeq = 0;
-    const parts: string[] = [];
-    for (const row of rows) {
-      const data = decodeValue<EventDataOf<"assistant/delta">>(row.data);
-      if (data.turnId !== turnId) continue;
-      if (firstSeq === 0) firstSeq = row.seq;
-      parts.push(data.text);
-    }
-    if (firstSeq > 0) this.index(batch, state, firstSeq, parts.join(""));
+    const prompt = found.find((row) => row.k === "p")?.data;
+    const document = turnSearchDocument(turnId, prompt, () => found.filter((row) => row.k === "d"));
+    if (document) this.index(batch, state, document.seq, document.text);
   }
 
   private index(batch: PgWriteBatch, state: SessionState, seq: number, text: string): void {

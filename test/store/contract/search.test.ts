@@ -263,6 +263,35 @@ describeContract("search", (backend) => {
     }
   });
 
+  it("keeps the answer of an incognito prompt's turn out of search too, not the answer of a hidden prompt's", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "q", owner: "alice", model: "m" });
+    const prompt = (messageId: string, text: string, flags: { hidden?: true; incognito?: true }) => ({
+      type: "user/message" as const,
+      data: {
+        messageId,
+        source: "user" as const,
+        text,
+        ...(flags.hidden ? { hidden: true } : {}),
+        attachments: [],
+        meta: flags.incognito ? { incognito: true } : {},
+      },
+    });
+    await store.append("q", [turnStart("t1"), prompt("m1", "plan a secret trip", { incognito: true })]);
+    await store.append("q", [delta("t1", "Your walrus "), delta("t1", "itinerary"), turnEnd("t1")]);
+    await store.append("q", [turnStart("t2"), prompt("m2", "", { hidden: true })]);
+    await store.append("q", [delta("t2", "Your narwhal itinerary"), turnEnd("t2")]);
+    await store.append("q", [turnStart("t3"), userMessage("plan a trip")]);
+    await store.append("q", [delta("t3", "Your penguin itinerary"), turnEnd("t3")]);
+    expect(await store.search("walrus", 10)).toEqual([]);
+    expect(await store.search("secret", 10)).toEqual([]);
+    expect((await store.search("narwhal", 10)).map((hit) => [hit.sessionId, hit.seq])).toEqual([["q", 9]]);
+    expect((await store.search("penguin", 10)).map((hit) => [hit.sessionId, hit.seq])).toEqual([["q", 13]]);
+    expect((await store.search("itinerary", 10)).map((hit) => hit.seq).sort((a, b) => a - b)).toEqual([
+      9, 13,
+    ]);
+  });
+
   it("does not index hidden or incognito messages, nor keep text of deleted sessions", async () => {
     const store = await seeded(open);
     expect(await store.search("incognito", 10)).toEqual([]);
