@@ -1,5 +1,6 @@
 import type { ResultOf, SessionEvent, SessionHeader } from "../../protocol/index.js";
-import { applyEvents, emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
+import { emptyTranscript, type TranscriptState } from "../../protocol/transcript.js";
+import { TranscriptSegment } from "./transcript-segment.js";
 
 /** An event as a page carries it: one of a type from a newer host is kept, and skipped by the fold. */
 type PageEvent = ResultOf<"session.page">["events"][number];
@@ -28,14 +29,29 @@ export function seedOf(header: SessionHeader): TranscriptSeed {
  * The transcript is folded from the first `turn/start` the window holds, never from the middle
  * of a turn: a turn's messages, tool calls and interactions then read as they would from the
  * whole log, and a message keeps its id (its row keeps its element) when older pages arrive.
+ *
+ * The fold is kept, not redone: events that continue the window are folded onto it, and an older
+ * page that reaches back to an earlier turn's start is folded alone and joined in front of it
+ * (`TranscriptSegment`), so reading a long log back costs about one pass over it. A window held
+ * from inside a turn is folded from its first event, and folded again once older pages come.
  */
 export class LogWindow {
+  /** The seq of the first `turn/start` held. */
+  private firstTurnStart: number | undefined;
+  /**
+   * The transcript folded so far: from the seq `fold` starts at, or from the window's first event
+   * when a window held from inside a turn has since grown past a turn's start.
+   */
+  private folded: TranscriptSegment | undefined;
+
   private constructor(
     /** The seq before the first event held: 0 once the window reaches the start of the log. */
     public base: number,
     public events: SessionEvent[],
     readonly seed: TranscriptSeed | undefined,
-  ) {}
+  ) {
+    this.firstTurnStart = events.find((e) => e.type === "turn/start")?.seq;
+  }
 
   /** An empty log, or the start of one the follow stream replays. */
   static empty(): LogWindow {
@@ -64,7 +80,7 @@ export class LogWindow {
 
   /** The window starts at a turn's start or at the log's: what it shows reads whole. */
   get startsClean(): boolean {
-    return this.base === 0 || this.events.some((e) => e.type === "turn/start");
+    return this.base === 0 || this.firstTurnStart !== undefined;
   }
 
   /** The id of the turn the event at `seq` belongs to, as far as the window reaches back. */
@@ -79,7 +95,11 @@ export class LogWindow {
 
   /** Adds the events that continue the window; any other (a repeat, one past a gap) is left out. */
   append(events: readonly SessionEvent[]): void {
+    const from = this.events.length;
     for (const e of events) if (e.seq === this.lastSeq + 1) this.events.push(e);
+    const added = this.events.slice(from);
+    this.firstTurnStart ??= added.find((e) => e.type === "turn/start")?.seq;
+    this.folded?.extend(added);
   }
 
   /**
@@ -89,15 +109,58 @@ export class LogWindow {
   prepend(older: readonly PageEvent[]): boolean {
     const run = unbrokenEnd(older);
     if (run.length === 0 || run[run.length - 1]!.seq !== this.base) return false;
-    this.events = [...run, ...this.events];
+    const foldedFrom = this.foldStart();
+    this.events = run.concat(this.events);
     this.base = run[0]!.seq - 1;
+    this.firstTurnStart = run.find((e) => e.type === "turn/start")?.seq ?? this.firstTurnStart;
+    this.foldOlder(foldedFrom);
     return true;
   }
 
+  /** The transcript of the window: from its first turn's start, or the log's, else its first event. */
   fold(): TranscriptState {
-    const from = this.base === 0 ? 0 : this.events.findIndex((e) => e.type === "turn/start");
-    const start = { ...emptyTranscript(), ...(this.base > 0 ? this.seed : undefined) };
-    return applyEvents(start, from > 0 ? this.events.slice(from) : this.events);
+    this.folded ??= TranscriptSegment.fold(
+      this.startState(),
+      this.events.slice(this.foldStart() - this.base - 1),
+    );
+    return this.folded.state;
+  }
+
+  /** The window's transcript while its fold is kept (from `fold` on, until a page cannot be joined to it). */
+  get transcript(): TranscriptState | undefined {
+    return this.folded?.state;
+  }
+
+  /** The seq `fold` starts at. */
+  private foldStart(): number {
+    return this.base === 0 ? 1 : (this.firstTurnStart ?? this.base + 1);
+  }
+
+  private startState(): TranscriptState {
+    return { ...emptyTranscript(), ...(this.base > 0 ? this.seed : undefined) };
+  }
+
+  /**
+   * After a page was put in front of a window folded from `foldedFrom`: the fold, if one is kept,
+   * is made the window's again. Unchanged when the page does not move the fold's start (it ends
+   * inside the turn the window opened in); else the events from the new start up to the old one
+   * are folded and joined in front, or, when that cannot be, the window is folded anew on demand.
+   */
+  private foldOlder(foldedFrom: number): void {
+    const folded = this.folded;
+    if (!folded) return;
+    const from = this.foldStart();
+    const kept = folded.firstSeq === foldedFrom;
+    if (kept && from === foldedFrom) return;
+    if (!kept || !folded.joinable) {
+      this.folded = undefined;
+      return;
+    }
+    const older = TranscriptSegment.fold(
+      this.startState(),
+      this.events.slice(from - this.base - 1, foldedFrom - this.base - 1),
+    );
+    if (!folded.joinAfter(older)) this.folded = undefined;
   }
 }
 

@@ -149,7 +149,8 @@ export class SessionModel {
       } while (!window.startsClean);
       return inTurn === undefined ? undefined : window.turnAt(inTurn);
     } finally {
-      // folded once, not at each page: a long turn's pages would each fold the whole window again
+      // a page joined to the kept fold costs its own size; a window read from inside a turn is
+      // folded once, after the turn's start is read, not again at each of its pages
       if (grew && window === this.window && !this.disposed) {
         this.transcript = window.fold();
         this.scheduleSave();
@@ -223,7 +224,8 @@ export class SessionModel {
         break;
       case "events":
         this.window.append(update.events);
-        this.transcript = applyEvents(this.transcript, update.events);
+        // while older pages are read into a window that cannot keep its fold, the shown one grows
+        this.transcript = this.window.transcript ?? applyEvents(this.transcript, update.events);
         this.scheduleSave();
         break;
       case "caughtUp":
