@@ -1,5 +1,5 @@
 import "fake-indexeddb/auto";
-import { createStore, keys, set } from "idb-keyval";
+import { createStore, get, keys, set } from "idb-keyval";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { type CacheStores, forgetBrowser, SessionCache } from "../../web/src/session-cache.js";
@@ -26,6 +26,22 @@ function log(n: number, size = 100): SessionEvent[] {
       }) as unknown as SessionEvent,
   );
 }
+
+/** A log of turns of `perTurn` events each (a `turn/start`, then user messages of about `size` characters). */
+function turns(n: number, perTurn: number, size = 100): SessionEvent[] {
+  return log(n * perTurn, size).map((e, i) =>
+    i % perTurn === 0
+      ? ({
+          seq: e.seq,
+          at: 0,
+          type: "turn/start",
+          data: { turnId: `t${i}`, trigger: "prompt" },
+        } as SessionEvent)
+      : e,
+  );
+}
+
+const SEED = { title: "long", model: null, origin: null, createdAt: 1, forkOf: null };
 
 describe("console transcript cache (IndexedDB)", () => {
   it("keeps each token's partition apart: one partition never reads another's sessions", async () => {
@@ -87,6 +103,31 @@ describe("console transcript cache (IndexedDB)", () => {
     await cache.save("s", { epoch: "e", events: log(5) });
     expect(await cache.load("s")).toBeDefined();
     await cache.save("s", { epoch: "e", events: log(50) });
+    expect(await cache.load("s")).toBeUndefined();
+    expect(await keys(stores.usage)).toEqual([]);
+  });
+
+  it("keeps the newest turns of a session past the per-session bound that fit, from a turn's start, with its seed", async () => {
+    const stores = freshStores();
+    const bound = 2_000;
+    const cache = new SessionCache("p", stores, { totalBytes: 1_000_000, sessionBytes: bound });
+    const events = turns(10, 5);
+    const size = (part: SessionEvent[]) => 1 + part.reduce((sum, e) => sum + JSON.stringify(e).length, 0);
+    await cache.save("s", { epoch: "e", events, seed: SEED });
+    const kept = await cache.load("s");
+    const first = kept?.events[0];
+    expect(first?.type).toBe("turn/start");
+    expect(kept?.events.at(-1)?.seq).toBe(50);
+    expect(kept?.seed).toEqual(SEED);
+    expect(size(kept!.events)).toBeLessThanOrEqual(bound);
+    // the newest that fit: one turn more would not
+    expect(size(events.slice(first!.seq - 1 - 5))).toBeGreaterThan(bound);
+    expect(await get("p/s/s", stores.usage)).toMatchObject({ bytes: size(kept!.events) });
+
+    // without a seed a later part could not be read back; a newest turn alone past the bound cannot be kept
+    await cache.save("s", { epoch: "e", events });
+    expect(await cache.load("s")).toBeUndefined();
+    await cache.save("s", { epoch: "e", events: turns(2, 20), seed: SEED });
     expect(await cache.load("s")).toBeUndefined();
     expect(await keys(stores.usage)).toEqual([]);
   });

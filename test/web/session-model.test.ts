@@ -226,6 +226,34 @@ describe("console session model over a log longer than a page", () => {
     model.dispose();
   });
 
+  it("caches the newest turns of a session past the per-session bound, opens from them, and reads the rest from the host", async () => {
+    const { sessionId, log } = await sessionOfTurns(1500, 2);
+    const lastTurn = log.findLastIndex((e) => e.type === "turn/start");
+    const lastTurnBytes = log.slice(lastTurn).reduce((sum, e) => sum + JSON.stringify(e).length, 0);
+    // room for the last turn (and the epoch's name), far from room for the long one before it
+    const cache = new SessionCache("partition", freshCache().stores, {
+      totalBytes: 64 * 1024 * 1024,
+      sessionBytes: lastTurnBytes + 100,
+    });
+    const first = new SessionModel(sessionId, link, cache, () => {});
+    first.start();
+    await expect.poll(() => first.mode, { timeout: 10_000 }).toBe("live");
+    first.dispose();
+    await cache.settled();
+    const cached = await cache.load(sessionId);
+    expect(cached?.events.map((e) => e.seq)).toEqual(log.slice(lastTurn).map((e) => e.seq));
+    expect(cached?.seed?.title).toBe("long turns");
+
+    const again = new SessionModel(sessionId, link, cache, () => {});
+    again.start();
+    await expect.poll(() => again.mode, { timeout: 10_000 }).toBe("live");
+    const whole = applyEvents(emptyTranscript(), log);
+    expect(shown(again.transcript)).toEqual(shown(whole).slice(-2));
+    while (again.older === "more") await again.loadOlder();
+    expect(again.transcript).toEqual(whole);
+    again.dispose();
+  });
+
   it("keeps a window of the log in the cache, and paints from it on the next visit before reading older pages", async () => {
     const { sessionId, log } = await sessionOfTurns(1500, 2);
     const { cache } = freshCache();

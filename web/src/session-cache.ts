@@ -1,5 +1,6 @@
 import { clear, createStore, del, entries, get, set, type UseStore } from "idb-keyval";
 import type { SessionEvent, SessionRow } from "../../protocol/index.js";
+import { newestTurnsWithin } from "./cache-cut.js";
 import type { TranscriptSeed } from "./log-window.js";
 
 /**
@@ -17,7 +18,11 @@ export interface CachedSession {
 export interface CacheLimits {
   /** @default 64 MiB over every partition of this browser profile */
   totalBytes: number;
-  /** A session larger than this is not cached (it is rebuilt from the host instead). @default 16 MiB */
+  /**
+   * A session larger than this keeps only its newest turns that fit (the older part is read from
+   * the host again); one that cannot (no seed, or no turn's start within it) is not cached.
+   * @default 16 MiB
+   */
   sessionBytes: number;
 }
 
@@ -103,11 +108,19 @@ export class SessionCache {
   save(sessionId: string, entry: CachedSession): Promise<void> {
     let bytes = entry.epoch.length;
     for (const event of entry.events) bytes += eventBytes(event);
-    if (bytes > this.limits.sessionBytes) return this.forget(sessionId);
+    let from = 0;
+    if (bytes > this.limits.sessionBytes) {
+      // a part starting past seq 1 is read back only with its seed
+      from = entry.seed
+        ? newestTurnsWithin(entry.events, this.limits.sessionBytes, entry.epoch.length, eventBytes)
+        : -1;
+      if (from < 0) return this.forget(sessionId);
+      for (let i = 0; i < from; i++) bytes -= eventBytes(entry.events[i]!);
+    }
     // A copy of the list: the caller goes on appending while the write waits its turn.
     return this.write(
       this.key(`s/${sessionId}`),
-      { epoch: entry.epoch, events: entry.events.slice(), ...(entry.seed ? { seed: entry.seed } : {}) },
+      { epoch: entry.epoch, events: entry.events.slice(from), ...(entry.seed ? { seed: entry.seed } : {}) },
       bytes,
     );
   }
