@@ -224,7 +224,8 @@ export class SessionModel {
         break;
       case "events":
         this.window.append(update.events);
-        // while older pages are read into a window that cannot keep its fold, the shown one grows
+        // the window's kept fold; without one (a replay after a reset, older pages being read into
+        // a window that could not keep it) the shown transcript grows on its own
         this.transcript = this.window.transcript ?? applyEvents(this.transcript, update.events);
         this.scheduleSave();
         break;
