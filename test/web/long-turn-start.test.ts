@@ -47,7 +47,9 @@ describe.skipIf(!hasChromium)("browser console opening a session inside a very l
     expect(await page.textContent(`${line} [data-testid="turn-start-missing"]`)).toContain("prompt");
     expect((await page.textContent(`${line} button`))?.trim()).toBe("Show the start of this turn");
 
-    await page.click(`${line} button`);
+    // pressed where it stands: a pointer click would scroll the transcript to its top first, which
+    // reads the older pages by itself and takes the button away before the click lands
+    await page.$eval(`${line} button`, (button) => (button as HTMLButtonElement).click());
     // every page back to the turn's start is read on that one press, and its prompt comes into view
     await expect.poll(() => promptsInView(page), { timeout: 30_000 }).toContain(LONG_TURN);
     expect(await page.$('[data-testid="turn-start-missing"]')).toBe(null);
