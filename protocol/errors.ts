@@ -57,6 +57,8 @@ export const ErrorCodes = {
    * view, an agent's `turn.history()`): read it in pages.
    */
   transcript_too_large: { category: "business", retryable: false, status: 409 },
+  /** A search's words match more messages than one search ranks: add words to narrow it. */
+  search_too_broad: { category: "business", retryable: false, status: 422 },
   // internal: the host failed
   persistence_failure: { category: "internal", retryable: true, status: 503 },
   slow_consumer: { category: "internal", retryable: true, status: 503 },

@@ -55,6 +55,20 @@ export const Limits = {
    * `session.follow`, and by an agent with `turn.historyPage()`).
    */
   transcriptViewBytes: 32 * 1024 * 1024,
+  /**
+   * 10,000 — messages one `session.search` may rank: a search whose words match more messages on
+   * the host (of any principal: ranking them is the work, whoever owns them) is
+   * `search_too_broad`. Ranking every match held the host's event loop for as long as the
+   * host's matching messages took (SQLite answers on it), so one token could stall every socket.
+   */
+  maxSearchMatches: 10_000,
+  /**
+   * 3 — the fewest letters and digits a search's last word ends with for it to match as a prefix
+   * (`conf` finds `configure`); a shorter one matches whole words only. Matching a prefix reads
+   * every indexed word that starts with it, whatever the bound above: `a` read about a twentieth
+   * of the host's whole index.
+   */
+  searchPrefixMinChars: 3,
   /** HTTP request bodies. */
   maxHttpBodyBytes: 1024 * 1024,
   /** @default 15 s */

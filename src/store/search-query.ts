@@ -1,8 +1,11 @@
+import { Limits } from "../../protocol/index.js";
+
 /**
  * Turns what a person typed into an FTS5 query that can never be a syntax error: every word
  * becomes a quoted phrase (quotes doubled), words are ANDed, and the last word matches as a
- * prefix so results follow typing. Words without a letter or digit are dropped because the
- * tokenizer would drop them too. Returns null when nothing searchable remains.
+ * prefix so results follow typing, once it ends in `Limits.searchPrefixMinChars` letters or
+ * digits (a prefix reads every indexed word starting with it). Words without a letter or digit are
+ * dropped because the tokenizer would drop them too. Returns null when nothing searchable remains.
  */
 export function toFtsQuery(input: string): string | null {
   const words = input
@@ -10,7 +13,14 @@ export function toFtsQuery(input: string): string | null {
     .filter((word) => /[\p{L}\p{N}]/u.test(word))
     .slice(0, 32);
   if (words.length === 0) return null;
+  const prefix = endsInPrefix(words[words.length - 1]!);
   return words
-    .map((word, index) => `"${word.replaceAll('"', '""')}"${index === words.length - 1 ? "*" : ""}`)
+    .map((word, index) => `"${word.replaceAll('"', '""')}"${index === words.length - 1 && prefix ? "*" : ""}`)
     .join(" ");
+}
+
+/** The word's last run of letters and digits is long enough to match as a prefix. */
+function endsInPrefix(word: string): boolean {
+  const runs = word.match(/[\p{L}\p{N}]+/gu) ?? [];
+  return [...(runs[runs.length - 1] ?? "")].length >= Limits.searchPrefixMinChars;
 }

@@ -6,6 +6,7 @@ import { decodeRow, type StoredRow } from "./log-writer.js";
 import { publicProjection } from "./projection.js";
 import type { ReadCache } from "./read-cache.js";
 import { toFtsQuery } from "./search-query.js";
+import { searchTooBroad } from "./search-too-broad.js";
 import { headerOf, type SessionState, type SessionStateRow, stateFromRow } from "./session-state.js";
 import type {
   EncodedReadOutcome,
@@ -159,7 +160,11 @@ export class SqliteReads {
     return this.lists.run(query);
   }
 
-  /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */
+  /**
+   * Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`.
+   * Matches past `Limits.maxSearchMatches` are refused before any is ranked: this runs on the
+   * event loop, and ranking costs about as much per match as the rest of the search together.
+   */
   search(
     query: string,
     limit: number,
@@ -167,6 +172,8 @@ export class SqliteReads {
   ): { sessionId: string; seq: number; snippet: string }[] {
     const match = toFtsQuery(query);
     if (match === null) return [];
+    const matches = this.statements.searchMatches.get(match, Limits.maxSearchMatches + 1) as number;
+    if (matches > Limits.maxSearchMatches) throw searchTooBroad();
     const statement = owner === undefined ? this.statements.search : this.statements.searchOwned;
     const params = owner === undefined ? [match, limit] : [match, owner, limit];
     return statement.all(...params) as { sessionId: string; seq: number; snippet: string }[];

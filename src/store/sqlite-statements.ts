@@ -172,6 +172,8 @@ const SQL = {
          WHERE p.session_id = q.session_id)
        ORDER BY q.session_id LIMIT ?`,
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
+  /** Matches up to the bound (`LIMIT`): a search ranks them only when they are no more than it. */
+  searchMatches: "SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
   search: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
        FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,
@@ -203,6 +205,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "unownedQueues",
   "ownerStoredBytes",
   "sessionDataBytes",
+  "searchMatches",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

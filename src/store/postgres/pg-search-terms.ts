@@ -1,3 +1,5 @@
+import { Limits } from "../../../protocol/index.js";
+
 /** Words longer than this are not words a person searches for; PostgreSQL refuses very long ones. */
 export const MAX_WORD = 100;
 const MAX_WORDS = 32;
@@ -17,15 +19,16 @@ export function indexedForm(word: string): string {
 export interface SearchTerm {
   /** In `indexedForm`, at most `MAX_WORD` characters. */
   text: string;
-  /** Matches any word that starts with it (the last one typed, or one cut to `MAX_WORD`). */
+  /** Matches any word that starts with it (the last one typed, if long enough; one cut to `MAX_WORD`). */
   prefix: boolean;
 }
 
 /**
  * What a person typed, read as the SQLite store reads it: the first 32 words (split at white
  * space, those without a letter or digit dropped), each as its runs of letters and digits
- * (`README.md` is `readme` then `md`), in `indexedForm`; the last run of the last word matches as a prefix so results
- * follow typing. Empty when nothing searchable remains.
+ * (`README.md` is `readme` then `md`), in `indexedForm`; the last run of the last word matches as a
+ * prefix so results follow typing, when it has at least `Limits.searchPrefixMinChars` letters and
+ * digits. Empty when nothing searchable remains.
  */
 export function searchTerms(input: string): SearchTerm[][] {
   const words = indexedForm(input)
@@ -36,7 +39,11 @@ export function searchTerms(input: string): SearchTerm[][] {
   return words.map((runs, index) =>
     runs.map((run, at) => ({
       text: run.slice(0, MAX_WORD),
-      prefix: (index === words.length - 1 && at === runs.length - 1) || run.length > MAX_WORD,
+      prefix:
+        (index === words.length - 1 &&
+          at === runs.length - 1 &&
+          [...run].length >= Limits.searchPrefixMinChars) ||
+        run.length > MAX_WORD,
     })),
   );
 }

@@ -1,4 +1,6 @@
 import type pg from "pg";
+import { Limits } from "../../../protocol/index.js";
+import { searchTooBroad } from "../search-too-broad.js";
 import { searchSnippet } from "./pg-search-snippet.js";
 import { type SearchTerm, searchTerms } from "./pg-search-terms.js";
 
@@ -22,10 +24,16 @@ const searchSql = (owned: boolean) => `SELECT "sessionId", seq, text FROM (
     FROM search_docs d ${owned ? "JOIN sessions s ON s.session_id = d.session_id" : ""}, to_tsquery('simple', $1) q
     WHERE d.tsv @@ q ${owned ? "AND s.owner = $3" : ""}
   ) hits WHERE nth = 1 ORDER BY rank DESC, id LIMIT $2`;
+/** Indexed pieces that match, up to the bound (`LIMIT`): only as many as that are ranked. */
+const MATCHES = `SELECT count(*)::int AS matches FROM (
+    SELECT 1 FROM search_docs d, to_tsquery('simple', $1) q WHERE d.tsv @@ q LIMIT $2) m`;
 const SEARCH = searchSql(false);
 const SEARCH_OWNED = searchSql(true);
 
-/** Message text search over PostgreSQL full-text search; snippets mark hits with `**`. */
+/**
+ * Message text search over PostgreSQL full-text search; snippets mark hits with `**`. More matching
+ * pieces than `Limits.maxSearchMatches` are refused before any is ranked, as on SQLite.
+ */
 export async function searchMessages(
   pool: pg.Pool,
   query: string,
@@ -35,6 +43,8 @@ export async function searchMessages(
   const words = searchTerms(query);
   const match = toTsQuery(words);
   if (match === null) return [];
+  const counted = await pool.query<{ matches: number }>(MATCHES, [match, Limits.maxSearchMatches + 1]);
+  if (counted.rows[0]!.matches > Limits.maxSearchMatches) throw searchTooBroad();
   const result =
     owner === undefined
       ? await pool.query(SEARCH, [match, limit])

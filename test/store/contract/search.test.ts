@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
+import { Limits, SessionmuxError } from "../../../protocol/index.js";
 import { SEARCH_CHUNK_UNITS } from "../../../src/store/postgres/pg-search-chunks.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
@@ -98,6 +99,50 @@ describeContract("search", (backend) => {
     // every word must match, however long: none is dropped from the query
     expect(await store.search(`expired ${"k".repeat(3000)}`, 10)).toEqual([]);
     expect(await store.search(`${"k".repeat(3000)} expired`, 10)).toEqual([]);
+  });
+
+  it("matches a last word of fewer than three letters or digits whole, and a longer one as a prefix", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "x", owner: "alice", model: "m" });
+    await store.append("x", [userMessage("xylophone music", "m1"), userMessage("the xy axis", "m2")]);
+    const found = async (query: string) =>
+      (await store.search(query, 10)).map((hit) => hit.snippet.replaceAll("**", "")).sort();
+    expect(await found("xy")).toEqual(["the xy axis"]);
+    expect(await found("x")).toEqual([]);
+    expect(await found("xyl")).toEqual(["xylophone music"]);
+    expect(await found("music xy")).toEqual([]);
+    expect(await found("the xy")).toEqual(["the xy axis"]);
+    // the last run of the last word decides: `xy.axi` ends in three
+    expect(await found("xy.axi")).toEqual(["the xy axis"]);
+  });
+
+  it("refuses a search whose words match more messages than one search ranks, whoever owns them", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "many", owner: "mallory", model: "m" });
+    await store.create({ sessionId: "one", owner: "eve", model: "m" });
+    await store.append("one", [userMessage("a lone walrus")]);
+    const batch = 500;
+    for (let written = 1; written < Limits.maxSearchMatches; written += batch) {
+      const count = Math.min(batch, Limits.maxSearchMatches - written);
+      await store.append(
+        "many",
+        Array.from({ length: count }, (_, i) =>
+          userMessage(`walrus number ${written + i}`, `w${written + i}`),
+        ),
+      );
+    }
+    // as many as the bound: ranked, and each principal finds its own
+    expect((await store.search("walrus", 5, "eve")).map((hit) => hit.sessionId)).toEqual(["one"]);
+    expect(await store.search("walrus", 5, "mallory")).toHaveLength(5);
+    await store.append("many", [userMessage("one walrus too many", "last")]);
+    // one more: refused before ranking, also for a principal owning one of them, and for an admin
+    for (const owner of ["eve", "mallory", undefined]) {
+      const refused = await store.search("walrus", 5, owner).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(SessionmuxError);
+      expect(refused).toMatchObject({ code: "search_too_broad", data: { max: Limits.maxSearchMatches } });
+    }
+    // words that narrow it are ranked again
+    expect((await store.search("lone walrus", 5, "eve")).map((hit) => hit.sessionId)).toEqual(["one"]);
   });
 
   it("filters by owner", async () => {

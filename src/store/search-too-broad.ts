@@ -1,0 +1,14 @@
+import { Limits, SessionmuxError } from "../../protocol/index.js";
+
+/**
+ * A search whose words match more messages than one search ranks (`Limits.maxSearchMatches`,
+ * counted over every principal's messages, since ranking them is the work). Both stores refuse it
+ * before ranking anything.
+ */
+export function searchTooBroad(): SessionmuxError {
+  return new SessionmuxError(
+    "search_too_broad",
+    `these words match more than ${Limits.maxSearchMatches} messages; add words to narrow the search`,
+    { data: { max: Limits.maxSearchMatches } },
+  );
+}
