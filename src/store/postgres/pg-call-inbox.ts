@@ -12,6 +12,12 @@ export interface PgCallInboxOptions {
   /** Calls this host may have forwarded and not yet seen answered; past it `overloaded`. @default 256 */
   maxPending?: number;
   /**
+   * Calls forwarded to this host that it holds at once, claimed and not yet answered (running, or
+   * waiting behind an earlier call of their session); more wait unclaimed in the table, where they
+   * expire. @default 256
+   */
+  maxServing?: number;
+  /**
    * How often rows are re-read without a notification (a LISTEN connection that blipped loses
    * them): calls addressed to this host, replies to its calls, expired rows. @default 1000
    */
@@ -35,6 +41,8 @@ interface ClaimedRow {
   from_host: string;
   session_id: string;
   body: Buffer;
+  /** Milliseconds until the call expires, by the database's clock: its sender gives up then. */
+  left_ms: number;
 }
 
 /**
@@ -51,6 +59,11 @@ export class PgCallInbox implements CallInbox {
   readonly #connect: () => pg.Client;
   readonly #channel: string;
   readonly #maxPending: number;
+  readonly #maxServing: number;
+  /** Calls claimed and not yet settled (answered, released or dropped as expired). */
+  #serving = 0;
+  /** Hosts whose drain stopped at `maxServing` with calls possibly left: drained again as calls settle. */
+  readonly #starved = new Set<string>();
   readonly #waiters = new Map<string, Waiter>();
   readonly #served = new Map<string, (call: ForwardedCall) => Promise<ForwardReply>>();
   readonly #draining = new Map<string, Promise<void>>();
@@ -68,6 +81,7 @@ export class PgCallInbox implements CallInbox {
     this.#connect = connect;
     this.#channel = `sessionmux_calls_${schema}`.slice(0, 63);
     this.#maxPending = options.maxPending ?? 256;
+    this.#maxServing = options.maxServing ?? 256;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
@@ -262,13 +276,28 @@ export class PgCallInbox implements CallInbox {
       do {
         this.#redrain.delete(hostId);
         let claimed: ClaimedRow[];
+        let room: number;
         do {
           if (!serving()) return;
-          claimed = await this.#claim(hostId);
+          room = Math.min(CLAIM_BATCH, this.#maxServing - this.#serving);
+          if (room <= 0) {
+            // the calls it holds settle first; each settling one drains again
+            this.#starved.add(hostId);
+            return;
+          }
+          // the room is taken before the claim, so a drain of another host served here meanwhile
+          // cannot claim it too
+          this.#serving += room;
+          try {
+            claimed = await this.#claim(hostId, room);
+          } finally {
+            this.#serving -= room;
+          }
+          this.#serving += claimed.length;
           // false for a claim that was under way as serving stopped: those calls are not this host's
           const taken = serving();
           for (const row of claimed) this.#run(hostId, row, taken);
-        } while (claimed.length === CLAIM_BATCH);
+        } while (claimed.length === room);
       } while (this.#redrain.has(hostId));
     };
     const drained = run()
@@ -277,7 +306,7 @@ export class PgCallInbox implements CallInbox {
     this.#draining.set(hostId, drained);
   }
 
-  async #claim(hostId: string): Promise<ClaimedRow[]> {
+  async #claim(hostId: string, limit: number): Promise<ClaimedRow[]> {
     // in the order they were recorded, sorted by the database: a JS Date keeps milliseconds, and
     // two calls of a session recorded within one ran in either order
     const claimed = await this.#pool.query<ClaimedRow>(
@@ -285,10 +314,12 @@ export class PgCallInbox implements CallInbox {
          WHERE call_id IN (
            SELECT call_id FROM forwarded_calls
            WHERE target_host = $1 AND claimed_at IS NULL AND expires_at > clock_timestamp()
-           ORDER BY created_at LIMIT ${CLAIM_BATCH} FOR UPDATE SKIP LOCKED)
-         RETURNING call_id, from_host, session_id, body, created_at)
-       SELECT call_id, from_host, session_id, body FROM claimed ORDER BY created_at`,
-      [hostId],
+           ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING call_id, from_host, session_id, body, created_at, expires_at)
+       SELECT call_id, from_host, session_id, body,
+         extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS left_ms
+       FROM claimed ORDER BY created_at`,
+      [hostId, limit],
     );
     return claimed.rows;
   }
@@ -307,6 +338,7 @@ export class PgCallInbox implements CallInbox {
   }
 
   #run(hostId: string, row: ClaimedRow, taken: boolean): void {
+    const expiresAt = Date.now() + Number(row.left_ms);
     const body = decode(plain(row.body)) as Pick<ForwardedCall, "principal" | "method" | "params">;
     const call: ForwardedCall = {
       callId: row.call_id,
@@ -317,6 +349,9 @@ export class PgCallInbox implements CallInbox {
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
     const next = previous.then(async () => {
       if (!taken) return this.#release(call.callId);
+      // its sender gave up while it waited behind its session's earlier calls (and may have sent
+      // it again): running it now would do its work unasked, or twice
+      if (Date.now() >= expiresAt) return;
       // taken while serving: a caller told at once re-resolves the owner rather than wait it out
       const handler = this.#served.get(hostId);
       const reply: ForwardReply = handler
@@ -329,7 +364,12 @@ export class PgCallInbox implements CallInbox {
         [call.callId, encode(reply, { ignoreUndefined: true }), this.#channel],
       );
     });
-    const settled = next.catch(() => undefined);
+    const settled = next
+      .catch(() => undefined)
+      .finally(() => {
+        this.#serving--;
+        if (this.#starved.delete(hostId)) this.#drain(hostId);
+      });
     this.#chains.set(row.session_id, settled);
     void settled.then(() => {
       if (this.#chains.get(row.session_id) === settled) this.#chains.delete(row.session_id);
