@@ -49,6 +49,7 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
     maxQueuedCalls: { min: 0 },
     replayBatch: { min: 1, max: MAX_REPLAY_BATCH },
     controlMaxQueued: COUNT,
+    controlMaxQueuedBytes: COUNT,
   },
   http: {
     maxBodyBytes: COUNT,

@@ -4,6 +4,7 @@ import type { ControlDelta } from "../../host/live/live-state.js";
 import type { Principal } from "../../host/principal.js";
 import type { BaselineGate } from "./baseline-gate.js";
 import { encodeBaselineParts } from "./baseline-parts.js";
+import { controlDeltaWeight } from "./control-delta-weight.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
 
 export interface ControlContext {
@@ -14,6 +15,12 @@ export interface ControlContext {
   readonly highWaterBytes: number;
   /** Deltas allowed to wait; one more ends the stream with `slow_consumer`. */
   readonly maxQueued: number;
+  /**
+   * What the waiting deltas may weigh (`controlDeltaWeight`); past it the stream ends with
+   * `slow_consumer`. A count alone let 5,000 queue snapshots, each with a removed prompt of
+   * 60 KB, keep 136 MiB alive for one never-read stream.
+   */
+  readonly maxQueuedBytes: number;
   /** The socket's baselines, one at a time and only while its backlog allows. */
   readonly baselines: BaselineGate;
   /** The client asked for the baseline in parts (`baselineParts`), else it is one item. */
@@ -34,6 +41,8 @@ export class ControlStream implements MuxStream {
   #state: "building" | "live" | "ended" = "building";
   /** Deltas not yet sent: arrived during the baseline, or held back by a full socket. */
   #queue: ControlDelta[] = [];
+  /** The weight of `#queue`. */
+  #queuedBytes = 0;
   #unsubscribe: (() => void) | undefined;
 
   constructor(ctx: ControlContext) {
@@ -75,13 +84,14 @@ export class ControlStream implements MuxStream {
   #onDelta(delta: ControlDelta): void {
     if (this.#state === "ended") return;
     this.#queue.push(delta);
-    if (this.#queue.length > this.#ctx.maxQueued) {
+    this.#queuedBytes += controlDeltaWeight(delta);
+    if (this.#queue.length > this.#ctx.maxQueued || this.#queuedBytes > this.#ctx.maxQueuedBytes) {
       this.#fail(
         new SessionmuxError(
           "slow_consumer",
           "control reader fell too far behind; reopen session.control for a fresh baseline",
           {
-            data: { queued: this.#queue.length },
+            data: { queued: this.#queue.length, queuedBytes: this.#queuedBytes },
           },
         ),
       );
@@ -95,7 +105,9 @@ export class ControlStream implements MuxStream {
     const { outlet, highWaterBytes } = this.#ctx;
     let sent = 0;
     while (sent < this.#queue.length && outlet.writer.buffered <= highWaterBytes) {
-      outlet.item(this.#queue[sent]);
+      const delta = this.#queue[sent]!;
+      outlet.item(delta);
+      this.#queuedBytes -= controlDeltaWeight(delta);
       sent++;
     }
     this.#queue = sent === this.#queue.length ? [] : this.#queue.slice(sent);
@@ -115,6 +127,7 @@ export class ControlStream implements MuxStream {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
     this.#queue = [];
+    this.#queuedBytes = 0;
     this.#ctx.outlet.writer.cancelDrain(this.#wake);
   }
 }

@@ -291,6 +291,7 @@ export class MuxConnection {
         logInternal,
         highWaterBytes,
         maxQueued: this.#options.controlMaxQueued,
+        maxQueuedBytes: this.#options.controlMaxQueuedBytes,
         baselines: this.#baselines,
         baselineParts: (params as ParamsOf<"session.control">).baselineParts === true,
       });

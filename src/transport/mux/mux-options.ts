@@ -43,6 +43,11 @@ export interface MuxOptions {
   replayBatch: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
   controlMaxQueued: number;
+  /**
+   * @default 16 MiB — what the control deltas waiting on one reader may weigh (their strings: a
+   * queue snapshot carries its prompts' texts) before it ends with `slow_consumer`.
+   */
+  controlMaxQueuedBytes: number;
   /** @default the limits of protocol-v1 §7 — MessagePack decoder limits for client frames. */
   decodeLimits: DecodeLimits;
   /** @default console — internal errors are logged here (never sent to the peer). */
@@ -83,6 +88,7 @@ export function resolveMuxOptions(options: MuxOptionsInput): MuxOptions {
     maxQueuedCalls: options.maxQueuedCalls ?? Limits.maxQueuedCalls,
     replayBatch: options.replayBatch ?? Limits.replayBatch,
     controlMaxQueued: options.controlMaxQueued ?? 5000,
+    controlMaxQueuedBytes: options.controlMaxQueuedBytes ?? 16 * 1024 * 1024,
     decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },
     logger: options.logger ?? consoleLogger,
     principalLimits: options.principalLimits ?? new PrincipalLimits(),

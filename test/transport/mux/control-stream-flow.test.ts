@@ -33,6 +33,7 @@ function harness(
   options: {
     highWaterBytes?: number;
     maxQueued?: number;
+    maxQueuedBytes?: number;
     writer?: RecordingWriter;
     gate?: BaselineGate;
     baselineParts?: boolean;
@@ -67,6 +68,7 @@ function harness(
     outlet,
     highWaterBytes: options.highWaterBytes ?? 100,
     maxQueued: options.maxQueued ?? 1_000,
+    maxQueuedBytes: options.maxQueuedBytes ?? 16 * 1024 * 1024,
     baselines: options.gate ?? new BaselineGate(writer.asFrameWriter(), options.highWaterBytes ?? 100),
     logInternal: (err, context) => logged.push({ err, context }),
     baselineParts: options.baselineParts ?? false,
@@ -196,7 +198,11 @@ describe("control stream: order and flow control", () => {
     expect(h.writer.errors).toEqual([]);
     h.emit(delta(4));
     expect(h.writer.errors).toEqual([
-      expect.objectContaining({ code: "slow_consumer", retryable: true, data: { queued: 4 } }),
+      expect.objectContaining({
+        code: "slow_consumer",
+        retryable: true,
+        data: { queued: 4, queuedBytes: 4 * JSON.stringify(delta(1)).length },
+      }),
     ]);
     expect(h.unsubscribed()).toBe(1);
     expect(h.writer.waiters.size).toBe(0);
@@ -206,6 +212,37 @@ describe("control stream: order and flow control", () => {
     expect(kinds(h.writer.values)).toEqual(["baseline"]);
     expect(h.writer.errors).toHaveLength(1);
     expect(h.logged).toEqual([]);
+  });
+
+  it("a reader whose held deltas weigh more than maxQueuedBytes is ended with slow_consumer, though they are fewer than maxQueued", async () => {
+    // a queue snapshot weighs its prompts' texts: 64 + 64 + 3,000 + the item id's 2
+    const queued = (n: number): ControlDelta => ({
+      kind: "queue",
+      sessionId: `s${n}`,
+      items: [{ itemId: `i${n}`, text: String(n % 10).repeat(3_000), queuedAt: 0 }],
+    });
+    const h = harness({ maxQueued: 1_000, maxQueuedBytes: 3 * 3_130 });
+    await h.baseline();
+    h.writer.buffered = 1_000;
+    for (let n = 1; n <= 3; n++) h.emit(queued(n));
+    expect(h.writer.errors).toEqual([]);
+    // sent deltas weigh nothing any more: the next three fit again
+    h.writer.drain();
+    expect(kinds(h.writer.values)).toEqual(["baseline", "s1", "s2", "s3"]);
+    h.writer.buffered = 1_000;
+    for (let n = 4; n <= 6; n++) h.emit(queued(n));
+    expect(h.writer.errors).toEqual([]);
+    h.emit(queued(7));
+    expect(h.writer.errors).toEqual([
+      expect.objectContaining({
+        code: "slow_consumer",
+        retryable: true,
+        data: { queued: 4, queuedBytes: 4 * 3_130 },
+      }),
+    ]);
+    expect(h.unsubscribed()).toBe(1);
+    h.writer.drain();
+    expect(kinds(h.writer.values)).toEqual(["baseline", "s1", "s2", "s3"]);
   });
 
   it("a socket builds its baselines one at a time, each once the backlog is at most the high-water mark", async () => {
