@@ -4,11 +4,9 @@ import type { Baseline, ControlDelta } from "./live/live-state.js";
 import { nextLoopTurn } from "./loop-turns.js";
 import { canSee, type Principal } from "./principal.js";
 import { toRow } from "./session-row.js";
+import { SubscribersByOwner } from "./subscribers-by-owner.js";
 
-interface Subscriber {
-  readonly principal: Principal;
-  readonly listener: (delta: ControlDelta) => void;
-}
+type Listener = (delta: ControlDelta) => void;
 
 /**
  * Projections read (and turned into rows) in one turn of the event loop while a baseline is built:
@@ -23,7 +21,8 @@ const BASELINE_BATCH = 64;
  * baseline, so nothing that changes while the baseline is built is lost.
  */
 export class ControlFeed {
-  readonly #subscribers = new Set<Subscriber>();
+  /** By owner: a change looks only at the listeners that may see it. */
+  readonly #subscribers = new SubscribersByOwner<{ readonly listener: Listener }>();
   readonly #store: HostStore;
   readonly #live: LiveRegistry;
   readonly #generation: string;
@@ -56,10 +55,9 @@ export class ControlFeed {
     this.#subscribers.clear();
   }
 
-  subscribe(principal: Principal, listener: (delta: ControlDelta) => void): () => void {
-    const subscriber = { principal, listener };
-    this.#subscribers.add(subscriber);
-    return () => this.#subscribers.delete(subscriber);
+  subscribe(principal: Principal, listener: Listener): () => void {
+    // an object of its own: one listener subscribed twice is two subscribers
+    return this.#subscribers.add(principal, { listener });
   }
 
   /**
@@ -98,8 +96,7 @@ export class ControlFeed {
   }
 
   #fanOut(owner: string, delta: ControlDelta): void {
-    for (const s of this.#subscribers) {
-      if (!canSee(s.principal, owner)) continue;
+    for (const s of this.#subscribers.seeing(owner)) {
       try {
         s.listener(delta);
       } catch {
