@@ -42,6 +42,8 @@ export class ConsoleApp {
   /** The state the indicator shows: taken in the same frame that enables or disables the actions. */
   private shownConnection: ConnectionState | undefined;
   private searchHits: SearchHit[] | undefined;
+  /** Said instead of "No matches" when the host gave the query no hits to show. */
+  private searchNote: string | undefined;
   /** The list, or the sessions this principal dismissed (they keep running). */
   private listView: ListView = "list";
   private searchSeq = 0;
@@ -252,8 +254,11 @@ export class ConsoleApp {
     );
     this.el.showDismissed.setAttribute("aria-pressed", String(view === "dismissed"));
     this.region("hits", this.searchHits, () =>
-      renderSearchHits(this.el.searchHits, this.searchHits, (id) =>
-        rowTitle(this.list.row(id) ?? { title: "", sessionId: id }),
+      renderSearchHits(
+        this.el.searchHits,
+        this.searchHits,
+        (id) => rowTitle(this.list.row(id) ?? { title: "", sessionId: id }),
+        this.searchNote,
       ),
     );
     for (const control of [this.el.newSession, this.el.search]) control.disabled = !online;
@@ -412,16 +417,28 @@ export class ConsoleApp {
     const mine = ++this.searchSeq;
     if (query.trim() === "") {
       this.searchHits = undefined;
+      this.searchNote = undefined;
       this.schedule();
       return;
     }
     setTimeout(() => {
       if (mine !== this.searchSeq) return;
       this.run("Search", async () => {
-        const { hits } = await this.link.search(query.trim());
-        if (mine !== this.searchSeq) return; // the query changed while this one was in flight
-        this.searchHits = hits;
-        this.schedule();
+        try {
+          const { hits } = await this.link.search(query.trim());
+          if (mine !== this.searchSeq) return; // the query changed while this one was in flight
+          this.searchHits = hits;
+          this.searchNote = undefined;
+        } catch (error) {
+          if (mine !== this.searchSeq) return;
+          // the hits shown are another query's: they go, whatever the answer to this one was
+          this.searchHits = [];
+          const tooBroad = (error as { code?: string }).code === "search_too_broad";
+          this.searchNote = tooBroad ? "Too many messages match: add a word" : "Search failed";
+          if (!tooBroad) throw error;
+        } finally {
+          this.schedule();
+        }
       });
     }, SEARCH_DELAY_MS);
   }

@@ -147,13 +147,15 @@ export function renderSearchHits(
   list: HTMLElement,
   hits: SearchHit[] | undefined,
   titleOf: (sessionId: string) => string,
+  /** Why there are no hits, when the host answered none to show (a query too broad, a failure). */
+  note?: string,
 ): void {
   list.hidden = hits === undefined;
   render(
     hits === undefined
       ? nothing
       : html`${heading("Search results")}
-          ${hits.length === 0 ? heading("No matches") : nothing}
+          ${hits.length === 0 ? heading(note ?? "No matches") : nothing}
           ${hits.map(
             (hit) => html`<li class="session-item" data-testid="search-hit" data-session-id=${hit.sessionId}
               tabindex="0">
