@@ -63,12 +63,13 @@ export const Limits = {
    */
   maxSearchMatches: 10_000,
   /**
-   * 3 — the fewest letters and digits a search's last word ends with for it to match as a prefix
-   * (`conf` finds `configure`); a shorter one matches whole words only. Matching a prefix reads
-   * every indexed word that starts with it, whatever the bound above: `a` read about a twentieth
-   * of the host's whole index.
+   * 3 — the fewest UTF-8 bytes of letters and digits a search's last word ends with for it to match
+   * as a prefix (`conf` finds `configure`; `你好`, 6 bytes, finds `你好世界`); a shorter one matches
+   * whole words only. Matching a prefix reads every indexed word that starts with those bytes,
+   * whatever the bound above: `a` read about a twentieth of the host's whole index. Both indexes
+   * keep words as UTF-8, so bytes, not characters, say how many words a prefix reaches.
    */
-  searchPrefixMinChars: 3,
+  searchPrefixMinBytes: 3,
   /** HTTP request bodies. */
   maxHttpBodyBytes: 1024 * 1024,
   /** @default 15 s */

@@ -1,10 +1,10 @@
-import { Limits } from "../../protocol/index.js";
+import { longEnoughForPrefix } from "./indexed-word.js";
 
 /**
  * Turns what a person typed into an FTS5 query that can never be a syntax error: every word
  * becomes a quoted phrase (quotes doubled), words are ANDed, and the last word matches as a
- * prefix so results follow typing, once it ends in `Limits.searchPrefixMinChars` letters or
- * digits (a prefix reads every indexed word starting with it). Words without a letter or digit are
+ * prefix so results follow typing, once its last run of letters and digits is long enough
+ * (`longEnoughForPrefix`: a prefix reads every indexed word starting with it). Words without a letter or digit are
  * dropped because the tokenizer would drop them too. Returns null when nothing searchable remains.
  */
 export function toFtsQuery(input: string): string | null {
@@ -22,5 +22,5 @@ export function toFtsQuery(input: string): string | null {
 /** The word's last run of letters and digits is long enough to match as a prefix. */
 function endsInPrefix(word: string): boolean {
   const runs = word.match(/[\p{L}\p{N}]+/gu) ?? [];
-  return [...(runs[runs.length - 1] ?? "")].length >= Limits.searchPrefixMinChars;
+  return longEnoughForPrefix(runs[runs.length - 1] ?? "");
 }

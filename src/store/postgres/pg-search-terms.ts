@@ -1,19 +1,10 @@
-import { Limits } from "../../../protocol/index.js";
+import { indexedForm, longEnoughForPrefix } from "../indexed-word.js";
+
+export { indexedForm };
 
 /** Words longer than this are not words a person searches for; PostgreSQL refuses very long ones. */
 export const MAX_WORD = 100;
 const MAX_WORDS = 32;
-
-/**
- * A word as the index holds it: lower case, its letters' accents dropped (`Café` is `cafe`), as
- * the SQLite store's `remove_diacritics` tokenizer reads it.
- */
-export function indexedForm(word: string): string {
-  return word
-    .normalize("NFD")
-    .replace(/[\u0300-\u036f]/gu, "")
-    .toLowerCase();
-}
 
 /** A run of letters and digits of the query, as it must match an indexed word. */
 export interface SearchTerm {
@@ -27,8 +18,7 @@ export interface SearchTerm {
  * What a person typed, read as the SQLite store reads it: the first 32 words (split at white
  * space, those without a letter or digit dropped), each as its runs of letters and digits
  * (`README.md` is `readme` then `md`), in `indexedForm`; the last run of the last word matches as a
- * prefix so results follow typing, when it has at least `Limits.searchPrefixMinChars` letters and
- * digits. Empty when nothing searchable remains.
+ * prefix so results follow typing, when it is long enough (`longEnoughForPrefix`). Empty when nothing searchable remains.
  */
 export function searchTerms(input: string): SearchTerm[][] {
   const words = indexedForm(input)
@@ -40,9 +30,7 @@ export function searchTerms(input: string): SearchTerm[][] {
     runs.map((run, at) => ({
       text: run.slice(0, MAX_WORD),
       prefix:
-        (index === words.length - 1 &&
-          at === runs.length - 1 &&
-          [...run].length >= Limits.searchPrefixMinChars) ||
+        (index === words.length - 1 && at === runs.length - 1 && longEnoughForPrefix(run)) ||
         run.length > MAX_WORD,
     })),
   );

@@ -101,7 +101,7 @@ describeContract("search", (backend) => {
     expect(await store.search(`${"k".repeat(3000)} expired`, 10)).toEqual([]);
   });
 
-  it("matches a last word of fewer than three letters or digits whole, and a longer one as a prefix", async () => {
+  it("matches a last word shorter than three bytes as indexed whole, and a longer one as a prefix", async () => {
     const { store } = await open();
     await store.create({ sessionId: "x", owner: "alice", model: "m" });
     await store.append("x", [userMessage("xylophone music", "m1"), userMessage("the xy axis", "m2")]);
@@ -114,6 +114,11 @@ describeContract("search", (backend) => {
     expect(await found("the xy")).toEqual(["the xy axis"]);
     // the last run of the last word decides: `xy.axi` ends in three
     expect(await found("xy.axi")).toEqual(["the xy axis"]);
+    // counted in UTF-8 bytes of the word as indexed: two Chinese characters are 6; `éa` is `ea`, 2
+    await store.append("x", [userMessage("你好世界 ready", "m3"), userMessage("éa eaux", "m4")]);
+    expect(await found("你好")).toEqual(["你好世界 ready"]);
+    expect(await found("éa")).toEqual(["éa eaux"]);
+    expect(await found("éau")).toEqual(["éa eaux"]);
   });
 
   it("refuses a search whose words match more messages than one search ranks, whoever owns them", async () => {
