@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
-import { SessionmuxError } from "../../protocol/index.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
+import { storeClosed } from "./store-closed.js";
 import type { StoreMetrics } from "./store-metrics.js";
 import { WriteBatch } from "./write-batch.js";
 import { WriteHealth } from "./write-health.js";
@@ -67,7 +67,7 @@ export class GroupCommit {
 
   submit<R>(run: WriteOperation<R>): Promise<R> {
     if (this.closed) {
-      return Promise.reject(new SessionmuxError("host_shutting_down", "the session store is closed"));
+      return Promise.reject(storeClosed());
     }
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });

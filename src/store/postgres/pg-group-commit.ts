@@ -1,6 +1,6 @@
 import type pg from "pg";
-import { SessionmuxError } from "../../../protocol/index.js";
 import type { GroupCommitStats } from "../group-commit.js";
+import { storeClosed } from "../store-closed.js";
 import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
 import { WriteHealth } from "../write-health.js";
@@ -70,7 +70,7 @@ export class PgGroupCommit {
 
   submit<R>(op: PgWriteOperation<R>): Promise<R> {
     if (this.closed) {
-      return Promise.reject(new SessionmuxError("host_shutting_down", "the session store is closed"));
+      return Promise.reject(storeClosed());
     }
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ op, resolve: resolve as (value: unknown) => void, reject });

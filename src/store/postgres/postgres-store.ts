@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
-import { type NewEvent, type Resolution, SessionmuxError } from "../../../protocol/index.js";
+import type { NewEvent, Resolution } from "../../../protocol/index.js";
 import { readWhole } from "../attachment-chunks.js";
 import { closeEvery } from "../close-every.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
@@ -40,6 +40,7 @@ import type {
   StoredAttachment,
 } from "../session-store.js";
 import { assertStorable } from "../storable-data.js";
+import { storeClosed } from "../store-closed.js";
 import type { PoolStats, StoreMetrics } from "../store-metrics.js";
 import type { WriteFailure } from "../write-health.js";
 import { PgAttachmentChunks } from "./pg-attachments.js";
@@ -294,9 +295,7 @@ export class PostgresSessionStore implements HostStore {
 
   /** On a pooled connection, outside the group commit: appends in flight never delay it (see `PgLeaseRenewal`). */
   renewLeases(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
-    return this.closed
-      ? Promise.reject(new SessionmuxError("host_shutting_down", "the session store is closed"))
-      : this.renewal.renew(hostId, leases, ttlMs);
+    return this.closed ? Promise.reject(storeClosed()) : this.renewal.renew(hostId, leases, ttlMs);
   }
 
   releaseLease(lease: SessionLease): Promise<void> {
