@@ -1,20 +1,9 @@
-import { afterEach, describe, expect, test } from "vitest";
-import { ControlFeed } from "../../src/host/control-feed.js";
-import { LiveRegistry } from "../../src/host/live/live-registry.js";
+import { describe, expect, test } from "vitest";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { ADMIN, type Principal } from "../../src/host/principal.js";
-import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
-import { tempDir } from "../support/temp-dir.js";
+import { controlFeedFixture } from "./control-feed-fixture.js";
 
-// The feed on a real store and a real live registry; no job runs here, so nothing records one.
-const noJobs = { append: async () => undefined, progress: async () => undefined };
-
-let dir: ReturnType<typeof tempDir> | undefined;
-let store: SqliteSessionStore | undefined;
-afterEach(async () => {
-  await store?.close();
-  dir?.remove();
-});
+const { openFeed } = controlFeedFixture();
 
 /** A principal whose name and rank count every read of them. */
 function watched(name: string, reads: { count: number }): Principal {
@@ -32,10 +21,7 @@ function watched(name: string, reads: { count: number }): Principal {
 
 describe("control feed: who a change is looked at for", () => {
   test("a change of one owner's session reaches its owner's and the admins' listeners without a look at any other principal's", async () => {
-    dir = tempDir();
-    store = SqliteSessionStore.open(dir.file("sessions.db"));
-    const feed = new ControlFeed(store, new LiveRegistry(noJobs), "g1");
-    feed.start();
+    const { feed, store } = openFeed();
     // one principal's many open streams (a socket holds 256, a principal 64 sockets)
     const reads = { count: 0 };
     const others: ControlDelta[] = [];

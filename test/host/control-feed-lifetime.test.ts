@@ -1,32 +1,12 @@
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ControlFeed } from "../../src/host/control-feed.js";
 import { LiveRegistry } from "../../src/host/live/live-registry.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { takeListenerWarnings } from "../support/listener-errors.setup.js";
-import { tempDir } from "../support/temp-dir.js";
+import { controlFeedFixture, noJobs } from "./control-feed-fixture.js";
 
-// The feed on a real store and a real live registry; no job runs here, so nothing records one.
-const noJobs = { append: async () => undefined, progress: async () => undefined };
-
-let dir: ReturnType<typeof tempDir> | undefined;
-let store: SqliteSessionStore | undefined;
-afterEach(async () => {
-  await store?.close();
-  dir?.remove();
-  store = undefined;
-  dir = undefined;
-});
-
-function openFeed(): { feed: ControlFeed; registry: LiveRegistry; store: SqliteSessionStore } {
-  dir = tempDir();
-  store = SqliteSessionStore.open(dir.file("sessions.db"));
-  const registry = new LiveRegistry(noJobs);
-  const feed = new ControlFeed(store, registry, "g1");
-  feed.start();
-  return { feed, registry, store };
-}
+const { openFeed, openStore } = controlFeedFixture();
 
 /** Counts the listeners a component holds on `target`'s `method` (a subscribe returning its off). */
 function countedListeners<T extends object>(
@@ -98,9 +78,7 @@ describe("control feed: subscribers, stop, sessions that go", () => {
   });
 
   test("stop leaves no listener on the store or the live registry", async () => {
-    dir = tempDir();
-    store = SqliteSessionStore.open(dir.file("sessions.db"));
-    const onStore = countedListeners(store, "subscribeAll");
+    const onStore = countedListeners(openStore(), "subscribeAll");
     const onRegistry = countedListeners(new LiveRegistry(noJobs), "subscribeWithOwner");
     const feed = new ControlFeed(onStore.view, onRegistry.view, "g1");
     feed.start();
