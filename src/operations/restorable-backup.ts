@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import Database from "better-sqlite3";
 import { isUnreadableDatabase } from "../store/io-errors.js";
-import { SCHEMA_VERSION } from "../store/migrations.js";
+import { SCHEMA_VERSION, schemaVersionOf } from "../store/migrations.js";
 import { StartupError } from "./startup-error.js";
 
 /** Tables every sessionmux database has had since its first schema version. */
@@ -30,7 +30,7 @@ export function checkRestorableCopy(copy: string, backup: string): number {
           (row) => row.name,
         ),
       );
-      const version = db.pragma("user_version", { simple: true }) as number;
+      const version = schemaVersionOf(db);
       const missing = SESSIONMUX_TABLES.filter((table) => !tables.has(table));
       if (version < 1 || missing.length > 0) {
         throw new StartupError(

@@ -253,17 +253,20 @@ export interface SchemaMigration {
   to: number;
 }
 
+/** The number of migrations applied to the database (`PRAGMA user_version`). */
+export function schemaVersionOf(db: Database.Database): number {
+  return db.pragma("user_version", { simple: true }) as number;
+}
+
 /**
  * Brings the database up to `SCHEMA_VERSION`; refuses a database written by a newer version.
  * Returns the versions before and after, which `sessionmux migrate` reports.
  */
 export function migrate(db: Database.Database): SchemaMigration {
-  const version = () => db.pragma("user_version", { simple: true }) as number;
+  const version = () => schemaVersionOf(db);
   const from = version();
   if (from > SCHEMA_VERSION) {
-    throw new Error(
-      `database schema version ${version()} is newer than this build (${SCHEMA_VERSION}); upgrade`,
-    );
+    throw new Error(`database schema version ${from} is newer than this build (${SCHEMA_VERSION}); upgrade`);
   }
   while (version() < SCHEMA_VERSION) {
     db.transaction(() => {

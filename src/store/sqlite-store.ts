@@ -15,7 +15,7 @@ import type {
   StoredInteraction,
   StoredQueueItem,
 } from "./live-state-store.js";
-import { migrate, type SchemaMigration } from "./migrations.js";
+import { migrate, type SchemaMigration, schemaVersionOf } from "./migrations.js";
 import type {
   HeldLease,
   LeaseHolder,
@@ -59,7 +59,7 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
       if (readOnly) {
         db.pragma("query_only = ON");
         db.pragma("busy_timeout = 5000");
-        const version = db.pragma("user_version", { simple: true }) as number;
+        const version = schemaVersionOf(db);
         return new SqliteSessionStore(db, options, { from: version, to: version });
       }
       // Takes effect only on a new file, and only before WAL mode writes its header: pages freed by
