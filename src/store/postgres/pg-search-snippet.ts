@@ -1,4 +1,5 @@
-import { indexedForm, type SearchTerm } from "./pg-search-terms.js";
+import { indexedForm } from "../indexed-word.js";
+import type { SearchTerm } from "./pg-search-terms.js";
 
 /** Words a snippet shows, as the SQLite store's `snippet(…, 12)`. */
 const SNIPPET_WORDS = 12;

@@ -1,7 +1,5 @@
 import { indexedForm, longEnoughForPrefix } from "../indexed-word.js";
 
-export { indexedForm };
-
 /** Words longer than this are not words a person searches for; PostgreSQL refuses very long ones. */
 export const MAX_WORD = 100;
 const MAX_WORDS = 32;
