@@ -1,6 +1,7 @@
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
+import { EventRows } from "./event-rows.js";
 import type { LiveRows } from "./live-rows.js";
 import {
   copyProjection,
@@ -40,12 +41,15 @@ export function decodeRow(row: StoredRow): SessionEvent {
  */
 export class LogWriter {
   private readonly cache = new Map<string, SessionState | "retired">();
+  private readonly eventRows: EventRows;
 
   constructor(
     private readonly statements: Statements,
     private readonly liveRows: LiveRows,
     private readonly maxCached = 20_000,
-  ) {}
+  ) {
+    this.eventRows = new EventRows(statements);
+  }
 
   /** Called between transactions only: a state loaded in a transaction must stay cached until COMMIT. */
   trimCache(): void {
@@ -119,19 +123,28 @@ export class LogWriter {
     const projection = copyProjection(state.projection);
     state.projection = projection;
     let dataBytes = 0;
-    for (const input of events) {
-      const data = input.data;
-      const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
-      const bytes = encodeValue(data);
-      assertEventSize(bytes, event.type);
-      dataBytes += bytes.length;
-      this.statements.insertEvent.run(state.sessionId, event.seq, event.type, event.at, bytes);
-      rows?.push([event.seq, event.at, event.type, bytes]);
-      state.headSeq = event.seq;
-      foldEvent(projection, event);
-      this.afterInsert(state, event);
-      this.liveRows.afterEvent(batch, state.owner, state.sessionId, event);
-      stored.push(event);
+    try {
+      for (const input of events) {
+        const data = input.data;
+        const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
+        const bytes = encodeValue(data);
+        assertEventSize(bytes, event.type);
+        dataBytes += bytes.length;
+        this.eventRows.add(state.sessionId, event.seq, event.type, event.at, bytes);
+        rows?.push([event.seq, event.at, event.type, bytes]);
+        state.headSeq = event.seq;
+        foldEvent(projection, event);
+        // indexing a turn at its end reads the turn's events back
+        if (event.type === "turn/end") this.eventRows.flush();
+        this.afterInsert(state, event);
+        this.liveRows.afterEvent(batch, state.owner, state.sessionId, event);
+        stored.push(event);
+      }
+      this.eventRows.flush();
+    } catch (err) {
+      // rows of an append that failed part way are never inserted by a later one
+      this.eventRows.discard();
+      throw err;
     }
     batch.appendedEvents += stored.length;
     batch.ownerDataBytes.add(state.owner, dataBytes);

@@ -2,6 +2,10 @@ import type Database from "better-sqlite3";
 import { headSeqOf } from "./read-head.js";
 import { EVENTS_AFTER_ENCODED, FIRST_LARGE_AFTER } from "./sqlite-event-encoding.js";
 
+/** An insert of `rows` events in one statement (see `EventRows`). */
+const insertEvents = (rows: number) =>
+  `INSERT INTO events (session_id, seq, type, at, data) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?)").join(", ")}`;
+
 /** Every statement the store runs; prepared once per connection by `prepareStatements`. */
 const SQL = {
   sessionState: `SELECT s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq,
@@ -43,7 +47,11 @@ const SQL = {
                        AND i.turn_id = p.open_turn_id AND i.state = 'pending')
        ORDER BY p.session_id`,
   allSessionIds: "SELECT session_id FROM sessions ORDER BY session_id",
-  insertEvent: "INSERT INTO events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
+  insertEvent: insertEvents(1),
+  insertEvents2: insertEvents(2),
+  insertEvents4: insertEvents(4),
+  insertEvents8: insertEvents(8),
+  insertEvents16: insertEvents(16),
   eventsAfter: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
   /** See `FIRST_LARGE_AFTER`; `EVENTS_AFTER_ENCODED` runs the same probe inside its page cut. */
   firstLargeAfter: FIRST_LARGE_AFTER,
