@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
 import type Database from "better-sqlite3";
 import type { NewEvent } from "../../protocol/index.js";
 import { readWhole, SqliteAttachmentChunks } from "./attachment-chunks.js";
@@ -37,6 +38,7 @@ import type {
 } from "./session-store.js";
 import { SqliteDismissals } from "./sqlite-dismissals.js";
 import { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
+import { SqliteReadThread } from "./sqlite-read-thread.js";
 import { SqliteReads } from "./sqlite-reads.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import { assertStorable } from "./storable-data.js";
@@ -78,6 +80,8 @@ export class SqliteLogStore implements SessionStore {
   protected readonly liveOps: LiveStateOperations;
   protected readonly leases: SqliteLeaseOperations;
   protected readonly reads: SqliteReads;
+  /** Where searches run, off the event loop (none in memory or read-only). */
+  private readonly readThread: SqliteReadThread | undefined;
   protected readonly dismissals: SqliteDismissals;
   protected readonly attachments: SqliteAttachmentChunks;
   protected readonly now: () => number;
@@ -114,8 +118,14 @@ export class SqliteLogStore implements SessionStore {
       now,
     );
     this.liveOps = new LiveStateOperations(this.logWriter, this.liveRows, this.statements, now);
-    this.reads = new SqliteReads(this.statements, new ListQueries(db), this.cache, (sessionId) =>
-      this.logWriter.committed(sessionId),
+    // a read-only instance is a tool's, beside a host: it searches on its own thread
+    this.readThread = this.readOnly || db.memory ? undefined : new SqliteReadThread(resolve(db.name));
+    this.reads = new SqliteReads(
+      this.statements,
+      new ListQueries(db),
+      this.cache,
+      (sessionId) => this.logWriter.committed(sessionId),
+      this.readThread,
     );
     this.dismissals = new SqliteDismissals(db);
     this.attachments = new SqliteAttachmentChunks(db);
@@ -229,12 +239,16 @@ export class SqliteLogStore implements SessionStore {
   }
 
   /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */
-  search(
+  async search(
     query: string,
     limit: number,
     owner?: string,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
-    return this.read(() => this.reads.search(query, limit, owner));
+    try {
+      return await this.reads.search(query, limit, owner);
+    } catch (err) {
+      throw isStorageFailure(err) ? persistenceFailure(err) : err;
+    }
   }
 
   isRetired(sessionId: string): Promise<boolean> {
@@ -348,6 +362,8 @@ export class SqliteLogStore implements SessionStore {
   close(): Promise<void> {
     this.closed ??= (async () => {
       await this.groupCommit.close();
+      // its connection would keep the final checkpoint from emptying the WAL
+      await this.readThread?.close();
       try {
         finalCheckpoint(this.db, this.faultLog);
       } finally {

@@ -1,3 +1,4 @@
+import type Database from "better-sqlite3";
 import { Limits, type SessionEvent } from "../../protocol/index.js";
 import { type EncodedRow, encodeEventArrays, readBudget } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
@@ -19,6 +20,7 @@ import type {
   SessionProjection,
 } from "./session-store.js";
 import { type EncodedPageRow, LARGE_EVENT_BYTES } from "./sqlite-event-encoding.js";
+import type { ReadMode, SqliteReadThread } from "./sqlite-read-thread.js";
 import type { Statements } from "./sqlite-statements.js";
 
 const EMPTY = new Uint8Array(0);
@@ -34,6 +36,8 @@ export class SqliteReads {
     private readonly lists: ListQueries,
     private readonly cache: ReadCache,
     private readonly committed: (sessionId: string) => SessionState | undefined,
+    /** Where client-sized reads run (see `search`); none: on this thread. */
+    private readonly thread?: SqliteReadThread,
   ) {}
 
   header(sessionId: string): HeaderOutcome {
@@ -162,21 +166,31 @@ export class SqliteReads {
 
   /**
    * Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`.
-   * Matches past `Limits.maxSearchMatches` are refused before any is ranked: this runs on the
-   * event loop, and ranking costs about as much per match as the rest of the search together.
+   * Matches past `Limits.maxSearchMatches` are refused before any is ranked: ranking costs about
+   * as much per match as the rest of the search together. With a read thread, both run there,
+   * off the event loop (see `SqliteReadThread`).
    */
-  search(
+  async search(
     query: string,
     limit: number,
     owner?: string,
-  ): { sessionId: string; seq: number; snippet: string }[] {
+  ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
     const match = toFtsQuery(query);
     if (match === null) return [];
-    const matches = this.statements.searchMatches.get(match, Limits.maxSearchMatches + 1) as number;
+    const matches = await this.runRead<number>(this.statements.searchMatches, "pluck", [
+      match,
+      Limits.maxSearchMatches + 1,
+    ]);
     if (matches > Limits.maxSearchMatches) throw searchTooBroad();
     const statement = owner === undefined ? this.statements.search : this.statements.searchOwned;
     const params = owner === undefined ? [match, limit] : [match, owner, limit];
-    return statement.all(...params) as { sessionId: string; seq: number; snippet: string }[];
+    return this.runRead(statement, "all", params);
+  }
+
+  /** On the read thread when the store has one, else here. */
+  private runRead<T>(statement: Database.Statement, mode: ReadMode, params: readonly unknown[]): Promise<T> {
+    if (this.thread) return this.thread.run<T>(statement, mode, params);
+    return Promise.resolve((mode === "all" ? statement.all(...params) : statement.get(...params)) as T);
   }
 
   isRetired(sessionId: string): boolean {

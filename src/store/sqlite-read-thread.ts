@@ -1,0 +1,131 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+import type Database from "better-sqlite3";
+import { SessionmuxError } from "../../protocol/index.js";
+import { storeClosed } from "./store-closed.js";
+
+/** How a statement's answer is taken: one row, every row, or one row's single column. */
+export type ReadMode = "get" | "all" | "pluck";
+
+interface Call {
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+interface Answer {
+  id: number;
+  value?: unknown;
+  error?: { message: string; code?: string };
+}
+
+/**
+ * The thread's program. It is plain CommonJS handed to the worker as text, so the same code runs
+ * from the sources (TypeScript, under a loader the worker would not have) and from the build.
+ * Statements are prepared once per text on the thread's own read-only connection; an answer
+ * carries the SQLite error's code, so a storage failure stays one.
+ */
+const PROGRAM = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { readonly: true, fileMustExist: true });
+db.pragma("busy_timeout = 5000");
+const prepared = new Map();
+parentPort.on("message", ({ id, sql, mode, params }) => {
+  try {
+    let statement = prepared.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      if (mode === "pluck") statement.pluck();
+      prepared.set(sql, statement);
+    }
+    const value = mode === "all" ? statement.all(...params) : statement.get(...params);
+    parentPort.postMessage({ id, value });
+  } catch (error) {
+    parentPort.postMessage({ id, error: { message: String(error && error.message), code: error && error.code } });
+  }
+});
+`;
+
+/** Reads waiting on or running in the thread at once; past it `overloaded`. */
+export const MAX_THREAD_READS = 64;
+
+/**
+ * A read-only connection to the store's file on a thread of its own, for reads whose cost a
+ * client decides (a search ranks up to `Limits.maxSearchMatches` messages): run there, they never
+ * hold up the event loop that serves every other client's streams. WAL lets it read beside the
+ * writer; each read is its own transaction, so it sees every write acknowledged before it was
+ * asked. Started at the first read; a thread that dies fails its reads and the next read starts
+ * another.
+ */
+export class SqliteReadThread {
+  #worker: Worker | undefined;
+  #next = 0;
+  readonly #calls = new Map<number, Call>();
+  #closed = false;
+
+  constructor(
+    private readonly path: string,
+    private readonly maxReads = MAX_THREAD_READS,
+  ) {}
+
+  /** Runs a statement of the store's own connection, by its text, on the thread. */
+  run<T>(statement: Database.Statement, mode: ReadMode, params: readonly unknown[]): Promise<T> {
+    if (this.#closed) return Promise.reject(storeClosed());
+    if (this.#calls.size >= this.maxReads) {
+      return Promise.reject(
+        new SessionmuxError("overloaded", `this host already runs ${this.maxReads} searches; retry shortly`, {
+          data: { max: this.maxReads },
+        }),
+      );
+    }
+    const worker = this.#start();
+    const id = this.#next++;
+    return new Promise<T>((resolve, reject) => {
+      this.#calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      worker.ref();
+      worker.postMessage({ id, sql: statement.source, mode, params });
+    });
+  }
+
+  /** Stops the thread (its connection with it); reads still waiting fail as on a closed store. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#failAll(storeClosed());
+    await worker?.terminate();
+  }
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker;
+    const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+    const worker = new Worker(PROGRAM, { eval: true, workerData: { path: this.path, driver } });
+    worker.on("message", (answer: Answer) => this.#answer(answer));
+    const lost = (err: unknown) => {
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
+      this.#failAll(err instanceof Error ? err : new Error(`the read thread stopped (${String(err)})`));
+    };
+    worker.on("error", lost);
+    worker.on("exit", (code) => lost(new Error(`the read thread exited with code ${code}`)));
+    worker.unref();
+    this.#worker = worker;
+    return worker;
+  }
+
+  #answer({ id, value, error }: Answer): void {
+    const call = this.#calls.get(id);
+    if (!call) return;
+    this.#calls.delete(id);
+    // idle, the thread keeps no process alive
+    if (this.#calls.size === 0) this.#worker?.unref();
+    if (!error) call.resolve(value);
+    else call.reject(Object.assign(new Error(error.message), error.code ? { code: error.code } : {}));
+  }
+
+  #failAll(err: unknown): void {
+    const calls = [...this.#calls.values()];
+    this.#calls.clear();
+    for (const call of calls) call.reject(err);
+  }
+}
