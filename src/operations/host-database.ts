@@ -73,8 +73,8 @@ export interface HostDatabase {
 const PG_REFUSED_WRITE = new Set(["25006", "53100", "42501"]);
 
 /**
- * How long a readiness check waits for the storage probe of an idle PostgreSQL host: as long as
- * the server's own check may take (`pgReadyCheck`).
+ * How long a readiness check waits for the storage probe of an idle host: as long as PostgreSQL's
+ * own check may take (`pgReadyCheck`); SQLite's probe is one transaction on the event loop.
  */
 const IDLE_PROBE_WAIT_MS = 2_000;
 
@@ -164,7 +164,9 @@ function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {
     target: { kind: "sqlite", path: file },
     store,
     uploads: store.attachmentSweeper(),
-    ready: storeReadyCheck(store, () => writable.check()),
+    // the write lock's check writes nothing, and a WAL commit needs room the file may not get:
+    // an idle host probes storage too (see `storeReadyCheck`)
+    ready: storeReadyCheck(store, () => writable.check(), { idleProbeWaitMs: IDLE_PROBE_WAIT_MS }),
     description: file,
     async close() {
       writable.close();

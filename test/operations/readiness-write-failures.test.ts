@@ -1,10 +1,18 @@
 import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
+import { createSessionmux } from "../../src/index.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { tempDir } from "../support/temp-dir.js";
+import { mountTmpfs } from "../support/tmpfs.js";
 import { until } from "../support/until.js";
 
 /**
@@ -78,4 +86,44 @@ describe("/readyz while the store's writes fail on storage", () => {
     await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
     await peer.call("session.rename", { sessionId: "full", title: "room again" });
   }, 120_000);
+
+  it.runIf(process.getuid?.() === 0)(
+    "answers 503 store_writes_failing once another process filled the disk though the host wrote nothing, and 200 once it has room",
+    async (ctx) => {
+      const mount = mkdtempSync(join(tmpdir(), "sessionmux-sqlite-disk-"));
+      cleanups.push(() => rmdirSync(mount));
+      if (!mountTmpfs(mount, "size=4m,mode=0700", cleanups)) return ctx.skip("no tmpfs may be mounted here");
+      const mux = await createSessionmux({
+        db: join(mount, "sessions.db"),
+        tokens: [{ name: "admin", secret: "s", admin: true }],
+        readinessIntervalMs: 50,
+      });
+      cleanups.push(() => mux.close());
+      const server = createServer();
+      mux.attach(server);
+      server.listen(0, "127.0.0.1");
+      await once(server, "listening");
+      cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      const readyz = `http://127.0.0.1:${(server.address() as AddressInfo).port}/readyz`;
+      await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
+
+      // another process takes every free block of the disk
+      const filler = join(mount, "filler");
+      expect(() => writeFileSync(filler, Buffer.alloc(8 * 1024 * 1024))).toThrow(/ENOSPC/);
+      const refused = await until(
+        async () => {
+          const res = await fetch(readyz);
+          const body = res.status === 503 ? ((await res.json()) as Record<string, unknown>) : undefined;
+          return body?.code === "check_stale" ? undefined : body;
+        },
+        15_000,
+        "/readyz 503",
+      );
+      expect(refused).toMatchObject({ ready: false, code: "store_writes_failing" });
+
+      rmSync(filler);
+      await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200 again");
+    },
+    120_000,
+  );
 });
