@@ -1,5 +1,6 @@
 import type { SessionRow } from "../../protocol/index.js";
 import type { ConsoleLink, ListChange } from "./console-link.js";
+import { RetryWait } from "./retry-wait.js";
 import type { SessionCache } from "./session-cache.js";
 import { LIST_SIZE, type ListPosition, MAX_PINNED, orderSessions } from "./session-list-order.js";
 import type { ListView } from "./session-list-view.js";
@@ -15,6 +16,8 @@ interface Pages {
   /** The next older page is being read: one at a time. */
   loading: boolean;
 }
+
+const parked = (row: SessionRow) => row.lastState === "input-required";
 
 const firstPage = (): Pages => ({ cursor: undefined, end: undefined, count: 1, loading: false });
 
@@ -36,6 +39,10 @@ const firstPage = (): Pages => ({ cursor: undefined, end: undefined, count: 1, l
  * A live row (a notification, a projection) of a session neither list holds may be one on a
  * dismissed page not loaded yet: it is held aside (`unplaced`), shown in neither list, until a
  * page or a dismissal notification says where it goes, or the dismissed pages loaded reach past it.
+ * One held aside that waits on its owner (parked) is not left to wait for a page the user may
+ * never scroll to: the host's parked sessions not dismissed (what a snapshot pins) are read again,
+ * and if they name it, it goes on the list, pinned; if not, it is dismissed (or no longer parked)
+ * and stays aside.
  */
 export class SessionListModel {
   readonly rows = new Map<string, SessionRow>();
@@ -51,6 +58,11 @@ export class SessionListModel {
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
+  /** Counts the snapshots applied: a read of parked sessions that one came after is dropped. */
+  private snapshots = 0;
+  /** A read of the parked sessions for rows held aside is under way; `again`: one more is due after it. */
+  private parkedRead: { again: boolean } | undefined;
+  private readonly parkedRetry = new RetryWait();
   /** Set by the first snapshot from the host: cached rows arriving later are older, and dropped. */
   private fresh = false;
 
@@ -106,6 +118,7 @@ export class SessionListModel {
       ]);
       if (version !== this.version) continue;
       this.fresh = true;
+      this.snapshots += 1;
       this.setCursor(this.pages.list, recent.next, recent.sessions);
       this.setCursor(this.pages.dismissed, dismissed.next, dismissed.sessions);
       this.rows.clear();
@@ -248,7 +261,48 @@ export class SessionListModel {
     else if (this.rows.has(id) || !this.fresh || !this.pastDismissedEnd(row)) {
       this.unplaced.delete(id);
       this.rows.set(id, row);
-    } else this.unplaced.set(id, row);
+    } else {
+      const held = this.unplaced.get(id);
+      this.unplaced.set(id, row);
+      if (parked(row) && !(held && parked(held))) void this.placeParked();
+    }
+  }
+
+  /**
+   * Places the rows held aside that wait on their owner and are not dismissed: read from the host's
+   * parked sessions this principal has not dismissed, the ones a snapshot pins. A session that list
+   * does not name is dismissed, or no longer parked, and stays aside. Its answer says only that a
+   * session was not dismissed when read: a dismissal learnt meanwhile has taken the row out of
+   * those held aside already, and a snapshot that came after it replaces it. One read at a time;
+   * a row parked during it is asked about by another once it is answered. A call lost with the
+   * socket is sent again by the client; one that fails is made again after a wait (2 s, doubling
+   * up to a minute) for as long as a parked row is held aside.
+   */
+  private async placeParked(): Promise<void> {
+    if (this.parkedRead) {
+      this.parkedRead.again = true;
+      return;
+    }
+    const read = { again: true };
+    this.parkedRead = read;
+    try {
+      while (read.again && [...this.unplaced.values()].some(parked)) {
+        read.again = false;
+        const snapshots = this.snapshots;
+        const { sessions } = await this.link.list(MAX_PINNED, { parked: true });
+        // the snapshot cleared the rows held aside and pinned its own read of the parked sessions
+        if (snapshots !== this.snapshots) continue;
+        const held = sessions.filter((row) => this.unplaced.has(row.sessionId));
+        for (const row of held) this.addListed(row);
+        if (held.length > 0) this.changed();
+      }
+      this.parkedRetry.reset();
+    } catch {
+      // the call timed out or the host refused it: asked again after a wait, while one is held
+      setTimeout(() => void this.placeParked(), this.parkedRetry.next());
+    } finally {
+      this.parkedRead = undefined;
+    }
   }
 
   /** `row` stands where a dismissed page not loaded yet may hold it. */
