@@ -2,8 +2,8 @@ import { Limits, SessionmuxError } from "../../protocol/index.js";
 
 /**
  * A search whose words match more messages than one search ranks (`Limits.maxSearchMatches`,
- * counted over every principal's messages, since ranking them is the work). Both stores refuse it
- * before ranking anything.
+ * counted over the messages the search would rank: those of the searching principal's sessions, or
+ * every one for a search with no owner). Both stores refuse it before ranking anything.
  */
 export function searchTooBroad(): SessionmuxError {
   return new SessionmuxError(

@@ -167,24 +167,36 @@ export class SqliteReads {
   /**
    * Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`.
    * Matches past `Limits.maxSearchMatches` are refused before any is ranked: ranking costs about
-   * as much per match as the rest of the search together. With a read thread, both run there,
-   * off the event loop (see `SqliteReadThread`).
+   * as much per match as the rest of the search together. With an `owner`, only its matches count
+   * and are ranked: what others hold changes nothing of what it may search. FTS5 knows no owner,
+   * so others' matches between the owner's first and last indexed message are still read past,
+   * not ranked. With a read thread, all of it runs there, off the event loop (see
+   * `SqliteReadThread`).
    */
-  async search(
-    query: string,
-    limit: number,
-    owner?: string,
-  ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
+  async search(query: string, limit: number, owner?: string): Promise<SearchHit[]> {
     const match = toFtsQuery(query);
     if (match === null) return [];
-    const matches = await this.runRead<number>(this.statements.searchMatches, "pluck", [
+    const bound = Limits.maxSearchMatches + 1;
+    if (owner === undefined) {
+      const matches = await this.runRead<number>(this.statements.searchMatches, "pluck", [match, bound]);
+      if (matches > Limits.maxSearchMatches) throw searchTooBroad();
+      return this.runRead<SearchHit[]>(this.statements.search, "all", [match, limit]);
+    }
+    const { lo, hi } = await this.runRead<{ lo: number | null; hi: number | null }>(
+      this.statements.searchOwnedRange,
+      "get",
+      [owner],
+    );
+    if (lo === null || hi === null) return [];
+    const matches = await this.runRead<number>(this.statements.searchMatchesOwned, "pluck", [
       match,
-      Limits.maxSearchMatches + 1,
+      lo,
+      hi,
+      owner,
+      bound,
     ]);
     if (matches > Limits.maxSearchMatches) throw searchTooBroad();
-    const statement = owner === undefined ? this.statements.search : this.statements.searchOwned;
-    const params = owner === undefined ? [match, limit] : [match, owner, limit];
-    return this.runRead(statement, "all", params);
+    return this.runRead<SearchHit[]>(this.statements.searchOwned, "all", [match, lo, hi, owner, limit]);
   }
 
   /** On the read thread when the store has one, else here. */
@@ -223,6 +235,8 @@ export class SqliteReads {
       : { status: "not_found" };
   }
 }
+
+type SearchHit = { sessionId: string; seq: number; snippet: string };
 
 /**
  * The rows of a page or a log read up to the one whose data reaches `Limits.eventItemBytes`

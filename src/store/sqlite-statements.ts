@@ -182,13 +182,28 @@ const SQL = {
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
   /** Matches up to the bound (`LIMIT`): a search ranks them only when they are no more than it. */
   searchMatches: "SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
+  // An owner's search reads the index only between its first and last indexed message (FTS5 seeks
+  // to a rowid range), its sessions found by their projections (every live session has one); no
+  // row: it has none, and nothing to find. The index is read first (CROSS JOIN keeps that order):
+  // matching each of an owner's messages on its own runs the whole query again for each, which
+  // took seconds for a prefix over a thousand messages.
+  searchOwnedRange: `SELECT min((SELECT min(id) FROM search_docs WHERE session_id = p.session_id)) AS lo,
+       max((SELECT max(id) FROM search_docs WHERE session_id = p.session_id)) AS hi
+       FROM projections p WHERE p.owner = ?`,
+  /** The owner's matches up to the bound: other principals' are passed over, not counted. */
+  searchMatchesOwned: `SELECT count(*) FROM (SELECT 1 FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+       CROSS JOIN sessions s ON s.session_id = d.session_id
+       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND s.owner = ? LIMIT ?)`,
   search: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
        FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,
+  // bm25() is what `rank` orders by, here computed for the owner's matches only: ordering by
+  // `rank` makes FTS5 rank every match, whoever owns it, before the owner is looked at
   searchOwned: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
-       FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
-       JOIN sessions s ON s.session_id = d.session_id
-       WHERE search_fts MATCH ? AND s.owner = ? ORDER BY rank LIMIT ?`,
+       FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+       CROSS JOIN sessions s ON s.session_id = d.session_id
+       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND s.owner = ?
+       ORDER BY bm25(search_fts), d.id LIMIT ?`,
 } as const;
 
 /** Statements that return their single column as a plain value. */
@@ -214,6 +229,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "ownerStoredBytes",
   "sessionDataBytes",
   "searchMatches",
+  "searchMatchesOwned",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

@@ -16,23 +16,31 @@ export function toTsQuery(words: readonly (readonly SearchTerm[])[]): string | n
     .join(" & ");
 }
 
+// an owner's sessions through its projections (every live session has one): their index by owner
+// lets a principal with few sessions be searched from them, not from every principal's matches
+const OWNED_JOIN = "JOIN projections p ON p.session_id = d.session_id";
+
 // A long message is indexed in pieces (see `searchChunks`): a message is one hit, with the snippet
 // of its best matching piece.
 const searchSql = (owned: boolean) => `SELECT "sessionId", seq, text FROM (
     SELECT d.session_id AS "sessionId", d.seq, d.text, d.id, ts_rank(d.tsv, q) AS rank,
       row_number() OVER (PARTITION BY d.session_id, d.seq ORDER BY ts_rank(d.tsv, q) DESC, d.id) AS nth
-    FROM search_docs d ${owned ? "JOIN sessions s ON s.session_id = d.session_id" : ""}, to_tsquery('simple', $1) q
-    WHERE d.tsv @@ q ${owned ? "AND s.owner = $3" : ""}
+    FROM search_docs d ${owned ? OWNED_JOIN : ""}, to_tsquery('simple', $1) q
+    WHERE d.tsv @@ q ${owned ? "AND p.owner = $3" : ""}
   ) hits WHERE nth = 1 ORDER BY rank DESC, id LIMIT $2`;
 /** Indexed pieces that match, up to the bound (`LIMIT`): only as many as that are ranked. */
-const MATCHES = `SELECT count(*)::int AS matches FROM (
-    SELECT 1 FROM search_docs d, to_tsquery('simple', $1) q WHERE d.tsv @@ q LIMIT $2) m`;
+const matchesSql = (owned: boolean) => `SELECT count(*)::int AS matches FROM (
+    SELECT 1 FROM search_docs d ${owned ? OWNED_JOIN : ""}, to_tsquery('simple', $1) q
+    WHERE d.tsv @@ q ${owned ? "AND p.owner = $3" : ""} LIMIT $2) m`;
 const SEARCH = searchSql(false);
 const SEARCH_OWNED = searchSql(true);
+const MATCHES = matchesSql(false);
+const MATCHES_OWNED = matchesSql(true);
 
 /**
  * Message text search over PostgreSQL full-text search; snippets mark hits with `**`. More matching
- * pieces than `Limits.maxSearchMatches` are refused before any is ranked, as on SQLite.
+ * pieces than `Limits.maxSearchMatches` are refused before any is ranked, as on SQLite; with an
+ * `owner`, only the pieces of its sessions count.
  */
 export async function searchMessages(
   pool: pg.Pool,
@@ -43,7 +51,11 @@ export async function searchMessages(
   const words = searchTerms(query);
   const match = toTsQuery(words);
   if (match === null) return [];
-  const counted = await pool.query<{ matches: number }>(MATCHES, [match, Limits.maxSearchMatches + 1]);
+  const bound = Limits.maxSearchMatches + 1;
+  const counted =
+    owner === undefined
+      ? await pool.query<{ matches: number }>(MATCHES, [match, bound])
+      : await pool.query<{ matches: number }>(MATCHES_OWNED, [match, bound, owner]);
   if (counted.rows[0]!.matches > Limits.maxSearchMatches) throw searchTooBroad();
   const result =
     owner === undefined

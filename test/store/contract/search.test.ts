@@ -121,7 +121,7 @@ describeContract("search", (backend) => {
     expect(await found("éau")).toEqual(["éa eaux"]);
   });
 
-  it("refuses a search whose words match more messages than one search ranks, whoever owns them", async () => {
+  it("refuses a search whose words match more of the messages it would rank than one search ranks", async () => {
     const { store } = await open();
     await store.create({ sessionId: "many", owner: "mallory", model: "m" });
     await store.create({ sessionId: "one", owner: "eve", model: "m" });
@@ -139,15 +139,74 @@ describeContract("search", (backend) => {
     // as many as the bound: ranked, and each principal finds its own
     expect((await store.search("walrus", 5, "eve")).map((hit) => hit.sessionId)).toEqual(["one"]);
     expect(await store.search("walrus", 5, "mallory")).toHaveLength(5);
+    expect(await store.search("walrus", 5)).toHaveLength(5);
+    const refused = async (owner?: string) => {
+      const err = await store.search("walrus", 5, owner).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SessionmuxError);
+      expect(err).toMatchObject({ code: "search_too_broad", data: { max: Limits.maxSearchMatches } });
+    };
+    // one more: refused before ranking to an admin, whose search would rank them all, not to a
+    // principal holding no more than the bound of them
+    await store.append("many", [userMessage("one walrus more", "more")]);
+    await refused(undefined);
+    expect(await store.search("walrus", 5, "mallory")).toHaveLength(5);
+    expect((await store.search("walrus", 5, "eve")).map((hit) => hit.sessionId)).toEqual(["one"]);
+    // and to mallory once she holds one past it
     await store.append("many", [userMessage("one walrus too many", "last")]);
-    // one more: refused before ranking, also for a principal owning one of them, and for an admin
-    for (const owner of ["eve", "mallory", undefined]) {
+    await refused("mallory");
+    // words that narrow it are ranked again
+    expect(await store.search("walrus too many", 5, "mallory")).toHaveLength(1);
+  });
+
+  it("counts a principal's search over its own sessions only: another's matches past the bound change nothing of it", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "many", owner: "mallory", model: "m" });
+    await store.create({ sessionId: "one", owner: "eve", model: "m" });
+    await store.create({ sessionId: "two", owner: "eve", model: "m" });
+    await store.append("one", [userMessage("a lone walrus")]);
+    const batch = 500;
+    for (let written = 0; written <= Limits.maxSearchMatches; written += batch) {
+      const count = Math.min(batch, Limits.maxSearchMatches + 1 - written);
+      await store.append(
+        "many",
+        Array.from({ length: count }, (_, i) => userMessage(`walrus ${written + i}`, `w${written + i}`)),
+      );
+    }
+    // eve's messages written before and after mallory's
+    await store.append("two", [userMessage("no such animal"), userMessage("walrus again")]);
+    // mallory alone holds one past the bound: eve finds her own two, ranked, and no other's
+    const eves = await store.search("walrus", 5, "eve");
+    expect(eves.map((hit) => [hit.sessionId, hit.seq]).sort()).toEqual([
+      ["one", 2],
+      ["two", 3],
+    ]);
+    expect(eves.find((hit) => hit.sessionId === "one")?.snippet).toBe("a lone **walrus**");
+    // a principal owning nothing finds nothing, as it would without mallory's messages
+    expect(await store.search("walrus", 5, "nobody")).toEqual([]);
+    // mallory and an admin, whose searches would rank them all, are still refused
+    for (const owner of ["mallory", undefined]) {
       const refused = await store.search("walrus", 5, owner).catch((err: unknown) => err);
-      expect(refused).toBeInstanceOf(SessionmuxError);
       expect(refused).toMatchObject({ code: "search_too_broad", data: { max: Limits.maxSearchMatches } });
     }
-    // words that narrow it are ranked again
-    expect((await store.search("lone walrus", 5, "eve")).map((hit) => hit.sessionId)).toEqual(["one"]);
+    // once mallory's session is deleted, her matches count for no one
+    await store.delete("many");
+    expect(await store.search("walrus", 5)).toHaveLength(2);
+  });
+
+  it("ranks a principal's own hits as a search of every principal's ranks them", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "r", owner: "alice", model: "m" });
+    await store.append("r", [
+      userMessage("an otter swims past a heron", "m1"),
+      userMessage("otter otter otter", "m2"),
+      userMessage("one otter, one river, one bank, one long quiet afternoon", "m3"),
+    ]);
+    const order = async (owner?: string) => (await store.search("otter", 10, owner)).map((hit) => hit.seq);
+    expect(await order("alice")).toEqual(await order());
+    expect((await order("alice"))[0]).toBe(3);
+    expect(await store.search("otter", 1, "alice")).toEqual([
+      { sessionId: "r", seq: 3, snippet: "**otter** **otter** **otter**" },
+    ]);
   });
 
   it("filters by owner", async () => {
