@@ -1,18 +1,15 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
 import { chownSync, mkdtempSync, rmdirSync, statfsSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
-import { createSessionmux } from "../../src/index.js";
 import { type ScratchDatabase, scratchDatabase } from "../store/postgres/scratch-database.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { readinessHost } from "../support/readiness-host.js";
 import { mountTmpfs, remount } from "../support/tmpfs.js";
 import { until } from "../support/until.js";
 
@@ -27,23 +24,11 @@ const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach();
 const MAX_RENAMES = 50;
 
-/** A host on `db` checking readiness every `intervalMs`, ready, that nobody has written to. */
-async function idleHost(db: string, intervalMs = 50): Promise<{ readyz: string; port: number }> {
-  const mux = await createSessionmux({
-    db,
-    tokens: [{ name: "admin", secret: "s", admin: true }],
-    readinessIntervalMs: intervalMs,
-  });
-  cleanups.push(() => mux.close());
-  const server = createServer();
-  mux.attach(server);
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const port = (server.address() as AddressInfo).port;
-  const readyz = `http://127.0.0.1:${port}/readyz`;
-  await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
-  return { readyz, port };
+/** A host on `db` checking readiness every 50 ms, ready, that nobody has written to. */
+async function idleHost(db: string): Promise<{ readyz: string; port: number }> {
+  const host = await readinessHost(db, cleanups);
+  await until(async () => (await fetch(host.readyz)).status === 200, 15_000, "/readyz 200");
+  return host;
 }
 
 /** `idleHost` with a peer that created session `full`. */

@@ -1,13 +1,10 @@
-import { once } from "node:events";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { createSessionmux } from "../../src/index.js";
 import { pgReadyCheck } from "../../src/operations/pg-ready-check.js";
 import { ReadinessProbe } from "../../src/operations/readiness-probe.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { capturedLogger } from "../support/log-capture.js";
+import { readinessHost } from "../support/readiness-host.js";
 import { tempDir } from "../support/temp-dir.js";
 import { until } from "../support/until.js";
 
@@ -54,19 +51,7 @@ describe("a readiness check that fails", () => {
     cleanups.push(() => dir.remove());
     const db = dir.file("sessions.db");
     const { logger, lines } = capturedLogger();
-    const mux = await createSessionmux({
-      db,
-      tokens: [{ name: "admin", secret: "s", admin: true }],
-      readinessIntervalMs: 50,
-      logger,
-    });
-    cleanups.push(() => mux.close());
-    const server = createServer();
-    mux.attach(server);
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const readyz = `http://127.0.0.1:${(server.address() as AddressInfo).port}/readyz`;
+    const { readyz } = await readinessHost(db, cleanups, { logger });
     expect((await fetch(readyz)).status).toBe(200);
 
     const holder = new Database(db);

@@ -1,16 +1,13 @@
 import { execFileSync, spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
-import { createSessionmux } from "../../src/index.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { readinessHost } from "../support/readiness-host.js";
 import { tempDir } from "../support/temp-dir.js";
 import { mountTmpfs } from "../support/tmpfs.js";
 import { until } from "../support/until.js";
@@ -93,18 +90,7 @@ describe("/readyz while the store's writes fail on storage", () => {
       const mount = mkdtempSync(join(tmpdir(), "sessionmux-sqlite-disk-"));
       cleanups.push(() => rmdirSync(mount));
       if (!mountTmpfs(mount, "size=4m,mode=0700", cleanups)) return ctx.skip("no tmpfs may be mounted here");
-      const mux = await createSessionmux({
-        db: join(mount, "sessions.db"),
-        tokens: [{ name: "admin", secret: "s", admin: true }],
-        readinessIntervalMs: 50,
-      });
-      cleanups.push(() => mux.close());
-      const server = createServer();
-      mux.attach(server);
-      server.listen(0, "127.0.0.1");
-      await once(server, "listening");
-      cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-      const readyz = `http://127.0.0.1:${(server.address() as AddressInfo).port}/readyz`;
+      const { readyz } = await readinessHost(join(mount, "sessions.db"), cleanups);
       await until(async () => (await fetch(readyz)).status === 200, 15_000, "/readyz 200");
 
       // another process takes every free block of the disk
