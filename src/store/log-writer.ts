@@ -1,6 +1,6 @@
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
-import { decodeValue, encodeValue } from "./event-codec.js";
+import { decodeValue } from "./event-codec.js";
 import { EventRows } from "./event-rows.js";
 import type { LiveRows } from "./live-rows.js";
 import {
@@ -15,7 +15,7 @@ import {
 import type { SessionState, SessionStateRow } from "./session-state.js";
 import { newSessionState, progressParams, projectionParams, stateFromRow } from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
-import { assertEventSize } from "./storable-data.js";
+import { storedEvent } from "./storable-data.js";
 import { turnSearchDocument } from "./turn-search-document.js";
 import type { WriteBatch } from "./write-batch.js";
 
@@ -125,10 +125,7 @@ export class LogWriter {
     let dataBytes = 0;
     try {
       for (const input of events) {
-        const data = input.data;
-        const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
-        const bytes = encodeValue(data);
-        assertEventSize(bytes, event.type);
+        const { event, bytes } = storedEvent(state.headSeq + 1, input, at);
         dataBytes += bytes.length;
         this.eventRows.add(state.sessionId, event.seq, event.type, event.at, bytes);
         rows?.push([event.seq, event.at, event.type, bytes]);

@@ -1,4 +1,6 @@
-import { Limits, type NewEvent, SessionmuxError } from "../../protocol/index.js";
+import { Limits, type NewEvent, type SessionEvent, SessionmuxError } from "../../protocol/index.js";
+import { encodeValue } from "./event-codec.js";
+import type { TimedEvent } from "./log-writer.js";
 
 /** Keys every wire decoder refuses (protocol/codec.ts), so no client could ever read them back. */
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -69,4 +71,16 @@ export function assertEventSize(bytes: Uint8Array, type: string): void {
     `a ${type} event of ${bytes.byteLength} bytes is over the ${Limits.maxEventBytes}-byte limit`,
     { data: { type, bytes: bytes.byteLength, limit: Limits.maxEventBytes } },
   );
+}
+
+/** The event `input` becomes at `seq`, and its data as stored (MessagePack), refused past the size limit. */
+export function storedEvent(
+  seq: number,
+  input: TimedEvent,
+  at: number,
+): { event: SessionEvent; bytes: Uint8Array } {
+  const event = { seq, at: input.at ?? at, type: input.type, data: input.data } as SessionEvent;
+  const bytes = encodeValue(input.data);
+  assertEventSize(bytes, event.type);
+  return { event, bytes };
 }

@@ -1,9 +1,9 @@
 import type { SessionEvent } from "../../../protocol/index.js";
-import { decodeValue, encodeValue } from "../event-codec.js";
+import { decodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
 import { newSessionState, type SessionState } from "../session-state.js";
-import { assertEventSize } from "../storable-data.js";
+import { storedEvent } from "../storable-data.js";
 import { turnSearchDocument } from "../turn-search-document.js";
 import { afterLiveEvent, LIVE_ROW_EVENTS, withdrawn } from "./pg-live-events.js";
 import { storableText } from "./pg-pending-rows.js";
@@ -87,10 +87,7 @@ export class PgLogWriter {
     const stored: SessionEvent[] = [];
     let dataBytes = 0;
     for (const input of events) {
-      const data = input.data;
-      const event = { seq: state.headSeq + 1, at: input.at ?? at, type: input.type, data } as SessionEvent;
-      const bytes = encodeValue(data);
-      assertEventSize(bytes, event.type);
+      const { event, bytes } = storedEvent(state.headSeq + 1, input, at);
       dataBytes += bytes.length;
       batch.addEvent(state.sessionId, event.seq, event.type, event.at, bytes);
       state.headSeq = event.seq;
