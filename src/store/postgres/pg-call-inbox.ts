@@ -9,14 +9,36 @@ import { migrate } from "./pg-schema.js";
 export interface PgCallInboxOptions {
   /** Schema holding the store's tables. @default "public" */
   schema?: string;
-  /** Calls this host may have forwarded and not yet seen answered; past it `overloaded`. @default 256 */
+  /**
+   * Calls this host may have forwarded and not yet seen answered; past it `overloaded`, `data:
+   * {limit: "pending_calls", max}`. @default 256
+   */
   maxPending?: number;
+  /**
+   * Calls of one principal (by name) among them, so one principal's flood leaves room for the
+   * others; past it that principal's call is refused `overloaded`, `data: {limit:
+   * "pending_calls_per_principal", max}`. @default 64
+   */
+  maxPendingPerPrincipal?: number;
+  /**
+   * Bytes of replies this host reads back at once (a reply is held from its read until it is
+   * decoded and handed to its caller); a reply past it waits in the table until room frees, and
+   * one larger than the bound is read alone. @default 32 MiB
+   */
+  maxReplyBytes?: number;
   /**
    * Calls forwarded to this host that it holds at once, claimed and not yet answered (running, or
    * waiting behind an earlier call of their session); more wait unclaimed in the table, where they
    * expire. @default 256
    */
   maxServing?: number;
+  /**
+   * Bytes those calls hold: their bodies as recorded, and each one's reply from the moment it is
+   * encoded until it is written. Calls past it wait unclaimed in the table as for `maxServing`;
+   * a call larger than the bound is claimed alone, once the host holds nothing else.
+   * @default 32 MiB
+   */
+  maxServingBytes?: number;
   /**
    * How often rows are re-read without a notification (a LISTEN connection that blipped loses
    * them): calls addressed to this host, replies to its calls, expired rows. @default 1000
@@ -28,6 +50,7 @@ export interface PgCallInboxOptions {
 
 /** Calls claimed per read; a drain reads again until fewer come back. */
 const CLAIM_BATCH = 64;
+const MiB = 1024 * 1024;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -59,12 +82,26 @@ export class PgCallInbox implements CallInbox {
   readonly #connect: () => pg.Client;
   readonly #channel: string;
   readonly #maxPending: number;
+  readonly #maxPendingPerPrincipal: number;
+  readonly #maxReplyBytes: number;
   readonly #maxServing: number;
+  readonly #maxServingBytes: number;
   /** Calls claimed and not yet settled (answered, released or dropped as expired). */
   #serving = 0;
-  /** Hosts whose drain stopped at `maxServing` with calls possibly left: drained again as calls settle. */
+  /** Bytes those calls hold (bodies, and replies not yet written); a claim under way reserves its room here. */
+  #servingBytes = 0;
+  /**
+   * Hosts whose drain stopped at `maxServing` or `maxServingBytes` with calls possibly left:
+   * drained again as calls settle or a claim gives back the room it did not use.
+   */
   readonly #starved = new Set<string>();
   readonly #waiters = new Map<string, Waiter>();
+  /** Calls waiting on a reply, by principal name. */
+  readonly #pendingBy = new Map<string, number>();
+  /** Bytes of replies read and not yet handed over. */
+  #replyBytes = 0;
+  /** Reads of replies waiting for room, oldest first. */
+  readonly #replyQueue: { size: number; grant: () => void }[] = [];
   readonly #served = new Map<string, (call: ForwardedCall) => Promise<ForwardReply>>();
   readonly #draining = new Map<string, Promise<void>>();
   readonly #redrain = new Set<string>();
@@ -81,7 +118,10 @@ export class PgCallInbox implements CallInbox {
     this.#connect = connect;
     this.#channel = `sessionmux_calls_${schema}`.slice(0, 63);
     this.#maxPending = options.maxPending ?? 256;
+    this.#maxPendingPerPrincipal = options.maxPendingPerPrincipal ?? 64;
+    this.#maxReplyBytes = options.maxReplyBytes ?? 32 * MiB;
     this.#maxServing = options.maxServing ?? 256;
+    this.#maxServingBytes = options.maxServingBytes ?? 32 * MiB;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
@@ -125,11 +165,21 @@ export class PgCallInbox implements CallInbox {
 
   async send(targetHost: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome> {
     if (this.#closed) throw shuttingDown();
+    const principal = call.principal.name;
+    const mine = this.#pendingBy.get(principal) ?? 0;
+    // the principal's own share first: a principal past it is told so, whatever the others do
+    if (mine >= this.#maxPendingPerPrincipal) {
+      throw new SessionmuxError(
+        "overloaded",
+        `this host already waits on ${this.#maxPendingPerPrincipal} calls of this principal forwarded to other hosts; retry shortly`,
+        { data: { limit: "pending_calls_per_principal", max: this.#maxPendingPerPrincipal } },
+      );
+    }
     if (this.#waiters.size >= this.#maxPending) {
       throw new SessionmuxError(
         "overloaded",
         `this host already waits on ${this.#maxPending} calls forwarded to other hosts; retry shortly`,
-        { data: { max: this.#maxPending } },
+        { data: { limit: "pending_calls", max: this.#maxPending } },
       );
     }
     let wake!: () => void;
@@ -137,6 +187,7 @@ export class PgCallInbox implements CallInbox {
       wake = resolve;
     });
     this.#waiters.set(call.callId, { wake: () => wake() });
+    this.#pendingBy.set(principal, mine + 1);
     try {
       const body = encode(
         { principal: call.principal, method: call.method, params: call.params },
@@ -158,19 +209,71 @@ export class PgCallInbox implements CallInbox {
         woken = new Promise<void>((resolve) => {
           wake = resolve;
         });
-        // giving up deletes the row, so the target can no longer answer it; a reply already
-        // written is read by the same statement and delivered instead
-        const taken = await this.#pool.query<{ reply: Buffer | null }>(
-          `DELETE FROM forwarded_calls WHERE call_id = $1 ${timedOut ? "" : "AND reply IS NOT NULL"}
-           RETURNING reply`,
-          [call.callId],
-        );
-        const reply = taken.rows[0]?.reply;
-        if (reply) return decode(plain(reply)) as ForwardReply;
+        if (timedOut) {
+          // giving up deletes the row, so the target can no longer answer it; a reply already
+          // written is read and delivered instead (the call ran: sent again, it would run twice)
+          const gaveUp = await this.#pool.query(
+            "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING call_id",
+            [call.callId],
+          );
+          if (gaveUp.rows.length > 0) return { status: "timeout" };
+        }
+        const reply = await this.#takeReply(call.callId);
+        if (reply) return reply;
         if (timedOut) return { status: "timeout" };
       }
     } finally {
       this.#waiters.delete(call.callId);
+      const left = (this.#pendingBy.get(principal) ?? 1) - 1;
+      if (left > 0) this.#pendingBy.set(principal, left);
+      else this.#pendingBy.delete(principal);
+    }
+  }
+
+  /**
+   * Reads, deletes and decodes the reply to `callId`, once the replies being read leave room for
+   * it (`maxReplyBytes`; alone when it is larger). Undefined when there is none yet.
+   */
+  async #takeReply(callId: string): Promise<ForwardOutcome | undefined> {
+    const sized = await this.#pool.query<{ size: number }>(
+      "SELECT octet_length(reply) AS size FROM forwarded_calls WHERE call_id = $1 AND reply IS NOT NULL",
+      [callId],
+    );
+    const size = sized.rows[0]?.size;
+    if (size === undefined) return undefined;
+    await this.#replyRoom(size);
+    try {
+      if (this.#closed) return { status: "timeout" };
+      const taken = await this.#pool.query<{ reply: Buffer }>(
+        "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NOT NULL RETURNING reply",
+        [callId],
+      );
+      const reply = taken.rows[0]?.reply;
+      return reply ? (decode(plain(reply)) as ForwardReply) : undefined;
+    } finally {
+      this.#replyBytes -= size;
+      this.#grantReplies();
+    }
+  }
+
+  /** Resolves once `size` bytes of reply may be read: in turn, and alone when nothing else fits. */
+  #replyRoom(size: number): Promise<void> {
+    return new Promise<void>((grant) => {
+      this.#replyQueue.push({ size, grant });
+      this.#grantReplies();
+    });
+  }
+
+  #grantReplies(): void {
+    for (;;) {
+      const next = this.#replyQueue[0];
+      if (!next) return;
+      const fits = this.#replyBytes === 0 || this.#replyBytes + next.size <= this.#maxReplyBytes;
+      // a closing inbox lets every read go: each sees it closed and reads nothing
+      if (!fits && !this.#closed) return;
+      this.#replyQueue.shift();
+      this.#replyBytes += next.size;
+      next.grant();
     }
   }
 
@@ -189,6 +292,7 @@ export class PgCallInbox implements CallInbox {
     clearInterval(this.#timer);
     this.#served.clear();
     for (const waiter of this.#waiters.values()) waiter.wake();
+    this.#grantReplies();
     await Promise.all([...this.#draining.values(), ...this.#chains.values()]);
     const client = this.#client;
     this.#client = undefined;
@@ -275,12 +379,13 @@ export class PgCallInbox implements CallInbox {
     const run = async () => {
       do {
         this.#redrain.delete(hostId);
-        let claimed: ClaimedRow[];
-        let room: number;
-        do {
+        for (;;) {
           if (!serving()) return;
-          room = Math.min(CLAIM_BATCH, this.#maxServing - this.#serving);
-          if (room <= 0) {
+          const room = Math.min(CLAIM_BATCH, this.#maxServing - this.#serving);
+          const bytes = Math.max(0, this.#maxServingBytes - this.#servingBytes);
+          // a call larger than the byte bound is claimed alone, once nothing else is held
+          const alone = this.#serving === 0 && this.#servingBytes === 0;
+          if (room <= 0 || (bytes === 0 && !alone)) {
             // the calls it holds settle first; each settling one drains again
             this.#starved.add(hostId);
             return;
@@ -288,40 +393,84 @@ export class PgCallInbox implements CallInbox {
           // the room is taken before the claim, so a drain of another host served here meanwhile
           // cannot claim it too
           this.#serving += room;
+          this.#servingBytes += bytes;
+          let claim: { rows: ClaimedRow[]; found: number };
           try {
-            claimed = await this.#claim(hostId, room);
+            claim = await this.#claim(hostId, room, bytes, alone);
           } finally {
             this.#serving -= room;
+            this.#servingBytes -= bytes;
           }
-          this.#serving += claimed.length;
+          const { rows, found } = claim;
+          this.#serving += rows.length;
+          for (const row of rows) this.#servingBytes += row.body.length;
           // false for a claim that was under way as serving stopped: those calls are not this host's
           const taken = serving();
-          for (const row of claimed) this.#run(hostId, row, taken);
-        } while (claimed.length === room);
+          for (const row of rows) this.#run(hostId, row, taken, row.body.length);
+          // the room this claim reserved and did not use may be another host's
+          this.#feedStarved();
+          if (rows.length === room) continue;
+          if (found === rows.length) break;
+          // the next call did not fit in the bytes left: it waits for what is held to settle (or
+          // for the room another drain reserved), unless that all went meanwhile
+          if (this.#serving === 0 && this.#servingBytes === 0) continue;
+          this.#starved.add(hostId);
+          return;
+        }
       } while (this.#redrain.has(hostId));
     };
     const drained = run()
       .catch(() => undefined)
-      .finally(() => this.#draining.delete(hostId));
+      .finally(() => {
+        this.#draining.delete(hostId);
+        // asked again after its last look (room freed as it stopped for want of it): look again
+        if (this.#redrain.has(hostId)) this.#drain(hostId);
+      });
     this.#draining.set(hostId, drained);
   }
 
-  async #claim(hostId: string, limit: number): Promise<ClaimedRow[]> {
+  /** Drains again the hosts that stopped for want of room, now that some may have freed. */
+  #feedStarved(): void {
+    for (const hostId of [...this.#starved]) {
+      this.#starved.delete(hostId);
+      this.#drain(hostId);
+    }
+  }
+
+  /**
+   * Claims the oldest calls for `hostId`, up to `limit` of them and `maxBytes` of bodies (the
+   * first one whatever its size when `alone`), in the order they were recorded. `found`: the
+   * calls it looked at, more than it took when the next did not fit in the bytes.
+   */
+  async #claim(
+    hostId: string,
+    limit: number,
+    maxBytes: number,
+    alone: boolean,
+  ): Promise<{ rows: ClaimedRow[]; found: number }> {
     // in the order they were recorded, sorted by the database: a JS Date keeps milliseconds, and
     // two calls of a session recorded within one ran in either order
-    const claimed = await this.#pool.query<ClaimedRow>(
-      `WITH claimed AS (UPDATE forwarded_calls SET claimed_at = clock_timestamp()
-         WHERE call_id IN (
-           SELECT call_id FROM forwarded_calls
-           WHERE target_host = $1 AND claimed_at IS NULL AND expires_at > clock_timestamp()
-           ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+    const claimed = await this.#pool.query<ClaimedRow & { found: number }>(
+      `WITH candidates AS (
+         SELECT call_id, created_at, octet_length(body) AS size FROM forwarded_calls
+         WHERE target_host = $1 AND claimed_at IS NULL AND expires_at > clock_timestamp()
+         ORDER BY created_at, call_id LIMIT $2 FOR UPDATE SKIP LOCKED),
+       chosen AS (
+         SELECT call_id FROM (
+           SELECT call_id, sum(size) OVER w AS upto, row_number() OVER w AS n FROM candidates
+           WINDOW w AS (ORDER BY created_at, call_id)) sized
+         WHERE upto <= $3 OR (n = 1 AND $4)),
+       claimed AS (
+         UPDATE forwarded_calls SET claimed_at = clock_timestamp()
+         WHERE call_id IN (SELECT call_id FROM chosen)
          RETURNING call_id, from_host, session_id, body, created_at, expires_at)
-       SELECT call_id, from_host, session_id, body,
-         extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS left_ms
-       FROM claimed ORDER BY created_at`,
-      [hostId, limit],
+       SELECT (SELECT count(*) FROM candidates)::int AS found, claimed.call_id, from_host, session_id,
+         body, extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS left_ms
+       FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY created_at`,
+      [hostId, limit, maxBytes, alone],
     );
-    return claimed.rows;
+    const found = claimed.rows[0]?.found ?? 0;
+    return { rows: claimed.rows.filter((row) => row.call_id !== null), found };
   }
 
   /**
@@ -337,7 +486,9 @@ export class PgCallInbox implements CallInbox {
     );
   }
 
-  #run(hostId: string, row: ClaimedRow, taken: boolean): void {
+  /** Runs a claimed call in its session's turn; `size`: the bytes it holds until it settles. */
+  #run(hostId: string, row: ClaimedRow, taken: boolean, size: number): void {
+    let held = size;
     const expiresAt = Date.now() + Number(row.left_ms);
     const body = decode(plain(row.body)) as Pick<ForwardedCall, "principal" | "method" | "params">;
     const call: ForwardedCall = {
@@ -357,18 +508,23 @@ export class PgCallInbox implements CallInbox {
       const reply: ForwardReply = handler
         ? await handler(call).catch((err: unknown) => asReply(err))
         : { status: "not_owner" };
+      const encoded = encode(reply, { ignoreUndefined: true });
+      // the reply is held too until it is written
+      held += encoded.byteLength;
+      this.#servingBytes += encoded.byteLength;
       await this.#pool.query(
         `WITH answered AS (
            UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
          SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
-        [call.callId, encode(reply, { ignoreUndefined: true }), this.#channel],
+        [call.callId, encoded, this.#channel],
       );
     });
     const settled = next
       .catch(() => undefined)
       .finally(() => {
         this.#serving--;
-        if (this.#starved.delete(hostId)) this.#drain(hostId);
+        this.#servingBytes -= held;
+        this.#feedStarved();
       });
     this.#chains.set(row.session_id, settled);
     void settled.then(() => {

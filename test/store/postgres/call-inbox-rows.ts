@@ -59,7 +59,8 @@ export function holdNextQuery(
 }
 
 /** `holdNextQuery` for the claim of a drain. */
-export const holdNextClaim = (at: "request" | "answer") => holdNextQuery("WITH claimed", at);
+export const holdNextClaim = (at: "request" | "answer") =>
+  holdNextQuery("SET claimed_at = clock_timestamp()", at);
 
 /**
  * A connection of its own LISTENing on `channel`: `sendHeard` sends a call to host-b and resolves (the call's outcome still to come) once this

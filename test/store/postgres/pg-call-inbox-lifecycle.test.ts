@@ -241,7 +241,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const pending = a.send("host-gone", call("s1"), LONG);
     await expect(a.send("host-gone", call("s2"), LONG)).rejects.toMatchObject({
       code: "overloaded",
-      data: { max: 1 },
+      data: { limit: "pending_calls", max: 1 },
       message: expect.stringContaining("1 calls"),
     });
     inbox.forget(a);
@@ -249,14 +249,24 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(await pending).toEqual({ status: "timeout" });
   });
 
-  it("by default a host waits on 256 forwarded calls at most", async () => {
+  it("by default a host waits on 256 forwarded calls at most, 64 of them of one principal", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
     inbox.forget(a);
-    const pending = Array.from({ length: 256 }, (_, n) => a.send("host-gone", call(`s${n}`), LONG));
-    await expect(a.send("host-gone", call("s256"), LONG)).rejects.toMatchObject({
+    const of = (name: string, sessionId: string) => ({
+      ...call(sessionId),
+      principal: { name, admin: false },
+    });
+    const pending = Array.from({ length: 256 }, (_, n) =>
+      a.send("host-gone", of(`p${n % 4}`, `s${n}`), LONG),
+    );
+    await expect(a.send("host-gone", of("p0", "s256"), 1_000)).rejects.toMatchObject({
       code: "overloaded",
-      data: { max: 256 },
+      data: { limit: "pending_calls_per_principal", max: 64 },
+    });
+    await expect(a.send("host-gone", of("p4", "s256"), 1_000)).rejects.toMatchObject({
+      code: "overloaded",
+      data: { limit: "pending_calls", max: 256 },
     });
     // every call recorded and waiting: closing then answers each one
     await expect.poll(() => inbox.rowCount(), { timeout: 30_000 }).toBe(256);

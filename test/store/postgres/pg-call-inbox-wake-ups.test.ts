@@ -40,8 +40,9 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () 
 
   it("more calls than one claim takes, recorded while the target was away, are all served without a poll", async () => {
     inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
     const count = 70;
+    // one principal's calls, past the claim's 64
+    const a = await inbox.open({ pollMs: NO_POLL, maxPendingPerPrincipal: count });
     const sent: Promise<ForwardOutcome>[] = [];
     for (let n = 0; n < count; n++) sent.push(a.send("host-b", call(`s${n % 7}`, { n }), LONG));
     await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(count);
