@@ -37,7 +37,8 @@ export class ControlFeed {
   start(): void {
     this.#unsubscribe.push(
       this.#live.subscribeWithOwner((delta, _sessionId, owner) => this.#fanOut(owner, delta)),
-      // a delete carries no projection (both stores pass null), so it sends no row
+      // a delete and a dismissal carry no projection (both stores pass null), so they send no row:
+      // a dismissal changed only its principal's lists, which that principal hears of alone
       this.#store.subscribeAll((sessionId, _notice, projection) => {
         if (!projection || this.#subscribers.size === 0) return;
         this.#fanOut(projection.owner, {

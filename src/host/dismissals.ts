@@ -9,7 +9,8 @@ import { notFound } from "./store-outcomes.js";
 /**
  * "Keep running" dismissal, seen from the host: a principal takes a session off their own list
  * and brings it back. Nothing else about the session changes. Every change is announced to that
- * principal alone (`session.dismissed` on each of their sockets) and to list caches.
+ * principal alone (`session.dismissed` on each of their sockets); list caches hear of it as the
+ * store's commit notice of the change (`meta`, marked `dismissal`), on every host sharing the store.
  *
  * What restores a dismissed session: `session.restore`, and the `resume` calls that ask the
  * session for work on the caller's behalf (`session.prompt`, `session.selectModel`, and
@@ -19,8 +20,6 @@ import { notFound } from "./store-outcomes.js";
  * another tab. A client that opens a dismissed session for a person calls `session.restore`.
  */
 export class Dismissals {
-  readonly #listeners = new Set<() => void>();
-
   constructor(
     private readonly store: HostStore,
     private readonly live: LiveState,
@@ -28,12 +27,6 @@ export class Dismissals {
     private readonly now: () => number,
     private readonly logger: Logger,
   ) {}
-
-  /** Called after every dismissal or restore made through this host (list caches). */
-  onChange(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
 
   dismiss(principal: Principal, sessionId: string): Promise<void> {
     return this.#set(principal, sessionId, true);
@@ -62,7 +55,6 @@ export class Dismissals {
       : await this.store.restore(sessionId, principal.name);
     if (outcome.status === "not_found") throw notFound(sessionId);
     if (!outcome.changed) return;
-    for (const listener of this.#listeners) listener();
     const projection = await this.store.projection(sessionId);
     if (!projection) return;
     this.hub.publishTo(principal, projection.owner, {

@@ -58,7 +58,7 @@ export interface HostApi {
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },
   ): Promise<string>;
-  /** Called after every commit of any session and every dismissal (for caches of list answers). */
+  /** Called on every commit notice of any session, a dismissal's included (for caches of list answers). */
   onAnyCommit(listener: () => void): () => void;
 
   /** Control feed for `session.control`, filtered to what the principal may see. */

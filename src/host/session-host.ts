@@ -378,13 +378,8 @@ export class SessionHost implements HostApi {
   }
 
   onAnyCommit(listener: () => void): () => void {
-    const offCommits = this.store.subscribeAll(() => listener());
-    // a dismissal changes a principal's list without a commit notice
-    const offDismissals = this.#dismissals.onChange(listener);
-    return () => {
-      offCommits();
-      offDismissals();
-    };
+    // a dismissal or restore is a commit notice too (`meta`, marked `dismissal`), on both stores
+    return this.store.subscribeAll(() => listener());
   }
 
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {

@@ -95,7 +95,10 @@ export interface SessionStore extends DismissalStore {
    * subscribed: a follower reads the log from its cursor after subscribing, and so has those.
    */
   subscribe(sessionId: string, listener: CommitListener): () => void;
-  /** Every session's commit notices, with the projection row computed in the same transaction. */
+  /**
+   * Every session's commit notices, with the projection row computed in the same transaction
+   * (null for a delete and a dismissal).
+   */
   subscribeAll(
     listener: (sessionId: string, notice: CommitNotice, projection: SessionProjection | null) => void,
   ): () => void;
@@ -105,13 +108,18 @@ export interface SessionStore extends DismissalStore {
 /**
  * `stored`, when present, is `events` as the log holds them (data already MessagePack), so a
  * transport writes them without encoding their data again (see `encodeEventArrays`).
+ *
+ * `meta`: the session changed outside its log (an acknowledgement, with the new row). With
+ * `dismissal`, a principal dismissed or restored it: only that principal's lists changed, its row
+ * did not, so the notice carries no projection (null) and says nothing of who; list caches drop
+ * their answers on it, and nothing is sent to any stream for it.
  */
 export type CommitNotice =
   | { kind: "append"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
   | { kind: "clear"; epoch: string }
   | { kind: "delete" }
   | { kind: "create"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
-  | { kind: "meta" };
+  | { kind: "meta"; dismissal?: true };
 export type CommitListener = (notice: CommitNotice) => void;
 
 export interface CreateInput {

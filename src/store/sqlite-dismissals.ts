@@ -2,7 +2,11 @@ import type Database from "better-sqlite3";
 import type { DismissalOutcome } from "./dismissals.js";
 import type { WriteOperation } from "./group-commit.js";
 
-/** The SQLite side: statements on the store's connection, writes run inside its group commit. */
+/**
+ * The SQLite side: statements on the store's connection, writes run inside its group commit. A
+ * change is announced in its transaction as a `meta` commit notice marked `dismissal` (as the
+ * PostgreSQL side does): a host's list caches drop their answers on it.
+ */
 export class SqliteDismissals {
   private readonly live: Database.Statement;
   private readonly insert: Database.Statement;
@@ -19,16 +23,22 @@ export class SqliteDismissals {
   }
 
   dismiss(sessionId: string, principal: string, at: number): WriteOperation<DismissalOutcome> {
-    return () => {
-      if (this.live.get(sessionId) === undefined) return { status: "not_found" };
-      return { status: "ok", changed: this.insert.run(principal, sessionId, at).changes > 0 };
-    };
+    return this.onLiveSession(sessionId, () => this.insert.run(principal, sessionId, at));
   }
 
   restore(sessionId: string, principal: string): WriteOperation<DismissalOutcome> {
-    return () => {
+    return this.onLiveSession(sessionId, () => this.remove.run(principal, sessionId));
+  }
+
+  private onLiveSession(
+    sessionId: string,
+    write: () => Database.RunResult,
+  ): WriteOperation<DismissalOutcome> {
+    return (batch) => {
       if (this.live.get(sessionId) === undefined) return { status: "not_found" };
-      return { status: "ok", changed: this.remove.run(principal, sessionId).changes > 0 };
+      const changed = write().changes > 0;
+      if (changed) batch.notify(sessionId, { kind: "meta", dismissal: true }, null);
+      return { status: "ok", changed };
     };
   }
 

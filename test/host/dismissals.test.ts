@@ -31,8 +31,14 @@ function open() {
   });
   const heard: Notification[] = [];
   hub.subscribe(ALICE, (n) => heard.push(n));
+  // what list caches hear: the store's commit notices of dismissals
   let changes = 0;
-  dismissals.onChange(() => changes++);
+  store.subscribeAll((_sessionId, notice, projection) => {
+    if (notice.kind === "meta" && notice.dismissal) {
+      expect(projection).toBeNull();
+      changes++;
+    }
+  });
   return { store, dismissals, lines, heard, changes: () => changes };
 }
 

@@ -195,7 +195,7 @@ describe("listeners", () => {
     await host.call(ALICE, "session.rename", { sessionId: "s", title: "renamed" });
     expect(heard).toBe(1);
     await host.call(ALICE, "session.dismiss", { sessionId: "s" });
-    // a dismissal makes no commit: only the dismissal is heard
+    // a dismissal's commit notice, heard once
     expect(heard).toBe(2);
     off();
     await host.call(ALICE, "session.restore", { sessionId: "s" });

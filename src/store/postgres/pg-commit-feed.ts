@@ -261,6 +261,8 @@ export class PgCommitFeed {
       if (this.closed || !this.interested(change.sessionId)) continue;
       const { sessionId } = change;
       if (change.kind === "delete") this.deliver(sessionId, { kind: "delete" }, null);
+      // a dismissal changed no row: nothing to read, as the committing host told its own listeners
+      else if (change.dismissal) this.deliver(sessionId, { kind: "meta", dismissal: true }, null);
       else if (change.kind === "meta")
         this.deliverRead(sessionId, { kind: "meta" }, await this.projectionFor(sessionId));
       else if (change.kind === "clear") {

@@ -13,9 +13,10 @@ const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2"
  * on another host either went first (then the session is found retired: `not_found`) or waits, and
  * deletes the row this writes.
  *
- * A change is announced as a `meta` commit notice: every host's list of that principal changed
- * with it, and a host that keeps encoded lists (`GET /api/chat/sessions`) drops them on any
- * commit notice, so one served after a dismissal on another host leaves the session out.
+ * A change is announced as a `meta` commit notice marked `dismissal` (as the SQLite side does):
+ * every host's list of that principal changed with it, and a host that keeps encoded lists
+ * (`GET /api/chat/sessions`) drops them on any commit notice, so one served after a dismissal on
+ * this or another host leaves the session out. The row did not change: the notice carries none.
  */
 function onLiveSession(
   sessionId: string,
@@ -28,7 +29,7 @@ function onLiveSession(
       if (state === null || state === "retired") return { status: "not_found" };
       const { rowCount } = await write(batch);
       const changed = (rowCount ?? 0) > 0;
-      if (changed) batch.notify(sessionId, { kind: "meta" }, batch.snapshot(state));
+      if (changed) batch.notify(sessionId, { kind: "meta", dismissal: true }, null);
       return { status: "ok", changed };
     },
   };

@@ -10,6 +10,12 @@ export interface ChangedSession {
   /** Seq range the batch appended in `epoch` (0, 0 when it appended nothing). */
   fromSeq: number;
   toSeq: number;
+  /**
+   * A `meta` change that is a principal's dismissal or restore (no row to read). On the wire a
+   * sixth element `"d"`, which a host of an earlier build ignores: it reads the row and tells
+   * its store-wide listeners as it did before.
+   */
+  dismissal?: true;
 }
 
 /**
@@ -83,6 +89,9 @@ function decodeHint(entry: unknown): LiveHint | null {
 /** PostgreSQL refuses payloads of 8000 bytes or more; past this a batch says only "re-read". */
 const MAX_PAYLOAD = 7_000;
 
+/** The sixth element of a `meta` change that is a dismissal (see `ChangedSession.dismissal`). */
+const DISMISSAL = "d";
+
 /** Folds a batch's notices into one change per session and kind (a batch may append twice). */
 export function changesOf(notices: readonly PendingNotice[]): ChangedSession[] {
   const changes: ChangedSession[] = [];
@@ -106,6 +115,7 @@ export function changesOf(notices: readonly PendingNotice[]): ChangedSession[] {
       epoch,
       fromSeq: events[0]?.seq ?? 0,
       toSeq: events[events.length - 1]?.seq ?? 0,
+      ...(notice.kind === "meta" && notice.dismissal ? { dismissal: true as const } : {}),
     });
   }
   return changes;
@@ -116,7 +126,11 @@ export function encodePayload(
   notices: readonly PendingNotice[],
   live: readonly PgLiveNotice[] = [],
 ): string {
-  const changes = changesOf(notices).map((c) => [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq]);
+  const changes = changesOf(notices).map((c) =>
+    c.dismissal
+      ? [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq, DISMISSAL]
+      : [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq],
+  );
   const text = JSON.stringify({ h: host, c: changes, l: hintsOf(live).map(encodeHint) });
   // string length bounds the UTF-8 size from below only: measure bytes
   return Buffer.byteLength(text) < MAX_PAYLOAD ? text : JSON.stringify({ h: host, c: "all", l: "all" });
@@ -154,7 +168,7 @@ export function decodePayload(text: string): BatchPayload {
     const changes: ChangedSession[] = [];
     for (const entry of value.c as unknown[]) {
       if (!Array.isArray(entry)) return { host, changes: "all", live: "all" };
-      const [sessionId, kind, epoch, fromSeq, toSeq] = entry as unknown[];
+      const [sessionId, kind, epoch, fromSeq, toSeq, mark] = entry as unknown[];
       if (
         typeof sessionId !== "string" ||
         typeof kind !== "string" ||
@@ -165,7 +179,15 @@ export function decodePayload(text: string): BatchPayload {
       ) {
         return { host, changes: "all", live: "all" };
       }
-      changes.push({ sessionId, kind: kind as ChangedSession["kind"], epoch, fromSeq, toSeq });
+      const change: ChangedSession = {
+        sessionId,
+        kind: kind as ChangedSession["kind"],
+        epoch,
+        fromSeq,
+        toSeq,
+      };
+      if (kind === "meta" && mark === DISMISSAL) change.dismissal = true;
+      changes.push(change);
     }
     return { host, changes, live };
   } catch {

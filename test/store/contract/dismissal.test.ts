@@ -1,4 +1,5 @@
-import { expect, it } from "vitest";
+import { expect, it, vi } from "vitest";
+import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
 import { turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 import { tamper } from "./operator-hand.js";
@@ -118,6 +119,39 @@ describeContract("dismissal", (backend) => {
     const reopened = await db.openAnother();
     expect(await reopened.isDismissed("gone", "alice")).toBe(false);
     expect(await reopened.isDismissed("kept", "alice")).toBe(true);
+  });
+
+  it("a change is one `meta` commit notice marked as a dismissal, with no row, on every instance; no change, none", async () => {
+    const { store, openAnother } = await open();
+    await store.create({ sessionId: "s", owner: "alice", model: "m" });
+    type Heard = [string, CommitNotice, SessionProjection | null];
+    const listen = (on: typeof store) => {
+      const all: Heard[] = [];
+      const followed: CommitNotice[] = [];
+      on.subscribeAll((sessionId, notice, projection) => all.push([sessionId, notice, projection]));
+      on.subscribe("s", (notice) => followed.push(notice));
+      return { all, followed };
+    };
+    const here = listen(store);
+    // another host on the same database hears it through the commit feed (PostgreSQL only: one
+    // SQLite file has one writing process)
+    const there = backend.sharedWriters ? listen(await openAnother()) : undefined;
+    await store.dismiss("s", "alice", 1);
+    await store.dismiss("s", "alice", 2);
+    await store.restore("s", "alice");
+    await store.restore("s", "alice");
+    await store.dismiss("s", "admin", 3);
+    // a commit after them: a stray notice would have been heard before its
+    await store.append("s", [turnStart("t")]);
+    const dismissal: CommitNotice = { kind: "meta", dismissal: true };
+    const expected = [dismissal, dismissal, dismissal, expect.objectContaining({ kind: "append" })];
+    for (const heard of [here, there]) {
+      if (!heard) continue;
+      await vi.waitFor(() => expect(heard.all.at(-1)?.[1].kind).toBe("append"), { timeout: 10_000 });
+      expect(heard.all.map(([, notice]) => notice)).toEqual(expected);
+      expect(heard.all.slice(0, 3)).toEqual(Array.from({ length: 3 }, () => ["s", dismissal, null]));
+      expect(heard.followed).toEqual(expected);
+    }
   });
 
   it("dismissing or restoring an unknown or deleted session answers not_found and records nothing", async () => {

@@ -133,6 +133,33 @@ describe("a payload read back", () => {
     });
   });
 
+  it("marks a dismissal's `meta` change with a sixth element, which a plain `meta` and other kinds lack", () => {
+    const notices = [
+      pending("s", { kind: "meta", dismissal: true }),
+      pending("s", { kind: "meta" }),
+      append("s", [1]),
+    ];
+    const text = encodePayload("host-a", notices);
+    expect(JSON.parse(text).c).toEqual([
+      ["s", "meta", "", 0, 0, "d"],
+      ["s", "meta", "", 0, 0],
+      ["s", "append", "e1", 1, 1],
+    ]);
+    expect(decodePayload(text).changes).toEqual([
+      { sessionId: "s", kind: "meta", epoch: "", fromSeq: 0, toSeq: 0, dismissal: true },
+      { sessionId: "s", kind: "meta", epoch: "", fromSeq: 0, toSeq: 0 },
+      { sessionId: "s", kind: "append", epoch: "e1", fromSeq: 1, toSeq: 1 },
+    ]);
+    // a sixth element it does not know, or on another kind, is read as if absent (a later build's)
+    const read = (entry: unknown[]) => decodePayload(JSON.stringify({ h: "a", c: [entry] })).changes;
+    expect(read(["s", "meta", "", 0, 0, "x"])).toEqual([
+      { sessionId: "s", kind: "meta", epoch: "", fromSeq: 0, toSeq: 0 },
+    ]);
+    expect(read(["s", "append", "e", 1, 2, "d"])).toEqual([
+      { sessionId: "s", kind: "append", epoch: "e", fromSeq: 1, toSeq: 2 },
+    ]);
+  });
+
   it("says 're-read everything' once the text would reach PostgreSQL's limit, measured in bytes", () => {
     // 7,000 bytes is the cut: ids of two-byte letters pass by their length, not by their bytes
     const wide = (n: number) => Array.from({ length: n }, (_, i) => append(`é${"é".repeat(40)}${i}`, [1]));
