@@ -62,11 +62,17 @@ export class SqliteReadThread {
   #next = 0;
   readonly #calls = new Map<number, Call>();
   #closed = false;
+  #started = 0;
 
   constructor(
     private readonly path: string,
     private readonly maxReads = MAX_THREAD_READS,
   ) {}
+
+  /** Threads started so far: one, unless one died. */
+  get started(): number {
+    return this.#started;
+  }
 
   /** Runs a statement of the store's own connection, by its text, on the thread. */
   run<T>(statement: Database.Statement, mode: ReadMode, params: readonly unknown[]): Promise<T> {
@@ -99,12 +105,16 @@ export class SqliteReadThread {
   #start(): Worker {
     if (this.#worker) return this.#worker;
     const driver = createRequire(import.meta.url).resolve("better-sqlite3");
-    const worker = new Worker(PROGRAM, { eval: true, workerData: { path: this.path, driver } });
+    const worker = new Worker(PROGRAM, {
+      eval: true,
+      workerData: { path: this.path, driver },
+    });
+    this.#started++;
     worker.on("message", (answer: Answer) => this.#answer(answer));
     const lost = (err: unknown) => {
       if (this.#worker !== worker) return;
       this.#worker = undefined;
-      this.#failAll(err instanceof Error ? err : new Error(`the read thread stopped (${String(err)})`));
+      this.#failAll(threadError(err));
     };
     worker.on("error", lost);
     worker.on("exit", (code) => lost(new Error(`the read thread exited with code ${code}`)));
@@ -128,4 +138,16 @@ export class SqliteReadThread {
     this.#calls.clear();
     for (const call of calls) call.reject(err);
   }
+}
+
+/**
+ * What the thread failed with, as an error of this thread: an error thrown there may arrive as a
+ * plain object (a SQLite error's class does not cross), whose message and code are kept.
+ */
+function threadError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  const { message, code } = (err ?? {}) as { message?: unknown; code?: unknown };
+  const why = typeof message === "string" ? message : typeof code === "string" ? code : String(err);
+  const error = new Error(`the read thread stopped: ${why}`);
+  return typeof code === "string" ? Object.assign(error, { code }) : error;
 }
