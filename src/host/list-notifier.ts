@@ -6,9 +6,19 @@ import { toRow } from "./session-row.js";
 /**
  * §6 `session.updated`: a commit that moves a session in the list (an operator message) or
  * renames it. Driven by the store's commit notices, so every writer path is covered once.
+ * `session.added` and `session.removed` of a session another host created or deleted (the call
+ * that did it announced it to that host's sockets only); this host's own calls announce theirs.
  */
 export function watchListChanges(store: SessionStore, live: LiveState, hub: NotificationHub): () => void {
-  return store.subscribeAll((_sessionId, notice, projection) => {
+  return store.subscribeAll((sessionId, notice, projection) => {
+    if (notice.kind === "delete" && notice.remote) {
+      hub.publish(notice.remote.owner, { name: "session.removed", value: { sessionId } });
+      return;
+    }
+    if (notice.kind === "create" && notice.remote && projection) {
+      hub.publish(projection.owner, { name: "session.added", value: { row: toRow(projection, live) } });
+      return;
+    }
     if (!projection || notice.kind !== "append") return;
     const moved = notice.events.some(
       (e) => e.type === "session/renamed" || (e.type === "user/message" && e.data.source === "user"),

@@ -113,12 +113,21 @@ export interface SessionStore extends DismissalStore {
  * `dismissal`, a principal dismissed or restored it: only that principal's lists changed, its row
  * did not, so the notice carries no projection (null) and says nothing of who; list caches drop
  * their answers on it, and nothing is sent to any stream for it.
+ *
+ * `remote` (PostgreSQL only): another host created or deleted the session, so no call made here
+ * announced it to this host's sockets; a delete's carries the session's owner, who may see it.
  */
 export type CommitNotice =
   | { kind: "append"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
   | { kind: "clear"; epoch: string }
-  | { kind: "delete" }
-  | { kind: "create"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
+  | { kind: "delete"; remote?: { owner: string } }
+  | {
+      kind: "create";
+      epoch: string;
+      events: SessionEvent[];
+      stored?: readonly EncodedRow[];
+      remote?: true;
+    }
   | { kind: "meta"; dismissal?: true };
 export type CommitListener = (notice: CommitNotice) => void;
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
+import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
 import {
@@ -155,5 +156,29 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
         deltas.some((d) => d.kind === "agent" && d.sessionId === sessionId && d.state === "detached"),
       )
       .toBe(true);
+  });
+  it("a session created, forked and deleted through one host is added to and removed from the lists of sockets on another (§6)", async () => {
+    cluster = await openCluster(2);
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const BOB = { name: "bob", admin: false };
+    const heard = (host: Cluster["hosts"][0], principal: typeof ALICE) => {
+      const list: string[] = [];
+      host.host.subscribeNotifications(principal, (n: Notification) => {
+        if (n.name === "session.added") list.push(`added ${n.value.row.sessionId}`);
+        if (n.name === "session.removed") list.push(`removed ${n.value.sessionId}`);
+      });
+      return list;
+    };
+    const onA = heard(a, ALICE);
+    const onB = heard(b, ALICE);
+    const bobOnB = heard(b, BOB);
+    const sessionId = await createSession(a.host);
+    const { header } = await a.host.call(ALICE, "session.fork", { sourceId: sessionId });
+    await a.host.call(ALICE, "session.delete", { sessionId });
+    const expected = [`added ${sessionId}`, `added ${header.sessionId}`, `removed ${sessionId}`];
+    await expect.poll(() => onB, { timeout: 10_000 }).toEqual(expected);
+    // the host that made the changes announced each once, and another principal heard none
+    expect(onA).toEqual(expected);
+    expect(bobOnB).toEqual([]);
   });
 });

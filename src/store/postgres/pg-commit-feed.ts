@@ -260,7 +260,7 @@ export class PgCommitFeed {
     for (const change of changes) {
       if (this.closed || !this.interested(change.sessionId)) continue;
       const { sessionId } = change;
-      if (change.kind === "delete") this.deliver(sessionId, { kind: "delete" }, null);
+      if (change.kind === "delete") await this.deliverRemoteDelete(sessionId);
       // a dismissal changed no row: nothing to read, as the committing host told its own listeners
       else if (change.dismissal) this.deliver(sessionId, { kind: "meta", dismissal: true }, null);
       else if (change.kind === "meta")
@@ -286,7 +286,7 @@ export class PgCommitFeed {
       const after = head === undefined ? Math.max(0, fromSeq - 1) : head.epoch === epoch ? head.seq : 0;
       if (after >= untilSeq) return;
       const read = await this.reads.readAfter(sessionId, after, Math.min(READ_PAGE, untilSeq - after));
-      if (read.status === "retired") return this.deliver(sessionId, { kind: "delete" }, null);
+      if (read.status === "retired") return this.deliverRemoteDelete(sessionId);
       if (read.status !== "ok") return;
       const current = this.delivered.get(sessionId);
       if (current !== undefined && current.epoch !== read.epoch && !created) {
@@ -304,7 +304,7 @@ export class PgCommitFeed {
       if (read.events.length === 0) return;
       const notice: CommitNotice =
         created && read.events[0]?.seq === 1
-          ? { kind: "create", epoch: read.epoch, events: read.events }
+          ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
           : { kind: "append", epoch: read.epoch, events: read.events };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
       if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
@@ -330,7 +330,7 @@ export class PgCommitFeed {
         const now = heads.get(sessionId);
         if (!now || !this.interested(sessionId)) continue;
         if (now.retired) {
-          this.deliver(sessionId, { kind: "delete" }, null);
+          await this.deliverRemoteDelete(sessionId);
           continue;
         }
         const was = this.delivered.get(sessionId);
@@ -364,12 +364,29 @@ export class PgCommitFeed {
           this.deliverRead(read.projection.sessionId, { kind: "meta" }, read);
       },
     );
+    const deleted: string[] = [];
     await this.everyPage(
       (after) => this.reads.retiredSince(since.xid, after, HEADS_PAGE),
       (sessionId) => sessionId,
       (sessionId) => {
-        if (!followed.has(sessionId)) this.deliver(sessionId, { kind: "delete" }, null);
+        if (!followed.has(sessionId)) deleted.push(sessionId);
       },
+    );
+    for (const sessionId of deleted) await this.deliverRemoteDelete(sessionId);
+  }
+
+  /**
+   * Another host deleted the session: the notice carries its owner, read from the row a deleted
+   * session keeps, so this host's sockets that may see it hear of it (§6 `session.removed`).
+   */
+  private async deliverRemoteDelete(sessionId: string): Promise<void> {
+    const head = this.delivered.get(sessionId);
+    if (!this.interested(sessionId) || (head !== undefined && head.seq < 0)) return;
+    const owner = await this.reads.ownerOf(sessionId);
+    this.deliver(
+      sessionId,
+      owner === null ? { kind: "delete" } : { kind: "delete", remote: { owner } },
+      null,
     );
   }
 

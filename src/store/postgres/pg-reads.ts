@@ -39,6 +39,7 @@ const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_e
 
 const STATE = `${SELECT_STATE} WHERE s.session_id = $1 AND s.retired_at IS NULL`;
 const RETIRED = "SELECT retired_at IS NOT NULL AS retired FROM sessions WHERE session_id = $1";
+const OWNER = "SELECT owner FROM sessions WHERE session_id = $1";
 const OWNER_STORED_BYTES = "SELECT stored_bytes FROM owner_usage WHERE owner = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE session_id = $1`;
 // every write of a projection row stamps it with its transaction's 64-bit id (see migration 6);
@@ -311,6 +312,11 @@ export class PgReads {
       return { rows, next: encodeListCursor({ updatedAt: last.updatedAt, sessionId: last.sessionId }) };
     }
     return { rows };
+  }
+
+  /** The principal who owns (or owned: a deleted session keeps its row) `sessionId`; null for an unknown id. */
+  async ownerOf(sessionId: string): Promise<string | null> {
+    return (await this.pool.query<{ owner: string }>(OWNER, [sessionId])).rows[0]?.owner ?? null;
   }
 
   async isRetired(sessionId: string): Promise<boolean> {
