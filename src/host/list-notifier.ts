@@ -7,7 +7,8 @@ import { toRow } from "./session-row.js";
  * §6 `session.updated`: a commit that moves a session in the list (an operator message) or
  * renames it. Driven by the store's commit notices, so every writer path is covered once.
  * `session.added` and `session.removed` of a session another host created or deleted (the call
- * that did it announced it to that host's sockets only); this host's own calls announce theirs.
+ * that did it announced it to that host's sockets only), and `agent.error` of a turn that failed
+ * on another host; this host's own calls and turns announce theirs.
  */
 export function watchListChanges(store: SessionStore, live: LiveState, hub: NotificationHub): () => void {
   return store.subscribeAll((sessionId, notice, projection) => {
@@ -20,6 +21,16 @@ export function watchListChanges(store: SessionStore, live: LiveState, hub: Noti
       return;
     }
     if (!projection || notice.kind !== "append") return;
+    if (notice.remote) {
+      // the owner's turn runner told its own sockets; this host's hear it from the log
+      for (const event of notice.events) {
+        if (event.type !== "turn/end" || event.data.state !== "failed") continue;
+        hub.publish(projection.owner, {
+          name: "agent.error",
+          value: { sessionId, message: event.data.error ?? "turn failed" },
+        });
+      }
+    }
     const moved = notice.events.some(
       (e) => e.type === "session/renamed" || (e.type === "user/message" && e.data.source === "user"),
     );

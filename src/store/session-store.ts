@@ -114,11 +114,18 @@ export interface SessionStore extends DismissalStore {
  * did not, so the notice carries no projection (null) and says nothing of who; list caches drop
  * their answers on it, and nothing is sent to any stream for it.
  *
- * `remote` (PostgreSQL only): another host created or deleted the session, so no call made here
- * announced it to this host's sockets; a delete's carries the session's owner, who may see it.
+ * `remote` (PostgreSQL only): another host created, deleted or appended to the session, so nothing
+ * done here announced it to this host's sockets; a delete's carries the session's owner, who may
+ * see it.
  */
 export type CommitNotice =
-  | { kind: "append"; epoch: string; events: SessionEvent[]; stored?: readonly EncodedRow[] }
+  | {
+      kind: "append";
+      epoch: string;
+      events: SessionEvent[];
+      stored?: readonly EncodedRow[];
+      remote?: true;
+    }
   | { kind: "clear"; epoch: string }
   | { kind: "delete"; remote?: { owner: string } }
   | {

@@ -181,4 +181,26 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     expect(onA).toEqual(expected);
     expect(bobOnB).toEqual([]);
   });
+  it("a turn that fails on its owner is reported as agent.error to the sockets of another host too (§6)", async () => {
+    cluster = await openCluster(2);
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const errors = (host: Cluster["hosts"][0], principal: typeof ALICE) => {
+      const list: string[] = [];
+      host.host.subscribeNotifications(principal, (n: Notification) => {
+        if (n.name === "agent.error") list.push(`${n.value.sessionId}: ${n.value.message}`);
+      });
+      return list;
+    };
+    const onA = errors(a, ALICE);
+    const onB = errors(b, ALICE);
+    const bobOnB = errors(b, { name: "bob", admin: false });
+    const sessionId = await createSession(a.host);
+    // sent to B, run by A (the owner), where it fails
+    const started = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/fail") });
+    expect(await turnEnd(a.store, sessionId, started.turnId!)).toBe("failed");
+    const expected = [`${sessionId}: demo failure requested with /fail`];
+    await expect.poll(() => onB, { timeout: 10_000 }).toEqual(expected);
+    expect(onA).toEqual(expected);
+    expect(bobOnB).toEqual([]);
+  });
 });

@@ -305,7 +305,7 @@ export class PgCommitFeed {
       const notice: CommitNotice =
         created && read.events[0]?.seq === 1
           ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
-          : { kind: "append", epoch: read.epoch, events: read.events };
+          : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
       if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
       epoch = read.epoch;
