@@ -324,6 +324,24 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
   });
 
+  it("a queue edit reaching another host after the owner vanished changes the durable queue there, taking nothing over", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    // parked on a person, so no sweep runs the queue meanwhile
+    await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
+    const queued = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("queued") });
+    a.host.leases?.stopRenewals();
+    await expect.poll(() => b.store.leaseHolder(sessionId), { timeout: 20_000 }).toBeNull();
+    const edited = await b.host.call(ALICE, "session.updateQueue", {
+      sessionId,
+      op: { edit: true, itemId: queued.itemId!, text: "edited on b" },
+    });
+    expect(edited.items.map((item) => item.text)).toEqual(["edited on b"]);
+    expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    expect((await b.store.queue(sessionId)).map((item) => item.input.text)).toEqual(["edited on b"]);
+  });
+
   it("a host starting after the owner vanished takes the session and runs its queued prompts", async () => {
     cluster = await openCluster(1, { leaseTtlMs: TTL_MS });
     const a = cluster.hosts[0]!;
