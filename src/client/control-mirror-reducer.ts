@@ -11,7 +11,8 @@ export interface ControlMirror {
   readonly generation: string | undefined;
   /**
    * True from a baseline whose generation differs from the previous baseline's until the next
-   * baseline: the host restarted and live state was rebuilt.
+   * baseline: the host restarted and live state was rebuilt (never when the socket only moved to
+   * another host of one shared database: their baselines carry the same generation).
    */
   readonly generationChanged: boolean;
   /** True while the control stream is down; the mirror may be out of date until the next baseline. */

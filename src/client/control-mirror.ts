@@ -15,7 +15,9 @@ export interface ControlMirrorOptions {
 /**
  * The host's live state as an Observable mirror (§5 `session.control`): emits after every change,
  * marks itself `stale` while the stream is down, reopens by itself and is replaced by each new
- * baseline; `generationChanged` tells the caller the host restarted. Recovery follows
+ * baseline; `generationChanged` tells the caller the host restarted (one serving its own store:
+ * hosts sharing one database give one generation, so a socket moving between them is no restart).
+ * Recovery follows
  * `superviseStream`; it errors with a terminal `RemoteError` (`persistence_failure` included).
  * Whenever it ends (error or completion), its last value is stale.
  *

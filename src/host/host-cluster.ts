@@ -24,6 +24,12 @@ export interface ClusterOptions {
   leaseTtlMs?: number;
   /** A forwarded call waits this long before the owner is resolved again. @default 5_000 */
   forwardTimeoutMs?: number;
+  /**
+   * The control baseline's `generation` on every host of the shared store: live state is the
+   * store's there, so a client whose socket moves to another host (or finds this one restarted)
+   * sees the same state, not a restart. @default this host's own generation
+   */
+  generation?: string;
 }
 
 export interface HostClusterDeps {

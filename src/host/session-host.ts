@@ -175,7 +175,11 @@ export class SessionHost implements HostApi {
       claim: (sessionId, attach) => this.#claim(sessionId, attach),
       onWork: (principal, sessionId) => this.#dismissals.restoreForWork(principal, sessionId),
     });
-    this.#control = new ControlFeed(this.store, this.#registry, this.generation);
+    this.#control = new ControlFeed(
+      this.store,
+      this.#registry,
+      options.cluster?.generation ?? this.generation,
+    );
     this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,

@@ -64,7 +64,12 @@ export interface HostDatabase {
    */
   pools?(): Record<string, PoolStats>;
   /** A shared database (PostgreSQL): the leases and the call inbox hosts coordinate through. */
-  readonly shared?: { leases: SessionLeaseStore; inbox: CallInbox };
+  readonly shared?: {
+    leases: SessionLeaseStore;
+    inbox: CallInbox;
+    /** The control baseline's generation on every host of this database (see `ClusterOptions`). */
+    generation: string;
+  };
   close(): Promise<void>;
 }
 
@@ -88,7 +93,8 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
   const target = databaseTarget(options.db, options.schema);
   if (target.kind === "sqlite") return openSqlite(target.path, options);
   let store: PostgresSessionStore | undefined;
-  let inbox: PgCallInbox;
+  let inbox: PgCallInbox | undefined;
+  let generation: string;
   try {
     store = await PostgresSessionStore.open(target.url, {
       schema: target.schema,
@@ -97,7 +103,9 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
       ...(options.poolSize !== undefined ? { maxConnections: options.poolSize } : {}),
     });
     inbox = await PgCallInbox.open(target.url, { schema: target.schema });
+    generation = await store.storeIdentity();
   } catch (err) {
+    await inbox?.close();
     await store?.close();
     const reason = err instanceof Error ? err.message : String(err);
     const named = `PostgreSQL database ${redactUrl(target.url)} (schema ${target.schema})`;
@@ -115,6 +123,7 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
   const check = pgReadyCheck(target.url);
   const uploads = pgUploadSweeper(target.url, target.schema);
   const opened = store;
+  const openedInbox = inbox;
   return {
     target,
     store: opened,
@@ -123,15 +132,20 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     ready: storeReadyCheck(opened, () => check.check(), { idleProbeWaitMs: IDLE_PROBE_WAIT_MS }),
     pools: () => ({
       ...opened.poolStats(),
-      inbox: inbox.poolStats(),
+      inbox: openedInbox.poolStats(),
       uploads: uploads.poolStats(),
       readiness: check.poolStats(),
     }),
     description: describeTarget(target),
-    shared: { leases: opened, inbox },
+    shared: { leases: opened, inbox: openedInbox, generation },
     // every pool and listener is closed though one before it failed; the first failure is thrown
     close: () =>
-      closeEvery([() => check.close(), () => uploads.close(), () => inbox.close(), () => opened.close()]),
+      closeEvery([
+        () => check.close(),
+        () => uploads.close(),
+        () => openedInbox.close(),
+        () => opened.close(),
+      ]),
   };
 }
 

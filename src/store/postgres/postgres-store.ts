@@ -60,6 +60,9 @@ import { searchMessages } from "./pg-search.js";
 import { pgStorageProbe } from "./pg-storage-probe.js";
 import { PgWriteOperations } from "./pg-write-operations.js";
 
+const STORE_IDENTITY = `SELECT d.oid::text || '.' || n.oid::text AS id FROM pg_database d, pg_namespace n
+  WHERE d.datname = current_database() AND n.nspname = current_schema()`;
+
 export interface PostgresStoreOptions {
   /** Schema holding the tables; created and migrated on open. @default "public" */
   schema?: string;
@@ -417,6 +420,15 @@ export class PostgresSessionStore implements HostStore {
   /** The current run of write transactions that failed on storage; undefined while writes commit. */
   writeFailure(): WriteFailure | undefined {
     return this.groupCommit.health.failing();
+  }
+
+  /**
+   * Names this database and schema for as long as they exist (their object ids): the same on
+   * every host that shares them, another once they were made anew.
+   */
+  async storeIdentity(): Promise<string> {
+    const { rows } = await this.pool.query<{ id: string }>(STORE_IDENTITY);
+    return `pg:${rows[0]!.id}`;
   }
 
   /** Write transactions committed so far (see `WriteHealth.commits`). */
