@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { DismissalChange } from "../store/dismissals.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { LiveState } from "./live/live-state.js";
 import type { NotificationHub } from "./notifications.js";
@@ -9,8 +10,11 @@ import { notFound } from "./store-outcomes.js";
 /**
  * "Keep running" dismissal, seen from the host: a principal takes a session off their own list
  * and brings it back. Nothing else about the session changes. Every change is announced to that
- * principal alone (`session.dismissed` on each of their sockets); list caches hear of it as the
- * store's commit notice of the change (`meta`, marked `dismissal`), on every host sharing the store.
+ * principal alone (`session.dismissed` on each of their sockets), on every host sharing the store:
+ * this host tells its own sockets of a change it made, and of one another host made as its store
+ * tells it (`subscribeDismissals`: the principal and the new state, which no commit listener is
+ * given). List caches hear of it as the store's commit notice of the change (`meta`, marked
+ * `dismissal`), on every host sharing the store.
  *
  * What restores a dismissed session: `session.restore`, and the `resume` calls that ask the
  * session for work on the caller's behalf (`session.prompt`, `session.selectModel`, and
@@ -20,6 +24,10 @@ import { notFound } from "./store-outcomes.js";
  * another tab. A client that opens a dismissed session for a person calls `session.restore`.
  */
 export class Dismissals {
+  #stopHearing: (() => void) | undefined;
+  /** Other hosts' changes, told in the order heard (each reads its row first). */
+  #told: Promise<void> = Promise.resolve();
+
   constructor(
     private readonly store: HostStore,
     private readonly live: LiveState,
@@ -27,6 +35,19 @@ export class Dismissals {
     private readonly now: () => number,
     private readonly logger: Logger,
   ) {}
+
+  /** Hears the changes other hosts sharing the store make (none on a store of one host). */
+  start(): void {
+    this.#stopHearing ??= this.store.subscribeDismissals?.(
+      (change) => this.#heard(change),
+      () => this.hub.names(),
+    );
+  }
+
+  stop(): void {
+    this.#stopHearing?.();
+    this.#stopHearing = undefined;
+  }
 
   dismiss(principal: Principal, sessionId: string): Promise<void> {
     return this.#set(principal, sessionId, true);
@@ -47,6 +68,30 @@ export class Dismissals {
     })().catch((err: unknown) =>
       this.logger.warn({ err, sessionId }, "restoring a dismissed session failed"),
     );
+  }
+
+  /**
+   * Another host's change: told to this host's sockets of that principal (the name the store
+   * keys dismissals by, whatever their rank) with the session's row as it is now; nothing when
+   * none is here or the session is gone.
+   */
+  #heard(change: DismissalChange): void {
+    const { sessionId, principal, dismissed } = change;
+    if (!this.hub.listensFor(principal)) return;
+    this.#told = this.#told
+      .then(async () => {
+        const projection = await this.store.projection(sessionId);
+        if (!projection) return;
+        const notification = {
+          name: "session.dismissed" as const,
+          value: { sessionId, dismissed, row: toRow(projection, this.live) },
+        };
+        for (const admin of [false, true])
+          this.hub.publishTo({ name: principal, admin }, projection.owner, notification);
+      })
+      .catch((err: unknown) =>
+        this.logger.warn({ err, sessionId }, "telling another host's dismissal failed"),
+      );
   }
 
   async #set(principal: Principal, sessionId: string, dismissed: boolean): Promise<void> {

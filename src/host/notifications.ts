@@ -59,6 +59,21 @@ export class NotificationHub {
     };
   }
 
+  /** The names of the principals subscribed here, each once (admins' included). */
+  *names(): Iterable<string> {
+    const admins = new Set<string>();
+    for (const s of this.#admins) admins.add(s.principal.name);
+    for (const name of admins) if (!this.#byName.has(name)) yield name;
+    yield* this.#byName.keys();
+  }
+
+  /** Whether a principal of that name (of either rank) is subscribed here. */
+  listensFor(name: string): boolean {
+    if (this.#byName.has(name)) return true;
+    for (const s of this.#admins) if (s.principal.name === name) return true;
+    return false;
+  }
+
   /** Principal names with a subscriber (for tests of its bound: a name none listens for is dropped). */
   get subscribedNames(): number {
     return this.#byName.size;

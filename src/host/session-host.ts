@@ -245,6 +245,7 @@ export class SessionHost implements HostApi {
     });
     await this.#cluster?.start();
     this.#control.start();
+    this.#dismissals.start();
     this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
     await this.#restore();
     this.#cluster?.serve();
@@ -432,6 +433,7 @@ export class SessionHost implements HostApi {
     await this.#cluster?.stop();
     this.#stopWatching?.();
     this.#stopLive?.();
+    this.#dismissals.stop();
     this.#control.stop();
     this.#hub.clear();
     await this.#ctx.agent.close?.();

@@ -10,6 +10,22 @@ export interface DismissalStore {
   /** Removes the dismissal; `changed` is false when there was none. */
   restore(sessionId: string, principal: string): Promise<DismissalOutcome>;
   isDismissed(sessionId: string, principal: string): Promise<boolean>;
+  /**
+   * Dismissals and restores another host sharing the store made (PostgreSQL), each told once:
+   * as it heard them, and after its feed of other hosts' commits was down, those made meanwhile
+   * by a principal `watched` names (read from the table). A store no other host writes has none.
+   */
+  subscribeDismissals?(
+    listener: (change: DismissalChange) => void,
+    watched: () => Iterable<string>,
+  ): () => void;
+}
+
+/** A principal dismissed (`dismissed`) or restored a session, on another host. */
+export interface DismissalChange {
+  sessionId: string;
+  principal: string;
+  dismissed: boolean;
 }
 
 /** `not_found`: no live session by that id (never created, or deleted). */

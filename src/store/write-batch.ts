@@ -8,6 +8,11 @@ export interface PendingNotice {
   sessionId: string;
   notice: CommitNotice;
   projection: SessionProjection | null;
+  /**
+   * A dismissal's principal and new state: told to other hosts (which tell that principal's
+   * sockets) and never to this store's commit listeners.
+   */
+  dismissal?: { principal: string; dismissed: boolean };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { CommitListeners, type GlobalCommitListener } from "../commit-listeners.js";
+import type { DismissalChange } from "../dismissals.js";
 import type { LiveStateNotice } from "../live-state-store.js";
 import { readReachedHead } from "../read-head.js";
 import type { CommitListener, CommitNotice, SessionProjection } from "../session-store.js";
@@ -9,7 +10,7 @@ import { PgLiveFeed } from "./pg-live-feed.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
 import { type ChangedSession, decodePayload, encodePayload, sentBy } from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
-import type { PgReads, VersionedProjection } from "./pg-reads.js";
+import type { DismissedPair, PgReads, VersionedProjection } from "./pg-reads.js";
 import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
@@ -46,6 +47,13 @@ function setNewest<V>(map: Map<string, V>, key: string, value: V): void {
   map.set(key, value);
 }
 
+interface DismissalSubscriber {
+  listener: (change: DismissalChange) => void;
+  watched: () => Iterable<string>;
+}
+
+const pairKey = (principal: string, sessionId: string) => `${principal} ${sessionId}`;
+
 /** A local commit's notice, and the version its projection row had at that COMMIT. */
 interface HeldNotice {
   pending: PendingNotice;
@@ -56,7 +64,8 @@ interface HeldNotice {
  * Commit notices for this store's subscribers, whichever host committed. Local commits are
  * delivered synchronously right after COMMIT (as in SQLite). Each committed batch sends one NOTIFY
  * on a channel per schema (see `announcement`), from outside the write transaction so it adds no
- * lock to the commit, carrying only (session, kind, epoch, seq range), and none when no other host
+ * lock to the commit, carrying only (session, kind, epoch, seq range; for a dismissal, whose it is
+ * and its state, told to `subscribeDismissals` alone), and none when no other host
  * is present (see `pg-host-presence.ts`). A store that hears another host's NOTIFY reads the rows above what it
  * delivered for that session and delivers them through the same `subscribe` API. Every delivery,
  * local or remote, goes through one per-session watermark, so nothing is delivered twice; a missed
@@ -76,6 +85,12 @@ export class PgCommitFeed {
   private readonly held = new Map<string, HeldNotice[]>();
   private remote: Promise<void> = Promise.resolve();
   private liveListeners = 0;
+  private readonly dismissalSubscribers = new Set<DismissalSubscriber>();
+  /**
+   * Each principal's dismissal of a session as last told or made here, true or false (a change
+   * heard twice is told once; after an outage, a remembered dismissal gone is told as a restore).
+   */
+  private readonly dismissalStates = new Map<string, DismissedPair & { dismissed: boolean }>();
   private readonly live: PgLiveFeed;
   private client: pg.Client | undefined;
   /** A listener of a build that holds no presence lock is connected: announce every batch. */
@@ -182,6 +197,23 @@ export class PgCommitFeed {
   }
 
   /**
+   * Dismissals and restores another host made (see `DismissalStore.subscribeDismissals`): as
+   * their NOTIFY is heard, and after an outage (or a NOTIFY too large to say what changed) those
+   * `watched` principals made meanwhile: the dismissals a transaction since the previous LISTEN
+   * wrote, and the restores of those this store remembers dismissed.
+   */
+  subscribeDismissals(
+    listener: (change: DismissalChange) => void,
+    watched: () => Iterable<string>,
+  ): () => void {
+    const subscriber = { listener, watched };
+    this.dismissalSubscribers.add(subscriber);
+    return () => {
+      this.dismissalSubscribers.delete(subscriber);
+    };
+  }
+
+  /**
    * What to tell the other hosts about a batch, sent by the group commit right after its COMMIT
    * (one NOTIFY per committed batch, if another host is present); null when the batch changed
    * nothing they follow.
@@ -212,7 +244,10 @@ export class PgCommitFeed {
     liveNotices: readonly PgLiveNotice[] = [],
     versionOf?: (sessionId: string) => number | undefined,
   ): void {
-    for (const pending of notices) this.deliverLocal({ pending, version: versionOf?.(pending.sessionId) });
+    for (const pending of notices) {
+      if (pending.dismissal) this.rememberDismissal({ sessionId: pending.sessionId, ...pending.dismissal });
+      this.deliverLocal({ pending, version: versionOf?.(pending.sessionId) });
+    }
     this.live.local(liveNotices);
   }
 
@@ -256,8 +291,22 @@ export class PgCommitFeed {
   }
 
   private async apply(changes: ChangedSession[] | "all"): Promise<void> {
-    if (changes === "all") return this.rereadAll();
+    if (changes === "all") {
+      await this.rereadAll();
+      return this.rereadDismissals();
+    }
     for (const change of changes) {
+      if (
+        change.dismissal &&
+        change.principal !== undefined &&
+        change.dismissed !== undefined &&
+        !this.closed
+      )
+        this.tellDismissal({
+          sessionId: change.sessionId,
+          principal: change.principal,
+          dismissed: change.dismissed,
+        });
       if (this.closed || !this.interested(change.sessionId)) continue;
       const { sessionId } = change;
       if (change.kind === "delete") await this.deliverRemoteDelete(sessionId);
@@ -270,6 +319,58 @@ export class PgCommitFeed {
         this.deliverRead(sessionId, { kind: "clear", epoch: change.epoch }, read);
       } else await this.catchUp(sessionId, change.epoch, change.fromSeq, change.kind === "create");
     }
+  }
+
+  /** Remembers a principal's dismissal state of a session, the newest last (bounded as `delivered` is). */
+  private rememberDismissal(change: DismissalChange): void {
+    if (this.dismissalSubscribers.size === 0) return;
+    setNewest(this.dismissalStates, pairKey(change.principal, change.sessionId), change);
+  }
+
+  /** Tells the dismissal subscribers of a change, unless it is the state they were last told. */
+  private tellDismissal(change: DismissalChange): void {
+    if (this.dismissalSubscribers.size === 0) return;
+    if (this.dismissalStates.get(pairKey(change.principal, change.sessionId))?.dismissed === change.dismissed)
+      return;
+    this.rememberDismissal(change);
+    for (const { listener } of this.dismissalSubscribers) {
+      try {
+        listener(change);
+      } catch {
+        // a faulty listener must not stop the others
+      }
+    }
+  }
+
+  /**
+   * What an unheard NOTIFY may have said of the dismissals of the principals watched here: the
+   * remembered dismissals of theirs now gone (restored, or their session deleted), a page at a
+   * time, then their dismissals a transaction since the previous LISTEN (or this one, when there
+   * was none) wrote that were not told. A restore of a dismissal this store never heard of or
+   * has forgotten is not found: a client that missed it recovers with `session.list`.
+   */
+  private async rereadDismissals(): Promise<void> {
+    const since = this.listening?.before ?? this.listening?.since;
+    if (this.dismissalSubscribers.size === 0 || this.closed || !since) return;
+    const watched = new Set<string>();
+    for (const subscriber of this.dismissalSubscribers)
+      for (const name of subscriber.watched()) watched.add(name);
+    if (watched.size === 0) return;
+    const remembered = [...this.dismissalStates.values()].filter(
+      (s) => s.dismissed && watched.has(s.principal),
+    );
+    for (let start = 0; start < remembered.length && !this.closed; start += HEADS_PAGE) {
+      const page = remembered.slice(start, start + HEADS_PAGE);
+      const still = new Set(
+        (await this.reads.stillDismissed(page)).map((p) => pairKey(p.principal, p.sessionId)),
+      );
+      for (const { principal, sessionId } of page)
+        if (!still.has(pairKey(principal, sessionId)))
+          this.tellDismissal({ sessionId, principal, dismissed: false });
+    }
+    if (this.closed) return;
+    for (const { principal, sessionId } of await this.reads.dismissedSince([...watched], since.xid))
+      this.tellDismissal({ sessionId, principal, dismissed: true });
   }
 
   /** Reads and delivers every row above the delivered head (from `fromSeq` when none is known). */

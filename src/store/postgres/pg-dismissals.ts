@@ -17,9 +17,13 @@ const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2"
  * every host's list of that principal changed with it, and a host that keeps encoded lists
  * (`GET /api/chat/sessions`) drops them on any commit notice, so one served after a dismissal on
  * this or another host leaves the session out. The row did not change: the notice carries none.
+ * The other hosts' NOTIFY also says whose dismissal it is and its new state (never told to a
+ * commit listener): each tells that principal's sockets on it (`session.dismissed`).
  */
 function onLiveSession(
   sessionId: string,
+  principal: string,
+  dismissed: boolean,
   write: (batch: PgWriteBatch) => Promise<pg.QueryResult>,
 ): PgWriteOperation<DismissalOutcome> {
   return {
@@ -29,7 +33,7 @@ function onLiveSession(
       if (state === null || state === "retired") return { status: "not_found" };
       const { rowCount } = await write(batch);
       const changed = (rowCount ?? 0) > 0;
-      if (changed) batch.notify(sessionId, { kind: "meta", dismissal: true }, null);
+      if (changed) batch.notify(sessionId, { kind: "meta", dismissal: true }, null, { principal, dismissed });
       return { status: "ok", changed };
     },
   };
@@ -41,11 +45,15 @@ function onLiveSession(
  */
 export const pgDismissals = {
   dismiss(sessionId: string, principal: string, at: number): PgWriteOperation<DismissalOutcome> {
-    return onLiveSession(sessionId, (batch) => batch.client.query(INSERT, [principal, sessionId, at]));
+    return onLiveSession(sessionId, principal, true, (batch) =>
+      batch.client.query(INSERT, [principal, sessionId, at]),
+    );
   },
 
   restore(sessionId: string, principal: string): PgWriteOperation<DismissalOutcome> {
-    return onLiveSession(sessionId, (batch) => batch.client.query(DELETE, [principal, sessionId]));
+    return onLiveSession(sessionId, principal, false, (batch) =>
+      batch.client.query(DELETE, [principal, sessionId]),
+    );
   },
 
   async isDismissed(pool: pg.Pool, sessionId: string, principal: string): Promise<boolean> {

@@ -16,6 +16,12 @@ export interface ChangedSession {
    * its store-wide listeners as it did before.
    */
   dismissal?: true;
+  /**
+   * Whose dismissal it is and its new state: a seventh and eighth element (the name, and 1 for a
+   * dismissal, 0 for a restore), which a host of an earlier build ignores. Absent when sent by one.
+   */
+  principal?: string;
+  dismissed?: boolean;
 }
 
 /**
@@ -95,7 +101,8 @@ const DISMISSAL = "d";
 /** Folds a batch's notices into one change per session and kind (a batch may append twice). */
 export function changesOf(notices: readonly PendingNotice[]): ChangedSession[] {
   const changes: ChangedSession[] = [];
-  for (const { sessionId, notice } of notices) {
+  for (const pending of notices) {
+    const { sessionId, notice } = pending;
     const events = notice.kind === "append" || notice.kind === "create" ? notice.events : [];
     const epoch = notice.kind === "delete" || notice.kind === "meta" ? "" : notice.epoch;
     const last = changes[changes.length - 1];
@@ -116,6 +123,9 @@ export function changesOf(notices: readonly PendingNotice[]): ChangedSession[] {
       fromSeq: events[0]?.seq ?? 0,
       toSeq: events[events.length - 1]?.seq ?? 0,
       ...(notice.kind === "meta" && notice.dismissal ? { dismissal: true as const } : {}),
+      ...(notice.kind === "meta" && notice.dismissal && pending.dismissal
+        ? { principal: pending.dismissal.principal, dismissed: pending.dismissal.dismissed }
+        : {}),
     });
   }
   return changes;
@@ -128,7 +138,9 @@ export function encodePayload(
 ): string {
   const changes = changesOf(notices).map((c) =>
     c.dismissal
-      ? [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq, DISMISSAL]
+      ? c.principal !== undefined
+        ? [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq, DISMISSAL, c.principal, c.dismissed ? 1 : 0]
+        : [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq, DISMISSAL]
       : [c.sessionId, c.kind, c.epoch, c.fromSeq, c.toSeq],
   );
   const text = JSON.stringify({ h: host, c: changes, l: hintsOf(live).map(encodeHint) });
@@ -168,7 +180,7 @@ export function decodePayload(text: string): BatchPayload {
     const changes: ChangedSession[] = [];
     for (const entry of value.c as unknown[]) {
       if (!Array.isArray(entry)) return { host, changes: "all", live: "all" };
-      const [sessionId, kind, epoch, fromSeq, toSeq, mark] = entry as unknown[];
+      const [sessionId, kind, epoch, fromSeq, toSeq, mark, principal, state] = entry as unknown[];
       if (
         typeof sessionId !== "string" ||
         typeof kind !== "string" ||
@@ -186,7 +198,13 @@ export function decodePayload(text: string): BatchPayload {
         fromSeq,
         toSeq,
       };
-      if (kind === "meta" && mark === DISMISSAL) change.dismissal = true;
+      if (kind === "meta" && mark === DISMISSAL) {
+        change.dismissal = true;
+        if (str(principal) && (state === 0 || state === 1)) {
+          change.principal = principal;
+          change.dismissed = state === 1;
+        }
+      }
       changes.push(change);
     }
     return { host, changes, live };

@@ -50,6 +50,13 @@ const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version FROM pr
 // migration 14's index holds the retired rows, so the live ones are never read
 export const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
   AND age(xmin) <= age($1::xid) AND session_id > $2 ORDER BY session_id LIMIT $3`;
+// the dismissals of these principals that a transaction no older than $2 (a 32-bit id) made
+const DISMISSED_SINCE = `SELECT principal, session_id FROM dismissals
+  WHERE principal = ANY($1::text[]) AND age(xmin) <= age($2::xid)`;
+// which of these (principal, session) pairs are still dismissed
+const STILL_DISMISSED = `SELECT d.principal, d.session_id FROM dismissals d
+  JOIN unnest($1::text[], $2::text[]) AS k(principal, session_id)
+  ON d.principal = k.principal AND d.session_id = k.session_id`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
  * and none once the data of those before them reached $4, so a read of large events stops at its
@@ -135,6 +142,12 @@ type PageRow = SessionStateRow & { e_seq: number | null; e_at: number; e_type: s
  * The store's reads on PostgreSQL. Every read that returns a head together with events is one
  * statement, so it is a consistent cut; nothing is cached, since other hosts write too.
  */
+/** A principal's dismissal of a session. */
+export interface DismissedPair {
+  principal: string;
+  sessionId: string;
+}
+
 export class PgReads {
   constructor(private readonly pool: pg.Pool) {}
 
@@ -187,6 +200,24 @@ export class PgReads {
   async versionedProjection(sessionId: string): Promise<VersionedProjection | null> {
     const row = (await this.pool.query<VersionedRow>(PROJECTION, [sessionId])).rows[0];
     return row ? versioned(row) : null;
+  }
+
+  /** The dismissals of `principals` that the transaction `since` (a 32-bit id) or a younger one made. */
+  async dismissedSince(principals: readonly string[], since: string): Promise<DismissedPair[]> {
+    const { rows } = await this.pool.query<{ principal: string; session_id: string }>(DISMISSED_SINCE, [
+      textArrayLiteral(principals),
+      since,
+    ]);
+    return rows.map((row) => ({ principal: row.principal, sessionId: row.session_id }));
+  }
+
+  /** Those of `pairs` still dismissed. */
+  async stillDismissed(pairs: readonly DismissedPair[]): Promise<DismissedPair[]> {
+    const { rows } = await this.pool.query<{ principal: string; session_id: string }>(STILL_DISMISSED, [
+      textArrayLiteral(pairs.map((p) => p.principal)),
+      textArrayLiteral(pairs.map((p) => p.sessionId)),
+    ]);
+    return rows.map((row) => ({ principal: row.principal, sessionId: row.session_id }));
   }
 
   /**

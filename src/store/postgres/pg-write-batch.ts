@@ -315,8 +315,15 @@ export class PgWriteBatch {
     return count;
   }
 
-  notify(sessionId: string, notice: CommitNotice, projection: SessionProjection | null): void {
-    this.notices.push({ sessionId, notice, projection });
+  notify(
+    sessionId: string,
+    notice: CommitNotice,
+    projection: SessionProjection | null,
+    dismissal?: PendingNotice["dismissal"],
+  ): void {
+    this.notices.push(
+      dismissal ? { sessionId, notice, projection, dismissal } : { sessionId, notice, projection },
+    );
   }
 
   /** `queueVersion`: the version a queue notice announces, so other hosts announce it once. */

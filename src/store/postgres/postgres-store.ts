@@ -4,7 +4,7 @@ import type { NewEvent, Resolution } from "../../../protocol/index.js";
 import { readWhole } from "../attachment-chunks.js";
 import { closeEvery } from "../close-every.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
-import type { DismissalOutcome } from "../dismissals.js";
+import type { DismissalChange, DismissalOutcome } from "../dismissals.js";
 import type { GroupCommitStats } from "../group-commit.js";
 import type {
   EnqueueInput,
@@ -405,6 +405,13 @@ export class PostgresSessionStore implements HostStore {
 
   subscribeAll(listener: GlobalCommitListener): () => void {
     return this.feed.subscribeAll(listener);
+  }
+
+  subscribeDismissals(
+    listener: (change: DismissalChange) => void,
+    watched: () => Iterable<string>,
+  ): () => void {
+    return this.feed.subscribeDismissals(listener, watched);
   }
 
   /** The connections of the store's two pools now: `reads` (sized by `maxConnections`) and the group commit's `writer`. */

@@ -160,6 +160,30 @@ describe("a payload read back", () => {
     ]);
   });
 
+  it("says whose a dismissal is and its state in a seventh and eighth element, read only on a dismissal", () => {
+    const dismissal = (principal: string, dismissed: boolean): PendingNotice => ({
+      ...pending("s", { kind: "meta", dismissal: true }),
+      dismissal: { principal, dismissed },
+    });
+    const text = encodePayload("host-a", [dismissal("alice", true), dismissal("bob", false)]);
+    expect(JSON.parse(text).c).toEqual([
+      ["s", "meta", "", 0, 0, "d", "alice", 1],
+      ["s", "meta", "", 0, 0, "d", "bob", 0],
+    ]);
+    const meta = { sessionId: "s", kind: "meta", epoch: "", fromSeq: 0, toSeq: 0 };
+    expect(decodePayload(text).changes).toEqual([
+      { ...meta, dismissal: true, principal: "alice", dismissed: true },
+      { ...meta, dismissal: true, principal: "bob", dismissed: false },
+    ]);
+    const read = (entry: unknown[]) => decodePayload(JSON.stringify({ h: "a", c: [entry] })).changes;
+    // a host of the previous build sends the mark alone: a dismissal of no one it can tell
+    expect(read(["s", "meta", "", 0, 0, "d"])).toEqual([{ ...meta, dismissal: true }]);
+    // a malformed name or state, or the pair without the mark, says nothing of whose it is
+    expect(read(["s", "meta", "", 0, 0, "d", 7, 1])).toEqual([{ ...meta, dismissal: true }]);
+    expect(read(["s", "meta", "", 0, 0, "d", "alice", true])).toEqual([{ ...meta, dismissal: true }]);
+    expect(read(["s", "meta", "", 0, 0, "x", "alice", 1])).toEqual([meta]);
+  });
+
   it("says 're-read everything' once the text would reach PostgreSQL's limit, measured in bytes", () => {
     // 7,000 bytes is the cut: ids of two-byte letters pass by their length, not by their bytes
     const wide = (n: number) => Array.from({ length: n }, (_, i) => append(`é${"é".repeat(40)}${i}`, [1]));

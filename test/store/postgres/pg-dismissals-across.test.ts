@@ -1,0 +1,99 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import type { DismissalChange } from "../../../src/store/dismissals.js";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { pgUrl } from "../contract/backends.js";
+import { refusableRole } from "./refusable-role.js";
+
+/**
+ * A host tells a principal's sockets of a dismissal or restore another host made. It hears of it
+ * by the other host's NOTIFY, which says whose it is and its new state; a NOTIFY sent while its
+ * LISTEN connection was down reached nobody, so once back in it reads what the principals it
+ * watches dismissed meanwhile, and which dismissals it remembers are gone.
+ */
+const describePg = pgUrl ? describe : describe.skip;
+
+/** Two stores on one schema: `a` as the database's own user, `b` as a role the test can lock out. */
+async function twoHosts() {
+  const refusable = await refusableRole("smx_dism");
+  const { schema } = refusable;
+  const opened: PostgresSessionStore[] = [];
+  const close = async () => {
+    for (const store of opened) await store.close();
+    await refusable.drop();
+  };
+  try {
+    const b = await PostgresSessionStore.open(refusable.url, { schema, maxConnections: 2 });
+    opened.push(b);
+    const a = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+    opened.push(a);
+    return { a, b, refusable, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+const PAST_FIRST_RECONNECT_MS = 400;
+
+describePg("PostgreSQL dismissals another host made", () => {
+  it("are told as heard, each change once, with whose it is and its state", async () => {
+    const { a, b, close } = await twoHosts();
+    try {
+      const heard: DismissalChange[] = [];
+      b.subscribeDismissals(
+        (change) => heard.push(change),
+        () => ["alice"],
+      );
+      await a.create({ sessionId: "s", owner: "alice", model: "m" });
+      await a.dismiss("s", "alice", 1);
+      await a.dismiss("s", "alice", 2);
+      await a.restore("s", "alice");
+      await a.dismiss("s", "bob", 3);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(3);
+      await sleep(200);
+      expect(heard).toEqual([
+        { sessionId: "s", principal: "alice", dismissed: true },
+        { sessionId: "s", principal: "alice", dismissed: false },
+        { sessionId: "s", principal: "bob", dismissed: true },
+      ]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("after an outage, are told as read: those the watched principals made meanwhile, once", async () => {
+    const { a, b, refusable, close } = await twoHosts();
+    try {
+      const heard: DismissalChange[] = [];
+      b.subscribeDismissals(
+        (change) => heard.push(change),
+        () => ["alice"],
+      );
+      for (const sessionId of ["s1", "s2", "s3"]) await a.create({ sessionId, owner: "alice", model: "m" });
+      await a.dismiss("s1", "alice", 1);
+      await a.dismiss("s3", "alice", 1);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2);
+
+      await refusable.lockOut();
+      await a.restore("s1", "alice");
+      await a.dismiss("s2", "alice", 2);
+      await a.dismiss("s2", "bob", 2);
+      await sleep(PAST_FIRST_RECONNECT_MS);
+      await refusable.letIn();
+      await expect.poll(() => refusable.listening(), { timeout: 10_000 }).toBe(true);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(4);
+      // a change after the outage, heard after anything the re-read told
+      await a.restore("s3", "alice");
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(5);
+      await sleep(200);
+      expect(heard.slice(2)).toEqual([
+        { sessionId: "s1", principal: "alice", dismissed: false },
+        { sessionId: "s2", principal: "alice", dismissed: true },
+        { sessionId: "s3", principal: "alice", dismissed: false },
+      ]);
+    } finally {
+      await close();
+    }
+  });
+});
