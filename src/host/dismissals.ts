@@ -38,10 +38,23 @@ export class Dismissals {
 
   /** Hears the changes other hosts sharing the store make (none on a store of one host). */
   start(): void {
-    this.#stopHearing ??= this.store.subscribeDismissals?.(
+    if (this.#stopHearing || !this.store.subscribeDismissals) return;
+    const stopHearing = this.store.subscribeDismissals(
       (change) => this.#heard(change),
       () => this.hub.names(),
     );
+    // what a principal with sockets here has dismissed, so a restore the store could not hear of
+    // (its feed of other hosts was down) is found afterwards
+    const remember = (name: string) =>
+      this.store
+        .rememberDismissals?.(name)
+        .catch((err: unknown) => this.logger.warn({ err }, "reading a principal's dismissals failed"));
+    const stopArrivals = this.hub.onArrival((name) => void remember(name));
+    for (const name of this.hub.names()) void remember(name);
+    this.#stopHearing = () => {
+      stopArrivals();
+      stopHearing();
+    };
   }
 
   stop(): void {

@@ -22,6 +22,7 @@ export class NotificationHub {
   /** Subscribers by what they may see: admins see every session, others their own. */
   readonly #admins = new Set<Subscriber>();
   readonly #byName = new Map<string, Set<Subscriber>>();
+  readonly #arrivals = new Set<(name: string) => void>();
   #pending: NotificationBatch | undefined;
 
   /** One call per notification, in order. */
@@ -40,6 +41,8 @@ export class NotificationHub {
   /** One call per tick with everything the principal may see of it, in order. */
   subscribeLists(principal: Principal, deliver: (list: NotificationList) => void): () => void {
     const subscriber = { principal, deliver };
+    if (this.#arrivals.size > 0 && !this.listensFor(principal.name))
+      for (const arrived of this.#arrivals) arrived(principal.name);
     if (principal.admin) this.#admins.add(subscriber);
     else {
       let named = this.#byName.get(principal.name);
@@ -65,6 +68,14 @@ export class NotificationHub {
     for (const s of this.#admins) admins.add(s.principal.name);
     for (const name of admins) if (!this.#byName.has(name)) yield name;
     yield* this.#byName.keys();
+  }
+
+  /** Calls `listener` with a name whenever a subscriber of that name arrives and none was here. */
+  onArrival(listener: (name: string) => void): () => void {
+    this.#arrivals.add(listener);
+    return () => {
+      this.#arrivals.delete(listener);
+    };
   }
 
   /** Whether a principal of that name (of either rank) is subscribed here. */

@@ -19,6 +19,11 @@ export interface DismissalStore {
     listener: (change: DismissalChange) => void,
     watched: () => Iterable<string>,
   ): () => void;
+  /**
+   * Called once a principal is watched: the dismissals it has now are remembered, so a restore
+   * of one made on another host while this store heard nothing is found and told.
+   */
+  rememberDismissals?(principal: string): Promise<void>;
 }
 
 /** A principal dismissed (`dismissed`) or restored a session, on another host. */

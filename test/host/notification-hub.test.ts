@@ -159,3 +159,27 @@ describe("NotificationHub delivery (protocol-v1 §6)", () => {
     expect(lists[1]).toBe(lists[0]);
   });
 });
+
+describe("NotificationHub names", () => {
+  test("tells of a name when its first subscriber arrives, and lists the names subscribed", () => {
+    const hub = new NotificationHub();
+    const arrived: string[] = [];
+    const stop = hub.onArrival((name) => arrived.push(name));
+    const offAlice = hub.subscribe(alice, () => undefined);
+    hub.subscribe(alice, () => undefined);
+    hub.subscribe(ADMIN, () => undefined);
+    hub.subscribe({ name: "alice", admin: true }, () => undefined);
+    expect(arrived).toEqual(["alice", "admin"]);
+    expect([...hub.names()].sort()).toEqual(["admin", "alice"]);
+    expect(hub.listensFor("admin")).toBe(true);
+    expect(hub.listensFor("bob")).toBe(false);
+    offAlice();
+    const offBob = hub.subscribe(bob, () => undefined);
+    offBob();
+    hub.subscribe(bob, () => undefined);
+    expect(arrived).toEqual(["alice", "admin", "bob", "bob"]);
+    stop();
+    hub.subscribe({ name: "carol", admin: false }, () => undefined);
+    expect(arrived).toHaveLength(4);
+  });
+});

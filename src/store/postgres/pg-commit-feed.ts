@@ -214,6 +214,20 @@ export class PgCommitFeed {
   }
 
   /**
+   * Remembers the dismissals `principal` has now (those of which nothing is remembered), so that
+   * the re-read after an outage finds a restore of one made meanwhile on another host.
+   */
+  async rememberDismissalsOf(principal: string): Promise<void> {
+    if (this.dismissalSubscribers.size === 0 || this.closed) return;
+    for (const sessionId of await this.reads.dismissalsOf(principal, MAX_HEADS)) {
+      const key = pairKey(principal, sessionId);
+      // a change heard while this was read is newer than the read
+      if (!this.dismissalStates.has(key))
+        setNewest(this.dismissalStates, key, { principal, sessionId, dismissed: true });
+    }
+  }
+
+  /**
    * What to tell the other hosts about a batch, sent by the group commit right after its COMMIT
    * (one NOTIFY per committed batch, if another host is present); null when the batch changed
    * nothing they follow.
@@ -346,8 +360,9 @@ export class PgCommitFeed {
    * What an unheard NOTIFY may have said of the dismissals of the principals watched here: the
    * remembered dismissals of theirs now gone (restored, or their session deleted), a page at a
    * time, then their dismissals a transaction since the previous LISTEN (or this one, when there
-   * was none) wrote that were not told. A restore of a dismissal this store never heard of or
-   * has forgotten is not found: a client that missed it recovers with `session.list`.
+   * was none) wrote that were not told. A restore of a dismissal this store does not remember
+   * (see `rememberDismissalsOf`), or has forgotten, is not found: a client that missed it
+   * recovers with `session.list`.
    */
   private async rereadDismissals(): Promise<void> {
     const since = this.listening?.before ?? this.listening?.since;

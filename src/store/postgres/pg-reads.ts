@@ -53,6 +53,8 @@ export const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at I
 // the dismissals of these principals that a transaction no older than $2 (a 32-bit id) made
 const DISMISSED_SINCE = `SELECT principal, session_id FROM dismissals
   WHERE principal = ANY($1::text[]) AND age(xmin) <= age($2::xid)`;
+// one principal's dismissals, at most $2
+const DISMISSALS_OF = "SELECT session_id FROM dismissals WHERE principal = $1 LIMIT $2";
 // which of these (principal, session) pairs are still dismissed
 const STILL_DISMISSED = `SELECT d.principal, d.session_id FROM dismissals d
   JOIN unnest($1::text[], $2::text[]) AS k(principal, session_id)
@@ -209,6 +211,12 @@ export class PgReads {
       since,
     ]);
     return rows.map((row) => ({ principal: row.principal, sessionId: row.session_id }));
+  }
+
+  /** The sessions `principal` dismissed, at most `limit` of them. */
+  async dismissalsOf(principal: string, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ session_id: string }>(DISMISSALS_OF, [principal, limit]);
+    return rows.map((row) => row.session_id);
   }
 
   /** Those of `pairs` still dismissed. */

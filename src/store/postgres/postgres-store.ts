@@ -414,6 +414,10 @@ export class PostgresSessionStore implements HostStore {
     return this.feed.subscribeDismissals(listener, watched);
   }
 
+  rememberDismissals(principal: string): Promise<void> {
+    return this.feed.rememberDismissalsOf(principal);
+  }
+
   /** The connections of the store's two pools now: `reads` (sized by `maxConnections`) and the group commit's `writer`. */
   poolStats(): { reads: PoolStats; writer: PoolStats } {
     return { reads: poolStatsOf(this.pool), writer: poolStatsOf(this.writerPool) };

@@ -96,4 +96,41 @@ describePg("PostgreSQL dismissals another host made", () => {
       await close();
     }
   });
+
+  it("after an outage, tell a restore of a dismissal made before the principal was watched, once remembered", async () => {
+    const { a, b, refusable, close } = await twoHosts();
+    try {
+      await a.create({ sessionId: "s", owner: "alice", model: "m" });
+      await a.create({ sessionId: "later", owner: "alice", model: "m" });
+      // `b` hears of the dismissal before anything there watches dismissals
+      let noticed = false;
+      const off = b.subscribeAll((sessionId, notice) => {
+        if (sessionId === "s" && notice.kind === "meta") noticed = true;
+      });
+      await a.dismiss("s", "alice", 1);
+      await expect.poll(() => noticed, { timeout: 5_000 }).toBe(true);
+      off();
+      const heard: DismissalChange[] = [];
+      b.subscribeDismissals(
+        (change) => heard.push(change),
+        () => ["alice"],
+      );
+      // alice's first socket on `b`'s host
+      await b.rememberDismissals("alice");
+
+      await refusable.lockOut();
+      await a.restore("s", "alice");
+      await sleep(PAST_FIRST_RECONNECT_MS);
+      await refusable.letIn();
+      await expect.poll(() => refusable.listening(), { timeout: 10_000 }).toBe(true);
+      await a.dismiss("later", "alice", 2);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(2);
+      expect(heard).toEqual([
+        { sessionId: "s", principal: "alice", dismissed: false },
+        { sessionId: "later", principal: "alice", dismissed: true },
+      ]);
+    } finally {
+      await close();
+    }
+  });
 });
