@@ -88,9 +88,11 @@ export class PgCommitFeed {
   private readonly dismissalSubscribers = new Set<DismissalSubscriber>();
   /**
    * Each principal's dismissal of a session as last told or made here, true or false (a change
-   * heard twice is told once; after an outage, a remembered dismissal gone is told as a restore).
+   * heard twice is told once; after an outage, a remembered dismissal gone is told as a restore),
+   * or as read when the principal's first socket arrived (`read`: nobody was told of it, so the
+   * NOTIFY of that very dismissal, heard after the read, is still told).
    */
-  private readonly dismissalStates = new Map<string, DismissedPair & { dismissed: boolean }>();
+  private readonly dismissalStates = new Map<string, DismissedPair & { dismissed: boolean; read?: true }>();
   private readonly live: PgLiveFeed;
   private client: pg.Client | undefined;
   /** A listener of a build that holds no presence lock is connected: announce every batch. */
@@ -223,7 +225,7 @@ export class PgCommitFeed {
       const key = pairKey(principal, sessionId);
       // a change heard while this was read is newer than the read
       if (!this.dismissalStates.has(key))
-        setNewest(this.dismissalStates, key, { principal, sessionId, dismissed: true });
+        setNewest(this.dismissalStates, key, { principal, sessionId, dismissed: true, read: true });
     }
   }
 
@@ -341,11 +343,15 @@ export class PgCommitFeed {
     setNewest(this.dismissalStates, pairKey(change.principal, change.sessionId), change);
   }
 
-  /** Tells the dismissal subscribers of a change, unless it is the state they were last told. */
+  /**
+   * Tells the dismissal subscribers of a change, unless it is the state they were last told (or
+   * that was made here). A state only read is no telling: the read may have come after the
+   * change's COMMIT and before its NOTIFY was heard, with the principal's list read before it.
+   */
   private tellDismissal(change: DismissalChange): void {
     if (this.dismissalSubscribers.size === 0) return;
-    if (this.dismissalStates.get(pairKey(change.principal, change.sessionId))?.dismissed === change.dismissed)
-      return;
+    const known = this.dismissalStates.get(pairKey(change.principal, change.sessionId));
+    if (known && !known.read && known.dismissed === change.dismissed) return;
     this.rememberDismissal(change);
     for (const { listener } of this.dismissalSubscribers) {
       try {

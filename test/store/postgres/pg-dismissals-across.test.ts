@@ -62,6 +62,35 @@ describePg("PostgreSQL dismissals another host made", () => {
     }
   });
 
+  it("are told as heard though the principal's dismissals were read after the COMMIT and before the NOTIFY", async () => {
+    const { a, b, close } = await twoHosts();
+    try {
+      await a.create({ sessionId: "s", owner: "alice", model: "m" });
+      const heard: DismissalChange[] = [];
+      b.subscribeDismissals(
+        (change) => heard.push(change),
+        () => ["alice"],
+      );
+      // `b`'s NOTIFYs held back, as a busy host or a slow LISTEN connection holds them
+      const feed = (b as unknown as { feed: { heard(text: string): void } }).feed;
+      const hear = feed.heard.bind(feed);
+      const held: string[] = [];
+      feed.heard = (text) => held.push(text);
+      await a.dismiss("s", "alice", 1);
+      await expect.poll(() => held.length, { timeout: 5_000 }).toBeGreaterThan(0);
+      // alice's first socket on `b`'s host arrives now: the read finds the dismissal, whose
+      // NOTIFY that socket has not been told of
+      await b.rememberDismissals("alice");
+      feed.heard = hear;
+      for (const text of held) hear(text);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(1);
+      await sleep(200);
+      expect(heard).toEqual([{ sessionId: "s", principal: "alice", dismissed: true }]);
+    } finally {
+      await close();
+    }
+  });
+
   it("after an outage, are told as read: those the watched principals made meanwhile, once", async () => {
     const { a, b, refusable, close } = await twoHosts();
     try {
