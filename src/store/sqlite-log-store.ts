@@ -118,7 +118,7 @@ export class SqliteLogStore implements SessionStore {
       now,
     );
     this.liveOps = new LiveStateOperations(this.logWriter, this.liveRows, this.statements, now);
-    // a read-only instance is a tool's, beside a host: it searches on its own thread
+    // a read-only instance is a tool's, beside a host, and searches rarely: on its own event loop
     this.readThread = this.readOnly || db.memory ? undefined : new SqliteReadThread(resolve(db.name));
     this.reads = new SqliteReads(
       this.statements,

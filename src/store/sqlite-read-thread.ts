@@ -89,7 +89,12 @@ export class SqliteReadThread {
     return new Promise<T>((resolve, reject) => {
       this.#calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
       worker.ref();
-      worker.postMessage({ id, sql: statement.source, mode, params });
+      try {
+        worker.postMessage({ id, sql: statement.source, mode, params });
+      } catch (err) {
+        // a parameter the thread cannot be sent: this read fails alone, and holds nothing
+        this.#answer({ id, error: { message: err instanceof Error ? err.message : String(err) } });
+      }
     });
   }
 

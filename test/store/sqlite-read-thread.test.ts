@@ -65,6 +65,15 @@ describe("SqliteReadThread", () => {
     });
   });
 
+  it("fails a read whose parameter cannot be sent to the thread alone, and holds nothing for it", async () => {
+    const { db, path } = database();
+    const read = thread(path, 1);
+    const byValue = db.prepare("SELECT count(*) FROM n WHERE v > ?").pluck();
+    await expect(read.run(byValue, "pluck", [() => 1])).rejects.toThrow(/could not be cloned/);
+    // the bound of one read is free again: a call left behind would refuse this one overloaded
+    expect(await read.run<number>(byValue, "pluck", [5])).toBe(5);
+  });
+
   it("fails the reads of a thread that died (its file could not be opened) and starts another for the next", async () => {
     const { db, path } = database();
     const count = db.prepare("SELECT count(*) FROM n").pluck();
