@@ -10,7 +10,19 @@ import { toRow } from "./session-row.js";
  * that did it announced it to that host's sockets only), and `agent.error` of a turn that failed
  * on another host; this host's own calls and turns announce theirs.
  */
-export function watchListChanges(store: SessionStore, live: LiveState, hub: NotificationHub): () => void {
+/**
+ * A failed turn another host ended longer ago than this is not told as `agent.error`: it reached
+ * this host late (read back after its LISTEN connection was down), and is no news to a person;
+ * the turn's state is in the log and the list.
+ */
+export const AGENT_ERROR_NEWS_MS = 30_000;
+
+export function watchListChanges(
+  store: SessionStore,
+  live: LiveState,
+  hub: NotificationHub,
+  now: () => number = Date.now,
+): () => void {
   return store.subscribeAll((sessionId, notice, projection) => {
     if (notice.kind === "delete" && notice.remote) {
       hub.publish(notice.remote.owner, { name: "session.removed", value: { sessionId } });
@@ -25,6 +37,7 @@ export function watchListChanges(store: SessionStore, live: LiveState, hub: Noti
       // the owner's turn runner told its own sockets; this host's hear it from the log
       for (const event of notice.events) {
         if (event.type !== "turn/end" || event.data.state !== "failed") continue;
+        if (now() - event.at > AGENT_ERROR_NEWS_MS) continue;
         hub.publish(projection.owner, {
           name: "agent.error",
           value: { sessionId, message: event.data.error ?? "turn failed" },

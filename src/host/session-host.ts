@@ -246,7 +246,7 @@ export class SessionHost implements HostApi {
     await this.#cluster?.start();
     this.#control.start();
     this.#dismissals.start();
-    this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub);
+    this.#stopWatching = watchListChanges(this.store, this.#registry, this.#hub, this.#now);
     await this.#restore();
     this.#cluster?.serve();
   }

@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Notification, SessionRow } from "../../protocol/index.js";
+import { AGENT_ERROR_NEWS_MS, watchListChanges } from "../../src/host/list-notifier.js";
+import type { LiveState } from "../../src/host/live/live-state.js";
+import { NotificationHub } from "../../src/host/notifications.js";
 import type { Principal } from "../../src/host/principal.js";
+import type { CommitNotice, SessionProjection, SessionStore } from "../../src/store/session-store.js";
 import { type HostFixture, openHost } from "./host-fixture.js";
 
 /**
@@ -120,5 +124,53 @@ describe("session.updated", () => {
     ]);
     await vi.waitFor(() => expect(alice).toHaveLength(1));
     expect(alice[0]).toMatchObject({ sessionId: "t", seq: 2 });
+  });
+});
+
+describe("agent.error of a turn another host ended", () => {
+  const NOW = 1_800_000_000_000;
+  /** The notifier on a store double whose one listener the test calls with remote appends. */
+  function notifier() {
+    let heard: Parameters<SessionStore["subscribeAll"]>[0] | undefined;
+    const store = {
+      subscribeAll: (listener: typeof heard) => {
+        heard = listener;
+        return () => undefined;
+      },
+    } as unknown as SessionStore;
+    const live = {
+      isLive: () => false,
+      isRunning: () => false,
+      queue: () => [],
+      jobs: () => [],
+    } as unknown as LiveState;
+    const hub = new NotificationHub();
+    const errors: Notification[] = [];
+    hub.subscribe(ALICE, (n) => {
+      if (n.name === "agent.error") errors.push(n);
+    });
+    watchListChanges(store, live, hub, () => NOW);
+    const failedAt = (at: number, seq: number) =>
+      heard!(
+        "s",
+        {
+          kind: "append",
+          epoch: "e",
+          remote: true,
+          events: [
+            { seq, at, type: "turn/end", data: { turnId: `t${seq}`, state: "failed", error: `boom ${seq}` } },
+          ],
+        } as CommitNotice,
+        { sessionId: "s", owner: "alice" } as SessionProjection,
+      );
+    return { errors, failedAt };
+  }
+
+  it("is told when heard as it happens, and not when read back long after (a LISTEN outage's catch-up)", async () => {
+    const { errors, failedAt } = notifier();
+    failedAt(NOW - 1_000, 5);
+    failedAt(NOW - AGENT_ERROR_NEWS_MS - 1, 6);
+    await settle();
+    expect(errors).toEqual([{ name: "agent.error", value: { sessionId: "s", message: "boom 5" } }]);
   });
 });
