@@ -93,6 +93,11 @@ export class PgCommitFeed {
    * NOTIFY of that very dismissal, heard after the read, is still told).
    */
   private readonly dismissalStates = new Map<string, DismissedPair & { dismissed: boolean; read?: true }>();
+  /**
+   * Principals whose dismissals were read (see `rememberDismissalsOf`): read once, however often
+   * their sockets come and go, so a peer reconnecting cannot make the host read them again.
+   */
+  private readonly dismissalsRead = new Map<string, true>();
   private readonly live: PgLiveFeed;
   private client: pg.Client | undefined;
   /** A listener of a build that holds no presence lock is connected: announce every batch. */
@@ -220,8 +225,14 @@ export class PgCommitFeed {
    * the re-read after an outage finds a restore of one made meanwhile on another host.
    */
   async rememberDismissalsOf(principal: string): Promise<void> {
-    if (this.dismissalSubscribers.size === 0 || this.closed) return;
-    for (const sessionId of await this.reads.dismissalsOf(principal, MAX_HEADS)) {
+    if (this.dismissalSubscribers.size === 0 || this.closed || this.dismissalsRead.has(principal)) return;
+    setNewest(this.dismissalsRead, principal, true);
+    const dismissed = await this.reads.dismissalsOf(principal, MAX_HEADS).catch((err: unknown) => {
+      // read again at their next socket's arrival
+      this.dismissalsRead.delete(principal);
+      throw err;
+    });
+    for (const sessionId of dismissed) {
       const key = pairKey(principal, sessionId);
       // a change heard while this was read is newer than the read
       if (!this.dismissalStates.has(key))

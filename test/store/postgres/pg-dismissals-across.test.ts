@@ -162,4 +162,33 @@ describePg("PostgreSQL dismissals another host made", () => {
       await close();
     }
   });
+
+  it("reads a principal's dismissals once however often their first socket arrives, and again after a read failed", async () => {
+    const { a, b, close } = await twoHosts();
+    try {
+      await a.create({ sessionId: "s", owner: "alice", model: "m" });
+      b.subscribeDismissals(
+        () => undefined,
+        () => ["alice"],
+      );
+      const reads = (
+        b as unknown as { feed: { reads: { dismissalsOf: (...args: unknown[]) => Promise<string[]> } } }
+      ).feed.reads;
+      const real = reads.dismissalsOf.bind(reads);
+      let calls = 0;
+      let fail = true;
+      reads.dismissalsOf = async (...args) => {
+        calls++;
+        if (fail) throw new Error("connection lost");
+        return real(...args);
+      };
+      await expect(b.rememberDismissals("alice")).rejects.toThrow("connection lost");
+      fail = false;
+      for (let i = 0; i < 5; i++) await b.rememberDismissals("alice");
+      await b.rememberDismissals("bob");
+      expect(calls).toBe(3);
+    } finally {
+      await close();
+    }
+  });
 });
