@@ -490,23 +490,19 @@ export class PgCallInbox implements CallInbox {
   #run(hostId: string, row: ClaimedRow, taken: boolean, size: number): void {
     let held = size;
     const expiresAt = Date.now() + Number(row.left_ms);
-    const body = decode(plain(row.body)) as Pick<ForwardedCall, "principal" | "method" | "params">;
-    const call: ForwardedCall = {
-      callId: row.call_id,
-      fromHost: row.from_host,
-      sessionId: row.session_id,
-      ...body,
-    };
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
     const next = previous.then(async () => {
-      if (!taken) return this.#release(call.callId);
+      if (!taken) return this.#release(row.call_id);
       // its sender gave up while it waited behind its session's earlier calls (and may have sent
       // it again): running it now would do its work unasked, or twice
       if (Date.now() >= expiresAt) return;
       // taken while serving: a caller told at once re-resolves the owner rather than wait it out
       const handler = this.#served.get(hostId);
+      // a body that does not decode is answered as the fault it is, and holds nothing after
       const reply: ForwardReply = handler
-        ? await handler(call).catch((err: unknown) => asReply(err))
+        ? await Promise.resolve()
+            .then(() => handler(forwardedCall(row)))
+            .catch((err: unknown) => asReply(err))
         : { status: "not_owner" };
       const encoded = encode(reply, { ignoreUndefined: true });
       // the reply is held too until it is written
@@ -516,7 +512,7 @@ export class PgCallInbox implements CallInbox {
         `WITH answered AS (
            UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
          SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
-        [call.callId, encoded, this.#channel],
+        [row.call_id, encoded, this.#channel],
       );
     });
     const settled = next
@@ -560,4 +556,10 @@ function wakeOrTimeout(woken: Promise<void>, ms: number): Promise<"woken" | "tim
     timer = setTimeout(() => resolve("timeout"), ms);
   });
   return Promise.race([woken.then(() => "woken" as const), timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The call a claimed row holds (its body as the sender encoded it). */
+function forwardedCall(row: ClaimedRow): ForwardedCall {
+  const body = decode(plain(row.body)) as Pick<ForwardedCall, "principal" | "method" | "params">;
+  return { callId: row.call_id, fromHost: row.from_host, sessionId: row.session_id, ...body };
 }

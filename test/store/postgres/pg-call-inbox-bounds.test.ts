@@ -40,6 +40,20 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: what a host serving other hosts'
     expect(started).toHaveLength(10);
   });
 
+  it("answers a call whose body does not decode internal_error, and holds nothing for it after", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL, maxServing: 1 });
+    const broken = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // 0xc1 is no MessagePack type: the body cannot be read
+    await inbox.sql("UPDATE forwarded_calls SET body = '\\xc1'::bytea");
+    b.serve("host-b", async (c) => ({ status: "ok", result: c.params }));
+    expect(await broken).toMatchObject({ status: "error", code: "internal_error" });
+    // the one call it may hold is free again
+    expect(await a.send("host-b", call("s2", { n: 2 }), LONG)).toEqual({ status: "ok", result: { n: 2 } });
+  });
+
   it("drops a call whose sender gave up while it waited behind an earlier call of its session, running nothing for it", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
