@@ -1,9 +1,8 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { type RunningHost, startHost } from "../../../src/server.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { MuxPeer } from "../../support/mux-peer.js";
+import { schemaHosts } from "../../support/schema-hosts.js";
 import { tempDir } from "../../support/temp-dir.js";
 
 const pgUrl = inject("pgUrl") ?? "";
@@ -36,25 +35,7 @@ describe("the control baseline's generation", () => {
   it.skipIf(!pgUrl)(
     "is the same on every host of one PostgreSQL schema, and across their restarts",
     async () => {
-      const schema = `ctl_gen_${randomBytes(4).toString("hex")}`;
-      cleanups.push(async () => {
-        const client = new pg.Client({ connectionString: pgUrl });
-        await client.connect();
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        await client.end();
-      });
-      const start = async (hostId: string) => {
-        const host = await startHost({
-          port: 0,
-          dbPath: pgUrl,
-          dbSchema: schema,
-          dbPoolSize: 2,
-          hostId,
-          tokens,
-        });
-        cleanups.push(() => host.close());
-        return host;
-      };
+      const { start } = schemaHosts(pgUrl, "ctl_gen", tokens, cleanups);
       const a = await start("host-a");
       const b = await start("host-b");
       const onA = await generations(a);

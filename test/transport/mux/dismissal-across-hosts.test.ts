@@ -1,11 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import type { SessionRow } from "../../../protocol/index.js";
-import { type RunningHost, startHost } from "../../../src/server.js";
-import { dropSchema } from "../../store/contract/backends.js";
+import type { RunningHost } from "../../../src/server.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN } from "../../support/host.js";
 import { MuxPeer } from "../../support/mux-peer.js";
+import { schemaHosts } from "../../support/schema-hosts.js";
 import { until } from "../../support/until.js";
 
 /**
@@ -23,21 +22,7 @@ const tokens = [
 ];
 
 async function twoHosts(): Promise<{ near: RunningHost; far: RunningHost }> {
-  const schema = `dismissal_across_${randomBytes(4).toString("hex")}`;
-  cleanups.push(() => dropSchema(pgUrl, schema));
-  const start = async (hostId: string) => {
-    const host = await startHost({
-      port: 0,
-      host: "127.0.0.1",
-      dbPath: pgUrl,
-      dbSchema: schema,
-      dbPoolSize: 2,
-      hostId,
-      tokens,
-    });
-    cleanups.push(() => host.close());
-    return host;
-  };
+  const { start } = schemaHosts(pgUrl, "dismissal_across", tokens, cleanups);
   const near = await start("host-near");
   return { near, far: await start("host-far") };
 }

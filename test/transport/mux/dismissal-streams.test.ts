@@ -1,11 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../../protocol/index.js";
-import { type RunningHost, startHost } from "../../../src/server.js";
-import { dropSchema } from "../../store/contract/backends.js";
+import type { RunningHost } from "../../../src/server.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost } from "../../support/host.js";
 import { MuxPeer } from "../../support/mux-peer.js";
+import { schemaHosts } from "../../support/schema-hosts.js";
 
 /**
  * A dismissal is a principal's own: it changes that principal's lists and nothing about the
@@ -38,21 +37,7 @@ async function sqliteHosts(): Promise<Hosts> {
 }
 
 async function postgresHosts(): Promise<Hosts> {
-  const schema = `dismissal_streams_${randomBytes(4).toString("hex")}`;
-  cleanups.push(() => dropSchema(pgUrl, schema));
-  const start = async (hostId: string) => {
-    const host = await startHost({
-      port: 0,
-      host: "127.0.0.1",
-      dbPath: pgUrl,
-      dbSchema: schema,
-      dbPoolSize: 2,
-      hostId,
-      tokens,
-    });
-    cleanups.push(() => host.close());
-    return host;
-  };
+  const { start } = schemaHosts(pgUrl, "dismissal_streams", tokens, cleanups);
   const near = await start("host-near");
   return { near, far: await start("host-far") };
 }
