@@ -4,19 +4,19 @@ import type { NotificationHub } from "./notifications.js";
 import { toRow } from "./session-row.js";
 
 /**
- * §6 `session.updated`: a commit that moves a session in the list (an operator message) or
- * renames it. Driven by the store's commit notices, so every writer path is covered once.
- * `session.added` and `session.removed` of a session another host created or deleted (the call
- * that did it announced it to that host's sockets only), and `agent.error` of a turn that failed
- * on another host; this host's own calls and turns announce theirs.
- */
-/**
  * A failed turn another host ended longer ago than this is not told as `agent.error`: it reached
  * this host late (read back after its LISTEN connection was down), and is no news to a person;
  * the turn's state is in the log and the list.
  */
 export const AGENT_ERROR_NEWS_MS = 30_000;
 
+/**
+ * §6 `session.updated`: a commit that moves a session in the list (an operator message) or
+ * renames it. Driven by the store's commit notices, so every writer path is covered once.
+ * `session.added` and `session.removed` of a session another host created or deleted (the call
+ * that did it announced it to that host's sockets only), and `agent.error` of a turn that failed
+ * on another host; this host's own calls and turns announce theirs.
+ */
 export function watchListChanges(
   store: SessionStore,
   live: LiveState,
