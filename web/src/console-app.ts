@@ -246,6 +246,7 @@ export class ConsoleApp {
       more: list.hasOlder(view),
       loading: list.isLoadingOlder(view),
       online,
+      pinned: { limit: list.pinnedLimit, more: list.morePinned, loading: list.isLoadingPinned },
     };
     this.region(
       "list",
@@ -387,13 +388,29 @@ export class ConsoleApp {
     // the list may know rows past its end already (control projections): only the shown ones count
     const shown = () =>
       view === "list"
-        ? orderSessions(list.rows.values(), list.end).recent
+        ? orderSessions(list.rows.values(), list.end, list.pinnedLimit).recent
         : orderSessions(list.dismissed.values(), list.endOf(view), 0).recent;
     const known = new Set(shown().map((row) => row.sessionId));
     this.run("Loading older sessions", async () => {
       await list.loadOlder(view);
       if (!keyboard || list !== this.list) return;
       this.focusRowAfterDraw = shown().find((row) => !known.has(row.sessionId))?.sessionId;
+      this.schedule();
+    });
+  }
+
+  /**
+   * Pins more of the sessions waiting on you. The keyboard that pressed the button goes on to the
+   * first session it pinned (the button may be gone: none waits past them).
+   */
+  private loadMorePinned(keyboard: boolean): void {
+    const list = this.list;
+    const pinned = () => orderSessions(list.rows.values(), list.end, list.pinnedLimit).pinned;
+    const known = new Set(pinned().map((row) => row.sessionId));
+    this.run("Loading more sessions waiting on you", async () => {
+      await list.loadMorePinned();
+      if (!keyboard || list !== this.list) return;
+      this.focusRowAfterDraw = pinned().find((row) => !known.has(row.sessionId))?.sessionId;
       this.schedule();
     });
   }
@@ -449,6 +466,10 @@ export class ConsoleApp {
       const target = event.target as HTMLElement;
       if (target.closest('[data-action="older"]')) {
         this.loadOlder(document.activeElement === target.closest("button"));
+        return;
+      }
+      if (target.closest('[data-action="more-pinned"]')) {
+        this.loadMorePinned(document.activeElement === target.closest("button"));
         return;
       }
       const item = target.closest<HTMLElement>("[data-session-id]");

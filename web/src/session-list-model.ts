@@ -51,6 +51,11 @@ export class SessionListModel {
   private readonly unplaced = new Map<string, SessionRow>();
   private readonly pages: Record<ListView, Pages> = { list: firstPage(), dismissed: firstPage() };
   /**
+   * The host's parked sessions not dismissed, read `MAX_PINNED` at a time: the first page with each
+   * snapshot, more on request (`loadMorePinned`). Each page loaded pins `MAX_PINNED` more.
+   */
+  private readonly pinnedPages: Pages = firstPage();
+  /**
    * The version at which this tab last learnt each session's dismissal (its own action or a
    * notification): a dismissed page read before that never moves the session back.
    */
@@ -103,6 +108,55 @@ export class SessionListModel {
     return this.pages[view].loading;
   }
 
+  /** How many sessions waiting on their owner are pinned on top of the list. */
+  get pinnedLimit(): number {
+    return MAX_PINNED * this.pinnedPages.count;
+  }
+
+  /**
+   * More sessions wait on the principal than the list shows: parked rows known here that stand
+   * neither among the pins nor within the pages loaded, or parked sessions the host has past those
+   * read that may be such rows (the list has older pages not loaded, or a parked row is held aside).
+   */
+  get morePinned(): boolean {
+    const end = this.end;
+    const unknownPastEnd = end !== undefined || [...this.unplaced.values()].some(parked);
+    if (this.pinnedPages.cursor !== undefined && unknownPastEnd) return true;
+    const { pinned, recent } = orderSessions(this.rows.values(), end, this.pinnedLimit);
+    let parkedShown = pinned.length;
+    for (const row of recent) if (parked(row)) parkedShown += 1;
+    for (const row of this.rows.values()) if (parked(row) && --parkedShown < 0) return true;
+    return false;
+  }
+
+  get isLoadingPinned(): boolean {
+    return this.pinnedPages.loading;
+  }
+
+  /**
+   * Pins `MAX_PINNED` more of the sessions waiting on the principal, reading the host's next page
+   * of them when it has one. A page read before a refresh is dropped, as `loadOlder`'s is.
+   */
+  async loadMorePinned(): Promise<void> {
+    const pages = this.pinnedPages;
+    if (pages.loading) return;
+    const cursor = pages.cursor;
+    pages.loading = true;
+    this.onChange();
+    try {
+      if (cursor !== undefined) {
+        const page = await this.link.list(MAX_PINNED, { parked: true, before: cursor });
+        if (cursor !== pages.cursor) return;
+        this.setCursor(pages, page.next, page.sessions);
+        for (const row of page.sessions) this.addListed(row);
+      }
+      pages.count += 1;
+    } finally {
+      pages.loading = false;
+      this.changed();
+    }
+  }
+
   /** Where a list stops while its older sessions are not loaded. */
   endOf(view: ListView): ListPosition | undefined {
     return view === "list" ? this.end : this.pages.dismissed.end;
@@ -113,7 +167,7 @@ export class SessionListModel {
       const version = this.version;
       const [recent, parked, dismissed] = await Promise.all([
         this.readPages(this.pages.list.count, {}),
-        this.link.list(MAX_PINNED, { parked: true }),
+        this.readPages(this.pinnedPages.count, { parked: true }, MAX_PINNED),
         this.readPages(this.pages.dismissed.count, { dismissed: true }),
       ]);
       if (version !== this.version) continue;
@@ -121,6 +175,7 @@ export class SessionListModel {
       this.snapshots += 1;
       this.setCursor(this.pages.list, recent.next, recent.sessions);
       this.setCursor(this.pages.dismissed, dismissed.next, dismissed.sessions);
+      this.setCursor(this.pinnedPages, parked.next, parked.sessions);
       this.rows.clear();
       this.dismissed.clear();
       this.unplaced.clear();
@@ -190,15 +245,13 @@ export class SessionListModel {
   /** The first `count` pages of a list, read one after another with the host's cursors. */
   private async readPages(
     count: number,
-    filter: { dismissed?: true },
+    filter: { dismissed?: true; parked?: true },
+    size = LIST_SIZE,
   ): Promise<{ sessions: SessionRow[]; next?: string }> {
     const sessions: SessionRow[] = [];
     let next: string | undefined;
     for (let page = 0; page < count; page++) {
-      const answer = await this.link.list(
-        LIST_SIZE,
-        next === undefined ? filter : { ...filter, before: next },
-      );
+      const answer = await this.link.list(size, next === undefined ? filter : { ...filter, before: next });
       sessions.push(...answer.sessions);
       next = answer.next;
       if (next === undefined) break;
@@ -289,9 +342,12 @@ export class SessionListModel {
       while (read.again && [...this.unplaced.values()].some(parked)) {
         read.again = false;
         const snapshots = this.snapshots;
-        const { sessions } = await this.link.list(MAX_PINNED, { parked: true });
+        const pinnedPages = this.pinnedPages.count;
+        const { sessions, next } = await this.readPages(pinnedPages, { parked: true }, MAX_PINNED);
         // the snapshot cleared the rows held aside and pinned its own read of the parked sessions
         if (snapshots !== this.snapshots) continue;
+        // one that stands past the pages pinned stays aside, and the list offers the next page
+        if (pinnedPages === this.pinnedPages.count) this.setCursor(this.pinnedPages, next, sessions);
         const held = sessions.filter((row) => this.unplaced.has(row.sessionId));
         for (const row of held) this.addListed(row);
         if (held.length > 0) this.changed();

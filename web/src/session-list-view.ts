@@ -74,6 +74,8 @@ export interface ListPaging {
   loading: boolean;
   /** Calls can reach the host. */
   online: boolean;
+  /** How many sessions waiting on you are pinned, whether more wait than are shown, and whether more are being read. */
+  pinned?: { limit: number; more: boolean; loading: boolean };
 }
 
 /** The button at the end of a list that has older pages: a plain button, so Tab and Enter reach it. */
@@ -82,8 +84,15 @@ const olderButton = (paging: ListPaging) =>
     data-action="older" ?disabled=${paging.loading || !paging.online}
     aria-busy=${paging.loading ? "true" : nothing}>${paging.loading ? "Loading older sessions…" : "Show older sessions"}</button></li>`;
 
+/** The button under the pinned sessions when more wait on you than are shown. */
+const morePinnedButton = (paging: ListPaging) =>
+  html`<li class="list-more"><button type="button" class="link-button" data-testid="more-waiting"
+    data-action="more-pinned" ?disabled=${paging.pinned?.loading || !paging.online}
+    aria-busy=${paging.pinned?.loading ? "true" : nothing}>${paging.pinned?.loading ? "Loading more sessions waiting on you…" : "Show more sessions waiting on you"}</button></li>`;
+
 /**
- * Draws the session list: parked sessions pinned under their own heading, then the newest, as
+ * Draws the session list: parked sessions pinned under their own heading (with a button for more
+ * when more wait than are pinned), then the newest, as
  * far as the pages loaded reach, then a button for the next older page. The dismissed view lists
  * the dismissed sessions newest first, each with its restore button, paged the same way. `stale`: the console cannot
  * confirm the rows' states (offline, no live state yet), so each is marked last known.
@@ -113,9 +122,10 @@ export function renderSessionList(
     );
     return;
   }
-  const { pinned, recent } = orderSessions(rows, paging.end);
+  const { pinned, recent } = orderSessions(rows, paging.end, paging.pinned?.limit);
   render(
     html`${pinned.length > 0 ? html`${heading("Waiting on you")}${items(pinned)}` : nothing}
+      ${paging.pinned?.more ? morePinnedButton(paging) : nothing}
       ${pinned.length > 0 && recent.length > 0 ? heading("Recent") : nothing}${items(recent)}
       ${pinned.length + recent.length === 0 ? heading("No sessions yet") : nothing}
       ${paging.more ? olderButton(paging) : nothing}`,
