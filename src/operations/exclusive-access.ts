@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import { DatabaseInUseError } from "../store/database-lock.js";
+import { keepingWal } from "../store/kept-wal.js";
 import { existingDatabase } from "./database-path.js";
 import { StartupError } from "./startup-error.js";
 
@@ -10,6 +11,10 @@ import { StartupError } from "./startup-error.js";
  */
 export function assertNotInUse(path: string): string {
   const file = existingDatabase(path);
+  return keepingWal(file, () => lockedAlone(file));
+}
+
+function lockedAlone(file: string): string {
   const db = new Database(file, { fileMustExist: true, timeout: 0 });
   try {
     db.pragma("locking_mode = EXCLUSIVE");

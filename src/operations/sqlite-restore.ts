@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { DatabaseLock } from "../store/database-lock.js";
 import { isUnreadableDatabase } from "../store/io-errors.js";
+import { holdsFrames, keepingWal } from "../store/kept-wal.js";
 import { prepareDatabasePath } from "./database-path.js";
 import { syncFile, syncFolder } from "./durable-files.js";
 import { assertNotInUse, inUseRefusal } from "./exclusive-access.js";
@@ -43,7 +44,7 @@ export function restoreDatabase(
   if (!existsSync(backup) || !statSync(backup).isFile()) {
     throw new StartupError("restore_backup_missing", `no backup file at ${backup}; check the path`);
   }
-  if (hasFrames(`${backup}-wal`)) {
+  if (holdsFrames(`${backup}-wal`)) {
     throw new StartupError(
       "restore_backup_invalid",
       `${backup} has a -wal file beside it holding changes its file lacks (a copy of a live ` +
@@ -89,11 +90,6 @@ export function restoreDatabase(
   }
 }
 
-/** True when a WAL file is there with more than its header: frames its database lacks. */
-function hasFrames(wal: string): boolean {
-  return existsSync(wal) && statSync(wal).size > 32;
-}
-
 function copySynced(from: string, to: string): void {
   copyFileSync(from, to);
   syncFile(to);
@@ -127,7 +123,7 @@ function takeLock(db: string): DatabaseLock {
  * leaves the path naming a whole one.
  */
 function setAside(db: string, options: RestoreOptions): string | null {
-  if (hasFrames(`${db}-wal`)) checkpoint(db);
+  if (holdsFrames(`${db}-wal`)) checkpoint(db);
   if (options.keepReplaced === false) return null;
   const aside = `${db}.replaced-${stamp((options.now ?? Date.now)())}`;
   linkSync(db, aside);
@@ -136,10 +132,15 @@ function setAside(db: string, options: RestoreOptions): string | null {
 
 /**
  * `wal_checkpoint(TRUNCATE)` on a connection of its own; closing the last connection removes the
- * WAL. One that cannot be folded (the file damaged) is refused: removing it would lose what it
- * holds, and leaving it would replay it into the restored file.
+ * WAL. One that cannot be folded (the file damaged) is refused, its WAL left where it was (see
+ * `keepingWal`): removing it would lose what it holds, and leaving it would replay it into the
+ * restored file.
  */
 function checkpoint(db: string): void {
+  keepingWal(db, () => fold(db));
+}
+
+function fold(db: string): void {
   let conn: Database.Database;
   try {
     conn = new Database(db, { fileMustExist: true, timeout: 0 });
@@ -154,7 +155,7 @@ function checkpoint(db: string): void {
   } finally {
     conn.close();
   }
-  if (hasFrames(`${db}-wal`)) throw unreadable(db, new Error("its WAL is still there after a checkpoint"));
+  if (holdsFrames(`${db}-wal`)) throw unreadable(db, new Error("its WAL is still there after a checkpoint"));
 }
 
 function unreadable(db: string, err: unknown): StartupError {

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { Resolution } from "../../protocol/index.js";
 import { DatabaseLock } from "./database-lock.js";
+import { keepingWal } from "./kept-wal.js";
 import type {
   EnqueueInput,
   EnqueueOutcome,
@@ -54,6 +55,11 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     const readOnly = options.readOnly === true;
     const lock = path === ":memory:" || readOnly ? undefined : DatabaseLock.acquire(path);
+    return keepingWal(path, () => SqliteSessionStore.#openLocked(path, options, lock));
+  }
+
+  static #openLocked(path: string, options: SqliteStoreOptions, lock: DatabaseLock | undefined) {
+    const readOnly = options.readOnly === true;
     const db = new Database(path);
     try {
       if (readOnly) {
