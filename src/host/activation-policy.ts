@@ -49,9 +49,10 @@ export interface LiveInteraction {
 
 /**
  * Told of every session a `resume` call acted on for a principal (a dismissed one is restored),
- * once the call succeeded.
+ * once the call succeeded and before it answers: the call's reply waits for it, and its failure
+ * is the call's.
  */
-export type WorkNotice = (principal: Principal, sessionId: string) => void;
+export type WorkNotice = (principal: Principal, sessionId: string) => Promise<void> | void;
 
 /** Makes this host the session's owner, then runs `attach` (see `HostCluster.claim`). */
 export type Claim = <T>(sessionId: string, attach: () => T) => Promise<T>;
@@ -66,7 +67,7 @@ export class ActivationPolicy {
   /**
    * `claim` makes this host the session's owner (the resume rule: on a shared store, its lease),
    * or throws `NotOwner`, and attaches a cold session's agent; `onWork` hears of every session a
-   * `resume` call run by `run` acted on, once the call succeeded.
+   * `resume` call run by `run` acted on, once the call succeeded and before `run` returns.
    */
   constructor(
     store: HostStore,
@@ -107,7 +108,9 @@ export class ActivationPolicy {
   /**
    * Runs one call with the resolvers its activation permits. The sessions a `resume` call
    * resolved reach `onWork` only once the call succeeded: a call that ends in an error (bad
-   * input, a store's refusal, a lost race) leaves a dismissal as it was. Nor does it leave an
+   * input, a store's refusal, a lost race) leaves a dismissal as it was. The result is handed
+   * back only once `onWork` is done, so a caller that has it lists a restored session; should
+   * `onWork` fail, the call fails with its error, though its work stays done. Nor does it leave an
    * agent it attached: the store refuses some calls only at their write (the owner's queued bytes
    * filled by a concurrent prompt, the session deleted after it was resolved), after the agent
    * attached, and that agent goes again unless another call resolved it meanwhile or it has work.
@@ -137,7 +140,14 @@ export class ActivationPolicy {
       throw err;
     }
     this.#release(held, true);
-    for (const [principal, sessionId] of worked) this.#onWork(principal, sessionId);
+    const told = new Set<string>();
+    for (const [principal, sessionId] of worked) {
+      // `session.respond` to a parked turn resolves its session twice: the interaction, the resume
+      const key = `${principal.name}\u0000${sessionId}`;
+      if (told.has(key)) continue;
+      told.add(key);
+      await this.#onWork(principal, sessionId);
+    }
     return result;
   }
 

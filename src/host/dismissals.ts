@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { SessionmuxError } from "../../protocol/index.js";
 import type { DismissalChange } from "../store/dismissals.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { LiveState } from "./live/live-state.js";
@@ -18,8 +19,8 @@ import { notFound } from "./store-outcomes.js";
  *
  * What restores a dismissed session: `session.restore`, and the `resume` calls that ask the
  * session for work on the caller's behalf (`session.prompt`, `session.selectModel`, and
- * `session.respond` for the session whose interaction it answers), once they succeed: a call
- * that ends in an error leaves the dismissal as it was. Cold reads (`follow`, `page`,
+ * `session.respond` for the session whose interaction it answers), once they succeed and before
+ * they answer: a call that ends in an error leaves the dismissal as it was. Cold reads (`follow`, `page`,
  * the HTTP views) never do: a reconnecting follower would otherwise undo a dismissal made in
  * another tab. A client that opens a dismissed session for a person calls `session.restore`.
  */
@@ -71,16 +72,19 @@ export class Dismissals {
   }
 
   /**
-   * A `resume` call succeeded on the session: restore it if the principal dismissed it. Started
-   * once the call's work is done and not awaited by it, so a prompt's answer is not delayed by
-   * this read; one indexed read when nothing was dismissed. A refused call never gets here.
+   * A `resume` call succeeded on the session: restore it if the principal dismissed it. Run once
+   * the call's work is done and awaited before the call answers, so a client that got the answer
+   * and lists at once finds the session (one indexed read when nothing was dismissed). A refused
+   * call never gets here; a restore the store fails fails the call. A session deleted since the
+   * read is on no list any more: nothing to restore, and the call's answer stands.
    */
-  restoreForWork(principal: Principal, sessionId: string): void {
-    void (async () => {
-      if (await this.store.isDismissed(sessionId, principal.name)) await this.restore(principal, sessionId);
-    })().catch((err: unknown) =>
-      this.logger.warn({ err, sessionId }, "restoring a dismissed session failed"),
-    );
+  async restoreForWork(principal: Principal, sessionId: string): Promise<void> {
+    if (!(await this.store.isDismissed(sessionId, principal.name))) return;
+    try {
+      await this.restore(principal, sessionId);
+    } catch (err) {
+      if (!(err instanceof SessionmuxError && err.code === "session_not_found")) throw err;
+    }
   }
 
   /**

@@ -40,7 +40,7 @@ function agentsOf(live: Map<string, LiveSession>) {
   return { agents, attached };
 }
 
-async function setup(onWork?: (principal: Principal, sessionId: string) => void) {
+async function setup(onWork?: (principal: Principal, sessionId: string) => Promise<void> | void) {
   const dir = tempDir("sessionmux-activation-");
   const store = SqliteSessionStore.open(dir.file("s.db"));
   cleanups.push(() => dir.remove());
@@ -147,7 +147,9 @@ describe("activation policy", () => {
 
   it("a resume call tells of the sessions it resolved only once it succeeded; a refused one tells nothing", async () => {
     const told: [string, string][] = [];
-    const { policy } = await setup((principal, sessionId) => told.push([principal.name, sessionId]));
+    const { policy } = await setup((principal, sessionId) => {
+      told.push([principal.name, sessionId]);
+    });
     const refused = policy.run("resume", async (resolvers) => {
       await resolvers.resume(ALICE, "a1");
       throw new SessionmuxError("queue_full", "full");
@@ -164,6 +166,40 @@ describe("activation policy", () => {
     // a cold call resolves nothing for work
     await policy.run("cold", (resolvers) => resolvers.inspect(ALICE, "a1"));
     expect(told).toHaveLength(1);
+  });
+
+  it("a resume call answers only once its work notice is done, each session told once, and a failed notice fails it", async () => {
+    const held = gate();
+    const told: string[] = [];
+    let fail = false;
+    const { policy } = await setup(async (_principal, sessionId) => {
+      told.push(sessionId);
+      await held.promise;
+      if (fail) throw new SessionmuxError("persistence_failure", "restore failed");
+    });
+    let answered = false;
+    const call = policy
+      .run("resume", async (resolvers) => {
+        await resolvers.resume(ALICE, "a1");
+        await resolvers.resume(ALICE, "a1");
+        return "done";
+      })
+      .then((result) => {
+        answered = true;
+        return result;
+      });
+    await vi.waitUntil(() => told.length > 0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
+    held.open();
+    expect(await call).toBe("done");
+    expect(told).toEqual(["a1"]);
+    fail = true;
+    const failed = policy.run("resume", async (resolvers) => {
+      await resolvers.resume(ALICE, "a1");
+      return "done";
+    });
+    expect(await codeOf(failed)).toBe("persistence_failure");
   });
 
   it("an answer to an interaction answered otherwise or withdrawn is refused before anything resumes", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test, vi } from "vitest";
-import type { Notification } from "../../protocol/index.js";
+import { type Notification, SessionmuxError } from "../../protocol/index.js";
 import { Dismissals } from "../../src/host/dismissals.js";
 import { LiveRegistry } from "../../src/host/live/live-registry.js";
 import { NotificationHub } from "../../src/host/notifications.js";
@@ -90,7 +90,7 @@ describe("Dismissals", () => {
     expect(heard[0]).toMatchObject({ name: "session.dismissed", value: { sessionId: "t" } });
   });
 
-  test("restoring for work a session deleted between its read and its restore warns, naming it; a deleted or never dismissed session only reads", async () => {
+  test("restoring for work a session deleted between its read and its restore settles quietly; a deleted or never dismissed session only reads", async () => {
     const { store, dismissals, lines, heard } = open();
     for (const sessionId of ["plain", "gone", "racing"])
       await store.create({ sessionId, owner: "alice", model: "demo-fast" });
@@ -106,18 +106,27 @@ describe("Dismissals", () => {
       if (sessionId === "racing") await store.delete("racing");
       return dismissed;
     });
-    // in this order: a restore of "plain" or "gone" would fail, and warn, before the one of "racing" does
-    dismissals.restoreForWork(ALICE, "plain");
-    dismissals.restoreForWork(ALICE, "gone");
-    dismissals.restoreForWork(ALICE, "racing");
-    await vi.waitFor(() => expect(lines.filter((l) => l.level === 40)).toHaveLength(1));
-    expect(lines.filter((l) => l.level === 40)).toEqual([
-      expect.objectContaining({
-        msg: "restoring a dismissed session failed",
-        sessionId: "racing",
-        err: expect.objectContaining({ code: "session_not_found" }),
-      }),
-    ]);
+    const restore = vi.spyOn(dismissals, "restore");
+    // the call whose work it follows keeps its answer: the session is on no list to restore it to
+    for (const sessionId of ["plain", "gone", "racing"])
+      await expect(dismissals.restoreForWork(ALICE, sessionId)).resolves.toBeUndefined();
+    expect(restore.mock.calls.map(([, sessionId]) => sessionId)).toEqual(["racing"]);
+    expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
     expect(heard.filter((n) => n.name === "session.dismissed")).toHaveLength(2);
+  });
+
+  test("restoring for work a dismissed session is durable once it resolves; a store's failure is its failure", async () => {
+    const { store, dismissals, heard } = open();
+    await store.create({ sessionId: "s", owner: "alice", model: "demo-fast" });
+    await dismissals.dismiss(ALICE, "s");
+    await dismissals.restoreForWork(ALICE, "s");
+    expect(await store.isDismissed("s", "alice")).toBe(false);
+    expect(heard.filter((n) => n.name === "session.dismissed")).toHaveLength(2);
+    await dismissals.dismiss(ALICE, "s");
+    vi.spyOn(store, "restore").mockRejectedValueOnce(new SessionmuxError("persistence_failure", "disk"));
+    await expect(dismissals.restoreForWork(ALICE, "s")).rejects.toMatchObject({
+      code: "persistence_failure",
+    });
+    expect(await store.isDismissed("s", "alice")).toBe(true);
   });
 });
