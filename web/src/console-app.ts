@@ -148,6 +148,7 @@ export class ConsoleApp {
     this.session?.dispose();
     this.session = undefined;
     this.cache = cache;
+    this.list.dispose();
     this.list = new SessionListModel(this.link, cache, () => this.schedule());
     this.link.useToken(token);
     this.select(shown);

@@ -68,6 +68,10 @@ export class SessionListModel {
   /** A read of the parked sessions for rows held aside is under way; `again`: one more is due after it. */
   private parkedRead: { again: boolean } | undefined;
   private readonly parkedRetry = new RetryWait();
+  /** The wait before the parked sessions are read again after a failed read. */
+  private parkedRetryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Replaced (a new token): nothing more is read, and no wait is left to fire. */
+  private disposed = false;
   /** Set by the first snapshot from the host: cached rows arriving later are older, and dropped. */
   private fresh = false;
 
@@ -332,6 +336,7 @@ export class SessionListModel {
    * up to a minute) for as long as a parked row is held aside.
    */
   private async placeParked(): Promise<void> {
+    if (this.disposed) return;
     if (this.parkedRead) {
       this.parkedRead.again = true;
       return;
@@ -344,6 +349,7 @@ export class SessionListModel {
         const snapshots = this.snapshots;
         const pinnedPages = this.pinnedPages.count;
         const { sessions, next } = await this.readPages(pinnedPages, { parked: true }, MAX_PINNED);
+        if (this.disposed) return;
         // the snapshot cleared the rows held aside and pinned its own read of the parked sessions
         if (snapshots !== this.snapshots) continue;
         // one that stands past the pages pinned stays aside, and the list offers the next page
@@ -355,10 +361,21 @@ export class SessionListModel {
       this.parkedRetry.reset();
     } catch {
       // the call timed out or the host refused it: asked again after a wait, while one is held
-      setTimeout(() => void this.placeParked(), this.parkedRetry.next());
+      if (!this.disposed)
+        this.parkedRetryTimer = setTimeout(() => {
+          this.parkedRetryTimer = undefined;
+          void this.placeParked();
+        }, this.parkedRetry.next());
     } finally {
       this.parkedRead = undefined;
     }
+  }
+
+  /** This model is replaced: a pending wait to read the parked sessions again is cleared, and none is started. */
+  dispose(): void {
+    this.disposed = true;
+    clearTimeout(this.parkedRetryTimer);
+    this.parkedRetryTimer = undefined;
   }
 
   /** `row` stands where a dismissed page not loaded yet may hold it. */
