@@ -7,6 +7,13 @@ export const ADMIN_TOKEN = "admin-secret-token";
 export const ALICE_TOKEN = "alice-secret";
 export const BOB_TOKEN = "bob-secret";
 
+/** The tokens every test host takes: an admin, and alice and bob, who see only their own sessions. */
+export const TEST_TOKENS = [
+  { name: "admin", secret: ADMIN_TOKEN, admin: true },
+  { name: "alice", secret: ALICE_TOKEN, admin: false },
+  { name: "bob", secret: BOB_TOKEN, admin: false },
+];
+
 export interface TestHost extends RunningHost {
   readonly dbPath: string;
   /** A test host runs on SQLite: its store's fault switches are at hand. */
@@ -17,7 +24,7 @@ export interface TestHost extends RunningHost {
 
 /**
  * A real host on 127.0.0.1, port 0, with a real SQLite file in a temp folder.
- * Tokens: ADMIN_TOKEN (admin), `alice=ALICE_TOKEN`, `bob=BOB_TOKEN`.
+ * Tokens: `TEST_TOKENS`.
  */
 export async function startTestHost(
   options: Partial<HostOptions> & { agent?: AgentDriver; dbPath?: string } = {},
@@ -27,11 +34,7 @@ export async function startTestHost(
   const running = await startHost({
     port: 0,
     host: "127.0.0.1",
-    tokens: [
-      { name: "admin", secret: ADMIN_TOKEN, admin: true },
-      { name: "alice", secret: ALICE_TOKEN, admin: false },
-      { name: "bob", secret: BOB_TOKEN, admin: false },
-    ],
+    tokens: TEST_TOKENS,
     ...options,
     dbPath,
   });

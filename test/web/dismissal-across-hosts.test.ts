@@ -1,10 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { type RunningHost, startHost } from "../../src/server.js";
-import { dropSchema } from "../store/contract/backends.js";
-import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN } from "../support/host.js";
+import { createNodeClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+import { ALICE_TOKEN, TEST_TOKENS } from "../support/host.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { schemaHosts } from "../support/schema-hosts.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { listedSessions } from "./session-list-reads.js";
@@ -18,41 +17,21 @@ const row = (sessionId: string) => `[data-testid="session-list"] [data-session-i
 
 describe.skipIf(!hasChromium || !pgUrl)("console: a dismissal made through another host", () => {
   const browser = useBrowser();
-  const schema = `console_dismissal_${randomBytes(4).toString("hex")}`;
-  const hosts: RunningHost[] = [];
-  let removeBuild: (() => void) | undefined;
-  let alice: SessionmuxClient;
+  const cleanups = cleanupsAfterEach();
+  let built: { webRoot: string; remove(): void } | undefined;
   beforeAll(async () => {
-    const built = await buildConsole();
-    removeBuild = built.remove;
-    for (const hostId of ["host-near", "host-far"])
-      hosts.push(
-        await startHost({
-          port: 0,
-          host: "127.0.0.1",
-          dbPath: pgUrl,
-          dbSchema: schema,
-          dbPoolSize: 2,
-          hostId,
-          tokens: [
-            { name: "admin", secret: ADMIN_TOKEN, admin: true },
-            { name: "alice", secret: ALICE_TOKEN, admin: false },
-            { name: "bob", secret: BOB_TOKEN, admin: false },
-          ],
-          http: { webRoot: built.webRoot },
-        }),
-      );
-    alice = createNodeClient({ url: hosts[0]!.wsUrl, token: ALICE_TOKEN });
+    built = await buildConsole();
   });
-  afterAll(async () => {
-    await alice?.close();
-    for (const host of hosts) await host.close();
-    removeBuild?.();
-    await dropSchema(pgUrl, schema);
-  });
+  afterAll(() => built?.remove());
 
   it("the other host's tab moves the row off the list and back", async () => {
-    const [near, far] = hosts as [RunningHost, RunningHost];
+    const { start } = schemaHosts(pgUrl, "console_dismissal", TEST_TOKENS, cleanups, {
+      http: { webRoot: built!.webRoot },
+    });
+    const near = await start("host-near");
+    const far = await start("host-far");
+    const alice = createNodeClient({ url: near.wsUrl, token: ALICE_TOKEN });
+    cleanups.push(() => alice.close());
     const kept = (await alice.create({ title: "kept on the list" })).header.sessionId;
     const hidden = (await alice.create({ title: "dismiss me" })).header.sessionId;
     const tab = await browser.profile.newPage();

@@ -1,9 +1,10 @@
 import { describe, expect, inject, it } from "vitest";
 import type { SessionRow } from "../../../protocol/index.js";
 import type { RunningHost } from "../../../src/server.js";
+import { peersCleanedBy } from "../../support/cleaned-peer.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
-import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN } from "../../support/host.js";
-import { MuxPeer } from "../../support/mux-peer.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, TEST_TOKENS } from "../../support/host.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
 import { schemaHosts } from "../../support/schema-hosts.js";
 import { until } from "../../support/until.js";
 
@@ -15,14 +16,10 @@ import { until } from "../../support/until.js";
 
 const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach();
-const tokens = [
-  { name: "admin", secret: ADMIN_TOKEN, admin: true },
-  { name: "alice", secret: ALICE_TOKEN, admin: false },
-  { name: "bob", secret: BOB_TOKEN, admin: false },
-];
+const peer = peersCleanedBy(cleanups);
 
 async function twoHosts(): Promise<{ near: RunningHost; far: RunningHost }> {
-  const { start } = schemaHosts(pgUrl, "dismissal_across", tokens, cleanups);
+  const { start } = schemaHosts(pgUrl, "dismissal_across", TEST_TOKENS, cleanups);
   const near = await start("host-near");
   return { near, far: await start("host-far") };
 }
@@ -40,11 +37,6 @@ describe("session.dismissed across hosts (postgres)", () => {
     "a dismissal and a restore made through one host reach the principal's sockets on the other, once each, and nobody else",
     async () => {
       const { near, far } = await twoHosts();
-      const peer = async (host: RunningHost, token: string) => {
-        const p = await MuxPeer.connect(host.wsUrl, { token });
-        cleanups.push(() => p.disconnect());
-        return p;
-      };
       const alice = await peer(near, ALICE_TOKEN);
       const aliceFar = [await peer(far, ALICE_TOKEN), await peer(far, ALICE_TOKEN)];
       const bobFar = await peer(far, BOB_TOKEN);

@@ -1,9 +1,9 @@
 import { describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../../protocol/index.js";
 import type { RunningHost } from "../../../src/server.js";
+import { peersCleanedBy } from "../../support/cleaned-peer.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
-import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost } from "../../support/host.js";
-import { MuxPeer } from "../../support/mux-peer.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost, TEST_TOKENS } from "../../support/host.js";
 import { schemaHosts } from "../../support/schema-hosts.js";
 
 /**
@@ -17,11 +17,7 @@ import { schemaHosts } from "../../support/schema-hosts.js";
 
 const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach();
-const tokens = [
-  { name: "admin", secret: ADMIN_TOKEN, admin: true },
-  { name: "alice", secret: ALICE_TOKEN, admin: false },
-  { name: "bob", secret: BOB_TOKEN, admin: false },
-];
+const peer = peersCleanedBy(cleanups);
 
 interface Hosts {
   /** Where the dismissals are made. */
@@ -37,7 +33,7 @@ async function sqliteHosts(): Promise<Hosts> {
 }
 
 async function postgresHosts(): Promise<Hosts> {
-  const { start } = schemaHosts(pgUrl, "dismissal_streams", tokens, cleanups);
+  const { start } = schemaHosts(pgUrl, "dismissal_streams", TEST_TOKENS, cleanups);
   const near = await start("host-near");
   return { near, far: await start("host-far") };
 }
@@ -54,11 +50,6 @@ describe.each(variants)("a dismissal's commit notice on streams ($name)", ({ hos
     "adds no frame to any follower or control stream, of the principal or of another who sees the session",
     async () => {
       const { near, far } = await hosts();
-      const peer = async (host: RunningHost, token: string) => {
-        const p = await MuxPeer.connect(host.wsUrl, { token });
-        cleanups.push(() => p.disconnect());
-        return p;
-      };
       const alice = await peer(near, ALICE_TOKEN);
       const { header } = await alice.call<{ header: { sessionId: string } }>("session.create", {
         title: "first",

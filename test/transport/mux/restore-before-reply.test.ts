@@ -1,10 +1,11 @@
 import { describe, expect, inject, it, vi } from "vitest";
 import type { SessionRow } from "../../../protocol/index.js";
 import type { RunningHost } from "../../../src/server.js";
+import { peersCleanedBy } from "../../support/cleaned-peer.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { gate } from "../../support/gate.js";
-import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost } from "../../support/host.js";
-import { MuxPeer } from "../../support/mux-peer.js";
+import { ALICE_TOKEN, startTestHost, TEST_TOKENS } from "../../support/host.js";
+import type { MuxPeer } from "../../support/mux-peer.js";
 import { schemaHosts } from "../../support/schema-hosts.js";
 import { until } from "../../support/until.js";
 
@@ -17,11 +18,7 @@ import { until } from "../../support/until.js";
 
 const pgUrl = inject("pgUrl") ?? "";
 const cleanups = cleanupsAfterEach(() => vi.restoreAllMocks());
-const tokens = [
-  { name: "admin", secret: ADMIN_TOKEN, admin: true },
-  { name: "alice", secret: ALICE_TOKEN, admin: false },
-  { name: "bob", secret: BOB_TOKEN, admin: false },
-];
+const peer = peersCleanedBy(cleanups);
 
 async function sqliteHost(): Promise<RunningHost> {
   const host = await startTestHost();
@@ -30,13 +27,7 @@ async function sqliteHost(): Promise<RunningHost> {
 }
 
 async function postgresHost(): Promise<RunningHost> {
-  return schemaHosts(pgUrl, "restore_before_reply", tokens, cleanups).start("host-restore");
-}
-
-async function aliceOn(host: RunningHost): Promise<MuxPeer> {
-  const peer = await MuxPeer.connect(host.wsUrl, { token: ALICE_TOKEN });
-  cleanups.push(() => peer.disconnect());
-  return peer;
+  return schemaHosts(pgUrl, "restore_before_reply", TEST_TOKENS, cleanups).start("host-restore");
 }
 
 async function newSession(alice: MuxPeer): Promise<string> {
@@ -91,7 +82,7 @@ async function expectRestoredBeforeReply(
 }
 
 async function respondRestoresBeforeReply(host: RunningHost): Promise<void> {
-  const alice = await aliceOn(host);
+  const alice = await peer(host, ALICE_TOKEN);
   const sessionId = await newSession(alice);
   await alice.call("session.prompt", { sessionId, text: "/approve deploy", clientMessageId: "a1" });
   const pending = await until(
@@ -106,7 +97,7 @@ async function respondRestoresBeforeReply(host: RunningHost): Promise<void> {
 }
 
 async function selectModelRestoresBeforeReply(host: RunningHost): Promise<void> {
-  const alice = await aliceOn(host);
+  const alice = await peer(host, ALICE_TOKEN);
   const sessionId = await newSession(alice);
   await expectRestoredBeforeReply(host, alice, sessionId, "session.selectModel", {
     sessionId,
@@ -115,7 +106,7 @@ async function selectModelRestoresBeforeReply(host: RunningHost): Promise<void> 
 }
 
 async function promptRestoresBeforeReply(host: RunningHost): Promise<void> {
-  const alice = await aliceOn(host);
+  const alice = await peer(host, ALICE_TOKEN);
   const sessionId = await newSession(alice);
   await expectRestoredBeforeReply(host, alice, sessionId, "session.prompt", {
     sessionId,
