@@ -33,6 +33,7 @@ export {
 } from "./embed/create-sessionmux.js";
 export type { Principal } from "./host/principal.js";
 export { StartupError, type StartupErrorCode } from "./operations/startup-error.js";
+export type { CallInboxLimits } from "./store/call-inbox-limits.js";
 export type { SessionStore } from "./store/session-store.js";
 export type { TokenSpec } from "./transport/auth.js";
 export type { InProcessClientOptions } from "./transport/in-process/in-process-connector.js";

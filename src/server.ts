@@ -8,6 +8,7 @@ import { mountSessionmux } from "./embed/mount-sessionmux.js";
 import type { SessionHost } from "./host/session-host.js";
 import type { HostDatabaseStore } from "./operations/host-database.js";
 import { StartupError } from "./operations/startup-error.js";
+import type { CallInboxLimits } from "./store/call-inbox-limits.js";
 import type { HostStore } from "./store/live-state-store.js";
 import type { TokenSpec } from "./transport/auth.js";
 import type { HttpOptions } from "./transport/http/router.js";
@@ -53,6 +54,8 @@ export interface HostOptions {
   principals?: Partial<PrincipalLimitOptions>;
   /** @default 1 hour — uploads no prompt references by then are deleted. */
   uploadTtlMs?: number;
+  /** PostgreSQL only (see `SessionmuxOptions.callInbox`). */
+  callInbox?: Partial<CallInboxLimits>;
   /** Tests only: how the host sees the store (see `mountSessionmux`). @default the store itself */
   storeView?: (store: HostStore) => HostStore;
 }
@@ -93,6 +96,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
       ...(options.principals ? { principals: options.principals } : {}),
       ...(options.uploadTtlMs !== undefined ? { uploadTtlMs: options.uploadTtlMs } : {}),
+      ...(options.callInbox ? { callInbox: options.callInbox } : {}),
     },
     { claimAll: true, ...(options.storeView ? { storeView: options.storeView } : {}) },
   );

@@ -1,6 +1,7 @@
 import { type Command, Option } from "commander";
 import { Limits } from "../../protocol/index.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
+import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../store/call-inbox-limits.js";
 import type { MuxOptions, MuxOptionsInput } from "../transport/mux/mux-server.js";
 import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
 import { integer, rate } from "./cli-options.js";
@@ -129,7 +130,53 @@ const PRINCIPAL_FLAGS = {
   },
 } as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
 
-const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS };
+/**
+ * The call inbox of several hosts on PostgreSQL (`CallInboxLimits`, named here as the flags name
+ * them): as the host that forwards a call, and as its owner.
+ */
+const CALL_INBOX_FLAGS = {
+  maxForwardedCalls: {
+    flag: "--max-forwarded-calls <n>",
+    env: "SESSIONMUX_MAX_FORWARDED_CALLS",
+    description:
+      "PostgreSQL: calls this host forwarded to the hosts owning their sessions and waits on (more are overloaded)",
+    fallback: CALL_INBOX_LIMITS.maxPending,
+    min: 1,
+  },
+  maxForwardedCallsPerPrincipal: {
+    flag: "--max-forwarded-calls-per-principal <n>",
+    env: "SESSIONMUX_MAX_FORWARDED_CALLS_PER_PRINCIPAL",
+    description: "PostgreSQL: of those, the calls of one principal (more of its calls are overloaded)",
+    fallback: CALL_INBOX_LIMITS.maxPendingPerPrincipal,
+    min: 1,
+  },
+  maxForwardedReplyBytes: {
+    flag: "--max-forwarded-reply-bytes <n>",
+    env: "SESSIONMUX_MAX_FORWARDED_REPLY_BYTES",
+    description:
+      "PostgreSQL: bytes of replies to those calls this host reads back at once (more wait in the database)",
+    fallback: CALL_INBOX_LIMITS.maxReplyBytes,
+    min: 1,
+  },
+  maxServingCalls: {
+    flag: "--max-serving-calls <n>",
+    env: "SESSIONMUX_MAX_SERVING_CALLS",
+    description:
+      "PostgreSQL: calls other hosts forwarded to this one that it holds at once (more wait in the database)",
+    fallback: CALL_INBOX_LIMITS.maxServing,
+    min: 1,
+  },
+  maxServingCallBytes: {
+    flag: "--max-serving-call-bytes <n>",
+    env: "SESSIONMUX_MAX_SERVING_CALL_BYTES",
+    description:
+      "PostgreSQL: bytes of those calls and their replies this host holds at once (more wait in the database)",
+    fallback: CALL_INBOX_LIMITS.maxServingBytes,
+    min: 1,
+  },
+} as const satisfies Record<string, LimitFlag>;
+
+const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS, ...CALL_INBOX_FLAGS };
 
 export type LimitValues = Record<keyof typeof ALL_FLAGS, number> & { metricsToken?: string };
 
@@ -177,6 +224,17 @@ export function httpLimitsOf(values: LimitValues): {
     uploadQuotaBytes: values.uploadQuotaBytes,
     maxTranscriptBytes: values.maxTranscriptBytes,
     sendHighWaterBytes: values.sendHighWaterBytes,
+  };
+}
+
+/** The call inbox bounds the limit flags set (a host on SQLite has no inbox, and ignores them). */
+export function callInboxLimitsOf(values: LimitValues): CallInboxLimits {
+  return {
+    maxPending: values.maxForwardedCalls,
+    maxPendingPerPrincipal: values.maxForwardedCallsPerPrincipal,
+    maxReplyBytes: values.maxForwardedReplyBytes,
+    maxServing: values.maxServingCalls,
+    maxServingBytes: values.maxServingCallBytes,
   };
 }
 

@@ -15,6 +15,7 @@ import { checkTokenSpecs, parseTokenSpec, type TokenSpec } from "../transport/au
 import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import {
   addLimitOptions,
+  callInboxLimitsOf,
   httpLimitsOf,
   type LimitValues,
   muxLimitsOf,
@@ -234,7 +235,9 @@ export function registerServeCommand(program: Command): void {
       host: options.host,
       port: options.port,
       dbPath: db,
-      ...(target.kind === "postgres" ? { dbSchema: target.schema, dbPoolSize: options.dbPoolSize } : {}),
+      ...(target.kind === "postgres"
+        ? { dbSchema: target.schema, dbPoolSize: options.dbPoolSize, callInbox: callInboxLimitsOf(options) }
+        : {}),
       hostId,
       leaseTtlMs: options.leaseTtlMs,
       agent,

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { AgentDriver } from "../agents/agent.js";
 import type { SessionmuxClient } from "../client/client.js";
 import type { Principal } from "../host/principal.js";
+import type { CallInboxLimits } from "../store/call-inbox-limits.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { TokenSpec } from "../transport/auth.js";
 import type { HttpOptions } from "../transport/http/router.js";
@@ -37,6 +38,12 @@ export interface SessionmuxOptions {
    * take the session over (docs/reliability.md, "Several hosts"). @default 10_000
    */
   leaseTtlMs?: number;
+  /**
+   * PostgreSQL only: what the inbox of calls forwarded between hosts holds at once, as a sender
+   * and as the owner that runs them (docs/reliability.md, "Limits"; `serve`'s
+   * `--max-forwarded-…` and `--max-serving-…` flags).
+   */
+  callInbox?: Partial<CallInboxLimits>;
   /** @default new DemoAgent() */
   agent?: AgentDriver;
   /** Bearer tokens: the default authentication. Required unless `authenticate` is given. */

@@ -67,6 +67,7 @@ export async function mountSessionmux(
     db: options.db,
     ...(options.dbSchema !== undefined ? { schema: options.dbSchema } : {}),
     ...(options.dbPoolSize !== undefined ? { poolSize: options.dbPoolSize } : {}),
+    ...(options.callInbox ? { callInbox: options.callInbox } : {}),
     createFolder: options.createDbFolder ?? false,
     hostId,
     metrics,

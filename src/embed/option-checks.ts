@@ -1,6 +1,7 @@
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
+import type { CallInboxLimits } from "../store/call-inbox-limits.js";
 import { MAX_REPLAY_BATCH } from "../transport/mux/mux-options.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
 import { checkOptionShape } from "./option-shape.js";
@@ -28,7 +29,9 @@ const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
   uploadTtlMs: floor("uploadTtlMs"),
 };
 
-const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Record<string, Rule> } = {
+const GROUPS: {
+  [K in "authenticateLimits" | "principals" | "callInbox" | "mux" | "http"]: Record<string, Rule>;
+} = {
   authenticateLimits: { maxPending: COUNT, timeoutMs: DELAY },
   principals: {
     maxSocketsPerPrincipal: COUNT,
@@ -37,6 +40,13 @@ const GROUPS: { [K in "authenticateLimits" | "principals" | "mux" | "http"]: Rec
     maxSessionsPerPrincipal: COUNT,
     maxStoredBytesPerPrincipal: COUNT,
   },
+  callInbox: {
+    maxPending: COUNT,
+    maxPendingPerPrincipal: COUNT,
+    maxReplyBytes: COUNT,
+    maxServing: COUNT,
+    maxServingBytes: COUNT,
+  } satisfies Record<keyof CallInboxLimits, Rule>,
   mux: {
     maxPayloadBytes: COUNT,
     maxStreamsPerSocket: COUNT,

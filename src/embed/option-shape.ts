@@ -15,6 +15,7 @@ const KNOWN: Record<keyof SessionmuxOptions, true> = {
   dbPoolSize: true,
   hostId: true,
   leaseTtlMs: true,
+  callInbox: true,
   agent: true,
   tokens: true,
   authenticate: true,

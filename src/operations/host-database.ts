@@ -1,6 +1,7 @@
 import { dirname } from "node:path";
 import type { Logger } from "pino";
 import type { CallInbox } from "../store/call-inbox.js";
+import type { CallInboxLimits } from "../store/call-inbox-limits.js";
 import { closeEvery } from "../store/close-every.js";
 import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
@@ -44,6 +45,8 @@ export interface HostDatabaseOptions {
   hostId: string;
   /** PostgreSQL only: pooled connections of the store. @default 10 */
   poolSize?: number;
+  /** PostgreSQL only: what the call inbox holds at once (each bound at its default when left out). */
+  callInbox?: Partial<CallInboxLimits>;
   metrics: StoreMetrics;
   logger?: Logger;
 }
@@ -102,7 +105,7 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
       metrics: options.metrics,
       ...(options.poolSize !== undefined ? { maxConnections: options.poolSize } : {}),
     });
-    inbox = await PgCallInbox.open(target.url, { schema: target.schema });
+    inbox = await PgCallInbox.open(target.url, { ...options.callInbox, schema: target.schema });
     generation = await store.storeIdentity();
   } catch (err) {
     await inbox?.close();

@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   addLimitOptions,
+  callInboxLimitsOf,
   httpLimitsOf,
   type LimitValues,
   muxLimitsOf,
@@ -129,20 +130,71 @@ const LIMITS = [
     fallback: 32 * 1024 * 1024,
     min: 1024 * 1024,
   },
+  // the call inbox of hosts sharing PostgreSQL (the forwarding host's side, then the owner's): each
+  // sets the inbox `option` of another name
+  {
+    key: "maxForwardedCalls",
+    option: "maxPending",
+    to: ["inbox"],
+    flag: "--max-forwarded-calls",
+    env: "SESSIONMUX_MAX_FORWARDED_CALLS",
+    fallback: 256,
+    min: 1,
+  },
+  {
+    key: "maxForwardedCallsPerPrincipal",
+    option: "maxPendingPerPrincipal",
+    to: ["inbox"],
+    flag: "--max-forwarded-calls-per-principal",
+    env: "SESSIONMUX_MAX_FORWARDED_CALLS_PER_PRINCIPAL",
+    fallback: 64,
+    min: 1,
+  },
+  {
+    key: "maxForwardedReplyBytes",
+    option: "maxReplyBytes",
+    to: ["inbox"],
+    flag: "--max-forwarded-reply-bytes",
+    env: "SESSIONMUX_MAX_FORWARDED_REPLY_BYTES",
+    fallback: 32 * 1024 * 1024,
+    min: 1,
+  },
+  {
+    key: "maxServingCalls",
+    option: "maxServing",
+    to: ["inbox"],
+    flag: "--max-serving-calls",
+    env: "SESSIONMUX_MAX_SERVING_CALLS",
+    fallback: 256,
+    min: 1,
+  },
+  {
+    key: "maxServingCallBytes",
+    option: "maxServingBytes",
+    to: ["inbox"],
+    flag: "--max-serving-call-bytes",
+    env: "SESSIONMUX_MAX_SERVING_CALL_BYTES",
+    fallback: 32 * 1024 * 1024,
+    min: 1,
+  },
 ] as const;
 
 type LimitKey = (typeof LIMITS)[number]["key"];
+
+/** The name of the option a limit sets where the host takes it. */
+const optionOf = (limit: (typeof LIMITS)[number]): string => ("option" in limit ? limit.option : limit.key);
 
 /** The limits that take integers from a least one: all but the rate. */
 const INTEGER_LIMITS = LIMITS.filter(
   (limit): limit is Extract<(typeof LIMITS)[number], { min: number }> => limit.min !== "rate",
 );
 
-/** What `serve` hands the host: the mux, HTTP and principal options, and the upload lifetime. */
+/** What `serve` hands the host: the mux, HTTP, principal and call inbox options, and the upload lifetime. */
 interface HostLimits {
   mux: Record<string, unknown>;
   http: Record<string, unknown>;
   principal: Record<string, unknown>;
+  inbox: Record<string, unknown>;
   host: { uploadTtlMs: number };
   metricsToken: string | undefined;
 }
@@ -159,6 +211,7 @@ function parseServe(argv: string[], env: Record<string, string> = {}): HostLimit
     mux: muxLimitsOf(options),
     http: httpLimitsOf(options),
     principal: { ...principalLimitsOf(options) },
+    inbox: { ...callInboxLimitsOf(options) },
     host: { uploadTtlMs: options.uploadTtlMs },
     metricsToken: options.metricsToken,
   };
@@ -170,11 +223,12 @@ function fallbacks(): HostLimits {
     mux: {},
     http: {},
     principal: {},
+    inbox: {},
     host: { uploadTtlMs: 0 },
     metricsToken: undefined,
   };
   for (const limit of LIMITS)
-    for (const to of limit.to) (limits[to] as Record<string, number>)[limit.key] = limit.fallback;
+    for (const to of limit.to) (limits[to] as Record<string, number>)[optionOf(limit)] = limit.fallback;
   return limits;
 }
 
@@ -183,7 +237,7 @@ function withLimit(key: LimitKey, value: number): HostLimits {
   const limits = fallbacks();
   const limit = LIMITS.find((l) => l.key === key);
   if (!limit) throw new Error(`no limit ${key}`);
-  for (const to of limit.to) (limits[to] as Record<string, number>)[key] = value;
+  for (const to of limit.to) (limits[to] as Record<string, number>)[optionOf(limit)] = value;
   return limits;
 }
 
@@ -236,6 +290,13 @@ describe("serve limit flags", () => {
       sessionCreatePerSecond: 10,
       maxSessionsPerPrincipal: 10_000,
       maxStoredBytesPerPrincipal: 1024 * 1024 * 1024,
+    });
+    expect(limits.inbox).toEqual({
+      maxPending: 256,
+      maxPendingPerPrincipal: 64,
+      maxReplyBytes: 32 * 1024 * 1024,
+      maxServing: 256,
+      maxServingBytes: 32 * 1024 * 1024,
     });
   });
 

@@ -4,6 +4,7 @@ import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
+import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import { tempDir } from "../support/temp-dir.js";
 import { startServe } from "./run-cli.js";
 
@@ -96,6 +97,47 @@ describe.skipIf(!pgUrl)("sessionmux serve on PostgreSQL", { timeout: 180_000 }, 
     expect(
       (await fetch(`${host.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status,
     ).toBe(200);
+  });
+
+  it("forwards no more calls at once than --max-forwarded-calls; past it a call is refused overloaded", async () => {
+    const schema = newSchema();
+    const host = await serve([
+      "--db",
+      pgUrl!,
+      "--db-schema",
+      schema,
+      "--token",
+      "t3",
+      "--max-forwarded-calls",
+      "1",
+    ]);
+    // another host, which never answers, runs the session's agent: every call for it is forwarded
+    const other = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 1 });
+    stops.push(() => other.close());
+    await other.create({ sessionId: "elsewhere", owner: "admin", model: "m" });
+    expect(await other.acquireLease("elsewhere", "host-gone", 3_600_000)).toMatchObject({
+      status: "acquired",
+    });
+    const client = createNodeClient({ url: `${host.url.replace("http", "ws")}/api/remote.mux`, token: "t3" });
+    stops.push(() => client.close());
+    const waiting = client.call("session.cancel", { sessionId: "elsewhere" });
+    waiting.catch(() => undefined);
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    await admin.connect();
+    stops.push(() => admin.end());
+    await expect
+      .poll(async () => {
+        const { rows } = await admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM "${schema}".forwarded_calls`,
+        );
+        return rows[0]?.n;
+      })
+      .toBe(1);
+    // the default (256) would forward it too, and it would wait as long
+    await expect(client.call("session.cancel", { sessionId: "elsewhere" })).rejects.toMatchObject({
+      code: "overloaded",
+      data: { limit: "pending_calls", max: 1 },
+    });
   });
 
   it("refuses an invalid host id and an unreachable database with their codes", async () => {

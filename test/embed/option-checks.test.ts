@@ -94,6 +94,12 @@ describe("createSessionmux options", () => {
       ],
       [{ mux: { replayBatch: 10_001 } }, /^mux\.replayBatch must be an integer from 1 to 10000, got 10001$/],
       [{ mux: { replayBatch: 0 } }, /^mux\.replayBatch must be an integer from 1 to 10000, got 0$/],
+      // a bound of 0 forwarded (or served) no call at all
+      [{ callInbox: { maxPending: 0 } }, /^callInbox\.maxPending must be an integer ≥ 1, got 0$/],
+      [
+        { callInbox: { maxServingBytes: Number.NaN } },
+        /^callInbox\.maxServingBytes must be an integer ≥ 1, got NaN$/,
+      ],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -123,6 +129,13 @@ describe("createSessionmux options", () => {
       },
       http: { sendHighWaterBytes: 1024, maxTranscriptBytes: 1024 * 1024 },
       uploadTtlMs: 1000,
+      callInbox: {
+        maxPending: 1,
+        maxPendingPerPrincipal: 1,
+        maxReplyBytes: 1,
+        maxServing: 1,
+        maxServingBytes: 1,
+      },
       idleDetachMs: 2 ** 31 - 1,
       turnStopGraceMs: 0,
     });
@@ -197,6 +210,10 @@ describe("createSessionmux options", () => {
       [
         { db, tokens, principals: { maxSockets: 2 } },
         /^unknown option principals\.maxSockets; principals takes maxSocketsPerPrincipal, /,
+      ],
+      [
+        { db, tokens, callInbox: { maxServingCalls: 4 } },
+        /^unknown option callInbox\.maxServingCalls; callInbox takes maxPending, /,
       ],
       [
         { db, tokens, mux: { decodeLimits: { maxDepht: 4 } } },

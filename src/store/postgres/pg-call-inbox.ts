@@ -2,43 +2,15 @@ import { decode, encode } from "@msgpack/msgpack";
 import type pg from "pg";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../call-inbox.js";
+import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../call-inbox-limits.js";
 import type { PoolStats } from "../store-metrics.js";
 import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
 import { migrate } from "./pg-schema.js";
 
-export interface PgCallInboxOptions {
+/** The bounds of `CallInboxLimits` (each at its default when left out), and the inbox's own settings. */
+export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
   /** Schema holding the store's tables. @default "public" */
   schema?: string;
-  /**
-   * Calls this host may have forwarded and not yet seen answered; past it `overloaded`, `data:
-   * {limit: "pending_calls", max}`. @default 256
-   */
-  maxPending?: number;
-  /**
-   * Calls of one principal (by name) among them, so one principal's flood leaves room for the
-   * others; past it that principal's call is refused `overloaded`, `data: {limit:
-   * "pending_calls_per_principal", max}`. @default 64
-   */
-  maxPendingPerPrincipal?: number;
-  /**
-   * Bytes of replies this host reads back at once (a reply is held from its read until it is
-   * decoded and handed to its caller); a reply past it waits in the table until room frees, and
-   * one larger than the bound is read alone. @default 32 MiB
-   */
-  maxReplyBytes?: number;
-  /**
-   * Calls forwarded to this host that it holds at once, claimed and not yet answered (running, or
-   * waiting behind an earlier call of their session); more wait unclaimed in the table, where they
-   * expire. @default 256
-   */
-  maxServing?: number;
-  /**
-   * Bytes those calls hold: their bodies as recorded, and each one's reply from the moment it is
-   * encoded until it is written. Calls past it wait unclaimed in the table as for `maxServing`;
-   * a call larger than the bound is claimed alone, once the host holds nothing else.
-   * @default 32 MiB
-   */
-  maxServingBytes?: number;
   /**
    * How often rows are re-read without a notification (a LISTEN connection that blipped loses
    * them): calls addressed to this host, replies to its calls, expired rows. @default 1000
@@ -50,7 +22,6 @@ export interface PgCallInboxOptions {
 
 /** Calls claimed per read; a drain reads again until fewer come back. */
 const CLAIM_BATCH = 64;
-const MiB = 1024 * 1024;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -117,11 +88,11 @@ export class PgCallInbox implements CallInbox {
     this.#pool = pool;
     this.#connect = connect;
     this.#channel = `sessionmux_calls_${schema}`.slice(0, 63);
-    this.#maxPending = options.maxPending ?? 256;
-    this.#maxPendingPerPrincipal = options.maxPendingPerPrincipal ?? 64;
-    this.#maxReplyBytes = options.maxReplyBytes ?? 32 * MiB;
-    this.#maxServing = options.maxServing ?? 256;
-    this.#maxServingBytes = options.maxServingBytes ?? 32 * MiB;
+    this.#maxPending = options.maxPending ?? CALL_INBOX_LIMITS.maxPending;
+    this.#maxPendingPerPrincipal = options.maxPendingPerPrincipal ?? CALL_INBOX_LIMITS.maxPendingPerPrincipal;
+    this.#maxReplyBytes = options.maxReplyBytes ?? CALL_INBOX_LIMITS.maxReplyBytes;
+    this.#maxServing = options.maxServing ?? CALL_INBOX_LIMITS.maxServing;
+    this.#maxServingBytes = options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }

@@ -1,0 +1,48 @@
+const MiB = 1024 * 1024;
+
+/**
+ * What the call inbox of a shared database holds at once, on both sides of a forwarded call:
+ * the host that forwards a call and waits on it, and the host that runs it (docs/reliability.md,
+ * "Limits"). `serve` sets them with its `--max-forwarded-…` and `--max-serving-…` flags, a mounted
+ * host with `callInbox`.
+ */
+export interface CallInboxLimits {
+  /**
+   * Calls this host may have forwarded and not yet seen answered; past it `overloaded`, `data:
+   * {limit: "pending_calls", max}`. @default 256
+   */
+  maxPending: number;
+  /**
+   * Calls of one principal (by name) among them, so one principal's flood leaves room for the
+   * others; past it that principal's call is refused `overloaded`, `data: {limit:
+   * "pending_calls_per_principal", max}`. @default 64
+   */
+  maxPendingPerPrincipal: number;
+  /**
+   * Bytes of replies this host reads back at once (a reply is held from its read until it is
+   * decoded and handed to its caller); a reply past it waits in the table until room frees, and
+   * one larger than the bound is read alone. @default 32 MiB
+   */
+  maxReplyBytes: number;
+  /**
+   * Calls forwarded to this host that it holds at once, claimed and not yet answered (running, or
+   * waiting behind an earlier call of their session); more wait unclaimed in the table, where they
+   * expire. @default 256
+   */
+  maxServing: number;
+  /**
+   * Bytes those calls hold: their bodies as recorded, and each one's reply from the moment it is
+   * encoded until it is written. Calls past it wait unclaimed in the table as for `maxServing`;
+   * a call larger than the bound is claimed alone, once the host holds nothing else.
+   * @default 32 MiB
+   */
+  maxServingBytes: number;
+}
+
+export const CALL_INBOX_LIMITS: Readonly<CallInboxLimits> = {
+  maxPending: 256,
+  maxPendingPerPrincipal: 64,
+  maxReplyBytes: 32 * MiB,
+  maxServing: 256,
+  maxServingBytes: 32 * MiB,
+};
