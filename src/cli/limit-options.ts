@@ -150,6 +150,14 @@ const CALL_INBOX_FLAGS = {
     fallback: CALL_INBOX_LIMITS.maxPendingPerPrincipal,
     min: 1,
   },
+  maxForwardedCallBytes: {
+    flag: "--max-forwarded-call-bytes <n>",
+    env: "SESSIONMUX_MAX_FORWARDED_CALL_BYTES",
+    description:
+      "PostgreSQL: bytes of those calls, as encoded, until they are answered (more are overloaded; a larger one goes alone)",
+    fallback: CALL_INBOX_LIMITS.maxPendingBytes,
+    min: 1,
+  },
   maxForwardedReplyBytes: {
     flag: "--max-forwarded-reply-bytes <n>",
     env: "SESSIONMUX_MAX_FORWARDED_REPLY_BYTES",
@@ -232,6 +240,7 @@ export function callInboxLimitsOf(values: LimitValues): CallInboxLimits {
   return {
     maxPending: values.maxForwardedCalls,
     maxPendingPerPrincipal: values.maxForwardedCallsPerPrincipal,
+    maxPendingBytes: values.maxForwardedCallBytes,
     maxReplyBytes: values.maxForwardedReplyBytes,
     maxServing: values.maxServingCalls,
     maxServingBytes: values.maxServingCallBytes,

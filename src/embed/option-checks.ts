@@ -43,6 +43,7 @@ const GROUPS: {
   callInbox: {
     maxPending: COUNT,
     maxPendingPerPrincipal: COUNT,
+    maxPendingBytes: COUNT,
     maxReplyBytes: COUNT,
     maxServing: COUNT,
     maxServingBytes: COUNT,

@@ -19,6 +19,13 @@ export interface CallInboxLimits {
    */
   maxPendingPerPrincipal: number;
   /**
+   * Bytes those calls hold, each its body as encoded (its params, up to a frame's 1 MiB), from
+   * the moment it is encoded until it is answered or given up: a call past it is refused
+   * `overloaded`, `data: {limit: "pending_call_bytes", max}`, nothing recorded; a call larger than
+   * the bound goes alone, once this host waits on no other. @default 32 MiB
+   */
+  maxPendingBytes: number;
+  /**
    * Bytes of replies this host reads back at once (a reply is held from its read until it is
    * decoded and handed to its caller); a reply past it waits in the table until room frees, and
    * one larger than the bound is read alone. @default 32 MiB
@@ -42,6 +49,7 @@ export interface CallInboxLimits {
 export const CALL_INBOX_LIMITS: Readonly<CallInboxLimits> = {
   maxPending: 256,
   maxPendingPerPrincipal: 64,
+  maxPendingBytes: 32 * MiB,
   maxReplyBytes: 32 * MiB,
   maxServing: 256,
   maxServingBytes: 32 * MiB,

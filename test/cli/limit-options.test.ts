@@ -151,6 +151,15 @@ const LIMITS = [
     min: 1,
   },
   {
+    key: "maxForwardedCallBytes",
+    option: "maxPendingBytes",
+    to: ["inbox"],
+    flag: "--max-forwarded-call-bytes",
+    env: "SESSIONMUX_MAX_FORWARDED_CALL_BYTES",
+    fallback: 32 * 1024 * 1024,
+    min: 1,
+  },
+  {
     key: "maxForwardedReplyBytes",
     option: "maxReplyBytes",
     to: ["inbox"],
@@ -294,6 +303,7 @@ describe("serve limit flags", () => {
     expect(limits.inbox).toEqual({
       maxPending: 256,
       maxPendingPerPrincipal: 64,
+      maxPendingBytes: 32 * 1024 * 1024,
       maxReplyBytes: 32 * 1024 * 1024,
       maxServing: 256,
       maxServingBytes: 32 * 1024 * 1024,

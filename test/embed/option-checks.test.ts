@@ -100,6 +100,7 @@ describe("createSessionmux options", () => {
         { callInbox: { maxServingBytes: Number.NaN } },
         /^callInbox\.maxServingBytes must be an integer ≥ 1, got NaN$/,
       ],
+      [{ callInbox: { maxPendingBytes: -1 } }, /^callInbox\.maxPendingBytes must be an integer ≥ 1, got -1$/],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -132,6 +133,7 @@ describe("createSessionmux options", () => {
       callInbox: {
         maxPending: 1,
         maxPendingPerPrincipal: 1,
+        maxPendingBytes: 1,
         maxReplyBytes: 1,
         maxServing: 1,
         maxServingBytes: 1,

@@ -54,6 +54,7 @@ export class PgCallInbox implements CallInbox {
   readonly #channel: string;
   readonly #maxPending: number;
   readonly #maxPendingPerPrincipal: number;
+  readonly #maxPendingBytes: number;
   readonly #maxReplyBytes: number;
   readonly #maxServing: number;
   readonly #maxServingBytes: number;
@@ -69,6 +70,8 @@ export class PgCallInbox implements CallInbox {
   readonly #waiters = new Map<string, Waiter>();
   /** Calls waiting on a reply, by principal name. */
   readonly #pendingBy = new Map<string, number>();
+  /** Bytes of the bodies of the calls waiting on a reply. */
+  #pendingBytes = 0;
   /** Bytes of replies read and not yet handed over. */
   #replyBytes = 0;
   /** Reads of replies waiting for room, oldest first. */
@@ -90,6 +93,7 @@ export class PgCallInbox implements CallInbox {
     this.#channel = `sessionmux_calls_${schema}`.slice(0, 63);
     this.#maxPending = options.maxPending ?? CALL_INBOX_LIMITS.maxPending;
     this.#maxPendingPerPrincipal = options.maxPendingPerPrincipal ?? CALL_INBOX_LIMITS.maxPendingPerPrincipal;
+    this.#maxPendingBytes = options.maxPendingBytes ?? CALL_INBOX_LIMITS.maxPendingBytes;
     this.#maxReplyBytes = options.maxReplyBytes ?? CALL_INBOX_LIMITS.maxReplyBytes;
     this.#maxServing = options.maxServing ?? CALL_INBOX_LIMITS.maxServing;
     this.#maxServingBytes = options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes;
@@ -153,17 +157,27 @@ export class PgCallInbox implements CallInbox {
         { data: { limit: "pending_calls", max: this.#maxPending } },
       );
     }
+    const body = encode(
+      { principal: call.principal, method: call.method, params: call.params },
+      { ignoreUndefined: true },
+    );
+    const size = body.byteLength;
+    // a call larger than the bound goes alone, so none is refused however long it retries
+    if (this.#pendingBytes > 0 && this.#pendingBytes + size > this.#maxPendingBytes) {
+      throw new SessionmuxError(
+        "overloaded",
+        `the calls this host forwarded to other hosts and waits on already hold ${this.#pendingBytes} of their ${this.#maxPendingBytes} bytes; retry shortly`,
+        { data: { limit: "pending_call_bytes", max: this.#maxPendingBytes } },
+      );
+    }
     let wake!: () => void;
     let woken = new Promise<void>((resolve) => {
       wake = resolve;
     });
     this.#waiters.set(call.callId, { wake: () => wake() });
     this.#pendingBy.set(principal, mine + 1);
+    this.#pendingBytes += size;
     try {
-      const body = encode(
-        { principal: call.principal, method: call.method, params: call.params },
-        { ignoreUndefined: true },
-      );
       await this.#pool.query(
         `WITH recorded AS (
            INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
@@ -195,6 +209,7 @@ export class PgCallInbox implements CallInbox {
       }
     } finally {
       this.#waiters.delete(call.callId);
+      this.#pendingBytes -= size;
       const left = (this.#pendingBy.get(principal) ?? 1) - 1;
       if (left > 0) this.#pendingBy.set(principal, left);
       else this.#pendingBy.delete(principal);

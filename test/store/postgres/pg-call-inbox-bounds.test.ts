@@ -192,6 +192,48 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: the bytes a host holds, and each
     expect(most).toBeLessThanOrEqual(250 * KB);
   });
 
+  it("refuses a call past maxPendingBytes of the calls it waits on overloaded, recording nothing; one larger goes alone", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, maxPendingBytes: 250 * KB });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const release = gate();
+    const large = gate();
+    b.serve("host-b", async (c) => {
+      const { n } = c.params as { n: number };
+      if (n < 2) await release.promise;
+      if (n === 4) await large.promise;
+      return { status: "ok", result: n };
+    });
+    try {
+      // two 100 kB calls waiting on their replies: a third does not fit beside them
+      const waiting = [0, 1].map((n) => a.send("host-b", sized(`s${n}`, n, 100 * KB), LONG));
+      await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
+      // a short wait: a call forwarded rather than refused times out, and fails the test at once
+      await expect(a.send("host-b", sized("s2", 2, 100 * KB), 1_000)).rejects.toMatchObject({
+        code: "overloaded",
+        data: { limit: "pending_call_bytes", max: 250 * KB },
+      });
+      expect(await inbox.rowCount()).toBe(2);
+      // a small one still fits
+      expect(await a.send("host-b", sized("s3", 3, 1), LONG)).toEqual({ status: "ok", result: 3 });
+      release.open();
+      expect(await Promise.all(waiting)).toEqual([0, 1].map((n) => ({ status: "ok", result: n })));
+      // their bytes given back: a call larger than the whole bound goes, alone
+      const alone = a.send("host-b", sized("s4", 4, 300 * KB), LONG);
+      await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+      await expect(a.send("host-b", sized("s5", 5, 1), 1_000)).rejects.toMatchObject({
+        data: { limit: "pending_call_bytes" },
+      });
+      large.open();
+      expect(await alone).toEqual({ status: "ok", result: 4 });
+      expect(await a.send("host-b", sized("s6", 6, 1), LONG)).toEqual({ status: "ok", result: 6 });
+    } finally {
+      // a failed expectation leaves no handler waiting: the inboxes close, the schema is dropped
+      release.open();
+      large.open();
+    }
+  });
+
   it("refuses a principal past its share of maxPending overloaded, while another principal's call goes through", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL, maxPending: 4, maxPendingPerPrincipal: 2 });

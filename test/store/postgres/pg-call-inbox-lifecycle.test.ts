@@ -275,6 +275,22 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(outcomes.every((o) => o.status === "timeout")).toBe(true);
   });
 
+  it("by default the calls a host waits on hold at most 32 MiB", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const MiB = 1024 * 1024;
+    // one call of just under 32 MiB, as encoded: the next of a few kB does not fit beside it
+    const pending = a.send("host-gone", call("s1", { pad: "x".repeat(32 * MiB - 1_000) }), LONG);
+    await expect(a.send("host-gone", call("s2", { pad: "x".repeat(2_000) }), 1_000)).rejects.toMatchObject({
+      code: "overloaded",
+      data: { limit: "pending_call_bytes", max: 32 * MiB },
+    });
+    await expect.poll(() => inbox.rowCount(), { timeout: 30_000 }).toBe(1);
+    await a.close();
+    expect(await pending).toEqual({ status: "timeout" });
+  });
+
   it("calls of one session never overlap, also one claimed while an earlier one runs", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
