@@ -14,7 +14,8 @@ export const AGENT_ERROR_NEWS_MS = 30_000;
  * §6 `session.updated`: a commit that moves a session in the list (an operator message) or
  * renames it. Driven by the store's commit notices, so every writer path is covered once.
  * `session.added` and `session.removed` of a session another host created or deleted (the call
- * that did it announced it to that host's sockets only), and `agent.error` of a turn that failed
+ * that did it announced it to that host's sockets only; heard as it happened, or read back after
+ * this host's LISTEN connection was down), and `agent.error` of a turn that failed
  * on another host; this host's own calls and turns announce theirs.
  */
 export function watchListChanges(
@@ -28,7 +29,9 @@ export function watchListChanges(
       hub.publish(notice.remote.owner, { name: "session.removed", value: { sessionId } });
       return;
     }
-    if (notice.kind === "create" && notice.remote && projection) {
+    const createdElsewhere =
+      (notice.kind === "create" && notice.remote) || (notice.kind === "meta" && notice.created);
+    if (createdElsewhere && projection) {
       hub.publish(projection.owner, { name: "session.added", value: { row: toRow(projection, live) } });
       return;
     }

@@ -112,7 +112,10 @@ export interface SessionStore extends DismissalStore {
  * `meta`: the session changed outside its log (an acknowledgement, with the new row). With
  * `dismissal`, a principal dismissed or restored it: only that principal's lists changed, its row
  * did not, so the notice carries no projection (null) and says nothing of who; list caches drop
- * their answers on it, and nothing is sent to any stream for it.
+ * their answers on it, and nothing is sent to any stream for it. With `created` (PostgreSQL only),
+ * another host created or forked the session while this host's LISTEN connection was down: read
+ * back afterwards from its row alone (its log was not read), told as its create's NOTIFY would
+ * have been, so this host's sockets hear of it.
  *
  * `remote` (PostgreSQL only): another host created, deleted or appended to the session, so nothing
  * done here announced it to this host's sockets; a delete's carries the session's owner, who may
@@ -135,7 +138,7 @@ export type CommitNotice =
       stored?: readonly EncodedRow[];
       remote?: true;
     }
-  | { kind: "meta"; dismissal?: true };
+  | { kind: "meta"; dismissal?: true; created?: true };
 export type CommitListener = (notice: CommitNotice) => void;
 
 export interface CreateInput {

@@ -42,16 +42,22 @@ export async function openCluster(
     /** Each host's agent; the demo agent by default. */
     agent?: (hostId: string) => AgentDriver;
     metrics?: (hostId: string) => HostMetrics;
+    /**
+     * A schema the test made and drops itself, with its tables in place, and the database as each
+     * host connects to it (so one host's role can be refused while the others go on).
+     */
+    on?: { schema: string; url: (hostId: string) => string };
   } = {},
 ): Promise<Cluster> {
+  if (!pgUrl) throw new Error("no PostgreSQL");
   const url = pgUrl;
-  if (!url) throw new Error("no PostgreSQL");
-  const schema = `mh_${randomBytes(5).toString("hex")}`;
+  const schema = options.on?.schema ?? `mh_${randomBytes(5).toString("hex")}`;
+  const urlOf = options.on?.url ?? (() => url);
   const hosts: ClusterHost[] = [];
   const addHost = async () => {
     const id = `host-${String.fromCharCode(97 + hosts.length)}`;
-    const store = await PostgresSessionStore.open(url, { schema, hostId: id, maxConnections: 4 });
-    const inbox = await PgCallInbox.open(url, { schema, pollMs: 250 });
+    const store = await PostgresSessionStore.open(urlOf(id), { schema, hostId: id, maxConnections: 4 });
+    const inbox = await PgCallInbox.open(urlOf(id), { schema, pollMs: 250 });
     const logger = options.logger?.(id);
     const metrics = options.metrics?.(id);
     const host = new SessionHost({
@@ -78,7 +84,7 @@ export async function openCluster(
         await h.inbox.close();
         await h.store.close();
       }
-      await dropSchema(url, schema);
+      if (!options.on) await dropSchema(url, schema);
     },
   };
 }

@@ -453,6 +453,8 @@ export class PgCommitFeed {
    */
   private async rereadAll(): Promise<void> {
     const since = this.listening?.before ?? null;
+    // sessions this store delivered something of before this re-read: not news to its listeners
+    const known = since ? new Set([...this.delivered.keys(), ...this.shown.keys()]) : null;
     // a copy: each delivery moves its session to the end of the map
     const followed = [...new Set([...this.delivered.keys(), ...this.interest.keys()])];
     for (let start = 0; start < followed.length && !this.closed; start += HEADS_PAGE) {
@@ -478,23 +480,35 @@ export class PgCommitFeed {
         }
       }
     }
-    if (since) await this.rereadWritten(since, new Set(followed));
+    if (since && known) await this.rereadWritten(since, new Set(followed), known);
   }
 
   /**
    * For store-wide listeners, after an outage, a page at a time: the sessions whose projection a
    * transaction no older than `since` wrote (created, renamed or acknowledged by another host
-   * meanwhile) and whose row is not the version they were last given, as `meta` with the row; and
-   * those such a transaction deleted, as `delete`, but not those `rereadAll` compared already
-   * (`followed`: every session this host delivered something of, or that is followed here).
+   * meanwhile) and whose row is not the version they were last given, as `meta` with the row, and
+   * those such a transaction created that were not `known` (delivered before this re-read), as
+   * `meta` marked `created`, as their create's NOTIFY would have been told; and those such a
+   * transaction deleted, as `delete`, but not those `rereadAll` compared already (`followed`:
+   * every session this host delivered something of, or that is followed here). A created session's
+   * log is not read: the statement that reads a page of rows (at most `HEADS_PAGE`) looks up only
+   * the first event of each.
    */
-  private async rereadWritten(since: Watermark, followed: ReadonlySet<string>): Promise<void> {
+  private async rereadWritten(
+    since: Watermark,
+    followed: ReadonlySet<string>,
+    known: ReadonlySet<string>,
+  ): Promise<void> {
     await this.everyPage(
-      (after) => this.reads.projectionsWrittenSince(since.xid8, after, HEADS_PAGE),
+      (after) => this.reads.projectionsWrittenSince(since, after, HEADS_PAGE),
       (read) => read.projection.sessionId,
       (read) => {
-        if (this.shown.get(read.projection.sessionId) !== read.version)
-          this.deliverRead(read.projection.sessionId, { kind: "meta" }, read);
+        const { sessionId } = read.projection;
+        // told as created even if `rereadAll` just delivered its newest events (followed here)
+        if (read.createdSince && !known.has(sessionId))
+          this.deliverRead(sessionId, { kind: "meta", created: true }, read);
+        else if (this.shown.get(sessionId) !== read.version)
+          this.deliverRead(sessionId, { kind: "meta" }, read);
       },
     );
     const deleted: string[] = [];

@@ -43,9 +43,14 @@ const OWNER = "SELECT owner FROM sessions WHERE session_id = $1";
 const OWNER_STORED_BYTES = "SELECT stored_bytes FROM owner_usage WHERE owner = $1";
 const PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE session_id = $1`;
 // every write of a projection row stamps it with its transaction's 64-bit id (see migration 6);
-// no index covers `version` (it would keep the row's updates from being HOT), so this scans
-const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version FROM projections
-  WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
+// no index covers `version` (it would keep the row's updates from being HOT), so this scans.
+// `created_since`: the log's first event is a `session/created` (a create's or a fork's; a clear
+// leaves none, and the next append starts the new log with another type) that a transaction no
+// older than $4 (the same transaction, as a 32-bit id) wrote: one primary-key probe per row read
+const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version,
+    EXISTS (SELECT 1 FROM events e WHERE e.session_id = projections.session_id AND e.seq = 1
+      AND e.type = 'session/created' AND age(e.xmin) <= age($4::xid)) AS created_since
+  FROM projections WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
 // a retired session's row was last written by the transaction that retired it: its `xmin`;
 // migration 14's index holds the retired rows, so the live ones are never read
 export const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
@@ -123,6 +128,11 @@ export interface VersionedProjection {
   version: number;
 }
 
+/** A projection row written since a transaction, and whether that transaction or a younger one created its session. */
+export interface WrittenProjection extends VersionedProjection {
+  createdSince: boolean;
+}
+
 type VersionedRow = ProjectionRow & { version: number };
 
 const versioned = (row: VersionedRow): VersionedProjection => ({
@@ -182,20 +192,20 @@ export class PgReads {
   }
 
   /**
-   * The projections written by the transaction `since` (a 64-bit id) or a younger one, in session
-   * id order after `afterSessionId`, at most `limit`.
+   * The projections written by the transaction `since` (its 64-bit id `xid8`, and `xid` the same
+   * as a 32-bit one) or a younger one, in session id order after `afterSessionId`, at most `limit`;
+   * each says whether such a transaction created its session.
    */
   async projectionsWrittenSince(
-    since: string,
+    since: { xid: string; xid8: string },
     afterSessionId: string,
     limit: number,
-  ): Promise<VersionedProjection[]> {
-    const { rows } = await this.pool.query<VersionedRow>(PROJECTIONS_WRITTEN_SINCE, [
-      since,
-      afterSessionId,
-      limit,
-    ]);
-    return rows.map(versioned);
+  ): Promise<WrittenProjection[]> {
+    const { rows } = await this.pool.query<VersionedRow & { created_since: boolean }>(
+      PROJECTIONS_WRITTEN_SINCE,
+      [since.xid8, afterSessionId, limit, since.xid],
+    );
+    return rows.map((row) => ({ ...versioned(row), createdSince: row.created_since }));
   }
 
   /** The projection with the version of its row (the 64-bit id of the transaction that wrote it). */

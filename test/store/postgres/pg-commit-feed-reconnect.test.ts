@@ -281,18 +281,22 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
     }
   });
 
-  it("tells its store-wide listeners of the sessions another host created or renamed while it was out", async () => {
+  it("tells its store-wide listeners of the sessions another host created or renamed while it was out, the created ones as such", async () => {
     const hosts = await twoHosts();
     try {
       const { a } = hosts;
       // created before `b` opened: not to be told again after the outage
       await a.create({ sessionId: "old", owner: "o", model: "m" });
+      // created before `b` opened too, and cleared while it is out: changed, not created
+      await a.create({ sessionId: "cleared", owner: "o", model: "m" });
       await hosts.runningEnded();
       const b = await hosts.openB();
       const told: [string, string, string | undefined][] = [];
-      b.subscribeAll((sessionId, notice, projection) =>
-        told.push([sessionId, notice.kind, projection?.title]),
-      );
+      const created: string[] = [];
+      b.subscribeAll((sessionId, notice, projection) => {
+        told.push([sessionId, notice.kind, projection?.title]);
+        if (notice.kind === "meta" && notice.created) created.push(sessionId);
+      });
       await a.create({ sessionId: "heard", owner: "o", model: "m" });
       await vi.waitFor(() => expect(told.map(([id]) => id)).toContain("heard"), { timeout: 20_000 });
       told.length = 0;
@@ -300,6 +304,8 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       await hosts.lockOut();
       await a.create({ sessionId: "born-while-out", owner: "o", model: "m" });
       await a.append("born-while-out", [{ type: "session/renamed", data: { title: "named while out" } }]);
+      await a.clear("cleared");
+      await a.append("cleared", [userMessage("a new log")]);
       // a thousand more: the rows come a page of 1,000 at a time
       const more = Array.from({ length: 1_000 }, (_, i) => `w${i}`);
       await Promise.all(more.map((sessionId) => a.create({ sessionId, owner: "o", model: "m" })));
@@ -307,11 +313,12 @@ describePg("PostgreSQL commit feed after its LISTEN connection dropped", () => {
       await sleep(PAST_FIRST_RECONNECT_MS);
       await hosts.letIn();
       await expect.poll(() => hosts.listening(), { timeout: 10_000 }).toBe(true);
-      await vi.waitFor(() => expect(told.length).toBeGreaterThanOrEqual(1_001), { timeout: 20_000 });
+      await vi.waitFor(() => expect(told.length).toBeGreaterThanOrEqual(1_002), { timeout: 20_000 });
       expect(told).toContainEqual(["born-while-out", "meta", "named while out"]);
       // each once, and nothing of the sessions it had heard of or that nobody wrote meanwhile
-      expect(told.map(([id]) => id).sort()).toEqual(["born-while-out", ...more].sort());
+      expect(told.map(([id]) => id).sort()).toEqual(["born-while-out", "cleared", ...more].sort());
       expect(new Set(told.map(([, kind]) => kind))).toEqual(new Set(["meta"]));
+      expect(created.sort()).toEqual(["born-while-out", ...more].sort());
     } finally {
       await hosts.close();
     }
