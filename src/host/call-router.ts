@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import {
   ActivationTable,
@@ -9,9 +10,9 @@ import {
   paramsValidator,
   SessionmuxError,
 } from "../../protocol/index.js";
-import type { CallInbox, ForwardedCall, ForwardReply } from "../store/call-inbox.js";
+import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../store/call-inbox.js";
 import type { HostStore } from "../store/live-state-store.js";
-import type { SessionLeaseStore } from "../store/session-lease.js";
+import type { LeaseHolder, SessionLeaseStore } from "../store/session-lease.js";
 import type { HostLeases } from "./host-leases.js";
 import type { ClusterMeters } from "./host-meters.js";
 import { NotOwner } from "./not-owner.js";
@@ -21,6 +22,11 @@ import type { Principal } from "./principal.js";
 export const DEFAULT_FORWARD_TIMEOUT_MS = 5_000;
 /** Owner resolutions per call: a lease that keeps moving (or an owner that keeps timing out) ends here. */
 const MAX_ROUTES = 4;
+/**
+ * While a forwarded call waits, the owner's lease is read again when it would expire, and no
+ * more often than this (a host clock ahead of the store's would otherwise read it in a loop).
+ */
+const LEASE_RECHECK_MIN_MS = 1_000;
 
 /** Runs a parsed call here, through this host's activation policy and handlers. */
 export type LocalRun = (principal: Principal, method: CallMethod, params: unknown) => Promise<unknown>;
@@ -45,7 +51,8 @@ export interface CallRouterOptions {
  * lease or nobody does (the resume rule then takes it here), else it is forwarded through the
  * call inbox to the holder, which runs it through its own policy and handlers as the same
  * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` or
- * `not_owner` makes the router resolve the owner again (an expired lease is then taken here).
+ * `not_owner` makes the router resolve the owner again (an expired lease is then taken here), and
+ * so does the owner's lease ending while the call waits unclaimed (see `#forward`).
  */
 export class CallRouter {
   readonly #options: CallRouterOptions;
@@ -61,8 +68,8 @@ export class CallRouter {
     if (!routed(method)) return run(principal, method, params);
     for (let attempt = 0; attempt < MAX_ROUTES; attempt++) {
       const sessionId = await this.#sessionOf(method, params);
-      const target = sessionId === null ? null : await this.#owner(sessionId);
-      if (target === null || sessionId === null) {
+      const holder = sessionId === null ? null : await this.#owner(sessionId);
+      if (holder === null || sessionId === null) {
         try {
           return await run(principal, method, params);
         } catch (err) {
@@ -78,7 +85,7 @@ export class CallRouter {
         method,
         params,
       };
-      const outcome = await this.#options.inbox.send(target, call, this.#timeoutMs);
+      const outcome = await this.#forward(holder, call);
       this.#options.meters?.callForwarded(outcome.status);
       if (outcome.status === "ok") return outcome.result;
       if (outcome.status === "error") {
@@ -91,7 +98,7 @@ export class CallRouter {
         );
       }
       this.#options.logger.debug(
-        { sessionId, target, method, status: outcome.status },
+        { sessionId, target: holder.hostId, method, status: outcome.status },
         "forwarded call not served",
       );
     }
@@ -141,13 +148,51 @@ export class CallRouter {
     return typeof p.sessionId === "string" ? p.sessionId : null;
   }
 
-  /** Null: run here (this host holds the lease, or nobody does). Else the live holder's host id. */
-  async #owner(sessionId: string): Promise<string | null> {
+  /** Null: run here (this host holds the lease, or nobody does). Else the live holder's lease. */
+  async #owner(sessionId: string): Promise<LeaseHolder | null> {
     const { leases, leaseStore, hostId } = this.#options;
     if (leases.lease(sessionId)) return null;
     const holder = await leaseStore.leaseHolder(sessionId);
     if (!holder || holder.hostId === hostId) return null;
-    return holder.hostId;
+    return holder;
+  }
+
+  /**
+   * Sends the call to the holder's host, watching its lease meanwhile: a host that died claims
+   * nothing and answers nothing, but its lease says so once it ends (not renewed past its expiry,
+   * released, or taken by another host). The call is then taken back if still unclaimed
+   * (`withdrawn`), and the owner resolved again, rather than waiting out the forward timeout.
+   */
+  async #forward(holder: LeaseHolder, call: ForwardedCall): Promise<ForwardOutcome> {
+    const ended = new AbortController();
+    const answered = new AbortController();
+    void this.#leaseEnds(holder, answered.signal).then((gone) => {
+      if (gone) ended.abort();
+    });
+    try {
+      return await this.#options.inbox.send(holder.hostId, call, this.#timeoutMs, ended.signal);
+    } finally {
+      answered.abort();
+    }
+  }
+
+  /**
+   * True once `holder`'s lease is no longer the session's, read again at each expiry it has (the
+   * store's clock; at most every `LEASE_RECHECK_MIN_MS`); false once `stop` aborts.
+   */
+  async #leaseEnds(holder: LeaseHolder, stop: AbortSignal): Promise<boolean> {
+    let expiresAt = holder.expiresAt;
+    for (;;) {
+      const wait = Math.max(LEASE_RECHECK_MIN_MS, expiresAt - Date.now());
+      const waited = await sleep(wait, true, { signal: stop }).catch(() => false);
+      if (!waited) return false;
+      // a read that failed is made again after the shortest wait
+      const now = await this.#options.leaseStore.leaseHolder(holder.sessionId).catch(() => undefined);
+      if (stop.aborted) return false;
+      if (now === undefined) continue;
+      if (now === null || now.hostId !== holder.hostId || now.generation !== holder.generation) return true;
+      expiresAt = now.expiresAt;
+    }
   }
 }
 

@@ -8,9 +8,16 @@ export interface CallInbox {
   /**
    * Records `call` for `targetHost` and resolves with its outcome once the target replied, or
    * `{status:"timeout"}` after `timeoutMs` (the caller then checks the lease again: an expired
-   * owner's calls are taken over by the resume rule). A call is answered at most once.
+   * owner's calls are taken over by the resume rule). A call is answered at most once. Once
+   * `withdraw` aborts, a call the target has not claimed yet is taken back unrun
+   * (`{status:"withdrawn"}`); one it claimed is still waited for, as it may be running.
    */
-  send(targetHost: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome>;
+  send(
+    targetHost: string,
+    call: ForwardedCall,
+    timeoutMs: number,
+    withdraw?: AbortSignal,
+  ): Promise<ForwardOutcome>;
   /** Delivers calls addressed to `hostId` (also ones recorded while it was away), oldest first. */
   serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void;
 }
@@ -31,4 +38,4 @@ export type ForwardReply =
   /** The target no longer holds the session's lease: the sender resolves the owner again. */
   | { status: "not_owner" };
 
-export type ForwardOutcome = ForwardReply | { status: "timeout" };
+export type ForwardOutcome = ForwardReply | { status: "timeout" } | { status: "withdrawn" };

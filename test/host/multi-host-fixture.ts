@@ -42,6 +42,8 @@ export async function openCluster(
     /** Each host's agent; the demo agent by default. */
     agent?: (hostId: string) => AgentDriver;
     metrics?: (hostId: string) => HostMetrics;
+    /** How long each host waits on a forwarded call before resolving the owner again. */
+    forwardTimeoutMs?: number;
     /**
      * A schema the test made and drops itself, with its tables in place, and the database as each
      * host connects to it (so one host's role can be refused while the others go on).
@@ -66,7 +68,11 @@ export async function openCluster(
       hostId: id,
       ...(logger ? { logger } : {}),
       ...(metrics ? { metrics } : {}),
-      cluster: { inbox, ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}) },
+      cluster: {
+        inbox,
+        ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
+        ...(options.forwardTimeoutMs ? { forwardTimeoutMs: options.forwardTimeoutMs } : {}),
+      },
     });
     await host.start();
     const added = { id, host, store, inbox };

@@ -324,6 +324,32 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
   });
 
+  it("a cancel sent to another host while the owner is dead and its lease not yet run out is taken back unrun once the lease runs out, not after the forward wait", async () => {
+    const metrics = new HostMetrics();
+    cluster = await openCluster(2, {
+      leaseTtlMs: TTL_MS,
+      // a wait no test outlives: the call settles by the owner's lease or not at all
+      forwardTimeoutMs: 10 * 60_000,
+      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+    });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
+    // A dies: it renews nothing and claims no forwarded call any more
+    a.host.leases?.stopRenewals();
+    await a.inbox.close();
+    const cancelled = b.host.call(ALICE, "session.cancel", { sessionId });
+    // the call went to A, whose lease still stood, and came back unclaimed once it ran out: then
+    // B resolved the owner again (nobody) and ran it itself, where no agent runs
+    await expect(cancelled).rejects.toMatchObject({ code: "agent_not_live" });
+    const forwarded = (await metrics.registry.metrics())
+      .split("\n")
+      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="withdrawn"} 1']);
+    expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
+  }, 30_000);
+
   it("a queue edit reaching another host after the owner vanished changes the durable queue there, taking nothing over", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
     const [a, b] = cluster.hosts as [Host, Host];

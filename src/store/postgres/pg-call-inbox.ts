@@ -138,7 +138,12 @@ export class PgCallInbox implements CallInbox {
     return poolStatsOf(this.#pool);
   }
 
-  async send(targetHost: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome> {
+  async send(
+    targetHost: string,
+    call: ForwardedCall,
+    timeoutMs: number,
+    withdraw?: AbortSignal,
+  ): Promise<ForwardOutcome> {
     if (this.#closed) throw shuttingDown();
     const principal = call.principal.name;
     const mine = this.#pendingBy.get(principal) ?? 0;
@@ -177,6 +182,14 @@ export class PgCallInbox implements CallInbox {
     this.#waiters.set(call.callId, { wake: () => wake() });
     this.#pendingBy.set(principal, mine + 1);
     this.#pendingBytes += size;
+    // asked once: a claimed call stays claimed
+    let withdrawing = withdraw?.aborted ?? false;
+    const onWithdraw = () => {
+      withdrawing = true;
+      wake();
+    };
+    withdraw?.addEventListener("abort", onWithdraw, { once: true });
+    if (withdrawing) wake();
     try {
       await this.#pool.query(
         `WITH recorded AS (
@@ -202,12 +215,21 @@ export class PgCallInbox implements CallInbox {
             [call.callId],
           );
           if (gaveUp.rows.length > 0) return { status: "timeout" };
+        } else if (withdrawing) {
+          withdrawing = false;
+          // only while its target has not claimed it: a claimed call may be running there
+          const taken = await this.#pool.query(
+            "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
+            [call.callId],
+          );
+          if (taken.rows.length > 0) return { status: "withdrawn" };
         }
         const reply = await this.#takeReply(call.callId);
         if (reply) return reply;
         if (timedOut) return { status: "timeout" };
       }
     } finally {
+      withdraw?.removeEventListener("abort", onWithdraw);
       this.#waiters.delete(call.callId);
       this.#pendingBytes -= size;
       const left = (this.#pendingBy.get(principal) ?? 1) - 1;

@@ -106,6 +106,38 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(await sent).toEqual({ status: "ok", result: "finished" });
   });
 
+  it("a call withdrawn before its target claimed it is taken back unrun; one withdrawn once claimed is still answered", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const unclaimed = new AbortController();
+    const sent = a.send("host-b", call("s1", { n: 1 }), LONG, unclaimed.signal);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    unclaimed.abort();
+    expect(await sent).toEqual({ status: "withdrawn" });
+    expect(await inbox.rowCount()).toBe(0);
+
+    const started = gate();
+    const release = gate();
+    const ran: unknown[] = [];
+    b.serve("host-b", async (c) => {
+      ran.push(c.params);
+      started.open();
+      await release.promise;
+      return { status: "ok", result: "ran" };
+    });
+    const claimed = new AbortController();
+    const running = a.send("host-b", call("s1", { n: 2 }), LONG, claimed.signal);
+    await started.promise;
+    claimed.abort();
+    // the withdrawal found the call claimed: it is still waited for, and its row kept
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    release.open();
+    expect(await running).toEqual({ status: "ok", result: "ran" });
+    // the call taken back never ran
+    expect(ran).toEqual([{ n: 2 }]);
+  });
+
   it("a call claimed behind a running one of its session is answered not_owner once serving stopped", async () => {
     const { stop, release, ran, first, second } = await twoClaimedOnB(false);
     stop();
