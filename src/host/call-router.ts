@@ -57,6 +57,8 @@ export interface CallRouterOptions {
 export class CallRouter {
   readonly #options: CallRouterOptions;
   readonly #timeoutMs: number;
+  /** The lease watches of the forwarded calls waiting, by session: woken by a lease notice. */
+  readonly #watches = new Map<string, Set<() => void>>();
 
   constructor(options: CallRouterOptions) {
     this.#options = options;
@@ -109,6 +111,14 @@ export class CallRouter {
         data: { method },
       },
     );
+  }
+
+  /**
+   * The session's lease was taken or released (a notice; renewals send none): the calls forwarded
+   * for it read its lease now, so one sent to a host that just let it go is routed again at once.
+   */
+  leaseChanged(sessionId: string): void {
+    for (const wake of this.#watches.get(sessionId) ?? []) wake();
   }
 
   /** The owner's side: a call forwarded here runs only while this host still holds the lease. */
@@ -178,20 +188,34 @@ export class CallRouter {
 
   /**
    * True once `holder`'s lease is no longer the session's, read again at each expiry it has (the
-   * store's clock; at most every `LEASE_RECHECK_MIN_MS`); false once `stop` aborts.
+   * store's clock; at most every `LEASE_RECHECK_MIN_MS`) and at each notice of it
+   * (`leaseChanged`); false once `stop` aborts.
    */
   async #leaseEnds(holder: LeaseHolder, stop: AbortSignal): Promise<boolean> {
-    let expiresAt = holder.expiresAt;
-    for (;;) {
-      const wait = Math.max(LEASE_RECHECK_MIN_MS, expiresAt - Date.now());
-      const waited = await sleep(wait, true, { signal: stop }).catch(() => false);
-      if (!waited) return false;
-      // a read that failed is made again after the shortest wait
-      const now = await this.#options.leaseStore.leaseHolder(holder.sessionId).catch(() => undefined);
-      if (stop.aborted) return false;
-      if (now === undefined) continue;
-      if (now === null || now.hostId !== holder.hostId || now.generation !== holder.generation) return true;
-      expiresAt = now.expiresAt;
+    const { sessionId } = holder;
+    let noticed = new AbortController();
+    const wake = () => noticed.abort();
+    const watches = this.#watches.get(sessionId) ?? new Set();
+    this.#watches.set(sessionId, watches);
+    watches.add(wake);
+    try {
+      let expiresAt = holder.expiresAt;
+      for (;;) {
+        const wait = Math.max(LEASE_RECHECK_MIN_MS, expiresAt - Date.now());
+        const signal = AbortSignal.any([stop, noticed.signal]);
+        await sleep(wait, undefined, { signal }).catch(() => undefined);
+        if (stop.aborted) return false;
+        noticed = new AbortController();
+        // a read that failed is made again after the shortest wait
+        const now = await this.#options.leaseStore.leaseHolder(sessionId).catch(() => undefined);
+        if (stop.aborted) return false;
+        if (now === undefined) continue;
+        if (now === null || now.hostId !== holder.hostId || now.generation !== holder.generation) return true;
+        expiresAt = now.expiresAt;
+      }
+    } finally {
+      watches.delete(wake);
+      if (watches.size === 0 && this.#watches.get(sessionId) === watches) this.#watches.delete(sessionId);
     }
   }
 }

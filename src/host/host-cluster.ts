@@ -108,7 +108,10 @@ export class HostCluster {
     this.#stopServing = this.#deps.options.inbox.serve(this.#deps.hostId, (call) => this.router.serve(call));
   }
 
-  /** Stops serving forwarded calls (they are answered `not_owner` by nobody and time out to a new owner). */
+  /**
+   * Stops serving forwarded calls: they wait unclaimed, and their senders take them back and route
+   * them again once this host's leases are released (`stop`) or end, else at their forward wait.
+   */
   stopServing(): void {
     this.#stopServing?.();
   }
@@ -156,9 +159,14 @@ export class HostCluster {
       .then(() => this.leases.release(sessionId, kept));
   }
 
-  /** Another host taking a lease this host holds means this host lost it (before the renewal says so). */
+  /**
+   * Another host taking a lease this host holds means this host lost it (before the renewal says
+   * so). Any take or release moves the calls forwarded for the session that wait on its owner.
+   */
   noticed(notice: LiveStateNotice): void {
-    if (notice.kind !== "lease" || notice.hostId === this.#deps.hostId) return;
+    if (notice.kind !== "lease") return;
+    this.router.leaseChanged(notice.sessionId);
+    if (notice.hostId === this.#deps.hostId) return;
     const held = this.leases.lease(notice.sessionId);
     if (held && notice.generation > held.generation) this.leases.fenced(held);
   }

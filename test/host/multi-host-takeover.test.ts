@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import pg from "pg";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
@@ -348,6 +349,40 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="withdrawn"} 1']);
     expect(b.host.leases?.lease(sessionId)).toBeUndefined();
     expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
+  }, 30_000);
+
+  it("a call forwarded to an owner that stops before claiming it is routed again as the owner releases the lease, not at its expiry", async () => {
+    const metrics = new HostMetrics();
+    cluster = await openCluster(2, {
+      // neither the lease's expiry nor the forward wait comes within the test
+      leaseTtlMs: 10 * 60_000,
+      forwardTimeoutMs: 10 * 60_000,
+      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+    });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    expect(a.host.leases?.lease(sessionId)).toBeDefined();
+    // A claims no forwarded call any more, and then stops, releasing its lease
+    await a.inbox.close();
+    const cancelled = b.host.call(ALICE, "session.cancel", { sessionId });
+    const db = new pg.Client({ connectionString: pgUrl! });
+    await db.connect();
+    try {
+      const recorded = async () =>
+        (await db.query(`SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE target_host = 'host-a'`))
+          .rows.length;
+      await expect.poll(recorded, { timeout: 20_000 }).toBe(1);
+      await a.host.shutdown();
+      // B heard the release, took the call back and ran it itself, where no agent runs
+      await expect(cancelled).rejects.toMatchObject({ code: "agent_not_live" });
+      expect(await recorded()).toBe(0);
+    } finally {
+      await db.end();
+    }
+    const forwarded = (await metrics.registry.metrics())
+      .split("\n")
+      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="withdrawn"} 1']);
   }, 30_000);
 
   it("a queue edit reaching another host after the owner vanished changes the durable queue there, taking nothing over", async () => {
