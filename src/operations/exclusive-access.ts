@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { DatabaseInUseError } from "../store/database-lock.js";
+import { DatabaseInUseError, DatabaseLockDamagedError } from "../store/database-lock.js";
 import { keepingWal } from "../store/kept-wal.js";
 import { existingDatabase } from "./database-path.js";
 import { StartupError } from "./startup-error.js";
@@ -43,4 +43,20 @@ export function inUseRefusal(err: unknown): StartupError | undefined {
   return err instanceof DatabaseInUseError
     ? new StartupError("db_in_use", err.message, { cause: err })
     : undefined;
+}
+
+/**
+ * The lock file beside `file` found damaged, as a refusal saying what to do: the file records
+ * only which process runs a host on the database, so once none does it can go. Undefined for any
+ * other failure.
+ */
+export function damagedLockRefusal(file: string, err: unknown): StartupError | undefined {
+  if (!(err instanceof DatabaseLockDamagedError)) return undefined;
+  return new StartupError(
+    "db_lock_damaged",
+    `${err.message}; database ${file} itself was not opened. The lock file only records which ` +
+      `process runs a host on the database: when no sessionmux process uses ${file}, remove ` +
+      `${err.lockPath} and start again`,
+    { cause: err },
+  );
 }

@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync } from "node:fs";
 import { isWriteRefused } from "../store/io-errors.js";
+import { damagedLockRefusal } from "./exclusive-access.js";
 import { StartupError } from "./startup-error.js";
 
 const NO_ROOM = new Set([
@@ -25,9 +26,12 @@ const readable = (file: string): boolean => allowed(file, constants.R_OK);
  * said so that an operator knows where to look:
  * `db_unwritable` when the file cannot be written (no room on its disk, a read-only file, folder
  * or file system: opening writes the WAL, its index and the lock file beside it), `db_unreadable`
- * when it cannot be read (damaged, not a database, or not readable by this user).
+ * when it cannot be read (damaged, not a database, or not readable by this user), and
+ * `db_lock_damaged` when the lock file beside it is damaged (the database was not opened).
  */
 export function sqliteOpenRefusal(file: string, err: unknown): StartupError {
+  const damagedLock = damagedLockRefusal(file, err);
+  if (damagedLock) return damagedLock;
   const reason = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: unknown } | null)?.code;
   // SQLite could not open a file: creating it (the folder refused), or reading it

@@ -6,7 +6,7 @@ import { isUnreadableDatabase } from "../store/io-errors.js";
 import { holdsFrames, keepingWal } from "../store/kept-wal.js";
 import { prepareDatabasePath } from "./database-path.js";
 import { syncFile, syncFolder } from "./durable-files.js";
-import { assertNotInUse, inUseRefusal } from "./exclusive-access.js";
+import { assertNotInUse, damagedLockRefusal, inUseRefusal } from "./exclusive-access.js";
 import { checkRestorableCopy } from "./restorable-backup.js";
 import { partialName, removeStalePartials } from "./stale-partials.js";
 import { StartupError } from "./startup-error.js";
@@ -105,7 +105,7 @@ function takeLock(db: string): DatabaseLock {
   try {
     lock = DatabaseLock.acquire(db);
   } catch (err) {
-    throw inUseRefusal(err) ?? err;
+    throw inUseRefusal(err) ?? damagedLockRefusal(db, err) ?? err;
   }
   try {
     if (existsSync(db)) assertNotInUse(db);

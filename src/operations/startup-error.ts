@@ -7,6 +7,7 @@ export const StartupErrorCodes = [
   "db_folder_missing",
   "db_missing",
   "db_in_use",
+  "db_lock_damaged",
   "db_unreadable",
   "db_unwritable",
   "address_in_use",

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import Database from "better-sqlite3";
+import { isUnreadableDatabase } from "./io-errors.js";
 
 interface Holder {
   pid: number;
@@ -59,6 +60,7 @@ export class DatabaseLock {
       return new DatabaseLock(path, db);
     } catch (err) {
       db.close();
+      if (isUnreadableDatabase(err)) throw new DatabaseLockDamagedError(path, err);
       throw err;
     }
   }
@@ -88,6 +90,27 @@ function tryBegin(db: Database.Database): boolean {
 function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
+}
+
+/**
+ * The lock file beside a database is no SQLite file (damaged, or overwritten): it cannot say
+ * whether a host holds the database. The database itself was not opened: told apart from a
+ * damaged database, so nobody restores a backup over a sound one.
+ */
+export class DatabaseLockDamagedError extends Error {
+  override readonly name = "DatabaseLockDamagedError";
+
+  constructor(
+    readonly lockPath: string,
+    cause: unknown,
+  ) {
+    super(
+      `the lock file ${lockPath} is damaged (${cause instanceof Error ? cause.message : String(cause)})`,
+      {
+        cause,
+      },
+    );
+  }
 }
 
 /** The lock of a database file is held by another process (or another store in this one). */
