@@ -15,6 +15,7 @@ export function prepareDatabasePath(path: string, options: { createFolder?: bool
     if (!statSync(folder).isDirectory()) {
       throw new StartupError("db_folder_missing", `database folder ${folder} is not a directory`);
     }
+    refuseFolderAsFile(file);
     return file;
   }
   if (!options.createFolder) {
@@ -34,5 +35,16 @@ export function existingDatabase(path: string): string {
   if (!existsSync(file)) {
     throw new StartupError("db_missing", `no database at ${file}; check --db (or SESSIONMUX_DB)`);
   }
+  refuseFolderAsFile(file);
   return file;
+}
+
+/** `--db` naming a folder (the data folder, say, not the file in it): SQLite says only that it cannot open it. */
+function refuseFolderAsFile(file: string): void {
+  if (existsSync(file) && statSync(file).isDirectory()) {
+    throw new StartupError(
+      "db_option_invalid",
+      `${file} is a folder, not a database file; name the file in it (for example ${file}/sessions.db)`,
+    );
+  }
 }

@@ -50,6 +50,19 @@ describe("prepareDatabasePath", () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  it("refuses a path naming a folder, for the host and for the commands on an existing database, saying to name the file in it", () => {
+    const dir = folder();
+    const data = dir.file("data");
+    mkdirSync(data);
+    for (const open of [() => prepareDatabasePath(data), () => existingDatabase(data)]) {
+      const err = thrownRefusal(open);
+      expect(err.code).toBe("db_option_invalid");
+      expect(err.message).toBe(
+        `${data} is a folder, not a database file; name the file in it (for example ${data}/sessions.db)`,
+      );
+    }
+  });
+
   it("creates a missing folder, and the folders above it, when asked", () => {
     const dir = folder();
     const file = dir.file(join("one", "two", "sessions.db"));
