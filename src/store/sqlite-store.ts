@@ -55,12 +55,31 @@ export class SqliteSessionStore extends SqliteLogStore implements LiveStateStore
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     const readOnly = options.readOnly === true;
     const lock = path === ":memory:" || readOnly ? undefined : DatabaseLock.acquire(path);
-    return keepingWal(path, () => SqliteSessionStore.#openLocked(path, options, lock));
+    let db: Database.Database;
+    try {
+      // Only the first read may fail to take in the WAL. Once it read the file, a later failure's
+      // close folds the WAL into it, with whatever a migration committed since: the copy from
+      // before the open put back then would replay older pages over newer ones.
+      db = keepingWal(path, () => {
+        const conn = new Database(path);
+        try {
+          schemaVersionOf(conn);
+          return conn;
+        } catch (err) {
+          conn.close();
+          throw err;
+        }
+      });
+    } catch (err) {
+      // released once the WAL is back: another opener never finds the file without it
+      lock?.release();
+      throw err;
+    }
+    return SqliteSessionStore.#openRead(db, options, lock);
   }
 
-  static #openLocked(path: string, options: SqliteStoreOptions, lock: DatabaseLock | undefined) {
+  static #openRead(db: Database.Database, options: SqliteStoreOptions, lock: DatabaseLock | undefined) {
     const readOnly = options.readOnly === true;
-    const db = new Database(path);
     try {
       if (readOnly) {
         db.pragma("query_only = ON");

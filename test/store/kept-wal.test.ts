@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { openSqliteStoreAlone } from "../../src/operations/sqlite-store-alone.js";
@@ -76,6 +76,42 @@ describe("a damaged database's write-ahead log", () => {
     expect(existsSync(`${db}-wal`)).toBe(false);
     expect(readdirSync(dir.path).filter((name) => name.includes(".kept"))).toEqual([]);
     expect(walNotes(db)).toEqual([WAL_ONLY_NOTE]);
+  });
+
+  it("is not put back once the open read the file: a migration committed and a later one refused leaves a sound file", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const live = dir.file("live.db");
+    await SqliteSessionStore.open(live).close();
+    // as an older build left it: migration 9 drops a table of many pages, and an object named as
+    // the index migration 10 creates makes that one fail
+    const raw = new Database(live);
+    raw.exec("CREATE TABLE live_owners (k INTEGER PRIMARY KEY, v TEXT)");
+    const insert = raw.prepare("INSERT INTO live_owners (v) VALUES (?)");
+    raw.transaction(() => {
+      for (let i = 0; i < 2000; i++) insert.run("x".repeat(200));
+    })();
+    raw.exec("DROP INDEX dismissals_by_session; CREATE TABLE dismissals_by_session (x)");
+    raw.pragma("wal_checkpoint(TRUNCATE)");
+    raw.pragma("wal_autocheckpoint = 0");
+    // its newest commit only in the WAL, as a crash leaves it
+    raw.pragma("user_version = 8");
+    const db = dir.file("sessions.db");
+    copyFileSync(live, db);
+    copyFileSync(`${live}-wal`, `${db}-wal`);
+    raw.close();
+
+    expect(() => SqliteSessionStore.open(db)).toThrow(/dismissals_by_session/);
+
+    const after = new Database(db, { readonly: true });
+    try {
+      expect(after.pragma("integrity_check", { simple: true })).toBe("ok");
+      expect(after.pragma("user_version", { simple: true })).toBe(9);
+      expect(after.prepare("SELECT name FROM sqlite_schema WHERE name = 'live_owners'").all()).toEqual([]);
+    } finally {
+      after.close();
+    }
+    expect(readdirSync(dir.path).filter((name) => name.includes(".kept"))).toEqual([]);
   });
 
   it("is never put back over a WAL another connection still writes", async () => {
