@@ -59,6 +59,8 @@ export class CallRouter {
   readonly #timeoutMs: number;
   /** The lease watches of the forwarded calls waiting, by session: woken by a lease notice. */
   readonly #watches = new Map<string, Set<() => void>>();
+  /** Lease notices heard so far, of any session: one heard while an owner was read is not missed. */
+  #leaseNotices = 0;
 
   constructor(options: CallRouterOptions) {
     this.#options = options;
@@ -70,6 +72,7 @@ export class CallRouter {
     if (!routed(method)) return run(principal, method, params);
     for (let attempt = 0; attempt < MAX_ROUTES; attempt++) {
       const sessionId = await this.#sessionOf(method, params);
+      const noticesBefore = this.#leaseNotices;
       const holder = sessionId === null ? null : await this.#owner(sessionId);
       if (holder === null || sessionId === null) {
         try {
@@ -87,7 +90,7 @@ export class CallRouter {
         method,
         params,
       };
-      const outcome = await this.#forward(holder, call);
+      const outcome = await this.#forward(holder, call, noticesBefore);
       this.#options.meters?.callForwarded(outcome.status);
       if (outcome.status === "ok") return outcome.result;
       if (outcome.status === "error") {
@@ -118,6 +121,7 @@ export class CallRouter {
    * for it read its lease now, so one sent to a host that just let it go is routed again at once.
    */
   leaseChanged(sessionId: string): void {
+    this.#leaseNotices += 1;
     for (const wake of this.#watches.get(sessionId) ?? []) wake();
   }
 
@@ -173,10 +177,10 @@ export class CallRouter {
    * released, or taken by another host). The call is then taken back if still unclaimed
    * (`withdrawn`), and the owner resolved again, rather than waiting out the forward timeout.
    */
-  async #forward(holder: LeaseHolder, call: ForwardedCall): Promise<ForwardOutcome> {
+  async #forward(holder: LeaseHolder, call: ForwardedCall, noticesBefore: number): Promise<ForwardOutcome> {
     const ended = new AbortController();
     const answered = new AbortController();
-    void this.#leaseEnds(holder, answered.signal).then((gone) => {
+    void this.#leaseEnds(holder, answered.signal, noticesBefore).then((gone) => {
       if (gone) ended.abort();
     });
     try {
@@ -191,13 +195,15 @@ export class CallRouter {
    * store's clock; at most every `LEASE_RECHECK_MIN_MS`) and at each notice of it
    * (`leaseChanged`); false once `stop` aborts.
    */
-  async #leaseEnds(holder: LeaseHolder, stop: AbortSignal): Promise<boolean> {
+  async #leaseEnds(holder: LeaseHolder, stop: AbortSignal, noticesBefore: number): Promise<boolean> {
     const { sessionId } = holder;
     let noticed = new AbortController();
     const wake = () => noticed.abort();
     const watches = this.#watches.get(sessionId) ?? new Set();
     this.#watches.set(sessionId, watches);
     watches.add(wake);
+    // a notice heard while `holder` was read may be of its end, which the read did not see: read again at once
+    if (this.#leaseNotices !== noticesBefore) wake();
     try {
       let expiresAt = holder.expiresAt;
       for (;;) {

@@ -35,7 +35,14 @@ afterEach(async () => {
   fx = undefined;
 });
 
-async function routerOn(options: { forwardTimeoutMs?: number; run?: (ran: Ran) => Promise<unknown> } = {}) {
+async function routerOn(
+  options: {
+    forwardTimeoutMs?: number;
+    run?: (ran: Ran) => Promise<unknown>;
+    /** Runs after each read of a session's lease holder, before the router has its answer. */
+    afterHolderRead?: (sessionId: string) => Promise<void>;
+  } = {},
+) {
   fx = await openHost();
   const store = fx.store;
   const log = capturedLogger();
@@ -45,9 +52,11 @@ async function routerOn(options: { forwardTimeoutMs?: number; run?: (ran: Ran) =
   let closing = false;
   let holderReads = 0;
   const leaseStore = withMembers(store, {
-    leaseHolder: (sessionId) => {
+    leaseHolder: async (sessionId) => {
       holderReads++;
-      return store.leaseHolder(sessionId);
+      const holder = await store.leaseHolder(sessionId);
+      await options.afterHolderRead?.(sessionId);
+      return holder;
     },
   });
   const run: LocalRun = async (principal, method, params) => {
@@ -272,6 +281,33 @@ describe("calls routed to the host that runs the session's agent", () => {
     expect(r.inbox.sent).toHaveLength(1);
     expect(r.ran).toHaveLength(1);
   });
+
+  it("a release heard while the owner was read takes the call back from the owner it read, at once, and runs it here", async () => {
+    let release: (() => Promise<void>) | undefined;
+    const r = await routerOn({
+      forwardTimeoutMs: 600_000,
+      afterHolderRead: async () => {
+        // the first read saw host B's lease; its release commits and is heard before the read returns
+        const releasing = release;
+        release = undefined;
+        await releasing?.();
+      },
+    });
+    await r.create("s1");
+    const elsewhere = await r.heldElsewhere("s1");
+    release = async () => {
+      await r.store.releaseLease(elsewhere);
+      r.router.leaseChanged("s1");
+    };
+    r.inbox.untilWithdrawn = true;
+
+    expect(await r.router.call(ALICE, "session.cancel", { sessionId: "s1" })).toEqual({
+      ranOn: HOST,
+      method: "session.cancel",
+    });
+    expect(r.inbox.sent).toHaveLength(1);
+    expect(r.forwarded).toEqual(["withdrawn"]);
+  }, 20_000);
 
   it("a local run that finds another host took the session resolves the owner again and forwards; other failures are the answer", async () => {
     let takeItFirst = true;

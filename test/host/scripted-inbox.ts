@@ -16,6 +16,8 @@ export class ScriptedInbox implements CallInbox {
   answers: ForwardOutcome[] = [];
   /** Runs before a send is answered (the world may change meanwhile). */
   meanwhile: ((sent: Sent) => Promise<void>) | undefined;
+  /** A send is answered only once its sender withdraws it (as a dead owner's inbox never answers), then `withdrawn`. */
+  untilWithdrawn = false;
   /** Each `serve`: the host served and its handler, and whether it was stopped. */
   readonly served: {
     hostId: string;
@@ -23,10 +25,20 @@ export class ScriptedInbox implements CallInbox {
     stopped: boolean;
   }[] = [];
 
-  async send(target: string, call: ForwardedCall, timeoutMs: number): Promise<ForwardOutcome> {
+  async send(
+    target: string,
+    call: ForwardedCall,
+    timeoutMs: number,
+    withdraw?: AbortSignal,
+  ): Promise<ForwardOutcome> {
     const sent = { target, call, timeoutMs };
     this.sent.push(sent);
     await this.meanwhile?.(sent);
+    if (this.untilWithdrawn && withdraw) {
+      if (!withdraw.aborted)
+        await new Promise((resolve) => withdraw.addEventListener("abort", resolve, { once: true }));
+      return { status: "withdrawn" };
+    }
     return this.answers.shift() ?? { status: "timeout" };
   }
 
