@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { DismissalOutcome } from "../dismissals.js";
+import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
@@ -56,7 +57,16 @@ export const pgDismissals = {
     );
   },
 
+  /**
+   * Read before a `resume` call answers (to restore the session): the database failing it is the
+   * call's retryable `persistence_failure`, as the restore's own write would be, not a fault of
+   * the call's.
+   */
   async isDismissed(pool: pg.Pool, sessionId: string, principal: string): Promise<boolean> {
-    return ((await pool.query(FIND, [principal, sessionId])).rowCount ?? 0) > 0;
+    try {
+      return ((await pool.query(FIND, [principal, sessionId])).rowCount ?? 0) > 0;
+    } catch (err) {
+      throw isPgStorageFailure(err) ? pgPersistenceFailure(err) : err;
+    }
   },
 };
