@@ -66,7 +66,11 @@ export function reopenParams(
 export function applyFollowItem(cursor: FollowCursor, item: FollowItem): FollowStep {
   switch (item.kind) {
     case "opened": {
-      const next = { epoch: item.epoch, seq: cursor.seq, caughtUp: false };
+      // A cursor in another epoch keeps it until the `reset` that follows: the host's epoch with
+      // this cursor's seq never existed, and a stream reopened from it would skip the new log's
+      // first events (or end `cursor_ahead`) instead of being reset again.
+      const epoch = cursor.epoch ?? item.epoch;
+      const next = { epoch, seq: cursor.seq, caughtUp: false };
       return {
         ok: true,
         cursor: next,

@@ -81,6 +81,13 @@ describe("follow cursor, whole steps", () => {
     ).toEqual({ ok: true, cursor, update: { kind: "opened", epoch: "E", headSeq: 9, cursor } });
   });
 
+  it("opened naming another epoch leaves the cursor's epoch and seq to the reset that follows", () => {
+    const cursor = { epoch: "E", seq: 5, caughtUp: false };
+    expect(
+      applyFollowItem({ epoch: "E", seq: 5, caughtUp: true }, { kind: "opened", epoch: "F", headSeq: 9 }),
+    ).toEqual({ ok: true, cursor, update: { kind: "opened", epoch: "F", headSeq: 9, cursor } });
+  });
+
   it("reset drops caughtUp with the seq", () => {
     const cursor = { epoch: "F", seq: 0, caughtUp: false };
     expect(applyFollowItem({ epoch: "E", seq: 40, caughtUp: true }, { kind: "reset", epoch: "F" })).toEqual({
