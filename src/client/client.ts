@@ -55,6 +55,12 @@ export interface ClientOptions {
    * back; `false` ignores them. @default the browser's `online`/`offline`/`visibilitychange`, none in Node
    */
   network?: NetworkSignals | false;
+  /**
+   * How long an upgraded socket may wait for the host's `hello` before it is dropped (reported on
+   * `onError` as `timeout`) and the client backs off: a URL served by something else leaves the
+   * client `connecting` no longer than this. `Infinity` waits for ever. @default 10_000
+   */
+  helloTimeoutMs?: number;
 }
 
 /** `session.prompt` params where `clientMessageId` is optional: one is generated when missing. */
@@ -79,6 +85,7 @@ export class SessionmuxClient {
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.random ? { random: options.random } : {}),
       ...(options.keepAlive !== undefined ? { keepAlive: options.keepAlive } : {}),
+      ...(options.helloTimeoutMs !== undefined ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
       ...(options.network !== undefined ? { network: options.network } : {}),
       onError: (error) => {
         (options.onError ?? defaultOnError)(error);

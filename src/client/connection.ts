@@ -1,5 +1,6 @@
 import { BehaviorSubject, type Observable } from "rxjs";
-import type { HelloFrame, NotificationName, SessionmuxError } from "../../protocol/index.js";
+import { SessionmuxError } from "../../protocol/errors.js";
+import type { HelloFrame, NotificationName } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import {
   type ConnectionEvent,
@@ -12,6 +13,7 @@ import {
 import { firstMatch } from "./first-match.js";
 import { readHostFrame } from "./host-frame-reader.js";
 import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions, keepAliveProbe } from "./keepalive.js";
+import { longTimeout } from "./long-timeout.js";
 import { browserNetworkSignals, type NetworkSignal, type NetworkSignals } from "./network-signals.js";
 import { ConnectionRefusedError, RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
 import { RequestRegistry } from "./request-registry.js";
@@ -20,6 +22,9 @@ import { createSocketLink, type SocketLink } from "./socket-link.js";
 
 /** How long `close()` waits for the closing handshake before dropping the socket. */
 const CLOSE_GRACE_MS = 1_000;
+
+/** How long an upgraded socket may go without the host's `hello` before it is dropped. */
+export const DEFAULT_HELLO_TIMEOUT_MS = 10_000;
 
 export interface ConnectionOptions {
   url: string;
@@ -39,6 +44,11 @@ export interface ConnectionOptions {
    * short when the network comes back; `false` ignores them. @default the browser's, none in Node
    */
   network?: NetworkSignals | false;
+  /**
+   * How long an upgraded socket may wait for the host's `hello` (§3: its first frame) before it is
+   * dropped and the client backs off; `Infinity` waits for ever. @default 10_000
+   */
+  helloTimeoutMs?: number;
 }
 
 interface LiveSocket {
@@ -51,6 +61,8 @@ interface LiveSocket {
   hello?: HelloFrame;
   /** Set once the socket's keepalive exists (never, when turned off). */
   keepAlive?: KeepAlive | undefined;
+  /** Stops the wait for the host's `hello`, from the upgrade until it arrives. */
+  stopHelloWait?: (() => void) | undefined;
 }
 
 /**
@@ -266,10 +278,12 @@ export class Connection {
     socket.onopen = () => {
       upgraded = true;
       keepAlive?.heard();
+      live.stopHelloWait = this.#awaitHello(live);
     };
     socket.onerror = () => {};
     socket.onclose = () => {
       keepAlive?.stop();
+      live.stopHelloWait?.();
       socket.onmessage = null;
       socket.onclose = null;
       registry.failAll(new RemoteStreamCarrierError("socket_lost"));
@@ -295,6 +309,26 @@ export class Connection {
     if (this.#options.keepAlive === false) return undefined;
     const probe = keepAliveProbe(live.socket, () => this.#nextFrameId++);
     return new KeepAlive({ ...DEFAULT_KEEPALIVE, ...this.#options.keepAlive }, probe, () => this.#drop(live));
+  }
+
+  /**
+   * A socket that upgraded but whose host says nothing (no sessionmux behind the URL, a hello it
+   * could not read) would keep the client `connecting` for ever, its pings answered: it is
+   * dropped once the wait is over, so the client backs off and tries again. Returns the stop.
+   */
+  #awaitHello(live: LiveSocket): () => void {
+    const ms = this.#options.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS;
+    return longTimeout(() => {
+      if (live.hello !== undefined || this.#current !== live) return;
+      this.#options.onError?.(
+        new SessionmuxError(
+          "timeout",
+          `the host at ${this.#options.url} accepted the socket but sent no readable hello within ${ms} ms; is a sessionmux host of protocol 1 serving this URL?`,
+          { data: { helloTimeoutMs: ms } },
+        ),
+      );
+      this.#drop(live);
+    }, ms);
   }
 
   /** Gives up a socket whose path is dead: now, without waiting for TCP or a closing handshake. */
@@ -325,6 +359,7 @@ export class Connection {
     switch (frame.type) {
       case "hello":
         live.hello = frame as HelloFrame;
+        live.stopHelloWait?.();
         this.#dispatch({ type: "hello", socketId: live.socketId, hello: frame as HelloFrame });
         return;
       case "event":
