@@ -94,8 +94,12 @@ export function reduceControl(mirror: ControlMirror, item: ControlItem): Control
       return { ...mirror, interactions: without(mirror.interactions, item.interactionId), lastChange: item };
     case "projection": {
       const current = mirror.projections[item.sessionId];
-      // Merge by watermark: an older projection arriving late never overwrites a newer one.
-      if (current && current.seq > item.projection.seq) return { ...mirror, lastChange: item };
+      // Merge by watermark: an older projection arriving late never overwrites a newer one. A row
+      // at seq 0 is a session just cleared (its new log is empty, its seq starts again): it
+      // replaces any, or the mirror would keep the old log's row until the next baseline.
+      if (current && current.seq > item.projection.seq && item.projection.seq !== 0) {
+        return { ...mirror, lastChange: item };
+      }
       return {
         ...mirror,
         projections: { ...mirror.projections, [item.sessionId]: item.projection },

@@ -91,6 +91,17 @@ describe("control mirror reducer", () => {
     expect(m.projections.c?.seq).toBe(1);
   });
 
+  it("a row at seq 0, a session just cleared, replaces the old log's row; the new log's rows climb from it", () => {
+    const m = apply([
+      baseline("g"),
+      { kind: "projection", sessionId: "a", projection: row("a", 9, "old log") },
+      { kind: "projection", sessionId: "a", projection: row("a", 0, "cleared") },
+    ]);
+    expect(m.projections.a).toMatchObject({ seq: 0, title: "cleared" });
+    const next = reduceControl(m, { kind: "projection", sessionId: "a", projection: row("a", 1, "new log") });
+    expect(next.projections.a).toMatchObject({ seq: 1, title: "new log" });
+  });
+
   it("interactions are added and removed", () => {
     const m = apply([
       baseline("g"),
