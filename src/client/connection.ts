@@ -288,7 +288,9 @@ export class Connection {
       socket.onclose = null;
       registry.failAll(new RemoteStreamCarrierError("socket_lost"));
       if (this.#current === live) this.#current = undefined;
-      if (upgraded) {
+      // A socket the caller's close() cut while it connected was refused by no host: asking the
+      // host why (a browser's HTTP question) would open a connection after the close and hold it.
+      if (upgraded || this.#state$.value.name === "closed") {
         // Synchronously, so a call retried right after its carrier error waits for the next socket.
         this.#dispatch({ type: "lost", socketId });
         return resolveClosed();

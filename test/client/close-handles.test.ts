@@ -1,4 +1,8 @@
+import { once } from "node:events";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
+import WebSocket from "ws";
+import { createClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { startFakePeer } from "./fake-peer.js";
@@ -53,5 +57,32 @@ describe("client.close() handles", () => {
     stream.unsubscribe();
     const after = await settledResources(before);
     expect(noneAdded(before, after), `before ${before.join(",")} after ${after.join(",")}`).toBe(true);
+  });
+});
+
+describe("client.close() while a browser-style socket is still connecting", () => {
+  it("asks the host nothing over HTTP about the socket it cut", async () => {
+    // accepts TCP and never answers: the socket stays connecting until the close cuts it
+    const requests: string[] = [];
+    const accepted: Socket[] = [];
+    const server = createServer((socket) => {
+      accepted.push(socket);
+      socket.on("data", (data) => requests.push(String(data).split("\r\n")[0] ?? ""));
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanups.push(async () => {
+      for (const s of accepted) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const client = createClient({ url: `ws://127.0.0.1:${port}/api/remote.mux`, token: "t", WebSocket });
+    await vi.waitFor(() => expect(requests).toHaveLength(1));
+    expect(client.state.name).toBe("connecting");
+    await client.close();
+    expect(client.state.name).toBe("closed");
+    // the upgrade request alone: no HTTP question (which, unanswered, held the close for 5 s)
+    expect(requests).toEqual(["GET /api/remote.mux HTTP/1.1"]);
+    expect(accepted).toHaveLength(1);
   });
 });
