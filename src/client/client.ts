@@ -288,7 +288,8 @@ export class SessionmuxClient {
 
   /**
    * Uses a new token for every later connect and leaves the `unauthorized` state at once;
-   * supervised streams (`followSession`, `controlMirror`) resume on the new socket.
+   * supervised streams (`followSession`, `controlMirror`) resume on the new socket. A connect
+   * still in flight with the old token is tried again with this one if the host refuses it.
    */
   setToken(token: string): void {
     this.#connection.setToken(token);

@@ -238,9 +238,10 @@ export class Connection {
 
   /** Opens one socket and resolves when it is gone. */
   #connectOnce(socketId: number): Promise<void> {
+    const token = this.#token;
     let socket: WebSocketLike;
     try {
-      socket = this.#options.socketFactory(this.#options.url, this.#token);
+      socket = this.#options.socketFactory(this.#options.url, token);
     } catch {
       this.#dispatch({ type: "lost", socketId });
       return Promise.resolve();
@@ -296,8 +297,11 @@ export class Connection {
         return resolveClosed();
       }
       void refusalStatus(socket).then((status) => {
+        // The token refused is not the one the caller set meanwhile (setToken during the connect):
+        // waiting `unauthorized` for a token it already has would be a lie; try the new one.
+        const stale = (status === 401 || status === 403) && token !== this.#token;
         this.#dispatch(
-          status === undefined ? { type: "lost", socketId } : { type: "refused", socketId, status },
+          status === undefined || stale ? { type: "lost", socketId } : { type: "refused", socketId, status },
         );
         resolveClosed();
       });
