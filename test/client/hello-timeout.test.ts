@@ -53,7 +53,7 @@ describe("a host that upgrades the socket but never says hello", () => {
     const client = createNodeClient({
       url: server.url,
       token: "t",
-      helloTimeoutMs: 100,
+      helloTimeoutMs: 250,
       backoff: { baseMs: 0, capMs: 0 },
       onError: (error) => errors.push(error),
     });
@@ -74,12 +74,12 @@ describe("a host that upgrades the socket but never says hello", () => {
 
   it("with a hello in time, keeps the socket however long it then stays quiet", async () => {
     const server = await helloWithholdingServer(() => false);
-    const client = createNodeClient({ url: server.url, token: "t", helloTimeoutMs: 50 });
+    const client = createNodeClient({ url: server.url, token: "t", helloTimeoutMs: 150 });
     cleanups.push(() => client.close());
     await vi.waitFor(() => expect(client.state.name).toBe("open"));
     // several hello waits' worth of quiet: the wait ended with the hello
     for (let i = 0; i < 4; i += 1) await client.call("session.models", {});
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await new Promise((resolve) => setTimeout(resolve, 600));
     expect(client.state.name).toBe("open");
     expect(server.sockets).toHaveLength(1);
     expect(server.closed[0]).toBe(false);
