@@ -41,6 +41,12 @@ export interface CallRouterOptions {
   logger: Logger;
   forwardTimeoutMs?: number;
   meters?: Pick<ClusterMeters, "callForwarded">;
+  /**
+   * A forwarded `resume` call succeeded on its owner, which restored the session for `principal`
+   * if they had dismissed it (and committed that) before answering; told before the answer is
+   * handed on, since this host's commit feed hears that restore on another connection, maybe later.
+   */
+  forwardedResume?: (principal: Principal) => void;
   /** True once the host stops accepting work: forwarded calls are then answered `not_owner`. */
   closing: () => boolean;
 }
@@ -92,7 +98,10 @@ export class CallRouter {
       };
       const outcome = await this.#forward(holder, call, noticesBefore);
       this.#options.meters?.callForwarded(outcome.status);
-      if (outcome.status === "ok") return outcome.result;
+      if (outcome.status === "ok") {
+        if (ActivationTable[method] === "resume") this.#options.forwardedResume?.(principal);
+        return outcome.result;
+      }
       if (outcome.status === "error") {
         throw new SessionmuxError(
           isErrorCode(outcome.code) ? outcome.code : "internal_error",

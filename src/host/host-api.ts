@@ -58,7 +58,11 @@ export interface HostApi {
     principal: Principal,
     input: { name: string; type: string; bytes: Uint8Array },
   ): Promise<string>;
-  /** Called on every commit notice of any session, a dismissal's included (for caches of list answers). */
+  /**
+   * Called on every commit notice of any session, a dismissal's included (for caches of list
+   * answers), and on the answer of a `resume` call forwarded to another host before it is handed
+   * on (its owner may have restored the session, a commit this host hears of only later).
+   */
   onAnyCommit(listener: () => void): () => void;
 
   /** Control feed for `session.control`, filtered to what the principal may see. */

@@ -8,6 +8,7 @@ import { HostLeases } from "./host-leases.js";
 import type { ClusterMeters } from "./host-meters.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { NotOwner } from "./not-owner.js";
+import type { Principal } from "./principal.js";
 import { refusal } from "./store-outcomes.js";
 
 /** Leases read per page when other hosts' agents are loaded at start. */
@@ -46,6 +47,8 @@ export interface HostClusterDeps {
   /** Closes, as interrupted, running turns and jobs of sessions whose lease no host holds any more. */
   closeAbandoned: () => Promise<void>;
   closing: () => boolean;
+  /** See `CallRouterOptions.forwardedResume`. */
+  forwardedResume?: (principal: Principal) => void;
   meters?: ClusterMeters;
 }
 
@@ -86,6 +89,7 @@ export class HostCluster {
       run: deps.run,
       logger: deps.logger,
       closing: deps.closing,
+      ...(deps.forwardedResume ? { forwardedResume: deps.forwardedResume } : {}),
       ...(deps.meters ? { meters: deps.meters } : {}),
       ...(deps.options.forwardTimeoutMs !== undefined
         ? { forwardTimeoutMs: deps.options.forwardTimeoutMs }

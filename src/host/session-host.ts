@@ -123,6 +123,8 @@ export class SessionHost implements HostApi {
   #stopWatching: (() => void) | undefined;
   #stopLive: (() => void) | undefined;
   #closing = false;
+  /** `onAnyCommit` listeners told of forwarded `resume` calls' answers (see `CallRouterOptions`). */
+  readonly #forwardedCommits = new Set<() => void>();
   #shutdown: Promise<void> | undefined;
 
   constructor(options: SessionHostOptions) {
@@ -143,6 +145,9 @@ export class SessionHost implements HostApi {
           resumeUnowned: (sessionId) => this.#resumeUnowned(sessionId),
           closeAbandoned: () => this.#closeAbandoned(),
           closing: () => this.#closing,
+          forwardedResume: () => {
+            for (const listener of this.#forwardedCommits) listener();
+          },
           ...(options.metrics ? { meters: options.metrics } : {}),
         })
       : undefined;
@@ -384,7 +389,15 @@ export class SessionHost implements HostApi {
 
   onAnyCommit(listener: () => void): () => void {
     // a dismissal or restore is a commit notice too (`meta`, marked `dismissal`), on both stores
-    return this.store.subscribeAll(() => listener());
+    const stop = this.store.subscribeAll(() => listener());
+    // and so is a forwarded `resume` call's answer: its owner may have restored the session
+    // before answering, and this host's commit feed may hear that after the answer went out
+    const heard = () => listener();
+    this.#forwardedCommits.add(heard);
+    return () => {
+      stop();
+      this.#forwardedCommits.delete(heard);
+    };
   }
 
   subscribeControl(principal: Principal, listener: (delta: ControlDelta) => void): () => void {

@@ -4,7 +4,8 @@ import type { Principal } from "../../host/principal.js";
 /**
  * Encoded `GET /api/chat/sessions` answers, dropped on every commit of any session. The rows
  * it serves are pure projection fields (written in the commit transaction), so a commit notice
- * is the only thing that can change them. A read that overlapped a commit is not kept: the
+ * is the only thing that can change them (or the answer of a `resume` call forwarded to another
+ * host, which `onAnyCommit` tells too: its owner's restore may be heard only after it). A read that overlapped a commit is not kept: the
  * generation it started under no longer matches. Answers are kept per principal name and rank:
  * a list is what that name owns (seen through that name's dismissals), or everything for an
  * admin, so an admin and an ordinary principal of the same name never share one. An app's own
