@@ -8,7 +8,13 @@ import type { PendingNotice } from "../write-batch.js";
 import { LEGACY_CHECK_MS, legacyListeners } from "./pg-host-presence.js";
 import { PgLiveFeed } from "./pg-live-feed.js";
 import type { PgLiveReads } from "./pg-live-rows.js";
-import { type ChangedSession, decodePayload, encodePayload, sentBy } from "./pg-notice-payload.js";
+import {
+  type BatchPayload,
+  type ChangedSession,
+  decodePayload,
+  encodePayload,
+  sentBy,
+} from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
 import type { DismissedPair, PgReads, VersionedProjection } from "./pg-reads.js";
 import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
@@ -111,6 +117,13 @@ export class PgCommitFeed {
    * `before` or a younger one.
    */
   private listening: { since: Watermark; before: Watermark | null } | undefined;
+  /**
+   * Where the re-read for the next NOTIFY that lists nothing ("re-read": a batch too large to list)
+   * starts, of commits and of live state apart: the oldest transaction running when the previous
+   * such re-read of them began (and completed), else this LISTEN's. A batch announced so began
+   * after it, or had committed before it and was read by that re-read (or an earlier one).
+   */
+  private readonly rereadFrom: { commits?: Watermark; live?: Watermark } = {};
   private closed = false;
 
   constructor(
@@ -311,17 +324,40 @@ export class PgCommitFeed {
     if (sentBy(text, this.hostId)) return;
     const payload = decodePayload(text);
     if (payload.host === this.hostId) return;
-    this.remote = this.remote
-      .then(() => this.apply(payload.changes))
-      .then(() => (this.liveListeners > 0 && !this.closed ? this.live.remote(payload.live) : undefined))
-      .catch(() => undefined);
+    this.remote = this.remote.then(() => this.applyHeard(payload)).catch(() => undefined);
   }
 
-  private async apply(changes: ChangedSession[] | "all"): Promise<void> {
+  /**
+   * A NOTIFY another host sent: what it lists, or for a batch too large to list (or a payload
+   * this build cannot read) a re-read as after an outage, from `rereadFrom`, so that every
+   * listener here learns of every session the batch changed (its store-wide listeners of the
+   * sessions it created too: nothing here followed them), though the LISTEN connection was up.
+   */
+  private async applyHeard(payload: BatchPayload): Promise<void> {
+    const { changes, live } = payload;
+    // taken before reading: whatever committed before it, this re-read sees
+    const next = changes === "all" || live === "all" ? await this.oldestRunning() : null;
     if (changes === "all") {
-      await this.rereadAll();
-      return this.rereadDismissals();
-    }
+      const from = this.rereadFrom.commits ?? this.listening?.since ?? null;
+      await this.rereadAll(from);
+      await this.rereadDismissals(from);
+      if (next) this.rereadFrom.commits = next;
+    } else await this.applyChanges(changes);
+    if (this.liveListeners === 0 || this.closed) return;
+    if (live !== "all") return this.live.remote(live);
+    const from = this.rereadFrom.live ?? this.listening?.since ?? null;
+    await this.live.rereadAll(from?.xid ?? null);
+    if (next) this.rereadFrom.live = next;
+  }
+
+  /** The oldest transaction running now, read on the LISTEN connection (null: it is gone, and its outage re-read will follow). */
+  private async oldestRunning(): Promise<Watermark | null> {
+    const client = this.client;
+    if (!client) return null;
+    return (await client.query<Watermark>(LISTENING_SINCE)).rows[0] ?? null;
+  }
+
+  private async applyChanges(changes: ChangedSession[]): Promise<void> {
     for (const change of changes) {
       if (
         change.dismissal &&
@@ -381,8 +417,7 @@ export class PgCommitFeed {
    * (see `rememberDismissalsOf`), or has forgotten, is not found: a client that missed it
    * recovers with `session.list`.
    */
-  private async rereadDismissals(): Promise<void> {
-    const since = this.listening?.before ?? this.listening?.since;
+  private async rereadDismissals(since: Watermark | null): Promise<void> {
     if (this.dismissalSubscribers.size === 0 || this.closed || !since) return;
     const watched = new Set<string>();
     for (const subscriber of this.dismissalSubscribers)
@@ -449,10 +484,11 @@ export class PgCommitFeed {
    * After the LISTEN connection was down: the heads of every session followed here, a page of
    * sessions per statement, and a read of only those that moved (a commit, a clear, a delete). A
    * host following thousands of sessions gets back in with a few statements, not a read of each,
-   * so the NOTIFYs heard meanwhile (handled after this) are not held up for long.
+   * so the NOTIFYs heard meanwhile (handled after this) are not held up for long. `since`: the
+   * oldest transaction whose writes may be unheard (null: any; then store-wide listeners are
+   * told nothing more).
    */
-  private async rereadAll(): Promise<void> {
-    const since = this.listening?.before ?? null;
+  private async rereadAll(since: Watermark | null): Promise<void> {
     // sessions this store delivered something of before this re-read: not news to its listeners
     const known = since ? new Set([...this.delivered.keys(), ...this.shown.keys()]) : null;
     // a copy: each delivery moves its session to the end of the map
@@ -660,11 +696,11 @@ export class PgCommitFeed {
       this.start()
         .then(() => {
           if (this.closed) return;
+          const before = this.listening?.before ?? null;
           this.remote = this.remote
-            .then(() => this.apply("all"))
-            .then(() =>
-              this.liveListeners > 0 ? this.live.rereadAll(this.listening?.before?.xid ?? null) : undefined,
-            )
+            .then(() => this.rereadAll(before))
+            .then(() => this.rereadDismissals(before ?? this.listening?.since ?? null))
+            .then(() => (this.liveListeners > 0 ? this.live.rereadAll(before?.xid ?? null) : undefined))
             .catch(() => undefined);
         })
         .catch(() => this.reconnectLater());
