@@ -11,6 +11,8 @@ export interface ActionContext {
   readonly queuedEdit: QueuedPromptEdit;
   /** Runs a call, reporting a failure instead of throwing into an event handler. */
   run(what: string, work: () => Promise<unknown>): void;
+  /** Sends the answer to an interaction; its card takes no other until the host refuses this one. */
+  answer(interactionId: string, response: { outcome: "approve" | "deny" } | { answer: string }): void;
   search(query: string): void;
 }
 
@@ -21,8 +23,7 @@ export function answerCard(ctx: ActionContext, target: HTMLElement): void {
   if (!button || !id || button.disabled) return;
   const action = button.dataset.action;
   if (action === "approve" || action === "deny") {
-    button.disabled = true;
-    ctx.run("Answer", () => ctx.link.respond(id, { outcome: action }));
+    ctx.answer(id, { outcome: action });
   } else if (action === "answer" || action === "answer-option") {
     const input = button.closest(".card")?.querySelector<HTMLInputElement>("input");
     const answer = action === "answer-option" ? (button.dataset.answer ?? "") : (input?.value ?? "");
@@ -30,8 +31,7 @@ export function answerCard(ctx: ActionContext, target: HTMLElement): void {
       input?.focus();
       return;
     }
-    button.disabled = true;
-    ctx.run("Answer", () => ctx.link.respond(id, { answer }));
+    ctx.answer(id, { answer });
   }
 }
 

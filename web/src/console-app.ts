@@ -41,6 +41,11 @@ export class ConsoleApp {
   private connection: ConnectionState | undefined;
   /** The state the indicator shows: taken in the same frame that enables or disables the actions. */
   private shownConnection: ConnectionState | undefined;
+  /**
+   * Interactions this tab sent an answer for, less those the host refused: replaced, never
+   * changed, so the transcript sees a change by identity.
+   */
+  private answered: ReadonlySet<string> = new Set();
   private searchHits: SearchHit[] | undefined;
   /** Said instead of "No matches" when the host gave the query no hits to show. */
   private searchNote: string | undefined;
@@ -94,6 +99,7 @@ export class ConsoleApp {
         tell: (text) => this.toast(text),
       }),
       run: (what, work) => this.run(what, work),
+      answer: (interactionId, response) => this.answer(interactionId, response),
       search: (query) => this.search(query),
     };
     this.transcriptView = new TranscriptView(el.transcript, el.jumpLatest, (pressed) => {
@@ -310,7 +316,7 @@ export class ConsoleApp {
     const gone = s.mode === "gone";
     this.transcriptView.render(
       s.transcript,
-      { actionable: online },
+      { actionable: online, answered: this.answered },
       gone ? "none" : s.older,
       !gone && s.turnStartMissing,
     );
@@ -362,6 +368,27 @@ export class ConsoleApp {
       undo?.();
       this.toast(code ? `${what} failed (${code}): ${message ?? ""}` : `${what} failed: ${String(error)}`);
     });
+  }
+
+  /**
+   * An answer on its way keeps its card from taking another; one the host refused (a passing
+   * fault, a limit) leaves the interaction waiting, so its card is answerable again. An answer
+   * that lost to another tab's is not refused here: the follow stream closes the card.
+   */
+  private answer(interactionId: string, response: Parameters<ConsoleLink["respond"]>[1]): void {
+    if (this.answered.has(interactionId)) return;
+    this.answered = new Set(this.answered).add(interactionId);
+    this.schedule();
+    this.run(
+      "Answer",
+      () => this.link.respond(interactionId, response),
+      () => {
+        const answered = new Set(this.answered);
+        answered.delete(interactionId);
+        this.answered = answered;
+        this.schedule();
+      },
+    );
   }
 
   private send(): void {

@@ -13,9 +13,12 @@ import type { TranscriptRow } from "./transcript-rows.js";
 /**
  * How rows are drawn right now. While the console is offline or its token was refused, open
  * questions stay visible but cannot be answered: an answer could not reach the host anyway.
+ * `answered`: the interactions this tab sent an answer for that the host has not refused; their
+ * cards take no second answer while the first is on its way, and take one again once refused.
  */
 export interface RowContext {
   readonly actionable: boolean;
+  readonly answered: ReadonlySet<string>;
 }
 
 const formatJson = (value: unknown): string => {
@@ -90,7 +93,7 @@ function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): 
       <div>${resolutionText(block)}</div>
     </div>`;
   }
-  const off = !ctx.actionable;
+  const off = !ctx.actionable || ctx.answered.has(id);
   const actions = isApproval
     ? html`<button class="primary" data-action="approve" data-interaction-id=${id} data-testid="approve"
           ?disabled=${off}>Approve</button>
@@ -107,7 +110,7 @@ function cardTemplate(block: InteractionBlock, open: boolean, ctx: RowContext): 
           Answer
         </button>`;
   return html`<div class="card" data-testid="interaction-card" data-interaction-id=${id} data-kind=${block.kind}
-    data-stale=${off ? "true" : nothing}>
+    data-stale=${ctx.actionable ? nothing : "true"}>
     <div class="card-title">${title}</div>
     <div class="card-body" dir="auto">${body}</div>
     <div class="card-actions">${actions}</div>

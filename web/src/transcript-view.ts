@@ -44,7 +44,14 @@ function estimateHeight(row: TranscriptRow | undefined): number {
 /** What a row's drawing depends on; the row is redrawn only when one of these changed. */
 function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
   if (row.kind === "assistant")
-    return [row.msg, row.streaming, row.pending.join(","), row.turnEnded, ctx.actionable];
+    return [
+      row.msg,
+      row.streaming,
+      row.pending.join(","),
+      row.turnEnded,
+      ctx.actionable,
+      row.pending.filter((id) => ctx.answered.has(id)).join(","),
+    ];
   return [row.kind === "user" ? row.msg : row.turn];
 }
 
@@ -62,7 +69,7 @@ export class TranscriptView {
   private readonly virtualizer: Virtualizer<HTMLElement, HTMLElement>;
   private rows: TranscriptRow[] = [];
   private state: TranscriptState | undefined;
-  private ctx: RowContext = { actionable: true };
+  private ctx: RowContext = { actionable: true, answered: new Set() };
   private older: OlderEvents = "none";
   /** The rows begin inside a turn whose start (its prompt) is not held yet. */
   private turnStartMissing = false;
@@ -124,6 +131,7 @@ export class TranscriptView {
     if (
       state === this.state &&
       ctx.actionable === this.ctx.actionable &&
+      ctx.answered === this.ctx.answered &&
       older === this.older &&
       turnStartMissing === this.turnStartMissing
     )
