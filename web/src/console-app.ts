@@ -308,6 +308,11 @@ export class ConsoleApp {
     ]) {
       control.disabled = !online || s.mode === "gone";
     }
+    // the host refuses to clear a session while a turn of it is open (`session_busy`)
+    if (s.mode !== "gone" && s.transcript.openTurnId !== null) {
+      this.el.clearSession.disabled = true;
+      this.el.clearSession.title = "A turn is running: stop it or wait for it to end, then clear";
+    } else this.el.clearSession.removeAttribute("title");
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
     this.region("jobs", JSON.stringify(jobs) + liveStale, () => renderJobs(this.el.jobs, jobs, liveStale));
