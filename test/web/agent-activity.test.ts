@@ -176,4 +176,28 @@ describe.skipIf(!hasChromium)("browser console agent activity", () => {
     await page.waitForSelector(`${job}:not([data-stale])`, { timeout: 30_000 });
     await page.close();
   });
+
+  it("marks the queued prompts as last known while the host is out of reach", async () => {
+    const page = await browser.profile.newPage();
+    await openConsole(page, `http://127.0.0.1:${proxy.port}`, ADMIN_TOKEN);
+    const sessionId = await newSession(page);
+    await page.fill('[data-testid="composer-input"]', "/sleep 600000");
+    await page.press('[data-testid="composer-input"]', "Enter");
+    await page.waitForSelector('[data-testid="cancel-turn"]:not([hidden])');
+    await page.fill('[data-testid="composer-input"]', "after the sleep");
+    await page.press('[data-testid="composer-input"]', "Enter");
+    const item = '[data-testid="queue-item"]';
+    await page.waitForSelector(`${item}:not([data-stale])`);
+
+    browser.allowConsoleErrors(NETWORK_FAILURE);
+    reachable = false;
+    proxy.cutAll();
+    await page.waitForSelector(`${item}[data-stale="true"]`, { timeout: 10_000 });
+    expect(await page.getAttribute(item, "title")).toMatch(/Last known/);
+    reachable = true;
+    await page.waitForSelector(`${item}:not([data-stale])`, { timeout: 30_000 });
+    expect(await page.getAttribute(item, "title")).toBeNull();
+    await fixture.client.call("session.cancel", { sessionId });
+    await page.close();
+  });
 });

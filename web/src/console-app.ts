@@ -316,7 +316,9 @@ export class ConsoleApp {
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
     this.region("jobs", JSON.stringify(jobs) + liveStale, () => renderJobs(this.el.jobs, jobs, liveStale));
-    this.region("queue", JSON.stringify(queue) + online, () => renderQueue(this.el.queue, queue, online));
+    this.region("queue", JSON.stringify(queue) + online + liveStale, () =>
+      renderQueue(this.el.queue, queue, online, liveStale),
+    );
     this.el.cancelTurn.hidden = !s.transcript.streaming;
     const gone = s.mode === "gone";
     this.transcriptView.render(

@@ -31,9 +31,16 @@ export function renderJobs(container: HTMLElement, jobs: readonly Job[], stale: 
 
 /**
  * Prompts waiting behind the running turn, with edit, remove and steer (deliver now as an
- * interjection). `actionable` is false while the console cannot reach the host.
+ * interjection). `actionable` is false while the console cannot reach the host. `stale`: the
+ * console cannot confirm them (offline, no live state), so each is marked last known: one may
+ * have started or been changed elsewhere meanwhile.
  */
-export function renderQueue(container: HTMLElement, items: readonly QueueItem[], actionable: boolean): void {
+export function renderQueue(
+  container: HTMLElement,
+  items: readonly QueueItem[],
+  actionable: boolean,
+  stale: boolean,
+): void {
   const off = !actionable;
   render(
     items.length === 0
@@ -42,7 +49,8 @@ export function renderQueue(container: HTMLElement, items: readonly QueueItem[],
           ${repeat(
             items,
             (q) => q.itemId,
-            (q) => html`<div class="queue-item" data-testid="queue-item" data-item-id=${q.itemId}>
+            (q) => html`<div class="queue-item" data-testid="queue-item" data-item-id=${q.itemId}
+              data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>
               <span class="queue-text" dir="auto">${q.text}</span>
               <button data-action="queue-steer" data-item-id=${q.itemId} title="Send now, into the running turn"
                 ?disabled=${off}>Steer</button>
