@@ -167,7 +167,8 @@ export class LiveRows {
       this.statements.insertJob.run(jobId, sessionId, turnId, label, event.at);
     } else if (event.type === "job/ended") {
       const { jobId, state } = event.data;
-      this.statements.endJob.run(state, event.at, state, jobId);
+      // a fork's log ends the jobs it copied running: the job, the source's, is not ended by it
+      this.statements.endJob.run(state, event.at, state, jobId, sessionId);
     } else if (event.type === "turn/end") {
       const { turnId } = event.data;
       const ids = this.statements.pendingIdsOfTurn.all(sessionId, turnId) as string[];

@@ -66,8 +66,22 @@ export function forkedSession(
   };
 }
 
-/** The `turn/end` closing a fork's copied turn that was still open at `atSeq` (none when closed). */
-export function forkedTurnEnd(state: SessionState): TimedEvent | null {
+/**
+ * What a fork's copied prefix leaves running, closed in the fork as interrupted: the jobs it
+ * started and did not end (they run on in the source alone, and nothing would ever end them in
+ * the fork), then the turn still open at `atSeq`. None when the prefix left nothing running.
+ */
+export function forkedEnds(state: SessionState, copied: readonly TimedEvent[]): TimedEvent[] {
+  const running = new Set<string>();
+  for (const event of copied) {
+    if (event.type === "job/started") running.add(event.data.jobId);
+    else if (event.type === "job/ended") running.delete(event.data.jobId);
+  }
+  const ends: TimedEvent[] = [...running].map((jobId) => ({
+    type: "job/ended",
+    data: { jobId, state: "interrupted" },
+  }));
   const openTurn = state.projection.openTurnId;
-  return openTurn === null ? null : { type: "turn/end", data: { turnId: openTurn, state: "interrupted" } };
+  if (openTurn !== null) ends.push({ type: "turn/end", data: { turnId: openTurn, state: "interrupted" } });
+  return ends;
 }

@@ -151,7 +151,7 @@ const SQL = {
   insertJob: `INSERT OR IGNORE INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
        VALUES (?, ?, ?, ?, 0, 'running', ?)`,
   endJob: `UPDATE jobs SET state = ?, ended_at = ?, progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END
-       WHERE job_id = ? AND state = 'running'`,
+       WHERE job_id = ? AND session_id = ? AND state = 'running'`,
   setJobProgress: "UPDATE jobs SET progress = ? WHERE job_id = ? AND state = 'running'",
   runningJobs:
     "SELECT job_id AS jobId, session_id AS sessionId FROM jobs WHERE state = 'running' ORDER BY session_id",

@@ -7,7 +7,7 @@ import type { LiveRows } from "./live-rows.js";
 import { decodeRow, type LogWriter, type StoredRow } from "./log-writer.js";
 import { applyAck } from "./projection.js";
 import { promptRecordAfterAppend } from "./prompt-record.js";
-import { createdSession, forkedSession, forkedTurnEnd, newEpoch } from "./session-creation.js";
+import { createdSession, forkedEnds, forkedSession, newEpoch } from "./session-creation.js";
 import { headerOf } from "./session-state.js";
 import type {
   AppendOptions,
@@ -135,7 +135,8 @@ export class WriteOperations {
   /**
    * The fork's seq 1 records its lineage; the source's events up to `atSeq` follow, re-sequenced
    * (its own `session/created` is not copied). An `atSeq` past the source's head forks nothing. A prefix
-   * that ends inside a turn gets that turn closed as interrupted. The source is only read.
+   * that ends inside a turn gets that turn closed as interrupted, and so do the jobs it leaves
+   * running (they run on in the source only). The source is only read.
    */
   fork(input: ForkInput): WriteOperation<ForkOutcome> {
     return (batch) => {
@@ -157,8 +158,8 @@ export class WriteOperations {
       const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);
       const state = this.writer.insertSession(batch, base, forkOf);
       const stored = this.writer.appendEvents(batch, state, events, at);
-      const end = forkedTurnEnd(state);
-      if (end) stored.push(...this.writer.appendEvents(batch, state, [end], at));
+      const ends = forkedEnds(state, events);
+      if (ends.length > 0) stored.push(...this.writer.appendEvents(batch, state, ends, at));
       batch.notify(
         state.sessionId,
         { kind: "create", epoch: state.epoch, events: stored },

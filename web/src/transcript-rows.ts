@@ -18,8 +18,16 @@ export type TranscriptRow =
       pending: readonly string[];
       /** Its turn ended: a tool call without a result now will never get one. */
       turnEnded: boolean;
+      /** When the session was forked, for a fork (see `forkedAt`). */
+      forkedAt: number | null;
     }
-  | { kind: "turn-flag"; key: string; turn: TranscriptTurn };
+  | {
+      kind: "turn-flag";
+      key: string;
+      turn: TranscriptTurn;
+      /** The turn was still running in the source when this fork was made: the fork ended it. */
+      forkCut: boolean;
+    };
 
 const FLAGGED = new Set(["interrupted", "failed", "cancelled"]);
 
@@ -29,6 +37,7 @@ const FLAGGED = new Set(["interrupted", "failed", "cancelled"]);
  * as last time has not changed.
  */
 export function transcriptRows(state: TranscriptState): TranscriptRow[] {
+  const at = forkedAt(state);
   const pendingIds = new Set(state.pending.map((p) => p.interactionId));
   // A turn blocked on a person's answer writes nothing until it gets one: no typing caret meanwhile.
   const waiting = state.pending.some((p) => p.turnId === state.openTurnId);
@@ -54,11 +63,26 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
         streaming: state.streaming && !waiting && i === state.tail,
         pending,
         turnEnded: ended.has(m.turnId),
+        forkedAt: at,
       });
     }
     const turn = m.turnId ? flagged.get(m.turnId) : undefined;
     if (turn && lastIndexOfTurn.get(turn.turnId) === i)
-      out.push({ kind: "turn-flag", key: `f:${turn.turnId}`, turn });
+      out.push({
+        kind: "turn-flag",
+        key: `f:${turn.turnId}`,
+        turn,
+        forkCut: at !== null && turn.endedAt === at,
+      });
   });
   return out;
+}
+
+/**
+ * When a fork was made (null for a session that is none). A fork ends what its copied log left
+ * running (the open turn, its jobs) as interrupted in the write that makes it, at the fork's own
+ * time: an end at that time is the fork's, not a host's stop.
+ */
+export function forkedAt(state: TranscriptState): number | null {
+  return state.forkOf !== null ? state.createdAt : null;
 }

@@ -68,11 +68,15 @@ const JOB_OUTCOME: Record<TranscriptJob["state"], string> = {
   interrupted: "interrupted (the host stopped while it ran)",
 };
 
-function jobTemplate(job: TranscriptJob | undefined, jobId: string): TemplateResult {
+/** A job the fork ended: it ran on (or ran its course) in the source session only. */
+const FORK_CUT_JOB = "not carried into this fork (it was running in the source session)";
+
+function jobTemplate(job: TranscriptJob | undefined, jobId: string, forkedAt: number | null): TemplateResult {
   if (!job) return html`<div class="job"></div>`;
+  const forkCut = job.state === "interrupted" && forkedAt !== null && job.endedAt === forkedAt;
   return html`<div class="job" data-testid="job" data-job-id=${jobId} data-state=${job.state}>
     <span>Job</span><span class="job-label" dir="auto">${job.label}</span>
-    <span class="job-outcome">${JOB_OUTCOME[job.state]}</span>
+    <span class="job-outcome">${forkCut ? FORK_CUT_JOB : JOB_OUTCOME[job.state]}</span>
   </div>`;
 }
 
@@ -145,6 +149,7 @@ function assistantTemplate(
   streaming: boolean,
   pending: readonly string[],
   turnEnded: boolean,
+  forkedAt: number | null,
   ctx: RowContext,
 ): TemplateResult {
   const lastText = m.segments.reduce((last, s, i) => (s.kind === "text" ? i : last), -1);
@@ -170,6 +175,7 @@ function assistantTemplate(
       return jobTemplate(
         m.jobs.find((j) => j.jobId === s.jobId),
         s.jobId,
+        forkedAt,
       );
     const open = s.block.resolution === null && pending.includes(s.block.interactionId);
     return cardTemplate(s.block, open, ctx);
@@ -182,10 +188,12 @@ function assistantTemplate(
   </div>`;
 }
 
-function flagTemplate(turn: TranscriptTurn): TemplateResult {
+function flagTemplate(turn: TranscriptTurn, forkCut: boolean): TemplateResult {
   const text =
     turn.state === "interrupted"
-      ? "Turn interrupted (the host stopped before it finished)"
+      ? forkCut
+        ? "Turn cut off by the fork (it was still running in the source session)"
+        : "Turn interrupted (the host stopped before it finished)"
       : turn.state === "cancelled"
         ? "Turn cancelled"
         : `Turn failed${turn.error ? `: ${turn.error}` : ""}`;
@@ -196,6 +204,6 @@ function flagTemplate(turn: TranscriptTurn): TemplateResult {
 
 export function rowTemplate(row: TranscriptRow, ctx: RowContext): TemplateResult {
   if (row.kind === "user") return userTemplate(row.msg);
-  if (row.kind === "turn-flag") return flagTemplate(row.turn);
-  return assistantTemplate(row.msg, row.streaming, row.pending, row.turnEnded, ctx);
+  if (row.kind === "turn-flag") return flagTemplate(row.turn, row.forkCut);
+  return assistantTemplate(row.msg, row.streaming, row.pending, row.turnEnded, row.forkedAt, ctx);
 }

@@ -51,8 +51,9 @@ function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
       row.turnEnded,
       ctx.actionable,
       row.pending.filter((id) => ctx.answered.has(id)).join(","),
+      row.forkedAt,
     ];
-  return [row.kind === "user" ? row.msg : row.turn];
+  return row.kind === "user" ? [row.msg] : [row.turn, row.forkCut];
 }
 
 /**

@@ -8,7 +8,7 @@ const INSERT_INTERACTION = `INSERT INTO interactions (interaction_id, session_id
 const INSERT_JOB = `INSERT INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
   VALUES ($1, $2, $3, $4, 0, 'running', $5) ON CONFLICT DO NOTHING`;
 const END_JOB = `UPDATE jobs SET state = $2, ended_at = $3, progress = CASE WHEN $2 = 'completed' THEN 1 ELSE progress END
-  WHERE job_id = $1 AND state = 'running'`;
+  WHERE job_id = $1 AND session_id = $4 AND state = 'running'`;
 
 /** The event types `afterLiveEvent` acts on; every other event skips it (and its promise). */
 export const LIVE_ROW_EVENTS: ReadonlySet<string> = new Set([
@@ -44,7 +44,8 @@ export async function afterLiveEvent(
     const { jobId, turnId, label } = event.data;
     await batch.execute(INSERT_JOB, [jobId, sessionId, turnId, label, event.at]);
   } else if (event.type === "job/ended") {
-    await batch.execute(END_JOB, [event.data.jobId, event.data.state, event.at]);
+    // a fork's log ends the jobs it copied running: the job, the source's, is not ended by it
+    await batch.execute(END_JOB, [event.data.jobId, event.data.state, event.at, sessionId]);
   }
 }
 

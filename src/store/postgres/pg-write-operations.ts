@@ -5,7 +5,7 @@ import type { QueueRow } from "../live-rows.js";
 import { decodeRow, type StoredRow } from "../log-writer.js";
 import { applyAck } from "../projection.js";
 import { promptRecordAfterAppend } from "../prompt-record.js";
-import { createdSession, forkedSession, forkedTurnEnd, newEpoch } from "../session-creation.js";
+import { createdSession, forkedEnds, forkedSession, newEpoch } from "../session-creation.js";
 import { headerOf } from "../session-state.js";
 import type {
   AppendOptions,
@@ -203,8 +203,8 @@ export class PgWriteOperations {
         const state = await this.writer.insertSession(batch, base, forkOf);
         if (!state) return lostCreateRace(batch, input.targetId);
         const stored = await this.writer.appendEvents(batch, state, events, at);
-        const end = forkedTurnEnd(state);
-        if (end) stored.push(...(await this.writer.appendEvents(batch, state, [end], at)));
+        const ends = forkedEnds(state, events);
+        if (ends.length > 0) stored.push(...(await this.writer.appendEvents(batch, state, ends, at)));
         batch.notify(
           state.sessionId,
           { kind: "create", epoch: state.epoch, events: stored },

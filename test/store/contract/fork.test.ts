@@ -72,6 +72,32 @@ describeContract("fork", (backend) => {
     expect((await store.projection("src"))?.openTurnId).toBe("t2");
   });
 
+  it("closes the jobs the copied prefix leaves running as interrupted, in the fork alone, before its open turn", async () => {
+    const store = await seeded(open);
+    const job = (jobId: string) => ({
+      type: "job/started" as const,
+      data: { jobId, turnId: "t2", label: jobId },
+    });
+    await store.append(
+      "src",
+      [job("j1"), job("j2"), { type: "job/ended", data: { jobId: "j2", state: "completed" } }],
+      {
+        at: 3_500,
+      },
+    );
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o" });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.events.slice(-2)).toMatchObject([
+      { seq: 12, at: 1_000, type: "job/ended", data: { jobId: "j1", state: "interrupted" } },
+      { seq: 13, at: 1_000, type: "turn/end", data: { turnId: "t2", state: "interrupted" } },
+    ]);
+    // the job runs on in the source: its live row is not ended by the fork's log
+    const page = await store.liveStatePage(null, 10);
+    expect(page.sessions.map((live) => [live.sessionId, live.jobs.map((j) => j.jobId)])).toEqual([
+      ["src", ["j1"]],
+    ]);
+  });
+
   it("answers source_not_found, source_retired, exists and retired as values", async () => {
     const store = await seeded(open);
     expect(await store.fork({ sourceId: "nobody", targetId: "x", owner: "o" })).toEqual({
