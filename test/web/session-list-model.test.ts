@@ -10,25 +10,7 @@ import { orderSessions } from "../../web/src/session-list-order.js";
 import { demoAgentWith } from "../host/host-fixture.js";
 import { gate } from "../support/gate.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../support/host.js";
-
-/** A link whose reads of older list pages are answered by the host at once but handed on only when the test opens `held`. */
-class HeldLink extends ConsoleLink {
-  held = gate();
-  /** Older pages the host has answered, held or not. */
-  olderAnswered = 0;
-
-  override async list(
-    limit: number,
-    filter: { parked?: true; dismissed?: true; before?: string } = {},
-  ): Promise<ResultOf<"session.list">> {
-    const answer = await super.list(limit, filter);
-    if (filter.before !== undefined) {
-      this.olderAnswered += 1;
-      await this.held.promise;
-    }
-    return answer;
-  }
-}
+import { HeldLink } from "./held-link.js";
 
 /** A link whose reads of the parked sessions are answered by the host at once but handed on only when the test opens `held`. */
 class HeldParkedLink extends ConsoleLink {

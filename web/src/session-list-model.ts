@@ -60,6 +60,11 @@ export class SessionListModel {
    * notification): a dismissed page read before that never moves the session back.
    */
   private readonly dismissalLearnt = new Map<string, number>();
+  /**
+   * The version at which this tab learnt each session was cleared (a row at seq 0: its new log is
+   * empty): a page read before that never brings back the old log's row, whose seq is higher.
+   */
+  private readonly clearLearnt = new Map<string, number>();
   /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
   private readonly removed = new Set<string>();
   private version = 0;
@@ -147,12 +152,13 @@ export class SessionListModel {
     const cursor = pages.cursor;
     pages.loading = true;
     this.onChange();
+    const version = this.version;
     try {
       if (cursor !== undefined) {
         const page = await this.link.list(MAX_PINNED, { parked: true, before: cursor });
         if (cursor !== pages.cursor) return;
         this.setCursor(pages, page.next, page.sessions);
-        for (const row of page.sessions) this.addListed(row);
+        for (const row of page.sessions) this.addListed(row, version);
       }
       pages.count += 1;
     } finally {
@@ -213,7 +219,7 @@ export class SessionListModel {
       pages.count += 1;
       this.setCursor(pages, page.next, page.sessions);
       for (const row of page.sessions) {
-        if (view === "list") this.addListed(row);
+        if (view === "list") this.addListed(row, version);
         else this.addDismissed(row, version);
       }
       // the dismissed pages now reach past rows held aside that this one did not bring: listed
@@ -224,12 +230,14 @@ export class SessionListModel {
     }
   }
 
-  private addListed(row: SessionRow): void {
+  private addListed(row: SessionRow, readAt: number): void {
     if (this.removed.has(row.sessionId) || this.dismissed.has(row.sessionId)) return;
     const current = this.rows.get(row.sessionId) ?? this.unplaced.get(row.sessionId);
     this.unplaced.delete(row.sessionId);
-    // a notification or projection that came while the page was read is newer than its row
-    this.rows.set(row.sessionId, current && current.seq >= row.seq ? current : row);
+    // a notification or projection that came while the page was read is newer than its row, and
+    // so is any row of a session cleared since the read began (its new log's seq starts again)
+    const clearedSince = (this.clearLearnt.get(row.sessionId) ?? -1) > readAt;
+    this.rows.set(row.sessionId, current && (current.seq >= row.seq || clearedSince) ? current : row);
   }
 
   /**
@@ -243,7 +251,8 @@ export class SessionListModel {
     const current = this.row(row.sessionId) ?? this.unplaced.get(row.sessionId);
     this.rows.delete(row.sessionId);
     this.unplaced.delete(row.sessionId);
-    this.dismissed.set(row.sessionId, current && current.seq > row.seq ? current : row);
+    const clearedSince = (this.clearLearnt.get(row.sessionId) ?? -1) > readAt;
+    this.dismissed.set(row.sessionId, current && (current.seq > row.seq || clearedSince) ? current : row);
   }
 
   /** The first `count` pages of a list, read one after another with the host's cursors. */
@@ -347,6 +356,7 @@ export class SessionListModel {
       while (read.again && [...this.unplaced.values()].some(parked)) {
         read.again = false;
         const snapshots = this.snapshots;
+        const readAt = this.version;
         const pinnedPages = this.pinnedPages.count;
         const { sessions, next } = await this.readPages(pinnedPages, { parked: true }, MAX_PINNED);
         if (this.disposed) return;
@@ -355,7 +365,7 @@ export class SessionListModel {
         // one that stands past the pages pinned stays aside, and the list offers the next page
         if (pinnedPages === this.pinnedPages.count) this.setCursor(this.pinnedPages, next, sessions);
         const held = sessions.filter((row) => this.unplaced.has(row.sessionId));
-        for (const row of held) this.addListed(row);
+        for (const row of held) this.addListed(row, readAt);
         if (held.length > 0) this.changed();
       }
       this.parkedRetry.reset();
@@ -384,12 +394,21 @@ export class SessionListModel {
     return end !== undefined && orderSessions([row], end, 0).recent.length === 0;
   }
 
-  /** A live projection from the control stream; the row with the higher watermark wins. */
+  /**
+   * A live projection from the control stream; the row with the higher watermark wins, except a
+   * cleared session's row at seq 0, which replaces the old log's.
+   */
   project(row: SessionRow): void {
     const current = this.row(row.sessionId) ?? this.unplaced.get(row.sessionId);
     if (this.removed.has(row.sessionId) || current === row) return;
-    if (current && current.seq > row.seq) return;
+    // a row at seq 0 is the session just cleared: its new log starts again below the old one's seq
+    const cleared = row.seq === 0 && current !== undefined && current.seq > 0;
+    if (current && current.seq > row.seq && !cleared) return;
     if (current && JSON.stringify(current) === JSON.stringify(row)) return;
+    if (cleared) {
+      this.version += 1;
+      this.clearLearnt.set(row.sessionId, this.version);
+    }
     this.place(row);
     this.changed();
   }
