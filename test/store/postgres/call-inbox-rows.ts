@@ -4,10 +4,28 @@ import pg from "pg";
 import { afterEach, vi } from "vitest";
 import type { ForwardedCall, ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox.js";
 import { PgCallInbox, type PgCallInboxOptions } from "../../../src/store/postgres/pg-call-inbox.js";
+import { gate } from "../../support/gate.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 
 /** No poll within a test: only notifications (and the drain `serve` starts) move calls. */
 export const NO_POLL = 600_000;
+
+/**
+ * A handler for `serve` that records each call's params, opens `started` as one begins and
+ * holds it until the test opens `release`; it answers `result`, or the call's params.
+ */
+export function heldHandler(result?: unknown) {
+  const started = gate();
+  const release = gate();
+  const ran: unknown[] = [];
+  const handler = async (c: ForwardedCall): Promise<ForwardReply> => {
+    ran.push(c.params);
+    started.open();
+    await release.promise;
+    return { status: "ok", result: result === undefined ? c.params : result };
+  };
+  return { started, release, ran, handler };
+}
 
 /**
  * Holds the next statement containing `fragment` that any inbox of this process sends, until

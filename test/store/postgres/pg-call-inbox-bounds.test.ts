@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ForwardedCall, ForwardReply } from "../../../src/store/call-inbox.js";
 import { gate } from "../../support/gate.js";
 import { pgUrl } from "../contract/backends.js";
-import { call, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import { call, heldHandler, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
 const LONG = 600_000;
@@ -58,15 +58,8 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: what a host serving other hosts'
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
     const b = await inbox.open({ pollMs: NO_POLL });
-    const started = gate();
-    const release = gate();
-    const ran: unknown[] = [];
-    b.serve("host-b", async (c) => {
-      ran.push(c.params);
-      started.open();
-      await release.promise;
-      return { status: "ok", result: c.params };
-    });
+    const { started, release, ran, handler } = heldHandler();
+    b.serve("host-b", handler);
     const first = a.send("host-b", call("s1", { n: 1 }), LONG);
     await started.promise;
     // claimed behind the first, which holds the session's chain past this one's timeout

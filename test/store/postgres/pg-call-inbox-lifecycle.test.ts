@@ -5,7 +5,14 @@ import type { ForwardOutcome, ForwardReply } from "../../../src/store/call-inbox
 import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
 import { gate } from "../../support/gate.js";
 import { pgUrl } from "../contract/backends.js";
-import { call, channelListener, holdNextClaim, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import {
+  call,
+  channelListener,
+  heldHandler,
+  holdNextClaim,
+  inboxFixture,
+  NO_POLL,
+} from "./call-inbox-rows.js";
 import { scratchDatabase } from "./scratch-database.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
@@ -24,20 +31,13 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     const a = await inbox.open({ pollMs: NO_POLL });
     const b = await inbox.open({ pollMs: NO_POLL });
     if (closedByTest) inbox.forget(b);
-    const started = gate();
-    const release = gate();
-    const ran: unknown[] = [];
+    const { started, release, ran, handler } = heldHandler();
     // both recorded before b serves: one claim takes both, the second waits behind the first
     const first = a.send("host-b", call("s1", { n: 1 }), LONG);
     await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
     const second = a.send("host-b", call("s1", { n: 2 }), LONG);
     await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(2);
-    const stop = b.serve("host-b", async (c) => {
-      ran.push(c.params);
-      started.open();
-      await release.promise;
-      return { status: "ok", result: c.params };
-    });
+    const stop = b.serve("host-b", handler);
     await started.promise;
     await expect
       .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
@@ -117,15 +117,8 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(await sent).toEqual({ status: "withdrawn" });
     expect(await inbox.rowCount()).toBe(0);
 
-    const started = gate();
-    const release = gate();
-    const ran: unknown[] = [];
-    b.serve("host-b", async (c) => {
-      ran.push(c.params);
-      started.open();
-      await release.promise;
-      return { status: "ok", result: "ran" };
-    });
+    const { started, release, ran, handler } = heldHandler("ran");
+    b.serve("host-b", handler);
     const claimed = new AbortController();
     const running = a.send("host-b", call("s1", { n: 2 }), LONG, claimed.signal);
     await started.promise;
