@@ -118,6 +118,11 @@ export class PgCommitFeed {
    */
   private listening: { since: Watermark; before: Watermark | null } | undefined;
   /**
+   * Where an outage's re-read that failed started: owed, so the next connection's re-read starts
+   * there (not at the failed connection's own start, which would skip what the failed one owed).
+   */
+  private owedFrom: { from: Watermark | null } | undefined;
+  /**
    * Where the re-read for the next NOTIFY that lists nothing ("re-read": a batch too large to list)
    * starts, of commits and of live state apart: the oldest transaction running when the previous
    * such re-read of them began (and completed), else this LISTEN's. A batch announced so began
@@ -174,8 +179,8 @@ export class PgCommitFeed {
     this.client = client;
     this.legacyListeners = legacy;
     this.watchForLegacyListeners(client);
-    this.reconnectDelay = RECONNECT_MIN_MS;
-    this.listening = { since: listening, before: this.listening?.since ?? null };
+    const owed = this.owedFrom;
+    this.listening = { since: listening, before: owed ? owed.from : (this.listening?.since ?? null) };
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
@@ -324,7 +329,14 @@ export class PgCommitFeed {
     if (sentBy(text, this.hostId)) return;
     const payload = decodePayload(text);
     if (payload.host === this.hostId) return;
-    this.remote = this.remote.then(() => this.applyHeard(payload)).catch(() => undefined);
+    this.remote = this.remote
+      .then(() => this.applyHeard(payload))
+      .catch(() => {
+        // a re-read that failed is owed: the NOTIFYs after it name only their own sessions. The
+        // LISTEN starts again, and its outage's re-read covers this batch (heard on it, so written
+        // after its start)
+        if (payload.changes === "all" || payload.live === "all") this.listenAgain();
+      });
   }
 
   /**
@@ -701,7 +713,17 @@ export class PgCommitFeed {
             .then(() => this.rereadAll(before))
             .then(() => this.rereadDismissals(before ?? this.listening?.since ?? null))
             .then(() => (this.liveListeners > 0 ? this.live.rereadAll(before?.xid ?? null) : undefined))
-            .catch(() => undefined);
+            .then(
+              () => {
+                this.owedFrom = undefined;
+                this.reconnectDelay = RECONNECT_MIN_MS;
+              },
+              () => {
+                // read again from the same start on the next connection, after a longer wait
+                this.owedFrom ??= { from: before };
+                this.listenAgain();
+              },
+            );
         })
         .catch(() => this.reconnectLater());
     }, delay);

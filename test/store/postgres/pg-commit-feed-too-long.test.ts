@@ -82,6 +82,38 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a batch too large to list in it
     await vi.waitFor(() => expect(followed.map((n) => n.kind)).toEqual(["append"]), WAIT);
   }, 60_000);
 
+  it("reads back again, on a new LISTEN, when that re-read fails: the NOTIFYs after it name only their own sessions", async () => {
+    const { a, b } = await openHosts();
+    const told = new Set<string>();
+    b.subscribeAll((sessionId) => told.add(sessionId));
+    await a.create({ sessionId: "first", owner: "alice", model: "m" });
+    await notifiesHandled({ a, b });
+    const feed = (b as unknown as { feed: { reads: PgReads } }).feed;
+    const projectionsWrittenSince = feed.reads.projectionsWrittenSince.bind(feed.reads);
+    let failed = 0;
+    vi.spyOn(feed.reads, "projectionsWrittenSince").mockImplementation(async (...args) => {
+      if (failed === 0) {
+        failed += 1;
+        throw Object.assign(new Error("terminating connection due to administrator command"), {
+          code: "57P01",
+        });
+      }
+      return projectionsWrittenSince(...args);
+    });
+
+    await Promise.all(
+      Array.from({ length: MANY }, (_, i) => a.create({ sessionId: longId(i), owner: "alice", model: "m" })),
+    );
+    // ordinary batches after it: they name only themselves
+    for (let i = 0; i < 3; i++) await a.create({ sessionId: `after-${i}`, owner: "alice", model: "m" });
+
+    await vi.waitFor(() => {
+      expect(failed).toBe(1);
+      const created = [...told].filter((id) => id.startsWith("created-in-one-batch-"));
+      expect(created.length).toBe(MANY);
+    }, WAIT);
+  });
+
   it("reads back, for the next such batch, from the oldest transaction running when the previous re-read began", async () => {
     const { a, b } = await openHosts();
     const told = new Map<string, number>();
