@@ -79,6 +79,8 @@ export class Connection {
   #lastSocketId = INITIAL_SOCKET_ID;
   #wake: (() => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Ends the HTTP question about a socket refused before its upgrade, while one is asked. */
+  #refusalQuestion: AbortController | undefined;
   readonly #loop: Promise<void>;
   readonly #unwatchNetwork: (() => void) | undefined;
 
@@ -179,6 +181,8 @@ export class Connection {
     this.#unwatchNetwork?.();
     this.#dispatch({ type: "close" });
     this.#wake?.();
+    // An unreachable or slow host would hold the close for the question's whole limit.
+    this.#refusalQuestion?.abort(new RemoteStreamCarrierError("client_closed"));
     const current = this.#current;
     if (current) {
       current.registry.failAll(new RemoteStreamCarrierError("client_closed"));
@@ -296,7 +300,10 @@ export class Connection {
         this.#dispatch({ type: "lost", socketId });
         return resolveClosed();
       }
-      void refusalStatus(socket).then((status) => {
+      const question = new AbortController();
+      this.#refusalQuestion = question;
+      void refusalStatus(socket, question.signal).then((status) => {
+        if (this.#refusalQuestion === question) this.#refusalQuestion = undefined;
         // The token refused is not the one the caller set meanwhile (setToken during the connect):
         // waiting `unauthorized` for a token it already has would be a lie; try the new one.
         const stale = (status === 401 || status === 403) && token !== this.#token;

@@ -20,9 +20,10 @@ export interface WebSocketLike {
   authRejected?: 401 | 403;
   /**
    * For a socket that closed without upgrading: the HTTP status the host answered, if the factory
-   * can learn it (`ws` sees it; a browser asks the host over HTTP).
+   * can learn it (`ws` sees it; a browser asks the host over HTTP). `signal` gives up the asking
+   * (the client closed): it then rejects or answers undefined.
    */
-  upgradeStatus?(): Promise<number | undefined>;
+  upgradeStatus?(signal?: AbortSignal): Promise<number | undefined>;
   /** Set by a factory that saw the socket fail, e.g. `ECONNREFUSED` when nothing listens. */
   failureCode?: string;
   /** Sends a WebSocket ping, where the factory can (`ws`; browsers cannot). */
@@ -78,25 +79,40 @@ const PROBE_TIMEOUT_MS = 5_000;
 export function browserSocketFactory(WebSocketClass: WebSocketConstructor): SocketFactory {
   return (url, token) => {
     const socket = new WebSocketClass(url, browserSubprotocols(token)) as WebSocketLike;
-    socket.upgradeStatus = () => askRefusal(url, token);
+    socket.upgradeStatus = (signal) => askRefusal(url, token, signal);
     return socket;
   };
 }
 
-async function askRefusal(url: string, token: string): Promise<number | undefined> {
+async function askRefusal(url: string, token: string, signal?: AbortSignal): Promise<number | undefined> {
   if (typeof fetch !== "function") return undefined;
-  const response = await fetch(url.replace(/^ws/, "http"), {
-    headers: { Authorization: `Bearer ${token}` },
-    signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-  });
-  await response.body?.cancel();
-  return response.status === 401 || response.status === 403 ? response.status : undefined;
+  // Ended by its own limit or by the caller's close(), whichever comes first; its timer is cleared
+  // either way, so a closed client keeps no handle.
+  const asking = new AbortController();
+  const giveUp = () => asking.abort(signal?.reason);
+  if (signal?.aborted) giveUp();
+  signal?.addEventListener("abort", giveUp, { once: true });
+  const limit = setTimeout(() => asking.abort(), PROBE_TIMEOUT_MS);
+  try {
+    const response = await fetch(url.replace(/^ws/, "http"), {
+      headers: { Authorization: `Bearer ${token}` },
+      signal: asking.signal,
+    });
+    await response.body?.cancel();
+    return response.status === 401 || response.status === 403 ? response.status : undefined;
+  } finally {
+    clearTimeout(limit);
+    signal?.removeEventListener("abort", giveUp);
+  }
 }
 /** The HTTP status a socket that never upgraded was refused with, if its factory can tell. */
-export async function refusalStatus(socket: WebSocketLike): Promise<number | undefined> {
+export async function refusalStatus(
+  socket: WebSocketLike,
+  signal?: AbortSignal,
+): Promise<number | undefined> {
   if (socket.authRejected !== undefined) return socket.authRejected;
   try {
-    return await socket.upgradeStatus?.();
+    return await socket.upgradeStatus?.(signal);
   } catch {
     return undefined;
   }

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
@@ -32,7 +33,7 @@ const resources = () =>
     .filter((r) => r !== "TTYWrap")
     .sort();
 
-const cleanups = cleanupsAfterEach();
+const cleanups = cleanupsAfterEach(() => vi.restoreAllMocks());
 
 describe("client.close() handles", () => {
   it("leaves no timer or socket behind, whether open or backing off", async () => {
@@ -84,5 +85,49 @@ describe("client.close() while a browser-style socket is still connecting", () =
     // the upgrade request alone: no HTTP question (which, unanswered, held the close for 5 s)
     expect(requests).toEqual(["GET /api/remote.mux HTTP/1.1"]);
     expect(accepted).toHaveLength(1);
+  });
+});
+
+describe("client.close() while a browser-style client asks the host why its socket was refused", () => {
+  it("aborts the unanswered question at once and settles while the host still holds it", async () => {
+    // refuses every upgrade (the socket closes before upgrading, so the client asks over HTTP) and
+    // takes the HTTP question without ever answering it, as a slow or half-reachable host would
+    const held: { request: IncomingMessage; response: ServerResponse }[] = [];
+    let questionsCut = 0;
+    const server = createHttpServer((request, response) => {
+      held.push({ request, response });
+      request.socket.on("close", () => questionsCut++);
+    });
+    server.on("upgrade", (_request, socket) => {
+      socket.end("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const before = resources();
+    // passes every call through to the real fetch; kept only to see the question's signal
+    const fetchSpy = vi.spyOn(globalThis, "fetch");
+    const client = createClient({ url: `ws://127.0.0.1:${port}/api/remote.mux`, token: "t", WebSocket });
+    await vi.waitFor(() => expect(held).toHaveLength(1), { timeout: 15_000 });
+    expect(held[0]?.request.headers.authorization).toBe("Bearer t");
+    expect(client.state.name).toBe("connecting");
+    const question = fetchSpy.mock.calls[0]?.[1]?.signal;
+    expect(question?.aborted).toBe(false);
+
+    const closing = client.close();
+    // before, the question ran on to its own 5 s limit and the close waited for it
+    expect(question?.aborted).toBe(true);
+    await closing;
+    expect(client.state.name).toBe("closed");
+    // the host never answered: only the abort let the close settle
+    expect(held[0]?.response.headersSent).toBe(false);
+    await vi.waitFor(() => expect(questionsCut).toBe(1), { timeout: 15_000 });
+    expect(held).toHaveLength(1);
+    const after = await settledResources(before);
+    expect(noneAdded(before, after), `before ${before.join(",")} after ${after.join(",")}`).toBe(true);
   });
 });
