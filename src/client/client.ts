@@ -112,6 +112,14 @@ export class SessionmuxClient {
     return this.#connection.state;
   }
 
+  /**
+   * How many calls and streams wait for an open socket (none is sent while offline); one given up
+   * (a call's timeout or signal, a stream unsubscribed) stops waiting at once.
+   */
+  get waitingForSocket(): number {
+    return this.#connection.openWaits;
+  }
+
   /** The `hello` of the open socket, if any: `hostId` and `generation`. */
   get hello(): HelloFrame | undefined {
     const s = this.#connection.state;
@@ -211,7 +219,9 @@ export class SessionmuxClient {
     return new Observable<ItemOf<M>>((subscriber) => {
       let unsubscribed = false;
       let teardown: (() => void) | undefined;
-      this.#connection.whenOpen().then(
+      // Unsubscribed before a socket opened: the wait ends now rather than at the next open.
+      const waiting = new AbortController();
+      this.#connection.whenOpen(waiting.signal).then(
         (link) => {
           if (unsubscribed) return;
           const id = link.openStream(method, params, {
@@ -221,10 +231,12 @@ export class SessionmuxClient {
           });
           teardown = () => link.closeStream(id);
         },
+        // after an unsubscribe (the wait aborted) rxjs drops the error
         (error: unknown) => subscriber.error(error),
       );
       return () => {
         unsubscribed = true;
+        waiting.abort();
         teardown?.();
       };
     });

@@ -75,6 +75,7 @@ export class Connection {
   readonly #state$ = new BehaviorSubject<ConnectionState>(INITIAL_STATE);
   #current: LiveSocket | undefined;
   #nextFrameId = 1;
+  #openWaits = 0;
   #token: string;
   #lastSocketId = INITIAL_SOCKET_ID;
   #wake: (() => void) | undefined;
@@ -120,7 +121,13 @@ export class Connection {
   whenOpen(signal?: AbortSignal): Promise<SocketLink> {
     return new Promise<SocketLink>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
+      this.#openWaits += 1;
+      const settled = () => {
+        this.#openWaits -= 1;
+        signal?.removeEventListener("abort", onAbort);
+      };
       const onAbort = () => {
+        settled();
         stop();
         reject(signal?.reason);
       };
@@ -130,7 +137,7 @@ export class Connection {
         this.#state$,
         (s) => s.name === "open" || isTerminal(s),
         (s) => {
-          signal?.removeEventListener("abort", onAbort);
+          settled();
           try {
             resolve(this.#linkIn(s));
           } catch (error) {
@@ -138,11 +145,16 @@ export class Connection {
           }
         },
         () => {
-          signal?.removeEventListener("abort", onAbort);
+          settled();
           reject(new RemoteStreamCarrierError("client_closed"));
         },
       );
     });
+  }
+
+  /** How many `whenOpen` waits are pending: each holds a listener on the state until it settles. */
+  get openWaits(): number {
+    return this.#openWaits;
   }
 
   /** The link of the socket an `open` state names, or the error a terminal state means. */
