@@ -146,7 +146,14 @@ export class SessionHost implements HostApi {
           closeAbandoned: () => this.#closeAbandoned(),
           closing: () => this.#closing,
           forwardedResume: () => {
-            for (const listener of this.#forwardedCommits) listener();
+            for (const listener of this.#forwardedCommits) {
+              // the call's work is done: a listener's fault is logged, never the call's answer
+              try {
+                listener();
+              } catch (err) {
+                this.#logger.error({ err }, "a commit listener failed on a forwarded call's answer");
+              }
+            }
           },
           ...(options.metrics ? { meters: options.metrics } : {}),
         })

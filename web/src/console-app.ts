@@ -321,6 +321,7 @@ export class ConsoleApp {
     );
     this.el.cancelTurn.hidden = !s.transcript.streaming;
     const gone = s.mode === "gone";
+    this.forgetSettledAnswers(s.transcript.pending);
     this.transcriptView.render(
       s.transcript,
       { actionable: online, answered: this.answered },
@@ -375,6 +376,19 @@ export class ConsoleApp {
       undo?.();
       this.toast(code ? `${what} failed (${code}): ${message ?? ""}` : `${what} failed: ${String(error)}`);
     });
+  }
+
+  /**
+   * Answers whose interaction no longer waits, as the live state says (of every session) and as
+   * the open session's transcript shows it (`shown`: its card stays closed until the transcript
+   * hears the end too), are done with: the set holds only answers still to be settled.
+   */
+  private forgetSettledAnswers(shown: readonly { interactionId: string }[]): void {
+    const waiting = this.mirror?.interactions;
+    if (this.answered.size === 0 || !waiting || this.mirror?.stale) return;
+    const cards = new Set(shown.map((p) => p.interactionId));
+    const kept = [...this.answered].filter((id) => waiting[id] !== undefined || cards.has(id));
+    if (kept.length !== this.answered.size) this.answered = new Set(kept);
   }
 
   /**
