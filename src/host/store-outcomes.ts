@@ -91,6 +91,19 @@ export function agentNotLive(sessionId: string): SessionmuxError {
 }
 
 /**
+ * A steer into a turn parked since its host stopped: no agent runs it until its interactions are
+ * answered (an agent attached since only holds it), so nothing would take the item. The message
+ * says what lets the turn go on.
+ */
+export function parkedTurnTakesNoSteer(sessionId: string): SessionmuxError {
+  return new SessionmuxError(
+    "agent_not_live",
+    `session ${sessionId} has no agent to take a steer: its turn waits on an answer asked before its host stopped; answer it and the agent continues the turn, which can take a steer, while the prompt stays queued`,
+    { data: { sessionId } },
+  );
+}
+
+/**
  * The call's check found the session, and then a store write no longer did: its delete landed in
  * between, and §7 answers every write to a deleted session `session_retired`.
  */

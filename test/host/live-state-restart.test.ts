@@ -182,10 +182,10 @@ describe("live state across a restart", () => {
     });
   });
 
-  test("a parked session's queue: a steer leaves it as it is, a missing item is named, another principal sees no session", async () => {
+  test("a parked session's queue: a steer is refused and leaves it as it is, a missing item is named, another principal sees no session", async () => {
     fx = await openHost();
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
-    await parkedApproval("hold");
+    const { interaction } = await parkedApproval("hold");
     const a = await prompt("a", "a");
     const b = await prompt("b", "b");
     await fx.restart();
@@ -199,11 +199,11 @@ describe("live state across a restart", () => {
       data: { sessionId: S },
     });
     expect(queued()).toEqual([a.itemId, b.itemId]);
-    // no turn runs here to take a steer: the item stays where it is
-    expect((await update({ steer: true, itemId: b.itemId! })).items.map((i) => i.itemId)).toEqual([
-      a.itemId,
-      b.itemId,
-    ]);
+    // no agent runs the parked turn to take a steer: refused, and the item stays where it is
+    const refused = await errorCode(() => update({ steer: true, itemId: b.itemId! }));
+    expect(refused).toEqual({ code: "agent_not_live", data: { sessionId: S } });
+    expect(queued()).toEqual([a.itemId, b.itemId]);
+    expect((await fx.store.queue(S)).map((i) => i.itemId)).toEqual([a.itemId, b.itemId]);
     for (const op of [
       { steer: true as const, itemId: "gone" },
       { remove: true as const, itemId: "gone" },
@@ -218,12 +218,26 @@ describe("live state across a restart", () => {
     // a prompt attaches the agent and queues behind the parked turn, which takes no steer either
     const c = await prompt("c", "c");
     expect(fx.host.live.agents().map((s) => s.sessionId)).toEqual([S]);
-    expect((await update({ steer: true, itemId: c.itemId! })).items.map((i) => i.itemId)).toEqual([
-      a.itemId,
-      b.itemId,
-      c.itemId,
-    ]);
+    expect(await errorCode(() => update({ steer: true, itemId: c.itemId! }))).toEqual({
+      code: "agent_not_live",
+      data: { sessionId: S },
+    });
     expect(queued()).toEqual([a.itemId, b.itemId, c.itemId]);
+    expect((await fx.store.queue(S)).map((i) => i.itemId)).toEqual([a.itemId, b.itemId, c.itemId]);
+    // the answer continues the turn; the refused steers moved nothing and became no interjection
+    await fx.host.call(ADMIN, "session.respond", {
+      interactionId: interaction.interactionId,
+      response: { outcome: "approve" },
+    });
+    await vi.waitFor(
+      async () => {
+        const log = await readLog(fx.store, S);
+        expect(userTexts(log)).toEqual(["/approve hold", "a", "b", "c"]);
+        expect(log.filter((e) => e.type === "turn/end")).toHaveLength(4);
+        expect(log.some((e) => e.type === "user/message" && e.data.interjection === true)).toBe(false);
+      },
+      { timeout: 10_000 },
+    );
   });
 
   test("queue edits, removals and clears are durable", async () => {

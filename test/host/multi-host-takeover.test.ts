@@ -403,6 +403,42 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect((await b.store.queue(sessionId)).map((item) => item.input.text)).toEqual(["edited on b"]);
   });
 
+  it("a steer into a turn parked on a person is refused where the call runs and where it is forwarded to; the queue stays as it was", async () => {
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
+    await expect
+      .poll(async () => (await readLog(a.store, sessionId)).some((e) => e.type === "interaction/requested"))
+      .toBe(true);
+    const queued = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("queued") });
+    a.host.leases?.stopRenewals();
+    await expect.poll(() => b.store.leaseHolder(sessionId), { timeout: 20_000 }).toBeNull();
+    const steer = (host: Host) =>
+      host.host.call(ALICE, "session.updateQueue", {
+        sessionId,
+        op: { steer: true, itemId: queued.itemId! },
+      });
+    const refused = {
+      code: "agent_not_live",
+      data: { sessionId },
+      message: expect.stringMatching(/waits on an answer/),
+    };
+    const texts = async () => (await b.store.queue(sessionId)).map((item) => item.input.text);
+    // nobody holds the lease: B runs the call itself, and no agent there runs the parked turn
+    await expect(steer(b)).rejects.toMatchObject(refused);
+    expect(b.host.leases?.lease(sessionId)).toBeUndefined();
+    expect(await texts()).toEqual(["queued"]);
+    // a prompt attaches the agent on B, which takes the parked turn without running it: A's steer
+    // is forwarded there and refused the same way
+    expect(await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("later") })).toMatchObject({
+      queued: true,
+    });
+    expect(b.host.leases?.lease(sessionId)?.hostId).toBe("host-b");
+    await expect(steer(a)).rejects.toMatchObject(refused);
+    expect(await texts()).toEqual(["queued", "later"]);
+  });
+
   it("a host starting after the owner vanished takes the session and runs its queued prompts", async () => {
     cluster = await openCluster(1, { leaseTtlMs: TTL_MS });
     const a = cluster.hosts[0]!;

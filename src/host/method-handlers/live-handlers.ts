@@ -4,9 +4,11 @@ import type { HostContext, MethodHandler } from "../host-context.js";
 import { toItem } from "../live/prompt-queue.js";
 import type { LiveSession } from "../live-session.js";
 import {
+  agentNotLive,
   deletedMeanwhile,
   interactionAlreadyResolved,
   interactionNotFound,
+  parkedTurnTakesNoSteer,
   refusal,
 } from "../store-outcomes.js";
 
@@ -49,7 +51,9 @@ export const updateQueue: MethodHandler<"session.updateQueue"> = async (
 /**
  * Steers a queued item into the running turn: it moves first and is recorded as an interjection
  * when the agent takes it. Between the agent's return and `turn/end` nobody would read it: it then
- * stays queued where it is.
+ * stays queued where it is, and runs next. A turn a previous process left parked has no agent to
+ * take it until its interactions are answered: that steer is refused, so the caller is not told
+ * of a steer that cannot happen.
  */
 async function steer(
   ctx: HostContext,
@@ -59,7 +63,13 @@ async function steer(
 ): Promise<QueueChangeOutcome | undefined> {
   if (!ctx.live.promptQueue.find(sessionId, itemId)) throw missing(itemId);
   const turn = session?.turn;
-  if (!turn?.acceptsInterjections || turn.parked) return undefined;
+  if (session === undefined) {
+    if (ctx.live.interactionRegistry.parkedTurn(sessionId) !== undefined)
+      throw parkedTurnTakesNoSteer(sessionId);
+    throw agentNotLive(sessionId);
+  }
+  if (turn?.parked) throw parkedTurnTakesNoSteer(sessionId);
+  if (!turn?.acceptsInterjections) return undefined;
   const outcome = await ctx.store.steerQueueItem(sessionId, itemId, turn.turnId);
   if (outcome.status === "ok" && turn.acceptsInterjections) turn.steer(itemId);
   return outcome;
