@@ -21,6 +21,7 @@ import {
   type SearchHit,
 } from "./session-list-view.js";
 import { SessionModel } from "./session-model.js";
+import { steerBlocked } from "./steer-offer.js";
 import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
 
@@ -316,8 +317,9 @@ export class ConsoleApp {
     const jobs = this.mirror?.jobs[s.sessionId] ?? [];
     const queue = this.mirror?.queues[s.sessionId] ?? [];
     this.region("jobs", JSON.stringify(jobs) + liveStale, () => renderJobs(this.el.jobs, jobs, liveStale));
-    this.region("queue", JSON.stringify(queue) + online + liveStale, () =>
-      renderQueue(this.el.queue, queue, online, liveStale),
+    const steerNote = steerBlocked(agent, this.mirror?.agents[s.sessionId]);
+    this.region("queue", JSON.stringify(queue) + online + steerNote + liveStale, () =>
+      renderQueue(this.el.queue, queue, online, steerNote, liveStale),
     );
     this.el.cancelTurn.hidden = !s.transcript.streaming;
     const gone = s.mode === "gone";

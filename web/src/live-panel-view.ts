@@ -31,14 +31,16 @@ export function renderJobs(container: HTMLElement, jobs: readonly Job[], stale: 
 
 /**
  * Prompts waiting behind the running turn, with edit, remove and steer (deliver now as an
- * interjection). `actionable` is false while the console cannot reach the host. `stale`: the
- * console cannot confirm them (offline, no live state), so each is marked last known: one may
- * have started or been changed elsewhere meanwhile.
+ * interjection). `actionable` is false while the console cannot reach the host. `steerBlocked`:
+ * why no agent would take a steer now (the host refuses it), shown on the disabled Steer; edit
+ * and remove stay offered. `stale`: the console cannot confirm them (offline, no live state), so
+ * each is marked last known: one may have started or been changed elsewhere meanwhile.
  */
 export function renderQueue(
   container: HTMLElement,
   items: readonly QueueItem[],
   actionable: boolean,
+  steerBlocked: string | undefined,
   stale: boolean,
 ): void {
   const off = !actionable;
@@ -52,8 +54,9 @@ export function renderQueue(
             (q) => html`<div class="queue-item" data-testid="queue-item" data-item-id=${q.itemId}
               data-stale=${stale ? "true" : nothing} title=${stale ? LAST_KNOWN_TITLE : nothing}>
               <span class="queue-text" dir="auto">${q.text}</span>
-              <button data-action="queue-steer" data-item-id=${q.itemId} title="Send now, into the running turn"
-                ?disabled=${off}>Steer</button>
+              <button data-action="queue-steer" data-item-id=${q.itemId}
+                title=${steerBlocked ?? "Send now, into the running turn"}
+                ?disabled=${off || steerBlocked !== undefined}>Steer</button>
               <button data-action="queue-edit" data-item-id=${q.itemId} ?disabled=${off}>Edit</button>
               <button data-action="queue-remove" data-item-id=${q.itemId} ?disabled=${off}>Remove</button>
             </div>`,
