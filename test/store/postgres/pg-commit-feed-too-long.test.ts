@@ -4,6 +4,7 @@ import type { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
+import { holdNotices } from "./held-notices.js";
 import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
 
 /**
@@ -22,21 +23,6 @@ const longId = (i: number) => `created-in-one-batch-${"x".repeat(60)}-${String(i
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** Holds back the NOTIFYs `store` hears until `release` (what the test reads of them meanwhile). */
-function holdNotices(store: object): { held: string[]; release(): void } {
-  const feed = (store as { feed: { heard(text: string): void } }).feed;
-  const hear = feed.heard.bind(feed);
-  const held: string[] = [];
-  feed.heard = (text) => held.push(text);
-  return {
-    held,
-    release() {
-      feed.heard = hear;
-      for (const text of held.splice(0)) hear(text);
-    },
-  };
-}
 
 describe.skipIf(!pgUrl)("PostgreSQL commit feed: a batch too large to list in its NOTIFY", () => {
   it("tells another host's listeners of every session it created, appended to or deleted", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, inject, it } from "vitest";
 import type { RunningHost } from "../../../src/server.js";
 import { decodePayload } from "../../../src/store/postgres/pg-notice-payload.js";
+import { holdNotices } from "../../store/postgres/held-notices.js";
 import { peersCleanedBy } from "../../support/cleaned-peer.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { ALICE_TOKEN, TEST_TOKENS } from "../../support/host.js";
@@ -17,21 +18,6 @@ async function listed(host: RunningHost): Promise<string[]> {
   expect(res.status).toBe(200);
   const body = (await res.json()) as { sessions: { session_id: string }[] };
   return body.sessions.map((row) => row.session_id);
-}
-
-/** Holds back the NOTIFYs `host`'s commit feed hears until `release`, as a slow LISTEN connection does. */
-function holdNotices(host: RunningHost): { held: string[]; release(): void } {
-  const feed = (host.store as unknown as { feed: { heard(text: string): void } }).feed;
-  const hear = feed.heard.bind(feed);
-  const held: string[] = [];
-  feed.heard = (text) => held.push(text);
-  return {
-    held,
-    release() {
-      feed.heard = hear;
-      for (const text of held.splice(0)) hear(text);
-    },
-  };
 }
 
 /**
@@ -54,7 +40,7 @@ describe.skipIf(!pgUrl)("GET /api/chat/sessions after a restoring call forwarded
     await onA.call("session.dismiss", { sessionId });
     expect(await listed(a)).toEqual([]);
 
-    const notices = holdNotices(a);
+    const notices = holdNotices(a.store);
     cleanups.push(() => notices.release());
     expect(await listed(a)).toEqual([]); // the answer A now keeps
     await onA.call("session.selectModel", { sessionId, model: "demo-careful" });
