@@ -1,12 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
-import { tempDir } from "../support/temp-dir.js";
 import { hasChromium, NETWORK_FAILURE, newSession, openConsole, useBrowser } from "./browser.js";
-import { buildConsole } from "./console-build.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
-import { killHost as kill, spawnHost } from "./spawned-host.js";
+import { killHost as kill, useSpawnedHosts } from "./spawned-host.js";
 
 const TOKEN = "restart-test-token";
 
@@ -14,28 +11,11 @@ const transcriptText = (page: Page) =>
   page.$$eval('[data-testid="assistant-text"]', (els) => els.map((e) => e.textContent ?? "").join(""));
 
 describe.skipIf(!hasChromium)("browser console across a host crash", () => {
-  const dir = tempDir();
-  let webRoot: string;
-  let removeBuild: () => void;
   const browser = useBrowser();
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    const built = await buildConsole();
-    webRoot = built.webRoot;
-    removeBuild = built.remove;
-  });
-
-  afterAll(async () => {
-    for (const child of children) await kill(child);
-    removeBuild?.();
-    dir.remove();
-  });
+  const hosts = useSpawnedHosts(TOKEN);
 
   it("reconnects by itself after SIGKILL and a restart on the same port, shows the job the crash interrupted, then keeps working", async () => {
-    const dbPath = dir.file("sessions.db");
-    const first = await spawnHost(0, dbPath, TOKEN, webRoot);
-    children.push(first.child);
+    const first = await hosts.start(0);
     const url = `http://127.0.0.1:${first.port}`;
     const page = await browser.profile.newPage();
     await openConsole(page, url, TOKEN);
@@ -62,8 +42,7 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
       );
     });
 
-    const second = await spawnHost(first.port, dbPath, TOKEN, webRoot);
-    children.push(second.child);
+    const second = await hosts.start(first.port);
     await page.waitForSelector('[data-testid="connection"][data-state="open"]', { timeout: 20_000 });
     await page.waitForSelector('[data-testid="restart-notice"]:not([hidden])', { timeout: 20_000 });
     // the live panel drops the job with the old host's state; the transcript keeps how it ended

@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
+import { tempDir } from "../support/temp-dir.js";
+import { buildConsole } from "./console-build.js";
 
 const script = fileURLToPath(new URL("./host-process.ts", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -36,4 +39,38 @@ export async function killHost(child: ChildProcess): Promise<void> {
   const exited = once(child, "exit");
   child.kill("SIGKILL");
   await exited;
+}
+
+/**
+ * For a file whose tests run hosts as child processes serving a fresh console build, on one
+ * database file (`dbPath`) they may be restarted on: `start(port)` spawns one (port 0 picks a
+ * free one) and every host started is killed, the build and the folder removed, after the file.
+ */
+export function useSpawnedHosts(token: string): {
+  readonly dbPath: string;
+  start(port: number): Promise<{ child: ChildProcess; port: number }>;
+} {
+  const dir = tempDir();
+  let webRoot: string | undefined;
+  let removeBuild: (() => void) | undefined;
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    const built = await buildConsole();
+    webRoot = built.webRoot;
+    removeBuild = built.remove;
+  });
+  afterAll(async () => {
+    for (const child of children) await killHost(child);
+    removeBuild?.();
+    dir.remove();
+  });
+  return {
+    dbPath: dir.file("sessions.db"),
+    async start(port) {
+      if (!webRoot) throw new Error("the console is built in beforeAll");
+      const started = await spawnHost(port, dir.file("sessions.db"), token, webRoot);
+      children.push(started.child);
+      return started;
+    },
+  };
 }

@@ -1,12 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
-import { tempDir } from "../support/temp-dir.js";
 import { hasChromium, NETWORK_FAILURE, newSession, openConsole, useBrowser } from "./browser.js";
-import { buildConsole } from "./console-build.js";
 import { readLog } from "./host-log.js";
-import { killHost, spawnHost } from "./spawned-host.js";
+import { useSpawnedHosts } from "./spawned-host.js";
 
 const TOKEN = "steer-parked-token";
 
@@ -16,28 +13,11 @@ const TOKEN = "steer-parked-token";
  * console must not offer Steer then, only to fail.
  */
 describe.skipIf(!hasChromium)("console Steer into a turn parked by a host restart", () => {
-  const dir = tempDir();
-  let webRoot: string;
-  let removeBuild: () => void;
   const browser = useBrowser();
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    const built = await buildConsole();
-    webRoot = built.webRoot;
-    removeBuild = built.remove;
-  });
-
-  afterAll(async () => {
-    for (const child of children) await killHost(child);
-    removeBuild?.();
-    dir.remove();
-  });
+  const hosts = useSpawnedHosts(TOKEN);
 
   it("is offered while the agent runs the waiting turn, not once a restart parked it (says why), and the queue runs after the answer", async () => {
-    const dbPath = dir.file("sessions.db");
-    const first = await spawnHost(0, dbPath, TOKEN, webRoot);
-    children.push(first.child);
+    const first = await hosts.start(0);
     const url = `http://127.0.0.1:${first.port}`;
     const page = await browser.profile.newPage();
     await openConsole(page, url, TOKEN);
@@ -56,8 +36,7 @@ describe.skipIf(!hasChromium)("console Steer into a turn parked by a host restar
     const exited = once(first.child, "exit");
     first.child.kill("SIGTERM");
     await exited;
-    const second = await spawnHost(first.port, dbPath, TOKEN, webRoot);
-    children.push(second.child);
+    const second = await hosts.start(first.port);
     await page.waitForSelector('[data-testid="connection"][data-state="open"]', { timeout: 20_000 });
 
     const client = createNodeClient({ url: `ws://127.0.0.1:${second.port}/api/remote.mux`, token: TOKEN });
