@@ -7,7 +7,7 @@ import { demoAgentWith } from "../host/host-fixture.js";
 import { gate } from "../support/gate.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
-import { hasChromium, NETWORK_FAILURE, newSession, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, NETWORK_FAILURE, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 
 /**
@@ -114,8 +114,7 @@ describe.skipIf(!hasChromium)("browser console agent activity", () => {
     const first = await browser.profile.newPage();
     await openConsole(first, url, ADMIN_TOKEN);
     const sessionId = await newSession(first);
-    await first.fill('[data-testid="composer-input"]', "/approve deploy");
-    await first.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(first, "/approve deploy");
     await first.waitForSelector('[data-testid="interaction-card"] [data-testid="approve"]:not([disabled])');
     await expect.poll(() => shown(first, sessionId), { timeout: 10_000 }).toEqual(WAITING);
 
@@ -163,8 +162,7 @@ describe.skipIf(!hasChromium)("browser console agent activity", () => {
     await openConsole(page, `http://127.0.0.1:${proxy.port}`, ADMIN_TOKEN);
     await page.click('[data-testid="new-session"]');
     await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    await page.fill('[data-testid="composer-input"]', "/job 120");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/job 120");
     const job = '[data-testid="jobs"] [data-testid="job"][data-state="running"]';
     await page.waitForSelector(`${job}:not([data-stale])`);
 
@@ -181,11 +179,9 @@ describe.skipIf(!hasChromium)("browser console agent activity", () => {
     const page = await browser.profile.newPage();
     await openConsole(page, `http://127.0.0.1:${proxy.port}`, ADMIN_TOKEN);
     const sessionId = await newSession(page);
-    await page.fill('[data-testid="composer-input"]', "/sleep 600000");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/sleep 600000");
     await page.waitForSelector('[data-testid="cancel-turn"]:not([hidden])');
-    await page.fill('[data-testid="composer-input"]', "after the sleep");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "after the sleep");
     const item = '[data-testid="queue-item"]';
     await page.waitForSelector(`${item}:not([data-stale])`);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog } from "./host-log.js";
 
@@ -19,8 +19,7 @@ describe.skipIf(!hasChromium)("console card whose answer the host refused", () =
     const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
-    await page.fill('[data-testid="composer-input"]', "/approve deploy");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/approve deploy");
     const approve = page.locator('[data-testid="interaction-card"] [data-testid="approve"]');
     await approve.waitFor();
     const refused = vi
@@ -57,8 +56,7 @@ describe.skipIf(!hasChromium)("console card whose answer the host refused", () =
     const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
-    await page.fill('[data-testid="composer-input"]', "/ask Which region?");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/ask Which region?");
     const input = page.locator('[data-testid="interaction-card"] [data-testid="answer-input"]');
     await input.fill("eu-west");
     const refused = vi

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionmux, type Sessionmux } from "../../src/index.js";
 import { tempDir } from "../support/temp-dir.js";
-import { hasChromium, useBrowser } from "./browser.js";
+import { hasChromium, sendPrompt, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 
 const TOKEN = "base-path-token";
@@ -60,8 +60,7 @@ describe.skipIf(!hasChromium)("the console under a base path of an app's server"
 
     await page.click('[data-testid="new-session"]');
     await page.waitForSelector('[data-testid="session"]:not([hidden])');
-    await page.fill('[data-testid="composer-input"]', "hello from a base path");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "hello from a base path");
     await expect
       .poll(
         () =>

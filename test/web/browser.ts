@@ -143,6 +143,12 @@ export async function openConsole(
   await page.waitForSelector('[data-testid="connection"][data-state="open"]');
 }
 
+/** Types `text` into the console's composer and sends it with Enter. */
+export async function sendPrompt(page: Page, text: string): Promise<void> {
+  await page.fill('[data-testid="composer-input"]', text);
+  await page.press('[data-testid="composer-input"]', "Enter");
+}
+
 /** Starts a session with the console's New session button; its id, once the page shows it. */
 export async function newSession(page: Page): Promise<string> {
   await page.click('[data-testid="new-session"]');

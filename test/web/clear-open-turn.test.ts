@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog } from "./host-log.js";
 
@@ -17,8 +17,7 @@ describe.skipIf(!hasChromium)("console Clear while a turn is open", () => {
     const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
-    await page.fill('[data-testid="composer-input"]', "/approve deploy");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/approve deploy");
     await page.waitForSelector('[data-testid="interaction-card"] [data-testid="approve"]:not([disabled])');
 
     // what the host says to a clear now

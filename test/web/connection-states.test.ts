@@ -3,7 +3,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { tempDir } from "../support/temp-dir.js";
-import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, NETWORK_FAILURE, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { killHost, spawnHost } from "./spawned-host.js";
 
@@ -69,8 +69,7 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
     await openConsole(page, `http://127.0.0.1:${first.port}`, FIRST_TOKEN);
     await page.click('[data-testid="new-session"]');
     await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    await page.fill('[data-testid="composer-input"]', "/approve deploy");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/approve deploy");
     await page.waitForSelector('[data-testid="interaction-card"] [data-testid="approve"]:not([disabled])');
     await page.waitForSelector('[data-testid="agent-status"]:not([data-stale])');
     expect(await page.textContent('[data-testid="follow-state"]')).toBe("live");
@@ -128,8 +127,7 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
       .poll(() => page.textContent('[data-testid="transcript"]'), { timeout: 20_000 })
       .toContain("Approved: deploy");
     await page.waitForSelector('[data-testid="send"]:not([disabled])');
-    await page.fill('[data-testid="composer-input"]', "/stream 5 10");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/stream 5 10");
     await expect
       .poll(() => page.textContent('[data-testid="transcript"]'), { timeout: 20_000 })
       .toContain("chunk 5");

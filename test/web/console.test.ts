@@ -1,7 +1,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, launchProfile, newSession, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, launchProfile, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
@@ -45,8 +45,7 @@ const cachedSessions = (page: Page) =>
   );
 
 async function send(page: Page, text: string): Promise<void> {
-  await page.fill('[data-testid="composer-input"]', text);
-  await page.press('[data-testid="composer-input"]', "Enter");
+  await sendPrompt(page, text);
 }
 
 describe.skipIf(!hasChromium)("browser console", () => {

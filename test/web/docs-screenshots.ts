@@ -9,15 +9,14 @@ import type { Page } from "playwright-core";
 import { createNodeClient } from "../../src/client/node.js";
 import { ADMIN_TOKEN, startTestHost } from "../support/host.js";
 import { until } from "../support/until.js";
-import { launchProfile, openConsole, takePageErrors } from "./browser.js";
+import { launchProfile, openConsole, sendPrompt, takePageErrors } from "./browser.js";
 import { buildConsole } from "./console-build.js";
 import { readLog, turnEnds } from "./host-log.js";
 
 const docs = fileURLToPath(new URL("../../docs/", import.meta.url));
 
 async function send(page: Page, text: string): Promise<void> {
-  await page.fill('[data-testid="composer-input"]', text);
-  await page.press('[data-testid="composer-input"]', "Enter");
+  await sendPrompt(page, text);
 }
 
 async function shoot(page: Page, name: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, newSession, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog } from "./host-log.js";
 
@@ -18,11 +18,9 @@ describe.skipIf(!hasChromium)("console fork made while its source works", () => 
     const page = await browser.profile.newPage();
     await openConsole(page, host.url, ADMIN_TOKEN);
     const source = await newSession(page);
-    await page.fill('[data-testid="composer-input"]', "/job 600");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/job 600");
     await page.waitForSelector('[data-testid="jobs"] [data-testid="job"][data-state="running"]');
-    await page.fill('[data-testid="composer-input"]', "/sleep 600000");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/sleep 600000");
     await page.waitForSelector('[data-testid="cancel-turn"]:not([hidden])');
 
     await page.click('[data-testid="fork-session"]');

@@ -1,7 +1,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
-import { hasChromium, NETWORK_FAILURE, newSession, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, NETWORK_FAILURE, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 import { killHost as kill, useSpawnedHosts } from "./spawned-host.js";
 
@@ -20,12 +20,10 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     const page = await browser.profile.newPage();
     await openConsole(page, url, TOKEN);
     const sessionId = await newSession(page);
-    await page.fill('[data-testid="composer-input"]', "/stream 5 10");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/stream 5 10");
     await page.waitForSelector('[data-testid="assistant-message"]:not([data-streaming])');
     // a job that outlives its turn, running when the host dies
-    await page.fill('[data-testid="composer-input"]', "/job 120");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/job 120");
     await page.waitForSelector('[data-testid="job"][data-state="running"]');
 
     // Chromium logs each refused reconnect attempt while the host is down.
@@ -50,8 +48,7 @@ describe.skipIf(!hasChromium)("browser console across a host crash", () => {
     await expect.poll(() => job.getAttribute("data-state"), { timeout: 20_000 }).toBe("interrupted");
     expect(await job.textContent()).toContain("interrupted");
 
-    await page.fill('[data-testid="composer-input"]', "/stream 8 10");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "/stream 8 10");
     const client = createNodeClient({ url: `ws://127.0.0.1:${second.port}/api/remote.mux`, token: TOKEN });
     try {
       await expect.poll(async () => turnEnds(await readLog(client, sessionId)), { timeout: 20_000 }).toBe(3);

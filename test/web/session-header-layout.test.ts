@@ -1,7 +1,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 
 /** The pairs of a header badge and an action button whose boxes overlap, by their test ids. */
@@ -35,8 +35,7 @@ describe.skipIf(!hasChromium)(
       await openConsole(page, fixture.host.url, ADMIN_TOKEN);
       await page.click('[data-testid="new-session"]');
       await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-      await page.fill('[data-testid="composer-input"]', "/approve deploy");
-      await page.press('[data-testid="composer-input"]', "Enter");
+      await sendPrompt(page, "/approve deploy");
       // the longest badge the header shows
       await expect
         .poll(() => page.textContent('[data-testid="agent-status"]'))

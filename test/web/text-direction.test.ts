@@ -1,7 +1,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
-import { hasChromium, openConsole, useBrowser } from "./browser.js";
+import { hasChromium, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 
 /**
@@ -35,8 +35,7 @@ describe.skipIf(!hasChromium)("browser console: text written right to left", () 
     await openConsole(page, fixture.host.url, ADMIN_TOKEN);
     await page.click('[data-testid="new-session"]');
     await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has("s"));
-    await page.fill('[data-testid="composer-input"]', "שלום, מה שלומך? 42");
-    await page.press('[data-testid="composer-input"]', "Enter");
+    await sendPrompt(page, "שלום, מה שלומך? 42");
     await page.waitForSelector('[data-testid="assistant-text"]');
 
     const title = `שלום עולם ${"כותרת ארוכה מאוד ".repeat(8)}סוף`;
