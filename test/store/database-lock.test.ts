@@ -1,7 +1,7 @@
 import { readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.js";
+import { DatabaseInUseError, DatabaseLock, DatabaseLockDamagedError } from "../../src/store/database-lock.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
 import { type CliHost, spawnCliHost } from "../torture/cli-host.js";
@@ -116,7 +116,10 @@ describe("one host per SQLite file", () => {
     writeFileSync(`${garbled}.lock`, Buffer.alloc(4096, 0x5a));
     const refusal = acquireRefusal(garbled);
     expect(refusal).not.toBeInstanceOf(DatabaseInUseError);
-    expect((refusal as { code?: string }).code).toBe("SQLITE_NOTADB");
+    // told apart from a damaged database: the database itself was not opened
+    expect(refusal).toBeInstanceOf(DatabaseLockDamagedError);
+    expect((refusal as DatabaseLockDamagedError).lockPath).toBe(`${garbled}.lock`);
+    expect(((refusal as Error).cause as { code?: string }).code).toBe("SQLITE_NOTADB");
   });
 
   it("an opener that cannot write its holder row (another opener is reading the lock file) refuses as in use, and leaves the file free", () => {
