@@ -64,7 +64,7 @@ export function downloadAttachment(
           fail(
             new SessionmuxError(
               "timeout",
-              `session.download: nothing arrived within ${options.idleTimeoutMs} ms (${received} of ${head?.size ?? "?"} bytes read)`,
+              `session.download: nothing in ${options.idleTimeoutMs} ms (${received} of ${head?.size ?? "?"} bytes read)`,
               { data: { method: "session.download", timeoutMs: options.idleTimeoutMs, received } },
             ),
           ),
@@ -126,7 +126,7 @@ export function downloadAttachment(
           fail(
             new SessionmuxError(
               "invalid_host_frame",
-              `the host ended session.download at byte ${received} of ${head?.size ?? "an unannounced size"}`,
+              `the host ended session.download at byte ${received} of ${head?.size ?? "?"}`,
               { data: { method: "session.download", received } },
             ),
           );

@@ -348,7 +348,7 @@ export class Connection {
       this.#options.onError?.(
         new SessionmuxError(
           "timeout",
-          `the host at ${this.#options.url} accepted the socket but sent no readable hello within ${ms} ms; is a sessionmux host of protocol 1 serving this URL?`,
+          `no hello from ${this.#options.url} in ${ms} ms: is it a sessionmux host?`,
           { data: { helloTimeoutMs: ms } },
         ),
       );

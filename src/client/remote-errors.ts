@@ -49,7 +49,7 @@ function refusalMessage(status: number, url: string): string {
   if (status === 401) return `the host refused the token (HTTP 401) at ${url}; supply a valid one (setToken)`;
   if (status === 403) return `the host refused this origin or token (HTTP 403) at ${url}; check both`;
   if (status === 404)
-    return `nothing serves the mux at ${url} (HTTP 404); check the URL: the mux is /api/remote.mux below the host's base path (ws://host/chat/api/remote.mux for a host mounted at /chat)`;
+    return `nothing serves the mux at ${url} (HTTP 404); check the URL: the mux is /api/remote.mux below the host's base path (/chat/api/remote.mux for a host mounted at /chat)`;
   return `the host refused the connection (HTTP ${status}) at ${url}; check the URL and client version`;
 }
 

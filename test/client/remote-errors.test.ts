@@ -90,7 +90,7 @@ describe("errors the client raises itself say what happened and what to check", 
           [
             "not_found",
             // the path alone said nothing to a caller whose URL already ended in it, under a base path
-            `nothing serves the mux at ${url} (HTTP 404); check the URL: the mux is /api/remote.mux below the host's base path (ws://host/chat/api/remote.mux for a host mounted at /chat)`,
+            `nothing serves the mux at ${url} (HTTP 404); check the URL: the mux is /api/remote.mux below the host's base path (/chat/api/remote.mux for a host mounted at /chat)`,
           ],
         ],
         [
