@@ -1,3 +1,4 @@
+import type { SessionRow } from "../../protocol/index.js";
 import type { ConnectionState, ControlMirror } from "../../src/client/index.js";
 import { ComposerDrafts } from "./composer-drafts.js";
 import { type ActionContext, answerCard, bindKeyboard, queueAction } from "./console-actions.js";
@@ -441,13 +442,7 @@ export class ConsoleApp {
       view === "list"
         ? orderSessions(list.rows.values(), list.end, list.pinnedLimit).recent
         : orderSessions(list.dismissed.values(), list.endOf(view), 0).recent;
-    const known = new Set(shown().map((row) => row.sessionId));
-    this.run("Loading older sessions", async () => {
-      await list.loadOlder(view);
-      if (!keyboard || list !== this.list) return;
-      this.focusRowAfterDraw = shown().find((row) => !known.has(row.sessionId))?.sessionId;
-      this.schedule();
-    });
+    this.readMore("Loading older sessions", shown, () => list.loadOlder(view), keyboard);
   }
 
   /**
@@ -457,11 +452,25 @@ export class ConsoleApp {
   private loadMorePinned(keyboard: boolean): void {
     const list = this.list;
     const pinned = () => orderSessions(list.rows.values(), list.end, list.pinnedLimit).pinned;
-    const known = new Set(pinned().map((row) => row.sessionId));
-    this.run("Loading more sessions waiting on you", async () => {
-      await list.loadMorePinned();
+    this.readMore("Loading more sessions waiting on you", pinned, () => list.loadMorePinned(), keyboard);
+  }
+
+  /**
+   * Runs `read`, which adds rows to a group of the list (`rows`); a press by `keyboard` then takes
+   * the focus to the first row the read brought, unless the list was replaced meanwhile.
+   */
+  private readMore(
+    what: string,
+    rows: () => SessionRow[],
+    read: () => Promise<void>,
+    keyboard: boolean,
+  ): void {
+    const list = this.list;
+    const known = new Set(rows().map((row) => row.sessionId));
+    this.run(what, async () => {
+      await read();
       if (!keyboard || list !== this.list) return;
-      this.focusRowAfterDraw = pinned().find((row) => !known.has(row.sessionId))?.sessionId;
+      this.focusRowAfterDraw = rows().find((row) => !known.has(row.sessionId))?.sessionId;
       this.schedule();
     });
   }
