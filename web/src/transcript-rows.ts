@@ -72,7 +72,7 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
         kind: "turn-flag",
         key: `f:${turn.turnId}`,
         turn,
-        forkCut: at !== null && turn.endedAt === at,
+        forkCut: cutByFork(turn, at),
       });
   });
   return out;
@@ -85,4 +85,9 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
  */
 export function forkedAt(state: TranscriptState): number | null {
   return state.forkOf !== null ? state.createdAt : null;
+}
+
+/** A turn or job ended as interrupted by the fork that made this session (`forkedAt`), not by a host's stop. */
+export function cutByFork(ended: { state: string; endedAt: number | null }, at: number | null): boolean {
+  return ended.state === "interrupted" && at !== null && ended.endedAt === at;
 }

@@ -8,7 +8,7 @@ import type {
   TranscriptTurn,
   UserTranscriptMessage,
 } from "../../protocol/transcript.js";
-import type { TranscriptRow } from "./transcript-rows.js";
+import { cutByFork, type TranscriptRow } from "./transcript-rows.js";
 
 /**
  * How rows are drawn right now. While the console is offline or its token was refused, open
@@ -73,7 +73,7 @@ const FORK_CUT_JOB = "not carried into this fork (it was running in the source s
 
 function jobTemplate(job: TranscriptJob | undefined, jobId: string, forkedAt: number | null): TemplateResult {
   if (!job) return html`<div class="job"></div>`;
-  const forkCut = job.state === "interrupted" && forkedAt !== null && job.endedAt === forkedAt;
+  const forkCut = cutByFork(job, forkedAt);
   return html`<div class="job" data-testid="job" data-job-id=${jobId} data-state=${job.state}>
     <span>Job</span><span class="job-label" dir="auto">${job.label}</span>
     <span class="job-outcome">${forkCut ? FORK_CUT_JOB : JOB_OUTCOME[job.state]}</span>
