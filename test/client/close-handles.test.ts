@@ -6,6 +6,7 @@ import WebSocket from "ws";
 import { createClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { listenOnLoopback } from "../support/loopback-server.js";
 import { startFakePeer } from "./fake-peer.js";
 
 /**
@@ -101,13 +102,7 @@ describe("client.close() while a browser-style client asks the host why its sock
     server.on("upgrade", (_request, socket) => {
       socket.end("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     });
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const { port } = server.address() as AddressInfo;
+    const port = await listenOnLoopback(server, cleanups);
     const before = resources();
     // passes every call through to the real fetch; kept only to see the question's signal
     const fetchSpy = vi.spyOn(globalThis, "fetch");

@@ -13,6 +13,7 @@ import { ConnectionRefusedError } from "../../src/client/remote-errors.js";
 import { browserSocketFactory, type WebSocketLike } from "../../src/client/socket.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { listenOnLoopback } from "../support/loopback-server.js";
 import { startFakePeer } from "./fake-peer.js";
 
 const cleanups = cleanupsAfterEach();
@@ -90,13 +91,7 @@ async function refusingHost(upgradeStatus: number, answer: (req: IncomingMessage
     socket.on("error", () => socket.destroy());
     socket.end(`HTTP/1.1 ${upgradeStatus} No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
   });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  cleanups.push(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server, cleanups);
   return { port, questions };
 }
 /** 401 unless the question carries `Bearer good`; then `passed`. */

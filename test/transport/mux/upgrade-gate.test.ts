@@ -1,12 +1,13 @@
 import { once } from "node:events";
 import { createServer, IncomingMessage, type Server } from "node:http";
-import { type AddressInfo, connect as netConnect, Socket } from "node:net";
+import { connect as netConnect, Socket } from "node:net";
 import { Duplex } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { MUX_PATH, SUBPROTOCOL } from "../../../protocol/index.js";
 import { Authenticator } from "../../../src/transport/auth.js";
 import { isMuxPath, judgeUpgrade, refuseUpgrade } from "../../../src/transport/mux/upgrade-gate.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { listenOnLoopback } from "../../support/loopback-server.js";
 import { upgradeRequest } from "../../support/upgrade-request.js";
 
 /**
@@ -109,13 +110,7 @@ async function gatedServer(): Promise<number> {
     if (!verdict.ok) refuseUpgrade(socket, verdict);
     else socket.end("ok");
   });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  cleanups.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return (server.address() as AddressInfo).port;
+  return listenOnLoopback(server, cleanups);
 }
 
 /** An upgrade over raw TCP; resolves with everything the server sent until it closed the socket. */
@@ -186,13 +181,7 @@ describe("a refused upgrade's answer on the raw socket", () => {
       socket.on("error", () => {});
       refuseUpgrade(socket, { ok: false, status, code: "refused", message: "not now" });
     });
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    });
-    const port = (server.address() as AddressInfo).port;
+    const port = await listenOnLoopback(server, cleanups);
     const { head, body } = answerOf(await rawUpgrade(port, [`Authorization: Bearer ${TOKEN}`]));
     expect(head[0]).toBe(`HTTP/1.1 ${status} ${reason}`);
     expect(JSON.parse(body)).toEqual({ error: "refused", message: "not now" });
