@@ -108,11 +108,24 @@ export const EventData = {
     toolCallId: Type.Optional(Type.String()),
   }),
   "interaction/resolved": Type.Object({ interactionId: Type.String(), resolution: Resolution }),
-  "turn/end": Type.Object({ turnId: Type.String(), state: TurnState, error: Type.Optional(Type.String()) }),
+  /** `byFork`: a fork ended it, `interrupted`, in its own log: the turn runs on in the source only. */
+  "turn/end": Type.Object({
+    turnId: Type.String(),
+    state: TurnState,
+    error: Type.Optional(Type.String()),
+    byFork: Type.Optional(Type.Literal(true)),
+  }),
   /** A background job began (it may outlive its turn). */
   "job/started": Type.Object({ jobId: Type.String(), label: Type.String(), turnId: Type.String() }),
-  /** A job ended; `interrupted` when its host stopped or crashed while it ran. */
-  "job/ended": Type.Object({ jobId: Type.String(), state: TurnState }),
+  /**
+   * A job ended; `interrupted` when its host stopped or crashed while it ran, or, with `byFork`,
+   * when a fork copied it running (it runs on in the source only).
+   */
+  "job/ended": Type.Object({
+    jobId: Type.String(),
+    state: TurnState,
+    byFork: Type.Optional(Type.Literal(true)),
+  }),
 } as const satisfies Record<string, TSchema>;
 
 export type EventType = keyof typeof EventData;

@@ -45,6 +45,8 @@ export interface TranscriptJob {
   /** `running` until the job's `job/ended`. */
   state: "running" | TurnEndState;
   endedAt: number | null;
+  /** Ended by a fork that copied it running (see `job/ended`). */
+  byFork?: true;
 }
 
 export type Segment =
@@ -103,6 +105,8 @@ export interface TranscriptTurn {
   /** Stopped before it ran to its own end: `cancelled` by a person or `interrupted` by the host. */
   interrupted: boolean;
   error?: string;
+  /** Ended by a fork that copied it open (see `turn/end`). */
+  byFork?: true;
 }
 
 export interface PendingInteraction {

@@ -5,6 +5,7 @@ import type {
   PendingInteraction,
   Segment,
   ToolCall,
+  TranscriptJob,
   TranscriptState,
   TranscriptTurn,
 } from "./transcript-model.js";
@@ -167,6 +168,7 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
         interrupted: STOPPED_EARLY.has(d.state),
       };
       if (d.error !== undefined) t.error = d.error;
+      if (d.byFork) t.byFork = true;
       s.turns[i] = t;
     }
     // An interaction of an ended turn can no longer be answered.
@@ -188,7 +190,7 @@ const handlers: { readonly [T in EventType]: Handler<T> } = {
     draft.s.runningJobs.push({ jobId: d.jobId, message: draft.s.tail });
   },
   "job/ended": (draft, e) => {
-    draft.endJob(e.data.jobId, e.data.state, e.at);
+    draft.endJob(e.data.jobId, e.data.state, e.at, e.data.byFork);
   },
 };
 
@@ -297,7 +299,7 @@ class Draft {
   }
 
   /** A job started in this epoch ended: its entry, in the message where it started, shows how. */
-  endJob(jobId: string, state: TurnEndState, at: number): void {
+  endJob(jobId: string, state: TurnEndState, at: number, byFork: true | undefined): void {
     const running = this.s.runningJobs;
     const r = running.findIndex((j) => j.jobId === jobId);
     if (r < 0) return;
@@ -306,7 +308,9 @@ class Draft {
     // `job/started` put the job in this assistant message when it registered it here
     const owned = this.#own(message, this.s.messages[message] as AssistantTranscriptMessage);
     const k = owned.jobs.findIndex((j) => j.jobId === jobId);
-    owned.jobs[k] = { ...owned.jobs[k]!, state, endedAt: at };
+    const ended: TranscriptJob = { ...owned.jobs[k]!, state, endedAt: at };
+    if (byFork) ended.byFork = true;
+    owned.jobs[k] = ended;
   }
 
   turnIndex(turnId: string): number {

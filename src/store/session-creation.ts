@@ -70,6 +70,8 @@ export function forkedSession(
  * What a fork's copied prefix leaves running, closed in the fork as interrupted: the jobs it
  * started and did not end (they run on in the source alone, and nothing would ever end them in
  * the fork), then the turn still open at `atSeq`. None when the prefix left nothing running.
+ * Each end says it is the fork's (`byFork`): a fork of this fork copies these ends, and its
+ * readers could not tell them from a host stop's by anything else.
  */
 export function forkedEnds(state: SessionState, copied: readonly TimedEvent[]): TimedEvent[] {
   const running = new Set<string>();
@@ -79,9 +81,10 @@ export function forkedEnds(state: SessionState, copied: readonly TimedEvent[]): 
   }
   const ends: TimedEvent[] = [...running].map((jobId) => ({
     type: "job/ended",
-    data: { jobId, state: "interrupted" },
+    data: { jobId, state: "interrupted", byFork: true },
   }));
   const openTurn = state.projection.openTurnId;
-  if (openTurn !== null) ends.push({ type: "turn/end", data: { turnId: openTurn, state: "interrupted" } });
+  if (openTurn !== null)
+    ends.push({ type: "turn/end", data: { turnId: openTurn, state: "interrupted", byFork: true } });
   return ends;
 }

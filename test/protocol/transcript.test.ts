@@ -346,6 +346,29 @@ describe("transcript reducer: rules", () => {
     ] as SessionEvent[]);
     expect(after.messages).toEqual(both.messages);
   });
+  it("keeps on the turn and the job it ended that a fork ended them, and on no other end", () => {
+    const log = commit([
+      created,
+      start("t1"),
+      user("m1", "run it"),
+      { type: "job/started", data: { jobId: "j1", label: "build", turnId: "t1" } },
+      { type: "job/started", data: { jobId: "j2", label: "lint", turnId: "t1" } },
+      { type: "job/ended", data: { jobId: "j1", state: "interrupted", byFork: true } },
+      { type: "job/ended", data: { jobId: "j2", state: "interrupted" } },
+      { type: "turn/end", data: { turnId: "t1", state: "interrupted", byFork: true } },
+    ]);
+    const s = applyEvents(emptyTranscript(), log);
+    expect((s.messages[1] as AssistantTranscriptMessage).jobs.map((j) => [j.jobId, j.byFork])).toEqual([
+      ["j1", true],
+      ["j2", undefined],
+    ]);
+    expect(s.turns).toMatchObject([{ turnId: "t1", state: "interrupted", byFork: true }]);
+    const hostStop = applyEvents(emptyTranscript(), [
+      ...log.slice(0, -1),
+      { ...log.at(-1)!, data: { turnId: "t1", state: "interrupted" } },
+    ] as SessionEvent[]);
+    expect(hostStop.turns[0]).not.toHaveProperty("byFork");
+  });
   it("tracks pending interactions, the input-required state and the answer in a block segment", () => {
     const asked = commit([
       created,

@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import type { SessionEvent } from "../../../protocol/index.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
 
@@ -88,13 +89,41 @@ describeContract("fork", (backend) => {
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o" });
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.events.slice(-2)).toMatchObject([
-      { seq: 12, at: 1_000, type: "job/ended", data: { jobId: "j1", state: "interrupted" } },
-      { seq: 13, at: 1_000, type: "turn/end", data: { turnId: "t2", state: "interrupted" } },
+      { seq: 12, at: 1_000, type: "job/ended", data: { jobId: "j1", state: "interrupted", byFork: true } },
+      { seq: 13, at: 1_000, type: "turn/end", data: { turnId: "t2", state: "interrupted", byFork: true } },
     ]);
     // the job runs on in the source: its live row is not ended by the fork's log
     const page = await store.liveStatePage(null, 10);
     expect(page.sessions.map((live) => [live.sessionId, live.jobs.map((j) => j.jobId)])).toEqual([
       ["src", ["j1"]],
+    ]);
+  });
+
+  it("marks only the ends a fork writes as the fork's: a fork of the fork copies them so, a host stop's stay unmarked", async () => {
+    const store = await seeded(open);
+    await store.append("src", [{ type: "job/started", data: { jobId: "j1", turnId: "t2", label: "j1" } }], {
+      at: 3_500,
+    });
+    const first = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", at: 4_000 });
+    if (first.status !== "created") throw new Error(first.status);
+    const second = await store.fork({ sourceId: "dst", targetId: "dst2", owner: "o", at: 5_000 });
+    if (second.status !== "created") throw new Error(second.status);
+    const ends = (events: readonly SessionEvent[]) =>
+      events.flatMap((e) => (e.type === "job/ended" || e.type === "turn/end" ? [[e.seq, e.at, e.data]] : []));
+    const cut = [
+      [10, 4_000, { jobId: "j1", state: "interrupted", byFork: true }],
+      [11, 4_000, { turnId: "t2", state: "interrupted", byFork: true }],
+    ];
+    expect(ends(first.events)).toEqual([[5, 2_000, { turnId: "t1", state: "completed" }], ...cut]);
+    // nothing left running to end: the second fork's ends are the first's, marked as they were
+    expect(ends(second.events)).toEqual(ends(first.events));
+    // a host's stop ends the source's turn and job unmarked
+    await store.interruptOpenTurns(6_000);
+    const source = await store.page("src", { limit: 100 });
+    if (source.status !== "ok") throw new Error(source.status);
+    expect(ends(source.events as SessionEvent[]).slice(1)).toEqual([
+      [10, 6_000, { jobId: "j1", state: "interrupted" }],
+      [11, 6_000, { turnId: "t2", state: "interrupted" }],
     ]);
   });
 

@@ -236,7 +236,7 @@ describeContract("write operations", (backend) => {
       seq: 4,
       at: 30,
       type: "turn/end",
-      data: { turnId: "t1", state: "interrupted" },
+      data: { turnId: "t1", state: "interrupted", byFork: true },
     });
     expect(notices).toEqual([
       [
