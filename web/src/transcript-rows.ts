@@ -18,8 +18,8 @@ export type TranscriptRow =
       pending: readonly string[];
       /** Its turn ended: a tool call without a result now will never get one. */
       turnEnded: boolean;
-      /** When the session was forked, for a fork (see `forkedAt`). */
-      forkedAt: number | null;
+      /** Its jobs a fork ended (`cutByFork`). */
+      forkCutJobs: readonly string[];
     }
   | {
       kind: "turn-flag";
@@ -37,7 +37,7 @@ const FLAGGED = new Set(["interrupted", "failed", "cancelled"]);
  * as last time has not changed.
  */
 export function transcriptRows(state: TranscriptState): TranscriptRow[] {
-  const at = forkedAt(state);
+  const fork = forkPoint(state);
   const pendingIds = new Set(state.pending.map((p) => p.interactionId));
   // A turn blocked on a person's answer writes nothing until it gets one: no typing caret meanwhile.
   const waiting = state.pending.some((p) => p.turnId === state.openTurnId);
@@ -63,7 +63,7 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
         streaming: state.streaming && !waiting && i === state.tail,
         pending,
         turnEnded: ended.has(m.turnId),
-        forkedAt: at,
+        forkCutJobs: m.jobs.filter((j) => cutByFork(j, copied(m.seq, m.at, fork), fork)).map((j) => j.jobId),
       });
     }
     const turn = m.turnId ? flagged.get(m.turnId) : undefined;
@@ -72,22 +72,47 @@ export function transcriptRows(state: TranscriptState): TranscriptRow[] {
         kind: "turn-flag",
         key: `f:${turn.turnId}`,
         turn,
-        forkCut: cutByFork(turn, at),
+        forkCut: cutByFork(turn, copied(turn.startSeq, turn.startedAt, fork), fork),
       });
   });
   return out;
 }
 
 /**
- * When a fork was made (null for a session that is none). A fork ends what its copied log left
- * running (the open turn, its jobs) as interrupted in the write that makes it, at the fork's own
- * time: an end at that time is the fork's, not a host's stop.
+ * What began at `seq`, `at` is in the part of the log the fork copied from its source. Its time
+ * too: a fork cleared since keeps its lineage in its header while its new log counts seqs anew.
  */
-export function forkedAt(state: TranscriptState): number | null {
-  return state.forkOf !== null ? state.createdAt : null;
+function copied(seq: number, at: number, fork: ForkPoint | null): boolean {
+  return fork !== null && seq <= fork.seq && at <= fork.at;
 }
 
-/** A turn or job ended as interrupted by the fork that made this session (`forkedAt`), not by a host's stop. */
-export function cutByFork(ended: { state: string; endedAt: number | null }, at: number | null): boolean {
-  return ended.state === "interrupted" && at !== null && ended.endedAt === at;
+/** Where a fork was made: its own time, and the last seq its log copied from its source. */
+export interface ForkPoint {
+  readonly at: number;
+  readonly seq: number;
+}
+
+/** Where this session was forked (null for a session that is none). */
+export function forkPoint(state: TranscriptState): ForkPoint | null {
+  return state.forkOf !== null && state.createdAt !== null
+    ? { at: state.createdAt, seq: state.forkOf.seq }
+    : null;
+}
+
+/**
+ * A turn or job a fork ended, not a host's stop: it ran on in the source only. `copied`: it began
+ * in the part of the log the fork copied (at or before `fork.seq`). Read from:
+ * - the end the fork wrote, marked `byFork`; a fork of a fork copies it with the rest;
+ * - for forks made before ends were marked: an `interrupted` end at the fork's own time;
+ * - for forks made before they ended the jobs they copied running: a copied job still running,
+ *   which nothing in the fork will ever end.
+ */
+export function cutByFork(
+  work: { state: string; endedAt: number | null; byFork?: true },
+  copied: boolean,
+  fork: ForkPoint | null,
+): boolean {
+  if (work.byFork) return true;
+  if (fork === null || !copied) return false;
+  return work.state === "running" || (work.state === "interrupted" && work.endedAt === fork.at);
 }

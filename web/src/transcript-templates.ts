@@ -8,7 +8,7 @@ import type {
   TranscriptTurn,
   UserTranscriptMessage,
 } from "../../protocol/transcript.js";
-import { cutByFork, type TranscriptRow } from "./transcript-rows.js";
+import type { TranscriptRow } from "./transcript-rows.js";
 
 /**
  * How rows are drawn right now. While the console is offline or its token was refused, open
@@ -71,10 +71,11 @@ const JOB_OUTCOME: Record<TranscriptJob["state"], string> = {
 /** A job the fork ended: it ran on (or ran its course) in the source session only. */
 const FORK_CUT_JOB = "not carried into this fork (it was running in the source session)";
 
-function jobTemplate(job: TranscriptJob | undefined, jobId: string, forkedAt: number | null): TemplateResult {
+function jobTemplate(job: TranscriptJob | undefined, jobId: string, forkCut: boolean): TemplateResult {
   if (!job) return html`<div class="job"></div>`;
-  const forkCut = cutByFork(job, forkedAt);
-  return html`<div class="job" data-testid="job" data-job-id=${jobId} data-state=${job.state}>
+  // a fork made before it ended the jobs it copied left them running in its log: ended all the same
+  const state = forkCut ? "interrupted" : job.state;
+  return html`<div class="job" data-testid="job" data-job-id=${jobId} data-state=${state}>
     <span>Job</span><span class="job-label" dir="auto">${job.label}</span>
     <span class="job-outcome">${forkCut ? FORK_CUT_JOB : JOB_OUTCOME[job.state]}</span>
   </div>`;
@@ -149,7 +150,7 @@ function assistantTemplate(
   streaming: boolean,
   pending: readonly string[],
   turnEnded: boolean,
-  forkedAt: number | null,
+  forkCutJobs: readonly string[],
   ctx: RowContext,
 ): TemplateResult {
   const lastText = m.segments.reduce((last, s, i) => (s.kind === "text" ? i : last), -1);
@@ -175,7 +176,7 @@ function assistantTemplate(
       return jobTemplate(
         m.jobs.find((j) => j.jobId === s.jobId),
         s.jobId,
-        forkedAt,
+        forkCutJobs.includes(s.jobId),
       );
     const open = s.block.resolution === null && pending.includes(s.block.interactionId);
     return cardTemplate(s.block, open, ctx);
@@ -205,5 +206,5 @@ function flagTemplate(turn: TranscriptTurn, forkCut: boolean): TemplateResult {
 export function rowTemplate(row: TranscriptRow, ctx: RowContext): TemplateResult {
   if (row.kind === "user") return userTemplate(row.msg);
   if (row.kind === "turn-flag") return flagTemplate(row.turn, row.forkCut);
-  return assistantTemplate(row.msg, row.streaming, row.pending, row.turnEnded, row.forkedAt, ctx);
+  return assistantTemplate(row.msg, row.streaming, row.pending, row.turnEnded, row.forkCutJobs, ctx);
 }

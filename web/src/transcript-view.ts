@@ -51,7 +51,7 @@ function rowInputs(row: TranscriptRow, ctx: RowContext): unknown[] {
       row.turnEnded,
       ctx.actionable,
       row.pending.filter((id) => ctx.answered.has(id)).join(","),
-      row.forkedAt,
+      row.forkCutJobs.join(","),
     ];
   return row.kind === "user" ? [row.msg] : [row.turn, row.forkCut];
 }
