@@ -1,22 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { ControlMirror } from "../../src/client/control-mirror-reducer.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { useTestHost } from "../support/use-test-host.js";
 
-let host: TestHost;
-let client: SessionmuxClient;
-
-beforeAll(async () => {
-  host = await startTestHost();
-  client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-});
-afterAll(async () => {
-  await client?.close();
-  await host?.dispose();
-});
+const testHost = useTestHost();
 
 describe("the control mirror's row of a session cleared while it is watched", () => {
   it("becomes the cleared session's row, as session.list says, not the old log's row with the higher seq", async () => {
+    const { client } = testHost;
     const { header } = await client.create({});
     const sessionId = header.sessionId;
     let mirror: ControlMirror | undefined;

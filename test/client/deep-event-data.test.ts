@@ -1,19 +1,8 @@
-import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { MAX_DATA_DEPTH } from "../../src/store/storable-data.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { useTestHost } from "../support/use-test-host.js";
 
-let host: TestHost;
-let client: SessionmuxClient;
-
-beforeAll(async () => {
-  host = await startTestHost();
-  client = createNodeClient({ url: `ws://127.0.0.1:${host.port}/api/remote.mux`, token: ADMIN_TOKEN });
-});
-afterAll(async () => {
-  await client?.close();
-  await host?.dispose();
-});
+const testHost = useTestHost();
 
 /** A tool call whose arguments are `levels` maps deep (the data map is level 0), `inner` at the bottom. */
 function toolCall(levels: number, inner: unknown) {
@@ -24,6 +13,7 @@ function toolCall(levels: number, inner: unknown) {
 
 describe("deeply nested event data", () => {
   it("a client reads a page holding the deepest data a store takes", async () => {
+    const { host, client } = testHost;
     await client.create({ sessionId: "deepest" });
     const deepest = toolCall(MAX_DATA_DEPTH, "bottom");
     expect(await host.store.append("deepest", [deepest])).toMatchObject({ status: "appended" });
@@ -38,6 +28,7 @@ describe("deeply nested event data", () => {
   });
 
   it("is refused where it would leave a session no client can read, and the session reads on", async () => {
+    const { host, client } = testHost;
     await client.create({ sessionId: "too-deep" });
     // a key no decoder takes, 70 levels down; and data 97 levels deep, which no page frame can carry
     const hidden = toolCall(70, JSON.parse('{"__proto__":1}'));

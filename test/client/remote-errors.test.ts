@@ -1,30 +1,23 @@
 import { firstValueFrom, lastValueFrom, toArray } from "rxjs";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { controlMirror } from "../../src/client/control-mirror.js";
 import { followSession } from "../../src/client/follow-session.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { createNodeClient } from "../../src/client/node.js";
 import {
   ConnectionRefusedError,
   RemoteError,
   RemoteStreamCarrierError,
   shouldRetry,
 } from "../../src/client/remote-errors.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { ADMIN_TOKEN } from "../support/host.js";
+import { useTestHost } from "../support/use-test-host.js";
 import { peerFixture } from "./peer-fixture.js";
 
-let host: TestHost;
-let client: SessionmuxClient;
-beforeAll(async () => {
-  host = await startTestHost();
-  client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-});
-afterAll(async () => {
-  await client?.close();
-  await host?.dispose();
-});
+const testHost = useTestHost();
 
 describe("errors from a real host", () => {
   it("a business refusal is a terminal RemoteError with code and category", async () => {
+    const { client } = testHost;
     await client.create({ sessionId: "dup" });
     const error = await client.create({ sessionId: "dup" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RemoteError);
@@ -39,12 +32,14 @@ describe("errors from a real host", () => {
   });
 
   it("bad params are a protocol RemoteError naming the field", async () => {
+    const { client } = testHost;
     const error = await client.page({ sessionId: "../.." }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "bad_request", category: "protocol", terminal: true });
     expect((error as RemoteError).data).toMatchObject({ field: expect.stringContaining("sessionId") });
   });
 
   it("followSession ends with the terminal error of an unknown session instead of retrying", async () => {
+    const { client } = testHost;
     const error = await lastValueFrom(followSession(client, "missing").pipe(toArray())).catch(
       (e: unknown) => e,
     );
@@ -53,6 +48,7 @@ describe("errors from a real host", () => {
   });
 
   it("followSession reports a cursor ahead of the head as terminal", async () => {
+    const { client } = testHost;
     const { header } = await client.create({ sessionId: "ahead" });
     const error = await lastValueFrom(
       followSession(client, "ahead", { afterSeq: 50, epoch: header.epoch }).pipe(toArray()),
@@ -61,6 +57,7 @@ describe("errors from a real host", () => {
   });
 
   it("follow and control complete quietly when their client is closed", async () => {
+    const { host } = testHost;
     const own = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
     await own.create({ sessionId: "quiet" });
     const follow = followSession(own, "quiet");

@@ -1,13 +1,13 @@
 import "fake-indexeddb/auto";
 import { createStore } from "idb-keyval";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionRow } from "../../protocol/index.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import type { ConsoleLink } from "../../web/src/console-link.js";
 import { SessionCache } from "../../web/src/session-cache.js";
 import { SessionListModel } from "../../web/src/session-list-model.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { ADMIN_TOKEN } from "../support/host.js";
 import { until } from "../support/until.js";
+import { useTestHost } from "../support/use-test-host.js";
 import { HeldLink } from "./held-link.js";
 
 /**
@@ -28,24 +28,16 @@ function newModel(link: ConsoleLink): SessionListModel {
 }
 
 describe("console session list: a session cleared elsewhere", () => {
-  let host: TestHost;
-  let client: SessionmuxClient;
+  const testHost = useTestHost();
   let session: string;
 
   beforeAll(async () => {
-    host = await startTestHost();
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-    session = (await client.call("session.create", { title: "Cleared elsewhere" })).header.sessionId;
+    session = (await testHost.client.call("session.create", { title: "Cleared elsewhere" })).header.sessionId;
   }, 60_000);
-
-  afterAll(async () => {
-    await client?.close();
-    await host?.dispose();
-  });
 
   /** The host's row of the session, as the control stream projects it. */
   const hostRow = async (): Promise<SessionRow> => {
-    const { sessions } = await client.call("session.list", { limit: 200 });
+    const { sessions } = await testHost.client.call("session.list", { limit: 200 });
     const row = sessions.find((r) => r.sessionId === session);
     if (!row) throw new Error("the session is not listed");
     return row;
@@ -53,15 +45,15 @@ describe("console session list: a session cleared elsewhere", () => {
 
   /** Prompts the session and waits until its turn ended. */
   const answered = async () => {
-    await client.prompt({ sessionId: session, text: "hello" });
+    await testHost.client.prompt({ sessionId: session, text: "hello" });
     await until(async () => (await hostRow()).lastState === "completed", 10_000, "the turn ends");
   };
 
   it("shows the cleared row the control stream projects, and keeps it over a page read before the clear", async () => {
     await answered();
     // newer sessions fill the first page: the one to clear stands on the second
-    for (let i = 1; i <= 55; i++) await client.call("session.create", { title: `Session ${i}` });
-    const link = new HeldLink(() => client, ADMIN_TOKEN);
+    for (let i = 1; i <= 55; i++) await testHost.client.call("session.create", { title: `Session ${i}` });
+    const link = new HeldLink(() => testHost.client, ADMIN_TOKEN);
     const model = newModel(link);
     await model.refresh();
     const loading = model.loadOlder();
@@ -71,7 +63,7 @@ describe("console session list: a session cleared elsewhere", () => {
     model.project(before);
     expect(model.rows.get(session)?.turnCount).toBe(1);
 
-    await client.call("session.clear", { sessionId: session });
+    await testHost.client.call("session.clear", { sessionId: session });
     const cleared = await hostRow();
     expect(cleared).toMatchObject({ seq: 0, turnCount: 0, blank: true });
     model.project(cleared);

@@ -1,43 +1,21 @@
 import { afterAll, beforeAll } from "vitest";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import type { HostOptions } from "../../src/server.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { type TestHostFixture, useTestHost } from "../support/use-test-host.js";
 import { buildConsole } from "./console-build.js";
 
-export interface ConsoleHost {
-  /** A real host on 127.0.0.1 serving a fresh build of the console. */
-  readonly host: TestHost;
-  /** A Node client of that host with the admin token, to seed sessions and read logs. */
-  readonly client: SessionmuxClient;
-}
-
 /**
- * Builds the console and starts a host serving it (with `options`) before the file's tests;
- * stops both after.
+ * Builds the console and starts a host serving it (with `options`) before the file's tests, with
+ * an admin client to seed sessions and read logs; stops both after.
  */
-export function useConsoleHost(options: Partial<HostOptions> = {}): ConsoleHost {
-  let host: TestHost | undefined;
-  let client: SessionmuxClient | undefined;
+export function useConsoleHost(options: Partial<HostOptions> = {}): TestHostFixture {
+  let webRoot: string | undefined;
   let removeBuild: (() => void) | undefined;
+  // registered before the host's: the build is made before the host starts, removed after it stops
   beforeAll(async () => {
     const built = await buildConsole();
+    webRoot = built.webRoot;
     removeBuild = built.remove;
-    host = await startTestHost({ ...options, http: { ...options.http, webRoot: built.webRoot } });
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
   });
-  afterAll(async () => {
-    await client?.close();
-    await host?.dispose();
-    removeBuild?.();
-  });
-  return {
-    get host() {
-      if (!host) throw new Error("the host starts in beforeAll");
-      return host;
-    },
-    get client() {
-      if (!client) throw new Error("the client connects in beforeAll");
-      return client;
-    },
-  };
+  afterAll(() => removeBuild?.());
+  return useTestHost(() => ({ ...options, http: { ...options.http, webRoot } }));
 }

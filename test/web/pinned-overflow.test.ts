@@ -1,14 +1,15 @@
 import "fake-indexeddb/auto";
 import { createStore } from "idb-keyval";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionRow } from "../../protocol/index.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import type { SessionmuxClient } from "../../src/client/node.js";
 import { ConsoleLink } from "../../web/src/console-link.js";
 import { SessionCache } from "../../web/src/session-cache.js";
 import { SessionListModel } from "../../web/src/session-list-model.js";
 import { MAX_PINNED, orderSessions } from "../../web/src/session-list-order.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { ADMIN_TOKEN } from "../support/host.js";
 import { until } from "../support/until.js";
+import { useTestHost } from "../support/use-test-host.js";
 import { hostOrder } from "./session-list-reads.js";
 
 /** Plain sessions created after the parked ones: more than a page, so the parked ones stand past it. */
@@ -48,12 +49,10 @@ function shown(model: SessionListModel): { pinned: string[]; recent: string[] } 
 }
 
 describe("console session list: more sessions waiting on you than are pinned", () => {
-  let host: TestHost;
-  let client: SessionmuxClient;
+  const testHost = useTestHost();
 
   beforeAll(async () => {
-    host = await startTestHost();
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    const { client } = testHost;
     for (let i = 1; i <= MAX_PINNED; i++) {
       const { sessionId } = (await client.call("session.create", { title: `Waiting ${i}` })).header;
       await park(client, sessionId);
@@ -61,12 +60,8 @@ describe("console session list: more sessions waiting on you than are pinned", (
     for (let i = 1; i <= NEWER; i++) await client.call("session.create", { title: `Session ${i}` });
   }, 120_000);
 
-  afterAll(async () => {
-    await client?.close();
-    await host?.dispose();
-  });
-
   it("offers the ones past the pins, whether the host's read or a live change showed them, and pins them on request", async () => {
+    const { client } = testHost;
     const model = newModel(client);
     await model.refresh();
     const parked = await parkedOrder(client);

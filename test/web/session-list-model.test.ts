@@ -10,6 +10,7 @@ import { orderSessions } from "../../web/src/session-list-order.js";
 import { demoAgentWith } from "../host/host-fixture.js";
 import { gate } from "../support/gate.js";
 import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { useTestHost } from "../support/use-test-host.js";
 import { HeldLink } from "./held-link.js";
 
 /** A link whose reads of the parked sessions are answered by the host at once but handed on only when the test opens `held`. */
@@ -43,21 +44,14 @@ class HeldParkedLink extends ConsoleLink {
 }
 
 describe("console session list over pages", () => {
-  let host: TestHost;
-  let client: SessionmuxClient;
+  const testHost = useTestHost();
 
   beforeAll(async () => {
-    host = await startTestHost();
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
-    for (let i = 1; i <= 60; i++) await client.create({ title: `Session ${i}` });
-  });
-
-  afterAll(async () => {
-    await client?.close();
-    await host?.dispose();
+    for (let i = 1; i <= 60; i++) await testHost.client.create({ title: `Session ${i}` });
   });
 
   it("shows one page's worth of the rows the live state describes until the host's first snapshot, then the snapshot's", async () => {
+    const { client } = testHost;
     const link = new HeldLink(() => client, ADMIN_TOKEN);
     const cache = new SessionCache("p", {
       data: createStore("list-model-early", "entries"),
@@ -75,6 +69,7 @@ describe("console session list over pages", () => {
   });
 
   it("keeps a row that moved or went while an older page was read as the host has it now, once", async () => {
+    const { client } = testHost;
     const link = new HeldLink(() => client, ADMIN_TOKEN);
     const cache = new SessionCache("p", {
       data: createStore("list-model-test", "entries"),
@@ -113,6 +108,7 @@ describe("console session list over pages", () => {
   });
 
   it("moves an older dismissed page's sessions off the list, except one restored while the page was read", async () => {
+    const { host } = testHost;
     const alice = createNodeClient({ url: host.wsUrl, token: ALICE_TOKEN });
     try {
       const created: string[] = [];

@@ -9,6 +9,7 @@ import { type CacheStores, SessionCache } from "../../web/src/session-cache.js";
 import { SessionModel } from "../../web/src/session-model.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
+import { useTestHost } from "../support/use-test-host.js";
 import { assistantText, readLog, turnEnds } from "./host-log.js";
 
 let stores = 0;
@@ -44,14 +45,12 @@ async function modelBehindProxy(host: TestHost, sessionId: string) {
 }
 
 describe("console session model against a real host", () => {
-  let host: TestHost;
-  let client: SessionmuxClient;
+  const testHost = useTestHost();
   let link: ConsoleLink;
   let sessionId: string;
 
   beforeAll(async () => {
-    host = await startTestHost();
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    const { client } = testHost;
     link = new ConsoleLink(() => client, ADMIN_TOKEN);
     const { header } = await client.call("session.create", { title: "model" });
     sessionId = header.sessionId;
@@ -61,12 +60,8 @@ describe("console session model against a real host", () => {
     });
   });
 
-  afterAll(async () => {
-    await client?.close();
-    await host?.dispose();
-  });
-
   it("rebuilds a session missing from the cache through the shared reducer, caches it, and resumes from the cache", async () => {
+    const { client } = testHost;
     const { cache } = freshCache();
     const expected = assistantText(await readLog(client, sessionId));
     const model = new SessionModel(sessionId, link, cache, () => {});
@@ -107,6 +102,7 @@ describe("console session model against a real host", () => {
   });
 
   it("restarts a rebuild superseded by an edit, and ends with the host's log", async () => {
+    const { client } = testHost;
     const { cache } = freshCache();
     const model = new SessionModel(sessionId, link, cache, () => {});
     model.start();
@@ -120,6 +116,7 @@ describe("console session model against a real host", () => {
     model.dispose();
   });
   it("stops saying live the moment its stream is lost, and says it again only once caught up", async () => {
+    const { host } = testHost;
     const { proxy, cut, modes, model } = await modelBehindProxy(host, sessionId);
     try {
       model.start();
@@ -137,6 +134,7 @@ describe("console session model against a real host", () => {
     }
   });
   it("says stopped, never live, when the host ends its follow stream with an error, and follows again by itself", async () => {
+    const { host, client } = testHost;
     const { proxy, cut, modes, model } = await modelBehindProxy(host, sessionId);
     const openRead = vi.spyOn(host.host, "openRead");
     try {
