@@ -1,4 +1,4 @@
-import { Observable, type Observable as ObservableType, Subject } from "rxjs";
+import { Observable, type Observable as ObservableType } from "rxjs";
 import type {
   CallMethod,
   HelloFrame,
@@ -14,6 +14,7 @@ import type {
 import { type IterateOptions, type LiveStream, liveStream } from "./async-iteration.js";
 import { type Attachment, type DownloadOptions, downloadAttachment } from "./attachment-download.js";
 import type { BackoffPolicy } from "./backoff.js";
+import { broadcast } from "./broadcast.js";
 import { type CallOptions, callDeadline, DEFAULT_CALL_TIMEOUT_MS } from "./call-deadline.js";
 import { isResendable } from "./call-retry.js";
 import { Connection } from "./connection.js";
@@ -73,20 +74,15 @@ export class SessionmuxClient {
   readonly #connection: Connection;
   readonly #handlers = new Map<string, Set<Handler>>();
   readonly #callTimeoutMs: number;
-  readonly #errors$ = new Subject<SessionmuxError>();
+  readonly #errors$ = broadcast<SessionmuxError>();
 
   constructor(options: ClientOptions) {
     this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const factory = options.socketFactory ?? browserSocketFactory(options.WebSocket ?? defaultWebSocket());
+    // the connection's options are the client's, under the same names; absent ones keep their defaults
     this.#connection = new Connection({
-      url: options.url,
-      token: options.token,
+      ...options,
       socketFactory: factory,
-      ...(options.backoff ? { backoff: options.backoff } : {}),
-      ...(options.random ? { random: options.random } : {}),
-      ...(options.keepAlive !== undefined ? { keepAlive: options.keepAlive } : {}),
-      ...(options.helloTimeoutMs !== undefined ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
-      ...(options.network !== undefined ? { network: options.network } : {}),
       onError: (error) => {
         (options.onError ?? defaultOnError)(error);
         this.#errors$.next(error);
@@ -104,7 +100,7 @@ export class SessionmuxClient {
 
   /** Host frames the client could not read and host errors tied to no call (see `ClientOptions.onError`). */
   get errors$(): ObservableType<SessionmuxError> {
-    return this.#errors$.asObservable();
+    return this.#errors$.observable;
   }
 
   /** The current connection state. */

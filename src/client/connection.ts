@@ -1,7 +1,8 @@
-import { BehaviorSubject, type Observable } from "rxjs";
+import type { Observable } from "rxjs";
 import { SessionmuxError } from "../../protocol/errors.js";
 import type { HelloFrame, NotificationName } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
+import { broadcast } from "./broadcast.js";
 import {
   type ConnectionEvent,
   type ConnectionState,
@@ -72,7 +73,9 @@ interface LiveSocket {
 export class Connection {
   readonly #options: ConnectionOptions;
   readonly #policy: BackoffPolicy;
-  readonly #state$ = new BehaviorSubject<ConnectionState>(INITIAL_STATE);
+  #state: ConnectionState = INITIAL_STATE;
+  /** Every state from the current one on: a new subscriber is handed the current state first. */
+  readonly #state$ = broadcast<ConnectionState>((subscriber) => subscriber.next(this.#state));
   #current: LiveSocket | undefined;
   #nextFrameId = 1;
   #openWaits = 0;
@@ -99,19 +102,19 @@ export class Connection {
    * a machine that slept); a backoff wait ends at once when the network may be back.
    */
   #networkSaid(signal: NetworkSignal): void {
-    const state = this.#state$.value;
+    const state = this.#state;
     if (state.name === "open") this.#current?.keepAlive?.probeNow();
     else if (state.name === "backoff" && signal !== "offline") this.#wake?.();
   }
 
   /** The connection state; replays the current one to new subscribers. */
   get state$(): Observable<ConnectionState> {
-    return this.#state$.asObservable();
+    return this.#state$.observable;
   }
 
   /** The current connection state. */
   get state(): ConnectionState {
-    return this.#state$.value;
+    return this.#state;
   }
 
   /**
@@ -134,7 +137,7 @@ export class Connection {
       signal?.addEventListener("abort", onAbort, { once: true });
       // A completed subject replays nothing: a closed connection ends at once through `done`.
       const stop = firstMatch(
-        this.#state$,
+        this.#state$.observable,
         (s) => s.name === "open" || isTerminal(s),
         (s) => {
           settled();
@@ -176,12 +179,12 @@ export class Connection {
   /** Uses `token` for every later connect; leaves `unauthorized` at once. The open socket stays. */
   setToken(token: string): void {
     this.#token = token;
-    if (this.#state$.value.name === "unauthorized") this.reconnectNow();
+    if (this.#state.name === "unauthorized") this.reconnectNow();
   }
 
   /** Leaves `unauthorized`/`rejected` synchronously, so a call made right after waits for the new socket. */
   #leaveRefusal(): void {
-    const name = this.#state$.value.name;
+    const name = this.#state.name;
     if (name === "unauthorized" || name === "rejected") {
       this.#lastSocketId += 1;
       this.#dispatch({ type: "reconnect", socketId: this.#lastSocketId });
@@ -205,18 +208,20 @@ export class Connection {
   }
 
   #dispatch(event: ConnectionEvent): void {
-    const next = transition(this.#state$.value, event, {
+    const next = transition(this.#state, event, {
       now: Date.now(),
       random: this.#options.random ?? Math.random,
       policy: this.#policy,
     });
-    if (next !== this.#state$.value) this.#state$.next(next);
+    if (next === this.#state) return;
+    this.#state = next;
+    this.#state$.next(next);
   }
 
   /** The reconnect loop: state is re-checked after every await (close() may have run meanwhile). */
   async #run(): Promise<void> {
     for (;;) {
-      const state = this.#state$.value;
+      const state = this.#state;
       switch (state.name) {
         case "closed":
           return;
@@ -226,7 +231,7 @@ export class Connection {
           break;
         case "backoff":
           await this.#sleep(state.nextAttemptAt - Date.now());
-          if (this.#state$.value.name === "backoff") {
+          if (this.#state.name === "backoff") {
             this.#lastSocketId += 1;
             this.#dispatch({ type: "retry", socketId: this.#lastSocketId });
           }
@@ -307,7 +312,7 @@ export class Connection {
       if (this.#current === live) this.#current = undefined;
       // A socket the caller's close() cut while it connected was refused by no host: asking the
       // host why (a browser's HTTP question) would open a connection after the close and hold it.
-      if (upgraded || this.#state$.value.name === "closed") {
+      if (upgraded || this.#state.name === "closed") {
         // Synchronously, so a call retried right after its carrier error waits for the next socket.
         this.#dispatch({ type: "lost", socketId });
         return resolveClosed();
@@ -325,7 +330,7 @@ export class Connection {
         resolveClosed();
       });
     };
-    if (this.#state$.value.name === "closed") this.#closeSocket(live);
+    if (this.#state.name === "closed") this.#closeSocket(live);
     return closed;
   }
 

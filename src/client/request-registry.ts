@@ -84,21 +84,8 @@ export class RequestRegistry {
         sink.end();
         return true;
       }
-      case "error": {
-        if (frame.id === undefined) return false;
-        const error = RemoteError.fromWireError(frame.error);
-        const call = this.#calls.get(frame.id);
-        if (call) {
-          this.#calls.delete(frame.id);
-          call.reject(error);
-          return true;
-        }
-        const sink = this.#streams.get(frame.id);
-        if (!sink) return false;
-        this.#streams.delete(frame.id);
-        sink.error(error);
-        return true;
-      }
+      case "error":
+        return frame.id !== undefined && this.fail(frame.id, RemoteError.fromWireError(frame.error));
       default:
         return false;
     }
