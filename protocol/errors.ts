@@ -74,6 +74,8 @@ export const ErrorCodes = {
   timeout: { category: "internal", retryable: true, status: 504 },
   aborted: { category: "protocol", retryable: false, status: 499 },
   invalid_host_frame: { category: "internal", retryable: false, status: 502 },
+  /** The host's `hello` names a protocol version other than this client's (§3). */
+  unsupported_protocol: { category: "protocol", retryable: false, status: 502 },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { filter, firstValueFrom, of, type Subscription, timeout } from "rxjs";
 import { SessionmuxError } from "../../protocol/index.js";
+import { unsupportedProtocol } from "../client/host-frame-reader.js";
 import {
   createNodeClient,
   createNodeSocketFactory,
@@ -65,8 +66,8 @@ const NOTHING_THERE: ReadonlySet<string | undefined> = new Set(["ECONNREFUSED", 
 
 /**
  * Connects and waits for the first `hello`, failing fast: nothing listening at the URL (the
- * connection refused), a refused token or a wrong path (terminal states) each end the command
- * with a message saying what to check. Other first failures (a cut, a slow host) are retried
+ * connection refused), a refused token, a wrong path or a host of another protocol version
+ * (terminal states) each end the command with a message saying what to check. Other first failures (a cut, a slow host) are retried
  * until `--timeout`; reconnects after a first success stay silent.
  */
 export async function connect(options: ConnectOptions): Promise<SessionmuxClient> {
@@ -94,6 +95,7 @@ export async function connect(options: ConnectOptions): Promise<SessionmuxClient
   );
   if (first?.name === "open") return client;
   await client.close();
+  if (first?.name === "incompatible") throw unsupportedProtocol(first.protocol);
   if (first === undefined) {
     throw new Error(`no answer from ${options.url} within ${options.timeout} ms; is the host healthy?`);
   }

@@ -103,7 +103,7 @@ export function downloadAttachment(
             options.onProgress?.(received, head.size);
           },
         },
-        { policy: DEFAULT_BACKOFF, hello$: client.hello$, generation: () => client.hello?.generation },
+        { policy: DEFAULT_BACKOFF, state$: client.state$, generation: () => client.hello?.generation },
       ),
     );
 

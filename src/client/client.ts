@@ -93,7 +93,7 @@ export class SessionmuxClient {
     });
   }
 
-  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `unauthorized`, `rejected`, `closed`). */
+  /** The connection state (`connecting`, `open`, `backoff` with `nextAttemptAt`, `unauthorized`, `rejected`, `incompatible`, `closed`). */
   get state$(): ObservableType<ConnectionState> {
     return this.#connection.state$;
   }

@@ -4,8 +4,9 @@ import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 /**
  * The client's connection as a closed set of named states (style.md take 7).
  * `attempt` counts consecutive failed connects; it resets when a `hello` arrives.
- * `unauthorized` (HTTP 401/403 at upgrade) and `rejected` (any other 4xx, e.g. 404 for a wrong
- * path) are terminal: no retry loop; `setToken` or `reconnectNow` leaves them.
+ * `unauthorized` (HTTP 401/403 at upgrade), `rejected` (any other 4xx, e.g. 404 for a wrong
+ * path) and `incompatible` (the host's `hello` names another protocol version) are terminal: no
+ * retry loop; `reconnectNow` leaves them, `setToken` leaves `unauthorized`.
  */
 export type ConnectionState =
   | { readonly name: "connecting"; readonly attempt: number; readonly socketId: number }
@@ -18,6 +19,8 @@ export type ConnectionState =
     }
   | { readonly name: "unauthorized"; readonly status: 401 | 403 }
   | { readonly name: "rejected"; readonly status: number }
+  /** `protocol`: the version the host's `hello` names. */
+  | { readonly name: "incompatible"; readonly protocol: number }
   | { readonly name: "closed" };
 
 export type ConnectionStateName = ConnectionState["name"];
@@ -29,6 +32,8 @@ export type ConnectionEvent =
   | { readonly type: "retry"; readonly socketId: number }
   /** The host answered the upgrade with an HTTP status instead of switching protocols. */
   | { readonly type: "refused"; readonly socketId: number; readonly status: number }
+  /** The host's `hello` names a protocol version other than the client's. */
+  | { readonly type: "incompatible"; readonly socketId: number; readonly protocol: number }
   /** Leave a terminal state (a new token, or the caller asked to try again). */
   | { readonly type: "reconnect"; readonly socketId: number }
   | { readonly type: "close" };
@@ -79,7 +84,12 @@ const restart = (_s: ConnectionState, e: { socketId: number }): ConnectionState 
 
 /** Whether a state ends the reconnect loop until the caller acts (`setToken`, `reconnectNow`). */
 export function isTerminal(state: ConnectionState): boolean {
-  return state.name === "unauthorized" || state.name === "rejected" || state.name === "closed";
+  return (
+    state.name === "unauthorized" ||
+    state.name === "rejected" ||
+    state.name === "incompatible" ||
+    state.name === "closed"
+  );
 }
 
 /**
@@ -91,6 +101,8 @@ const TABLE: Table = {
     hello: (s, e) => (e.socketId === s.socketId ? { name: "open", socketId: s.socketId, hello: e.hello } : s),
     lost: (s, e, ctx) => (e.socketId === s.socketId ? toBackoff(s.attempt, ctx) : s),
     refused: (s, e, ctx) => (e.socketId === s.socketId ? refusal(s.attempt, e.status, ctx) : s),
+    // retrying cannot help: the host will greet the next socket the same way
+    incompatible: (s, e) => (e.socketId === s.socketId ? { name: "incompatible", protocol: e.protocol } : s),
     close: () => closed,
   },
   open: {
@@ -104,6 +116,7 @@ const TABLE: Table = {
   },
   unauthorized: { reconnect: restart, close: () => closed },
   rejected: { reconnect: restart, close: () => closed },
+  incompatible: { reconnect: restart, close: () => closed },
   closed: {},
 };
 

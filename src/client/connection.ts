@@ -12,7 +12,7 @@ import {
   transition,
 } from "./connection-state.js";
 import { firstMatch } from "./first-match.js";
-import { readHostFrame } from "./host-frame-reader.js";
+import { readHostFrame, unsupportedProtocol } from "./host-frame-reader.js";
 import { DEFAULT_KEEPALIVE, KeepAlive, type KeepAliveOptions, keepAliveProbe } from "./keepalive.js";
 import { longTimeout } from "./long-timeout.js";
 import { browserNetworkSignals, type NetworkSignal, type NetworkSignals } from "./network-signals.js";
@@ -119,7 +119,8 @@ export class Connection {
 
   /**
    * Resolves with the open socket, waiting through reconnects; rejects with
-   * `ConnectionRefusedError` while the host refuses the connection and once the client is closed.
+   * `ConnectionRefusedError` while the host refuses the connection, with `unsupported_protocol`
+   * while it speaks another protocol version, and once the client is closed.
    */
   whenOpen(signal?: AbortSignal): Promise<SocketLink> {
     return new Promise<SocketLink>((resolve, reject) => {
@@ -167,10 +168,11 @@ export class Connection {
     if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
     if (s.name === "unauthorized" || s.name === "rejected")
       throw new ConnectionRefusedError(s.status, this.#options.url);
+    if (s.name === "incompatible") throw unsupportedProtocol(s.protocol);
     throw new RemoteStreamCarrierError("client_closed");
   }
 
-  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now. */
+  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`/`incompatible`, and connects now. */
   reconnectNow(): void {
     this.#leaveRefusal();
     this.#wake?.();
@@ -182,10 +184,10 @@ export class Connection {
     if (this.#state.name === "unauthorized") this.reconnectNow();
   }
 
-  /** Leaves `unauthorized`/`rejected` synchronously, so a call made right after waits for the new socket. */
+  /** Leaves a terminal state but `closed` synchronously, so a call made right after waits for the new socket. */
   #leaveRefusal(): void {
-    const name = this.#state.name;
-    if (name === "unauthorized" || name === "rejected") {
+    // `closed` has no way out: the event is ignored there
+    if (isTerminal(this.#state)) {
       this.#lastSocketId += 1;
       this.#dispatch({ type: "reconnect", socketId: this.#lastSocketId });
     }
@@ -237,7 +239,7 @@ export class Connection {
           }
           break;
         default:
-          // unauthorized or rejected: the caller leaves it (setToken, reconnectNow) or closes.
+          // unauthorized, rejected or incompatible: the caller leaves it (setToken, reconnectNow) or closes.
           await this.#sleep(Number.POSITIVE_INFINITY);
       }
     }
@@ -383,6 +385,12 @@ export class Connection {
       // Answer the call or stream the frame was for, so it does not wait for a socket death.
       if (reading.id !== undefined) live.registry.fail(reading.id, reading.error);
       this.#options.onError?.(reading.error);
+      // A host of another version, met in its first frame: stop here rather than retry for ever.
+      if (reading.protocol !== undefined && live.hello === undefined) {
+        live.stopHelloWait?.();
+        this.#dispatch({ type: "incompatible", socketId: live.socketId, protocol: reading.protocol });
+        void this.#closeSocket(live);
+      }
       return;
     }
     const frame = reading.frame;

@@ -75,7 +75,7 @@ export function controlMirror(
         // the last value a subscriber holds must not claim to be live once nothing keeps it so
         ended: stale,
       },
-      { policy, hello$: client.hello$, generation: () => client.hello?.generation },
+      { policy, state$: client.state$, generation: () => client.hello?.generation },
     );
   });
 }

@@ -59,7 +59,7 @@ export function followSession(
           subscriber.next({ kind: "interrupted", cursor });
         },
       },
-      { policy, hello$: client.hello$, generation: () => client.hello?.generation },
+      { policy, state$: client.state$, generation: () => client.hello?.generation },
     );
   });
 }

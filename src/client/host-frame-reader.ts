@@ -22,10 +22,18 @@ const CLIENT_DECODE_LIMITS = {
  */
 export const MAX_HOST_MESSAGE_BYTES = CLIENT_DECODE_LIMITS.maxBinBytes + 1024 * 1024;
 
-/** One message from the host: a valid frame, or an `invalid_host_frame` error and the id it names if readable. */
+/**
+ * One message from the host: a valid frame, or an `invalid_host_frame` error and the id it names
+ * if readable, or a `hello` of another protocol version (`unsupported_protocol`, its `protocol`).
+ */
 export type HostFrameReading =
   | { readonly ok: true; readonly frame: HostFrame }
-  | { readonly ok: false; readonly error: SessionmuxError; readonly id: number | undefined };
+  | {
+      readonly ok: false;
+      readonly error: SessionmuxError;
+      readonly id: number | undefined;
+      readonly protocol?: number;
+    };
 
 /** Decodes and validates one WebSocket message from the host (§2, §3). */
 export function readHostFrame(data: unknown): HostFrameReading {
@@ -37,10 +45,27 @@ export function readHostFrame(data: unknown): HostFrameReading {
     return invalid("an undecodable frame", undefined, cause);
   }
   if (isHostFrame(frame)) return { ok: true, frame };
-  const id = (frame as { id?: unknown } | null)?.id;
+  const { id, type, protocol } = (frame ?? {}) as { id?: unknown; type?: unknown; protocol?: unknown };
+  // a host of another version may change the rest of its hello too: the version alone decides
+  if (type === "hello" && Number.isInteger(protocol) && protocol !== 1) {
+    return {
+      ok: false,
+      error: unsupportedProtocol(protocol as number),
+      id: undefined,
+      protocol: protocol as number,
+    };
+  }
   const readable = Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : undefined;
-  const type = (frame as { type?: unknown } | null)?.type;
   return invalid(`an invalid ${typeof type === "string" ? `"${type}" ` : ""}frame`, readable);
+}
+
+/** The error of a host speaking protocol `protocol`, which this client (v1) cannot. */
+export function unsupportedProtocol(protocol: number): SessionmuxError {
+  return new SessionmuxError(
+    "unsupported_protocol",
+    `the host speaks protocol ${protocol}, this client protocol 1: use a client of the host's version`,
+    { data: { protocol } },
+  );
 }
 
 function invalid(what: string, id: number | undefined, cause?: unknown): HostFrameReading {

@@ -1,6 +1,6 @@
 import type { Observable, Subscriber, Subscription } from "rxjs";
-import type { HelloFrame } from "../../protocol/index.js";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
+import type { ConnectionState } from "./connection-state.js";
 import { firstMatch } from "./first-match.js";
 import { streamRecovery } from "./stream-recovery.js";
 
@@ -26,8 +26,8 @@ export interface SupervisorHooks<I> {
 /** Where the supervisor learns the host generation (§3 `hello`). */
 export interface SupervisorOptions {
   readonly policy: BackoffPolicy;
-  /** Every `hello`, replaying the current one; completes when the client closes. */
-  readonly hello$: Observable<HelloFrame>;
+  /** The connection state (an `open` one carries the `hello`), replaying the current one; completes when the client closes. */
+  readonly state$: Observable<ConnectionState>;
   /** The generation of the open socket, if one is open. */
   readonly generation: () => string | undefined;
 }
@@ -68,15 +68,18 @@ export function superviseStream<I, O>(
       retriedIn = undefined;
     },
   };
-  /** Starts again on the next `hello` whose generation is not `seen` (any, if undefined). */
   const complete = (): void => {
     hooks.ended?.();
     subscriber.complete();
   };
+  /**
+   * Starts again on the next `hello` whose generation is not `seen` (any, if undefined), or once
+   * the host turns out to speak another protocol version: the stream then fails with that.
+   */
   const untilHello = (seen: string | undefined): void => {
     stopWaiting = firstMatch(
-      options.hello$,
-      (hello) => hello.generation !== seen,
+      options.state$,
+      (s) => (s.name === "open" ? s.hello.generation !== seen : s.name === "incompatible"),
       () => start(),
       // The client closed before the host came back.
       complete,

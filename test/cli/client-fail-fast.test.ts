@@ -1,6 +1,10 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
+import { encodeFrame } from "../../protocol/codec.js";
+import { SUBPROTOCOL } from "../../protocol/index.js";
 import { freePort } from "../client/child-host.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 
@@ -50,6 +54,32 @@ describe("CLI client commands fail fast", () => {
       expect(result.code, args.join(" ")).not.toBe(0);
       expect(result.stderr).toContain("not_found");
       expect(result.stderr).toContain("HTTP 404");
+    }
+  }, 30_000);
+
+  it("when the host speaks another protocol version, for one-shot and streaming commands alike", async () => {
+    const wss = new WebSocketServer({
+      host: "127.0.0.1",
+      port: 0,
+      perMessageDeflate: false,
+      handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
+    });
+    await once(wss, "listening");
+    wss.on("connection", (socket) =>
+      socket.send(encodeFrame({ type: "hello", protocol: 2, hostId: "h", generation: "g", serverTime: 1 })),
+    );
+    try {
+      const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/api/remote.mux`;
+      for (const args of [["list"], ["follow", "any"], ["control"]]) {
+        const result = await run(args, url);
+        expect(result.code, args.join(" ")).not.toBe(0);
+        // the command's own error, not only the client's warning about the hello
+        expect(result.stderr).toMatch(/^error: unsupported_protocol: the host speaks protocol 2\b/m);
+        expect(result.stderr).not.toContain("cannot reach");
+      }
+    } finally {
+      for (const socket of wss.clients) socket.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
     }
   }, 30_000);
 });

@@ -27,6 +27,7 @@ const backoff = (attempt: number, delayMs: number): ConnectionState => ({
 const closed: ConnectionState = { name: "closed" };
 const unauthorized = (status: 401 | 403): ConnectionState => ({ name: "unauthorized", status });
 const rejected = (status: number): ConnectionState => ({ name: "rejected", status });
+const incompatible = (protocol: number): ConnectionState => ({ name: "incompatible", protocol });
 
 const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
   ["first hello opens", connecting(0, 1), { type: "hello", socketId: 1, hello }, open(1)],
@@ -171,6 +172,33 @@ const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
   ["close from rejected", rejected(404), { type: "close" }, closed],
   ["reconnect while open is ignored", open(2), { type: "reconnect", socketId: 3 }, open(2)],
   ["closed absorbs reconnect", closed, { type: "reconnect", socketId: 3 }, closed],
+  [
+    "a hello of another protocol version is incompatible, whatever the attempt",
+    connecting(4, 5),
+    { type: "incompatible", socketId: 5, protocol: 2 },
+    incompatible(2),
+  ],
+  [
+    "a superseded socket's other version is ignored",
+    connecting(0, 2),
+    { type: "incompatible", socketId: 1, protocol: 2 },
+    connecting(0, 2),
+  ],
+  ["incompatible waits: lost is ignored", incompatible(2), { type: "lost", socketId: 1 }, incompatible(2)],
+  ["incompatible waits: retry is ignored", incompatible(2), { type: "retry", socketId: 2 }, incompatible(2)],
+  [
+    "incompatible reconnects on request",
+    incompatible(2),
+    { type: "reconnect", socketId: 3 },
+    connecting(0, 3),
+  ],
+  ["close from incompatible", incompatible(0), { type: "close" }, closed],
+  [
+    "an open socket ignores another version",
+    open(2),
+    { type: "incompatible", socketId: 2, protocol: 2 },
+    open(2),
+  ],
 ];
 
 describe("connection state machine", () => {
@@ -182,8 +210,8 @@ describe("connection state machine", () => {
     expect(transition(from, event, ctx)).toEqual(to);
   });
 
-  it("waits for the caller only when refused or closed", () => {
-    const waiting = [unauthorized(401), unauthorized(403), rejected(404), closed];
+  it("waits for the caller only when refused, incompatible or closed", () => {
+    const waiting = [unauthorized(401), unauthorized(403), rejected(404), incompatible(2), closed];
     const moving = [connecting(0, 1), open(1), backoff(1, 125)];
     expect(waiting.map(isTerminal)).toEqual(waiting.map(() => true));
     expect(moving.map(isTerminal)).toEqual(moving.map(() => false));

@@ -2,6 +2,7 @@ import { ReplaySubject, Subject, Subscriber } from "rxjs";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { HelloFrame } from "../../protocol/index.js";
 import { SessionmuxError } from "../../protocol/index.js";
+import type { ConnectionState } from "../../src/client/connection-state.js";
 import { ConnectionRefusedError, RemoteStreamCarrierError } from "../../src/client/remote-errors.js";
 import { streamRecovery } from "../../src/client/stream-recovery.js";
 import { type SupervisorControl, superviseStream } from "../../src/client/stream-supervisor.js";
@@ -19,7 +20,12 @@ function hello(generation: string): HelloFrame {
 
 function harness(options: { generation?: string | undefined; withInterruptedHook?: boolean } = {}) {
   const opens: Subject<string>[] = [];
-  const hello$ = new ReplaySubject<HelloFrame>(1);
+  const state$ = new ReplaySubject<ConnectionState>(1);
+  /** A socket opening with this `hello`. */
+  const hello$ = {
+    next: (h: HelloFrame) => state$.next({ name: "open", socketId: 1, hello: h }),
+    complete: () => state$.complete(),
+  };
   let generation: string | undefined = "generation" in options ? options.generation : "g1";
   const seen = {
     items: [] as string[],
@@ -47,11 +53,12 @@ function harness(options: { generation?: string | undefined; withInterruptedHook
       },
       ...(options.withInterruptedHook === false ? {} : { interrupted: () => void seen.interrupted++ }),
     },
-    { policy, hello$, generation: () => generation },
+    { policy, state$, generation: () => generation },
   );
   return {
     opens,
     hello$,
+    state$,
     seen,
     teardown,
     control: () => {
@@ -203,6 +210,26 @@ describe("stream supervisor", () => {
     expect(fresh.opens).toHaveLength(1);
     fresh.hello$.next(hello("g1"));
     expect(fresh.opens).toHaveLength(2);
+  });
+
+  it("a stream waiting for a hello opens again when the host turns out to speak another version, and fails with it", () => {
+    const refused = harness();
+    refused.last().error(new ConnectionRefusedError(401, "ws://127.0.0.1/x"));
+    const spent = harness();
+    spent.last().error(retryable());
+    vi.advanceTimersByTime(500);
+    spent.last().error(retryable());
+    for (const h of [refused, spent]) {
+      const opened = h.opens.length;
+      h.state$.next({ name: "connecting", attempt: 0, socketId: 2 });
+      expect(h.opens).toHaveLength(opened);
+      h.state$.next({ name: "incompatible", protocol: 2 });
+      // the client answers that open with the version's error (its connection is incompatible)
+      expect(h.opens).toHaveLength(opened + 1);
+      const error = new SessionmuxError("unsupported_protocol", "protocol 2");
+      h.last().error(error);
+      expect(h.seen.error).toBe(error);
+    }
   });
 
   it("the client closing while the stream waits for a hello completes the stream", () => {

@@ -215,6 +215,10 @@ export class ConsoleApp {
       this.el.tokenInput.focus();
     }
     if (state.name === "rejected") this.toast(`The host refused the connection (HTTP ${state.status}).`);
+    // the console comes from its host: one of another version is a host upgraded since the page loaded
+    if (state.name === "incompatible") {
+      this.toast(`The host now speaks protocol ${state.protocol}, this page protocol 1: reload the page.`);
+    }
     this.schedule();
   }
 

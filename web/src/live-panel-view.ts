@@ -83,6 +83,8 @@ export function connectionLabel(state: ConnectionState, now: number, networkUp =
       return state.status === 401 ? "Token refused" : "Origin refused";
     case "rejected":
       return `Refused (HTTP ${state.status})`;
+    case "incompatible":
+      return `Host speaks protocol ${state.protocol}`;
     case "closed":
       return "Disconnected";
   }
