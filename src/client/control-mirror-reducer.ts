@@ -1,4 +1,5 @@
 import type { ControlItem, Interaction, Job, QueueItem, SessionRow } from "../../protocol/index.js";
+import { replacesRow } from "./row-watermark.js";
 
 type LiveAgentState = "attached" | "running" | "idle";
 
@@ -92,12 +93,9 @@ export function reduceControl(mirror: ControlMirror, item: ControlItem): Control
     case "interaction.resolved":
     case "interaction.withdrawn":
       return { ...mirror, interactions: without(mirror.interactions, item.interactionId), lastChange: item };
-    case "projection": {
-      const current = mirror.projections[item.sessionId];
-      // Merge by watermark: an older projection arriving late never overwrites a newer one. A row
-      // at seq 0 is a session just cleared (its new log is empty, its seq starts again): it
-      // replaces any, or the mirror would keep the old log's row until the next baseline.
-      if (current && current.seq > item.projection.seq && item.projection.seq !== 0) {
+    case "projection":
+      // merged by watermark, a cleared session's row replacing the old log's before the next baseline
+      if (!replacesRow(mirror.projections[item.sessionId], item.projection)) {
         return { ...mirror, lastChange: item };
       }
       return {
@@ -105,7 +103,6 @@ export function reduceControl(mirror: ControlMirror, item: ControlItem): Control
         projections: { ...mirror.projections, [item.sessionId]: item.projection },
         lastChange: item,
       };
-    }
     default:
       // An item kind from a newer host: nothing to apply.
       return mirror;

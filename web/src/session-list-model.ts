@@ -1,4 +1,5 @@
 import type { SessionRow } from "../../protocol/index.js";
+import { replacesRow } from "../../src/client/row-watermark.js";
 import type { ConsoleLink, ListChange } from "./console-link.js";
 import { RetryWait } from "./retry-wait.js";
 import type { SessionCache } from "./session-cache.js";
@@ -395,15 +396,14 @@ export class SessionListModel {
   }
 
   /**
-   * A live projection from the control stream; the row with the higher watermark wins, except a
-   * cleared session's row at seq 0, which replaces the old log's.
+   * A live projection from the control stream, held by the control mirror's rule (`replacesRow`):
+   * the row with the higher watermark wins, except a cleared session's row at seq 0.
    */
   project(row: SessionRow): void {
     const current = this.row(row.sessionId) ?? this.unplaced.get(row.sessionId);
-    if (this.removed.has(row.sessionId) || current === row) return;
-    // a row at seq 0 is the session just cleared: its new log starts again below the old one's seq
-    const cleared = row.seq === 0 && current !== undefined && current.seq > 0;
-    if (current && current.seq > row.seq && !cleared) return;
+    if (this.removed.has(row.sessionId) || current === row || !replacesRow(current, row)) return;
+    // a row below the one held that still replaces it is the session just cleared
+    const cleared = current !== undefined && current.seq > row.seq;
     if (current && JSON.stringify(current) === JSON.stringify(row)) return;
     if (cleared) {
       this.version += 1;
