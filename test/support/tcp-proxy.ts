@@ -24,9 +24,11 @@ export interface TcpProxy {
   /**
    * Stops forwarding on every current connection without closing it, as a dead network path does:
    * both TCP connections stay established and nothing more arrives. New connections still work.
-   * What the client sends is read and dropped, so its close is still seen (`open`).
+   * What the client sends is read and dropped, so its close is still seen (`open`). With `which`,
+   * only the connections whose client's first bytes it accepts (a PostgreSQL startup message names
+   * the connection's `application_name`): the others go on. Returns how many were silenced.
    */
-  silenceAll(): number;
+  silenceAll(which?: (opening: Buffer) => boolean): number;
   /** Cuts everything at random pauses in [minMs, maxMs]; resolves after `count` cuts or `stop()`. */
   startRandomCuts(options: RandomCuts): Promise<void>;
   /** Stops random cuts, destroys every connection and closes the listener. */
@@ -50,7 +52,7 @@ export async function startTcpProxy(
   } = {},
 ): Promise<TcpProxy> {
   const random = options.random ?? Math.random;
-  const pairs = new Set<{ client: Socket; upstream: Socket }>();
+  const pairs = new Set<{ client: Socket; upstream: Socket; opening: Buffer }>();
   let cuts = 0;
   let accepted = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -60,8 +62,15 @@ export async function startTcpProxy(
     accepted += 1;
     const port = typeof targetPort === "number" ? targetPort : targetPort();
     const upstream = createConnection({ host: "127.0.0.1", port });
-    const pair = { client, upstream };
+    const pair: { client: Socket; upstream: Socket; opening: Buffer } = {
+      client,
+      upstream,
+      opening: Buffer.alloc(0),
+    };
     pairs.add(pair);
+    client.once("data", (chunk: Buffer) => {
+      pair.opening = chunk;
+    });
     const drop = () => {
       pairs.delete(pair);
       client.destroy();
@@ -98,14 +107,17 @@ export async function startTcpProxy(
     return n;
   };
 
-  const silenceAll = (): number => {
-    for (const { client, upstream } of pairs) {
+  const silenceAll = (which: (opening: Buffer) => boolean = () => true): number => {
+    let silenced = 0;
+    for (const { client, upstream, opening } of pairs) {
+      if (!which(opening)) continue;
       client.unpipe(upstream);
       upstream.unpipe(client);
       client.on("data", () => undefined).resume();
       upstream.pause();
+      silenced += 1;
     }
-    return pairs.size;
+    return silenced;
   };
 
   const stopCuts = () => {

@@ -18,6 +18,8 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
   pollMs?: number;
   /** @default 3 */
   maxConnections?: number;
+  /** How often the LISTEN connection is asked `SELECT 1` (see `PostgresStoreOptions.listenCheckMs`). @default 5000 */
+  listenCheckMs?: number;
 }
 
 /** Calls claimed per read; a drain reads again until fewer come back. */
@@ -119,7 +121,11 @@ export class PgCallInbox implements CallInbox {
     }
     const inbox = new PgCallInbox(
       pool,
-      () => openClient(url, "sessionmux-calls", { schema }),
+      () =>
+        openClient(url, "sessionmux-calls", {
+          schema,
+          listenCheckMs: options.listenCheckMs,
+        }),
       schema,
       options,
     );

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { PoolStats } from "../store-metrics.js";
+import { checkListening, KEEPALIVE_IDLE_MS, LISTEN_CHECK_MS } from "./pg-listen-check.js";
 import { schemaIdentifier } from "./pg-schema.js";
 
 export interface PgPoolOptions {
@@ -65,14 +66,24 @@ export function poolStatsOf(pool: pg.Pool): PoolStats {
 
 /**
  * A single connection with the same settings, for LISTEN (it must stay out of the pool), named
- * `name` (`sessionmux-feed` or `sessionmux-calls`) in `pg_stat_activity`.
+ * `name` (`sessionmux-feed` or `sessionmux-calls`) in `pg_stat_activity`, asked `SELECT 1` every
+ * `listenCheckMs` (see `checkListening`): one that goes silent ends with an error as a closed
+ * one does, and TCP keepalive probes it when idle.
  */
-export function openClient(url: string, name: string, options: PgPoolOptions = {}): pg.Client {
+export function openClient(
+  url: string,
+  name: string,
+  options: PgPoolOptions & { listenCheckMs?: number } = {},
+): pg.Client {
   const schema = schemaIdentifier(options.schema ?? "public");
-  return new pg.Client({
+  const client = new pg.Client({
     connectionString: url,
     types,
     options: sessionSettings(schema),
     application_name: name,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
   });
+  checkListening(client, options.listenCheckMs ?? LISTEN_CHECK_MS);
+  return client;
 }

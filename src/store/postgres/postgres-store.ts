@@ -79,6 +79,12 @@ export interface PostgresStoreOptions {
   metrics?: StoreMetrics;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
+  /**
+   * How often the LISTEN connection is asked `SELECT 1`, and how long its answer may take: one
+   * that goes silent (a half-open network path) is dropped and reconnected as after any outage,
+   * within twice this. @default 5000
+   */
+  listenCheckMs?: number;
 }
 
 /** Takes the presence lock on the group-commit connection (again: a connection holds it until it ends). */
@@ -162,7 +168,11 @@ export class PostgresSessionStore implements HostStore {
       const hostId = options.hostId ?? randomBytes(6).toString("hex");
       const channel = `sessionmux_${schema}`;
       const feed = new PgCommitFeed(
-        () => openClient(url, "sessionmux-feed", poolOptions),
+        () =>
+          openClient(url, "sessionmux-feed", {
+            ...poolOptions,
+            listenCheckMs: options.listenCheckMs,
+          }),
         () => holdPresenceOn(writerPool, channel),
         reads,
         hostId,

@@ -1,0 +1,57 @@
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { CommitNotice } from "../../../src/store/session-store.js";
+import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+import { userMessage } from "../open-store.js";
+
+/**
+ * A LISTEN connection whose network path goes silent (packets dropped, the server's machine gone
+ * without a reset, a NAT that forgot the idle flow) is not closed: TCP notices after hours, and
+ * until then the host hears no other host's commit while it believes it listens. The store asks
+ * it `SELECT 1` every `listenCheckMs`; one left unanswered drops the connection, and the host
+ * listens again and reads what it missed, as after any outage.
+ */
+
+const cleanups = cleanupsAfterEach();
+
+/** The LISTEN connection of the commit feed, by the `application_name` its startup message names. */
+const commitFeed = (opening: Buffer) => opening.includes("sessionmux-feed");
+
+describe.skipIf(!pgUrl)("PostgreSQL commit feed whose LISTEN connection goes silent", () => {
+  it("drops the silent connection and still delivers another host's commit to its subscriber", async () => {
+    const url = new URL(pgUrl!);
+    const proxy = await startTcpProxy(Number(url.port || 5432));
+    cleanups.push(() => proxy.stop());
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    const schema = `smx_silent_${randomBytes(4).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    // the host whose path to the database goes silent, checking its LISTEN connection often
+    const far = await PostgresSessionStore.open(url.toString(), {
+      schema,
+      maxConnections: 2,
+      listenCheckMs: 500,
+    });
+    cleanups.push(() => far.close());
+    const near = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+    cleanups.push(() => near.close());
+
+    await near.create({ sessionId: "s1", owner: "alice", model: "m" });
+    const seqs: number[] = [];
+    far.subscribe("s1", (notice: CommitNotice) => {
+      if (notice.kind === "append") for (const event of notice.events) seqs.push(event.seq);
+    });
+    await near.append("s1", [userMessage("before")]);
+    await expect.poll(() => seqs, { timeout: 20_000 }).toEqual([2]);
+
+    // only the LISTEN connection: its pool and group-commit connection go on (a check that came
+    // late on a busy machine may have just replaced it, its predecessor not yet closed)
+    expect(proxy.silenceAll(commitFeed)).toBeGreaterThanOrEqual(1);
+    await near.append("s1", [userMessage("while silent")]);
+
+    await expect.poll(() => seqs, { timeout: 20_000 }).toEqual([2, 3]);
+  }, 30_000);
+});
