@@ -58,7 +58,9 @@ export interface CallRouterOptions {
  * call inbox to the holder, which runs it through its own policy and handlers as the same
  * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` or
  * `not_owner` makes the router resolve the owner again (an expired lease is then taken here), and
- * so does the owner's lease ending while the call waits unclaimed (see `#forward`).
+ * so does the owner's lease ending while the call waits unclaimed (see `#forward`). A call the
+ * owner claimed and did not answer before its lease ended is answered `overloaded` at once, its
+ * outcome unknown (`data.outcome`): it may have run there, so it is not sent again unasked.
  */
 export class CallRouter {
   readonly #options: CallRouterOptions;
@@ -101,6 +103,14 @@ export class CallRouter {
       if (outcome.status === "ok") {
         if (ActivationTable[method] === "resume") this.#options.forwardedResume?.(principal);
         return outcome.result;
+      }
+      if (outcome.status === "unknown") {
+        // not sent again: it may have run there, and would run twice; the caller, who knows what it sent, decides
+        throw new SessionmuxError(
+          "overloaded",
+          "the host running this session's agent took this call and then lost the session before it answered: whether the call took effect is unknown; check the session, then retry (a prompt sent again with its clientMessageId runs at most once)",
+          { data: { method, outcome: "unknown" } },
+        );
       }
       if (outcome.status === "error") {
         throw new SessionmuxError(
@@ -184,7 +194,8 @@ export class CallRouter {
    * Sends the call to the holder's host, watching its lease meanwhile: a host that died claims
    * nothing and answers nothing, but its lease says so once it ends (not renewed past its expiry,
    * released, or taken by another host). The call is then taken back if still unclaimed
-   * (`withdrawn`), and the owner resolved again, rather than waiting out the forward timeout.
+   * (`withdrawn`), and the owner resolved again, rather than waiting out the forward timeout; if
+   * claimed, and its reply does not follow at once, it is given up (`unknown`).
    */
   async #forward(holder: LeaseHolder, call: ForwardedCall, noticesBefore: number): Promise<ForwardOutcome> {
     const ended = new AbortController();

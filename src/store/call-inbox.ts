@@ -9,8 +9,10 @@ export interface CallInbox {
    * Records `call` for `targetHost` and resolves with its outcome once the target replied, or
    * `{status:"timeout"}` after `timeoutMs` (the caller then checks the lease again: an expired
    * owner's calls are taken over by the resume rule). A call is answered at most once. Once
-   * `withdraw` aborts, a call the target has not claimed yet is taken back unrun
-   * (`{status:"withdrawn"}`); one it claimed is still waited for, as it may be running.
+   * `withdraw` aborts (the target no longer holds the session), a call the target has not claimed
+   * yet is taken back unrun (`{status:"withdrawn"}`); one it claimed may have run, or be running:
+   * its reply is waited for a moment more (a target that let the session go as it answered), and
+   * then the call is given up, `{status:"unknown"}`, so no reply it writes later is taken.
    */
   send(
     targetHost: string,
@@ -38,4 +40,9 @@ export type ForwardReply =
   /** The target no longer holds the session's lease: the sender resolves the owner again. */
   | { status: "not_owner" };
 
-export type ForwardOutcome = ForwardReply | { status: "timeout" } | { status: "withdrawn" };
+export type ForwardOutcome =
+  | ForwardReply
+  | { status: "timeout" }
+  | { status: "withdrawn" }
+  /** The target claimed the call and lost the session before replying: it may or may not have run. */
+  | { status: "unknown" };

@@ -351,6 +351,49 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
   }, 30_000);
 
+  it("a prompt forwarded to an owner that took it and then died is answered at once, its outcome unknown, not after the forward wait", async () => {
+    const metrics = new HostMetrics();
+    cluster = await openCluster(2, {
+      leaseTtlMs: TTL_MS,
+      // a wait no test outlives: the call settles by the owner's lease or not at all
+      forwardTimeoutMs: 10 * 60_000,
+      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+    });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
+    expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
+    // A claims the next prompt and stalls before its turn opens; then it dies, renewing nothing
+    const taken = gate();
+    const stalled = gate();
+    beforeAppend(
+      a.store,
+      (events) => events[0]?.type === "turn/start",
+      async () => {
+        taken.open();
+        await stalled.promise;
+      },
+    );
+    const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("lost") });
+    await taken.promise;
+    a.host.leases?.stopRenewals();
+    try {
+      // once A's lease ran out with no reply, B tells its caller at once that it cannot know
+      await expect(sent).rejects.toMatchObject({
+        code: "overloaded",
+        retryable: true,
+        message: expect.stringContaining("whether the call took effect is unknown"),
+        data: { method: "session.prompt", outcome: "unknown" },
+      });
+    } finally {
+      stalled.open();
+    }
+    const forwarded = (await metrics.registry.metrics())
+      .split("\n")
+      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="unknown"} 1']);
+  }, 30_000);
+
   it("a call forwarded to an owner that stops before claiming it is routed again as the owner releases the lease, not at its expiry", async () => {
     const metrics = new HostMetrics();
     cluster = await openCluster(2, {

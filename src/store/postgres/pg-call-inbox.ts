@@ -18,12 +18,19 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
   pollMs?: number;
   /** @default 3 */
   maxConnections?: number;
+  /**
+   * How long a call its target claimed is still waited for once the sender withdraws it (the
+   * target lost the session): a reply written meanwhile is the answer, else `unknown`. @default 500
+   */
+  claimedReplyGraceMs?: number;
   /** How often the LISTEN connection is asked `SELECT 1` (see `PostgresStoreOptions.listenCheckMs`). @default 5000 */
   listenCheckMs?: number;
 }
 
 /** Calls claimed per read; a drain reads again until fewer come back. */
 const CLAIM_BATCH = 64;
+/** See `PgCallInboxOptions.claimedReplyGraceMs`: a reply is one UPDATE after its call ran. */
+const CLAIMED_REPLY_GRACE_MS = 500;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -60,6 +67,7 @@ export class PgCallInbox implements CallInbox {
   readonly #maxReplyBytes: number;
   readonly #maxServing: number;
   readonly #maxServingBytes: number;
+  readonly #claimedReplyGraceMs: number;
   /** Calls claimed and not yet settled (answered, released or dropped as expired). */
   #serving = 0;
   /** Bytes those calls hold (bodies, and replies not yet written); a claim under way reserves its room here. */
@@ -99,6 +107,7 @@ export class PgCallInbox implements CallInbox {
     this.#maxReplyBytes = options.maxReplyBytes ?? CALL_INBOX_LIMITS.maxReplyBytes;
     this.#maxServing = options.maxServing ?? CALL_INBOX_LIMITS.maxServing;
     this.#maxServingBytes = options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes;
+    this.#claimedReplyGraceMs = options.claimedReplyGraceMs ?? CLAIMED_REPLY_GRACE_MS;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
@@ -206,8 +215,11 @@ export class PgCallInbox implements CallInbox {
         [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
       );
       const deadline = Date.now() + timeoutMs;
+      // set once the call was withdrawn after its target claimed it: when it is given up
+      let claimedUntil: number | undefined;
+      const givenUp = (): ForwardOutcome => ({ status: claimedUntil === undefined ? "timeout" : "unknown" });
       for (;;) {
-        const left = deadline - Date.now();
+        const left = Math.min(deadline, claimedUntil ?? deadline) - Date.now();
         const timedOut = left <= 0 || (await wakeOrTimeout(woken, left)) === "timeout";
         if (this.#closed) return { status: "timeout" };
         woken = new Promise<void>((resolve) => {
@@ -220,7 +232,7 @@ export class PgCallInbox implements CallInbox {
             "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING call_id",
             [call.callId],
           );
-          if (gaveUp.rows.length > 0) return { status: "timeout" };
+          if (gaveUp.rows.length > 0) return givenUp();
         } else if (withdrawing) {
           withdrawing = false;
           // only while its target has not claimed it: a claimed call may be running there
@@ -229,10 +241,14 @@ export class PgCallInbox implements CallInbox {
             [call.callId],
           );
           if (taken.rows.length > 0) return { status: "withdrawn" };
+          // claimed by a target that no longer holds the session: dead, paused past its lease, or
+          // letting the session go as it answers; a reply not written within the grace is not
+          // waited for to the end of the forward wait, which would tell the caller no more
+          claimedUntil = Date.now() + this.#claimedReplyGraceMs;
         }
         const reply = await this.#takeReply(call.callId);
         if (reply) return reply;
-        if (timedOut) return { status: "timeout" };
+        if (timedOut) return givenUp();
       }
     } finally {
       withdraw?.removeEventListener("abort", onWithdraw);

@@ -106,9 +106,10 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(await sent).toEqual({ status: "ok", result: "finished" });
   });
 
-  it("a call withdrawn before its target claimed it is taken back unrun; one withdrawn once claimed is still answered", async () => {
+  it("a call withdrawn before its target claimed it is taken back unrun; one withdrawn once claimed is still answered when its reply comes within the grace", async () => {
     inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
+    // a grace no test outlives: the claimed call's reply decides
+    const a = await inbox.open({ pollMs: NO_POLL, claimedReplyGraceMs: LONG });
     const b = await inbox.open({ pollMs: NO_POLL });
     const unclaimed = new AbortController();
     const sent = a.send("host-b", call("s1", { n: 1 }), LONG, unclaimed.signal);
@@ -129,6 +130,27 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(await running).toEqual({ status: "ok", result: "ran" });
     // the call taken back never ran
     expect(ran).toEqual([{ n: 2 }]);
+  });
+
+  it("a call withdrawn once claimed whose reply does not come within the grace is given up, unknown, at once: a later reply is not kept", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, claimedReplyGraceMs: 200 });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const { started, release, ran, handler } = heldHandler("ran late");
+    b.serve("host-b", handler);
+    const claimed = new AbortController();
+    // a forward wait no test outlives: the outcome comes from the withdrawal
+    const running = a.send("host-b", call("s1", { n: 1 }), LONG, claimed.signal);
+    await started.promise;
+    claimed.abort();
+    expect(await running).toEqual({ status: "unknown" });
+    // the row went with the answer, so the reply the target writes later finds none
+    expect(await inbox.rowCount()).toBe(0);
+    release.open();
+    // b's close waits for the call to settle, its reply's write included
+    await b.close();
+    expect(await inbox.rowCount()).toBe(0);
+    expect(ran).toEqual([{ n: 1 }]);
   });
 
   it("a call claimed behind a running one of its session is answered not_owner once serving stopped", async () => {
