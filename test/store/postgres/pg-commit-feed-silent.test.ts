@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
@@ -54,4 +56,46 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed whose LISTEN connection goes sil
 
     await expect.poll(() => seqs, { timeout: 20_000 }).toEqual([2, 3]);
   }, 30_000);
+});
+
+/**
+ * The kernel's timer on the IPv4 TCP connection from local port `port` to `remotePort`, as
+ * `/proc/net/tcp` shows it: `02` is the keepalive timer, `00` none (an idle socket without it).
+ */
+function tcpTimer(port: number, remotePort: number): string | undefined {
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, "0");
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const [, local, remote, , , timer] = line.trim().split(/\s+/);
+    if (local?.endsWith(`:${hex(port)}`) && remote?.endsWith(`:${hex(remotePort)}`))
+      return timer?.split(":")[0];
+  }
+  return undefined;
+}
+
+describe.skipIf(!pgUrl || !existsSync("/proc/net/tcp"))("PostgreSQL commit feed's LISTEN socket", () => {
+  it("has TCP keepalive on: the kernel probes it while it is idle", async () => {
+    const url = new URL(pgUrl!);
+    const schema = `smx_keepalive_${randomBytes(4).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    // no check comes within the test: the socket stays idle
+    const store = await PostgresSessionStore.open(pgUrl!, {
+      schema,
+      maxConnections: 2,
+      listenCheckMs: 600_000,
+    });
+    cleanups.push(() => store.close());
+    const db = new pg.Client({ connectionString: pgUrl! });
+    await db.connect();
+    cleanups.push(() => db.end());
+    // this store's LISTEN connection: its last statement names its schema's channel
+    const { rows } = await db.query<{ port: number }>(
+      `SELECT client_port AS port FROM pg_stat_activity
+        WHERE application_name = 'sessionmux-feed' AND position($1 in query) > 0`,
+      [`sessionmux_${schema}`],
+    );
+    expect(rows).toHaveLength(1);
+    await expect
+      .poll(() => tcpTimer(rows[0]!.port, Number(url.port || 5432)), { timeout: 10_000 })
+      .toBe("02");
+  });
 });
