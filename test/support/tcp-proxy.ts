@@ -19,6 +19,10 @@ export interface TcpProxy {
   readonly accepted: number;
   /** Forwarded connections neither side has closed yet (a silenced one counts until its client closes it). */
   readonly open: number;
+  /** Silenced connections (`silenceAll`) neither side has closed yet. */
+  readonly silenced: number;
+  /** Open connections still forwarding whose client's first bytes `which` accepts (see `silenceAll`). */
+  forwarding(which: (opening: Buffer) => boolean): number;
   /** Destroys every forwarded connection now (both sides); new connections are still accepted. */
   cutAll(): number;
   /**
@@ -52,7 +56,7 @@ export async function startTcpProxy(
   } = {},
 ): Promise<TcpProxy> {
   const random = options.random ?? Math.random;
-  const pairs = new Set<{ client: Socket; upstream: Socket; opening: Buffer }>();
+  const pairs = new Set<{ client: Socket; upstream: Socket; opening: Buffer; silenced: boolean }>();
   let cuts = 0;
   let accepted = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -62,10 +66,11 @@ export async function startTcpProxy(
     accepted += 1;
     const port = typeof targetPort === "number" ? targetPort : targetPort();
     const upstream = createConnection({ host: "127.0.0.1", port });
-    const pair: { client: Socket; upstream: Socket; opening: Buffer } = {
+    const pair: { client: Socket; upstream: Socket; opening: Buffer; silenced: boolean } = {
       client,
       upstream,
       opening: Buffer.alloc(0),
+      silenced: false,
     };
     pairs.add(pair);
     client.once("data", (chunk: Buffer) => {
@@ -109,8 +114,10 @@ export async function startTcpProxy(
 
   const silenceAll = (which: (opening: Buffer) => boolean = () => true): number => {
     let silenced = 0;
-    for (const { client, upstream, opening } of pairs) {
+    for (const pair of pairs) {
+      const { client, upstream, opening } = pair;
       if (!which(opening)) continue;
+      pair.silenced = true;
       client.unpipe(upstream);
       upstream.unpipe(client);
       client.on("data", () => undefined).resume();
@@ -137,6 +144,12 @@ export async function startTcpProxy(
     },
     get open() {
       return pairs.size;
+    },
+    get silenced() {
+      return [...pairs].filter((pair) => pair.silenced).length;
+    },
+    forwarding(which) {
+      return [...pairs].filter((pair) => !pair.silenced && which(pair.opening)).length;
     },
     cutAll,
     silenceAll,

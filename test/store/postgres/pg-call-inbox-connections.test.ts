@@ -1,8 +1,9 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PgCallInbox } from "../../../src/store/postgres/pg-call-inbox.js";
-import { pgUrl } from "../contract/backends.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
 import { call, NO_POLL } from "./call-inbox-rows.js";
 import { aroundListenConnects, gateListenConnects, listenClientsMade } from "./listen-connects.js";
 import { refusableRole } from "./refusable-role.js";
@@ -322,6 +323,36 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: connections", () => {
       await again.close();
     } finally {
       await close();
+    }
+  });
+
+  /** The inbox's LISTEN connection, by the `application_name` its startup message names. */
+  const inboxListen = (opening: Buffer) => opening.includes("sessionmux-calls");
+
+  it("a LISTEN connection whose network path goes silent is dropped by its check, and made again at the next poll", async () => {
+    const url = new URL(pgUrl!);
+    const proxy = await startTcpProxy(Number(url.port || 5432));
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    const schema = `inbox_silent_${randomBytes(4).toString("hex")}`;
+    const opened: PgCallInbox[] = [];
+    try {
+      const a = await PgCallInbox.open(pgUrl!, { schema, pollMs: NO_POLL });
+      opened.push(a);
+      const b = await PgCallInbox.open(url.toString(), { schema, pollMs: 100, listenCheckMs: 300 });
+      opened.push(b);
+      b.serve("host-b", async () => ({ status: "ok", result: "served" }));
+      await expect.poll(() => proxy.forwarding(inboxListen), { timeout: 20_000 }).toBe(1);
+      expect(proxy.silenceAll(inboxListen)).toBeGreaterThanOrEqual(1);
+      // the silent connection's socket is destroyed (the proxy sees it close), not kept for hours
+      await expect.poll(() => proxy.silenced, { timeout: 20_000 }).toBe(0);
+      // and a new one made in its place
+      await expect.poll(() => proxy.forwarding(inboxListen), { timeout: 20_000 }).toBe(1);
+      expect(await a.send("host-b", call("s1"), 600_000)).toEqual({ status: "ok", result: "served" });
+    } finally {
+      for (const inbox of opened) await inbox.close();
+      await proxy.stop();
+      await dropSchema(pgUrl!, schema);
     }
   });
 });
