@@ -33,6 +33,12 @@ export interface TcpProxy {
    * the connection's `application_name`): the others go on. Returns how many were silenced.
    */
   silenceAll(which?: (opening: Buffer) => boolean): number;
+  /**
+   * From now on, until called with nothing, a new connection whose client's first bytes `which`
+   * accepts is silenced as they arrive, before they are forwarded: its handshake hangs, as over a
+   * path that is still dead. Counted in `silenced` while open.
+   */
+  silenceNew(which?: (opening: Buffer) => boolean): void;
   /** Cuts everything at random pauses in [minMs, maxMs]; resolves after `count` cuts or `stop()`. */
   startRandomCuts(options: RandomCuts): Promise<void>;
   /** Stops random cuts, destroys every connection and closes the listener. */
@@ -61,6 +67,7 @@ export async function startTcpProxy(
   let accepted = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let finishCuts: (() => void) | undefined;
+  let silenceNew: ((opening: Buffer) => boolean) | undefined;
 
   const server = createServer((client) => {
     accepted += 1;
@@ -73,9 +80,6 @@ export async function startTcpProxy(
       silenced: false,
     };
     pairs.add(pair);
-    client.once("data", (chunk: Buffer) => {
-      pair.opening = chunk;
-    });
     const drop = () => {
       pairs.delete(pair);
       client.destroy();
@@ -88,7 +92,20 @@ export async function startTcpProxy(
       client.on("data", (chunk: Buffer) => tap.fromClient(chunk));
       upstream.on("data", (chunk: Buffer) => tap.fromHost(chunk));
     }
-    client.pipe(upstream);
+    // the client's first bytes say what the connection is (see `silenceAll`, `silenceNew`)
+    client.once("data", (opening: Buffer) => {
+      pair.opening = opening;
+      // silenced before it said anything: its bytes are dropped already
+      if (pair.silenced) return;
+      if (silenceNew?.(opening)) {
+        pair.silenced = true;
+        client.on("data", () => undefined);
+        upstream.pause();
+        return;
+      }
+      upstream.write(opening);
+      client.pipe(upstream);
+    });
     if (options.hostBytesPerSecond === undefined) upstream.pipe(client);
     else {
       const link = slowLink(options.hostBytesPerSecond);
@@ -147,6 +164,9 @@ export async function startTcpProxy(
     },
     get silenced() {
       return [...pairs].filter((pair) => pair.silenced).length;
+    },
+    silenceNew(which) {
+      silenceNew = which;
     },
     forwarding(which) {
       return [...pairs].filter((pair) => !pair.silenced && which(pair.opening)).length;

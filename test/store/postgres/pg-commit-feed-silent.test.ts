@@ -22,6 +22,19 @@ const cleanups = cleanupsAfterEach();
 /** The LISTEN connection of the commit feed, by the `application_name` its startup message names. */
 const commitFeed = (opening: Buffer) => opening.includes("sessionmux-feed");
 
+/**
+ * The newest seq of `sessionId` a subscriber on `store` was given (0: none), whether the notice
+ * was an append or a create: a create heard late is read with the appends made since.
+ */
+function headHeard(store: PostgresSessionStore, sessionId: string): () => number {
+  let head = 0;
+  store.subscribe(sessionId, (notice: CommitNotice) => {
+    if (notice.kind === "append" || notice.kind === "create")
+      for (const event of notice.events) head = Math.max(head, event.seq);
+  });
+  return () => head;
+}
+
 describe.skipIf(!pgUrl)("PostgreSQL commit feed whose LISTEN connection goes silent", () => {
   it("drops the silent connection and still delivers another host's commit to its subscriber", async () => {
     const url = new URL(pgUrl!);
@@ -42,20 +55,56 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed whose LISTEN connection goes sil
     cleanups.push(() => near.close());
 
     await near.create({ sessionId: "s1", owner: "alice", model: "m" });
-    const seqs: number[] = [];
-    far.subscribe("s1", (notice: CommitNotice) => {
-      if (notice.kind === "append") for (const event of notice.events) seqs.push(event.seq);
-    });
+    const heard = headHeard(far, "s1");
     await near.append("s1", [userMessage("before")]);
-    await expect.poll(() => seqs, { timeout: 20_000 }).toEqual([2]);
+    await expect.poll(heard, { timeout: 20_000 }).toBe(2);
 
     // only the LISTEN connection: its pool and group-commit connection go on (a check that came
     // late on a busy machine may have just replaced it, its predecessor not yet closed)
     expect(proxy.silenceAll(commitFeed)).toBeGreaterThanOrEqual(1);
     await near.append("s1", [userMessage("while silent")]);
 
-    await expect.poll(() => seqs, { timeout: 20_000 }).toEqual([2, 3]);
+    await expect.poll(heard, { timeout: 20_000 }).toBe(3);
   }, 30_000);
+});
+
+describe.skipIf(!pgUrl)("PostgreSQL commit feed reconnecting over a path that stays silent", () => {
+  it("drops each LISTEN connection whose handshake the silent path swallows, and the first one through delivers what was missed", async () => {
+    const url = new URL(pgUrl!);
+    const proxy = await startTcpProxy(Number(url.port || 5432));
+    cleanups.push(() => proxy.stop());
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    const schema = `smx_silent_${randomBytes(4).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    const far = await PostgresSessionStore.open(url.toString(), {
+      schema,
+      maxConnections: 2,
+      listenCheckMs: 300,
+    });
+    cleanups.push(() => far.close());
+    const near = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+    cleanups.push(() => near.close());
+    await near.create({ sessionId: "s1", owner: "alice", model: "m" });
+    const heard = headHeard(far, "s1");
+    await near.append("s1", [userMessage("before")]);
+    await expect.poll(heard, { timeout: 20_000 }).toBe(2);
+
+    // the LISTEN connection goes silent, and so does each one made after it: their handshake hangs
+    let swallowed = 0;
+    proxy.silenceNew((opening) => {
+      if (!commitFeed(opening)) return false;
+      swallowed += 1;
+      return true;
+    });
+    expect(proxy.silenceAll(commitFeed)).toBeGreaterThanOrEqual(1);
+    await near.append("s1", [userMessage("while silent")]);
+    // each attempt is dropped by its check and the next one made: two were swallowed
+    await expect.poll(() => swallowed, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    proxy.silenceNew();
+
+    await expect.poll(heard, { timeout: 20_000 }).toBe(3);
+  }, 60_000);
 });
 
 /**
