@@ -269,6 +269,26 @@ describe("calls routed to the host that runs the session's agent", () => {
     expect(r.forwarded).toEqual(["not_owner", "timeout", "timeout", "timeout"]);
   });
 
+  it("an owner that took the call and lost the session before answering: overloaded at once, its outcome unknown, sent nowhere else", async () => {
+    const r = await routerOn();
+    await r.create("s1");
+    const elsewhere = await r.heldElsewhere("s1");
+    // the owner let the session go meanwhile: sent again, the call would now run here
+    r.inbox.meanwhile = () => r.store.releaseLease(elsewhere);
+    r.inbox.answers = [{ status: "unknown" }];
+    const err = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SessionmuxError);
+    expect(err).toMatchObject({
+      code: "overloaded",
+      retryable: true,
+      message: expect.stringContaining("whether the call took effect is unknown"),
+      data: { method: "session.cancel", outcome: "unknown" },
+    });
+    expect(r.inbox.sent).toHaveLength(1);
+    expect(r.ran).toEqual([]);
+    expect(r.forwarded).toEqual(["unknown"]);
+  });
+
   it("an owner that let the session go while the call waited: the next resolution runs it here", async () => {
     const r = await routerOn();
     await r.create("s1");
