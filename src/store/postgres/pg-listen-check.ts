@@ -7,7 +7,7 @@ import type pg from "pg";
 export const LISTEN_CHECK_MS = 5_000;
 
 /**
- * TCP keepalive of the store's connections: the first probe after this long idle. The kernel's
+ * TCP keepalive of the LISTEN connections: the first probe after this long idle. The kernel's
  * probe count and interval then decide (Linux: 9 × 75 s), so this is a backstop for a connection
  * no query is waiting on; `checkListening` is what bounds a silent LISTEN connection.
  */
@@ -20,8 +20,9 @@ export const KEEPALIVE_IDLE_MS = 30_000;
  * alive for as long as TCP takes to give up, hours, while no NOTIFY reaches it. An answer that
  * does not come within `everyMs` destroys the socket: the client then ends with an error, as a
  * connection the server closed does, and its owner's reconnect (and re-read of what was missed)
- * runs as after any outage. Started as soon as the client is made, so a LISTEN or first query
- * that hangs on a dead path is ended the same way.
+ * runs as after any outage. Started as soon as the client is made (a query waits for the
+ * connect), so a connect or LISTEN that hangs on a path still dead is ended the same way, once it
+ * has taken twice `everyMs`.
  */
 export function checkListening(client: pg.Client, everyMs: number): void {
   let timer: NodeJS.Timeout | undefined;
