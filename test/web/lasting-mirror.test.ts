@@ -73,6 +73,21 @@ describe("the console's lasting control mirror", () => {
     sub.unsubscribe();
   });
 
+  it("ends, untold and never opened again, when a mirror fails once the client cannot connect again", async () => {
+    let closed = false;
+    const { opened, errors, sub, completed } = scripted(() => closed);
+    opened[0]!.error(new Error("passing"));
+    await opensAfter(opened, RETRY_FIRST_MS);
+    // a host of another protocol version: every stream fails until a reload
+    closed = true;
+    opened[1]!.error(new Error("unsupported_protocol"));
+    expect(completed()).toBe(true);
+    await vi.advanceTimersByTimeAsync(RETRY_CAP_MS * 2);
+    expect(opened).toHaveLength(2);
+    expect(errors.map(String)).toEqual(["Error: passing"]);
+    sub.unsubscribe();
+  });
+
   it("an unsubscribe during a wait cancels the next open and leaves the open mirror", async () => {
     const { opened, sub } = scripted();
     opened[0]!.error(new Error("failed"));

@@ -77,7 +77,8 @@ export class ConsoleLink {
     const sub = this.perClient((client) =>
       lastingMirror(
         () => controlMirror(client),
-        () => client.state.name === "closed",
+        // a host of another protocol version fails every stream until a reload: nothing to retry
+        () => client.state.name === "closed" || client.state.name === "incompatible",
         onError,
       ),
     ).subscribe(listener);
@@ -205,8 +206,8 @@ export class ConsoleLink {
 
 /**
  * The mirror `open` gives, opened again whenever it ends with an error (see `ConsoleLink.onMirror`)
- * or the host ends it while the client is not `closed`; the wait starts over once a mirror is live
- * again.
+ * or the host ends it while the client is not `closed` (it then ends, and an error is not told);
+ * the wait starts over once a mirror is live again.
  */
 export function lastingMirror(
   open: () => Observable<ControlMirror>,
@@ -227,6 +228,7 @@ export function lastingMirror(
           subscriber.next(mirror);
         },
         error: (error: unknown) => {
+          if (closed()) return subscriber.complete();
           onError(error);
           again();
         },
