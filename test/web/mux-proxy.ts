@@ -18,6 +18,10 @@ export interface MuxProxy {
   readonly url: string;
   /** Upgrades of the mux path the proxy took: one per socket the page opened. */
   readonly upgrades: number;
+  /** Frames from the host that `pick` chooses wait at the proxy, in order, until `release`. */
+  hold(pick: (frame: HostFrameSeen) => boolean): void;
+  /** Sends the held frames on, in the order the host sent them, and holds nothing more. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -26,11 +30,13 @@ export interface MuxProxy {
  * are passed on as they are, and each WebSocket of the mux path is joined to one of its own to
  * the host with the same subprotocol list (the `bearer.` entry carries the token), so the host
  * authenticates the page as it would directly. Frames between them pass unchanged, but for what
- * `options` rewrites.
+ * `options` rewrites and what `hold` keeps back.
  */
 export async function startMuxProxy(target: string, options: MuxProxyOptions = {}): Promise<MuxProxy> {
   const host = new URL(target);
   let upgrades = 0;
+  let pick: ((frame: HostFrameSeen) => boolean) | undefined;
+  const held: { page: WebSocket; data: Uint8Array }[] = [];
   const sockets = new Set<WebSocket>();
   const server = createServer((req, res) => {
     const forward = request(
@@ -73,7 +79,8 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
           bytes = encodeFrame(options.rewriteHello(frame));
         }
         greeted = true;
-        page.send(bytes);
+        if (pick?.(frame)) held.push({ page, data: bytes });
+        else page.send(bytes);
       });
       const closeBoth = () => {
         for (const s of [page, upstream]) if (s.readyState !== WebSocket.CLOSED) s.terminate();
@@ -91,6 +98,15 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
     url: `http://127.0.0.1:${port}`,
     get upgrades() {
       return upgrades;
+    },
+    hold(choose) {
+      pick = choose;
+    },
+    release() {
+      pick = undefined;
+      for (const { page, data } of held.splice(0)) {
+        if (page.readyState === WebSocket.OPEN) page.send(data);
+      }
     },
     async close() {
       for (const s of sockets) s.terminate();
