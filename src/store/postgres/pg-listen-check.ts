@@ -29,10 +29,17 @@ export function checkListening(client: pg.Client, everyMs: number): void {
   let ended = false;
   const ask = () => {
     if (ended) return;
-    const silent = setTimeout(() => client.connection.stream.destroy(), everyMs);
+    let answered = false;
+    // a loop held past `everyMs` runs this timer before reading an answer already in the socket:
+    // the poll phase after it reads that answer first, so only a connection still silent is ended
+    const silent = setTimeout(
+      () => setImmediate(() => answered || ended || client.connection.stream.destroy()),
+      everyMs,
+    );
     silent.unref();
     client.query("SELECT 1").then(
       () => {
+        answered = true;
         clearTimeout(silent);
         next();
       },
