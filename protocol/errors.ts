@@ -70,6 +70,12 @@ export const ErrorCodes = {
   rate_limited: { category: "business", retryable: true, status: 429 },
   too_many_connections: { category: "protocol", retryable: true, status: 429 },
   forbidden: { category: "protocol", retryable: false, status: 403 },
+  /**
+   * Several hosts: the host running the session's agent took the call and lost the session before
+   * it answered. The call may or may not have taken effect, so nothing retries it blindly: read
+   * the session, then send it again if it did not (a prompt with its `clientMessageId` runs once).
+   */
+  outcome_unknown: { category: "internal", retryable: false, status: 504 },
   // client side: raised by the SDK itself, never sent by a host
   timeout: { category: "internal", retryable: true, status: 504 },
   aborted: { category: "protocol", retryable: false, status: 499 },

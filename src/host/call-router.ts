@@ -59,8 +59,8 @@ export interface CallRouterOptions {
  * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` or
  * `not_owner` makes the router resolve the owner again (an expired lease is then taken here), and
  * so does the owner's lease ending while the call waits unclaimed (see `#forward`). A call the
- * owner claimed and did not answer before its lease ended is answered `overloaded` at once, its
- * outcome unknown (`data.outcome`): it may have run there, so it is not sent again unasked.
+ * owner claimed and did not answer before its lease ended is answered `outcome_unknown` at once
+ * (not retryable): it may have run there, so it is not sent again unasked.
  */
 export class CallRouter {
   readonly #options: CallRouterOptions;
@@ -107,8 +107,8 @@ export class CallRouter {
       if (outcome.status === "unknown") {
         // not sent again: it may have run there, and would run twice; the caller, who knows what it sent, decides
         throw new SessionmuxError(
-          "overloaded",
-          "the host running this session's agent took this call and then lost the session before it answered: whether the call took effect is unknown; check the session, then retry (a prompt sent again with its clientMessageId runs at most once)",
+          "outcome_unknown",
+          "the host running this session's agent took this call and then lost the session before it answered: whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)",
           { data: { method, outcome: "unknown" } },
         );
       }

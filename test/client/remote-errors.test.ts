@@ -170,5 +170,9 @@ describe("errors the client raises itself say what happened and what to check", 
     expect(shouldRetry(timeout)).toBe(true);
     expect(shouldRetry(new TypeError("not from the client"))).toBe(false);
     expect(shouldRetry({ retryable: true })).toBe(false);
+    // a forwarded call whose owner lost the session before answering may have run: never blindly again
+    const wire = (code: string) => ({ code, message: "m", category: "internal" as const, retryable: true });
+    expect(shouldRetry(RemoteError.fromWireError(wire("outcome_unknown")))).toBe(false);
+    expect(shouldRetry(RemoteError.fromWireError(wire("overloaded")))).toBe(true);
   });
 });

@@ -269,7 +269,7 @@ describe("calls routed to the host that runs the session's agent", () => {
     expect(r.forwarded).toEqual(["not_owner", "timeout", "timeout", "timeout"]);
   });
 
-  it("an owner that took the call and lost the session before answering: overloaded at once, its outcome unknown, sent nowhere else", async () => {
+  it("an owner that took the call and lost the session before answering: outcome_unknown at once, not retryable, sent nowhere else", async () => {
     const r = await routerOn();
     await r.create("s1");
     const elsewhere = await r.heldElsewhere("s1");
@@ -279,8 +279,8 @@ describe("calls routed to the host that runs the session's agent", () => {
     const err = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SessionmuxError);
     expect(err).toMatchObject({
-      code: "overloaded",
-      retryable: true,
+      code: "outcome_unknown",
+      retryable: false,
       message: expect.stringContaining("whether the call took effect is unknown"),
       data: { method: "session.cancel", outcome: "unknown" },
     });
