@@ -289,7 +289,7 @@ export class SessionmuxClient {
     return this.call("session.create", params, options);
   }
 
-  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`, and connects now (a "retry now" button). */
+  /** Skips the rest of a backoff wait, or leaves `unauthorized`/`rejected`/`incompatible`, and connects now (a "retry now" button). */
   reconnectNow(): void {
     this.#connection.reconnectNow();
   }

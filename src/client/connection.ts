@@ -384,13 +384,14 @@ export class Connection {
     if (!reading.ok) {
       // Answer the call or stream the frame was for, so it does not wait for a socket death.
       if (reading.id !== undefined) live.registry.fail(reading.id, reading.error);
-      this.#options.onError?.(reading.error);
-      // A host of another version, met in its first frame: stop here rather than retry for ever.
+      // A host of another version, met in its first frame: stop here rather than retry for ever,
+      // and in that state before the error is told, so whoever hears it reads the state it caused.
       if (reading.protocol !== undefined && live.hello === undefined) {
         live.stopHelloWait?.();
         this.#dispatch({ type: "incompatible", socketId: live.socketId, protocol: reading.protocol });
         void this.#closeSocket(live);
       }
+      this.#options.onError?.(reading.error);
       return;
     }
     const frame = reading.frame;

@@ -90,13 +90,19 @@ describe("a host whose hello names another protocol version", () => {
     "is the terminal incompatible state for a %s client: calls and streams fail unsupported_protocol, no reconnect",
     async (_kind, make) => {
       const host = await versionedHost(() => 2);
-      const reported: SessionmuxError[] = [];
+      // each error told, with the state the client was in when it was told
+      const reported: string[] = [];
       // quick to give up on a hello and to back off: a client that retried would do so at once
-      const client = make(host.url, {
+      const client: SessionmuxClient = make(host.url, {
         helloTimeoutMs: 20,
         backoff: { baseMs: 0, capMs: 0 },
-        onError: (error: SessionmuxError) => reported.push(error),
+        onError: (error: SessionmuxError) => reported.push(`${error.code} in ${client.state.name}`),
       });
+      const toldOnErrors$: string[] = [];
+      const errors = client.errors$.subscribe((error) =>
+        toldOnErrors$.push(`${error.code} in ${client.state.name}`),
+      );
+      cleanups.push(() => errors.unsubscribe());
       const seen = track(client);
       // waiting for a socket from before the hello; a client that kept retrying would time it out
       const call = client.list({}, { timeoutMs: 5_000 }).catch((e: unknown) => e);
@@ -129,7 +135,8 @@ describe("a host whose hello names another protocol version", () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(host.connections).toBe(1);
       expect(seen.map((s) => s.name)).toEqual(["connecting", "incompatible"]);
-      expect(reported.map((e) => e.code)).toEqual(["unsupported_protocol"]);
+      expect(reported).toEqual(["unsupported_protocol in incompatible"]);
+      expect(toldOnErrors$).toEqual(["unsupported_protocol in incompatible"]);
     },
   );
 
