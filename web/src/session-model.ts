@@ -250,6 +250,9 @@ export class SessionModel {
     if (code === "session_not_found" || code === "session_retired") {
       void this.cache.forget(this.sessionId);
       this.mode = "gone";
+    } else if (code === "unsupported_protocol") {
+      // a host of another protocol version fails every stream until the page is reloaded
+      this.mode = "stopped";
     } else {
       // never "live" over a stream that ended; it resumes from the last seq applied
       this.mode = "stopped";
