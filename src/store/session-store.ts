@@ -119,7 +119,8 @@ export interface SessionStore extends DismissalStore {
  *
  * `remote` (PostgreSQL only): another host created, deleted or appended to the session, so nothing
  * done here announced it to this host's sockets; a delete's carries the session's owner, who may
- * see it.
+ * see it. A remote `create` carries only the rows the create or fork wrote, however late they were
+ * read: rows committed after them come as `append`, as if read in time.
  */
 export type CommitNotice =
   | {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
+import { holdNotices } from "../store/postgres/held-notices.js";
 import {
   ALICE,
   type Cluster,
@@ -202,5 +203,25 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     await expect.poll(() => onB, { timeout: 10_000 }).toEqual(expected);
     expect(onA).toEqual(expected);
     expect(bobOnB).toEqual([]);
+  });
+  it("a turn that failed before another host read the session's create is reported there as agent.error too (§6)", async () => {
+    cluster = await openCluster(2);
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const onB: string[] = [];
+    b.host.subscribeNotifications(ALICE, (n: Notification) => {
+      if (n.name === "session.added") onB.push(`added ${n.value.row.sessionId}`);
+      if (n.name === "agent.error") onB.push(`error ${n.value.sessionId}: ${n.value.message}`);
+    });
+    // B hears A's commits only once the turn has failed (as a slow LISTEN connection would): its
+    // read for the create then finds the turn's rows too
+    const notices = holdNotices(b.store);
+    const sessionId = await createSession(a.host);
+    const started = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/fail") });
+    expect(await turnEnd(a.store, sessionId, started.turnId!)).toBe("failed");
+    expect(onB).toEqual([]);
+    notices.release();
+    await expect
+      .poll(() => onB)
+      .toEqual([`added ${sessionId}`, `error ${sessionId}: demo failure requested with /fail`]);
   });
 });

@@ -392,7 +392,18 @@ export class PgCommitFeed {
       else if (change.kind === "clear") {
         const read = await this.projectionFor(sessionId);
         this.deliverRead(sessionId, { kind: "clear", epoch: change.epoch }, read);
-      } else await this.catchUp(sessionId, change.epoch, change.fromSeq, change.kind === "create");
+      } else if (change.kind === "create")
+        // only the rows the create wrote are told as created: rows committed after it (a first
+        // turn, failed perhaps) are told as appended, by their own NOTIFYs behind this one, so
+        // store-wide listeners hear of them as they would have had this read come sooner
+        await this.catchUp(
+          sessionId,
+          change.epoch,
+          change.fromSeq,
+          true,
+          Math.max(change.fromSeq, change.toSeq),
+        );
+      else await this.catchUp(sessionId, change.epoch, change.fromSeq);
     }
   }
 

@@ -286,17 +286,20 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     await notifiesHandled(hosts);
   });
 
-  it("delivers a creation read with later events once: the NOTIFY of those events finds them delivered", async () => {
+  it("delivers a creation read after later events as the creation's rows, then the later ones as appended, each once", async () => {
     const hosts = await openHosts();
     const { a, b } = hosts;
     const heard = notesOf(b, S);
     const notifies = holdNotifications();
     await a.create({ sessionId: S, owner: "o", model: "m" });
     await a.append(S, [delta("t", "two")]);
-    // the creation's NOTIFY reads 1..2; the append's then has nothing new
+    await a.append(S, [delta("t", "three")]);
+    // the creation's NOTIFY reads 1 alone, though 2 and 3 are there: a store-wide listener tells
+    // a created session apart from what was appended to it (an append may be a failed turn); the
+    // first append's NOTIFY reads 2..3, and the second's then has nothing new
     notifies.release();
     await notifiesHandled(hosts);
-    expect(heard).toEqual(["create 1..2"]);
+    expect(heard).toEqual(["create 1", "append 2..3"]);
   });
 
   it("announces as a creation only a read from the log's start, not one after a local commit", async () => {
