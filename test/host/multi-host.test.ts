@@ -175,8 +175,12 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     const bobOnB = heard(b, BOB);
     const sessionId = await createSession(a.host);
     const { header } = await a.host.call(ALICE, "session.fork", { sourceId: sessionId });
+    const added = [`added ${sessionId}`, `added ${header.sessionId}`];
+    // B must have read the create before the delete: a create it reads only once the session is
+    // deleted is no news to its sockets, which then hear of the removal alone
+    await expect.poll(() => onB, { timeout: 10_000 }).toEqual(added);
     await a.host.call(ALICE, "session.delete", { sessionId });
-    const expected = [`added ${sessionId}`, `added ${header.sessionId}`, `removed ${sessionId}`];
+    const expected = [...added, `removed ${sessionId}`];
     await expect.poll(() => onB, { timeout: 10_000 }).toEqual(expected);
     // the host that made the changes announced each once, and another principal heard none
     expect(onA).toEqual(expected);
