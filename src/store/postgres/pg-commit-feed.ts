@@ -332,10 +332,11 @@ export class PgCommitFeed {
     this.remote = this.remote
       .then(() => this.applyHeard(payload))
       .catch(() => {
-        // a re-read that failed is owed: the NOTIFYs after it name only their own sessions. The
-        // LISTEN starts again, and its outage's re-read covers this batch (heard on it, so written
+        // a read that failed is owed: the NOTIFYs after it name only their own sessions, and the
+        // next of its sessions' may never come (a turn's end is its last commit). The LISTEN
+        // starts again, and its outage's re-read covers this batch (heard on it, so written
         // after its start)
-        if (payload.changes === "all" || payload.live === "all") this.listenAgain();
+        this.listenAgain();
       });
   }
 
