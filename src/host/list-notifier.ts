@@ -29,9 +29,14 @@ export function watchListChanges(
       hub.publish(notice.remote.owner, { name: "session.removed", value: { sessionId } });
       return;
     }
-    const createdElsewhere =
-      (notice.kind === "create" && notice.remote) || (notice.kind === "meta" && notice.created);
-    if (createdElsewhere && projection) {
+    if (notice.kind === "create" && notice.remote) {
+      // a create read in pages: the first (from seq 1) adds it; the rest are a fork's copied
+      // rows, a failed turn among them no news
+      if (projection && notice.events[0]?.seq === 1)
+        hub.publish(projection.owner, { name: "session.added", value: { row: toRow(projection, live) } });
+      return;
+    }
+    if (notice.kind === "meta" && notice.created && projection) {
       hub.publish(projection.owner, { name: "session.added", value: { row: toRow(projection, live) } });
       return;
     }

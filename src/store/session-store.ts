@@ -120,7 +120,8 @@ export interface SessionStore extends DismissalStore {
  * `remote` (PostgreSQL only): another host created, deleted or appended to the session, so nothing
  * done here announced it to this host's sockets; a delete's carries the session's owner, who may
  * see it. A remote `create` carries only the rows the create or fork wrote, however late they were
- * read: rows committed after them come as `append`, as if read in time.
+ * read: rows committed after them come as `append`, as if read in time. A long one (a fork) comes
+ * in several `create` notices, a read page each: only the first starts at seq 1.
  */
 export type CommitNotice =
   | {

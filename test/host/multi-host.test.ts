@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
+import { delta, turnEnd as turnEndEvent, turnStart } from "../store/open-store.js";
 import { holdNotices } from "../store/postgres/held-notices.js";
 import {
   ALICE,
@@ -227,5 +228,29 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     await expect
       .poll(() => onB)
       .toEqual([`added ${sessionId}`, `error ${sessionId}: demo failure requested with /fail`]);
+  });
+  it("a fork longer than a read page, of a turn that just failed, is no agent.error on another host (§6)", async () => {
+    cluster = await openCluster(2);
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const onB: string[] = [];
+    b.host.subscribeNotifications(ALICE, (n: Notification) => {
+      if (n.name === "session.added") onB.push(`added ${n.value.row.sessionId}`);
+      if (n.name === "agent.error") onB.push(`error ${n.value.sessionId}`);
+    });
+    const sourceId = await createSession(a.host);
+    const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
+    await a.store.append(sourceId, [turnStart("t"), ...deltas, turnEndEvent("t", "failed")]);
+    await expect.poll(() => onB).toEqual([`added ${sourceId}`, `error ${sourceId}`]);
+    // the fork copies the failure, as it was: B reads its rows a page at a time
+    const { header } = await a.host.call(ALICE, "session.fork", { sourceId });
+    const after = await createSession(a.host);
+    // B handles A's NOTIFYs in order: once it told of the next session, it read the whole fork
+    await expect.poll(() => onB.at(-1)).toBe(`added ${after}`);
+    expect(onB).toEqual([
+      `added ${sourceId}`,
+      `error ${sourceId}`,
+      `added ${header.sessionId}`,
+      `added ${after}`,
+    ]);
   });
 });

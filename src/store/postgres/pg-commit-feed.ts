@@ -472,6 +472,9 @@ export class PgCommitFeed {
     created = false,
     untilSeq = Number.MAX_SAFE_INTEGER,
   ): Promise<void> {
+    // a create longer than a page is told page by page, each page as created (the rows of a
+    // fork's copied prefix are no news), once its first page was
+    let creating = false;
     // a subscriber may leave while a read is out; nothing is delivered then, so the loop ends
     while (this.interested(sessionId)) {
       const head = this.delivered.get(sessionId);
@@ -494,10 +497,10 @@ export class PgCommitFeed {
         continue;
       }
       if (read.events.length === 0) return;
-      const notice: CommitNotice =
-        created && read.events[0]?.seq === 1
-          ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
-          : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
+      creating = created && (creating || read.events[0]?.seq === 1);
+      const notice: CommitNotice = creating
+        ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
+        : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
       if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
       epoch = read.epoch;
