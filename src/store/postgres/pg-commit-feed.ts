@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { SessionEvent } from "../../../protocol/index.js";
 import { CommitListeners, type GlobalCommitListener } from "../commit-listeners.js";
 import type { DismissalChange } from "../dismissals.js";
 import type { LiveStateNotice } from "../live-state-store.js";
@@ -16,7 +17,7 @@ import {
   sentBy,
 } from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
-import type { DismissedPair, PgReads, VersionedProjection } from "./pg-reads.js";
+import type { DismissedPair, PgReads, VersionedProjection, WrittenProjection } from "./pg-reads.js";
 import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
@@ -555,7 +556,9 @@ export class PgCommitFeed {
    * transaction deleted, as `delete`, but not those `rereadAll` compared already (`followed`:
    * every session this host delivered something of, or that is followed here). A created session's
    * log is not read: the statement that reads a page of rows (at most `HEADS_PAGE`) looks up only
-   * the first event of each.
+   * the first event of each; but a session whose row says its last turn failed, with the failure
+   * not delivered here, gets that `turn/end` as an append (after its `created` mark), read by one
+   * more statement for the page (see `withUntoldFailures`), so the host's sockets hear the failure.
    */
   private async rereadWritten(
     since: Watermark,
@@ -563,14 +566,22 @@ export class PgCommitFeed {
     known: ReadonlySet<string>,
   ): Promise<void> {
     await this.everyPage(
-      (after) => this.reads.projectionsWrittenSince(since, after, HEADS_PAGE),
-      (read) => read.projection.sessionId,
-      (read) => {
+      async (after) =>
+        this.withUntoldFailures(since, await this.reads.projectionsWrittenSince(since, after, HEADS_PAGE)),
+      ({ read }) => read.projection.sessionId,
+      ({ read, failure }) => {
         const { sessionId } = read.projection;
         // told as created even if `rereadAll` just delivered its newest events (followed here)
-        if (read.createdSince && !known.has(sessionId))
-          this.deliverRead(sessionId, { kind: "meta", created: true }, read);
-        else if (this.shown.get(sessionId) !== read.version)
+        const created = read.createdSince && !known.has(sessionId);
+        if (created) this.deliverRead(sessionId, { kind: "meta", created: true }, read);
+        // after the create, as its NOTIFYs would have told them; it carries the row
+        if (failure)
+          this.deliverRead(
+            sessionId,
+            { kind: "append", epoch: failure.epoch, events: [failure.event], remote: true },
+            read,
+          );
+        else if (!created && this.shown.get(sessionId) !== read.version)
           this.deliverRead(sessionId, { kind: "meta" }, read);
       },
     );
@@ -583,6 +594,42 @@ export class PgCommitFeed {
       },
     );
     for (const sessionId of deleted) await this.deliverRemoteDelete(sessionId);
+  }
+
+  /**
+   * The rows of a page of `rereadWritten`, each with the failed `turn/end` that ended its last turn
+   * if the outage hid it: one a transaction no older than `since` wrote (not the session's create:
+   * a fork's copy is no news), above what was delivered of the session. `rereadAll` delivered
+   * that of every session delivered here before; this finds it for the others (created meanwhile,
+   * or never delivered here), which otherwise come back as a row alone. One statement per page,
+   * reading only the sessions whose row says their last turn failed.
+   */
+  private async withUntoldFailures(
+    since: Watermark,
+    page: readonly WrittenProjection[],
+  ): Promise<{ read: WrittenProjection; failure?: { epoch: string; event: SessionEvent } }[]> {
+    const untold = (sessionId: string, epoch: string, seq: number) => {
+      const head = this.delivered.get(sessionId);
+      return head === undefined || head.epoch !== epoch || head.seq < seq;
+    };
+    const failed = page
+      .map((read) => read.projection)
+      .filter((p) => p.lastState === "failed" && untold(p.sessionId, p.epoch, p.seq))
+      .map((p) => p.sessionId);
+    const ends =
+      failed.length > 0
+        ? await this.reads.turnEndsSince(failed, since.xid)
+        : new Map<string, { epoch: string; event: SessionEvent }>();
+    return page.map((read) => {
+      const end = ends.get(read.projection.sessionId);
+      const failure =
+        end?.event.type === "turn/end" &&
+        end.event.data.state === "failed" &&
+        untold(read.projection.sessionId, end.epoch, end.event.seq)
+          ? end
+          : undefined;
+      return failure ? { read, failure } : { read };
+    });
   }
 
   /**

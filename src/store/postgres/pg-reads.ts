@@ -51,6 +51,16 @@ const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version,
     EXISTS (SELECT 1 FROM events e WHERE e.session_id = projections.session_id AND e.seq = 1
       AND e.type = 'session/created' AND age(e.xmin) <= age($4::xid)) AS created_since
   FROM projections WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
+// each listed live session's newest `turn/end`, if a transaction no older than $2 (a 32-bit id)
+// wrote it, other than the one that wrote its `session/created` (a fork copying its source's
+// failure): one backward probe of the primary key per session
+const TURN_ENDS_SINCE = `SELECT s.session_id, s.epoch, e.seq, e.at, e.type, e.data
+  FROM sessions s CROSS JOIN LATERAL (
+    SELECT seq, at, type, data, xmin FROM events
+    WHERE session_id = s.session_id AND type = 'turn/end' ORDER BY seq DESC LIMIT 1
+  ) e WHERE s.session_id = ANY($1::text[]) AND s.retired_at IS NULL AND age(e.xmin) <= age($2::xid)
+    AND NOT EXISTS (SELECT 1 FROM events f WHERE f.session_id = s.session_id AND f.seq = 1
+      AND f.type = 'session/created' AND f.xmin = e.xmin)`;
 // a retired session's row was last written by the transaction that retired it: its `xmin`;
 // migration 14's index holds the retired rows, so the live ones are never read
 export const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
@@ -206,6 +216,22 @@ export class PgReads {
       [since.xid8, afterSessionId, limit, since.xid],
     );
     return rows.map((row) => ({ ...versioned(row), createdSince: row.created_since }));
+  }
+
+  /**
+   * The newest `turn/end` of each listed live session, with its epoch, when the transaction
+   * `since` (a 32-bit id) or a younger one wrote it and did not create the session, in one
+   * statement.
+   */
+  async turnEndsSince(
+    sessionIds: readonly string[],
+    since: string,
+  ): Promise<Map<string, { epoch: string; event: SessionEvent }>> {
+    const { rows } = await this.pool.query<StoredRow & { session_id: string; epoch: string }>(
+      TURN_ENDS_SINCE,
+      [textArrayLiteral(sessionIds), since],
+    );
+    return new Map(rows.map((row) => [row.session_id, { epoch: row.epoch, event: decodeRow(row) }]));
   }
 
   /** The projection with the version of its row (the 64-bit id of the transaction that wrote it). */
