@@ -54,7 +54,7 @@ const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version,
 // each listed live session's newest `turn/end`, if a transaction no older than $2 (a 32-bit id)
 // wrote it, other than the one that wrote its `session/created` (a fork copying its source's
 // failure): one backward probe of the primary key per session
-const TURN_ENDS_SINCE = `SELECT s.session_id, s.epoch, e.seq, e.at, e.type, e.data
+export const TURN_ENDS_SINCE = `SELECT s.session_id, s.epoch, e.seq, e.at, e.type, e.data
   FROM sessions s CROSS JOIN LATERAL (
     SELECT seq, at, type, data, xmin FROM events
     WHERE session_id = s.session_id AND type = 'turn/end' ORDER BY seq DESC LIMIT 1
