@@ -38,7 +38,10 @@ const sessionSettings = (schema: string) =>
 
 /**
  * A pool whose every connection runs in the store's schema with `synchronous_commit = on`, so a
- * COMMIT returns only after the WAL reached disk: an acknowledged write survives a crash.
+ * COMMIT returns only after the WAL reached disk: an acknowledged write survives a crash. Each has
+ * TCP keepalive, as the LISTEN connections do: one whose path went silent while it idled in the
+ * pool (or held the group commit's presence lock) is found by the kernel's probes and dropped,
+ * instead of by the next statement sent over it.
  */
 export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   const schema = schemaIdentifier(options.schema ?? "public");
@@ -50,6 +53,8 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
     types,
     options: sessionSettings(schema),
     application_name: "sessionmux",
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
   });
   // A connection that ends while checked out between two queries (the server ended an idle
   // transaction, restarted, or the network dropped) emits `error` with no query to fail: without a

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
@@ -8,6 +8,7 @@ import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { tcpTimer } from "./tcp-timer.js";
 
 /**
  * A LISTEN connection whose network path goes silent (packets dropped, the server's machine gone
@@ -106,20 +107,6 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed reconnecting over a path that st
     await expect.poll(heard, { timeout: 20_000 }).toBe(3);
   }, 60_000);
 });
-
-/**
- * The kernel's timer on the IPv4 TCP connection from local port `port` to `remotePort`, as
- * `/proc/net/tcp` shows it: `02` is the keepalive timer, `00` none (an idle socket without it).
- */
-function tcpTimer(port: number, remotePort: number): string | undefined {
-  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, "0");
-  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
-    const [, local, remote, , , timer] = line.trim().split(/\s+/);
-    if (local?.endsWith(`:${hex(port)}`) && remote?.endsWith(`:${hex(remotePort)}`))
-      return timer?.split(":")[0];
-  }
-  return undefined;
-}
 
 describe.skipIf(!pgUrl || !existsSync("/proc/net/tcp"))("PostgreSQL commit feed's LISTEN socket", () => {
   it("has TCP keepalive on: the kernel probes it while it is idle", async () => {
