@@ -30,9 +30,11 @@ export interface TcpProxy {
    * both TCP connections stay established and nothing more arrives. New connections still work.
    * What the client sends is read and dropped, so its close is still seen (`open`). With `which`,
    * only the connections whose client's first bytes it accepts (a PostgreSQL startup message names
-   * the connection's `application_name`): the others go on. Returns how many were silenced.
+   * the connection's `application_name`): the others go on; `which` is also handed the local port
+   * of the proxy's connection to the target (a PostgreSQL backend's `client_port`). Returns how
+   * many were silenced.
    */
-  silenceAll(which?: (opening: Buffer) => boolean): number;
+  silenceAll(which?: (opening: Buffer, targetSidePort: number | undefined) => boolean): number;
   /**
    * From now on, until called with nothing, a new connection whose client's first bytes `which`
    * accepts is silenced as they arrive, before they are forwarded: its handshake hangs, as over a
@@ -129,11 +131,13 @@ export async function startTcpProxy(
     return n;
   };
 
-  const silenceAll = (which: (opening: Buffer) => boolean = () => true): number => {
+  const silenceAll = (
+    which: (opening: Buffer, targetSidePort: number | undefined) => boolean = () => true,
+  ): number => {
     let silenced = 0;
     for (const pair of pairs) {
       const { client, upstream, opening } = pair;
-      if (!which(opening)) continue;
+      if (!which(opening, upstream.localPort)) continue;
       pair.silenced = true;
       client.unpipe(upstream);
       upstream.unpipe(client);

@@ -63,6 +63,12 @@ export class PgGroupCommit {
   constructor(
     private readonly pool: pg.Pool,
     private readonly hooks: PgGroupCommitHooks,
+    /**
+     * Watches the connection while a transaction runs on it, until the function returned is called
+     * (see `watchBackend`): one whose path went silent has its socket destroyed, so the transaction
+     * fails as on a closed connection.
+     */
+    private readonly watch: (client: pg.PoolClient) => () => void,
     private readonly metrics?: StoreMetrics,
     /** Session states kept between transactions (see `PgSessionCache`). */
     private readonly kept = new PgSessionCache(),
@@ -115,6 +121,7 @@ export class PgGroupCommit {
       for (const op of ops) op.reject(pgPersistenceFailure(err));
       return true;
     }
+    const unwatch = this.watch(client);
     const sessionIds = ops.flatMap(({ op }) => op.sessions);
     let batch: PgWriteBatch | undefined;
     let results: unknown[] = [];
@@ -146,9 +153,15 @@ export class PgGroupCommit {
       this.kept.clear();
       const storage = isPgStorageFailure(err);
       this.health.failed(err);
-      if (storage) client.release(err instanceof Error ? err : true);
-      else {
+      // a connection lost mid-COMMIT (closed, or destroyed by the watch) leaves the outcome
+      // unknown: the callers get the retryable `persistence_failure`, the kept states are gone
+      // above, and the pool's `remove` has the feed read again what its subscribers follow
+      if (storage) {
+        unwatch();
+        client.release(err instanceof Error ? err : true);
+      } else {
         if (batch?.open) await client.query("ROLLBACK").catch(() => undefined);
+        unwatch();
         client.release();
       }
       if (isPgRetryable(err) && attempt < RACE_RETRIES) return this.commit(ops, attempt + 1);
@@ -157,6 +170,7 @@ export class PgGroupCommit {
       for (const op of ops) op.reject(failure);
       return true;
     }
+    unwatch();
     client.release();
     this.health.committed();
     const committed = batch.committedStates();

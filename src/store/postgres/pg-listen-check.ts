@@ -10,7 +10,7 @@ export const LISTEN_CHECK_MS = 5_000;
  * TCP keepalive of every connection of the store (LISTEN and pooled): the first probe after this
  * long idle. The kernel's probe count and interval then decide (Linux: 9 × 75 s), so this is a
  * backstop for a connection no query is waiting on (keepalive probes only an idle socket);
- * `checkListening` is what bounds a silent LISTEN connection.
+ * `checkListening` is what bounds a silent LISTEN connection, `watchBackend` a silent writer.
  */
 export const KEEPALIVE_IDLE_MS = 30_000;
 

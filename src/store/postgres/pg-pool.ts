@@ -12,6 +12,12 @@ export interface PgPoolOptions {
   pipeline?: boolean;
   /** How long an idle connection stays open; 0: until it fails. @default 10_000 */
   idleTimeoutMillis?: number;
+  /**
+   * How long a new connection's handshake may take before its socket is destroyed and the
+   * connect fails (a path that went silent swallows it); 0: no bound. Only the handshake: a wait
+   * for a free connection of a full pool is not bounded by it. @default 0
+   */
+  connectTimeoutMs?: number;
 }
 
 const INT8 = 20;
@@ -55,6 +61,8 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
     application_name: "sessionmux",
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+    // the client's own connect timeout, not the pool's (which also bounds the wait for a free one)
+    ...(options.connectTimeoutMs ? { Client: boundedConnects(options.connectTimeoutMs) } : {}),
   });
   // A connection that ends while checked out between two queries (the server ended an idle
   // transaction, restarted, or the network dropped) emits `error` with no query to fail: without a
@@ -62,6 +70,15 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   // release because it is no longer queryable.
   pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
+}
+
+/** A client class whose handshake fails once it took `ms` (pg's `connectionTimeoutMillis`). */
+function boundedConnects(ms: number): new () => pg.Client {
+  return class extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: ms });
+    }
+  };
 }
 
 /** A pool's connections now, as `/metrics` serves them. */

@@ -44,6 +44,7 @@ import { storeClosed } from "../store-closed.js";
 import type { PoolStats, StoreMetrics } from "../store-metrics.js";
 import type { WriteFailure } from "../write-health.js";
 import { PgAttachmentChunks } from "./pg-attachments.js";
+import { WRITER_CHECK_MS, watchBackend } from "./pg-backend-watch.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
@@ -85,17 +86,30 @@ export interface PostgresStoreOptions {
    * within twice this. @default 5000
    */
   listenCheckMs?: number;
+  /**
+   * How often a write transaction still waiting on the database is checked, on another
+   * connection, for whether the server still runs it (see `watchBackend`): a writer connection
+   * whose path went silent is dropped within twice this, and its writes fail
+   * `persistence_failure`. A transaction waiting on locks (another host's, `rebuild-projections`)
+   * is running: it is never dropped. @default 5000
+   */
+  writerCheckMs?: number;
 }
 
+type WatchWriter = (client: pg.PoolClient) => () => void;
+
 /** Takes the presence lock on the group-commit connection (again: a connection holds it until it ends). */
-async function holdPresenceOn(writerPool: pg.Pool, channel: string): Promise<void> {
+async function holdPresenceOn(writerPool: pg.Pool, channel: string, watch: WatchWriter): Promise<void> {
   const client = await writerPool.connect();
+  const unwatch = watch(client);
   try {
     await client.query(holdPresence(channel));
   } catch (error) {
+    unwatch();
     client.release(error instanceof Error ? error : true);
     throw error;
   }
+  unwatch();
   client.release();
 }
 
@@ -123,6 +137,7 @@ export class PostgresSessionStore implements HostStore {
     private readonly reads: PgReads,
     private readonly feed: PgCommitFeed,
     private readonly liveReads: PgLiveReads,
+    watchWriter: WatchWriter,
     options: PostgresStoreOptions,
   ) {
     const writer = new PgLogWriter();
@@ -138,6 +153,7 @@ export class PostgresSessionStore implements HostStore {
         announcement: (notices, live) => feed.announcement(notices, live),
         deliver: (notices, live, versionOf) => feed.committed(notices, live, versionOf),
       },
+      watchWriter,
       options.metrics,
     );
     this.renewal = new PgLeaseRenewal(pool, this.groupCommit.health);
@@ -149,11 +165,21 @@ export class PostgresSessionStore implements HostStore {
     const poolOptions = { schema, max: options.maxConnections ?? 10 };
     const pool = openPool(url, poolOptions);
     // the group commit's own connection: pipelined, so a transaction takes one or two round trips;
-    // never closed while idle, for it holds the host's presence lock (see `pg-host-presence.ts`)
-    const writerPool = openPool(url, { schema, max: 1, pipeline: true, idleTimeoutMillis: 0 });
+    // never closed while idle, for it holds the host's presence lock (see `pg-host-presence.ts`).
+    // Its transactions are watched (see `watchBackend`), and its handshake, which waits on no
+    // lock, is bounded as the watch is.
+    const writerCheckMs = options.writerCheckMs ?? WRITER_CHECK_MS;
+    const writerPool = openPool(url, {
+      schema,
+      max: 1,
+      pipeline: true,
+      idleTimeoutMillis: 0,
+      connectTimeoutMs: 2 * writerCheckMs,
+    });
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
     writerPool.on("error", () => undefined);
+    const watchWriter: WatchWriter = (client) => watchBackend(client, url, writerCheckMs);
     try {
       const client = await pool.connect();
       try {
@@ -173,7 +199,7 @@ export class PostgresSessionStore implements HostStore {
             ...poolOptions,
             listenCheckMs: options.listenCheckMs,
           }),
-        () => holdPresenceOn(writerPool, channel),
+        () => holdPresenceOn(writerPool, channel, watchWriter),
         reads,
         hostId,
         channel,
@@ -182,7 +208,7 @@ export class PostgresSessionStore implements HostStore {
       // the lock went with the connection: other hosts may have announced nothing since
       writerPool.on("remove", () => feed.listenAgain());
       await feed.start();
-      return new PostgresSessionStore(pool, writerPool, reads, feed, liveReads, options);
+      return new PostgresSessionStore(pool, writerPool, reads, feed, liveReads, watchWriter, options);
     } catch (err) {
       await pool.end().catch(() => undefined);
       await writerPool.end().catch(() => undefined);
