@@ -44,7 +44,8 @@ import { storeClosed } from "../store-closed.js";
 import type { PoolStats, StoreMetrics } from "../store-metrics.js";
 import type { WriteFailure } from "../write-health.js";
 import { PgAttachmentChunks } from "./pg-attachments.js";
-import { WRITER_CHECK_MS, watchBackend } from "./pg-backend-watch.js";
+import { BackendChecks } from "./pg-backend-checks.js";
+import { QUERY_CHECK_MS, watchBackend, watchStatementsOf } from "./pg-backend-watch.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
@@ -87,13 +88,13 @@ export interface PostgresStoreOptions {
    */
   listenCheckMs?: number;
   /**
-   * How often a write transaction still waiting on the database is checked, on another
-   * connection, for whether the server still runs it (see `watchBackend`): a writer connection
-   * whose path went silent is dropped within twice this, and its writes fail
-   * `persistence_failure`. A transaction waiting on locks (another host's, `rebuild-projections`)
-   * is running: it is never dropped. @default 5000
+   * How often a write transaction or a read still waiting on the database is checked, on another
+   * connection, for whether the server still runs it (see `watchBackend`): a connection whose path
+   * went silent is dropped within two or three times this (its writes fail `persistence_failure`),
+   * and a new connection's handshake may take twice this. A statement waiting on locks (another
+   * host's transaction, `rebuild-projections`) is running: it is never dropped. @default 5000
    */
-  writerCheckMs?: number;
+  queryCheckMs?: number;
 }
 
 type WatchWriter = (client: pg.PoolClient) => () => void;
@@ -163,23 +164,25 @@ export class PostgresSessionStore implements HostStore {
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresSessionStore> {
     const schema = options.schema ?? "public";
     const poolOptions = { schema, max: options.maxConnections ?? 10 };
-    const pool = openPool(url, poolOptions);
+    // every statement of a read, and every transaction of the group commit, is watched while it
+    // waits (see `watchBackend`); a handshake, which waits on no lock, is bounded as the watch is
+    const queryCheckMs = options.queryCheckMs ?? QUERY_CHECK_MS;
+    const pool = openPool(url, { ...poolOptions, connectTimeoutMs: 2 * queryCheckMs });
+    const checks = new BackendChecks(url, queryCheckMs);
+    watchStatementsOf(pool, checks, queryCheckMs);
     // the group commit's own connection: pipelined, so a transaction takes one or two round trips;
-    // never closed while idle, for it holds the host's presence lock (see `pg-host-presence.ts`).
-    // Its transactions are watched (see `watchBackend`), and its handshake, which waits on no
-    // lock, is bounded as the watch is.
-    const writerCheckMs = options.writerCheckMs ?? WRITER_CHECK_MS;
+    // never closed while idle, for it holds the host's presence lock (see `pg-host-presence.ts`)
     const writerPool = openPool(url, {
       schema,
       max: 1,
       pipeline: true,
       idleTimeoutMillis: 0,
-      connectTimeoutMs: 2 * writerCheckMs,
+      connectTimeoutMs: 2 * queryCheckMs,
     });
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
     writerPool.on("error", () => undefined);
-    const watchWriter: WatchWriter = (client) => watchBackend(client, url, writerCheckMs);
+    const watchWriter: WatchWriter = (client) => watchBackend(client, checks, queryCheckMs);
     try {
       const client = await pool.connect();
       try {

@@ -54,7 +54,7 @@ async function openFar(): Promise<Far> {
   const store = await PostgresSessionStore.open(url.toString(), {
     schema,
     maxConnections: 2,
-    writerCheckMs: 300,
+    queryCheckMs: 300,
   });
   cleanups.push(() => store.close().catch(() => undefined));
   return { store, proxy, schema, checks: () => checks };

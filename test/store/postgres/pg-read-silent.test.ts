@@ -1,0 +1,91 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+import { userMessage } from "../open-store.js";
+
+/**
+ * A read on a pooled connection whose network path goes silent while the read waits: nothing
+ * closes the connection, and without a check the read waits for as long as TCP retransmits. The
+ * store asks the server on another connection what the read's backend does, as it does for the
+ * group commit (`pg-writer-silent.test.ts`): a read waiting on a lock is left alone, one whose
+ * answer was lost fails as on a closed connection, and the next read gets another connection.
+ */
+
+const cleanups = cleanupsAfterEach();
+
+describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
+  it("leaves a read waiting on a lock alone, and fails it once its answer is lost; the next read answers", async () => {
+    const url = new URL(pgUrl!);
+    let checks = 0;
+    const proxy = await startTcpProxy(Number(url.port || 5432), {
+      tap: () => {
+        let first = true;
+        return {
+          fromClient(chunk) {
+            if (first && chunk.includes("sessionmux-check")) checks += 1;
+            first = false;
+          },
+          fromHost() {},
+        };
+      },
+    });
+    cleanups.push(() => proxy.stop());
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    const schema = `smx_read_silent_${randomBytes(4).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    const store = await PostgresSessionStore.open(url.toString(), {
+      schema,
+      maxConnections: 2,
+      queryCheckMs: 300,
+    });
+    cleanups.push(() => store.close().catch(() => undefined));
+    await store.create({ sessionId: "s1", owner: "alice", model: "m" });
+    expect((await store.append("s1", [userMessage("one")])).status).toBe("appended");
+
+    // a migration, say, holds the log's table
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    await admin.query("BEGIN");
+    await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
+    const { rows } = await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    let settled: { events: number } | { error: unknown } | undefined;
+    store.readAfter("s1", 0, 1000).then(
+      (read) => {
+        settled = { events: read.status === "ok" ? read.events.length : -1 };
+      },
+      (error: unknown) => {
+        settled = { error };
+      },
+    );
+    // the read's connection waits on it (the port it comes from: the proxy's side)
+    const blocked = async () =>
+      (
+        await admin.query<{ port: number }>(
+          "SELECT client_port AS port FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+          [rows[0]!.pid],
+        )
+      ).rows.map(({ port }) => port);
+    await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
+    const [readerPort] = await blocked();
+    // checked again and again while it waits, and left to wait: its backend runs
+    const before = checks;
+    await expect.poll(() => checks, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 3);
+    expect(settled).toBeUndefined();
+
+    // its path goes silent and the lock is let go: the answer is lost
+    expect(proxy.silenceAll((_, port) => port === readerPort)).toBe(1);
+    await admin.query("COMMIT");
+    await expect.poll(() => settled, { timeout: 20_000 }).toBeDefined();
+    expect(settled).toHaveProperty("error");
+    expect((settled as { error: Error }).error.message).toMatch(/connection terminated/i);
+
+    const read = await store.readAfter("s1", 0, 1000);
+    expect(read.status === "ok" ? read.events.map((event) => event.seq) : read.status).toEqual([1, 2]);
+  }, 60_000);
+});
