@@ -88,4 +88,49 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
     const read = await store.readAfter("s1", 0, 1000);
     expect(read.status === "ok" ? read.events.map((event) => event.seq) : read.status).toEqual([1, 2]);
   }, 60_000);
+
+  it("asks about every waiting connection one question at a time: a server that does not answer gets one check connection, not one per wait", async () => {
+    const url = new URL(pgUrl!);
+    const proxy = await startTcpProxy(Number(url.port || 5432));
+    cleanups.push(() => proxy.stop());
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    const schema = `smx_read_silent_${randomBytes(4).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    const store = await PostgresSessionStore.open(url.toString(), {
+      schema,
+      maxConnections: 2,
+      queryCheckMs: 300,
+    });
+    cleanups.push(() => store.close().catch(() => undefined));
+    for (const sessionId of ["s1", "s2"]) await store.create({ sessionId, owner: "alice", model: "m" });
+
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    await admin.query("BEGIN");
+    await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
+    // the questions go unanswered (their connections' handshake is swallowed), the reads wait on
+    proxy.silenceNew((opening) => opening.includes("sessionmux-check"));
+    let mostAtOnce = 0;
+    const sample = setInterval(() => {
+      mostAtOnce = Math.max(mostAtOnce, proxy.silenced);
+    }, 5);
+    cleanups.push(() => clearInterval(sample));
+    const reads = ["s1", "s2"].map((sessionId) =>
+      store.readAfter(sessionId, 0, 1000).then(
+        () => "answered",
+        () => "failed",
+      ),
+    );
+    // two reads on two connections, each watched: each dropped once its question went unanswered
+    expect(await Promise.all(reads)).toEqual(["failed", "failed"]);
+    clearInterval(sample);
+    expect(mostAtOnce).toBe(1);
+
+    proxy.silenceNew();
+    await admin.query("COMMIT");
+    const read = await store.readAfter("s1", 0, 1000);
+    expect(read.status === "ok" ? read.events.map((event) => event.seq) : read.status).toEqual([1]);
+  }, 60_000);
 });
