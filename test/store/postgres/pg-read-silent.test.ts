@@ -112,10 +112,12 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
     await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
     // the questions go unanswered (their connections' handshake is swallowed), the reads wait on
     proxy.silenceNew((opening) => opening.includes("sessionmux-check"));
+    // sampled every 50 ms: an unanswered question holds its connection 300 ms, while the moment
+    // one question's connection closes as the next one's opens is shorter than that
     let mostAtOnce = 0;
     const sample = setInterval(() => {
       mostAtOnce = Math.max(mostAtOnce, proxy.silenced);
-    }, 5);
+    }, 50);
     cleanups.push(() => clearInterval(sample));
     const reads = ["s1", "s2"].map((sessionId) =>
       store.readAfter(sessionId, 0, 1000).then(
