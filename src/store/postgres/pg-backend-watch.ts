@@ -10,10 +10,10 @@ import type { BackendChecks } from "./pg-backend-checks.js";
 export const QUERY_CHECK_MS = 5_000;
 
 /**
- * Watches `client` while a transaction or a statement runs on it: every `everyMs` the
- * server is asked on another connection what the client's backend does (see `BackendChecks`), and a
- * backend found lost has the client's socket destroyed: the statement waiting on it fails as on a
- * connection the server closed, instead of waiting for the kernel to give up retransmitting
+ * Watches `client` while a transaction or a statement runs on it: every `everyMs` the server is
+ * asked on another connection what the client's backend does (see `BackendChecks`), and a
+ * backend found lost has the client's socket destroyed: the statement waiting on it fails as on
+ * a connection the server closed, instead of waiting for the kernel to give up retransmitting
  * (about 15 minutes on Linux). A deadline on the statement itself would be no bound here: a write
  * may wait on another transaction's row locks for as long as it holds them, and a healthy
  * connection cut then would turn a lock wait into failed writes; the server can tell a lock wait
@@ -44,11 +44,11 @@ export function watchBackend(client: pg.Client, checks: BackendChecks, everyMs: 
 
 /**
  * Watches every statement sent on a connection of `pool` (see `watchBackend`) from when it is
- * sent until it settles: a read over a path that went silent while its connection was checked out
- * fails as on a closed connection, within three times `everyMs`, instead of waiting for TCP. Only while
- * a statement waits: a connection idle in the pool, or held between two statements, is not asked
- * about (its backend is idle then by right). Submittables (cursors, streams) are not watched; the
- * store sends none.
+ * sent until it settles: a read over a path that went silent while its connection was checked
+ * out fails as on a closed connection, within three times `everyMs`, instead of waiting for TCP.
+ * Only while a statement waits: a connection idle in the pool, or held between two statements, is
+ * not asked about (its backend is idle then by right). Submittables (cursors, streams) are not
+ * watched; the store sends none.
  */
 export function watchStatementsOf(pool: pg.Pool, checks: BackendChecks, everyMs: number): void {
   pool.on("connect", (client) => {
