@@ -1,11 +1,9 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
-import { startTcpProxy } from "../../support/tcp-proxy.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
  * A read on a pooled connection whose network path goes silent while the read waits: nothing
@@ -19,31 +17,7 @@ const cleanups = cleanupsAfterEach();
 
 describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
   it("leaves a read waiting on a lock alone, and fails it once its answer is lost; the next read answers", async () => {
-    const url = new URL(pgUrl!);
-    let checks = 0;
-    const proxy = await startTcpProxy(Number(url.port || 5432), {
-      tap: () => {
-        let first = true;
-        return {
-          fromClient(chunk) {
-            if (first && chunk.includes("sessionmux-check")) checks += 1;
-            first = false;
-          },
-          fromHost() {},
-        };
-      },
-    });
-    cleanups.push(() => proxy.stop());
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    const schema = `smx_read_silent_${randomBytes(4).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    const store = await PostgresSessionStore.open(url.toString(), {
-      schema,
-      maxConnections: 2,
-      queryCheckMs: 300,
-    });
-    cleanups.push(() => store.close().catch(() => undefined));
+    const { store, proxy, schema, checks } = await openStoreBehindProxy(cleanups, "smx_read_silent");
     await store.create({ sessionId: "s1", owner: "alice", model: "m" });
     expect((await store.append("s1", [userMessage("one")])).status).toBe("appended");
 
@@ -74,8 +48,8 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
     await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
     const [readerPort] = await blocked();
     // checked again and again while it waits, and left to wait: its backend runs
-    const before = checks;
-    await expect.poll(() => checks, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 3);
+    const before = checks();
+    await expect.poll(() => checks(), { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 3);
     expect(settled).toBeUndefined();
 
     // its path goes silent and the lock is let go: the answer is lost
@@ -90,19 +64,7 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
   }, 60_000);
 
   it("asks about every waiting connection one question at a time: a server that does not answer gets one check connection, not one per wait", async () => {
-    const url = new URL(pgUrl!);
-    const proxy = await startTcpProxy(Number(url.port || 5432));
-    cleanups.push(() => proxy.stop());
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    const schema = `smx_read_silent_${randomBytes(4).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    const store = await PostgresSessionStore.open(url.toString(), {
-      schema,
-      maxConnections: 2,
-      queryCheckMs: 300,
-    });
-    cleanups.push(() => store.close().catch(() => undefined));
+    const { store, proxy, schema } = await openStoreBehindProxy(cleanups, "smx_read_silent");
     for (const sessionId of ["s1", "s2"]) await store.create({ sessionId, owner: "alice", model: "m" });
 
     const admin = new pg.Client({ connectionString: pgUrl! });

@@ -1,14 +1,13 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
-import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
 import { readWholeLog } from "../../support/whole-log.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
  * The group commit's connection whose network path goes silent (packets dropped, no reset) in the
@@ -22,43 +21,8 @@ import { userMessage } from "../open-store.js";
 
 const cleanups = cleanupsAfterEach();
 
-interface Far {
-  store: PostgresSessionStore;
-  proxy: TcpProxy;
-  schema: string;
-  /** The checks of the writer made so far (connections named `sessionmux-check`). */
-  checks(): number;
-}
-
 /** A store reaching the database through a TCP proxy, checking its writer every 300 ms. */
-async function openFar(): Promise<Far> {
-  const url = new URL(pgUrl!);
-  let checks = 0;
-  const proxy = await startTcpProxy(Number(url.port || 5432), {
-    tap: () => {
-      let first = true;
-      return {
-        fromClient(chunk) {
-          if (first && chunk.includes("sessionmux-check")) checks += 1;
-          first = false;
-        },
-        fromHost() {},
-      };
-    },
-  });
-  cleanups.push(() => proxy.stop());
-  url.hostname = "127.0.0.1";
-  url.port = String(proxy.port);
-  const schema = `smx_writer_silent_${randomBytes(4).toString("hex")}`;
-  cleanups.push(() => dropSchema(pgUrl!, schema));
-  const store = await PostgresSessionStore.open(url.toString(), {
-    schema,
-    maxConnections: 2,
-    queryCheckMs: 300,
-  });
-  cleanups.push(() => store.close().catch(() => undefined));
-  return { store, proxy, schema, checks: () => checks };
-}
+const openFar = () => openStoreBehindProxy(cleanups, "smx_writer_silent");
 
 async function adminClient(): Promise<pg.Client> {
   const admin = new pg.Client({ connectionString: pgUrl! });

@@ -1,0 +1,47 @@
+import { randomBytes } from "node:crypto";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { Cleanup } from "../../support/cleanups.js";
+import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+
+export interface StoreBehindProxy {
+  store: PostgresSessionStore;
+  proxy: TcpProxy;
+  schema: string;
+  /** The checks of waiting connections made so far (connections named `sessionmux-check`). */
+  checks(): number;
+}
+
+/**
+ * A PostgreSQL store in a schema of its own (`<prefix>_<random>`) reaching the database through a
+ * TCP proxy the test can silence, checking its waiting connections every 300 ms; everything is
+ * stopped and dropped by `cleanups`.
+ */
+export async function openStoreBehindProxy(cleanups: Cleanup[], prefix: string): Promise<StoreBehindProxy> {
+  const url = new URL(pgUrl!);
+  let checks = 0;
+  const proxy = await startTcpProxy(Number(url.port || 5432), {
+    tap: () => {
+      let first = true;
+      return {
+        fromClient(chunk) {
+          if (first && chunk.includes("sessionmux-check")) checks += 1;
+          first = false;
+        },
+        fromHost() {},
+      };
+    },
+  });
+  cleanups.push(() => proxy.stop());
+  url.hostname = "127.0.0.1";
+  url.port = String(proxy.port);
+  const schema = `${prefix}_${randomBytes(4).toString("hex")}`;
+  cleanups.push(() => dropSchema(pgUrl!, schema));
+  const store = await PostgresSessionStore.open(url.toString(), {
+    schema,
+    maxConnections: 2,
+    queryCheckMs: 300,
+  });
+  cleanups.push(() => store.close().catch(() => undefined));
+  return { store, proxy, schema, checks: () => checks };
+}
