@@ -1,11 +1,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WebSocketServer } from "ws";
-import { encodeFrame } from "../../protocol/codec.js";
-import { SUBPROTOCOL } from "../../protocol/index.js";
 import { freePort } from "../client/child-host.js";
+import { startFakePeer } from "../client/fake-peer.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 
 let host: TestHost;
@@ -58,18 +55,9 @@ describe("CLI client commands fail fast", () => {
   }, 30_000);
 
   it("when the host speaks another protocol version, for one-shot and streaming commands alike", async () => {
-    const wss = new WebSocketServer({
-      host: "127.0.0.1",
-      port: 0,
-      perMessageDeflate: false,
-      handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
-    });
-    await once(wss, "listening");
-    wss.on("connection", (socket) =>
-      socket.send(encodeFrame({ type: "hello", protocol: 2, hostId: "h", generation: "g", serverTime: 1 })),
-    );
+    const peer = await startFakePeer({ protocol: () => 2 });
     try {
-      const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/api/remote.mux`;
+      const { url } = peer;
       for (const args of [["list"], ["follow", "any"], ["control"]]) {
         const result = await run(args, url);
         expect(result.code, args.join(" ")).not.toBe(0);
@@ -78,8 +66,7 @@ describe("CLI client commands fail fast", () => {
         expect(result.stderr).not.toContain("cannot reach");
       }
     } finally {
-      for (const socket of wss.clients) socket.terminate();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await peer.stop();
     }
   }, 30_000);
 });

@@ -19,6 +19,8 @@ export interface FakePeerOptions {
   /** HTTP status to refuse the upgrade with, per connection attempt (1-based); undefined accepts. */
   refuse?: (attempt: number) => number | undefined;
   generation?: () => string;
+  /** The protocol version the `hello` names, per connection (1-based); 1 unless given. */
+  protocol?: (connection: number) => number;
 }
 
 /**
@@ -51,7 +53,7 @@ export async function startFakePeer(options: FakePeerOptions = {}) {
     connections.push(conn);
     conn.send({
       type: "hello",
-      protocol: 1,
+      protocol: options.protocol?.(connections.length) ?? 1,
       hostId: "fake",
       generation: options.generation?.() ?? "g1",
       serverTime: Date.now(),

@@ -1,38 +1,15 @@
 import "fake-indexeddb/auto";
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
 import { createStore } from "idb-keyval";
 import { describe, expect, it } from "vitest";
-import { WebSocketServer } from "ws";
-import { encodeFrame } from "../../protocol/codec.js";
-import { SUBPROTOCOL } from "../../protocol/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { ConsoleLink } from "../../web/src/console-link.js";
 import { RETRY_FIRST_MS } from "../../web/src/retry-wait.js";
 import { SessionCache } from "../../web/src/session-cache.js";
 import { SessionModel } from "../../web/src/session-model.js";
+import { startFakePeer } from "../client/fake-peer.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 
 const cleanups = cleanupsAfterEach();
-
-/** A `ws` server on 127.0.0.1 whose `hello` names protocol 2, counting its upgrades. */
-async function hostOfVersion2() {
-  const wss = new WebSocketServer({
-    host: "127.0.0.1",
-    port: 0,
-    perMessageDeflate: false,
-    handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
-  });
-  await once(wss, "listening");
-  wss.on("connection", (socket) =>
-    socket.send(encodeFrame({ type: "hello", protocol: 2, hostId: "h", generation: "g", serverTime: 1 })),
-  );
-  cleanups.push(async () => {
-    for (const s of wss.clients) s.terminate();
-    await new Promise<void>((resolve) => wss.close(() => resolve()));
-  });
-  return `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/api/remote.mux`;
-}
 
 /** A console link counting the reads and follow streams the model asks the host for. */
 class CountingLink extends ConsoleLink {
@@ -49,7 +26,9 @@ class CountingLink extends ConsoleLink {
 
 describe("console session model on a host of another protocol version", () => {
   it("stops, saying unsupported_protocol, and asks the host nothing again: it would fail until a reload", async () => {
-    const client = createNodeClient({ url: await hostOfVersion2(), token: "t" });
+    const peer = await startFakePeer({ protocol: () => 2 });
+    cleanups.push(() => peer.stop());
+    const client = createNodeClient({ url: peer.url, token: "t" });
     cleanups.push(() => client.close());
     const link = new CountingLink(() => client, "t");
     const cache = new SessionCache("partition", {
