@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
+import type { PgReads } from "../../src/store/postgres/pg-reads.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
 import { delta, turnEnd as turnEndEvent, turnStart } from "../store/open-store.js";
 import { holdNotices } from "../store/postgres/held-notices.js";
@@ -252,5 +253,41 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       `added ${header.sessionId}`,
       `added ${after}`,
     ]);
+  });
+
+  it("a fork longer than a read page is no agent.error on another host whose read of its second page failed", async () => {
+    cluster = await openCluster(2);
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const onB: string[] = [];
+    b.host.subscribeNotifications(ALICE, (n: Notification) => {
+      if (n.name === "session.added") onB.push(`added ${n.value.row.sessionId}`);
+      if (n.name === "agent.error") onB.push(`error ${n.value.sessionId}`);
+    });
+    const sourceId = await createSession(a.host);
+    const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
+    await a.store.append(sourceId, [turnStart("t"), ...deltas, turnEndEvent("t", "failed")]);
+    await expect.poll(() => onB).toEqual([`added ${sourceId}`, `error ${sourceId}`]);
+    // B's read of the fork's second page fails once (its connection ended): B listens again,
+    // and its re-read reads the rest of the fork, the copied failure among them
+    const reads = (b.store as unknown as { feed: { reads: PgReads } }).feed.reads;
+    const readAfter = reads.readAfter.bind(reads);
+    let failed = false;
+    reads.readAfter = async (sessionId, afterSeq, limit) => {
+      if (sessionId !== sourceId && afterSeq >= 500 && !failed) {
+        failed = true;
+        throw new Error("Connection terminated unexpectedly");
+      }
+      return readAfter(sessionId, afterSeq, limit);
+    };
+    const toldSeq = new Map<string, number>();
+    b.store.subscribeAll((sessionId, notice) => {
+      if (notice.kind === "create" || notice.kind === "append")
+        toldSeq.set(sessionId, notice.events.at(-1)?.seq ?? 0);
+    });
+    const { header } = await a.host.call(ALICE, "session.fork", { sourceId });
+    const headSeq = (await readLog(a.store, header.sessionId)).at(-1)!.seq;
+    // once B delivered the fork up to its head, its sockets were told what they will be told of it
+    await expect.poll(() => failed && toldSeq.get(header.sessionId), { timeout: 20_000 }).toBe(headSeq);
+    expect(onB.filter((line) => line.endsWith(header.sessionId))).toEqual([`added ${header.sessionId}`]);
   });
 });

@@ -88,6 +88,12 @@ export class PgCommitFeed {
    * after an outage, a row written meanwhile is told again only if it is not that version.
    */
   private readonly shown = new Map<string, number>();
+  /**
+   * Creates whose rows were told part way when a read failed: each session's epoch and the
+   * create's last seq. Whichever catch-up reads the session next (a reconnect's re-read too) tells
+   * the rest up to that seq as created: a fork's copied prefix is no news (bounded as `delivered`).
+   */
+  private readonly partlyCreated = new Map<string, Delivered>();
   /** Local notices held back behind another host's rows this store has not read yet. */
   private readonly held = new Map<string, HeldNotice[]>();
   private remote: Promise<void> = Promise.resolve();
@@ -481,7 +487,11 @@ export class PgCommitFeed {
       const head = this.delivered.get(sessionId);
       const after = head === undefined ? Math.max(0, fromSeq - 1) : head.epoch === epoch ? head.seq : 0;
       if (after >= untilSeq) return;
-      const read = await this.reads.readAfter(sessionId, after, Math.min(READ_PAGE, untilSeq - after));
+      // the rest of a create whose earlier read failed part way: read up to its end on its own
+      const partly = this.partlyCreated.get(sessionId);
+      const resuming = !created && partly !== undefined && head?.epoch === partly.epoch && after < partly.seq;
+      const until = resuming ? Math.min(untilSeq, partly.seq) : untilSeq;
+      const read = await this.reads.readAfter(sessionId, after, Math.min(READ_PAGE, until - after));
       if (read.status === "retired") return this.deliverRemoteDelete(sessionId);
       if (read.status !== "ok") return;
       const current = this.delivered.get(sessionId);
@@ -499,11 +509,17 @@ export class PgCommitFeed {
       }
       if (read.events.length === 0) return;
       creating = created && (creating || read.events[0]?.seq === 1);
-      const notice: CommitNotice = creating
+      const lastSeq = read.events[read.events.length - 1]!.seq;
+      const asCreated = creating || (resuming && read.epoch === partly.epoch);
+      if (creating && lastSeq < untilSeq)
+        setNewest(this.partlyCreated, sessionId, { epoch: read.epoch, seq: untilSeq });
+      else if (asCreated && lastSeq >= (creating ? untilSeq : partly!.seq))
+        this.partlyCreated.delete(sessionId);
+      const notice: CommitNotice = asCreated
         ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
         : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
-      if (readReachedHead(read) || read.events[read.events.length - 1]!.seq >= untilSeq) return;
+      if (readReachedHead(read) || lastSeq >= untilSeq) return;
       epoch = read.epoch;
     }
   }

@@ -1,10 +1,11 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import type { PgReads } from "../../../src/store/postgres/pg-reads.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { pgUrl } from "../contract/backends.js";
 import { delta, turnEnd, turnStart } from "../open-store.js";
 import { holdNotices } from "./held-notices.js";
-import { twoHostsFixture } from "./two-hosts.js";
+import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
 
 /**
  * A host that heard another host's NOTIFY and failed to read the rows it names (its read's
@@ -52,5 +53,36 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a read of another host's rows t
       await admin.end();
     }
     await expect.poll(from2, WAIT).toEqual([2, 3, 4]);
+  });
+
+  it("tells the rest of a fork longer than a page as created after the read of its second page failed", async () => {
+    const { a, b } = await openHosts();
+    const told: string[] = [];
+    b.subscribeAll((sessionId, notice: CommitNotice) => {
+      if (sessionId === "fork" && (notice.kind === "append" || notice.kind === "create"))
+        told.push(`${notice.kind} ${notice.events[0]!.seq}..${notice.events.at(-1)!.seq}`);
+    });
+    await a.create({ sessionId: "src", owner: "o", model: "m" });
+    const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
+    await a.append("src", [turnStart("t"), ...deltas, turnEnd("t", "failed")]);
+    await notifiesHandled({ a, b });
+    // B's read of the fork's second page fails once (its connection ended): B listens again,
+    // and its re-read reads the rest
+    const reads = (b as unknown as { feed: { reads: PgReads } }).feed.reads;
+    const readAfter = reads.readAfter.bind(reads);
+    let failed = false;
+    reads.readAfter = async (sessionId, afterSeq, limit) => {
+      if (sessionId === "fork" && afterSeq >= 500 && !failed) {
+        failed = true;
+        throw new Error("Connection terminated unexpectedly");
+      }
+      return readAfter(sessionId, afterSeq, limit);
+    };
+    await a.fork({ sourceId: "src", targetId: "fork", owner: "o" });
+    // the fork's rows are 1 (created) and the source's 2..523 copied; its copied failure, the
+    // last of them, is no news: all told as created, none as appended
+    await expect.poll(() => told.at(-1), WAIT).toMatch(/\.\.523$/);
+    expect(failed).toBe(true);
+    expect(told).toEqual(["create 1..500", "create 501..523"]);
   });
 });
