@@ -17,7 +17,13 @@ import {
   sentBy,
 } from "./pg-notice-payload.js";
 import { eachPage } from "./pg-paged-read.js";
-import type { DismissedPair, PgReads, VersionedProjection, WrittenProjection } from "./pg-reads.js";
+import type {
+  DismissedPair,
+  PgReads,
+  SessionHead,
+  VersionedProjection,
+  WrittenProjection,
+} from "./pg-reads.js";
 import type { Announcement, PgLiveNotice } from "./pg-write-batch.js";
 
 /** Events read per round trip when catching up with another host's commits. */
@@ -550,6 +556,7 @@ export class PgCommitFeed {
       const page = followed.slice(start, start + HEADS_PAGE).filter((id) => this.interested(id));
       if (page.length === 0) continue;
       const heads = await this.reads.heads(page, since?.xid ?? null);
+      const failures = await this.untoldFailuresOf(page, heads, since);
       for (const sessionId of page) {
         const now = heads.get(sessionId);
         if (!now || !this.interested(sessionId)) continue;
@@ -563,13 +570,44 @@ export class PgCommitFeed {
           // store does not know, so its newest event goes out if the outage may have hidden it
           // (written since the previous LISTEN); a subscriber drops it if it has it, and reads
           // the gap from the log if it is further behind
-          if (now.headSeq > 0 && now.writtenSince) await this.catchUp(sessionId, now.epoch, now.headSeq);
+          // (from the failed `turn/end` that ended its last turn, if the outage may have hidden it:
+          // from the head, the position would pass it, and `withUntoldFailures` count it told)
+          const failedAt = failures.get(sessionId);
+          if (now.headSeq > 0 && now.writtenSince)
+            await this.catchUp(sessionId, now.epoch, failedAt ?? now.headSeq);
         } else if (was.epoch !== now.epoch || was.seq < now.headSeq) {
           await this.catchUp(sessionId, was.epoch, was.seq + 1);
         }
       }
     }
     if (since && known) await this.rereadWritten(since, new Set(followed), known);
+  }
+
+  /**
+   * The seq of the failed `turn/end` that ended the last turn of each session of `page` this store
+   * delivered nothing of, when a transaction no older than `since` wrote it (not the session's
+   * create) in the session's epoch now: one statement, reading only the sessions whose row says
+   * their last turn failed and whose newest event is that young.
+   */
+  private async untoldFailuresOf(
+    page: readonly string[],
+    heads: ReadonlyMap<string, SessionHead>,
+    since: Watermark | null,
+  ): Promise<Map<string, number>> {
+    const failed = page.filter((sessionId) => {
+      const now = heads.get(sessionId);
+      return now?.lastFailed && now.writtenSince && !now.retired && !this.delivered.has(sessionId);
+    });
+    const seqs = new Map<string, number>();
+    if (!since || failed.length === 0) return seqs;
+    for (const [sessionId, end] of await this.reads.turnEndsSince(failed, since.xid))
+      if (
+        end.event.type === "turn/end" &&
+        end.event.data.state === "failed" &&
+        end.epoch === heads.get(sessionId)?.epoch
+      )
+        seqs.set(sessionId, end.event.seq);
+    return seqs;
   }
 
   /**

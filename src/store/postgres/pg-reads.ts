@@ -115,7 +115,9 @@ const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type
  * session counts as written since).
  */
 const HEADS = `SELECT s.session_id, s.epoch, coalesce(e.seq, 0) AS head_seq, s.retired_at IS NOT NULL AS retired,
-    e.seq IS NOT NULL AND ($2::xid IS NULL OR age(e.xmin) <= age($2::xid)) AS written_since
+    e.seq IS NOT NULL AND ($2::xid IS NULL OR age(e.xmin) <= age($2::xid)) AS written_since,
+    coalesce((SELECT p.last_state = 'failed' FROM projections p WHERE p.session_id = s.session_id), false)
+      AS last_failed
   FROM sessions s LEFT JOIN LATERAL (
     SELECT seq, xmin FROM events WHERE session_id = s.session_id ORDER BY seq DESC LIMIT 1
   ) e ON true WHERE s.session_id = ANY($1::text[])`;
@@ -128,6 +130,8 @@ export interface SessionHead {
   retired: boolean;
   /** Its newest event was written by a transaction not older than the one `heads` was given. */
   writtenSince: boolean;
+  /** Its projection row says its last turn failed. */
+  lastFailed: boolean;
 }
 
 type Missing = { status: "retired" } | { status: "not_found" };
@@ -191,12 +195,19 @@ export class PgReads {
       head_seq: number;
       retired: boolean;
       written_since: boolean;
+      last_failed: boolean;
     };
     const { rows } = await this.pool.query<Row>(HEADS, [textArrayLiteral(sessionIds), since]);
     return new Map(
       rows.map((row) => [
         row.session_id,
-        { epoch: row.epoch, headSeq: row.head_seq, retired: row.retired, writtenSince: row.written_since },
+        {
+          epoch: row.epoch,
+          headSeq: row.head_seq,
+          retired: row.retired,
+          writtenSince: row.written_since,
+          lastFailed: row.last_failed,
+        },
       ]),
     );
   }
