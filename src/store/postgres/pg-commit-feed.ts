@@ -646,6 +646,12 @@ export class PgCommitFeed {
           );
         else if (!created && this.shown.get(sessionId) !== read.version)
           this.deliverRead(sessionId, { kind: "meta" }, read);
+        // told as created up to the row's head: the create's own NOTIFY, if it is still to be
+        // handled (committed while this re-read ran), must not tell it again
+        const head = this.delivered.get(sessionId);
+        const { epoch, seq } = read.projection;
+        if (created && (head === undefined || (head.epoch === epoch && head.seq < seq)))
+          this.remember(sessionId, { epoch, seq });
       },
     );
     const deleted: string[] = [];
