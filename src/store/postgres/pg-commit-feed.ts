@@ -102,10 +102,6 @@ export class PgCommitFeed {
   private readonly partlyCreated = new Map<string, Delivered>();
   /** Local notices held back behind another host's rows this store has not read yet. */
   private readonly held = new Map<string, HeldNotice[]>();
-  /** Sessions whose held notices wait for an outage's re-read: the read they waited for failed. */
-  private readonly owedHolds = new Set<string>();
-  /** Sessions a catch-up read only up to their held notices: read on from there once released. */
-  private readonly readAfterHeld = new Set<string>();
   private remote: Promise<void> = Promise.resolve();
   private liveListeners = 0;
   private readonly dismissalSubscribers = new Set<DismissalSubscriber>();
@@ -496,16 +492,11 @@ export class PgCommitFeed {
     while (this.interested(sessionId)) {
       const head = this.delivered.get(sessionId);
       const after = head === undefined ? Math.max(0, fromSeq - 1) : head.epoch === epoch ? head.seq : 0;
-      // never up to this store's own commits held behind the rows read: they go out as local
-      const heldFrom = this.heldFrom(sessionId, head);
-      const limit = heldFrom === undefined ? untilSeq : Math.min(untilSeq, heldFrom - 1);
-      // what is above them is read once they went out
-      if (limit < untilSeq) this.readAfterHeld.add(sessionId);
-      if (after >= limit) return;
+      if (after >= untilSeq) return;
       // the rest of a create whose earlier read failed part way: read up to its end on its own
       const partly = this.partlyCreated.get(sessionId);
       const resuming = !created && partly !== undefined && head?.epoch === partly.epoch && after < partly.seq;
-      const until = resuming ? Math.min(limit, partly.seq) : limit;
+      const until = resuming ? Math.min(untilSeq, partly.seq) : untilSeq;
       const read = await this.reads.readAfter(sessionId, after, Math.min(READ_PAGE, until - after));
       if (read.status === "retired") return this.deliverRemoteDelete(sessionId);
       if (read.status !== "ok") return;
@@ -534,7 +525,7 @@ export class PgCommitFeed {
         ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
         : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
-      if (readReachedHead(read) || lastSeq >= limit) return;
+      if (readReachedHead(read) || lastSeq >= untilSeq) return;
       epoch = read.epoch;
     }
   }
@@ -646,12 +637,6 @@ export class PgCommitFeed {
           );
         else if (!created && this.shown.get(sessionId) !== read.version)
           this.deliverRead(sessionId, { kind: "meta" }, read);
-        // told as created up to the row's head: the create's own NOTIFY, if it is still to be
-        // handled (committed while this re-read ran), must not tell it again
-        const head = this.delivered.get(sessionId);
-        const { epoch, seq } = read.projection;
-        if (created && (head === undefined || (head.epoch === epoch && head.seq < seq)))
-          this.remember(sessionId, { epoch, seq });
       },
     );
     const deleted: string[] = [];
@@ -755,42 +740,22 @@ export class PgCommitFeed {
     this.remote = this.remote
       .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
       .then(
-        () => this.release(sessionId, this.delivered.get(sessionId) !== head),
-        () => {
-          // the rows before them are owed: they stay held, past no gap, until the re-read after
-          // listening again read those rows (as after a failed read of a NOTIFY's rows)
-          this.owedHolds.add(sessionId);
-          this.listenAgain();
-        },
-      );
-  }
-
-  /** The first seq of the local notices held for `sessionId` in the epoch of `head`, if any. */
-  private heldFrom(sessionId: string, head: Delivered | undefined): number | undefined {
-    const first = this.held.get(sessionId)?.[0]?.pending.notice;
-    return first?.kind === "append" && head?.epoch === first.epoch ? first.events[0]?.seq : undefined;
-  }
-
-  /**
-   * Ends a hold: each notice through the same check (another host may have committed between two
-   * held notices) if the read delivered something (`moved`), so every hold ends; after a read
-   * that delivered nothing (its last subscriber left), as they are: followers repair a gap by
-   * reading the log.
-   */
-  private release(sessionId: string, moved: boolean): void {
-    const release = this.held.get(sessionId) ?? [];
-    this.held.delete(sessionId);
-    this.owedHolds.delete(sessionId);
-    for (const next of release)
-      if (moved) this.deliverLocal(next);
-      else this.deliver(next.pending.sessionId, next.pending.notice, next.pending.projection, next.version);
-    // (held again: the mark stays for that hold's release)
-    if (this.held.has(sessionId) || !this.readAfterHeld.delete(sessionId)) return;
-    const head = this.delivered.get(sessionId);
-    if (head === undefined || head.seq < 0) return;
-    this.remote = this.remote
-      .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1))
-      .catch(() => this.listenAgain());
+        () => true,
+        () => false,
+      )
+      .then((caughtUp) => {
+        const release = this.held.get(sessionId) ?? [];
+        this.held.delete(sessionId);
+        // each through the same check (another host may have committed between two held notices)
+        // if the read delivered something, so every hold ends; after a read that failed or
+        // delivered nothing (its last subscriber left), as they are: followers repair a gap by
+        // reading the log
+        const moved = caughtUp && this.delivered.get(sessionId) !== head;
+        for (const next of release)
+          if (moved) this.deliverLocal(next);
+          else
+            this.deliver(next.pending.sessionId, next.pending.notice, next.pending.projection, next.version);
+      });
   }
 
   private async projectionFor(sessionId: string): Promise<VersionedProjection | null> {
@@ -866,8 +831,6 @@ export class PgCommitFeed {
             .then(() => (this.liveListeners > 0 ? this.live.rereadAll(before?.xid ?? null) : undefined))
             .then(
               () => {
-                // the re-read read the rows they waited for: through the check again
-                for (const sessionId of [...this.owedHolds]) this.release(sessionId, true);
                 this.owedFrom = undefined;
                 this.reconnectDelay = RECONNECT_MIN_MS;
               },
