@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import type { PgReads } from "../../../src/store/postgres/pg-reads.js";
+import type { CommitNotice } from "../../../src/store/session-store.js";
+import { pgUrl } from "../contract/backends.js";
+import { turnEnd, turnStart, userMessage } from "../open-store.js";
+import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
+
+const openHosts = twoHostsFixture("feed_reread_create");
+const WAIT = { timeout: 20_000 };
+
+/**
+ * A session created, followed on B and appended to while B's re-read after a LISTEN outage runs:
+ * the re-read tells it created from its row alone, so its rows are still B's to deliver when
+ * their NOTIFYs are handled; taking the row's seq as delivered skipped them for good.
+ */
+describe.skipIf(!pgUrl)("PostgreSQL commit feed: a create committed while the outage re-read runs", () => {
+  it("still gives a follower and store-wide listeners the appends after it", async () => {
+    const { a, b } = await openHosts();
+    const told: string[] = [];
+    b.subscribeAll((sessionId, notice: CommitNotice) => {
+      if (sessionId !== "y") return;
+      if (notice.kind === "meta") told.push(`meta${notice.created ? " created" : ""}`);
+      if (notice.kind === "append" || notice.kind === "create")
+        told.push(
+          `${notice.kind} ${notice.events.map((e) => (e.type === "turn/end" ? `${e.seq}:${e.data.state}` : e.seq)).join(",")}`,
+        );
+    });
+    await a.create({ sessionId: "s0", owner: "o", model: "m" });
+    await notifiesHandled({ a, b });
+    const feed = (
+      b as unknown as { feed: { reads: PgReads; heard(text: string): void; listenAgain(): void } }
+    ).feed;
+    let heard = 0;
+    const hear = feed.heard.bind(feed);
+    feed.heard = (text) => {
+      heard++;
+      hear(text);
+    };
+    const followed: number[] = [];
+    const reads = feed.reads;
+    const writtenSince = reads.projectionsWrittenSince.bind(reads);
+    let once = false;
+    reads.projectionsWrittenSince = async (since, after, limit) => {
+      if (!once) {
+        once = true;
+        const before = heard;
+        await a.create({ sessionId: "y", owner: "o", model: "m" });
+        // a follower on B subscribes to y
+        b.subscribe("y", (notice) => {
+          if (notice.kind === "append" || notice.kind === "create")
+            followed.push(...notice.events.map((e) => e.seq));
+        });
+        await a.append("y", [turnStart("t1"), turnEnd("t1", "failed")]);
+        await a.append("y", [userMessage("after")]);
+        await expect.poll(() => heard, WAIT).toBeGreaterThan(before + 2);
+      }
+      return writtenSince(since, after, limit);
+    };
+    feed.listenAgain();
+    await expect.poll(() => told.includes("meta created"), WAIT).toBe(true);
+    await notifiesHandled({ a, b });
+    await notifiesHandled({ a, b });
+    // the follower may be handed a later row first (it reads the gap from the log), but the last
+    // commit reaches it and the store-wide listeners, and the failure is told
+    expect(followed.at(-1)).toBe(4);
+    expect(told.some((t) => t.includes("3:failed"))).toBe(true);
+    expect(told.some((t) => /^(append|create) (.*,)?4$/.test(t))).toBe(true);
+  });
+});
