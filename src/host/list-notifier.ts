@@ -29,17 +29,16 @@ export function watchListChanges(
       hub.publish(notice.remote.owner, { name: "session.removed", value: { sessionId } });
       return;
     }
-    if (notice.kind === "create" && notice.remote) {
-      // a create read in pages: the first (from seq 1) adds it; the rest are a fork's copied
-      // rows, a failed turn among them no news
-      if (projection && notice.events[0]?.seq === 1)
-        hub.publish(projection.owner, { name: "session.added", value: { row: toRow(projection, live) } });
-      return;
-    }
-    if (notice.kind === "meta" && notice.created && projection) {
+    const createdElsewhere = notice.kind === "create" && notice.remote === true;
+    // a create read in pages: the first (from seq 1) adds it; the rest are a fork's copied rows,
+    // a failed turn among them no news
+    const added =
+      (createdElsewhere && notice.events[0]?.seq === 1) || (notice.kind === "meta" && notice.created);
+    if (added && projection) {
       hub.publish(projection.owner, { name: "session.added", value: { row: toRow(projection, live) } });
       return;
     }
+    if (createdElsewhere) return;
     if (!projection || notice.kind !== "append") return;
     if (notice.remote) {
       // the owner's turn runner told its own sockets; this host's hear it from the log
