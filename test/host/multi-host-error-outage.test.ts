@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
-import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
-import { refusableRole } from "../store/postgres/refusable-role.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { ALICE, type Cluster, openCluster, pgUrl, turnEnd } from "./multi-host-fixture.js";
+import { ALICE, type Cluster, pgUrl, turnEnd } from "./multi-host-fixture.js";
+import { openOutageCluster } from "./outage-cluster.js";
 
 /**
  * §6 with several hosts: a turn that fails on its owner is announced as `agent.error` to the
@@ -13,9 +11,6 @@ import { ALICE, type Cluster, openCluster, pgUrl, turnEnd } from "./multi-host-f
  * also of a session it had delivered nothing of (created meanwhile), whose catch-up reads only its
  * row. A failure it had told, or one older than its listening, is not told again.
  */
-
-/** The first reconnect comes within 100 ms of the drop: refused past it, a later attempt gets back in. */
-const PAST_FIRST_RECONNECT_MS = 400;
 
 type Host = Cluster["hosts"][0];
 
@@ -37,14 +32,8 @@ describe.skipIf(!pgUrl)(
     const cleanups = cleanupsAfterEach();
 
     it("is told once it is back, once, and a failure told before or older than its listening is not told again", async () => {
-      // host-b connects as a role the test can refuse; its tables are that role's, made first
-      const refusable = await refusableRole("smx_errors");
-      cleanups.push(() => refusable.drop());
-      await (await PostgresSessionStore.open(refusable.url, { schema: refusable.schema })).close();
-      const cluster = await openCluster(1, {
-        on: { schema: refusable.schema, url: (hostId) => (hostId === "host-b" ? refusable.url : pgUrl!) },
-      });
-      cleanups.push(() => cluster.dispose());
+      // host-b connects as a role the test can refuse
+      const { cluster, ...refusable } = await openOutageCluster(cleanups, "smx_errors");
       const a = cluster.hosts[0]!;
       // failed before host-b started: host-b never delivers anything of it
       const old = await create(a);
@@ -71,7 +60,6 @@ describe.skipIf(!pgUrl)(
       await a.host.call(ALICE, "session.rename", { sessionId: heard, title: "renamed while b was out" });
       // a fork copies a failure: no news either (as when heard live)
       const forked = (await a.host.call(ALICE, "session.fork", { sourceId: born })).header.sessionId;
-      await sleep(PAST_FIRST_RECONNECT_MS);
       await refusable.letIn();
 
       const outage = [`added ${born}`, `error ${born}: demo failure requested with /fail`, `added ${forked}`];

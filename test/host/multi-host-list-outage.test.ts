@@ -1,11 +1,9 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { Principal } from "../../src/host/principal.js";
-import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
-import { refusableRole } from "../store/postgres/refusable-role.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { ALICE, type Cluster, openCluster, pgUrl } from "./multi-host-fixture.js";
+import { ALICE, type Cluster, pgUrl } from "./multi-host-fixture.js";
+import { openOutageCluster } from "./outage-cluster.js";
 
 /**
  * §6 with several hosts: a host whose LISTEN connection was down heard none of the NOTIFYs of
@@ -15,9 +13,6 @@ import { ALICE, type Cluster, openCluster, pgUrl } from "./multi-host-fixture.js
  */
 
 const BOB: Principal = { name: "bob", admin: false };
-
-/** The first reconnect comes within 100 ms of the drop: refused past it, a later attempt gets back in. */
-const PAST_FIRST_RECONNECT_MS = 400;
 
 type Host = Cluster["hosts"][0];
 
@@ -42,14 +37,8 @@ describe.skipIf(!pgUrl)(
     const cleanups = cleanupsAfterEach();
 
     it("are told once it is back: added for a create and a fork, removed for a delete, nothing of another principal's", async () => {
-      // host-b connects as a role the test can refuse; its tables are that role's, made first
-      const refusable = await refusableRole("smx_lists");
-      cleanups.push(() => refusable.drop());
-      await (await PostgresSessionStore.open(refusable.url, { schema: refusable.schema })).close();
-      const cluster = await openCluster(1, {
-        on: { schema: refusable.schema, url: (hostId) => (hostId === "host-b" ? refusable.url : pgUrl!) },
-      });
-      cleanups.push(() => cluster.dispose());
+      // host-b connects as a role the test can refuse
+      const { cluster, ...refusable } = await openOutageCluster(cleanups, "smx_lists");
       const a = cluster.hosts[0]!;
       // made before host-b started: host-b never delivers anything of it
       const old = await create(a, ALICE);
@@ -74,7 +63,6 @@ describe.skipIf(!pgUrl)(
       await a.host.call(ALICE, "session.rename", { sessionId: kept, title: "renamed while b was out" });
       const bobsBorn = await create(a, BOB);
       await a.host.call(BOB, "session.delete", { sessionId: bobsDoomed });
-      await sleep(PAST_FIRST_RECONNECT_MS);
       await refusable.letIn();
 
       const alices = [
