@@ -590,15 +590,25 @@ export class PgCommitFeed {
       return now?.lastFailed && now.writtenSince && !now.retired && !this.delivered.has(sessionId);
     });
     const seqs = new Map<string, number>();
-    if (!since || failed.length === 0) return seqs;
-    for (const [sessionId, end] of await this.reads.turnEndsSince(failed, since.xid))
-      if (
-        end.event.type === "turn/end" &&
-        end.event.data.state === "failed" &&
-        end.epoch === heads.get(sessionId)?.epoch
-      )
-        seqs.set(sessionId, end.event.seq);
+    if (!since) return seqs;
+    for (const [sessionId, end] of await this.failedTurnEnds(failed, since))
+      if (end.epoch === heads.get(sessionId)?.epoch) seqs.set(sessionId, end.event.seq);
     return seqs;
+  }
+
+  /**
+   * The newest `turn/end` of each of `sessionIds` that a transaction no older than `since` wrote
+   * (not the session's create), when it ended its turn `failed`; no statement for none.
+   */
+  private async failedTurnEnds(
+    sessionIds: readonly string[],
+    since: Watermark,
+  ): Promise<Map<string, { epoch: string; event: SessionEvent }>> {
+    const failed = new Map<string, { epoch: string; event: SessionEvent }>();
+    if (sessionIds.length === 0) return failed;
+    for (const [sessionId, end] of await this.reads.turnEndsSince(sessionIds, since.xid))
+      if (end.event.type === "turn/end" && end.event.data.state === "failed") failed.set(sessionId, end);
+    return failed;
   }
 
   /**
@@ -670,19 +680,12 @@ export class PgCommitFeed {
       .map((read) => read.projection)
       .filter((p) => p.lastState === "failed" && untold(p.sessionId, p.epoch, p.seq))
       .map((p) => p.sessionId);
-    const ends =
-      failed.length > 0
-        ? await this.reads.turnEndsSince(failed, since.xid)
-        : new Map<string, { epoch: string; event: SessionEvent }>();
+    const ends = await this.failedTurnEnds(failed, since);
     return page.map((read) => {
       const end = ends.get(read.projection.sessionId);
-      const failure =
-        end?.event.type === "turn/end" &&
-        end.event.data.state === "failed" &&
-        untold(read.projection.sessionId, end.epoch, end.event.seq)
-          ? end
-          : undefined;
-      return failure ? { read, failure } : { read };
+      return end && untold(read.projection.sessionId, end.epoch, end.event.seq)
+        ? { read, failure: end }
+        : { read };
     });
   }
 
