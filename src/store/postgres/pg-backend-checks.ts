@@ -1,4 +1,5 @@
 import pg from "pg";
+import { afterLoopTime } from "./loop-time.js";
 
 /** What the server says of a backend a client waits on (see `BackendChecks`). */
 export type Verdict = "alive" | "lost" | "unknown";
@@ -33,7 +34,8 @@ const isServerGone = (err: unknown): boolean => {
  * wait on. One question at a time, about every backend asked meanwhile, so a store whose every
  * connection waits (a migration holding a table) opens one more connection, not one per wait.
  *
- * Lost: the server does not answer within `withinMs` (connect included), is not there, has no
+ * Lost: the server does not answer within `withinMs` of the event loop's time (connect included,
+ * see `afterLoopTime`), is not there, has no
  * such backend, or that backend has not been running a statement for `withinMs` or more: it
  * answered, or waits for the client's next bytes, and what it sent or what it waits for was lost
  * on the way. Such a backend is terminated, so it holds no lock past this. Alive: the backend runs
@@ -74,14 +76,13 @@ export class BackendChecks {
   private async question(pids: number[]): Promise<(pid: number) => Verdict> {
     const probe = new pg.Client({ connectionString: this.url, application_name: "sessionmux-check" });
     probe.on("error", () => undefined);
-    let timer: NodeJS.Timeout | undefined;
+    let cancel = (): void => undefined;
     let unanswered = false;
     const silent = new Promise<(pid: number) => Verdict>((resolve) => {
-      timer = setTimeout(() => {
+      cancel = afterLoopTime(this.withinMs, () => {
         unanswered = true;
         resolve(() => "lost");
-      }, this.withinMs);
-      timer.unref();
+      });
     });
     const answered = (async (): Promise<(pid: number) => Verdict> => {
       await probe.connect();
@@ -102,7 +103,7 @@ export class BackendChecks {
       return () => verdict;
     });
     const verdicts = await Promise.race([answered, silent]);
-    clearTimeout(timer);
+    cancel();
     // one left unanswered is on a silent path too: it is not ended politely
     if (unanswered) probe.connection.stream.destroy();
     else probe.end().catch(() => undefined);

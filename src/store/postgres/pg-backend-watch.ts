@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { afterLoopTime } from "./loop-time.js";
 import type { BackendChecks } from "./pg-backend-checks.js";
 
 /**
@@ -22,7 +23,7 @@ export const QUERY_CHECK_MS = 5_000;
  */
 export function watchBackend(client: pg.Client, checks: BackendChecks, everyMs: number): () => void {
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  let cancel = (): void => undefined;
   const check = async () => {
     // set by the server's BackendKeyData, which the pg types leave out
     const pid = (client as pg.Client & { processID: number | null }).processID;
@@ -31,14 +32,15 @@ export function watchBackend(client: pg.Client, checks: BackendChecks, everyMs: 
     if (verdict === "lost") client.connection.stream.destroy();
     else next();
   };
+  // counted in the loop's time: after a held loop, an answer already in the socket is read, and
+  // the next statement sent, before the backend is asked about (idle by then, it would be ended)
   const next = () => {
-    timer = setTimeout(check, everyMs);
-    timer.unref();
+    cancel = afterLoopTime(everyMs, () => void check());
   };
   next();
   return () => {
     stopped = true;
-    clearTimeout(timer);
+    cancel();
   };
 }
 
