@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { afterLoopTime } from "./loop-time.js";
 
 /**
  * How often a LISTEN connection is asked `SELECT 1`, and how long its answer may take before the
@@ -30,24 +31,18 @@ export function checkListening(client: pg.Client, everyMs: number): void {
   let ended = false;
   const ask = () => {
     if (ended) return;
-    let answered = false;
-    // a loop held past `everyMs` runs this timer before reading an answer already in the socket:
-    // the poll phase after it reads that answer first, so only a connection still silent is ended
-    const silent = setTimeout(
-      () => setImmediate(() => answered || ended || client.connection.stream.destroy()),
-      everyMs,
-    );
-    silent.unref();
+    // counted in the loop's time: a loop held past `everyMs` (mid-handshake, or while the answer
+    // came) does not end a connection that answers once the loop runs again
+    const silent = afterLoopTime(everyMs, () => ended || client.connection.stream.destroy());
     client.query("SELECT 1").then(
       () => {
-        answered = true;
-        clearTimeout(silent);
+        silent();
         next();
       },
       // the connection failed or was ended: its own `error` or `end` is the news, and nothing
       // more is asked of it
       () => {
-        clearTimeout(silent);
+        silent();
         ended = true;
       },
     );
