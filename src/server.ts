@@ -28,6 +28,10 @@ export interface HostOptions {
   dbSchema?: string;
   /** PostgreSQL only. @default 10 */
   dbPoolSize?: number;
+  /** PostgreSQL only (see `SessionmuxOptions.dbListenCheckMs`). @default 5000 */
+  dbListenCheckMs?: number;
+  /** PostgreSQL only (see `SessionmuxOptions.dbQueryCheckMs`). @default 5000 */
+  dbQueryCheckMs?: number;
   /** @default generated (see `SessionmuxOptions.hostId`) */
   hostId?: string;
   /** @default 10_000 */
@@ -82,6 +86,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       createDbFolder: options.createDbFolder ?? false,
       ...(options.dbSchema !== undefined ? { dbSchema: options.dbSchema } : {}),
       ...(options.dbPoolSize !== undefined ? { dbPoolSize: options.dbPoolSize } : {}),
+      ...(options.dbListenCheckMs !== undefined ? { dbListenCheckMs: options.dbListenCheckMs } : {}),
+      ...(options.dbQueryCheckMs !== undefined ? { dbQueryCheckMs: options.dbQueryCheckMs } : {}),
       ...(options.hostId !== undefined ? { hostId: options.hostId } : {}),
       ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
       tokens: options.tokens,

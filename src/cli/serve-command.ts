@@ -7,10 +7,13 @@ import { type DatabaseTarget, databaseTarget, describeTarget } from "../operatio
 import { hostIdOf } from "../operations/host-id.js";
 import { keptTokenAuthenticate } from "../operations/kept-token-auth.js";
 import { keptTokenFile } from "../operations/kept-token-location.js";
+import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import { readOrCreateToken } from "../operations/token-file.js";
 import { startHost } from "../server.js";
+import { LONGEST_QUERY_CHECK_MS, QUERY_CHECK_MS } from "../store/postgres/pg-backend-watch.js";
+import { LISTEN_CHECK_MS } from "../store/postgres/pg-listen-check.js";
 import { checkTokenSpecs, parseTokenSpec, type TokenSpec } from "../transport/auth.js";
 import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import {
@@ -29,6 +32,8 @@ interface ServeOptions extends LimitValues {
   db: string;
   dbSchema?: string;
   dbPoolSize: number;
+  dbListenCheckMs: number;
+  dbQueryCheckMs: number;
   dataDir: string;
   hostId?: string;
   leaseTtlMs: number;
@@ -147,6 +152,24 @@ export function registerServeCommand(program: Command): void {
         .argParser(integer("--db-pool-size", 2))
         .default(10),
     )
+    .addOption(
+      new Option(
+        "--db-listen-check-ms <ms>",
+        "PostgreSQL: how often each LISTEN connection is asked SELECT 1; one silent that long is dropped and reconnected",
+      )
+        .env("SESSIONMUX_DB_LISTEN_CHECK_MS")
+        .argParser(integer("--db-listen-check-ms", LIMIT_FLOORS.dbCheckMs, LONGEST_TIMER_MS))
+        .default(LISTEN_CHECK_MS),
+    )
+    .addOption(
+      new Option(
+        "--db-query-check-ms <ms>",
+        "PostgreSQL: how often a statement still waiting is checked from another connection; one whose connection went silent fails within 2-3 times this, a handshake within 2 times",
+      )
+        .env("SESSIONMUX_DB_QUERY_CHECK_MS")
+        .argParser(integer("--db-query-check-ms", LIMIT_FLOORS.dbCheckMs, LONGEST_QUERY_CHECK_MS))
+        .default(QUERY_CHECK_MS),
+    )
     .addOption(dataDirOption())
     .addOption(
       new Option("--host-id <id>", "names this host among several on one database (default: generated)").env(
@@ -236,7 +259,13 @@ export function registerServeCommand(program: Command): void {
       port: options.port,
       dbPath: db,
       ...(target.kind === "postgres"
-        ? { dbSchema: target.schema, dbPoolSize: options.dbPoolSize, callInbox: callInboxLimitsOf(options) }
+        ? {
+            dbSchema: target.schema,
+            dbPoolSize: options.dbPoolSize,
+            dbListenCheckMs: options.dbListenCheckMs,
+            dbQueryCheckMs: options.dbQueryCheckMs,
+            callInbox: callInboxLimitsOf(options),
+          }
         : {}),
       hostId,
       leaseTtlMs: options.leaseTtlMs,

@@ -29,6 +29,21 @@ export interface SessionmuxOptions {
   /** PostgreSQL only: pooled connections of the store (one more listens). @default 10 */
   dbPoolSize?: number;
   /**
+   * PostgreSQL only: how often each LISTEN connection (commit wake-ups, forwarded calls) is asked
+   * `SELECT 1`, and how long its answer may take: one whose network path went silent is dropped
+   * and reconnected within twice this (docs/reliability.md, "The PostgreSQL store keeps promises 1–3"). At least 100.
+   * @default 5000
+   */
+  dbListenCheckMs?: number;
+  /**
+   * PostgreSQL only: how often a statement still waiting on the database (a write transaction, a
+   * read, a forwarded call's, an upload quota's) is checked from another connection: one whose
+   * connection went silent fails within two or three times this, and a new connection's
+   * handshake may take twice this; one waiting on a lock is left to wait. At least 100.
+   * @default 5000
+   */
+  dbQueryCheckMs?: number;
+  /**
    * Names this host among several on one database (leases, forwarded calls, `/metrics`):
    * letters, digits, `.`, `_`, `-`. @default the machine's name and a random suffix
    */

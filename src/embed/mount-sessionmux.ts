@@ -68,6 +68,8 @@ export async function mountSessionmux(
     ...(options.dbSchema !== undefined ? { schema: options.dbSchema } : {}),
     ...(options.dbPoolSize !== undefined ? { poolSize: options.dbPoolSize } : {}),
     ...(options.callInbox ? { callInbox: options.callInbox } : {}),
+    ...(options.dbListenCheckMs !== undefined ? { listenCheckMs: options.dbListenCheckMs } : {}),
+    ...(options.dbQueryCheckMs !== undefined ? { queryCheckMs: options.dbQueryCheckMs } : {}),
     createFolder: options.createDbFolder ?? false,
     hostId,
     metrics,

@@ -2,6 +2,7 @@ import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { StartupError } from "../operations/startup-error.js";
 import type { CallInboxLimits } from "../store/call-inbox-limits.js";
+import { LONGEST_QUERY_CHECK_MS } from "../store/postgres/pg-backend-watch.js";
 import { MAX_REPLAY_BATCH } from "../transport/mux/mux-options.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
 import { checkOptionShape } from "./option-shape.js";
@@ -22,6 +23,9 @@ const floor = (name: keyof typeof LIMIT_FLOORS): Rule => ({ min: LIMIT_FLOORS[na
 
 const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
   dbPoolSize: COUNT,
+  dbListenCheckMs: { min: LIMIT_FLOORS.dbCheckMs, max: LONGEST_TIMER_MS },
+  // a handshake may take twice it, on a timer too
+  dbQueryCheckMs: { min: LIMIT_FLOORS.dbCheckMs, max: LONGEST_QUERY_CHECK_MS },
   leaseTtlMs: DELAY,
   idleDetachMs: DELAY,
   turnStopGraceMs: { min: 0, max: LONGEST_TIMER_MS },

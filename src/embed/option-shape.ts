@@ -13,6 +13,8 @@ const KNOWN: Record<keyof SessionmuxOptions, true> = {
   createDbFolder: true,
   dbSchema: true,
   dbPoolSize: true,
+  dbListenCheckMs: true,
+  dbQueryCheckMs: true,
   hostId: true,
   leaseTtlMs: true,
   callInbox: true,

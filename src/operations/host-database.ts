@@ -5,6 +5,7 @@ import type { CallInboxLimits } from "../store/call-inbox-limits.js";
 import { closeEvery } from "../store/close-every.js";
 import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
+import { queryWatch } from "../store/postgres/pg-backend-watch.js";
 import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import type { SessionLeaseStore } from "../store/session-lease.js";
@@ -47,6 +48,13 @@ export interface HostDatabaseOptions {
   poolSize?: number;
   /** PostgreSQL only: what the call inbox holds at once (each bound at its default when left out). */
   callInbox?: Partial<CallInboxLimits>;
+  /** PostgreSQL only: see `PostgresStoreOptions.listenCheckMs` (the store's and the call inbox's). @default 5000 */
+  listenCheckMs?: number;
+  /**
+   * PostgreSQL only: see `PostgresStoreOptions.queryCheckMs` (the store's pools, the call inbox's
+   * and the uploads sweeper's, over one check connection at a time). @default 5000
+   */
+  queryCheckMs?: number;
   metrics: StoreMetrics;
   logger?: Logger;
 }
@@ -98,14 +106,23 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
   let store: PostgresSessionStore | undefined;
   let inbox: PgCallInbox | undefined;
   let generation: string;
+  const watch = queryWatch(target.url, options.queryCheckMs);
+  const listening = options.listenCheckMs !== undefined ? { listenCheckMs: options.listenCheckMs } : {};
   try {
     store = await PostgresSessionStore.open(target.url, {
       schema: target.schema,
       hostId: options.hostId,
       metrics: options.metrics,
       ...(options.poolSize !== undefined ? { maxConnections: options.poolSize } : {}),
+      ...listening,
+      queryWatch: watch,
     });
-    inbox = await PgCallInbox.open(target.url, { ...options.callInbox, schema: target.schema });
+    inbox = await PgCallInbox.open(target.url, {
+      ...options.callInbox,
+      schema: target.schema,
+      ...listening,
+      queryWatch: watch,
+    });
     generation = await store.storeIdentity();
   } catch (err) {
     await inbox?.close();
@@ -124,7 +141,7 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     throw new StartupError("db_unreachable", `cannot open ${named}: ${reason}`, { cause: err });
   }
   const check = pgReadyCheck(target.url);
-  const uploads = pgUploadSweeper(target.url, target.schema);
+  const uploads = pgUploadSweeper(target.url, target.schema, watch);
   const opened = store;
   const openedInbox = inbox;
   return {

@@ -16,4 +16,10 @@ export const LIMIT_FLOORS = {
    * that names it could arrive.
    */
   uploadTtlMs: 1000,
+  /**
+   * How often PostgreSQL connections are checked (`--db-listen-check-ms`, `--db-query-check-ms`):
+   * under it, a round trip to a distant server or a short stall of the host's own event loop would
+   * count a healthy connection as lost, and the checks would run in a near busy loop.
+   */
+  dbCheckMs: 100,
 } as const;

@@ -1,5 +1,6 @@
 import type pg from "pg";
-import { openPool, poolStatsOf } from "../store/postgres/pg-pool.js";
+import { openWatchedPool, type QueryWatch, queryWatch } from "../store/postgres/pg-backend-watch.js";
+import { poolStatsOf } from "../store/postgres/pg-pool.js";
 import type { PoolStats } from "../store/store-metrics.js";
 import type { UploadSweeper } from "./host-database.js";
 
@@ -10,13 +11,16 @@ const STEP_ROWS = 16;
  * Uploads not yet referenced by a prompt (`session_id IS NULL`) on PostgreSQL: what a principal
  * holds of them (the upload quota) and their expiry. Each host sweeps; the outer `session_id IS
  * NULL` is re-checked on a row a prompt claimed meanwhile, so a referenced upload is never deleted,
- * and `SKIP LOCKED` keeps two hosts' sweeps from waiting on each other.
+ * and `SKIP LOCKED` keeps two hosts' sweeps from waiting on each other. Its statements are watched
+ * as the store's reads are (`watch`, by default one of its own every 5 s): an upload's quota read
+ * over a path that went silent fails instead of holding the upload until TCP gives up.
  */
 export function pgUploadSweeper(
   url: string,
   schema: string,
+  watch: QueryWatch = queryWatch(url),
 ): UploadSweeper & { poolStats(): PoolStats; close(): Promise<void> } {
-  const pool: pg.Pool = openPool(url, { schema, max: 1 });
+  const pool: pg.Pool = openWatchedPool(url, { schema, max: 1 }, watch);
   pool.on("error", () => undefined);
   let timer: NodeJS.Timeout | undefined;
   let sweeping = false;

@@ -25,6 +25,20 @@ const SERVE_FLAGS = [
   { env: "SESSIONMUX_HOST", flag: "--host", key: "host", fallback: "127.0.0.1", value: "10.0.0.1" },
   { env: "SESSIONMUX_PORT", flag: "--port", key: "port", fallback: 8787, value: 9000 },
   { env: "SESSIONMUX_DB_POOL_SIZE", flag: "--db-pool-size", key: "dbPoolSize", fallback: 10, value: 3 },
+  {
+    env: "SESSIONMUX_DB_LISTEN_CHECK_MS",
+    flag: "--db-listen-check-ms",
+    key: "dbListenCheckMs",
+    fallback: 5000,
+    value: 1000,
+  },
+  {
+    env: "SESSIONMUX_DB_QUERY_CHECK_MS",
+    flag: "--db-query-check-ms",
+    key: "dbQueryCheckMs",
+    fallback: 5000,
+    value: 2000,
+  },
   { env: "SESSIONMUX_HOST_ID", flag: "--host-id", key: "hostId", fallback: undefined, value: "edge-1" },
   {
     env: "SESSIONMUX_LEASE_TTL_MS",

@@ -38,3 +38,30 @@ describe("serve flags that set a timer", () => {
     }
   });
 });
+
+describe("serve's PostgreSQL connection check flags", () => {
+  it("default to 5 s, read their variables, and refuse under 100 ms or past a timer's longest delay (the query check's handshake bound is twice it)", () => {
+    expect(parseServe([])).toMatchObject({ dbListenCheckMs: 5000, dbQueryCheckMs: 5000 });
+    expect(parseServe(["--db-listen-check-ms", "250", "--db-query-check-ms", "750"])).toMatchObject({
+      dbListenCheckMs: 250,
+      dbQueryCheckMs: 750,
+    });
+    expect(
+      parseServe([], { SESSIONMUX_DB_LISTEN_CHECK_MS: "1000", SESSIONMUX_DB_QUERY_CHECK_MS: "2000" }),
+    ).toMatchObject({ dbListenCheckMs: 1000, dbQueryCheckMs: 2000 });
+    vi.unstubAllEnvs();
+    for (const [flag, key, max] of [
+      ["--db-listen-check-ms", "dbListenCheckMs", LONGEST_TIMER_MS],
+      ["--db-query-check-ms", "dbQueryCheckMs", Math.floor(LONGEST_TIMER_MS / 2)],
+    ] as const) {
+      expect(parseServe([flag, "100"])[key]).toBe(100);
+      expect(parseServe([flag, String(max)])[key]).toBe(max);
+      expect(refusal([flag, "99"]).message).toBe(
+        `error: option '${flag} <ms>' argument '99' is invalid. ` +
+          `${flag} must be an integer from 100 to ${max} in decimal digits, got "99"`,
+      );
+      expect(refusal([flag, String(max + 1)]).message).toContain(`from 100 to ${max}`);
+      expect(refusal([flag, "5s"]).message).toContain(`got "5s"`);
+    }
+  });
+});

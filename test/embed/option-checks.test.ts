@@ -77,6 +77,14 @@ describe("createSessionmux options", () => {
         /^http\.maxTranscriptBytes must be an integer ≥ 1048576, got 1048575$/,
       ],
       [{ uploadTtlMs: 999 }, /^uploadTtlMs must be an integer ≥ 1000, got 999$/],
+      // PostgreSQL's connection checks: a near busy loop, a healthy connection taken for a silent one
+      [{ dbListenCheckMs: 99 }, /^dbListenCheckMs must be an integer from 100 to 2147483647, got 99$/],
+      [{ dbQueryCheckMs: Number.NaN }, /^dbQueryCheckMs must be an integer from 100 to 1073741823, got NaN$/],
+      // a handshake may take twice it, which a Node timer would fire after 1 ms
+      [
+        { dbQueryCheckMs: 2 ** 30 },
+        /^dbQueryCheckMs must be an integer from 100 to 1073741823, got 1073741824$/,
+      ],
       // a NaN decoder limit compared false with every length: strings as long as the frame
       [
         { mux: { decodeLimits: { maxStrBytes: Number.NaN } as never } },

@@ -1,14 +1,45 @@
 import type pg from "pg";
+import { LONGEST_TIMER_MS } from "../../operations/longest-timer.js";
 import { afterLoopTime } from "./loop-time.js";
-import type { BackendChecks } from "./pg-backend-checks.js";
+import { BackendChecks } from "./pg-backend-checks.js";
+import { openPool, type PgPoolOptions } from "./pg-pool.js";
 
 /**
- * How often a transaction of the group commit, or a read, still waiting on the database is checked
- * from another connection (see `watchBackend`): a connection whose path went silent is dropped
- * within twice this once it is asked about, three times if a question about another waiting
- * connection was in flight then.
+ * How often a transaction of the group commit, or a statement of a pool, still waiting on the
+ * database is checked from another connection (see `watchBackend`): a connection whose path went
+ * silent is dropped within twice this once it is asked about, three times if a question about
+ * another waiting connection was in flight then.
  */
 export const QUERY_CHECK_MS = 5_000;
+
+/** The longest `QUERY_CHECK_MS` an operator may set: a handshake is bounded at twice it, a timer too. */
+export const LONGEST_QUERY_CHECK_MS = Math.floor(LONGEST_TIMER_MS / 2);
+
+/**
+ * How the statements of a host's pools on one database are watched: every `everyMs`, over one
+ * `BackendChecks`, so a host whose every connection waits (the store's, the call inbox's, the
+ * uploads sweeper's) asks about them all over one check connection at a time.
+ */
+export interface QueryWatch {
+  readonly checks: BackendChecks;
+  readonly everyMs: number;
+}
+
+export function queryWatch(url: string, everyMs: number = QUERY_CHECK_MS): QueryWatch {
+  return { checks: new BackendChecks(url, everyMs), everyMs };
+}
+
+/**
+ * A pool (see `openPool`) whose every statement is watched while it waits (see
+ * `watchStatementsOf`), and whose new connection's handshake, which waits on no lock, is bounded
+ * at twice the watch's interval: a statement or a connect over a path that went silent fails
+ * within seconds instead of when TCP gives up.
+ */
+export function openWatchedPool(url: string, options: PgPoolOptions, watch: QueryWatch): pg.Pool {
+  const pool = openPool(url, { ...options, connectTimeoutMs: 2 * watch.everyMs });
+  watchStatementsOf(pool, watch.checks, watch.everyMs);
+  return pool;
+}
 
 /**
  * Watches `client` while a transaction or a statement runs on it: every `everyMs` the server is
@@ -50,7 +81,7 @@ export function watchBackend(client: pg.Client, checks: BackendChecks, everyMs: 
  * out fails as on a closed connection, within three times `everyMs`, instead of waiting for TCP.
  * Only while a statement waits: a connection idle in the pool, or held between two statements, is
  * not asked about (its backend is idle then by right). Submittables (cursors, streams) are not
- * watched; the store sends none.
+ * watched; no pool of a host sends any.
  */
 export function watchStatementsOf(pool: pg.Pool, checks: BackendChecks, everyMs: number): void {
   pool.on("connect", (client) => {

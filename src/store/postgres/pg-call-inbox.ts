@@ -4,7 +4,8 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../call-inbox.js";
 import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../call-inbox-limits.js";
 import type { PoolStats } from "../store-metrics.js";
-import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
+import { openWatchedPool, type QueryWatch, queryWatch } from "./pg-backend-watch.js";
+import { openClient, poolStatsOf } from "./pg-pool.js";
 import { migrate } from "./pg-schema.js";
 
 /** The bounds of `CallInboxLimits` (each at its default when left out), and the inbox's own settings. */
@@ -25,6 +26,14 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
   claimedReplyGraceMs?: number;
   /** How often the LISTEN connection is asked `SELECT 1` (see `PostgresStoreOptions.listenCheckMs`). @default 5000 */
   listenCheckMs?: number;
+  /**
+   * How often a statement of the inbox's pool still waiting on the database is checked, on another
+   * connection, for whether the server still runs it, and twice this the longest a new
+   * connection's handshake may take (see `PostgresStoreOptions.queryCheckMs`). @default 5000
+   */
+  queryCheckMs?: number;
+  /** The watch the host's other pools on this database share, in place of one every `queryCheckMs`. */
+  queryWatch?: QueryWatch;
 }
 
 /** Calls claimed per read; a drain reads again until fewer come back. */
@@ -114,7 +123,13 @@ export class PgCallInbox implements CallInbox {
 
   static async open(url: string, options: PgCallInboxOptions = {}): Promise<PgCallInbox> {
     const schema = options.schema ?? "public";
-    const pool = openPool(url, { schema, max: options.maxConnections ?? 3 });
+    // a statement (a forwarded call's INSERT, its reply's read) over a path that went silent fails
+    // as on a closed connection instead of waiting for TCP, as the store's reads do
+    const pool = openWatchedPool(
+      url,
+      { schema, max: options.maxConnections ?? 3 },
+      options.queryWatch ?? queryWatch(url, options.queryCheckMs),
+    );
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
     try {

@@ -44,8 +44,7 @@ import { storeClosed } from "../store-closed.js";
 import type { PoolStats, StoreMetrics } from "../store-metrics.js";
 import type { WriteFailure } from "../write-health.js";
 import { PgAttachmentChunks } from "./pg-attachments.js";
-import { BackendChecks } from "./pg-backend-checks.js";
-import { QUERY_CHECK_MS, watchBackend, watchStatementsOf } from "./pg-backend-watch.js";
+import { openWatchedPool, type QueryWatch, queryWatch, watchBackend } from "./pg-backend-watch.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
@@ -95,6 +94,11 @@ export interface PostgresStoreOptions {
    * host's transaction, `rebuild-projections`) is running: it is never dropped. @default 5000
    */
   queryCheckMs?: number;
+  /**
+   * The watch the host's other pools on this database share (see `QueryWatch`), in place of one
+   * of the store's own every `queryCheckMs`.
+   */
+  queryWatch?: QueryWatch;
 }
 
 type WatchWriter = (client: pg.PoolClient) => () => void;
@@ -166,10 +170,8 @@ export class PostgresSessionStore implements HostStore {
     const poolOptions = { schema, max: options.maxConnections ?? 10 };
     // every statement of a read, and every transaction of the group commit, is watched while it
     // waits (see `watchBackend`); a handshake, which waits on no lock, is bounded as the watch is
-    const queryCheckMs = options.queryCheckMs ?? QUERY_CHECK_MS;
-    const pool = openPool(url, { ...poolOptions, connectTimeoutMs: 2 * queryCheckMs });
-    const checks = new BackendChecks(url, queryCheckMs);
-    watchStatementsOf(pool, checks, queryCheckMs);
+    const watch = options.queryWatch ?? queryWatch(url, options.queryCheckMs);
+    const pool = openWatchedPool(url, poolOptions, watch);
     // the group commit's own connection: pipelined, so a transaction takes one or two round trips;
     // never closed while idle, for it holds the host's presence lock (see `pg-host-presence.ts`)
     const writerPool = openPool(url, {
@@ -177,12 +179,12 @@ export class PostgresSessionStore implements HostStore {
       max: 1,
       pipeline: true,
       idleTimeoutMillis: 0,
-      connectTimeoutMs: 2 * queryCheckMs,
+      connectTimeoutMs: 2 * watch.everyMs,
     });
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
     writerPool.on("error", () => undefined);
-    const watchWriter: WatchWriter = (client) => watchBackend(client, checks, queryCheckMs);
+    const watchWriter: WatchWriter = (client) => watchBackend(client, watch.checks, watch.everyMs);
     try {
       const client = await pool.connect();
       try {
