@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
-import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { openStoreBehindProxy } from "./store-behind-proxy.js";
 import { tcpTimer } from "./tcp-timer.js";
 
 /**
@@ -36,30 +36,25 @@ function headHeard(store: PostgresSessionStore, sessionId: string): () => number
   return () => head;
 }
 
+/**
+ * Two stores on one schema: `far` reaches the database through a proxy the test silences and
+ * checks its LISTEN connection every `listenCheckMs`; `near` connects directly. Session `s1` is
+ * made on `near` and has one append, heard by `far`'s subscriber (`heard`: the newest seq).
+ */
+async function openFarAndNear(listenCheckMs: number) {
+  const { store: far, proxy, schema } = await openStoreBehindProxy(cleanups, "smx_silent", { listenCheckMs });
+  const near = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
+  cleanups.push(() => near.close());
+  await near.create({ sessionId: "s1", owner: "alice", model: "m" });
+  const heard = headHeard(far, "s1");
+  await near.append("s1", [userMessage("before")]);
+  await expect.poll(heard, { timeout: 20_000 }).toBe(2);
+  return { far, near, proxy, heard };
+}
+
 describe.skipIf(!pgUrl)("PostgreSQL commit feed whose LISTEN connection goes silent", () => {
   it("drops the silent connection and still delivers another host's commit to its subscriber", async () => {
-    const url = new URL(pgUrl!);
-    const proxy = await startTcpProxy(Number(url.port || 5432));
-    cleanups.push(() => proxy.stop());
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    const schema = `smx_silent_${randomBytes(4).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    // the host whose path to the database goes silent, checking its LISTEN connection often
-    const far = await PostgresSessionStore.open(url.toString(), {
-      schema,
-      maxConnections: 2,
-      listenCheckMs: 500,
-    });
-    cleanups.push(() => far.close());
-    const near = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
-    cleanups.push(() => near.close());
-
-    await near.create({ sessionId: "s1", owner: "alice", model: "m" });
-    const heard = headHeard(far, "s1");
-    await near.append("s1", [userMessage("before")]);
-    await expect.poll(heard, { timeout: 20_000 }).toBe(2);
-
+    const { near, proxy, heard } = await openFarAndNear(500);
     // only the LISTEN connection: its pool and group-commit connection go on (a check that came
     // late on a busy machine may have just replaced it, its predecessor not yet closed)
     expect(proxy.silenceAll(commitFeed)).toBeGreaterThanOrEqual(1);
@@ -71,26 +66,7 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed whose LISTEN connection goes sil
 
 describe.skipIf(!pgUrl)("PostgreSQL commit feed reconnecting over a path that stays silent", () => {
   it("drops each LISTEN connection whose handshake the silent path swallows, and the first one through delivers what was missed", async () => {
-    const url = new URL(pgUrl!);
-    const proxy = await startTcpProxy(Number(url.port || 5432));
-    cleanups.push(() => proxy.stop());
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    const schema = `smx_silent_${randomBytes(4).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    const far = await PostgresSessionStore.open(url.toString(), {
-      schema,
-      maxConnections: 2,
-      listenCheckMs: 300,
-    });
-    cleanups.push(() => far.close());
-    const near = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 2 });
-    cleanups.push(() => near.close());
-    await near.create({ sessionId: "s1", owner: "alice", model: "m" });
-    const heard = headHeard(far, "s1");
-    await near.append("s1", [userMessage("before")]);
-    await expect.poll(heard, { timeout: 20_000 }).toBe(2);
-
+    const { near, proxy, heard } = await openFarAndNear(300);
     // the LISTEN connection goes silent, and so does each one made after it: their handshake hangs
     let swallowed = 0;
     proxy.silenceNew((opening) => {

@@ -14,18 +14,22 @@ export interface StoreBehindProxy {
 
 /**
  * A PostgreSQL store in a schema of its own (`<prefix>_<random>`) reaching the database through a
- * TCP proxy the test can silence, checking its waiting connections every 300 ms; everything is
- * stopped and dropped by `cleanups`.
+ * TCP proxy the test can silence, checking its waiting connections every 300 ms unless `checks`
+ * says otherwise; everything is stopped and dropped by `cleanups`.
  */
-export async function openStoreBehindProxy(cleanups: Cleanup[], prefix: string): Promise<StoreBehindProxy> {
+export async function openStoreBehindProxy(
+  cleanups: Cleanup[],
+  prefix: string,
+  checks: { listenCheckMs?: number; queryCheckMs?: number } = {},
+): Promise<StoreBehindProxy> {
   const url = new URL(pgUrl!);
-  let checks = 0;
+  let checksMade = 0;
   const proxy = await startTcpProxy(Number(url.port || 5432), {
     tap: () => {
       let first = true;
       return {
         fromClient(chunk) {
-          if (first && chunk.includes("sessionmux-check")) checks += 1;
+          if (first && chunk.includes("sessionmux-check")) checksMade += 1;
           first = false;
         },
         fromHost() {},
@@ -41,7 +45,8 @@ export async function openStoreBehindProxy(cleanups: Cleanup[], prefix: string):
     schema,
     maxConnections: 2,
     queryCheckMs: 300,
+    ...checks,
   });
   cleanups.push(() => store.close().catch(() => undefined));
-  return { store, proxy, schema, checks: () => checks };
+  return { store, proxy, schema, checks: () => checksMade };
 }
