@@ -18,7 +18,10 @@ import type { ClusterMeters } from "./host-meters.js";
 import { NotOwner } from "./not-owner.js";
 import type { Principal } from "./principal.js";
 
-/** How long a forwarded call may wait for the owner before the owner is resolved again. */
+/**
+ * How long a forwarded call the owner has not claimed may wait for it before the owner is resolved
+ * again; one it claimed is waited on while it holds the session (the inbox's claimed wait).
+ */
 export const DEFAULT_FORWARD_TIMEOUT_MS = 5_000;
 /** Owner resolutions per call: a lease that keeps moving (or an owner that keeps timing out) ends here. */
 const MAX_ROUTES = 4;
@@ -56,11 +59,13 @@ export interface CallRouterOptions {
  * `live-only` or `explicit`) runs where that agent runs: here when this host holds the session's
  * lease or nobody does (the resume rule then takes it here), else it is forwarded through the
  * call inbox to the holder, which runs it through its own policy and handlers as the same
- * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` or
- * `not_owner` makes the router resolve the owner again (an expired lease is then taken here), and
- * so does the owner's lease ending while the call waits unclaimed (see `#forward`). A call the
- * owner claimed and did not answer before its lease ended is answered `outcome_unknown` at once
- * (not retryable): it may have run there, so it is not sent again unasked.
+ * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` (the
+ * owner did not claim it within the forward wait) or `not_owner` makes the router resolve the
+ * owner again (an expired lease is then taken here), and so does the owner's lease ending while
+ * the call waits unclaimed (see `#forward`). A call the owner claimed is waited on while the owner
+ * holds the session, past the forward wait; one it did not answer before its lease ended, or
+ * within the inbox's longest wait, is answered `outcome_unknown` (not retryable): it may have run
+ * there, so it is not sent again unasked.
  */
 export class CallRouter {
   readonly #options: CallRouterOptions;
@@ -108,7 +113,7 @@ export class CallRouter {
         // not sent again: it may have run there, and would run twice; the caller, who knows what it sent, decides
         throw new SessionmuxError(
           "outcome_unknown",
-          "the host running this session's agent took this call and then lost the session before it answered: whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)",
+          "the host running this session's agent took this call and then lost the session, or held it past the longest wait, before it answered: whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)",
           { data: { method, outcome: "unknown" } },
         );
       }

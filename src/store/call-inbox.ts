@@ -7,12 +7,15 @@
 export interface CallInbox {
   /**
    * Records `call` for `targetHost` and resolves with its outcome once the target replied, or
-   * `{status:"timeout"}` after `timeoutMs` (the caller then checks the lease again: an expired
-   * owner's calls are taken over by the resume rule). A call is answered at most once. Once
-   * `withdraw` aborts (the target no longer holds the session), a call the target has not claimed
-   * yet is taken back unrun (`{status:"withdrawn"}`); one it claimed may have run, or be running:
-   * its reply is waited for a moment more (a target that let the session go as it answered), and
-   * then the call is given up, `{status:"unknown"}`, so no reply it writes later is taken.
+   * `{status:"timeout"}` when the target has not claimed it after `timeoutMs`: it is taken back
+   * unrun (the caller then checks the lease again: an expired owner's calls are taken over by the
+   * resume rule). A call is delivered and answered at most once. One the target claimed may be
+   * running there, so it is never taken back: its reply is waited for past `timeoutMs` as long as
+   * `withdraw` has not aborted, up to a longest wait of the inbox's, and then the call is given up,
+   * `{status:"unknown"}`, so no reply written later is taken. Once `withdraw` aborts (the target no
+   * longer holds the session), a call the target has not claimed, or put back unclaimed, is taken
+   * back unrun (`{status:"withdrawn"}`); a claimed one's reply is waited for a moment more (a
+   * target that let the session go as it answered), and then it is given up, `unknown`.
    */
   send(
     targetHost: string,
@@ -44,5 +47,5 @@ export type ForwardOutcome =
   | ForwardReply
   | { status: "timeout" }
   | { status: "withdrawn" }
-  /** The target claimed the call and lost the session before replying: it may or may not have run. */
+  /** The target claimed the call and lost the session, or held it past the longest wait, before replying: it may or may not have run. */
   | { status: "unknown" };

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
@@ -6,6 +7,8 @@ import type { PgReads } from "../../src/store/postgres/pg-reads.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
 import { delta, turnEnd as turnEndEvent, turnStart } from "../store/open-store.js";
 import { holdNotices } from "../store/postgres/held-notices.js";
+import { gate } from "../support/gate.js";
+import { beforeAppend } from "./host-fixture.js";
 import {
   ALICE,
   type Cluster,
@@ -39,6 +42,49 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     expect(a.host.leases?.lease(sessionId)).toBeDefined();
     expect((await b.store.leaseHolder(sessionId))?.hostId).toBe("host-a");
   });
+
+  it("a prompt its owner takes longer than the forward wait to answer runs there once, and its caller gets its answer", async () => {
+    const forwardWait = 500;
+    const metrics = new HostMetrics();
+    cluster = await openCluster(2, {
+      forwardTimeoutMs: forwardWait,
+      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+    });
+    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const sessionId = await createSession(a.host);
+    // A, alive and renewing its lease, takes the prompt and is slow to open its turn
+    const taken = gate();
+    const slow = gate();
+    beforeAppend(
+      a.store,
+      (events) => events[0]?.type === "turn/start",
+      async () => {
+        taken.open();
+        await slow.promise;
+      },
+    );
+    const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("slow to start") });
+    await taken.promise;
+    // more than the four forward waits a router would resolve the owner in: B still waits on A
+    const early = await Promise.race([
+      sent.then(
+        (answer) => ({ answer }),
+        (err: unknown) => ({ err }),
+      ),
+      sleep(6 * forwardWait).then(() => "still waiting"),
+    ]);
+    expect(early).toBe("still waiting");
+    slow.open();
+    const started = await sent;
+    expect(await turnEnd(a.store, sessionId, started.turnId!)).toBe("completed");
+    const log = await readLog(a.store, sessionId);
+    expect(log.filter((e) => e.type === "turn/start").map((e) => e.data.turnId)).toEqual([started.turnId]);
+    expect(log.filter((e) => e.type === "user/message").map((e) => e.data.text)).toEqual(["slow to start"]);
+    const forwarded = (await metrics.registry.metrics())
+      .split("\n")
+      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="ok"} 1']);
+  }, 30_000);
 
   it("queue edits and cancel sent to another host act on the owner's session", async () => {
     const metrics = new HostMetrics();

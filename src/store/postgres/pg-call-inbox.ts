@@ -24,6 +24,12 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
    * target lost the session): a reply written meanwhile is the answer, else `unknown`. @default 500
    */
   claimedReplyGraceMs?: number;
+  /**
+   * How long in all, from its sending, a call its target claimed is waited for while the target
+   * still holds the session (past the forward wait: it may be running there, so it is neither taken
+   * back nor sent again); then it is given up, `unknown`. At least the forward wait. @default 60000
+   */
+  claimedWaitMs?: number;
   /** How often the LISTEN connection is asked `SELECT 1` (see `PostgresStoreOptions.listenCheckMs`). @default 5000 */
   listenCheckMs?: number;
   /**
@@ -40,6 +46,8 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
 const CLAIM_BATCH = 64;
 /** See `PgCallInboxOptions.claimedReplyGraceMs`: a reply is one UPDATE after its call ran. */
 const CLAIMED_REPLY_GRACE_MS = 500;
+/** See `PgCallInboxOptions.claimedWaitMs`. */
+const CLAIMED_WAIT_MS = 60_000;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -77,6 +85,7 @@ export class PgCallInbox implements CallInbox {
   readonly #maxServing: number;
   readonly #maxServingBytes: number;
   readonly #claimedReplyGraceMs: number;
+  readonly #claimedWaitMs: number;
   /** Calls claimed and not yet settled (answered, released or dropped as expired). */
   #serving = 0;
   /** Bytes those calls hold (bodies, and replies not yet written); a claim under way reserves its room here. */
@@ -117,6 +126,7 @@ export class PgCallInbox implements CallInbox {
     this.#maxServing = options.maxServing ?? CALL_INBOX_LIMITS.maxServing;
     this.#maxServingBytes = options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes;
     this.#claimedReplyGraceMs = options.claimedReplyGraceMs ?? CLAIMED_REPLY_GRACE_MS;
+    this.#claimedWaitMs = options.claimedWaitMs ?? CLAIMED_WAIT_MS;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
@@ -229,26 +239,53 @@ export class PgCallInbox implements CallInbox {
          SELECT pg_notify($7, 'c:' || target_host) FROM recorded`,
         [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
       );
-      const deadline = Date.now() + timeoutMs;
-      // set once the call was withdrawn after its target claimed it: when it is given up
-      let claimedUntil: number | undefined;
-      const givenUp = (): ForwardOutcome => ({ status: claimedUntil === undefined ? "timeout" : "unknown" });
+      const sent = Date.now();
+      // "waiting": not known to be claimed; "claimed": claimed while its target held the session,
+      // waited on to `claimedWaitMs`; "withdrawn": its target let the session go, the reply waited
+      // on for the grace
+      let phase: "waiting" | "claimed" | "withdrawn" = "waiting";
+      let until = sent + timeoutMs;
       for (;;) {
-        const left = Math.min(deadline, claimedUntil ?? deadline) - Date.now();
+        const left = until - Date.now();
         const timedOut = left <= 0 || (await wakeOrTimeout(woken, left)) === "timeout";
         if (this.#closed) return { status: "timeout" };
         woken = new Promise<void>((resolve) => {
           wake = resolve;
         });
-        if (timedOut) {
-          // giving up deletes the row, so the target can no longer answer it; a reply already
-          // written is read and delivered instead (the call ran: sent again, it would run twice)
-          const gaveUp = await this.#pool.query(
-            "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING call_id",
+        if (timedOut && phase === "waiting") {
+          // never claimed: taken back, so the caller may resolve the owner again
+          const unclaimed = await this.#pool.query(
+            "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
             [call.callId],
           );
-          if (gaveUp.rows.length > 0) return givenUp();
-        } else if (withdrawing) {
+          if (unclaimed.rows.length > 0) return { status: "timeout" };
+          // claimed by a target still holding the session (its lease's end withdraws the call): it
+          // may be running there, so it is waited on rather than sent again, where it would run
+          // twice; the row's expiry follows, so the target still runs it if its turn comes later
+          const last = sent + Math.max(timeoutMs, this.#claimedWaitMs);
+          const kept = await this.#pool.query(
+            `UPDATE forwarded_calls SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
+             WHERE call_id = $1 AND claimed_at IS NOT NULL AND reply IS NULL RETURNING call_id`,
+            [call.callId, Math.max(0, last - Date.now())],
+          );
+          if (kept.rows.length > 0) {
+            phase = "claimed";
+            until = last;
+          }
+        } else if (timedOut) {
+          // giving up deletes the row, so the target can no longer answer it; a reply already
+          // written is read and delivered instead (the call ran: sent again, it would run twice)
+          const gaveUp = await this.#pool.query<{ claimed: boolean }>(
+            "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING claimed_at IS NOT NULL AS claimed",
+            [call.callId],
+          );
+          const row = gaveUp.rows[0];
+          // one its target put back unclaimed (it stopped serving as it took it) never ran there
+          if (row)
+            return { status: row.claimed ? "unknown" : phase === "withdrawn" ? "withdrawn" : "timeout" };
+          // answered meanwhile; else gone, which only an expiry long past does: it may have run
+          return (await this.#takeReply(call.callId)) ?? { status: "unknown" };
+        } else if (withdrawing && phase !== "withdrawn") {
           withdrawing = false;
           // only while its target has not claimed it: a claimed call may be running there
           const taken = await this.#pool.query(
@@ -259,11 +296,16 @@ export class PgCallInbox implements CallInbox {
           // claimed by a target that no longer holds the session: dead, paused past its lease, or
           // letting the session go as it answers; a reply not written within the grace is not
           // waited for to the end of the forward wait, which would tell the caller no more
-          claimedUntil = Date.now() + this.#claimedReplyGraceMs;
+          phase = "withdrawn";
+          until = Math.min(until, Date.now() + this.#claimedReplyGraceMs);
         }
         const reply = await this.#takeReply(call.callId);
         if (reply) return reply;
-        if (timedOut) return givenUp();
+        // at the forward wait, neither taken back nor kept: answered (read above), put back
+        // unclaimed as it was looked at (taken back at the next look), or gone, as above
+        if (timedOut && phase === "waiting" && !(await this.#recorded(call.callId))) {
+          return { status: "unknown" };
+        }
       }
     } finally {
       withdraw?.removeEventListener("abort", onWithdraw);
@@ -273,6 +315,11 @@ export class PgCallInbox implements CallInbox {
       if (left > 0) this.#pendingBy.set(principal, left);
       else this.#pendingBy.delete(principal);
     }
+  }
+
+  async #recorded(callId: string): Promise<boolean> {
+    const found = await this.#pool.query("SELECT 1 FROM forwarded_calls WHERE call_id = $1", [callId]);
+    return found.rows.length > 0;
   }
 
   /**
@@ -531,6 +578,23 @@ export class PgCallInbox implements CallInbox {
     );
   }
 
+  /**
+   * True when the sender of a claimed call whose first expiry passed still waits on it (it moved
+   * the expiry on). One expired and not yet moved on is put back unclaimed, so its sender, about
+   * to look, takes it back as never claimed (it never ran) rather than wait on it.
+   */
+  async #stillAwaited(callId: string): Promise<boolean> {
+    const found = await this.#pool.query<{ awaited: boolean }>(
+      `WITH released AS (
+         UPDATE forwarded_calls SET claimed_at = NULL
+         WHERE call_id = $1 AND reply IS NULL AND expires_at <= clock_timestamp() RETURNING call_id)
+       SELECT EXISTS (SELECT 1 FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL)
+         AND NOT EXISTS (SELECT 1 FROM released) AS awaited`,
+      [callId],
+    );
+    return found.rows[0]?.awaited === true;
+  }
+
   /** Runs a claimed call in its session's turn; `size`: the bytes it holds until it settles. */
   #run(hostId: string, row: ClaimedRow, taken: boolean, size: number): void {
     let held = size;
@@ -538,9 +602,10 @@ export class PgCallInbox implements CallInbox {
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
     const next = previous.then(async () => {
       if (!taken) return this.#release(row.call_id);
-      // its sender gave up while it waited behind its session's earlier calls (and may have sent
-      // it again): running it now would do its work unasked, or twice
-      if (Date.now() >= expiresAt) return;
+      // past the expiry it was claimed with: run only if its sender still waits (it keeps waiting
+      // on a claimed call while this host holds the session); one whose sender gave up while it
+      // waited behind its session's earlier calls would do its work unasked
+      if (Date.now() >= expiresAt && !(await this.#stillAwaited(row.call_id))) return;
       // taken while serving: a caller told at once re-resolves the owner rather than wait it out
       const handler = this.#served.get(hostId);
       // a body that does not decode is answered as the fault it is, and holds nothing after

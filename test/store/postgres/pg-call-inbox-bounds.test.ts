@@ -56,15 +56,17 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: what a host serving other hosts'
 
   it("drops a call whose sender gave up while it waited behind an earlier call of its session, running nothing for it", async () => {
     inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
+    // claimed, a call is waited on past its forward wait while its target holds the session, up to
+    // claimedWaitMs
+    const a = await inbox.open({ pollMs: NO_POLL, claimedWaitMs: 1_000 });
     const b = await inbox.open({ pollMs: NO_POLL });
     const { started, release, ran, handler } = heldHandler();
     b.serve("host-b", handler);
     const first = a.send("host-b", call("s1", { n: 1 }), LONG);
     await started.promise;
-    // claimed behind the first, which holds the session's chain past this one's timeout
-    const second = await a.send("host-b", call("s1", { n: 2 }), 1_000);
-    expect(second).toEqual({ status: "timeout" });
+    // claimed behind the first, which holds the session's chain past the longest wait for this one
+    const second = await a.send("host-b", call("s1", { n: 2 }), 500);
+    expect(second).toEqual({ status: "unknown" });
     release.open();
     expect(await first).toEqual({ status: "ok", result: { n: 1 } });
     // a third call of the session runs after the second's turn came and went

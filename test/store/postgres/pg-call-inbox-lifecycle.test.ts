@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
@@ -17,6 +18,8 @@ import { scratchDatabase } from "./scratch-database.js";
 
 /** Longer than any test: a sender that missed its wake-up waits out the test, not its own timeout. */
 const LONG = 600_000;
+/** A forward wait the test outlives: a call still running past it is waited on. */
+const FORWARD_WAIT = 1_000;
 
 describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", () => {
   const inbox = inboxFixture("inbox_life");
@@ -151,6 +154,140 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     await b.close();
     expect(await inbox.rowCount()).toBe(0);
     expect(ran).toEqual([{ n: 1 }]);
+  });
+
+  it("a call its target claimed and still runs past the forward wait is waited on, not given up: it runs once and its reply is the answer", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const { started, release, ran, handler } = heldHandler("slow");
+    b.serve("host-b", handler);
+    // its target keeps the session: nothing withdraws the call
+    const sent = a.send("host-b", call("s1", { n: 1 }), FORWARD_WAIT, new AbortController().signal);
+    await started.promise;
+    // the forward wait passes while it runs: its sender still waits, the row still there
+    const early = await Promise.race([sent, sleep(2.5 * FORWARD_WAIT).then(() => "still waiting")]);
+    expect(early).toBe("still waiting");
+    expect(await inbox.rowCount()).toBe(1);
+    release.open();
+    expect(await sent).toEqual({ status: "ok", result: "slow" });
+    expect(ran).toEqual([{ n: 1 }]);
+    expect(await inbox.rowCount()).toBe(0);
+  });
+
+  it("a call claimed behind a slow one of its session past the forward wait still runs, once, and is answered", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const { started, release, ran, handler } = heldHandler();
+    b.serve("host-b", handler);
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await started.promise;
+    const second = a.send("host-b", call("s1", { n: 2 }), FORWARD_WAIT, new AbortController().signal);
+    await expect
+      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL")).length, {
+        timeout: 20_000,
+      })
+      .toBe(0);
+    const early = await Promise.race([second, sleep(2.5 * FORWARD_WAIT).then(() => "still waiting")]);
+    expect(early).toBe("still waiting");
+    release.open();
+    expect(await first).toEqual({ status: "ok", result: { n: 1 } });
+    expect(await second).toEqual({ status: "ok", result: { n: 2 } });
+    expect(ran).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+
+  it("a call claimed behind a slow one whose sender never moved its expiry on is put back unclaimed, unrun, for its sender to take back", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    // b's poll claims the call recorded with no notification
+    const b = await inbox.open({ pollMs: 100 });
+    const { started, release, ran, handler } = heldHandler();
+    b.serve("host-b", handler);
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await started.promise;
+    // a sender that has not looked at its call since its forward wait passed
+    const late = call("s1", { n: 2 });
+    await inbox.record("host-b", late, 1_000);
+    const state = async () =>
+      (
+        await inbox.sql<{ claimed: boolean; expired: boolean }>(
+          "SELECT claimed_at IS NOT NULL AS claimed, expires_at <= clock_timestamp() AS expired FROM forwarded_calls WHERE call_id = $1",
+          [late.callId],
+        )
+      )[0];
+    await expect.poll(state, { timeout: 20_000 }).toEqual({ claimed: true, expired: false });
+    await expect.poll(state, { timeout: 20_000 }).toEqual({ claimed: true, expired: true });
+    release.open();
+    expect(await first).toEqual({ status: "ok", result: { n: 1 } });
+    await expect.poll(state, { timeout: 20_000 }).toEqual({ claimed: false, expired: true });
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
+  it("a claimed call is waited on for claimedWaitMs at most, then given up unknown: never sent again, its late reply not kept", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, claimedWaitMs: 800 });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const { started, release, ran, handler } = heldHandler("too late");
+    b.serve("host-b", handler);
+    const sent = a.send("host-b", call("s1", { n: 1 }), 200, new AbortController().signal);
+    await started.promise;
+    expect(await sent).toEqual({ status: "unknown" });
+    expect(await inbox.rowCount()).toBe(0);
+    release.open();
+    await b.close();
+    expect(await inbox.rowCount()).toBe(0);
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
+  it("a call withdrawn as its target puts it back unclaimed (serving stopped as it took it) is withdrawn, not unknown: it never ran", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, claimedReplyGraceMs: 1_000 });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const stop = b.serve("host-b", async () => ({ status: "ok", result: "b" }));
+    expect(await a.send("host-b", call("s1"), LONG)).toEqual({ status: "ok", result: "b" });
+    // b's claim is answered by the database and held before b sees it; a's withdrawal is seen
+    const claimed = gate();
+    const claimGo = gate();
+    const withdrawTried = gate();
+    const query = pg.Pool.prototype.query as (...args: unknown[]) => Promise<pg.QueryResult>;
+    vi.spyOn(pg.Pool.prototype, "query").mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
+      const text = typeof args[0] === "string" ? args[0] : "";
+      const answer = query.apply(this, args);
+      if (text.includes("SET claimed_at = clock_timestamp()")) {
+        return answer.then(async (result) => {
+          if (result.rows.some((r: { call_id: string | null }) => r.call_id !== null)) {
+            claimed.open();
+            await claimGo.promise;
+          }
+          return result;
+        });
+      }
+      if (text.includes("claimed_at IS NULL AND reply IS NULL RETURNING call_id")) {
+        return answer.then((result) => {
+          withdrawTried.open();
+          return result;
+        });
+      }
+      return answer;
+    } as typeof pg.Pool.prototype.query);
+    try {
+      const withdraw = new AbortController();
+      const sent = a.send("host-b", call("s1", { n: 2 }), LONG, withdraw.signal);
+      await claimed.promise;
+      // the target lets the session go just then: a finds the call claimed, and waits the grace
+      withdraw.abort();
+      await withdrawTried.promise;
+      stop();
+      claimGo.open();
+      await expect
+        .poll(async () => inbox.sql("SELECT claimed_at, reply FROM forwarded_calls"), { timeout: 20_000 })
+        .toEqual([{ claimed_at: null, reply: null }]);
+      expect(await sent).toEqual({ status: "withdrawn" });
+      expect(await inbox.rowCount()).toBe(0);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it("a call claimed behind a running one of its session is answered not_owner once serving stopped", async () => {
