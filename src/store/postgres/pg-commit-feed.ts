@@ -543,6 +543,9 @@ export class PgCommitFeed {
     const known = since ? new Set([...this.delivered.keys(), ...this.shown.keys()]) : null;
     // a copy: each delivery moves its session to the end of the map
     const followed = [...new Set([...this.delivered.keys(), ...this.interest.keys()])];
+    // followed sessions delivered nothing of yet: read once store-wide listeners were told which of
+    // them were created meanwhile, so their rows come after the create, as the NOTIFYs had them
+    const unread: { sessionId: string; epoch: string; fromSeq: number }[] = [];
     for (let start = 0; start < followed.length && !this.closed; start += HEADS_PAGE) {
       const page = followed.slice(start, start + HEADS_PAGE).filter((id) => this.interested(id));
       if (page.length === 0) continue;
@@ -565,13 +568,16 @@ export class PgCommitFeed {
           // from the head, the position would pass it, and `withUntoldFailures` count it told)
           const failedAt = failures.get(sessionId);
           if (now.headSeq > 0 && now.writtenSince)
-            await this.catchUp(sessionId, now.epoch, failedAt ?? now.headSeq);
+            unread.push({ sessionId, epoch: now.epoch, fromSeq: failedAt ?? now.headSeq });
         } else if (was.epoch !== now.epoch || was.seq < now.headSeq) {
           await this.catchUp(sessionId, was.epoch, was.seq + 1);
         }
       }
     }
-    if (since && known) await this.rereadWritten(since, new Set(followed), known);
+    if (since && known)
+      await this.rereadWritten(since, new Set(followed), known, new Set(unread.map((u) => u.sessionId)));
+    for (const { sessionId, epoch, fromSeq } of unread)
+      if (!this.closed) await this.catchUp(sessionId, epoch, fromSeq);
   }
 
   /**
@@ -628,6 +634,7 @@ export class PgCommitFeed {
     since: Watermark,
     followed: ReadonlySet<string>,
     known: ReadonlySet<string>,
+    unread: ReadonlySet<string>,
   ): Promise<void> {
     await this.everyPage(
       async (after) =>
@@ -645,7 +652,8 @@ export class PgCommitFeed {
             { kind: "append", epoch: failure.epoch, events: [failure.event], remote: true },
             read,
           );
-        else if (!created && this.shown.get(sessionId) !== read.version)
+        // (a followed one delivered nothing of yet gets its rows, with the row, right after)
+        else if (!created && !unread.has(sessionId) && this.shown.get(sessionId) !== read.version)
           this.deliverRead(sessionId, { kind: "meta" }, read);
       },
     );
