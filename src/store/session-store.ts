@@ -121,7 +121,9 @@ export interface SessionStore extends DismissalStore {
  * done here announced it to this host's sockets; a delete's carries the session's owner, who may
  * see it. A remote `create` carries only the rows the create or fork wrote, however late they were
  * read: rows committed after them come as `append`, as if read in time. A long one (a fork) comes
- * in several `create` notices, a read page each: only the first starts at seq 1.
+ * in several `create` notices, a read page each: only the first starts at seq 1. A create this
+ * host's sockets were told of already (as `meta` `created`, by a re-read that ran before its
+ * NOTIFY was handled) comes without `remote`.
  */
 export type CommitNotice =
   | {

@@ -100,6 +100,13 @@ export class PgCommitFeed {
    * the rest up to that seq as created: a fork's copied prefix is no news (bounded as `delivered`).
    */
   private readonly partlyCreated = new Map<string, Delivered>();
+  /**
+   * Sessions an outage's re-read told store-wide listeners as created (a `meta` marked `created`)
+   * before anything of them was delivered here, with their epoch: the create's own NOTIFY, when it
+   * was heard while the re-read ran, still gives its rows to followers, but adds the session no
+   * more (bounded as `delivered`).
+   */
+  private readonly toldCreated = new Map<string, string>();
   /** Local notices held back behind another host's rows this store has not read yet. */
   private readonly held = new Map<string, HeldNotice[]>();
   private remote: Promise<void> = Promise.resolve();
@@ -521,8 +528,13 @@ export class PgCommitFeed {
         setNewest(this.partlyCreated, sessionId, { epoch: read.epoch, seq: untilSeq });
       else if (asCreated && lastSeq >= (creating ? untilSeq : partly!.seq))
         this.partlyCreated.delete(sessionId);
+      // the first page of a create the re-read told as created already: nothing left to announce
+      const told = creating && read.events[0]?.seq === 1 && this.toldCreated.get(sessionId) === read.epoch;
+      if (told) this.toldCreated.delete(sessionId);
       const notice: CommitNotice = asCreated
-        ? { kind: "create", epoch: read.epoch, events: read.events, remote: true }
+        ? told
+          ? { kind: "create", epoch: read.epoch, events: read.events }
+          : { kind: "create", epoch: read.epoch, events: read.events, remote: true }
         : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
       if (readReachedHead(read) || lastSeq >= untilSeq) return;
@@ -655,6 +667,10 @@ export class PgCommitFeed {
         // (a followed one delivered nothing of yet gets its rows, with the row, right after)
         else if (!created && !unread.has(sessionId) && this.shown.get(sessionId) !== read.version)
           this.deliverRead(sessionId, { kind: "meta" }, read);
+        // its create's NOTIFY may still be handled (committed while this re-read ran); once a row
+        // of it was delivered, that NOTIFY reads nothing anyway
+        if (created && !this.delivered.has(sessionId))
+          setNewest(this.toldCreated, sessionId, read.projection.epoch);
       },
     );
     const deleted: string[] = [];
