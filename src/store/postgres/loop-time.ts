@@ -14,17 +14,17 @@ export function afterLoopTime(ms: number, expire: () => void): () => void {
   let spent = 0;
   let last = performance.now();
   let cancelled = false;
-  const clock = setInterval(() => {
+  // a timeout re-armed at each step, not an interval: nothing ticks once the time is up
+  const clock = setTimeout(() => {
     const now = performance.now();
     spent += Math.min(now - last, 2 * step);
     last = now;
-    if (spent < ms) return;
-    clearInterval(clock);
-    setImmediate(() => cancelled || expire());
+    if (spent < ms) clock.refresh();
+    else setImmediate(() => cancelled || expire());
   }, step);
   clock.unref();
   return () => {
     cancelled = true;
-    clearInterval(clock);
+    clearTimeout(clock);
   };
 }
