@@ -16,6 +16,8 @@ export interface CallInbox {
    * longer holds the session), a call the target has not claimed, or put back unclaimed, is taken
    * back unrun (`{status:"withdrawn"}`); a claimed one's reply is waited for a moment more (a
    * target that let the session go as it answered), and then it is given up, `unknown`.
+   * When the store fails under it, rejects `persistence_failure` (retryable) if the call was
+   * certainly not recorded, else `outcome_unknown`: recorded, or maybe, its target may run it.
    */
   send(
     targetHost: string,

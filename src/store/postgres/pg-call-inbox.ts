@@ -5,6 +5,7 @@ import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../
 import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../call-inbox-limits.js";
 import type { PoolStats } from "../store-metrics.js";
 import { openWatchedPool, type QueryWatch, queryWatch } from "./pg-backend-watch.js";
+import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import { openClient, poolStatsOf } from "./pg-pool.js";
 import { migrate } from "./pg-schema.js";
 
@@ -231,81 +232,80 @@ export class PgCallInbox implements CallInbox {
     withdraw?.addEventListener("abort", onWithdraw, { once: true });
     if (withdrawing) wake();
     try {
-      await this.#pool.query(
-        `WITH recorded AS (
-           INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
-           VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
-           RETURNING target_host)
-         SELECT pg_notify($7, 'c:' || target_host) FROM recorded`,
-        [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
-      );
-      const sent = Date.now();
-      // "waiting": not known to be claimed; "claimed": claimed while its target held the session,
-      // waited on to `claimedWaitMs`; "withdrawn": its target let the session go, the reply waited
-      // on for the grace
-      let phase: "waiting" | "claimed" | "withdrawn" = "waiting";
-      let until = sent + timeoutMs;
-      for (;;) {
-        const left = until - Date.now();
-        const timedOut = left <= 0 || (await wakeOrTimeout(woken, left)) === "timeout";
-        if (this.#closed) return { status: "timeout" };
-        woken = new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        if (timedOut && phase === "waiting") {
-          // never claimed: taken back, so the caller may resolve the owner again
-          const unclaimed = await this.#pool.query(
-            "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
-            [call.callId],
-          );
-          if (unclaimed.rows.length > 0) return { status: "timeout" };
-          // claimed by a target still holding the session (its lease's end withdraws the call): it
-          // may be running there, so it is waited on rather than sent again, where it would run
-          // twice; the row's expiry follows, so the target still runs it if its turn comes later
-          const last = sent + Math.max(timeoutMs, this.#claimedWaitMs);
-          const kept = await this.#pool.query(
-            `UPDATE forwarded_calls SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
-             WHERE call_id = $1 AND claimed_at IS NOT NULL AND reply IS NULL RETURNING call_id`,
-            [call.callId, Math.max(0, last - Date.now())],
-          );
-          if (kept.rows.length > 0) {
-            phase = "claimed";
-            until = last;
+      await this.#record(targetHost, call, body, timeoutMs);
+      // recorded: its target may claim and run it whatever happens here, so a read that fails from
+      // now on leaves the outcome unknown, and the call is not sent again
+      try {
+        const sent = Date.now();
+        // "waiting": not known to be claimed; "claimed": claimed while its target held the session,
+        // waited on to `claimedWaitMs`; "withdrawn": its target let the session go, the reply waited
+        // on for the grace
+        let phase: "waiting" | "claimed" | "withdrawn" = "waiting";
+        let until = sent + timeoutMs;
+        for (;;) {
+          const left = until - Date.now();
+          const timedOut = left <= 0 || (await wakeOrTimeout(woken, left)) === "timeout";
+          if (this.#closed) return { status: "timeout" };
+          woken = new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+          if (timedOut && phase === "waiting") {
+            // never claimed: taken back, so the caller may resolve the owner again
+            const unclaimed = await this.#pool.query(
+              "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
+              [call.callId],
+            );
+            if (unclaimed.rows.length > 0) return { status: "timeout" };
+            // claimed by a target still holding the session (its lease's end withdraws the call): it
+            // may be running there, so it is waited on rather than sent again, where it would run
+            // twice; the row's expiry follows, so the target still runs it if its turn comes later
+            const last = sent + Math.max(timeoutMs, this.#claimedWaitMs);
+            const kept = await this.#pool.query(
+              `UPDATE forwarded_calls SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
+               WHERE call_id = $1 AND claimed_at IS NOT NULL AND reply IS NULL RETURNING call_id`,
+              [call.callId, Math.max(0, last - Date.now())],
+            );
+            if (kept.rows.length > 0) {
+              phase = "claimed";
+              until = last;
+            }
+          } else if (timedOut) {
+            // giving up deletes the row, so the target can no longer answer it; a reply already
+            // written is read and delivered instead (the call ran: sent again, it would run twice)
+            const gaveUp = await this.#pool.query<{ claimed: boolean }>(
+              "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING claimed_at IS NOT NULL AS claimed",
+              [call.callId],
+            );
+            const row = gaveUp.rows[0];
+            // one its target put back unclaimed (it stopped serving as it took it) never ran there
+            if (row)
+              return { status: row.claimed ? "unknown" : phase === "withdrawn" ? "withdrawn" : "timeout" };
+            // answered meanwhile; else gone, which only an expiry long past does: it may have run
+            return (await this.#takeReply(call.callId)) ?? { status: "unknown" };
+          } else if (withdrawing && phase !== "withdrawn") {
+            withdrawing = false;
+            // only while its target has not claimed it: a claimed call may be running there
+            const taken = await this.#pool.query(
+              "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
+              [call.callId],
+            );
+            if (taken.rows.length > 0) return { status: "withdrawn" };
+            // claimed by a target that no longer holds the session: dead, paused past its lease, or
+            // letting the session go as it answers; a reply not written within the grace is not
+            // waited for to the end of the forward wait, which would tell the caller no more
+            phase = "withdrawn";
+            until = Math.min(until, Date.now() + this.#claimedReplyGraceMs);
           }
-        } else if (timedOut) {
-          // giving up deletes the row, so the target can no longer answer it; a reply already
-          // written is read and delivered instead (the call ran: sent again, it would run twice)
-          const gaveUp = await this.#pool.query<{ claimed: boolean }>(
-            "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING claimed_at IS NOT NULL AS claimed",
-            [call.callId],
-          );
-          const row = gaveUp.rows[0];
-          // one its target put back unclaimed (it stopped serving as it took it) never ran there
-          if (row)
-            return { status: row.claimed ? "unknown" : phase === "withdrawn" ? "withdrawn" : "timeout" };
-          // answered meanwhile; else gone, which only an expiry long past does: it may have run
-          return (await this.#takeReply(call.callId)) ?? { status: "unknown" };
-        } else if (withdrawing && phase !== "withdrawn") {
-          withdrawing = false;
-          // only while its target has not claimed it: a claimed call may be running there
-          const taken = await this.#pool.query(
-            "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
-            [call.callId],
-          );
-          if (taken.rows.length > 0) return { status: "withdrawn" };
-          // claimed by a target that no longer holds the session: dead, paused past its lease, or
-          // letting the session go as it answers; a reply not written within the grace is not
-          // waited for to the end of the forward wait, which would tell the caller no more
-          phase = "withdrawn";
-          until = Math.min(until, Date.now() + this.#claimedReplyGraceMs);
+          const reply = await this.#takeReply(call.callId);
+          if (reply) return reply;
+          // at the forward wait, neither taken back nor kept: answered (read above), put back
+          // unclaimed as it was looked at (taken back at the next look), or gone, as above
+          if (timedOut && phase === "waiting" && !(await this.#recorded(call.callId))) {
+            return { status: "unknown" };
+          }
         }
-        const reply = await this.#takeReply(call.callId);
-        if (reply) return reply;
-        // at the forward wait, neither taken back nor kept: answered (read above), put back
-        // unclaimed as it was looked at (taken back at the next look), or gone, as above
-        if (timedOut && phase === "waiting" && !(await this.#recorded(call.callId))) {
-          return { status: "unknown" };
-        }
+      } catch (err) {
+        throw isPgStorageFailure(err) ? forwardUnknown(call, err) : err;
       }
     } finally {
       withdraw?.removeEventListener("abort", onWithdraw);
@@ -320,6 +320,40 @@ export class PgCallInbox implements CallInbox {
   async #recorded(callId: string): Promise<boolean> {
     const found = await this.#pool.query("SELECT 1 FROM forwarded_calls WHERE call_id = $1", [callId]);
     return found.rows.length > 0;
+  }
+
+  /**
+   * Writes the call's row, and wakes its target. Rejects `persistence_failure` (retryable) when the
+   * row was certainly not written: no connection could be had, the connection was lost before the
+   * statement went out, or the server refused it (its ERROR ends the statement's transaction);
+   * `outcome_unknown` when the connection was lost once the statement was sent, or ended by the
+   * server (a FATAL, which may come after the commit): the row may be there, and its target run it.
+   */
+  async #record(targetHost: string, call: ForwardedCall, body: Uint8Array, timeoutMs: number): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (err) {
+      throw isPgStorageFailure(err) ? pgPersistenceFailure(err, NOT_SENT) : err;
+    }
+    try {
+      await client.query(
+        `WITH recorded AS (
+           INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
+           VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
+           RETURNING target_host)
+         SELECT pg_notify($7, 'c:' || target_host) FROM recorded`,
+        [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
+      );
+      client.release();
+    } catch (err) {
+      // a connection that answered with an ERROR is still sound; any other is dropped
+      client.release(refused(err) ? undefined : err instanceof Error ? err : true);
+      if (!isPgStorageFailure(err)) throw err;
+      throw refused(err) || notQueryable(err)
+        ? pgPersistenceFailure(err, NOT_SENT)
+        : forwardUnknown(call, err);
+    }
   }
 
   /**
@@ -654,6 +688,31 @@ function asReply(err: unknown): ForwardReply {
 /** Decoded bytes then come back as plain Uint8Arrays, as the wire gives them, not as Buffers. */
 function plain(bytes: Buffer): Uint8Array {
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+const NOT_SENT =
+  "this call could not be sent to the host running this session's agent: the session store could not be reached; retry later";
+
+/** The server answered the statement with an ERROR, which ends its transaction: it wrote nothing. */
+function refused(err: unknown): boolean {
+  return (err as { severity?: unknown } | null)?.severity === "ERROR";
+}
+
+/**
+ * pg refused to send the statement, its connection already lost: nothing went out. A FATAL ends
+ * the connection and may follow the commit; a connection lost mid-statement gives no answer at all.
+ */
+function notQueryable(err: unknown): boolean {
+  return err instanceof Error && /not queryable/i.test(err.message);
+}
+
+/** The call's row may have been written: its target may run it, so it must not be sent again unasked. */
+function forwardUnknown(call: ForwardedCall, err: unknown): SessionmuxError {
+  return new SessionmuxError(
+    "outcome_unknown",
+    "the session store's connection failed once this call was sent to be recorded for the host running this session's agent: whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)",
+    { data: { method: call.method, outcome: "unknown" }, cause: err },
+  );
 }
 
 function shuttingDown(): SessionmuxError {

@@ -1,6 +1,5 @@
 import type pg from "pg";
 import type { DismissalOutcome } from "../dismissals.js";
-import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
@@ -58,15 +57,10 @@ export const pgDismissals = {
   },
 
   /**
-   * Read before a `resume` call answers (to restore the session): the database failing it is the
-   * call's retryable `persistence_failure`, as the restore's own write would be, not a fault of
-   * the call's.
+   * Read before a `resume` call answers (to restore the session); the store's `isDismissed` has
+   * the database failing it reject `persistence_failure` (`pgRead`), as the restore's own write would.
    */
   async isDismissed(pool: pg.Pool, sessionId: string, principal: string): Promise<boolean> {
-    try {
-      return ((await pool.query(FIND, [principal, sessionId])).rowCount ?? 0) > 0;
-    } catch (err) {
-      throw isPgStorageFailure(err) ? pgPersistenceFailure(err) : err;
-    }
+    return ((await pool.query(FIND, [principal, sessionId])).rowCount ?? 0) > 0;
   },
 };

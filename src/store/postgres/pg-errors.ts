@@ -35,10 +35,35 @@ export function isStaleKeptState(err: unknown): boolean {
 }
 
 /** What a caller sees when PostgreSQL could not do its part; retryable once it recovers. */
-export function pgPersistenceFailure(err: unknown): SessionmuxError {
+export function pgPersistenceFailure(
+  err: unknown,
+  message = "the session store could not write; retry later",
+): SessionmuxError {
   const code = (err as { code?: unknown } | null)?.code;
-  return new SessionmuxError("persistence_failure", "the session store could not write; retry later", {
+  return new SessionmuxError("persistence_failure", message, {
     data: typeof code === "string" ? { postgres: code } : undefined,
     cause: err,
   });
+}
+
+const READ_FAILED = "the session store could not be read; retry later";
+
+/**
+ * A read as its caller sees it: one the database could not answer (its connection failed or could
+ * not be made, the server is going away) rejects `persistence_failure`, which a client retries, a
+ * read being idempotent; any other fault is left as it is.
+ */
+export function pgRead<T>(read: Promise<T>): Promise<T> {
+  return read.catch((err: unknown) => {
+    throw isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
+  });
+}
+
+/** The chunks of an upload as `pgRead` has a read fail: a chunk the database could not read is `persistence_failure`. */
+export async function* pgReadChunks(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks;
+  } catch (err) {
+    throw isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
+  }
 }

@@ -47,6 +47,7 @@ import { PgAttachmentChunks } from "./pg-attachments.js";
 import { openWatchedPool, type QueryWatch, queryWatch, watchBackend } from "./pg-backend-watch.js";
 import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
+import { pgRead, pgReadChunks } from "./pg-errors.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
 import { holdPresence } from "./pg-host-presence.js";
 import { PgLeaseOperations } from "./pg-lease-operations.js";
@@ -302,11 +303,11 @@ export class PostgresSessionStore implements HostStore {
   }
 
   queue(sessionId: string): Promise<StoredQueueItem[]> {
-    return this.liveReads.queue(sessionId);
+    return pgRead(this.liveReads.queue(sessionId));
   }
 
   queuedBytes(owner: string): Promise<number> {
-    return this.liveReads.queuedBytes(owner);
+    return pgRead(this.liveReads.queuedBytes(owner));
   }
 
   resolveInteraction(interactionId: string, resolution: Resolution, at?: number): Promise<ResolveOutcome> {
@@ -314,11 +315,11 @@ export class PostgresSessionStore implements HostStore {
   }
 
   interaction(interactionId: string): Promise<StoredInteraction | null> {
-    return this.liveReads.interaction(interactionId);
+    return pgRead(this.liveReads.interaction(interactionId));
   }
 
   turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]> {
-    return this.liveReads.turnInteractions(sessionId, turnId);
+    return pgRead(this.liveReads.turnInteractions(sessionId, turnId));
   }
 
   setJobProgress(jobId: string, progress: number): Promise<{ status: "ok" } | { status: "not_found" }> {
@@ -326,7 +327,7 @@ export class PostgresSessionStore implements HostStore {
   }
 
   liveStatePage(after: string | null, limit: number): Promise<LiveStatePage> {
-    return this.liveReads.page(after, limit);
+    return pgRead(this.liveReads.page(after, limit));
   }
 
   subscribeLive(listener: (notice: LiveStateNotice) => void): () => void {
@@ -347,15 +348,15 @@ export class PostgresSessionStore implements HostStore {
   }
 
   leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
-    return this.liveReads.leaseHolder(sessionId);
+    return pgRead(this.liveReads.leaseHolder(sessionId));
   }
 
   leasePage(after: string | null, limit: number): Promise<{ leases: HeldLease[]; next: string | null }> {
-    return this.liveReads.leasePage(after, limit);
+    return pgRead(this.liveReads.leasePage(after, limit));
   }
 
   unownedQueues(limit: number): Promise<string[]> {
-    return this.liveReads.unownedQueues(limit);
+    return pgRead(this.liveReads.unownedQueues(limit));
   }
 
   rebuildProjections(): Promise<void> {
@@ -363,19 +364,19 @@ export class PostgresSessionStore implements HostStore {
   }
 
   header(sessionId: string): Promise<HeaderOutcome> {
-    return this.reads.header(sessionId);
+    return pgRead(this.reads.header(sessionId));
   }
 
   projection(sessionId: string): Promise<SessionProjection | null> {
-    return this.reads.projection(sessionId);
+    return pgRead(this.reads.projection(sessionId));
   }
 
   page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
-    return this.reads.page(sessionId, query);
+    return pgRead(this.reads.page(sessionId, query));
   }
 
   readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
-    return this.reads.readAfter(sessionId, afterSeq, limit);
+    return pgRead(this.reads.readAfter(sessionId, afterSeq, limit));
   }
 
   readAfterEncoded(
@@ -385,11 +386,11 @@ export class PostgresSessionStore implements HostStore {
     perArray: number,
     envelope?: Uint8Array,
   ): Promise<EncodedReadOutcome> {
-    return this.reads.readAfterEncoded(sessionId, afterSeq, limit, perArray, envelope);
+    return pgRead(this.reads.readAfterEncoded(sessionId, afterSeq, limit, perArray, envelope));
   }
 
   list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }> {
-    return this.reads.list(query);
+    return pgRead(this.reads.list(query));
   }
 
   search(
@@ -397,7 +398,7 @@ export class PostgresSessionStore implements HostStore {
     limit: number,
     owner?: string,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
-    return searchMessages(this.pool, query, limit, owner);
+    return pgRead(searchMessages(this.pool, query, limit, owner));
   }
 
   dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
@@ -409,19 +410,19 @@ export class PostgresSessionStore implements HostStore {
   }
 
   isDismissed(sessionId: string, principal: string): Promise<boolean> {
-    return pgDismissals.isDismissed(this.pool, sessionId, principal);
+    return pgRead(pgDismissals.isDismissed(this.pool, sessionId, principal));
   }
 
   isRetired(sessionId: string): Promise<boolean> {
-    return this.reads.isRetired(sessionId);
+    return pgRead(this.reads.isRetired(sessionId));
   }
 
   ownerStoredBytes(owner: string): Promise<number> {
-    return this.reads.ownerStoredBytes(owner);
+    return pgRead(this.reads.ownerStoredBytes(owner));
   }
 
   findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
-    return this.reads.findPrompt(sessionId, clientMessageId);
+    return pgRead(this.reads.findPrompt(sessionId, clientMessageId));
   }
 
   discardAttachment(attachmentId: string): Promise<void> {
@@ -429,15 +430,15 @@ export class PostgresSessionStore implements HostStore {
   }
 
   async getAttachment(attachmentId: string): Promise<StoredAttachment | null> {
-    return readWhole(await this.attachments.info(attachmentId), (id) => this.attachments.chunks(id));
+    return readWhole(await this.attachmentInfo(attachmentId), (id) => this.attachmentChunks(id));
   }
 
   attachmentInfo(attachmentId: string): Promise<AttachmentInfo | null> {
-    return this.attachments.info(attachmentId);
+    return pgRead(this.attachments.info(attachmentId));
   }
 
   attachmentChunks(attachmentId: string): AsyncIterable<Uint8Array> {
-    return this.attachments.chunks(attachmentId);
+    return pgReadChunks(this.attachments.chunks(attachmentId));
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
@@ -479,7 +480,7 @@ export class PostgresSessionStore implements HostStore {
    * every host that shares them, another once they were made anew.
    */
   async storeIdentity(): Promise<string> {
-    const { rows } = await this.pool.query<{ id: string }>(STORE_IDENTITY);
+    const { rows } = await pgRead(this.pool.query<{ id: string }>(STORE_IDENTITY));
     return `pg:${rows[0]!.id}`;
   }
 

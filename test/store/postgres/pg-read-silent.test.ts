@@ -1,5 +1,6 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { SessionmuxError } from "../../../protocol/index.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
@@ -56,8 +57,11 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
     expect(proxy.silenceAll((_, port) => port === readerPort)).toBe(1);
     await admin.query("COMMIT");
     await expect.poll(() => settled, { timeout: 20_000 }).toBeDefined();
-    expect(settled).toHaveProperty("error");
-    expect((settled as { error: Error }).error.message).toMatch(/connection terminated/i);
+    // a read is idempotent: the caller is told to retry it
+    const { error } = settled as { error: SessionmuxError };
+    expect(error).toBeInstanceOf(SessionmuxError);
+    expect(error.code).toBe("persistence_failure");
+    expect((error.cause as Error).message).toMatch(/connection terminated/i);
 
     const read = await store.readAfter("s1", 0, 1000);
     expect(read.status === "ok" ? read.events.map((event) => event.seq) : read.status).toEqual([1, 2]);
