@@ -14,7 +14,7 @@ import type { CallInbox, ForwardedCall, ForwardOutcome, ForwardReply } from "../
 import type { HostStore } from "../store/live-state-store.js";
 import type { LeaseHolder, SessionLeaseStore } from "../store/session-lease.js";
 import type { HostLeases } from "./host-leases.js";
-import type { ClusterMeters } from "./host-meters.js";
+import type { ClusterMeters, ForwardMetric } from "./host-meters.js";
 import { NotOwner } from "./not-owner.js";
 import type { Principal } from "./principal.js";
 
@@ -103,7 +103,16 @@ export class CallRouter {
         method,
         params,
       };
-      const outcome = await this.#forward(holder, call, noticesBefore);
+      let outcome: ForwardOutcome;
+      try {
+        outcome = await this.#forward(holder, call, noticesBefore);
+      } catch (err) {
+        // the store failed under the call: it may be recorded for the owner (`outcome_unknown`),
+        // or it certainly is not (`persistence_failure`); either is the caller's answer as it is
+        const failed = err instanceof SessionmuxError ? forwardFailure(err.code) : undefined;
+        if (failed) this.#options.meters?.callForwarded(failed);
+        throw err;
+      }
       this.#options.meters?.callForwarded(outcome.status);
       if (outcome.status === "ok") {
         if (ActivationTable[method] === "resume") this.#options.forwardedResume?.(principal);
@@ -249,6 +258,13 @@ export class CallRouter {
       if (watches.size === 0 && this.#watches.get(sessionId) === watches) this.#watches.delete(sessionId);
     }
   }
+}
+
+/** How a forward the store failed under is counted: `unknown` as a call claimed and given up is. */
+function forwardFailure(code: string): ForwardMetric | undefined {
+  if (code === "outcome_unknown") return "unknown";
+  if (code === "persistence_failure") return "not_recorded";
+  return undefined;
 }
 
 /** Calls that may act on an agent; `create` and `fork` make a new session, which nobody owns yet. */

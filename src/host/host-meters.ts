@@ -24,5 +24,8 @@ export interface LeaseMeters {
 /** What a host sharing its store with others reports: its leases, and the calls it forwarded. */
 export interface ClusterMeters extends LeaseMeters {
   /** A call sent to the host running the session's agent, by how it came back. */
-  callForwarded(outcome: ForwardOutcome["status"]): void;
+  callForwarded(outcome: ForwardMetric): void;
 }
+
+/** How a forwarded call came back; `not_recorded`: the store could not record it, so it ran nowhere. */
+export type ForwardMetric = ForwardOutcome["status"] | "not_recorded";

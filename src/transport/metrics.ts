@@ -116,7 +116,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
   readonly forwardedCalls = new Counter({
     name: "sessionmux_forwarded_calls_total",
-    help: "Calls sent to the host running the session's agent, by outcome: ok, error (its typed error), not_owner, timeout, withdrawn (taken back unclaimed once the owner's lease ended; the owner resolved again) or unknown (claimed, and not answered before the owner's lease ended; the caller told outcome_unknown)",
+    help: "Calls sent to the host running the session's agent, by outcome: ok, error (its typed error), not_owner, timeout, withdrawn (taken back unclaimed once the owner's lease ended; the owner resolved again), unknown (claimed, and not answered before the owner's lease ended, or the database connection failed once it was sent to be recorded; the caller told outcome_unknown) or not_recorded (the database could not record it; the caller told persistence_failure)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });

@@ -289,6 +289,23 @@ describe("calls routed to the host that runs the session's agent", () => {
     expect(r.forwarded).toEqual(["unknown"]);
   });
 
+  it("a forward the store failed under is the caller's answer as it is, sent nowhere else, and counted unknown or not_recorded", async () => {
+    const r = await routerOn();
+    await r.create("s1");
+    await r.heldElsewhere("s1");
+    const maybeRecorded = new SessionmuxError("outcome_unknown", "the connection was lost", {
+      data: { method: "session.cancel", outcome: "unknown" },
+    });
+    const notRecorded = new SessionmuxError("persistence_failure", "no connection");
+    r.inbox.failures = [maybeRecorded, notRecorded];
+    const first = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
+    const second = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
+    expect([first, second]).toEqual([maybeRecorded, notRecorded]);
+    expect(r.inbox.sent).toHaveLength(2);
+    expect(r.ran).toEqual([]);
+    expect(r.forwarded).toEqual(["unknown", "not_recorded"]);
+  });
+
   it("an owner that let the session go while the call waited: the next resolution runs it here", async () => {
     const r = await routerOn();
     await r.create("s1");

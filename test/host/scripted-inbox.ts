@@ -14,6 +14,8 @@ export class ScriptedInbox implements CallInbox {
   readonly sent: Sent[] = [];
   /** Answers in order; past them, every send times out. */
   answers: ForwardOutcome[] = [];
+  /** Errors sends reject with, in order, before any answer is given (the store failed under them). */
+  failures: unknown[] = [];
   /** Runs before a send is answered (the world may change meanwhile). */
   meanwhile: ((sent: Sent) => Promise<void>) | undefined;
   /** A send is answered only once its sender withdraws it (as a dead owner's inbox never answers), then `withdrawn`. */
@@ -34,6 +36,7 @@ export class ScriptedInbox implements CallInbox {
     const sent = { target, call, timeoutMs };
     this.sent.push(sent);
     await this.meanwhile?.(sent);
+    if (this.failures.length > 0) throw this.failures.shift();
     if (this.untilWithdrawn && withdraw) {
       if (!withdraw.aborted)
         await new Promise((resolve) => withdraw.addEventListener("abort", resolve, { once: true }));
