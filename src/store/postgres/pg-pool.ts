@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { PoolStats } from "../store-metrics.js";
+import { afterLoopTime } from "./loop-time.js";
 import { checkListening, KEEPALIVE_IDLE_MS, LISTEN_CHECK_MS } from "./pg-listen-check.js";
 import { schemaIdentifier } from "./pg-schema.js";
 
@@ -72,11 +73,35 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   return pool;
 }
 
-/** A client class whose handshake fails once it took `ms` (pg's `connectionTimeoutMillis`). */
+/**
+ * A client class whose handshake fails once it took `ms` of the event loop's time (see
+ * `afterLoopTime`), as pg's `connectionTimeoutMillis` fails it. That one is a plain timer: after a
+ * loop held past `ms` it fires before the server's answer, or the socket's connect, is read, so
+ * the host's own stall failed a healthy connection and the statement waiting on it.
+ */
 function boundedConnects(ms: number): new () => pg.Client {
   return class extends pg.Client {
-    constructor(config?: pg.ClientConfig) {
-      super({ ...config, connectionTimeoutMillis: ms });
+    // both of pg's overloads: the promise, and the callback the pool passes
+    override connect(): Promise<pg.Client>;
+    override connect(callback: (err: Error | null, client?: pg.Client) => void): void;
+    override connect(
+      callback?: (err: Error | null, client?: pg.Client) => void,
+    ): Promise<pg.Client> | undefined {
+      const { connection } = this as unknown as {
+        connection: { _ending: boolean; stream: { destroy(err: Error): void } };
+      };
+      // as pg's own timeout does: the connection counts as ending, so the destroyed socket's
+      // error fails the connect rather than reaching the client as news
+      const cancel = afterLoopTime(ms, () => {
+        connection._ending = true;
+        connection.stream.destroy(new Error("timeout expired"));
+      });
+      if (!callback) return super.connect().finally(cancel);
+      super.connect(((err: Error | null, client?: pg.Client) => {
+        cancel();
+        callback(err, client);
+      }) as (err: Error) => void);
+      return undefined;
     }
   };
 }

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { BackendChecks } from "../../../src/store/postgres/pg-backend-checks.js";
-import { watchBackend } from "../../../src/store/postgres/pg-backend-watch.js";
+import { openWatchedPool, queryWatch, watchBackend } from "../../../src/store/postgres/pg-backend-watch.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 
@@ -53,6 +53,20 @@ describe.skipIf(!pgUrl)("checks of a backend while the event loop is held", () =
     // a question asked about the idle backend would have ended it by now
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const { rows } = await client.query<{ one: number }>("SELECT 1 AS one");
+    expect(rows[0]!.one).toBe(1);
+  });
+});
+
+describe.skipIf(!pgUrl)("a watched pool's handshake while the event loop is held", () => {
+  it("a new connection whose handshake the loop held past its bound is kept, and its statement answered", async () => {
+    // a handshake bounded at 200 ms (twice the watch's period)
+    const pool = openWatchedPool(pgUrl!, { max: 1 }, queryWatch(pgUrl!, 100));
+    pool.on("error", () => undefined);
+    cleanups.push(() => pool.end().catch(() => undefined));
+    const answer = pool.query<{ one: number }>("SELECT 1 AS one");
+    // the connect is under way: its TCP handshake completes during the hold, its startup waits for the loop
+    holdLoop(1_000);
+    const { rows } = await answer;
     expect(rows[0]!.one).toBe(1);
   });
 });
