@@ -305,6 +305,9 @@ export class PgCallInbox implements CallInbox {
           }
         }
       } catch (err) {
+        // the inbox closed between two of its statements (its pool ended): answered as a call
+        // waiting when it closes is, its row left to expire
+        if (this.#closed) return { status: "timeout" };
         throw isPgStorageFailure(err) ? forwardUnknown(call, err) : err;
       }
     } finally {

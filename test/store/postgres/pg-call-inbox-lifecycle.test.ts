@@ -11,6 +11,7 @@ import {
   channelListener,
   heldHandler,
   holdNextClaim,
+  holdNextQuery,
   inboxFixture,
   NO_POLL,
 } from "./call-inbox-rows.js";
@@ -92,6 +93,31 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     await a.close();
     // far before its own timeout: the test's timeout would end the wait first
     expect(await sent).toEqual({ status: "timeout" });
+    expect(await inbox.rowCount()).toBe(1);
+  });
+
+  it("a call whose inbox closes between two of its statements resolves timeout, its row left to expire", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const forwarded = call("s1");
+    const withdraw = new AbortController();
+    const sent = a.send("host-b", forwarded, LONG, withdraw.signal);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // claimed by its target: taking it back finds nothing, so the sender looks for its reply next
+    await inbox.sql("UPDATE forwarded_calls SET claimed_at = clock_timestamp() WHERE call_id = $1", [
+      forwarded.callId,
+    ]);
+    const taking = holdNextQuery("claimed_at IS NULL AND reply IS NULL", "answer");
+    withdraw.abort();
+    await taking.held;
+    await a.close();
+    taking.release();
+    try {
+      expect(await sent).toEqual({ status: "timeout" });
+    } finally {
+      vi.restoreAllMocks();
+    }
     expect(await inbox.rowCount()).toBe(1);
   });
 
