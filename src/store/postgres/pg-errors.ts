@@ -14,8 +14,8 @@ export function isPgStorageFailure(err: unknown): boolean {
   if (typeof code === "string" && code.length === 5) {
     return STORAGE_CLASSES.includes(code.slice(0, 2)) || STORAGE_CODES.has(code);
   }
-  // node errors of a lost socket (ECONNRESET, ECONNREFUSED) and pg's own "Connection terminated"
-  if (typeof code === "string" && code.startsWith("E")) return true;
+  // node errors of a lost socket (ECONNRESET, ECONNREFUSED; not node's own ERR_…) and pg's own "Connection terminated"
+  if (typeof code === "string" && code.startsWith("E") && !code.startsWith("ERR_")) return true;
   return err instanceof Error && /connection terminated|not queryable|timeout/i.test(err.message);
 }
 

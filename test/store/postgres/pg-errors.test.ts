@@ -146,6 +146,16 @@ describe.skipIf(!pgUrl)("PostgreSQL failures as the store sorts them", () => {
     expect(aborted).toMatchObject({ code: "ABORT_ERR" });
     expect(isPgStorageFailure(aborted)).toBe(false);
     expect(isPgStorageFailure(new RangeError("Invalid array length"))).toBe(false);
+    // node's own errors (ERR_…) are the program's, though their code starts with E as a socket's does
+    const nodeError = (() => {
+      try {
+        return new URL("not a url");
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(nodeError).toMatchObject({ code: "ERR_INVALID_URL" });
+    expect(isPgStorageFailure(nodeError)).toBe(false);
     // the words of a lost connection, but no error: nothing the client or the socket raised
     expect(isPgStorageFailure({ message: "Connection terminated unexpectedly" })).toBe(false);
     for (const value of [undefined, null, "timeout", 57]) {
