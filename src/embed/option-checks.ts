@@ -63,6 +63,7 @@ const GROUPS: {
     maxCallsInFlight: COUNT,
     maxQueuedCalls: { min: 0 },
     replayBatch: { min: 1, max: MAX_REPLAY_BATCH },
+    followReadRetryMs: { min: 0, max: LONGEST_TIMER_MS },
     controlMaxQueued: COUNT,
     controlMaxQueuedBytes: COUNT,
   },

@@ -41,6 +41,11 @@ export interface TcpProxy {
    * path that is still dead. Counted in `silenced` while open.
    */
   silenceNew(which?: (opening: Buffer) => boolean): void;
+  /**
+   * While true, a new connection is closed as soon as it is accepted, before anything reaches the
+   * target, as by a server that is down: the client's connect fails at once.
+   */
+  refuseNew(refusing: boolean): void;
   /** Cuts everything at random pauses in [minMs, maxMs]; resolves after `count` cuts or `stop()`. */
   startRandomCuts(options: RandomCuts): Promise<void>;
   /** Stops random cuts, destroys every connection and closes the listener. */
@@ -70,9 +75,14 @@ export async function startTcpProxy(
   let timer: ReturnType<typeof setTimeout> | undefined;
   let finishCuts: (() => void) | undefined;
   let silenceNew: ((opening: Buffer) => boolean) | undefined;
+  let refusing = false;
 
   const server = createServer((client) => {
     accepted += 1;
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const port = typeof targetPort === "number" ? targetPort : targetPort();
     const upstream = createConnection({ host: "127.0.0.1", port });
     const pair: { client: Socket; upstream: Socket; opening: Buffer; silenced: boolean } = {
@@ -168,6 +178,9 @@ export async function startTcpProxy(
     },
     get silenced() {
       return [...pairs].filter((pair) => pair.silenced).length;
+    },
+    refuseNew(on) {
+      refusing = on;
     },
     silenceNew(which) {
       silenceNew = which;

@@ -22,6 +22,16 @@ type CommittedEvents = Extract<CommitNotice, { kind: "append" | "create" }>;
 const MAX_ITEMS_PER_READ = 8;
 const READ_BUDGET_BYTES = 1024 * 1024;
 
+/**
+ * A log read the store failed retryably (`persistence_failure`: a PostgreSQL connection lost,
+ * which the pool replaces) is tried again after this wait, doubling up to `READ_RETRY_MAX_MS`, for
+ * at most the stream's `readRetryMs` since the first failure in a row: a client takes that error
+ * as the end of the stream, so an open stream sends it only once that is over. A failed open is
+ * answered at once: nothing was sent yet, and the client decides whether to open again.
+ */
+const READ_RETRY_FIRST_MS = 250;
+const READ_RETRY_MAX_MS = 5000;
+
 export interface FollowContext {
   readonly host: HostApi;
   readonly principal: Principal;
@@ -30,6 +40,11 @@ export interface FollowContext {
   readonly replayBatch: number;
   /** Socket backlog above which live pushes pause. */
   readonly highWaterBytes: number;
+  /**
+   * How long failed log reads are retried before the stream ends with their `persistence_failure`
+   * (the time since the first failure in a row).
+   */
+  readonly readRetryMs: number;
   readonly metrics: HostMetrics | undefined;
   readonly logInternal: (err: unknown, context: string) => void;
 }
@@ -58,6 +73,8 @@ export class FollowStream implements MuxStream {
   #readLimit: number;
   #unsubscribe: (() => void) | undefined;
   #reader: SessionReadHandle | undefined;
+  /** The wait before a failed log read is tried again; `stop` ends it early. */
+  #retryWait: { timer: ReturnType<typeof setTimeout>; done: () => void } | undefined;
 
   constructor(ctx: FollowContext, params: ParamsOf<"session.follow">) {
     this.#ctx = ctx;
@@ -148,6 +165,7 @@ export class FollowStream implements MuxStream {
     if (this.#pumping) return;
     this.#pumping = true;
     let firstRead = true;
+    const retries = new ReadRetries();
     try {
       for (;;) {
         if (this.#state !== "replaying" && this.#state !== "catchingUp") return;
@@ -159,12 +177,21 @@ export class FollowStream implements MuxStream {
         const readLimit = this.#readLimit;
         const reader = this.#reader;
         if (!reader) return;
-        const read = await reader.readAfterEncoded(
-          this.#lastSent,
-          readLimit,
-          this.#ctx.replayBatch,
-          EVENTS_VALUE_ENVELOPE,
-        );
+        let read: Awaited<ReturnType<SessionReadHandle["readAfterEncoded"]>>;
+        try {
+          read = await reader.readAfterEncoded(
+            this.#lastSent,
+            readLimit,
+            this.#ctx.replayBatch,
+            EVENTS_VALUE_ENVELOPE,
+          );
+        } catch (err) {
+          // the cursor stays where the last sent event left it; commits made meanwhile are buffered
+          // as during any read, and the next read covers whatever the buffer dropped
+          if (this.#ended() || !(await this.#retried(err, retries))) throw err;
+          continue;
+        }
+        retries.succeeded();
         if (this.#ended()) return;
         if (firstRead && this.#state === "catchingUp")
           this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
@@ -206,6 +233,29 @@ export class FollowStream implements MuxStream {
     } finally {
       this.#pumping = false;
     }
+  }
+
+  /**
+   * Waits before the next try of a read that failed with `err`, and says whether to try: only a
+   * failure the store marks retryable, while the failures in a row are younger than the bound.
+   */
+  async #retried(err: unknown, retries: ReadRetries): Promise<boolean> {
+    const error = toSessionmuxError(err);
+    if (error.code !== "persistence_failure" || !error.retryable) return false;
+    const waitMs = retries.next(Date.now(), this.#ctx.readRetryMs);
+    if (waitMs === undefined) return false;
+    await this.#waitBeforeRetry(waitMs);
+    return true;
+  }
+
+  #waitBeforeRetry(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#retryWait = undefined;
+        resolve();
+      };
+      this.#retryWait = { timer: setTimeout(done, ms), done };
+    });
   }
 
   /** Sends the buffered commits that continue the last sent seq; false if the log must be read. */
@@ -296,6 +346,33 @@ export class FollowStream implements MuxStream {
     this.#unsubscribe = undefined;
     this.#ctx.outlet.writer.cancelDrain(this.#wake);
     this.#pending = [];
+    const wait = this.#retryWait;
+    if (wait) {
+      clearTimeout(wait.timer);
+      wait.done();
+    }
+  }
+}
+
+/** The failed reads in a row of one stream: when the first failed, and the wait before the next try. */
+class ReadRetries {
+  #since: number | undefined;
+  #waitMs = READ_RETRY_FIRST_MS;
+
+  /** The wait before the next try, or undefined once the failures lasted `boundMs`. */
+  next(now: number, boundMs: number): number | undefined {
+    const since = this.#since ?? now;
+    this.#since = since;
+    const left = since + boundMs - now;
+    if (left <= 0) return undefined;
+    const waitMs = Math.min(this.#waitMs, left);
+    this.#waitMs = Math.min(this.#waitMs * 2, READ_RETRY_MAX_MS);
+    return waitMs;
+  }
+
+  succeeded(): void {
+    this.#since = undefined;
+    this.#waitMs = READ_RETRY_FIRST_MS;
   }
 }
 

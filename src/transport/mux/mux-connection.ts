@@ -274,6 +274,7 @@ export class MuxConnection {
           logInternal,
           replayBatch: this.#options.replayBatch,
           highWaterBytes,
+          readRetryMs: this.#options.followReadRetryMs,
           metrics,
         },
         params as ParamsOf<"session.follow">,

@@ -41,6 +41,11 @@ export interface MuxOptions {
   maxQueuedCalls: number;
   /** @default 500 — events per `events` item during replay; at most `MAX_REPLAY_BATCH`. */
   replayBatch: number;
+  /**
+   * @default 60000 — how long a follow stream retries a log read the store failed retryably
+   * (`persistence_failure`: a lost PostgreSQL connection) before it ends with that error.
+   */
+  followReadRetryMs: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
   controlMaxQueued: number;
   /**
@@ -66,6 +71,9 @@ export interface MuxOptions {
  */
 export const MAX_REPLAY_BATCH = 10_000;
 
+/** How long a follow stream retries a failed log read by default: a database restart or failover. */
+export const DEFAULT_FOLLOW_READ_RETRY_MS = 60_000;
+
 const consoleLogger: MuxLogger = {
   error: (obj, msg) => console.error(msg, obj),
 };
@@ -87,6 +95,7 @@ export function resolveMuxOptions(options: MuxOptionsInput): MuxOptions {
     maxCallsInFlight: options.maxCallsInFlight ?? Limits.maxCallsInFlight,
     maxQueuedCalls: options.maxQueuedCalls ?? Limits.maxQueuedCalls,
     replayBatch: options.replayBatch ?? Limits.replayBatch,
+    followReadRetryMs: options.followReadRetryMs ?? DEFAULT_FOLLOW_READ_RETRY_MS,
     controlMaxQueued: options.controlMaxQueued ?? 5000,
     controlMaxQueuedBytes: options.controlMaxQueuedBytes ?? 16 * 1024 * 1024,
     decodeLimits: { ...DEFAULT_DECODE_LIMITS, ...options.decodeLimits },

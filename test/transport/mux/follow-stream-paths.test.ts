@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { type SessionEvent, SessionmuxError } from "../../../protocol/index.js";
 import { ADMIN } from "../../../src/host/principal.js";
 import type { SessionReadHandle } from "../../../src/host/session-read-handle.js";
@@ -25,6 +25,7 @@ function harness(
     epoch?: string;
     replayBatch?: number;
     highWaterBytes?: number;
+    readRetryMs?: number;
     openRead?: () => Promise<SessionReadHandle>;
     /** A host without metrics: every path must run without them. */
     withoutMetrics?: boolean;
@@ -44,6 +45,7 @@ function harness(
       outlet,
       replayBatch: options.replayBatch ?? 2,
       highWaterBytes: options.highWaterBytes ?? 1_000,
+      readRetryMs: options.readRetryMs ?? 60_000,
       metrics: options.withoutMetrics ? undefined : metrics,
       logInternal: (err, context) => logged.push({ err, context }),
     },
@@ -750,5 +752,128 @@ describe("follow stream: endings", () => {
     expect(log.listeners.size).toBe(0);
     log.append(1);
     expect(h.writer.errors).toHaveLength(1);
+  });
+});
+
+describe("follow stream: a log read the store failed retryably", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const lost = () => new SessionmuxError("persistence_failure", "the database connection was lost");
+
+  it("is tried again with a growing wait, from the same cursor; commits made meanwhile arrive once, in order", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const log = new ScriptedLog();
+    log.commit(3);
+    const h = harness(log, { afterSeq: 1 });
+    await idle();
+    expect(h.seqs()).toEqual([2, 3]);
+    log.append(1); // live
+    h.writer.buffered = 2_000;
+    log.append(1); // pauses
+    log.autoRelease = false;
+    h.writer.drain(); // the catch-up read
+    await idle();
+    log.nextRead().fail(lost());
+    await idle();
+    expect(h.stream.state).toBe("catchingUp");
+    log.append(2); // buffered while the stream waits
+    vi.advanceTimersByTime(249);
+    await idle();
+    expect(log.pending).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    await idle();
+    log.nextRead().fail(lost());
+    await idle();
+    vi.advanceTimersByTime(499);
+    await idle();
+    expect(log.pending).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    await idle();
+    log.append(1);
+    log.nextRead().release();
+    await idle();
+    expect(log.reads.slice(-3).map((r) => r.afterSeq)).toEqual([4, 4, 4]);
+    expect(h.seqs()).toEqual(range(2, 8));
+    expect(h.stream.state).toBe("live");
+    expect(h.writer.errors).toEqual([]);
+    expect(h.logged).toEqual([]);
+    expect(vi.getTimerCount()).toBe(0);
+    log.append(1);
+    expect(h.seqs()).toEqual(range(2, 9));
+  });
+
+  it("ends the stream with persistence_failure once the failures in a row lasted the stated total", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const log = new ScriptedLog();
+    log.commit(2);
+    log.autoRelease = false;
+    const h = harness(log, { readRetryMs: 3_000 });
+    await idle();
+    let elapsed = 0;
+    const waits: number[] = [];
+    while (h.writer.errors.length === 0) {
+      log.nextRead().fail(lost());
+      await idle();
+      if (h.writer.errors.length > 0) break;
+      let waited = 0;
+      while (log.pending.length === 0) {
+        vi.advanceTimersByTime(50);
+        waited += 50;
+        await idle();
+      }
+      waits.push(waited);
+      elapsed += waited;
+    }
+    // 250, 500, 1000 ms, then what is left of the 3 s
+    expect(waits).toEqual([250, 500, 1000, 1250]);
+    expect(elapsed).toBe(3_000);
+    expect(h.writer.errors.map((e) => ({ code: e.code, retryable: e.retryable }))).toEqual([
+      { code: "persistence_failure", retryable: true },
+    ]);
+    expect(h.seqs()).toEqual([]);
+    expect(h.stream.state).toBe("ended");
+    expect(log.listeners.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("stops waiting when the stream is closed: no timer is left and no read is made", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const log = new ScriptedLog();
+    log.commit(1);
+    log.autoRelease = false;
+    const h = harness(log);
+    await idle();
+    log.nextRead().fail(lost());
+    await idle();
+    expect(vi.getTimerCount()).toBe(1);
+    h.stream.stop();
+    await idle();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(10_000);
+    await idle();
+    expect(log.reads).toHaveLength(1);
+    expect(h.writer.errors).toEqual([]);
+    expect(log.listeners.size).toBe(0);
+  });
+
+  it("an open the store failed is not tried again: the stream ends with its error at once", async () => {
+    const log = new ScriptedLog();
+    const h = harness(log, { openRead: () => Promise.reject(lost()) });
+    await h.started;
+    expect(h.writer.errors.map((e) => e.code)).toEqual(["persistence_failure"]);
+    expect(h.items()).toEqual([]);
+  });
+
+  it("does not retry an error that is not the store's retryable one", async () => {
+    const log = new ScriptedLog();
+    log.commit(1);
+    log.autoRelease = false;
+    const h = harness(log);
+    await idle();
+    log.nextRead().fail(new SessionmuxError("session_retired", "gone"));
+    await idle();
+    expect(h.writer.errors.map((e) => e.code)).toEqual(["session_retired"]);
+    expect(log.reads).toHaveLength(1);
   });
 });
