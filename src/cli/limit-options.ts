@@ -1,6 +1,7 @@
 import { type Command, Option } from "commander";
 import { Limits } from "../../protocol/index.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
+import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../store/call-inbox-limits.js";
 import type { MuxOptions, MuxOptionsInput } from "../transport/mux/mux-server.js";
 import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
@@ -14,6 +15,8 @@ interface LimitFlag {
   readonly fallback: number;
   /** The least integer it takes, or `rate`: any number above 0, a fraction too. */
   readonly min: number | "rate";
+  /** The greatest integer it takes. @default Number.MAX_SAFE_INTEGER */
+  readonly max?: number;
 }
 
 /** Every limit of docs/reliability.md "Limits", with the flag and variable that change it. */
@@ -182,6 +185,16 @@ const CALL_INBOX_FLAGS = {
     fallback: CALL_INBOX_LIMITS.maxServingBytes,
     min: 1,
   },
+  claimedCallWaitMs: {
+    flag: "--claimed-call-wait-ms <ms>",
+    env: "SESSIONMUX_CLAIMED_CALL_WAIT_MS",
+    description:
+      "PostgreSQL: how long, from its sending, a forwarded call its owner claimed is waited on while the owner holds the session, then answered outcome_unknown (at least the forward wait)",
+    fallback: CALL_INBOX_LIMITS.claimedWaitMs,
+    min: LIMIT_FLOORS.claimedWaitMs,
+    // the wait is a timer's: a longer one would fire at once
+    max: LONGEST_TIMER_MS,
+  },
 } as const satisfies Record<string, LimitFlag>;
 
 const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS, ...CALL_INBOX_FLAGS };
@@ -199,7 +212,7 @@ export function addLimitOptions(command: Command): Command {
     command.addOption(
       new Option(spec.flag, spec.description)
         .env(spec.env)
-        .argParser(spec.min === "rate" ? rate(name) : integer(name, spec.min))
+        .argParser(spec.min === "rate" ? rate(name) : integer(name, spec.min, spec.max))
         .default(spec.fallback),
     );
   }
@@ -235,7 +248,7 @@ export function httpLimitsOf(values: LimitValues): {
   };
 }
 
-/** The call inbox bounds the limit flags set (a host on SQLite has no inbox, and ignores them). */
+/** The call inbox settings the limit flags set (a host on SQLite has no inbox, and ignores them). */
 export function callInboxLimitsOf(values: LimitValues): CallInboxLimits {
   return {
     maxPending: values.maxForwardedCalls,
@@ -244,6 +257,7 @@ export function callInboxLimitsOf(values: LimitValues): CallInboxLimits {
     maxReplyBytes: values.maxForwardedReplyBytes,
     maxServing: values.maxServingCalls,
     maxServingBytes: values.maxServingCallBytes,
+    claimedWaitMs: values.claimedCallWaitMs,
   };
 }
 

@@ -55,8 +55,9 @@ export interface SessionmuxOptions {
   leaseTtlMs?: number;
   /**
    * PostgreSQL only: what the inbox of calls forwarded between hosts holds at once, as a sender
-   * and as the owner that runs them (docs/reliability.md, "Limits"; `serve`'s
-   * `--max-forwarded-…` and `--max-serving-…` flags).
+   * and as the owner that runs them, and how long a sender waits on a call its owner claimed
+   * (`claimedWaitMs`, at least the forward wait of 5 s) (docs/reliability.md, "Limits"; `serve`'s
+   * `--max-forwarded-…`, `--max-serving-…` and `--claimed-call-wait-ms` flags).
    */
   callInbox?: Partial<CallInboxLimits>;
   /** @default new DemoAgent() */

@@ -51,6 +51,8 @@ const GROUPS: {
     maxReplyBytes: COUNT,
     maxServing: COUNT,
     maxServingBytes: COUNT,
+    // no shorter than the forward wait, a timer's delay
+    claimedWaitMs: { min: LIMIT_FLOORS.claimedWaitMs, max: LONGEST_TIMER_MS },
   } satisfies Record<keyof CallInboxLimits, Rule>,
   mux: {
     maxPayloadBytes: COUNT,

@@ -1,3 +1,5 @@
+import { DEFAULT_FORWARD_TIMEOUT_MS } from "../host/call-router.js";
+
 /**
  * The least value of each limit below which a host would not just be strict but stop working as
  * documented. `serve`'s flags and `createSessionmux`'s options refuse less with the same floor, so
@@ -22,4 +24,10 @@ export const LIMIT_FLOORS = {
    * count a healthy connection as lost, and the checks would run in a near busy loop.
    */
   dbCheckMs: 100,
+  /**
+   * How long a sender waits on a forwarded call its owner claimed (`--claimed-call-wait-ms`): under
+   * the forward wait it would give up a call still running there sooner than one never claimed,
+   * answering `outcome_unknown` where the wait alone would have brought the reply.
+   */
+  claimedWaitMs: DEFAULT_FORWARD_TIMEOUT_MS,
 } as const;

@@ -3,8 +3,9 @@ const MiB = 1024 * 1024;
 /**
  * What the call inbox of a shared database holds at once, on both sides of a forwarded call:
  * the host that forwards a call and waits on it, and the host that runs it (docs/reliability.md,
- * "Limits"). `serve` sets them with its `--max-forwarded-…` and `--max-serving-…` flags, a mounted
- * host with `callInbox`.
+ * "Limits"), and how long a sender waits on a call its owner claimed. `serve` sets them with its
+ * `--max-forwarded-…`, `--max-serving-…` and `--claimed-call-wait-ms` flags, a mounted host with
+ * `callInbox`.
  */
 export interface CallInboxLimits {
   /**
@@ -44,6 +45,13 @@ export interface CallInboxLimits {
    * @default 32 MiB
    */
   maxServingBytes: number;
+  /**
+   * How long in all, from its sending, a call its owner claimed is waited on while the owner still
+   * holds the session (past the forward wait: it may be running there, so it is neither taken back
+   * nor sent again); then it is given up, its caller answered `outcome_unknown`. At least the
+   * forward wait (5 s), at most a Node timer's longest delay. @default 60000
+   */
+  claimedWaitMs: number;
 }
 
 export const CALL_INBOX_LIMITS: Readonly<CallInboxLimits> = {
@@ -53,4 +61,5 @@ export const CALL_INBOX_LIMITS: Readonly<CallInboxLimits> = {
   maxReplyBytes: 32 * MiB,
   maxServing: 256,
   maxServingBytes: 32 * MiB,
+  claimedWaitMs: 60_000,
 };

@@ -186,6 +186,18 @@ const LIMITS = [
     fallback: 32 * 1024 * 1024,
     min: 1,
   },
+  // how long a sender waits on a call its owner claimed: no shorter than the forward wait (5 s),
+  // no longer than a Node timer's longest delay
+  {
+    key: "claimedCallWaitMs",
+    option: "claimedWaitMs",
+    to: ["inbox"],
+    flag: "--claimed-call-wait-ms",
+    env: "SESSIONMUX_CLAIMED_CALL_WAIT_MS",
+    fallback: 60_000,
+    min: 5000,
+    max: 2 ** 31 - 1,
+  },
 ] as const;
 
 type LimitKey = (typeof LIMITS)[number]["key"];
@@ -197,6 +209,10 @@ const optionOf = (limit: (typeof LIMITS)[number]): string => ("option" in limit 
 const INTEGER_LIMITS = LIMITS.filter(
   (limit): limit is Extract<(typeof LIMITS)[number], { min: number }> => limit.min !== "rate",
 );
+
+/** The values a limit takes, as its refusal words them. */
+const rangeOf = (limit: (typeof INTEGER_LIMITS)[number]): string =>
+  "max" in limit ? `from ${limit.min} to ${limit.max}` : `≥ ${limit.min}`;
 
 /** What `serve` hands the host: the mux, HTTP, principal and call inbox options, and the upload lifetime. */
 interface HostLimits {
@@ -307,6 +323,7 @@ describe("serve limit flags", () => {
       maxReplyBytes: 32 * 1024 * 1024,
       maxServing: 256,
       maxServingBytes: 32 * 1024 * 1024,
+      claimedWaitMs: 60_000,
     });
   });
 
@@ -336,13 +353,32 @@ describe("serve limit flags", () => {
       expect(fromFlag.code).toBe("commander.invalidArgument");
       expect(fromFlag.exitCode).toBe(1);
       expect(fromFlag.message).toBe(
-        `error: option '${limit.flag} <${limit.key === "uploadTtlMs" ? "ms" : "n"}>' argument '${below}' is invalid. ` +
-          `${limit.flag} must be an integer ≥ ${limit.min} in decimal digits, got "${below}"`,
+        `error: option '${limit.flag} <${limit.flag.endsWith("-ms") ? "ms" : "n"}>' argument '${below}' is invalid. ` +
+          `${limit.flag} must be an integer ${rangeOf(limit)} in decimal digits, got "${below}"`,
       );
       const fromEnv = refusal([], { [limit.env]: below });
       expect(fromEnv.code).toBe("commander.invalidArgument");
       expect(fromEnv.message).toContain(
-        `from env '${limit.env}' is invalid. ${limit.flag} must be an integer ≥ ${limit.min} in decimal digits, got "${below}"`,
+        `from env '${limit.env}' is invalid. ${limit.flag} must be an integer ${rangeOf(limit)} in decimal digits, got "${below}"`,
+      );
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it("take the greatest value of a limit that has one and refuse one more, naming the flag and its range", () => {
+    const bounded = INTEGER_LIMITS.filter((limit) => "max" in limit);
+    expect(bounded.map((limit) => limit.flag)).toEqual(["--claimed-call-wait-ms"]);
+    for (const limit of bounded) {
+      expect(parseServe([limit.flag, String(limit.max)])).toEqual(withLimit(limit.key, limit.max));
+      const above = String(limit.max + 1);
+      const fromFlag = refusal([limit.flag, above]);
+      expect(fromFlag.code).toBe("commander.invalidArgument");
+      expect(fromFlag.message).toBe(
+        `error: option '${limit.flag} <ms>' argument '${above}' is invalid. ` +
+          `${limit.flag} must be an integer ${rangeOf(limit)} in decimal digits, got "${above}"`,
+      );
+      expect(refusal([], { [limit.env]: above }).message).toContain(
+        `from env '${limit.env}' is invalid. ${limit.flag} must be an integer ${rangeOf(limit)}`,
       );
       vi.unstubAllEnvs();
     }
@@ -365,7 +401,7 @@ describe("serve limit flags", () => {
         "ten",
       ]) {
         expect(refusal([limit.flag, bad]).message).toContain(
-          `${limit.flag} must be an integer ≥ ${limit.min} in decimal digits, got ${JSON.stringify(bad)}`,
+          `${limit.flag} must be an integer ${rangeOf(limit)} in decimal digits, got ${JSON.stringify(bad)}`,
         );
         expect(refusal([], { [limit.env]: bad }).message).toContain(`from env '${limit.env}' is invalid.`);
         vi.unstubAllEnvs();

@@ -109,6 +109,16 @@ describe("createSessionmux options", () => {
         /^callInbox\.maxServingBytes must be an integer ≥ 1, got NaN$/,
       ],
       [{ callInbox: { maxPendingBytes: -1 } }, /^callInbox\.maxPendingBytes must be an integer ≥ 1, got -1$/],
+      // under the forward wait a call still running on its owner was given up before one never
+      // claimed; past a timer's longest delay the wait fired at once
+      [
+        { callInbox: { claimedWaitMs: 4999 } },
+        /^callInbox\.claimedWaitMs must be an integer from 5000 to 2147483647, got 4999$/,
+      ],
+      [
+        { callInbox: { claimedWaitMs: 2 ** 31 } },
+        /^callInbox\.claimedWaitMs must be an integer from 5000 to 2147483647, got 2147483648$/,
+      ],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux({
@@ -145,6 +155,7 @@ describe("createSessionmux options", () => {
         maxReplyBytes: 1,
         maxServing: 1,
         maxServingBytes: 1,
+        claimedWaitMs: 5000,
       },
       idleDetachMs: 2 ** 31 - 1,
       turnStopGraceMs: 0,

@@ -47,8 +47,6 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
 const CLAIM_BATCH = 64;
 /** See `PgCallInboxOptions.claimedReplyGraceMs`: a reply is one UPDATE after its call ran. */
 const CLAIMED_REPLY_GRACE_MS = 500;
-/** See `PgCallInboxOptions.claimedWaitMs`. */
-const CLAIMED_WAIT_MS = 60_000;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -127,7 +125,7 @@ export class PgCallInbox implements CallInbox {
     this.#maxServing = options.maxServing ?? CALL_INBOX_LIMITS.maxServing;
     this.#maxServingBytes = options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes;
     this.#claimedReplyGraceMs = options.claimedReplyGraceMs ?? CLAIMED_REPLY_GRACE_MS;
-    this.#claimedWaitMs = options.claimedWaitMs ?? CLAIMED_WAIT_MS;
+    this.#claimedWaitMs = options.claimedWaitMs ?? CALL_INBOX_LIMITS.claimedWaitMs;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
