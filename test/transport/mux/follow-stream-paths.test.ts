@@ -88,12 +88,23 @@ async function idle(): Promise<void> {
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
+/**
+ * A follower of a new log holding `committed` events, once it settled; with `held` the log's
+ * reads wait for `nextRead()` to be released, the first one under way.
+ */
+async function follower(committed: number, options: Parameters<typeof harness>[1] & { held?: boolean } = {}) {
+  const { held, ...rest } = options;
+  const log = new ScriptedLog();
+  if (held) log.autoRelease = false;
+  log.commit(committed);
+  const h = harness(log, rest);
+  await idle();
+  return { log, h };
+}
+
 describe("follow stream: replay", () => {
   it("replays afterSeq+1 … head in pages that grow while events are small, then caughtUp once, then live batches", async () => {
-    const log = new ScriptedLog();
-    log.commit(7);
-    const h = harness(log, { afterSeq: 2 });
-    await idle();
+    const { log, h } = await follower(7, { afterSeq: 2 });
     expect(h.items()[0]).toEqual({ kind: "opened", epoch: "E1", headSeq: 7 });
     expect(h.seqs()).toEqual(range(3, 7));
     expect(h.items().at(-1)).toEqual({ kind: "caughtUp", seq: 7 });
@@ -114,10 +125,7 @@ describe("follow stream: replay", () => {
   });
 
   it("a page exactly as long as the read is followed by another read", async () => {
-    const log = new ScriptedLog();
-    log.commit(2 + 16);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(2 + 16);
     expect(h.seqs()).toEqual(range(1, 18));
     expect(log.reads.map((r) => r.afterSeq)).toEqual([0, 2, 18]);
     expect(h.items().at(-1)).toEqual({ kind: "caughtUp", seq: 18 });
@@ -158,10 +166,7 @@ describe("follow stream: replay", () => {
   });
 
   it("a cursor past the head is refused with cursor_ahead, and the stream lets go", async () => {
-    const log = new ScriptedLog();
-    log.commit(3);
-    const h = harness(log, { afterSeq: 4, epoch: "E1" });
-    await idle();
+    const { log, h } = await follower(3, { afterSeq: 4, epoch: "E1" });
     expect(h.kinds()).toEqual(["opened"]);
     expect(h.writer.errors).toEqual([
       expect.objectContaining({ code: "cursor_ahead", data: { afterSeq: 4, headSeq: 3, epoch: "E1" } }),
@@ -172,10 +177,7 @@ describe("follow stream: replay", () => {
   });
 
   it("a cursor of another epoch gets reset and the whole log, whatever its seq", async () => {
-    const log = new ScriptedLog();
-    log.commit(3);
-    const h = harness(log, { afterSeq: 9, epoch: "old" });
-    await idle();
+    const { h } = await follower(3, { afterSeq: 9, epoch: "old" });
     expect(h.items().slice(0, 2)).toEqual([
       { kind: "opened", epoch: "E1", headSeq: 3 },
       { kind: "reset", epoch: "E1" },
@@ -187,11 +189,7 @@ describe("follow stream: replay", () => {
 
 describe("follow stream: commits during a log read", () => {
   it("listens before the first read: a commit made while it runs is sent once, after it (buffered)", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(3);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(3, { held: true, replayBatch: 4 });
     expect(log.listeners.size).toBe(1);
     log.nextRead().release(); // its snapshot ends at 3
     log.append(2);
@@ -204,11 +202,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("a commit the read already holds is not sent again (overlap)", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(1);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(1, { held: true, replayBatch: 4 });
     log.append(2);
     log.nextRead().release(); // its snapshot holds 2 and 3
     await idle();
@@ -218,11 +212,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("buffered commits that do not continue the read are not sent: the log is read again (gap)", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(3);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(3, { held: true, replayBatch: 4 });
     log.nextRead().release(); // snapshot 1..3
     log.commit(1); // 4: its notice is late
     log.append(2); // 5, 6
@@ -235,11 +225,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("more buffered events than four items' worth are dropped and read from the log instead", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(1);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(1, { held: true });
     log.nextRead().release();
     log.append(4);
     log.append(4); // 8 events buffered: the bound (4 items of 2), still kept
@@ -268,11 +254,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("a clear and a meta counted in the buffer each weigh one event", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(1);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(1, { held: true });
     log.nextRead().release();
     log.append(4);
     log.append(3);
@@ -286,11 +268,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("a meta notice in the buffer changes nothing", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(2);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(2, { held: true, replayBatch: 4 });
     log.nextRead().release();
     log.notify({ kind: "meta" });
     log.append(1);
@@ -302,11 +280,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("a clear after the read's snapshot: the log is read again and the new epoch starts with reset", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(3);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(3, { held: true, replayBatch: 4 });
     log.nextRead().release(); // E1, 1..3
     log.clear("E2");
     log.notify({ kind: "clear", epoch: "E2" });
@@ -322,11 +296,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("a clear the read already saw is skipped, and its epoch's commits overlap the read", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(3);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(3, { held: true, replayBatch: 4 });
     log.clear("E2");
     log.commit(2);
     log.nextRead().release(); // already E2: reset, then read E2 from 0
@@ -343,11 +313,7 @@ describe("follow stream: commits during a log read", () => {
   });
 
   it("a commit of another epoch in the buffer sends the follower back to the log", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(2);
-    const h = harness(log, { replayBatch: 4 });
-    await idle();
+    const { log, h } = await follower(2, { held: true, replayBatch: 4 });
     log.nextRead().release();
     log.notify({ kind: "append", epoch: "other", events: [{ ...log.events[0]!, seq: 3 }] });
     log.autoRelease = true;
@@ -370,10 +336,7 @@ describe("follow stream: live", () => {
   });
 
   it("a late notice overlapping what was sent sends only its new events; one wholly sent, nothing", async () => {
-    const log = new ScriptedLog();
-    log.commit(5);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(5);
     const reads = log.reads.length;
     const batch = log.commit(2); // 6, 7
     log.notify({ kind: "append", epoch: "E1", events: [...log.events.slice(3, 5), ...batch] });
@@ -392,10 +355,7 @@ describe("follow stream: live", () => {
   });
 
   it("a live gap is served from the log, once, without a second caughtUp", async () => {
-    const log = new ScriptedLog();
-    log.commit(6);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(6);
     log.commit(1); // 7: its notice never comes
     log.append(1); // 8
     await idle();
@@ -408,10 +368,7 @@ describe("follow stream: live", () => {
   });
 
   it("a clear or a commit of another epoch sends the follower back to the log, whose replay ends in caughtUp again; a meta does not", async () => {
-    const log = new ScriptedLog();
-    log.commit(2);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(2);
     const reads = log.reads.length;
     log.notify({ kind: "meta" });
     await idle();
@@ -438,10 +395,7 @@ describe("follow stream: live", () => {
   });
 
   it("pauses above the high-water mark, drops notices, and catches up from the log when the socket drains", async () => {
-    const log = new ScriptedLog();
-    log.commit(2);
-    const h = harness(log, { highWaterBytes: 100 });
-    await idle();
+    const { log, h } = await follower(2, { highWaterBytes: 100 });
     h.writer.buffered = 100; // at the mark: still pushed
     log.append(1);
     expect(h.seqs()).toEqual([1, 2, 3]);
@@ -501,10 +455,7 @@ describe("follow stream: live", () => {
   });
 
   it("a catch-up that fills the socket pauses before its next read and resumes where it stopped", async () => {
-    const log = new ScriptedLog();
-    log.commit(1);
-    const h = harness(log, { highWaterBytes: 100 });
-    await idle();
+    const { log, h } = await follower(1, { highWaterBytes: 100 });
     h.writer.buffered = 101;
     log.append(1); // pauses
     log.commit(40);
@@ -537,10 +488,7 @@ describe("follow stream: live", () => {
 
 describe("follow stream: catch-up and metrics", () => {
   it("a catch-up of several reads observes the follower's lag once, at its first read", async () => {
-    const log = new ScriptedLog();
-    log.commit(1);
-    const h = harness(log, { highWaterBytes: 10 });
-    await idle();
+    const { log, h } = await follower(1, { highWaterBytes: 10 });
     h.writer.buffered = 11;
     log.append(1); // pauses
     log.commit(40); // while paused: 2 + 40 = 42, the follower sent 1
@@ -552,11 +500,12 @@ describe("follow stream: catch-up and metrics", () => {
   });
 
   it("every path runs on a host without metrics", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(3);
-    const h = harness(log, { withoutMetrics: true, replayBatch: 4, highWaterBytes: 10 });
-    await idle();
+    const { log, h } = await follower(3, {
+      held: true,
+      withoutMetrics: true,
+      replayBatch: 4,
+      highWaterBytes: 10,
+    });
     log.nextRead().release();
     log.append(1); // buffered
     log.autoRelease = true;
@@ -635,11 +584,7 @@ describe("follow stream: endings", () => {
   });
 
   it("closed during a read: the read's events are not sent and no other read starts", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(3);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(3, { held: true });
     h.stream.stop();
     expect(log.listeners.size).toBe(0);
     log.autoRelease = true;
@@ -650,11 +595,7 @@ describe("follow stream: endings", () => {
   });
 
   it("closed between two pages: no further read", async () => {
-    const log = new ScriptedLog();
-    log.autoRelease = false;
-    log.commit(10);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(10, { held: true });
     log.nextRead().release(); // a full page: the stream yields before the next read
     for (let i = 0; i < 5; i++) await Promise.resolve();
     h.stream.stop();
@@ -664,10 +605,7 @@ describe("follow stream: endings", () => {
   });
 
   it("closed while paused: the drain waiter is cancelled and the slow-follower gauge falls back", async () => {
-    const log = new ScriptedLog();
-    log.commit(1);
-    const h = harness(log, { highWaterBytes: 10 });
-    await idle();
+    const { log, h } = await follower(1, { highWaterBytes: 10 });
     h.writer.buffered = 11;
     log.append(1);
     expect(await h.slow()).toBe(1);
@@ -741,10 +679,7 @@ describe("follow stream: endings", () => {
   });
 
   it("a failure while pushing a live commit ends the stream with internal_error", async () => {
-    const log = new ScriptedLog();
-    log.commit(1);
-    const h = harness(log);
-    await idle();
+    const { log, h } = await follower(1);
     h.writer.failNextSend = new Error("socket bug");
     log.append(1);
     expect(h.writer.errors.map((e) => e.code)).toEqual(["internal_error"]);
