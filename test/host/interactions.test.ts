@@ -23,6 +23,10 @@ async function pendingInteraction(
   return { turnId: r.turnId!, interaction };
 }
 
+/** What answering `interactionId` with `response` comes to: `succeeded`, or the code it is refused with. */
+const respond = (interactionId: string, response: Resolution) =>
+  errorCode(() => fx.host.call(ADMIN, "session.respond", { interactionId, response }));
+
 describe("session.respond", () => {
   test("16 concurrent, all different answers to one question: exactly one winner; 10 rounds", async () => {
     fx = await openHost();
@@ -30,14 +34,7 @@ describe("session.respond", () => {
     for (let round = 0; round < 10; round++) {
       const { turnId, interaction } = await pendingInteraction(`/ask pick ${round}`, `pick-${round}`);
       const outcomes = await Promise.all(
-        Array.from({ length: 16 }, (_, i) =>
-          errorCode(() =>
-            fx.host.call(ADMIN, "session.respond", {
-              interactionId: interaction.interactionId,
-              response: { answer: `answer ${i}` },
-            }),
-          ),
-        ),
+        Array.from({ length: 16 }, (_, i) => respond(interaction.interactionId, { answer: `answer ${i}` })),
       );
       const winners = outcomes.flatMap((o, i) => (o.code === "succeeded" ? [i] : []));
       expect(winners).toHaveLength(1);
@@ -48,12 +45,7 @@ describe("session.respond", () => {
           data: { interactionId: interaction.interactionId, resolution: winning },
         });
       }
-      const again = await errorCode(() =>
-        fx.host.call(ADMIN, "session.respond", {
-          interactionId: interaction.interactionId,
-          response: winning,
-        }),
-      );
+      const again = await respond(interaction.interactionId, winning);
       expect(again.code).toBe("succeeded");
       const events = await turnEvents(fx.store, S, turnId);
       expect(events.filter((e) => e.type === "interaction/resolved")).toHaveLength(1);
@@ -74,11 +66,7 @@ describe("session.respond", () => {
         outcome: i % 2 === 0 ? "approve" : "deny",
       }));
       const outcomes = await Promise.all(
-        answers.map((response) =>
-          errorCode(() =>
-            fx.host.call(ADMIN, "session.respond", { interactionId: interaction.interactionId, response }),
-          ),
-        ),
+        answers.map((response) => respond(interaction.interactionId, response)),
       );
       const winners = outcomes.filter((o) => o.code === "succeeded");
       const losers = outcomes.filter((o) => o.code !== "succeeded");
@@ -91,12 +79,7 @@ describe("session.respond", () => {
         expect(loser.code).toBe("interaction_already_resolved");
         expect(loser.data).toMatchObject({ interactionId: interaction.interactionId, resolution: winning });
       }
-      const again = await errorCode(() =>
-        fx.host.call(ADMIN, "session.respond", {
-          interactionId: interaction.interactionId,
-          response: winning,
-        }),
-      );
+      const again = await respond(interaction.interactionId, winning);
       expect(again.code).toBe("succeeded");
       const events = await turnEvents(fx.store, S, turnId);
       const resolved = events.filter((e) => e.type === "interaction/resolved");
@@ -111,9 +94,7 @@ describe("session.respond", () => {
   test("an unknown interaction is interaction_not_found", async () => {
     fx = await openHost();
     await fx.host.call(ADMIN, "session.create", { sessionId: S });
-    const outcome = await errorCode(() =>
-      fx.host.call(ADMIN, "session.respond", { interactionId: "nope", response: { answer: "x" } }),
-    );
+    const outcome = await respond("nope", { answer: "x" });
     expect(outcome).toEqual({ code: "interaction_not_found", data: { interactionId: "nope" } });
   });
 
@@ -130,12 +111,7 @@ describe("session.respond", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "cancelled" } });
     expect(withdrawn).toEqual([interaction.interactionId]);
     expect(fx.host.live.interactions()).toEqual([]);
-    const late = await errorCode(() =>
-      fx.host.call(ADMIN, "session.respond", {
-        interactionId: interaction.interactionId,
-        response: { answer: "me" },
-      }),
-    );
+    const late = await respond(interaction.interactionId, { answer: "me" });
     expect(late.code).toBe("interaction_not_found");
   });
 
@@ -145,12 +121,7 @@ describe("session.respond", () => {
     const { interaction } = await pendingInteraction("/approve wipe", "d");
     await fx.host.call(ADMIN, "session.delete", { sessionId: S });
     expect(fx.host.live.interactions()).toEqual([]);
-    const late = await errorCode(() =>
-      fx.host.call(ADMIN, "session.respond", {
-        interactionId: interaction.interactionId,
-        response: { outcome: "approve" },
-      }),
-    );
+    const late = await respond(interaction.interactionId, { outcome: "approve" });
     expect(late.code).toBe("interaction_not_found");
   });
 
