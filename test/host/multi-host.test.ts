@@ -21,6 +21,35 @@ import {
 
 const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 
+type Host = Cluster["hosts"][0];
+
+/** What `principal`'s sockets on `host` are told: a notification `line` words, one it words not left out. */
+function told(host: Host, principal: typeof ALICE, line: (n: Notification) => string | undefined): string[] {
+  const list: string[] = [];
+  host.host.subscribeNotifications(principal, (n: Notification) => {
+    const text = line(n);
+    if (text !== undefined) list.push(text);
+  });
+  return list;
+}
+
+/** `added <id>` for a session added, `error <id>` for an agent's error. */
+const addedOrError = (n: Notification) =>
+  n.name === "session.added"
+    ? `added ${n.value.row.sessionId}`
+    : n.name === "agent.error"
+      ? `error ${n.value.sessionId}`
+      : undefined;
+
+/** A session on `a` whose one turn, longer than a read page, failed; once `onB` was told of it. */
+async function failedLongSession(a: Host, onB: string[]): Promise<string> {
+  const sourceId = await createSession(a.host);
+  const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
+  await a.store.append(sourceId, [turnStart("t"), ...deltas, turnEndEvent("t", "failed")]);
+  await expect.poll(() => onB).toEqual([`added ${sourceId}`, `error ${sourceId}`]);
+  return sourceId;
+}
+
 // without a database the global setup says the PostgreSQL part did not run (and fails under CI=true)
 describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   let cluster: Cluster | undefined;
@@ -31,7 +60,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a prompt sent to a host that does not own the session runs on its owner", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     expect(a.host.leases?.lease(sessionId)?.hostId).toBe("host-a");
     const started = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("hello there") });
@@ -50,7 +79,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       forwardTimeoutMs: forwardWait,
       metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
     });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     // A, alive and renewing its lease, takes the prompt and is slow to open its turn
     const taken = gate();
@@ -91,7 +120,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     cluster = await openCluster(2, {
       metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
     });
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 400 25") });
     const queued = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("first draft") });
@@ -164,7 +193,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("control on one host shows another host's queue, interactions and agent status", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const deltas: ControlDelta[] = [];
     b.host.subscribeControl(ALICE, (d) => deltas.push(d));
     const sessionId = await createSession(a.host);
@@ -208,16 +237,16 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a session created, forked and deleted through one host is added to and removed from the lists of sockets on another (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
+    const [a, b] = cluster.hosts as [Host, Host];
     const BOB = { name: "bob", admin: false };
-    const heard = (host: Cluster["hosts"][0], principal: typeof ALICE) => {
-      const list: string[] = [];
-      host.host.subscribeNotifications(principal, (n: Notification) => {
-        if (n.name === "session.added") list.push(`added ${n.value.row.sessionId}`);
-        if (n.name === "session.removed") list.push(`removed ${n.value.sessionId}`);
-      });
-      return list;
-    };
+    const heard = (host: Host, principal: typeof ALICE) =>
+      told(host, principal, (n) =>
+        n.name === "session.added"
+          ? `added ${n.value.row.sessionId}`
+          : n.name === "session.removed"
+            ? `removed ${n.value.sessionId}`
+            : undefined,
+      );
     const onA = heard(a, ALICE);
     const onB = heard(b, ALICE);
     const bobOnB = heard(b, BOB);
@@ -236,14 +265,11 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a turn that fails on its owner is reported as agent.error to the sockets of another host too (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
-    const errors = (host: Cluster["hosts"][0], principal: typeof ALICE) => {
-      const list: string[] = [];
-      host.host.subscribeNotifications(principal, (n: Notification) => {
-        if (n.name === "agent.error") list.push(`${n.value.sessionId}: ${n.value.message}`);
-      });
-      return list;
-    };
+    const [a, b] = cluster.hosts as [Host, Host];
+    const errors = (host: Host, principal: typeof ALICE) =>
+      told(host, principal, (n) =>
+        n.name === "agent.error" ? `${n.value.sessionId}: ${n.value.message}` : undefined,
+      );
     const onA = errors(a, ALICE);
     const onB = errors(b, ALICE);
     const bobOnB = errors(b, { name: "bob", admin: false });
@@ -258,12 +284,10 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a turn that failed before another host read the session's create is reported there as agent.error too (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
-    const onB: string[] = [];
-    b.host.subscribeNotifications(ALICE, (n: Notification) => {
-      if (n.name === "session.added") onB.push(`added ${n.value.row.sessionId}`);
-      if (n.name === "agent.error") onB.push(`error ${n.value.sessionId}: ${n.value.message}`);
-    });
+    const [a, b] = cluster.hosts as [Host, Host];
+    const onB = told(b, ALICE, (n) =>
+      n.name === "agent.error" ? `${addedOrError(n)}: ${n.value.message}` : addedOrError(n),
+    );
     // B hears A's commits only once the turn has failed (as a slow LISTEN connection would): its
     // read for the create then finds the turn's rows too
     const notices = holdNotices(b.store);
@@ -278,16 +302,9 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a fork longer than a read page, of a turn that just failed, is no agent.error on another host (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
-    const onB: string[] = [];
-    b.host.subscribeNotifications(ALICE, (n: Notification) => {
-      if (n.name === "session.added") onB.push(`added ${n.value.row.sessionId}`);
-      if (n.name === "agent.error") onB.push(`error ${n.value.sessionId}`);
-    });
-    const sourceId = await createSession(a.host);
-    const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
-    await a.store.append(sourceId, [turnStart("t"), ...deltas, turnEndEvent("t", "failed")]);
-    await expect.poll(() => onB).toEqual([`added ${sourceId}`, `error ${sourceId}`]);
+    const [a, b] = cluster.hosts as [Host, Host];
+    const onB = told(b, ALICE, addedOrError);
+    const sourceId = await failedLongSession(a, onB);
     // the fork copies the failure, as it was: B reads its rows a page at a time
     const { header } = await a.host.call(ALICE, "session.fork", { sourceId });
     const after = await createSession(a.host);
@@ -303,16 +320,9 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a fork longer than a read page is no agent.error on another host whose read of its second page failed", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Cluster["hosts"][0], Cluster["hosts"][0]];
-    const onB: string[] = [];
-    b.host.subscribeNotifications(ALICE, (n: Notification) => {
-      if (n.name === "session.added") onB.push(`added ${n.value.row.sessionId}`);
-      if (n.name === "agent.error") onB.push(`error ${n.value.sessionId}`);
-    });
-    const sourceId = await createSession(a.host);
-    const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
-    await a.store.append(sourceId, [turnStart("t"), ...deltas, turnEndEvent("t", "failed")]);
-    await expect.poll(() => onB).toEqual([`added ${sourceId}`, `error ${sourceId}`]);
+    const [a, b] = cluster.hosts as [Host, Host];
+    const onB = told(b, ALICE, addedOrError);
+    const sourceId = await failedLongSession(a, onB);
     // B's read of the fork's second page fails once (its connection ended): B listens again,
     // and its re-read reads the rest of the fork, the copied failure among them
     const reads = (b.store as unknown as { feed: { reads: PgReads } }).feed.reads;
