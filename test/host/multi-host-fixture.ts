@@ -8,9 +8,11 @@ import { ADMIN, type Principal } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
 import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
-import type { HostMetrics } from "../../src/transport/metrics.js";
+import { HostMetrics } from "../../src/transport/metrics.js";
 import { dropSchema } from "../store/contract/backends.js";
+import { gate } from "../support/gate.js";
 import { readWholeLog } from "../support/whole-log.js";
+import { beforeAppend } from "./host-fixture.js";
 
 /** The PostgreSQL of this run, or null (the global setup said so, and fails under CI=true). */
 export const pgUrl = inject("pgUrl");
@@ -118,4 +120,35 @@ export function turnEnd(store: PostgresSessionStore, sessionId: string, turnId: 
 export async function createSession(host: SessionHost): Promise<string> {
   const { header } = await host.call(ALICE, "session.create", {});
   return header.sessionId;
+}
+
+/** `metrics` of their own for the host `hostId`, fresh ones for every other (`of`, as `openCluster`'s `metrics`). */
+export function metricsFor(hostId: string): { metrics: HostMetrics; of: (id: string) => HostMetrics } {
+  const metrics = new HostMetrics();
+  return { metrics, of: (id) => (id === hostId ? metrics : new HostMetrics()) };
+}
+
+/** The calls a host forwarded, counted by outcome: its `sessionmux_forwarded_calls_total` lines. */
+export async function forwardedCalls(metrics: HostMetrics): Promise<string[]> {
+  return (await metrics.registry.metrics())
+    .split("\n")
+    .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+}
+
+/**
+ * Holds the next turn `store` opens: `taken` once its `turn/start` is about to be written, which
+ * waits until `release()`.
+ */
+export function holdTurnStart(store: PostgresSessionStore): { taken: Promise<void>; release: () => void } {
+  const taken = gate();
+  const held = gate();
+  beforeAppend(
+    store,
+    (events) => events[0]?.type === "turn/start",
+    async () => {
+      taken.open();
+      await held.promise;
+    },
+  );
+  return { taken: taken.promise, release: () => held.open() };
 }

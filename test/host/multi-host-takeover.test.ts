@@ -11,6 +11,9 @@ import {
   ALICE,
   type Cluster,
   createSession,
+  forwardedCalls,
+  holdTurnStart,
+  metricsFor,
   openCluster,
   pgUrl,
   readLog,
@@ -326,12 +329,12 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a cancel sent to another host while the owner is dead and its lease not yet run out is taken back unrun once the lease runs out, not after the forward wait", async () => {
-    const metrics = new HostMetrics();
+    const { metrics, of } = metricsFor("host-b");
     cluster = await openCluster(2, {
       leaseTtlMs: TTL_MS,
       // a wait no test outlives: the call settles by the owner's lease or not at all
       forwardTimeoutMs: 10 * 60_000,
-      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+      metrics: of,
     });
     const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
@@ -343,39 +346,28 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     // the call went to A, whose lease still stood, and came back unclaimed once it ran out: then
     // B resolved the owner again (nobody) and ran it itself, where no agent runs
     await expect(cancelled).rejects.toMatchObject({ code: "agent_not_live" });
-    const forwarded = (await metrics.registry.metrics())
-      .split("\n")
-      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    const forwarded = await forwardedCalls(metrics);
     expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="withdrawn"} 1']);
     expect(b.host.leases?.lease(sessionId)).toBeUndefined();
     expect(await turnEnd(b.store, sessionId, long.turnId!)).toBe("interrupted");
   }, 30_000);
 
   it("a prompt forwarded to an owner that took it and then died is answered at once, its outcome unknown, not after the forward wait", async () => {
-    const metrics = new HostMetrics();
+    const { metrics, of } = metricsFor("host-b");
     cluster = await openCluster(2, {
       leaseTtlMs: TTL_MS,
       // a wait no test outlives: the call settles by the owner's lease or not at all
       forwardTimeoutMs: 10 * 60_000,
-      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+      metrics: of,
     });
     const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
     expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
     // A claims the next prompt and stalls before its turn opens; then it dies, renewing nothing
-    const taken = gate();
-    const stalled = gate();
-    beforeAppend(
-      a.store,
-      (events) => events[0]?.type === "turn/start",
-      async () => {
-        taken.open();
-        await stalled.promise;
-      },
-    );
+    const stalled = holdTurnStart(a.store);
     const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("lost") });
-    await taken.promise;
+    await stalled.taken;
     a.host.leases?.stopRenewals();
     try {
       // once A's lease ran out with no reply, B tells its caller at once that it cannot know
@@ -386,21 +378,19 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
         data: { method: "session.prompt", outcome: "unknown" },
       });
     } finally {
-      stalled.open();
+      stalled.release();
     }
-    const forwarded = (await metrics.registry.metrics())
-      .split("\n")
-      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    const forwarded = await forwardedCalls(metrics);
     expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="unknown"} 1']);
   }, 30_000);
 
   it("a call forwarded to an owner that stops before claiming it is routed again as the owner releases the lease, not at its expiry", async () => {
-    const metrics = new HostMetrics();
+    const { metrics, of } = metricsFor("host-b");
     cluster = await openCluster(2, {
       // neither the lease's expiry nor the forward wait comes within the test
       leaseTtlMs: 10 * 60_000,
       forwardTimeoutMs: 10 * 60_000,
-      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+      metrics: of,
     });
     const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
@@ -422,9 +412,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     } finally {
       await db.end();
     }
-    const forwarded = (await metrics.registry.metrics())
-      .split("\n")
-      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    const forwarded = await forwardedCalls(metrics);
     expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="withdrawn"} 1']);
   }, 30_000);
 

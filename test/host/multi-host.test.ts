@@ -4,15 +4,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import type { PgReads } from "../../src/store/postgres/pg-reads.js";
-import { HostMetrics } from "../../src/transport/metrics.js";
 import { delta, turnEnd as turnEndEvent, turnStart } from "../store/open-store.js";
 import { holdNotices } from "../store/postgres/held-notices.js";
-import { gate } from "../support/gate.js";
-import { beforeAppend } from "./host-fixture.js";
 import {
   ALICE,
   type Cluster,
   createSession,
+  forwardedCalls,
+  holdTurnStart,
+  metricsFor,
   openCluster,
   pgUrl,
   readLog,
@@ -74,26 +74,17 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a prompt its owner takes longer than the forward wait to answer runs there once, and its caller gets its answer", async () => {
     const forwardWait = 500;
-    const metrics = new HostMetrics();
+    const { metrics, of } = metricsFor("host-b");
     cluster = await openCluster(2, {
       forwardTimeoutMs: forwardWait,
-      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+      metrics: of,
     });
     const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
     // A, alive and renewing its lease, takes the prompt and is slow to open its turn
-    const taken = gate();
-    const slow = gate();
-    beforeAppend(
-      a.store,
-      (events) => events[0]?.type === "turn/start",
-      async () => {
-        taken.open();
-        await slow.promise;
-      },
-    );
+    const slow = holdTurnStart(a.store);
     const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("slow to start") });
-    await taken.promise;
+    await slow.taken;
     // more than the four forward waits a router would resolve the owner in: B still waits on A
     const early = await Promise.race([
       sent.then(
@@ -103,22 +94,20 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       sleep(6 * forwardWait).then(() => "still waiting"),
     ]);
     expect(early).toBe("still waiting");
-    slow.open();
+    slow.release();
     const started = await sent;
     expect(await turnEnd(a.store, sessionId, started.turnId!)).toBe("completed");
     const log = await readLog(a.store, sessionId);
     expect(log.filter((e) => e.type === "turn/start").map((e) => e.data.turnId)).toEqual([started.turnId]);
     expect(log.filter((e) => e.type === "user/message").map((e) => e.data.text)).toEqual(["slow to start"]);
-    const forwarded = (await metrics.registry.metrics())
-      .split("\n")
-      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    const forwarded = await forwardedCalls(metrics);
     expect(forwarded).toEqual(['sessionmux_forwarded_calls_total{outcome="ok"} 1']);
   }, 30_000);
 
   it("queue edits and cancel sent to another host act on the owner's session", async () => {
-    const metrics = new HostMetrics();
+    const { metrics, of } = metricsFor("host-b");
     cluster = await openCluster(2, {
-      metrics: (hostId) => (hostId === "host-b" ? metrics : new HostMetrics()),
+      metrics: of,
     });
     const [a, b] = cluster.hosts as [Host, Host];
     const sessionId = await createSession(a.host);
@@ -146,9 +135,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       .toBe(true);
     expect(b.host.leases?.lease(sessionId)).toBeUndefined();
     // B counts what it forwarded: the prompt, the edit and the cancel answered, the removal refused
-    const forwarded = (await metrics.registry.metrics())
-      .split("\n")
-      .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    const forwarded = await forwardedCalls(metrics);
     expect(forwarded).toEqual([
       'sessionmux_forwarded_calls_total{outcome="ok"} 3',
       'sessionmux_forwarded_calls_total{outcome="error"} 1',
