@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { expect, it } from "vitest";
+import type { AttachmentShell } from "../../../protocol/index.js";
 import { ATTACHMENT_CHUNK_BYTES } from "../../../src/store/attachment-chunks.js";
 import type { SessionStore } from "../../../src/store/session-store.js";
 import { describeContract, pgUrl, type StoreUnderTest, storeFixture } from "./backends.js";
@@ -14,6 +15,20 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array[]>
 
 const put = (store: SessionStore, bytes: Uint8Array) =>
   store.putAttachment({ owner: "o", name: "big.bin", type: "application/octet-stream", bytes });
+
+/** A user message `messageId` naming `attachments`: what links an upload to its session. */
+const messageWith = (messageId: string, attachments: AttachmentShell[]) => ({
+  type: "user/message" as const,
+  data: { messageId, source: "user" as const, text: "see file", attachments, meta: {} },
+});
+
+/** The shell of the upload `attachmentId` as a message names it. */
+const named = (attachmentId: string, size: number): AttachmentShell => ({
+  name: "big.bin",
+  type: "application/octet-stream",
+  size,
+  attachmentId,
+});
 
 /** Chunk rows of every attachment, read beside the store: what is left of bodies on disk. */
 async function chunkRows(db: StoreUnderTest): Promise<number> {
@@ -64,20 +79,11 @@ describeContract("attachments", (backend) => {
     });
     await store.create({ sessionId: "s", owner: "o", model: "m" });
     await store.append("s", [
-      {
-        type: "user/message",
-        data: {
-          messageId: "m",
-          source: "user",
-          text: "see file",
-          attachments: [
-            // a shell with no upload behind it (a link) links nothing
-            { name: "link.png", type: "image/png", size: 10, url: "http://127.0.0.1/link.png" },
-            { name: "a.bin", type: "application/octet-stream", size: 4, attachmentId: used },
-          ],
-          meta: {},
-        },
-      },
+      messageWith("m", [
+        // a shell with no upload behind it (a link) links nothing
+        { name: "link.png", type: "image/png", size: 10, url: "http://127.0.0.1/link.png" },
+        { name: "a.bin", type: "application/octet-stream", size: 4, attachmentId: used },
+      ]),
     ]);
     expect((await store.getAttachment(used))?.sessionId).toBe("s");
     const read = await store.readAfter("s", 1, 10);
@@ -91,19 +97,9 @@ describeContract("attachments", (backend) => {
   it("an upload stays the session that used it first: another session's message naming it takes nothing", async () => {
     const { store } = await open();
     const used = await put(store, new Uint8Array([7, 7]));
-    const naming = (messageId: string) => ({
-      type: "user/message" as const,
-      data: {
-        messageId,
-        source: "user" as const,
-        text: "see file",
-        attachments: [{ name: "big.bin", type: "application/octet-stream", size: 2, attachmentId: used }],
-        meta: {},
-      },
-    });
     for (const sessionId of ["first", "second"]) {
       await store.create({ sessionId, owner: "o", model: "m" });
-      await store.append(sessionId, [naming(`m-${sessionId}`)]);
+      await store.append(sessionId, [messageWith(`m-${sessionId}`, [named(used, 2)])]);
     }
     expect((await store.getAttachment(used))?.sessionId).toBe("first");
     await store.delete("second");
@@ -119,18 +115,7 @@ describeContract("attachments", (backend) => {
     const kept = await put(store, new Uint8Array(3));
     const dropped = await put(store, new Uint8Array(randomBytes(ATTACHMENT_CHUNK_BYTES + 10)));
     await store.create({ sessionId: "s", owner: "o", model: "m" });
-    await store.append("s", [
-      {
-        type: "user/message",
-        data: {
-          messageId: "m",
-          source: "user",
-          text: "see file",
-          attachments: [{ name: "big.bin", type: "application/octet-stream", size: 3, attachmentId: kept }],
-          meta: {},
-        },
-      },
-    ]);
+    await store.append("s", [messageWith("m", [named(kept, 3)])]);
     const withBoth = await store.ownerStoredBytes("o");
     expect(await chunkRows(db)).toBe(3);
     await store.discardAttachment(dropped);
@@ -174,18 +159,7 @@ describeContract("attachments", (backend) => {
     const { store } = await open();
     const id = await put(store, new Uint8Array(3 * ATTACHMENT_CHUNK_BYTES).fill(7));
     await store.create({ sessionId: "s", owner: "o", model: "m" });
-    await store.append("s", [
-      {
-        type: "user/message",
-        data: {
-          messageId: "m",
-          source: "user",
-          text: "see file",
-          attachments: [{ name: "big.bin", type: "application/octet-stream", size: 1, attachmentId: id }],
-          meta: {},
-        },
-      },
-    ]);
+    await store.append("s", [messageWith("m", [named(id, 1)])]);
     const reading = store.attachmentChunks(id)[Symbol.asyncIterator]();
     expect((await reading.next()).value?.byteLength).toBe(ATTACHMENT_CHUNK_BYTES);
     await store.delete("s");
