@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest";
 import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { databaseWith, sessionIds as sessionIdsOf } from "../support/sqlite-sessions.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
 import { runCli, startServe } from "./run-cli.js";
@@ -26,12 +27,6 @@ function folder(): ReturnType<typeof tempDir> {
   return dir;
 }
 
-async function databaseWith(path: string, ids: string[]): Promise<void> {
-  const store = SqliteSessionStore.open(path);
-  for (const sessionId of ids) await store.create({ sessionId, owner: "admin", model: "demo-fast" });
-  await store.close();
-}
-
 /** A backup (as `sessionmux backup` writes it) of a database holding `ids`. */
 async function backupWith(dir: ReturnType<typeof tempDir>, name: string, ids: string[]): Promise<string> {
   const source = dir.file(`${name}-source.db`);
@@ -42,17 +37,7 @@ async function backupWith(dir: ReturnType<typeof tempDir>, name: string, ids: st
   return backup;
 }
 
-function sessionIds(path: string): string[] {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  try {
-    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
-    return (
-      db.prepare("SELECT session_id FROM sessions ORDER BY session_id").all() as { session_id: string }[]
-    ).map((row) => row.session_id);
-  } finally {
-    db.close();
-  }
-}
+const sessionIds = (path: string) => sessionIdsOf(path, { readonly: true });
 
 describe("sessionmux restore", () => {
   it("puts the backup in place of the database and keeps the replaced one beside it", async () => {

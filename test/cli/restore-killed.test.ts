@@ -1,8 +1,8 @@
 import { copyFileSync, readdirSync, rmSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { databaseWith as createdWith, sessionIds as sessionIdsOf } from "../support/sqlite-sessions.js";
 import { tempDir } from "../support/temp-dir.js";
 import { until } from "../support/until.js";
 import { runCli, spawnCli } from "./run-cli.js";
@@ -13,9 +13,7 @@ const KILLS = 10;
 
 /** A sessionmux database holding `ids`, padded to about `mib` MiB so that a restore takes a moment. */
 async function databaseWith(path: string, ids: string[], mib: number): Promise<void> {
-  const store = SqliteSessionStore.open(path);
-  for (const sessionId of ids) await store.create({ sessionId, owner: "admin", model: "demo-fast" });
-  await store.close();
+  await createdWith(path, ids);
   const db = new Database(path);
   db.exec("CREATE TABLE filler (b BLOB)");
   const insert = db.prepare("INSERT INTO filler VALUES (randomblob(1048576))");
@@ -25,18 +23,7 @@ async function databaseWith(path: string, ids: string[], mib: number): Promise<v
   db.close();
 }
 
-/** The sessions of the database at `path`, after SQLite found it whole. */
-function sessionIds(path: string): string[] {
-  const db = new Database(path, { fileMustExist: true });
-  try {
-    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
-    return (
-      db.prepare("SELECT session_id FROM sessions ORDER BY session_id").all() as { session_id: string }[]
-    ).map((row) => row.session_id);
-  } finally {
-    db.close();
-  }
-}
+const sessionIds = (path: string) => sessionIdsOf(path, { readonly: false });
 
 describe("sessionmux restore killed by kill -9", () => {
   it("leaves the database the old one or the new one, whole, wherever it stops", async () => {
