@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { backupDatabase } from "../../src/operations/sqlite-backup.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { errno } from "./injected-failures.js";
 import { refusal } from "./startup-refusal.js";
 
 /**
@@ -18,25 +19,14 @@ const failures = vi.hoisted(() => ({
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
-  const fs = await importOriginal<typeof import("node:fs")>();
-  return {
-    ...fs,
-    linkSync: (existing: string, path: string) => {
-      if (failures.link) throw failures.link;
-      fs.linkSync(existing, path);
-    },
-  };
+  const { failingWhileSet } = await import("./injected-failures.js");
+  return failingWhileSet(await importOriginal<typeof import("node:fs")>(), "linkSync", () => failures.link);
 });
 
 vi.mock("../../src/operations/durable-files.js", async (importOriginal) => {
+  const { failingWhileSet } = await import("./injected-failures.js");
   const durable = await importOriginal<typeof import("../../src/operations/durable-files.js")>();
-  return {
-    ...durable,
-    syncFolder: (folder: string) => {
-      if (failures.syncFolder) throw failures.syncFolder;
-      durable.syncFolder(folder);
-    },
-  };
+  return failingWhileSet(durable, "syncFolder", () => failures.syncFolder);
 });
 
 const cleanups = cleanupsAfterEach();
@@ -44,10 +34,6 @@ afterEach(() => {
   failures.link = undefined;
   failures.syncFolder = undefined;
 });
-
-function errno(code: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: simulated`), { code });
-}
 
 function database(): { dir: ReturnType<typeof tempDir>; source: string } {
   const dir = tempDir();

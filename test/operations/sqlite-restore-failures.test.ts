@@ -6,6 +6,7 @@ import { restoreDatabase } from "../../src/operations/sqlite-restore.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
+import { errno } from "./injected-failures.js";
 import { thrownRefusal } from "./startup-refusal.js";
 
 /**
@@ -20,25 +21,18 @@ const failures = vi.hoisted(() => ({
 }));
 
 vi.mock("node:fs", async (importOriginal) => {
-  const fs = await importOriginal<typeof import("node:fs")>();
-  return {
-    ...fs,
-    renameSync: (from: string, to: string) => {
-      if (failures.rename) throw failures.rename;
-      fs.renameSync(from, to);
-    },
-  };
+  const { failingWhileSet } = await import("./injected-failures.js");
+  return failingWhileSet(
+    await importOriginal<typeof import("node:fs")>(),
+    "renameSync",
+    () => failures.rename,
+  );
 });
 
 vi.mock("../../src/operations/durable-files.js", async (importOriginal) => {
+  const { failingWhileSet } = await import("./injected-failures.js");
   const durable = await importOriginal<typeof import("../../src/operations/durable-files.js")>();
-  return {
-    ...durable,
-    syncFolder: (folder: string) => {
-      if (failures.syncFolder) throw failures.syncFolder;
-      durable.syncFolder(folder);
-    },
-  };
+  return failingWhileSet(durable, "syncFolder", () => failures.syncFolder);
 });
 
 const cleanups = cleanupsAfterEach();
@@ -46,10 +40,6 @@ afterEach(() => {
   failures.rename = undefined;
   failures.syncFolder = undefined;
 });
-
-function errno(code: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: simulated`), { code });
-}
 
 async function databases(): Promise<{ dir: ReturnType<typeof tempDir>; db: string; backup: string }> {
   const dir = tempDir();
