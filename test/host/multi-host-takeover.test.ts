@@ -41,6 +41,17 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     cluster = undefined;
   });
 
+  /**
+   * Two hosts whose forward wait no test outlives (a call settles by the owner's lease or not at
+   * all), B's metrics its own, and a new session A owns.
+   */
+  async function ownedOnA(): Promise<{ a: Host; b: Host; metrics: HostMetrics; sessionId: string }> {
+    const { metrics, of } = metricsFor("host-b");
+    cluster = await openCluster(2, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000, metrics: of });
+    const [a, b] = cluster.hosts as [Host, Host];
+    return { a, b, metrics, sessionId: await createSession(a.host) };
+  }
+
   /** Two hosts; a session A owns after one completed turn ("on a"); A no longer renews its lease. */
   async function ownedByAUnrenewed(): Promise<{ a: Host; b: Host; sessionId: string }> {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
@@ -329,15 +340,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a cancel sent to another host while the owner is dead and its lease not yet run out is taken back unrun once the lease runs out, not after the forward wait", async () => {
-    const { metrics, of } = metricsFor("host-b");
-    cluster = await openCluster(2, {
-      leaseTtlMs: TTL_MS,
-      // a wait no test outlives: the call settles by the owner's lease or not at all
-      forwardTimeoutMs: 10 * 60_000,
-      metrics: of,
-    });
-    const [a, b] = cluster.hosts as [Host, Host];
-    const sessionId = await createSession(a.host);
+    const { a, b, metrics, sessionId } = await ownedOnA();
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     // A dies: it renews nothing and claims no forwarded call any more
     a.host.leases?.stopRenewals();
@@ -353,15 +356,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   }, 30_000);
 
   it("a prompt forwarded to an owner that took it and then died is answered at once, its outcome unknown, not after the forward wait", async () => {
-    const { metrics, of } = metricsFor("host-b");
-    cluster = await openCluster(2, {
-      leaseTtlMs: TTL_MS,
-      // a wait no test outlives: the call settles by the owner's lease or not at all
-      forwardTimeoutMs: 10 * 60_000,
-      metrics: of,
-    });
-    const [a, b] = cluster.hosts as [Host, Host];
-    const sessionId = await createSession(a.host);
+    const { a, b, metrics, sessionId } = await ownedOnA();
     const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
     expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
     // A claims the next prompt and stalls before its turn opens; then it dies, renewing nothing
