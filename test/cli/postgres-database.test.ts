@@ -1,32 +1,24 @@
-import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { testSchemas } from "./cli-schemas.js";
 import { runCli } from "./run-cli.js";
 
 const pgUrl = inject("pgUrl");
 /** Each test runs the CLI several times from the sources: slow on a loaded machine, still bounded. */
 const CLI_TEST_TIMEOUT_MS = 180_000;
-const schemas: string[] = [];
+const schemas = testSchemas(pgUrl, "cli");
 const dirs: { remove(): void }[] = [];
 
 afterEach(async () => {
   for (const dir of dirs.splice(0)) dir.remove();
-  if (!pgUrl || schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  for (const schema of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
+  await schemas.drop();
 });
 
-function newSchema(): string {
-  const schema = `cli_${randomBytes(5).toString("hex")}`;
-  schemas.push(schema);
-  return schema;
-}
+const newSchema = (): string => schemas.create();
 
 async function appliedVersion(schema: string): Promise<number | null> {
   const client = new pg.Client({ connectionString: pgUrl! });

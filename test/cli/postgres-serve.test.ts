@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
@@ -6,28 +5,21 @@ import { createNodeClient } from "../../src/client/node.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import { tempDir } from "../support/temp-dir.js";
+import { testSchemas } from "./cli-schemas.js";
 import { startServe } from "./run-cli.js";
 
 const pgUrl = inject("pgUrl");
-const schemas: string[] = [];
+const schemas = testSchemas(pgUrl, "serve");
 const stops: (() => Promise<unknown>)[] = [];
 const dirs: { remove(): void }[] = [];
 
 afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
   for (const dir of dirs.splice(0)) dir.remove();
-  if (!pgUrl || schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  for (const schema of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
+  await schemas.drop();
 });
 
-function newSchema(): string {
-  const schema = `serve_${randomBytes(5).toString("hex")}`;
-  schemas.push(schema);
-  return schema;
-}
+const newSchema = (): string => schemas.create();
 
 async function serve(args: string[], env: Record<string, string> = {}) {
   const started = await startServe(["--host", "127.0.0.1", "--port", "0", ...args], env);
