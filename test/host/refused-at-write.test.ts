@@ -54,6 +54,27 @@ async function parked(store: HostStore, sessionId: string, queued?: string): Pro
 }
 
 /** A host on a SQLite file whose session `s` a previous process left parked, one prompt queued. */
+/**
+ * Queues another prompt of the owner (`t-queued`, in session `t`) between the host's next look at
+ * the owner's queued bytes and its write; `snapshot` is the durable content just after it.
+ */
+function promptQueuedAfterLook(
+  store: SqliteSessionStore,
+  content: DurableContent,
+): { snapshot: ReturnType<DurableContent["snapshot"]> | undefined } {
+  const queuedBytes = store.queuedBytes.bind(store);
+  const after: { snapshot: ReturnType<DurableContent["snapshot"]> | undefined } = { snapshot: undefined };
+  vi.spyOn(store, "queuedBytes").mockImplementationOnce(async (owner) => {
+    const seen = await queuedBytes(owner);
+    const input = { clientMessageId: "t-q", text: "fill" };
+    const other = await store.enqueuePrompt({ sessionId: "t", itemId: "t-queued", queuedAt: 2, input });
+    expect(other.status).toBe("queued");
+    after.snapshot = content.snapshot();
+    return seen;
+  });
+  return after;
+}
+
 async function parkedOnSqlite() {
   const dir = tempDir();
   const path = dir.file("sessions.db");
@@ -114,17 +135,8 @@ describe("a prompt past the owner's queued bytes", () => {
   });
   test("taken by another write after the host looked: the store refuses it and the agent it attached goes again", async () => {
     const { host, store, content } = await parkedOnSqlite();
-    const queuedBytes = store.queuedBytes.bind(store);
-    let before: ReturnType<DurableContent["snapshot"]> | undefined;
     // another prompt of the owner commits between the host's look and its write
-    vi.spyOn(store, "queuedBytes").mockImplementationOnce(async (owner) => {
-      const seen = await queuedBytes(owner);
-      const input = { clientMessageId: "t-q", text: "fill" };
-      const other = await store.enqueuePrompt({ sessionId: "t", itemId: "t-queued", queuedAt: 2, input });
-      expect(other.status).toBe("queued");
-      before = content.snapshot();
-      return seen;
-    });
+    const before = promptQueuedAfterLook(store, content);
     const enqueue = vi.spyOn(store, "enqueuePrompt");
     const shown = agentDeltas(host, ALICE);
     const refused = await errorCode(() => prompt(host, S, "two!!", "p3"));
@@ -142,7 +154,7 @@ describe("a prompt past the owner's queued bytes", () => {
     expect(await agentsShown(host, ALICE)).toEqual([]);
     expect(host.live.queue(S).map((i) => i.itemId)).toEqual([`${S}-queued`]);
     expect(await store.findPrompt(S, "p3")).toBeNull();
-    expect(content.snapshot()).toEqual(before);
+    expect(content.snapshot()).toEqual(before.snapshot);
     // the parked turn still continues once answered, on an agent attached then
     await host.call(ALICE, "session.respond", {
       interactionId: `${S}-approval`,
@@ -158,16 +170,7 @@ describe("a prompt past the owner's queued bytes", () => {
     const waiting = { clientMessageId: "q-w", text: "w" };
     await store.enqueuePrompt({ sessionId: "q", itemId: "q-waiting", queuedAt: 1, input: waiting });
     await vi.waitFor(() => expect(host.live.queue("q").map((i) => i.itemId)).toEqual(["q-waiting"]));
-    const queuedBytes = store.queuedBytes.bind(store);
-    let before: ReturnType<DurableContent["snapshot"]> | undefined;
-    vi.spyOn(store, "queuedBytes").mockImplementationOnce(async (owner) => {
-      const seen = await queuedBytes(owner);
-      const input = { clientMessageId: "t-q", text: "fill" };
-      const other = await store.enqueuePrompt({ sessionId: "t", itemId: "t-queued", queuedAt: 2, input });
-      expect(other.status).toBe("queued");
-      before = content.snapshot();
-      return seen;
-    });
+    const before = promptQueuedAfterLook(store, content);
     const refused = await errorCode(() => prompt(host, "q", "more", "p3"));
     expect(refused).toEqual({
       code: "queue_full",
@@ -176,7 +179,7 @@ describe("a prompt past the owner's queued bytes", () => {
     expect(host.live.agents()).toEqual([]);
     expect(await agentsShown(host, ALICE)).toEqual([]);
     expect(host.live.queue("q").map((i) => i.itemId)).toEqual(["q-waiting"]);
-    expect(content.snapshot()).toEqual(before);
+    expect(content.snapshot()).toEqual(before.snapshot);
   });
 });
 
