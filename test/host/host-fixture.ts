@@ -108,6 +108,40 @@ export function beforeAppend(
   return seen;
 }
 
+/**
+ * Another writer records the prompt `clientMessageId` first, opening its own turn `otherTurnId`,
+ * inside the store's append that would open the host's turn for it; `then` runs once that write
+ * is in. Says whether it ran, as `beforeAppend`.
+ */
+export function recordedFirstElsewhere(
+  store: Pick<SessionStore, "append">,
+  sessionId: string,
+  clientMessageId: string,
+  otherTurnId: string,
+  then: () => Promise<void> = async () => undefined,
+): { ran: boolean } {
+  return beforeAppend(
+    store,
+    (_events, options) =>
+      options?.prompt?.clientMessageId === clientMessageId && options.prompt.record.turnId !== otherTurnId,
+    async () => {
+      const won = await store.append(
+        sessionId,
+        [
+          { type: "turn/start", data: { turnId: otherTurnId, trigger: "prompt" } },
+          {
+            type: "user/message",
+            data: { messageId: "m-other", source: "user", text: clientMessageId, attachments: [], meta: {} },
+          },
+        ],
+        { prompt: { clientMessageId, record: { queued: false, turnId: otherTurnId } } },
+      );
+      expect(won.status).toBe("appended");
+      await then();
+    },
+  );
+}
+
 /** Every event of the session's current epoch. */
 export async function readLog(store: SqliteSessionStore, sessionId: string): Promise<SessionEvent[]> {
   const outcome = await readWholeLog(store, sessionId);

@@ -7,6 +7,7 @@ import {
   type HostFixture,
   openHost,
   readLog,
+  recordedFirstElsewhere,
   storedAttachments as storedAttachmentsIn,
 } from "./host-fixture.js";
 
@@ -48,28 +49,11 @@ describe("inline bytes of a prompt whose turn does not open", () => {
     await opened();
     const other = "other-writer-turn";
     let withoutLoser: number | undefined;
-    const raced = beforeAppend(
-      fx.store,
-      (_events, options) =>
-        options?.prompt?.clientMessageId === "raced" && options.prompt.record.turnId !== other,
-      async () => {
-        const won = await fx.store.append(
-          S,
-          [
-            { type: "turn/start", data: { turnId: other, trigger: "prompt" } },
-            {
-              type: "user/message",
-              data: { messageId: "m-other", source: "user", text: "raced", attachments: [], meta: {} },
-            },
-          ],
-          { prompt: { clientMessageId: "raced", record: { queued: false, turnId: other } } },
-        );
-        expect(won.status).toBe("appended");
-        // the loser's bytes are in by now: the race is the one this guards
-        expect(storedAttachments().rows).toBe(2);
-        withoutLoser = (await fx.store.ownerStoredBytes("admin")) - 9;
-      },
-    );
+    const raced = recordedFirstElsewhere(fx.store, S, "raced", other, async () => {
+      // the loser's bytes are in by now: the race is the one this guards
+      expect(storedAttachments().rows).toBe(2);
+      withoutLoser = (await fx.store.ownerStoredBytes("admin")) - 9;
+    });
     expect(await prompt("raced")).toMatchObject({ queued: false, turnId: other });
     expect(raced.ran).toBe(true);
     expect(storedAttachments()).toEqual({ rows: 0, chunks: 0 });

@@ -5,11 +5,11 @@ import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { ADMIN } from "../../src/host/principal.js";
 import {
   assistantText,
-  beforeAppend,
   errorCode,
   type HostFixture,
   openHost,
   readLog,
+  recordedFirstElsewhere,
   turnEvents,
 } from "./host-fixture.js";
 
@@ -212,25 +212,7 @@ describe("session.prompt answers and order", () => {
   test("a prompt whose key another writer records just before its turn starts answers that record", async () => {
     fx = await coldSession();
     const other = "other-writer-turn";
-    beforeAppend(
-      fx.store,
-      (_events, options) =>
-        options?.prompt?.clientMessageId === "raced" && options.prompt.record.turnId !== other,
-      async () => {
-        const won = await fx.store.append(
-          S,
-          [
-            { type: "turn/start", data: { turnId: other, trigger: "prompt" } },
-            {
-              type: "user/message",
-              data: { messageId: "m-other", source: "user", text: "raced", attachments: [], meta: {} },
-            },
-          ],
-          { prompt: { clientMessageId: "raced", record: { queued: false, turnId: other } } },
-        );
-        expect(won.status).toBe("appended");
-      },
-    );
+    recordedFirstElsewhere(fx.store, S, "raced", other);
     const r = await fx.host.call(ADMIN, "session.prompt", {
       sessionId: S,
       text: "raced",
