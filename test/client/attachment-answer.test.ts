@@ -1,22 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { describe, expect, it } from "vitest";
+import { hostPerTest } from "../support/use-test-host.js";
 
 const MIB = 1024 * 1024;
 
-let host: TestHost | undefined;
-let client: SessionmuxClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await host?.dispose();
-  client = undefined;
-  host = undefined;
-});
+const startHost = hostPerTest();
 
 describe("the SDK reads a session.attachment answer the host streams (protocol-v1 §4)", () => {
   it("a 10 MiB body, sent chunk by chunk as the socket takes it, arrives whole and exact", async () => {
-    host = await startTestHost();
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    const { host, client } = await startHost();
     const { header } = await client.call("session.create", {});
     const bytes = new Uint8Array(10 * MIB).map((_, i) => (i * 31) % 251);
     const attachmentId = await host.store.putAttachment({

@@ -1,23 +1,14 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../protocol/errors.js";
-import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { hostPerTest } from "../support/use-test-host.js";
 
 const MAX = 32 * 1024;
 
-let host: TestHost | undefined;
-let client: SessionmuxClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await host?.dispose();
-  client = undefined;
-  host = undefined;
-});
+const startHost = hostPerTest();
 
 describe("a call whose frame is over the host's limit (protocol-v1 §3 hello.maxPayloadBytes)", () => {
   it("is refused by the client with payload_too_large, the socket and its follow untouched, and is never resent", async () => {
-    host = await startTestHost({ mux: { maxPayloadBytes: MAX } });
-    client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    const { client } = await startHost({ mux: { maxPayloadBytes: MAX } });
     const { header } = await client.call("session.create", {});
     const states: string[] = [];
     const watching = client.state$.subscribe((state) => states.push(state.name));

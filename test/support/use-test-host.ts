@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
+import { cleanupsAfterEach } from "./cleanups.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "./host.js";
 
 export interface TestHostFixture {
@@ -37,5 +38,21 @@ export function useTestHost(options: HostStart | (() => HostStart) = {}): TestHo
       if (!client) throw new Error("the client connects in beforeAll");
       return client;
     },
+  };
+}
+
+/**
+ * For the tests of a file that each start a host of their own: the function returned starts one
+ * with `options`, and a client of it with the admin token; after each test the client is closed,
+ * then the host (its folder removed).
+ */
+export function hostPerTest(): (options?: HostStart) => Promise<TestHostFixture> {
+  const cleanups = cleanupsAfterEach();
+  return async (options = {}) => {
+    const host = await startTestHost(options);
+    cleanups.push(() => host.dispose());
+    const client = createNodeClient({ url: host.wsUrl, token: ADMIN_TOKEN });
+    cleanups.push(() => client.close());
+    return { host, client };
   };
 }
