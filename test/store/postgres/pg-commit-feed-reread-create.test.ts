@@ -8,6 +8,41 @@ import { notifiesHandled, twoHostsFixture } from "./two-hosts.js";
 const openHosts = twoHostsFixture("feed_reread_create");
 const WAIT = { timeout: 20_000 };
 
+type Store = Awaited<ReturnType<typeof openHosts>>["b"];
+
+/**
+ * Runs `during` once, inside `b`'s next outage re-read, before it reads the rows written since
+ * its previous LISTEN; `heard()` counts the NOTIFYs `b` has heard. Returns `b`'s feed.
+ */
+function onFirstReread(b: Store, during: (heard: () => number) => Promise<void>) {
+  const feed = (b as unknown as { feed: { reads: PgReads; heard(text: string): void; listenAgain(): void } })
+    .feed;
+  let heard = 0;
+  const hear = feed.heard.bind(feed);
+  feed.heard = (text) => {
+    heard++;
+    hear(text);
+  };
+  const reads = feed.reads;
+  const writtenSince = reads.projectionsWrittenSince.bind(reads);
+  let once = false;
+  reads.projectionsWrittenSince = async (since, after, limit) => {
+    if (!once) {
+      once = true;
+      await during(() => heard);
+    }
+    return writtenSince(since, after, limit);
+  };
+  return feed;
+}
+
+/** Collects the seq of every event a subscriber on `store` is given for `sessionId`. */
+function followSeqs(store: Store, sessionId: string, seqs: number[]): void {
+  store.subscribe(sessionId, (notice) => {
+    if (notice.kind === "append" || notice.kind === "create") seqs.push(...notice.events.map((e) => e.seq));
+  });
+}
+
 /**
  * A session created, followed on B and appended to while B's re-read after a LISTEN outage runs:
  * the re-read tells it created from its row alone, so its rows are still B's to deliver when
@@ -29,35 +64,16 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a create committed while the ou
     });
     await a.create({ sessionId: "s0", owner: "o", model: "m" });
     await notifiesHandled({ a, b });
-    const feed = (
-      b as unknown as { feed: { reads: PgReads; heard(text: string): void; listenAgain(): void } }
-    ).feed;
-    let heard = 0;
-    const hear = feed.heard.bind(feed);
-    feed.heard = (text) => {
-      heard++;
-      hear(text);
-    };
     const followed: number[] = [];
-    const reads = feed.reads;
-    const writtenSince = reads.projectionsWrittenSince.bind(reads);
-    let once = false;
-    reads.projectionsWrittenSince = async (since, after, limit) => {
-      if (!once) {
-        once = true;
-        const before = heard;
-        await a.create({ sessionId: "y", owner: "o", model: "m" });
-        // a follower on B subscribes to y
-        b.subscribe("y", (notice) => {
-          if (notice.kind === "append" || notice.kind === "create")
-            followed.push(...notice.events.map((e) => e.seq));
-        });
-        await a.append("y", [turnStart("t1"), turnEnd("t1", "failed")]);
-        await a.append("y", [userMessage("after")]);
-        await expect.poll(() => heard, WAIT).toBeGreaterThan(before + 2);
-      }
-      return writtenSince(since, after, limit);
-    };
+    const feed = onFirstReread(b, async (heard) => {
+      const before = heard();
+      await a.create({ sessionId: "y", owner: "o", model: "m" });
+      // a follower on B subscribes to y
+      followSeqs(b, "y", followed);
+      await a.append("y", [turnStart("t1"), turnEnd("t1", "failed")]);
+      await a.append("y", [userMessage("after")]);
+      await expect.poll(heard, WAIT).toBeGreaterThan(before + 2);
+    });
     feed.listenAgain();
     await expect.poll(() => told.includes("meta created"), WAIT).toBe(true);
     await notifiesHandled({ a, b });
@@ -82,36 +98,19 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a create committed while the ou
     });
     await a.create({ sessionId: "s0", owner: "o", model: "m" });
     await expect.poll(() => added, WAIT).toEqual(["s0"]);
-    const feed = (
-      b as unknown as { feed: { reads: PgReads; heard(text: string): void; listenAgain(): void } }
-    ).feed;
-    let heard = 0;
-    const hear = feed.heard.bind(feed);
-    feed.heard = (text) => {
-      heard++;
-      hear(text);
-    };
     const followed: number[] = [];
-    const reads = feed.reads;
-    const writtenSince = reads.projectionsWrittenSince.bind(reads);
-    let once = false;
-    reads.projectionsWrittenSince = async (since, after, limit) => {
-      if (!once) {
-        once = true;
-        // the create commits, and its NOTIFY is heard, before the re-read reads the rows
-        const before = heard;
-        await a.create({ sessionId: "y", owner: "o", model: "m" });
-        b.subscribe("y", (notice) => {
-          if (notice.kind === "append" || notice.kind === "create")
-            followed.push(...notice.events.map((e) => e.seq));
-        });
-        await expect.poll(() => heard, WAIT).toBeGreaterThan(before);
-      }
-      return writtenSince(since, after, limit);
-    };
+    let ran = false;
+    const feed = onFirstReread(b, async (heard) => {
+      ran = true;
+      // the create commits, and its NOTIFY is heard, before the re-read reads the rows
+      const before = heard();
+      await a.create({ sessionId: "y", owner: "o", model: "m" });
+      followSeqs(b, "y", followed);
+      await expect.poll(heard, WAIT).toBeGreaterThan(before);
+    });
     feed.listenAgain();
     await expect.poll(() => added.includes("y"), WAIT).toBe(true);
-    expect(once).toBe(true);
+    expect(ran).toBe(true);
     // every NOTIFY heard before a later create was handled, the one of y's create too
     await notifiesHandled({ a, b });
     expect(added.filter((id) => id === "y")).toEqual(["y"]);
