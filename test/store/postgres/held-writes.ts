@@ -22,6 +22,15 @@ export async function blockedBy(
   return rows[0]!;
 }
 
+/** The backends waiting directly for a lock the backend `pid` holds, with the port each connects from. */
+export async function waitingOn(watcher: pg.Client, pid: number): Promise<{ pid: number; port: number }[]> {
+  const { rows } = await watcher.query<{ pid: number; port: number }>(
+    "SELECT pid, client_port AS port FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+    [pid],
+  );
+  return rows;
+}
+
 export async function backendPid(client: pg.Client): Promise<number> {
   return (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
 }

@@ -7,6 +7,7 @@ import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { call, NO_POLL } from "./call-inbox-rows.js";
+import { waitingOn } from "./held-writes.js";
 
 /**
  * A forwarded call whose database connection fails under it. Certainly not recorded (no
@@ -68,13 +69,7 @@ async function holdTable(admin: pg.Client, schema: string): Promise<() => Promis
   await admin.query("BEGIN");
   await admin.query(`LOCK TABLE "${schema}".forwarded_calls IN ACCESS EXCLUSIVE MODE`);
   const { rows } = await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
-  const waiting = async () =>
-    (
-      await admin.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-        [rows[0]!.pid],
-      )
-    ).rows.map(({ pid }) => pid);
+  const waiting = async () => (await waitingOn(admin, rows[0]!.pid)).map(({ pid }) => pid);
   return async () => {
     await expect.poll(waiting, { timeout: 10_000 }).toHaveLength(1);
     return (await waiting())[0]!;

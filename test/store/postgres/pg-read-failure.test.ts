@@ -4,6 +4,7 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { waitingOn } from "./held-writes.js";
 import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
@@ -90,13 +91,7 @@ describe.skipIf(!pgUrl)("PostgreSQL reads the database cannot answer", () => {
     await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
     const { rows } = await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
     const read = failure(store.readAfter("s1", 0, 10));
-    const blocked = async () =>
-      (
-        await admin.query<{ pid: number }>(
-          "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-          [rows[0]!.pid],
-        )
-      ).rows.map(({ pid }) => pid);
+    const blocked = async () => (await waitingOn(admin, rows[0]!.pid)).map(({ pid }) => pid);
     await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
     // an operator (or a failover) ends the backend: FATAL 57P01, and the connection closes
     const [reader] = await blocked();

@@ -4,6 +4,7 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { waitingOn } from "./held-writes.js";
 import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
@@ -39,13 +40,7 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
       },
     );
     // the read's connection waits on it (the port it comes from: the proxy's side)
-    const blocked = async () =>
-      (
-        await admin.query<{ port: number }>(
-          "SELECT client_port AS port FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-          [rows[0]!.pid],
-        )
-      ).rows.map(({ port }) => port);
+    const blocked = async () => (await waitingOn(admin, rows[0]!.pid)).map(({ port }) => port);
     await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
     const [readerPort] = await blocked();
     // checked again and again while it waits, and left to wait: its backend runs

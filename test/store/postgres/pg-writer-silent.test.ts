@@ -7,6 +7,7 @@ import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
+import { waitingOn } from "./held-writes.js";
 import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
@@ -85,13 +86,7 @@ describe.skipIf(!pgUrl)("PostgreSQL group commit whose connection goes silent", 
     const { rows } = await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
     const write = settlement(store.append("s1", [userMessage("two")]));
     // the group commit's connection waits on it (the port it comes from: the proxy's side)
-    const blocked = async () =>
-      (
-        await admin.query<{ port: number }>(
-          "SELECT client_port AS port FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-          [rows[0]!.pid],
-        )
-      ).rows.map(({ port }) => port);
+    const blocked = async () => (await waitingOn(admin, rows[0]!.pid)).map(({ port }) => port);
     await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
     const [writerPort] = await blocked();
     // the writer is checked again and again while it waits, and left to wait: its backend runs
