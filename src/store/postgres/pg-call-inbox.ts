@@ -249,11 +249,7 @@ export class PgCallInbox implements CallInbox {
           });
           if (timedOut && phase === "waiting") {
             // never claimed: taken back, so the caller may resolve the owner again
-            const unclaimed = await this.#pool.query(
-              "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
-              [call.callId],
-            );
-            if (unclaimed.rows.length > 0) return { status: "timeout" };
+            if (await this.#takeBackUnclaimed(call.callId)) return { status: "timeout" };
             // claimed by a target still holding the session (its lease's end withdraws the call): it
             // may be running there, so it is waited on rather than sent again, where it would run
             // twice; the row's expiry follows, so the target still runs it if its turn comes later
@@ -283,11 +279,7 @@ export class PgCallInbox implements CallInbox {
           } else if (withdrawing && phase !== "withdrawn") {
             withdrawing = false;
             // only while its target has not claimed it: a claimed call may be running there
-            const taken = await this.#pool.query(
-              "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
-              [call.callId],
-            );
-            if (taken.rows.length > 0) return { status: "withdrawn" };
+            if (await this.#takeBackUnclaimed(call.callId)) return { status: "withdrawn" };
             // claimed by a target that no longer holds the session: dead, paused past its lease, or
             // letting the session go as it answers; a reply not written within the grace is not
             // waited for to the end of the forward wait, which would tell the caller no more
@@ -316,6 +308,15 @@ export class PgCallInbox implements CallInbox {
       if (left > 0) this.#pendingBy.set(principal, left);
       else this.#pendingBy.delete(principal);
     }
+  }
+
+  /** Deletes the call if its target has not claimed (nor answered) it: true when it was taken back unrun. */
+  async #takeBackUnclaimed(callId: string): Promise<boolean> {
+    const taken = await this.#pool.query(
+      "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
+      [callId],
+    );
+    return taken.rows.length > 0;
   }
 
   async #recorded(callId: string): Promise<boolean> {
