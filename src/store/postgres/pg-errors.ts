@@ -55,7 +55,7 @@ const READ_FAILED = "the session store could not be read; retry later";
  */
 export function pgRead<T>(read: Promise<T>): Promise<T> {
   return read.catch((err: unknown) => {
-    throw isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
+    throw readFailure(err);
   });
 }
 
@@ -64,6 +64,10 @@ export async function* pgReadChunks(chunks: AsyncIterable<Uint8Array>): AsyncGen
   try {
     yield* chunks;
   } catch (err) {
-    throw isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
+    throw readFailure(err);
   }
+}
+
+function readFailure(err: unknown): unknown {
+  return isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
 }
