@@ -37,12 +37,12 @@ export function queryWatch(url: string, everyMs: number = QUERY_CHECK_MS): Query
  */
 export function openWatchedPool(url: string, options: PgPoolOptions, watch: QueryWatch): pg.Pool {
   const pool = openPool(url, { ...options, connectTimeoutMs: 2 * watch.everyMs });
-  watchStatementsOf(pool, watch.checks, watch.everyMs);
+  watchStatementsOf(pool, watch);
   return pool;
 }
 
 /**
- * Watches `client` while a transaction or a statement runs on it: every `everyMs` the server is
+ * Watches `client` while a transaction or a statement runs on it: every `watch.everyMs` the server is
  * asked on another connection what the client's backend does (see `BackendChecks`), and a
  * backend found lost has the client's socket destroyed: the statement waiting on it fails as on
  * a connection the server closed, instead of waiting for the kernel to give up retransmitting
@@ -52,7 +52,7 @@ export function openWatchedPool(url: string, options: PgPoolOptions, watch: Quer
  * (the backend runs) from a lost connection (it does not), the client alone cannot. Returns the
  * function that stops watching, to be called before the connection goes back to its pool.
  */
-export function watchBackend(client: pg.Client, checks: BackendChecks, everyMs: number): () => void {
+export function watchBackend(client: pg.Client, { checks, everyMs }: QueryWatch): () => void {
   let stopped = false;
   let cancel = (): void => undefined;
   const check = async () => {
@@ -83,7 +83,7 @@ export function watchBackend(client: pg.Client, checks: BackendChecks, everyMs: 
  * not asked about (its backend is idle then by right). Submittables (cursors, streams) are not
  * watched; no pool of a host sends any.
  */
-export function watchStatementsOf(pool: pg.Pool, checks: BackendChecks, everyMs: number): void {
+export function watchStatementsOf(pool: pg.Pool, watch: QueryWatch): void {
   pool.on("connect", (client) => {
     // the class's method, looked up at each call (as a spy on it would be)
     const query = (...args: unknown[]): unknown =>
@@ -92,7 +92,7 @@ export function watchStatementsOf(pool: pg.Pool, checks: BackendChecks, everyMs:
       const last = args.at(-1);
       // `pool.query` hands its statement over with a callback
       if (typeof last === "function") {
-        const unwatch = watchBackend(client, checks, everyMs);
+        const unwatch = watchBackend(client, watch);
         return query(...args.slice(0, -1), (...answer: unknown[]) => {
           unwatch();
           return last(...answer);
@@ -100,7 +100,7 @@ export function watchStatementsOf(pool: pg.Pool, checks: BackendChecks, everyMs:
       }
       const result = query(...args);
       if (result instanceof Promise) {
-        const unwatch = watchBackend(client, checks, everyMs);
+        const unwatch = watchBackend(client, watch);
         result.then(unwatch, unwatch);
       }
       return result;

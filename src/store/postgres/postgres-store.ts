@@ -185,7 +185,7 @@ export class PostgresSessionStore implements HostStore {
     // an idle connection that drops must not crash the process: the next query reconnects
     pool.on("error", () => undefined);
     writerPool.on("error", () => undefined);
-    const watchWriter: WatchWriter = (client) => watchBackend(client, watch.checks, watch.everyMs);
+    const watchWriter: WatchWriter = (client) => watchBackend(client, watch);
     try {
       const client = await pool.connect();
       try {

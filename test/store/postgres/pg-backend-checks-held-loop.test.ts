@@ -44,8 +44,7 @@ describe.skipIf(!pgUrl)("checks of a backend while the event loop is held", () =
 
   it("a statement answered while the loop was held past the watch's period leaves its connection alive", async () => {
     const client = await connected();
-    const checks = new BackendChecks(pgUrl!, 200);
-    const unwatch = watchBackend(client, checks, 200);
+    const unwatch = watchBackend(client, queryWatch(pgUrl!, 200));
     const answer = client.query("SELECT pg_sleep(0.05)");
     // the answer arrives during the hold; the backend is idle from then on
     holdLoop(700);
