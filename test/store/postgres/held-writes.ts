@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { expect } from "vitest";
+import type { Cleanup } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 
 /**
@@ -29,6 +30,23 @@ export async function waitingOn(watcher: pg.Client, pid: number): Promise<{ pid:
     [pid],
   );
   return rows;
+}
+
+/**
+ * A client of its own holding `table` of `schema` locked (ACCESS EXCLUSIVE) in an open
+ * transaction, as a migration would, ended by `cleanups`; with its backend's pid.
+ */
+export async function lockTable(
+  cleanups: Cleanup[],
+  schema: string,
+  table: string,
+): Promise<{ admin: pg.Client; pid: number }> {
+  const admin = new pg.Client({ connectionString: pgUrl! });
+  await admin.connect();
+  cleanups.push(() => admin.end());
+  await admin.query("BEGIN");
+  await admin.query(`LOCK TABLE "${schema}".${table} IN ACCESS EXCLUSIVE MODE`);
+  return { admin, pid: await backendPid(admin) };
 }
 
 export async function backendPid(client: pg.Client): Promise<number> {

@@ -1,10 +1,9 @@
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
-import { waitingOn } from "./held-writes.js";
+import { lockTable, waitingOn } from "./held-writes.js";
 import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
@@ -84,14 +83,9 @@ describe.skipIf(!pgUrl)("PostgreSQL reads the database cannot answer", () => {
   it("rejects persistence_failure when the server ends the read's connection while it waits", async () => {
     const { store, schema } = await openStoreBehindProxy(cleanups, "smx_read_failure");
     await store.create({ sessionId: "s1", owner: "alice", model: "m" });
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
-    cleanups.push(() => admin.end());
-    await admin.query("BEGIN");
-    await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
-    const { rows } = await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    const { admin, pid } = await lockTable(cleanups, schema, "events");
     const read = failure(store.readAfter("s1", 0, 10));
-    const blocked = async () => (await waitingOn(admin, rows[0]!.pid)).map(({ pid }) => pid);
+    const blocked = async () => (await waitingOn(admin, pid)).map(({ pid }) => pid);
     await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
     // an operator (or a failover) ends the backend: FATAL 57P01, and the connection closes
     const [reader] = await blocked();

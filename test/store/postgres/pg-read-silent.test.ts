@@ -1,10 +1,9 @@
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
-import { waitingOn } from "./held-writes.js";
+import { lockTable, waitingOn } from "./held-writes.js";
 import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
 /**
@@ -24,12 +23,7 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
     expect((await store.append("s1", [userMessage("one")])).status).toBe("appended");
 
     // a migration, say, holds the log's table
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
-    cleanups.push(() => admin.end());
-    await admin.query("BEGIN");
-    await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
-    const { rows } = await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    const { admin, pid } = await lockTable(cleanups, schema, "events");
     let settled: { events: number } | { error: unknown } | undefined;
     store.readAfter("s1", 0, 1000).then(
       (read) => {
@@ -40,7 +34,7 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
       },
     );
     // the read's connection waits on it (the port it comes from: the proxy's side)
-    const blocked = async () => (await waitingOn(admin, rows[0]!.pid)).map(({ port }) => port);
+    const blocked = async () => (await waitingOn(admin, pid)).map(({ port }) => port);
     await expect.poll(blocked, { timeout: 10_000 }).toHaveLength(1);
     const [readerPort] = await blocked();
     // checked again and again while it waits, and left to wait: its backend runs
@@ -66,11 +60,7 @@ describe.skipIf(!pgUrl)("PostgreSQL read whose connection goes silent", () => {
     const { store, proxy, schema } = await openStoreBehindProxy(cleanups, "smx_read_silent");
     for (const sessionId of ["s1", "s2"]) await store.create({ sessionId, owner: "alice", model: "m" });
 
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
-    cleanups.push(() => admin.end());
-    await admin.query("BEGIN");
-    await admin.query(`LOCK TABLE "${schema}".events IN ACCESS EXCLUSIVE MODE`);
+    const { admin } = await lockTable(cleanups, schema, "events");
     // the questions go unanswered (their connections' handshake is swallowed), the reads wait on
     proxy.silenceNew((opening) => opening.includes("sessionmux-check"));
     // sampled every 50 ms: an unanswered question holds its connection 300 ms, while the moment
