@@ -54,7 +54,7 @@ export const ErrorCodes = {
   storage_quota_exceeded: { category: "business", retryable: false, status: 413 },
   /**
    * A session holds more event data than one read of a whole log returns (an HTTP transcript
-   * view, an agent's `turn.history()`): read it in pages.
+   * view, an agent's `turn.history()`, the prefix a fork copies): read it in pages, fork earlier.
    */
   transcript_too_large: { category: "business", retryable: false, status: 409 },
   /** A search's words match more messages than one search ranks: add words to narrow it. */

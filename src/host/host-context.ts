@@ -27,6 +27,8 @@ export interface HostContext {
     readonly sessionsPerPrincipal: number;
     /** Bytes one (non-admin) principal may store: its sessions' event data and its attachments. */
     readonly storedBytesPerPrincipal: number;
+    /** Stored event data one read of a whole log holds: `turn.history()`, a fork's prefix. */
+    readonly transcriptBytes: number;
   };
   /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */
   readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;

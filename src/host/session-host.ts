@@ -71,8 +71,9 @@ export interface SessionHostOptions {
    */
   maxLiveAgentsPerPrincipal?: number;
   /**
-   * Stored event data one read of a whole log may hold: an agent's `turn.history()` past it fails
-   * `transcript_too_large` (the HTTP transcript views take the same bound from `HttpOptions`).
+   * Stored event data one read of a whole log may hold: an agent's `turn.history()` or a fork of a
+   * longer prefix fails `transcript_too_large` (the HTTP transcript views take the same bound from
+   * `HttpOptions`).
    * @default 32 MiB (`Limits.transcriptViewBytes`)
    */
   maxTranscriptBytes?: number;
@@ -192,6 +193,7 @@ export class SessionHost implements HostApi {
       this.#registry,
       options.cluster?.generation ?? this.generation,
     );
+    const transcriptBytes = options.maxTranscriptBytes ?? Limits.transcriptViewBytes;
     this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,
@@ -202,7 +204,7 @@ export class SessionHost implements HostApi {
       logger: this.#logger,
       now: this.#now,
       closing: () => this.#closing,
-      maxHistoryBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
+      maxHistoryBytes: transcriptBytes,
       stopGraceMs: options.turnStopGraceMs ?? DEFAULT_TURN_STOP_GRACE_MS,
       storeRetry: DEFAULT_STORE_RETRY,
     });
@@ -223,6 +225,7 @@ export class SessionHost implements HostApi {
         },
         sessionsPerPrincipal: options.maxSessionsPerPrincipal ?? Limits.sessionsPerPrincipal,
         storedBytesPerPrincipal: options.maxStoredBytesPerPrincipal ?? Limits.storedBytesPerPrincipal,
+        transcriptBytes,
       },
       prompts: new Map(),
     };

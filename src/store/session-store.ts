@@ -164,6 +164,11 @@ export interface ForkInput {
   at?: number;
   /** As `CreateInput.maxOwnerSessions`, for the new session's owner. */
   maxOwnerSessions?: number;
+  /**
+   * The most stored event data the copied prefix may hold: a fork copies its prefix in one
+   * transaction, holding it in memory, so a larger one is refused (`too_large`), nothing written.
+   */
+  maxDataBytes?: number;
 }
 export type CreateOutcome =
   | { status: "created"; header: SessionHeader; events: SessionEvent[] }
@@ -175,7 +180,9 @@ export type ForkOutcome =
   | { status: "source_not_found" }
   | { status: "source_retired" }
   /** `atSeq` is past the source's head, `headSeq` in its current epoch. */
-  | { status: "seq_past_head"; headSeq: number };
+  | { status: "seq_past_head"; headSeq: number }
+  /** The prefix holds more event data than `ForkInput.maxDataBytes`. */
+  | { status: "too_large"; maxDataBytes: number };
 
 export interface AppendOptions {
   expectedEpoch?: string;

@@ -85,6 +85,8 @@ const SQL = {
     "INSERT INTO owner_usage (owner, stored_bytes) SELECT value ->> 0, value ->> 1 FROM json_each(?) WHERE true " +
     "ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes",
   sessionDataBytes: "SELECT coalesce(sum(length(data)), 0) FROM events WHERE session_id = ?",
+  /** Each event's data size in a fork's prefix, in order: summed only as far as `ForkInput.maxDataBytes`. */
+  prefixDataLengths: "SELECT length(data) FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq",
   clearOwnerUsage: "DELETE FROM owner_usage",
   /** Every owner's stored bytes counted from the rows themselves (as migration 7 first did). */
   countOwnerUsage: `INSERT INTO owner_usage (owner, stored_bytes)
@@ -228,6 +230,7 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "unownedQueues",
   "ownerStoredBytes",
   "sessionDataBytes",
+  "prefixDataLengths",
   "searchMatches",
   "searchMatchesOwned",
 ] as const);

@@ -151,6 +151,9 @@ export class WriteOperations {
       const full = this.ownerFull(input.owner, input.maxOwnerSessions);
       if (full) return full;
       const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
+      const { maxDataBytes } = input;
+      if (maxDataBytes !== undefined && this.prefixPasses(input.sourceId, atSeq, maxDataBytes))
+        return { status: "too_large", maxDataBytes };
       const at = input.at ?? this.now();
       const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[]).map(
         decodeRow,
@@ -167,6 +170,19 @@ export class WriteOperations {
       );
       return { status: "created", header: headerOf(state), events: stored };
     };
+  }
+
+  /**
+   * Whether the first `atSeq` events of the session hold more than `max` bytes of data: summed
+   * only until they pass it, so a refusal costs what the bound does, however long the log is.
+   */
+  private prefixPasses(sessionId: string, atSeq: number, max: number): boolean {
+    let bytes = 0;
+    for (const length of this.statements.prefixDataLengths.iterate(sessionId, atSeq) as Iterable<number>) {
+      bytes += length;
+      if (bytes > max) return true;
+    }
+    return false;
   }
 
   ack(

@@ -1,6 +1,7 @@
 import { createHook } from "node:async_hooks";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { ADMIN } from "../../src/host/principal.js";
+import { userMessage } from "../store/open-store.js";
 import { capturedLogger } from "../support/log-capture.js";
 import {
   beforeAppend,
@@ -340,6 +341,38 @@ describe("session.fork", () => {
     expect((await fx.store.header("dst")).status).toBe("not_found");
     expect((await fx.host.call(ADMIN, "session.list", {})).sessions).toEqual(sessions);
     expect(liveSet()).toEqual([]);
+  });
+
+  test("of a prefix holding more event data than one whole read is transcript_too_large; nothing is created or started", async () => {
+    const maxTranscriptBytes = 100_000;
+    fx = await openHost({ maxTranscriptBytes });
+    await fx.host.call(ADMIN, "session.create", { sessionId: "src" });
+    // seq 2 and 3: 60 kB each, so the log passes the bound at seq 3
+    await fx.store.append("src", [userMessage("a".repeat(60_000)), userMessage("b".repeat(60_000))]);
+    await fx.restart();
+    const { sessions } = await fx.host.call(ADMIN, "session.list", {});
+    for (const atSeq of [undefined, 3]) {
+      const refused = await errorCode(() =>
+        fx.host.call(ADMIN, "session.fork", {
+          sourceId: "src",
+          sessionId: "dst",
+          ...(atSeq ? { atSeq } : {}),
+        }),
+      );
+      expect(refused).toEqual({
+        code: "transcript_too_large",
+        data: { sessionId: "src", maxDataBytes: maxTranscriptBytes },
+      });
+    }
+    expect((await fx.store.header("dst")).status).toBe("not_found");
+    expect((await fx.host.call(ADMIN, "session.list", {})).sessions).toEqual(sessions);
+    expect(liveSet()).toEqual([]);
+    const { header } = await fx.host.call(ADMIN, "session.fork", {
+      sourceId: "src",
+      sessionId: "dst",
+      atSeq: 2,
+    });
+    expect(header.forkOf).toEqual({ sessionId: "src", seq: 2 });
   });
 });
 

@@ -75,11 +75,13 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
     at: ctx.now(),
     ...(params.atSeq !== undefined ? { atSeq: params.atSeq } : {}),
     ...sessionLimit(ctx, principal),
+    maxDataBytes: ctx.limits.transcriptBytes,
   });
   if (outcome.status === "source_not_found") throw notFound(params.sourceId);
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
   if (outcome.status === "seq_past_head") throw seqPastHead(params.sourceId, params.atSeq, outcome.headSeq);
+  if (outcome.status === "too_large") throw prefixTooLarge(params.sourceId, outcome.maxDataBytes);
   if (outcome.status !== "created") throw refusal(targetId, outcome);
   await attachNew(ctx, resolvers, principal, targetId);
   await announce(ctx, principal, targetId);
@@ -92,6 +94,15 @@ function seqPastHead(sourceId: string, atSeq: number | undefined, headSeq: numbe
     "bad_request",
     `params/atSeq: ${atSeq} is past the head of session ${sourceId} (seq ${headSeq}); fork at or before it`,
     { data: { field: "/atSeq", headSeq } },
+  );
+}
+
+/** A prefix longer than one read of a whole log: the fork would hold it all in the host's memory at once. */
+function prefixTooLarge(sourceId: string, maxDataBytes: number): SessionmuxError {
+  return new SessionmuxError(
+    "transcript_too_large",
+    `session ${sourceId} holds more than ${maxDataBytes} bytes of event data up to the fork's seq, more than one fork copies; fork at an earlier seq`,
+    { data: { sessionId: sourceId, maxDataBytes } },
   );
 }
 

@@ -35,6 +35,13 @@ const INSERT_PROMPT = `INSERT INTO prompt_keys (session_id, client_message_id, r
   ON CONFLICT DO NOTHING`;
 const EVENTS_UP_TO =
   "SELECT seq, at, type, data FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq";
+/**
+ * The first event at which a fork's prefix passes `ForkInput.maxDataBytes` ($3), if any: the
+ * running sum stops there, so a refusal reads what the bound does, however long the log is
+ * (`octet_length` of a stored value reads its size, not its content).
+ */
+const PREFIX_PASSES = `SELECT seq FROM (SELECT seq, sum(octet_length(data)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS total
+  FROM events WHERE session_id = $1 AND seq <= $2) AS prefix WHERE total > $3 LIMIT 1`;
 // open turns not parked on a person, and running jobs: what a restart or a dead owner leaves; not
 // of sessions whose unexpired lease a host other than $1 (any, when null) holds: their agent runs
 // there, and locking their rows would hold up its appends for nothing (each one found is checked
@@ -197,6 +204,12 @@ export class PgWriteOperations {
         const full = await ownerFull(batch, input.owner, input.maxOwnerSessions);
         if (full) return full;
         const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
+        const { maxDataBytes } = input;
+        if (
+          maxDataBytes !== undefined &&
+          (await batch.read(PREFIX_PASSES, [input.sourceId, atSeq, maxDataBytes])).length > 0
+        )
+          return { status: "too_large", maxDataBytes };
         const at = input.at ?? this.now();
         const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq])).map(decodeRow);
         const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);

@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import type { SessionEvent } from "../../../protocol/index.js";
+import { encodeValue } from "../../../src/store/event-codec.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
 
@@ -204,5 +205,49 @@ describeContract("fork", (backend) => {
     const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 8 });
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 8 });
+  });
+});
+
+describeContract("fork: the copied prefix's bound", (backend) => {
+  const open = storeFixture(backend);
+  it("refuses a prefix holding more stored event data than maxDataBytes and creates nothing; one that fits forks", async () => {
+    const store = await seeded(open);
+    const read = await store.readAfter("src", 0, 100);
+    if (read.status !== "ok") throw new Error(read.status);
+    const bytesUpTo = (seq: number) =>
+      read.events.filter((event) => event.seq <= seq).reduce((sum, e) => sum + encodeValue(e.data).length, 0);
+    const usage = await store.ownerStoredBytes("o");
+    // the whole log (8 events) is over the bound that fits its first 5 exactly
+    const maxDataBytes = bytesUpTo(5);
+    expect(bytesUpTo(8)).toBeGreaterThan(maxDataBytes);
+    for (const atSeq of [undefined, 8, 6])
+      expect(
+        await store.fork({
+          sourceId: "src",
+          targetId: "dst",
+          owner: "o",
+          maxDataBytes,
+          ...(atSeq === undefined ? {} : { atSeq }),
+        }),
+      ).toEqual({ status: "too_large", maxDataBytes });
+    expect(
+      await store.fork({
+        sourceId: "src",
+        targetId: "dst",
+        owner: "o",
+        atSeq: 5,
+        maxDataBytes: maxDataBytes - 1,
+      }),
+    ).toEqual({
+      status: "too_large",
+      maxDataBytes: maxDataBytes - 1,
+    });
+    expect(await store.header("dst")).toEqual({ status: "not_found" });
+    expect((await store.list({ limit: 10 })).rows.map((row) => row.sessionId)).toEqual(["src"]);
+    expect(await store.ownerStoredBytes("o")).toBe(usage);
+    // a prefix of exactly the bound is copied
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 5, maxDataBytes });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 5 });
   });
 });
