@@ -17,7 +17,9 @@ export type StreamRecovery = "reconnect" | "retry" | "await-open" | "complete" |
 /**
  * The supervisor's decision, a pure function of the error. `persistence_failure` is terminal for
  * streams although retryable for a unary call: a store that cannot write does not heal by
- * reopening a reader, and reopening in a loop only adds load to a failing host.
+ * reopening a reader, and reopening in a loop only adds load to a failing host. A follow stream
+ * whose reads (its open's too) fail so is retried by the host itself, open and quiet, for its
+ * `followReadRetryMs`: the error reaches the client only once that is over.
  */
 export function streamRecovery(error: unknown): StreamRecovery {
   if (error instanceof RemoteStreamCarrierError) return error.retryable ? "reconnect" : "complete";

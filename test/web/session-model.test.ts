@@ -133,6 +133,36 @@ describe("console session model against a real host", () => {
       await proxy.stop();
     }
   });
+  it("says replaying, never stopped, while the host retries an open the store failed, and live once it opened", async () => {
+    const { host, client } = testHost;
+    const { proxy, cut, modes, model } = await modelBehindProxy(host, sessionId);
+    const openRead = vi.spyOn(host.host, "openRead");
+    try {
+      model.start();
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+      // the stream opened again on the next socket cannot read the session, once: the host tries
+      // again after its wait, and the stream stays open meanwhile
+      openRead.mockRejectedValueOnce(new SessionmuxError("persistence_failure", "the database is away"));
+      const calls = openRead.mock.calls.length;
+      const before = modes.length;
+      expect(proxy.cutAll()).toBeGreaterThan(0);
+      await expect.poll(() => openRead.mock.calls.length, { timeout: 10_000 }).toBeGreaterThan(calls);
+      const { seq } = await client.call("session.rename", { sessionId, title: "while the open waits" });
+      await expect.poll(() => model.transcript.lastSeq, { timeout: 10_000 }).toBe(seq);
+      await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
+      expect(model.error).toBeUndefined();
+      // the same stream, opened by the host's second try: the model never opened another
+      expect(openRead.mock.calls.length).toBe(calls + 2);
+      const after = modes.slice(before);
+      expect(after).toContain("replaying");
+      expect(after).not.toContain("stopped");
+    } finally {
+      openRead.mockRestore();
+      model.dispose();
+      await cut.close();
+      await proxy.stop();
+    }
+  });
   it("says stopped, never live, when the host ends its follow stream with an error, and follows again by itself", async () => {
     const { host, client } = testHost;
     const { proxy, cut, modes, model } = await modelBehindProxy(host, sessionId);
@@ -140,12 +170,12 @@ describe("console session model against a real host", () => {
     try {
       model.start();
       await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");
-      // the stream opened again on the next socket cannot read the log, once
-      openRead.mockRejectedValueOnce(new SessionmuxError("persistence_failure", "the database is away"));
+      // the stream opened again on the next socket fails with an error the host does not retry
+      openRead.mockRejectedValueOnce(new Error("a fault of the host"));
       const before = modes.length;
       expect(proxy.cutAll()).toBeGreaterThan(0);
       await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("stopped");
-      expect(model.error).toBe("persistence_failure");
+      expect(model.error).toBe("internal_error");
       // opened again after its wait, from the last seq applied: live, and what came meanwhile is there
       const { seq } = await client.call("session.rename", { sessionId, title: "while stopped" });
       await expect.poll(() => model.mode, { timeout: 10_000 }).toBe("live");

@@ -1,7 +1,8 @@
 /**
  * States of one `session.follow` stream (protocol-v1 §5) and its one transition table.
  *
- * - `opening`: commit listener installed, cursor being checked; notices are buffered.
+ * - `opening`: the session being opened (tried again while the store fails it retryably), then
+ *   the commit listener installed and the cursor checked; notices are buffered.
  * - `replaying`: the missing suffix is read from the log in pages; notices are buffered.
  * - `live`: commits are pushed as they happen.
  * - `paused`: the socket is above its high-water mark; notices are dropped, the last sent seq

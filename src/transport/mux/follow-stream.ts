@@ -26,8 +26,10 @@ const READ_BUDGET_BYTES = 1024 * 1024;
  * A log read the store failed retryably (`persistence_failure`: a PostgreSQL connection lost,
  * which the pool replaces) is tried again after this wait, doubling up to `READ_RETRY_MAX_MS`, for
  * at most the stream's `readRetryMs` since the first failure in a row: a client takes that error
- * as the end of the stream, so an open stream sends it only once that is over. A failed open is
- * answered at once: nothing was sent yet, and the client decides whether to open again.
+ * as the end of the stream, so the stream sends it only once that is over. The open's read (the
+ * session's header and head) is tried the same way: nothing is sent while it waits, so the stream
+ * is open and quiet, as before the first item of any replay, and a follower opened during a
+ * database blip goes on once the database answers.
  */
 const READ_RETRY_FIRST_MS = 250;
 const READ_RETRY_MAX_MS = 5000;
@@ -41,8 +43,8 @@ export interface FollowContext {
   /** Socket backlog above which live pushes pause. */
   readonly highWaterBytes: number;
   /**
-   * How long failed log reads are retried before the stream ends with their `persistence_failure`
-   * (the time since the first failure in a row).
+   * How long failed reads (the open's, the log's) are retried before the stream ends with their
+   * `persistence_failure` (the time since the first failure in a row).
    */
   readonly readRetryMs: number;
   readonly metrics: HostMetrics | undefined;
@@ -88,10 +90,10 @@ export class FollowStream implements MuxStream {
   }
 
   async start(): Promise<void> {
-    const { host, principal, outlet } = this.#ctx;
+    const { outlet } = this.#ctx;
     try {
-      const reader = await host.openRead(principal, this.#sessionId);
-      if (this.#ended()) return;
+      const reader = await this.#openReader();
+      if (!reader) return;
       this.#reader = reader;
       // Listener before read: whatever commits from here on is either in a log read or a notice.
       this.#unsubscribe = reader.subscribe((notice) => this.#onNotice(notice));
@@ -125,6 +127,21 @@ export class FollowStream implements MuxStream {
 
   stop(): void {
     this.#cleanup();
+  }
+
+  /** The session's read handle, its failed tries retried as a log read's; undefined once ended. */
+  async #openReader(): Promise<SessionReadHandle | undefined> {
+    const { host, principal } = this.#ctx;
+    const retries = new ReadRetries();
+    for (;;) {
+      try {
+        const reader = await host.openRead(principal, this.#sessionId);
+        return this.#ended() ? undefined : reader;
+      } catch (err) {
+        if (this.#ended() || !(await this.#retried(err, retries))) throw err;
+        if (this.#ended()) return undefined;
+      }
+    }
   }
 
   /** Re-checked after every await: the stream may have been closed meanwhile. */

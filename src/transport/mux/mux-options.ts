@@ -42,8 +42,9 @@ export interface MuxOptions {
   /** @default 500 — events per `events` item during replay; at most `MAX_REPLAY_BATCH`. */
   replayBatch: number;
   /**
-   * @default 60000 — how long a follow stream retries a log read the store failed retryably
-   * (`persistence_failure`: a lost PostgreSQL connection) before it ends with that error.
+   * @default 60000 — how long a follow stream retries a read the store failed retryably (its
+   * open's, a log read; `persistence_failure`: a lost PostgreSQL connection) before it ends with
+   * that error; 0: not at all.
    */
   followReadRetryMs: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */

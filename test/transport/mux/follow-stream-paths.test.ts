@@ -792,12 +792,120 @@ describe("follow stream: a log read the store failed retryably", () => {
     expect(log.listeners.size).toBe(0);
   });
 
-  it("an open the store failed is not tried again: the stream ends with its error at once", async () => {
+  it("an open the store failed is tried again the same way, sending nothing meanwhile; then it opens from its cursor", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
     const log = new ScriptedLog();
-    const h = harness(log, { openRead: () => Promise.reject(lost()) });
-    await h.started;
-    expect(h.writer.errors.map((e) => e.code)).toEqual(["persistence_failure"]);
+    log.commit(2);
+    let opens = 0;
+    const h = harness(log, {
+      afterSeq: 1,
+      // the first two fail, as over a lost connection
+      openRead: () => (++opens <= 2 ? Promise.reject(lost()) : Promise.resolve(log.handle())),
+    });
+    await idle();
+    expect(opens).toBe(1);
+    // open and quiet: no item, no error, nothing subscribed, one timer
     expect(h.items()).toEqual([]);
+    expect(h.writer.errors).toEqual([]);
+    expect(h.stream.state).toBe("opening");
+    expect(log.listeners.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(1);
+    log.commit(1); // committed while the open waits: the replay holds it
+    vi.advanceTimersByTime(249);
+    await idle();
+    expect(opens).toBe(1);
+    vi.advanceTimersByTime(1);
+    await idle();
+    expect(opens).toBe(2);
+    vi.advanceTimersByTime(499);
+    await idle();
+    expect(opens).toBe(2);
+    vi.advanceTimersByTime(1);
+    await idle();
+    expect(opens).toBe(3);
+    expect(h.items()[0]).toEqual({ kind: "opened", epoch: "E1", headSeq: 3 });
+    expect(h.seqs()).toEqual([2, 3]);
+    expect(h.kinds().filter((k) => k !== "events")).toEqual(["opened", "caughtUp"]);
+    expect(h.stream.state).toBe("live");
+    expect(h.writer.errors).toEqual([]);
+    expect(h.logged).toEqual([]);
+    expect(vi.getTimerCount()).toBe(0);
+    log.append(1);
+    expect(h.seqs()).toEqual([2, 3, 4]);
+  });
+
+  it("an open the store failed for the stated total ends the stream with persistence_failure, nothing else sent", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const log = new ScriptedLog();
+    log.commit(1);
+    let opens = 0;
+    const h = harness(log, {
+      readRetryMs: 1_000,
+      openRead: () => {
+        opens += 1;
+        return Promise.reject(lost());
+      },
+    });
+    await idle();
+    // 250, 500 ms, then what is left of the second
+    for (const wait of [250, 500, 250]) {
+      expect(h.writer.errors).toEqual([]);
+      vi.advanceTimersByTime(wait);
+      await idle();
+    }
+    expect(opens).toBe(4);
+    expect(h.writer.errors.map((e) => ({ code: e.code, retryable: e.retryable }))).toEqual([
+      { code: "persistence_failure", retryable: true },
+    ]);
+    expect(h.items()).toEqual([]);
+    expect(h.stream.state).toBe("ended");
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("closed while a failed open waits: no timer is left and the session is not opened again", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const log = new ScriptedLog();
+    let opens = 0;
+    const h = harness(log, {
+      openRead: () => {
+        opens += 1;
+        return opens === 1 ? Promise.reject(lost()) : Promise.resolve(log.handle());
+      },
+    });
+    await idle();
+    expect(vi.getTimerCount()).toBe(1);
+    h.stream.stop();
+    await idle();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(10_000);
+    await idle();
+    expect(opens).toBe(1);
+    expect(h.items()).toEqual([]);
+    expect(h.writer.errors).toEqual([]);
+    expect(log.listeners.size).toBe(0);
+    expect(h.stream.state).toBe("ended");
+  });
+
+  it("an open refused otherwise is answered at once, and not tried again", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    for (const error of [new SessionmuxError("session_not_found", "no"), new Error("bug")]) {
+      let opens = 0;
+      const h = harness(new ScriptedLog(), {
+        openRead: () => {
+          opens += 1;
+          return Promise.reject(error);
+        },
+      });
+      await h.started;
+      expect(h.writer.errors.map((e) => e.code)).toEqual([
+        error instanceof SessionmuxError ? error.code : "internal_error",
+      ]);
+      expect(h.items()).toEqual([]);
+      vi.advanceTimersByTime(60_000);
+      await idle();
+      expect(opens).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+    }
   });
 
   it("does not retry an error that is not the store's retryable one", async () => {
