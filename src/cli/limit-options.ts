@@ -3,6 +3,7 @@ import { Limits } from "../../protocol/index.js";
 import { LIMIT_FLOORS } from "../operations/limit-floors.js";
 import { LONGEST_TIMER_MS } from "../operations/longest-timer.js";
 import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../store/call-inbox-limits.js";
+import { DEFAULT_FOLLOW_READ_RETRY_MS } from "../transport/mux/mux-options.js";
 import type { MuxOptions, MuxOptionsInput } from "../transport/mux/mux-server.js";
 import { DEFAULT_PRINCIPAL_LIMITS, type PrincipalLimitOptions } from "../transport/principal-limits.js";
 import { integer, rate } from "./cli-options.js";
@@ -57,6 +58,16 @@ const MUX_FLAGS = {
     description: "open streams per socket",
     fallback: Limits.maxStreamsPerSocket,
     min: 1,
+  },
+  followReadRetryMs: {
+    flag: "--follow-read-retry-ms <ms>",
+    env: "SESSIONMUX_FOLLOW_READ_RETRY_MS",
+    description:
+      "how long a follow stream retries a read the database failed (a lost connection), its open's included, before it ends with persistence_failure (0: not at all)",
+    fallback: DEFAULT_FOLLOW_READ_RETRY_MS,
+    min: 0,
+    // the range `createSessionmux` takes for `mux.followReadRetryMs`, a timer's longest delay at most
+    max: LONGEST_TIMER_MS,
   },
 } as const satisfies Partial<Record<keyof MuxOptions, LimitFlag>>;
 
@@ -269,5 +280,6 @@ export function muxLimitsOf(values: LimitValues): MuxOptionsInput {
     maxQueuedCalls: values.maxQueuedCalls,
     maxStreamsPerSocket: values.maxStreamsPerSocket,
     backlogGraceIntervals: values.backlogGraceIntervals,
+    followReadRetryMs: values.followReadRetryMs,
   };
 }

@@ -57,6 +57,17 @@ const LIMITS = [
     fallback: 256,
     min: 0,
   },
+  // how long a follow stream retries a read the database failed: 0 for not at all, no longer than
+  // a Node timer's longest delay
+  {
+    key: "followReadRetryMs",
+    to: ["mux"],
+    flag: "--follow-read-retry-ms",
+    env: "SESSIONMUX_FOLLOW_READ_RETRY_MS",
+    fallback: 60_000,
+    min: 0,
+    max: 2 ** 31 - 1,
+  },
   {
     key: "maxSocketsPerPrincipal",
     to: ["principal"],
@@ -302,6 +313,7 @@ describe("serve limit flags", () => {
       maxQueuedCalls: 256,
       maxStreamsPerSocket: 256,
       backlogGraceIntervals: 4,
+      followReadRetryMs: 60_000,
     });
     expect(limits.http).toEqual({
       maxUploadBytes: 10 * 1024 * 1024,
@@ -367,7 +379,7 @@ describe("serve limit flags", () => {
 
   it("take the greatest value of a limit that has one and refuse one more, naming the flag and its range", () => {
     const bounded = INTEGER_LIMITS.filter((limit) => "max" in limit);
-    expect(bounded.map((limit) => limit.flag)).toEqual(["--claimed-call-wait-ms"]);
+    expect(bounded.map((limit) => limit.flag)).toEqual(["--follow-read-retry-ms", "--claimed-call-wait-ms"]);
     for (const limit of bounded) {
       expect(parseServe([limit.flag, String(limit.max)])).toEqual(withLimit(limit.key, limit.max));
       const above = String(limit.max + 1);

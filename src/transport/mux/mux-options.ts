@@ -44,7 +44,7 @@ export interface MuxOptions {
   /**
    * @default 60000 — how long a follow stream retries a read the store failed retryably (its
    * open's, a log read; `persistence_failure`: a lost PostgreSQL connection) before it ends with
-   * that error; 0: not at all.
+   * that error; 0: not at all. `serve`'s `--follow-read-retry-ms`.
    */
   followReadRetryMs: number;
   /** @default 5000 — control deltas waiting on one reader before it ends with `slow_consumer`. */
