@@ -155,7 +155,7 @@ export function registerServeCommand(program: Command): void {
     .addOption(
       new Option(
         "--db-listen-check-ms <ms>",
-        "PostgreSQL: how often each LISTEN connection is asked SELECT 1; one silent that long is dropped and reconnected",
+        "PostgreSQL: how often each LISTEN connection is asked SELECT 1 (counted from its last answer), and how long the answer may take before the connection is dropped and reconnected: one gone silent is dropped within twice this",
       )
         .env("SESSIONMUX_DB_LISTEN_CHECK_MS")
         .argParser(integer("--db-listen-check-ms", LIMIT_FLOORS.dbCheckMs, LONGEST_TIMER_MS))

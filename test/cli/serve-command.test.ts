@@ -212,6 +212,14 @@ describe("sessionmux serve flags", () => {
       "run the host: durable log, WebSocket mux, HTTP routes and the console",
     );
     for (const option of serve?.options ?? []) expect(option.description, option.long).not.toBe("");
+    // a LISTEN connection gone silent just after an answer is asked again only this long later,
+    // and dropped once that question went unanswered as long: twice this in all
+    const listenCheck = serve?.options.find((o) => o.long === "--db-listen-check-ms");
+    expect(listenCheck?.description).toBe(
+      "PostgreSQL: how often each LISTEN connection is asked SELECT 1 (counted from its last answer), " +
+        "and how long the answer may take before the connection is dropped and reconnected: " +
+        "one gone silent is dropped within twice this",
+    );
   });
 
   it("default as the README says with neither flag nor variable", () => {
