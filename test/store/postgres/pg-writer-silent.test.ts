@@ -4,6 +4,7 @@ import { SessionmuxError } from "../../../protocol/index.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { CommitNotice } from "../../../src/store/session-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { settlement } from "../../support/settlement.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
@@ -30,20 +31,6 @@ async function adminClient(): Promise<pg.Client> {
   await admin.connect();
   cleanups.push(() => admin.end());
   return admin;
-}
-
-/** How a promise settled so far: undefined while it is pending. */
-function settlement<T>(promise: Promise<T>): () => { value: T } | { error: unknown } | undefined {
-  let settled: { value: T } | { error: unknown } | undefined;
-  promise.then(
-    (value) => {
-      settled = { value };
-    },
-    (error: unknown) => {
-      settled = { error };
-    },
-  );
-  return () => settled;
 }
 
 /** The seq of every event a subscriber on `store` was given for `sessionId`. */
