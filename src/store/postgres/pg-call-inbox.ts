@@ -8,6 +8,7 @@ import { openWatchedPool, type QueryWatch, queryWatch } from "./pg-backend-watch
 import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import { openClient, poolStatsOf } from "./pg-pool.js";
 import { migrate } from "./pg-schema.js";
+import { WaitingConnects } from "./pg-waiting-connects.js";
 
 /** The bounds of `CallInboxLimits` (each at its default when left out), and the inbox's own settings. */
 export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
@@ -95,6 +96,11 @@ export class PgCallInbox implements CallInbox {
    */
   readonly #starved = new Set<string>();
   readonly #waiters = new Map<string, Waiter>();
+  /**
+   * Sends waiting for a connection to record their call: refused as the inbox closes, which
+   * waits for the calls it runs (and their replies' statements) before its pool ends.
+   */
+  readonly #recording = new WaitingConnects();
   /** Calls waiting on a reply, by principal name. */
   readonly #pendingBy = new Map<string, number>();
   /** Bytes of the bodies of the calls waiting on a reply. */
@@ -230,7 +236,9 @@ export class PgCallInbox implements CallInbox {
     withdraw?.addEventListener("abort", onWithdraw, { once: true });
     if (withdrawing) wake();
     try {
-      await this.#record(targetHost, call, body, timeoutMs);
+      // the inbox closed while it waited for a connection: never recorded, answered as a call
+      // waiting when it closes is
+      if (!(await this.#record(targetHost, call, body, timeoutMs))) return { status: "timeout" };
       // recorded: its target may claim and run it whatever happens here, so a read that fails from
       // now on leaves the outcome unknown, and the call is not sent again
       try {
@@ -330,12 +338,19 @@ export class PgCallInbox implements CallInbox {
    * statement went out, or the server refused it (its ERROR ends the statement's transaction);
    * `outcome_unknown` when the connection was lost once the statement was sent, or ended by the
    * server (a FATAL, which may come after the commit): the row may be there, and its target run it.
+   * False when the inbox closed before a connection could be had: nothing was sent.
    */
-  async #record(targetHost: string, call: ForwardedCall, body: Uint8Array, timeoutMs: number): Promise<void> {
+  async #record(
+    targetHost: string,
+    call: ForwardedCall,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<boolean> {
     let client: pg.PoolClient;
     try {
-      client = await this.#pool.connect();
+      client = await this.#recording.connectTo(this.#pool);
     } catch (err) {
+      if (this.#closed) return false;
       throw isPgStorageFailure(err) ? pgPersistenceFailure(err, NOT_SENT) : err;
     }
     try {
@@ -348,6 +363,7 @@ export class PgCallInbox implements CallInbox {
         [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
       );
       client.release();
+      return true;
     } catch (err) {
       // a connection that answered with an ERROR is still sound; any other is dropped
       client.release(refused(err) ? undefined : err instanceof Error ? err : true);
@@ -413,10 +429,14 @@ export class PgCallInbox implements CallInbox {
     };
   }
 
-  /** Stops serving and listening; calls still waiting resolve `timeout` (their rows are left to expire). */
+  /**
+   * Stops serving and listening; calls still waiting resolve `timeout` (their rows are left to
+   * expire), at once also those still waiting for a connection to be recorded (never recorded).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#recording.refuse(shuttingDown);
     clearInterval(this.#timer);
     this.#served.clear();
     for (const waiter of this.#waiters.values()) waiter.wake();

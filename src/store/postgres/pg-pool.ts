@@ -1,8 +1,10 @@
 import pg from "pg";
+import { storeClosed } from "../store-closed.js";
 import type { PoolStats } from "../store-metrics.js";
 import { afterLoopTime } from "./loop-time.js";
 import { checkListening, KEEPALIVE_IDLE_MS, LISTEN_CHECK_MS } from "./pg-listen-check.js";
 import { schemaIdentifier } from "./pg-schema.js";
+import { type Connected, connection, WaitingConnects } from "./pg-waiting-connects.js";
 
 export interface PgPoolOptions {
   /** Schema holding the store's tables. @default "public" */
@@ -44,15 +46,45 @@ const sessionSettings = (schema: string) =>
   `-c search_path=${schema} -c synchronous_commit=on -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
 
 /**
+ * pg's pool, whose end also settles what waits on it: a connect (a statement's too) still waiting
+ * for a free connection when the pool ends, or asked for after, is refused `host_shutting_down`
+ * (see `WaitingConnects`) instead of waiting for ever. One whose connection was already being made
+ * is refused too, and that connection closed once made: the end waits for its handshake, which
+ * the pool's connect timeout bounds.
+ */
+class EndingPool extends pg.Pool {
+  readonly #waiting = new WaitingConnects();
+
+  // both of pg's overloads: the promise, and the callback its own `query` passes
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: Connected): void;
+  override connect(callback?: Connected): Promise<pg.PoolClient> | undefined {
+    if (!callback) return connection((connected) => this.connect(connected));
+    this.#waiting.connect((connected) => super.connect(connected), callback);
+    return undefined;
+  }
+
+  override end(): Promise<void>;
+  override end(callback: () => void): void;
+  override end(callback?: () => void): Promise<void> | undefined {
+    this.#waiting.refuse(storeClosed);
+    if (!callback) return super.end();
+    super.end(callback);
+    return undefined;
+  }
+}
+
+/**
  * A pool whose every connection runs in the store's schema with `synchronous_commit = on`, so a
  * COMMIT returns only after the WAL reached disk: an acknowledged write survives a crash. Each has
  * TCP keepalive, as the LISTEN connections do: one whose path went silent while it idled in the
  * pool (or held the group commit's presence lock) is found by the kernel's probes and dropped,
- * instead of by the next statement sent over it.
+ * instead of by the next statement sent over it. Its end refuses the connects still waiting on it
+ * (see `EndingPool`).
  */
 export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   const schema = schemaIdentifier(options.schema ?? "public");
-  const pool = new pg.Pool({
+  const pool = new EndingPool({
     connectionString: url,
     max: options.max ?? 10,
     pipeline: options.pipeline ?? false,

@@ -34,14 +34,16 @@ export async function waitingOn(watcher: pg.Client, pid: number): Promise<{ pid:
 
 /**
  * A client of its own holding `table` of `schema` locked (ACCESS EXCLUSIVE) in an open
- * transaction, as a migration would, ended by `cleanups`; with its backend's pid.
+ * transaction, as a migration would, ended by `cleanups`; with its backend's pid. `url`: the
+ * database, the tests' own by default.
  */
 export async function lockTable(
   cleanups: Cleanup[],
   schema: string,
   table: string,
+  url = pgUrl!,
 ): Promise<{ admin: pg.Client; pid: number }> {
-  const admin = new pg.Client({ connectionString: pgUrl! });
+  const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   cleanups.push(() => admin.end());
   await admin.query("BEGIN");

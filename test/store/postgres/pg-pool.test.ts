@@ -3,6 +3,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { IDLE_IN_TRANSACTION_TIMEOUT_MS, openClient, openPool } from "../../../src/store/postgres/pg-pool.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { settlement } from "../../support/settlement.js";
 import { until } from "../../support/until.js";
 import { pgUrl } from "../contract/backends.js";
 
@@ -81,5 +82,31 @@ describe.skipIf(!pgUrl)("a PostgreSQL store's connections", () => {
     released = true;
     await until(() => pool.totalCount === 0, 5_000, "the ended connection dropped");
     expect((await pool.query<{ one: number }>("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+  });
+
+  it("ending refuses a connect waiting for a free connection, and one asked for after, host_shutting_down; it ends once the held one is released", async () => {
+    const pool = openPool(pgUrl!, { max: 1 });
+    const held = await pool.connect();
+    const waiting = settlement(pool.query("SELECT 1"));
+    await until(() => pool.waitingCount === 1, 5_000, "the query waiting for the connection");
+    const ending = settlement(pool.end());
+    const refused = expect.objectContaining({ code: "host_shutting_down" });
+    await expect.poll(waiting, { timeout: 5_000 }).toEqual({ error: refused });
+    await expect(pool.connect()).rejects.toEqual(refused);
+    await expect(pool.query("SELECT 1")).rejects.toEqual(refused);
+    expect(ending()).toBeUndefined();
+    held.release();
+    await expect.poll(ending, { timeout: 5_000 }).toEqual({ value: undefined });
+  });
+
+  it("ending refuses a connect whose connection is being made, and closes that connection once made instead of waiting on it", async () => {
+    const pool = openPool(pgUrl!, { max: 1 });
+    const making = settlement(pool.connect());
+    const ending = settlement(pool.end());
+    await expect.poll(making, { timeout: 5_000 }).toEqual({
+      error: expect.objectContaining({ code: "host_shutting_down" }),
+    });
+    await expect.poll(ending, { timeout: 5_000 }).toEqual({ value: undefined });
+    expect(pool.totalCount).toBe(0);
   });
 });
