@@ -4,7 +4,7 @@ import { openHostDatabase } from "../../../src/operations/host-database.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { until } from "../../support/until.js";
-import { type ScratchDatabase, scratchDatabase } from "./scratch-database.js";
+import { hostConnections, type ScratchDatabase, scratchDatabase } from "./scratch-database.js";
 
 /**
  * A close step that fails (a pool's `end`, the upload sweeper's) does not leave the steps after it
@@ -20,16 +20,6 @@ async function newDatabase(): Promise<ScratchDatabase> {
   const scratch = await scratchDatabase(pgUrl!, "smx_close");
   cleanups.push(() => scratch.drop());
   return scratch;
-}
-
-/** The host's connections (pooled, listening, readiness) still in the scratch database. */
-async function connections(scratch: ScratchDatabase): Promise<number> {
-  const { rows } = await scratch.server.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = $1 AND application_name LIKE 'sessionmux%'`,
-    [scratch.name],
-  );
-  return rows[0]!.n;
 }
 
 /** `pool.end` ends the pool, then fails, as an end whose last socket errored does. */
@@ -50,11 +40,11 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL store when one step fails", () => 
     const pools = store as unknown as { writerPool: pg.Pool; pool: pg.Pool };
     const failure = new Error("writer pool end failed");
     failingEnd(pools.writerPool, failure);
-    expect(await connections(scratch)).toBeGreaterThan(0);
+    expect(await hostConnections(scratch)).toBeGreaterThan(0);
 
     await expect(store.close()).rejects.toBe(failure);
     expect(pools.pool.ended).toBe(true);
-    await until(async () => (await connections(scratch)) === 0, 5_000, "no connection of the store left");
+    await until(async () => (await hostConnections(scratch)) === 0, 5_000, "no connection of the store left");
   });
 
   it("as a host database: the inbox and the store are closed after the upload sweeper's close failed", async () => {
@@ -68,9 +58,9 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL store when one step fails", () => 
       await close();
       throw failure;
     };
-    expect(await connections(scratch)).toBeGreaterThan(0);
+    expect(await hostConnections(scratch)).toBeGreaterThan(0);
 
     await expect(database.close()).rejects.toBe(failure);
-    await until(async () => (await connections(scratch)) === 0, 5_000, "no connection of the host left");
+    await until(async () => (await hostConnections(scratch)) === 0, 5_000, "no connection of the host left");
   });
 });

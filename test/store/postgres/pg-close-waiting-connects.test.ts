@@ -8,7 +8,7 @@ import { settlement } from "../../support/settlement.js";
 import { pgUrl } from "../contract/backends.js";
 import { call, heldHandler, NO_POLL } from "./call-inbox-rows.js";
 import { lockTable, waitingOn } from "./held-writes.js";
-import { type ScratchDatabase, scratchDatabase } from "./scratch-database.js";
+import { hostConnections, type ScratchDatabase, scratchDatabase } from "./scratch-database.js";
 
 /**
  * A pool of one connection, held by a statement waiting on a table lock, and a second operation
@@ -28,16 +28,6 @@ async function newDatabase(): Promise<ScratchDatabase> {
   const scratch = await scratchDatabase(pgUrl!, "smx_waiting");
   cleanups.push(() => scratch.drop());
   return scratch;
-}
-
-/** Connections of the owner (pooled, listening, checks) still in the scratch database. */
-async function connections(scratch: ScratchDatabase): Promise<number> {
-  const { rows } = await scratch.server.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = $1 AND application_name LIKE 'sessionmux%'`,
-    [scratch.name],
-  );
-  return rows[0]!.n;
 }
 
 /**
@@ -90,7 +80,7 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL pool's owner while a connect waits
     await expect.poll(closed, { timeout: BOUND_MS }).toEqual({ value: undefined });
     // recorded once the lock went, and answered as a call whose inbox closed between statements
     expect(held()).toEqual({ value: { status: "timeout" } });
-    await expect.poll(() => connections(scratch), { timeout: BOUND_MS }).toBe(0);
+    await expect.poll(() => hostConnections(scratch), { timeout: BOUND_MS }).toBe(0);
   }, 60_000);
 
   it("a store read waiting for a pooled connection rejects host_shutting_down", async () => {
@@ -114,7 +104,7 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL pool's owner while a connect waits
     await expect.poll(closed, { timeout: BOUND_MS }).toEqual({ value: undefined });
     // the read holding the connection had it to the end
     expect(held()).toMatchObject({ value: { status: "ok" } });
-    await expect.poll(() => connections(scratch), { timeout: BOUND_MS }).toBe(0);
+    await expect.poll(() => hostConnections(scratch), { timeout: BOUND_MS }).toBe(0);
   }, 60_000);
 
   it("an upload's quota read waiting for the sweeper's connection rejects host_shutting_down", async () => {
@@ -139,6 +129,6 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL pool's owner while a connect waits
     await unlock();
     await expect.poll(closed, { timeout: BOUND_MS }).toEqual({ value: undefined });
     expect(held()).toEqual({ value: 10 });
-    await expect.poll(() => connections(scratch), { timeout: BOUND_MS }).toBe(0);
+    await expect.poll(() => hostConnections(scratch), { timeout: BOUND_MS }).toBe(0);
   }, 60_000);
 });

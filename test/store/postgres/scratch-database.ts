@@ -38,3 +38,13 @@ export async function scratchDatabase(
     },
   };
 }
+
+/** The host's connections (pooled, listening, checks: named `sessionmux…`) still open in `scratch`. */
+export async function hostConnections(scratch: ScratchDatabase): Promise<number> {
+  const { rows } = await scratch.server.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+     WHERE datname = $1 AND application_name LIKE 'sessionmux%'`,
+    [scratch.name],
+  );
+  return rows[0]!.n;
+}
