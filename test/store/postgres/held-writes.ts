@@ -13,6 +13,7 @@ export async function blockedBy(
   watcher: pg.Client,
   pid: number,
 ): Promise<{ direct: number; behind: number }> {
+  await freshActivity(watcher);
   const { rows } = await watcher.query<{ direct: number; behind: number }>(
     `WITH d AS (SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)))
      SELECT (SELECT count(*) FROM d)::int AS direct,
@@ -25,11 +26,20 @@ export async function blockedBy(
 
 /** The backends waiting directly for a lock the backend `pid` holds, with the port each connects from. */
 export async function waitingOn(watcher: pg.Client, pid: number): Promise<{ pid: number; port: number }[]> {
+  await freshActivity(watcher);
   const { rows } = await watcher.query<{ pid: number; port: number }>(
     "SELECT pid, client_port AS port FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
     [pid],
   );
   return rows;
+}
+
+/**
+ * PostgreSQL reads `pg_stat_activity` once per transaction: a watcher polling from inside one (the
+ * client holding the lock, say) would see the backends of its first poll for good.
+ */
+async function freshActivity(watcher: pg.Client): Promise<void> {
+  await watcher.query("SELECT pg_stat_clear_snapshot()");
 }
 
 /**
