@@ -11,7 +11,9 @@ const RETRY_CODES = new Set(["40001", "40P01"]);
 
 export function isPgStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && code.length === 5) {
+  // a socket's error may have five letters too (EPIPE, a write to a connection already cut): it
+  // names the system call that failed, which no SQLSTATE the server sent does
+  if (typeof code === "string" && code.length === 5 && !isSystemError(err)) {
     return STORAGE_CLASSES.includes(code.slice(0, 2)) || STORAGE_CODES.has(code);
   }
   // node errors of a lost socket (ECONNRESET, ECONNREFUSED; not node's own ERR_…) and pg's own "Connection terminated"
@@ -70,4 +72,9 @@ export async function* pgReadChunks(chunks: AsyncIterable<Uint8Array>): AsyncGen
 
 function readFailure(err: unknown): unknown {
   return isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
+}
+
+/** An error of a system call (a socket's read or write, a connect), as node raises it. */
+function isSystemError(err: unknown): boolean {
+  return err instanceof Error && typeof (err as { syscall?: unknown }).syscall === "string";
 }

@@ -136,6 +136,15 @@ describe.skipIf(!pgUrl)("PostgreSQL failures as the store sorts them", () => {
     for (const err of [terminated, notQueryable, refused]) expect(isPgRetryable(err)).toBe(false);
   });
 
+  it("a write to a connection already cut (EPIPE: five letters, as a SQLSTATE has) is a storage failure", () => {
+    // as node raises it for a pipelined write batch's statements sent over a socket its peer
+    // reset: the system call's error, which no SQLSTATE class names
+    const epipe = Object.assign(new Error("write EPIPE"), { errno: -32, code: "EPIPE", syscall: "write" });
+    expect(isPgStorageFailure(epipe)).toBe(true);
+    expect(isPgRetryable(epipe)).toBe(false);
+    expect(pgPersistenceFailure(epipe)).toMatchObject({ code: "persistence_failure", retryable: true });
+  });
+
   it("a program's own error, or a thrown value that is not an error, is no storage failure", async () => {
     expect(isPgStorageFailure(new TypeError("cannot read properties of undefined"))).toBe(false);
     // a cancelled wait carries a code of node's own, not a socket's
