@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { decode, encode } from "@msgpack/msgpack";
 import type pg from "pg";
 import { SessionmuxError } from "../../../protocol/index.js";
@@ -48,6 +49,10 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
 const CLAIM_BATCH = 64;
 /** See `PgCallInboxOptions.claimedReplyGraceMs`: a reply is one UPDATE after its call ran. */
 const CLAIMED_REPLY_GRACE_MS = 500;
+/** Writes of a reply, the first included, while the database fails them (see `#answer`). */
+const REPLY_ATTEMPTS = 4;
+/** The pause before a reply's next write, times the writes made: 0.1 s, 0.2 s, 0.3 s. */
+const REPLY_RETRY_MS = 100;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -651,6 +656,32 @@ export class PgCallInbox implements CallInbox {
     return found.rows[0]?.awaited === true;
   }
 
+  /**
+   * Writes the reply to `callId` and wakes its sender. A statement the database did not take is
+   * sent again, a few times: its first may go out on a connection that died idle in the pool (a
+   * path that blipped while the call ran, its close not yet read), and a reply lost there leaves
+   * its sender waiting out its longest wait on a call this host answered, then told `unknown`.
+   * Sending it twice writes it once (`reply IS NULL`).
+   */
+  async #answer(callId: string, encoded: Uint8Array): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#pool.query(
+          `WITH answered AS (
+             UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
+           SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
+          [callId, encoded, this.#channel],
+        );
+        return;
+      } catch (err) {
+        if (this.#closed || attempt >= REPLY_ATTEMPTS || !isPgStorageFailure(err)) throw err;
+        await sleep(REPLY_RETRY_MS * attempt);
+        // one that closed meanwhile writes no more: its pool is ending
+        if (this.#closed) throw err;
+      }
+    }
+  }
+
   /** Runs a claimed call in its session's turn; `size`: the bytes it holds until it settles. */
   #run(hostId: string, row: ClaimedRow, taken: boolean, size: number): void {
     let held = size;
@@ -674,12 +705,7 @@ export class PgCallInbox implements CallInbox {
       // the reply is held too until it is written
       held += encoded.byteLength;
       this.#servingBytes += encoded.byteLength;
-      await this.#pool.query(
-        `WITH answered AS (
-           UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
-         SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
-        [row.call_id, encoded, this.#channel],
-      );
+      await this.#answer(row.call_id, encoded);
     });
     const settled = next
       .catch(() => undefined)

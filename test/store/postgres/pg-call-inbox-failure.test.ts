@@ -142,4 +142,20 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a call whose connection fails", 
     });
     expect(await rowsOf(admin, schema, forwarded.callId)).toBe(1);
   }, 30_000);
+
+  it("answers a call whose reply's first write goes out on a connection cut while the call ran", async () => {
+    const { inbox: target, proxy, schema } = await inboxBehindProxy();
+    const sender = await PgCallInbox.open(pgUrl!, { schema, pollMs: NO_POLL, claimedWaitMs: 5_000 });
+    cleanups.push(() => sender.close());
+    let cuts = 0;
+    target.serve("host-b", async () => {
+      // the path blips as the call runs: the connection its claim used, idle in the pool since,
+      // is gone, and the reply's write is the first statement to meet it
+      cuts = proxy.cutAll();
+      return { status: "ok", result: "answered" };
+    });
+    // without the write sent again the reply is lost: the sender waits out its claimed wait, `unknown`
+    expect(await sender.send("host-b", call("s1"), 5_000)).toEqual({ status: "ok", result: "answered" });
+    expect(cuts).toBeGreaterThan(0);
+  }, 30_000);
 });
