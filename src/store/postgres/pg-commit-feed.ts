@@ -34,6 +34,13 @@ const MAX_HEADS = 50_000;
 const HEADS_PAGE = 1_000;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+/**
+ * A session's local notices held behind a catch-up read that failed wait for the re-read of the
+ * reconnect it owes (see `owe`) for at most this long, and at most `MAX_OWED_HELD` of them: past
+ * either, they go out as they are. Twice the longest wait between two reconnect attempts.
+ */
+export const OWED_HOLD_MS = 2 * RECONNECT_MAX_MS;
+export const MAX_OWED_HELD = 1_000;
 // the snapshot's oldest running transaction: its 64-bit id (a projection row's `version`) and the
 // 32-bit one rows carry in `xmin`
 export const LISTENING_SINCE = `SELECT x::text AS xid8, (x::text::bigint % 4294967296)::text AS xid
@@ -74,6 +81,16 @@ interface HeldNotice {
 }
 
 /**
+ * A session's local notices held back behind another host's rows, in commit order. `owed`: the
+ * catch-up read they waited for failed, and this timer releases them as they are past
+ * `OWED_HOLD_MS` unless the reconnect's re-read released them first.
+ */
+interface Hold {
+  notices: HeldNotice[];
+  owed?: NodeJS.Timeout;
+}
+
+/**
  * Commit notices for this store's subscribers, whichever host committed. Local commits are
  * delivered synchronously right after COMMIT (as in SQLite). Each committed batch sends one NOTIFY
  * on a channel per schema (see `announcement`), from outside the write transaction so it adds no
@@ -108,7 +125,7 @@ export class PgCommitFeed {
    */
   private readonly toldCreated = new Map<string, string>();
   /** Local notices held back behind another host's rows this store has not read yet. */
-  private readonly held = new Map<string, HeldNotice[]>();
+  private readonly held = new Map<string, Hold>();
   private remote: Promise<void> = Promise.resolve();
   private liveListeners = 0;
   private readonly dismissalSubscribers = new Set<DismissalSubscriber>();
@@ -336,6 +353,8 @@ export class PgCommitFeed {
     clearTimeout(this.reconnectTimer);
     clearInterval(this.legacyTimer);
     await this.remote;
+    // no re-read comes any more: what a failed read left held goes out as it is
+    for (const [sessionId, hold] of [...this.held]) if (hold.owed) this.releaseAsTheyAre(sessionId, hold);
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
@@ -747,7 +766,8 @@ export class PgCommitFeed {
     const { sessionId, notice, projection } = local.pending;
     const waiting = this.held.get(sessionId);
     if (waiting) {
-      waiting.push(local);
+      waiting.notices.push(local);
+      if (waiting.owed && waiting.notices.length > MAX_OWED_HELD) this.releaseAsTheyAre(sessionId, waiting);
       return;
     }
     if (!this.interested(sessionId)) return;
@@ -763,26 +783,74 @@ export class PgCommitFeed {
       this.deliver(sessionId, notice, projection, local.version);
       return;
     }
-    this.held.set(sessionId, [local]);
+    const hold: Hold = { notices: [local] };
+    this.held.set(sessionId, hold);
     this.remote = this.remote
       .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
       .then(
-        () => true,
-        () => false,
-      )
-      .then((caughtUp) => {
-        const release = this.held.get(sessionId) ?? [];
-        this.held.delete(sessionId);
-        // each through the same check (another host may have committed between two held notices)
-        // if the read delivered something, so every hold ends; after a read that failed or
-        // delivered nothing (its last subscriber left), as they are: followers repair a gap by
-        // reading the log
-        const moved = caughtUp && this.delivered.get(sessionId) !== head;
-        for (const next of release)
-          if (moved) this.deliverLocal(next);
-          else
-            this.deliver(next.pending.sessionId, next.pending.notice, next.pending.projection, next.version);
-      });
+        () => {
+          this.held.delete(sessionId);
+          // each through the same check (another host may have committed between two held
+          // notices) if the read delivered something, so every hold ends; after a read that
+          // delivered nothing (its last subscriber left), as they are
+          const moved = this.delivered.get(sessionId) !== head;
+          for (const next of hold.notices)
+            if (moved) this.deliverLocal(next);
+            else this.deliverAsItIs(next);
+        },
+        () => {
+          // a closing store has no reconnect to wait for
+          if (this.closed) this.releaseAsTheyAre(sessionId, hold);
+          else this.owe(sessionId, hold);
+        },
+      );
+  }
+
+  /**
+   * The catch-up read `hold` waited for failed (a lost connection): owed, as a NOTIFY's read
+   * that failed is (see `heard`), since the rows it would have read may be the last the other
+   * host writes to the session. The LISTEN starts again, and the notices wait for its re-read,
+   * which reads every session followed here above what was delivered, these rows first
+   * (`releaseOwed`). A host still committing to the session while its LISTEN connection cannot
+   * come back would hold them without end: past `MAX_OWED_HELD` notices or `OWED_HOLD_MS` they
+   * go out as they are, and the feed skips the rows they waited for (followers read the gap from
+   * the log; store-wide listeners never hear of those rows).
+   */
+  private owe(sessionId: string, hold: Hold): void {
+    hold.owed = setTimeout(() => this.releaseAsTheyAre(sessionId, hold), OWED_HOLD_MS);
+    hold.owed.unref();
+    if (hold.notices.length > MAX_OWED_HELD) this.releaseAsTheyAre(sessionId, hold);
+    this.listenAgain();
+  }
+
+  /**
+   * After a reconnect's re-read: the notices of every owed hold go through `deliverLocal` again,
+   * so those the re-read delivered are dropped and the rest wait behind any row of another host
+   * still unread. Each was owed before the re-read began: a catch-up fails, and a re-read runs,
+   * on the one queue of remote work (`remote`).
+   */
+  private releaseOwed(): void {
+    for (const [sessionId, hold] of [...this.held]) {
+      if (!hold.owed) continue;
+      this.endHold(sessionId, hold);
+      for (const next of hold.notices) this.deliverLocal(next);
+    }
+  }
+
+  /** A hold given up (past its bounds, or the store closing): its notices go out as they are. */
+  private releaseAsTheyAre(sessionId: string, hold: Hold): void {
+    if (this.held.get(sessionId) !== hold) return;
+    this.endHold(sessionId, hold);
+    for (const next of hold.notices) this.deliverAsItIs(next);
+  }
+
+  private endHold(sessionId: string, hold: Hold): void {
+    this.held.delete(sessionId);
+    clearTimeout(hold.owed);
+  }
+
+  private deliverAsItIs({ pending, version }: HeldNotice): void {
+    this.deliver(pending.sessionId, pending.notice, pending.projection, version);
   }
 
   private async projectionFor(sessionId: string): Promise<VersionedProjection | null> {
@@ -860,6 +928,7 @@ export class PgCommitFeed {
               () => {
                 this.owedFrom = undefined;
                 this.reconnectDelay = RECONNECT_MIN_MS;
+                this.releaseOwed();
               },
               () => {
                 // read again from the same start on the next connection, after a longer wait

@@ -49,3 +49,26 @@ export function listenClientsMade(): pg.Client[] {
   });
   return made;
 }
+
+/**
+ * Resolves once a connection's `LISTEN` on `channel` begun from now on is answered, before the
+ * code that sent it goes on (a feed's re-read after it is not queued yet).
+ */
+export function listensAgain(channel: string): Promise<void> {
+  const query = pg.Client.prototype.query;
+  return new Promise((resolve) => {
+    vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      const result = (query as (...a: unknown[]) => unknown).apply(this, args);
+      if (
+        typeof args[0] === "string" &&
+        args[0].startsWith(`LISTEN "${channel}"`) &&
+        result instanceof Promise
+      )
+        result.then(
+          () => resolve(),
+          () => undefined,
+        );
+      return result;
+    } as typeof pg.Client.prototype.query);
+  });
+}
