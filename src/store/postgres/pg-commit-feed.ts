@@ -81,12 +81,14 @@ interface HeldNotice {
 }
 
 /**
- * A session's local notices held back behind another host's rows, in commit order. `owed`: the
- * catch-up read they waited for failed, and this timer releases them as they are past
- * `OWED_HOLD_MS` unless the reconnect's re-read released them first.
+ * A session's local notices held back behind another host's rows, in commit order, and the epoch
+ * the session's delivered head was in when the first was held. `owed`: the catch-up read they
+ * waited for failed, and this timer releases them as they are past `OWED_HOLD_MS` unless the
+ * reconnect's re-read released them first.
  */
 interface Hold {
   notices: HeldNotice[];
+  epoch: string;
   owed?: NodeJS.Timeout;
 }
 
@@ -783,20 +785,17 @@ export class PgCommitFeed {
       this.deliver(sessionId, notice, projection, local.version);
       return;
     }
-    const hold: Hold = { notices: [local] };
+    const hold: Hold = { notices: [local], epoch: head.epoch };
     this.held.set(sessionId, hold);
     this.remote = this.remote
       .then(() => this.catchUp(sessionId, head.epoch, head.seq + 1, false, firstSeq - 1))
       .then(
         () => {
           this.held.delete(sessionId);
-          // each through the same check (another host may have committed between two held
-          // notices) if the read delivered something, so every hold ends; after a read that
-          // delivered nothing (its last subscriber left), as they are
-          const moved = this.delivered.get(sessionId) !== head;
-          for (const next of hold.notices)
-            if (moved) this.deliverLocal(next);
-            else this.deliverAsItIs(next);
+          // through the same check again if the read delivered something, so every hold ends;
+          // after a read that delivered nothing (its last subscriber left), as they are
+          if (this.delivered.get(sessionId) !== head) this.releaseRead(hold);
+          else for (const next of hold.notices) this.deliverAsItIs(next);
         },
         () => {
           // a closing store has no reconnect to wait for
@@ -833,7 +832,23 @@ export class PgCommitFeed {
     for (const [sessionId, hold] of [...this.held]) {
       if (!hold.owed) continue;
       this.endHold(sessionId, hold);
-      for (const next of hold.notices) this.deliverLocal(next);
+      this.releaseRead(hold);
+    }
+  }
+
+  /**
+   * A hold whose rows were read: each notice through `deliverLocal` again (another host may
+   * have committed between two of them). An append of the epoch the hold began in is dropped
+   * once a read delivered another epoch: a clear committed after it, so its events are gone,
+   * and it would set the session's head back in the old epoch, making the next reads tell the
+   * clear and the new epoch's events again.
+   */
+  private releaseRead(hold: Hold): void {
+    for (const next of hold.notices) {
+      const { sessionId, notice } = next.pending;
+      const head = this.delivered.get(sessionId);
+      const cleared = head !== undefined && head.epoch !== hold.epoch;
+      if (!(cleared && notice.kind === "append" && notice.epoch === hold.epoch)) this.deliverLocal(next);
     }
   }
 

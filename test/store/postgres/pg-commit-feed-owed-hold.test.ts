@@ -212,6 +212,21 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a local commit held behind a re
     expect(heard).toEqual([]);
   });
 
+  it("drops the held commits of a session another host cleared meanwhile, telling the clear once", async () => {
+    const hosts = await followedOnB();
+    const { a, b, heard } = hosts;
+    // (the turn ends with 3: a session is cleared between turns)
+    const { notices, openConnects } = await heldBehindFailedRead(hosts, { events: [turnEnd("t")] });
+    expect(await a.clear(S)).toMatchObject({ status: "cleared" });
+    await a.append(S, [delta("t", "new epoch")]);
+    openConnects();
+    await vi.waitFor(() => expect(heard.at(-1)).toBe("append 1"), WAIT);
+    notices.release();
+    await notifiesHandled(hosts);
+    await b.append(S, [delta("t", "b2")]);
+    expect(heard).toEqual(["clear", "append 1", "append 2"]);
+  });
+
   it("drops the held commits of a session another host deleted meanwhile", async () => {
     const hosts = await followedOnB();
     const { heard } = hosts;
