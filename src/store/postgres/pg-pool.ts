@@ -68,6 +68,10 @@ class EndingPool extends pg.Pool {
   override end(callback: () => void): void;
   override end(callback?: () => void): Promise<void> | undefined {
     this.#waiting.refuse(storeClosed);
+    // every connect pg's pool still queues was refused just now, and an ending pool hands none a
+    // connection: kept, they would count in `waitingCount` (`sessionmux_db_waiting`) for as long
+    // as the pool is held, their statements' parameters with them
+    (this as unknown as { _pendingQueue?: unknown[] })._pendingQueue?.splice(0);
     if (!callback) return super.end();
     super.end(callback);
     return undefined;

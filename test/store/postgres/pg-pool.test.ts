@@ -99,6 +99,23 @@ describe.skipIf(!pgUrl)("a PostgreSQL store's connections", () => {
     await expect.poll(ending, { timeout: 5_000 }).toEqual({ value: undefined });
   });
 
+  it("counts no connect it refused as waiting once it ends: they leave its queue, as they left its callers", async () => {
+    const pool = openPool(pgUrl!, { max: 1 });
+    const held = await pool.connect();
+    const waiting = [settlement(pool.query("SELECT 1")), settlement(pool.connect())];
+    await until(() => pool.waitingCount === 2, 5_000, "both waiting for the connection");
+    const ending = settlement(pool.end());
+    await expect
+      .poll(() => waiting.every((settled) => settled() !== undefined), { timeout: 5_000 })
+      .toBe(true);
+    // while the end still waits for the held connection, nothing waits on the pool
+    expect(ending()).toBeUndefined();
+    expect(pool.waitingCount).toBe(0);
+    held.release();
+    await expect.poll(ending, { timeout: 5_000 }).toEqual({ value: undefined });
+    expect(pool.waitingCount).toBe(0);
+  });
+
   it("ending refuses a connect whose connection is being made, and closes that connection once made instead of waiting on it", async () => {
     const pool = openPool(pgUrl!, { max: 1 });
     const making = settlement(pool.connect());
