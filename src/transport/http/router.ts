@@ -33,7 +33,8 @@ export interface HttpOptions {
   uploadQuotaBytes?: number;
   /**
    * @default 32 MiB — stored event data a transcript view folds; more is `transcript_too_large`.
-   * A mounted host bounds its agents' `turn.history()` with it too.
+   * A mounted host bounds its agents' `turn.history()` and the prefix a `session.fork` copies
+   * with it too.
    */
   maxTranscriptBytes?: number;
   /** Counts a principal's unreferenced uploads; without one there is no upload quota. */
