@@ -4,7 +4,7 @@ import type { PoolStats } from "../store-metrics.js";
 import { afterLoopTime } from "./loop-time.js";
 import { checkListening, KEEPALIVE_IDLE_MS, LISTEN_CHECK_MS } from "./pg-listen-check.js";
 import { schemaIdentifier } from "./pg-schema.js";
-import { type Connected, connection, WaitingConnects } from "./pg-waiting-connects.js";
+import { type Connected, connection, WaitingConnects, type Withdraw } from "./pg-waiting-connects.js";
 
 export interface PgPoolOptions {
   /** Schema holding the store's tables. @default "public" */
@@ -55,23 +55,38 @@ const sessionSettings = (schema: string) =>
 class EndingPool extends pg.Pool {
   readonly #waiting = new WaitingConnects();
 
-  // both of pg's overloads: the promise, and the callback its own `query` passes
+  // both of pg's overloads: the promise, and the callback its own `query` passes; the callback's
+  // comes with how to take the connect back (a call inbox's send refused as the inbox closes)
   override connect(): Promise<pg.PoolClient>;
-  override connect(callback: Connected): void;
-  override connect(callback?: Connected): Promise<pg.PoolClient> | undefined {
-    if (!callback) return connection((connected) => this.connect(connected));
-    this.#waiting.connect((connected) => super.connect(connected), callback);
-    return undefined;
+  override connect(callback: Connected): Withdraw;
+  override connect(callback?: Connected): Promise<pg.PoolClient> | Withdraw {
+    if (!callback)
+      return connection((connected) => {
+        this.connect(connected);
+      });
+    return this.#waiting.connect((connected) => {
+      super.connect(connected);
+      return () => this.#unqueue(connected);
+    }, callback);
+  }
+
+  /**
+   * Takes a connect taken back (refused) out of pg's queue, if it waits there (not while its
+   * connection is being made): kept, the pool would count it in `waitingCount`
+   * (`sessionmux_db_waiting`) until a connection came for it, which an ending pool hands none, and
+   * hold its statement's parameters as long.
+   */
+  #unqueue(connected: Connected): void {
+    const queue = (this as unknown as { _pendingQueue?: { callback: unknown }[] })._pendingQueue;
+    const at = queue?.findIndex((item) => item.callback === connected) ?? -1;
+    if (at >= 0) queue?.splice(at, 1);
   }
 
   override end(): Promise<void>;
   override end(callback: () => void): void;
   override end(callback?: () => void): Promise<void> | undefined {
+    // each one refused leaves pg's queue too (see `#unqueue`)
     this.#waiting.refuse(storeClosed);
-    // every connect pg's pool still queues was refused just now, and an ending pool hands none a
-    // connection: kept, they would count in `waitingCount` (`sessionmux_db_waiting`) for as long
-    // as the pool is held, their statements' parameters with them
-    (this as unknown as { _pendingQueue?: unknown[] })._pendingQueue?.splice(0);
     if (!callback) return super.end();
     super.end(callback);
     return undefined;

@@ -73,6 +73,8 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL pool's owner while a connect waits
     );
     await expect.poll(waiting, { timeout: BOUND_MS }).toEqual({ value: { status: "timeout" } });
     await expect.poll(running, { timeout: BOUND_MS }).toEqual({ value: { status: "timeout" } });
+    // refused, the send's connect waits on the pool no more, though the pool is still open
+    expect(inbox.poolStats().waiting).toBe(0);
     expect(closed()).toBeUndefined();
 
     release.open();
