@@ -541,26 +541,37 @@ export class PgCommitFeed {
         epoch = read.epoch;
         continue;
       }
-      if (read.events.length === 0) return;
-      creating = created && (creating || read.events[0]?.seq === 1);
-      const lastSeq = read.events[read.events.length - 1]!.seq;
+      // this host's own commits held behind these rows go out when their hold ends, as its own:
+      // told here, they would reach store-wide listeners as another host's (a failed turn's
+      // `agent.error` sent twice, once by the turn that failed here)
+      const ownFrom = created ? undefined : this.heldFrom(sessionId, read.epoch);
+      const events = ownFrom === undefined ? read.events : read.events.filter((event) => event.seq < ownFrom);
+      if (events.length === 0) return;
+      creating = created && (creating || events[0]?.seq === 1);
+      const lastSeq = events[events.length - 1]!.seq;
       const asCreated = creating || (resuming && read.epoch === partly.epoch);
       if (creating && lastSeq < untilSeq)
         setNewest(this.partlyCreated, sessionId, { epoch: read.epoch, seq: untilSeq });
       else if (asCreated && lastSeq >= (creating ? untilSeq : partly!.seq))
         this.partlyCreated.delete(sessionId);
       // the first page of a create the re-read told as created already: nothing left to announce
-      const told = creating && read.events[0]?.seq === 1 && this.toldCreated.get(sessionId) === read.epoch;
+      const told = creating && events[0]?.seq === 1 && this.toldCreated.get(sessionId) === read.epoch;
       if (told) this.toldCreated.delete(sessionId);
       const notice: CommitNotice = asCreated
         ? told
-          ? { kind: "create", epoch: read.epoch, events: read.events }
-          : { kind: "create", epoch: read.epoch, events: read.events, remote: true }
-        : { kind: "append", epoch: read.epoch, events: read.events, remote: true };
+          ? { kind: "create", epoch: read.epoch, events }
+          : { kind: "create", epoch: read.epoch, events, remote: true }
+        : { kind: "append", epoch: read.epoch, events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
-      if (readReachedHead(read) || lastSeq >= untilSeq) return;
+      if (events !== read.events || readReachedHead(read) || lastSeq >= untilSeq) return;
       epoch = read.epoch;
     }
+  }
+
+  /** The first seq of this host's commits of `epoch` held back in the session, if any. */
+  private heldFrom(sessionId: string, epoch: string): number | undefined {
+    const first = this.held.get(sessionId)?.notices[0]?.pending.notice;
+    return first?.kind === "append" && first.epoch === epoch ? first.events[0]?.seq : undefined;
   }
 
   /**

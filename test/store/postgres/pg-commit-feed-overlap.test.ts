@@ -163,12 +163,12 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     vi.spyOn(PgReads.prototype, "readAfter").mockRejectedValueOnce(new Error("connection lost"));
     await a.append(S, [delta("t", "three")]);
     await b.append(S, [delta("t", "four")]);
-    // B listens again, and its re-read reads S above 2: 3, and 4 with it, whose held notice then
-    // has nothing new; A's NOTIFY of 3 is still held back
-    await vi.waitFor(() => expect(heard.at(-1)).toBe("append 3..4"), WAIT);
+    // B listens again, and its re-read reads S above 2: 3 (and 4, B's own, told as its hold ends);
+    // A's NOTIFY of 3 is still held back
+    await vi.waitFor(() => expect(heard.at(-1)).toBe("append 4"), WAIT);
     notifies.release();
     await notifiesHandled(hosts);
-    expect(heard).toEqual(["create 1", "append 2", "append 3..4"]);
+    expect(heard).toEqual(["create 1", "append 2", "append 3", "append 4"]);
   });
 
   it("drops a held local commit once the read it waited for found the session deleted", async () => {
@@ -217,21 +217,27 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: local and remote deliveries of 
     expect(seqs).toEqual([1, 2]);
   });
 
-  it("does not deliver again a local commit that a read of another host's rows delivered first", async () => {
+  it("tells its own commit held behind another host's rows as its own, though the read of those rows returned it too", async () => {
     const hosts = await followedOnB();
     const { a, b, heard } = hosts;
+    const told: string[] = [];
+    b.subscribeAll((sessionId, notice) => {
+      if (sessionId === S && notice.kind === "append")
+        told.push(`${notice.events.map((e) => e.seq).join(",")}${notice.remote ? " remote" : ""}`);
+    });
     const reads = gateReads(S);
     await a.append(S, [delta("t", "a3")]);
-    // B heard of 3 and reads after 2; that read waits
+    // B heard of 3 and reads after 2; that read waits, and B's own 4 is held behind 3
     await vi.waitFor(() => expect(reads.waiting()).toBe(1), WAIT);
     await b.append(S, [delta("t", "b4")]);
     reads.open();
-    // the read finds 3 and 4; B's own notice of 4 then has nothing new
-    await vi.waitFor(() => expect(heard.at(-1)).toBe("append 3..4"), WAIT);
+    // the read finds 3 and 4: 4 is told as its hold ends, B's own, not as A's (and not twice)
+    await vi.waitFor(() => expect(heard.at(-1)).toBe("append 4"), WAIT);
     await a.append(S, [delta("t", "a5")]);
     await vi.waitFor(() => expect(heard.at(-1)).toBe("append 5"), WAIT);
     await notifiesHandled(hosts);
-    expect(heard).toEqual(["create 1", "append 2", "append 3..4", "append 5"]);
+    expect(heard).toEqual(["create 1", "append 2", "append 3", "append 4", "append 5"]);
+    expect(told).toEqual(["3 remote", "4", "5 remote"]);
   });
 
   it("delivers of a read overlapping a local delivery only the events after it", async () => {

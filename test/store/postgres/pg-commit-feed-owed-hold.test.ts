@@ -141,8 +141,11 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a local commit held behind a re
     await vi.waitFor(() => expect(seqs.at(-1)).toBe(4), WAIT);
     notices.release();
     await notifiesHandled(hosts);
-    // the failed `turn/end` (3) as another host's, so the host tells it as `agent.error`
-    expect(told).toEqual([{ note: "append 3..4", remote: true, failed: true }]);
+    // the failed `turn/end` (3) as another host's, so the host tells it as `agent.error`; 4 as B's own
+    expect(told).toEqual([
+      { note: "append 3", remote: true, failed: true },
+      { note: "append 4", remote: false, failed: false },
+    ]);
   });
 
   it("sends the held commits as they are once they are more than the bound, the LISTEN still out", async () => {
