@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { openWatchedPool, type QueryWatch, queryWatch } from "../store/postgres/pg-backend-watch.js";
 import { poolStatsOf } from "../store/postgres/pg-pool.js";
+import { readQuery } from "../store/postgres/pg-read-query.js";
 import type { PoolStats } from "../store/store-metrics.js";
 import type { UploadSweeper } from "./host-database.js";
 
@@ -47,7 +48,8 @@ export function pgUploadSweeper(
   };
   return {
     async pendingBytes(owner) {
-      const { rows } = await pool.query<{ bytes: number }>(
+      const { rows } = await readQuery<{ bytes: number }>(
+        pool,
         "SELECT COALESCE(SUM(size), 0)::bigint AS bytes FROM attachments WHERE owner = $1 AND session_id IS NULL",
         [owner],
       );

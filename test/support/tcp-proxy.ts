@@ -19,12 +19,20 @@ export interface TcpProxy {
   readonly accepted: number;
   /** Forwarded connections neither side has closed yet (a silenced one counts until its client closes it). */
   readonly open: number;
-  /** Silenced connections (`silenceAll`) neither side has closed yet. */
+  /** Silenced connections (`silenceAll`, `cutAllUnnoticed`) whose client has not closed them yet. */
   readonly silenced: number;
   /** Open connections still forwarding whose client's first bytes `which` accepts (see `silenceAll`). */
   forwarding(which: (opening: Buffer) => boolean): number;
   /** Destroys every forwarded connection now (both sides); new connections are still accepted. */
   cutAll(): number;
+  /**
+   * Ends every current connection whose client's first bytes `which` accepts (all without it) on
+   * the target's side only, as a blip during which the server ended them does: the client's side
+   * stays open and hears nothing, so a connection idle in a pool looks sound, and its next bytes
+   * are answered with a reset (ECONNRESET), as by a peer that no longer knows the connection. New
+   * connections are still accepted. Returns how many were cut (none silenced or cut before).
+   */
+  cutAllUnnoticed(which?: (opening: Buffer) => boolean): number;
   /**
    * Stops forwarding on every current connection without closing it, as a dead network path does:
    * both TCP connections stay established and nothing more arrives. New connections still work.
@@ -69,7 +77,15 @@ export async function startTcpProxy(
   } = {},
 ): Promise<TcpProxy> {
   const random = options.random ?? Math.random;
-  const pairs = new Set<{ client: Socket; upstream: Socket; opening: Buffer; silenced: boolean }>();
+  interface Pair {
+    client: Socket;
+    upstream: Socket;
+    opening: Buffer;
+    silenced: boolean;
+    /** Closes both sides, once either closed or failed. */
+    drop: () => void;
+  }
+  const pairs = new Set<Pair>();
   let cuts = 0;
   let accepted = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -85,18 +101,13 @@ export async function startTcpProxy(
     }
     const port = typeof targetPort === "number" ? targetPort : targetPort();
     const upstream = createConnection({ host: "127.0.0.1", port });
-    const pair: { client: Socket; upstream: Socket; opening: Buffer; silenced: boolean } = {
-      client,
-      upstream,
-      opening: Buffer.alloc(0),
-      silenced: false,
-    };
-    pairs.add(pair);
     const drop = () => {
       pairs.delete(pair);
       client.destroy();
       upstream.destroy();
     };
+    const pair: Pair = { client, upstream, opening: Buffer.alloc(0), silenced: false, drop };
+    pairs.add(pair);
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
     const tap = options.tap?.();
@@ -139,6 +150,27 @@ export async function startTcpProxy(
     pairs.clear();
     cuts += 1;
     return n;
+  };
+
+  const cutAllUnnoticed = (which: (opening: Buffer) => boolean = () => true): number => {
+    let cut = 0;
+    for (const pair of pairs) {
+      const { client, upstream, opening, drop } = pair;
+      // one silenced or cut already is left as it is
+      if (pair.silenced || !which(opening)) continue;
+      pair.silenced = true;
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      // the target's side closes; the client's is left as it is until the client sends
+      upstream
+        .off("close", drop)
+        .off("error", drop)
+        .on("error", () => undefined);
+      upstream.destroy();
+      client.on("data", () => client.resetAndDestroy()).resume();
+      cut += 1;
+    }
+    return cut;
   };
 
   const silenceAll = (
@@ -189,6 +221,7 @@ export async function startTcpProxy(
       return [...pairs].filter((pair) => !pair.silenced && which(pair.opening)).length;
     },
     cutAll,
+    cutAllUnnoticed,
     silenceAll,
     startRandomCuts({ minMs, maxMs, count }) {
       stopCuts();

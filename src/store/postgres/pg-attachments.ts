@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { attachmentGone, chunkCount, chunksOf } from "../attachment-chunks.js";
 import type { AttachmentInfo } from "../session-store.js";
+import { readQuery } from "./pg-read-query.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
 const INSERT_INFO = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
@@ -63,7 +64,7 @@ export class PgAttachmentChunks {
   }
 
   async info(attachmentId: string): Promise<AttachmentInfo | null> {
-    const row = (await this.pool.query<InfoRow>(INFO, [attachmentId])).rows[0];
+    const row = (await readQuery<InfoRow>(this.pool, INFO, [attachmentId])).rows[0];
     if (!row) return null;
     const { attachment_id: id, owner, session_id: sessionId, name, type, size } = row;
     return { attachmentId: id, owner, sessionId, name, type, size };
@@ -74,7 +75,7 @@ export class PgAttachmentChunks {
     const info = await this.info(attachmentId);
     if (!info) throw attachmentGone(attachmentId);
     for (let index = 0; index < chunkCount(info.size); index++) {
-      const row = (await this.pool.query<{ bytes: Buffer }>(CHUNK, [attachmentId, index])).rows[0];
+      const row = (await readQuery<{ bytes: Buffer }>(this.pool, CHUNK, [attachmentId, index])).rows[0];
       if (!row) throw attachmentGone(attachmentId);
       yield new Uint8Array(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength);
     }

@@ -60,8 +60,10 @@ export function watchBackend(client: pg.Client, { checks, everyMs }: QueryWatch)
     const pid = (client as pg.Client & { processID: number | null }).processID;
     const verdict = pid === null ? "unknown" : await checks.ask(pid);
     if (stopped) return;
-    if (verdict === "lost") client.connection.stream.destroy();
-    else next();
+    if (verdict === "lost") {
+      foundLost.add(client);
+      client.connection.stream.destroy();
+    } else next();
   };
   // counted in the loop's time: after a held loop, an answer already in the socket is read, and
   // the next statement sent, before the backend is asked about (idle by then, it would be ended)
@@ -73,6 +75,17 @@ export function watchBackend(client: pg.Client, { checks, everyMs }: QueryWatch)
     stopped = true;
     cancel();
   };
+}
+
+/** Connections whose socket `watchBackend` destroyed, their backend found lost. */
+const foundLost = new WeakSet<pg.Client>();
+
+/**
+ * Whether the watch destroyed `client`'s socket (see `watchBackend`): its path went silent, or its
+ * statement was lost on the way, which it took at least `everyMs` to find.
+ */
+export function wasFoundLost(client: pg.Client): boolean {
+  return foundLost.has(client);
 }
 
 /**

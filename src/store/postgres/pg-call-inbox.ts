@@ -8,6 +8,7 @@ import type { PoolStats } from "../store-metrics.js";
 import { openWatchedPool, type QueryWatch, queryWatch } from "./pg-backend-watch.js";
 import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import { openClient, poolStatsOf } from "./pg-pool.js";
+import { readQuery } from "./pg-read-query.js";
 import { migrate } from "./pg-schema.js";
 import { WaitingConnects } from "./pg-waiting-connects.js";
 
@@ -333,7 +334,7 @@ export class PgCallInbox implements CallInbox {
   }
 
   async #recorded(callId: string): Promise<boolean> {
-    const found = await this.#pool.query("SELECT 1 FROM forwarded_calls WHERE call_id = $1", [callId]);
+    const found = await readQuery(this.#pool, "SELECT 1 FROM forwarded_calls WHERE call_id = $1", [callId]);
     return found.rows.length > 0;
   }
 
@@ -384,7 +385,10 @@ export class PgCallInbox implements CallInbox {
    * it (`maxReplyBytes`; alone when it is larger). Undefined when there is none yet.
    */
   async #takeReply(callId: string): Promise<ForwardOutcome | undefined> {
-    const sized = await this.#pool.query<{ size: number }>(
+    // a read, so tried again on another connection where the pool's idle one was lost (a blip):
+    // failed, the caller would be told `outcome_unknown` for a call its target answered
+    const sized = await readQuery<{ size: number }>(
+      this.#pool,
       "SELECT octet_length(reply) AS size FROM forwarded_calls WHERE call_id = $1 AND reply IS NOT NULL",
       [callId],
     );

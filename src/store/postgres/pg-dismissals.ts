@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { DismissalOutcome } from "../dismissals.js";
+import { readQuery } from "./pg-read-query.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
 
@@ -61,6 +62,6 @@ export const pgDismissals = {
    * the database failing it reject `persistence_failure` (`pgRead`), as the restore's own write would.
    */
   async isDismissed(pool: pg.Pool, sessionId: string, principal: string): Promise<boolean> {
-    return ((await pool.query(FIND, [principal, sessionId])).rowCount ?? 0) > 0;
+    return ((await readQuery(pool, FIND, [principal, sessionId])).rowCount ?? 0) > 0;
   },
 };

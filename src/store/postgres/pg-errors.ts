@@ -11,14 +11,20 @@ const RETRY_CODES = new Set(["40001", "40P01"]);
 
 export function isPgStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  // a socket's error may have five letters too (EPIPE, a write to a connection already cut): it
-  // names the system call that failed, which no SQLSTATE the server sent does
-  if (typeof code === "string" && code.length === 5 && !isSystemError(err)) {
+  if (isSqlState(err) && typeof code === "string") {
     return STORAGE_CLASSES.includes(code.slice(0, 2)) || STORAGE_CODES.has(code);
   }
   // node errors of a lost socket (ECONNRESET, ECONNREFUSED; not node's own ERR_…) and pg's own "Connection terminated"
   if (typeof code === "string" && code.startsWith("E") && !code.startsWith("ERR_")) return true;
   return err instanceof Error && /connection terminated|not queryable|timeout/i.test(err.message);
+}
+
+/**
+ * The connection under a statement failed (its socket's error, pg's "Connection terminated"), as
+ * opposed to a SQLSTATE the server answered with: the server may never have seen the statement.
+ */
+export function isPgConnectionLost(err: unknown): boolean {
+  return isPgStorageFailure(err) && !isSqlState(err);
 }
 
 export function isPgRetryable(err: unknown): boolean {
@@ -72,6 +78,14 @@ export async function* pgReadChunks(chunks: AsyncIterable<Uint8Array>): AsyncGen
 
 function readFailure(err: unknown): unknown {
   return isPgStorageFailure(err) ? pgPersistenceFailure(err, READ_FAILED) : err;
+}
+
+/** A code the server sent (a SQLSTATE), not a socket's: five letters that name no system call. */
+function isSqlState(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  // a socket's error may have five letters too (EPIPE, a write to a connection already cut): it
+  // names the system call that failed, which no SQLSTATE the server sent does
+  return typeof code === "string" && code.length === 5 && !isSystemError(err);
 }
 
 /** An error of a system call (a socket's read or write, a connect), as node raises it. */

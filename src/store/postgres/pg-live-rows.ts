@@ -9,6 +9,7 @@ import type {
   StoredQueueItem,
 } from "../live-state-store.js";
 import type { HeldLease, LeaseHolder } from "../session-lease.js";
+import { readOn, readQuery } from "./pg-read-query.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
 /**
@@ -96,11 +97,11 @@ export class PgLiveReads {
   constructor(private readonly pool: pg.Pool) {}
 
   async queue(sessionId: string): Promise<StoredQueueItem[]> {
-    return (await this.pool.query<QueueRow>(QUEUE_ITEMS, [sessionId])).rows.map(queueItemFromRow);
+    return (await readQuery<QueueRow>(this.pool, QUEUE_ITEMS, [sessionId])).rows.map(queueItemFromRow);
   }
 
   async queuedBytes(owner: string): Promise<number> {
-    return (await this.pool.query<{ bytes: number }>(OWNER_QUEUED_BYTES, [owner])).rows[0]!.bytes;
+    return (await readQuery<{ bytes: number }>(this.pool, OWNER_QUEUED_BYTES, [owner])).rows[0]!.bytes;
   }
 
   /** The queue with its version and the session's owner (null owner: no such session). */
@@ -108,7 +109,9 @@ export class PgLiveReads {
     sessionId: string,
   ): Promise<{ version: number; owner: string | null; items: StoredQueueItem[] }> {
     const rows = (
-      await this.pool.query<QueueRow & { version: number; item_owner: string }>(VERSIONED_QUEUE, [sessionId])
+      await readQuery<QueueRow & { version: number; item_owner: string }>(this.pool, VERSIONED_QUEUE, [
+        sessionId,
+      ])
     ).rows;
     const first = rows[0]!;
     const items = rows
@@ -118,12 +121,12 @@ export class PgLiveReads {
   }
 
   async interaction(interactionId: string): Promise<StoredInteraction | null> {
-    const row = (await this.pool.query<InteractionRow>(INTERACTION, [interactionId])).rows[0];
+    const row = (await readQuery<InteractionRow>(this.pool, INTERACTION, [interactionId])).rows[0];
     return row ? interactionFromRow(row) : null;
   }
 
   async turnInteractions(sessionId: string, turnId: string): Promise<StoredInteraction[]> {
-    return (await this.pool.query<InteractionRow>(TURN_INTERACTIONS, [sessionId, turnId])).rows.map(
+    return (await readQuery<InteractionRow>(this.pool, TURN_INTERACTIONS, [sessionId, turnId])).rows.map(
       interactionFromRow,
     );
   }
@@ -131,19 +134,19 @@ export class PgLiveReads {
   async leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
     const sql = `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = $1 AND host_id IS NOT NULL
       AND expires_at > ${DB_NOW}`;
-    return (await this.pool.query<LeaseHolder>(sql, [sessionId])).rows[0] ?? null;
+    return (await readQuery<LeaseHolder>(this.pool, sql, [sessionId])).rows[0] ?? null;
   }
 
   async leasePage(
     after: string | null,
     limit: number,
   ): Promise<{ leases: HeldLease[]; next: string | null }> {
-    const leases = (await this.pool.query<HeldLease>(HELD_LEASES, [after ?? "", limit])).rows;
+    const leases = (await readQuery<HeldLease>(this.pool, HELD_LEASES, [after ?? "", limit])).rows;
     return { leases, next: leases.length < limit ? null : (leases.at(-1)?.sessionId ?? null) };
   }
 
   async unownedQueues(limit: number): Promise<string[]> {
-    const rows = (await this.pool.query<{ session_id: string }>(UNOWNED_QUEUES, [limit])).rows;
+    const rows = (await readQuery<{ session_id: string }>(this.pool, UNOWNED_QUEUES, [limit])).rows;
     return rows.map((row) => row.session_id);
   }
 
@@ -154,7 +157,12 @@ export class PgLiveReads {
   async pendingInteractions(after: PendingKey, limit: number): Promise<StoredInteraction[]> {
     const { sessionId, requestedAt, interactionId } = after;
     return (
-      await this.pool.query<InteractionRow>(PENDING_AFTER, [sessionId, requestedAt, interactionId, limit])
+      await readQuery<InteractionRow>(this.pool, PENDING_AFTER, [
+        sessionId,
+        requestedAt,
+        interactionId,
+        limit,
+      ])
     ).rows.map(interactionFromRow);
   }
 
@@ -163,7 +171,7 @@ export class PgLiveReads {
    * one wrote (answered or withdrawn since), in id order after `afterId`, at most `limit`.
    */
   async settledSince(since: string, afterId: string, limit: number): Promise<StoredInteraction[]> {
-    return (await this.pool.query<InteractionRow>(SETTLED_SINCE, [since, afterId, limit])).rows.map(
+    return (await readQuery<InteractionRow>(this.pool, SETTLED_SINCE, [since, afterId, limit])).rows.map(
       interactionFromRow,
     );
   }
@@ -178,7 +186,7 @@ export class PgLiveReads {
     limit: number,
   ): Promise<{ session_id: string; version: number }[]> {
     return (
-      await this.pool.query<{ session_id: string; version: number }>(QUEUE_VERSIONS, [
+      await readQuery<{ session_id: string; version: number }>(this.pool, QUEUE_VERSIONS, [
         since,
         afterSessionId,
         limit,
@@ -196,7 +204,7 @@ export class PgLiveReads {
     limit: number,
   ): Promise<{ session_id: string; owner: string }[]> {
     return (
-      await this.pool.query<{ session_id: string; owner: string }>(RETIRED_SINCE, [
+      await readQuery<{ session_id: string; owner: string }>(this.pool, RETIRED_SINCE, [
         since,
         afterSessionId,
         limit,
@@ -205,62 +213,64 @@ export class PgLiveReads {
   }
 
   /** See `LiveStateStore.liveStatePage`: one repeatable-read snapshot, so the page is one cut. */
-  async page(after: string | null, limit: number): Promise<LiveStatePage> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      const ids = (
-        await client.query<{ session_id: string }>(LIVE_SESSION_IDS, [after ?? "", limit])
-      ).rows.map((row) => row.session_id);
-      // one after the other: a connection runs one query at a time (the snapshot is the same)
-      const headers = await client.query<{
-        session_id: string;
-        owner: string;
-        model: string;
-        open_turn_id: string | null;
-      }>("SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)", [ids]);
-      const queues = await client.query<QueueRow>(
-        "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
-        [ids],
-      );
-      const interactions = await client.query<InteractionRow>(
-        `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+  page(after: string | null, limit: number): Promise<LiveStatePage> {
+    return readOn(this.pool, (client) => livePage(client, after, limit));
+  }
+}
+
+/** See `PgLiveReads.page`: its statements, on one connection. */
+async function livePage(client: pg.PoolClient, after: string | null, limit: number): Promise<LiveStatePage> {
+  try {
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    const ids = (await client.query<{ session_id: string }>(LIVE_SESSION_IDS, [after ?? "", limit])).rows.map(
+      (row) => row.session_id,
+    );
+    // one after the other: a connection runs one query at a time (the snapshot is the same)
+    const headers = await client.query<{
+      session_id: string;
+      owner: string;
+      model: string;
+      open_turn_id: string | null;
+    }>("SELECT session_id, owner, model, open_turn_id FROM projections WHERE session_id = ANY($1)", [ids]);
+    const queues = await client.query<QueueRow>(
+      "SELECT item_id, session_id, owner, queued_at, input FROM queue_items WHERE session_id = ANY($1) ORDER BY session_id, position",
+      [ids],
+    );
+    const interactions = await client.query<InteractionRow>(
+      `SELECT ${INTERACTION_COLUMNS} FROM interactions i JOIN sessions s ON s.session_id = i.session_id
           WHERE i.session_id = ANY($1) AND i.state = 'pending' ORDER BY i.requested_at, i.interaction_id`,
-        [ids],
-      );
-      const jobs = await client.query<StoredJob>(
-        `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
-        [ids],
-      );
-      const leases = await client.query<LeaseHolder>(
-        `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
-        [ids],
-      );
-      await client.query("COMMIT");
-      const sessions: SessionLiveState[] = [];
-      for (const header of headers.rows.sort((a, b) => (a.session_id < b.session_id ? -1 : 1))) {
-        const sessionId = header.session_id;
-        const pending: Interaction[] = interactions.rows
-          .filter((row) => row.session_id === sessionId)
-          .map((row) => interactionFromRow(row).interaction);
-        const open = header.open_turn_id;
-        sessions.push({
-          sessionId,
-          owner: header.owner,
-          model: header.model,
-          queue: queues.rows.filter((row) => row.session_id === sessionId).map(queueItemFromRow),
-          interactions: pending,
-          parkedTurnId: open !== null && pending.some((i) => i.turnId === open) ? open : null,
-          jobs: jobs.rows.filter((job) => job.sessionId === sessionId),
-          lease: leases.rows.find((lease) => lease.sessionId === sessionId) ?? null,
-        });
-      }
-      return { sessions, next: ids.length < limit ? null : (ids.at(-1) ?? null) };
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
+      [ids],
+    );
+    const jobs = await client.query<StoredJob>(
+      `SELECT ${JOB_COLUMNS} FROM jobs WHERE session_id = ANY($1) AND state = 'running' ORDER BY started_at, job_id`,
+      [ids],
+    );
+    const leases = await client.query<LeaseHolder>(
+      `SELECT ${LEASE_COLUMNS} FROM leases WHERE session_id = ANY($1) AND host_id IS NOT NULL AND expires_at > ${DB_NOW}`,
+      [ids],
+    );
+    await client.query("COMMIT");
+    const sessions: SessionLiveState[] = [];
+    for (const header of headers.rows.sort((a, b) => (a.session_id < b.session_id ? -1 : 1))) {
+      const sessionId = header.session_id;
+      const pending: Interaction[] = interactions.rows
+        .filter((row) => row.session_id === sessionId)
+        .map((row) => interactionFromRow(row).interaction);
+      const open = header.open_turn_id;
+      sessions.push({
+        sessionId,
+        owner: header.owner,
+        model: header.model,
+        queue: queues.rows.filter((row) => row.session_id === sessionId).map(queueItemFromRow),
+        interactions: pending,
+        parkedTurnId: open !== null && pending.some((i) => i.turnId === open) ? open : null,
+        jobs: jobs.rows.filter((job) => job.sessionId === sessionId),
+        lease: leases.rows.find((lease) => lease.sessionId === sessionId) ?? null,
+      });
     }
+    return { sessions, next: ids.length < limit ? null : (ids.at(-1) ?? null) };
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
   }
 }

@@ -121,7 +121,19 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   // listener that would end the process. Its next query rejects instead, and the pool drops it on
   // release because it is no longer queryable.
   pool.on("connect", (client) => client.on("error", () => undefined));
+  pool.on("release", (_err, client) => handedBack.add(client));
   return pool;
+}
+
+/** Connections of the pools `openPool` made that went back to their pool at least once. */
+const handedBack = new WeakSet<pg.ClientBase>();
+
+/**
+ * Whether `client` was handed out before and went back to its pool since, where it may have sat
+ * idle (see `readOn`): false for a connection made for the statement now sent on it.
+ */
+export function wasIdleInPool(client: pg.ClientBase): boolean {
+  return handedBack.has(client);
 }
 
 /**

@@ -25,6 +25,7 @@ import type {
   SessionProjection,
 } from "../session-store.js";
 import { textArrayLiteral } from "./pg-array-literal.js";
+import { readQuery } from "./pg-read-query.js";
 import { SELECT_STATE } from "./pg-write-batch.js";
 
 /**
@@ -178,7 +179,7 @@ export class PgReads {
   constructor(private readonly pool: pg.Pool) {}
 
   async header(sessionId: string): Promise<HeaderOutcome> {
-    const row = (await this.pool.query<SessionStateRow>(STATE, [sessionId])).rows[0];
+    const row = (await readQuery<SessionStateRow>(this.pool, STATE, [sessionId])).rows[0];
     if (!row) return this.missing(sessionId);
     const state = stateFromRow(row);
     return { status: "ok", header: headerOf(state), headSeq: state.headSeq };
@@ -197,7 +198,7 @@ export class PgReads {
       written_since: boolean;
       last_failed: boolean;
     };
-    const { rows } = await this.pool.query<Row>(HEADS, [textArrayLiteral(sessionIds), since]);
+    const { rows } = await readQuery<Row>(this.pool, HEADS, [textArrayLiteral(sessionIds), since]);
     return new Map(
       rows.map((row) => [
         row.session_id,
@@ -222,7 +223,8 @@ export class PgReads {
     afterSessionId: string,
     limit: number,
   ): Promise<WrittenProjection[]> {
-    const { rows } = await this.pool.query<VersionedRow & { created_since: boolean }>(
+    const { rows } = await readQuery<VersionedRow & { created_since: boolean }>(
+      this.pool,
       PROJECTIONS_WRITTEN_SINCE,
       [since.xid8, afterSessionId, limit, since.xid],
     );
@@ -238,7 +240,8 @@ export class PgReads {
     sessionIds: readonly string[],
     since: string,
   ): Promise<Map<string, { epoch: string; event: SessionEvent }>> {
-    const { rows } = await this.pool.query<StoredRow & { session_id: string; epoch: string }>(
+    const { rows } = await readQuery<StoredRow & { session_id: string; epoch: string }>(
+      this.pool,
       TURN_ENDS_SINCE,
       [textArrayLiteral(sessionIds), since],
     );
@@ -247,13 +250,13 @@ export class PgReads {
 
   /** The projection with the version of its row (the 64-bit id of the transaction that wrote it). */
   async versionedProjection(sessionId: string): Promise<VersionedProjection | null> {
-    const row = (await this.pool.query<VersionedRow>(PROJECTION, [sessionId])).rows[0];
+    const row = (await readQuery<VersionedRow>(this.pool, PROJECTION, [sessionId])).rows[0];
     return row ? versioned(row) : null;
   }
 
   /** The dismissals of `principals` that the transaction `since` (a 32-bit id) or a younger one made. */
   async dismissedSince(principals: readonly string[], since: string): Promise<DismissedPair[]> {
-    const { rows } = await this.pool.query<{ principal: string; session_id: string }>(DISMISSED_SINCE, [
+    const { rows } = await readQuery<{ principal: string; session_id: string }>(this.pool, DISMISSED_SINCE, [
       textArrayLiteral(principals),
       since,
     ]);
@@ -262,13 +265,13 @@ export class PgReads {
 
   /** The sessions `principal` dismissed, at most `limit` of them. */
   async dismissalsOf(principal: string, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ session_id: string }>(DISMISSALS_OF, [principal, limit]);
+    const { rows } = await readQuery<{ session_id: string }>(this.pool, DISMISSALS_OF, [principal, limit]);
     return rows.map((row) => row.session_id);
   }
 
   /** Those of `pairs` still dismissed. */
   async stillDismissed(pairs: readonly DismissedPair[]): Promise<DismissedPair[]> {
-    const { rows } = await this.pool.query<{ principal: string; session_id: string }>(STILL_DISMISSED, [
+    const { rows } = await readQuery<{ principal: string; session_id: string }>(this.pool, STILL_DISMISSED, [
       textArrayLiteral(pairs.map((p) => p.principal)),
       textArrayLiteral(pairs.map((p) => p.sessionId)),
     ]);
@@ -280,7 +283,7 @@ export class PgReads {
    * order after `afterSessionId`, at most `limit`.
    */
   async retiredSince(since: string, afterSessionId: string, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ session_id: string }>(RETIRED_SINCE, [
+    const { rows } = await readQuery<{ session_id: string }>(this.pool, RETIRED_SINCE, [
       since,
       afterSessionId,
       limit,
@@ -296,7 +299,7 @@ export class PgReads {
   async page(sessionId: string, query: PageQuery): Promise<PageOutcome> {
     const after = query.afterSeq !== undefined;
     const rows = (
-      await this.pool.query<PageRow>(after ? PAGE_AFTER : PAGE_BEFORE, [
+      await readQuery<PageRow>(this.pool, after ? PAGE_AFTER : PAGE_BEFORE, [
         sessionId,
         after ? query.afterSeq : (query.beforeSeq ?? null),
         query.limit,
@@ -324,8 +327,9 @@ export class PgReads {
   }
 
   async readAfter(sessionId: string, afterSeq: number, limit: number): Promise<ReadOutcome> {
-    const rows = (await this.pool.query<AfterRow>(AFTER, [sessionId, afterSeq, limit, Limits.eventItemBytes]))
-      .rows;
+    const rows = (
+      await readQuery<AfterRow>(this.pool, AFTER, [sessionId, afterSeq, limit, Limits.eventItemBytes])
+    ).rows;
     const first = rows[0];
     if (!first) return { status: "not_found" };
     if (first.retired) return { status: "retired" };
@@ -347,7 +351,7 @@ export class PgReads {
     envelope?: Uint8Array,
   ): Promise<EncodedReadOutcome> {
     const rows = (
-      await this.pool.query<Omit<AfterRow, "data"> & { data: string }>(AFTER_ENCODED, [
+      await readQuery<Omit<AfterRow, "data"> & { data: string }>(this.pool, AFTER_ENCODED, [
         sessionId,
         afterSeq,
         limit,
@@ -391,7 +395,7 @@ export class PgReads {
     params.push(query.limit + 1);
     const sql = `SELECT ${PROJECTION_COLUMNS} FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
       ORDER BY updated_at DESC, session_id LIMIT $${params.length}`;
-    const found = (await this.pool.query<ProjectionRow>(sql, params)).rows;
+    const found = (await readQuery<ProjectionRow>(this.pool, sql, params)).rows;
     const rows = found.slice(0, query.limit).map((row) => publicProjection(projectionFromRow(row, row.seq)));
     const last = rows[rows.length - 1];
     if (found.length > query.limit && last) {
@@ -402,7 +406,7 @@ export class PgReads {
 
   /** The principal who owns (or owned: a deleted session keeps its row) `sessionId`; null for an unknown id. */
   async ownerOf(sessionId: string): Promise<string | null> {
-    return (await this.pool.query<{ owner: string }>(OWNER, [sessionId])).rows[0]?.owner ?? null;
+    return (await readQuery<{ owner: string }>(this.pool, OWNER, [sessionId])).rows[0]?.owner ?? null;
   }
 
   async isRetired(sessionId: string): Promise<boolean> {
@@ -410,18 +414,18 @@ export class PgReads {
   }
 
   async ownerStoredBytes(owner: string): Promise<number> {
-    const row = (await this.pool.query<{ stored_bytes: number }>(OWNER_STORED_BYTES, [owner])).rows[0];
+    const row = (await readQuery<{ stored_bytes: number }>(this.pool, OWNER_STORED_BYTES, [owner])).rows[0];
     return row?.stored_bytes ?? 0;
   }
 
   async findPrompt(sessionId: string, clientMessageId: string): Promise<PromptRecord | null> {
-    const row = (await this.pool.query<{ record: Buffer }>(FIND_PROMPT, [sessionId, clientMessageId]))
+    const row = (await readQuery<{ record: Buffer }>(this.pool, FIND_PROMPT, [sessionId, clientMessageId]))
       .rows[0];
     return row ? decodeValue<PromptRecord>(row.record) : null;
   }
 
   private async missing(sessionId: string): Promise<Missing> {
-    const row = (await this.pool.query<{ retired: boolean }>(RETIRED, [sessionId])).rows[0];
+    const row = (await readQuery<{ retired: boolean }>(this.pool, RETIRED, [sessionId])).rows[0];
     return row?.retired ? { status: "retired" } : { status: "not_found" };
   }
 }

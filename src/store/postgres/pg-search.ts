@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { Limits } from "../../../protocol/index.js";
 import { searchTooBroad } from "../search-too-broad.js";
+import { readQuery } from "./pg-read-query.js";
 import { searchSnippet } from "./pg-search-snippet.js";
 import { type SearchTerm, searchTerms } from "./pg-search-terms.js";
 
@@ -54,13 +55,13 @@ export async function searchMessages(
   const bound = Limits.maxSearchMatches + 1;
   const counted =
     owner === undefined
-      ? await pool.query<{ matches: number }>(MATCHES, [match, bound])
-      : await pool.query<{ matches: number }>(MATCHES_OWNED, [match, bound, owner]);
+      ? await readQuery<{ matches: number }>(pool, MATCHES, [match, bound])
+      : await readQuery<{ matches: number }>(pool, MATCHES_OWNED, [match, bound, owner]);
   if (counted.rows[0]!.matches > Limits.maxSearchMatches) throw searchTooBroad();
   const result =
     owner === undefined
-      ? await pool.query(SEARCH, [match, limit])
-      : await pool.query(SEARCH_OWNED, [match, limit, owner]);
+      ? await readQuery(pool, SEARCH, [match, limit])
+      : await readQuery(pool, SEARCH_OWNED, [match, limit, owner]);
   return (result.rows as { sessionId: string; seq: number; text: string }[]).map(
     ({ sessionId, seq, text }) => ({
       sessionId,

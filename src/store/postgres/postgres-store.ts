@@ -56,6 +56,7 @@ import { PgLiveOperations } from "./pg-live-operations.js";
 import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
 import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
+import { readQuery } from "./pg-read-query.js";
 import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { searchMessages } from "./pg-search.js";
@@ -480,7 +481,7 @@ export class PostgresSessionStore implements HostStore {
    * every host that shares them, another once they were made anew.
    */
   async storeIdentity(): Promise<string> {
-    const { rows } = await pgRead(this.pool.query<{ id: string }>(STORE_IDENTITY));
+    const { rows } = await pgRead(readQuery<{ id: string }>(this.pool, STORE_IDENTITY));
     return `pg:${rows[0]!.id}`;
   }
 

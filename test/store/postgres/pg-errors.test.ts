@@ -5,6 +5,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import {
+  isPgConnectionLost,
   isPgRetryable,
   isPgStorageFailure,
   isStaleKeptState,
@@ -143,6 +144,40 @@ describe.skipIf(!pgUrl)("PostgreSQL failures as the store sorts them", () => {
     expect(isPgStorageFailure(epipe)).toBe(true);
     expect(isPgRetryable(epipe)).toBe(false);
     expect(pgPersistenceFailure(epipe)).toMatchObject({ code: "persistence_failure", retryable: true });
+  });
+
+  it("a lost connection is one the server did not answer: a socket's error or pg's own, never a SQLSTATE", async () => {
+    const victim = new pg.Client({ connectionString: pgUrl! });
+    victim.on("error", () => undefined);
+    await victim.connect();
+    const pid = (await victim.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+    const sleeping = failed("SELECT pg_sleep(5)", victim);
+    await expect
+      .poll(
+        async () =>
+          (await db.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'", [pid]))
+            .rowCount,
+      )
+      .toBe(1);
+    await db.query("SELECT pg_terminate_backend($1)", [pid]);
+    // the server ended it, and said so: FATAL 57P01, a storage failure it answered
+    const ended = await sleeping;
+    expect(ended).toMatchObject({ code: "57P01" });
+    expect(isPgStorageFailure(ended)).toBe(true);
+    expect(isPgConnectionLost(ended)).toBe(false);
+    await victim.end().catch(() => undefined);
+
+    const reset = Object.assign(new Error("read ECONNRESET"), {
+      errno: -104,
+      code: "ECONNRESET",
+      syscall: "read",
+    });
+    const epipe = Object.assign(new Error("write EPIPE"), { errno: -32, code: "EPIPE", syscall: "write" });
+    for (const err of [reset, epipe, new Error("Connection terminated unexpectedly")]) {
+      expect(isPgConnectionLost(err)).toBe(true);
+    }
+    expect(isPgConnectionLost(await failed("SELECT 1/0"))).toBe(false);
+    expect(isPgConnectionLost(new TypeError("cannot read properties of undefined"))).toBe(false);
   });
 
   it("a program's own error, or a thrown value that is not an error, is no storage failure", async () => {
