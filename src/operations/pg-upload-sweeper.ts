@@ -24,7 +24,8 @@ export function pgUploadSweeper(
   const pool: pg.Pool = openWatchedPool(url, { schema, max: 1 }, watch);
   pool.on("error", () => undefined);
   let timer: NodeJS.Timeout | undefined;
-  let sweeping = false;
+  /** The sweep under way: `close` lets it end before the pool does, which would refuse its next step. */
+  let sweeping: Promise<void> | undefined;
   const sweep = async (before: number): Promise<number> => {
     let deleted = 0;
     for (;;) {
@@ -59,11 +60,10 @@ export function pgUploadSweeper(
       stop();
       timer = setInterval(() => {
         if (sweeping) return;
-        sweeping = true;
-        sweep(Date.now() - ttlMs)
-          .catch(onError)
+        sweeping = sweep(Date.now() - ttlMs)
+          .then(() => undefined, onError)
           .finally(() => {
-            sweeping = false;
+            sweeping = undefined;
           });
       }, everyMs);
       timer.unref();
@@ -72,6 +72,7 @@ export function pgUploadSweeper(
     poolStats: () => poolStatsOf(pool),
     async close() {
       stop();
+      await sweeping;
       await pool.end();
     },
   };
