@@ -1,8 +1,9 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { hasVisibleText, type SessionmuxError } from "../../../protocol/index.js";
+import type { BodyReceipt } from "./bodies-receiving.js";
 import { fail, sendJson } from "./http-reply.js";
-import { readBody } from "./request-body.js";
+import { declaredBytes, readBody } from "./request-body.js";
 import { idParam, type Route, type RouteContext } from "./route-context.js";
 
 /** Header values are latin-1 on the wire; names outside it arrive percent-encoded. */
@@ -34,17 +35,51 @@ function contentTypeOf(raw: string | undefined): string {
   return type;
 }
 
-/** The refusal of an upload that would take the principal's unreferenced uploads over the quota. */
-async function quotaRefusal(ctx: RouteContext, incoming: number): Promise<SessionmuxError | null> {
-  const { ledger, quotaBytes } = ctx.uploads;
-  if (!ledger) return null;
-  const pending = await ledger.pendingBytes(ctx.principal.name);
-  if (pending + incoming <= quotaBytes) return null;
+/** The bytes of the principal's stored uploads no prompt references yet (none without a ledger). */
+function storedPending(ctx: RouteContext): Promise<number> {
+  return ctx.uploads.ledger?.pendingBytes(ctx.principal.name) ?? Promise.resolve(0);
+}
+
+function quotaExceeded(quotaBytes: number): SessionmuxError {
   return fail(
     "upload_quota_exceeded",
-    `uploads not yet used by a prompt may total ${quotaBytes} bytes; use or wait for older ones to expire`,
+    `uploads not yet used by a prompt may total ${quotaBytes} bytes, those being sent included; use or wait for older ones to expire`,
     { limit: quotaBytes },
   );
+}
+
+/**
+ * Receives an upload's body, counted among its owner's uploads from its declared size (or, chunked,
+ * from each byte read) until it is stored. It is refused when the owner's stored uploads and those
+ * arriving would pass the quota, or when the bodies the host holds for the owner would (those read
+ * and being stored included: the ledger may count them already, and a sum of both would count
+ * them twice). A refused body is still read (and dropped): a client sends it whole before it
+ * reads the answer, and a connection closed under it loses the 413.
+ */
+async function receiveUpload(ctx: RouteContext, receipt: BodyReceipt, stored: number): Promise<Buffer> {
+  const { maxBytes, quotaBytes } = ctx.uploads;
+  // without a ledger there is no quota
+  if (!ctx.uploads.ledger) return readBody(ctx.req, maxBytes);
+  const within = (storedNow: number) =>
+    storedNow + receipt.ownerArriving() <= quotaBytes && receipt.ownerHeld() <= quotaBytes;
+  const admitted = within(stored);
+  if (!admitted) receipt.release();
+  const bytes = await readBody(
+    ctx.req,
+    maxBytes,
+    admitted &&
+      ((size) => {
+        receipt.count(size);
+        if (within(stored)) return true;
+        receipt.release();
+        return false;
+      }),
+  );
+  if (receipt.released) throw quotaExceeded(quotaBytes);
+  // Again with the stored ones now: another upload of the same owner may have been stored meanwhile.
+  if (!within(await storedPending(ctx))) throw quotaExceeded(quotaBytes);
+  receipt.markRead();
+  return bytes;
 }
 
 /**
@@ -59,20 +94,24 @@ export const attachmentRoutes: Route[] = [
     async handle(ctx) {
       const name = filenameOf(ctx.req.headers["x-filename"]);
       const type = contentTypeOf(ctx.req.headers["content-type"]);
-      const refused = await quotaRefusal(ctx, Number(ctx.req.headers["content-length"] ?? 0));
-      // A refused body within the size limit is still read (and dropped): a client sends it whole
-      // before it reads the answer, and a connection closed under it loses the 413.
-      const bytes = await readBody(ctx.req, ctx.uploads.maxBytes, refused === null);
-      if (refused) throw refused;
-      // Again with the real size: another upload of the same principal may have landed meanwhile.
-      const late = await quotaRefusal(ctx, bytes.byteLength);
-      if (late) throw late;
-      const attachmentId = await ctx.host.putAttachment(ctx.principal, {
-        name,
-        type,
-        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-      });
-      sendJson(ctx.res, 200, { attachmentId });
+      const stored = await storedPending(ctx);
+      // Counted from here until stored, with no await before the check: uploads sent at once each
+      // see the ones admitted before them.
+      const receipt = ctx.uploads.receiving.receive(
+        ctx.principal.name,
+        declaredBytes(ctx.req, ctx.uploads.maxBytes),
+      );
+      try {
+        const bytes = await receiveUpload(ctx, receipt, stored);
+        const attachmentId = await ctx.host.putAttachment(ctx.principal, {
+          name,
+          type,
+          bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        });
+        sendJson(ctx.res, 200, { attachmentId });
+      } finally {
+        receipt.release();
+      }
     },
   },
   {

@@ -6,8 +6,14 @@ import { fail } from "./http-reply.js";
  * `payload_too_large` as soon as it is known; the caller answers and closes the connection
  * instead of reading the rest. `keep: false` reads the body to its end and drops it (an empty
  * buffer), for a request refused for another reason whose client should still get the answer.
+ * `keep` may also be asked at each chunk, with the bytes read so far: once it answers false, what
+ * was kept is dropped and the rest is read the same way.
  */
-export function readBody(req: IncomingMessage, limit: number, keep = true): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  keep: boolean | ((size: number) => boolean) = true,
+): Promise<Buffer> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(fail("payload_too_large", `body over ${limit} bytes`));
@@ -15,6 +21,7 @@ export function readBody(req: IncomingMessage, limit: number, keep = true): Prom
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
+    let keeping = keep !== false;
     let settled = false;
     const finish = (err: unknown, value?: Buffer) => {
       if (settled) return;
@@ -33,9 +40,13 @@ export function readBody(req: IncomingMessage, limit: number, keep = true): Prom
         finish(fail("payload_too_large", `body over ${limit} bytes`));
         return;
       }
-      if (keep) parts.push(chunk);
+      if (keeping && typeof keep === "function" && !keep(size)) {
+        keeping = false;
+        parts.length = 0;
+      }
+      if (keeping) parts.push(chunk);
     };
-    const onEnd = () => finish(undefined, keep ? Buffer.concat(parts, size) : Buffer.alloc(0));
+    const onEnd = () => finish(undefined, keeping ? Buffer.concat(parts, size) : Buffer.alloc(0));
     const onError = (err: Error) => finish(fail("bad_request", `body unreadable: ${err.message}`));
     // A peer that goes away mid-body must not leave the read pending forever.
     const onClose = () => finish(fail("bad_request", "the connection closed before the body ended"));
@@ -46,9 +57,19 @@ export function readBody(req: IncomingMessage, limit: number, keep = true): Prom
   });
 }
 
+/** The size a request declares for its body, at most `limit`; 0 for a chunked body. */
+export function declaredBytes(req: IncomingMessage, limit: number): number {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  return Number.isFinite(declared) ? Math.min(declared, limit) : 0;
+}
+
 /** A JSON object body; anything else (malformed, an array, a number) is `bad_request`. */
 export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
-  const bytes = await readBody(req, limit);
+  return parseJsonObject(await readBody(req, limit));
+}
+
+/** `bytes` as a JSON object; anything else is `bad_request`. */
+export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(bytes.toString("utf8"));

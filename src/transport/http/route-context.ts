@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isSessionId } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import type { BodiesReceiving } from "./bodies-receiving.js";
 import { fail } from "./http-reply.js";
 import type { SessionListCache } from "./session-list-cache.js";
 import type { TranscriptReading } from "./session-transcript.js";
@@ -25,10 +26,15 @@ export interface RouteContext {
 export interface UploadLimits {
   /** @default 10 MiB — one upload; more is `payload_too_large`. */
   readonly maxBytes: number;
-  /** @default 64 MiB — a principal's uploads no prompt references yet; more is `upload_quota_exceeded`. */
+  /**
+   * @default 64 MiB — a principal's uploads no prompt references yet, those being received
+   * included; more is `upload_quota_exceeded`.
+   */
   readonly quotaBytes: number;
-  /** Where those pending bytes are counted; without one there is no quota. */
+  /** Where the stored ones are counted; without one there is no quota. */
   readonly ledger: UploadLedger | undefined;
+  /** The uploads being received, each counted from its declared size or first byte. */
+  readonly receiving: BodiesReceiving;
 }
 
 export interface UploadLedger {

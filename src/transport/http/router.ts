@@ -6,6 +6,7 @@ import type { Authenticator } from "../auth.js";
 import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
 import { attachmentRoutes } from "./attachment-routes.js";
+import { BodiesReceiving } from "./bodies-receiving.js";
 import { chatRoutes } from "./chat-routes.js";
 import { awaitTurn } from "./connection-turns.js";
 import { fail, sendError, sendJson } from "./http-reply.js";
@@ -29,7 +30,7 @@ export interface HttpOptions {
   maxBodyBytes?: number;
   /** @default 10 MiB */
   maxUploadBytes?: number;
-  /** @default 64 MiB */
+  /** @default 64 MiB — a principal's unreferenced uploads, those being received included */
   uploadQuotaBytes?: number;
   /**
    * @default 32 MiB — stored event data a transcript view folds; more is `transcript_too_large`.
@@ -84,6 +85,7 @@ export function createHttpHandler(
     maxBytes: options.maxUploadBytes ?? Limits.maxAttachmentBytes,
     quotaBytes: options.uploadQuotaBytes ?? Limits.uploadQuotaBytes,
     ledger: options.uploadLedger,
+    receiving: new BodiesReceiving(),
   };
   const highWaterBytes = options.sendHighWaterBytes ?? Limits.sendHighWaterBytes;
 

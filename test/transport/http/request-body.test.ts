@@ -83,6 +83,23 @@ describe("readBody on a real request", () => {
     expect((await next()).error).toMatchObject({ code: "payload_too_large" });
   });
 
+  it("keep asked at each chunk: once it answers false, the body is read to its end and none of it kept", async () => {
+    const sizes: number[] = [];
+    const { send, next } = await serve((req) =>
+      readBody(req, 1000, (size) => {
+        sizes.push(size);
+        return size <= 50;
+      }),
+    );
+    send([Buffer.alloc(30, 1), Buffer.alloc(20, 1)]);
+    expect((await next()).value).toEqual(Buffer.alloc(50, 1));
+    sizes.length = 0;
+    send([Buffer.alloc(30, 1), Buffer.alloc(30, 1), Buffer.alloc(30, 1)]);
+    expect((await next()).value).toEqual(Buffer.alloc(0));
+    // not asked again once it refused
+    expect(sizes.at(-1)).toBeLessThanOrEqual(60);
+  });
+
   it("a client that goes away mid-body ends the read with bad_request (the request's 'aborted' error)", async () => {
     const { send, next } = await serve((req) => readBody(req, 1000));
     send([Buffer.alloc(10)], { length: 500, cut: true });

@@ -1,6 +1,7 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AttackHost } from "../../support/attack-host.js";
+import { heldRequest } from "../../support/held-request.js";
 import { ADMIN_TOKEN } from "../../support/host.js";
 import { MuxPeer } from "../../support/mux-peer.js";
 
@@ -108,6 +109,39 @@ describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
     expect(slow.status).toBe(413);
     expect(await slow.json()).toEqual({ error: "upload_quota_exceeded", max_bytes: MIB });
     // nothing of the refused bodies was kept: the quota is still full
+    expect((await upload(1)).status).toBe(413);
+  });
+
+  it("uploads being received count toward the quota from their first byte, however many are sent at once", async () => {
+    // Before, each upload was checked against the stored ones alone: any number of them sent at once
+    // on as many connections were each read whole into memory (24 of 10 MiB held 276 MiB).
+    host = await AttackHost.start([
+      "--max-upload-bytes",
+      String(4 * MIB),
+      "--upload-quota-bytes",
+      String(8 * MIB),
+    ]);
+    const heldBefore = await host.startLoopWindow();
+    const uploads = [];
+    for (let i = 0; i < 16; i++) {
+      const body = Buffer.alloc(4 * MIB, 9);
+      const options = {
+        path: "/v1/attachments",
+        token: ADMIN_TOKEN,
+        contentType: "application/octet-stream",
+      };
+      uploads.push(await heldRequest(host.cli.port, { ...options, body, chunked: i % 2 === 1 }));
+    }
+    // every body but its last byte has reached the host: what it holds of them is the quota's worth
+    const held = (await host.loopStall()).heldBytes - heldBefore;
+    const replies = await Promise.all(uploads.map((upload) => upload.finish()));
+    console.log(`16 uploads of 4 MiB sent at once, 8 MiB quota: ${(held / MIB).toFixed(1)} MiB held`);
+    expect(held).toBeLessThan(16 * MIB);
+    expect(replies.filter((reply) => reply.status === 200)).toHaveLength(2);
+    for (const reply of replies.filter((r) => r.status !== 200)) {
+      expect(reply).toEqual({ status: 413, body: { error: "upload_quota_exceeded", max_bytes: 8 * MIB } });
+    }
+    // the refused ones left nothing counted: with the two stored, the quota is full, and no more
     expect((await upload(1)).status).toBe(413);
   });
 });
