@@ -1,6 +1,6 @@
 /**
  * The bytes of request bodies each principal is sending that the host holds until it is done with
- * them (an upload until it is stored, say). Counted per principal name
+ * them (an upload until it is stored, a JSON body until it is parsed). Counted per principal name
  * from each body's declared size, or as a chunked body arrives, so bodies sent at once on as many
  * connections see each other before any of them is held whole.
  */

@@ -17,6 +17,8 @@ export interface RouteContext {
   readonly params: readonly string[];
   readonly query: URLSearchParams;
   readonly maxBodyBytes: number;
+  /** The JSON bodies being read, by principal; see `readJsonBody`. */
+  readonly jsonBodies: BodiesReceiving;
   readonly transcripts: TranscriptReading;
   readonly sessionLists: SessionListCache;
   readonly uploads: UploadLimits;

@@ -88,6 +88,7 @@ export function createHttpHandler(
     receiving: new BodiesReceiving(),
   };
   const highWaterBytes = options.sendHighWaterBytes ?? Limits.sendHighWaterBytes;
+  const jsonBodies = new BodiesReceiving();
 
   async function handle(req: IncomingMessage, res: ServerResponse, label: { route: string }): Promise<void> {
     const url = parseUrl(req.url);
@@ -113,6 +114,7 @@ export function createHttpHandler(
       params: match.params,
       query: url.searchParams,
       maxBodyBytes,
+      jsonBodies,
       transcripts,
       sessionLists,
       uploads,

@@ -3,7 +3,7 @@ import { Limits } from "../../../protocol/limits.js";
 import { refusal } from "../../host/store-outcomes.js";
 import { readReachedHead } from "../../store/read-head.js";
 import { fail, sendJson, sendJsonParts, sendJsonText } from "./http-reply.js";
-import { readJsonObject } from "./request-body.js";
+import { readJsonBody } from "./json-body.js";
 import { idParam, intQuery, type Route } from "./route-context.js";
 import { readSessionTranscript } from "./session-transcript.js";
 import { renderSessionView } from "./session-view.js";
@@ -66,7 +66,7 @@ export const sessionRoutes: Route[] = [
     name: "POST /v1/interactions/:id/answer",
     async handle(ctx) {
       const interactionId = idParam(ctx, 0, "interactionId");
-      const body = await readJsonObject(ctx.req, ctx.maxBodyBytes);
+      const body = await readJsonBody(ctx);
       const response = resolution.parse(body, "body");
       const result = await ctx.host
         .call(ctx.principal, "session.respond", { interactionId, response })
@@ -82,7 +82,7 @@ export const sessionRoutes: Route[] = [
     name: "POST /v1/sessions/:id/seen",
     async handle(ctx) {
       const sessionId = idParam(ctx, 0, "sessionId");
-      const body = await readJsonObject(ctx.req, ctx.maxBodyBytes);
+      const body = await readJsonBody(ctx);
       const at = body.completion_settled_at_ms;
       if (typeof at !== "number" || !Number.isFinite(at) || at < 0) {
         throw fail("bad_request", "completion_settled_at_ms must be a non-negative number", {
