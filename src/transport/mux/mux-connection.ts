@@ -138,6 +138,14 @@ export class MuxConnection {
   #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     this.#heartbeat.heard();
     if (this.#closed) return;
+    this.#read(data, isBinary);
+    // After every frame, refused ones too: each answer adds to the backlog. Before, a text or
+    // undecodable frame left the socket read, so a peer sending them without reading made the
+    // host hold its refusals without bound (6.6 MiB of empty text frames: 157 MiB held).
+    this.#updateReading();
+  }
+
+  #read(data: WebSocket.RawData, isBinary: boolean): void {
     const bytes = rawDataBytes(data);
     const metrics = this.#options.metrics;
     metrics?.framesIn.inc();
@@ -160,7 +168,6 @@ export class MuxConnection {
     const request = parseClientFrame(value, (id) => this.#inFlight.has(id));
     if (isRefusal(request)) this.#refuse(request.refused, request.id);
     else this.#dispatch(request);
-    this.#updateReading();
   }
 
   /**
