@@ -100,6 +100,8 @@ export class MuxConnection {
       holding: this.#ws.isPaused && backlog <= this.#options.sendHighWaterBytes,
     });
     if ("ping" in verdict) {
+      // behind everything written before it: its pong says the peer read all of that
+      this.writer.writePending();
       this.#ws.ping(verdict.ping);
       return;
     }
@@ -133,6 +135,8 @@ export class MuxConnection {
         );
       }
     }
+    // the close frame that follows must come after them
+    this.writer.writePending();
   }
 
   #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
