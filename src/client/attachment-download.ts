@@ -3,6 +3,7 @@ import { SessionmuxError } from "../../protocol/errors.js";
 import type { DownloadItem, ResultOf } from "../../protocol/index.js";
 import { DEFAULT_BACKOFF } from "./backoff.js";
 import type { SessionmuxClient } from "./client.js";
+import { MAX_HOST_MESSAGE_BYTES } from "./host-frame-reader.js";
 import { longTimeout } from "./long-timeout.js";
 import { RemoteError, RemoteStreamCarrierError } from "./remote-errors.js";
 import { superviseStream } from "./stream-supervisor.js";
@@ -81,8 +82,20 @@ export function downloadAttachment(
             waitForBytes();
             if (item.kind === "head") {
               if (!head) {
+                // A size that is no byte count would throw out of this callback, unhandled; a valid
+                // one is allocated up front only up to one message, so that one small frame
+                // cannot make the client hold whatever size it names.
+                if (!Number.isSafeInteger(item.size) || item.size < 0) {
+                  return fail(
+                    new SessionmuxError(
+                      "invalid_host_frame",
+                      `the host sent session.download a size of ${item.size}; the client cannot read it`,
+                      { data: { method: "session.download" } },
+                    ),
+                  );
+                }
                 head = item;
-                body = new Uint8Array(item.size);
+                body = new Uint8Array(Math.min(item.size, MAX_HOST_MESSAGE_BYTES));
               } else if (item.size !== head.size) {
                 fail(
                   new SessionmuxError(
@@ -96,6 +109,14 @@ export function downloadAttachment(
             // The host sends every byte once, in order; anything else is repaired by reopening.
             if (!head || item.offset !== received || received + item.bytes.byteLength > head.size) {
               return control.reopen();
+            }
+            if (received + item.bytes.byteLength > body.length) {
+              // past what was allocated up front, the body grows with what arrives
+              const grown = new Uint8Array(
+                Math.min(head.size, Math.max(2 * body.length, received + item.bytes.byteLength)),
+              );
+              grown.set(body.subarray(0, received));
+              body = grown;
             }
             body.set(item.bytes, received);
             received += item.bytes.byteLength;

@@ -235,6 +235,55 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     expect(closed).toMatchObject({ reason: "client_closed" });
   });
 
+  it("a head whose size is no byte count fails invalid_host_frame at once; a large one is allocated as its bytes arrive", async () => {
+    // Before, such a size threw out of the item's callback, unhandled, and the download waited
+    // for its idle timeout; and the whole size was allocated at the head: one small frame naming
+    // 3 GiB made the client hold 3 GiB.
+    const sizes = [-1, 1.5, 3 * 1024 * MIB];
+    const p = await peer({
+      onOpen: (conn, f) => {
+        const send = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        send({ kind: "head", name: "a", type: "x/y", size: sizes.shift() });
+        send({ kind: "bytes", offset: 0, bytes: new Uint8Array(4) });
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    for (const size of [-1, 1.5]) {
+      await expect(client.download("s", "a", { idleTimeoutMs: 60_000 })).rejects.toMatchObject({
+        code: "invalid_host_frame",
+        message: `the host sent session.download a size of ${size}; the client cannot read it`,
+      });
+    }
+    const before = process.memoryUsage().arrayBuffers;
+    let received = 0;
+    const stop = new AbortController();
+    const pending = client
+      .download("s", "a", { signal: stop.signal, onProgress: (n) => (received = n) })
+      .catch((error: unknown) => error);
+    await vi.waitFor(() => expect(received).toBe(4));
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * MIB);
+    stop.abort();
+    expect(await pending).toMatchObject({ code: "aborted" });
+  });
+
+  it("an attachment larger than one host message is whole once read", async () => {
+    const size = 20 * MIB + 3;
+    const whole = pattern(size);
+    const p = await peer({
+      onOpen: (conn, f) => {
+        const send = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        send({ kind: "head", name: "a", type: "x/y", size });
+        for (let offset = 0; offset < size; offset += MIB)
+          send({ kind: "bytes", offset, bytes: whole.subarray(offset, Math.min(offset + MIB, size)) });
+        conn.send({ type: "end", id: f.id });
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    const answer = await client.download("s", "a");
+    expect(answer.size).toBe(size);
+    expect(Buffer.from(answer.bytes).equals(Buffer.from(whole))).toBe(true);
+  });
+
   it("a retryable host error is retried once per host generation, then waits: the idle timeout ends it", async () => {
     let opens = 0;
     const p = await peer({
