@@ -65,7 +65,9 @@ export interface CallRouterOptions {
  * the call waits unclaimed (see `#forward`). A call the owner claimed is waited on while the owner
  * holds the session, past the forward wait; one it did not answer before its lease ended, or
  * within the inbox's longest wait, is answered `outcome_unknown` (not retryable): it may have run
- * there, so it is not sent again unasked.
+ * there, so it is not sent again unasked. So is one waiting as this host closes (its inbox closing
+ * under it) once the owner claimed it; one taken back unrun then is answered `host_shutting_down`,
+ * as a call arriving then is, and routed no more.
  */
 export class CallRouter {
   readonly #options: CallRouterOptions;
@@ -122,7 +124,7 @@ export class CallRouter {
         // not sent again: it may have run there, and would run twice; the caller, who knows what it sent, decides
         throw new SessionmuxError(
           "outcome_unknown",
-          "the host running this session's agent took this call and then lost the session, or held it past the longest wait, before it answered: whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)",
+          `${this.#options.closing() ? "this host shut down while the host running this session's agent held this call" : "the host running this session's agent took this call and then lost the session, or held it past the longest wait, before it answered"}: ${UNKNOWN_ADVICE}`,
           { data: { method, outcome: "unknown" } },
         );
       }
@@ -139,6 +141,10 @@ export class CallRouter {
         { sessionId, target: holder.hostId, method, status: outcome.status },
         "forwarded call not served",
       );
+      // taken back unrun (or refused by the owner) as this host closes: routed no more, run nowhere
+      if (this.#options.closing()) {
+        throw new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly");
+      }
     }
     throw new SessionmuxError(
       "overloaded",
@@ -259,6 +265,10 @@ export class CallRouter {
     }
   }
 }
+
+/** What a caller told `outcome_unknown` for a forwarded call may do. */
+const UNKNOWN_ADVICE =
+  "whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)";
 
 /** How a forward the store failed under is counted: `unknown` as a call claimed and given up is. */
 function forwardFailure(code: string): ForwardMetric | undefined {

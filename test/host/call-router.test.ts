@@ -289,6 +289,41 @@ describe("calls routed to the host that runs the session's agent", () => {
     expect(r.forwarded).toEqual(["unknown"]);
   });
 
+  it("a call the owner took as this host closes under it: outcome_unknown naming the shutdown, sent nowhere else", async () => {
+    const r = await routerOn();
+    await r.create("s1");
+    await r.heldElsewhere("s1");
+    // this host closes while the owner runs the call: its inbox cannot wait for the reply
+    r.inbox.meanwhile = async () => r.close();
+    r.inbox.answers = [{ status: "unknown" }];
+    const err = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: "outcome_unknown",
+      retryable: false,
+      message:
+        "this host shut down while the host running this session's agent held this call: whether the call took effect is unknown; check the session, then send it again if it did not (a prompt sent again with its clientMessageId runs at most once)",
+      data: { method: "session.cancel", outcome: "unknown" },
+    });
+    expect(r.inbox.sent).toHaveLength(1);
+    expect(r.ran).toEqual([]);
+  });
+
+  it("a call taken back unrun as this host closes is answered host_shutting_down: routed no more, run nowhere", async () => {
+    const r = await routerOn();
+    await r.create("s1");
+    const elsewhere = await r.heldElsewhere("s1");
+    // the owner let the session go too: resolved again, the call would run on this closing host
+    r.inbox.meanwhile = async () => {
+      r.close();
+      await r.store.releaseLease(elsewhere);
+    };
+    const err = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "host_shutting_down", retryable: true });
+    expect(r.inbox.sent).toHaveLength(1);
+    expect(r.ran).toEqual([]);
+    expect(r.forwarded).toEqual(["timeout"]);
+  });
+
   it("a forward the store failed under is the caller's answer as it is, sent nowhere else, and counted unknown or not_recorded", async () => {
     const r = await routerOn();
     await r.create("s1");

@@ -34,6 +34,11 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
    * back nor sent again); then it is given up, `unknown`. At least the forward wait. @default 60000
    */
   claimedWaitMs?: number;
+  /**
+   * How long a close waits for the calls still waiting on a reply to be taken back (see `close`):
+   * past it, each is answered `unknown`. @default 1000
+   */
+  closeTakeBackMs?: number;
   /** How often the LISTEN connection is asked `SELECT 1` (see `PostgresStoreOptions.listenCheckMs`). @default 5000 */
   listenCheckMs?: number;
   /**
@@ -54,6 +59,8 @@ const CLAIMED_REPLY_GRACE_MS = 500;
 const REPLY_ATTEMPTS = 4;
 /** The pause before a reply's next write, times the writes made: 0.1 s, 0.2 s, 0.3 s. */
 const REPLY_RETRY_MS = 100;
+/** See `PgCallInboxOptions.closeTakeBackMs`: one statement for every call waiting, in a host's shutdown. */
+const CLOSE_TAKE_BACK_MS = 1_000;
 /** Rows whose sender vanished are deleted this long after they expired. */
 const EXPIRED_GRACE_MS = 60_000;
 
@@ -92,6 +99,7 @@ export class PgCallInbox implements CallInbox {
   readonly #maxServingBytes: number;
   readonly #claimedReplyGraceMs: number;
   readonly #claimedWaitMs: number;
+  readonly #closeTakeBackMs: number;
   /** Calls claimed and not yet settled (answered, released or dropped as expired). */
   #serving = 0;
   /** Bytes those calls hold (bodies, and replies not yet written); a claim under way reserves its room here. */
@@ -125,6 +133,11 @@ export class PgCallInbox implements CallInbox {
   #connecting: Promise<void> | undefined;
   #ticks = 0;
   #closed = false;
+  /**
+   * Set as the inbox closes: the calls it took back then, unclaimed and unanswered (their rows
+   * deleted, so they never run), or none when that statement failed or outlasted its bound.
+   */
+  #takenBackAtClose: Promise<ReadonlySet<string>> | undefined;
 
   private constructor(pool: pg.Pool, connect: () => pg.Client, schema: string, options: PgCallInboxOptions) {
     this.#pool = pool;
@@ -138,6 +151,7 @@ export class PgCallInbox implements CallInbox {
     this.#maxServingBytes = options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes;
     this.#claimedReplyGraceMs = options.claimedReplyGraceMs ?? CLAIMED_REPLY_GRACE_MS;
     this.#claimedWaitMs = options.claimedWaitMs ?? CALL_INBOX_LIMITS.claimedWaitMs;
+    this.#closeTakeBackMs = options.closeTakeBackMs ?? CLOSE_TAKE_BACK_MS;
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
@@ -242,8 +256,7 @@ export class PgCallInbox implements CallInbox {
     withdraw?.addEventListener("abort", onWithdraw, { once: true });
     if (withdrawing) wake();
     try {
-      // the inbox closed while it waited for a connection: never recorded, answered as a call
-      // waiting when it closes is
+      // the inbox closed while it waited for a connection: never recorded, so it never runs
       if (!(await this.#record(targetHost, call, body, timeoutMs))) return { status: "timeout" };
       // recorded: its target may claim and run it whatever happens here, so a read that fails from
       // now on leaves the outcome unknown, and the call is not sent again
@@ -257,7 +270,7 @@ export class PgCallInbox implements CallInbox {
         for (;;) {
           const left = until - Date.now();
           const timedOut = left <= 0 || (await wakeOrTimeout(woken, left)) === "timeout";
-          if (this.#closed) return { status: "timeout" };
+          if (this.#closed) return await this.#outcomeAtClose(call.callId);
           woken = new Promise<void>((resolve) => {
             wake = resolve;
           });
@@ -288,8 +301,9 @@ export class PgCallInbox implements CallInbox {
             // one its target put back unclaimed (it stopped serving as it took it) never ran there
             if (row)
               return { status: row.claimed ? "unknown" : phase === "withdrawn" ? "withdrawn" : "timeout" };
-            // answered meanwhile; else gone, which only an expiry long past does: it may have run
-            return (await this.#takeReply(call.callId)) ?? { status: "unknown" };
+            // answered meanwhile; else gone, which an expiry long past does (it may have run), or
+            // the take-back of a close
+            return (await this.#takeReply(call.callId)) ?? (await this.#gone(call.callId));
           } else if (withdrawing && phase !== "withdrawn") {
             withdrawing = false;
             // only while its target has not claimed it: a claimed call may be running there
@@ -305,13 +319,13 @@ export class PgCallInbox implements CallInbox {
           // at the forward wait, neither taken back nor kept: answered (read above), put back
           // unclaimed as it was looked at (taken back at the next look), or gone, as above
           if (timedOut && phase === "waiting" && !(await this.#recorded(call.callId))) {
-            return { status: "unknown" };
+            return await this.#gone(call.callId);
           }
         }
       } catch (err) {
         // the inbox closed between two of its statements (its pool ended): answered as a call
-        // waiting when it closes is, its row left to expire
-        if (this.#closed) return { status: "timeout" };
+        // waiting when it closes is
+        if (this.#closed) return await this.#outcomeAtClose(call.callId);
         throw isPgStorageFailure(err) ? forwardUnknown(call, err) : err;
       }
     } finally {
@@ -322,6 +336,23 @@ export class PgCallInbox implements CallInbox {
       if (left > 0) this.#pendingBy.set(principal, left);
       else this.#pendingBy.delete(principal);
     }
+  }
+
+  /**
+   * A recorded call's outcome once its inbox closed (see `close`): `timeout` when the close took it
+   * back unrun, else `unknown`, since its target may claim and run it, or already did.
+   */
+  async #outcomeAtClose(callId: string): Promise<ForwardOutcome> {
+    const taken = await this.#takenBackAtClose;
+    return taken?.has(callId) ? { status: "timeout" } : { status: "unknown" };
+  }
+
+  /**
+   * A recorded call whose row went, not by its sender's hand: only an expiry long past deletes it
+   * (it may have run), or the take-back of a close.
+   */
+  #gone(callId: string): Promise<ForwardOutcome> {
+    return this.#closed ? this.#outcomeAtClose(callId) : Promise.resolve({ status: "unknown" });
   }
 
   /** Deletes the call if its target has not claimed (nor answered) it: true when it was taken back unrun. */
@@ -396,7 +427,8 @@ export class PgCallInbox implements CallInbox {
     if (size === undefined) return undefined;
     await this.#replyRoom(size);
     try {
-      if (this.#closed) return { status: "timeout" };
+      // answered, so run: a close reads no reply (their room is not waited for), and says so
+      if (this.#closed) return await this.#outcomeAtClose(callId);
       const taken = await this.#pool.query<{ reply: Buffer }>(
         "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NOT NULL RETURNING reply",
         [callId],
@@ -439,8 +471,11 @@ export class PgCallInbox implements CallInbox {
   }
 
   /**
-   * Stops serving and listening; calls still waiting resolve `timeout` (their rows are left to
-   * expire), at once also those still waiting for a connection to be recorded (never recorded).
+   * Stops serving and listening. A call still waiting for a connection to be recorded resolves
+   * `timeout` at once (never recorded). Every call waiting on a reply is told what became of it:
+   * those their targets have not claimed are taken back, in one statement (their rows deleted,
+   * so they never run), and resolve `timeout`; a claimed one, an answered one, and every one when
+   * that statement fails or takes longer than `closeTakeBackMs`, may run there (or ran): `unknown`.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -448,13 +483,56 @@ export class PgCallInbox implements CallInbox {
     this.#recording.refuse(shuttingDown);
     clearInterval(this.#timer);
     this.#served.clear();
+    // set before any sender wakes: each looks for its call among those taken back
+    this.#takenBackAtClose = this.#takeBackAll([...this.#waiters.keys()]);
     for (const waiter of this.#waiters.values()) waiter.wake();
     this.#grantReplies();
-    await Promise.all([...this.#draining.values(), ...this.#chains.values()]);
+    await Promise.all([this.#takenBackAtClose, ...this.#draining.values(), ...this.#chains.values()]);
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => undefined);
     await this.#pool.end().catch(() => undefined);
+  }
+
+  /**
+   * Takes back the calls of `callIds` their targets have not claimed (nor answered), as
+   * `#takeBackUnclaimed` does one: the ones it deleted. A row a target's claim holds makes the
+   * delete wait for that claim, and then find it claimed. None when it fails, or past
+   * `closeTakeBackMs` (a shutdown waits no longer): its connect, if still waiting for a free
+   * connection, is taken out of the pool's queue then, and a statement already sent may still
+   * delete calls, which never run, answered `unknown` all the same. Ids never recorded (waiting
+   * for a connection) match nothing.
+   */
+  async #takeBackAll(callIds: string[]): Promise<ReadonlySet<string>> {
+    if (callIds.length === 0) return new Set();
+    const connects = new WaitingConnects();
+    const taking = (async (): Promise<ReadonlySet<string>> => {
+      const client = await connects.connectTo(this.#pool);
+      try {
+        const taken = await client.query<{ call_id: string }>(
+          "DELETE FROM forwarded_calls WHERE call_id = ANY($1) AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
+          [callIds],
+        );
+        client.release();
+        return new Set(taken.rows.map((row) => row.call_id));
+      } catch (err) {
+        // a connection that answered with an ERROR is still sound; any other is dropped
+        client.release(refused(err) ? undefined : err instanceof Error ? err : true);
+        throw err;
+      }
+    })().catch(() => new Set<string>());
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<ReadonlySet<string>>((resolve) => {
+      timer = setTimeout(() => {
+        connects.refuse(shuttingDown);
+        resolve(new Set());
+      }, this.#closeTakeBackMs);
+    });
+    try {
+      return await Promise.race([taking, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async #listen(): Promise<void> {

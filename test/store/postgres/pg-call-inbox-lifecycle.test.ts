@@ -11,7 +11,6 @@ import {
   channelListener,
   heldHandler,
   holdNextClaim,
-  holdNextQuery,
   inboxFixture,
   NO_POLL,
 } from "./call-inbox-rows.js";
@@ -82,43 +81,6 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
       message: "the host is shutting down; reconnect shortly",
     });
     expect(await inbox.rowCount()).toBe(0);
-  });
-
-  it("a call waiting when its host closes resolves timeout at once, its row left to expire", async () => {
-    inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
-    inbox.forget(a);
-    const sent = a.send("host-b", call("s1"), LONG);
-    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
-    await a.close();
-    // far before its own timeout: the test's timeout would end the wait first
-    expect(await sent).toEqual({ status: "timeout" });
-    expect(await inbox.rowCount()).toBe(1);
-  });
-
-  it("a call whose inbox closes between two of its statements resolves timeout, its row left to expire", async () => {
-    inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
-    inbox.forget(a);
-    const forwarded = call("s1");
-    const withdraw = new AbortController();
-    const sent = a.send("host-b", forwarded, LONG, withdraw.signal);
-    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
-    // claimed by its target: taking it back finds nothing, so the sender looks for its reply next
-    await inbox.sql("UPDATE forwarded_calls SET claimed_at = clock_timestamp() WHERE call_id = $1", [
-      forwarded.callId,
-    ]);
-    const taking = holdNextQuery("claimed_at IS NULL AND reply IS NULL", "answer");
-    withdraw.abort();
-    await taking.held;
-    await a.close();
-    taking.release();
-    try {
-      expect(await sent).toEqual({ status: "timeout" });
-    } finally {
-      vi.restoreAllMocks();
-    }
-    expect(await inbox.rowCount()).toBe(1);
   });
 
   it("a host that closes finishes the call it runs and delivers its reply before its connections end", async () => {

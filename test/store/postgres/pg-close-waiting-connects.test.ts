@@ -72,7 +72,9 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL pool's owner while a connect waits
       () => inbox.close(),
     );
     await expect.poll(waiting, { timeout: BOUND_MS }).toEqual({ value: { status: "timeout" } });
-    await expect.poll(running, { timeout: BOUND_MS }).toEqual({ value: { status: "timeout" } });
+    // claimed and running: the close's take-back (which waits for the pool's one connection, past
+    // its bound) would not find it unclaimed anyway
+    await expect.poll(running, { timeout: BOUND_MS }).toEqual({ value: { status: "unknown" } });
     // refused, the send's connect waits on the pool no more, though the pool is still open
     expect(inbox.poolStats().waiting).toBe(0);
     expect(closed()).toBeUndefined();
@@ -80,8 +82,8 @@ describe.skipIf(!pgUrl)("closing a PostgreSQL pool's owner while a connect waits
     release.open();
     await unlock();
     await expect.poll(closed, { timeout: BOUND_MS }).toEqual({ value: undefined });
-    // recorded once the lock went, and answered as a call whose inbox closed between statements
-    expect(held()).toEqual({ value: { status: "timeout" } });
+    // its INSERT sent before the close: recorded once the lock went, and its target may run it
+    expect(held()).toEqual({ value: { status: "unknown" } });
     await expect.poll(() => hostConnections(scratch), { timeout: BOUND_MS }).toBe(0);
   }, 60_000);
 

@@ -1,0 +1,117 @@
+import { describe, expect, it, vi } from "vitest";
+import { cleanupsAfterEach } from "../../support/cleanups.js";
+import { settlement } from "../../support/settlement.js";
+import { pgUrl } from "../contract/backends.js";
+import { call, heldHandler, holdNextQuery, inboxFixture, NO_POLL } from "./call-inbox-rows.js";
+import { holdWrites, lockTable } from "./held-writes.js";
+
+/** Longer than any test: a sender told nothing at its close waits out the test, not its own timeout. */
+const LONG = 600_000;
+const UNKNOWN = { status: "unknown" };
+
+/**
+ * A host whose call inbox closes (its shutdown) while calls it sent wait on their replies: each
+ * caller is told what became of its call. One its target never claimed is taken back, so it never
+ * runs, and may be sent again (`timeout`); one the target claimed may run, or already runs, there:
+ * `unknown`, never a cue to send it again.
+ */
+describe.skipIf(!pgUrl)("PostgreSQL call inbox: a sender's close", () => {
+  const inbox = inboxFixture("inbox_close");
+  const cleanups = cleanupsAfterEach(() => vi.restoreAllMocks());
+
+  it("takes back a call its target has not claimed: the row is gone and its caller told timeout, at once", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const sent = a.send("host-b", call("s1"), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    await a.close();
+    // far before its own timeout: the test's timeout would end the wait first
+    expect(await sent).toEqual({ status: "timeout" });
+    // nobody serving host-b later finds it
+    expect(await inbox.rowCount()).toBe(0);
+  });
+
+  it("answers unknown, at once, a call its target claimed and still runs: it may take effect there", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const { started, release, ran, handler } = heldHandler("done");
+    b.serve("host-b", handler);
+    const sent = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await started.promise;
+    await a.close();
+    expect(await sent).toEqual(UNKNOWN);
+    // it does take effect: told to send it again, its caller would have it run twice
+    release.open();
+    await expect
+      .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls WHERE reply IS NOT NULL")).length, {
+        timeout: 20_000,
+      })
+      .toBe(1);
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
+  it("never tells retryable a call whose target's claim holds it as the sender closes: the take-back waits for the claim, finds it claimed, and the call runs once", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    // b's claim stops inside its transaction, the row updated and locked
+    const claims = await holdWrites(inbox.schema, "forwarded_calls", "UPDATE OF claimed_at");
+    cleanups.push(() => claims.end());
+    await claims.hold();
+    const sent = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    const { ran, release, handler } = heldHandler("done");
+    release.open();
+    b.serve("host-b", handler);
+    await claims.waitFor("held");
+    const closing = a.close();
+    // the close's take-back waits for the row the claim holds (a caller told at once was told
+    // without a look)
+    await Promise.race([claims.waitFor("behind"), sent]).catch(() => undefined);
+    await claims.release();
+    await closing;
+    // the claim went through: the call runs, so its caller must not be told to send it again
+    await expect.poll(() => ran, { timeout: 20_000 }).toEqual([{ n: 1 }]);
+    expect(await sent).toEqual(UNKNOWN);
+  });
+
+  it("answers unknown every call it cannot take back within closeTakeBackMs, and ends once its statement does", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, closeTakeBackMs: 200 });
+    inbox.forget(a);
+    const sent = settlement(a.send("host-b", call("s1"), LONG));
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // the take-back waits on the lock: whether it will delete the row is not known in time
+    const { admin } = await lockTable(cleanups, inbox.schema, "forwarded_calls");
+    const closed = settlement(a.close());
+    await expect.poll(sent, { timeout: 5_000 }).toEqual({ value: UNKNOWN });
+    expect(closed()).toBeUndefined();
+    await admin.query("ROLLBACK");
+    await expect.poll(closed, { timeout: 20_000 }).toEqual({ value: undefined });
+  });
+
+  it("answers unknown a claimed call whose sender was between two of its statements, its row left to its target", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const forwarded = call("s1");
+    const withdraw = new AbortController();
+    const sent = a.send("host-b", forwarded, LONG, withdraw.signal);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // claimed by its target: taking it back finds nothing, so the sender looks for its reply next
+    await inbox.sql("UPDATE forwarded_calls SET claimed_at = clock_timestamp() WHERE call_id = $1", [
+      forwarded.callId,
+    ]);
+    const taking = holdNextQuery("claimed_at IS NULL AND reply IS NULL", "answer");
+    withdraw.abort();
+    await taking.held;
+    await a.close();
+    taking.release();
+    expect(await sent).toEqual(UNKNOWN);
+    expect(await inbox.rowCount()).toBe(1);
+  });
+});
