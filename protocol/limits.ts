@@ -18,6 +18,11 @@ export const Limits = {
   maxAttachmentBytes: 10 * 1024 * 1024,
   /** @default 64 MiB of uploads per principal that no prompt references yet. */
   uploadQuotaBytes: 64 * 1024 * 1024,
+  /**
+   * @default 64 MiB of attachments one principal's running turns hold (their agents receive
+   * them whole), the upload quota's size.
+   */
+  turnAttachmentBytesPerPrincipal: 64 * 1024 * 1024,
   /** @default 1 hour: an upload no prompt references by then is deleted. */
   uploadTtlMs: 60 * 60 * 1000,
   /** @default 10,000 live sessions per principal (admin exempt); more is `too_many_sessions`. */

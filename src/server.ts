@@ -45,6 +45,8 @@ export interface HostOptions {
   agent?: AgentDriver;
   /** @default 600_000 (10 minutes) */
   idleDetachMs?: number;
+  /** @default 64 MiB (see `SessionmuxOptions.maxTurnAttachmentBytes`) */
+  maxTurnAttachmentBytes?: number;
   allowedOrigins?: string[];
   logger?: Logger;
   mux?: MuxOptionsInput;
@@ -96,6 +98,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       processMetrics: options.processMetrics ?? false,
       ...(options.agent ? { agent: options.agent } : {}),
       ...(options.idleDetachMs !== undefined ? { idleDetachMs: options.idleDetachMs } : {}),
+      ...(options.maxTurnAttachmentBytes !== undefined
+        ? { maxTurnAttachmentBytes: options.maxTurnAttachmentBytes }
+        : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.mux ? { mux: options.mux } : {}),
       ...(options.http ? { http: options.http } : {}),

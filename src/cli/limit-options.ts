@@ -95,6 +95,17 @@ const UPLOAD_FLAGS = {
   },
 } as const satisfies Record<string, LimitFlag>;
 
+const TURN_FLAGS = {
+  maxTurnAttachmentBytes: {
+    flag: "--max-turn-attachment-bytes <n>",
+    env: "SESSIONMUX_MAX_TURN_ATTACHMENT_BYTES",
+    description:
+      "bytes of attachments one principal's running turns hold, admin too (a prompt past it is overloaded; one whose own pass it, payload_too_large)",
+    fallback: Limits.turnAttachmentBytesPerPrincipal,
+    min: 1,
+  },
+} as const satisfies Record<string, LimitFlag>;
+
 const VIEW_FLAGS = {
   maxTranscriptBytes: {
     flag: "--max-transcript-bytes <n>",
@@ -208,7 +219,14 @@ const CALL_INBOX_FLAGS = {
   },
 } as const satisfies Record<string, LimitFlag>;
 
-const ALL_FLAGS = { ...MUX_FLAGS, ...UPLOAD_FLAGS, ...VIEW_FLAGS, ...PRINCIPAL_FLAGS, ...CALL_INBOX_FLAGS };
+const ALL_FLAGS = {
+  ...MUX_FLAGS,
+  ...UPLOAD_FLAGS,
+  ...TURN_FLAGS,
+  ...VIEW_FLAGS,
+  ...PRINCIPAL_FLAGS,
+  ...CALL_INBOX_FLAGS,
+};
 
 export type LimitValues = Record<keyof typeof ALL_FLAGS, number> & { metricsToken?: string };
 

@@ -271,6 +271,7 @@ export function registerServeCommand(program: Command): void {
       leaseTtlMs: options.leaseTtlMs,
       agent,
       idleDetachMs: options.idleDetachMs,
+      maxTurnAttachmentBytes: options.maxTurnAttachmentBytes,
       allowedOrigins: options.allowedOrigin,
       logger,
       processMetrics: true,

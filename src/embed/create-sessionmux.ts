@@ -89,6 +89,11 @@ export interface SessionmuxOptions {
    */
   turnStopGraceMs?: number;
   /**
+   * Bytes of attachments one principal's running turns may hold, admin too (docs/reliability.md,
+   * "Limits"; `serve`'s `--max-turn-attachment-bytes`). @default 64 MiB
+   */
+  maxTurnAttachmentBytes?: number;
+  /**
    * Where the host logs (refused requests, an agent that threw, a failed shutdown step): a pino
    * logger, as `serve` uses. @default warnings and errors as JSON lines on stderr; pass
    * `pino({ enabled: false })` for none

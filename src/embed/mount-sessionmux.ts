@@ -84,6 +84,9 @@ export async function mountSessionmux(
     agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     ...(options.turnStopGraceMs !== undefined ? { turnStopGraceMs: options.turnStopGraceMs } : {}),
+    ...(options.maxTurnAttachmentBytes !== undefined
+      ? { maxTurnAttachmentBytes: options.maxTurnAttachmentBytes }
+      : {}),
     hostId,
     ...(options.principals?.maxSessionsPerPrincipal !== undefined
       ? { maxSessionsPerPrincipal: options.principals.maxSessionsPerPrincipal }

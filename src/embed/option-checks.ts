@@ -31,6 +31,7 @@ const TOP: Partial<Record<keyof SessionmuxOptions, Rule>> = {
   turnStopGraceMs: { min: 0, max: LONGEST_TIMER_MS },
   readinessIntervalMs: DELAY,
   uploadTtlMs: floor("uploadTtlMs"),
+  maxTurnAttachmentBytes: COUNT,
 };
 
 const GROUPS: {

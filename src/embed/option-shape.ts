@@ -26,6 +26,7 @@ const KNOWN: Record<keyof SessionmuxOptions, true> = {
   basePath: true,
   idleDetachMs: true,
   turnStopGraceMs: true,
+  maxTurnAttachmentBytes: true,
   logger: true,
   mux: true,
   http: true,

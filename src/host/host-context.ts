@@ -8,6 +8,7 @@ import type { Dismissals } from "./dismissals.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
+import type { TurnAttachmentBudget } from "./turn-attachment-budget.js";
 import type { TurnRunner } from "./turn-runner.js";
 
 /** What method handlers share. Agents are reached only through the `Resolvers` a handler is given. */
@@ -30,6 +31,8 @@ export interface HostContext {
     /** Stored event data one read of a whole log holds: `turn.history()`, a fork's prefix. */
     readonly transcriptBytes: number;
   };
+  /** The attachment bytes each principal's running turns hold, and the most they may. */
+  readonly attachmentBudget: TurnAttachmentBudget;
   /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */
   readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;
 }

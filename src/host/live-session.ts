@@ -31,6 +31,8 @@ export class RunningTurn {
   parked = false;
   /** Stopped by shutdown while waiting on a person: its `turn/end` is not written, it stays parked. */
   leftParked = false;
+  /** Gives back the attachment bytes this turn's prompt holds (see `TurnAttachmentBudget`); once is enough. */
+  attachmentRelease: () => void = () => undefined;
   /** Settles when the turn is fully over (its `turn/end` committed or given up, or it never opened). */
   readonly done: Promise<void>;
   readonly finished: () => void;

@@ -35,6 +35,7 @@ import type { Principal } from "./principal.js";
 import { SessionReadHandle, visibleAttachment } from "./session-read-handle.js";
 import { assertStorageRoom, storageUsage } from "./storage-quota.js";
 import { DEFAULT_STORE_RETRY } from "./store-retry.js";
+import { TurnAttachmentBudget } from "./turn-attachment-budget.js";
 import { TurnRunner } from "./turn-runner.js";
 
 /** Queued prompts one session may hold. */
@@ -77,6 +78,13 @@ export interface SessionHostOptions {
    * @default 32 MiB (`Limits.transcriptViewBytes`)
    */
   maxTranscriptBytes?: number;
+  /**
+   * Bytes of attachments one principal's running turns may hold (admin too): a prompt whose own
+   * pass it is refused `payload_too_large`; one that would take the principal's past it is refused
+   * `overloaded` (retryable) before it is written, or, queued, starts once a turn gave room back.
+   * @default 64 MiB (`Limits.turnAttachmentBytesPerPrincipal`)
+   */
+  maxTurnAttachmentBytes?: number;
   agent: AgentDriver;
   /**
    * How long a cancelled turn (or one stopped by shutdown) waits for its agent to return; past it
@@ -194,6 +202,9 @@ export class SessionHost implements HostApi {
       options.cluster?.generation ?? this.generation,
     );
     const transcriptBytes = options.maxTranscriptBytes ?? Limits.transcriptViewBytes;
+    const attachmentBudget = new TurnAttachmentBudget(
+      options.maxTurnAttachmentBytes ?? Limits.turnAttachmentBytesPerPrincipal,
+    );
     this.#runner = new TurnRunner({
       store: this.store,
       agent: options.agent,
@@ -205,6 +216,7 @@ export class SessionHost implements HostApi {
       now: this.#now,
       closing: () => this.#closing,
       maxHistoryBytes: transcriptBytes,
+      attachmentBudget,
       stopGraceMs: options.turnStopGraceMs ?? DEFAULT_TURN_STOP_GRACE_MS,
       storeRetry: DEFAULT_STORE_RETRY,
     });
@@ -228,6 +240,7 @@ export class SessionHost implements HostApi {
         transcriptBytes,
       },
       prompts: new Map(),
+      attachmentBudget,
     };
   }
 
@@ -432,6 +445,11 @@ export class SessionHost implements HostApi {
     listener: (list: readonly Notification[]) => void,
   ): () => void {
     return this.#hub.subscribeLists(principal, listener);
+  }
+
+  /** The attachment bytes the principal's running turns hold of their bound (`maxTurnAttachmentBytes`). */
+  heldAttachmentBytes(owner: string): number {
+    return this.#ctx.attachmentBudget.heldBy(owner);
   }
 
   /** Stops accepting work, closes running turns as interrupted, detaches every agent. */

@@ -125,7 +125,10 @@ export class HostTurnContext implements TurnContext {
       // removed or edited since it was steered: what is queued now is what the agent reads
       const item = this.#live.promptQueue.find(this.sessionId, itemId);
       if (!item) continue;
-      const attachments = await prepareAttachments(this.#store, this.#owner, item.input);
+      // the agent reads an interjection's text alone: its uploads are recorded, never read
+      const attachments = await prepareAttachments(this.#store, this.#owner, item.input, {
+        uploadBytes: false,
+      });
       const message = promptMessage(item.input, attachments.stored, true);
       // the interjection and the item's removal commit together
       const outcome = await this.#fencedAppend([{ type: "user/message", data: message }], {

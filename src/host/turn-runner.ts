@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { EventDataOf, TurnTrigger } from "../../protocol/index.js";
+import { type EventDataOf, SessionmuxError, type TurnTrigger } from "../../protocol/index.js";
 import { abortableSleep } from "../agents/abortable-sleep.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
@@ -17,6 +17,7 @@ import { discardKept, type PreparedAttachments, prepareAttachments } from "./pro
 import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
 import { isStoreFailure, type StoreRetry, storeRetryDelay } from "./store-retry.js";
+import type { TurnAttachmentBudget } from "./turn-attachment-budget.js";
 import { HostTurnContext } from "./turn-context.js";
 import { promptMessage } from "./user-message-shape.js";
 
@@ -40,6 +41,8 @@ export interface TurnRunnerDeps {
   closing: () => boolean;
   /** Stored event data an agent's `turn.history()` returns at most. */
   maxHistoryBytes: number;
+  /** The attachment bytes each principal's running turns hold: a turn's are given back when it ends. */
+  attachmentBudget: TurnAttachmentBudget;
   /** How long a stopped turn waits for its agent to return before it is closed without it. */
   stopGraceMs: number;
   /** The pause before a queued prompt's start or a `turn/end` the store failed to write is tried again. */
@@ -94,7 +97,16 @@ export class TurnRunner {
     this.#deps.agents.markRunning(session);
     let attachments: PreparedAttachments | undefined;
     try {
-      attachments = await prepareAttachments(this.#deps.store, session.owner, input);
+      // counted before any upload is read; a queued prompt refused here starts again later (`kick`)
+      attachments = await prepareAttachments(this.#deps.store, session.owner, input, {
+        hold: (bytes) => {
+          turn.attachmentRelease = this.#deps.attachmentBudget.take(
+            session.owner,
+            bytes,
+            itemId !== undefined,
+          );
+        },
+      });
       const message = promptMessage(input, attachments.stored);
       const prompt =
         input.clientMessageId !== undefined && itemId === undefined
@@ -195,8 +207,10 @@ export class TurnRunner {
         if (this.#stopped.signal.aborted) return;
         const failures = (this.#startRetries.get(sessionId)?.failures ?? 0) + 1;
         const retryInMs = storeRetryDelay(this.#deps.storeRetry, failures);
-        // warned once per run of failures: a full disk refuses every attempt until it has room
-        const level = failures === 1 ? "warn" : "debug";
+        // warned once per run of failures: a full disk refuses every attempt until it has room; a
+        // principal's turns holding their attachment budget is no fault, it waits for a turn's end
+        const overloaded = err instanceof SessionmuxError && err.code === "overloaded";
+        const level = failures === 1 && !overloaded ? "warn" : "debug";
         this.#deps.logger[level]({ err, sessionId, failures, retryInMs }, "queued prompt could not start");
         const timer = setTimeout(() => {
           // a session detached or emptied meanwhile keeps no retry state
@@ -231,6 +245,8 @@ export class TurnRunner {
     } catch (err) {
       outcome = { state: "failed", error: describe(err) };
     }
+    // the agent returned (or was given up on): its prompt's attachments are no longer held for it
+    turn.attachmentRelease();
     turn.acceptsInterjections = false;
     const stop = turn.stopReason;
     // a deleted session has no log to close; a turn left waiting on a person stays open, parked;
@@ -300,6 +316,7 @@ export class TurnRunner {
 
   /** Frees the session after a turn; the next queued prompt starts in the same tick so none can overtake it. */
   #release(session: LiveSession, turn: RunningTurn, startNext = true): void {
+    turn.attachmentRelease();
     turn.finished();
     if (session.turn !== turn) return;
     session.turn = undefined;

@@ -134,6 +134,14 @@ const LIMITS = [
     min: 1000,
   },
   {
+    key: "maxTurnAttachmentBytes",
+    to: ["host"],
+    flag: "--max-turn-attachment-bytes",
+    env: "SESSIONMUX_MAX_TURN_ATTACHMENT_BYTES",
+    fallback: 64 * 1024 * 1024,
+    min: 1,
+  },
+  {
     key: "maxTranscriptBytes",
     to: ["http"],
     flag: "--max-transcript-bytes",
@@ -225,13 +233,16 @@ const INTEGER_LIMITS = LIMITS.filter(
 const rangeOf = (limit: (typeof INTEGER_LIMITS)[number]): string =>
   "max" in limit ? `from ${limit.min} to ${limit.max}` : `≥ ${limit.min}`;
 
-/** What `serve` hands the host: the mux, HTTP, principal and call inbox options, and the upload lifetime. */
+/**
+ * What `serve` hands the host: the mux, HTTP, principal and call inbox options, the upload
+ * lifetime and the attachment bytes a principal's running turns hold.
+ */
 interface HostLimits {
   mux: Record<string, unknown>;
   http: Record<string, unknown>;
   principal: Record<string, unknown>;
   inbox: Record<string, unknown>;
-  host: { uploadTtlMs: number };
+  host: { uploadTtlMs: number; maxTurnAttachmentBytes: number };
   metricsToken: string | undefined;
 }
 
@@ -248,7 +259,7 @@ function parseServe(argv: string[], env: Record<string, string> = {}): HostLimit
     http: httpLimitsOf(options),
     principal: { ...principalLimitsOf(options) },
     inbox: { ...callInboxLimitsOf(options) },
-    host: { uploadTtlMs: options.uploadTtlMs },
+    host: { uploadTtlMs: options.uploadTtlMs, maxTurnAttachmentBytes: options.maxTurnAttachmentBytes },
     metricsToken: options.metricsToken,
   };
 }
@@ -260,7 +271,7 @@ function fallbacks(): HostLimits {
     http: {},
     principal: {},
     inbox: {},
-    host: { uploadTtlMs: 0 },
+    host: { uploadTtlMs: 0, maxTurnAttachmentBytes: 0 },
     metricsToken: undefined,
   };
   for (const limit of LIMITS)

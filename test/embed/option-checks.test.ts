@@ -77,6 +77,9 @@ describe("createSessionmux options", () => {
         /^http\.maxTranscriptBytes must be an integer ≥ 1048576, got 1048575$/,
       ],
       [{ uploadTtlMs: 999 }, /^uploadTtlMs must be an integer ≥ 1000, got 999$/],
+      // 0 refused every prompt naming an attachment; NaN compared false and bounded nothing
+      [{ maxTurnAttachmentBytes: 0 }, /^maxTurnAttachmentBytes must be an integer ≥ 1, got 0$/],
+      [{ maxTurnAttachmentBytes: Number.NaN }, /^maxTurnAttachmentBytes must be an integer ≥ 1, got NaN$/],
       // PostgreSQL's connection checks: a near busy loop, a healthy connection taken for a silent one
       [{ dbListenCheckMs: 99 }, /^dbListenCheckMs must be an integer from 100 to 2147483647, got 99$/],
       [{ dbQueryCheckMs: Number.NaN }, /^dbQueryCheckMs must be an integer from 100 to 1073741823, got NaN$/],
@@ -148,6 +151,7 @@ describe("createSessionmux options", () => {
       },
       http: { sendHighWaterBytes: 1024, maxTranscriptBytes: 1024 * 1024 },
       uploadTtlMs: 1000,
+      maxTurnAttachmentBytes: 1,
       callInbox: {
         maxPending: 1,
         maxPendingPerPrincipal: 1,

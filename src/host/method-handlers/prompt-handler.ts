@@ -47,7 +47,9 @@ async function answerPrompt(
   const recorded = await ctx.store.findPrompt(params.sessionId, params.clientMessageId);
   if (recorded) return fromRecord(recorded);
   // before the agent starts: a refused prompt resumes nothing
-  await assertAttachmentsReadable(ctx.store, owner, params.attachments);
+  const attachmentBytes = await assertAttachmentsReadable(ctx.store, owner, params.attachments);
+  // one that could never start is refused before it is written, queued or not
+  ctx.attachmentBudget.assertFitsAlone(attachmentBytes);
   await assertStorageRoom(ctx, principal);
   const input: PromptInput = {
     clientMessageId: params.clientMessageId,

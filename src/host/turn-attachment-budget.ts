@@ -1,0 +1,60 @@
+import { SessionmuxError } from "../../protocol/index.js";
+
+/**
+ * The attachment bytes one principal's running turns hold: each turn's agent receives its
+ * prompt's attachments whole, uploads read from the store, and keeps them until the turn ends.
+ * One upload may be named by prompts in any number of the principal's sessions, and a named one
+ * no longer counts on the upload quota, so without this bound one token made every running turn
+ * hold up to 32 uploads of the largest size. Counted from the sizes the upload rows and inline
+ * bytes state, before any upload is read; given back once the turn ends, however it ends.
+ */
+export class TurnAttachmentBudget {
+  readonly #held = new Map<string, number>();
+
+  constructor(readonly maxBytes: number) {}
+
+  /** The bytes the principal's running turns hold now. */
+  heldBy(owner: string): number {
+    return this.#held.get(owner) ?? 0;
+  }
+
+  /**
+   * A prompt whose attachments alone pass the bound could never run: refused for good with
+   * `payload_too_large` (non-retryable), before it is written or queued.
+   */
+  assertFitsAlone(bytes: number): void {
+    if (bytes <= this.maxBytes) return;
+    throw new SessionmuxError(
+      "payload_too_large",
+      `the prompt's attachments hold ${bytes} bytes; a principal's running turns may hold ${this.maxBytes}`,
+      { data: { limit: "turn_attachment_bytes", maxBytes: this.maxBytes, bytes } },
+    );
+  }
+
+  /**
+   * Counts `bytes` for the principal and returns what gives them back (once, however often it is
+   * called). Past the bound it is `overloaded` (retryable: once a running turn ends there is
+   * room). `alone`: taken whatever their size when the principal holds nothing else, so a
+   * queued prompt accepted under a larger bound still runs, one at a time, and none waits for good.
+   */
+  take(owner: string, bytes: number, alone = false): () => void {
+    if (bytes === 0) return () => undefined;
+    const heldBytes = this.heldBy(owner);
+    if (heldBytes + bytes > this.maxBytes && !(alone && heldBytes === 0)) {
+      throw new SessionmuxError(
+        "overloaded",
+        `the principal's running turns hold ${heldBytes} bytes of attachments; this prompt's ${bytes} more would pass ${this.maxBytes}`,
+        { data: { limit: "turn_attachment_bytes_per_principal", maxBytes: this.maxBytes, heldBytes, bytes } },
+      );
+    }
+    this.#held.set(owner, heldBytes + bytes);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const left = this.heldBy(owner) - bytes;
+      if (left > 0) this.#held.set(owner, left);
+      else this.#held.delete(owner);
+    };
+  }
+}
