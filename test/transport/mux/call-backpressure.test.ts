@@ -160,43 +160,44 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
   });
 
   it("while the backlog is past the mark the host reads no more of the socket, whatever the frames", async () => {
-    const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } }));
-    const peer = await connect(host);
-    peers.push(peer);
-    const sessionId = await createSession(peer);
-    const attachmentId = await attachmentOf(host, 16 * MIB);
-    peer.pause();
-    await attachmentUnderWay(host, peer, sessionId, attachmentId);
-    const framesIn = async () => (await host.metrics.framesIn.get()).values[0]?.value ?? 0;
-    const before = await framesIn();
+    const { peer, framesInSince } = await pastTheMark();
     // closes naming nothing in flight: each would be answered `end`, no call among them
     for (let i = 0; i < 100; i++) {
       peer.close(10_000 + i);
       await new Promise((resolve) => setImmediate(resolve));
     }
     await sleep(50);
-    expect((await framesIn()) - before).toBeLessThan(50);
+    expect(await framesInSince()).toBeLessThan(50);
   });
 
   it("a socket sending frames refused unread (text, undecodable) is not read either while its backlog is past the mark", async () => {
     // Before, such a frame's refusal skipped the check: a peer sending them without reading was
     // read on and on, and the host held every refusal (6.6 MiB of empty text frames sent on a real
     // serve, 157 MiB held after a full collection).
-    const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } }));
-    const peer = await connect(host);
-    peers.push(peer);
-    const sessionId = await createSession(peer);
-    const attachmentId = await attachmentOf(host, 16 * MIB);
-    peer.pause();
-    await attachmentUnderWay(host, peer, sessionId, attachmentId);
-    const framesIn = async () => (await host.metrics.framesIn.get()).values[0]?.value ?? 0;
-    const before = await framesIn();
+    const { peer, framesInSince } = await pastTheMark();
     for (let i = 0; i < 100; i++) {
       if (i % 2 === 0) peer.sendRaw("not a frame", false);
       else peer.sendRaw(Uint8Array.of(0xc1)); // a byte MessagePack never uses
       await new Promise((resolve) => setImmediate(resolve));
     }
     await sleep(50);
-    expect((await framesIn()) - before).toBeLessThan(50);
+    expect(await framesInSince()).toBeLessThan(50);
   });
 });
+
+/**
+ * A peer that stopped reading while a 16 MiB download is under way, its backlog past a 64 KiB mark;
+ * `framesInSince()`: the frames the host read from it since.
+ */
+async function pastTheMark() {
+  const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 64 * 1024 } }));
+  const peer = await connect(host);
+  peers.push(peer);
+  const sessionId = await createSession(peer);
+  const attachmentId = await attachmentOf(host, 16 * MIB);
+  peer.pause();
+  await attachmentUnderWay(host, peer, sessionId, attachmentId);
+  const framesIn = async () => (await host.metrics.framesIn.get()).values[0]?.value ?? 0;
+  const before = await framesIn();
+  return { peer, framesInSince: async () => (await framesIn()) - before };
+}
