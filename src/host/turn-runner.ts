@@ -60,8 +60,14 @@ export class TurnRunner {
   readonly #deps: TurnRunnerDeps;
   /** Aborted when the host stops: pauses before another attempt end at once. */
   readonly #stopped = new AbortController();
-  /** Sessions whose next queued prompt failed to start: how often in a row, and the pending retry. */
-  readonly #startRetries = new Map<string, { failures: number; timer?: ReturnType<typeof setTimeout> }>();
+  /**
+   * Sessions whose next queued prompt failed to start: how often in a row, the pending retry, and
+   * whether a failure of the run was warned of.
+   */
+  readonly #startRetries = new Map<
+    string,
+    { failures: number; timer?: ReturnType<typeof setTimeout>; warned?: boolean }
+  >();
 
   constructor(deps: TurnRunnerDeps) {
     this.#deps = deps;
@@ -205,12 +211,15 @@ export class TurnRunner {
       () => this.#startRetries.delete(sessionId),
       (err: unknown) => {
         if (this.#stopped.signal.aborted) return;
-        const failures = (this.#startRetries.get(sessionId)?.failures ?? 0) + 1;
+        const retry = this.#startRetries.get(sessionId);
+        const failures = (retry?.failures ?? 0) + 1;
         const retryInMs = storeRetryDelay(this.#deps.storeRetry, failures);
         // warned once per run of failures: a full disk refuses every attempt until it has room; a
-        // principal's turns holding their attachment budget is no fault, it waits for a turn's end
+        // principal's turns holding their attachment budget is no fault, it waits for a turn's end,
+        // and a fault that follows it in the same run is still the first one warned of
         const overloaded = err instanceof SessionmuxError && err.code === "overloaded";
-        const level = failures === 1 && !overloaded ? "warn" : "debug";
+        const warned = retry?.warned === true;
+        const level = !warned && !overloaded ? "warn" : "debug";
         this.#deps.logger[level]({ err, sessionId, failures, retryInMs }, "queued prompt could not start");
         const timer = setTimeout(() => {
           // a session detached or emptied meanwhile keeps no retry state
@@ -219,7 +228,7 @@ export class TurnRunner {
           this.kick(session);
         }, retryInMs);
         timer.unref();
-        this.#startRetries.set(sessionId, { failures, timer });
+        this.#startRetries.set(sessionId, { failures, timer, warned: warned || !overloaded });
       },
     );
   }

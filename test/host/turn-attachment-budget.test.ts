@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import type { SessionmuxError } from "../../protocol/index.js";
+import { SessionmuxError } from "../../protocol/index.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { settledHeldBytes } from "../support/held-bytes.js";
@@ -177,6 +177,31 @@ describe("attachment bytes held by a principal's running turns", () => {
     finish("hold");
     await until(() => started.includes("queued"), 20_000, "the queued prompt started");
     expect(held()).toBe(2 * MIB);
+  }, 30_000);
+
+  test("a queued prompt waiting for room is no fault, but a store failure after it is still warned", async () => {
+    const { started, finish, lines } = await open({ maxTurnAttachmentBytes: 4 * MIB });
+    const [a, b] = [await upload(3 * MIB), await upload(2 * MIB)];
+    const [s1, s2] = [await newSession(), await newSession()];
+    expect(await prompt(s1, "hold", [a])).toMatchObject({ queued: false });
+    expect(await prompt(s2, "plain", [])).toMatchObject({ queued: false });
+    expect(await prompt(s2, "queued", [b])).toMatchObject({ queued: true });
+    const notStarted = () =>
+      lines.filter((l) => l.msg === "queued prompt could not start" && l.sessionId === s2);
+    finish("plain");
+    await until(() => notStarted().length === 1, 10_000, "the queued prompt refused for room");
+    expect(notStarted()[0]!.level).toBe(20);
+    // room comes back, and the store now refuses the start: the operator must hear of that
+    vi.spyOn(host!.store, "append").mockRejectedValue(
+      new SessionmuxError("persistence_failure", "disk full"),
+    );
+    finish("hold");
+    await until(() => held() === 0, 10_000, "the first turn's bytes given back");
+    await until(() => notStarted().length === 2, 10_000, "the queued prompt refused by the store");
+    expect(notStarted()[1]!.err).toMatchObject({ code: "persistence_failure" });
+    expect(notStarted()[1]!.level).toBe(40);
+    expect(started).not.toContain("queued");
+    vi.restoreAllMocks();
   }, 30_000);
 
   test("a turn that fails, is cancelled, deleted or stopped by shutdown gives its bytes back", async () => {
