@@ -563,7 +563,8 @@ export class PgCommitFeed {
           : { kind: "create", epoch: read.epoch, events, remote: true }
         : { kind: "append", epoch: read.epoch, events, remote: true };
       this.deliverRead(sessionId, notice, await this.projectionFor(sessionId));
-      if (events !== read.events || readReachedHead(read) || lastSeq >= untilSeq) return;
+      // stopped at a held commit of this host's: the rest is the hold's
+      if (events.length < read.events.length || readReachedHead(read) || lastSeq >= untilSeq) return;
       epoch = read.epoch;
     }
   }
