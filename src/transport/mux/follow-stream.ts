@@ -29,7 +29,8 @@ const READ_BUDGET_BYTES = 1024 * 1024;
  * as the end of the stream, so the stream sends it only once that is over. The open's read (the
  * session's header and head) is tried the same way: nothing is sent while it waits, so the stream
  * is open and quiet, as before the first item of any replay, and a follower opened during a
- * database blip goes on once the database answers.
+ * database blip goes on once the database answers. Each wait is between half and all of its step,
+ * at random: the streams a blip failed together do not all read again at the same moments.
  */
 const READ_RETRY_FIRST_MS = 250;
 const READ_RETRY_MAX_MS = 5000;
@@ -382,7 +383,7 @@ class ReadRetries {
     this.#since = since;
     const left = since + boundMs - now;
     if (left <= 0) return undefined;
-    const waitMs = Math.min(this.#waitMs, left);
+    const waitMs = Math.min(Math.round(this.#waitMs * (0.5 + Math.random() / 2)), left);
     this.#waitMs = Math.min(this.#waitMs * 2, READ_RETRY_MAX_MS);
     return waitMs;
   }

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type SessionEvent, SessionmuxError } from "../../../protocol/index.js";
 import { ADMIN } from "../../../src/host/principal.js";
 import type { SessionReadHandle } from "../../../src/host/session-read-handle.js";
@@ -691,8 +691,13 @@ describe("follow stream: endings", () => {
 });
 
 describe("follow stream: a log read the store failed retryably", () => {
+  beforeEach(() => {
+    // each wait its whole step (a wait is between half and all of it, at random)
+    vi.spyOn(Math, "random").mockReturnValue(1);
+  });
   afterEach(() => {
     vi.useRealTimers();
+    vi.restoreAllMocks();
   });
   const lost = () => new SessionmuxError("persistence_failure", "the database connection was lost");
 
@@ -736,6 +741,32 @@ describe("follow stream: a log read the store failed retryably", () => {
     expect(vi.getTimerCount()).toBe(0);
     log.append(1);
     expect(h.seqs()).toEqual(range(2, 9));
+  });
+
+  it("waits between half and all of each step, at random: streams a blip failed together read again apart", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    vi.spyOn(Math, "random").mockReturnValue(0);
+    const log = new ScriptedLog();
+    log.commit(2);
+    let opens = 0;
+    harness(log, {
+      afterSeq: 1,
+      openRead: () => (++opens <= 2 ? Promise.reject(lost()) : Promise.resolve(log.handle())),
+    });
+    await idle();
+    // the shortest waits: half of 250 ms, then half of 500 ms
+    vi.advanceTimersByTime(124);
+    await idle();
+    expect(opens).toBe(1);
+    vi.advanceTimersByTime(1);
+    await idle();
+    expect(opens).toBe(2);
+    vi.advanceTimersByTime(249);
+    await idle();
+    expect(opens).toBe(2);
+    vi.advanceTimersByTime(1);
+    await idle();
+    expect(opens).toBe(3);
   });
 
   it("ends the stream with persistence_failure once the failures in a row lasted the stated total", async () => {
