@@ -690,6 +690,17 @@ describe("follow stream: endings", () => {
   });
 });
 
+/** The open is tried again `waitMs` (fake time) after the last try, and not a millisecond before. */
+async function triedAgainAfter(waitMs: number, opens: () => number): Promise<void> {
+  const before = opens();
+  vi.advanceTimersByTime(waitMs - 1);
+  await idle();
+  expect(opens()).toBe(before);
+  vi.advanceTimersByTime(1);
+  await idle();
+  expect(opens()).toBe(before + 1);
+}
+
 describe("follow stream: a log read the store failed retryably", () => {
   beforeEach(() => {
     // each wait its whole step (a wait is between half and all of it, at random)
@@ -755,17 +766,8 @@ describe("follow stream: a log read the store failed retryably", () => {
     });
     await idle();
     // the shortest waits: half of 250 ms, then half of 500 ms
-    vi.advanceTimersByTime(124);
-    await idle();
-    expect(opens).toBe(1);
-    vi.advanceTimersByTime(1);
-    await idle();
-    expect(opens).toBe(2);
-    vi.advanceTimersByTime(249);
-    await idle();
-    expect(opens).toBe(2);
-    vi.advanceTimersByTime(1);
-    await idle();
+    await triedAgainAfter(125, () => opens);
+    await triedAgainAfter(250, () => opens);
     expect(opens).toBe(3);
   });
 
@@ -842,17 +844,8 @@ describe("follow stream: a log read the store failed retryably", () => {
     expect(log.listeners.size).toBe(0);
     expect(vi.getTimerCount()).toBe(1);
     log.commit(1); // committed while the open waits: the replay holds it
-    vi.advanceTimersByTime(249);
-    await idle();
-    expect(opens).toBe(1);
-    vi.advanceTimersByTime(1);
-    await idle();
-    expect(opens).toBe(2);
-    vi.advanceTimersByTime(499);
-    await idle();
-    expect(opens).toBe(2);
-    vi.advanceTimersByTime(1);
-    await idle();
+    await triedAgainAfter(250, () => opens);
+    await triedAgainAfter(500, () => opens);
     expect(opens).toBe(3);
     expect(h.items()[0]).toEqual({ kind: "opened", epoch: "E1", headSeq: 3 });
     expect(h.seqs()).toEqual([2, 3]);
