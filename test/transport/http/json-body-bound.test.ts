@@ -37,14 +37,16 @@ describe("JSON bodies one principal sends at once (reliability.md, Limits)", () 
     const held = (await host.loopStall()).heldBytes - heldBefore;
     const replies = await Promise.all(requests.map((request) => request.finish()));
     console.log(`32 JSON bodies of 1 MiB sent at once: ${(held / MIB).toFixed(1)} MiB held`);
-    expect(held).toBeLessThan(16 * MIB);
+    expect(held).toBeLessThan(2 * JSON_BODY_BYTES_PER_PRINCIPAL);
     const answered = replies.filter((reply) => reply.status === 200);
+    const refused = replies.filter((reply) => reply.status !== 200);
+    // how many are answered is not the bound's: a body the host had not read yet when the first
+    // ones ended (a loaded machine's socket buffers) finds their room given back; what the bodies
+    // read at once hold is (above), and past it bodies are refused
     expect(answered.length).toBeGreaterThanOrEqual(1);
-    expect(answered.length).toBeLessThanOrEqual(JSON_BODY_BYTES_PER_PRINCIPAL / MIB);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
     for (const reply of answered) expect(reply.body).toEqual({ has_unseen_completion: false });
-    for (const reply of replies.filter((r) => r.status !== 200)) {
-      expect(reply).toEqual({ status: 503, body: { error: "overloaded" } });
-    }
+    for (const reply of refused) expect(reply).toEqual({ status: 503, body: { error: "overloaded" } });
     // nothing is left counted: a body sent alone is read
     const alone = await heldRequest(host.cli.port, {
       path,
