@@ -1,5 +1,16 @@
 import { SessionmuxError } from "../../protocol/index.js";
 
+const ROOM_LIMIT = "turn_attachment_bytes_per_principal";
+
+/** The refusal `take` throws past the bound: room comes back when one of the principal's turns ends. */
+export function isRoomRefusal(err: unknown): boolean {
+  return (
+    err instanceof SessionmuxError &&
+    err.code === "overloaded" &&
+    (err.data as { limit?: unknown })?.limit === ROOM_LIMIT
+  );
+}
+
 /**
  * The attachment bytes one principal's running turns hold: each turn's agent receives its
  * prompt's attachments whole, uploads read from the store, and keeps them until the turn ends.
@@ -10,6 +21,8 @@ import { SessionmuxError } from "../../protocol/index.js";
  */
 export class TurnAttachmentBudget {
   readonly #held = new Map<string, number>();
+  /** Per principal, what to call once some of its bytes are given back (see `whenRoom`). */
+  readonly #waiting = new Map<string, Set<() => void>>();
 
   constructor(readonly maxBytes: number) {}
 
@@ -44,7 +57,7 @@ export class TurnAttachmentBudget {
       throw new SessionmuxError(
         "overloaded",
         `the principal's running turns hold ${heldBytes} bytes of attachments; this prompt's ${bytes} more would pass ${this.maxBytes}`,
-        { data: { limit: "turn_attachment_bytes_per_principal", maxBytes: this.maxBytes, heldBytes, bytes } },
+        { data: { limit: ROOM_LIMIT, maxBytes: this.maxBytes, heldBytes, bytes } },
       );
     }
     this.#held.set(owner, heldBytes + bytes);
@@ -55,6 +68,27 @@ export class TurnAttachmentBudget {
       const left = this.heldBy(owner) - bytes;
       if (left > 0) this.#held.set(owner, left);
       else this.#held.delete(owner);
+      const waiting = this.#waiting.get(owner);
+      if (!waiting) return;
+      this.#waiting.delete(owner);
+      for (const wake of waiting) wake();
+    };
+  }
+
+  /**
+   * Calls `wake` once the principal's running turns next give bytes back, so a queued prompt
+   * refused for room starts when there may be some, not at its next retry (up to 15 s later).
+   * Returns what forgets it. Each waiter is one session's next queued prompt, so there are at most
+   * as many as the principal has sessions live on this host.
+   */
+  whenRoom(owner: string, wake: () => void): () => void {
+    const waiting = this.#waiting.get(owner) ?? new Set();
+    this.#waiting.set(owner, waiting);
+    waiting.add(wake);
+    return () => {
+      const set = this.#waiting.get(owner);
+      if (!set?.delete(wake) || set.size > 0) return;
+      this.#waiting.delete(owner);
     };
   }
 }

@@ -17,7 +17,7 @@ import { discardKept, type PreparedAttachments, prepareAttachments } from "./pro
 import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
 import { isStoreFailure, type StoreRetry, storeRetryDelay } from "./store-retry.js";
-import type { TurnAttachmentBudget } from "./turn-attachment-budget.js";
+import { isRoomRefusal, type TurnAttachmentBudget } from "./turn-attachment-budget.js";
 import { HostTurnContext } from "./turn-context.js";
 import { promptMessage } from "./user-message-shape.js";
 
@@ -66,7 +66,7 @@ export class TurnRunner {
    */
   readonly #startRetries = new Map<
     string,
-    { failures: number; timer?: ReturnType<typeof setTimeout>; warned?: boolean }
+    { failures: number; timer?: ReturnType<typeof setTimeout>; forgetWake?: () => void; warned?: boolean }
   >();
 
   constructor(deps: TurnRunnerDeps) {
@@ -76,7 +76,7 @@ export class TurnRunner {
   /** The host stops: no queued prompt is tried again, and a `turn/end` still refused is given up. */
   stop(): void {
     this.#stopped.abort();
-    for (const retry of this.#startRetries.values()) clearTimeout(retry.timer);
+    for (const retry of this.#startRetries.values()) cancelPending(retry);
     this.#startRetries.clear();
   }
 
@@ -206,7 +206,8 @@ export class TurnRunner {
       return;
     }
     const { sessionId } = session;
-    clearTimeout(this.#startRetries.get(sessionId)?.timer);
+    const pending = this.#startRetries.get(sessionId);
+    if (pending) cancelPending(pending);
     this.begin(session, next.input, "queue", next.itemId).then(
       () => this.#startRetries.delete(sessionId),
       (err: unknown) => {
@@ -221,14 +222,24 @@ export class TurnRunner {
         const warned = retry?.warned === true;
         const level = !warned && !overloaded ? "warn" : "debug";
         this.#deps.logger[level]({ err, sessionId, failures, retryInMs }, "queued prompt could not start");
-        const timer = setTimeout(() => {
+        const again = () => {
           // a session detached or emptied meanwhile keeps no retry state
           if (session.detached || !this.#deps.live.promptQueue.first(sessionId))
             this.#startRetries.delete(sessionId);
           this.kick(session);
-        }, retryInMs);
-        timer.unref();
-        this.#startRetries.set(sessionId, { failures, timer, warned: warned || !overloaded });
+        };
+        const state = { failures, warned: warned || !overloaded };
+        // refused for room, it waits for the principal's next turn to end, which is when room comes
+        if (isRoomRefusal(err))
+          this.#startRetries.set(sessionId, {
+            ...state,
+            forgetWake: this.#deps.attachmentBudget.whenRoom(session.owner, again),
+          });
+        else {
+          const timer = setTimeout(again, retryInMs);
+          timer.unref();
+          this.#startRetries.set(sessionId, { ...state, timer });
+        }
       },
     );
   }
@@ -331,6 +342,12 @@ export class TurnRunner {
     session.turn = undefined;
     if (startNext) this.kick(session);
   }
+}
+
+/** Forgets a queued start's pending retry, whether a timer or a wait for attachment room. */
+function cancelPending(retry: { timer?: ReturnType<typeof setTimeout>; forgetWake?: () => void }): void {
+  clearTimeout(retry.timer);
+  retry.forgetWake?.();
 }
 
 function describe(err: unknown): string {

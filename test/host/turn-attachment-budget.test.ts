@@ -8,6 +8,13 @@ import { capturedLogger } from "../support/log-capture.js";
 import { MuxPeer } from "../support/mux-peer.js";
 import { until } from "../support/until.js";
 
+// A queued start refused by the store is tried again only after a pause far longer than any wait
+// here: a queued prompt refused for room must start when a turn gives room back, not on a timer.
+vi.mock("../../src/host/store-retry.js", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("../../src/host/store-retry.js")>()),
+  storeRetryDelay: () => 600_000,
+}));
+
 /**
  * The attachment bytes one principal's running turns hold are bounded: each turn's agent receives
  * its prompt's uploads whole, and one upload may be named by prompts in any number of sessions.
@@ -177,6 +184,30 @@ describe("attachment bytes held by a principal's running turns", () => {
     finish("hold");
     await until(() => started.includes("queued"), 20_000, "the queued prompt started");
     expect(held()).toBe(2 * MIB);
+  }, 30_000);
+
+  test("queued prompts of two sessions waiting for room start one after another as turns end", async () => {
+    const { started, finish } = await open({ maxTurnAttachmentBytes: 4 * MIB });
+    const [a, b, c] = [await upload(3 * MIB), await upload(3 * MIB), await upload(3 * MIB)];
+    const [s1, s2, s3] = [await newSession(), await newSession(), await newSession()];
+    expect(await prompt(s1, "hold", [a])).toMatchObject({ queued: false });
+    for (const [n, s, id] of [
+      [2, s2, b],
+      [3, s3, c],
+    ] as const) {
+      expect(await prompt(s, `plain-${n}`, [])).toMatchObject({ queued: false });
+      expect(await prompt(s, `queued-${n}`, [id])).toMatchObject({ queued: true });
+      finish(`plain-${n}`);
+    }
+    const queuedStarted = () => started.filter((t) => t.startsWith("queued"));
+    await until(() => started.length === 3, 10_000, "the plain turns started");
+    finish("hold");
+    await until(() => queuedStarted().length === 1, 10_000, "one queued prompt started");
+    // the other did not fit beside it, and waits for it to end
+    expect(held()).toBe(3 * MIB);
+    finish(queuedStarted()[0]!);
+    await until(() => queuedStarted().length === 2, 10_000, "the other queued prompt started");
+    expect(held()).toBe(3 * MIB);
   }, 30_000);
 
   test("a queued prompt waiting for room is no fault, but a store failure after it is still warned", async () => {
