@@ -119,16 +119,23 @@ export class AgentRegistry {
   }
 
   /**
-   * Keeps an owner under its live-agent limit: idle agents (no turn, no running job) are detached,
-   * least recently used first; with none idle the new agent is refused. Nothing durable is lost:
-   * a refused prompt was not accepted, and queues and interactions stay in the store.
+   * Keeps an owner under its live-agent limit: idle agents (no turn, no prompt queued, no running
+   * job) are detached, least recently used first; with none idle the new agent is refused. Nothing
+   * durable is lost: a refused prompt was not accepted, and queues and interactions stay in the store.
    */
   #makeRoom(sessionId: string, owner: string): void {
     const owned = this.#byOwner.get(owner);
     if (!owned || owned.size < this.#maxPerOwner) return;
     for (const candidate of [...owned]) {
       if (owned.size < this.#maxPerOwner) return;
-      if (!candidate.turn && !this.#live.jobRegistry.hasRunning(candidate.sessionId))
+      // a queued prompt waiting for attachment room is work: detached, nothing would start it
+      // when room came back, as its wake finds the session gone and its queue stays in the store
+      if (
+        !candidate.turn &&
+        candidate.pendingEnqueues === 0 &&
+        this.#live.promptQueue.size(candidate.sessionId) === 0 &&
+        !this.#live.jobRegistry.hasRunning(candidate.sessionId)
+      )
         this.detach(candidate.sessionId);
     }
     if (owned.size >= this.#maxPerOwner) {

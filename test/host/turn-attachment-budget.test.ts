@@ -2,10 +2,14 @@ import { afterEach, describe, expect, test, vi } from "vitest";
 import { SessionmuxError } from "../../protocol/index.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
+import { ADMIN } from "../../src/host/principal.js";
+import { SessionHost } from "../../src/host/session-host.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { settledHeldBytes } from "../support/held-bytes.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { capturedLogger } from "../support/log-capture.js";
 import { MuxPeer } from "../support/mux-peer.js";
+import { tempDir } from "../support/temp-dir.js";
 import { until } from "../support/until.js";
 
 // A queued start refused by the store is tried again only after a pause far longer than any wait
@@ -20,7 +24,8 @@ vi.mock("../../src/host/store-retry.js", async (importOriginal) => ({
  * its prompt's uploads whole, and one upload may be named by prompts in any number of sessions.
  */
 
-const MIB = 1024 * 1024;
+const KIB = 1024;
+const MIB = 1024 * KIB;
 let host: TestHost | undefined;
 let peer: MuxPeer | undefined;
 
@@ -285,4 +290,56 @@ describe("attachment bytes held by a principal's running turns", () => {
       expect.objectContaining({ name: "f0", attachmentId: a, size: 3 * MIB }),
     ]);
   });
+});
+
+describe("a queued prompt waiting for attachment room", () => {
+  test("keeps its session's agent when the principal's next agent needs room: it starts once room comes back", async () => {
+    const { agent, started, finish } = holdingAgent();
+    const { logger, lines } = capturedLogger();
+    const dir = tempDir();
+    const store = SqliteSessionStore.open(dir.file("sessions.db"));
+    const sessionHost = new SessionHost({
+      store,
+      agent,
+      logger,
+      maxTurnAttachmentBytes: 768 * KIB,
+      maxLiveAgentsPerPrincipal: 2,
+    });
+    await sessionHost.start();
+    try {
+      const inline = (bytes: number) => [
+        { name: "f", type: "application/octet-stream", bytes: new Uint8Array(bytes).fill(1) },
+      ];
+      const send = (sessionId: string, text: string, bytes = 0) =>
+        sessionHost.call(ADMIN, "session.prompt", {
+          sessionId,
+          text,
+          clientMessageId: text,
+          ...(bytes > 0 ? { attachments: inline(bytes) } : {}),
+        });
+      for (const sessionId of ["s1", "s2", "s3"])
+        await sessionHost.call(ADMIN, "session.create", { sessionId });
+      expect(await send("s1", "hold", 512 * KIB)).toMatchObject({ queued: false });
+      expect(await send("s2", "plain")).toMatchObject({ queued: false });
+      expect(await send("s2", "queued", 384 * KIB)).toMatchObject({ queued: true });
+      finish("plain");
+      await until(
+        () => lines.some((l) => l.msg === "queued prompt could not start" && l.sessionId === "s2"),
+        10_000,
+        "the queued prompt refused for room",
+      );
+      // s2 has work waiting: it is not an idle agent to detach for s3's
+      const third = await send("s3", "third").then(
+        () => "accepted",
+        (err: SessionmuxError) => err.code,
+      );
+      expect(third).toBe("too_many_agents");
+      finish("hold");
+      await until(() => started.includes("queued"), 10_000, "the queued prompt started");
+    } finally {
+      await sessionHost.shutdown();
+      await store.close();
+      dir.remove();
+    }
+  }, 30_000);
 });
