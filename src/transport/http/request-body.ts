@@ -18,6 +18,12 @@ export function readBody(
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(fail("payload_too_large", `body over ${limit} bytes`));
   }
+  // A request is read after awaits (its turn behind the connection's earlier answers, an upload's
+  // quota read): one whose connection went meanwhile emitted its 'close' already, and waiting for
+  // an event of it would wait for ever, holding what its body was counted at
+  if (req.destroyed) {
+    return Promise.reject(fail("bad_request", "the connection closed before the body ended"));
+  }
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
