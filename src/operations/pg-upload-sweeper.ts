@@ -26,9 +26,12 @@ export function pgUploadSweeper(
   let timer: NodeJS.Timeout | undefined;
   /** The sweep under way: `close` lets it end before the pool does, which would refuse its next step. */
   let sweeping: Promise<void> | undefined;
+  let closing = false;
   const sweep = async (before: number): Promise<number> => {
     let deleted = 0;
-    for (;;) {
+    // a closing sweeper ends after the step under way: the uploads left are the next sweep's, and
+    // a backlog of them (after an outage, many large ones) would hold the host's close for minutes
+    while (!closing) {
       // The step is materialized: as a subquery of the DELETE itself, PostgreSQL may run the
       // LIMIT again per row it joins and delete every expired upload in one statement.
       const { rowCount } = await pool.query(
@@ -40,8 +43,9 @@ export function pgUploadSweeper(
         [before],
       );
       deleted += rowCount ?? 0;
-      if ((rowCount ?? 0) < STEP_ROWS) return deleted;
+      if ((rowCount ?? 0) < STEP_ROWS) break;
     }
+    return deleted;
   };
   const stop = () => {
     clearInterval(timer);
@@ -71,6 +75,7 @@ export function pgUploadSweeper(
     stop,
     poolStats: () => poolStatsOf(pool),
     async close() {
+      closing = true;
       stop();
       await sweeping;
       await pool.end();

@@ -120,6 +120,43 @@ describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
     expect(await store.ownerStoredBytes("o")).toBe(5);
   });
 
+  it("closed while it sweeps, ends after the statement under way, not after every expired upload", async () => {
+    const { store, schema } = await open();
+    const sweeper = pgUploadSweeper(pgUrl!, schema!);
+    // each DELETE of the sweep waits, before it commits, for a lock the test holds
+    const key = Math.floor(Math.random() * 2 ** 31);
+    await query(`
+      CREATE FUNCTION "${schema}".wait_for_test() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_advisory_xact_lock(${key}); RETURN NULL; END $$;
+      CREATE TRIGGER wait_for_test AFTER DELETE ON "${schema}".attachments
+        FOR EACH STATEMENT EXECUTE FUNCTION "${schema}".wait_for_test();`);
+    for (let i = 0; i < 40; i++) await upload(store, "o", 1);
+    const holder = new pg.Client({ connectionString: pgUrl! });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query("SELECT pg_advisory_lock($1)", [key]);
+    const errors: unknown[] = [];
+    twoTicks(sweeper, -60_000, errors);
+    // the sweep's first statement waits on the lock
+    await expect
+      .poll(
+        async () =>
+          (
+            await query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${key} AND NOT granted`,
+            )
+          )[0]!.n,
+        { timeout: 10_000 },
+      )
+      .toBe(1);
+    const closed = sweeper.close();
+    await holder.query("SELECT pg_advisory_unlock($1)", [key]);
+    await closed;
+    expect(errors).toEqual([]);
+    // the rest expired are the next sweep's, on this host or another
+    expect(await store.ownerStoredBytes("o")).toBe(40 - 16);
+  });
+
   it("sweeps again at every tick of its interval; stopped, keeps no timer, and closed, no connection", async () => {
     const { store, schema } = await open();
     const sweeper = pgUploadSweeper(pgUrl!, schema!);
