@@ -2,13 +2,14 @@ import { SessionmuxError } from "../../protocol/index.js";
 
 const ROOM_LIMIT = "turn_attachment_bytes_per_principal";
 
-/** The refusal `take` throws past the bound: room comes back when one of the principal's turns ends. */
-export function isRoomRefusal(err: unknown): boolean {
-  return (
-    err instanceof SessionmuxError &&
-    err.code === "overloaded" &&
-    (err.data as { limit?: unknown })?.limit === ROOM_LIMIT
-  );
+/**
+ * For the refusal `take` throws past the bound, the bytes the principal's turns held then (room
+ * comes back when one of them ends); undefined for any other error.
+ */
+export function heldWhenRefused(err: unknown): number | undefined {
+  if (!(err instanceof SessionmuxError) || err.code !== "overloaded") return undefined;
+  const data = err.data as { limit?: unknown; heldBytes?: unknown } | undefined;
+  return data?.limit === ROOM_LIMIT && typeof data.heldBytes === "number" ? data.heldBytes : undefined;
 }
 
 /**
@@ -78,17 +79,29 @@ export class TurnAttachmentBudget {
   /**
    * Calls `wake` once the principal's running turns next give bytes back, so a queued prompt
    * refused for room starts when there may be some, not at its next retry (up to 15 s later).
-   * Returns what forgets it. Each waiter is one session's next queued prompt, so there are at most
-   * as many as the principal has sessions live on this host.
+   * `heldWhenRefused` is what they held at the refusal: holding less now, some were given back
+   * since (the refusal reaches its caller a few steps after it was thrown), so `wake` runs at once,
+   * in a microtask. Holding as much or more, a turn holds bytes and will give them back. Returns
+   * what forgets it. Each waiter is one session's next queued prompt, so there are at most as many
+   * as the principal has sessions live on this host.
    */
-  whenRoom(owner: string, wake: () => void): () => void {
-    const waiting = this.#waiting.get(owner) ?? new Set();
-    this.#waiting.set(owner, waiting);
-    waiting.add(wake);
-    return () => {
+  whenRoom(owner: string, heldWhenRefused: number, wake: () => void): () => void {
+    let forgotten = false;
+    const forget = () => {
+      forgotten = true;
       const set = this.#waiting.get(owner);
-      if (!set?.delete(wake) || set.size > 0) return;
+      if (!set?.delete(once) || set.size > 0) return;
       this.#waiting.delete(owner);
     };
+    const once = () => {
+      if (forgotten) return;
+      forget();
+      wake();
+    };
+    const waiting = this.#waiting.get(owner) ?? new Set();
+    this.#waiting.set(owner, waiting);
+    waiting.add(once);
+    if (this.heldBy(owner) < heldWhenRefused) queueMicrotask(once);
+    return forget;
   }
 }

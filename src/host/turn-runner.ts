@@ -17,7 +17,7 @@ import { discardKept, type PreparedAttachments, prepareAttachments } from "./pro
 import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
 import { isStoreFailure, type StoreRetry, storeRetryDelay } from "./store-retry.js";
-import { isRoomRefusal, type TurnAttachmentBudget } from "./turn-attachment-budget.js";
+import { heldWhenRefused, type TurnAttachmentBudget } from "./turn-attachment-budget.js";
 import { HostTurnContext } from "./turn-context.js";
 import { promptMessage } from "./user-message-shape.js";
 
@@ -230,10 +230,11 @@ export class TurnRunner {
         };
         const state = { failures, warned: warned || !overloaded };
         // refused for room, it waits for the principal's next turn to end, which is when room comes
-        if (isRoomRefusal(err))
+        const held = heldWhenRefused(err);
+        if (held !== undefined)
           this.#startRetries.set(sessionId, {
             ...state,
-            forgetWake: this.#deps.attachmentBudget.whenRoom(session.owner, again),
+            forgetWake: this.#deps.attachmentBudget.whenRoom(session.owner, held, again),
           });
         else {
           const timer = setTimeout(again, retryInMs);

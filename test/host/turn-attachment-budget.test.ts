@@ -4,6 +4,7 @@ import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
+import { heldWhenRefused, TurnAttachmentBudget } from "../../src/host/turn-attachment-budget.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { settledHeldBytes } from "../support/held-bytes.js";
 import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
@@ -342,4 +343,53 @@ describe("a queued prompt waiting for attachment room", () => {
       dir.remove();
     }
   }, 30_000);
+});
+
+describe("waiting for attachment room", () => {
+  /** The bytes held when `take` refused `bytes` more, read from its refusal. */
+  function refusedAt(budget: TurnAttachmentBudget, owner: string, bytes: number): number {
+    try {
+      budget.take(owner, bytes);
+    } catch (err) {
+      const held = heldWhenRefused(err);
+      if (held !== undefined) return held;
+      throw err;
+    }
+    throw new Error("the take fitted");
+  }
+
+  test("a wait begun after bytes were given back since the refusal wakes at once", async () => {
+    const budget = new TurnAttachmentBudget(4 * MIB);
+    const giveBack = budget.take("alice", 3 * MIB);
+    const held = refusedAt(budget, "alice", 2 * MIB);
+    expect(held).toBe(3 * MIB);
+    // the turn ends between the refusal and the wait's start
+    giveBack();
+    const woken = vi.fn();
+    budget.whenRoom("alice", held, woken);
+    await Promise.resolve();
+    expect(woken).toHaveBeenCalledTimes(1);
+    expect(budget.take("alice", 2 * MIB)).toBeTypeOf("function");
+  });
+
+  test("a wait wakes once, when a turn gives bytes back, and not once forgotten", async () => {
+    const budget = new TurnAttachmentBudget(4 * MIB);
+    const giveBack = budget.take("alice", 3 * MIB);
+    const held = refusedAt(budget, "alice", 2 * MIB);
+    const [woken, forgottenOne, othersOne] = [vi.fn(), vi.fn(), vi.fn()];
+    budget.whenRoom("alice", held, woken);
+    budget.whenRoom("alice", held, forgottenOne)();
+    const bobGives = budget.take("bob", MIB);
+    budget.whenRoom("bob", MIB, othersOne);
+    await Promise.resolve();
+    expect(woken).not.toHaveBeenCalled();
+    giveBack();
+    giveBack();
+    await Promise.resolve();
+    expect(woken).toHaveBeenCalledTimes(1);
+    expect(forgottenOne).not.toHaveBeenCalled();
+    expect(othersOne).not.toHaveBeenCalled();
+    bobGives();
+    expect(othersOne).toHaveBeenCalledTimes(1);
+  });
 });
