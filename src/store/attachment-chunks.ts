@@ -89,11 +89,16 @@ export class SqliteAttachmentChunks {
       "DELETE FROM attachments WHERE attachment_id = ? AND session_id IS NULL",
     );
     this.#deleteChunks = db.prepare("DELETE FROM attachment_chunks WHERE attachment_id = ?");
+    // a deleted session's attachments are gone from the delete on, though the purger deletes them later
     this.#info = db.prepare(
-      "SELECT attachment_id, owner, session_id, name, type, size FROM attachments WHERE attachment_id = ?",
+      `SELECT attachment_id, owner, session_id, name, type, size FROM attachments a WHERE attachment_id = ?
+       AND NOT EXISTS (SELECT 1 FROM purges WHERE session_id = a.session_id)`,
     );
     this.#chunk = db
-      .prepare("SELECT bytes FROM attachment_chunks WHERE attachment_id = ? AND idx = ?")
+      .prepare(
+        `SELECT c.bytes FROM attachment_chunks c JOIN attachments a ON a.attachment_id = c.attachment_id
+         WHERE c.attachment_id = ? AND c.idx = ? AND NOT EXISTS (SELECT 1 FROM purges WHERE session_id = a.session_id)`,
+      )
       .pluck();
   }
 

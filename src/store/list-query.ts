@@ -54,7 +54,7 @@ export class ListQueries {
       if (parked) where.push("last_state = 'input-required'");
       // the leading `updated_at <= ?` is what lets SQLite seek the index instead of scanning it
       if (paged) where.push("updated_at <= ? AND (updated_at < ? OR session_id > ?)");
-      const sql = `SELECT projections.*, ${headSeqOf("projections.session_id")} AS head_seq
+      const sql = `SELECT projections.*, ${headSeqOf("projections.log_key")} AS head_seq
         FROM projections ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
         ORDER BY updated_at DESC, session_id LIMIT ?`;
       statement = this.db.prepare(sql);

@@ -13,7 +13,13 @@ import {
   publicProjection,
 } from "./projection.js";
 import type { SessionState, SessionStateRow } from "./session-state.js";
-import { newSessionState, progressParams, projectionParams, stateFromRow } from "./session-state.js";
+import {
+  newSessionState,
+  progressParams,
+  projectionParams,
+  projectionUpdateParams,
+  stateFromRow,
+} from "./session-state.js";
 import type { Statements } from "./sqlite-statements.js";
 import { storedEvent } from "./storable-data.js";
 import { turnSearchDocument } from "./turn-search-document.js";
@@ -77,6 +83,9 @@ export class LogWriter {
     const row = this.statements.sessionState.get(sessionId) as SessionStateRow | undefined;
     if (row) {
       const state = stateFromRow(row);
+      // the row's count lags its head by what appends that left the projection alone added
+      if ((row.data_bytes_seq ?? 0) < state.headSeq)
+        state.dataBytes += this.statements.tailDataBytes.get(state.logKey, row.data_bytes_seq ?? 0) as number;
       this.cache.set(sessionId, state);
       return state;
     }
@@ -127,7 +136,7 @@ export class LogWriter {
       for (const input of events) {
         const { event, bytes } = storedEvent(state.headSeq + 1, input, at);
         dataBytes += bytes.length;
-        this.eventRows.add(state.sessionId, event.seq, event.type, event.at, bytes);
+        this.eventRows.add(state.logKey, event.seq, event.type, event.at, bytes);
         rows?.push([event.seq, event.at, event.type, bytes]);
         state.headSeq = event.seq;
         foldEvent(projection, event);
@@ -144,6 +153,7 @@ export class LogWriter {
       throw err;
     }
     batch.appendedEvents += stored.length;
+    state.dataBytes += dataBytes;
     batch.ownerDataBytes.add(state.owner, dataBytes);
     batch.touch(state);
     return stored;
@@ -152,7 +162,8 @@ export class LogWriter {
   /**
    * Writes the projection of every touched session; runs last in each transaction. A row whose
    * projection moved only its head (`seq`) is left as it is: the head is the log's (`max(seq)`),
-   * which every read of a row takes instead, so a stream of deltas writes only its events.
+   * which every read of a row takes instead, so a stream of deltas writes only its events. A row
+   * written holds the log's data bytes as of the head it was written at (`data_bytes_seq`).
    * Then each owner's stored data moves by what the transaction added and removed: one row per
    * owner, all in one statement, not one write per append.
    */
@@ -164,18 +175,27 @@ export class LogWriter {
         projection.updatedAt === persisted.updatedAt &&
         projection.lastState === persisted.lastState &&
         projection.epoch === persisted.epoch;
-      if (listOrderUnchanged) this.statements.updateProjectionProgress.run(...progressParams(projection));
-      else this.statements.updateProjection.run(projectionParams(projection));
+      if (listOrderUnchanged)
+        this.statements.updateProjectionProgress.run(...progressParams(projection, state));
+      else this.statements.updateProjection.run(projectionUpdateParams(projection, state));
       state.persisted = projection;
     }
     const moved = batch.ownerDataBytes.moved();
     if (moved.length > 0) this.statements.addOwnersStoredBytes.run(JSON.stringify(moved));
   }
 
-  /** Deletes the log and starts a new epoch whose projection begins from the current header. */
-  resetEpoch(batch: WriteBatch, state: SessionState, epoch: string): void {
-    this.deleteEvents(batch, state.sessionId, state.owner);
-    this.deleteSearch(state.sessionId);
+  /**
+   * Starts a new epoch whose projection begins from the current header, its log under a fresh key.
+   * The old epoch's events and search rows stay where they are, under a key no session has any
+   * more, and are deleted by the purger afterwards (see SqlitePurger): the clear costs the same
+   * however long the log was. Its data leaves the owner's usage here.
+   */
+  resetEpoch(batch: WriteBatch, state: SessionState, epoch: string, at: number): void {
+    this.abandonLog(batch, state, null, at);
+    // no session id holds ':' (protocol/ids.ts), and an epoch is never reused
+    state.logKey = `${state.sessionId}:${epoch}`;
+    state.dataBytes = 0;
+    this.statements.moveLog.run(state.logKey, state.sessionId);
     // a clear is refused while a turn is open, so only settled interactions go; the queue stays
     this.statements.deleteInteractions.run(state.sessionId);
     const base: ProjectionBase = {
@@ -200,16 +220,19 @@ export class LogWriter {
     batch.touch(state);
   }
 
-  /** Removes everything of the session and writes its tombstone. */
-  retire(batch: WriteBatch, sessionId: string, owner: string, at: number): void {
+  /**
+   * Removes the session and writes its tombstone. Its log, search rows and attachments are left to
+   * the purger (see `resetEpoch`); their bytes leave the owner's usage here.
+   */
+  retire(batch: WriteBatch, state: SessionState, at: number): void {
+    const { sessionId, owner } = state;
     this.liveRows.forget(batch, sessionId, owner);
-    this.deleteEvents(batch, sessionId, owner);
+    this.abandonLog(batch, state, sessionId, at);
+    batch.ownerDataBytes.add(owner, -(this.statements.sessionAttachmentBytes.get(sessionId) as number));
     this.statements.deleteProjection.run(sessionId);
     this.statements.deleteSession.run(sessionId);
-    this.statements.deleteAttachments.run(sessionId);
     this.statements.deletePrompts.run(sessionId);
     this.statements.deleteDismissals.run(sessionId);
-    this.deleteSearch(sessionId);
     this.statements.insertTombstone.run(sessionId, at);
     this.cache.set(sessionId, "retired");
     batch.forget(sessionId);
@@ -224,10 +247,13 @@ export class LogWriter {
   /** Recomputes the projection from the log with the same fold the incremental path uses. */
   rebuild(batch: WriteBatch, state: SessionState): void {
     let projection = initialProjection(state.base);
-    for (const row of this.statements.allEvents.iterate(state.sessionId) as Iterable<StoredRow>) {
+    let dataBytes = 0;
+    for (const row of this.statements.allEvents.iterate(state.logKey) as Iterable<StoredRow>) {
       projection = projectEvent(projection, decodeRow(row));
+      dataBytes += row.data.byteLength;
     }
     state.projection = projection;
+    state.dataBytes = dataBytes;
     batch.touch(state);
   }
 
@@ -235,10 +261,14 @@ export class LogWriter {
     return publicProjection(state.projection);
   }
 
-  /** Deletes the session's log, counting its data out of the owner's usage. */
-  private deleteEvents(batch: WriteBatch, sessionId: string, owner: string): void {
-    batch.ownerDataBytes.add(owner, -(this.statements.sessionDataBytes.get(sessionId) as number));
-    this.statements.deleteEvents.run(sessionId);
+  /**
+   * Hands the log's key to the purger, with the session's attachments when `attachmentsOf` (a
+   * delete), counting its data out of the owner's usage.
+   */
+  private abandonLog(batch: WriteBatch, state: SessionState, attachmentsOf: string | null, at: number): void {
+    batch.ownerDataBytes.add(state.owner, -state.dataBytes);
+    this.statements.insertPurge.run(state.logKey, attachmentsOf, state.owner, at);
+    batch.purges += 1;
   }
 
   private afterInsert(state: SessionState, event: SessionEvent): void {
@@ -248,29 +278,25 @@ export class LogWriter {
           this.statements.linkAttachment.run(state.sessionId, attachment.attachmentId);
       }
       if (!event.data.hidden && !event.data.meta.incognito)
-        this.index(state.sessionId, event.seq, event.data.text);
+        this.index(state.logKey, event.seq, event.data.text);
     } else if (event.type === "turn/end") {
-      this.indexTurn(state.sessionId, event.data.turnId);
+      this.indexTurn(state.logKey, event.data.turnId);
     }
   }
 
   /** At `turn/end`, the turn's assistant text is indexed as one document (see `turnSearchDocument`). */
-  private indexTurn(sessionId: string, turnId: string): void {
-    const startSeq = (this.statements.lastTurnStart.get(sessionId) as number | undefined) ?? 0;
-    const prompt = this.statements.turnPrompt.get(sessionId, startSeq) as Uint8Array | undefined;
-    const deltas = () => this.statements.turnDeltas.iterate(sessionId, startSeq) as Iterable<StoredRow>;
+  private indexTurn(logKey: string, turnId: string): void {
+    const startSeq = (this.statements.lastTurnStart.get(logKey) as number | undefined) ?? 0;
+    const prompt = this.statements.turnPrompt.get(logKey, startSeq) as Uint8Array | undefined;
+    const deltas = () => this.statements.turnDeltas.iterate(logKey, startSeq) as Iterable<StoredRow>;
     const document = turnSearchDocument(turnId, prompt, deltas);
-    if (document) this.index(sessionId, document.seq, document.text);
+    if (document) this.index(logKey, document.seq, document.text);
   }
 
-  private index(sessionId: string, seq: number, text: string): void {
+  /** Search rows are stored under the log's key, so a clear leaves them to the purger with it. */
+  private index(logKey: string, seq: number, text: string): void {
     if (text.trim().length === 0) return;
-    const docId = this.statements.insertSearchDoc.run(sessionId, seq).lastInsertRowid;
+    const docId = this.statements.insertSearchDoc.run(logKey, seq).lastInsertRowid;
     this.statements.insertSearchText.run(docId, text);
-  }
-
-  private deleteSearch(sessionId: string): void {
-    this.statements.deleteSearchText.run(sessionId);
-    this.statements.deleteSearchDocs.run(sessionId);
   }
 }

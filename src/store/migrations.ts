@@ -243,6 +243,35 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX IF NOT EXISTS dismissals_by_session ON dismissals (session_id);
   DELETE FROM dismissals WHERE session_id NOT IN (SELECT session_id FROM projections);
   `,
+  // 11: a clear or a delete answers without deleting the log. Each epoch's events (and its search
+  // rows) are stored under a key of their own, `log_key` (the session id for the logs written
+  // before, so no event row moves); a clear moves the session to a fresh key and records the old
+  // one in \`purges\`, whose rows a purger deletes afterwards a bounded step at a time (see
+  // SqlitePurger). A deleted session's attachments wait there too (\`purges.session_id\`): their
+  // bytes were counted out at the delete, so the trigger leaves them alone when they go. Each
+  // projection keeps its log's data bytes as of \`data_bytes_seq\`, so neither a clear nor a delete
+  // sums the rows; here they are counted once for the logs there are.
+  `
+  ALTER TABLE projections ADD COLUMN log_key TEXT;
+  ALTER TABLE projections ADD COLUMN data_bytes INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE projections ADD COLUMN data_bytes_seq INTEGER NOT NULL DEFAULT 0;
+  UPDATE projections SET log_key = session_id,
+    data_bytes = (SELECT coalesce(sum(length(e.data)), 0) FROM events e WHERE e.session_id = projections.session_id),
+    data_bytes_seq = (SELECT coalesce(max(e.seq), 0) FROM events e WHERE e.session_id = projections.session_id);
+  CREATE UNIQUE INDEX projections_by_log_key ON projections (log_key);
+  CREATE TABLE purges (
+    log_key TEXT PRIMARY KEY,
+    session_id TEXT,
+    owner TEXT NOT NULL,
+    since INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX purges_by_session ON purges (session_id) WHERE session_id IS NOT NULL;
+  DROP TRIGGER attachments_uncounted;
+  CREATE TRIGGER attachments_uncounted AFTER DELETE ON attachments
+    WHEN NOT EXISTS (SELECT 1 FROM purges WHERE session_id = old.session_id) BEGIN
+    UPDATE owner_usage SET stored_bytes = stored_bytes - old.size WHERE owner = old.owner;
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,6 +9,16 @@ export interface SessionState {
   createdAt: number;
   forkOf: { sessionId: string; seq: number } | null;
   headSeq: number;
+  /**
+   * The key the current epoch's events and search rows are stored under: the session id, until a
+   * clear moves the log to a fresh one (the old one's rows are purged afterwards, see SqlitePurger).
+   */
+  logKey: string;
+  /**
+   * The data bytes of the log's events up to `headSeq` (the writer's; a state read from a row holds
+   * the row's count, which may lag the head): what a clear or a delete counts out of the owner's usage.
+   */
+  dataBytes: number;
   base: ProjectionBase;
   projection: ProjectionState;
   /**
@@ -27,6 +37,11 @@ export interface SessionStateRow {
   fork_of_session: string | null;
   fork_of_seq: number | null;
   head_seq: number;
+  /** SQLite's (a PostgreSQL log is stored under its session id). */
+  log_key?: string;
+  /** SQLite's: the data bytes of the log's events up to `data_bytes_seq`. */
+  data_bytes?: number;
+  data_bytes_seq?: number;
   base_title: string;
   base_title_explicit: number;
   base_model: string;
@@ -69,6 +84,8 @@ export function stateFromRow(row: SessionStateRow): SessionState {
     forkOf:
       row.fork_of_session === null ? null : { sessionId: row.fork_of_session, seq: row.fork_of_seq ?? 0 },
     headSeq: row.head_seq,
+    logKey: row.log_key ?? row.session_id,
+    dataBytes: row.data_bytes ?? 0,
     base,
     projection,
     persisted: projection,
@@ -168,8 +185,16 @@ export function headerOf(state: SessionState): SessionHeader {
   return header;
 }
 
+/**
+ * Named parameters for `updateProjection`: the projection, and the log's data bytes as of its head
+ * (the head is the writer's, which the projection's `seq` follows).
+ */
+export function projectionUpdateParams(row: ProjectionState, state: SessionState) {
+  return { ...projectionParams(row), dataBytes: state.dataBytes, dataBytesSeq: state.headSeq };
+}
+
 /** Positional parameters for `updateProjectionProgress`, in its column order (the hot path). */
-export function progressParams(row: ProjectionState): unknown[] {
+export function progressParams(row: ProjectionState, state: SessionState): unknown[] {
   return [
     row.title,
     row.titleExplicit ? 1 : 0,
@@ -185,6 +210,8 @@ export function progressParams(row: ProjectionState): unknown[] {
     row.ackedSettledAt,
     row.lastPromptAt,
     row.pendingInteractions,
+    state.dataBytes,
+    state.headSeq,
     row.sessionId,
   ];
 }
@@ -199,6 +226,8 @@ export function newSessionState(base: ProjectionBase, forkOf: SessionState["fork
     createdAt: base.createdAt,
     forkOf,
     headSeq: 0,
+    logKey: base.sessionId,
+    dataBytes: 0,
     base,
     projection,
     persisted: projection,

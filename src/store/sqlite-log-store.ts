@@ -38,6 +38,7 @@ import type {
 } from "./session-store.js";
 import { SqliteDismissals } from "./sqlite-dismissals.js";
 import { SqliteLeaseOperations } from "./sqlite-lease-operations.js";
+import { type PurgeStep, SqlitePurger } from "./sqlite-purger.js";
 import { SqliteReadThread } from "./sqlite-read-thread.js";
 import { SqliteReads } from "./sqlite-reads.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
@@ -64,6 +65,11 @@ export interface SqliteStoreOptions {
    * file until sessions are written again. @default 20_000
    */
   cachedSessions?: number;
+  /**
+   * What one step of deleting a cleared epoch's or a deleted session's rows may delete (see
+   * `SqlitePurger`). @default DEFAULT_PURGE_STEP
+   */
+  purgeStep?: Partial<PurgeStep>;
 }
 
 /**
@@ -84,6 +90,7 @@ export class SqliteLogStore implements SessionStore {
   private readonly readThread: SqliteReadThread | undefined;
   protected readonly dismissals: SqliteDismissals;
   protected readonly attachments: SqliteAttachmentChunks;
+  private readonly purger: SqlitePurger;
   protected readonly now: () => number;
   protected readonly listeners: CommitListeners;
   protected readonly cache = new ReadCache();
@@ -142,10 +149,33 @@ export class SqliteLogStore implements SessionStore {
           this.cache.clear();
           this.logWriter.dropCache();
         },
-        deliver: (batch) => this.listeners.deliver(batch.notices, batch.liveNotices),
+        deliver: (batch) => {
+          if (batch.purges > 0) this.purger.wake();
+          this.listeners.deliver(batch.notices, batch.liveNotices);
+        },
       },
       options.metrics,
     );
+    this.purger = new SqlitePurger(
+      db,
+      (op) => this.groupCommit.submit(op),
+      options.purgeStep,
+      (err) => {
+        const msg = "purging a cleared or deleted log failed; retrying";
+        if (this.faultLog) this.faultLog.error({ err }, msg);
+        else process.emitWarning(`${msg}: ${err instanceof Error ? err.message : String(err)}`);
+      },
+    );
+    // what a clear or a delete before a crash or a close left behind
+    if (!this.readOnly && db.prepare("SELECT 1 FROM purges LIMIT 1").get() !== undefined) this.purger.wake();
+  }
+
+  /**
+   * Resolves once the purger has nothing left to delete of what the clears and deletes so far
+   * left behind (or stopped, on close or a failed step).
+   */
+  purgesSettled(): Promise<void> {
+    return this.purger.settled();
   }
 
   create(input: CreateInput): Promise<CreateOutcome> {
@@ -361,6 +391,7 @@ export class SqliteLogStore implements SessionStore {
    */
   close(): Promise<void> {
     this.closed ??= (async () => {
+      this.purger.stop();
       await this.groupCommit.close();
       // its connection would keep the final checkpoint from emptying the WAL
       await this.readThread?.close();

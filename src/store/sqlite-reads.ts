@@ -59,13 +59,13 @@ export class SqliteReads {
     let hasMore: boolean;
     if (query.afterSeq !== undefined) {
       const rows = withinItemBudget(
-        this.statements.eventsAfter.iterate(sessionId, query.afterSeq, query.limit),
+        this.statements.eventsAfter.iterate(state.logKey, query.afterSeq, query.limit),
       );
       events = rows.map(decodeRow);
       hasMore = (events[events.length - 1]?.seq ?? state.headSeq) < state.headSeq;
     } else {
       const before = query.beforeSeq ?? state.headSeq + 1;
-      const rows = withinItemBudget(this.statements.eventsBefore.iterate(sessionId, before, query.limit));
+      const rows = withinItemBudget(this.statements.eventsBefore.iterate(state.logKey, before, query.limit));
       events = rows.reverse().map(decodeRow);
       hasMore = (events[0]?.seq ?? 1) > 1;
     }
@@ -87,10 +87,10 @@ export class SqliteReads {
     // encoded read's cut, `PAGE_END`): the plain read, which takes every row at once, costs about
     // 7% less than stepping through them
     const small =
-      limit * LARGE_EVENT_BYTES <= Limits.eventItemBytes && this.noLargeEvent(sessionId, afterSeq, limit);
+      limit * LARGE_EVENT_BYTES <= Limits.eventItemBytes && this.noLargeEvent(state.logKey, afterSeq, limit);
     const rows = small
-      ? (this.statements.eventsAfter.all(sessionId, afterSeq, limit) as StoredRow[])
-      : withinItemBudget(this.statements.eventsAfter.iterate(sessionId, afterSeq, limit));
+      ? (this.statements.eventsAfter.all(state.logKey, afterSeq, limit) as StoredRow[])
+      : withinItemBudget(this.statements.eventsAfter.iterate(state.logKey, afterSeq, limit));
     let dataBytes = 0;
     for (const row of rows) dataBytes += row.data.byteLength;
     return {
@@ -103,8 +103,8 @@ export class SqliteReads {
   }
 
   /** None of the `limit` events after `afterSeq` is in `events_large`: one index probe. */
-  private noLargeEvent(sessionId: string, afterSeq: number, limit: number): boolean {
-    const first = this.statements.firstLargeAfter.get({ sessionId, afterSeq }) as number | null;
+  private noLargeEvent(logKey: string, afterSeq: number, limit: number): boolean {
+    const first = this.statements.firstLargeAfter.get({ sessionId: logKey, afterSeq }) as number | null;
     return first === null || first > afterSeq + limit;
   }
 
@@ -133,7 +133,7 @@ export class SqliteReads {
       const want = Math.min(step, limit - count);
       const [n, last, unencodable, array] = this.statements.eventsAfterEncoded.get({
         envelope: envelope ?? EMPTY,
-        sessionId,
+        sessionId: state.logKey,
         afterSeq: lastSeq,
         limit: want,
         // the read's last array closes at what is left of its budget
@@ -141,7 +141,7 @@ export class SqliteReads {
       }) as EncodedPageRow;
       if (n === 0 || last === null || array === null) break;
       if (unencodable) {
-        const rows = this.statements.eventsAfterRaw.all(sessionId, lastSeq, n) as EncodedRow[];
+        const rows = this.statements.eventsAfterRaw.all(state.logKey, lastSeq, n) as EncodedRow[];
         arrays.push(...encodeEventArrays(rows, n, envelope));
       } else arrays.push(array);
       bytes += array.length;
@@ -218,7 +218,10 @@ export class SqliteReads {
     return stored ? decodeValue<PromptRecord>(stored) : null;
   }
 
-  /** Read-only: the writer's own object when it holds the session. */
+  /**
+   * Read-only: the writer's own object when it holds the session. Every read of its events goes by
+   * the state's `logKey`, so none reads an epoch a clear left to the purger.
+   */
   private state(sessionId: string): SessionState | undefined {
     const committed = this.committed(sessionId);
     if (committed) return committed;

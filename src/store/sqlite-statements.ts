@@ -9,7 +9,7 @@ const insertEvents = (rows: number) =>
 /** Every statement the store runs; prepared once per connection by `prepareStatements`. */
 const SQL = {
   sessionState: `SELECT s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq,
-              ${headSeqOf("s.session_id")} AS head_seq,
+              p.log_key, p.data_bytes, p.data_bytes_seq, ${headSeqOf("p.log_key")} AS head_seq,
               s.base_title, s.base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
               p.title, p.title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count, p.blank,
               p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text,
@@ -25,21 +25,23 @@ const SQL = {
   setAcked: "UPDATE sessions SET acked_settled_at = ? WHERE session_id = ?",
   insertProjection: `INSERT INTO projections (session_id, owner, epoch, title, title_explicit, model, created_at, last_prompt_at,
               updated_at, turn_count, blank, last_state, message_count, seq, open_turn_id, turn_has_text,
-              pending_interactions, has_unseen_completion, completion_settled_at, acked_settled_at)
+              pending_interactions, has_unseen_completion, completion_settled_at, acked_settled_at, log_key)
        VALUES (@sessionId, @owner, @epoch, @title, @titleExplicit, @model, @createdAt, @lastPromptAt,
               @updatedAt, @turnCount, @blank, @lastState, @messageCount, @seq, @openTurnId, @turnHasText,
-              @pendingInteractions, @hasUnseenCompletion, @completionSettledAt, @ackedSettledAt)`,
+              @pendingInteractions, @hasUnseenCompletion, @completionSettledAt, @ackedSettledAt, @sessionId)`,
   updateProjection: `UPDATE projections SET epoch = @epoch, title = @title, title_explicit = @titleExplicit, model = @model,
               last_prompt_at = @lastPromptAt, updated_at = @updatedAt, turn_count = @turnCount, blank = @blank,
               last_state = @lastState, message_count = @messageCount, seq = @seq, open_turn_id = @openTurnId,
               turn_has_text = @turnHasText, pending_interactions = @pendingInteractions,
               has_unseen_completion = @hasUnseenCompletion,
-              completion_settled_at = @completionSettledAt, acked_settled_at = @ackedSettledAt
+              completion_settled_at = @completionSettledAt, acked_settled_at = @ackedSettledAt,
+              data_bytes = @dataBytes, data_bytes_seq = @dataBytesSeq
        WHERE session_id = @sessionId`,
   /** Leaves the list-order columns (updated_at, last_state) alone, so their indexes are not rewritten. */
   updateProjectionProgress: `UPDATE projections SET title = ?, title_explicit = ?, model = ?, turn_count = ?, blank = ?,
               message_count = ?, seq = ?, open_turn_id = ?, turn_has_text = ?, has_unseen_completion = ?,
-              completion_settled_at = ?, acked_settled_at = ?, last_prompt_at = ?, pending_interactions = ?
+              completion_settled_at = ?, acked_settled_at = ?, last_prompt_at = ?, pending_interactions = ?,
+              data_bytes = ?, data_bytes_seq = ?
        WHERE session_id = ?`,
   /** Open turns not parked on a pending interaction: a restart closes these. */
   openTurns: `SELECT p.session_id FROM projections p WHERE p.open_turn_id IS NOT NULL
@@ -72,7 +74,9 @@ const SQL = {
     "SELECT data FROM events WHERE session_id = ? AND seq > ? AND type = 'user/message' ORDER BY seq LIMIT 1",
   turnDeltas:
     "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? AND type = 'assistant/delta' ORDER BY seq",
-  deleteEvents: "DELETE FROM events WHERE session_id = ?",
+  /** A clear: the session's log goes on under a fresh key; the old one waits in `purges`. */
+  moveLog: "UPDATE projections SET log_key = ?, data_bytes = 0, data_bytes_seq = 0 WHERE session_id = ?",
+  insertPurge: "INSERT OR IGNORE INTO purges (log_key, session_id, owner, since) VALUES (?, ?, ?, ?)",
   deleteSession: "DELETE FROM sessions WHERE session_id = ?",
   deleteProjection: "DELETE FROM projections WHERE session_id = ?",
   ownerSessions: "SELECT count(*) AS n FROM projections WHERE owner = ?",
@@ -84,15 +88,19 @@ const SQL = {
   addOwnersStoredBytes:
     "INSERT INTO owner_usage (owner, stored_bytes) SELECT value ->> 0, value ->> 1 FROM json_each(?) WHERE true " +
     "ON CONFLICT (owner) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes",
-  sessionDataBytes: "SELECT coalesce(sum(length(data)), 0) FROM events WHERE session_id = ?",
+  /** The data of a log's events after `seq`: what its projection's `data_bytes` does not hold yet. */
+  tailDataBytes: "SELECT coalesce(sum(length(data)), 0) FROM events WHERE session_id = ? AND seq > ?",
+  /** A deleted session's attachments, counted out of its owner's usage by the delete itself. */
+  sessionAttachmentBytes: "SELECT coalesce(sum(size), 0) FROM attachments WHERE session_id = ?",
   /** Each event's data size in a fork's prefix, in order: summed only as far as `ForkInput.maxDataBytes`. */
   prefixDataLengths: "SELECT length(data) FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq",
   clearOwnerUsage: "DELETE FROM owner_usage",
   /** Every owner's stored bytes counted from the rows themselves (as migration 7 first did). */
   countOwnerUsage: `INSERT INTO owner_usage (owner, stored_bytes)
     SELECT owner, sum(bytes) FROM (
-      SELECT s.owner AS owner, length(e.data) AS bytes FROM events e JOIN sessions s USING (session_id)
-      UNION ALL SELECT owner, size FROM attachments
+      SELECT p.owner AS owner, length(e.data) AS bytes FROM events e JOIN projections p ON p.log_key = e.session_id
+      UNION ALL SELECT owner, size FROM attachments a
+        WHERE NOT EXISTS (SELECT 1 FROM purges WHERE session_id = a.session_id)
     ) GROUP BY owner`,
   insertTombstone: "INSERT OR IGNORE INTO tombstones (session_id, deleted_at) VALUES (?, ?)",
   findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
@@ -100,11 +108,8 @@ const SQL = {
   deletePrompts: "DELETE FROM prompt_keys WHERE session_id = ?",
   deleteDismissals: "DELETE FROM dismissals WHERE session_id = ?",
   linkAttachment: "UPDATE attachments SET session_id = ? WHERE attachment_id = ? AND session_id IS NULL",
-  deleteAttachments: "DELETE FROM attachments WHERE session_id = ?",
   insertSearchDoc: "INSERT INTO search_docs (session_id, seq) VALUES (?, ?)",
   insertSearchText: "INSERT INTO search_fts (rowid, text) VALUES (?, ?)",
-  deleteSearchText: "DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE session_id = ?)",
-  deleteSearchDocs: "DELETE FROM search_docs WHERE session_id = ?",
   queueNextPosition: "SELECT coalesce(max(position), 0) + 1 FROM queue_items WHERE session_id = ?",
   queueCount: "SELECT count(*) FROM queue_items WHERE session_id = ?",
   queuedBytesOfOwner: "SELECT coalesce(sum(bytes), 0) FROM queue_items WHERE owner = ?",
@@ -183,28 +188,31 @@ const SQL = {
        ORDER BY q.session_id LIMIT ?`,
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
   /** Matches up to the bound (`LIMIT`): a search ranks them only when they are no more than it. */
-  searchMatches: "SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
+  searchMatches: `SELECT count(*) FROM (SELECT 1 FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+       CROSS JOIN projections p ON p.log_key = d.session_id WHERE search_fts MATCH ? LIMIT ?)`,
   // An owner's search reads the index only between its first and last indexed message (FTS5 seeks
   // to a rowid range), its sessions found by their projections (every live session has one); no
   // row: it has none, and nothing to find. The index is read first (CROSS JOIN keeps that order):
   // matching each of an owner's messages on its own runs the whole query again for each, which
   // took seconds for a prefix over a thousand messages.
-  searchOwnedRange: `SELECT min((SELECT min(id) FROM search_docs WHERE session_id = p.session_id)) AS lo,
-       max((SELECT max(id) FROM search_docs WHERE session_id = p.session_id)) AS hi
+  searchOwnedRange: `SELECT min((SELECT min(id) FROM search_docs WHERE session_id = p.log_key)) AS lo,
+       max((SELECT max(id) FROM search_docs WHERE session_id = p.log_key)) AS hi
        FROM projections p WHERE p.owner = ?`,
   /** The owner's matches up to the bound: other principals' are passed over, not counted. */
   searchMatchesOwned: `SELECT count(*) FROM (SELECT 1 FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
-       CROSS JOIN sessions s ON s.session_id = d.session_id
-       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND s.owner = ? LIMIT ?)`,
-  search: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
-       FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
+       CROSS JOIN projections p ON p.log_key = d.session_id
+       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ? LIMIT ?)`,
+  // search rows are stored under the log's key: one a clear or a delete left to the purger has no
+  // projection, and is never found
+  search: `SELECT p.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
+       FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid JOIN projections p ON p.log_key = d.session_id
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,
   // bm25() is what `rank` orders by, here computed for the owner's matches only: ordering by
   // `rank` makes FTS5 rank every match, whoever owns it, before the owner is looked at
-  searchOwned: `SELECT d.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
+  searchOwned: `SELECT p.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
        FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
-       CROSS JOIN sessions s ON s.session_id = d.session_id
-       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND s.owner = ?
+       CROSS JOIN projections p ON p.log_key = d.session_id
+       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ?
        ORDER BY bm25(search_fts), d.id LIMIT ?`,
 } as const;
 
@@ -229,7 +237,8 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "jobSessionsPage",
   "unownedQueues",
   "ownerStoredBytes",
-  "sessionDataBytes",
+  "tailDataBytes",
+  "sessionAttachmentBytes",
   "prefixDataLengths",
   "searchMatches",
   "searchMatchesOwned",

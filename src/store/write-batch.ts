@@ -28,6 +28,8 @@ export class WriteBatch {
   appendedEvents = 0;
   /** Stored event data this transaction moved per owner, written with its commit. */
   readonly ownerDataBytes = new OwnerDataBytes();
+  /** Logs this transaction left to the purger (clears, deletes): it is woken after the commit. */
+  purges = 0;
 
   touch(state: SessionState): void {
     this.dirty.set(state.sessionId, state);

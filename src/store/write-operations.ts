@@ -113,7 +113,7 @@ export class WriteOperations {
         return { status: "epoch_mismatch", epoch: state.epoch };
       }
       if (state.projection.openTurnId !== null) return { status: "busy" };
-      this.writer.resetEpoch(batch, state, newEpoch());
+      this.writer.resetEpoch(batch, state, newEpoch(), this.now());
       batch.notify(sessionId, { kind: "clear", epoch: state.epoch }, this.writer.snapshot(state));
       return { status: "cleared", epoch: state.epoch };
     };
@@ -126,7 +126,7 @@ export class WriteOperations {
       const state = this.writer.load(sessionId);
       if (state === "retired") return { status: "retired" };
       if (!state) return { status: "not_found" };
-      this.writer.retire(batch, sessionId, state.owner, this.now());
+      this.writer.retire(batch, state, this.now());
       batch.notify(sessionId, { kind: "delete" }, null);
       return { status: "deleted" };
     };
@@ -152,12 +152,10 @@ export class WriteOperations {
       if (full) return full;
       const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
       const { maxDataBytes } = input;
-      if (maxDataBytes !== undefined && this.prefixPasses(input.sourceId, atSeq, maxDataBytes))
+      if (maxDataBytes !== undefined && this.prefixPasses(source.logKey, atSeq, maxDataBytes))
         return { status: "too_large", maxDataBytes };
       const at = input.at ?? this.now();
-      const copied = (this.statements.eventsRange.all(input.sourceId, 1, atSeq) as StoredRow[]).map(
-        decodeRow,
-      );
+      const copied = (this.statements.eventsRange.all(source.logKey, 1, atSeq) as StoredRow[]).map(decodeRow);
       const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);
       const state = this.writer.insertSession(batch, base, forkOf);
       const stored = this.writer.appendEvents(batch, state, events, at);
@@ -176,9 +174,9 @@ export class WriteOperations {
    * Whether the first `atSeq` events of the session hold more than `max` bytes of data: summed
    * only until they pass it, so a refusal costs what the bound does, however long the log is.
    */
-  private prefixPasses(sessionId: string, atSeq: number, max: number): boolean {
+  private prefixPasses(logKey: string, atSeq: number, max: number): boolean {
     let bytes = 0;
-    for (const length of this.statements.prefixDataLengths.iterate(sessionId, atSeq) as Iterable<number>) {
+    for (const length of this.statements.prefixDataLengths.iterate(logKey, atSeq) as Iterable<number>) {
       bytes += length;
       if (bytes > max) return true;
     }

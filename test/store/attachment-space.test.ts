@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { ATTACHMENT_CHUNK_BYTES } from "../../src/store/attachment-chunks.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /** The schema version before migration 5 split attachment bodies into chunks. */
@@ -75,6 +76,7 @@ describe("SQLite: the space of swept uploads goes back to the file system", () =
     const old = new Database(path);
     // (and before what came after them: the index of large events, the owners' usage, the count
     // of pending interactions)
+    old.exec(UNDO_LOG_KEYS);
     old.exec(
       "DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks; DROP INDEX events_large; " +
         "DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage; " +

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { openTempStore } from "./open-store.js";
 
 /** The SQLite live-state rows beyond the store contract: older files' owner rows, and a page over damaged rows. */
@@ -29,6 +30,7 @@ describe("the live state's owner rows of older files", () => {
     old.exec(`CREATE TABLE live_owners (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL,
       generation TEXT NOT NULL, since INTEGER NOT NULL) WITHOUT ROWID;
       INSERT INTO live_owners VALUES ('queued', 'h1', 'g1', 5);
+      ${UNDO_LOG_KEYS}
       PRAGMA user_version = ${LIVE_OWNERS_DROPPED - 1}`);
     old.close();
 

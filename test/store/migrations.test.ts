@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
+import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -70,6 +71,7 @@ describe("SQLite schema migrations", () => {
     await SqliteSessionStore.open(path).close();
     // the file as version 3 left it (migration 9 only drops a table, so it is there again) ...
     const old = new Database(path);
+    old.exec(UNDO_LOG_KEYS);
     old.exec(
       "DROP TABLE dismissals; DROP TRIGGER attachment_chunks_follow; DROP TABLE attachment_chunks; " +
         "DROP INDEX events_large; DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; " +

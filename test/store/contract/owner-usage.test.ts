@@ -2,6 +2,7 @@ import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import { pgUploadSweeper } from "../../../src/operations/pg-upload-sweeper.js";
 import { encodeValue } from "../../../src/store/event-codec.js";
+import { UNDO_LOG_KEYS } from "../../support/purge-migration.js";
 import {
   type ContractStore,
   describeContract,
@@ -56,7 +57,8 @@ async function rewind(db: StoreUnderTest): Promise<void> {
     await db.store.close();
     await tamper(
       db,
-      `DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage;
+      `${UNDO_LOG_KEYS}
+       DROP TRIGGER attachments_counted; DROP TRIGGER attachments_uncounted; DROP TABLE owner_usage;
        ALTER TABLE projections DROP COLUMN pending_interactions;
        PRAGMA user_version = ${OWNER_USAGE_MIGRATION - 1}`,
     );

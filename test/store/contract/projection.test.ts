@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
+import { UNDO_LOG_KEYS } from "../../support/purge-migration.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 import { tamper } from "./operator-hand.js";
@@ -363,7 +364,7 @@ describeContract("projection", (backend) => {
     await tamper(
       db,
       db.path
-        ? `ALTER TABLE projections DROP COLUMN pending_interactions;
+        ? `${UNDO_LOG_KEYS} ALTER TABLE projections DROP COLUMN pending_interactions;
            UPDATE projections SET last_state = 'working'; PRAGMA user_version = ${PENDING_COUNT_MIGRATION.sqlite - 1}`
         : `ALTER TABLE projections DROP COLUMN pending_interactions; UPDATE projections SET last_state = 'working';
            DELETE FROM schema_migrations WHERE version >= ${PENDING_COUNT_MIGRATION.postgres}`,

@@ -1,0 +1,275 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import type { NewEvent } from "../../protocol/index.js";
+import { encodeValue } from "../../src/store/event-codec.js";
+import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
+import { tempDir } from "../support/temp-dir.js";
+import { readWholeLog } from "../support/whole-log.js";
+
+const fixture = fileURLToPath(new URL("./fixtures/clear-and-die.ts", import.meta.url));
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
+const message = (text: string, attachmentId?: string): NewEvent =>
+  ({
+    type: "user/message",
+    data: {
+      messageId: `m-${text.slice(0, 12)}`,
+      source: "user",
+      text,
+      attachments: attachmentId
+        ? [{ attachmentId, name: "f.bin", type: "application/octet-stream", size: 600_000 }]
+        : [],
+      meta: {},
+    },
+  }) as NewEvent;
+
+/** A small step, so a log of a few hundred rows takes many. */
+const STEP = { rows: 8, bytes: 2048 };
+
+function file(): string {
+  const dir = tempDir("sessionmux-purge-");
+  cleanups.push(() => dir.remove());
+  return dir.file("sessions.db");
+}
+
+function open(path: string): SqliteSessionStore {
+  const store = SqliteSessionStore.open(path, { purgeStep: STEP });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+/** A reader of the file beside the store: what is committed, row by row. */
+function rows(path: string) {
+  const db = new Database(path, { readonly: true });
+  cleanups.push(() => void db.close());
+  const count = (sql: string, ...params: unknown[]) =>
+    db
+      .prepare(sql)
+      .pluck()
+      .get(...params) as number;
+  return {
+    /** Event rows stored for the session under any key but its current one. */
+    abandonedEvents: (sessionId: string) =>
+      count(
+        `SELECT count(*) FROM events WHERE (session_id = ? OR session_id LIKE ? || ':%')
+         AND session_id IS NOT (SELECT log_key FROM projections WHERE session_id = ?)`,
+        sessionId,
+        sessionId,
+        sessionId,
+      ),
+    abandonedSearchDocs: (sessionId: string) =>
+      count(
+        `SELECT count(*) FROM search_docs WHERE (session_id = ? OR session_id LIKE ? || ':%')
+         AND session_id IS NOT (SELECT log_key FROM projections WHERE session_id = ?)`,
+        sessionId,
+        sessionId,
+        sessionId,
+      ),
+    chunks: (attachmentId: string) =>
+      count("SELECT count(*) FROM attachment_chunks WHERE attachment_id = ?", attachmentId),
+    attachments: (attachmentId: string) =>
+      count("SELECT count(*) FROM attachments WHERE attachment_id = ?", attachmentId),
+    purges: () => count("SELECT count(*) FROM purges"),
+  };
+}
+
+/** A log of `events` deltas of about 300 bytes each, with an indexed message every 20. */
+async function longLog(store: SqliteSessionStore, sessionId: string, events: number): Promise<void> {
+  await store.create({ sessionId, owner: "o", model: "m" });
+  for (let i = 0; i < events; i += 20) {
+    await store.append(sessionId, [
+      message(`oldword${i} and more words of the old epoch`),
+      ...Array.from({ length: 19 }, (_, j) => delta(`${i}-${j} `.repeat(50))),
+    ]);
+  }
+}
+
+async function storedBytes(store: SqliteSessionStore, sessionId: string): Promise<number> {
+  const read = await readWholeLog(store, sessionId);
+  if (read.status !== "ok") return 0;
+  return read.events.reduce((sum, event) => sum + encodeValue(event.data).byteLength, 0);
+}
+
+describe("purging what a clear or a delete left (SQLite)", () => {
+  it("a clear answers while the old epoch's rows remain; they go in many steps between other appends, never read", async () => {
+    const path = file();
+    const store = open(path);
+    await longLog(store, "long", 400);
+    await store.create({ sessionId: "other", owner: "p", model: "m" });
+    const db = rows(path);
+    expect(await store.ownerStoredBytes("o")).toBe(await storedBytes(store, "long"));
+
+    const cleared = await store.clear("long");
+    expect(cleared.status).toBe("cleared");
+    const left = db.abandonedEvents("long");
+    // answered before anything of the old epoch was deleted: its cost is not the log's
+    expect(left).toBe(401);
+    expect(db.abandonedSearchDocs("long")).toBe(20);
+    // counted out by the clear itself
+    expect(await store.ownerStoredBytes("o")).toBe(0);
+
+    const appended = await store.append("long", [delta("new epoch")]);
+    expect(appended.status === "appended" && appended.events[0]!.seq).toBe(1);
+    let settled = false;
+    void store.purgesSettled().then(() => {
+      settled = true;
+    });
+    const seen: number[] = [];
+    while (!settled) {
+      expect((await store.append("other", [delta("x")])).status).toBe("appended");
+      const remaining = db.abandonedEvents("long");
+      if (remaining > 0) seen.push(remaining);
+      // nothing of the old epoch is ever read or found
+      const read = await readWholeLog(store, "long");
+      expect(read.status === "ok" && read.events.map((event) => event.seq)).toEqual([1]);
+      const page = await store.page("long", { limit: 50 });
+      expect(page.status === "ok" && page.events.length).toBe(1);
+      expect(await store.search("oldword40", 10)).toEqual([]);
+      expect(await store.search("oldword40", 10, "o")).toEqual([]);
+    }
+    // other appends committed while the old rows went, a step at a time
+    expect(new Set(seen).size).toBeGreaterThan(5);
+    expect(db.abandonedEvents("long")).toBe(0);
+    expect(db.abandonedSearchDocs("long")).toBe(0);
+    expect(db.purges()).toBe(0);
+    expect(await store.ownerStoredBytes("o")).toBe(await storedBytes(store, "long"));
+    expect(store.integrityCheck()).toBe("ok");
+  });
+
+  it("a delete answers while the log and the attachments remain; they go afterwards, counted out once", async () => {
+    const path = file();
+    const store = open(path);
+    const keep = await store.putAttachment({ owner: "o", name: "k", type: "t", bytes: new Uint8Array(500) });
+    const attachmentId = await store.putAttachment({
+      owner: "o",
+      name: "f.bin",
+      type: "application/octet-stream",
+      bytes: new Uint8Array(600_000).fill(7),
+    });
+    await longLog(store, "gone", 200);
+    await store.append("gone", [message("see the file", attachmentId)]);
+    const db = rows(path);
+    expect(db.chunks(attachmentId)).toBe(3);
+
+    expect((await store.delete("gone")).status).toBe("deleted");
+    expect(db.abandonedEvents("gone")).toBe(202);
+    expect(db.chunks(attachmentId)).toBe(3);
+    // gone for every reader from the delete on, and out of the quota
+    expect(await store.attachmentInfo(attachmentId)).toBeNull();
+    expect(await store.getAttachment(attachmentId)).toBeNull();
+    expect(await store.ownerStoredBytes("o")).toBe(500);
+    expect((await store.readAfter("gone", 0, 10)).status).toBe("retired");
+    expect(await store.search("oldword40", 10)).toEqual([]);
+
+    await store.purgesSettled();
+    expect(db.abandonedEvents("gone")).toBe(0);
+    expect(db.abandonedSearchDocs("gone")).toBe(0);
+    expect(db.chunks(attachmentId)).toBe(0);
+    expect(db.attachments(attachmentId)).toBe(0);
+    expect(db.purges()).toBe(0);
+    expect(await store.ownerStoredBytes("o")).toBe(500);
+    expect((await store.attachmentInfo(keep))?.size).toBe(500);
+  });
+
+  it("a store opened again in the middle of a purge finishes it", async () => {
+    const path = file();
+    const store = open(path);
+    await longLog(store, "long", 300);
+    const cleared = await store.clear("long");
+    await store.close();
+    const db = rows(path);
+    expect(db.abandonedEvents("long")).toBeGreaterThan(0);
+    expect(db.purges()).toBe(1);
+
+    const reopened = open(path);
+    const header = await reopened.header("long");
+    expect(header.status === "ok" && [header.header.epoch, header.headSeq]).toEqual([
+      cleared.status === "cleared" && cleared.epoch,
+      0,
+    ]);
+    await reopened.purgesSettled();
+    expect(db.abandonedEvents("long")).toBe(0);
+    expect(db.abandonedSearchDocs("long")).toBe(0);
+    expect(db.purges()).toBe(0);
+    expect(await reopened.ownerStoredBytes("o")).toBe(0);
+  });
+
+  it("a log written before log keys is read, counted and purged under its session id", async () => {
+    const path = file();
+    const first = SqliteSessionStore.open(path);
+    await longLog(first, "old", 100);
+    await first.create({ sessionId: "kept", owner: "o", model: "m" });
+    await first.append("kept", [delta("kept words")]);
+    await first.close();
+    const old = new Database(path);
+    old.exec(`${UNDO_LOG_KEYS} PRAGMA user_version = 10`);
+    old.close();
+
+    const store = open(path);
+    expect(store.schemaMigration).toEqual({ from: 10, to: 11 });
+    const read = await readWholeLog(store, "old");
+    expect(read.status === "ok" && read.events.length).toBe(101);
+    expect((await store.search("oldword40", 10)).map((hit) => hit.sessionId)).toEqual(["old"]);
+    const kept = await storedBytes(store, "kept");
+    expect(await store.ownerStoredBytes("o")).toBe((await storedBytes(store, "old")) + kept);
+    // the count migration 11 took is what the clear takes out
+    expect((await store.clear("old")).status).toBe("cleared");
+    expect(await store.ownerStoredBytes("o")).toBe(kept);
+    await store.purgesSettled();
+    const db = rows(path);
+    expect(db.abandonedEvents("old")).toBe(0);
+    expect(db.abandonedSearchDocs("old")).toBe(0);
+    expect(await store.ownerStoredBytes("o")).toBe(kept);
+  });
+
+  it("kill -9 right after a clear is acknowledged: the old epoch is never read again, and its purge finishes", async () => {
+    const path = file();
+    const child = spawn(process.execPath, ["--import", "tsx", fixture, path], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    let epoch: string | undefined;
+    let buffer = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const match = /^cleared (\S+)$/m.exec(buffer);
+      if (match && epoch === undefined) {
+        epoch = match[1];
+        child.kill("SIGKILL");
+      }
+    });
+    const exit = await new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on("exit", (_, signal) => resolve(signal)),
+    );
+    if (exit !== "SIGKILL") throw new Error(`the child ended on its own: ${stderr}`);
+
+    const db = rows(path);
+    // the purge was under way when the process died
+    expect(db.purges()).toBe(1);
+    expect(db.abandonedEvents("long")).toBeGreaterThan(0);
+    const store = open(path);
+    expect(store.integrityCheck()).toBe("ok");
+    const read = await readWholeLog(store, "long");
+    expect(read.status === "ok" && [read.epoch, read.events.map((event) => event.data)]).toEqual([
+      epoch,
+      [{ turnId: "t", text: "the new epoch" }],
+    ]);
+    await store.purgesSettled();
+    expect(db.purges()).toBe(0);
+    expect(db.abandonedEvents("long")).toBe(0);
+    expect(await store.ownerStoredBytes("o")).toBe(
+      (await storedBytes(store, "long")) + (await storedBytes(store, "busy")),
+    );
+  }, 60_000);
+});
