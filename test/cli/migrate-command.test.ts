@@ -10,6 +10,7 @@ import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.
 import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
 
 /**
@@ -60,9 +61,9 @@ describe("migrate on a SQLite file", () => {
   it("migrates the file and prints the versions it found and left, as on PostgreSQL, again as often as it runs; --db-schema public is no schema", async () => {
     const db = folder().file("sessions.db");
     await sqliteDatabase(db);
-    // the file as the build before the last migration left it (that migration only adds this index)
+    // the file as the build before the last migration left it
     const older = new Database(db);
-    older.exec("DROP INDEX dismissals_by_session");
+    older.exec(UNDO_LOG_KEYS);
     older.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
     older.close();
     await run(["--db", db]);
@@ -76,9 +77,9 @@ describe("migrate on a SQLite file", () => {
     const check = new Database(db, { readonly: true });
     cleanups.push(() => void check.close());
     expect(check.prepare("SELECT session_id FROM projections").all()).toEqual([{ session_id: "kept" }]);
-    expect(
-      check.prepare("SELECT name FROM sqlite_master WHERE name = 'dismissals_by_session'").all(),
-    ).toEqual([{ name: "dismissals_by_session" }]);
+    expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'purges'").all()).toEqual([
+      { name: "purges" },
+    ]);
   });
 
   it("refuses a file that does not exist, and creates none", async () => {
