@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { openWatchedPool, type QueryWatch, queryWatch } from "../store/postgres/pg-backend-watch.js";
+import { idempotentQuery } from "../store/postgres/pg-idle-lost.js";
 import { poolStatsOf } from "../store/postgres/pg-pool.js";
 import { readQuery } from "../store/postgres/pg-read-query.js";
 import type { PoolStats } from "../store/store-metrics.js";
@@ -33,8 +34,11 @@ export function pgUploadSweeper(
     // a backlog of them (after an outage, many large ones) would hold the host's close for minutes
     while (!closing) {
       // The step is materialized: as a subquery of the DELETE itself, PostgreSQL may run the
-      // LIMIT again per row it joins and delete every expired upload in one statement.
-      const { rowCount } = await pool.query(
+      // LIMIT again per row it joins and delete every expired upload in one statement. A step run
+      // twice (its connection died while idle, see `idempotentQuery`) deletes what one run would,
+      // or the next step's rows.
+      const { rowCount } = await idempotentQuery(
+        pool,
         `WITH step AS MATERIALIZED (
            SELECT attachment_id FROM attachments WHERE session_id IS NULL AND created_at < $1
            LIMIT ${STEP_ROWS} FOR UPDATE SKIP LOCKED)

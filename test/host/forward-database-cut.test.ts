@@ -332,6 +332,32 @@ describe.skipIf(!pgUrl)("a prompt forwarded to the owning host while a database 
     expect([...faults(a), ...faults(b)]).toEqual([]);
   }, 60_000);
 
+  it("is recorded and answered ok when the receiving host's idle connections died unseen (a blip); it runs once", async () => {
+    const { a, b, reader } = await startCluster();
+    const sessionId = await ownedBy(a);
+    // one forwarded call first, so the receiving host's pools hold connections that idle
+    const first = turnIdOf(
+      await answerOf(b.client.prompt({ sessionId, text: "one", clientMessageId: randomUUID() })),
+    );
+    await turnEnded(reader, sessionId, first);
+    expect(await inboxConnections(b.running)).toBeGreaterThan(0);
+    // every pooled connection of the receiving host ends at the server's side, unseen by it
+    expect(
+      b.proxy.cutAllUnnoticed((opening) => opening.includes("application_name\0sessionmux\0")),
+    ).toBeGreaterThan(0);
+
+    const answer = await answerOf(b.client.prompt({ sessionId, text: "two", clientMessageId: randomUUID() }));
+    const turnId = turnIdOf(answer);
+    await turnEnded(reader, sessionId, turnId);
+    expect(await logged(reader, sessionId)).toEqual({
+      userMessages: 2,
+      turns: [first, turnId],
+      ended: [first, turnId],
+    });
+    expect((await reader.leaseHolder(sessionId))?.hostId).toBe("host-a");
+    expect([...faults(a), ...faults(b)]).toEqual([]);
+  }, 60_000);
+
   it("is outcome_unknown when the owner's path is cut while it holds the claimed call; it never runs twice, also once the other host took the session", async () => {
     const { a, b, reader, schema, admin } = await startCluster();
     const sessionId = await ownedBy(a);

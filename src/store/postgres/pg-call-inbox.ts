@@ -7,6 +7,7 @@ import { CALL_INBOX_LIMITS, type CallInboxLimits } from "../call-inbox-limits.js
 import type { PoolStats } from "../store-metrics.js";
 import { openWatchedPool, type QueryWatch, queryWatch } from "./pg-backend-watch.js";
 import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
+import { idempotentQuery, runOn } from "./pg-idle-lost.js";
 import { openClient, poolStatsOf } from "./pg-pool.js";
 import { readQuery } from "./pg-read-query.js";
 import { migrate } from "./pg-schema.js";
@@ -281,7 +282,10 @@ export class PgCallInbox implements CallInbox {
             // may be running there, so it is waited on rather than sent again, where it would run
             // twice; the row's expiry follows, so the target still runs it if its turn comes later
             const last = sent + Math.max(timeoutMs, this.#claimedWaitMs);
-            const kept = await this.#pool.query(
+            // sets the expiry from its own values, so a second run (its connection died while
+            // idle, see `idempotentQuery`) answers as the first
+            const kept = await idempotentQuery(
+              this.#pool,
               `UPDATE forwarded_calls SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
                WHERE call_id = $1 AND claimed_at IS NOT NULL AND reply IS NULL RETURNING call_id`,
               [call.callId, Math.max(0, last - Date.now())],
@@ -375,7 +379,9 @@ export class PgCallInbox implements CallInbox {
    * statement went out, or the server refused it (its ERROR ends the statement's transaction);
    * `outcome_unknown` when the connection was lost once the statement was sent, or ended by the
    * server (a FATAL, which may come after the commit): the row may be there, and its target run it.
-   * False when the inbox closed before a connection could be had: nothing was sent.
+   * A connection that had died while idle in the pool is no such loss: the statement goes again on
+   * the next one, which records the call once. False when the inbox closed before a connection
+   * could be had: nothing was sent.
    */
   async #record(
     targetHost: string,
@@ -383,27 +389,48 @@ export class PgCallInbox implements CallInbox {
     body: Uint8Array,
     timeoutMs: number,
   ): Promise<boolean> {
-    let client: pg.PoolClient;
+    // The row's key is the call's id, made for this call (a UUID): a row already there under it
+    // is this call's, recorded by a try whose connection died before its answer came back. So the
+    // INSERT is sent again where its connection died while idle (a blip, see `runOn`), and a second
+    // one that finds the row writes nothing and wakes no one: the first's NOTIFY went with its
+    // commit. The row cannot have gone meanwhile: only this sender deletes it, after this returns,
+    // or the expiry, `EXPIRED_GRACE_MS` past its wait.
+    let connects = 0;
+    let sent = false;
     try {
-      client = await this.#recording.connectTo(this.#pool);
-    } catch (err) {
-      if (this.#closed) return false;
-      throw isPgStorageFailure(err) ? pgPersistenceFailure(err, NOT_SENT) : err;
-    }
-    try {
-      await client.query(
-        `WITH recorded AS (
-           INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
-           VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
-           RETURNING target_host)
-         SELECT pg_notify($7, 'c:' || target_host) FROM recorded`,
-        [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
+      await runOn(
+        this.#pool,
+        (client) => {
+          sent = true;
+          return client.query(
+            `WITH recorded AS (
+               INSERT INTO forwarded_calls (call_id, target_host, from_host, session_id, body, expires_at)
+               VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
+               ON CONFLICT (call_id) DO NOTHING
+               RETURNING target_host)
+             SELECT pg_notify($7, 'c:' || target_host) FROM recorded`,
+            [call.callId, targetHost, call.fromHost, call.sessionId, body, timeoutMs, this.#channel],
+          );
+        },
+        {
+          connect: () => {
+            connects += 1;
+            return this.#recording.connectTo(this.#pool);
+          },
+          // a connection that answered with an ERROR is still sound; any other is dropped
+          release: (client, err) =>
+            client.release(refused(err) ? undefined : err instanceof Error ? err : true),
+        },
       );
-      client.release();
       return true;
     } catch (err) {
-      // a connection that answered with an ERROR is still sound; any other is dropped
-      client.release(refused(err) ? undefined : err instanceof Error ? err : true);
+      // whatever fails after a try whose connection died under it may leave that try's row there
+      if (connects > 1) throw forwardUnknown(call, err);
+      // no connection could be had: nothing was sent
+      if (!sent) {
+        if (this.#closed) return false;
+        throw isPgStorageFailure(err) ? pgPersistenceFailure(err, NOT_SENT) : err;
+      }
       if (!isPgStorageFailure(err)) throw err;
       throw refused(err) || notQueryable(err)
         ? pgPersistenceFailure(err, NOT_SENT)
@@ -713,6 +740,9 @@ export class PgCallInbox implements CallInbox {
    * session's order, for whoever serves the host next (told at once): a stopped host takes no calls.
    */
   async #release(callId: string): Promise<void> {
+    // not sent again on a connection that died while idle: between two runs the call, unclaimed by
+    // the first, may be claimed by whoever serves the host next, and the second would unclaim it
+    // as it runs there
     await this.#pool.query(
       `WITH released AS (
          UPDATE forwarded_calls SET claimed_at = NULL WHERE call_id = $1 AND reply IS NULL RETURNING target_host)
@@ -743,12 +773,14 @@ export class PgCallInbox implements CallInbox {
    * sent again, a few times: its first may go out on a connection that died idle in the pool (a
    * path that blipped while the call ran, its close not yet read), and a reply lost there leaves
    * its sender waiting out its longest wait on a call this host answered, then told `unknown`.
-   * Sending it twice writes it once (`reply IS NULL`).
+   * Sending it twice writes it once (`reply IS NULL`); one whose connection died while idle is
+   * sent again at once (see `idempotentQuery`).
    */
   async #answer(callId: string, encoded: Uint8Array): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#pool.query(
+        await idempotentQuery(
+          this.#pool,
           `WITH answered AS (
              UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
            SELECT pg_notify($3, 'r:' || call_id) FROM answered`,

@@ -5,6 +5,7 @@ import type { StoreMetrics } from "../store-metrics.js";
 import type { PendingNotice } from "../write-batch.js";
 import { WriteHealth } from "../write-health.js";
 import { isPgRetryable, isPgStorageFailure, isStaleKeptState, pgPersistenceFailure } from "./pg-errors.js";
+import { handedOut, idleLostTries, lostWhileIdle } from "./pg-idle-lost.js";
 import { PgSessionCache } from "./pg-session-cache.js";
 import {
   type Announcement,
@@ -38,6 +39,16 @@ export interface PgGroupCommitHooks {
 const RACE_RETRIES = 3;
 
 /**
+ * The longest a connection may have idled since its last answer for a batch on kept states to go
+ * out on it. Such a batch sends its COMMIT before anything of it is answered, so on a connection
+ * that died while idle (a blip) its outcome would be unknown, and it could not be run again; a
+ * batch on a connection idle longer goes the usual way, whose COMMIT waits for the first round
+ * trip, so a connection found dead there has committed nothing and the batch runs again on the
+ * next one. Back-to-back batches (a host under write load) keep the one round trip.
+ */
+export const KEPT_AFTER_IDLE_MS = 1_000;
+
+/**
  * Group commit per host: one transaction at a time on one pipelined connection (a pool of one, so
  * a broken connection is replaced); every write queued while it runs joins the next one, so the
  * batch grows with the load. A batch of appends to sessions whose state this host kept from its
@@ -49,8 +60,9 @@ const RACE_RETRIES = 3;
  * promise settles only after COMMIT returned (with `synchronous_commit = on`: the WAL is on disk;
  * the NOTIFY behind it is not waited for) and after the notices went out. Expected refusals are
  * result values, so one refused write never fails the others; a storage failure fails every caller
- * with `persistence_failure`; any other fault re-runs the operations one per transaction so only
- * the faulty one fails.
+ * with `persistence_failure`, unless it was a connection that died while idle under a transaction
+ * whose COMMIT never went out, which runs again on the next one; any other fault re-runs the
+ * operations one per transaction so only the faulty one fails.
  */
 export class PgGroupCommit {
   private queue: Queued[] = [];
@@ -59,6 +71,8 @@ export class PgGroupCommit {
   private readonly counters: GroupCommitStats = { transactions: 0, operations: 0, rollbacks: 0 };
   /** Whether the latest transaction failed on storage (a full disk, a read-only database, no connection). */
   readonly health = new WriteHealth(isPgStorageFailure);
+  /** The connection the latest transaction was answered on, and when (see `KEPT_AFTER_IDLE_MS`). */
+  private answered: { client: pg.PoolClient; at: number } | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -110,8 +124,11 @@ export class PgGroupCommit {
     }
   }
 
-  /** Returns false when the batch should be retried one operation at a time. */
-  private async commit(ops: Queued[], attempt = 0): Promise<boolean> {
+  /**
+   * Returns false when the batch should be retried one operation at a time. `tried`: the
+   * connections that died while idle under this batch so far, and one (see `idleLostTries`).
+   */
+  private async commit(ops: Queued[], attempt = 0, tried = 1): Promise<boolean> {
     const started = performance.now();
     let client: pg.PoolClient;
     try {
@@ -121,12 +138,17 @@ export class PgGroupCommit {
       for (const op of ops) op.reject(pgPersistenceFailure(err));
       return true;
     }
+    // asked before the release, which counts as going back to the pool
+    const handed = handedOut(client);
     const unwatch = this.watch(client);
     const sessionIds = ops.flatMap(({ op }) => op.sessions);
     let batch: PgWriteBatch | undefined;
     let results: unknown[] = [];
     try {
-      const kept = ops.every(({ op }) => op.keptStates) ? this.kept.take(sessionIds) : null;
+      const kept =
+        this.answeredLately(client) && ops.every(({ op }) => op.keptStates)
+          ? this.kept.take(sessionIds)
+          : null;
       if (kept) {
         batch = new PgWriteBatch(client);
         batch.beginKept(kept);
@@ -152,7 +174,15 @@ export class PgGroupCommit {
       // whatever the failure left in the rows is read again
       this.kept.clear();
       const storage = isPgStorageFailure(err);
-      this.health.failed(err);
+      // A connection that died while idle (a blip), under a transaction whose COMMIT never went
+      // out: nothing of it can commit (see `PgWriteBatch.commitSent`), so it runs again, whole, on
+      // the next connection. The group commit's connection is pipelined, so statements after the
+      // first go out before it is answered: its COMMIT waits for the first round trip on the usual
+      // way only, which is why a batch on kept states goes out only on a connection answered
+      // lately. Not after a COMMIT was sent: the server may have committed it before the
+      // connection was lost, and a second run would write it twice.
+      const again = tried < idleLostTries(this.pool) && !batch?.commitSent && lostWhileIdle(handed, err);
+      if (!again) this.health.failed(err);
       // a connection lost mid-COMMIT (closed, or destroyed by the watch) leaves the outcome
       // unknown: the callers get the retryable `persistence_failure`, the kept states are gone
       // above, and the pool's `remove` has the feed read again what its subscribers follow
@@ -162,8 +192,10 @@ export class PgGroupCommit {
       } else {
         if (batch?.open) await client.query("ROLLBACK").catch(() => undefined);
         unwatch();
+        this.answered = { client, at: performance.now() };
         client.release();
       }
+      if (again) return this.commit(ops, attempt, tried + 1);
       if (isPgRetryable(err) && attempt < RACE_RETRIES) return this.commit(ops, attempt + 1);
       if (ops.length > 1 && !storage) return false;
       const failure = storage ? pgPersistenceFailure(err) : err;
@@ -171,6 +203,7 @@ export class PgGroupCommit {
       return true;
     }
     unwatch();
+    this.answered = { client, at: performance.now() };
     client.release();
     this.health.committed();
     const committed = batch.committedStates();
@@ -183,6 +216,12 @@ export class PgGroupCommit {
     this.hooks.deliver(batch.notices, batch.liveNotices, (sessionId) => written.rowVersion(sessionId));
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;
+  }
+
+  /** Whether the latest transaction was answered on `client`, and `KEPT_AFTER_IDLE_MS` has not passed since. */
+  private answeredLately(client: pg.PoolClient): boolean {
+    const { answered } = this;
+    return answered?.client === client && performance.now() - answered.at < KEPT_AFTER_IDLE_MS;
   }
 
   /** Runs the operations in the batch and commits it; the results in operation order. */

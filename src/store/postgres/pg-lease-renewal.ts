@@ -3,6 +3,7 @@ import { checkTtl } from "../lease-rules.js";
 import type { RenewOutcome, SessionLease } from "../session-lease.js";
 import type { WriteHealth } from "../write-health.js";
 import { isPgRetryable, isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
+import { idempotentQuery } from "./pg-idle-lost.js";
 import { DB_NOW } from "./pg-live-rows.js";
 
 /**
@@ -68,7 +69,11 @@ export class PgLeaseRenewal {
     attempt = 0,
   ): Promise<{ session_id: string; generation: number }[]> {
     try {
-      const { rows } = await this.pool.query<{ session_id: string; generation: number }>(RENEW, [
+      // sent again where its connection died while idle (a blip, see `idempotentQuery`): one that
+      // ran unseen extended each lease it names, so the second finds them still current and
+      // extends them again from its own clock, answering the same rows; one that runs after a
+      // lease expired meanwhile answers it lost, which it is
+      const { rows } = await idempotentQuery<{ session_id: string; generation: number }>(this.pool, RENEW, [
         hostId,
         ttlMs,
         own.map((lease) => lease.sessionId),

@@ -120,13 +120,27 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   // transaction, restarted, or the network dropped) emits `error` with no query to fail: without a
   // listener that would end the process. Its next query rejects instead, and the pool drops it on
   // release because it is no longer queryable.
-  pool.on("connect", (client) => client.on("error", () => undefined));
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+    client.connection.on("message", () => answers.set(client, (answers.get(client) ?? 0) + 1));
+  });
   pool.on("release", (_err, client) => handedBack.add(client));
   return pool;
 }
 
 /** Connections of the pools `openPool` made that went back to their pool at least once. */
 const handedBack = new WeakSet<pg.ClientBase>();
+
+/** The messages each connection of the pools `openPool` made has had from the server. */
+const answers = new WeakMap<pg.ClientBase, number>();
+
+/**
+ * How many messages the server sent on `client` so far: unchanged between two readings, the
+ * server answered nothing sent on it in between (see `lostWhileIdle`).
+ */
+export function answersOn(client: pg.ClientBase): number {
+  return answers.get(client) ?? 0;
+}
 
 /**
  * Whether `client` was handed out before and went back to its pool since, where it may have sat

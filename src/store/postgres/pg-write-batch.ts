@@ -178,6 +178,13 @@ export class PgWriteBatch {
   private readonly versions = new Map<string, number>();
   /** Between BEGIN and the COMMIT (or ROLLBACK) sent for it. */
   open = false;
+  /**
+   * Once its COMMIT went out: from then on a lost connection leaves the outcome unknown. Before
+   * it, nothing of the transaction can commit, whatever of it reached the server: a backend whose
+   * connection ended rolls back, and one left waiting for more on a path gone half-open is ended
+   * once it idled in its transaction for `IDLE_IN_TRANSACTION_TIMEOUT_MS`, its locks with it.
+   */
+  commitSent = false;
   private xid = "";
   /** Set when the batch runs on kept states: what it used, for the database to check at COMMIT. */
   private kept:
@@ -401,6 +408,7 @@ export class PgWriteBatch {
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
     this.open = false;
+    this.commitSent = true;
     if (announcement) {
       this.client
         .query({
@@ -443,6 +451,7 @@ export class PgWriteBatch {
         values: statement.params,
       });
       const commit = this.client.query("COMMIT");
+      this.commitSent = true;
       if (announcement) {
         this.client
           .query({

@@ -109,6 +109,10 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a call whose connection fails", 
 
   it("is outcome_unknown when the connection is lost once the INSERT went out: the row may be written", async () => {
     const { inbox, proxy, schema, admin } = await inboxBehindProxy();
+    // the pool's idle connection goes, so the INSERT goes out on one made for it (one that had
+    // idled may have died so before it was sent: the INSERT would go again, see below)
+    proxy.cutAll();
+    await expect.poll(() => inbox.poolStats().total, { timeout: 10_000 }).toBe(0);
     const waiter = await holdTable(admin, schema);
     const forwarded = call("s1");
     const sent = failure(inbox.send("host-b", forwarded, 600_000));
@@ -123,6 +127,27 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a call whose connection fails", 
     // and the server goes on with it: the call is recorded, for its target to run
     await admin.query("COMMIT");
     await expect.poll(() => rowsOf(admin, schema, forwarded.callId), { timeout: 10_000 }).toBe(1);
+  }, 30_000);
+
+  it("sends the INSERT again when the connection it went out on had idled: recorded once, though the first reached the server", async () => {
+    const { inbox, proxy, schema, admin } = await inboxBehindProxy();
+    const waiter = await holdTable(admin, schema);
+    const holder = (await admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+    const forwarded = call("s1");
+    const withdraw = new AbortController();
+    const sent = inbox.send("host-b", forwarded, 600_000, withdraw.signal);
+    await waiter();
+    // the idle connection the INSERT went out on drops with it in the server's hands: the host
+    // cannot tell that from one that died while idle, and sends it again on a new connection
+    proxy.cutAll();
+    await expect.poll(async () => (await waitingOn(admin, holder)).length, { timeout: 10_000 }).toBe(2);
+    // the server goes on with both: the second finds the first's row and writes nothing
+    await admin.query("COMMIT");
+    await expect.poll(() => rowsOf(admin, schema, forwarded.callId), { timeout: 10_000 }).toBe(1);
+    // recorded, so waited on: taken back unclaimed once withdrawn
+    withdraw.abort();
+    expect(await sent).toEqual({ status: "withdrawn" });
+    expect(await rowsOf(admin, schema, forwarded.callId)).toBe(0);
   }, 30_000);
 
   it("is outcome_unknown when the database is lost after the call was recorded", async () => {
