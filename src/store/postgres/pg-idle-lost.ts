@@ -8,7 +8,7 @@ export interface HandedOut {
   readonly client: pg.PoolClient;
   /** Whether it had been in the pool before, where it may have idled. */
   readonly idled: boolean;
-  /** The server's messages on it until then (see `answersOn`). */
+  /** The statements the server had answered on it until then (see `answersOn`). */
   readonly answers: number;
 }
 
@@ -22,10 +22,11 @@ export function handedOut(client: pg.PoolClient): HandedOut {
  * keepalive finds them only after its probes), and the next statement handed one fails at once (a
  * reset, a close) though the database is back. True when `err`, the failure of the work sent on
  * `handed` since it was handed out, is such a one: the connection had idled in its pool, the server
- * answered nothing of that work (not even with a SQLSTATE: `err` is the connection's), and it was
- * not the statement watch that found it lost (a silent path, found only after a check period that
- * each of the pool's other connections on that path would cost again: `wasFoundLost`). Not for a
- * connection made for this work, nor a connect that failed: the path is down now.
+ * answered no statement of that work whole (and not with a SQLSTATE: `err` is the connection's),
+ * and it was not the statement watch that found it lost (a silent path, found only after a check
+ * period that each of the pool's other connections on that path would cost again:
+ * `wasFoundLost`). Not for a connection made for this work, nor a connect that failed: the path
+ * is down now.
  *
  * The server may still have run what was sent (the connection lost after the statement reached it,
  * before its answer came back): the client cannot tell. Only a read, or a write whose second run

@@ -122,7 +122,8 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
   // release because it is no longer queryable.
   pool.on("connect", (client) => {
     client.on("error", () => undefined);
-    client.connection.on("message", () => answers.set(client, (answers.get(client) ?? 0) + 1));
+    // once per statement answered, not per row
+    client.connection.on("readyForQuery", () => answers.set(client, (answers.get(client) ?? 0) + 1));
   });
   pool.on("release", (_err, client) => handedBack.add(client));
   return pool;
@@ -131,12 +132,13 @@ export function openPool(url: string, options: PgPoolOptions = {}): pg.Pool {
 /** Connections of the pools `openPool` made that went back to their pool at least once. */
 const handedBack = new WeakSet<pg.ClientBase>();
 
-/** The messages each connection of the pools `openPool` made has had from the server. */
+/** The statements the server finished answering on each connection of the pools `openPool` made. */
 const answers = new WeakMap<pg.ClientBase, number>();
 
 /**
- * How many messages the server sent on `client` so far: unchanged between two readings, the
- * server answered nothing sent on it in between (see `lostWhileIdle`).
+ * How many statements the server finished answering on `client` so far (its ReadyForQuery):
+ * unchanged between two readings, no statement sent on it in between was answered whole, so the
+ * connection may have been dead since before they went out (see `lostWhileIdle`).
  */
 export function answersOn(client: pg.ClientBase): number {
   return answers.get(client) ?? 0;
