@@ -66,8 +66,9 @@ export interface CallRouterOptions {
  * holds the session, past the forward wait; one it did not answer before its lease ended, or
  * within the inbox's longest wait, is answered `outcome_unknown` (not retryable): it may have run
  * there, so it is not sent again unasked. So is one waiting as this host closes (its inbox closing
- * under it) once the owner claimed it; one taken back unrun then is answered `host_shutting_down`,
- * as a call arriving then is, and routed no more.
+ * under it) once the owner claimed it, unless the owner's answer is already written (then that is
+ * the answer); one taken back unrun then is answered `host_shutting_down`, as a call arriving then
+ * is, and routed no more.
  */
 export class CallRouter {
   readonly #options: CallRouterOptions;

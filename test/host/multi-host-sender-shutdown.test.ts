@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { gate } from "../support/gate.js";
 import {
   ALICE,
   type Cluster,
@@ -17,6 +18,25 @@ import {
 const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 
 type Host = Cluster["hosts"][0];
+
+/**
+ * Holds the next statement containing `fragment` that a connection of this process sends, before
+ * it goes out, until `release()`; `held` resolves once one is held. Undone by `restoreAllMocks`.
+ */
+function holdClientQuery(fragment: string): { held: Promise<void>; release: () => void } {
+  const held = gate();
+  const released = gate();
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  let holding = false;
+  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+    const run = () => query.apply(this, args);
+    if (holding || typeof args[0] !== "string" || !args[0].includes(fragment)) return run();
+    holding = true;
+    held.open();
+    return released.promise.then(run);
+  } as typeof pg.Client.prototype.query);
+  return { held: held.promise, release: () => released.open() };
+}
 
 /** The error `call` rejects with (undefined if it succeeds), its rejection handled at once. */
 function refusal(call: Promise<unknown>): Promise<unknown> {
@@ -36,6 +56,7 @@ describe.skipIf(!pgUrl)(
   () => {
     let cluster: Cluster | undefined;
     afterEach(async () => {
+      vi.restoreAllMocks();
       await cluster?.dispose();
       cluster = undefined;
     });
@@ -85,6 +106,35 @@ describe.skipIf(!pgUrl)(
       const turnId = log.find((e) => e.type === "turn/start")?.data.turnId;
       expect(await turnEnd(a.store, sessionId, turnId!)).toBe("completed");
       expect(await forwarded()).toEqual(['sessionmux_forwarded_calls_total{outcome="unknown"} 1']);
+    }, 30_000);
+
+    it("a prompt its owner answered before the shutdown, its reply not yet read, is answered with the owner's answer", async () => {
+      const { a, b, sessionId, forwarded } = await ownedOnA();
+      // B heard the reply's notice, and its look for the reply waits
+      const look = holdClientQuery("octet_length(reply) AS size");
+      const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("answered") });
+      // its outcome is looked at once the host closed
+      sent.catch(() => undefined);
+      const db = new pg.Client({ connectionString: pgUrl! });
+      await db.connect();
+      let shutting: Promise<void>;
+      try {
+        const rows = (where: string) => async () =>
+          (await db.query(`SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE ${where}`)).rows.length;
+        await expect.poll(rows("reply IS NOT NULL"), { timeout: 20_000 }).toBe(1);
+        await look.held;
+        shutting = shutDown(b);
+        // read by the close, which deletes the row
+        await expect.poll(rows("true"), { timeout: 20_000 }).toBe(0);
+      } finally {
+        await db.end();
+        look.release();
+      }
+      await shutting;
+      // the prompt ran there: told outcome_unknown, its caller would not know what the owner said
+      const { turnId } = (await sent) as { turnId: string };
+      expect(await turnEnd(a.store, sessionId, turnId)).toBe("completed");
+      expect(await forwarded()).toEqual(['sessionmux_forwarded_calls_total{outcome="ok"} 1']);
     }, 30_000);
 
     it("a prompt its owner has not claimed is taken back: host_shutting_down, retryable, and it never reaches the owner", async () => {

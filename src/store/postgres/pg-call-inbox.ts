@@ -135,10 +135,10 @@ export class PgCallInbox implements CallInbox {
   #ticks = 0;
   #closed = false;
   /**
-   * Set as the inbox closes: the calls it took back then, unclaimed and unanswered (their rows
-   * deleted, so they never run), or none when that statement failed or outlasted its bound.
+   * Set as the inbox closes: what its one statement then found of the calls waiting (see
+   * `#takeBackAll`), or nothing when that statement failed or outlasted its bound.
    */
-  #takenBackAtClose: Promise<ReadonlySet<string>> | undefined;
+  #settledAtClose: Promise<SettledAtClose> | undefined;
 
   private constructor(pool: pg.Pool, connect: () => pg.Client, schema: string, options: PgCallInboxOptions) {
     this.#pool = pool;
@@ -344,11 +344,16 @@ export class PgCallInbox implements CallInbox {
 
   /**
    * A recorded call's outcome once its inbox closed (see `close`): `timeout` when the close took it
-   * back unrun, else `unknown`, since its target may claim and run it, or already did.
+   * back unrun, its target's reply when the close read one, else `unknown`, since its target may
+   * claim and run it, or already did.
    */
   async #outcomeAtClose(callId: string): Promise<ForwardOutcome> {
-    const taken = await this.#takenBackAtClose;
-    return taken?.has(callId) ? { status: "timeout" } : { status: "unknown" };
+    const settled = await this.#settledAtClose;
+    if (settled?.takenBack.has(callId)) return { status: "timeout" };
+    const reply = settled?.replies.get(callId);
+    // handed over once: the map holds it no longer than its caller waits for it
+    settled?.replies.delete(callId);
+    return reply ? (decode(plain(reply)) as ForwardReply) : { status: "unknown" };
   }
 
   /**
@@ -454,7 +459,7 @@ export class PgCallInbox implements CallInbox {
     if (size === undefined) return undefined;
     await this.#replyRoom(size);
     try {
-      // answered, so run: a close reads no reply (their room is not waited for), and says so
+      // a close read the reply itself, in its one statement (their room is not waited for)
       if (this.#closed) return await this.#outcomeAtClose(callId);
       const taken = await this.#pool.query<{ reply: Buffer }>(
         "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NOT NULL RETURNING reply",
@@ -499,10 +504,12 @@ export class PgCallInbox implements CallInbox {
 
   /**
    * Stops serving and listening. A call still waiting for a connection to be recorded resolves
-   * `timeout` at once (never recorded). Every call waiting on a reply is told what became of it:
-   * those their targets have not claimed are taken back, in one statement (their rows deleted,
-   * so they never run), and resolve `timeout`; a claimed one, an answered one, and every one when
-   * that statement fails or takes longer than `closeTakeBackMs`, may run there (or ran): `unknown`.
+   * `timeout` at once (never recorded). Every call waiting on a reply is told what became of it,
+   * by one statement: those their targets have not claimed are taken back (their rows deleted,
+   * so they never run) and resolve `timeout`; those their targets answered resolve with the reply
+   * (up to `maxReplyBytes` of them, read then); a claimed one not yet answered, one whose reply
+   * did not fit, and every one when that statement fails or takes longer than `closeTakeBackMs`,
+   * may run there (or ran): `unknown`.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -511,10 +518,10 @@ export class PgCallInbox implements CallInbox {
     clearInterval(this.#timer);
     this.#served.clear();
     // set before any sender wakes: each looks for its call among those taken back
-    this.#takenBackAtClose = this.#takeBackAll([...this.#waiters.keys()]);
+    this.#settledAtClose = this.#takeBackAll([...this.#waiters.keys()]);
     for (const waiter of this.#waiters.values()) waiter.wake();
     this.#grantReplies();
-    await Promise.all([this.#takenBackAtClose, ...this.#draining.values(), ...this.#chains.values()]);
+    await Promise.all([this.#settledAtClose, ...this.#draining.values(), ...this.#chains.values()]);
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => undefined);
@@ -523,36 +530,59 @@ export class PgCallInbox implements CallInbox {
 
   /**
    * Takes back the calls of `callIds` their targets have not claimed (nor answered), as
-   * `#takeBackUnclaimed` does one: the ones it deleted. A row a target's claim holds makes the
-   * delete wait for that claim, and then find it claimed. None when it fails, or past
+   * `#takeBackUnclaimed` does one, and reads and deletes the replies of those answered, smallest
+   * first while they fit in `maxReplyBytes` (the first whatever its size), as `#takeReply` does
+   * one: the ones it deleted, and those replies. A row a target's claim holds makes the delete
+   * wait for that claim, and then find it claimed; a reply being written then is not read (its
+   * call was not answered when the statement began). Nothing when it fails, or past
    * `closeTakeBackMs` (a shutdown waits no longer): its connect, if still waiting for a free
    * connection, is taken out of the pool's queue then, and a statement already sent may still
-   * delete calls, which never run, answered `unknown` all the same. Ids never recorded (waiting
-   * for a connection) match nothing.
+   * delete calls, which never run, and replies, answered `unknown` all the same. Ids never
+   * recorded (waiting for a connection) match nothing.
    */
-  async #takeBackAll(callIds: string[]): Promise<ReadonlySet<string>> {
-    if (callIds.length === 0) return new Set();
+  async #takeBackAll(callIds: string[]): Promise<SettledAtClose> {
+    const none: SettledAtClose = { takenBack: new Set(), replies: new Map() };
+    if (callIds.length === 0) return none;
     const connects = new WaitingConnects();
-    const taking = (async (): Promise<ReadonlySet<string>> => {
+    const taking = (async (): Promise<SettledAtClose> => {
       const client = await connects.connectTo(this.#pool);
       try {
-        const taken = await client.query<{ call_id: string }>(
-          "DELETE FROM forwarded_calls WHERE call_id = ANY($1) AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
-          [callIds],
+        const found = await client.query<{ call_id: string; reply: Buffer | null }>(
+          `WITH taken AS (
+             DELETE FROM forwarded_calls WHERE call_id = ANY($1) AND claimed_at IS NULL AND reply IS NULL
+             RETURNING call_id),
+           answered AS (
+             SELECT call_id, octet_length(reply) AS size FROM forwarded_calls
+             WHERE call_id = ANY($1) AND reply IS NOT NULL FOR UPDATE),
+           chosen AS (
+             SELECT call_id FROM (
+               SELECT call_id, sum(size) OVER w AS upto, row_number() OVER w AS n FROM answered
+               WINDOW w AS (ORDER BY size, call_id)) sized
+             WHERE upto <= $2 OR n = 1),
+           read AS (
+             DELETE FROM forwarded_calls WHERE call_id IN (SELECT call_id FROM chosen) RETURNING call_id, reply)
+           SELECT call_id, NULL::bytea AS reply FROM taken UNION ALL SELECT call_id, reply FROM read`,
+          [callIds, this.#maxReplyBytes],
         );
         client.release();
-        return new Set(taken.rows.map((row) => row.call_id));
+        const takenBack = new Set<string>();
+        const replies = new Map<string, Buffer>();
+        for (const row of found.rows) {
+          if (row.reply) replies.set(row.call_id, row.reply);
+          else takenBack.add(row.call_id);
+        }
+        return { takenBack, replies };
       } catch (err) {
         // a connection that answered with an ERROR is still sound; any other is dropped
         client.release(refused(err) ? undefined : err instanceof Error ? err : true);
         throw err;
       }
-    })().catch(() => new Set<string>());
+    })().catch(() => none);
     let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<ReadonlySet<string>>((resolve) => {
+    const bound = new Promise<SettledAtClose>((resolve) => {
       timer = setTimeout(() => {
         connects.refuse(shuttingDown);
-        resolve(new Set());
+        resolve(none);
       }, this.#closeTakeBackMs);
     });
     try {
@@ -833,6 +863,14 @@ export class PgCallInbox implements CallInbox {
       if (this.#chains.get(row.session_id) === settled) this.#chains.delete(row.session_id);
     });
   }
+}
+
+/** What a close's one statement found of the calls waiting on a reply (see `#takeBackAll`). */
+interface SettledAtClose {
+  /** Taken back unclaimed and unanswered: their rows deleted, so they never run. */
+  takenBack: ReadonlySet<string>;
+  /** The replies read (their rows deleted), as written, by call. */
+  replies: Map<string, Buffer>;
 }
 
 function asReply(err: unknown): ForwardReply {

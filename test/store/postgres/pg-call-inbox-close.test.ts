@@ -79,6 +79,46 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a sender's close", () => {
     expect(await sent).toEqual(UNKNOWN);
   });
 
+  it("answers with its reply a call its target answered before the close, its reply's notice not yet heard, and leaves no row", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const forwarded = call("s1");
+    const sent = a.send("host-b", forwarded, LONG);
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
+    // claimed, run and answered by its target, with no notification: the sender has not looked yet
+    await inbox.sql("UPDATE forwarded_calls SET claimed_at = clock_timestamp() WHERE call_id = $1", [
+      forwarded.callId,
+    ]);
+    expect(await inbox.answer(forwarded.callId, { status: "ok", result: "done" })).toBe(true);
+    await a.close();
+    // it ran: told unknown, its caller would not know what the owner knows
+    expect(await sent).toEqual({ status: "ok", result: "done" });
+    expect(await inbox.rowCount()).toBe(0);
+  });
+
+  it("reads at its close the replies that fit in maxReplyBytes, smallest first, and answers unknown the one past them", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, maxReplyBytes: 4_000 });
+    inbox.forget(a);
+    const calls = [call("s1"), call("s2"), call("s3")];
+    const sent = calls.map((c) => a.send("host-b", c, LONG));
+    await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(3);
+    await inbox.sql("UPDATE forwarded_calls SET claimed_at = clock_timestamp()");
+    const results = ["x".repeat(3_000), "y".repeat(100), "z".repeat(5_000)];
+    for (const [i, c] of calls.entries()) {
+      expect(await inbox.answer(c.callId, { status: "ok", result: results[i] })).toBe(true);
+    }
+    await a.close();
+    expect(await Promise.all(sent)).toEqual([
+      { status: "ok", result: results[0] },
+      { status: "ok", result: results[1] },
+      UNKNOWN,
+    ]);
+    // the one not read is left for its expiry
+    expect(await inbox.callIds()).toEqual([calls[2]!.callId]);
+  });
+
   it("answers unknown every call it cannot take back within closeTakeBackMs, and ends once its statement does", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL, closeTakeBackMs: 200 });
