@@ -1,6 +1,16 @@
+import { SessionmuxError } from "../../protocol/errors.js";
 import type { ControlItem } from "../../protocol/index.js";
 
 type BaselineItem = Extract<ControlItem, { kind: "baseline" }>;
+
+/**
+ * What the parts of one baseline may hold before its last: parts, and characters of their JSON.
+ * A host sends parts of at most 64 KiB (one larger entry alone), so these are far past any
+ * baseline a host holds; past them the host is not keeping to the protocol, and the client
+ * would otherwise keep every part of a baseline that never ends.
+ */
+const MAX_PARTS = 4096;
+const MAX_CHARS = 64 * 1024 * 1024;
 
 /**
  * A control baseline asked for in parts (protocol-v1 §5, `baselineParts`), put together again:
@@ -10,20 +20,33 @@ type BaselineItem = Extract<ControlItem, { kind: "baseline" }>;
  */
 export class BaselineAssembly {
   #parts: BaselineItem[] = [];
+  #chars = 0;
 
-  /** The whole baseline once `part` is its last, else undefined (the part is kept). */
-  add(part: BaselineItem): BaselineItem | undefined {
+  /**
+   * The whole baseline once `part` is its last, else undefined (the part is kept), or an
+   * `invalid_host_frame` error once the parts kept pass `MAX_PARTS` or `MAX_CHARS` (they are dropped).
+   */
+  add(part: BaselineItem): BaselineItem | SessionmuxError | undefined {
     if (part.more !== true && this.#parts.length === 0) return part;
-    this.#parts.push(part);
+    this.#chars += JSON.stringify(part).length;
+    if (this.#parts.push(part) > MAX_PARTS || this.#chars > MAX_CHARS) {
+      this.reset();
+      return new SessionmuxError(
+        "invalid_host_frame",
+        "the host sent session.control a baseline past the client's bound",
+        { data: { method: "session.control" } },
+      );
+    }
     if (part.more === true) return undefined;
     const parts = this.#parts;
-    this.#parts = [];
+    this.reset();
     return joinParts(parts);
   }
 
   /** Drops the parts kept so far (the stream carrying them was lost). */
   reset(): void {
     this.#parts = [];
+    this.#chars = 0;
   }
 }
 

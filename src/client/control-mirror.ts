@@ -62,6 +62,7 @@ export function controlMirror(
           if (item.kind === "baseline") {
             const whole = assembly.add(item);
             if (whole === undefined) return;
+            if (whole instanceof Error) return control.fail(whole);
             change = whole;
             control.progressed();
           }

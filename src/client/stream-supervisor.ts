@@ -1,4 +1,5 @@
 import type { Observable, Subscriber, Subscription } from "rxjs";
+import type { SessionmuxError } from "../../protocol/errors.js";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 import type { ConnectionState } from "./connection-state.js";
 import { firstMatch } from "./first-match.js";
@@ -10,6 +11,8 @@ export interface SupervisorControl {
   reopen(): void;
   /** The stream made progress: the backoff and the isolated retry start afresh. */
   progressed(): void;
+  /** The host broke the protocol: the stream fails with `error`, as with a terminal host error. */
+  fail(error: SessionmuxError): void;
 }
 
 export interface SupervisorHooks<I> {
@@ -67,6 +70,7 @@ export function superviseStream<I, O>(
       failures = 0;
       retriedIn = undefined;
     },
+    fail: (error) => failed(error),
   };
   const complete = (): void => {
     hooks.ended?.();

@@ -29,6 +29,31 @@ describe("BaselineAssembly (protocol-v1 §5, baselineParts)", () => {
     expect(assembly.add(alone)).toBe(alone);
   });
 
+  it("a baseline that never ends is refused invalid_host_frame past 4,096 parts, the parts dropped", () => {
+    const assembly = new BaselineAssembly();
+    for (let i = 0; i < 4096; i++) expect(assembly.add(part([], true))).toBeUndefined();
+    expect(assembly.add(part([], true))).toMatchObject({
+      code: "invalid_host_frame",
+      data: { method: "session.control" },
+    });
+    // nothing kept of it: the next baseline stands alone
+    expect(assembly.add(part([1], true))).toBeUndefined();
+    expect(assembly.add(part([2], false))).toEqual(part([1, 2], false));
+  });
+
+  it("a baseline that never ends is refused invalid_host_frame past 64 Mi characters of parts", () => {
+    const assembly = new BaselineAssembly();
+    // each part a little over 1 Mi characters: the 64th passes the bound
+    const big = { ...part([], true), projections: [{ title: "x".repeat(1024 * 1024) }] } as ReturnType<
+      typeof part
+    >;
+    for (let i = 0; i < 63; i++) expect(assembly.add(big)).toBeUndefined();
+    expect(assembly.add(big)).toMatchObject({ code: "invalid_host_frame" });
+    // the parts dropped: a baseline in one item passes as it is
+    const alone = part([2], false);
+    expect(assembly.add(alone)).toBe(alone);
+  });
+
   it("reset drops the parts kept", () => {
     const assembly = new BaselineAssembly();
     assembly.add(part([1], true));

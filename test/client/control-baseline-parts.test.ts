@@ -118,6 +118,31 @@ describe("controlMirror and a baseline in parts (protocol-v1 §5, baselineParts)
     expect(seen.error).toBeUndefined();
   });
 
+  it("a host whose baseline never ends fails the mirror invalid_host_frame past 4,096 parts and its stream is closed", async () => {
+    const p = await peer({
+      onOpen: (conn, f) => {
+        for (let i = 0; i < 4097; i++) conn.send({ type: "item", id: f.id, value: part([i], true) });
+      },
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
+    const seen = collect((s) => controlMirror(client, { backoff: instant }).subscribe(s));
+    await vi.waitFor(
+      () => expect(seen.error).toMatchObject({ code: "invalid_host_frame", retryable: false }),
+      {
+        timeout: 10_000,
+      },
+    );
+    // no half baseline was ever shown, and the stream is not opened again
+    expect(seen.values).toEqual([]);
+    const [open] = opens(p.connections[0]);
+    await vi.waitFor(() =>
+      expect(p.connections[0]!.received).toContainEqual(
+        expect.objectContaining({ type: "close", id: open!.id }),
+      ),
+    );
+    expect(opens(p.connections[0])).toHaveLength(1);
+  });
+
   it("a host from before parts refuses the field: the stream is opened again without it, the baseline in one item", async () => {
     const p = await hostBeforeParts([1, 2]);
     const client = track(createNodeClient({ url: p.url, token: "t", backoff: instant }));
