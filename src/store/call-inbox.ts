@@ -25,7 +25,12 @@ export interface CallInbox {
     timeoutMs: number,
     withdraw?: AbortSignal,
   ): Promise<ForwardOutcome>;
-  /** Delivers calls addressed to `hostId` (also ones recorded while it was away), oldest first. */
+  /**
+   * Delivers calls addressed to `hostId` (also ones recorded while it was away), oldest first.
+   * The function returned stops it: a call claimed and still waiting for its turn behind an
+   * earlier call of its session is then answered `not_owner` at once (it will not run here), so
+   * its sender resolves the owner again rather than wait for that earlier call to end.
+   */
   serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void;
 }
 

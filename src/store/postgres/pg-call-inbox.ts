@@ -129,6 +129,12 @@ export class PgCallInbox implements CallInbox {
   readonly #redrain = new Set<string>();
   /** Calls of one session run one after another, in the order they were recorded. */
   readonly #chains = new Map<string, Promise<void>>();
+  /**
+   * Calls claimed while serving that wait for their turn, by call: the host they were claimed
+   * for, and once that host stopped serving, the statement answering them `not_owner` (see
+   * `#refuseWaiting`): the calls it answered.
+   */
+  readonly #waitingTurn = new Map<string, { hostId: string; refused?: Promise<ReadonlySet<string>> }>();
   readonly #timer: NodeJS.Timeout;
   #client: pg.Client | undefined;
   #connecting: Promise<void> | undefined;
@@ -498,8 +504,41 @@ export class PgCallInbox implements CallInbox {
     this.#served.set(hostId, handler);
     this.#drain(hostId);
     return () => {
-      if (this.#served.get(hostId) === handler) this.#served.delete(hostId);
+      if (this.#served.get(hostId) !== handler) return;
+      this.#served.delete(hostId);
+      this.#refuseWaiting(hostId);
     };
+  }
+
+  /**
+   * Answers `not_owner` at once, in one statement, the calls claimed for `hostId` (every host
+   * when undefined) that wait for their turn behind an earlier call of their session: serving
+   * stopped, so they will not run here, and their senders resolve the owner again now rather than
+   * when the earlier call ends. Waited for longer, a sender whose owner let the session go would
+   * give its call up as `unknown` though it never ran. Where the statement fails, each is
+   * answered at its turn as before.
+   */
+  #refuseWaiting(hostId?: string): void {
+    const ids: string[] = [];
+    for (const [callId, waiting] of this.#waitingTurn) {
+      if (!waiting.refused && (hostId === undefined || waiting.hostId === hostId)) ids.push(callId);
+    }
+    if (ids.length === 0) return;
+    const refused = this.#pool
+      .query<{ call_id: string }>(
+        `WITH answered AS (
+           UPDATE forwarded_calls SET reply = $2 WHERE call_id = ANY($1) AND reply IS NULL RETURNING call_id)
+         SELECT call_id, pg_notify($3, 'r:' || call_id) FROM answered`,
+        [ids, encode({ status: "not_owner" } satisfies ForwardReply), this.#channel],
+      )
+      .then(
+        (answered) => new Set(answered.rows.map((row) => row.call_id)),
+        () => new Set<string>(),
+      );
+    for (const callId of ids) {
+      const waiting = this.#waitingTurn.get(callId);
+      if (waiting) waiting.refused = refused;
+    }
   }
 
   /**
@@ -517,6 +556,7 @@ export class PgCallInbox implements CallInbox {
     this.#recording.refuse(shuttingDown);
     clearInterval(this.#timer);
     this.#served.clear();
+    this.#refuseWaiting();
     // set before any sender wakes: each looks for its call among those taken back
     this.#settledAtClose = this.#takeBackAll([...this.#waiters.keys()]);
     for (const waiter of this.#waiters.values()) waiter.wake();
@@ -831,8 +871,13 @@ export class PgCallInbox implements CallInbox {
     let held = size;
     const expiresAt = Date.now() + Number(row.left_ms);
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
+    if (taken) this.#waitingTurn.set(row.call_id, { hostId });
     const next = previous.then(async () => {
       if (!taken) return this.#release(row.call_id);
+      const refused = this.#waitingTurn.get(row.call_id)?.refused;
+      this.#waitingTurn.delete(row.call_id);
+      // answered not_owner as its host stopped serving
+      if (refused && (await refused).has(row.call_id)) return;
       // past the expiry it was claimed with: run only if its sender still waits (it keeps waiting
       // on a claimed call while this host holds the session); one whose sender gave up while it
       // waited behind its session's earlier calls would do its work unasked
