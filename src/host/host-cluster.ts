@@ -202,8 +202,12 @@ export class HostCluster {
     await this.#deps.closeAbandoned();
   }
 
-  /** This host lost the session's lease: its agent stops at once and writes nothing more. */
+  /**
+   * This host lost the session's lease: its agent stops at once and writes nothing more, and the
+   * calls of the session forwarded here that wait for their turn are refused, to be routed again.
+   */
   #lost(lease: SessionLease): void {
+    this.#deps.options.inbox.leaseLost?.(this.#deps.hostId, lease.sessionId);
     const agents = this.#deps.agents();
     const session = agents.get(lease.sessionId);
     if (!session) return;

@@ -32,6 +32,12 @@ export interface CallInbox {
    * its sender resolves the owner again rather than wait for that earlier call to end.
    */
   serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void;
+  /**
+   * `hostId` lost the session's lease (another host took it, or its renewal was refused): the
+   * calls of the session claimed for it that still wait for their turn are answered `not_owner`
+   * at once, as when serving stops, rather than when the earlier call ends.
+   */
+  leaseLost?(hostId: string, sessionId: string): void;
 }
 
 export interface ForwardedCall {

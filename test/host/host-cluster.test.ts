@@ -653,6 +653,18 @@ describe("a host in a cluster", () => {
     expect(a.shown()).toEqual({ s1: `attached@${OTHER}` });
   });
 
+  it("a lease lost tells the call inbox, so the calls of the session forwarded here and waiting their turn are routed again", async () => {
+    const shared = await sharedStore();
+    await shared.create("s1");
+    const a = await startHost(shared.store);
+    expect((await a.host.leases!.acquire("s1")).status).toBe("acquired");
+    await shared.store.releaseLease(a.host.leases!.lease("s1")!);
+    expect(a.inbox.lost).toEqual([]);
+    await shared.take("s1");
+    expect(a.host.leases!.lease("s1")).toBeUndefined();
+    expect(a.inbox.lost).toEqual([{ hostId: HOST, sessionId: "s1" }]);
+  });
+
   it("a host that never started, or whose start failed, shuts down cleanly", async () => {
     const shared = await sharedStore();
     const never = new SessionHost({

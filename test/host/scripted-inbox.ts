@@ -45,6 +45,13 @@ export class ScriptedInbox implements CallInbox {
     return this.answers.shift() ?? { status: "timeout" };
   }
 
+  /** Each `leaseLost`: the host and the session whose lease it lost. */
+  readonly lost: { hostId: string; sessionId: string }[] = [];
+
+  leaseLost(hostId: string, sessionId: string): void {
+    this.lost.push({ hostId, sessionId });
+  }
+
   serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void {
     const entry = { hostId, handler, stopped: false };
     this.served.push(entry);

@@ -130,11 +130,14 @@ export class PgCallInbox implements CallInbox {
   /** Calls of one session run one after another, in the order they were recorded. */
   readonly #chains = new Map<string, Promise<void>>();
   /**
-   * Calls claimed while serving that wait for their turn, by call: the host they were claimed
-   * for, and once that host stopped serving, the statement answering them `not_owner` (see
-   * `#refuseWaiting`): the calls it answered.
+   * Calls claimed while serving that wait for their turn, by call: the host and session they were
+   * claimed for, and once that host stopped serving or lost the session's lease, the statement
+   * answering them `not_owner` (see `#refuseWaiting`): the calls it answered.
    */
-  readonly #waitingTurn = new Map<string, { hostId: string; refused?: Promise<ReadonlySet<string>> }>();
+  readonly #waitingTurn = new Map<
+    string,
+    { hostId: string; sessionId: string; refused?: Promise<ReadonlySet<string>> }
+  >();
   readonly #timer: NodeJS.Timeout;
   #client: pg.Client | undefined;
   #connecting: Promise<void> | undefined;
@@ -510,18 +513,25 @@ export class PgCallInbox implements CallInbox {
     };
   }
 
+  leaseLost(hostId: string, sessionId: string): void {
+    if (!this.#closed) this.#refuseWaiting(hostId, sessionId);
+  }
+
   /**
    * Answers `not_owner` at once, in one statement, the calls claimed for `hostId` (every host
-   * when undefined) that wait for their turn behind an earlier call of their session: serving
-   * stopped, so they will not run here, and their senders resolve the owner again now rather than
-   * when the earlier call ends. Waited for longer, a sender whose owner let the session go would
-   * give its call up as `unknown` though it never ran. Where the statement fails, each is
-   * answered at its turn as before.
+   * when undefined), of `sessionId` if given, that wait for their turn behind an earlier call of
+   * their session: serving stopped or the session's lease was lost, so they will not run here,
+   * and their senders resolve the owner again now rather than when the earlier call ends. Waited
+   * for longer, a sender whose owner no longer holds the session would give its call up as
+   * `unknown` though it never ran. Where the statement fails, each is answered at its turn as
+   * before (the router checks the lease before it runs a call).
    */
-  #refuseWaiting(hostId?: string): void {
+  #refuseWaiting(hostId?: string, sessionId?: string): void {
     const ids: string[] = [];
     for (const [callId, waiting] of this.#waitingTurn) {
-      if (!waiting.refused && (hostId === undefined || waiting.hostId === hostId)) ids.push(callId);
+      if (waiting.refused) continue;
+      if (hostId !== undefined && waiting.hostId !== hostId) continue;
+      if (sessionId === undefined || waiting.sessionId === sessionId) ids.push(callId);
     }
     if (ids.length === 0) return;
     const refused = this.#pool
@@ -871,12 +881,12 @@ export class PgCallInbox implements CallInbox {
     let held = size;
     const expiresAt = Date.now() + Number(row.left_ms);
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
-    if (taken) this.#waitingTurn.set(row.call_id, { hostId });
+    if (taken) this.#waitingTurn.set(row.call_id, { hostId, sessionId: row.session_id });
     const next = previous.then(async () => {
       if (!taken) return this.#release(row.call_id);
       const refused = this.#waitingTurn.get(row.call_id)?.refused;
       this.#waitingTurn.delete(row.call_id);
-      // answered not_owner as its host stopped serving
+      // answered not_owner as its host stopped serving or lost the session's lease
       if (refused && (await refused).has(row.call_id)) return;
       // past the expiry it was claimed with: run only if its sender still waits (it keeps waiting
       // on a claimed call while this host holds the session); one whose sender gave up while it

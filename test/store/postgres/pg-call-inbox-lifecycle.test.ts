@@ -298,6 +298,17 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(ran).toEqual([{ n: 1 }]);
   });
 
+  it("a call claimed behind a running one of its session is answered not_owner as its host loses the session's lease, while that one still runs", async () => {
+    const { b, release, ran, first, second } = await twoClaimedOnB(false);
+    // another session's loss leaves it waiting for its turn
+    b.leaseLost("host-b", "s2");
+    b.leaseLost("host-b", "s1");
+    expect(await second).toEqual({ status: "not_owner" });
+    release.open();
+    expect(await first).toEqual({ status: "ok", result: { n: 1 } });
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
   it("a call claimed behind a running one whose target stops serving and lets the session go is answered not_owner, not unknown: it never ran there", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
