@@ -133,6 +133,10 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: the bytes a host holds, and each
     const outcomes = Array.from({ length: 3 }, (_, n) => a.send("host-b", sized(`s${n}`, n, 100 * KB), LONG));
     for (let n = 0; n < 3; n++) {
       await expect.poll(() => releases.length, { timeout: 20_000 }).toBe(n + 1);
+      // every send recorded (the first may be claimed before the others are written)
+      await expect
+        .poll(async () => (await inbox.sql("SELECT 1 FROM forwarded_calls")).length, { timeout: 20_000 })
+        .toBe(3 - n);
       // one at a time: the others stay unclaimed
       const unclaimed = await inbox.sql("SELECT 1 FROM forwarded_calls WHERE claimed_at IS NULL");
       expect(unclaimed).toHaveLength(2 - n);
