@@ -111,7 +111,7 @@ const VIEW_FLAGS = {
     flag: "--max-transcript-bytes <n>",
     env: "SESSIONMUX_MAX_TRANSCRIPT_BYTES",
     description:
-      "stored event data one read of a whole log holds: an HTTP transcript view, an agent's turn.history(), a fork's copied prefix (more is transcript_too_large)",
+      "stored event data one read of a whole log holds: an HTTP transcript view, an agent's turn.history(), a fork's copied prefix (more is transcript_too_large); also what one principal's HTTP views fold at once (more is overloaded)",
     fallback: Limits.transcriptViewBytes,
     min: LIMIT_FLOORS.maxTranscriptBytes,
   },

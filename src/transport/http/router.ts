@@ -79,6 +79,7 @@ export function createHttpHandler(
   const transcripts = {
     cache: new TranscriptCache(),
     maxDataBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
+    folding: new BodiesReceiving(),
   };
   const sessionLists = new SessionListCache(host);
   const uploads: UploadLimits = {

@@ -5,6 +5,7 @@ import type { Principal } from "../../host/principal.js";
 import type { SessionReadHandle } from "../../host/session-read-handle.js";
 import { readReachedHead } from "../../store/read-head.js";
 import type { SessionProjection } from "../../store/session-store.js";
+import type { BodiesReceiving } from "./bodies-receiving.js";
 import { fail } from "./http-reply.js";
 
 /** Events per store read; a 2,000-message session takes a handful of reads the first time. */
@@ -95,6 +96,15 @@ export interface TranscriptReading {
    * @default Limits.transcriptViewBytes (32 MiB)
    */
   readonly maxDataBytes?: number;
+  /**
+   * The event data each principal's views are folding at once, by principal name (admin too): a
+   * fold that would take its principal past `maxDataBytes` is refused `overloaded`, unless it is
+   * the only one holding any. Without it, a principal asking for views of long sessions at once
+   * made the host fold each whole: 8 cold views of a 27 MB session took 12 s of the event loop's
+   * CPU, held 700 MB and delayed a small view of another connection by 1.4 s. Counted as the
+   * pages are read; a view of a cached transcript folds only what was committed since.
+   */
+  readonly folding?: BodiesReceiving;
 }
 
 /**
@@ -105,9 +115,31 @@ export async function readSessionTranscript(
   host: HostApi,
   principal: Principal,
   sessionId: string,
-  { cache, maxDataBytes = Limits.transcriptViewBytes }: TranscriptReading = {},
+  { cache, maxDataBytes = Limits.transcriptViewBytes, folding }: TranscriptReading = {},
 ): Promise<SessionSnapshot> {
   const reader = await host.openRead(principal, sessionId);
+  const receipt = folding?.receive(principal.name, 0);
+  let folded = 0;
+  const admit = (bytes: number): boolean => {
+    if (!receipt) return true;
+    folded += bytes;
+    receipt.count(folded);
+    return receipt.ownerHeld() <= maxDataBytes || receipt.ownerHeld() === receipt.bytes;
+  };
+  try {
+    return await readFolded(reader, sessionId, cache, maxDataBytes, admit);
+  } finally {
+    receipt?.release();
+  }
+}
+
+async function readFolded(
+  reader: SessionReadHandle,
+  sessionId: string,
+  cache: TranscriptCache | undefined,
+  maxDataBytes: number,
+  admit: (bytes: number) => boolean,
+): Promise<SessionSnapshot> {
   let cached = cache?.get(sessionId);
   for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
     // The epoch of the first page decides: a cached fold from another epoch (a clear) is dropped.
@@ -116,7 +148,14 @@ export async function readSessionTranscript(
     let dataBytes = cached?.dataBytes ?? 0;
     let stale = false;
     for (let round = 0; ; round++) {
-      const read = await foldToHead(reader, transcript, epoch, maxDataBytes - dataBytes);
+      const read = await foldToHead(reader, transcript, epoch, maxDataBytes - dataBytes, admit);
+      if (read === "overloaded") {
+        throw fail(
+          "overloaded",
+          `the views of one principal may fold ${maxDataBytes} bytes of event data at once; retry once others are answered`,
+          { limit: "transcript_fold_bytes_per_principal", max: maxDataBytes },
+        );
+      }
       if (read === "stale") {
         stale = true;
         break;
@@ -148,7 +187,8 @@ export async function readSessionTranscript(
 
 /**
  * Folds the pages after `transcript.lastSeq` up to the head, with the stored data of the events it
- * folded; "stale" when the epoch changed, "too_large" once that data passed `budgetBytes`. Between
+ * folded; "stale" when the epoch changed, "too_large" once that data passed `budgetBytes`,
+ * "overloaded" when `admit` refused a page (its principal's views fold too much at once). Between
  * reads it lets the event loop run, so a long fold delays other requests by one read, not by all.
  */
 async function foldToHead(
@@ -156,7 +196,10 @@ async function foldToHead(
   from: TranscriptState,
   knownEpoch: string | undefined,
   budgetBytes: number,
-): Promise<{ transcript: TranscriptState; epoch: string; dataBytes: number } | "stale" | "too_large"> {
+  admit: (bytes: number) => boolean,
+): Promise<
+  { transcript: TranscriptState; epoch: string; dataBytes: number } | "stale" | "too_large" | "overloaded"
+> {
   let transcript = from;
   let epoch = knownEpoch;
   let dataBytes = 0;
@@ -166,6 +209,7 @@ async function foldToHead(
     if (page.epoch !== epoch) return "stale";
     dataBytes += page.dataBytes;
     if (dataBytes > budgetBytes) return "too_large";
+    if (!admit(page.dataBytes)) return "overloaded";
     transcript = applyEvents(transcript, page.events);
     if (readReachedHead(page)) return { transcript, epoch, dataBytes };
     await new Promise((resolve) => setImmediate(resolve));
