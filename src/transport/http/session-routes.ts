@@ -20,7 +20,7 @@ export const sessionRoutes: Route[] = [
       const sessionId = idParam(ctx, 0, "sessionId");
       const snap = await readSessionTranscript(ctx.host, ctx.principal, sessionId, ctx.transcripts);
       const live = ctx.host.live.interactions().filter((i) => i.sessionId === sessionId);
-      sendJsonParts(ctx.res, 200, renderSessionView(sessionId, snap, live));
+      sendJsonParts(ctx.res, 200, await renderSessionView(sessionId, snap, live));
     },
   },
   {

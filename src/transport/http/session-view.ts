@@ -56,17 +56,61 @@ export interface SessionView {
 }
 
 /** The serialized `messages` of a transcript state; the reducer keeps a state object as long as nothing changes. */
-const messagesJson = new WeakMap<TranscriptState, { json: Buffer; count: number }>();
+const messagesJson = new WeakMap<TranscriptState, { json: Buffer[]; count: number }>();
+
+/**
+ * JSON of the messages serialized between two turns of the event loop. A view holds up to the
+ * transcript bound (32 MiB of event data), and its messages serialized in one go held the loop
+ * for 230–550 ms on a 27 MB session; a slice takes a few milliseconds.
+ */
+const VIEW_SLICE_CHARS = 256 * 1024;
 
 function viewMessages(t: TranscriptState): ViewMessage[] {
-  const turns = new Map<string, TranscriptTurn>();
-  for (const turn of t.turns) turns.set(turn.turnId, turn);
+  const turns = turnsById(t);
   const messages: ViewMessage[] = [];
   for (const m of t.messages) {
     if (m.role === "user" && m.hidden) continue;
     messages.push(viewMessage(m, m.turnId === null ? undefined : turns.get(m.turnId)));
   }
   return messages;
+}
+
+function turnsById(t: TranscriptState): Map<string, TranscriptTurn> {
+  const turns = new Map<string, TranscriptTurn>();
+  for (const turn of t.turns) turns.set(turn.turnId, turn);
+  return turns;
+}
+
+/**
+ * `JSON.stringify(viewMessages(t))` as UTF-8 pieces, serialized a slice of `VIEW_SLICE_CHARS` at a
+ * time with a turn of the event loop between slices. The state is never changed in place (the
+ * reducer copies what it touches), so the messages read across turns are those of one state.
+ */
+async function messagesJsonOf(t: TranscriptState): Promise<{ json: Buffer[]; count: number }> {
+  const turns = turnsById(t);
+  const json: Buffer[] = [Buffer.from("[")];
+  let slice: string[] = [];
+  let sliceChars = 0;
+  let count = 0;
+  const flush = () => {
+    json.push(Buffer.from(`${count > slice.length ? "," : ""}${slice.join(",")}`, "utf8"));
+    slice = [];
+    sliceChars = 0;
+  };
+  for (const m of t.messages) {
+    if (m.role === "user" && m.hidden) continue;
+    const text = JSON.stringify(viewMessage(m, m.turnId === null ? undefined : turns.get(m.turnId)));
+    slice.push(text);
+    sliceChars += text.length;
+    count++;
+    if (sliceChars >= VIEW_SLICE_CHARS) {
+      flush();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  if (slice.length > 0) flush();
+  json.push(Buffer.from("]"));
+  return { json, count };
 }
 
 /**
@@ -81,18 +125,22 @@ export function sessionView(sessionId: string, snap: SessionSnapshot, live: Inte
 
 /**
  * `sessionView` as UTF-8 JSON pieces, equal to `JSON.stringify(sessionView(…))` up to key order:
- * the messages (almost all of the bytes) are serialized and encoded once per transcript state and
- * reused while the session does not change, so polling a long session re-serializes only the head.
+ * the messages (almost all of the bytes) are serialized and encoded once per transcript state, in
+ * slices between which the event loop runs, and reused while the session does not change, so
+ * polling a long session re-serializes only the head.
  */
-export function renderSessionView(sessionId: string, snap: SessionSnapshot, live: Interaction[]): Buffer[] {
+export async function renderSessionView(
+  sessionId: string,
+  snap: SessionSnapshot,
+  live: Interaction[],
+): Promise<Buffer[]> {
   let cached = messagesJson.get(snap.transcript);
   if (!cached) {
-    const messages = viewMessages(snap.transcript);
-    cached = { json: Buffer.from(JSON.stringify(messages), "utf8"), count: messages.length };
+    cached = await messagesJsonOf(snap.transcript);
     messagesJson.set(snap.transcript, cached);
   }
   const head = JSON.stringify(viewHead(sessionId, snap, live, cached.count));
-  return [Buffer.from(`${head.slice(0, -1)},"messages":`, "utf8"), cached.json, CLOSE_BRACE];
+  return [Buffer.from(`${head.slice(0, -1)},"messages":`, "utf8"), ...cached.json, CLOSE_BRACE];
 }
 
 const CLOSE_BRACE = Buffer.from("}");

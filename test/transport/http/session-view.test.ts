@@ -23,8 +23,8 @@ const events: NewEvent[] = [
   },
 ];
 
-function snapshot(): SessionSnapshot {
-  const committed = events.map((e, i) => ({ seq: i + 1, at: 1000 + i, ...e }) as SessionEvent);
+function snapshot(from: NewEvent[] = events): SessionSnapshot {
+  const committed = from.map((e, i) => ({ seq: i + 1, at: 1000 + i, ...e }) as SessionEvent);
   const projection = {
     title: "demo",
     updatedAt: 2000,
@@ -35,7 +35,7 @@ function snapshot(): SessionSnapshot {
 }
 
 describe("session view rendering", () => {
-  it("the cached, pieced-together JSON equals the plain serialization", () => {
+  it("the cached, pieced-together JSON equals the plain serialization", async () => {
     const snap = snapshot();
     const live = [
       {
@@ -49,7 +49,7 @@ describe("session view rendering", () => {
     ];
     const plain = JSON.parse(JSON.stringify(sessionView("s", snap, live)));
     for (let i = 0; i < 2; i++) {
-      const pieced = JSON.parse(Buffer.concat(renderSessionView("s", snap, live)).toString("utf8"));
+      const pieced = JSON.parse(Buffer.concat(await renderSessionView("s", snap, live)).toString("utf8"));
       expect(pieced).toEqual(plain);
     }
     expect(plain).toMatchObject({
@@ -97,5 +97,51 @@ describe("session view rendering", () => {
     // i1 is the log's own pending question (requested at 1005)
     expect(ids(sessionView("s", snapshot(), live))).toEqual(["i0", "i1", "i3", "i4", "i9"]);
     expect(ids(sessionView("s", snapshot(), [...live].reverse()))).toEqual(["i0", "i1", "i3", "i4", "i9"]);
+  });
+});
+
+describe("a long view is serialized in slices (docs/reliability.md, Limits)", () => {
+  it("lets the event loop run between slices of its messages, and gives the plain serialization", async () => {
+    // 400 messages of 4,000 characters: about 1.7 MB of JSON, more than 6 slices
+    const long: NewEvent[] = [
+      { type: "session/created", data: { title: "long" } },
+      ...Array.from(
+        { length: 400 },
+        (_, i): NewEvent => ({
+          type: "user/message",
+          data: {
+            messageId: `m${i}`,
+            source: "user",
+            text: `${i} ${"w".repeat(4000)}`,
+            attachments: [],
+            meta: {},
+          },
+        }),
+      ),
+    ];
+    const snap = snapshot(long);
+    let turns = 0;
+    let rendering = true;
+    const count = () => {
+      if (!rendering) return;
+      turns++;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    const parts = await renderSessionView("s", snap, []);
+    rendering = false;
+    // slices of 256 KiB of JSON: a turn of the loop after each of the first 6
+    expect(turns).toBeGreaterThanOrEqual(6);
+    expect(JSON.parse(Buffer.concat(parts).toString("utf8"))).toEqual(
+      JSON.parse(JSON.stringify(sessionView("s", snap, []))),
+    );
+    // served again from the pieces kept for this state, with no turn of the loop
+    turns = 0;
+    rendering = true;
+    setImmediate(count);
+    const again = await renderSessionView("s", snap, []);
+    rendering = false;
+    expect(turns).toBe(0);
+    expect(Buffer.concat(again).equals(Buffer.concat(parts))).toBe(true);
   });
 });
