@@ -2,6 +2,8 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
 import { SessionmuxError } from "../../protocol/index.js";
+import { indexedForm } from "./indexed-word.js";
+import { snippetOf } from "./search-snippet.js";
 import { storeClosed } from "./store-closed.js";
 
 /** How a statement's answer is taken: one row, every row, or one row's single column. */
@@ -22,13 +24,20 @@ interface Answer {
  * The thread's program. It is plain CommonJS handed to the worker as text, so the same code runs
  * from the sources (TypeScript, under a loader the worker would not have) and from the build.
  * Statements are prepared once per text on the thread's own read-only connection; an answer
- * carries the SQLite error's code, so a storage failure stays one.
+ * carries the SQLite error's code, so a storage failure stays one. `search_snippet` is the
+ * function `registerSearchSnippet` gives the store's own connection, built from the source text
+ * of the same functions (each names nothing outside itself).
  */
 const PROGRAM = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { readonly: true, fileMustExist: true });
 db.pragma("busy_timeout = 5000");
+const snippetOf = ${snippetOf};
+const indexedForm = ${indexedForm};
+db.function("search_snippet", { deterministic: true }, (text, terms) =>
+  snippetOf(String(text), JSON.parse(String(terms)), indexedForm),
+);
 const prepared = new Map();
 parentPort.on("message", ({ id, sql, mode, params }) => {
   try {

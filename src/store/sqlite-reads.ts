@@ -4,6 +4,7 @@ import { type EncodedRow, encodeEventArrays, readBudget } from "./encoded-event-
 import { decodeValue } from "./event-codec.js";
 import type { ListQueries } from "./list-query.js";
 import { decodeRow, type StoredRow } from "./log-writer.js";
+import { searchTerms } from "./postgres/pg-search-terms.js";
 import { publicProjection } from "./projection.js";
 import type { ReadCache } from "./read-cache.js";
 import { toFtsQuery } from "./search-query.js";
@@ -176,11 +177,12 @@ export class SqliteReads {
   async search(query: string, limit: number, owner?: string): Promise<SearchHit[]> {
     const match = toFtsQuery(query);
     if (match === null) return [];
+    const terms = JSON.stringify(searchTerms(query));
     const bound = Limits.maxSearchMatches + 1;
     if (owner === undefined) {
       const matches = await this.runRead<number>(this.statements.searchMatches, "pluck", [match, bound]);
       if (matches > Limits.maxSearchMatches) throw searchTooBroad();
-      return this.runRead<SearchHit[]>(this.statements.search, "all", [match, limit]);
+      return this.runRead<SearchHit[]>(this.statements.search, "all", [terms, match, limit]);
     }
     const { lo, hi } = await this.runRead<{ lo: number | null; hi: number | null }>(
       this.statements.searchOwnedRange,
@@ -196,7 +198,14 @@ export class SqliteReads {
       bound,
     ]);
     if (matches > Limits.maxSearchMatches) throw searchTooBroad();
-    return this.runRead<SearchHit[]>(this.statements.searchOwned, "all", [match, lo, hi, owner, limit]);
+    return this.runRead<SearchHit[]>(this.statements.searchOwned, "all", [
+      terms,
+      match,
+      lo,
+      hi,
+      owner,
+      limit,
+    ]);
   }
 
   /** On the read thread when the store has one, else here. */

@@ -1,5 +1,7 @@
 import type Database from "better-sqlite3";
+import type { SearchTerm } from "./postgres/pg-search-terms.js";
 import { headSeqOf } from "./read-head.js";
+import { searchSnippet } from "./search-snippet.js";
 import { EVENTS_AFTER_ENCODED, FIRST_LARGE_AFTER } from "./sqlite-event-encoding.js";
 
 /** An insert of `rows` events in one statement (see `EventRows`). */
@@ -203,13 +205,14 @@ const SQL = {
        CROSS JOIN projections p ON p.log_key = d.session_id
        WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ? LIMIT ?)`,
   // search rows are stored under the log's key: one a clear or a delete left to the purger has no
-  // projection, and is never found
-  search: `SELECT p.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
+  // projection, and is never found; the snippet by `search_snippet` (see `registerSearchSnippet`),
+  // of the hits returned only
+  search: `SELECT p.session_id AS sessionId, d.seq AS seq, search_snippet(search_fts.text, ?) AS snippet
        FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid JOIN projections p ON p.log_key = d.session_id
        WHERE search_fts MATCH ? ORDER BY rank LIMIT ?`,
   // bm25() is what `rank` orders by, here computed for the owner's matches only: ordering by
   // `rank` makes FTS5 rank every match, whoever owns it, before the owner is looked at
-  searchOwned: `SELECT p.session_id AS sessionId, d.seq AS seq, snippet(search_fts, 0, '**', '**', '…', 12) AS snippet
+  searchOwned: `SELECT p.session_id AS sessionId, d.seq AS seq, search_snippet(search_fts.text, ?) AS snippet
        FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
        CROSS JOIN projections p ON p.log_key = d.session_id
        WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ?
@@ -249,7 +252,21 @@ const RAW: ReadonlySet<keyof typeof SQL> = new Set(["eventsAfterRaw", "eventsAft
 
 export type Statements = { readonly [K in keyof typeof SQL]: Database.Statement };
 
+/**
+ * `search_snippet(text, terms)`: `searchSnippet` of a message's text for the terms (JSON of
+ * `searchTerms`), on the connection that runs the searches. FTS5's own `snippet` scores each hit
+ * against every other, so its cost grows with the square of a message's hits: an answer of
+ * 100,000 deltas searched for its one repeated word held the read thread for over a minute per
+ * hit, and every other search of the host waited behind it.
+ */
+export function registerSearchSnippet(db: Database.Database): void {
+  db.function("search_snippet", { deterministic: true }, (text, terms) =>
+    searchSnippet(String(text), JSON.parse(String(terms)) as SearchTerm[][]),
+  );
+}
+
 export function prepareStatements(db: Database.Database): Statements {
+  registerSearchSnippet(db);
   const prepared = {} as Record<keyof typeof SQL, Database.Statement>;
   for (const name of Object.keys(SQL) as (keyof typeof SQL)[]) {
     const statement = db.prepare(SQL[name]);

@@ -1,8 +1,8 @@
 import type pg from "pg";
 import { Limits } from "../../../protocol/index.js";
+import { searchSnippet } from "../search-snippet.js";
 import { searchTooBroad } from "../search-too-broad.js";
 import { readQuery } from "./pg-read-query.js";
-import { searchSnippet } from "./pg-search-snippet.js";
 import { type SearchTerm, searchTerms } from "./pg-search-terms.js";
 
 /**
@@ -62,11 +62,15 @@ export async function searchMessages(
     owner === undefined
       ? await readQuery(pool, SEARCH, [match, limit])
       : await readQuery(pool, SEARCH_OWNED, [match, limit, owner]);
-  return (result.rows as { sessionId: string; seq: number; text: string }[]).map(
-    ({ sessionId, seq, text }) => ({
-      sessionId,
-      seq,
-      snippet: searchSnippet(text, words),
-    }),
-  );
+  const hits: { sessionId: string; seq: number; snippet: string }[] = [];
+  for (const { sessionId, seq, text } of result.rows as { sessionId: string; seq: number; text: string }[]) {
+    // snippets are made on the event loop: it runs between a few of them, not after all 200
+    if (hits.length > 0 && hits.length % SNIPPETS_PER_TURN === 0)
+      await new Promise((resolve) => setImmediate(resolve));
+    hits.push({ sessionId, seq, snippet: searchSnippet(text, words) });
+  }
+  return hits;
 }
+
+/** Snippets made between two turns of the event loop: each reads at most 8 Ki characters. */
+const SNIPPETS_PER_TURN = 8;
