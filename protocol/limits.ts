@@ -61,6 +61,13 @@ export const Limits = {
    */
   transcriptViewBytes: 32 * 1024 * 1024,
   /**
+   * 32,768 — events a `session.fork` copies at most (the source's seq it forks at): a fork copies
+   * its prefix in one transaction of the store's one writer, each event decoded, re-encoded and
+   * indexed again, about 16 µs each: a prefix of 309,000 small events under the byte bound held
+   * the event loop for 5.1 s, this many about as long as a prefix of 32 MiB of large events.
+   */
+  maxForkEvents: 32_768,
+  /**
    * 10,000 — messages one `session.search` may rank: a search whose words match more messages on
    * the host (of any principal: ranking them is the work, whoever owns them) is
    * `search_too_broad`. Ranking every match held the host's event loop for as long as the

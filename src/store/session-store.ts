@@ -169,6 +169,8 @@ export interface ForkInput {
    * transaction, holding it in memory, so a larger one is refused (`too_large`), nothing written.
    */
   maxDataBytes?: number;
+  /** The most events the copied prefix may hold (its `atSeq`): more is refused as `too_large`. */
+  maxEvents?: number;
 }
 export type CreateOutcome =
   | { status: "created"; header: SessionHeader; events: SessionEvent[] }
@@ -181,7 +183,7 @@ export type ForkOutcome =
   | { status: "source_retired" }
   /** `atSeq` is past the source's head, `headSeq` in its current epoch. */
   | { status: "seq_past_head"; headSeq: number }
-  /** The prefix holds more event data than `ForkInput.maxDataBytes`. */
+  /** The prefix holds more event data than `ForkInput.maxDataBytes`, or more events than `maxEvents`. */
   | { status: "too_large"; maxDataBytes: number };
 
 export interface AppendOptions {

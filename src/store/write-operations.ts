@@ -151,7 +151,9 @@ export class WriteOperations {
       const full = this.ownerFull(input.owner, input.maxOwnerSessions);
       if (full) return full;
       const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
-      const { maxDataBytes } = input;
+      const { maxDataBytes, maxEvents } = input;
+      if (maxEvents !== undefined && atSeq > maxEvents)
+        return { status: "too_large", maxDataBytes: maxDataBytes ?? 0 };
       if (maxDataBytes !== undefined && this.prefixPasses(source.logKey, atSeq, maxDataBytes))
         return { status: "too_large", maxDataBytes };
       const at = input.at ?? this.now();

@@ -1,5 +1,6 @@
 import { createHook } from "node:async_hooks";
 import { afterEach, describe, expect, test, vi } from "vitest";
+import { Limits } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { userMessage } from "../store/open-store.js";
 import { capturedLogger } from "../support/log-capture.js";
@@ -361,7 +362,7 @@ describe("session.fork", () => {
       );
       expect(refused).toEqual({
         code: "transcript_too_large",
-        data: { sessionId: "src", maxDataBytes: maxTranscriptBytes },
+        data: { sessionId: "src", maxDataBytes: maxTranscriptBytes, maxEvents: Limits.maxForkEvents },
       });
     }
     expect((await fx.store.header("dst")).status).toBe("not_found");
@@ -373,6 +374,32 @@ describe("session.fork", () => {
       atSeq: 2,
     });
     expect(header.forkOf).toEqual({ sessionId: "src", seq: 2 });
+  });
+});
+
+describe("session.fork of many events", () => {
+  test("of a prefix of more events than one fork copies is transcript_too_large, however little data they hold", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: "src" });
+    // seq 2 to maxForkEvents + 1: tiny messages, far under the data bound
+    const events = Array.from({ length: Limits.maxForkEvents }, (_, i) => userMessage(`m${i}`));
+    for (let i = 0; i < events.length; i += 4096)
+      expect((await fx.store.append("src", events.slice(i, i + 4096))).status).toBe("appended");
+    await fx.restart();
+    const refused = await errorCode(() =>
+      fx.host.call(ADMIN, "session.fork", { sourceId: "src", sessionId: "dst" }),
+    );
+    expect(refused).toEqual({
+      code: "transcript_too_large",
+      data: { sessionId: "src", maxDataBytes: Limits.transcriptViewBytes, maxEvents: Limits.maxForkEvents },
+    });
+    expect((await fx.store.header("dst")).status).toBe("not_found");
+    const { header } = await fx.host.call(ADMIN, "session.fork", {
+      sourceId: "src",
+      sessionId: "dst",
+      atSeq: Limits.maxForkEvents,
+    });
+    expect(header.forkOf).toEqual({ sessionId: "src", seq: Limits.maxForkEvents });
   });
 });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { SessionmuxError } from "../../../protocol/index.js";
+import { Limits, SessionmuxError } from "../../../protocol/index.js";
 import type { Resolvers } from "../activation-policy.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
 import type { Principal } from "../principal.js";
@@ -76,12 +76,13 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
     ...(params.atSeq !== undefined ? { atSeq: params.atSeq } : {}),
     ...sessionLimit(ctx, principal),
     maxDataBytes: ctx.limits.transcriptBytes,
+    maxEvents: Limits.maxForkEvents,
   });
   if (outcome.status === "source_not_found") throw notFound(params.sourceId);
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
   if (outcome.status === "seq_past_head") throw seqPastHead(params.sourceId, params.atSeq, outcome.headSeq);
-  if (outcome.status === "too_large") throw prefixTooLarge(params.sourceId, outcome.maxDataBytes);
+  if (outcome.status === "too_large") throw prefixTooLarge(params.sourceId, ctx.limits.transcriptBytes);
   if (outcome.status !== "created") throw refusal(targetId, outcome);
   await attachNew(ctx, resolvers, principal, targetId);
   await announce(ctx, principal, targetId);
@@ -97,12 +98,16 @@ function seqPastHead(sourceId: string, atSeq: number | undefined, headSeq: numbe
   );
 }
 
-/** A prefix longer than one read of a whole log: the fork would hold it all in the host's memory at once. */
+/**
+ * A prefix longer than one read of a whole log, or of more events than one fork copies: the fork
+ * would hold it all in the host's memory at once, and copy it in one turn of the event loop.
+ */
 function prefixTooLarge(sourceId: string, maxDataBytes: number): SessionmuxError {
+  const maxEvents = Limits.maxForkEvents;
   return new SessionmuxError(
     "transcript_too_large",
-    `session ${sourceId} holds more than ${maxDataBytes} bytes of event data up to the fork's seq, more than one fork copies; fork at an earlier seq`,
-    { data: { sessionId: sourceId, maxDataBytes } },
+    `session ${sourceId} holds more than ${maxDataBytes} bytes of event data or ${maxEvents} events up to the fork's seq, more than one fork copies; fork at an earlier seq`,
+    { data: { sessionId: sourceId, maxDataBytes, maxEvents } },
   );
 }
 

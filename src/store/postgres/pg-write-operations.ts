@@ -204,7 +204,9 @@ export class PgWriteOperations {
         const full = await ownerFull(batch, input.owner, input.maxOwnerSessions);
         if (full) return full;
         const atSeq = Math.max(0, input.atSeq ?? source.headSeq);
-        const { maxDataBytes } = input;
+        const { maxDataBytes, maxEvents } = input;
+        if (maxEvents !== undefined && atSeq > maxEvents)
+          return { status: "too_large", maxDataBytes: maxDataBytes ?? 0 };
         if (
           maxDataBytes !== undefined &&
           (await batch.read(PREFIX_PASSES, [input.sourceId, atSeq, maxDataBytes])).length > 0

@@ -250,4 +250,25 @@ describeContract("fork: the copied prefix's bound", (backend) => {
     if (forked.status !== "created") throw new Error(forked.status);
     expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 5 });
   });
+
+  it("refuses a prefix of more events than maxEvents, whatever data they hold, and creates nothing; one of exactly that many forks", async () => {
+    const store = await seeded(open);
+    const usage = await store.ownerStoredBytes("o");
+    for (const atSeq of [undefined, 8, 6])
+      expect(
+        await store.fork({
+          sourceId: "src",
+          targetId: "dst",
+          owner: "o",
+          maxDataBytes: 1 << 20,
+          maxEvents: 5,
+          ...(atSeq === undefined ? {} : { atSeq }),
+        }),
+      ).toEqual({ status: "too_large", maxDataBytes: 1 << 20 });
+    expect(await store.header("dst")).toEqual({ status: "not_found" });
+    expect(await store.ownerStoredBytes("o")).toBe(usage);
+    const forked = await store.fork({ sourceId: "src", targetId: "dst", owner: "o", atSeq: 5, maxEvents: 5 });
+    if (forked.status !== "created") throw new Error(forked.status);
+    expect(forked.header.forkOf).toEqual({ sessionId: "src", seq: 5 });
+  });
 });
