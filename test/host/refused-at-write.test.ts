@@ -194,6 +194,8 @@ describe("a prompt whose session is deleted after it was resolved", () => {
       const outcome = await header(sessionId);
       if (sessionId === S && ++reads === 2) {
         expect(await host.call(ALICE, "session.delete", { sessionId: S })).toEqual({ deleted: true });
+        // the deleted log's rows go afterwards, a step at a time
+        await store.purgesSettled();
         afterDelete = content.snapshot();
       }
       return outcome;

@@ -221,7 +221,7 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
     const sessionId = await createSession(shared.peer);
     await shared.peer.call("session.delete", { sessionId });
     // the writes refused after the tombstone change nothing
-    shared.takeBaseline();
+    await shared.takeBaseline();
     expect((await shared.peer.callError("session.rename", { sessionId, title: "t" })).code).toBe(
       "session_retired",
     );
@@ -233,7 +233,7 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
 
   it("fork at a seq past the source's head → bad_request naming /atSeq and the head; nothing created", async () => {
     const sourceId = await createSession(shared.peer);
-    shared.takeBaseline();
+    await shared.takeBaseline();
     const error = await shared.peer.callError("session.fork", { sourceId, sessionId: "fork-past", atSeq: 2 });
     expect(error).toMatchObject({ code: "bad_request", data: { field: "/atSeq", headSeq: 1 } });
     expect(shared.host.host.live.isLive("fork-past")).toBe(false);
@@ -245,7 +245,7 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
     const created = await shared.host.store.create({ sessionId: "cold-one", owner: "admin", model: "demo" });
     expect(created.status).toBe("created");
     expect(shared.host.host.live.isLive("cold-one")).toBe(false);
-    shared.takeBaseline();
+    await shared.takeBaseline();
     expect((await shared.peer.callError("session.cancel", { sessionId: "cold-one" })).code).toBe(
       "agent_not_live",
     );

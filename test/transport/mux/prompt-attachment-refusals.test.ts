@@ -67,7 +67,7 @@ describe("a prompt whose attachments cannot be read is refused when sent, keepin
   it("a prompt behind a running turn naming a missing upload → attachment_not_found, nothing queued", async () => {
     const sessionId = await createSession(shared.peer);
     await shared.peer.call("session.prompt", { sessionId, clientMessageId: "busy", text: "/sleep 600000" });
-    shared.takeBaseline();
+    await shared.takeBaseline();
     const error = await shared.peer.callError("session.prompt", {
       sessionId,
       clientMessageId: "later",

@@ -126,7 +126,7 @@ describe("a prompt, its shown text, its attachments and a queued prompt's edit m
       text: "later",
     });
     expect(queued.queued).toBe(true);
-    shared.takeBaseline();
+    await shared.takeBaseline();
     for (const text of BLANKS) {
       const error = await shared.peer.callError("session.updateQueue", {
         sessionId,
