@@ -167,7 +167,8 @@ describe.skipIf(!pgUrl)("PostgreSQL commit feed: a local commit held behind a re
     notices.release();
     await hearsAgain(hosts, last + 2);
     expect(heard).toHaveLength(MAX_OWED_HELD + 3);
-  });
+    // a thousand commits one after another: 10 s on a loaded machine, more under a full test run
+  }, 120_000);
 
   it(`sends the held commits as they are ${OWED_HOLD_MS} ms after the read failed, the LISTEN still out`, async () => {
     const hosts = await followedOnB();
