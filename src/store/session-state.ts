@@ -11,7 +11,8 @@ export interface SessionState {
   headSeq: number;
   /**
    * The key the current epoch's events and search rows are stored under: the session id, until a
-   * clear moves the log to a fresh one (the old one's rows are purged afterwards, see SqlitePurger).
+   * clear moves the log to a fresh one (the old one's rows are purged afterwards, see SqlitePurger
+   * and PgPurger).
    */
   logKey: string;
   /**
@@ -37,9 +38,9 @@ export interface SessionStateRow {
   fork_of_session: string | null;
   fork_of_seq: number | null;
   head_seq: number;
-  /** SQLite's (a PostgreSQL log is stored under its session id). */
+  /** The current log's key (SQLite; PostgreSQL from schema 16). */
   log_key?: string;
-  /** SQLite's: the data bytes of the log's events up to `data_bytes_seq`. */
+  /** The data bytes of the log's events up to `data_bytes_seq` (the SQLite writer's count). */
   data_bytes?: number;
   data_bytes_seq?: number;
   base_title: string;

@@ -9,3 +9,11 @@ export const UNDO_LOG_KEYS = `DROP TRIGGER attachments_uncounted;
   DROP TABLE purges; DROP INDEX projections_by_log_key;
   ALTER TABLE projections DROP COLUMN log_key; ALTER TABLE projections DROP COLUMN data_bytes;
   ALTER TABLE projections DROP COLUMN data_bytes_seq;`;
+
+/**
+ * Undoes PostgreSQL migration 16 (log keys, `purges`) on a schema whose logs were never cleared,
+ * for tests that put a schema back to an older version and migrate it again (migration 16 puts the
+ * attachment trigger's function back as it writes it).
+ */
+export const UNDO_PG_LOG_KEYS = `DROP TABLE purges;
+  ALTER TABLE projections DROP COLUMN log_key, DROP COLUMN data_bytes, DROP COLUMN data_bytes_seq;`;

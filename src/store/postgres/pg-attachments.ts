@@ -7,9 +7,11 @@ import type { PgWriteOperation } from "./pg-write-operations.js";
 const INSERT_INFO = `INSERT INTO attachments (attachment_id, owner, session_id, name, type, size, bytes, created_at)
   VALUES ($1, $2, NULL, $3, $4, $5, '\\x', $6)`;
 const INSERT_CHUNK = "INSERT INTO attachment_chunks (attachment_id, idx, bytes) VALUES ($1, $2, $3)";
-const INFO =
-  "SELECT attachment_id, owner, session_id, name, type, size FROM attachments WHERE attachment_id = $1";
-const CHUNK = "SELECT bytes FROM attachment_chunks WHERE attachment_id = $1 AND idx = $2";
+// a deleted session's attachments are gone from the delete on, though the purger deletes them later
+const INFO = `SELECT attachment_id, owner, session_id, name, type, size FROM attachments a WHERE attachment_id = $1
+  AND NOT EXISTS (SELECT 1 FROM purges g WHERE g.session_id = a.session_id)`;
+const CHUNK = `SELECT c.bytes FROM attachment_chunks c JOIN attachments a ON a.attachment_id = c.attachment_id
+  WHERE c.attachment_id = $1 AND c.idx = $2 AND NOT EXISTS (SELECT 1 FROM purges g WHERE g.session_id = a.session_id)`;
 const DISCARD = "DELETE FROM attachments WHERE attachment_id = $1 AND session_id IS NULL";
 
 interface InfoRow {

@@ -15,36 +15,47 @@ const INSERT_SESSION = `INSERT INTO sessions (session_id, owner, epoch, created_
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (session_id) DO NOTHING RETURNING session_id`;
 // At a turn's end, one round trip: its pending interactions are withdrawn (rows marked `w`, see
 // pg-live-events.ts) and its prompt and assistant text are read for the search index (rows marked
-// `p` and `d`).
+// `p` and `d`) from the log's key ($4).
 const TURN_END = `WITH w AS (UPDATE interactions SET state = 'withdrawn', resolved_at = $3
     WHERE session_id = $1 AND turn_id = $2 AND state = 'pending' RETURNING interaction_id),
-  s AS (SELECT coalesce((SELECT max(seq) FROM events WHERE session_id = $1 AND type = 'turn/start'), 0) AS seq)
+  s AS (SELECT coalesce((SELECT max(seq) FROM events WHERE session_id = $4 AND type = 'turn/start'), 0) AS seq)
   SELECT 'w' AS k, interaction_id AS id, NULL::bigint AS seq, NULL::bytea AS data FROM w
-  UNION ALL (SELECT 'p', NULL, seq, data FROM events WHERE session_id = $1 AND type = 'user/message'
+  UNION ALL (SELECT 'p', NULL, seq, data FROM events WHERE session_id = $4 AND type = 'user/message'
     AND seq > (SELECT seq FROM s) ORDER BY seq LIMIT 1)
-  UNION ALL SELECT 'd', NULL, seq, data FROM events WHERE session_id = $1 AND type = 'assistant/delta'
+  UNION ALL SELECT 'd', NULL, seq, data FROM events WHERE session_id = $4 AND type = 'assistant/delta'
     AND seq > (SELECT seq FROM s)
   ORDER BY seq`;
 const RESET_EPOCH = `UPDATE sessions SET epoch = $2, base_title = $3, base_title_explicit = $4,
     base_model = $5, acked_settled_at = NULL WHERE session_id = $1`;
-// both answer the stored data they deleted (`n`), for the owner's usage: one pass over the log
-const DELETE_EVENTS = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING octet_length(data) AS n)
-  SELECT coalesce(sum(n), 0)::bigint AS n FROM e`;
-const DELETE_SEARCH = "DELETE FROM search_docs WHERE session_id = $1";
-// the session row stays, with retired_at set: it is the tombstone, and it never expires. The
+// The data bytes of the log under key $2 of session $1: the projection's count up to its
+// `data_bytes_seq` and the stored sizes of the events after it (see migration 16), never a pass
+// over the whole log; a session created in this transaction has no row yet, and a log of a few events.
+const LOG_BYTES = `SELECT coalesce((SELECT p.data_bytes + coalesce((SELECT sum(octet_length(e.data)) FROM events e
+      WHERE e.session_id = $2 AND e.seq > p.data_bytes_seq), 0) FROM projections p WHERE p.session_id = $1),
+    (SELECT coalesce(sum(octet_length(e.data)), 0) FROM events e WHERE e.session_id = $2)) AS n`;
+// A clear leaves the log where it is, under a key no session has any more, for the purger (see
+// PgPurger), and moves the session to the fresh key $5; it answers the log's data bytes (`n`) for
+// the owner's usage. Every statement sees the rows as they were before it, so `n` is the old log's.
+const ABANDON_LOG = `WITH n AS (${LOG_BYTES}),
+    g AS (INSERT INTO purges (log_key, session_id, owner, since) VALUES ($2, NULL, $3, $4)),
+    m AS (UPDATE projections SET log_key = $5, data_bytes = 0, data_bytes_seq = 0 WHERE session_id = $1)
+  SELECT coalesce((SELECT n FROM n), 0)::bigint AS n`;
+// The session row stays, with retired_at set: it is the tombstone, and it never expires. The
 // queue's version goes too: the hint of the delete's emptied queue names it (see `PgLiveFeed`).
-const RETIRE = `WITH e AS (DELETE FROM events WHERE session_id = $1 RETURNING octet_length(data) AS n),
+// The log under key $3, its search rows and the attachments are left to the purger, the bytes of
+// all of them (`n`) leaving the owner's usage here.
+const RETIRE = `WITH n AS (SELECT (${LOG_BYTES.replaceAll("$2", "$3")})
+      + coalesce((SELECT sum(size) FROM attachments WHERE session_id = $1), 0) AS n),
+    g AS (INSERT INTO purges (log_key, session_id, owner, since) VALUES ($3, $1, $4, $2)),
     p AS (DELETE FROM projections WHERE session_id = $1),
-    a AS (DELETE FROM attachments WHERE session_id = $1),
     k AS (DELETE FROM prompt_keys WHERE session_id = $1),
-    d AS (DELETE FROM search_docs WHERE session_id = $1),
     i AS (DELETE FROM interactions WHERE session_id = $1),
     j AS (DELETE FROM jobs WHERE session_id = $1),
     l AS (DELETE FROM leases WHERE session_id = $1),
     x AS (DELETE FROM dismissals WHERE session_id = $1),
     v AS (DELETE FROM queue_versions WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1
-  RETURNING (SELECT coalesce(sum(n), 0)::bigint FROM e) AS n`;
+  RETURNING (SELECT coalesce(n, 0)::bigint FROM n) AS n`;
 const SET_ACKED = "UPDATE sessions SET acked_settled_at = $2 WHERE session_id = $1";
 const ALL_EVENTS = "SELECT seq, at, type, data FROM events WHERE session_id = $1 ORDER BY seq";
 
@@ -89,7 +100,7 @@ export class PgLogWriter {
     for (const input of events) {
       const { event, bytes } = storedEvent(state.headSeq + 1, input, at);
       dataBytes += bytes.length;
-      batch.addEvent(state.sessionId, event.seq, event.type, event.at, bytes);
+      batch.addEvent(state.sessionId, state.logKey, event.seq, event.type, event.at, bytes);
       state.headSeq = event.seq;
       state.projection = projectEvent(state.projection, event);
       // most events (a delta) have nothing to do after their insert: no promise to wait for then
@@ -103,10 +114,23 @@ export class PgLogWriter {
     return stored;
   }
 
-  /** Deletes the log and starts a new epoch whose projection begins from the current header. */
-  async resetEpoch(batch: PgWriteBatch, state: SessionState, epoch: string): Promise<void> {
-    await this.deleteCounted(batch, DELETE_EVENTS, [state.sessionId], state.owner);
-    await batch.execute(DELETE_SEARCH, [state.sessionId]);
+  /**
+   * Starts a new epoch whose projection begins from the current header, its log under a fresh key.
+   * The old epoch's events and search rows stay under their key, which no session has any more, and
+   * the purger deletes them afterwards (see PgPurger): the clear costs the same however long the
+   * log was. Its data leaves the owner's usage here.
+   */
+  async resetEpoch(batch: PgWriteBatch, state: SessionState, epoch: string, at: number): Promise<void> {
+    // no session id holds ':' (protocol/ids.ts), and an epoch is never reused
+    const logKey = `${state.sessionId}:${epoch}`;
+    await this.deleteCounted(
+      batch,
+      ABANDON_LOG,
+      [state.sessionId, state.logKey, state.owner, at, logKey],
+      state.owner,
+    );
+    state.logKey = logKey;
+    state.dataBytes = 0;
     const base: ProjectionBase = {
       ...state.base,
       epoch,
@@ -129,9 +153,13 @@ export class PgLogWriter {
     batch.touch(state);
   }
 
-  /** Removes everything of the session and marks its row retired (the tombstone). */
-  async retire(batch: PgWriteBatch, sessionId: string, owner: string, at: number): Promise<void> {
-    await this.deleteCounted(batch, RETIRE, [sessionId, at], owner);
+  /**
+   * Removes the session and marks its row retired (the tombstone). Its log, search rows and
+   * attachments are left to the purger (see `resetEpoch`); their bytes leave the owner's usage here.
+   */
+  async retire(batch: PgWriteBatch, state: SessionState, at: number): Promise<void> {
+    const { sessionId, owner } = state;
+    await this.deleteCounted(batch, RETIRE, [sessionId, at, state.logKey, owner], owner);
     batch.leaseWritten(sessionId);
     batch.remember(sessionId, "retired");
   }
@@ -146,7 +174,7 @@ export class PgLogWriter {
   async rebuild(batch: PgWriteBatch, state: SessionState): Promise<void> {
     let projection = initialProjection(state.base);
     const rows = await batch.read<{ seq: number; at: number; type: string; data: Buffer }>(ALL_EVENTS, [
-      state.sessionId,
+      state.logKey,
     ]);
     for (const row of rows) {
       projection = projectEvent(projection, {
@@ -160,7 +188,7 @@ export class PgLogWriter {
     batch.touch(state);
   }
 
-  /** Runs a statement that deletes a session's log; the data it deleted leaves the owner's usage. */
+  /** Runs a statement that abandons a session's log; the data it held leaves the owner's usage. */
   private async deleteCounted(
     batch: PgWriteBatch,
     sql: string,
@@ -197,6 +225,7 @@ export class PgLogWriter {
       state.sessionId,
       turnId,
       at,
+      state.logKey,
     ]);
     for (const row of found) if (row.k === "w") withdrawn(batch, state.owner, state.sessionId, row.id);
     const prompt = found.find((row) => row.k === "p")?.data;
@@ -204,8 +233,9 @@ export class PgLogWriter {
     if (document) this.index(batch, state, document.seq, document.text);
   }
 
+  /** Search rows are stored under the log's key, so a clear leaves them to the purger with it. */
   private index(batch: PgWriteBatch, state: SessionState, seq: number, text: string): void {
     if (text.trim().length === 0) return;
-    for (const chunk of searchChunks(text)) batch.index(state.sessionId, seq, chunk);
+    for (const chunk of searchChunks(text)) batch.index(state.logKey, seq, chunk);
   }
 }

@@ -99,9 +99,14 @@ function unnest(types: readonly string[]): string {
   return `unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(", ")})`;
 }
 
+// The log's data bytes move up to its head as this statement sees it (before its own inserts):
+// the events since the row was last written are summed, by their stored sizes (migration 16).
+const LOG_TAIL = `FROM events e WHERE e.session_id = coalesce(p.log_key, p.session_id) AND e.seq > p.data_bytes_seq`;
 const SET_PROJECTION = `UPDATE projections p SET ${PROJECTION_COLUMNS.slice(1)
   .map(([name]) => `${name} = v.${name}`)
-  .join(", ")}, version = ${WRITER_VERSION}`;
+  .join(", ")}, version = ${WRITER_VERSION},
+  data_bytes = p.data_bytes + coalesce((SELECT sum(octet_length(e.data)) ${LOG_TAIL}), 0),
+  data_bytes_seq = coalesce((SELECT max(e.seq) ${LOG_TAIL}), p.data_bytes_seq)`;
 
 /** The parts of the write statement, in the order they run. */
 const SHAPES = {
@@ -134,9 +139,10 @@ const SHAPES = {
     sql: `INSERT INTO search_docs (session_id, seq, text) SELECT * FROM ${unnest(["text", "bigint", "text"])}`,
     bit: 16,
   },
+  // with the log's key: a session cleared in the transaction that created it has moved its log
   fresh: {
-    sql: `INSERT INTO projections (${PROJECTION_NAMES}, version)
-      SELECT *, ${WRITER_VERSION} FROM ${unnest(PROJECTION_TYPES)}`,
+    sql: `INSERT INTO projections (${PROJECTION_NAMES}, log_key, version)
+      SELECT *, ${WRITER_VERSION} FROM ${unnest([...PROJECTION_TYPES, "text"])}`,
     bit: 32,
   },
   changed: {
@@ -239,12 +245,16 @@ export class PendingRows {
     if (this.links[0].length > 0) parts.push({ shape: SHAPES.links, params: this.links });
     if (this.search[0].length > 0) parts.push({ shape: SHAPES.search, params: this.search });
     const fresh: ProjectionState[] = [];
+    const freshKeys: (string | null)[] = [];
     const changed: ProjectionState[] = [];
     for (const state of states) {
-      if (created.has(state.sessionId)) fresh.push(state.projection);
-      else if (written.has(state.sessionId)) changed.push(state.projection);
+      if (created.has(state.sessionId)) {
+        fresh.push(state.projection);
+        freshKeys.push(state.logKey === state.sessionId ? null : state.logKey);
+      } else if (written.has(state.sessionId)) changed.push(state.projection);
     }
-    if (fresh.length > 0) parts.push({ shape: SHAPES.fresh, params: projectionColumns(fresh) });
+    if (fresh.length > 0)
+      parts.push({ shape: SHAPES.fresh, params: [...projectionColumns(fresh), freshKeys] });
     if (changed.length > 0) {
       const params = projectionColumns(changed);
       parts.push(

@@ -25,6 +25,7 @@ import type {
   SessionProjection,
 } from "../session-store.js";
 import { textArrayLiteral } from "./pg-array-literal.js";
+import { currentLogKey, logKeyOf } from "./pg-log-key.js";
 import { readQuery } from "./pg-read-query.js";
 import { SELECT_STATE } from "./pg-write-batch.js";
 
@@ -34,7 +35,7 @@ import { SELECT_STATE } from "./pg-write-batch.js";
  */
 const PROJECTION_COLUMNS = `session_id, owner, epoch, created_at, title, title_explicit::int AS title_explicit, model,
   last_prompt_at, updated_at, turn_count, blank::int AS blank, last_state, message_count,
-  ${headSeqOf("projections.session_id")} AS seq, open_turn_id,
+  ${headSeqOf(logKeyOf("projections"))} AS seq, open_turn_id,
   turn_has_text::int AS turn_has_text, pending_interactions, has_unseen_completion::int AS has_unseen_completion,
   completion_settled_at, acked_settled_at`;
 
@@ -49,18 +50,20 @@ const PROJECTION = `SELECT ${PROJECTION_COLUMNS}, version FROM projections WHERE
 // leaves none, and the next append starts the new log with another type) that a transaction no
 // older than $4 (the same transaction, as a 32-bit id) wrote: one primary-key probe per row read
 const PROJECTIONS_WRITTEN_SINCE = `SELECT ${PROJECTION_COLUMNS}, version,
-    EXISTS (SELECT 1 FROM events e WHERE e.session_id = projections.session_id AND e.seq = 1
+    EXISTS (SELECT 1 FROM events e WHERE e.session_id = ${logKeyOf("projections")} AND e.seq = 1
       AND e.type = 'session/created' AND age(e.xmin) <= age($4::xid)) AS created_since
   FROM projections WHERE version >= $1::bigint AND session_id > $2 ORDER BY session_id LIMIT $3`;
 // each listed live session's newest `turn/end`, if a transaction no older than $2 (a 32-bit id)
 // wrote it, other than the one that wrote its `session/created` (a fork copying its source's
-// failure): one backward probe of the primary key per session
+// failure): one backward probe of the primary key per session, in its current log (a live
+// session's key is its projection row's; the session id where that row is missing)
+const LIVE_LOG_KEY = `coalesce(${currentLogKey("s.session_id")}, s.session_id)`;
 export const TURN_ENDS_SINCE = `SELECT s.session_id, s.epoch, e.seq, e.at, e.type, e.data
   FROM sessions s CROSS JOIN LATERAL (
     SELECT seq, at, type, data, xmin FROM events
-    WHERE session_id = s.session_id AND type = 'turn/end' ORDER BY seq DESC LIMIT 1
+    WHERE session_id = ${LIVE_LOG_KEY} AND type = 'turn/end' ORDER BY seq DESC LIMIT 1
   ) e WHERE s.session_id = ANY($1::text[]) AND s.retired_at IS NULL AND age(e.xmin) <= age($2::xid)
-    AND NOT EXISTS (SELECT 1 FROM events f WHERE f.session_id = s.session_id AND f.seq = 1
+    AND NOT EXISTS (SELECT 1 FROM events f WHERE f.session_id = ${LIVE_LOG_KEY} AND f.seq = 1
       AND f.type = 'session/created' AND f.xmin = e.xmin)`;
 // a retired session's row was last written by the transaction that retired it: its `xmin`;
 // migration 14's index holds the retired rows, so the live ones are never read
@@ -91,10 +94,12 @@ const eventsWithinBudget = (cursor: string, order: "" | " DESC") => `SELECT seq,
  * statement, hence one snapshot: `headSeq` is never behind the events returned, even while another
  * host commits. It stops at the byte budget $4, as a page does.
  */
-const readAfterQuery = (data: string) => `SELECT s.epoch, ${headSeqOf("s.session_id")} AS head_seq,
+const readAfterQuery = (
+  data: string,
+) => `SELECT s.epoch, ${headSeqOf(currentLogKey("s.session_id"))} AS head_seq,
     s.retired_at IS NOT NULL AS retired, e.seq, e.at, e.type, ${data}
   FROM sessions s LEFT JOIN LATERAL (
-    ${eventsWithinBudget("session_id = s.session_id AND seq > $2", "")}
+    ${eventsWithinBudget(`session_id = ${currentLogKey("s.session_id")} AND seq > $2`, "")}
   ) e ON true WHERE s.session_id = $1 ORDER BY e.seq`;
 // $4 = `Limits.eventItemBytes`
 const AFTER = readAfterQuery("e.data");
@@ -103,11 +108,11 @@ const AFTER_ENCODED = readAfterQuery("encode(e.data, 'hex') AS data");
 // A page stops at $4 = `Limits.eventItemBytes`.
 const PAGE_AFTER = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
-    ${eventsWithinBudget("session_id = st.session_id AND seq > $2", "")}
+    ${eventsWithinBudget("session_id = st.log_key AND seq > $2", "")}
   ) e ON true ORDER BY e.seq`;
 const PAGE_BEFORE = `SELECT st.*, e.seq AS e_seq, e.at AS e_at, e.type AS e_type, e.data AS e_data
   FROM (${STATE}) st LEFT JOIN LATERAL (
-    ${eventsWithinBudget("session_id = st.session_id AND seq < coalesce($2, st.head_seq + 1)", " DESC")}
+    ${eventsWithinBudget("session_id = st.log_key AND seq < coalesce($2, st.head_seq + 1)", " DESC")}
   ) e ON true ORDER BY e.seq`;
 /**
  * One snapshot for every listed session: its epoch, its head, whether it is retired, and whether
@@ -120,7 +125,7 @@ const HEADS = `SELECT s.session_id, s.epoch, coalesce(e.seq, 0) AS head_seq, s.r
     coalesce((SELECT p.last_state = 'failed' FROM projections p WHERE p.session_id = s.session_id), false)
       AS last_failed
   FROM sessions s LEFT JOIN LATERAL (
-    SELECT seq, xmin FROM events WHERE session_id = s.session_id ORDER BY seq DESC LIMIT 1
+    SELECT seq, xmin FROM events WHERE session_id = ${currentLogKey("s.session_id")} ORDER BY seq DESC LIMIT 1
   ) e ON true WHERE s.session_id = ANY($1::text[])`;
 const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
 

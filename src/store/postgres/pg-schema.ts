@@ -325,6 +325,39 @@ const MIGRATIONS: readonly string[] = [
   DELETE FROM queue_versions v USING sessions s
     WHERE s.session_id = v.session_id AND s.retired_at IS NOT NULL;
   `,
+  // 16: a clear or a delete answers without deleting the log. Each epoch's events and search rows
+  // are stored under a key of its own, `projections.log_key` (null: the session id, as for every
+  // log written before, so no row moves and the column costs no rewrite); a clear moves the session
+  // to a fresh key and a delete removes its projection, both recording the abandoned key in
+  // `purges`, whose rows any host deletes afterwards in short transactions of their own (see
+  // PgPurger). A deleted session's attachments wait there too (`purges.session_id`): their bytes
+  // were counted out at the delete, so the trigger leaves them alone when they go. Each projection
+  // keeps its log's data bytes up to `data_bytes_seq`, moved whenever its row is written, so a
+  // clear or a delete sums only the events after it; logs of before start at 0 and are summed
+  // once, at their next write.
+  `
+  ALTER TABLE projections ADD COLUMN log_key text COLLATE "C";
+  ALTER TABLE projections ADD COLUMN data_bytes bigint NOT NULL DEFAULT 0;
+  ALTER TABLE projections ADD COLUMN data_bytes_seq bigint NOT NULL DEFAULT 0;
+  CREATE TABLE purges (
+    log_key text COLLATE "C" PRIMARY KEY,
+    session_id text COLLATE "C",
+    owner text NOT NULL,
+    since bigint NOT NULL
+  );
+  CREATE INDEX purges_by_session ON purges (session_id) WHERE session_id IS NOT NULL;
+  CREATE OR REPLACE FUNCTION sessionmux_count_attachment() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO owner_usage (owner, stored_bytes) VALUES (NEW.owner, NEW.size)
+        ON CONFLICT (owner) DO UPDATE SET stored_bytes = owner_usage.stored_bytes + EXCLUDED.stored_bytes;
+    ELSIF NOT EXISTS (SELECT 1 FROM purges WHERE session_id = OLD.session_id) THEN
+      UPDATE owner_usage SET stored_bytes = stored_bytes - OLD.size WHERE owner = OLD.owner;
+    END IF;
+    RETURN NULL;
+  END $$;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -2,6 +2,7 @@ import type pg from "pg";
 import { Limits } from "../../../protocol/index.js";
 import { searchSnippet } from "../search-snippet.js";
 import { searchTooBroad } from "../search-too-broad.js";
+import { logKeyOf } from "./pg-log-key.js";
 import { readQuery } from "./pg-read-query.js";
 import { type SearchTerm, searchTerms } from "./pg-search-terms.js";
 
@@ -17,21 +18,25 @@ export function toTsQuery(words: readonly (readonly SearchTerm[])[]): string | n
     .join(" & ");
 }
 
-// an owner's sessions through its projections (every live session has one): their index by owner
-// lets a principal with few sessions be searched from them, not from every principal's matches
-const OWNED_JOIN = "JOIN projections p ON p.session_id = d.session_id";
+// A piece is stored under its log's key (the session id, or `<sessionId>:<epoch>` after a clear; no
+// session id holds ':'): it counts only while that key is its session's current one, so the rows a
+// clear or a delete left to the purger are never found. An owner's sessions through its projections
+// (every live session has one): their index by owner lets a principal with few sessions be searched
+// from them, not from every principal's matches.
+const CURRENT_JOIN = `JOIN projections p ON p.session_id = split_part(d.session_id, ':', 1)
+  AND d.session_id = ${logKeyOf("p")}`;
 
 // A long message is indexed in pieces (see `searchChunks`): a message is one hit, with the snippet
 // of its best matching piece.
 const searchSql = (owned: boolean) => `SELECT "sessionId", seq, text FROM (
-    SELECT d.session_id AS "sessionId", d.seq, d.text, d.id, ts_rank(d.tsv, q) AS rank,
+    SELECT p.session_id AS "sessionId", d.seq, d.text, d.id, ts_rank(d.tsv, q) AS rank,
       row_number() OVER (PARTITION BY d.session_id, d.seq ORDER BY ts_rank(d.tsv, q) DESC, d.id) AS nth
-    FROM search_docs d ${owned ? OWNED_JOIN : ""}, to_tsquery('simple', $1) q
+    FROM search_docs d ${CURRENT_JOIN}, to_tsquery('simple', $1) q
     WHERE d.tsv @@ q ${owned ? "AND p.owner = $3" : ""}
   ) hits WHERE nth = 1 ORDER BY rank DESC, id LIMIT $2`;
 /** Indexed pieces that match, up to the bound (`LIMIT`): only as many as that are ranked. */
 const matchesSql = (owned: boolean) => `SELECT count(*)::int AS matches FROM (
-    SELECT 1 FROM search_docs d ${owned ? OWNED_JOIN : ""}, to_tsquery('simple', $1) q
+    SELECT 1 FROM search_docs d ${CURRENT_JOIN}, to_tsquery('simple', $1) q
     WHERE d.tsv @@ q ${owned ? "AND p.owner = $3" : ""} LIMIT $2) m`;
 const SEARCH = searchSql(false);
 const SEARCH_OWNED = searchSql(true);

@@ -11,6 +11,7 @@ import type { PendingNotice } from "../write-batch.js";
 import { integerArrayLiteral, textArrayLiteral } from "./pg-array-literal.js";
 import { othersPresent } from "./pg-host-presence.js";
 import { DB_NOW } from "./pg-live-rows.js";
+import { logKeyOf } from "./pg-log-key.js";
 import { type CommitRows, PendingRows } from "./pg-pending-rows.js";
 import type { KeptSession } from "./pg-session-cache.js";
 
@@ -22,7 +23,7 @@ export interface PgLiveNotice {
 
 /** The joined session + projection row in the shape `stateFromRow` reads (booleans as 0/1). */
 const STATE_COLUMNS = `s.session_id, s.owner, s.epoch, s.created_at, s.fork_of_session, s.fork_of_seq,
-  ${headSeqOf("s.session_id")} AS head_seq,
+  ${headSeqOf(logKeyOf("p"))} AS head_seq, ${logKeyOf("p")} AS log_key, p.data_bytes, p.data_bytes_seq,
   s.base_title, s.base_title_explicit::int AS base_title_explicit, s.base_model, s.acked_settled_at AS base_acked,
   p.title, p.title_explicit::int AS title_explicit, p.model, p.last_prompt_at, p.updated_at, p.turn_count,
   p.blank::int AS blank, p.last_state, p.message_count, p.seq, p.open_turn_id, p.turn_has_text::int AS turn_has_text,
@@ -83,7 +84,7 @@ const LOCK_KEPT = `SELECT sessionmux_expect(count(*) = cardinality($1::text[])) 
 // skips its subquery.
 const CHECK_KEPT = `SELECT sessionmux_expect({expected}
     AND (cardinality($1::text[]) = 0 OR (SELECT count(*)
-      FROM unnest($1::text[], $2::bigint[]) AS k(session_id, seq) WHERE ${headSeqOf("k.session_id")} = k.seq)
+      FROM unnest($1::text[], $2::bigint[]) AS k(log_key, seq) WHERE ${headSeqOf("k.log_key")} = k.seq)
       = cardinality($1::text[]))
     AND (cardinality($3::text[]) = 0 OR (SELECT count(*)
       FROM unnest($3::text[], $4::text[], $5::bigint[]) AS f(session_id, host_id, generation)
@@ -342,9 +343,10 @@ export class PgWriteBatch {
     return publicProjection(state.projection);
   }
 
-  addEvent(sessionId: string, seq: number, type: string, at: number, data: Uint8Array): void {
+  /** An event of `sessionId`, stored under its log's key. */
+  addEvent(sessionId: string, logKey: string, seq: number, type: string, at: number, data: Uint8Array): void {
     this.appendedTo.add(sessionId);
-    this.rows.event(sessionId, seq, type, at, data);
+    this.rows.event(logKey, seq, type, at, data);
   }
 
   /** A prompt key written with this transaction's events: a key another write holds aborts it. */
@@ -361,8 +363,9 @@ export class PgWriteBatch {
     this.rows.link(sessionId, attachmentId);
   }
 
-  index(sessionId: string, seq: number, text: string): void {
-    this.rows.document(sessionId, seq, text);
+  /** A search row, stored under the log's key. */
+  index(logKey: string, seq: number, text: string): void {
+    this.rows.document(logKey, seq, text);
   }
 
   /** Runs a read inside the transaction after writing what is pending, so it sees this batch's rows. */
@@ -435,7 +438,8 @@ export class PgWriteBatch {
     const check = {
       sql: CHECK_KEPT,
       params: [
-        textArrayLiteral(read),
+        // by the keys the states were kept with: a clear since moved the log (and the row's version)
+        textArrayLiteral(read.map((id) => (this.states.get(id) as SessionState).logKey)),
         integerArrayLiteral(read.map((id) => seqs.get(id)!)),
         textArrayLiteral(fences[0]),
         textArrayLiteral(fences[1]),

@@ -20,6 +20,7 @@ import type {
 import { fenceHolds, type PgLeaseOperations, readLease } from "./pg-lease-operations.js";
 import { findPrompt, LOCK_OWNER } from "./pg-live-operations.js";
 import { DB_NOW, QUEUE_ITEM, queueChanged } from "./pg-live-rows.js";
+import { logKeyOf } from "./pg-log-key.js";
 import type { PgLogWriter } from "./pg-log-writer.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -66,8 +67,10 @@ const RECOUNT_OWNER_USAGE = `LOCK TABLE owner_usage IN EXCLUSIVE MODE;
   DELETE FROM owner_usage;
   INSERT INTO owner_usage (owner, stored_bytes)
     SELECT owner, sum(bytes) FROM (
-      SELECT s.owner, octet_length(e.data)::bigint AS bytes FROM events e JOIN sessions s USING (session_id)
-      UNION ALL SELECT owner, size FROM attachments
+      SELECT p.owner, octet_length(e.data)::bigint AS bytes FROM events e
+        JOIN projections p ON e.session_id = ${logKeyOf("p")}
+      UNION ALL SELECT owner, size FROM attachments a
+        WHERE NOT EXISTS (SELECT 1 FROM purges g WHERE g.session_id = a.session_id)
     ) u GROUP BY owner`;
 
 /** Another host created (and maybe already retired) the id since this batch looked. */
@@ -164,7 +167,7 @@ export class PgWriteOperations {
           return { status: "epoch_mismatch", epoch: state.epoch };
         }
         if (state.projection.openTurnId !== null) return { status: "busy" };
-        await this.writer.resetEpoch(batch, state, newEpoch());
+        await this.writer.resetEpoch(batch, state, newEpoch(), this.now());
         batch.notify(sessionId, { kind: "clear", epoch: state.epoch }, batch.snapshot(state));
         return { status: "cleared", epoch: state.epoch };
       },
@@ -181,7 +184,7 @@ export class PgWriteOperations {
         if (state === "retired") return { status: "retired" };
         if (!state) return { status: "not_found" };
         await forgetLiveState(batch, sessionId, state.owner);
-        await this.writer.retire(batch, sessionId, state.owner, this.now());
+        await this.writer.retire(batch, state, this.now());
         batch.notify(sessionId, { kind: "delete" }, null);
         return { status: "deleted" };
       },
@@ -209,11 +212,11 @@ export class PgWriteOperations {
           return { status: "too_large", maxDataBytes: maxDataBytes ?? 0 };
         if (
           maxDataBytes !== undefined &&
-          (await batch.read(PREFIX_PASSES, [input.sourceId, atSeq, maxDataBytes])).length > 0
+          (await batch.read(PREFIX_PASSES, [source.logKey, atSeq, maxDataBytes])).length > 0
         )
           return { status: "too_large", maxDataBytes };
         const at = input.at ?? this.now();
-        const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [input.sourceId, atSeq])).map(decodeRow);
+        const copied = (await batch.read<StoredRow>(EVENTS_UP_TO, [source.logKey, atSeq])).map(decodeRow);
         const { base, forkOf, events } = forkedSession(input, source, atSeq, copied, at);
         const state = await this.writer.insertSession(batch, base, forkOf);
         if (!state) return lostCreateRace(batch, input.targetId);

@@ -39,6 +39,7 @@ import type {
   SessionProjection,
   StoredAttachment,
 } from "../session-store.js";
+import type { PurgeStep } from "../sqlite-purger.js";
 import { assertStorable } from "../storable-data.js";
 import { storeClosed } from "../store-closed.js";
 import type { PoolStats, StoreMetrics } from "../store-metrics.js";
@@ -56,6 +57,7 @@ import { PgLiveOperations } from "./pg-live-operations.js";
 import { PgLiveReads } from "./pg-live-rows.js";
 import { PgLogWriter } from "./pg-log-writer.js";
 import { openClient, openPool, poolStatsOf } from "./pg-pool.js";
+import { PgPurger } from "./pg-purger.js";
 import { readQuery } from "./pg-read-query.js";
 import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
@@ -79,6 +81,11 @@ export interface PostgresStoreOptions {
   createSchema?: boolean;
   /** Names this host in NOTIFY payloads, so it skips its own. @default random */
   hostId?: string;
+  /**
+   * What one step of deleting a cleared epoch's or a deleted session's rows may delete (see
+   * `PgPurger`). @default PG_PURGE_STEP
+   */
+  purgeStep?: Partial<PurgeStep>;
   metrics?: StoreMetrics;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
@@ -135,6 +142,9 @@ export class PostgresSessionStore implements HostStore {
   private readonly renewal: PgLeaseRenewal;
   private readonly groupCommit: PgGroupCommit;
   private readonly attachments: PgAttachmentChunks;
+  private readonly purger: PgPurger;
+  /** The look at open for purges a stopped host left. */
+  private readonly purgesFound: Promise<void>;
   private readonly now: () => number;
   private closed: Promise<void> | undefined;
 
@@ -164,6 +174,22 @@ export class PostgresSessionStore implements HostStore {
       options.metrics,
     );
     this.renewal = new PgLeaseRenewal(pool, this.groupCommit.health);
+    this.purger = new PgPurger(pool, options.purgeStep, (err) => {
+      process.emitWarning(
+        `purging a cleared or deleted log failed; retrying: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    });
+    // what a clear or a delete left behind on a host that stopped before its purge ended
+    this.purgesFound = this.purger.wakeIfPending();
+  }
+
+  /**
+   * Resolves once this host's purger has nothing left to delete of what the clears and deletes
+   * so far left behind (or another host runs what is left, or it stopped on close or a failure).
+   */
+  async purgesSettled(): Promise<void> {
+    await this.purgesFound;
+    return this.purger.settled();
   }
 
   /** Connects, creates and migrates the schema (safe with concurrent openers) and starts listening. */
@@ -248,13 +274,21 @@ export class PostgresSessionStore implements HostStore {
   }
 
   clear(sessionId: string, options: { expectedEpoch?: string; at?: number } = {}): Promise<ClearOutcome> {
-    return this.groupCommit.submit(this.writeOperations.clear(sessionId, options.expectedEpoch));
+    return this.groupCommit
+      .submit(this.writeOperations.clear(sessionId, options.expectedEpoch))
+      .then((outcome) => {
+        if (outcome.status === "cleared") this.purger.wake();
+        return outcome;
+      });
   }
 
   delete(
     sessionId: string,
   ): Promise<{ status: "deleted" } | { status: "not_found" } | { status: "retired" }> {
-    return this.groupCommit.submit(this.writeOperations.delete(sessionId));
+    return this.groupCommit.submit(this.writeOperations.delete(sessionId)).then((outcome) => {
+      if (outcome.status === "deleted") this.purger.wake();
+      return outcome;
+    });
   }
 
   ack(
@@ -504,6 +538,7 @@ export class PostgresSessionStore implements HostStore {
    */
   close(): Promise<void> {
     this.closed ??= closeEvery([
+      () => this.purger.stop(),
       () => this.groupCommit.close(),
       () => this.feed.close(),
       () => this.writerPool.end(),

@@ -1,6 +1,6 @@
 import { expect, it, vi } from "vitest";
 import type { CommitNotice, SessionProjection } from "../../../src/store/session-store.js";
-import { UNDO_LOG_KEYS } from "../../support/purge-migration.js";
+import { UNDO_LOG_KEYS, UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import { turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 import { tamper } from "./operator-hand.js";
@@ -115,7 +115,7 @@ describeContract("dismissal", (backend) => {
       db,
       `INSERT INTO dismissals (principal, session_id, dismissed_at) VALUES ('alice', 'gone', 1);
        DROP INDEX dismissals_by_session;
-       ${db.path ? `${UNDO_LOG_KEYS} PRAGMA user_version = ${DISMISSALS_MIGRATION - 1}` : `DELETE FROM schema_migrations WHERE version >= ${DISMISSALS_MIGRATION}`}`,
+       ${db.path ? `${UNDO_LOG_KEYS} PRAGMA user_version = ${DISMISSALS_MIGRATION - 1}` : `${UNDO_PG_LOG_KEYS} DELETE FROM schema_migrations WHERE version >= ${DISMISSALS_MIGRATION}`}`,
     );
     const reopened = await db.openAnother();
     expect(await reopened.isDismissed("gone", "alice")).toBe(false);

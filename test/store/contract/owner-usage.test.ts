@@ -2,7 +2,7 @@ import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
 import { pgUploadSweeper } from "../../../src/operations/pg-upload-sweeper.js";
 import { encodeValue } from "../../../src/store/event-codec.js";
-import { UNDO_LOG_KEYS } from "../../support/purge-migration.js";
+import { UNDO_LOG_KEYS, UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import {
   type ContractStore,
   describeContract,
@@ -66,7 +66,7 @@ async function rewind(db: StoreUnderTest): Promise<void> {
   }
   await tamper(
     db,
-    `DROP TRIGGER attachments_counted ON attachments; DROP FUNCTION sessionmux_count_attachment();
+    `${UNDO_PG_LOG_KEYS} DROP TRIGGER attachments_counted ON attachments; DROP FUNCTION sessionmux_count_attachment();
      DROP TABLE owner_usage; ALTER TABLE projections DROP COLUMN pending_interactions;
      DELETE FROM schema_migrations WHERE version >= ${OWNER_USAGE_MIGRATION}`,
   );

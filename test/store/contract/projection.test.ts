@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import type { NewEvent } from "../../../protocol/index.js";
-import { UNDO_LOG_KEYS } from "../../support/purge-migration.js";
+import { UNDO_LOG_KEYS, UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, storeFixture } from "./backends.js";
 import { tamper } from "./operator-hand.js";
@@ -366,7 +366,7 @@ describeContract("projection", (backend) => {
       db.path
         ? `${UNDO_LOG_KEYS} ALTER TABLE projections DROP COLUMN pending_interactions;
            UPDATE projections SET last_state = 'working'; PRAGMA user_version = ${PENDING_COUNT_MIGRATION.sqlite - 1}`
-        : `ALTER TABLE projections DROP COLUMN pending_interactions; UPDATE projections SET last_state = 'working';
+        : `${UNDO_PG_LOG_KEYS} ALTER TABLE projections DROP COLUMN pending_interactions; UPDATE projections SET last_state = 'working';
            DELETE FROM schema_migrations WHERE version >= ${PENDING_COUNT_MIGRATION.postgres}`,
     );
     const reopened = await db.openAnother();

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
 import { Limits, SessionmuxError } from "../../../protocol/index.js";
 import { SEARCH_CHUNK_UNITS } from "../../../src/store/postgres/pg-search-chunks.js";
+import { UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
 import { tamper } from "./operator-hand.js";
@@ -302,7 +303,7 @@ describeContract("search", (backend) => {
     if (!db.path) {
       await tamper(
         db,
-        `DROP INDEX search_docs_tsv;
+        `${UNDO_PG_LOG_KEYS} DROP INDEX search_docs_tsv;
          ALTER TABLE search_docs DROP COLUMN tsv;
          ALTER TABLE search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED;
          CREATE INDEX search_docs_tsv ON search_docs USING gin (tsv);

@@ -7,6 +7,7 @@ import { PgLiveReads } from "../../../src/store/postgres/pg-live-rows.js";
 import { hintsOf } from "../../../src/store/postgres/pg-notice-payload.js";
 import { openPool } from "../../../src/store/postgres/pg-pool.js";
 import type { PgLiveNotice } from "../../../src/store/postgres/pg-write-batch.js";
+import { UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import { backends, pgUrl, storeFixture } from "../contract/backends.js";
 import { turnEnd, turnStart } from "../open-store.js";
 import { listenWatermark } from "./listen-watermark.js";
@@ -325,7 +326,7 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
     pools.push(pool);
     // the row an earlier build's delete left, in the schema before the migration
     await pool.query("INSERT INTO queue_versions (session_id, version) VALUES ('gone', 2)");
-    await pool.query("DELETE FROM schema_migrations WHERE version >= 15");
+    await pool.query(`${UNDO_PG_LOG_KEYS} DELETE FROM schema_migrations WHERE version >= 15`);
     await under.openAnother();
     const { rows } = await pool.query("SELECT session_id FROM queue_versions ORDER BY session_id");
     expect(rows).toEqual([{ session_id: "kept" }]);

@@ -1,0 +1,252 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { NewEvent } from "../../../protocol/index.js";
+import { encodeValue } from "../../../src/store/event-codec.js";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { readWholeLog } from "../../support/whole-log.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
+const message = (text: string, attachmentId?: string): NewEvent =>
+  ({
+    type: "user/message",
+    data: {
+      messageId: `m-${text.slice(0, 12)}`,
+      source: "user",
+      text,
+      attachments: attachmentId
+        ? [{ attachmentId, name: "f.bin", type: "application/octet-stream", size: 600_000 }]
+        : [],
+      meta: {},
+    },
+  }) as NewEvent;
+
+/** A small step, so a log of a hundred rows takes many. */
+const STEP = { rows: 4, bytes: 2048 };
+
+/** A fresh schema, dropped after the test; `open` opens a host on it (closed after the test). */
+function schema() {
+  const name = `purge_${randomBytes(6).toString("hex")}`;
+  cleanups.push(() => dropSchema(pgUrl!, name));
+  return {
+    name,
+    async open(): Promise<PostgresSessionStore> {
+      const store = await PostgresSessionStore.open(pgUrl!, {
+        schema: name,
+        maxConnections: 4,
+        purgeStep: STEP,
+      });
+      cleanups.push(() => store.close());
+      return store;
+    },
+  };
+}
+
+/** A connection of its own on the schema: counts rows, and holds locks the way another writer would. */
+async function connection(schemaName: string) {
+  const client = new pg.Client({ connectionString: pgUrl! });
+  await client.connect();
+  cleanups.push(() => client.end());
+  await client.query(`SET search_path = "${schemaName}"`);
+  const count = async (sql: string, params: unknown[] = []) =>
+    Number((await client.query<{ n: string }>(sql, params)).rows[0]!.n);
+  // rows stored for the session under any key but its current one
+  const abandoned = (table: string) => (sessionId: string) =>
+    count(
+      `SELECT count(*) AS n FROM ${table} WHERE (session_id = $1 OR session_id LIKE $1 || ':%')
+       AND session_id IS DISTINCT FROM (SELECT coalesce(log_key, session_id) FROM projections WHERE session_id = $1)`,
+      [sessionId],
+    );
+  return {
+    client,
+    abandonedEvents: abandoned("events"),
+    abandonedSearchDocs: abandoned("search_docs"),
+    chunks: (id: string) =>
+      count("SELECT count(*) AS n FROM attachment_chunks WHERE attachment_id = $1", [id]),
+    attachments: (id: string) =>
+      count("SELECT count(*) AS n FROM attachments WHERE attachment_id = $1", [id]),
+    purges: () => count("SELECT count(*) AS n FROM purges"),
+    /**
+     * Locks one event row of the session's current log, as a transaction of its own: the purge
+     * step that reaches it waits, under way, until `release`.
+     */
+    async holdEvent(sessionId: string, seq: number): Promise<() => Promise<void>> {
+      await client.query("BEGIN");
+      await client.query("SELECT 1 FROM events WHERE session_id = $1 AND seq = $2 FOR UPDATE", [
+        sessionId,
+        seq,
+      ]);
+      return async () => void (await client.query("ROLLBACK"));
+    },
+  };
+}
+
+/** A log of `events` events of about 300 bytes, with an indexed message every 10. */
+async function longLog(store: PostgresSessionStore, sessionId: string, events: number): Promise<void> {
+  await store.create({ sessionId, owner: "o", model: "m" });
+  for (let i = 0; i < events; i += 10) {
+    await store.append(sessionId, [
+      message(`oldword${i} and more words of the old epoch`),
+      ...Array.from({ length: 9 }, (_, j) => delta(`${i}-${j} `.repeat(50))),
+    ]);
+  }
+}
+
+async function storedBytes(store: PostgresSessionStore, sessionId: string): Promise<number> {
+  const read = await readWholeLog(store, sessionId);
+  if (read.status !== "ok") return 0;
+  return read.events.reduce((sum, event) => sum + encodeValue(event.data).byteLength, 0);
+}
+
+async function seqs(store: PostgresSessionStore, sessionId: string): Promise<number[] | string> {
+  const read = await readWholeLog(store, sessionId);
+  return read.status === "ok" ? read.events.map((event) => event.seq) : read.status;
+}
+
+describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", () => {
+  it("a clear answers while the old epoch's rows remain; their purge runs outside the group commit, never read by any host", async () => {
+    const db = schema();
+    const a = await db.open();
+    const b = await db.open();
+    await longLog(a, "long", 100);
+    await a.create({ sessionId: "other", owner: "p", model: "m" });
+    // the other host holds the session's state from a write of its own, under the old key
+    expect((await b.append("long", [delta("b before")])).status).toBe("appended");
+    expect(await a.ownerStoredBytes("o")).toBe(await storedBytes(a, "long"));
+    const rows = await connection(db.name);
+    // the purge's step that reaches event 41 waits, under way, until this lock goes
+    const release = await rows.holdEvent("long", 41);
+
+    // before, the clear deleted the log in the group commit and waited on this lock itself
+    const cleared = await a.clear("long");
+    expect(cleared.status).toBe("cleared");
+    // counted out by the clear itself
+    expect(await a.ownerStoredBytes("o")).toBe(0);
+    // the purge went a few rows a step, up to the held row
+    await vi.waitFor(async () => expect(await rows.abandonedEvents("long")).toBe(62), { timeout: 20_000 });
+    expect(await rows.purges()).toBe(1);
+    expect(await rows.abandonedSearchDocs("long")).toBe(10);
+
+    // while its step waits, this host's writes commit, and each host reads the new epoch only
+    expect((await a.append("other", [delta("x")])).status).toBe("appended");
+    const appended = await a.append("long", [delta("new epoch")]);
+    expect(appended.status === "appended" && appended.events[0]!.seq).toBe(1);
+    const fromB = await b.append("long", [delta("b after")]);
+    expect(fromB.status === "appended" && fromB.events[0]!.seq).toBe(2);
+    for (const host of [a, b]) {
+      expect(await seqs(host, "long")).toEqual([1, 2]);
+      const page = await host.page("long", { limit: 50 });
+      expect(page.status === "ok" && page.events.map((event) => event.seq)).toEqual([1, 2]);
+      const header = await host.header("long");
+      expect(header.status === "ok" && header.headSeq).toBe(2);
+      expect(await host.search("oldword40", 10)).toEqual([]);
+      expect(await host.search("oldword40", 10, "o")).toEqual([]);
+      expect((await host.projection("long"))?.seq).toBe(2);
+    }
+    const forked = await b.fork({ sourceId: "long", targetId: "copy", owner: "o" });
+    expect(forked.status === "created" && forked.events.length).toBe(3);
+
+    await release();
+    await a.purgesSettled();
+    expect(await rows.abandonedEvents("long")).toBe(0);
+    expect(await rows.abandonedSearchDocs("long")).toBe(0);
+    expect(await rows.purges()).toBe(0);
+    expect(await a.ownerStoredBytes("o")).toBe(
+      (await storedBytes(a, "long")) + (await storedBytes(a, "copy")),
+    );
+    expect(await seqs(b, "long")).toEqual([1, 2]);
+  });
+
+  it("a delete answers while its log and attachment remain; gone for every reader, counted out once", async () => {
+    const db = schema();
+    const store = await db.open();
+    const keep = await store.putAttachment({ owner: "o", name: "k", type: "t", bytes: new Uint8Array(500) });
+    const attachmentId = await store.putAttachment({
+      owner: "o",
+      name: "f.bin",
+      type: "application/octet-stream",
+      bytes: new Uint8Array(600_000).fill(7),
+    });
+    await longLog(store, "gone", 50);
+    await store.append("gone", [message("see the file", attachmentId)]);
+    const rows = await connection(db.name);
+    expect(await rows.chunks(attachmentId)).toBe(3);
+    const release = await rows.holdEvent("gone", 21);
+
+    expect((await store.delete("gone")).status).toBe("deleted");
+    await vi.waitFor(async () => expect(await rows.abandonedEvents("gone")).toBe(32), { timeout: 20_000 });
+    expect(await rows.chunks(attachmentId)).toBe(3);
+    // gone for every reader from the delete on, and out of the quota
+    expect(await store.attachmentInfo(attachmentId)).toBeNull();
+    expect(await store.getAttachment(attachmentId)).toBeNull();
+    expect(await store.ownerStoredBytes("o")).toBe(500);
+    expect((await store.readAfter("gone", 0, 10)).status).toBe("retired");
+    expect(await store.search("oldword40", 10)).toEqual([]);
+
+    await release();
+    await store.purgesSettled();
+    expect(await rows.abandonedEvents("gone")).toBe(0);
+    expect(await rows.abandonedSearchDocs("gone")).toBe(0);
+    expect(await rows.chunks(attachmentId)).toBe(0);
+    expect(await rows.attachments(attachmentId)).toBe(0);
+    expect(await rows.purges()).toBe(0);
+    expect(await store.ownerStoredBytes("o")).toBe(500);
+    expect((await store.attachmentInfo(keep))?.size).toBe(500);
+  });
+
+  it("a session created and cleared in one transaction keeps its new key and counts its log out", async () => {
+    const db = schema();
+    const store = await db.open();
+    await store.create({ sessionId: "other", owner: "p", model: "m" });
+    // queued together behind the append, they commit in one transaction
+    const [, created, cleared] = await Promise.all([
+      store.append("other", [delta("x")]),
+      store.create({ sessionId: "fresh", owner: "o", model: "m" }),
+      store.clear("fresh"),
+    ]);
+    expect([created.status, cleared.status]).toEqual(["created", "cleared"]);
+    expect(await store.ownerStoredBytes("o")).toBe(0);
+    expect((await store.append("fresh", [delta("after")])).status).toBe("appended");
+    const other = await db.open();
+    for (const host of [store, other]) expect(await seqs(host, "fresh")).toEqual([1]);
+    await store.purgesSettled();
+    const rows = await connection(db.name);
+    expect(await rows.abandonedEvents("fresh")).toBe(0);
+    expect(await rows.purges()).toBe(0);
+    expect(await store.ownerStoredBytes("o")).toBe(await storedBytes(store, "fresh"));
+  });
+
+  it("a purge a closed host left is finished by the next host that opens the store", async () => {
+    const db = schema();
+    const first = await db.open();
+    await longLog(first, "long", 60);
+    const rows = await connection(db.name);
+    const release = await rows.holdEvent("long", 21);
+    const cleared = await first.clear("long");
+    await vi.waitFor(async () => expect(await rows.abandonedEvents("long")).toBe(41), { timeout: 20_000 });
+    // the step under way ends with the lock, and no other starts
+    const closing = first.close();
+    await release();
+    await closing;
+    expect(await rows.abandonedEvents("long")).toBeGreaterThan(0);
+    expect(await rows.purges()).toBe(1);
+
+    const next = await db.open();
+    const header = await next.header("long");
+    expect(header.status === "ok" && [header.header.epoch, header.headSeq]).toEqual([
+      cleared.status === "cleared" && cleared.epoch,
+      0,
+    ]);
+    await next.purgesSettled();
+    expect(await rows.abandonedEvents("long")).toBe(0);
+    expect(await rows.abandonedSearchDocs("long")).toBe(0);
+    expect(await rows.purges()).toBe(0);
+    expect(await next.ownerStoredBytes("o")).toBe(0);
+  });
+});
