@@ -9,7 +9,10 @@ import type { HostMetrics } from "../metrics.js";
 import { EVENTS_VALUE_ENVELOPE, encodedEventsItems } from "./encoded-events.js";
 import { eventItemPieces } from "./event-item-pieces.js";
 import { buffersNotices, type FollowState, type FollowTrigger, nextFollowState } from "./follow-state.js";
+import type { LogReadGate } from "./log-read-gate.js";
 import type { MuxStream, StreamOutlet } from "./stream-outlet.js";
+
+type EncodedRead = Awaited<ReturnType<SessionReadHandle["readAfterEncoded"]>>;
 
 /** The events of one committed append or create, as its notice carries them. */
 type CommittedEvents = Extract<CommitNotice, { kind: "append" | "create" }>;
@@ -50,6 +53,8 @@ export interface FollowContext {
   readonly readRetryMs: number;
   readonly metrics: HostMetrics | undefined;
   readonly logInternal: (err: unknown, context: string) => void;
+  /** The socket's reads of logs, each with its sending, one at a time while its backlog allows. */
+  readonly logReads: LogReadGate;
 }
 
 /**
@@ -195,14 +200,9 @@ export class FollowStream implements MuxStream {
         const readLimit = this.#readLimit;
         const reader = this.#reader;
         if (!reader) return;
-        let read: Awaited<ReturnType<SessionReadHandle["readAfterEncoded"]>>;
+        let read: EncodedRead | undefined;
         try {
-          read = await reader.readAfterEncoded(
-            this.#lastSent,
-            readLimit,
-            this.#ctx.replayBatch,
-            EVENTS_VALUE_ENVELOPE,
-          );
+          read = await this.#ctx.logReads.run(() => this.#readAndSend(reader, readLimit, firstRead));
         } catch (err) {
           // the cursor stays where the last sent event left it; commits made meanwhile are buffered
           // as during any read, and the next read covers whatever the buffer dropped
@@ -210,9 +210,7 @@ export class FollowStream implements MuxStream {
           continue;
         }
         retries.succeeded();
-        if (this.#ended()) return;
-        if (firstRead && this.#state === "catchingUp")
-          this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
+        if (read === undefined || this.#ended()) return;
         firstRead = false;
         if (read.epoch !== this.#epoch) {
           this.#epoch = read.epoch;
@@ -222,15 +220,6 @@ export class FollowStream implements MuxStream {
           this.#caughtUpSent = false;
           this.#ctx.outlet.item({ kind: "reset", epoch: read.epoch });
           continue;
-        }
-        if (read.count > 0) {
-          let bytes = 0;
-          for (const value of read.arrays) {
-            this.#sendShared(value);
-            bytes += value.length;
-          }
-          this.#lastSent = read.lastSeq;
-          this.#readLimit = nextReadLimit(this.#ctx.replayBatch, bytes / read.count);
         }
         // a read of large events ends at its byte budget before `readLimit`: the head it read
         // with the events tells whether the log goes on (an empty read never loops here)
@@ -251,6 +240,37 @@ export class FollowStream implements MuxStream {
     } finally {
       this.#pumping = false;
     }
+  }
+
+  /**
+   * One read of the log from the cursor and, in the epoch the stream is in, the sending of its
+   * events, done together under the socket's backlog gate so the next read waits for what this one
+   * sent; undefined when the stream ended before its turn came.
+   */
+  async #readAndSend(
+    reader: SessionReadHandle,
+    readLimit: number,
+    firstRead: boolean,
+  ): Promise<EncodedRead | undefined> {
+    if (this.#ended()) return undefined;
+    const read = await reader.readAfterEncoded(
+      this.#lastSent,
+      readLimit,
+      this.#ctx.replayBatch,
+      EVENTS_VALUE_ENVELOPE,
+    );
+    if (this.#ended()) return undefined;
+    if (firstRead && this.#state === "catchingUp")
+      this.#ctx.metrics?.followerLag.observe(read.headSeq - this.#lastSent);
+    if (read.epoch !== this.#epoch || read.count === 0) return read;
+    let bytes = 0;
+    for (const value of read.arrays) {
+      this.#sendShared(value);
+      bytes += value.length;
+    }
+    this.#lastSent = read.lastSeq;
+    this.#readLimit = nextReadLimit(this.#ctx.replayBatch, bytes / read.count);
+    return read;
   }
 
   /**

@@ -19,12 +19,21 @@ import { DownloadStream } from "./download-stream.js";
 import { FollowStream } from "./follow-stream.js";
 import { FrameWriter } from "./frame-writer.js";
 import { Heartbeat } from "./heartbeat.js";
+import { LogReadGate } from "./log-read-gate.js";
 import type { MuxOptions } from "./mux-options.js";
 import { idOfOverlongStringFrame } from "./overlong-string-frame.js";
 import { rawDataBytes } from "./raw-data.js";
 import { sharedEventFrames } from "./shared-event-frames.js";
 import { type MuxStream, StreamOutlet } from "./stream-outlet.js";
 import { trailingBinaryHead } from "./trailing-binary.js";
+
+/**
+ * Follow streams of one socket whose log reads (each up to 1 MiB, with its sending) run at once:
+ * enough that a tab catching up on many sessions is not one read's round trip per stream, few
+ * enough that 256 streams replaying a long log at once hold the host to the backlog plus eight
+ * reads, not 256.
+ */
+const LOG_READS_AT_ONCE = 8;
 
 type InFlight =
   | { kind: "call" }
@@ -43,7 +52,10 @@ export class MuxConnection {
   readonly #options: MuxOptions;
   readonly #inFlight = new Map<number, InFlight>();
   readonly #gate: CallGate;
+  /** The socket's control baselines, built one at a time while its backlog allows. */
   readonly #baselines: BaselineGate;
+  /** The socket's follow streams' reads of logs, a few at a time while its backlog allows. */
+  readonly #logReads: LogReadGate;
   #streams = 0;
   #closed = false;
   #unsubscribeNotifications: (() => void) | undefined;
@@ -63,6 +75,7 @@ export class MuxConnection {
       changed: () => this.#updateReading(),
     });
     this.#baselines = new BaselineGate(this.writer, options.followerHighWaterBytes);
+    this.#logReads = new LogReadGate(this.writer, options.followerHighWaterBytes, LOG_READS_AT_ONCE);
     ws.on("message", (data, isBinary) => this.#onMessage(data, isBinary));
     ws.on("pong", (payload) => this.#heartbeat.pong(payload));
     ws.on("ping", () => this.#heartbeat.heard());
@@ -287,6 +300,7 @@ export class MuxConnection {
           highWaterBytes,
           readRetryMs: this.#options.followReadRetryMs,
           metrics,
+          logReads: this.#logReads,
         },
         params as ParamsOf<"session.follow">,
       );

@@ -4,6 +4,7 @@ import { ADMIN } from "../../../src/host/principal.js";
 import type { SessionReadHandle } from "../../../src/host/session-read-handle.js";
 import { HostMetrics } from "../../../src/transport/metrics.js";
 import { FollowStream } from "../../../src/transport/mux/follow-stream.js";
+import { LogReadGate } from "../../../src/transport/mux/log-read-gate.js";
 import { StreamOutlet } from "../../../src/transport/mux/stream-outlet.js";
 import { RecordingWriter } from "./recording-writer.js";
 import { ScriptedLog } from "./scripted-log.js";
@@ -33,6 +34,8 @@ function harness(
 ) {
   const writer = new RecordingWriter();
   const outlet = new StreamOutlet(3, writer.asFrameWriter(), () => undefined);
+  const highWaterBytes = options.highWaterBytes ?? 1_000;
+  const logReads = new LogReadGate(writer.asFrameWriter(), highWaterBytes, 8);
   const metrics = new HostMetrics();
   const logged: { err: unknown; context: string }[] = [];
   const params: { sessionId: string; afterSeq?: number; epoch?: string } = { sessionId: log.sessionId };
@@ -44,10 +47,11 @@ function harness(
       principal: ADMIN,
       outlet,
       replayBatch: options.replayBatch ?? 2,
-      highWaterBytes: options.highWaterBytes ?? 1_000,
+      highWaterBytes,
       readRetryMs: options.readRetryMs ?? 60_000,
       metrics: options.withoutMetrics ? undefined : metrics,
       logInternal: (err, context) => logged.push({ err, context }),
+      logReads,
     },
     params,
   );
