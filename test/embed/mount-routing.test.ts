@@ -78,6 +78,25 @@ describe("createSessionmux on a shared server", () => {
     expect((await fetch(`http://${authority}/chat/healthz`)).status).toBe(200);
   });
 
+  it("behind a body parser that read the body first, answers 500 and logs how to mount it", async () => {
+    const { logger, lines } = capturedLogger();
+    const mux = await sessionmux({ basePath: "/chat", logger });
+    // what express.json() does in front of mux.handler: the body is read to its end first
+    const parsing = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => mux.handler(req, res));
+    });
+    const authority = await served(parsing);
+    const r = await fetch(`http://${authority}/chat/v1/sessions/s1/seen`, {
+      method: "POST",
+      headers: { authorization: "Bearer s3cret", "content-type": "application/json" },
+      body: JSON.stringify({ completion_settled_at_ms: 0 }),
+    });
+    expect([r.status, await r.json()]).toEqual([500, { error: "internal_error" }]);
+    const logged = lines.find((line) => line.msg === "http internal error") as { err?: { message?: string } };
+    expect(logged?.err?.message).toMatch(/mount mux\.handler before any body parser/);
+  });
+
   it("attached to a server with no listeners of its own, answers 404 to other requests and upgrades", async () => {
     const mux = await sessionmux({ basePath: "/chat" });
     const server = createServer();

@@ -18,6 +18,16 @@ export function readBody(
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(fail("payload_too_large", `body over ${limit} bytes`));
   }
+  // Ended before this read began: something in front of the mount consumed the body (a body
+  // parser such as express.json() before mux.handler), so no byte of it will ever arrive. The
+  // app's set-up is at fault, not the client's request: an internal error, logged with the cure.
+  if (req.readableEnded) {
+    return Promise.reject(
+      new Error(
+        "the request body was read before sessionmux got the request: mount mux.handler before any body parser (express.json(), body-parser)",
+      ),
+    );
+  }
   // A request is read after awaits (its turn behind the connection's earlier answers, an upload's
   // quota read): one whose connection went meanwhile emitted its 'close' already, and waiting for
   // an event of it would wait for ever, holding what its body was counted at
