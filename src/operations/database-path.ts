@@ -33,7 +33,10 @@ export function prepareDatabasePath(path: string, options: { createFolder?: bool
 export function existingDatabase(path: string): string {
   const file = resolve(path);
   if (!existsSync(file)) {
-    throw new StartupError("db_missing", `no database at ${file}; check --db (or SESSIONMUX_DB)`);
+    throw new StartupError(
+      "db_missing",
+      `no database at ${file}; check --db (or SESSIONMUX_DB), or start 'sessionmux serve' once to create a new one`,
+    );
   }
   refuseFolderAsFile(file);
   return file;

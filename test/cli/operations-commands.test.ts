@@ -201,7 +201,7 @@ describe("token rotate", () => {
     const err = await refusal(["token", "rotate", "--db", db]);
     expect(err.code).toBe("db_missing");
     expect(err.message).toBe(
-      `no database at ${db}; check --db (or SESSIONMUX_DB) (the token is kept in ${dir.path})`,
+      `no database at ${db}; check --db (or SESSIONMUX_DB), or start 'sessionmux serve' once to create a new one (the token is kept in ${dir.path})`,
     );
     expect(existsSync(dir.file("sessionmux.token"))).toBe(false);
   });

@@ -98,7 +98,9 @@ describe("existingDatabase", () => {
     const file = dir.file(join("empty", "sessions.db"));
     const err = thrownRefusal(() => existingDatabase(file));
     expect(err.code).toBe("db_missing");
-    expect(err.message).toBe(`no database at ${file}; check --db (or SESSIONMUX_DB)`);
+    expect(err.message).toBe(
+      `no database at ${file}; check --db (or SESSIONMUX_DB), or start 'sessionmux serve' once to create a new one`,
+    );
     expect(existsSync(file)).toBe(false);
   });
 });
