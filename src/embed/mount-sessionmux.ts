@@ -164,6 +164,7 @@ export async function mountSessionmux(
       if (next) return next();
       return notFound(res);
     }
+    keepOriginalUrl(req);
     req.url = inner;
     const answer = (reply: () => void) => {
       if (corsMiddleware) corsMiddleware(req, res, reply);
@@ -180,6 +181,7 @@ export async function mountSessionmux(
   const upgrade: UpgradeHandler = (req, socket, head) => {
     const inner = base.claimUpgrade(req.url);
     if (inner === undefined) return false;
+    keepOriginalUrl(req);
     req.url = inner;
     if (!appAuth) {
       mux.handleUpgrade(req, socket, head);
@@ -259,4 +261,12 @@ export async function mountSessionmux(
 
 function notFound(res: ServerResponse): void {
   res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
+}
+
+/**
+ * The URL as the client sent it, base path included, where Express keeps it: a log line naming
+ * the path below the base path alone would point an operator at a route the app never served.
+ */
+function keepOriginalUrl(req: IncomingMessage & { originalUrl?: string }): void {
+  req.originalUrl ??= req.url;
 }

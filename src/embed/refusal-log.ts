@@ -18,8 +18,12 @@ export class RefusalLog {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  readonly refused = (req: IncomingMessage, code: "unauthorized" | "forbidden_origin"): void => {
-    this.write("warn", { code, remote: req.socket.remoteAddress, path: req.url }, "request refused");
+  readonly refused = (
+    req: IncomingMessage & { originalUrl?: string },
+    code: "unauthorized" | "forbidden_origin",
+  ): void => {
+    const path = req.originalUrl ?? req.url;
+    this.write("warn", { code, remote: req.socket.remoteAddress, path }, "request refused");
   };
 
   /** One line about a refused request, within the window's budget. */

@@ -97,6 +97,18 @@ describe("createSessionmux on a shared server", () => {
     expect(logged?.err?.message).toMatch(/mount mux\.handler before any body parser/);
   });
 
+  it("logs a refused request under the path the client sent, base path included", async () => {
+    const { logger, lines } = capturedLogger();
+    const mux = await sessionmux({ basePath: "/chat", logger });
+    const authority = await served(createServer((req, res) => mux.handler(req, res)));
+    expect((await fetch(`http://${authority}/chat/api/chat/sessions?limit=5`)).status).toBe(401);
+    await vi.waitFor(() => expect(lines.find((line) => line.msg === "request refused")).toBeDefined());
+    expect(lines.find((line) => line.msg === "request refused")).toMatchObject({
+      code: "unauthorized",
+      path: "/chat/api/chat/sessions?limit=5",
+    });
+  });
+
   it("attached to a server with no listeners of its own, answers 404 to other requests and upgrades", async () => {
     const mux = await sessionmux({ basePath: "/chat" });
     const server = createServer();
