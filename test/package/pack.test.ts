@@ -303,6 +303,41 @@ describe("the packed @sessionmux/client package", () => {
       inProcess: "session_not_found",
     });
   }, 300_000);
+
+  it("resolves the types of every entry point under the node10 resolution of a `module: commonjs` project", async () => {
+    // that resolution reads no "exports": without "typesVersions" the subpaths had no types
+    writeFileSync(
+      join(project.path, "commonjs.ts"),
+      [
+        'import { createSessionmux } from "sessionmux";',
+        'import { OpenAIAgent } from "sessionmux/ai-sdk";',
+        'import { createClient } from "@sessionmux/client";',
+        'import { createNodeClient } from "@sessionmux/client/node";',
+        "export const entries = [createSessionmux, OpenAIAgent, createClient, createNodeClient];",
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(project.path, "tsconfig.commonjs.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "CommonJS",
+          moduleResolution: "Node10",
+          target: "ES2022",
+          strict: true,
+          // what resolves is checked here; the declarations themselves are checked above
+          skipLibCheck: true,
+          noEmit: true,
+          types: ["node"],
+        },
+        files: ["commonjs.ts"],
+      }),
+    );
+    const tsc = join(repo, "node_modules", "typescript", "bin", "tsc");
+    const checked = await run(process.execPath, [tsc, "-p", join(project.path, "tsconfig.commonjs.json")], {
+      cwd: project.path,
+    }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }));
+    expect(checked.stdout).toBe("");
+  }, 120_000);
 });
 
 /** What the README's embedding sections add up to, written against the two packed packages. */
