@@ -15,7 +15,7 @@ export type {
 } from "./agents/agent.js";
 export { DemoAgent } from "./agents/demo-agent.js";
 export type { CallOptions } from "./client/call-deadline.js";
-export type { SessionmuxClient } from "./client/client.js";
+export type { SessionmuxClient, SessionmuxClientApi } from "./client/client.js";
 export type { FollowUpdate } from "./client/follow-cursor.js";
 export {
   ConnectionRefusedError,

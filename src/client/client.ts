@@ -69,6 +69,14 @@ export type PromptParams = Omit<ParamsOf<"session.prompt">, "clientMessageId"> &
 
 type Handler = (value: unknown) => void;
 
+/**
+ * The client's public members as a plain object type. `sessionmux` (whose `mux.connect` makes
+ * one) and `@sessionmux/client` each ship their own declaration of the class, and a class with
+ * private fields matches only its own declaration: code that takes a client from either package
+ * types its parameter with this.
+ */
+export type SessionmuxClientApi = { [K in keyof SessionmuxClient]: SessionmuxClient[K] };
+
 /** A typed client over one WebSocket that reconnects by itself (protocol-v1 §2–§6). */
 export class SessionmuxClient {
   readonly #connection: Connection;

@@ -63,6 +63,7 @@ export {
   newClientMessageId,
   type PromptParams,
   SessionmuxClient,
+  type SessionmuxClientApi,
 } from "./client.js";
 export {
   type ConnectionEvent,

@@ -301,6 +301,7 @@ describe("the packed @sessionmux/client package", () => {
       browserStyle: 1,
       refused: "unauthorized",
       inProcess: "session_not_found",
+      shared: [0, 1],
     });
   }, 300_000);
 
@@ -351,6 +352,7 @@ import {
   createSessionmux,
   type Principal,
   RemoteError as HostRemoteError,
+  type SessionmuxClientApi as HostClientApi,
   type TurnContext,
   type TurnOutcome,
 } from "sessionmux";
@@ -361,6 +363,7 @@ import {
   type ErrorCode,
   RemoteError,
   type SessionEvent,
+  type SessionmuxClientApi,
   SessionmuxError,
 } from "@sessionmux/client/node";
 import WebSocket from "ws";
@@ -423,6 +426,12 @@ out.refused = await refused
 await refused.close();
 
 const inProcess = mux.connect({ name: "scheduler", admin: false });
+// code written for either package's client takes the other's: each declares the class apart
+const countOf = async (any: SessionmuxClientApi) => (await any.list()).sessions.length;
+const countOnHost = async (any: HostClientApi) => (await any.list()).sessions.length;
+const anotherClient = createNodeClient({ url, token: "alice-token" });
+out.shared = [await countOf(inProcess), await countOnHost(anotherClient)];
+await anotherClient.close();
 out.inProcess = await inProcess
   .call("session.page", { sessionId: "nope" })
   .then(() => "answered", (error: unknown) => (error instanceof HostRemoteError ? error.code : "not a RemoteError"));
