@@ -15,7 +15,9 @@ export class LogReadGate {
   readonly #wake = () => this.#next();
   readonly #concurrency: number;
   #working = 0;
-  /** A turn of the event loop to start waiting work is asked for. */
+  /** Reads started since the last turn began. */
+  #startedInTurn = 0;
+  /** The next turn is asked for. */
   #scheduled = false;
 
   constructor(writer: FrameWriter, highWaterBytes: number, concurrency: number) {
@@ -25,12 +27,13 @@ export class LogReadGate {
   }
 
   /**
-   * Runs `work` on a later turn of the event loop, after the work given before it, once a place is
-   * free and the backlog allows; never, if the socket goes first. At most `concurrency` reads start
-   * in one turn: a read of SQLite answers at once, so reads started as others end would otherwise
-   * all run in one turn, however many streams wait.
+   * Runs `work` once a place is free and the backlog allows, after the work given before it; never,
+   * if the socket goes first. At most `concurrency` reads start in one turn of the event loop (the
+   * rest wait for a later one): a read of SQLite answers at once, so reads started as others end
+   * would otherwise all run in one turn, however many streams wait.
    */
   run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#waiting.length === 0 && this.#mayStart() && this.#fits()) return this.#start(work);
     return new Promise<T>((resolve, reject) => {
       this.#waiting.push(() => {
         this.#start(work).then(resolve, reject);
@@ -39,12 +42,18 @@ export class LogReadGate {
     });
   }
 
+  #mayStart(): boolean {
+    return this.#working < this.#concurrency && this.#startedInTurn < this.#concurrency;
+  }
+
   #fits(): boolean {
     return this.#writer.buffered <= this.#highWaterBytes;
   }
 
   #start<T>(work: () => Promise<T>): Promise<T> {
     this.#working++;
+    this.#startedInTurn++;
+    this.#nextTurn();
     return work().finally(() => {
       this.#working--;
       this.#next();
@@ -52,15 +61,21 @@ export class LogReadGate {
   }
 
   #next(): void {
-    if (this.#scheduled || this.#working >= this.#concurrency || this.#waiting.length === 0) return;
+    if (this.#waiting.length > 0 && this.#working < this.#concurrency) this.#nextTurn();
+  }
+
+  /** Asks for the next turn of the event loop, where the count of reads started begins again. */
+  #nextTurn(): void {
+    if (this.#scheduled) return;
     this.#scheduled = true;
     setImmediate(this.#turn);
   }
 
-  /** Starts what may start in this turn of the event loop. */
+  /** A new turn: starts what may start in it. */
   readonly #turn = (): void => {
     this.#scheduled = false;
-    while (this.#working < this.#concurrency && this.#waiting.length > 0) {
+    this.#startedInTurn = 0;
+    while (this.#waiting.length > 0 && this.#mayStart()) {
       if (!this.#fits()) {
         if (this.#writer.open) this.#writer.onDrain(this.#wake);
         return;
