@@ -1,7 +1,7 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import { ATTACHMENT_CHUNK_BYTES } from "./attachment-chunks.js";
 import type { WriteOperation } from "./group-commit.js";
+import { PurgeRuns } from "./purge-runs.js";
 
 /**
  * How much one purge step deletes: up to `rows` rows, stopping at the first that brings the
@@ -22,9 +22,6 @@ export const DEFAULT_PURGE_STEP: PurgeStep = { rows: 256, bytes: 256 * 1024 };
 
 /** The step's bytes divided by this: the text of indexed documents one step deletes. */
 const SEARCH_BYTES_SHARE = 16;
-
-/** A failed step is tried again after this long (a full disk frees up, a read-only one returns). */
-const RETRY_MS = 1_000;
 
 /**
  * Deletes what clears and deletes left behind (the `purges` table, migration 11): the events and
@@ -47,18 +44,15 @@ export class SqlitePurger {
   readonly #deleteAttachments: Database.Statement;
   readonly #deletePurge: Database.Statement;
   readonly #step: PurgeStep;
-  #running: Promise<void> | undefined;
-  /** Woken while a run was going: it looks again before it ends. */
-  #wanted = false;
-  #stopped = false;
-  #retry: NodeJS.Timeout | undefined;
+  readonly #runs: PurgeRuns;
 
   constructor(
     db: Database.Database,
-    private readonly submit: <R>(op: WriteOperation<R>) => Promise<R>,
+    submit: <R>(op: WriteOperation<R>) => Promise<R>,
     step: Partial<PurgeStep> = {},
-    private readonly onError: (err: unknown) => void = () => undefined,
+    onError: (err: unknown) => void = () => undefined,
   ) {
+    this.#runs = new PurgeRuns(() => submit(this.step()), onError);
     this.#step = {
       rows: Math.max(1, step.rows ?? DEFAULT_PURGE_STEP.rows),
       bytes: Math.max(1, step.bytes ?? DEFAULT_PURGE_STEP.bytes),
@@ -94,37 +88,17 @@ export class SqlitePurger {
 
   /** Starts deleting, if it is not already; a run ends once nothing is left. */
   wake(): void {
-    if (this.#stopped) return;
-    this.#wanted = true;
-    this.#running ??= this.#run();
+    this.#runs.wake();
   }
 
   /** Resolves when the current run ends (at once when none runs). */
   settled(): Promise<void> {
-    return this.#running ?? Promise.resolve();
+    return this.#runs.settled();
   }
 
   /** No step starts after this; one already submitted settles with the group commit. */
   stop(): void {
-    this.#stopped = true;
-    clearTimeout(this.#retry);
-  }
-
-  async #run(): Promise<void> {
-    try {
-      while (this.#wanted && !this.#stopped) {
-        this.#wanted = false;
-        while (!this.#stopped && (await this.submit(this.step()))) await nextTurn();
-      }
-    } catch (err) {
-      if (!this.#stopped) {
-        this.onError(err);
-        this.#retry = setTimeout(() => this.wake(), RETRY_MS);
-        this.#retry.unref();
-      }
-    } finally {
-      this.#running = undefined;
-    }
+    this.#runs.stop();
   }
 
   /** One bounded step of the first purge left; answers whether one may be left after it. */

@@ -1,5 +1,5 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
+import { PurgeRuns } from "../purge-runs.js";
 import type { PurgeStep } from "../sqlite-purger.js";
 
 /**
@@ -8,9 +8,6 @@ import type { PurgeStep } from "../sqlite-purger.js";
  * 256 KiB 10 and 41 ms, but four times the steps (and commits); at 4 MiB 40 and 270 ms.
  */
 export const PG_PURGE_STEP: PurgeStep = { rows: 256, bytes: 1024 * 1024 };
-
-/** A failed step is tried again after this long (the database back, a full disk freed). */
-const RETRY_MS = 1_000;
 
 /** How often a host looks for purges no host is running (the host that left them stopped). */
 const POLL_MS = 60_000;
@@ -49,11 +46,7 @@ const ANY_PURGE = "SELECT EXISTS (SELECT 1 FROM purges) AS any";
  */
 export class PgPurger {
   readonly #step: PurgeStep;
-  #running: Promise<void> | undefined;
-  /** Woken while a run was going: it looks again before it ends. */
-  #wanted = false;
-  #stopped = false;
-  #retry: NodeJS.Timeout | undefined;
+  readonly #runs: PurgeRuns;
   readonly #poll: NodeJS.Timeout;
 
   constructor(
@@ -66,56 +59,37 @@ export class PgPurger {
       rows: Math.max(1, step.rows ?? PG_PURGE_STEP.rows),
       bytes: Math.max(1, step.bytes ?? PG_PURGE_STEP.bytes),
     };
+    this.#runs = new PurgeRuns(() => this.step(), onError);
     this.#poll = setInterval(() => void this.wakeIfPending(), pollMs);
     this.#poll.unref();
   }
 
   /** Starts deleting, if it is not already; a run ends once nothing is left to claim. */
   wake(): void {
-    if (this.#stopped) return;
-    this.#wanted = true;
-    this.#running ??= this.#run();
+    this.#runs.wake();
   }
 
   /** Wakes when a purge is pending (at open: what a stopped host left). */
   async wakeIfPending(): Promise<void> {
-    if (this.#stopped || this.#running) return;
+    if (this.#runs.stopped || this.#runs.running) return;
     try {
       const { rows } = await this.pool.query<{ any: boolean }>(ANY_PURGE);
       if (rows[0]?.any) this.wake();
     } catch (err) {
-      if (!this.#stopped) this.onError(err);
+      if (!this.#runs.stopped) this.onError(err);
     }
   }
 
   /** Resolves when the current run ends (at once when none runs). */
   settled(): Promise<void> {
-    return this.#running ?? Promise.resolve();
+    return this.#runs.settled();
   }
 
   /** No step starts after this; resolves once the one under way ended. */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#retry);
+    this.#runs.stop();
     clearInterval(this.#poll);
-    await this.#running;
-  }
-
-  async #run(): Promise<void> {
-    try {
-      while (this.#wanted && !this.#stopped) {
-        this.#wanted = false;
-        while (!this.#stopped && (await this.step())) await nextTurn();
-      }
-    } catch (err) {
-      if (!this.#stopped) {
-        this.onError(err);
-        this.#retry = setTimeout(() => this.wake(), RETRY_MS);
-        this.#retry.unref();
-      }
-    } finally {
-      this.#running = undefined;
-    }
+    await this.#runs.settled();
   }
 
   /** One bounded step of the first purge no other host holds; answers whether one may be left. */
