@@ -2,13 +2,12 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { NewEvent } from "../../protocol/index.js";
-import { encodeValue } from "../../src/store/event-codec.js";
 import { SqlitePurger } from "../../src/store/sqlite-purger.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
+import { delta, longLog, message, storedBytes } from "./purge-fixture.js";
 
 const fixture = fileURLToPath(new URL("./fixtures/clear-and-die.ts", import.meta.url));
 
@@ -16,21 +15,6 @@ const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
-const message = (text: string, attachmentId?: string): NewEvent =>
-  ({
-    type: "user/message",
-    data: {
-      messageId: `m-${text.slice(0, 12)}`,
-      source: "user",
-      text,
-      attachments: attachmentId
-        ? [{ attachmentId, name: "f.bin", type: "application/octet-stream", size: 600_000 }]
-        : [],
-      meta: {},
-    },
-  }) as NewEvent;
 
 /** A small step, so a log of a few hundred rows takes many. */
 const STEP = { rows: 8, bytes: 2048 };
@@ -82,28 +66,11 @@ function rows(path: string) {
   };
 }
 
-/** A log of `events` deltas of about 300 bytes each, with an indexed message every 20. */
-async function longLog(store: SqliteSessionStore, sessionId: string, events: number): Promise<void> {
-  await store.create({ sessionId, owner: "o", model: "m" });
-  for (let i = 0; i < events; i += 20) {
-    await store.append(sessionId, [
-      message(`oldword${i} and more words of the old epoch`),
-      ...Array.from({ length: 19 }, (_, j) => delta(`${i}-${j} `.repeat(50))),
-    ]);
-  }
-}
-
-async function storedBytes(store: SqliteSessionStore, sessionId: string): Promise<number> {
-  const read = await readWholeLog(store, sessionId);
-  if (read.status !== "ok") return 0;
-  return read.events.reduce((sum, event) => sum + encodeValue(event.data).byteLength, 0);
-}
-
 describe("purging what a clear or a delete left (SQLite)", () => {
   it("a clear answers while the old epoch's rows remain; they go in many steps between other appends, never read", async () => {
     const path = file();
     const store = open(path);
-    await longLog(store, "long", 400);
+    await longLog(store, "long", 400, 20);
     await store.create({ sessionId: "other", owner: "p", model: "m" });
     const db = rows(path);
     expect(await store.ownerStoredBytes("o")).toBe(await storedBytes(store, "long"));
@@ -158,7 +125,7 @@ describe("purging what a clear or a delete left (SQLite)", () => {
       type: "application/octet-stream",
       bytes: new Uint8Array(600_000).fill(7),
     });
-    await longLog(store, "gone", 200);
+    await longLog(store, "gone", 200, 20);
     await store.append("gone", [message("see the file", attachmentId)]);
     const db = rows(path);
     expect(db.chunks(attachmentId)).toBe(3);
@@ -186,7 +153,7 @@ describe("purging what a clear or a delete left (SQLite)", () => {
   it("a store opened again in the middle of a purge finishes it", async () => {
     const path = file();
     const store = open(path);
-    await longLog(store, "long", 300);
+    await longLog(store, "long", 300, 20);
     const cleared = await store.clear("long");
     await store.close();
     const db = rows(path);
@@ -209,7 +176,7 @@ describe("purging what a clear or a delete left (SQLite)", () => {
   it("a log written before log keys is read, counted and purged under its session id", async () => {
     const path = file();
     const first = SqliteSessionStore.open(path);
-    await longLog(first, "old", 100);
+    await longLog(first, "old", 100, 20);
     await first.create({ sessionId: "kept", owner: "o", model: "m" });
     await first.append("kept", [delta("kept words")]);
     await first.close();

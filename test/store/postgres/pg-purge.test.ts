@@ -1,31 +1,15 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { NewEvent } from "../../../protocol/index.js";
-import { encodeValue } from "../../../src/store/event-codec.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
+import { delta, longLog, message, storedBytes } from "../purge-fixture.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
-const message = (text: string, attachmentId?: string): NewEvent =>
-  ({
-    type: "user/message",
-    data: {
-      messageId: `m-${text.slice(0, 12)}`,
-      source: "user",
-      text,
-      attachments: attachmentId
-        ? [{ attachmentId, name: "f.bin", type: "application/octet-stream", size: 600_000 }]
-        : [],
-      meta: {},
-    },
-  }) as NewEvent;
 
 /** A small step, so a log of a hundred rows takes many. */
 const STEP = { rows: 4, bytes: 2048 };
@@ -87,23 +71,6 @@ async function connection(schemaName: string) {
   };
 }
 
-/** A log of `events` events of about 300 bytes, with an indexed message every 10. */
-async function longLog(store: PostgresSessionStore, sessionId: string, events: number): Promise<void> {
-  await store.create({ sessionId, owner: "o", model: "m" });
-  for (let i = 0; i < events; i += 10) {
-    await store.append(sessionId, [
-      message(`oldword${i} and more words of the old epoch`),
-      ...Array.from({ length: 9 }, (_, j) => delta(`${i}-${j} `.repeat(50))),
-    ]);
-  }
-}
-
-async function storedBytes(store: PostgresSessionStore, sessionId: string): Promise<number> {
-  const read = await readWholeLog(store, sessionId);
-  if (read.status !== "ok") return 0;
-  return read.events.reduce((sum, event) => sum + encodeValue(event.data).byteLength, 0);
-}
-
 async function seqs(store: PostgresSessionStore, sessionId: string): Promise<number[] | string> {
   const read = await readWholeLog(store, sessionId);
   return read.status === "ok" ? read.events.map((event) => event.seq) : read.status;
@@ -114,7 +81,7 @@ describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", ()
     const db = schema();
     const a = await db.open();
     const b = await db.open();
-    await longLog(a, "long", 100);
+    await longLog(a, "long", 100, 10);
     await a.create({ sessionId: "other", owner: "p", model: "m" });
     // the other host holds the session's state from a write of its own, under the old key
     expect((await b.append("long", [delta("b before")])).status).toBe("appended");
@@ -173,7 +140,7 @@ describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", ()
       type: "application/octet-stream",
       bytes: new Uint8Array(600_000).fill(7),
     });
-    await longLog(store, "gone", 50);
+    await longLog(store, "gone", 50, 10);
     await store.append("gone", [message("see the file", attachmentId)]);
     const rows = await connection(db.name);
     expect(await rows.chunks(attachmentId)).toBe(3);
@@ -225,7 +192,7 @@ describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", ()
   it("a purge a closed host left is finished by the next host that opens the store", async () => {
     const db = schema();
     const first = await db.open();
-    await longLog(first, "long", 60);
+    await longLog(first, "long", 60, 10);
     const rows = await connection(db.name);
     const release = await rows.holdEvent("long", 21);
     const cleared = await first.clear("long");

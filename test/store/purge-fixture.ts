@@ -1,0 +1,44 @@
+import type { NewEvent } from "../../protocol/index.js";
+import { encodeValue } from "../../src/store/event-codec.js";
+import type { SessionStore } from "../../src/store/session-store.js";
+import { readWholeLog } from "../support/whole-log.js";
+
+/** What the purge tests of both stores write: deltas, and messages (indexed for search). */
+export const delta = (text: string): NewEvent => ({ type: "assistant/delta", data: { turnId: "t", text } });
+
+export const message = (text: string, attachmentId?: string): NewEvent =>
+  ({
+    type: "user/message",
+    data: {
+      messageId: `m-${text.slice(0, 12)}`,
+      source: "user",
+      text,
+      attachments: attachmentId
+        ? [{ attachmentId, name: "f.bin", type: "application/octet-stream", size: 600_000 }]
+        : [],
+      meta: {},
+    },
+  }) as NewEvent;
+
+/** A log of `events` events of about 300 bytes, an indexed message first in every `every`. */
+export async function longLog(
+  store: SessionStore,
+  sessionId: string,
+  events: number,
+  every: number,
+): Promise<void> {
+  await store.create({ sessionId, owner: "o", model: "m" });
+  for (let i = 0; i < events; i += every) {
+    await store.append(sessionId, [
+      message(`oldword${i} and more words of the old epoch`),
+      ...Array.from({ length: every - 1 }, (_, j) => delta(`${i}-${j} `.repeat(50))),
+    ]);
+  }
+}
+
+/** The data bytes of the session's current log, as the owner's usage counts them. */
+export async function storedBytes(store: SessionStore, sessionId: string): Promise<number> {
+  const read = await readWholeLog(store, sessionId);
+  if (read.status !== "ok") return 0;
+  return read.events.reduce((sum, event) => sum + encodeValue(event.data).byteLength, 0);
+}
