@@ -340,6 +340,13 @@ describe.skipIf(!pgUrl)("a prompt forwarded to the owning host while a database 
       await answerOf(b.client.prompt({ sessionId, text: "one", clientMessageId: randomUUID() })),
     );
     await turnEnded(reader, sessionId, first);
+    // the owner frees the session just after the turn's end commits: a prompt before that is queued
+    await until(
+      () =>
+        a.running.host.live.agents().some((agent) => agent.sessionId === sessionId && agent.state === "idle"),
+      10_000,
+      "the owner's agent idle",
+    );
     expect(await inboxConnections(b.running)).toBeGreaterThan(0);
     // every pooled connection of the receiving host ends at the server's side, unseen by it
     expect(
