@@ -15,7 +15,7 @@ interface Frame {
   value?: { kind: string; seq?: number; events?: { seq: number; data: { text: string } }[] };
 }
 
-const LIMITS = { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000 };
+const LIMITS = { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000, maxValues: 2 ** 25 };
 const reply = (message: Record<string, unknown>) => process.send?.(message);
 
 /** One stream's order check: every seq continues the previous one. */

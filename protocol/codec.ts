@@ -22,6 +22,8 @@ export interface DecodeLimits {
   maxMapLength: number;
   /** @default 32 — nested arrays and maps; the top-level map is depth 1. */
   maxDepth: number;
+  /** @default 4,096 — values of one frame in all, map keys and containers included. */
+  maxValues: number;
 }
 
 export const DEFAULT_DECODE_LIMITS: Readonly<DecodeLimits> = Object.freeze({
@@ -30,6 +32,7 @@ export const DEFAULT_DECODE_LIMITS: Readonly<DecodeLimits> = Object.freeze({
   maxArrayLength: Limits.maxArrayLength,
   maxMapLength: Limits.maxMapLength,
   maxDepth: Limits.maxDepth,
+  maxValues: Limits.maxValues,
 });
 
 // Absent optional fields must stay absent on the wire: a nil would fail `Optional(...)` schemas.

@@ -10,6 +10,15 @@ export const Limits = {
   maxArrayLength: 10_000,
   maxMapLength: 1_000,
   maxDepth: 32,
+  /**
+   * 4,096 — values one client frame holds in all: every array, map, map key and other value
+   * counts one, the frame's own map too (a map of n entries is 2n + 1). Decoding costs by values,
+   * not bytes, and the limits above bound containers one at a time, so a frame of 1 MiB could
+   * hold 90,000 map entries (about 100 ms of the host's event loop to decode) or a million small
+   * values. The largest frame the methods' params allow (a prompt with 32 attachments and every
+   * optional field) holds 261; at this bound a frame decodes in a few milliseconds at most.
+   */
+  maxValues: 4_096,
   /** Stored user message text is capped at this many characters. */
   maxMessageChars: 16_000,
   /** Inline attachment bytes in a prompt. */

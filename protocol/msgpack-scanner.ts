@@ -36,12 +36,15 @@ function badFrame(reason: string, at: number): never {
 /**
  * Validates the structure of one MessagePack value filling `bytes` exactly. Each open container
  * is one slot of `left` (items still expected; a map of n entries expects 2n, keys at even counts).
+ * `values` counts the frame's values as its containers announce them, so a frame announcing more
+ * than its limit is refused at that container's head, before any of them is read.
  */
 export function scanMessagePack(bytes: Uint8Array, limits: DecodeLimits): void {
   if (bytes.length === 0) badFrame("empty frame", 0);
   const scan = new Scanner(bytes, limits);
   const left: number[] = [];
   const isMap: boolean[] = [];
+  let values = 1;
   for (;;) {
     const depth = left.length;
     const expectingKey = depth > 0 && isMap[depth - 1] === true && (left[depth - 1] ?? 0) % 2 === 0;
@@ -52,6 +55,8 @@ export function scanMessagePack(bytes: Uint8Array, limits: DecodeLimits): void {
     if (head === ARRAY || head === MAP) {
       const items = scan.length;
       checkContainer(head, items, depth + 1, limits, start);
+      values += items;
+      if (values > limits.maxValues) badFrame(`more than ${limits.maxValues} values`, start);
       if (items > 0) {
         left.push(items);
         isMap.push(head === MAP);

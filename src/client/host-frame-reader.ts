@@ -13,6 +13,8 @@ const CLIENT_DECODE_LIMITS = {
   maxArrayLength: 1_000_000,
   maxMapLength: 100_000,
   maxDepth: 256,
+  // a value takes a byte at least: the message size bounds them
+  maxValues: Number.POSITIVE_INFINITY,
 } as const;
 
 /**

@@ -106,6 +106,7 @@ const DECODE_LIMITS: Record<string, Rule> = {
   maxArrayLength: COUNT,
   maxMapLength: COUNT,
   maxDepth: COUNT,
+  maxValues: COUNT,
 };
 
 /**

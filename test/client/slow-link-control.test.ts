@@ -41,7 +41,7 @@ describe("session.control over a slow link (protocol-v1 §5: a baseline in parts
     const proxy = await startTcpProxy(host.port, {
       hostBytesPerSecond: 192 * KIB,
       tap: hostMessageTap((message) => {
-        const frame = decodeFrame(message) as { value?: { kind?: string } };
+        const frame = decodeFrame(message, { maxValues: 2 ** 25 }) as { value?: { kind?: string } };
         if (frame.value?.kind === "baseline") baselineMessages.push(message.length);
       }),
     });

@@ -12,7 +12,7 @@ import { peerFixture } from "./peer-fixture.js";
 const KIB = 1024;
 /** An item's frame around its value: the map header, `type`, `id` and the `value` key. */
 const ITEM_FRAME_BYTES = 32;
-const WIDE = { maxStrBytes: 2 ** 22, maxArrayLength: 1_000_000 };
+const WIDE = { maxStrBytes: 2 ** 22, maxArrayLength: 1_000_000, maxValues: 2 ** 25 };
 
 const { cleanups, track } = peerFixture();
 let host: TestHost | undefined;

@@ -97,11 +97,15 @@ describe("decodeFrame: a limit left undefined keeps its default", () => {
       ),
     ),
     maxDepth: Uint8Array.from([...new Array(DEFAULT_DECODE_LIMITS.maxDepth + 1).fill(0x91), 0xc0]),
+    // the array and its items: one value over
+    maxValues: encodeFrame(new Array(DEFAULT_DECODE_LIMITS.maxValues).fill(1)),
   };
   for (const [key, frame] of Object.entries(over) as [keyof DecodeLimits, Uint8Array][]) {
+    // the frames past the array and map limits hold more values than a frame may: only `key` holds them
+    const others = key === "maxValues" ? {} : { maxValues: 1_000_000 };
     it(`${key}: undefined is the default, not no limit`, () => {
-      expect(() => decodeFrame(frame)).toThrow(SessionmuxError);
-      expect(() => decodeFrame(frame, { [key]: undefined })).toThrow(SessionmuxError);
+      expect(() => decodeFrame(frame, others)).toThrow(SessionmuxError);
+      expect(() => decodeFrame(frame, { ...others, [key]: undefined })).toThrow(SessionmuxError);
     });
   }
 });

@@ -72,15 +72,26 @@ describe("the decoder's default limits, at their edge", () => {
     expect(bad(encodeFrame("a".repeat(64 * KiB + 1)))).toThrow(SessionmuxError);
   });
 
+  // an array of 10,000 or a map of 1,000 holds more values than a frame may by default
+  const manyValues = { maxValues: 100_000 };
+
   it("an array of 10,000 elements passes, 10,001 is bad_frame", () => {
-    expect(decodeFrame(encodeFrame(new Array(10_000).fill(1)))).toHaveLength(10_000);
-    expect(bad(encodeFrame(new Array(10_001).fill(1)))).toThrow(SessionmuxError);
+    expect(decodeFrame(encodeFrame(new Array(10_000).fill(1)), manyValues)).toHaveLength(10_000);
+    expect(() => decodeFrame(encodeFrame(new Array(10_001).fill(1)), manyValues)).toThrow(SessionmuxError);
   });
 
   it("a map of 1,000 entries passes, 1,001 is bad_frame", () => {
     const map = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
-    expect(Object.keys(decodeFrame(encodeFrame(map(1_000))) as object)).toHaveLength(1_000);
-    expect(bad(encodeFrame(map(1_001)))).toThrow(SessionmuxError);
+    expect(Object.keys(decodeFrame(encodeFrame(map(1_000)), manyValues) as object)).toHaveLength(1_000);
+    expect(() => decodeFrame(encodeFrame(map(1_001)), manyValues)).toThrow(SessionmuxError);
+  });
+
+  it("4,096 values in all pass (the frame's own map and map keys count), 4,097 are bad_frame", () => {
+    expect(Limits.maxValues).toBe(4_096); // "more than 4,096 values in all"
+    // {a: [n items]}: 3 + n values
+    const frame = (n: number) => encodeFrame({ a: new Array(n).fill(1) });
+    expect((decodeFrame(frame(4_093)) as { a: unknown[] }).a).toHaveLength(4_093);
+    expect(bad(frame(4_094))).toThrow(SessionmuxError);
   });
 
   it("32 nested arrays pass, 33 are bad_frame", () => {

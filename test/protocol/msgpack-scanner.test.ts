@@ -272,4 +272,25 @@ describe("scanMessagePack holds each limit at its edge, before reading what it a
       scan(bytes(0x93, 0x91, 0x90, 0x91, 0x90, 0x91, 0x90), { ...limits, maxArrayLength: 3 }),
     ).not.toThrow();
   });
+
+  it("values: the limit passes, one more is refused where a container announces it; keys and containers count", () => {
+    const fewValues = { maxValues: 5 };
+    // [1, {a: [2]}]: the array, 1, the map, "a", [2], 2
+    expect(() => scan(bytes(0x92, 0x01, 0x81, str("a"), 0x91, 0x02), { maxValues: 6 })).not.toThrow();
+    expect(refusal(bytes(0x92, 0x01, 0x81, str("a"), 0x91, 0x02), fewValues)).toEqual({
+      message: "more than 5 values at byte 5",
+      offset: 5,
+    });
+    // a map of 2 entries announces 4 values with itself: refused at its head, not after its entries
+    expect(refusal(bytes(0x91, 0x82, str("a"), 0x01, str("b"), 0x02), { maxValues: 5 }).message).toBe(
+      "more than 5 values at byte 1",
+    );
+    // announced, not present: refused before the items are looked for
+    expect(refusal(bytes(0x91, 0xdc, 0xff, 0xff), { maxArrayLength: 1_000_000 }).message).toBe(
+      `more than ${DEFAULT_DECODE_LIMITS.maxValues} values at byte 1`,
+    );
+    // the value limit holds across containers each within its own limit
+    const arrays = bytes(0x92, ...[0, 1].flatMap(() => [0xdc, 0x08, 0x00, ...new Array(2_048).fill(0x01)]));
+    expect(refusal(arrays).message).toBe(`more than ${DEFAULT_DECODE_LIMITS.maxValues} values at byte 2052`);
+  });
 });

@@ -9,7 +9,7 @@ interface WireFrame {
   value?: { kind?: string; events?: { seq: number }[] };
 }
 
-const LIMITS = { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000 };
+const LIMITS = { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000, maxValues: 2 ** 25 };
 
 /**
  * The host's follow promise checked on the bytes it sent, before any client repairs them: on

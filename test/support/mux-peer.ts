@@ -42,7 +42,11 @@ export interface MuxPeerOptions {
   maxPayload?: number;
 }
 
-const DECODE_LIMITS: Partial<DecodeLimits> = { maxStrBytes: 16 * 1024 * 1024, maxArrayLength: 1_000_000 };
+const DECODE_LIMITS: Partial<DecodeLimits> = {
+  maxStrBytes: 16 * 1024 * 1024,
+  maxArrayLength: 1_000_000,
+  maxValues: 2 ** 25,
+};
 
 /**
  * A raw protocol peer for tests: speaks protocol-v1 frames over a real `ws` socket and keeps every

@@ -135,7 +135,7 @@ export function hostFrames(calls: readonly TracedCall[]): TracedFrame[] {
       frames.push({
         target: call.target,
         writtenBy: call.index,
-        frame: decodeFrame(message) as TracedFrame["frame"],
+        frame: decodeFrame(message, { maxValues: 2 ** 25 }) as TracedFrame["frame"],
       });
     }
   }

@@ -30,7 +30,7 @@ interface AttackerFrame {
   error?: { code: string };
 }
 
-const PEER_LIMITS = { maxStrBytes: 16 * MIB, maxArrayLength: 1_000_000 };
+const PEER_LIMITS = { maxStrBytes: 16 * MIB, maxArrayLength: 1_000_000, maxValues: 2 ** 25 };
 
 const { peers, keep } = hostTeardown<AttackHost>();
 

@@ -23,7 +23,9 @@ class FuzzSocket {
 
   private constructor(readonly ws: WebSocket) {
     ws.on("message", (data: Buffer) => {
-      this.frames.push(decodeFrame(data, { maxStrBytes: 1 << 24, maxArrayLength: 1 << 20 }) as Answer);
+      this.frames.push(
+        decodeFrame(data, { maxStrBytes: 1 << 24, maxArrayLength: 1 << 20, maxValues: 1 << 25 }) as Answer,
+      );
       this.wake?.();
     });
     ws.on("close", (code) => {

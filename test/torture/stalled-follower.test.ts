@@ -32,7 +32,11 @@ class SeqFollower {
   ) {
     this.buffer = new Int32Array(capacity);
     ws.on("message", (data: Buffer) => {
-      const frame = decodeFrame(data, { maxArrayLength: 1 << 20, maxStrBytes: 1 << 24 }) as {
+      const frame = decodeFrame(data, {
+        maxArrayLength: 1 << 20,
+        maxStrBytes: 1 << 24,
+        maxValues: 1 << 25,
+      }) as {
         type: string;
         value?: { kind: string; events?: { seq: number }[] };
       };

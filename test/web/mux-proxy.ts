@@ -74,7 +74,7 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
       });
       upstream.on("message", (data) => {
         let bytes: Uint8Array = new Uint8Array(data as Buffer);
-        const frame = decodeFrame(bytes) as HostFrameSeen;
+        const frame = decodeFrame(bytes, { maxValues: 2 ** 25 }) as HostFrameSeen;
         if (!greeted && frame.type === "hello" && options.rewriteHello) {
           bytes = encodeFrame(options.rewriteHello(frame));
         }

@@ -5,7 +5,7 @@ import { encodeBaselineParts } from "../../../src/transport/mux/baseline-parts.j
 import { loopTurnsDuring } from "../../support/loop-turns.js";
 
 const KIB = 1024;
-const WIDE = { maxStrBytes: 2 ** 22, maxArrayLength: 1_000_000 };
+const WIDE = { maxStrBytes: 2 ** 22, maxArrayLength: 1_000_000, maxValues: 2 ** 25 };
 const ARRAYS = ["agents", "queues", "jobs", "interactions", "projections"] as const;
 
 type Part = Record<string, unknown> & { more?: true };

@@ -72,10 +72,12 @@ describe("decodeFrame: limits", () => {
     expect(decodeFrame(str32(64 * 1024))).toHaveLength(64 * 1024);
     expect(refusal(str32(64 * 1024 + 1)).code).toBe("bad_frame");
   });
+  // each above the values a frame may hold by default: the value limit is lifted to reach them
+  const manyValues = { maxValues: 100_000 };
   it("arrays up to 10,000 items pass, 10,001 is refused", () => {
     const array = (n: number) => bytes(0xdc, n >> 8, n & 0xff, ...new Array(n).fill(0x01));
-    expect(decodeFrame(array(10_000))).toHaveLength(10_000);
-    expect(refusal(array(10_001)).code).toBe("bad_frame");
+    expect(decodeFrame(array(10_000), manyValues)).toHaveLength(10_000);
+    expect(refusal(array(10_001), manyValues).code).toBe("bad_frame");
   });
   it("maps up to 1,000 entries pass, 1,001 is refused", () => {
     const map = (n: number) => {
@@ -83,8 +85,17 @@ describe("decodeFrame: limits", () => {
       for (let i = 0; i < n; i++) parts.push(...str(`k${i}`), 0x01);
       return Uint8Array.from(parts);
     };
-    expect(Object.keys(decodeFrame(map(1_000)) as object)).toHaveLength(1_000);
-    expect(refusal(map(1_001)).code).toBe("bad_frame");
+    expect(Object.keys(decodeFrame(map(1_000), manyValues) as object)).toHaveLength(1_000);
+    expect(refusal(map(1_001), manyValues).code).toBe("bad_frame");
+  });
+  it("frames of up to 4,096 values in all pass, 4,097 are refused", () => {
+    // two arrays of n fixints in one: 3 + 2n values
+    const twoArrays = (n: number) =>
+      bytes(0x92, ...[0, 1].flatMap(() => [0xdc, n >> 8, n & 0xff, ...new Array(n).fill(0x01)]));
+    expect(decodeFrame(bytes(0xdc, 0x0f, 0xff, ...new Array(4_095).fill(0x01)))).toHaveLength(4_095);
+    expect(refusal(bytes(0xdc, 0x10, 0x00, ...new Array(4_096).fill(0x01))).code).toBe("bad_frame");
+    expect(refusal(twoArrays(2_047)).code).toBe("bad_frame");
+    expect(decodeFrame(twoArrays(2_046))).toHaveLength(2);
   });
   it("binaries up to 1 MiB pass, one byte more is refused", () => {
     const bin = (n: number) => {

@@ -7,7 +7,7 @@ import { eventItemPieces } from "../../../src/transport/mux/event-item-pieces.js
 import { messagePackValueEnd } from "../../../src/transport/mux/messagepack-value-end.js";
 
 const KIB = 1024;
-const WIDE = { maxStrBytes: 2 ** 22, maxBinBytes: 2 ** 22, maxArrayLength: 100_000 };
+const WIDE = { maxStrBytes: 2 ** 22, maxBinBytes: 2 ** 22, maxArrayLength: 100_000, maxValues: 2 ** 25 };
 
 type Row = [number, number, string, Uint8Array];
 const row = (seq: number, data: unknown, type = "assistant/delta"): Row => [

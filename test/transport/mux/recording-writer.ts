@@ -36,7 +36,7 @@ export class RecordingWriter {
     }
     this.heads.push(head);
     this.bodies.push(body);
-    this.values.push(decodeFrame(body, { maxStrBytes: 16 * 1024 * 1024 }));
+    this.values.push(decodeFrame(body, { maxStrBytes: 16 * 1024 * 1024, maxValues: 2 ** 25 }));
     this.buffered += this.growth;
   }
   sendFrame(frame: { type: string; id?: number; error?: WireError }): void {
