@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { fail } from "./http-reply.js";
+import { JSON_BODY_MAX_VALUES, jsonValuesOver } from "./json-values.js";
 
 /**
  * Reads a request body up to `limit` bytes. A declared or streamed size above the limit fails
@@ -84,8 +85,12 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
   return parseJsonObject(await readBody(req, limit));
 }
 
-/** `bytes` as a JSON object; anything else is `bad_request`. */
+/** `bytes` as a JSON object; anything else, or one of more values than the bound, is `bad_request`. */
 export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
+  const max = JSON_BODY_MAX_VALUES;
+  if (jsonValuesOver(bytes, max)) {
+    throw fail("bad_request", `body holds more than ${max} JSON values`, { field: "/" });
+  }
   let value: unknown;
   try {
     value = JSON.parse(bytes.toString("utf8"));
