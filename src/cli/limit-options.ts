@@ -290,6 +290,29 @@ export function callInboxLimitsOf(values: LimitValues): CallInboxLimits {
   };
 }
 
+/**
+ * Every option of a mounted host (`createSessionmux`) the limit flags set, by its option path:
+ * `serve` builds its host from these (docs/reliability.md, "The limit flags as options of a mounted
+ * host", lists them). `callInbox` acts on PostgreSQL only.
+ */
+export function mountedLimitsOf(values: LimitValues): {
+  mux: MuxOptionsInput;
+  http: ReturnType<typeof httpLimitsOf>;
+  principals: PrincipalLimitOptions;
+  callInbox: CallInboxLimits;
+  uploadTtlMs: number;
+  maxTurnAttachmentBytes: number;
+} {
+  return {
+    mux: muxLimitsOf(values),
+    http: httpLimitsOf(values),
+    principals: principalLimitsOf(values),
+    callInbox: callInboxLimitsOf(values),
+    uploadTtlMs: values.uploadTtlMs,
+    maxTurnAttachmentBytes: values.maxTurnAttachmentBytes,
+  };
+}
+
 /** The mux options the limit flags set. */
 export function muxLimitsOf(values: LimitValues): MuxOptionsInput {
   return {

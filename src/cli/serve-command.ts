@@ -16,14 +16,7 @@ import { LONGEST_QUERY_CHECK_MS, QUERY_CHECK_MS } from "../store/postgres/pg-bac
 import { LISTEN_CHECK_MS } from "../store/postgres/pg-listen-check.js";
 import { checkTokenSpecs, parseTokenSpec, type TokenSpec } from "../transport/auth.js";
 import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
-import {
-  addLimitOptions,
-  callInboxLimitsOf,
-  httpLimitsOf,
-  type LimitValues,
-  muxLimitsOf,
-  principalLimitsOf,
-} from "./limit-options.js";
+import { addLimitOptions, type LimitValues, mountedLimitsOf } from "./limit-options.js";
 import { createLogger } from "./logger.js";
 
 interface ServeOptions extends LimitValues {
@@ -252,6 +245,7 @@ export function registerServeCommand(program: Command): void {
       keptTokenFile(located, options.dataDir, { createFolder: createFolder("dataDir") }),
     );
     const kept = "kept" in authentication ? authentication.kept : undefined;
+    const limits = mountedLimitsOf(options);
     const running = await startHost({
       tokens: authentication.tokens,
       ...("authenticate" in authentication ? { authenticate: authentication.authenticate } : {}),
@@ -264,21 +258,21 @@ export function registerServeCommand(program: Command): void {
             dbPoolSize: options.dbPoolSize,
             dbListenCheckMs: options.dbListenCheckMs,
             dbQueryCheckMs: options.dbQueryCheckMs,
-            callInbox: callInboxLimitsOf(options),
+            callInbox: limits.callInbox,
           }
         : {}),
       hostId,
       leaseTtlMs: options.leaseTtlMs,
       agent,
       idleDetachMs: options.idleDetachMs,
-      maxTurnAttachmentBytes: options.maxTurnAttachmentBytes,
+      maxTurnAttachmentBytes: limits.maxTurnAttachmentBytes,
       allowedOrigins: options.allowedOrigin,
       logger,
       processMetrics: true,
-      mux: { pingIntervalMs: options.pingIntervalMs, ...muxLimitsOf(options) },
-      http: httpLimitsOf(options),
-      uploadTtlMs: options.uploadTtlMs,
-      principals: principalLimitsOf(options),
+      mux: { pingIntervalMs: options.pingIntervalMs, ...limits.mux },
+      http: limits.http,
+      uploadTtlMs: limits.uploadTtlMs,
+      principals: limits.principals,
       ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
     });
     // one write, so a reader that stops at the console line has the whole banner
