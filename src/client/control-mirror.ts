@@ -2,7 +2,7 @@ import { Observable } from "rxjs";
 import type { ItemOf } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import { BaselineAssembly } from "./baseline-assembly.js";
-import type { SessionmuxClient } from "./client.js";
+import type { SessionmuxClientApi } from "./client.js";
 import { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
 import { RemoteError } from "./remote-errors.js";
 import { superviseStream } from "./stream-supervisor.js";
@@ -26,7 +26,7 @@ export interface ControlMirrorOptions {
  * parts refuses the field; the stream is then opened without it, the baseline in one item.
  */
 export function controlMirror(
-  client: SessionmuxClient,
+  client: SessionmuxClientApi,
   options: ControlMirrorOptions = {},
 ): Observable<ControlMirror> {
   const policy = { ...DEFAULT_BACKOFF, ...options.backoff };

@@ -1,6 +1,6 @@
 import { Observable } from "rxjs";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
-import type { SessionmuxClient } from "./client.js";
+import type { SessionmuxClientApi } from "./client.js";
 import {
   applyFollowItem,
   type FollowCursor,
@@ -29,7 +29,7 @@ export interface FollowOptions {
  * (`persistence_failure` included).
  */
 export function followSession(
-  client: SessionmuxClient,
+  client: SessionmuxClientApi,
   sessionId: string,
   options: FollowOptions = {},
 ): Observable<FollowUpdate> {

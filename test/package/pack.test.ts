@@ -302,6 +302,7 @@ describe("the packed @sessionmux/client package", () => {
       refused: "unauthorized",
       inProcess: "session_not_found",
       shared: [0, 1],
+      observables: ["caughtUp", false],
     });
   }, 300_000);
 
@@ -356,7 +357,8 @@ import {
   type TurnContext,
   type TurnOutcome,
 } from "sessionmux";
-import { createClient } from "@sessionmux/client";
+import { controlMirror, createClient, followSession } from "@sessionmux/client";
+import { filter, firstValueFrom } from "rxjs";
 import {
   ConnectionRefusedError,
   createNodeClient,
@@ -432,6 +434,12 @@ const countOnHost = async (any: HostClientApi) => (await any.list()).sessions.le
 const anotherClient = createNodeClient({ url, token: "alice-token" });
 out.shared = [await countOf(inProcess), await countOnHost(anotherClient)];
 await anotherClient.close();
+// the client package's Observables take the host's in-process client, and any SessionmuxClientApi
+const own = (await inProcess.create({ title: "in process" })).header.sessionId;
+const followed = await firstValueFrom(followSession(inProcess, own).pipe(filter((update) => update.kind === "caughtUp")));
+const viaApi: SessionmuxClientApi = inProcess;
+const mirror = await firstValueFrom(controlMirror(viaApi).pipe(filter((m) => m.generation !== undefined)));
+out.observables = [followed.kind, mirror.stale];
 out.inProcess = await inProcess
   .call("session.page", { sessionId: "nope" })
   .then(() => "answered", (error: unknown) => (error instanceof HostRemoteError ? error.code : "not a RemoteError"));
