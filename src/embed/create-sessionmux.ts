@@ -99,10 +99,13 @@ export interface SessionmuxOptions {
    * `pino({ enabled: false })` for none
    */
   logger?: Logger;
-  /** Mux limits (protocol-v1 §7), passed through. */
-  mux?: Omit<MuxOptionsInput, "logger" | "metrics">;
-  /** HTTP limits and the console folder, passed through. */
-  http?: Partial<Omit<HttpOptions, "metrics">>;
+  /**
+   * Mux limits (protocol-v1 §7), passed through; per-principal ones are `principals`
+   * (docs/reliability.md, "Limits", lists each with its `serve` flag).
+   */
+  mux?: Omit<MuxOptionsInput, "logger" | "metrics" | "principalLimits">;
+  /** HTTP limits and the console folder, passed through (the host logs on `logger`). */
+  http?: Partial<Omit<HttpOptions, "metrics" | "logger" | "uploadLedger" | "readiness">>;
   /** Node process metrics (CPU, memory, event loop lag) at `/metrics`. @default true */
   processMetrics?: boolean;
   /** How often `/readyz` checks that the database takes a write lock. @default 5000 */

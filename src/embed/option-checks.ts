@@ -111,11 +111,13 @@ const DECODE_LIMITS: Record<string, Rule> = {
 
 /**
  * The options of a group that are no number: a group's names are its numbers' and these, and any
- * other is refused (a misspelt `mux.pingIntervalMS` left the ping at its default).
+ * other is refused (a misspelt `mux.pingIntervalMS` left the ping at its default). The parts the
+ * host builds itself (the mux's `principalLimits`, the routes' `logger`, `uploadLedger` and
+ * `readiness`) are not among them: given, they were replaced without a word.
  */
 const OTHER_MEMBERS: Record<string, readonly string[]> = {
-  mux: ["decodeLimits", "principalLimits"],
-  http: ["webRoot", "logger", "uploadLedger", "readiness"],
+  mux: ["decodeLimits"],
+  http: ["webRoot"],
 };
 
 function checkGroup(group: string, values: unknown, rules: Record<string, Rule>): void {

@@ -244,6 +244,17 @@ describe("createSessionmux options", () => {
         { db, tokens, mux: { decodeLimits: { maxDepht: 4 } } },
         /^unknown option mux\.decodeLimits\.maxDepht; /,
       ],
+      // taken before and replaced by the host's own parts: the app's limits, readiness check and
+      // logger were ignored without a word (`principals`, `readinessIntervalMs`, `logger` set them)
+      [
+        { db, tokens, mux: { principalLimits: { maxSocketsPerPrincipal: 1 } } },
+        /^unknown option mux\.principalLimits; mux takes maxPayloadBytes, .*decodeLimits$/,
+      ],
+      [
+        { db, tokens, http: { readiness: () => ({ ready: false, checkedAt: 0 }), logger: console } },
+        /^unknown option http\.readiness, http\.logger; http takes maxBodyBytes, .*webRoot$/,
+      ],
+      [{ db, tokens, http: { uploadLedger: {} } }, /^unknown option http\.uploadLedger; /],
     ];
     for (const [options, message] of cases) {
       const opening = createSessionmux(options as unknown as SessionmuxOptions);
