@@ -38,9 +38,14 @@ export class CallGate {
     return this.#running;
   }
 
-  /** Runs `call` now or later; false if it was refused because too many already wait. */
+  /**
+   * Runs `call` now or later; false if it would have to wait and `maxQueued` already do. One that
+   * can start at once is never refused: checked first, `maxQueued` 0 refused every call, those
+   * that found a free slot too, where it means that none may wait.
+   */
   submit(call: () => Promise<void>): boolean {
-    if (this.#waiting.length >= this.#maxQueued) return false;
+    const startsNow = this.#waiting.length === 0 && this.#running < this.#maxInFlight && this.#canStart();
+    if (!startsNow && this.#waiting.length >= this.#maxQueued) return false;
     this.#waiting.push(call);
     this.pump();
     return true;

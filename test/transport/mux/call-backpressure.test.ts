@@ -56,6 +56,30 @@ describe("calls under backpressure (protocol-v1 §7, §9)", () => {
     expect(await peer.call("session.models")).toHaveProperty("default");
   });
 
+  it("with no call allowed to wait (maxQueuedCalls 0), a call that finds a free slot runs; one past the running is overloaded", async () => {
+    const host = keep(await startTestHost({ mux: { maxCallsInFlight: 1, maxQueuedCalls: 0 } }));
+    const peer = await connect(host);
+    peers.push(peer);
+    // one at a time, each answered before the next: none ever has to wait
+    const sessionId = await createSession(peer);
+    expect(await peer.call("session.models")).toHaveProperty("default");
+    const attachmentId = await attachmentOf(host, MIB);
+    // two in one burst: the first takes the slot, the second would wait
+    const ids = [peer.nextId(), peer.nextId()];
+    for (const id of ids)
+      peer.send({ type: "call", id, method: "session.attachment", params: { sessionId, attachmentId } });
+    const answers = await until(
+      () => {
+        const got = ids.map((id) => peer.of(id).find((f) => f.type === "result" || f.type === "error"));
+        return got.every((f) => f !== undefined) ? got : undefined;
+      },
+      20_000,
+      "both calls answered",
+    );
+    expect(answers.map((f) => f?.type)).toEqual(["result", "error"]);
+    expect(answers[1]?.error).toMatchObject({ code: "overloaded", data: { limit: 0 } });
+  });
+
   it("a socket that does not read its answers is not read either; another socket is served meanwhile", async () => {
     const host = keep(await startTestHost({ mux: { sendHighWaterBytes: 256 * 1024 } }));
     const reader = await connect(host);

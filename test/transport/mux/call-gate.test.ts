@@ -33,6 +33,26 @@ function gateOf(maxInFlight: number, maxQueued: number) {
 }
 
 describe("CallGate", () => {
+  it("with no room to wait (maxQueued 0), a call that can start now runs; one that would wait is refused", () => {
+    const { gate, state, started, finish, submit } = gateOf(1, 0);
+    state.allowed = true;
+    expect(submit(0)).toBe(true);
+    expect(started).toEqual([0]);
+    expect(submit(1)).toBe(false);
+    finish[0]!();
+    return Promise.resolve().then(() => {
+      expect(submit(2)).toBe(true);
+      expect(started).toEqual([0, 2]);
+      // a backlog above its mark: nothing can start, so nothing is taken
+      state.allowed = false;
+      finish[2]!();
+      return Promise.resolve().then(() => {
+        expect(gate.running).toBe(0);
+        expect(submit(3)).toBe(false);
+      });
+    });
+  });
+
   it("once the backlog allows, waiting calls fill every free slot, one per turn of the event loop, in arrival order", async () => {
     const { gate, state, started, finish, submit } = gateOf(3, 8);
     for (let n = 0; n < 5; n++) expect(submit(n)).toBe(true);
