@@ -5,7 +5,7 @@ import { checkedOutcome } from "./checked-outcome.js";
 
 /** What the host reports about turns; implemented by the metrics registry in transport. */
 export interface TurnMeters {
-  /** A turn's agent run ended, in `state` ("failed" also when the agent threw). */
+  /** A turn's agent run ended, in `state` ("failed" also when the agent threw; "cancelled" when what it threw was its turn's stop). */
   turnEnded(seconds: number, state: TurnOutcome["state"]): void;
   /** The first assistant or reasoning text of a turn was committed. */
   firstToken(seconds: number): void;
@@ -37,8 +37,16 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
       if (outcome.state === "failed") logger.warn({ ...where, error: outcome.error }, "agent turn failed");
       return outcome;
     } catch (err) {
-      meters.turnEnded(seconds(), "failed");
-      logger.error({ ...where, err }, "agent threw during a turn");
+      // an emit refused because the turn was stopped (cancel, shutdown, delete) ends the run as
+      // the stop does: logged as an agent that threw and counted failed, every cancel of an agent
+      // that lets that refusal through (the README's own) read as a fault
+      if (endedByStop(turn.signal, err)) {
+        meters.turnEnded(seconds(), "cancelled");
+        logger.debug({ ...where, stop: (err as Error).message }, "agent run ended by its turn's stop");
+      } else {
+        meters.turnEnded(seconds(), "failed");
+        logger.error({ ...where, err }, "agent threw during a turn");
+      }
       throw err;
     }
   };
@@ -57,4 +65,10 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
         }
       : {}),
   };
+}
+
+/** Whether `err` is the turn's stop coming back through the agent: its signal's reason, or an abort. */
+function endedByStop(signal: AbortSignal, err: unknown): boolean {
+  if (!signal.aborted) return false;
+  return err === signal.reason || (err instanceof Error && err.name === "AbortError");
 }
