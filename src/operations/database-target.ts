@@ -11,13 +11,25 @@ export const DEFAULT_PG_SCHEMA = "public";
 /** As PostgreSQL folds an unquoted identifier: lower case, digits and `_`, at most 63 bytes. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** How a refusal names the two settings: the CLI's flags, or `createSessionmux`'s options. */
+export interface DatabaseOptionNames {
+  db: string;
+  schema: string;
+}
+
+const FLAG_NAMES: DatabaseOptionNames = { db: "--db", schema: "--db-schema" };
+
 /** `--db` and `--db-schema` (the schema applies to PostgreSQL only; a SQLite file has none). */
-export function databaseTarget(db: string, schema?: string): DatabaseTarget {
+export function databaseTarget(
+  db: string,
+  schema?: string,
+  names: DatabaseOptionNames = FLAG_NAMES,
+): DatabaseTarget {
   if (!isPostgresUrl(db)) {
     if (schema !== undefined && schema !== DEFAULT_PG_SCHEMA) {
       throw new StartupError(
         "db_option_invalid",
-        `--db-schema applies to a postgres:// database only (--db ${db} is a SQLite file)`,
+        `${names.schema} applies to a postgres:// database only (${names.db} ${db} is a SQLite file)`,
       );
     }
     return { kind: "sqlite", path: db };
@@ -26,21 +38,25 @@ export function databaseTarget(db: string, schema?: string): DatabaseTarget {
   try {
     parsed = new URL(db);
   } catch (err) {
-    throw new StartupError("db_option_invalid", `--db is not a valid PostgreSQL URL: ${redactUrl(db)}`, {
-      cause: err,
-    });
+    throw new StartupError(
+      "db_option_invalid",
+      `${names.db} is not a valid PostgreSQL URL: ${redactUrl(db)}`,
+      {
+        cause: err,
+      },
+    );
   }
   if (parsed.pathname.length <= 1) {
     throw new StartupError(
       "db_option_invalid",
-      `--db ${redactUrl(db)} names no database; add it, e.g. postgres://user@host:5432/sessionmux`,
+      `${names.db} ${redactUrl(db)} names no database; add it, e.g. postgres://user@host:5432/sessionmux`,
     );
   }
   const name = schema ?? DEFAULT_PG_SCHEMA;
   if (!SCHEMA_NAME.test(name)) {
     throw new StartupError(
       "db_option_invalid",
-      `--db-schema ${JSON.stringify(name)} is not a schema name (lower case letters, digits and _, at most 63)`,
+      `${names.schema} ${JSON.stringify(name)} is not a schema name (lower case letters, digits and _, at most 63)`,
     );
   }
   return { kind: "postgres", url: db, schema: name };

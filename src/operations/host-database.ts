@@ -101,7 +101,8 @@ function pgRefusedWrite(err: unknown): boolean {
 
 /** Opens (creating and migrating when missing) the store `db` names: a file path or a postgres:// URL. */
 export async function openHostDatabase(options: HostDatabaseOptions): Promise<HostDatabase> {
-  const target = databaseTarget(options.db, options.schema);
+  // named as createSessionmux takes them: `serve` checked its flags before, naming those
+  const target = databaseTarget(options.db, options.schema, { db: "db", schema: "dbSchema" });
   if (target.kind === "sqlite") return openSqlite(target.path, options);
   let store: PostgresSessionStore | undefined;
   let inbox: PgCallInbox | undefined;

@@ -168,6 +168,37 @@ describe("createSessionmux options", () => {
     expect(existsSync(db)).toBe(true);
   });
 
+  it("names createSessionmux's options, not serve's flags, when it refuses the database it is given", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("sessions.db");
+    const tokens = [{ name: "app", secret: "app-secret", admin: false }];
+    const cases: [Record<string, unknown>, string][] = [
+      [
+        { db, tokens, dbSchema: "chat" },
+        `dbSchema applies to a postgres:// database only (db ${db} is a SQLite file)`,
+      ],
+      [
+        { db: "postgres://app@127.0.0.1:1/", tokens },
+        "db postgres://app@127.0.0.1:1/ names no database; add it, e.g. postgres://user@host:5432/sessionmux",
+      ],
+      [
+        { db: "postgres://app@127.0.0.1:1/chat", dbSchema: "Chat", tokens },
+        'dbSchema "Chat" is not a schema name (lower case letters, digits and _, at most 63)',
+      ],
+    ];
+    for (const [options, message] of cases) {
+      const opening = createSessionmux(options as unknown as SessionmuxOptions);
+      opening.then((mux) => cleanups.push(() => mux.close())).catch(() => undefined);
+      await expect(opening).rejects.toMatchObject({
+        name: "StartupError",
+        code: "db_option_invalid",
+        message,
+      });
+      expect(existsSync(db)).toBe(false);
+    }
+  });
+
   it("refuses an option of an unknown name or the wrong kind, naming it, before opening the database", async () => {
     const dir = tempDir();
     cleanups.push(() => dir.remove());
