@@ -112,7 +112,7 @@ export interface SessionmuxOptions {
   readinessIntervalMs?: number;
   /** A token that reads `/metrics` and nothing else (admin tokens read it too). */
   metricsToken?: string;
-  /** Sockets and session creations per principal (docs/reliability.md, "Limits"). */
+  /** Sockets, session creations, live sessions and stored bytes per principal (docs/reliability.md, "Limits"). */
   principals?: Partial<PrincipalLimitOptions>;
   /** @default 1 hour — uploads no prompt references by then are deleted. */
   uploadTtlMs?: number;
