@@ -8,6 +8,7 @@ import { searchTerms } from "./postgres/pg-search-terms.js";
 import { publicProjection } from "./projection.js";
 import type { ReadCache } from "./read-cache.js";
 import { toFtsQuery } from "./search-query.js";
+import { ranksMatches } from "./search-rank-budget.js";
 import { searchTooBroad } from "./search-too-broad.js";
 import { headerOf, type SessionState, type SessionStateRow, stateFromRow } from "./session-state.js";
 import type {
@@ -171,18 +172,24 @@ export class SqliteReads {
    * as much per match as the rest of the search together. With an `owner`, only its matches count
    * and are ranked: what others hold changes nothing of what it may search. FTS5 knows no owner,
    * so others' matches between the owner's first and last indexed message are still read past,
-   * not ranked. With a read thread, all of it runs there, off the event loop (see
-   * `SqliteReadThread`).
+   * not ranked. Matches whose text passes the ranked text's budget for the query's words
+   * (`ranksMatches`) come newest first, unranked. With a read thread, all of it runs there, off the
+   * event loop (see `SqliteReadThread`).
    */
   async search(query: string, limit: number, owner?: string): Promise<SearchHit[]> {
     const match = toFtsQuery(query);
     if (match === null) return [];
-    const terms = JSON.stringify(searchTerms(query));
+    const words = searchTerms(query);
+    const terms = JSON.stringify(words);
     const bound = Limits.maxSearchMatches + 1;
     if (owner === undefined) {
-      const matches = await this.runRead<number>(this.statements.searchMatches, "pluck", [match, bound]);
+      const { matches, bytes } = await this.runRead<Matched>(this.statements.searchMatches, "get", [
+        match,
+        bound,
+      ]);
       if (matches > Limits.maxSearchMatches) throw searchTooBroad();
-      return this.runRead<SearchHit[]>(this.statements.search, "all", [terms, match, limit]);
+      const statement = ranksMatches(bytes, words) ? this.statements.search : this.statements.searchNewest;
+      return this.runRead<SearchHit[]>(statement, "all", [terms, match, limit]);
     }
     const { lo, hi } = await this.runRead<{ lo: number | null; hi: number | null }>(
       this.statements.searchOwnedRange,
@@ -190,7 +197,7 @@ export class SqliteReads {
       [owner],
     );
     if (lo === null || hi === null) return [];
-    const matches = await this.runRead<number>(this.statements.searchMatchesOwned, "pluck", [
+    const { matches, bytes } = await this.runRead<Matched>(this.statements.searchMatchesOwned, "get", [
       match,
       lo,
       hi,
@@ -198,14 +205,10 @@ export class SqliteReads {
       bound,
     ]);
     if (matches > Limits.maxSearchMatches) throw searchTooBroad();
-    return this.runRead<SearchHit[]>(this.statements.searchOwned, "all", [
-      terms,
-      match,
-      lo,
-      hi,
-      owner,
-      limit,
-    ]);
+    const statement = ranksMatches(bytes, words)
+      ? this.statements.searchOwned
+      : this.statements.searchOwnedNewest;
+    return this.runRead<SearchHit[]>(statement, "all", [terms, match, lo, hi, owner, limit]);
   }
 
   /** On the read thread when the store has one, else here. */
@@ -249,6 +252,8 @@ export class SqliteReads {
 }
 
 type SearchHit = { sessionId: string; seq: number; snippet: string };
+/** A search's matches up to the bound, and the UTF-8 bytes of their text. */
+type Matched = { matches: number; bytes: number };
 
 /**
  * The rows of a page or a log read up to the one whose data reaches `Limits.eventItemBytes`

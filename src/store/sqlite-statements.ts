@@ -189,9 +189,13 @@ const SQL = {
          WHERE p.session_id = q.session_id)
        ORDER BY q.session_id LIMIT ?`,
   deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
-  /** Matches up to the bound (`LIMIT`): a search ranks them only when they are no more than it. */
-  searchMatches: `SELECT count(*) FROM (SELECT 1 FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
-       CROSS JOIN projections p ON p.log_key = d.session_id WHERE search_fts MATCH ? LIMIT ?)`,
+  // Matches up to the bound (`LIMIT`), and the UTF-8 bytes of their text: a search ranks them only
+  // when they are no more than it, and within the ranked text's budget (`ranksMatches`). The bytes
+  // are the length FTS5's content table records for each (`octet_length` of a column reads no text).
+  searchMatches: `SELECT count(*) AS matches, coalesce(sum(octet_length(c.c0)), 0) AS bytes
+       FROM (SELECT search_fts.rowid AS id FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+         CROSS JOIN projections p ON p.log_key = d.session_id WHERE search_fts MATCH ? LIMIT ?) m
+       CROSS JOIN search_fts_content c ON c.id = m.id`,
   // An owner's search reads the index only between its first and last indexed message (FTS5 seeks
   // to a rowid range), its sessions found by their projections (every live session has one); no
   // row: it has none, and nothing to find. The index is read first (CROSS JOIN keeps that order):
@@ -200,10 +204,12 @@ const SQL = {
   searchOwnedRange: `SELECT min((SELECT min(id) FROM search_docs WHERE session_id = p.log_key)) AS lo,
        max((SELECT max(id) FROM search_docs WHERE session_id = p.log_key)) AS hi
        FROM projections p WHERE p.owner = ?`,
-  /** The owner's matches up to the bound: other principals' are passed over, not counted. */
-  searchMatchesOwned: `SELECT count(*) FROM (SELECT 1 FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
-       CROSS JOIN projections p ON p.log_key = d.session_id
-       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ? LIMIT ?)`,
+  /** The owner's matches up to the bound, and their bytes: other principals' are passed over, not counted. */
+  searchMatchesOwned: `SELECT count(*) AS matches, coalesce(sum(octet_length(c.c0)), 0) AS bytes
+       FROM (SELECT search_fts.rowid AS id FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+         CROSS JOIN projections p ON p.log_key = d.session_id
+         WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ? LIMIT ?) m
+       CROSS JOIN search_fts_content c ON c.id = m.id`,
   // search rows are stored under the log's key: one a clear or a delete left to the purger has no
   // projection, and is never found; the snippet by `search_snippet` (see `registerSearchSnippet`),
   // of the hits returned only
@@ -217,6 +223,16 @@ const SQL = {
        CROSS JOIN projections p ON p.log_key = d.session_id
        WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ?
        ORDER BY bm25(search_fts), d.id LIMIT ?`,
+  // past the ranked text's budget: newest first, in the index's own order, nothing ranked
+  searchNewest: `SELECT p.session_id AS sessionId, d.seq AS seq, search_snippet(search_fts.text, ?) AS snippet
+       FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+       CROSS JOIN projections p ON p.log_key = d.session_id
+       WHERE search_fts MATCH ? ORDER BY search_fts.rowid DESC LIMIT ?`,
+  searchOwnedNewest: `SELECT p.session_id AS sessionId, d.seq AS seq, search_snippet(search_fts.text, ?) AS snippet
+       FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid
+       CROSS JOIN projections p ON p.log_key = d.session_id
+       WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ? AND p.owner = ?
+       ORDER BY search_fts.rowid DESC LIMIT ?`,
 } as const;
 
 /** Statements that return their single column as a plain value. */
@@ -243,8 +259,6 @@ const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "tailDataBytes",
   "sessionAttachmentBytes",
   "prefixDataLengths",
-  "searchMatches",
-  "searchMatchesOwned",
 ] as const);
 
 /** Statements that return rows as arrays, skipping an object per row on hot paths. */

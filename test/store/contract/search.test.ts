@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
 import { Limits, SessionmuxError } from "../../../protocol/index.js";
 import { SEARCH_CHUNK_UNITS } from "../../../src/store/postgres/pg-search-chunks.js";
+import { RANKED_TEXT_BUDGET } from "../../../src/store/search-rank-budget.js";
 import { UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import { delta, turnEnd, turnStart, userMessage } from "../open-store.js";
 import { describeContract, type Opener, storeFixture } from "./backends.js";
@@ -208,6 +209,52 @@ describeContract("search", (backend) => {
     expect(await store.search("otter", 1, "alice")).toEqual([
       { sessionId: "r", seq: 3, snippet: "**otter** **otter** **otter**" },
     ]);
+  });
+
+  it("gives matches whose text passes the ranked text's budget newest first, and ranks a principal's own within it", async () => {
+    const { store } = await open();
+    const words = Array.from({ length: 32 }, (_, i) => `kw${i}q`);
+    const query = words.join(" ");
+    // mallory's messages come first, each holding every word once in 16,000 characters: together
+    // past what a search of the 32 words ranks
+    await store.create({ sessionId: "m", owner: "mallory", model: "m" });
+    const filler = `${words.join(" ")} ${"lorem ".repeat(3000)}`.slice(0, 16_000);
+    const fillers = Math.ceil(RANKED_TEXT_BUDGET / words.length / filler.length) + 1;
+    for (let written = 0; written < fillers; written += 50) {
+      await store.append(
+        "m",
+        Array.from({ length: Math.min(50, fillers - written) }, (_, i) =>
+          userMessage(filler, `f${written + i}`),
+        ),
+      );
+    }
+    // then alice's: one dense with the words, ranked first, then a newer one holding each once
+    await store.create({ sessionId: "a", owner: "alice", model: "m" });
+    await store.append("a", [
+      userMessage(`${query} ${query} ${query}`, "dense"),
+      userMessage(`${query} ${"ipsum ".repeat(300)}`, "sparse"),
+    ]);
+    const found = async (owner?: string) =>
+      (await store.search(query, 3, owner)).map((hit) => `${hit.sessionId}:${hit.seq}`);
+    // alice's matches are within the budget: ranked, the dense one first
+    expect(await found("alice")).toEqual(["a:2", "a:3"]);
+    // an admin's search would rank every match: newest first, none ranked
+    expect(await found()).toEqual(["a:3", "a:2", `m:${fillers + 1}`]);
+    // and so is mallory's, her own matches past the budget
+    expect(await found("mallory")).toEqual([`m:${fillers + 1}`, `m:${fillers}`, `m:${fillers - 1}`]);
+    // one word of them: within the budget again, ranked
+    expect((await store.search(words[0]!, 1))[0]).toMatchObject({ sessionId: "a", seq: 2 });
+  });
+
+  it("ranks a message by how often it holds the words, not by how near they stand", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: "n", owner: "alice", model: "m" });
+    const gap = "river ".repeat(40);
+    await store.append("n", [
+      userMessage(`heron egret ${gap}${gap}${gap}`, "near"),
+      userMessage(`heron ${gap}egret ${gap}heron ${gap}egret`, "often"),
+    ]);
+    expect((await store.search("heron egret", 10)).map((hit) => hit.seq)).toEqual([3, 2]);
   });
 
   it("filters by owner", async () => {
