@@ -19,7 +19,15 @@ export interface DownloadOptions {
   signal?: AbortSignal;
   /** Called after each piece with the bytes received so far and the attachment's size. */
   onProgress?: (received: number, size: number) => void;
+  /**
+   * The largest attachment read: a host naming a larger size fails the download with
+   * `payload_too_large` before a byte is kept. @default 64 MiB (a principal's upload quota)
+   */
+  maxBytes?: number;
 }
+
+/** The default of `DownloadOptions.maxBytes`. */
+export const DEFAULT_MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;
 
 export type Attachment = ResultOf<"session.attachment">;
 type Head = Extract<DownloadItem, { kind: "head" }>;
@@ -91,6 +99,19 @@ export function downloadAttachment(
                       "invalid_host_frame",
                       `the host sent session.download a size of ${item.size}; the client cannot read it`,
                       { data: { method: "session.download" } },
+                    ),
+                  );
+                }
+                // the body grows to the size named as bytes arrive: a size past the bound is refused
+                const max = options.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
+                if (item.size > max) {
+                  return fail(
+                    new SessionmuxError(
+                      "payload_too_large",
+                      `session.download: ${item.size} bytes, past maxBytes`,
+                      {
+                        data: { method: "session.download", maxBytes: max, size: item.size },
+                      },
                     ),
                   );
                 }

@@ -258,12 +258,44 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     let received = 0;
     const stop = new AbortController();
     const pending = client
-      .download("s", "a", { signal: stop.signal, onProgress: (n) => (received = n) })
+      .download("s", "a", {
+        signal: stop.signal,
+        onProgress: (n) => (received = n),
+        maxBytes: 4 * 1024 * MIB,
+      })
       .catch((error: unknown) => error);
     await vi.waitFor(() => expect(received).toBe(4));
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * MIB);
     stop.abort();
     expect(await pending).toMatchObject({ code: "aborted" });
+  });
+
+  it("a head naming more than maxBytes fails payload_too_large before a byte is kept; one within it is read", async () => {
+    // Before, the body grew to whatever size the head named as bytes arrived: a host naming 3 GiB
+    // and sending on made the client hold all it sent.
+    const sizes = [3 * 1024 * MIB, 2 * MIB + 1, 2 * MIB];
+    const p = await peer({
+      onOpen: (conn, f) => {
+        const send = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        const size = sizes.shift()!;
+        send({ kind: "head", name: "a", type: "x/y", size });
+        for (let offset = 0; offset < Math.min(size, 8 * MIB); offset += MIB)
+          send({ kind: "bytes", offset, bytes: new Uint8Array(Math.min(MIB, size - offset)) });
+        conn.send({ type: "end", id: f.id });
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    let received = 0;
+    await expect(client.download("s", "a", { onProgress: (n) => (received = n) })).rejects.toMatchObject({
+      code: "payload_too_large",
+      data: { method: "session.download", maxBytes: 64 * MIB, size: 3 * 1024 * MIB },
+    });
+    expect(received).toBe(0);
+    await expect(client.download("s", "a", { maxBytes: 2 * MIB })).rejects.toMatchObject({
+      code: "payload_too_large",
+      data: { maxBytes: 2 * MIB, size: 2 * MIB + 1 },
+    });
+    expect((await client.download("s", "a", { maxBytes: 2 * MIB })).size).toBe(2 * MIB);
   });
 
   it("an attachment larger than one host message is whole once read", async () => {
