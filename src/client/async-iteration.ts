@@ -7,29 +7,50 @@ export interface IterateOptions {
   signal?: AbortSignal;
   /** Values allowed to wait for a slow loop body; one more ends it with `slow_consumer`. @default 10_000 */
   maxBuffered?: number;
+  /**
+   * What the values waiting for a slow loop body may weigh (a follow's events by the characters
+   * of their JSON; a control mirror's values share what did not change, and are counted only);
+   * past it the loop ends with `slow_consumer`. @default 64 MiB
+   */
+  maxBufferedBytes?: number;
 }
 
 /** The default of `IterateOptions.maxBuffered`. */
 export const DEFAULT_MAX_BUFFERED = 10_000;
 
+/** How much a buffered value weighs against `maxBufferedBytes`. */
+export type Weigh<T> = (value: T) => number;
+
 /** An Observable that can also be read with `for await`. */
 export type LiveStream<T> = Observable<T> & AsyncIterable<T>;
 
 /** Makes `source` readable with `for await` as well; each loop subscribes on its own. */
-export function liveStream<T>(source: Observable<T>, options: IterateOptions = {}): LiveStream<T> {
-  return Object.assign(source, { [Symbol.asyncIterator]: () => iterate(source, options) });
+export function liveStream<T>(
+  source: Observable<T>,
+  options: IterateOptions = {},
+  weigh?: Weigh<T>,
+): LiveStream<T> {
+  return Object.assign(source, { [Symbol.asyncIterator]: () => iterate(source, options, weigh) });
 }
 
 /**
  * Reads an Observable as an async iterator: subscribes at once, buffers what arrives while the
- * loop body runs (bounded by `maxBuffered`), rethrows the Observable's error, ends on complete,
- * and unsubscribes when the loop exits early (`break`, `return`, a throw). Calls of `next()` made
+ * loop body runs (bounded by `maxBuffered`, and by `maxBufferedBytes` of what `weigh` gives),
+ * rethrows the Observable's error, ends on complete, and unsubscribes when the loop exits early (`break`, `return`, a throw). Calls of `next()` made
  * before an answer are answered in call order, as an async generator's are; the error reaches
  * one of them, and every later one is done.
  */
-export function iterate<T>(source: Observable<T>, options: IterateOptions = {}): AsyncIterableIterator<T> {
+export function iterate<T>(
+  source: Observable<T>,
+  options: IterateOptions = {},
+  weigh: Weigh<T> = () => 0,
+): AsyncIterableIterator<T> {
   const max = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
+  const maxBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024;
   const buffer: T[] = [];
+  /** What each buffered value weighs, in `buffer`'s order, and their sum. */
+  const weights: number[] = [];
+  let bytes = 0;
   /** `next()` calls waiting for a value, oldest first; only while `buffer` is empty. */
   const waiters: { resolve(r: IteratorResult<T>): void; reject(e: unknown): void }[] = [];
   let ended: { error: unknown } | "complete" | undefined;
@@ -62,18 +83,23 @@ export function iterate<T>(source: Observable<T>, options: IterateOptions = {}):
       next: (value) => {
         if (ended) return;
         const w = waiters.shift();
-        if (w) w.resolve({ value, done: false });
-        else if (buffer.length >= max) {
+        if (w) return w.resolve({ value, done: false });
+        const weight = weigh(value);
+        // which bound the value would pass: the count's ("") or the weight's ("Bytes")
+        const over = buffer.length >= max ? "" : bytes + weight > maxBytes ? "Bytes" : undefined;
+        if (over !== undefined) {
           end({
             error: new SessionmuxError(
               "slow_consumer",
-              `the loop fell ${max} values behind; raise maxBuffered or read faster`,
-              {
-                data: { maxBuffered: max },
-              },
+              `the loop fell ${over ? `${bytes + weight} bytes` : `${max} values`} behind; raise maxBuffered${over} or read faster`,
+              { data: { maxBuffered: max, maxBufferedBytes: maxBytes } },
             ),
           });
-        } else buffer.push(value);
+        } else {
+          buffer.push(value);
+          weights.push(weight);
+          bytes += weight;
+        }
       },
       error: (error: unknown) => end({ error }),
       complete: () => end("complete"),
@@ -83,7 +109,10 @@ export function iterate<T>(source: Observable<T>, options: IterateOptions = {}):
 
   return {
     next(): Promise<IteratorResult<T>> {
-      if (buffer.length > 0) return Promise.resolve({ value: buffer.shift() as T, done: false });
+      if (buffer.length > 0) {
+        bytes -= weights.shift() as number;
+        return Promise.resolve({ value: buffer.shift() as T, done: false });
+      }
       if (ended === "complete") return Promise.resolve({ value: undefined, done: true });
       if (ended) {
         const { error } = ended;
@@ -95,7 +124,7 @@ export function iterate<T>(source: Observable<T>, options: IterateOptions = {}):
       });
     },
     return(): Promise<IteratorResult<T>> {
-      buffer.length = 0;
+      buffer.length = weights.length = bytes = 0;
       end("complete");
       return Promise.resolve({ value: undefined, done: true });
     },

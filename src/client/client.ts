@@ -251,7 +251,10 @@ export class SessionmuxClient {
    * can also be read with `for await (const update of client.follow(id))`.
    */
   follow(sessionId: string, options: FollowOptions & IterateOptions = {}): LiveStream<FollowUpdate> {
-    return liveStream(followSession(this, sessionId, options), options);
+    // a buffered update weighs its events' JSON: each one a host sends may hold up to its 1 MiB
+    return liveStream(followSession(this, sessionId, options), options, (update) =>
+      update.kind === "events" ? JSON.stringify(update.events).length : 0,
+    );
   }
 
   /** `controlMirror` as a method: the live-state mirror, as an Observable that can also be read with `for await`. */
