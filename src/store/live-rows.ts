@@ -154,11 +154,11 @@ export class LiveRows {
   }
 
   /** Keeps interaction rows in step with the events just inserted into the log. */
-  afterEvent(batch: WriteBatch, owner: string, sessionId: string, event: SessionEvent): void {
+  afterEvent(batch: WriteBatch, owner: string, sessionId: string, logKey: string, event: SessionEvent): void {
     if (event.type === "interaction/requested") {
       const { interaction, body } = requestedInteraction(sessionId, event);
       const { interactionId, turnId, kind } = interaction;
-      const row = [interactionId, sessionId, turnId, kind, body, event.at];
+      const row = [interactionId, sessionId, turnId, kind, body, event.at, logKey];
       // a fork copies its source's events: the interaction stays the source's, never a second one
       if (this.statements.insertInteraction.run(...row).changes === 0) return;
       batch.notifyLive({ kind: "interaction.requested", owner, interaction });
@@ -179,7 +179,10 @@ export class LiveRows {
     }
   }
 
-  /** Everything of a deleted session goes with its log; watchers learn it from the notices. */
+  /**
+   * Everything of a deleted session goes with its log, its settled interactions with the purger
+   * (found by no read from here on); watchers learn it from the notices.
+   */
   forget(batch: WriteBatch, sessionId: string, owner: string): void {
     const pending = this.statements.pendingInteractionIds.all(sessionId) as string[];
     for (const interactionId of pending)
@@ -187,7 +190,7 @@ export class LiveRows {
     if ((this.statements.queueCount.get(sessionId) as number) > 0)
       batch.notifyLive({ kind: "queue", sessionId, owner, items: [] });
     this.statements.deleteQueue.run(sessionId);
-    this.statements.deleteInteractions.run(sessionId);
+    this.statements.deletePendingInteractions.run(sessionId);
     this.statements.deleteJobs.run(sessionId);
     this.statements.deleteLease.run(sessionId);
   }

@@ -143,7 +143,7 @@ export class LogWriter {
         // indexing a turn at its end reads the turn's events back
         if (event.type === "turn/end") this.eventRows.flush();
         this.afterInsert(state, event);
-        this.liveRows.afterEvent(batch, state.owner, state.sessionId, event);
+        this.liveRows.afterEvent(batch, state.owner, state.sessionId, state.logKey, event);
         stored.push(event);
       }
       this.eventRows.flush();
@@ -196,8 +196,9 @@ export class LogWriter {
     state.logKey = `${state.sessionId}:${epoch}`;
     state.dataBytes = 0;
     this.statements.moveLog.run(state.logKey, state.sessionId);
-    // a clear is refused while a turn is open, so only settled interactions go; the queue stays
-    this.statements.deleteInteractions.run(state.sessionId);
+    // a clear is refused while a turn is open, so its interactions are settled: they stay under the
+    // old key for the purger, found by no read (migration 12); the queue stays
+    this.statements.deletePendingInteractions.run(state.sessionId);
     const base: ProjectionBase = {
       ...state.base,
       epoch,
@@ -221,8 +222,9 @@ export class LogWriter {
   }
 
   /**
-   * Removes the session and writes its tombstone. Its log, search rows and attachments are left to
-   * the purger (see `resetEpoch`); their bytes leave the owner's usage here.
+   * Removes the session and writes its tombstone. Its log, search rows, settled interactions, prompt
+   * keys and attachments are left to the purger (see `resetEpoch`); their bytes leave the owner's
+   * usage here.
    */
   retire(batch: WriteBatch, state: SessionState, at: number): void {
     const { sessionId, owner } = state;
@@ -231,7 +233,6 @@ export class LogWriter {
     batch.ownerDataBytes.add(owner, -(this.statements.sessionAttachmentBytes.get(sessionId) as number));
     this.statements.deleteProjection.run(sessionId);
     this.statements.deleteSession.run(sessionId);
-    this.statements.deletePrompts.run(sessionId);
     this.statements.deleteDismissals.run(sessionId);
     this.statements.insertTombstone.run(sessionId, at);
     this.cache.set(sessionId, "retired");

@@ -272,6 +272,19 @@ const MIGRATIONS: readonly string[] = [
     UPDATE owner_usage SET stored_bytes = stored_bytes - old.size WHERE owner = old.owner;
   END;
   `,
+  // 12: nor does a clear or a delete delete a session's interactions or prompt keys: a session may
+  // hold hundreds of thousands, and their delete held the writer (and the event loop) for seconds.
+  // An interaction is stored with the key of the log it was asked in, \`log_key\`, and is found only
+  // while its session's log is under that key; a clear leaves the old epoch's (all settled: a clear
+  // is refused while a turn is open) and a delete its session's settled ones to the purger, which
+  // finds them by that key. A deleted session's prompt keys wait for it too, found by
+  // \`purges.session_id\`: its id is never created again (its tombstone). Every interaction stored
+  // before belongs to its session's current log (a clear or a delete deleted them till now).
+  `
+  ALTER TABLE interactions ADD COLUMN log_key TEXT;
+  UPDATE interactions SET log_key = (SELECT p.log_key FROM projections p WHERE p.session_id = interactions.session_id);
+  CREATE INDEX interactions_by_log_key ON interactions (log_key);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

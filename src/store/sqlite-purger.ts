@@ -24,8 +24,9 @@ export const DEFAULT_PURGE_STEP: PurgeStep = { rows: 256, bytes: 256 * 1024 };
 const SEARCH_BYTES_SHARE = 16;
 
 /**
- * Deletes what clears and deletes left behind (the `purges` table, migration 11): the events and
- * search rows stored under an abandoned log key, and a deleted session's attachments. Each step
+ * Deletes what clears and deletes left behind (the `purges` table, migration 11): the events,
+ * search rows and interactions stored under an abandoned log key (migration 12), and a deleted
+ * session's prompt keys and attachments. Each step
  * is one bounded write in the store's group commit, so it shares a transaction with whatever
  * else is queued and never holds the writer or the event loop for long; steps follow one per
  * event-loop turn until nothing is left. A purge row goes last, in the step that finds nothing
@@ -39,6 +40,10 @@ export class SqlitePurger {
   readonly #searchDocs: Database.Statement;
   readonly #deleteSearchText: Database.Statement;
   readonly #deleteSearchDoc: Database.Statement;
+  readonly #interactionLengths: Database.Statement;
+  readonly #deleteInteractionsThrough: Database.Statement;
+  readonly #promptLengths: Database.Statement;
+  readonly #deletePromptsThrough: Database.Statement;
   readonly #chunks: Database.Statement;
   readonly #deleteChunk: Database.Statement;
   readonly #deleteAttachments: Database.Statement;
@@ -71,6 +76,24 @@ export class SqlitePurger {
       .raw();
     this.#deleteSearchText = db.prepare("DELETE FROM search_fts WHERE rowid = ?");
     this.#deleteSearchDoc = db.prepare("DELETE FROM search_docs WHERE id = ?");
+    // interactions_by_log_key holds the primary key too: both read in the key's order
+    this.#interactionLengths = db
+      .prepare(
+        `SELECT interaction_id, length(body) + coalesce(length(resolution), 0) FROM interactions
+         WHERE log_key = ? ORDER BY interaction_id LIMIT ?`,
+      )
+      .raw();
+    this.#deleteInteractionsThrough = db.prepare(
+      "DELETE FROM interactions WHERE log_key = ? AND interaction_id <= ?",
+    );
+    this.#promptLengths = db
+      .prepare(
+        "SELECT client_message_id, length(record) FROM prompt_keys WHERE session_id = ? ORDER BY client_message_id LIMIT ?",
+      )
+      .raw();
+    this.#deletePromptsThrough = db.prepare(
+      "DELETE FROM prompt_keys WHERE session_id = ? AND client_message_id <= ?",
+    );
     this.#chunks = db
       .prepare(
         `SELECT c.rowid FROM attachments a JOIN attachment_chunks c ON c.attachment_id = a.attachment_id
@@ -108,24 +131,34 @@ export class SqlitePurger {
       if (!purge) return false;
       const { log_key: key, session_id: sessionId } = purge;
       if (this.#events(key) || this.#search(key)) return true;
-      if (sessionId !== null && this.#attachments(sessionId)) return true;
+      if (this.#through(this.#interactionLengths, this.#deleteInteractionsThrough, key)) return true;
+      if (sessionId !== null) {
+        if (this.#through(this.#promptLengths, this.#deletePromptsThrough, sessionId)) return true;
+        if (this.#attachments(sessionId)) return true;
+      }
       this.#deletePurge.run(key);
       return true;
     };
   }
 
   #events(key: string): boolean {
+    return this.#through(this.#eventLengths, this.#deleteEventsThrough, key);
+  }
+
+  /**
+   * Deletes the first rows under `key` in the order `lengths` reads them (each row's second column
+   * its data's length), up to the step's rows or bytes, through the last one read.
+   */
+  #through(lengths: Database.Statement, deleteThrough: Database.Statement, key: string): boolean {
     let bytes = 0;
-    let last: number | undefined;
-    for (const [seq, length] of this.#eventLengths.iterate(key, this.#step.rows) as Iterable<
-      [number, number]
-    >) {
-      last = seq;
+    let last: number | string | undefined;
+    for (const [id, length] of lengths.iterate(key, this.#step.rows) as Iterable<[number | string, number]>) {
+      last = id;
       bytes += length;
       if (bytes >= this.#step.bytes) break;
     }
     if (last === undefined) return false;
-    this.#deleteEventsThrough.run(key, last);
+    deleteThrough.run(key, last);
     return true;
   }
 

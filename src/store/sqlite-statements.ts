@@ -105,9 +105,10 @@ const SQL = {
         WHERE NOT EXISTS (SELECT 1 FROM purges WHERE session_id = a.session_id)
     ) GROUP BY owner`,
   insertTombstone: "INSERT OR IGNORE INTO tombstones (session_id, deleted_at) VALUES (?, ?)",
-  findPrompt: "SELECT record FROM prompt_keys WHERE session_id = ? AND client_message_id = ?",
+  // a deleted session's keys wait for the purger (its id is never created again): found by no read
+  findPrompt: `SELECT k.record FROM prompt_keys k WHERE k.session_id = ? AND k.client_message_id = ?
+       AND EXISTS (SELECT 1 FROM projections p WHERE p.session_id = k.session_id)`,
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",
-  deletePrompts: "DELETE FROM prompt_keys WHERE session_id = ?",
   deleteDismissals: "DELETE FROM dismissals WHERE session_id = ?",
   linkAttachment: "UPDATE attachments SET session_id = ? WHERE attachment_id = ? AND session_id IS NULL",
   insertSearchDoc: "INSERT INTO search_docs (session_id, seq) VALUES (?, ?)",
@@ -130,14 +131,16 @@ const SQL = {
   deleteQueueItem: "DELETE FROM queue_items WHERE session_id = ? AND item_id = ?",
   deleteQueue: "DELETE FROM queue_items WHERE session_id = ?",
   updatePrompt: "UPDATE prompt_keys SET record = ? WHERE session_id = ? AND client_message_id = ?",
-  insertInteraction: `INSERT OR IGNORE INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state)
-       VALUES (?, ?, ?, ?, ?, ?, 'pending')`,
+  insertInteraction: `INSERT OR IGNORE INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state, log_key)
+       VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
+  // an interaction is found while its session's log is the one it was asked in: a cleared epoch's
+  // and a deleted session's wait for the purger (migration 12)
   interactionRow: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
-              i.resolution, s.owner
-       FROM interactions i JOIN sessions s ON s.session_id = i.session_id WHERE i.interaction_id = ?`,
+              i.resolution, p.owner
+       FROM interactions i JOIN projections p ON p.log_key = i.log_key WHERE i.interaction_id = ?`,
   turnInteractionRows: `SELECT i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
-              i.resolution, s.owner
-       FROM interactions i JOIN sessions s ON s.session_id = i.session_id
+              i.resolution, p.owner
+       FROM interactions i JOIN projections p ON p.log_key = i.log_key
        WHERE i.session_id = ? AND i.turn_id = ? ORDER BY i.requested_at, i.interaction_id`,
   resolveInteraction: `UPDATE interactions SET state = 'resolved', resolution = ?, resolved_at = ?
        WHERE interaction_id = ? AND state = 'pending'`,
@@ -188,7 +191,8 @@ const SQL = {
          ON i.session_id = p.session_id AND i.turn_id = p.open_turn_id AND i.state = 'pending'
          WHERE p.session_id = q.session_id)
        ORDER BY q.session_id LIMIT ?`,
-  deleteInteractions: "DELETE FROM interactions WHERE session_id = ?",
+  /** A clear or a delete leaves the settled ones to the purger; pending ones are few, their turn's. */
+  deletePendingInteractions: "DELETE FROM interactions WHERE session_id = ? AND state = 'pending'",
   // Matches up to the bound (`LIMIT`), and the UTF-8 bytes of their text: a search ranks them only
   // when they are no more than it, and within the ranked text's budget (`ranksMatches`). The bytes
   // are the length FTS5's content table records for each (`octet_length` of a column reads no text).

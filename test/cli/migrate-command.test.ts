@@ -10,7 +10,7 @@ import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.
 import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
-import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
+import { UNDO_INTERACTION_LOG_KEYS } from "../support/purge-migration.js";
 import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
 
 /**
@@ -63,7 +63,7 @@ describe("migrate on a SQLite file", () => {
     await sqliteDatabase(db);
     // the file as the build before the last migration left it
     const older = new Database(db);
-    older.exec(UNDO_LOG_KEYS);
+    older.exec(UNDO_INTERACTION_LOG_KEYS);
     older.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
     older.close();
     await run(["--db", db]);

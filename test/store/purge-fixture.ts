@@ -1,5 +1,6 @@
 import type { NewEvent } from "../../protocol/index.js";
 import { encodeValue } from "../../src/store/event-codec.js";
+import type { LiveStateStore } from "../../src/store/live-state-store.js";
 import type { SessionStore } from "../../src/store/session-store.js";
 import { readWholeLog } from "../support/whole-log.js";
 
@@ -41,4 +42,36 @@ export async function storedBytes(store: SessionStore, sessionId: string): Promi
   const read = await readWholeLog(store, sessionId);
   if (read.status !== "ok") return 0;
   return read.events.reduce((sum, event) => sum + encodeValue(event.data).byteLength, 0);
+}
+
+/**
+ * `turns` turns of the session (created if new), each a prompt recorded under the key
+ * `<sessionId>-c<tag><i>` whose approval `<sessionId>-i<tag><i>` was answered before the turn ended.
+ */
+export async function answeredTurns(
+  store: SessionStore & LiveStateStore,
+  sessionId: string,
+  turns: number,
+  tag = "",
+): Promise<void> {
+  if ((await store.header(sessionId)).status !== "ok")
+    await store.create({ sessionId, owner: "o", model: "m" });
+  for (let i = 0; i < turns; i++) {
+    const turnId = `${sessionId}-t${tag}${i}`;
+    const interactionId = `${sessionId}-i${tag}${i}`;
+    const prompt = { clientMessageId: `${sessionId}-c${tag}${i}`, record: { queued: false, turnId } };
+    const asked = await store.append(
+      sessionId,
+      [
+        { type: "turn/start", data: { turnId, trigger: "prompt" } },
+        message(`prompt ${tag}${i}`),
+        { type: "interaction/requested", data: { turnId, interactionId, kind: "approval", action: "x" } },
+      ],
+      { prompt },
+    );
+    if (asked.status !== "appended") throw new Error(asked.status);
+    const answered = await store.resolveInteraction(interactionId, { outcome: "approve" });
+    if (answered.status !== "resolved") throw new Error(answered.status);
+    await store.append(sessionId, [{ type: "turn/end", data: { turnId, state: "completed" } }]);
+  }
 }

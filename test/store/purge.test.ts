@@ -7,7 +7,7 @@ import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
-import { delta, longLog, message, storedBytes } from "./purge-fixture.js";
+import { answeredTurns, delta, longLog, message, storedBytes } from "./purge-fixture.js";
 
 const fixture = fileURLToPath(new URL("./fixtures/clear-and-die.ts", import.meta.url));
 
@@ -63,6 +63,10 @@ function rows(path: string) {
     attachments: (attachmentId: string) =>
       count("SELECT count(*) FROM attachments WHERE attachment_id = ?", attachmentId),
     purges: () => count("SELECT count(*) FROM purges"),
+    interactions: (sessionId: string) =>
+      count("SELECT count(*) FROM interactions WHERE session_id = ?", sessionId),
+    promptKeys: (sessionId: string) =>
+      count("SELECT count(*) FROM prompt_keys WHERE session_id = ?", sessionId),
   };
 }
 
@@ -150,6 +154,54 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     expect((await store.attachmentInfo(keep))?.size).toBe(500);
   });
 
+  it("a clear leaves its epoch's interactions, a delete its session's and its prompt keys, to the purge: found by no read meanwhile", async () => {
+    const path = file();
+    const store = open(path);
+    // no step deletes anything until the store is opened again
+    const held = vi.spyOn(SqlitePurger.prototype, "step").mockReturnValue(() => false);
+    cleanups.push(() => held.mockRestore());
+    await answeredTurns(store, "cleared", 30);
+    await answeredTurns(store, "gone", 30);
+    const db = rows(path);
+
+    expect((await store.clear("cleared")).status).toBe("cleared");
+    expect((await store.delete("gone")).status).toBe("deleted");
+    // answered before any of them was deleted: their cost is not the session's
+    expect([db.interactions("cleared"), db.interactions("gone"), db.promptKeys("gone")]).toEqual([
+      30, 30, 30,
+    ]);
+    for (const sessionId of ["cleared", "gone"]) {
+      expect(await store.interaction(`${sessionId}-i0`)).toBeNull();
+      expect(await store.turnInteractions(sessionId, `${sessionId}-t0`)).toEqual([]);
+      expect(await store.resolveInteraction(`${sessionId}-i0`, { outcome: "approve" })).toEqual({
+        status: "not_found",
+      });
+    }
+    // a deleted session's key answers no retry (its id is retired); a clear keeps the session's
+    expect(await store.findPrompt("gone", "gone-c0")).toBeNull();
+    expect((await store.append("gone", [delta("late")])).status).toBe("retired");
+    expect(await store.findPrompt("cleared", "cleared-c0")).toEqual({
+      queued: false,
+      turnId: "cleared-t0",
+      seq: 3,
+    });
+    // the new epoch's are found, the old epoch's answers nothing
+    await answeredTurns(store, "cleared", 2, "new");
+    expect((await store.interaction("cleared-inew0"))?.state).toBe("resolved");
+    expect((await store.turnInteractions("cleared", "cleared-tnew1")).length).toBe(1);
+    expect(await store.liveStatePage(null, 10)).toEqual({ sessions: [], next: null });
+    held.mockRestore();
+    await store.close();
+
+    const reopened = open(path);
+    await reopened.purgesSettled();
+    expect([db.interactions("cleared"), db.interactions("gone"), db.promptKeys("gone")]).toEqual([2, 0, 0]);
+    expect(db.promptKeys("cleared")).toBe(32);
+    expect(db.purges()).toBe(0);
+    expect((await reopened.interaction("cleared-inew1"))?.state).toBe("resolved");
+    expect(reopened.integrityCheck()).toBe("ok");
+  });
+
   it("a store opened again in the middle of a purge finishes it", async () => {
     const path = file();
     const store = open(path);
@@ -177,6 +229,7 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     const path = file();
     const first = SqliteSessionStore.open(path);
     await longLog(first, "old", 100, 20);
+    await answeredTurns(first, "old", 2);
     await first.create({ sessionId: "kept", owner: "o", model: "m" });
     await first.append("kept", [delta("kept words")]);
     await first.close();
@@ -185,23 +238,28 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     old.close();
 
     const store = open(path);
-    expect(store.schemaMigration).toEqual({ from: 10, to: 11 });
+    expect(store.schemaMigration).toEqual({ from: 10, to: 12 });
     const read = await readWholeLog(store, "old");
-    expect(read.status === "ok" && read.events.length).toBe(101);
+    expect(read.status === "ok" && read.events.length).toBe(111);
+    // its interactions are its log's (migration 12), found until it is cleared
+    expect((await store.interaction("old-i1"))?.state).toBe("resolved");
+    expect((await store.turnInteractions("old", "old-t0")).length).toBe(1);
     expect((await store.search("oldword40", 10)).map((hit) => hit.sessionId)).toEqual(["old"]);
     const kept = await storedBytes(store, "kept");
     expect(await store.ownerStoredBytes("o")).toBe((await storedBytes(store, "old")) + kept);
     // the count migration 11 took is what the clear takes out
     expect((await store.clear("old")).status).toBe("cleared");
     expect(await store.ownerStoredBytes("o")).toBe(kept);
+    expect(await store.interaction("old-i1")).toBeNull();
     await store.purgesSettled();
     const db = rows(path);
+    expect(db.interactions("old")).toBe(0);
     expect(db.abandonedEvents("old")).toBe(0);
     expect(db.abandonedSearchDocs("old")).toBe(0);
     expect(await store.ownerStoredBytes("o")).toBe(kept);
   });
 
-  it("kill -9 right after a clear is acknowledged: the old epoch is never read again, and its purge finishes", async () => {
+  it("kill -9 right after a clear and a delete are acknowledged: the old epoch and the deleted session are never read again, and their purges finish", async () => {
     const path = file();
     const child = spawn(process.execPath, ["--import", "tsx", fixture, path], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -227,10 +285,15 @@ describe("purging what a clear or a delete left (SQLite)", () => {
 
     const db = rows(path);
     // the purge was under way when the process died
-    expect(db.purges()).toBe(1);
+    expect(db.purges()).toBe(2);
     expect(db.abandonedEvents("long")).toBeGreaterThan(0);
+    expect([db.interactions("long"), db.interactions("zgone"), db.promptKeys("zgone")]).toEqual([20, 20, 20]);
     const store = open(path);
     expect(store.integrityCheck()).toBe("ok");
+    // neither the old epoch's interactions nor the deleted session's are found, nor its prompt keys
+    expect(await store.interaction("long-i0")).toBeNull();
+    expect(await store.resolveInteraction("zgone-i0", { outcome: "deny" })).toEqual({ status: "not_found" });
+    expect(await store.findPrompt("zgone", "zgone-c0")).toBeNull();
     const read = await readWholeLog(store, "long");
     expect(read.status === "ok" && [read.epoch, read.events.map((event) => event.data)]).toEqual([
       epoch,
@@ -239,6 +302,9 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     await store.purgesSettled();
     expect(db.purges()).toBe(0);
     expect(db.abandonedEvents("long")).toBe(0);
+    expect([db.interactions("long"), db.interactions("zgone"), db.promptKeys("zgone")]).toEqual([0, 0, 0]);
+    // a clear keeps the session's prompt keys
+    expect(db.promptKeys("long")).toBe(20);
     expect(await store.ownerStoredBytes("o")).toBe(
       (await storedBytes(store, "long")) + (await storedBytes(store, "busy")),
     );

@@ -3,8 +3,8 @@ import { requestedInteraction } from "../live-rows.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
 // a fork copies its source's events: the interaction stays the source's, never a second one
-const INSERT_INTERACTION = `INSERT INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state)
-  VALUES ($1, $2, $3, $4, $5, $6, 'pending') ON CONFLICT DO NOTHING RETURNING interaction_id`;
+const INSERT_INTERACTION = `INSERT INTO interactions (interaction_id, session_id, turn_id, kind, body, requested_at, state, log_key)
+  VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7) ON CONFLICT DO NOTHING RETURNING interaction_id`;
 const INSERT_JOB = `INSERT INTO jobs (job_id, session_id, turn_id, label, progress, state, started_at)
   VALUES ($1, $2, $3, $4, 0, 'running', $5) ON CONFLICT DO NOTHING`;
 const END_JOB = `UPDATE jobs SET state = $2, ended_at = $3, progress = CASE WHEN $2 = 'completed' THEN 1 ELSE progress END
@@ -26,6 +26,7 @@ export async function afterLiveEvent(
   batch: PgWriteBatch,
   owner: string,
   sessionId: string,
+  logKey: string,
   event: SessionEvent,
 ): Promise<void> {
   if (event.type === "interaction/requested") {
@@ -37,6 +38,7 @@ export async function afterLiveEvent(
       interaction.kind,
       Buffer.from(body),
       event.at,
+      logKey,
     ]);
     if (inserted.length === 0) return;
     batch.notifyLive({ kind: "interaction.requested", owner, interaction });

@@ -9,6 +9,7 @@ import type {
   StoredQueueItem,
 } from "../live-state-store.js";
 import type { HeldLease, LeaseHolder } from "../session-lease.js";
+import { logKeyOf } from "./pg-log-key.js";
 import { readOn, readQuery } from "./pg-read-query.js";
 import type { PgWriteBatch } from "./pg-write-batch.js";
 
@@ -33,10 +34,13 @@ export const VERSIONED_QUEUE = `SELECT v.version, v.owner, q.item_id, q.session_
   LEFT JOIN LATERAL (SELECT * FROM queue_items WHERE session_id = $1 ORDER BY position) q ON true`;
 const INTERACTION_COLUMNS = `i.interaction_id, i.session_id, i.turn_id, i.kind, i.body, i.requested_at, i.state,
   i.resolution, s.owner`;
-export const INTERACTION = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
-  JOIN sessions s ON s.session_id = i.session_id WHERE i.interaction_id = $1`;
-const TURN_INTERACTIONS = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
-  JOIN sessions s ON s.session_id = i.session_id
+// The interactions found: those asked in their session's current log. A cleared epoch's and a
+// deleted session's wait for the purger (migration 17); a row from before that has no key, and is
+// found while its session lives, as it was.
+const CURRENT_INTERACTIONS = `interactions i JOIN projections s ON s.session_id = i.session_id
+  AND (i.log_key IS NULL OR i.log_key = ${logKeyOf("s")})`;
+export const INTERACTION = `SELECT ${INTERACTION_COLUMNS} FROM ${CURRENT_INTERACTIONS} WHERE i.interaction_id = $1`;
+const TURN_INTERACTIONS = `SELECT ${INTERACTION_COLUMNS} FROM ${CURRENT_INTERACTIONS}
   WHERE i.session_id = $1 AND i.turn_id = $2 ORDER BY i.requested_at, i.interaction_id`;
 // a queue's change bumps its row: its `xmin` is the transaction of the latest change
 const QUEUE_VERSIONS = `SELECT session_id, version FROM queue_versions
@@ -45,8 +49,7 @@ const QUEUE_VERSIONS = `SELECT session_id, version FROM queue_versions
 const RETIRED_SINCE = `SELECT session_id, owner FROM sessions WHERE retired_at IS NOT NULL
   AND age(xmin) <= age($1::xid) AND session_id > $2 ORDER BY session_id LIMIT $3`;
 // an answer or a withdrawal is the row's last write: its `xmin` is the transaction that settled it
-const SETTLED_SINCE = `SELECT ${INTERACTION_COLUMNS} FROM interactions i
-  JOIN sessions s ON s.session_id = i.session_id
+const SETTLED_SINCE = `SELECT ${INTERACTION_COLUMNS} FROM ${CURRENT_INTERACTIONS}
   WHERE i.state <> 'pending' AND age(i.xmin) <= age($1::xid) AND i.interaction_id > $2
   ORDER BY i.interaction_id LIMIT $3`;
 const PENDING_AFTER = `SELECT ${INTERACTION_COLUMNS} FROM interactions i

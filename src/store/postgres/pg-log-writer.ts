@@ -34,7 +34,8 @@ const LOG_BYTES = `SELECT coalesce((SELECT p.data_bytes + coalesce((SELECT sum(o
       WHERE e.session_id = $2 AND e.seq > p.data_bytes_seq), 0) FROM projections p WHERE p.session_id = $1),
     (SELECT coalesce(sum(octet_length(e.data)), 0) FROM events e WHERE e.session_id = $2)) AS n`;
 // A clear leaves the log where it is, under a key no session has any more, for the purger (see
-// PgPurger), and moves the session to the fresh key $5; it answers the log's data bytes (`n`) for
+// PgPurger), and moves the session to the fresh key $5 (the interactions asked in the log, all
+// settled, stay under its key too: migration 17); it answers the log's data bytes (`n`) for
 // the owner's usage. Every statement sees the rows as they were before it, so `n` is the old log's.
 const ABANDON_LOG = `WITH n AS (${LOG_BYTES}),
     g AS (INSERT INTO purges (log_key, session_id, owner, since) VALUES ($2, NULL, $3, $4)),
@@ -42,14 +43,14 @@ const ABANDON_LOG = `WITH n AS (${LOG_BYTES}),
   SELECT coalesce((SELECT n FROM n), 0)::bigint AS n`;
 // The session row stays, with retired_at set: it is the tombstone, and it never expires. The
 // queue's version goes too: the hint of the delete's emptied queue names it (see `PgLiveFeed`).
-// The log under key $3, its search rows and the attachments are left to the purger, the bytes of
-// all of them (`n`) leaving the owner's usage here.
+// The log under key $3, its search rows, settled interactions, prompt keys and attachments are
+// left to the purger, the bytes of the log and the attachments (`n`) leaving the owner's usage
+// here; no read finds them from here on (pending interactions, of the open turn, go now).
 const RETIRE = `WITH n AS (SELECT (${LOG_BYTES.replaceAll("$2", "$3")})
       + coalesce((SELECT sum(size) FROM attachments WHERE session_id = $1), 0) AS n),
     g AS (INSERT INTO purges (log_key, session_id, owner, since) VALUES ($3, $1, $4, $2)),
     p AS (DELETE FROM projections WHERE session_id = $1),
-    k AS (DELETE FROM prompt_keys WHERE session_id = $1),
-    i AS (DELETE FROM interactions WHERE session_id = $1),
+    i AS (DELETE FROM interactions WHERE session_id = $1 AND state = 'pending'),
     j AS (DELETE FROM jobs WHERE session_id = $1),
     l AS (DELETE FROM leases WHERE session_id = $1),
     x AS (DELETE FROM dismissals WHERE session_id = $1),
@@ -215,7 +216,7 @@ export class PgLogWriter {
       return this.endTurn(batch, state, event.data.turnId, event.at);
     }
     return LIVE_ROW_EVENTS.has(event.type)
-      ? afterLiveEvent(batch, state.owner, state.sessionId, event)
+      ? afterLiveEvent(batch, state.owner, state.sessionId, state.logKey, event)
       : undefined;
   }
 

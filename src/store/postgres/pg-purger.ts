@@ -23,6 +23,42 @@ const DELETE_EVENTS = `DELETE FROM events WHERE session_id = $1 AND seq <= (SELE
 const DELETE_SEARCH = `DELETE FROM search_docs WHERE id IN (SELECT id FROM (
     SELECT id, sum(octet_length(text)) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) - octet_length(text) AS before
     FROM search_docs WHERE session_id = $1 ORDER BY id LIMIT $2) x WHERE before < $3)`;
+/**
+ * Deletes the first $2 rows of `table` that `where` ($1) finds in the order of an index that holds
+ * them (`order`), stopping at the first that brings the data (`length` of each) to $3 (at least
+ * one). Unordered, the plan for a range holding most of the table was a sequential scan, each step
+ * reading past every row the steps before had deleted: a session's 200,000 prompt keys took 9.4 s
+ * of steps, 4.4 s in the index's order.
+ */
+const deleteSome = (table: string, id: string, length: string, where: string, order: string) =>
+  `DELETE FROM ${table} WHERE ${where} AND ${id} IN (SELECT ${id} FROM (
+    SELECT ${id}, sum(n) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - n AS before
+    FROM (SELECT ${id === order ? id : `${id}, ${order}`}, ${length} AS n FROM ${table} WHERE ${where} ORDER BY ${order} LIMIT $2) r) x
+    WHERE before < $3)`;
+const INTERACTION_BYTES = "octet_length(body) + coalesce(octet_length(resolution), 0)";
+// the interactions asked in the log (migration 17); a deleted session's, whatever their key (the
+// rows from before that have none), and its prompt keys
+const DELETE_INTERACTIONS = deleteSome(
+  "interactions",
+  "interaction_id",
+  INTERACTION_BYTES,
+  "log_key = $1",
+  "interaction_id",
+);
+const DELETE_SESSION_INTERACTIONS = deleteSome(
+  "interactions",
+  "interaction_id",
+  INTERACTION_BYTES,
+  "session_id = $1",
+  "turn_id",
+);
+const DELETE_PROMPT_KEYS = deleteSome(
+  "prompt_keys",
+  "client_message_id",
+  "octet_length(record)",
+  "session_id = $1",
+  "client_message_id",
+);
 // A deleted session's attachment chunks, then (chunks gone) its attachments: their bytes were
 // counted out at the delete, and the trigger that counts a deleted attachment out skips a purged
 // session's (migration 16).
@@ -35,8 +71,9 @@ const DELETE_PURGE = "DELETE FROM purges WHERE log_key = $1";
 const ANY_PURGE = "SELECT EXISTS (SELECT 1 FROM purges) AS any";
 
 /**
- * Deletes what clears and deletes left behind (the `purges` table, migration 16): the events and
- * search rows stored under an abandoned log key, and a deleted session's attachments. Each step is
+ * Deletes what clears and deletes left behind (the `purges` table, migration 16): the events,
+ * search rows and interactions stored under an abandoned log key (migration 17), and a deleted
+ * session's interactions, prompt keys and attachments. Each step is
  * a short transaction of its own on a pooled connection, never in the group commit, so the host's
  * writes never wait for it; steps follow one per event-loop turn until nothing is left. Any host
  * runs any purge (claimed by its row's lock); a purge row goes last, in the step that finds nothing
@@ -48,6 +85,8 @@ export class PgPurger {
   readonly #step: PurgeStep;
   readonly #runs: PurgeRuns;
   readonly #poll: NodeJS.Timeout;
+  /** How many of the deletes of the purge under `key` found nothing left (see `#deleteSome`). */
+  #emptied: { key: string; count: number } | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -112,14 +151,33 @@ export class PgPurger {
     }
   }
 
+  /**
+   * The first statement of the key's that still finds rows deletes some; a statement that found
+   * none is not run again for the key (nothing is ever written under an abandoned key or a deleted
+   * session again): each would read its index range past the dead entries of every row deleted
+   * there until vacuum comes. Run at every step, a deleted session's 200,000 interactions and
+   * 200,000 prompt keys took 30 s to purge beside another session's appends, 18 s without.
+   */
   async #deleteSome(client: pg.PoolClient, key: string, sessionId: string | null): Promise<void> {
     const { rows, bytes } = this.#step;
-    if ((await client.query(DELETE_EVENTS, [key, rows, bytes])).rowCount) return;
-    if ((await client.query(DELETE_SEARCH, [key, rows, bytes])).rowCount) return;
-    if (sessionId !== null) {
-      const chunks = Math.max(1, Math.min(rows, Math.floor(bytes / (256 * 1024))));
-      if ((await client.query(DELETE_CHUNKS, [sessionId, chunks])).rowCount) return;
-      if ((await client.query(DELETE_ATTACHMENTS, [sessionId, rows])).rowCount) return;
+    const chunks = Math.max(1, Math.min(rows, Math.floor(bytes / (256 * 1024))));
+    const deletes: [string, unknown[]][] = [
+      [DELETE_EVENTS, [key, rows, bytes]],
+      [DELETE_SEARCH, [key, rows, bytes]],
+      [DELETE_INTERACTIONS, [key, rows, bytes]],
+    ];
+    if (sessionId !== null)
+      deletes.push(
+        [DELETE_SESSION_INTERACTIONS, [sessionId, rows, bytes]],
+        [DELETE_PROMPT_KEYS, [sessionId, rows, bytes]],
+        [DELETE_CHUNKS, [sessionId, chunks]],
+        [DELETE_ATTACHMENTS, [sessionId, rows]],
+      );
+    if (this.#emptied?.key !== key) this.#emptied = { key, count: 0 };
+    const emptied = this.#emptied;
+    for (; emptied.count < deletes.length; emptied.count++) {
+      const [sql, params] = deletes[emptied.count]!;
+      if ((await client.query(sql, params)).rowCount) return;
     }
     await client.query(DELETE_PURGE, [key]);
   }

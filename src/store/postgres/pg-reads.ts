@@ -127,7 +127,9 @@ const HEADS = `SELECT s.session_id, s.epoch, coalesce(e.seq, 0) AS head_seq, s.r
   FROM sessions s LEFT JOIN LATERAL (
     SELECT seq, xmin FROM events WHERE session_id = ${currentLogKey("s.session_id")} ORDER BY seq DESC LIMIT 1
   ) e ON true WHERE s.session_id = ANY($1::text[])`;
-const FIND_PROMPT = "SELECT record FROM prompt_keys WHERE session_id = $1 AND client_message_id = $2";
+// a deleted session's keys wait for the purger (its id is never created again): found by no read
+const FIND_PROMPT = `SELECT k.record FROM prompt_keys k WHERE k.session_id = $1 AND k.client_message_id = $2
+  AND EXISTS (SELECT 1 FROM projections p WHERE p.session_id = k.session_id)`;
 
 /** Where a session's log stands: what a host compares with the head it delivered. */
 export interface SessionHead {

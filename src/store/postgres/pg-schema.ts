@@ -358,6 +358,19 @@ const MIGRATIONS: readonly string[] = [
     RETURN NULL;
   END $$;
   `,
+  // 17: nor does a clear or a delete delete a session's interactions or prompt keys: a session may
+  // hold hundreds of thousands, and their delete held the host's group commit for as long. An
+  // interaction is stored with the key of the log it was asked in, `log_key`, and is found only
+  // while its session's log is under that key: a clear leaves the old epoch's (all settled: a clear
+  // is refused while a turn is open) to the purger, which finds them by that key, and a delete its
+  // session's settled ones, found by session. A deleted session's prompt keys wait for it too: its
+  // row, the tombstone, keeps its id from being created again. The rows stored before keep null:
+  // found while their session lives, whatever its log, as they were (a clear left them), and
+  // purged with its delete; no row is written here.
+  `
+  ALTER TABLE interactions ADD COLUMN log_key text COLLATE "C";
+  CREATE INDEX interactions_by_log_key ON interactions (log_key, interaction_id) WHERE log_key IS NOT NULL;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

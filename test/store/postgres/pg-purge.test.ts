@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
-import { delta, longLog, message, storedBytes } from "../purge-fixture.js";
+import { answeredTurns, delta, longLog, message, storedBytes } from "../purge-fixture.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -56,6 +56,10 @@ async function connection(schemaName: string) {
     attachments: (id: string) =>
       count("SELECT count(*) AS n FROM attachments WHERE attachment_id = $1", [id]),
     purges: () => count("SELECT count(*) AS n FROM purges"),
+    interactions: (sessionId: string) =>
+      count("SELECT count(*) AS n FROM interactions WHERE session_id = $1", [sessionId]),
+    promptKeys: (sessionId: string) =>
+      count("SELECT count(*) AS n FROM prompt_keys WHERE session_id = $1", [sessionId]),
     /**
      * Locks one event row of the session's current log, as a transaction of its own: the purge
      * step that reaches it waits, under way, until `release`.
@@ -165,6 +169,76 @@ describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", ()
     expect(await rows.purges()).toBe(0);
     expect(await store.ownerStoredBytes("o")).toBe(500);
     expect((await store.attachmentInfo(keep))?.size).toBe(500);
+  });
+
+  it("a clear leaves its epoch's interactions, a delete its session's and its prompt keys, to the purge: found by no host meanwhile", async () => {
+    const db = schema();
+    const a = await db.open();
+    const b = await db.open();
+    await answeredTurns(a, "cleared", 12);
+    await answeredTurns(a, "gone", 12);
+    const rows = await connection(db.name);
+    // the first step, the cleared log's, waits under way until this lock goes: no purge moves on
+    const release = await rows.holdEvent("cleared", 2);
+
+    expect((await a.clear("cleared")).status).toBe("cleared");
+    expect((await a.delete("gone")).status).toBe("deleted");
+    // answered before any of them was deleted
+    expect([
+      await rows.interactions("cleared"),
+      await rows.interactions("gone"),
+      await rows.promptKeys("gone"),
+    ]).toEqual([12, 12, 12]);
+    await answeredTurns(a, "cleared", 2, "new");
+    for (const host of [a, b]) {
+      for (const sessionId of ["cleared", "gone"]) {
+        expect(await host.interaction(`${sessionId}-i0`)).toBeNull();
+        expect(await host.turnInteractions(sessionId, `${sessionId}-t0`)).toEqual([]);
+      }
+      // a deleted session's key answers no retry (its id is retired); a clear keeps the session's
+      expect(await host.findPrompt("gone", "gone-c0")).toBeNull();
+      expect(await host.findPrompt("cleared", "cleared-c0")).toEqual({
+        queued: false,
+        turnId: "cleared-t0",
+        seq: 3,
+      });
+      expect((await host.interaction("cleared-inew0"))?.state).toBe("resolved");
+      expect((await host.turnInteractions("cleared", "cleared-tnew1")).length).toBe(1);
+      expect(await host.liveStatePage(null, 10)).toEqual({ sessions: [], next: null });
+    }
+    for (const interactionId of ["cleared-i0", "gone-i0"])
+      expect(await b.resolveInteraction(interactionId, { outcome: "approve" })).toEqual({
+        status: "not_found",
+      });
+    expect((await b.append("gone", [delta("late")])).status).toBe("retired");
+
+    await release();
+    await a.purgesSettled();
+    expect([
+      await rows.interactions("cleared"),
+      await rows.interactions("gone"),
+      await rows.promptKeys("gone"),
+    ]).toEqual([2, 0, 0]);
+    expect(await rows.promptKeys("cleared")).toBe(14);
+    expect(await rows.purges()).toBe(0);
+  });
+
+  it("interactions stored before they had log keys are found while their session lives, and purged with its delete", async () => {
+    const db = schema();
+    const store = await db.open();
+    await answeredTurns(store, "old", 12);
+    const rows = await connection(db.name);
+    // as migration 17 left the rows stored before it
+    await rows.client.query("UPDATE interactions SET log_key = NULL");
+    expect((await store.interaction("old-i3"))?.state).toBe("resolved");
+    expect((await store.turnInteractions("old", "old-t3")).length).toBe(1);
+
+    expect((await store.delete("old")).status).toBe("deleted");
+    expect(await store.interaction("old-i3")).toBeNull();
+    await store.purgesSettled();
+    expect(await rows.interactions("old")).toBe(0);
+    expect(await rows.promptKeys("old")).toBe(0);
+    expect(await rows.purges()).toBe(0);
   });
 
   it("a session created and cleared in one transaction keeps its new key and counts its log out", async () => {
