@@ -246,10 +246,10 @@ const MIGRATIONS: readonly string[] = [
   // 11: a clear or a delete answers without deleting the log. Each epoch's events (and its search
   // rows) are stored under a key of their own, `log_key` (the session id for the logs written
   // before, so no event row moves); a clear moves the session to a fresh key and records the old
-  // one in \`purges\`, whose rows a purger deletes afterwards a bounded step at a time (see
-  // SqlitePurger). A deleted session's attachments wait there too (\`purges.session_id\`): their
+  // one in `purges`, whose rows a purger deletes afterwards a bounded step at a time (see
+  // SqlitePurger). A deleted session's attachments wait there too (`purges.session_id`): their
   // bytes were counted out at the delete, so the trigger leaves them alone when they go. Each
-  // projection keeps its log's data bytes as of \`data_bytes_seq\`, so neither a clear nor a delete
+  // projection keeps its log's data bytes as of `data_bytes_seq`, so neither a clear nor a delete
   // sums the rows; here they are counted once for the logs there are.
   `
   ALTER TABLE projections ADD COLUMN log_key TEXT;
@@ -274,11 +274,11 @@ const MIGRATIONS: readonly string[] = [
   `,
   // 12: nor does a clear or a delete delete a session's interactions or prompt keys: a session may
   // hold hundreds of thousands, and their delete held the writer (and the event loop) for seconds.
-  // An interaction is stored with the key of the log it was asked in, \`log_key\`, and is found only
+  // An interaction is stored with the key of the log it was asked in, `log_key`, and is found only
   // while its session's log is under that key; a clear leaves the old epoch's (all settled: a clear
   // is refused while a turn is open) and a delete its session's settled ones to the purger, which
   // finds them by that key. A deleted session's prompt keys wait for it too, found by
-  // \`purges.session_id\`: its id is never created again (its tombstone). Every interaction stored
+  // `purges.session_id`: its id is never created again (its tombstone). Every interaction stored
   // before belongs to its session's current log (a clear or a delete deleted them till now).
   `
   ALTER TABLE interactions ADD COLUMN log_key TEXT;
