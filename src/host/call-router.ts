@@ -62,10 +62,10 @@ export interface CallRouterOptions {
  * principal. Its outcome, typed errors included, is the answer to the client. A `timeout` (the
  * owner did not claim it within the forward wait) or `not_owner` makes the router resolve the
  * owner again (an expired lease is then taken here), and so does the owner's lease ending while
- * the call waits unclaimed (see `#forward`). A call the owner claimed is waited on while the owner
- * holds the session, past the forward wait; one it did not answer before its lease ended, or
- * within the inbox's longest wait, is answered `outcome_unknown` (not retryable): it may have run
- * there, so it is not sent again unasked. So is one waiting as this host closes (its inbox closing
+ * the call waits unclaimed, or claimed and not begun (see `#forward`). A call the owner claimed is
+ * waited on while the owner holds the session, past the forward wait; one it began and did not
+ * answer before its lease ended, or did not answer within the inbox's longest wait, is answered
+ * `outcome_unknown` (not retryable): it may have run there, so it is not sent again unasked. So is one waiting as this host closes (its inbox closing
  * under it) once the owner claimed it, unless the owner's answer is already written (then that is
  * the answer); one taken back unrun then is answered `host_shutting_down`, as a call arriving then
  * is, and routed no more.
@@ -214,9 +214,9 @@ export class CallRouter {
   /**
    * Sends the call to the holder's host, watching its lease meanwhile: a host that died claims
    * nothing and answers nothing, but its lease says so once it ends (not renewed past its expiry,
-   * released, or taken by another host). The call is then taken back if still unclaimed
-   * (`withdrawn`), and the owner resolved again, rather than waiting out the forward timeout; if
-   * claimed, and its reply does not follow at once, it is given up (`unknown`).
+   * released, or taken by another host). The call is then taken back if the owner has not begun
+   * it, claimed or not (`withdrawn`), and the owner resolved again, rather than waiting out the
+   * forward timeout; if begun, and its reply does not follow at once, it is given up (`unknown`).
    */
   async #forward(holder: LeaseHolder, call: ForwardedCall, noticesBefore: number): Promise<ForwardOutcome> {
     const ended = new AbortController();

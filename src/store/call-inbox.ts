@@ -13,9 +13,10 @@ export interface CallInbox {
    * running there, so it is never taken back: its reply is waited for past `timeoutMs` as long as
    * `withdraw` has not aborted, up to a longest wait of the inbox's, and then the call is given up,
    * `{status:"unknown"}`, so no reply written later is taken. Once `withdraw` aborts (the target no
-   * longer holds the session), a call the target has not claimed, or put back unclaimed, is taken
-   * back unrun (`{status:"withdrawn"}`); a claimed one's reply is waited for a moment more (a
-   * target that let the session go as it answered), and then it is given up, `unknown`.
+   * longer holds the session), a call the target has not begun (not claimed, put back unclaimed,
+   * or claimed and not yet begun, which the target can then no longer begin) is taken back unrun
+   * (`{status:"withdrawn"}`); a begun one's reply is waited for a moment more (a target that let
+   * the session go as it answered), and then it is given up, `unknown`.
    * When the store fails under it, rejects `persistence_failure` (retryable) if the call was
    * certainly not recorded, else `outcome_unknown`: recorded, or maybe, its target may run it.
    */
@@ -60,5 +61,5 @@ export type ForwardOutcome =
   | ForwardReply
   | { status: "timeout" }
   | { status: "withdrawn" }
-  /** The target claimed the call and lost the session, or held it past the longest wait, before replying: it may or may not have run. */
+  /** The target began the call and lost the session, or held it past the longest wait, before replying: it may or may not have run. */
   | { status: "unknown" };

@@ -27,7 +27,7 @@ function settled(call: Promise<unknown>): Promise<{ value: unknown } | { error: 
 }
 
 /**
- * Holds the statements of this process's inboxes that take back `callId` unclaimed (a sender's
+ * Holds the statements of this process's inboxes that take back `callId` not begun (a sender's
  * look as the owner's lease ends) until `release()`. Undone by `restoreAllMocks`.
  */
 function holdTakeBack(callId: string): () => void {
@@ -37,7 +37,10 @@ function holdTakeBack(callId: string): () => void {
     const run = () => query.apply(this, args);
     const text = typeof args[0] === "string" ? args[0] : "";
     const values = args[1] as unknown[] | undefined;
-    if (!text.includes("claimed_at IS NULL AND reply IS NULL RETURNING call_id") || values?.[0] !== callId) {
+    if (
+      !text.includes("(claimed_at IS NULL OR started IS FALSE) RETURNING call_id") ||
+      values?.[0] !== callId
+    ) {
       return run();
     }
     return released.promise.then(run);

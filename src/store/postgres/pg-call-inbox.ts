@@ -20,7 +20,7 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
   /** @default 3 */
   maxConnections?: number;
   /**
-   * How long a call its target claimed is still waited for once the sender withdraws it (the
+   * How long a call its target began is still waited for once the sender withdraws it (the
    * target lost the session): a reply written meanwhile is the answer, else `unknown`. @default 500
    */
   claimedReplyGraceMs?: number;

@@ -9,18 +9,16 @@ import { idempotentQuery } from "./pg-idle-lost.js";
 
 /** Calls claimed per read; a drain reads again until fewer come back. */
 const CLAIM_BATCH = 64;
-/** Writes of a reply, the first included, while the database fails them (see `#answer`). */
-const REPLY_ATTEMPTS = 4;
-/** The pause before a reply's next write, times the writes made: 0.1 s, 0.2 s, 0.3 s. */
-const REPLY_RETRY_MS = 100;
+/** Writes of a call's start or reply, the first included, while the database fails them (see `#written`). */
+const WRITE_ATTEMPTS = 4;
+/** The pause before a write's next try, times the tries made: 0.1 s, 0.2 s, 0.3 s. */
+const WRITE_RETRY_MS = 100;
 
 interface ClaimedRow {
   call_id: string;
   from_host: string;
   session_id: string;
   body: Buffer;
-  /** Milliseconds until the call expires, by the database's clock: its sender gives up then. */
-  left_ms: number;
 }
 
 /**
@@ -28,7 +26,9 @@ interface ClaimedRow {
  * here (woken by a `c:<host>` notification or a poll), runs each in its session's turn, and
  * answers it in place, with a NOTIFY `r:<callId>` to its sender. Each call is answered at most
  * once (`reply IS NULL` guards the update). A call claimed for a host that stopped serving, or
- * lost the session's lease, while it waits for its turn is answered `not_owner` at once.
+ * lost the session's lease, while it waits for its turn is answered `not_owner` at once. A claim
+ * marks the call not begun (`started` false) and its turn's first step marks it begun (see
+ * `#start`): until then its sender may take it back once this host no longer holds the session.
  */
 export class PgForwardedCallOwner {
   readonly #pool: pg.Pool;
@@ -234,11 +234,10 @@ export class PgForwardedCallOwner {
            WINDOW w AS (ORDER BY created_at, call_id)) sized
          WHERE upto <= $3 OR (n = 1 AND $4)),
        claimed AS (
-         UPDATE forwarded_calls SET claimed_at = clock_timestamp()
+         UPDATE forwarded_calls SET claimed_at = clock_timestamp(), started = false
          WHERE call_id IN (SELECT call_id FROM chosen)
-         RETURNING call_id, from_host, session_id, body, created_at, expires_at)
-       SELECT (SELECT count(*) FROM candidates)::int AS found, claimed.call_id, from_host, session_id,
-         body, extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS left_ms
+         RETURNING call_id, from_host, session_id, body, created_at)
+       SELECT (SELECT count(*) FROM candidates)::int AS found, claimed.call_id, from_host, session_id, body
        FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY created_at`,
       [hostId, limit, maxBytes, alone],
     );
@@ -256,27 +255,35 @@ export class PgForwardedCallOwner {
     // as it runs there
     await this.#pool.query(
       `WITH released AS (
-         UPDATE forwarded_calls SET claimed_at = NULL WHERE call_id = $1 AND reply IS NULL RETURNING target_host)
+         UPDATE forwarded_calls SET claimed_at = NULL, started = NULL WHERE call_id = $1 AND reply IS NULL
+         RETURNING target_host)
        SELECT pg_notify($2, 'c:' || target_host) FROM released`,
       [callId, this.#channel],
     );
   }
 
   /**
-   * True when the sender of a claimed call whose first expiry passed still waits on it (it moved
-   * the expiry on). One expired and not yet moved on is put back unclaimed, so its sender, about
-   * to look, takes it back as never claimed (it never ran) rather than wait on it.
+   * Marks the claimed call begun, in one statement, the step past which its sender no longer takes
+   * it back as never run (see `PgForwardedCallSender`): true when this host may run it now. False
+   * when its row went (its sender took it back as this host's lease ended, or gave it up), was
+   * answered (`not_owner`, as this host stopped serving or lost the session), or its expiry passed
+   * and its sender had not moved it on: that one is put back unclaimed, so its sender, about to
+   * look, takes it back as never claimed rather than wait on it; one whose sender gave up while it
+   * waited behind its session's earlier calls would do its work unasked. Sent again as `#answer`
+   * is: a second run after a first the database took finds the call begun and answers false, so
+   * the call is not run here, whose sender is then told `unknown`: never run twice.
    */
-  async #stillAwaited(callId: string): Promise<boolean> {
-    const found = await this.#pool.query<{ awaited: boolean }>(
-      `WITH released AS (
-         UPDATE forwarded_calls SET claimed_at = NULL
-         WHERE call_id = $1 AND reply IS NULL AND expires_at <= clock_timestamp() RETURNING call_id)
-       SELECT EXISTS (SELECT 1 FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL)
-         AND NOT EXISTS (SELECT 1 FROM released) AS awaited`,
+  async #start(callId: string): Promise<boolean> {
+    const started = await this.#written<{ started: boolean | null }>(
+      `UPDATE forwarded_calls f
+       SET started = CASE WHEN f.expires_at > at.now THEN true END,
+         claimed_at = CASE WHEN f.expires_at > at.now THEN f.claimed_at END
+       FROM (SELECT clock_timestamp() AS now) at
+       WHERE f.call_id = $1 AND f.reply IS NULL AND f.started IS FALSE
+       RETURNING f.started`,
       [callId],
     );
-    return found.rows[0]?.awaited === true;
+    return started.rows[0]?.started === true;
   }
 
   /**
@@ -288,19 +295,22 @@ export class PgForwardedCallOwner {
    * sent again at once (see `idempotentQuery`).
    */
   async #answer(callId: string, encoded: Uint8Array): Promise<void> {
+    await this.#written(
+      `WITH answered AS (
+         UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
+       SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
+      [callId, encoded, this.#channel],
+    );
+  }
+
+  /** Sends a write of a call's row again while the database fails it, as `#answer` tells. */
+  async #written<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await idempotentQuery(
-          this.#pool,
-          `WITH answered AS (
-             UPDATE forwarded_calls SET reply = $2 WHERE call_id = $1 AND reply IS NULL RETURNING call_id)
-           SELECT pg_notify($3, 'r:' || call_id) FROM answered`,
-          [callId, encoded, this.#channel],
-        );
-        return;
+        return await idempotentQuery<R>(this.#pool, text, values);
       } catch (err) {
-        if (this.#closed || attempt >= REPLY_ATTEMPTS || !isPgStorageFailure(err)) throw err;
-        await sleep(REPLY_RETRY_MS * attempt);
+        if (this.#closed || attempt >= WRITE_ATTEMPTS || !isPgStorageFailure(err)) throw err;
+        await sleep(WRITE_RETRY_MS * attempt);
         // one that closed meanwhile writes no more: its pool is ending
         if (this.#closed) throw err;
       }
@@ -310,7 +320,6 @@ export class PgForwardedCallOwner {
   /** Runs a claimed call in its session's turn; `size`: the bytes it holds until it settles. */
   #run(hostId: string, row: ClaimedRow, taken: boolean, size: number): void {
     let held = size;
-    const expiresAt = Date.now() + Number(row.left_ms);
     const previous = this.#chains.get(row.session_id) ?? Promise.resolve();
     if (taken) this.#waitingTurn.set(row.call_id, { hostId, sessionId: row.session_id });
     const next = previous.then(async () => {
@@ -319,10 +328,8 @@ export class PgForwardedCallOwner {
       this.#waitingTurn.delete(row.call_id);
       // answered not_owner as its host stopped serving or lost the session's lease
       if (refused && (await refused).has(row.call_id)) return;
-      // past the expiry it was claimed with: run only if its sender still waits (it keeps waiting
-      // on a claimed call while this host holds the session); one whose sender gave up while it
-      // waited behind its session's earlier calls would do its work unasked
-      if (Date.now() >= expiresAt && !(await this.#stillAwaited(row.call_id))) return;
+      // begun only once marked so: until then its sender may take it back and send it elsewhere
+      if (!(await this.#start(row.call_id))) return;
       // taken while serving: a caller told at once re-resolves the owner rather than wait it out
       const handler = this.#served.get(hostId);
       // a body that does not decode is answered as the fault it is, and holds nothing after

@@ -36,7 +36,8 @@ interface SettledAtClose {
  * `forwarded_calls` for its target (with a NOTIFY `c:<host>` on the inbox's channel), waits on its
  * reply (woken by `r:<callId>` or a poll), reads it and deletes the row. A sender that gives up
  * deletes the row first, so a late reply can never be mistaken for a delivered one; one its
- * target has not claimed is taken back unrun.
+ * target has not claimed is taken back unrun, and so is one it claimed and has not begun (its
+ * row's `started`) once the target no longer holds the session.
  */
 export class PgForwardedCallSender {
   readonly #pool: pg.Pool;
@@ -184,9 +185,10 @@ export class PgForwardedCallSender {
             return (await this.#takeReply(call.callId)) ?? (await this.#gone(call.callId));
           } else if (withdrawing && phase !== "withdrawn") {
             withdrawing = false;
-            // only while its target has not claimed it: a claimed call may be running there
-            if (await this.#takeBackUnclaimed(call.callId)) return { status: "withdrawn" };
-            // claimed by a target that no longer holds the session: dead, paused past its lease, or
+            // only while its target has not begun it (claimed or not): a begun call may be running
+            // there, and one not begun can no longer begin once its row is gone
+            if (await this.#takeBackUnbegun(call.callId)) return { status: "withdrawn" };
+            // begun by a target that no longer holds the session: dead, paused past its lease, or
             // letting the session go as it answers; a reply not written within the grace is not
             // waited for to the end of the forward wait, which would tell the caller no more
             phase = "withdrawn";
@@ -242,6 +244,22 @@ export class PgForwardedCallSender {
   async #takeBackUnclaimed(callId: string): Promise<boolean> {
     const taken = await this.#pool.query(
       "DELETE FROM forwarded_calls WHERE call_id = $1 AND claimed_at IS NULL AND reply IS NULL RETURNING call_id",
+      [callId],
+    );
+    return taken.rows.length > 0;
+  }
+
+  /**
+   * Deletes the call if its target has not begun it (nor answered it): unclaimed, or claimed and
+   * not yet marked begun (see `PgForwardedCallOwner`), so its target can no longer begin it. True
+   * when it was taken back unrun. Only once the target no longer holds the session: one that
+   * still does runs the calls it claimed in their session's order, which a call taken back and
+   * sent again would lose. A claim of a build that marks no start is taken for begun.
+   */
+  async #takeBackUnbegun(callId: string): Promise<boolean> {
+    const taken = await this.#pool.query(
+      `DELETE FROM forwarded_calls
+       WHERE call_id = $1 AND reply IS NULL AND (claimed_at IS NULL OR started IS FALSE) RETURNING call_id`,
       [callId],
     );
     return taken.rows.length > 0;

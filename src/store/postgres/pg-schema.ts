@@ -371,6 +371,15 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE interactions ADD COLUMN log_key text COLLATE "C";
   CREATE INDEX interactions_by_log_key ON interactions (log_key, interaction_id) WHERE log_key IS NOT NULL;
   `,
+  // 18: whether a forwarded call its owner claimed has begun there. A claim sets `started` false and
+  // the owner's step that begins the call sets it true (a call put back unclaimed, null again); a
+  // claimed call not begun is taken back by its sender once its owner's lease ended (it never ran
+  // there, and the owner can no longer begin it), where one begun may have run. Null on a claimed
+  // call: claimed by a host of a build before this column, which marks no start, so it is taken
+  // for begun.
+  `
+  ALTER TABLE forwarded_calls ADD COLUMN IF NOT EXISTS started boolean;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -142,11 +142,13 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a sender's close", () => {
     const withdraw = new AbortController();
     const sent = a.send("host-b", forwarded, LONG, withdraw.signal);
     await expect.poll(() => inbox.rowCount(), { timeout: 20_000 }).toBe(1);
-    // claimed by its target: taking it back finds nothing, so the sender looks for its reply next
-    await inbox.sql("UPDATE forwarded_calls SET claimed_at = clock_timestamp() WHERE call_id = $1", [
-      forwarded.callId,
-    ]);
-    const taking = holdNextQuery("claimed_at IS NULL AND reply IS NULL", "answer");
+    // claimed and begun by its target: taking it back finds nothing, so the sender looks for its
+    // reply next
+    await inbox.sql(
+      "UPDATE forwarded_calls SET claimed_at = clock_timestamp(), started = true WHERE call_id = $1",
+      [forwarded.callId],
+    );
+    const taking = holdNextQuery("(claimed_at IS NULL OR started IS FALSE)", "answer");
     withdraw.abort();
     await taking.held;
     await a.close();

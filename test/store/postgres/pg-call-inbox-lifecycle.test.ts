@@ -228,7 +228,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(ran).toEqual([{ n: 1 }]);
   });
 
-  it("a call withdrawn as its target puts it back unclaimed (serving stopped as it took it) is withdrawn, not unknown: it never ran", async () => {
+  it("a call withdrawn once claimed and not begun (its target stopped serving as it took it) is taken back at once, withdrawn, not unknown: it never ran", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL, claimedReplyGraceMs: 1_000 });
     const b = await inbox.open({ pollMs: NO_POLL });
@@ -251,7 +251,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
           return result;
         });
       }
-      if (text.includes("claimed_at IS NULL AND reply IS NULL RETURNING call_id")) {
+      if (text.includes("(claimed_at IS NULL OR started IS FALSE) RETURNING call_id")) {
         return answer.then((result) => {
           withdrawTried.open();
           return result;
@@ -263,15 +263,16 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
       const withdraw = new AbortController();
       const sent = a.send("host-b", call("s1", { n: 2 }), LONG, withdraw.signal);
       await claimed.promise;
-      // the target lets the session go just then: a finds the call claimed, and waits the grace
+      // the target lets the session go just then: a finds the call claimed and not begun, and
+      // takes it back without waiting the grace
       withdraw.abort();
       await withdrawTried.promise;
+      expect(await sent).toEqual({ status: "withdrawn" });
+      expect(await inbox.rowCount()).toBe(0);
+      // b, seeing its claim, puts back a call that is no longer there: nothing to run or answer
       stop();
       claimGo.open();
-      await expect
-        .poll(async () => inbox.sql("SELECT claimed_at, reply FROM forwarded_calls"), { timeout: 20_000 })
-        .toEqual([{ claimed_at: null, reply: null }]);
-      expect(await sent).toEqual({ status: "withdrawn" });
+      await b.close();
       expect(await inbox.rowCount()).toBe(0);
     } finally {
       vi.restoreAllMocks();
@@ -309,7 +310,7 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(ran).toEqual([{ n: 1 }]);
   });
 
-  it("a call claimed behind a running one whose target stops serving and lets the session go is answered not_owner, not unknown: it never ran there", async () => {
+  it("a call claimed behind a running one whose target stops serving and lets the session go is answered not_owner or taken back, not unknown: it never ran there", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL });
     const b = await inbox.open({ pollMs: NO_POLL });
@@ -330,8 +331,9 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     stop();
     withdraw.abort();
     // its sender routes it again, to whoever holds the session next; told unknown, its caller
-    // would not know whether to send again a call that never ran
-    expect(await second).toEqual({ status: "not_owner" });
+    // would not know whether to send again a call that never ran. Refused by b (its statement
+    // first), or taken back by its sender, not begun (the sender's first): either never ran there
+    expect(["not_owner", "withdrawn"]).toContain((await second).status);
     release.open();
     expect(await first).toEqual({ status: "ok", result: { n: 1 } });
     expect(ran).toEqual([{ n: 1 }]);
