@@ -1,4 +1,6 @@
+import { realpathSync } from "node:fs";
 import { hostname } from "node:os";
+import { resolve } from "node:path";
 import Database from "better-sqlite3";
 import { isUnreadableDatabase } from "./io-errors.js";
 
@@ -6,6 +8,21 @@ interface Holder {
   pid: number;
   host: string;
   started_at: number;
+}
+
+/**
+ * The lock files this process holds, by real path: a refusal tells a second store of this very
+ * process from another process (the holder row names only a pid, and holds none while written).
+ */
+const HELD_HERE = new Set<string>();
+
+/** `path` with its links resolved; as given, made absolute, if it is gone. */
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }
 
 /**
@@ -18,10 +35,13 @@ interface Holder {
 export class DatabaseLock {
   readonly path: string;
   #db: Database.Database | undefined;
+  readonly #realPath: string;
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
     this.#db = db;
+    this.#realPath = realPathOf(path);
+    HELD_HERE.add(this.#realPath);
   }
 
   /** Takes the lock of `dbPath`, or throws an Error naming the file and, if known, its holder. */
@@ -36,12 +56,12 @@ export class DatabaseLock {
         );
       } catch (err) {
         // a first opener of the file holds it before its table exists
-        if (isBusy(err)) throw inUse(dbPath, db);
+        if (isBusy(err)) throw inUse(dbPath, path, db);
         throw err;
       }
       // Free a moment ago: say who we are, then hold the lock. A process that raced us between
       // the two steps makes one of them busy, and we refuse.
-      if (!tryBegin(db)) throw inUse(dbPath, db);
+      if (!tryBegin(db)) throw inUse(dbPath, path, db);
       db.exec("ROLLBACK");
       try {
         db.transaction(() => {
@@ -53,10 +73,10 @@ export class DatabaseLock {
           );
         })();
       } catch (err) {
-        if (isBusy(err)) throw inUse(dbPath, db);
+        if (isBusy(err)) throw inUse(dbPath, path, db);
         throw err;
       }
-      if (!tryBegin(db)) throw inUse(dbPath, db);
+      if (!tryBegin(db)) throw inUse(dbPath, path, db);
       return new DatabaseLock(path, db);
     } catch (err) {
       db.close();
@@ -69,6 +89,7 @@ export class DatabaseLock {
     const db = this.#db;
     this.#db = undefined;
     if (!db) return;
+    HELD_HERE.delete(this.#realPath);
     try {
       db.exec("ROLLBACK");
     } finally {
@@ -118,7 +139,12 @@ export class DatabaseInUseError extends Error {
   override readonly name = "DatabaseInUseError";
 }
 
-function inUse(dbPath: string, db: Database.Database): DatabaseInUseError {
+function inUse(dbPath: string, lockPath: string, db: Database.Database): DatabaseInUseError {
+  if (HELD_HERE.has(realPathOf(lockPath))) {
+    return new DatabaseInUseError(
+      `the database ${dbPath} is already open in this process (another store holds its lock); close that store first (one host per database file)`,
+    );
+  }
   let holder: Holder | undefined;
   try {
     holder = db.prepare("SELECT pid, host, started_at FROM holder").get() as Holder | undefined;

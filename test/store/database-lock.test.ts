@@ -1,4 +1,4 @@
-import { readdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { readdirSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { DatabaseInUseError, DatabaseLock, DatabaseLockDamagedError } from "../../src/store/database-lock.js";
@@ -60,11 +60,40 @@ describe("one host per SQLite file", () => {
   it("within one process a second open is refused, and closing the store releases the lock", async () => {
     const dbPath = freshDb();
     const store = SqliteSessionStore.open(dbPath);
-    expect(() => SqliteSessionStore.open(dbPath)).toThrow(/is in use by another process/);
+    // this very process holds it: the refusal says so, not "another process"
+    expect(() => SqliteSessionStore.open(dbPath)).toThrow(
+      `the database ${dbPath} is already open in this process (another store holds its lock); close that store first`,
+    );
     await store.close();
     const again = SqliteSessionStore.open(dbPath);
     await again.close();
     DatabaseLock.acquire(dbPath).release();
+  });
+
+  it("a second open in this process through another path to the same file is told it is this process, and a released lock no longer counts", () => {
+    const dbPath = freshDb();
+    const link = `${dbPath.slice(0, dbPath.lastIndexOf("/"))}-link`;
+    symlinkSync(dbPath.slice(0, dbPath.lastIndexOf("/")), link);
+    const linked = `${link}/sessions.db`;
+    try {
+      const held = DatabaseLock.acquire(dbPath);
+      expect(() => DatabaseLock.acquire(linked)).toThrow(
+        `the database ${linked} is already open in this process`,
+      );
+      held.release();
+      // released: another process holding it now is not called this one
+      const other = new Database(`${dbPath}.lock`);
+      try {
+        other.exec("BEGIN IMMEDIATE");
+        expect(() => DatabaseLock.acquire(linked)).toThrow(
+          `the database ${linked} is in use by another process`,
+        );
+      } finally {
+        other.close();
+      }
+    } finally {
+      unlinkSync(link);
+    }
   });
 
   it("a lock file another opener holds before its table exists is refused as in use, not as a raw SQLite error", () => {
@@ -151,8 +180,9 @@ describe("one host per SQLite file", () => {
     file.close();
     const held = DatabaseLock.acquire(dbPath);
     try {
-      // the holder is this process, which a refusal calls "another process" (it is another store)
-      expect(() => DatabaseLock.acquire(dbPath)).toThrow(/is in use by another process;/);
+      // the holder is another lock of this process, and the refusal says so
+      expect(() => DatabaseLock.acquire(dbPath)).toThrow(/is already open in this process/);
+      expect(() => DatabaseLock.acquire(dbPath)).not.toThrow(/gone|999999999/);
     } finally {
       held.release();
     }
