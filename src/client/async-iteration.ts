@@ -9,7 +9,7 @@ export interface IterateOptions {
   maxBuffered?: number;
   /**
    * What the values waiting for a slow loop body may weigh (a follow's events by the characters
-   * of their JSON; a control mirror's values share what did not change, and are counted only);
+   * of their JSON, its opened and reset updates by their epoch's; a control mirror's values share what did not change, and are counted only);
    * past it the loop ends with `slow_consumer`. @default 64 MiB
    */
   maxBufferedBytes?: number;

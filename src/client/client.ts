@@ -251,9 +251,14 @@ export class SessionmuxClient {
    * can also be read with `for await (const update of client.follow(id))`.
    */
   follow(sessionId: string, options: FollowOptions & IterateOptions = {}): LiveStream<FollowUpdate> {
-    // a buffered update weighs its events' JSON: each one a host sends may hold up to its 1 MiB
+    // a buffered update weighs its events' JSON, or its epoch: a host's item may hold up to a
+    // message of either (an opened or reset one too, its epoch a string of any length)
     return liveStream(followSession(this, sessionId, options), options, (update) =>
-      update.kind === "events" ? JSON.stringify(update.events).length : 0,
+      update.kind === "events"
+        ? JSON.stringify(update.events).length
+        : "epoch" in update
+          ? update.epoch.length
+          : 0,
     );
   }
 

@@ -41,6 +41,30 @@ describe("a follow read with for await buffers what its loop has not read, bound
     await vi.waitFor(() => expect(p.received("close")).toHaveLength(1));
   });
 
+  it("updates that carry no events weigh too: a host sending resets of 512 KiB epochs ends a loop bounded at 1 MiB", async () => {
+    // Only an events update was weighed: a host could make a loop hold 10,000 resets (or opens),
+    // each naming an epoch of up to a host message, past any maxBufferedBytes.
+    const p = await peer({
+      onOpen: (conn, f) => {
+        const item = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        item({ kind: "opened", epoch: "E1", headSeq: 0 });
+        for (let i = 0; i < 3; i++) item({ kind: "reset", epoch: `${i}`.repeat(512 * 1024) });
+        conn.send({ type: "end", id: f.id });
+      },
+      onCall: () => ({ sessions: [] }),
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    const loop = client.follow("s", { maxBufferedBytes: MIB })[Symbol.asyncIterator]();
+    await vi.waitFor(() => expect(p.received("open")).toHaveLength(1));
+    await client.call("session.list", {});
+    expect(await loop.next()).toMatchObject({ value: { kind: "opened" } });
+    expect(await loop.next()).toMatchObject({ value: { kind: "reset" } });
+    await expect(loop.next()).rejects.toMatchObject({
+      code: "slow_consumer",
+      data: { maxBufferedBytes: MIB },
+    });
+  });
+
   it("by default a loop may fall 64 MiB behind: a host sending five events of 14 MiB ends it there", async () => {
     // Before, only 10,000 values were bounded: a host could make a for-await loop that had not
     // read its follow yet hold 10,000 items of up to a host message (17 MiB) each.
