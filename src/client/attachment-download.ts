@@ -21,7 +21,8 @@ export interface DownloadOptions {
   onProgress?: (received: number, size: number) => void;
   /**
    * The largest attachment read: a host naming a larger size fails the download with
-   * `payload_too_large` before a byte is kept. @default 64 MiB (a principal's upload quota)
+   * `payload_too_large` before a byte is kept (a host without `session.download`, whose answer
+   * is one message, once it is read). @default 64 MiB (a principal's upload quota)
    */
   maxBytes?: number;
 }
@@ -44,6 +45,11 @@ export function downloadAttachment(
   options: DownloadOptions & { idleTimeoutMs: number },
   fallback: () => Promise<Attachment>,
 ): Promise<Attachment> {
+  const max = options.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
+  const tooLarge = (size: number) =>
+    new SessionmuxError("payload_too_large", `session.download: ${size} bytes, past maxBytes`, {
+      data: { method: "session.download", maxBytes: max, size },
+    });
   return new Promise<Attachment>((resolve, reject) => {
     let head: Head | undefined;
     let body = new Uint8Array(0);
@@ -103,18 +109,7 @@ export function downloadAttachment(
                   );
                 }
                 // the body grows to the size named as bytes arrive: a size past the bound is refused
-                const max = options.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
-                if (item.size > max) {
-                  return fail(
-                    new SessionmuxError(
-                      "payload_too_large",
-                      `session.download: ${item.size} bytes, past maxBytes`,
-                      {
-                        data: { method: "session.download", maxBytes: max, size: item.size },
-                      },
-                    ),
-                  );
-                }
+                if (item.size > max) return fail(tooLarge(item.size));
                 head = item;
                 body = new Uint8Array(Math.min(item.size, MAX_HOST_MESSAGE_BYTES));
               } else if (item.size !== head.size) {
@@ -156,7 +151,16 @@ export function downloadAttachment(
       error: (error: unknown) => {
         if (error instanceof RemoteError && error.code === "unknown_method" && !head) {
           // a host from before `session.download`: the whole answer in one message
-          finish(() => fallback().then(resolve, reject));
+          // its answer is one message, kept whole: past the bound it is refused all the same
+          finish(() =>
+            fallback()
+              .then((a) => {
+                const size = a.bytes.byteLength;
+                if (size > max) throw tooLarge(size);
+                return a;
+              })
+              .then(resolve, reject),
+          );
         } else fail(error);
       },
       complete: () => {

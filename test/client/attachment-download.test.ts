@@ -298,6 +298,26 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     expect((await client.download("s", "a", { maxBytes: 2 * MIB })).size).toBe(2 * MIB);
   });
 
+  it("a host without session.download answering more than maxBytes in one message fails payload_too_large as well", async () => {
+    // The bound held only a head: a host answering the stream unknown_method, and the call that
+    // follows with the whole attachment, gave the caller more than its maxBytes.
+    const p = await peer({
+      onOpen: (conn, f) =>
+        conn.send({
+          type: "error",
+          id: f.id,
+          error: { code: "unknown_method", message: "no", category: "protocol", retryable: false },
+        }),
+      onCall: () => ({ name: "a", type: "x/y", size: 2 * MIB, bytes: new Uint8Array(2 * MIB) }),
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    await expect(client.download("s", "a", { maxBytes: MIB })).rejects.toMatchObject({
+      code: "payload_too_large",
+      data: { method: "session.download", maxBytes: MIB, size: 2 * MIB },
+    });
+    expect((await client.download("s", "a", { maxBytes: 2 * MIB })).bytes.byteLength).toBe(2 * MIB);
+  });
+
   it("an attachment larger than one host message is whole once read", async () => {
     const size = 20 * MIB + 3;
     const whole = pattern(size);
