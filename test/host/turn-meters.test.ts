@@ -223,6 +223,50 @@ describe("meteredAgent", () => {
     ]);
   });
 
+  it("after its turn is stopped, the stop thrown back is counted cancelled; an error of the agent's own is still a failure", async () => {
+    const stop = new Error("the turn was cancelled");
+    const thrown = [
+      stop,
+      new DOMException("aborted", "AbortError"),
+      new TypeError("x is undefined"),
+      Object.assign(new Error("not found"), { name: "NotFoundError" }),
+    ];
+    const agent: AgentDriver = {
+      name: "stopped",
+      defaultModel: "m",
+      models: () => [],
+      runTurn: async () => {
+        throw thrown.shift();
+      },
+    };
+    const { logger, lines } = capture();
+    const ends: string[] = [];
+    const metered = meteredAgent(
+      agent,
+      { turnEnded: (_s, state) => void ends.push(state), firstToken: () => {} },
+      logger,
+    );
+    for (let i = 0; i < 4; i++) {
+      const controller = new AbortController();
+      controller.abort(stop);
+      await expect(metered.runTurn({ ...turn([]), signal: controller.signal })).rejects.toBeDefined();
+    }
+    // the same AbortError from a turn not stopped is the agent's own
+    const alone = new DOMException("aborted", "AbortError");
+    await expect(
+      meteredAgent(
+        { ...agent, runTurn: async () => Promise.reject(alone) },
+        { turnEnded: (_s, state) => void ends.push(state), firstToken: () => {} },
+        logger,
+      ).runTurn(turn([])),
+    ).rejects.toBe(alone);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ends).toEqual(["cancelled", "cancelled", "failed", "failed", "failed"]);
+    expect(lines.map((line) => line.msg).filter((msg) => msg === "agent threw during a turn")).toHaveLength(
+      3,
+    );
+  });
+
   it("offers close and continueTurn only when the agent has them, and close reaches the agent", async () => {
     const meters: TurnMeters = { turnEnded: () => {}, firstToken: () => {} };
     const bare: AgentDriver = {
