@@ -8,9 +8,10 @@ export interface IterateOptions {
   /** Values allowed to wait for a slow loop body; one more ends it with `slow_consumer`. @default 10_000 */
   maxBuffered?: number;
   /**
-   * What the values waiting for a slow loop body may weigh (a follow's events by the characters
-   * of their JSON, its opened and reset updates by their epoch's; a control mirror's values share what did not change, and are counted only);
-   * past it the loop ends with `slow_consumer`. @default 64 MiB
+   * What the values waiting for a slow loop body may weigh, in characters: a follow's events by
+   * their JSON, its opened and reset updates by their epoch; a control mirror by the JSON of the
+   * change it took (what did not change it shares with the mirrors before it). Past it the loop
+   * ends with `slow_consumer`. @default 64 MiB
    */
   maxBufferedBytes?: number;
 }

@@ -264,7 +264,13 @@ export class SessionmuxClient {
 
   /** `controlMirror` as a method: the live-state mirror, as an Observable that can also be read with `for await`. */
   control(options: ControlMirrorOptions & IterateOptions = {}): LiveStream<ControlMirror> {
-    return liveStream(controlMirror(this, options), options);
+    // a buffered mirror weighs the change it took (a host's item may fill a message): what did
+    // not change it shares with the values before it
+    return liveStream(
+      controlMirror(this, options),
+      options,
+      (mirror) => JSON.stringify(mirror.lastChange ?? 0).length,
+    );
   }
 
   /** Registers a handler for a §6 notification; returns the function that removes it. */

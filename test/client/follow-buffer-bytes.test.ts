@@ -80,4 +80,43 @@ describe("a follow read with for await buffers what its loop has not read, bound
     expect(kinds).toEqual(["opened", "events", "events", "events", "events"]);
     expect(error).toMatchObject({ code: "slow_consumer", data: { maxBufferedBytes: 64 * MIB } });
   });
+
+  it("a control loop weighs each value by its change: a host sending rows of 512 KiB titles ends a loop bounded at 1 MiB", async () => {
+    // A control mirror's values were counted only: a host sending changes of up to a message each
+    // made a loop that had not read them hold 10,000 of them (200 of 1 MiB: about 200 MiB).
+    const row = (title: string) => ({
+      sessionId: "s1",
+      title,
+      createdAt: 1,
+      updatedAt: 1,
+      lastPromptAt: 0,
+      turnCount: 0,
+      blank: true,
+      lastState: "idle",
+      live: true,
+      running: false,
+      seq: 1,
+    });
+    const p = await peer({
+      onOpen: (conn, f) => {
+        const item = (value: unknown) => conn.send({ type: "item", id: f.id, value });
+        const none = { agents: [], queues: [], jobs: [], interactions: [] };
+        item({ kind: "baseline", generation: "g1", ...none, projections: [row("t")] });
+        for (let i = 0; i < 3; i++)
+          item({ kind: "projection", sessionId: "s1", projection: row(`${i}`.repeat(512 * 1024)) });
+      },
+      onCall: () => ({ sessions: [] }),
+    });
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    const loop = client.control({ maxBufferedBytes: MIB })[Symbol.asyncIterator]();
+    await vi.waitFor(() => expect(p.received("open")).toHaveLength(1));
+    await client.call("session.list", {});
+    expect(await loop.next()).toMatchObject({ value: { lastChange: { kind: "baseline" } } });
+    expect(await loop.next()).toMatchObject({ value: { lastChange: { kind: "projection" } } });
+    await expect(loop.next()).rejects.toMatchObject({
+      code: "slow_consumer",
+      data: { maxBufferedBytes: MIB },
+    });
+    await vi.waitFor(() => expect(p.received("close")).toHaveLength(1));
+  });
 });
