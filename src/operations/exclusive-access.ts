@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { DatabaseInUseError, DatabaseLockDamagedError } from "../store/database-lock.js";
+import { DatabaseInUseError, DatabaseLockDamagedError, lockedInThisProcess } from "../store/database-lock.js";
 import { keepingWal } from "../store/kept-wal.js";
 import { existingDatabase } from "./database-path.js";
 import { StartupError } from "./startup-error.js";
@@ -22,11 +22,12 @@ function lockedAlone(file: string): string {
     db.exec("ROLLBACK");
   } catch (err) {
     if ((err as { code?: string }).code === "SQLITE_BUSY") {
-      throw new StartupError(
-        "db_in_use",
-        `database ${file} is open in another process (a running host?); stop it first`,
-        { cause: err },
-      );
+      // a store of this very process holds it: "another process" would send its caller looking for
+      // a host that does not exist
+      const where = lockedInThisProcess(file)
+        ? "already open in this process (a store of it is open); close that store first"
+        : "open in another process (a running host?); stop it first";
+      throw new StartupError("db_in_use", `database ${file} is ${where}`, { cause: err });
     }
     throw err;
   } finally {

@@ -25,6 +25,11 @@ function realPathOf(path: string): string {
   }
 }
 
+/** Whether a lock of this process holds `dbPath` (a store open on it here, not in another process). */
+export function lockedInThisProcess(dbPath: string): boolean {
+  return HELD_HERE.has(realPathOf(`${dbPath}.lock`));
+}
+
 /**
  * One host per database file. The lock is a sidecar SQLite file, `<db>.lock`, in which the
  * holder keeps a write transaction open (`BEGIN IMMEDIATE`: SQLite's RESERVED lock), after
@@ -56,12 +61,12 @@ export class DatabaseLock {
         );
       } catch (err) {
         // a first opener of the file holds it before its table exists
-        if (isBusy(err)) throw inUse(dbPath, path, db);
+        if (isBusy(err)) throw inUse(dbPath, db);
         throw err;
       }
       // Free a moment ago: say who we are, then hold the lock. A process that raced us between
       // the two steps makes one of them busy, and we refuse.
-      if (!tryBegin(db)) throw inUse(dbPath, path, db);
+      if (!tryBegin(db)) throw inUse(dbPath, db);
       db.exec("ROLLBACK");
       try {
         db.transaction(() => {
@@ -73,10 +78,10 @@ export class DatabaseLock {
           );
         })();
       } catch (err) {
-        if (isBusy(err)) throw inUse(dbPath, path, db);
+        if (isBusy(err)) throw inUse(dbPath, db);
         throw err;
       }
-      if (!tryBegin(db)) throw inUse(dbPath, path, db);
+      if (!tryBegin(db)) throw inUse(dbPath, db);
       return new DatabaseLock(path, db);
     } catch (err) {
       db.close();
@@ -139,8 +144,8 @@ export class DatabaseInUseError extends Error {
   override readonly name = "DatabaseInUseError";
 }
 
-function inUse(dbPath: string, lockPath: string, db: Database.Database): DatabaseInUseError {
-  if (HELD_HERE.has(realPathOf(lockPath))) {
+function inUse(dbPath: string, db: Database.Database): DatabaseInUseError {
+  if (lockedInThisProcess(dbPath)) {
     return new DatabaseInUseError(
       `the database ${dbPath} is already open in this process (another store holds its lock); close that store first (one host per database file)`,
     );

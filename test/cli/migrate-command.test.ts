@@ -96,7 +96,10 @@ describe("migrate on a SQLite file", () => {
     cleanups.push(() => host.close());
     const open = await refusal(["--db", db]);
     expect(open.code).toBe("db_in_use");
-    expect(open.message).toBe(`database ${db} is open in another process (a running host?); stop it first`);
+    // the host is a store of this very process, and the refusal says so
+    expect(open.message).toBe(
+      `database ${db} is already open in this process (a store of it is open); close that store first`,
+    );
     // SQLite's refusal kept as the cause, for whoever reads the log
     expect(open.cause).toMatchObject({ code: "SQLITE_BUSY" });
     await host.close();
