@@ -3,9 +3,10 @@ import { Limits } from "../../../protocol/index.js";
 import { ranksMatches } from "../search-rank-budget.js";
 import { searchSnippet } from "../search-snippet.js";
 import { searchTooBroad } from "../search-too-broad.js";
+import { boundedReadOn, isStatementTimeout } from "./pg-bounded-read.js";
 import { logKeyOf } from "./pg-log-key.js";
-import { readQuery } from "./pg-read-query.js";
 import { type SearchTerm, searchTerms } from "./pg-search-terms.js";
+import { SEARCH_STATEMENT_TIMEOUT_MS, searchTimedOut } from "./pg-search-timeout.js";
 
 /**
  * The `to_tsquery` text of the terms, which can never be a syntax error: each is quoted (every
@@ -75,31 +76,40 @@ const MATCHES_OWNED = matchesSql(true);
  * Message text search over PostgreSQL full-text search; snippets mark hits with `**`. More matching
  * pieces than `Limits.maxSearchMatches` are refused before any is ranked, as on SQLite; with an
  * `owner`, only the pieces of its sessions count. Pieces whose text passes the ranked text's budget
- * for the query's words (`ranksMatches`) come newest first, unranked, as on SQLite.
+ * for the query's words (`ranksMatches`) come newest first, unranked, as on SQLite. Each statement
+ * runs at most `timeoutMs` on the database, which cancels it past that: the search is then
+ * `overloaded` (see `searchTimedOut`).
  */
 export async function searchMessages(
   pool: pg.Pool,
   query: string,
   limit: number,
   owner?: string,
+  timeoutMs = SEARCH_STATEMENT_TIMEOUT_MS,
 ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
   const words = searchTerms(query);
   const match = toTsQuery(words);
   if (match === null) return [];
   const bound = Limits.maxSearchMatches + 1;
-  const counted =
-    owner === undefined
-      ? await readQuery<Matched>(pool, MATCHES, [match, bound])
-      : await readQuery<Matched>(pool, MATCHES_OWNED, [match, bound, owner]);
-  const { matches, bytes } = counted.rows[0]!;
-  if (matches > Limits.maxSearchMatches) throw searchTooBroad();
-  const ranked = ranksMatches(bytes, words);
   const params = owner === undefined ? [match, limit] : [match, limit, owner];
-  const result = ranked
-    ? await readQuery(pool, owner === undefined ? SEARCH : SEARCH_OWNED, [...params, toRankQuery(words)])
-    : await readQuery(pool, owner === undefined ? NEWEST : NEWEST_OWNED, params);
+  const rows = await boundedReadOn(pool, timeoutMs, async (client) => {
+    const counted =
+      owner === undefined
+        ? await client.query<Matched>(MATCHES, [match, bound])
+        : await client.query<Matched>(MATCHES_OWNED, [match, bound, owner]);
+    const { matches, bytes } = counted.rows[0]!;
+    // answered, not thrown: a read that throws gives up its connection
+    if (matches > Limits.maxSearchMatches) return null;
+    const result = ranksMatches(bytes, words)
+      ? await client.query<Hit>(owner === undefined ? SEARCH : SEARCH_OWNED, [...params, toRankQuery(words)])
+      : await client.query<Hit>(owner === undefined ? NEWEST : NEWEST_OWNED, params);
+    return result.rows;
+  }).catch((err: unknown) => {
+    throw isStatementTimeout(err) ? searchTimedOut(timeoutMs) : err;
+  });
+  if (rows === null) throw searchTooBroad();
   const hits: { sessionId: string; seq: number; snippet: string }[] = [];
-  for (const { sessionId, seq, text } of result.rows as { sessionId: string; seq: number; text: string }[]) {
+  for (const { sessionId, seq, text } of rows) {
     // snippets are made on the event loop: it runs between a few of them, not after all 200
     if (hits.length > 0 && hits.length % SNIPPETS_PER_TURN === 0)
       await new Promise((resolve) => setImmediate(resolve));
@@ -108,6 +118,8 @@ export async function searchMessages(
   return hits;
 }
 
+/** A matching piece as the search reads it. */
+type Hit = { sessionId: string; seq: number; text: string };
 /** A search's matching pieces up to the bound, and the UTF-8 bytes of their text. */
 type Matched = { matches: number; bytes: number };
 

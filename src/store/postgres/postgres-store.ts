@@ -62,6 +62,7 @@ import { readQuery } from "./pg-read-query.js";
 import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { searchMessages } from "./pg-search.js";
+import { SEARCH_STATEMENT_TIMEOUT_MS } from "./pg-search-timeout.js";
 import { pgStorageProbe } from "./pg-storage-probe.js";
 import { PgWriteOperations } from "./pg-write-operations.js";
 
@@ -87,6 +88,12 @@ export interface PostgresStoreOptions {
    */
   purgeStep?: Partial<PurgeStep>;
   metrics?: StoreMetrics;
+  /**
+   * How long each statement of a search may run on the database (lock waits included) before the
+   * server cancels it and the search fails `overloaded` (see `boundedReadOn`). Other statements
+   * run unbounded. @default SEARCH_STATEMENT_TIMEOUT_MS
+   */
+  searchStatementTimeoutMs?: number;
   /** Clock for `at` of events the store stamps itself. @default Date.now */
   now?: () => number;
   /**
@@ -146,6 +153,7 @@ export class PostgresSessionStore implements HostStore {
   /** The look at open for purges a stopped host left. */
   private readonly purgesFound: Promise<void>;
   private readonly now: () => number;
+  private readonly searchStatementTimeoutMs: number;
   private closed: Promise<void> | undefined;
 
   private constructor(
@@ -160,6 +168,7 @@ export class PostgresSessionStore implements HostStore {
     const writer = new PgLogWriter();
     const now = options.now ?? Date.now;
     this.now = now;
+    this.searchStatementTimeoutMs = options.searchStatementTimeoutMs ?? SEARCH_STATEMENT_TIMEOUT_MS;
     this.attachments = new PgAttachmentChunks(pool);
     this.leases = new PgLeaseOperations(writer);
     this.writeOperations = new PgWriteOperations(writer, this.leases, now);
@@ -433,7 +442,7 @@ export class PostgresSessionStore implements HostStore {
     limit: number,
     owner?: string,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
-    return pgRead(searchMessages(this.pool, query, limit, owner));
+    return pgRead(searchMessages(this.pool, query, limit, owner, this.searchStatementTimeoutMs));
   }
 
   dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {
