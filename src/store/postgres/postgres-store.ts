@@ -107,7 +107,8 @@ export interface PostgresStoreOptions {
    * connection, for whether the server still runs it (see `watchBackend`): a connection whose path
    * went silent is dropped within two or three times this (its writes fail `persistence_failure`),
    * and a new connection's handshake may take twice this. A statement waiting on locks (another
-   * host's transaction, `rebuild-projections`) is running: it is never dropped. @default 5000
+   * host's transaction, `rebuild-projections`) is running: it is never dropped (a search's stops at
+   * `searchStatementTimeoutMs`). @default 5000
    */
   queryCheckMs?: number;
   /**
