@@ -6,7 +6,9 @@ import { type BackoffPolicy, backoffDelay } from "./backoff.js";
  * `attempt` counts consecutive failed connects; it resets when a `hello` arrives.
  * `unauthorized` (HTTP 401/403 at upgrade), `rejected` (any other 4xx, e.g. 404 for a wrong
  * path) and `incompatible` (the host's `hello` names another protocol version) are terminal: no
- * retry loop; `reconnectNow` leaves them, `setToken` leaves `unauthorized`.
+ * retry loop; `reconnectNow` leaves them, `setToken` leaves `unauthorized`. A refusal that passes
+ * (429 too many sockets, 503 overloaded, a proxy's 502) is a `backoff` that names its status:
+ * retried all the same, since sockets free up and load passes.
  */
 export type ConnectionState =
   | { readonly name: "connecting"; readonly attempt: number; readonly socketId: number }
@@ -16,6 +18,11 @@ export type ConnectionState =
       readonly attempt: number;
       readonly nextAttemptAt: number;
       readonly delayMs: number;
+      /**
+       * The HTTP status the last attempt was refused with, if one was learnt. 429: the principal
+       * holds its most sockets (§2), and calls waiting for a socket fail `too_many_connections`.
+       */
+      readonly status?: number;
     }
   | { readonly name: "unauthorized"; readonly status: 401 | 403 }
   | { readonly name: "rejected"; readonly status: number }
@@ -30,7 +37,10 @@ export type ConnectionEvent =
   | { readonly type: "hello"; readonly socketId: number; readonly hello: HelloFrame }
   | { readonly type: "lost"; readonly socketId: number }
   | { readonly type: "retry"; readonly socketId: number }
-  /** The host answered the upgrade with an HTTP status instead of switching protocols. */
+  /**
+   * The host answered the upgrade with an HTTP status instead of switching protocols, or closed
+   * the socket before its `hello` with 4000 + that status (§2).
+   */
   | { readonly type: "refused"; readonly socketId: number; readonly status: number }
   /** The host's `hello` names a protocol version other than the client's. */
   | { readonly type: "incompatible"; readonly socketId: number; readonly protocol: number }
@@ -60,7 +70,10 @@ type Table = {
   [S in ConnectionStateName]: { [E in ConnectionEvent["type"]]?: Handler<S, E> };
 };
 
-const toBackoff = (attempt: number, ctx: TransitionContext): ConnectionState => {
+const toBackoff = (
+  attempt: number,
+  ctx: TransitionContext,
+): Extract<ConnectionState, { name: "backoff" }> => {
   const delayMs = backoffDelay(attempt, ctx.policy, ctx.random);
   return { name: "backoff", attempt: attempt + 1, delayMs, nextAttemptAt: ctx.now + delayMs };
 };
@@ -74,7 +87,7 @@ const closed: ConnectionState = { name: "closed" };
 const refusal = (attempt: number, status: number, ctx: TransitionContext): ConnectionState => {
   if (status === 401 || status === 403) return { name: "unauthorized", status };
   if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { name: "rejected", status };
-  return toBackoff(attempt, ctx);
+  return { ...toBackoff(attempt, ctx), status };
 };
 const restart = (_s: ConnectionState, e: { socketId: number }): ConnectionState => ({
   name: "connecting",

@@ -119,8 +119,9 @@ export class Connection {
 
   /**
    * Resolves with the open socket, waiting through reconnects; rejects with
-   * `ConnectionRefusedError` while the host refuses the connection, with `unsupported_protocol`
-   * while it speaks another protocol version, and once the client is closed.
+   * `ConnectionRefusedError` while the host refuses the connection (past 429 too, which the
+   * client retries: when the principal's other sockets close is not for a call to wait on), with
+   * `unsupported_protocol` while it speaks another protocol version, and once the client is closed.
    */
   whenOpen(signal?: AbortSignal): Promise<SocketLink> {
     return new Promise<SocketLink>((resolve, reject) => {
@@ -139,7 +140,7 @@ export class Connection {
       // A completed subject replays nothing: a closed connection ends at once through `done`.
       const stop = firstMatch(
         this.#state$.observable,
-        (s) => s.name === "open" || isTerminal(s),
+        (s) => s.name === "open" || isTerminal(s) || (s as { status?: number }).status === 429,
         (s) => {
           settled();
           try {
@@ -166,8 +167,8 @@ export class Connection {
     const current = this.#current;
     if (s.name === "open" && current && current.socketId === s.socketId) return current.link;
     if (s.name === "open") throw new RemoteStreamCarrierError("socket_lost");
-    if (s.name === "unauthorized" || s.name === "rejected")
-      throw new ConnectionRefusedError(s.status, this.#options.url);
+    // `unauthorized`, `rejected`, or a `backoff` refused 429 (the only one that settles a wait)
+    if ("status" in s) throw new ConnectionRefusedError(s.status!, this.#options.url);
     if (s.name === "incompatible") throw unsupportedProtocol(s.protocol);
     throw new RemoteStreamCarrierError("client_closed");
   }
@@ -305,7 +306,7 @@ export class Connection {
       live.stopHelloWait = this.#awaitHello(live);
     };
     socket.onerror = () => {};
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       keepAlive?.stop();
       live.stopHelloWait?.();
       socket.onmessage = null;
@@ -315,8 +316,16 @@ export class Connection {
       // A socket the caller's close() cut while it connected was refused by no host: asking the
       // host why (a browser's HTTP question) would open a connection after the close and hold it.
       if (upgraded || this.#state.name === "closed") {
+        // Closed before the hello with 4000 + an HTTP status: refused as with that status, told so
+        // a browser can read it (it hides a refused upgrade's status, §2). Our own drop (4000) is a
+        // loss.
+        const status = event.code - 4000;
         // Synchronously, so a call retried right after its carrier error waits for the next socket.
-        this.#dispatch({ type: "lost", socketId });
+        this.#dispatch({
+          type: !live.hello && status > 0 ? "refused" : "lost",
+          socketId,
+          status,
+        } as ConnectionEvent);
         return resolveClosed();
       }
       const question = new AbortController();

@@ -22,8 +22,9 @@ export class RemoteError extends SessionmuxError {
 }
 
 /**
- * The host answered the WebSocket upgrade with an HTTP error (the connection state is then
- * `unauthorized` or `rejected`): retrying with the same token and URL cannot help.
+ * The host answered the WebSocket upgrade with an HTTP error (§2). The connection state is then
+ * `unauthorized` or `rejected`, and retrying with the same token and URL cannot help; or, for 429
+ * `too_many_connections` (retryable), a `backoff` naming it: the client retries as sockets free up.
  */
 export class ConnectionRefusedError extends RemoteError {
   readonly status: number;
@@ -42,12 +43,13 @@ function refusalCode(status: number): ErrorCode {
   if (status === 401) return "unauthorized";
   if (status === 403) return "forbidden_origin";
   if (status === 404) return "not_found";
-  return "bad_request";
+  return status === 429 ? "too_many_connections" : "bad_request";
 }
 
 function refusalMessage(status: number, url: string): string {
   if (status === 401) return `the host refused the token (HTTP 401) at ${url}; supply a valid one (setToken)`;
   if (status === 403) return `the host refused this origin or token (HTTP 403) at ${url}; check both`;
+  if (status === 429) return `the host allows this principal no more sockets (HTTP 429) at ${url}; retrying`;
   if (status === 404)
     return `nothing serves the mux at ${url} (HTTP 404); check the URL: the mux is /api/remote.mux below the host's base path (/chat/api/remote.mux for a host mounted at /chat)`;
   return `the host refused the connection (HTTP ${status}) at ${url}; check the URL and client version`;

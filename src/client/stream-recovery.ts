@@ -7,8 +7,9 @@ import { ConnectionRefusedError, RemoteStreamCarrierError } from "./remote-error
  *   reconnect loop paces it).
  * - `retry`: the host refused or ended it with a retryable code; one isolated retry per host
  *   generation, then wait for the next generation.
- * - `await-open`: the host refused the connection (a bad token or path); reopen once a socket
- *   opens again, after the caller supplied a new token.
+ * - `await-open`: the host refused the connection (a bad token or path; or 429, too many sockets,
+ *   which the client retries); reopen once a socket opens again (after a new token, or once one
+ *   of the principal's sockets closed).
  * - `complete`: the client was closed.
  * - `fail`: terminal; published as the stream's error.
  */

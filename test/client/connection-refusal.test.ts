@@ -12,7 +12,7 @@ import { createNodeClient } from "../../src/client/node.js";
 import { ConnectionRefusedError } from "../../src/client/remote-errors.js";
 import { browserSocketFactory, type WebSocketLike } from "../../src/client/socket.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { listenOnLoopback } from "../support/loopback-server.js";
 import { startFakePeer } from "./fake-peer.js";
 
@@ -210,5 +210,112 @@ describe("browserSocketFactory: the socket's upgradeStatus question", () => {
       vi.unstubAllGlobals();
     }
     expect(h.questions).toEqual([]);
+  });
+});
+
+describe("a principal holding the most sockets the host allows", () => {
+  /** A real host that lets each ordinary principal hold one socket. */
+  async function oneSocketHost(): Promise<TestHost> {
+    const h = await startTestHost({ principals: { maxSocketsPerPrincipal: 1 } });
+    cleanups.push(() => h.dispose());
+    return h;
+  }
+  /** Holds alice's one socket until `close` is called; alice's session `held` exists. */
+  async function holdSocket(h: TestHost): Promise<SessionmuxClient> {
+    const holder = createNodeClient({ url: h.wsUrl, token: ALICE_TOKEN });
+    cleanups.push(() => holder.close());
+    await holder.create({ sessionId: "held" });
+    return holder;
+  }
+  // Without being told, a call would wait for a socket until this runs out and end `timeout`.
+  const call = { timeoutMs: 5_000 };
+
+  for (const [kind, connect] of [
+    ["the Node client", (url: string) => createNodeClient({ url, token: ALICE_TOKEN, backoff: fast })],
+    // the token as the `bearer.` subprotocol entry, and no upgrade status to read: a browser's view
+    [
+      "a browser-style client",
+      (url: string) => createClient({ url, token: ALICE_TOKEN, WebSocket, backoff: fast }),
+    ],
+  ] as const) {
+    it(`${kind} is told too_many_connections: its state names 429, calls fail with it, it retries and connects once a socket frees up`, async () => {
+      const h = await oneSocketHost();
+      const holder = await holdSocket(h);
+      const client = connect(h.wsUrl);
+      const seen = track(client);
+      const updates: FollowUpdate[] = [];
+      let failure: unknown;
+      const sub = client
+        .follow("held")
+        .subscribe({ next: (u) => updates.push(u), error: (e) => (failure = e) });
+      cleanups.push(() => sub.unsubscribe());
+
+      const error = await client.list({}, call).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectionRefusedError);
+      expect(error).toMatchObject({
+        code: "too_many_connections",
+        status: 429,
+        retryable: true,
+        terminal: false,
+      });
+      expect(client.state).toMatchObject({ name: "backoff", status: 429 });
+      // still retrying with backoff, as for any passing refusal
+      await vi.waitFor(() =>
+        expect(seen.filter((s) => s.name === "backoff" && s.status === 429).length).toBeGreaterThanOrEqual(2),
+      );
+      expect(seen.some((s) => s.name === "unauthorized" || s.name === "rejected")).toBe(false);
+
+      await holder.close();
+      await vi.waitFor(() => expect(client.state.name).toBe("open"));
+      expect(await client.list({}, call)).toHaveProperty("sessions");
+      // a follow opened while refused waited for the socket rather than failing
+      await vi.waitFor(() => expect(updates.some((u) => u.kind === "caughtUp")).toBe(true));
+      expect(failure).toBeUndefined();
+    });
+  }
+
+  it("the host's refusal neither takes the principal's socket nor greets it, and other principals connect", async () => {
+    const h = await oneSocketHost();
+    await holdSocket(h);
+    const refused = new WebSocket(h.wsUrl, [SUBPROTOCOL], {
+      headers: { Authorization: `Bearer ${ALICE_TOKEN}` },
+    });
+    const frames: unknown[] = [];
+    refused.on("message", (data) => frames.push(data));
+    const [code, reason] = (await once(refused, "close")) as [number, Buffer];
+    expect(code).toBe(4429);
+    expect(JSON.parse(reason.toString())).toEqual({
+      error: "too_many_connections",
+      message: "at most 1 sockets per principal; close one first",
+    });
+    expect(frames).toEqual([]);
+    const bob = createNodeClient({ url: h.wsUrl, token: BOB_TOKEN });
+    cleanups.push(() => bob.close());
+    expect(await bob.list({}, call)).toHaveProperty("sessions");
+  });
+
+  it("a host that refuses with HTTP 429 at the upgrade (before the close code) is told the same to the Node client", async () => {
+    const h = await refusingHost(429, () => 426);
+    const client = createNodeClient({
+      url: `ws://127.0.0.1:${h.port}/api/remote.mux`,
+      token: "t",
+      backoff: fast,
+    });
+    track(client);
+    await expect(client.list({}, call)).rejects.toMatchObject({ code: "too_many_connections", status: 429 });
+    expect(client.state).toMatchObject({ name: "backoff", status: 429 });
+  });
+
+  it("a 503 at the upgrade is named in the backoff state, but calls wait through it: load passes, and a proxy says 503 while a host restarts", async () => {
+    const h = await refusingHost(503, () => 426);
+    const client = createNodeClient({
+      url: `ws://127.0.0.1:${h.port}/api/remote.mux`,
+      token: "t",
+      backoff: fast,
+    });
+    const seen = track(client);
+    const listing = client.list({}, { timeoutMs: 1_000 }).catch((e: unknown) => e);
+    await vi.waitFor(() => expect(seen.some((s) => s.name === "backoff" && s.status === 503)).toBe(true));
+    expect(await listing).toMatchObject({ code: "timeout" });
   });
 });

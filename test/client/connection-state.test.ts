@@ -18,11 +18,12 @@ const connecting = (attempt: number, socketId: number): ConnectionState => ({
   socketId,
 });
 const open = (socketId: number): ConnectionState => ({ name: "open", socketId, hello });
-const backoff = (attempt: number, delayMs: number): ConnectionState => ({
+const backoff = (attempt: number, delayMs: number, status?: number): ConnectionState => ({
   name: "backoff",
   attempt,
   delayMs,
   nextAttemptAt: ctx.now + delayMs,
+  ...(status === undefined ? {} : { status }),
 });
 const closed: ConnectionState = { name: "closed" };
 const unauthorized = (status: 401 | 403): ConnectionState => ({ name: "unauthorized", status });
@@ -50,6 +51,12 @@ const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
     open(6),
   ],
   ["lost open socket backs off from attempt 0", open(4), { type: "lost", socketId: 4 }, backoff(1, 125)],
+  [
+    "a retry after a 429 connects, the status left behind",
+    backoff(2, 250, 429),
+    { type: "retry", socketId: 3 },
+    connecting(2, 3),
+  ],
   [
     "retry connects with the new socket id",
     backoff(2, 250),
@@ -107,35 +114,35 @@ const cases: [string, ConnectionState, ConnectionEvent, ConnectionState][] = [
     rejected(400),
   ],
   [
-    "a 503 at upgrade backs off",
+    "a 503 at upgrade backs off, naming it",
     connecting(0, 1),
     { type: "refused", socketId: 1, status: 503 },
-    backoff(1, 125),
+    backoff(1, 125, 503),
   ],
   [
-    "a 429 at upgrade backs off",
+    "a 429 at upgrade backs off, naming it",
     connecting(1, 2),
     { type: "refused", socketId: 2, status: 429 },
-    backoff(2, 250),
+    backoff(2, 250, 429),
   ],
   // passing trouble: a timeout, the host failing or restarting, a proxy redirecting mid-deploy
   [
     "a 408 at upgrade backs off",
     connecting(0, 1),
     { type: "refused", socketId: 1, status: 408 },
-    backoff(1, 125),
+    backoff(1, 125, 408),
   ],
   [
     "a 500 at upgrade backs off",
     connecting(0, 1),
     { type: "refused", socketId: 1, status: 500 },
-    backoff(1, 125),
+    backoff(1, 125, 500),
   ],
   [
     "a 302 at upgrade backs off",
     connecting(0, 1),
     { type: "refused", socketId: 1, status: 302 },
-    backoff(1, 125),
+    backoff(1, 125, 302),
   ],
   [
     "a 499 at upgrade is rejected",
@@ -212,7 +219,7 @@ describe("connection state machine", () => {
 
   it("waits for the caller only when refused, incompatible or closed", () => {
     const waiting = [unauthorized(401), unauthorized(403), rejected(404), incompatible(2), closed];
-    const moving = [connecting(0, 1), open(1), backoff(1, 125)];
+    const moving = [connecting(0, 1), open(1), backoff(1, 125), backoff(1, 125, 429)];
     expect(waiting.map(isTerminal)).toEqual(waiting.map(() => true));
     expect(moving.map(isTerminal)).toEqual(moving.map(() => false));
   });

@@ -39,6 +39,10 @@ export async function listen(server: Server): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/**
+ * The HTTP status an upgrade to `url` was answered with: 101 once the host's first frame arrives,
+ * the refusal's status when it closed the socket before that with 4000 + the status (§2).
+ */
 export function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, [SUBPROTOCOL], { headers });
@@ -46,10 +50,12 @@ export function upgradeStatus(url: string, headers: Record<string, string> = {})
       resolve(res.statusCode ?? 0);
       ws.terminate();
     });
-    ws.on("open", () => {
+    // taken: greeted with a hello, or closed at once with 4000 + the status it was refused with (§2)
+    ws.on("message", () => {
       resolve(101);
       ws.close();
     });
+    ws.on("close", (code) => resolve(code > 4000 ? code - 4000 : 0));
     ws.on("error", reject);
   });
 }

@@ -77,6 +77,7 @@ describe("createSessionmux on an app's own http.Server", () => {
     );
     await first.create({});
     await second.create({});
+    // told by close code 4429, which a browser can read
     expect(await upgradeStatus(url, { authorization: "Bearer user:alice" })).toBe(429);
     expect(await upgradeStatus(url, { authorization: "Bearer user:bob" })).toBe(101);
     // the two creations emptied alice's bucket, whichever of her sockets asks next

@@ -9,7 +9,7 @@ import type { Authenticator } from "../auth.js";
 import type { HostMetrics } from "../metrics.js";
 import { MuxConnection } from "./mux-connection.js";
 import { type MuxOptions, type MuxOptionsInput, resolveMuxOptions } from "./mux-options.js";
-import { judgeUpgrade, refuseUpgrade, type UpgradeVerdict } from "./upgrade-gate.js";
+import { judgeUpgrade, refuseUpgrade } from "./upgrade-gate.js";
 
 export type { MuxLogger, MuxOptions, MuxOptionsInput } from "./mux-options.js";
 
@@ -19,12 +19,18 @@ export interface MuxHandle {
   readonly connections: number;
 }
 
-/** Grace period for close handshakes at shutdown before sockets are cut. */
+/** Grace period for close handshakes (at shutdown, of a refused socket) before sockets are cut. */
 const CLOSE_GRACE_MS = 1000;
+
+/** 4000 + the HTTP status the refusal would have had (§2). */
+const TOO_MANY_CONNECTIONS_CLOSE = 4429;
 
 /** The mux without a server of its own: the caller hands it upgrade requests for the mux path. */
 export interface MuxUpgradeHandler extends MuxHandle {
-  /** Takes the socket: refused on the raw socket, or upgraded to a mux connection. */
+  /**
+   * Takes the socket: refused on the raw socket, upgraded to a mux connection, or (past its
+   * principal's sockets) upgraded and closed at once.
+   */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /**
    * The same, for a caller whose principal is already known (an in-process connection): every
@@ -35,7 +41,8 @@ export interface MuxUpgradeHandler extends MuxHandle {
 
 /**
  * The mux's upgrade handling (protocol-v1 §2). Upgrade requests are judged on the raw socket: a
- * refusal is a plain HTTP answer and no WebSocket ever exists.
+ * refusal is a plain HTTP answer and no WebSocket ever exists, but for a principal past its
+ * sockets, told by a close code a browser can read (`turnAway`).
  */
 export function createMuxUpgradeHandler(
   host: HostApi,
@@ -48,7 +55,12 @@ export function createMuxUpgradeHandler(
   let closing = false;
 
   const admit = (principal: Principal, req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!claimSocket(principal, socket, resolved, closing)) return;
+    if (closing)
+      return refuseUpgrade(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
+    if (!claimSocket(principal, socket, resolved)) {
+      const limit = resolved.principalLimits.options.maxSocketsPerPrincipal;
+      return turnAway(wss, req, socket, head, `at most ${limit} sockets per principal; close one first`);
+    }
     // The 101 answer `ws` writes and the hello (with whatever else the connection sends in this
     // tick) leave in one write: a reconnecting crowd costs one write per socket, not two.
     socket.cork();
@@ -116,35 +128,44 @@ function muxSocketServer(maxPayload: number): WebSocketServer {
 }
 
 /**
- * Whether the host takes an authenticated upgrade, its socket slot released when the socket
- * closes; otherwise the upgrade is refused on the raw socket.
+ * Whether the principal may hold one more socket; if so its slot is taken, and released when the
+ * socket closes.
  */
 function claimSocket(
   principal: Principal,
   socket: Duplex,
   options: Pick<MuxOptions, "principalLimits"> & { metrics?: HostMetrics },
-  closing: boolean,
 ): boolean {
-  if (closing)
-    return refused(socket, { ok: false, status: 404, code: "not_found", message: "shutting down" });
   const releaseSocket = options.principalLimits.acquireSocket(principal);
   if (!releaseSocket) {
     options.metrics?.refused("too_many_connections");
-    const limit = options.principalLimits.options.maxSocketsPerPrincipal;
-    return refused(socket, {
-      ok: false,
-      status: 429,
-      code: "too_many_connections",
-      message: `at most ${limit} sockets per principal; close one first`,
-    });
+    return false;
   }
   socket.once("close", releaseSocket);
   return true;
 }
 
-function refused(socket: Duplex, verdict: Extract<UpgradeVerdict, { ok: false }>): false {
-  refuseUpgrade(socket, verdict);
-  return false;
+/**
+ * Refuses a socket past its principal's limit (§2) by upgrading it and closing it at once with
+ * 4429, the reason the body an HTTP 429 would carry: a browser hides the status of a refused
+ * upgrade, so a 429 would look to it like a host that is down, and nobody could tell the person
+ * why. The socket holds no slot and gets no `hello`; one whose peer does not answer the close is
+ * cut after the grace period, so refused sockets cannot pile up.
+ */
+function turnAway(
+  wss: WebSocketServer,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  message: string,
+): void {
+  wss.handleUpgrade(req, socket, head, (ws) => {
+    const cut = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+    cut.unref();
+    ws.once("close", () => clearTimeout(cut));
+    // a close reason holds at most 123 bytes: a limit of 16 digits leaves this one at 108
+    ws.close(TOO_MANY_CONNECTIONS_CLOSE, JSON.stringify({ error: "too_many_connections", message }));
+  });
 }
 
 /** Ends the connection's streams, then closes its socket, cut after a grace period. */

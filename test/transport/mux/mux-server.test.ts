@@ -90,6 +90,22 @@ async function rawUpgrade(port: number): Promise<string> {
   return received;
 }
 
+/**
+ * The status line of an upgrade the host took, then the code and reason of the close frame it
+ * sent first (one frame, unmasked, short enough for a one-byte length), and whether more followed.
+ */
+function closedAtOnce(answer: string): { status: string; code: number; reason: unknown; more: boolean } {
+  const at = answer.indexOf("\r\n\r\n");
+  const frame = Buffer.from(answer.slice(at + 4), "latin1");
+  const length = frame[1]! & 0x7f;
+  return {
+    status: answer.slice(0, answer.indexOf("\r\n")),
+    code: frame[0] === 0x88 ? frame.readUInt16BE(2) : -1,
+    reason: JSON.parse(frame.subarray(4, 2 + length).toString()),
+    more: frame.length > 2 + length,
+  };
+}
+
 /** The status line and JSON body of a refusal the host answered on the raw socket. */
 function refusal(answer: string): { status: string; body: unknown } {
   const [head = "", body = ""] = answer.split("\r\n\r\n");
@@ -112,18 +128,23 @@ describe("the mux upgrade handler", () => {
     expect(thrown).toEqual([]);
   });
 
-  it("refuses a principal's socket past its limit with 429 naming the limit, and takes one again once a socket closed", async () => {
+  it("turns a principal's socket past its limit away with close code 4429 naming the limit, before any hello and holding no slot, and takes one again once a socket closed", async () => {
     const metrics = new HostMetrics();
-    const { wsUrl, port } = await startMux({
+    const { mux, wsUrl, port } = await startMux({
       principalLimits: new PrincipalLimits({ maxSocketsPerPrincipal: 2 }),
       metrics,
     });
     const first = await connectPeer(wsUrl);
     await connectPeer(wsUrl);
-    expect(refusal(await rawUpgrade(port))).toEqual({
-      status: "HTTP/1.1 429 Too Many Requests",
-      body: { error: "too_many_connections", message: "at most 2 sockets per principal; close one first" },
+    // a browser hides a refused upgrade's HTTP status, but reads a close code and its reason;
+    // the raw peer never answers the close, and the host cuts it all the same
+    expect(closedAtOnce(await rawUpgrade(port))).toEqual({
+      status: "HTTP/1.1 101 Switching Protocols",
+      code: 4429,
+      reason: { error: "too_many_connections", message: "at most 2 sockets per principal; close one first" },
+      more: false,
     });
+    expect(mux.connections).toBe(2);
     // counted where an operator looks for refusals
     expect(await metrics.registry.getSingleMetricAsString("sessionmux_refused_total")).toContain(
       'sessionmux_refused_total{code="too_many_connections"} 1',
