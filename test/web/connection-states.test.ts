@@ -1,7 +1,8 @@
 import type { ChildProcess } from "node:child_process";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { createNodeClient } from "../../src/client/node.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 import { tempDir } from "../support/temp-dir.js";
 import { hasChromium, NETWORK_FAILURE, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { buildConsole } from "./console-build.js";
@@ -168,6 +169,32 @@ describe.skipIf(!hasChromium)("browser console connection states", () => {
     expect(page.url()).not.toContain(ADMIN_TOKEN);
     await page.close();
   });
+  it("says a token whose principal holds the most sockets allowed is refused for that, keeps retrying, and connects once one frees up", async () => {
+    const crowded = await startTestHost({ http: { webRoot }, principals: { maxSocketsPerPrincipal: 1 } });
+    // another client of alice's holds her one socket
+    const holder = createNodeClient({ url: crowded.wsUrl, token: ALICE_TOKEN });
+    try {
+      await holder.list();
+      const page = await browser.profile.newPage();
+      await page.goto(`${crowded.url}/#token=${ALICE_TOKEN}`);
+      await expect
+        .poll(() => page.textContent('[data-testid="connection"] .connection-label'), { timeout: 20_000 })
+        .toMatch(/^Too many connections · retrying in \d+s$/);
+      expect(await connectionState(page)).toBe("backoff");
+      expect(await page.isVisible('[data-testid="auth-notice"]')).toBe(false);
+      await expect.poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 }).toBe(true);
+      await holder.close();
+      await expect.poll(() => connectionState(page), { timeout: 20_000 }).toBe("open");
+      await expect
+        .poll(() => isDisabled(page, '[data-testid="new-session"]'), { timeout: 2_000 })
+        .toBe(false);
+      await page.close();
+    } finally {
+      await holder.close();
+      await crowded.dispose();
+    }
+  });
+
   it("leaves `open` within the probe's wait when the browser goes offline, says there is no network, and connects again as soon as it is back", async () => {
     browser.allowConsoleErrors(NETWORK_FAILURE);
     const page = await browser.profile.newPage();

@@ -67,7 +67,9 @@ export function renderQueue(
 
 /**
  * The text of the connection indicator; a backoff shows the seconds until the next attempt, and
- * says when the browser knows of no network at all (`networkUp` false), which is then the cause.
+ * its cause: the token's principal holding the most sockets the host allows (429: other tabs or
+ * clients with the same token), no network at all as the browser knows (`networkUp` false), or
+ * else a host that cannot be reached.
  */
 export function connectionLabel(state: ConnectionState, now: number, networkUp = true): string {
   switch (state.name) {
@@ -77,7 +79,8 @@ export function connectionLabel(state: ConnectionState, now: number, networkUp =
       return state.attempt === 0 ? "Connecting…" : "Reconnecting…";
     case "backoff": {
       const seconds = Math.max(0, Math.ceil((state.nextAttemptAt - now) / 1000));
-      return `${networkUp ? "Offline" : "No network"} · retrying in ${seconds}s`;
+      const cause = state.status === 429 ? "Too many connections" : networkUp ? "Offline" : "No network";
+      return `${cause} · retrying in ${seconds}s`;
     }
     case "unauthorized":
       return state.status === 401 ? "Token refused" : "Origin refused";
