@@ -66,9 +66,11 @@ const NOTHING_THERE: ReadonlySet<string | undefined> = new Set(["ECONNREFUSED", 
 
 /**
  * Connects and waits for the first `hello`, failing fast: nothing listening at the URL (the
- * connection refused), a refused token, a wrong path or a host of another protocol version
- * (terminal states) each end the command with a message saying what to check. Other first failures (a cut, a slow host) are retried
- * until `--timeout`; reconnects after a first success stay silent.
+ * connection refused), a refused token, a wrong path, a host of another protocol version
+ * (terminal states) or the token's principal holding its most sockets (429: the host does not
+ * free one for a command that waits) each end the command with a message saying what to check.
+ * Other first failures (a cut, a slow host) are retried until `--timeout`; reconnects after a
+ * first success stay silent.
  */
 export async function connect(options: ConnectOptions): Promise<SessionmuxClient> {
   const token = options.token;
@@ -88,7 +90,9 @@ export async function connect(options: ConnectOptions): Promise<SessionmuxClient
   const first = await firstValueFrom(
     client.state$.pipe(
       filter(
-        (s) => s.name !== "connecting" && (s.name !== "backoff" || NOTHING_THERE.has(last?.failureCode)),
+        (s) =>
+          s.name !== "connecting" &&
+          (s.name !== "backoff" || s.status === 429 || NOTHING_THERE.has(last?.failureCode)),
       ),
       timeout({ first: options.timeout, with: () => of(undefined) }),
     ),
@@ -99,10 +103,7 @@ export async function connect(options: ConnectOptions): Promise<SessionmuxClient
   if (first === undefined) {
     throw new Error(`no answer from ${options.url} within ${options.timeout} ms; is the host healthy?`);
   }
-  throw firstConnectError(
-    first.name === "unauthorized" || first.name === "rejected" ? first.status : undefined,
-    options.url,
-  );
+  throw firstConnectError("status" in first ? first.status : undefined, options.url);
 }
 
 function firstConnectError(status: number | undefined, url: string): Error {
@@ -110,6 +111,12 @@ function firstConnectError(status: number | undefined, url: string): Error {
     return new SessionmuxError(
       status === 401 ? "unauthorized" : "forbidden_origin",
       `the host at ${url} refused the token (HTTP ${status}); check --token or SESSIONMUX_TOKEN`,
+    );
+  }
+  if (status === 429) {
+    return new SessionmuxError(
+      "too_many_connections",
+      `the host at ${url} allows this token's principal no more sockets (HTTP 429); close one of its other clients, or raise --max-sockets-per-principal on the host`,
     );
   }
   if (status === 404) {

@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNodeClient } from "../../src/client/node.js";
 import { freePort } from "../client/child-host.js";
 import { startFakePeer } from "../client/fake-peer.js";
-import { ADMIN_TOKEN, startTestHost, type TestHost } from "../support/host.js";
+import { ADMIN_TOKEN, ALICE_TOKEN, startTestHost, type TestHost } from "../support/host.js";
 
 let host: TestHost;
 beforeAll(async () => {
@@ -17,13 +18,14 @@ afterAll(async () => {
 async function run(
   args: string[],
   url: string,
+  token = ADMIN_TOKEN,
 ): Promise<{ code: number | null; stderr: string; stdout: string }> {
   const child = spawn(
     process.execPath,
     ["--import", "tsx", "src/cli/main.ts", ...args, "--url", url, "--timeout", "60000"],
     {
       cwd: process.cwd(),
-      env: { ...process.env, SESSIONMUX_TOKEN: ADMIN_TOKEN },
+      env: { ...process.env, SESSIONMUX_TOKEN: token },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -51,6 +53,23 @@ describe("CLI client commands fail fast", () => {
       expect(result.code, args.join(" ")).not.toBe(0);
       expect(result.stderr).toContain("not_found");
       expect(result.stderr).toContain("HTTP 404");
+    }
+  }, 30_000);
+
+  it("when the token's principal holds the most sockets the host allows (429), for one-shot and streaming commands alike", async () => {
+    const crowded = await startTestHost({ principals: { maxSocketsPerPrincipal: 1 } });
+    const holder = createNodeClient({ url: crowded.wsUrl, token: ALICE_TOKEN });
+    try {
+      await holder.list();
+      for (const args of [["list"], ["follow", "any"], ["control"]]) {
+        const result = await run(args, crowded.wsUrl, ALICE_TOKEN);
+        expect(result.code, args.join(" ")).not.toBe(0);
+        expect(result.stderr).toMatch(/^error: too_many_connections: .*\(HTTP 429\)/m);
+        expect(result.stdout).toBe("");
+      }
+    } finally {
+      await holder.close();
+      await crowded.dispose();
     }
   }, 30_000);
 
