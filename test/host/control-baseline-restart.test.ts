@@ -26,7 +26,10 @@ type Op =
   | { kind: "answer"; s: number; approve: boolean };
 
 const session = fc.nat({ max: SESSIONS.length - 1 });
-const text = fc.string({ minLength: 1, maxLength: 12 }).filter((t) => !t.trim().startsWith("/"));
+// a prompt holds a visible character (protocol-v1 §4) and is not a slash command
+const text = fc
+  .string({ minLength: 1, maxLength: 12 })
+  .filter((t) => /[!-~]/.test(t) && !t.trim().startsWith("/"));
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("park" as const), s: session }),
   fc.record({ kind: fc.constant("enqueue" as const), s: session, text }),

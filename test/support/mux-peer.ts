@@ -42,7 +42,8 @@ export interface MuxPeerOptions {
   maxPayload?: number;
 }
 
-const DECODE_LIMITS: Partial<DecodeLimits> = {
+/** Wide enough for any frame a host sends: a page of events is far more than a client frame's values. */
+export const HOST_FRAME_LIMITS: Partial<DecodeLimits> = {
   maxStrBytes: 16 * 1024 * 1024,
   maxArrayLength: 1_000_000,
   maxValues: 2 ** 25,
@@ -107,7 +108,7 @@ export class MuxPeer {
     const ws = MuxPeer.socket(wsUrl, options);
     const peer = new MuxPeer(
       ws,
-      options.decodeLimits ? { ...DECODE_LIMITS, ...options.decodeLimits } : DECODE_LIMITS,
+      options.decodeLimits ? { ...HOST_FRAME_LIMITS, ...options.decodeLimits } : HOST_FRAME_LIMITS,
     );
     peer.#keepEvents = options.keepEvents ?? true;
     await once(ws, "open");

@@ -2,6 +2,7 @@ import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { decodeFrame } from "../../protocol/codec.js";
 import { ADMIN_TOKEN } from "../support/host.js";
+import { HOST_FRAME_LIMITS } from "../support/mux-peer.js";
 import { hasChromium, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog, turnEnds } from "./host-log.js";
@@ -33,7 +34,9 @@ function watchReads(page: Page): { pages: PageRead[]; follows: { afterSeq?: numb
   const follows: { afterSeq?: number }[] = [];
   const asked = new Map<number, PageRead["params"]>();
   const frame = (payload: string | Buffer) =>
-    typeof payload === "string" ? undefined : (decodeFrame(new Uint8Array(payload)) as WireFrame);
+    typeof payload === "string"
+      ? undefined
+      : (decodeFrame(new Uint8Array(payload), HOST_FRAME_LIMITS) as WireFrame);
   page.on("websocket", (socket) => {
     socket.on("framesent", ({ payload }) => {
       const sent = frame(payload);
