@@ -87,7 +87,8 @@ export function iterate<T>(
         if (w) return w.resolve({ value, done: false });
         const weight = weigh(value);
         // which bound the value would pass: the count's ("") or the weight's ("Bytes")
-        const over = buffer.length >= max ? "" : bytes + weight > maxBytes ? "Bytes" : undefined;
+        // negated so that a bound given as NaN refuses rather than lifts
+        const over = !(buffer.length < max) ? "" : !(bytes + weight <= maxBytes) ? "Bytes" : undefined;
         if (over !== undefined) {
           end({
             error: new SessionmuxError(

@@ -108,8 +108,9 @@ export function downloadAttachment(
                     ),
                   );
                 }
-                // the body grows to the size named as bytes arrive: a size past the bound is refused
-                if (item.size > max) return fail(tooLarge(item.size));
+                // the body grows to the size named as bytes arrive: a size past the bound is refused (every
+                // size when the bound is NaN: a bad option never lifts it)
+                if (!(item.size <= max)) return fail(tooLarge(item.size));
                 head = item;
                 body = new Uint8Array(Math.min(item.size, MAX_HOST_MESSAGE_BYTES));
               } else if (item.size !== head.size) {
@@ -156,7 +157,7 @@ export function downloadAttachment(
             fallback()
               .then((a) => {
                 const size = a.bytes.byteLength;
-                if (size > max) throw tooLarge(size);
+                if (!(size <= max)) throw tooLarge(size);
                 return a;
               })
               .then(resolve, reject),

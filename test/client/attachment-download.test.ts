@@ -298,6 +298,26 @@ describe("SessionmuxClient.download reads an attachment in pieces (protocol-v1 Â
     expect((await client.download("s", "a", { maxBytes: 2 * MIB })).size).toBe(2 * MIB);
   });
 
+  it("a maxBytes of NaN refuses the download rather than lifting the bound", async () => {
+    const p = await peer({
+      onOpen: (conn, f) => {
+        conn.send({ type: "item", id: f.id, value: { kind: "head", name: "a", type: "x/y", size: MIB } });
+        conn.send({
+          type: "item",
+          id: f.id,
+          value: { kind: "bytes", offset: 0, bytes: new Uint8Array(MIB) },
+        });
+        conn.send({ type: "end", id: f.id });
+      },
+    });
+    const client = track(createClient({ url: p.url, token: "t", socketFactory: createNodeSocketFactory() }));
+    await expect(client.download("s", "a", { maxBytes: Number.NaN })).rejects.toMatchObject({
+      code: "payload_too_large",
+      data: { size: MIB },
+    });
+    expect((await client.download("s", "a")).size).toBe(MIB);
+  });
+
   it("a host without session.download answering more than maxBytes in one message fails payload_too_large as well", async () => {
     // The bound held only a head: a host answering the stream unknown_method, and the call that
     // follows with the whole attachment, gave the caller more than its maxBytes.

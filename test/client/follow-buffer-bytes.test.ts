@@ -41,6 +41,19 @@ describe("a follow read with for await buffers what its loop has not read, bound
     await vi.waitFor(() => expect(p.received("close")).toHaveLength(1));
   });
 
+  it("a maxBufferedBytes of NaN ends the loop slow_consumer rather than lifting the bound", async () => {
+    const p = await hostSending(3, 512 * 1024);
+    const client = track(createNodeClient({ url: p.url, token: "t" }));
+    const loop = client.follow("s", { maxBufferedBytes: Number.NaN })[Symbol.asyncIterator]();
+    await vi.waitFor(() => expect(p.received("open")).toHaveLength(1));
+    await client.call("session.list", {});
+    const drained = (async () => {
+      for (let read = 0; read < 5; read++) if ((await loop.next()).done) return "done";
+      return "read on";
+    })();
+    await expect(drained).rejects.toMatchObject({ code: "slow_consumer" });
+  });
+
   it("updates that carry no events weigh too: a host sending resets of 512 KiB epochs ends a loop bounded at 1 MiB", async () => {
     // Only an events update was weighed: a host could make a loop hold 10,000 resets (or opens),
     // each naming an epoch of up to a host message, past any maxBufferedBytes.
