@@ -180,8 +180,8 @@ export class LiveRows {
   }
 
   /**
-   * Everything of a deleted session goes with its log, its settled interactions with the purger
-   * (found by no read from here on); watchers learn it from the notices.
+   * Everything of a deleted session goes with its log, its settled interactions and ended jobs with
+   * the purger (found by no read from here on); watchers learn it from the notices.
    */
   forget(batch: WriteBatch, sessionId: string, owner: string): void {
     const pending = this.statements.pendingInteractionIds.all(sessionId) as string[];
@@ -191,7 +191,7 @@ export class LiveRows {
       batch.notifyLive({ kind: "queue", sessionId, owner, items: [] });
     this.statements.deleteQueue.run(sessionId);
     this.statements.deletePendingInteractions.run(sessionId);
-    this.statements.deleteJobs.run(sessionId);
+    this.statements.deleteRunningJobs.run(sessionId);
     this.statements.deleteLease.run(sessionId);
   }
 }

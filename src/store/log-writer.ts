@@ -223,8 +223,8 @@ export class LogWriter {
 
   /**
    * Removes the session and writes its tombstone. Its log, search rows, settled interactions, prompt
-   * keys and attachments are left to the purger (see `resetEpoch`); their bytes leave the owner's
-   * usage here.
+   * keys, ended jobs, dismissals and attachments are left to the purger (see `resetEpoch`); their
+   * bytes leave the owner's usage here.
    */
   retire(batch: WriteBatch, state: SessionState, at: number): void {
     const { sessionId, owner } = state;
@@ -233,7 +233,6 @@ export class LogWriter {
     batch.ownerDataBytes.add(owner, -(this.statements.sessionAttachmentBytes.get(sessionId) as number));
     this.statements.deleteProjection.run(sessionId);
     this.statements.deleteSession.run(sessionId);
-    this.statements.deleteDismissals.run(sessionId);
     this.statements.insertTombstone.run(sessionId, at);
     this.cache.set(sessionId, "retired");
     batch.forget(sessionId);

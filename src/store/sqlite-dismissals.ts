@@ -19,7 +19,11 @@ export class SqliteDismissals {
       "INSERT OR IGNORE INTO dismissals (principal, session_id, dismissed_at) VALUES (?, ?, ?)",
     );
     this.remove = db.prepare("DELETE FROM dismissals WHERE principal = ? AND session_id = ?");
-    this.find = db.prepare("SELECT 1 FROM dismissals WHERE principal = ? AND session_id = ?");
+    // a deleted session's dismissals wait for the purger (its id is never created again)
+    this.find = db.prepare(
+      `SELECT 1 FROM dismissals d WHERE d.principal = ? AND d.session_id = ?
+         AND EXISTS (SELECT 1 FROM projections p WHERE p.session_id = d.session_id)`,
+    );
   }
 
   dismiss(sessionId: string, principal: string, at: number): WriteOperation<DismissalOutcome> {

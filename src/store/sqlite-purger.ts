@@ -26,7 +26,7 @@ const SEARCH_BYTES_SHARE = 16;
 /**
  * Deletes what clears and deletes left behind (the `purges` table, migration 11): the events,
  * search rows and interactions stored under an abandoned log key (migration 12), and a deleted
- * session's prompt keys and attachments. Each step
+ * session's prompt keys, ended jobs, dismissals and attachments. Each step
  * is one bounded write in the store's group commit, so it shares a transaction with whatever
  * else is queued and never holds the writer or the event loop for long; steps follow one per
  * event-loop turn until nothing is left. A purge row goes last, in the step that finds nothing
@@ -44,6 +44,10 @@ export class SqlitePurger {
   readonly #deleteInteractionsThrough: Database.Statement;
   readonly #promptLengths: Database.Statement;
   readonly #deletePromptsThrough: Database.Statement;
+  readonly #jobLengths: Database.Statement;
+  readonly #deleteJobsThrough: Database.Statement;
+  readonly #dismissalLengths: Database.Statement;
+  readonly #deleteDismissalsThrough: Database.Statement;
   readonly #chunks: Database.Statement;
   readonly #deleteChunk: Database.Statement;
   readonly #deleteAttachments: Database.Statement;
@@ -94,6 +98,20 @@ export class SqlitePurger {
     this.#deletePromptsThrough = db.prepare(
       "DELETE FROM prompt_keys WHERE session_id = ? AND client_message_id <= ?",
     );
+    // a deleted session's ended jobs and its dismissals, read in the order of their index by
+    // session (jobs_by_session, dismissals_by_session: each holds its table's key)
+    this.#jobLengths = db
+      .prepare("SELECT job_id, length(label) FROM jobs WHERE session_id = ? ORDER BY job_id LIMIT ?")
+      .raw();
+    this.#deleteJobsThrough = db.prepare("DELETE FROM jobs WHERE session_id = ? AND job_id <= ?");
+    this.#dismissalLengths = db
+      .prepare(
+        "SELECT principal, length(principal) FROM dismissals WHERE session_id = ? ORDER BY principal LIMIT ?",
+      )
+      .raw();
+    this.#deleteDismissalsThrough = db.prepare(
+      "DELETE FROM dismissals WHERE session_id = ? AND principal <= ?",
+    );
     this.#chunks = db
       .prepare(
         `SELECT c.rowid FROM attachments a JOIN attachment_chunks c ON c.attachment_id = a.attachment_id
@@ -134,6 +152,8 @@ export class SqlitePurger {
       if (this.#through(this.#interactionLengths, this.#deleteInteractionsThrough, key)) return true;
       if (sessionId !== null) {
         if (this.#through(this.#promptLengths, this.#deletePromptsThrough, sessionId)) return true;
+        if (this.#through(this.#jobLengths, this.#deleteJobsThrough, sessionId)) return true;
+        if (this.#through(this.#dismissalLengths, this.#deleteDismissalsThrough, sessionId)) return true;
         if (this.#attachments(sessionId)) return true;
       }
       this.#deletePurge.run(key);

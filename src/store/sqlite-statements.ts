@@ -109,7 +109,6 @@ const SQL = {
   findPrompt: `SELECT k.record FROM prompt_keys k WHERE k.session_id = ? AND k.client_message_id = ?
        AND EXISTS (SELECT 1 FROM projections p WHERE p.session_id = k.session_id)`,
   insertPrompt: "INSERT OR IGNORE INTO prompt_keys (session_id, client_message_id, record) VALUES (?, ?, ?)",
-  deleteDismissals: "DELETE FROM dismissals WHERE session_id = ?",
   linkAttachment: "UPDATE attachments SET session_id = ? WHERE attachment_id = ? AND session_id IS NULL",
   insertSearchDoc: "INSERT INTO search_docs (session_id, seq) VALUES (?, ?)",
   insertSearchText: "INSERT INTO search_fts (rowid, text) VALUES (?, ?)",
@@ -167,7 +166,11 @@ const SQL = {
   setJobProgress: "UPDATE jobs SET progress = ? WHERE job_id = ? AND state = 'running'",
   runningJobs:
     "SELECT job_id AS jobId, session_id AS sessionId FROM jobs WHERE state = 'running' ORDER BY session_id",
-  deleteJobs: "DELETE FROM jobs WHERE session_id = ?",
+  /**
+   * A delete leaves a session's ended jobs to the purger: every read of jobs reads running ones.
+   * The running ones of every session are few; by session, the plan read each of its ended ones.
+   */
+  deleteRunningJobs: "DELETE FROM jobs INDEXED BY jobs_running WHERE state = 'running' AND session_id = ?",
   runningJobsOfSession: `SELECT job_id AS jobId, session_id AS sessionId, turn_id AS turnId, label, progress,
               started_at AS startedAt FROM jobs WHERE session_id = ? AND state = 'running' ORDER BY started_at, job_id`,
   jobSessionsPage: `SELECT DISTINCT session_id FROM jobs

@@ -1,4 +1,5 @@
 import type { NewEvent } from "../../protocol/index.js";
+import type { DismissalStore } from "../../src/store/dismissals.js";
 import { encodeValue } from "../../src/store/event-codec.js";
 import type { LiveStateStore } from "../../src/store/live-state-store.js";
 import type { SessionStore } from "../../src/store/session-store.js";
@@ -73,5 +74,38 @@ export async function answeredTurns(
     const answered = await store.resolveInteraction(interactionId, { outcome: "approve" });
     if (answered.status !== "resolved") throw new Error(answered.status);
     await store.append(sessionId, [{ type: "turn/end", data: { turnId, state: "completed" } }]);
+  }
+}
+
+/**
+ * A turn of the session (created if new) that starts `ended + 1` jobs and ends all but the last,
+ * which keeps running, then ends; and a dismissal of the session by each of `principals`.
+ */
+export async function jobsAndDismissals(
+  store: SessionStore & LiveStateStore & DismissalStore,
+  sessionId: string,
+  ended: number,
+  principals: readonly string[],
+): Promise<void> {
+  if ((await store.header(sessionId)).status !== "ok")
+    await store.create({ sessionId, owner: "o", model: "m" });
+  const turnId = `${sessionId}-jobs`;
+  const jobId = (i: number) => `${sessionId}-j${i}`;
+  const appended = await store.append(sessionId, [
+    { type: "turn/start", data: { turnId, trigger: "prompt" } },
+    ...Array.from({ length: ended + 1 }, (_, i) => ({
+      type: "job/started" as const,
+      data: { jobId: jobId(i), label: "build", turnId },
+    })),
+    ...Array.from({ length: ended }, (_, i) => ({
+      type: "job/ended" as const,
+      data: { jobId: jobId(i), state: "completed" as const },
+    })),
+    { type: "turn/end", data: { turnId, state: "completed" } },
+  ]);
+  if (appended.status !== "appended") throw new Error(appended.status);
+  for (const principal of principals) {
+    const dismissed = await store.dismiss(sessionId, principal, 1);
+    if (dismissed.status !== "ok") throw new Error(dismissed.status);
   }
 }

@@ -7,7 +7,7 @@ import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
-import { answeredTurns, delta, longLog, message, storedBytes } from "./purge-fixture.js";
+import { answeredTurns, delta, jobsAndDismissals, longLog, message, storedBytes } from "./purge-fixture.js";
 
 const fixture = fileURLToPath(new URL("./fixtures/clear-and-die.ts", import.meta.url));
 
@@ -67,6 +67,9 @@ function rows(path: string) {
       count("SELECT count(*) FROM interactions WHERE session_id = ?", sessionId),
     promptKeys: (sessionId: string) =>
       count("SELECT count(*) FROM prompt_keys WHERE session_id = ?", sessionId),
+    jobs: (sessionId: string) => count("SELECT count(*) FROM jobs WHERE session_id = ?", sessionId),
+    dismissals: (sessionId: string) =>
+      count("SELECT count(*) FROM dismissals WHERE session_id = ?", sessionId),
   };
 }
 
@@ -202,6 +205,39 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     expect(reopened.integrityCheck()).toBe("ok");
   });
 
+  it("a delete leaves its session's ended jobs and dismissals to the purge: found by no read meanwhile", async () => {
+    const path = file();
+    const store = open(path);
+    const held = vi.spyOn(SqlitePurger.prototype, "step").mockReturnValue(() => false);
+    cleanups.push(() => held.mockRestore());
+    const principals = ["ann", "bob", "cy"];
+    await jobsAndDismissals(store, "gone", 30, principals);
+    await jobsAndDismissals(store, "kept", 30, principals);
+    const db = rows(path);
+
+    expect((await store.delete("gone")).status).toBe("deleted");
+    // its running job went with it; its ended jobs and its dismissals are still stored
+    expect([db.jobs("gone"), db.dismissals("gone")]).toEqual([30, 3]);
+    for (const principal of principals) expect(await store.isDismissed("gone", principal)).toBe(false);
+    expect(await store.dismiss("gone", "ann", 2)).toEqual({ status: "not_found" });
+    expect(await store.restore("gone", "ann")).toEqual({ status: "not_found" });
+    const live = await store.liveStatePage(null, 10);
+    expect(live.sessions.map((session) => [session.sessionId, session.jobs.map((job) => job.jobId)])).toEqual(
+      [["kept", ["kept-j30"]]],
+    );
+    expect(await store.setJobProgress("gone-j30", 0.5)).toEqual({ status: "not_found" });
+    expect(await store.isDismissed("kept", "ann")).toBe(true);
+    held.mockRestore();
+    await store.close();
+
+    const reopened = open(path);
+    await reopened.purgesSettled();
+    expect([db.jobs("gone"), db.dismissals("gone"), db.purges()]).toEqual([0, 0, 0]);
+    expect([db.jobs("kept"), db.dismissals("kept")]).toEqual([31, 3]);
+    expect(await reopened.isDismissed("kept", "cy")).toBe(true);
+    expect(reopened.integrityCheck()).toBe("ok");
+  });
+
   it("a store opened again in the middle of a purge finishes it", async () => {
     const path = file();
     const store = open(path);
@@ -288,12 +324,15 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     expect(db.purges()).toBe(2);
     expect(db.abandonedEvents("long")).toBeGreaterThan(0);
     expect([db.interactions("long"), db.interactions("zgone"), db.promptKeys("zgone")]).toEqual([20, 20, 20]);
+    expect([db.jobs("zgone"), db.dismissals("zgone")]).toEqual([20, 2]);
     const store = open(path);
     expect(store.integrityCheck()).toBe("ok");
     // neither the old epoch's interactions nor the deleted session's are found, nor its prompt keys
     expect(await store.interaction("long-i0")).toBeNull();
     expect(await store.resolveInteraction("zgone-i0", { outcome: "deny" })).toEqual({ status: "not_found" });
     expect(await store.findPrompt("zgone", "zgone-c0")).toBeNull();
+    expect(await store.isDismissed("zgone", "ann")).toBe(false);
+    expect(await store.liveStatePage(null, 10)).toEqual({ sessions: [], next: null });
     const read = await readWholeLog(store, "long");
     expect(read.status === "ok" && [read.epoch, read.events.map((event) => event.data)]).toEqual([
       epoch,
@@ -303,6 +342,7 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     expect(db.purges()).toBe(0);
     expect(db.abandonedEvents("long")).toBe(0);
     expect([db.interactions("long"), db.interactions("zgone"), db.promptKeys("zgone")]).toEqual([0, 0, 0]);
+    expect([db.jobs("zgone"), db.dismissals("zgone")]).toEqual([0, 0]);
     // a clear keeps the session's prompt keys
     expect(db.promptKeys("long")).toBe(20);
     expect(await store.ownerStoredBytes("o")).toBe(

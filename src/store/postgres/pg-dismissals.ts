@@ -7,7 +7,9 @@ import type { PgWriteOperation } from "./pg-write-operations.js";
 const INSERT = `INSERT INTO dismissals (principal, session_id, dismissed_at) VALUES ($1, $2, $3)
   ON CONFLICT DO NOTHING`;
 const DELETE = "DELETE FROM dismissals WHERE principal = $1 AND session_id = $2";
-const FIND = "SELECT 1 FROM dismissals WHERE principal = $1 AND session_id = $2";
+// a deleted session's dismissals wait for the purger (its id is never created again): found by no read
+const FIND = `SELECT 1 FROM dismissals d WHERE d.principal = $1 AND d.session_id = $2
+  AND EXISTS (SELECT 1 FROM projections p WHERE p.session_id = d.session_id)`;
 
 /**
  * A write to one principal's dismissal of a live session, under the session's row lock: a delete

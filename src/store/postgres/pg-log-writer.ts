@@ -43,17 +43,17 @@ const ABANDON_LOG = `WITH n AS (${LOG_BYTES}),
   SELECT coalesce((SELECT n FROM n), 0)::bigint AS n`;
 // The session row stays, with retired_at set: it is the tombstone, and it never expires. The
 // queue's version goes too: the hint of the delete's emptied queue names it (see `PgLiveFeed`).
-// The log under key $3, its search rows, settled interactions, prompt keys and attachments are
-// left to the purger, the bytes of the log and the attachments (`n`) leaving the owner's usage
-// here; no read finds them from here on (pending interactions, of the open turn, go now).
+// The log under key $3, its search rows, settled interactions, prompt keys, ended jobs, dismissals
+// and attachments are left to the purger, the bytes of the log and the attachments (`n`) leaving
+// the owner's usage here; no read finds them from here on (pending interactions, of the open
+// turn, and running jobs go now: every read of jobs reads running ones).
 const RETIRE = `WITH n AS (SELECT (${LOG_BYTES.replaceAll("$2", "$3")})
       + coalesce((SELECT sum(size) FROM attachments WHERE session_id = $1), 0) AS n),
     g AS (INSERT INTO purges (log_key, session_id, owner, since) VALUES ($3, $1, $4, $2)),
     p AS (DELETE FROM projections WHERE session_id = $1),
     i AS (DELETE FROM interactions WHERE session_id = $1 AND state = 'pending'),
-    j AS (DELETE FROM jobs WHERE session_id = $1),
+    j AS (DELETE FROM jobs WHERE session_id = $1 AND state = 'running'),
     l AS (DELETE FROM leases WHERE session_id = $1),
-    x AS (DELETE FROM dismissals WHERE session_id = $1),
     v AS (DELETE FROM queue_versions WHERE session_id = $1)
   UPDATE sessions SET retired_at = $2 WHERE session_id = $1
   RETURNING (SELECT coalesce(n, 0)::bigint FROM n) AS n`;

@@ -59,6 +59,16 @@ const DELETE_PROMPT_KEYS = deleteSome(
   "session_id = $1",
   "client_message_id",
 );
+// A deleted session's ended jobs and dismissals, in the order of their index by session (its
+// entries in heap order): ordered by their key, each step sorted every row of the session left.
+const DELETE_JOBS = deleteSome("jobs", "job_id", "octet_length(label)", "session_id = $1", "session_id");
+const DELETE_DISMISSALS = deleteSome(
+  "dismissals",
+  "principal",
+  "octet_length(principal)",
+  "session_id = $1",
+  "session_id",
+);
 // A deleted session's attachment chunks, then (chunks gone) its attachments: their bytes were
 // counted out at the delete, and the trigger that counts a deleted attachment out skips a purged
 // session's (migration 16).
@@ -73,7 +83,7 @@ const ANY_PURGE = "SELECT EXISTS (SELECT 1 FROM purges) AS any";
 /**
  * Deletes what clears and deletes left behind (the `purges` table, migration 16): the events,
  * search rows and interactions stored under an abandoned log key (migration 17), and a deleted
- * session's interactions, prompt keys and attachments. Each step is
+ * session's interactions, prompt keys, ended jobs, dismissals and attachments. Each step is
  * a short transaction of its own on a pooled connection, never in the group commit, so the host's
  * writes never wait for it; steps follow one per event-loop turn until nothing is left. Any host
  * runs any purge (claimed by its row's lock); a purge row goes last, in the step that finds nothing
@@ -170,6 +180,8 @@ export class PgPurger {
       deletes.push(
         [DELETE_SESSION_INTERACTIONS, [sessionId, rows, bytes]],
         [DELETE_PROMPT_KEYS, [sessionId, rows, bytes]],
+        [DELETE_JOBS, [sessionId, rows, bytes]],
+        [DELETE_DISMISSALS, [sessionId, rows, bytes]],
         [DELETE_CHUNKS, [sessionId, chunks]],
         [DELETE_ATTACHMENTS, [sessionId, rows]],
       );

@@ -69,15 +69,18 @@ export const TURN_ENDS_SINCE = `SELECT s.session_id, s.epoch, e.seq, e.at, e.typ
 // migration 14's index holds the retired rows, so the live ones are never read
 export const RETIRED_SINCE = `SELECT session_id FROM sessions WHERE retired_at IS NOT NULL
   AND age(xmin) <= age($1::xid) AND session_id > $2 ORDER BY session_id LIMIT $3`;
+// A deleted session's dismissals wait for the purger (its id is never created again): no read
+// below finds them, as if deleted with it.
+const LIVE_DISMISSAL = "EXISTS (SELECT 1 FROM projections p WHERE p.session_id = d.session_id)";
 // the dismissals of these principals that a transaction no older than $2 (a 32-bit id) made
-const DISMISSED_SINCE = `SELECT principal, session_id FROM dismissals
-  WHERE principal = ANY($1::text[]) AND age(xmin) <= age($2::xid)`;
+const DISMISSED_SINCE = `SELECT d.principal, d.session_id FROM dismissals d
+  WHERE d.principal = ANY($1::text[]) AND age(d.xmin) <= age($2::xid) AND ${LIVE_DISMISSAL}`;
 // one principal's dismissals, at most $2
-const DISMISSALS_OF = "SELECT session_id FROM dismissals WHERE principal = $1 LIMIT $2";
+const DISMISSALS_OF = `SELECT d.session_id FROM dismissals d WHERE d.principal = $1 AND ${LIVE_DISMISSAL} LIMIT $2`;
 // which of these (principal, session) pairs are still dismissed
 const STILL_DISMISSED = `SELECT d.principal, d.session_id FROM dismissals d
   JOIN unnest($1::text[], $2::text[]) AS k(principal, session_id)
-  ON d.principal = k.principal AND d.session_id = k.session_id`;
+  ON d.principal = k.principal AND d.session_id = k.session_id WHERE ${LIVE_DISMISSAL}`;
 /**
  * The events of one session matching `cursor`, in seq `order` from the cursor's side: at most $3,
  * and none once the data of those before them reached $4, so a read of large events stops at its

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { DismissalChange } from "../../../src/store/dismissals.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
@@ -159,6 +160,51 @@ describePg("PostgreSQL dismissals another host made", () => {
         { sessionId: "later", principal: "alice", dismissed: true },
       ]);
     } finally {
+      await close();
+    }
+  });
+
+  it("after an outage, tell a deleted session's dismissal as gone and none made before its delete, while the purge has not reached them", async () => {
+    const { a, b, refusable, close } = await twoHosts();
+    const rows = new pg.Client({ connectionString: pgUrl! });
+    await rows.connect();
+    try {
+      await rows.query(`SET search_path = "${refusable.schema}"`);
+      for (const sessionId of ["first", "s1", "s2", "later"])
+        await a.create({ sessionId, owner: "alice", model: "m" });
+      await a.append("first", [{ type: "assistant/delta", data: { turnId: "t", text: "x" } }]);
+      // the first purge, the cleared log's, waits under way until this lock goes: the deletes' wait
+      await rows.query("BEGIN");
+      await rows.query("SELECT 1 FROM events WHERE session_id = 'first' FOR UPDATE");
+      expect((await a.clear("first")).status).toBe("cleared");
+      const heard: DismissalChange[] = [];
+      b.subscribeDismissals(
+        (change) => heard.push(change),
+        () => ["alice"],
+      );
+      await a.dismiss("s1", "alice", 1);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(1);
+
+      await refusable.lockOut();
+      await a.dismiss("s2", "alice", 2);
+      await a.delete("s2");
+      await a.delete("s1");
+      const stored = await rows.query("SELECT count(*)::int AS n FROM dismissals");
+      expect(stored.rows[0].n).toBe(2);
+      await sleep(PAST_FIRST_RECONNECT_MS);
+      await refusable.letIn();
+      await expect.poll(() => refusable.listening(), { timeout: 10_000 }).toBe(true);
+      await a.dismiss("later", "alice", 3);
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(3);
+      await sleep(200);
+      expect(heard).toEqual([
+        { sessionId: "s1", principal: "alice", dismissed: true },
+        { sessionId: "s1", principal: "alice", dismissed: false },
+        { sessionId: "later", principal: "alice", dismissed: true },
+      ]);
+    } finally {
+      await rows.query("ROLLBACK");
+      await rows.end();
       await close();
     }
   });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
-import { answeredTurns, delta, longLog, message, storedBytes } from "../purge-fixture.js";
+import { answeredTurns, delta, jobsAndDismissals, longLog, message, storedBytes } from "../purge-fixture.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -60,6 +60,9 @@ async function connection(schemaName: string) {
       count("SELECT count(*) AS n FROM interactions WHERE session_id = $1", [sessionId]),
     promptKeys: (sessionId: string) =>
       count("SELECT count(*) AS n FROM prompt_keys WHERE session_id = $1", [sessionId]),
+    jobs: (sessionId: string) => count("SELECT count(*) AS n FROM jobs WHERE session_id = $1", [sessionId]),
+    dismissals: (sessionId: string) =>
+      count("SELECT count(*) AS n FROM dismissals WHERE session_id = $1", [sessionId]),
     /**
      * Locks one event row of the session's current log, as a transaction of its own: the purge
      * step that reaches it waits, under way, until `release`.
@@ -221,6 +224,40 @@ describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", ()
     ]).toEqual([2, 0, 0]);
     expect(await rows.promptKeys("cleared")).toBe(14);
     expect(await rows.purges()).toBe(0);
+  });
+
+  it("a delete leaves its session's ended jobs and dismissals to the purge: found by no host meanwhile", async () => {
+    const db = schema();
+    const a = await db.open();
+    const b = await db.open();
+    const principals = ["ann", "bob", "cy"];
+    await jobsAndDismissals(a, "gone", 12, principals);
+    await jobsAndDismissals(a, "kept", 12, principals);
+    await a.create({ sessionId: "first", owner: "o", model: "m" });
+    await a.append("first", [delta("x"), delta("y")]);
+    const rows = await connection(db.name);
+    // the first purge, the cleared log's, waits under way until this lock goes: the delete's waits
+    const release = await rows.holdEvent("first", 1);
+    expect((await a.clear("first")).status).toBe("cleared");
+
+    expect((await a.delete("gone")).status).toBe("deleted");
+    // its running job went with it; its ended jobs and its dismissals are still stored
+    expect([await rows.jobs("gone"), await rows.dismissals("gone")]).toEqual([12, 3]);
+    for (const host of [a, b]) {
+      for (const principal of principals) expect(await host.isDismissed("gone", principal)).toBe(false);
+      expect(await host.isDismissed("kept", "bob")).toBe(true);
+      const live = await host.liveStatePage(null, 10);
+      expect(
+        live.sessions.map((session) => [session.sessionId, session.jobs.map((job) => job.jobId)]),
+      ).toEqual([["kept", ["kept-j12"]]]);
+    }
+    expect(await b.dismiss("gone", "ann", 2)).toEqual({ status: "not_found" });
+    expect(await b.setJobProgress("gone-j12", 0.5)).toEqual({ status: "not_found" });
+
+    await release();
+    await a.purgesSettled();
+    expect([await rows.jobs("gone"), await rows.dismissals("gone"), await rows.purges()]).toEqual([0, 0, 0]);
+    expect([await rows.jobs("kept"), await rows.dismissals("kept")]).toEqual([13, 3]);
   });
 
   it("interactions stored before they had log keys are found while their session lives, and purged with its delete", async () => {
