@@ -59,8 +59,10 @@ const DELETE_PROMPT_KEYS = deleteSome(
   "session_id = $1",
   "client_message_id",
 );
-// A deleted session's ended jobs and dismissals, in the order of their index by session (its
-// entries in heap order): ordered by their key, each step sorted every row of the session left.
+// A deleted session's ended jobs and dismissals, in no order of their own (no index holds them by
+// session and key): ordered by their key, each step sorted every row of the session left
+// (100,000 jobs among 1,000,000: 2.2 s of steps, 1.1 s without). A session holding most of the
+// table is read by a sequential scan, which stays linear: 1.1 s for 100,000, 5.9 s for 400,000.
 const DELETE_JOBS = deleteSome("jobs", "job_id", "octet_length(label)", "session_id = $1", "session_id");
 const DELETE_DISMISSALS = deleteSome(
   "dismissals",
