@@ -30,7 +30,7 @@ for (const backend of backends.filter((b) => !b.sharedWriters)) {
     it("refuses a second writer while the first holds the database, naming the file", async () => {
       const { store, openAnother } = await open();
       await store.create({ sessionId: "s", owner: "o", model: "m" });
-      await expect(openAnother()).rejects.toThrow(/sessions\.db is in use/);
+      await expect(openAnother()).rejects.toThrow(/sessions\.db is already open in this process/);
       const read = await store.readAfter("s", 0, 10);
       expect(read.status === "ok" && read.headSeq).toBe(1);
     });
