@@ -1,8 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { ALICE, type Cluster, pgUrl, turnEnd } from "./multi-host-fixture.js";
+import { ALICE, type Cluster, pgUrl, prompt, turnEnd } from "./multi-host-fixture.js";
 import { openOutageCluster } from "./outage-cluster.js";
 
 /**
@@ -13,8 +12,6 @@ import { openOutageCluster } from "./outage-cluster.js";
  */
 
 type Host = Cluster["hosts"][0];
-
-const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 
 async function create(host: Host): Promise<string> {
   return (await host.host.call(ALICE, "session.create", {})).header.sessionId;

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { inject, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
@@ -18,6 +18,9 @@ import { beforeAppend } from "./host-fixture.js";
 export const pgUrl = inject("pgUrl");
 
 export const ALICE: Principal = { name: "alice", admin: false };
+
+/** A prompt with a fresh client message id: each is a new prompt, never a retry of another. */
+export const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 export { ADMIN };
 
 export interface ClusterHost {

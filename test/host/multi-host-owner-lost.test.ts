@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { gate } from "../support/gate.js";
@@ -9,10 +8,10 @@ import {
   holdTurnStart,
   openCluster,
   pgUrl,
+  prompt,
   readLog,
 } from "./multi-host-fixture.js";
 
-const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 /** Short enough that a paused host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
 

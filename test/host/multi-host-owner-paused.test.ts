@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CallRouter } from "../../src/host/call-router.js";
@@ -12,11 +11,11 @@ import {
   metricsFor,
   openCluster,
   pgUrl,
+  prompt,
   readLog,
   turnEnd,
 } from "./multi-host-fixture.js";
 
-const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 /** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
 

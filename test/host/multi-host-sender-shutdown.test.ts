@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { gate } from "../support/gate.js";
@@ -11,11 +10,10 @@ import {
   metricsFor,
   openCluster,
   pgUrl,
+  prompt,
   readLog,
   turnEnd,
 } from "./multi-host-fixture.js";
-
-const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 
 type Host = Cluster["hosts"][0];
 

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -16,11 +15,11 @@ import {
   metricsFor,
   openCluster,
   pgUrl,
+  prompt,
   readLog,
   turnEnd,
 } from "./multi-host-fixture.js";
 
-const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 /** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
 

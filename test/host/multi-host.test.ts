@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
@@ -15,11 +14,10 @@ import {
   metricsFor,
   openCluster,
   pgUrl,
+  prompt,
   readLog,
   turnEnd,
 } from "./multi-host-fixture.js";
-
-const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
 
 type Host = Cluster["hosts"][0];
 
