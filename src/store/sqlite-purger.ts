@@ -35,19 +35,14 @@ const SEARCH_BYTES_SHARE = 16;
  */
 export class SqlitePurger {
   readonly #next: Database.Statement;
-  readonly #eventLengths: Database.Statement;
-  readonly #deleteEventsThrough: Database.Statement;
+  readonly #events: RowsInOrder;
   readonly #searchDocs: Database.Statement;
   readonly #deleteSearchText: Database.Statement;
   readonly #deleteSearchDoc: Database.Statement;
-  readonly #interactionLengths: Database.Statement;
-  readonly #deleteInteractionsThrough: Database.Statement;
-  readonly #promptLengths: Database.Statement;
-  readonly #deletePromptsThrough: Database.Statement;
-  readonly #jobLengths: Database.Statement;
-  readonly #deleteJobsThrough: Database.Statement;
-  readonly #dismissalLengths: Database.Statement;
-  readonly #deleteDismissalsThrough: Database.Statement;
+  readonly #interactions: RowsInOrder;
+  readonly #prompts: RowsInOrder;
+  readonly #jobs: RowsInOrder;
+  readonly #dismissals: RowsInOrder;
   readonly #chunks: Database.Statement;
   readonly #deleteChunk: Database.Statement;
   readonly #deleteAttachments: Database.Statement;
@@ -67,10 +62,7 @@ export class SqlitePurger {
       bytes: Math.max(1, step.bytes ?? DEFAULT_PURGE_STEP.bytes),
     };
     this.#next = db.prepare("SELECT log_key, session_id FROM purges LIMIT 1");
-    this.#eventLengths = db
-      .prepare("SELECT seq, length(data) FROM events WHERE session_id = ? ORDER BY seq LIMIT ?")
-      .raw();
-    this.#deleteEventsThrough = db.prepare("DELETE FROM events WHERE session_id = ? AND seq <= ?");
+    this.#events = rowsInOrder(db, "events", "session_id", "seq", "length(data)");
     // an FTS5 delete reads the document's text back to remove its terms: its length is its cost
     this.#searchDocs = db
       .prepare(
@@ -81,37 +73,18 @@ export class SqlitePurger {
     this.#deleteSearchText = db.prepare("DELETE FROM search_fts WHERE rowid = ?");
     this.#deleteSearchDoc = db.prepare("DELETE FROM search_docs WHERE id = ?");
     // interactions_by_log_key holds the primary key too: both read in the key's order
-    this.#interactionLengths = db
-      .prepare(
-        `SELECT interaction_id, length(body) + coalesce(length(resolution), 0) FROM interactions
-         WHERE log_key = ? ORDER BY interaction_id LIMIT ?`,
-      )
-      .raw();
-    this.#deleteInteractionsThrough = db.prepare(
-      "DELETE FROM interactions WHERE log_key = ? AND interaction_id <= ?",
+    this.#interactions = rowsInOrder(
+      db,
+      "interactions",
+      "log_key",
+      "interaction_id",
+      "length(body) + coalesce(length(resolution), 0)",
     );
-    this.#promptLengths = db
-      .prepare(
-        "SELECT client_message_id, length(record) FROM prompt_keys WHERE session_id = ? ORDER BY client_message_id LIMIT ?",
-      )
-      .raw();
-    this.#deletePromptsThrough = db.prepare(
-      "DELETE FROM prompt_keys WHERE session_id = ? AND client_message_id <= ?",
-    );
+    this.#prompts = rowsInOrder(db, "prompt_keys", "session_id", "client_message_id", "length(record)");
     // a deleted session's ended jobs and its dismissals, read in the order of their index by
     // session (jobs_by_session, dismissals_by_session: each holds its table's key)
-    this.#jobLengths = db
-      .prepare("SELECT job_id, length(label) FROM jobs WHERE session_id = ? ORDER BY job_id LIMIT ?")
-      .raw();
-    this.#deleteJobsThrough = db.prepare("DELETE FROM jobs WHERE session_id = ? AND job_id <= ?");
-    this.#dismissalLengths = db
-      .prepare(
-        "SELECT principal, length(principal) FROM dismissals WHERE session_id = ? ORDER BY principal LIMIT ?",
-      )
-      .raw();
-    this.#deleteDismissalsThrough = db.prepare(
-      "DELETE FROM dismissals WHERE session_id = ? AND principal <= ?",
-    );
+    this.#jobs = rowsInOrder(db, "jobs", "session_id", "job_id", "length(label)");
+    this.#dismissals = rowsInOrder(db, "dismissals", "session_id", "principal", "length(principal)");
     this.#chunks = db
       .prepare(
         `SELECT c.rowid FROM attachments a JOIN attachment_chunks c ON c.attachment_id = a.attachment_id
@@ -148,12 +121,12 @@ export class SqlitePurger {
       const purge = this.#next.get() as { log_key: string; session_id: string | null } | undefined;
       if (!purge) return false;
       const { log_key: key, session_id: sessionId } = purge;
-      if (this.#events(key) || this.#search(key)) return true;
-      if (this.#through(this.#interactionLengths, this.#deleteInteractionsThrough, key)) return true;
+      if (this.#through(this.#events, key) || this.#search(key)) return true;
+      if (this.#through(this.#interactions, key)) return true;
       if (sessionId !== null) {
-        if (this.#through(this.#promptLengths, this.#deletePromptsThrough, sessionId)) return true;
-        if (this.#through(this.#jobLengths, this.#deleteJobsThrough, sessionId)) return true;
-        if (this.#through(this.#dismissalLengths, this.#deleteDismissalsThrough, sessionId)) return true;
+        if (this.#through(this.#prompts, sessionId)) return true;
+        if (this.#through(this.#jobs, sessionId)) return true;
+        if (this.#through(this.#dismissals, sessionId)) return true;
         if (this.#attachments(sessionId)) return true;
       }
       this.#deletePurge.run(key);
@@ -161,15 +134,11 @@ export class SqlitePurger {
     };
   }
 
-  #events(key: string): boolean {
-    return this.#through(this.#eventLengths, this.#deleteEventsThrough, key);
-  }
-
   /**
-   * Deletes the first rows under `key` in the order `lengths` reads them (each row's second column
-   * its data's length), up to the step's rows or bytes, through the last one read.
+   * Deletes the first of `rows` under `key` in their order, up to the step's rows or bytes, through
+   * the last one read.
    */
-  #through(lengths: Database.Statement, deleteThrough: Database.Statement, key: string): boolean {
+  #through({ lengths, deleteThrough }: RowsInOrder, key: string): boolean {
     let bytes = 0;
     let last: number | string | undefined;
     for (const [id, length] of lengths.iterate(key, this.#step.rows) as Iterable<[number | string, number]>) {
@@ -213,4 +182,27 @@ export class SqlitePurger {
     if (chunks.length > 0) return true;
     return this.#deleteAttachments.run(sessionId, this.#step.rows).changes > 0;
   }
+}
+
+/** A table's rows under one key, read in an order an index holds, each with its data's length. */
+interface RowsInOrder {
+  /** `[order, length]` of the first rows under the key (`?`), at most `?` of them. */
+  lengths: Database.Statement;
+  /** Deletes the rows under the key (`?`) up to an order (`?`), that one included. */
+  deleteThrough: Database.Statement;
+}
+
+function rowsInOrder(
+  db: Database.Database,
+  table: string,
+  key: string,
+  order: string,
+  length: string,
+): RowsInOrder {
+  return {
+    lengths: db
+      .prepare(`SELECT ${order}, ${length} FROM ${table} WHERE ${key} = ? ORDER BY ${order} LIMIT ?`)
+      .raw(),
+    deleteThrough: db.prepare(`DELETE FROM ${table} WHERE ${key} = ? AND ${order} <= ?`),
+  };
 }
