@@ -38,8 +38,8 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
       return outcome;
     } catch (err) {
       // an emit refused because the turn was stopped (cancel, shutdown, delete) ends the run as
-      // the stop does: logged as an agent that threw and counted failed, every cancel of an agent
-      // that lets that refusal through (the README's own) read as a fault
+      // the stop does, cancelled: counted failed and logged as a throw, every cancel of an agent
+      // that lets that refusal through (the README's own agent does) would read as a fault
       if (endedByStop(turn.signal, err)) {
         meters.turnEnded(seconds(), "cancelled");
         logger.debug({ ...where, stop: (err as Error).message }, "agent run ended by its turn's stop");
