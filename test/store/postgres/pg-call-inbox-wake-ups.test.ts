@@ -321,8 +321,9 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: notifications and the poll", () 
       await heard;
       await admin.query("SELECT pg_advisory_unlock($1)", [key]);
       expect(await later).toEqual({ status: "ok", result: { n: 2 } });
-      // calls of two sessions, each begun once its own start is written: in either order
-      expect(seen).toHaveLength(2);
+      // calls of two sessions, each begun once its own start is written: in either order, the
+      // earlier one perhaps after the later was answered
+      await vi.waitFor(() => expect(seen).toHaveLength(2), { timeout: 20_000 });
       expect(seen).toEqual(expect.arrayContaining([{ n: 1 }, { n: 2 }]));
     } finally {
       await admin.end();

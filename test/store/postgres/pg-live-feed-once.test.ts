@@ -7,6 +7,7 @@ import { PgLiveReads } from "../../../src/store/postgres/pg-live-rows.js";
 import { hintsOf } from "../../../src/store/postgres/pg-notice-payload.js";
 import { openPool } from "../../../src/store/postgres/pg-pool.js";
 import type { PgLiveNotice } from "../../../src/store/postgres/pg-write-batch.js";
+import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { UNDO_PG_LOG_KEYS } from "../../support/purge-migration.js";
 import { backends, pgUrl, storeFixture } from "../contract/backends.js";
 import { turnEnd, turnStart } from "../open-store.js";
@@ -322,6 +323,8 @@ describePg("PostgreSQL live feed: each change announced once, whichever way it c
       await under.store.enqueuePrompt({ sessionId, itemId: "q1", queuedAt: 1, input: { text: "one" } });
     }
     await under.store.delete("gone");
+    // the purge of the delete done: its steps lock the tables the schema is put back on below
+    await (under.store as unknown as PostgresSessionStore).purgesSettled();
     const pool = openPool(pgUrl!, { schema: under.schema!, max: 1 });
     pools.push(pool);
     // the row an earlier build's delete left, in the schema before the migration
