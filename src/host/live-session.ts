@@ -12,6 +12,17 @@ export class TurnStopped extends Error {
   }
 }
 
+/**
+ * What a turn's context throws once its agent returned: the turn is closed (or being closed), so
+ * an event, an interaction or a job written for it would land after its `turn/end`.
+ */
+export class TurnEnded extends Error {
+  constructor(readonly turnId: string) {
+    super(`turn ${turnId} has ended: its agent returned, so nothing more is written for it`);
+    this.name = "TurnEnded";
+  }
+}
+
 /** The turn a live session runs now. Set synchronously when the turn is decided, so concurrent prompts queue. */
 export class RunningTurn {
   readonly abort = new AbortController();
@@ -20,8 +31,11 @@ export class RunningTurn {
    * each once (an item steered again is not listed twice), so at most the session's queue bound.
    */
   readonly #steered = new Set<string>();
-  /** False once the agent returned: a steer then becomes its own turn instead. */
-  acceptsInterjections = true;
+  /**
+   * Set once the agent returned (or was given up on after a stop), before the turn's `turn/end`:
+   * a steer then becomes its own turn, and the turn's context writes nothing more (`TurnEnded`).
+   */
+  agentReturned = false;
   /** Interactions the agent is waiting on right now. */
   waiting = 0;
   /**

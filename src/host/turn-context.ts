@@ -11,7 +11,7 @@ import { readReachedHead } from "../store/read-head.js";
 import type { AppendOptions, SessionStore } from "../store/session-store.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
-import { type LiveSession, type RunningTurn, TurnStopped } from "./live-session.js";
+import { type LiveSession, type RunningTurn, TurnEnded, TurnStopped } from "./live-session.js";
 import { discardKept, prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
 import { promptMessage } from "./user-message-shape.js";
@@ -145,6 +145,8 @@ export class HostTurnContext implements TurnContext {
   }
 
   startJob(label: string): JobHandle {
+    // a job started during the turn may outlive it; one started after would begin after its end
+    if (this.#turn.agentReturned) throw new TurnEnded(this.turnId);
     return this.#live.jobRegistry.start(this.sessionId, this.turnId, label);
   }
 
@@ -156,10 +158,15 @@ export class HostTurnContext implements TurnContext {
   }
 
   /**
-   * Appends under this host's lease of the session. Once the lease is gone nothing is written:
-   * the turn is stopped as `lost` and the agent's wait ends with that reason.
+   * Appends under this host's lease of the session, while the agent has not returned. Once the
+   * lease is gone nothing is written: the turn is stopped as `lost` and the agent's wait ends with
+   * that reason.
    */
   async #fencedAppend<O extends Omit<AppendOptions, "fence">>(events: NewEvent[], options: O) {
+    // an agent that kept its context past its return (a callback, a job) would write after the
+    // turn's end: an interaction asked so would stay pending on a closed turn, and a restart would
+    // park the session behind it
+    if (this.#turn.agentReturned) throw new TurnEnded(this.turnId);
     const fence = this.#ownership.fence(this.sessionId);
     if (!fence) throw this.#lost();
     const outcome = await this.#store.append(this.sessionId, events, { ...options, ...fence });

@@ -268,7 +268,7 @@ export class TurnRunner {
     }
     // the agent returned (or was given up on): its prompt's attachments are no longer held for it
     turn.attachmentRelease();
-    turn.acceptsInterjections = false;
+    turn.agentReturned = true;
     const stop = turn.stopReason;
     // a deleted session has no log to close; a turn left waiting on a person stays open, parked;
     // a host that lost the lease writes nothing more (the new owner closes the turn)

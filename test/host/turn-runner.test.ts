@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import type { AgentDriver, TurnContext, TurnOutcome } from "../../src/agents/agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
-import { TurnStopped } from "../../src/host/live-session.js";
+import { TurnEnded, TurnStopped } from "../../src/host/live-session.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
@@ -338,5 +338,42 @@ describe("cancel", () => {
     ]);
     expect(stoppedBy(abortable.seen[0]!.reason)).toBe("cancel");
     expect(turnEnds(await readLog(fx.store, S))).toEqual([{ turnId: asked.turnId, state: "cancelled" }]);
+  });
+});
+
+describe("an agent that keeps its turn's context past its return", () => {
+  test("writes nothing more for that turn: an emit, an interaction or a job after its turn/end is refused TurnEnded, and a restart parks nothing on it", async () => {
+    let kept: TurnContext | undefined;
+    const agent = demoAgentWith("keeps", async (turn) => {
+      kept ??= turn;
+      return { state: "completed" };
+    });
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await prompt("first");
+    const closed = await waitForTurnEnds(1);
+    const late = kept!;
+
+    // before, the delta and the question landed after the turn's end, the question stayed pending
+    // on a closed turn for ever, and a restart parked the session behind it
+    await expect(late.emit({ type: "assistant/delta", text: "late" })).rejects.toBeInstanceOf(TurnEnded);
+    let asked: unknown = "unsettled";
+    late.requestInteraction({ kind: "approval", action: "late" }).then(
+      () => {
+        asked = "answered";
+      },
+      (err: unknown) => {
+        asked = err;
+      },
+    );
+    await vi.waitFor(() => expect(asked).toBeInstanceOf(TurnEnded));
+    expect(() => late.startJob("late")).toThrow(TurnEnded);
+    expect(await readLog(fx.store, S)).toEqual(closed);
+    expect(fx.host.live.interactions()).toEqual([]);
+    expect(fx.host.live.jobs(S)).toEqual([]);
+
+    await fx.restart();
+    expect(await prompt("second")).toMatchObject({ queued: false });
+    expect(userTexts(await waitForTurnEnds(2))).toEqual(["first", "second"]);
   });
 });

@@ -69,9 +69,9 @@ async function steer(
     throw agentNotLive(sessionId);
   }
   if (turn?.parked) throw parkedTurnTakesNoSteer(sessionId);
-  if (!turn?.acceptsInterjections) return undefined;
+  if (!turn || turn.agentReturned) return undefined;
   const outcome = await ctx.store.steerQueueItem(sessionId, itemId, turn.turnId);
-  if (outcome.status === "ok" && turn.acceptsInterjections) turn.steer(itemId);
+  if (outcome.status === "ok" && !turn.agentReturned) turn.steer(itemId);
   return outcome;
 }
 
