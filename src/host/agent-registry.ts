@@ -168,8 +168,14 @@ export class AgentRegistry {
   #idleElapsed(session: LiveSession): void {
     session.idleTimer = undefined;
     if (session.detached || this.#sessions.get(session.sessionId) !== session) return;
-    // a running turn or background job is work: look again after another idle period
-    if (session.turn || this.#live.jobRegistry.hasRunning(session.sessionId)) {
+    // a running turn or background job is work: look again after another idle period; so is a
+    // queued prompt, whose start waits for attachment room or a retry: detached, nothing would start it
+    if (
+      session.turn ||
+      session.pendingEnqueues > 0 ||
+      this.#live.promptQueue.size(session.sessionId) > 0 ||
+      this.#live.jobRegistry.hasRunning(session.sessionId)
+    ) {
       this.#scheduleIdle(session);
       return;
     }

@@ -343,6 +343,55 @@ describe("a queued prompt waiting for attachment room", () => {
       dir.remove();
     }
   }, 30_000);
+  test("keeps its session's agent past the idle time when a call touched it meanwhile: it starts once room comes back", async () => {
+    const { agent, started, finish } = holdingAgent();
+    const { logger, lines } = capturedLogger();
+    const dir = tempDir();
+    const store = SqliteSessionStore.open(dir.file("sessions.db"));
+    const sessionHost = new SessionHost({
+      store,
+      agent,
+      logger,
+      maxTurnAttachmentBytes: 768 * KIB,
+      idleDetachMs: 200,
+    });
+    await sessionHost.start();
+    try {
+      const send = (sessionId: string, text: string, bytes = 0) =>
+        sessionHost.call(ADMIN, "session.prompt", {
+          sessionId,
+          text,
+          clientMessageId: text,
+          ...(bytes > 0
+            ? { attachments: [{ name: "f", type: "application/octet-stream", bytes: new Uint8Array(bytes) }] }
+            : {}),
+        });
+      for (const sessionId of ["s1", "s2", "s3"])
+        await sessionHost.call(ADMIN, "session.create", { sessionId });
+      expect(await send("s1", "hold", 512 * KIB)).toMatchObject({ queued: false });
+      expect(await send("s2", "plain")).toMatchObject({ queued: false });
+      expect(await send("s2", "queued", 384 * KIB)).toMatchObject({ queued: true });
+      finish("plain");
+      await until(
+        () => lines.some((l) => l.msg === "queued prompt could not start" && l.sessionId === "s2"),
+        10_000,
+        "the queued prompt refused for room",
+      );
+      // a call that asks s2's agent for nothing else restarts its idle clock; s3's, started just
+      // after with nothing to do, runs out after it
+      await sessionHost.call(ADMIN, "session.selectModel", { sessionId: "s2", model: "demo-fast" });
+      await sessionHost.call(ADMIN, "session.selectModel", { sessionId: "s3", model: "demo-fast" });
+      await until(() => !sessionHost.live.isLive("s3"), 10_000, "s3's idle agent detached");
+      // before, s2's went too, and nothing started its queued prompt when room came back
+      expect(sessionHost.live.isLive("s2")).toBe(true);
+      finish("hold");
+      await until(() => started.includes("queued"), 10_000, "the queued prompt started");
+    } finally {
+      await sessionHost.shutdown();
+      await store.close();
+      dir.remove();
+    }
+  }, 30_000);
 });
 
 describe("waiting for attachment room", () => {
