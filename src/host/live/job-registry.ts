@@ -10,6 +10,12 @@ interface Entry {
   readonly abort: AbortController;
   /** The job's writes, in order: `job/started`, progress, `job/ended`. */
   written: Promise<void>;
+  /**
+   * The progress a queued write will store, set while that write waits for the ones before it: a
+   * later report replaces it, so a job reporting faster than the store writes waits on one write,
+   * not on one per report (its `job/ended` behind them all, and a shutdown waiting for them).
+   */
+  unwritten?: number;
 }
 
 /** Where a job's changes are made durable (the log for start and end, a row for progress). */
@@ -56,8 +62,14 @@ export class JobRegistry {
         this.#end(sessionId, entry);
         this.#trim(sessionId);
       } else if (patch.progress !== undefined) {
-        const progress = patch.progress;
-        this.#write(entry, () => this.#recorder.progress(jobId, progress));
+        const queued = entry.unwritten !== undefined;
+        entry.unwritten = patch.progress;
+        if (!queued)
+          this.#write(entry, () => {
+            const progress = entry.unwritten ?? entry.job.progress;
+            entry.unwritten = undefined;
+            return this.#recorder.progress(jobId, progress);
+          });
       }
       this.#changed(sessionId);
     };

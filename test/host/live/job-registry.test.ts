@@ -51,17 +51,18 @@ describe("background jobs", () => {
   it("a job writes its start, each progress clamped to 0..1 (not a number: 0), then its end, in order; each change is told", async () => {
     const { recorder, changes, jobs } = registry();
     const job = jobs.start("s1", "t1", "build");
-    job.progress(0.5);
-    job.progress(2);
-    job.progress(-1);
-    job.progress(Number.NaN);
-    job.progress(Number.POSITIVE_INFINITY);
+    const { jobId } = job;
+    const reports = [0.5, 2, -1, Number.NaN, Number.POSITIVE_INFINITY];
+    for (const value of reports) {
+      job.progress(value);
+      // each written before the next report: none waits behind another
+      await jobs.settled();
+    }
     job.complete();
     // an ended job takes no more changes
     job.progress(0.3);
     job.fail();
     await jobs.settled();
-    const { jobId } = job;
     expect(recorder.writes).toEqual([
       `s1 job/started ${JSON.stringify({ jobId, label: "build", turnId: "t1" })}`,
       `progress ${jobId} 0.5`,
@@ -120,6 +121,38 @@ describe("background jobs", () => {
       `progress ${job.jobId}`,
       "s1 job/ended",
     ]);
+  });
+
+  it("reports made while a progress write waits replace its value: one write waits at most, of the latest", async () => {
+    const { recorder, changes, jobs } = registry();
+    const started = gate();
+    recorder.hold = started.promise;
+    const job = jobs.start("s1", "t1", "index");
+    const { jobId } = job;
+    for (let i = 1; i <= 1000; i++) job.progress(i / 2000);
+    recorder.hold = undefined;
+    started.open();
+    await jobs.settled();
+    // before, a write per report: 1,000 of them, one after another, the job's end behind them all
+    expect(recorder.writes.slice(1)).toEqual([`progress ${jobId} 0.5`]);
+    // a report made while its write runs gets a write of its own after it
+    const writing = gate();
+    recorder.hold = writing.promise;
+    job.progress(0.6);
+    await new Promise((resolve) => setImmediate(resolve));
+    job.progress(0.7);
+    job.progress(0.8);
+    job.complete();
+    recorder.hold = undefined;
+    writing.open();
+    await jobs.settled();
+    expect(recorder.writes.slice(2)).toEqual([
+      `progress ${jobId} 0.6`,
+      `progress ${jobId} 0.8`,
+      `s1 job/ended ${JSON.stringify({ jobId, state: "completed" })}`,
+    ]);
+    // every report is still told as it came
+    expect(changes).toHaveLength(1 + 1000 + 3 + 1);
   });
 
   it("a session shows its twenty newest finished jobs and every running one", async () => {
