@@ -22,6 +22,11 @@ export interface MuxProxy {
   hold(pick: (frame: HostFrameSeen) => boolean): void;
   /** Sends the held frames on, in the order the host sent them, and holds nothing more. */
   release(): void;
+  /**
+   * The next frame from the page that `pick` chooses is never passed on: its socket is cut
+   * instead, both ends at once, as a path that dies while the frame is on its way.
+   */
+  cutOn(pick: (frame: HostFrameSeen) => boolean): void;
   close(): Promise<void>;
 }
 
@@ -36,6 +41,7 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
   const host = new URL(target);
   let upgrades = 0;
   let pick: ((frame: HostFrameSeen) => boolean) | undefined;
+  let cut: ((frame: HostFrameSeen) => boolean) | undefined;
   const held: { page: WebSocket; data: Uint8Array }[] = [];
   const sockets = new Set<WebSocket>();
   const server = createServer((req, res) => {
@@ -69,6 +75,11 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
         for (const data of early.splice(0)) upstream.send(data);
       });
       page.on("message", (data) => {
+        if (cut?.(decodeFrame(new Uint8Array(data as Buffer)) as HostFrameSeen)) {
+          cut = undefined;
+          closeBoth();
+          return;
+        }
         if (upstream.readyState === WebSocket.OPEN) upstream.send(data);
         else early.push(data);
       });
@@ -107,6 +118,9 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
       for (const { page, data } of held.splice(0)) {
         if (page.readyState === WebSocket.OPEN) page.send(data);
       }
+    },
+    cutOn(choose) {
+      cut = choose;
     },
     async close() {
       for (const s of sockets) s.terminate();

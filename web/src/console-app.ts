@@ -608,7 +608,10 @@ export class ConsoleApp {
       this.list.apply({ kind: "removed", sessionId: s.sessionId });
       // the button that had the keyboard is hidden with the session: it goes to a start of its own
       this.focusAfterDraw = el.newSession;
-      this.run("Delete", () => this.link.remove(s.sessionId));
+      const list = this.list;
+      // shown gone at once; a delete that failed may have left it on the host, which a fresh list says
+      const undo = () => void list.deleteFailed(s.sessionId).catch(() => undefined);
+      this.run("Delete", () => this.link.remove(s.sessionId), undo);
     });
     el.transcript.addEventListener("click", (e) => answerCard(this.actions, e.target as HTMLElement));
     bindKeyboard(this.actions);
