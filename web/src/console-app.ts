@@ -155,6 +155,8 @@ export class ConsoleApp {
     const shown = this.session?.sessionId;
     this.session?.dispose();
     this.session = undefined;
+    // nothing keeps the old client's live state current: last known until the new one's baseline
+    if (this.mirror) this.mirror = { ...this.mirror, stale: true };
     this.cache = cache;
     this.list.dispose();
     this.list = new SessionListModel(this.link, cache, () => this.schedule());
