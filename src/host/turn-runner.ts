@@ -1,10 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { type EventDataOf, SessionmuxError, type TurnTrigger } from "../../protocol/index.js";
+import {
+  type EventDataOf,
+  type NewEvent,
+  type SessionEvent,
+  SessionmuxError,
+  type TurnTrigger,
+} from "../../protocol/index.js";
 import { abortableSleep } from "../agents/abortable-sleep.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 import type { HostStore } from "../store/live-state-store.js";
-import type { PromptRecord } from "../store/session-store.js";
+import type { AppendOptions, AppendOutcome, PromptRecord } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { checkedOutcome } from "./checked-outcome.js";
 import type { Ownership } from "./host-leases.js";
@@ -50,6 +56,12 @@ export interface TurnRunnerDeps {
 }
 
 type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
+
+/**
+ * The log's newest events searched for a turn whose opening append failed: only writes of other
+ * callers (a rename, a running job's end) can follow it, in the moment since.
+ */
+const OPENING_LOOKBACK = 500;
 
 /**
  * Runs turns: opens one with `turn/start` + `user/message` in a single append (which also takes a
@@ -120,8 +132,9 @@ export class TurnRunner {
           : undefined;
       const fence = this.#deps.ownership.fence(session.sessionId);
       if (!fence) throw new NotOwner(session.sessionId, null);
-      const outcome = await this.#deps.store.append(
+      const outcome = await this.#openingAppend(
         session.sessionId,
+        turn.turnId,
         [
           { type: "turn/start", data: { turnId: turn.turnId, trigger } },
           { type: "user/message", data: message },
@@ -154,6 +167,38 @@ export class TurnRunner {
       this.#release(session, turn, itemId === undefined);
       if (attachments) await discardKept(this.#deps.store, attachments);
       throw err;
+    }
+  }
+
+  /**
+   * A turn's opening append. One that failed on the store may still have committed (PostgreSQL:
+   * its connection died after its COMMIT went out, before the answer came back); left so, the
+   * turn stayed open in the log with no agent to run or end it, and the prompt sent again was
+   * answered with that turn. Its `turn/start` found among the log's newest events, the append is
+   * taken as done; a read that fails too leaves the failure as it was.
+   */
+  async #openingAppend<O extends AppendOptions>(
+    sessionId: string,
+    turnId: string,
+    events: NewEvent[],
+    options: O,
+  ): Promise<AppendOutcome<O>> {
+    try {
+      return await this.#deps.store.append(sessionId, events, options);
+    } catch (err) {
+      if (!isStoreFailure(err)) throw err;
+      const page = await this.#deps.store.page(sessionId, { limit: OPENING_LOOKBACK }).catch(() => undefined);
+      if (page?.status !== "ok") throw err;
+      // the same decoded rows `readAfter` returns; the page's wire schema types them loosely
+      const newest = page.events as SessionEvent[];
+      const start = newest.findIndex((e) => e.type === "turn/start" && e.data.turnId === turnId);
+      if (start < 0) throw err;
+      const opened = newest.slice(start, start + events.length);
+      this.#deps.logger.warn(
+        { err, sessionId, turnId },
+        "a turn's opening append failed, yet the turn is in the log; it runs",
+      );
+      return { status: "appended", epoch: page.epoch, events: opened };
     }
   }
 
