@@ -120,7 +120,7 @@ export class AgentRegistry {
 
   /**
    * Keeps an owner under its live-agent limit: idle agents (no turn, no prompt queued, no running
-   * job) are detached, least recently used first; with none idle the new agent is refused. Nothing
+   * job, no call under way that resolved it) are detached, least recently used first; with none idle the new agent is refused. Nothing
    * durable is lost: a refused prompt was not accepted, and queues and interactions stay in the store.
    */
   #makeRoom(sessionId: string, owner: string): void {
@@ -129,9 +129,12 @@ export class AgentRegistry {
     for (const candidate of [...owned]) {
       if (owned.size < this.#maxPerOwner) return;
       // a queued prompt waiting for attachment room is work: detached, nothing would start it
-      // when room came back, as its wake finds the session gone and its queue stays in the store
+      // when room came back, as its wake finds the session gone and its queue stays in the store;
+      // so is a call that resolved the session and has yet to give it its work (a prompt's turn):
+      // detached, that turn ran on an agent nobody could cancel, beside a second one a prompt began
       if (
         !candidate.turn &&
+        candidate.calls === 0 &&
         candidate.pendingEnqueues === 0 &&
         this.#live.promptQueue.size(candidate.sessionId) === 0 &&
         !this.#live.jobRegistry.hasRunning(candidate.sessionId)
