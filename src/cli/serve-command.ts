@@ -14,7 +14,13 @@ import { readOrCreateToken } from "../operations/token-file.js";
 import { startHost } from "../server.js";
 import { LONGEST_QUERY_CHECK_MS, QUERY_CHECK_MS } from "../store/postgres/pg-backend-watch.js";
 import { LISTEN_CHECK_MS } from "../store/postgres/pg-listen-check.js";
-import { checkTokenSpecs, parseTokenSpec, type TokenSpec } from "../transport/auth.js";
+import {
+  checkTokenSpecs,
+  metricsTokenProblem,
+  originProblem,
+  parseTokenSpec,
+  type TokenSpec,
+} from "../transport/auth.js";
 import { collectList, dataDirOption, dbOption, dbSchemaOption, integer } from "./cli-options.js";
 import { addLimitOptions, type LimitValues, mountedLimitsOf } from "./limit-options.js";
 import { createLogger } from "./logger.js";
@@ -69,7 +75,11 @@ function authenticationOf(options: ServeOptions, keptFile: () => string): Authen
   }
   if (specs.length > 0) {
     // named as the flags gave them, before the host's own check names them by their index
-    checkTokenSpecs(specs);
+    try {
+      checkTokenSpecs(specs);
+    } catch (err) {
+      throw new StartupError("option_invalid", (err as Error).message);
+    }
     return { tokens: specs };
   }
   const file = keptFile();
@@ -106,6 +116,23 @@ function tokensFileSpecs(file: string, text: string): TokenSpec[] {
     );
   }
   return specs;
+}
+
+/**
+ * `--allowed-origin` and `--metrics-token` refused by their flags' names before anything is made
+ * (the host's own check names them as `createSessionmux` options). Returns the metrics token to
+ * use: an empty one, as an empty `SESSIONMUX_METRICS_TOKEN` gives, is none.
+ */
+function accessFlagsChecked(options: ServeOptions): string | undefined {
+  for (const origin of options.allowedOrigin) {
+    const problem = originProblem(origin);
+    if (problem) throw new StartupError("option_invalid", `--allowed-origin: ${problem}`);
+  }
+  if (options.metricsToken === undefined || options.metricsToken === "") return undefined;
+  // compared with the principals' tokens once the tokens file is read
+  const problem = metricsTokenProblem(options.metricsToken, []);
+  if (problem) throw new StartupError("option_invalid", `--metrics-token: ${problem}`);
+  return options.metricsToken;
 }
 
 /**
@@ -233,6 +260,7 @@ export function registerServeCommand(program: Command): void {
     const hostId = hostIdOf(options.hostId);
     // before any folder, database or token file is made: a refused agent leaves nothing behind
     const agent = createAgent(options.agent);
+    const metricsToken = accessFlagsChecked(options);
     // the default location is created on first start; a path given by hand must exist
     const createFolder = (option: string) =>
       createDbFolder || command.getOptionValueSource(option) === "default";
@@ -244,6 +272,11 @@ export function registerServeCommand(program: Command): void {
     const authentication = authenticationOf(options, () =>
       keptTokenFile(located, options.dataDir, { createFolder: createFolder("dataDir") }),
     );
+    if (metricsToken !== undefined && authentication.tokens.some((t) => t.secret === metricsToken))
+      throw new StartupError(
+        "option_invalid",
+        "--metrics-token: it must differ from every principal's token",
+      );
     const kept = "kept" in authentication ? authentication.kept : undefined;
     const limits = mountedLimitsOf(options);
     const running = await startHost({
@@ -273,7 +306,7 @@ export function registerServeCommand(program: Command): void {
       http: limits.http,
       uploadTtlMs: limits.uploadTtlMs,
       principals: limits.principals,
-      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+      ...(metricsToken === undefined ? {} : { metricsToken }),
     });
     // one write, so a reader that stops at the console line has the whole banner
     const banner = [`listening on ${running.url}`, `host id ${running.hostId}`];

@@ -1,5 +1,5 @@
 import { StartupError } from "../operations/startup-error.js";
-import { checkTokenSpecs } from "../transport/auth.js";
+import { checkTokenSpecs, metricsTokenProblem, originProblem, type TokenSpec } from "../transport/auth.js";
 import type { SessionmuxOptions } from "./create-sessionmux.js";
 import { describeOptionValue } from "./option-value.js";
 
@@ -68,6 +68,15 @@ export function checkOptionShape(options: SessionmuxOptions): void {
     if (given[name] !== undefined && typeof given[name] !== "string") {
       throw invalid(`${name} must be a string, got ${describeOptionValue(given[name])}`);
     }
+  }
+  for (const [index, origin] of ((given.cors as string[] | undefined) ?? []).entries()) {
+    const problem = originProblem(origin);
+    if (problem) throw invalid(`cors[${index}]: ${problem}`);
+  }
+  if (typeof given.metricsToken === "string") {
+    const problem = metricsTokenProblem(given.metricsToken, (given.tokens as TokenSpec[] | undefined) ?? []);
+    // the token itself is not quoted: it is a secret
+    if (problem) throw invalid(`metricsToken: ${problem}`);
   }
   for (const name of ["createDbFolder", "processMetrics"] as const) {
     if (given[name] !== undefined && typeof given[name] !== "boolean") {

@@ -56,6 +56,29 @@ export function checkTokenSpecs(
 
 const WHITESPACE_SECRET = "a secret holds no whitespace, which no Authorization: Bearer header carries";
 
+/**
+ * What is wrong with `token` as the metrics token beside `tokens`, or undefined. An empty one, or
+ * one holding whitespace, is a token no `Authorization: Bearer` header carries: `/metrics` would
+ * refuse every scraper while the host looked configured.
+ */
+export function metricsTokenProblem(token: string, tokens: readonly TokenSpec[]): string | undefined {
+  if (token.length === 0 || token.length > 4096) return "a secret is 1-4096 characters";
+  if (/\s/.test(token)) return WHITESPACE_SECRET;
+  if (tokens.some((t) => t.secret === token)) return "it must differ from every principal's token";
+  return undefined;
+}
+
+/**
+ * What is wrong with `origin` as an allowed Origin, or undefined. A browser's `Origin` header is
+ * `scheme://host[:port]` and nothing more, compared as a whole: an entry without its scheme
+ * (`app.example.com`) or with a path (a trailing `/`) matched no request, so that app's browser
+ * calls were refused `forbidden_origin` while the host looked configured.
+ */
+export function originProblem(origin: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]+$/i.test(origin)) return undefined;
+  return `${JSON.stringify(origin)} is no origin: a browser sends scheme://host[:port] without a path, such as "https://app.example.com"`;
+}
+
 /** A token entry as `serve`'s flags give it. */
 const flagEntry = (t: TokenSpec): string => (t.admin ? "the bare (admin) token" : `--token ${t.name}=…`);
 
@@ -85,10 +108,9 @@ export class Authenticator {
 
   constructor(tokens: TokenSpec[], options: AuthenticatorOptions = {}) {
     if (!options.resolve || tokens.length > 0) checkTokenSpecs(tokens);
-    if (options.metricsToken !== undefined && tokens.some((t) => t.secret === options.metricsToken))
-      throw new Error("the metrics token must differ from every principal's token");
-    if (options.metricsToken !== undefined && /\s/.test(options.metricsToken))
-      throw new Error(`the metrics token: ${WHITESPACE_SECRET}`);
+    const metricsProblem =
+      options.metricsToken === undefined ? undefined : metricsTokenProblem(options.metricsToken, tokens);
+    if (metricsProblem) throw new Error(`the metrics token: ${metricsProblem}`);
     this.#metricsDigest = options.metricsToken === undefined ? undefined : digest(options.metricsToken);
     this.#resolve = options.resolve;
     this.#onRefused = options.onRefused;

@@ -455,6 +455,57 @@ describe("sessionmux serve on SQLite, in this process", { timeout: 30_000 }, () 
     await vi.waitFor(() => expect(pings).toBeGreaterThanOrEqual(3), { timeout: 10_000 });
   });
 
+  it("refuses a token, a metrics token or an allowed origin no request could match, coded, before making anything", async () => {
+    const dir = folder();
+    const db = dir.file("sessions.db");
+    const cases: [string[], Record<string, string>, string][] = [
+      [
+        ["--token", "alice=s3 cret"],
+        {},
+        "--token alice=…: a secret holds no whitespace, which no Authorization: Bearer header carries",
+      ],
+      [
+        ["--token", "alice=same", "--token", "bob=same"],
+        {},
+        "--token bob=…: the same secret is configured twice",
+      ],
+      [
+        ["--metrics-token", "scrape me"],
+        {},
+        "--metrics-token: a secret holds no whitespace, which no Authorization: Bearer header carries",
+      ],
+      [
+        ["--token", "alice=scrape", "--metrics-token", "scrape"],
+        {},
+        "--metrics-token: it must differ from every principal's token",
+      ],
+      [
+        ["--allowed-origin", "app.example.com"],
+        {},
+        '--allowed-origin: "app.example.com" is no origin: a browser sends scheme://host[:port] without a path, such as "https://app.example.com"',
+      ],
+      [
+        [],
+        { SESSIONMUX_ALLOWED_ORIGINS: "https://ok.example,https://app.example.com/" },
+        '--allowed-origin: "https://app.example.com/" is no origin: a browser sends scheme://host[:port] without a path, such as "https://app.example.com"',
+      ],
+    ];
+    for (const [argv, env, message] of cases) {
+      const refused = await serveRefusal(["--db", db, "--port", "0", "--token", "admin-t", ...argv], env);
+      expect([refused.code, refused.message]).toEqual(["option_invalid", message]);
+      vi.unstubAllEnvs();
+    }
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it("takes an empty SESSIONMUX_METRICS_TOKEN for none", async () => {
+    const dir = folder();
+    const served = await serve(["--db", dir.file("sessions.db"), "--port", "0", "--token", "admin-t"], {
+      SESSIONMUX_METRICS_TOKEN: "",
+    });
+    expect((await get(`${served.url}/metrics`, "admin-t")).status).toBe(200);
+  });
+
   it("without a metrics token, only an admin token reads /metrics", async () => {
     const dir = folder();
     const served = await serve(["--db", dir.file("sessions.db"), "--port", "0", "--token", "admin-t"]);

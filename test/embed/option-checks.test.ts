@@ -241,6 +241,22 @@ describe("createSessionmux options", () => {
       ],
       // "(options.allowedOrigins ?? []).map is not a function" before
       [{ db, tokens, cors: "https://app.example.com" }, /^cors must be an array of origins/],
+      // taken before: the app's browser calls were refused forbidden_origin, every one
+      [
+        { db, tokens, cors: ["app.example.com"] },
+        /^cors\[0\]: "app\.example\.com" is no origin: a browser sends /,
+      ],
+      [
+        { db, tokens, cors: ["https://ok.example", "https://app.example.com/"] },
+        /^cors\[1\]: "https:\/\/app\.example\.com\/" is no origin: /,
+      ],
+      // a plain Error without a code before, or (empty) a token no scraper could send
+      [{ db, tokens, metricsToken: "scrape me" }, /^metricsToken: a secret holds no whitespace, /],
+      [{ db, tokens, metricsToken: "" }, /^metricsToken: a secret is 1-4096 characters$/],
+      [
+        { db, tokens, metricsToken: "app-secret" },
+        /^metricsToken: it must differ from every principal's token$/,
+      ],
       // the class instead of an instance: every session.create answered internal_error
       [
         { db, tokens, agent: UserAgent },
