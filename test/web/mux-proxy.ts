@@ -20,6 +20,8 @@ export interface MuxProxy {
   readonly upgrades: number;
   /** Frames from the host that `pick` chooses wait at the proxy, in order, until `release`. */
   hold(pick: (frame: HostFrameSeen) => boolean): void;
+  /** How many frames wait at the proxy now. */
+  readonly held: number;
   /** Sends the held frames on, in the order the host sent them, and holds nothing more. */
   release(): void;
   /**
@@ -109,6 +111,9 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
     url: `http://127.0.0.1:${port}`,
     get upgrades() {
       return upgrades;
+    },
+    get held() {
+      return held.length;
     },
     hold(choose) {
       pick = choose;

@@ -25,6 +25,7 @@ import { SessionModel } from "./session-model.js";
 import { steerBlocked } from "./steer-offer.js";
 import { askText } from "./text-dialog.js";
 import { TranscriptView } from "./transcript-view.js";
+import { outcomeUnknown, UnconfirmedPrompts } from "./unconfirmed-prompts.js";
 
 const SEARCH_DELAY_MS = 250;
 /** Within this many pixels of the end of the session list, its next older page is read. */
@@ -36,6 +37,8 @@ export class ConsoleApp {
   private readonly transcriptView: TranscriptView;
   private readonly dismissals: DismissalActions;
   private readonly drafts: ComposerDrafts;
+  /** Sends whose answer never came, by session: their text, if sent again, goes with the same id. */
+  private readonly unconfirmed = new UnconfirmedPrompts();
   /** What the card, queue and keyboard handlers may use. */
   private readonly actions: ActionContext;
   private session: SessionModel | undefined;
@@ -432,8 +435,33 @@ export class ConsoleApp {
     }
     this.el.composerInput.value = "";
     s.touch();
-    const giveBack = () => this.drafts.giveBack(s.sessionId, text, this.session?.sessionId);
-    this.run("Send", () => this.link.prompt(s.sessionId, text), giveBack);
+    const sessionId = s.sessionId;
+    const clientMessageId = this.unconfirmed.idFor(sessionId, text);
+    const giveBack = () => this.drafts.giveBack(sessionId, text, this.session?.sessionId);
+    this.run(
+      "Send",
+      async () => {
+        try {
+          await this.link.prompt(sessionId, text, clientMessageId);
+        } catch (error) {
+          if (!outcomeUnknown(error)) throw error;
+          // not refused: the host may have it, so "failed" would be untrue, and a second send of
+          // the text given back carries the same id, which the host answers without running it again
+          this.unconfirmed.keep(sessionId, text, clientMessageId);
+          giveBack();
+          const code = (error as { code?: string }).code;
+          this.toast(
+            `Send not confirmed (${code}): the host may have the prompt; sending the same text again will not repeat it.`,
+          );
+          return;
+        }
+        this.unconfirmed.settle(sessionId, clientMessageId);
+      },
+      () => {
+        this.unconfirmed.settle(sessionId, clientMessageId);
+        giveBack();
+      },
+    );
   }
 
   /**

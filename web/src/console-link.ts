@@ -160,8 +160,13 @@ export class ConsoleLink {
     );
   }
 
-  prompt(sessionId: string, text: string): Promise<ResultOf<"session.prompt">> {
-    return this.client.prompt({ sessionId, text, clientMessageId: newClientMessageId() });
+  /** `clientMessageId`: the id of an earlier send of this text whose answer never came. */
+  prompt(
+    sessionId: string,
+    text: string,
+    clientMessageId = newClientMessageId(),
+  ): Promise<ResultOf<"session.prompt">> {
+    return this.client.prompt({ sessionId, text, clientMessageId });
   }
 
   rename(sessionId: string, title: string): Promise<unknown> {
