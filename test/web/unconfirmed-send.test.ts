@@ -13,7 +13,7 @@ const CALL_TIMEOUT_MS = 30_000;
  * after the send) may have been taken: the console must not call it failed, and the text it
  * gives back to the composer must not run a second time when sent again.
  */
-describe.skipIf(!hasChromium)("browser console: a send whose answer never came", () => {
+describe.skipIf(!hasChromium)("browser console: a call whose answer never came", () => {
   const browser = useBrowser();
   const consoleHost = useConsoleHost();
 
@@ -43,6 +43,29 @@ describe.skipIf(!hasChromium)("browser console: a send whose answer never came",
       expect(prompts).toHaveLength(1);
       proxy.release();
       expect(await page.inputValue('[data-testid="composer-input"]')).toBe("");
+    } finally {
+      await page.close();
+      await proxy.close();
+    }
+  }, 90_000);
+
+  it("says an answer whose reply never came may have been taken, not that it failed", async () => {
+    const proxy = await startMuxProxy(consoleHost.host.url);
+    const page = await browser.profile.newPage();
+    try {
+      await openConsole(page, proxy.url, ADMIN_TOKEN);
+      await newSession(page);
+      await sendPrompt(page, "/approve deploy");
+      await page.waitForSelector('[data-testid="approve"]:not([disabled])');
+      proxy.hold((frame) => frame.type === "result");
+      await page.click('[data-testid="approve"]');
+      // the host took it: the log says so, and the card shows it
+      await page.waitForSelector('[data-testid="approve"]', { state: "detached", timeout: 10_000 });
+      const toast = page.locator('[data-testid="toast"]');
+      await expect
+        .poll(() => toast.textContent(), { timeout: CALL_TIMEOUT_MS + 15_000 })
+        .toMatch(/^Answer not confirmed \(timeout\): the host may have taken it/);
+      proxy.release();
     } finally {
       await page.close();
       await proxy.close();

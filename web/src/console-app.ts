@@ -378,7 +378,8 @@ export class ConsoleApp {
 
   /**
    * Runs a call, reporting a failure instead of throwing into an event handler: the host's code
-   * and its message, which says what to do (delete sessions, wait, retry later).
+   * and its message, which says what to do (delete sessions, wait, retry later); a call whose
+   * answer never came is said to be not confirmed, never failed.
    */
   private run(what: string, work: () => Promise<unknown>, undo?: () => void): void {
     work().catch((error: unknown) => {
@@ -386,7 +387,10 @@ export class ConsoleApp {
       // Another tab answered first: the follow stream will show the winner.
       if (code === "interaction_already_resolved" || code === "interaction_not_found") return;
       undo?.();
-      this.toast(code ? `${what} failed (${code}): ${message ?? ""}` : `${what} failed: ${String(error)}`);
+      // no answer after the call went out: the host may have done it, and the page shows it if so
+      if (outcomeUnknown(error)) this.toast(`${what} not confirmed (${code}): the host may have taken it.`);
+      else
+        this.toast(code ? `${what} failed (${code}): ${message ?? ""}` : `${what} failed: ${String(error)}`);
     });
   }
 
