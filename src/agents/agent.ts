@@ -66,7 +66,11 @@ export interface TurnContext {
    * turn ends run as the next prompt instead.
    */
   takeInterjections(): Promise<string[]>;
-  /** A background job that may outlive the turn. */
+  /**
+   * A background job that may outlive the turn. Throws `overloaded` (`data.limit`
+   * `running_jobs_per_session` or `running_jobs_per_principal`), starting nothing, while the
+   * session (64 by default) or its owner's sessions on this host (1,000) run the most jobs allowed.
+   */
   startJob(label: string): JobHandle;
 }
 

@@ -72,6 +72,16 @@ export interface SessionHostOptions {
    */
   maxLiveAgentsPerPrincipal?: number;
   /**
+   * Jobs one session's agent may have running at once; past it `turn.startJob` throws
+   * `overloaded` (`data.limit` `running_jobs_per_session`). @default 64
+   */
+  maxRunningJobsPerSession?: number;
+  /**
+   * Jobs one principal's agents may have running at once on this host (admin too); past it
+   * `turn.startJob` throws `overloaded` (`data.limit` `running_jobs_per_principal`). @default 1,000
+   */
+  maxRunningJobsPerPrincipal?: number;
+  /**
    * Stored event data one read of a whole log may hold: an agent's `turn.history()` or a fork of a
    * longer prefix fails `transcript_too_large` (the HTTP transcript views take the same bound from
    * `HttpOptions`).
@@ -182,6 +192,14 @@ export class SessionHost implements HostApi {
         },
       },
       this.#cluster ? this.hostId : undefined,
+      {
+        ...(options.maxRunningJobsPerSession !== undefined
+          ? { maxRunningPerSession: options.maxRunningJobsPerSession }
+          : {}),
+        ...(options.maxRunningJobsPerPrincipal !== undefined
+          ? { maxRunningPerOwner: options.maxRunningJobsPerPrincipal }
+          : {}),
+      },
     );
     this.#agents = new AgentRegistry({
       live: this.#registry,

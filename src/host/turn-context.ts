@@ -147,7 +147,7 @@ export class HostTurnContext implements TurnContext {
   startJob(label: string): JobHandle {
     // a job started during the turn may outlive it; one started after would begin after its end
     if (this.#turn.agentReturned) throw new TurnEnded(this.turnId);
-    return this.#live.jobRegistry.start(this.sessionId, this.turnId, label);
+    return this.#live.jobRegistry.start(this.sessionId, this.#owner, this.turnId, label);
   }
 
   async #append(event: NewEvent, at = this.#now()): Promise<void> {

@@ -134,8 +134,8 @@ describe("the agent registry", () => {
     const { agents, live, written, detached } = registry();
     agents.attach("a", info);
     agents.attach("b", info);
-    live.jobRegistry.start("a", "t1", "build");
-    live.jobRegistry.start("b", "t2", "test");
+    live.jobRegistry.start("a", "alice", "t1", "build");
+    live.jobRegistry.start("b", "alice", "t2", "test");
     agents.detach("a");
     agents.detach("b", "interrupted");
     agents.detach("nobody");

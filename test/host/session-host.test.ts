@@ -463,6 +463,69 @@ describe("agents' jobs", () => {
     expect(started?.at).toBe(1_234_000);
   });
 
+  test("a session runs at most 64 jobs at once: the prompt past it ends its turn failed and starts no job", async () => {
+    const { host, store } = await open();
+    await host.call(ALICE, "session.create", { sessionId: "s" });
+    // a job outlives its turn: each `/job 600` prompt leaves one running for ten minutes
+    for (let i = 0; i <= 64; i++)
+      await host.call(ALICE, "session.prompt", {
+        sessionId: "s",
+        text: "/job 600",
+        clientMessageId: `j${i}`,
+      });
+    await vi.waitFor(async () => {
+      const ends = (await readLog(store, "s")).filter((e) => e.type === "turn/end");
+      expect(ends).toHaveLength(65);
+    });
+    const log = await readLog(store, "s");
+    const ends = log.flatMap((e) => (e.type === "turn/end" ? [e.data.state] : []));
+    expect(ends.slice(0, 64).every((state) => state === "completed")).toBe(true);
+    expect(ends[64]).toBe("failed");
+    expect(log.filter((e) => e.type === "job/started")).toHaveLength(64);
+    const running = () => host.live.jobs("s").filter((job) => job.state === "running");
+    expect(running()).toHaveLength(64);
+  });
+
+  test("turn.startJob past a bound throws overloaded naming it, and records nothing", async () => {
+    const refusals: unknown[] = [];
+    const jobsAgent: AgentDriver = {
+      ...quickAgent,
+      runTurn: async (turn) => {
+        for (let i = 0; i < 10; i++) {
+          try {
+            turn.startJob(`j${i}`);
+          } catch (err) {
+            refusals.push(err);
+            break;
+          }
+        }
+        return { state: "completed" };
+      },
+    };
+    const { host, store } = await open({
+      agent: jobsAgent,
+      maxRunningJobsPerSession: 3,
+      maxRunningJobsPerPrincipal: 5,
+    });
+    for (const sessionId of ["a", "b"]) {
+      await host.call(ALICE, "session.create", { sessionId });
+      await host.call(ALICE, "session.prompt", { sessionId, text: "go", clientMessageId: "m" });
+      await vi.waitFor(async () =>
+        expect((await readLog(store, sessionId)).some((e) => e.type === "turn/end")).toBe(true),
+      );
+    }
+    expect(refusals).toEqual([
+      expect.objectContaining({ code: "overloaded", data: { limit: "running_jobs_per_session", max: 3 } }),
+      expect.objectContaining({ code: "overloaded", data: { limit: "running_jobs_per_principal", max: 5 } }),
+    ]);
+    expect(host.live.jobs("a")).toHaveLength(3);
+    expect(host.live.jobs("b")).toHaveLength(2);
+    for (const sessionId of ["a", "b"]) {
+      const started = (await readLog(store, sessionId)).filter((e) => e.type === "job/started");
+      expect(started).toHaveLength(sessionId === "a" ? 3 : 2);
+    }
+  });
+
   test("once shutdown settles, running turns and jobs are closed interrupted in the log", async () => {
     const { host, store } = await open();
     await host.call(ADMIN, "session.create", { sessionId: "turn" });

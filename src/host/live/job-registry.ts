@@ -1,12 +1,30 @@
 import { randomUUID } from "node:crypto";
-import type { Job, NewEvent } from "../../../protocol/index.js";
+import { type Job, type NewEvent, SessionmuxError } from "../../../protocol/index.js";
 import type { JobHandle } from "../../agents/agent.js";
 
 /** Finished jobs a session keeps showing, newest last. */
 const FINISHED_KEPT = 20;
 
+/** Running jobs one session may hold at once (`maxRunningPerSession`). */
+export const DEFAULT_MAX_RUNNING_JOBS_PER_SESSION = 64;
+/** Running jobs one principal's sessions may hold at once on a host (`maxRunningPerOwner`). */
+export const DEFAULT_MAX_RUNNING_JOBS_PER_PRINCIPAL = 1_000;
+
+/**
+ * Bounds of the running jobs. A job outlives its turn, so a principal prompting `/job 600` (or an
+ * agent starting jobs in a loop) would otherwise hold every job it started for their whole run:
+ * memory per job, and every change of a job sends its session's whole list to control readers.
+ */
+export interface JobLimits {
+  /** @default 64 */
+  maxRunningPerSession: number;
+  /** @default 1,000 (by the sessions' owner, admin too) */
+  maxRunningPerOwner: number;
+}
+
 interface Entry {
   job: Job;
+  readonly owner: string;
   readonly abort: AbortController;
   /** The job's writes, in order: `job/started`, progress, `job/ended`. */
   written: Promise<void>;
@@ -35,19 +53,39 @@ export class JobRegistry {
   readonly #onChange: (sessionId: string, jobs: Job[]) => void;
   readonly #recorder: JobRecorder;
   readonly #writes = new Set<Promise<void>>();
+  readonly #limits: JobLimits;
+  /** Running jobs by session and by owner; an entry goes once its count is 0. */
+  readonly #runningBySession = new Map<string, number>();
+  readonly #runningByOwner = new Map<string, number>();
 
-  constructor(onChange: (sessionId: string, jobs: Job[]) => void, recorder: JobRecorder) {
+  constructor(
+    onChange: (sessionId: string, jobs: Job[]) => void,
+    recorder: JobRecorder,
+    limits: Partial<JobLimits> = {},
+  ) {
     this.#onChange = onChange;
     this.#recorder = recorder;
+    this.#limits = {
+      maxRunningPerSession: limits.maxRunningPerSession ?? DEFAULT_MAX_RUNNING_JOBS_PER_SESSION,
+      maxRunningPerOwner: limits.maxRunningPerOwner ?? DEFAULT_MAX_RUNNING_JOBS_PER_PRINCIPAL,
+    };
   }
 
-  start(sessionId: string, turnId: string, label: string): JobHandle {
+  /**
+   * Starts a job of `owner`'s session. Past a bound it throws `overloaded` (retryable: a job that
+   * ends makes room), `data: {limit, max}`, and starts and records nothing.
+   */
+  start(sessionId: string, owner: string, turnId: string, label: string): JobHandle {
+    this.#admit(sessionId, owner);
     const jobId = randomUUID();
     const entry: Entry = {
       job: { jobId, label, progress: 0, state: "running" },
+      owner,
       abort: new AbortController(),
       written: Promise.resolve(),
     };
+    count(this.#runningBySession, sessionId, 1);
+    count(this.#runningByOwner, owner, 1);
     this.#write(entry, () =>
       this.#recorder.append(sessionId, { type: "job/started", data: { jobId, label, turnId } }),
     );
@@ -59,6 +97,7 @@ export class JobRegistry {
       if (entry.job.state !== "running") return;
       entry.job = { ...entry.job, ...patch };
       if (entry.job.state !== "running") {
+        this.#stopped(sessionId, entry);
         this.#end(sessionId, entry);
         this.#trim(sessionId);
       } else if (patch.progress !== undefined) {
@@ -91,7 +130,7 @@ export class JobRegistry {
   }
 
   hasRunning(sessionId: string): boolean {
-    return (this.#jobs.get(sessionId) ?? []).some((e) => e.job.state === "running");
+    return this.#runningBySession.has(sessionId);
   }
 
   /**
@@ -104,6 +143,7 @@ export class JobRegistry {
     for (const e of list) {
       if (e.job.state === "running") {
         e.job = { ...e.job, state };
+        this.#stopped(sessionId, e);
         this.#end(sessionId, e);
       }
       e.abort.abort(new Error("session detached"));
@@ -113,6 +153,30 @@ export class JobRegistry {
   /** Settles once every job write issued so far has settled (shutdown waits for it). */
   async settled(): Promise<void> {
     await Promise.all([...this.#writes]);
+  }
+
+  #admit(sessionId: string, owner: string): void {
+    const { maxRunningPerSession, maxRunningPerOwner } = this.#limits;
+    if ((this.#runningBySession.get(sessionId) ?? 0) >= maxRunningPerSession) {
+      throw new SessionmuxError(
+        "overloaded",
+        `session ${sessionId} already runs ${maxRunningPerSession} jobs; start another once one has ended`,
+        { data: { limit: "running_jobs_per_session", max: maxRunningPerSession } },
+      );
+    }
+    if ((this.#runningByOwner.get(owner) ?? 0) >= maxRunningPerOwner) {
+      throw new SessionmuxError(
+        "overloaded",
+        `${owner}'s sessions already run ${maxRunningPerOwner} jobs on this host; start another once one has ended`,
+        { data: { limit: "running_jobs_per_principal", max: maxRunningPerOwner } },
+      );
+    }
+  }
+
+  /** A job left `running`: its places are given back. */
+  #stopped(sessionId: string, entry: Entry): void {
+    count(this.#runningBySession, sessionId, -1);
+    count(this.#runningByOwner, entry.owner, -1);
   }
 
   #end(sessionId: string, entry: Entry): void {
@@ -146,6 +210,12 @@ export class JobRegistry {
   #changed(sessionId: string): void {
     this.#onChange(sessionId, this.jobs(sessionId));
   }
+}
+
+function count(counts: Map<string, number>, key: string, by: 1 | -1): void {
+  const next = (counts.get(key) ?? 0) + by;
+  if (next > 0) counts.set(key, next);
+  else counts.delete(key);
 }
 
 function clamp(value: number): number {

@@ -2,7 +2,7 @@ import type { Interaction, InteractionKind, Job, QueueItem, SessionEvent } from 
 import type { LiveStateNotice, SessionLiveState } from "../../store/live-state-store.js";
 import { AgentStatusBoard } from "./agent-status.js";
 import { InteractionRegistry } from "./interaction-registry.js";
-import { type JobRecorder, JobRegistry } from "./job-registry.js";
+import { type JobLimits, type JobRecorder, JobRegistry } from "./job-registry.js";
 import type { ControlDelta, LiveAgentState, LiveState } from "./live-state.js";
 import { PromptQueue } from "./prompt-queue.js";
 import { RemoteAgents } from "./remote-agents.js";
@@ -53,11 +53,12 @@ export class LiveRegistry implements LiveState {
   /** This host's id when it shares the store with others: agent status then names hosts. */
   readonly #hostId: string | undefined;
 
-  constructor(jobs: JobRecorder, hostId?: string) {
+  constructor(jobs: JobRecorder, hostId?: string, jobLimits: Partial<JobLimits> = {}) {
     this.#hostId = hostId;
     this.jobRegistry = new JobRegistry(
       (sessionId, list) => this.#emitLocal({ kind: "jobs", sessionId, jobs: list }),
       jobs,
+      jobLimits,
     );
   }
 

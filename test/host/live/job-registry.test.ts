@@ -50,7 +50,7 @@ const states = (list: readonly Job[]) => list.map((job) => `${job.label}:${job.s
 describe("background jobs", () => {
   it("a job writes its start, each progress clamped to 0..1 (not a number: 0), then its end, in order; each change is told", async () => {
     const { recorder, changes, jobs } = registry();
-    const job = jobs.start("s1", "t1", "build");
+    const job = jobs.start("s1", "alice", "t1", "build");
     const { jobId } = job;
     const reports = [0.5, 2, -1, Number.NaN, Number.POSITIVE_INFINITY];
     for (const value of reports) {
@@ -87,7 +87,7 @@ describe("background jobs", () => {
 
   it("a failed job ends failed, keeping its progress", async () => {
     const { recorder, jobs } = registry();
-    const job = jobs.start("s1", "t1", "deploy");
+    const job = jobs.start("s1", "alice", "t1", "deploy");
     job.progress(0.4);
     job.fail();
     await jobs.settled();
@@ -102,7 +102,7 @@ describe("background jobs", () => {
     const held = gate();
     recorder.hold = held.promise;
     recorder.failing.add("s1 job/started");
-    const job = jobs.start("s1", "t1", "build");
+    const job = jobs.start("s1", "alice", "t1", "build");
     job.progress(0.5);
     job.complete();
     let settled = false;
@@ -127,7 +127,7 @@ describe("background jobs", () => {
     const { recorder, changes, jobs } = registry();
     const started = gate();
     recorder.hold = started.promise;
-    const job = jobs.start("s1", "t1", "index");
+    const job = jobs.start("s1", "alice", "t1", "index");
     const { jobId } = job;
     for (let i = 1; i <= 1000; i++) job.progress(i / 2000);
     recorder.hold = undefined;
@@ -157,9 +157,9 @@ describe("background jobs", () => {
 
   it("a session shows its twenty newest finished jobs and every running one", async () => {
     const { jobs } = registry();
-    const running = jobs.start("s1", "t1", "long");
-    for (let i = 1; i <= 22; i++) jobs.start("s1", "t1", `j${i}`).complete();
-    jobs.start("s2", "t2", "other").complete();
+    const running = jobs.start("s1", "alice", "t1", "long");
+    for (let i = 1; i <= 22; i++) jobs.start("s1", "alice", "t1", `j${i}`).complete();
+    jobs.start("s2", "alice", "t2", "other").complete();
     expect(jobs.jobs("s1").map((job) => job.label)).toEqual([
       "long",
       ...Array.from({ length: 20 }, (_, i) => `j${i + 3}`),
@@ -178,10 +178,10 @@ describe("background jobs", () => {
 
   it("a detached session's running jobs end with the state given, every job's signal is aborted, and clients are not told", async () => {
     const { recorder, changes, jobs } = registry();
-    const done = jobs.start("s1", "t1", "done");
+    const done = jobs.start("s1", "alice", "t1", "done");
     done.complete();
-    const running = jobs.start("s1", "t1", "running");
-    const elsewhere = jobs.start("s2", "t2", "elsewhere");
+    const running = jobs.start("s1", "alice", "t1", "running");
+    const elsewhere = jobs.start("s2", "alice", "t2", "elsewhere");
     const told = changes.length;
     jobs.forget("s1", "interrupted");
     expect(changes).toHaveLength(told);
@@ -203,5 +203,34 @@ describe("background jobs", () => {
     expect(recorder.writes.filter((write) => write.includes("job/ended"))).toHaveLength(2);
     jobs.forget("s1", "cancelled");
     expect(jobs.all().map(({ sessionId }) => sessionId)).toEqual(["s2"]);
+  });
+
+  it("starts no job past its session's bound or its owner's, and a job that ends or is forgotten gives its place back", async () => {
+    const recorder = new RecordingRecorder();
+    const jobs = new JobRegistry(() => undefined, recorder, {
+      maxRunningPerSession: 2,
+      maxRunningPerOwner: 3,
+    });
+    const first = jobs.start("s1", "alice", "t1", "a");
+    jobs.start("s1", "alice", "t1", "b");
+    expect(() => jobs.start("s1", "alice", "t1", "c")).toThrowError(
+      expect.objectContaining({ code: "overloaded", data: { limit: "running_jobs_per_session", max: 2 } }),
+    );
+    jobs.start("s2", "alice", "t2", "d");
+    expect(() => jobs.start("s3", "alice", "t3", "e")).toThrowError(
+      expect.objectContaining({ code: "overloaded", data: { limit: "running_jobs_per_principal", max: 3 } }),
+    );
+    // another owner's sessions have places of their own
+    jobs.start("s4", "bob", "t4", "f");
+    expect(jobs.jobs("s1").map((job) => job.label)).toEqual(["a", "b"]);
+    first.complete();
+    jobs.start("s1", "alice", "t1", "g");
+    jobs.forget("s2", "cancelled");
+    jobs.start("s3", "alice", "t3", "h");
+    expect(jobs.hasRunning("s2")).toBe(false);
+    await jobs.settled();
+    // a refused start wrote nothing
+    const labels = recorder.writes.flatMap((write) => /"label":"(\w)"/.exec(write)?.[1] ?? []);
+    expect(labels).toEqual(["a", "b", "d", "f", "g", "h"]);
   });
 });
