@@ -8,6 +8,7 @@ export const NotReadyReasons = {
   store_writes_failing: "store writes failing",
   check_stale: "last check is stale",
   shutting_down: "shutting down",
+  build_outdated: "database schema newer than this build",
 } as const;
 export type NotReadyCode = keyof typeof NotReadyReasons;
 

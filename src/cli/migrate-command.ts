@@ -2,9 +2,10 @@ import type { Command } from "commander";
 import pg from "pg";
 import { databaseTarget, redactUrl } from "../operations/database-target.js";
 import { openSqliteStoreAlone } from "../operations/sqlite-store-alone.js";
-import { StartupError } from "../operations/startup-error.js";
+import { earlierBuildsLive, StartupError } from "../operations/startup-error.js";
 import { SCHEMA_VERSION } from "../store/migrations.js";
 import { migrate, PG_SCHEMA_VERSION, schemaIdentifier } from "../store/postgres/pg-schema.js";
+import { EarlierBuildsLiveError } from "../store/postgres/pg-upgrade-guard.js";
 import { dbOption, dbSchemaOption } from "./cli-options.js";
 
 interface MigrateOptions {
@@ -14,8 +15,9 @@ interface MigrateOptions {
 
 /**
  * `sessionmux migrate`: brings the database's schema to this build's version (`serve` does the
- * same on start when it is behind). Safe while hosts run and with several at once: PostgreSQL
- * applies each step in one transaction under an advisory lock.
+ * same on start when it is behind). Safe with several at once: PostgreSQL applies each step in one
+ * transaction under an advisory lock. Safe while hosts run: a step those hosts' builds could not
+ * run beside is refused while any is on the schema (`db_earlier_builds_live`, naming them).
  */
 export function registerMigrateCommand(program: Command): void {
   program
@@ -48,7 +50,10 @@ export function registerMigrateCommand(program: Command): void {
       }
       try {
         const before = await schemaVersion(client, target.schema);
-        await migrate(client, target.schema);
+        await migrate(client, target.schema).catch((err: unknown) => {
+          // exits 2, naming the hosts to stop (see `EarlierBuildsLiveError`)
+          throw err instanceof EarlierBuildsLiveError ? earlierBuildsLive(err) : err;
+        });
         const after = await schemaVersion(client, target.schema);
         process.stdout.write(
           `${JSON.stringify({ db: redactUrl(target.url), schema: target.schema, from: before, to: after, latest: PG_SCHEMA_VERSION })}\n`,

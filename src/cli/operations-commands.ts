@@ -6,9 +6,10 @@ import { keptTokenFile } from "../operations/kept-token-location.js";
 import { backupDatabase } from "../operations/sqlite-backup.js";
 import { restoreDatabase } from "../operations/sqlite-restore.js";
 import { openSqliteStoreAlone } from "../operations/sqlite-store-alone.js";
-import { StartupError } from "../operations/startup-error.js";
+import { earlierBuildsLive, StartupError } from "../operations/startup-error.js";
 import { rotateToken, tokenFilePath } from "../operations/token-file.js";
 import { MissingSchemaError } from "../store/postgres/pg-schema.js";
+import { EarlierBuildsLiveError } from "../store/postgres/pg-upgrade-guard.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import { dataDirOption, dbOption, dbSchemaOption } from "./cli-options.js";
 
@@ -22,6 +23,7 @@ async function openExistingPostgres(url: string, schema: string): Promise<Postgr
   try {
     return await PostgresSessionStore.open(url, { schema, maxConnections: 2, createSchema: false });
   } catch (err) {
+    if (err instanceof EarlierBuildsLiveError) throw earlierBuildsLive(err);
     if (!(err instanceof MissingSchemaError)) throw err;
     throw new StartupError(
       "db_schema_missing",

@@ -7,6 +7,7 @@ import type { GroupCommitStats } from "../store/group-commit.js";
 import type { HostStore } from "../store/live-state-store.js";
 import { queryWatch } from "../store/postgres/pg-backend-watch.js";
 import { PgCallInbox } from "../store/postgres/pg-call-inbox.js";
+import { EarlierBuildsLiveError } from "../store/postgres/pg-upgrade-guard.js";
 import { PostgresSessionStore } from "../store/postgres/postgres-store.js";
 import type { SessionLeaseStore } from "../store/session-lease.js";
 import { SqliteSessionStore } from "../store/sqlite-store.js";
@@ -17,10 +18,11 @@ import { type DatabaseTarget, databaseTarget, describeTarget, redactUrl } from "
 import { inUseRefusal } from "./exclusive-access.js";
 import { pgReadyCheck } from "./pg-ready-check.js";
 import { pgUploadSweeper } from "./pg-upload-sweeper.js";
+import { NotReadyError } from "./readiness-probe.js";
 import { sqliteOpenRefusal } from "./sqlite-open-refusal.js";
 import { sqliteWritableCheck } from "./sqlite-writable-check.js";
 import { removeStalePartials } from "./stale-partials.js";
-import { StartupError } from "./startup-error.js";
+import { earlierBuildsLive, StartupError } from "./startup-error.js";
 import { storeReadyCheck } from "./store-ready-check.js";
 
 /** Expires uploads no prompt references (both stores ship one). */
@@ -128,6 +130,8 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
   } catch (err) {
     await inbox?.close();
     await store?.close();
+    // hosts of an earlier build still on the schema: stopping them is the way on, not the network
+    if (err instanceof EarlierBuildsLiveError) throw earlierBuildsLive(err);
     const reason = err instanceof Error ? err.message : String(err);
     const named = `PostgreSQL database ${redactUrl(target.url)} (schema ${target.schema})`;
     // the server answered, but refused to write (creating or migrating the schema): not a
@@ -141,7 +145,7 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     }
     throw new StartupError("db_unreachable", `cannot open ${named}: ${reason}`, { cause: err });
   }
-  const check = pgReadyCheck(target.url);
+  const check = pgReadyCheck(target.url, undefined, target.schema);
   const uploads = pgUploadSweeper(target.url, target.schema, watch);
   const opened = store;
   const openedInbox = inbox;
@@ -150,7 +154,9 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     store: opened,
     uploads,
     // the server's own check writes nothing: an idle host probes storage (see `storeReadyCheck`)
-    ready: storeReadyCheck(opened, () => check.check(), { idleProbeWaitMs: IDLE_PROBE_WAIT_MS }),
+    ready: storeReadyCheck(opened, () => reachableAndCurrent(opened, check), {
+      idleProbeWaitMs: IDLE_PROBE_WAIT_MS,
+    }),
     pools: () => ({
       ...opened.poolStats(),
       inbox: openedInbox.poolStats(),
@@ -168,6 +174,20 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
         () => opened.close(),
       ]),
   };
+}
+
+/**
+ * The server takes writes, and the schema holds no entry that needs hosts of this build stopped:
+ * the check reads the newest such entry with the server's state, and the store refuses writes
+ * from the first one seen (see `PgSchemaFence`), here or on its own write connection.
+ */
+async function reachableAndCurrent(
+  store: PostgresSessionStore,
+  check: { check(): Promise<number> },
+): Promise<void> {
+  store.sawStoppingVersion(await check.check());
+  const outdated = store.buildOutdated();
+  if (outdated) throw new NotReadyError("build_outdated", outdated.message, { cause: outdated });
 }
 
 function openSqlite(path: string, options: HostDatabaseOptions): HostDatabase {

@@ -35,7 +35,7 @@ export class ReadinessProbe {
   #failing = false;
 
   constructor(
-    private readonly check: () => void | Promise<void>,
+    private readonly check: () => unknown,
     private readonly intervalMs: number,
     private readonly now: () => number = Date.now,
     private readonly logger?: Pick<Logger, "warn" | "info">,

@@ -23,6 +23,7 @@ export const StartupErrorCodes = [
   "db_option_invalid",
   "db_unreachable",
   "db_schema_missing",
+  "db_earlier_builds_live",
   "host_id_invalid",
   "sqlite_only",
   "option_invalid",
@@ -39,4 +40,12 @@ export class StartupError extends Error {
     this.name = "StartupError";
     this.code = code;
   }
+}
+
+/**
+ * `migrate` or `serve` refused to apply a migration beside hosts of an earlier build (see
+ * `EarlierBuildsLiveError`): the message names each one's connection and what to do.
+ */
+export function earlierBuildsLive(err: Error): StartupError {
+  return new StartupError("db_earlier_builds_live", err.message, { cause: err });
 }

@@ -47,11 +47,14 @@ export function runCliTraced(args: string[], traceFile: string, syscalls: string
   });
 }
 
-/** Starts `sessionmux serve`; resolves with its console line once it listens, or its output once it exits. */
+/**
+ * Starts `sessionmux serve`; resolves with its console line and process id once it listens, or its
+ * output once it exits.
+ */
 export function startServe(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ stdout: string; stderr: string; exited?: number; stop(): Promise<string> }> {
+): Promise<{ stdout: string; stderr: string; exited?: number; pid: number; stop(): Promise<string> }> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve", ...args], {
     cwd: repo,
     env: { ...process.env, ...env },
@@ -76,13 +79,13 @@ export function startServe(
       if (/console: .*\n/.test(stdout)) {
         clearTimeout(timer);
         child.stdout.off("data", onData);
-        resolve({ stdout, stderr, stop });
+        resolve({ stdout, stderr, pid: child.pid ?? -1, stop });
       }
     };
     child.stdout.on("data", onData);
     void exited.then((code) => {
       clearTimeout(timer);
-      resolve({ stdout, stderr, exited: code, stop: async () => stderr });
+      resolve({ stdout, stderr, exited: code, pid: child.pid ?? -1, stop: async () => stderr });
     });
   });
 }

@@ -39,9 +39,16 @@ describe("notReady", () => {
     });
   });
 
-  it("knows exactly the five codes of §9", () => {
+  it("knows exactly the six codes of §9", () => {
     expect(Object.keys(NotReadyReasons).sort()).toEqual(
-      ["check_stale", "db_unavailable", "not_checked", "shutting_down", "store_writes_failing"].sort(),
+      [
+        "build_outdated",
+        "check_stale",
+        "db_unavailable",
+        "not_checked",
+        "shutting_down",
+        "store_writes_failing",
+      ].sort(),
     );
   });
 });

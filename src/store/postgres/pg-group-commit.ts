@@ -6,6 +6,7 @@ import type { PendingNotice } from "../write-batch.js";
 import { WriteHealth } from "../write-health.js";
 import { isPgRetryable, isPgStorageFailure, isStaleKeptState, pgPersistenceFailure } from "./pg-errors.js";
 import { handedOut, idleLostTries, lostWhileIdle } from "./pg-idle-lost.js";
+import type { PgSchemaFence } from "./pg-schema-fence.js";
 import { PgSessionCache } from "./pg-session-cache.js";
 import {
   type Announcement,
@@ -83,6 +84,8 @@ export class PgGroupCommit {
      * fails as on a closed connection.
      */
     private readonly watch: (client: pg.PoolClient) => () => void,
+    /** Holds every write until its connection holds presence and its build may still write. */
+    private readonly fence: PgSchemaFence,
     private readonly metrics?: StoreMetrics,
     /** Session states kept between transactions (see `PgSessionCache`). */
     private readonly kept = new PgSessionCache(),
@@ -92,6 +95,8 @@ export class PgGroupCommit {
     if (this.closed) {
       return Promise.reject(storeClosed());
     }
+    const refused = this.fence.refusal();
+    if (refused) return Promise.reject(refused);
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ op, resolve: resolve as (value: unknown) => void, reject });
       if (!this.running) {
@@ -141,6 +146,7 @@ export class PgGroupCommit {
     // asked before the release, which counts as going back to the pool
     const handed = handedOut(client);
     const unwatch = this.watch(client);
+    if (!(await this.fenced(client, unwatch, ops))) return true;
     const sessionIds = ops.flatMap(({ op }) => op.sessions);
     let batch: PgWriteBatch | undefined;
     let results: unknown[] = [];
@@ -216,6 +222,29 @@ export class PgGroupCommit {
     this.hooks.deliver(batch.notices, batch.liveNotices, (sessionId) => written.rowVersion(sessionId));
     for (let i = 0; i < ops.length; i++) ops[i]!.resolve(results[i]);
     return true;
+  }
+
+  /**
+   * Whether the batch may go out on `client`: on a connection new to it, the fence takes presence
+   * and reads the schema's entries first (see `PgSchemaFence`). False once the batch was answered:
+   * refused by the fence, or failed as any write whose connection failed.
+   */
+  private async fenced(client: pg.PoolClient, unwatch: () => void, ops: Queued[]): Promise<boolean> {
+    try {
+      await this.fence.prepare(client);
+    } catch (err) {
+      unwatch();
+      client.release(err instanceof Error ? err : true);
+      this.health.failed(err);
+      for (const op of ops) op.reject(pgPersistenceFailure(err));
+      return false;
+    }
+    const refused = this.fence.refusal();
+    if (!refused) return true;
+    unwatch();
+    client.release();
+    for (const op of ops) op.reject(refused);
+    return false;
   }
 
   /** Whether the latest transaction was answered on `client`, and `KEPT_AFTER_IDLE_MS` has not passed since. */

@@ -20,8 +20,10 @@
  */
 
 /** The first half of every presence key (the second is the channel's hash): "SM". */
-const PRESENCE_CLASS = 0x534d;
-const keyOf = (channel: string) => `${PRESENCE_CLASS}, hashtext(${channel})`;
+export const PRESENCE_CLASS = 0x534d;
+/** The two halves of the channel's presence key (the channel as SQL: a literal or a parameter). */
+export const presenceKey = (channel: string) => `${PRESENCE_CLASS}, hashtext(${channel})`;
+const keyOf = presenceKey;
 
 /** Taken by a group-commit connection as its first statement (the channel as a literal). */
 export const holdPresence = (channel: string) => `SELECT pg_advisory_lock_shared(${keyOf(`'${channel}'`)})`;

@@ -5,6 +5,7 @@ import type { WriteHealth } from "../write-health.js";
 import { isPgRetryable, isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import { idempotentQuery } from "./pg-idle-lost.js";
 import { DB_NOW } from "./pg-live-rows.js";
+import type { PgSchemaFence } from "./pg-schema-fence.js";
 
 /**
  * Extends each listed lease still held by this host with this generation and not expired (by the
@@ -36,11 +37,18 @@ export class PgLeaseRenewal {
      * nothing, for an updated lease row may fit where an append does not.
      */
     private readonly health: WriteHealth,
+    /**
+     * Refuses renewals as it refuses writes (see `PgSchemaFence`): a host whose build may no
+     * longer write lets its leases lapse, so hosts of the newer build take its sessions over.
+     */
+    private readonly fence: PgSchemaFence,
   ) {}
 
   /** Throws a bad lease time at once, as `acquire` does: a caller's bug, before anything runs. */
   renew(hostId: string, leases: readonly SessionLease[], ttlMs: number): Promise<RenewOutcome> {
     checkTtl(ttlMs);
+    const refused = this.fence.refusal();
+    if (refused) return Promise.reject(refused);
     return this.renewChecked(hostId, leases, ttlMs);
   }
 

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { refuseBesideHosts } from "./pg-upgrade-guard.js";
 
 /**
  * Versioned schema of the PostgreSQL store. `schema_migrations` holds one row per applied entry;
@@ -380,9 +381,37 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE forwarded_calls ADD COLUMN IF NOT EXISTS started boolean;
   `,
+  // 19: which applied entries need every host of an earlier build stopped before they run (see
+  // `STOPS_EARLIER_BUILDS`), kept beside each: a running host reads the newest such entry to learn
+  // that the schema moved past what its build may write (see `PgSchemaFence`), which it cannot
+  // tell from the entry's number, since an entry that needs no stop leaves it writing. Never
+  // dropped: every build from this one on reads it.
+  `
+  ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS stops_earlier_builds boolean NOT NULL DEFAULT false;
+  UPDATE schema_migrations SET stops_earlier_builds = true WHERE version IN (8, 16);
+  `,
 ];
 
+/**
+ * The entries a host of an earlier build must not run beside: it would read or write by rules the
+ * entry changed (8: the head is the log's max(seq); 16: each epoch's log under a key of its own).
+ * `migrate` applies one only while no host is on the schema (see `refuseBesideHosts`). A new entry
+ * that changes what a host reads or writes goes here.
+ */
+const STOPS_EARLIER_BUILDS: ReadonlySet<number> = new Set([8, 16]);
+
+/** From this entry on, each row of `schema_migrations` says whether its entry stops earlier builds. */
+const MARKED_FROM = 19;
+
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** What `migrate` applies: this build's entries, and which of them need earlier builds stopped. */
+export interface MigrationPlan {
+  readonly steps: readonly string[];
+  readonly stopsEarlierBuilds: ReadonlySet<number>;
+}
+
+export const THIS_BUILD: MigrationPlan = { steps: MIGRATIONS, stopsEarlierBuilds: STOPS_EARLIER_BUILDS };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -413,8 +442,12 @@ export async function schemaExists(client: pg.ClientBase, schema: string): Promi
 /**
  * Creates the schema if missing and brings it up to `PG_SCHEMA_VERSION`; refuses a schema written
  * by a newer build. Concurrent openers wait on one transaction-scoped advisory lock per schema.
+ * An entry that needs earlier builds stopped is applied only while no host is on the schema, else
+ * the whole run is refused with `EarlierBuildsLiveError` and nothing is applied. `plan` is this
+ * build's, but for a test that plays a later build.
  */
-export async function migrate(client: pg.ClientBase, schema: string): Promise<void> {
+export async function migrate(client: pg.ClientBase, schema: string, plan = THIS_BUILD): Promise<void> {
+  const latest = plan.steps.length;
   const ident = schemaIdentifier(schema);
   await client.query("BEGIN");
   try {
@@ -437,15 +470,23 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
       `SELECT max(version) AS version FROM ${ident}.schema_migrations`,
     );
     const current = found.rows[0]?.version ?? 0;
-    if (current > PG_SCHEMA_VERSION) {
-      throw new Error(
-        `database schema version ${current} is newer than this build (${PG_SCHEMA_VERSION}); upgrade`,
-      );
+    if (current > latest) {
+      throw new Error(`database schema version ${current} is newer than this build (${latest}); upgrade`);
     }
+    const stopping = [...plan.stopsEarlierBuilds].filter((version) => version > current);
+    // a schema made here holds no host yet; one that lacks its table holds none either
+    if (stopping.length > 0 && current > 0) await refuseBesideHosts(client, schema, Math.min(...stopping));
     await client.query(`SET LOCAL search_path TO ${ident}`);
-    for (let version = current + 1; version <= PG_SCHEMA_VERSION; version++) {
-      await client.query(MIGRATIONS[version - 1]!);
-      await client.query(`INSERT INTO ${ident}.schema_migrations (version) VALUES ($1)`, [version]);
+    for (let version = current + 1; version <= latest; version++) {
+      await client.query(plan.steps[version - 1]!);
+      if (version < MARKED_FROM) {
+        await client.query(`INSERT INTO ${ident}.schema_migrations (version) VALUES ($1)`, [version]);
+      } else {
+        await client.query(
+          `INSERT INTO ${ident}.schema_migrations (version, stops_earlier_builds) VALUES ($1, $2)`,
+          [version, plan.stopsEarlierBuilds.has(version)],
+        );
+      }
     }
     await client.query("COMMIT");
   } catch (err) {

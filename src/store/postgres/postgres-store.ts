@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
-import type { NewEvent, Resolution } from "../../../protocol/index.js";
+import type { NewEvent, Resolution, SessionmuxError } from "../../../protocol/index.js";
 import { readWhole } from "../attachment-chunks.js";
 import { closeEvery } from "../close-every.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
@@ -50,7 +50,6 @@ import { PgCommitFeed } from "./pg-commit-feed.js";
 import { pgDismissals } from "./pg-dismissals.js";
 import { pgRead, pgReadChunks } from "./pg-errors.js";
 import { PgGroupCommit } from "./pg-group-commit.js";
-import { holdPresence } from "./pg-host-presence.js";
 import { PgLeaseOperations } from "./pg-lease-operations.js";
 import { PgLeaseRenewal } from "./pg-lease-renewal.js";
 import { PgLiveOperations } from "./pg-live-operations.js";
@@ -61,6 +60,7 @@ import { PgPurger } from "./pg-purger.js";
 import { readQuery } from "./pg-read-query.js";
 import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
+import { PgSchemaFence } from "./pg-schema-fence.js";
 import { searchMessages } from "./pg-search.js";
 import { SEARCH_STATEMENT_TIMEOUT_MS } from "./pg-search-timeout.js";
 import { pgStorageProbe } from "./pg-storage-probe.js";
@@ -120,12 +120,15 @@ export interface PostgresStoreOptions {
 
 type WatchWriter = (client: pg.PoolClient) => () => void;
 
-/** Takes the presence lock on the group-commit connection (again: a connection holds it until it ends). */
-async function holdPresenceOn(writerPool: pg.Pool, channel: string, watch: WatchWriter): Promise<void> {
+/**
+ * Takes the presence lock on the group-commit connection, and reads the schema's entries with it,
+ * unless the group commit did on this connection already (a connection holds it until it ends).
+ */
+async function holdPresenceOn(writerPool: pg.Pool, fence: PgSchemaFence, watch: WatchWriter): Promise<void> {
   const client = await writerPool.connect();
   const unwatch = watch(client);
   try {
-    await client.query(holdPresence(channel));
+    await fence.prepare(client);
   } catch (error) {
     unwatch();
     client.release(error instanceof Error ? error : true);
@@ -163,6 +166,7 @@ export class PostgresSessionStore implements HostStore {
     private readonly reads: PgReads,
     private readonly feed: PgCommitFeed,
     private readonly liveReads: PgLiveReads,
+    private readonly fence: PgSchemaFence,
     watchWriter: WatchWriter,
     options: PostgresStoreOptions,
   ) {
@@ -181,9 +185,10 @@ export class PostgresSessionStore implements HostStore {
         deliver: (notices, live, versionOf) => feed.committed(notices, live, versionOf),
       },
       watchWriter,
+      fence,
       options.metrics,
     );
-    this.renewal = new PgLeaseRenewal(pool, this.groupCommit.health);
+    this.renewal = new PgLeaseRenewal(pool, this.groupCommit.health, fence);
     this.purger = new PgPurger(pool, options.purgeStep, (err) => {
       process.emitWarning(
         `purging a cleared or deleted log failed; retrying: ${err instanceof Error ? err.message : String(err)}`,
@@ -236,13 +241,14 @@ export class PostgresSessionStore implements HostStore {
       const liveReads = new PgLiveReads(pool);
       const hostId = options.hostId ?? randomBytes(6).toString("hex");
       const channel = `sessionmux_${schema}`;
+      const fence = new PgSchemaFence(channel);
       const feed = new PgCommitFeed(
         () =>
           openClient(url, "sessionmux-feed", {
             ...poolOptions,
             listenCheckMs: options.listenCheckMs,
           }),
-        () => holdPresenceOn(writerPool, channel, watchWriter),
+        () => holdPresenceOn(writerPool, fence, watchWriter),
         reads,
         hostId,
         channel,
@@ -251,7 +257,7 @@ export class PostgresSessionStore implements HostStore {
       // the lock went with the connection: other hosts may have announced nothing since
       writerPool.on("remove", () => feed.listenAgain());
       await feed.start();
-      return new PostgresSessionStore(pool, writerPool, reads, feed, liveReads, watchWriter, options);
+      return new PostgresSessionStore(pool, writerPool, reads, feed, liveReads, fence, watchWriter, options);
     } catch (err) {
       await pool.end().catch(() => undefined);
       await writerPool.end().catch(() => undefined);
@@ -527,6 +533,23 @@ export class PostgresSessionStore implements HostStore {
   async storeIdentity(): Promise<string> {
     const { rows } = await pgRead(readQuery<{ id: string }>(this.pool, STORE_IDENTITY));
     return `pg:${rows[0]!.id}`;
+  }
+
+  /**
+   * Why this host may no longer write: the schema holds an entry that needs hosts of its build
+   * stopped (see `PgSchemaFence`); undefined while it may. Every write and lease renewal is
+   * refused with it meanwhile.
+   */
+  buildOutdated(): SessionmuxError | undefined {
+    return this.fence.refusal();
+  }
+
+  /**
+   * The newest entry of the schema that needs earlier builds stopped, as read elsewhere (`/readyz`
+   * reads it with `stoppingVersion`): one past this build refuses every write from now on.
+   */
+  sawStoppingVersion(version: number): void {
+    this.fence.saw(version);
   }
 
   /** Write transactions committed so far (see `WriteHealth.commits`). */

@@ -1,0 +1,51 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { describe, expect, inject, it } from "vitest";
+import { openHostDatabase } from "../../src/operations/host-database.js";
+import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
+import { dropSchema } from "../store/contract/backends.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
+
+/**
+ * A host on PostgreSQL whose schema gained an entry that needs hosts of its build stopped, by
+ * means that did not wait for it to stop (written by hand, or by a build without that check):
+ * `/readyz`'s check reads the schema's entries with the server's state, so the host answers not
+ * ready `build_outdated` and refuses every write from then on. An entry that needs no stop
+ * changes nothing.
+ */
+
+const pgUrl = inject("pgUrl");
+const cleanups = cleanupsAfterEach();
+const metrics = { committed: () => undefined };
+
+describe.skipIf(!pgUrl)("a host whose schema moved past its build", { timeout: 60_000 }, () => {
+  it("answers not ready build_outdated and refuses writes host_shutting_down once an entry stops its build", async () => {
+    const schema = `outdated_${randomBytes(6).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    const database = await openHostDatabase({ db: pgUrl!, schema, hostId: "h1", metrics });
+    cleanups.push(() => database.close());
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    const later = (version: number, stops: boolean) =>
+      admin.query(
+        `INSERT INTO "${schema}".schema_migrations (version, stops_earlier_builds) VALUES ($1, $2)`,
+        [version, stops],
+      );
+    await database.ready();
+    // a later entry that earlier builds may run beside: still ready, still writing
+    await later(PG_SCHEMA_VERSION + 1, false);
+    await database.ready();
+    await database.store.create({ sessionId: "a", owner: "o", model: "m" });
+    await later(PG_SCHEMA_VERSION + 2, true);
+    await expect(database.ready()).rejects.toMatchObject({ name: "NotReadyError", code: "build_outdated" });
+    await expect(database.store.create({ sessionId: "b", owner: "o", model: "m" })).rejects.toMatchObject({
+      code: "host_shutting_down",
+      data: { schemaVersion: PG_SCHEMA_VERSION + 2, buildSchemaVersion: PG_SCHEMA_VERSION },
+    });
+    const { rows } = await admin.query(`SELECT session_id FROM "${schema}".sessions ORDER BY session_id`);
+    expect(rows).toEqual([{ session_id: "a" }]);
+    // and it stays so
+    await expect(database.ready()).rejects.toMatchObject({ code: "build_outdated" });
+  });
+});
