@@ -1,0 +1,273 @@
+import { randomBytes } from "node:crypto";
+import type pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { openPool } from "../../../src/store/postgres/pg-pool.js";
+import { PG_PURGE_STEP, PgPurger } from "../../../src/store/postgres/pg-purger.js";
+import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { PurgeStep } from "../../../src/store/sqlite-purger.js";
+import { dropSchema, pgUrl } from "../contract/backends.js";
+import { answeredTurns, delta, jobsAndDismissals, longLog, message } from "../purge-fixture.js";
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  vi.restoreAllMocks();
+});
+
+/** The tables a purge deletes from, each row named by its key, in the order the purge takes them. */
+const TABLES = [
+  "events",
+  "search_docs",
+  "interactions",
+  "session_interactions",
+  "prompt_keys",
+  "jobs",
+  "dismissals",
+  "chunks",
+  "attachments",
+  "purges",
+] as const;
+type Table = (typeof TABLES)[number];
+
+/**
+ * A schema holding a deleted session ("gone": a log, its search rows, answered interactions,
+ * prompt keys, ended jobs, dismissals and an attachment of 3 chunks) and a cleared one
+ * ("zcleared"), whose purges no step has run yet; beside them "kept" and "gone-too", written the
+ * same way, live.
+ */
+async function leftToPurge(): Promise<string> {
+  const schema = `h_purge_steps_${randomBytes(5).toString("hex")}`;
+  cleanups.push(() => dropSchema(pgUrl!, schema));
+  const held = vi.spyOn(PgPurger.prototype, "step").mockResolvedValue(false);
+  const store = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 4 });
+  for (const sessionId of ["gone", "kept", "gone-too", "zcleared"]) {
+    await longLog(store, sessionId, 12, 4);
+    await answeredTurns(store, sessionId, 3);
+    await jobsAndDismissals(store, sessionId, 3, ["ann", "bob", "cy"]);
+    const attachmentId = await store.putAttachment({
+      owner: "o",
+      name: "f.bin",
+      type: "application/octet-stream",
+      bytes: new Uint8Array(600_000).fill(7),
+    });
+    await store.append(sessionId, [message(`the file of ${sessionId}`, attachmentId)]);
+  }
+  expect((await store.delete("gone")).status).toBe("deleted");
+  expect((await store.clear("zcleared")).status).toBe("cleared");
+  await store.append("zcleared", [delta("the new epoch")]);
+  await store.close();
+  held.mockRestore();
+  return schema;
+}
+
+/** A pool on the schema whose connections note every statement they run. */
+function recordedPool(schema: string) {
+  const pool = openPool(pgUrl!, { schema, max: 3 });
+  cleanups.push(() => pool.end());
+  const statements: string[] = [];
+  const recorded = {
+    query: (sql: string, params?: unknown[]) => pool.query(sql, params),
+    async connect() {
+      const client = await pool.connect();
+      return new Proxy(client, {
+        get(target, name, receiver) {
+          if (name !== "query") return Reflect.get(target, name, receiver);
+          return (sql: string, params?: unknown[]) => {
+            statements.push(sql);
+            return target.query(sql, params);
+          };
+        },
+      });
+    },
+  } as unknown as pg.Pool;
+  return { pool, recorded, statements };
+}
+
+async function purgerOf(schema: string, step?: Partial<PurgeStep>) {
+  const { pool, recorded, statements } = recordedPool(schema);
+  const purger = new PgPurger(recorded, step);
+  cleanups.push(() => purger.stop());
+  const ids = async (sql: string, params: unknown[]) =>
+    (await pool.query<{ id: string | number }>(sql, params)).rows.map((row) => row.id);
+  const keyOf = async (sessionId: string) =>
+    (
+      await pool.query<{ log_key: string }>(
+        "SELECT log_key FROM purges WHERE log_key = $1 OR log_key LIKE $1 || ':%'",
+        [sessionId],
+      )
+    ).rows[0]?.log_key ??
+    (
+      await pool.query<{ log_key: string }>(
+        "SELECT coalesce(log_key, session_id) AS log_key FROM projections WHERE session_id = $1",
+        [sessionId],
+      )
+    ).rows[0]!.log_key;
+  /** The rows a purge of the session under `key` would delete, or its live ones, by table. */
+  const rows = async (sessionId: string, key: string): Promise<Record<Table, (string | number)[]>> => ({
+    events: await ids("SELECT seq AS id FROM events WHERE session_id = $1 ORDER BY seq", [key]),
+    search_docs: await ids("SELECT id FROM search_docs WHERE session_id = $1 ORDER BY id", [key]),
+    interactions: await ids(
+      "SELECT interaction_id AS id FROM interactions WHERE log_key = $1 ORDER BY interaction_id",
+      [key],
+    ),
+    session_interactions: await ids(
+      "SELECT interaction_id AS id FROM interactions WHERE session_id = $1 AND log_key IS NULL ORDER BY turn_id",
+      [sessionId],
+    ),
+    prompt_keys: await ids(
+      "SELECT client_message_id AS id FROM prompt_keys WHERE session_id = $1 ORDER BY 1",
+      [sessionId],
+    ),
+    jobs: await ids("SELECT job_id AS id FROM jobs WHERE session_id = $1 ORDER BY 1", [sessionId]),
+    dismissals: await ids("SELECT principal AS id FROM dismissals WHERE session_id = $1 ORDER BY 1", [
+      sessionId,
+    ]),
+    chunks: await ids(
+      `SELECT c.attachment_id || '/' || c.idx AS id FROM attachments a
+       JOIN attachment_chunks c ON c.attachment_id = a.attachment_id WHERE a.session_id = $1 ORDER BY 1`,
+      [sessionId],
+    ),
+    attachments: await ids("SELECT attachment_id AS id FROM attachments WHERE session_id = $1 ORDER BY 1", [
+      sessionId,
+    ]),
+    purges: await ids("SELECT log_key AS id FROM purges WHERE log_key = $1", [key]),
+  });
+  return {
+    pool,
+    purger,
+    statements,
+    keyOf,
+    rows,
+    /** Runs one step; answers what it deleted of the session's, as `table: rows` for each table it changed. */
+    async step(sessionId: string, key: string): Promise<Record<string, (string | number)[]>> {
+      const before = await rows(sessionId, key);
+      expect(await purger.step()).toBe(true);
+      const after = await rows(sessionId, key);
+      const deleted: Record<string, (string | number)[]> = {};
+      for (const table of TABLES) {
+        const gone = before[table].filter((id) => !after[table].includes(id));
+        if (gone.length > 0) deleted[table] = gone;
+      }
+      return deleted;
+    },
+    lengths: async (sql: string, params: unknown[]) =>
+      (await pool.query<{ n: number }>(sql, params)).rows.map((row) => Number(row.n)),
+  };
+}
+
+describe.skipIf(!pgUrl)(
+  "a purge's steps (PostgreSQL): bounded, in order, one kind of row at a time, never a live row",
+  () => {
+    it("deletes a deleted session's rows a table at a time, the first `rows` of one table a step, the purge row last; a statement that found none is not run again", async () => {
+      const schema = await leftToPurge();
+      const purging = await purgerOf(schema, { rows: 2, bytes: 1 << 30 });
+      const key = await purging.keyOf("gone");
+      const all = await purging.rows("gone", key);
+      expect(Object.values(all).map((ids) => ids.length)).toEqual([38, 7, 3, 0, 3, 3, 3, 3, 1, 1]);
+      const kept = [
+        await purging.rows("kept", await purging.keyOf("kept")),
+        await purging.rows("gone-too", await purging.keyOf("gone-too")),
+      ];
+      const steps: Record<string, (string | number)[]>[] = [];
+      const ran: string[][] = [];
+      for (let i = 0; i < 60 && (await purging.rows("gone", key)).purges.length > 0; i++) {
+        purging.statements.length = 0;
+        steps.push(await purging.step("gone", key));
+        ran.push(purging.statements.filter((sql) => sql.startsWith("DELETE")).map((sql) => sql.slice(0, 30)));
+      }
+      const expected: Record<string, (string | number)[]>[] = [];
+      for (const table of [
+        "events",
+        "search_docs",
+        "interactions",
+        "prompt_keys",
+        "jobs",
+        "dismissals",
+        "chunks",
+      ] as const) {
+        for (let at = 0; at < all[table].length; at += 2)
+          expected.push({ [table]: all[table].slice(at, at + 2) });
+      }
+      expected.push({ attachments: all.attachments }, { purges: all.purges });
+      expect(steps).toEqual(expected);
+      // each step ran the statement that deleted, and before it only those that found nothing then
+      // for the first time (never one already found empty at an earlier step)
+      const runs = ran.flat().length;
+      expect(runs).toBe(steps.length + TABLES.length - 1);
+      expect(ran.at(-1)).toEqual(["DELETE FROM attachments WHERE ", "DELETE FROM purges WHERE log_k"]);
+      expect([
+        await purging.rows("kept", await purging.keyOf("kept")),
+        await purging.rows("gone-too", await purging.keyOf("gone-too")),
+      ]).toEqual(kept);
+
+      // the cleared session's purge is next: its old epoch only, never its prompt keys, jobs,
+      // dismissals or attachments (the session lives), nor its new epoch's rows
+      const oldKey = await purging.keyOf("zcleared");
+      const old = await purging.rows("zcleared", oldKey);
+      const liveKey = (
+        await purging.pool.query<{ k: string }>(
+          "SELECT log_key AS k FROM projections WHERE session_id = 'zcleared'",
+        )
+      ).rows[0]!.k;
+      expect(liveKey).not.toBe(oldKey);
+      const live = await purging.rows("zcleared", liveKey);
+      expect(live.events.length).toBe(1);
+      const clearSteps: string[] = [];
+      while ((await purging.rows("zcleared", oldKey)).purges.length > 0)
+        clearSteps.push(...Object.keys(await purging.step("zcleared", oldKey)));
+      expect(clearSteps).toEqual([
+        ...Array(Math.ceil(old.events.length / 2)).fill("events"),
+        ...Array(Math.ceil(old.search_docs.length / 2)).fill("search_docs"),
+        ...Array(Math.ceil(old.interactions.length / 2)).fill("interactions"),
+        "purges",
+      ]);
+      expect(await purging.rows("zcleared", liveKey)).toEqual(live);
+      // nothing left to claim: a step says so
+      expect(await purging.purger.step()).toBe(false);
+      expect([
+        await purging.rows("kept", await purging.keyOf("kept")),
+        await purging.rows("gone-too", await purging.keyOf("gone-too")),
+      ]).toEqual(kept);
+    }, 60_000);
+
+    it("a step stops at the first row that brings its bytes to the bound, one row at least; chunks as many as the bytes hold", async () => {
+      const schema = await leftToPurge();
+      const probe = await purgerOf(schema);
+      const key = await probe.keyOf("gone");
+      const events = await probe.lengths(
+        "SELECT octet_length(data) AS n FROM events WHERE session_id = $1 ORDER BY seq",
+        [key],
+      );
+      const seqs = (await probe.rows("gone", key)).events;
+      const stepOf = async (step: Partial<PurgeStep>) => (await purgerOf(schema, step)).step("gone", key);
+      expect(await stepOf({ rows: 100, bytes: events[0]! + events[1]! })).toEqual({
+        events: seqs.slice(0, 2),
+      });
+      expect(await stepOf({ rows: 100, bytes: events[2]! + events[3]! + events[4]! - 1 })).toEqual({
+        events: seqs.slice(2, 5),
+      });
+      expect(await stepOf({ rows: 100, bytes: 0 })).toEqual({ events: seqs.slice(5, 6) });
+      expect(await stepOf({ rows: 0 })).toEqual({ events: seqs.slice(6, 7) });
+      // the defaults, 256 rows or 1 MiB: every event left goes in one step
+      expect(PG_PURGE_STEP).toEqual({ rows: 256, bytes: 1024 * 1024 });
+      expect(await stepOf({})).toEqual({ events: seqs.slice(7) });
+
+      const texts = await probe.lengths(
+        "SELECT octet_length(text) AS n FROM search_docs WHERE session_id = $1 ORDER BY id",
+        [key],
+      );
+      const docs = (await probe.rows("gone", key)).search_docs;
+      expect(await stepOf({ rows: 100, bytes: texts[0]! + texts[1]! })).toEqual({
+        search_docs: docs.slice(0, 2),
+      });
+      expect(await stepOf({ rows: 3, bytes: 1 << 30 })).toEqual({ search_docs: docs.slice(2, 5) });
+
+      const whole = await purgerOf(schema, { rows: 1000, bytes: 1 << 30 });
+      while ((await whole.rows("gone", key)).dismissals.length > 0) await whole.step("gone", key);
+      const chunks = (await whole.rows("gone", key)).chunks;
+      expect(chunks.length).toBe(3);
+      expect(await stepOf({ rows: 100, bytes: 256 * 1024 - 1 })).toEqual({ chunks: chunks.slice(0, 1) });
+      expect(await stepOf({ rows: 100, bytes: 2 * 256 * 1024 })).toEqual({ chunks: chunks.slice(1, 3) });
+    }, 60_000);
+  },
+);
