@@ -473,10 +473,13 @@ describe("agents' jobs", () => {
         text: "/job 600",
         clientMessageId: `j${i}`,
       });
-    await vi.waitFor(async () => {
-      const ends = (await readLog(store, "s")).filter((e) => e.type === "turn/end");
-      expect(ends).toHaveLength(65);
-    });
+    await vi.waitFor(
+      async () => {
+        const ends = (await readLog(store, "s")).filter((e) => e.type === "turn/end");
+        expect(ends).toHaveLength(65);
+      },
+      { timeout: 30_000 },
+    );
     const log = await readLog(store, "s");
     const ends = log.flatMap((e) => (e.type === "turn/end" ? [e.data.state] : []));
     expect(ends.slice(0, 64).every((state) => state === "completed")).toBe(true);
