@@ -211,7 +211,7 @@ const CALL_INBOX_FLAGS = {
     flag: "--claimed-call-wait-ms <ms>",
     env: "SESSIONMUX_CLAIMED_CALL_WAIT_MS",
     description:
-      "PostgreSQL: how long, from its sending, a forwarded call its owner claimed is waited on while the owner holds the session, then answered outcome_unknown (at least the forward wait)",
+      "PostgreSQL: how long, from its arrival, a forwarded call its owner claimed is waited on while the owner holds the session, then answered overloaded if the owner had not begun it (taken back, never run), else outcome_unknown (at least the forward wait)",
     fallback: CALL_INBOX_LIMITS.claimedWaitMs,
     min: LIMIT_FLOORS.claimedWaitMs,
     // the wait is a timer's: a longer one would fire at once

@@ -63,11 +63,14 @@ export interface CallRouterOptions {
  * owner did not claim it within the forward wait) or `not_owner` makes the router resolve the
  * owner again (an expired lease is then taken here), and so does the owner's lease ending while
  * the call waits unclaimed, or claimed and not begun (see `#forward`). A call the owner claimed is
- * waited on while the owner holds the session, past the forward wait; one it began and did not
- * answer before its lease ended, or did not answer within the inbox's longest wait, is answered
- * `outcome_unknown` (not retryable): it may have run there, so it is not sent again unasked. So is one waiting as this host closes (its inbox closing
- * under it) once the owner claimed it, unless the owner's answer is already written (then that is
- * the answer); one taken back unrun then is answered `host_shutting_down`, as a call arriving then
+ * waited on while the owner holds the session, past the forward wait, up to the inbox's longest
+ * wait counted from the call's arrival here (its first route); one it began and did not answer
+ * before its lease ended, or within that wait, is answered `outcome_unknown` (not retryable): it
+ * may have run there, so it is not sent again unasked. One it had claimed and not begun by then is
+ * taken back unrun and answered `overloaded` (retryable). One waiting as this host closes (its
+ * inbox closing under it) is answered `outcome_unknown` once the owner began it, unless the
+ * owner's answer is already written (then that is the answer); one taken back unrun then
+ * (unclaimed, or claimed and not begun) is answered `host_shutting_down`, as a call arriving then
  * is, and routed no more.
  */
 export class CallRouter {
@@ -86,6 +89,8 @@ export class CallRouter {
   async call(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
     const { run } = this.#options;
     if (!routed(method)) return run(principal, method, params);
+    // the inbox's longest wait on a claimed call counts from here, however often it is routed
+    const waitingSince = Date.now();
     for (let attempt = 0; attempt < MAX_ROUTES; attempt++) {
       const sessionId = await this.#sessionOf(method, params);
       const noticesBefore = this.#leaseNotices;
@@ -108,7 +113,7 @@ export class CallRouter {
       };
       let outcome: ForwardOutcome;
       try {
-        outcome = await this.#forward(holder, call, noticesBefore);
+        outcome = await this.#forward(holder, call, noticesBefore, waitingSince);
       } catch (err) {
         // the store failed under the call: it may be recorded for the owner (`outcome_unknown`),
         // or it certainly is not (`persistence_failure`); either is the caller's answer as it is
@@ -125,8 +130,17 @@ export class CallRouter {
         // not sent again: it may have run there, and would run twice; the caller, who knows what it sent, decides
         throw new SessionmuxError(
           "outcome_unknown",
-          `${this.#options.closing() ? "this host shut down while the host running this session's agent held this call" : "the host running this session's agent took this call and then lost the session, or held it past the longest wait, before it answered"}: ${UNKNOWN_ADVICE}`,
+          `${this.#options.closing() ? "this host shut down while the host running this session's agent held this call" : "the host running this session's agent began this call and then lost the session, or held it past the longest wait, before it answered"}: ${UNKNOWN_ADVICE}`,
           { data: { method, outcome: "unknown" } },
+        );
+      }
+      if (outcome.status === "not_begun") {
+        // taken back unrun from an owner that still holds the session: routed again, it would
+        // reach the same owner and wait behind the same calls once more; the caller decides
+        throw new SessionmuxError(
+          "overloaded",
+          "the host running this session's agent took this call and had not begun it within the longest wait (it is busy with this session's earlier calls, or with others); it was taken back and never runs: retry shortly",
+          { data: { method } },
         );
       }
       if (outcome.status === "error") {
@@ -218,14 +232,19 @@ export class CallRouter {
    * it, claimed or not (`withdrawn`), and the owner resolved again, rather than waiting out the
    * forward timeout; if begun, and its reply does not follow at once, it is given up (`unknown`).
    */
-  async #forward(holder: LeaseHolder, call: ForwardedCall, noticesBefore: number): Promise<ForwardOutcome> {
+  async #forward(
+    holder: LeaseHolder,
+    call: ForwardedCall,
+    noticesBefore: number,
+    waitingSince: number,
+  ): Promise<ForwardOutcome> {
     const ended = new AbortController();
     const answered = new AbortController();
     void this.#leaseEnds(holder, answered.signal, noticesBefore).then((gone) => {
       if (gone) ended.abort();
     });
     try {
-      return await this.#options.inbox.send(holder.hostId, call, this.#timeoutMs, ended.signal);
+      return await this.#options.inbox.send(holder.hostId, call, this.#timeoutMs, ended.signal, waitingSince);
     } finally {
       answered.abort();
     }

@@ -46,10 +46,12 @@ export interface CallInboxLimits {
    */
   maxServingBytes: number;
   /**
-   * How long in all, from its sending, a call its owner claimed is waited on while the owner still
-   * holds the session (past the forward wait: it may be running there, so it is neither taken back
-   * nor sent again); then it is given up, its caller answered `outcome_unknown`. At least the
-   * forward wait (5 s), at most a Node timer's longest delay. @default 60000
+   * How long in all, from its arrival at the sender (its first send, however often it was routed),
+   * a call its owner claimed is waited on while the owner still holds the session (past the
+   * forward wait: it may be running there, so it is not sent again); then it is given up, its
+   * caller answered `overloaded` when the owner had not begun it (taken back, it never runs), else
+   * `outcome_unknown`. At least the forward wait (5 s), at most a Node timer's longest delay.
+   * @default 60000
    */
   claimedWaitMs: number;
 }

@@ -10,13 +10,17 @@ export interface CallInbox {
    * `{status:"timeout"}` when the target has not claimed it after `timeoutMs`: it is taken back
    * unrun (the caller then checks the lease again: an expired owner's calls are taken over by the
    * resume rule). A call is delivered and answered at most once. One the target claimed may be
-   * running there, so it is never taken back: its reply is waited for past `timeoutMs` as long as
-   * `withdraw` has not aborted, up to a longest wait of the inbox's, and then the call is given up,
-   * `{status:"unknown"}`, so no reply written later is taken. Once `withdraw` aborts (the target no
-   * longer holds the session), a call the target has not begun (not claimed, put back unclaimed,
-   * or claimed and not yet begun, which the target can then no longer begin) is taken back unrun
-   * (`{status:"withdrawn"}`); a begun one's reply is waited for a moment more (a target that let
-   * the session go as it answered), and then it is given up, `unknown`.
+   * running there, so it is not taken back while waited on: its reply is waited for past
+   * `timeoutMs` as long as `withdraw` has not aborted, up to a longest wait of the inbox's
+   * (counted from `waitingSince`, when the caller's wait began, its first send of the call when it
+   * sent it more than once; from this send when left out), and then the call is given up, its row
+   * deleted so no reply written later is taken: `{status:"not_begun"}` when the target had not
+   * begun it (it can then no longer begin it: it never runs), else `{status:"unknown"}`. Once
+   * `withdraw` aborts (the target no longer holds the session), a call the target has not begun
+   * (not claimed, put back unclaimed, or claimed and not yet begun, which the target can then no
+   * longer begin) is taken back unrun (`{status:"withdrawn"}`); a begun one's reply is waited for
+   * a moment more (a target that let the session go as it answered), and then it is given up,
+   * `unknown`.
    * When the store fails under it, rejects `persistence_failure` (retryable) if the call was
    * certainly not recorded, else `outcome_unknown`: recorded, or maybe, its target may run it.
    */
@@ -25,6 +29,7 @@ export interface CallInbox {
     call: ForwardedCall,
     timeoutMs: number,
     withdraw?: AbortSignal,
+    waitingSince?: number,
   ): Promise<ForwardOutcome>;
   /**
    * Delivers calls addressed to `hostId` (also ones recorded while it was away), oldest first.
@@ -61,5 +66,10 @@ export type ForwardOutcome =
   | ForwardReply
   | { status: "timeout" }
   | { status: "withdrawn" }
+  /**
+   * The target claimed the call and, still holding the session, had not begun it at the longest
+   * wait (its serving bounds full, or the session's earlier calls slow): taken back, it never runs.
+   */
+  | { status: "not_begun" }
   /** The target began the call and lost the session, or held it past the longest wait, before replying: it may or may not have run. */
   | { status: "unknown" };

@@ -116,7 +116,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
   readonly forwardedCalls = new Counter({
     name: "sessionmux_forwarded_calls_total",
-    help: "Calls sent to the host running the session's agent, by outcome: ok, error (its typed error), not_owner, timeout, withdrawn (taken back unclaimed once the owner's lease ended; the owner resolved again), unknown (claimed, and not answered before the owner's lease ended, or the database connection failed once it was sent to be recorded; the caller told outcome_unknown) or not_recorded (the database could not record it; the caller told persistence_failure)",
+    help: "Calls sent to the host running the session's agent, by outcome: ok, error (its typed error), not_owner, timeout, withdrawn (taken back unbegun once the owner's lease ended; the owner resolved again), not_begun (claimed and not begun at the longest wait while the owner held the session: taken back unrun, the caller told overloaded), unknown (begun, and not answered before the owner's lease ended or the longest wait, or the database connection failed once it was sent to be recorded; the caller told outcome_unknown) or not_recorded (the database could not record it; the caller told persistence_failure)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });

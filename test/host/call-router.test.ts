@@ -269,6 +269,33 @@ describe("calls routed to the host that runs the session's agent", () => {
     expect(r.forwarded).toEqual(["not_owner", "timeout", "timeout", "timeout"]);
   });
 
+  it("an owner that took the call and had not begun it at the longest wait: overloaded, retryable, sent nowhere else", async () => {
+    const r = await routerOn();
+    await r.create("s1");
+    await r.heldElsewhere("s1");
+    // taken back unrun from an owner still holding the session: routed again, it would queue there anew
+    r.inbox.answers = [{ status: "not_begun" }, { status: "ok", result: "routed again" }];
+    const err = await r.router.call(ALICE, "session.cancel", { sessionId: "s1" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SessionmuxError);
+    expect(err).toMatchObject({ code: "overloaded", retryable: true, data: { method: "session.cancel" } });
+    expect(r.inbox.sent).toHaveLength(1);
+    expect(r.ran).toEqual([]);
+    expect(r.forwarded).toEqual(["not_begun"]);
+  });
+
+  it("every route of one call tells the inbox when the call's wait began: the longest wait on a claimed call counts from its first route", async () => {
+    const r = await routerOn();
+    await r.create("s1");
+    await r.heldElsewhere("s1");
+    r.inbox.answers = [{ status: "timeout" }, { status: "not_owner" }, { status: "ok", result: "third" }];
+    const before = Date.now();
+    expect(await r.router.call(ALICE, "session.cancel", { sessionId: "s1" })).toBe("third");
+    const [first, ...later] = r.inbox.waitingSince;
+    // before: none, so each route waited on a claimed call its own longest wait, from its own send
+    expect(first).toBeGreaterThanOrEqual(before);
+    expect(later).toEqual([first, first]);
+  });
+
   it("an owner that took the call and lost the session before answering: outcome_unknown at once, not retryable, sent nowhere else", async () => {
     const r = await routerOn();
     await r.create("s1");

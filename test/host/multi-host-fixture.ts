@@ -49,6 +49,8 @@ export async function openCluster(
     metrics?: (hostId: string) => HostMetrics;
     /** How long each host waits on a forwarded call before resolving the owner again. */
     forwardTimeoutMs?: number;
+    /** How long in all each host waits on a forwarded call its owner claimed (the inbox's `claimedWaitMs`). */
+    claimedWaitMs?: number;
     /**
      * A schema the test made and drops itself, with its tables in place, and the database as each
      * host connects to it (so one host's role can be refused while the others go on).
@@ -64,7 +66,11 @@ export async function openCluster(
   const addHost = async () => {
     const id = `host-${String.fromCharCode(97 + hosts.length)}`;
     const store = await PostgresSessionStore.open(urlOf(id), { schema, hostId: id, maxConnections: 4 });
-    const inbox = await PgCallInbox.open(urlOf(id), { schema, pollMs: 250 });
+    const inbox = await PgCallInbox.open(urlOf(id), {
+      schema,
+      pollMs: 250,
+      ...(options.claimedWaitMs ? { claimedWaitMs: options.claimedWaitMs } : {}),
+    });
     const logger = options.logger?.(id);
     const metrics = options.metrics?.(id);
     const host = new SessionHost({

@@ -106,6 +106,50 @@ describe.skipIf(!pgUrl)(
       expect(await forwarded()).toEqual(['sessionmux_forwarded_calls_total{outcome="unknown"} 1']);
     }, 30_000);
 
+    it("a prompt its owner took and has not begun (behind an earlier call of the session) is taken back: host_shutting_down, retryable, and it never runs there", async () => {
+      const { a, b, sessionId, forwarded } = await ownedOnA();
+      const slow = holdTurnStart(a.store);
+      const first = refusal(b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("first") }));
+      await slow.taken;
+      const second = refusal(b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("second") }));
+      const db = new pg.Client({ connectionString: pgUrl! });
+      await db.connect();
+      try {
+        // A claimed the second call and holds it behind the first, whose turn is opening
+        const waiting = async () =>
+          (
+            await db.query(
+              `SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE claimed_at IS NOT NULL AND started IS FALSE`,
+            )
+          ).rows.length;
+        await expect.poll(waiting, { timeout: 20_000 }).toBe(1);
+        await shutDown(b);
+        expect(await first).toMatchObject({ code: "outcome_unknown", data: { outcome: "unknown" } });
+        // before: outcome_unknown, and it ran on A once the first call's turn opened, its sender gone
+        expect(await second).toMatchObject({ code: "host_shutting_down", retryable: true });
+        expect(await waiting()).toBe(0);
+      } finally {
+        await db.end();
+        slow.release();
+      }
+      await expect
+        .poll(async () => (await readLog(a.store, sessionId)).filter((e) => e.type === "turn/end").length, {
+          timeout: 20_000,
+        })
+        .toBe(1);
+      // A's next prompt runs after the taken one's turn in A's chain came and went
+      const { turnId } = (await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("next") })) as {
+        turnId: string;
+      };
+      expect(await turnEnd(a.store, sessionId, turnId)).toBe("completed");
+      const log = await readLog(a.store, sessionId);
+      expect(log.filter((e) => e.type === "user/message").map((e) => e.data.text)).toEqual(["first", "next"]);
+      expect((await forwarded()).sort()).toEqual([
+        'sessionmux_forwarded_calls_total{outcome="timeout"} 1',
+        'sessionmux_forwarded_calls_total{outcome="unknown"} 1',
+      ]);
+    }, 30_000);
+
     it("a prompt its owner answered before the shutdown, its reply not yet read, is answered with the owner's answer", async () => {
       const { a, b, sessionId, forwarded } = await ownedOnA();
       // B heard the reply's notice, and its look for the reply waits

@@ -12,6 +12,8 @@ export interface Sent {
  */
 export class ScriptedInbox implements CallInbox {
   readonly sent: Sent[] = [];
+  /** Each send's `waitingSince`, in order: when its caller's wait began. */
+  readonly waitingSince: (number | undefined)[] = [];
   /** Answers in order; past them, every send times out. */
   answers: ForwardOutcome[] = [];
   /** Errors sends reject with, in order, before any answer is given (the store failed under them). */
@@ -32,9 +34,11 @@ export class ScriptedInbox implements CallInbox {
     call: ForwardedCall,
     timeoutMs: number,
     withdraw?: AbortSignal,
+    waitingSince?: number,
   ): Promise<ForwardOutcome> {
     const sent = { target, call, timeoutMs };
     this.sent.push(sent);
+    this.waitingSince.push(waitingSince);
     await this.meanwhile?.(sent);
     if (this.failures.length > 0) throw this.failures.shift();
     if (this.untilWithdrawn && withdraw) {

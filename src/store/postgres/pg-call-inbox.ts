@@ -25,9 +25,11 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
    */
   claimedReplyGraceMs?: number;
   /**
-   * How long in all, from its sending, a call its target claimed is waited for while the target
-   * still holds the session (past the forward wait: it may be running there, so it is neither taken
-   * back nor sent again); then it is given up, `unknown`. At least the forward wait. @default 60000
+   * How long in all, from its sending (its first, for a call its caller routed more than once), a
+   * call its target claimed is waited for while the target still holds the session (past the
+   * forward wait: it may be running there, so it is not sent again); then it is given up:
+   * `not_begun` when the target had not begun it (taken back, it never runs), else `unknown`.
+   * At least the forward wait. @default 60000
    */
   claimedWaitMs?: number;
   /**
@@ -150,8 +152,9 @@ export class PgCallInbox implements CallInbox {
     call: ForwardedCall,
     timeoutMs: number,
     withdraw?: AbortSignal,
+    waitingSince?: number,
   ): Promise<ForwardOutcome> {
-    return this.#sender.send(targetHost, call, timeoutMs, withdraw);
+    return this.#sender.send(targetHost, call, timeoutMs, withdraw, waitingSince);
   }
 
   serve(hostId: string, handler: (call: ForwardedCall) => Promise<ForwardReply>): () => void {
@@ -165,11 +168,11 @@ export class PgCallInbox implements CallInbox {
   /**
    * Stops serving and listening. A call still waiting for a connection to be recorded resolves
    * `timeout` at once (never recorded). Every call waiting on a reply is told what became of it,
-   * by one statement: those their targets have not claimed are taken back (their rows deleted,
-   * so they never run) and resolve `timeout`; those their targets answered resolve with the reply
-   * (up to `maxReplyBytes` of them, read then); a claimed one not yet answered, one whose reply
-   * did not fit, and every one when that statement fails or takes longer than `closeTakeBackMs`,
-   * may run there (or ran): `unknown`.
+   * by one statement: those their targets have not begun, claimed or not, are taken back (their
+   * rows deleted, so they never run) and resolve `timeout`; those their targets answered resolve
+   * with the reply (up to `maxReplyBytes` of them, read then); a begun one not yet answered, one
+   * whose reply did not fit, and every one when that statement fails or takes longer than
+   * `closeTakeBackMs`, may run there (or ran): `unknown`.
    */
   async close(): Promise<void> {
     if (this.#closed) return;

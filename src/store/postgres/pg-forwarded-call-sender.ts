@@ -25,7 +25,7 @@ interface Waiter {
 
 /** What a close's one statement found of the calls waiting on a reply (see `#takeBackAll`). */
 interface SettledAtClose {
-  /** Taken back unclaimed and unanswered: their rows deleted, so they never run. */
+  /** Taken back unbegun (claimed or not) and unanswered: their rows deleted, so they never run. */
   takenBack: ReadonlySet<string>;
   /** The replies read (their rows deleted), as written, by call. */
   replies: Map<string, Buffer>;
@@ -37,7 +37,8 @@ interface SettledAtClose {
  * reply (woken by `r:<callId>` or a poll), reads it and deletes the row. A sender that gives up
  * deletes the row first, so a late reply can never be mistaken for a delivered one; one its
  * target has not claimed is taken back unrun, and so is one it claimed and has not begun (its
- * row's `started`) once the target no longer holds the session.
+ * row's `started`) once the target no longer holds the session, at the longest wait on a claimed
+ * call, or as the inbox closes.
  */
 export class PgForwardedCallSender {
   readonly #pool: pg.Pool;
@@ -87,6 +88,7 @@ export class PgForwardedCallSender {
     call: ForwardedCall,
     timeoutMs: number,
     withdraw?: AbortSignal,
+    waitingSince?: number,
   ): Promise<ForwardOutcome> {
     if (this.#closed) throw shuttingDown();
     const principal = call.principal.name;
@@ -155,8 +157,10 @@ export class PgForwardedCallSender {
             if (await this.#takeBackUnclaimed(call.callId)) return { status: "timeout" };
             // claimed by a target still holding the session (its lease's end withdraws the call): it
             // may be running there, so it is waited on rather than sent again, where it would run
-            // twice; the row's expiry follows, so the target still runs it if its turn comes later
-            const last = sent + Math.max(timeoutMs, this.#claimedWaitMs);
+            // twice; the row's expiry follows, so the target still runs it if its turn comes later.
+            // The longest wait counts from the caller's first send: a call routed again after
+            // forward waits (the owner claimed none of its sends in time) waits no longer in all.
+            const last = Math.max(sent + timeoutMs, (waitingSince ?? sent) + this.#claimedWaitMs);
             // sets the expiry from its own values, so a second run (its connection died while
             // idle, see `idempotentQuery`) answers as the first
             const kept = await idempotentQuery(
@@ -170,16 +174,24 @@ export class PgForwardedCallSender {
               until = last;
             }
           } else if (timedOut) {
-            // giving up deletes the row, so the target can no longer answer it; a reply already
-            // written is read and delivered instead (the call ran: sent again, it would run twice)
-            const gaveUp = await this.#pool.query<{ claimed: boolean }>(
-              "DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL RETURNING claimed_at IS NOT NULL AS claimed",
+            // giving up deletes the row, so the target can no longer answer it, nor begin it: the
+            // delete takes the row's lock as the target's start does (see `#takeBackUnbegun`), and
+            // says what it deleted as that lock let it find it. A reply already written is read and
+            // delivered instead (the call ran: sent again, it would run twice)
+            const gaveUp = await this.#pool.query<{ claimed: boolean; begun: boolean }>(
+              `DELETE FROM forwarded_calls WHERE call_id = $1 AND reply IS NULL
+               RETURNING claimed_at IS NOT NULL AS claimed, started IS NOT FALSE AS begun`,
               [call.callId],
             );
             const row = gaveUp.rows[0];
-            // one its target put back unclaimed (it stopped serving as it took it) never ran there
-            if (row)
-              return { status: row.claimed ? "unknown" : phase === "withdrawn" ? "withdrawn" : "timeout" };
+            // one its target put back unclaimed (it stopped serving as it took it) never ran there;
+            // one it claimed and had not begun never runs now (a claim of a build that marks no
+            // start is taken for begun)
+            if (row) {
+              if (row.claimed && row.begun) return { status: "unknown" };
+              if (phase === "withdrawn") return { status: "withdrawn" };
+              return { status: row.claimed ? "not_begun" : "timeout" };
+            }
             // answered meanwhile; else gone, which an expiry long past does (it may have run), or
             // the take-back of a close
             return (await this.#takeReply(call.callId)) ?? (await this.#gone(call.callId));
@@ -220,8 +232,8 @@ export class PgForwardedCallSender {
 
   /**
    * A recorded call's outcome once its inbox closed (see `close`): `timeout` when the close took it
-   * back unrun, its target's reply when the close read one, else `unknown`, since its target may
-   * claim and run it, or already did.
+   * back unrun (unclaimed, or claimed and not begun), its target's reply when the close read one,
+   * else `unknown`, since its target may claim and run it, or already did.
    */
   async #outcomeAtClose(callId: string): Promise<ForwardOutcome> {
     const settled = await this.#settledAtClose;
@@ -428,12 +440,15 @@ export class PgForwardedCallSender {
   }
 
   /**
-   * Takes back the calls of `callIds` their targets have not claimed (nor answered), as
-   * `#takeBackUnclaimed` does one, and reads and deletes the replies of those answered, smallest
-   * first while they fit in `maxReplyBytes` (the first whatever its size), as `#takeReply` does
-   * one: the ones it deleted, and those replies. A row a target's claim holds makes the delete
-   * wait for that claim, and then find it claimed; a reply being written then is not read (its
-   * call was not answered when the statement began). Nothing when it fails, or past
+   * Takes back the calls of `callIds` their targets have not begun (nor answered), claimed or not,
+   * as `#takeBackUnbegun` does one: this host stops waiting on them, and one left claimed would run
+   * there after its caller was told it may or may not run, with nobody to hear its answer. Its
+   * session's order is no reason to leave it: its caller sends it again, or not, as for one never
+   * claimed. Reads and deletes the replies of those answered, smallest first while they fit in
+   * `maxReplyBytes` (the first whatever its size), as `#takeReply` does one: the ones it deleted,
+   * and those replies. A row a target's claim or start holds makes the delete wait for it, and
+   * then find it claimed and not begun (taken back), or begun (left); a reply being written then
+   * is not read (its call was not answered when the statement began). Nothing when it fails, or past
    * `closeTakeBackMs` (a shutdown waits no longer): its connect, if still waiting for a free
    * connection, is taken out of the pool's queue then, and a statement already sent may still
    * delete calls, which never run, and replies, answered `unknown` all the same. Ids never
@@ -448,7 +463,8 @@ export class PgForwardedCallSender {
       try {
         const found = await client.query<{ call_id: string; reply: Buffer | null }>(
           `WITH taken AS (
-             DELETE FROM forwarded_calls WHERE call_id = ANY($1) AND claimed_at IS NULL AND reply IS NULL
+             DELETE FROM forwarded_calls
+             WHERE call_id = ANY($1) AND reply IS NULL AND (claimed_at IS NULL OR started IS FALSE)
              RETURNING call_id),
            answered AS (
              SELECT call_id, octet_length(reply) AS size FROM forwarded_calls

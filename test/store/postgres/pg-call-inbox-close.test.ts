@@ -8,6 +8,8 @@ import { holdWrites, lockTable } from "./held-writes.js";
 /** Longer than any test: a sender told nothing at its close waits out the test, not its own timeout. */
 const LONG = 600_000;
 const UNKNOWN = { status: "unknown" };
+/** A close's bound on its take-back past any held statement: the outcome is the statement's, however slow the machine. */
+const SETTLED = 60_000;
 
 /**
  * A host whose call inbox closes (its shutdown) while calls it sent wait on their replies: each
@@ -53,9 +55,9 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a sender's close", () => {
     expect(ran).toEqual([{ n: 1 }]);
   });
 
-  it("never tells retryable a call whose target's claim holds it as the sender closes: the take-back waits for the claim, finds it claimed, and the call runs once", async () => {
+  it("takes back a call whose target's claim holds it as the sender closes: the take-back waits for the claim, finds it claimed and not begun, and the call never runs", async () => {
     inbox.fresh();
-    const a = await inbox.open({ pollMs: NO_POLL });
+    const a = await inbox.open({ pollMs: NO_POLL, closeTakeBackMs: SETTLED });
     const b = await inbox.open({ pollMs: NO_POLL });
     inbox.forget(a);
     // b's claim stops inside its transaction, the row updated and locked
@@ -74,7 +76,72 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: a sender's close", () => {
     await Promise.race([claims.waitFor("behind"), sent]).catch(() => undefined);
     await claims.release();
     await closing;
-    // the claim went through: the call runs, so its caller must not be told to send it again
+    // the claim went through, and the take-back after it: the call can no longer begin there
+    expect(await sent).toEqual({ status: "timeout" });
+    expect(await inbox.rowCount()).toBe(0);
+    // a next call of the session is served: the taken one did not run before it
+    const next = await inbox.open({ pollMs: NO_POLL });
+    expect(await next.send("host-b", call("s1", { n: 2 }), LONG)).toEqual({ status: "ok", result: "done" });
+    expect(ran).toEqual([{ n: 2 }]);
+  });
+
+  it("takes back a call its target claimed and has not begun, behind an earlier call of its session: timeout, and it never runs there", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, closeTakeBackMs: SETTLED });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const other = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    const { started, release, ran, handler } = heldHandler("done");
+    b.serve("host-b", handler);
+    // the session's first call, from another host, runs and holds the session's turn
+    const first = other.send("host-b", call("s1", { n: 1 }), LONG);
+    await started.promise;
+    const waiting = call("s1", { n: 2 });
+    const sent = a.send("host-b", waiting, LONG);
+    const state = async () =>
+      (
+        await inbox.sql<{ claimed: boolean; started: boolean | null }>(
+          "SELECT claimed_at IS NOT NULL AS claimed, started FROM forwarded_calls WHERE call_id = $1",
+          [waiting.callId],
+        )
+      )[0];
+    await expect.poll(state, { timeout: 20_000 }).toEqual({ claimed: true, started: false });
+    await a.close();
+    // before: unknown, its row left, and it ran once the first call ended, its sender gone
+    expect(await sent).toEqual({ status: "timeout" });
+    expect(await state()).toBeUndefined();
+    release.open();
+    expect(await first).toEqual({ status: "ok", result: "done" });
+    // a third call of the session runs after the second's turn came and went
+    expect(await other.send("host-b", call("s1", { n: 3 }), LONG)).toEqual({ status: "ok", result: "done" });
+    expect(ran).toEqual([{ n: 1 }, { n: 3 }]);
+  });
+
+  it("never tells retryable a call whose target's start holds it as the sender closes: the take-back waits for the start, finds it begun, and the call runs once", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, closeTakeBackMs: SETTLED });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    inbox.forget(a);
+    // b's start stops inside its transaction, the row updated and locked
+    const starts = await holdWrites(inbox.schema, "forwarded_calls", "UPDATE OF started");
+    cleanups.push(() => starts.end());
+    // b's claim committed, its answer held before b sees it: the hold then catches the start only
+    const claim = holdNextQuery("SET claimed_at = clock_timestamp()", "answer", {
+      when: (answer) => answer.rows.some((row: { call_id: string | null }) => row.call_id !== null),
+    });
+    const { ran, release, handler } = heldHandler("done");
+    release.open();
+    b.serve("host-b", handler);
+    const sent = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await claim.held;
+    await starts.hold();
+    claim.release();
+    await starts.waitFor("held");
+    const closing = a.close();
+    await Promise.race([starts.waitFor("behind"), sent]).catch(() => undefined);
+    await starts.release();
+    await closing;
+    // the start went through: the call runs, so its caller must not be told to send it again
     await expect.poll(() => ran, { timeout: 20_000 }).toEqual([{ n: 1 }]);
     expect(await sent).toEqual(UNKNOWN);
   });

@@ -228,6 +228,25 @@ describe.skipIf(!pgUrl)("PostgreSQL call inbox: serving, stopping and closing", 
     expect(ran).toEqual([{ n: 1 }]);
   });
 
+  it("the longest wait on a claimed call counts from when its caller's wait began: a call routed again waits no longer in all", async () => {
+    inbox.fresh();
+    const a = await inbox.open({ pollMs: NO_POLL, claimedWaitMs: LONG });
+    const b = await inbox.open({ pollMs: NO_POLL });
+    const { started, release, ran, handler } = heldHandler();
+    b.serve("host-b", handler);
+    const first = a.send("host-b", call("s1", { n: 1 }), LONG);
+    await started.promise;
+    // its caller has waited the longest wait already (earlier routes): past this send's forward
+    // wait it is not waited on for another; claimed behind the first, not begun, it is taken back
+    const second = call("s1", { n: 2 });
+    const outcome = await a.send("host-b", second, 200, undefined, Date.now() - LONG);
+    expect(outcome).toEqual({ status: "not_begun" });
+    expect(await inbox.callIds()).not.toContain(second.callId);
+    release.open();
+    expect(await first).toEqual({ status: "ok", result: { n: 1 } });
+    expect(ran).toEqual([{ n: 1 }]);
+  });
+
   it("a call withdrawn once claimed and not begun (its target stopped serving as it took it) is taken back at once, withdrawn, not unknown: it never ran", async () => {
     inbox.fresh();
     const a = await inbox.open({ pollMs: NO_POLL, claimedReplyGraceMs: 1_000 });
