@@ -29,6 +29,8 @@ export interface MuxProxy {
    * instead, both ends at once, as a path that dies while the frame is on its way.
    */
   cutOn(pick: (frame: HostFrameSeen) => boolean): void;
+  /** Cuts every socket open through the proxy, both ends at once; the page may connect again. */
+  cut(): void;
   close(): Promise<void>;
 }
 
@@ -126,6 +128,10 @@ export async function startMuxProxy(target: string, options: MuxProxyOptions = {
     },
     cutOn(choose) {
       cut = choose;
+    },
+    cut() {
+      for (const s of sockets) s.terminate();
+      sockets.clear();
     },
     async close() {
       for (const s of sockets) s.terminate();

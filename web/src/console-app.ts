@@ -9,6 +9,7 @@ import { markStale } from "./last-known.js";
 import { connectionLabel, renderJobs, renderQueue } from "./live-panel-view.js";
 import { promptTooLong } from "./prompt-size.js";
 import { QueuedPromptEdit } from "./queued-prompt-edit.js";
+import { RetryWait } from "./retry-wait.js";
 import { activityLabel, activityOf, rowWithActivity } from "./session-activity.js";
 import type { SessionCache } from "./session-cache.js";
 import { SessionListModel } from "./session-list-model.js";
@@ -37,6 +38,9 @@ export class ConsoleApp {
   private readonly transcriptView: TranscriptView;
   private readonly dismissals: DismissalActions;
   private readonly drafts: ComposerDrafts;
+  /** The wait before the list is read again after a failed read, and its timer. */
+  private readonly listRetry = new RetryWait();
+  private listRetryTimer: ReturnType<typeof setTimeout> | undefined;
   /** Sends whose answer never came, by session: their text, if sent again, goes with the same id. */
   private readonly unconfirmed = new UnconfirmedPrompts();
   /** What the card, queue and keyboard handlers may use. */
@@ -209,7 +213,7 @@ export class ConsoleApp {
     if (state.name === "open") {
       // Notifications carry no sequence: anything missed while away is recovered by a fresh list.
       this.el.authNotice.hidden = true;
-      void this.list.refresh().catch((e: unknown) => this.toast(`Could not load sessions: ${String(e)}`));
+      this.refreshList();
     }
     if (state.name === "unauthorized") {
       this.el.authMessage.textContent =
@@ -225,6 +229,26 @@ export class ConsoleApp {
       this.toast(`The host now speaks protocol ${state.protocol}, this page protocol 1: reload the page.`);
     }
     this.schedule();
+  }
+
+  /**
+   * Reads the list afresh. A read the host failed (its database away a moment) is made again
+   * after a `RetryWait` while the socket stays up: the list would otherwise keep what the tab
+   * knew before the reconnect, sessions deleted meanwhile included, until the next one.
+   */
+  private refreshList(): void {
+    const list = this.list;
+    clearTimeout(this.listRetryTimer);
+    list.refresh().then(
+      () => this.listRetry.reset(),
+      (e: unknown) => {
+        this.toast(`Could not load sessions: ${String(e)}`);
+        this.listRetryTimer = setTimeout(() => {
+          // offline, the next open reads it; a new token's list reads its own
+          if (list === this.list && this.online) this.refreshList();
+        }, this.listRetry.next());
+      },
+    );
   }
 
   private drawConnection(): void {
@@ -644,7 +668,11 @@ export class ConsoleApp {
       this.focusAfterDraw = el.newSession;
       const list = this.list;
       // shown gone at once; a delete that failed may have left it on the host, which a fresh list says
-      const undo = () => void list.deleteFailed(s.sessionId).catch(() => undefined);
+      const undo = () => {
+        if (list !== this.list) return;
+        list.deleteFailed(s.sessionId);
+        this.refreshList();
+      };
       this.run("Delete", () => this.link.remove(s.sessionId), undo);
     });
     el.transcript.addEventListener("click", (e) => answerCard(this.actions, e.target as HTMLElement));

@@ -298,13 +298,12 @@ export class SessionListModel {
 
   /**
    * A delete made here failed: the host may still have the session (the call was refused, or its
-   * socket died on the way), so it is no longer kept off the list, and a fresh snapshot says
-   * whether it is there.
+   * socket died on the way), so it is no longer kept off the list; the next snapshot says whether
+   * it is there.
    */
-  deleteFailed(sessionId: string): Promise<void> {
+  deleteFailed(sessionId: string): void {
     this.version += 1;
     this.removed.delete(sessionId);
-    return this.refresh();
   }
 
   /** Moves a row between the list and the dismissed ones (a local action, or another tab's). */
