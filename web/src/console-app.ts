@@ -481,14 +481,9 @@ export class ConsoleApp {
           this.toast(
             `Send not confirmed (${code}): the host may have the prompt; sending the same text again will not repeat it.`,
           );
-          return;
         }
-        this.unconfirmed.settle(sessionId, clientMessageId);
       },
-      () => {
-        this.unconfirmed.settle(sessionId, clientMessageId);
-        giveBack();
-      },
+      giveBack,
     );
   }
 

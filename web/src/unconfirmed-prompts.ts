@@ -9,20 +9,20 @@ import { newClientMessageId } from "../../src/client/index.js";
 export class UnconfirmedPrompts {
   private readonly prompts = new Map<string, { text: string; clientMessageId: string }>();
 
-  /** The id to send `text` to `sessionId` with: the unconfirmed one's for the same text, else a new one. */
+  /**
+   * The id to send `text` to `sessionId` with: the unconfirmed one's for the same text, else a new
+   * one. Either way the session's next send uses it up: a text typed again after another prompt
+   * went is a new prompt, never answered by an old record.
+   */
   idFor(sessionId: string, text: string): string {
     const kept = this.prompts.get(sessionId);
+    this.prompts.delete(sessionId);
     return kept?.text === text ? kept.clientMessageId : newClientMessageId();
   }
 
   /** The host never answered this send: it may have the prompt. */
   keep(sessionId: string, text: string, clientMessageId: string): void {
     this.prompts.set(sessionId, { text, clientMessageId });
-  }
-
-  /** The host answered (or refused) the send with this id: nothing about it is unknown any more. */
-  settle(sessionId: string, clientMessageId: string): void {
-    if (this.prompts.get(sessionId)?.clientMessageId === clientMessageId) this.prompts.delete(sessionId);
   }
 }
 
