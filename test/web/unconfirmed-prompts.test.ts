@@ -28,5 +28,6 @@ describe("console prompts whose answer never came", () => {
     expect(outcomeUnknown({ code: "timeout", data: { sent: false } })).toBe(false);
     expect(outcomeUnknown({ code: "queue_full", data: { max: 10 } })).toBe(false);
     expect(outcomeUnknown(new Error("boom"))).toBe(false);
+    expect(outcomeUnknown(undefined)).toBe(false);
   });
 });

@@ -31,6 +31,6 @@ export class UnconfirmedPrompts {
  * after its frame went out (`data.sent`), or one the host says it cannot tell (`outcome_unknown`).
  */
 export function outcomeUnknown(error: unknown): boolean {
-  const { code, data } = error as { code?: string; data?: { sent?: unknown } };
+  const { code, data } = (error ?? {}) as { code?: string; data?: { sent?: unknown } };
   return code === "outcome_unknown" || data?.sent === true;
 }
