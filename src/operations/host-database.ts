@@ -120,9 +120,11 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
       ...listening,
       queryWatch: watch,
     });
+    const writer = store;
     inbox = await PgCallInbox.open(target.url, {
       ...options.callInbox,
       schema: target.schema,
+      writesRefused: () => writer.buildOutdated(),
       ...listening,
       queryWatch: watch,
     });

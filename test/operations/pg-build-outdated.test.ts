@@ -2,36 +2,66 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { openHostDatabase } from "../../src/operations/host-database.js";
+import type { ForwardedCall } from "../../src/store/call-inbox.js";
+import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { dropSchema } from "../store/contract/backends.js";
+import { call } from "../store/postgres/call-inbox-rows.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
 
 /**
  * A host on PostgreSQL whose schema gained an entry that needs hosts of its build stopped, by
  * means that did not wait for it to stop (written by hand, or by a build without that check):
  * `/readyz`'s check reads the schema's entries with the server's state, so the host answers not
- * ready `build_outdated` and refuses every write from then on. An entry that needs no stop
- * changes nothing.
+ * ready `build_outdated` and refuses every write from then on, forwarding no call and claiming
+ * none. An entry that needs no stop changes nothing.
  */
 
 const pgUrl = inject("pgUrl");
 const cleanups = cleanupsAfterEach();
 const metrics = { committed: () => undefined };
 
+/** A host database on a schema of its own, and a way to add entries to the schema by hand. */
+async function hostOnSchema() {
+  const schema = `outdated_${randomBytes(6).toString("hex")}`;
+  cleanups.push(() => dropSchema(pgUrl!, schema));
+  const database = await openHostDatabase({ db: pgUrl!, schema, hostId: "h1", metrics });
+  cleanups.push(() => database.close());
+  const admin = new pg.Client({ connectionString: pgUrl! });
+  await admin.connect();
+  cleanups.push(() => admin.end());
+  const later = (version: number, stops: boolean) =>
+    admin.query(`INSERT INTO "${schema}".schema_migrations (version, stops_earlier_builds) VALUES ($1, $2)`, [
+      version,
+      stops,
+    ]);
+  return { schema, database, admin, later };
+}
+
 describe.skipIf(!pgUrl)("a host whose schema moved past its build", { timeout: 60_000 }, () => {
+  it("forwards no call, and claims none addressed to it, once an entry stops its build", async () => {
+    const { schema, database, admin, later } = await hostOnSchema();
+    const inbox = database.shared!.inbox;
+    // a host of the newer build, forwarding calls to this one
+    const newer = await PgCallInbox.open(pgUrl!, { schema });
+    cleanups.push(() => newer.close());
+    const ran: ForwardedCall[] = [];
+    inbox.serve("h1", async (forwarded) => {
+      ran.push(forwarded);
+      return { status: "ok", result: null };
+    });
+    expect(await newer.send("h1", call("s1"), 20_000)).toEqual({ status: "ok", result: null });
+    await later(PG_SCHEMA_VERSION + 1, true);
+    await expect(database.ready()).rejects.toMatchObject({ code: "build_outdated" });
+    await expect(inbox.send("h2", call("s2"), 20_000)).rejects.toMatchObject({ code: "host_shutting_down" });
+    // not claimed while its sender waits: taken back, for the session's next owner
+    expect(await newer.send("h1", call("s3"), 2_000)).toEqual({ status: "timeout" });
+    expect(ran.map((forwarded) => forwarded.sessionId)).toEqual(["s1"]);
+    expect(await admin.query(`SELECT 1 FROM "${schema}".forwarded_calls`)).toMatchObject({ rowCount: 0 });
+  });
+
   it("answers not ready build_outdated and refuses writes host_shutting_down once an entry stops its build", async () => {
-    const schema = `outdated_${randomBytes(6).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    const database = await openHostDatabase({ db: pgUrl!, schema, hostId: "h1", metrics });
-    cleanups.push(() => database.close());
-    const admin = new pg.Client({ connectionString: pgUrl! });
-    await admin.connect();
-    cleanups.push(() => admin.end());
-    const later = (version: number, stops: boolean) =>
-      admin.query(
-        `INSERT INTO "${schema}".schema_migrations (version, stops_earlier_builds) VALUES ($1, $2)`,
-        [version, stops],
-      );
+    const { schema, database, admin, later } = await hostOnSchema();
     await database.ready();
     // a later entry that earlier builds may run beside: still ready, still writing
     await later(PG_SCHEMA_VERSION + 1, false);

@@ -47,6 +47,12 @@ export interface PgCallInboxOptions extends Partial<CallInboxLimits> {
   queryCheckMs?: number;
   /** The watch the host's other pools on this database share, in place of one every `queryCheckMs`. */
   queryWatch?: QueryWatch;
+  /**
+   * Why this host may no longer write (its store's `buildOutdated`): while it answers an error, a
+   * call is not forwarded (refused with it) and no call addressed here is claimed (each waits for
+   * the host's leases to lapse, then its sender routes it again). @default never
+   */
+  writesRefused?: () => Error | undefined;
 }
 
 /** See `PgCallInboxOptions.claimedReplyGraceMs`: a reply is one UPDATE after its call ran. */
@@ -74,6 +80,7 @@ export class PgCallInbox implements CallInbox {
   readonly #sender: PgForwardedCallSender;
   readonly #owner: PgForwardedCallOwner;
   readonly #timer: NodeJS.Timeout;
+  readonly #writesRefused: () => Error | undefined;
   #client: pg.Client | undefined;
   #connecting: Promise<void> | undefined;
   #ticks = 0;
@@ -92,10 +99,16 @@ export class PgCallInbox implements CallInbox {
       claimedWaitMs: options.claimedWaitMs ?? CALL_INBOX_LIMITS.claimedWaitMs,
       closeTakeBackMs: options.closeTakeBackMs ?? CLOSE_TAKE_BACK_MS,
     });
-    this.#owner = new PgForwardedCallOwner(pool, this.#channel, {
-      maxServing: options.maxServing ?? CALL_INBOX_LIMITS.maxServing,
-      maxServingBytes: options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes,
-    });
+    this.#writesRefused = options.writesRefused ?? (() => undefined);
+    this.#owner = new PgForwardedCallOwner(
+      pool,
+      this.#channel,
+      {
+        maxServing: options.maxServing ?? CALL_INBOX_LIMITS.maxServing,
+        maxServingBytes: options.maxServingBytes ?? CALL_INBOX_LIMITS.maxServingBytes,
+      },
+      () => this.#writesRefused() === undefined,
+    );
     this.#timer = setInterval(() => this.#poll(), options.pollMs ?? 1000);
     this.#timer.unref();
   }
@@ -154,6 +167,8 @@ export class PgCallInbox implements CallInbox {
     withdraw?: AbortSignal,
     waitingSince?: number,
   ): Promise<ForwardOutcome> {
+    const refused = this.#writesRefused();
+    if (refused) return Promise.reject(refused);
     return this.#sender.send(targetHost, call, timeoutMs, withdraw, waitingSince);
   }
 

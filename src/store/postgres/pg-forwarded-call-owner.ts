@@ -64,6 +64,8 @@ export class PgForwardedCallOwner {
     pool: pg.Pool,
     channel: string,
     limits: Pick<CallInboxLimits, "maxServing" | "maxServingBytes">,
+    /** Whether this host may write (see `PgCallInboxOptions.writesRefused`): else it claims nothing. */
+    private readonly writable: () => boolean = () => true,
   ) {
     this.#pool = pool;
     this.#channel = channel;
@@ -146,9 +148,9 @@ export class PgForwardedCallOwner {
       this.#redrain.add(hostId);
       return;
     }
-    // a host that stopped serving (or closed) claims no more: a drain under way ends before its
-    // next claim
-    const serving = () => !this.#closed && this.#served.has(hostId);
+    // a host that stopped serving (or closed, or may no longer write) claims no more: a drain
+    // under way ends before its next claim
+    const serving = () => !this.#closed && this.#served.has(hostId) && this.writable();
     const run = async () => {
       do {
         this.#redrain.delete(hostId);
