@@ -25,8 +25,8 @@ export function meteredCalls(host: HostApi, meter: CallMeter): HostApi {
       meter.observe({ method, outcome }, (performance.now() - started) / 1000);
     }
   }
-  const call: HostApi["call"] = (principal, method, params) =>
-    timed(method, () => host.call(principal, method, params));
+  const call: HostApi["call"] = (principal, method, params, signal) =>
+    timed(method, () => host.call(principal, method, params, signal));
   const openAttachment: HostApi["openAttachment"] = (principal, method, params) =>
     timed(method, () => host.openAttachment(principal, method, params));
   return new Proxy(host, {

@@ -32,7 +32,13 @@ const MAX_ROUTES = 4;
 const LEASE_RECHECK_MIN_MS = 1_000;
 
 /** Runs a parsed call here, through this host's activation policy and handlers. */
-export type LocalRun = (principal: Principal, method: CallMethod, params: unknown) => Promise<unknown>;
+/** Runs a call on this host; `signal` fires when its caller is gone (see `HostApi.call`). */
+export type LocalRun = (
+  principal: Principal,
+  method: CallMethod,
+  params: unknown,
+  signal?: AbortSignal,
+) => Promise<unknown>;
 
 export interface CallRouterOptions {
   hostId: string;
@@ -86,9 +92,14 @@ export class CallRouter {
     this.#timeoutMs = options.forwardTimeoutMs ?? DEFAULT_FORWARD_TIMEOUT_MS;
   }
 
-  async call(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
+  async call(
+    principal: Principal,
+    method: CallMethod,
+    params: unknown,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const { run } = this.#options;
-    if (!routed(method)) return run(principal, method, params);
+    if (!routed(method)) return run(principal, method, params, signal);
     // the inbox's longest wait on a claimed call counts from here, however often it is routed
     const waitingSince = Date.now();
     for (let attempt = 0; attempt < MAX_ROUTES; attempt++) {
@@ -97,7 +108,7 @@ export class CallRouter {
       const holder = sessionId === null ? null : await this.#owner(sessionId);
       if (holder === null || sessionId === null) {
         try {
-          return await run(principal, method, params);
+          return await run(principal, method, params, signal);
         } catch (err) {
           if (err instanceof NotOwner) continue;
           throw err;

@@ -18,8 +18,17 @@ export interface HostApi {
   /** Read-only view of live state (pending interactions, queues, jobs, agent status). */
   readonly live: LiveState;
 
-  /** Params must already be validated against the method's schema. */
-  call<M extends CallMethod>(principal: Principal, method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
+  /**
+   * Params must already be validated against the method's schema. `signal` fires when nobody
+   * waits for the answer any more (the caller's socket closed): a search still waiting for its
+   * turn is then dropped, never run.
+   */
+  call<M extends CallMethod>(
+    principal: Principal,
+    method: M,
+    params: ParamsOf<M>,
+    signal?: AbortSignal,
+  ): Promise<ResultOf<M>>;
 
   /**
    * Cold check that `principal` may read `sessionId`: throws `session_not_found` (also for another

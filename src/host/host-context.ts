@@ -37,11 +37,13 @@ export interface HostContext {
   readonly prompts: Map<string, Promise<ResultOf<"session.prompt">>>;
 }
 
+/** A §4 call's work; `signal` fires when its caller is gone (see `HostApi.call`). */
 export type MethodHandler<M extends CallMethod> = (
   ctx: HostContext,
   resolvers: Resolvers,
   principal: Principal,
   params: ParamsOf<M>,
+  signal?: AbortSignal,
 ) => Promise<ResultOf<M>>;
 
 export type HandlerTable = { [M in CallMethod]: MethodHandler<M> };

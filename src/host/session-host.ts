@@ -160,7 +160,7 @@ export class SessionHost implements HostApi {
           logger: this.#logger,
           agents: () => this.#agents,
           registry: () => this.#registry,
-          run: (principal, method, params) => this.#run(principal, method, params),
+          run: (principal, method, params, signal) => this.#run(principal, method, params, signal),
           resumeUnowned: (sessionId) => this.#resumeUnowned(sessionId),
           closeAbandoned: () => this.#closeAbandoned(),
           closing: () => this.#closing,
@@ -370,21 +370,23 @@ export class SessionHost implements HostApi {
     principal: Principal,
     method: M,
     params: ParamsOf<M>,
+    signal?: AbortSignal,
   ): Promise<ResultOf<M>> {
     this.#refuseWhileClosing();
     if (!isMethodName(method) || Methods[method].kind !== "call") {
       throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
     }
     const parsed = paramsValidator(method).parse(params) as ParamsOf<M>;
-    if (this.#cluster) return (await this.#cluster.router.call(principal, method, parsed)) as ResultOf<M>;
-    return (await this.#run(principal, method, parsed)) as ResultOf<M>;
+    if (this.#cluster)
+      return (await this.#cluster.router.call(principal, method, parsed, signal)) as ResultOf<M>;
+    return (await this.#run(principal, method, parsed, signal)) as ResultOf<M>;
   }
 
   /** Runs a parsed call on this host, through its activation policy and handlers. */
-  #run(principal: Principal, method: CallMethod, params: unknown): Promise<unknown> {
+  #run(principal: Principal, method: CallMethod, params: unknown, signal?: AbortSignal): Promise<unknown> {
     const handler = HANDLERS[method] as (...args: unknown[]) => Promise<unknown>;
     return this.#policy.run(ActivationTable[method], (resolvers) =>
-      handler(this.#ctx, resolvers, principal, params),
+      handler(this.#ctx, resolvers, principal, params, signal),
     );
   }
 

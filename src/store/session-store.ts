@@ -1,6 +1,7 @@
 import type { LastState, NewEvent, PageResult, SessionEvent, SessionHeader } from "../../protocol/index.js";
 import type { DismissalFilter, DismissalStore } from "./dismissals.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
+import type { ReadAsker } from "./fair-turns.js";
 import type { SessionLease } from "./session-lease.js";
 
 /**
@@ -45,10 +46,16 @@ export interface SessionStore extends DismissalStore {
     envelope?: Uint8Array,
   ): Promise<EncodedReadOutcome>;
   list(query: ListQuery): Promise<{ rows: SessionProjection[]; next?: string }>;
+  /**
+   * Message text search: with an `owner`, over its sessions alone. Searches run a few at a time,
+   * taken in turns by `asker` (its principal), and one whose asker's signal fires while it waits
+   * is dropped, never run, and fails `aborted`.
+   */
   search(
     query: string,
     limit: number,
     owner?: string,
+    asker?: ReadAsker,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]>;
   isRetired(sessionId: string): Promise<boolean>;
   /**

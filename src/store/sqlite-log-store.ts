@@ -7,6 +7,7 @@ import { AttachmentSweeper } from "./attachment-sweeper.js";
 import { CommitListeners, type GlobalCommitListener, type StoreFaultLog } from "./commit-listeners.js";
 import type { DatabaseLock } from "./database-lock.js";
 import type { DismissalOutcome } from "./dismissals.js";
+import type { ReadAsker } from "./fair-turns.js";
 import { finalCheckpoint } from "./final-checkpoint.js";
 import { GroupCommit, type GroupCommitStats, type WriteOperation } from "./group-commit.js";
 import { isStorageFailure, persistenceFailure } from "./io-errors.js";
@@ -268,14 +269,18 @@ export class SqliteLogStore implements SessionStore {
     return this.read(() => this.reads.list(query));
   }
 
-  /** Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. */
+  /**
+   * Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`. Its
+   * statements take their turns on the read thread by `asker` (see `SqliteReadThread`).
+   */
   async search(
     query: string,
     limit: number,
     owner?: string,
+    asker?: ReadAsker,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
     try {
-      return await this.reads.search(query, limit, owner);
+      return await this.reads.search(query, limit, owner, asker);
     } catch (err) {
       throw isStorageFailure(err) ? persistenceFailure(err) : err;
     }

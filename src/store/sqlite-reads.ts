@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import { Limits, type SessionEvent } from "../../protocol/index.js";
 import { type EncodedRow, encodeEventArrays, readBudget } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
+import type { ReadAsker } from "./fair-turns.js";
 import type { ListQueries } from "./list-query.js";
 import { decodeRow, type StoredRow } from "./log-writer.js";
 import { searchTerms } from "./postgres/pg-search-terms.js";
@@ -174,46 +175,53 @@ export class SqliteReads {
    * so others' matches between the owner's first and last indexed message are still read past,
    * not ranked. Matches whose text passes the ranked text's budget for the query's words
    * (`ranksMatches`) come newest first, unranked. With a read thread, all of it runs there, off the
-   * event loop (see `SqliteReadThread`).
+   * event loop, each statement in `asker`'s turn (see `SqliteReadThread`).
    */
-  async search(query: string, limit: number, owner?: string): Promise<SearchHit[]> {
+  async search(query: string, limit: number, owner?: string, asker?: ReadAsker): Promise<SearchHit[]> {
     const match = toFtsQuery(query);
     if (match === null) return [];
     const words = searchTerms(query);
     const terms = JSON.stringify(words);
     const bound = Limits.maxSearchMatches + 1;
     if (owner === undefined) {
-      const { matches, bytes } = await this.runRead<Matched>(this.statements.searchMatches, "get", [
-        match,
-        bound,
-      ]);
+      const { matches, bytes } = await this.runRead<Matched>(
+        this.statements.searchMatches,
+        "get",
+        [match, bound],
+        asker,
+      );
       if (matches > Limits.maxSearchMatches) throw searchTooBroad();
       const statement = ranksMatches(bytes, words) ? this.statements.search : this.statements.searchNewest;
-      return this.runRead<SearchHit[]>(statement, "all", [terms, match, limit]);
+      return this.runRead<SearchHit[]>(statement, "all", [terms, match, limit], asker);
     }
     const { lo, hi } = await this.runRead<{ lo: number | null; hi: number | null }>(
       this.statements.searchOwnedRange,
       "get",
       [owner],
+      asker,
     );
     if (lo === null || hi === null) return [];
-    const { matches, bytes } = await this.runRead<Matched>(this.statements.searchMatchesOwned, "get", [
-      match,
-      lo,
-      hi,
-      owner,
-      bound,
-    ]);
+    const { matches, bytes } = await this.runRead<Matched>(
+      this.statements.searchMatchesOwned,
+      "get",
+      [match, lo, hi, owner, bound],
+      asker,
+    );
     if (matches > Limits.maxSearchMatches) throw searchTooBroad();
     const statement = ranksMatches(bytes, words)
       ? this.statements.searchOwned
       : this.statements.searchOwnedNewest;
-    return this.runRead<SearchHit[]>(statement, "all", [terms, match, lo, hi, owner, limit]);
+    return this.runRead<SearchHit[]>(statement, "all", [terms, match, lo, hi, owner, limit], asker);
   }
 
-  /** On the read thread when the store has one, else here. */
-  private runRead<T>(statement: Database.Statement, mode: ReadMode, params: readonly unknown[]): Promise<T> {
-    if (this.thread) return this.thread.run<T>(statement, mode, params);
+  /** On the read thread when the store has one, in `asker`'s turn, else here. */
+  private runRead<T>(
+    statement: Database.Statement,
+    mode: ReadMode,
+    params: readonly unknown[],
+    asker?: ReadAsker,
+  ): Promise<T> {
+    if (this.thread) return this.thread.run<T>(statement, mode, params, asker);
     return Promise.resolve((mode === "all" ? statement.all(...params) : statement.get(...params)) as T);
   }
 

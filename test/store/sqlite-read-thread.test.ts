@@ -86,6 +86,51 @@ describe("SqliteReadThread", () => {
     expect(read.started).toBe(2);
   });
 
+  it("takes reads in turns by asker: one asker's many reads never hold another's one behind them all", async () => {
+    const { db, path } = database();
+    const read = thread(path);
+    // a read that takes a while on the thread, so the others wait for it
+    const slow = db
+      .prepare(
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) FROM c",
+      )
+      .pluck();
+    const quick = db.prepare("SELECT count(*) FROM n").pluck();
+    const answered: string[] = [];
+    const greedy = Array.from({ length: 8 }, (_, i) =>
+      read.run(slow, "pluck", [200_000], { name: "alice" }).then(() => answered.push(`alice ${i}`)),
+    );
+    const other = read.run(quick, "pluck", [], { name: "bob" }).then(() => answered.push("bob"));
+    await Promise.all([...greedy, other]);
+    // the read running when bob asked, then bob's: in arrival order it came after all eight
+    expect(answered.indexOf("bob")).toBe(1);
+  });
+
+  it("never sends a read whose asker left while it waited, and fails it aborted", async () => {
+    const { db, path } = database();
+    const read = thread(path);
+    const slow = db
+      .prepare(
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) FROM c",
+      )
+      .pluck();
+    const running = read.run<number>(slow, "pluck", [200_000], { name: "alice" });
+    const left = new AbortController();
+    const waiting = Array.from({ length: 4 }, () =>
+      read.run(slow, "pluck", [200_000], { name: "alice", signal: left.signal }),
+    );
+    left.abort();
+    for (const outcome of await Promise.allSettled(waiting))
+      expect(outcome).toMatchObject({ status: "rejected", reason: { code: "aborted" } });
+    expect(await running).toBe(200_000);
+    // asked after the caller left: refused at once too
+    await expect(read.run(slow, "pluck", [1], { name: "alice", signal: left.signal })).rejects.toMatchObject({
+      code: "aborted",
+    });
+    expect(await read.run<number>(db.prepare("SELECT count(*) FROM n").pluck(), "pluck", [])).toBe(10);
+    expect(read.ran).toBe(2);
+  });
+
   it("keeps no process alive once idle, and answers before letting it end", () => {
     const dir = tempDir("sessionmux-read-thread-");
     cleanups.push(() => dir.remove());

@@ -45,11 +45,13 @@ export const page: MethodHandler<"session.page"> = async (ctx, resolvers, princi
   };
 };
 
-export const search: MethodHandler<"session.search"> = async (ctx, _r, principal, params) => {
+/** Searches take their turns by principal, and one whose caller left while it waited is dropped. */
+export const search: MethodHandler<"session.search"> = async (ctx, _r, principal, params, signal) => {
   const hits = await ctx.store.search(
     params.query,
     params.limit ?? 20,
     principal.admin ? undefined : principal.name,
+    signal ? { name: principal.name, signal } : { name: principal.name },
   );
   return { hits };
 };

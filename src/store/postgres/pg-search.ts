@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { Limits } from "../../../protocol/index.js";
+import type { FairTurns, ReadAsker } from "../fair-turns.js";
 import { ranksMatches } from "../search-rank-budget.js";
 import { searchSnippet } from "../search-snippet.js";
 import { searchTooBroad } from "../search-too-broad.js";
@@ -78,21 +79,24 @@ const MATCHES_OWNED = matchesSql(true);
  * `owner`, only the pieces of its sessions count. Pieces whose text passes the ranked text's budget
  * for the query's words (`ranksMatches`) come newest first, unranked, as on SQLite. Each statement
  * runs at most `timeoutMs` on the database, which cancels it past that: the search is then
- * `overloaded` (see `searchTimedOut`).
+ * `overloaded` (see `searchTimedOut`). With `turns`, the search takes its connection only in
+ * `asker`'s turn (see `FairTurns`), so searches hold no more connections than its slots, and one
+ * whose asker left while it waited never takes one.
  */
 export async function searchMessages(
   pool: pg.Pool,
   query: string,
   limit: number,
-  owner?: string,
-  timeoutMs = SEARCH_STATEMENT_TIMEOUT_MS,
+  options: SearchOptions = {},
 ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
+  const { owner, timeoutMs = SEARCH_STATEMENT_TIMEOUT_MS, turns, asker = { name: "" } } = options;
   const words = searchTerms(query);
   const match = toTsQuery(words);
   if (match === null) return [];
   const bound = Limits.maxSearchMatches + 1;
   const params = owner === undefined ? [match, limit] : [match, limit, owner];
-  const rows = await boundedReadOn(pool, timeoutMs, async (client) => {
+  const read = () => boundedReadOn(pool, timeoutMs, rankedOn);
+  const rankedOn = async (client: pg.PoolClient) => {
     const counted =
       owner === undefined
         ? await client.query<Matched>(MATCHES, [match, bound])
@@ -104,7 +108,8 @@ export async function searchMessages(
       ? await client.query<Hit>(owner === undefined ? SEARCH : SEARCH_OWNED, [...params, toRankQuery(words)])
       : await client.query<Hit>(owner === undefined ? NEWEST : NEWEST_OWNED, params);
     return result.rows;
-  }).catch((err: unknown) => {
+  };
+  const rows = await (turns ? turns.run(asker, read) : read()).catch((err: unknown) => {
     throw isStatementTimeout(err) ? searchTimedOut(timeoutMs) : err;
   });
   if (rows === null) throw searchTooBroad();
@@ -116,6 +121,18 @@ export async function searchMessages(
     hits.push({ sessionId, seq, snippet: searchSnippet(text, words) });
   }
   return hits;
+}
+
+/** Whose search it is, how long its statements may run, and the turns it takes its connection in. */
+export interface SearchOptions {
+  /** Only this principal's sessions are searched. */
+  owner?: string;
+  /** @default SEARCH_STATEMENT_TIMEOUT_MS */
+  timeoutMs?: number;
+  /** The turns searches take connections in; none: at once. */
+  turns?: FairTurns;
+  /** @default the host's own (no name) */
+  asker?: ReadAsker;
 }
 
 /** A matching piece as the search reads it. */

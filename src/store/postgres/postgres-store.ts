@@ -5,6 +5,7 @@ import { readWhole } from "../attachment-chunks.js";
 import { closeEvery } from "../close-every.js";
 import type { GlobalCommitListener } from "../commit-listeners.js";
 import type { DismissalChange, DismissalOutcome } from "../dismissals.js";
+import { FairTurns, type ReadAsker } from "../fair-turns.js";
 import type { GroupCommitStats } from "../group-commit.js";
 import type {
   EnqueueInput,
@@ -62,6 +63,7 @@ import { PgReads } from "./pg-reads.js";
 import { MissingSchemaError, migrate, schemaExists } from "./pg-schema.js";
 import { PgSchemaFence } from "./pg-schema-fence.js";
 import { searchMessages } from "./pg-search.js";
+import { searchConnections } from "./pg-search-share.js";
 import { SEARCH_STATEMENT_TIMEOUT_MS } from "./pg-search-timeout.js";
 import { pgStorageProbe } from "./pg-storage-probe.js";
 import { PgWriteOperations } from "./pg-write-operations.js";
@@ -72,7 +74,10 @@ const STORE_IDENTITY = `SELECT d.oid::text || '.' || n.oid::text AS id FROM pg_d
 export interface PostgresStoreOptions {
   /** Schema holding the tables; created and migrated on open. @default "public" */
   schema?: string;
-  /** Pooled connections for reads and lease renewals; the group commit and LISTEN use one more each. @default 10 */
+  /**
+   * Pooled connections for reads and lease renewals, of which searches hold at most half (see
+   * `searchConnections`); the group commit and LISTEN use one more each. @default 10
+   */
   maxConnections?: number;
   /**
    * Create the schema and its tables when they are missing (`serve`, `migrate`); when false the
@@ -118,6 +123,9 @@ export interface PostgresStoreOptions {
   queryWatch?: QueryWatch;
 }
 
+/** The read pool's connections when `maxConnections` is not given. */
+const DEFAULT_POOL_SIZE = 10;
+
 type WatchWriter = (client: pg.PoolClient) => () => void;
 
 /**
@@ -158,6 +166,8 @@ export class PostgresSessionStore implements HostStore {
   private readonly purgesFound: Promise<void>;
   private readonly now: () => number;
   private readonly searchStatementTimeoutMs: number;
+  /** Searches take the read pool's connections in turns by principal, at most `searchConnections` at once. */
+  private readonly searchTurns: FairTurns;
   private closed: Promise<void> | undefined;
 
   private constructor(
@@ -174,6 +184,7 @@ export class PostgresSessionStore implements HostStore {
     const now = options.now ?? Date.now;
     this.now = now;
     this.searchStatementTimeoutMs = options.searchStatementTimeoutMs ?? SEARCH_STATEMENT_TIMEOUT_MS;
+    this.searchTurns = new FairTurns(searchConnections(options.maxConnections ?? DEFAULT_POOL_SIZE));
     this.attachments = new PgAttachmentChunks(pool);
     this.leases = new PgLeaseOperations(writer);
     this.writeOperations = new PgWriteOperations(writer, this.leases, now);
@@ -210,7 +221,7 @@ export class PostgresSessionStore implements HostStore {
   /** Connects, creates and migrates the schema (safe with concurrent openers) and starts listening. */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresSessionStore> {
     const schema = options.schema ?? "public";
-    const poolOptions = { schema, max: options.maxConnections ?? 10 };
+    const poolOptions = { schema, max: options.maxConnections ?? DEFAULT_POOL_SIZE };
     // every statement of a read, and every transaction of the group commit, is watched while it
     // waits (see `watchBackend`); a handshake, which waits on no lock, is bounded as the watch is
     const watch = options.queryWatch ?? queryWatch(url, options.queryCheckMs);
@@ -444,12 +455,21 @@ export class PostgresSessionStore implements HostStore {
     return pgRead(this.reads.list(query));
   }
 
+  /** Message text search, holding at most `searchConnections` of the read pool's connections at once. */
   search(
     query: string,
     limit: number,
     owner?: string,
+    asker?: ReadAsker,
   ): Promise<{ sessionId: string; seq: number; snippet: string }[]> {
-    return pgRead(searchMessages(this.pool, query, limit, owner, this.searchStatementTimeoutMs));
+    return pgRead(
+      searchMessages(this.pool, query, limit, {
+        ...(owner !== undefined ? { owner } : {}),
+        timeoutMs: this.searchStatementTimeoutMs,
+        turns: this.searchTurns,
+        ...(asker ? { asker } : {}),
+      }),
+    );
   }
 
   dismiss(sessionId: string, principal: string, at: number): Promise<DismissalOutcome> {

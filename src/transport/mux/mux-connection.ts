@@ -36,7 +36,8 @@ import { trailingBinaryHead } from "./trailing-binary.js";
 const LOG_READS_AT_ONCE = 8;
 
 type InFlight =
-  | { kind: "call" }
+  /** `gone` fires when the socket goes: nobody waits for the call's answer any more. */
+  | { kind: "call"; gone: AbortController }
   | { kind: "stream"; method: MethodName; stream: MuxStream; outlet: StreamOutlet };
 
 /**
@@ -130,6 +131,7 @@ export class MuxConnection {
     this.#gate.clear();
     this.writer.cancelDrain(this.#drained);
     for (const entry of [...this.#inFlight.values()]) {
+      if (entry.kind === "call") entry.gone.abort();
       if (entry.kind === "stream") {
         entry.stream.stop();
         entry.outlet.release();
@@ -141,6 +143,7 @@ export class MuxConnection {
   /** Host shutdown: every open stream ends with `host_shutting_down`. */
   shutDown(): void {
     for (const entry of [...this.#inFlight.values()]) {
+      if (entry.kind === "call") entry.gone.abort();
       if (entry.kind === "stream") {
         entry.stream.stop();
         entry.outlet.fail(
@@ -212,8 +215,9 @@ export class MuxConnection {
     }
     if (request.type === "call") {
       const { id, method, params } = request;
-      this.#inFlight.set(id, { kind: "call" });
-      if (!this.#gate.submit(() => this.#call(id, method as CallMethod, params))) {
+      const gone = new AbortController();
+      this.#inFlight.set(id, { kind: "call", gone });
+      if (!this.#gate.submit(() => this.#call(id, method as CallMethod, params, gone.signal))) {
         this.#inFlight.delete(id);
         this.#refuse(
           new SessionmuxError(
@@ -242,7 +246,7 @@ export class MuxConnection {
     this.#open(request.id, request.method, request.params);
   }
 
-  async #call(id: number, method: CallMethod, params: unknown): Promise<void> {
+  async #call(id: number, method: CallMethod, params: unknown, gone: AbortSignal): Promise<void> {
     try {
       if (method === "session.create" || method === "session.fork")
         this.#options.principalLimits.takeSessionCreation(this.#principal);
@@ -250,7 +254,7 @@ export class MuxConnection {
         await this.#sendAttachment(id, params as ParamsOf<"session.attachment">);
         return;
       }
-      const value = await this.#host.call(this.#principal, method, params as ParamsOf<typeof method>);
+      const value = await this.#host.call(this.#principal, method, params as ParamsOf<typeof method>, gone);
       if (!this.#closed) this.writer.sendFrame({ type: "result", id, value });
     } catch (err) {
       const error = toSessionmuxError(err);
