@@ -153,6 +153,13 @@ const PRINCIPAL_FLAGS = {
     fallback: DEFAULT_PRINCIPAL_LIMITS.maxStoredBytesPerPrincipal,
     min: 1,
   },
+  maxSearchesPerPrincipal: {
+    flag: "--max-searches-per-principal <n>",
+    env: "SESSIONMUX_MAX_SEARCHES_PER_PRINCIPAL",
+    description: "session.search calls a principal may have running at once (more is overloaded)",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.maxSearchesPerPrincipal,
+    min: 1,
+  },
 } as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
 
 /**
@@ -256,6 +263,7 @@ export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
     sessionCreatePerSecond: values.sessionCreatePerSecond,
     maxSessionsPerPrincipal: values.maxSessionsPerPrincipal,
     maxStoredBytesPerPrincipal: values.maxStoredBytesPerPrincipal,
+    maxSearchesPerPrincipal: values.maxSearchesPerPrincipal,
   };
 }
 

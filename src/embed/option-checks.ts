@@ -44,6 +44,7 @@ const GROUPS: {
     sessionCreatePerSecond: { fraction: true },
     maxSessionsPerPrincipal: COUNT,
     maxStoredBytesPerPrincipal: COUNT,
+    maxSearchesPerPrincipal: COUNT,
   },
   callInbox: {
     maxPending: COUNT,

@@ -20,6 +20,12 @@ export interface PrincipalLimitOptions {
    * attachments); past it a prompt, create, fork or upload is refused `storage_quota_exceeded`.
    */
   maxStoredBytesPerPrincipal: number;
+  /**
+   * @default 8 — `session.search` calls one (non-admin) principal may have running at once, across
+   * its sockets; one more is refused `overloaded`. A search holds the store's search capacity (the
+   * SQLite read thread's 64 reads, half the PostgreSQL pool) while it runs or waits for its turn.
+   */
+  maxSearchesPerPrincipal: number;
 }
 
 export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
@@ -28,6 +34,7 @@ export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
   sessionCreatePerSecond: 10,
   maxSessionsPerPrincipal: Limits.sessionsPerPrincipal,
   maxStoredBytesPerPrincipal: Limits.storedBytesPerPrincipal,
+  maxSearchesPerPrincipal: 8,
 };
 
 interface Bucket {
@@ -51,6 +58,8 @@ const BUCKETS_KEPT = 1_024;
 export class PrincipalLimits {
   readonly options: PrincipalLimitOptions;
   readonly #sockets = new Map<string, number>();
+  /** Searches running per principal; a name leaves the map at zero, so it holds only those searching. */
+  readonly #searches = new Map<string, number>();
   readonly #buckets = new Map<string, Bucket>();
   readonly #now: () => number;
   #pruneAt = BUCKETS_KEPT;
@@ -75,6 +84,32 @@ export class PrincipalLimits {
       const now = (this.#sockets.get(name) ?? 1) - 1;
       if (now === 0) this.#sockets.delete(name);
       else this.#sockets.set(name, now);
+    };
+  }
+
+  /**
+   * Counts one more search of `principal` until the returned release runs, or throws `overloaded`
+   * (`data: {limit: "searches_per_principal", max}`) when it already runs the most it may.
+   */
+  takeSearch(principal: Principal): () => void {
+    if (principal.admin) return () => {};
+    const { name } = principal;
+    const max = this.options.maxSearchesPerPrincipal;
+    const running = this.#searches.get(name) ?? 0;
+    if (running >= max)
+      throw new SessionmuxError(
+        "overloaded",
+        `at most ${max} searches of one principal run at once; wait for an answer, then retry`,
+        { data: { limit: "searches_per_principal", max } },
+      );
+    this.#searches.set(name, running + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const now = (this.#searches.get(name) ?? 1) - 1;
+      if (now === 0) this.#searches.delete(name);
+      else this.#searches.set(name, now);
     };
   }
 

@@ -93,6 +93,14 @@ const LIMITS = [
     min: 1,
   },
   {
+    key: "maxSearchesPerPrincipal",
+    to: ["principal"],
+    flag: "--max-searches-per-principal",
+    env: "SESSIONMUX_MAX_SEARCHES_PER_PRINCIPAL",
+    fallback: 8,
+    min: 1,
+  },
+  {
     key: "sessionCreateBurst",
     to: ["principal"],
     flag: "--session-create-burst",
@@ -338,6 +346,7 @@ describe("serve limit flags", () => {
       sessionCreatePerSecond: 10,
       maxSessionsPerPrincipal: 10_000,
       maxStoredBytesPerPrincipal: 1024 * 1024 * 1024,
+      maxSearchesPerPrincipal: 8,
     });
     expect(limits.inbox).toEqual({
       maxPending: 256,

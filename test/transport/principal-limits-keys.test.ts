@@ -37,6 +37,21 @@ describe("per-principal limits", () => {
     for (let i = 0; i < 5; i++) l.takeSessionCreation({ name: "alice", admin: true });
   });
 
+  it("count a principal's searches running by its name until each is released, the admin exempt", () => {
+    const { limits: l } = limits({ maxSearchesPerPrincipal: 2 });
+    const releases = [l.takeSearch(alice()), l.takeSearch(alice())];
+    expect(() => l.takeSearch(alice())).toThrow(
+      expect.objectContaining({ code: "overloaded", data: { limit: "searches_per_principal", max: 2 } }),
+    );
+    l.takeSearch({ name: "bob", admin: false });
+    for (let i = 0; i < 5; i++) l.takeSearch({ name: "alice", admin: true });
+    // a release counts once, however often it is called
+    releases[0]!();
+    releases[0]!();
+    l.takeSearch(alice());
+    expect(() => l.takeSearch(alice())).toThrow(expect.objectContaining({ code: "overloaded" }));
+  });
+
   it("keep a bounded number of buckets: a full one is dropped, one still refilling is not", () => {
     // a bucket of 2 refills 1 a second: one creation is refilled after 1 s, two after 2 s
     const { limits: l, clock } = limits({ sessionCreateBurst: 2, sessionCreatePerSecond: 1 });

@@ -247,9 +247,11 @@ export class MuxConnection {
   }
 
   async #call(id: number, method: CallMethod, params: unknown, gone: AbortSignal): Promise<void> {
+    let release: (() => void) | undefined;
     try {
       if (method === "session.create" || method === "session.fork")
         this.#options.principalLimits.takeSessionCreation(this.#principal);
+      if (method === "session.search") release = this.#options.principalLimits.takeSearch(this.#principal);
       if (method === "session.attachment") {
         await this.#sendAttachment(id, params as ParamsOf<"session.attachment">);
         return;
@@ -261,6 +263,7 @@ export class MuxConnection {
       if (error.code === "internal_error") this.#logInternal(err, method);
       if (!this.#closed) this.writer.sendFrame({ type: "error", id, error: error.toWire() });
     } finally {
+      release?.();
       this.#inFlight.delete(id);
     }
   }

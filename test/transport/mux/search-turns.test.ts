@@ -95,6 +95,32 @@ describe("session.search over the mux: one principal's searches in flight", () =
       for (const peer of [a1, a2, bob]) await peer.disconnect();
     }
   }, 120_000);
+
+  it("refuses a principal's search past the eight it may run at once overloaded, typed, and serves it again once one is answered", async () => {
+    const [a1, a2, a3] = await Promise.all([
+      connect(host, { token: ALICE_TOKEN }),
+      connect(host, { token: ALICE_TOKEN }),
+      connect(host, { token: ALICE_TOKEN }),
+    ]);
+    try {
+      const order = answerOrder({ a1, a2 });
+      const ids = await eightInFlight(a1, a2, order);
+      const again = a1.call("session.search", BROAD, 60_000);
+      // a ninth at once, from a socket of its own: refused before it reaches the store
+      expect(await a3.callError("session.search", BROAD)).toMatchObject({
+        code: "overloaded",
+        retryable: true,
+        data: { limit: "searches_per_principal", max: 8 },
+      });
+      await until(() => ids.every((id) => order.includes(id)), 60_000, "alice's answers");
+      await again;
+      expect(await a3.call("session.search", { query: "okapi rar0" }, 60_000)).toMatchObject({
+        hits: [{ sessionId: "a0", seq: 2 }],
+      });
+    } finally {
+      for (const peer of [a1, a2, a3]) await peer.disconnect();
+    }
+  }, 120_000);
 });
 
 describe("session.search over the mux: a caller that left", () => {
