@@ -62,7 +62,10 @@ export interface FollowContext {
  * is read, so a commit made during a read is either in the read or in the buffer; the buffer is
  * only ever used to continue the last sent seq, and any doubt (a gap, a clear, an overflowing
  * buffer) is settled by reading the log again. A paused follower costs its socket's backlog and
- * a cursor, nothing more: it is served from the log once the socket drains.
+ * a cursor, nothing more: it is served from the log once the socket drains. So does one waiting
+ * for its turn to read (the socket's `LogReadGate`, which waits for the backlog to drain): its
+ * read, issued later, holds whatever commits meanwhile, so the buffer keeps notices only from the
+ * moment a read is issued.
  */
 export class FollowStream implements MuxStream {
   readonly #ctx: FollowContext;
@@ -76,6 +79,13 @@ export class FollowStream implements MuxStream {
   #pending: CommitNotice[] = [];
   #pendingEvents = 0;
   #pendingOverflow = false;
+  /**
+   * A log read is issued and its commits not yet taken from the buffer. Unset while the stream
+   * waits for its turn to read: a stream of a socket that stopped reading waits as long as the
+   * peer likes, and kept every commit of its session meanwhile (up to `replayBatch` × 4 events of
+   * any size), though its read would hold them all.
+   */
+  #readIssued = false;
   #pumping = false;
   /** Events per log read: one item at first, more while the events read so far are small. */
   #readLimit: number;
@@ -171,7 +181,7 @@ export class FollowStream implements MuxStream {
   }
 
   #buffer(notice: CommitNotice): void {
-    if (this.#pendingOverflow) return;
+    if (this.#pendingOverflow || !this.#readIssued) return;
     const size = notice.kind === "append" || notice.kind === "create" ? notice.events.length : 1;
     this.#pendingEvents += size;
     if (this.#pendingEvents > this.#ctx.replayBatch * 4) {
@@ -197,6 +207,7 @@ export class FollowStream implements MuxStream {
         this.#pending = [];
         this.#pendingEvents = 0;
         this.#pendingOverflow = false;
+        this.#readIssued = false;
         const readLimit = this.#readLimit;
         const reader = this.#reader;
         if (!reader) return;
@@ -253,6 +264,7 @@ export class FollowStream implements MuxStream {
     firstRead: boolean,
   ): Promise<EncodedRead | undefined> {
     if (this.#ended()) return undefined;
+    this.#readIssued = true;
     const read = await reader.readAfterEncoded(
       this.#lastSent,
       readLimit,
