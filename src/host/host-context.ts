@@ -5,6 +5,7 @@ import type { HostStore, QueueLimits } from "../store/live-state-store.js";
 import type { Resolvers } from "./activation-policy.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import type { Dismissals } from "./dismissals.js";
+import type { ForkCopies } from "./fork-copies.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import type { NotificationHub } from "./notifications.js";
 import type { Principal } from "./principal.js";
@@ -31,6 +32,8 @@ export interface HostContext {
     /** Stored event data one read of a whole log holds: `turn.history()`, a fork's prefix. */
     readonly transcriptBytes: number;
   };
+  /** Forks' copies, one at a time, and how many each principal may have under way. */
+  readonly forks: ForkCopies;
   /** The attachment bytes each principal's running turns hold, and the most they may. */
   readonly attachmentBudget: TurnAttachmentBudget;
   /** Prompts being answered, keyed by session and clientMessageId (in-flight dedupe). */

@@ -19,6 +19,7 @@ import { ActivationPolicy } from "./activation-policy.js";
 import { AgentRegistry } from "./agent-registry.js";
 import { ControlFeed } from "./control-feed.js";
 import { Dismissals } from "./dismissals.js";
+import { DEFAULT_MAX_FORKS_PER_PRINCIPAL, ForkCopies } from "./fork-copies.js";
 import type { AttachmentMethod, HostApi } from "./host-api.js";
 import { type ClusterOptions, HostCluster } from "./host-cluster.js";
 import type { HostContext } from "./host-context.js";
@@ -81,6 +82,12 @@ export interface SessionHostOptions {
    * `turn.startJob` throws `overloaded` (`data.limit` `running_jobs_per_principal`). @default 1,000
    */
   maxRunningJobsPerPrincipal?: number;
+  /**
+   * Forks one principal may have under way on this host (by name, admin too), copying or waiting
+   * for the fork before them (a host copies one fork at a time); past it `session.fork` is refused
+   * `overloaded` (`data.limit` `forks_per_principal`). @default 4
+   */
+  maxForksPerPrincipal?: number;
   /**
    * Stored event data one read of a whole log may hold: an agent's `turn.history()` or a fork of a
    * longer prefix fails `transcript_too_large` (the HTTP transcript views take the same bound from
@@ -258,6 +265,7 @@ export class SessionHost implements HostApi {
         transcriptBytes,
       },
       prompts: new Map(),
+      forks: new ForkCopies(options.maxForksPerPrincipal ?? DEFAULT_MAX_FORKS_PER_PRINCIPAL),
       attachmentBudget,
     };
   }

@@ -68,16 +68,18 @@ export const fork: MethodHandler<"session.fork"> = async (ctx, resolvers, princi
   await resolvers.inspect(principal, params.sourceId);
   const targetId = params.sessionId ?? randomUUID();
   await assertStorageRoom(ctx, principal);
-  const outcome = await ctx.store.fork({
-    sourceId: params.sourceId,
-    targetId,
-    owner: principal.name,
-    at: ctx.now(),
-    ...(params.atSeq !== undefined ? { atSeq: params.atSeq } : {}),
-    ...sessionLimit(ctx, principal),
-    maxDataBytes: ctx.limits.transcriptBytes,
-    maxEvents: Limits.maxForkEvents,
-  });
+  const outcome = await ctx.forks.run(principal.name, () =>
+    ctx.store.fork({
+      sourceId: params.sourceId,
+      targetId,
+      owner: principal.name,
+      at: ctx.now(),
+      ...(params.atSeq !== undefined ? { atSeq: params.atSeq } : {}),
+      ...sessionLimit(ctx, principal),
+      maxDataBytes: ctx.limits.transcriptBytes,
+      maxEvents: Limits.maxForkEvents,
+    }),
+  );
   if (outcome.status === "source_not_found") throw notFound(params.sourceId);
   if (outcome.status === "too_many_sessions") throw tooManySessions(principal, outcome.max);
   if (outcome.status === "source_retired") throw refusal(params.sourceId, { status: "retired" });
