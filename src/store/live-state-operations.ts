@@ -61,6 +61,8 @@ export class LiveStateOperations {
         const record: PromptRecord = { queued: true, itemId: input.itemId };
         this.statements.insertPrompt.run(input.sessionId, key, encodeValue(record));
       }
+      for (const attachmentId of namedUploads(input.input))
+        this.statements.linkAttachment.run(input.sessionId, attachmentId);
       this.rows.queueChanged(batch, input.sessionId, state.owner);
       return {
         status: "queued",
@@ -186,6 +188,16 @@ export function editedInput(
   const edited = { ...rest, text };
   const bytes = queuedBytes(edited);
   return { input: edited, bytes, grows: bytes - queuedBytes(input) };
+}
+
+/**
+ * The uploads a queued prompt names: they belong to its session from its enqueue on, as a started
+ * prompt's do. Left unreferenced, they expired while it waited (an hour by default, shorter than
+ * a turn parked on a person may wait), and its start then failed on every try, holding every
+ * prompt queued behind it.
+ */
+export function namedUploads(input: QueuedPromptInput): string[] {
+  return (input.attachments ?? []).flatMap((a) => (a.attachmentId !== undefined ? [a.attachmentId] : []));
 }
 
 /** The refusal of an edit that would take its owner's queued bytes (`held`) past the bound. */

@@ -320,7 +320,7 @@ export interface PromptRecord {
 export interface AttachmentInfo {
   attachmentId: string;
   owner: string;
-  /** The session whose stored message references it; null until a message does. */
+  /** The session whose stored message or queued prompt references it; null until one does. */
   sessionId?: string | null;
   name: string;
   type: string;

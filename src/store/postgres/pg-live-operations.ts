@@ -3,6 +3,7 @@ import { decodeValue, encodeValue } from "../event-codec.js";
 import { interactionFromRow, type QueueRow, queuedBytes, queueItemFromRow } from "../live-rows.js";
 import {
   editedInput,
+  namedUploads,
   type OwnerBytesRefusal,
   overOwnerBytes,
   sameResolution,
@@ -85,6 +86,7 @@ export class PgLiveOperations {
           const record: PromptRecord = { queued: true, itemId: input.itemId };
           batch.addPrompt(sessionId, key, record, encodeValue(record));
         }
+        for (const attachmentId of namedUploads(input.input)) batch.linkAttachment(sessionId, attachmentId);
         await queueChanged(batch, sessionId, state.owner);
         return {
           status: "queued",

@@ -108,6 +108,36 @@ describeContract("attachments", (backend) => {
     expect(await store.getAttachment(used)).toBeNull();
   });
 
+  it("links the uploads a queued prompt names to its session as it is queued, as a message's: no longer unused, they do not expire while it waits", async () => {
+    const { store } = await open();
+    const queued = await put(store, new Uint8Array([1, 2]));
+    const spare = await put(store, new Uint8Array([3]));
+    await store.create({ sessionId: "s", owner: "o", model: "m" });
+    const outcome = await store.enqueuePrompt({
+      sessionId: "s",
+      itemId: "q1",
+      queuedAt: 1,
+      input: {
+        text: "see file",
+        attachments: [
+          { name: "big.bin", type: "application/octet-stream", attachmentId: queued },
+          { name: "inline.bin", type: "application/octet-stream", bytes: new Uint8Array([9]) },
+        ],
+      },
+    });
+    expect(outcome.status).toBe("queued");
+    // before, null until the prompt's turn began: the uploads sweeper deleted it as unused
+    expect((await store.attachmentInfo(queued))?.sessionId).toBe("s");
+    expect((await store.attachmentInfo(spare))?.sessionId).toBeNull();
+    // its turn's message, once it starts, finds it the session's already
+    await store.append("s", [messageWith("m", [named(queued, 2)])], {
+      dequeue: { itemId: "q1", turnId: "t1" },
+    });
+    expect((await store.attachmentInfo(queued))?.sessionId).toBe("s");
+    await store.delete("s");
+    expect(await store.attachmentInfo(queued)).toBeNull();
+  });
+
   it("discards an attachment no message references, its chunks and its bytes on the owner; a referenced one stays", async () => {
     const db = await open();
     const { store } = db;
