@@ -11,6 +11,7 @@ import { readReachedHead } from "../store/read-head.js";
 import type { AppendOptions, SessionStore } from "../store/session-store.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
+import { queuedText } from "./live/prompt-queue.js";
 import { type LiveSession, type RunningTurn, TurnEnded, TurnStopped } from "./live-session.js";
 import { discardKept, prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
@@ -133,7 +134,7 @@ export class HostTurnContext implements TurnContext {
       // the interjection and the item's removal commit together
       const outcome = await this.#fencedAppend([{ type: "user/message", data: message }], {
         at: this.#now(),
-        dequeue: { itemId, turnId: this.turnId },
+        dequeue: { itemId, turnId: this.turnId, read: queuedText(item.input) },
       }).catch(async (err: unknown) => {
         await discardKept(this.#store, attachments);
         throw err;

@@ -15,7 +15,7 @@ import type { AgentRegistry } from "./agent-registry.js";
 import { checkedOutcome } from "./checked-outcome.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
-import type { PromptInput } from "./live/prompt-queue.js";
+import { type PromptInput, queuedText } from "./live/prompt-queue.js";
 import { type LiveSession, RunningTurn } from "./live-session.js";
 import { NotOwner } from "./not-owner.js";
 import type { NotificationHub } from "./notifications.js";
@@ -143,7 +143,10 @@ export class TurnRunner {
           at: this.#deps.now(),
           ...fence,
           ...(prompt ? { prompt } : {}),
-          ...(itemId !== undefined ? { dequeue: { itemId, turnId: turn.turnId } } : {}),
+          // the item as read here: one edited since is not started with its old text
+          ...(itemId !== undefined
+            ? { dequeue: { itemId, turnId: turn.turnId, read: queuedText(input) } }
+            : {}),
         },
       );
       if (outcome.status === "fenced") {

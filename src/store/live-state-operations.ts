@@ -11,7 +11,7 @@ import type {
   ResolveOutcome,
 } from "./live-state-store.js";
 import type { LogWriter } from "./log-writer.js";
-import type { PromptRecord } from "./session-store.js";
+import type { PromptRecord, QueuedText } from "./session-store.js";
 import type { Statements } from "./sqlite-statements.js";
 
 /**
@@ -178,6 +178,11 @@ export class LiveStateOperations {
 }
 
 export type OwnerBytesRefusal = Extract<QueueEditOutcome, { status: "queue_full" }>;
+
+/** Whether a queued prompt's text is still `read`, when given: an edit since changed it. */
+export function stillAsRead(input: QueuedText, read: QueuedText | undefined): boolean {
+  return read === undefined || (input.text === read.text && input.display === read.display);
+}
 
 /** A queued input with its text replaced (the display text goes: it showed the old one). */
 export function editedInput(

@@ -193,6 +193,9 @@ export type ForkOutcome =
   /** The prefix holds more event data than `ForkInput.maxDataBytes`, or more events than `maxEvents`. */
   | { status: "too_large"; maxDataBytes: number };
 
+/** What a queue edit changes of a queued prompt (`LiveStateStore.editQueueItem`). */
+export type QueuedText = { text: string; display?: string | undefined };
+
 export interface AppendOptions {
   expectedEpoch?: string;
   /** Recorded in the same transaction: a retried prompt finds it and appends nothing. */
@@ -201,8 +204,10 @@ export interface AppendOptions {
    * Deletes this queue item in the same transaction (a queued prompt starting, or steered into
    * `turnId`), and rewrites its prompt key to `{queued:false, turnId, seq}` of the appended
    * `user/message`. When the item is no longer queued nothing is appended: `queue_item_gone`.
+   * `read` is the item's text (and display text) as the caller read it and made the events of:
+   * an item edited since is no longer the one it read, and is `queue_item_gone` too.
    */
-  dequeue?: { itemId: string; turnId: string };
+  dequeue?: { itemId: string; turnId: string; read?: QueuedText };
   /**
    * The lease the append is made under (an agent's own events, `continueTurn`, job events):
    * checked inside the append transaction; unless it is still the session's current, unexpired

@@ -4,6 +4,7 @@ import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
 import { heldElsewhere, leaseIsCurrent } from "./lease-rules.js";
 import type { LiveRows } from "./live-rows.js";
+import { stillAsRead } from "./live-state-operations.js";
 import { decodeRow, type LogWriter, type StoredRow } from "./log-writer.js";
 import { applyAck } from "./projection.js";
 import { promptRecordAfterAppend } from "./prompt-record.js";
@@ -74,7 +75,8 @@ export class WriteOperations {
         if (stored) return { status: "duplicate", record: decodeValue<PromptRecord>(stored) };
       }
       const dequeued = options.dequeue && this.liveRows.queueItem(sessionId, options.dequeue.itemId);
-      if (options.dequeue && !dequeued) return { status: "queue_item_gone" };
+      if (options.dequeue && !(dequeued && stillAsRead(dequeued.input, options.dequeue.read)))
+        return { status: "queue_item_gone" };
       const at = options.at ?? this.now();
       const stored: EncodedRow[] = [];
       const appended = this.writer.appendEvents(batch, state, events, at, stored);

@@ -175,6 +175,33 @@ describe("opening a turn meets a store that changed since the host looked", () =
     expect(fx.host.live.queue(S)).toEqual([]);
   });
 
+  test("a queued prompt edited between its choice and its append runs with its new text, as the edit answered", async () => {
+    const { agent, release } = heldAgent();
+    fx = await openHost({ agent });
+    await fx.store.create({ sessionId: S, owner: "admin", model: "demo-fast" });
+    await prompt("wait");
+    const queued = await prompt("old text");
+    let edited: unknown;
+    beforeAppend(
+      fx.store,
+      (_events, options) => options?.dequeue?.itemId === queued.itemId,
+      async () => {
+        edited = await fx.host.call(ADMIN, "session.updateQueue", {
+          sessionId: S,
+          op: { edit: true, itemId: queued.itemId!, text: "new text" },
+        });
+      },
+    );
+    release();
+    const events = await waitForTurnEnds(2);
+    expect(edited).toEqual({
+      items: [{ itemId: queued.itemId, text: "new text", queuedAt: expect.any(Number) }],
+    });
+    // before, "old text": the start had read the item before the edit and took it whatever it held
+    expect(userTexts(events)).toEqual(["wait", "new text"]);
+    expect(fx.host.live.queue(S)).toEqual([]);
+  });
+
   test("a queued prompt removed between its choice and its append starts nothing and warns nobody; the next one runs", async () => {
     const log = capturedLogger();
     const { agent, release } = heldAgent();

@@ -1,5 +1,6 @@
 import type { QueueItem } from "../../../protocol/index.js";
 import type { QueuedPromptInput, StoredQueueItem } from "../../store/live-state-store.js";
+import type { QueuedText } from "../../store/session-store.js";
 
 /** What a queued prompt needs to become a turn later; the wire sees only `QueueItem`. */
 export type PromptInput = QueuedPromptInput;
@@ -51,6 +52,14 @@ export class PromptQueue {
       out.push({ sessionId, owner: queue[0]!.owner, items: queue.map(toItem) });
     return out;
   }
+}
+
+/**
+ * A queued prompt's text as the host read it, which an edit changes: its start or its take as an
+ * interjection carries it, so one edited meanwhile is not run with the old text.
+ */
+export function queuedText(input: PromptInput): QueuedText {
+  return input.display === undefined ? { text: input.text } : { text: input.text, display: input.display };
 }
 
 export function toItem(prompt: StoredQueueItem): QueueItem {

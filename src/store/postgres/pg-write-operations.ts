@@ -1,7 +1,8 @@
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
 import { encodeValue } from "../event-codec.js";
 import { heldElsewhere } from "../lease-rules.js";
-import type { QueueRow } from "../live-rows.js";
+import { type QueueRow, queueItemFromRow } from "../live-rows.js";
+import { stillAsRead } from "../live-state-operations.js";
 import { decodeRow, type StoredRow } from "../log-writer.js";
 import { applyAck } from "../projection.js";
 import { promptRecordAfterAppend } from "../prompt-record.js";
@@ -137,7 +138,8 @@ export class PgWriteOperations {
         }
         const dequeue = options.dequeue;
         const dequeued = dequeue && (await batch.read<QueueRow>(QUEUE_ITEM, [sessionId, dequeue.itemId]))[0];
-        if (dequeue && !dequeued) return { status: "queue_item_gone" };
+        if (dequeue && !(dequeued && stillAsRead(queueItemFromRow(dequeued).input, dequeue.read)))
+          return { status: "queue_item_gone" };
         const appended = await this.writer.appendEvents(batch, state, events, options.at ?? this.now());
         if (dequeue && dequeued) await this.dequeued(batch, state.owner, dequeued, dequeue.turnId, appended);
         if (prompt) {

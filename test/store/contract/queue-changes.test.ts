@@ -189,6 +189,33 @@ describeContract("queue changes", (backend) => {
     expect(await textsOf(store)).toEqual(["three", "one", "two"]);
   });
 
+  test("a start that read an item edited since takes nothing (queue_item_gone); one that read it as it is takes it", async () => {
+    const { store } = await open();
+    await store.create({ sessionId: S, owner: "alice", model: "m" });
+    await store.enqueuePrompt({
+      sessionId: S,
+      itemId: "q1",
+      queuedAt: 1,
+      input: { text: "/go", display: "go", clientMessageId: "k1" },
+    });
+    const start = (read: { text: string; display?: string }) =>
+      store.append(S, [turnStart("t1"), userMessage(read.text)], {
+        dequeue: { itemId: "q1", turnId: "t1", read },
+      });
+    expect((await store.editQueueItem(S, "q1", "/go")).status).toBe("ok");
+    // the edit kept the text but dropped the display text: the item read before it is gone
+    expect(await start({ text: "/go", display: "go" })).toEqual({ status: "queue_item_gone" });
+    expect((await store.editQueueItem(S, "q1", "/stop")).status).toBe("ok");
+    expect(await start({ text: "/go" })).toEqual({ status: "queue_item_gone" });
+    const log = await readWholeLog(store, S);
+    expect(log.status === "ok" && log.events.map((e) => e.type)).toEqual(["session/created"]);
+    expect(await textsOf(store)).toEqual(["/stop"]);
+    const taken = await start({ text: "/stop" });
+    expect(taken.status).toBe("appended");
+    expect(await store.queue(S)).toEqual([]);
+    expect(await store.findPrompt(S, "k1")).toEqual({ queued: false, turnId: "t1", seq: 3 });
+  });
+
   test("two prompts with one key in one transaction: the second is the first's duplicate, with nothing rolled back", async () => {
     const { store } = await open();
     await store.create({ sessionId: S, owner: "alice", model: "m" });
