@@ -60,32 +60,45 @@ async function leftToPurge(): Promise<string> {
   return schema;
 }
 
-/** A pool on the schema whose connections note every statement they run. */
+/**
+ * A pool on the schema whose connections note every statement they run (the pool's own queries
+ * too); `failAfter`, set, fails the next statement that starts with it once it has run.
+ */
 function recordedPool(schema: string) {
   const pool = openPool(pgUrl!, { schema, max: 3 });
   cleanups.push(() => pool.end());
   const statements: string[] = [];
+  const failing: { after?: string; error?: Error } = {};
   const recorded = {
-    query: (sql: string, params?: unknown[]) => pool.query(sql, params),
+    query: (sql: string, params?: unknown[]) => {
+      statements.push(sql);
+      return pool.query(sql, params);
+    },
     async connect() {
       const client = await pool.connect();
       return new Proxy(client, {
         get(target, name, receiver) {
           if (name !== "query") return Reflect.get(target, name, receiver);
-          return (sql: string, params?: unknown[]) => {
+          return async (sql: string, params?: unknown[]) => {
             statements.push(sql);
-            return target.query(sql, params);
+            const result = await target.query(sql, params);
+            if (failing.after && sql.startsWith(failing.after)) {
+              failing.after = undefined;
+              throw failing.error;
+            }
+            return result;
           };
         },
       });
     },
   } as unknown as pg.Pool;
-  return { pool, recorded, statements };
+  return { pool, recorded, statements, failing };
 }
 
-async function purgerOf(schema: string, step?: Partial<PurgeStep>) {
-  const { pool, recorded, statements } = recordedPool(schema);
-  const purger = new PgPurger(recorded, step);
+async function purgerOf(schema: string, step?: Partial<PurgeStep>, pollMs?: number) {
+  const { pool, recorded, statements, failing } = recordedPool(schema);
+  const errors: unknown[] = [];
+  const purger = new PgPurger(recorded, step, (err) => errors.push(err), pollMs);
   cleanups.push(() => purger.stop());
   const ids = async (sql: string, params: unknown[]) =>
     (await pool.query<{ id: string | number }>(sql, params)).rows.map((row) => row.id);
@@ -136,6 +149,8 @@ async function purgerOf(schema: string, step?: Partial<PurgeStep>) {
     pool,
     purger,
     statements,
+    failing,
+    errors,
     keyOf,
     rows,
     /** Runs one step; answers what it deleted of the session's, as `table: rows` for each table it changed. */
@@ -269,5 +284,86 @@ describe.skipIf(!pgUrl)(
       expect(await stepOf({ rows: 100, bytes: 256 * 1024 - 1 })).toEqual({ chunks: chunks.slice(0, 1) });
       expect(await stepOf({ rows: 100, bytes: 2 * 256 * 1024 })).toEqual({ chunks: chunks.slice(1, 3) });
     }, 60_000);
+
+    it("a purge no host runs (its host stopped) is found by the poll, with no wake", async () => {
+      const schema = await leftToPurge();
+      const polled = await purgerOf(schema, { rows: 1000, bytes: 1 << 30 }, 20);
+      await vi.waitFor(
+        async () => expect((await polled.pool.query("SELECT * FROM purges")).rowCount).toBe(0),
+        {
+          timeout: 20_000,
+        },
+      );
+      expect(polled.errors).toEqual([]);
+    }, 60_000);
+
+    it("looks for pending purges only while neither stopped nor running, and starts a run only for one", async () => {
+      const schema = await leftToPurge();
+      const purging = await purgerOf(schema, { rows: 1 });
+      const looks = () => purging.statements.filter((sql) => sql.startsWith("SELECT EXISTS")).length;
+      await purging.purger.wakeIfPending();
+      expect(looks()).toBe(1);
+      // the run it started goes a row a step: while it runs, another look asks nothing
+      await purging.purger.wakeIfPending();
+      expect(looks()).toBe(1);
+      // stopped: the step under way ends, none follows, and a look asks nothing either
+      await purging.purger.stop();
+      const begun = purging.statements.filter((sql) => sql === "BEGIN").length;
+      await purging.purger.settled();
+      await purging.purger.wakeIfPending();
+      purging.purger.wake();
+      await purging.purger.settled();
+      expect(looks()).toBe(1);
+      expect(purging.statements.filter((sql) => sql === "BEGIN").length).toBe(begun);
+      // what it left stays for the next host
+      expect((await purging.pool.query("SELECT * FROM purges")).rowCount).toBe(2);
+
+      const next = await purgerOf(schema, { rows: 1000, bytes: 1 << 30 });
+      next.purger.wake();
+      await next.purger.settled();
+      expect((await next.pool.query("SELECT * FROM purges")).rowCount).toBe(0);
+      // nothing pending: a look starts no run (no transaction is begun)
+      const idle = await purgerOf(schema);
+      await idle.purger.wakeIfPending();
+      await idle.purger.settled();
+      expect(idle.statements).toEqual(["SELECT EXISTS (SELECT 1 FROM purges) AS any"]);
+      expect([purging.errors, next.errors, idle.errors]).toEqual([[], [], []]);
+    }, 60_000);
+
+    it("a step whose statement fails deletes nothing (rolled back), fails with the error, and the next step deletes", async () => {
+      const schema = await leftToPurge();
+      const purging = await purgerOf(schema, { rows: 2, bytes: 1 << 30 });
+      const key = await purging.keyOf("gone");
+      const before = await purging.rows("gone", key);
+      const lost = new Error("the connection was lost");
+      Object.assign(purging.failing, { after: "DELETE FROM events", error: lost });
+      await expect(purging.purger.step()).rejects.toBe(lost);
+      expect(purging.statements.at(-1)).toBe("ROLLBACK");
+      expect(await purging.rows("gone", key)).toEqual(before);
+      expect(await purging.step("gone", key)).toEqual({ events: before.events.slice(0, 2) });
+    }, 60_000);
+
+    it("a look that fails is reported, unless the purger stopped while it waited", async () => {
+      let refuse: (err: Error) => void = () => undefined;
+      const pool = {
+        query: () =>
+          new Promise((_, reject) => {
+            refuse = reject;
+          }),
+      } as unknown as pg.Pool;
+      const errors: unknown[] = [];
+      const purger = new PgPurger(pool, {}, (err) => errors.push(err));
+      cleanups.push(() => purger.stop());
+      const down = new Error("the database is down");
+      const looked = purger.wakeIfPending();
+      refuse(down);
+      await looked;
+      expect(errors).toEqual([down]);
+      const stopping = purger.wakeIfPending();
+      await purger.stop();
+      refuse(new Error("the pool ended"));
+      await stopping;
+      expect(errors).toEqual([down]);
+    });
   },
 );
