@@ -80,6 +80,12 @@ describe("jsonValuesOver counts values, object keys and containers included", ()
     ['{"a":1,"b":{}}', 5],
     ["[[[]]]", 3],
     ['[ "\\"]", [ ] ]', 3],
+    // JSON's four whitespace bytes, each between a container and its closer
+    ["[\t]", 1],
+    ["[\n]", 1],
+    ["{\r\n}", 1],
+    // text that is no JSON, counted as far as it goes: an opener at its very end opens nothing yet
+    ["[", 1],
   ])("%s holds %i", (text, values) => {
     expect(count(text)).toBe(values);
   });
