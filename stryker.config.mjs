@@ -222,6 +222,8 @@ export default {
     "src/store/postgres/pg-purger.ts",
     "src/store/purge-runs.ts",
     "src/transport/mux/log-read-gate.ts",
+    "src/transport/http/json-values.ts",
+    "src/host/turn-attachment-budget.ts",
   ],
   ignorePatterns: ["dist", "data", "reports", "bench/results", "test-results", "web/dist"],
   reporters: ["clear-text", "progress", "json"],
