@@ -36,7 +36,7 @@ type Table = (typeof TABLES)[number];
  * same way, live.
  */
 async function leftToPurge(): Promise<string> {
-  const schema = `h_purge_steps_${randomBytes(5).toString("hex")}`;
+  const schema = `purge_steps_${randomBytes(5).toString("hex")}`;
   cleanups.push(() => dropSchema(pgUrl!, schema));
   const held = vi.spyOn(PgPurger.prototype, "step").mockResolvedValue(false);
   const store = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 4 });
