@@ -122,3 +122,42 @@ describe("a session whose agent fails to attach after it was written", () => {
     ]);
   });
 });
+
+describe("a session whose announcement read fails after it was written", () => {
+  for (const method of ["session.create", "session.fork"] as const) {
+    test(`${method} answers the session it wrote, once, and logs a warning`, async () => {
+      const dir = tempDir();
+      const dbPath = dir.file("sessions.db");
+      const store = SqliteSessionStore.open(dbPath);
+      const { logger, lines } = capturedLogger();
+      const target = `${method.replace(".", "-")}-target`;
+      // the read of the new row that announces it to the principal's sockets, as a lost
+      // connection to the database would fail it: the write before it stands
+      const failingStore = withMembers(store, {
+        projection: async (sessionId: string) => {
+          if (sessionId === target) throw Object.assign(new Error("connection lost"), { code: "ECONNRESET" });
+          return store.projection(sessionId);
+        },
+      });
+      const host = new SessionHost({ store: failingStore, agent: new DemoAgent(), logger });
+      await host.start();
+      cleanups.push(async () => {
+        await host.shutdown();
+        await store.close();
+        dir.remove();
+      });
+      await host.call(ALICE, "session.create", { sessionId: "source" });
+      const params =
+        method === "session.create" ? { sessionId: target } : { sourceId: "source", sessionId: target };
+      const answer = (await host.call(ALICE, method, params as never)) as { header: { sessionId: string } };
+      expect(answer.header.sessionId).toBe(target);
+      expect(lines.filter((l) => l.sessionId === target && l.level === 40)).toEqual([
+        expect.objectContaining({ err: expect.objectContaining({ code: "ECONNRESET" }) }),
+      ]);
+      const { sessions } = await host.call(ALICE, "session.list", {});
+      expect(sessions.map((row: { sessionId: string }) => row.sessionId).sort()).toEqual(
+        ["source", target].sort(),
+      );
+    });
+  }
+});

@@ -146,8 +146,20 @@ function stopLive(ctx: HostContext, sessionId: string): void {
   ctx.agents.detach(sessionId);
 }
 
+/**
+ * Tells the principal's sockets of a session just written. The session stands whatever this read
+ * does: a failed read (a PostgreSQL connection lost) must not answer the create as failed, or a
+ * retry without a `sessionId` would create a second session. Notifications carry no sequence, so
+ * the other tabs see it at their next `session.list`.
+ */
 async function announce(ctx: HostContext, principal: Principal, sessionId: string): Promise<void> {
-  const projection = await ctx.store.projection(sessionId);
+  let projection: Awaited<ReturnType<typeof ctx.store.projection>>;
+  try {
+    projection = await ctx.store.projection(sessionId);
+  } catch (err) {
+    ctx.logger.warn({ err, sessionId }, "session created; announcing it failed, other sockets list it later");
+    return;
+  }
   if (projection)
     ctx.notifications.publish(principal.name, {
       name: "session.added",
