@@ -62,7 +62,7 @@ export interface SessionmuxOptions {
   callInbox?: Partial<CallInboxLimits>;
   /** @default new DemoAgent() */
   agent?: AgentDriver;
-  /** Bearer tokens: the default authentication. Required unless `authenticate` is given. */
+  /** Bearer tokens: the default authentication. Required unless `authenticate` is given; refused beside it, which would leave them unread. */
   tokens?: TokenSpec[];
   /**
    * The app's own authentication, replacing the token list: return (or resolve to) the caller's

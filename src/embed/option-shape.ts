@@ -128,6 +128,13 @@ function checkAuthentication(given: Record<string, unknown>): void {
       "createSessionmux needs authenticate (your own auth: (request) => principal | undefined) or tokens ([{ name, secret, admin }])",
     );
   }
+  if (authenticate !== undefined && tokens !== undefined && (tokens as unknown[]).length > 0) {
+    // the token list was dropped without a word: a service's token beside the app's own users
+    // was refused 401, as if mistyped
+    throw invalid(
+      "tokens are not read when authenticate is given (it decides every request): look your tokens up in authenticate, with bearerToken(request), or leave authenticate out",
+    );
+  }
   if (tokens !== undefined && (tokens as unknown[]).length > 0) {
     try {
       checkTokenSpecs(tokens as never, (_, index) => `tokens[${index}]`);

@@ -32,7 +32,12 @@ async function sessionmux(
 ): Promise<Sessionmux> {
   const dir = tempDir();
   cleanups.push(() => dir.remove());
-  const mux = await createSessionmux({ db: dir.file("sessions.db"), tokens, ...options });
+  // the app's own authenticate replaces the token list, which is refused beside it
+  const mux = await createSessionmux({
+    db: dir.file("sessions.db"),
+    ...(options.authenticate ? {} : { tokens }),
+    ...options,
+  });
   cleanups.push(() => mux.close());
   return mux;
 }

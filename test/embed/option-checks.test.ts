@@ -215,6 +215,11 @@ describe("createSessionmux options", () => {
         /^createSessionmux needs authenticate \(your own auth: .*\) or tokens \(\[\{ name, secret, admin \}\]\)$/,
       ],
       [{ db, tokens: [] }, /^createSessionmux needs authenticate/],
+      // the tokens were dropped without a word before: every request they sent was refused 401
+      [
+        { db, tokens, authenticate: () => undefined },
+        /^tokens are not read when authenticate is given \(it decides every request\): look your tokens up in authenticate, with bearerToken\(request\), or leave authenticate out$/,
+      ],
       // a TypeError about `paths[0]` from deep inside before
       [{ tokens }, /^db must be a SQLite file path or a postgres:\/\/ URL, got undefined$/],
       [
