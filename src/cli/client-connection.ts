@@ -30,7 +30,12 @@ export function withConnection(command: Command): Command {
         .default(DEFAULT_URL),
     )
     .addOption(new Option("--token <token>", "bearer token").env("SESSIONMUX_TOKEN"))
-    .option("--timeout <ms>", "give up a one-shot command after this long", integer("--timeout", 1), 30_000);
+    .option(
+      "--timeout <ms>",
+      "give up when the host does not answer within this long: a one-shot command's answer, or a stream's (follow, control) first connection",
+      integer("--timeout", 1),
+      30_000,
+    );
 }
 
 const MUX_PATH = "api/remote.mux";
