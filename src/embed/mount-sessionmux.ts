@@ -146,7 +146,9 @@ export async function mountSessionmux(
   const corsMiddleware =
     options.cors && options.cors.length > 0
       ? cors({
-          origin: options.cors,
+          // a browser's Origin is lower case, and the Origin check compares it so: a configured
+          // `https://App.Example` passed that check while these headers, compared as given, were left out
+          origin: options.cors.map((origin) => origin.toLowerCase()),
           methods: ["GET", "HEAD", "POST", "PUT", "DELETE"],
           allowedHeaders: ["authorization", "content-type"],
           maxAge: 600,

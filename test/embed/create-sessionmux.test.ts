@@ -145,6 +145,24 @@ describe("createSessionmux on an app's own http.Server", () => {
     expect((await get("https://evil.example")).status).toBe(403);
   });
 
+  it("answers CORS for an origin configured in capitals, as its Origin check takes it", async () => {
+    // the Origin check took it and answered 200, but the CORS headers compared it case-sensitively
+    // and sent none, so the browser, whose Origin is lower case, dropped every answer
+    const { authority } = await mounted({ cors: ["HTTPS://App.Example"] });
+    const preflight = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "GET" },
+    });
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    const answer = await fetch(`http://${authority}/chat/api/chat/sessions`, {
+      headers: { origin: "https://app.example", authorization: "Bearer user:alice" },
+    });
+    expect([answer.status, answer.headers.get("access-control-allow-origin")]).toEqual([
+      200,
+      "https://app.example",
+    ]);
+  });
+
   it("works as Connect-style middleware and an upgrade handler without attach", async () => {
     const dir = tempDir();
     cleanups.push(() => dir.remove());
