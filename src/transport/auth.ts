@@ -137,15 +137,24 @@ export class Authenticator {
 
   /**
    * `/metrics` shows every principal's activity: readable with an admin token or the separate
-   * metrics token only.
+   * metrics token only. A refused token or Origin is reported as every other route's is (the log,
+   * `sessionmux_refused_total`): a scraper left with an old token showed nowhere but in its own
+   * target's status.
    */
-  metricsAccess(req: IncomingMessage): "ok" | "unauthorized" | "forbidden" {
+  metricsAccess(req: IncomingMessage): "ok" | "unauthorized" | "forbidden" | "forbidden_origin" {
+    if (!this.originAllowed(req)) {
+      this.#onRefused?.(req, "forbidden_origin");
+      return "forbidden_origin";
+    }
     const secret = Authenticator.tokenOf(req, { allowSubprotocol: false });
     if (secret !== undefined && this.#metricsDigest !== undefined && secret.length <= 4096) {
       if (timingSafeEqual(digest(secret), this.#metricsDigest)) return "ok";
     }
     const principal = this.#resolve ? this.#resolve(req) : this.principalFor(secret);
-    if (!principal) return "unauthorized";
+    if (!principal) {
+      this.#onRefused?.(req, "unauthorized");
+      return "unauthorized";
+    }
     return principal.admin ? "ok" : "forbidden";
   }
 

@@ -122,7 +122,7 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
   readonly refusals = new Counter({
     name: "sessionmux_refused_total",
-    help: "HTTP requests and WebSocket upgrades refused before a route or a call ran, by code: unauthorized, forbidden_origin, overloaded (the app's authenticate busy or slow), too_many_connections",
+    help: "HTTP requests and WebSocket upgrades refused before a route or a call ran, by code: unauthorized, forbidden_origin, overloaded (the app's authenticate busy or slow), too_many_connections; a /metrics scrape's wrong token or Origin too",
     labelNames: ["code"] as const,
     registers: [this.registry],
   });

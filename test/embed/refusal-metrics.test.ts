@@ -32,15 +32,22 @@ describe("a mounted host counts what it refused before any route or call ran", (
     expect(
       await upgradeStatus(mux, { authorization: "Bearer user:alice", origin: "https://elsewhere.example" }),
     ).toBe(403);
+    // a scraper's wrong token or Origin counted nothing before, and was not logged
+    const scrape = (headers: Record<string, string>) =>
+      fetch(`http://${authority}/chat/metrics`, { headers });
+    expect((await scrape({ authorization: "Bearer wrong" })).status).toBe(401);
+    expect(
+      (await scrape({ authorization: "Bearer user:root", origin: "https://elsewhere.example" })).status,
+    ).toBe(403);
     expect((await sessions("Bearer user:slow")).status).toBe(503);
     expect(await upgradeStatus(mux, { authorization: "Bearer user:slow" })).toBe(503);
     // what was let in counts nothing
     expect((await sessions("Bearer user:alice")).status).toBe(200);
     expect(await upgradeStatus(mux, { authorization: "Bearer user:alice" })).toBe(101);
     expect((await refusedSeries(authority)).sort()).toEqual([
-      'sessionmux_refused_total{code="forbidden_origin"} 1',
+      'sessionmux_refused_total{code="forbidden_origin"} 2',
       'sessionmux_refused_total{code="overloaded"} 2',
-      'sessionmux_refused_total{code="unauthorized"} 3',
+      'sessionmux_refused_total{code="unauthorized"} 4',
     ]);
   });
 });

@@ -178,7 +178,7 @@ async function serveMetrics(
   auth: Authenticator,
   metrics: HostMetrics,
 ): Promise<void> {
-  const access = auth.originAllowed(req) ? auth.metricsAccess(req) : "forbidden_origin";
+  const access = auth.metricsAccess(req);
   if (access === "unauthorized") res.setHeader("www-authenticate", 'Bearer realm="sessionmux"');
   if (access !== "ok")
     throw fail(
