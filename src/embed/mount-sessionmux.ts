@@ -61,7 +61,7 @@ export async function mountSessionmux(
     },
     ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
-  const hostId = hostIdOf(options.hostId);
+  const hostId = hostIdOf(options.hostId, "hostId");
   metrics.hostInfo(hostId);
   const database = await openHostDatabase({
     db: options.db,

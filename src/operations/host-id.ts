@@ -9,13 +9,16 @@ import { StartupError } from "./startup-error.js";
  */
 const HOST_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-/** `--host-id` as given, or a new one: this machine's name and a random suffix (unique per start). */
-export function hostIdOf(given: string | undefined): string {
+/**
+ * `--host-id` as given, or a new one: this machine's name and a random suffix (unique per start).
+ * `named` is how a refusal names it: the flag, or `createSessionmux`'s option.
+ */
+export function hostIdOf(given: string | undefined, named: "--host-id" | "hostId" = "--host-id"): string {
   if (given !== undefined) {
     if (!HOST_ID.test(given)) {
       throw new StartupError(
         "host_id_invalid",
-        `--host-id ${JSON.stringify(given)}: use 1–64 letters, digits, '.', '_' or '-'`,
+        `${named} ${JSON.stringify(given)}: use 1–64 letters, digits, '.', '_' or '-'`,
       );
     }
     return given;

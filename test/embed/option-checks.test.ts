@@ -199,6 +199,24 @@ describe("createSessionmux options", () => {
     }
   });
 
+  it("names the hostId option, not serve's --host-id flag, when it refuses a host id", async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const db = dir.file("sessions.db");
+    const opening = createSessionmux({
+      db,
+      tokens: [{ name: "app", secret: "app-secret", admin: false }],
+      hostId: "edge 1",
+    });
+    opening.then((mux) => cleanups.push(() => mux.close())).catch(() => undefined);
+    await expect(opening).rejects.toMatchObject({
+      name: "StartupError",
+      code: "host_id_invalid",
+      message: `hostId "edge 1": use 1–64 letters, digits, '.', '_' or '-'`,
+    });
+    expect(existsSync(db)).toBe(false);
+  });
+
   it("refuses an option of an unknown name or the wrong kind, naming it, before opening the database", async () => {
     const dir = tempDir();
     cleanups.push(() => dir.remove());
