@@ -14,8 +14,13 @@ export type {
   TurnOutcome,
 } from "./agents/agent.js";
 export { DemoAgent } from "./agents/demo-agent.js";
+// what mux.connect's client answers, named here so an app with no @sessionmux/client can type it
+export type { LiveStream } from "./client/async-iteration.js";
+export type { Attachment, DownloadOptions } from "./client/attachment-download.js";
 export type { CallOptions } from "./client/call-deadline.js";
 export type { SessionmuxClient, SessionmuxClientApi } from "./client/client.js";
+export type { ConnectionState } from "./client/connection-state.js";
+export type { ControlMirror } from "./client/control-mirror-reducer.js";
 export type { FollowUpdate } from "./client/follow-cursor.js";
 export {
   ConnectionRefusedError,

@@ -161,6 +161,9 @@ describe("the packed sessionmux package", () => {
         'import { createSessionmux, type AgentDriver, type SessionEvent, type Sessionmux } from "sessionmux";',
         "export const mounted: Promise<Sessionmux> = createSessionmux({ db: 'x.db' });",
         "export type Parts = [AgentDriver, SessionEvent];",
+        // what mux.connect's client answers, typed without @sessionmux/client installed
+        'import type { Attachment, ConnectionState, ControlMirror, DownloadOptions, LiveStream } from "sessionmux";',
+        "export type ClientParts = [Attachment, ConnectionState, ControlMirror, DownloadOptions, LiveStream<ControlMirror>];",
       ].join("\n"),
     );
     writeFileSync(
