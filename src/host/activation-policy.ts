@@ -29,6 +29,12 @@ export interface Resolvers {
   inspect(principal: Principal, sessionId: string): Promise<ColdSession>;
   /** Live-only lookup: the live session, or `agent_not_live`; never starts one. */
   live(principal: Principal, sessionId: string): Promise<LiveSession>;
+  /**
+   * As `live`, but a session held by a turn a previous process left parked on a person (a durable
+   * pending item, §9) counts too: its agent is attached (through `claim`, as for `resume`) so the
+   * call can close that turn. Any other session without an agent is `agent_not_live`.
+   */
+  liveOrParked(principal: Principal, sessionId: string): Promise<LiveSession>;
   /** Resume-permitted resolution: the live session, attaching an agent when cold. */
   resume(principal: Principal, sessionId: string): Promise<LiveSession>;
   /**
@@ -86,17 +92,19 @@ export class ActivationPolicy {
     const live = this.lookupLive.bind(this);
     const resume = this.resolveForWork.bind(this);
     const interaction = this.lookupInteraction.bind(this);
+    const liveOrParked = this.lookupLiveOrParked.bind(this);
     const coldOnly = (a: Activation) => ({
       inspect,
       live: forbidden(a, "live"),
+      liveOrParked: forbidden(a, "liveOrParked"),
       resume: forbidden(a, "resume"),
       interaction: forbidden(a, "interaction"),
     });
     this.#scopes = {
       cold: coldOnly("cold"),
       explicit: coldOnly("explicit"),
-      "live-only": { inspect, live, interaction, resume: forbidden("live-only", "resume") },
-      resume: { inspect, live, interaction, resume },
+      "live-only": { inspect, live, liveOrParked, interaction, resume: forbidden("live-only", "resume") },
+      resume: { inspect, live, liveOrParked, interaction, resume },
     };
   }
 
@@ -182,6 +190,20 @@ export class ActivationPolicy {
     // a missing or foreign session must answer `session_not_found`, not reveal liveness
     await this.inspect(principal, sessionId);
     throw agentNotLive(sessionId);
+  }
+
+  async lookupLiveOrParked(principal: Principal, sessionId: string): Promise<LiveSession> {
+    const session = this.#agents.get(sessionId);
+    if (session) {
+      if (!canSee(principal, session.owner)) throw notFound(sessionId);
+      return session;
+    }
+    const cold = await this.inspect(principal, sessionId);
+    if (!this.#agents.hasParkedTurn(sessionId)) throw agentNotLive(sessionId);
+    // attached after the awaits, get-or-create: a concurrent call may have attached meanwhile
+    return this.#claim(sessionId, () =>
+      this.#agents.attach(sessionId, { owner: cold.header.owner, model: cold.header.model }),
+    );
   }
 
   async lookupInteraction(

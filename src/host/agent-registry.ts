@@ -45,6 +45,11 @@ export class AgentRegistry {
     return [...this.#sessions.values()];
   }
 
+  /** Whether a turn a previous process left waiting on a person holds the session (no agent runs it). */
+  hasParkedTurn(sessionId: string): boolean {
+    return this.#live.interactionRegistry.parkedTurn(sessionId) !== undefined;
+  }
+
   /** Returns the live session, attaching an agent if there is none; either way its idle clock restarts. */
   attach(sessionId: string, info: { owner: string; model: string }): LiveSession {
     if (this.#closed)

@@ -182,6 +182,43 @@ describe("live state across a restart", () => {
     });
   });
 
+  test("a parked turn is cancelled after a restart with no prompt first: the cancel attaches its agent", async () => {
+    fx = await openHost();
+    await fx.host.call(ADMIN, "session.create", { sessionId: S });
+    const { turnId, interaction } = await parkedApproval("wipe");
+    await prompt("then this", "then");
+    await fx.restart();
+    expect(fx.host.live.agents()).toEqual([]);
+    // another principal learns nothing of it, and attaches nothing
+    expect(
+      await errorCode(() => fx.host.call({ name: "bob", admin: false }, "session.cancel", { sessionId: S })),
+    ).toMatchObject({ code: "session_not_found", data: { sessionId: S } });
+    expect(fx.host.live.agents()).toEqual([]);
+    expect(await fx.host.call(ADMIN, "session.cancel", { sessionId: S })).toEqual({ cancelled: true });
+    const events = await turnEvents(fx.store, S, turnId);
+    expect(events.at(-1)).toMatchObject({ type: "turn/end", data: { state: "cancelled" } });
+    expect(fx.host.live.interactions()).toEqual([]);
+    const late = await errorCode(() =>
+      fx.host.call(ADMIN, "session.respond", {
+        interactionId: interaction.interactionId,
+        response: { outcome: "approve" },
+      }),
+    );
+    expect(late.code).toBe("interaction_not_found");
+    // the prompt queued behind the parked turn runs once it is closed
+    await vi.waitFor(async () => {
+      const ends = (await readLog(fx.store, S)).flatMap((e) => (e.type === "turn/end" ? [e.data.state] : []));
+      expect(ends).toEqual(["cancelled", "completed"]);
+    });
+    // a session with neither an agent nor a parked turn is still refused
+    await fx.host.call(ADMIN, "session.create", { sessionId: "quiet" });
+    await fx.restart();
+    expect(
+      await errorCode(() => fx.host.call(ADMIN, "session.cancel", { sessionId: "quiet" })),
+    ).toMatchObject({ code: "agent_not_live", data: { sessionId: "quiet" } });
+    expect(fx.host.live.agents()).toEqual([]);
+  });
+
   test("a parked session's queue: a steer is refused and leaves it as it is, a missing item is named, another principal sees no session", async () => {
     fx = await openHost();
     await fx.host.call(ADMIN, "session.create", { sessionId: S });

@@ -15,7 +15,8 @@ import {
 /** Methods that act on a live agent or a pending item; only `session.respond` may resume one. */
 
 export const cancel: MethodHandler<"session.cancel"> = async (ctx, resolvers, principal, params) => {
-  const session = await resolvers.live(principal, params.sessionId);
+  // a turn parked since its host stopped is a pending item: cancelling it needs no prompt first
+  const session = await resolvers.liveOrParked(principal, params.sessionId);
   if (!session.turn) return { cancelled: false };
   // a parked turn of a previous process has no agent to stop: it is closed here
   if (await ctx.runner.endParked(session)) return { cancelled: true };
