@@ -11,8 +11,8 @@ import { toRow } from "./session-row.js";
 export const AGENT_ERROR_NEWS_MS = 30_000;
 
 /**
- * §6 `session.updated`: a commit that moves a session in the list (an operator message) or
- * renames it. Driven by the store's commit notices, so every writer path is covered once.
+ * §6 `session.updated`: a commit that moves a session in the list (an operator message, a clear)
+ * or renames it. Driven by the store's commit notices, so every writer path is covered once.
  * `session.added` and `session.removed` of a session another host created or deleted (the call
  * that did it announced it to that host's sockets only; heard as it happened, or read back after
  * this host's LISTEN connection was down), and `agent.error` of a turn that failed
@@ -27,6 +27,12 @@ export function watchListChanges(
   return store.subscribeAll((sessionId, notice, projection) => {
     if (notice.kind === "delete" && notice.remote) {
       hub.publish(notice.remote.owner, { name: "session.removed", value: { sessionId } });
+      return;
+    }
+    if (notice.kind === "clear") {
+      // the log and its prompts are gone: the row is emptied and moves back to its creation time
+      if (projection)
+        hub.publish(projection.owner, { name: "session.updated", value: { row: toRow(projection, live) } });
       return;
     }
     const createdElsewhere = notice.kind === "create" && notice.remote === true;

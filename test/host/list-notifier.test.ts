@@ -99,7 +99,7 @@ describe("session.updated", () => {
     expect(alice[0]).toMatchObject({ title: "renamed", live: false, running: false, lastState: "working" });
   });
 
-  it("is not sent for a server's message, a model change, a clear or a delete", async () => {
+  it("is not sent for a server's message, a model change or a delete", async () => {
     fx = await openHost();
     await fx.host.call(ALICE, "session.create", { sessionId: "s" });
     const alice = updatesOf(ALICE);
@@ -110,7 +110,6 @@ describe("session.updated", () => {
       },
     ]);
     await fx.host.call(ALICE, "session.selectModel", { sessionId: "s", model: "demo-careful" });
-    await fx.host.call(ALICE, "session.clear", { sessionId: "s" });
     await fx.host.call(ALICE, "session.delete", { sessionId: "s" });
     await settle();
     expect(alice).toEqual([]);
@@ -125,6 +124,21 @@ describe("session.updated", () => {
     await vi.waitFor(() => expect(alice).toHaveLength(1));
     expect(alice[0]).toMatchObject({ sessionId: "t", seq: 2 });
   });
+});
+
+it("session.updated is sent for a clear, with the emptied row", async () => {
+  fx = await openHost();
+  await fx.host.call(ALICE, "session.create", { sessionId: "s" });
+  await fx.store.append("s", [
+    {
+      type: "user/message",
+      data: { messageId: "m1", source: "user", text: "typed", attachments: [], meta: {} },
+    },
+  ]);
+  const alice = updatesOf(ALICE);
+  await fx.host.call(ALICE, "session.clear", { sessionId: "s" });
+  await vi.waitFor(() => expect(alice).toHaveLength(1));
+  expect(alice[0]).toMatchObject({ sessionId: "s", seq: 0, blank: true, lastPromptAt: null, turnCount: 0 });
 });
 
 describe("agent.error of a turn another host ended", () => {

@@ -51,6 +51,49 @@ describe("event frames (protocol-v1 §6)", () => {
     expect(removed.value).toEqual({ sessionId });
   });
 
+  it("a clear sends session.updated with the emptied row, to the owner's other sockets too", async () => {
+    const sessionId = await createSession(alice);
+    await alice.call("session.prompt", { sessionId, text: "before the clear", clientMessageId: "c1" });
+    const rowOf = (f: { value?: unknown }) =>
+      (f.value as { row: { sessionId: string; turnCount: number } }).row;
+    await until(
+      () =>
+        alice2
+          .notifications()
+          .find(
+            (f) =>
+              f.name === "session.updated" && rowOf(f).sessionId === sessionId && rowOf(f).turnCount === 1,
+          ),
+      10_000,
+      "the prompt's session.updated",
+    );
+    // refused session_busy until the echo turn has ended
+    await until(
+      () =>
+        alice.call("session.clear", { sessionId }).then(
+          () => true,
+          (err: { code?: string }) => (err.code === "session_busy" ? false : Promise.reject(err)),
+        ),
+      10_000,
+      "the clear",
+    );
+    const cleared = await until(
+      () =>
+        alice2
+          .notifications()
+          .find(
+            (f) =>
+              f.name === "session.updated" && rowOf(f).sessionId === sessionId && rowOf(f).turnCount === 0,
+          ),
+      10_000,
+      "the clear's session.updated",
+    );
+    expect(cleared.value).toMatchObject({
+      row: { sessionId, turnCount: 0, blank: true, lastState: "idle", lastPromptAt: null, seq: 0 },
+    });
+    expect(named(bob, "session.updated", sessionId)).toBeUndefined();
+  });
+
   it("another principal never sees them", async () => {
     const sessionId = await createSession(alice);
     await until(() => named(alice, "session.added", sessionId), 10_000, "session.added");
