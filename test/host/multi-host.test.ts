@@ -248,6 +248,30 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     expect(onA).toEqual(expected);
     expect(bobOnB).toEqual([]);
   });
+  it("a clear through one host is a session.updated with the emptied row on every host, once each (§6)", async () => {
+    cluster = await openCluster(2);
+    const [a, b] = cluster.hosts as [Host, Host];
+    const sessionId = await createSession(a.host);
+    const updates = (host: Host) =>
+      told(host, ALICE, (n) =>
+        n.name === "session.updated" && n.value.row.sessionId === sessionId
+          ? `${n.value.row.title} ${n.value.row.blank ? "blank" : "prompted"}`
+          : undefined,
+      );
+    const onA = updates(a);
+    const onB = updates(b);
+    const started = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("hello") });
+    expect(await turnEnd(a.store, sessionId, started.turnId!)).toBe("completed");
+    // B has told the prompt before the clear: what follows is the clear's news alone
+    await expect.poll(() => onB.length, { timeout: 10_000 }).toBe(1);
+    await a.host.call(ALICE, "session.clear", { sessionId });
+    await expect.poll(() => onB.length, { timeout: 10_000 }).toBe(2);
+    expect(onB.at(-1)).toBe("hello blank");
+    expect(onA).toEqual([onA[0], "hello blank"]);
+    await sleep(200);
+    expect(onB).toHaveLength(2);
+  });
+
   it("a turn that fails on its owner is reported as agent.error to the sockets of another host too (§6)", async () => {
     cluster = await openCluster(2);
     const [a, b] = cluster.hosts as [Host, Host];
