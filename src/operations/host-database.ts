@@ -148,8 +148,13 @@ export async function openHostDatabase(options: HostDatabaseOptions): Promise<Ho
     throw new StartupError("db_unreachable", `cannot open ${named}: ${reason}`, { cause: err });
   }
   const check = pgReadyCheck(target.url, undefined, target.schema);
-  const uploads = pgUploadSweeper(target.url, target.schema, watch);
   const opened = store;
+  const uploads = pgUploadSweeper(
+    target.url,
+    target.schema,
+    watch,
+    () => opened.buildOutdated() === undefined,
+  );
   const openedInbox = inbox;
   return {
     target,

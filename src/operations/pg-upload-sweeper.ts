@@ -21,6 +21,12 @@ export function pgUploadSweeper(
   url: string,
   schema: string,
   watch: QueryWatch = queryWatch(url),
+  /**
+   * Whether the host may still write (its store's `buildOutdated`): once the schema holds an entry
+   * that needs its build stopped, the sweep deletes nothing, since that entry may have changed which
+   * uploads a prompt references; a host of the newer build sweeps them.
+   */
+  mayWrite: () => boolean = () => true,
 ): UploadSweeper & { poolStats(): PoolStats; close(): Promise<void> } {
   const pool: pg.Pool = openWatchedPool(url, { schema, max: 1 }, watch);
   pool.on("error", () => undefined);
@@ -32,7 +38,7 @@ export function pgUploadSweeper(
     let deleted = 0;
     // a closing sweeper ends after the step under way: the uploads left are the next sweep's, and
     // a backlog of them (after an outage, many large ones) would hold the host's close for minutes
-    while (!closing) {
+    while (!closing && mayWrite()) {
       // The step is materialized: as a subquery of the DELETE itself, PostgreSQL may run the
       // LIMIT again per row it joins and delete every expired upload in one statement. A step run
       // twice (its connection died while idle, see `idempotentQuery`) deletes what one run would,

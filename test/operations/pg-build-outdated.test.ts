@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import { openHostDatabase } from "../../src/operations/host-database.js";
 import type { ForwardedCall } from "../../src/store/call-inbox.js";
 import { PgCallInbox } from "../../src/store/postgres/pg-call-inbox.js";
@@ -58,6 +58,46 @@ describe.skipIf(!pgUrl)("a host whose schema moved past its build", { timeout: 6
     expect(await newer.send("h1", call("s3"), 2_000)).toEqual({ status: "timeout" });
     expect(ran.map((forwarded) => forwarded.sessionId)).toEqual(["s1"]);
     expect(await admin.query(`SELECT 1 FROM "${schema}".forwarded_calls`)).toMatchObject({ rowCount: 0 });
+  });
+
+  it("sweeps no upload once an entry stops its build", async () => {
+    const schema = `outdated_${randomBytes(6).toString("hex")}`;
+    cleanups.push(() => dropSchema(pgUrl!, schema));
+    // closed by the test: its close waits for the sweep under way
+    const database = await openHostDatabase({ db: pgUrl!, schema, hostId: "h1", metrics });
+    let closed = false;
+    cleanups.push(async () => {
+      if (!closed) await database.close();
+    });
+    const attachmentId = await database.store.putAttachment({
+      owner: "o",
+      name: "f",
+      type: "t",
+      bytes: new Uint8Array(10),
+    });
+    const admin = new pg.Client({ connectionString: pgUrl! });
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    await admin.query(
+      `INSERT INTO "${schema}".schema_migrations (version, stops_earlier_builds) VALUES ($1, true)`,
+      [PG_SCHEMA_VERSION + 1],
+    );
+    await expect(database.ready()).rejects.toMatchObject({ code: "build_outdated" });
+    const errors: unknown[] = [];
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      // every upload expired: a sweep of this build would delete it
+      database.uploads.start(-60_000, 1_000, (err) => errors.push(err));
+      vi.advanceTimersByTime(1_000);
+      database.uploads.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+    closed = true;
+    await database.close();
+    expect(errors).toEqual([]);
+    const { rows } = await admin.query(`SELECT attachment_id FROM "${schema}".attachments`);
+    expect(rows).toEqual([{ attachment_id: attachmentId }]);
   });
 
   it("answers not ready build_outdated and refuses writes host_shutting_down once an entry stops its build", async () => {

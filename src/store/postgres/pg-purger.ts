@@ -105,6 +105,12 @@ export class PgPurger {
     step: Partial<PurgeStep> = {},
     private readonly onError: (err: unknown) => void = () => undefined,
     pollMs = POLL_MS,
+    /**
+     * Whether this host may still write (its store's `buildOutdated`): once the schema holds an
+     * entry that needs its build stopped, it deletes by rules that entry may have replaced, so it
+     * takes no step more, and leaves the purges to a host of the newer build.
+     */
+    private readonly mayWrite: () => boolean = () => true,
   ) {
     this.#step = {
       rows: Math.max(1, step.rows ?? PG_PURGE_STEP.rows),
@@ -122,7 +128,7 @@ export class PgPurger {
 
   /** Wakes when a purge is pending (at open: what a stopped host left). */
   async wakeIfPending(): Promise<void> {
-    if (this.#runs.stopped || this.#runs.running) return;
+    if (this.#runs.stopped || this.#runs.running || !this.mayWrite()) return;
     try {
       const { rows } = await this.pool.query<{ any: boolean }>(ANY_PURGE);
       if (rows[0]?.any) this.wake();
@@ -145,6 +151,7 @@ export class PgPurger {
 
   /** One bounded step of the first purge no other host holds; answers whether one may be left. */
   async step(): Promise<boolean> {
+    if (!this.mayWrite()) return false;
     const client = await this.pool.connect();
     let failed: unknown;
     try {

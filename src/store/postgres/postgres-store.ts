@@ -200,11 +200,18 @@ export class PostgresSessionStore implements HostStore {
       options.metrics,
     );
     this.renewal = new PgLeaseRenewal(pool, this.groupCommit.health, fence);
-    this.purger = new PgPurger(pool, options.purgeStep, (err) => {
-      process.emitWarning(
-        `purging a cleared or deleted log failed; retrying: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    });
+    this.purger = new PgPurger(
+      pool,
+      options.purgeStep,
+      (err) => {
+        process.emitWarning(
+          `purging a cleared or deleted log failed; retrying: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      },
+      undefined,
+      // a purge deletes too: a host whose build the schema moved past leaves it to a newer one
+      () => fence.refusal() === undefined,
+    );
     // what a clear or a delete left behind on a host that stopped before its purge ended
     this.purgesFound = this.purger.wakeIfPending();
   }
@@ -558,7 +565,7 @@ export class PostgresSessionStore implements HostStore {
   /**
    * Why this host may no longer write: the schema holds an entry that needs hosts of its build
    * stopped (see `PgSchemaFence`); undefined while it may. Every write and lease renewal is
-   * refused with it meanwhile.
+   * refused with it meanwhile, and no purge step or upload sweep runs.
    */
   buildOutdated(): SessionmuxError | undefined {
     return this.fence.refusal();

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { PG_SCHEMA_VERSION } from "../../../src/store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
@@ -135,6 +136,28 @@ describe.skipIf(!pgUrl)("purging what a clear or a delete left (PostgreSQL)", ()
       (await storedBytes(a, "long")) + (await storedBytes(a, "copy")),
     );
     expect(await seqs(b, "long")).toEqual([1, 2]);
+  });
+
+  it("a host whose schema moved past its build takes no purge step more: a newer host finishes it", async () => {
+    const db = schema();
+    const store = await db.open();
+    await longLog(store, "gone", 50, 10);
+    const rows = await connection(db.name);
+    const release = await rows.holdEvent("gone", 21);
+    expect((await store.delete("gone")).status).toBe("deleted");
+    // the step that reaches event 21 waits, under way
+    await vi.waitFor(async () => expect(await rows.abandonedEvents("gone")).toBe(31), { timeout: 20_000 });
+    // a newer build's migration that stops this one, as `/readyz` reads it
+    store.sawStoppingVersion(PG_SCHEMA_VERSION + 1);
+    await release();
+    await store.purgesSettled();
+    // the step under way ends; none follows, and the purge stays for a host of the newer build
+    expect(await rows.abandonedEvents("gone")).toBe(27);
+    expect(await rows.purges()).toBe(1);
+    const newer = await db.open();
+    await newer.purgesSettled();
+    expect(await rows.abandonedEvents("gone")).toBe(0);
+    expect(await rows.purges()).toBe(0);
   });
 
   it("a delete answers while its log and attachment remain; gone for every reader, counted out once", async () => {
