@@ -70,6 +70,8 @@ export interface TurnContext {
    * A background job that may outlive the turn. Throws `overloaded` (`data.limit`
    * `running_jobs_per_session` or `running_jobs_per_principal`), starting nothing, while the
    * session (64 by default) or its owner's sessions on this host (1,000) run the most jobs allowed.
+   * Once the turn was stopped and its session let go (deleted, its lease lost), throws the turn's
+   * `signal.reason`, starting nothing.
    */
   startJob(label: string): JobHandle;
 }

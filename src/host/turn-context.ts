@@ -33,6 +33,7 @@ export class HostTurnContext implements TurnContext {
   readonly #live: LiveRegistry;
   readonly #ownership: Ownership;
   readonly #turn: RunningTurn;
+  readonly #session: LiveSession;
   readonly #owner: string;
   readonly #now: () => number;
   readonly #maxHistoryBytes: number;
@@ -57,6 +58,7 @@ export class HostTurnContext implements TurnContext {
     this.#live = deps.live;
     this.#ownership = deps.ownership;
     this.#turn = deps.turn;
+    this.#session = deps.session;
     this.#owner = deps.session.owner;
     this.#now = deps.now;
     this.#maxHistoryBytes = deps.maxHistoryBytes;
@@ -148,6 +150,10 @@ export class HostTurnContext implements TurnContext {
   startJob(label: string): JobHandle {
     // a job started during the turn may outlive it; one started after would begin after its end
     if (this.#turn.agentReturned) throw new TurnEnded(this.turnId);
+    // a detached session (deleted, its lease lost) forgot its jobs: one started by its stopped
+    // turn as it unwinds would run unended, holding a place of its session's and owner's bounds
+    if (this.#session.detached)
+      throw this.signal.reason instanceof Error ? this.signal.reason : new TurnEnded(this.turnId);
     return this.#live.jobRegistry.start(this.sessionId, this.#owner, this.turnId, label);
   }
 

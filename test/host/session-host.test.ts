@@ -529,6 +529,43 @@ describe("agents' jobs", () => {
     }
   });
 
+  test("a job a stopped turn starts once its session was deleted is refused, and holds no place", async () => {
+    const late: unknown[] = [];
+    const windingDown: AgentDriver = {
+      ...quickAgent,
+      runTurn: async (turn) => {
+        if (turn.sessionId === "a") {
+          await new Promise((resolve) => turn.signal.addEventListener("abort", resolve, { once: true }));
+          // an agent unwinding after the abort starts a job: its session is gone meanwhile
+          try {
+            late.push(turn.startJob("late"));
+          } catch (err) {
+            late.push(err);
+          }
+          return { state: "cancelled" };
+        }
+        turn.startJob("next");
+        return { state: "completed" };
+      },
+    };
+    const { host, store } = await open({ agent: windingDown, maxRunningJobsPerPrincipal: 1 });
+    await host.call(ALICE, "session.create", { sessionId: "a" });
+    await host.call(ALICE, "session.prompt", { sessionId: "a", text: "go", clientMessageId: "m" });
+    await vi.waitFor(() => expect(host.live.isRunning("a")).toBe(true));
+    await host.call(ALICE, "session.delete", { sessionId: "a" });
+    await vi.waitFor(() => expect(late).toHaveLength(1));
+    expect(late[0]).toMatchObject({ name: "AbortError", stop: "delete" });
+    // the principal's one place is free for its next session's job
+    await host.call(ALICE, "session.create", { sessionId: "b" });
+    await host.call(ALICE, "session.prompt", { sessionId: "b", text: "go", clientMessageId: "m" });
+    await vi.waitFor(async () =>
+      expect((await readLog(store, "b")).find((e) => e.type === "turn/end")?.data).toMatchObject({
+        state: "completed",
+      }),
+    );
+    expect(host.live.jobs("b").map((job) => job.label)).toEqual(["next"]);
+  });
+
   test("once shutdown settles, running turns and jobs are closed interrupted in the log", async () => {
     const { host, store } = await open();
     await host.call(ADMIN, "session.create", { sessionId: "turn" });
