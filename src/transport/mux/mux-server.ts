@@ -78,9 +78,13 @@ export function createMuxUpgradeHandler(
       connection.start();
     });
   };
-  const heartbeat = setInterval(() => {
+  // Judged after the event loop's next poll: a tick that fires late, behind a stall of the host's
+  // own, would otherwise find unread the pongs that came in meanwhile, and drop every peer.
+  const tickAll = () => {
+    if (closing) return;
     for (const connection of live.values()) connection.heartbeat();
-  }, resolved.pingIntervalMs);
+  };
+  const heartbeat = setInterval(() => setImmediate(tickAll), resolved.pingIntervalMs);
   heartbeat.unref();
 
   let closed: Promise<void> | undefined;

@@ -188,6 +188,23 @@ describe("mux heartbeat", () => {
     await alive.disconnect();
   });
 
+  it("keeps a peer whose pong came in while the host's event loop was stalled past two intervals", async () => {
+    const peer = await connect(host);
+    // the pong is written as the ping is read; the process then stalls six intervals, the pong
+    // waiting in the host's socket while the heartbeat's timer comes due
+    peer.ws.once("ping", () => {
+      const until = performance.now() + 300;
+      while (performance.now() < until) {
+        // a stall of the whole process, host and peer alike
+      }
+    });
+    await once(peer.ws, "ping");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(peer.ws.readyState).toBe(WebSocket.OPEN);
+    expect(await peer.call("session.models")).toHaveProperty("models");
+    await peer.disconnect();
+  });
+
   it("keeps a peer that never answers a ping but pings the host itself", async () => {
     // a slower clock than the suite's, so a stalled test process cannot pass for a silent peer
     const slow = await startTestHost({ mux: { pingIntervalMs: 200 } });
