@@ -53,13 +53,37 @@ export async function readWhole(
   return { ...info, bytes };
 }
 
-interface InfoRow {
+/** An `attachments` row without its bytes, as both stores select it. */
+export interface AttachmentInfoRow {
   attachment_id: string;
   owner: string;
   session_id: string | null;
   name: string;
   type: string;
   size: number;
+}
+
+export function attachmentInfoOf(row: AttachmentInfoRow): AttachmentInfo {
+  const { attachment_id: attachmentId, owner, session_id: sessionId, name, type, size } = row;
+  return { attachmentId, owner, sessionId, name, type, size };
+}
+
+/**
+ * A stored body, chunk by chunk as its consumer asks (`chunkAt` fetches one by index); ends with
+ * `attachment_not_found` if the upload is gone (`info` null) or a chunk vanishes while it is read.
+ */
+export async function* storedChunks(
+  attachmentId: string,
+  info: AttachmentInfo | null,
+  chunkAt: (index: number) => Promise<Buffer | undefined>,
+): AsyncGenerator<Uint8Array> {
+  if (!info) throw attachmentGone(attachmentId);
+  const count = chunkCount(info.size);
+  for (let index = 0; index < count; index++) {
+    const chunk = await chunkAt(index);
+    if (!chunk) throw attachmentGone(attachmentId);
+    yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  }
 }
 
 /**
@@ -150,24 +174,17 @@ export class SqliteAttachmentChunks {
 
   info(attachmentId: string): Promise<AttachmentInfo | null> {
     return guarded(() => {
-      const row = this.#info.get(attachmentId) as InfoRow | undefined;
-      if (!row) return null;
-      const { attachment_id: id, owner, session_id: sessionId, name, type, size } = row;
-      return { attachmentId: id, owner, sessionId, name, type, size };
+      const row = this.#info.get(attachmentId) as AttachmentInfoRow | undefined;
+      return row ? attachmentInfoOf(row) : null;
     });
   }
 
   /** The body, one chunk per event-loop turn; ends with `attachment_not_found` if it vanishes. */
   async *chunks(attachmentId: string): AsyncGenerator<Uint8Array> {
-    const info = await this.info(attachmentId);
-    if (!info) throw attachmentGone(attachmentId);
-    const count = chunkCount(info.size);
-    for (let index = 0; index < count; index++) {
+    yield* storedChunks(attachmentId, await this.info(attachmentId), async (index) => {
       if (index > 0) await nextTurn();
-      const chunk = await guarded(() => this.#chunk.get(attachmentId, index) as Buffer | undefined);
-      if (!chunk) throw attachmentGone(attachmentId);
-      yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    }
+      return guarded(() => this.#chunk.get(attachmentId, index) as Buffer | undefined);
+    });
   }
 }
 

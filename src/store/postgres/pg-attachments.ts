@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { attachmentGone, chunkCount, chunksOf } from "../attachment-chunks.js";
+import { type AttachmentInfoRow, attachmentInfoOf, chunksOf, storedChunks } from "../attachment-chunks.js";
 import type { AttachmentInfo } from "../session-store.js";
 import { readQuery } from "./pg-read-query.js";
 import type { PgWriteOperation } from "./pg-write-operations.js";
@@ -13,15 +13,6 @@ const INFO = `SELECT attachment_id, owner, session_id, name, type, size FROM att
 const CHUNK = `SELECT c.bytes FROM attachment_chunks c JOIN attachments a ON a.attachment_id = c.attachment_id
   WHERE c.attachment_id = $1 AND c.idx = $2 AND NOT EXISTS (SELECT 1 FROM purges g WHERE g.session_id = a.session_id)`;
 const DISCARD = "DELETE FROM attachments WHERE attachment_id = $1 AND session_id IS NULL";
-
-interface InfoRow {
-  attachment_id: string;
-  owner: string;
-  session_id: string | null;
-  name: string;
-  type: string;
-  size: number;
-}
 
 /**
  * Attachment bodies of the PostgreSQL store, kept as rows of `attachment_chunks` (deleted with
@@ -66,20 +57,17 @@ export class PgAttachmentChunks {
   }
 
   async info(attachmentId: string): Promise<AttachmentInfo | null> {
-    const row = (await readQuery<InfoRow>(this.pool, INFO, [attachmentId])).rows[0];
-    if (!row) return null;
-    const { attachment_id: id, owner, session_id: sessionId, name, type, size } = row;
-    return { attachmentId: id, owner, sessionId, name, type, size };
+    const row = (await readQuery<AttachmentInfoRow>(this.pool, INFO, [attachmentId])).rows[0];
+    return row ? attachmentInfoOf(row) : null;
   }
 
   /** The body, one query per chunk; ends with `attachment_not_found` if it vanishes. */
   async *chunks(attachmentId: string): AsyncGenerator<Uint8Array> {
-    const info = await this.info(attachmentId);
-    if (!info) throw attachmentGone(attachmentId);
-    for (let index = 0; index < chunkCount(info.size); index++) {
-      const row = (await readQuery<{ bytes: Buffer }>(this.pool, CHUNK, [attachmentId, index])).rows[0];
-      if (!row) throw attachmentGone(attachmentId);
-      yield new Uint8Array(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength);
-    }
+    yield* storedChunks(
+      attachmentId,
+      await this.info(attachmentId),
+      async (index) =>
+        (await readQuery<{ bytes: Buffer }>(this.pool, CHUNK, [attachmentId, index])).rows[0]?.bytes,
+    );
   }
 }
