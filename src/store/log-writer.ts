@@ -1,4 +1,5 @@
 import type { NewEvent, SessionEvent } from "../../protocol/index.js";
+import { clearedBase, clearedLogKey, enterEpoch } from "./cleared-epoch.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue } from "./event-codec.js";
 import { EventRows } from "./event-rows.js";
@@ -192,21 +193,13 @@ export class LogWriter {
    */
   resetEpoch(batch: WriteBatch, state: SessionState, epoch: string, at: number): void {
     this.abandonLog(batch, state, null, at);
-    // no session id holds ':' (protocol/ids.ts), and an epoch is never reused
-    state.logKey = `${state.sessionId}:${epoch}`;
+    state.logKey = clearedLogKey(state.sessionId, epoch);
     state.dataBytes = 0;
     this.statements.moveLog.run(state.logKey, state.sessionId);
     // a clear is refused while a turn is open, so its interactions are settled: they stay under the
     // old key for the purger, found by no read (migration 12); the queue stays
     this.statements.deletePendingInteractions.run(state.sessionId);
-    const base: ProjectionBase = {
-      ...state.base,
-      epoch,
-      title: state.projection.title,
-      titleExplicit: state.projection.titleExplicit,
-      model: state.projection.model,
-      ackedSettledAt: null,
-    };
+    const base = clearedBase(state, epoch);
     this.statements.resetEpoch.run({
       sessionId: state.sessionId,
       epoch,
@@ -214,10 +207,7 @@ export class LogWriter {
       titleExplicit: base.titleExplicit ? 1 : 0,
       model: base.model,
     });
-    state.epoch = epoch;
-    state.headSeq = 0;
-    state.base = base;
-    state.projection = initialProjection(base);
+    enterEpoch(state, base);
     batch.touch(state);
   }
 

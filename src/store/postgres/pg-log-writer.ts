@@ -1,4 +1,5 @@
 import type { SessionEvent } from "../../../protocol/index.js";
+import { clearedBase, clearedLogKey, enterEpoch } from "../cleared-epoch.js";
 import { decodeValue } from "../event-codec.js";
 import type { TimedEvent } from "../log-writer.js";
 import { initialProjection, type ProjectionBase, projectEvent } from "../projection.js";
@@ -122,8 +123,7 @@ export class PgLogWriter {
    * log was. Its data leaves the owner's usage here.
    */
   async resetEpoch(batch: PgWriteBatch, state: SessionState, epoch: string, at: number): Promise<void> {
-    // no session id holds ':' (protocol/ids.ts), and an epoch is never reused
-    const logKey = `${state.sessionId}:${epoch}`;
+    const logKey = clearedLogKey(state.sessionId, epoch);
     await this.deleteCounted(
       batch,
       ABANDON_LOG,
@@ -132,14 +132,7 @@ export class PgLogWriter {
     );
     state.logKey = logKey;
     state.dataBytes = 0;
-    const base: ProjectionBase = {
-      ...state.base,
-      epoch,
-      title: state.projection.title,
-      titleExplicit: state.projection.titleExplicit,
-      model: state.projection.model,
-      ackedSettledAt: null,
-    };
+    const base = clearedBase(state, epoch);
     await batch.execute(RESET_EPOCH, [
       state.sessionId,
       epoch,
@@ -147,10 +140,7 @@ export class PgLogWriter {
       base.titleExplicit,
       storableText(base.model),
     ]);
-    state.epoch = epoch;
-    state.headSeq = 0;
-    state.base = base;
-    state.projection = initialProjection(base);
+    enterEpoch(state, base);
     batch.touch(state);
   }
 
