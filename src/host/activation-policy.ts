@@ -1,6 +1,6 @@
 import type { Resolution, SessionHeader } from "../../protocol/index.js";
 import { type Activation, SessionmuxError } from "../../protocol/index.js";
-import { sameResolution } from "../store/live-state-operations.js";
+import { sameResolution } from "../store/first-answer.js";
 import type { HostStore } from "../store/live-state-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { assertAnswerFits } from "./answer-fit.js";

@@ -1,5 +1,6 @@
 import type { Resolution } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
+import { answerToSettled } from "./first-answer.js";
 import type { WriteOperation } from "./group-commit.js";
 import { type LiveRows, queuedBytes } from "./live-rows.js";
 import type {
@@ -126,12 +127,9 @@ export class LiveStateOperations {
   resolve(interactionId: string, resolution: Resolution, at?: number): WriteOperation<ResolveOutcome> {
     return (batch) => {
       const stored = this.rows.interaction(interactionId);
-      if (!stored || stored.state === "withdrawn") return { status: "not_found" };
-      if (stored.state === "resolved") {
-        return sameResolution(stored.resolution!, resolution)
-          ? { status: "repeat", interaction: stored.interaction }
-          : { status: "conflict", winner: stored.resolution! };
-      }
+      if (!stored) return { status: "not_found" };
+      const settled = answerToSettled(stored, resolution);
+      if (settled) return settled;
       const { sessionId, turnId } = stored.interaction;
       const state = this.writer.load(sessionId);
       if (!state || state === "retired") return { status: "not_found" };
@@ -208,9 +206,4 @@ export function namedUploads(input: QueuedPromptInput): string[] {
 /** The refusal of an edit that would take its owner's queued bytes (`held`) past the bound. */
 export function overOwnerBytes(held: number, grows: number, max: number): OwnerBytesRefusal | undefined {
   return held + grows > max ? { status: "queue_full", limit: "bytes_per_owner", max } : undefined;
-}
-
-export function sameResolution(a: Resolution, b: Resolution): boolean {
-  if ("outcome" in a) return "outcome" in b && a.outcome === b.outcome;
-  return "answer" in b && a.answer === b.answer;
 }

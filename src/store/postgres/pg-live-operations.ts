@@ -1,12 +1,12 @@
 import type { Resolution } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
+import { answerToSettled } from "../first-answer.js";
 import { interactionFromRow, type QueueRow, queuedBytes, queueItemFromRow } from "../live-rows.js";
 import {
   editedInput,
   namedUploads,
   type OwnerBytesRefusal,
   overOwnerBytes,
-  sameResolution,
 } from "../live-state-operations.js";
 import type {
   EnqueueInput,
@@ -156,12 +156,8 @@ export class PgLiveOperations {
         const row = (await batch.read<InteractionRow>(INTERACTION, [interactionId]))[0];
         if (!row) return { status: "not_found" };
         const stored = interactionFromRow(row);
-        if (stored.state === "withdrawn") return { status: "not_found" };
-        if (stored.state === "resolved") {
-          return sameResolution(stored.resolution!, resolution)
-            ? { status: "repeat", interaction: stored.interaction }
-            : { status: "conflict", winner: stored.resolution! };
-        }
+        const settled = answerToSettled(stored, resolution);
+        if (settled) return settled;
         if (!state || state === "retired") return { status: "not_found" };
         const { sessionId, turnId } = stored.interaction;
         const when = at ?? this.now();
