@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   ALICE,
   type Cluster,
+  type ClusterHost,
   createSession,
   forwardedCalls,
   holdTurnStart,
@@ -11,17 +12,8 @@ import {
   pgUrl,
   prompt,
   readLog,
+  refusal,
 } from "./multi-host-fixture.js";
-
-type Host = Cluster["hosts"][0];
-
-/** The error `call` rejects with (undefined if it succeeds), its rejection handled at once. */
-function refusal(call: Promise<unknown>): Promise<unknown> {
-  return call.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-}
 
 /**
  * An owner that holds the session and takes a forwarded call, but has not begun it when its
@@ -41,7 +33,7 @@ describe.skipIf(!pgUrl)(
       const { metrics, of } = metricsFor("host-b");
       // a claimed call is waited on for the longest wait, past the forward wait
       cluster = await openCluster(2, { forwardTimeoutMs: 500, claimedWaitMs: 1_500, metrics: of });
-      const [a, b] = cluster.hosts as [Host, Host];
+      const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
       const sessionId = await createSession(a.host);
       const slow = holdTurnStart(a.store);
       // the session's first forwarded call: begun on A, held as its turn opens, past every wait

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { ALICE, type Cluster, pgUrl, prompt, turnEnd } from "./multi-host-fixture.js";
+import { ALICE, type ClusterHost, pgUrl, prompt, turnEnd } from "./multi-host-fixture.js";
 import { openOutageCluster } from "./outage-cluster.js";
 
 /**
@@ -11,14 +11,12 @@ import { openOutageCluster } from "./outage-cluster.js";
  * row. A failure it had told, or one older than its listening, is not told again.
  */
 
-type Host = Cluster["hosts"][0];
-
-async function create(host: Host): Promise<string> {
+async function create(host: ClusterHost): Promise<string> {
   return (await host.host.call(ALICE, "session.create", {})).header.sessionId;
 }
 
 /** Runs a turn that fails on `host` (the session's owner) and waits for its `turn/end`. */
-async function failTurn(host: Host, sessionId: string): Promise<void> {
+async function failTurn(host: ClusterHost, sessionId: string): Promise<void> {
   const started = await host.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/fail") });
   expect(await turnEnd(host.store, sessionId, started.turnId!)).toBe("failed");
 }

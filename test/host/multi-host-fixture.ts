@@ -161,3 +161,11 @@ export function holdTurnStart(store: PostgresSessionStore): { taken: Promise<voi
   );
   return { taken: taken.promise, release: () => held.open() };
 }
+
+/** The error `call` rejects with (undefined if it succeeds), its rejection handled at once. */
+export function refusal(call: Promise<unknown>): Promise<unknown> {
+  return call.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { Principal } from "../../src/host/principal.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { ALICE, type Cluster, pgUrl } from "./multi-host-fixture.js";
+import { ALICE, type ClusterHost, pgUrl } from "./multi-host-fixture.js";
 import { openOutageCluster } from "./outage-cluster.js";
 
 /**
@@ -14,10 +14,8 @@ import { openOutageCluster } from "./outage-cluster.js";
 
 const BOB: Principal = { name: "bob", admin: false };
 
-type Host = Cluster["hosts"][0];
-
 /** The list notifications `principal`'s sockets on `host` get, as `added <id>`, `removed <id>`, `updated <id>`. */
-function listNotices(host: Host, principal: Principal): string[] {
+function listNotices(host: ClusterHost, principal: Principal): string[] {
   const heard: string[] = [];
   host.host.subscribeNotifications(principal, (n: Notification) => {
     if (n.name === "session.added") heard.push(`added ${n.value.row.sessionId}`);
@@ -27,7 +25,7 @@ function listNotices(host: Host, principal: Principal): string[] {
   return heard;
 }
 
-async function create(host: Host, principal: Principal): Promise<string> {
+async function create(host: ClusterHost, principal: Principal): Promise<string> {
   return (await host.host.call(principal, "session.create", {})).header.sessionId;
 }
 

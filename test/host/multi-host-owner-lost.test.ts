@@ -4,6 +4,7 @@ import { gate } from "../support/gate.js";
 import {
   ALICE,
   type Cluster,
+  type ClusterHost,
   createSession,
   holdTurnStart,
   openCluster,
@@ -14,8 +15,6 @@ import {
 
 /** Short enough that a paused host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
-
-type Host = Cluster["hosts"][0];
 
 /** How `call` settled, its rejection handled at once. */
 function settled(call: Promise<unknown>): Promise<{ value: unknown } | { error: unknown }> {
@@ -64,7 +63,7 @@ describe.skipIf(!pgUrl)(
     it("a prompt A claimed behind another and had not started when B took the session runs on B, answered, not outcome_unknown", async () => {
       cluster = await openCluster(3, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000 });
       const { schema } = cluster;
-      const [a, b, c] = cluster.hosts as [Host, Host, Host];
+      const [a, b, c] = cluster.hosts as [ClusterHost, ClusterHost, ClusterHost];
       const sessionId = await createSession(a.host);
       // C's prompt runs on A, held as its turn opens: the session's earlier call
       const slow = holdTurnStart(a.store);

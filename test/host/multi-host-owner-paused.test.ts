@@ -5,6 +5,7 @@ import { gate } from "../support/gate.js";
 import {
   ALICE,
   type Cluster,
+  type ClusterHost,
   createSession,
   forwardedCalls,
   holdTurnStart,
@@ -18,8 +19,6 @@ import {
 
 /** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
-
-type Host = Cluster["hosts"][0];
 
 interface HeldClaim {
   /** The call the held claim took, once it took one. */
@@ -106,7 +105,7 @@ describe.skipIf(!pgUrl)(
     async function ownedOnA() {
       const { metrics, of } = metricsFor("host-b");
       cluster = await openCluster(2, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000, metrics: of });
-      const [a, b] = cluster.hosts as [Host, Host];
+      const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
       const sessionId = await createSession(a.host);
       const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
       expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");

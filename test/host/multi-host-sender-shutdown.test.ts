@@ -4,6 +4,7 @@ import { gate } from "../support/gate.js";
 import {
   ALICE,
   type Cluster,
+  type ClusterHost,
   createSession,
   forwardedCalls,
   holdTurnStart,
@@ -12,10 +13,9 @@ import {
   pgUrl,
   prompt,
   readLog,
+  refusal,
   turnEnd,
 } from "./multi-host-fixture.js";
-
-type Host = Cluster["hosts"][0];
 
 /**
  * Holds the next statement containing `fragment` that a connection of this process sends, before
@@ -36,14 +36,6 @@ function holdClientQuery(fragment: string): { held: Promise<void>; release: () =
   return { held: held.promise, release: () => released.open() };
 }
 
-/** The error `call` rejects with (undefined if it succeeds), its rejection handled at once. */
-function refusal(call: Promise<unknown>): Promise<unknown> {
-  return call.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-}
-
 /**
  * A host that shuts down (its host, then its database, as a mounted host does) while a call it
  * forwarded to the session's owner waits on the owner's reply: its caller is told whether the
@@ -61,18 +53,18 @@ describe.skipIf(!pgUrl)(
 
     /** Two hosts whose forward wait no test outlives, B's metrics its own, and a new session A owns. */
     async function ownedOnA(): Promise<{
-      a: Host;
-      b: Host;
+      a: ClusterHost;
+      b: ClusterHost;
       sessionId: string;
       forwarded: () => Promise<string[]>;
     }> {
       const { metrics, of } = metricsFor("host-b");
       cluster = await openCluster(2, { forwardTimeoutMs: 10 * 60_000, metrics: of });
-      const [a, b] = cluster.hosts as [Host, Host];
+      const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
       return { a, b, sessionId: await createSession(a.host), forwarded: () => forwardedCalls(metrics) };
     }
 
-    async function shutDown(host: Host): Promise<void> {
+    async function shutDown(host: ClusterHost): Promise<void> {
       await host.host.shutdown();
       await host.inbox.close();
     }

@@ -9,6 +9,7 @@ import { beforeAppend, demoAgentWith } from "./host-fixture.js";
 import {
   ALICE,
   type Cluster,
+  type ClusterHost,
   createSession,
   forwardedCalls,
   holdTurnStart,
@@ -23,10 +24,8 @@ import {
 /** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
 const TTL_MS = 2_000;
 
-type Host = Cluster["hosts"][0];
-
 /** Waits until `host` has taken the session's lease, once the owner's has run out. */
-function takes(host: Host, sessionId: string): Promise<void> {
+function takes(host: ClusterHost, sessionId: string): Promise<void> {
   return expect
     .poll(async () => (await host.host.leases!.acquire(sessionId)).status, { timeout: 30_000, interval: 200 })
     .toBe("acquired");
@@ -44,17 +43,22 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
    * Two hosts whose forward wait no test outlives (a call settles by the owner's lease or not at
    * all), B's metrics its own, and a new session A owns.
    */
-  async function ownedOnA(): Promise<{ a: Host; b: Host; metrics: HostMetrics; sessionId: string }> {
+  async function ownedOnA(): Promise<{
+    a: ClusterHost;
+    b: ClusterHost;
+    metrics: HostMetrics;
+    sessionId: string;
+  }> {
     const { metrics, of } = metricsFor("host-b");
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000, metrics: of });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     return { a, b, metrics, sessionId: await createSession(a.host) };
   }
 
   /** Two hosts; a session A owns after one completed turn ("on a"); A no longer renews its lease. */
-  async function ownedByAUnrenewed(): Promise<{ a: Host; b: Host; sessionId: string }> {
+  async function ownedByAUnrenewed(): Promise<{ a: ClusterHost; b: ClusterHost; sessionId: string }> {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
     expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
@@ -72,7 +76,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       logger,
       metrics: (hostId) => metrics.set(hostId, new HostMetrics()).get(hostId)!,
     });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     // a paused host: its renewals stop, its agent keeps running and trying to append
@@ -114,7 +118,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a turn parked on a question stays parked through the takeover, and continues on the new owner", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const asked = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
     await expect
@@ -160,7 +164,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a turn that ends after its lease was taken, its host not yet told, lands no turn/end of its own: the store refuses it", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     a.host.leases?.stopRenewals();
     const append = a.store.append.bind(a.store);
@@ -227,7 +231,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       leaseTtlMs: TTL_MS,
       agent: (hostId) => (hostId === "host-a" ? slowToStop : new DemoAgent()),
     });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const running = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("run") });
     expect(await a.host.call(ALICE, "session.cancel", { sessionId })).toEqual({ cancelled: true });
@@ -265,7 +269,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a running host takes over the queued prompts of an owner that vanished, with no call for them", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     const queued = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("left in the queue") });
@@ -290,7 +294,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a running host closes the running turn of an owner that vanished, with nothing queued and no call for it", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     const heard: string[] = [];
@@ -311,7 +315,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("the sweep leaves running turns alone while their owners renew: its own host's and another's", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onA = await createSession(a.host);
     const onB = await createSession(b.host);
     // each streams for seconds, through many sweep rounds (one every third of the lease) of both hosts
@@ -323,7 +327,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a cancel reaching another host after the owner vanished is refused agent_not_live, and the turn still ends interrupted", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
     a.host.leases?.stopRenewals();
@@ -386,7 +390,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       forwardTimeoutMs: 10 * 60_000,
       metrics: of,
     });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     expect(a.host.leases?.lease(sessionId)).toBeDefined();
     // A claims no forwarded call any more, and then stops, releasing its lease
@@ -412,7 +416,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a queue edit reaching another host after the owner vanished changes the durable queue there, taking nothing over", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     // parked on a person, so no sweep runs the queue meanwhile
     await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
@@ -430,7 +434,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("a steer into a turn parked on a person is refused where the call runs and where it is forwarded to; the queue stays as it was", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
     await expect
@@ -439,7 +443,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     const queued = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("queued") });
     a.host.leases?.stopRenewals();
     await expect.poll(() => b.store.leaseHolder(sessionId), { timeout: 20_000 }).toBeNull();
-    const steer = (host: Host) =>
+    const steer = (host: ClusterHost) =>
       host.host.call(ALICE, "session.updateQueue", {
         sessionId,
         op: { steer: true, itemId: queued.itemId! },
@@ -490,7 +494,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
 
   it("another host's control stream stops showing the agent of an owner that vanished once its lease ran out", async () => {
     cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const deltas: ControlDelta[] = [];
     b.host.subscribeControl(ALICE, (delta) => deltas.push(delta));
     const sessionId = await createSession(a.host);

@@ -8,6 +8,7 @@ import { holdNotices } from "../store/postgres/held-notices.js";
 import {
   ALICE,
   type Cluster,
+  type ClusterHost,
   createSession,
   forwardedCalls,
   holdTurnStart,
@@ -19,10 +20,12 @@ import {
   turnEnd,
 } from "./multi-host-fixture.js";
 
-type Host = Cluster["hosts"][0];
-
 /** What `principal`'s sockets on `host` are told: a notification `line` words, one it words not left out. */
-function told(host: Host, principal: typeof ALICE, line: (n: Notification) => string | undefined): string[] {
+function told(
+  host: ClusterHost,
+  principal: typeof ALICE,
+  line: (n: Notification) => string | undefined,
+): string[] {
   const list: string[] = [];
   host.host.subscribeNotifications(principal, (n: Notification) => {
     const text = line(n);
@@ -40,7 +43,7 @@ const addedOrError = (n: Notification) =>
       : undefined;
 
 /** A session on `a` whose one turn, longer than a read page, failed; once `onB` was told of it. */
-async function failedLongSession(a: Host, onB: string[]): Promise<string> {
+async function failedLongSession(a: ClusterHost, onB: string[]): Promise<string> {
   const sourceId = await createSession(a.host);
   const deltas = Array.from({ length: 520 }, (_, i) => delta("t", `part ${i}`));
   await a.store.append(sourceId, [turnStart("t"), ...deltas, turnEndEvent("t", "failed")]);
@@ -58,7 +61,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a prompt sent to a host that does not own the session runs on its owner", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     expect(a.host.leases?.lease(sessionId)?.hostId).toBe("host-a");
     const started = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("hello there") });
@@ -77,7 +80,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       forwardTimeoutMs: forwardWait,
       metrics: of,
     });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     // A, alive and renewing its lease, takes the prompt and is slow to open its turn
     const slow = holdTurnStart(a.store);
@@ -107,7 +110,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     cluster = await openCluster(2, {
       metrics: of,
     });
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 400 25") });
     const queued = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("first draft") });
@@ -178,7 +181,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("control on one host shows another host's queue, interactions and agent status", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const deltas: ControlDelta[] = [];
     b.host.subscribeControl(ALICE, (d) => deltas.push(d));
     const sessionId = await createSession(a.host);
@@ -222,9 +225,9 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a session created, forked and deleted through one host is added to and removed from the lists of sockets on another (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const BOB = { name: "bob", admin: false };
-    const heard = (host: Host, principal: typeof ALICE) =>
+    const heard = (host: ClusterHost, principal: typeof ALICE) =>
       told(host, principal, (n) =>
         n.name === "session.added"
           ? `added ${n.value.row.sessionId}`
@@ -274,8 +277,8 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a turn that fails on its owner is reported as agent.error to the sockets of another host too (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
-    const errors = (host: Host, principal: typeof ALICE) =>
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
+    const errors = (host: ClusterHost, principal: typeof ALICE) =>
       told(host, principal, (n) =>
         n.name === "agent.error" ? `${n.value.sessionId}: ${n.value.message}` : undefined,
       );
@@ -293,7 +296,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a turn that failed before another host read the session's create is reported there as agent.error too (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onB = told(b, ALICE, (n) =>
       n.name === "agent.error" ? `${addedOrError(n)}: ${n.value.message}` : addedOrError(n),
     );
@@ -311,7 +314,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a fork longer than a read page, of a turn that just failed, is no agent.error on another host (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onB = told(b, ALICE, addedOrError);
     const sourceId = await failedLongSession(a, onB);
     // the fork copies the failure, as it was: B reads its rows a page at a time
@@ -329,7 +332,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a fork longer than a read page is no agent.error on another host whose read of its second page failed", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onB = told(b, ALICE, addedOrError);
     const sourceId = await failedLongSession(a, onB);
     // B's read of the fork's second page fails once (its connection ended): B listens again,
