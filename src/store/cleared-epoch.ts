@@ -1,5 +1,22 @@
 import { initialProjection, type ProjectionBase } from "./projection.js";
 import type { SessionState } from "./session-state.js";
+import type { ClearOutcome } from "./session-store.js";
+
+/**
+ * Why a clear of `state` is refused on either store: the caller expected another epoch, or a turn
+ * is still open (the new epoch starts with no turn, and the open one's interactions must be
+ * settled before its log is left to the purger). Undefined: the clear goes ahead.
+ */
+export function clearRefusal(
+  state: SessionState,
+  expectedEpoch: string | undefined,
+): Extract<ClearOutcome, { status: "epoch_mismatch" | "busy" }> | undefined {
+  if (expectedEpoch !== undefined && expectedEpoch !== state.epoch) {
+    return { status: "epoch_mismatch", epoch: state.epoch };
+  }
+  if (state.projection.openTurnId !== null) return { status: "busy" };
+  return undefined;
+}
 
 /**
  * The key a cleared session's new epoch stores its log under. No session id holds ':'

@@ -1,4 +1,5 @@
 import type { NewEvent } from "../../protocol/index.js";
+import { clearRefusal } from "./cleared-epoch.js";
 import type { EncodedRow } from "./encoded-event-arrays.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type { WriteOperation } from "./group-commit.js";
@@ -111,10 +112,8 @@ export class WriteOperations {
       const state = this.writer.load(sessionId);
       if (state === "retired") return { status: "retired" };
       if (!state) return { status: "not_found" };
-      if (expectedEpoch !== undefined && expectedEpoch !== state.epoch) {
-        return { status: "epoch_mismatch", epoch: state.epoch };
-      }
-      if (state.projection.openTurnId !== null) return { status: "busy" };
+      const refused = clearRefusal(state, expectedEpoch);
+      if (refused) return refused;
       this.writer.resetEpoch(batch, state, newEpoch(), this.now());
       batch.notify(sessionId, { kind: "clear", epoch: state.epoch }, this.writer.snapshot(state));
       return { status: "cleared", epoch: state.epoch };

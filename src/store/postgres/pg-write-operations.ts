@@ -1,4 +1,5 @@
 import type { NewEvent, SessionEvent } from "../../../protocol/index.js";
+import { clearRefusal } from "../cleared-epoch.js";
 import { encodeValue } from "../event-codec.js";
 import { heldElsewhere } from "../lease-rules.js";
 import { type QueueRow, queueItemFromRow } from "../live-rows.js";
@@ -165,10 +166,8 @@ export class PgWriteOperations {
         const state = await batch.load(sessionId);
         if (state === "retired") return { status: "retired" };
         if (!state) return { status: "not_found" };
-        if (expectedEpoch !== undefined && expectedEpoch !== state.epoch) {
-          return { status: "epoch_mismatch", epoch: state.epoch };
-        }
-        if (state.projection.openTurnId !== null) return { status: "busy" };
+        const refused = clearRefusal(state, expectedEpoch);
+        if (refused) return refused;
         await this.writer.resetEpoch(batch, state, newEpoch(), this.now());
         batch.notify(sessionId, { kind: "clear", epoch: state.epoch }, batch.snapshot(state));
         return { status: "cleared", epoch: state.epoch };
