@@ -109,3 +109,29 @@ export async function jobsAndDismissals(
     if (dismissed.status !== "ok") throw new Error(dismissed.status);
   }
 }
+
+/**
+ * The sessions the purge-step tests take apart: "gone" (deleted) and "zcleared" (cleared, one event
+ * in its new epoch), each with a log of 12 events, 3 answered turns, 3 ended jobs, 3 dismissals and
+ * an attachment of 3 chunks its message names; beside them "kept" and "gone-too" (a name "gone"
+ * starts), written the same way, live. A purge is taken in the order of its key: the delete's first.
+ */
+export async function writeLeftToPurge(store: SessionStore & LiveStateStore & DismissalStore): Promise<void> {
+  for (const sessionId of ["gone", "kept", "gone-too", "zcleared"]) {
+    await longLog(store, sessionId, 12, 4);
+    await answeredTurns(store, sessionId, 3);
+    await jobsAndDismissals(store, sessionId, 3, ["ann", "bob", "cy"]);
+    const attachmentId = await store.putAttachment({
+      owner: "o",
+      name: "f.bin",
+      type: "application/octet-stream",
+      bytes: new Uint8Array(600_000).fill(7),
+    });
+    await store.append(sessionId, [message(`the file of ${sessionId}`, attachmentId)]);
+  }
+  const deleted = await store.delete("gone");
+  if (deleted.status !== "deleted") throw new Error(deleted.status);
+  const cleared = await store.clear("zcleared");
+  if (cleared.status !== "cleared") throw new Error(cleared.status);
+  await store.append("zcleared", [delta("the new epoch")]);
+}

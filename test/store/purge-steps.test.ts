@@ -5,7 +5,7 @@ import { type PurgeStep, SqlitePurger } from "../../src/store/sqlite-purger.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import type { WriteBatch } from "../../src/store/write-batch.js";
 import { tempDir } from "../support/temp-dir.js";
-import { answeredTurns, delta, jobsAndDismissals, longLog, message } from "./purge-fixture.js";
+import { writeLeftToPurge } from "./purge-fixture.js";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -27,33 +27,14 @@ const TABLES = [
 ] as const;
 type Table = (typeof TABLES)[number];
 
-/**
- * A file holding a deleted session ("gone": a log, its search rows, answered interactions, prompt
- * keys, ended jobs, dismissals and an attachment of 3 chunks) and a cleared one ("zcleared"), whose
- * purges no step has run yet (a purge is taken in the order of its key: the delete's first); beside them "kept" and "gone-too" (a name "gone" starts), written
- * the same way, live.
- */
+/** A file holding `writeLeftToPurge`'s sessions, whose purges no step has run yet. */
 async function leftToPurge(): Promise<string> {
   const dir = tempDir("sessionmux-purge-steps-");
   cleanups.push(() => dir.remove());
   const path = dir.file("sessions.db");
   const held = vi.spyOn(SqlitePurger.prototype, "step").mockReturnValue(() => false);
   const store = SqliteSessionStore.open(path);
-  for (const sessionId of ["gone", "kept", "gone-too", "zcleared"]) {
-    await longLog(store, sessionId, 12, 4);
-    await answeredTurns(store, sessionId, 3);
-    await jobsAndDismissals(store, sessionId, 3, ["ann", "bob", "cy"]);
-    const attachmentId = await store.putAttachment({
-      owner: "o",
-      name: "f.bin",
-      type: "application/octet-stream",
-      bytes: new Uint8Array(600_000).fill(7),
-    });
-    await store.append(sessionId, [message(`the file of ${sessionId}`, attachmentId)]);
-  }
-  expect((await store.delete("gone")).status).toBe("deleted");
-  expect((await store.clear("zcleared")).status).toBe("cleared");
-  await store.append("zcleared", [delta("the new epoch")]);
+  await writeLeftToPurge(store);
   await store.close();
   held.mockRestore();
   return path;

@@ -6,7 +6,7 @@ import { PG_PURGE_STEP, PgPurger } from "../../../src/store/postgres/pg-purger.j
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { PurgeStep } from "../../../src/store/sqlite-purger.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
-import { answeredTurns, delta, jobsAndDismissals, longLog, message } from "../purge-fixture.js";
+import { writeLeftToPurge } from "../purge-fixture.js";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -29,32 +29,13 @@ const TABLES = [
 ] as const;
 type Table = (typeof TABLES)[number];
 
-/**
- * A schema holding a deleted session ("gone": a log, its search rows, answered interactions,
- * prompt keys, ended jobs, dismissals and an attachment of 3 chunks) and a cleared one
- * ("zcleared"), whose purges no step has run yet; beside them "kept" and "gone-too", written the
- * same way, live.
- */
+/** A schema holding `writeLeftToPurge`'s sessions, whose purges no step has run yet. */
 async function leftToPurge(): Promise<string> {
   const schema = `purge_steps_${randomBytes(5).toString("hex")}`;
   cleanups.push(() => dropSchema(pgUrl!, schema));
   const held = vi.spyOn(PgPurger.prototype, "step").mockResolvedValue(false);
   const store = await PostgresSessionStore.open(pgUrl!, { schema, maxConnections: 4 });
-  for (const sessionId of ["gone", "kept", "gone-too", "zcleared"]) {
-    await longLog(store, sessionId, 12, 4);
-    await answeredTurns(store, sessionId, 3);
-    await jobsAndDismissals(store, sessionId, 3, ["ann", "bob", "cy"]);
-    const attachmentId = await store.putAttachment({
-      owner: "o",
-      name: "f.bin",
-      type: "application/octet-stream",
-      bytes: new Uint8Array(600_000).fill(7),
-    });
-    await store.append(sessionId, [message(`the file of ${sessionId}`, attachmentId)]);
-  }
-  expect((await store.delete("gone")).status).toBe("deleted");
-  expect((await store.clear("zcleared")).status).toBe("cleared");
-  await store.append("zcleared", [delta("the new epoch")]);
+  await writeLeftToPurge(store);
   await store.close();
   held.mockRestore();
   return schema;
