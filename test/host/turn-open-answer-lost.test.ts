@@ -1,13 +1,13 @@
-import { randomBytes } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
+import { QUERY_CHECK_MS } from "../../src/store/postgres/pg-backend-watch.js";
 import { KEPT_AFTER_IDLE_MS } from "../../src/store/postgres/pg-group-commit.js";
-import { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
-import { dropSchema, pgUrl } from "../store/contract/backends.js";
+import type { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
+import { pgUrl } from "../store/contract/backends.js";
+import { openStoreBehindProxy } from "../store/postgres/store-behind-proxy.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { startTcpProxy } from "../support/tcp-proxy.js";
 import { readWholeLog } from "../support/whole-log.js";
 import { demoAgentWith } from "./host-fixture.js";
 
@@ -29,28 +29,12 @@ async function logOf(store: PostgresSessionStore, sessionId: string): Promise<Se
 
 describe.skipIf(!pgUrl)("a prompt whose turn opened though the host lost the answer", () => {
   it("runs its turn to its end and answers it, as does the prompt sent again", async () => {
-    const url = new URL(pgUrl!);
-    let armed = false;
-    let cutAtCommit = 0;
-    const proxy = await startTcpProxy(Number(url.port || 5432), {
-      tap: () => ({
-        fromClient() {},
-        // the server's answer to COMMIT, before it is passed on: committed, and lost to the host
-        fromHost(chunk) {
-          if (armed && chunk.includes("COMMIT\0")) {
-            armed = false;
-            cutAtCommit = proxy.cutAll();
-          }
-        },
-      }),
-    });
-    cleanups.push(() => proxy.stop());
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    const schema = `smx_turn_open_lost_${randomBytes(4).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    const store = await PostgresSessionStore.open(url.toString(), { schema, maxConnections: 2 });
-    cleanups.push(() => store.close().catch(() => undefined));
+    // the store's own check interval (the fixture's is shorter)
+    const { store, cutNextCommitAnswer, cutAtCommit } = await openStoreBehindProxy(
+      cleanups,
+      "smx_turn_open_lost",
+      { queryCheckMs: QUERY_CHECK_MS },
+    );
     const ran: string[] = [];
     const agent = demoAgentWith("records", async (turn) => {
       ran.push(turn.prompt.text);
@@ -62,7 +46,7 @@ describe.skipIf(!pgUrl)("a prompt whose turn opened though the host lost the ans
     await host.call(ADMIN, "session.create", { sessionId: "s1" });
     await idleWriter();
 
-    armed = true;
+    cutNextCommitAnswer();
     const send = () =>
       host
         .call(ADMIN, "session.prompt", { sessionId: "s1", text: "once", clientMessageId: "k1" })
@@ -70,7 +54,7 @@ describe.skipIf(!pgUrl)("a prompt whose turn opened though the host lost the ans
           err instanceof SessionmuxError ? { code: err.code } : { untyped: String(err) },
         );
     const answer = await send();
-    expect(cutAtCommit).toBeGreaterThanOrEqual(1);
+    expect(cutAtCommit()).toBeGreaterThanOrEqual(1);
     // before, persistence_failure, and the turn stayed open in the log with no agent running it
     expect(answer).toMatchObject({ queued: false, turnId: expect.any(String), seq: expect.any(Number) });
     const { turnId } = answer as { turnId: string };

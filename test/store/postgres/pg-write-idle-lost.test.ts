@@ -1,12 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { SessionmuxError } from "../../../protocol/index.js";
 import { KEPT_AFTER_IDLE_MS } from "../../../src/store/postgres/pg-group-commit.js";
-import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import type { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { cleanupsAfterEach } from "../../support/cleanups.js";
-import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { readWholeLog } from "../../support/whole-log.js";
-import { dropSchema, pgUrl } from "../contract/backends.js";
+import { pgUrl } from "../contract/backends.js";
 import { userMessage } from "../open-store.js";
 import { openStoreBehindProxy } from "./store-behind-proxy.js";
 
@@ -82,33 +80,10 @@ describe.skipIf(!pgUrl)("PostgreSQL writes on pooled connections that died while
   }, 30_000);
 
   it("run a batch again after a blip, but not one whose COMMIT reached the server though its connection had idled", async () => {
-    const url = new URL(pgUrl!);
-    let armed = false;
-    let cutAtCommit = 0;
-    const proxy = await startTcpProxy(Number(url.port || 5432), {
-      tap: () => ({
-        fromClient() {},
-        // the server's answer to COMMIT (CommandComplete "COMMIT"), before it is passed on: the
-        // transaction committed, and its connection is lost before the host reads that it did
-        fromHost(chunk) {
-          if (armed && chunk.includes("COMMIT\0")) {
-            armed = false;
-            cutAtCommit = proxy.cutAll();
-          }
-        },
-      }),
-    });
-    cleanups.push(() => proxy.stop());
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    const schema = `smx_commit_lost_${randomBytes(4).toString("hex")}`;
-    cleanups.push(() => dropSchema(pgUrl!, schema));
-    const store = await PostgresSessionStore.open(url.toString(), {
-      schema,
-      maxConnections: 2,
-      queryCheckMs: 300,
-    });
-    cleanups.push(() => store.close().catch(() => undefined));
+    const { store, proxy, cutNextCommitAnswer, cutAtCommit } = await openStoreBehindProxy(
+      cleanups,
+      "smx_commit_lost",
+    );
     await store.create({ sessionId: "s1", owner: "alice", model: "m" });
     expect((await store.append("s1", [userMessage("one")])).status).toBe("appended");
     await idleWriter();
@@ -116,11 +91,11 @@ describe.skipIf(!pgUrl)("PostgreSQL writes on pooled connections that died while
     expect(await outcome(store.append("s1", [userMessage("two")]))).toMatchObject({ status: "appended" });
     await idleWriter();
 
-    armed = true;
+    cutNextCommitAnswer();
     expect(await outcome(store.append("s1", [userMessage("three")]))).toEqual({
       code: "persistence_failure",
     });
-    expect(cutAtCommit).toBeGreaterThanOrEqual(1);
+    expect(cutAtCommit()).toBeGreaterThanOrEqual(1);
     // committed once, by the one run
     expect(await contiguousTexts(store, "s1")).toEqual(["one", "two", "three"]);
   }, 30_000);

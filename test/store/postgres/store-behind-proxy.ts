@@ -10,6 +10,14 @@ export interface StoreBehindProxy {
   schema: string;
   /** The checks of waiting connections made so far (connections named `sessionmux-check`). */
   checks(): number;
+  /**
+   * Cuts every connection at the server's next answer to COMMIT (CommandComplete "COMMIT"), before
+   * it is passed on: the transaction committed, and its connection is lost before the store reads
+   * that it did.
+   */
+  cutNextCommitAnswer(): void;
+  /** The connections the COMMIT cut closed (0 until it happened). */
+  cutAtCommit(): number;
 }
 
 /**
@@ -24,6 +32,8 @@ export async function openStoreBehindProxy(
 ): Promise<StoreBehindProxy> {
   const url = new URL(pgUrl!);
   let checksMade = 0;
+  let commitArmed = false;
+  let cutAtCommit = 0;
   const proxy = await startTcpProxy(Number(url.port || 5432), {
     tap: () => {
       let first = true;
@@ -32,7 +42,12 @@ export async function openStoreBehindProxy(
           if (first && chunk.includes("sessionmux-check")) checksMade += 1;
           first = false;
         },
-        fromHost() {},
+        fromHost(chunk) {
+          if (commitArmed && chunk.includes("COMMIT\0")) {
+            commitArmed = false;
+            cutAtCommit = proxy.cutAll();
+          }
+        },
       };
     },
   });
@@ -48,5 +63,14 @@ export async function openStoreBehindProxy(
     ...checks,
   });
   cleanups.push(() => store.close().catch(() => undefined));
-  return { store, proxy, schema, checks: () => checksMade };
+  return {
+    store,
+    proxy,
+    schema,
+    checks: () => checksMade,
+    cutNextCommitAnswer: () => {
+      commitArmed = true;
+    },
+    cutAtCommit: () => cutAtCommit,
+  };
 }
