@@ -8,6 +8,7 @@ import { SessionHost } from "../../src/host/session-host.js";
 import type { AppendOptions, SessionStore } from "../../src/store/session-store.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
+import { gate } from "../support/gate.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
 
@@ -85,6 +86,16 @@ export function demoAgentWith(
     models: () => demo.models(),
     runTurn: (turn) => runTurn(turn, demo),
   };
+}
+
+/** An agent whose turn waits for `release` when its prompt is "wait"; every other turn completes. */
+export function heldAgent() {
+  const held = gate();
+  const agent = demoAgentWith("held", async (turn) => {
+    if (turn.prompt.text === "wait") await held.promise;
+    return { state: "completed" };
+  });
+  return { agent, release: held.open };
 }
 
 /**

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
-import { gate } from "../support/gate.js";
 import { capturedLogger } from "../support/log-capture.js";
-import { beforeAppend, demoAgentWith, type HostFixture, openHost, readLog } from "./host-fixture.js";
+import { beforeAppend, type HostFixture, heldAgent, openHost, readLog } from "./host-fixture.js";
 
 /**
  * A store that refuses writes (a full disk, storage turned read-only) while turns end and queued
@@ -15,15 +14,6 @@ let fx: HostFixture;
 afterEach(async () => fx?.dispose());
 
 const S = "refused";
-
-function heldAgent() {
-  const held = gate();
-  const agent = demoAgentWith("held", async (turn) => {
-    if (turn.prompt.text === "wait") await held.promise;
-    return { state: "completed" };
-  });
-  return { agent, release: held.open };
-}
 
 const prompt = (text: string) =>
   fx.host.call(ADMIN, "session.prompt", { sessionId: S, text, clientMessageId: text });

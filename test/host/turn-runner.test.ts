@@ -11,6 +11,7 @@ import {
   demoAgentWith,
   errorCode,
   type HostFixture,
+  heldAgent,
   openHost,
   readLog,
   turnEvents,
@@ -22,16 +23,6 @@ let fx: HostFixture;
 afterEach(async () => fx?.dispose());
 
 const S = "runner";
-
-/** An agent whose turn waits for `release` when its prompt is "wait"; every other turn completes. */
-function heldAgent() {
-  const held = gate();
-  const agent = demoAgentWith("held", async (turn) => {
-    if (turn.prompt.text === "wait") await held.promise;
-    return { state: "completed" };
-  });
-  return { agent, release: held.open };
-}
 
 const prompt = (text: string, clientMessageId = text.replace(/[^A-Za-z0-9_-]/g, "-")) =>
   fx.host.call(ADMIN, "session.prompt", { sessionId: S, text, clientMessageId });
