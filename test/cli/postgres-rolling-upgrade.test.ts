@@ -7,6 +7,7 @@ import {
   PG_SCHEMA_VERSION,
   THIS_BUILD,
 } from "../../src/store/postgres/pg-schema.js";
+import { presenceHolders, versionOf } from "../store/postgres/upgrade-state.js";
 import { UNDO_PG_LOG_KEYS } from "../support/purge-migration.js";
 import { testSchemas } from "./cli-schemas.js";
 import { runCli, startServe } from "./run-cli.js";
@@ -34,23 +35,6 @@ async function connect(config: pg.ClientConfig = {}): Promise<pg.Client> {
   await client.connect();
   cleanups.push(() => client.end());
   return client;
-}
-
-async function versionOf(admin: pg.Client, schema: string): Promise<number> {
-  const { rows } = await admin.query<{ v: number }>(
-    `SELECT max(version)::int AS v FROM "${schema}".schema_migrations`,
-  );
-  return rows[0]!.v;
-}
-
-/** The connections holding the schema's presence lock, as hosts hold it. */
-async function presenceHolders(admin: pg.Client, schema: string): Promise<number[]> {
-  const { rows } = await admin.query<{ pid: number }>(
-    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ShareLock'
-       AND classid = 21325 AND objid = hashtext($1)::oid AND objsubid = 2 ORDER BY pid`,
-    [`sessionmux_${schema}`],
-  );
-  return rows.map((row) => row.pid);
 }
 
 describe.skipIf(!pgUrl)("rolling upgrades on PostgreSQL", { timeout: 120_000 }, () => {

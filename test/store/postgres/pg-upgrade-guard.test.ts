@@ -13,6 +13,7 @@ import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store
 import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { delta } from "../open-store.js";
+import { presenceHolders, versionOf } from "./upgrade-state.js";
 
 /**
  * Rolling upgrades on PostgreSQL: `migrate` applies an entry that needs earlier builds stopped only
@@ -57,23 +58,6 @@ async function openHost(schema: string, hostId: string): Promise<PostgresSession
 async function migrateAs(plan: MigrationPlan, schema: string, on?: pg.Client): Promise<void> {
   const client = on ?? (await connect());
   await migrate(client, schema, plan);
-}
-
-async function versionOf(admin: pg.Client, schema: string): Promise<number> {
-  const { rows } = await admin.query<{ v: number }>(
-    `SELECT max(version)::int AS v FROM "${schema}".schema_migrations`,
-  );
-  return rows[0]!.v;
-}
-
-/** The connections holding the schema's presence lock, as hosts hold it. */
-async function presenceHolders(admin: pg.Client, schema: string): Promise<number[]> {
-  const { rows } = await admin.query<{ pid: number }>(
-    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ShareLock'
-       AND classid = 21325 AND objid = hashtext($1)::oid AND objsubid = 2 ORDER BY pid`,
-    [`sessionmux_${schema}`],
-  );
-  return rows.map((row) => row.pid);
 }
 
 /** The presence lock a host of a build since that lock holds (one of before this check too). */
