@@ -253,9 +253,9 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
   it("a clear through one host is a session.updated with the emptied row on every host, once each (§6)", async () => {
     cluster = await openCluster(2);
-    const [a, b] = cluster.hosts as [Host, Host];
+    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
-    const updates = (host: Host) =>
+    const updates = (host: ClusterHost) =>
       told(host, ALICE, (n) =>
         n.name === "session.updated" && n.value.row.sessionId === sessionId
           ? `${n.value.row.title} ${n.value.row.blank ? "blank" : "prompted"}`
