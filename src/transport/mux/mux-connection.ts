@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Socket } from "node:net";
 import type WebSocket from "ws";
 import { decodeFrame } from "../../../protocol/codec.js";
@@ -36,8 +37,7 @@ import { trailingBinaryHead } from "./trailing-binary.js";
 const LOG_READS_AT_ONCE = 8;
 
 type InFlight =
-  /** `gone` fires when the socket goes: nobody waits for the call's answer any more. */
-  | { kind: "call"; gone: AbortController }
+  | { kind: "call" }
   | { kind: "stream"; method: MethodName; stream: MuxStream; outlet: StreamOutlet };
 
 /**
@@ -61,6 +61,12 @@ export class MuxConnection {
   #closed = false;
   #unsubscribeNotifications: (() => void) | undefined;
   readonly #heartbeat: Heartbeat;
+  /**
+   * Fires when the socket goes: nobody waits for its calls' answers any more. One for all the
+   * socket's calls, made at its first: one per call cost every call (a rename, a prompt) an
+   * EventTarget that only a search listens to.
+   */
+  #gone: AbortController | undefined;
 
   constructor(ws: WebSocket, raw: Socket, host: HostApi, principal: Principal, options: MuxOptions) {
     this.#ws = ws;
@@ -130,8 +136,8 @@ export class MuxConnection {
     this.#unsubscribeNotifications?.();
     this.#gate.clear();
     this.writer.cancelDrain(this.#drained);
+    this.#gone?.abort();
     for (const entry of [...this.#inFlight.values()]) {
-      if (entry.kind === "call") entry.gone.abort();
       if (entry.kind === "stream") {
         entry.stream.stop();
         entry.outlet.release();
@@ -142,8 +148,8 @@ export class MuxConnection {
 
   /** Host shutdown: every open stream ends with `host_shutting_down`. */
   shutDown(): void {
+    this.#gone?.abort();
     for (const entry of [...this.#inFlight.values()]) {
-      if (entry.kind === "call") entry.gone.abort();
       if (entry.kind === "stream") {
         entry.stream.stop();
         entry.outlet.fail(
@@ -208,6 +214,16 @@ export class MuxConnection {
 
   readonly #drained = (): void => this.#gate.pump();
 
+  #goneSignal(): AbortSignal {
+    if (!this.#gone) {
+      this.#gone = new AbortController();
+      // each call waiting on it (a search in line for its turn) listens until it starts: as many as
+      // the socket's calls, past EventTarget's warning at 10
+      setMaxListeners(0, this.#gone.signal);
+    }
+    return this.#gone.signal;
+  }
+
   #dispatch(request: ClientRequest): void {
     if (request.type === "close") {
       this.#closeStream(request.id);
@@ -215,9 +231,9 @@ export class MuxConnection {
     }
     if (request.type === "call") {
       const { id, method, params } = request;
-      const gone = new AbortController();
-      this.#inFlight.set(id, { kind: "call", gone });
-      if (!this.#gate.submit(() => this.#call(id, method as CallMethod, params, gone.signal))) {
+      this.#inFlight.set(id, { kind: "call" });
+      const gone = this.#goneSignal();
+      if (!this.#gate.submit(() => this.#call(id, method as CallMethod, params, gone))) {
         this.#inFlight.delete(id);
         this.#refuse(
           new SessionmuxError(
