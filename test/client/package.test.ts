@@ -68,6 +68,7 @@ describe("the @sessionmux/client tarball installed alone", () => {
     );
     for (const server of SERVER_ONLY) expect(installed).not.toContain(server);
     expect(installed).toEqual(expect.arrayContaining(["@sessionmux/client", "@msgpack/msgpack", "rxjs"]));
+    expect(readdirSync(join(modules, "@sessionmux/client"))).toContain("LICENSE");
     const packages = installed.filter((n) => !n.startsWith("."));
     console.log(`client install: ${packages.length} packages: ${packages.join(", ")}`);
   });

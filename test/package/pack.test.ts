@@ -96,6 +96,7 @@ describe("the packed sessionmux package", () => {
     expect(files).toContain("dist/src/index.d.ts");
     expect(files).toContain("dist/src/cli/main.js");
     expect(files).toContain("dist/web/index.html");
+    expect(files).toContain("LICENSE");
     expect(files.filter((f) => /^(test|bench|src|web)\/|\.png$|\.map$|tsbuildinfo/.test(f))).toEqual([]);
   });
 
