@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Job, type NewEvent, SessionmuxError } from "../../../protocol/index.js";
 import type { JobHandle } from "../../agents/agent.js";
+import { CountsByKey } from "../../store/counts-by-key.js";
 
 /** Finished jobs a session keeps showing, newest last. */
 const FINISHED_KEPT = 20;
@@ -55,8 +56,8 @@ export class JobRegistry {
   readonly #writes = new Set<Promise<void>>();
   readonly #limits: JobLimits;
   /** Running jobs by session and by owner; an entry goes once its count is 0. */
-  readonly #runningBySession = new Map<string, number>();
-  readonly #runningByOwner = new Map<string, number>();
+  readonly #runningBySession = new CountsByKey();
+  readonly #runningByOwner = new CountsByKey();
 
   constructor(
     onChange: (sessionId: string, jobs: Job[]) => void,
@@ -84,8 +85,8 @@ export class JobRegistry {
       abort: new AbortController(),
       written: Promise.resolve(),
     };
-    count(this.#runningBySession, sessionId, 1);
-    count(this.#runningByOwner, owner, 1);
+    this.#runningBySession.add(sessionId);
+    this.#runningByOwner.add(owner);
     this.#write(entry, () =>
       this.#recorder.append(sessionId, { type: "job/started", data: { jobId, label, turnId } }),
     );
@@ -157,14 +158,14 @@ export class JobRegistry {
 
   #admit(sessionId: string, owner: string): void {
     const { maxRunningPerSession, maxRunningPerOwner } = this.#limits;
-    if ((this.#runningBySession.get(sessionId) ?? 0) >= maxRunningPerSession) {
+    if (this.#runningBySession.get(sessionId) >= maxRunningPerSession) {
       throw new SessionmuxError(
         "overloaded",
         `session ${sessionId} already runs ${maxRunningPerSession} jobs; start another once one has ended`,
         { data: { limit: "running_jobs_per_session", max: maxRunningPerSession } },
       );
     }
-    if ((this.#runningByOwner.get(owner) ?? 0) >= maxRunningPerOwner) {
+    if (this.#runningByOwner.get(owner) >= maxRunningPerOwner) {
       throw new SessionmuxError(
         "overloaded",
         `${owner}'s sessions already run ${maxRunningPerOwner} jobs on this host; start another once one has ended`,
@@ -175,8 +176,8 @@ export class JobRegistry {
 
   /** A job left `running`: its places are given back. */
   #stopped(sessionId: string, entry: Entry): void {
-    count(this.#runningBySession, sessionId, -1);
-    count(this.#runningByOwner, entry.owner, -1);
+    this.#runningBySession.add(sessionId, -1);
+    this.#runningByOwner.add(entry.owner, -1);
   }
 
   #end(sessionId: string, entry: Entry): void {
@@ -210,12 +211,6 @@ export class JobRegistry {
   #changed(sessionId: string): void {
     this.#onChange(sessionId, this.jobs(sessionId));
   }
-}
-
-function count(counts: Map<string, number>, key: string, by: 1 | -1): void {
-  const next = (counts.get(key) ?? 0) + by;
-  if (next > 0) counts.set(key, next);
-  else counts.delete(key);
 }
 
 function clamp(value: number): number {
