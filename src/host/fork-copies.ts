@@ -1,4 +1,5 @@
 import { SessionmuxError } from "../../protocol/index.js";
+import { CountsByKey } from "../store/counts-by-key.js";
 
 /** Forks one principal may have copying or waiting to copy at once on a host. */
 export const DEFAULT_MAX_FORKS_PER_PRINCIPAL = 4;
@@ -15,7 +16,7 @@ export const DEFAULT_MAX_FORKS_PER_PRINCIPAL = 4;
  * flood waits behind nobody's forks but its own and holds a bounded queue.
  */
 export class ForkCopies {
-  readonly #inFlight = new Map<string, number>();
+  readonly #inFlight = new CountsByKey();
   #tail: Promise<void> = Promise.resolve();
 
   constructor(readonly maxPerPrincipal = DEFAULT_MAX_FORKS_PER_PRINCIPAL) {}
@@ -26,15 +27,14 @@ export class ForkCopies {
    * nothing.
    */
   async run<T>(owner: string, copy: () => Promise<T>): Promise<T> {
-    const held = this.#inFlight.get(owner) ?? 0;
-    if (held >= this.maxPerPrincipal) {
+    if (this.#inFlight.get(owner) >= this.maxPerPrincipal) {
       throw new SessionmuxError(
         "overloaded",
         `${owner} already has ${this.maxPerPrincipal} forks under way; fork again once one is answered`,
         { data: { limit: "forks_per_principal", max: this.maxPerPrincipal } },
       );
     }
-    this.#inFlight.set(owner, held + 1);
+    this.#inFlight.add(owner);
     const previous = this.#tail;
     let done!: () => void;
     this.#tail = new Promise<void>((resolve) => {
@@ -45,9 +45,7 @@ export class ForkCopies {
       return await copy();
     } finally {
       done();
-      const left = (this.#inFlight.get(owner) ?? 1) - 1;
-      if (left > 0) this.#inFlight.set(owner, left);
-      else this.#inFlight.delete(owner);
+      this.#inFlight.add(owner, -1);
     }
   }
 }
