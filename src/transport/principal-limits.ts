@@ -1,6 +1,7 @@
 import { SessionmuxError } from "../../protocol/index.js";
 import { Limits } from "../../protocol/limits.js";
 import type { Principal } from "../host/principal.js";
+import { CountsByKey } from "../store/counts-by-key.js";
 
 /** Limits kept per principal (by name) across every socket and request. */
 export interface PrincipalLimitOptions {
@@ -57,9 +58,9 @@ const BUCKETS_KEPT = 1_024;
  */
 export class PrincipalLimits {
   readonly options: PrincipalLimitOptions;
-  readonly #sockets = new Map<string, number>();
-  /** Searches running per principal; a name leaves the map at zero, so it holds only those searching. */
-  readonly #searches = new Map<string, number>();
+  /** Sockets held and searches running per principal: a name holding none is not kept. */
+  readonly #sockets = new CountsByKey();
+  readonly #searches = new CountsByKey();
   readonly #buckets = new Map<string, Bucket>();
   readonly #now: () => number;
   #pruneAt = BUCKETS_KEPT;
@@ -73,18 +74,7 @@ export class PrincipalLimits {
   /** Counts one more socket of `principal`; undefined when it already holds the most it may. */
   acquireSocket(principal: Principal): (() => void) | undefined {
     if (principal.admin) return () => {};
-    const { name } = principal;
-    const held = this.#sockets.get(name) ?? 0;
-    if (held >= this.options.maxSocketsPerPrincipal) return undefined;
-    this.#sockets.set(name, held + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const now = (this.#sockets.get(name) ?? 1) - 1;
-      if (now === 0) this.#sockets.delete(name);
-      else this.#sockets.set(name, now);
-    };
+    return hold(this.#sockets, principal.name, this.options.maxSocketsPerPrincipal);
   }
 
   /**
@@ -93,24 +83,15 @@ export class PrincipalLimits {
    */
   takeSearch(principal: Principal): () => void {
     if (principal.admin) return () => {};
-    const { name } = principal;
     const max = this.options.maxSearchesPerPrincipal;
-    const running = this.#searches.get(name) ?? 0;
-    if (running >= max)
+    const release = hold(this.#searches, principal.name, max);
+    if (release === undefined)
       throw new SessionmuxError(
         "overloaded",
         `at most ${max} searches of one principal run at once; wait for an answer, then retry`,
         { data: { limit: "searches_per_principal", max } },
       );
-    this.#searches.set(name, running + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const now = (this.#searches.get(name) ?? 1) - 1;
-      if (now === 0) this.#searches.delete(name);
-      else this.#searches.set(name, now);
-    };
+    return release;
   }
 
   /** Takes one session creation from the principal's bucket, or throws `rate_limited`. */
@@ -169,4 +150,16 @@ export class PrincipalLimits {
   get socketHolderCount(): number {
     return this.#sockets.size;
   }
+}
+
+/** Counts one more for `name` and returns what takes it back (once, however often it runs); undefined at `max`. */
+function hold(counts: CountsByKey, name: string, max: number): (() => void) | undefined {
+  if (counts.get(name) >= max) return undefined;
+  counts.add(name);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    counts.add(name, -1);
+  };
 }
