@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { CallInbox } from "../store/call-inbox.js";
+import { CountsByKey } from "../store/counts-by-key.js";
 import type { HostStore, LiveStateNotice } from "../store/live-state-store.js";
 import type { SessionLease, SessionLeaseStore } from "../store/session-lease.js";
 import type { AgentRegistry } from "./agent-registry.js";
@@ -65,7 +66,7 @@ export class HostCluster {
   #stopServing: (() => void) | undefined;
   #stopCommits: (() => void) | undefined;
   /** Sessions whose agent is being attached here (see `claim`), with how many claims are under way. */
-  readonly #claiming = new Map<string, number>();
+  readonly #claiming = new CountsByKey();
 
   constructor(deps: HostClusterDeps) {
     this.#deps = deps;
@@ -135,7 +136,7 @@ export class HostCluster {
    * lease goes as a detached agent's does.
    */
   async claim<T>(sessionId: string, attach: () => T): Promise<T> {
-    this.#claiming.set(sessionId, (this.#claiming.get(sessionId) ?? 0) + 1);
+    this.#claiming.add(sessionId);
     try {
       await this.#own(sessionId);
       try {
@@ -145,9 +146,7 @@ export class HostCluster {
         throw err;
       }
     } finally {
-      const left = this.#claiming.get(sessionId)! - 1;
-      if (left === 0) this.#claiming.delete(sessionId);
-      else this.#claiming.set(sessionId, left);
+      this.#claiming.add(sessionId, -1);
     }
   }
 
