@@ -1,3 +1,5 @@
+import { CountsByKey } from "../../store/counts-by-key.js";
+
 /**
  * The bytes of request bodies each principal is sending that the host holds until it is done with
  * them (an upload until it is stored, a JSON body until it is parsed). Counted per principal name
@@ -5,17 +7,17 @@
  * connections see each other before any of them is held whole.
  */
 export class BodiesReceiving {
-  readonly #held = new Map<string, number>();
-  readonly #read = new Map<string, number>();
+  readonly #held = new CountsByKey();
+  readonly #read = new CountsByKey();
 
   /** Bytes `owner`'s bodies hold (as declared, or as read when more), those already read included. */
   held(owner: string): number {
-    return this.#held.get(owner) ?? 0;
+    return this.#held.get(owner);
   }
 
   /** Bytes of `owner`'s bodies not yet read to their end (nor handed on). */
   arriving(owner: string): number {
-    return this.held(owner) - (this.#read.get(owner) ?? 0);
+    return this.held(owner) - this.#read.get(owner);
   }
 
   /** One body of `owner`, counted at `bytes` (its declared size) until it is released. */
@@ -25,15 +27,9 @@ export class BodiesReceiving {
 
   /** @internal the count of `owner` changes by `delta`, and that of its bodies read by `readDelta` */
   change(owner: string, delta: number, readDelta = 0): void {
-    add(this.#held, owner, delta);
-    add(this.#read, owner, readDelta);
+    this.#held.add(owner, delta);
+    this.#read.add(owner, readDelta);
   }
-}
-
-function add(counts: Map<string, number>, owner: string, delta: number): void {
-  const count = (counts.get(owner) ?? 0) + delta;
-  if (count > 0) counts.set(owner, count);
-  else counts.delete(owner);
 }
 
 /** One body's place in `BodiesReceiving`: released once, when the host is done with it or refuses it. */
