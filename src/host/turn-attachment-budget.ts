@@ -1,4 +1,5 @@
 import { SessionmuxError } from "../../protocol/index.js";
+import { CountsByKey } from "../store/counts-by-key.js";
 
 const ROOM_LIMIT = "turn_attachment_bytes_per_principal";
 
@@ -21,7 +22,7 @@ export function heldWhenRefused(err: unknown): number | undefined {
  * bytes state, before any upload is read; given back once the turn ends, however it ends.
  */
 export class TurnAttachmentBudget {
-  readonly #held = new Map<string, number>();
+  readonly #held = new CountsByKey();
   /** Per principal, what to call once some of its bytes are given back (see `whenRoom`). */
   readonly #waiting = new Map<string, Set<() => void>>();
 
@@ -29,7 +30,7 @@ export class TurnAttachmentBudget {
 
   /** The bytes the principal's running turns hold now. */
   heldBy(owner: string): number {
-    return this.#held.get(owner) ?? 0;
+    return this.#held.get(owner);
   }
 
   /**
@@ -61,14 +62,12 @@ export class TurnAttachmentBudget {
         { data: { limit: ROOM_LIMIT, maxBytes: this.maxBytes, heldBytes, bytes } },
       );
     }
-    this.#held.set(owner, heldBytes + bytes);
+    this.#held.add(owner, bytes);
     let given = false;
     return () => {
       if (given) return;
       given = true;
-      const left = this.heldBy(owner) - bytes;
-      if (left > 0) this.#held.set(owner, left);
-      else this.#held.delete(owner);
+      this.#held.add(owner, -bytes);
       const waiting = this.#waiting.get(owner);
       if (!waiting) return;
       this.#waiting.delete(owner);
