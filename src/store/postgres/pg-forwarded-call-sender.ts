@@ -2,6 +2,7 @@ import type pg from "pg";
 import { SessionmuxError } from "../../../protocol/index.js";
 import type { ForwardedCall, ForwardOutcome } from "../call-inbox.js";
 import type { CallInboxLimits } from "../call-inbox-limits.js";
+import { CountsByKey } from "../counts-by-key.js";
 import { isPgStorageFailure, pgPersistenceFailure } from "./pg-errors.js";
 import { decodeReply, encodeCallBody } from "./pg-forwarded-call-bytes.js";
 import { idempotentQuery, runOn } from "./pg-idle-lost.js";
@@ -57,7 +58,7 @@ export class PgForwardedCallSender {
    */
   readonly #recording = new WaitingConnects();
   /** Calls waiting on a reply, by principal name. */
-  readonly #pendingBy = new Map<string, number>();
+  readonly #pendingBy = new CountsByKey();
   /** Bytes of the bodies of the calls waiting on a reply. */
   #pendingBytes = 0;
   /** Bytes of replies read and not yet handed over. */
@@ -92,9 +93,8 @@ export class PgForwardedCallSender {
   ): Promise<ForwardOutcome> {
     if (this.#closed) throw shuttingDown();
     const principal = call.principal.name;
-    const mine = this.#pendingBy.get(principal) ?? 0;
     // the principal's own share first: a principal past it is told so, whatever the others do
-    if (mine >= this.#maxPendingPerPrincipal) {
+    if (this.#pendingBy.get(principal) >= this.#maxPendingPerPrincipal) {
       throw new SessionmuxError(
         "overloaded",
         `this host already waits on ${this.#maxPendingPerPrincipal} calls of this principal forwarded to other hosts; retry shortly`,
@@ -123,7 +123,7 @@ export class PgForwardedCallSender {
       wake = resolve;
     });
     this.#waiters.set(call.callId, { wake: () => wake() });
-    this.#pendingBy.set(principal, mine + 1);
+    this.#pendingBy.add(principal);
     this.#pendingBytes += size;
     // asked once: a claimed call stays claimed
     let withdrawing = withdraw?.aborted ?? false;
@@ -224,9 +224,7 @@ export class PgForwardedCallSender {
       withdraw?.removeEventListener("abort", onWithdraw);
       this.#waiters.delete(call.callId);
       this.#pendingBytes -= size;
-      const left = (this.#pendingBy.get(principal) ?? 1) - 1;
-      if (left > 0) this.#pendingBy.set(principal, left);
-      else this.#pendingBy.delete(principal);
+      this.#pendingBy.add(principal, -1);
     }
   }
 
