@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { SessionEvent } from "../../../protocol/index.js";
 import { CommitListeners, type GlobalCommitListener } from "../commit-listeners.js";
+import { CountsByKey } from "../counts-by-key.js";
 import type { DismissalChange } from "../dismissals.js";
 import type { LiveStateNotice } from "../live-state-store.js";
 import { readReachedHead } from "../read-head.js";
@@ -105,7 +106,7 @@ interface Hold {
  */
 export class PgCommitFeed {
   private readonly listeners = new CommitListeners();
-  private readonly interest = new Map<string, number>();
+  private readonly interest = new CountsByKey();
   private globalListeners = 0;
   private readonly delivered = new Map<string, Delivered>();
   /**
@@ -223,16 +224,14 @@ export class PgCommitFeed {
   }
 
   subscribe(sessionId: string, listener: CommitListener): () => void {
-    this.interest.set(sessionId, (this.interest.get(sessionId) ?? 0) + 1);
+    this.interest.add(sessionId);
     const unsubscribe = this.listeners.subscribe(sessionId, listener);
     let active = true;
     return () => {
       if (!active) return;
       active = false;
       unsubscribe();
-      const left = (this.interest.get(sessionId) ?? 1) - 1;
-      if (left > 0) this.interest.set(sessionId, left);
-      else this.interest.delete(sessionId);
+      this.interest.add(sessionId, -1);
     };
   }
 
