@@ -1,17 +1,14 @@
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ATTACHMENT_CHUNK_BYTES } from "../../src/store/attachment-chunks.js";
 import { type PurgeStep, SqlitePurger } from "../../src/store/sqlite-purger.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import type { WriteBatch } from "../../src/store/write-batch.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { tempDir } from "../support/temp-dir.js";
 import { writeLeftToPurge } from "./purge-fixture.js";
 
-const cleanups: (() => void | Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  vi.restoreAllMocks();
-});
+const cleanups = cleanupsAfterEach(() => vi.restoreAllMocks());
 
 /** What each step is measured on: the rows of every table a purge deletes from, by their order. */
 const TABLES = [

@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { SqlitePurger } from "../../src/store/sqlite-purger.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
+import { cleanupsAfterEach } from "../support/cleanups.js";
 import { UNDO_LOG_KEYS } from "../support/purge-migration.js";
 import { tempDir } from "../support/temp-dir.js";
 import { readWholeLog } from "../support/whole-log.js";
@@ -11,10 +12,7 @@ import { answeredTurns, delta, jobsAndDismissals, longLog, message, storedBytes 
 
 const fixture = fileURLToPath(new URL("./fixtures/clear-and-die.ts", import.meta.url));
 
-const cleanups: (() => void | Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 /** A small step, so a log of a few hundred rows takes many. */
 const STEP = { rows: 8, bytes: 2048 };

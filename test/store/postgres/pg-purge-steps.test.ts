@@ -1,18 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { openPool } from "../../../src/store/postgres/pg-pool.js";
 import { PG_PURGE_STEP, PgPurger } from "../../../src/store/postgres/pg-purger.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import type { PurgeStep } from "../../../src/store/sqlite-purger.js";
+import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { writeLeftToPurge } from "../purge-fixture.js";
 
-const cleanups: (() => void | Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  vi.restoreAllMocks();
-});
+const cleanups = cleanupsAfterEach(() => vi.restoreAllMocks());
 
 /** The tables a purge deletes from, each row named by its key, in the order the purge takes them. */
 const TABLES = [

@@ -1,16 +1,14 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { PG_SCHEMA_VERSION } from "../../../src/store/postgres/pg-schema.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
+import { cleanupsAfterEach } from "../../support/cleanups.js";
 import { readWholeLog } from "../../support/whole-log.js";
 import { dropSchema, pgUrl } from "../contract/backends.js";
 import { answeredTurns, delta, jobsAndDismissals, longLog, message, storedBytes } from "../purge-fixture.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupsAfterEach();
 
 /** A small step, so a log of a hundred rows takes many. */
 const STEP = { rows: 4, bytes: 2048 };
