@@ -1,14 +1,10 @@
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   ALICE,
-  type Cluster,
-  type ClusterHost,
-  createSession,
+  clusterEachTest,
   forwardedCalls,
   holdTurnStart,
-  metricsFor,
-  openCluster,
   pgUrl,
   prompt,
   readLog,
@@ -23,18 +19,14 @@ import {
 describe.skipIf(!pgUrl)(
   "a forwarded call its busy owner took and has not begun, on one PostgreSQL database",
   () => {
-    let cluster: Cluster | undefined;
-    afterEach(async () => {
-      await cluster?.dispose();
-      cluster = undefined;
-    });
+    const clusters = clusterEachTest();
 
     it("is taken back at the longest wait and answered overloaded, retryable: it never runs on the owner", async () => {
-      const { metrics, of } = metricsFor("host-b");
       // a claimed call is waited on for the longest wait, past the forward wait
-      cluster = await openCluster(2, { forwardTimeoutMs: 500, claimedWaitMs: 1_500, metrics: of });
-      const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-      const sessionId = await createSession(a.host);
+      const { cluster, a, b, metrics, sessionId } = await clusters.ownedOnA({
+        forwardTimeoutMs: 500,
+        claimedWaitMs: 1_500,
+      });
       const slow = holdTurnStart(a.store);
       // the session's first forwarded call: begun on A, held as its turn opens, past every wait
       const first = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("first") });

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { inject, vi } from "vitest";
+import { afterEach, inject, vi } from "vitest";
 import type { SessionEvent } from "../../protocol/index.js";
 import type { AgentDriver } from "../../src/agents/agent.js";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
@@ -21,6 +21,12 @@ export const ALICE: Principal = { name: "alice", admin: false };
 
 /** A prompt with a fresh client message id: each is a new prompt, never a retry of another. */
 export const prompt = (text: string) => ({ clientMessageId: randomUUID(), text });
+
+/** A lease short enough that a stopped host's runs out within a test, long enough for a noisy machine. */
+export const SHORT_LEASE_TTL_MS = 2_000;
+
+/** A forward wait no test outlives: a call settles by its owner's lease or not at all. */
+export const UNREACHED_FORWARD_WAIT_MS = 10 * 60_000;
 export { ADMIN };
 
 export interface ClusterHost {
@@ -38,26 +44,26 @@ export interface Cluster {
   dispose(): Promise<void>;
 }
 
+/** How `openCluster` makes its hosts; each is a host's default when left out. */
+export interface ClusterOptions {
+  leaseTtlMs?: number;
+  logger?: (hostId: string) => Logger;
+  /** Each host's agent; the demo agent by default. */
+  agent?: (hostId: string) => AgentDriver;
+  metrics?: (hostId: string) => HostMetrics;
+  /** How long each host waits on a forwarded call before resolving the owner again. */
+  forwardTimeoutMs?: number;
+  /** How long in all each host waits on a forwarded call its owner claimed (the inbox's `claimedWaitMs`). */
+  claimedWaitMs?: number;
+  /**
+   * A schema the test made and drops itself, with its tables in place, and the database as each
+   * host connects to it (so one host's role can be refused while the others go on).
+   */
+  on?: { schema: string; url: (hostId: string) => string };
+}
+
 /** `count` SessionHosts in this process, each with its own store and inbox on one fresh schema. */
-export async function openCluster(
-  count: number,
-  options: {
-    leaseTtlMs?: number;
-    logger?: (hostId: string) => Logger;
-    /** Each host's agent; the demo agent by default. */
-    agent?: (hostId: string) => AgentDriver;
-    metrics?: (hostId: string) => HostMetrics;
-    /** How long each host waits on a forwarded call before resolving the owner again. */
-    forwardTimeoutMs?: number;
-    /** How long in all each host waits on a forwarded call its owner claimed (the inbox's `claimedWaitMs`). */
-    claimedWaitMs?: number;
-    /**
-     * A schema the test made and drops itself, with its tables in place, and the database as each
-     * host connects to it (so one host's role can be refused while the others go on).
-     */
-    on?: { schema: string; url: (hostId: string) => string };
-  } = {},
-): Promise<Cluster> {
+export async function openCluster(count: number, options: ClusterOptions = {}): Promise<Cluster> {
   if (!pgUrl) throw new Error("no PostgreSQL");
   const url = pgUrl;
   const schema = options.on?.schema ?? `mh_${randomBytes(5).toString("hex")}`;
@@ -168,4 +174,43 @@ export function refusal(call: Promise<unknown>): Promise<unknown> {
     () => undefined,
     (err: unknown) => err,
   );
+}
+
+/** Two hosts, B's metrics its own, and a new session A owns. */
+export interface OwnedOnA {
+  cluster: Cluster;
+  a: ClusterHost;
+  b: ClusterHost;
+  /** B's metrics. */
+  metrics: HostMetrics;
+  sessionId: string;
+}
+
+/**
+ * One cluster per test, disposed after it with every spy restored first (a spy that holds a
+ * statement would hold the disposal's too).
+ */
+export function clusterEachTest(): {
+  open(count: number, options?: ClusterOptions): Promise<Cluster>;
+  ownedOnA(options?: Omit<ClusterOptions, "metrics">): Promise<OwnedOnA>;
+} {
+  let cluster: Cluster | undefined;
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await cluster?.dispose();
+    cluster = undefined;
+  });
+  const open = async (count: number, options?: ClusterOptions) => {
+    cluster = await openCluster(count, options);
+    return cluster;
+  };
+  return {
+    open,
+    async ownedOnA(options = {}) {
+      const { metrics, of } = metricsFor("host-b");
+      const opened = await open(2, { ...options, metrics: of });
+      const [a, b] = opened.hosts as [ClusterHost, ClusterHost];
+      return { cluster: opened, a, b, metrics, sessionId: await createSession(a.host) };
+    },
+  };
 }

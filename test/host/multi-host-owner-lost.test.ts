@@ -1,20 +1,18 @@
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { gate } from "../support/gate.js";
 import {
   ALICE,
-  type Cluster,
   type ClusterHost,
+  clusterEachTest,
   createSession,
   holdTurnStart,
-  openCluster,
   pgUrl,
   prompt,
   readLog,
+  SHORT_LEASE_TTL_MS,
+  UNREACHED_FORWARD_WAIT_MS,
 } from "./multi-host-fixture.js";
-
-/** Short enough that a paused host's lease runs out within a test, long enough for a noisy machine. */
-const TTL_MS = 2_000;
 
 /** How `call` settled, its rejection handled at once. */
 function settled(call: Promise<unknown>): Promise<{ value: unknown } | { error: unknown }> {
@@ -53,15 +51,13 @@ function holdTakeBack(callId: string): () => void {
 describe.skipIf(!pgUrl)(
   "an owner losing a session with a forwarded call waiting its turn, on one PostgreSQL database",
   () => {
-    let cluster: Cluster | undefined;
-    afterEach(async () => {
-      vi.restoreAllMocks();
-      await cluster?.dispose();
-      cluster = undefined;
-    });
+    const clusters = clusterEachTest();
 
     it("a prompt A claimed behind another and had not started when B took the session runs on B, answered, not outcome_unknown", async () => {
-      cluster = await openCluster(3, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000 });
+      const cluster = await clusters.open(3, {
+        leaseTtlMs: SHORT_LEASE_TTL_MS,
+        forwardTimeoutMs: UNREACHED_FORWARD_WAIT_MS,
+      });
       const { schema } = cluster;
       const [a, b, c] = cluster.hosts as [ClusterHost, ClusterHost, ClusterHost];
       const sessionId = await createSession(a.host);

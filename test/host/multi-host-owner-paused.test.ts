@@ -1,24 +1,19 @@
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CallRouter } from "../../src/host/call-router.js";
 import { gate } from "../support/gate.js";
 import {
   ALICE,
-  type Cluster,
-  type ClusterHost,
-  createSession,
+  clusterEachTest,
   forwardedCalls,
   holdTurnStart,
-  metricsFor,
-  openCluster,
   pgUrl,
   prompt,
   readLog,
+  SHORT_LEASE_TTL_MS,
   turnEnd,
+  UNREACHED_FORWARD_WAIT_MS,
 } from "./multi-host-fixture.js";
-
-/** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
-const TTL_MS = 2_000;
 
 interface HeldClaim {
   /** The call the held claim took, once it took one. */
@@ -94,19 +89,14 @@ function holdClaim(hostId: string): HeldClaim {
 describe.skipIf(!pgUrl)(
   "an owner stopped past its lease with a forwarded call claimed, on one PostgreSQL database",
   () => {
-    let cluster: Cluster | undefined;
-    afterEach(async () => {
-      vi.restoreAllMocks();
-      await cluster?.dispose();
-      cluster = undefined;
-    });
+    const clusters = clusterEachTest();
 
     /** Two hosts whose forward wait no test outlives, B's metrics its own, and a session A owns after one turn. */
     async function ownedOnA() {
-      const { metrics, of } = metricsFor("host-b");
-      cluster = await openCluster(2, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000, metrics: of });
-      const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-      const sessionId = await createSession(a.host);
+      const { cluster, a, b, metrics, sessionId } = await clusters.ownedOnA({
+        leaseTtlMs: SHORT_LEASE_TTL_MS,
+        forwardTimeoutMs: UNREACHED_FORWARD_WAIT_MS,
+      });
       const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
       expect(await turnEnd(a.store, sessionId, first.turnId!)).toBe("completed");
       return { a, b, metrics, sessionId, schema: cluster.schema };

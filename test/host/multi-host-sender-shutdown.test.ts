@@ -1,20 +1,18 @@
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { gate } from "../support/gate.js";
 import {
   ALICE,
-  type Cluster,
   type ClusterHost,
-  createSession,
+  clusterEachTest,
   forwardedCalls,
   holdTurnStart,
-  metricsFor,
-  openCluster,
   pgUrl,
   prompt,
   readLog,
   refusal,
   turnEnd,
+  UNREACHED_FORWARD_WAIT_MS,
 } from "./multi-host-fixture.js";
 
 /**
@@ -44,25 +42,8 @@ function holdClientQuery(fragment: string): { held: Promise<void>; release: () =
 describe.skipIf(!pgUrl)(
   "a host shutting down with a forwarded call waiting, on one PostgreSQL database",
   () => {
-    let cluster: Cluster | undefined;
-    afterEach(async () => {
-      vi.restoreAllMocks();
-      await cluster?.dispose();
-      cluster = undefined;
-    });
-
-    /** Two hosts whose forward wait no test outlives, B's metrics its own, and a new session A owns. */
-    async function ownedOnA(): Promise<{
-      a: ClusterHost;
-      b: ClusterHost;
-      sessionId: string;
-      forwarded: () => Promise<string[]>;
-    }> {
-      const { metrics, of } = metricsFor("host-b");
-      cluster = await openCluster(2, { forwardTimeoutMs: 10 * 60_000, metrics: of });
-      const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-      return { a, b, sessionId: await createSession(a.host), forwarded: () => forwardedCalls(metrics) };
-    }
+    const clusters = clusterEachTest();
+    const ownedOnA = () => clusters.ownedOnA({ forwardTimeoutMs: UNREACHED_FORWARD_WAIT_MS });
 
     async function shutDown(host: ClusterHost): Promise<void> {
       await host.host.shutdown();
@@ -70,7 +51,7 @@ describe.skipIf(!pgUrl)(
     }
 
     it("a prompt its owner took and runs is answered outcome_unknown, not retryable: it runs there once", async () => {
-      const { a, b, sessionId, forwarded } = await ownedOnA();
+      const { a, b, metrics, sessionId } = await ownedOnA();
       const slow = holdTurnStart(a.store);
       // its answer comes as the host closes, before the test looks at it
       const sent = refusal(b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("taken") }));
@@ -95,11 +76,13 @@ describe.skipIf(!pgUrl)(
       expect(log.filter((e) => e.type === "user/message").map((e) => e.data.text)).toEqual(["taken"]);
       const turnId = log.find((e) => e.type === "turn/start")?.data.turnId;
       expect(await turnEnd(a.store, sessionId, turnId!)).toBe("completed");
-      expect(await forwarded()).toEqual(['sessionmux_forwarded_calls_total{outcome="unknown"} 1']);
+      expect(await forwardedCalls(metrics)).toEqual([
+        'sessionmux_forwarded_calls_total{outcome="unknown"} 1',
+      ]);
     }, 30_000);
 
     it("a prompt its owner took and has not begun (behind an earlier call of the session) is taken back: host_shutting_down, retryable, and it never runs there", async () => {
-      const { a, b, sessionId, forwarded } = await ownedOnA();
+      const { cluster, a, b, metrics, sessionId } = await ownedOnA();
       const slow = holdTurnStart(a.store);
       const first = refusal(b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("first") }));
       await slow.taken;
@@ -111,7 +94,7 @@ describe.skipIf(!pgUrl)(
         const waiting = async () =>
           (
             await db.query(
-              `SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE claimed_at IS NOT NULL AND started IS FALSE`,
+              `SELECT 1 FROM "${cluster.schema}".forwarded_calls WHERE claimed_at IS NOT NULL AND started IS FALSE`,
             )
           ).rows.length;
         await expect.poll(waiting, { timeout: 20_000 }).toBe(1);
@@ -136,14 +119,14 @@ describe.skipIf(!pgUrl)(
       expect(await turnEnd(a.store, sessionId, turnId)).toBe("completed");
       const log = await readLog(a.store, sessionId);
       expect(log.filter((e) => e.type === "user/message").map((e) => e.data.text)).toEqual(["first", "next"]);
-      expect((await forwarded()).sort()).toEqual([
+      expect((await forwardedCalls(metrics)).sort()).toEqual([
         'sessionmux_forwarded_calls_total{outcome="timeout"} 1',
         'sessionmux_forwarded_calls_total{outcome="unknown"} 1',
       ]);
     }, 30_000);
 
     it("a prompt its owner answered before the shutdown, its reply not yet read, is answered with the owner's answer", async () => {
-      const { a, b, sessionId, forwarded } = await ownedOnA();
+      const { cluster, a, b, metrics, sessionId } = await ownedOnA();
       // B heard the reply's notice, and its look for the reply waits
       const look = holdClientQuery("octet_length(reply) AS size");
       const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("answered") });
@@ -154,7 +137,7 @@ describe.skipIf(!pgUrl)(
       let shutting: Promise<void>;
       try {
         const rows = (where: string) => async () =>
-          (await db.query(`SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE ${where}`)).rows.length;
+          (await db.query(`SELECT 1 FROM "${cluster.schema}".forwarded_calls WHERE ${where}`)).rows.length;
         await expect.poll(rows("reply IS NOT NULL"), { timeout: 20_000 }).toBe(1);
         await look.held;
         shutting = shutDown(b);
@@ -168,11 +151,11 @@ describe.skipIf(!pgUrl)(
       // the prompt ran there: told outcome_unknown, its caller would not know what the owner said
       const { turnId } = (await sent) as { turnId: string };
       expect(await turnEnd(a.store, sessionId, turnId)).toBe("completed");
-      expect(await forwarded()).toEqual(['sessionmux_forwarded_calls_total{outcome="ok"} 1']);
+      expect(await forwardedCalls(metrics)).toEqual(['sessionmux_forwarded_calls_total{outcome="ok"} 1']);
     }, 30_000);
 
     it("a prompt its owner has not claimed is taken back: host_shutting_down, retryable, and it never reaches the owner", async () => {
-      const { a, b, sessionId } = await ownedOnA();
+      const { cluster, a, b, sessionId } = await ownedOnA();
       // A holds its lease and claims nothing
       await a.inbox.close();
       const sent = refusal(b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("never taken") }));
@@ -180,7 +163,7 @@ describe.skipIf(!pgUrl)(
       await db.connect();
       try {
         const rows = async () =>
-          (await db.query(`SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE target_host = 'host-a'`))
+          (await db.query(`SELECT 1 FROM "${cluster.schema}".forwarded_calls WHERE target_host = 'host-a'`))
             .rows.length;
         await expect.poll(rows, { timeout: 20_000 }).toBe(1);
         await shutDown(b);

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { pino } from "pino";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DemoAgent } from "../../src/agents/demo-agent.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import { HostMetrics } from "../../src/transport/metrics.js";
@@ -8,21 +8,18 @@ import { gate } from "../support/gate.js";
 import { beforeAppend, demoAgentWith } from "./host-fixture.js";
 import {
   ALICE,
-  type Cluster,
   type ClusterHost,
+  clusterEachTest,
   createSession,
   forwardedCalls,
   holdTurnStart,
-  metricsFor,
-  openCluster,
   pgUrl,
   prompt,
   readLog,
+  SHORT_LEASE_TTL_MS,
   turnEnd,
+  UNREACHED_FORWARD_WAIT_MS,
 } from "./multi-host-fixture.js";
-
-/** Short enough that a stopped host's lease runs out within a test, long enough for a noisy machine. */
-const TTL_MS = 2_000;
 
 /** Waits until `host` has taken the session's lease, once the owner's has run out. */
 function takes(host: ClusterHost, sessionId: string): Promise<void> {
@@ -33,31 +30,18 @@ function takes(host: ClusterHost, sessionId: string): Promise<void> {
 
 // without a database the global setup says the PostgreSQL part did not run (and fails under CI=true)
 describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database", () => {
-  let cluster: Cluster | undefined;
-  afterEach(async () => {
-    await cluster?.dispose();
-    cluster = undefined;
-  });
+  const clusters = clusterEachTest();
 
   /**
    * Two hosts whose forward wait no test outlives (a call settles by the owner's lease or not at
    * all), B's metrics its own, and a new session A owns.
    */
-  async function ownedOnA(): Promise<{
-    a: ClusterHost;
-    b: ClusterHost;
-    metrics: HostMetrics;
-    sessionId: string;
-  }> {
-    const { metrics, of } = metricsFor("host-b");
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS, forwardTimeoutMs: 10 * 60_000, metrics: of });
-    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-    return { a, b, metrics, sessionId: await createSession(a.host) };
-  }
+  const ownedOnA = () =>
+    clusters.ownedOnA({ leaseTtlMs: SHORT_LEASE_TTL_MS, forwardTimeoutMs: UNREACHED_FORWARD_WAIT_MS });
 
   /** Two hosts; a session A owns after one completed turn ("on a"); A no longer renews its lease. */
   async function ownedByAUnrenewed(): Promise<{ a: ClusterHost; b: ClusterHost; sessionId: string }> {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const first = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("on a") });
@@ -71,8 +55,8 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     const logger = (hostId: string) =>
       pino({ base: { host: hostId } }, { write: (line: string) => lines.push(line) });
     const metrics = new Map<string, HostMetrics>();
-    cluster = await openCluster(2, {
-      leaseTtlMs: TTL_MS,
+    const cluster = await clusters.open(2, {
+      leaseTtlMs: SHORT_LEASE_TTL_MS,
       logger,
       metrics: (hostId) => metrics.set(hostId, new HostMetrics()).get(hostId)!,
     });
@@ -117,7 +101,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a turn parked on a question stays parked through the takeover, and continues on the new owner", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const asked = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
@@ -163,7 +147,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a turn that ends after its lease was taken, its host not yet told, lands no turn/end of its own: the store refuses it", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     a.host.leases?.stopRenewals();
@@ -227,8 +211,8 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
       await unwinding.promise;
       return { state: "cancelled" };
     });
-    cluster = await openCluster(2, {
-      leaseTtlMs: TTL_MS,
+    const cluster = await clusters.open(2, {
+      leaseTtlMs: SHORT_LEASE_TTL_MS,
       agent: (hostId) => (hostId === "host-a" ? slowToStop : new DemoAgent()),
     });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
@@ -258,7 +242,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a host starting beside a live owner leaves that owner's running turn alone", async () => {
-    cluster = await openCluster(1);
+    const cluster = await clusters.open(1);
     const a = cluster.hosts[0]!;
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 60 20") });
@@ -268,7 +252,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a running host takes over the queued prompts of an owner that vanished, with no call for them", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
@@ -293,7 +277,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a running host closes the running turn of an owner that vanished, with nothing queued and no call for it", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
@@ -314,7 +298,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("the sweep leaves running turns alone while their owners renew: its own host's and another's", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onA = await createSession(a.host);
     const onB = await createSession(b.host);
@@ -326,7 +310,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a cancel reaching another host after the owner vanished is refused agent_not_live, and the turn still ends interrupted", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
@@ -383,15 +367,11 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   }, 30_000);
 
   it("a call forwarded to an owner that stops before claiming it is routed again as the owner releases the lease, not at its expiry", async () => {
-    const { metrics, of } = metricsFor("host-b");
-    cluster = await openCluster(2, {
+    const { cluster, a, b, metrics, sessionId } = await clusters.ownedOnA({
       // neither the lease's expiry nor the forward wait comes within the test
       leaseTtlMs: 10 * 60_000,
-      forwardTimeoutMs: 10 * 60_000,
-      metrics: of,
+      forwardTimeoutMs: UNREACHED_FORWARD_WAIT_MS,
     });
-    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-    const sessionId = await createSession(a.host);
     expect(a.host.leases?.lease(sessionId)).toBeDefined();
     // A claims no forwarded call any more, and then stops, releasing its lease
     await a.inbox.close();
@@ -400,7 +380,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
     await db.connect();
     try {
       const recorded = async () =>
-        (await db.query(`SELECT 1 FROM "${cluster!.schema}".forwarded_calls WHERE target_host = 'host-a'`))
+        (await db.query(`SELECT 1 FROM "${cluster.schema}".forwarded_calls WHERE target_host = 'host-a'`))
           .rows.length;
       await expect.poll(recorded, { timeout: 20_000 }).toBe(1);
       await a.host.shutdown();
@@ -415,7 +395,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   }, 30_000);
 
   it("a queue edit reaching another host after the owner vanished changes the durable queue there, taking nothing over", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     // parked on a person, so no sweep runs the queue meanwhile
@@ -433,7 +413,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a steer into a turn parked on a person is refused where the call runs and where it is forwarded to; the queue stays as it was", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask proceed?") });
@@ -469,7 +449,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("a host starting after the owner vanished takes the session and runs its queued prompts", async () => {
-    cluster = await openCluster(1, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(1, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const a = cluster.hosts[0]!;
     const sessionId = await createSession(a.host);
     await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 2000 20") });
@@ -493,7 +473,7 @@ describe.skipIf(!pgUrl)("a host whose lease ran out, on one PostgreSQL database"
   });
 
   it("another host's control stream stops showing the agent of an owner that vanished once its lease ran out", async () => {
-    cluster = await openCluster(2, { leaseTtlMs: TTL_MS });
+    const cluster = await clusters.open(2, { leaseTtlMs: SHORT_LEASE_TTL_MS });
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const deltas: ControlDelta[] = [];
     b.host.subscribeControl(ALICE, (delta) => deltas.push(delta));

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Notification } from "../../protocol/index.js";
 import type { ControlDelta } from "../../src/host/live/live-state.js";
 import type { PgReads } from "../../src/store/postgres/pg-reads.js";
@@ -7,13 +7,11 @@ import { delta, turnEnd as turnEndEvent, turnStart } from "../store/open-store.j
 import { holdNotices } from "../store/postgres/held-notices.js";
 import {
   ALICE,
-  type Cluster,
   type ClusterHost,
+  clusterEachTest,
   createSession,
   forwardedCalls,
   holdTurnStart,
-  metricsFor,
-  openCluster,
   pgUrl,
   prompt,
   readLog,
@@ -53,14 +51,10 @@ async function failedLongSession(a: ClusterHost, onB: string[]): Promise<string>
 
 // without a database the global setup says the PostgreSQL part did not run (and fails under CI=true)
 describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
-  let cluster: Cluster | undefined;
-  afterEach(async () => {
-    await cluster?.dispose();
-    cluster = undefined;
-  });
+  const clusters = clusterEachTest();
 
   it("a prompt sent to a host that does not own the session runs on its owner", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     expect(a.host.leases?.lease(sessionId)?.hostId).toBe("host-a");
@@ -75,13 +69,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
 
   it("a prompt its owner takes longer than the forward wait to answer runs there once, and its caller gets its answer", async () => {
     const forwardWait = 500;
-    const { metrics, of } = metricsFor("host-b");
-    cluster = await openCluster(2, {
-      forwardTimeoutMs: forwardWait,
-      metrics: of,
-    });
-    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-    const sessionId = await createSession(a.host);
+    const { a, b, metrics, sessionId } = await clusters.ownedOnA({ forwardTimeoutMs: forwardWait });
     // A, alive and renewing its lease, takes the prompt and is slow to open its turn
     const slow = holdTurnStart(a.store);
     const sent = b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("slow to start") });
@@ -106,12 +94,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   }, 30_000);
 
   it("queue edits and cancel sent to another host act on the owner's session", async () => {
-    const { metrics, of } = metricsFor("host-b");
-    cluster = await openCluster(2, {
-      metrics: of,
-    });
-    const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
-    const sessionId = await createSession(a.host);
+    const { a, b, metrics, sessionId } = await clusters.ownedOnA();
     const long = await a.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/stream 400 25") });
     const queued = await b.host.call(ALICE, "session.prompt", { sessionId, ...prompt("first draft") });
     expect(queued.queued).toBe(true);
@@ -144,7 +127,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
 
   it("16 different answers spread over three hosts: exactly one wins", async () => {
-    cluster = await openCluster(3);
+    const cluster = await clusters.open(3);
     const hosts = cluster.hosts;
     const sessionId = await createSession(hosts[0]!.host);
     await hosts[1]!.host.call(ALICE, "session.prompt", { sessionId, ...prompt("/ask which colour?") });
@@ -180,7 +163,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
 
   it("control on one host shows another host's queue, interactions and agent status", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const deltas: ControlDelta[] = [];
     b.host.subscribeControl(ALICE, (d) => deltas.push(d));
@@ -224,7 +207,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       .toBe(true);
   });
   it("a session created, forked and deleted through one host is added to and removed from the lists of sockets on another (§6)", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const BOB = { name: "bob", admin: false };
     const heard = (host: ClusterHost, principal: typeof ALICE) =>
@@ -252,7 +235,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     expect(bobOnB).toEqual([]);
   });
   it("a clear through one host is a session.updated with the emptied row on every host, once each (§6)", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const sessionId = await createSession(a.host);
     const updates = (host: ClusterHost) =>
@@ -276,7 +259,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
 
   it("a turn that fails on its owner is reported as agent.error to the sockets of another host too (§6)", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const errors = (host: ClusterHost, principal: typeof ALICE) =>
       told(host, principal, (n) =>
@@ -295,7 +278,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
     expect(bobOnB).toEqual([]);
   });
   it("a turn that failed before another host read the session's create is reported there as agent.error too (§6)", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onB = told(b, ALICE, (n) =>
       n.name === "agent.error" ? `${addedOrError(n)}: ${n.value.message}` : addedOrError(n),
@@ -313,7 +296,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
       .toEqual([`added ${sessionId}`, `error ${sessionId}: demo failure requested with /fail`]);
   });
   it("a fork longer than a read page, of a turn that just failed, is no agent.error on another host (§6)", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onB = told(b, ALICE, addedOrError);
     const sourceId = await failedLongSession(a, onB);
@@ -331,7 +314,7 @@ describe.skipIf(!pgUrl)("several hosts on one PostgreSQL database", () => {
   });
 
   it("a fork longer than a read page is no agent.error on another host whose read of its second page failed", async () => {
-    cluster = await openCluster(2);
+    const cluster = await clusters.open(2);
     const [a, b] = cluster.hosts as [ClusterHost, ClusterHost];
     const onB = told(b, ALICE, addedOrError);
     const sourceId = await failedLongSession(a, onB);
