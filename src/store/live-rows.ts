@@ -1,6 +1,7 @@
 import type { Interaction, Resolution, SessionEvent } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import type {
+  EnqueueInput,
   InteractionState,
   LiveStatePage,
   QueuedPromptInput,
@@ -43,6 +44,17 @@ export function queueItemFromRow(row: QueueRow): StoredQueueItem {
     owner: row.owner,
     queuedAt: row.queued_at,
     input: decodeValue<QueuedPromptInput>(row.input),
+  };
+}
+
+/** The item a queued prompt became, as both stores answer its `enqueuePrompt`. */
+export function queuedItem(input: EnqueueInput, owner: string): StoredQueueItem {
+  return {
+    itemId: input.itemId,
+    sessionId: input.sessionId,
+    owner,
+    queuedAt: input.queuedAt,
+    input: input.input,
   };
 }
 

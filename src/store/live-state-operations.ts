@@ -2,7 +2,7 @@ import type { Resolution } from "../../protocol/index.js";
 import { decodeValue, encodeValue } from "./event-codec.js";
 import { answerToSettled } from "./first-answer.js";
 import type { WriteOperation } from "./group-commit.js";
-import { type LiveRows, queuedBytes } from "./live-rows.js";
+import { type LiveRows, queuedBytes, queuedItem } from "./live-rows.js";
 import type {
   EnqueueInput,
   EnqueueOutcome,
@@ -65,16 +65,7 @@ export class LiveStateOperations {
       for (const attachmentId of namedUploads(input.input))
         this.statements.linkAttachment.run(input.sessionId, attachmentId);
       this.rows.queueChanged(batch, input.sessionId, state.owner);
-      return {
-        status: "queued",
-        item: {
-          itemId: input.itemId,
-          sessionId: input.sessionId,
-          owner: state.owner,
-          queuedAt: input.queuedAt,
-          input: input.input,
-        },
-      };
+      return { status: "queued", item: queuedItem(input, state.owner) };
     };
   }
 

@@ -1,7 +1,13 @@
 import type { Resolution } from "../../../protocol/index.js";
 import { decodeValue, encodeValue } from "../event-codec.js";
 import { answerToSettled } from "../first-answer.js";
-import { interactionFromRow, type QueueRow, queuedBytes, queueItemFromRow } from "../live-rows.js";
+import {
+  interactionFromRow,
+  type QueueRow,
+  queuedBytes,
+  queuedItem,
+  queueItemFromRow,
+} from "../live-rows.js";
 import {
   editedInput,
   namedUploads,
@@ -88,16 +94,7 @@ export class PgLiveOperations {
         }
         for (const attachmentId of namedUploads(input.input)) batch.linkAttachment(sessionId, attachmentId);
         await queueChanged(batch, sessionId, state.owner);
-        return {
-          status: "queued",
-          item: {
-            itemId: input.itemId,
-            sessionId,
-            owner: state.owner,
-            queuedAt: input.queuedAt,
-            input: input.input,
-          },
-        };
+        return { status: "queued", item: queuedItem(input, state.owner) };
       },
     };
   }
