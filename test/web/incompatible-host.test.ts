@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
-import { type MuxProxy, startMuxProxy } from "./mux-proxy.js";
+import { usePageThroughProxy } from "./page-through-proxy.js";
 
 /**
  * A console whose host now greets it in protocol 2 (upgraded since the page loaded): the real
@@ -12,19 +12,14 @@ import { type MuxProxy, startMuxProxy } from "./mux-proxy.js";
 describe.skipIf(!hasChromium)("console of a host speaking another protocol version", () => {
   const browser = useBrowser();
   const consoleHost = useConsoleHost();
-  let proxy: MuxProxy | undefined;
-  afterEach(async () => {
-    await proxy?.close();
-    proxy = undefined;
-  });
+  const throughProxy = usePageThroughProxy(browser, consoleHost);
 
   it("shows the version in its indicator, asks for a reload, and never connects again", async () => {
     const { client } = consoleHost;
     const { header } = await client.call("session.create", {});
-    proxy = await startMuxProxy(consoleHost.host.url, {
+    const { page, proxy } = await throughProxy.open({
       rewriteHello: (hello) => ({ ...hello, protocol: 2 }),
     });
-    const page = await browser.profile.newPage();
     // a shown session too: its transcript is read over the same connection
     const fragment = new URLSearchParams({ token: ADMIN_TOKEN, s: header.sessionId });
     await page.goto(`${proxy.url}/#${fragment.toString()}`);
@@ -50,6 +45,5 @@ describe.skipIf(!hasChromium)("console of a host speaking another protocol versi
     expect(await indicator.textContent()).toContain("Host speaks protocol 2");
     // the request to reload is still what the page says
     expect(await toast.textContent()).toMatch(/protocol 2.*reload the page/);
-    await page.close();
   });
 });

@@ -3,7 +3,7 @@ import { SessionmuxError } from "../../protocol/index.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, NETWORK_FAILURE, openConsole, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
-import { startMuxProxy } from "./mux-proxy.js";
+import { usePageThroughProxy } from "./page-through-proxy.js";
 
 /**
  * Notifications carry no sequence: what a tab missed while its socket was down is recovered by the
@@ -13,14 +13,14 @@ import { startMuxProxy } from "./mux-proxy.js";
 describe.skipIf(!hasChromium)("browser console: the list read after a reconnect failed", () => {
   const browser = useBrowser();
   const consoleHost = useConsoleHost();
+  const throughProxy = usePageThroughProxy(browser, consoleHost);
 
   it("reads it again, and a session deleted while the tab was away leaves the list", async () => {
     browser.allowConsoleErrors(NETWORK_FAILURE);
     const { host, client } = consoleHost;
     const kept = (await client.create({ title: "Medlar kept" })).header.sessionId;
     const gone = (await client.create({ title: "Medlar gone" })).header.sessionId;
-    const proxy = await startMuxProxy(host.url);
-    const page = await browser.profile.newPage();
+    const { page, proxy } = await throughProxy.open();
     const rowIds = () =>
       page.$$eval('[data-testid="session-item"]', (els) => els.map((el) => el.dataset.sessionId).sort());
     const original = host.host.call.bind(host.host);
@@ -51,8 +51,6 @@ describe.skipIf(!hasChromium)("browser console: the list read after a reconnect 
       );
     } finally {
       calls.mockRestore();
-      await page.close();
-      await proxy.close();
     }
   });
 });

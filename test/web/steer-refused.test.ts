@@ -1,12 +1,12 @@
 import type { Page } from "playwright-core";
 import { filter, firstValueFrom } from "rxjs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { controlMirror } from "../../src/client/index.js";
 import { ADMIN_TOKEN } from "../support/host.js";
 import { hasChromium, newSession, openConsole, sendPrompt, useBrowser } from "./browser.js";
 import { useConsoleHost } from "./console-host.js";
 import { readLog } from "./host-log.js";
-import { type MuxProxy, startMuxProxy } from "./mux-proxy.js";
+import { usePageThroughProxy } from "./page-through-proxy.js";
 
 const queuedTexts = (page: Page) =>
   page.$$eval('[data-testid="queue-item"] .queue-text', (els) => els.map((el) => el.textContent));
@@ -22,11 +22,7 @@ const steerOffered = (page: Page) =>
 describe.skipIf(!hasChromium)("console steer the host refuses", () => {
   const browser = useBrowser();
   const consoleHost = useConsoleHost();
-  let proxy: MuxProxy | undefined;
-  afterEach(async () => {
-    await proxy?.close();
-    proxy = undefined;
-  });
+  const throughProxy = usePageThroughProxy(browser, consoleHost);
 
   /** What the host has queued for the session, as a fresh control stream tells it. */
   const hostQueue = async (sessionId: string) => {
@@ -36,8 +32,7 @@ describe.skipIf(!hasChromium)("console steer the host refuses", () => {
 
   /** A session whose turn waits on an approval, `queued` behind it, shown in a console behind a proxy. */
   async function queuedBehindRunningTurn(queued: string[]) {
-    proxy = await startMuxProxy(consoleHost.host.url);
-    const page = await browser.profile.newPage();
+    const { page, proxy } = await throughProxy.open();
     await openConsole(page, proxy.url, ADMIN_TOKEN);
     const sessionId = await newSession(page);
     await sendPrompt(page, "/approve deploy");
@@ -84,7 +79,6 @@ describe.skipIf(!hasChromium)("console steer the host refuses", () => {
       (e) => e.type === "user/message" && e.data.interjection === true,
     );
     expect(interjections).toEqual([]);
-    await page.close();
   });
 
   it("says the host refused a steer of a prompt that started when another client ended the turn, and shows what is queued behind it", async () => {
@@ -108,6 +102,5 @@ describe.skipIf(!hasChromium)("console steer the host refuses", () => {
       e.type === "user/message" ? [`${e.data.text}${e.data.interjection ? " (steered)" : ""}`] : [],
     );
     expect(prompts).toEqual(["/approve deploy", "/approve next"]);
-    await page.close();
   });
 });
