@@ -257,7 +257,7 @@ export class PgGroupCommit {
   private async run(batch: PgWriteBatch, ops: Queued[]): Promise<unknown[]> {
     const results: unknown[] = [];
     for (const { op } of ops) results.push(await op.run(batch));
-    await batch.commit(this.hooks.announcement(batch.notices, batch.liveNotices));
+    await batch.commit(() => this.hooks.announcement(batch.notices, batch.liveNotices));
     return results;
   }
 }

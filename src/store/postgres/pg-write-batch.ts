@@ -56,11 +56,14 @@ const NOTIFY_IF_COMMITTED = `SELECT pg_notify($1, $2) WHERE pg_xact_status($3::x
   AND ${othersPresent("$1", "$4")}`;
 
 // A batch on kept states sends everything at once, so it cannot wait for its transaction's id: the
-// id goes into a session setting that an aborted transaction reverts to the empty value.
-const NOTIFY_IF_KEPT_COMMITTED = `SELECT pg_notify($1, $2)
-  WHERE pg_xact_status(nullif(current_setting('sessionmux.xid', true), '')::xid8) = 'committed'
-  AND ${othersPresent("$1", "$3")}`;
-const FORGET_XID = "SELECT set_config('sessionmux.xid', '', false)";
+// id goes into a session setting that an aborted transaction reverts to the empty value, and the
+// statement behind the COMMIT empties it again for the next batch. With an announcement that is the
+// NOTIFY's own statement (the setting read first, in the materialized `x`), one statement less per batch.
+const KEPT_XID = "SELECT current_setting('sessionmux.xid', true) AS xid";
+const FORGET_XID = "set_config('sessionmux.xid', '', false)";
+const NOTIFY_IF_KEPT_COMMITTED = `WITH x AS MATERIALIZED (${KEPT_XID})
+  SELECT CASE WHEN pg_xact_status(nullif(x.xid, '')::xid8) = 'committed' AND ${othersPresent("$1", "$3")}
+    THEN pg_notify($1, $2) END, ${FORGET_XID} FROM x`;
 // Its statements are prepared once per connection and their plans never depend on the values
 // (arrays of ids and rows): planning them again at every execution was a third of their time.
 const BEGIN_KEPT = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
@@ -116,6 +119,19 @@ async function inOrder<T extends readonly unknown[]>(
   return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as {
     -readonly [K in keyof T]: Awaited<T[K]>;
   };
+}
+
+/**
+ * The announcement of a batch whose COMMIT was sent. Nothing may fail the batch from there on (its
+ * operations would run again, one per transaction, though it may have committed): an announcement
+ * that cannot be made is a wake-up lost, which only delays other hosts until the next one.
+ */
+function announced(announce: () => Announcement | null): Announcement | null {
+  try {
+    return announce();
+  } catch {
+    return null;
+  }
 }
 
 /** For statements whose outcome nothing waits for. */
@@ -398,20 +414,22 @@ export class PgWriteBatch {
 
   /**
    * Last round trip: pending rows, heads and projections in one statement, COMMIT, and the
-   * announcement to other hosts, sent together. The NOTIFY runs in a transaction of its own after
+   * announcement to other hosts, sent together. `announce` is asked for it once the COMMIT is on
+   * its way, so encoding it overlaps the commit's flush to disk instead of delaying it. The NOTIFY runs in a transaction of its own after
    * the COMMIT (so it adds no lock to it) and only if the write transaction committed and another
    * host is present (see `pg-host-presence.ts`). After a
    * failed statement PostgreSQL answers the COMMIT with ROLLBACK: the transaction is over either way.
    * Resolves with COMMIT's answer: the NOTIFY behind it is not waited for (the connection runs it
    * before anything sent later, even its closing).
    */
-  async commit(announcement: Announcement | null): Promise<void> {
-    if (this.kept) return this.commitKept(announcement);
+  async commit(announce: () => Announcement | null): Promise<void> {
+    if (this.kept) return this.commitKept(announce);
     const statement = this.rows.take(this.commitRows());
     const write = statement ? this.client.query(statement.sql, statement.params) : undefined;
     const commit = this.client.query("COMMIT");
     this.open = false;
     this.commitSent = true;
+    const announcement = announced(announce);
     if (announcement) {
       this.client
         .query({
@@ -428,10 +446,11 @@ export class PgWriteBatch {
 
   /**
    * The rest of a batch on kept states, behind the BEGIN and locks `beginKept` sent: the check of
-   * what the batch used, the rows, COMMIT, the NOTIFY and the reset of the setting it reads; then
-   * the one wait, until COMMIT answered. A failed check aborts the transaction with SMX01.
+   * what the batch used, the rows and COMMIT; then the NOTIFY, which also resets the setting it
+   * reads (or the reset alone); then the one wait, until COMMIT answered. A failed check aborts the
+   * transaction with SMX01.
    */
-  private async commitKept(announcement: Announcement | null): Promise<void> {
+  private async commitKept(announce: () => Announcement | null): Promise<void> {
     const { seqs, started, fences } = this.kept!;
     // the kept sessions the batch did not append to: it relies on their heads (its notices carry them)
     const read = [...seqs.keys()].filter((id) => !this.appendedTo.has(id));
@@ -456,19 +475,18 @@ export class PgWriteBatch {
       });
       const commit = this.client.query("COMMIT");
       this.commitSent = true;
-      if (announcement) {
-        this.client
-          .query({
-            name: "sessionmux_notify_kept",
-            text: NOTIFY_IF_KEPT_COMMITTED,
-            values: [announcement.channel, announcement.payload, announcement.everyone],
-          })
-          .catch(nothing);
-      }
-      this.client.query(FORGET_XID).catch(nothing);
       return [written, commit] as const;
     });
     this.open = false;
+    const announcement = announced(announce);
+    const after = announcement
+      ? {
+          name: "sessionmux_notify_kept",
+          text: NOTIFY_IF_KEPT_COMMITTED,
+          values: [announcement.channel, announcement.payload, announcement.everyone],
+        }
+      : { name: "sessionmux_forget_xid", text: `SELECT ${FORGET_XID}` };
+    this.client.query(after).catch(nothing);
     const [, , written, committed] = await inOrder([...started, ...sent]);
     if (committed.command !== "COMMIT") throw new Error("the write transaction was rolled back at COMMIT");
     this.xid = written.rows[0]!.xid;

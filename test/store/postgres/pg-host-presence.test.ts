@@ -59,11 +59,16 @@ async function overhear(schema: string, config: pg.ClientConfig = {}) {
   const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
   vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
     const result = query.apply(this, args);
-    const config = args[0] as string | { text?: string };
-    const text = (typeof config === "string" ? config : config.text) ?? "";
+    // the announcements are the statements prepared as `sessionmux_notify…`
+    const config = args[0] as string | { name?: string };
+    const statement = (typeof config === "string" ? undefined : config.name) ?? "";
     const name = (this as unknown as { connectionParameters: { application_name?: string } })
       .connectionParameters.application_name;
-    if (name?.startsWith("sessionmux") && text.startsWith("SELECT pg_notify") && result instanceof Promise)
+    if (
+      name?.startsWith("sessionmux") &&
+      statement.startsWith("sessionmux_notify") &&
+      result instanceof Promise
+    )
       announcements.push(result.catch(() => undefined));
     return result;
   } as typeof pg.Client.prototype.query);

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { PgCommitFeed } from "../../../src/store/postgres/pg-commit-feed.js";
 import { CHECKED_WRITE } from "../../../src/store/postgres/pg-pending-rows.js";
 import { PostgresSessionStore } from "../../../src/store/postgres/postgres-store.js";
 import { readWholeLog } from "../../support/whole-log.js";
@@ -86,6 +87,34 @@ describe.skipIf(!pgUrl)("a PostgreSQL write batch", () => {
       ["append"],
     ]);
     expect(await seqs(a)).toEqual([1, 2, 3]);
+  });
+
+  it("makes a kept batch's announcement once its COMMIT was sent, and resets the setting the NOTIFY reads with the NOTIFY", async () => {
+    const { a, heard } = await openHosts();
+    const appended = await a.append(S, [delta("t", "kept")]);
+    if (appended.status !== "appended") throw new Error(appended.status);
+    const sent = sentStatements();
+    const sentWhenAnnounced: (string | undefined)[] = [];
+    const announcement = PgCommitFeed.prototype.announcement;
+    vi.spyOn(PgCommitFeed.prototype, "announcement").mockImplementation(function (
+      this: PgCommitFeed,
+      ...args
+    ) {
+      sentWhenAnnounced.push(sent.at(-1));
+      return announcement.apply(this, args);
+    });
+    expect(await a.append(S, [delta("t", "next")])).toMatchObject({
+      status: "appended",
+      events: [{ seq: 3 }],
+    });
+    keptWayOnly(sent);
+    // encoding the announcement overlaps the COMMIT's flush rather than delaying its sending
+    expect(sentWhenAnnounced).toEqual(["COMMIT"]);
+    expect(sent).toContain("sessionmux_notify_kept");
+    expect(sent.filter((text) => text.includes("set_config"))).toEqual([]);
+    await vi.waitFor(() => expect(heard.at(-1)?.changes).toEqual([[S, "append", appended.epoch, 3, 3]]), {
+      timeout: 5_000,
+    });
   });
 
   it("checks the head of a kept session it did not append to: after another host appended, the state kept next is the new one", async () => {
