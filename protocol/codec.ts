@@ -1,8 +1,3 @@
-import { Decoder, Encoder } from "@msgpack/msgpack";
-import { SessionmuxError } from "./errors.js";
-import { Limits } from "./limits.js";
-import { scanMessagePack } from "./msgpack-scanner.js";
-
 /**
  * The frame codec of protocol-v1 §2: one MessagePack map per binary frame.
  * Browser-safe (no Node imports): the host and the client SDK both use it.
@@ -11,29 +6,12 @@ import { scanMessagePack } from "./msgpack-scanner.js";
  * every limit without building values and without recursion, then handed to `@msgpack/msgpack`'s
  * iterative decoder, whose own limits repeat the checks.
  */
-export interface DecodeLimits {
-  /** @default 64 KiB — UTF-8 bytes of one string. */
-  maxStrBytes: number;
-  /** @default 1 MiB — bytes of one binary. */
-  maxBinBytes: number;
-  /** @default 10,000 — elements of one array. */
-  maxArrayLength: number;
-  /** @default 1,000 — entries of one map. */
-  maxMapLength: number;
-  /** @default 32 — nested arrays and maps; the top-level map is depth 1. */
-  maxDepth: number;
-  /** @default 4,096 — values of one frame in all, map keys and containers included. */
-  maxValues: number;
-}
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import { DEFAULT_DECODE_LIMITS, type DecodeLimits } from "./decode-limits.js";
+import { SessionmuxError } from "./errors.js";
+import { scanMessagePack } from "./msgpack-scanner.js";
 
-export const DEFAULT_DECODE_LIMITS: Readonly<DecodeLimits> = Object.freeze({
-  maxStrBytes: Limits.maxStrBytes,
-  maxBinBytes: Limits.maxBinBytes,
-  maxArrayLength: Limits.maxArrayLength,
-  maxMapLength: Limits.maxMapLength,
-  maxDepth: Limits.maxDepth,
-  maxValues: Limits.maxValues,
-});
+export { DEFAULT_DECODE_LIMITS, type DecodeLimits } from "./decode-limits.js";
 
 // Absent optional fields must stay absent on the wire: a nil would fail `Optional(...)` schemas.
 const encoder = new Encoder({ ignoreUndefined: true });

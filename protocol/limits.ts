@@ -1,24 +1,13 @@
+import { DEFAULT_DECODE_LIMITS } from "./decode-limits.js";
+
 /** Defaults of protocol-v1 §2 and §7. Every limit is also an option of the host. */
 export const Limits = {
   /** @default 1 MiB — larger frames close the socket with 1009. */
   maxPayloadBytes: 1024 * 1024,
   /** @default 256 — open streams per socket. */
   maxStreamsPerSocket: 256,
-  /** Decoder limits for untrusted MessagePack. */
-  maxStrBytes: 64 * 1024,
-  maxBinBytes: 1024 * 1024,
-  maxArrayLength: 10_000,
-  maxMapLength: 1_000,
-  maxDepth: 32,
-  /**
-   * 4,096 — values one client frame holds in all: every array, map, map key and other value
-   * counts one, the frame's own map too (a map of n entries is 2n + 1). Decoding costs by values,
-   * not bytes, and the limits above bound containers one at a time, so a frame of 1 MiB could
-   * hold 90,000 map entries (about 100 ms of the host's event loop to decode) or a million small
-   * values. The largest frame the methods' params allow (a prompt with 32 attachments and every
-   * optional field) holds 261; at this bound a frame decodes in a few milliseconds at most.
-   */
-  maxValues: 4_096,
+  /** Decoder limits for untrusted MessagePack (`DEFAULT_DECODE_LIMITS`). */
+  ...DEFAULT_DECODE_LIMITS,
   /** Stored user message text is capped at this many characters. */
   maxMessageChars: 16_000,
   /** Inline attachment bytes in a prompt. */
@@ -110,7 +99,6 @@ export const Limits = {
   maxQueuedCalls: 256,
 } as const;
 
-export const SUBPROTOCOL = "sessionmux.v1";
-export const BEARER_SUBPROTOCOL_PREFIX = "bearer.";
+export { BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL } from "./subprotocol.js";
 export const MUX_PATH = "/api/remote.mux";
 export const PROTOCOL_VERSION = 1;

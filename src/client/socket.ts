@@ -1,4 +1,4 @@
-import { BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL } from "../../protocol/limits.js";
+import { BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL } from "../../protocol/subprotocol.js";
 
 /**
  * The part of the WebSocket API the client uses: the browser's `WebSocket` and `ws` both fit.
