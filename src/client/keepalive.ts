@@ -26,6 +26,15 @@ export class KeepAlive {
   readonly #dead: () => void;
   #idle: ReturnType<typeof setTimeout> | undefined;
   #deadline: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * The probe's wait is over: judged once more, after the I/O that came in meanwhile is read. Past
+   * a stall of the client's own (a busy tab, a long synchronous task) the late timer runs before
+   * the answer that arrived during it; a timer set from a timer runs after that answer (in Node,
+   * after the event loop's next poll), which then clears it.
+   */
+  readonly #expired = () => {
+    this.#deadline = setTimeout(this.#dead, 0);
+  };
 
   constructor(options: KeepAliveOptions, probe: () => void, dead: () => void) {
     this.#options = options;
@@ -38,7 +47,7 @@ export class KeepAlive {
     this.stop();
     this.#idle = setTimeout(() => {
       this.#idle = undefined;
-      this.#deadline = setTimeout(this.#dead, this.#options.pongTimeoutMs);
+      this.#deadline = setTimeout(this.#expired, this.#options.pongTimeoutMs);
       this.#probe();
     }, this.#options.intervalMs);
   }
@@ -52,7 +61,7 @@ export class KeepAlive {
     if (this.#deadline !== undefined) return;
     clearTimeout(this.#idle);
     this.#idle = undefined;
-    this.#deadline = setTimeout(this.#dead, this.#options.pongTimeoutMs);
+    this.#deadline = setTimeout(this.#expired, this.#options.pongTimeoutMs);
     this.#probe();
   }
 

@@ -23,6 +23,7 @@ class ScriptedSocket implements WebSocketLike {
   onmessage: WebSocketLike["onmessage"] = null;
   onclose: WebSocketLike["onclose"] = null;
   onerror: WebSocketLike["onerror"] = null;
+  onheartbeat: WebSocketLike["onheartbeat"] = null;
   /** The frames the client sent, decoded. */
   readonly sent: { type: string; id?: number }[] = [];
   closedWith: [number | undefined, string | undefined] | undefined;
@@ -220,13 +221,63 @@ describe("client keepalive on a socket that cannot ping", () => {
       ["close", 2],
       ["call", 3],
     ]);
-    // nothing arrives: at the deadline the socket is closed as dead and given up on at once
+    // nothing arrives: at the deadline (once what came in by then is read, a turn of the loop
+    // later) the socket is closed as dead and given up on at once
     await vi.advanceTimersByTimeAsync(keepAlive.pongTimeoutMs - 1);
     expect(connection.state.name).toBe("open");
-    await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(2);
     expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
     expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
     await Promise.all([first, second]);
+    await closeScripted(connection);
+  });
+});
+
+describe("client keepalive after a stall of the client's own", () => {
+  const keepAlive = { intervalMs: 10_000, pongTimeoutMs: 5_000 };
+  const answers: [string, (socket: ScriptedSocket, probe: { id?: number }) => void][] = [
+    ["the probe's answer", (socket, probe) => socket.receive({ type: "end", id: probe.id })],
+    ["a pong", (socket) => socket.onheartbeat?.()],
+  ];
+
+  it.each(answers)(
+    "keeps the socket when %s came in while the event loop was held past the probe's deadline",
+    async (_answer, answer) => {
+      const { connection, sockets } = scriptedConnection(undefined, { keepAlive });
+      const socket = sockets[0]!;
+      socket.open();
+      await connection.whenOpen();
+      await vi.advanceTimersByTimeAsync(keepAlive.intervalMs);
+      const probe = socket.sent[0]!;
+      expect(probe.type).toBe("close");
+      // The loop was held (a busy tab) past the deadline while the answer arrived: once it runs
+      // again, the late timer runs first (timers before I/O), and only then is the answer read.
+      vi.advanceTimersToNextTimer();
+      answer(socket, probe);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(socket.closedWith).toBeUndefined();
+      expect(connection.state.name).toBe("open");
+      // the answer restarted the quiet wait: the next probe comes a whole interval after it
+      await vi.advanceTimersByTimeAsync(keepAlive.intervalMs - 2);
+      expect(socket.sent).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(socket.sent).toHaveLength(2);
+      await closeScripted(connection);
+    },
+  );
+
+  it("still drops the socket when nothing came in by the time the I/O held behind the stall is read", async () => {
+    const { connection, sockets } = scriptedConnection(undefined, { keepAlive });
+    const socket = sockets[0]!;
+    socket.open();
+    await connection.whenOpen();
+    await vi.advanceTimersByTimeAsync(keepAlive.intervalMs);
+    vi.advanceTimersToNextTimer();
+    expect(socket.closedWith).toBeUndefined();
+    // the next turn of the loop (a timer of 0 ms is one of 1 ms, in Node as on fake timers)
+    await vi.advanceTimersByTimeAsync(1);
+    expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
+    expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
     await closeScripted(connection);
   });
 });
@@ -260,7 +311,8 @@ describe("client on network hints", () => {
     hints.say("online");
     expect(socket.sent).toHaveLength(1);
     expect(connection.state.name).toBe("open");
-    await vi.advanceTimersByTimeAsync(1);
+    // the deadline, and the turn of the loop after it
+    await vi.advanceTimersByTimeAsync(2);
     expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
     expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
     await closeScripted(connection);
