@@ -23,8 +23,15 @@ export interface ControlMirror {
   readonly jobs: Readonly<Record<string, readonly Job[]>>;
   readonly interactions: Readonly<Record<string, Interaction>>;
   readonly projections: Readonly<Record<string, SessionRow>>;
-  /** The change that produced this mirror, for callers that log changes. */
-  readonly lastChange: ControlItem | { readonly kind: "stale" } | undefined;
+  /**
+   * The change that produced this mirror, for callers that log changes: a control item, the
+   * stream lost (`stale`), or a session deleted (`removed`, from the §6 notification).
+   */
+  readonly lastChange:
+    | ControlItem
+    | { readonly kind: "stale" }
+    | { readonly kind: "removed"; readonly sessionId: string }
+    | undefined;
 }
 
 /** The mirror before any baseline. */
@@ -51,6 +58,19 @@ const without = <T>(record: Readonly<Record<string, T>>, key: string): Record<st
 /** Marks the mirror out of date (the control stream was lost); the next baseline clears it. */
 export function markStale(mirror: ControlMirror): ControlMirror {
   return { ...mirror, stale: true, lastChange: { kind: "stale" } };
+}
+
+/**
+ * Drops a deleted session's row: the control stream sends no item for a delete (its row is gone,
+ * not changed), only `session.removed` tells of it, and its last row would stay until the next
+ * baseline.
+ */
+export function removeSession(mirror: ControlMirror, sessionId: string): ControlMirror {
+  return {
+    ...mirror,
+    projections: without(mirror.projections, sessionId),
+    lastChange: { kind: "removed", sessionId },
+  };
 }
 
 /** Applies one control item. Pure: returns a new mirror, never mutates the old one. */

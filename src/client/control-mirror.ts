@@ -3,7 +3,13 @@ import type { ItemOf } from "../../protocol/index.js";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.js";
 import { BaselineAssembly } from "./baseline-assembly.js";
 import type { SessionmuxClientApi } from "./client.js";
-import { type ControlMirror, EMPTY_MIRROR, markStale, reduceControl } from "./control-mirror-reducer.js";
+import {
+  type ControlMirror,
+  EMPTY_MIRROR,
+  markStale,
+  reduceControl,
+  removeSession,
+} from "./control-mirror-reducer.js";
 import { RemoteError } from "./remote-errors.js";
 import { superviseStream } from "./stream-supervisor.js";
 
@@ -53,7 +59,12 @@ export function controlMirror(
           complete: () => inner.complete(),
         }),
       );
-    return superviseStream(
+    const offRemoved = client.on("session.removed", ({ sessionId }) => {
+      if (!mirror.projections[sessionId]) return;
+      mirror = removeSession(mirror, sessionId);
+      subscriber.next(mirror);
+    });
+    const stop = superviseStream(
       subscriber,
       open,
       {
@@ -78,6 +89,10 @@ export function controlMirror(
       },
       { policy, state$: client.state$, generation: () => client.hello?.generation },
     );
+    return () => {
+      offRemoved();
+      stop();
+    };
   });
 }
 
