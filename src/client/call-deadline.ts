@@ -15,6 +15,11 @@ export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 /** One call's deadline: a signal that aborts with a typed `timeout` or `aborted` error. */
 export interface CallDeadline {
   readonly signal: AbortSignal;
+  /**
+   * Fires the timeout now if the deadline passed by the clock while its timer could not run (the
+   * event loop held, the machine asleep): a call about to be sent is checked, never sent late.
+   */
+  check(): void;
   /** Clears the timer and the listener on the caller's signal. */
   dispose(): void;
 }
@@ -49,8 +54,12 @@ export function callDeadline(
       }),
     );
   const clearTimer = longTimeout(onTimeout, timeoutMs);
+  const at = Date.now() + timeoutMs;
   return {
     signal: controller.signal,
+    check: () => {
+      if (Date.now() >= at) onTimeout();
+    },
     dispose: () => {
       clearTimer();
       signal?.removeEventListener("abort", onAbort);

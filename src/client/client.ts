@@ -195,12 +195,13 @@ export class SessionmuxClient {
       method,
       options.timeoutMs ?? this.#callTimeoutMs,
       options.signal,
-      () => describeState(this.#connection.state),
+      () => describeState(this.#connection.state, sent),
       () => sent,
     );
     try {
       for (;;) {
         const link = await this.#connection.whenOpen(deadline.signal);
+        deadline.check();
         // `link.call` sends synchronously unless the deadline already fired.
         if (!deadline.signal.aborted) sent = true;
         try {
@@ -344,10 +345,11 @@ export function newClientMessageId(): string {
 }
 
 /** Why a call may have had no answer, for the `timeout` message. */
-function describeState(state: ConnectionState): string {
+function describeState(state: ConnectionState, sent: boolean): string {
   switch (state.name) {
     case "open":
-      return "the socket is open; the host did not answer";
+      // not sent: the socket opened past the deadline, before its timer could run
+      return sent ? "the socket is open; the host did not answer" : "the socket opened only after it";
     case "backoff":
       return `the host is unreachable; reconnect attempt ${state.attempt} pending`;
     case "connecting":

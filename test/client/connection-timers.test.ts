@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { createClient } from "../../src/client/client.js";
 import { Connection, type ConnectionOptions } from "../../src/client/connection.js";
 import {
   browserNetworkSignals,
@@ -279,6 +280,63 @@ describe("client keepalive after a stall of the client's own", () => {
     expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
     expect(connection.state).toMatchObject({ name: "backoff", attempt: 1 });
     await closeScripted(connection);
+  });
+});
+
+describe("a call waiting for a socket past its deadline", () => {
+  /** A client whose sockets the test opens; none has opened yet. */
+  function scriptedClient() {
+    const sockets: ScriptedSocket[] = [];
+    const client = createClient({
+      url: "ws://127.0.0.1:9/api/remote.mux",
+      token: "t",
+      socketFactory: () => {
+        const socket = new ScriptedSocket(undefined);
+        sockets.push(socket);
+        return socket;
+      },
+      keepAlive: false,
+      network: false,
+    });
+    return { client, sockets };
+  }
+
+  it("fails with its timeout and is never sent when the socket opens after the deadline but before its timer ran", async () => {
+    const { client, sockets } = scriptedClient();
+    const call = client.list({}, { timeoutMs: 30_000 }).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(client.waitingForSocket).toBe(1);
+    // the machine slept (or the loop was held) for a minute: the clock moved, no timer has run yet,
+    // and the host's hello is read first
+    vi.setSystemTime(Date.now() + 60_000);
+    sockets[0]!.open();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets[0]!.sent).toEqual([]);
+    expect(await call).toMatchObject({
+      code: "timeout",
+      message: "session.list: no answer within 30000 ms (the socket opened only after it)",
+      data: { method: "session.list", timeoutMs: 30_000, sent: false },
+    });
+    expect(client.waitingForSocket).toBe(0);
+    // a call made now is sent as usual
+    void client.list({}).catch(() => undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets[0]!.sent.map((frame) => frame.type)).toEqual(["call"]);
+    const closing = client.close();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await closing;
+  });
+
+  it("is sent when the socket opens a millisecond before its deadline", async () => {
+    const { client, sockets } = scriptedClient();
+    void client.list({}, { timeoutMs: 30_000 }).catch(() => undefined);
+    vi.setSystemTime(Date.now() + 29_999);
+    sockets[0]!.open();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets[0]!.sent.map((frame) => frame.type)).toEqual(["call"]);
+    const closing = client.close();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await closing;
   });
 });
 
