@@ -156,7 +156,8 @@ function registerControl(program: Command): void {
   withConnection(program.command("control"))
     .description(
       "print every change of the live-state mirror as a JSON line (baseline, deltas, " +
-        '{"kind":"stale"} while disconnected, {"kind":"generationChanged"} after a host restart)',
+        '{"kind":"stale"} while disconnected, {"kind":"generationChanged"} after a host restart, ' +
+        '{"kind":"removed","sessionId"} for a session deleted)',
     )
     .action((options: ConnectOptions) =>
       streamUntilDone(options, (client, finish) =>

@@ -255,6 +255,7 @@ describe("connection flags", () => {
     expect(described("control")).toContain(
       '{"kind":"stale"} while disconnected, {"kind":"generationChanged"}',
     );
+    expect(described("control")).toContain('{"kind":"removed","sessionId"} for a session deleted');
   });
 
   it("every command and flag is described in --help", () => {
