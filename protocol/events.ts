@@ -108,11 +108,15 @@ export const EventData = {
     toolCallId: Type.Optional(Type.String()),
   }),
   "interaction/resolved": Type.Object({ interactionId: Type.String(), resolution: Resolution }),
-  /** `byFork`: a fork ended it, `interrupted`, in its own log: the turn runs on in the source only. */
+  /**
+   * `byFork`: a fork ended it, `interrupted`, in its own log: the turn runs on in the source only.
+   * `code`: the §7 error code of a queued prompt that could not start (its turn ends `failed` at once).
+   */
   "turn/end": Type.Object({
     turnId: Type.String(),
     state: TurnState,
     error: Type.Optional(Type.String()),
+    code: Type.Optional(Type.String()),
     byFork: Type.Optional(Type.Literal(true)),
   }),
   /** A background job began (it may outlive its turn). */

@@ -9,7 +9,7 @@ import {
 } from "../../protocol/index.js";
 import { abortableSleep } from "../agents/abortable-sleep.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
-import type { HostStore } from "../store/live-state-store.js";
+import type { HostStore, StoredQueueItem } from "../store/live-state-store.js";
 import type { AppendOptions, AppendOutcome, PromptRecord } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { checkedOutcome } from "./checked-outcome.js";
@@ -20,6 +20,7 @@ import { type LiveSession, RunningTurn } from "./live-session.js";
 import { NotOwner } from "./not-owner.js";
 import type { NotificationHub } from "./notifications.js";
 import { discardKept, type PreparedAttachments, prepareAttachments } from "./prompt-attachments.js";
+import { failedStartEvents, startFailure, startMayRecover } from "./queued-start-failure.js";
 import { untilStoppedOrGrace } from "./stop-grace.js";
 import { refusal } from "./store-outcomes.js";
 import { isStoreFailure, type StoreRetry, storeRetryDelay } from "./store-retry.js";
@@ -260,37 +261,101 @@ export class TurnRunner {
       () => this.#startRetries.delete(sessionId),
       (err: unknown) => {
         if (this.#stopped.signal.aborted) return;
-        const retry = this.#startRetries.get(sessionId);
-        const failures = (retry?.failures ?? 0) + 1;
-        const retryInMs = storeRetryDelay(this.#deps.storeRetry, failures);
-        // warned once per run of failures: a full disk refuses every attempt until it has room; a
-        // principal's turns holding their attachment budget is no fault, it waits for a turn's end,
-        // and a fault that follows it in the same run is still the first one warned of
-        const overloaded = err instanceof SessionmuxError && err.code === "overloaded";
-        const warned = retry?.warned === true;
-        const level = !warned && !overloaded ? "warn" : "debug";
-        this.#deps.logger[level]({ err, sessionId, failures, retryInMs }, "queued prompt could not start");
-        const again = () => {
-          // a session detached or emptied meanwhile keeps no retry state
-          if (session.detached || !this.#deps.live.promptQueue.first(sessionId))
-            this.#startRetries.delete(sessionId);
-          this.kick(session);
-        };
-        const state = { failures, warned: warned || !overloaded };
-        // refused for room, it waits for the principal's next turn to end, which is when room comes
-        const held = heldWhenRefused(err);
-        if (held !== undefined)
-          this.#startRetries.set(sessionId, {
-            ...state,
-            forgetWake: this.#deps.attachmentBudget.whenRoom(session.owner, held, again),
-          });
-        else {
-          const timer = setTimeout(again, retryInMs);
-          timer.unref();
-          this.#startRetries.set(sessionId, { ...state, timer });
-        }
+        if (startMayRecover(err)) return this.#retryStart(session, err);
+        this.#failQueued(session, next, err).then(
+          () => this.#startRetries.delete(sessionId),
+          (recordErr: unknown) => {
+            if (!this.#stopped.signal.aborted) this.#retryStart(session, recordErr);
+          },
+        );
       },
     );
+  }
+
+  /** Tries the session's next queued prompt again after a pause, or once attachment room comes back. */
+  #retryStart(session: LiveSession, err: unknown): void {
+    const { sessionId } = session;
+    const retry = this.#startRetries.get(sessionId);
+    const failures = (retry?.failures ?? 0) + 1;
+    const retryInMs = storeRetryDelay(this.#deps.storeRetry, failures);
+    // warned once per run of failures: a full disk refuses every attempt until it has room; a
+    // principal's turns holding their attachment budget is no fault, it waits for a turn's end,
+    // and a fault that follows it in the same run is still the first one warned of
+    const overloaded = err instanceof SessionmuxError && err.code === "overloaded";
+    const warned = retry?.warned === true;
+    const level = !warned && !overloaded ? "warn" : "debug";
+    this.#deps.logger[level]({ err, sessionId, failures, retryInMs }, "queued prompt could not start");
+    const again = () => {
+      // a session detached or emptied meanwhile keeps no retry state
+      if (session.detached || !this.#deps.live.promptQueue.first(sessionId))
+        this.#startRetries.delete(sessionId);
+      this.kick(session);
+    };
+    const state = { failures, warned: warned || !overloaded };
+    // refused for room, it waits for the principal's next turn to end, which is when room comes
+    const held = heldWhenRefused(err);
+    if (held !== undefined)
+      this.#startRetries.set(sessionId, {
+        ...state,
+        forgetWake: this.#deps.attachmentBudget.whenRoom(session.owner, held, again),
+      });
+    else {
+      const timer = setTimeout(again, retryInMs);
+      timer.unref();
+      this.#startRetries.set(sessionId, { ...state, timer });
+    }
+  }
+
+  /**
+   * A queued prompt whose start failed in a way no retry mends: its turn is opened and ended
+   * `failed` with the failure's code in one append that also takes it off the queue, so the
+   * reader sees why it never ran and the prompts behind it run. Should that append be refused
+   * too (by something of the prompt's own), the item is only removed, as the error log says.
+   * Rejects when the store could not write: the start is then tried again after a pause.
+   */
+  async #failQueued(session: LiveSession, item: StoredQueueItem, cause: unknown): Promise<void> {
+    if (session.turn || session.detached || this.#deps.closing()) return;
+    const { store, logger, ownership } = this.#deps;
+    const { sessionId } = session;
+    const { itemId, input } = item;
+    const turn = new RunningTurn(randomUUID());
+    session.turn = turn;
+    const failure = startFailure(cause);
+    logger.error(
+      { err: cause, sessionId, itemId, turnId: turn.turnId },
+      "a queued prompt could not start and will not on a retry; its turn ends failed",
+    );
+    try {
+      const fence = ownership.fence(sessionId);
+      if (!fence) throw new NotOwner(sessionId, null);
+      const outcome = await store.append(sessionId, failedStartEvents(turn.turnId, input, failure), {
+        at: this.#deps.now(),
+        ...fence,
+        dequeue: { itemId, turnId: turn.turnId, read: queuedText(input) },
+      });
+      if (outcome.status === "fenced" && fence.fence) ownership.fenced(fence.fence);
+      if (outcome.status === "appended")
+        this.#deps.notifications.publish(session.owner, {
+          name: "agent.error",
+          value: { sessionId, message: failure.error },
+        });
+    } catch (err) {
+      if (isStoreFailure(err) || err instanceof NotOwner) {
+        this.#release(session, turn, false);
+        throw err;
+      }
+      logger.error(
+        { err, sessionId, itemId },
+        "recording a queued prompt's failed start failed; it is removed",
+      );
+      try {
+        await store.removeQueueItem(sessionId, itemId);
+      } catch (removeErr) {
+        this.#release(session, turn, false);
+        throw removeErr;
+      }
+    }
+    this.#release(session, turn);
   }
 
   #context(session: LiveSession, turn: RunningTurn, prompt: HostTurnContext["prompt"]): HostTurnContext {
