@@ -12,7 +12,10 @@ import type { SessionLease } from "./session-lease.js";
 export interface SessionStore extends DismissalStore {
   create(input: CreateInput): Promise<CreateOutcome>;
   fork(input: ForkInput): Promise<ForkOutcome>;
-  /** Group-committed: resolves only after the transaction holding these events committed. */
+  /**
+   * Group-committed: resolves only after the transaction holding these events committed. A
+   * `turn/end` of a turn that is not the log's open one is left out (`withoutEndsOfClosedTurns`).
+   */
   append<O extends AppendOptions = Record<never, never>>(
     sessionId: string,
     events: NewEvent[],

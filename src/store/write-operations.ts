@@ -7,6 +7,7 @@ import { heldElsewhere, leaseIsCurrent } from "./lease-rules.js";
 import type { LiveRows } from "./live-rows.js";
 import { stillAsRead } from "./live-state-operations.js";
 import { decodeRow, type LogWriter, type StoredRow } from "./log-writer.js";
+import { withoutEndsOfClosedTurns } from "./open-turn-ends.js";
 import { applyAck } from "./projection.js";
 import { promptRecordAfterAppend } from "./prompt-record.js";
 import { createdSession, forkedEnds, forkedSession, newEpoch } from "./session-creation.js";
@@ -80,7 +81,8 @@ export class WriteOperations {
         return { status: "queue_item_gone" };
       const at = options.at ?? this.now();
       const stored: EncodedRow[] = [];
-      const appended = this.writer.appendEvents(batch, state, events, at, stored);
+      const written = withoutEndsOfClosedTurns(state.projection.openTurnId, events);
+      const appended = this.writer.appendEvents(batch, state, written, at, stored);
       if (options.dequeue && dequeued) {
         this.statements.deleteQueueItem.run(sessionId, dequeued.itemId);
         const message = appended.find((event) => event.type === "user/message");

@@ -5,6 +5,7 @@ import { heldElsewhere } from "../lease-rules.js";
 import { type QueueRow, queueItemFromRow } from "../live-rows.js";
 import { stillAsRead } from "../live-state-operations.js";
 import { decodeRow, type StoredRow } from "../log-writer.js";
+import { withoutEndsOfClosedTurns } from "../open-turn-ends.js";
 import { applyAck } from "../projection.js";
 import { promptRecordAfterAppend } from "../prompt-record.js";
 import { createdSession, forkedEnds, forkedSession, newEpoch } from "../session-creation.js";
@@ -141,7 +142,8 @@ export class PgWriteOperations {
         const dequeued = dequeue && (await batch.read<QueueRow>(QUEUE_ITEM, [sessionId, dequeue.itemId]))[0];
         if (dequeue && !(dequeued && stillAsRead(queueItemFromRow(dequeued).input, dequeue.read)))
           return { status: "queue_item_gone" };
-        const appended = await this.writer.appendEvents(batch, state, events, options.at ?? this.now());
+        const written = withoutEndsOfClosedTurns(state.projection.openTurnId, events);
+        const appended = await this.writer.appendEvents(batch, state, written, options.at ?? this.now());
         if (dequeue && dequeued) await this.dequeued(batch, state.owner, dequeued, dequeue.turnId, appended);
         if (prompt) {
           const record = promptRecordAfterAppend(prompt.record, appended);
