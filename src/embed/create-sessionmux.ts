@@ -151,7 +151,10 @@ export interface Sessionmux {
   connect(principal: Principal, options?: InProcessClientOptions): SessionmuxClient;
   /** This host's id (see `hostId`). */
   readonly hostId: string;
-  /** Closes the mux connections, stops the agents and closes the database; the server stays up. */
+  /**
+   * Closes the mux connections (their calls in flight answered first, for up to 10 s), stops the
+   * agents and closes the database; the server stays up.
+   */
   close(): Promise<void>;
 }
 

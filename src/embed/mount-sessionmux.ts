@@ -249,8 +249,12 @@ export async function mountSessionmux(
           }
         };
         await step("in-process clients", () => inProcess.close());
-        await step("mux", () => mux.close());
+        // the sockets stay open while the host shuts down: a call in flight (one forwarded to the
+        // session's owner, above all) is answered on its socket before it closes
+        const muxClosed = step("mux", () => mux.close());
         await step("host", () => host.shutdown());
+        await step("call inbox", () => database.shared?.inbox.close?.());
+        await muxClosed;
         uploads.stop();
         await step("database", () => database.close());
         if (failure) throw failure.err;

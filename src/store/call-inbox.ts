@@ -44,6 +44,12 @@ export interface CallInbox {
    * at once, as when serving stops, rather than when the earlier call ends.
    */
   leaseLost?(hostId: string, sessionId: string): void;
+  /**
+   * Stops: every call waiting on a reply is told what became of it (taken back unrun, its reply,
+   * or `unknown`). A second close resolves at once. A host closes it once it shut down, before
+   * its sockets close, so their forwarded calls' answers reach their callers.
+   */
+  close?(): Promise<void>;
 }
 
 export interface ForwardedCall {

@@ -67,6 +67,10 @@ export class MuxConnection {
    * EventTarget that only a search listens to.
    */
   #gone: AbortController | undefined;
+  /** Set by `shutDown`: nothing new is taken. */
+  #shuttingDown = false;
+  /** What `callsAnswered` waits on: called once its socket's last call in flight was answered. */
+  #answered: (() => void) | undefined;
 
   constructor(ws: WebSocket, raw: Socket, host: HostApi, principal: Principal, options: MuxOptions) {
     this.#ws = ws;
@@ -146,9 +150,14 @@ export class MuxConnection {
     this.#inFlight.clear();
   }
 
-  /** Host shutdown: every open stream ends with `host_shutting_down`. */
+  /**
+   * Host shutdown: every open stream ends with `host_shutting_down`, and so does every call or
+   * stream sent from now on. The calls in flight go on, so that their answers (a forwarded call's
+   * from the session's owner, or what the host's own shutdown answers it) reach the peer before
+   * the socket closes: see `callsAnswered`.
+   */
   shutDown(): void {
-    this.#gone?.abort();
+    this.#shuttingDown = true;
     for (const entry of [...this.#inFlight.values()]) {
       if (entry.kind === "stream") {
         entry.stream.stop();
@@ -224,9 +233,40 @@ export class MuxConnection {
     return this.#gone.signal;
   }
 
+  /**
+   * Resolves once every call in flight has been answered (its answer handed to the socket), or
+   * after `withinMs`: a call still unanswered then is lost with the socket, as on any carrier loss.
+   */
+  callsAnswered(withinMs: number): Promise<void> {
+    if (this.#closed || !this.#callsInFlight()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#answered = undefined;
+        this.writer.writePending();
+        resolve();
+      };
+      const timer = setTimeout(done, withinMs);
+      timer.unref();
+      this.#answered = done;
+    });
+  }
+
+  #callsInFlight(): boolean {
+    for (const entry of this.#inFlight.values()) if (entry.kind === "call") return true;
+    return false;
+  }
+
   #dispatch(request: ClientRequest): void {
     if (request.type === "close") {
       this.#closeStream(request.id);
+      return;
+    }
+    if (this.#shuttingDown) {
+      this.#refuse(
+        new SessionmuxError("host_shutting_down", "the host is shutting down; reconnect shortly"),
+        request.id,
+      );
       return;
     }
     if (request.type === "call") {
@@ -281,6 +321,7 @@ export class MuxConnection {
     } finally {
       release?.();
       this.#inFlight.delete(id);
+      if (this.#answered && !this.#callsInFlight()) this.#answered();
     }
   }
 

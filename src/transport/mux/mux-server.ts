@@ -14,13 +14,22 @@ import { judgeUpgrade, refuseUpgrade } from "./upgrade-gate.js";
 export type { MuxLogger, MuxOptions, MuxOptionsInput } from "./mux-options.js";
 
 export interface MuxHandle {
-  /** Ends every stream with `host_shutting_down`, closes every socket, stops accepting. */
+  /**
+   * Ends every stream with `host_shutting_down`, refuses every call sent from then on, waits (up
+   * to 10 s) for the calls in flight to be answered, closes every socket, stops accepting.
+   */
   close(): Promise<void>;
   readonly connections: number;
 }
 
 /** Grace period for close handshakes (at shutdown, of a refused socket) before sockets are cut. */
 const CLOSE_GRACE_MS = 1000;
+/**
+ * How long a closing mux waits for its sockets' calls in flight to be answered before it closes
+ * them: longer than a host's shutdown takes to stop its turns (`turnStopGraceMs`, 5 s) and then
+ * answer the calls it forwarded to other hosts.
+ */
+const CALLS_ANSWERED_MS = 10_000;
 
 /** 4000 + the HTTP status the refusal would have had (§2). */
 const TOO_MANY_CONNECTIONS_CLOSE = 4429;
@@ -172,13 +181,18 @@ function turnAway(
   });
 }
 
-/** Ends the connection's streams, then closes its socket, cut after a grace period. */
+/**
+ * Ends the connection's streams, waits for its calls in flight to be answered (at most
+ * `CALLS_ANSWERED_MS`), then closes its socket, cut after a grace period.
+ */
 function shutDown(ws: WebSocket, connection: MuxConnection): Promise<void> {
   return new Promise<void>((resolve) => {
     if (ws.readyState === ws.CLOSED) return resolve();
     ws.once("close", () => resolve());
     connection.shutDown();
-    ws.close(1001, "host shutting down");
-    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+    void connection.callsAnswered(CALLS_ANSWERED_MS).then(() => {
+      ws.close(1001, "host shutting down");
+      setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+    });
   });
 }

@@ -15,12 +15,12 @@ const peer = peersCleanedBy(cleanups);
 
 /**
  * A host shutting down (as `serve` does on SIGTERM) while a WebSocket client's calls wait on the
- * session's owner, another host: the socket closes first, so the client hears no answer to them;
- * a call the owner had taken and not begun must then never run there, since nobody is left to
- * hear of it and the client, told nothing, may send it again elsewhere.
+ * session's owner, another host: each is answered on the socket before it closes, as the host's
+ * shutdown settles it. One the owner had begun may still run there: `outcome_unknown`. One it had
+ * taken and not begun is taken back and never runs there: `host_shutting_down`, retryable.
  */
 describe.skipIf(!pgUrl)("a host shutting down with a client's forwarded calls waiting, on PostgreSQL", () => {
-  it("closes the client's socket with no answer, and the call its owner had not begun never runs there", async () => {
+  it("answers each call before the socket closes: outcome_unknown for the one its owner began, host_shutting_down for the one it had not, which never runs there", async () => {
     const hosts = schemaHosts(pgUrl, "forwarded_shutdown", TEST_TOKENS, cleanups);
     const a = await hosts.start("host-a");
     const b = await hosts.start("host-b");
@@ -68,9 +68,16 @@ describe.skipIf(!pgUrl)("a host shutting down with a client's forwarded calls wa
 
     await b.close();
     expect((await onB.closed).code).toBe(1001);
-    // no answer reached the client: it cannot tell what became of either call
-    expect(onB.of(first)).toEqual([]);
-    expect(onB.of(second)).toEqual([]);
+    // frames that came before the close; before, the socket closed first and neither answer reached the client
+    expect(onB.of(first)).toEqual([
+      expect.objectContaining({ type: "error", error: expect.objectContaining({ code: "outcome_unknown" }) }),
+    ]);
+    expect(onB.of(second)).toEqual([
+      expect.objectContaining({
+        type: "error",
+        error: expect.objectContaining({ code: "host_shutting_down", retryable: true }),
+      }),
+    ]);
     // taken back as B's inbox closed: A can no longer begin it
     expect(await claimedNotBegun()).toBe(0);
     held.open();
