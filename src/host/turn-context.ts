@@ -9,12 +9,14 @@ import type {
 } from "../agents/agent.js";
 import { readReachedHead } from "../store/read-head.js";
 import type { AppendOptions, SessionStore } from "../store/session-store.js";
+import { committedAnyway } from "./committed-anyway.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { queuedText } from "./live/prompt-queue.js";
 import { type LiveSession, type RunningTurn, TurnEnded, TurnStopped } from "./live-session.js";
 import { discardKept, prepareAttachments } from "./prompt-attachments.js";
 import { refusal } from "./store-outcomes.js";
+import { isStoreFailure } from "./store-retry.js";
 import { promptMessage } from "./user-message-shape.js";
 
 /** History is read in pages of this many events. */
@@ -138,6 +140,18 @@ export class HostTurnContext implements TurnContext {
         at: this.#now(),
         dequeue: { itemId, turnId: this.turnId, read: queuedText(item.input) },
       }).catch(async (err: unknown) => {
+        // committed though its answer was lost: the log shows it taken and the queue no longer
+        // holds it, so the agent must read it now or nobody ever does
+        const { messageId } = message;
+        const found =
+          isStoreFailure(err) &&
+          (await committedAnyway(
+            this.#store,
+            this.sessionId,
+            (e) => e.type === "user/message" && e.data.messageId === messageId,
+            1,
+          ));
+        if (found) return { status: "appended" as const };
         await discardKept(this.#store, attachments);
         throw err;
       });

@@ -1,18 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import {
-  type EventDataOf,
-  type NewEvent,
-  type SessionEvent,
-  SessionmuxError,
-  type TurnTrigger,
-} from "../../protocol/index.js";
+import { type EventDataOf, type NewEvent, SessionmuxError, type TurnTrigger } from "../../protocol/index.js";
 import { abortableSleep } from "../agents/abortable-sleep.js";
 import type { AgentDriver, ParkedAnswer, TurnContext, TurnOutcome } from "../agents/agent.js";
 import type { HostStore, StoredQueueItem } from "../store/live-state-store.js";
 import type { AppendOptions, AppendOutcome, PromptRecord } from "../store/session-store.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { checkedOutcome } from "./checked-outcome.js";
+import { committedAnyway } from "./committed-anyway.js";
 import type { Ownership } from "./host-leases.js";
 import type { LiveRegistry } from "./live/live-registry.js";
 import { type PromptInput, queuedText } from "./live/prompt-queue.js";
@@ -57,12 +52,6 @@ export interface TurnRunnerDeps {
 }
 
 type Drive = (ctx: TurnContext) => Promise<TurnOutcome | "interrupted">;
-
-/**
- * The log's newest events searched for a turn whose opening append failed: only writes of other
- * callers (a rename, a running job's end) can follow it, in the moment since.
- */
-const OPENING_LOOKBACK = 500;
 
 /**
  * Runs turns: opens one with `turn/start` + `user/message` in a single append (which also takes a
@@ -191,18 +180,18 @@ export class TurnRunner {
       return await this.#deps.store.append(sessionId, events, options);
     } catch (err) {
       if (!isStoreFailure(err)) throw err;
-      const page = await this.#deps.store.page(sessionId, { limit: OPENING_LOOKBACK }).catch(() => undefined);
-      if (page?.status !== "ok") throw err;
-      // the same decoded rows `readAfter` returns; the page's wire schema types them loosely
-      const newest = page.events as SessionEvent[];
-      const start = newest.findIndex((e) => e.type === "turn/start" && e.data.turnId === turnId);
-      if (start < 0) throw err;
-      const opened = newest.slice(start, start + events.length);
+      const opened = await committedAnyway(
+        this.#deps.store,
+        sessionId,
+        (e) => e.type === "turn/start" && e.data.turnId === turnId,
+        events.length,
+      );
+      if (!opened) throw err;
       this.#deps.logger.warn(
         { err, sessionId, turnId },
         "a turn's opening append failed, yet the turn is in the log; it runs",
       );
-      return { status: "appended", epoch: page.epoch, events: opened };
+      return { status: "appended", ...opened };
     }
   }
 
