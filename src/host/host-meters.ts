@@ -6,8 +6,9 @@ export interface HostMeters extends ClusterMeters {
   agentsLive(count: number): void;
 }
 
-/** Why a host's lease is gone before it released it. */
-export type LeaseLoss = "renewal_refused" | "fenced";
+/** Why a host's lease is gone before it released it: each served from the first scrape on. */
+export const LEASE_LOSSES = ["renewal_refused", "fenced"] as const;
+export type LeaseLoss = (typeof LEASE_LOSSES)[number];
 
 /** What a host sharing its store with others reports about its session leases. */
 export interface LeaseMeters {
@@ -29,3 +30,21 @@ export interface ClusterMeters extends LeaseMeters {
 
 /** How a forwarded call came back; `not_recorded`: the store could not record it, so it ran nowhere. */
 export type ForwardMetric = ForwardOutcome["status"] | "not_recorded";
+
+/** Every `ForwardMetric`, each served from the first scrape on. */
+export const FORWARD_METRICS = [
+  "ok",
+  "error",
+  "not_owner",
+  "timeout",
+  "withdrawn",
+  "not_begun",
+  "unknown",
+  "not_recorded",
+] as const satisfies readonly ForwardMetric[];
+
+// An outcome added to `ForwardOutcome` and not listed above fails to compile here.
+const everyForwardMetric: Exclude<ForwardMetric, (typeof FORWARD_METRICS)[number]> extends never
+  ? true
+  : never = true;
+void everyForwardMetric;

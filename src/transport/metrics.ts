@@ -1,8 +1,12 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { HostMeters, LeaseLoss } from "../host/host-meters.js";
+import { FORWARD_METRICS, type HostMeters, LEASE_LOSSES, type LeaseLoss } from "../host/host-meters.js";
 import type { LiveCounts } from "../host/live/live-registry.js";
 import type { TurnMeters } from "../host/turn-meters.js";
 import type { PoolStats, StoreMetrics } from "../store/store-metrics.js";
+import { HEARTBEAT_DROPS } from "./mux/heartbeat.js";
+
+/** The codes of `sessionmux_refused_total` (README, "Operations"), each served from the first scrape on. */
+const REFUSED_CODES = ["unauthorized", "forbidden_origin", "overloaded", "too_many_connections"] as const;
 
 /** Prometheus metrics of one host (served at GET /metrics). One registry per host instance. */
 export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
@@ -219,6 +223,14 @@ export class HostMetrics implements StoreMetrics, HostMeters, TurnMeters {
   });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
+    // A labelled counter's series appears at its first count, with that count as its first
+    // sample: `increase()` and `rate()` read a change from the first sample on, so the first lease
+    // lost, forwarded call timed out or socket dropped would never show. Each known label is
+    // served at 0 from the first scrape instead.
+    for (const reason of LEASE_LOSSES) this.leasesLost.inc({ reason }, 0);
+    for (const outcome of FORWARD_METRICS) this.forwardedCalls.inc({ outcome }, 0);
+    for (const code of REFUSED_CODES) this.refusals.inc({ code }, 0);
+    for (const reason of HEARTBEAT_DROPS) this.heartbeatDrops.inc({ reason }, 0);
     if (!options.defaultMetrics) return;
     const shared = processMetrics();
     for (const { name } of shared.getMetricsAsArray()) {

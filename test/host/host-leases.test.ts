@@ -175,6 +175,8 @@ describe("a host's lease metrics", () => {
     expect(await series()).toEqual([
       "sessionmux_leases_held 0",
       "sessionmux_lease_takeovers_total 0",
+      'sessionmux_leases_lost_total{reason="renewal_refused"} 0',
+      'sessionmux_leases_lost_total{reason="fenced"} 0',
       "sessionmux_lease_renewal_failures_total 0",
     ]);
     await leases.acquire("s1");
@@ -188,6 +190,8 @@ describe("a host's lease metrics", () => {
     expect(await series()).toEqual([
       "sessionmux_leases_held 3",
       "sessionmux_lease_takeovers_total 1",
+      'sessionmux_leases_lost_total{reason="renewal_refused"} 0',
+      'sessionmux_leases_lost_total{reason="fenced"} 0',
       "sessionmux_lease_renewal_failures_total 0",
     ]);
     store.renewFails = new Error("connection lost");

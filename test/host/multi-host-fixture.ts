@@ -143,11 +143,14 @@ export function metricsFor(hostId: string): { metrics: HostMetrics; of: (id: str
   return { metrics, of: (id) => (id === hostId ? metrics : new HostMetrics()) };
 }
 
-/** The calls a host forwarded, counted by outcome: its `sessionmux_forwarded_calls_total` lines. */
+/**
+ * The calls a host forwarded, counted by outcome: its `sessionmux_forwarded_calls_total` lines
+ * that counted one (every outcome is served from 0).
+ */
 export async function forwardedCalls(metrics: HostMetrics): Promise<string[]> {
   return (await metrics.registry.metrics())
     .split("\n")
-    .filter((line) => line.startsWith("sessionmux_forwarded_calls_total"));
+    .filter((line) => line.startsWith("sessionmux_forwarded_calls_total") && !line.endsWith(" 0"));
 }
 
 /**

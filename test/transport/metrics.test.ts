@@ -164,6 +164,35 @@ describe("a host's /metrics", () => {
     ]);
   });
 
+  it("serves each known label of its labelled counters at 0 before the first count, so rate() and increase() see that count", async () => {
+    const metrics = new HostMetrics();
+    const counters =
+      /^sessionmux_(leases_lost_total|forwarded_calls_total|refused_total|heartbeat_drops_total)$/;
+    expect(await samples(metrics, counters)).toEqual([
+      'sessionmux_heartbeat_drops_total{reason="silent"} 0',
+      'sessionmux_heartbeat_drops_total{reason="stalled"} 0',
+      'sessionmux_leases_lost_total{reason="renewal_refused"} 0',
+      'sessionmux_leases_lost_total{reason="fenced"} 0',
+      'sessionmux_forwarded_calls_total{outcome="ok"} 0',
+      'sessionmux_forwarded_calls_total{outcome="error"} 0',
+      'sessionmux_forwarded_calls_total{outcome="not_owner"} 0',
+      'sessionmux_forwarded_calls_total{outcome="timeout"} 0',
+      'sessionmux_forwarded_calls_total{outcome="withdrawn"} 0',
+      'sessionmux_forwarded_calls_total{outcome="not_begun"} 0',
+      'sessionmux_forwarded_calls_total{outcome="unknown"} 0',
+      'sessionmux_forwarded_calls_total{outcome="not_recorded"} 0',
+      'sessionmux_refused_total{code="unauthorized"} 0',
+      'sessionmux_refused_total{code="forbidden_origin"} 0',
+      'sessionmux_refused_total{code="overloaded"} 0',
+      'sessionmux_refused_total{code="too_many_connections"} 0',
+    ]);
+    metrics.leaseLost("fenced");
+    metrics.heartbeatDrops.inc({ reason: "stalled" });
+    const after = await samples(metrics, counters);
+    expect(after).toContain('sessionmux_leases_lost_total{reason="fenced"} 1');
+    expect(after).toContain('sessionmux_heartbeat_drops_total{reason="stalled"} 1');
+  });
+
   it("counts what the host, its leases and its agents report, under the labels they report it by", async () => {
     const metrics = new HostMetrics();
     metrics.hostInfo("host-a");
@@ -199,11 +228,20 @@ describe("a host's /metrics", () => {
       "sessionmux_agents_live 3",
       "sessionmux_leases_held 2",
       "sessionmux_lease_takeovers_total 1",
-      'sessionmux_leases_lost_total{reason="fenced"} 2',
       'sessionmux_leases_lost_total{reason="renewal_refused"} 1',
+      'sessionmux_leases_lost_total{reason="fenced"} 2',
       "sessionmux_lease_renewal_failures_total 1",
+      'sessionmux_forwarded_calls_total{outcome="ok"} 0',
+      'sessionmux_forwarded_calls_total{outcome="error"} 0',
       'sessionmux_forwarded_calls_total{outcome="not_owner"} 1',
+      'sessionmux_forwarded_calls_total{outcome="timeout"} 0',
+      'sessionmux_forwarded_calls_total{outcome="withdrawn"} 0',
+      'sessionmux_forwarded_calls_total{outcome="not_begun"} 0',
+      'sessionmux_forwarded_calls_total{outcome="unknown"} 0',
+      'sessionmux_forwarded_calls_total{outcome="not_recorded"} 0',
       'sessionmux_refused_total{code="unauthorized"} 1',
+      'sessionmux_refused_total{code="forbidden_origin"} 0',
+      'sessionmux_refused_total{code="overloaded"} 0',
       'sessionmux_refused_total{code="too_many_connections"} 1',
       'sessionmux_turn_seconds_sum{state="completed"} 2',
       'sessionmux_turn_seconds_count{state="completed"} 1',

@@ -11,8 +11,13 @@ export interface HeartbeatReading {
   readonly holding: boolean;
 }
 
+/** Why the heartbeat drops a socket: each served from the first scrape on. */
+export const HEARTBEAT_DROPS = ["silent", "stalled"] as const;
+
 /** A tick's verdict: the payload of the ping to send, or why the peer is dropped. */
-export type HeartbeatVerdict = { readonly ping: Buffer } | { readonly drop: "silent" | "stalled" };
+export type HeartbeatVerdict =
+  | { readonly ping: Buffer }
+  | { readonly drop: (typeof HEARTBEAT_DROPS)[number] };
 
 /**
  * The liveness rule of one mux socket (protocol-v1 §2), ticked once per ping interval.
