@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { LeaseOutcome, SessionLease, SessionLeaseStore } from "../store/session-lease.js";
+import { FailureRunLog } from "./failure-run-log.js";
 import type { LeaseLoss, LeaseMeters } from "./host-meters.js";
 
 /** A lease lives this long unless renewed. */
@@ -54,6 +55,8 @@ export class HostLeases implements Ownership {
   readonly #meters: LeaseMeters | undefined;
   readonly #held = new Map<string, SessionLease>();
   readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #renewals: FailureRunLog;
+  readonly #sweeps: FailureRunLog;
   #timer: NodeJS.Timeout | undefined;
   #renewing: Promise<void> | undefined;
   #stopped = false;
@@ -66,6 +69,14 @@ export class HostLeases implements Ownership {
     this.#onLost = options.onLost;
     this.#sweep = options.sweep;
     this.#meters = options.meters;
+    this.#renewals = new FailureRunLog(options.logger, {
+      failed: "renewing session leases failed",
+      recovered: "renewing session leases works again",
+    });
+    this.#sweeps = new FailureRunLog(options.logger, {
+      failed: "sweeping sessions nobody owns failed",
+      recovered: "sweeping sessions nobody owns works again",
+    });
   }
 
   /** Starts the lease clock: every `ttlMs / 3` a renewal round, then the sweep. */
@@ -154,11 +165,12 @@ export class HostLeases implements Ownership {
     if (leases.length === 0) return;
     try {
       const outcome = await this.#store.renewLeases(this.hostId, leases, this.ttlMs);
+      this.#renewals.succeeded();
       for (const lease of outcome.lost) this.#lost(lease, "renewal_refused");
     } catch (err) {
       this.#meters?.leaseRenewalFailed();
       // the store's clock decides: if the leases expire meanwhile, appends are fenced
-      this.#logger.warn({ err, leases: leases.length }, "renewing session leases failed");
+      this.#renewals.failed(err, { leases: leases.length });
     }
   }
 
@@ -177,10 +189,11 @@ export class HostLeases implements Ownership {
 
   async #sweepRound(): Promise<void> {
     if (this.#stopped || !this.#sweep) return;
-    await this.#sweep().catch((err: unknown) => {
+    await this.#sweep().then(
+      () => this.#sweeps.succeeded(),
       // the next round tries again
-      this.#logger.warn({ err }, "sweeping sessions nobody owns failed");
-    });
+      (err: unknown) => this.#sweeps.failed(err),
+    );
   }
 
   #lost(lease: SessionLease, why: LeaseLoss): void {

@@ -126,6 +126,50 @@ describe("the renewal clock", () => {
     leases.stopRenewals();
   });
 
+  it("a run of failed renewal rounds is one warning, and the round that renews again says so with how many failed", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { store, leases, logged } = hostLeases();
+    leases.start();
+    await leases.acquire("s1");
+    store.renewalsDown = new Error("connection terminated");
+    await vi.advanceTimersByTimeAsync(3 * (TTL_MS / 3));
+    expect(store.renewals).toHaveLength(3);
+    expect(logged("renewing session leases failed")).toEqual([
+      expect.objectContaining({
+        leases: 1,
+        err: expect.objectContaining({ message: "connection terminated" }),
+      }),
+    ]);
+    expect(logged("renewing session leases works again")).toEqual([]);
+    store.renewalsDown = undefined;
+    await vi.advanceTimersByTimeAsync(2 * (TTL_MS / 3));
+    expect(logged("renewing session leases works again")).toEqual([expect.objectContaining({ failures: 3 })]);
+    // the next run is told again
+    store.renewalsDown = new Error("connection terminated");
+    await vi.advanceTimersByTimeAsync(TTL_MS / 3);
+    expect(logged("renewing session leases failed")).toHaveLength(2);
+    leases.stopRenewals();
+  });
+
+  it("a run of failed sweeps is one warning, and the sweep that works again says so with how many failed", async () => {
+    vi.useFakeTimers({ now: 0 });
+    let failing = true;
+    const { leases, logged } = hostLeases({
+      sweep: async () => {
+        if (failing) throw new Error("database away");
+      },
+    });
+    leases.start();
+    await vi.advanceTimersByTimeAsync(4 * (TTL_MS / 3));
+    expect(logged("sweeping sessions nobody owns failed")).toHaveLength(1);
+    failing = false;
+    await vi.advanceTimersByTimeAsync(2 * (TTL_MS / 3));
+    expect(logged("sweeping sessions nobody owns works again")).toEqual([
+      expect.objectContaining({ failures: 4 }),
+    ]);
+    leases.stopRenewals();
+  });
+
   it("stopped while a round is in flight, no round follows it", async () => {
     vi.useFakeTimers({ now: 0 });
     const { store, leases } = hostLeases();

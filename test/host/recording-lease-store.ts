@@ -17,6 +17,8 @@ export class RecordingLeaseStore implements SessionLeaseStore {
   lose = new Set<string>();
   /** The next renewal throws this. */
   renewFails: Error | undefined;
+  /** While set, every renewal throws this (a database away). */
+  renewalsDown: Error | undefined;
   /** Every release throws this. */
   releaseFails: Error | undefined;
   /** The next take is answered so. */
@@ -45,7 +47,7 @@ export class RecordingLeaseStore implements SessionLeaseStore {
   async renewLeases(_hostId: string, leases: readonly SessionLease[]): Promise<RenewOutcome> {
     await this.hold;
     this.renewals.push({ at: Date.now(), sessions: leases.map((l) => l.sessionId) });
-    const fails = this.renewFails;
+    const fails = this.renewFails ?? this.renewalsDown;
     this.renewFails = undefined;
     if (fails) throw fails;
     return {
