@@ -68,9 +68,11 @@ export function registerOperationsCommands(program: Command): void {
       if (target.kind === "postgres") {
         throw new StartupError(
           "sqlite_only",
-          "restore replaces a SQLite file; restore PostgreSQL with its own tools, e.g. " +
-            `pg_restore --clean --if-exists --dbname='${redactUrl(target.url)}' ${file} ` +
-            "(a dump pg_dump --format=custom wrote), with every host stopped",
+          "restore replaces a SQLite file; restore PostgreSQL with its own tools: with every host on " +
+            `the schema stopped, psql '${redactUrl(target.url)}' -c 'DROP SCHEMA "<schema>" CASCADE', then ` +
+            `pg_restore --dbname='${redactUrl(target.url)}' ${file} (a dump pg_dump --schema=<schema> ` +
+            "--format=custom wrote) and sessionmux migrate; pg_restore --clean drops only what the dump " +
+            'holds, so it fails on a schema a later migration added to (README, "Restore on PostgreSQL")',
         );
       }
       const report = restoreDatabase(file, options.db, { keepReplaced: options.keepReplaced });

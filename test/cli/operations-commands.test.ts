@@ -116,12 +116,17 @@ describe("restore", () => {
     expect(restored.prepare("select count(*) as n from events").get()).toEqual({ n: 6 });
   });
 
-  it("refuses a PostgreSQL URL, naming pg_restore with the file and the URL without its password", async () => {
+  it("refuses a PostgreSQL URL, naming the schema's drop and pg_restore with the file and the URL without its password", async () => {
     const err = await refusal(["restore", "in.dump", "--db", "postgres://app:s3cret@db.example:5432/prod"]);
     expect(err.code).toBe("sqlite_only");
+    // pg_restore --clean drops only the dump's objects: a table a later migration added stays,
+    // the schema's DROP fails, and pg_restore exits 1 with the old and new tables mixed
     expect(err.message).toContain(
-      "pg_restore --clean --if-exists --dbname='postgres://app:***@db.example:5432/prod' in.dump",
+      `psql 'postgres://app:***@db.example:5432/prod' -c 'DROP SCHEMA "<schema>" CASCADE', then ` +
+        "pg_restore --dbname='postgres://app:***@db.example:5432/prod' in.dump",
     );
+    expect(err.message).toContain("sessionmux migrate");
+    expect(err.message).not.toContain("--clean --if-exists");
     expect(err.message).not.toContain("s3cret");
   });
 });
