@@ -20,9 +20,14 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     let firstTokenSeen = false;
+    // what a refused emit rejected with: an agent that lets it through did not fail by itself
+    const refusedWrites = new WeakSet<object>();
     const timed = turnWith(turn, {
       emit: async (event: AgentEmit) => {
-        await turn.emit(event);
+        await turn.emit(event).catch((err: unknown) => {
+          if (typeof err === "object" && err !== null) refusedWrites.add(err);
+          throw err;
+        });
         if (!firstTokenSeen && (event.type === "assistant/delta" || event.type === "reasoning/delta")) {
           firstTokenSeen = true;
           meters.firstToken(seconds());
@@ -43,6 +48,11 @@ export function meteredAgent(agent: AgentDriver, meters: TurnMeters, logger: Log
       if (endedByStop(turn.signal, err)) {
         meters.turnEnded(seconds(), "cancelled");
         logger.debug({ ...where, stop: (err as Error).message }, "agent run ended by its turn's stop");
+      } else if (typeof err === "object" && err !== null && refusedWrites.has(err)) {
+        // the store refused the turn's event (its database away, a full disk): said where the
+        // store fails, and not the agent's fault, so not an error of the agent's
+        meters.turnEnded(seconds(), "failed");
+        logger.warn({ ...where, err }, "a turn's event could not be written: the turn ends");
       } else {
         meters.turnEnded(seconds(), "failed");
         logger.error({ ...where, err }, "agent threw during a turn");

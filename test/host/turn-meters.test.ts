@@ -267,6 +267,33 @@ describe("meteredAgent", () => {
     );
   });
 
+  it("a turn whose event the store refused (its database away) is a failed turn logged at warn as such, not an agent's throw", async () => {
+    const ends: string[] = [];
+    const meters: TurnMeters = { turnEnded: (_s, state) => void ends.push(state), firstToken: () => {} };
+    const { logger, lines } = capture();
+    const refusal = Object.assign(new Error("the session store could not write; retry later"), {
+      code: "persistence_failure",
+    });
+    const agent: AgentDriver = {
+      name: "emitter",
+      defaultModel: "m",
+      models: () => [{ id: "m", label: "M" }],
+      // the agent lets the refusal through, as the README's own agent does
+      runTurn: async (ctx) => {
+        await ctx.emit({ type: "assistant/delta", text: "a" });
+        return { state: "completed" };
+      },
+    };
+    const refusing = { ...turn([]), emit: async () => Promise.reject(refusal) };
+    await expect(meteredAgent(agent, meters, logger).runTurn(refusing)).rejects.toBe(refusal);
+    expect(ends).toEqual(["failed"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((line) => [line.level, line.msg])).toEqual([
+      [40, "a turn's event could not be written: the turn ends"],
+    ]);
+    expect(lines[0]).toMatchObject({ sessionId: "s1", turnId: "t1", err: { message: refusal.message } });
+  });
+
   it("offers close and continueTurn only when the agent has them, and close reaches the agent", async () => {
     const meters: TurnMeters = { turnEnded: () => {}, firstToken: () => {} };
     const bare: AgentDriver = {
