@@ -26,8 +26,13 @@ export class RefusalLog {
     this.write("warn", { code, remote: req.socket.remoteAddress, path }, "request refused");
   };
 
-  /** One line about a refused request, within the window's budget. */
+  /**
+   * One line about a refused request, within the window's budget. Its `path` is logged without
+   * the query string: an app's `authenticate` may read a token from it (a browser's WebSocket
+   * cannot send a header), and a refused request is where an expired or stolen one shows up.
+   */
   write(level: "warn" | "error", fields: Record<string, unknown>, message: string): void {
+    if (typeof fields.path === "string") fields = { ...fields, path: withoutQuery(fields.path) };
     const now = this.now();
     // a clock that went back starts a window too, or nothing would be logged until it caught up
     if (now - this.#windowStart >= this.windowMs || now < this.#windowStart) {
@@ -43,4 +48,10 @@ export class RefusalLog {
     this.#suppressed = 0;
     this.logger[level]({ ...fields, ...(suppressed > 0 ? { suppressedBefore: suppressed } : {}) }, message);
   }
+}
+
+/** A request's path with its query string, if any, cut off (`?` kept, so a reader sees there was one). */
+function withoutQuery(path: string): string {
+  const query = path.indexOf("?");
+  return query === -1 ? path : `${path.slice(0, query)}?…`;
 }

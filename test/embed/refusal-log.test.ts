@@ -22,6 +22,20 @@ describe("RefusalLog", () => {
     expect(lines[0]).toMatchObject({ remote: "127.0.0.1", path: "/api/x" });
   });
 
+  it("logs a refused request's path without its query string, where an app's token may travel", async () => {
+    const { logger, lines } = capturedLogger();
+    const log = new RefusalLog(logger);
+    const req = {
+      socket: { remoteAddress: "127.0.0.1" },
+      url: "/chat/api/remote.mux?token=expired-secret-1&x=1",
+    } as unknown as IncomingMessage;
+    log.refused(req, "unauthorized");
+    log.write("error", { path: "/v1/sessions?access_token=secret-2" }, "authenticate threw; request refused");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((l) => l.path)).toEqual(["/chat/api/remote.mux?…", "/v1/sessions?…"]);
+    expect(JSON.stringify(lines)).not.toMatch(/secret/);
+  });
+
   it("starts a new window when its clock went back, rather than logging nothing until it caught up", async () => {
     const { logger, lines } = capturedLogger();
     let now = 10 * 3_600_000;
