@@ -47,7 +47,11 @@ export async function mountSessionmux(
   checkOptions(options);
   const base = new BasePath(options.basePath, mode.claimAll);
   const logger = options.logger ?? defaultLogger();
-  const refusals = new RefusalLog(logger);
+  const hostId = hostIdOf(options.hostId, "hostId");
+  // every line names its host, as the session host's own do (it binds the id itself): the hosts
+  // sharing a database write to one log collector, where a line without it is nobody's
+  const hostLogger = logger.child({ hostId });
+  const refusals = new RefusalLog(hostLogger);
   const appAuth = options.authenticate
     ? new AppAuthentication(options.authenticate, refusals, options.authenticateLimits)
     : undefined;
@@ -61,7 +65,6 @@ export async function mountSessionmux(
     },
     ...(options.metricsToken !== undefined ? { metricsToken: options.metricsToken } : {}),
   });
-  const hostId = hostIdOf(options.hostId, "hostId");
   metrics.hostInfo(hostId);
   const database = await openHostDatabase({
     db: options.db,
@@ -75,13 +78,13 @@ export async function mountSessionmux(
     metrics,
     // the app's logger only: without one a throwing commit listener surfaces as a process
     // warning, which a test turns into its failure
-    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.logger ? { logger: options.logger.child({ hostId }) } : {}),
   });
   const store = database.store;
   if (database.pools) metrics.databasePools(database.pools);
   const host = new SessionHost({
     store: mode.storeView?.(store) ?? store,
-    agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, logger),
+    agent: meteredAgent(options.agent ?? new DemoAgent(), metrics, hostLogger),
     idleDetachMs: options.idleDetachMs ?? 600_000,
     ...(options.turnStopGraceMs !== undefined ? { turnStopGraceMs: options.turnStopGraceMs } : {}),
     ...(options.maxTurnAttachmentBytes !== undefined
@@ -114,7 +117,7 @@ export async function mountSessionmux(
     () => database.ready(),
     options.readinessIntervalMs ?? 5000,
     Date.now,
-    logger,
+    hostLogger,
   );
   try {
     await host.start();
@@ -127,12 +130,12 @@ export async function mountSessionmux(
   const uploads = database.uploads;
   const uploadTtlMs = options.uploadTtlMs ?? Limits.uploadTtlMs;
   uploads.start(uploadTtlMs, Math.min(Math.max(uploadTtlMs / 4, 1_000), 60_000), (err) =>
-    logger.error({ err }, "upload sweep failed"),
+    hostLogger.error({ err }, "upload sweep failed"),
   );
   const http = createHttpHandler(host, auth, {
     ...options.http,
     metrics,
-    logger,
+    logger: hostLogger,
     uploadLedger: uploads,
     readiness: () => readiness.current(),
   });
@@ -140,7 +143,7 @@ export async function mountSessionmux(
     ...options.mux,
     principalLimits: new PrincipalLimits(options.principals),
     metrics,
-    logger,
+    logger: hostLogger,
   });
   const inProcess = new InProcessConnector(mux, `${base.prefix}/api/remote.mux`);
   const corsMiddleware =
@@ -245,7 +248,7 @@ export async function mountSessionmux(
             await run();
           } catch (err) {
             failure ??= { err };
-            logger.error({ err, part }, "shutdown step failed");
+            hostLogger.error({ err, part }, "shutdown step failed");
           }
         };
         await step("in-process clients", () => inProcess.close());
@@ -258,7 +261,7 @@ export async function mountSessionmux(
         uploads.stop();
         await step("database", () => database.close());
         if (failure) throw failure.err;
-        logger.info({ db: database.description, hostId }, "shutdown complete");
+        hostLogger.info({ db: database.description }, "shutdown complete");
       })();
       return closing;
     },

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
+import { pino } from "pino";
 import { describe, expect, it, vi } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import type { TurnContext } from "../../src/agents/agent.js";
@@ -112,6 +113,22 @@ describe("createSessionmux on a shared server", () => {
       code: "unauthorized",
       path: "/chat/api/chat/sessions?…",
     });
+  });
+
+  it("names its host on every line, a refused request's and the shutdown's too, once each", async () => {
+    const raw: string[] = [];
+    const logger = pino({ level: "debug" }, { write: (line: string) => void raw.push(line) });
+    const mux = await sessionmux({ basePath: "/chat", hostId: "edge-7", logger });
+    const authority = await served(createServer((req, res) => mux.handler(req, res)));
+    expect((await fetch(`http://${authority}/chat/api/chat/sessions`)).status).toBe(401);
+    await mux.close();
+    const lines = raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.msg)).toEqual(
+      expect.arrayContaining(["request refused", "shutdown complete"]),
+    );
+    expect(lines.filter((line) => line.hostId !== "edge-7")).toEqual([]);
+    // the session host binds the id itself: no line carries it twice
+    expect(raw.filter((line) => line.split('"hostId"').length !== 2)).toEqual([]);
   });
 
   it("attached to a server with no listeners of its own, answers 404 to other requests and upgrades", async () => {
