@@ -4,6 +4,7 @@ import { idempotentQuery } from "../store/postgres/pg-idle-lost.js";
 import { poolStatsOf } from "../store/postgres/pg-pool.js";
 import { readQuery } from "../store/postgres/pg-read-query.js";
 import type { PoolStats } from "../store/store-metrics.js";
+import { UPLOAD_MIN_COUNTED_BYTES } from "../store/upload-counted-bytes.js";
 import type { UploadSweeper } from "./host-database.js";
 
 /** Rows deleted per statement, so one sweep of many large uploads never holds a lock long. */
@@ -65,7 +66,8 @@ export function pgUploadSweeper(
     async pendingBytes(owner) {
       const { rows } = await readQuery<{ bytes: number }>(
         pool,
-        "SELECT COALESCE(SUM(size), 0)::bigint AS bytes FROM attachments WHERE owner = $1 AND session_id IS NULL",
+        `SELECT COALESCE(SUM(GREATEST(size, ${UPLOAD_MIN_COUNTED_BYTES})), 0)::bigint AS bytes
+         FROM attachments WHERE owner = $1 AND session_id IS NULL`,
         [owner],
       );
       return Number(rows[0]?.bytes ?? 0);

@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type Database from "better-sqlite3";
+import { UPLOAD_MIN_COUNTED_BYTES } from "./upload-counted-bytes.js";
 
 /** Rows deleted per step, so a sweep of many large uploads never holds the event loop long. */
 const STEP_ROWS = 4;
@@ -24,7 +25,8 @@ export class AttachmentSweeper {
     // 2 = INCREMENTAL; a file created before it was the default stays at 0 (NONE)
     this.#incremental = db.pragma("auto_vacuum", { simple: true }) === 2;
     this.#pendingBytes = db.prepare(
-      "SELECT COALESCE(SUM(size), 0) AS bytes FROM attachments WHERE owner = ? AND session_id IS NULL",
+      `SELECT COALESCE(SUM(MAX(size, ${UPLOAD_MIN_COUNTED_BYTES})), 0) AS bytes
+       FROM attachments WHERE owner = ? AND session_id IS NULL`,
     );
     this.#expire = db.prepare(
       `DELETE FROM attachments WHERE attachment_id IN (
@@ -32,7 +34,7 @@ export class AttachmentSweeper {
     );
   }
 
-  /** Bytes of `owner`'s uploads that no prompt references yet. */
+  /** Bytes of `owner`'s uploads that no prompt references yet, each counted at least `UPLOAD_MIN_COUNTED_BYTES`. */
   pendingBytes(owner: string): Promise<number> {
     return Promise.resolve((this.#pendingBytes.get(owner) as { bytes: number }).bytes);
   }

@@ -31,7 +31,7 @@ describe.skipIf(!pgUrl)("PostgreSQL uploads sweeper whose connection goes silent
     url.port = String(proxy.port);
     const sweeper = pgUploadSweeper(url.toString(), schema, queryWatch(url.toString(), 300));
     cleanups.push(() => sweeper.close());
-    expect(await sweeper.pendingBytes("alice")).toBe(10);
+    expect(await sweeper.pendingBytes("alice")).toBe(4096);
 
     proxy.silenceNew(pooled);
     expect(proxy.silenceAll(pooled)).toBe(1);
@@ -58,6 +58,6 @@ describe.skipIf(!pgUrl)("PostgreSQL uploads sweeper whose connection goes silent
     await expect.poll(() => proxy.silenced, { timeout: 20_000 }).toBe(0);
 
     proxy.silenceNew();
-    expect(await sweeper.pendingBytes("alice")).toBe(10);
+    expect(await sweeper.pendingBytes("alice")).toBe(4096);
   }, 60_000);
 });

@@ -69,17 +69,19 @@ describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
     }
   }
 
-  it("counts what an owner holds of uploads no prompt references, and nobody else's", async () => {
+  it("counts what an owner holds of uploads no prompt references, each at least 4 KiB, and nobody else's", async () => {
     const { store, sweeper } = await sweeperOn();
     await store.create({ sessionId: "s", owner: "o", model: "m" });
-    const linked = await upload(store, "o", 3000);
+    const linked = await upload(store, "o", 5000);
     await upload(store, "o", 700);
-    await upload(store, "p", 50);
-    expect(await sweeper.pendingBytes("o")).toBe(3700);
-    expect(await sweeper.pendingBytes("p")).toBe(50);
+    await upload(store, "p", 5000);
+    await upload(store, "p", 0);
+    // each counted at least 4 KiB, an empty one too: a row each, which the quota bounds in number
+    expect(await sweeper.pendingBytes("o")).toBe(5000 + 4096);
+    expect(await sweeper.pendingBytes("p")).toBe(5000 + 4096);
     expect(await sweeper.pendingBytes("nobody")).toBe(0);
-    await store.append("s", [referencing(linked, 3000)]);
-    expect(await sweeper.pendingBytes("o")).toBe(700);
+    await store.append("s", [referencing(linked, 5000)]);
+    expect(await sweeper.pendingBytes("o")).toBe(4096);
   });
 
   it("one sweep deletes every expired upload, 16 a statement, never a referenced one", async () => {
@@ -95,7 +97,7 @@ describe.runIf(postgres)("the PostgreSQL upload sweeper", () => {
     const linked = await upload(store, "o", 10);
     await store.append("s", [referencing(linked, 10)]);
     for (let i = 0; i < 40; i++) await upload(store, "o", 1);
-    expect(await sweeper.pendingBytes("o")).toBe(40);
+    expect(await sweeper.pendingBytes("o")).toBe(40 * 4096);
     const errors: unknown[] = [];
     // a lifetime of minus a minute: every upload is past it
     twoTicks(sweeper, -60_000, errors);

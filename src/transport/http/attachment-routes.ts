@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { hasVisibleText, type SessionmuxError } from "../../../protocol/index.js";
+import { UPLOAD_MIN_COUNTED_BYTES } from "../../store/upload-counted-bytes.js";
 import type { BodyReceipt } from "./bodies-receiving.js";
 import { fail, sendJson } from "./http-reply.js";
 import { declaredBytes, readBody } from "./request-body.js";
@@ -97,9 +98,10 @@ export const attachmentRoutes: Route[] = [
       const stored = await storedPending(ctx);
       // Counted from here until stored, with no await before the check: uploads sent at once each
       // see the ones admitted before them.
+      // An upload is counted at least `UPLOAD_MIN_COUNTED_BYTES`, as the ledger counts it once stored.
       const receipt = ctx.uploads.receiving.receive(
         ctx.principal.name,
-        declaredBytes(ctx.req, ctx.uploads.maxBytes),
+        Math.max(declaredBytes(ctx.req, ctx.uploads.maxBytes), UPLOAD_MIN_COUNTED_BYTES),
       );
       try {
         const bytes = await receiveUpload(ctx, receipt, stored);

@@ -40,6 +40,7 @@ export interface UploadLimits {
 }
 
 export interface UploadLedger {
+  /** Bytes of `owner`'s uploads no prompt references yet, each counted at least `UPLOAD_MIN_COUNTED_BYTES`. */
   pendingBytes(owner: string): Promise<number>;
 }
 

@@ -61,27 +61,28 @@ const idOf = (reply: Reply) => (reply.json as { attachmentId: string }).attachme
 
 describe("POST/GET /v1/attachments: names, types, quota, headers", () => {
   it("the quota holds at its exact total, checked before the body and again with its real size", async () => {
-    await host({ maxUploadBytes: 2000, uploadQuotaBytes: 3000 });
-    expect((await upload(Buffer.alloc(2001))).json).toEqual({ error: "payload_too_large" });
-    const first = await upload(Buffer.alloc(2000, 1));
+    // sizes past the 4 KiB an upload counts at least
+    await host({ maxUploadBytes: 10_000, uploadQuotaBytes: 15_000 });
+    expect((await upload(Buffer.alloc(10_001))).json).toEqual({ error: "payload_too_large" });
+    const first = await upload(Buffer.alloc(10_000, 1));
     expect(first.status).toBe(200);
-    expect((await upload(Buffer.alloc(1000, 2))).status).toBe(200);
+    expect((await upload(Buffer.alloc(5_000, 2))).status).toBe(200);
     const over = await upload(Buffer.alloc(1, 3));
     expect(over.status).toBe(413);
-    expect(over.json).toEqual({ error: "upload_quota_exceeded", max_bytes: 3000 });
+    expect(over.json).toEqual({ error: "upload_quota_exceeded", max_bytes: 15_000 });
     // another principal's uploads are not alice's
-    expect((await upload(Buffer.alloc(2000), {}, BOB_TOKEN)).status).toBe(200);
-    expect((await upload(Buffer.alloc(1000), {}, BOB_TOKEN)).status).toBe(200);
+    expect((await upload(Buffer.alloc(10_000), {}, BOB_TOKEN)).status).toBe(200);
+    expect((await upload(Buffer.alloc(5_000), {}, BOB_TOKEN)).status).toBe(200);
     // the stored body is the one sent, whole
     const down = await api(h!, `/v1/attachments/${idOf(first)}`, { token: ALICE_TOKEN });
-    expect(down.body.equals(Buffer.alloc(2000, 1))).toBe(true);
+    expect(down.body.equals(Buffer.alloc(10_000, 1))).toBe(true);
   });
 
   it("a chunked upload, whose size no header declares, meets the quota once read", async () => {
-    await host({ maxUploadBytes: 3000, uploadQuotaBytes: 3000 });
-    expect((await upload(Buffer.alloc(2500))).status).toBe(200);
-    expect(await chunkedUpload(Buffer.alloc(501))).toBe(413);
-    expect(await chunkedUpload(Buffer.alloc(500))).toBe(200);
+    await host({ maxUploadBytes: 15_000, uploadQuotaBytes: 15_000 });
+    expect((await upload(Buffer.alloc(10_000))).status).toBe(200);
+    expect(await chunkedUpload(Buffer.alloc(5_001))).toBe(413);
+    expect(await chunkedUpload(Buffer.alloc(5_000))).toBe(200);
     expect(await chunkedUpload(Buffer.alloc(1))).toBe(413);
   });
 

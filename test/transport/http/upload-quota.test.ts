@@ -112,6 +112,20 @@ describe("uploads: size limit, per-principal quota, expiry (§8)", () => {
     expect((await upload(1)).status).toBe(413);
   });
 
+  it("an empty upload counts 4 KiB toward the quota, so the quota bounds how many a principal stores", async () => {
+    // Before, an empty upload counted nothing: any number of rows could be stored under any quota.
+    host = await AttackHost.start(["--upload-quota-bytes", String(4 * 4096)]);
+    const replies = [];
+    for (let i = 0; i < 6; i++) replies.push((await upload(0)).status);
+    expect(replies).toEqual([200, 200, 200, 200, 413, 413]);
+    const db = new Database(host.dbPath, { readonly: true });
+    try {
+      expect(db.prepare("SELECT count(*) AS n FROM attachments").get()).toEqual({ n: 4 });
+    } finally {
+      db.close();
+    }
+  });
+
   it("uploads being received count toward the quota from their first byte, however many are sent at once", async () => {
     // Before, each upload was checked against the stored ones alone: any number of them sent at once
     // on as many connections were each read whole into memory (24 of 10 MiB held 276 MiB).
