@@ -10,6 +10,21 @@ import type { UploadSweeper } from "./host-database.js";
 /** Rows deleted per statement, so one sweep of many large uploads never holds a lock long. */
 const STEP_ROWS = 16;
 
+/** What `owner`'s uploads no prompt references yet count toward the upload quota (`$1` the owner). */
+export const PENDING_BYTES = `SELECT COALESCE(SUM(GREATEST(size, ${UPLOAD_MIN_COUNTED_BYTES})), 0)::bigint AS bytes
+  FROM attachments WHERE owner = $1 AND session_id IS NULL`;
+
+/**
+ * One step of the sweep: up to `STEP_ROWS` uploads no prompt references, created before `$1`.
+ * The step is materialized: as a subquery of the DELETE itself, PostgreSQL may run the LIMIT
+ * again per row it joins and delete every expired upload in one statement.
+ */
+export const SWEEP_STEP = `WITH step AS MATERIALIZED (
+    SELECT attachment_id FROM attachments WHERE session_id IS NULL AND created_at < $1
+    LIMIT ${STEP_ROWS} FOR UPDATE SKIP LOCKED)
+  DELETE FROM attachments WHERE session_id IS NULL
+    AND attachment_id IN (SELECT attachment_id FROM step)`;
+
 /**
  * Uploads not yet referenced by a prompt (`session_id IS NULL`) on PostgreSQL: what a principal
  * holds of them (the upload quota) and their expiry. Each host sweeps; the outer `session_id IS
@@ -40,19 +55,9 @@ export function pgUploadSweeper(
     // a closing sweeper ends after the step under way: the uploads left are the next sweep's, and
     // a backlog of them (after an outage, many large ones) would hold the host's close for minutes
     while (!closing && mayWrite()) {
-      // The step is materialized: as a subquery of the DELETE itself, PostgreSQL may run the
-      // LIMIT again per row it joins and delete every expired upload in one statement. A step run
-      // twice (its connection died while idle, see `idempotentQuery`) deletes what one run would,
-      // or the next step's rows.
-      const { rowCount } = await idempotentQuery(
-        pool,
-        `WITH step AS MATERIALIZED (
-           SELECT attachment_id FROM attachments WHERE session_id IS NULL AND created_at < $1
-           LIMIT ${STEP_ROWS} FOR UPDATE SKIP LOCKED)
-         DELETE FROM attachments WHERE session_id IS NULL
-           AND attachment_id IN (SELECT attachment_id FROM step)`,
-        [before],
-      );
+      // A step run twice (its connection died while idle, see `idempotentQuery`) deletes what one
+      // run would, or the next step's rows.
+      const { rowCount } = await idempotentQuery(pool, SWEEP_STEP, [before]);
       deleted += rowCount ?? 0;
       if ((rowCount ?? 0) < STEP_ROWS) break;
     }
@@ -64,12 +69,7 @@ export function pgUploadSweeper(
   };
   return {
     async pendingBytes(owner) {
-      const { rows } = await readQuery<{ bytes: number }>(
-        pool,
-        `SELECT COALESCE(SUM(GREATEST(size, ${UPLOAD_MIN_COUNTED_BYTES})), 0)::bigint AS bytes
-         FROM attachments WHERE owner = $1 AND session_id IS NULL`,
-        [owner],
-      );
+      const { rows } = await readQuery<{ bytes: number }>(pool, PENDING_BYTES, [owner]);
       return Number(rows[0]?.bytes ?? 0);
     },
     start(ttlMs, everyMs, onError) {

@@ -285,6 +285,14 @@ const MIGRATIONS: readonly string[] = [
   UPDATE interactions SET log_key = (SELECT p.log_key FROM projections p WHERE p.session_id = interactions.session_id);
   CREATE INDEX interactions_by_log_key ON interactions (log_key);
   `,
+  // 13: the uploads no prompt references yet, by owner (the upload quota's sum, which `size`
+  // answers from the index alone) and by age (the sweep's steps). Without them each upload's quota
+  // read and each sweep step read every attachment row, referenced ones too, on the event loop:
+  // 27 ms and 21 ms at 200,000 rows.
+  `
+  CREATE INDEX IF NOT EXISTS attachments_unreferenced_by_owner ON attachments (owner, size) WHERE session_id IS NULL;
+  CREATE INDEX IF NOT EXISTS attachments_unreferenced_by_age ON attachments (created_at, attachment_id) WHERE session_id IS NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

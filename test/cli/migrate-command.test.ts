@@ -10,7 +10,7 @@ import { DatabaseInUseError, DatabaseLock } from "../../src/store/database-lock.
 import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { PG_SCHEMA_VERSION } from "../../src/store/postgres/pg-schema.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
-import { UNDO_INTERACTION_LOG_KEYS } from "../support/purge-migration.js";
+import { UNDO_UNREFERENCED_UPLOAD_INDEXES } from "../support/purge-migration.js";
 import { capturedOutput, commandCleanups, quietProgram } from "./in-process-command.js";
 
 /**
@@ -63,7 +63,7 @@ describe("migrate on a SQLite file", () => {
     await sqliteDatabase(db);
     // the file as the build before the last migration left it
     const older = new Database(db);
-    older.exec(UNDO_INTERACTION_LOG_KEYS);
+    older.exec(UNDO_UNREFERENCED_UPLOAD_INDEXES);
     older.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
     older.close();
     await run(["--db", db]);
@@ -77,9 +77,9 @@ describe("migrate on a SQLite file", () => {
     const check = new Database(db, { readonly: true });
     cleanups.push(() => void check.close());
     expect(check.prepare("SELECT session_id FROM projections").all()).toEqual([{ session_id: "kept" }]);
-    expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'purges'").all()).toEqual([
-      { name: "purges" },
-    ]);
+    expect(
+      check.prepare("SELECT name FROM sqlite_master WHERE name = 'attachments_unreferenced_by_owner'").all(),
+    ).toEqual([{ name: "attachments_unreferenced_by_owner" }]);
   });
 
   it("refuses a file that does not exist, and creates none", async () => {

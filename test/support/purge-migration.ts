@@ -1,3 +1,7 @@
+/** Undoes SQLite migration 13 (the unreferenced uploads' indexes), for a file put back to schema 12. */
+export const UNDO_UNREFERENCED_UPLOAD_INDEXES = `DROP INDEX attachments_unreferenced_by_owner;
+  DROP INDEX attachments_unreferenced_by_age;`;
+
 /** Undoes SQLite migration 12 (the interactions' log keys), for a file put back to schema 11. */
 export const UNDO_INTERACTION_LOG_KEYS = `DROP INDEX interactions_by_log_key;
   ALTER TABLE interactions DROP COLUMN log_key;`;

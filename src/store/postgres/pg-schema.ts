@@ -390,6 +390,15 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS stops_earlier_builds boolean NOT NULL DEFAULT false;
   UPDATE schema_migrations SET stops_earlier_builds = true WHERE version IN (8, 16);
   `,
+  // 20: the uploads no prompt references yet, by owner (the upload quota's sum, answered from the
+  // index alone) and by age (the sweep's steps), as the SQLite store finds them. Without them each
+  // upload's quota read and each sweep step read every attachment row, referenced ones (kept as
+  // long as their sessions) too. A host of an earlier build runs beside them unchanged.
+  `
+  CREATE INDEX IF NOT EXISTS attachments_unreferenced_by_owner ON attachments (owner) INCLUDE (size)
+    WHERE session_id IS NULL;
+  CREATE INDEX IF NOT EXISTS attachments_unreferenced_by_age ON attachments (created_at) WHERE session_id IS NULL;
+  `,
 ];
 
 /**
