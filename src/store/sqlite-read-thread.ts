@@ -4,6 +4,7 @@ import type Database from "better-sqlite3";
 import { SessionmuxError } from "../../protocol/index.js";
 import { FairTurns, type ReadAsker } from "./fair-turns.js";
 import { indexedForm } from "./indexed-word.js";
+import { SEARCH_VOCABULARY_SQL } from "./search-prefix-words.js";
 import { snippetOf } from "./search-snippet.js";
 import { storeClosed } from "./store-closed.js";
 
@@ -27,7 +28,8 @@ interface Answer {
  * Statements are prepared once per text on the thread's own read-only connection; an answer
  * carries the SQLite error's code, so a storage failure stays one. `search_snippet` is the
  * function `registerSearchSnippet` gives the store's own connection, built from the source text
- * of the same functions (each names nothing outside itself).
+ * of the same functions (each names nothing outside itself), and `search_vocab` the table
+ * `registerSearchVocabulary` gives it.
  */
 const PROGRAM = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -39,6 +41,7 @@ const indexedForm = ${indexedForm};
 db.function("search_snippet", { deterministic: true }, (text, terms) =>
   snippetOf(String(text), JSON.parse(String(terms)), indexedForm),
 );
+db.exec(${JSON.stringify(SEARCH_VOCABULARY_SQL)});
 const prepared = new Map();
 parentPort.on("message", ({ id, sql, mode, params }) => {
   try {

@@ -8,6 +8,7 @@ import { decodeRow, type StoredRow } from "./log-writer.js";
 import { searchTerms } from "./postgres/pg-search-terms.js";
 import { publicProjection } from "./projection.js";
 import type { ReadCache } from "./read-cache.js";
+import { prefixOf, SEARCH_PREFIX_MAX_WORDS, withoutPrefix } from "./search-prefix-words.js";
 import { toFtsQuery } from "./search-query.js";
 import { ranksMatches } from "./search-rank-budget.js";
 import { searchTooBroad } from "./search-too-broad.js";
@@ -169,7 +170,8 @@ export class SqliteReads {
 
   /**
    * Message text search; any input is safe (see `toFtsQuery`). Snippets mark hits with `**`.
-   * Matches past `Limits.maxSearchMatches` are refused before any is ranked: ranking costs about
+   * A last word that starts more indexed words than `SEARCH_PREFIX_MAX_WORDS` matches whole,
+   * never expanded. Matches past `Limits.maxSearchMatches` are refused before any is ranked: ranking costs about
    * as much per match as the rest of the search together. With an `owner`, only its matches count
    * and are ranked: what others hold changes nothing of what it may search. FTS5 knows no owner,
    * so others' matches between the owner's first and last indexed message are still read past,
@@ -178,9 +180,23 @@ export class SqliteReads {
    * event loop, each statement in `asker`'s turn (see `SqliteReadThread`).
    */
   async search(query: string, limit: number, owner?: string, asker?: ReadAsker): Promise<SearchHit[]> {
-    const match = toFtsQuery(query);
+    let match = toFtsQuery(query);
     if (match === null) return [];
-    const words = searchTerms(query);
+    let words = searchTerms(query);
+    const prefix = prefixOf(words);
+    if (prefix !== undefined) {
+      const cap = SEARCH_PREFIX_MAX_WORDS;
+      const count = await this.runRead<number>(
+        this.statements.searchPrefixWords,
+        "pluck",
+        [prefix, prefix, cap + 1],
+        asker,
+      );
+      if (count > cap) {
+        match = toFtsQuery(query, false)!;
+        words = withoutPrefix(words);
+      }
+    }
     const terms = JSON.stringify(words);
     const bound = Limits.maxSearchMatches + 1;
     if (owner === undefined) {

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { SearchTerm } from "./postgres/pg-search-terms.js";
 import { headSeqOf } from "./read-head.js";
+import { PREFIX_WORDS_SQL, registerSearchVocabulary } from "./search-prefix-words.js";
 import { searchSnippet } from "./search-snippet.js";
 import { EVENTS_AFTER_ENCODED, FIRST_LARGE_AFTER } from "./sqlite-event-encoding.js";
 
@@ -196,6 +197,8 @@ const SQL = {
        ORDER BY q.session_id LIMIT ?`,
   /** A clear or a delete leaves the settled ones to the purger; pending ones are few, their turn's. */
   deletePendingInteractions: "DELETE FROM interactions WHERE session_id = ? AND state = 'pending'",
+  // How many indexed words a search's prefix starts, up to the bound (see `searchPrefixTooBroad`)
+  searchPrefixWords: PREFIX_WORDS_SQL,
   // Matches up to the bound (`LIMIT`), and the UTF-8 bytes of their text: a search ranks them only
   // when they are no more than it, and within the ranked text's budget (`ranksMatches`). The bytes
   // are the length FTS5's content table records for each (`octet_length` of a column reads no text).
@@ -245,6 +248,7 @@ const SQL = {
 /** Statements that return their single column as a plain value. */
 const PLUCKED: ReadonlySet<keyof typeof SQL> = new Set([
   "tombstone",
+  "searchPrefixWords",
   "firstLargeAfter",
   "openTurns",
   "allSessionIds",
@@ -288,6 +292,7 @@ export function registerSearchSnippet(db: Database.Database): void {
 
 export function prepareStatements(db: Database.Database): Statements {
   registerSearchSnippet(db);
+  registerSearchVocabulary(db);
   const prepared = {} as Record<keyof typeof SQL, Database.Statement>;
   for (const name of Object.keys(SQL) as (keyof typeof SQL)[]) {
     const statement = db.prepare(SQL[name]);
