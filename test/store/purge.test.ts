@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { describe, expect, it, vi } from "vitest";
+import { SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SqlitePurger } from "../../src/store/sqlite-purger.js";
 import { SqliteSessionStore } from "../../src/store/sqlite-store.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
@@ -272,7 +273,7 @@ describe("purging what a clear or a delete left (SQLite)", () => {
     old.close();
 
     const store = open(path);
-    expect(store.schemaMigration).toEqual({ from: 10, to: 12 });
+    expect(store.schemaMigration).toEqual({ from: 10, to: SCHEMA_VERSION });
     const read = await readWholeLog(store, "old");
     expect(read.status === "ok" && read.events.length).toBe(111);
     // its interactions are its log's (migration 12), found until it is cleared
