@@ -123,9 +123,15 @@ export class ActivationPolicy {
    * filled by a concurrent prompt, the session deleted after it was resolved), after the agent
    * attached, and that agent goes again unless another call resolved it meanwhile or it has work.
    */
-  async run<T>(activation: Activation, call: (resolvers: Resolvers) => Promise<T>): Promise<T> {
-    const scope = this.#scopes[activation];
-    if (activation !== "resume") return call(scope);
+  run<T>(activation: Activation, call: (resolvers: Resolvers) => Promise<T>): Promise<T> {
+    // not an async function of its own for the others: every cold call (a rename) would pay for
+    // a promise more and the microtasks of handing one promise to another
+    if (activation !== "resume") return call(this.#scopes[activation]);
+    return this.#runResume(call);
+  }
+
+  async #runResume<T>(call: (resolvers: Resolvers) => Promise<T>): Promise<T> {
+    const scope = this.#scopes.resume;
     const worked: [Principal, string][] = [];
     const held: LiveSession[] = [];
     let result: T;

@@ -374,20 +374,30 @@ export class SessionHost implements HostApi {
       );
   }
 
-  async call<M extends CallMethod>(
+  /**
+   * Not an async function: the promise it answers is the router's or the handler's own, not one
+   * more wrapped around it (and the microtasks of handing one to the other) on every call. Every
+   * refusal, those thrown before the handler runs included, is a rejected promise.
+   */
+  call<M extends CallMethod>(
     principal: Principal,
     method: M,
     params: ParamsOf<M>,
     signal?: AbortSignal,
   ): Promise<ResultOf<M>> {
-    this.#refuseWhileClosing();
-    if (!isMethodName(method) || Methods[method].kind !== "call") {
-      throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
+    try {
+      this.#refuseWhileClosing();
+      if (!isMethodName(method) || Methods[method].kind !== "call") {
+        throw new SessionmuxError("unknown_method", `unknown method ${String(method)}`);
+      }
+      const parsed = paramsValidator(method).parse(params) as ParamsOf<M>;
+      const answer = this.#cluster
+        ? this.#cluster.router.call(principal, method, parsed, signal)
+        : this.#run(principal, method, parsed, signal);
+      return answer as Promise<ResultOf<M>>;
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const parsed = paramsValidator(method).parse(params) as ParamsOf<M>;
-    if (this.#cluster)
-      return (await this.#cluster.router.call(principal, method, parsed, signal)) as ResultOf<M>;
-    return (await this.#run(principal, method, parsed, signal)) as ResultOf<M>;
   }
 
   /** Runs a parsed call on this host, through its activation policy and handlers. */
