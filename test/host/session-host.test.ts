@@ -51,6 +51,15 @@ describe("call", () => {
       });
     }
   });
+
+  test("bad params and a host shutting down are refused as rejected promises, never thrown", async () => {
+    const { host } = await open();
+    const bad = host.call(ALICE, "session.rename", { sessionId: "mine", title: "t", extra: 1 } as never);
+    await expect(bad).rejects.toMatchObject({ code: "bad_request" });
+    await host.shutdown();
+    const refused = host.call(ALICE, "session.rename", { sessionId: "mine", title: "t" });
+    await expect(refused).rejects.toMatchObject({ code: "host_shutting_down" });
+  });
 });
 
 describe("attachments", () => {
