@@ -5,7 +5,7 @@ import type { ResultOf, SessionRow } from "../../protocol/index.js";
 import { createNodeClient, type SessionmuxClient } from "../../src/client/node.js";
 import { ConsoleLink } from "../../web/src/console-link.js";
 import { SessionCache } from "../../web/src/session-cache.js";
-import { SessionListModel } from "../../web/src/session-list-model.js";
+import { REMOVED_KEPT, SessionListModel } from "../../web/src/session-list-model.js";
 import { orderSessions } from "../../web/src/session-list-order.js";
 import { demoAgentWith } from "../host/host-fixture.js";
 import { gate } from "../support/gate.js";
@@ -66,6 +66,28 @@ describe("console session list over pages", () => {
     await model.refresh();
     expect(shown()).toEqual(all.slice(0, 50).map((row) => row.sessionId));
     expect(model.older).toBe(true);
+  });
+
+  it("keeps a bounded number of deleted sessions off the list, the latest deleted among them", async () => {
+    const { client } = testHost;
+    const link = new HeldLink(() => client, ADMIN_TOKEN);
+    const cache = new SessionCache("p", {
+      data: createStore("list-model-removed", "entries"),
+      usage: createStore("list-model-removed-usage", "usage"),
+    });
+    const model = new SessionListModel(link, cache, () => {});
+    await model.refresh();
+    const [row] = (await client.call("session.list", { limit: 1 })).sessions;
+    // a busy host: many sessions deleted by others while the tab stays open
+    for (let i = 0; i < 10_000; i++) model.apply({ kind: "removed", sessionId: `gone-${i}` });
+    model.apply({ kind: "removed", sessionId: row!.sessionId });
+    expect((model as unknown as { removed: Set<string> }).removed.size).toBeLessThanOrEqual(REMOVED_KEPT);
+    // the live state's last row of the session deleted, and a snapshot read after: it stays gone
+    model.project(row!);
+    expect(model.row(row!.sessionId)).toBe(undefined);
+    for (let i = 0; i < REMOVED_KEPT - 1; i++) model.apply({ kind: "removed", sessionId: `later-${i}` });
+    model.project({ ...row!, seq: row!.seq + 1 });
+    expect(model.row(row!.sessionId)).toBe(undefined);
   });
 
   it("keeps a row that moved or went while an older page was read as the host has it now, once", async () => {

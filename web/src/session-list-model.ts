@@ -20,6 +20,9 @@ interface Pages {
 
 const parked = (row: SessionRow) => row.lastState === "input-required";
 
+/** How many deleted sessions a tab keeps off the list by id: far more than can be deleted within a call's timeout. */
+export const REMOVED_KEPT = 1000;
+
 const firstPage = (): Pages => ({ cursor: undefined, end: undefined, count: 1, loading: false });
 
 /**
@@ -66,7 +69,12 @@ export class SessionListModel {
    * empty): a page read before that never brings back the old log's row, whose seq is higher.
    */
   private readonly clearLearnt = new Map<string, number>();
-  /** Sessions this tab saw deleted: a late snapshot or projection never brings them back. */
+  /**
+   * Sessions this tab saw deleted: a late snapshot or projection never brings them back. Only the
+   * latest `REMOVED_KEPT` (in the order learnt) are kept: one is needed while a read begun before its
+   * delete may still answer, or while the live state holds its row before the host's notice (each
+   * ends within a call's timeout), and a long-lived tab on a busy host hears of deletes without end.
+   */
   private readonly removed = new Set<string>();
   private version = 0;
   /** Counts the snapshots applied: a read of parked sessions that one came after is dropped. */
@@ -284,7 +292,10 @@ export class SessionListModel {
     if (change.kind === "agent-error") return;
     this.version += 1;
     if (change.kind === "removed") {
+      // learnt again: the newest, last to be forgotten
+      this.removed.delete(change.sessionId);
       this.removed.add(change.sessionId);
+      if (this.removed.size > REMOVED_KEPT) this.removed.delete(this.removed.values().next().value as string);
       this.rows.delete(change.sessionId);
       this.dismissed.delete(change.sessionId);
       this.unplaced.delete(change.sessionId);
