@@ -27,7 +27,8 @@ export const Limits = {
   sessionsPerPrincipal: 10_000,
   /**
    * @default 1 GiB stored by one principal: its sessions' event data and its attachments (admin
-   * exempt); past it a prompt, create, fork or upload is `storage_quota_exceeded`.
+   * exempt); past it a prompt, create, fork, rename, model choice or upload is
+   * `storage_quota_exceeded`.
    */
   storedBytesPerPrincipal: 1024 * 1024 * 1024,
   /** Events per `events` item during replay. */

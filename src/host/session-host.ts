@@ -60,7 +60,7 @@ export interface SessionHostOptions {
   maxSessionsPerPrincipal?: number;
   /**
    * Bytes one principal may store, its sessions' event data and its attachments (admin exempt);
-   * past it a prompt, create, fork or upload is refused `storage_quota_exceeded`. @default 1 GiB
+   * past it a prompt, create, fork, rename, model choice or upload is refused `storage_quota_exceeded`. @default 1 GiB
    */
   maxStoredBytesPerPrincipal?: number;
   /** Past it a prompt is refused `queue_full`. @default 100 */

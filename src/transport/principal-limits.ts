@@ -18,7 +18,7 @@ export interface PrincipalLimitOptions {
   maxSessionsPerPrincipal: number;
   /**
    * @default 1 GiB — bytes one (non-admin) principal may store (its sessions' event data and its
-   * attachments); past it a prompt, create, fork or upload is refused `storage_quota_exceeded`.
+   * attachments); past it a prompt, create, fork, rename, model choice or upload is refused `storage_quota_exceeded`.
    */
   maxStoredBytesPerPrincipal: number;
   /**

@@ -206,7 +206,7 @@ describe("stored event data per principal", () => {
       .poll(async () => (await readLog(store, sessionId)).filter((e) => e.type === "turn/end").length)
       .toBe(turns);
 
-  test("past the quota a prompt, create or fork is storage_quota_exceeded and writes nothing; clearing makes room", async () => {
+  test("past the quota a prompt, create, fork, rename or model choice is storage_quota_exceeded and writes nothing; clearing makes room", async () => {
     const { host, store } = await openLimitedHost({ maxStoredBytesPerPrincipal: 20_000 });
     await host.call(bob, "session.create", { sessionId: "b1" });
     const text = "x".repeat(6000);
@@ -224,6 +224,8 @@ describe("stored event data per principal", () => {
       () => host.call(bob, "session.prompt", { sessionId: "b1", text: "one more", clientMessageId: "p3" }),
       () => host.call(bob, "session.create", { sessionId: "b2" }),
       () => host.call(bob, "session.fork", { sourceId: "b1", sessionId: "b1-fork" }),
+      () => host.call(bob, "session.rename", { sessionId: "b1", title: "renamed" }),
+      () => host.call(bob, "session.selectModel", { sessionId: "b1", model: "demo-careful" }),
     ]) {
       expect(await errorCode(call)).toEqual({
         code: "storage_quota_exceeded",
@@ -254,5 +256,6 @@ describe("stored event data per principal", () => {
     expect(await store.ownerStoredBytes("bob")).toBeLessThan(1000);
     await host.call(bob, "session.prompt", { sessionId: "b1", text: "room again", clientMessageId: "p4" });
     await host.call(bob, "session.create", { sessionId: "b2" });
+    await host.call(bob, "session.rename", { sessionId: "b1", title: "renamed" });
   });
 });

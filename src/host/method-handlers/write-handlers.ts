@@ -1,11 +1,15 @@
 import type { NewEvent } from "../../../protocol/index.js";
 import type { AppendOutcome } from "../../store/session-store.js";
 import type { HostContext, MethodHandler } from "../host-context.js";
+import { assertStorageRoom } from "../storage-quota.js";
 import { deletedMeanwhile, refusal } from "../store-outcomes.js";
 import { chooseModel } from "./model-choice.js";
 
 export const rename: MethodHandler<"session.rename"> = async (ctx, resolvers, principal, params) => {
   await resolvers.inspect(principal, params.sessionId);
+  // each rename is an event of its own: without the quota, renames in a loop grew a principal's
+  // log (and the database) past its quota without end
+  await assertStorageRoom(ctx, principal);
   const event: NewEvent = { type: "session/renamed", data: { title: params.title } };
   return { seq: appendedSeq(params.sessionId, await appendOne(ctx, params.sessionId, event)) };
 };
@@ -25,6 +29,7 @@ export const selectModel: MethodHandler<"session.selectModel"> = async (
 ) => {
   const model = chooseModel(ctx.agent, params.model);
   const session = await resolvers.resume(principal, params.sessionId);
+  await assertStorageRoom(ctx, principal);
   const seq = appendedSeq(
     params.sessionId,
     await appendOne(ctx, params.sessionId, { type: "session/model", data: { model } }),
