@@ -160,6 +160,14 @@ const PRINCIPAL_FLAGS = {
     fallback: DEFAULT_PRINCIPAL_LIMITS.maxSearchesPerPrincipal,
     min: 1,
   },
+  maxControlStreamsPerPrincipal: {
+    flag: "--max-control-streams-per-principal <n>",
+    env: "SESSIONMUX_MAX_CONTROL_STREAMS_PER_PRINCIPAL",
+    description:
+      "session.control streams a principal may hold open across its sockets (more is too_many_streams)",
+    fallback: DEFAULT_PRINCIPAL_LIMITS.maxControlStreamsPerPrincipal,
+    min: 1,
+  },
 } as const satisfies Record<keyof PrincipalLimitOptions, LimitFlag>;
 
 /**
@@ -264,6 +272,7 @@ export function principalLimitsOf(values: LimitValues): PrincipalLimitOptions {
     maxSessionsPerPrincipal: values.maxSessionsPerPrincipal,
     maxStoredBytesPerPrincipal: values.maxStoredBytesPerPrincipal,
     maxSearchesPerPrincipal: values.maxSearchesPerPrincipal,
+    maxControlStreamsPerPrincipal: values.maxControlStreamsPerPrincipal,
   };
 }
 

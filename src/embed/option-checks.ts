@@ -45,6 +45,7 @@ const GROUPS: {
     maxSessionsPerPrincipal: COUNT,
     maxStoredBytesPerPrincipal: COUNT,
     maxSearchesPerPrincipal: COUNT,
+    maxControlStreamsPerPrincipal: COUNT,
   },
   callInbox: {
     maxPending: COUNT,

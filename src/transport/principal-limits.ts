@@ -27,6 +27,12 @@ export interface PrincipalLimitOptions {
    * SQLite read thread's 64 reads, half the PostgreSQL pool) while it runs or waits for its turn.
    */
   maxSearchesPerPrincipal: number;
+  /**
+   * @default 256 — `session.control` streams one (non-admin) principal may hold open, across its
+   * sockets; one more is refused `too_many_streams`. Every change of the principal's sessions goes
+   * to each of them, and each one a slow reader leaves behind queues up to 5,000 of them.
+   */
+  maxControlStreamsPerPrincipal: number;
 }
 
 export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
@@ -36,6 +42,7 @@ export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimitOptions = {
   maxSessionsPerPrincipal: Limits.sessionsPerPrincipal,
   maxStoredBytesPerPrincipal: Limits.storedBytesPerPrincipal,
   maxSearchesPerPrincipal: 8,
+  maxControlStreamsPerPrincipal: 256,
 };
 
 interface Bucket {
@@ -58,9 +65,10 @@ const BUCKETS_KEPT = 1_024;
  */
 export class PrincipalLimits {
   readonly options: PrincipalLimitOptions;
-  /** Sockets held and searches running per principal: a name holding none is not kept. */
+  /** Sockets held, searches running and control streams open per principal: a name holding none is not kept. */
   readonly #sockets = new CountsByKey();
   readonly #searches = new CountsByKey();
+  readonly #controlStreams = new CountsByKey();
   readonly #buckets = new Map<string, Bucket>();
   readonly #now: () => number;
   #pruneAt = BUCKETS_KEPT;
@@ -90,6 +98,24 @@ export class PrincipalLimits {
         "overloaded",
         `at most ${max} searches of one principal run at once; wait for an answer, then retry`,
         { data: { limit: "searches_per_principal", max } },
+      );
+    return release;
+  }
+
+  /**
+   * Counts one more `session.control` stream of `principal` until the returned release runs, or
+   * throws `too_many_streams` (`data: {limit: "control_streams_per_principal", max}`) when it
+   * already holds the most it may.
+   */
+  takeControlStream(principal: Principal): () => void {
+    if (principal.admin) return () => {};
+    const max = this.options.maxControlStreamsPerPrincipal;
+    const release = hold(this.#controlStreams, principal.name, max);
+    if (release === undefined)
+      throw new SessionmuxError(
+        "too_many_streams",
+        `at most ${max} session.control streams of one principal are open at once; close one first`,
+        { data: { limit: "control_streams_per_principal", max } },
       );
     return release;
   }

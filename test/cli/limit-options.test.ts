@@ -101,6 +101,14 @@ const LIMITS = [
     min: 1,
   },
   {
+    key: "maxControlStreamsPerPrincipal",
+    to: ["principal"],
+    flag: "--max-control-streams-per-principal",
+    env: "SESSIONMUX_MAX_CONTROL_STREAMS_PER_PRINCIPAL",
+    fallback: 256,
+    min: 1,
+  },
+  {
     key: "sessionCreateBurst",
     to: ["principal"],
     flag: "--session-create-burst",
@@ -347,6 +355,7 @@ describe("serve limit flags", () => {
       maxSessionsPerPrincipal: 10_000,
       maxStoredBytesPerPrincipal: 1024 * 1024 * 1024,
       maxSearchesPerPrincipal: 8,
+      maxControlStreamsPerPrincipal: 256,
     });
     expect(limits.inbox).toEqual({
       maxPending: 256,

@@ -299,7 +299,16 @@ export class MuxConnection {
       );
       return;
     }
-    this.#open(request.id, request.method, request.params);
+    let release: (() => void) | undefined;
+    if (request.method === "session.control") {
+      try {
+        release = this.#options.principalLimits.takeControlStream(this.#principal);
+      } catch (err) {
+        this.#refuse(toSessionmuxError(err), request.id);
+        return;
+      }
+    }
+    this.#open(request.id, request.method, request.params, release);
   }
 
   async #call(id: number, method: CallMethod, params: unknown, gone: AbortSignal): Promise<void> {
@@ -339,9 +348,10 @@ export class MuxConnection {
     await this.writer.sendStreamed(head, size, () => body.chunks());
   }
 
-  #open(id: number, method: MethodName, params: unknown): void {
+  #open(id: number, method: MethodName, params: unknown, release?: () => void): void {
     const metrics = this.#options.metrics;
     const outlet = new StreamOutlet(id, this.writer, () => {
+      release?.();
       this.#inFlight.delete(id);
       this.#streams--;
       metrics?.openStreams.dec({ method });
