@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Limits, toSessionmuxError } from "../../../protocol/index.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
+import { CountsByKey } from "../../store/counts-by-key.js";
 import type { Authenticator } from "../auth.js";
 import type { FaultLog } from "../fault-log.js";
 import type { HostMetrics } from "../metrics.js";
@@ -80,6 +81,7 @@ export function createHttpHandler(
     cache: new TranscriptCache(),
     maxDataBytes: options.maxTranscriptBytes ?? Limits.transcriptViewBytes,
     folding: new BodiesReceiving(),
+    sending: new CountsByKey<string>(),
   };
   const sessionLists = new SessionListCache(host);
   const uploads: UploadLimits = {

@@ -5,7 +5,7 @@ import { readReachedHead } from "../../store/read-head.js";
 import { fail, sendJson, sendJsonParts, sendJsonText } from "./http-reply.js";
 import { readJsonBody } from "./json-body.js";
 import { idParam, intQuery, type Route } from "./route-context.js";
-import { readSessionTranscript } from "./session-transcript.js";
+import { holdViewSending, readSessionTranscript } from "./session-transcript.js";
 import { renderSessionView } from "./session-view.js";
 
 const resolution = validator(ResponseInput);
@@ -19,6 +19,7 @@ export const sessionRoutes: Route[] = [
     async handle(ctx) {
       const sessionId = idParam(ctx, 0, "sessionId");
       const snap = await readSessionTranscript(ctx.host, ctx.principal, sessionId, ctx.transcripts);
+      holdViewSending(ctx.res, ctx.principal, snap, ctx.transcripts);
       const live = ctx.host.live.interactions().filter((i) => i.sessionId === sessionId);
       sendJsonParts(ctx.res, 200, await renderSessionView(sessionId, snap, live));
     },

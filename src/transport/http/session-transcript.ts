@@ -1,8 +1,10 @@
+import type { ServerResponse } from "node:http";
 import { Limits } from "../../../protocol/index.js";
 import { applyEvents, emptyTranscript, type TranscriptState } from "../../../protocol/transcript.js";
 import type { HostApi } from "../../host/host-api.js";
 import type { Principal } from "../../host/principal.js";
 import type { SessionReadHandle } from "../../host/session-read-handle.js";
+import type { CountsByKey } from "../../store/counts-by-key.js";
 import { readReachedHead } from "../../store/read-head.js";
 import type { SessionProjection } from "../../store/session-store.js";
 import type { BodiesReceiving } from "./bodies-receiving.js";
@@ -25,6 +27,8 @@ export interface SessionSnapshot {
   projection: SessionProjection;
   createdAt: number;
   epoch: string;
+  /** The stored data of the events folded into `transcript`: about what a view of it weighs. */
+  dataBytes: number;
 }
 
 /** A session's folded transcript, and the data of the events folded into it (what it holds). */
@@ -105,6 +109,40 @@ export interface TranscriptReading {
    * pages are read; a view of a cached transcript folds only what was committed since.
    */
   readonly folding?: BodiesReceiving;
+  /**
+   * The event data of the views each principal is being sent, by principal name (admin too),
+   * from their render until their answer is written out or its connection closes: a view that
+   * would take its principal past `maxDataBytes` is refused `overloaded`, unless it would be the
+   * only one. A view of a cached transcript folds nothing, so the bound above never saw it: 40
+   * connections asking for a 29 MB view and never reading held 315 MiB (each answer whole in
+   * its socket's buffer), without end as connections were added.
+   */
+  readonly sending?: CountsByKey<string>;
+}
+
+/**
+ * Counts `snap`'s view as being sent to `principal` until `res` closes (written out, or its
+ * connection gone), or throws `overloaded` (`data: {limit: "view_bytes_per_principal", max}`)
+ * when the principal's views being sent would pass the bound with it.
+ */
+export function holdViewSending(
+  res: ServerResponse,
+  principal: Principal,
+  snap: SessionSnapshot,
+  { sending, maxDataBytes = Limits.transcriptViewBytes }: TranscriptReading,
+): void {
+  if (!sending) return;
+  const held = sending.get(principal.name);
+  if (held > 0 && held + snap.dataBytes > maxDataBytes)
+    throw fail(
+      "overloaded",
+      `the views being sent to one principal may hold ${maxDataBytes} bytes of event data at once; read the answers, then retry`,
+      { limit: "view_bytes_per_principal", max: maxDataBytes },
+    );
+  // a view of no events still counts one, so it is not taken for no view at all
+  const bytes = Math.max(1, snap.dataBytes);
+  sending.add(principal.name, bytes);
+  res.once("close", () => sending.add(principal.name, -bytes));
 }
 
 /**
@@ -178,7 +216,7 @@ async function readFolded(
       // One cut: the row must not reflect commits the fold has not seen; a few rounds catch up.
       if (projection.seq > transcript.lastSeq && round < MAX_CATCH_UP) continue;
       cache?.put(sessionId, epoch, transcript, dataBytes);
-      return { transcript, projection, createdAt: projection.createdAt, epoch };
+      return { transcript, projection, createdAt: projection.createdAt, epoch, dataBytes };
     }
     if (stale) cached = undefined;
   }

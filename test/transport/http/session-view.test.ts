@@ -31,7 +31,13 @@ function snapshot(from: NewEvent[] = events): SessionSnapshot {
     hasUnseenCompletion: false,
     completionSettledAt: null,
   } as unknown as SessionProjection;
-  return { transcript: applyEvents(emptyTranscript(), committed), projection, createdAt: 1000, epoch: "e1" };
+  return {
+    transcript: applyEvents(emptyTranscript(), committed),
+    projection,
+    createdAt: 1000,
+    epoch: "e1",
+    dataBytes: 0,
+  };
 }
 
 describe("session view rendering", () => {
