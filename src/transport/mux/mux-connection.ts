@@ -291,9 +291,7 @@ export class MuxConnection {
         new SessionmuxError(
           "too_many_streams",
           `at most ${this.#options.maxStreamsPerSocket} streams per socket; close one first`,
-          {
-            data: { limit: this.#options.maxStreamsPerSocket },
-          },
+          { data: { limit: "streams_per_socket", max: this.#options.maxStreamsPerSocket } },
         ),
         request.id,
       );

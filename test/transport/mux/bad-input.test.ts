@@ -189,7 +189,7 @@ describe("bad input (protocol-v1 §7): each answered, nothing durable changed, a
     expect(answer.error).toMatchObject({
       code: "too_many_streams",
       message: "at most 256 streams per socket; close one first",
-      data: { limit: 256 },
+      data: { limit: "streams_per_socket", max: 256 },
     });
     await contained();
     for (const id of ids) shared.peer.close(id);
