@@ -22,6 +22,17 @@ describeContract("a turn's end", (backend) => {
     expect(again).toMatchObject({ status: "appended", events: [] });
     const stray = await store.append("s", [turnEnd("never-opened"), userMessage("after")]);
     expect(stray.status === "appended" && stray.events.map((e) => e.type)).toEqual(["user/message"]);
+    // each of two stray ends is left out, and what stands between and after them is kept, in order
+    const strays = await store.append("s", [
+      turnEnd("gone-1"),
+      userMessage("between", "m-between"),
+      turnEnd("gone-2"),
+      userMessage("last", "m-last"),
+    ]);
+    expect(
+      strays.status === "appended" &&
+        strays.events.map((e) => (e.type === "user/message" ? e.data.text : e.type)),
+    ).toEqual(["between", "last"]);
     // a turn opened and ended in one append ends there; a second end in the same append does not
     const whole = await store.append("s", [turnStart("t2"), turnEnd("t2", "failed"), turnEnd("t2")]);
     expect(whole.status === "appended" && whole.events.map((e) => e.type)).toEqual([
