@@ -338,6 +338,19 @@ describe("a call waiting for a socket past its deadline", () => {
     await vi.advanceTimersByTimeAsync(1_000);
     await closing;
   });
+
+  it("fails with its timeout, unsent, when the socket opens exactly at its deadline", async () => {
+    const { client, sockets } = scriptedClient();
+    const call = client.list({}, { timeoutMs: 30_000 }).catch((e: unknown) => e);
+    vi.setSystemTime(Date.now() + 30_000);
+    sockets[0]!.open();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sockets[0]!.sent).toEqual([]);
+    expect(await call).toMatchObject({ code: "timeout", data: { sent: false } });
+    const closing = client.close();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await closing;
+  });
 });
 
 /** Network hints the test gives by hand, as a browser's `online`/`offline`/`visibilitychange`. */
