@@ -234,6 +234,24 @@ describe("client keepalive on a socket that cannot ping", () => {
   });
 });
 
+describe("client keepalive by default", () => {
+  it("probes after 10 s of quiet and drops the socket 5 s after the probe when nothing answers", async () => {
+    const { connection, sockets } = scriptedConnection(undefined, { keepAlive: undefined });
+    const socket = sockets[0]!;
+    socket.open();
+    await connection.whenOpen();
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(socket.sent).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(socket.sent.map((frame) => frame.type)).toEqual(["close"]);
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(connection.state.name).toBe("open");
+    await vi.advanceTimersByTimeAsync(2);
+    expect(socket.closedWith).toEqual([4000, "keepalive timeout"]);
+    await closeScripted(connection);
+  });
+});
+
 describe("client keepalive after a stall of the client's own", () => {
   const keepAlive = { intervalMs: 10_000, pongTimeoutMs: 5_000 };
   const answers: [string, (socket: ScriptedSocket, probe: { id?: number }) => void][] = [
