@@ -1,14 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
-import { type SessionEvent, SessionmuxError } from "../../protocol/index.js";
+import { SessionmuxError } from "../../protocol/index.js";
 import { ADMIN } from "../../src/host/principal.js";
 import { SessionHost } from "../../src/host/session-host.js";
-import { QUERY_CHECK_MS } from "../../src/store/postgres/pg-backend-watch.js";
-import { KEPT_AFTER_IDLE_MS } from "../../src/store/postgres/pg-group-commit.js";
-import type { PostgresSessionStore } from "../../src/store/postgres/postgres-store.js";
 import { pgUrl } from "../store/contract/backends.js";
-import { openStoreBehindProxy } from "../store/postgres/store-behind-proxy.js";
 import { cleanupsAfterEach } from "../support/cleanups.js";
-import { readWholeLog } from "../support/whole-log.js";
+import { idleWriter, logOf, openAnswerLostStore } from "./answer-lost-fixture.js";
 import { demoAgentWith } from "./host-fixture.js";
 
 /**
@@ -18,22 +14,11 @@ import { demoAgentWith } from "./host-fixture.js";
 
 const cleanups = cleanupsAfterEach();
 
-/** Lets the group commit's connection idle past the bound of a batch on kept states. */
-const idleWriter = () => new Promise((resolve) => setTimeout(resolve, KEPT_AFTER_IDLE_MS + 100));
-
-async function logOf(store: PostgresSessionStore, sessionId: string): Promise<SessionEvent[]> {
-  const read = await readWholeLog(store, sessionId);
-  if (read.status !== "ok") throw new Error(read.status);
-  return read.events;
-}
-
 describe.skipIf(!pgUrl)("a prompt whose turn opened though the host lost the answer", () => {
   it("runs its turn to its end and answers it, as does the prompt sent again", async () => {
-    // the store's own check interval (the fixture's is shorter)
-    const { store, cutNextCommitAnswer, cutAtCommit } = await openStoreBehindProxy(
+    const { store, cutNextCommitAnswer, cutAtCommit } = await openAnswerLostStore(
       cleanups,
       "smx_turn_open_lost",
-      { queryCheckMs: QUERY_CHECK_MS },
     );
     const ran: string[] = [];
     const agent = demoAgentWith("records", async (turn) => {
