@@ -315,11 +315,12 @@ export function registerServeCommand(program: Command): void {
       banner.push(`console: ${running.url}/#token=${kept.token}`);
     } else banner.push(`console: ${running.url}/ (append #token=<your token>)`);
     process.stdout.write(`${banner.join("\n")}\n`);
-    logger.info(
+    // the process's own lines name the host as the host's do, so hosts sharing a collector part
+    const hostLogger = logger.child({ hostId: running.hostId });
+    hostLogger.info(
       {
         url: running.url,
         db: describeTarget(located),
-        hostId: running.hostId,
         agent: options.agent,
         generation: running.host.generation,
       },
@@ -329,14 +330,14 @@ export function registerServeCommand(program: Command): void {
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
-      logger.info({ signal }, "shutting down");
+      hostLogger.info({ signal }, "shutting down");
       running.close().then(
         () => {
           logger.flush();
           process.exit(0);
         },
         (err: unknown) => {
-          logger.error({ err }, "shutdown failed");
+          hostLogger.error({ err }, "shutdown failed");
           logger.flush();
           process.exit(1);
         },

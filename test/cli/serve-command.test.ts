@@ -555,6 +555,16 @@ describe("sessionmux serve shutdown, in this process", { timeout: 30_000 }, () =
     expect(logs().filter((l) => l.msg === "shutting down")).toEqual([
       expect.objectContaining({ signal: "SIGTERM", level: 30 }),
     ]);
+    // every line names its host once, the process's own (ready, shutting down) too
+    const hostId = logs().find((l) => l.msg === "host ready")?.hostId;
+    expect(hostId).toEqual(expect.any(String));
+    expect(logs().filter((l) => l.hostId !== hostId)).toEqual([]);
+    expect(
+      stderr
+        .join("")
+        .split("\n")
+        .filter((line) => line.startsWith("{") && line.split('"hostId"').length !== 2),
+    ).toEqual([]);
     await expect(fetch(`${served.url}/healthz`)).rejects.toThrow();
     // the file is free: another host opens it
     const again = await serve(["--db", db, "--port", "0", "--token", "t"]);
